@@ -1,0 +1,333 @@
+/*
+ * specdec.h — the public C ABI of specdec, a speculative-decoding runtime for
+ * Llama-family transformer language models (CPU reference backend and CUDA).
+ *
+ * Conventions
+ * - Every function that can fail returns a specdec_status; SPECDEC_OK == 0.
+ * - Handles are opaque. Every create/load has a free; freeing NULL is a no-op.
+ *   Using a handle after it was freed is undefined behaviour (as with free()).
+ * - Errors: each handle keeps the detail of its last failure (file, tensor, value),
+ *   readable with specdec_<object>_last_error(). A create/load that fails has no
+ *   handle yet: its detail is kept per thread and read with specdec_last_error().
+ *   A failed call leaves the handle as it was before the call unless stated.
+ * - Ownership: pointers passed in are borrowed for the duration of the call unless a
+ *   comment says otherwise; output buffers are owned by the caller.
+ * - Thread safety: a specdec_model and a specdec_tokenizer are immutable after load
+ *   and may be used from any number of threads at once. A specdec_engine is used by
+ *   one thread at a time; a second thread calling into an engine that is busy gets
+ *   SPECDEC_ERR_BUSY (it does not block and does not corrupt state). A model must
+ *   outlive every engine created from it.
+ * - Parameter structs are obtained from specdec_*_default_params(), then edited.
+ *   Their reserved fields must stay zero; future versions give them meaning.
+ */
+#ifndef SPECDEC_H
+#define SPECDEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SPECDEC_VERSION_MAJOR 0
+#define SPECDEC_VERSION_MINOR 1
+#define SPECDEC_VERSION_PATCH 0
+#define SPECDEC_VERSION_NUMBER \
+    (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
+#define SPECDEC_VERSION_STRING "0.1.0"
+
+/* Largest draft length γ an engine supports (per round, fixed or adaptive). */
+#define SPECDEC_MAX_DRAFT 16
+/* Most EOS ids a model config may list. */
+#define SPECDEC_MAX_EOS 8
+
+#if defined(_WIN32)
+#  if defined(SPECDEC_BUILD_SHARED)
+#    define SPECDEC_API __declspec(dllexport)
+#  elif defined(SPECDEC_USE_SHARED)
+#    define SPECDEC_API __declspec(dllimport)
+#  else
+#    define SPECDEC_API
+#  endif
+#else
+#  define SPECDEC_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------- */
+/* Status codes: the numbers are stable across versions.                     */
+/* ------------------------------------------------------------------------- */
+typedef enum specdec_status {
+    SPECDEC_OK = 0,
+    SPECDEC_ERR_INVALID_ARGUMENT = 1,   /* NULL pointer, value out of range */
+    SPECDEC_ERR_OUT_OF_MEMORY = 2,      /* host or device allocation failed */
+    SPECDEC_ERR_IO = 3,                 /* file missing, unreadable, mmap failed */
+    SPECDEC_ERR_FORMAT = 4,             /* malformed safetensors / JSON / tokenizer */
+    SPECDEC_ERR_UNSUPPORTED = 5,        /* well-formed but not supported (arch, dtype, rope type) */
+    SPECDEC_ERR_MODEL_MISMATCH = 6,     /* tensor missing / wrong shape; target and draft disagree */
+    SPECDEC_ERR_CONTEXT_FULL = 7,       /* tokens would not fit in the engine's context */
+    SPECDEC_ERR_BACKEND_UNAVAILABLE = 8,/* CUDA requested but not built in or no device */
+    SPECDEC_ERR_DEVICE_LOST = 9,        /* sticky device error: the engine can only be freed */
+    SPECDEC_ERR_BUSY = 10,              /* engine in use by another thread */
+    SPECDEC_ERR_BUFFER_TOO_SMALL = 11,  /* output buffer too small; the needed size is reported */
+    SPECDEC_ERR_INTERNAL = 12           /* a bug in specdec: please report */
+} specdec_status;
+
+/* Static English name of a status ("SPECDEC_OK: success", ...). Never NULL. */
+SPECDEC_API const char *specdec_status_string(specdec_status status);
+
+/* SPECDEC_VERSION_NUMBER / SPECDEC_VERSION_STRING of the library actually linked. */
+SPECDEC_API unsigned specdec_version_number(void);
+SPECDEC_API const char *specdec_version_string(void);
+
+/* Detail of the last failed create/load call on the calling thread ("" if none).
+ * The string is owned by the library and valid until the next failing call on this thread. */
+SPECDEC_API const char *specdec_last_error(void);
+
+/* 1 if this build contains the CUDA backend, 0 otherwise. */
+SPECDEC_API int specdec_has_cuda(void);
+/* Number of usable CUDA devices (0 without CUDA support, a driver, or a device). */
+SPECDEC_API int specdec_cuda_device_count(void);
+
+typedef struct specdec_model specdec_model;
+typedef struct specdec_engine specdec_engine;
+typedef struct specdec_tokenizer specdec_tokenizer;
+
+/* ------------------------------------------------------------------------- */
+/* Models: Hugging Face Llama-family directories (config.json + safetensors).  */
+/* ------------------------------------------------------------------------- */
+typedef enum specdec_dtype {
+    SPECDEC_DTYPE_F32 = 0,
+    SPECDEC_DTYPE_F16 = 1,
+    SPECDEC_DTYPE_BF16 = 2
+} specdec_dtype;
+
+typedef struct specdec_model_params {
+    int32_t use_mmap;      /* 1 (default): memory-map the safetensors files; 0: read them into memory */
+    int32_t reserved_i[7];
+    uint64_t reserved[8];
+} specdec_model_params;
+
+SPECDEC_API specdec_model_params specdec_model_default_params(void);
+
+/* Load a model directory (config.json plus model.safetensors, or the shards named by
+ * model.safetensors.index.json). `path` is borrowed. On success *out_model owns the
+ * mapping of the files; free it with specdec_model_free(). On failure *out_model is
+ * set to NULL and specdec_last_error() names the file and the tensor or key. */
+SPECDEC_API specdec_status specdec_model_load(const char *path, const specdec_model_params *params,
+                                              specdec_model **out_model);
+SPECDEC_API void specdec_model_free(specdec_model *model);
+SPECDEC_API const char *specdec_model_last_error(const specdec_model *model);
+
+typedef struct specdec_model_info {
+    char architecture[64];        /* "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM" */
+    int32_t vocab_size;
+    int32_t hidden_size;
+    int32_t intermediate_size;
+    int32_t n_layers;
+    int32_t n_heads;
+    int32_t n_kv_heads;
+    int32_t head_dim;
+    int32_t max_position_embeddings;
+    float rms_norm_eps;
+    float rope_theta;
+    int32_t rope_scaling_llama3;  /* 1 if rope_scaling.rope_type == "llama3" */
+    int32_t tie_word_embeddings;
+    int32_t attention_bias;       /* q/k/v projections carry a bias (Qwen2) */
+    specdec_dtype dtype;          /* dtype of the projection weights */
+    int64_t n_params;             /* parameters stored (tied embeddings counted once) */
+    int32_t bos_id;               /* -1 if none */
+    int32_t n_eos;                /* number of valid entries in eos_ids */
+    int32_t eos_ids[SPECDEC_MAX_EOS];
+    uint64_t reserved[8];
+} specdec_model_info;
+
+SPECDEC_API specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_info *info);
+
+/* ------------------------------------------------------------------------- */
+/* Engines: a target model, an optional draft model, their KV caches.         */
+/* ------------------------------------------------------------------------- */
+typedef enum specdec_backend {
+    SPECDEC_BACKEND_AUTO = 0,  /* CUDA when built in and a device exists, else CPU */
+    SPECDEC_BACKEND_CPU = 1,   /* plain-C fp32 reference */
+    SPECDEC_BACKEND_CUDA = 2
+} specdec_backend;
+
+typedef struct specdec_engine_params {
+    specdec_backend backend;  /* default SPECDEC_BACKEND_AUTO */
+    int32_t n_ctx;            /* context length in tokens; 0 = min(max_position_embeddings, 4096) */
+    int32_t max_batch;        /* most tokens per forward call; 0 = n_ctx (prefill in one call) */
+    int32_t cuda_device;      /* CUDA device ordinal; default 0 */
+    int32_t cuda_keep_f32;    /* CUDA: keep F32 checkpoints in F32 instead of converting to BF16 */
+    int32_t reserved_i[7];
+    uint64_t reserved[8];
+} specdec_engine_params;
+
+SPECDEC_API specdec_engine_params specdec_engine_default_params(void);
+
+/* Create an engine. `target` is required, `draft` may be NULL (plain decoding).
+ * Both models are borrowed and must outlive the engine. A draft whose vocabulary
+ * size or special ids disagree with the target's is refused
+ * (SPECDEC_ERR_MODEL_MISMATCH). KV caches and activations are allocated here;
+ * nothing is allocated while generating. On failure *out_engine is NULL. */
+SPECDEC_API specdec_status specdec_engine_create(const specdec_model *target, const specdec_model *draft,
+                                                 const specdec_engine_params *params,
+                                                 specdec_engine **out_engine);
+SPECDEC_API void specdec_engine_free(specdec_engine *engine);
+SPECDEC_API const char *specdec_engine_last_error(const specdec_engine *engine);
+/* The backend the engine runs on (never AUTO). */
+SPECDEC_API specdec_backend specdec_engine_backend(const specdec_engine *engine);
+/* The engine's context length in tokens. */
+SPECDEC_API int32_t specdec_engine_n_ctx(const specdec_engine *engine);
+
+/* Which of the engine's two models a low-level call addresses. */
+typedef enum specdec_role {
+    SPECDEC_ROLE_TARGET = 0,
+    SPECDEC_ROLE_DRAFT = 1
+} specdec_role;
+
+/* Run one forward pass of `role`'s model over tokens[0..n_tokens) at absolute
+ * positions [pos, pos + n_tokens). Requires 0 <= pos <= current KV length; the cache
+ * is first truncated to pos, then the n_tokens keys/values are appended. If `logits`
+ * is not NULL it receives n_tokens rows of vocab_size fp32 logits (caller-owned,
+ * n_tokens * vocab_size floats). Logits of a position are bitwise identical whether
+ * computed alone or inside a longer call (batch invariance). */
+SPECDEC_API specdec_status specdec_engine_forward(specdec_engine *engine, specdec_role role,
+                                                  const int32_t *tokens, int32_t n_tokens, int32_t pos,
+                                                  float *logits);
+/* Current KV-cache length of `role`'s model, or -1 on a bad argument. */
+SPECDEC_API int32_t specdec_engine_kv_length(const specdec_engine *engine, specdec_role role);
+/* Truncate `role`'s KV cache to `length` tokens (O(1)); length must be <= the current length. */
+SPECDEC_API specdec_status specdec_engine_kv_truncate(specdec_engine *engine, specdec_role role,
+                                                      int32_t length);
+
+/* ------------------------------------------------------------------------- */
+/* Generation                                                                 */
+/* ------------------------------------------------------------------------- */
+typedef enum specdec_verify_mode {
+    SPECDEC_VERIFY_AUTO = 0,       /* greedy when temperature == 0, else rejection */
+    SPECDEC_VERIFY_REJECTION = 1,  /* Leviathan/Chen rejection sampling, residual norm(max(0,p-q)) */
+    SPECDEC_VERIFY_GREEDY = 2,     /* accept while the draft equals the target's argmax */
+    SPECDEC_VERIFY_MATCH = 3       /* coupled inverse-CDF sampling: output == plain decoding, same seed */
+} specdec_verify_mode;
+
+typedef enum specdec_stop_reason {
+    SPECDEC_STOP_NONE = 0,
+    SPECDEC_STOP_N_PREDICT = 1,    /* n_predict tokens generated */
+    SPECDEC_STOP_EOS = 2,          /* an EOS id was generated (it is included in the output) */
+    SPECDEC_STOP_STRING = 3,       /* a stop string appeared in the text */
+    SPECDEC_STOP_CALLBACK = 4,     /* the token callback returned non-zero */
+    SPECDEC_STOP_CONTEXT_FULL = 5  /* the context filled up */
+} specdec_stop_reason;
+
+/* Called once per emitted token, in order. `piece` is the UTF-8 text this token adds
+ * to the output when a tokenizer was given (never a broken UTF-8 sequence: incomplete
+ * bytes are held back until complete), else NULL with piece_len 0. Return 0 to go on,
+ * non-zero to stop generation after this token. Borrowed pointers, valid during the call. */
+typedef int (*specdec_token_callback)(void *user_data, int32_t token, const char *piece, size_t piece_len);
+
+typedef struct specdec_generate_params {
+    int32_t n_predict;             /* most tokens to generate (> 0); default 128 */
+    float temperature;             /* 0 = greedy; default 0.8 */
+    int32_t top_k;                 /* 0 = disabled; default 40 */
+    float top_p;                   /* in (0, 1], 1 = disabled; default 0.95 */
+    float min_p;                   /* in [0, 1], 0 = disabled; default 0.05 */
+    uint64_t seed;                 /* RNG seed; default 0 */
+    uint64_t sequence_id;          /* RNG stream of this sequence; default 0 */
+    specdec_verify_mode verify;    /* default AUTO */
+    int32_t n_draft;               /* γ, 1..SPECDEC_MAX_DRAFT; default 4; ignored without a draft */
+    int32_t adaptive_draft;        /* 1: adjust γ each round from the acceptance observed (n_draft is the start) */
+    int32_t ignore_eos;            /* 1: do not stop at the model's EOS ids */
+    const char *const *stop_strings; /* borrowed; n_stop_strings entries; needs `tokenizer` */
+    int32_t n_stop_strings;
+    const specdec_tokenizer *tokenizer; /* borrowed, optional: text pieces for the callback, stop strings */
+    specdec_token_callback callback;    /* optional */
+    void *user_data;                    /* passed to callback */
+    int32_t reserved_i[8];
+    uint64_t reserved[8];
+} specdec_generate_params;
+
+SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
+
+typedef struct specdec_stats {
+    int64_t n_prompt;         /* prompt tokens processed */
+    int64_t n_generated;      /* tokens emitted */
+    int64_t n_rounds;         /* speculative rounds (plain steps when decoding without a draft) */
+    int64_t n_drafted;        /* draft tokens proposed */
+    int64_t n_accepted;       /* draft tokens accepted */
+    double acceptance_rate;   /* n_accepted / n_drafted (0 if nothing drafted) */
+    double tokens_per_round;  /* n_generated / n_rounds */
+    double t_prefill_s;       /* prompt processing, both models */
+    double t_draft_s;         /* draft forward passes and draft sampling */
+    double t_target_s;        /* target forward passes after the prompt */
+    double t_verify_s;        /* verification and sampling of target tokens */
+    double t_total_s;         /* wall time of the whole call */
+    double tokens_per_second; /* n_generated / (t_total_s - t_prefill_s) */
+    int32_t final_n_draft;    /* γ at the end (differs from n_draft when adaptive) */
+    specdec_stop_reason stop_reason;
+    uint64_t reserved[8];
+} specdec_stats;
+
+/* Generate from a prompt of token ids. The engine's KV caches are reset first.
+ * out_tokens (caller-owned, capacity out_capacity >= n_predict) receives the emitted
+ * ids, *n_out their count. stats may be NULL. Errors (bad params, prompt empty, longer
+ * than the context, ids outside [0, V)) return a status with nothing generated.
+ * When the callback stops generation the call returns SPECDEC_OK with stop_reason
+ * SPECDEC_STOP_CALLBACK. */
+SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_t *prompt, int32_t n_prompt,
+                                            const specdec_generate_params *params, int32_t *out_tokens,
+                                            int32_t out_capacity, int32_t *n_out, specdec_stats *stats);
+
+/* ------------------------------------------------------------------------- */
+/* Tokenizer: Hugging Face tokenizer.json (BPE), identical ids to `tokenizers`. */
+/* ------------------------------------------------------------------------- */
+/* BEGIN tokenizer section (owned by the tokenizer work) */
+
+/* Load `path`: a directory holding tokenizer.json (and optionally tokenizer_config.json),
+ * or a tokenizer.json file. On failure *out is NULL and specdec_last_error() says why. */
+SPECDEC_API specdec_status specdec_tokenizer_load(const char *path, specdec_tokenizer **out);
+SPECDEC_API void specdec_tokenizer_free(specdec_tokenizer *tok);
+SPECDEC_API const char *specdec_tokenizer_last_error(const specdec_tokenizer *tok);
+
+/* Encode UTF-8 text (len bytes; invalid UTF-8 is handled as the tokenizers library
+ * does). add_special: apply the post-processor (BOS/EOS as the tokenizer defines).
+ * Added/special tokens written in the text are always recognised. Writes at most
+ * capacity ids; if more are needed returns SPECDEC_ERR_BUFFER_TOO_SMALL and *n_ids is
+ * the count needed. */
+SPECDEC_API specdec_status specdec_tokenize(const specdec_tokenizer *tok, const char *text, size_t len,
+                                            int add_special, int32_t *ids, int32_t capacity, int32_t *n_ids);
+/* Decode ids to UTF-8 text as the tokenizers library's decode(ids, skip_special_tokens).
+ * Writes a NUL-terminated string; *len excludes the NUL. BUFFER_TOO_SMALL reports the
+ * needed length (without NUL) in *len. */
+SPECDEC_API specdec_status specdec_detokenize(const specdec_tokenizer *tok, const int32_t *ids, int32_t n_ids,
+                                              int skip_special, char *text, size_t capacity, size_t *len);
+/* The vocabulary string of one id (as stored in tokenizer.json), NUL-terminated. */
+SPECDEC_API specdec_status specdec_token_to_piece(const specdec_tokenizer *tok, int32_t id, char *buf,
+                                                  size_t capacity, size_t *len);
+/* Number of ids (model vocab plus added tokens); the largest id + 1. */
+SPECDEC_API int32_t specdec_tokenizer_vocab_size(const specdec_tokenizer *tok);
+/* Special ids, -1 when the tokenizer has none. */
+SPECDEC_API int32_t specdec_tokenizer_bos_id(const specdec_tokenizer *tok);
+SPECDEC_API int32_t specdec_tokenizer_eos_id(const specdec_tokenizer *tok);
+
+/* Streaming decoder: feed ids one at a time, get the text they complete. Text returned
+ * never ends inside a UTF-8 sequence; incomplete bytes are held until completed or
+ * flushed. One stream per sequence; not shared between threads. */
+typedef struct specdec_detok_stream specdec_detok_stream;
+SPECDEC_API specdec_status specdec_detok_stream_create(const specdec_tokenizer *tok, int skip_special,
+                                                       specdec_detok_stream **out);
+SPECDEC_API void specdec_detok_stream_free(specdec_detok_stream *s);
+/* Push one id; *text points to library-owned bytes valid until the next call on s
+ * (not NUL-terminated; *len may be 0). */
+SPECDEC_API specdec_status specdec_detok_stream_push(specdec_detok_stream *s, int32_t id, const char **text,
+                                                     size_t *len);
+/* Emit whatever is held back (invalid bytes become U+FFFD as the library does). */
+SPECDEC_API specdec_status specdec_detok_stream_flush(specdec_detok_stream *s, const char **text, size_t *len);
+
+/* END tokenizer section */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPECDEC_H */
