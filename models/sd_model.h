@@ -77,6 +77,7 @@ typedef struct sd_layer {
     sd_tensor w_gate;     /* [intermediate, hidden] */
     sd_tensor w_up;       /* [intermediate, hidden] */
     sd_tensor w_down;     /* [hidden, intermediate] */
+    sd_tensor bo;         /* [hidden] o_proj bias: Llama with attention_bias only, else absent */
 } sd_layer;
 
 struct sd_st_file;   /* one mapped safetensors file (models/sd_safetensors.h) */

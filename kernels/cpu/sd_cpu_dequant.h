@@ -1,0 +1,32 @@
+/* sd_cpu_dequant.h — reading weights of any stored dtype (F32/F16/BF16) as fp32.
+ *
+ * Weights stay in the checkpoint's dtype (models/sd_model.h); the CPU reference
+ * converts on the fly, exactly (every f16/bf16 value is representable in fp32), so
+ * the math below does not depend on the storage dtype beyond the stored values. */
+#ifndef SD_CPU_DEQUANT_H
+#define SD_CPU_DEQUANT_H
+
+#include <stdint.h>
+#include "sd_model.h"
+#include "sd_math.h"
+
+/* Element idx (flat, row-major) of t as fp32. */
+static inline float sd_cpu_elem(const sd_tensor *t, int64_t idx) {
+    switch (t->dtype) {
+    case SD_F16: return sd_f16_to_f32(((const uint16_t *)t->data)[idx]);
+    case SD_BF16: return sd_bf16_to_f32(((const uint16_t *)t->data)[idx]);
+    default: return ((const float *)t->data)[idx];
+    }
+}
+
+/* Columns of a 2-D tensor; the length of a 1-D one. */
+static inline int64_t sd_cpu_cols(const sd_tensor *t) { return t->ndim == 2 ? t->shape[1] : t->shape[0]; }
+
+/* out[0..n) = t[flat offset first .. first+n) as fp32. */
+void sd_cpu_dequant(const sd_tensor *t, int64_t first, int64_t n, float *out);
+
+/* Pointer to row `row` of t as fp32: the weights themselves when t is F32, else the
+ * row converted into buf (cols floats). */
+const float *sd_cpu_row_f32(const sd_tensor *t, int64_t row, float *buf);
+
+#endif

@@ -1,0 +1,40 @@
+/* sd_cpu_matmul.h — y = x W^T (+ b): the linear layers (nn.Linear layout).
+ *
+ * Shapes: x [n, in] fp32 row-major; W [out, in] (PyTorch nn.Linear weight) in F32,
+ * F16 or BF16, converted exactly to fp32 on the fly; b [out] optional (any dtype);
+ * y [n, out] fp32.
+ *     y[t, o] = (float)( sd_cpu_dot(W[o, :], x[t, :], in) + b[o] )
+ * sd_cpu_dot accumulates products in double in one fixed order (four interleaved
+ * partial sums over i mod 4, combined as (s0 + s1) + (s2 + s3), then the tail), so
+ * y[t, o] depends only on row t of x and row o of W: never on n or on t's place in
+ * the batch (batch invariance), never on the thread or machine. GPU kernels need not
+ * reproduce this order bit for bit; they are compared with a tolerance.
+ *
+ * Loop order: weight rows outer, tokens inner, so each weight row is read (and
+ * converted) once per call however many tokens are in the batch. */
+#ifndef SD_CPU_MATMUL_H
+#define SD_CPU_MATMUL_H
+
+#include <stdint.h>
+#include "sd_model.h"
+
+/* Sum_i a[i] * b[i] in double, fixed order (see above). */
+static inline double sd_cpu_dot(const float *a, const float *b, int64_t n) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += (double)a[i] * (double)b[i];
+        s1 += (double)a[i + 1] * (double)b[i + 1];
+        s2 += (double)a[i + 2] * (double)b[i + 2];
+        s3 += (double)a[i + 3] * (double)b[i + 3];
+    }
+    double s = (s0 + s1) + (s2 + s3);
+    for (; i < n; i++) s += (double)a[i] * (double)b[i];
+    return s;
+}
+
+/* bias may be NULL or have data == NULL (no bias). rowbuf: scratch of `in` floats
+ * (used when W is not F32). y must not alias x. */
+void sd_cpu_matmul(const float *x, int32_t n, const sd_tensor *w, const sd_tensor *bias, float *y, float *rowbuf);
+
+#endif

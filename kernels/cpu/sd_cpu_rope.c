@@ -1,0 +1,28 @@
+/* sd_cpu_rope.c — rotary position embedding (see sd_cpu_rope.h). */
+#include <math.h>
+
+#include "sd_cpu_rope.h"
+
+void sd_cpu_rope_inv_freq(const sd_rope_params *rp, double *inv_freq) {
+    for (int32_t i = 0; i < rp->head_dim / 2; i++) inv_freq[i] = sd_rope_inv_freq(rp, i);
+}
+
+void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float *cos_out, float *sin_out) {
+    for (int32_t i = 0; i < half; i++) {
+        double a = (double)pos * inv_freq[i];
+        cos_out[i] = (float)cos(a);
+        sin_out[i] = (float)sin(a);
+    }
+}
+
+void sd_cpu_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t, const float *sin_t) {
+    int32_t half = head_dim / 2;
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (int64_t)h * head_dim;
+        for (int32_t i = 0; i < half; i++) {
+            double a = v[i], b = v[i + half], c = cos_t[i], s = sin_t[i];
+            v[i] = (float)(a * c - b * s);
+            v[i + half] = (float)(b * c + a * s);
+        }
+    }
+}

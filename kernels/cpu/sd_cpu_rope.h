@@ -1,0 +1,27 @@
+/* sd_cpu_rope.h — rotary position embedding, Hugging Face rotate_half convention.
+ *
+ * Frequencies: inv_freq[i] = sd_rope_inv_freq(rp, i) for i < d/2 (kernels/sd_math.h:
+ * theta^(-2i/d), with llama3 scaling when configured), computed in double.
+ * Table for position p: cos[i] = (float)cos(p * inv_freq[i]), sin likewise, the
+ * product and the trig in double, rounded once to fp32. The GPU may upload these
+ * very tables to get bitwise-identical angles.
+ * Rotation of one head vector x[0..d), h = d/2 (cat(freqs, freqs) in HF):
+ *     x'[i]     = x[i]     * cos[i] - x[i + h] * sin[i]
+ *     x'[i + h] = x[i + h] * cos[i] + x[i]     * sin[i]      (double, rounded once)
+ * applied to every head of q [n_heads, d] and k [n_kv_heads, d] of a token. */
+#ifndef SD_CPU_ROPE_H
+#define SD_CPU_ROPE_H
+
+#include <stdint.h>
+#include "sd_math.h"
+
+/* inv_freq[0..d/2) for rp. */
+void sd_cpu_rope_inv_freq(const sd_rope_params *rp, double *inv_freq);
+
+/* cos/sin tables [d/2] of absolute position pos. */
+void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float *cos_out, float *sin_out);
+
+/* Rotate x [n_heads, head_dim] in place with the tables of its position. */
+void sd_cpu_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t, const float *sin_t);
+
+#endif
