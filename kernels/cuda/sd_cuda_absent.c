@@ -1,4 +1,4 @@
-/* sd_cuda_absent.c — compiled instead of kernels/cuda/*.cu when the build has no
+/* sd_cuda_absent.c — compiled instead of the kernels/cuda .cu files when the build has no
  * CUDA toolkit: the CUDA entry points report that the backend is unavailable. */
 #include "sd_runner.h"
 

@@ -1,9 +1,9 @@
-/* sd_cuda_device.cu — CUDA device discovery for the public ABI. */
+/* sd_cuda_device.cu — CUDA device discovery for the public ABI, the mapping of CUDA /
+ * cuBLAS errors to specdec_status, and a fault injector for the DEVICE_LOST test. */
 #include <cuda_runtime.h>
+#include <cublas_v2.h>
 
-extern "C" {
-#include "specdec.h"
-}
+#include "sd_cuda_common.cuh"
 
 extern "C" int specdec_has_cuda(void) { return 1; }
 
@@ -15,4 +15,61 @@ extern "C" int specdec_cuda_device_count(void) {
         return 0;
     }
     return n;
+}
+
+extern "C" specdec_status sd_cuda_status_of(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return SPECDEC_OK;
+    case cudaErrorMemoryAllocation: return SPECDEC_ERR_OUT_OF_MEMORY;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice:
+    case cudaErrorDevicesUnavailable:
+        return SPECDEC_ERR_BACKEND_UNAVAILABLE;
+    /* Sticky errors: the context is corrupted and every later call fails. */
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorNvlinkUncorrectable:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorCudartUnloading:
+    case cudaErrorUnknown:
+        return SPECDEC_ERR_DEVICE_LOST;
+    default: return SPECDEC_ERR_INTERNAL;
+    }
+}
+
+extern "C" specdec_status sd_cuda_fail(sd_errbuf *eb, cudaError_t e, const char *stmt, const char *file,
+                                       int line) {
+    specdec_status st = sd_cuda_status_of(e);
+    if (st == SPECDEC_OK) st = SPECDEC_ERR_INTERNAL;
+    return sd_fail(eb, st, "%s:%d: %s: %s (%s)", file, line, stmt, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+extern "C" specdec_status sd_cublas_fail(sd_errbuf *eb, cublasStatus_t s, const char *stmt, const char *file,
+                                         int line) {
+    specdec_status st = SPECDEC_ERR_INTERNAL;
+    if (s == CUBLAS_STATUS_ALLOC_FAILED) st = SPECDEC_ERR_OUT_OF_MEMORY;
+    if (s == CUBLAS_STATUS_EXECUTION_FAILED) {
+        /* The kernel failed: a sticky CUDA error behind it means the device is lost. */
+        specdec_status cst = sd_cuda_status_of(cudaPeekAtLastError());
+        if (cst == SPECDEC_ERR_DEVICE_LOST) st = cst;
+    }
+    return sd_fail(eb, st, "%s:%d: %s: cuBLAS %s (%s)", file, line, stmt, cublasGetStatusName(s),
+                   cublasGetStatusString(s));
+}
+
+static __global__ void sd_fault_kernel(int *p) { p[threadIdx.x] = 1; }
+
+extern "C" specdec_status sd_cuda_inject_fault(cudaStream_t stream, sd_errbuf *eb) {
+    sd_fault_kernel<<<1, 1, 0, stream>>>(nullptr);
+    SD_CUDA_LAUNCHED(eb, "sd_fault_kernel");
+    return SPECDEC_OK;
 }

@@ -1,0 +1,116 @@
+/* sd_cuda_ops.h — C-callable host launchers of the CUDA kernels in kernels/cuda.
+ *
+ * Each op family lives in one .cu file whose header comment gives shapes, math and
+ * launch geometry; this header is the one C view of all of them, used by the CUDA
+ * runner, the GPU tests (plain C) and the benchmark. Every launcher enqueues work on
+ * `stream`, checks the launch (cudaGetLastError) and returns a specdec_status with an
+ * sd_fail() detail naming the statement, file and line; it never synchronises and
+ * never allocates. All pointers are device pointers unless stated. Activations are
+ * fp32 row-major; weights are F32/F16/BF16 (sd_dtype) in PyTorch nn.Linear layout
+ * [out, in]. A sticky device error maps to SPECDEC_ERR_DEVICE_LOST. */
+#ifndef SD_CUDA_OPS_H
+#define SD_CUDA_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Inside extern "C": these private headers have no C++ guards of their own. */
+#include "specdec.h"
+#include "sd_error.h"
+#include "sd_model.h"
+
+/* Rows up to which the projections use the hand-written skinny GEMM (decode and
+ * verify: γ + 1 <= SPECDEC_MAX_DRAFT + 1); above it prefill goes through cuBLAS. */
+#define SD_CUDA_SKINNY_MAX_M (SPECDEC_MAX_DRAFT + 1)
+/* Rows one skinny-GEMM launch handles; more rows are split into launches of this size. */
+#define SD_CUDA_SKINNY_ROWS 16
+/* KV positions per attention split. Fixed (never derived from the query count) so a
+ * query's reduction order is the same in a 1-token step and inside a k-token step. */
+#define SD_CUDA_ATTN_SPLIT 128
+/* Largest head_dim the attention kernel supports. */
+#define SD_CUDA_ATTN_MAX_HD 256
+
+/* --- error plumbing (sd_cuda_device.cu) --------------------------------------- */
+/* Status for a CUDA runtime error: sticky errors (illegal address, launch failure,
+ * ...) -> SPECDEC_ERR_DEVICE_LOST, allocation -> SPECDEC_ERR_OUT_OF_MEMORY,
+ * no device/driver -> SPECDEC_ERR_BACKEND_UNAVAILABLE, else SPECDEC_ERR_INTERNAL. */
+specdec_status sd_cuda_status_of(cudaError_t e);
+/* Record "file:line: stmt: cudaErrorName (text)" in eb and return sd_cuda_status_of(e). */
+specdec_status sd_cuda_fail(sd_errbuf *eb, cudaError_t e, const char *stmt, const char *file, int line);
+specdec_status sd_cublas_fail(sd_errbuf *eb, cublasStatus_t s, const char *stmt, const char *file, int line);
+
+/* --- embedding (sd_cuda_embed.cu) ---------------------------------------------
+ * x[m, c] = table[tokens[m], c] as fp32; table [vocab, hidden] in dt. Token ids must
+ * already be validated on the host. */
+specdec_status sd_cuda_embed(const void *table, sd_dtype dt, const int32_t *tokens, int32_t n, int32_t hidden,
+                             float *x, cudaStream_t stream, sd_errbuf *eb);
+
+/* --- RMSNorm fused with the residual add (sd_cuda_rmsnorm.cu) ------------------
+ * For each row m < n: if delta != NULL, x[m] += delta[m] (written back); then
+ * out[m, c] = x[m, c] * rsqrt(mean_c x[m]^2 + eps) * w[c]; w fp32 [dim]. */
+specdec_status sd_cuda_rmsnorm(float *x, const float *delta, const float *w, float *out, int32_t n, int32_t dim,
+                               float eps, cudaStream_t stream, sd_errbuf *eb);
+
+/* --- RoPE + KV-cache append (sd_cuda_rope.cu) ----------------------------------
+ * qkv [n, ldqkv] fp32 holds per token q [n_heads*hd] | k [n_kv*hd] | v [n_kv*hd].
+ * Rotates q and k of token m with the table row of position pos0 + m (rotate_half:
+ * elements i and i + hd/2), in place, then stores k and v of token m into the caches
+ * at row pos0 + m. cos_t/sin_t [n_ctx, hd/2] fp32. Caches k_cache/v_cache
+ * [n_kv][n_ctx][hd] in kv_dt. */
+specdec_status sd_cuda_rope_kv(float *qkv, int32_t ldqkv, int32_t n, int32_t pos0, int32_t n_heads, int32_t n_kv,
+                               int32_t hd, const float *cos_t, const float *sin_t, void *k_cache, void *v_cache,
+                               sd_dtype kv_dt, int32_t n_ctx, cudaStream_t stream, sd_errbuf *eb);
+
+/* --- attention (sd_cuda_attention.cu) -------------------------------------------
+ * Causal GQA attention of n query tokens at positions pos0..pos0+n-1 against the
+ * caches (rows 0..pos0+m for token m). q [n, ldq] fp32 (head h at column h*hd),
+ * out [n, ldo] fp32. part: scratch of sd_cuda_attention_part_floats(n, ...) floats.
+ * Query chunks larger than the scratch are the caller's to split. */
+size_t sd_cuda_attention_part_floats(int32_t n, int32_t n_heads, int32_t hd, int32_t n_ctx);
+specdec_status sd_cuda_attention(const float *q, int32_t ldq, const void *k_cache, const void *v_cache,
+                                 sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0, int32_t n_heads,
+                                 int32_t n_kv, int32_t hd, float *part, float *out, int32_t ldo,
+                                 cudaStream_t stream, sd_errbuf *eb);
+
+/* --- SwiGLU (sd_cuda_swiglu.cu) -------------------------------------------------
+ * gu [n, 2*inter] = gate | up per row; h[m, j] = silu(gate[m, j]) * up[m, j]. */
+specdec_status sd_cuda_swiglu(const float *gu, float *h, int32_t n, int32_t inter, cudaStream_t stream,
+                              sd_errbuf *eb);
+
+/* --- GEMM (sd_cuda_gemm.cu) ------------------------------------------------------
+ * y[m, o] = sum_k x[m, k] * W[o, k] (+ bias[o]) for m < n, o < n_out; x [n, k_in]
+ * fp32, W [n_out, k_in] in wdt, bias fp32 [n_out] or NULL, y [n, ldy] fp32.
+ * Skinny: any n (launches of SD_CUDA_SKINNY_ROWS rows), batch invariant.
+ * BLAS: cuBLAS GemmEx, x converted to wdt into xconv (n * k_in elements of wdt;
+ * unused for F32), fp32 accumulation; the handle must be bound to `stream`. */
+specdec_status sd_cuda_gemm_skinny(const void *w, sd_dtype wdt, const float *bias, const float *x, float *y,
+                                   int32_t ldy, int32_t n, int32_t n_out, int32_t k_in, cudaStream_t stream,
+                                   sd_errbuf *eb);
+specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const void *w, sd_dtype wdt, const float *bias,
+                                 const float *x, void *xconv, float *y, int32_t ldy, int32_t n, int32_t n_out,
+                                 int32_t k_in, cudaStream_t stream, sd_errbuf *eb);
+/* dst[i] = (dt) src[i] for i < count (round to nearest even). */
+specdec_status sd_cuda_convert_f32(const float *src, void *dst, sd_dtype dt, size_t count, cudaStream_t stream,
+                                   sd_errbuf *eb);
+
+/* --- random fill with cuRAND's Philox (sd_cuda_fill.cu) ----------------------------
+ * dst[i] = (dt)(mean + std * N(0,1)) from curand_init(seed, i, 0): the same values
+ * whatever the launch geometry. */
+specdec_status sd_cuda_fill_normal(void *dst, sd_dtype dt, size_t count, uint64_t seed, float mean, float std,
+                                   cudaStream_t stream, sd_errbuf *eb);
+
+/* Launch a kernel that writes through a NULL pointer: a real sticky fault, for the
+ * DEVICE_LOST test only. */
+specdec_status sd_cuda_inject_fault(cudaStream_t stream, sd_errbuf *eb);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

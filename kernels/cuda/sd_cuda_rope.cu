@@ -1,0 +1,63 @@
+/* sd_cuda_rope.cu — RoPE (rotate_half, llama3 scaling via the tables) on q and k, and
+ * the KV-cache append (CPU reference: sd_cpu_rope + the cache copy of sd_cpu_runner).
+ *
+ * Shapes: qkv [n, ldqkv] fp32 = per token q [n_heads*hd] | k [n_kv*hd] | v [n_kv*hd];
+ * cos_t, sin_t [n_ctx, hd/2] fp32 (built on the host with sd_cpu_rope_table, so the
+ * angles are bitwise those of the CPU reference); caches [n_kv][n_ctx][hd] in kv_dt.
+ * For token m at p = pos0 + m, half h = hd/2, each head x of q and k:
+ *   x'[i] = x[i] cos[p,i] - x[i+h] sin[p,i];  x'[i+h] = x[i+h] cos[p,i] + x[i] sin[p,i]
+ *   (in double, rounded once to fp32)
+ * then k_cache[g][p] = k'_g, v_cache[g][p] = v_g (rounded to kv_dt).
+ * Launch: grid n, 256 threads; thread t handles rotary pairs and v elements strided. */
+#include "sd_cuda_common.cuh"
+
+static __global__ void sd_rope_kv_kernel(float *__restrict__ qkv, int32_t ldqkv, int32_t pos0, int32_t n_heads,
+                                         int32_t n_kv, int32_t hd, const float *__restrict__ cos_t,
+                                         const float *__restrict__ sin_t, void *k_cache, void *v_cache,
+                                         sd_dtype kv_dt, int32_t n_ctx) {
+    const int m = blockIdx.x;
+    const int p = pos0 + m;
+    const int half = hd / 2;
+    float *row = qkv + (size_t)m * ldqkv;
+    const float *cs = cos_t + (size_t)p * half;
+    const float *sn = sin_t + (size_t)p * half;
+    const int n_pairs = (n_heads + n_kv) * half;
+    for (int t = threadIdx.x; t < n_pairs; t += blockDim.x) {
+        const int head = t / half; /* 0..n_heads-1: q heads; then k heads */
+        const int i = t - head * half;
+        float *x = row + (size_t)head * hd;
+        const float x0 = x[i], x1 = x[i + half];
+        const float c = cs[i], s = sn[i];
+        /* In double, rounded once, as the CPU reference. */
+        const float y0 = (float)((double)x0 * c - (double)x1 * s);
+        const float y1 = (float)((double)x1 * c + (double)x0 * s);
+        if (head < n_heads) {
+            x[i] = y0;
+            x[i + half] = y1;
+        } else {
+            const int g = head - n_heads;
+            const size_t dst = ((size_t)g * n_ctx + p) * hd;
+            sd_st_dt(k_cache, kv_dt, dst + i, y0);
+            sd_st_dt(k_cache, kv_dt, dst + i + half, y1);
+        }
+    }
+    const float *v = row + (size_t)(n_heads + n_kv) * hd;
+    for (int t = threadIdx.x; t < n_kv * hd; t += blockDim.x) {
+        const int g = t / hd, d = t - g * hd;
+        sd_st_dt(v_cache, kv_dt, ((size_t)g * n_ctx + p) * hd + d, v[t]);
+    }
+}
+
+extern "C" specdec_status sd_cuda_rope_kv(float *qkv, int32_t ldqkv, int32_t n, int32_t pos0, int32_t n_heads,
+                                          int32_t n_kv, int32_t hd, const float *cos_t, const float *sin_t,
+                                          void *k_cache, void *v_cache, sd_dtype kv_dt, int32_t n_ctx,
+                                          cudaStream_t stream, sd_errbuf *eb) {
+    if (n <= 0) return SPECDEC_OK;
+    if (hd <= 0 || (hd & 1) || pos0 < 0 || pos0 + n > n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rope_kv: head_dim %d, positions %d..%d, n_ctx %d",
+                       (int)hd, (int)pos0, (int)(pos0 + n), (int)n_ctx);
+    sd_rope_kv_kernel<<<(unsigned)n, 256, 0, stream>>>(qkv, ldqkv, pos0, n_heads, n_kv, hd, cos_t, sin_t, k_cache,
+                                                       v_cache, kv_dt, n_ctx);
+    SD_CUDA_LAUNCHED(eb, "sd_rope_kv_kernel");
+    return SPECDEC_OK;
+}

@@ -1,0 +1,354 @@
+/* test_cuda_kernels.c — every CUDA kernel against its CPU reference (kernels/cpu/) on
+ * fresh random inputs (fixed seeds), several shapes including odd sizes, all three
+ * weight dtypes. Device outputs are poisoned with NaN before each launch, so an
+ * element the kernel fails to write fails the comparison. Tolerances: the inputs
+ * the reference sees are the exact stored values, so only the arithmetic differs
+ * (fp32 on the GPU, double on the CPU): fp32 paths must be within ~1e-5 relative;
+ * the cuBLAS path rounds activations to BF16/F16 and must be within 1e-2 (BF16) /
+ * 2e-3 (F16) in relative norm. Also checks the skinny GEMM's batch invariance
+ * (rows bitwise equal for 1..17 rows) and the attention's (a token alone vs inside
+ * a batch). Skips without a device. */
+#include "sd_test.h"
+#include "specdec.h"
+
+#ifndef SPECDEC_WITH_CUDA
+int main(void) { return sd_test_skip("no CUDA device"); }
+#else
+
+#include <cublas_v2.h>
+
+#include "cuda_test_util.h"
+#include "sd_cuda_ops.h"
+#include "sd_cpu_attention.h"
+#include "sd_cpu_embed.h"
+#include "sd_cpu_matmul.h"
+#include "sd_cpu_rmsnorm.h"
+#include "sd_cpu_rope.h"
+#include "sd_cpu_swiglu.h"
+
+static const sd_dtype k_dtypes[3] = {SD_F32, SD_F16, SD_BF16};
+
+static sd_tensor ct_tensor(const void *data, sd_dtype dt, int64_t rows, int64_t cols) {
+    sd_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dt;
+    t.ndim = cols ? 2 : 1;
+    t.shape[0] = rows;
+    t.shape[1] = cols ? cols : 1;
+    return t;
+}
+
+static void test_embed(ct_rng *rng) {
+    const int V = 53, H = 70, n = 9;
+    for (int di = 0; di < 3; di++) {
+        sd_dtype dt = k_dtypes[di];
+        float *vals = malloc(sizeof(float) * V * H);
+        void *packed = malloc(ct_dsize(dt) * V * H);
+        for (int i = 0; i < V * H; i++) vals[i] = ct_unif(rng, 2.0f);
+        ct_pack(dt, vals, packed, (size_t)V * H);
+        int32_t tok[9];
+        for (int i = 0; i < n; i++) tok[i] = (int32_t)(ct_next(rng) % V);
+        tok[0] = V - 1;
+        float ref[9 * 70], got[9 * 70];
+        sd_tensor t = ct_tensor(packed, dt, V, H);
+        sd_cpu_embed(&t, tok, n, ref);
+        void *d_tab = ct_dev_upload(packed, ct_dsize(dt) * V * H);
+        int32_t *d_tok = ct_dev_upload(tok, sizeof tok);
+        float *d_x = ct_dev_alloc(sizeof got);
+        sd_errbuf eb;
+        SD_CHECK(sd_cuda_embed(d_tab, dt, d_tok, n, H, d_x, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+        CT_CUDA(cudaMemcpy(got, d_x, sizeof got, cudaMemcpyDeviceToHost));
+        char what[64];
+        snprintf(what, sizeof what, "embed %s", ct_dname(dt));
+        SD_CHECK(ct_compare(what, got, ref, (size_t)n * H, 0.0, 0.0, -1), "embedding must be exact");
+        cudaFree(d_tab); cudaFree(d_tok); cudaFree(d_x);
+        free(vals); free(packed);
+    }
+}
+
+static void test_rmsnorm(ct_rng *rng) {
+    const int shapes[][2] = {{1, 64}, {5, 896}, {3, 37}, {17, 2048}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int n = shapes[si][0], dim = shapes[si][1];
+        const size_t N = (size_t)n * dim;
+        float *x = malloc(N * 4), *dl = malloc(N * 4), *w = malloc(dim * 4), *ref = malloc(N * 4), *got = malloc(N * 4),
+              *xgot = malloc(N * 4);
+        for (size_t i = 0; i < N; i++) { x[i] = ct_unif(rng, 3.0f); dl[i] = ct_unif(rng, 1.0f); }
+        for (int i = 0; i < dim; i++) w[i] = ct_unif(rng, 1.5f);
+        float *d_x = ct_dev_upload(x, N * 4), *d_d = ct_dev_upload(dl, N * 4), *d_w = ct_dev_upload(w, dim * 4);
+        float *d_o = ct_dev_alloc(N * 4);
+        sd_errbuf eb;
+        for (int with_delta = 0; with_delta < 2; with_delta++) {
+            float *xr = malloc(N * 4);
+            memcpy(xr, x, N * 4);
+            if (with_delta) sd_cpu_add(xr, dl, (int64_t)N);
+            sd_tensor wt = ct_tensor(w, SD_F32, dim, 0);
+            sd_cpu_rmsnorm(xr, &wt, n, dim, 1e-5, ref);
+            CT_CUDA(cudaMemcpy(d_x, x, N * 4, cudaMemcpyHostToDevice));
+            ct_poison(d_o, N * 4);
+            SD_CHECK(sd_cuda_rmsnorm(d_x, with_delta ? d_d : NULL, d_w, d_o, n, dim, 1e-5f, 0, &eb) == SPECDEC_OK, "%s",
+                     eb.msg);
+            CT_CUDA(cudaMemcpy(got, d_o, N * 4, cudaMemcpyDeviceToHost));
+            CT_CUDA(cudaMemcpy(xgot, d_x, N * 4, cudaMemcpyDeviceToHost));
+            char what[80];
+            snprintf(what, sizeof what, "rmsnorm n=%d dim=%d delta=%d", n, dim, with_delta);
+            SD_CHECK(ct_compare(what, got, ref, N, 1e-6, 1e-5, 1e-6), "rmsnorm");
+            snprintf(what, sizeof what, "residual add n=%d dim=%d delta=%d", n, dim, with_delta);
+            SD_CHECK(ct_compare(what, xgot, xr, N, 0.0, 0.0, -1), "residual add is an exact fp32 add");
+            free(xr);
+        }
+        cudaFree(d_x); cudaFree(d_d); cudaFree(d_w); cudaFree(d_o);
+        free(x); free(dl); free(w); free(ref); free(got); free(xgot);
+    }
+}
+
+static void test_swiglu(ct_rng *rng) {
+    const int shapes[][2] = {{1, 8192}, {7, 100}, {16, 37}};
+    for (size_t si = 0; si < 3; si++) {
+        const int n = shapes[si][0], I = shapes[si][1];
+        float *gu = malloc(sizeof(float) * n * 2 * I), *g = malloc(sizeof(float) * n * I), *u = malloc(sizeof(float) * n * I);
+        float *ref = malloc(sizeof(float) * n * I), *got = malloc(sizeof(float) * n * I);
+        for (int m = 0; m < n; m++)
+            for (int j = 0; j < I; j++) {
+                g[m * I + j] = gu[(size_t)m * 2 * I + j] = ct_unif(rng, 8.0f);
+                u[m * I + j] = gu[(size_t)m * 2 * I + I + j] = ct_unif(rng, 3.0f);
+            }
+        sd_cpu_swiglu(g, u, (int64_t)n * I, ref);
+        float *d_gu = ct_dev_upload(gu, sizeof(float) * n * 2 * I), *d_h = ct_dev_alloc(sizeof(float) * n * I);
+        sd_errbuf eb;
+        SD_CHECK(sd_cuda_swiglu(d_gu, d_h, n, I, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+        CT_CUDA(cudaMemcpy(got, d_h, sizeof(float) * n * I, cudaMemcpyDeviceToHost));
+        char what[64];
+        snprintf(what, sizeof what, "swiglu n=%d inter=%d", n, I);
+        SD_CHECK(ct_compare(what, got, ref, (size_t)n * I, 1e-6, 1e-5, 1e-6), "swiglu");
+        cudaFree(d_gu); cudaFree(d_h);
+        free(gu); free(g); free(u); free(ref); free(got);
+    }
+}
+
+/* RoPE + cache append vs sd_cpu_rope (default and llama3 scaling, odd head counts). */
+static void test_rope_kv(ct_rng *rng) {
+    struct { int nh, nkv, hd, n, pos0, llama3; } cases[] = {{4, 2, 64, 3, 5, 0}, {6, 2, 10, 17, 0, 1}, {32, 8, 128, 1, 300, 1}};
+    const int n_ctx = 320;
+    for (size_t ci = 0; ci < 3; ci++) {
+        const int nh = cases[ci].nh, nkv = cases[ci].nkv, hd = cases[ci].hd, n = cases[ci].n, pos0 = cases[ci].pos0;
+        const int half = hd / 2, ld = (nh + 2 * nkv) * hd;
+        sd_rope_params rp = {hd, cases[ci].llama3 ? 500000.0 : 10000.0, cases[ci].llama3, 8.0, 1.0, 4.0, 64.0};
+        double *inv = malloc(sizeof(double) * half);
+        float *cs = malloc(sizeof(float) * n_ctx * half), *sn = malloc(sizeof(float) * n_ctx * half);
+        sd_cpu_rope_inv_freq(&rp, inv);
+        for (int p = 0; p < n_ctx; p++) sd_cpu_rope_table(inv, half, p, cs + (size_t)p * half, sn + (size_t)p * half);
+        float *qkv = malloc(sizeof(float) * n * ld), *ref = malloc(sizeof(float) * n * ld), *got = malloc(sizeof(float) * n * ld);
+        for (int i = 0; i < n * ld; i++) qkv[i] = ct_unif(rng, 2.0f);
+        memcpy(ref, qkv, sizeof(float) * n * ld);
+        for (int m = 0; m < n; m++) {
+            const float *c = cs + (size_t)(pos0 + m) * half, *s = sn + (size_t)(pos0 + m) * half;
+            sd_cpu_rope(ref + (size_t)m * ld, nh, hd, c, s);
+            sd_cpu_rope(ref + (size_t)m * ld + nh * hd, nkv, hd, c, s);
+        }
+        float *d_cs = ct_dev_upload(cs, sizeof(float) * n_ctx * half), *d_sn = ct_dev_upload(sn, sizeof(float) * n_ctx * half);
+        float *d_qkv = ct_dev_upload(qkv, sizeof(float) * n * ld);
+        const size_t cache_elems = (size_t)nkv * n_ctx * hd;
+        float *d_kc = ct_dev_alloc(cache_elems * 4), *d_vc = ct_dev_alloc(cache_elems * 4);
+        sd_errbuf eb;
+        SD_CHECK(sd_cuda_rope_kv(d_qkv, ld, n, pos0, nh, nkv, hd, d_cs, d_sn, d_kc, d_vc, SD_F32, n_ctx, 0, &eb) ==
+                     SPECDEC_OK, "%s", eb.msg);
+        CT_CUDA(cudaMemcpy(got, d_qkv, sizeof(float) * n * ld, cudaMemcpyDeviceToHost));
+        /* q rotated in place (compare only the q part; k/v columns are read from the cache) */
+        float *gq = malloc(sizeof(float) * n * nh * hd), *rq = malloc(sizeof(float) * n * nh * hd);
+        float *gk = malloc(sizeof(float) * n * nkv * hd * 2), *rk = malloc(sizeof(float) * n * nkv * hd * 2);
+        float *kc = malloc(cache_elems * 4), *vc = malloc(cache_elems * 4);
+        CT_CUDA(cudaMemcpy(kc, d_kc, cache_elems * 4, cudaMemcpyDeviceToHost));
+        CT_CUDA(cudaMemcpy(vc, d_vc, cache_elems * 4, cudaMemcpyDeviceToHost));
+        for (int m = 0; m < n; m++) {
+            memcpy(gq + (size_t)m * nh * hd, got + (size_t)m * ld, sizeof(float) * nh * hd);
+            memcpy(rq + (size_t)m * nh * hd, ref + (size_t)m * ld, sizeof(float) * nh * hd);
+            for (int g = 0; g < nkv; g++)
+                for (int d = 0; d < hd; d++) {
+                    const size_t o = ((size_t)m * nkv + g) * hd + d;
+                    const size_t c = ((size_t)g * n_ctx + pos0 + m) * hd + d;
+                    gk[2 * o] = kc[c];
+                    gk[2 * o + 1] = vc[c];
+                    rk[2 * o] = ref[(size_t)m * ld + (size_t)(nh + g) * hd + d];
+                    rk[2 * o + 1] = ref[(size_t)m * ld + (size_t)(nh + nkv + g) * hd + d];
+                }
+        }
+        char what[80];
+        snprintf(what, sizeof what, "rope q nh=%d hd=%d n=%d pos0=%d llama3=%d", nh, hd, n, pos0, cases[ci].llama3);
+        SD_CHECK(ct_compare(what, gq, rq, (size_t)n * nh * hd, 1e-6, 1e-6, -1), "rope q");
+        snprintf(what, sizeof what, "rope k + v cache nkv=%d hd=%d", nkv, hd);
+        SD_CHECK(ct_compare(what, gk, rk, (size_t)n * nkv * hd * 2, 1e-6, 1e-6, -1), "rope k / v cache");
+        cudaFree(d_cs); cudaFree(d_sn); cudaFree(d_qkv); cudaFree(d_kc); cudaFree(d_vc);
+        free(inv); free(cs); free(sn); free(qkv); free(ref); free(got); free(gq); free(rq); free(gk); free(rk);
+        free(kc); free(vc);
+    }
+}
+
+/* Attention vs sd_cpu_attention (per token), caches in every dtype; then batch
+ * invariance: each token's row alone (n = 1 at its position) equals its row in the
+ * batch bitwise. */
+static void test_attention(ct_rng *rng) {
+    struct { int nh, nkv, hd, n, pos0, n_ctx; sd_dtype dt; } cases[] = {
+        {4, 2, 64, 1, 0, 64, SD_F32},     {4, 2, 64, 5, 37, 64, SD_BF16},   {6, 2, 10, 17, 3, 40, SD_F16},
+        {8, 1, 128, 3, 700, 720, SD_BF16}, {3, 3, 48, 40, 90, 200, SD_F32}, {32, 8, 128, 16, 250, 300, SD_BF16},
+        {14, 2, 64, 7, 129, 160, SD_F16}, {2, 1, 256, 2, 31, 40, SD_F32}};
+    const int n_cases = (int)(sizeof cases / sizeof cases[0]);
+    for (int ci = 0; ci < n_cases; ci++) {
+        const int nh = cases[ci].nh, nkv = cases[ci].nkv, hd = cases[ci].hd, n = cases[ci].n, pos0 = cases[ci].pos0,
+                  n_ctx = cases[ci].n_ctx;
+        const sd_dtype dt = cases[ci].dt;
+        const int kv_len = pos0 + n;
+        const size_t ce = (size_t)nkv * n_ctx * hd;
+        float *kv = malloc(ce * 4), *vv = malloc(ce * 4);
+        void *kp = malloc(ce * ct_dsize(dt)), *vp = malloc(ce * ct_dsize(dt));
+        for (size_t i = 0; i < ce; i++) { kv[i] = ct_unif(rng, 2.0f); vv[i] = ct_unif(rng, 1.0f); }
+        ct_pack(dt, kv, kp, ce);
+        ct_pack(dt, vv, vp, ce);
+        /* CPU layout [n_ctx][nkv][hd] with the stored values */
+        float *kc = malloc(sizeof(float) * kv_len * nkv * hd), *vc = malloc(sizeof(float) * kv_len * nkv * hd);
+        for (int j = 0; j < kv_len; j++)
+            for (int g = 0; g < nkv; g++)
+                for (int d = 0; d < hd; d++) {
+                    kc[((size_t)j * nkv + g) * hd + d] = kv[((size_t)g * n_ctx + j) * hd + d];
+                    vc[((size_t)j * nkv + g) * hd + d] = vv[((size_t)g * n_ctx + j) * hd + d];
+                }
+        const int ldq = nh * hd + 7; /* a padded row stride, as in the runner's qkv buffer */
+        float *q = malloc(sizeof(float) * n * ldq), *ref = malloc(sizeof(float) * n * nh * hd),
+              *got = malloc(sizeof(float) * n * nh * hd), *one = malloc(sizeof(float) * nh * hd);
+        for (int i = 0; i < n * ldq; i++) q[i] = ct_unif(rng, 3.0f);
+        double *scores = malloc(sizeof(double) * kv_len), *acc = malloc(sizeof(double) * hd);
+        for (int m = 0; m < n; m++)
+            sd_cpu_attention(q + (size_t)m * ldq, kc, vc, pos0 + m + 1, nh, nkv, hd, scores, acc, ref + (size_t)m * nh * hd);
+        void *d_k = ct_dev_upload(kp, ce * ct_dsize(dt)), *d_v = ct_dev_upload(vp, ce * ct_dsize(dt));
+        float *d_q = ct_dev_upload(q, sizeof(float) * n * ldq), *d_o = ct_dev_alloc(sizeof(float) * n * nh * hd);
+        float *d_part = ct_dev_alloc(sizeof(float) * sd_cuda_attention_part_floats(n, nh, hd, n_ctx));
+        sd_errbuf eb;
+        SD_CHECK(sd_cuda_attention(d_q, ldq, d_k, d_v, dt, n_ctx, n, pos0, nh, nkv, hd, d_part, d_o, nh * hd, 0, &eb) ==
+                     SPECDEC_OK, "%s", eb.msg);
+        CT_CUDA(cudaMemcpy(got, d_o, sizeof(float) * n * nh * hd, cudaMemcpyDeviceToHost));
+        char what[96];
+        snprintf(what, sizeof what, "attention %s nh=%d nkv=%d hd=%d n=%d pos0=%d", ct_dname(dt), nh, nkv, hd, n, pos0);
+        SD_CHECK(ct_compare(what, got, ref, (size_t)n * nh * hd, 1e-5, 1e-4, 1e-5), "attention");
+        /* batch invariance: token m alone */
+        int same = 1;
+        for (int m = 0; m < n; m++) {
+            ct_poison(d_o, sizeof(float) * nh * hd);
+            SD_CHECK(sd_cuda_attention(d_q + (size_t)m * ldq, ldq, d_k, d_v, dt, n_ctx, 1, pos0 + m, nh, nkv, hd, d_part,
+                                       d_o, nh * hd, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+            CT_CUDA(cudaMemcpy(one, d_o, sizeof(float) * nh * hd, cudaMemcpyDeviceToHost));
+            if (memcmp(one, got + (size_t)m * nh * hd, sizeof(float) * nh * hd) != 0) {
+                fprintf(stderr, "  attention case %d: token %d alone differs from its row in the batch of %d\n", ci, m, n);
+                same = 0;
+            }
+        }
+        SD_CHECK(same, "attention batch invariance (case %d)", ci);
+        cudaFree(d_k); cudaFree(d_v); cudaFree(d_q); cudaFree(d_o); cudaFree(d_part);
+        free(kv); free(vv); free(kp); free(vp); free(kc); free(vc); free(q); free(ref); free(got); free(one);
+        free(scores); free(acc);
+    }
+}
+
+/* Skinny GEMM and cuBLAS GEMM vs sd_cpu_matmul; skinny batch invariance. */
+static void test_gemm(ct_rng *rng, cublasHandle_t blas) {
+    const int shapes[][2] = {{64, 64}, {37, 100}, {130, 2048}, {1000, 72}, {17, 8}, {300, 4100}};
+    const int ms[] = {1, 2, 3, 5, 8, 13, 16, 17, 33};
+    const int n_ms = (int)(sizeof ms / sizeof ms[0]);
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int N = shapes[si][0], K = shapes[si][1], Mmax = 64;
+        for (int di = 0; di < 3; di++) {
+            const sd_dtype dt = k_dtypes[di];
+            float *wv = malloc(sizeof(float) * N * K), *b = malloc(sizeof(float) * N), *x = malloc(sizeof(float) * Mmax * K);
+            void *wp = malloc(ct_dsize(dt) * N * K);
+            for (int i = 0; i < N * K; i++) wv[i] = ct_unif(rng, 0.5f);
+            for (int i = 0; i < N; i++) b[i] = ct_unif(rng, 1.0f);
+            for (int i = 0; i < Mmax * K; i++) x[i] = ct_unif(rng, 2.0f);
+            ct_pack(dt, wv, wp, (size_t)N * K);
+            sd_tensor wt = ct_tensor(wp, dt, N, K), bt = ct_tensor(b, SD_F32, N, 0);
+            float *ref = malloc(sizeof(float) * Mmax * N), *got = malloc(sizeof(float) * Mmax * N), *rowbuf = malloc(sizeof(float) * K);
+            float *single = malloc(sizeof(float) * Mmax * N);
+            sd_cpu_matmul(x, Mmax, &wt, &bt, ref, rowbuf);
+            void *d_w = ct_dev_upload(wp, ct_dsize(dt) * N * K);
+            float *d_b = ct_dev_upload(b, sizeof(float) * N), *d_x = ct_dev_upload(x, sizeof(float) * Mmax * K);
+            float *d_y = ct_dev_alloc(sizeof(float) * Mmax * N);
+            void *d_xc = ct_dev_alloc(sizeof(float) * Mmax * K);
+            sd_errbuf eb;
+            /* one row at a time: the batch-invariance baseline */
+            for (int m = 0; m < Mmax; m++)
+                SD_CHECK(sd_cuda_gemm_skinny(d_w, dt, d_b, d_x + (size_t)m * K, d_y + (size_t)m * N, N, 1, N, K, 0, &eb) ==
+                             SPECDEC_OK, "%s", eb.msg);
+            CT_CUDA(cudaMemcpy(single, d_y, sizeof(float) * Mmax * N, cudaMemcpyDeviceToHost));
+            for (int mi = 0; mi < n_ms; mi++) {
+                const int M = ms[mi];
+                ct_poison(d_y, sizeof(float) * Mmax * N);
+                SD_CHECK(sd_cuda_gemm_skinny(d_w, dt, d_b, d_x, d_y, N, M, N, K, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+                CT_CUDA(cudaMemcpy(got, d_y, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
+                char what[96];
+                snprintf(what, sizeof what, "skinny gemm %s M=%d N=%d K=%d", ct_dname(dt), M, N, K);
+                SD_CHECK(ct_compare(what, got, ref, (size_t)M * N, 1e-5, 1e-4, 1e-5), "skinny gemm");
+                SD_CHECK(memcmp(got, single, sizeof(float) * M * N) == 0,
+                         "skinny gemm batch invariance: %s M=%d N=%d K=%d rows differ from 1-row launches", ct_dname(dt), M,
+                         N, K);
+            }
+            /* cuBLAS (prefill) path */
+            const int bms[] = {18, 64};
+            for (int bi = 0; bi < 2; bi++) {
+                const int M = bms[bi];
+                ct_poison(d_y, sizeof(float) * Mmax * N);
+                SD_CHECK(sd_cuda_gemm_blas(blas, d_w, dt, d_b, d_x, d_xc, d_y, N, M, N, K, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+                CT_CUDA(cudaMemcpy(got, d_y, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
+                char what[96];
+                snprintf(what, sizeof what, "cublas gemm %s M=%d N=%d K=%d", ct_dname(dt), M, N, K);
+                /* activations rounded to the weight dtype: bf16 ~ 2^-9, f16 ~ 2^-12 per element */
+                const double rn = dt == SD_BF16 ? 1e-2 : dt == SD_F16 ? 2e-3 : 1e-5;
+                SD_CHECK(ct_compare(what, got, ref, (size_t)M * N, 1e30, 0.0, rn), "cublas gemm");
+            }
+            cudaFree(d_w); cudaFree(d_b); cudaFree(d_x); cudaFree(d_y); cudaFree(d_xc);
+            free(wv); free(b); free(x); free(wp); free(ref); free(got); free(rowbuf); free(single);
+        }
+    }
+}
+
+/* The cuRAND fill: H0 "values are N(mean, std)" checked by the sample mean and
+ * variance of n = 2^20 draws at |z| < 6 (p ~ 2e-9 per check), fixed seed; and the
+ * same seed gives the same values. */
+static void test_fill(void) {
+    const size_t n = (size_t)1 << 20;
+    float *d = ct_dev_alloc(n * 4), *h = malloc(n * 4), *h2 = malloc(n * 4);
+    sd_errbuf eb;
+    SD_CHECK(sd_cuda_fill_normal(d, SD_F32, n, 1234, 0.5f, 2.0f, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    CT_CUDA(cudaMemcpy(h, d, n * 4, cudaMemcpyDeviceToHost));
+    double s = 0, s2 = 0;
+    for (size_t i = 0; i < n; i++) { s += h[i]; s2 += (double)h[i] * h[i]; }
+    const double mean = s / n, var = s2 / n - mean * mean;
+    const double z_mean = (mean - 0.5) / (2.0 / sqrt((double)n));
+    const double z_var = (var - 4.0) / (4.0 * sqrt(2.0 / n));
+    printf("fill_normal mean %.5f (z %.2f) var %.5f (z %.2f)\n", mean, z_mean, var, z_var);
+    SD_CHECK(fabs(z_mean) < 6 && fabs(z_var) < 6, "fill_normal moments: z_mean %.2f z_var %.2f", z_mean, z_var);
+    ct_poison(d, n * 4);
+    SD_CHECK(sd_cuda_fill_normal(d, SD_F32, n, 1234, 0.5f, 2.0f, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    CT_CUDA(cudaMemcpy(h2, d, n * 4, cudaMemcpyDeviceToHost));
+    SD_CHECK(memcmp(h, h2, n * 4) == 0, "fill_normal is deterministic");
+    cudaFree(d); free(h); free(h2);
+}
+
+int main(void) {
+    if (specdec_cuda_device_count() <= 0) return sd_test_skip("no CUDA device");
+    ct_rng rng = {20250101u};
+    cublasHandle_t blas;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+        SD_CHECK(0, "cublasCreate failed");
+        return sd_test_done();
+    }
+    test_embed(&rng);
+    test_rmsnorm(&rng);
+    test_swiglu(&rng);
+    test_rope_kv(&rng);
+    test_attention(&rng);
+    test_gemm(&rng, blas);
+    test_fill();
+    CT_CUDA(cudaDeviceSynchronize());
+    cublasDestroy(blas);
+    return sd_test_done();
+}
+#endif
