@@ -156,7 +156,8 @@ typedef enum specdec_backend {
 typedef struct specdec_engine_params {
     specdec_backend backend;  /* default SPECDEC_BACKEND_AUTO */
     int32_t n_ctx;            /* context length in tokens; 0 = min(max_position_embeddings, 4096) */
-    int32_t max_batch;        /* most tokens per forward call; 0 = n_ctx (prefill in one call) */
+    int32_t max_batch;        /* most tokens per forward call; 0 = n_ctx (prefill in one call);
+                                 raised to SPECDEC_MAX_DRAFT + 1 (a verify pass is one call) */
     int32_t cuda_device;      /* CUDA device ordinal; default 0 */
     int32_t cuda_keep_f32;    /* CUDA: keep F32 checkpoints in F32 instead of converting to BF16 */
     int32_t reserved_i[7];
@@ -169,7 +170,9 @@ SPECDEC_API specdec_engine_params specdec_engine_default_params(void);
  * Both models are borrowed and must outlive the engine. A draft whose vocabulary
  * size or special ids disagree with the target's is refused
  * (SPECDEC_ERR_MODEL_MISMATCH). KV caches and activations are allocated here;
- * nothing is allocated while generating. On failure *out_engine is NULL. */
+ * nothing is allocated while generating. params NULL = defaults. BACKEND_AUTO picks
+ * CUDA when a device is usable, else CPU; BACKEND_CUDA without one fails with
+ * SPECDEC_ERR_BACKEND_UNAVAILABLE. On failure *out_engine is NULL. */
 SPECDEC_API specdec_status specdec_engine_create(const specdec_model *target, const specdec_model *draft,
                                                  const specdec_engine_params *params,
                                                  specdec_engine **out_engine);
@@ -222,8 +225,11 @@ typedef enum specdec_stop_reason {
 
 /* Called once per emitted token, in order. `piece` is the UTF-8 text this token adds
  * to the output when a tokenizer was given (never a broken UTF-8 sequence: incomplete
- * bytes are held back until complete), else NULL with piece_len 0. Return 0 to go on,
- * non-zero to stop generation after this token. Borrowed pointers, valid during the call. */
+ * bytes are held back until complete; special tokens add no text), else NULL with
+ * piece_len 0. Return 0 to go on, non-zero to stop generation after this token.
+ * When generation ends with bytes still held back, one more call with token = -1
+ * delivers them (as U+FFFD); its return value is ignored. Borrowed pointers, valid
+ * during the call. */
 typedef int (*specdec_token_callback)(void *user_data, int32_t token, const char *piece, size_t piece_len);
 
 typedef struct specdec_generate_params {
@@ -235,10 +241,21 @@ typedef struct specdec_generate_params {
     uint64_t seed;                 /* RNG seed; default 0 */
     uint64_t sequence_id;          /* RNG stream of this sequence; default 0 */
     specdec_verify_mode verify;    /* default AUTO */
-    int32_t n_draft;               /* γ, 1..SPECDEC_MAX_DRAFT; default 4; ignored without a draft */
-    int32_t adaptive_draft;        /* 1: adjust γ each round from the acceptance observed (n_draft is the start) */
+    int32_t n_draft;               /* γ, 1..SPECDEC_MAX_DRAFT; default 4; ignored without a draft;
+                                      0 = plain decoding even with a draft */
+    int32_t adaptive_draft;        /* 1: adjust γ each round from the acceptance observed (n_draft is the
+                                      start, >= 1). Rule: α = (A+1)/(A+R+2) from accepted drafts A and
+                                      rejections R, both decayed by 0.9 per round; E(γ) = (1-α^(γ+1))/(1-α);
+                                      C(γ) = γ·c_draft + c0 + c1·(γ+1), c_draft = EWMA of seconds per draft
+                                      step, c0 + c1·tokens a decayed least-squares fit of verify-pass
+                                      seconds (c1 = 0 until two γ were seen; c_draft/c_verify = 0.1 when
+                                      no timing is usable); next γ = argmax over [1, SPECDEC_MAX_DRAFT]
+                                      of E/C. Output is unchanged in GREEDY/MATCH; in REJECTION it
+                                      depends on γ, hence on timings: not reproducible run to run. */
     int32_t ignore_eos;            /* 1: do not stop at the model's EOS ids */
-    const char *const *stop_strings; /* borrowed; n_stop_strings entries; needs `tokenizer` */
+    const char *const *stop_strings; /* borrowed; n_stop_strings entries of 1..512 bytes; needs
+                                        `tokenizer`; generation stops after the token whose text
+                                        completes one (that token is kept in the output) */
     int32_t n_stop_strings;
     const specdec_tokenizer *tokenizer; /* borrowed, optional: text pieces for the callback, stop strings */
     specdec_token_callback callback;    /* optional */
@@ -269,11 +286,18 @@ typedef struct specdec_stats {
 } specdec_stats;
 
 /* Generate from a prompt of token ids. The engine's KV caches are reset first.
- * out_tokens (caller-owned, capacity out_capacity >= n_predict) receives the emitted
- * ids, *n_out their count. stats may be NULL. Errors (bad params, prompt empty, longer
- * than the context, ids outside [0, V)) return a status with nothing generated.
- * When the callback stops generation the call returns SPECDEC_OK with stop_reason
- * SPECDEC_STOP_CALLBACK. */
+ * out_tokens (caller-owned, capacity out_capacity >= min(n_predict, n_ctx - n_prompt),
+ * else SPECDEC_ERR_BUFFER_TOO_SMALL naming the size) receives the emitted ids, *n_out
+ * their count. params NULL = specdec_generate_default_params(); stats may be NULL.
+ * Errors (bad params, prompt empty, ids outside [0, V): INVALID_ARGUMENT; prompt
+ * leaving no room, n_prompt >= n_ctx: CONTEXT_FULL) return a status with nothing
+ * generated. n_predict larger than the room left is fine: generation stops with
+ * SPECDEC_STOP_CONTEXT_FULL once prompt + output fill n_ctx. When the callback stops
+ * generation the call returns SPECDEC_OK with stop_reason SPECDEC_STOP_CALLBACK.
+ * A failure while generating (runner error) returns its status with *n_out and stats
+ * covering the tokens emitted so far; the engine stays usable (except DEVICE_LOST).
+ * Nothing is allocated per round (a tokenizer's streaming decoder is created once per
+ * call). */
 SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_t *prompt, int32_t n_prompt,
                                             const specdec_generate_params *params, int32_t *out_tokens,
                                             int32_t out_capacity, int32_t *n_out, specdec_stats *stats);
@@ -283,45 +307,75 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
 /* ------------------------------------------------------------------------- */
 /* BEGIN tokenizer section (owned by the tokenizer work) */
 
-/* Load `path`: a directory holding tokenizer.json (and optionally tokenizer_config.json),
- * or a tokenizer.json file. On failure *out is NULL and specdec_last_error() says why. */
+/* Supported: model BPE (merges as "a b" strings or ["a","b"] pairs, byte_fallback,
+ * unk_token/fuse_unk, continuing_subword_prefix, end_of_word_suffix, ignore_merges);
+ * normalizers NFC, NFKC, NFD, NFKD, Lowercase, Prepend, Replace, Strip, StripAccents,
+ * Sequence; pre-tokenizers ByteLevel, Split, Metaspace, Digits, Punctuation,
+ * Whitespace, WhitespaceSplit, Sequence; post-processors TemplateProcessing, ByteLevel,
+ * Bert/RobertaProcessing, Sequence; decoders ByteLevel, Metaspace, ByteFallback, Fuse,
+ * Strip, Replace, BPEDecoder, Sequence. Other model types (WordPiece, Unigram, ...) and
+ * components fail with SPECDEC_ERR_UNSUPPORTED. "truncation" and "padding" are ignored.
+ * A loaded tokenizer is immutable and may be used from any number of threads. Calls
+ * that take a const tokenizer record failure detail per thread. */
+
+/* Load `path`: a directory holding tokenizer.json (and optionally tokenizer_config.json,
+ * which supplies bos_token, eos_token and add_bos_token), or a tokenizer.json file
+ * (tokenizer_config.json is then looked for next to it). On failure *out is NULL and
+ * specdec_last_error() names the file, key and value. */
 SPECDEC_API specdec_status specdec_tokenizer_load(const char *path, specdec_tokenizer **out);
 SPECDEC_API void specdec_tokenizer_free(specdec_tokenizer *tok);
+/* Detail of the last failed call on this thread (tokenizer calls are const and
+ * thread-safe, so their detail is per thread); same as specdec_last_error(). */
 SPECDEC_API const char *specdec_tokenizer_last_error(const specdec_tokenizer *tok);
 
-/* Encode UTF-8 text (len bytes; invalid UTF-8 is handled as the tokenizers library
- * does). add_special: apply the post-processor (BOS/EOS as the tokenizer defines).
- * Added/special tokens written in the text are always recognised. Writes at most
- * capacity ids; if more are needed returns SPECDEC_ERR_BUFFER_TOO_SMALL and *n_ids is
- * the count needed. */
+/* Encode text (len bytes) into the ids the `tokenizers` library produces for
+ * Tokenizer.encode(text, add_special_tokens=add_special). Invalid UTF-8 is first
+ * replaced by U+FFFD, one per maximal invalid subsequence (the rule of Python's
+ * bytes.decode("utf-8", errors="replace") and Rust's String::from_utf8_lossy), so the
+ * ids equal the library's on that replaced string. add_special: apply the
+ * post-processor (BOS/EOS as tokenizer.json's post_processor defines; note that
+ * tokenizer_config.json's add_bos_token is NOT applied here, see
+ * specdec_tokenizer_add_bos). Added/special tokens written in the text are always
+ * recognised. Writes at most capacity ids (ids may be NULL when capacity is 0); if
+ * more are needed returns SPECDEC_ERR_BUFFER_TOO_SMALL and *n_ids is the count needed. */
 SPECDEC_API specdec_status specdec_tokenize(const specdec_tokenizer *tok, const char *text, size_t len,
                                             int add_special, int32_t *ids, int32_t capacity, int32_t *n_ids);
-/* Decode ids to UTF-8 text as the tokenizers library's decode(ids, skip_special_tokens).
- * Writes a NUL-terminated string; *len excludes the NUL. BUFFER_TOO_SMALL reports the
- * needed length (without NUL) in *len. */
+/* Decode ids to UTF-8 text as the tokenizers library's decode(ids, skip_special_tokens):
+ * ids outside the vocabulary are skipped. Writes a NUL-terminated string; *len excludes
+ * the NUL. BUFFER_TOO_SMALL reports the needed length (without NUL) in *len. */
 SPECDEC_API specdec_status specdec_detokenize(const specdec_tokenizer *tok, const int32_t *ids, int32_t n_ids,
                                               int skip_special, char *text, size_t capacity, size_t *len);
-/* The vocabulary string of one id (as stored in tokenizer.json), NUL-terminated. */
+/* The vocabulary string of one id (as stored in tokenizer.json, e.g. "Ġthe" or
+ * "▁the"), NUL-terminated; *len excludes the NUL. INVALID_ARGUMENT for unknown ids. */
 SPECDEC_API specdec_status specdec_token_to_piece(const specdec_tokenizer *tok, int32_t id, char *buf,
                                                   size_t capacity, size_t *len);
 /* Number of ids (model vocab plus added tokens); the largest id + 1. */
 SPECDEC_API int32_t specdec_tokenizer_vocab_size(const specdec_tokenizer *tok);
-/* Special ids, -1 when the tokenizer has none. */
+/* Special ids, -1 when the tokenizer has none. From tokenizer_config.json's bos_token /
+ * eos_token when present; otherwise the post-processor's first inserted id (BOS) and
+ * well-known names ("<s>", "</s>", "<|begin_of_text|>", "<|endoftext|>", ...). */
 SPECDEC_API int32_t specdec_tokenizer_bos_id(const specdec_tokenizer *tok);
 SPECDEC_API int32_t specdec_tokenizer_eos_id(const specdec_tokenizer *tok);
+/* 1 if a prompt should start with BOS: tokenizer_config.json's add_bos_token when
+ * given, else whether the post-processor inserts ids before the text. */
+SPECDEC_API int specdec_tokenizer_add_bos(const specdec_tokenizer *tok);
 
 /* Streaming decoder: feed ids one at a time, get the text they complete. Text returned
  * never ends inside a UTF-8 sequence; incomplete bytes are held until completed or
- * flushed. One stream per sequence; not shared between threads. */
+ * flushed. The concatenation of all pieces plus the flush equals specdec_detokenize()
+ * of all ids. Same algorithm as the library's DecodeStream (decodes a short window of
+ * recent ids; buffers grow only when a window is longer than any before). One stream
+ * per sequence; not shared between threads; the tokenizer must outlive it. */
 typedef struct specdec_detok_stream specdec_detok_stream;
 SPECDEC_API specdec_status specdec_detok_stream_create(const specdec_tokenizer *tok, int skip_special,
                                                        specdec_detok_stream **out);
 SPECDEC_API void specdec_detok_stream_free(specdec_detok_stream *s);
 /* Push one id; *text points to library-owned bytes valid until the next call on s
- * (not NUL-terminated; *len may be 0). */
+ * (not NUL-terminated; *len may be 0). On failure the id is not consumed. */
 SPECDEC_API specdec_status specdec_detok_stream_push(specdec_detok_stream *s, int32_t id, const char **text,
                                                      size_t *len);
-/* Emit whatever is held back (invalid bytes become U+FFFD as the library does). */
+/* Emit whatever is held back (invalid bytes become U+FFFD as the library does) and end
+ * the sequence: the next push starts a new one. */
 SPECDEC_API specdec_status specdec_detok_stream_flush(specdec_detok_stream *s, const char **text, size_t *len);
 
 /* END tokenizer section */

@@ -1,0 +1,243 @@
+/* test_engine_dist.c — the full speculative loop emits exactly the target's
+ * distribution.
+ *
+ * Models: a second-order Markov chain target (its logits read its own KV cache, so a
+ * wrong rollback samples from wrong rows) and a first-order chain draft, V = 8, with
+ * some -inf logits; see markov.h. Each sample is one specdec_generate() call
+ * (prompt [3, 5], n_predict 6, sequence_id = sample index, fixed seed), so every
+ * sample goes through draft proposals, the one-pass target verification, the
+ * verifier, KV rollback of both runners and the draft catching up.
+ *
+ * Hypothesis H0: the joint law of generated tokens (1,2,3) and, separately, of
+ * tokens (4,5,6) equals the exact law of the processed target chain (p rows after
+ * the same temperature / top-k / top-p / min-p processing, computed in double from
+ * sd_sampling_process rows). G-test over the V^3 = 512 cells (cells with expected
+ * count < 5 pooled), p-value from the chi-square law, reject at α = 1e-6 per window.
+ * A token the exact law gives probability 0 fails immediately.
+ * Sample count: argv[1] per case (default 200000; CTest runs 500000 in Release and
+ * 20000 under ASan). Cases: rejection with γ = 1, 2, 4 and several sampling
+ * settings, disjoint draft/target supports, match mode, and plain decoding.
+ * Also checked: no runner contract violation, one target call per round. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "markov.h"
+#include "sd_engine.h"
+#include "sd_sampling.h"
+#include "sd_test.h"
+
+#define V 8
+#define NP 6
+
+/* Regularised upper incomplete gamma Q(a, x) (series below a+1, continued fraction above). */
+static double gamma_q(double a, double x) {
+    if (x <= 0) return 1.0;
+    double gln = lgamma(a);
+    if (x < a + 1.0) {
+        double ap = a, sum = 1.0 / a, del = sum;
+        for (int n = 0; n < 100000; n++) {
+            ap += 1;
+            del *= x / ap;
+            sum += del;
+            if (fabs(del) < fabs(sum) * 1e-15) break;
+        }
+        return 1.0 - sum * exp(-x + a * log(x) - gln);
+    }
+    double b = x + 1.0 - a, c = 1.0 / 1e-300, d = 1.0 / b, h = d;
+    for (int i = 1; i < 100000; i++) {
+        double an = -i * (i - a);
+        b += 2.0;
+        d = an * d + b;
+        if (fabs(d) < 1e-300) d = 1e-300;
+        c = b + an / c;
+        if (fabs(c) < 1e-300) c = 1e-300;
+        d = 1.0 / d;
+        double del = d * c;
+        h *= del;
+        if (fabs(del - 1.0) < 1e-15) break;
+    }
+    return exp(-x + a * log(x) - gln) * h;
+}
+
+/* G-test of counts[n] against probabilities prob[n]; returns the p-value (0 when an
+ * impossible cell was observed). */
+static double g_test(const long *counts, const double *prob, int n, long total, int *df_out, double *g_out) {
+    double G = 0, pooled_e = 0;
+    long pooled_o = 0;
+    int cells = 0;
+    for (int i = 0; i < n; i++) {
+        double e = prob[i] * (double)total;
+        if (prob[i] <= 0) {
+            if (counts[i] > 0) {
+                fprintf(stderr, "  cell %d has probability 0 but was observed %ld times\n", i, counts[i]);
+                *df_out = 0;
+                *g_out = INFINITY;
+                return 0.0;
+            }
+            continue;
+        }
+        if (e < 5) {
+            pooled_e += e;
+            pooled_o += counts[i];
+            continue;
+        }
+        if (counts[i] > 0) G += 2.0 * (double)counts[i] * log((double)counts[i] / e);
+        G -= 2.0 * ((double)counts[i] - e); /* exact G when the sums differ by rounding */
+        cells++;
+    }
+    if (pooled_e > 0) {
+        if (pooled_o > 0) G += 2.0 * (double)pooled_o * log((double)pooled_o / pooled_e);
+        G -= 2.0 * ((double)pooled_o - pooled_e);
+        cells++;
+    }
+    int df = cells - 1;
+    *df_out = df;
+    *g_out = G;
+    return df > 0 ? gamma_q(df / 2.0, G / 2.0) : 1.0;
+}
+
+static float g_target[V * V * V], g_draft[V * V];
+static double g_p2[V][V][V]; /* processed target: P(c | a, b) */
+
+static void exact_laws(const sd_sampling_params *sp, double *pa, double *pb) {
+    float probs[V];
+    size_t ss = sd_sampling_scratch_size(V);
+    void *scratch = malloc(ss);
+    for (int a = 0; a < V; a++)
+        for (int b = 0; b < V; b++) {
+            specdec_status st = sd_sampling_process(g_target + (size_t)(a * V + b) * V, V, sp, scratch, ss, probs, NULL);
+            SD_CHECK(st == SPECDEC_OK, "sd_sampling_process: %s", specdec_last_error());
+            double s = 0;
+            for (int c = 0; c < V; c++) s += probs[c];
+            for (int c = 0; c < V; c++) g_p2[a][b][c] = probs[c] / s;
+        }
+    free(scratch);
+    double state[V][V];
+    memset(state, 0, sizeof state);
+    for (int t1 = 0; t1 < V; t1++)
+        for (int t2 = 0; t2 < V; t2++)
+            for (int t3 = 0; t3 < V; t3++) {
+                double p = g_p2[3][5][t1] * g_p2[5][t1][t2] * g_p2[t1][t2][t3];
+                pa[(t1 * V + t2) * V + t3] = p;
+                state[t2][t3] += p;
+            }
+    memset(pb, 0, sizeof(double) * V * V * V);
+    for (int t2 = 0; t2 < V; t2++)
+        for (int t3 = 0; t3 < V; t3++)
+            for (int t4 = 0; t4 < V; t4++)
+                for (int t5 = 0; t5 < V; t5++)
+                    for (int t6 = 0; t6 < V; t6++)
+                        pb[(t4 * V + t5) * V + t6] +=
+                            state[t2][t3] * g_p2[t2][t3][t4] * g_p2[t3][t4][t5] * g_p2[t4][t5][t6];
+}
+
+typedef struct dcase {
+    const char *name;
+    int use_draft;
+    int disjoint;
+    int mutant;      /* the target runner's rollback is broken: the test must reject */
+    specdec_verify_mode mode;
+    int32_t gamma;
+    float temp;
+    int32_t top_k;
+    float top_p, min_p;
+} dcase;
+
+static void run_case(const dcase *c, long N) {
+    mk_fill_table(g_target, V * V, V, 1.2, 0.1, 101);
+    mk_fill_table(g_draft, V, V, 1.2, 0.1, 202);
+    if (c->disjoint) { /* target only even tokens, draft only odd ones: every draft rejected */
+        for (int r = 0; r < V * V; r++)
+            for (int i = 1; i < V; i += 2) g_target[r * V + i] = -INFINITY;
+        for (int r = 0; r < V; r++)
+            for (int i = 0; i < V; i += 2) g_draft[r * V + i] = -INFINITY;
+    }
+    mk_runner *mt = mk_runner_new(2, g_target, V, 64, 64);
+    mt->mutant_stale = c->mutant;
+    mk_runner *md = c->use_draft ? mk_runner_new(1, g_draft, V, 64, 64) : NULL;
+    specdec_engine *e = NULL;
+    specdec_status st = sd_engine_create_from_runners(&mt->base, md ? &md->base : NULL, NULL, &e);
+    SD_CHECK(st == SPECDEC_OK, "%s: create: %s", c->name, specdec_last_error());
+    if (st != SPECDEC_OK) return;
+
+    specdec_generate_params gp = specdec_generate_default_params();
+    gp.n_predict = NP;
+    gp.temperature = c->temp;
+    gp.top_k = c->top_k;
+    gp.top_p = c->top_p;
+    gp.min_p = c->min_p;
+    gp.verify = c->mode;
+    gp.n_draft = c->gamma;
+    gp.seed = 0x5eed0000ull + (uint64_t)c->gamma;
+    sd_sampling_params sp = sd_sampling_params_from(&gp);
+
+    static double pa[V * V * V], pb[V * V * V];
+    static long ca[V * V * V], cb[V * V * V];
+    exact_laws(&sp, pa, pb);
+    memset(ca, 0, sizeof ca);
+    memset(cb, 0, sizeof cb);
+    const int32_t prompt[2] = {3, 5};
+    int32_t out[NP];
+    long rounds = 0, drafted = 0, accepted = 0, bad = 0;
+    for (long i = 0; i < N; i++) {
+        gp.sequence_id = (uint64_t)i;
+        int32_t n = 0;
+        specdec_stats stats;
+        st = specdec_generate(e, prompt, 2, &gp, out, NP, &n, &stats);
+        if (st != SPECDEC_OK || n != NP) {
+            if (bad++ < 3) fprintf(stderr, "%s: sample %ld: status %d n %d: %s\n", c->name, i, (int)st, (int)n,
+                                   specdec_engine_last_error(e));
+            continue;
+        }
+        ca[(out[0] * V + out[1]) * V + out[2]]++;
+        cb[(out[3] * V + out[4]) * V + out[5]]++;
+        rounds += stats.n_rounds;
+        drafted += stats.n_drafted;
+        accepted += stats.n_accepted;
+    }
+    SD_CHECK(bad == 0, "%s: %ld failed generate calls", c->name, bad);
+    SD_CHECK(mt->violations == 0 && (!md || md->violations == 0), "%s: runner contract violations %ld/%ld", c->name,
+             mt->violations, md ? md->violations : 0);
+    /* prefill is one call (one prompt token before the last), then one target call per round */
+    SD_CHECK(mt->calls == N + rounds, "%s: target calls %ld != prefills %ld + rounds %ld", c->name, mt->calls, N,
+             rounds);
+    if (c->disjoint) SD_CHECK(accepted == 0, "%s: %ld drafts accepted with disjoint supports", c->name, accepted);
+    if (c->use_draft && !c->disjoint) SD_CHECK(drafted > 0 && accepted > 0, "%s: nothing drafted/accepted", c->name);
+    int df;
+    double G;
+    double pva = g_test(ca, pa, V * V * V, N - bad, &df, &G);
+    printf("%-28s N=%ld  tokens 1-3: G=%.1f df=%d p=%.3g", c->name, N, G, df, pva);
+    double pvb = g_test(cb, pb, V * V * V, N - bad, &df, &G);
+    printf("  tokens 4-6: G=%.1f df=%d p=%.3g  acc=%.3f tok/round=%.2f\n", G, df, pvb,
+           drafted ? (double)accepted / (double)drafted : 0.0, rounds ? (double)(N * NP) / (double)rounds : 0.0);
+    if (c->mutant) {
+        /* tokens 1-3 may come out right (rollback matters only after a rejection);
+         * the later window must be caught */
+        SD_CHECK(pvb <= 1e-6, "%s: the broken rollback was NOT detected (p=%.3g)", c->name, pvb);
+    } else {
+        SD_CHECK(pva > 1e-6, "%s: tokens 1-3 deviate from the target law: p=%.3g", c->name, pva);
+        SD_CHECK(pvb > 1e-6, "%s: tokens 4-6 deviate from the target law: p=%.3g", c->name, pvb);
+    }
+    specdec_engine_free(e);
+}
+
+int main(int argc, char **argv) {
+    long N = argc > 1 ? atol(argv[1]) : 200000;
+    const dcase cases[] = {
+        /* name                          draft disj mutant mode                   γ  temp  top_k top_p min_p */
+        {"rejection g=1 T=1",            1, 0, 0, SPECDEC_VERIFY_REJECTION, 1, 1.0f, 0, 1.0f, 0.0f},
+        {"rejection g=2 T=1",            1, 0, 0, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.0f},
+        {"rejection g=4 T=1",            1, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f},
+        {"rejection g=2 T=.7 k5 p.9",    1, 0, 0, SPECDEC_VERIFY_REJECTION, 2, 0.7f, 5, 0.9f, 0.0f},
+        {"rejection g=4 T=1.5 minp.1",   1, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.5f, 0, 1.0f, 0.1f},
+        {"auto g=3 T=.5 k3 p.95",        1, 0, 0, SPECDEC_VERIFY_AUTO, 3, 0.5f, 3, 0.95f, 0.0f},
+        {"rejection g=3 disjoint",       1, 1, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
+        {"match g=3 T=1",                1, 0, 0, SPECDEC_VERIFY_MATCH, 3, 1.0f, 0, 1.0f, 0.0f},
+        {"plain T=1 k5",                 0, 0, 0, SPECDEC_VERIFY_AUTO, 0, 1.0f, 5, 1.0f, 0.0f},
+        {"MUTANT stale KV g=2 T=1",      1, 0, 1, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.0f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], N);
+    return sd_test_done();
+}
