@@ -1,0 +1,165 @@
+/* test_tokenizer_bad.c — malformed tokenizer.json files give a clear error status and
+ * message (no crash, no leak under ASan/UBSan), and an allocation failure at every
+ * point of loading, encoding and decoding returns SPECDEC_ERR_OUT_OF_MEMORY cleanly. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_alloc.h"
+#include "sd_test.h"
+#include "sd_tokenizer.h"
+#include "specdec.h"
+
+/* A small valid byte-level BPE: "ab" and "abc" by merges, one special token. */
+#define VOCAB "\"vocab\":{\"a\":0,\"b\":1,\"c\":2,\"ab\":3,\"abc\":4,\"\\u0120\":5,\"\\u0120a\":6}"
+#define MERGES "\"merges\":[\"a b\",[\"ab\",\"c\"],\"\\u0120 a\"]"
+static const char *good =
+    "{\"added_tokens\":[{\"id\":7,\"content\":\"<|eot|>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,"
+    "\"normalized\":false,\"special\":true}],"
+    "\"normalizer\":{\"type\":\"NFC\"},"
+    "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true},"
+    "\"post_processor\":{\"type\":\"TemplateProcessing\",\"single\":[{\"SpecialToken\":{\"id\":\"<|eot|>\",\"type_id\":0}},"
+    "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}],\"special_tokens\":{\"<|eot|>\":{\"id\":\"<|eot|>\",\"ids\":[7],"
+    "\"tokens\":[\"<|eot|>\"]}}},"
+    "\"decoder\":{\"type\":\"ByteLevel\"},"
+    "\"model\":{\"type\":\"BPE\",\"byte_fallback\":false," VOCAB "," MERGES "}}";
+
+static void expect_fail(const char *name, const char *json, specdec_status want, const char *needle) {
+    specdec_tokenizer *t = (specdec_tokenizer *)1;
+    specdec_status st = sd_tokenizer_load_json(json, strlen(json), NULL, &t);
+    const char *msg = specdec_last_error();
+    SD_CHECK(st == want, "%s: status %d, want %d (%s)", name, st, want, msg);
+    SD_CHECK(t == NULL, "%s: *out not NULL after failure", name);
+    SD_CHECK(needle == NULL || strstr(msg, needle) != NULL, "%s: message \"%s\" lacks \"%s\"", name, msg, needle);
+    if (st == SPECDEC_OK) specdec_tokenizer_free(t);
+}
+
+static char *replace(const char *s, const char *from, const char *to) {
+    const char *p = strstr(s, from);
+    if (!p) { fprintf(stderr, "test bug: '%s' not found\n", from); exit(2); }
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *o = malloc(n);
+    snprintf(o, n, "%.*s%s%s", (int)(p - s), s, to, p + strlen(from));
+    return o;
+}
+
+static void bad_variant(const char *name, const char *from, const char *to, specdec_status want, const char *needle) {
+    char *j = replace(good, from, to);
+    expect_fail(name, j, want, needle);
+    free(j);
+}
+
+int main(void) {
+    specdec_tokenizer *t = NULL;
+    specdec_status st = sd_tokenizer_load_json(good, strlen(good), NULL, &t);
+    SD_CHECK(st == SPECDEC_OK && t, "the reference tokenizer loads: %s", specdec_last_error());
+    if (t) {
+        int32_t ids[16], n = 0;
+        st = specdec_tokenize(t, "abc ab", 6, 1, ids, 16, &n);
+        SD_CHECK(st == SPECDEC_OK && n == 4 && ids[0] == 7 && ids[1] == 4 && ids[2] == 5 && ids[3] == 3,
+                 "encode \"abc ab\" -> 7 4 5 3 (\"a b\" outranks \"\u0120 a\") (got n=%d)", n);
+        specdec_tokenizer_free(t);
+    }
+
+    expect_fail("empty", "", SPECDEC_ERR_FORMAT, "not valid JSON");
+    expect_fail("not json", "hello", SPECDEC_ERR_FORMAT, "not valid JSON");
+    expect_fail("truncated", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0", SPECDEC_ERR_FORMAT, "not valid JSON");
+    expect_fail("array top", "[1,2]", SPECDEC_ERR_FORMAT, "top level");
+    expect_fail("no model", "{}", SPECDEC_ERR_FORMAT, "\"model\" is missing");
+    expect_fail("model not object", "{\"model\":3}", SPECDEC_ERR_FORMAT, "must be an object");
+    bad_variant("wordpiece", "\"type\":\"BPE\"", "\"type\":\"WordPiece\"", SPECDEC_ERR_UNSUPPORTED, "WordPiece");
+    bad_variant("unigram", "\"type\":\"BPE\"", "\"type\":\"Unigram\"", SPECDEC_ERR_UNSUPPORTED, "Unigram");
+    bad_variant("merge not in vocab", "\"a b\"", "\"a zz\"", SPECDEC_ERR_FORMAT, "zz");
+    bad_variant("merged not in vocab", "[\"ab\",\"c\"]", "[\"c\",\"a\"]", SPECDEC_ERR_FORMAT, "\"ca\"");
+    bad_variant("merge 3 parts", "\"a b\"", "\"a b c\"", SPECDEC_ERR_FORMAT, "merges[0]");
+    bad_variant("merge wrong type", "\"a b\"", "17", SPECDEC_ERR_FORMAT, "merges[0]");
+    bad_variant("vocab wrong type", "\"vocab\":{", "\"vocab\":[],\"x\":{", SPECDEC_ERR_FORMAT, "model.vocab");
+    bad_variant("vocab id string", "\"a\":0", "\"a\":\"zero\"", SPECDEC_ERR_FORMAT, "\"a\"");
+    bad_variant("vocab id negative", "\"a\":0", "\"a\":-5", SPECDEC_ERR_FORMAT, "-5");
+    bad_variant("vocab id huge", "\"a\":0", "\"a\":1000000000", SPECDEC_ERR_FORMAT, "1e+09");
+    bad_variant("vocab id fraction", "\"a\":0", "\"a\":0.5", SPECDEC_ERR_FORMAT, "0.5");
+    bad_variant("vocab duplicate", "\"b\":1", "\"a\":1", SPECDEC_ERR_FORMAT, "twice");
+    bad_variant("added id huge", "\"id\":7", "\"id\":99999999999", SPECDEC_ERR_FORMAT, "added_tokens");
+    bad_variant("added no content", "\"content\":\"<|eot|>\"", "\"contents\":\"x\"", SPECDEC_ERR_FORMAT, "content");
+    bad_variant("added flag type", "\"lstrip\":false", "\"lstrip\":\"no\"", SPECDEC_ERR_FORMAT, "lstrip");
+    bad_variant("unknown normalizer", "\"type\":\"NFC\"", "\"type\":\"Precompiled\"", SPECDEC_ERR_UNSUPPORTED, "Precompiled");
+    bad_variant("normalizer no type", "{\"type\":\"NFC\"}", "{}", SPECDEC_ERR_FORMAT, "type");
+    bad_variant("unknown pre", "\"type\":\"ByteLevel\",\"add", "\"type\":\"BertPreTokenizer\",\"add", SPECDEC_ERR_UNSUPPORTED,
+                "BertPreTokenizer");
+    bad_variant("pre flag type", "\"use_regex\":true", "\"use_regex\":1", SPECDEC_ERR_FORMAT, "use_regex");
+    bad_variant("bad regex", "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}",
+                "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(unclosed\"},\"behavior\":\"Isolated\",\"invert\":false}",
+                SPECDEC_ERR_FORMAT, "(unclosed");
+    bad_variant("bad behavior", "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}",
+                "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"a\"},\"behavior\":\"Sideways\",\"invert\":false}",
+                SPECDEC_ERR_FORMAT, "Sideways");
+    bad_variant("unknown decoder", "\"decoder\":{\"type\":\"ByteLevel\"}", "\"decoder\":{\"type\":\"CTC\"}",
+                SPECDEC_ERR_UNSUPPORTED, "CTC");
+    bad_variant("template unknown special", "\"ids\":[7]", "\"idz\":[7]", SPECDEC_ERR_FORMAT, "<|eot|>");
+    bad_variant("template id out of vocab", "\"ids\":[7]", "\"ids\":[123456]", SPECDEC_ERR_FORMAT, "123456");
+    bad_variant("unk not in vocab", "\"byte_fallback\":false", "\"byte_fallback\":false,\"unk_token\":\"<unk>\"",
+                SPECDEC_ERR_FORMAT, "<unk>");
+    bad_variant("dropout", "\"byte_fallback\":false", "\"byte_fallback\":false,\"dropout\":0.1", SPECDEC_ERR_UNSUPPORTED,
+                "dropout");
+    bad_variant("empty vocab", VOCAB "," MERGES, "\"vocab\":{},\"merges\":[]", SPECDEC_ERR_FORMAT, "empty");
+    /* deep nesting is refused, not recursed into */
+    {
+        char deep[4096] = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},\"normalizer\":";
+        for (int i = 0; i < 40; i++) strcat(deep, "{\"type\":\"Sequence\",\"normalizers\":[");
+        strcat(deep, "{\"type\":\"NFC\"}");
+        for (int i = 0; i < 40; i++) strcat(deep, "]}");
+        strcat(deep, "}");
+        expect_fail("deep nesting", deep, SPECDEC_ERR_FORMAT, "nested");
+    }
+
+    /* file-level errors */
+    t = (specdec_tokenizer *)1;
+    st = specdec_tokenizer_load("/nonexistent/dir/for/specdec", &t);
+    SD_CHECK(st == SPECDEC_ERR_IO && t == NULL, "missing path -> IO (%d: %s)", st, specdec_last_error());
+    SD_CHECK(strstr(specdec_last_error(), "/nonexistent/dir/for/specdec") != NULL, "message names the file: %s",
+             specdec_last_error());
+    st = specdec_tokenizer_load("/", &t);
+    SD_CHECK(st == SPECDEC_ERR_IO, "directory without tokenizer.json -> IO (%d)", st);
+    SD_CHECK(specdec_tokenizer_load(NULL, &t) == SPECDEC_ERR_INVALID_ARGUMENT, "NULL path");
+    SD_CHECK(specdec_tokenizer_load("x", NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "NULL out");
+    specdec_tokenizer_free(NULL);
+
+    /* allocation failure at every point of load + encode + decode */
+    int completed = 0, bad_status = 0;
+    long k;
+    /* stop at the first k that the run never reaches: every allocation was tried */
+    for (k = 0; k < 20000 && !completed; k++) {
+        sd_alloc_fail_after(k);
+        t = NULL;
+        st = sd_tokenizer_load_json(good, strlen(good), NULL, &t);
+        if (st) {
+            if (st != SPECDEC_ERR_OUT_OF_MEMORY || t) { bad_status++; fprintf(stderr, "k=%ld: load status %d: %s\n", k, st, specdec_last_error()); }
+            continue;
+        }
+        int32_t ids[16], n = 0;
+        st = specdec_tokenize(t, "abc ab\xff<|eot|>", 14, 1, ids, 16, &n);
+        if (st == SPECDEC_OK) {
+            char buf[64];
+            size_t len = 0;
+            st = specdec_detokenize(t, ids, n, 0, buf, sizeof buf, &len);
+            if (st == SPECDEC_OK) {
+                specdec_detok_stream *s = NULL;
+                st = specdec_detok_stream_create(t, 0, &s);
+                for (int32_t i = 0; st == SPECDEC_OK && i < n; i++) {
+                    const char *p;
+                    size_t pl;
+                    st = specdec_detok_stream_push(s, ids[i], &p, &pl);
+                }
+                specdec_detok_stream_free(s);
+                if (st == SPECDEC_OK && sd_alloc_count() <= k) completed = 1;
+            }
+        }
+        if (st && st != SPECDEC_ERR_OUT_OF_MEMORY) { bad_status++; fprintf(stderr, "k=%ld: status %d: %s\n", k, st, specdec_last_error()); }
+        specdec_tokenizer_free(t);
+    }
+    sd_alloc_fail_after(-1);
+    SD_CHECK(completed, "load+encode+decode eventually succeeds with late allocation failures (k=%ld)", k);
+    SD_CHECK(bad_status == 0, "%d injected failures gave a status other than OUT_OF_MEMORY", bad_status);
+    printf("allocation failure injected at %ld points\n", k);
+    return sd_test_done();
+}
