@@ -1,4 +1,98 @@
-/* PLACEHOLDER: replaced by the work that owns 'specdec info'. */
+/* cmd_info.c — `specdec info -m DIR`: load a model directory and print its
+ * architecture, sizes, RoPE settings, dtype, parameter count and special ids. */
 #include <stdio.h>
+#include <string.h>
+
 #include "cli.h"
-int cli_cmd_info(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "specdec info: not built yet\n"); return 1; }
+#include "specdec.h"
+
+static const char *info_dtype_name(specdec_dtype d) {
+    switch (d) {
+    case SPECDEC_DTYPE_F32: return "F32";
+    case SPECDEC_DTYPE_F16: return "F16";
+    case SPECDEC_DTYPE_BF16: return "BF16";
+    }
+    return "?";
+}
+
+/* 1234567 -> "1.23M" */
+static void info_human(char *buf, size_t cap, long long n) {
+    const char *unit[] = {"", "K", "M", "B", "T"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1000.0 && u < 4) {
+        v /= 1000.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, cap, "%lld", n);
+    else snprintf(buf, cap, "%.2f%s", v, unit[u]);
+}
+
+static void info_usage(FILE *f) {
+    fprintf(f, "usage: specdec info -m DIR [--no-mmap]\n"
+               "  -m, --model DIR   Hugging Face model directory (config.json + safetensors)\n"
+               "  --no-mmap         read the weights into memory instead of mapping them\n");
+}
+
+int cli_cmd_info(int argc, char **argv) {
+    const char *dir = NULL;
+    int use_mmap = 1;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(argv[i], "--no-mmap")) use_mmap = 0;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            info_usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "specdec info: unknown argument '%s'\n", argv[i]);
+            info_usage(stderr);
+            return 2;
+        }
+    }
+    if (!dir) {
+        info_usage(stderr);
+        return 2;
+    }
+    specdec_model_params p = specdec_model_default_params();
+    p.use_mmap = use_mmap;
+    specdec_model *m = NULL;
+    specdec_status st = specdec_model_load(dir, &p, &m);
+    if (st != SPECDEC_OK) {
+        fprintf(stderr, "specdec info: %s\n  %s\n", specdec_status_string(st), specdec_last_error());
+        return 1;
+    }
+    specdec_model_info in;
+    st = specdec_model_get_info(m, &in);
+    if (st != SPECDEC_OK) {
+        fprintf(stderr, "specdec info: %s\n  %s\n", specdec_status_string(st), specdec_last_error());
+        specdec_model_free(m);
+        return 1;
+    }
+    char human[32];
+    info_human(human, sizeof human, (long long)in.n_params);
+    printf("model:                   %s\n", dir);
+    printf("architecture:            %s\n", in.architecture);
+    printf("vocab_size:              %d\n", in.vocab_size);
+    printf("hidden_size:             %d\n", in.hidden_size);
+    printf("intermediate_size:       %d\n", in.intermediate_size);
+    printf("layers:                  %d\n", in.n_layers);
+    printf("heads:                   %d\n", in.n_heads);
+    printf("kv_heads:                %d\n", in.n_kv_heads);
+    printf("head_dim:                %d\n", in.head_dim);
+    printf("max_position_embeddings: %d\n", in.max_position_embeddings);
+    printf("rms_norm_eps:            %g\n", (double)in.rms_norm_eps);
+    printf("rope_theta:              %g\n", (double)in.rope_theta);
+    printf("rope_scaling:            %s\n", in.rope_scaling_llama3 ? "llama3" : "none");
+    printf("tie_word_embeddings:     %s\n", in.tie_word_embeddings ? "true" : "false");
+    printf("attention_bias:          %s\n", in.attention_bias ? "true" : "false");
+    printf("dtype:                   %s\n", info_dtype_name(in.dtype));
+    printf("parameters:              %s (%lld)\n", human, (long long)in.n_params);
+    if (in.bos_id >= 0) printf("bos_id:                  %d\n", in.bos_id);
+    else printf("bos_id:                  none\n");
+    printf("eos_ids:                ");
+    if (in.n_eos == 0) printf(" none");
+    for (int i = 0; i < in.n_eos; i++) printf(" %d", in.eos_ids[i]);
+    printf("\n");
+    specdec_model_free(m);
+    return 0;
+}

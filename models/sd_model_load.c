@@ -1,0 +1,390 @@
+/* sd_model_load.c — specdec_model_load and friends: a Hugging Face model directory
+ * (config.json + model.safetensors, or shards listed by model.safetensors.index.json)
+ * into struct specdec_model.
+ *
+ * Files are mapped (or read) whole; tensors point into them, except tensors whose
+ * bytes are misaligned for their dtype, which are copied into owned memory. Every
+ * expected tensor is checked against the config (presence, dtype, shape) so that the
+ * backends can trust the struct. Extra tensors (rotary_emb.inv_freq, ...) are ignored. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sd_alloc.h"
+#include "sd_config.h"
+#include "sd_json.h"
+#include "sd_model.h"
+#include "sd_safetensors.h"
+
+#define SD_CONFIG_MAX_BYTES (16u << 20)
+#define SD_INDEX_MAX_BYTES (64u << 20)
+#define SD_MAX_SHARDS 4096
+
+/* One tensor of the checkpoint: which file holds it. */
+typedef struct sd_entry {
+    const char *name;
+    int32_t file;
+    const sd_st_tensor *t;
+} sd_entry;
+
+typedef struct sd_loader {
+    specdec_model *m;
+    int use_mmap;
+    char index_path[4200]; /* "" when not sharded */
+    sd_entry *entries;     /* sorted by name */
+    size_t n_entries;
+    int32_t cap_owned;
+} sd_loader;
+
+specdec_model_params specdec_model_default_params(void) {
+    specdec_model_params p;
+    memset(&p, 0, sizeof p);
+    p.use_mmap = 1;
+    return p;
+}
+
+static int sd_cmp_entry(const void *a, const void *b) {
+    return strcmp(((const sd_entry *)a)->name, ((const sd_entry *)b)->name);
+}
+
+static const sd_entry *sd_find_entry(const sd_loader *L, const char *name) {
+    sd_entry key = {name, 0, NULL};
+    return L->n_entries ? bsearch(&key, L->entries, L->n_entries, sizeof key, sd_cmp_entry) : NULL;
+}
+
+static int sd_is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int sd_cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Opens files[] from model.safetensors.index.json and checks that each entry of its
+ * weight_map is in the shard it names. */
+static specdec_status sd_open_sharded(sd_loader *L, const cJSON **wm_out, cJSON **root_out) {
+    specdec_model *m = L->m;
+    const char *ip = L->index_path;
+    char *text = NULL;
+    size_t len = 0;
+    specdec_status st = sd_read_file(ip, SD_INDEX_MAX_BYTES, &text, &len, NULL);
+    if (st) return st;
+    cJSON *root = NULL;
+    st = sd_json_parse(text, len, ip, &root, NULL);
+    sd_free(text);
+    if (st) return st;
+    *root_out = root;
+    const cJSON *wm = sd_json_member(root, "weight_map");
+    if (!cJSON_IsObject(root) || !wm) return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: missing key 'weight_map'", ip);
+    if (!cJSON_IsObject(wm)) return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: key 'weight_map' must be an object", ip);
+    st = sd_json_check_unique(wm, "'weight_map' (a tensor listed twice)", ip, NULL);
+    if (st) return st;
+    size_t n = 0;
+    for (const cJSON *e = wm->child; e; e = e->next) {
+        if (!cJSON_IsString(e))
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: weight_map['%.128s'] must be a file name string", ip,
+                           e->string);
+        const char *s = e->valuestring;
+        /* Shards are plain names inside the directory: no path traversal. */
+        if (!s[0] || strchr(s, '/') || strchr(s, '\\') || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 255)
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: weight_map['%.128s'] = '%.128s' is not a plain file name",
+                           ip, e->string, s);
+        n++;
+    }
+    if (n == 0) return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: 'weight_map' is empty", ip);
+    const char **names = sd_malloc(n * sizeof *names);
+    if (!names) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", ip);
+    size_t k = 0;
+    for (const cJSON *e = wm->child; e; e = e->next) names[k++] = e->valuestring;
+    qsort(names, n, sizeof *names, sd_cmp_str);
+    size_t u = 0;
+    for (k = 0; k < n; k++)
+        if (u == 0 || strcmp(names[u - 1], names[k])) names[u++] = names[k];
+    if (u > SD_MAX_SHARDS) {
+        sd_free(names);
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: %zu shards, more than %d", ip, u, SD_MAX_SHARDS);
+    }
+    m->files = sd_calloc(u, sizeof *m->files);
+    if (!m->files) {
+        sd_free(names);
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", ip);
+    }
+    char p[4400];
+    for (k = 0; k < u && !st; k++) {
+        snprintf(p, sizeof p, "%s/%s", m->path, names[k]);
+        if (!sd_is_file(p)) {
+            st = sd_fail(NULL, SPECDEC_ERR_IO, "%s: shard '%s' named in the index is missing (%s)", ip, names[k], p);
+            break;
+        }
+        st = sd_st_open(p, L->use_mmap, &m->files[k], NULL);
+        if (!st) m->n_files++;
+    }
+    sd_free(names);
+    *wm_out = wm;
+    return st;
+}
+
+/* Builds the name-sorted table of all tensors of all files; a name in two files is an error. */
+static specdec_status sd_build_entries(sd_loader *L) {
+    specdec_model *m = L->m;
+    size_t n = 0;
+    for (int32_t f = 0; f < m->n_files; f++) n += (size_t)m->files[f]->hdr.n_tensors;
+    L->entries = sd_malloc((n ? n : 1) * sizeof *L->entries);
+    if (!L->entries) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tensors", m->path, n);
+    size_t k = 0;
+    for (int32_t f = 0; f < m->n_files; f++)
+        for (int32_t i = 0; i < m->files[f]->hdr.n_tensors; i++) {
+            const sd_st_tensor *t = &m->files[f]->hdr.tensors[i];
+            L->entries[k++] = (sd_entry){t->name, f, t};
+        }
+    L->n_entries = n;
+    qsort(L->entries, n, sizeof *L->entries, sd_cmp_entry);
+    for (k = 1; k < n; k++)
+        if (!strcmp(L->entries[k - 1].name, L->entries[k].name))
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "tensor '%s' is in two shards: %s and %s", L->entries[k].name,
+                           m->files[L->entries[k - 1].file]->path, m->files[L->entries[k].file]->path);
+    return SPECDEC_OK;
+}
+
+static specdec_status sd_check_index(sd_loader *L, const cJSON *wm) {
+    specdec_model *m = L->m;
+    for (const cJSON *e = wm->child; e; e = e->next) {
+        const sd_entry *en = sd_find_entry(L, e->string);
+        const char *fn = NULL;
+        if (en) {
+            fn = strrchr(m->files[en->file]->path, '/');
+            fn = fn ? fn + 1 : m->files[en->file]->path;
+        }
+        if (!en || strcmp(fn, e->valuestring) != 0)
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: tensor '%s' is mapped to shard '%s' but %s", L->index_path,
+                           e->string, e->valuestring, en ? "is stored in another shard" : "that shard does not contain it");
+    }
+    return SPECDEC_OK;
+}
+
+static void sd_fmt_shape(char *buf, size_t cap, const sd_st_tensor *t) {
+    size_t pos = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < t->ndim && pos < cap; i++)
+        pos += (size_t)snprintf(buf + pos, cap - pos, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    if (pos < cap) snprintf(buf + pos, cap - pos, "]");
+}
+
+/* Loads `name` into *out, checking dtype and shape ([rows] when cols == 0, else
+ * [rows, cols]). A missing tensor is an error when `required`, else *out stays absent. */
+static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows, int64_t cols, int required,
+                                    const char *why, sd_tensor *out) {
+    specdec_model *m = L->m;
+    memset(out, 0, sizeof *out);
+    const sd_entry *e = sd_find_entry(L, name);
+    if (!e) {
+        if (!required) return SPECDEC_OK;
+        const char *where = L->index_path[0] ? L->index_path : m->files[0]->path;
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: missing tensor '%s'%s%s", where, name, why ? " " : "",
+                       why ? why : "");
+    }
+    const sd_st_file *f = m->files[e->file];
+    const sd_st_tensor *t = e->t;
+    sd_dtype dt;
+    switch (t->dtype) {
+    case SD_ST_F32: dt = SD_F32; break;
+    case SD_ST_F16: dt = SD_F16; break;
+    case SD_ST_BF16: dt = SD_BF16; break;
+    default:
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16)",
+                       f->path, name, sd_st_dtype_name(t->dtype));
+    }
+    int want_nd = cols ? 2 : 1;
+    if (t->ndim != want_nd || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        char have[160], want[64];
+        sd_fmt_shape(have, sizeof have, t);
+        if (cols) snprintf(want, sizeof want, "[%lld, %lld]", (long long)rows, (long long)cols);
+        else snprintf(want, sizeof want, "[%lld]", (long long)rows);
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s': shape %s, but config.json implies %s",
+                       f->path, name, have, want);
+    }
+    const uint8_t *p = sd_st_data(f, t);
+    size_t bytes = (size_t)(t->end - t->begin);
+    size_t esz = sd_dtype_size(dt);
+    if ((uintptr_t)p % esz) {
+        /* safetensors does not promise alignment: copy rather than read misaligned. */
+        if (m->n_owned >= L->cap_owned)
+            return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "%s: tensor '%s': owned-copy table full", f->path, name);
+        void *copy = sd_malloc(bytes);
+        if (!copy)
+            return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory copying %zu bytes",
+                           f->path, name, bytes);
+        memcpy(copy, p, bytes);
+        m->owned[m->n_owned++] = copy;
+        p = copy;
+    }
+    out->data = p;
+    out->dtype = dt;
+    out->ndim = want_nd;
+    out->shape[0] = rows;
+    out->shape[1] = cols ? cols : 1;
+    m->n_params += (int64_t)t->n_elements;
+    return SPECDEC_OK;
+}
+
+#define TRY(x)                                \
+    do {                                      \
+        specdec_status sd_try_st_ = (x);      \
+        if (sd_try_st_) return sd_try_st_;    \
+    } while (0)
+
+static specdec_status sd_load_weights(sd_loader *L) {
+    specdec_model *m = L->m;
+    const sd_config *c = &m->cfg;
+    const int64_t V = c->vocab_size, H = c->hidden_size, I = c->intermediate_size;
+    const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
+    /* At most 13 tensors per layer plus embeddings, final norm and LM head. */
+    L->cap_owned = c->n_layers * 13 + 3;
+    m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
+    m->layers = sd_calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->owned || !m->layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
+
+    TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->tok_embd));
+    char nm[128];
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        sd_layer *ly = &m->layers[l];
+#define LT(field, suffix, rows, cols, req)                                               \
+    do {                                                                                \
+        snprintf(nm, sizeof nm, "model.layers.%d.%s", (int)l, suffix);                  \
+        TRY(sd_get_tensor(L, nm, rows, cols, req, NULL, &ly->field));                   \
+    } while (0)
+        LT(attn_norm, "input_layernorm.weight", H, 0, 1);
+        LT(wq, "self_attn.q_proj.weight", Q, H, 1);
+        LT(wk, "self_attn.k_proj.weight", KV, H, 1);
+        LT(wv, "self_attn.v_proj.weight", KV, H, 1);
+        if (c->attention_bias) {
+            LT(bq, "self_attn.q_proj.bias", Q, 0, 1);
+            LT(bk, "self_attn.k_proj.bias", KV, 0, 1);
+            LT(bv, "self_attn.v_proj.bias", KV, 0, 1);
+            /* transformers' LlamaAttention gives o_proj a bias too; Qwen2 does not. */
+            if (c->arch == SD_ARCH_LLAMA) LT(bo, "self_attn.o_proj.bias", H, 0, 1);
+        }
+        LT(wo, "self_attn.o_proj.weight", H, Q, 1);
+        LT(ffn_norm, "post_attention_layernorm.weight", H, 0, 1);
+        LT(w_gate, "mlp.gate_proj.weight", I, H, 1);
+        LT(w_up, "mlp.up_proj.weight", I, H, 1);
+        LT(w_down, "mlp.down_proj.weight", H, I, 1);
+#undef LT
+    }
+    TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->out_norm));
+    if (c->tie_word_embeddings) {
+        m->lm_head = m->tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
+    } else {
+        TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->lm_head));
+    }
+    m->dtype = m->layers[0].wq.dtype;
+    return SPECDEC_OK;
+}
+
+static specdec_status sd_load(sd_loader *L) {
+    specdec_model *m = L->m;
+    char p[4400];
+    snprintf(p, sizeof p, "%s/config.json", m->path);
+    char *text = NULL;
+    size_t len = 0;
+    TRY(sd_read_file(p, SD_CONFIG_MAX_BYTES, &text, &len, NULL));
+    specdec_status st = sd_config_parse(text, len, p, &m->cfg, NULL);
+    sd_free(text);
+    if (st) return st;
+
+    snprintf(L->index_path, sizeof L->index_path, "%s/model.safetensors.index.json", m->path);
+    if (sd_is_file(L->index_path)) {
+        const cJSON *wm = NULL;
+        cJSON *root = NULL;
+        st = sd_open_sharded(L, &wm, &root);
+        if (!st) st = sd_build_entries(L);
+        if (!st) st = sd_check_index(L, wm);
+        cJSON_Delete(root);
+        if (st) return st;
+    } else {
+        L->index_path[0] = '\0';
+        snprintf(p, sizeof p, "%s/model.safetensors", m->path);
+        if (!sd_is_file(p))
+            return sd_fail(NULL, SPECDEC_ERR_IO,
+                           "%s: no model.safetensors or model.safetensors.index.json in this directory", m->path);
+        m->files = sd_calloc(1, sizeof *m->files);
+        if (!m->files) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", p);
+        TRY(sd_st_open(p, L->use_mmap, &m->files[0], NULL));
+        m->n_files = 1;
+        TRY(sd_build_entries(L));
+    }
+    return sd_load_weights(L);
+}
+
+specdec_status specdec_model_load(const char *path, const specdec_model_params *params, specdec_model **out_model) {
+    if (out_model) *out_model = NULL;
+    if (!path || !out_model)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_model_load: %s is NULL",
+                       !path ? "path" : "out_model");
+    specdec_model_params dp = specdec_model_default_params();
+    if (!params) params = &dp;
+    size_t plen = strlen(path);
+    if (plen == 0 || plen >= sizeof(((specdec_model *)0)->path))
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_model_load: path length %zu is not in [1, %zu)",
+                       plen, sizeof(((specdec_model *)0)->path));
+    specdec_model *m = sd_calloc(1, sizeof *m);
+    if (!m) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    memcpy(m->path, path, plen + 1);
+    while (plen > 1 && m->path[plen - 1] == '/') m->path[--plen] = '\0';
+    sd_loader L;
+    memset(&L, 0, sizeof L);
+    L.m = m;
+    L.use_mmap = params->use_mmap != 0;
+    specdec_status st = sd_load(&L);
+    sd_free(L.entries);
+    if (st) {
+        specdec_model_free(m);
+        return st;
+    }
+    *out_model = m;
+    return SPECDEC_OK;
+}
+
+void specdec_model_free(specdec_model *m) {
+    if (!m) return;
+    for (int32_t i = 0; i < m->n_owned; i++) sd_free(m->owned[i]);
+    sd_free(m->owned);
+    for (int32_t i = 0; m->files && i < m->n_files; i++) sd_st_close(m->files[i]);
+    sd_free(m->files);
+    sd_free(m->layers);
+    sd_free(m);
+}
+
+const char *specdec_model_last_error(const specdec_model *model) {
+    return model ? model->err.msg : specdec_last_error();
+}
+
+specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_info *info) {
+    if (!model || !info)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_model_get_info: %s is NULL",
+                       !model ? "model" : "info");
+    const sd_config *c = &model->cfg;
+    memset(info, 0, sizeof *info);
+    snprintf(info->architecture, sizeof info->architecture, "%s", c->architecture);
+    info->vocab_size = c->vocab_size;
+    info->hidden_size = c->hidden_size;
+    info->intermediate_size = c->intermediate_size;
+    info->n_layers = c->n_layers;
+    info->n_heads = c->n_heads;
+    info->n_kv_heads = c->n_kv_heads;
+    info->head_dim = c->head_dim;
+    info->max_position_embeddings = c->max_position_embeddings;
+    info->rms_norm_eps = c->rms_norm_eps;
+    info->rope_theta = c->rope_theta;
+    info->rope_scaling_llama3 = c->rope_type == SD_ROPE_LLAMA3;
+    info->tie_word_embeddings = c->tie_word_embeddings;
+    info->attention_bias = c->attention_bias;
+    info->dtype = (specdec_dtype)model->dtype;
+    info->n_params = model->n_params;
+    info->bos_id = c->bos_id;
+    info->n_eos = c->n_eos;
+    for (int i = 0; i < c->n_eos && i < SPECDEC_MAX_EOS; i++) info->eos_ids[i] = c->eos_ids[i];
+    return SPECDEC_OK;
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""make_seeds.py — (re)generate the seed corpora of the fuzz targets in tests/fuzz/seeds/.
+
+Seed names say what the entry function must return: ok_* must load, bad_* must be
+refused, any_* only must not crash. For tokenizer seeds ok_/bad_ agree with what the
+`tokenizers` library does with the same file. The seeds are committed; run this after changing
+it:  python3 tests/fuzz/make_seeds.py
+Needs numpy and safetensors (tests/requirements.txt); the tokenizer seeds are cut
+down from the real tokenizer.json files in ../shared/tokenizers."""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+from safetensors.numpy import save as st_save
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEEDS = os.path.join(HERE, "seeds")
+SHARED = os.path.join(HERE, "..", "..", "..", "shared", "tokenizers")
+
+
+def put(target, name, data):
+    d = os.path.join(SEEDS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def st_raw(header, data=b"", hlen=None):
+    h = header.encode("utf-8") if isinstance(header, str) else header
+    return struct.pack("<Q", len(h) if hlen is None else hlen) + h + data
+
+
+def entry(dtype, shape, b, e):
+    return {"dtype": dtype, "shape": shape, "data_offsets": [b, e]}
+
+
+def safetensors_seeds():
+    rng = np.random.default_rng(0)
+    # Written by the reference implementation (padding, __metadata__ as it does it).
+    put("safetensors", "ok_reference_writer.safetensors",
+        st_save({"model.embed_tokens.weight": rng.standard_normal((8, 4)).astype(np.float16),
+                 "model.norm.weight": rng.standard_normal(4).astype(np.float32),
+                 "scalar": np.array(3.0, dtype=np.float64),
+                 "empty": np.zeros((0, 5), dtype=np.int32)}, metadata={"format": "pt"}))
+    put("safetensors", "ok_empty_header.safetensors", st_raw("{}"))
+    put("safetensors", "ok_all_dtypes.safetensors", all_dtypes())
+    h = json.dumps({"w": entry("F32", [2], 0, 8), "__metadata__": {"a": "b"}})
+    put("safetensors", "ok_misaligned.safetensors", st_raw(h + " ", bytes(8)))  # odd data start
+    put("safetensors", "bad_short.safetensors", b"\x02\x00\x00")
+    put("safetensors", "bad_header_too_big.safetensors", st_raw("{}", hlen=100_000_001))
+    put("safetensors", "bad_header_past_eof.safetensors", st_raw("{}", hlen=50))
+    put("safetensors", "bad_not_brace.safetensors", st_raw("[]"))
+    put("safetensors", "bad_utf8.safetensors", st_raw(b'{"\xff": 1}'))
+    put("safetensors", "bad_not_json.safetensors", st_raw('{"w": {"dtype": "F32",'))
+    one = lambda name, e, n: st_raw(json.dumps({name: e}), bytes(n))
+    put("safetensors", "bad_unknown_dtype.safetensors", one("w", entry("F12", [1], 0, 4), 4))
+    put("safetensors", "bad_size_mismatch.safetensors", one("w", entry("F32", [3], 0, 8), 8))
+    put("safetensors", "bad_end_before_begin.safetensors", one("w", entry("F32", [0], 8, 0), 8))
+    put("safetensors", "bad_shape_overflow.safetensors",
+        one("w", entry("F32", [2**32, 2**32, 2**32], 0, 4), 4))
+    put("safetensors", "bad_shape_negative.safetensors", one("w", entry("F32", [-1], 0, 4), 4))
+    put("safetensors", "bad_trailing_data.safetensors", one("w", entry("F32", [1], 0, 4), 12))
+    put("safetensors", "bad_nul_name.safetensors",
+        st_raw('{"a\\u0000b": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}', b"\0"))
+    put("safetensors", "bad_overlap.safetensors",
+        st_raw(json.dumps({"a": entry("F32", [2], 0, 8), "b": entry("F32", [2], 4, 12)}), bytes(12)))
+    put("safetensors", "bad_hole.safetensors",
+        st_raw(json.dumps({"a": entry("F32", [1], 0, 4), "b": entry("F32", [1], 8, 12)}), bytes(12)))
+    put("safetensors", "bad_duplicate.safetensors",
+        st_raw('{"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}, '
+               '"a": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}', bytes(2)))
+    put("safetensors", "bad_metadata_value.safetensors", st_raw('{"__metadata__": {"k": 1}}'))
+    put("safetensors", "bad_sub_byte.safetensors", one("w", entry("F4", [3], 0, 2), 2))
+
+
+def all_dtypes():
+    names = [("BOOL", 1), ("U8", 1), ("I8", 1), ("F8_E5M2", 1), ("F8_E4M3", 1), ("F8_E8M0", 1),
+             ("I16", 2), ("U16", 2), ("F16", 2), ("BF16", 2), ("I32", 4), ("U32", 4), ("F32", 4),
+             ("I64", 8), ("U64", 8), ("F64", 8), ("C64", 8)]
+    hdr, off = {}, 0
+    for n, sz in names:
+        hdr["t_" + n] = entry(n, [2, 3], off, off + 6 * sz)
+        off += 6 * sz
+    hdr["t_F4"] = entry("F4", [4], off, off + 2)
+    off += 2
+    hdr["t_F6_E2M3"] = entry("F6_E2M3", [4], off, off + 3)
+    off += 3
+    hdr["t_F6_E3M2"] = entry("F6_E3M2", [4], off, off + 3)
+    off += 3
+    return st_raw(json.dumps(hdr), bytes(off))
+
+
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 5632, "max_position_embeddings": 2048, "model_type": "llama",
+    "num_attention_heads": 32, "num_hidden_layers": 22, "num_key_value_heads": 4, "rms_norm_eps": 1e-05,
+    "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "vocab_size": 32000}
+LLAMA3 = {
+    "architectures": ["LlamaForCausalLM"], "attention_bias": False, "bos_token_id": 128000,
+    "eos_token_id": [128001, 128008, 128009], "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+    "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": False, "model_type": "llama",
+    "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "tie_word_embeddings": True, "vocab_size": 128256}
+QWEN2 = {
+    "architectures": ["Qwen2ForCausalLM"], "bos_token_id": 151643, "eos_token_id": 151645, "hidden_act": "silu",
+    "hidden_size": 896, "intermediate_size": 4864, "max_position_embeddings": 32768, "max_window_layers": 21,
+    "model_type": "qwen2", "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16", "use_cache": True, "use_sliding_window": False, "vocab_size": 151936}
+MISTRAL = {
+    "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "hidden_act": "silu",
+    "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768, "model_type": "mistral",
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": False, "vocab_size": 32768}
+
+
+def config_seeds():
+    put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
+    put("config", "ok_llama3.json", json.dumps(LLAMA3, indent=2))
+    put("config", "ok_qwen2.json", json.dumps(QWEN2, indent=2))
+    put("config", "ok_mistral.json", json.dumps(MISTRAL, indent=2))
+    put("config", "ok_model_type_only.json",
+        json.dumps({k: v for k, v in LLAMA.items() if k != "architectures"}))
+    put("config", "ok_rope_parameters.json",
+        json.dumps({**{k: v for k, v in LLAMA.items() if k not in ("rope_theta", "rope_scaling")},
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}}))
+
+    def bad(name, **kw):
+        d = dict(LLAMA)
+        for k, v in kw.items():
+            if v is ...:
+                d.pop(k, None)
+            else:
+                d[k] = v
+        put("config", "bad_" + name + ".json", json.dumps(d))
+    bad("layers_1e9", num_hidden_layers=10**9)
+    bad("layers_negative", num_hidden_layers=-1)
+    bad("vocab_huge", vocab_size=2**40)
+    bad("hidden_string", hidden_size="2048")
+    bad("hidden_missing", hidden_size=...)
+    bad("arch_gpt2", architectures=["GPT2LMHeadModel"])
+    bad("arch_empty", architectures=[])
+    bad("rope_yarn", rope_scaling={"rope_type": "yarn", "factor": 4.0})
+    bad("rope_llama3_partial", rope_scaling={"rope_type": "llama3", "factor": 8.0})
+    bad("head_dim_inconsistent", num_attention_heads=30, num_key_value_heads=30)
+    bad("kv_not_divisor", num_key_value_heads=5)
+    bad("eos_too_many", eos_token_id=list(range(9)))
+    bad("eos_bad_type", eos_token_id="2")
+    bad("tie_number", tie_word_embeddings=1)
+    bad("act_gelu", hidden_act="gelu")
+    put("config", "bad_not_json.json", '{"hidden_size": 2048,')
+    put("config", "bad_array.json", "[1, 2, 3]")
+    put("config", "bad_empty.json", "")
+    put("config", "bad_duplicate_key.json", '{"vocab_size": 10, "vocab_size": 20}')
+    put("config", "bad_deep_nesting.json", "[" * 5000 + "]" * 5000)
+
+
+def shrink_tokenizer(src, n_vocab):
+    """The tokenizer.json at src with only ids < n_vocab and the merges among them."""
+    with open(src, encoding="utf-8") as f:
+        t = json.load(f)
+    m = t["model"]
+    vocab = {k: v for k, v in m["vocab"].items() if v < n_vocab}
+    merges = []
+    for mg in m.get("merges", []):
+        a, b = mg.split(" ", 1) if isinstance(mg, str) else mg
+        if a in vocab and b in vocab and (a + b) in vocab:
+            merges.append(mg)
+    m["vocab"] = vocab
+    m["merges"] = merges
+    added = [a for a in t.get("added_tokens", []) if a["id"] < n_vocab]
+    t["added_tokens"] = added
+    return t
+
+
+def tokenizer_seeds():
+    for name, n in (("tinyllama-1.1b-chat-v1.0", 600), ("gpt2", 600), ("llama-3-8b", 600)):
+        src = os.path.join(SHARED, name, "tokenizer.json")
+        if not os.path.exists(src):
+            sys.exit(f"make_seeds.py: {src} is missing")
+        t = shrink_tokenizer(src, n)
+        put("tokenizer", f"ok_{name}_small.json", json.dumps(t, ensure_ascii=False))
+    put("tokenizer", "bad_not_json.json", '{"model": {"type": "BPE", "vocab": {')
+    put("tokenizer", "bad_empty.json", "")
+    put("tokenizer", "bad_array.json", "[]")
+    put("tokenizer", "bad_model_missing.json", '{"version": "1.0", "added_tokens": []}')
+    put("tokenizer", "bad_vocab_wrong_type.json", '{"model": {"type": "BPE", "vocab": [1, 2], "merges": []}}')
+    put("tokenizer", "bad_merge_unknown.json",
+        '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": ["a c"]}}')
+    put("tokenizer", "bad_ids_huge.json",
+        '{"model": {"type": "BPE", "vocab": {"a": 2147483647, "b": -5}, "merges": []}}')
+
+
+if __name__ == "__main__":
+    safetensors_seeds()
+    config_seeds()
+    tokenizer_seeds()
+    print("seeds written to", SEEDS)
