@@ -1,0 +1,571 @@
+/* sd_cuda_spec_row.cuh — block-level device building blocks of the sampling / verify
+ * kernels (included by sd_cuda_spec_draft.cu and sd_cuda_spec_verify.cu only).
+ *
+ * Every function here is called by ALL threads of a 1024-thread block (it contains
+ * __syncthreads) and works on one row of V <= 262144 entries in global memory:
+ *
+ * spec_process_row: logits -> processed probabilities, the steps of sd_sampling.h:
+ *   greedy (T == 0): one-hot of the logit argmax (NaN ignored, lowest id wins);
+ *   else m = (double)max_logit / T (division by T > 0 is monotone, so this is max z);
+ *   m == -inf: one-hot of 0; m == +inf: w = [logit == +inf]; else w = exp(z - m);
+ *   w is stored (double) in the caller's row buffer; top-k / top-p select a prefix of
+ *   the rank order (w desc, id asc) with spec_rank_cut; min-p keeps w >= min_p;
+ *   probs = (float)(w / S) with S the exact fixed-point sum of the kept w
+ *   (sd_cuda_spec_fixed.cuh). Returns the argmax of the written probabilities.
+ *
+ * spec_rank_cut: the last element of the rank order whose measure-before is < thr
+ *   (measure = 1 per candidate for top-k with thr = k, fixed-point w for top-p with
+ *   thr = sd_spec_topp_threshold). MSB-first radix descent over the 63 significant
+ *   bits of w's bit pattern (digits 11,11,11,10,10,10 bits; per-bucket counts and
+ *   exact 128-bit masses via shared-memory integer atomics: order independent, hence
+ *   deterministic); stops early when the chosen bucket holds one element; ties of
+ *   the final key are cut by id with spec_find.
+ *
+ * spec_tiles / spec_find: first index i with pos(i) whose inclusive prefix of the
+ *   fixed-point measure reaches a target (inverse CDF, residual sampling, k-th tie);
+ *   the last index with pos(i) if the total falls short; -1 if none. Tiles of 1024
+ *   ids: pass 1 (all warps, coalesced) stores each tile's exact sum; warp 0 then scans
+ *   the <= 256 tile sums and the crossing tile. */
+#ifndef SD_CUDA_SPEC_ROW_CUH
+#define SD_CUDA_SPEC_ROW_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include "sd_cuda_spec_fixed.cuh"
+
+#define SPEC_NT 1024
+#define SPEC_NW 32
+#define SPEC_TILE 1024
+#define SPEC_MAX_TILES 256
+#define SPEC_HBINS 2048
+#define SPEC_FULL 0xffffffffu
+
+typedef unsigned long long spec_ull;
+
+struct SpecShared {
+    union {
+        struct {
+            unsigned cnt[SPEC_HBINS];
+            spec_ull lo[SPEC_HBINS];
+            spec_ull hi[SPEC_HBINS];
+        } h;
+        struct {
+            spec_ull lo[SPEC_MAX_TILES];
+            spec_ull hi[SPEC_MAX_TILES];
+            int last[SPEC_MAX_TILES];
+        } t;
+    } u;
+    sd_u128 r128[SPEC_NW];
+    float rf[SPEC_NW];
+    int ri[SPEC_NW];
+    sd_u128 bc128;
+    spec_ull bckey;
+    int bcint;
+    int bcint2;
+    unsigned bccnt;
+    float bcf;
+};
+
+/* A prefix of the rank order: element (key, id) is inside iff key > k or (key == k and
+ * id <= id_cut). {0, INT_MAX} holds everything. */
+struct SpecCut {
+    uint64_t key;
+    int id;
+};
+
+static __device__ __forceinline__ bool spec_in_cut(SpecCut c, uint64_t key, int i) {
+    return key > c.key || (key == c.key && i <= c.id);
+}
+
+/* --- 128-bit warp / block helpers ------------------------------------------------- */
+static __device__ __forceinline__ sd_u128 spec_mk128(spec_ull hi, spec_ull lo) { return ((sd_u128)hi << 64) | lo; }
+static __device__ __forceinline__ sd_u128 spec_shfl_xor128(sd_u128 v, int m) {
+    spec_ull lo = __shfl_xor_sync(SPEC_FULL, (spec_ull)v, m);
+    spec_ull hi = __shfl_xor_sync(SPEC_FULL, (spec_ull)(v >> 64), m);
+    return spec_mk128(hi, lo);
+}
+static __device__ __forceinline__ sd_u128 spec_shfl_up128(sd_u128 v, int d) {
+    spec_ull lo = __shfl_up_sync(SPEC_FULL, (spec_ull)v, d);
+    spec_ull hi = __shfl_up_sync(SPEC_FULL, (spec_ull)(v >> 64), d);
+    return spec_mk128(hi, lo);
+}
+static __device__ __forceinline__ sd_u128 spec_shfl_down128(sd_u128 v, int d) {
+    spec_ull lo = __shfl_down_sync(SPEC_FULL, (spec_ull)v, d);
+    spec_ull hi = __shfl_down_sync(SPEC_FULL, (spec_ull)(v >> 64), d);
+    return spec_mk128(hi, lo);
+}
+static __device__ __forceinline__ sd_u128 spec_shfl128(sd_u128 v, int src) {
+    spec_ull lo = __shfl_sync(SPEC_FULL, (spec_ull)v, src);
+    spec_ull hi = __shfl_sync(SPEC_FULL, (spec_ull)(v >> 64), src);
+    return spec_mk128(hi, lo);
+}
+static __device__ __forceinline__ sd_u128 spec_warp_sum128(sd_u128 v) {
+    for (int m = 16; m > 0; m >>= 1) v += spec_shfl_xor128(v, m);
+    return v;
+}
+/* Inclusive prefix sum over lanes. */
+static __device__ __forceinline__ sd_u128 spec_warp_scan128(sd_u128 v, int lane) {
+    for (int d = 1; d < 32; d <<= 1) {
+        sd_u128 o = spec_shfl_up128(v, d);
+        if (lane >= d) v += o;
+    }
+    return v;
+}
+/* Inclusive suffix sum over lanes (lane l gets the sum of lanes l..31). */
+static __device__ __forceinline__ sd_u128 spec_warp_suffix128(sd_u128 v, int lane) {
+    for (int d = 1; d < 32; d <<= 1) {
+        sd_u128 o = spec_shfl_down128(v, d);
+        if (lane + d < 32) v += o;
+    }
+    return v;
+}
+
+static __device__ sd_u128 spec_block_sum128(sd_u128 v, SpecShared &sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = spec_warp_sum128(v);
+    if (lane == 0) sh.r128[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = sh.r128[lane];
+        v = spec_warp_sum128(v);
+        if (lane == 0) sh.bc128 = v;
+    }
+    __syncthreads();
+    sd_u128 r = sh.bc128;
+    __syncthreads();
+    return r;
+}
+
+static __device__ float spec_block_max(float v, SpecShared &sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(SPEC_FULL, v, m));
+    if (lane == 0) sh.rf[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = sh.rf[lane];
+        for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, __shfl_xor_sync(SPEC_FULL, v, m));
+        if (lane == 0) sh.bcf = v;
+    }
+    __syncthreads();
+    float r = sh.bcf;
+    __syncthreads();
+    return r;
+}
+
+/* Argmax with the CPU's rule: larger value wins, equal values -> lower id; a thread
+ * that saw nothing but -inf / NaN carries id INT_MAX. Returns 0 if nobody found one. */
+static __device__ int spec_block_argmax(float v, int id, SpecShared &sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int m = 16; m > 0; m >>= 1) {
+        float ov = __shfl_xor_sync(SPEC_FULL, v, m);
+        int oi = __shfl_xor_sync(SPEC_FULL, id, m);
+        if (ov > v || (ov == v && oi < id)) {
+            v = ov;
+            id = oi;
+        }
+    }
+    if (lane == 0) {
+        sh.rf[warp] = v;
+        sh.ri[warp] = id;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        v = sh.rf[lane];
+        id = sh.ri[lane];
+        for (int m = 16; m > 0; m >>= 1) {
+            float ov = __shfl_xor_sync(SPEC_FULL, v, m);
+            int oi = __shfl_xor_sync(SPEC_FULL, id, m);
+            if (ov > v || (ov == v && oi < id)) {
+                v = ov;
+                id = oi;
+            }
+        }
+        if (lane == 0) sh.bcint = (id == INT_MAX) ? 0 : id;
+    }
+    __syncthreads();
+    int r = sh.bcint;
+    __syncthreads();
+    return r;
+}
+
+/* --- prefix search ------------------------------------------------------------------
+ * F: struct with  __device__ uint64_t operator()(int i, bool &pos) const
+ * returning the fixed-point measure of element i and whether it counts as present. */
+template <class F>
+static __device__ sd_u128 spec_tiles(int V, const F &f, SpecShared &sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int ntiles = (V + SPEC_TILE - 1) / SPEC_TILE;
+    for (int t = warp; t < ntiles; t += SPEC_NW) {
+        sd_u128 s = 0;
+        int last = -1;
+        for (int j = 0; j < SPEC_TILE / 32; j++) {
+            int i = t * SPEC_TILE + j * 32 + lane;
+            if (i < V) {
+                bool pos = false;
+                uint64_t m = f(i, pos);
+                s += m;
+                if (pos) last = i;
+            }
+        }
+        s = spec_warp_sum128(s);
+        for (int m = 16; m > 0; m >>= 1) last = max(last, __shfl_xor_sync(SPEC_FULL, last, m));
+        if (lane == 0) {
+            sh.u.t.lo[t] = (spec_ull)s;
+            sh.u.t.hi[t] = (spec_ull)(s >> 64);
+            sh.u.t.last[t] = last;
+        }
+    }
+    __syncthreads();
+    if (warp == 0) {
+        sd_u128 s = 0;
+        for (int t = lane; t < ntiles; t += 32) s += spec_mk128(sh.u.t.hi[t], sh.u.t.lo[t]);
+        s = spec_warp_sum128(s);
+        if (lane == 0) sh.bc128 = s;
+    }
+    __syncthreads();
+    sd_u128 r = sh.bc128;
+    __syncthreads();
+    return r;
+}
+
+/* Needs the tile sums of spec_tiles(V, f) (same f, no shared-memory use in between). */
+template <class F>
+static __device__ int spec_find(int V, const F &f, sd_u128 target, SpecShared &sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int ntiles = (V + SPEC_TILE - 1) / SPEC_TILE;
+    if (target == 0) target = 1;
+    if (warp == 0) {
+        const int tpl = (ntiles + 31) / 32;
+        const int t0 = lane * tpl, t1 = min(t0 + tpl, ntiles);
+        sd_u128 ls = 0;
+        int llast = -1;
+        for (int t = t0; t < t1; t++) {
+            ls += spec_mk128(sh.u.t.hi[t], sh.u.t.lo[t]);
+            llast = max(llast, sh.u.t.last[t]);
+        }
+        for (int m = 16; m > 0; m >>= 1) llast = max(llast, __shfl_xor_sync(SPEC_FULL, llast, m));
+        sd_u128 incl = spec_warp_scan128(ls, lane);
+        unsigned ball = __ballot_sync(SPEC_FULL, incl >= target);
+        int result;
+        if (ball == 0) {
+            result = llast; /* the total falls short: last present element (or -1) */
+        } else {
+            const int src = __ffs(ball) - 1;
+            /* the crossing lane locates the tile */
+            int tile = -1;
+            sd_u128 base = incl - ls;
+            if (lane == src) {
+                for (int t = t0; t < t1; t++) {
+                    sd_u128 ts = spec_mk128(sh.u.t.hi[t], sh.u.t.lo[t]);
+                    if (base + ts >= target) {
+                        tile = t;
+                        break;
+                    }
+                    base += ts;
+                }
+            }
+            tile = __shfl_sync(SPEC_FULL, tile, src);
+            base = spec_shfl128(base, src);
+            /* inside the tile: lane owns 32 consecutive ids */
+            const int e0 = tile * SPEC_TILE + lane * 32;
+            sd_u128 es = 0;
+            for (int j = 0; j < 32; j++) {
+                int i = e0 + j;
+                if (i < V) {
+                    bool pos = false;
+                    es += f(i, pos);
+                }
+            }
+            sd_u128 eincl = spec_warp_scan128(es, lane);
+            unsigned eb = __ballot_sync(SPEC_FULL, base + eincl >= target);
+            const int esrc = eb ? __ffs(eb) - 1 : 31;
+            int found = -1;
+            if (lane == esrc) {
+                sd_u128 c = base + eincl - es;
+                for (int j = 0; j < 32; j++) {
+                    int i = e0 + j;
+                    if (i >= V) break;
+                    bool pos = false;
+                    uint64_t m = f(i, pos);
+                    c += m;
+                    if (pos && c >= target) {
+                        found = i;
+                        break;
+                    }
+                }
+            }
+            found = __shfl_sync(SPEC_FULL, found, esrc);
+            result = found >= 0 ? found : llast; /* cannot miss; defensive */
+        }
+        if (lane == 0) sh.bcint2 = result;
+    }
+    __syncthreads();
+    int r = sh.bcint2;
+    __syncthreads();
+    return r;
+}
+
+/* Measures used with spec_tiles / spec_find. */
+struct SpecProbMeas { /* processed probabilities: inverse CDF */
+    const float *p;
+    __device__ uint64_t operator()(int i, bool &pos) const {
+        float v = p[i];
+        pos = v > 0.0f;
+        return pos ? sd_spec_fix((double)v) : 0;
+    }
+};
+struct SpecResidMeas { /* max(0, p - q) in double */
+    const float *p, *q;
+    __device__ uint64_t operator()(int i, bool &pos) const {
+        double d = __dsub_rn((double)p[i], (double)q[i]);
+        pos = d > 0.0;
+        return pos ? sd_spec_fix(d) : 0;
+    }
+};
+struct SpecTieMeas { /* candidates whose key equals k, inside the previous cut */
+    const double *w;
+    uint64_t k;
+    SpecCut prev;
+    __device__ uint64_t operator()(int i, bool &pos) const {
+        double wi = w[i];
+        uint64_t key = sd_spec_key(wi);
+        pos = wi > 0.0 && key == k && spec_in_cut(prev, key, i);
+        return pos ? 1u : 0u;
+    }
+};
+
+/* Inverse-CDF sample of a processed row with Philox word x (sd_sample_inverse_cdf). */
+static __device__ int spec_sample_row(const float *p, int V, uint32_t x, SpecShared &sh) {
+    SpecProbMeas f{p};
+    spec_tiles(V, f, sh);
+    int r = spec_find(V, f, sd_spec_cdf_target(x), sh);
+    return r < 0 ? 0 : r;
+}
+
+/* Residual sample norm(max(0, p - q)) with word x; p itself when the residual is empty. */
+static __device__ int spec_sample_residual(const float *p, const float *q, int V, uint32_t x, SpecShared &sh) {
+    SpecResidMeas f{p, q};
+    sd_u128 d = spec_tiles(V, f, sh);
+    if (d == 0) return spec_sample_row(p, V, x, sh);
+    int r = spec_find(V, f, sd_spec_scaled_target(x, d), sh);
+    return r < 0 ? 0 : r;
+}
+
+/* --- rank cut (top-k, top-p) ----------------------------------------------------------- */
+static __device__ SpecCut spec_rank_cut(const double *w, int V, SpecCut prev, bool by_count, sd_u128 thr,
+                                        SpecShared &sh) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int shifts[6] = {52, 41, 30, 20, 10, 0};
+    const int widths[6] = {11, 11, 11, 10, 10, 10};
+    uint64_t prefix = 0;
+    sd_u128 above = 0;
+    unsigned bcount = 0;
+    int low = 63; /* bits below `low` are not yet fixed */
+    for (int lv = 0; lv < 6; lv++) {
+        const int sft = shifts[lv], nb = widths[lv], nbins = 1 << nb;
+        for (int b = tid; b < nbins; b += SPEC_NT) {
+            sh.u.h.cnt[b] = 0;
+            sh.u.h.lo[b] = 0;
+            sh.u.h.hi[b] = 0;
+        }
+        __syncthreads();
+        for (int i = tid; i < V; i += SPEC_NT) {
+            double wi = w[i];
+            if (!(wi > 0.0)) continue;
+            uint64_t key = sd_spec_key(wi);
+            if (!spec_in_cut(prev, key, i) || (key >> (sft + nb)) != prefix) continue;
+            unsigned b = (unsigned)(key >> sft) & (unsigned)(nbins - 1);
+            atomicAdd(&sh.u.h.cnt[b], 1u);
+            spec_ull mv = by_count ? 1ull : (spec_ull)sd_spec_fix(wi);
+            if (mv) {
+                spec_ull old = atomicAdd(&sh.u.h.lo[b], mv);
+                if (old + mv < old) atomicAdd(&sh.u.h.hi[b], 1ull);
+            }
+        }
+        __syncthreads();
+        if (warp == 0) {
+            /* lowest non-empty bucket b with above + mass(buckets > b) < thr */
+            const int per = nbins / 32;
+            const int b0 = lane * per;
+            sd_u128 lm = 0;
+            for (int j = 0; j < per; j++) lm += spec_mk128(sh.u.h.hi[b0 + j], sh.u.h.lo[b0 + j]);
+            sd_u128 a = above + spec_warp_suffix128(lm, lane) - lm; /* mass of higher lanes */
+            int found = -1;
+            sd_u128 fa = 0;
+            unsigned fc = 0;
+            for (int j = per - 1; j >= 0; j--) {
+                const int b = b0 + j;
+                if (sh.u.h.cnt[b] == 0) continue;
+                if (!(a < thr)) break;
+                found = b;
+                fa = a;
+                fc = sh.u.h.cnt[b];
+                a += spec_mk128(sh.u.h.hi[b], sh.u.h.lo[b]);
+            }
+            unsigned ball = __ballot_sync(SPEC_FULL, found >= 0);
+            const int src = ball ? __ffs(ball) - 1 : 0;
+            found = __shfl_sync(SPEC_FULL, found, src);
+            fa = spec_shfl128(fa, src);
+            fc = __shfl_sync(SPEC_FULL, fc, src);
+            if (lane == 0) {
+                sh.bcint = found;
+                sh.bc128 = fa;
+                sh.bccnt = fc;
+            }
+        }
+        __syncthreads();
+        const int bsel = sh.bcint;
+        const sd_u128 fa = sh.bc128;
+        const unsigned fc = sh.bccnt;
+        __syncthreads();
+        if (bsel < 0) { /* no candidate at all: cannot happen (caller checked); keep all */
+            return prev;
+        }
+        prefix = (prefix << nb) | (uint64_t)bsel;
+        above = fa;
+        bcount = fc;
+        low = sft;
+        if (bcount == 1) break;
+    }
+    if (bcount == 1) {
+        /* one element left under the prefix: it is the last kept one */
+        for (int i = tid; i < V; i += SPEC_NT) {
+            double wi = w[i];
+            if (!(wi > 0.0)) continue;
+            uint64_t key = sd_spec_key(wi);
+            if (spec_in_cut(prev, key, i) && (key >> low) == prefix) {
+                sh.bckey = key;
+                sh.bcint = i;
+            }
+        }
+        __syncthreads();
+        SpecCut c = {sh.bckey, sh.bcint};
+        __syncthreads();
+        return c;
+    }
+    /* all 63 bits fixed: bcount tied candidates with key == prefix, each of measure m */
+    const uint64_t K = prefix;
+    double wk;
+    {
+        long long kb = (long long)K;
+        wk = __longlong_as_double(kb);
+    }
+    const uint64_t m = by_count ? 1u : sd_spec_fix(wk);
+    const sd_u128 need = thr - above; /* > 0 */
+    unsigned keep = bcount;
+    if (m != 0) {
+        /* smallest j with j * m >= need (the ties before the j-th have mass < need) */
+        double est = (double)need / (double)m;
+        unsigned j = est >= (double)bcount ? bcount : (unsigned)est;
+        while (j < bcount && (sd_u128)j * m < need) j++;
+        while (j > 0 && (sd_u128)(j - 1) * m >= need) j--;
+        keep = j < bcount ? j : bcount;
+        if (keep == 0) keep = 1; /* need > 0: the first tie is always kept */
+    }
+    SpecCut c = {K, INT_MAX};
+    if (keep < bcount) {
+        SpecTieMeas f{w, K, prev};
+        spec_tiles(V, f, sh);
+        c.id = spec_find(V, f, (sd_u128)keep, sh);
+    }
+    return c;
+}
+
+/* --- the whole row --------------------------------------------------------------------- */
+static __device__ int spec_process_row(const float *logits, int V, sd_sampling_params sp, double *w, float *probs,
+                                       SpecShared &sh) {
+    const int tid = threadIdx.x;
+    if (sp.temperature == 0.0f) {
+        float bv = -INFINITY;
+        int bi = INT_MAX;
+        for (int i = tid; i < V; i += SPEC_NT) {
+            float v = logits[i];
+            if (v > bv) {
+                bv = v;
+                bi = i;
+            }
+        }
+        const int a = spec_block_argmax(bv, bi, sh);
+        for (int i = tid; i < V; i += SPEC_NT) probs[i] = (i == a) ? 1.0f : 0.0f;
+        __syncthreads();
+        return a;
+    }
+    float mx = -INFINITY;
+    for (int i = tid; i < V; i += SPEC_NT) mx = fmaxf(mx, logits[i]); /* fmaxf drops NaN */
+    mx = spec_block_max(mx, sh);
+    const double T = (double)sp.temperature;
+    const double m = __ddiv_rn((double)mx, T);
+    if (m == -INFINITY) {
+        for (int i = tid; i < V; i += SPEC_NT) probs[i] = (i == 0) ? 1.0f : 0.0f;
+        __syncthreads();
+        return 0;
+    }
+    const bool inf_branch = (m == INFINITY);
+    sd_u128 s0 = 0;
+    sd_u128 ncand = 0;
+    for (int i = tid; i < V; i += SPEC_NT) {
+        float l = logits[i];
+        double wi;
+        if (inf_branch) {
+            wi = (l == INFINITY) ? 1.0 : 0.0;
+        } else {
+            double z = (l != l) ? -INFINITY : __ddiv_rn((double)l, T);
+            wi = exp(__dsub_rn(z, m));
+        }
+        w[i] = wi;
+        s0 += sd_spec_fix(wi);
+        ncand += (wi > 0.0) ? 1u : 0u;
+    }
+    s0 = spec_block_sum128(s0, sh);
+    ncand = spec_block_sum128(ncand, sh);
+
+    const SpecCut all = {0, INT_MAX};
+    SpecCut c1 = all, c2 = all;
+    const bool topk_on = sp.top_k > 0 && (sd_u128)(unsigned)sp.top_k < ncand;
+    const bool topp_on = sp.top_p < 1.0f;
+    if (topk_on) c1 = spec_rank_cut(w, V, all, true, (sd_u128)(unsigned)sp.top_k, sh);
+    if (topp_on) {
+        sd_u128 S = s0;
+        if (topk_on) {
+            S = 0;
+            for (int i = tid; i < V; i += SPEC_NT) {
+                double wi = w[i];
+                if (wi > 0.0 && spec_in_cut(c1, sd_spec_key(wi), i)) S += sd_spec_fix(wi);
+            }
+            S = spec_block_sum128(S, sh);
+        }
+        c2 = spec_rank_cut(w, V, c1, false, sd_spec_topp_threshold(sp.top_p, S), sh);
+    }
+    const bool minp_on = sp.min_p > 0.0f;
+    const double mthr = (double)sp.min_p; /* min_p * w_top, w_top == 1 */
+    sd_u128 S = s0;
+    if (topk_on || topp_on || minp_on) {
+        S = 0;
+        for (int i = tid; i < V; i += SPEC_NT) {
+            double wi = w[i];
+            uint64_t key = sd_spec_key(wi);
+            if (wi > 0.0 && spec_in_cut(c1, key, i) && spec_in_cut(c2, key, i) && (!minp_on || wi >= mthr))
+                S += sd_spec_fix(wi);
+        }
+        S = spec_block_sum128(S, sh);
+    }
+    float bv = -INFINITY;
+    int bi = INT_MAX;
+    for (int i = tid; i < V; i += SPEC_NT) {
+        double wi = w[i];
+        uint64_t key = sd_spec_key(wi);
+        float p = 0.0f;
+        if (wi > 0.0 && spec_in_cut(c1, key, i) && spec_in_cut(c2, key, i) && (!minp_on || wi >= mthr))
+            p = sd_spec_norm(wi, S);
+        probs[i] = p;
+        if (p > bv) {
+            bv = p;
+            bi = i;
+        }
+    }
+    const int a = spec_block_argmax(bv, bi, sh); /* ends with __syncthreads: probs visible */
+    return a;
+}
+
+#endif
