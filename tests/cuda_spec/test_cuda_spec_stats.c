@@ -254,6 +254,12 @@ static void run_case(int ci, long N, int mut, double pv[2]) {
 int main(int argc, char **argv) {
     long N = 1000000;
     int mutants = 1;
+    /* Under compute-sanitizer (gpu_check.sh sets SD_CUDA_TEST_QUICK=1) the run is ~100x
+     * slower: fewer samples and no mutants; the full run is the plain ctest one. */
+    if (getenv("SD_CUDA_TEST_QUICK")) {
+        N = 20000;
+        mutants = 0;
+    }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--samples") && i + 1 < argc) N = atol(argv[++i]);
         else if (!strcmp(argv[i], "--no-mutants")) mutants = 0;
