@@ -22,15 +22,6 @@ extern "C" {
 #include "sd_rng.h"
 }
 
-/* cuRAND word of slot (position, purpose) of stream (seed, seq): sd_rng_u32_at(). */
-static __device__ uint32_t spec_philox_word(uint64_t seed, uint64_t seq, int64_t position, int purpose) {
-    curandStatePhilox4_32_10_t st;
-    const unsigned long long off =
-        ((unsigned long long)position * SD_RNG_PURPOSES + (unsigned long long)purpose) * SD_RNG_WORDS_PER_SLOT;
-    curand_init((unsigned long long)seed, (unsigned long long)seq, off, &st);
-    return curand(&st);
-}
-
 static __global__ void __launch_bounds__(SPEC_NT)
     sd_spec_process_kernel(const float *logits, int64_t ld_in, int V, sd_sampling_params sp, float *probs,
                            int64_t ld_out, int32_t *argmax_out, double *ws) {

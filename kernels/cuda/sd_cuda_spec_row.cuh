@@ -25,14 +25,22 @@
  *   fixed-point measure reaches a target (inverse CDF, residual sampling, k-th tie);
  *   the last index with pos(i) if the total falls short; -1 if none. Tiles of 1024
  *   ids: pass 1 (all warps, coalesced) stores each tile's exact sum; warp 0 then scans
- *   the <= 256 tile sums and the crossing tile. */
+ *   the <= 256 tile sums and the crossing tile.
+ *
+ * spec_philox_word (per thread, no block contract): the cuRAND Philox word of slot
+ *   (position, purpose), the device side of sd_rng_u32_at(). */
 #ifndef SD_CUDA_SPEC_ROW_CUH
 #define SD_CUDA_SPEC_ROW_CUH
 
+#include <curand_kernel.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "sd_cuda_spec_fixed.cuh"
+
+extern "C" {
+#include "sd_rng.h"
+}
 
 #define SPEC_NT 1024
 #define SPEC_NW 32
@@ -66,6 +74,15 @@ struct SpecShared {
     unsigned bccnt;
     float bcf;
 };
+
+/* cuRAND word of slot (position, purpose) of stream (seed, seq): sd_rng_u32_at(). */
+static __device__ uint32_t spec_philox_word(uint64_t seed, uint64_t seq, int64_t position, int purpose) {
+    curandStatePhilox4_32_10_t st;
+    const unsigned long long off =
+        ((unsigned long long)position * SD_RNG_PURPOSES + (unsigned long long)purpose) * SD_RNG_WORDS_PER_SLOT;
+    curand_init((unsigned long long)seed, (unsigned long long)seq, off, &st);
+    return curand(&st);
+}
 
 /* A prefix of the rank order: element (key, id) is inside iff key > k or (key == k and
  * id <= id_cut). {0, INT_MAX} holds everything. */

@@ -31,14 +31,6 @@ extern "C" {
 
 #define SPEC_ROWS_MAX (SPECDEC_MAX_DRAFT + 1)
 
-static __device__ uint32_t spec_vword(uint64_t seed, uint64_t seq, int64_t position, int purpose) {
-    curandStatePhilox4_32_10_t st;
-    const unsigned long long off =
-        ((unsigned long long)position * SD_RNG_PURPOSES + (unsigned long long)purpose) * SD_RNG_WORDS_PER_SLOT;
-    curand_init((unsigned long long)seed, (unsigned long long)seq, off, &st);
-    return curand(&st);
-}
-
 /* Workspace layout (offsets in bytes, each region 256-byte aligned):
  *   counters  uint32 [n_seq]
  *   outcomes  int32  [n_seq][SPEC_ROWS_MAX][2]   (token, accepted)
@@ -68,12 +60,13 @@ static __global__ void __launch_bounds__(SPEC_NT) sd_spec_verify_kernel(sd_cuda_
     if (threadIdx.x == 0) {
         const int64_t pos = a.pos0[b] + r;
         if (a.u_sample) w_sample = a.u_sample[(size_t)b * (SPECDEC_MAX_DRAFT + 1) + r];
-        else if (a.mode != SPECDEC_VERIFY_GREEDY) w_sample = spec_vword(a.seed[b], a.seq_id[b], pos, SD_RNG_PURPOSE_SAMPLE);
+        else if (a.mode != SPECDEC_VERIFY_GREEDY)
+            w_sample = spec_philox_word(a.seed[b], a.seq_id[b], pos, SD_RNG_PURPOSE_SAMPLE);
         else w_sample = 0;
         w_accept = 0;
         if (a.mode == SPECDEC_VERIFY_REJECTION && r < g) {
             if (a.u_accept) w_accept = a.u_accept[(size_t)b * SPECDEC_MAX_DRAFT + r];
-            else w_accept = spec_vword(a.seed[b], a.seq_id[b], pos, SD_RNG_PURPOSE_ACCEPT);
+            else w_accept = spec_philox_word(a.seed[b], a.seq_id[b], pos, SD_RNG_PURPOSE_ACCEPT);
         }
     }
     /* spec_process_row begins with a block reduction: the words are visible after it */

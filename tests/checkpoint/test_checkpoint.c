@@ -169,17 +169,25 @@ static void bad_config(const char *label, const char *from, const char *to, spec
  * 8-byte length field `hlen`, then `hdr` (hdr_len bytes), then data_len zero bytes. */
 static void bad_st_raw(const char *label, uint64_t hlen, const char *hdr, size_t hdr_len, size_t data_len,
                        specdec_status want, const char *key);
-/* model.safetensors is exactly bytes[0..n). */
-static void bad_st_bytes(const char *label, const char *bytes, size_t n, specdec_status want, const char *key) {
-    char dir[600], p[700];
-    new_dir(dir, sizeof dir);
+/* Writes the base spec's config.json to path. */
+static void write_base_config(const char *path) {
     ck_spec s = base_spec;
     ck_model ck;
     ck_build(&ck, &s);
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    ck_write_text(p, ck.config, strlen(ck.config));
+    ck_write_text(path, ck.config, strlen(ck.config));
     ck_free(&ck);
-    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+}
+/* A new directory holding only the base config.json; p gets its model.safetensors path. */
+static void new_dir_base_config(char *dir, size_t dir_cap, char *p, size_t p_cap) {
+    new_dir(dir, dir_cap);
+    snprintf(p, p_cap, "%s/config.json", dir);
+    write_base_config(p);
+    snprintf(p, p_cap, "%s/model.safetensors", dir);
+}
+/* model.safetensors is exactly bytes[0..n). */
+static void bad_st_bytes(const char *label, const char *bytes, size_t n, specdec_status want, const char *key) {
+    char dir[600], p[700];
+    new_dir_base_config(dir, sizeof dir, p, sizeof p);
     ck_write_text(p, bytes, n);
     expect_fail_dir(label, dir, want, "model.safetensors", key);
 }
@@ -187,14 +195,7 @@ static void bad_st_bytes(const char *label, const char *bytes, size_t n, specdec
 static void bad_st_raw(const char *label, uint64_t hlen, const char *hdr, size_t hdr_len, size_t data_len,
                        specdec_status want, const char *key) {
     char dir[600], p[700];
-    new_dir(dir, sizeof dir);
-    ck_spec s = base_spec;
-    ck_model ck;
-    ck_build(&ck, &s);
-    snprintf(p, sizeof p, "%s/config.json", dir);
-    ck_write_text(p, ck.config, strlen(ck.config));
-    ck_free(&ck);
-    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    new_dir_base_config(dir, sizeof dir, p, sizeof p);
     FILE *f = fopen(p, "wb");
     uint8_t lb[8];
     for (int i = 0; i < 8; i++) lb[i] = (uint8_t)(hlen >> (8 * i));
@@ -315,11 +316,7 @@ static void bad_inputs(void) {
         ck_write_text(p, "", 0);
         expect_fail_dir("config empty", dir, SPECDEC_ERR_FORMAT, "config.json", "JSON");
         /* valid config, no weights at all */
-        ck_model ck;
-        ck_spec s = base_spec;
-        ck_build(&ck, &s);
-        ck_write_text(p, ck.config, strlen(ck.config));
-        ck_free(&ck);
+        write_base_config(p);
         expect_fail_dir("no safetensors", dir, SPECDEC_ERR_IO, "model.safetensors", NULL);
         expect_fail_dir("not a directory", "/nonexistent/specdec", SPECDEC_ERR_IO, "config.json", NULL);
     }

@@ -17,14 +17,10 @@
 #include "sd_math.h"
 #include "sd_model.h"
 #include "sd_test.h"
+#include "sd_test_util.h"
 
 typedef struct { uint64_t s; } ct_rng;
-static inline uint64_t ct_next(ct_rng *r) { /* splitmix64 */
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static inline uint64_t ct_next(ct_rng *r) { return sd_test_splitmix64(&r->s); }
 /* Uniform in [-a, a). */
 static inline float ct_unif(ct_rng *r, float a) { return (float)(((double)(ct_next(r) >> 11) / 9007199254740992.0 * 2.0 - 1.0) * a); }
 

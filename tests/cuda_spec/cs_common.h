@@ -10,14 +10,10 @@
 #include <string.h>
 
 #include "sd_sampling.h"
+#include "sd_test_util.h"
 
 typedef struct { uint64_t s; } cs_rng;
-static inline uint64_t cs_next(cs_rng *r) { /* splitmix64 */
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static inline uint64_t cs_next(cs_rng *r) { return sd_test_splitmix64(&r->s); }
 static inline double cs_unit(cs_rng *r) { return (double)((cs_next(r) >> 11) + 1) * 0x1.0p-53; }
 static inline double cs_normal(cs_rng *r) { return sqrt(-2 * log(cs_unit(r))) * cos(6.283185307179586 * cs_unit(r)); }
 

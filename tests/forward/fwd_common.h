@@ -1,6 +1,6 @@
 /* fwd_common.h — helpers shared by the forward tests (header-only): a synthetic
  * in-memory specdec_model with random weights (no loader needed, any dtype), a
- * deterministic RNG, and logits comparison. */
+ * deterministic RNG, a chunked runner forward, and logits comparison. */
 #ifndef FWD_COMMON_H
 #define FWD_COMMON_H
 
@@ -12,14 +12,11 @@
 
 #include "sd_model.h"
 #include "sd_math.h"
+#include "sd_runner.h"
+#include "sd_test_util.h"
 
 /* splitmix64: fixed-seed, platform-independent. */
-static inline uint64_t fwd_rng_next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static inline uint64_t fwd_rng_next(uint64_t *s) { return sd_test_splitmix64(s); }
 static inline double fwd_rng_uniform(uint64_t *s) { return (double)(fwd_rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
 /* Approximately standard normal (sum of 4 uniforms, rescaled): enough for weights. */
 static inline double fwd_rng_normal(uint64_t *s) {
@@ -95,6 +92,16 @@ static inline void fwd_model_free(struct specdec_model *m) {
     if (m->lm_head.data != m->tok_embd.data) free((void *)m->lm_head.data);
     free((void *)m->tok_embd.data);
     free(m);
+}
+
+/* Run tokens[0..n) in chunks of k from position 0, logits into out [n, V]. */
+static inline specdec_status fwd_run_chunked(sd_runner *r, const int32_t *tok, int32_t n, int32_t k, float *out) {
+    for (int32_t p = 0; p < n; p += k) {
+        int32_t m = n - p < k ? n - p : k;
+        specdec_status st = sd_runner_forward(r, tok + p, m, p, out + (int64_t)p * r->n_vocab);
+        if (st != SPECDEC_OK) return st;
+    }
+    return SPECDEC_OK;
 }
 
 /* A small default config (GQA 4:2, head_dim 16, untied). */

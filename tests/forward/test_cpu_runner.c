@@ -20,16 +20,6 @@ static void make_tokens(int32_t *tok, int32_t n, int32_t vocab, uint64_t seed) {
     for (int32_t i = 0; i < n; i++) tok[i] = (int32_t)(fwd_rng_next(&s) % (uint64_t)vocab);
 }
 
-/* Run tokens[0..n) in chunks of k from position 0, logits into out [n, V]. */
-static specdec_status run_chunked(sd_runner *r, const int32_t *tok, int32_t n, int32_t k, float *out) {
-    for (int32_t p = 0; p < n; p += k) {
-        int32_t m = n - p < k ? n - p : k;
-        specdec_status st = sd_runner_forward(r, tok + p, m, p, out + (int64_t)p * r->n_vocab);
-        if (st != SPECDEC_OK) return st;
-    }
-    return SPECDEC_OK;
-}
-
 static void check_model_invariance(const char *name, const sd_config *cfg, sd_dtype dt) {
     struct specdec_model *m = fwd_model_make(cfg, dt, 42);
     sd_errbuf eb = {{0}};
@@ -46,7 +36,7 @@ static void check_model_invariance(const char *name, const sd_config *cfg, sd_dt
     size_t sz = (size_t)T_SEQ * (size_t)V;
     float *single = malloc(sz * sizeof(float)), *other = malloc(sz * sizeof(float));
 
-    SD_CHECK(run_chunked(r, tok, T_SEQ, 1, single) == SPECDEC_OK, "%s: 1-token decode: %s", name, r->err.msg);
+    SD_CHECK(fwd_run_chunked(r, tok, T_SEQ, 1, single) == SPECDEC_OK, "%s: 1-token decode: %s", name, r->err.msg);
     SD_CHECK(r->kv_len == T_SEQ, "%s: kv_len %d after decode", name, r->kv_len);
     /* The logits must be finite and not all the same (a broken model could still be
      * "batch invariant"). */
@@ -61,7 +51,7 @@ static void check_model_invariance(const char *name, const sd_config *cfg, sd_dt
     /* Batch invariance: position j inside a k-token call == its 1-token call, bitwise. */
     for (int32_t k = 2; k <= T_SEQ; k = (k == 16 ? T_SEQ : k + 1)) {
         memset(other, 0, sz * sizeof(float));
-        st = run_chunked(r, tok, T_SEQ, k, other);
+        st = fwd_run_chunked(r, tok, T_SEQ, k, other);
         int64_t d = fwd_first_diff(other, single, (int64_t)sz);
         SD_CHECK(st == SPECDEC_OK && d < 0, "%s: chunks of %d differ from 1-token decode at position %lld vocab %lld "
                  "(%.9g vs %.9g)", name, k, (long long)(d / V), (long long)(d % V), d >= 0 ? other[d] : 0.0,
@@ -148,7 +138,7 @@ static void check_bad_args(void) {
         SD_CHECK(r->kv_len == 3, "%s: kv_len changed to %d", cases[i].what, r->kv_len);
     }
     /* Context full: fill to 14, then 3 more (14 + 3 > 16). */
-    SD_CHECK(run_chunked(r, tok, 14, 4, got) == SPECDEC_OK, "%s", r->err.msg);
+    SD_CHECK(fwd_run_chunked(r, tok, 14, 4, got) == SPECDEC_OK, "%s", r->err.msg);
     SD_CHECK(sd_runner_forward(r, tok, 3, 14, got) == SPECDEC_ERR_CONTEXT_FULL, "context full not reported");
     SD_CHECK(r->kv_len == 14, "kv_len %d after CONTEXT_FULL", r->kv_len);
     SD_CHECK(sd_runner_forward(r, tok, 2, 14, got) == SPECDEC_OK, "exactly full: %s", r->err.msg);

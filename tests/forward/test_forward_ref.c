@@ -39,15 +39,6 @@ static void *read_all(const char *dir, const char *name, size_t want_bytes) {
     return buf;
 }
 
-static specdec_status run_chunked(sd_runner *r, const int32_t *tok, int32_t n, int32_t k, float *out) {
-    for (int32_t p = 0; p < n; p += k) {
-        int32_t m = n - p < k ? n - p : k;
-        specdec_status st = sd_runner_forward(r, tok + p, m, p, out + (int64_t)p * r->n_vocab);
-        if (st != SPECDEC_OK) return st;
-    }
-    return SPECDEC_OK;
-}
-
 static void run_case(const char *name, const char *dir, int32_t T, int32_t V) {
     specdec_model *model = NULL;
     specdec_status st = specdec_model_load(dir, NULL, &model);
@@ -95,7 +86,7 @@ static void run_case(const char *name, const char *dir, int32_t T, int32_t V) {
     /* 2. incremental decoding: 1 token per call, then chunks of 3, vs full prefill */
     for (int32_t k = 1; k <= 16; k++) {
         memset(inc, 0, sz * sizeof(float));
-        st = run_chunked(r, tok, T, k, inc);
+        st = fwd_run_chunked(r, tok, T, k, inc);
         SD_CHECK(st == SPECDEC_OK, "%s: chunks of %d: %s", name, k, r->err.msg);
         int64_t d = fwd_first_diff(inc, full, (int64_t)sz);
         if (k == 1 || k == 3)

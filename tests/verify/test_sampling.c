@@ -11,14 +11,10 @@
 #include "sd_alloc.h"
 #include "sd_sampling.h"
 #include "sd_test.h"
+#include "sd_test_util.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t next_u64(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next_u64(void) { return sd_test_splitmix64(&rng_state); }
 static double next_unit(void) { return (double)(next_u64() >> 11) * 0x1.0p-53; }
 static double next_normal(void) {
     double u1 = next_unit(), u2 = next_unit();

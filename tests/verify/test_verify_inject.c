@@ -12,15 +12,11 @@
 #include "sd_rng.h"
 #include "sd_sampling.h"
 #include "sd_test.h"
+#include "sd_test_util.h"
 #include "sd_verify.h"
 
 static uint64_t rs = 12345;
-static uint64_t next_u64(void) {
-    uint64_t z = (rs += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next_u64(void) { return sd_test_splitmix64(&rs); }
 static double unit(void) { return (double)(next_u64() >> 11) * 0x1.0p-53; }
 static int below(int n) { return (int)(next_u64() % (uint64_t)n); }
 

@@ -33,6 +33,7 @@
 #include "sd_rng.h"
 #include "sd_sampling.h"
 #include "sd_test.h"
+#include "sd_test_util.h"
 #include "sd_verify.h"
 #include "vstats.h"
 
@@ -41,12 +42,7 @@
 #endif
 
 static uint64_t rs;
-static uint64_t next_u64(void) {
-    uint64_t z = (rs += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t next_u64(void) { return sd_test_splitmix64(&rs); }
 static double unit(void) { return (double)((next_u64() >> 11) + 1) * 0x1.0p-53; }
 static double normal(void) { return sqrt(-2 * log(unit())) * cos(6.283185307179586 * unit()); }
 
