@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what building and testing specdec needs on a fresh Debian 12 machine:
-# Debian packages (compiler, CMake, cJSON, PCRE2, utf8proc, clang for the fuzzers,
-# bible-kjv for the model-pair script) and the Python packages of tests/requirements.txt.
+# Debian packages (compiler, CMake, cJSON, PCRE2, utf8proc, clang for the fuzzers) and
+# the Python packages of tests/requirements.txt. (tools/train_pair.py needs more:
+# bible-kjv and tools/requirements-train.txt; the suite does not.)
 # Safe to run repeatedly; skips apt when everything is already there.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
