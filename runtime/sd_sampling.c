@@ -1,10 +1,13 @@
 /* sd_sampling.c — the reference logits → probabilities pipeline (temperature, top-k,
  * top-p, min-p) and inverse-CDF / argmax sampling. The exact order of operations and
- * tie-breaking is specified in sd_sampling.h; the CUDA kernels follow it. */
+ * tie-breaking is specified in sd_sampling.h; exp and every sum come from
+ * kernels/sd_sample_math.h, shared with the CUDA kernels, so both compute the same bits. */
 #include "sd_sampling.h"
 
 #include <math.h>
 #include <string.h>
+
+#include "sd_sample_math.h"
 
 sd_sampling_params sd_sampling_params_from(const specdec_generate_params *gp) {
     sd_sampling_params sp;
@@ -48,17 +51,26 @@ int32_t sd_sample_argmax(const float *x, int32_t n_vocab) {
     return best;
 }
 
+/* ceil(u * 2^62): the fixed-point prefix a token must reach; 1 for u <= 0 / NaN (the
+ * first token with mass), all ones for u >= 2^64 (nothing reaches it: the last one). */
+static sd_u128 cdf_target(double u) {
+    if (!(u > 0.0)) return 1;
+    if (u <= 1.0) return sd_spec_u_target(u, (sd_u128)1 << SD_SPEC_FIX_BITS);
+    if (u >= 0x1p64) return ~(sd_u128)0;
+    return (sd_u128)ceil(u * 0x1p62); /* exact: u * 2^62 < 2^126 is a double */
+}
+
 int32_t sd_sample_inverse_cdf(const float *probs, int32_t n_vocab, double u) {
     if (!probs || n_vocab <= 0) return 0;
-    if (!(u > 0.0)) u = 0.0; /* NaN or <= 0: first positive token */
-    double c = 0.0;
+    const sd_u128 target = cdf_target(u);
+    sd_u128 c = 0;
     int32_t last = -1;
     for (int32_t i = 0; i < n_vocab; i++) {
         float pi = probs[i];
         if (!(pi > 0.0f)) continue; /* zero (or NaN) mass: empty segment */
-        c += (double)pi;
+        c += sd_spec_fix((double)pi);
         last = i;
-        if (u <= c) return i;
+        if (c >= target) return i;
     }
     return last >= 0 ? last : 0;
 }
@@ -141,7 +153,7 @@ specdec_status sd_sampling_process(const float *logits, int32_t n_vocab, const s
     if (m == INFINITY) {
         for (int32_t i = 0; i < V; i++) w[i] = (w[i] == INFINITY) ? 1.0 : 0.0;
     } else {
-        for (int32_t i = 0; i < V; i++) w[i] = exp(w[i] - m); /* exp(-inf) = 0 */
+        for (int32_t i = 0; i < V; i++) w[i] = sd_spec_exp(w[i] - m); /* exp(-inf) = 0 */
     }
 
     /* 4. candidates: ids with w > 0, ascending id */
@@ -165,10 +177,10 @@ specdec_status sd_sampling_process(const float *logits, int32_t n_vocab, const s
 
     /* 6. top-p over the kept tokens in rank order */
     if (topp_on) {
-        double S = 0.0;
-        for (int32_t i = 0; i < V; i++) S += w[i];
-        const double thr = (double)sp->top_p * S;
-        double c = 0.0;
+        sd_u128 S = 0; /* exact: the threshold test below is exact too */
+        for (int32_t i = 0; i < V; i++) S += sd_spec_fix(w[i]);
+        const sd_u128 thr = sd_spec_topp_threshold(sp->top_p, S); /* c < thr <=> c < top_p * S */
+        sd_u128 c = 0;
         int32_t r = 0;
         for (;;) {
             int32_t id;
@@ -183,7 +195,7 @@ specdec_status sd_sampling_process(const float *logits, int32_t n_vocab, const s
             }
             r++;
             if (c < thr) {
-                c += w[id];
+                c += sd_spec_fix(w[id]);
             } else {
                 w[id] = 0.0;
             }
@@ -205,9 +217,9 @@ specdec_status sd_sampling_process(const float *logits, int32_t n_vocab, const s
             if (w[i] < thr) w[i] = 0.0;
     }
 
-    /* 8. normalise */
-    double S = 0.0;
-    for (int32_t i = 0; i < V; i++) S += w[i];
-    for (int32_t i = 0; i < V; i++) probs_out[i] = (float)(w[i] / S);
+    /* 8. normalise by the exact fixed-point total */
+    sd_u128 S = 0;
+    for (int32_t i = 0; i < V; i++) S += sd_spec_fix(w[i]);
+    for (int32_t i = 0; i < V; i++) probs_out[i] = w[i] > 0.0 ? sd_spec_norm(w[i], S) : 0.0f;
     return SPECDEC_OK;
 }

@@ -12,38 +12,42 @@
  *      (largest logit, +inf counts as largest, lowest id wins ties, all -inf/NaN →
  *      token 0). top_k / top_p / min_p are ignored (the argmax always survives them).
  *   2. Temperature: z_i = (double)logit_i / (double)temperature.
- *   3. Softmax weights in double, m = max_i z_i:
+ *   3. Softmax weights in double, m = max_i z_i (exp = sd_spec_exp of
+ *      kernels/sd_sample_math.h, the specification's own exp, shared with the GPU):
  *        m == -inf (all logits -inf/NaN)  → probs = one-hot of token 0, done;
  *        m == +inf                        → w_i = 1 if z_i == +inf else 0 (the +inf
  *                                            tokens share the mass equally);
- *        otherwise                        → w_i = exp(z_i - m) (w = 0 for -inf).
+ *        otherwise                        → w_i = sd_spec_exp(z_i - m) (w = 0 for -inf;
+ *                                            the top token gets exactly 1).
  *   4. Rank: tokens are totally ordered by (w descending, id ascending); every "top"
  *      below means first in this order, so ties are broken by the lower id. Only
  *      tokens with w > 0 are candidates; w = 0 tokens stay at 0.
  *   5. top-k (0 < top_k < V): keep the top_k first tokens of the order; w_i = 0 for
  *      the others. top_k == 0 or >= V: disabled.
- *   6. top-p (top_p < 1): S = Σ w_i over kept tokens (sequential, ascending id, in
- *      double). Walk the kept tokens in rank order accumulating c (double, rank
- *      order); keep a token iff the mass before it, c_before, satisfies
- *      c_before < top_p * S. The first token is always kept; the smallest prefix
- *      whose mass reaches top_p * S survives. top_p == 1: disabled.
+ *   6. top-p (top_p < 1): in exact fixed point, F(w) = floor(w * 2^62) (sd_spec_fix):
+ *      S = Σ F(w_i) over kept tokens (an exact integer). Walk the kept tokens in rank
+ *      order; keep a token iff the fixed-point mass before it, C_before, satisfies
+ *      C_before < top_p * S exactly (sd_spec_topp_threshold). The first token is
+ *      always kept; the smallest prefix whose mass reaches top_p * S survives.
+ *      top_p == 1: disabled.
  *   7. min-p (min_p > 0): keep token i iff w_i >= (double)min_p * w_top, w_top being
  *      the largest w (1 in both branches of step 3). Applied
  *      after top-p (the top token always survives). min_p == 0: disabled.
- *   8. Normalise: S' = Σ w_i (sequential, ascending id, double);
- *      probs_i = (float)(w_i / S'). Removed tokens get exactly 0.
- *   Sums are sequential in double in the order stated. Sets (steps 1, 4, 5, 7) are
- *   exact functions of the w_i; a device implementation that sums in another
- *   order can differ from this reference only in the last bits of the float output.
+ *   8. Normalise: S' = Σ F(w_i) over kept tokens (exact), S_d = (double)(S' >> 18) *
+ *      2^-44 (sd_spec_fix_to_double), probs_i = (float)(w_i / S_d) (sd_spec_norm).
+ *      Removed tokens get exactly 0.
+ *   Every sum is exact, hence independent of the summation order: the CUDA kernels
+ *   (kernels/cuda/sd_cuda_spec.h) produce the same bits, not just close ones.
  *
- * Inverse-CDF sampling, sd_sample_inverse_cdf(probs, V, u): token i owns the segment
- * (c_{i-1}, c_i] of (0, 1], c_i = Σ_{j<=i} probs_j accumulated in double in ascending
- * id order (c_{-1} = 0). Returns the first i with probs_i > 0 and u <= c_i. A token
- * with probs_i == 0 owns an empty segment and is never returned. If u > c_{V-1}
- * (rounding left the row short of 1, or u > 1) the last token with probs_i > 0 is
- * returned; u <= 0 or NaN gives the first token with probs_i > 0; a row with no
- * positive entry (impossible after sd_sampling_process) gives 0. Always in [0, V).
- * u comes from sd_rng_uniform_at() (a multiple of 2^-32 in (0, 1]).
+ * Inverse-CDF sampling, sd_sample_inverse_cdf(probs, V, u), in exact fixed point:
+ * C_i = Σ_{j<=i, probs_j>0} F(probs_j) (F(x) = floor(x 2^62), exact integer sums).
+ * Returns the first i with probs_i > 0 and C_i >= ceil(u 2^62) (i.e. u <= C_i 2^-62,
+ * exactly). A token with probs_i == 0 (or < 2^-62) owns an empty segment and is only
+ * returned as the fallback: if the row falls short (rounding left it short of 1, or
+ * u > 1) the last token with probs_i > 0 is returned; u <= 0 or NaN gives the first
+ * token with F(probs_i) > 0; a row with no positive entry (impossible after
+ * sd_sampling_process) gives 0. Always in [0, V). u comes from sd_rng_uniform_at()
+ * (a multiple of 2^-32 in (0, 1], whose target (x + 1) 2^30 the GPU uses).
  *
  * Everything here is allocation-free and thread-safe; O(V) except top-p and top-k,
  * which sort the surviving candidates (O(V log V) worst case) in caller scratch. */

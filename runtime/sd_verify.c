@@ -12,6 +12,7 @@
 #include "sd_verify.h"
 
 #include "sd_rng.h"
+#include "sd_sample_math.h"
 #include "sd_sampling.h"
 
 #ifndef SD_VERIFY_MUTANT
@@ -34,25 +35,26 @@ void sd_verify_fetch_uniforms(uint64_t seed, uint64_t sequence_id, int64_t pos0,
         u->sample[i] = sd_rng_uniform_at(seed, sequence_id, pos0 + i, SD_RNG_PURPOSE_SAMPLE);
 }
 
-/* Inverse CDF of norm(max(0, p - q)) with uniform u; falls back to p when the
- * residual has no mass. Two O(V) passes, no scratch. */
+/* Inverse CDF of norm(max(0, p - q)) with uniform u, in exact fixed point
+ * (sd_sample_math.h); falls back to p when the residual has no fixed-point mass. Two
+ * O(V) passes, no scratch. */
 static int32_t sample_residual(const float *p, const float *q, int32_t V, double u) {
-    double D = 0.0;
+    sd_u128 D = 0;
     for (int32_t j = 0; j < V; j++) {
         double d = (double)p[j] - (double)q[j];
-        if (d > 0.0) D += d;
+        if (d > 0.0) D += sd_spec_fix(d);
     }
-    if (!(D > 0.0)) return sd_sample_inverse_cdf(p, V, u);
-    if (!(u > 0.0)) u = 0.0;
-    const double target = u * D;
-    double c = 0.0;
+    if (D == 0) return sd_sample_inverse_cdf(p, V, u);
+    sd_u128 target = sd_spec_u_target(u, D); /* first prefix C with u * D <= C */
+    if (target == 0) target = 1;             /* u <= 0 / NaN: the first j with mass */
+    sd_u128 c = 0;
     int32_t last = -1;
     for (int32_t j = 0; j < V; j++) {
         double d = (double)p[j] - (double)q[j];
         if (!(d > 0.0)) continue;
-        c += d;
+        c += sd_spec_fix(d);
         last = j;
-        if (target <= c) return j;
+        if (c >= target) return j;
     }
     return last; /* D > 0 guarantees some d > 0 */
 }

@@ -19,12 +19,14 @@
  *   r < min(1, p/q) up to the boundary, for r in (0,1]; p >= q always accepts, and a
  *   draft token the target gives 0 is never accepted). Stop at the first rejection
  *   i = n. On rejection the emitted token is sampled from the residual
- *   norm(max(0, p_n - q_n)): weights d_j = max(0, (double)p_n(j) - (double)q_n(j)),
- *   D = Σ d_j sequential ascending id; the token is the first j with d_j > 0 and
- *   sample[n] * D <= Σ_{k<=j} d_k (inverse CDF of the residual with u = sample[n];
- *   if the sum falls short, the last j with d_j > 0). If D == 0 (p_n == q_n, which a
- *   rejection cannot produce except through rounding) it samples p_n with sample[n]
- *   instead: never NaN. If all γ are accepted (n = γ) the bonus token is
+ *   norm(max(0, p_n - q_n)): d_j = (double)p_n(j) - (double)q_n(j) (one IEEE
+ *   subtraction), in the exact fixed point of kernels/sd_sample_math.h: D = Σ F(d_j)
+ *   over d_j > 0 with F(x) = floor(x 2^62), an exact integer sum; the token is the
+ *   first j with d_j > 0 and Σ_{k<=j, d_k>0} F(d_k) >= max(1, ceil(u D)) (u = sample[n];
+ *   ceil(u D) computed exactly, sd_spec_u_target; if the sum falls short, the last j
+ *   with d_j > 0). If D == 0 (p_n == q_n up to 2^-62, which a rejection cannot produce
+ *   except through rounding) it samples p_n with sample[n] instead: never NaN. The
+ *   GPU verifier (kernels/cuda/sd_cuda_spec.h) computes exactly this, bit for bit. If all γ are accepted (n = γ) the bonus token is
  *   sd_sample_inverse_cdf(p_γ, sample[γ]).
  * - SPECDEC_VERIFY_GREEDY: target token t_i = sd_sample_argmax(p_i); accept draft[i]
  *   while draft[i] == t_i; emit t_n at the first mismatch, or the bonus t_γ. Uniforms

@@ -3,21 +3,15 @@
  * the draft sampling step, and the fused verifier (rejection / greedy / match,
  * sd_verify.h). Implemented in sd_cuda_spec_draft.cu and sd_cuda_spec_verify.cu.
  *
- * Equality guarantee with the CPU reference (runtime/sd_sampling.c, sd_verify.c):
- * - Same steps, same order, same tie rule (w descending, lower id first), same double
- *   temperature scaling and the same sets for top-k and min-p given the same w.
- * - Differences: (1) w_i = exp(z_i - m) uses CUDA's double exp (<= 1 ulp) instead of
- *   glibc's; (2) every sum (normaliser, top-p mass, inverse-CDF prefix, residual
- *   mass) is an exact fixed-point sum (sd_cuda_spec_fixed.cuh) instead of a
- *   sequential double sum. Hence: given the same w, the GPU output equals
- *   tests/cuda_spec/spec_ref.h (the host model of these kernels) BIT FOR BIT; against
- *   sd_sampling_process it differs only (a) in a probability's last float bit when
- *   w_i/S sits within the sums' rounding (~V * 2^-53 relative) of a float rounding
- *   boundary, (b) in a top-p set when the mass before a token is within that rounding
- *   of top_p * S, (c) in a sampled token when u is within it of a CDF boundary, and
- *   (d) where CUDA's exp and glibc's differ in the last bit of w and that changes a
- *   tie. Acceptance decisions (u * q(x) <= p(x), in double) are identical given the
- *   same p and q rows. Results never depend on the launch geometry or timing.
+ * Equality guarantee with the CPU reference (runtime/sd_sampling.c, sd_verify.c): BIT
+ * FOR BIT. Same steps, same order, same tie rule (w descending, lower id first), and
+ * the same math from kernels/sd_sample_math.h on both sides: w_i = sd_spec_exp(z_i - m)
+ * (the spec's own exp, explicit fma() only, so contraction cannot change it) and
+ * exact fixed-point sums for the normaliser, the top-p mass, the inverse-CDF prefix and
+ * the residual mass, hence independent of summation order and launch geometry. Given
+ * the same logits (and uniforms / words) the processed rows, sampled tokens and
+ * verifier decisions equal the CPU's exactly (tests/cuda_spec). Acceptance decisions
+ * (u * q(x) <= p(x), one IEEE multiply in double) are identical given the same rows.
  *
  * Conventions: all pointers are device pointers unless stated; launchers enqueue on
  * `stream`, never synchronise, never allocate, check the launch and return a status

@@ -7,7 +7,8 @@
  * spec_process_row: logits -> processed probabilities, the steps of sd_sampling.h:
  *   greedy (T == 0): one-hot of the logit argmax (NaN ignored, lowest id wins);
  *   else m = (double)max_logit / T (division by T > 0 is monotone, so this is max z);
- *   m == -inf: one-hot of 0; m == +inf: w = [logit == +inf]; else w = exp(z - m);
+ *   m == -inf: one-hot of 0; m == +inf: w = [logit == +inf]; else w = sd_spec_exp(z - m)
+ *   (kernels/sd_sample_math.h, the same function as the CPU reference's);
  *   w is stored (double) in the caller's row buffer; top-k / top-p select a prefix of
  *   the rank order (w desc, id asc) with spec_rank_cut; min-p keeps w >= min_p;
  *   probs = (float)(w / S) with S the exact fixed-point sum of the kept w
@@ -36,7 +37,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "sd_cuda_spec_fixed.cuh"
+#include "sd_sample_math.h"
 
 extern "C" {
 #include "sd_rng.h"
@@ -528,7 +529,7 @@ static __device__ int spec_process_row(const float *logits, int V, sd_sampling_p
             wi = (l == INFINITY) ? 1.0 : 0.0;
         } else {
             double z = (l != l) ? -INFINITY : __ddiv_rn((double)l, T);
-            wi = exp(__dsub_rn(z, m));
+            wi = sd_spec_exp(__dsub_rn(z, m)); /* the shared exp: bitwise the CPU's */
         }
         w[i] = wi;
         s0 += sd_spec_fix(wi);

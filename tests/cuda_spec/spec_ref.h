@@ -1,12 +1,13 @@
 /* spec_ref.h — sequential host model of the GPU sampling / verify kernels
  * (kernels/cuda/sd_cuda_spec_*.cu), header-only, plain C, for the tests.
  *
- * It follows the same steps as runtime/sd_sampling.c / sd_verify.c but with the GPU's
- * exact fixed-point sums (kernels/cuda/sd_cuda_spec_fixed.cuh, the same helper code),
- * so the GPU must reproduce it BIT FOR BIT given the same w = exp(z - m) values
- * (pass the GPU's w via w_in; with w_in == NULL, glibc's exp is used). The ranking uses
- * qsort on (w desc, id asc) — a completely different algorithm from the GPU's radix
- * descent, so agreement tests the selection, not a copy of it. */
+ * It follows the specification of runtime/sd_sampling.h / sd_verify.h with the shared
+ * exact helpers (kernels/sd_sample_math.h: sd_spec_exp, fixed-point sums), so both the
+ * CPU reference and the GPU must reproduce it BIT FOR BIT (w_in: optional w to use
+ * instead of sd_spec_exp, e.g. the GPU's, to localise a difference). The ranking uses
+ * qsort on (w desc, id asc), the sampling takes Philox words (integer targets) instead
+ * of doubles — different algorithms from both the CPU's heap / sd_spec_u_target and the
+ * GPU's radix descent, so agreement tests the selection, not a copy of it. */
 #ifndef SPEC_REF_H
 #define SPEC_REF_H
 
@@ -16,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sd_cuda_spec_fixed.cuh"
+#include "sd_sample_math.h"
 #include "sd_sampling.h"
 #include "specdec.h"
 
@@ -41,7 +42,7 @@ static inline int32_t sr_argmax(const float *x, int32_t V) {
 }
 
 /* logits -> probs. w: V doubles of scratch (gets w); w_in: optional w to use instead of
- * exp (the GPU's). idx: V int32 scratch. Returns the argmax of probs. */
+ * sd_spec_exp (the GPU's). idx: V int32 scratch. Returns the argmax of probs. */
 static inline int32_t sr_process(const float *logits, int32_t V, const sd_sampling_params *sp, const double *w_in,
                                  double *w, int32_t *idx, float *probs) {
     if (sp->temperature == 0.0f) {
@@ -62,7 +63,7 @@ static inline int32_t sr_process(const float *logits, int32_t V, const sd_sampli
         float l = logits[i];
         if (m == INFINITY) w[i] = l == INFINITY ? 1.0 : 0.0;
         else if (w_in) w[i] = w_in[i];
-        else w[i] = exp((isnan(l) ? -INFINITY : (double)l / T) - m);
+        else w[i] = sd_spec_exp((isnan(l) ? -INFINITY : (double)l / T) - m);
         if (w[i] > 0.0) idx[n++] = i;
     }
     sr_sort_w = w;
