@@ -10,7 +10,8 @@
 #      --error-exitcode=1 over every GPU test except the planted-fault one (label
 #      gpu_fault), with SD_CUDA_TEST_QUICK=1 (fewer model cases); a missing
 #      compute-sanitizer is a failure;
-#   4. the benchmark (bench/cuda/bench_cuda), JSON to $OUT and bench/results/;
+#   4. the benchmarks (bench/cuda/bench_cuda, the verify kernel, the device-resident
+#      round bench/cuda_round with its transformers peer), JSON to $OUT and bench/results/;
 #   5. a short table of stage results, printed last.
 # Usage: bash bench/gpu_check.sh [all|build|test|sanitize|bench]...  (default: all)
 # Exit status: 0 when every stage run passed.
@@ -128,6 +129,23 @@ if want bench; then
     note "bench verify kernel" FAIL
   fi
   tail -20 "$OUT/bench_verify.log"
+  # Device-resident round: the bundled pair end to end (+ the transformers
+  # assisted-generation peer when torch is installed) and the synthetic large shapes.
+  peer=""
+  if python3 bench/cuda_round/hf_assisted.py models/kjv-target models/kjv-draft "$OUT/hf_assisted.json" \
+       >"$OUT/hf_assisted.log" 2>&1; then
+    peer="$OUT/hf_assisted.json"; note "bench hf assisted peer" PASS
+  else
+    note "bench hf assisted peer" SKIP; tail -3 "$OUT/hf_assisted.log"
+  fi
+  if "$bdir/bench/cuda_round/bench_cuda_round" models/kjv-target models/kjv-draft "$OUT/bench_cuda_round.json" $peer \
+       >"$OUT/bench_round.log" 2>&1; then
+    note "bench device round" PASS
+    cp "$OUT/bench_cuda_round.json" "bench/results/bench_cuda_round_${gpu:-gpu}_${stamp}.json"
+  else
+    note "bench device round" FAIL
+  fi
+  tail -30 "$OUT/bench_round.log"
 fi
 
 echo

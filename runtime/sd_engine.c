@@ -14,7 +14,14 @@
  * "match" speculation reproduces plain decoding bit for bit.
  *
  * Everything is preallocated in create; the loop allocates nothing (the streaming
- * detokenizer, when a tokenizer is passed, is created once per call before the loop). */
+ * detokenizer, when a tokenizer is passed, is created once per call before the loop).
+ *
+ * CUDA engines run the same loop with the round on the device (sd_gen_device_loop,
+ * kernels/cuda/sd_cuda_round.h): draft steps, verify pass and verifier run without a
+ * host synchronisation and only the accepted tokens come back; the host keeps the
+ * stop conditions and the budget (γ is clipped exactly as here, so nothing
+ * overshoots n_predict). The CUDA graphs are captured on a γ's first use within
+ * a generate call with new sampling parameters, then replayed. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime(CLOCK_MONOTONIC) under -std=c11 */
 #include "sd_engine.h"
 
@@ -24,6 +31,7 @@
 #include <time.h>
 
 #include "sd_alloc.h"
+#include "sd_cuda_round.h"
 #include "sd_model.h"
 #include "sd_rng.h"
 #include "sd_sampling.h"
@@ -82,6 +90,7 @@ static specdec_status sd_engine_run(specdec_engine *e, sd_runner *r, const char 
 /* ------------------------------------------------------------------------- */
 static void sd_engine_destroy(specdec_engine *e) {
     if (!e) return;
+    sd_cuda_round_destroy(e->cuda_round); /* borrows the runners: first */
     sd_runner_destroy(e->target);
     sd_runner_destroy(e->draft);
     sd_free(e->p_rows);
@@ -153,6 +162,18 @@ specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft
                      (int)e->n_vocab, (int)e->n_ctx);
         sd_engine_destroy(e);
         return st;
+    }
+    if (e->backend == SPECDEC_BACKEND_CUDA) {
+        sd_errbuf eb;
+        sd_err_clear(&eb);
+        st = sd_cuda_round_create(target, draft, &e->cuda_round, &eb);
+        if (st == SPECDEC_OK) {
+            e->cuda_path = SD_ENGINE_CUDA_GRAPH;
+        } else if (st != SPECDEC_ERR_UNSUPPORTED) {
+            st = sd_fail(NULL, st, "engine: device round: %s", eb.msg);
+            sd_engine_destroy(e);
+            return st;
+        } /* UNSUPPORTED (vocabulary beyond the GPU sampler): the host-rows loop serves it */
     }
     *out = e;
     return SPECDEC_OK;
@@ -540,6 +561,85 @@ static specdec_status sd_gen_round(sd_gen *g, int32_t gamma) {
     return st;
 }
 
+/* The generate loop of a CUDA engine with a device round: the same decisions as the
+ * loop in sd_generate_locked (γ clipped to the budget and the context, plain steps
+ * when no draft is used), each round one sd_cuda_round_run. The draft is n_pend tokens
+ * behind at a round's start: 1 after the prefill and after a rejection, 2 after a
+ * round that accepted everything. Stats: the round's wall time is split into draft /
+ * target / verify by its device events (all of it counts as target time when the
+ * events are unavailable). */
+static specdec_status sd_gen_device_loop(sd_gen *g, int use_draft, int32_t *gamma_io) {
+    specdec_engine *e = g->e;
+    const specdec_generate_params *p = g->p;
+    struct sd_cuda_round *rd = e->cuda_round;
+    specdec_status st = sd_cuda_round_start(rd, g->mode, &g->sp, p->seed, p->sequence_id, g->L, e->seq[g->L - 1],
+                                            &e->err);
+    if (st != SPECDEC_OK) {
+        if (st == SPECDEC_ERR_DEVICE_LOST) e->dead = 1;
+        return st;
+    }
+    int32_t gamma = *gamma_io;
+    int32_t n_pend = 1;
+    while (g->reason == SPECDEC_STOP_NONE) {
+        if (g->n_out >= p->n_predict) {
+            g->reason = SPECDEC_STOP_N_PREDICT;
+            break;
+        }
+        if (g->L >= e->n_ctx) {
+            g->reason = SPECDEC_STOP_CONTEXT_FULL;
+            break;
+        }
+        int32_t g_eff = use_draft ? sd_min_i32(gamma, p->n_predict - g->n_out - 1) : 0;
+        g_eff = sd_min_i32(g_eff, e->n_ctx - g->L - 1);
+        if (n_pend > 2) g_eff = 0; /* only after a plain step, which ends the budget anyway */
+        if (g_eff < 0) g_eff = 0;
+        int32_t toks[SPECDEC_MAX_DRAFT + 1];
+        int32_t n_acc = 0;
+        sd_cuda_round_timing tm;
+        st = sd_cuda_round_run(rd, g_eff, n_pend, e->cuda_path == SD_ENGINE_CUDA_GRAPH, toks, &n_acc, &tm, &e->err);
+        if (st != SPECDEC_OK) {
+            if (st == SPECDEC_ERR_DEVICE_LOST) e->dead = 1;
+            break;
+        }
+        double td = 0, tt = tm.t_wall, tv = 0;
+        if (tm.stages && tm.t_gpu > 0) { /* the wall time in the device stages' proportions */
+            td = tm.t_wall * tm.t_draft / tm.t_gpu;
+            tv = tm.t_wall * tm.t_verify / tm.t_gpu;
+            tt = tm.t_wall - td - tv;
+        }
+        g->st->t_draft_s += td;
+        g->st->t_target_s += tt;
+        g->st->t_verify_s += tv;
+        g->st->n_rounds++;
+        if (g_eff > 0) {
+            g->st->n_drafted += g_eff;
+            g->st->n_accepted += n_acc;
+            sd_engine_adapt_observe(&e->adapt, g_eff, n_acc, td, tt);
+            n_pend = n_acc == g_eff ? 2 : 1;
+        } else {
+            n_pend++;
+        }
+        for (int32_t i = 0; i <= n_acc && g->reason == SPECDEC_STOP_NONE; i++) {
+            st = sd_gen_emit(g, toks[i]);
+            if (st != SPECDEC_OK) break;
+        }
+        if (st != SPECDEC_OK) break;
+        if (g->reason == SPECDEC_STOP_NONE && sd_cuda_round_length(rd) != g->L) {
+            st = sd_fail(&e->err, SPECDEC_ERR_INTERNAL, "device round at length %d, engine at %d",
+                         (int)sd_cuda_round_length(rd), (int)g->L);
+            break;
+        }
+        if (g_eff > 0 && p->adaptive_draft) gamma = sd_engine_choose_gamma(&e->adapt, gamma, SPECDEC_MAX_DRAFT);
+    }
+    /* The caches as the host loop leaves them: the target holds seq[0..L-1), the draft
+     * everything but its pending tokens (both truncated at a stop mid-round). */
+    const int32_t Ld = sd_cuda_round_length(rd); /* -1 after a failed round: state unknown */
+    e->target->kv_len = Ld >= 0 ? g->L - 1 : 0;
+    if (use_draft) e->draft->kv_len = Ld >= 0 ? sd_max_i32(0, sd_min_i32(g->L - 1, Ld - n_pend)) : 0;
+    *gamma_io = gamma;
+    return st;
+}
+
 static specdec_status sd_gen_check(const specdec_engine *e, const int32_t *prompt, int32_t n_prompt,
                                    const specdec_generate_params *p, const int32_t *out_tokens, int32_t out_capacity,
                                    const int32_t *n_out, sd_errbuf *eb) {
@@ -640,6 +740,8 @@ static specdec_status sd_generate_locked(specdec_engine *e, const int32_t *promp
     }
     stats->t_prefill_s = sd_now() - t_start;
 
+    if (st == SPECDEC_OK && e->cuda_round && e->cuda_path != SD_ENGINE_CUDA_HOST_ROWS)
+        st = sd_gen_device_loop(&g, use_draft, &gamma);
     while (st == SPECDEC_OK && g.reason == SPECDEC_STOP_NONE) {
         if (g.n_out >= p->n_predict) {
             g.reason = SPECDEC_STOP_N_PREDICT;

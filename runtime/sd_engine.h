@@ -17,6 +17,13 @@
 /* Longest stop string accepted by specdec_generate (bytes). */
 #define SD_ENGINE_MAX_STOP_LEN 512
 
+/* How a CUDA engine runs specdec_generate (specdec_engine.cuda_path). */
+#define SD_ENGINE_CUDA_HOST_ROWS 0 /* logits to the host, CPU sampling/verifier (the CPU loop) */
+#define SD_ENGINE_CUDA_DEVICE 1    /* device-resident round, kernels enqueued one by one */
+#define SD_ENGINE_CUDA_GRAPH 2     /* device-resident round replayed from CUDA graphs (default) */
+
+struct sd_cuda_round;
+
 /* Special ids the engine stops on / checks a draft against. */
 typedef struct sd_engine_special {
     int32_t bos_id;                    /* -1 if none */
@@ -55,6 +62,12 @@ struct specdec_engine {
     char *text_win;            /* [2 * SD_ENGINE_MAX_STOP_LEN] tail of the decoded text (stop strings) */
 
     sd_engine_adapt adapt;
+
+    /* CUDA engines: the device-resident round (kernels/cuda/sd_cuda_round.h), NULL on
+     * the CPU or when the GPU sampler cannot serve the vocabulary (then the host-rows
+     * loop runs); cuda_path picks the loop (SD_ENGINE_CUDA_*; tests switch it). */
+    struct sd_cuda_round *cuda_round;
+    int cuda_path;
 };
 
 /* Build an engine from runners. Takes ownership of `target` and `draft` (NULL for

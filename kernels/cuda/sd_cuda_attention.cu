@@ -24,7 +24,9 @@
  * 0..p_m — not on n, on its place in the batch, or on the other tokens of the block:
  * decode, verify and prefill give bitwise the same rows (batch invariance). Long
  * contexts get n_split = ceil((pos0 + n) / S) blocks per kv head. Prefill is the same
- * kernel: tiled over keys (32) and queries (32 pairs per block) with online softmax. */
+ * kernel: tiled over keys (32) and queries (32 pairs per block) with online softmax.
+ * sd_cuda_attention_dpos (CUDA-graph replay) reads pos0 from device memory and launches
+ * ceil(n_ctx / S) splits; the ones past the position return at once. */
 #include <math.h>
 
 #include "sd_cuda_common.cuh"
@@ -54,8 +56,10 @@ template <int DPL>
 static __global__ void __launch_bounds__(SD_ATT_WARPS * 32)
 sd_attn_split_kernel(const float *__restrict__ q, int32_t ldq, const void *__restrict__ kc,
                      const void *__restrict__ vc, sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0,
-                     int32_t n_heads, int32_t n_kv, int32_t hd, int32_t n_split, float scale, float *__restrict__ part) {
+                     const int64_t *__restrict__ pos_dev, int32_t n_heads, int32_t n_kv, int32_t hd, int32_t n_split,
+                     float scale, float *__restrict__ part) {
     extern __shared__ float sd_att_sm[];
+    if (pos_dev) pos0 += (int32_t)*pos_dev; /* graph replay: the position lives on the device */
     const int G = n_heads / n_kv;
     const int g = blockIdx.x;
     const int s = blockIdx.y;
@@ -160,8 +164,9 @@ sd_attn_split_kernel(const float *__restrict__ q, int32_t ldq, const void *__res
 }
 
 static __global__ void sd_attn_combine_kernel(const float *__restrict__ part, int32_t n, int32_t pos0,
-                                              int32_t n_heads, int32_t hd, int32_t n_split, float *__restrict__ out,
-                                              int32_t ldo) {
+                                              const int64_t *__restrict__ pos_dev, int32_t n_heads, int32_t hd,
+                                              int32_t n_split, float *__restrict__ out, int32_t ldo) {
+    if (pos_dev) pos0 += (int32_t)*pos_dev;
     const int idx = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (idx >= n * n_heads) return;
@@ -193,8 +198,8 @@ extern "C" size_t sd_cuda_attention_part_floats(int32_t n, int32_t n_heads, int3
 template <int DPL>
 static specdec_status sd_attn_launch(dim3 grid, size_t smem, const float *q, int32_t ldq, const void *kc,
                                      const void *vc, sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0,
-                                     int32_t n_heads, int32_t n_kv, int32_t hd, int32_t n_split, float scale,
-                                     float *part, cudaStream_t stream, sd_errbuf *eb) {
+                                     const int64_t *pos_dev, int32_t n_heads, int32_t n_kv, int32_t hd,
+                                     int32_t n_split, float scale, float *part, cudaStream_t stream, sd_errbuf *eb) {
     /* Above 48 KB of dynamic shared memory a kernel must opt in, once per process and
      * size (done on the first launch, outside any graph capture in practice). */
     static size_t opted = 48 * 1024;
@@ -204,22 +209,28 @@ static specdec_status sd_attn_launch(dim3 grid, size_t smem, const float *q, int
         opted = smem;
     }
     sd_attn_split_kernel<DPL><<<grid, SD_ATT_WARPS * 32, smem, stream>>>(q, ldq, kc, vc, kv_dt, n_ctx, n, pos0,
-                                                                         n_heads, n_kv, hd, n_split, scale, part);
+                                                                         pos_dev, n_heads, n_kv, hd, n_split, scale,
+                                                                         part);
     SD_CUDA_LAUNCHED(eb, "sd_attn_split_kernel");
     return SPECDEC_OK;
 }
 
-extern "C" specdec_status sd_cuda_attention(const float *q, int32_t ldq, const void *k_cache, const void *v_cache,
-                                            sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0, int32_t n_heads,
-                                            int32_t n_kv, int32_t hd, float *part, float *out, int32_t ldo,
-                                            cudaStream_t stream, sd_errbuf *eb) {
+/* Shared by both entry points. With pos_dev != NULL the queries sit at *pos_dev + pos0
+ * (read on the device, so a captured graph replays at the current position) and the
+ * grid covers every split of n_ctx; splits past the position exit at once. */
+static specdec_status sd_attention_impl(const float *q, int32_t ldq, const void *k_cache, const void *v_cache,
+                                        sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0,
+                                        const int64_t *pos_dev, int32_t n_heads, int32_t n_kv, int32_t hd,
+                                        float *part, float *out, int32_t ldo, cudaStream_t stream, sd_errbuf *eb) {
     if (n <= 0) return SPECDEC_OK;
-    if (hd <= 0 || hd > SD_CUDA_ATTN_MAX_HD || n_kv <= 0 || n_heads % n_kv != 0 || pos0 < 0 || pos0 + n > n_ctx)
+    const int32_t last = pos_dev ? n_ctx - n : pos0; /* largest start the call may see */
+    if (hd <= 0 || hd > SD_CUDA_ATTN_MAX_HD || n_kv <= 0 || n_heads % n_kv != 0 || (!pos_dev && pos0 < 0) ||
+        last + n > n_ctx || n > n_ctx)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
                        "sd_cuda_attention: head_dim %d (max %d), heads %d / kv heads %d, positions %d..%d, n_ctx %d",
                        (int)hd, SD_CUDA_ATTN_MAX_HD, (int)n_heads, (int)n_kv, (int)pos0, (int)(pos0 + n), (int)n_ctx);
     const int G = n_heads / n_kv;
-    const int n_split = (pos0 + n + SD_CUDA_ATTN_SPLIT - 1) / SD_CUDA_ATTN_SPLIT;
+    const int n_split = ((pos_dev ? n_ctx : pos0 + n) + SD_CUDA_ATTN_SPLIT - 1) / SD_CUDA_ATTN_SPLIT;
     const dim3 grid((unsigned)n_kv, (unsigned)n_split, sd_cdiv((size_t)n * G, SD_ATT_PAIRS));
     if (grid.z > 65535u)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_attention: %d query tokens in one launch", (int)n);
@@ -227,18 +238,36 @@ extern "C" specdec_status sd_cuda_attention(const float *q, int32_t ldq, const v
     const float scale = (float)(1.0 / sqrt((double)hd));
     specdec_status st;
     if (hd <= 64)
-        st = sd_attn_launch<2>(grid, smem, q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos0, n_heads, n_kv, hd, n_split,
-                               scale, part, stream, eb);
+        st = sd_attn_launch<2>(grid, smem, q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos0, pos_dev, n_heads, n_kv, hd,
+                               n_split, scale, part, stream, eb);
     else if (hd <= 128)
-        st = sd_attn_launch<4>(grid, smem, q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos0, n_heads, n_kv, hd, n_split,
-                               scale, part, stream, eb);
+        st = sd_attn_launch<4>(grid, smem, q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos0, pos_dev, n_heads, n_kv, hd,
+                               n_split, scale, part, stream, eb);
     else
-        st = sd_attn_launch<8>(grid, smem, q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos0, n_heads, n_kv, hd, n_split,
-                               scale, part, stream, eb);
+        st = sd_attn_launch<8>(grid, smem, q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos0, pos_dev, n_heads, n_kv, hd,
+                               n_split, scale, part, stream, eb);
     if (st != SPECDEC_OK) return st;
     const int warps_per_block = 4;
     sd_attn_combine_kernel<<<sd_cdiv((size_t)n * n_heads, warps_per_block), warps_per_block * 32, 0, stream>>>(
-        part, n, pos0, n_heads, hd, n_split, out, ldo);
+        part, n, pos0, pos_dev, n_heads, hd, n_split, out, ldo);
     SD_CUDA_LAUNCHED(eb, "sd_attn_combine_kernel");
     return SPECDEC_OK;
+}
+
+extern "C" specdec_status sd_cuda_attention(const float *q, int32_t ldq, const void *k_cache, const void *v_cache,
+                                            sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0, int32_t n_heads,
+                                            int32_t n_kv, int32_t hd, float *part, float *out, int32_t ldo,
+                                            cudaStream_t stream, sd_errbuf *eb) {
+    return sd_attention_impl(q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos0, NULL, n_heads, n_kv, hd, part, out, ldo,
+                             stream, eb);
+}
+
+extern "C" specdec_status sd_cuda_attention_dpos(const float *q, int32_t ldq, const void *k_cache,
+                                                 const void *v_cache, sd_dtype kv_dt, int32_t n_ctx, int32_t n,
+                                                 const int64_t *pos_base, int32_t pos_off, int32_t n_heads,
+                                                 int32_t n_kv, int32_t hd, float *part, float *out, int32_t ldo,
+                                                 cudaStream_t stream, sd_errbuf *eb) {
+    if (!pos_base) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_attention_dpos: NULL position");
+    return sd_attention_impl(q, ldq, k_cache, v_cache, kv_dt, n_ctx, n, pos_off, pos_base, n_heads, n_kv, hd, part,
+                             out, ldo, stream, eb);
 }

@@ -67,6 +67,13 @@ specdec_status sd_cuda_rope_kv(float *qkv, int32_t ldqkv, int32_t n, int32_t pos
                                int32_t hd, const float *cos_t, const float *sin_t, void *k_cache, void *v_cache,
                                sd_dtype kv_dt, int32_t n_ctx, cudaStream_t stream, sd_errbuf *eb);
 
+/* Device-position variant (CUDA-graph replay): positions start at *pos_base + pos_off,
+ * pos_base a device int64; the caller guarantees they stay inside [0, n_ctx). */
+specdec_status sd_cuda_rope_kv_dpos(float *qkv, int32_t ldqkv, int32_t n, const int64_t *pos_base, int32_t pos_off,
+                                    int32_t n_heads, int32_t n_kv, int32_t hd, const float *cos_t, const float *sin_t,
+                                    void *k_cache, void *v_cache, sd_dtype kv_dt, int32_t n_ctx,
+                                    cudaStream_t stream, sd_errbuf *eb);
+
 /* --- attention (sd_cuda_attention.cu) -------------------------------------------
  * Causal GQA attention of n query tokens at positions pos0..pos0+n-1 against the
  * caches (rows 0..pos0+m for token m). q [n, ldq] fp32 (head h at column h*hd),
@@ -77,6 +84,15 @@ specdec_status sd_cuda_attention(const float *q, int32_t ldq, const void *k_cach
                                  sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0, int32_t n_heads,
                                  int32_t n_kv, int32_t hd, float *part, float *out, int32_t ldo,
                                  cudaStream_t stream, sd_errbuf *eb);
+/* Device-position variant (CUDA-graph replay): queries at *pos_base + pos_off + m,
+ * pos_base a device int64 kept inside [0, n_ctx - n] by the caller. The grid covers
+ * all ceil(n_ctx / SD_CUDA_ATTN_SPLIT) splits (idle ones exit at once); part must be
+ * sd_cuda_attention_part_floats(n, n_heads, hd, n_ctx) floats. Bitwise the same rows
+ * as sd_cuda_attention at the same position. */
+specdec_status sd_cuda_attention_dpos(const float *q, int32_t ldq, const void *k_cache, const void *v_cache,
+                                      sd_dtype kv_dt, int32_t n_ctx, int32_t n, const int64_t *pos_base,
+                                      int32_t pos_off, int32_t n_heads, int32_t n_kv, int32_t hd, float *part,
+                                      float *out, int32_t ldo, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- SwiGLU (sd_cuda_swiglu.cu) -------------------------------------------------
  * gu [n, 2*inter] = gate | up per row; h[m, j] = silu(gate[m, j]) * up[m, j]. */

@@ -11,11 +11,13 @@
  * Launch: grid n, 256 threads; thread t handles rotary pairs and v elements strided. */
 #include "sd_cuda_common.cuh"
 
-static __global__ void sd_rope_kv_kernel(float *__restrict__ qkv, int32_t ldqkv, int32_t pos0, int32_t n_heads,
+static __global__ void sd_rope_kv_kernel(float *__restrict__ qkv, int32_t ldqkv, int32_t pos0,
+                                         const int64_t *__restrict__ pos_dev, int32_t n_heads,
                                          int32_t n_kv, int32_t hd, const float *__restrict__ cos_t,
                                          const float *__restrict__ sin_t, void *k_cache, void *v_cache,
                                          sd_dtype kv_dt, int32_t n_ctx) {
     const int m = blockIdx.x;
+    if (pos_dev) pos0 += (int32_t)*pos_dev; /* graph replay: the position lives on the device */
     const int p = pos0 + m;
     const int half = hd / 2;
     float *row = qkv + (size_t)m * ldqkv;
@@ -56,8 +58,22 @@ extern "C" specdec_status sd_cuda_rope_kv(float *qkv, int32_t ldqkv, int32_t n, 
     if (hd <= 0 || (hd & 1) || pos0 < 0 || pos0 + n > n_ctx)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rope_kv: head_dim %d, positions %d..%d, n_ctx %d",
                        (int)hd, (int)pos0, (int)(pos0 + n), (int)n_ctx);
-    sd_rope_kv_kernel<<<(unsigned)n, 256, 0, stream>>>(qkv, ldqkv, pos0, n_heads, n_kv, hd, cos_t, sin_t, k_cache,
+    sd_rope_kv_kernel<<<(unsigned)n, 256, 0, stream>>>(qkv, ldqkv, pos0, NULL, n_heads, n_kv, hd, cos_t, sin_t, k_cache,
                                                        v_cache, kv_dt, n_ctx);
     SD_CUDA_LAUNCHED(eb, "sd_rope_kv_kernel");
+    return SPECDEC_OK;
+}
+
+extern "C" specdec_status sd_cuda_rope_kv_dpos(float *qkv, int32_t ldqkv, int32_t n, const int64_t *pos_base,
+                                               int32_t pos_off, int32_t n_heads, int32_t n_kv, int32_t hd,
+                                               const float *cos_t, const float *sin_t, void *k_cache, void *v_cache,
+                                               sd_dtype kv_dt, int32_t n_ctx, cudaStream_t stream, sd_errbuf *eb) {
+    if (n <= 0) return SPECDEC_OK;
+    if (hd <= 0 || (hd & 1) || !pos_base || n > n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rope_kv_dpos: head_dim %d, position %p, %d tokens, n_ctx %d",
+                       (int)hd, (const void *)pos_base, (int)n, (int)n_ctx);
+    sd_rope_kv_kernel<<<(unsigned)n, 256, 0, stream>>>(qkv, ldqkv, pos_off, pos_base, n_heads, n_kv, hd, cos_t, sin_t,
+                                                       k_cache, v_cache, kv_dt, n_ctx);
+    SD_CUDA_LAUNCHED(eb, "sd_rope_kv_kernel(dpos)");
     return SPECDEC_OK;
 }

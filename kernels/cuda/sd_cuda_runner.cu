@@ -12,12 +12,15 @@
  * - activations for act_rows = min(max_batch, 512) rows (longer prompts are run in
  *   chunks of act_rows against the cache), rope cos/sin tables [n_ctx, hd/2] built
  *   with the CPU reference's own functions (bitwise the same angles), attention
- *   split scratch, the cuBLAS workspace, 16 rows of logits, the token ids.
+ *   split scratch, the cuBLAS workspace, SD_CUDA_LOGIT_ROWS (a whole verify pass) rows of
+ *   logits, the token ids.
  * Forward of n rows: n <= SD_CUDA_SKINNY_MAX_M uses the batch-invariant skinny GEMM
  * for every projection (decode and verify: a position's logits are bitwise the
  * same alone or inside a k-token step); longer chunks (prefill) use cuBLAS. The LM
  * head always runs through the skinny GEMM, 16 rows at a time, and the logits are
  * copied to the host (the CPU verifier reads them until the fused verifier lands).
+ * sd_cuda_runner_enqueue_dpos is the device-resident round's variant: positions read
+ * from device memory (graph replay), any stream, logits left on the device.
  * Every CUDA call is checked; a sticky error sets `lost` and every later forward
  * returns SPECDEC_ERR_DEVICE_LOST; the runner can always be destroyed. */
 #include <cuda_runtime.h>
@@ -36,6 +39,9 @@ extern "C" {
 #define SD_CUDA_ATT_SCRATCH_BUDGET ((size_t)64 << 20)
 #define SD_CUDA_BLAS_WS_BYTES ((size_t)32 << 20)
 #define SD_CUDA_ALIGN 256
+/* Logits rows kept on the device: a whole verify pass (γ + 1 <= SD_CUDA_SKINNY_MAX_M)
+ * for the device round; the host path uses the first SD_CUDA_SKINNY_ROWS. */
+#define SD_CUDA_LOGIT_ROWS (SD_CUDA_SKINNY_MAX_M > SD_CUDA_SKINNY_ROWS ? SD_CUDA_SKINNY_MAX_M : SD_CUDA_SKINNY_ROWS)
 
 typedef struct sd_cuda_layer {
     float *attn_norm;  /* [hidden] */
@@ -75,7 +81,7 @@ typedef struct sd_cuda_runner {
     float *h;          /* [act_rows, inter] */
     void *xconv;       /* [act_rows, max(hidden, q_dim, inter)] in wdt (cuBLAS input) */
     float *part;       /* attention split scratch for att_rows queries */
-    float *logits;     /* [SD_CUDA_SKINNY_ROWS, vocab] */
+    float *logits;     /* [SD_CUDA_LOGIT_ROWS, vocab] */
     float *rope_cos, *rope_sin; /* [n_ctx, hd/2] */
     int32_t *tokens;   /* [max_batch] */
     void *blas_ws;     /* SD_CUDA_BLAS_WS_BYTES */
@@ -119,10 +125,12 @@ static void cuda_destroy(sd_runner *base) {
 
 /* ---- the forward pass --------------------------------------------------------- */
 
+/* `s`: the stream to enqueue on (r->stream, or a device round's stream); cuBLAS is
+ * bound to r->stream, so only r->stream may take the n > SD_CUDA_SKINNY_MAX_M path. */
 static specdec_status sd_gemm(sd_cuda_runner *r, const void *w, const float *bias, const float *x, float *y,
-                              int32_t n, int32_t n_out, int32_t k_in) {
+                              int32_t n, int32_t n_out, int32_t k_in, cudaStream_t s) {
     if (n <= SD_CUDA_SKINNY_MAX_M)
-        return sd_cuda_gemm_skinny(w, r->wdt, bias, x, y, n_out, n, n_out, k_in, r->stream, &r->base.err);
+        return sd_cuda_gemm_skinny(w, r->wdt, bias, x, y, n_out, n, n_out, k_in, s, &r->base.err);
     return sd_cuda_gemm_blas(r->blas, w, r->wdt, bias, x, r->xconv, y, n_out, n, n_out, k_in, r->stream,
                              &r->base.err);
 }
@@ -133,40 +141,50 @@ static specdec_status sd_gemm(sd_cuda_runner *r, const void *w, const float *bia
         if (sd_st_ != SPECDEC_OK) return sd_st_;      \
     } while (0)
 
-/* n rows (n <= act_rows) whose ids are at tokens[first..], positions pos..pos+n-1:
- * leaves the final-normed hidden states in r->xn. */
-static specdec_status sd_body(sd_cuda_runner *r, int32_t first, int32_t n, int32_t pos) {
+/* n rows (n <= act_rows) whose ids are at tokens[first..], positions pos..pos+n-1
+ * (with dpos != NULL: *dpos + pos .. on the device, n <= SD_CUDA_SKINNY_MAX_M), on
+ * stream s: leaves the final-normed hidden states in r->xn. */
+static specdec_status sd_body(sd_cuda_runner *r, int32_t first, int32_t n, int32_t pos, const int64_t *dpos,
+                              cudaStream_t s) {
     const sd_config *c = &r->cfg;
     const int32_t H = c->hidden_size, I = c->intermediate_size, hd = c->head_dim;
     sd_errbuf *eb = &r->base.err;
-    SD_TRY(sd_cuda_embed(r->tok_embd, r->wdt, r->tokens + first, n, H, r->x, r->stream, eb));
+    SD_TRY(sd_cuda_embed(r->tok_embd, r->wdt, r->tokens + first, n, H, r->x, s, eb));
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_cuda_layer *L = &r->layers[l];
-        SD_TRY(sd_cuda_rmsnorm(r->x, l == 0 ? NULL : r->delta, L->attn_norm, r->xn, n, H, c->rms_norm_eps, r->stream,
+        SD_TRY(sd_cuda_rmsnorm(r->x, l == 0 ? NULL : r->delta, L->attn_norm, r->xn, n, H, c->rms_norm_eps, s,
                                eb));
-        SD_TRY(sd_gemm(r, L->wqkv, L->bqkv, r->xn, r->qkv, n, r->qkv_dim, H));
+        SD_TRY(sd_gemm(r, L->wqkv, L->bqkv, r->xn, r->qkv, n, r->qkv_dim, H, s));
+        if (dpos) {
+            SD_TRY(sd_cuda_rope_kv_dpos(r->qkv, r->qkv_dim, n, dpos, pos, c->n_heads, c->n_kv_heads, hd, r->rope_cos,
+                                        r->rope_sin, L->kc, L->vc, r->kv_dt, r->base.n_ctx, s, eb));
+            /* n <= SD_CUDA_SKINNY_MAX_M <= att_rows: one launch */
+            SD_TRY(sd_cuda_attention_dpos(r->qkv, r->qkv_dim, L->kc, L->vc, r->kv_dt, r->base.n_ctx, n, dpos, pos,
+                                          c->n_heads, c->n_kv_heads, hd, r->part, r->att, r->q_dim, s, eb));
+        } else {
         SD_TRY(sd_cuda_rope_kv(r->qkv, r->qkv_dim, n, pos, c->n_heads, c->n_kv_heads, hd, r->rope_cos, r->rope_sin,
-                               L->kc, L->vc, r->kv_dt, r->base.n_ctx, r->stream, eb));
+                               L->kc, L->vc, r->kv_dt, r->base.n_ctx, s, eb));
         for (int32_t q0 = 0; q0 < n; q0 += r->att_rows) {
             const int32_t qn = n - q0 < r->att_rows ? n - q0 : r->att_rows;
             SD_TRY(sd_cuda_attention(r->qkv + (size_t)q0 * r->qkv_dim, r->qkv_dim, L->kc, L->vc, r->kv_dt,
                                      r->base.n_ctx, qn, pos + q0, c->n_heads, c->n_kv_heads, hd, r->part,
-                                     r->att + (size_t)q0 * r->q_dim, r->q_dim, r->stream, eb));
+                                     r->att + (size_t)q0 * r->q_dim, r->q_dim, s, eb));
         }
-        SD_TRY(sd_gemm(r, L->wo, L->bo, r->att, r->delta, n, H, r->q_dim));
-        SD_TRY(sd_cuda_rmsnorm(r->x, r->delta, L->ffn_norm, r->xn, n, H, c->rms_norm_eps, r->stream, eb));
-        SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->gu, n, 2 * I, H));
-        SD_TRY(sd_cuda_swiglu(r->gu, r->h, n, I, r->stream, eb));
-        SD_TRY(sd_gemm(r, L->wdown, NULL, r->h, r->delta, n, H, I));
+        }
+        SD_TRY(sd_gemm(r, L->wo, L->bo, r->att, r->delta, n, H, r->q_dim, s));
+        SD_TRY(sd_cuda_rmsnorm(r->x, r->delta, L->ffn_norm, r->xn, n, H, c->rms_norm_eps, s, eb));
+        SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->gu, n, 2 * I, H, s));
+        SD_TRY(sd_cuda_swiglu(r->gu, r->h, n, I, s, eb));
+        SD_TRY(sd_gemm(r, L->wdown, NULL, r->h, r->delta, n, H, I, s));
     }
     return sd_cuda_rmsnorm(r->x, c->n_layers > 0 ? r->delta : NULL, r->out_norm, r->xn, n, H, c->rms_norm_eps,
-                           r->stream, eb);
+                           s, eb);
 }
 
-/* LM head of rows [r0, r0 + rows) of r->xn (rows <= 16) into r->logits. */
-static specdec_status sd_lm_head(sd_cuda_runner *r, int32_t r0, int32_t rows) {
+/* LM head of rows [r0, r0 + rows) of r->xn (rows <= SD_CUDA_LOGIT_ROWS) into r->logits. */
+static specdec_status sd_lm_head(sd_cuda_runner *r, int32_t r0, int32_t rows, cudaStream_t s) {
     const int32_t H = r->cfg.hidden_size, V = r->cfg.vocab_size;
-    return sd_cuda_gemm_skinny(r->lm_head, r->wdt, NULL, r->xn + (size_t)r0 * H, r->logits, V, rows, V, H, r->stream,
+    return sd_cuda_gemm_skinny(r->lm_head, r->wdt, NULL, r->xn + (size_t)r0 * H, r->logits, V, rows, V, H, s,
                                &r->base.err);
 }
 
@@ -178,11 +196,11 @@ static specdec_status cuda_forward_impl(sd_cuda_runner *r, const int32_t *tokens
     SD_CUDA_TRY(eb, cudaMemcpyAsync(r->tokens, tokens, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, r->stream));
     for (int32_t c0 = 0; c0 < n; c0 += r->act_rows) {
         const int32_t rows = n - c0 < r->act_rows ? n - c0 : r->act_rows;
-        SD_TRY(sd_body(r, c0, rows, pos + c0));
+        SD_TRY(sd_body(r, c0, rows, pos + c0, NULL, r->stream));
         if (!logits_out) continue;
         for (int32_t l0 = 0; l0 < rows; l0 += SD_CUDA_SKINNY_ROWS) {
             const int32_t lr = rows - l0 < SD_CUDA_SKINNY_ROWS ? rows - l0 : SD_CUDA_SKINNY_ROWS;
-            SD_TRY(sd_lm_head(r, l0, lr));
+            SD_TRY(sd_lm_head(r, l0, lr, r->stream));
             /* Pageable destination: the copy is ordered after the LM head on the stream
              * and completes before the next kernel reuses r->logits. */
             SD_CUDA_TRY(eb, cudaMemcpyAsync(logits_out + (size_t)(c0 + l0) * V, r->logits, (size_t)lr * V * sizeof(float),
@@ -275,7 +293,7 @@ static void sd_plan_act(sd_cuda_runner *r, sd_bump *b) {
     r->xconv = A > SD_CUDA_SKINNY_MAX_M && r->wdt != SD_F32 ? sd_bump_take(b, A * kmax * sd_dtype_size(r->wdt)) : NULL;
     r->part = (float *)sd_bump_take(
         b, sd_cuda_attention_part_floats(r->att_rows, c->n_heads, c->head_dim, r->base.n_ctx) * sizeof(float));
-    r->logits = (float *)sd_bump_take(b, (size_t)SD_CUDA_SKINNY_ROWS * c->vocab_size * 4);
+    r->logits = (float *)sd_bump_take(b, (size_t)SD_CUDA_LOGIT_ROWS * c->vocab_size * 4);
     r->rope_cos = (float *)sd_bump_take(b, (size_t)r->base.n_ctx * (c->head_dim / 2) * 4);
     r->rope_sin = (float *)sd_bump_take(b, (size_t)r->base.n_ctx * (c->head_dim / 2) * 4);
     r->tokens = (int32_t *)sd_bump_take(b, (size_t)r->base.max_batch * 4);
@@ -619,10 +637,27 @@ extern "C" specdec_status sd_cuda_runner_enqueue(sd_runner *base, int32_t n, int
     if (n <= 0 || n > r->act_rows || pos < 0 || (int64_t)pos + n > base->n_ctx)
         return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_runner_enqueue: n %d (max %d), pos %d, n_ctx %d",
                        (int)n, (int)r->act_rows, (int)pos, (int)base->n_ctx);
-    specdec_status st = sd_body(r, 0, n, pos);
+    specdec_status st = sd_body(r, 0, n, pos, NULL, r->stream);
     if (st == SPECDEC_OK && want_logits) {
         const int32_t lr = n < SD_CUDA_SKINNY_ROWS ? n : SD_CUDA_SKINNY_ROWS;
-        st = sd_lm_head(r, n - lr, lr);
+        st = sd_lm_head(r, n - lr, lr, r->stream);
     }
     return sd_runner_note(r, st);
 }
+
+extern "C" specdec_status sd_cuda_runner_enqueue_dpos(sd_runner *base, int32_t n, const int64_t *pos_base,
+                                                      int32_t pos_off, int32_t logits_rows, cudaStream_t stream) {
+    sd_cuda_runner *r = (sd_cuda_runner *)base;
+    if (r->lost) return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "CUDA runner: device lost");
+    if (n <= 0 || n > SD_CUDA_SKINNY_MAX_M || n > r->act_rows || n > base->n_ctx || !pos_base || logits_rows < 0 ||
+        logits_rows > n)
+        return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "sd_cuda_runner_enqueue_dpos: n %d (max %d), position %p, logits rows %d", (int)n,
+                       (int)(r->act_rows < SD_CUDA_SKINNY_MAX_M ? r->act_rows : SD_CUDA_SKINNY_MAX_M),
+                       (const void *)pos_base, (int)logits_rows);
+    specdec_status st = sd_body(r, 0, n, pos_off, pos_base, stream);
+    if (st == SPECDEC_OK && logits_rows > 0) st = sd_lm_head(r, n - logits_rows, logits_rows, stream);
+    return sd_runner_note(r, st);
+}
+
+extern "C" int sd_cuda_runner_device(sd_runner *r) { return ((sd_cuda_runner *)r)->device; }

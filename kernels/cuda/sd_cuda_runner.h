@@ -36,6 +36,20 @@ int32_t *sd_cuda_runner_device_tokens(sd_runner *r);
  * consistency; sd_runner_forward is the safe entry point). Graph-capturable. */
 specdec_status sd_cuda_runner_enqueue(sd_runner *r, int32_t n, int32_t pos, int want_logits);
 const float *sd_cuda_runner_device_logits(sd_runner *r);
+
+/* The device-resident round's forward (kernels/cuda/sd_cuda_round.cu): the n tokens
+ * already in the device token buffer at positions *pos_base + pos_off .. + n - 1, where
+ * pos_base is a device int64 read by the kernels (so a captured CUDA graph replays at
+ * the current position), enqueued on `stream` (any stream of the runner's device). n
+ * <= SD_CUDA_SKINNY_MAX_M: the batch-invariant path, bitwise the same rows as
+ * sd_runner_forward at the same position. The LM head of the last logits_rows rows
+ * (0..n) goes to the device logits buffer, rows in order. Nothing is synchronised,
+ * copied to the host or allocated; kv_len is NOT updated and the positions are not
+ * checked against it (the caller keeps them inside [0, n_ctx - n]). Graph-capturable. */
+specdec_status sd_cuda_runner_enqueue_dpos(sd_runner *r, int32_t n, const int64_t *pos_base, int32_t pos_off,
+                                           int32_t logits_rows, cudaStream_t stream);
+/* The CUDA device ordinal the runner lives on. */
+int sd_cuda_runner_device(sd_runner *r);
 int32_t sd_cuda_runner_act_rows(sd_runner *r);
 
 /* Bytes of weights on the device, and of the KV cache per token (all layers, K+V). */

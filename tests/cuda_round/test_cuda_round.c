@@ -1,0 +1,316 @@
+/* test_cuda_round.c — the device-resident speculative round (kernels/cuda/sd_cuda_round.cu)
+ * through specdec_generate on a CUDA engine. argv: the random-checkpoint directory of
+ * tests/reference/make_checkpoint.py, the bundled target and draft directories.
+ *
+ * Pairs: every random checkpoint as target with (a) itself as draft and (b) a synthetic
+ * random-weight draft of the same vocabulary (sd_cuda_runner_create_synthetic: low
+ * acceptance, many rejections); the bundled KJV pair (distilled draft).
+ * Exactness checks, all bitwise on token ids (prompt: 5 seeded ids, 40 new tokens):
+ *  - greedy: speculative output for γ = 1..8 == plain greedy output (n_draft 0) on the
+ *    GPU; the device round's plain greedy == the host-rows loop's plain greedy (same
+ *    GPU logits, CPU argmax);
+ *  - match (T = 0.9, top-p 0.95, seed 1234): speculative γ = 1..8 and adaptive γ ==
+ *    plain sampling with the same seed on the GPU;
+ *  - graph replay == direct launches (cuda_path DEVICE vs GRAPH) in rejection and
+ *    match mode for γ = 1..8 with the same seed;
+ *  - EOS handling (bundled pair, ignore_eos 0): speculative and plain stop identically.
+ * Statistics (bundled pair, rejection mode, γ = 3, T = 1, top-k 16): hypothesis H0 =
+ * the first generated token is distributed as the target's processed distribution p
+ * for the prompt (p from the engine's host forward and sd_sampling_process). 20000
+ * generations with seeds 0..19999, Pearson chi-square with pooling of bins of
+ * expectation < 5, reject at α = 1e-6. A verifier that ignored rejections (emitting
+ * the draft's token) or sampled the residual wrongly moves the distribution toward q.
+ * Skips without a device. */
+#include "sd_test.h"
+#include "specdec.h"
+
+#ifndef SPECDEC_WITH_CUDA
+int main(void) { return sd_test_skip("no CUDA device"); }
+#else
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../verify/vstats.h"
+#include "sd_cuda_round.h"
+#include "sd_cuda_runner.h"
+#include "sd_engine.h"
+#include "sd_model.h"
+#include "sd_runner.h"
+#include "sd_sampling.h"
+#include "sd_test_util.h"
+
+#define N_PROMPT 5
+#define N_GEN 40
+#define MAX_G_FULL 8
+
+/* SD_CUDA_TEST_QUICK (compute-sanitizer runs): 2 random cases, γ 1..3, 2000 samples. */
+static int g_quick;
+#define MAX_G (g_quick ? 3 : MAX_G_FULL)
+
+static const char *k_cases[] = {"llama_gqa_f32",          "llama_mqa_tied_f16",      "mistral_mha_bf16_sharded",
+                                "qwen2_bias_f32",         "llama3_rope_headdim_f16", "qwen2_odd_bf16",
+                                "llama_attn_bias_bf16",   "llama_misaligned_f32"};
+
+static specdec_generate_params gen_params(specdec_verify_mode mode, int32_t n_draft, uint64_t seed) {
+    specdec_generate_params p = specdec_generate_default_params();
+    p.n_predict = N_GEN;
+    p.verify = mode;
+    p.n_draft = n_draft;
+    p.seed = seed;
+    p.ignore_eos = 1;
+    if (mode == SPECDEC_VERIFY_GREEDY) {
+        p.temperature = 0.0f;
+    } else {
+        p.temperature = 0.9f;
+        p.top_k = 0;
+        p.top_p = 0.95f;
+        p.min_p = 0.0f;
+    }
+    return p;
+}
+
+/* Generate with cuda_path `path`; returns the number of tokens, -1 on error. */
+static int run(specdec_engine *e, int path, const int32_t *prompt, const specdec_generate_params *p, int32_t *out,
+               specdec_stats *stats) {
+    e->cuda_path = path;
+    int32_t n = 0;
+    specdec_stats local;
+    specdec_status st = specdec_generate(e, prompt, N_PROMPT, p, out, N_GEN, &n, stats ? stats : &local);
+    SD_CHECK(st == SPECDEC_OK, "generate (path %d, mode %d, gamma %d): %s", path, (int)p->verify, (int)p->n_draft,
+             specdec_engine_last_error(e));
+    return st == SPECDEC_OK ? n : -1;
+}
+
+static int same(const int32_t *a, int na, const int32_t *b, int nb) {
+    return na == nb && na >= 0 && memcmp(a, b, (size_t)na * sizeof(int32_t)) == 0;
+}
+
+static void first_diff(const char *what, const int32_t *a, int na, const int32_t *b, int nb) {
+    int i = 0;
+    while (i < na && i < nb && a[i] == b[i]) i++;
+    fprintf(stderr, "  %s: lengths %d/%d, first difference at %d (%d vs %d)\n", what, na, nb, i,
+            i < na ? (int)a[i] : -1, i < nb ? (int)b[i] : -1);
+}
+
+/* The exactness checks of one engine (see the top of the file). */
+static void check_engine(const char *name, specdec_engine *e, uint64_t prompt_seed) {
+    const int V = e->n_vocab;
+    SD_CHECK(e->cuda_round != NULL, "%s: CUDA engine without a device round", name);
+    if (!e->cuda_round) return;
+    int32_t prompt[N_PROMPT];
+    uint64_t s = prompt_seed;
+    for (int i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)(sd_test_splitmix64(&s) % (uint64_t)V);
+    int32_t ref[N_GEN], got[N_GEN], alt[N_GEN];
+    specdec_stats st;
+
+    /* greedy */
+    specdec_generate_params p = gen_params(SPECDEC_VERIFY_GREEDY, 0, 0);
+    int nr = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, ref, NULL);
+    int nh = run(e, SD_ENGINE_CUDA_HOST_ROWS, prompt, &p, alt, NULL);
+    SD_CHECK(same(ref, nr, alt, nh), "%s greedy: device plain != host-rows plain", name);
+    if (!same(ref, nr, alt, nh)) first_diff("greedy device vs host", ref, nr, alt, nh);
+    int acc_total = 0, drafted = 0;
+    for (int g = 1; g <= MAX_G; g++) {
+        p = gen_params(SPECDEC_VERIFY_GREEDY, g, 0);
+        int n = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, got, &st);
+        SD_CHECK(same(ref, nr, got, n), "%s greedy gamma %d: speculative != plain", name, g);
+        if (!same(ref, nr, got, n)) first_diff("greedy", ref, nr, got, n);
+        acc_total += (int)st.n_accepted;
+        drafted += (int)st.n_drafted;
+    }
+    printf("%-40s greedy  gamma 1..%d == plain (%d tokens), acceptance %.3f\n", name, MAX_G, nr,
+           drafted ? (double)acc_total / drafted : 0.0);
+
+    /* match: == plain sampling with the same seed */
+    p = gen_params(SPECDEC_VERIFY_MATCH, 0, 1234);
+    nr = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, ref, NULL);
+    acc_total = drafted = 0;
+    for (int g = 1; g <= MAX_G + 1; g++) {
+        p = gen_params(SPECDEC_VERIFY_MATCH, g <= MAX_G ? g : 4, 1234);
+        p.adaptive_draft = g > MAX_G; /* the last pass: adaptive γ starting at 4 */
+        int n = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, got, &st);
+        SD_CHECK(same(ref, nr, got, n), "%s match gamma %d%s: speculative != plain", name, g > MAX_G ? 4 : g,
+                 g > MAX_G ? " (adaptive)" : "");
+        if (!same(ref, nr, got, n)) first_diff("match", ref, nr, got, n);
+        acc_total += (int)st.n_accepted;
+        drafted += (int)st.n_drafted;
+    }
+    printf("%-40s match   gamma 1..%d + adaptive == plain, acceptance %.3f\n", name, MAX_G,
+           drafted ? (double)acc_total / drafted : 0.0);
+
+    /* graph replay == direct launches */
+    for (int m = 0; m < 2; m++) {
+        specdec_verify_mode mode = m ? SPECDEC_VERIFY_MATCH : SPECDEC_VERIFY_REJECTION;
+        for (int g = 1; g <= MAX_G; g++) {
+            p = gen_params(mode, g, 77 + (uint64_t)g);
+            int na = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, got, NULL);
+            int nb = run(e, SD_ENGINE_CUDA_DEVICE, prompt, &p, alt, NULL);
+            SD_CHECK(same(got, na, alt, nb), "%s %s gamma %d: graph != direct", name, m ? "match" : "rejection", g);
+            if (!same(got, na, alt, nb)) first_diff("graph vs direct", got, na, alt, nb);
+        }
+    }
+    printf("%-40s graph replay == direct launches (rejection, match; gamma 1..%d)\n", name, MAX_G);
+    e->cuda_path = SD_ENGINE_CUDA_GRAPH;
+}
+
+static void random_pairs(const char *dir) {
+    const size_t n_cases = g_quick ? 2 : sizeof k_cases / sizeof k_cases[0];
+    for (size_t c = 0; c < n_cases; c++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, k_cases[c]);
+        specdec_model *m = NULL;
+        specdec_status st = specdec_model_load(path, NULL, &m);
+        SD_CHECK(st == SPECDEC_OK, "load %s: %s", path, specdec_last_error());
+        if (st != SPECDEC_OK) continue;
+        /* (a) the model as its own draft, through the public constructor */
+        specdec_engine_params ep = specdec_engine_default_params();
+        ep.backend = SPECDEC_BACKEND_CUDA;
+        ep.n_ctx = 96;
+        specdec_engine *e = NULL;
+        st = specdec_engine_create(m, m, &ep, &e);
+        SD_CHECK(st == SPECDEC_OK, "engine %s: %s", k_cases[c], specdec_last_error());
+        char name[256];
+        if (e) {
+            snprintf(name, sizeof name, "%s/self", k_cases[c]);
+            check_engine(name, e, 11 + c);
+            specdec_engine_free(e);
+        }
+        /* (b) a synthetic random draft of the same vocabulary */
+        sd_errbuf eb;
+        sd_err_clear(&eb);
+        sd_runner *rt = NULL, *rdr = NULL;
+        st = sd_cuda_runner_create(m, 96, 96, 0, 0, &rt, &eb);
+        SD_CHECK(st == SPECDEC_OK, "target runner %s: %s", k_cases[c], eb.msg);
+        sd_config dc = m->cfg;
+        dc.hidden_size = 32;
+        dc.intermediate_size = 64;
+        dc.n_layers = 1;
+        dc.n_heads = 2;
+        dc.n_kv_heads = 1;
+        dc.head_dim = 16;
+        dc.attention_bias = 0;
+        dc.tie_word_embeddings = 1;
+        if (st == SPECDEC_OK) {
+            st = sd_cuda_runner_create_synthetic(&dc, SD_BF16, 96, 96, 0, 1000 + c, &rdr, &eb);
+            SD_CHECK(st == SPECDEC_OK, "synthetic draft %s: %s", k_cases[c], eb.msg);
+            if (st != SPECDEC_OK) sd_runner_destroy(rt);
+        }
+        if (st == SPECDEC_OK) {
+            st = sd_engine_create_from_runners(rt, rdr, NULL, &e);
+            SD_CHECK(st == SPECDEC_OK, "engine from runners %s: %s", k_cases[c], specdec_last_error());
+            if (st == SPECDEC_OK) {
+                snprintf(name, sizeof name, "%s/random-draft", k_cases[c]);
+                check_engine(name, e, 29 + c);
+                specdec_engine_free(e);
+            }
+        }
+        specdec_model_free(m);
+    }
+}
+
+/* Rejection-mode first-token distribution on the bundled pair (see the top). */
+static void rejection_stats(specdec_engine *e) {
+    const int V = e->n_vocab;
+    const int32_t prompt[N_PROMPT] = {5, 17, 301, 42, 7};
+    float *logits = malloc((size_t)N_PROMPT * V * sizeof(float));
+    float *prob = malloc((size_t)V * sizeof(float));
+    double *pd = calloc((size_t)V, sizeof(double)), *cnt = calloc((size_t)V, sizeof(double));
+    size_t scratch_n = sd_sampling_scratch_size(V);
+    void *scratch = malloc(scratch_n);
+    SD_CHECK(logits && prob && pd && cnt && scratch, "allocation");
+    if (!logits || !prob || !pd || !cnt || !scratch) goto done;
+    specdec_generate_params p = specdec_generate_default_params();
+    p.verify = SPECDEC_VERIFY_REJECTION;
+    p.temperature = 1.0f;
+    p.top_k = 16;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    p.n_draft = 3;
+    p.n_predict = 4; /* one round of γ = 3 */
+    p.ignore_eos = 1;
+    SD_CHECK(specdec_engine_forward(e, SPECDEC_ROLE_TARGET, prompt, N_PROMPT, 0, logits) == SPECDEC_OK, "forward: %s",
+             specdec_engine_last_error(e));
+    sd_sampling_params sp = sd_sampling_params_from(&p);
+    SD_CHECK(sd_sampling_process(logits + (size_t)(N_PROMPT - 1) * V, V, &sp, scratch, scratch_n, prob, NULL) ==
+                 SPECDEC_OK,
+             "process");
+    for (int i = 0; i < V; i++) pd[i] = prob[i];
+    const int N = g_quick ? 2000 : 20000;
+    int32_t out[8];
+    double acc = 0, drafted = 0;
+    for (int i = 0; i < N; i++) {
+        p.seed = (uint64_t)i;
+        int32_t n = 0;
+        specdec_stats st;
+        specdec_status s = specdec_generate(e, prompt, N_PROMPT, &p, out, 8, &n, &st);
+        if (s != SPECDEC_OK || n < 1) {
+            SD_CHECK(0, "generate seed %d: %s", i, specdec_engine_last_error(e));
+            goto done;
+        }
+        cnt[out[0]] += 1;
+        acc += (double)st.n_accepted;
+        drafted += (double)st.n_drafted;
+    }
+    double stat = 0;
+    int df = 0;
+    double pv = gof_pvalue(cnt, pd, V, N, &stat, &df);
+    printf("bundled pair rejection gamma 3: first token chi2 %.1f df %d p %.3g (N %d), acceptance %.3f\n", stat, df,
+           pv, N, drafted > 0 ? acc / drafted : 0.0);
+    SD_CHECK(pv > 1e-6, "first-token distribution differs from the target's: chi2 %.1f df %d p %.3g", stat, df, pv);
+    SD_CHECK(drafted > 0 && acc > 0 && acc < drafted, "acceptance %.0f of %.0f: the test needs rejections and accepts",
+             acc, drafted);
+done:
+    free(logits);
+    free(prob);
+    free(pd);
+    free(cnt);
+    free(scratch);
+}
+
+static void bundled_pair(const char *tdir, const char *ddir) {
+    specdec_model *t = NULL, *d = NULL;
+    SD_CHECK(specdec_model_load(tdir, NULL, &t) == SPECDEC_OK, "load %s: %s", tdir, specdec_last_error());
+    SD_CHECK(specdec_model_load(ddir, NULL, &d) == SPECDEC_OK, "load %s: %s", ddir, specdec_last_error());
+    if (!t || !d) goto done;
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CUDA;
+    ep.n_ctx = 256;
+    specdec_engine *e = NULL;
+    SD_CHECK(specdec_engine_create(t, d, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
+    if (!e) goto done;
+    check_engine("kjv pair", e, 5);
+    /* EOS: without ignore_eos, speculative and plain stop at the same place. */
+    const int32_t prompt[N_PROMPT] = {1, 2, 3, 4, 5};
+    int32_t a[N_GEN], b[N_GEN];
+    for (int g = 1; g <= MAX_G; g++) {
+        specdec_generate_params p = gen_params(SPECDEC_VERIFY_MATCH, 0, 99);
+        p.ignore_eos = 0;
+        p.temperature = 1.5f; /* flat enough to meet EOS now and then */
+        int na = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, a, NULL);
+        p.n_draft = g;
+        specdec_stats st;
+        int nb = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, b, &st);
+        SD_CHECK(same(a, na, b, nb), "kjv eos gamma %d: speculative != plain", g);
+    }
+    rejection_stats(e);
+    specdec_engine_free(e);
+done:
+    specdec_model_free(t);
+    specdec_model_free(d);
+}
+
+int main(int argc, char **argv) {
+    if (specdec_cuda_device_count() <= 0) return sd_test_skip("no CUDA device");
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s CKPT_DIR KJV_TARGET KJV_DRAFT\n", argv[0]);
+        return 2;
+    }
+    g_quick = getenv("SD_CUDA_TEST_QUICK") != NULL;
+    random_pairs(argv[1]);
+    bundled_pair(argv[2], argv[3]);
+    return sd_test_done();
+}
+#endif
