@@ -122,9 +122,9 @@ if want bench; then
     note bench FAIL
   fi
   tail -45 "$OUT/bench.log"
-  if "$bdir/bench/cuda_spec/bench_cuda_spec_verify" "$OUT/bench_cuda_spec_verify.json" >"$OUT/bench_verify.log" 2>&1; then
+  if "$bdir/bench/cuda_verify/bench_cuda_verify" "$OUT/bench_cuda_verify.json" >"$OUT/bench_verify.log" 2>&1; then
     note "bench verify kernel" PASS
-    cp "$OUT/bench_cuda_spec_verify.json" "bench/results/bench_cuda_spec_verify_${gpu:-gpu}_${stamp}.json"
+    cp "$OUT/bench_cuda_verify.json" "bench/results/bench_cuda_verify_${gpu:-gpu}_${stamp}.json"
   else
     note "bench verify kernel" FAIL
   fi

@@ -2,7 +2,7 @@
  *
  * Defaults follow the transformers library's config classes where a key is optional
  * (num_key_value_heads = heads, rope_theta = 10000, rms_norm_eps = 1e-6,
- * tie_word_embeddings = false). Sizes are bounded (sd_config.h) so an absurd config
+ * tie_word_embeddings = false). Sizes are bounded (core/sd_weights.h) so an absurd config
  * fails here, before the loader allocates anything from it. */
 #include "sd_config.h"
 
@@ -159,10 +159,6 @@ static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_confi
     TRY(sd_cfg_i32(root, "num_hidden_layers", 1, 0, 1, SD_CFG_MAX_LAYERS, &cfg->n_layers, fname, eb));
     TRY(sd_cfg_i32(root, "num_attention_heads", 1, 0, 1, SD_CFG_MAX_HEADS, &cfg->n_heads, fname, eb));
     TRY(sd_cfg_i32(root, "num_key_value_heads", 0, cfg->n_heads, 1, cfg->n_heads, &cfg->n_kv_heads, fname, eb));
-    if (cfg->n_heads % cfg->n_kv_heads)
-        return sd_fail(eb, SPECDEC_ERR_FORMAT,
-                       "%s: num_attention_heads (%d) is not a multiple of num_key_value_heads (%d)", fname,
-                       cfg->n_heads, cfg->n_kv_heads);
     if (sd_json_member(root, "head_dim")) {
         TRY(sd_cfg_i32(root, "head_dim", 1, 0, 1, SD_CFG_MAX_HEAD_DIM, &cfg->head_dim, fname, eb));
     } else {
@@ -176,10 +172,6 @@ static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_confi
             return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: head_dim = hidden_size / num_attention_heads = %d exceeds %d",
                            fname, cfg->head_dim, SD_CFG_MAX_HEAD_DIM);
     }
-    /* RoPE rotates pairs of dimensions. */
-    if (cfg->head_dim % 2)
-        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: head_dim (%d) must be even for rotary embeddings", fname,
-                       cfg->head_dim);
     TRY(sd_cfg_i32(root, "max_position_embeddings", 0, sd_cfg_archs[which].default_max_pos, 1, SD_CFG_MAX_POSITIONS,
                    &cfg->max_position_embeddings, fname, eb));
     double eps;
@@ -217,7 +209,8 @@ specdec_status sd_config_parse(const char *json, size_t len, const char *fname, 
     TRY(sd_json_parse(json ? json : "", len, fname, &root, eb));
     specdec_status st = sd_cfg_fill(root, fname, cfg, eb);
     cJSON_Delete(root);
-    return st;
+    /* value consistency (heads, head_dim, rope, special ids): the one shared check */
+    return st != SPECDEC_OK ? st : sd_config_validate(cfg, fname, eb);
 }
 
 const char *sd_config_rope_name(const sd_config *cfg) {

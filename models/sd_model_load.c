@@ -237,19 +237,19 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
 
 static specdec_status sd_load_weights(sd_loader *L) {
     specdec_model *m = L->m;
-    const sd_config *c = &m->cfg;
+    const sd_config *c = &m->w.cfg;
     const int64_t V = c->vocab_size, H = c->hidden_size, I = c->intermediate_size;
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
     /* At most 13 tensors per layer plus embeddings, final norm and LM head. */
     L->cap_owned = c->n_layers * 13 + 3;
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
-    m->layers = sd_calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->owned || !m->layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
+    m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
+    if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
 
-    TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->tok_embd));
+    TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
     char nm[128];
     for (int32_t l = 0; l < c->n_layers; l++) {
-        sd_layer *ly = &m->layers[l];
+        sd_layer *ly = &m->w.layers[l];
 #define LT(field, suffix, rows, cols, req)                                               \
     do {                                                                                \
         snprintf(nm, sizeof nm, "model.layers.%d.%s", (int)l, suffix);                  \
@@ -273,13 +273,13 @@ static specdec_status sd_load_weights(sd_loader *L) {
         LT(w_down, "mlp.down_proj.weight", H, I, 1);
 #undef LT
     }
-    TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->out_norm));
+    TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
     if (c->tie_word_embeddings) {
-        m->lm_head = m->tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
+        m->w.lm_head = m->w.tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
     } else {
-        TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->lm_head));
+        TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
     }
-    m->dtype = m->layers[0].wq.dtype;
+    m->w.dtype = m->w.layers[0].wq.dtype;
     return SPECDEC_OK;
 }
 
@@ -290,7 +290,7 @@ static specdec_status sd_load(sd_loader *L) {
     char *text = NULL;
     size_t len = 0;
     TRY(sd_read_file(p, SD_CONFIG_MAX_BYTES, &text, &len, NULL));
-    specdec_status st = sd_config_parse(text, len, p, &m->cfg, NULL);
+    specdec_status st = sd_config_parse(text, len, p, &m->w.cfg, NULL);
     sd_free(text);
     if (st) return st;
 
@@ -353,7 +353,7 @@ void specdec_model_free(specdec_model *m) {
     sd_free(m->owned);
     for (int32_t i = 0; m->files && i < m->n_files; i++) sd_st_close(m->files[i]);
     sd_free(m->files);
-    sd_free(m->layers);
+    sd_free(m->w.layers);
     sd_free(m);
 }
 
@@ -365,7 +365,7 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     if (!model || !info)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_model_get_info: %s is NULL",
                        !model ? "model" : "info");
-    const sd_config *c = &model->cfg;
+    const sd_config *c = &model->w.cfg;
     memset(info, 0, sizeof *info);
     snprintf(info->architecture, sizeof info->architecture, "%s", c->architecture);
     info->vocab_size = c->vocab_size;
@@ -381,7 +381,7 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->rope_scaling_llama3 = c->rope_type == SD_ROPE_LLAMA3;
     info->tie_word_embeddings = c->tie_word_embeddings;
     info->attention_bias = c->attention_bias;
-    info->dtype = (specdec_dtype)model->dtype;
+    info->dtype = (specdec_dtype)model->w.dtype;
     info->n_params = model->n_params;
     info->bos_id = c->bos_id;
     info->n_eos = c->n_eos;

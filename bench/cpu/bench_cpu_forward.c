@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "sd_test.h"
-#include "sd_runner.h"
+#include "sd_cpu_runner.h"
 #include "fwd_common.h"
 
 #define N_STEPS 32
@@ -35,7 +35,7 @@ static void bench(sd_dtype dt, const char *name) {
                                         3LL * c.hidden_size * c.intermediate_size);
     sd_errbuf eb = {{0}};
     sd_runner *r = NULL;
-    SD_CHECK(sd_cpu_runner_create(m, 256, 64, &r, &eb) == SPECDEC_OK, "create: %s", eb.msg);
+    SD_CHECK(sd_cpu_runner_create(&m->w, 256, 64, &r, &eb) == SPECDEC_OK, "create: %s", eb.msg);
     if (!r) {
         fwd_model_free(m);
         return;

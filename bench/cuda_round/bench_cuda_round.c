@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sd_cuda_backend.h"
 #include "sd_cuda_round.h"
 #include "sd_cuda_runner.h"
 #include "sd_engine.h"
@@ -171,13 +172,14 @@ int main(int argc, char **argv) {
         sd_errbuf eb;
         sd_err_clear(&eb);
         sd_runner *rt = NULL, *rd = NULL;
-        sd_cuda_round *round = NULL;
+        sd_round *round_if = NULL;
         if (sd_cuda_runner_create_synthetic(&tc, SD_BF16, n_ctx, 64, 0, 1, &rt, &eb) != SPECDEC_OK ||
             sd_cuda_runner_create_synthetic(&dc, SD_BF16, n_ctx, 64, 0, 2, &rd, &eb) != SPECDEC_OK ||
-            sd_cuda_round_create(rt, rd, &round, &eb) != SPECDEC_OK) {
+            sd_cuda_round_create(rt, rd, 1, &round_if, &eb) != SPECDEC_OK) {
             fprintf(stderr, "synthetic models: %s\n", eb.msg);
             return 1;
         }
+        sd_cuda_round *round = sd_cuda_round_of(round_if);
         sd_sampling_params sp = {0.0f, 0, 1.0f, 0.0f};
         printf("\nsynthetic 7B-like target + 1.1B-like draft (BF16, random weights, context %d):\n", L0);
         printf("%5s %9s %9s %9s %9s %9s %10s %9s %9s\n", "gamma", "draft_ms", "verify_ms", "verif_ms", "sync_ms",
@@ -221,7 +223,7 @@ int main(int argc, char **argv) {
                     g, md, mt, mv, ms, mw, mg, x6, x8, g < GMAX ? "," : "");
         }
         fprintf(js, "  ]}");
-        sd_cuda_round_destroy(round);
+        sd_round_destroy(round_if);
         sd_runner_destroy(rt);
         sd_runner_destroy(rd);
     }

@@ -7,7 +7,7 @@
 #define SD_CPU_DEQUANT_H
 
 #include <stdint.h>
-#include "sd_model.h"
+#include "sd_weights.h"
 #include "sd_math.h"
 
 /* Element idx (flat, row-major) of t as fp32. */

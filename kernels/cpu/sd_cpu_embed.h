@@ -7,7 +7,7 @@
 #define SD_CPU_EMBED_H
 
 #include <stdint.h>
-#include "sd_model.h"
+#include "sd_weights.h"
 
 void sd_cpu_embed(const sd_tensor *emb, const int32_t *tokens, int32_t n, float *out);
 

@@ -16,7 +16,7 @@
 #define SD_CPU_MATMUL_H
 
 #include <stdint.h>
-#include "sd_model.h"
+#include "sd_weights.h"
 
 /* Sum_i a[i] * b[i] in double, fixed order (see above). */
 static inline double sd_cpu_dot(const float *a, const float *b, int64_t n) {

@@ -10,7 +10,7 @@
 #define SD_CPU_RMSNORM_H
 
 #include <stdint.h>
-#include "sd_model.h"
+#include "sd_weights.h"
 
 void sd_cpu_rmsnorm(const float *x, const sd_tensor *w, int32_t n, int32_t dim, double eps, float *out);
 

@@ -23,7 +23,7 @@ extern "C" {
 /* Inside extern "C": these private headers have no C++ guards of their own. */
 #include "specdec.h"
 #include "sd_error.h"
-#include "sd_model.h"
+#include "sd_weights.h"
 
 /* Rows up to which the projections use the hand-written skinny GEMM (decode and
  * verify: γ + 1 <= SPECDEC_MAX_DRAFT + 1); above it prefill goes through cuBLAS. */

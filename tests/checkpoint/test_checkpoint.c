@@ -88,8 +88,8 @@ static void check_valid(const char *label, ck_spec s) {
         if (s.llama3) SD_CHECK(info.n_eos == 2 && info.eos_ids[0] == 2 && info.eos_ids[1] == 3, "%s eos list", label);
         else SD_CHECK(info.n_eos == 1 && info.eos_ids[0] == 2, "%s eos", label);
         if (s.llama3)
-            SD_CHECK(m->cfg.rope_factor == 8.0f && m->cfg.rope_low_freq_factor == 1.0f &&
-                         m->cfg.rope_high_freq_factor == 4.0f && m->cfg.rope_original_max_pos == 8192,
+            SD_CHECK(m->w.cfg.rope_factor == 8.0f && m->w.cfg.rope_low_freq_factor == 1.0f &&
+                         m->w.cfg.rope_high_freq_factor == 4.0f && m->w.cfg.rope_original_max_pos == 8192,
                      "%s llama3 params", label);
         /* Expected parameter count: every tensor written except ignored extras and a
          * stored lm_head of a tied model. */
@@ -101,13 +101,13 @@ static void check_valid(const char *label, ck_spec s) {
         }
         SD_CHECK(info.n_params == np, "%s n_params %lld vs %lld", label, (long long)info.n_params, (long long)np);
         /* Every tensor, byte for byte. */
-        check_tensor(&m->tok_embd, &ck, "model.embed_tokens.weight");
-        check_tensor(&m->out_norm, &ck, "model.norm.weight");
-        if (s.tie) SD_CHECK(m->lm_head.data == m->tok_embd.data, "%s tied lm_head", label);
-        else check_tensor(&m->lm_head, &ck, "lm_head.weight");
+        check_tensor(&m->w.tok_embd, &ck, "model.embed_tokens.weight");
+        check_tensor(&m->w.out_norm, &ck, "model.norm.weight");
+        if (s.tie) SD_CHECK(m->w.lm_head.data == m->w.tok_embd.data, "%s tied lm_head", label);
+        else check_tensor(&m->w.lm_head, &ck, "lm_head.weight");
         char nm[128];
         for (int l = 0; l < s.L; l++) {
-            const sd_layer *ly = &m->layers[l];
+            const sd_layer *ly = &m->w.layers[l];
 #define CT(field, suffix) (snprintf(nm, sizeof nm, "model.layers.%d.%s", l, suffix), check_tensor(&ly->field, &ck, nm))
             CT(attn_norm, "input_layernorm.weight");
             CT(wq, "self_attn.q_proj.weight");
@@ -552,10 +552,10 @@ static int dump_model(const char *dir, int use_mmap) {
     printf("info %s %d %d %d %d %d %d %d %d %lld %d %d %d\n", in.architecture, in.vocab_size, in.hidden_size,
            in.intermediate_size, in.n_layers, in.n_heads, in.n_kv_heads, in.head_dim, in.tie_word_embeddings,
            (long long)in.n_params, in.attention_bias, in.rope_scaling_llama3, (int)in.dtype);
-    dump_tensor("model.embed_tokens.weight", &m->tok_embd);
+    dump_tensor("model.embed_tokens.weight", &m->w.tok_embd);
     char nm[128];
     for (int l = 0; l < in.n_layers; l++) {
-        const sd_layer *ly = &m->layers[l];
+        const sd_layer *ly = &m->w.layers[l];
         const struct { const char *n; const sd_tensor *t; } f[] = {
             {"input_layernorm.weight", &ly->attn_norm}, {"self_attn.q_proj.weight", &ly->wq},
             {"self_attn.k_proj.weight", &ly->wk},       {"self_attn.v_proj.weight", &ly->wv},
@@ -569,8 +569,8 @@ static int dump_model(const char *dir, int use_mmap) {
             dump_tensor(nm, f[i].t);
         }
     }
-    dump_tensor("model.norm.weight", &m->out_norm);
-    if (!in.tie_word_embeddings) dump_tensor("lm_head.weight", &m->lm_head);
+    dump_tensor("model.norm.weight", &m->w.out_norm);
+    if (!in.tie_word_embeddings) dump_tensor("lm_head.weight", &m->w.lm_head);
     specdec_model_free(m);
     return 0;
 }

@@ -21,6 +21,8 @@ int main(void) { return sd_test_skip("no CUDA device"); }
 
 #include "cuda_test_util.h"
 #include "sd_runner.h"
+#include "sd_cpu_runner.h"
+#include "sd_cuda_backend.h"
 #include "sd_cuda_runner.h"
 
 static const char *k_cases[] = {"llama_gqa_f32",          "llama_mqa_tied_f16",   "mistral_mha_bf16_sharded",
@@ -79,9 +81,9 @@ static void run_case(const char *dir, const char *name, int keep_f32) {
     double tol = info.dtype == SPECDEC_DTYPE_F32 ? (keep_f32 ? 1e-4 : 6e-2) : info.dtype == SPECDEC_DTYPE_F16 ? 1e-2 : 3e-2;
     sd_errbuf eb;
     sd_runner *cpu = NULL, *gpu = NULL;
-    st = sd_cpu_runner_create(model, n_ctx, n_ctx, &cpu, &eb);
+    st = sd_cpu_runner_create(&model->w, n_ctx, n_ctx, &cpu, &eb);
     SD_CHECK(st == SPECDEC_OK, "cpu runner %s: %s", name, eb.msg);
-    st = sd_cuda_runner_create(model, n_ctx, n_ctx, 0, keep_f32, &gpu, &eb);
+    st = sd_cuda_runner_create(&model->w, n_ctx, n_ctx, 0, keep_f32, &gpu, &eb);
     SD_CHECK(st == SPECDEC_OK, "cuda runner %s: %s", name, eb.msg);
     if (!cpu || !gpu) { sd_runner_destroy(cpu); sd_runner_destroy(gpu); specdec_model_free(model); return; }
 

@@ -11,7 +11,7 @@
  *    GPU logits, CPU argmax);
  *  - match (T = 0.9, top-p 0.95, seed 1234): speculative γ = 1..8 and adaptive γ ==
  *    plain sampling with the same seed on the GPU;
- *  - graph replay == direct launches (cuda_path DEVICE vs GRAPH) in rejection and
+ *  - graph replay == direct launches (round kinds DEVICE vs DEVICE_GRAPH) in rejection and
  *    match mode for γ = 1..8 with the same seed;
  *  - EOS handling (bundled pair, ignore_eos 0): speculative and plain stop identically.
  * Statistics (bundled pair, rejection mode, γ = 3, T = 1, top-k 16): hypothesis H0 =
@@ -35,11 +35,12 @@ int main(void) { return sd_test_skip("no CUDA device"); }
 
 #include "../verify/vstats.h"
 #include "sd_cuda_round.h"
+#include "sd_cuda_backend.h"
 #include "sd_cuda_runner.h"
 #include "sd_engine.h"
 #include "sd_model.h"
 #include "sd_runner.h"
-#include "sd_sampling.h"
+#include "sd_cpu_sample.h"
 #include "sd_test_util.h"
 
 #define N_PROMPT 5
@@ -75,7 +76,7 @@ static specdec_generate_params gen_params(specdec_verify_mode mode, int32_t n_dr
 /* Generate with cuda_path `path`; returns the number of tokens, -1 on error. */
 static int run(specdec_engine *e, int path, const int32_t *prompt, const specdec_generate_params *p, int32_t *out,
                specdec_stats *stats) {
-    e->cuda_path = path;
+    e->round_kind = (sd_engine_round_kind)path;
     int32_t n = 0;
     specdec_stats local;
     specdec_status st = specdec_generate(e, prompt, N_PROMPT, p, out, N_GEN, &n, stats ? stats : &local);
@@ -98,8 +99,8 @@ static void first_diff(const char *what, const int32_t *a, int na, const int32_t
 /* The exactness checks of one engine (see the top of the file). */
 static void check_engine(const char *name, specdec_engine *e, uint64_t prompt_seed) {
     const int V = e->n_vocab;
-    SD_CHECK(e->cuda_round != NULL, "%s: CUDA engine without a device round", name);
-    if (!e->cuda_round) return;
+    SD_CHECK(e->device_round != NULL, "%s: CUDA engine without a device round", name);
+    if (!e->device_round) return;
     int32_t prompt[N_PROMPT];
     uint64_t s = prompt_seed;
     for (int i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)(sd_test_splitmix64(&s) % (uint64_t)V);
@@ -108,14 +109,14 @@ static void check_engine(const char *name, specdec_engine *e, uint64_t prompt_se
 
     /* greedy */
     specdec_generate_params p = gen_params(SPECDEC_VERIFY_GREEDY, 0, 0);
-    int nr = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, ref, NULL);
-    int nh = run(e, SD_ENGINE_CUDA_HOST_ROWS, prompt, &p, alt, NULL);
+    int nr = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, ref, NULL);
+    int nh = run(e, SD_ENGINE_ROUND_HOST, prompt, &p, alt, NULL);
     SD_CHECK(same(ref, nr, alt, nh), "%s greedy: device plain != host-rows plain", name);
     if (!same(ref, nr, alt, nh)) first_diff("greedy device vs host", ref, nr, alt, nh);
     int acc_total = 0, drafted = 0;
     for (int g = 1; g <= MAX_G; g++) {
         p = gen_params(SPECDEC_VERIFY_GREEDY, g, 0);
-        int n = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, got, &st);
+        int n = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, got, &st);
         SD_CHECK(same(ref, nr, got, n), "%s greedy gamma %d: speculative != plain", name, g);
         if (!same(ref, nr, got, n)) first_diff("greedy", ref, nr, got, n);
         acc_total += (int)st.n_accepted;
@@ -126,12 +127,12 @@ static void check_engine(const char *name, specdec_engine *e, uint64_t prompt_se
 
     /* match: == plain sampling with the same seed */
     p = gen_params(SPECDEC_VERIFY_MATCH, 0, 1234);
-    nr = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, ref, NULL);
+    nr = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, ref, NULL);
     acc_total = drafted = 0;
     for (int g = 1; g <= MAX_G + 1; g++) {
         p = gen_params(SPECDEC_VERIFY_MATCH, g <= MAX_G ? g : 4, 1234);
         p.adaptive_draft = g > MAX_G; /* the last pass: adaptive γ starting at 4 */
-        int n = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, got, &st);
+        int n = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, got, &st);
         SD_CHECK(same(ref, nr, got, n), "%s match gamma %d%s: speculative != plain", name, g > MAX_G ? 4 : g,
                  g > MAX_G ? " (adaptive)" : "");
         if (!same(ref, nr, got, n)) first_diff("match", ref, nr, got, n);
@@ -146,14 +147,14 @@ static void check_engine(const char *name, specdec_engine *e, uint64_t prompt_se
         specdec_verify_mode mode = m ? SPECDEC_VERIFY_MATCH : SPECDEC_VERIFY_REJECTION;
         for (int g = 1; g <= MAX_G; g++) {
             p = gen_params(mode, g, 77 + (uint64_t)g);
-            int na = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, got, NULL);
-            int nb = run(e, SD_ENGINE_CUDA_DEVICE, prompt, &p, alt, NULL);
+            int na = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, got, NULL);
+            int nb = run(e, SD_ENGINE_ROUND_DEVICE, prompt, &p, alt, NULL);
             SD_CHECK(same(got, na, alt, nb), "%s %s gamma %d: graph != direct", name, m ? "match" : "rejection", g);
             if (!same(got, na, alt, nb)) first_diff("graph vs direct", got, na, alt, nb);
         }
     }
     printf("%-40s graph replay == direct launches (rejection, match; gamma 1..%d)\n", name, MAX_G);
-    e->cuda_path = SD_ENGINE_CUDA_GRAPH;
+    e->round_kind = SD_ENGINE_ROUND_DEVICE_GRAPH;
 }
 
 static void random_pairs(const char *dir) {
@@ -182,9 +183,9 @@ static void random_pairs(const char *dir) {
         sd_errbuf eb;
         sd_err_clear(&eb);
         sd_runner *rt = NULL, *rdr = NULL;
-        st = sd_cuda_runner_create(m, 96, 96, 0, 0, &rt, &eb);
+        st = sd_cuda_runner_create(&m->w, 96, 96, 0, 0, &rt, &eb);
         SD_CHECK(st == SPECDEC_OK, "target runner %s: %s", k_cases[c], eb.msg);
-        sd_config dc = m->cfg;
+        sd_config dc = m->w.cfg;
         dc.hidden_size = 32;
         dc.intermediate_size = 64;
         dc.n_layers = 1;
@@ -289,10 +290,10 @@ static void bundled_pair(const char *tdir, const char *ddir) {
         specdec_generate_params p = gen_params(SPECDEC_VERIFY_MATCH, 0, 99);
         p.ignore_eos = 0;
         p.temperature = 1.5f; /* flat enough to meet EOS now and then */
-        int na = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, a, NULL);
+        int na = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, a, NULL);
         p.n_draft = g;
         specdec_stats st;
-        int nb = run(e, SD_ENGINE_CUDA_GRAPH, prompt, &p, b, &st);
+        int nb = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, b, &st);
         SD_CHECK(same(a, na, b, nb), "kjv eos gamma %d: speculative != plain", g);
     }
     rejection_stats(e);

@@ -253,39 +253,39 @@ static void test_stats(void) {
 }
 
 static void test_adaptive_rule(void) {
-    sd_engine_adapt a;
+    sd_adapt a;
     /* easy text (α ≈ 0.95), cheap draft (1/20 of a verify pass) -> long drafts */
     memset(&a, 0, sizeof a);
-    for (int i = 0; i < 30; i++) sd_engine_adapt_observe(&a, 4, i % 20 == 0 ? 3 : 4, 4 * 0.001, 0.02);
-    int32_t g_easy = sd_engine_choose_gamma(&a, 4, SPECDEC_MAX_DRAFT);
+    for (int i = 0; i < 30; i++) sd_adapt_observe(&a, 4, i % 20 == 0 ? 3 : 4, 4 * 0.001, 0.02);
+    int32_t g_easy = sd_adapt_choose_gamma(&a, 4, SPECDEC_MAX_DRAFT);
     SD_CHECK(g_easy >= 8, "α≈0.95, cheap draft: γ %d", (int)g_easy);
     /* hard text (α ≈ 0.2) -> short drafts */
     memset(&a, 0, sizeof a);
-    for (int i = 0; i < 30; i++) sd_engine_adapt_observe(&a, 4, i % 5 == 0 ? 1 : 0, 4 * 0.001, 0.02);
-    int32_t g_hard = sd_engine_choose_gamma(&a, 4, SPECDEC_MAX_DRAFT);
+    for (int i = 0; i < 30; i++) sd_adapt_observe(&a, 4, i % 5 == 0 ? 1 : 0, 4 * 0.001, 0.02);
+    int32_t g_hard = sd_adapt_choose_gamma(&a, 4, SPECDEC_MAX_DRAFT);
     SD_CHECK(g_hard <= 2, "α≈0.2: γ %d", (int)g_hard);
     /* draft as expensive as the target: γ = 1 */
     memset(&a, 0, sizeof a);
-    for (int i = 0; i < 30; i++) sd_engine_adapt_observe(&a, 4, 2, 4 * 0.02, 0.02);
-    SD_CHECK(sd_engine_choose_gamma(&a, 4, SPECDEC_MAX_DRAFT) == 1, "expensive draft");
+    for (int i = 0; i < 30; i++) sd_adapt_observe(&a, 4, 2, 4 * 0.02, 0.02);
+    SD_CHECK(sd_adapt_choose_gamma(&a, 4, SPECDEC_MAX_DRAFT) == 1, "expensive draft");
     /* the cap is respected; nothing observed yet keeps the current value */
     memset(&a, 0, sizeof a);
-    SD_CHECK(sd_engine_choose_gamma(&a, 5, SPECDEC_MAX_DRAFT) == 5, "no observation");
-    for (int i = 0; i < 30; i++) sd_engine_adapt_observe(&a, 4, 4, 0.0, 0.0); /* zero timings: fixed ratio */
-    int32_t g0 = sd_engine_choose_gamma(&a, 4, 6);
+    SD_CHECK(sd_adapt_choose_gamma(&a, 5, SPECDEC_MAX_DRAFT) == 5, "no observation");
+    for (int i = 0; i < 30; i++) sd_adapt_observe(&a, 4, 4, 0.0, 0.0); /* zero timings: fixed ratio */
+    int32_t g0 = sd_adapt_choose_gamma(&a, 4, 6);
     SD_CHECK(g0 >= 1 && g0 <= 6, "cap: γ %d", (int)g0);
     /* verify cost growing with γ (CPU-like) pulls γ down compared with a flat cost */
-    sd_engine_adapt flat, slope;
+    sd_adapt flat, slope;
     memset(&flat, 0, sizeof flat);
     memset(&slope, 0, sizeof slope);
     for (int i = 0; i < 40; i++) {
         int32_t g = 2 + (i % 4) * 2;
-        sd_engine_adapt_observe(&flat, g, g - 1, g * 0.001, 0.02);
-        sd_engine_adapt_observe(&slope, g, g - 1, g * 0.001, 0.005 * (g + 1));
+        sd_adapt_observe(&flat, g, g - 1, g * 0.001, 0.02);
+        sd_adapt_observe(&slope, g, g - 1, g * 0.001, 0.005 * (g + 1));
     }
-    SD_CHECK(sd_engine_choose_gamma(&slope, 4, 16) < sd_engine_choose_gamma(&flat, 4, 16),
-             "a verify cost linear in γ should shorten drafts (%d vs %d)", (int)sd_engine_choose_gamma(&slope, 4, 16),
-             (int)sd_engine_choose_gamma(&flat, 4, 16));
+    SD_CHECK(sd_adapt_choose_gamma(&slope, 4, 16) < sd_adapt_choose_gamma(&flat, 4, 16),
+             "a verify cost linear in γ should shorten drafts (%d vs %d)", (int)sd_adapt_choose_gamma(&slope, 4, 16),
+             (int)sd_adapt_choose_gamma(&flat, 4, 16));
 }
 
 #define EXPECT(expr, want)                                                                                          \
@@ -408,35 +408,35 @@ static void test_bad_requests(void) {
  * before the runners are made). */
 static void test_mismatch(void) {
     specdec_model *t = calloc(1, sizeof *t), *d = calloc(1, sizeof *d);
-    t->cfg.vocab_size = 1000;
-    t->cfg.bos_id = 1;
-    t->cfg.n_eos = 1;
-    t->cfg.eos_ids[0] = 2;
-    t->cfg.max_position_embeddings = 256;
+    t->w.cfg.vocab_size = 1000;
+    t->w.cfg.bos_id = 1;
+    t->w.cfg.n_eos = 1;
+    t->w.cfg.eos_ids[0] = 2;
+    t->w.cfg.max_position_embeddings = 256;
     strcpy(t->path, "/models/target");
     *d = *t;
     strcpy(d->path, "/models/draft");
     specdec_engine *e = (specdec_engine *)0x1;
     specdec_engine_params ep = specdec_engine_default_params();
     ep.backend = SPECDEC_BACKEND_CPU;
-    d->cfg.vocab_size = 1001;
+    d->w.cfg.vocab_size = 1001;
     EXPECT(specdec_engine_create(t, d, &ep, &e), SPECDEC_ERR_MODEL_MISMATCH);
     SD_CHECK(e == NULL, "out_engine not NULL after failure");
     SD_CHECK(strstr(specdec_last_error(), "1000") && strstr(specdec_last_error(), "1001"), "message: %s",
              specdec_last_error());
-    d->cfg.vocab_size = 1000;
-    d->cfg.bos_id = 0;
+    d->w.cfg.vocab_size = 1000;
+    d->w.cfg.bos_id = 0;
     EXPECT(specdec_engine_create(t, d, &ep, &e), SPECDEC_ERR_MODEL_MISMATCH);
     SD_CHECK(strstr(specdec_last_error(), "bos_token_id 1") && strstr(specdec_last_error(), "bos_token_id 0"),
              "message: %s", specdec_last_error());
-    d->cfg.bos_id = 1;
-    d->cfg.n_eos = 2;
-    d->cfg.eos_ids[1] = 7;
+    d->w.cfg.bos_id = 1;
+    d->w.cfg.n_eos = 2;
+    d->w.cfg.eos_ids[1] = 7;
     EXPECT(specdec_engine_create(t, d, &ep, &e), SPECDEC_ERR_MODEL_MISMATCH);
     SD_CHECK(strstr(specdec_last_error(), "[2]") && strstr(specdec_last_error(), "[2,7]"), "message: %s",
              specdec_last_error());
-    d->cfg.n_eos = 1;
-    d->cfg.eos_ids[0] = 3;
+    d->w.cfg.n_eos = 1;
+    d->w.cfg.eos_ids[0] = 3;
     EXPECT(specdec_engine_create(t, d, &ep, &e), SPECDEC_ERR_MODEL_MISMATCH);
     EXPECT(specdec_engine_create(NULL, d, &ep, &e), SPECDEC_ERR_INVALID_ARGUMENT);
     EXPECT(specdec_engine_create(t, d, &ep, NULL), SPECDEC_ERR_INVALID_ARGUMENT);

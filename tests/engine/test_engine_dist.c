@@ -26,7 +26,7 @@
 #include "../verify/vstats.h"
 #include "markov.h"
 #include "sd_engine.h"
-#include "sd_sampling.h"
+#include "sd_cpu_sample.h"
 #include "sd_test.h"
 
 #define V 8

@@ -49,14 +49,14 @@ static inline void fwd_fill(sd_tensor *t, sd_dtype dt, int64_t rows, int64_t col
 static inline struct specdec_model *fwd_model_make(const sd_config *cfg, sd_dtype dt, uint64_t seed) {
     struct specdec_model *m = calloc(1, sizeof *m);
     uint64_t rng = seed;
-    m->cfg = *cfg;
-    m->dtype = dt;
+    m->w.cfg = *cfg;
+    m->w.dtype = dt;
     int64_t H = cfg->hidden_size, I = cfg->intermediate_size, V = cfg->vocab_size;
     int64_t Q = (int64_t)cfg->n_heads * cfg->head_dim, KV = (int64_t)cfg->n_kv_heads * cfg->head_dim;
-    fwd_fill(&m->tok_embd, dt, V, H, 0.0, 0.4, &rng);
-    m->layers = calloc((size_t)cfg->n_layers, sizeof *m->layers);
+    fwd_fill(&m->w.tok_embd, dt, V, H, 0.0, 0.4, &rng);
+    m->w.layers = calloc((size_t)cfg->n_layers, sizeof *m->w.layers);
     for (int32_t l = 0; l < cfg->n_layers; l++) {
-        sd_layer *L = &m->layers[l];
+        sd_layer *L = &m->w.layers[l];
         fwd_fill(&L->attn_norm, dt, H, 0, 1.0, 0.1, &rng);
         fwd_fill(&L->wq, dt, Q, H, 0.0, 1.2 / sqrt((double)H), &rng);
         fwd_fill(&L->wk, dt, KV, H, 0.0, 1.2 / sqrt((double)H), &rng);
@@ -73,24 +73,24 @@ static inline struct specdec_model *fwd_model_make(const sd_config *cfg, sd_dtyp
         fwd_fill(&L->w_up, dt, I, H, 0.0, 1.5 / sqrt((double)H), &rng);
         fwd_fill(&L->w_down, dt, H, I, 0.0, 0.8 / sqrt((double)I), &rng);
     }
-    fwd_fill(&m->out_norm, dt, H, 0, 1.0, 0.1, &rng);
-    if (cfg->tie_word_embeddings) m->lm_head = m->tok_embd;
-    else fwd_fill(&m->lm_head, dt, V, H, 0.0, 2.0 / sqrt((double)H), &rng);
+    fwd_fill(&m->w.out_norm, dt, H, 0, 1.0, 0.1, &rng);
+    if (cfg->tie_word_embeddings) m->w.lm_head = m->w.tok_embd;
+    else fwd_fill(&m->w.lm_head, dt, V, H, 0.0, 2.0 / sqrt((double)H), &rng);
     return m;
 }
 
 static inline void fwd_model_free(struct specdec_model *m) {
     if (!m) return;
-    for (int32_t l = 0; l < m->cfg.n_layers; l++) {
-        sd_layer *L = &m->layers[l];
+    for (int32_t l = 0; l < m->w.cfg.n_layers; l++) {
+        sd_layer *L = &m->w.layers[l];
         const sd_tensor *ts[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->bq, &L->bk,
                                  &L->bv, &L->wo, &L->bo, &L->ffn_norm, &L->w_gate, &L->w_up, &L->w_down};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) free((void *)ts[i]->data);
     }
-    free(m->layers);
-    free((void *)m->out_norm.data);
-    if (m->lm_head.data != m->tok_embd.data) free((void *)m->lm_head.data);
-    free((void *)m->tok_embd.data);
+    free(m->w.layers);
+    free((void *)m->w.out_norm.data);
+    if (m->w.lm_head.data != m->w.tok_embd.data) free((void *)m->w.lm_head.data);
+    free((void *)m->w.tok_embd.data);
     free(m);
 }
 

@@ -9,7 +9,7 @@
 
 #include "sd_test.h"
 #include "sd_alloc.h"
-#include "sd_runner.h"
+#include "sd_cpu_runner.h"
 #include "fwd_common.h"
 
 #define T_SEQ 37
@@ -24,7 +24,7 @@ static void check_model_invariance(const char *name, const sd_config *cfg, sd_dt
     struct specdec_model *m = fwd_model_make(cfg, dt, 42);
     sd_errbuf eb = {{0}};
     sd_runner *r = NULL;
-    specdec_status st = sd_cpu_runner_create(m, N_CTX, N_CTX, &r, &eb);
+    specdec_status st = sd_cpu_runner_create(&m->w, N_CTX, N_CTX, &r, &eb);
     SD_CHECK(st == SPECDEC_OK && r, "%s: create: %s", name, eb.msg);
     if (!r) {
         fwd_model_free(m);
@@ -65,7 +65,7 @@ static void check_model_invariance(const char *name, const sd_config *cfg, sd_dt
     make_tokens(alt + 20, T_SEQ - 20, V, 99);
     float *fresh = malloc(sz * sizeof(float));
     sd_runner *r2 = NULL;
-    SD_CHECK(sd_cpu_runner_create(m, N_CTX, N_CTX, &r2, &eb) == SPECDEC_OK, "%s: create 2: %s", name, eb.msg);
+    SD_CHECK(sd_cpu_runner_create(&m->w, N_CTX, N_CTX, &r2, &eb) == SPECDEC_OK, "%s: create 2: %s", name, eb.msg);
     if (r2) {
         SD_CHECK(sd_runner_forward(r2, alt, 20, 0, NULL) == SPECDEC_OK, "%s", r2->err.msg);
         SD_CHECK(sd_runner_forward(r2, alt + 20, T_SEQ - 20, 20, fresh) == SPECDEC_OK, "%s", r2->err.msg);
@@ -100,7 +100,7 @@ static void check_bad_args(void) {
     struct specdec_model *m = fwd_model_make(&cfg, SD_F32, 5);
     sd_errbuf eb = {{0}};
     sd_runner *r = NULL;
-    SD_CHECK(sd_cpu_runner_create(m, 16, 4, &r, &eb) == SPECDEC_OK && r, "create: %s", eb.msg);
+    SD_CHECK(sd_cpu_runner_create(&m->w, 16, 4, &r, &eb) == SPECDEC_OK && r, "create: %s", eb.msg);
     if (!r) {
         fwd_model_free(m);
         return;
@@ -149,23 +149,23 @@ static void check_bad_args(void) {
     /* create's own checks */
     sd_runner *r2 = (sd_runner *)&eb; /* must be overwritten with NULL */
     SD_CHECK(sd_cpu_runner_create(NULL, 16, 4, &r2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r2, "NULL model");
-    SD_CHECK(sd_cpu_runner_create(m, 0, 1, &r2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r2, "n_ctx 0");
-    SD_CHECK(sd_cpu_runner_create(m, 16, 0, &r2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r2, "max_batch 0");
-    SD_CHECK(sd_cpu_runner_create(m, 16, 17, &r2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r2, "max_batch > n_ctx");
-    SD_CHECK(sd_cpu_runner_create(m, 16, 4, NULL, &eb) == SPECDEC_ERR_INVALID_ARGUMENT, "NULL out");
+    SD_CHECK(sd_cpu_runner_create(&m->w, 0, 1, &r2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r2, "n_ctx 0");
+    SD_CHECK(sd_cpu_runner_create(&m->w, 16, 0, &r2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r2, "max_batch 0");
+    SD_CHECK(sd_cpu_runner_create(&m->w, 16, 17, &r2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r2, "max_batch > n_ctx");
+    SD_CHECK(sd_cpu_runner_create(&m->w, 16, 4, NULL, &eb) == SPECDEC_ERR_INVALID_ARGUMENT, "NULL out");
     /* model inconsistencies */
-    int64_t saved = m->layers[1].wk.shape[0];
-    m->layers[1].wk.shape[0] = saved + 1;
-    SD_CHECK(sd_cpu_runner_create(m, 16, 4, &r2, &eb) == SPECDEC_ERR_MODEL_MISMATCH && !r2, "wrong wk shape");
+    int64_t saved = m->w.layers[1].wk.shape[0];
+    m->w.layers[1].wk.shape[0] = saved + 1;
+    SD_CHECK(sd_cpu_runner_create(&m->w, 16, 4, &r2, &eb) == SPECDEC_ERR_MODEL_MISMATCH && !r2, "wrong wk shape");
     SD_CHECK(strstr(eb.msg, "k_proj") != NULL, "detail names the tensor: %s", eb.msg);
-    m->layers[1].wk.shape[0] = saved;
-    const void *saved_p = m->layers[0].w_up.data;
-    m->layers[0].w_up.data = NULL;
-    SD_CHECK(sd_cpu_runner_create(m, 16, 4, &r2, &eb) == SPECDEC_ERR_MODEL_MISMATCH && !r2, "missing w_up");
-    m->layers[0].w_up.data = saved_p;
-    m->cfg.n_kv_heads = 3;
-    SD_CHECK(sd_cpu_runner_create(m, 16, 4, &r2, &eb) == SPECDEC_ERR_MODEL_MISMATCH && !r2, "heads %% kv_heads");
-    m->cfg.n_kv_heads = 2;
+    m->w.layers[1].wk.shape[0] = saved;
+    const void *saved_p = m->w.layers[0].w_up.data;
+    m->w.layers[0].w_up.data = NULL;
+    SD_CHECK(sd_cpu_runner_create(&m->w, 16, 4, &r2, &eb) == SPECDEC_ERR_MODEL_MISMATCH && !r2, "missing w_up");
+    m->w.layers[0].w_up.data = saved_p;
+    m->w.cfg.n_kv_heads = 3;
+    SD_CHECK(sd_cpu_runner_create(&m->w, 16, 4, &r2, &eb) == SPECDEC_ERR_FORMAT && !r2, "heads %% kv_heads (the one config validation: FORMAT)");
+    m->w.cfg.n_kv_heads = 2;
 
     free(want);
     free(got);
@@ -183,7 +183,7 @@ static void check_alloc_failures(void) {
         sd_errbuf eb = {{0}};
         sd_runner *r = (sd_runner *)&eb;
         sd_alloc_fail_after(k);
-        specdec_status st = sd_cpu_runner_create(m, 32, 8, &r, &eb);
+        specdec_status st = sd_cpu_runner_create(&m->w, 32, 8, &r, &eb);
         long used = sd_alloc_count();
         sd_alloc_fail_after(-1);
         if (st == SPECDEC_OK) {

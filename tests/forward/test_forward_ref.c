@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "sd_test.h"
-#include "sd_runner.h"
+#include "sd_cpu_runner.h"
 #include "fwd_common.h"
 
 #define REL_TOL 1e-5
@@ -44,14 +44,14 @@ static void run_case(const char *name, const char *dir, int32_t T, int32_t V) {
     specdec_status st = specdec_model_load(dir, NULL, &model);
     SD_CHECK(st == SPECDEC_OK, "%s: load: %s", name, specdec_last_error());
     if (st != SPECDEC_OK) return;
-    SD_CHECK(model->cfg.vocab_size == V, "%s: vocab %d, manifest says %d", name, model->cfg.vocab_size, V);
+    SD_CHECK(model->w.cfg.vocab_size == V, "%s: vocab %d, manifest says %d", name, model->w.cfg.vocab_size, V);
     int32_t *tok = read_all(dir, "tokens.bin", sizeof(int32_t) * (size_t)T);
     double *ref = read_all(dir, "ref.bin", sizeof(double) * (size_t)T * (size_t)V);
     SD_CHECK(tok && ref, "%s: fixture files missing or truncated", name);
     sd_errbuf eb = {{0}};
     sd_runner *r = NULL;
-    if (tok && ref && model->cfg.vocab_size == V) {
-        st = sd_cpu_runner_create(model, T, T, &r, &eb);
+    if (tok && ref && model->w.cfg.vocab_size == V) {
+        st = sd_cpu_runner_create(&model->w, T, T, &r, &eb);
         SD_CHECK(st == SPECDEC_OK, "%s: runner: %s", name, eb.msg);
     }
     if (!r) goto out;
@@ -107,7 +107,7 @@ static void run_case(const char *name, const char *dir, int32_t T, int32_t V) {
     r->kv_len = m; /* truncation */
     SD_CHECK(sd_runner_forward(r, alt + m, T - m, m, inc) == SPECDEC_OK, "%s", r->err.msg);
     sd_runner *r2 = NULL;
-    SD_CHECK(sd_cpu_runner_create(model, T, T, &r2, &eb) == SPECDEC_OK, "%s: %s", name, eb.msg);
+    SD_CHECK(sd_cpu_runner_create(&model->w, T, T, &r2, &eb) == SPECDEC_OK, "%s: %s", name, eb.msg);
     if (r2) {
         SD_CHECK(sd_runner_forward(r2, alt, T, 0, full) == SPECDEC_OK, "%s", r2->err.msg);
         int64_t d = fwd_first_diff(inc, full + (int64_t)m * V, (int64_t)(T - m) * V);

@@ -1,7 +1,7 @@
 /* test_sampling.c — sd_sampling_process over every option combination on random
  * logits with ties, NaN and ±Inf, against two references:
- *  - tests/cuda_spec/spec_ref.h (the specification with the shared exact helpers of
- *    kernels/sd_sample_math.h, but qsort ranking): BIT FOR BIT;
+ *  - tests/cuda_sample/sample_ref.h (the specification with the shared exact helpers of
+ *    kernels/sd_sample_rules.h, but qsort ranking): BIT FOR BIT;
  *  - an independently written plain fp64 reference (glibc exp, sequential double sums,
  *    no shared code): same zero sets, same argmax, every probability within
  *    REF_ULPS float ulps. The spec's exp is a few double ulps from glibc's and its sums
@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "sd_alloc.h"
-#include "sd_sampling.h"
+#include "sd_cpu_sample.h"
 #include "sd_test.h"
 #include "sd_test_util.h"
-#include "../cuda_spec/spec_ref.h"
+#include "../cuda_sample/sample_ref.h"
 
 /* tolerance against the plain fp64 reference, in float ulps (see the header comment) */
 #define REF_ULPS 2
@@ -163,7 +163,7 @@ static void test_vs_reference(void) {
                                     if (spec_bad++ < 5) {
                                         int i = 0;
                                         while (i < V && !memcmp(&got[i], &spec[i], 4)) i++;
-                                        fprintf(stderr, "not bitwise spec_ref V=%d kind=%d T=%g k=%d p=%g minp=%g: id %d got %.9g spec %.9g\n",
+                                        fprintf(stderr, "not bitwise sample_ref V=%d kind=%d T=%g k=%d p=%g minp=%g: id %d got %.9g spec %.9g\n",
                                                 V, kind, Ts[b], Ks[c], Ps[d], Ms[e], i, i < V ? got[i] : 0, i < V ? spec[i] : 0);
                                     }
                                 }
@@ -187,9 +187,9 @@ static void test_vs_reference(void) {
                                 if (Ks[c] > 0 && Ts[b] > 0 && nz > Ks[c]) badsum++;
                             }
             }
-    printf("sampling: %ld cases; vs spec_ref: %ld not bitwise; vs fp64 reference: %ld beyond %d ulps or other sets "
+    printf("sampling: %ld cases; vs sample_ref: %ld not bitwise; vs fp64 reference: %ld beyond %d ulps or other sets "
            "(%ld bitwise equal); %ld bad rows\n", cases, spec_bad, mism, REF_ULPS, ref_bitwise, badsum);
-    SD_CHECK(spec_bad == 0, "%ld processed rows differ from spec_ref in some bit", spec_bad);
+    SD_CHECK(spec_bad == 0, "%ld processed rows differ from sample_ref in some bit", spec_bad);
     SD_CHECK(mism == 0, "%ld processed rows differ from the fp64 reference beyond tolerance", mism);
     SD_CHECK(badsum == 0, "%ld rows not a distribution / top-k violated", badsum);
     free(l); free(got); free(ref); free(w); free(tmp); free(scratch); free(sw); free(sidx); free(spec);
@@ -360,7 +360,7 @@ static void test_big_vocab(void) {
             ref_process(l, V, ps[i].temperature, ps[i].top_k, ps[i].top_p, ps[i].min_p, ref, w, tmp);
             SD_CHECK(st == SPECDEC_OK && near_ref(got, ref, V) == 0, "V=%d params %d: beyond the fp64 tolerance", V, i);
             sr_process(l, V, &ps[i], NULL, w, sidx, spec);
-            SD_CHECK(memcmp(got, spec, sizeof(float) * (size_t)V) == 0, "V=%d params %d: not bitwise spec_ref", V, i);
+            SD_CHECK(memcmp(got, spec, sizeof(float) * (size_t)V) == 0, "V=%d params %d: not bitwise sample_ref", V, i);
         }
         free(l); free(got); free(ref); free(w); free(tmp); free(sidx); free(spec);
         sd_free(scratch);

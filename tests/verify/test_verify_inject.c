@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "sd_rng.h"
-#include "sd_sampling.h"
+#include "sd_cpu_sample.h"
 #include "sd_test.h"
 #include "sd_test_util.h"
-#include "sd_verify.h"
+#include "sd_cpu_verify.h"
 
 static uint64_t rs = 12345;
 static uint64_t next_u64(void) { return sd_test_splitmix64(&rs); }

@@ -21,7 +21,7 @@
  * keeps power with fewer samples; only the first round is run there (L = 1).
  *
  * Mutation check: built again with runtime/sd_verify.c compiled with
- * -DSD_VERIFY_MUTANT=N (see sd_verify.c), or run with --mutant-qraw (the verifier is
+ * -DSD_VERIFY_MUTANT=N (tests/verify/verify_mutants.c), or run with --mutant-qraw (the verifier is
  * given the draft's unprocessed softmax instead of the row it sampled from), the test
  * inverts: it passes only if some hypothesis is rejected at the same α. */
 #include <math.h>
@@ -31,10 +31,10 @@
 #include <time.h>
 
 #include "sd_rng.h"
-#include "sd_sampling.h"
+#include "sd_cpu_sample.h"
 #include "sd_test.h"
 #include "sd_test_util.h"
-#include "sd_verify.h"
+#include "sd_cpu_verify.h"
 #include "vstats.h"
 
 #ifndef SD_VERIFY_MUTANT

@@ -1,0 +1,23 @@
+/* sd_cuda_absent.c — compiled instead of the CUDA sources when the build has no CUDA
+ * toolkit: the CUDA backend's entry points (sd_cuda_backend.h) and the public device
+ * queries report that the backend is unavailable. */
+#include "sd_cuda_backend.h"
+
+specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t device,
+                                     int32_t keep_f32, sd_runner **out, sd_errbuf *eb) {
+    (void)w; (void)n_ctx; (void)max_batch; (void)device; (void)keep_f32;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
+}
+
+specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_round **out,
+                                    sd_errbuf *eb) {
+    (void)target; (void)draft; (void)use_graphs;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
+}
+
+void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs) { (void)rd; (void)use_graphs; }
+
+int specdec_has_cuda(void) { return 0; }
+int specdec_cuda_device_count(void) { return 0; }

@@ -1,0 +1,41 @@
+/* sd_cuda_backend.h — what the rest of specdec sees of the CUDA backend: the runner
+ * and the device-resident round, created from plain C. Free of CUDA types, so the
+ * engine includes it in every build; without the toolkit the functions are stubs
+ * (backends/cuda/sd_cuda_absent.c) that report SPECDEC_ERR_BACKEND_UNAVAILABLE. */
+#ifndef SD_CUDA_BACKEND_H
+#define SD_CUDA_BACKEND_H
+
+#include <stdint.h>
+
+#include "specdec.h"
+#include "sd_error.h"
+#include "sd_round.h"
+#include "sd_runner.h"
+#include "sd_weights.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A CUDA runner of validated weights on `device` (weights converted to BF16 when F32
+ * unless keep_f32). BACKEND_UNAVAILABLE when CUDA is not built in or no device is
+ * usable; UNSUPPORTED for shapes the kernels do not serve (head_dim > 256). On failure
+ * *out = NULL and the detail is in eb. */
+specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t device,
+                                     int32_t keep_f32, sd_runner **out, sd_errbuf *eb);
+
+/* The device-resident round (core/sd_round.h) over two CUDA runners (draft may be
+ * NULL: plain steps only) on the same device; the runners are borrowed and must
+ * outlive it. UNSUPPORTED when the vocabulary is beyond the GPU sampler or the runners
+ * disagree (device, vocabulary). use_graphs: replay each (γ, draft lag) from a CUDA
+ * graph captured on first use (1) or enqueue the kernels one by one (0); same results. */
+specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_round **out,
+                                    sd_errbuf *eb);
+/* Switch a device round between graph replay and direct launches. */
+void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,69 @@
+/* sd_cuda_runner.h — internal extras of the CUDA runner (backends/cuda/sd_cuda_runner.cu)
+ * beyond the sd_runner interface, for the GPU tests and the benchmark:
+ * synthetic models with random weights generated on the device (cuRAND), a forward
+ * pass that only enqueues (so a benchmark can capture it in a CUDA graph), and
+ * accessors. Every function takes an sd_runner made by sd_cuda_runner_create*(). */
+#ifndef SD_CUDA_RUNNER_H
+#define SD_CUDA_RUNNER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "sd_runner.h"
+#include "sd_weights.h"
+
+/* A runner over a model that exists only on the device: cfg gives the shapes (the
+ * loader's sd_config), weights are N(0, 0.02) in wdt (biases too), norms are 1,
+ * drawn with cuRAND Philox from `seed`. The KV cache is in wdt, filled with N(0, 1). */
+specdec_status sd_cuda_runner_create_synthetic(const sd_config *cfg, sd_dtype wdt, int32_t n_ctx, int32_t max_batch,
+                                               int32_t device, uint64_t seed, sd_runner **out, sd_errbuf *eb);
+
+/* The runner's stream; its device buffer of max_batch token ids (fill it with
+ * cudaMemcpyAsync on the stream before sd_cuda_runner_enqueue). */
+cudaStream_t sd_cuda_runner_stream(sd_runner *r);
+int32_t *sd_cuda_runner_device_tokens(sd_runner *r);
+
+/* Enqueue one forward pass over the n tokens already in the device token buffer at
+ * positions [pos, pos + n) (n <= the runner's activation rows, see
+ * sd_cuda_runner_act_rows) without synchronising or touching the host; with
+ * want_logits, the LM head of the last min(n, 16) rows goes to the device logits
+ * buffer ([16, vocab] fp32, rows in order). kv_len is NOT updated (the caller owns
+ * consistency; sd_runner_forward is the safe entry point). Graph-capturable. */
+specdec_status sd_cuda_runner_enqueue(sd_runner *r, int32_t n, int32_t pos, int want_logits);
+const float *sd_cuda_runner_device_logits(sd_runner *r);
+
+/* The device-resident round's forward (kernels/cuda/sd_cuda_round.cu): the n tokens
+ * already in the device token buffer at positions *pos_base + pos_off .. + n - 1, where
+ * pos_base is a device int64 read by the kernels (so a captured CUDA graph replays at
+ * the current position), enqueued on `stream` (any stream of the runner's device). n
+ * <= SD_CUDA_SKINNY_MAX_M: the batch-invariant path, bitwise the same rows as
+ * sd_runner_forward at the same position. The LM head of the last logits_rows rows
+ * (0..n) goes to the device logits buffer, rows in order. Nothing is synchronised,
+ * copied to the host or allocated; kv_len is NOT updated and the positions are not
+ * checked against it (the caller keeps them inside [0, n_ctx - n]). Graph-capturable. */
+specdec_status sd_cuda_runner_enqueue_dpos(sd_runner *r, int32_t n, const int64_t *pos_base, int32_t pos_off,
+                                           int32_t logits_rows, cudaStream_t stream);
+/* The device-resident round's forwards appended to the cache on the device: the
+ * runner's KV length becomes len (clamped to [0, n_ctx]). Only the round of this
+ * backend calls it (the runner stays the one owner of kv_len, core/sd_runner.h). */
+void sd_cuda_runner_note_kv(sd_runner *r, int32_t len);
+/* The CUDA device ordinal the runner lives on. */
+int sd_cuda_runner_device(sd_runner *r);
+int32_t sd_cuda_runner_act_rows(sd_runner *r);
+
+/* Bytes of weights on the device, and of the KV cache per token (all layers, K+V). */
+size_t sd_cuda_runner_weight_bytes(sd_runner *r);
+size_t sd_cuda_runner_kv_bytes_per_token(sd_runner *r);
+/* 1 once a sticky device error was seen (every later forward is DEVICE_LOST). */
+int sd_cuda_runner_lost(sd_runner *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

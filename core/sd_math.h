@@ -1,0 +1,125 @@
+/* sd_math.h — header-only scalar math shared by the CPU reference (cc) and the CUDA
+ * kernels (nvcc): half/bfloat16 <-> float conversion and RoPE frequencies.
+ *
+ * SD_HD (core/sd_hostdev.h) marks functions callable on host and device. Everything
+ * here is pure bit manipulation or
+ * IEEE arithmetic, so both sides produce identical results:
+ * - sd_f16_to_f32 / sd_bf16_to_f32 are exact (every half/bf16 is a float).
+ * - sd_f32_to_f16 / sd_f32_to_bf16 round to nearest, ties to even (as numpy's
+ *   float16 cast and PyTorch's bfloat16 cast); NaN stays NaN (quiet), overflow -> inf.
+ * - sd_rope_inv_freq computes one inverse frequency in double, following Hugging
+ *   Face transformers: default rope inv_freq[i] = theta^(-2i/d), and the "llama3"
+ *   scaling of _compute_llama3_parameters (low frequencies divided by `factor`,
+ *   high ones kept, the band between smoothly interpolated). */
+#ifndef SD_MATH_H
+#define SD_MATH_H
+
+#include <stdint.h>
+#include <math.h>
+#include <string.h>
+
+#include "sd_hostdev.h"
+
+#define SD_PI 3.14159265358979323846
+
+/* Bit casts without aliasing violations (memcpy compiles to a register move). */
+SD_HD float sd_bits_to_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+SD_HD uint32_t sd_f32_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* IEEE binary16 -> binary32, exact, including subnormals, inf and NaN. Branch-free
+ * so the CPU dequantisation loops vectorise:
+ * - normal/inf/NaN: shift exponent+mantissa into place and multiply by 2^-112 to
+ *   rebias (15 -> 127); an exponent of 0x1f lands on 0xff via the +0xe0 offset, and
+ *   inf/NaN survive the multiply unchanged.
+ * - subnormal (exponent 0): place the mantissa under the exponent of 0.5 and
+ *   subtract 0.5, which leaves exactly man * 2^-24. */
+SD_HD float sd_f16_to_f32(uint16_t h) {
+    uint32_t w = (uint32_t)h << 16;
+    uint32_t sign = w & 0x80000000u;
+    uint32_t two_w = w + w; /* drops the sign */
+    float normal = sd_bits_to_f32((two_w >> 4) + (0xe0u << 23)) * 1.925929944387236e-34f; /* 2^-112 */
+    float subnormal = sd_bits_to_f32((two_w >> 17) | (126u << 23)) - 0.5f;
+    uint32_t is_sub = 0u - (uint32_t)(two_w < (1u << 27)); /* all ones for subnormal/zero */
+    uint32_t bits = (sd_f32_to_bits(subnormal) & is_sub) | (sd_f32_to_bits(normal) & ~is_sub);
+    return sd_bits_to_f32(sign | bits);
+}
+
+/* binary32 -> binary16, round to nearest even. */
+SD_HD uint16_t sd_f32_to_f16(float f) {
+    uint32_t x = sd_f32_to_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) /* inf or NaN (NaN forced quiet so it stays NaN) */
+        return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0u));
+    if (ax >= 0x477ff000u) /* >= 65520: rounds to inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) { /* below the smallest normal half (2^-14): subnormal or zero */
+        if (ax < 0x33000000u) return sign; /* < 2^-25: rounds to zero (2^-25 ties to even 0) */
+        uint32_t e = ax >> 23;              /* 102..112 */
+        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126u - e;          /* value = m * 2^(e-150); half unit = 2^-24 */
+        uint32_t q = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1u);
+        uint32_t halfway = 1u << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    /* normal: rebias and round the 13 dropped bits; a carry into the exponent is correct */
+    uint32_t r = ax - 0x38000000u; /* exponent 127 -> 15 */
+    uint32_t q = r >> 13;
+    uint32_t rem = r & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+/* bfloat16 is the top half of a binary32. */
+SD_HD float sd_bf16_to_f32(uint16_t b) { return sd_bits_to_f32((uint32_t)b << 16); }
+
+/* binary32 -> bfloat16, round to nearest even; NaN stays NaN. */
+SD_HD uint16_t sd_f32_to_bf16(float f) {
+    uint32_t x = sd_f32_to_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;
+    return (uint16_t)(x >> 16);
+}
+
+/* RoPE scaling parameters (mirror of the sd_config fields, so kernels need not see
+ * the model struct). llama3 == 0: plain rope. */
+typedef struct sd_rope_params {
+    int32_t head_dim;          /* rotary dimension d (the whole head); even */
+    double theta;              /* rope_theta */
+    int32_t llama3;            /* 1: apply llama3 scaling */
+    double factor;             /* llama3 factor */
+    double low_freq_factor;    /* llama3 low_freq_factor */
+    double high_freq_factor;   /* llama3 high_freq_factor */
+    double original_max_pos;   /* llama3 original_max_position_embeddings */
+} sd_rope_params;
+
+/* Inverse frequency of rotary pair i (0 <= i < d/2): the angle of position p is
+ * p * sd_rope_inv_freq(rp, i), applied to elements i and i + d/2 (rotate_half). */
+SD_HD double sd_rope_inv_freq(const sd_rope_params *rp, int32_t i) {
+    double inv = 1.0 / pow(rp->theta, (double)(2 * i) / (double)rp->head_dim);
+    if (!rp->llama3) return inv;
+    double low_wavelen = rp->original_max_pos / rp->low_freq_factor;
+    double high_wavelen = rp->original_max_pos / rp->high_freq_factor;
+    double wavelen = 2.0 * SD_PI / inv;
+    if (wavelen < high_wavelen) return inv;            /* high frequency: unchanged */
+    if (wavelen > low_wavelen) return inv / rp->factor; /* low frequency: slowed down */
+    double smooth = (rp->original_max_pos / wavelen - rp->low_freq_factor) /
+                    (rp->high_freq_factor - rp->low_freq_factor);
+    return (1.0 - smooth) * inv / rp->factor + smooth * inv;
+}
+
+/* SiLU in double: x * sigmoid(x). */
+SD_HD double sd_silu(double x) { return x / (1.0 + exp(-x)); }
+
+#endif
