@@ -15,8 +15,6 @@
 extern "C" {
 #endif
 
-/* 1 if s[0..n) is well-formed UTF-8 (no overlongs, surrogates or values > U+10FFFF). */
-int sd_utf8_valid(const uint8_t *s, size_t n);
 
 /* Parse text[0..len) (not necessarily NUL-terminated) as one JSON value followed only
  * by whitespace. On failure returns SPECDEC_ERR_FORMAT ("<fname>: not valid JSON at

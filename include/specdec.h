@@ -305,8 +305,6 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
 /* ------------------------------------------------------------------------- */
 /* Tokenizer: Hugging Face tokenizer.json (BPE), identical ids to `tokenizers`. */
 /* ------------------------------------------------------------------------- */
-/* BEGIN tokenizer section (owned by the tokenizer work) */
-
 /* Supported: model BPE (merges as "a b" strings or ["a","b"] pairs, byte_fallback,
  * unk_token/fuse_unk, continuing_subword_prefix, end_of_word_suffix, ignore_merges);
  * normalizers NFC, NFKC, NFD, NFKD, Lowercase, Prepend, Replace, Strip, StripAccents,
@@ -377,8 +375,6 @@ SPECDEC_API specdec_status specdec_detok_stream_push(specdec_detok_stream *s, in
 /* Emit whatever is held back (invalid bytes become U+FFFD as the library does) and end
  * the sequence: the next push starts a new one. */
 SPECDEC_API specdec_status specdec_detok_stream_flush(specdec_detok_stream *s, const char **text, size_t *len);
-
-/* END tokenizer section */
 
 #ifdef __cplusplus
 }

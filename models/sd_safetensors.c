@@ -15,6 +15,7 @@
 
 #include "sd_alloc.h"
 #include "sd_json.h"
+#include "sd_utf8.h"
 
 static const struct {
     const char *name;

@@ -21,6 +21,7 @@
 #include <pcre2.h>
 
 #include "sd_error.h"
+#include "sd_utf8.h"
 #include "specdec.h"
 
 /* Hard limits that keep absurd files from requesting absurd memory. */
@@ -52,16 +53,9 @@ int sd_tok_spans_push(sd_tok_spans *s, size_t off, size_t len, int32_t id, int32
 void sd_tok_spans_free(sd_tok_spans *s);
 
 /* ---- UTF-8 ------------------------------------------------------------- */
-/* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 if the bytes there are
- * not a complete valid sequence; *bad_len is then the length of the maximal invalid
- * subpart to replace by one U+FFFD. */
-size_t sd_tok_utf8_valid_len(const unsigned char *s, size_t n, size_t *bad_len);
+/* Validation and code points: core/sd_utf8.h (sd_utf8_seq_len, sd_utf8_next, sd_utf8_put). */
 /* Append s with invalid sequences replaced by U+FFFD. Returns -1 on OOM. */
 int sd_tok_utf8_sanitize(sd_tok_buf *out, const char *s, size_t n);
-/* Decode one code point from valid UTF-8; returns its byte length. */
-size_t sd_tok_utf8_next(const char *s, size_t n, int32_t *cp);
-/* Encode cp; returns byte count (1..4). */
-size_t sd_tok_utf8_put(char *dst, int32_t cp);
 /* Rust char::is_whitespace (Unicode White_Space). */
 int sd_tok_is_whitespace(int32_t cp);
 /* Rust char::is_alphanumeric || '_'. */

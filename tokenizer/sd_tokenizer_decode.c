@@ -67,7 +67,7 @@ static int sd_tok_flush_bytes(sd_tok_buf *pend, sd_tok_buf *ob, sd_tok_spans *os
     if (!pend->len) return 0;
     size_t i = 0, bad;
     while (i < pend->len) {
-        size_t l = sd_tok_utf8_valid_len((const unsigned char *)pend->p + i, pend->len - i, &bad);
+        size_t l = sd_utf8_seq_len((const unsigned char *)pend->p + i, pend->len - i, &bad);
         if (!l) break;
         i += l;
     }
@@ -93,7 +93,7 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
             if (sd_tok_buf_reserve(&w->tmp, n)) return SD_OOM;
             while (q < n) {
                 int32_t cp;
-                q += sd_tok_utf8_next(s + q, n - q, &cp);
+                q += sd_utf8_next(s + q, n - q, &cp);
                 int b = sd_tok_cp_to_byte(cp);
                 if (b < 0) { ok = 0; break; }
                 w->tmp.p[w->tmp.len++] = (char)b;
@@ -140,7 +140,7 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
                     continue;
                 }
                 int32_t cp;
-                size_t l = sd_tok_utf8_next(s + q, n - q, &cp);
+                size_t l = sd_utf8_next(s + q, n - q, &cp);
                 if (sd_tok_buf_put(ob, s + q, l)) return SD_OOM;
                 q += l;
             }
@@ -153,14 +153,14 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
             size_t n = is->v[i].len, b = 0, e = n;
             int32_t cp;
             for (int k = 0; k < d->start && b < n; k++) {
-                size_t l = sd_tok_utf8_next(s + b, n - b, &cp);
+                size_t l = sd_utf8_next(s + b, n - b, &cp);
                 if (cp != d->strip_cp) break;
                 b += l;
             }
             for (int k = 0; k < d->stop && e > 0; k++) {
                 size_t q = e - 1;
                 while (q > 0 && ((unsigned char)s[q] & 0xC0) == 0x80) q--;
-                sd_tok_utf8_next(s + q, e - q, &cp);
+                sd_utf8_next(s + q, e - q, &cp);
                 if (cp != d->strip_cp) break;
                 e = q;
             }

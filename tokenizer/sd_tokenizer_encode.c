@@ -48,14 +48,14 @@ static int sd_tok_norm_lower(const char *s, size_t n, sd_tok_buf *out) {
             continue;
         }
         int32_t cp;
-        i += sd_tok_utf8_next(s + i, n - i, &cp);
+        i += sd_utf8_next(s + i, n - i, &cp);
         char b[8];
         size_t k;
         if (cp == 0x130) { /* the one unconditional multi-char lowercase mapping */
-            k = sd_tok_utf8_put(b, 'i');
-            k += sd_tok_utf8_put(b + k, 0x307);
+            k = sd_utf8_put(b, 'i');
+            k += sd_utf8_put(b + k, 0x307);
         } else {
-            k = sd_tok_utf8_put(b, utf8proc_tolower(cp));
+            k = sd_utf8_put(b, utf8proc_tolower(cp));
         }
         if (sd_tok_buf_put(out, b, k)) return SD_OOM;
     }
@@ -105,7 +105,7 @@ int sd_tok_normalize(const sd_tok_norm *nm, sd_tok_work *w, const char *s, size_
         int32_t cp;
         if (nm->left)
             while (b < e) {
-                size_t l = sd_tok_utf8_next(s + b, e - b, &cp);
+                size_t l = sd_utf8_next(s + b, e - b, &cp);
                 if (!sd_tok_is_whitespace(cp)) break;
                 b += l;
             }
@@ -113,7 +113,7 @@ int sd_tok_normalize(const sd_tok_norm *nm, sd_tok_work *w, const char *s, size_
             while (e > b) {
                 size_t k = e - 1;
                 while (k > b && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
-                sd_tok_utf8_next(s + k, e - k, &cp);
+                sd_utf8_next(s + k, e - k, &cp);
                 if (!sd_tok_is_whitespace(cp)) break;
                 e = k;
             }
@@ -122,7 +122,7 @@ int sd_tok_normalize(const sd_tok_norm *nm, sd_tok_work *w, const char *s, size_
     case SD_NORM_STRIP_ACCENTS:
         for (size_t i = 0; i < n;) {
             int32_t cp;
-            size_t l = sd_tok_utf8_next(s + i, n - i, &cp);
+            size_t l = sd_utf8_next(s + i, n - i, &cp);
             utf8proc_category_t c = cp < 0x80 ? UTF8PROC_CATEGORY_LL : utf8proc_category(cp);
             if (c != UTF8PROC_CATEGORY_MN && c != UTF8PROC_CATEGORY_MC && c != UTF8PROC_CATEGORY_ME &&
                 sd_tok_buf_put(out, s + i, l))
@@ -152,7 +152,7 @@ static int32_t sd_tok_last_cp(const char *s, size_t n) {
     size_t k = n - 1;
     while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
     int32_t cp;
-    sd_tok_utf8_next(s + k, n - k, &cp);
+    sd_utf8_next(s + k, n - k, &cp);
     return cp;
 }
 
@@ -180,7 +180,7 @@ static int sd_tok_split_added(const specdec_tokenizer *t, const sd_tok_matcher *
         if (a->single_word) {
             int32_t cp;
             int start_space = start == 0 || !sd_tok_is_word_char(sd_tok_last_cp(s, start));
-            int stop_space = stop == n || (sd_tok_utf8_next(s + stop, n - stop, &cp), !sd_tok_is_word_char(cp));
+            int stop_space = stop == n || (sd_utf8_next(s + stop, n - stop, &cp), !sd_tok_is_word_char(cp));
             if (!start_space || !stop_space) continue;
         }
         if (a->lstrip) {
@@ -189,7 +189,7 @@ static int sd_tok_split_added(const specdec_tokenizer *t, const sd_tok_matcher *
                 size_t k = ns - 1;
                 while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
                 int32_t cp;
-                sd_tok_utf8_next(s + k, ns - k, &cp);
+                sd_utf8_next(s + k, ns - k, &cp);
                 if (!sd_tok_is_whitespace(cp)) break;
                 ns = k;
             }
@@ -198,7 +198,7 @@ static int sd_tok_split_added(const specdec_tokenizer *t, const sd_tok_matcher *
         if (a->rstrip) {
             while (stop < n) {
                 int32_t cp;
-                size_t l = sd_tok_utf8_next(s + stop, n - stop, &cp);
+                size_t l = sd_utf8_next(s + stop, n - stop, &cp);
                 if (!sd_tok_is_whitespace(cp)) break;
                 stop += l;
             }
@@ -270,7 +270,7 @@ static int sd_tok_find_pred(sd_tok_work *w, sd_tok_pred pred, const char *s, siz
     size_t last = 0;
     for (size_t i = 0; i < n;) {
         int32_t cp;
-        size_t l = sd_tok_utf8_next(s + i, n - i, &cp);
+        size_t l = sd_utf8_next(s + i, n - i, &cp);
         if (pred(cp)) {
             if (m->n + 2 > m->cap) {
                 size_t cap = m->cap ? m->cap * 2 : 64;
@@ -345,7 +345,7 @@ static int sd_tok_pre_step(const sd_tok_pre *p, sd_tok_work *w, const sd_tok_buf
                 if (e <= a) continue;
                 size_t off = ob->len;
                 if (sd_tok_buf_reserve(ob, 2 * (e - a))) { r = SD_OOM; break; }
-                for (size_t q = a; q < e; q++) ob->len += sd_tok_utf8_put(ob->p + ob->len, sd_tok_byte_to_cp[(unsigned char)t[q]]);
+                for (size_t q = a; q < e; q++) ob->len += sd_utf8_put(ob->p + ob->len, sd_tok_byte_to_cp[(unsigned char)t[q]]);
                 if (sd_tok_spans_push(os, off, ob->len - off, -1, at && a == 0)) r = SD_OOM;
             }
             break;
@@ -383,7 +383,7 @@ static int sd_tok_pre_step(const sd_tok_pre *p, sd_tok_work *w, const sd_tok_buf
                     last = q;
                 } else {
                     int32_t cp;
-                    q += sd_tok_utf8_next(t + q, tn - q, &cp);
+                    q += sd_utf8_next(t + q, tn - q, &cp);
                 }
             }
             if (r) break;
@@ -492,7 +492,7 @@ static int sd_tok_bpe(const specdec_tokenizer *t, sd_tok_work *w, const char *s,
     char one[8];
     for (size_t i = 0; i < n;) {
         int32_t cp;
-        size_t l = sd_tok_utf8_next(s + i, n - i, &cp);
+        size_t l = sd_utf8_next(s + i, n - i, &cp);
         int first = i == 0, last = i + l == n;
         const char *key = s + i;
         size_t kl = l;

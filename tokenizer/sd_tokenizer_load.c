@@ -260,7 +260,7 @@ static specdec_status sd_tok_parse_metaspace(sd_tok_ld *ld, const cJSON *j, cons
     specdec_status st = sd_tok_get_str(ld, j, ctx, "replacement", 0, &r);
     if (st) return st;
     size_t n = strlen(r), bad;
-    if (n == 0 || n > 4 || sd_tok_utf8_valid_len((const unsigned char *)r, n, &bad) != n)
+    if (n == 0 || n > 4 || sd_utf8_seq_len((const unsigned char *)r, n, &bad) != n)
         return LD_FAIL(ld, SPECDEC_ERR_FORMAT, "%s: %s.replacement \"%s\" must be one character", ld->what, ctx, r);
     memcpy(rep, r, n);
     *rep_len = n;
@@ -370,9 +370,9 @@ static specdec_status sd_tok_parse_dec(sd_tok_ld *ld, const cJSON *j, sd_tok_dec
         const char *c;
         if ((st = sd_tok_get_str(ld, j, "decoder Strip", "content", 0, &c))) return st;
         size_t n = strlen(c), bad;
-        if (n == 0 || sd_tok_utf8_valid_len((const unsigned char *)c, n, &bad) != n)
+        if (n == 0 || sd_utf8_seq_len((const unsigned char *)c, n, &bad) != n)
             return LD_FAIL(ld, SPECDEC_ERR_FORMAT, "%s: decoder Strip.content \"%s\" must be one character", ld->what, c);
-        sd_tok_utf8_next(c, n, &d->strip_cp);
+        sd_utf8_next(c, n, &d->strip_cp);
         long v;
         if ((st = sd_tok_get_int(ld, cJSON_GetObjectItemCaseSensitive(j, "start"), "decoder Strip.start", 0, 1 << 20, &v)))
             return st;

@@ -1,6 +1,6 @@
 /* sd_cpu_rope.h — rotary position embedding, Hugging Face rotate_half convention.
  *
- * Frequencies: inv_freq[i] = sd_rope_inv_freq(rp, i) for i < d/2 (kernels/sd_math.h:
+ * Frequencies: inv_freq[i] = sd_rope_inv_freq(rp, i) for i < d/2 (core/sd_math.h:
  * theta^(-2i/d), with llama3 scaling when configured), computed in double.
  * Table for position p: cos[i] = (float)cos(p * inv_freq[i]), sin likewise, the
  * product and the trig in double, rounded once to fp32. The GPU may upload these

@@ -1,4 +1,4 @@
-/* test_cpu_ops.c — the scalar math of kernels/sd_math.h and the kernels/cpu ops
+/* test_cpu_ops.c — the scalar math of core/sd_math.h and the kernels/cpu ops
  * against straightforward independent formulas:
  *   - f16 -> f32 for all 65536 bit patterns vs a decode by ldexp;
  *   - f32 -> f16 and f32 -> bf16 (round to nearest even) on ~1M spread float bit

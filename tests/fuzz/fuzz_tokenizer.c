@@ -1,5 +1,5 @@
 /* fuzz_tokenizer.c — fuzz target: tokenizer.json text through the tokenizer loader's
- * internal entry sd_tokenizer_load_json() (models/sd_tokenizer.h). A loaded tokenizer
+ * internal entry sd_tokenizer_load_json() (tokenizer/sd_tokenizer.h). A loaded tokenizer
  * must encode and decode a short text without failing on memory safety. */
 #include <string.h>
 

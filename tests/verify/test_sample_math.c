@@ -1,4 +1,4 @@
-/* test_sample_math.c — the shared sampling math of kernels/sd_sample_rules.h (the spec
+/* test_sample_math.c — the shared sampling math of core/sd_sample_rules.h (the spec
  * the CPU reference and the CUDA kernels both compute):
  *  - sd_rule_exp against the x87 long double expl (64-bit mantissa, used as the true
  *    value) over 2.2M inputs (uniform over the whole domain, dense over [-40, 0] where

@@ -1,4 +1,4 @@
-/* test_sample_math_fma.c — kernels/sd_sample_rules.h compiled a second time with
+/* test_sample_math_fma.c — core/sd_sample_rules.h compiled a second time with
  * floating-point contraction forced on (-ffp-contract=fast, plus -mfma on x86-64 so
  * fused multiply-adds actually exist): test_sample_math checks that sd_rule_exp and
  * the fixed-point helpers give the same bits as in the default build, i.e. the spec

@@ -1,7 +1,7 @@
 /* test_sampling.c — sd_sampling_process over every option combination on random
  * logits with ties, NaN and ±Inf, against two references:
  *  - tests/cuda_sample/sample_ref.h (the specification with the shared exact helpers of
- *    kernels/sd_sample_rules.h, but qsort ranking): BIT FOR BIT;
+ *    core/sd_sample_rules.h, but qsort ranking): BIT FOR BIT;
  *  - an independently written plain fp64 reference (glibc exp, sequential double sums,
  *    no shared code): same zero sets, same argmax, every probability within
  *    REF_ULPS float ulps. The spec's exp is a few double ulps from glibc's and its sums

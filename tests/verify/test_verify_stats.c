@@ -20,8 +20,8 @@
  * is spread over every other id and pooled into one bin) so that the per-token test
  * keeps power with fewer samples; only the first round is run there (L = 1).
  *
- * Mutation check: built again with runtime/sd_verify.c compiled with
- * -DSD_VERIFY_MUTANT=N (tests/verify/verify_mutants.c), or run with --mutant-qraw (the verifier is
+ * Mutation check: linked with a broken verifier (tests/verify/verify_mutants.c compiled
+ * with -DSD_VERIFY_MUTANT=N), or run with --mutant-qraw (the verifier is
  * given the draft's unprocessed softmax instead of the row it sampled from), the test
  * inverts: it passes only if some hypothesis is rejected at the same α. */
 #include <math.h>
