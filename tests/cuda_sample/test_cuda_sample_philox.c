@@ -59,7 +59,9 @@ int main(void) {
     cudaMemcpy(dsub, sub, 8 * N, cudaMemcpyHostToDevice);
     cudaMemcpy(doff, off, 8 * N, cudaMemcpyHostToDevice);
     sd_errbuf eb = {{0}};
-    SD_CHECK(sd_cuda_sample_philox_words(dseed, dsub, doff, N, K, dwords, duf, dud, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    const sd_cuda_sample_philox_args pa = {
+        .seed = dseed, .subseq = dsub, .offset = doff, .n = N, .k = K, .words = dwords, .uf = duf, .ud = dud};
+    SD_CHECK(sd_cuda_sample_philox_words(&pa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     SD_CHECK(cudaDeviceSynchronize() == cudaSuccess, "kernel failed");
     cudaMemcpy(words, dwords, 4 * N * K, cudaMemcpyDeviceToHost);
     cudaMemcpy(uf, duf, 4 * N, cudaMemcpyDeviceToHost);
