@@ -11,7 +11,8 @@
  *   round trip between draft steps; all per-sequence state is in device memory, so a
  *   captured graph replays correctly.
  * sd_rule_philox_kernel: test hook exposing cuRAND's Philox stream.
- * Shapes and the math are documented in sd_cuda_sample.h. */
+ * Each kernel takes its launcher's argument struct by value. Shapes and the math are
+ * documented in sd_cuda_sample.h. */
 #include <curand_kernel.h>
 #include <limits.h>
 

@@ -40,8 +40,8 @@
  *
  * row_philox_word (per thread, no block contract): the cuRAND Philox word of slot
  *   (position, purpose), the device side of sd_rng_u32_at(). */
-#ifndef SD_CUDA_SPEC_ROW_CUH
-#define SD_CUDA_SPEC_ROW_CUH
+#ifndef SD_CUDA_SAMPLE_ROW_CUH
+#define SD_CUDA_SAMPLE_ROW_CUH
 
 #include <curand_kernel.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* test_cuda_sample_philox.c — the CPU Philox (runtime/sd_rng.c) equals cuRAND's device
+/* test_cuda_sample_philox.c — the CPU Philox (core/sd_rng.c) equals cuRAND's device
  * generator bit for bit: for 20000 (seed, subsequence, offset) triples — random 64-bit
  * values, small values, offsets that are not multiples of 4, values that exercise the
  * counter carries (offset / 4 near 2^32 and 2^64, subsequence near 2^32 and 2^64) and

@@ -1,10 +1,11 @@
 /* test_cuda_sample_rows.c — GPU row processing and the draft sampling step against the
- * host model (sample_ref.h) and the CPU reference (sd_sampling.c, sd_verify.c).
+ * host model (sample_ref.h) and the CPU reference (kernels/cpu/sd_cpu_sample.c,
+ * sd_cpu_verify.c).
  * For V in {16, 1000, 32000, 151936, 256000}, every logit kind of cs_common.h (incl.
  * NaN / Inf / all -inf / ties) and the parameter grid:
  *  (a) GPU probs and argmax == sample_ref given the GPU's w, BIT FOR BIT;
  *  (b) GPU w == sd_rule_exp(z - m) computed on the host, BIT FOR BIT (the shared exp of
- *      kernels/sd_sample_rules.h);
+ *      core/sd_sample_rules.h);
  *  (c) vs sd_sampling_process (the CPU reference): BIT FOR BIT, same argmax;
  *  (d) in-place processing (probs == logits) gives the same bits.
  * Draft step (REJECTION / MATCH / GREEDY, 48 sequences, Philox words and injected

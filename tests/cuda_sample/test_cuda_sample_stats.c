@@ -1,7 +1,7 @@
 /* test_cuda_sample_stats.c — the statistical proof of SPECULATIVE.md run through the GPU
  * kernels: draft tokens from sd_cuda_sample_draft_step (cuRAND Philox, q kept on the
  * device, the token written straight into the round's draft list, positions advanced
- * on the device) and the round decided by sd_cuda_sample_verify — no host work between.
+ * on the device) and the round decided by sd_cuda_verify — no host work between.
  *
  * Setup: context-free synthetic models over V tokens (the same logits at a position for
  * every sample); sample s = sequence id s, seed fixed per case, one round of gamma draft
