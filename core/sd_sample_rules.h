@@ -313,8 +313,10 @@ SD_HD int sd_rule_ranks_before(double wa, int32_t a, double wb, int32_t b) {
 SD_HD int sd_rule_topk_on(int32_t top_k, int64_t n_cand) { return top_k > 0 && (int64_t)top_k < n_cand; }
 /* Step 6: is top-p active? */
 SD_HD int sd_rule_topp_on(float top_p) { return top_p < 1.0f; }
+/* Step 7: is min-p active? */
+SD_HD int sd_rule_minp_on(float min_p) { return min_p > 0.0f; }
 /* Step 7: does min-p keep weight w (w_top == 1)? Always when min_p == 0. */
-SD_HD int sd_rule_minp_keep(double w, float min_p) { return !(min_p > 0.0f) || w >= (double)min_p; }
+SD_HD int sd_rule_minp_keep(double w, float min_p) { return !sd_rule_minp_on(min_p) || w >= (double)min_p; }
 
 /* Rejection test of a draft token: p(x) > 0 and u * q(x) <= p(x), in double. */
 SD_HD int sd_rule_accept(double u, float px, float qx) {

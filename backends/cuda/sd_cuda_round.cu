@@ -225,14 +225,8 @@ extern "C" specdec_status sd_cuda_round_start(sd_cuda_round *rd, specdec_verify_
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
                        "device round start: length %d (n_ctx %d), last token %d (vocab %d)", (int)length,
                        (int)rd->n_ctx, (int)last_token, (int)rd->V);
-    sd_sampling_params p = *sp;
-    if (mode == SPECDEC_VERIFY_GREEDY) {
-        /* argmax of the raw logits, as the CPU engine (processing is skipped there) */
-        p.temperature = 0.0f;
-        p.top_k = 0;
-        p.top_p = 1.0f;
-        p.min_p = 0.0f;
-    }
+    /* GREEDY: argmax of the raw logits, as the CPU engine (processing is skipped there) */
+    const sd_sampling_params p = mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : *sp;
     rd->started = 0;
     if (rd->mode != mode || memcmp(&rd->sp, &p, sizeof p) != 0) sd_round_drop_graphs(rd);
     rd->mode = mode;
@@ -269,29 +263,31 @@ static cudaError_t sd_round_mark(sd_cuda_round *rd, int i, int capturing) {
     return cudaEventRecord(rd->ev[i], rd->stream);
 }
 
-/* Enqueue one round (see the header); `marks`: record ev[1], ev[2] between stages. */
-static specdec_status sd_round_enqueue(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, int marks, int capturing,
-                                       sd_errbuf *eb) {
-    cudaStream_t s = rd->stream;
-    const int32_t V = rd->V;
-    int32_t *ttok = sd_cuda_runner_device_tokens(rd->t);
-    int32_t *dtok = rd->d ? sd_cuda_runner_device_tokens(rd->d) : NULL;
-    specdec_status st;
-    for (int32_t i = 0; i < gamma; i++) {
-        /* catch-up of n_pend tokens at L - n_pend, then x_i at L + i - 1 */
-        st = i == 0 ? sd_cuda_runner_enqueue_dpos(rd->d, n_pend, rd->state, -n_pend, 1, s)
-                    : sd_cuda_runner_enqueue_dpos(rd->d, 1, rd->state, i - 1, 1, s);
-        if (st != SPECDEC_OK) return sd_round_runner_fail(eb, rd->d, "draft", st);
-        st = sd_cuda_sample_draft_step(sd_cuda_runner_device_logits(rd->d), V, 1, V, &rd->sp, rd->mode, rd->seed,
-                                     rd->seq_id, rd->state + 1 + i, 0, NULL, rd->q + (size_t)i * V, V, dtok, 1,
-                                     ttok + 1 + i, 1, rd->ws_draft, rd->ws_draft_bytes, s, eb);
-        if (st != SPECDEC_OK) return st;
-    }
-    if (marks) SD_CUDA_TRY(eb, sd_round_mark(rd, 1, capturing));
-    st = sd_cuda_runner_enqueue_dpos(rd->t, gamma + 1, rd->state, -1, gamma + 1, s);
-    if (st != SPECDEC_OK) return sd_round_runner_fail(eb, rd->t, "target", st);
-    if (marks) SD_CUDA_TRY(eb, sd_round_mark(rd, 2, capturing));
+/* The draft step's arguments that do not depend on the step (one sequence; the
+ * caller sets position, q_out and tok_out2 per step). */
+static sd_cuda_sample_draft_args sd_round_draft_args(const sd_cuda_round *rd, int32_t *dtok) {
+    sd_cuda_sample_draft_args da;
+    memset(&da, 0, sizeof da);
+    da.logits = rd->d ? sd_cuda_runner_device_logits(rd->d) : NULL;
+    da.ld_logits = rd->V;
+    da.n_seq = 1;
+    da.n_vocab = rd->V;
+    da.sp = rd->sp;
+    da.mode = rd->mode;
+    da.seed = rd->seed;
+    da.seq_id = rd->seq_id;
+    da.advance_position = 0;
+    da.ld_q = rd->V;
+    da.tok_out = dtok; /* the next draft step's input */
+    da.tok_stride = 1;
+    da.tok2_stride = 1;
+    return da;
+}
 
+/* The verifier's arguments for a round of gamma drafts (the drafts sit in the
+ * target's token buffer after the last accepted token). */
+static sd_cuda_verify_args sd_round_verify_args(const sd_cuda_round *rd, int32_t gamma, int32_t *ttok) {
+    const int32_t V = rd->V;
     sd_cuda_verify_args a;
     memset(&a, 0, sizeof a);
     a.mode = rd->mode;
@@ -313,7 +309,35 @@ static specdec_status sd_round_enqueue(sd_cuda_round *rd, int32_t gamma, int32_t
     a.out_tokens = rd->rb + 1;
     a.out_stride = gamma + 1;
     a.out_n_accepted = rd->rb;
-    st = sd_cuda_verify(&a, rd->ws_verify, rd->ws_verify_bytes, s, eb);
+    return a;
+}
+
+/* Enqueue one round (see the header); `marks`: record ev[1], ev[2] between stages. */
+static specdec_status sd_round_enqueue(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, int marks, int capturing,
+                                       sd_errbuf *eb) {
+    cudaStream_t s = rd->stream;
+    const int32_t V = rd->V;
+    int32_t *ttok = sd_cuda_runner_device_tokens(rd->t);
+    int32_t *dtok = rd->d ? sd_cuda_runner_device_tokens(rd->d) : NULL;
+    specdec_status st;
+    sd_cuda_sample_draft_args da = sd_round_draft_args(rd, dtok);
+    for (int32_t i = 0; i < gamma; i++) {
+        /* catch-up of n_pend tokens at L - n_pend, then x_i at L + i - 1 */
+        st = i == 0 ? sd_cuda_runner_enqueue_dpos(rd->d, n_pend, rd->state, -n_pend, 1, s)
+                    : sd_cuda_runner_enqueue_dpos(rd->d, 1, rd->state, i - 1, 1, s);
+        if (st != SPECDEC_OK) return sd_round_runner_fail(eb, rd->d, "draft", st);
+        da.position = rd->state + 1 + i;
+        da.q_out = rd->q + (size_t)i * V;
+        da.tok_out2 = ttok + 1 + i; /* the verify pass's input */
+        st = sd_cuda_sample_draft_step(&da, rd->ws_draft, rd->ws_draft_bytes, s, eb);
+        if (st != SPECDEC_OK) return st;
+    }
+    if (marks) SD_CUDA_TRY(eb, sd_round_mark(rd, 1, capturing));
+    st = sd_cuda_runner_enqueue_dpos(rd->t, gamma + 1, rd->state, -1, gamma + 1, s);
+    if (st != SPECDEC_OK) return sd_round_runner_fail(eb, rd->t, "target", st);
+    if (marks) SD_CUDA_TRY(eb, sd_round_mark(rd, 2, capturing));
+    const sd_cuda_verify_args va = sd_round_verify_args(rd, gamma, ttok);
+    st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, s, eb);
     if (st != SPECDEC_OK) return st;
     sd_round_finish_kernel<<<1, 1, 0, s>>>(rd->state, rd->rb, gamma, ttok, gamma > 0 ? dtok : NULL, rd->draft_two);
     SD_CUDA_LAUNCHED(eb, "sd_round_finish_kernel");
@@ -349,6 +373,62 @@ static specdec_status sd_round_capture(sd_cuda_round *rd, int32_t gamma, int32_t
     }
 }
 
+/* Enqueue the round (graph replay or direct launches) and the readback of (n, tokens),
+ * then wait for it. *stages: whether the stage events were recorded. */
+static specdec_status sd_round_execute(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, int use_graph, int *stages,
+                                       sd_errbuf *eb) {
+    cudaStream_t s = rd->stream;
+    specdec_status st = SPECDEC_OK;
+    *stages = 0;
+    cudaError_t e = cudaEventRecord(rd->ev[0], s);
+    if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaEventRecord(round start)", __FILE__, __LINE__);
+    if (st == SPECDEC_OK && use_graph) {
+        cudaGraphExec_t *slot = &rd->graph[gamma][n_pend - 1];
+        if (!*slot) st = sd_round_capture(rd, gamma, n_pend, slot, eb);
+        if (st == SPECDEC_OK) {
+            *stages = rd->graph_events;
+            e = cudaGraphLaunch(*slot, s);
+            if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaGraphLaunch(device round)", __FILE__, __LINE__);
+        }
+    } else if (st == SPECDEC_OK) {
+        *stages = 1;
+        st = sd_round_enqueue(rd, gamma, n_pend, 1, 0, eb);
+    }
+    if (st == SPECDEC_OK) {
+        e = cudaMemcpyAsync(rd->h->rb, rd->rb, (size_t)(gamma + 2) * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
+        if (e == cudaSuccess) e = cudaEventRecord(rd->ev[3], s);
+        if (e == cudaSuccess) e = cudaEventRecord(rd->done, s);
+        if (e == cudaSuccess) e = cudaEventSynchronize(rd->done);
+        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "device round: readback of the accepted tokens", __FILE__, __LINE__);
+    }
+    if (st != SPECDEC_OK) {
+        (void)cudaStreamSynchronize(s);
+        (void)cudaGetLastError();
+        return sd_round_note(rd, st);
+    }
+    return SPECDEC_OK;
+}
+
+/* The stage times of the round just read back (events ev[0..3]). */
+static void sd_round_timing(const sd_cuda_round *rd, int stages, double t_wall, sd_cuda_round_timing *tm) {
+    memset(tm, 0, sizeof *tm);
+    tm->t_wall = t_wall;
+    float ms = 0.0f;
+    if (cudaEventElapsedTime(&ms, rd->ev[0], rd->ev[3]) == cudaSuccess) tm->t_gpu = 1e-3 * ms;
+    if (stages) {
+        float a = 0, b = 0, c = 0;
+        if (cudaEventElapsedTime(&a, rd->ev[0], rd->ev[1]) == cudaSuccess &&
+            cudaEventElapsedTime(&b, rd->ev[1], rd->ev[2]) == cudaSuccess &&
+            cudaEventElapsedTime(&c, rd->ev[2], rd->ev[3]) == cudaSuccess) {
+            tm->t_draft = 1e-3 * a;
+            tm->t_target = 1e-3 * b;
+            tm->t_verify = 1e-3 * c;
+            tm->stages = 1;
+        }
+    }
+    (void)cudaGetLastError(); /* an unreadable timing is not an error of the round */
+}
+
 extern "C" specdec_status sd_cuda_round_run(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, int use_graph,
                                             int32_t *out_tokens, int32_t *out_n_accepted, sd_cuda_round_timing *tm,
                                             sd_errbuf *eb) {
@@ -367,37 +447,11 @@ extern "C" specdec_status sd_cuda_round_run(sd_cuda_round *rd, int32_t gamma, in
         return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL, "device round: length %d + gamma %d exceeds n_ctx %d", (int)L,
                        (int)gamma, (int)rd->n_ctx);
     SD_CUDA_TRY(eb, cudaSetDevice(rd->device));
-    cudaStream_t s = rd->stream;
     rd->started = 0; /* until the round completes: a failure leaves the state unknown */
     const double t0 = sd_round_now();
-    specdec_status st = SPECDEC_OK;
     int stages = 0;
-    cudaError_t e = cudaEventRecord(rd->ev[0], s);
-    if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaEventRecord(round start)", __FILE__, __LINE__);
-    if (st == SPECDEC_OK && use_graph) {
-        cudaGraphExec_t *slot = &rd->graph[gamma][n_pend - 1];
-        if (!*slot) st = sd_round_capture(rd, gamma, n_pend, slot, eb);
-        if (st == SPECDEC_OK) {
-            stages = rd->graph_events;
-            e = cudaGraphLaunch(*slot, s);
-            if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaGraphLaunch(device round)", __FILE__, __LINE__);
-        }
-    } else if (st == SPECDEC_OK) {
-        stages = 1;
-        st = sd_round_enqueue(rd, gamma, n_pend, 1, 0, eb);
-    }
-    if (st == SPECDEC_OK) {
-        e = cudaMemcpyAsync(rd->h->rb, rd->rb, (size_t)(gamma + 2) * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
-        if (e == cudaSuccess) e = cudaEventRecord(rd->ev[3], s);
-        if (e == cudaSuccess) e = cudaEventRecord(rd->done, s);
-        if (e == cudaSuccess) e = cudaEventSynchronize(rd->done);
-        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "device round: readback of the accepted tokens", __FILE__, __LINE__);
-    }
-    if (st != SPECDEC_OK) {
-        (void)cudaStreamSynchronize(s);
-        (void)cudaGetLastError();
-        return sd_round_note(rd, st);
-    }
+    specdec_status st = sd_round_execute(rd, gamma, n_pend, use_graph, &stages, eb);
+    if (st != SPECDEC_OK) return st;
     const double t1 = sd_round_now();
     const int32_t *rb = rd->h->rb;
     const int32_t n = rb[0];
@@ -412,24 +466,7 @@ extern "C" specdec_status sd_cuda_round_run(sd_cuda_round *rd, int32_t gamma, in
     *out_n_accepted = n;
     rd->L = L + n + 1;
     rd->started = 1;
-    if (tm) {
-        memset(tm, 0, sizeof *tm);
-        tm->t_wall = t1 - t0;
-        float ms = 0.0f;
-        if (cudaEventElapsedTime(&ms, rd->ev[0], rd->ev[3]) == cudaSuccess) tm->t_gpu = 1e-3 * ms;
-        if (stages) {
-            float a = 0, b = 0, c = 0;
-            if (cudaEventElapsedTime(&a, rd->ev[0], rd->ev[1]) == cudaSuccess &&
-                cudaEventElapsedTime(&b, rd->ev[1], rd->ev[2]) == cudaSuccess &&
-                cudaEventElapsedTime(&c, rd->ev[2], rd->ev[3]) == cudaSuccess) {
-                tm->t_draft = 1e-3 * a;
-                tm->t_target = 1e-3 * b;
-                tm->t_verify = 1e-3 * c;
-                tm->stages = 1;
-            }
-        }
-        (void)cudaGetLastError(); /* an unreadable timing is not an error of the round */
-    }
+    if (tm) sd_round_timing(rd, stages, t1 - t0, tm);
     return SPECDEC_OK;
 }
 

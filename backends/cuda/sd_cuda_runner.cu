@@ -130,10 +130,32 @@ static void cuda_destroy(sd_runner *base) {
  * bound to r->stream, so only r->stream may take the n > SD_CUDA_SKINNY_MAX_M path. */
 static specdec_status sd_gemm(sd_cuda_runner *r, const void *w, const float *bias, const float *x, float *y,
                               int32_t n, int32_t n_out, int32_t k_in, cudaStream_t s) {
-    if (n <= SD_CUDA_SKINNY_MAX_M)
-        return sd_cuda_gemm_skinny(w, r->wdt, bias, x, y, n_out, n, n_out, k_in, s, &r->base.err);
-    return sd_cuda_gemm_blas(r->blas, w, r->wdt, bias, x, r->xconv, y, n_out, n, n_out, k_in, r->stream,
-                             &r->base.err);
+    sd_cuda_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.w = w;
+    g.wdt = r->wdt;
+    g.bias = bias;
+    g.x = x;
+    g.y = y;
+    g.ldy = n_out;
+    g.n = n;
+    g.n_out = n_out;
+    g.k_in = k_in;
+    if (n <= SD_CUDA_SKINNY_MAX_M) return sd_cuda_gemm_skinny(&g, s, &r->base.err);
+    g.xconv = r->xconv;
+    return sd_cuda_gemm_blas(r->blas, &g, r->stream, &r->base.err);
+}
+
+static specdec_status sd_rmsnorm(sd_cuda_runner *r, const float *delta, const float *w, int32_t n, cudaStream_t s) {
+    sd_cuda_rmsnorm_args a;
+    a.x = r->x;
+    a.delta = delta;
+    a.w = w;
+    a.out = r->xn;
+    a.n = n;
+    a.dim = r->cfg.hidden_size;
+    a.eps = r->cfg.rms_norm_eps;
+    return sd_cuda_rmsnorm(&a, s, &r->base.err);
 }
 
 #define SD_TRY(expr)                                  \
@@ -142,51 +164,92 @@ static specdec_status sd_gemm(sd_cuda_runner *r, const void *w, const float *bia
         if (sd_st_ != SPECDEC_OK) return sd_st_;      \
     } while (0)
 
+/* RoPE + cache append, then attention of layer L for n rows at positions pos.. (dpos:
+ * *dpos + pos.. on the device, one launch) into r->att. */
+static specdec_status sd_attend(sd_cuda_runner *r, const sd_cuda_layer *L, int32_t n, int32_t pos,
+                                const int64_t *dpos, cudaStream_t s) {
+    const sd_config *c = &r->cfg;
+    sd_errbuf *eb = &r->base.err;
+    sd_cuda_rope_args ra;
+    ra.qkv = r->qkv;
+    ra.ldqkv = r->qkv_dim;
+    ra.n = n;
+    ra.pos0 = pos;
+    ra.pos_dev = dpos;
+    ra.n_heads = c->n_heads;
+    ra.n_kv = c->n_kv_heads;
+    ra.hd = c->head_dim;
+    ra.cos_t = r->rope_cos;
+    ra.sin_t = r->rope_sin;
+    ra.k_cache = L->kc;
+    ra.v_cache = L->vc;
+    ra.kv_dt = r->kv_dt;
+    ra.n_ctx = r->base.n_ctx;
+    SD_TRY(sd_cuda_rope_kv(&ra, s, eb));
+    sd_cuda_attention_args aa;
+    aa.q = r->qkv;
+    aa.ldq = r->qkv_dim;
+    aa.k_cache = L->kc;
+    aa.v_cache = L->vc;
+    aa.kv_dt = r->kv_dt;
+    aa.n_ctx = r->base.n_ctx;
+    aa.n = n;
+    aa.pos0 = pos;
+    aa.pos_dev = dpos;
+    aa.n_heads = c->n_heads;
+    aa.n_kv = c->n_kv_heads;
+    aa.hd = c->head_dim;
+    aa.part = r->part;
+    aa.out = r->att;
+    aa.ldo = r->q_dim;
+    if (dpos) return sd_cuda_attention(&aa, s, eb); /* n <= SD_CUDA_SKINNY_MAX_M <= att_rows: one launch */
+    for (int32_t q0 = 0; q0 < n; q0 += r->att_rows) {
+        aa.q = r->qkv + (size_t)q0 * r->qkv_dim;
+        aa.n = n - q0 < r->att_rows ? n - q0 : r->att_rows;
+        aa.pos0 = pos + q0;
+        aa.out = r->att + (size_t)q0 * r->q_dim;
+        SD_TRY(sd_cuda_attention(&aa, s, eb));
+    }
+    return SPECDEC_OK;
+}
+
 /* n rows (n <= act_rows) whose ids are at tokens[first..], positions pos..pos+n-1
  * (with dpos != NULL: *dpos + pos .. on the device, n <= SD_CUDA_SKINNY_MAX_M), on
  * stream s: leaves the final-normed hidden states in r->xn. */
 static specdec_status sd_body(sd_cuda_runner *r, int32_t first, int32_t n, int32_t pos, const int64_t *dpos,
                               cudaStream_t s) {
     const sd_config *c = &r->cfg;
-    const int32_t H = c->hidden_size, I = c->intermediate_size, hd = c->head_dim;
+    const int32_t H = c->hidden_size, I = c->intermediate_size;
     sd_errbuf *eb = &r->base.err;
     SD_TRY(sd_cuda_embed(r->tok_embd, r->wdt, r->tokens + first, n, H, r->x, s, eb));
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_cuda_layer *L = &r->layers[l];
-        SD_TRY(sd_cuda_rmsnorm(r->x, l == 0 ? NULL : r->delta, L->attn_norm, r->xn, n, H, c->rms_norm_eps, s,
-                               eb));
+        SD_TRY(sd_rmsnorm(r, l == 0 ? NULL : r->delta, L->attn_norm, n, s));
         SD_TRY(sd_gemm(r, L->wqkv, L->bqkv, r->xn, r->qkv, n, r->qkv_dim, H, s));
-        if (dpos) {
-            SD_TRY(sd_cuda_rope_kv_dpos(r->qkv, r->qkv_dim, n, dpos, pos, c->n_heads, c->n_kv_heads, hd, r->rope_cos,
-                                        r->rope_sin, L->kc, L->vc, r->kv_dt, r->base.n_ctx, s, eb));
-            /* n <= SD_CUDA_SKINNY_MAX_M <= att_rows: one launch */
-            SD_TRY(sd_cuda_attention_dpos(r->qkv, r->qkv_dim, L->kc, L->vc, r->kv_dt, r->base.n_ctx, n, dpos, pos,
-                                          c->n_heads, c->n_kv_heads, hd, r->part, r->att, r->q_dim, s, eb));
-        } else {
-        SD_TRY(sd_cuda_rope_kv(r->qkv, r->qkv_dim, n, pos, c->n_heads, c->n_kv_heads, hd, r->rope_cos, r->rope_sin,
-                               L->kc, L->vc, r->kv_dt, r->base.n_ctx, s, eb));
-        for (int32_t q0 = 0; q0 < n; q0 += r->att_rows) {
-            const int32_t qn = n - q0 < r->att_rows ? n - q0 : r->att_rows;
-            SD_TRY(sd_cuda_attention(r->qkv + (size_t)q0 * r->qkv_dim, r->qkv_dim, L->kc, L->vc, r->kv_dt,
-                                     r->base.n_ctx, qn, pos + q0, c->n_heads, c->n_kv_heads, hd, r->part,
-                                     r->att + (size_t)q0 * r->q_dim, r->q_dim, s, eb));
-        }
-        }
+        SD_TRY(sd_attend(r, L, n, pos, dpos, s));
         SD_TRY(sd_gemm(r, L->wo, L->bo, r->att, r->delta, n, H, r->q_dim, s));
-        SD_TRY(sd_cuda_rmsnorm(r->x, r->delta, L->ffn_norm, r->xn, n, H, c->rms_norm_eps, s, eb));
+        SD_TRY(sd_rmsnorm(r, r->delta, L->ffn_norm, n, s));
         SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->gu, n, 2 * I, H, s));
         SD_TRY(sd_cuda_swiglu(r->gu, r->h, n, I, s, eb));
         SD_TRY(sd_gemm(r, L->wdown, NULL, r->h, r->delta, n, H, I, s));
     }
-    return sd_cuda_rmsnorm(r->x, c->n_layers > 0 ? r->delta : NULL, r->out_norm, r->xn, n, H, c->rms_norm_eps,
-                           s, eb);
+    return sd_rmsnorm(r, c->n_layers > 0 ? r->delta : NULL, r->out_norm, n, s);
 }
 
 /* LM head of rows [r0, r0 + rows) of r->xn (rows <= SD_CUDA_LOGIT_ROWS) into r->logits. */
 static specdec_status sd_lm_head(sd_cuda_runner *r, int32_t r0, int32_t rows, cudaStream_t s) {
     const int32_t H = r->cfg.hidden_size, V = r->cfg.vocab_size;
-    return sd_cuda_gemm_skinny(r->lm_head, r->wdt, NULL, r->xn + (size_t)r0 * H, r->logits, V, rows, V, H, s,
-                               &r->base.err);
+    sd_cuda_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.w = r->lm_head;
+    g.wdt = r->wdt;
+    g.x = r->xn + (size_t)r0 * H;
+    g.y = r->logits;
+    g.ldy = V;
+    g.n = rows;
+    g.n_out = V;
+    g.k_in = H;
+    return sd_cuda_gemm_skinny(&g, s, &r->base.err);
 }
 
 static specdec_status cuda_forward_impl(sd_cuda_runner *r, const int32_t *tokens, int32_t n, int32_t pos,
@@ -312,74 +375,87 @@ static specdec_status sd_check_config(const sd_config *c, sd_errbuf *eb) {
     return SPECDEC_OK;
 }
 
-/* Everything but the weight values: the runner, its stream, cuBLAS, the three arenas,
- * the rope tables. On failure *out is NULL and nothing is left allocated. */
-static specdec_status sd_create_common(const sd_config *cfg, sd_dtype wdt, sd_dtype kv_dt, int tied, int has_bo,
-                                       int32_t n_ctx, int32_t max_batch, int32_t device, sd_cuda_runner **out,
-                                       sd_errbuf *eb) {
-    *out = NULL;
+/* What a runner is created for (sd_create_common). */
+typedef struct sd_runner_spec {
+    sd_dtype wdt;      /* projection weights on the device */
+    sd_dtype kv_dt;    /* KV cache */
+    int tied;          /* the LM head is the embedding */
+    int has_bo;        /* o_proj carries a bias */
+    int32_t n_ctx;     /* > 0 */
+    int32_t max_batch; /* 0 or > n_ctx: n_ctx */
+    int32_t device;
+} sd_runner_spec;
+
+/* The checks before anything is allocated; *max_batch gets the effective value. */
+static specdec_status sd_create_check(const sd_config *cfg, const sd_runner_spec *sp, int32_t *max_batch,
+                                      sd_errbuf *eb) {
     specdec_status st = sd_check_config(cfg, eb);
     if (st != SPECDEC_OK) return st;
-    if (n_ctx <= 0 || max_batch < 0)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "CUDA runner: n_ctx %d, max_batch %d", (int)n_ctx,
-                       (int)max_batch);
-    if (max_batch == 0 || max_batch > n_ctx) max_batch = n_ctx;
+    if (sp->n_ctx <= 0 || sp->max_batch < 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "CUDA runner: n_ctx %d, max_batch %d", (int)sp->n_ctx,
+                       (int)sp->max_batch);
+    *max_batch = sp->max_batch == 0 || sp->max_batch > sp->n_ctx ? sp->n_ctx : sp->max_batch;
     int n_dev = 0;
     if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
         (void)cudaGetLastError();
         return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "CUDA runner: no CUDA device (driver missing or no GPU)");
     }
-    if (device < 0 || device >= n_dev)
-        return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "CUDA runner: device %d requested, %d present", (int)device,
-                       n_dev);
+    if (sp->device < 0 || sp->device >= n_dev)
+        return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "CUDA runner: device %d requested, %d present",
+                       (int)sp->device, n_dev);
+    return SPECDEC_OK;
+}
 
+/* The host side of a runner: fields, sizes, the layer array (NULL on out of memory). */
+static sd_cuda_runner *sd_runner_new(const sd_config *cfg, const sd_runner_spec *sp, int32_t max_batch) {
     sd_cuda_runner *r = (sd_cuda_runner *)sd_calloc(1, sizeof *r);
-    if (!r) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory");
+    if (!r) return NULL;
     r->base.vt = &sd_cuda_vtbl;
     r->base.backend = SPECDEC_BACKEND_CUDA;
     r->base.n_vocab = cfg->vocab_size;
-    r->base.n_ctx = n_ctx;
+    r->base.n_ctx = sp->n_ctx;
     r->base.max_batch = max_batch;
     r->base.kv_len = 0;
     r->cfg = *cfg;
-    r->device = device;
-    r->wdt = wdt;
-    r->kv_dt = kv_dt;
-    r->has_bo = has_bo;
+    r->device = sp->device;
+    r->wdt = sp->wdt;
+    r->kv_dt = sp->kv_dt;
+    r->has_bo = sp->has_bo;
     r->q_dim = cfg->n_heads * cfg->head_dim;
     r->kv_dim = cfg->n_kv_heads * cfg->head_dim;
     r->qkv_dim = r->q_dim + 2 * r->kv_dim;
     r->act_rows = max_batch < SD_CUDA_ACT_ROWS_MAX ? max_batch : SD_CUDA_ACT_ROWS_MAX;
-    {
-        /* Attention scratch: as many query rows per launch as fit the budget, at least
-         * a whole verify step. Row chunking never changes a row's result. */
-        const size_t per_row = sd_cuda_attention_part_floats(1, cfg->n_heads, cfg->head_dim, n_ctx) * sizeof(float);
-        size_t rows = SD_CUDA_ATT_SCRATCH_BUDGET / (per_row ? per_row : 1);
-        const size_t min_rows = r->act_rows < SD_CUDA_SKINNY_MAX_M ? (size_t)r->act_rows : SD_CUDA_SKINNY_MAX_M;
-        if (rows < min_rows) rows = min_rows;
-        if (rows > (size_t)r->act_rows) rows = (size_t)r->act_rows;
-        r->att_rows = (int32_t)rows;
-    }
+    /* Attention scratch: as many query rows per launch as fit the budget, at least a
+     * whole verify step. Row chunking never changes a row's result. */
+    const size_t per_row = sd_cuda_attention_part_floats(1, cfg->n_heads, cfg->head_dim, sp->n_ctx) * sizeof(float);
+    size_t rows = SD_CUDA_ATT_SCRATCH_BUDGET / (per_row ? per_row : 1);
+    const size_t min_rows = r->act_rows < SD_CUDA_SKINNY_MAX_M ? (size_t)r->act_rows : SD_CUDA_SKINNY_MAX_M;
+    if (rows < min_rows) rows = min_rows;
+    if (rows > (size_t)r->act_rows) rows = (size_t)r->act_rows;
+    r->att_rows = (int32_t)rows;
     r->layers = (sd_cuda_layer *)sd_calloc(cfg->n_layers > 0 ? (size_t)cfg->n_layers : 1, sizeof(sd_cuda_layer));
     if (!r->layers) {
         cuda_destroy(&r->base);
-        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (%d layers)", (int)cfg->n_layers);
+        return NULL;
     }
+    return r;
+}
 
 #define SD_CREATE_CUDA(stmt)                                                        \
     do {                                                                            \
         cudaError_t e_ = (stmt);                                                    \
         if (e_ != cudaSuccess) {                                                    \
-            st = sd_cuda_fail(eb, e_, #stmt, __FILE__, __LINE__);                   \
+            specdec_status st_ = sd_cuda_fail(eb, e_, #stmt, __FILE__, __LINE__);   \
             (void)cudaGetLastError();                                               \
-            cuda_destroy(&r->base);                                                 \
-            return st;                                                              \
+            return st_;                                                             \
         }                                                                           \
     } while (0)
 
-    SD_CREATE_CUDA(cudaSetDevice(device));
+/* The stream and the three device arenas (weights, KV cache, activations), each sized
+ * by a planning pass and then placed. */
+static specdec_status sd_create_arenas(sd_cuda_runner *r, int tied, sd_errbuf *eb) {
+    SD_CREATE_CUDA(cudaSetDevice(r->device));
     SD_CREATE_CUDA(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
-
     sd_bump b = {NULL, 0};
     sd_plan_weights(r, &b, tied);
     r->w_bytes = b.off;
@@ -405,54 +481,75 @@ static specdec_status sd_create_common(const sd_config *cfg, sd_dtype wdt, sd_dt
     b.base = (char *)r->act_arena;
     b.off = 0;
     sd_plan_act(r, &b);
+    return SPECDEC_OK;
+}
 
-    {
-        cublasStatus_t bs = cublasCreate(&r->blas);
-        if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(r->blas, r->stream);
-        /* Our own workspace: cuBLAS then never allocates while a forward runs. */
-        if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(r->blas, r->blas_ws, SD_CUDA_BLAS_WS_BYTES);
-        if (bs != CUBLAS_STATUS_SUCCESS) {
-            st = sd_cublas_fail(eb, bs, "cublasCreate/SetStream/SetWorkspace", __FILE__, __LINE__);
-            cuda_destroy(&r->base);
-            return st;
-        }
-    }
+/* cuBLAS on the runner's stream with our own workspace (it then never allocates while
+ * a forward runs). */
+static specdec_status sd_create_blas(sd_cuda_runner *r, sd_errbuf *eb) {
+    cublasStatus_t bs = cublasCreate(&r->blas);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(r->blas, r->stream);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(r->blas, r->blas_ws, SD_CUDA_BLAS_WS_BYTES);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        return sd_cublas_fail(eb, bs, "cublasCreate/SetStream/SetWorkspace", __FILE__, __LINE__);
+    return SPECDEC_OK;
+}
 
-    /* RoPE tables with the CPU reference's functions (double, rounded once). */
-    {
-        const int32_t half = cfg->head_dim / 2;
-        sd_rope_params rp;
-        rp.head_dim = cfg->head_dim;
-        rp.theta = cfg->rope_theta;
-        rp.llama3 = cfg->rope_type == SD_ROPE_LLAMA3;
-        rp.factor = cfg->rope_factor;
-        rp.low_freq_factor = cfg->rope_low_freq_factor;
-        rp.high_freq_factor = cfg->rope_high_freq_factor;
-        rp.original_max_pos = cfg->rope_original_max_pos;
-        double *inv = (double *)sd_malloc((size_t)half * sizeof(double));
-        float *cs = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));
-        float *sn = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));
-        if (!inv || !cs || !sn) {
-            sd_free(inv);
-            sd_free(cs);
-            sd_free(sn);
-            cuda_destroy(&r->base);
-            return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (rope tables, n_ctx %d)",
-                           (int)n_ctx);
-        }
-        sd_cpu_rope_inv_freq(&rp, inv);
-        for (int32_t p = 0; p < n_ctx; p++)
-            sd_cpu_rope_table(inv, half, p, cs + (size_t)p * half, sn + (size_t)p * half);
-        cudaError_t e1 = cudaMemcpy(r->rope_cos, cs, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice);
-        cudaError_t e2 = e1 == cudaSuccess
-                             ? cudaMemcpy(r->rope_sin, sn, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice)
-                             : e1;
+/* RoPE tables with the CPU reference's functions (double, rounded once). */
+static specdec_status sd_create_rope(sd_cuda_runner *r, sd_errbuf *eb) {
+    const sd_config *cfg = &r->cfg;
+    const int32_t half = cfg->head_dim / 2, n_ctx = r->base.n_ctx;
+    sd_rope_params rp;
+    rp.head_dim = cfg->head_dim;
+    rp.theta = cfg->rope_theta;
+    rp.llama3 = cfg->rope_type == SD_ROPE_LLAMA3;
+    rp.factor = cfg->rope_factor;
+    rp.low_freq_factor = cfg->rope_low_freq_factor;
+    rp.high_freq_factor = cfg->rope_high_freq_factor;
+    rp.original_max_pos = cfg->rope_original_max_pos;
+    double *inv = (double *)sd_malloc((size_t)half * sizeof(double));
+    float *cs = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));
+    float *sn = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));
+    if (!inv || !cs || !sn) {
         sd_free(inv);
         sd_free(cs);
         sd_free(sn);
-        SD_CREATE_CUDA(e2);
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (rope tables, n_ctx %d)",
+                       (int)n_ctx);
     }
+    sd_cpu_rope_inv_freq(&rp, inv);
+    for (int32_t p = 0; p < n_ctx; p++) sd_cpu_rope_table(inv, half, p, cs + (size_t)p * half, sn + (size_t)p * half);
+    cudaError_t e1 = cudaMemcpy(r->rope_cos, cs, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice);
+    cudaError_t e2 = e1 == cudaSuccess
+                         ? cudaMemcpy(r->rope_sin, sn, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice)
+                         : e1;
+    sd_free(inv);
+    sd_free(cs);
+    sd_free(sn);
+    SD_CREATE_CUDA(e2);
+    return SPECDEC_OK;
+}
 #undef SD_CREATE_CUDA
+
+/* Everything but the weight values: the runner, its stream, cuBLAS, the three arenas,
+ * the rope tables. On failure *out is NULL and nothing is left allocated. */
+static specdec_status sd_create_common(const sd_config *cfg, const sd_runner_spec *sp, sd_cuda_runner **out,
+                                       sd_errbuf *eb) {
+    *out = NULL;
+    int32_t max_batch = 0;
+    specdec_status st = sd_create_check(cfg, sp, &max_batch, eb);
+    if (st != SPECDEC_OK) return st;
+    sd_cuda_runner *r = sd_runner_new(cfg, sp, max_batch);
+    if (!r)
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (%d layers)",
+                       (int)cfg->n_layers);
+    st = sd_create_arenas(r, sp->tied, eb);
+    if (st == SPECDEC_OK) st = sd_create_blas(r, eb);
+    if (st == SPECDEC_OK) st = sd_create_rope(r, eb);
+    if (st != SPECDEC_OK) {
+        cuda_destroy(&r->base);
+        return st;
+    }
     *out = r;
     return SPECDEC_OK;
 }
@@ -547,8 +644,9 @@ extern "C" specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_c
     const sd_dtype kv_dt = wdt;
     const int tied = w->cfg.tie_word_embeddings || w->lm_head.data == w->tok_embd.data;
     const int has_bo = w->layers[0].bo.data != NULL;
+    const sd_runner_spec spec = {wdt, kv_dt, tied, has_bo, n_ctx, max_batch, device};
     sd_cuda_runner *r = NULL;
-    st = sd_create_common(&w->cfg, wdt, kv_dt, tied, has_bo, n_ctx, max_batch, device, &r, eb);
+    st = sd_create_common(&w->cfg, &spec, &r, eb);
     if (st != SPECDEC_OK) return st;
     st = sd_upload_model(r, w, eb);
     if (st == SPECDEC_OK) {
@@ -572,8 +670,9 @@ extern "C" specdec_status sd_cuda_runner_create_synthetic(const sd_config *cfg, 
     if (out) *out = NULL;
     if (!cfg || !out)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_runner_create_synthetic: NULL argument");
+    const sd_runner_spec spec = {wdt, wdt, cfg->tie_word_embeddings, 0, n_ctx, max_batch, device};
     sd_cuda_runner *r = NULL;
-    specdec_status st = sd_create_common(cfg, wdt, wdt, cfg->tie_word_embeddings, 0, n_ctx, max_batch, device, &r, eb);
+    specdec_status st = sd_create_common(cfg, &spec, &r, eb);
     if (st != SPECDEC_OK) return st;
     const size_t H = (size_t)cfg->hidden_size, I = (size_t)cfg->intermediate_size;
     uint64_t k = seed * 1000003ull;

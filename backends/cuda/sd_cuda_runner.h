@@ -37,7 +37,7 @@ int32_t *sd_cuda_runner_device_tokens(sd_runner *r);
 specdec_status sd_cuda_runner_enqueue(sd_runner *r, int32_t n, int32_t pos, int want_logits);
 const float *sd_cuda_runner_device_logits(sd_runner *r);
 
-/* The device-resident round's forward (kernels/cuda/sd_cuda_round.cu): the n tokens
+/* The device-resident round's forward (backends/cuda/sd_cuda_round.cu): the n tokens
  * already in the device token buffer at positions *pos_base + pos_off .. + n - 1, where
  * pos_base is a device int64 read by the kernels (so a captured CUDA graph replays at
  * the current position), enqueued on `stream` (any stream of the runner's device). n

@@ -98,7 +98,9 @@ typedef struct { const void *w; const float *x; float *y; void *xc; int M, N, K;
 static void run_skinny(void *c, cudaStream_t s) {
     gemm_ctx *k = c;
     sd_errbuf eb;
-    if (sd_cuda_gemm_skinny(k->w, SD_BF16, NULL, k->x, k->y, k->N, k->M, k->N, k->K, s, &eb) != SPECDEC_OK) {
+    const sd_cuda_gemm_args g = {
+        .w = k->w, .wdt = SD_BF16, .bias = NULL, .x = k->x, .y = k->y, .ldy = k->N, .n = k->M, .n_out = k->N, .k_in = k->K};
+    if (sd_cuda_gemm_skinny(&g, s, &eb) != SPECDEC_OK) {
         fprintf(stderr, "bench: %s\n", eb.msg);
         exit(1);
     }

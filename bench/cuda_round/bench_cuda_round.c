@@ -1,5 +1,5 @@
 /* bench_cuda_round.c — end-to-end speculative decoding on the GPU with the
- * device-resident round (kernels/cuda/sd_cuda_round.cu).
+ * device-resident round (backends/cuda/sd_cuda_round.cu).
  *
  * Part 1, the bundled pair (models/kjv-*), greedy, prompt of 8 ids, 256 new tokens:
  *   validate first (speculative == plain output for every γ, else exit 1), warm up,

@@ -65,7 +65,8 @@ static int run(int V, int g, specdec_verify_mode mode, sd_sampling_params sp, re
     void *pws;
     size_t pwsb = sd_cuda_sample_ws_bytes(R, V);
     cudaMalloc(&pws, pwsb);
-    sd_cuda_sample_process_rows(dl, V, R, V, &qsp, dq, V, NULL, pws, pwsb, 0, &eb); /* q = p: high acceptance */
+    const sd_cuda_sample_rows_args ra = {.logits = dl, .ld_in = V, .n_rows = R, .n_vocab = V, .sp = qsp, .probs = dq, .ld_out = V};
+    sd_cuda_sample_process_rows(&ra, pws, pwsb, 0, &eb); /* q = p: high acceptance */
     int32_t draft[16];
     for (int i = 0; i < 16; i++) draft[i] = (i * 7919) % V;
     cudaMemcpy(ddraft, draft, sizeof draft, cudaMemcpyHostToDevice);

@@ -17,7 +17,9 @@
  * Launch: 256 threads (8 warps = 8 output columns) per block, grid ceil(n_out / 8);
  * MT in {1, 2, 4, 8, 16} is the smallest width >= the rows of the launch; rows
  * beyond 16 go to further launches. Unaligned or k % 8 != 0 falls back to scalar
- * loads with the same chunking (same order, so the same results).
+ * loads with the same chunking (same order, so the same results). The kernel keeps
+ * positional __restrict__ parameters (the launcher unpacks sd_cuda_gemm_args): it is
+ * the hot loop of every projection, and its code is left exactly as it was.
  *
  * BLAS (prefill, n > SD_CUDA_SKINNY_MAX_M): x is converted to W's dtype and
  * cublasGemmEx computes y^T = W x^T with fp32 accumulation (CUBLAS_COMPUTE_32F), then
@@ -156,34 +158,38 @@ sd_gemm_skinny_kernel(const T *__restrict__ W, const float *__restrict__ bias, c
     }
 }
 
+/* One launch of at most SD_CUDA_SKINNY_ROWS rows (xs, ys: the launch's first row). */
 template <typename T>
-static void sd_gemm_skinny_launch(const T *w, const float *bias, const float *x, float *y, int32_t ldy, int32_t M,
-                                  int32_t n_out, int32_t k_in, int vec, cudaStream_t stream) {
+static void sd_gemm_skinny_launch(const sd_cuda_gemm_args *a, const float *xs, float *ys, int32_t M, int vec,
+                                  cudaStream_t stream) {
+    const T *w = (const T *)a->w;
+    const int32_t ldy = a->ldy, n_out = a->n_out, k_in = a->k_in;
+    const float *bias = a->bias;
     const dim3 grid(sd_cdiv((size_t)n_out, SD_GEMM_WARPS));
     const dim3 block(SD_GEMM_WARPS * 32);
-    if (M <= 1) sd_gemm_skinny_kernel<T, 1><<<grid, block, 0, stream>>>(w, bias, x, y, ldy, M, n_out, k_in, vec);
-    else if (M <= 2) sd_gemm_skinny_kernel<T, 2><<<grid, block, 0, stream>>>(w, bias, x, y, ldy, M, n_out, k_in, vec);
-    else if (M <= 4) sd_gemm_skinny_kernel<T, 4><<<grid, block, 0, stream>>>(w, bias, x, y, ldy, M, n_out, k_in, vec);
-    else if (M <= 8) sd_gemm_skinny_kernel<T, 8><<<grid, block, 0, stream>>>(w, bias, x, y, ldy, M, n_out, k_in, vec);
-    else sd_gemm_skinny_kernel<T, 16><<<grid, block, 0, stream>>>(w, bias, x, y, ldy, M, n_out, k_in, vec);
+    if (M <= 1) sd_gemm_skinny_kernel<T, 1><<<grid, block, 0, stream>>>(w, bias, xs, ys, ldy, M, n_out, k_in, vec);
+    else if (M <= 2) sd_gemm_skinny_kernel<T, 2><<<grid, block, 0, stream>>>(w, bias, xs, ys, ldy, M, n_out, k_in, vec);
+    else if (M <= 4) sd_gemm_skinny_kernel<T, 4><<<grid, block, 0, stream>>>(w, bias, xs, ys, ldy, M, n_out, k_in, vec);
+    else if (M <= 8) sd_gemm_skinny_kernel<T, 8><<<grid, block, 0, stream>>>(w, bias, xs, ys, ldy, M, n_out, k_in, vec);
+    else sd_gemm_skinny_kernel<T, 16><<<grid, block, 0, stream>>>(w, bias, xs, ys, ldy, M, n_out, k_in, vec);
 }
 
-extern "C" specdec_status sd_cuda_gemm_skinny(const void *w, sd_dtype wdt, const float *bias, const float *x,
-                                              float *y, int32_t ldy, int32_t n, int32_t n_out, int32_t k_in,
-                                              cudaStream_t stream, sd_errbuf *eb) {
-    if (n <= 0 || n_out <= 0) return SPECDEC_OK;
-    if (k_in <= 0 || ldy < n_out)
+extern "C" specdec_status sd_cuda_gemm_skinny(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb) {
+    if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_skinny: NULL args");
+    const int32_t n = a->n, k_in = a->k_in;
+    if (n <= 0 || a->n_out <= 0) return SPECDEC_OK;
+    if (k_in <= 0 || a->ldy < a->n_out)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_skinny: k %d, n_out %d, ldy %d", (int)k_in,
-                       (int)n_out, (int)ldy);
-    const int vec = (k_in % 8 == 0) && ((uintptr_t)w % 16 == 0) && ((uintptr_t)x % 16 == 0);
+                       (int)a->n_out, (int)a->ldy);
+    const int vec = (k_in % 8 == 0) && ((uintptr_t)a->w % 16 == 0) && ((uintptr_t)a->x % 16 == 0);
     for (int32_t m0 = 0; m0 < n; m0 += SD_CUDA_SKINNY_ROWS) {
         const int32_t rows = n - m0 < SD_CUDA_SKINNY_ROWS ? n - m0 : SD_CUDA_SKINNY_ROWS;
-        const float *xs = x + (size_t)m0 * k_in;
-        float *ys = y + (size_t)m0 * ldy;
-        switch (wdt) {
-        case SD_BF16: sd_gemm_skinny_launch((const sd_bf16_t *)w, bias, xs, ys, ldy, rows, n_out, k_in, vec, stream); break;
-        case SD_F16: sd_gemm_skinny_launch((const sd_f16_t *)w, bias, xs, ys, ldy, rows, n_out, k_in, vec, stream); break;
-        default: sd_gemm_skinny_launch((const float *)w, bias, xs, ys, ldy, rows, n_out, k_in, vec, stream); break;
+        const float *xs = a->x + (size_t)m0 * k_in;
+        float *ys = a->y + (size_t)m0 * a->ldy;
+        switch (a->wdt) {
+        case SD_BF16: sd_gemm_skinny_launch<sd_bf16_t>(a, xs, ys, rows, vec, stream); break;
+        case SD_F16: sd_gemm_skinny_launch<sd_f16_t>(a, xs, ys, rows, vec, stream); break;
+        default: sd_gemm_skinny_launch<float>(a, xs, ys, rows, vec, stream); break;
         }
         SD_CUDA_LAUNCHED(eb, "sd_gemm_skinny_kernel");
     }
@@ -212,28 +218,29 @@ static __global__ void sd_add_bias_kernel(float *__restrict__ y, int32_t ldy, co
     if (o < n_out) y[(size_t)blockIdx.y * ldy + o] += bias[o];
 }
 
-extern "C" specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const void *w, sd_dtype wdt, const float *bias,
-                                            const float *x, void *xconv, float *y, int32_t ldy, int32_t n,
-                                            int32_t n_out, int32_t k_in, cudaStream_t stream, sd_errbuf *eb) {
+extern "C" specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const sd_cuda_gemm_args *a, cudaStream_t stream,
+                                            sd_errbuf *eb) {
+    if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_blas: NULL args");
+    const int32_t n = a->n, n_out = a->n_out, k_in = a->k_in, ldy = a->ldy;
     if (n <= 0 || n_out <= 0) return SPECDEC_OK;
     if (k_in <= 0 || ldy < n_out)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_blas: k %d, n_out %d, ldy %d", (int)k_in,
                        (int)n_out, (int)ldy);
-    const void *b = x;
+    const void *b = a->x;
     cudaDataType_t type = CUDA_R_32F;
-    if (wdt != SD_F32) {
-        specdec_status st = sd_cuda_convert_f32(x, xconv, wdt, (size_t)n * k_in, stream, eb);
+    if (a->wdt != SD_F32) {
+        specdec_status st = sd_cuda_convert_f32(a->x, a->xconv, a->wdt, (size_t)n * k_in, stream, eb);
         if (st != SPECDEC_OK) return st;
-        b = xconv;
-        type = wdt == SD_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+        b = a->xconv;
+        type = a->wdt == SD_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     }
     const float alpha = 1.0f, beta = 0.0f;
     /* Column-major view: W is k x n_out (lda k), x is k x n (ldb k), y is n_out x n. */
-    SD_CUBLAS_TRY(eb, cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n_out, n, k_in, &alpha, w, type, k_in, b, type,
-                                   k_in, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    if (bias) {
+    SD_CUBLAS_TRY(eb, cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n_out, n, k_in, &alpha, a->w, type, k_in, b, type,
+                                   k_in, &beta, a->y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (a->bias) {
         dim3 grid(sd_cdiv((size_t)n_out, 256), (unsigned)n);
-        sd_add_bias_kernel<<<grid, 256, 0, stream>>>(y, ldy, bias, n_out);
+        sd_add_bias_kernel<<<grid, 256, 0, stream>>>(a->y, ldy, a->bias, n_out);
         SD_CUDA_LAUNCHED(eb, "sd_add_bias_kernel");
     }
     return SPECDEC_OK;

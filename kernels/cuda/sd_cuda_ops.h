@@ -2,10 +2,11 @@
  *
  * Each op family lives in one .cu file whose header comment gives shapes, math and
  * launch geometry; this header is the one C view of all of them, used by the CUDA
- * runner, the GPU tests (plain C) and the benchmark. Every launcher enqueues work on
- * `stream`, checks the launch (cudaGetLastError) and returns a specdec_status with an
- * sd_fail() detail naming the statement, file and line; it never synchronises and
- * never allocates. All pointers are device pointers unless stated. Activations are
+ * runner, the GPU tests (plain C) and the benchmark. A launcher with more than a few
+ * operands takes them in an argument struct (fields documented below; the struct is
+ * only read during the call). Every launcher enqueues work on `stream`, checks the
+ * launch (cudaGetLastError) and returns a specdec_status with an sd_fail() detail
+ * naming the statement, file and line; it never synchronises and never allocates. All pointers are device pointers unless stated. Activations are
  * fp32 row-major; weights are F32/F16/BF16 (sd_dtype) in PyTorch nn.Linear layout
  * [out, in]. A sticky device error maps to SPECDEC_ERR_DEVICE_LOST. */
 #ifndef SD_CUDA_OPS_H
@@ -53,46 +54,63 @@ specdec_status sd_cuda_embed(const void *table, sd_dtype dt, const int32_t *toke
 
 /* --- RMSNorm fused with the residual add (sd_cuda_rmsnorm.cu) ------------------
  * For each row m < n: if delta != NULL, x[m] += delta[m] (written back); then
- * out[m, c] = x[m, c] * rsqrt(mean_c x[m]^2 + eps) * w[c]; w fp32 [dim]. */
-specdec_status sd_cuda_rmsnorm(float *x, const float *delta, const float *w, float *out, int32_t n, int32_t dim,
-                               float eps, cudaStream_t stream, sd_errbuf *eb);
+ * out[m, c] = x[m, c] * rsqrt(mean_c x[m]^2 + eps) * w[c]. */
+typedef struct sd_cuda_rmsnorm_args {
+    float *x;            /* [n, dim] residual stream (updated when delta != NULL) */
+    const float *delta;  /* [n, dim] or NULL */
+    const float *w;      /* [dim] fp32 */
+    float *out;          /* [n, dim]; may alias delta but not x */
+    int32_t n;           /* rows (<= 0: nothing launched) */
+    int32_t dim;
+    float eps;
+} sd_cuda_rmsnorm_args;
+specdec_status sd_cuda_rmsnorm(const sd_cuda_rmsnorm_args *a, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- RoPE + KV-cache append (sd_cuda_rope.cu) ----------------------------------
  * qkv [n, ldqkv] fp32 holds per token q [n_heads*hd] | k [n_kv*hd] | v [n_kv*hd].
- * Rotates q and k of token m with the table row of position pos0 + m (rotate_half:
+ * Rotates q and k of token m with the table row of its position p_m (rotate_half:
  * elements i and i + hd/2), in place, then stores k and v of token m into the caches
- * at row pos0 + m. cos_t/sin_t [n_ctx, hd/2] fp32. Caches k_cache/v_cache
- * [n_kv][n_ctx][hd] in kv_dt. */
-specdec_status sd_cuda_rope_kv(float *qkv, int32_t ldqkv, int32_t n, int32_t pos0, int32_t n_heads, int32_t n_kv,
-                               int32_t hd, const float *cos_t, const float *sin_t, void *k_cache, void *v_cache,
-                               sd_dtype kv_dt, int32_t n_ctx, cudaStream_t stream, sd_errbuf *eb);
-
-/* Device-position variant (CUDA-graph replay): positions start at *pos_base + pos_off,
- * pos_base a device int64; the caller guarantees they stay inside [0, n_ctx). */
-specdec_status sd_cuda_rope_kv_dpos(float *qkv, int32_t ldqkv, int32_t n, const int64_t *pos_base, int32_t pos_off,
-                                    int32_t n_heads, int32_t n_kv, int32_t hd, const float *cos_t, const float *sin_t,
-                                    void *k_cache, void *v_cache, sd_dtype kv_dt, int32_t n_ctx,
-                                    cudaStream_t stream, sd_errbuf *eb);
+ * at row p_m. Positions: p_m = pos0 + m (checked to lie in [0, n_ctx)), or with
+ * pos_dev != NULL p_m = *pos_dev + pos0 + m, read on the device (CUDA-graph replay;
+ * the caller keeps them inside [0, n_ctx)). */
+typedef struct sd_cuda_rope_args {
+    float *qkv;             /* [n, ldqkv] */
+    int32_t ldqkv;
+    int32_t n;              /* tokens (<= 0: nothing launched) */
+    int32_t pos0;           /* first position, or the offset from *pos_dev */
+    const int64_t *pos_dev; /* NULL, or a device int64 holding the base position */
+    int32_t n_heads, n_kv, hd; /* hd even */
+    const float *cos_t, *sin_t; /* [n_ctx, hd/2] fp32 */
+    void *k_cache, *v_cache;    /* [n_kv][n_ctx][hd] in kv_dt */
+    sd_dtype kv_dt;
+    int32_t n_ctx;
+} sd_cuda_rope_args;
+specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- attention (sd_cuda_attention.cu) -------------------------------------------
- * Causal GQA attention of n query tokens at positions pos0..pos0+n-1 against the
- * caches (rows 0..pos0+m for token m). q [n, ldq] fp32 (head h at column h*hd),
- * out [n, ldo] fp32. part: scratch of sd_cuda_attention_part_floats(n, ...) floats.
- * Query chunks larger than the scratch are the caller's to split. */
+ * Causal GQA attention of n query tokens at positions p_m = pos0 + m against the
+ * caches (rows 0..p_m for token m). part: scratch of sd_cuda_attention_part_floats(n,
+ * n_heads, hd, n_ctx) floats. Query chunks larger than the scratch are the caller's
+ * to split. With pos_dev != NULL (CUDA-graph replay) p_m = *pos_dev + pos0 + m, read
+ * on the device and kept inside [0, n_ctx - n] by the caller; the grid then covers all
+ * ceil(n_ctx / SD_CUDA_ATTN_SPLIT) splits (idle ones exit at once), bitwise the same
+ * rows as with the position given on the host. */
+typedef struct sd_cuda_attention_args {
+    const float *q;             /* [n, ldq] fp32, head h at column h*hd */
+    int32_t ldq;
+    const void *k_cache, *v_cache; /* [n_kv][n_ctx][hd] in kv_dt */
+    sd_dtype kv_dt;
+    int32_t n_ctx;
+    int32_t n;                  /* query tokens (<= 0: nothing launched) */
+    int32_t pos0;               /* first position, or the offset from *pos_dev */
+    const int64_t *pos_dev;     /* NULL, or a device int64 holding the base position */
+    int32_t n_heads, n_kv, hd;  /* n_heads % n_kv == 0, hd <= SD_CUDA_ATTN_MAX_HD */
+    float *part;                /* split scratch, see above */
+    float *out;                 /* [n, ldo] fp32 */
+    int32_t ldo;
+} sd_cuda_attention_args;
 size_t sd_cuda_attention_part_floats(int32_t n, int32_t n_heads, int32_t hd, int32_t n_ctx);
-specdec_status sd_cuda_attention(const float *q, int32_t ldq, const void *k_cache, const void *v_cache,
-                                 sd_dtype kv_dt, int32_t n_ctx, int32_t n, int32_t pos0, int32_t n_heads,
-                                 int32_t n_kv, int32_t hd, float *part, float *out, int32_t ldo,
-                                 cudaStream_t stream, sd_errbuf *eb);
-/* Device-position variant (CUDA-graph replay): queries at *pos_base + pos_off + m,
- * pos_base a device int64 kept inside [0, n_ctx - n] by the caller. The grid covers
- * all ceil(n_ctx / SD_CUDA_ATTN_SPLIT) splits (idle ones exit at once); part must be
- * sd_cuda_attention_part_floats(n, n_heads, hd, n_ctx) floats. Bitwise the same rows
- * as sd_cuda_attention at the same position. */
-specdec_status sd_cuda_attention_dpos(const float *q, int32_t ldq, const void *k_cache, const void *v_cache,
-                                      sd_dtype kv_dt, int32_t n_ctx, int32_t n, const int64_t *pos_base,
-                                      int32_t pos_off, int32_t n_heads, int32_t n_kv, int32_t hd, float *part,
-                                      float *out, int32_t ldo, cudaStream_t stream, sd_errbuf *eb);
+specdec_status sd_cuda_attention(const sd_cuda_attention_args *a, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- SwiGLU (sd_cuda_swiglu.cu) -------------------------------------------------
  * gu [n, 2*inter] = gate | up per row; h[m, j] = silu(gate[m, j]) * up[m, j]. */
@@ -100,17 +118,24 @@ specdec_status sd_cuda_swiglu(const float *gu, float *h, int32_t n, int32_t inte
                               sd_errbuf *eb);
 
 /* --- GEMM (sd_cuda_gemm.cu) ------------------------------------------------------
- * y[m, o] = sum_k x[m, k] * W[o, k] (+ bias[o]) for m < n, o < n_out; x [n, k_in]
- * fp32, W [n_out, k_in] in wdt, bias fp32 [n_out] or NULL, y [n, ldy] fp32.
+ * y[m, o] = sum_k x[m, k] * W[o, k] (+ bias[o]) for m < n, o < n_out.
  * Skinny: any n (launches of SD_CUDA_SKINNY_ROWS rows), batch invariant.
- * BLAS: cuBLAS GemmEx, x converted to wdt into xconv (n * k_in elements of wdt;
- * unused for F32), fp32 accumulation; the handle must be bound to `stream`. */
-specdec_status sd_cuda_gemm_skinny(const void *w, sd_dtype wdt, const float *bias, const float *x, float *y,
-                                   int32_t ldy, int32_t n, int32_t n_out, int32_t k_in, cudaStream_t stream,
-                                   sd_errbuf *eb);
-specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const void *w, sd_dtype wdt, const float *bias,
-                                 const float *x, void *xconv, float *y, int32_t ldy, int32_t n, int32_t n_out,
-                                 int32_t k_in, cudaStream_t stream, sd_errbuf *eb);
+ * BLAS: cuBLAS GemmEx, x converted to wdt into xconv (unused for F32), fp32
+ * accumulation; the handle must be bound to `stream`. */
+typedef struct sd_cuda_gemm_args {
+    const void *w;       /* [n_out, k_in] in wdt */
+    sd_dtype wdt;
+    const float *bias;   /* [n_out] fp32 or NULL */
+    const float *x;      /* [n, k_in] fp32 */
+    float *y;            /* [n, ldy] fp32 */
+    int32_t ldy;         /* >= n_out */
+    int32_t n;           /* rows (<= 0: nothing launched) */
+    int32_t n_out, k_in;
+    void *xconv;         /* BLAS only: n * k_in elements of wdt (NULL for F32 or skinny) */
+} sd_cuda_gemm_args;
+specdec_status sd_cuda_gemm_skinny(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);
+specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const sd_cuda_gemm_args *a, cudaStream_t stream,
+                                 sd_errbuf *eb);
 /* dst[i] = (dt) src[i] for i < count (round to nearest even). */
 specdec_status sd_cuda_convert_f32(const float *src, void *dst, sd_dtype dt, size_t count, cudaStream_t stream,
                                    sd_errbuf *eb);

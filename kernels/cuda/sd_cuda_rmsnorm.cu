@@ -38,10 +38,10 @@ sd_rmsnorm_kernel(float *__restrict__ x, const float *delta, const float *__rest
     for (int c = threadIdx.x; c < dim; c += SD_RMS_THREADS) out[base + c] = xr[c] * r * w[c];
 }
 
-extern "C" specdec_status sd_cuda_rmsnorm(float *x, const float *delta, const float *w, float *out, int32_t n,
-                                          int32_t dim, float eps, cudaStream_t stream, sd_errbuf *eb) {
-    if (n <= 0 || dim <= 0) return SPECDEC_OK;
-    sd_rmsnorm_kernel<<<(unsigned)n, SD_RMS_THREADS, 0, stream>>>(x, delta, w, out, dim, eps);
+extern "C" specdec_status sd_cuda_rmsnorm(const sd_cuda_rmsnorm_args *a, cudaStream_t stream, sd_errbuf *eb) {
+    if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rmsnorm: NULL args");
+    if (a->n <= 0 || a->dim <= 0) return SPECDEC_OK;
+    sd_rmsnorm_kernel<<<(unsigned)a->n, SD_RMS_THREADS, 0, stream>>>(a->x, a->delta, a->w, a->out, a->dim, a->eps);
     SD_CUDA_LAUNCHED(eb, "sd_rmsnorm_kernel");
     return SPECDEC_OK;
 }

@@ -7,15 +7,23 @@
  * For token m at p = pos0 + m, half h = hd/2, each head x of q and k:
  *   x'[i] = x[i] cos[p,i] - x[i+h] sin[p,i];  x'[i+h] = x[i+h] cos[p,i] + x[i] sin[p,i]
  *   (in double, rounded once to fp32)
- * then k_cache[g][p] = k'_g, v_cache[g][p] = v_g (rounded to kv_dt).
- * Launch: grid n, 256 threads; thread t handles rotary pairs and v elements strided. */
+ * then k_cache[g][p] = k'_g, v_cache[g][p] = v_g (rounded to kv_dt). With pos_dev the
+ * base position is read on the device (p = *pos_dev + pos0 + m: CUDA-graph replay).
+ * Launch: grid n, 256 threads; thread t handles rotary pairs and v elements strided.
+ * The kernel takes the launcher's argument struct by value and names its fields as
+ * __restrict__ locals, so the aliasing facts (and the generated code) are those of
+ * plain __restrict__ parameters. */
 #include "sd_cuda_common.cuh"
 
-static __global__ void sd_rope_kv_kernel(float *__restrict__ qkv, int32_t ldqkv, int32_t pos0,
-                                         const int64_t *__restrict__ pos_dev, int32_t n_heads,
-                                         int32_t n_kv, int32_t hd, const float *__restrict__ cos_t,
-                                         const float *__restrict__ sin_t, void *k_cache, void *v_cache,
-                                         sd_dtype kv_dt, int32_t n_ctx) {
+static __global__ void sd_rope_kv_kernel(sd_cuda_rope_args a) {
+    float *__restrict__ qkv = a.qkv;
+    const int32_t ldqkv = a.ldqkv, n_heads = a.n_heads, n_kv = a.n_kv, hd = a.hd, n_ctx = a.n_ctx;
+    int32_t pos0 = a.pos0;
+    const int64_t *__restrict__ pos_dev = a.pos_dev;
+    const float *__restrict__ cos_t = a.cos_t;
+    const float *__restrict__ sin_t = a.sin_t;
+    void *k_cache = a.k_cache, *v_cache = a.v_cache;
+    const sd_dtype kv_dt = a.kv_dt;
     const int m = blockIdx.x;
     if (pos_dev) pos0 += (int32_t)*pos_dev; /* graph replay: the position lives on the device */
     const int p = pos0 + m;
@@ -50,30 +58,19 @@ static __global__ void sd_rope_kv_kernel(float *__restrict__ qkv, int32_t ldqkv,
     }
 }
 
-extern "C" specdec_status sd_cuda_rope_kv(float *qkv, int32_t ldqkv, int32_t n, int32_t pos0, int32_t n_heads,
-                                          int32_t n_kv, int32_t hd, const float *cos_t, const float *sin_t,
-                                          void *k_cache, void *v_cache, sd_dtype kv_dt, int32_t n_ctx,
-                                          cudaStream_t stream, sd_errbuf *eb) {
-    if (n <= 0) return SPECDEC_OK;
-    if (hd <= 0 || (hd & 1) || pos0 < 0 || pos0 + n > n_ctx)
+extern "C" specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream_t stream, sd_errbuf *eb) {
+    if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rope_kv: NULL args");
+    if (a->n <= 0) return SPECDEC_OK;
+    if (a->pos_dev) {
+        if (a->hd <= 0 || (a->hd & 1) || a->n > a->n_ctx)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "sd_cuda_rope_kv (device position): head_dim %d, %d tokens, n_ctx %d", (int)a->hd,
+                           (int)a->n, (int)a->n_ctx);
+    } else if (a->hd <= 0 || (a->hd & 1) || a->pos0 < 0 || a->pos0 + a->n > a->n_ctx) {
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rope_kv: head_dim %d, positions %d..%d, n_ctx %d",
-                       (int)hd, (int)pos0, (int)(pos0 + n), (int)n_ctx);
-    sd_rope_kv_kernel<<<(unsigned)n, 256, 0, stream>>>(qkv, ldqkv, pos0, NULL, n_heads, n_kv, hd, cos_t, sin_t, k_cache,
-                                                       v_cache, kv_dt, n_ctx);
-    SD_CUDA_LAUNCHED(eb, "sd_rope_kv_kernel");
-    return SPECDEC_OK;
-}
-
-extern "C" specdec_status sd_cuda_rope_kv_dpos(float *qkv, int32_t ldqkv, int32_t n, const int64_t *pos_base,
-                                               int32_t pos_off, int32_t n_heads, int32_t n_kv, int32_t hd,
-                                               const float *cos_t, const float *sin_t, void *k_cache, void *v_cache,
-                                               sd_dtype kv_dt, int32_t n_ctx, cudaStream_t stream, sd_errbuf *eb) {
-    if (n <= 0) return SPECDEC_OK;
-    if (hd <= 0 || (hd & 1) || !pos_base || n > n_ctx)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rope_kv_dpos: head_dim %d, position %p, %d tokens, n_ctx %d",
-                       (int)hd, (const void *)pos_base, (int)n, (int)n_ctx);
-    sd_rope_kv_kernel<<<(unsigned)n, 256, 0, stream>>>(qkv, ldqkv, pos_off, pos_base, n_heads, n_kv, hd, cos_t, sin_t,
-                                                       k_cache, v_cache, kv_dt, n_ctx);
-    SD_CUDA_LAUNCHED(eb, "sd_rope_kv_kernel(dpos)");
+                       (int)a->hd, (int)a->pos0, (int)(a->pos0 + a->n), (int)a->n_ctx);
+    }
+    sd_rope_kv_kernel<<<(unsigned)a->n, 256, 0, stream>>>(*a);
+    SD_CUDA_LAUNCHED(eb, a->pos_dev ? "sd_rope_kv_kernel(dpos)" : "sd_rope_kv_kernel");
     return SPECDEC_OK;
 }

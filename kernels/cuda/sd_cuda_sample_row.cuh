@@ -1,26 +1,36 @@
 /* sd_cuda_sample_row.cuh — block-level device building blocks of the sampling / verify
  * kernels (included by sd_cuda_sample.cu and sd_cuda_verify.cu only).
  *
+ * Every per-element decision is a function of core/sd_sample_rules.h (the CPU reference
+ * kernels/cpu/sd_cpu_sample.c, sd_cpu_verify.c calls the same ones): argmax merges
+ * (sd_rule_argmax_better), weights (sd_rule_scale, sd_rule_weight), rank order
+ * (sd_rule_ranks_before), whether top-k / top-p / min-p act and what min-p keeps,
+ * fixed-point masses (sd_rule_fix, sd_rule_prob_mass, sd_rule_residual), the
+ * normalisation (sd_rule_norm) and the targets of the prefix searches. What is CUDA's
+ * own here is the order of the work: block reductions, a radix select and tiled prefix
+ * searches, all over exact integer sums, hence the same bits as the CPU's heap and
+ * sequential scans.
+ *
  * Every function here is called by ALL threads of a 1024-thread block (it contains
  * __syncthreads) and works on one row of V <= 262144 entries in global memory:
  *
- * row_process_row: logits -> processed probabilities, the steps of sd_cpu_sample.h:
- *   greedy (T == 0): one-hot of the logit argmax (NaN ignored, lowest id wins);
- *   else m = (double)max_logit / T (division by T > 0 is monotone, so this is max z);
- *   m == -inf: one-hot of 0; m == +inf: w = [logit == +inf]; else w = sd_rule_exp(z - m)
- *   (kernels/sd_sample_rules.h, the same function as the CPU reference's);
- *   w is stored (double) in the caller's row buffer; top-k / top-p select a prefix of
- *   the rank order (w desc, id asc) with row_rank_cut; min-p keeps w >= min_p;
- *   probs = (float)(w / S) with S the exact fixed-point sum of the kept w
- *   (sd_cuda_sample_fixed.cuh). Returns the argmax of the written probabilities.
+ * row_process_row: logits -> processed probabilities, the steps of sd_sample_rules.h:
+ *   greedy (T == 0): one-hot of the logit argmax (row_greedy);
+ *   else m = sd_rule_scale(max logit, T) (division by T > 0 is monotone, so this is
+ *   max z); m == -inf: one-hot of 0; else w = sd_rule_weight(logit, T, m), stored
+ *   (double) in the caller's row buffer (row_weights); top-k / top-p select a prefix
+ *   of the rank order with row_rank_cut (row_cuts); min-p keeps sd_rule_minp_keep;
+ *   probs = sd_rule_norm(w, S) with S the exact fixed-point sum of the kept w
+ *   (row_normalise). Returns the argmax of the written probabilities.
  *
  * row_rank_cut: the last element of the rank order whose measure-before is < thr
  *   (measure = 1 per candidate for top-k with thr = k, fixed-point w for top-p with
  *   thr = sd_rule_topp_threshold). MSB-first radix descent over the 63 significant
- *   bits of w's bit pattern (digits 11,11,11,10,10,10 bits; per-bucket counts and
- *   exact 128-bit masses via shared-memory integer atomics: order independent, hence
- *   deterministic); stops early when the chosen bucket holds one element; ties of
- *   the final key are cut by id with row_find.
+ *   bits of w's bit pattern (sd_rule_key: monotone for w >= 0; digits 11,11,11,10,10,10
+ *   bits; per-bucket counts and exact 128-bit masses via shared-memory integer atomics:
+ *   order independent, hence deterministic); stops early when the chosen bucket holds
+ *   one element (row_cut_single); ties of the final key are cut by id with row_find
+ *   (row_cut_ties).
  *
  * row_tiles / row_find: first index i with pos(i) whose inclusive prefix of the
  *   fixed-point measure reaches a target (inverse CDF, residual sampling, k-th tie);
@@ -30,10 +40,11 @@
  *
  * row_philox_word (per thread, no block contract): the cuRAND Philox word of slot
  *   (position, purpose), the device side of sd_rng_u32_at(). */
-#ifndef SD_CUDA_SPEC_ROW_CUH
-#define SD_CUDA_SPEC_ROW_CUH
+#ifndef SD_CUDA_SAMPLE_ROW_CUH
+#define SD_CUDA_SAMPLE_ROW_CUH
 
 #include <curand_kernel.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -79,21 +90,22 @@ struct RowShared {
 /* cuRAND word of slot (position, purpose) of stream (seed, seq): sd_rng_u32_at(). */
 static __device__ uint32_t row_philox_word(uint64_t seed, uint64_t seq, int64_t position, int purpose) {
     curandStatePhilox4_32_10_t st;
-    const unsigned long long off =
-        ((unsigned long long)position * SD_RNG_PURPOSES + (unsigned long long)purpose) * SD_RNG_WORDS_PER_SLOT;
-    curand_init((unsigned long long)seed, (unsigned long long)seq, off, &st);
+    curand_init((unsigned long long)seed, (unsigned long long)seq, (unsigned long long)sd_rng_offset(position, purpose),
+                &st);
     return curand(&st);
 }
 
-/* A prefix of the rank order: element (key, id) is inside iff key > k or (key == k and
- * id <= id_cut). {0, INT_MAX} holds everything. */
+/* A prefix of the rank order (sd_rule_ranks_before), ending at element (w, id): a
+ * candidate (w_i > 0, i) is inside iff (w, id) does not rank before it. row_cut_all()
+ * = {0, INT_MAX} holds every candidate. */
 struct RowCut {
-    uint64_t key;
+    double w;
     int id;
 };
+static __device__ __forceinline__ RowCut row_cut_all() { return RowCut{0.0, INT_MAX}; }
 
-static __device__ __forceinline__ bool row_in_cut(RowCut c, uint64_t key, int i) {
-    return key > c.key || (key == c.key && i <= c.id);
+static __device__ __forceinline__ bool row_in_cut(RowCut c, double w, int i) {
+    return !sd_rule_ranks_before(c.w, c.id, w, i);
 }
 
 /* --- 128-bit warp / block helpers ------------------------------------------------- */
@@ -171,14 +183,15 @@ static __device__ float row_block_max(float v, RowShared &sh) {
     return r;
 }
 
-/* Argmax with the CPU's rule: larger value wins, equal values -> lower id; a thread
- * that saw nothing but -inf / NaN carries id INT_MAX. Returns 0 if nobody found one. */
+/* Argmax merged with sd_rule_argmax_better (the CPU's rule: larger value wins, equal
+ * values -> lower id, -inf / NaN never win); a thread that saw nothing but -inf / NaN
+ * carries (-inf, INT_MAX). Returns 0 if nobody found one. */
 static __device__ int row_block_argmax(float v, int id, RowShared &sh) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     for (int m = 16; m > 0; m >>= 1) {
         float ov = __shfl_xor_sync(ROW_FULL, v, m);
         int oi = __shfl_xor_sync(ROW_FULL, id, m);
-        if (ov > v || (ov == v && oi < id)) {
+        if (sd_rule_argmax_better(ov, oi, v, id)) {
             v = ov;
             id = oi;
         }
@@ -194,7 +207,7 @@ static __device__ int row_block_argmax(float v, int id, RowShared &sh) {
         for (int m = 16; m > 0; m >>= 1) {
             float ov = __shfl_xor_sync(ROW_FULL, v, m);
             int oi = __shfl_xor_sync(ROW_FULL, id, m);
-            if (ov > v || (ov == v && oi < id)) {
+            if (sd_rule_argmax_better(ov, oi, v, id)) {
                 v = ov;
                 id = oi;
             }
@@ -208,7 +221,7 @@ static __device__ int row_block_argmax(float v, int id, RowShared &sh) {
 }
 
 /* --- prefix search ------------------------------------------------------------------
- * F: struct with  __device__ uint64_t operator()(int i, bool &pos) const
+ * F: struct with  __device__ uint64_t operator()(int i, int &pos) const
  * returning the fixed-point measure of element i and whether it counts as present. */
 template <class F>
 static __device__ sd_u128 row_tiles(int V, const F &f, RowShared &sh) {
@@ -220,7 +233,7 @@ static __device__ sd_u128 row_tiles(int V, const F &f, RowShared &sh) {
         for (int j = 0; j < ROW_TILE / 32; j++) {
             int i = t * ROW_TILE + j * 32 + lane;
             if (i < V) {
-                bool pos = false;
+                int pos = 0;
                 uint64_t m = f(i, pos);
                 s += m;
                 if (pos) last = i;
@@ -291,7 +304,7 @@ static __device__ int row_find(int V, const F &f, sd_u128 target, RowShared &sh)
             for (int j = 0; j < 32; j++) {
                 int i = e0 + j;
                 if (i < V) {
-                    bool pos = false;
+                    int pos = 0;
                     es += f(i, pos);
                 }
             }
@@ -304,7 +317,7 @@ static __device__ int row_find(int V, const F &f, sd_u128 target, RowShared &sh)
                 for (int j = 0; j < 32; j++) {
                     int i = e0 + j;
                     if (i >= V) break;
-                    bool pos = false;
+                    int pos = 0;
                     uint64_t m = f(i, pos);
                     c += m;
                     if (pos && c >= target) {
@@ -327,28 +340,20 @@ static __device__ int row_find(int V, const F &f, sd_u128 target, RowShared &sh)
 /* Measures used with row_tiles / row_find. */
 struct RowProbMeas { /* processed probabilities: inverse CDF */
     const float *p;
-    __device__ uint64_t operator()(int i, bool &pos) const {
-        float v = p[i];
-        pos = v > 0.0f;
-        return pos ? sd_rule_fix((double)v) : 0;
-    }
+    __device__ uint64_t operator()(int i, int &pos) const { return sd_rule_prob_mass(p[i], &pos); }
 };
 struct RowResidMeas { /* max(0, p - q) in double */
     const float *p, *q;
-    __device__ uint64_t operator()(int i, bool &pos) const {
-        double d = __dsub_rn((double)p[i], (double)q[i]);
-        pos = d > 0.0;
-        return pos ? sd_rule_fix(d) : 0;
-    }
+    __device__ uint64_t operator()(int i, int &pos) const { return sd_rule_residual(p[i], q[i], &pos); }
 };
 struct RowTieMeas { /* candidates whose key equals k, inside the previous cut */
     const double *w;
     uint64_t k;
     RowCut prev;
-    __device__ uint64_t operator()(int i, bool &pos) const {
+    __device__ uint64_t operator()(int i, int &pos) const {
         double wi = w[i];
         uint64_t key = sd_rule_key(wi);
-        pos = wi > 0.0 && key == k && row_in_cut(prev, key, i);
+        pos = wi > 0.0 && key == k && row_in_cut(prev, wi, i);
         return pos ? 1u : 0u;
     }
 };
@@ -371,104 +376,106 @@ static __device__ int row_sample_residual(const float *p, const float *q, int V,
 }
 
 /* --- rank cut (top-k, top-p) ----------------------------------------------------------- */
-static __device__ RowCut row_rank_cut(const double *w, int V, RowCut prev, bool by_count, sd_u128 thr,
-                                        RowShared &sh) {
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int shifts[6] = {52, 41, 30, 20, 10, 0};
-    const int widths[6] = {11, 11, 11, 10, 10, 10};
-    uint64_t prefix = 0;
-    sd_u128 above = 0;
-    unsigned bcount = 0;
-    int low = 63; /* bits below `low` are not yet fixed */
-    for (int lv = 0; lv < 6; lv++) {
-        const int sft = shifts[lv], nb = widths[lv], nbins = 1 << nb;
-        for (int b = tid; b < nbins; b += ROW_NT) {
-            sh.u.h.cnt[b] = 0;
-            sh.u.h.lo[b] = 0;
-            sh.u.h.hi[b] = 0;
-        }
-        __syncthreads();
-        for (int i = tid; i < V; i += ROW_NT) {
-            double wi = w[i];
-            if (!(wi > 0.0)) continue;
-            uint64_t key = sd_rule_key(wi);
-            if (!row_in_cut(prev, key, i) || (key >> (sft + nb)) != prefix) continue;
-            unsigned b = (unsigned)(key >> sft) & (unsigned)(nbins - 1);
-            atomicAdd(&sh.u.h.cnt[b], 1u);
-            row_ull mv = by_count ? 1ull : (row_ull)sd_rule_fix(wi);
-            if (mv) {
-                row_ull old = atomicAdd(&sh.u.h.lo[b], mv);
-                if (old + mv < old) atomicAdd(&sh.u.h.hi[b], 1ull);
-            }
-        }
-        __syncthreads();
-        if (warp == 0) {
-            /* lowest non-empty bucket b with above + mass(buckets > b) < thr */
-            const int per = nbins / 32;
-            const int b0 = lane * per;
-            sd_u128 lm = 0;
-            for (int j = 0; j < per; j++) lm += row_mk128(sh.u.h.hi[b0 + j], sh.u.h.lo[b0 + j]);
-            sd_u128 a = above + row_warp_suffix128(lm, lane) - lm; /* mass of higher lanes */
-            int found = -1;
-            sd_u128 fa = 0;
-            unsigned fc = 0;
-            for (int j = per - 1; j >= 0; j--) {
-                const int b = b0 + j;
-                if (sh.u.h.cnt[b] == 0) continue;
-                if (!(a < thr)) break;
-                found = b;
-                fa = a;
-                fc = sh.u.h.cnt[b];
-                a += row_mk128(sh.u.h.hi[b], sh.u.h.lo[b]);
-            }
-            unsigned ball = __ballot_sync(ROW_FULL, found >= 0);
-            const int src = ball ? __ffs(ball) - 1 : 0;
-            found = __shfl_sync(ROW_FULL, found, src);
-            fa = row_shfl128(fa, src);
-            fc = __shfl_sync(ROW_FULL, fc, src);
-            if (lane == 0) {
-                sh.bcint = found;
-                sh.bc128 = fa;
-                sh.bccnt = fc;
-            }
-        }
-        __syncthreads();
-        const int bsel = sh.bcint;
-        const sd_u128 fa = sh.bc128;
-        const unsigned fc = sh.bccnt;
-        __syncthreads();
-        if (bsel < 0) { /* no candidate at all: cannot happen (caller checked); keep all */
-            return prev;
-        }
-        prefix = (prefix << nb) | (uint64_t)bsel;
-        above = fa;
-        bcount = fc;
-        low = sft;
-        if (bcount == 1) break;
+
+/* One level of the radix descent: per-bucket counts and masses (1 per candidate, or
+ * its fixed-point weight) of the candidates inside prev whose key bits above sft + nb
+ * equal prefix, bucketed by the nb bits from sft. Two barriers. */
+static __device__ __forceinline__ void row_hist(const double *w, int V, RowCut prev, bool by_count, uint64_t prefix,
+                                                int sft, int nb, RowShared &sh) {
+    const int tid = threadIdx.x, nbins = 1 << nb;
+    for (int b = tid; b < nbins; b += ROW_NT) {
+        sh.u.h.cnt[b] = 0;
+        sh.u.h.lo[b] = 0;
+        sh.u.h.hi[b] = 0;
     }
-    if (bcount == 1) {
-        /* one element left under the prefix: it is the last kept one */
-        for (int i = tid; i < V; i += ROW_NT) {
-            double wi = w[i];
-            if (!(wi > 0.0)) continue;
-            uint64_t key = sd_rule_key(wi);
-            if (row_in_cut(prev, key, i) && (key >> low) == prefix) {
-                sh.bckey = key;
-                sh.bcint = i;
-            }
+    __syncthreads();
+    for (int i = tid; i < V; i += ROW_NT) {
+        double wi = w[i];
+        if (!(wi > 0.0)) continue;
+        uint64_t key = sd_rule_key(wi);
+        if (!row_in_cut(prev, wi, i) || (key >> (sft + nb)) != prefix) continue;
+        unsigned b = (unsigned)(key >> sft) & (unsigned)(nbins - 1);
+        atomicAdd(&sh.u.h.cnt[b], 1u);
+        row_ull mv = by_count ? 1ull : (row_ull)sd_rule_fix(wi);
+        if (mv) {
+            row_ull old = atomicAdd(&sh.u.h.lo[b], mv);
+            if (old + mv < old) atomicAdd(&sh.u.h.hi[b], 1ull);
         }
-        __syncthreads();
-        RowCut c = {sh.bckey, sh.bcint};
-        __syncthreads();
-        return c;
     }
-    /* all 63 bits fixed: bcount tied candidates with key == prefix, each of measure m */
-    const uint64_t K = prefix;
-    double wk;
-    {
-        long long kb = (long long)K;
-        wk = __longlong_as_double(kb);
+    __syncthreads();
+}
+
+/* The bucket the cut falls in. */
+struct RowPick {
+    int bucket;     /* -1: no candidate */
+    sd_u128 above;  /* measure of the candidates ranked before the bucket */
+    unsigned count; /* candidates in the bucket */
+};
+
+/* Warp 0 picks the lowest non-empty bucket b with above + mass(buckets > b) < thr from
+ * row_hist's bins; every thread gets the pick. Two barriers. */
+static __device__ __forceinline__ RowPick row_pick(int nbins, sd_u128 above, sd_u128 thr, RowShared &sh) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) {
+        const int per = nbins / 32;
+        const int b0 = lane * per;
+        sd_u128 lm = 0;
+        for (int j = 0; j < per; j++) lm += row_mk128(sh.u.h.hi[b0 + j], sh.u.h.lo[b0 + j]);
+        sd_u128 a = above + row_warp_suffix128(lm, lane) - lm; /* mass of higher lanes */
+        int found = -1;
+        sd_u128 fa = 0;
+        unsigned fc = 0;
+        for (int j = per - 1; j >= 0; j--) {
+            const int b = b0 + j;
+            if (sh.u.h.cnt[b] == 0) continue;
+            if (!(a < thr)) break;
+            found = b;
+            fa = a;
+            fc = sh.u.h.cnt[b];
+            a += row_mk128(sh.u.h.hi[b], sh.u.h.lo[b]);
+        }
+        unsigned ball = __ballot_sync(ROW_FULL, found >= 0);
+        const int src = ball ? __ffs(ball) - 1 : 0;
+        found = __shfl_sync(ROW_FULL, found, src);
+        fa = row_shfl128(fa, src);
+        fc = __shfl_sync(ROW_FULL, fc, src);
+        if (lane == 0) {
+            sh.bcint = found;
+            sh.bc128 = fa;
+            sh.bccnt = fc;
+        }
     }
+    __syncthreads();
+    const RowPick pk = {sh.bcint, sh.bc128, sh.bccnt};
+    __syncthreads();
+    return pk;
+}
+
+/* One candidate inside prev has key bits from `low` up equal to prefix: it is the last
+ * kept one. Two barriers. */
+static __device__ __forceinline__ RowCut row_cut_single(const double *w, int V, RowCut prev, uint64_t prefix, int low,
+                                                        RowShared &sh) {
+    for (int i = threadIdx.x; i < V; i += ROW_NT) {
+        double wi = w[i];
+        if (!(wi > 0.0)) continue;
+        uint64_t key = sd_rule_key(wi);
+        if (row_in_cut(prev, wi, i) && (key >> low) == prefix) {
+            sh.bckey = key;
+            sh.bcint = i;
+        }
+    }
+    __syncthreads();
+    RowCut c = {__longlong_as_double((long long)sh.bckey), sh.bcint};
+    __syncthreads();
+    return c;
+}
+
+/* All 63 bits fixed: bcount tied candidates with key K, each of measure m; keep the
+ * ties whose measure-before (above + j m) is < thr, cut by id. */
+static __device__ __forceinline__ RowCut row_cut_ties(const double *w, int V, RowCut prev, bool by_count,
+                                                      sd_u128 thr, uint64_t K, sd_u128 above, unsigned bcount,
+                                                      RowShared &sh) {
+    const double wk = __longlong_as_double((long long)K);
     const uint64_t m = by_count ? 1u : sd_rule_fix(wk);
     const sd_u128 need = thr - above; /* > 0 */
     unsigned keep = bcount;
@@ -481,7 +488,7 @@ static __device__ RowCut row_rank_cut(const double *w, int V, RowCut prev, bool 
         keep = j < bcount ? j : bcount;
         if (keep == 0) keep = 1; /* need > 0: the first tie is always kept */
     }
-    RowCut c = {K, INT_MAX};
+    RowCut c = {wk, INT_MAX};
     if (keep < bcount) {
         RowTieMeas f{w, K, prev};
         row_tiles(V, f, sh);
@@ -490,81 +497,124 @@ static __device__ RowCut row_rank_cut(const double *w, int V, RowCut prev, bool 
     return c;
 }
 
-/* --- the whole row --------------------------------------------------------------------- */
-static __device__ int row_process_row(const float *logits, int V, sd_sampling_params sp, double *w, float *probs,
-                                       RowShared &sh) {
-    const int tid = threadIdx.x;
-    if (sp.temperature == 0.0f) {
-        float bv = -INFINITY;
-        int bi = INT_MAX;
-        for (int i = tid; i < V; i += ROW_NT) {
-            float v = logits[i];
-            if (v > bv) {
-                bv = v;
-                bi = i;
-            }
+static __device__ RowCut row_rank_cut(const double *w, int V, RowCut prev, bool by_count, sd_u128 thr,
+                                      RowShared &sh) {
+    const int shifts[6] = {52, 41, 30, 20, 10, 0};
+    const int widths[6] = {11, 11, 11, 10, 10, 10};
+    uint64_t prefix = 0;
+    sd_u128 above = 0;
+    unsigned bcount = 0;
+    int low = 63; /* bits below `low` are not yet fixed */
+    for (int lv = 0; lv < 6; lv++) {
+        const int sft = shifts[lv], nb = widths[lv];
+        row_hist(w, V, prev, by_count, prefix, sft, nb, sh);
+        const RowPick pk = row_pick(1 << nb, above, thr, sh);
+        if (pk.bucket < 0) { /* no candidate at all: cannot happen (caller checked); keep all */
+            return prev;
         }
-        const int a = row_block_argmax(bv, bi, sh);
-        for (int i = tid; i < V; i += ROW_NT) probs[i] = (i == a) ? 1.0f : 0.0f;
-        __syncthreads();
-        return a;
+        prefix = (prefix << nb) | (uint64_t)pk.bucket;
+        above = pk.above;
+        bcount = pk.count;
+        low = sft;
+        if (bcount == 1) break;
     }
+    if (bcount == 1) return row_cut_single(w, V, prev, prefix, low, sh);
+    return row_cut_ties(w, V, prev, by_count, thr, prefix, above, bcount, sh);
+}
+
+/* --- the whole row --------------------------------------------------------------------- */
+
+/* probs = one-hot of a; the barrier makes the row visible to the block. */
+static __device__ __forceinline__ int row_one_hot(float *probs, int V, int a) {
+    for (int i = threadIdx.x; i < V; i += ROW_NT) probs[i] = (i == a) ? 1.0f : 0.0f;
+    __syncthreads();
+    return a;
+}
+
+/* Step 1 (T == 0): one-hot of the logit argmax. */
+static __device__ __forceinline__ int row_greedy(const float *logits, int V, float *probs, RowShared &sh) {
+    float bv = -INFINITY;
+    int bi = INT_MAX;
+    for (int i = threadIdx.x; i < V; i += ROW_NT) {
+        float v = logits[i];
+        if (sd_rule_argmax_better(v, i, bv, bi)) {
+            bv = v;
+            bi = i;
+        }
+    }
+    return row_one_hot(probs, V, row_block_argmax(bv, bi, sh));
+}
+
+/* Steps 2-3 over the block. */
+struct RowWeights {
+    double m;      /* sd_rule_scale(max logit, T); -inf: no weight was written */
+    sd_u128 s0;    /* sum of F(w) over the row */
+    sd_u128 ncand; /* candidates (w > 0) */
+};
+
+static __device__ __forceinline__ RowWeights row_weights(const float *logits, int V, double T, double *w,
+                                                         RowShared &sh) {
+    const int tid = threadIdx.x;
     float mx = -INFINITY;
     for (int i = tid; i < V; i += ROW_NT) mx = fmaxf(mx, logits[i]); /* fmaxf drops NaN */
     mx = row_block_max(mx, sh);
-    const double T = (double)sp.temperature;
-    const double m = __ddiv_rn((double)mx, T);
-    if (m == -INFINITY) {
-        for (int i = tid; i < V; i += ROW_NT) probs[i] = (i == 0) ? 1.0f : 0.0f;
-        __syncthreads();
-        return 0;
-    }
-    const bool inf_branch = (m == INFINITY);
-    sd_u128 s0 = 0;
-    sd_u128 ncand = 0;
+    RowWeights r = {sd_rule_scale(mx, T), 0, 0};
+    if (r.m == -INFINITY) return r;
     for (int i = tid; i < V; i += ROW_NT) {
-        float l = logits[i];
-        double wi;
-        if (inf_branch) {
-            wi = (l == INFINITY) ? 1.0 : 0.0;
-        } else {
-            double z = (l != l) ? -INFINITY : __ddiv_rn((double)l, T);
-            wi = sd_rule_exp(__dsub_rn(z, m)); /* the shared exp: bitwise the CPU's */
-        }
+        const double wi = sd_rule_weight(logits[i], T, r.m); /* the shared exp: bitwise the CPU's */
         w[i] = wi;
-        s0 += sd_rule_fix(wi);
-        ncand += (wi > 0.0) ? 1u : 0u;
+        r.s0 += sd_rule_fix(wi);
+        r.ncand += (wi > 0.0) ? 1u : 0u;
     }
-    s0 = row_block_sum128(s0, sh);
-    ncand = row_block_sum128(ncand, sh);
+    r.s0 = row_block_sum128(r.s0, sh);
+    r.ncand = row_block_sum128(r.ncand, sh);
+    return r;
+}
 
-    const RowCut all = {0, INT_MAX};
-    RowCut c1 = all, c2 = all;
-    const bool topk_on = sp.top_k > 0 && (sd_u128)(unsigned)sp.top_k < ncand;
-    const bool topp_on = sp.top_p < 1.0f;
-    if (topk_on) c1 = row_rank_cut(w, V, all, true, (sd_u128)(unsigned)sp.top_k, sh);
+/* Steps 5-6: the top-k cut k and the top-p cut p (row_cut_all() when off). */
+struct RowCuts {
+    RowCut k, p;
+    bool on; /* top-k or top-p acts */
+};
+
+static __device__ __forceinline__ RowCuts row_cuts(const double *w, int V, sd_sampling_params sp,
+                                                   const RowWeights &rw, RowShared &sh) {
+    RowCuts c = {row_cut_all(), row_cut_all(), false};
+    const bool topk_on = sd_rule_topk_on(sp.top_k, (int64_t)rw.ncand);
+    const bool topp_on = sd_rule_topp_on(sp.top_p);
+    c.on = topk_on || topp_on;
+    if (topk_on) c.k = row_rank_cut(w, V, row_cut_all(), true, (sd_u128)(unsigned)sp.top_k, sh);
     if (topp_on) {
-        sd_u128 S = s0;
+        sd_u128 S = rw.s0;
         if (topk_on) {
             S = 0;
-            for (int i = tid; i < V; i += ROW_NT) {
+            for (int i = threadIdx.x; i < V; i += ROW_NT) {
                 double wi = w[i];
-                if (wi > 0.0 && row_in_cut(c1, sd_rule_key(wi), i)) S += sd_rule_fix(wi);
+                if (wi > 0.0 && row_in_cut(c.k, wi, i)) S += sd_rule_fix(wi);
             }
             S = row_block_sum128(S, sh);
         }
-        c2 = row_rank_cut(w, V, c1, false, sd_rule_topp_threshold(sp.top_p, S), sh);
+        c.p = row_rank_cut(w, V, c.k, false, sd_rule_topp_threshold(sp.top_p, S), sh);
     }
-    const bool minp_on = sp.min_p > 0.0f;
-    const double mthr = (double)sp.min_p; /* min_p * w_top, w_top == 1 */
+    return c;
+}
+
+/* Steps 5-7: does token i with weight wi survive? */
+static __device__ __forceinline__ bool row_kept(const RowCuts &c, double wi, int i, float min_p) {
+    return wi > 0.0 && row_in_cut(c.k, wi, i) && row_in_cut(c.p, wi, i) && sd_rule_minp_keep(wi, min_p);
+}
+
+/* Step 8: probs = sd_rule_norm(w, S) over the kept tokens (S = s0 unless something was
+ * cut); returns the argmax of probs (its last barrier makes probs visible). */
+static __device__ __forceinline__ int row_normalise(const double *w, int V, const RowCuts &c, float min_p,
+                                                    sd_u128 s0, float *probs, RowShared &sh) {
+    const int tid = threadIdx.x;
     sd_u128 S = s0;
-    if (topk_on || topp_on || minp_on) {
+    if (c.on || sd_rule_minp_on(min_p)) {
         S = 0;
         for (int i = tid; i < V; i += ROW_NT) {
             double wi = w[i];
-            uint64_t key = sd_rule_key(wi);
-            if (wi > 0.0 && row_in_cut(c1, key, i) && row_in_cut(c2, key, i) && (!minp_on || wi >= mthr))
-                S += sd_rule_fix(wi);
+            if (row_kept(c, wi, i, min_p)) S += sd_rule_fix(wi);
         }
         S = row_block_sum128(S, sh);
     }
@@ -572,18 +622,24 @@ static __device__ int row_process_row(const float *logits, int V, sd_sampling_pa
     int bi = INT_MAX;
     for (int i = tid; i < V; i += ROW_NT) {
         double wi = w[i];
-        uint64_t key = sd_rule_key(wi);
         float p = 0.0f;
-        if (wi > 0.0 && row_in_cut(c1, key, i) && row_in_cut(c2, key, i) && (!minp_on || wi >= mthr))
-            p = sd_rule_norm(wi, S);
+        if (row_kept(c, wi, i, min_p)) p = sd_rule_norm(wi, S);
         probs[i] = p;
-        if (p > bv) {
+        if (sd_rule_argmax_better(p, i, bv, bi)) {
             bv = p;
             bi = i;
         }
     }
-    const int a = row_block_argmax(bv, bi, sh); /* ends with __syncthreads: probs visible */
-    return a;
+    return row_block_argmax(bv, bi, sh); /* ends with __syncthreads: probs visible */
+}
+
+static __device__ int row_process_row(const float *logits, int V, sd_sampling_params sp, double *w, float *probs,
+                                      RowShared &sh) {
+    if (sp.temperature == 0.0f) return row_greedy(logits, V, probs, sh);
+    const RowWeights rw = row_weights(logits, V, (double)sp.temperature, w, sh);
+    if (rw.m == -INFINITY) return row_one_hot(probs, V, 0);
+    const RowCuts c = row_cuts(w, V, sp, rw, sh);
+    return row_normalise(w, V, c, sp.min_p, rw.s0, probs, sh);
 }
 
 #endif

@@ -5,8 +5,9 @@
  *     the double w row it is computed from);
  *  2. the row's outcome, which depends on row r only:
  *     GREEDY: t_r = argmax p_r;  MATCH: t_r = inverse CDF of p_r with the SAMPLE word;
- *     REJECTION, r < gamma: acc_r = p_r(x) > 0 && u_acc * q_r(x) <= p_r(x) (double,
- *       x = draft[r], an id outside [0, V) is rejected without being read through), and
+ *     REJECTION, r < gamma: acc_r = sd_rule_accept(u_acc, p_r(x), q_r(x)) (p_r(x) > 0 and
+ *       u_acc * q_r(x) <= p_r(x) in double; x = draft[r], an id outside [0, V) is
+ *       rejected without being read through), and
  *       only if rejected the residual token of norm(max(0, p_r - q_r)) with the SAMPLE
  *       word (p_r itself if the residual is empty);
  *     REJECTION, r == gamma: the bonus token, inverse CDF of p_gamma;
@@ -80,10 +81,7 @@ static __global__ void __launch_bounds__(ROW_NT) sd_rule_verify_kernel(sd_cuda_v
     } else {
         const int x = a.draft[(size_t)b * a.draft_stride + r];
         const float *q = a.q + (size_t)b * a.q_seq_stride + (size_t)r * a.ld_q;
-        if (x >= 0 && x < V) {
-            const double px = (double)p[x], qx = (double)q[x];
-            acc = px > 0.0 && __dmul_rn(sd_rule_word_to_u(w_accept), qx) <= px;
-        }
+        if (x >= 0 && x < V) acc = sd_rule_accept(sd_rule_word_to_u(w_accept), p[x], q[x]);
         if (!acc) tok = row_sample_residual(p, q, V, w_sample, sh);
     }
 
@@ -122,7 +120,7 @@ extern "C" size_t sd_cuda_verify_ws_bytes(int32_t n_seq, int32_t gamma, int32_t 
 
 extern "C" specdec_status sd_cuda_verify_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream,
                                                       sd_errbuf *eb) {
-    if (!ws) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: NULL workspace");
+    if (!ws) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: NULL workspace");
     SD_CUDA_TRY(eb, cudaMemsetAsync(ws, 0, ws_bytes, stream));
     return SPECDEC_OK;
 }
@@ -136,41 +134,41 @@ extern "C" float *sd_cuda_verify_p_rows(void *ws, int32_t n_seq, int32_t gamma, 
 
 extern "C" specdec_status sd_cuda_verify(const sd_cuda_verify_args *a, void *ws, size_t ws_bytes,
                                               cudaStream_t stream, sd_errbuf *eb) {
-    if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: NULL args");
+    if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: NULL args");
     if (a->mode != SPECDEC_VERIFY_REJECTION && a->mode != SPECDEC_VERIFY_GREEDY && a->mode != SPECDEC_VERIFY_MATCH)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: mode %d is not REJECTION, GREEDY or MATCH",
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: mode %d is not REJECTION, GREEDY or MATCH",
                        (int)a->mode);
     if (a->gamma < 0 || a->gamma > SPECDEC_MAX_DRAFT)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: gamma %d outside [0, %d]", (int)a->gamma,
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: gamma %d outside [0, %d]", (int)a->gamma,
                        SPECDEC_MAX_DRAFT);
     if (a->n_vocab <= 0 || a->n_vocab > SD_CUDA_SAMPLE_MAX_VOCAB)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: n_vocab %d outside [1, %d]",
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: n_vocab %d outside [1, %d]",
                        (int)a->n_vocab, SD_CUDA_SAMPLE_MAX_VOCAB);
     specdec_status st = sd_sampling_check_params(&a->sp, eb);
     if (st != SPECDEC_OK) return st;
     if (a->n_seq < 0 || a->n_seq > 65535)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: n_seq %d outside [0, 65535]",
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: n_seq %d outside [0, 65535]",
                        (int)a->n_seq);
     if (a->n_seq == 0) return SPECDEC_OK;
     if (!a->logits || !a->out_tokens || !a->out_n_accepted || !a->pos0 || !ws || (a->gamma > 0 && !a->draft))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "cuda spec verify: NULL logits, draft, pos0, output pointer or workspace");
+                       "cuda verify: NULL logits, draft, pos0, output pointer or workspace");
     if (a->mode == SPECDEC_VERIFY_REJECTION && a->gamma > 0 && !a->q)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: rejection mode needs the draft's q rows");
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: rejection mode needs the draft's q rows");
     const int need_words = a->mode != SPECDEC_VERIFY_GREEDY;
     if (need_words && (!a->u_sample || (a->mode == SPECDEC_VERIFY_REJECTION && a->gamma > 0 && !a->u_accept)) &&
         (!a->seed || !a->seq_id))
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: no seeds / sequence ids and no injected words");
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: no seeds / sequence ids and no injected words");
     if (a->ld_logits < a->n_vocab || (a->gamma > 0 && a->q && a->ld_q < a->n_vocab) || a->out_stride < a->gamma + 1 ||
         (a->gamma > 0 && a->draft_stride < a->gamma))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "cuda spec verify: strides too small (ld_logits %lld, ld_q %lld, out %lld, draft %lld; V=%d, "
+                       "cuda verify: strides too small (ld_logits %lld, ld_q %lld, out %lld, draft %lld; V=%d, "
                        "gamma=%d)",
                        (long long)a->ld_logits, (long long)a->ld_q, (long long)a->out_stride,
                        (long long)a->draft_stride, (int)a->n_vocab, (int)a->gamma);
     const size_t need = sd_cuda_verify_ws_bytes(a->n_seq, a->gamma, a->n_vocab);
     if (ws_bytes < need)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda spec verify: workspace %zu bytes, %zu needed", ws_bytes,
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: workspace %zu bytes, %zu needed", ws_bytes,
                        need);
     char *base = (char *)ws;
     dim3 grid((unsigned)(a->gamma + 1), (unsigned)a->n_seq);

@@ -87,8 +87,9 @@ static void test_rmsnorm(ct_rng *rng) {
             sd_cpu_rmsnorm(xr, &wt, n, dim, 1e-5, ref);
             CT_CUDA(cudaMemcpy(d_x, x, N * 4, cudaMemcpyHostToDevice));
             ct_poison(d_o, N * 4);
-            SD_CHECK(sd_cuda_rmsnorm(d_x, with_delta ? d_d : NULL, d_w, d_o, n, dim, 1e-5f, 0, &eb) == SPECDEC_OK, "%s",
-                     eb.msg);
+            const sd_cuda_rmsnorm_args ra = {
+                .x = d_x, .delta = with_delta ? d_d : NULL, .w = d_w, .out = d_o, .n = n, .dim = dim, .eps = 1e-5f};
+            SD_CHECK(sd_cuda_rmsnorm(&ra, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
             CT_CUDA(cudaMemcpy(got, d_o, N * 4, cudaMemcpyDeviceToHost));
             CT_CUDA(cudaMemcpy(xgot, d_x, N * 4, cudaMemcpyDeviceToHost));
             char what[80];
@@ -152,8 +153,10 @@ static void test_rope_kv(ct_rng *rng) {
         const size_t cache_elems = (size_t)nkv * n_ctx * hd;
         float *d_kc = ct_dev_alloc(cache_elems * 4), *d_vc = ct_dev_alloc(cache_elems * 4);
         sd_errbuf eb;
-        SD_CHECK(sd_cuda_rope_kv(d_qkv, ld, n, pos0, nh, nkv, hd, d_cs, d_sn, d_kc, d_vc, SD_F32, n_ctx, 0, &eb) ==
-                     SPECDEC_OK, "%s", eb.msg);
+        const sd_cuda_rope_args ra = {.qkv = d_qkv, .ldqkv = ld, .n = n, .pos0 = pos0, .pos_dev = NULL, .n_heads = nh,
+                                      .n_kv = nkv, .hd = hd, .cos_t = d_cs, .sin_t = d_sn, .k_cache = d_kc,
+                                      .v_cache = d_vc, .kv_dt = SD_F32, .n_ctx = n_ctx};
+        SD_CHECK(sd_cuda_rope_kv(&ra, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         CT_CUDA(cudaMemcpy(got, d_qkv, sizeof(float) * n * ld, cudaMemcpyDeviceToHost));
         /* q rotated in place (compare only the q part; k/v columns are read from the cache) */
         float *gq = malloc(sizeof(float) * n * nh * hd), *rq = malloc(sizeof(float) * n * nh * hd);
@@ -224,8 +227,10 @@ static void test_attention(ct_rng *rng) {
         float *d_q = ct_dev_upload(q, sizeof(float) * n * ldq), *d_o = ct_dev_alloc(sizeof(float) * n * nh * hd);
         float *d_part = ct_dev_alloc(sizeof(float) * sd_cuda_attention_part_floats(n, nh, hd, n_ctx));
         sd_errbuf eb;
-        SD_CHECK(sd_cuda_attention(d_q, ldq, d_k, d_v, dt, n_ctx, n, pos0, nh, nkv, hd, d_part, d_o, nh * hd, 0, &eb) ==
-                     SPECDEC_OK, "%s", eb.msg);
+        sd_cuda_attention_args aa = {.q = d_q, .ldq = ldq, .k_cache = d_k, .v_cache = d_v, .kv_dt = dt, .n_ctx = n_ctx,
+                                     .n = n, .pos0 = pos0, .pos_dev = NULL, .n_heads = nh, .n_kv = nkv, .hd = hd,
+                                     .part = d_part, .out = d_o, .ldo = nh * hd};
+        SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         CT_CUDA(cudaMemcpy(got, d_o, sizeof(float) * n * nh * hd, cudaMemcpyDeviceToHost));
         char what[96];
         snprintf(what, sizeof what, "attention %s nh=%d nkv=%d hd=%d n=%d pos0=%d", ct_dname(dt), nh, nkv, hd, n, pos0);
@@ -234,8 +239,10 @@ static void test_attention(ct_rng *rng) {
         int same = 1;
         for (int m = 0; m < n; m++) {
             ct_poison(d_o, sizeof(float) * nh * hd);
-            SD_CHECK(sd_cuda_attention(d_q + (size_t)m * ldq, ldq, d_k, d_v, dt, n_ctx, 1, pos0 + m, nh, nkv, hd, d_part,
-                                       d_o, nh * hd, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+            aa.q = d_q + (size_t)m * ldq;
+            aa.n = 1;
+            aa.pos0 = pos0 + m;
+            SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
             CT_CUDA(cudaMemcpy(one, d_o, sizeof(float) * nh * hd, cudaMemcpyDeviceToHost));
             if (memcmp(one, got + (size_t)m * nh * hd, sizeof(float) * nh * hd) != 0) {
                 fprintf(stderr, "  attention case %d: token %d alone differs from its row in the batch of %d\n", ci, m, n);
@@ -274,14 +281,18 @@ static void test_gemm(ct_rng *rng, cublasHandle_t blas) {
             void *d_xc = ct_dev_alloc(sizeof(float) * Mmax * K);
             sd_errbuf eb;
             /* one row at a time: the batch-invariance baseline */
-            for (int m = 0; m < Mmax; m++)
-                SD_CHECK(sd_cuda_gemm_skinny(d_w, dt, d_b, d_x + (size_t)m * K, d_y + (size_t)m * N, N, 1, N, K, 0, &eb) ==
-                             SPECDEC_OK, "%s", eb.msg);
+            for (int m = 0; m < Mmax; m++) {
+                const sd_cuda_gemm_args g1 = {.w = d_w, .wdt = dt, .bias = d_b, .x = d_x + (size_t)m * K,
+                                              .y = d_y + (size_t)m * N, .ldy = N, .n = 1, .n_out = N, .k_in = K};
+                SD_CHECK(sd_cuda_gemm_skinny(&g1, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+            }
             CT_CUDA(cudaMemcpy(single, d_y, sizeof(float) * Mmax * N, cudaMemcpyDeviceToHost));
             for (int mi = 0; mi < n_ms; mi++) {
                 const int M = ms[mi];
                 ct_poison(d_y, sizeof(float) * Mmax * N);
-                SD_CHECK(sd_cuda_gemm_skinny(d_w, dt, d_b, d_x, d_y, N, M, N, K, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+                const sd_cuda_gemm_args gm = {
+                    .w = d_w, .wdt = dt, .bias = d_b, .x = d_x, .y = d_y, .ldy = N, .n = M, .n_out = N, .k_in = K};
+                SD_CHECK(sd_cuda_gemm_skinny(&gm, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
                 CT_CUDA(cudaMemcpy(got, d_y, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
                 char what[96];
                 snprintf(what, sizeof what, "skinny gemm %s M=%d N=%d K=%d", ct_dname(dt), M, N, K);
@@ -295,7 +306,9 @@ static void test_gemm(ct_rng *rng, cublasHandle_t blas) {
             for (int bi = 0; bi < 2; bi++) {
                 const int M = bms[bi];
                 ct_poison(d_y, sizeof(float) * Mmax * N);
-                SD_CHECK(sd_cuda_gemm_blas(blas, d_w, dt, d_b, d_x, d_xc, d_y, N, M, N, K, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+                const sd_cuda_gemm_args gb = {.w = d_w, .wdt = dt, .bias = d_b, .x = d_x, .y = d_y, .ldy = N, .n = M,
+                                              .n_out = N, .k_in = K, .xconv = d_xc};
+                SD_CHECK(sd_cuda_gemm_blas(blas, &gb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
                 CT_CUDA(cudaMemcpy(got, d_y, sizeof(float) * M * N, cudaMemcpyDeviceToHost));
                 char what[96];
                 snprintf(what, sizeof what, "cublas gemm %s M=%d N=%d K=%d", ct_dname(dt), M, N, K);

@@ -1,4 +1,4 @@
-/* test_cuda_round.c — the device-resident speculative round (kernels/cuda/sd_cuda_round.cu)
+/* test_cuda_round.c — the device-resident speculative round (backends/cuda/sd_cuda_round.cu)
  * through specdec_generate on a CUDA engine. argv: the random-checkpoint directory of
  * tests/reference/make_checkpoint.py, the bundled target and draft directories.
  *

@@ -1,13 +1,17 @@
 /* sample_ref.h — sequential host model of the GPU sampling / verify kernels
- * (kernels/cuda/sd_cuda_sample_*.cu), header-only, plain C, for the tests.
+ * (kernels/cuda/sd_cuda_sample.cu, sd_cuda_verify.cu), header-only, plain C, for the tests.
  *
- * It follows the specification of runtime/sd_cpu_sample.h / sd_cpu_verify.h with the shared
- * exact helpers (kernels/sd_sample_rules.h: sd_rule_exp, fixed-point sums), so both the
- * CPU reference and the GPU must reproduce it BIT FOR BIT (w_in: optional w to use
- * instead of sd_rule_exp, e.g. the GPU's, to localise a difference). The ranking uses
- * qsort on (w desc, id asc), the sampling takes Philox words (integer targets) instead
- * of doubles — different algorithms from both the CPU's heap / sd_rule_u_target and the
- * GPU's radix descent, so agreement tests the selection, not a copy of it. */
+ * It follows the specification of core/sd_sample_rules.h with its exact helpers only
+ * (sd_rule_exp, sd_rule_fix, sd_rule_norm, the top-p threshold and the sampling targets);
+ * the per-element rules (argmax, scaling, weights, rank order, filters, masses,
+ * acceptance) are spelled out here on purpose instead of calling the sd_rule_*
+ * element functions that the CPU reference and the kernels share, so a wrong rule
+ * there shows up as a difference here. Both the CPU reference and the GPU must
+ * reproduce it BIT FOR BIT (w_in: optional w to use instead of sd_rule_exp, e.g. the
+ * GPU's, to localise a difference). The ranking uses qsort on (w desc, id asc), the
+ * sampling takes Philox words (integer targets) instead of doubles — different
+ * algorithms from both the CPU's heap / sd_rule_u_target and the GPU's radix descent,
+ * so agreement tests the selection, not a copy of it. */
 #ifndef SPEC_REF_H
 #define SPEC_REF_H
 

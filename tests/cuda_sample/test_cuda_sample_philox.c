@@ -1,4 +1,4 @@
-/* test_cuda_sample_philox.c — the CPU Philox (runtime/sd_rng.c) equals cuRAND's device
+/* test_cuda_sample_philox.c — the CPU Philox (core/sd_rng.c) equals cuRAND's device
  * generator bit for bit: for 20000 (seed, subsequence, offset) triples — random 64-bit
  * values, small values, offsets that are not multiples of 4, values that exercise the
  * counter carries (offset / 4 near 2^32 and 2^64, subsequence near 2^32 and 2^64) and
@@ -59,7 +59,9 @@ int main(void) {
     cudaMemcpy(dsub, sub, 8 * N, cudaMemcpyHostToDevice);
     cudaMemcpy(doff, off, 8 * N, cudaMemcpyHostToDevice);
     sd_errbuf eb = {{0}};
-    SD_CHECK(sd_cuda_sample_philox_words(dseed, dsub, doff, N, K, dwords, duf, dud, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    const sd_cuda_sample_philox_args pa = {
+        .seed = dseed, .subseq = dsub, .offset = doff, .n = N, .k = K, .words = dwords, .uf = duf, .ud = dud};
+    SD_CHECK(sd_cuda_sample_philox_words(&pa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     SD_CHECK(cudaDeviceSynchronize() == cudaSuccess, "kernel failed");
     cudaMemcpy(words, dwords, 4 * N * K, cudaMemcpyDeviceToHost);
     cudaMemcpy(uf, duf, 4 * N, cudaMemcpyDeviceToHost);

@@ -1,10 +1,11 @@
 /* test_cuda_sample_rows.c — GPU row processing and the draft sampling step against the
- * host model (sample_ref.h) and the CPU reference (sd_sampling.c, sd_verify.c).
+ * host model (sample_ref.h) and the CPU reference (kernels/cpu/sd_cpu_sample.c,
+ * sd_cpu_verify.c).
  * For V in {16, 1000, 32000, 151936, 256000}, every logit kind of cs_common.h (incl.
  * NaN / Inf / all -inf / ties) and the parameter grid:
  *  (a) GPU probs and argmax == sample_ref given the GPU's w, BIT FOR BIT;
  *  (b) GPU w == sd_rule_exp(z - m) computed on the host, BIT FOR BIT (the shared exp of
- *      kernels/sd_sample_rules.h);
+ *      core/sd_sample_rules.h);
  *  (c) vs sd_sampling_process (the CPU reference): BIT FOR BIT, same argmax;
  *  (d) in-place processing (probs == logits) gives the same bits.
  * Draft step (REJECTION / MATCH / GREEDY, 48 sequences, Philox words and injected
@@ -60,13 +61,17 @@ static void test_rows(int V, int reps) {
         for (int k = 0; k < R; k++) cs_logits(&rng, k % CS_KINDS, l + (size_t)k * V, V);
         cudaMemcpy(dl, l, sizeof(float) * (size_t)R * V, cudaMemcpyHostToDevice);
         sd_errbuf eb = {{0}};
-        SD_CHECK(sd_cuda_sample_process_rows(dl, V, R, V, sp, dp, V, dag, dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+        sd_cuda_sample_rows_args ra = {
+            .logits = dl, .ld_in = V, .n_rows = R, .n_vocab = V, .sp = *sp, .probs = dp, .ld_out = V, .argmax_out = dag};
+        SD_CHECK(sd_cuda_sample_process_rows(&ra, dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         SD_CHECK(cudaDeviceSynchronize() == cudaSuccess, "process kernel failed (V=%d)", V);
         cudaMemcpy(pg, dp, sizeof(float) * (size_t)R * V, cudaMemcpyDeviceToHost);
         cudaMemcpy(wg, dws, sizeof(double) * (size_t)R * V, cudaMemcpyDeviceToHost);
         cudaMemcpy(ag, dag, sizeof(int32_t) * R, cudaMemcpyDeviceToHost);
         /* in place */
-        SD_CHECK(sd_cuda_sample_process_rows(dl, V, R, V, sp, dl, V, NULL, dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+        ra.probs = dl;
+        ra.argmax_out = NULL;
+        SD_CHECK(sd_cuda_sample_process_rows(&ra, dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         cudaMemcpy(pin, dl, sizeof(float) * (size_t)R * V, cudaMemcpyDeviceToHost);
         inplace_bad += memcmp(pin, pg, sizeof(float) * (size_t)R * V) != 0;
         for (int k = 0; k < R; k++) {
@@ -147,9 +152,11 @@ static void test_draft(int V, specdec_verify_mode mode, int inject) {
     cudaMemcpy(dpos, pos, sizeof pos, cudaMemcpyHostToDevice);
     cudaMemcpy(dwords, words, sizeof words, cudaMemcpyHostToDevice);
     sd_errbuf eb = {{0}};
-    SD_CHECK(sd_cuda_sample_draft_step(dl, V, B, V, &sp, mode, dseed, dsid, dpos, 1, inject ? dwords : NULL, dq, V, dtok,
-                                     1, dtok2, 2, dws, wsb, 0, &eb) == SPECDEC_OK,
-             "%s", eb.msg);
+    const sd_cuda_sample_draft_args da = {
+        .logits = dl, .ld_logits = V, .n_seq = B, .n_vocab = V, .sp = sp, .mode = mode, .seed = dseed,
+        .seq_id = dsid, .position = dpos, .advance_position = 1, .u_words = inject ? dwords : NULL, .q_out = dq,
+        .ld_q = V, .tok_out = dtok, .tok_stride = 1, .tok_out2 = dtok2, .tok2_stride = 2};
+    SD_CHECK(sd_cuda_sample_draft_step(&da, dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     SD_CHECK(cudaDeviceSynchronize() == cudaSuccess, "draft kernel failed");
     cudaMemcpy(q, dq, sizeof(float) * (size_t)B * V, cudaMemcpyDeviceToHost);
     cudaMemcpy(wg, dws, sizeof(double) * (size_t)B * V, cudaMemcpyDeviceToHost);
@@ -194,12 +201,16 @@ int main(void) {
     /* argument checks: nothing launched, a status with detail */
     sd_errbuf eb = {{0}};
     sd_sampling_params bad = {-1.0f, 0, 1.0f, 0.0f};
-    SD_CHECK(sd_cuda_sample_process_rows((const float *)8, 16, 1, 16, &bad, (float *)8, 16, NULL, (void *)8, 1 << 20, 0,
-                                       &eb) == SPECDEC_ERR_INVALID_ARGUMENT,
+    const sd_cuda_sample_rows_args neg = {
+        .logits = (const float *)8, .ld_in = 16, .n_rows = 1, .n_vocab = 16, .sp = bad, .probs = (float *)8, .ld_out = 16};
+    SD_CHECK(sd_cuda_sample_process_rows(&neg, (void *)8, 1 << 20, 0, &eb) == SPECDEC_ERR_INVALID_ARGUMENT,
              "negative temperature accepted");
-    SD_CHECK(sd_cuda_sample_process_rows((const float *)8, 300000, 1, 300000, &cs_params[0], (float *)8, 300000, NULL,
-                                       (void *)8, (size_t)1 << 30, 0, &eb) == SPECDEC_ERR_INVALID_ARGUMENT,
+    const sd_cuda_sample_rows_args big = {.logits = (const float *)8, .ld_in = 300000, .n_rows = 1, .n_vocab = 300000,
+                                          .sp = cs_params[0], .probs = (float *)8, .ld_out = 300000};
+    SD_CHECK(sd_cuda_sample_process_rows(&big, (void *)8, (size_t)1 << 30, 0, &eb) == SPECDEC_ERR_INVALID_ARGUMENT,
              "V beyond the maximum accepted");
+    SD_CHECK(sd_cuda_sample_process_rows(NULL, (void *)8, 1 << 20, 0, &eb) == SPECDEC_ERR_INVALID_ARGUMENT,
+             "NULL args accepted");
     return sd_test_done();
 }
 #endif

@@ -1,7 +1,7 @@
 /* test_cuda_sample_stats.c — the statistical proof of SPECULATIVE.md run through the GPU
  * kernels: draft tokens from sd_cuda_sample_draft_step (cuRAND Philox, q kept on the
  * device, the token written straight into the round's draft list, positions advanced
- * on the device) and the round decided by sd_cuda_sample_verify — no host work between.
+ * on the device) and the round decided by sd_cuda_verify — no host work between.
  *
  * Setup: context-free synthetic models over V tokens (the same logits at a position for
  * every sample); sample s = sequence id s, seed fixed per case, one round of gamma draft
@@ -167,7 +167,9 @@ static void run_case(int ci, long N, int mut, double pv[2]) {
         dqraw = dalloc(sizeof(float) * (size_t)g * V);
         if (mut == MUT_QRAW) {
             sd_sampling_params raw = {1.0f, 0, 1.0f, 0.0f};
-            sd_cuda_sample_process_rows(dlq, V, g, V, &raw, dqraw, V, NULL, pws, pwsb, 0, &eb);
+            const sd_cuda_sample_rows_args ra = {
+                .logits = dlq, .ld_in = V, .n_rows = g, .n_vocab = V, .sp = raw, .probs = dqraw, .ld_out = V};
+            sd_cuda_sample_process_rows(&ra, pws, pwsb, 0, &eb);
         } else {
             float *ones = malloc(sizeof(float) * (size_t)g * V);
             for (size_t i = 0; i < (size_t)g * V; i++) ones[i] = 1.0f;
@@ -189,10 +191,14 @@ static void run_case(int ci, long N, int mut, double pv[2]) {
         UP(dsid, sid, 8 * (size_t)nb);
         UP(dpos, zeros, 8 * (size_t)nb);
         UP(dpos0, zeros, 8 * (size_t)nb);
-        for (int i = 0; i < g; i++)
-            errors += sd_cuda_sample_draft_step(dlq + (size_t)i * V, 0, nb, V, &c->sp, c->mode, dseed, dsid, dpos, 1, NULL,
-                                              dq + (size_t)i * V, (int64_t)g * V, ddraft + i, SPECDEC_MAX_DRAFT, NULL, 0,
-                                              pws, pwsb, 0, &eb) != SPECDEC_OK;
+        for (int i = 0; i < g; i++) {
+            const sd_cuda_sample_draft_args da = {
+                .logits = dlq + (size_t)i * V, .ld_logits = 0, .n_seq = nb, .n_vocab = V, .sp = c->sp,
+                .mode = c->mode, .seed = dseed, .seq_id = dsid, .position = dpos, .advance_position = 1,
+                .q_out = dq + (size_t)i * V, .ld_q = (int64_t)g * V, .tok_out = ddraft + i,
+                .tok_stride = SPECDEC_MAX_DRAFT};
+            errors += sd_cuda_sample_draft_step(&da, pws, pwsb, 0, &eb) != SPECDEC_OK;
+        }
         sd_cuda_verify_args a;
         memset(&a, 0, sizeof a);
         a.mode = c->mode; a.gamma = g; a.n_vocab = V; a.n_seq = nb; a.sp = spp;

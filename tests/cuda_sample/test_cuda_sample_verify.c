@@ -81,7 +81,9 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
     UP(dlp, lp, sizeof(float) * rowsP * V);
     UP(dlq, lq, sizeof(float) * rowsQ * V);
     sd_errbuf eb = {{0}};
-    SD_CHECK(sd_cuda_sample_process_rows(dlq, V, (int)rowsQ, V, sp, dq, V, NULL, pws, pwsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    const sd_cuda_sample_rows_args ra = {
+        .logits = dlq, .ld_in = V, .n_rows = (int32_t)rowsQ, .n_vocab = V, .sp = *sp, .probs = dq, .ld_out = V};
+    SD_CHECK(sd_cuda_sample_process_rows(&ra, pws, pwsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     DOWN(Q, dq, sizeof(float) * rowsQ * V);
     size_t cpu_scratch_rows = 0;
     (void)cpu_scratch_rows;

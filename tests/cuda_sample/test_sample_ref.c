@@ -1,7 +1,8 @@
 /* test_sample_ref.c — the GPU kernels' specification (tests/cuda_sample/sample_ref.h: qsort
- * ranking, Philox-word integer targets) against the CPU reference (runtime/sd_sampling.c,
- * sd_verify.c: heap ranking, double uniforms). Both follow the one spec of
- * kernels/sd_sample_rules.h (shared exp, exact fixed-point sums), so they must agree BIT
+ * ranking, Philox-word integer targets, its own spelled-out formulas) against the CPU
+ * reference (kernels/cpu/sd_cpu_sample.c, sd_cpu_verify.c: heap ranking, double
+ * uniforms, the rule functions of core/sd_sample_rules.h). Both follow the one spec of
+ * core/sd_sample_rules.h (shared exp, exact fixed-point sums), so they must agree BIT
  * FOR BIT. Runs without a GPU (also under ASan), so the equality guarantee documented in
  * kernels/cuda/sd_cuda_sample.h is checked on every build:
  *  - processed rows: every probability bitwise identical (hence identical zero sets
