@@ -29,10 +29,18 @@
  *     the runner;
  *   - rows, draft buffers, device state, graphs: the round.
  *
- * Sets and trees: run() takes n_seqs sequences, each with its own shape. The current
- * implementations decode one sequence per engine and chains only; they answer
- * SPECDEC_ERR_UNSUPPORTED (nothing changed) for n_seqs > 1 or a shape with a width
- * above 1. Tree speculation and batching fill in exactly these two cases. */
+ * Sets and trees: run() takes n_seqs sequences, each with its own shape. Both
+ * implementations decode one sequence per engine and answer SPECDEC_ERR_UNSUPPORTED
+ * (nothing changed) for n_seqs > 1. The host round runs trees (docs/TREE.md): the
+ * draft grows the tree level by level (one draft tree-forward per level, each node's
+ * processed q row kept), ONE target tree-forward scores the pending token and every
+ * node, the tree verifier (kernels/cpu/sd_cpu_tree.h) accepts a root-to-node path of n
+ * nodes and emits one more token, and both caches are compacted to the accepted path
+ * (core/sd_runner.h "Trees"). The CUDA device round answers SPECDEC_ERR_UNSUPPORTED
+ * (nothing changed) for a shape that is not a chain; the generation loop then runs
+ * the rest of that call on the host round (runtime/sd_generate.c). A tree round must
+ * fit: 1 + sd_draft_shape_nodes rows in the target's cache and one call
+ * (max_batch), which the loop guarantees. n_drafted counts the tree's nodes. */
 #ifndef SD_ROUND_H
 #define SD_ROUND_H
 
@@ -49,11 +57,16 @@ extern "C" {
 /* Most tokens one round emits per sequence: a full accepted path plus one. */
 #define SD_ROUND_MAX_EMIT (SPECDEC_MAX_DRAFT + 1)
 
-/* The draft tree of one round: width[d] children per node at depth d + 1 (a chain:
- * all 1), depth levels. depth 0 = plain step. */
+/* The draft tree of one round: up to width[d] children per node at depth d + 1 (a
+ * chain: all 1), depth levels; depth 0 = plain step. n_nodes == 0: the whole shape
+ * (every node gets width[d] children, fewer only where the draft row has fewer
+ * candidates); n_nodes > 0: a node budget, the tree grown best-first by draft path
+ * probability inside the shape (docs/TREE.md). Trees hold at most
+ * SPECDEC_MAX_TREE_NODES nodes (sd_draft_shape_nodes). */
 typedef struct sd_draft_shape {
     int32_t depth;                     /* 0..SPECDEC_MAX_DRAFT */
-    int32_t width[SPECDEC_MAX_DRAFT];  /* >= 1 for d < depth */
+    int32_t width[SPECDEC_MAX_DRAFT];  /* 1..SPECDEC_MAX_TREE_NODES for d < depth */
+    int32_t n_nodes;                   /* 0 = the whole shape; else the best-first budget */
 } sd_draft_shape;
 
 /* A chain of gamma drafts (gamma 0: plain step). */
@@ -61,12 +74,27 @@ static inline sd_draft_shape sd_draft_chain(int32_t gamma) {
     sd_draft_shape s;
     s.depth = gamma;
     for (int32_t d = 0; d < SPECDEC_MAX_DRAFT; d++) s.width[d] = 1;
+    s.n_nodes = 0;
     return s;
 }
 static inline int sd_draft_is_chain(const sd_draft_shape *s) {
+    if (s->n_nodes > 0) return 0;
     for (int32_t d = 0; d < s->depth; d++)
         if (s->width[d] != 1) return 0;
     return 1;
+}
+/* Nodes of the shape: n_nodes when set, else the sum over d < depth of
+ * width[0] * ... * width[d], saturated at INT32_MAX (invalid widths count as 0). */
+static inline int64_t sd_draft_shape_nodes(const sd_draft_shape *s) {
+    if (s->n_nodes > 0) return s->n_nodes;
+    int64_t level = 1, total = 0;
+    for (int32_t d = 0; d < s->depth && d < SPECDEC_MAX_DRAFT; d++) {
+        level *= s->width[d] > 0 ? s->width[d] : 0;
+        if (level > INT32_MAX) level = INT32_MAX;
+        total += level;
+        if (total > INT32_MAX) return INT32_MAX;
+    }
+    return total;
 }
 
 /* Seconds one round spent per stage (host wall time, or device time scaled to it). */
@@ -91,7 +119,7 @@ typedef struct sd_round_seq {
     /* this round's draft shape */
     sd_draft_shape shape;
     /* results of the last round */
-    int32_t n_accepted;               /* accepted draft tokens, 0..shape.depth */
+    int32_t n_accepted;               /* accepted draft tokens (path length), 0..shape.depth */
     int32_t out[SD_ROUND_MAX_EMIT];   /* accepted drafts, then the emitted token */
     int32_t n_drafted;                /* draft tokens proposed (tree nodes) */
     sd_round_times t;

@@ -15,7 +15,33 @@
  * reads it with sd_runner_kv_len().
  *
  * Runners are created by their backend from validated weights (core/sd_weights.h:
- * sd_weights_validate) and destroyed with sd_runner_destroy(). */
+ * sd_weights_validate) and destroyed with sd_runner_destroy().
+ *
+ * Trees (tree speculation, docs/TREE.md). A tree lives in cache rows base.. after the
+ * sequence rows [0, base); its nodes are numbered 0, 1, ... in the order they were
+ * forwarded, node i in cache row base + i.
+ *   sd_runner_forward_tree(r, tokens, n, base, first, parent, logits): forwards nodes
+ *   first .. first + n - 1 (first == 0 starts a new tree: the cache is truncated to
+ *   base, which must be <= kv_len; first > 0 extends the current tree, which must hold
+ *   exactly `first` nodes on the same base). parent[i] is the parent of node first + i:
+ *   a node < first + i, or -1 = none (the node follows the cache directly). A node at
+ *   depth k (k ancestors) has absolute position base + k and attends to cache rows
+ *   [0, base) and then to its ancestors root-first and itself, in that order — the keys
+ *   plain decoding of that path would see, in the same order, so with batch-invariant
+ *   kernels a node's logits are bitwise those of plain decoding along its path. The
+ *   plain forward is the special case of one chain (parent[i] = i - 1). Row i of
+ *   logits (n rows, NULL: none) belongs to node first + i. Requires n <= max_batch,
+ *   first + n <= SD_RUNNER_TREE_MAX, base + first + n <= n_ctx.
+ *   sd_runner_compact(r, keep, n_keep): keep[0..n_keep) is a root-first path of the
+ *   current tree (keep[0] has no parent, parent(keep[j]) == keep[j-1]); its rows move
+ *   down to base .. base + n_keep - 1, the rest is dropped: kv_len = base + n_keep.
+ *   Between the two, rows past base belong to the tree (kv_len there is the runner's
+ *   business); any forward() or truncate() ends the tree (compact is then refused).
+ * A runner implements them natively (r->tree_ops: the CPU runner) or leaves tree_ops
+ * NULL (runners are zero-initialised), and sd_runner.c emulates them exactly with forward(): each node
+ * by one forward of the part of its path not already in the cache (N nodes in depth-
+ * first order cost N one-token forwards), compact by re-forwarding the kept path.
+ * Failures leave the tree ended, kv_len <= base + first, the detail in r->err. */
 #ifndef SD_RUNNER_H
 #define SD_RUNNER_H
 
@@ -29,10 +55,35 @@ extern "C" {
 
 typedef struct sd_runner sd_runner;
 
+/* Most nodes of one tree (the pending token and SPECDEC_MAX_TREE_NODES drafts). */
+#define SD_RUNNER_TREE_MAX (SPECDEC_MAX_TREE_NODES + 1)
+
 typedef struct sd_runner_vtbl {
     specdec_status (*forward)(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits_out);
     void (*destroy)(sd_runner *r);
 } sd_runner_vtbl;
+
+/* A runner's native tree operations (optional: sd_runner.tree_ops NULL = emulated with
+ * forward(), see "Trees" above). Called by sd_runner_forward_tree / sd_runner_compact
+ * after they validated the call and recorded it in r->tree: forward_tree forwards nodes
+ * first .. first + n - 1 of r->tree (tokens, depths and parents are there), leaving
+ * kv_len = tree.base + first + n; compact moves the rows of the validated path keep[]
+ * down, leaving kv_len = tree.base + n_keep. */
+typedef struct sd_runner_tree_ops {
+    specdec_status (*forward_tree)(sd_runner *r, int32_t first, int32_t n, float *logits_out);
+    specdec_status (*compact)(sd_runner *r, const int32_t *keep, int32_t n_keep);
+} sd_runner_tree_ops;
+
+/* The current tree of a runner (kept by sd_runner.c; runners read it). */
+typedef struct sd_runner_tree {
+    int32_t n;                            /* nodes forwarded; 0 = no tree */
+    int32_t base;                         /* node i lives in cache row base + i */
+    int32_t token[SD_RUNNER_TREE_MAX];
+    int32_t parent[SD_RUNNER_TREE_MAX];   /* -1 = none */
+    int32_t depth[SD_RUNNER_TREE_MAX];    /* ancestors; position = base + depth */
+    int32_t path[SD_RUNNER_TREE_MAX];     /* emulation: the nodes in cache rows base .. base + path_len - 1 */
+    int32_t path_len;
+} sd_runner_tree;
 
 struct sd_runner {
     const sd_runner_vtbl *vt;
@@ -42,10 +93,13 @@ struct sd_runner {
     int32_t max_batch;        /* most tokens per forward() */
     int32_t kv_len;           /* tokens in the cache (see "KV length" above) */
     sd_errbuf err;            /* detail of the last failure */
+    const sd_runner_tree_ops *tree_ops; /* NULL: trees emulated with forward() */
+    sd_runner_tree tree;      /* see "Trees" above */
 };
 
 static inline specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos,
                                                float *logits_out) {
+    r->tree.n = 0;
     return r->vt->forward(r, tokens, n, pos, logits_out);
 }
 static inline void sd_runner_destroy(sd_runner *r) {
@@ -54,7 +108,10 @@ static inline void sd_runner_destroy(sd_runner *r) {
 static inline int32_t sd_runner_kv_len(const sd_runner *r) { return r->kv_len; }
 /* Drop cache rows at and beyond len (O(1)); len >= kv_len changes nothing. */
 static inline void sd_runner_truncate(sd_runner *r, int32_t len) {
-    if (len < r->kv_len) r->kv_len = len < 0 ? 0 : len;
+    if (len < r->kv_len) {
+        r->kv_len = len < 0 ? 0 : len;
+        r->tree.n = 0;
+    }
 }
 
 /* forward() in chunks of max_batch tokens (a prompt longer than one call): logits row
@@ -62,6 +119,11 @@ static inline void sd_runner_truncate(sd_runner *r, int32_t len) {
  * runner that ends anywhere else is reported as SPECDEC_ERR_INTERNAL. The failing
  * chunk's status is returned, its detail stays in r->err. */
 specdec_status sd_runner_forward_chunked(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits);
+
+/* Tree forward and compaction (see "Trees" above). */
+specdec_status sd_runner_forward_tree(sd_runner *r, const int32_t *tokens, int32_t n, int32_t base, int32_t first,
+                                      const int32_t *parent, float *logits);
+specdec_status sd_runner_compact(sd_runner *r, const int32_t *keep, int32_t n_keep);
 
 #ifdef __cplusplus
 }

@@ -27,14 +27,17 @@
 #include <stdint.h>
 
 #define SPECDEC_VERSION_MAJOR 0
-#define SPECDEC_VERSION_MINOR 1
+#define SPECDEC_VERSION_MINOR 2
 #define SPECDEC_VERSION_PATCH 0
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.1.0"
+#define SPECDEC_VERSION_STRING "0.2.0"
 
-/* Largest draft length γ an engine supports (per round, fixed or adaptive). */
+/* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
+ * deepest draft tree. */
 #define SPECDEC_MAX_DRAFT 16
+/* Most draft nodes one round of tree speculation verifies (the pending token excluded). */
+#define SPECDEC_MAX_TREE_NODES 64
 /* Most EOS ids a model config may list. */
 #define SPECDEC_MAX_EOS 8
 
@@ -157,7 +160,7 @@ typedef struct specdec_engine_params {
     specdec_backend backend;  /* default SPECDEC_BACKEND_AUTO */
     int32_t n_ctx;            /* context length in tokens; 0 = min(max_position_embeddings, 4096) */
     int32_t max_batch;        /* most tokens per forward call; 0 = n_ctx (prefill in one call);
-                                 raised to SPECDEC_MAX_DRAFT + 1 (a verify pass is one call) */
+                                 raised to SPECDEC_MAX_TREE_NODES + 1 (a verify pass is one call) */
     int32_t cuda_device;      /* CUDA device ordinal; default 0 */
     int32_t cuda_keep_f32;    /* CUDA: keep F32 checkpoints in F32 instead of converting to BF16 */
     int32_t reserved_i[7];
@@ -260,18 +263,41 @@ typedef struct specdec_generate_params {
     const specdec_tokenizer *tokenizer; /* borrowed, optional: text pieces for the callback, stop strings */
     specdec_token_callback callback;    /* optional */
     void *user_data;                    /* passed to callback */
-    int32_t reserved_i[8];
+    /* Tree speculation (since 0.2; docs/TREE.md). The draft proposes a tree of candidates,
+     * the target verifies every node in one pass, the longest accepted path is taken.
+     * Exact in every verify mode; GREEDY and MATCH output is identical to plain decoding.
+     * Needs a draft model (INVALID_ARGUMENT without one); not with adaptive_draft.
+     * When either field is set, n_draft is ignored. */
+    uint8_t tree_width[SPECDEC_MAX_DRAFT]; /* up to tree_width[d] children per node at depth d+1,
+                                      each 1..SPECDEC_MAX_TREE_NODES; the depth is the number of
+                                      leading non-zero entries (a non-zero after a zero is an
+                                      error); at most SPECDEC_MAX_TREE_NODES nodes in all.
+                                      All zero (default) = a chain of n_draft. Set it with
+                                      specdec_generate_params_set_tree(). */
+    int32_t draft_nodes;           /* 0 (default) = off; 1..SPECDEC_MAX_TREE_NODES: node budget, the
+                                      tree grown best-first by draft path probability (EAGLE-2
+                                      style) within tree_width (all zero: any branching, depth up
+                                      to SPECDEC_MAX_DRAFT) */
+    int32_t reserved_i[3];
     uint64_t reserved[8];
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 
+/* Set params->tree_width to widths[0..depth) and zero the rest; depth 0 clears it (a chain
+ * of n_draft again). INVALID_ARGUMENT, params unchanged and the detail in
+ * specdec_last_error(), for NULL params (or widths with depth > 0), depth outside
+ * [0, SPECDEC_MAX_DRAFT], a width outside [1, SPECDEC_MAX_TREE_NODES], or a shape of more
+ * than SPECDEC_MAX_TREE_NODES nodes (sum over d of widths[0] * ... * widths[d]). */
+SPECDEC_API specdec_status specdec_generate_params_set_tree(specdec_generate_params *params, const int32_t *widths,
+                                                            int32_t depth);
+
 typedef struct specdec_stats {
     int64_t n_prompt;         /* prompt tokens processed */
     int64_t n_generated;      /* tokens emitted */
     int64_t n_rounds;         /* speculative rounds (plain steps when decoding without a draft) */
-    int64_t n_drafted;        /* draft tokens proposed */
-    int64_t n_accepted;       /* draft tokens accepted */
+    int64_t n_drafted;        /* draft tokens proposed (with a tree: its nodes) */
+    int64_t n_accepted;       /* draft tokens accepted (with a tree: on the accepted path) */
     double acceptance_rate;   /* n_accepted / n_drafted (0 if nothing drafted) */
     double tokens_per_round;  /* n_generated / n_rounds */
     double t_prefill_s;       /* prompt processing, both models */
@@ -282,7 +308,13 @@ typedef struct specdec_stats {
     double tokens_per_second; /* n_generated / (t_total_s - t_prefill_s) */
     int32_t final_n_draft;    /* γ at the end (differs from n_draft when adaptive) */
     specdec_stop_reason stop_reason;
-    uint64_t reserved[8];
+    /* since 0.2 (were reserved) */
+    int64_t n_draft_rounds;       /* rounds that verified at least one draft token (chain or tree) */
+    double mean_accepted_length;  /* n_accepted / n_draft_rounds: drafts accepted per round (the
+                                     accepted path of a tree; the emitted extra token excluded) */
+    double nodes_per_round;       /* n_drafted / n_draft_rounds: draft tokens (tree nodes) verified
+                                     per round */
+    uint64_t reserved[5];
 } specdec_stats;
 
 /* Generate from a prompt of token ids. The engine's KV caches are reset first.

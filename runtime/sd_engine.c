@@ -24,7 +24,7 @@ void sd_engine_leave(specdec_engine *e) { atomic_flag_clear_explicit(&e->busy, m
 
 sd_round *sd_engine_active_round(specdec_engine *e) {
     if (e->round_kind == SD_ENGINE_ROUND_HOST || !e->device_round) return e->host_round;
-    sd_cuda_round_use_graphs(e->device_round, e->round_kind == SD_ENGINE_ROUND_DEVICE_GRAPH);
+    if (e->device_round_cuda) sd_cuda_round_use_graphs(e->device_round, e->round_kind == SD_ENGINE_ROUND_DEVICE_GRAPH);
     return e->device_round;
 }
 
@@ -68,7 +68,10 @@ static specdec_status sd_engine_make_rounds(specdec_engine *e) {
     e->round_kind = SD_ENGINE_ROUND_HOST;
     if (e->backend != SPECDEC_BACKEND_CUDA) return SPECDEC_OK;
     st = sd_cuda_round_create(e->target, e->draft, 1, &e->device_round, &eb);
-    if (st == SPECDEC_OK) e->round_kind = SD_ENGINE_ROUND_DEVICE_GRAPH;
+    if (st == SPECDEC_OK) {
+        e->round_kind = SD_ENGINE_ROUND_DEVICE_GRAPH;
+        e->device_round_cuda = 1;
+    }
     else if (st != SPECDEC_ERR_UNSUPPORTED) return sd_fail(NULL, st, "engine: device round: %s", eb.msg);
     return SPECDEC_OK;
 }
@@ -222,8 +225,8 @@ specdec_status specdec_engine_create(const specdec_model *target, const specdec_
         if (draft && draft->w.cfg.max_position_embeddings > 0)
             n_ctx = sd_min_i32(n_ctx, draft->w.cfg.max_position_embeddings);
     }
-    /* A verify pass needs γ+1 positions in one call: never go below that. */
-    int32_t max_batch = p.max_batch == 0 ? n_ctx : sd_max_i32(p.max_batch, SPECDEC_MAX_DRAFT + 1);
+    /* A verify pass (γ+1 positions, or a tree's root and nodes) is one call: never go below that. */
+    int32_t max_batch = p.max_batch == 0 ? n_ctx : sd_max_i32(p.max_batch, SD_RUNNER_TREE_MAX);
     max_batch = sd_min_i32(max_batch, n_ctx);
 
     sd_runner *rt = NULL, *rd = NULL;

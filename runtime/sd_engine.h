@@ -50,6 +50,7 @@ struct specdec_engine {
     sd_round *host_round;      /* owned, always present */
     sd_round *device_round;    /* owned; CUDA engines whose vocabulary the GPU sampler serves, else NULL */
     sd_engine_round_kind round_kind; /* DEVICE_GRAPH when device_round exists, else HOST; tests switch it */
+    int device_round_cuda;     /* device_round is the CUDA round (tests may install another) */
 
     /* generation loop buffers */
     int32_t *seq;              /* [n_ctx + 1] prompt + generated tokens */

@@ -8,6 +8,10 @@
  * the context (γ + 1 <= both); γ = 0 (no draft, n_draft == 0, or clipped to 0 at the
  * end of the budget) is a plain decoding step, which samples with the verifier's
  * target-side sampler, so "match" speculation reproduces plain decoding bit for bit.
+ * A draft tree (tree_width / draft_nodes, docs/TREE.md) is clipped the same way
+ * (runtime/sd_tree_shape.c). A round that answers SPECDEC_ERR_UNSUPPORTED for a tree
+ * (the CUDA device round until it grows trees) hands the rest of the call to the host
+ * round, which begins the sequence again (one extra prefill).
  * The round's tokens are emitted one by one; a stop inside a round cuts it short and
  * the round settles both caches at the emitted length.
  *
@@ -19,6 +23,7 @@
 
 #include "sd_cpu_sample.h"
 #include "sd_engine.h"
+#include "sd_tree_shape.h"
 
 static double sd_now(void) {
     struct timespec ts;
@@ -54,6 +59,8 @@ typedef struct sd_gen {
     specdec_stats *st;
     sd_round *rd;                  /* the round the engine runs */
     sd_round_seq seq;              /* the sequence as the round sees it */
+    int tree;                      /* a draft tree was asked for: its shape is `req` */
+    sd_draft_shape req;
 } sd_gen;
 
 /* ------------------------------------------------------------------------- */
@@ -76,6 +83,8 @@ static specdec_status sd_gen_check_stops(const specdec_generate_params *p, sd_er
 }
 
 static specdec_status sd_gen_check_params(const specdec_engine *e, const specdec_generate_params *p, sd_errbuf *eb) {
+    sd_draft_shape req;
+    int tree = 0;
     if (p->n_predict <= 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: n_predict %d must be > 0",
                        (int)p->n_predict);
@@ -90,6 +99,7 @@ static specdec_status sd_gen_check_params(const specdec_engine *e, const specdec
     sd_sampling_params sp = sd_sampling_params_from(p);
     specdec_status st = sd_sampling_check_params(&sp, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_stops(p, eb);
+    if (st == SPECDEC_OK) st = sd_tree_request(p, e->draft != NULL, &req, &tree, eb);
     if (st != SPECDEC_OK) return st;
     for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
         if (p->reserved_i[i])
@@ -195,32 +205,45 @@ static specdec_status sd_gen_round_fail(sd_gen *g, specdec_status st) {
     return sd_fail(&g->e->err, st, "%s", g->rd->err.msg);
 }
 
-/* The statistics of one round, and what adaptive γ learns from it. */
-static void sd_gen_account(sd_gen *g, int32_t gamma) {
+/* The statistics of one round, and what adaptive γ learns from it (chains). */
+static void sd_gen_account(sd_gen *g, const sd_draft_shape *shape) {
     const sd_round_seq *s = &g->seq;
     g->st->t_draft_s += s->t.draft;
     g->st->t_target_s += s->t.target;
     g->st->t_verify_s += s->t.verify;
     g->st->n_rounds++;
-    if (gamma > 0) {
+    if (shape->depth > 0) {
+        g->st->n_draft_rounds++;
         g->st->n_drafted += s->n_drafted;
         g->st->n_accepted += s->n_accepted;
-        sd_adapt_observe(&g->e->adapt, gamma, s->n_accepted, s->t.draft, s->t.target);
+        if (!g->tree) sd_adapt_observe(&g->e->adapt, shape->depth, s->n_accepted, s->t.draft, s->t.target);
     }
 }
 
-/* One round of gamma drafts (0: plain step), then its tokens until a stop. */
-static specdec_status sd_gen_step(sd_gen *g, int32_t gamma) {
+/* The active round cannot run this tree: the host round takes over the call. */
+static specdec_status sd_gen_to_host(sd_gen *g) {
+    g->rd = g->e->host_round;
+    g->seq.length = g->L;
+    return g->rd->ops->begin(g->rd, &g->seq);
+}
+
+/* One round of the given shape (depth 0: plain step), then its tokens until a stop. */
+static specdec_status sd_gen_step(sd_gen *g, const sd_draft_shape *shape) {
     sd_round_seq *s = &g->seq;
     sd_round_seq *seqs[1] = {s};
     s->length = g->L;
-    s->shape = sd_draft_chain(gamma);
+    s->shape = *shape;
     specdec_status st = g->rd->ops->run(g->rd, seqs, 1);
+    if (st == SPECDEC_ERR_UNSUPPORTED && g->rd != g->e->host_round && !sd_draft_is_chain(shape)) {
+        st = sd_gen_to_host(g);
+        s->shape = *shape;
+        if (st == SPECDEC_OK) st = g->rd->ops->run(g->rd, seqs, 1);
+    }
     if (st != SPECDEC_OK) return sd_gen_round_fail(g, st);
-    if (s->n_accepted < 0 || s->n_accepted > gamma)
-        return sd_fail(&g->e->err, SPECDEC_ERR_INTERNAL, "round accepted %d of %d drafts", (int)s->n_accepted,
-                       (int)gamma);
-    sd_gen_account(g, gamma);
+    if (s->n_accepted < 0 || s->n_accepted > shape->depth)
+        return sd_fail(&g->e->err, SPECDEC_ERR_INTERNAL, "round accepted %d of depth %d", (int)s->n_accepted,
+                       (int)shape->depth);
+    sd_gen_account(g, shape);
     int32_t i = 0;
     for (; i <= s->n_accepted && g->reason == SPECDEC_STOP_NONE; i++)
         if ((st = sd_gen_emit(g, s->out[i])) != SPECDEC_OK) return st;
@@ -228,10 +251,21 @@ static specdec_status sd_gen_step(sd_gen *g, int32_t gamma) {
     return SPECDEC_OK;
 }
 
+/* The shape of the next round: every emitted token must fit the budget and the
+ * context (depth + 1 <= both); a tree also its nodes in the caches and one call. */
+static sd_draft_shape sd_gen_round_shape(const sd_gen *g, int32_t gamma) {
+    const specdec_engine *e = g->e;
+    const int32_t room = sd_min_i32(g->p->n_predict - g->n_out - 1, e->n_ctx - g->L - 1);
+    if (!g->seq.uses_draft) return sd_draft_chain(0);
+    if (!g->tree) return sd_draft_chain(room < 0 ? 0 : sd_min_i32(gamma, room));
+    int32_t fit = sd_min_i32(e->n_ctx - g->L, e->target->max_batch - 1);
+    fit = sd_min_i32(fit, e->draft->max_batch);
+    return sd_tree_round_shape(&g->req, room, fit);
+}
+
 static specdec_status sd_gen_loop(sd_gen *g, int32_t *gamma_io) {
     const specdec_engine *e = g->e;
     const specdec_generate_params *p = g->p;
-    const int use_draft = e->draft != NULL && p->n_draft > 0;
     int32_t gamma = *gamma_io;
     specdec_status st = SPECDEC_OK;
     while (st == SPECDEC_OK && g->reason == SPECDEC_STOP_NONE) {
@@ -243,12 +277,9 @@ static specdec_status sd_gen_loop(sd_gen *g, int32_t *gamma_io) {
             g->reason = SPECDEC_STOP_CONTEXT_FULL;
             break;
         }
-        /* every emitted token must fit the budget and the context: γ+1 <= both */
-        int32_t g_eff = use_draft ? sd_min_i32(gamma, p->n_predict - g->n_out - 1) : 0;
-        g_eff = sd_min_i32(g_eff, e->n_ctx - g->L - 1);
-        if (g_eff < 0) g_eff = 0;
-        st = sd_gen_step(g, g_eff);
-        if (st == SPECDEC_OK && g_eff > 0 && p->adaptive_draft)
+        const sd_draft_shape shape = sd_gen_round_shape(g, gamma);
+        st = sd_gen_step(g, &shape);
+        if (st == SPECDEC_OK && shape.depth > 0 && p->adaptive_draft)
             gamma = sd_adapt_choose_gamma(&g->e->adapt, gamma, SPECDEC_MAX_DRAFT);
     }
     *gamma_io = gamma;
@@ -266,7 +297,7 @@ static specdec_status sd_gen_begin(sd_gen *g, const int32_t *prompt, int32_t n_p
     s->mode = p->verify;
     if (s->mode == SPECDEC_VERIFY_AUTO) s->mode = p->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
     s->sp = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : sd_sampling_params_from(p);
-    s->uses_draft = e->draft != NULL && p->n_draft > 0;
+    s->uses_draft = e->draft != NULL && (p->n_draft > 0 || g->tree);
     memcpy(e->seq, prompt, (size_t)n_prompt * sizeof(int32_t));
     g->L = n_prompt;
     s->tokens = e->seq;
@@ -293,7 +324,11 @@ static void sd_gen_finish(sd_gen *g, specdec_status st, int32_t gamma, int32_t *
     stats->t_total_s = sd_now() - t_start;
     double t_gen = stats->t_total_s - stats->t_prefill_s;
     stats->tokens_per_second = t_gen > 0 ? (double)stats->n_generated / t_gen : 0.0;
-    stats->final_n_draft = gamma;
+    stats->final_n_draft = g->tree ? g->req.depth : gamma;
+    if (stats->n_draft_rounds > 0) {
+        stats->mean_accepted_length = (double)stats->n_accepted / (double)stats->n_draft_rounds;
+        stats->nodes_per_round = (double)stats->n_drafted / (double)stats->n_draft_rounds;
+    }
     stats->stop_reason = g->reason;
 }
 
@@ -312,6 +347,7 @@ static specdec_status sd_generate_locked(specdec_engine *e, const int32_t *promp
     g.out = out_tokens;
     g.st = stats;
     g.rd = sd_engine_active_round(e);
+    (void)sd_tree_request(p, e->draft != NULL, &g.req, &g.tree, NULL); /* checked above */
     int32_t gamma = e->draft != NULL && p->n_draft > 0 ? p->n_draft : 0;
     memset(&e->adapt, 0, sizeof e->adapt);
     if (p->tokenizer && (st = specdec_detok_stream_create(p->tokenizer, 1, &g.ds)) != SPECDEC_OK)

@@ -10,9 +10,10 @@
  *   3. verifier (kernels/cpu/sd_cpu_verify.h) with the round's uniforms;
  *   4. target cache -> L + n, draft cache -> min(its length, L + n).
  * A plain step (γ = 0): target forward of tokens[L-1] at L - 1, one token sampled with
- * the target-side sampler, so match mode reproduces plain decoding bit for bit. */
+ * the target-side sampler, so match mode reproduces plain decoding bit for bit.
+ * Any other shape is a tree round (sd_host_tree.c). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime(CLOCK_MONOTONIC) under -std=c11 */
-#include "sd_host_round.h"
+#include "sd_host_round_impl.h"
 
 #include <string.h>
 #include <time.h>
@@ -21,38 +22,25 @@
 #include "sd_cpu_sample.h"
 #include "sd_cpu_verify.h"
 
-typedef struct sd_host_round {
-    sd_round base;           /* must be first */
-    sd_runner *t, *d;        /* borrowed; d may be NULL */
-    int32_t V;
-    float *p_rows;           /* [SPECDEC_MAX_DRAFT + 1][V] target logits -> probabilities */
-    float *q_rows;           /* [SPECDEC_MAX_DRAFT][V] the rows each draft token was drawn from */
-    int32_t *vtok;           /* [SPECDEC_MAX_DRAFT + 1] verify-pass input: pending token, drafts */
-    void *scratch;           /* sampling scratch */
-    size_t scratch_size;
-} sd_host_round;
-
-static double sd_host_now(void) {
+double sd_host_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* A runner failure: its detail goes to the round, DEVICE_LOST is sticky. */
-static specdec_status host_runner_fail(sd_host_round *h, sd_runner *r, specdec_status st, const char *what) {
+specdec_status sd_host_runner_fail(sd_host_round *h, sd_runner *r, specdec_status st, const char *what) {
     if (st == SPECDEC_ERR_DEVICE_LOST) h->base.device_lost = 1;
     return sd_fail(&h->base.err, st, "%s forward: %s", what, r->err.msg);
 }
 
-static specdec_status host_forward(sd_host_round *h, sd_runner *r, const char *what, const int32_t *tokens,
-                                   int32_t n, int32_t pos, float *logits) {
+specdec_status sd_host_forward(sd_host_round *h, sd_runner *r, const char *what, const int32_t *tokens, int32_t n,
+                               int32_t pos, float *logits) {
     specdec_status st = sd_runner_forward_chunked(r, tokens, n, pos, logits);
-    return st == SPECDEC_OK ? SPECDEC_OK : host_runner_fail(h, r, st, what);
+    return st == SPECDEC_OK ? SPECDEC_OK : sd_host_runner_fail(h, r, st, what);
 }
 
-/* Turn a logits row into the distribution sampled from (in place). Greedy needs only
- * the argmax, which processing preserves, so it skips the work. */
-static specdec_status host_process(sd_host_round *h, const sd_round_seq *s, float *row) {
+/* Greedy needs only the argmax, which processing preserves, so it skips the work. */
+specdec_status sd_host_process(sd_host_round *h, const sd_round_seq *s, float *row) {
     if (s->mode == SPECDEC_VERIFY_GREEDY) return SPECDEC_OK;
     return sd_sampling_process(row, h->V, &s->sp, h->scratch, h->scratch_size, row, &h->base.err);
 }
@@ -64,9 +52,9 @@ static specdec_status host_begin(sd_round *rd, sd_round_seq *s) {
     sd_runner_truncate(h->t, 0);
     if (h->d) sd_runner_truncate(h->d, 0);
     if (s->length == 1) return SPECDEC_OK;
-    specdec_status st = host_forward(h, h->t, "target prefill", s->tokens, s->length - 1, 0, NULL);
+    specdec_status st = sd_host_forward(h, h->t, "target prefill", s->tokens, s->length - 1, 0, NULL);
     if (st == SPECDEC_OK && h->d && s->uses_draft)
-        st = host_forward(h, h->d, "draft prefill", s->tokens, s->length - 1, 0, NULL);
+        st = sd_host_forward(h, h->d, "draft prefill", s->tokens, s->length - 1, 0, NULL);
     return st;
 }
 
@@ -74,9 +62,9 @@ static specdec_status host_begin(sd_round *rd, sd_round_seq *s) {
 static specdec_status host_plain_step(sd_host_round *h, sd_round_seq *s) {
     const int32_t L = s->length;
     double t0 = sd_host_now();
-    specdec_status st = host_forward(h, h->t, "target", s->tokens + L - 1, 1, L - 1, h->p_rows);
+    specdec_status st = sd_host_forward(h, h->t, "target", s->tokens + L - 1, 1, L - 1, h->p_rows);
     double t1 = sd_host_now();
-    if (st == SPECDEC_OK) st = host_process(h, s, h->p_rows);
+    if (st == SPECDEC_OK) st = sd_host_process(h, s, h->p_rows);
     if (st != SPECDEC_OK) return st;
     s->out[0] = sd_verify_target_sample(s->mode, h->p_rows, h->V, s->seed, s->sequence_id, L);
     s->n_accepted = 0;
@@ -87,20 +75,30 @@ static specdec_status host_plain_step(sd_host_round *h, sd_round_seq *s) {
     return SPECDEC_OK;
 }
 
+specdec_status sd_host_draft_catch_up(sd_host_round *h, sd_round_seq *s) {
+    const size_t V = (size_t)h->V;
+    const int32_t L = s->length, dkv = sd_runner_kv_len(h->d), n_pend = L - dkv;
+    if (n_pend < 1 || n_pend > h->n_prows) /* p_rows holds the catch-up rows */
+        return sd_fail(&h->base.err, SPECDEC_ERR_INTERNAL, "host round at length %d: draft cache holds %d tokens",
+                       (int)L, (int)dkv);
+    specdec_status st = sd_host_forward(h, h->d, "draft", s->tokens + dkv, n_pend, dkv, h->p_rows);
+    if (st != SPECDEC_OK) return st;
+    memcpy(h->q_rows, h->p_rows + (size_t)(n_pend - 1) * V, V * sizeof(float));
+    return sd_host_process(h, s, h->q_rows);
+}
+
 /* Step 1: the draft catches up and proposes gamma tokens into vtok[1..gamma]. */
 static specdec_status host_draft(sd_host_round *h, sd_round_seq *s, int32_t gamma) {
     const size_t V = (size_t)h->V;
-    const int32_t L = s->length, dkv = sd_runner_kv_len(h->d), n_pend = L - dkv;
-    if (n_pend < 1 || n_pend > SPECDEC_MAX_DRAFT + 1) /* p_rows holds the catch-up rows */
-        return sd_fail(&h->base.err, SPECDEC_ERR_INTERNAL, "host round at length %d: draft cache holds %d tokens",
-                       (int)L, (int)dkv);
-    specdec_status st = host_forward(h, h->d, "draft", s->tokens + dkv, n_pend, dkv, h->p_rows);
+    const int32_t L = s->length;
+    specdec_status st = sd_host_draft_catch_up(h, s);
     if (st != SPECDEC_OK) return st;
-    memcpy(h->q_rows, h->p_rows + (size_t)(n_pend - 1) * V, V * sizeof(float));
     for (int32_t i = 0; i < gamma; i++) {
         float *q = h->q_rows + (size_t)i * V;
-        if (i > 0 && (st = host_forward(h, h->d, "draft", h->vtok + i, 1, L + i - 1, q)) != SPECDEC_OK) return st;
-        if ((st = host_process(h, s, q)) != SPECDEC_OK) return st;
+        if (i > 0) {
+            if ((st = sd_host_forward(h, h->d, "draft", h->vtok + i, 1, L + i - 1, q)) != SPECDEC_OK) return st;
+            if ((st = sd_host_process(h, s, q)) != SPECDEC_OK) return st;
+        }
         h->vtok[1 + i] = sd_verify_draft_sample(s->mode, q, h->V, s->seed, s->sequence_id, L + i);
     }
     return SPECDEC_OK;
@@ -118,10 +116,10 @@ static specdec_status host_chain_round(sd_host_round *h, sd_round_seq *s, int32_
     if (st != SPECDEC_OK) return st;
     double t1 = sd_host_now();
     h->vtok[0] = s->tokens[L - 1];
-    if ((st = host_forward(h, h->t, "target", h->vtok, gamma + 1, L - 1, h->p_rows)) != SPECDEC_OK) return st;
+    if ((st = sd_host_forward(h, h->t, "target", h->vtok, gamma + 1, L - 1, h->p_rows)) != SPECDEC_OK) return st;
     double t2 = sd_host_now();
     for (int32_t i = 0; i <= gamma; i++)
-        if ((st = host_process(h, s, h->p_rows + (size_t)i * V)) != SPECDEC_OK) return st;
+        if ((st = sd_host_process(h, s, h->p_rows + (size_t)i * V)) != SPECDEC_OK) return st;
     sd_verify_uniforms u;
     sd_verify_fetch_uniforms(s->seed, s->sequence_id, L, gamma, &u);
     st = sd_verify(s->mode, gamma, h->V, h->p_rows, h->q_rows, h->vtok + 1, &u, s->out, &s->n_accepted,
@@ -148,9 +146,8 @@ static specdec_status host_run(sd_round *rd, sd_round_seq *const *seqs, int32_t 
     if (gamma < 0 || gamma > SPECDEC_MAX_DRAFT || (gamma > 0 && !h->d) || s->length < 1)
         return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "host round: depth %d, length %d, %s draft",
                        (int)gamma, (int)s->length, h->d ? "with" : "no");
-    if (!sd_draft_is_chain(&s->shape))
-        return sd_fail(&rd->err, SPECDEC_ERR_UNSUPPORTED, "host round: draft trees are not implemented yet");
-    return gamma == 0 ? host_plain_step(h, s) : host_chain_round(h, s, gamma);
+    if (gamma == 0) return host_plain_step(h, s);
+    return sd_draft_is_chain(&s->shape) ? host_chain_round(h, s, gamma) : sd_host_tree_round(h, s);
 }
 
 static specdec_status host_settle(sd_round *rd, sd_round_seq *s, int32_t length) {
@@ -167,7 +164,10 @@ static void host_destroy(sd_round *rd) {
     sd_free(h->p_rows);
     sd_free(h->q_rows);
     sd_free(h->vtok);
+    sd_free(h->vpar);
     sd_free(h->scratch);
+    sd_free(h->pool);
+    sd_free(h->tree);
     sd_free(h);
 }
 
@@ -186,12 +186,22 @@ specdec_status sd_host_round_create(sd_runner *target, sd_runner *draft, sd_roun
     h->d = draft;
     h->V = target->n_vocab;
     const size_t V = (size_t)h->V;
-    h->p_rows = sd_malloc((SPECDEC_MAX_DRAFT + 1) * V * sizeof(float));
-    h->q_rows = sd_malloc(SPECDEC_MAX_DRAFT * V * sizeof(float));
-    h->vtok = sd_malloc((SPECDEC_MAX_DRAFT + 1) * sizeof(int32_t));
+    /* with a draft: a whole tree's rows (2 * 65 * V floats, docs/TREE.md) */
+    h->n_prows = draft ? SD_RUNNER_TREE_MAX : SPECDEC_MAX_DRAFT + 1;
+    h->n_qrows = draft ? SD_RUNNER_TREE_MAX : SPECDEC_MAX_DRAFT;
+    h->p_rows = sd_malloc((size_t)h->n_prows * V * sizeof(float));
+    h->q_rows = sd_malloc((size_t)h->n_qrows * V * sizeof(float));
+    h->vtok = sd_malloc(SD_RUNNER_TREE_MAX * sizeof(int32_t));
+    h->vpar = sd_malloc(SD_RUNNER_TREE_MAX * sizeof(int32_t));
     h->scratch_size = sd_sampling_scratch_size(h->V);
     h->scratch = sd_malloc(h->scratch_size);
-    if (!h->p_rows || !h->q_rows || !h->vtok || !h->scratch) {
+    int fail = !h->p_rows || !h->q_rows || !h->vtok || !h->vpar || !h->scratch;
+    if (draft && !fail) {
+        h->pool = sd_malloc(sizeof *h->pool);
+        h->tree = sd_malloc(sizeof *h->tree);
+        fail = !h->pool || !h->tree;
+    }
+    if (fail) {
         host_destroy(&h->base);
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "host round: allocating round buffers for vocab %d", (int)V);
     }

@@ -4,17 +4,20 @@
 #include "sd_cpu_attention.h"
 #include "sd_cpu_matmul.h"
 
-void sd_cpu_attention(const float *q, const float *k_cache, const float *v_cache, int32_t n_keys, int32_t n_heads,
-                      int32_t n_kv_heads, int32_t head_dim, double *scores, double *acc, float *out) {
+void sd_cpu_attention_rows(const float *q, const float *k_cache, const float *v_cache, int32_t n_prefix,
+                           const int32_t *rows, int32_t n_rows, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                           double *scores, double *acc, float *out) {
     int32_t group = n_heads / n_kv_heads;
     int64_t row = (int64_t)n_kv_heads * head_dim;
     double scale = 1.0 / sqrt((double)head_dim);
+    const int32_t n_keys = n_prefix + n_rows;
     for (int32_t h = 0; h < n_heads; h++) {
         const float *qh = q + (int64_t)h * head_dim;
         int64_t off = (int64_t)(h / group) * head_dim;
         double mx = -INFINITY;
         for (int32_t j = 0; j < n_keys; j++) {
-            scores[j] = scale * sd_cpu_dot(qh, k_cache + j * row + off, head_dim);
+            const int64_t kr = j < n_prefix ? j : rows[j - n_prefix];
+            scores[j] = scale * sd_cpu_dot(qh, k_cache + kr * row + off, head_dim);
             if (scores[j] > mx) mx = scores[j];
         }
         double z = 0.0;
@@ -22,10 +25,16 @@ void sd_cpu_attention(const float *q, const float *k_cache, const float *v_cache
         for (int32_t j = 0; j < n_keys; j++) {
             double w = exp(scores[j] - mx);
             z += w;
-            const float *vj = v_cache + j * row + off;
+            const int64_t kr = j < n_prefix ? j : rows[j - n_prefix];
+            const float *vj = v_cache + kr * row + off;
             for (int32_t c = 0; c < head_dim; c++) acc[c] += w * (double)vj[c];
         }
         float *oh = out + (int64_t)h * head_dim;
         for (int32_t c = 0; c < head_dim; c++) oh[c] = (float)(acc[c] / z);
     }
+}
+
+void sd_cpu_attention(const float *q, const float *k_cache, const float *v_cache, int32_t n_keys, int32_t n_heads,
+                      int32_t n_kv_heads, int32_t head_dim, double *scores, double *acc, float *out) {
+    sd_cpu_attention_rows(q, k_cache, v_cache, n_keys, NULL, 0, n_heads, n_kv_heads, head_dim, scores, acc, out);
 }

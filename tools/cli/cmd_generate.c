@@ -29,13 +29,15 @@ static void gen_usage(FILE *f) {
             "  --seed S         RNG seed (default 0)\n"
             "  --draft-max G    draft length γ, 1..%d (default 4)\n"
             "  --adaptive       adapt γ each round from the acceptance observed\n"
+            "  --tree B1,B2,..  draft tree: up to Bd children per node at depth d (at most %d nodes)\n"
+            "  --draft-nodes N  draft tree of N nodes grown best-first by draft probability (within --tree)\n"
             "  --verify MODE    auto|rejection|greedy|match (default auto: greedy at T=0, else rejection)\n"
             "  --backend B      auto|cpu|cuda (default auto)\n"
             "  --ctx N          context length, 0 = from the model (default 0)\n"
             "  --ignore-eos     do not stop at EOS\n"
             "  --stop STR       stop when STR appears in the text (repeatable)\n"
             "  --json           print one JSON object (text, ids, statistics, parameters) instead\n",
-            SPECDEC_MAX_DRAFT);
+            SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES);
 }
 
 typedef struct gen_out {
@@ -115,6 +117,59 @@ static const char *backend_name(specdec_backend b) {
     return b == SPECDEC_BACKEND_CUDA ? "cuda" : b == SPECDEC_BACKEND_CPU ? "cpu" : "auto";
 }
 
+/* Tree speculation options (docs/TREE.md): --tree B1,B2,... and --draft-nodes N.
+ * Returns 1 when argv[*i] was one (*i moved past its value), 0 when it is another
+ * option, -1 on a bad value (message printed). */
+static int parse_tree_option(int argc, char **argv, int *i, specdec_generate_params *gp) {
+    const char *a = argv[*i];
+    const int tree = !strcmp(a, "--tree"), nodes = !strcmp(a, "--draft-nodes");
+    if (!tree && !nodes) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "specdec generate: %s needs a value\n", a);
+        return -1;
+    }
+    const char *v = argv[++*i];
+    long x;
+    if (nodes) {
+        if (parse_int(v, 1, SPECDEC_MAX_TREE_NODES, &x) == 0) {
+            gp->draft_nodes = (int32_t)x;
+            return 1;
+        }
+        fprintf(stderr, "specdec generate: --draft-nodes '%s': a node budget in [1, %d]\n", v, SPECDEC_MAX_TREE_NODES);
+        return -1;
+    }
+    int32_t w[64], depth = 0;
+    for (const char *c = v;; c++) { /* B1,B2,...: the setter checks the shape */
+        char *end;
+        errno = 0;
+        x = strtol(c, &end, 10);
+        if (errno || end == c || x < 0 || x > 1000000 || depth == 64 || (*end && *end != ',')) {
+            fprintf(stderr, "specdec generate: --tree '%s': a comma-separated list of branchings\n", v);
+            return -1;
+        }
+        w[depth++] = (int32_t)x;
+        if (!*end) break;
+        c = end;
+    }
+    if (depth == 0 || specdec_generate_params_set_tree(gp, w, depth) != SPECDEC_OK) {
+        fprintf(stderr, "specdec generate: --tree '%s': %s\n", v, depth ? specdec_last_error() : "empty shape");
+        return -1;
+    }
+    return 1;
+}
+
+/* The tree statistics (text to stderr, or into the JSON objects). */
+static void print_tree_stats(const specdec_stats *st, cJSON *js) {
+    if (js) {
+        cJSON_AddNumberToObject(js, "n_draft_rounds", (double)st->n_draft_rounds);
+        cJSON_AddNumberToObject(js, "mean_accepted_length", st->mean_accepted_length);
+        cJSON_AddNumberToObject(js, "nodes_per_round", st->nodes_per_round);
+        return;
+    }
+    fprintf(stderr, "    draft rounds %lld: mean accepted path %.2f, %.2f nodes verified per round\n",
+            (long long)st->n_draft_rounds, st->mean_accepted_length, st->nodes_per_round);
+}
+
 static int fail(const char *what, specdec_status st, const char *detail) {
     fprintf(stderr, "specdec generate: %s: %s%s%s\n", what, specdec_status_string(st), detail && *detail ? ": " : "",
             detail ? detail : "");
@@ -146,6 +201,9 @@ int cli_cmd_generate(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v;
+        const int tree_opt = parse_tree_option(argc, argv, &i, &gp);
+        if (tree_opt < 0) goto usage;
+        if (tree_opt > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             gen_usage(stdout);
             free(stops);
@@ -311,7 +369,8 @@ int cli_cmd_generate(int argc, char **argv) {
         goto done;
     }
 
-    const int spec = draft != NULL && gp.n_draft > 0;
+    const int tree = gp.tree_width[0] != 0 || gp.draft_nodes > 0;
+    const int spec = draft != NULL && (gp.n_draft > 0 || tree);
     specdec_verify_mode vm = gp.verify;
     if (vm == SPECDEC_VERIFY_AUTO) vm = gp.temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
     if (json) {
@@ -338,6 +397,7 @@ int cli_cmd_generate(int argc, char **argv) {
         cJSON_AddNumberToObject(js, "final_n_draft", stats.final_n_draft);
         cJSON_AddStringToObject(js, "stop_reason", stop_name(stats.stop_reason));
         cJSON_AddStringToObject(js, "backend", backend_name(specdec_engine_backend(eng)));
+        print_tree_stats(&stats, js);
         cJSON *jq = cJSON_AddObjectToObject(root, "params");
         cJSON_AddStringToObject(jq, "model", target_dir);
         if (draft_dir) cJSON_AddStringToObject(jq, "draft_model", draft_dir);
@@ -351,6 +411,10 @@ int cli_cmd_generate(int argc, char **argv) {
         cJSON_AddNumberToObject(jq, "seed", (double)gp.seed);
         cJSON_AddNumberToObject(jq, "n_draft", spec ? gp.n_draft : 0);
         cJSON_AddBoolToObject(jq, "adaptive_draft", gp.adaptive_draft != 0);
+        cJSON *jtw = cJSON_AddArrayToObject(jq, "tree");
+        for (int d = 0; d < SPECDEC_MAX_DRAFT && gp.tree_width[d]; d++)
+            cJSON_AddItemToArray(jtw, cJSON_CreateNumber(gp.tree_width[d]));
+        cJSON_AddNumberToObject(jq, "draft_nodes", gp.draft_nodes);
         cJSON_AddStringToObject(jq, "verify", verify_name(vm));
         cJSON_AddStringToObject(jq, "backend", backend_name(ep.backend));
         cJSON_AddNumberToObject(jq, "n_ctx", specdec_engine_n_ctx(eng));
@@ -379,6 +443,7 @@ int cli_cmd_generate(int argc, char **argv) {
         if (spec)
             fprintf(stderr, "    drafted %lld, accepted %lld (acceptance rate %.1f%%)\n", (long long)stats.n_drafted,
                     (long long)stats.n_accepted, 100.0 * stats.acceptance_rate);
+        if (spec) print_tree_stats(&stats, NULL);
         fprintf(stderr,
                 "    time: prefill %.3f s, draft %.3f s, target %.3f s, verify %.3f s, total %.3f s; %.2f tokens/s\n",
                 stats.t_prefill_s, stats.t_draft_s, stats.t_target_s, stats.t_verify_s, stats.t_total_s,

@@ -1,0 +1,301 @@
+/* test_tree_api.c — the public side of tree speculation (include/specdec.h 0.2):
+ *  - ABI: specdec_generate_params and specdec_stats keep their 0.1 size and the offset
+ *    of every 0.1 field (compile-time checks against a copy of the 0.1 layout); the new
+ *    fields live in what was reserved;
+ *  - specdec_generate_params_set_tree accepts good shapes and refuses bad ones with
+ *    INVALID_ARGUMENT and a message, the params unchanged;
+ *  - bad tree requests to specdec_generate (a zero inside the shape, more than 64 nodes,
+ *    a width above 64, draft_nodes out of range, no draft model, adaptive_draft, the
+ *    remaining reserved_i) return INVALID_ARGUMENT with a message and change nothing in
+ *    the engine (KV lengths, and the next generation's output);
+ *  - the statistics of trees and chains (n_draft_rounds, mean_accepted_length,
+ *    nodes_per_round) agree with the counts;
+ *  - the fallback: an engine whose device round answers UNSUPPORTED for trees (a fake
+ *    device round here, as the CUDA round does) runs tree requests on the host round,
+ *    with output identical to plain decoding, and chains still on the device round. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "markov_tree.h"
+#include "sd_engine.h"
+#include "sd_host_round.h"
+#include "sd_test.h"
+
+/* ---- ABI: the 0.1 layouts ---------------------------------------------------------- */
+typedef struct v01_generate_params {
+    int32_t n_predict;
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    float min_p;
+    uint64_t seed;
+    uint64_t sequence_id;
+    specdec_verify_mode verify;
+    int32_t n_draft;
+    int32_t adaptive_draft;
+    int32_t ignore_eos;
+    const char *const *stop_strings;
+    int32_t n_stop_strings;
+    const specdec_tokenizer *tokenizer;
+    specdec_token_callback callback;
+    void *user_data;
+    int32_t reserved_i[8];
+    uint64_t reserved[8];
+} v01_generate_params;
+
+typedef struct v01_stats {
+    int64_t n_prompt, n_generated, n_rounds, n_drafted, n_accepted;
+    double acceptance_rate, tokens_per_round, t_prefill_s, t_draft_s, t_target_s, t_verify_s, t_total_s,
+        tokens_per_second;
+    int32_t final_n_draft;
+    specdec_stop_reason stop_reason;
+    uint64_t reserved[8];
+} v01_stats;
+
+#define SAME_OFFSET(T, O, f) _Static_assert(offsetof(T, f) == offsetof(O, f), #f " moved")
+_Static_assert(sizeof(specdec_generate_params) == sizeof(v01_generate_params), "generate params size changed");
+SAME_OFFSET(specdec_generate_params, v01_generate_params, n_predict);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, temperature);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, top_k);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, top_p);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, min_p);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, seed);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, sequence_id);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, verify);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, n_draft);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, adaptive_draft);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, ignore_eos);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, stop_strings);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, n_stop_strings);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, tokenizer);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, callback);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, user_data);
+SAME_OFFSET(specdec_generate_params, v01_generate_params, reserved);
+_Static_assert(offsetof(specdec_generate_params, tree_width) == offsetof(v01_generate_params, reserved_i),
+               "tree_width is the old reserved_i");
+_Static_assert(offsetof(specdec_generate_params, reserved_i) + sizeof(((specdec_generate_params *)0)->reserved_i) ==
+                   offsetof(v01_generate_params, reserved_i) + sizeof(((v01_generate_params *)0)->reserved_i),
+               "the new fields fill exactly the old reserved_i");
+_Static_assert(sizeof(specdec_stats) == sizeof(v01_stats), "stats size changed");
+SAME_OFFSET(specdec_stats, v01_stats, n_prompt);
+SAME_OFFSET(specdec_stats, v01_stats, n_generated);
+SAME_OFFSET(specdec_stats, v01_stats, n_rounds);
+SAME_OFFSET(specdec_stats, v01_stats, n_drafted);
+SAME_OFFSET(specdec_stats, v01_stats, n_accepted);
+SAME_OFFSET(specdec_stats, v01_stats, acceptance_rate);
+SAME_OFFSET(specdec_stats, v01_stats, tokens_per_round);
+SAME_OFFSET(specdec_stats, v01_stats, t_prefill_s);
+SAME_OFFSET(specdec_stats, v01_stats, t_draft_s);
+SAME_OFFSET(specdec_stats, v01_stats, t_target_s);
+SAME_OFFSET(specdec_stats, v01_stats, t_verify_s);
+SAME_OFFSET(specdec_stats, v01_stats, t_total_s);
+SAME_OFFSET(specdec_stats, v01_stats, tokens_per_second);
+SAME_OFFSET(specdec_stats, v01_stats, final_n_draft);
+SAME_OFFSET(specdec_stats, v01_stats, stop_reason);
+_Static_assert(offsetof(specdec_stats, n_draft_rounds) == offsetof(v01_stats, reserved), "new stats in reserved");
+_Static_assert(offsetof(specdec_stats, reserved) + sizeof(((specdec_stats *)0)->reserved) ==
+                   offsetof(v01_stats, reserved) + sizeof(((v01_stats *)0)->reserved),
+               "the new stats fill exactly the old reserved");
+
+#define V 16
+static float g_t[V * V * V], g_d[V * V];
+
+static void test_set_tree(void) {
+    specdec_generate_params p = specdec_generate_default_params(), before;
+    const int32_t good[4] = {4, 2, 1, 1}, zero[3] = {2, 0, 1}, wide[1] = {65}, many[2] = {8, 8};
+    int32_t deep[SPECDEC_MAX_DRAFT + 1];
+    for (int i = 0; i <= SPECDEC_MAX_DRAFT; i++) deep[i] = 1;
+    SD_CHECK(specdec_generate_params_set_tree(&p, good, 4) == SPECDEC_OK && p.tree_width[0] == 4 &&
+                 p.tree_width[3] == 1 && p.tree_width[4] == 0, "set 4,2,1,1");
+    SD_CHECK(specdec_generate_params_set_tree(&p, deep, SPECDEC_MAX_DRAFT) == SPECDEC_OK, "depth 16");
+    SD_CHECK(specdec_generate_params_set_tree(&p, good, 0) == SPECDEC_OK && p.tree_width[0] == 0, "clear");
+    specdec_generate_params_set_tree(&p, good, 4);
+    before = p;
+    const struct {
+        const int32_t *w;
+        int32_t depth;
+        const char *what;
+    } bad[] = {{zero, 3, "a zero"}, {wide, 1, "width 65"}, {many, 2, "72 nodes"},
+               {deep, SPECDEC_MAX_DRAFT + 1, "depth 17"}, {good, -1, "depth -1"}, {NULL, 2, "NULL widths"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        specdec_status st = specdec_generate_params_set_tree(&p, bad[i].w, bad[i].depth);
+        SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && specdec_last_error()[0] && !memcmp(&p, &before, sizeof p),
+                 "set_tree %s: status %d, message '%s'", bad[i].what, (int)st, specdec_last_error());
+    }
+    SD_CHECK(specdec_generate_params_set_tree(NULL, good, 1) == SPECDEC_ERR_INVALID_ARGUMENT, "NULL params");
+}
+
+static specdec_engine *markov_engine(int with_draft) {
+    mk_runner *mt = mkt_runner_new(2, g_t, V, 256, 65, 1);
+    mk_runner *md = with_draft ? mkt_runner_new(1, g_d, V, 256, 65, 1) : NULL;
+    specdec_engine *e = NULL;
+    SD_CHECK(sd_engine_create_from_runners(&mt->base, md ? &md->base : NULL, NULL, &e) == SPECDEC_OK, "engine: %s",
+             specdec_last_error());
+    return e;
+}
+
+static const int32_t PROMPT[3] = {3, 5, 7};
+
+static specdec_generate_params base_params(void) {
+    specdec_generate_params p = specdec_generate_default_params();
+    p.n_predict = 48;
+    p.temperature = 0.9f;
+    p.verify = SPECDEC_VERIFY_MATCH;
+    p.seed = 99;
+    p.ignore_eos = 1;
+    return p;
+}
+
+static void test_bad_requests(void) {
+    specdec_engine *e = markov_engine(1), *e_nd = markov_engine(0);
+    if (!e || !e_nd) return;
+    int32_t ref[64], out[64], n = 0, n2 = 0;
+    specdec_generate_params ok = base_params();
+    const int32_t w[4] = {4, 2, 1, 1};
+    specdec_generate_params_set_tree(&ok, w, 4);
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &ok, ref, 64, &n, NULL) == SPECDEC_OK, "good tree request");
+    const int32_t kt = specdec_engine_kv_length(e, SPECDEC_ROLE_TARGET), kd = specdec_engine_kv_length(e, SPECDEC_ROLE_DRAFT);
+    for (int c = 0; c < 9; c++) {
+        specdec_generate_params p = ok;
+        const char *what = "";
+        switch (c) {
+        case 0: p.tree_width[1] = 0, what = "a zero inside the shape"; break;
+        case 1: p.tree_width[0] = 8, p.tree_width[1] = 8, what = "8,8,1,1: more than 64 nodes"; break;
+        case 2: p.tree_width[0] = 200, what = "width 200"; break;
+        case 3: p.draft_nodes = SPECDEC_MAX_TREE_NODES + 1, what = "draft_nodes 65"; break;
+        case 4: p.draft_nodes = -1, what = "draft_nodes -1"; break;
+        case 5: p.adaptive_draft = 1, what = "adaptive_draft with a tree"; break;
+        case 6: p.reserved_i[0] = 1, what = "reserved_i[0]"; break;
+        case 7: p.reserved_i[2] = 1, what = "reserved_i[2]"; break;
+        case 8: memset(p.tree_width, 0, sizeof p.tree_width), p.tree_width[5] = 2, what = "a zero first"; break;
+        }
+        n2 = -1;
+        specdec_status st = specdec_generate(e, PROMPT, 3, &p, out, 64, &n2, NULL);
+        SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && specdec_engine_last_error(e)[0] && n2 == 0 &&
+                     specdec_engine_kv_length(e, SPECDEC_ROLE_TARGET) == kt &&
+                     specdec_engine_kv_length(e, SPECDEC_ROLE_DRAFT) == kd,
+                 "%s: status %d, message '%s'", what, (int)st, specdec_engine_last_error(e));
+    }
+    specdec_generate_params p = ok;
+    SD_CHECK(specdec_generate(e_nd, PROMPT, 3, &p, out, 64, &n2, NULL) == SPECDEC_ERR_INVALID_ARGUMENT &&
+                 strstr(specdec_engine_last_error(e_nd), "draft model"),
+             "a tree without a draft model: '%s'", specdec_engine_last_error(e_nd));
+    p.tree_width[0] = 0;
+    p.draft_nodes = 8;
+    SD_CHECK(specdec_generate(e_nd, PROMPT, 3, &p, out, 64, &n2, NULL) == SPECDEC_ERR_INVALID_ARGUMENT,
+             "a node budget without a draft model");
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &ok, out, 64, &n2, NULL) == SPECDEC_OK && n2 == n &&
+                 !memcmp(out, ref, (size_t)n * sizeof *out),
+             "the engine changed after refused requests");
+    specdec_engine_free(e);
+    specdec_engine_free(e_nd);
+}
+
+static void check_stats(const specdec_stats *st, const char *what) {
+    SD_CHECK(st->n_draft_rounds > 0 && st->n_draft_rounds <= st->n_rounds, "%s: n_draft_rounds %lld of %lld", what,
+             (long long)st->n_draft_rounds, (long long)st->n_rounds);
+    SD_CHECK(st->n_draft_rounds > 0 &&
+                 st->nodes_per_round == (double)st->n_drafted / (double)st->n_draft_rounds &&
+                 st->mean_accepted_length == (double)st->n_accepted / (double)st->n_draft_rounds,
+             "%s: nodes_per_round %.3f, mean_accepted_length %.3f", what, st->nodes_per_round, st->mean_accepted_length);
+}
+
+static void test_stats(void) {
+    specdec_engine *e = markov_engine(1);
+    if (!e) return;
+    int32_t out[64], n = 0;
+    specdec_stats st;
+    specdec_generate_params p = base_params();
+    p.n_draft = 3;
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n, &st) == SPECDEC_OK, "chain");
+    check_stats(&st, "chain γ 3");
+    SD_CHECK(st.nodes_per_round <= 3.0 && st.nodes_per_round > 2.0, "chain: nodes per round %.3f", st.nodes_per_round);
+    const int32_t w[2] = {3, 3};
+    specdec_generate_params_set_tree(&p, w, 2);
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n, &st) == SPECDEC_OK, "tree");
+    check_stats(&st, "tree 3,3");
+    SD_CHECK(st.nodes_per_round > 3.0 && st.nodes_per_round <= 12.0 && st.final_n_draft == 2,
+             "tree 3,3: %.3f nodes per round, final depth %d", st.nodes_per_round, (int)st.final_n_draft);
+    SD_CHECK(st.mean_accepted_length <= 2.0, "tree 3,3: mean accepted %.3f > depth", st.mean_accepted_length);
+    specdec_generate_params_set_tree(&p, w, 0);
+    p.draft_nodes = 10;
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n, &st) == SPECDEC_OK, "budget");
+    check_stats(&st, "budget 10");
+    SD_CHECK(st.nodes_per_round <= 10.0 && st.nodes_per_round > 5.0, "budget 10: %.3f nodes", st.nodes_per_round);
+    specdec_engine_free(e);
+}
+
+/* ---- a device round that, like the CUDA one, runs chains only --------------------- */
+typedef struct fake_round {
+    sd_round base;
+    sd_round *inner; /* a host round on the same runners does the work for chains */
+    long runs, unsupported;
+} fake_round;
+
+static specdec_status fake_begin(sd_round *rd, sd_round_seq *s) {
+    fake_round *f = (fake_round *)rd;
+    return f->inner->ops->begin(f->inner, s);
+}
+static specdec_status fake_run(sd_round *rd, sd_round_seq *const *seqs, int32_t n) {
+    fake_round *f = (fake_round *)rd;
+    f->runs++;
+    if (n == 1 && !sd_draft_is_chain(&seqs[0]->shape)) {
+        f->unsupported++;
+        return sd_fail(&rd->err, SPECDEC_ERR_UNSUPPORTED, "fake device round: draft trees are not implemented yet");
+    }
+    return f->inner->ops->run(f->inner, seqs, n);
+}
+static specdec_status fake_settle(sd_round *rd, sd_round_seq *s, int32_t length) {
+    fake_round *f = (fake_round *)rd;
+    return f->inner->ops->settle(f->inner, s, length);
+}
+static void fake_destroy(sd_round *rd) {
+    fake_round *f = (fake_round *)rd;
+    sd_round_destroy(f->inner);
+    free(f);
+}
+static const sd_round_ops fake_ops = {"fake-device", fake_begin, fake_run, fake_settle, fake_destroy};
+
+static void test_fallback(void) {
+    specdec_engine *e = markov_engine(1);
+    if (!e) return;
+    fake_round *f = calloc(1, sizeof *f);
+    sd_errbuf eb;
+    SD_CHECK(sd_host_round_create(e->target, e->draft, &f->inner, &eb) == SPECDEC_OK, "inner round");
+    f->base.ops = &fake_ops;
+    e->device_round = &f->base;
+    e->device_round_cuda = 0;
+    e->round_kind = SD_ENGINE_ROUND_DEVICE;
+    int32_t ref[64], out[64], n = 0, n2 = 0;
+    specdec_generate_params p = base_params();
+    p.n_draft = 0;
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, ref, 64, &n, NULL) == SPECDEC_OK, "plain");
+    const long runs_plain = f->runs;
+    SD_CHECK(runs_plain > 0 && f->unsupported == 0, "plain decoding did not run on the device round");
+    const int32_t w[3] = {3, 2, 1};
+    specdec_generate_params_set_tree(&p, w, 3);
+    specdec_stats st;
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n2, &st) == SPECDEC_OK, "tree: %s", specdec_engine_last_error(e));
+    SD_CHECK(f->unsupported == 1 && f->runs == runs_plain + 1, "the device round saw %ld tree rounds (%ld runs)",
+             f->unsupported, f->runs - runs_plain);
+    SD_CHECK(n2 == n && !memcmp(out, ref, (size_t)n * sizeof *out) && st.nodes_per_round > 1.0,
+             "tree output on the fallback differs from plain decoding");
+    p.tree_width[0] = 0, p.tree_width[1] = 0, p.tree_width[2] = 0;
+    p.n_draft = 4;
+    const long before = f->runs;
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n2, NULL) == SPECDEC_OK && f->runs > before &&
+                 f->unsupported == 1 && n2 == n && !memcmp(out, ref, (size_t)n * sizeof *out),
+             "chains on the device round after a tree call");
+    specdec_engine_free(e);
+}
+
+int main(void) {
+    mk_fill_table(g_t, V * V, V, 1.5, 0.1, 5);
+    mk_fill_table(g_d, V, V, 1.5, 0.1, 6);
+    test_set_tree();
+    test_bad_requests();
+    test_stats();
+    test_fallback();
+    return sd_test_done();
+}
