@@ -36,6 +36,9 @@ typedef struct sd_tok_buf {
 int sd_tok_buf_reserve(sd_tok_buf *b, size_t extra); /* 0 ok, -1 OOM */
 int sd_tok_buf_put(sd_tok_buf *b, const void *s, size_t n);
 void sd_tok_buf_free(sd_tok_buf *b);
+/* Bytes at off. A buffer that was never written has p == NULL (and len 0), and NULL + 0
+ * is undefined behaviour in C, so empty buffers yield "" instead. */
+static inline const char *sd_tok_buf_at(const sd_tok_buf *b, size_t off) { return b->p ? b->p + off : ""; }
 
 /* A span of bytes inside some buffer plus per-span data. */
 typedef struct sd_tok_span {
@@ -259,6 +262,9 @@ int sd_tok_replace_all(sd_tok_work *w, const char *lit, size_t lit_len, const sd
 specdec_status sd_tok_encode_raw(const specdec_tokenizer *tok, sd_tok_work *w, const char *s, size_t n,
                                  sd_errbuf *eb);
 /* Decode ids into out (appended, not NUL-terminated). */
+/* How often a streaming decoder had to restart its window because new ids rewrote
+ * text it had already emitted (then its pieces differ from specdec_detokenize). */
+int64_t sd_tok_stream_resyncs(const specdec_detok_stream *s);
 specdec_status sd_tok_decode_into(const specdec_tokenizer *tok, sd_tok_work *w, const int32_t *ids, size_t n,
                                   int skip_special, sd_tok_buf *out, sd_errbuf *eb);
 /* Vocabulary string of id (model or added), or NULL. */
