@@ -262,9 +262,6 @@ int sd_tok_replace_all(sd_tok_work *w, const char *lit, size_t lit_len, const sd
 specdec_status sd_tok_encode_raw(const specdec_tokenizer *tok, sd_tok_work *w, const char *s, size_t n,
                                  sd_errbuf *eb);
 /* Decode ids into out (appended, not NUL-terminated). */
-/* How often a streaming decoder had to restart its window because new ids rewrote
- * text it had already emitted (then its pieces differ from specdec_detokenize). */
-int64_t sd_tok_stream_resyncs(const specdec_detok_stream *s);
 specdec_status sd_tok_decode_into(const specdec_tokenizer *tok, sd_tok_work *w, const int32_t *ids, size_t n,
                                   int skip_special, sd_tok_buf *out, sd_errbuf *eb);
 /* Vocabulary string of id (model or added), or NULL. */

@@ -285,10 +285,7 @@ struct specdec_detok_stream {
     size_t prefix_index;
     sd_tok_buf prefix, cur, out;
     sd_tok_work w;
-    int64_t resyncs; /* times new ids rewrote text already emitted (see sd_tok_stream_resync) */
 };
-
-int64_t sd_tok_stream_resyncs(const specdec_detok_stream *s) { return s ? s->resyncs : 0; }
 
 specdec_status specdec_detok_stream_create(const specdec_tokenizer *tok, int skip_special, specdec_detok_stream **out) {
     if (out) *out = NULL;
@@ -334,7 +331,6 @@ static specdec_status sd_tok_stream_decode(specdec_detok_stream *s, const int32_
  * prefix"). Emitted text is final, so restart the window at the ids not yet emitted
  * and decode them alone into s->cur (with an empty prefix). */
 static specdec_status sd_tok_stream_resync(specdec_detok_stream *s) {
-    s->resyncs++;
     memmove(s->ids, s->ids + s->prefix_index, (s->n - s->prefix_index) * sizeof *s->ids);
     s->n -= s->prefix_index;
     s->prefix_index = 0;

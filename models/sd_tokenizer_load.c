@@ -890,6 +890,18 @@ static char *sd_tok_read_file(const char *path, size_t *len, specdec_status *st,
     return buf;
 }
 
+/* 1 if s[0..n) is well-formed UTF-8. cJSON does not check, and invalid bytes in a
+ * string would reach PCRE2, which is called with PCRE2_NO_UTF_CHECK. */
+static int sd_tok_is_utf8(const char *s, size_t n) {
+    size_t i = 0, bad;
+    while (i < n) {
+        size_t l = sd_tok_utf8_valid_len((const unsigned char *)s + i, n - i, &bad);
+        if (!l) return 0;
+        i += l;
+    }
+    return 1;
+}
+
 specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *dir, specdec_tokenizer **out) {
     if (!out) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "tokenizer: out is NULL");
     *out = NULL;
@@ -897,6 +909,8 @@ specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *
     char what[320];
     snprintf(what, sizeof what, "%s%stokenizer.json", dir ? dir : "", dir ? "/" : "");
     sd_tok_ld ld = {.what = what};
+    if (!sd_tok_is_utf8(json, len)) /* the library reads the file as a UTF-8 string too */
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not valid UTF-8", what);
     size_t mlen = 0;
     int merr = 0;
     char *masked = sd_tok_mask_nul(json, len, &mlen, &merr);

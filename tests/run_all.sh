@@ -18,7 +18,8 @@ cmake --build build -j"$jobs"
 echo "== libFuzzer targets (clang, ASan + UBSan): build, then a short run from the seeds and the corpus =="
 # Targets: tests/fuzz/targets.txt. Each runs ${SPECDEC_FUZZ_SECONDS:-20} s from tests/fuzz/seeds/<t> and the
 # minimised corpus tests/fuzz/corpus/<t> of the last campaign (tests/fuzz/campaign.sh); new inputs go
-# to a scratch directory. Exit 77 = the target's inputs are absent (tokenizer_real without ../shared).
+# to a scratch directory. Exit 77 = the target's inputs are absent (tokenizer_real without ../shared);
+# -error_exitcode=1 because libFuzzer's default exit code for a finding is 77 as well.
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_FUZZ=ON -DSPECDEC_CUDA=OFF \
       -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_WERROR=ON >/dev/null
 mapfile -t fuzz_targets < <(grep -E '^[a-z_0-9]+$' tests/fuzz/targets.txt)
@@ -28,7 +29,7 @@ for t in "${fuzz_targets[@]}"; do
   inputs=(tests/fuzz/seeds/$t)
   [ -d tests/fuzz/corpus/$t ] && inputs+=(tests/fuzz/corpus/$t)
   set +e
-  build-fuzz/tests/fuzz/fuzz_$t "$scratch" "${inputs[@]}" -max_total_time=${SPECDEC_FUZZ_SECONDS:-20} -timeout=60 \
+  build-fuzz/tests/fuzz/fuzz_$t "$scratch" "${inputs[@]}" -max_total_time=${SPECDEC_FUZZ_SECONDS:-20} -timeout=60 -error_exitcode=1 \
     -print_final_stats=1 -artifact_prefix=build-fuzz/ >build-fuzz/fuzz_$t.log 2>&1
   rc=$?
   set -e

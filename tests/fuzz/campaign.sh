@@ -50,9 +50,10 @@ for t in "${targets[@]}"; do
   [ -n "${SPECDEC_FUZZ_RUNS:-}" ] && extra+=("-runs=$SPECDEC_FUZZ_RUNS")
   start=$(date +%s)
   set +e
-  # new inputs go to $dir/new; the committed corpus and the seeds are read only
+  # new inputs go to $dir/new; the committed corpus and the seeds are read only.
+  # -error_exitcode=1: libFuzzer's default for a finding is 77, our "skipped".
   nice -n "$nice_level" "$bin" "$dir/new" "tests/fuzz/corpus/$t" "tests/fuzz/seeds/$t" \
-    -max_total_time="$secs" -print_final_stats=1 -timeout=60 -artifact_prefix="$dir/artifacts/" \
+    -max_total_time="$secs" -print_final_stats=1 -timeout=60 -error_exitcode=1 -artifact_prefix="$dir/artifacts/" \
     "${extra[@]}" >"$dir/fuzz.log" 2>&1
   rc=$?
   set -e

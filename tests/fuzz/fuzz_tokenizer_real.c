@@ -13,8 +13,8 @@
  *                 streamed
  * Checked (fuzz_tok_check.h, strict): only documented statuses; sizes reported by
  * BUFFER_TOO_SMALL; ids inside the vocabulary; decoded text and every streamed piece
- * is well-formed UTF-8; pieces + flush == detokenize unless the stream restarted its
- * window. For the byte-level tokenizers without a normalizer (GPT-2, Llama 3) also
+ * is well-formed UTF-8; pieces + flush == detokenize except after a byte-fallback run
+ * that turns invalid (the exception specdec.h documents). For the byte-level tokenizers without a normalizer (GPT-2, Llama 3) also
  * decode(encode(x), skip_special = 0) == x with invalid UTF-8 replaced, which the
  * `tokenizers` library guarantees for them (every byte has a token, nothing is
  * normalised or stripped); for the others decode(encode(x)) is not x in general
