@@ -19,7 +19,7 @@ specdec_status sd_json_parse(const char *text, size_t len, const char *fname, cJ
     /* A NUL-terminated copy: cJSON then never needs to look past the end. */
     char *buf = sd_malloc(len + 1);
     if (!buf) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory copying %zu bytes of JSON", fname, len);
-    memcpy(buf, text, len);
+    if (len) memcpy(buf, text, len); /* text may be NULL when len == 0 */
     buf[len] = '\0';
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 0);

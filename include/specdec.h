@@ -393,8 +393,13 @@ SPECDEC_API int specdec_tokenizer_add_bos(const specdec_tokenizer *tok);
 /* Streaming decoder: feed ids one at a time, get the text they complete. Text returned
  * never ends inside a UTF-8 sequence; incomplete bytes are held until completed or
  * flushed. The concatenation of all pieces plus the flush equals specdec_detokenize()
- * of all ids. Same algorithm as the library's DecodeStream (decodes a short window of
- * recent ids; buffers grow only when a window is longer than any before). One stream
+ * of all ids, with one exception: a run of byte-fallback tokens (<0xNN>) that was valid
+ * UTF-8 up to one of its tokens and is invalid as a whole. Decode replaces such a run by
+ * U+FFFD per byte, bytes already returned included; returned text stays as it was, so
+ * the streamed text differs there (the library's DecodeStream then fails with "invalid
+ * prefix" or repeats text; this stream restarts its window at the ids not yet returned
+ * and goes on). Otherwise the library's DecodeStream algorithm (decodes a short window
+ * of recent ids; buffers grow only when a window is longer than any before). One stream
  * per sequence; not shared between threads; the tokenizer must outlive it. */
 typedef struct specdec_detok_stream specdec_detok_stream;
 SPECDEC_API specdec_status specdec_detok_stream_create(const specdec_tokenizer *tok, int skip_special,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs dependencies, builds the Release
 # configuration (with the CUDA backend when the toolkit is present) and runs every
-# test, builds the libFuzzer targets with clang and runs each briefly from its seeds,
-# then builds the Debug + ASan + UBSan configuration and runs the tests again under
-# the sanitizers. GPU tests report "skipped" on machines without a device.
+# test, builds the libFuzzer targets with clang and runs each briefly from its seeds and
+# committed corpus, then builds the Debug + ASan + UBSan configuration and runs the
+# tests again under the sanitizers. GPU tests report "skipped" on machines without a device.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -15,20 +15,34 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSPECDEC_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 
-echo "== libFuzzer targets (clang, ASan + UBSan): build, then a short run from the seeds =="
+echo "== libFuzzer targets (clang, ASan + UBSan): build, then a short run from the seeds and the corpus =="
+# Targets: tests/fuzz/targets.txt. Each runs ${SPECDEC_FUZZ_SECONDS:-20} s from tests/fuzz/seeds/<t> and the
+# minimised corpus tests/fuzz/corpus/<t> of the last campaign (tests/fuzz/campaign.sh); new inputs go
+# to a scratch directory. Exit 77 = the target's inputs are absent (tokenizer_real without ../shared);
+# -error_exitcode=1 because libFuzzer's default exit code for a finding is 77 as well.
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_FUZZ=ON -DSPECDEC_CUDA=OFF \
       -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_WERROR=ON >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_safetensors fuzz_config fuzz_tokenizer
-for t in safetensors config tokenizer; do
-  corpus=$(mktemp -d)
-  cp tests/fuzz/seeds/$t/* "$corpus"/
-  if ! build-fuzz/tests/fuzz/fuzz_$t "$corpus" -max_total_time=${SPECDEC_FUZZ_SECONDS:-20} -print_final_stats=1 \
-       >build-fuzz/fuzz_$t.log 2>&1; then
+mapfile -t fuzz_targets < <(grep -E '^[a-z_0-9]+$' tests/fuzz/targets.txt)
+cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]/#/fuzz_}"
+for t in "${fuzz_targets[@]}"; do
+  scratch=$(mktemp -d)
+  inputs=(tests/fuzz/seeds/$t)
+  [ -d tests/fuzz/corpus/$t ] && inputs+=(tests/fuzz/corpus/$t)
+  set +e
+  build-fuzz/tests/fuzz/fuzz_$t "$scratch" "${inputs[@]}" -max_total_time=${SPECDEC_FUZZ_SECONDS:-20} -timeout=60 -error_exitcode=1 \
+    -print_final_stats=1 -artifact_prefix=build-fuzz/ >build-fuzz/fuzz_$t.log 2>&1
+  rc=$?
+  set -e
+  rm -rf "$scratch"
+  if [ $rc -eq 77 ]; then
+    echo "fuzz_$t: skipped ($(grep -m1 -i skipped build-fuzz/fuzz_$t.log || echo 'inputs absent'))"
+    continue
+  fi
+  if [ $rc -ne 0 ]; then
     tail -n 40 build-fuzz/fuzz_$t.log
-    echo "fuzz_$t: FAILED (crash input saved in the working directory)"; exit 1
+    echo "fuzz_$t: FAILED (crash input saved in build-fuzz/)"; exit 1
   fi
   echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' build-fuzz/fuzz_$t.log | awk '{print $2}') runs, no finding"
-  rm -rf "$corpus"
 done
 
 echo "== Debug + ASan + UBSan build (CPU backend) =="

@@ -37,6 +37,9 @@ typedef struct sd_tok_buf {
 int sd_tok_buf_reserve(sd_tok_buf *b, size_t extra); /* 0 ok, -1 OOM */
 int sd_tok_buf_put(sd_tok_buf *b, const void *s, size_t n);
 void sd_tok_buf_free(sd_tok_buf *b);
+/* Bytes at off. A buffer that was never written has p == NULL (and len 0), and NULL + 0
+ * is undefined behaviour in C, so empty buffers yield "" instead. */
+static inline const char *sd_tok_buf_at(const sd_tok_buf *b, size_t off) { return b->p ? b->p + off : ""; }
 
 /* A span of bytes inside some buffer plus per-span data. */
 typedef struct sd_tok_span {

@@ -87,7 +87,7 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
         /* chars -> bytes; a token holding any char outside the table keeps its UTF-8 */
         w->tmp.len = 0;
         for (size_t i = 0; i < is->n; i++) {
-            const char *s = ib->p + is->v[i].off;
+            const char *s = sd_tok_buf_at(ib, is->v[i].off);
             size_t n = is->v[i].len, start = w->tmp.len, q = 0;
             int ok = 1;
             if (sd_tok_buf_reserve(&w->tmp, n)) return SD_OOM;
@@ -110,13 +110,13 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
     case SD_DEC_FUSE: {
         size_t off = ob->len;
         for (size_t i = 0; i < is->n; i++)
-            if (sd_tok_buf_put(ob, ib->p + is->v[i].off, is->v[i].len)) return SD_OOM;
+            if (sd_tok_buf_put(ob, sd_tok_buf_at(ib, is->v[i].off), is->v[i].len)) return SD_OOM;
         return sd_tok_spans_push(os, off, ob->len - off, -1, 0);
     }
     case SD_DEC_BYTEFALLBACK:
         w->tmp.len = 0;
         for (size_t i = 0; i < is->n && !r; i++) {
-            const char *s = ib->p + is->v[i].off;
+            const char *s = sd_tok_buf_at(ib, is->v[i].off);
             size_t n = is->v[i].len;
             int b = sd_tok_byte_token(s, n);
             if (b >= 0) {
@@ -131,7 +131,7 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
         return r;
     case SD_DEC_METASPACE:
         for (size_t i = 0; i < is->n; i++) {
-            const char *s = ib->p + is->v[i].off;
+            const char *s = sd_tok_buf_at(ib, is->v[i].off);
             size_t n = is->v[i].len, off = ob->len, q = 0;
             while (q < n) {
                 if (q + d->rep_len <= n && !memcmp(s + q, d->rep, d->rep_len)) {
@@ -149,7 +149,7 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
         return 0;
     case SD_DEC_STRIP:
         for (size_t i = 0; i < is->n; i++) {
-            const char *s = ib->p + is->v[i].off;
+            const char *s = sd_tok_buf_at(ib, is->v[i].off);
             size_t n = is->v[i].len, b = 0, e = n;
             int32_t cp;
             for (int k = 0; k < d->start && b < n; k++) {
@@ -171,7 +171,7 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
     case SD_DEC_REPLACE:
         for (size_t i = 0; i < is->n; i++) {
             size_t off = ob->len;
-            if ((r = sd_tok_replace_all(w, d->str, d->str_len, &d->re, d->content, d->content_len, ib->p + is->v[i].off,
+            if ((r = sd_tok_replace_all(w, d->str, d->str_len, &d->re, d->content, d->content_len, sd_tok_buf_at(ib, is->v[i].off),
                                             is->v[i].len, ob)))
                 return r;
             if (sd_tok_spans_push(os, off, ob->len - off, -1, 0)) return SD_OOM;
@@ -181,7 +181,7 @@ static int sd_tok_dec_step(const sd_tok_dec *d, sd_tok_work *w, const sd_tok_buf
         for (size_t i = 0; i < is->n; i++) {
             size_t off = ob->len;
             const char *rep = i + 1 == is->n ? "" : " ";
-            if ((r = sd_tok_replace_all(w, d->str, d->str_len, NULL, rep, strlen(rep), ib->p + is->v[i].off, is->v[i].len, ob)))
+            if ((r = sd_tok_replace_all(w, d->str, d->str_len, NULL, rep, strlen(rep), sd_tok_buf_at(ib, is->v[i].off), is->v[i].len, ob)))
                 return r;
             if (sd_tok_spans_push(os, off, ob->len - off, -1, 0)) return SD_OOM;
         }
@@ -222,11 +222,11 @@ specdec_status sd_tok_decode_into(const specdec_tokenizer *t, sd_tok_work *w, co
             sd_tok_spans *ts = is; is = os; os = ts;
         }
         for (size_t i = 0; i < is->n; i++)
-            if (sd_tok_buf_put(out, ib->p + is->v[i].off, is->v[i].len))
+            if (sd_tok_buf_put(out, sd_tok_buf_at(ib, is->v[i].off), is->v[i].len))
                 return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "tokenizer: out of memory while decoding");
     } else {
         for (size_t i = 0; i < is->n; i++)
-            if ((i && sd_tok_buf_put(out, " ", 1)) || sd_tok_buf_put(out, ib->p + is->v[i].off, is->v[i].len))
+            if ((i && sd_tok_buf_put(out, " ", 1)) || sd_tok_buf_put(out, sd_tok_buf_at(ib, is->v[i].off), is->v[i].len))
                 return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "tokenizer: out of memory while decoding");
     }
     return SPECDEC_OK;
@@ -324,6 +324,24 @@ static specdec_status sd_tok_stream_decode(specdec_detok_stream *s, const int32_
     return sd_tok_decode_into(s->tok, &s->w, ids, n, s->skip, into, NULL);
 }
 
+/* The window's text no longer starts with the text already emitted: the new ids
+ * rewrote it. With real tokenizers only ByteFallback does this (a run of <0xNN> bytes
+ * that was valid UTF-8 becomes invalid, and decode then turns the whole run, emitted
+ * bytes included, into U+FFFD); the library's DecodeStream fails there ("invalid
+ * prefix"). Emitted text is final, so restart the window at the ids not yet emitted
+ * and decode them alone into s->cur (with an empty prefix). */
+static specdec_status sd_tok_stream_resync(specdec_detok_stream *s) {
+    memmove(s->ids, s->ids + s->prefix_index, (s->n - s->prefix_index) * sizeof *s->ids);
+    s->n -= s->prefix_index;
+    s->prefix_index = 0;
+    s->prefix.len = 0;
+    return sd_tok_stream_decode(s, s->ids, s->n, &s->cur);
+}
+
+static int sd_tok_stream_starts_with_prefix(const specdec_detok_stream *s) {
+    return s->cur.len >= s->prefix.len && !memcmp(sd_tok_buf_at(&s->cur, 0), sd_tok_buf_at(&s->prefix, 0), s->prefix.len);
+}
+
 specdec_status specdec_detok_stream_push(specdec_detok_stream *s, int32_t id, const char **text, size_t *len) {
     if (text) *text = "";
     if (len) *len = 0;
@@ -344,9 +362,10 @@ specdec_status specdec_detok_stream_push(specdec_detok_stream *s, int32_t id, co
     }
     s->ids[s->n++] = id;
     if ((st = sd_tok_stream_decode(s, s->ids, s->n, &s->cur))) { s->n--; return st; }
+    if (s->cur.len > s->prefix.len && !sd_tok_ends_fffd(&s->cur) && !sd_tok_stream_starts_with_prefix(s) &&
+        (st = sd_tok_stream_resync(s)))
+        return st;
     if (s->cur.len > s->prefix.len && !sd_tok_ends_fffd(&s->cur)) {
-        if (memcmp(s->cur.p, s->prefix.p ? s->prefix.p : "", s->prefix.len))
-            return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "specdec_detok_stream_push: decoded text no longer starts with the text already emitted");
         s->out.len = 0;
         if (sd_tok_buf_put(&s->out, s->cur.p + s->prefix.len, s->cur.len - s->prefix.len))
             return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_detok_stream_push: out of memory");
@@ -367,9 +386,9 @@ specdec_status specdec_detok_stream_flush(specdec_detok_stream *s, const char **
     if (!s || !text || !len) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_detok_stream_flush: NULL argument");
     specdec_status st = sd_tok_stream_decode(s, s->ids, s->n, &s->cur);
     if (st) return st;
+    if (!sd_tok_stream_starts_with_prefix(s) && (st = sd_tok_stream_resync(s))) return st;
     s->out.len = 0;
-    if (s->cur.len > s->prefix.len && !memcmp(s->cur.p, s->prefix.p ? s->prefix.p : "", s->prefix.len) &&
-        sd_tok_buf_put(&s->out, s->cur.p + s->prefix.len, s->cur.len - s->prefix.len))
+    if (s->cur.len > s->prefix.len && sd_tok_buf_put(&s->out, s->cur.p + s->prefix.len, s->cur.len - s->prefix.len))
         return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_detok_stream_flush: out of memory");
     /* the sequence ends here: the next push starts a fresh one */
     s->n = 0;

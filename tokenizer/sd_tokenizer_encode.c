@@ -303,7 +303,7 @@ static int sd_tok_pre_step(const sd_tok_pre *p, sd_tok_work *w, const sd_tok_buf
                            sd_tok_spans *os) {
     int r = 0;
     for (size_t i = 0; i < is->n && !r; i++) {
-        const char *s = ib->p + is->v[i].off;
+        const char *s = sd_tok_buf_at(ib, is->v[i].off);
         size_t n = is->v[i].len;
         int at = is->v[i].at_start;
         switch (p->kind) {
@@ -332,7 +332,7 @@ static int sd_tok_pre_step(const sd_tok_pre *p, sd_tok_work *w, const sd_tok_buf
             w->tmp.len = 0;
             if (p->add_prefix_space && (n == 0 || s[0] != ' ') && sd_tok_buf_put(&w->tmp, " ", 1)) { r = SD_OOM; break; }
             if (sd_tok_buf_put(&w->tmp, s, n)) { r = SD_OOM; break; }
-            const char *t = w->tmp.p;
+            const char *t = sd_tok_buf_at(&w->tmp, 0);
             size_t tn = w->tmp.len;
             if (p->use_regex) {
                 if ((r = sd_tok_regex_find(&p->re, w, t, tn, w->mt))) break;
@@ -367,7 +367,7 @@ static int sd_tok_pre_step(const sd_tok_pre *p, sd_tok_work *w, const sd_tok_buf
             /* split on the replacement char, MergedWithNext */
             sd_tok_matches *m = w->mt;
             m->n = 0;
-            const char *t = w->tmp.p;
+            const char *t = sd_tok_buf_at(&w->tmp, 0);
             size_t tn = w->tmp.len, last = 0;
             for (size_t q = 0; q + p->rep_len <= tn;) {
                 if (!memcmp(t + q, p->rep, p->rep_len)) {
@@ -501,7 +501,7 @@ static int sd_tok_bpe(const specdec_tokenizer *t, sd_tok_work *w, const char *s,
             if (!first && t->cont_prefix && sd_tok_buf_put(&w->tmp, t->cont_prefix, t->cont_prefix_len)) return SD_OOM;
             if (sd_tok_buf_put(&w->tmp, s + i, l)) return SD_OOM;
             if (last && t->eow_suffix && sd_tok_buf_put(&w->tmp, t->eow_suffix, t->eow_suffix_len)) return SD_OOM;
-            key = w->tmp.p;
+            key = sd_tok_buf_at(&w->tmp, 0);
             kl = w->tmp.len;
         }
         i += l;
@@ -616,7 +616,7 @@ specdec_status sd_tok_encode_raw(const specdec_tokenizer *t, sd_tok_work *w, con
         r = t->norm ? sd_tok_normalize(t->norm, w, s + sp.off, sp.len, &w->a) : sd_tok_buf_put(&w->a, s + sp.off, sp.len);
         if (r) return sd_tok_fail_code(r, eb);
         w->s2.n = 0;
-        if ((r = sd_tok_split_added(t, &t->match_norm, w->a.p, w->a.len, sp.at_start, &w->s2))) return sd_tok_fail_code(r, eb);
+        if ((r = sd_tok_split_added(t, &t->match_norm, sd_tok_buf_at(&w->a, 0), w->a.len, sp.at_start, &w->s2))) return sd_tok_fail_code(r, eb);
         for (size_t j = 0; j < w->s2.n; j++) {
             sd_tok_span sq = w->s2.v[j];
             if (sq.id >= 0) {
@@ -626,7 +626,7 @@ specdec_status sd_tok_encode_raw(const specdec_tokenizer *t, sd_tok_work *w, con
             /* pre-tokenize: ping-pong between (b, s3) and (text2, s4) */
             w->b.len = 0;
             w->s3.n = 0;
-            if (sd_tok_buf_put(&w->b, w->a.p + sq.off, sq.len) || sd_tok_spans_push(&w->s3, 0, sq.len, -1, sq.at_start))
+            if (sd_tok_buf_put(&w->b, sd_tok_buf_at(&w->a, sq.off), sq.len) || sd_tok_spans_push(&w->s3, 0, sq.len, -1, sq.at_start))
                 return sd_tok_fail_code(SD_OOM, eb);
             sd_tok_buf *ib = &w->b, *ob = &w->text2;
             sd_tok_spans *is = &w->s3, *os = &w->s4;
@@ -638,7 +638,7 @@ specdec_status sd_tok_encode_raw(const specdec_tokenizer *t, sd_tok_work *w, con
                 sd_tok_spans *ts = is; is = os; os = ts;
             }
             for (size_t q = 0; q < is->n; q++)
-                if ((r = sd_tok_bpe(t, w, ib->p + is->v[q].off, is->v[q].len))) return sd_tok_fail_code(r, eb);
+                if ((r = sd_tok_bpe(t, w, sd_tok_buf_at(ib, is->v[q].off), is->v[q].len))) return sd_tok_fail_code(r, eb);
         }
     }
     return SPECDEC_OK;

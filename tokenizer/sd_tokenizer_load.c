@@ -897,6 +897,8 @@ specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *
     char what[320];
     snprintf(what, sizeof what, "%s%stokenizer.json", dir ? dir : "", dir ? "/" : "");
     sd_tok_ld ld = {.what = what};
+    if (!sd_utf8_valid((const unsigned char *)json, len)) /* the library reads the file as a UTF-8 string too */
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not valid UTF-8", what);
     size_t mlen = 0;
     int merr = 0;
     char *masked = sd_tok_mask_nul(json, len, &mlen, &merr);

@@ -138,7 +138,7 @@ int32_t sd_tok_strmap_get(const sd_tok_strmap *m, const char *s, size_t n) {
         uint32_t e = m->slots[i];
         if (!e) return -1;
         e--;
-        if (m->key_len[e] == n && memcmp(m->blob + m->key_off[e], s, n) == 0) return m->val[e];
+        if (m->key_len[e] == n && (n == 0 || memcmp(m->blob + m->key_off[e], s, n) == 0)) return m->val[e]; /* s may be NULL when n == 0 */
         i = (i + 1) & m->mask;
     }
 }

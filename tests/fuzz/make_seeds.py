@@ -4,7 +4,9 @@
 Seed names say what the entry function must return: ok_* must load, bad_* must be
 refused, any_* only must not crash. For tokenizer seeds ok_/bad_ agree with what the
 `tokenizers` library does with the same file. The seeds are committed; run this after changing
-it:  python3 tests/fuzz/make_seeds.py
+it:  python3 tests/fuzz/make_seeds.py [target ...]   (default: every target)
+Regression inputs found by fuzzing (any_issue16_*, any_empty_*, regress_*) are added by
+hand or below and kept: this script never deletes a seed.
 Needs numpy and safetensors (tests/requirements.txt); the tokenizer seeds are cut
 down from the real tokenizer.json files in ../shared/tokenizers."""
 import json
@@ -198,8 +200,85 @@ def tokenizer_seeds():
         '{"model": {"type": "BPE", "vocab": {"a": 2147483647, "b": -5}, "merges": []}}')
 
 
+REAL_TOKENIZERS = sorted(d for d in os.listdir(SHARED) if os.path.exists(os.path.join(SHARED, d, "tokenizer.json"))) \
+    if os.path.isdir(SHARED) else []
+
+
+def tokenizer_real_seeds():
+    """fuzz_tokenizer_real: byte 0 picks a tokenizer (sorted folder names), byte 1 flags,
+    2 bytes text length, the text, then ids as 4-byte words (value + 2 = the id)."""
+    def inp(which, flags, text, ids=()):
+        t = text.encode("utf-8") if isinstance(text, str) else text
+        return bytes([which, flags]) + struct.pack("<H", len(t)) + t + b"".join(struct.pack("<I", i + 2) for i in ids)
+    texts = ["Hello world", "  leading spaces and\ttabs\n\nnew lines", "caf\u00e9 na\u00efve \u65e5\u672c\u8a9e \U0001F600",
+             "<s> <|endoftext|> <|begin_of_text|> [INST] special-looking text", "12345 3.14159 1e-10 0x1F",
+             b"invalid \xff\xfe utf-8 \xc3 \xe2\x82"]
+    for k, name in enumerate(REAL_TOKENIZERS):
+        for j, text in enumerate(texts):
+            put("tokenizer_real", f"any_{name}_{j}", inp(k, j % 4, text, ids=range(j * 7, j * 7 + 9)))
+    if "tinyllama-1.1b-chat-v1.0" in REAL_TOKENIZERS:
+        # <0x2C> <0x8B> "\u2581b": the byte run turns invalid after ',' was streamed; the
+        # streaming decoder used to fail with INTERNAL ("invalid prefix" in the library)
+        k = REAL_TOKENIZERS.index("tinyllama-1.1b-chat-v1.0")
+        put("tokenizer_real", "regress_stream_byte_run_rewrites_emitted_text", inp(k, 0, "", ids=[47, 142, 289]))
+
+
+def gen_input(engine, ops):
+    return bytes(engine) + b"".join(bytes(o) for o in ops)
+
+
+def generate_seeds():
+    """fuzz_generate: see the decoding order in fuzz_generate.c. engine = [draft flags,
+    backend, n_ctx, max_batch]; a generate op = [0, mask, n_predict+1, (fields), verify,
+    n_draft+1, adaptive, stops, flags, prompt length, ids..., capacity, again]."""
+    def gen(mask, n_predict, verify, n_draft, adaptive=0, stops=(), flags=3, prompt=(1, 20, 21, 22), cap=64, again=3,
+            extra=b"", stop_after=None):
+        st = bytes([len(stops)]) + b"".join(bytes([len(x), len(x)]) + x for x in stops)
+        sa = b"" if stop_after is None else bytes([stop_after])
+        return bytes([0, mask, n_predict + 1]) + extra + bytes([verify, n_draft + 1, adaptive]) + st + \
+            bytes([flags]) + sa + bytes([len(prompt)]) + bytes(prompt) + bytes([cap, again])
+    plain = [0, 1, 0, 0]
+    spec = [1, 1, 0, 0]
+    put("generate", "any_plain_greedy", gen_input(plain, [gen(2, 16, 0, 4)]))
+    put("generate", "any_spec_greedy", gen_input(spec, [gen(2, 20, 2, 4)]))
+    put("generate", "any_spec_rejection", gen_input(spec, [gen(32, 20, 1, 3, extra=struct.pack("<Q", 7))]))
+    put("generate", "any_spec_match_adaptive", gen_input(spec, [gen(32, 30, 3, 2, adaptive=1, extra=struct.pack("<Q", 9))]))
+    put("generate", "any_spec_stops", gen_input(spec, [gen(0, 40, 1, 4, stops=[b"a", b" the", b"\xef\xbf\xbd"])]))
+    put("generate", "any_context_full", gen_input([1, 1, 140, 0], [gen(2, 60, 2, 5, prompt=tuple(range(3, 13)), cap=40)]))
+    put("generate", "any_small_batch", gen_input([1, 1, 0, 170], [gen(2, 10, 0, 6, prompt=tuple(range(3, 40)))]))
+    put("generate", "any_callback_stop", gen_input(spec, [gen(0, 30, 3, 4, flags=7, stop_after=5)]))
+    # forward 4 tokens at 0, truncate, forward again at a fuzzed position
+    put("generate", "any_forward_truncate", gen_input(spec, [bytes([2, 0, 6, 1, 3]) + bytes(range(10, 14)),
+                                                              bytes([3, 0, 3]), bytes([2, 3, 6, 0, 3]) + bytes(range(20, 24))]))
+    put("generate", "any_engine_other_vocab", gen_input([3, 1, 0, 0], []))
+    put("generate", "any_engine_cuda_or_reserved", gen_input([0xc0, 10, 0, 0], []))
+
+
+def cli_seeds():
+    """fuzz_cli: byte 0 picks generate / info / tokenize, the rest is argv split at NULs."""
+    def argv(which, *args):
+        return bytes([which]) + b"\0".join(a.encode() for a in args)
+    put("cli", "any_generate_all", argv(0, "-m", "t", "-md", "d", "-p", "hi", "-n", "12", "--temp", "0.7", "--top-k", "5",
+                                        "--top-p", "0.9", "--min-p", "0.1", "--seed", "42", "--draft-max", "3",
+                                        "--adaptive", "--verify", "match", "--backend", "cpu", "--ctx", "256",
+                                        "--ignore-eos", "--stop", "x", "--stop", "yz", "--json"))
+    put("cli", "any_generate_aliases", argv(0, "--model", "t", "--model-draft", "d", "--prompt", "p", "--n-predict", "1",
+                                            "-s", "1", "--draft", "1", "-c", "1", "--ctx-size", "2"))
+    put("cli", "any_generate_help", argv(0, "-p", "x", "--help"))
+    put("cli", "any_generate_bad_value", argv(0, "-p", "x", "-n", "1e3"))
+    put("cli", "any_generate_needs_value", argv(0, "-p"))
+    put("cli", "any_generate_unknown", argv(0, "--nope"))
+    put("cli", "any_generate_floats", argv(0, "-p", "x", "--temp", "nan", "--top-p", "inf", "--min-p", "-0x1p-3"))
+    put("cli", "any_info", argv(1, "-m", "dir", "--no-mmap"))
+    put("cli", "any_info_incomplete", argv(1, "-m"))
+    put("cli", "any_tokenize", argv(2, "-m", "d", "-p", "text", "--pieces", "--no-special", "--decode"))
+    put("cli", "any_tokenize_both", argv(2, "-m", "d", "-p", "text", "-f", "file"))
+
+
 if __name__ == "__main__":
-    safetensors_seeds()
-    config_seeds()
-    tokenizer_seeds()
+    every = {"safetensors": lambda: safetensors_seeds(), "config": lambda: config_seeds(),
+             "tokenizer": lambda: tokenizer_seeds(), "tokenizer_real": tokenizer_real_seeds,
+             "generate": generate_seeds, "cli": cli_seeds}
+    for name in sys.argv[1:] or list(every):
+        every[name]()
     print("seeds written to", SEEDS)

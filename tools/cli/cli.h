@@ -1,7 +1,15 @@
 /* cli.h — subcommands of the specdec program. Each returns the process exit code
- * (0 success, 1 runtime failure, 2 usage error). argv[0] is the subcommand name. */
+ * (0 success, 1 runtime failure, 2 usage error). argv[0] is the subcommand name.
+ *
+ * Each subcommand is parse (cli_parse.c: argv -> options struct; never prints, never
+ * exits, so it can be tested and fuzzed alone: tests/fuzz/fuzz_cli.c), run and print
+ * (cmd_<name>.c). */
 #ifndef SPECDEC_CLI_H
 #define SPECDEC_CLI_H
+
+#include <stdio.h>
+
+#include "specdec.h"
 
 int cli_cmd_generate(int argc, char **argv);
 int cli_cmd_info(int argc, char **argv);
@@ -10,5 +18,64 @@ int cli_cmd_tokenize(int argc, char **argv);
 /* Directory of the bundled model pair (models/ in the source tree, or the installed
  * share/specdec/models), or NULL if neither exists. */
 const char *cli_bundled_models_dir(void);
+
+/* ---- parsing (cli_parse.c) ---------------------------------------------- */
+typedef enum cli_parse_rc {
+    CLI_PARSE_OK = 0,
+    CLI_PARSE_HELP = 1,  /* -h / --help: print the usage and exit 0 */
+    CLI_PARSE_USAGE = 2, /* bad arguments: err says which; exit 2 */
+    CLI_PARSE_NOMEM = 3  /* out of memory: exit 1 */
+} cli_parse_rc;
+
+typedef enum cli_err_kind {
+    CLI_ERR_NONE = 0,
+    CLI_ERR_NEEDS_VALUE,      /* "<opt> needs a value" */
+    CLI_ERR_BAD_VALUE,        /* "bad value '<value>' for <opt>" */
+    CLI_ERR_UNKNOWN_OPTION,   /* "unknown option '<opt>'" */
+    CLI_ERR_UNKNOWN_ARGUMENT, /* "unknown argument '<opt>'" */
+    CLI_ERR_NO_PROMPT,        /* "-p PROMPT is required" */
+    CLI_ERR_INCOMPLETE        /* required arguments missing: only the usage is printed */
+} cli_err_kind;
+
+/* What was wrong; opt and value point into argv; detail (may be empty) says why a
+ * value is bad when the option has its own rules (--tree, --draft-nodes). */
+typedef struct cli_parse_err {
+    cli_err_kind kind;
+    const char *opt;
+    const char *value;
+    char detail[256];
+} cli_parse_err;
+
+/* Prints "specdec <cmd>: <message>\n" to f (nothing for CLI_ERR_INCOMPLETE / NONE). */
+void cli_parse_err_print(FILE *f, const char *cmd, const cli_parse_err *e);
+
+typedef struct cli_gen_opts {
+    const char *target_dir; /* -m; NULL = the bundled pair */
+    const char *draft_dir;  /* -md; NULL = none (or the bundled draft without -m) */
+    const char *prompt;     /* -p, required */
+    specdec_generate_params gp;
+    specdec_engine_params ep;
+    int json;
+    const char **stops; /* --stop values (owned array of argv pointers) */
+    int n_stops;
+} cli_gen_opts;
+
+/* Fills o from argv (o->stops must be freed with cli_gen_opts_free whatever it returns). */
+cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err *err);
+void cli_gen_opts_free(cli_gen_opts *o);
+
+typedef struct cli_info_opts {
+    const char *dir;
+    int use_mmap;
+} cli_info_opts;
+
+cli_parse_rc cli_info_parse(int argc, char **argv, cli_info_opts *o, cli_parse_err *err);
+
+typedef struct cli_tok_opts {
+    const char *dir, *text, *file;
+    int pieces, special, decode;
+} cli_tok_opts;
+
+cli_parse_rc cli_tok_parse(int argc, char **argv, cli_tok_opts *o, cli_parse_err *err);
 
 #endif

@@ -1,9 +1,8 @@
 /* cmd_generate.c — `specdec generate`: load a target (and optionally a draft) model
  * directory, encode the prompt with the target's tokenizer.json, generate (speculative
  * when a draft is given), stream the text to stdout and print statistics to stderr,
- * or print one JSON object with --json. Options follow llama.cpp's names. */
-#include <errno.h>
-#include <limits.h>
+ * or print one JSON object with --json. Options follow llama.cpp's names; they are
+ * parsed by cli_gen_parse (cli_parse.c), then gen_run runs and gen_print_* print. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,24 +72,6 @@ static int on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     return 0;
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_float(const char *s, float *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end) return -1;
-    *out = (float)v;
-    return 0;
-}
-
 static const char *verify_name(specdec_verify_mode m) {
     switch (m) {
     case SPECDEC_VERIFY_AUTO: return "auto";
@@ -117,49 +98,115 @@ static const char *backend_name(specdec_backend b) {
     return b == SPECDEC_BACKEND_CUDA ? "cuda" : b == SPECDEC_BACKEND_CPU ? "cpu" : "auto";
 }
 
-/* Tree speculation options (docs/TREE.md): --tree B1,B2,... and --draft-nodes N.
- * Returns 1 when argv[*i] was one (*i moved past its value), 0 when it is another
- * option, -1 on a bad value (message printed). */
-static int parse_tree_option(int argc, char **argv, int *i, specdec_generate_params *gp) {
-    const char *a = argv[*i];
-    const int tree = !strcmp(a, "--tree"), nodes = !strcmp(a, "--draft-nodes");
-    if (!tree && !nodes) return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "specdec generate: %s needs a value\n", a);
-        return -1;
-    }
-    const char *v = argv[++*i];
-    long x;
-    if (nodes) {
-        if (parse_int(v, 1, SPECDEC_MAX_TREE_NODES, &x) == 0) {
-            gp->draft_nodes = (int32_t)x;
-            return 1;
-        }
-        fprintf(stderr, "specdec generate: --draft-nodes '%s': a node budget in [1, %d]\n", v, SPECDEC_MAX_TREE_NODES);
-        return -1;
-    }
-    int32_t w[64], depth = 0;
-    for (const char *c = v;; c++) { /* B1,B2,...: the setter checks the shape */
-        char *end;
-        errno = 0;
-        x = strtol(c, &end, 10);
-        if (errno || end == c || x < 0 || x > 1000000 || depth == 64 || (*end && *end != ',')) {
-            fprintf(stderr, "specdec generate: --tree '%s': a comma-separated list of branchings\n", v);
-            return -1;
-        }
-        w[depth++] = (int32_t)x;
-        if (!*end) break;
-        c = end;
-    }
-    if (depth == 0 || specdec_generate_params_set_tree(gp, w, depth) != SPECDEC_OK) {
-        fprintf(stderr, "specdec generate: --tree '%s': %s\n", v, depth ? specdec_last_error() : "empty shape");
-        return -1;
-    }
+static int fail(const char *what, specdec_status st, const char *detail) {
+    fprintf(stderr, "specdec generate: %s: %s%s%s\n", what, specdec_status_string(st), detail && *detail ? ": " : "",
+            detail ? detail : "");
     return 1;
 }
 
-/* The tree statistics (text to stderr, or into the JSON objects). */
-static void print_tree_stats(const specdec_stats *st, cJSON *js) {
+/* Everything one run holds; freed by gen_free. */
+typedef struct gen_ctx {
+    const cli_gen_opts *o;
+    const char *target_dir, *draft_dir;
+    char bundled_t[4096], bundled_d[4096];
+    specdec_model *target, *draft;
+    specdec_tokenizer *tok;
+    specdec_engine *eng;
+    int32_t *ids, *out;
+    int32_t n_ids, n_out;
+    specdec_generate_params gp;
+    specdec_stats stats;
+    gen_out go;
+} gen_ctx;
+
+static void gen_free(gen_ctx *c) {
+    specdec_engine_free(c->eng);
+    specdec_tokenizer_free(c->tok);
+    specdec_model_free(c->draft);
+    specdec_model_free(c->target);
+    free(c->ids);
+    free(c->out);
+    free(c->go.text);
+}
+
+/* -m absent: the bundled pair (target and, unless -md, its draft). */
+static int gen_dirs(gen_ctx *c) {
+    c->target_dir = c->o->target_dir;
+    c->draft_dir = c->o->draft_dir;
+    if (c->target_dir) return 0;
+    const char *dir = cli_bundled_models_dir();
+    if (!dir) {
+        fprintf(stderr,
+                "specdec generate: no -m given and the bundled model pair (models/kjv-target, models/kjv-draft) "
+                "is not present in the source tree or the installed share/specdec/models; pass -m TARGET_DIR\n");
+        return 1;
+    }
+    snprintf(c->bundled_t, sizeof c->bundled_t, "%s/kjv-target", dir);
+    snprintf(c->bundled_d, sizeof c->bundled_d, "%s/kjv-draft", dir);
+    c->target_dir = c->bundled_t;
+    if (!c->draft_dir) c->draft_dir = c->bundled_d;
+    return 0;
+}
+
+/* Models, tokenizer and the prompt's ids. */
+static int gen_load(gen_ctx *c) {
+    specdec_status st;
+    specdec_model_params mp = specdec_model_default_params();
+    if ((st = specdec_model_load(c->target_dir, &mp, &c->target)) != SPECDEC_OK)
+        return fail("loading the target model", st, specdec_last_error());
+    if (c->draft_dir && (st = specdec_model_load(c->draft_dir, &mp, &c->draft)) != SPECDEC_OK)
+        return fail("loading the draft model", st, specdec_last_error());
+    if ((st = specdec_tokenizer_load(c->target_dir, &c->tok)) != SPECDEC_OK)
+        return fail("loading the tokenizer", st, specdec_last_error());
+    const char *prompt = c->o->prompt;
+    int32_t cap_ids = 256;
+    for (;;) {
+        c->ids = malloc((size_t)cap_ids * sizeof *c->ids);
+        if (!c->ids) return fail("encoding the prompt", SPECDEC_ERR_OUT_OF_MEMORY, "");
+        st = specdec_tokenize(c->tok, prompt, strlen(prompt), 1, c->ids, cap_ids, &c->n_ids);
+        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL || c->n_ids <= cap_ids) break;
+        free(c->ids);
+        c->ids = NULL;
+        cap_ids = c->n_ids;
+    }
+    if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->tok));
+    return 0;
+}
+
+/* Engine and generation (text streams to stdout through on_token unless --json). */
+static int gen_run(gen_ctx *c) {
+    const cli_gen_opts *o = c->o;
+    specdec_status st;
+    if ((st = specdec_engine_create(c->target, c->draft, &o->ep, &c->eng)) != SPECDEC_OK)
+        return fail("creating the engine", st, specdec_last_error());
+    c->gp = o->gp;
+    int64_t room = (int64_t)specdec_engine_n_ctx(c->eng) - c->n_ids;
+    int32_t cap_out = (int32_t)(c->gp.n_predict > 0 && c->gp.n_predict < room ? c->gp.n_predict : room > 0 ? room : 1);
+    c->out = malloc((size_t)cap_out * sizeof *c->out);
+    if (!c->out) return fail("allocating the output", SPECDEC_ERR_OUT_OF_MEMORY, "");
+    c->go.json = o->json;
+    c->gp.tokenizer = c->tok;
+    c->gp.stop_strings = o->n_stops ? o->stops : NULL;
+    c->gp.n_stop_strings = o->n_stops;
+    c->gp.callback = on_token;
+    c->gp.user_data = &c->go;
+    st = specdec_generate(c->eng, c->ids, c->n_ids, &c->gp, c->out, cap_out, &c->n_out, &c->stats);
+    if (c->go.oom) return fail("collecting the text", SPECDEC_ERR_OUT_OF_MEMORY, "");
+    if (st != SPECDEC_OK) {
+        if (!o->json) fputc('\n', stdout);
+        return fail("generating", st, specdec_engine_last_error(c->eng));
+    }
+    return 0;
+}
+
+/* Speculative: a draft model and a chain length or a tree. */
+static int gen_is_spec(const gen_ctx *c) {
+    const specdec_generate_params *gp = &c->gp;
+    return c->draft != NULL && (gp->n_draft > 0 || gp->tree_width[0] != 0 || gp->draft_nodes > 0);
+}
+
+/* The tree statistics (text to stderr, or into the JSON stats object). */
+static void gen_tree_stats(const specdec_stats *st, cJSON *js) {
     if (js) {
         cJSON_AddNumberToObject(js, "n_draft_rounds", (double)st->n_draft_rounds);
         cJSON_AddNumberToObject(js, "mean_accepted_length", st->mean_accepted_length);
@@ -170,300 +217,128 @@ static void print_tree_stats(const specdec_stats *st, cJSON *js) {
             (long long)st->n_draft_rounds, st->mean_accepted_length, st->nodes_per_round);
 }
 
-static int fail(const char *what, specdec_status st, const char *detail) {
-    fprintf(stderr, "specdec generate: %s: %s%s%s\n", what, specdec_status_string(st), detail && *detail ? ": " : "",
-            detail ? detail : "");
-    return 1;
+static specdec_verify_mode gen_mode(const specdec_generate_params *gp) {
+    if (gp->verify != SPECDEC_VERIFY_AUTO) return gp->verify;
+    return gp->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
+}
+
+static void gen_json_stats(cJSON *root, const gen_ctx *c) {
+    const specdec_stats *s = &c->stats;
+    cJSON *js = cJSON_AddObjectToObject(root, "stats");
+    cJSON_AddNumberToObject(js, "n_prompt", (double)s->n_prompt);
+    cJSON_AddNumberToObject(js, "n_generated", (double)s->n_generated);
+    cJSON_AddNumberToObject(js, "n_rounds", (double)s->n_rounds);
+    cJSON_AddNumberToObject(js, "n_drafted", (double)s->n_drafted);
+    cJSON_AddNumberToObject(js, "n_accepted", (double)s->n_accepted);
+    cJSON_AddNumberToObject(js, "acceptance_rate", s->acceptance_rate);
+    cJSON_AddNumberToObject(js, "tokens_per_round", s->tokens_per_round);
+    cJSON_AddNumberToObject(js, "t_prefill_s", s->t_prefill_s);
+    cJSON_AddNumberToObject(js, "t_draft_s", s->t_draft_s);
+    cJSON_AddNumberToObject(js, "t_target_s", s->t_target_s);
+    cJSON_AddNumberToObject(js, "t_verify_s", s->t_verify_s);
+    cJSON_AddNumberToObject(js, "t_total_s", s->t_total_s);
+    cJSON_AddNumberToObject(js, "tokens_per_second", s->tokens_per_second);
+    cJSON_AddNumberToObject(js, "final_n_draft", s->final_n_draft);
+    cJSON_AddStringToObject(js, "stop_reason", stop_name(s->stop_reason));
+    cJSON_AddStringToObject(js, "backend", backend_name(specdec_engine_backend(c->eng)));
+    gen_tree_stats(s, js);
+}
+
+static void gen_json_params(cJSON *root, const gen_ctx *c) {
+    const specdec_generate_params *gp = &c->gp;
+    const cli_gen_opts *o = c->o;
+    const int spec = gen_is_spec(c);
+    cJSON *jq = cJSON_AddObjectToObject(root, "params");
+    cJSON_AddStringToObject(jq, "model", c->target_dir);
+    if (c->draft_dir) cJSON_AddStringToObject(jq, "draft_model", c->draft_dir);
+    else cJSON_AddNullToObject(jq, "draft_model");
+    cJSON_AddStringToObject(jq, "prompt", o->prompt);
+    cJSON_AddNumberToObject(jq, "n_predict", gp->n_predict);
+    cJSON_AddNumberToObject(jq, "temperature", gp->temperature);
+    cJSON_AddNumberToObject(jq, "top_k", gp->top_k);
+    cJSON_AddNumberToObject(jq, "top_p", gp->top_p);
+    cJSON_AddNumberToObject(jq, "min_p", gp->min_p);
+    cJSON_AddNumberToObject(jq, "seed", (double)gp->seed);
+    cJSON_AddNumberToObject(jq, "n_draft", spec ? gp->n_draft : 0);
+    cJSON_AddBoolToObject(jq, "adaptive_draft", gp->adaptive_draft != 0);
+    cJSON *jtw = cJSON_AddArrayToObject(jq, "tree");
+    for (int d = 0; d < SPECDEC_MAX_DRAFT && gp->tree_width[d]; d++)
+        cJSON_AddItemToArray(jtw, cJSON_CreateNumber(gp->tree_width[d]));
+    cJSON_AddNumberToObject(jq, "draft_nodes", gp->draft_nodes);
+    cJSON_AddStringToObject(jq, "verify", verify_name(gen_mode(gp)));
+    cJSON_AddStringToObject(jq, "backend", backend_name(o->ep.backend));
+    cJSON_AddNumberToObject(jq, "n_ctx", specdec_engine_n_ctx(c->eng));
+    cJSON_AddBoolToObject(jq, "ignore_eos", gp->ignore_eos != 0);
+    cJSON *jstop = cJSON_AddArrayToObject(jq, "stop");
+    for (int i = 0; i < o->n_stops; i++) cJSON_AddItemToArray(jstop, cJSON_CreateString(o->stops[i]));
+}
+
+/* --json: one object with the text, ids, statistics and parameters. */
+static int gen_print_json(const gen_ctx *c) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "text", c->go.text ? c->go.text : "");
+    cJSON *jt = cJSON_AddArrayToObject(root, "tokens");
+    for (int32_t i = 0; i < c->n_out; i++) cJSON_AddItemToArray(jt, cJSON_CreateNumber(c->out[i]));
+    cJSON *jp = cJSON_AddArrayToObject(root, "prompt_tokens");
+    for (int32_t i = 0; i < c->n_ids; i++) cJSON_AddItemToArray(jp, cJSON_CreateNumber(c->ids[i]));
+    gen_json_stats(root, c);
+    gen_json_params(root, c);
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!s) return fail("printing JSON", SPECDEC_ERR_OUT_OF_MEMORY, "");
+    printf("%s\n", s);
+    cJSON_free(s);
+    return 0;
+}
+
+/* The text went to stdout already; the statistics go to stderr. */
+static void gen_print_text(const gen_ctx *c) {
+    const specdec_stats *s = &c->stats;
+    const specdec_generate_params *gp = &c->gp;
+    const int spec = gen_is_spec(c);
+    fputc('\n', stdout);
+    fflush(stdout);
+    fprintf(stderr, "\n--- specdec: backend %s, %s", backend_name(specdec_engine_backend(c->eng)),
+            spec ? "speculative" : "plain decoding");
+    if (spec)
+        fprintf(stderr, ", verify %s, γ %d%s (final %d)", verify_name(gen_mode(gp)), (int)gp->n_draft,
+                gp->adaptive_draft ? " adaptive" : "", (int)s->final_n_draft);
+    fprintf(stderr, "\n    prompt %lld tokens, generated %lld tokens in %lld rounds (%.2f tokens/round), stop: %s\n",
+            (long long)s->n_prompt, (long long)s->n_generated, (long long)s->n_rounds, s->tokens_per_round,
+            stop_name(s->stop_reason));
+    if (spec)
+        fprintf(stderr, "    drafted %lld, accepted %lld (acceptance rate %.1f%%)\n", (long long)s->n_drafted,
+                (long long)s->n_accepted, 100.0 * s->acceptance_rate);
+    if (spec) gen_tree_stats(s, NULL);
+    fprintf(stderr, "    time: prefill %.3f s, draft %.3f s, target %.3f s, verify %.3f s, total %.3f s; %.2f tokens/s\n",
+            s->t_prefill_s, s->t_draft_s, s->t_target_s, s->t_verify_s, s->t_total_s, s->tokens_per_second);
 }
 
 int cli_cmd_generate(int argc, char **argv) {
-    const char *target_dir = NULL, *draft_dir = NULL, *prompt = NULL;
-    char bundled_t[4096], bundled_d[4096];
-    specdec_generate_params gp = specdec_generate_default_params();
-    specdec_engine_params ep = specdec_engine_default_params();
-    int json = 0;
-    const char **stops = calloc((size_t)argc, sizeof *stops);
-    int n_stops = 0;
-    if (!stops) return fail("allocating", SPECDEC_ERR_OUT_OF_MEMORY, "");
-
-#define NEED_ARG()                                                                   \
-    do {                                                                             \
-        if (i + 1 >= argc) {                                                         \
-            fprintf(stderr, "specdec generate: %s needs a value\n", a);            \
-            goto usage;                                                              \
-        }                                                                            \
-    } while (0)
-#define BAD_VALUE()                                                                  \
-    do {                                                                             \
-        fprintf(stderr, "specdec generate: bad value '%s' for %s\n", argv[i], a);  \
-        goto usage;                                                                  \
-    } while (0)
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        long v;
-        const int tree_opt = parse_tree_option(argc, argv, &i, &gp);
-        if (tree_opt < 0) goto usage;
-        if (tree_opt > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            gen_usage(stdout);
-            free(stops);
-            return 0;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            NEED_ARG();
-            target_dir = argv[++i];
-        } else if (!strcmp(a, "-md") || !strcmp(a, "--model-draft")) {
-            NEED_ARG();
-            draft_dir = argv[++i];
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            NEED_ARG();
-            prompt = argv[++i];
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            NEED_ARG();
-            if (parse_int(argv[++i], INT32_MIN, INT32_MAX, &v)) BAD_VALUE();
-            gp.n_predict = (int32_t)v;
-        } else if (!strcmp(a, "--temp")) {
-            NEED_ARG();
-            if (parse_float(argv[++i], &gp.temperature)) BAD_VALUE();
-        } else if (!strcmp(a, "--top-k")) {
-            NEED_ARG();
-            if (parse_int(argv[++i], INT32_MIN, INT32_MAX, &v)) BAD_VALUE();
-            gp.top_k = (int32_t)v;
-        } else if (!strcmp(a, "--top-p")) {
-            NEED_ARG();
-            if (parse_float(argv[++i], &gp.top_p)) BAD_VALUE();
-        } else if (!strcmp(a, "--min-p")) {
-            NEED_ARG();
-            if (parse_float(argv[++i], &gp.min_p)) BAD_VALUE();
-        } else if (!strcmp(a, "--seed") || !strcmp(a, "-s")) {
-            NEED_ARG();
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(argv[++i], &end, 10);
-            if (errno || end == argv[i] || *end || argv[i][0] == '-') BAD_VALUE();
-            gp.seed = s;
-        } else if (!strcmp(a, "--draft-max") || !strcmp(a, "--draft")) {
-            NEED_ARG();
-            if (parse_int(argv[++i], INT32_MIN, INT32_MAX, &v)) BAD_VALUE();
-            gp.n_draft = (int32_t)v;
-        } else if (!strcmp(a, "--adaptive")) {
-            gp.adaptive_draft = 1;
-        } else if (!strcmp(a, "--verify")) {
-            NEED_ARG();
-            const char *m = argv[++i];
-            if (!strcmp(m, "auto")) gp.verify = SPECDEC_VERIFY_AUTO;
-            else if (!strcmp(m, "rejection")) gp.verify = SPECDEC_VERIFY_REJECTION;
-            else if (!strcmp(m, "greedy")) gp.verify = SPECDEC_VERIFY_GREEDY;
-            else if (!strcmp(m, "match")) gp.verify = SPECDEC_VERIFY_MATCH;
-            else BAD_VALUE();
-        } else if (!strcmp(a, "--backend")) {
-            NEED_ARG();
-            const char *b = argv[++i];
-            if (!strcmp(b, "auto")) ep.backend = SPECDEC_BACKEND_AUTO;
-            else if (!strcmp(b, "cpu")) ep.backend = SPECDEC_BACKEND_CPU;
-            else if (!strcmp(b, "cuda")) ep.backend = SPECDEC_BACKEND_CUDA;
-            else BAD_VALUE();
-        } else if (!strcmp(a, "--ctx") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            NEED_ARG();
-            if (parse_int(argv[++i], 0, INT32_MAX, &v)) BAD_VALUE();
-            ep.n_ctx = (int32_t)v;
-        } else if (!strcmp(a, "--ignore-eos")) {
-            gp.ignore_eos = 1;
-        } else if (!strcmp(a, "--stop")) {
-            NEED_ARG();
-            stops[n_stops++] = argv[++i];
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else {
-            fprintf(stderr, "specdec generate: unknown option '%s'\n", a);
-            goto usage;
+    cli_gen_opts o;
+    cli_parse_err err;
+    cli_parse_rc prc = cli_gen_parse(argc, argv, &o, &err);
+    if (prc != CLI_PARSE_OK) {
+        cli_gen_opts_free(&o);
+        if (prc == CLI_PARSE_HELP) gen_usage(stdout);
+        if (prc == CLI_PARSE_NOMEM) return fail("allocating", SPECDEC_ERR_OUT_OF_MEMORY, "");
+        if (prc == CLI_PARSE_USAGE) {
+            cli_parse_err_print(stderr, "generate", &err);
+            gen_usage(stderr);
         }
+        return prc == CLI_PARSE_HELP ? 0 : 2;
     }
-#undef NEED_ARG
-#undef BAD_VALUE
-    if (!prompt) {
-        fprintf(stderr, "specdec generate: -p PROMPT is required\n");
-        goto usage;
+    gen_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = &o;
+    int rc = gen_dirs(&c);
+    if (!rc) rc = gen_load(&c);
+    if (!rc) rc = gen_run(&c);
+    if (!rc) {
+        if (o.json) rc = gen_print_json(&c);
+        else gen_print_text(&c);
     }
-    if (!target_dir) {
-        const char *dir = cli_bundled_models_dir();
-        if (!dir) {
-            fprintf(stderr,
-                    "specdec generate: no -m given and the bundled model pair (models/kjv-target, models/kjv-draft) "
-                    "is not present in the source tree or the installed share/specdec/models; pass -m TARGET_DIR\n");
-            free(stops);
-            return 1;
-        }
-        snprintf(bundled_t, sizeof bundled_t, "%s/kjv-target", dir);
-        snprintf(bundled_d, sizeof bundled_d, "%s/kjv-draft", dir);
-        target_dir = bundled_t;
-        if (!draft_dir) draft_dir = bundled_d;
-    }
-
-    int rc = 1;
-    specdec_model *target = NULL, *draft = NULL;
-    specdec_tokenizer *tok = NULL;
-    specdec_engine *eng = NULL;
-    int32_t *ids = NULL, *out = NULL;
-    gen_out go;
-    memset(&go, 0, sizeof go);
-    go.json = json;
-    specdec_status st;
-    specdec_model_params mp = specdec_model_default_params();
-
-    if ((st = specdec_model_load(target_dir, &mp, &target)) != SPECDEC_OK) {
-        rc = fail("loading the target model", st, specdec_last_error());
-        goto done;
-    }
-    if (draft_dir && (st = specdec_model_load(draft_dir, &mp, &draft)) != SPECDEC_OK) {
-        rc = fail("loading the draft model", st, specdec_last_error());
-        goto done;
-    }
-    if ((st = specdec_tokenizer_load(target_dir, &tok)) != SPECDEC_OK) {
-        rc = fail("loading the tokenizer", st, specdec_last_error());
-        goto done;
-    }
-    int32_t n_ids = 0, cap_ids = 256;
-    for (;;) {
-        ids = malloc((size_t)cap_ids * sizeof *ids);
-        if (!ids) {
-            rc = fail("encoding the prompt", SPECDEC_ERR_OUT_OF_MEMORY, "");
-            goto done;
-        }
-        st = specdec_tokenize(tok, prompt, strlen(prompt), 1, ids, cap_ids, &n_ids);
-        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL || n_ids <= cap_ids) break;
-        free(ids);
-        ids = NULL;
-        cap_ids = n_ids;
-    }
-    if (st != SPECDEC_OK) {
-        rc = fail("encoding the prompt", st, specdec_tokenizer_last_error(tok));
-        goto done;
-    }
-    if ((st = specdec_engine_create(target, draft, &ep, &eng)) != SPECDEC_OK) {
-        rc = fail("creating the engine", st, specdec_last_error());
-        goto done;
-    }
-    int64_t room = (int64_t)specdec_engine_n_ctx(eng) - n_ids;
-    int32_t cap_out = (int32_t)(gp.n_predict > 0 && gp.n_predict < room ? gp.n_predict : room > 0 ? room : 1);
-    out = malloc((size_t)cap_out * sizeof *out);
-    if (!out) {
-        rc = fail("allocating the output", SPECDEC_ERR_OUT_OF_MEMORY, "");
-        goto done;
-    }
-    gp.tokenizer = tok;
-    gp.stop_strings = n_stops ? stops : NULL;
-    gp.n_stop_strings = n_stops;
-    gp.callback = on_token;
-    gp.user_data = &go;
-    int32_t n_out = 0;
-    specdec_stats stats;
-    memset(&stats, 0, sizeof stats);
-    st = specdec_generate(eng, ids, n_ids, &gp, out, cap_out, &n_out, &stats);
-    if (go.oom) {
-        rc = fail("collecting the text", SPECDEC_ERR_OUT_OF_MEMORY, "");
-        goto done;
-    }
-    if (st != SPECDEC_OK) {
-        if (!json) fputc('\n', stdout);
-        rc = fail("generating", st, specdec_engine_last_error(eng));
-        goto done;
-    }
-
-    const int tree = gp.tree_width[0] != 0 || gp.draft_nodes > 0;
-    const int spec = draft != NULL && (gp.n_draft > 0 || tree);
-    specdec_verify_mode vm = gp.verify;
-    if (vm == SPECDEC_VERIFY_AUTO) vm = gp.temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
-    if (json) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "text", go.text ? go.text : "");
-        cJSON *jt = cJSON_AddArrayToObject(root, "tokens");
-        for (int32_t i = 0; i < n_out; i++) cJSON_AddItemToArray(jt, cJSON_CreateNumber(out[i]));
-        cJSON *jp = cJSON_AddArrayToObject(root, "prompt_tokens");
-        for (int32_t i = 0; i < n_ids; i++) cJSON_AddItemToArray(jp, cJSON_CreateNumber(ids[i]));
-        cJSON *js = cJSON_AddObjectToObject(root, "stats");
-        cJSON_AddNumberToObject(js, "n_prompt", (double)stats.n_prompt);
-        cJSON_AddNumberToObject(js, "n_generated", (double)stats.n_generated);
-        cJSON_AddNumberToObject(js, "n_rounds", (double)stats.n_rounds);
-        cJSON_AddNumberToObject(js, "n_drafted", (double)stats.n_drafted);
-        cJSON_AddNumberToObject(js, "n_accepted", (double)stats.n_accepted);
-        cJSON_AddNumberToObject(js, "acceptance_rate", stats.acceptance_rate);
-        cJSON_AddNumberToObject(js, "tokens_per_round", stats.tokens_per_round);
-        cJSON_AddNumberToObject(js, "t_prefill_s", stats.t_prefill_s);
-        cJSON_AddNumberToObject(js, "t_draft_s", stats.t_draft_s);
-        cJSON_AddNumberToObject(js, "t_target_s", stats.t_target_s);
-        cJSON_AddNumberToObject(js, "t_verify_s", stats.t_verify_s);
-        cJSON_AddNumberToObject(js, "t_total_s", stats.t_total_s);
-        cJSON_AddNumberToObject(js, "tokens_per_second", stats.tokens_per_second);
-        cJSON_AddNumberToObject(js, "final_n_draft", stats.final_n_draft);
-        cJSON_AddStringToObject(js, "stop_reason", stop_name(stats.stop_reason));
-        cJSON_AddStringToObject(js, "backend", backend_name(specdec_engine_backend(eng)));
-        print_tree_stats(&stats, js);
-        cJSON *jq = cJSON_AddObjectToObject(root, "params");
-        cJSON_AddStringToObject(jq, "model", target_dir);
-        if (draft_dir) cJSON_AddStringToObject(jq, "draft_model", draft_dir);
-        else cJSON_AddNullToObject(jq, "draft_model");
-        cJSON_AddStringToObject(jq, "prompt", prompt);
-        cJSON_AddNumberToObject(jq, "n_predict", gp.n_predict);
-        cJSON_AddNumberToObject(jq, "temperature", gp.temperature);
-        cJSON_AddNumberToObject(jq, "top_k", gp.top_k);
-        cJSON_AddNumberToObject(jq, "top_p", gp.top_p);
-        cJSON_AddNumberToObject(jq, "min_p", gp.min_p);
-        cJSON_AddNumberToObject(jq, "seed", (double)gp.seed);
-        cJSON_AddNumberToObject(jq, "n_draft", spec ? gp.n_draft : 0);
-        cJSON_AddBoolToObject(jq, "adaptive_draft", gp.adaptive_draft != 0);
-        cJSON *jtw = cJSON_AddArrayToObject(jq, "tree");
-        for (int d = 0; d < SPECDEC_MAX_DRAFT && gp.tree_width[d]; d++)
-            cJSON_AddItemToArray(jtw, cJSON_CreateNumber(gp.tree_width[d]));
-        cJSON_AddNumberToObject(jq, "draft_nodes", gp.draft_nodes);
-        cJSON_AddStringToObject(jq, "verify", verify_name(vm));
-        cJSON_AddStringToObject(jq, "backend", backend_name(ep.backend));
-        cJSON_AddNumberToObject(jq, "n_ctx", specdec_engine_n_ctx(eng));
-        cJSON_AddBoolToObject(jq, "ignore_eos", gp.ignore_eos != 0);
-        cJSON *jstop = cJSON_AddArrayToObject(jq, "stop");
-        for (int i = 0; i < n_stops; i++) cJSON_AddItemToArray(jstop, cJSON_CreateString(stops[i]));
-        char *s = cJSON_PrintUnformatted(root);
-        cJSON_Delete(root);
-        if (!s) {
-            rc = fail("printing JSON", SPECDEC_ERR_OUT_OF_MEMORY, "");
-            goto done;
-        }
-        printf("%s\n", s);
-        cJSON_free(s);
-    } else {
-        fputc('\n', stdout);
-        fflush(stdout);
-        fprintf(stderr, "\n--- specdec: backend %s, %s", backend_name(specdec_engine_backend(eng)),
-                spec ? "speculative" : "plain decoding");
-        if (spec)
-            fprintf(stderr, ", verify %s, γ %d%s (final %d)", verify_name(vm), (int)gp.n_draft,
-                    gp.adaptive_draft ? " adaptive" : "", (int)stats.final_n_draft);
-        fprintf(stderr, "\n    prompt %lld tokens, generated %lld tokens in %lld rounds (%.2f tokens/round), stop: %s\n",
-                (long long)stats.n_prompt, (long long)stats.n_generated, (long long)stats.n_rounds,
-                stats.tokens_per_round, stop_name(stats.stop_reason));
-        if (spec)
-            fprintf(stderr, "    drafted %lld, accepted %lld (acceptance rate %.1f%%)\n", (long long)stats.n_drafted,
-                    (long long)stats.n_accepted, 100.0 * stats.acceptance_rate);
-        if (spec) print_tree_stats(&stats, NULL);
-        fprintf(stderr,
-                "    time: prefill %.3f s, draft %.3f s, target %.3f s, verify %.3f s, total %.3f s; %.2f tokens/s\n",
-                stats.t_prefill_s, stats.t_draft_s, stats.t_target_s, stats.t_verify_s, stats.t_total_s,
-                stats.tokens_per_second);
-    }
-    rc = 0;
-
-done:
-    specdec_engine_free(eng);
-    specdec_tokenizer_free(tok);
-    specdec_model_free(draft);
-    specdec_model_free(target);
-    free(ids);
-    free(out);
-    free(go.text);
-    free(stops);
+    gen_free(&c);
+    cli_gen_opts_free(&o);
     return rc;
-
-usage:
-    gen_usage(stderr);
-    free(stops);
-    return 2;
 }

@@ -35,24 +35,20 @@ static void info_usage(FILE *f) {
 }
 
 int cli_cmd_info(int argc, char **argv) {
-    const char *dir = NULL;
-    int use_mmap = 1;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(argv[i], "--no-mmap")) use_mmap = 0;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            info_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "specdec info: unknown argument '%s'\n", argv[i]);
-            info_usage(stderr);
-            return 2;
-        }
+    cli_info_opts o;
+    cli_parse_err err;
+    cli_parse_rc prc = cli_info_parse(argc, argv, &o, &err);
+    if (prc == CLI_PARSE_HELP) {
+        info_usage(stdout);
+        return 0;
     }
-    if (!dir) {
+    if (prc != CLI_PARSE_OK) {
+        cli_parse_err_print(stderr, "info", &err);
         info_usage(stderr);
         return 2;
     }
+    const char *dir = o.dir;
+    const int use_mmap = o.use_mmap;
     specdec_model_params p = specdec_model_default_params();
     p.use_mmap = use_mmap;
     specdec_model *m = NULL;

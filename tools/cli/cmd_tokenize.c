@@ -39,19 +39,16 @@ static char *cli_tok_read(const char *path, size_t *len) {
 }
 
 int cli_cmd_tokenize(int argc, char **argv) {
-    const char *dir = NULL, *text = NULL, *file = NULL;
-    int pieces = 0, special = 1, decode = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") && i + 1 < argc) dir = argv[++i];
-        else if (!strcmp(argv[i], "-p") && i + 1 < argc) text = argv[++i];
-        else if (!strcmp(argv[i], "-f") && i + 1 < argc) file = argv[++i];
-        else if (!strcmp(argv[i], "--pieces")) pieces = 1;
-        else if (!strcmp(argv[i], "--no-special")) special = 0;
-        else if (!strcmp(argv[i], "--decode")) decode = 1;
-        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { cli_tok_usage(); return 0; }
-        else { fprintf(stderr, "specdec tokenize: unknown argument '%s'\n", argv[i]); cli_tok_usage(); return 2; }
+    cli_tok_opts o;
+    cli_parse_err err;
+    cli_parse_rc prc = cli_tok_parse(argc, argv, &o, &err);
+    if (prc != CLI_PARSE_OK) {
+        cli_parse_err_print(stderr, "tokenize", &err);
+        cli_tok_usage();
+        return prc == CLI_PARSE_HELP ? 0 : 2;
     }
-    if (!dir || (!text && !file) || (text && file)) { cli_tok_usage(); return 2; }
+    const char *dir = o.dir, *text = o.text, *file = o.file;
+    const int pieces = o.pieces, special = o.special, decode = o.decode;
     char *owned = NULL;
     size_t len = 0;
     if (file) {

@@ -1,0 +1,223 @@
+/* cli_parse.c — argument parsing of the subcommands (generate, info, tokenize), apart
+ * from running them: each parser fills an options struct from argv and reports the
+ * first problem in a cli_parse_err; it never prints and never exits, so the fuzz
+ * target tests/fuzz/fuzz_cli.c can call it with any argv. Options are read left to
+ * right; -h/--help wins only if it comes before the first bad argument. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_parse_err_print(FILE *f, const char *cmd, const cli_parse_err *e) {
+    switch (e->kind) {
+    case CLI_ERR_NEEDS_VALUE: fprintf(f, "specdec %s: %s needs a value\n", cmd, e->opt); break;
+    case CLI_ERR_BAD_VALUE:
+        fprintf(f, "specdec %s: bad value '%s' for %s%s%s\n", cmd, e->value, e->opt, e->detail[0] ? ": " : "",
+                e->detail);
+        break;
+    case CLI_ERR_UNKNOWN_OPTION: fprintf(f, "specdec %s: unknown option '%s'\n", cmd, e->opt); break;
+    case CLI_ERR_UNKNOWN_ARGUMENT: fprintf(f, "specdec %s: unknown argument '%s'\n", cmd, e->opt); break;
+    case CLI_ERR_NO_PROMPT: fprintf(f, "specdec %s: -p PROMPT is required\n", cmd); break;
+    case CLI_ERR_NONE:
+    case CLI_ERR_INCOMPLETE: break;
+    }
+}
+
+static cli_parse_rc cli_err(cli_parse_err *e, cli_err_kind kind, const char *opt, const char *value) {
+    e->kind = kind;
+    e->opt = opt;
+    e->value = value;
+    return CLI_PARSE_USAGE;
+}
+
+/* A base-10 integer in [lo, hi], the whole string. */
+static int cli_parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* A float as strtod reads it (nan, inf and hex included), the whole string; its range
+ * is the library's business (specdec_generate refuses what it does not accept). */
+static int cli_parse_float(const char *s, float *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+static int cli_is(const char *a, const char *x, const char *y, const char *z) {
+    return !strcmp(a, x) || (y && !strcmp(a, y)) || (z && !strcmp(a, z));
+}
+
+/* generate: the numeric options. 1 = a is one of them (then *ok says whether v parsed). */
+static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
+    long n = 0;
+    int r = 0;
+    if (cli_is(a, "-n", "--n-predict", NULL)) {
+        if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.n_predict = (int32_t)n;
+    } else if (cli_is(a, "--top-k", NULL, NULL)) {
+        if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.top_k = (int32_t)n;
+    } else if (cli_is(a, "--draft-max", "--draft", NULL)) {
+        if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.n_draft = (int32_t)n;
+    } else if (cli_is(a, "--ctx", "-c", "--ctx-size")) {
+        if (!(r = cli_parse_long(v, 0, INT32_MAX, &n))) o->ep.n_ctx = (int32_t)n;
+    } else if (cli_is(a, "--temp", NULL, NULL)) {
+        r = cli_parse_float(v, &o->gp.temperature);
+    } else if (cli_is(a, "--top-p", NULL, NULL)) {
+        r = cli_parse_float(v, &o->gp.top_p);
+    } else if (cli_is(a, "--min-p", NULL, NULL)) {
+        r = cli_parse_float(v, &o->gp.min_p);
+    } else if (cli_is(a, "--seed", "-s", NULL)) {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(v, &end, 10);
+        r = errno || end == v || *end || v[0] == '-' ? -1 : 0;
+        if (!r) o->gp.seed = s;
+    } else {
+        return 0;
+    }
+    *ok = r == 0;
+    return 1;
+}
+
+/* --tree B1,B2,...: per-depth branchings (docs/TREE.md); the library's setter checks the
+ * shape and its message becomes the detail. 0 = set. */
+static int gen_tree(cli_gen_opts *o, const char *v, cli_parse_err *err) {
+    int32_t w[64], depth = 0;
+    for (const char *c = v;; c++) {
+        char *end;
+        errno = 0;
+        long x = strtol(c, &end, 10);
+        if (errno || end == c || x < 0 || x > 1000000 || depth == 64 || (*end && *end != ',')) {
+            snprintf(err->detail, sizeof err->detail, "a comma-separated list of branchings");
+            return -1;
+        }
+        w[depth++] = (int32_t)x;
+        if (!*end) break;
+        c = end;
+    }
+    if (specdec_generate_params_set_tree(&o->gp, w, depth) == SPECDEC_OK) return 0;
+    snprintf(err->detail, sizeof err->detail, "%s", specdec_last_error());
+    return -1;
+}
+
+/* generate: the tree options. 1 = a is one of them (then *ok as above, err->detail why not). */
+static int gen_tree_option(cli_gen_opts *o, const char *a, const char *v, int *ok, cli_parse_err *err) {
+    long n;
+    if (!strcmp(a, "--tree")) {
+        *ok = gen_tree(o, v, err) == 0;
+    } else if (!strcmp(a, "--draft-nodes")) {
+        *ok = cli_parse_long(v, 1, SPECDEC_MAX_TREE_NODES, &n) == 0;
+        if (*ok) o->gp.draft_nodes = (int32_t)n;
+        else snprintf(err->detail, sizeof err->detail, "a node budget in [1, %d]", SPECDEC_MAX_TREE_NODES);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* generate: the options that take a value. 1 = a is one of them (then *ok as above). */
+static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
+    *ok = 1;
+    if (cli_is(a, "-m", "--model", NULL)) o->target_dir = v;
+    else if (cli_is(a, "-md", "--model-draft", NULL)) o->draft_dir = v;
+    else if (cli_is(a, "-p", "--prompt", NULL)) o->prompt = v;
+    else if (cli_is(a, "--stop", NULL, NULL)) o->stops[o->n_stops++] = v;
+    else if (cli_is(a, "--verify", NULL, NULL)) {
+        if (!strcmp(v, "auto")) o->gp.verify = SPECDEC_VERIFY_AUTO;
+        else if (!strcmp(v, "rejection")) o->gp.verify = SPECDEC_VERIFY_REJECTION;
+        else if (!strcmp(v, "greedy")) o->gp.verify = SPECDEC_VERIFY_GREEDY;
+        else if (!strcmp(v, "match")) o->gp.verify = SPECDEC_VERIFY_MATCH;
+        else *ok = 0;
+    } else if (cli_is(a, "--backend", NULL, NULL)) {
+        if (!strcmp(v, "auto")) o->ep.backend = SPECDEC_BACKEND_AUTO;
+        else if (!strcmp(v, "cpu")) o->ep.backend = SPECDEC_BACKEND_CPU;
+        else if (!strcmp(v, "cuda")) o->ep.backend = SPECDEC_BACKEND_CUDA;
+        else *ok = 0;
+    } else {
+        return gen_numeric(o, a, v, ok);
+    }
+    return 1;
+}
+
+static const char *const gen_value_opts[] = {
+    "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
+    "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
+    "--min-p", "--seed", "-s", "--tree", "--draft-nodes", NULL};
+
+static int gen_takes_value(const char *a) {
+    for (int i = 0; gen_value_opts[i]; i++)
+        if (!strcmp(a, gen_value_opts[i])) return 1;
+    return 0;
+}
+
+cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err *err) {
+    memset(o, 0, sizeof *o);
+    memset(err, 0, sizeof *err);
+    o->gp = specdec_generate_default_params();
+    o->ep = specdec_engine_default_params();
+    o->stops = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->stops); /* at most one --stop per argument */
+    if (!o->stops) return CLI_PARSE_NOMEM;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int ok = 1;
+        if (cli_is(a, "-h", "--help", NULL)) return CLI_PARSE_HELP;
+        if (!strcmp(a, "--adaptive")) o->gp.adaptive_draft = 1;
+        else if (!strcmp(a, "--ignore-eos")) o->gp.ignore_eos = 1;
+        else if (!strcmp(a, "--json")) o->json = 1;
+        else if (!gen_takes_value(a)) return cli_err(err, CLI_ERR_UNKNOWN_OPTION, a, NULL);
+        else if (i + 1 >= argc) return cli_err(err, CLI_ERR_NEEDS_VALUE, a, NULL);
+        else {
+            if (!gen_tree_option(o, a, argv[i + 1], &ok, err)) (void)gen_value(o, a, argv[i + 1], &ok);
+            i++;
+            if (!ok) return cli_err(err, CLI_ERR_BAD_VALUE, a, argv[i]);
+        }
+    }
+    if (!o->prompt) return cli_err(err, CLI_ERR_NO_PROMPT, NULL, NULL);
+    return CLI_PARSE_OK;
+}
+
+void cli_gen_opts_free(cli_gen_opts *o) {
+    free(o->stops);
+    o->stops = NULL;
+    o->n_stops = 0;
+}
+
+cli_parse_rc cli_info_parse(int argc, char **argv, cli_info_opts *o, cli_parse_err *err) {
+    memset(err, 0, sizeof *err);
+    o->dir = NULL;
+    o->use_mmap = 1;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is(argv[i], "-m", "--model", NULL) && i + 1 < argc) o->dir = argv[++i];
+        else if (!strcmp(argv[i], "--no-mmap")) o->use_mmap = 0;
+        else if (cli_is(argv[i], "-h", "--help", NULL)) return CLI_PARSE_HELP;
+        else return cli_err(err, CLI_ERR_UNKNOWN_ARGUMENT, argv[i], NULL);
+    }
+    if (!o->dir) return cli_err(err, CLI_ERR_INCOMPLETE, NULL, NULL);
+    return CLI_PARSE_OK;
+}
+
+cli_parse_rc cli_tok_parse(int argc, char **argv, cli_tok_opts *o, cli_parse_err *err) {
+    memset(o, 0, sizeof *o);
+    memset(err, 0, sizeof *err);
+    o->special = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-m") && i + 1 < argc) o->dir = argv[++i];
+        else if (!strcmp(argv[i], "-p") && i + 1 < argc) o->text = argv[++i];
+        else if (!strcmp(argv[i], "-f") && i + 1 < argc) o->file = argv[++i];
+        else if (!strcmp(argv[i], "--pieces")) o->pieces = 1;
+        else if (!strcmp(argv[i], "--no-special")) o->special = 0;
+        else if (!strcmp(argv[i], "--decode")) o->decode = 1;
+        else if (cli_is(argv[i], "-h", "--help", NULL)) return CLI_PARSE_HELP;
+        else return cli_err(err, CLI_ERR_UNKNOWN_ARGUMENT, argv[i], NULL);
+    }
+    if (!o->dir || (!o->text && !o->file) || (o->text && o->file)) return cli_err(err, CLI_ERR_INCOMPLETE, NULL, NULL);
+    return CLI_PARSE_OK;
+}
