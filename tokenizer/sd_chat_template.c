@@ -122,14 +122,14 @@ static int sd_chat_hex(const char *s, int nd, uint32_t *v) {
 /* One backslash escape of a Jinja (Python) string literal at s[0..n) (s[0] is after the
  * backslash). Appends its value; returns the bytes consumed, 0 if not understood, -1 OOM. */
 static int sd_chat_escape(const char *s, size_t n, sd_tok_buf *out) {
-    static const char from[] = "ntr\\'\"0abfv", to[] = "\n\t\r\\'\"\0\a\b\f\v";
+    static const char from[] = "ntr\\'\"abfv", to[] = "\n\t\r\\'\"\a\b\f\v"; /* no \0: a NUL would end the text */
     if (!n) return 0;
     if (s[0] == '\n') return 1; /* line continuation */
     const char *f = memchr(from, s[0], sizeof from - 1);
     if (f) return sd_tok_buf_put(out, &to[f - from], 1) ? -1 : 1;
     int nd = s[0] == 'x' ? 2 : s[0] == 'u' ? 4 : s[0] == 'U' ? 8 : 0;
     uint32_t cp;
-    if (!nd || (size_t)nd + 1 > n || sd_chat_hex(s + 1, nd, &cp) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    if (!nd || (size_t)nd + 1 > n || sd_chat_hex(s + 1, nd, &cp) || cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
     char u[4];
     return sd_tok_buf_put(out, u, sd_tok_utf8_put(u, (int32_t)cp)) ? -1 : nd + 1;
@@ -230,8 +230,7 @@ static int sd_chat_raises(const char *tmpl, sd_chat_spec *sp) {
         size_t e = sd_chat_lit_end(s, len, q);
         sd_tok_buf msg = {0};
         int r = e < len ? sd_chat_unescape(s + q, e - q + 1, &msg) : 1;
-        if (r == 0 && !msg.p) r = sd_tok_buf_put(&msg, "", 0); /* make msg.p valid for strstr */
-        if (r == 0 && sd_tok_buf_put(&msg, "", 1)) r = -1;
+        if (r == 0 && sd_tok_buf_put(&msg, "", 1)) r = -1; /* NUL-terminate for strstr */
         sd_chat_str *dst = NULL;
         if (r == 0) {
             dst = strstr(msg.p, "alternate") ? &sp->err_alt : strstr(msg.p, "Tool call") ? &sp->err_tool

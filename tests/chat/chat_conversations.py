@@ -23,6 +23,9 @@ CONVERSATIONS = [
     ("empty_conversation", []),
     ("two_systems", [("system", "A"), ("system", "B"), ("user", "u")]),
     ("system_middle", [("user", "u1"), ("assistant", "a1"), ("system", "s2"), ("user", "u2")]),
+    ("tool_turns", [("user", "weather?"), ("assistant", "calling"), ("tool", "{\"t\": 21}"), ("tool", "sunny"),
+                    ("user", "thanks")]),
+    ("tool_last", [("user", "q"), ("tool", "r")]),
     ("long_multi", [("system", "sys"), ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"),
                     ("user", "q3"), ("assistant", "a3"), ("user", "q4")]),
 ]

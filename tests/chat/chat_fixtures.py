@@ -161,6 +161,39 @@ MISTRAL_V03 = """{%- if messages[0]["role"] == "system" %}
 {%- endfor %}
 """
 
+# Mistral 2024-style revision: system message merged into the first user turn, roles checked
+# inside the rendering loop (made, modelled on the v0.1/v0.2 revisions that added system support).
+MISTRAL_SYS_FIRST = """{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content'] %}
+    {%- set loop_messages = messages[1:] %}
+{%- else %}
+    {%- set loop_messages = messages %}
+{%- endif %}
+
+{{- bos_token }}
+{%- for message in loop_messages %}
+    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}
+        {{- raise_exception('After the optional system message, conversation roles must alternate user/assistant/user/assistant/...') }}
+    {%- endif %}
+    {%- if message['role'] == 'user' %}
+        {%- if loop.first and system_message is defined %}
+            {{- ' [INST] ' + system_message + '\\n\\n' + message['content'] + ' [/INST]' }}
+        {%- else %}
+            {{- ' [INST] ' + message['content'] + ' [/INST]' }}
+        {%- endif %}
+    {%- elif message['role'] == 'assistant' %}
+        {{- ' ' + message['content'] + eos_token}}
+    {%- else %}
+        {{- raise_exception('Only user and assistant roles are supported, with the exception of an initial optional system message!') }}
+    {%- endif %}
+{%- endfor %}
+"""
+
+# v0.3 with the system message in the last user turn only and trimmed assistant text (made).
+MISTRAL_SYS_LAST = MISTRAL_V03.replace('{%- if system_message is defined %}',
+                                       '{%- if loop.last and system_message is defined %}').replace(
+    '{{- message["content"] + eos_token}}', '{{- " " + message["content"]|trim + eos_token}}')
+
 CHATML_PLAIN = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
@@ -171,6 +204,12 @@ QWEN2 = (
     "{{ '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}{% endif %}"
     "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+# ChatML with a BOS and trimmed contents (made; the shape of several community ChatML templates).
+CHATML_BOS_TRIM = (
+    "{{ bos_token }}{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] | trim"
+    " + '<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 
 PHI3_GENERIC_ROLE = (
@@ -214,6 +253,12 @@ FIXTURES = [
          source="published: Mixtral-8x7B-Instruct-v0.1 (early revision)", chat_template=MIXTRAL_8X7B),
     dict(name="mistral-7b-v0.3", base="mistral-v1-mixtral-8x22b", family="mistral",
          source="published: Mistral-7B-Instruct-v0.3 (a 2024 revision)", chat_template=MISTRAL_V03),
+    dict(name="mistral-sys-first", base="mistral-v1-mixtral-8x22b", family="mistral",
+         source="made: 2024 Mistral revision style, system in the first user turn", chat_template=MISTRAL_SYS_FIRST),
+    dict(name="mistral-sys-last", base="mistral-v1-mixtral-8x22b", family="mistral",
+         source="made: v0.3 with the system message in the last user turn", chat_template=MISTRAL_SYS_LAST),
+    dict(name="chatml-bos-trim", base="llama-3-8b", family="chatml", source="made: ChatML with BOS and trim",
+         chat_template=CHATML_BOS_TRIM),
     dict(name="chatml-generic", base="qwen2.5-1.5b-instruct", family="chatml", source="published: generic ChatML",
          chat_template=CHATML_PLAIN),
     dict(name="qwen2", base="qwen2.5-1.5b-instruct", family="chatml", source="published: Qwen2-Instruct",

@@ -10,6 +10,7 @@
  *   - allocation failure injected at every allocation of render and of the end of load.
  * Usage: test_chat_api MODELS/kjv-target */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, unlink, rmdir */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +257,69 @@ static void test_strip(void) {
     }
 }
 
+/* Template texts cut, spliced and sprinkled with Jinja punctuation (fixed seed): detection
+ * and rendering must return a status, never read or write out of bounds (ASan run). */
+static void test_mutated_templates(void) {
+    static const char *seeds[] = {
+        "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+        "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+        "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == "
+        "'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are "
+        "supported!') }}{% endif %}{% endfor %}",
+        "{%- if messages[0][\"role\"] == \"system\" %}{%- set system_message = messages[0][\"content\"] %}{%- set "
+        "loop_messages = messages[1:] %}{%- else %}{%- set loop_messages = messages %}{%- endif %}{{- bos_token }}{%- for "
+        "message in loop_messages %}{%- if message[\"role\"] == \"user\" %}{%- if loop.last and system_message is "
+        "defined %}{{- \"[INST]\" + system_message + \"\\n\\n\" + message[\"content\"] + \"[/INST]\" }}{%- else "
+        "%}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}{%- endif %}{%- elif message[\"role\"] == "
+        "\"assistant\" %}{{- \" \" + message[\"content\"]|trim + eos_token}}{%- endif %}{%- endfor %}",
+        "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou "
+        "are a helpful assistant.<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + "
+        "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+        "'<|im_start|>assistant\\n' }}{% endif %}",
+        ZEPHYR_JINJA,
+        "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
+        "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
+        "{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}{% set content = "
+        "'<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = "
+        "message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + "
+        "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}"
+        "{% endfor %}",
+    };
+    static const char punct[] = "{}%#'\"\\+|-[]() \nux0";
+    specdec_chat_message m[] = {MSG("system", "s"), MSG("user", "u"), MSG("assistant", " a "), MSG("user", "v")};
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    int ok = 0, refused = 0, other = 0;
+    for (int it = 0; it < 6000; it++) {
+        const char *src = seeds[it % (int)(sizeof seeds / sizeof *seeds)];
+        size_t n = strlen(src);
+        char t[2048];
+        memcpy(t, src, n + 1);
+        for (int k = 0; k < 1 + it % 4; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            size_t at = (size_t)(x >> 33) % (n + 1);
+            int op = (int)(x >> 20) % 3;
+            if (op == 0) n = at; /* cut */
+            else if (op == 1 && n + 1 < sizeof t - 1) { memmove(t + at + 1, t + at, n - at); t[at] = punct[(x >> 8) % (sizeof punct - 1)]; n++; }
+            else if (n > at) { memmove(t + at, t + at + 1, n - at - 1); n--; }
+            t[n] = '\0';
+        }
+        sd_chat_spec sp = {0};
+        specdec_status st = sd_chat_spec_detect(t, &sp);
+        if (!st) {
+            sd_tok_buf out = {0};
+            st = sd_chat_render(&sp, "<s>", "</s>", m + (it & 1), 3, it & 2, &out);
+            sd_tok_buf_free(&out);
+            ok += st == SPECDEC_OK || st == SPECDEC_ERR_INVALID_ARGUMENT;
+        } else {
+            refused += st == SPECDEC_ERR_UNSUPPORTED;
+        }
+        other += st != SPECDEC_OK && st != SPECDEC_ERR_INVALID_ARGUMENT && st != SPECDEC_ERR_UNSUPPORTED;
+        sd_chat_spec_free(&sp);
+    }
+    SD_CHECK(other == 0 && ok > 0 && refused > 0, "mutated templates: %d rendered, %d refused, %d other", ok, refused, other);
+    printf("mutated templates: %d rendered, %d refused\n", ok, refused);
+}
+
 /* Every allocation of a render fails in turn: OUT_OF_MEMORY each time, then success. */
 static void test_alloc_failures(void) {
     specdec_tokenizer *tok = load_with(CHATML, NULL);
@@ -306,6 +370,7 @@ int main(int argc, char **argv) {
     test_plain(tok);
     test_bad_input(tok);
     test_strip();
+    test_mutated_templates();
     specdec_tokenizer_free(tok);
 
     static char tokjson[512];
