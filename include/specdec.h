@@ -403,7 +403,8 @@ SPECDEC_API specdec_status specdec_detok_stream_flush(specdec_detok_stream *s, c
  *             roles. No BOS text.
  *   "llama2"  Llama-2-chat: <s>[INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] answer </s>...;
  *             BOS text before every user turn; contents stripped (Python str.strip()); roles must
- *             alternate user/assistant after an optional first system message.
+ *             alternate user/assistant after an optional first system message. Like "mistral",
+ *             it has no generation prompt: the text ends with [/INST] either way.
  *   "mistral" the [INST] templates of Mistral/Mixtral instruct models: BOS text once, then
  *             [INST] user [/INST] and answer + </s>, with the exact spacing read from the
  *             template; system messages either refused (v0.1/Mixtral) or merged into user turns
@@ -457,7 +458,8 @@ SPECDEC_API specdec_status specdec_chat_template_detect(const specdec_tokenizer 
  * UTF-8, an empty role, or a conversation the template rejects (its message in the last-error
  * text); INVALID_ARGUMENT for an unknown template_name; UNSUPPORTED as for detect;
  * BUFFER_TOO_SMALL with *len = the length needed (call again with *len + 1 bytes);
- * OUT_OF_MEMORY. On failure text holds "" when capacity > 0. Thread-safe (per-thread error). */
+ * OUT_OF_MEMORY. On failure text holds "" when capacity > 0. Thread-safe (per-thread error).
+ * The template is recognised on every call (microseconds; nothing is cached in the tokenizer). */
 SPECDEC_API specdec_status specdec_chat_apply(const specdec_tokenizer *tok, const char *template_name,
                                               const specdec_chat_message *msgs, int32_t n_msgs,
                                               int add_generation_prompt, char *text, size_t capacity, size_t *len);
@@ -469,6 +471,10 @@ SPECDEC_API specdec_status specdec_chat_apply(const specdec_tokenizer *tok, cons
  * mistral, phi3 variants with bos_token — write its text themselves, and zephyr, chatml and
  * Phi-3-mini get none, exactly as in transformers); 1 for "plain", which has no transformers
  * counterpart and is tokenized like any other specdec prompt (the post-processor's BOS).
+ * Note: transformers 5 rebuilds the normalizer/pre-tokenizer of Llama-2-vocabulary tokenizers
+ * (its LlamaTokenizer class: TinyLlama, Phi-3, Mistral v1) instead of using tokenizer.json's, so
+ * its ids for those models can differ from specdec's, which follow tokenizer.json as the
+ * `tokenizers` library applies it; the text is identical either way.
  * Errors as specdec_chat_template_detect / unknown name. */
 SPECDEC_API specdec_status specdec_chat_add_special(const specdec_tokenizer *tok, const char *template_name,
                                                     int *add_special);
