@@ -219,6 +219,12 @@ struct specdec_tokenizer {
     sd_tok_post post;
 
     int32_t bos_id, eos_id, add_bos;
+
+    /* Chat template (tokenizer/sd_chat_template.c): the template text (chat_template.jinja, or
+     * tokenizer_config.json's "chat_template" / its "default" entry), NULL when there is none;
+     * chat_problem says why a template that is present cannot be used (NULL otherwise);
+     * bos_text/eos_text are tokenizer_config.json's bos_token/eos_token strings (NULL absent). */
+    char *chat_template, *chat_problem, *bos_text, *eos_text;
 };
 
 /* Per-call scratch: everything an encode or decode allocates lives here. */

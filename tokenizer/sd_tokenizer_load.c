@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "sd_alloc.h"
+#include "sd_chat_template.h"
 #include "sd_tokenizer.h"
 
 void sd_tok_merge_put(sd_tok_mergemap *m, int32_t a, int32_t b, int32_t rank, int32_t id);
@@ -854,6 +855,10 @@ void specdec_tokenizer_free(specdec_tokenizer *t) {
     if (t->dec) { sd_tok_dec_clear(t->dec); sd_free(t->dec); }
     sd_free(t->post.pre);
     sd_free(t->post.post);
+    sd_free(t->chat_template);
+    sd_free(t->chat_problem);
+    sd_free(t->bos_text);
+    sd_free(t->eos_text);
     sd_free(t);
 }
 
@@ -962,6 +967,7 @@ specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *
         }
     }
     sd_tok_specials(t, cfg);
+    if ((st = sd_chat_load(t, cfg, dir))) goto done;
 done:
     sd_tok_work_free(&ld.w);
     cJSON_Delete(root);

@@ -1,0 +1,388 @@
+/* test_chat_api — the chat API with nothing outside the repository:
+ *   - the documented "plain" format on the bundled tokenizer (which has no template),
+ *     BUFFER_TOO_SMALL, specdec_chat_tokenize == specdec_tokenize(text, add_special=1);
+ *   - bad input (NULLs, empty conversation, empty role, invalid UTF-8, unknown name) gives
+ *     INVALID_ARGUMENT with a message and "" in the buffer, never a crash;
+ *   - detection on templates this test writes next to the bundled tokenizer.json: a string,
+ *     the list form with and without "default", a wrong type, chat_template.jinja taking
+ *     priority, refused templates (and forcing a family on them), AddedToken-object bos_token;
+ *   - Python str.strip() semantics of the trim helper;
+ *   - allocation failure injected at every allocation of render and of the end of load.
+ * Usage: test_chat_api MODELS/kjv-target */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, unlink, rmdir */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sd_alloc.h"
+#include "sd_chat_template.h"
+#include "sd_test.h"
+#include "specdec.h"
+
+#define MSG(r, c) {(r), (c)}
+
+static const char *g_tokjson; /* the bundled tokenizer.json */
+static char g_dir[256];       /* temporary model directory */
+
+static char *render(const specdec_tokenizer *tok, const char *name, const specdec_chat_message *m, int n, int agp,
+                    specdec_status *st) {
+    static char buf[4096];
+    size_t len = 0;
+    *st = specdec_chat_apply(tok, name, m, n, agp, buf, sizeof buf, &len);
+    return *st ? NULL : buf;
+}
+
+static void test_plain(const specdec_tokenizer *tok) {
+    const char *name = NULL;
+    SD_CHECK(specdec_chat_template_detect(tok, &name) == SPECDEC_OK && name && !strcmp(name, "plain"), "detect %s",
+             name ? name : "(null)");
+    SD_CHECK(specdec_tokenizer_chat_template(tok) == NULL, "bundled tokenizer has no template");
+    int as = -1;
+    SD_CHECK(specdec_chat_add_special(tok, NULL, &as) == SPECDEC_OK && as == 1, "plain add_special %d", as);
+    specdec_chat_message m[] = {MSG("system", "Be brief."), MSG("user", "Hi there"), MSG("assistant", "Hello."),
+                                MSG("user", "\xc3\x9cn\xc3\xaf 🎉 "), MSG("tool", "42"), MSG("\xc3\xa9t", "x")};
+    specdec_status st;
+    const char *t = render(tok, NULL, m, 6, 1, &st);
+    const char *want = "System: Be brief.\nUser: Hi there\nAssistant: Hello.\nUser: \xc3\x9cn\xc3\xaf 🎉 \nTool: 42\n"
+                       "\xc3\xa9t: x\nAssistant:";
+    SD_CHECK(t && !strcmp(t, want), "plain render:\n%s", t ? t : specdec_last_error());
+    t = render(tok, "plain", m, 2, 0, &st);
+    SD_CHECK(t && !strcmp(t, "System: Be brief.\nUser: Hi there\n"), "plain without prompt: %s", t ? t : "");
+    specdec_chat_message e[] = {MSG("user", "")};
+    t = render(tok, NULL, e, 1, 1, &st);
+    SD_CHECK(t && !strcmp(t, "User: \nAssistant:"), "plain empty content: %s", t ? t : "");
+
+    /* BUFFER_TOO_SMALL reports the size; the buffer holds "" */
+    size_t len = 0, need = strlen(want);
+    char small[8] = "junk";
+    SD_CHECK(specdec_chat_apply(tok, NULL, m, 6, 1, NULL, 0, &len) == SPECDEC_ERR_BUFFER_TOO_SMALL && len == need,
+             "size query len %zu", len);
+    SD_CHECK(specdec_chat_apply(tok, NULL, m, 6, 1, small, sizeof small, &len) == SPECDEC_ERR_BUFFER_TOO_SMALL &&
+                 len == need && small[0] == '\0',
+             "small buffer");
+    char *exact = malloc(need + 1);
+    SD_CHECK(exact && specdec_chat_apply(tok, NULL, m, 6, 1, exact, need + 1, &len) == SPECDEC_OK && !strcmp(exact, want),
+             "exact-size buffer");
+    free(exact);
+
+    /* chat_tokenize == tokenize(text, add_special = 1) */
+    int32_t a[256], b[256], na = 0, nb = 0;
+    SD_CHECK(specdec_chat_tokenize(tok, NULL, m, 6, 1, a, 256, &na) == SPECDEC_OK, "chat_tokenize: %s", specdec_last_error());
+    SD_CHECK(specdec_tokenize(tok, want, strlen(want), 1, b, 256, &nb) == SPECDEC_OK, "tokenize");
+    SD_CHECK(na == nb && na > 0 && !memcmp(a, b, sizeof *a * (size_t)na), "chat_tokenize ids (%d vs %d)", na, nb);
+    int32_t need_ids = 0;
+    SD_CHECK(specdec_chat_tokenize(tok, NULL, m, 6, 1, a, 1, &need_ids) == SPECDEC_ERR_BUFFER_TOO_SMALL && need_ids == na,
+             "chat_tokenize too small: %d", need_ids);
+}
+
+static void expect_invalid(specdec_status st, const char *buf, const char *what) {
+    SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT, "%s: status %d", what, st);
+    SD_CHECK(specdec_last_error()[0] != '\0', "%s: no message", what);
+    SD_CHECK(!buf || buf[0] == '\0', "%s: buffer not emptied", what);
+}
+
+static void test_bad_input(const specdec_tokenizer *tok) {
+    char buf[64];
+    size_t len;
+    specdec_chat_message ok[] = {MSG("user", "hi")};
+    static const char *bad_utf8[] = {"\xff", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"};
+    strcpy(buf, "x");
+    expect_invalid(specdec_chat_apply(NULL, NULL, ok, 1, 1, buf, sizeof buf, &len), buf, "NULL tok");
+    expect_invalid(specdec_chat_apply(tok, NULL, ok, 1, 1, buf, sizeof buf, NULL), NULL, "NULL len");
+    expect_invalid(specdec_chat_apply(tok, NULL, ok, 1, 1, NULL, 10, &len), NULL, "NULL text with capacity");
+    expect_invalid(specdec_chat_apply(tok, NULL, NULL, 1, 1, buf, sizeof buf, &len), buf, "NULL msgs");
+    expect_invalid(specdec_chat_apply(tok, NULL, ok, 0, 1, buf, sizeof buf, &len), buf, "empty conversation");
+    expect_invalid(specdec_chat_apply(tok, NULL, ok, -3, 1, buf, sizeof buf, &len), buf, "negative count");
+    expect_invalid(specdec_chat_apply(tok, "nosuch", ok, 1, 1, buf, sizeof buf, &len), buf, "unknown name");
+    specdec_chat_message m[2] = {MSG("user", "hi"), MSG(NULL, "x")};
+    expect_invalid(specdec_chat_apply(tok, NULL, m, 2, 1, buf, sizeof buf, &len), buf, "NULL role");
+    m[1].role = "assistant";
+    m[1].content = NULL;
+    expect_invalid(specdec_chat_apply(tok, NULL, m, 2, 1, buf, sizeof buf, &len), buf, "NULL content");
+    m[1].role = "";
+    m[1].content = "x";
+    expect_invalid(specdec_chat_apply(tok, NULL, m, 2, 1, buf, sizeof buf, &len), buf, "empty role");
+    m[1].role = "a\nb";
+    expect_invalid(specdec_chat_apply(tok, NULL, m, 2, 1, buf, sizeof buf, &len), buf, "role with newline (plain)");
+    for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++) {
+        for (int field = 0; field < 2; field++) {
+            specdec_chat_message b[] = {MSG("user", "ok"), MSG(field ? bad_utf8[i] : "user", field ? "x" : bad_utf8[i])};
+            for (int f = 0; f < SD_CHAT_N_FAMILIES; f++) {
+                strcpy(buf, "x");
+                expect_invalid(specdec_chat_apply(tok, specdec_chat_template_name(f), b, 2, 1, buf, sizeof buf, &len), buf,
+                               "invalid UTF-8");
+            }
+        }
+    }
+    int32_t ids[4], n;
+    SD_CHECK(specdec_chat_tokenize(tok, NULL, ok, 1, 1, NULL, 4, &n) == SPECDEC_ERR_INVALID_ARGUMENT, "tokenize NULL ids");
+    SD_CHECK(specdec_chat_tokenize(tok, NULL, ok, 1, 1, ids, -1, &n) == SPECDEC_ERR_INVALID_ARGUMENT, "tokenize cap < 0");
+    SD_CHECK(specdec_chat_tokenize(tok, NULL, ok, 1, 1, ids, 4, NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "tokenize NULL n");
+    SD_CHECK(specdec_chat_template_detect(NULL, NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "detect NULL");
+    SD_CHECK(specdec_chat_add_special(tok, "nosuch", &n) == SPECDEC_ERR_INVALID_ARGUMENT, "add_special unknown name");
+    SD_CHECK(specdec_tokenizer_chat_template(NULL) == NULL, "chat_template(NULL)");
+    int count = 0;
+    while (specdec_chat_template_name(count)) count++;
+    SD_CHECK(count == SD_CHAT_N_FAMILIES && !specdec_chat_template_name(-1), "name list %d", count);
+}
+
+/* ---- templates written next to the bundled tokenizer.json ------------------------------------ */
+static int write_file(const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    FILE *f = fopen(p, "wb");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static void remove_file(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    unlink(p);
+}
+
+static int copy_tokenizer(void) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/tokenizer.json", g_dir);
+    FILE *in = fopen(g_tokjson, "rb"), *out = fopen(p, "wb");
+    char b[65536];
+    size_t n;
+    int rc = in && out ? 0 : -1;
+    while (!rc && (n = fread(b, 1, sizeof b, in)) > 0)
+        if (fwrite(b, 1, n, out) != n) rc = -1;
+    if (in) fclose(in);
+    if (out && fclose(out)) rc = -1;
+    return rc;
+}
+
+/* Load g_dir with tokenizer_config.json = {"bos_token": bos, "eos_token": "</s>", "chat_template": ct}. */
+static specdec_tokenizer *load_with(const char *ct_json, const char *bos_json) {
+    char cfg[8192];
+    snprintf(cfg, sizeof cfg, "{\"bos_token\": %s, \"eos_token\": \"</s>\", \"chat_template\": %s}",
+             bos_json ? bos_json : "\"<s>\"", ct_json);
+    specdec_tokenizer *tok = NULL;
+    if (write_file("tokenizer_config.json", cfg) || specdec_tokenizer_load(g_dir, &tok))
+        fprintf(stderr, "load_with: %s\n", specdec_last_error());
+    return tok;
+}
+
+#define CHATML "\"{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\\\n' + message['content'] + '<|im_end|>' + '\\\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\\\n' }}{% endif %}\""
+#define ZEPHYR_JINJA "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}"
+
+static void expect_detect(const specdec_tokenizer *tok, specdec_status want_st, const char *want, const char *what) {
+    const char *name = NULL;
+    specdec_status st = tok ? specdec_chat_template_detect(tok, &name) : SPECDEC_ERR_INTERNAL;
+    SD_CHECK(st == want_st && (want ? name && !strcmp(name, want) : !name), "%s: detect %d %s (%s)", what, st,
+             name ? name : "(null)", st ? specdec_last_error() : "");
+}
+
+static void test_detection(void) {
+    specdec_chat_message m[] = {MSG("user", "hi")};
+    specdec_status st;
+    specdec_tokenizer *tok = load_with(CHATML, NULL);
+    expect_detect(tok, SPECDEC_OK, "chatml", "string");
+    const char *t = tok ? render(tok, NULL, m, 1, 1, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"), "chatml: %s", t ? t : "");
+    int as = -1;
+    SD_CHECK(tok && specdec_chat_add_special(tok, NULL, &as) == SPECDEC_OK && as == 0, "template add_special %d", as);
+    t = tok ? render(tok, "plain", m, 1, 1, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, "User: hi\nAssistant:"), "forced plain over a template: %s", t ? t : "");
+    specdec_tokenizer_free(tok);
+
+    tok = load_with("[{\"name\": \"tool_use\", \"template\": \"{{ tools }}\"}, {\"name\": \"default\", \"template\": " CHATML "}]", NULL);
+    expect_detect(tok, SPECDEC_OK, "chatml", "list with default");
+    specdec_tokenizer_free(tok);
+
+    tok = load_with("[{\"name\": \"tool_use\", \"template\": " CHATML "}]", NULL);
+    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "list without default");
+    SD_CHECK(strstr(specdec_last_error(), "default") != NULL, "message names the missing entry: %s", specdec_last_error());
+    t = tok ? render(tok, "chatml", m, 1, 0, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, "<|im_start|>user\nhi<|im_end|>\n"), "forced chatml: %s", t ? t : specdec_last_error());
+    specdec_tokenizer_free(tok);
+
+    tok = load_with("42", NULL);
+    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "number");
+    specdec_tokenizer_free(tok);
+
+    tok = load_with("\"{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + m['role'] + m['content'] }}{% endfor %}\"", NULL);
+    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "unknown family");
+    t = tok ? render(tok, "llama3", m, 1, 1, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, "<s><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
+             "forced llama3: %s", t ? t : specdec_last_error());
+    specdec_tokenizer_free(tok);
+
+    tok = load_with("\"{{ bos_token }}{{ 'Cutting Knowledge Date: December 2023' }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' + message['content'] + '<|eot_id|>' }}{% endfor %}\"", NULL);
+    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "llama 3.1 date header");
+    SD_CHECK(strstr(specdec_last_error(), "date header") != NULL, "message: %s", specdec_last_error());
+    specdec_tokenizer_free(tok);
+
+    tok = load_with("\"{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] | upper + ' [/INST]' }}{% else %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}\"", NULL);
+    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "mistral with an unknown filter");
+    specdec_tokenizer_free(tok);
+
+    /* AddedToken-object bos_token; a forced family's reference variant; its raise message */
+    tok = load_with("null", "{\"content\": \"<s>\", \"lstrip\": false, \"special\": true}");
+    expect_detect(tok, SPECDEC_OK, "plain", "no template");
+    specdec_chat_message sm[] = {MSG("system", "s"), MSG("user", "u")};
+    t = tok ? render(tok, "mistral", m, 1, 1, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, "<s> [INST] hi [/INST]"), "forced mistral: %s", t ? t : specdec_last_error());
+    st = tok ? specdec_chat_apply(tok, "mistral", sm, 2, 1, NULL, 0, &(size_t){0}) : SPECDEC_ERR_INTERNAL;
+    SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && strstr(specdec_last_error(), "Conversation roles must alternate"),
+             "mistral rejects a system message: %d %s", st, specdec_last_error());
+    specdec_tokenizer_free(tok);
+
+    /* chat_template.jinja takes priority over the config's template */
+    SD_CHECK(write_file("chat_template.jinja", ZEPHYR_JINJA) == 0, "write jinja");
+    tok = load_with(CHATML, NULL);
+    expect_detect(tok, SPECDEC_OK, "zephyr", "chat_template.jinja priority");
+    t = tok ? render(tok, NULL, m, 1, 1, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, "<|user|>\nhi</s>\n<|assistant|>\n"), "zephyr: %s", t ? t : "");
+    specdec_tokenizer_free(tok);
+    remove_file("chat_template.jinja");
+}
+
+static void test_strip(void) {
+    static const struct { const char *in, *out; } cases[] = {
+        {"  x  ", "x"}, {"\xc2\xa0\xe2\x80\xa8 x y\x1c\xc2\x85", "x y"}, {" \t\n", ""}, {"", ""},
+        {"\xe2\x80\x8bx\xe2\x80\x8b", "\xe2\x80\x8bx\xe2\x80\x8b"}, /* U+200B is not whitespace for Python */
+        {"\xe3\x80\x80\xc3\xa9\xe3\x80\x80", "\xc3\xa9"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t off, len;
+        sd_chat_py_strip(cases[i].in, strlen(cases[i].in), &off, &len);
+        SD_CHECK(len == strlen(cases[i].out) && !memcmp(cases[i].in + off, cases[i].out, len), "strip case %zu", i);
+    }
+}
+
+/* Template texts cut, spliced and sprinkled with Jinja punctuation (fixed seed): detection
+ * and rendering must return a status, never read or write out of bounds (ASan run). */
+static void test_mutated_templates(void) {
+    static const char *seeds[] = {
+        "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+        "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+        "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == "
+        "'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are "
+        "supported!') }}{% endif %}{% endfor %}",
+        "{%- if messages[0][\"role\"] == \"system\" %}{%- set system_message = messages[0][\"content\"] %}{%- set "
+        "loop_messages = messages[1:] %}{%- else %}{%- set loop_messages = messages %}{%- endif %}{{- bos_token }}{%- for "
+        "message in loop_messages %}{%- if message[\"role\"] == \"user\" %}{%- if loop.last and system_message is "
+        "defined %}{{- \"[INST]\" + system_message + \"\\n\\n\" + message[\"content\"] + \"[/INST]\" }}{%- else "
+        "%}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}{%- endif %}{%- elif message[\"role\"] == "
+        "\"assistant\" %}{{- \" \" + message[\"content\"]|trim + eos_token}}{%- endif %}{%- endfor %}",
+        "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou "
+        "are a helpful assistant.<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + "
+        "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+        "'<|im_start|>assistant\\n' }}{% endif %}",
+        ZEPHYR_JINJA,
+        "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
+        "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
+        "{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}{% set content = "
+        "'<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = "
+        "message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + "
+        "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}"
+        "{% endfor %}",
+    };
+    static const char punct[] = "{}%#'\"\\+|-[]() \nux0";
+    specdec_chat_message m[] = {MSG("system", "s"), MSG("user", "u"), MSG("assistant", " a "), MSG("user", "v")};
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    int ok = 0, refused = 0, other = 0;
+    for (int it = 0; it < 6000; it++) {
+        const char *src = seeds[it % (int)(sizeof seeds / sizeof *seeds)];
+        size_t n = strlen(src);
+        char t[2048];
+        memcpy(t, src, n + 1);
+        for (int k = 0; k < 1 + it % 4; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            size_t at = (size_t)(x >> 33) % (n + 1);
+            int op = (int)(x >> 20) % 3;
+            if (op == 0) n = at; /* cut */
+            else if (op == 1 && n + 1 < sizeof t - 1) { memmove(t + at + 1, t + at, n - at); t[at] = punct[(x >> 8) % (sizeof punct - 1)]; n++; }
+            else if (n > at) { memmove(t + at, t + at + 1, n - at - 1); n--; }
+            t[n] = '\0';
+        }
+        sd_chat_spec sp = {0};
+        specdec_status st = sd_chat_spec_detect(t, &sp);
+        if (!st) {
+            sd_tok_buf out = {0};
+            st = sd_chat_render(&sp, "<s>", "</s>", m + (it & 1), 3, it & 2, &out);
+            sd_tok_buf_free(&out);
+            ok += st == SPECDEC_OK || st == SPECDEC_ERR_INVALID_ARGUMENT;
+        } else {
+            refused += st == SPECDEC_ERR_UNSUPPORTED;
+        }
+        other += st != SPECDEC_OK && st != SPECDEC_ERR_INVALID_ARGUMENT && st != SPECDEC_ERR_UNSUPPORTED;
+        sd_chat_spec_free(&sp);
+    }
+    SD_CHECK(other == 0 && ok > 0 && refused > 0, "mutated templates: %d rendered, %d refused, %d other", ok, refused, other);
+    printf("mutated templates: %d rendered, %d refused\n", ok, refused);
+}
+
+/* Every allocation of a render fails in turn: OUT_OF_MEMORY each time, then success. */
+static void test_alloc_failures(void) {
+    specdec_tokenizer *tok = load_with(CHATML, NULL);
+    specdec_chat_message m[] = {MSG("system", "s"), MSG("user", "u"), MSG("assistant", "a"), MSG("user", "v")};
+    for (int f = 0; tok && f < SD_CHAT_N_FAMILIES; f++) {
+        const char *name = f == SD_CHAT_CHATML ? NULL : specdec_chat_template_name(f);
+        int done = 0, bad = 0;
+        for (long k = 0; k < 1000 && !done; k++) {
+            char buf[512];
+            size_t len;
+            sd_alloc_fail_after(k);
+            specdec_status st = specdec_chat_apply(tok, name, m + (f == SD_CHAT_MISTRAL ? 1 : 0), f == SD_CHAT_MISTRAL ? 3 : 4, 1,
+                                                   buf, sizeof buf, &len);
+            sd_alloc_fail_after(-1);
+            if (st == SPECDEC_OK) done = 1;
+            else if (st != SPECDEC_ERR_OUT_OF_MEMORY) bad = 1;
+        }
+        SD_CHECK(done && !bad, "family %d under allocation failures: done %d bad %d", f, done, bad);
+    }
+    specdec_tokenizer_free(tok);
+    /* the end of a load: bos/eos text and the template are the last allocations */
+    sd_alloc_fail_after(-1);
+    specdec_tokenizer *t2 = NULL;
+    specdec_status st = specdec_tokenizer_load(g_dir, &t2);
+    long total = sd_alloc_count();
+    specdec_tokenizer_free(t2);
+    SD_CHECK(st == SPECDEC_OK && total > 0, "load: %s", specdec_last_error());
+    for (long k = total > 12 ? total - 12 : 0; k < total; k++) {
+        sd_alloc_fail_after(k);
+        t2 = NULL;
+        st = specdec_tokenizer_load(g_dir, &t2);
+        sd_alloc_fail_after(-1);
+        SD_CHECK((st == SPECDEC_ERR_OUT_OF_MEMORY && !t2) || (st == SPECDEC_OK && t2), "load with allocation %ld failing: %d", k, st);
+        specdec_tokenizer_free(t2);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_chat_api MODELS/kjv-target\n");
+        return 2;
+    }
+    specdec_tokenizer *tok = NULL;
+    if (specdec_tokenizer_load(argv[1], &tok)) {
+        fprintf(stderr, "cannot load %s: %s\n", argv[1], specdec_last_error());
+        return 1;
+    }
+    test_plain(tok);
+    test_bad_input(tok);
+    test_strip();
+    test_mutated_templates();
+    specdec_tokenizer_free(tok);
+
+    static char tokjson[512];
+    snprintf(tokjson, sizeof tokjson, "%s/tokenizer.json", argv[1]);
+    g_tokjson = tokjson;
+    snprintf(g_dir, sizeof g_dir, "/tmp/specdec_chat_XXXXXX");
+    if (!mkdtemp(g_dir)) return 1;
+    SD_CHECK(copy_tokenizer() == 0, "copy tokenizer.json");
+    test_detection();
+    test_alloc_failures();
+    remove_file("tokenizer.json");
+    remove_file("tokenizer_config.json");
+    rmdir(g_dir);
+    return sd_test_done();
+}
