@@ -316,7 +316,8 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
  * function may be called from any thread at any time, except specdec_scheduler_free,
  * which must be the last call, and neither shutdown nor free may be called from a
  * request's token callback. A request's token callback runs on a scheduler thread
- * (not the thread that submitted it).
+ * (not the thread that submitted it); it may call submit, cancel and get_metrics, but
+ * must not wait (that blocks a scheduler thread; waiting for its own request never ends).
  *
  * This version (0.2) does not batch: the scheduler owns max_active engines, each with
  * its own full-context KV caches (and, on CUDA, its own device copy of the weights),
