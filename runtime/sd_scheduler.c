@@ -461,7 +461,8 @@ static void sd_sched_destroy(specdec_scheduler *s) {
 void specdec_scheduler_free(specdec_scheduler *s) {
     if (!s) return;
     if (sd_sched_self == s) { /* misuse: freeing from a token callback would free the running worker */
-        (void)sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_scheduler_free called from a token callback: ignored");
+        (void)sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                      "specdec_scheduler_free called from a token callback: ignored");
         return;
     }
     specdec_scheduler_shutdown(s);

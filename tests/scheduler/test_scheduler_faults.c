@@ -230,8 +230,9 @@ static void test_ids(ctx *c) {
     /* capacity 0 never collects a request with output: BUFFER_TOO_SMALL once done */
     specdec_status st;
     double t0 = sc_now();
-    while ((st = specdec_scheduler_wait(s, id, 20, NULL, 0, &n, NULL, &os)) == SPECDEC_ERR_TIMEOUT && sc_now() - t0 < 60)
-        ;
+    do
+        st = specdec_scheduler_wait(s, id, 20, NULL, 0, &n, NULL, &os);
+    while (st == SPECDEC_ERR_TIMEOUT && sc_now() - t0 < 60);
     SD_CHECK(st == SPECDEC_ERR_BUFFER_TOO_SMALL && n == c->n_ref, "too small: %d, n %d", st, (int)n);
     SD_CHECK(specdec_scheduler_cancel(s, id) == SPECDEC_OK, "cancel of a finished, uncollected request: OK");
     specdec_stats stats;

@@ -241,7 +241,13 @@ static void test_mutations(void) {
             switch (r % 4) {
             case 0: buf[at] = (char)(next() & 0xff); break;                  /* flip a byte */
             case 1: n = at; break;                                          /* truncate */
-            case 2: if (n + 1 < sizeof buf) { memmove(buf + at + 1, buf + at, n - at); buf[at] = "{}[]\",:0\\"[next() % 9]; n++; } break;
+            case 2: /* insert a structural character */
+                if (n + 1 < sizeof buf) {
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = "{}[]\",:0\\"[next() % 9];
+                    n++;
+                }
+                break;
             case 3: if (n) { memmove(buf + at, buf + at + 1, n - at - 1); n--; } break; /* delete */
             }
         }

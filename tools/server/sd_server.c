@@ -49,7 +49,8 @@ static int sd_server_load(sd_server *srv) {
     if (st) return sd_server_fail("loading the target model", st);
     if (srv->cfg.draft_dir && (st = specdec_model_load(srv->cfg.draft_dir, NULL, &srv->draft)))
         return sd_server_fail("loading the draft model", st);
-    if ((st = specdec_tokenizer_load(srv->cfg.target_dir, &srv->tok))) return sd_server_fail("loading the tokenizer", st);
+    if ((st = specdec_tokenizer_load(srv->cfg.target_dir, &srv->tok)))
+        return sd_server_fail("loading the tokenizer", st);
     specdec_model_info info;
     if ((st = specdec_model_get_info(srv->target, &info))) return sd_server_fail("reading the model", st);
     srv->n_vocab = info.vocab_size;
@@ -113,7 +114,8 @@ int sd_server_run(const sd_server_config *cfg) {
     specdec_scheduler_shutdown(srv->sched); /* new requests: 503; running ones end as cancelled */
     /* let the answers of the cancelled requests (final chunks) go out before the daemon
      * closes every connection; a client that does not read is not waited for long */
-    for (int i = 0; i < 500 && atomic_load(&srv->active_jobs) > 0; i++) nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    struct timespec tick = {0, 10000000L};
+    for (int i = 0; i < 500 && atomic_load(&srv->active_jobs) > 0; i++) nanosleep(&tick, NULL);
     sd_server_free(srv);
     return 0;
 }

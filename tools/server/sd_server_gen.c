@@ -202,7 +202,8 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.min_p = req->min_p;
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    gp.seed = req->has_seed ? req->seed : sd_mix64((uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)j->serial);
+    uint64_t entropy = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)j->serial;
+    gp.seed = req->has_seed ? req->seed : sd_mix64(entropy);
     gp.verify = req->verify;
     j->verify = req->verify != SPECDEC_VERIFY_AUTO ? req->verify
                 : req->temperature == 0.0f    ? SPECDEC_VERIFY_GREEDY

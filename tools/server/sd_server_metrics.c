@@ -89,7 +89,8 @@ static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
     sd_metric(b, "specdec_acceptance_rate", "gauge", "Accepted / drafted since start.");
     sd_buf_printf(b, "specdec_acceptance_rate %.6g\n", s->drafted ? (double)s->accepted / (double)s->drafted : 0.0);
     sd_metric(b, "specdec_tokens_per_round", "gauge", "Tokens generated / rounds since start.");
-    sd_buf_printf(b, "specdec_tokens_per_round %.6g\n", s->rounds ? (double)s->tokens_generated / (double)s->rounds : 0.0);
+    sd_buf_printf(b, "specdec_tokens_per_round %.6g\n",
+                  s->rounds ? (double)s->tokens_generated / (double)s->rounds : 0.0);
     sd_metric(b, "specdec_queue_depth", "gauge", "Requests waiting to start.");
     sd_buf_printf(b, "specdec_queue_depth %d\n", (int)s->queued);
     sd_metric(b, "specdec_active_requests", "gauge", "Requests being decoded.");

@@ -270,8 +270,8 @@ static int parse_model(const cJSON *root, const char *model_id, sd_api_request *
     int rc = dup_text(m->valuestring, "model", &r->model, NULL, e);
     if (rc) return rc;
     if (model_id && strcmp(r->model, model_id) != 0)
-        return sd_api_fail(e, 404, INVALID, "model_not_found", "model", "The model '%.120s' does not exist; this server has '%.80s'",
-                           r->model, model_id);
+        return sd_api_fail(e, 404, INVALID, "model_not_found", "model",
+                           "The model '%.120s' does not exist; this server has '%.80s'", r->model, model_id);
     return 0;
 }
 

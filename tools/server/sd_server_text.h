@@ -24,8 +24,9 @@ void sd_buf_free(sd_buf *b);
 
 /* OpenAI semantics for "stop": the text ends before the stop sequence, which is not
  * returned. Generation stops after the token (piece) that completes a stop sequence;
- * the text is cut at the earliest start among the sequences that piece completes. While generating, a tail that could be the start of a stop sequence is held
- * back, so streamed text never has to be taken back. Generated text never ends inside
+ * the text is cut at the earliest start among the sequences that piece completes.
+ * While generating, a tail that could be the start of a stop sequence is held back, so
+ * streamed text never has to be taken back. Generated text never ends inside
  * a UTF-8 sequence and stop sequences are valid UTF-8, so `safe` and `stop_at` are
  * always character boundaries. */
 typedef struct sd_stopper {
