@@ -1,23 +1,27 @@
 /* sd_alloc.c — allocation wrappers with failure injection for tests. */
 #include "sd_alloc.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
-static long sd_fail_at = -1;
-static long sd_count = 0;
+/* Atomic because the scheduler's threads allocate concurrently (a plain counter would
+ * be a data race); relaxed: injection needs no ordering with anything else. */
+static atomic_long sd_fail_at = -1;
+static atomic_long sd_count = 0;
 
 static int sd_should_fail(void) {
-    long k = sd_count++;
-    return sd_fail_at >= 0 && k == sd_fail_at;
+    long k = atomic_fetch_add_explicit(&sd_count, 1, memory_order_relaxed);
+    long at = atomic_load_explicit(&sd_fail_at, memory_order_relaxed);
+    return at >= 0 && k == at;
 }
 
 void sd_alloc_fail_after(long k) {
-    sd_fail_at = k;
-    sd_count = 0;
+    atomic_store_explicit(&sd_fail_at, k, memory_order_relaxed);
+    atomic_store_explicit(&sd_count, 0, memory_order_relaxed);
 }
 
-long sd_alloc_count(void) { return sd_count; }
+long sd_alloc_count(void) { return atomic_load_explicit(&sd_count, memory_order_relaxed); }
 
 void *sd_malloc(size_t n) {
     if (sd_should_fail()) return NULL;

@@ -1,7 +1,8 @@
 /* sd_alloc.h — every host allocation in the library goes through these wrappers so
  * tests can inject failures: sd_alloc_fail_after(k) makes the k-th following
  * allocation (0-based) and only that one return NULL; k < 0 disables injection.
- * Injection is a test facility (not thread-safe); it is off by default. */
+ * Injection is a test facility, off by default; the counters are atomic, so threads
+ * allocating concurrently are safe (which allocation fails is then up to timing). */
 #ifndef SD_ALLOC_H
 #define SD_ALLOC_H
 

@@ -48,6 +48,11 @@ const char *specdec_status_string(specdec_status status) {
     case SPECDEC_ERR_BUSY: return "SPECDEC_ERR_BUSY: engine in use by another thread";
     case SPECDEC_ERR_BUFFER_TOO_SMALL: return "SPECDEC_ERR_BUFFER_TOO_SMALL: output buffer too small";
     case SPECDEC_ERR_INTERNAL: return "SPECDEC_ERR_INTERNAL: internal error";
+    case SPECDEC_ERR_QUEUE_FULL: return "SPECDEC_ERR_QUEUE_FULL: scheduler queue full";
+    case SPECDEC_ERR_NOT_FOUND: return "SPECDEC_ERR_NOT_FOUND: no such request";
+    case SPECDEC_ERR_CANCELLED: return "SPECDEC_ERR_CANCELLED: request cancelled";
+    case SPECDEC_ERR_TIMEOUT: return "SPECDEC_ERR_TIMEOUT: wait timed out";
+    case SPECDEC_ERR_SHUT_DOWN: return "SPECDEC_ERR_SHUT_DOWN: scheduler shut down";
     }
     return "unknown specdec_status";
 }

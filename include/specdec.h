@@ -73,7 +73,12 @@ typedef enum specdec_status {
     SPECDEC_ERR_DEVICE_LOST = 9,        /* sticky device error: the engine can only be freed */
     SPECDEC_ERR_BUSY = 10,              /* engine in use by another thread */
     SPECDEC_ERR_BUFFER_TOO_SMALL = 11,  /* output buffer too small; the needed size is reported */
-    SPECDEC_ERR_INTERNAL = 12           /* a bug in specdec: please report */
+    SPECDEC_ERR_INTERNAL = 12,          /* a bug in specdec: please report */
+    SPECDEC_ERR_QUEUE_FULL = 13,        /* the scheduler's queue is full: retry later */
+    SPECDEC_ERR_NOT_FOUND = 14,         /* no such request id (never issued, or already collected) */
+    SPECDEC_ERR_CANCELLED = 15,         /* a request's outcome: cancelled before it finished */
+    SPECDEC_ERR_TIMEOUT = 16,           /* a wait ran out of time; the request goes on */
+    SPECDEC_ERR_SHUT_DOWN = 17          /* the scheduler is shutting down / shut down */
 } specdec_status;
 
 /* Static English name of a status ("SPECDEC_OK: success", ...). Never NULL. */
@@ -333,6 +338,116 @@ typedef struct specdec_stats {
 SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_t *prompt, int32_t n_prompt,
                                             const specdec_generate_params *params, int32_t *out_tokens,
                                             int32_t out_capacity, int32_t *n_out, specdec_stats *stats);
+
+/* ------------------------------------------------------------------------- */
+/* Scheduler: many requests on one target (+ optional draft) model pair.      */
+/* ------------------------------------------------------------------------- */
+/* BEGIN scheduler section (since 0.2.0)
+ *
+ * Requests are queued FIFO and decoded max_active at a time. Thread-safe: every
+ * function may be called from any thread at any time, except specdec_scheduler_free,
+ * which must be the last call, and neither shutdown nor free may be called from a
+ * request's token callback. A request's token callback runs on a scheduler thread
+ * (not the thread that submitted it); it may call submit, cancel and get_metrics, but
+ * must not wait (that blocks a scheduler thread; waiting for its own request never ends).
+ *
+ * This version (0.2) does not batch: the scheduler owns max_active engines, each with
+ * its own full-context KV caches (and, on CUDA, its own device copy of the weights),
+ * and max_active threads, each running specdec_generate for one request at a time.
+ * Its outputs are therefore exactly those of specdec_generate. The batched
+ * implementation (one speculative round over all active sequences, paged KV cache)
+ * replaces the internals behind this same ABI; kv_block_tokens / kv_pool_blocks take
+ * effect then (now they are validated, and a request that could never fit a given
+ * kv_pool_blocks is refused at submit as the paged version will), and the kv_blocks_*
+ * metrics stay 0 until then. */
+typedef struct specdec_scheduler specdec_scheduler;
+typedef int64_t specdec_request_id; /* > 0, never reused by one scheduler */
+
+typedef struct specdec_scheduler_params {
+    int32_t max_active;      /* most sequences decoded at once, 1..256; default 8. Now: that many
+                                engines and threads. */
+    int32_t max_queued;      /* most requests waiting to start, 1..1048576; a submit beyond it gets
+                                SPECDEC_ERR_QUEUE_FULL; default 1024 */
+    int32_t kv_block_tokens; /* tokens per KV-cache block (paged KV), 1..4096; default 16 */
+    int32_t kv_pool_blocks;  /* KV blocks per model, >= 0; 0 = enough for max_active full contexts.
+                                With paged KV a request whose prompt + n_predict cannot fit waits;
+                                one that cannot fit even in the whole pool (more than kv_pool_blocks
+                                blocks of kv_block_tokens for min(n_prompt + n_predict, n_ctx)
+                                tokens) is refused at submit with CONTEXT_FULL (already now). */
+    int32_t reserved_i[8];
+    uint64_t reserved[8];
+} specdec_scheduler_params;
+
+SPECDEC_API specdec_scheduler_params specdec_scheduler_default_params(void);
+
+/* Create a scheduler. target/draft are borrowed and must outlive the scheduler (draft
+ * may be NULL: plain decoding); engine_params as for specdec_engine_create (NULL =
+ * defaults); params NULL = defaults. Engines are created here (max_active of them
+ * now): their failures are this call's (OUT_OF_MEMORY, BACKEND_UNAVAILABLE,
+ * MODEL_MISMATCH ...). On failure *out is NULL and specdec_last_error() has the detail. */
+SPECDEC_API specdec_status specdec_scheduler_create(const specdec_model *target, const specdec_model *draft,
+                                                    const specdec_engine_params *engine_params,
+                                                    const specdec_scheduler_params *params,
+                                                    specdec_scheduler **out);
+/* Stop accepting requests (later submits: SHUT_DOWN), cancel queued and running
+ * requests (their outcome: CANCELLED, tokens so far kept; a request that finishes
+ * first keeps its outcome), and stop the scheduler's threads (returns once they have
+ * stopped). Idempotent; NULL is a no-op. Results stay collectable until free. */
+SPECDEC_API void specdec_scheduler_shutdown(specdec_scheduler *s);
+/* shutdown + free everything, uncollected results included. NULL is a no-op. */
+SPECDEC_API void specdec_scheduler_free(specdec_scheduler *s);
+/* Context length in tokens of every sequence the scheduler decodes (as
+ * specdec_engine_n_ctx of its engines); 0 for NULL. */
+SPECDEC_API int32_t specdec_scheduler_n_ctx(const specdec_scheduler *s);
+/* Detail of the last failed scheduler call on the calling thread ("" if none); the
+ * scheduler is shared between threads, so its detail is per thread (as
+ * specdec_last_error()). */
+SPECDEC_API const char *specdec_scheduler_last_error(const specdec_scheduler *s);
+
+/* Queue a request. prompt and params are copied (stop strings too); params->tokenizer
+ * is borrowed and must outlive the request; params->callback is called on a scheduler
+ * thread, once per emitted token as in specdec_generate (non-zero return: the request
+ * stops with SPECDEC_STOP_CALLBACK, outcome OK). params NULL = defaults. Validation as
+ * specdec_generate (INVALID_ARGUMENT: NULL pointers, empty prompt, ids outside [0, V),
+ * bad sampling values ...; CONTEXT_FULL: n_prompt >= n_ctx, or more KV blocks than
+ * kv_pool_blocks), plus QUEUE_FULL and SHUT_DOWN. A refused request leaves nothing
+ * behind. *out_id is set on success (0 on failure). */
+SPECDEC_API specdec_status specdec_scheduler_submit(specdec_scheduler *s, const int32_t *prompt, int32_t n_prompt,
+                                                    const specdec_generate_params *params,
+                                                    specdec_request_id *out_id);
+/* Cancel a queued or running request: SPECDEC_OK, its outcome becomes CANCELLED unless
+ * it finished first. A running request stops at its next emitted token (now: after at
+ * most one speculative round; a prompt being prefilled is not interrupted). A finished,
+ * uncollected request: SPECDEC_OK, no effect. Unknown or collected id: NOT_FOUND. */
+SPECDEC_API specdec_status specdec_scheduler_cancel(specdec_scheduler *s, specdec_request_id id);
+/* Wait for a request to finish (timeout_ms < 0: no limit, 0: just check) -> TIMEOUT if
+ * it has not (nothing is collected). When finished: copies its tokens into out_tokens
+ * (caller-owned; may be NULL when capacity is 0; BUFFER_TOO_SMALL reports the count in
+ * *n_out and collects nothing), stats (may be NULL) and its outcome into
+ * *request_status (OK, the generation's failure status, or CANCELLED), and releases
+ * the id (later calls: NOT_FOUND). n_out and request_status are required. Two threads
+ * waiting for one id: one collects, the other gets NOT_FOUND. */
+SPECDEC_API specdec_status specdec_scheduler_wait(specdec_scheduler *s, specdec_request_id id, int32_t timeout_ms,
+                                                  int32_t *out_tokens, int32_t capacity, int32_t *n_out,
+                                                  specdec_stats *stats, specdec_status *request_status);
+
+typedef struct specdec_scheduler_metrics {
+    int64_t submitted, finished, cancelled, failed, rejected; /* request counts since create: submits
+                                                                 accepted; outcomes OK / CANCELLED /
+                                                                 other; submits refused (any status) */
+    int32_t queued, active;                                   /* now */
+    int64_t tokens_generated, rounds, drafted, accepted;      /* totals over ended requests (cancelled
+                                                                 and failed included). Now counted when
+                                                                 a request ends; the batched version
+                                                                 counts running ones per round too. */
+    int32_t kv_blocks_total, kv_blocks_used;                  /* target pool (0/0 until paged KV) */
+    int32_t draft_kv_blocks_total, draft_kv_blocks_used;
+    uint64_t reserved[8];
+} specdec_scheduler_metrics;
+/* A consistent snapshot (taken under the scheduler's lock). */
+SPECDEC_API specdec_status specdec_scheduler_get_metrics(const specdec_scheduler *s, specdec_scheduler_metrics *m);
+
+/* END scheduler section */
 
 /* ------------------------------------------------------------------------- */
 /* Tokenizer: Hugging Face tokenizer.json (BPE), identical ids to `tokenizers`. */

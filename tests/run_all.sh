@@ -3,7 +3,9 @@
 # configuration (with the CUDA backend when the toolkit is present) and runs every
 # test, builds the libFuzzer targets with clang and runs each briefly from its seeds and
 # committed corpus, then builds the Debug + ASan + UBSan configuration and runs the
-# tests again under the sanitizers. GPU tests report "skipped" on machines without a device.
+# tests again under the sanitizers, and last a ThreadSanitizer configuration (CPU backend)
+# that builds and runs only the concurrency tests (label tsan). GPU tests report "skipped"
+# on machines without a device.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -51,3 +53,9 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_SANITIZE=ON -DSPECDE
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j"$jobs" -LE no_asan)
+
+echo "== ThreadSanitizer build (CPU backend): the tests labelled tsan =="
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPECDEC_TSAN=ON -DSPECDEC_CUDA=OFF -DSPECDEC_WERROR=ON \
+      -DSPECDEC_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$jobs" --target tsan_tests
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -j"$jobs" -L tsan)

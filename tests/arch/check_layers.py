@@ -7,7 +7,8 @@ including file's own folder or to a LOWER layer (docs/ARCHITECTURE.md):
     rank 2  backends/cpu/ backends/cuda/    runners and rounds (implementations of the contract)
             models/  tokenizer/             checkpoint loading, tokenizer.json
     rank 3  runtime/                        engine, generation loop, scheduler
-    rank 4  tools/<program>/                the specdec program, the server
+    rank 4  tools/server/                   the HTTP server (a library over the public API)
+    rank 5  tools/<program>/                the specdec program (tools/cli), other tools
 
 include/specdec.h (the public ABI) may be included from anywhere. Two folders of the
 same rank may not include each other (backends/cuda does not see backends/cpu, models/
@@ -28,7 +29,8 @@ RANKS = {
     "backends/cpu": 2, "backends/cuda": 2, "models": 2, "tokenizer": 2,
     "runtime": 3,
 }
-TOOLS_RANK = 4
+TOOLS_LIB_RANKS = {"tools/server": 4}  # libraries of the tools, below the programs
+TOOLS_RANK = 5
 SRC_EXT = (".c", ".h", ".cu", ".cuh")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
@@ -39,7 +41,8 @@ def folder_of(root, path):
         if rel == f or rel.startswith(f + "/"):
             return f, RANKS[f]
     if rel.startswith("tools/"):
-        return "/".join(rel.split("/")[:2]), TOOLS_RANK
+        f = "/".join(rel.split("/")[:2])
+        return f, TOOLS_LIB_RANKS.get(f, TOOLS_RANK)
     return None, None
 
 

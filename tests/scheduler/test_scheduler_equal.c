@@ -1,0 +1,162 @@
+/* test_scheduler_equal.c — many requests submitted concurrently through a scheduler give
+ * exactly what specdec_generate alone gives for the same prompt and params: tokens,
+ * streamed text, stop reason and the speculative statistics (rounds, drafted,
+ * accepted), in greedy and match mode, with varying γ (including plain decoding,
+ * γ = 0) on the bundled pair. Three submitter threads each submit their share and
+ * wait for it; the scheduler runs 4 at a time, so requests queue and overlap.
+ * Usage: test_scheduler_equal TARGET_DIR DRAFT_DIR [N_REQUESTS (<= 18) [N_PREDICT (<= 24)]] */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+
+#include "sched_common.h"
+
+#define MAX_REQ 18
+static int N_REQ = MAX_REQ;
+#define N_THREADS 3
+#define MAX_PREDICT 24
+static int32_t N_PREDICT = MAX_PREDICT;
+#define TEXT_CAP 4096
+
+typedef struct req {
+    int32_t prompt[128], n_prompt;
+    specdec_generate_params gp;
+    int32_t ref[MAX_PREDICT], n_ref;
+    specdec_stats ref_stats;
+    char ref_text[TEXT_CAP];
+    int32_t out[MAX_PREDICT], n_out;
+    specdec_stats stats;
+    specdec_status submit_st, wait_st, outcome;
+    char text[TEXT_CAP]; /* filled by the token callback on a scheduler thread */
+    size_t text_len;
+    int text_overflow;
+} req;
+
+typedef struct job {
+    specdec_scheduler *s;
+    req *reqs;
+    int first, step;
+} job;
+
+static int on_piece(void *ud, int32_t tok, const char *piece, size_t len) {
+    (void)tok;
+    req *r = ud;
+    if (r->text_len + len >= TEXT_CAP) {
+        r->text_overflow = 1;
+        return 0;
+    }
+    memcpy(r->text + r->text_len, piece, len);
+    r->text_len += len;
+    r->text[r->text_len] = '\0';
+    return 0;
+}
+
+static void *submitter(void *arg) {
+    job *j = arg;
+    specdec_request_id ids[MAX_REQ];
+    for (int i = j->first; i < N_REQ; i += j->step) {
+        req *r = &j->reqs[i];
+        r->submit_st = specdec_scheduler_submit(j->s, r->prompt, r->n_prompt, &r->gp, &ids[i]);
+    }
+    for (int i = j->first; i < N_REQ; i += j->step) {
+        req *r = &j->reqs[i];
+        if (r->submit_st != SPECDEC_OK) continue;
+        r->wait_st = specdec_scheduler_wait(j->s, ids[i], -1, r->out, N_PREDICT, &r->n_out, &r->stats, &r->outcome);
+    }
+    return NULL;
+}
+
+static int prepare(sc_env *e, req *reqs) {
+    for (int i = 0; i < N_REQ; i++) {
+        req *r = &reqs[i];
+        memset(r, 0, sizeof *r);
+        r->n_prompt = sc_encode(e, SC_PROMPTS[i % SC_N_PROMPTS], r->prompt, 128);
+        if (r->n_prompt <= 0) return 1;
+        r->gp = sc_params(i % 2, 100 + (uint64_t)i, N_PREDICT, i % 7); /* γ 0..6 */
+        r->gp.tokenizer = e->tok;
+        r->n_ref = sc_reference(e, r->prompt, r->n_prompt, &r->gp, r->ref, N_PREDICT, &r->ref_stats);
+        if (r->n_ref < 0) return 1;
+        size_t len = 0;
+        if (specdec_detokenize(e->tok, r->ref, r->n_ref, 1, r->ref_text, TEXT_CAP, &len) != SPECDEC_OK) return 1;
+        r->gp.callback = on_piece; /* set after the reference: the reference needs no text */
+        r->gp.user_data = r;
+    }
+    return 0;
+}
+
+static void check(const req *reqs) {
+    for (int i = 0; i < N_REQ; i++) {
+        const req *r = &reqs[i];
+        SD_CHECK(r->submit_st == SPECDEC_OK && r->wait_st == SPECDEC_OK && r->outcome == SPECDEC_OK,
+                 "request %d: submit %d wait %d outcome %d", i, r->submit_st, r->wait_st, r->outcome);
+        SD_CHECK(r->n_out == r->n_ref && sc_same(r->out, r->ref, r->n_ref), "request %d (%s, γ %d): %d tokens vs %d",
+                 i, i % 2 ? "match" : "greedy", (int)r->gp.n_draft, (int)r->n_out, (int)r->n_ref);
+        SD_CHECK(!r->text_overflow && strcmp(r->text, r->ref_text) == 0, "request %d: text '%s' vs '%s'", i, r->text,
+                 r->ref_text);
+        SD_CHECK(r->stats.stop_reason == r->ref_stats.stop_reason && r->stats.n_rounds == r->ref_stats.n_rounds &&
+                     r->stats.n_drafted == r->ref_stats.n_drafted && r->stats.n_accepted == r->ref_stats.n_accepted &&
+                     r->stats.n_prompt == r->ref_stats.n_prompt,
+                 "request %d: stats differ (rounds %lld/%lld drafted %lld/%lld accepted %lld/%lld)", i,
+                 (long long)r->stats.n_rounds, (long long)r->ref_stats.n_rounds, (long long)r->stats.n_drafted,
+                 (long long)r->ref_stats.n_drafted, (long long)r->stats.n_accepted,
+                 (long long)r->ref_stats.n_accepted);
+    }
+}
+
+static void check_metrics(specdec_scheduler *s, const req *reqs) {
+    specdec_scheduler_metrics m;
+    SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK, "metrics");
+    int64_t tokens = 0, rounds = 0, drafted = 0, accepted = 0;
+    for (int i = 0; i < N_REQ; i++) {
+        tokens += reqs[i].ref_stats.n_generated;
+        rounds += reqs[i].ref_stats.n_rounds;
+        drafted += reqs[i].ref_stats.n_drafted;
+        accepted += reqs[i].ref_stats.n_accepted;
+    }
+    SD_CHECK(m.submitted == N_REQ && m.finished == N_REQ && m.cancelled == 0 && m.failed == 0 && m.rejected == 0,
+             "counts: submitted %lld finished %lld cancelled %lld failed %lld rejected %lld", (long long)m.submitted,
+             (long long)m.finished, (long long)m.cancelled, (long long)m.failed, (long long)m.rejected);
+    SD_CHECK(m.queued == 0 && m.active == 0, "queued %d active %d at the end", (int)m.queued, (int)m.active);
+    SD_CHECK(m.tokens_generated == tokens && m.rounds == rounds && m.drafted == drafted && m.accepted == accepted,
+             "totals: tokens %lld/%lld rounds %lld/%lld drafted %lld/%lld accepted %lld/%lld",
+             (long long)m.tokens_generated, (long long)tokens, (long long)m.rounds, (long long)rounds,
+             (long long)m.drafted, (long long)drafted, (long long)m.accepted, (long long)accepted);
+    SD_CHECK(m.kv_blocks_total == 0 && m.kv_blocks_used == 0, "kv metrics stay 0 without paged KV");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s TARGET_DIR DRAFT_DIR [N_REQUESTS]\n", argv[0]);
+        return 2;
+    }
+    if (argc > 3) N_REQ = atoi(argv[3]);
+    if (N_REQ < N_THREADS || N_REQ > MAX_REQ) N_REQ = MAX_REQ;
+    if (argc > 4) N_PREDICT = atoi(argv[4]);
+    if (N_PREDICT < 1 || N_PREDICT > MAX_PREDICT) N_PREDICT = MAX_PREDICT;
+    sc_env e;
+    if (sc_env_load(&e, argv[1], argv[2])) return 1;
+    static req reqs[MAX_REQ];
+    if (prepare(&e, reqs)) {
+        sc_env_free(&e);
+        return 1;
+    }
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = 4;
+    specdec_scheduler *s = NULL;
+    specdec_status st = specdec_scheduler_create(e.tm, e.dm, &ep, &sp, &s);
+    SD_CHECK(st == SPECDEC_OK, "create: %s", specdec_last_error());
+    if (st == SPECDEC_OK) {
+        pthread_t th[N_THREADS];
+        job jobs[N_THREADS];
+        for (int t = 0; t < N_THREADS; t++) {
+            jobs[t] = (job){s, reqs, t, N_THREADS};
+            pthread_create(&th[t], NULL, submitter, &jobs[t]);
+        }
+        for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
+        check(reqs);
+        check_metrics(s, reqs);
+    }
+    specdec_scheduler_free(s);
+    sc_env_free(&e);
+    return sd_test_done();
+}

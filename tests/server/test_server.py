@@ -1,0 +1,552 @@
+#!/usr/bin/env python3
+"""`specdec serve` end to end on loopback, with the official `openai` package as the client.
+
+Each server is started as a subprocess on a port the OS picks (--port 0; the server prints
+it), waited for on /health, and always stopped (SIGTERM, then a kill if it hangs); a clean
+stop must exit 0 (under ASan that includes no leaks).
+
+Checks:
+  - completions and chat completions, streamed and not: greedy and match-mode text equal
+    to `specdec generate` with the same prompt, seed and sampling; streamed pieces concatenate
+    to the non-streamed text; every SSE event is valid UTF-8 JSON, the last chunk carries
+    finish_reason and the stream ends with `data: [DONE]`; usage and the "speculative"
+    extension field are present and consistent;
+  - stop sequences cut the text before the sequence, streamed or not;
+  - N concurrent streaming clients (32; 8 in --quick) all complete with the right text;
+  - malformed input, each answered with its status and an OpenAI-style error object while
+    the server keeps serving (checked after each case): invalid JSON, wrong types,
+    max_tokens <= 0 or above the context, unknown model, empty messages, invalid UTF-8,
+    oversized body (declared and chunked), "tree" (valid: not supported yet; invalid),
+    unknown endpoint and method, a body sent byte by byte too slowly (closed after
+    --body-timeout) and one sent slowly but in time, a client that disconnects
+    mid-stream and one that disconnects while waiting (both cancelled: metrics);
+  - an API key: 401 without or with a wrong Bearer token, 200 with it; /health open;
+  - a full queue answers 429; the per-request timeout cancels and reports it;
+  - SIGTERM while a stream is running: the stream ends and the server exits 0.
+
+Usage: test_server.py SPECDEC_BINARY MODELS_DIR [--quick|--full]
+Prints "N passed, N failed"; exit status 0 only when nothing failed.
+"""
+import http.client
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+try:
+    import openai
+except ImportError:  # a test dependency (tests/requirements.txt): fail loudly, never skip
+    print("test_server.py: the 'openai' package is missing; run tools/deps.sh")
+    sys.exit(1)
+
+SPECDEC, MODELS = sys.argv[1], sys.argv[2]
+QUICK = "--quick" in sys.argv
+TARGET, DRAFT = os.path.join(MODELS, "kjv-target"), os.path.join(MODELS, "kjv-draft")
+START_TIMEOUT = 120 if QUICK else 30
+N_TOK = 6 if QUICK else 32
+PROMPTS = ["And God said", "In the beginning God created", "Blessed are they that"]
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+class Server:
+    """A `specdec serve` subprocess on a free port."""
+
+    def __init__(self, *args):
+        self.log = open(os.path.join(os.getcwd(), "server_test_%d.log" % id(self)), "w+")
+        # CPU backend: the references come from `specdec generate --backend cpu`
+        self.proc = subprocess.Popen([SPECDEC, "serve", "--port", "0", "--backend", "cpu", *args],
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.port = self._read_port()
+        self._wait_healthy()
+
+    def _read_port(self):
+        deadline = time.time() + START_TIMEOUT
+        line = ""
+        while time.time() < deadline and self.proc.poll() is None:
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
+            if ready:
+                line = self.proc.stdout.readline()
+                if "listening on http://" in line:
+                    return int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+        self.stop()
+        raise RuntimeError("server did not start: %r %s" % (line, self.log_text()))
+
+    def _wait_healthy(self):
+        deadline = time.time() + START_TIMEOUT
+        while time.time() < deadline:
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server never became healthy")
+
+    def log_text(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()[-3000:]
+
+    def request(self, method, path, body=None, headers=None, timeout=120):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body)
+            c.request(method, path, body=body, headers=headers or {"Content-Type": "application/json"})
+            r = c.getresponse()
+            return r.status, r.read(), dict(r.getheaders())
+        finally:
+            c.close()
+
+    def client(self, key="none"):
+        return openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % self.port, api_key=key, max_retries=0,
+                             timeout=300)
+
+    def metrics(self):
+        out = {}
+        for line in self.request("GET", "/metrics")[1].decode().splitlines():
+            if line and not line.startswith("#"):
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+    def stop(self):
+        """SIGTERM; returns the exit code (None if it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                return None
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        rc = self.stop()
+        check(rc == 0, "server exits 0 after SIGTERM (got %r): %s" % (rc, self.log_text() if rc else ""))
+        self.log.close()
+        os.unlink(self.log.name)
+
+
+_cli_cache = {}
+
+
+def cli_generate(prompt, n, *extra):
+    """`specdec generate --json` with the bundled pair: the reference text (cached)."""
+    key = (prompt, n, extra)
+    if key not in _cli_cache:
+        _cli_cache[key] = _cli_generate(prompt, n, *extra)
+    return _cli_cache[key]
+
+
+def _cli_generate(prompt, n, *extra):
+    out = subprocess.run([SPECDEC, "generate", "-m", TARGET, "-md", DRAFT, "-p", prompt, "-n", str(n), "--backend",
+                          "cpu", "--json", *extra], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError("specdec generate failed: " + out.stderr)
+    return json.loads(out.stdout)
+
+
+GREEDY = dict(temperature=0)
+MATCH = dict(temperature=0.8, top_p=0.95, seed=7, extra_body={"top_k": 40, "min_p": 0.05, "verify": "match"})
+MATCH_CLI = ["--temp", "0.8", "--top-p", "0.95", "--top-k", "40", "--min-p", "0.05", "--seed", "7", "--verify",
+             "match"]
+
+
+def sse_events(srv, path, body):
+    """Raw SSE events of a streamed request: (status, [event bytes]); each must be UTF-8."""
+    c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=300)
+    c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    raw = r.read()
+    c.close()
+    return r.status, r.getheader("Content-Type"), [e for e in raw.split(b"\n\n") if e]
+
+
+def test_completions(srv):
+    oc = srv.client()
+    for prompt in PROMPTS[: 1 if QUICK else 3]:
+        for mode, kw, cli_extra in (("greedy", GREEDY, ["--temp", "0"]), ("match", MATCH, MATCH_CLI)):
+            ref = cli_generate(prompt, N_TOK, *cli_extra)
+            r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, **kw)
+            check(r.choices[0].text == ref["text"], "%s completion of %r: %r != %r" % (mode, prompt,
+                                                                                      r.choices[0].text, ref["text"]))
+            check(r.usage.prompt_tokens == len(ref["prompt_tokens"]) and r.usage.completion_tokens ==
+                  len(ref["tokens"]) and r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens,
+                  "%s usage %r" % (mode, r.usage))
+            spec = (r.model_extra or {}).get("speculative") or {}
+            check(spec.get("verify") == mode and spec.get("rounds", 0) > 0 and 0 <= spec.get("acceptance_rate", -1)
+                  <= 1 and spec.get("drafted", -1) >= spec.get("accepted", 0), "speculative field %r" % spec)
+            check(r.choices[0].finish_reason == ("stop" if ref["stats"]["stop_reason"] == "eos" else "length"),
+                  "finish_reason %s vs %s" % (r.choices[0].finish_reason, ref["stats"]["stop_reason"]))
+            pieces, finish = [], []
+            for ch in oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, stream=True, **kw):
+                pieces.append(ch.choices[0].text)
+                finish.append(ch.choices[0].finish_reason)
+            check("".join(pieces) == ref["text"], "%s stream of %r concatenates to %r" % (mode, prompt,
+                                                                                       "".join(pieces)))
+            check(finish[-1] in ("stop", "length") and all(f is None for f in finish[:-1]),
+                  "only the last chunk has a finish_reason: %r" % finish)
+
+
+def test_chat(srv):
+    oc = srv.client()
+    msgs = [{"role": "system", "content": "Speak as the King James Bible."},
+            {"role": "user", "content": "Who created the heaven and the earth?"}]
+    rendered = "System: Speak as the King James Bible.\nUser: Who created the heaven and the earth?\nAssistant:"
+    modes = (("greedy", GREEDY, ["--temp", "0"]), ("match", MATCH, MATCH_CLI))
+    for mode, kw, cli_extra in modes[: 1 if QUICK else 2]:  # match mode is covered by completions too
+        ref = cli_generate(rendered, N_TOK, *cli_extra)
+        r = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=N_TOK, **kw)
+        check(r.choices[0].message.role == "assistant" and r.choices[0].message.content == ref["text"],
+              "%s chat: %r != %r" % (mode, r.choices[0].message.content, ref["text"]))
+        check(r.usage.prompt_tokens == len(ref["prompt_tokens"]), "chat prompt tokens %d" % r.usage.prompt_tokens)
+        pieces, roles, last = [], [], None
+        for ch in oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=N_TOK, stream=True,
+                                             stream_options={"include_usage": True}, **kw):
+            if ch.choices:
+                pieces.append(ch.choices[0].delta.content or "")
+                roles.append(ch.choices[0].delta.role)
+                if ch.choices[0].finish_reason:
+                    last = ch.choices[0].finish_reason
+            elif ch.usage:
+                check(ch.usage.completion_tokens == r.usage.completion_tokens, "streamed usage chunk")
+        check("".join(pieces) == r.choices[0].message.content, "%s chat stream concatenates: %r" % (mode, pieces))
+        check(roles[0] == "assistant" and last == r.choices[0].finish_reason, "chat stream role/finish")
+    status, ctype, events = sse_events(srv, "/v1/chat/completions", {"messages": msgs, "max_tokens": 8,
+                                                                      "temperature": 0, "stream": True})
+    ok = status == 200 and ctype.startswith("text/event-stream") and events[-1] == b"data: [DONE]"
+    for e in events[:-1]:
+        try:
+            ok = ok and e.startswith(b"data: ") and "choices" in json.loads(e[6:].decode("utf-8", "strict"))
+        except (UnicodeDecodeError, ValueError):
+            ok = False
+    check(ok, "raw SSE: every event is UTF-8 JSON, the last is [DONE]: %r" % events[-2:])
+
+
+def test_stop(srv):
+    oc = srv.client()
+    ref = cli_generate(PROMPTS[0], N_TOK, "--temp", "0")["text"]
+    stop = ref[len(ref) // 2: len(ref) // 2 + 3]
+    want = ref[: ref.find(stop)]
+    r = oc.completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=N_TOK, stop=[stop, "\u00a7\u00a7"],
+                              temperature=0)
+    check(r.choices[0].text == want and r.choices[0].finish_reason == "stop",
+          "stop %r: %r (want %r), %s" % (stop, r.choices[0].text, want, r.choices[0].finish_reason))
+    s = "".join(c.choices[0].text for c in oc.completions.create(model="kjv-target", prompt=PROMPTS[0],
+                                                                  max_tokens=N_TOK, stop=stop, temperature=0,
+                                                                  stream=True))
+    check(s == want, "streamed stop: %r (want %r)" % (s, want))
+
+
+def test_concurrent(srv):
+    n = 8 if QUICK else 32
+    prompts = PROMPTS[:1] if QUICK else PROMPTS
+    refs = {p: cli_generate(p, N_TOK, "--temp", "0")["text"] for p in prompts}
+    results = [None] * n
+
+    def one(i):
+        try:
+            oc = srv.client()
+            p = prompts[i % len(prompts)]
+            text = "".join(c.choices[0].text for c in oc.completions.create(
+                model="kjv-target", prompt=p, max_tokens=N_TOK, temperature=0, stream=True))
+            results[i] = text == refs[p]
+        except Exception as e:  # noqa: BLE001 - reported as a failure
+            results[i] = repr(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    check(all(r is True for r in results), "%d concurrent streams all complete correctly: %r" % (n, results))
+
+
+def still_serving(srv, after):
+    st, body, _ = srv.request("GET", "/health")
+    ok = st == 200
+    st2, body2, _ = srv.request("POST", "/v1/completions", {"prompt": "And", "max_tokens": 1, "temperature": 0})
+    ok = ok and st2 == 200 and json.loads(body2)["usage"]["completion_tokens"] >= 1
+    check(ok, "still serving after %s (%d %d)" % (after, st, st2))
+
+
+def expect_error(srv, what, status, method, path, body, headers=None, code=None):
+    st, raw, _ = srv.request(method, path, body, headers)
+    try:
+        err = json.loads(raw)["error"]
+        shape = isinstance(err["message"], str) and err["message"] and "type" in err and "param" in err and \
+            "code" in err and (code is None or err["code"] == code)
+    except (ValueError, KeyError, TypeError):
+        shape = False
+    check(st == status and shape, "%s: status %d (want %d), body %r" % (what, st, status, raw[:200]))
+    still_serving(srv, what)
+
+
+def test_malformed(srv):
+    big = json.dumps({"prompt": "x" * 300000, "max_tokens": 1})
+    cases = [
+        ("invalid JSON", 400, "/v1/completions", '{"prompt": "x",', None),
+        ("prompt of the wrong type", 400, "/v1/completions", {"prompt": 5}, None),
+        ("max_tokens of the wrong type", 400, "/v1/completions", {"prompt": "x", "max_tokens": "ten"}, None),
+        ("temperature of the wrong type", 400, "/v1/completions", {"prompt": "x", "temperature": "hot"}, None),
+        ("messages of the wrong type", 400, "/v1/chat/completions", {"messages": "hi"}, None),
+        ("stream of the wrong type", 400, "/v1/completions", {"prompt": "x", "stream": "yes"}, None),
+        ("max_tokens 0", 400, "/v1/completions", {"prompt": "x", "max_tokens": 0}, None),
+        ("max_tokens -3", 400, "/v1/completions", {"prompt": "x", "max_tokens": -3}, None),
+        ("max_tokens above the context", 400, "/v1/completions", {"prompt": "x", "max_tokens": 100000},
+         "context_length_exceeded"),
+        ("prompt filling the context", 400, "/v1/completions", {"prompt": [5] * 600, "max_tokens": 1},
+         "context_length_exceeded"),
+        ("token id outside the vocabulary", 400, "/v1/completions", {"prompt": [1, 99999]}, None),
+        ("unknown model", 404, "/v1/completions", {"model": "gpt-9", "prompt": "x"}, "model_not_found"),
+        ("empty messages", 400, "/v1/chat/completions", {"messages": []}, None),
+        ("invalid UTF-8", 400, "/v1/completions", b'{"prompt": "\xff\xfe x"}', None),
+        ("oversized body", 413, "/v1/completions", big, None),
+        ("tree (valid, not supported yet)", 400, "/v1/completions", {"prompt": "x", "tree": [2, 2]}, "unsupported"),
+        ("tree (invalid)", 400, "/v1/completions", {"prompt": "x", "tree": [0, -1]}, None),
+        ("n = 2", 400, "/v1/completions", {"prompt": "x", "n": 2}, None),
+        ("unknown endpoint", 404, "/v1/embeddings", {"input": "x"}, None),
+    ]
+    for what, status, path, body, code in cases:
+        expect_error(srv, what, status, "POST", path, body, code=code)
+    expect_error(srv, "wrong method", 405, "GET", "/v1/completions", None)
+    st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "And", "max_tokens": 2, "frobnicate": {"a": [1]}})
+    check(st == 200, "unknown fields are ignored: %d %r" % (st, raw[:100]))
+    test_chunked_oversize(srv)
+    test_slow_body(srv)
+    test_disconnects(srv)
+
+
+def test_chunked_oversize(srv):
+    """A chunked upload (no Content-Length) past the limit: drained, then 413."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n")
+    chunk = b"x" * 65536
+    for _ in range(6):
+        s.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    s.sendall(b"0\r\n\r\n")
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            d = s.recv(4096)
+            if not d:
+                break
+            data += d
+    except OSError:
+        pass
+    s.close()
+    check(data.startswith(b"HTTP/1.1 413"), "chunked oversized body: %r" % data[:40])
+    still_serving(srv, "chunked oversized body")
+
+
+def test_slow_body(srv):
+    """Body trickled byte by byte: too slow is cut off after --body-timeout (2 s here); in time is served."""
+    body = json.dumps({"prompt": "And", "max_tokens": 2}).encode()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(body))
+    t0, closed = time.time(), False
+    for b in body:  # ~40 bytes at 4 per second: ~10 s, far past the 2 s allowed
+        try:
+            s.sendall(bytes([b]))
+            time.sleep(0.25)
+            ready, _, _ = select.select([s], [], [], 0)
+            if ready:  # the server closed the connection (or answered): either way it stopped waiting
+                s.recv(4096)
+                closed = True
+        except OSError:
+            closed = True
+        if closed:
+            break
+    s.close()
+    elapsed = time.time() - t0
+    check(closed and elapsed < 8, "slow body cut off within the bound (closed %s after %.1f s)" % (closed, elapsed))
+    still_serving(srv, "a slow body")
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body))
+    for b in body:
+        s.sendall(bytes([b]))
+        time.sleep(0.01)
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    s.close()
+    check(data.startswith(b"HTTP/1.1 200"), "a body sent slowly but in time is served: %r" % data[:40])
+
+
+def wait_metric(srv, key, at_least, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        m = srv.metrics()
+        if m.get(key, 0) >= at_least:
+            return m
+        time.sleep(0.1)
+    return srv.metrics()
+
+
+def test_disconnects(srv):
+    before = srv.metrics()
+    for stream in (True, False):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+        body = json.dumps({"prompt": PROMPTS[1], "max_tokens": 400, "temperature": 0, "stream": stream}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        if stream:
+            s.recv(256)  # the headers and the first event have come: now hang up mid-stream
+        else:
+            time.sleep(0.1)
+        s.close()
+    key = "specdec_client_disconnects_total"
+    m = wait_metric(srv, key, before.get(key, 0) + 2)
+    check(m.get(key, 0) >= before.get(key, 0) + 2, "both disconnects cancel their requests: %r" % m.get(key))
+    m = wait_metric(srv, 'specdec_requests_total{outcome="cancelled"}',
+                    before.get('specdec_requests_total{outcome="cancelled"}', 0) + 2)
+    check(m.get('specdec_requests_total{outcome="cancelled"}', 0) >=
+          before.get('specdec_requests_total{outcome="cancelled"}', 0) + 2, "cancelled outcomes counted")
+    deadline = time.time() + 30
+    while time.time() < deadline and srv.metrics().get("specdec_active_requests", 1) != 0:
+        time.sleep(0.1)
+    check(srv.metrics().get("specdec_active_requests") == 0, "nothing left running after the disconnects")
+    still_serving(srv, "disconnects")
+
+
+def test_metrics_endpoint(srv):
+    st, raw, hdr = srv.request("GET", "/metrics")
+    text = raw.decode()
+    need = ["specdec_http_requests_total{", 'specdec_requests_total{outcome="finished"}',
+            "specdec_tokens_generated_total", "specdec_acceptance_rate", "specdec_tokens_per_round",
+            "specdec_queue_depth", "specdec_kv_blocks{", "specdec_time_to_first_token_seconds_count"]
+    check(st == 200 and hdr.get("Content-Type", "").startswith("text/plain") and all(n in text for n in need),
+          "/metrics has %r" % [n for n in need if n not in text])
+    m = srv.metrics()
+    check(0 < m["specdec_acceptance_rate"] <= 1 and m["specdec_tokens_per_round"] >= 1, "metric values")
+    st, raw, _ = srv.request("GET", "/v1/models")
+    ids = [d["id"] for d in json.loads(raw)["data"]]
+    check(st == 200 and ids == ["kjv-target"], "/v1/models: %r" % ids)
+    check([m.id for m in srv.client().models.list()] == ["kjv-target"], "models through the client")
+
+
+def test_api_key():
+    with Server("--api-key", "s3cret", "--parallel", "1") as srv:
+        check(srv.request("GET", "/health")[0] == 200, "/health needs no key")
+        expect_auth = [(None, 401), ("Bearer nope", 401), ("s3cret", 401), ("Bearer s3cret", 200)]
+        for h, want in expect_auth:
+            hdr = {"Content-Type": "application/json"}
+            if h:
+                hdr["Authorization"] = h
+            st, raw, headers = srv.request("POST", "/v1/completions", {"prompt": "And", "max_tokens": 1}, hdr)
+            check(st == want and (want == 200 or "error" in json.loads(raw)), "auth %r: %d" % (h, st))
+        try:
+            srv.client("wrong").completions.create(model="kjv-target", prompt="And", max_tokens=1)
+            check(False, "a wrong key raises AuthenticationError")
+        except openai.AuthenticationError:
+            check(True, "")
+        r = srv.client("s3cret").completions.create(model="kjv-target", prompt="And", max_tokens=1)
+        check(r.usage.completion_tokens == 1, "the right key works")
+
+
+def test_queue_and_timeout():
+    with Server("--parallel", "1", "--queue", "1") as srv:
+        results, n_tok = [], 24 if QUICK else 200  # long enough to keep the one engine busy
+
+        def one():
+            try:
+                results.append(srv.request("POST", "/v1/completions", {"prompt": PROMPTS[1], "max_tokens": n_tok,
+                                                                      "temperature": 0})[:3:2])
+            except OSError as e:
+                results.append((repr(e), {}))
+
+        threads = [threading.Thread(target=one) for _ in range(6)]
+        for t in threads:
+            t.start()
+            time.sleep(0.01)
+        for t in threads:
+            t.join(600)
+        codes = sorted(r[0] for r in results)
+        check(codes.count(429) >= 1 and codes.count(200) >= 1 and set(codes) <= {200, 429},
+              "a full queue answers 429: %r" % codes)
+        check(all(h.get("Retry-After") == "1" for c, h in results if c == 429), "429 has Retry-After")
+        still_serving(srv, "a full queue")
+    with Server("--parallel", "1", "--timeout", "0.05") as srv:
+        st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": PROMPTS[1], "max_tokens": 480,
+                                                             "temperature": 0})
+        d = json.loads(raw)
+        check(st == 200 and d["speculative"]["stop_reason"] == "timeout" and d["choices"][0]["finish_reason"] ==
+              "length" and d["usage"]["completion_tokens"] < 480, "per-request timeout: %r" % d.get("speculative"))
+        check(srv.metrics()["specdec_request_timeouts_total"] >= 1, "timeouts counted")
+
+
+def test_sigterm_mid_stream():
+    srv = Server("--parallel", "2")
+    got = {}
+
+    def stream():
+        try:
+            got["events"] = sse_events(srv, "/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 480,
+                                                                "temperature": 0, "stream": True})[2]
+        except OSError as e:
+            got["error"] = repr(e)
+
+    t = threading.Thread(target=stream)
+    t.start()
+    time.sleep(0.5)
+    t0 = time.time()
+    rc = srv.stop()
+    t.join(120)
+    check(rc == 0 and time.time() - t0 < 60, "SIGTERM mid-stream: exit %r in %.1f s" % (rc, time.time() - t0))
+    ev = got.get("events", [])
+    check(not t.is_alive() and len(ev) >= 2 and ev[-1] == b"data: [DONE]" and b'"finish_reason":"' in ev[-2],
+          "the stream ended cleanly with a final chunk: %r" % (ev[-2:] if ev else got))
+    srv.log.close()
+    os.unlink(srv.log.name)
+
+
+def timed(fn, *args):
+    t = time.time()
+    fn(*args)
+    print("  %-24s %6.1f s" % (fn.__name__, time.time() - t), flush=True)
+
+
+def main():
+    t0 = time.time()
+    with Server("--parallel", "4", "--max-body", "262144", "--body-timeout", "2") as srv:
+        print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
+        for fn in (test_completions, test_chat, test_stop, test_concurrent, test_malformed, test_metrics_endpoint):
+            timed(fn, srv)
+    timed(test_api_key)
+    timed(test_queue_and_timeout)
+    timed(test_sigterm_mid_stream)
+    print("server tests took %.1f s" % (time.time() - t0))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+/* test_server_parse.c — the server's pure parts, without HTTP:
+ *  - sd_api_parse: valid bodies of both endpoints give the fields; each malformed body
+ *    (not JSON, wrong types, out-of-range values, unknown model, empty messages, bad
+ *    UTF-8, tree given) gives its HTTP status, an error message and the offending param;
+ *  - sd_utf8_valid against a reference decoder on random byte strings (fixed seed);
+ *  - the stop filter (sd_stopper): text fed in random pieces releases exactly the text
+ *    before the first stop sequence, never more than it, and never takes text back,
+ *    compared with a direct search on random texts over a small alphabet;
+ *  - sd_buf_json_str escapes controls, quotes and NUL;
+ *  - robustness: sd_server_parse_body on 20,000 mutations of valid bodies (byte flips,
+ *    truncations, insertions; fixed seed) returns a status and never crashes (the ASan
+ *    build checks memory). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_server_request.h"
+#include "sd_server_text.h"
+#include "sd_test.h"
+
+static uint64_t rng = 0x243f6a8885a308d3ULL;
+static uint64_t next(void) {
+    rng ^= rng >> 12;
+    rng ^= rng << 25;
+    rng ^= rng >> 27;
+    return rng * 2685821657736338717ULL;
+}
+
+static int parse(const char *body, int chat, sd_api_request *r, sd_api_error *e) {
+    return sd_api_parse(body, strlen(body), chat, "kjv-target", r, e);
+}
+
+static void test_valid(void) {
+    sd_api_request r;
+    sd_api_error e;
+    int code = parse("{\"model\":\"kjv-target\",\"prompt\":\"And God\",\"max_tokens\":7,\"temperature\":0.5,"
+                     "\"top_p\":0.9,\"top_k\":40,\"min_p\":0.1,\"seed\":-1,\"stop\":[\"a\",\"bc\"],\"stream\":true,"
+                     "\"stream_options\":{\"include_usage\":true},\"n_draft\":3,\"verify\":\"match\",\"n\":1,"
+                     "\"unknown\":{\"x\":[1,2]},\"logprobs\":null}",
+                     0, &r, &e);
+    SD_CHECK(code == 200, "valid completion: %d %s", code, e.message);
+    if (code == 200) {
+        SD_CHECK(r.prompt && !strcmp(r.prompt, "And God") && r.max_tokens == 7 && r.temperature == 0.5f &&
+                     r.top_p == 0.9f && r.top_k == 40 && r.min_p == 0.1f && r.has_seed && r.seed == UINT64_MAX &&
+                     r.n_stop == 2 && !strcmp(r.stop[1], "bc") && r.stream && r.include_usage && r.n_draft == 3 &&
+                     r.verify == SPECDEC_VERIFY_MATCH,
+                 "completion fields");
+        sd_api_request_free(&r);
+    }
+    code = parse("{\"prompt\":[[5,6,7]]}", 0, &r, &e);
+    SD_CHECK(code == 200 && r.n_prompt_ids == 3 && r.prompt_ids[2] == 7 && r.max_tokens == -1 &&
+                 r.temperature == 1.0f && r.top_p == 1.0f && r.n_draft == -1 && !r.model,
+             "token-id prompt and defaults: %d", code);
+    if (code == 200) sd_api_request_free(&r);
+    code = parse("{\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},{\"role\":\"user\",\"content\":"
+                 "[{\"type\":\"text\",\"text\":\"Hi \"},{\"type\":\"text\",\"text\":\"there\"}]},"
+                 "{\"role\":\"assistant\",\"content\":null}],\"max_completion_tokens\":5,\"stop\":\"\\n\"}",
+                 1, &r, &e);
+    SD_CHECK(code == 200 && r.n_messages == 3 && !strcmp(r.messages[1].content, "Hi there") &&
+                 !strcmp(r.messages[2].content, "") && r.max_tokens == 5 && r.n_stop == 1 && !strcmp(r.stop[0], "\n"),
+             "chat fields: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+}
+
+static void test_invalid(void) {
+    static const struct { int chat; const char *body; int code; const char *param; } cases[] = {
+        {0, "", 400, ""},
+        {0, "{", 400, ""},
+        {0, "{\"prompt\":\"x\"} trailing", 400, ""},
+        {0, "[1,2]", 400, ""},
+        {0, "{}", 400, "prompt"},
+        {0, "{\"prompt\":5}", 400, "prompt"},
+        {0, "{\"prompt\":[]}", 400, "prompt"},
+        {0, "{\"prompt\":[1,-2]}", 400, "prompt"},
+        {0, "{\"prompt\":[\"a\",\"b\"]}", 400, "prompt"},
+        {0, "{\"prompt\":\"x\",\"max_tokens\":0}", 400, "max_tokens"},
+        {0, "{\"prompt\":\"x\",\"max_tokens\":-4}", 400, "max_tokens"},
+        {0, "{\"prompt\":\"x\",\"max_tokens\":1.5}", 400, "max_tokens"},
+        {0, "{\"prompt\":\"x\",\"max_tokens\":\"ten\"}", 400, "max_tokens"},
+        {0, "{\"prompt\":\"x\",\"max_tokens\":1e300}", 400, "max_tokens"},
+        {0, "{\"prompt\":\"x\",\"temperature\":\"hot\"}", 400, "temperature"},
+        {0, "{\"prompt\":\"x\",\"temperature\":-0.1}", 400, "temperature"},
+        {0, "{\"prompt\":\"x\",\"top_p\":0}", 400, "top_p"},
+        {0, "{\"prompt\":\"x\",\"top_k\":-1}", 400, "top_k"},
+        {0, "{\"prompt\":\"x\",\"min_p\":1.5}", 400, "min_p"},
+        {0, "{\"prompt\":\"x\",\"seed\":0.5}", 400, "seed"},
+        {0, "{\"prompt\":\"x\",\"stop\":5}", 400, "stop"},
+        {0, "{\"prompt\":\"x\",\"stop\":[\"\"]}", 400, "stop"},
+        {0, "{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", 400, "stop"},
+        {0, "{\"prompt\":\"x\",\"stream\":\"yes\"}", 400, "stream"},
+        {0, "{\"prompt\":\"x\",\"stream_options\":3}", 400, "stream_options"},
+        {0, "{\"prompt\":\"x\",\"n\":2}", 400, "n"},
+        {0, "{\"prompt\":\"x\",\"n_draft\":17}", 400, "n_draft"},
+        {0, "{\"prompt\":\"x\",\"verify\":\"maybe\"}", 400, "verify"},
+        {0, "{\"prompt\":\"x\",\"tree\":[2,2]}", 400, "tree"},  /* valid, not supported yet */
+        {0, "{\"prompt\":\"x\",\"tree\":[]}", 400, "tree"},
+        {0, "{\"prompt\":\"x\",\"tree\":[0]}", 400, "tree"},
+        {0, "{\"prompt\":\"x\",\"tree\":\"2\"}", 400, "tree"},
+        {0, "{\"prompt\":\"x\",\"tree\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}", 400, "tree"},
+        {0, "{\"model\":\"gpt-4\",\"prompt\":\"x\"}", 404, "model"},
+        {0, "{\"model\":7,\"prompt\":\"x\"}", 400, "model"},
+        {0, "{\"prompt\":\"\xff\xfe\"}", 400, ""},
+        {0, "{\"prompt\":\"\xc0\xaf\"}", 400, ""},     /* overlong */
+        {0, "{\"prompt\":\"\xed\xa0\x80\"}", 400, ""}, /* surrogate */
+        {1, "{\"messages\":[]}", 400, "messages"},
+        {1, "{\"messages\":\"hi\"}", 400, "messages"},
+        {1, "{}", 400, "messages"},
+        {1, "{\"messages\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", 400, "messages"},
+        {1, "{\"messages\":[{\"role\":\"user\"}]}", 400, "messages"},
+        {1, "{\"messages\":[{\"role\":\"user\",\"content\":5}]}", 400, "messages"},
+        {1, "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image_url\"}]}]}", 400, "messages"},
+        {1, "{\"messages\":[5]}", 400, "messages"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_api_request r;
+        sd_api_error e;
+        int code = parse(cases[i].body, cases[i].chat, &r, &e);
+        SD_CHECK(code == cases[i].code && e.http == code && e.message[0] && e.type &&
+                     !strcmp(e.param, cases[i].param),
+                 "case %zu (%s): got %d param '%s' (%s), want %d param '%s'", i, cases[i].body, code, e.param,
+                 e.message, cases[i].code, cases[i].param);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    sd_api_request r;
+    sd_api_error e;
+    int code = sd_api_parse("{\"prompt\":\"x\"}", 5, 0, NULL, &r, &e); /* length cuts the JSON */
+    SD_CHECK(code == 400, "a body is read only up to its length: %d", code);
+}
+
+/* Reference decoder: maximal well-formed sequences per Unicode Table 3-7. */
+static int ref_utf8(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        unsigned lo = 0x80, hi = 0xBF;
+        size_t k;
+        if (c <= 0x7F) { i++; continue; }
+        else if (c >= 0xC2 && c <= 0xDF) k = 1;
+        else if (c >= 0xE0 && c <= 0xEF) k = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        else if (c >= 0xF0 && c <= 0xF4) k = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        else return 0;
+        if (n - i <= k) return 0;
+        if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+        for (size_t j = 2; j <= k; j++)
+            if (s[i + j] < 0x80 || s[i + j] > 0xBF) return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+static void test_utf8(void) {
+    unsigned char buf[8];
+    int mismatches = 0, valid = 0;
+    for (int t = 0; t < 200000; t++) {
+        size_t n = 1 + next() % 6;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = next();
+            buf[i] = (unsigned char)(r % 4 == 0 ? 0x80 + (r >> 8) % 64 : r % 4 == 1 ? 0xC0 + (r >> 8) % 64 : r >> 8);
+        }
+        int a = sd_utf8_valid((const char *)buf, n), b = ref_utf8(buf, n);
+        valid += b;
+        if (a != b && mismatches++ < 5) SD_CHECK(0, "utf8 disagreement on %zu bytes: %d vs %d", n, a, b);
+    }
+    SD_CHECK(mismatches == 0 && valid > 1000, "utf8: %d mismatches, %d valid strings", mismatches, valid);
+}
+
+/* Where the text must end: at the first piece that completes a stop sequence, the
+ * earliest start among the sequences it completes (generation stops after that piece). */
+static size_t stop_expect(const char *text, size_t n, char **stops, const size_t *ends, int n_pieces) {
+    size_t old = 0;
+    for (int p = 0; p < n_pieces; p++) {
+        size_t best = (size_t)-1;
+        for (int k = 0; k < 2; k++) {
+            size_t l = strlen(stops[k]);
+            for (size_t i = 0; i + l <= ends[p]; i++)
+                if (i + l > old && !memcmp(text + i, stops[k], l) && i < best) best = i;
+        }
+        if (best != (size_t)-1) return best;
+        old = ends[p];
+    }
+    return n;
+}
+
+static void test_stopper(void) {
+    int bad = 0;
+    for (int t = 0; t < 20000; t++) {
+        char text[64], s1[4], s2[4];
+        size_t n = next() % 48, ends[64];
+        int n_pieces = 0;
+        for (size_t i = 0; i < n; i++) text[i] = "abc"[next() % 3];
+        for (size_t len = 0; len < n; n_pieces++) {
+            size_t piece = 1 + next() % 4;
+            len = len + piece > n ? n : len + piece;
+            ends[n_pieces] = len;
+        }
+        size_t l1 = 1 + next() % 3, l2 = 1 + next() % 3;
+        for (size_t i = 0; i < l1; i++) s1[i] = "abc"[next() % 3];
+        for (size_t i = 0; i < l2; i++) s2[i] = "abc"[next() % 3];
+        s1[l1] = s2[l2] = '\0';
+        char *stops[2] = {s1, s2};
+        size_t want = stop_expect(text, n, stops, ends, n_pieces);
+        sd_stopper st;
+        sd_stop_init(&st, stops, 2);
+        size_t len = 0, last_safe = 0;
+        for (int p = 0; p < n_pieces && st.stop_at == (size_t)-1; p++) {
+            sd_stop_scan(&st, text, len, ends[p]);
+            len = ends[p];
+            if (st.safe < last_safe || st.safe > want) bad++;
+            last_safe = st.safe;
+        }
+        sd_stop_finish(&st, len);
+        if (st.safe != want) bad++;
+    }
+    SD_CHECK(bad == 0, "stop filter: %d wrong releases", bad);
+}
+
+static void test_json_escape(void) {
+    sd_buf b = {0};
+    sd_buf_json_str(&b, "a\"b\\c\n\x01\0z\xc3\xa9", 11);
+    const char *want = "\"a\\\"b\\\\c\\n\\u0001\\u0000z\xc3\xa9\"";
+    SD_CHECK(b.p && !strcmp(b.p, want), "json escape: %s", b.p ? b.p : "(null)");
+    sd_buf_free(&b);
+}
+
+static void test_mutations(void) {
+    static const char *const seeds[] = {
+        "{\"model\":\"model\",\"prompt\":\"And God said\",\"max_tokens\":16,\"temperature\":0,\"stop\":[\"\\n\"]}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}],\"stream\":true,"
+        "\"stream_options\":{\"include_usage\":true},\"tree\":[2,1],\"seed\":123456789012}",
+        "{\"prompt\":[[1,2,3]],\"top_k\":5,\"min_p\":0.1,\"verify\":\"match\",\"n_draft\":4,\"n\":1}",
+    };
+    char buf[512];
+    int counts[600] = {0};
+    for (int t = 0; t < 20000; t++) {
+        const char *s = seeds[t % 3];
+        size_t n = strlen(s);
+        memcpy(buf, s, n);
+        for (int m = 0, nm = 1 + (int)(next() % 4); m < nm; m++) {
+            uint64_t r = next();
+            size_t at = n ? (size_t)(r >> 8) % n : 0;
+            switch (r % 4) {
+            case 0: buf[at] = (char)(next() & 0xff); break;                  /* flip a byte */
+            case 1: n = at; break;                                          /* truncate */
+            case 2: /* insert a structural character */
+                if (n + 1 < sizeof buf) {
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = "{}[]\",:0\\"[next() % 9];
+                    n++;
+                }
+                break;
+            case 3: if (n) { memmove(buf + at, buf + at + 1, n - at - 1); n--; } break; /* delete */
+            }
+        }
+        int code = sd_server_parse_body((const uint8_t *)buf, n, t & 1);
+        if (code >= 0 && code < 600) counts[code]++;
+        else SD_CHECK(0, "mutation %d: status %d", t, code);
+    }
+    SD_CHECK(counts[400] > 1000 && counts[200] > 10, "mutations: %d valid, %d rejected", counts[200], counts[400]);
+    printf("mutations: %d valid, %d x 400, %d x 404\n", counts[200], counts[400], counts[404]);
+}
+
+int main(void) {
+    test_valid();
+    test_invalid();
+    test_utf8();
+    test_stopper();
+    test_json_escape();
+    test_mutations();
+    return sd_test_done();
+}

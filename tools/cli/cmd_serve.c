@@ -1,0 +1,126 @@
+/* cmd_serve.c — `specdec serve`: options -> sd_server_config, then tools/server runs
+ * the OpenAI-compatible HTTP server until SIGINT/SIGTERM. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "specdec.h"
+
+int cli_cmd_serve(int argc, char **argv);
+
+#ifdef SPECDEC_WITH_SERVER
+#include "sd_server.h"
+
+static void serve_usage(FILE *f) {
+    fprintf(f,
+            "usage: specdec serve [-m TARGET_DIR] [-md DRAFT_DIR] [options]\n"
+            "  -m DIR              target model directory; default: the bundled pair kjv-target + kjv-draft\n"
+            "  -md DIR             draft model directory (speculative decoding); none: plain decoding\n"
+            "  --host ADDR         bind address (default 127.0.0.1: loopback only)\n"
+            "  --port N            port, 0 = any free one (printed); default 8080\n"
+            "  --api-key KEY       require 'Authorization: Bearer KEY' (default: $SPECDEC_API_KEY, else none)\n"
+            "  --parallel N        requests decoded at once, 1..256 (default 4)\n"
+            "  --queue N           requests waiting beyond those; more get 429 (default 64)\n"
+            "  --backend B         auto|cpu|cuda (default auto)\n"
+            "  --ctx N             context length, 0 = from the model (default 0)\n"
+            "  --draft N           default draft length γ of a request, 0..%d (default 4)\n"
+            "  --chat-template T   chat prompt format (default: the model's; now only 'plain')\n"
+            "  --alias NAME        model id served and expected in requests (default: the target dir's name)\n"
+            "  --max-body BYTES    request body limit, 413 beyond (default 2097152)\n"
+            "  --timeout S         per-request limit in seconds; the request is cancelled (default 600)\n"
+            "  --body-timeout S    a request body must arrive within S seconds; idle connections close (default 30)\n"
+            "  --max-connections N simultaneous connections (default 256)\n"
+            "  --verbose           log requests to stderr\n",
+            SPECDEC_MAX_DRAFT);
+}
+
+static int serve_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int serve_seconds(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v > 0) || !isfinite(v) || v > 1e7) return -1;
+    *out = v;
+    return 0;
+}
+
+/* One option at argv[*i] (its value at argv[*i + 1]); 0 ok, 1 help, -1 usage error. */
+static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
+    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    long n = 0;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
+    if (!strcmp(a, "--verbose")) return c->verbose = 1, 0;
+    if (!v) return fprintf(stderr, "specdec serve: unknown option or missing value: %s\n", a), -1;
+    (*i)++;
+    int bad = 0;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) c->target_dir = v;
+    else if (!strcmp(a, "-md") || !strcmp(a, "--model-draft")) c->draft_dir = v;
+    else if (!strcmp(a, "--host")) c->host = v;
+    else if (!strcmp(a, "--port")) bad = serve_long(v, 0, 65535, &n), c->port = (int)n;
+    else if (!strcmp(a, "--api-key")) c->api_key = v;
+    else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) bad = serve_long(v, 1, 256, &n), c->parallel = (int)n;
+    else if (!strcmp(a, "--queue")) bad = serve_long(v, 1, 1 << 20, &n), c->queue = (int)n;
+    else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) bad = serve_long(v, 0, 1 << 30, &n), c->n_ctx = (int)n;
+    else if (!strcmp(a, "--draft")) bad = serve_long(v, 0, SPECDEC_MAX_DRAFT, &n), c->n_draft = (int)n;
+    else if (!strcmp(a, "--chat-template")) c->chat_template = v;
+    else if (!strcmp(a, "--alias")) c->model_alias = v;
+    else if (!strcmp(a, "--max-body")) bad = serve_long(v, 1, 1L << 30, &n), c->max_body = (size_t)n;
+    else if (!strcmp(a, "--timeout")) bad = serve_seconds(v, &c->timeout_s);
+    else if (!strcmp(a, "--body-timeout")) bad = serve_seconds(v, &c->body_timeout_s);
+    else if (!strcmp(a, "--max-connections")) bad = serve_long(v, 1, 100000, &n), c->max_connections = (int)n;
+    else if (!strcmp(a, "--backend")) {
+        if (!strcmp(v, "auto")) c->backend = SPECDEC_BACKEND_AUTO;
+        else if (!strcmp(v, "cpu")) c->backend = SPECDEC_BACKEND_CPU;
+        else if (!strcmp(v, "cuda")) c->backend = SPECDEC_BACKEND_CUDA;
+        else bad = 1;
+    } else return fprintf(stderr, "specdec serve: unknown option '%s'\n", a), -1;
+    if (bad) return fprintf(stderr, "specdec serve: bad value '%s' for %s\n", v, a), -1;
+    return 0;
+}
+
+int cli_cmd_serve(int argc, char **argv) {
+    sd_server_config c;
+    sd_server_config_default(&c);
+    c.api_key = getenv("SPECDEC_API_KEY");
+    for (int i = 1; i < argc; i++) {
+        int rc = serve_option(&c, argc, argv, &i);
+        if (rc) {
+            serve_usage(rc > 0 ? stdout : stderr);
+            return rc > 0 ? 0 : 2;
+        }
+    }
+    char bundled_t[4096], bundled_d[4096];
+    if (!c.target_dir) {
+        const char *dir = cli_bundled_models_dir();
+        if (!dir) {
+            fprintf(stderr, "specdec serve: no -m given and the bundled model pair is not installed; pass -m DIR\n");
+            return 1;
+        }
+        snprintf(bundled_t, sizeof bundled_t, "%s/kjv-target", dir);
+        snprintf(bundled_d, sizeof bundled_d, "%s/kjv-draft", dir);
+        c.target_dir = bundled_t;
+        if (!c.draft_dir) c.draft_dir = bundled_d;
+    }
+    return sd_server_run(&c);
+}
+
+#else
+
+int cli_cmd_serve(int argc, char **argv) {
+    (void)argc, (void)argv;
+    fprintf(stderr, "specdec serve: this build has no server (configure with SPECDEC_SERVER=ON and libmicrohttpd)\n");
+    return 1;
+}
+
+#endif

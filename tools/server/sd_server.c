@@ -1,0 +1,121 @@
+/* sd_server.c — the server's lifecycle: load the model pair and tokenizer, create the
+ * scheduler (max_active = --parallel), start the HTTP daemon, wait for SIGINT/SIGTERM,
+ * then stop in order: refuse new work and cancel running requests (scheduler
+ * shutdown), stop the daemon (joins the connection threads), free everything. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sd_server_internal.h"
+
+void sd_server_config_default(sd_server_config *c) {
+    memset(c, 0, sizeof *c);
+    c->host = "127.0.0.1";
+    c->port = 8080;
+    c->parallel = 4;
+    c->queue = 64;
+    c->backend = SPECDEC_BACKEND_AUTO;
+    c->n_draft = 4;
+    c->max_body = (size_t)2 << 20;
+    c->timeout_s = 600;
+    c->body_timeout_s = 30;
+    c->max_connections = 256;
+}
+
+/* The served model id: --alias, else the target directory's last component. */
+static void sd_server_model_id(sd_server *srv) {
+    const char *src = srv->cfg.model_alias;
+    char tmp[sizeof srv->model_id];
+    if (!src) {
+        snprintf(tmp, sizeof tmp, "%s", srv->cfg.target_dir);
+        size_t n = strlen(tmp);
+        while (n > 1 && tmp[n - 1] == '/') tmp[--n] = '\0';
+        const char *slash = strrchr(tmp, '/');
+        src = slash && slash[1] ? slash + 1 : tmp;
+    }
+    snprintf(srv->model_id, sizeof srv->model_id, "%s", *src ? src : "model");
+}
+
+static int sd_server_fail(const char *what, specdec_status st) {
+    fprintf(stderr, "specdec serve: %s: %s: %s\n", what, specdec_status_string(st), specdec_last_error());
+    return -1;
+}
+
+static int sd_server_load(sd_server *srv) {
+    specdec_status st = specdec_model_load(srv->cfg.target_dir, NULL, &srv->target);
+    if (st) return sd_server_fail("loading the target model", st);
+    if (srv->cfg.draft_dir && (st = specdec_model_load(srv->cfg.draft_dir, NULL, &srv->draft)))
+        return sd_server_fail("loading the draft model", st);
+    if ((st = specdec_tokenizer_load(srv->cfg.target_dir, &srv->tok)))
+        return sd_server_fail("loading the tokenizer", st);
+    specdec_model_info info;
+    if ((st = specdec_model_get_info(srv->target, &info))) return sd_server_fail("reading the model", st);
+    srv->n_vocab = info.vocab_size;
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = srv->cfg.backend;
+    ep.n_ctx = srv->cfg.n_ctx;
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = srv->cfg.parallel;
+    sp.max_queued = srv->cfg.queue;
+    if ((st = specdec_scheduler_create(srv->target, srv->draft, &ep, &sp, &srv->sched)))
+        return sd_server_fail("creating the scheduler", st);
+    srv->n_ctx = specdec_scheduler_n_ctx(srv->sched);
+    specdec_backend be = srv->cfg.backend;
+    if (be == SPECDEC_BACKEND_AUTO) be = specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
+    srv->backend_name = be == SPECDEC_BACKEND_CUDA ? "cuda" : "cpu";
+    return 0;
+}
+
+static void sd_server_free(sd_server *srv) {
+    sd_http_stop(srv);
+    specdec_scheduler_free(srv->sched);
+    specdec_tokenizer_free(srv->tok);
+    specdec_model_free(srv->draft);
+    specdec_model_free(srv->target);
+    sd_metrics_destroy(&srv->metrics);
+    free(srv);
+}
+
+int sd_server_run(const sd_server_config *cfg) {
+    if (sd_chat_template_supported(cfg->chat_template)) {
+        fprintf(stderr, "specdec serve: unknown chat template '%s' (available now: plain)\n", cfg->chat_template);
+        return 1;
+    }
+    /* Signals are taken by sigwait below: block them before any thread exists so that
+     * every thread (scheduler, daemon, connections) inherits the mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client that hangs up must not kill the process */
+    sd_server *srv = calloc(1, sizeof *srv);
+    if (!srv || sd_metrics_init(&srv->metrics)) {
+        fprintf(stderr, "specdec serve: out of memory\n");
+        free(srv);
+        return 1;
+    }
+    srv->cfg = *cfg;
+    atomic_init(&srv->stopping, 0);
+    atomic_init(&srv->next_id, 1);
+    atomic_init(&srv->active_jobs, 0);
+    sd_server_model_id(srv);
+    if (sd_server_load(srv) || sd_http_start(srv)) {
+        sd_server_free(srv);
+        return 1;
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "specdec serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    atomic_store(&srv->stopping, 1);
+    specdec_scheduler_shutdown(srv->sched); /* new requests: 503; running ones end as cancelled */
+    /* let the answers of the cancelled requests (final chunks) go out before the daemon
+     * closes every connection; a client that does not read is not waited for long */
+    struct timespec tick = {0, 10000000L};
+    for (int i = 0; i < 500 && atomic_load(&srv->active_jobs) > 0; i++) nanosleep(&tick, NULL);
+    sd_server_free(srv);
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* sd_server.h — `specdec serve`: an OpenAI-compatible HTTP server (libmicrohttpd) on top
+ * of the request scheduler (specdec_scheduler_*).
+ *
+ * Endpoints: POST /v1/completions, POST /v1/chat/completions (stream false, or true as
+ * server-sent events ending with `data: [DONE]`), GET /v1/models, GET /health,
+ * GET /metrics (Prometheus text).
+ *
+ * Files, by concern:
+ *   sd_server.c           lifecycle: load models, scheduler, daemon, signals
+ *   sd_server_http.c      libmicrohttpd plumbing: routing, auth, body limits, replies
+ *   sd_server_request.c   request-body parsing and validation (cJSON), fuzz entry point
+ *   sd_server_chat.c      chat prompt rendering
+ *   sd_server_gen.c       a generation request: tokenize, submit, wait or stream
+ *   sd_server_response.c  JSON bodies and SSE chunks
+ *   sd_server_text.c      output text: stop strings held back and cut, UTF-8, a byte buffer
+ *   sd_server_metrics.c   counters and the Prometheus text */
+#ifndef SD_SERVER_H
+#define SD_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "specdec.h"
+
+typedef struct sd_server_config {
+    const char *target_dir;      /* borrowed; required */
+    const char *draft_dir;       /* borrowed; NULL = plain decoding */
+    const char *host;            /* bind address; default "127.0.0.1" (loopback only) */
+    int port;                    /* 0 = any free port (printed); default 8080 */
+    const char *api_key;         /* NULL = no authentication; else "Authorization: Bearer KEY" */
+    int parallel;                /* requests decoded at once (scheduler max_active); default 4 */
+    int queue;                   /* requests waiting beyond those (429 when full); default 64 */
+    specdec_backend backend;     /* default AUTO */
+    int n_ctx;                   /* 0 = from the model */
+    int n_draft;                 /* default γ of a request (its "n_draft" overrides); default 4 */
+    size_t max_body;             /* request body limit in bytes (413 beyond); default 2 MiB */
+    double timeout_s;            /* per-request limit from submit to the end; default 600 */
+    double body_timeout_s;       /* a request (headers + body) must arrive within this; default 30 */
+    int max_connections;         /* simultaneous connections (each a thread); default 256 */
+    const char *chat_template;   /* NULL = the model's; now only "plain" exists */
+    const char *model_alias;     /* served model id; NULL = the target directory's name */
+    int verbose;                 /* 1: log each request to stderr */
+} sd_server_config;
+
+void sd_server_config_default(sd_server_config *c);
+
+/* Load, listen, print "listening on http://HOST:PORT", serve until SIGINT or SIGTERM,
+ * then stop cleanly (running requests are cancelled). Returns the process exit code:
+ * 0 after a signal, 1 when the server could not start. */
+int sd_server_run(const sd_server_config *c);
+
+#endif

@@ -1,0 +1,459 @@
+/* sd_server_gen.c — one generation request: parse and validate the body, build the
+ * prompt ids (chat rendering + tokenizer, or given ids), submit to the scheduler, then
+ * either wait and answer with one JSON body, or stream server-sent events.
+ *
+ * Text comes from the generate callback's pieces (never a split UTF-8 sequence) and
+ * goes through the stop filter (sd_stopper) under the job's lock: the token callback
+ * runs on a scheduler thread, the connection's thread reads. While waiting, the
+ * connection thread watches for a client that hung up, the per-request timeout and
+ * server shutdown; each cancels the request (its KV cache is freed when it ends). A
+ * job is freed only after its request was collected from the scheduler, so no
+ * callback can touch it afterwards. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sd_server_internal.h"
+
+#define SD_POLL_MS 20 /* how often a waiting connection checks its client and its deadline */
+
+enum { PH_ROLE, PH_TEXT, PH_FINAL, PH_END };
+
+typedef struct sd_job {
+    sd_server *srv;
+    struct MHD_Connection *conn;   /* valid until the response is done (not in the free callback) */
+    int chat, stream, include_usage;
+    char id[48];
+    long created;
+    specdec_request_id rid;
+    long serial;                   /* this server's request number */
+    int32_t n_prompt, cap, n_draft;
+    int32_t *tokens;               /* [cap] the collected output ids */
+    specdec_verify_mode verify;
+    char *stops[SD_API_MAX_STOP];  /* owned, taken from the request */
+    int n_stop;
+    /* shared with the token callback, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sd_buf text;                   /* everything generated */
+    sd_stopper stopper;
+    int32_t n_emitted;
+    double t_first;
+    /* the connection thread's */
+    double t_submit, deadline;
+    int cancelled, timed_out, disconnected, done;
+    specdec_status outcome;
+    specdec_stats stats;
+    int32_t n_out;
+    size_t sent;                   /* text bytes already streamed */
+    int phase;
+    sd_buf out;                    /* SSE bytes not yet handed to libmicrohttpd */
+    size_t out_pos;
+} sd_job;
+
+/* ------------------------------------------------------------------------- */
+/* job lifetime                                                               */
+/* ------------------------------------------------------------------------- */
+static sd_job *sd_job_new(sd_server *srv, struct MHD_Connection *c, sd_api_request *req) {
+    sd_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    if (pthread_mutex_init(&j->mu, NULL) != 0) {
+        free(j);
+        return NULL;
+    }
+    if (pthread_cond_init(&j->cv, NULL) != 0) {
+        pthread_mutex_destroy(&j->mu);
+        free(j);
+        return NULL;
+    }
+    j->srv = srv;
+    j->conn = c;
+    j->chat = req->chat;
+    j->stream = req->stream;
+    j->include_usage = req->include_usage;
+    j->created = (long)time(NULL);
+    j->serial = atomic_fetch_add(&srv->next_id, 1);
+    snprintf(j->id, sizeof j->id, "%s-%lx%04lx", req->chat ? "chatcmpl" : "cmpl", (unsigned long)j->created,
+             (unsigned long)j->serial);
+    for (int i = 0; i < req->n_stop; i++) j->stops[i] = req->stop[i]; /* moved */
+    j->n_stop = req->n_stop;
+    req->n_stop = 0;
+    sd_stop_init(&j->stopper, j->stops, j->n_stop);
+    return j;
+}
+
+/* Collect the request if it is still with the scheduler (cancelling it first), then free. */
+static void sd_job_free(sd_job *j) {
+    if (!j) return;
+    if (j->rid && !j->done) {
+        specdec_scheduler_cancel(j->srv->sched, j->rid);
+        int32_t n;
+        specdec_status os;
+        specdec_scheduler_wait(j->srv->sched, j->rid, -1, j->tokens, j->cap, &n, NULL, &os);
+    }
+    if (j->rid) atomic_fetch_sub(&j->srv->active_jobs, 1);
+    for (int i = 0; i < j->n_stop; i++) free(j->stops[i]);
+    free(j->tokens);
+    sd_buf_free(&j->text);
+    sd_buf_free(&j->out);
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
+/* The scheduler thread's side: append the piece, find stop sequences, wake the reader. */
+static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
+    sd_job *j = ud;
+    pthread_mutex_lock(&j->mu);
+    if (tok >= 0 && j->n_emitted++ == 0) j->t_first = sd_now();
+    if (len && j->stopper.stop_at == (size_t)-1) {
+        size_t old = j->text.len;
+        if (sd_buf_append(&j->text, piece, len) == 0) sd_stop_scan(&j->stopper, j->text.p, old, j->text.len);
+    }
+    int stop = j->text.oom || j->stopper.stop_at != (size_t)-1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return stop;
+}
+
+/* ------------------------------------------------------------------------- */
+/* prompt and parameters                                                      */
+/* ------------------------------------------------------------------------- */
+static int sd_gen_tokenize(sd_server *srv, const char *text, size_t len, int32_t **ids, int32_t *n,
+                           sd_api_error *e) {
+    int32_t cap = len < (size_t)INT32_MAX - 64 ? (int32_t)len + 64 : INT32_MAX;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        *ids = malloc((size_t)cap * sizeof(int32_t));
+        if (!*ids) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt ids");
+        specdec_status st = specdec_tokenize(srv->tok, text, len, 1, *ids, cap, n);
+        if (st == SPECDEC_OK) return 0;
+        free(*ids);
+        *ids = NULL;
+        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL)
+            return sd_api_fail(e, 500, "server_error", NULL, NULL, "tokenizing the prompt: %s",
+                               specdec_tokenizer_last_error(srv->tok));
+        cap = *n;
+    }
+    return sd_api_fail(e, 500, "server_error", NULL, NULL, "tokenizing the prompt: size changed");
+}
+
+static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int32_t **ids, int32_t *n, sd_api_error *e) {
+    *ids = NULL;
+    *n = 0;
+    if (!req->chat && req->prompt_ids) {
+        for (int32_t i = 0; i < req->n_prompt_ids; i++)
+            if (req->prompt_ids[i] >= srv->n_vocab)
+                return sd_api_fail(e, 400, "invalid_request_error", NULL, "prompt",
+                                   "prompt token %d is %d, outside the vocabulary of %d", (int)i,
+                                   (int)req->prompt_ids[i], (int)srv->n_vocab);
+        *ids = malloc((size_t)req->n_prompt_ids * sizeof(int32_t));
+        if (!*ids) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+        memcpy(*ids, req->prompt_ids, (size_t)req->n_prompt_ids * sizeof(int32_t));
+        *n = req->n_prompt_ids;
+        return 0;
+    }
+    if (!req->chat) return sd_gen_tokenize(srv, req->prompt, req->prompt_len, ids, n, e);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = sd_render_chat(srv->cfg.chat_template, req->messages, req->n_messages, &text, &len, e);
+    if (!rc) rc = sd_gen_tokenize(srv, text, len, ids, n, e);
+    free(text);
+    return rc;
+}
+
+/* max_tokens against the context; the default when absent (16 for completions as
+ * OpenAI, the rest of the context for chat). */
+static int sd_gen_budget(const sd_server *srv, const sd_api_request *req, int32_t n_prompt, int32_t *n_predict,
+                         sd_api_error *e) {
+    const char *param = req->chat ? "messages" : "prompt";
+    if (n_prompt == 0)
+        return sd_api_fail(e, 400, "invalid_request_error", NULL, param, "the prompt is empty (0 tokens)");
+    int32_t room = srv->n_ctx - n_prompt;
+    if (room <= 0)
+        return sd_api_fail(e, 400, "invalid_request_error", "context_length_exceeded", param,
+                           "This model's maximum context length is %d tokens; the prompt has %d", (int)srv->n_ctx,
+                           (int)n_prompt);
+    if (req->max_tokens > room)
+        return sd_api_fail(e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
+                           "This model's maximum context length is %d tokens; the prompt has %d and max_tokens is %d",
+                           (int)srv->n_ctx, (int)n_prompt, (int)req->max_tokens);
+    *n_predict = req->max_tokens > 0 ? req->max_tokens : req->chat ? room : (room < 16 ? room : 16);
+    return 0;
+}
+
+static uint64_t sd_mix64(uint64_t x) { /* splitmix64 finaliser: a seed when none is given */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *req, int32_t n_predict) {
+    const sd_server *srv = j->srv;
+    specdec_generate_params gp = specdec_generate_default_params();
+    gp.n_predict = n_predict;
+    gp.temperature = req->temperature;
+    gp.top_p = req->top_p;
+    gp.top_k = req->top_k;
+    gp.min_p = req->min_p;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    uint64_t entropy = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)j->serial;
+    gp.seed = req->has_seed ? req->seed : sd_mix64(entropy);
+    gp.verify = req->verify;
+    j->verify = req->verify != SPECDEC_VERIFY_AUTO ? req->verify
+                : req->temperature == 0.0f    ? SPECDEC_VERIFY_GREEDY
+                                              : SPECDEC_VERIFY_REJECTION; /* as the engine resolves AUTO */
+    j->n_draft = srv->draft ? (req->n_draft >= 0 ? req->n_draft : srv->cfg.n_draft) : 0;
+    gp.n_draft = j->n_draft;
+    gp.stop_strings = (const char *const *)j->stops;
+    gp.n_stop_strings = j->n_stop;
+    gp.tokenizer = srv->tok;
+    gp.callback = sd_job_on_token;
+    gp.user_data = j;
+    return gp;
+}
+
+static int sd_gen_submit_error(specdec_status st, sd_api_error *e) {
+    const char *d = specdec_scheduler_last_error(NULL);
+    switch (st) {
+    case SPECDEC_ERR_QUEUE_FULL:
+        return sd_api_fail(e, 429, "requests", "rate_limit_exceeded", NULL, "the server is busy: queue full, retry");
+    case SPECDEC_ERR_SHUT_DOWN: return sd_api_fail(e, 503, "server_error", NULL, NULL, "the server is shutting down");
+    case SPECDEC_ERR_INVALID_ARGUMENT: return sd_api_fail(e, 400, "invalid_request_error", NULL, NULL, "%s", d);
+    case SPECDEC_ERR_CONTEXT_FULL:
+        return sd_api_fail(e, 400, "invalid_request_error", "context_length_exceeded", NULL, "%s", d);
+    default: return sd_api_fail(e, 500, "server_error", NULL, NULL, "%s: %s", specdec_status_string(st), d);
+    }
+}
+
+/* Parse, build the prompt, submit. 0, or the HTTP status with *e set. */
+static int sd_gen_start(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len,
+                        sd_job **out, sd_api_error *e) {
+    sd_api_request req;
+    *out = NULL;
+    if (sd_api_parse(body, len, chat, srv->model_id, &req, e) != 200) return e->http;
+    int32_t *ids = NULL, n = 0, n_predict = 0;
+    sd_job *j = sd_job_new(srv, c, &req);
+    int rc = j ? 0 : sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (!rc) rc = sd_gen_prompt(srv, &req, &ids, &n, e);
+    if (!rc) rc = sd_gen_budget(srv, &req, n, &n_predict, e);
+    if (!rc) {
+        j->n_prompt = n;
+        j->cap = n_predict < srv->n_ctx - n ? n_predict : srv->n_ctx - n;
+        j->tokens = malloc((size_t)j->cap * sizeof(int32_t));
+        if (!j->tokens) rc = sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    if (!rc) {
+        specdec_generate_params gp = sd_gen_params(j, &req, n_predict);
+        j->t_submit = sd_now();
+        j->deadline = j->t_submit + srv->cfg.timeout_s;
+        specdec_status st = specdec_scheduler_submit(srv->sched, ids, n, &gp, &j->rid);
+        if (st != SPECDEC_OK) rc = sd_gen_submit_error(st, e);
+        else atomic_fetch_add(&srv->active_jobs, 1);
+    }
+    free(ids);
+    sd_api_request_free(&req);
+    if (rc) {
+        sd_job_free(j);
+        return rc;
+    }
+    *out = j;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* waiting                                                                    */
+/* ------------------------------------------------------------------------- */
+/* Cancel once when the client left, the time is up or the server stops. */
+static void sd_job_watch(sd_job *j) {
+    if (j->cancelled) return;
+    int gone = j->conn && sd_http_client_gone(j->conn);
+    int late = sd_now() > j->deadline;
+    if (!gone && !late && !atomic_load(&j->srv->stopping)) return;
+    specdec_scheduler_cancel(j->srv->sched, j->rid);
+    j->cancelled = 1;
+    j->disconnected = gone;
+    j->timed_out = late && !gone;
+    sd_metrics_event(&j->srv->metrics, gone, j->timed_out);
+}
+
+/* One wait of at most ms; 1 once the request is collected. */
+static int sd_job_poll(sd_job *j, int32_t ms) {
+    specdec_status os = SPECDEC_OK;
+    int32_t n = 0;
+    specdec_status st = specdec_scheduler_wait(j->srv->sched, j->rid, ms, j->tokens, j->cap, &n, &j->stats, &os);
+    if (st == SPECDEC_ERR_TIMEOUT) return 0;
+    j->done = 1;
+    j->n_out = n;
+    j->outcome = st == SPECDEC_OK ? os : SPECDEC_ERR_INTERNAL;
+    pthread_mutex_lock(&j->mu);
+    sd_stop_finish(&j->stopper, j->text.len);
+    pthread_mutex_unlock(&j->mu);
+    return 1;
+}
+
+static void sd_job_wait(sd_job *j) {
+    while (!sd_job_poll(j, SD_POLL_MS * 2)) sd_job_watch(j);
+}
+
+/* The outcome as a result for the response writers; NULL with *e set for a failure. */
+static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_error *e) {
+    if (j->text.oom || (j->outcome != SPECDEC_OK && j->outcome != SPECDEC_ERR_CANCELLED)) {
+        sd_api_fail(e, 500, "server_error", NULL, NULL, "generation failed: %s",
+                    j->text.oom ? "out of memory for the text" : specdec_status_string(j->outcome));
+        return NULL;
+    }
+    static const char *const reasons[] = {"none", "length", "eos", "stop_string", "callback", "context_full"};
+    specdec_stop_reason sr = j->stats.stop_reason;
+    int stopped = sr == SPECDEC_STOP_EOS || sr == SPECDEC_STOP_STRING || j->stopper.stop_at != (size_t)-1;
+    memset(r, 0, sizeof *r);
+    r->text = j->text.p ? j->text.p : "";
+    r->len = j->stopper.safe;
+    r->finish = j->outcome == SPECDEC_OK && stopped ? "stop" : "length";
+    r->stop_detail = j->outcome == SPECDEC_ERR_CANCELLED ? (j->timed_out ? "timeout" : "cancelled")
+                     : (unsigned)sr < 6 ? reasons[sr] : "none";
+    r->n_prompt = j->n_prompt;
+    r->n_completion = j->n_out;
+    r->stats = &j->stats;
+    r->n_draft = j->n_draft;
+    r->verify = j->verify;
+    return r;
+}
+
+/* ------------------------------------------------------------------------- */
+/* non-streamed answer                                                        */
+/* ------------------------------------------------------------------------- */
+static enum MHD_Result sd_gen_answer(sd_job *j) {
+    sd_server *srv = j->srv;
+    sd_endpoint ep = j->chat ? SD_EP_CHAT : SD_EP_COMPLETIONS;
+    sd_job_wait(j);
+    if (j->disconnected) return MHD_NO; /* nobody to answer */
+    sd_gen_result r;
+    sd_api_error e;
+    if (!sd_job_result(j, &r, &e)) return sd_http_reply_error(srv, j->conn, ep, &e);
+    sd_metrics_usage(&srv->metrics, r.n_prompt, r.n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
+    sd_buf b = {0};
+    sd_resp_completion(&b, srv, j->chat, j->id, j->created, &r);
+    enum MHD_Result ok = b.oom ? MHD_NO : sd_http_reply(srv, j->conn, ep, 200, "application/json", b.p, b.len);
+    sd_buf_free(&b);
+    return ok;
+}
+
+/* ------------------------------------------------------------------------- */
+/* streamed answer                                                            */
+/* ------------------------------------------------------------------------- */
+/* Under mu: format the text released since the last chunk. 1 if a chunk was made. */
+static int sd_job_take_text(sd_job *j) {
+    if (j->stopper.safe <= j->sent) return 0;
+    sd_resp_chunk(&j->out, j->srv, j->chat, j->id, j->created, j->text.p + j->sent, j->stopper.safe - j->sent, 0,
+                  NULL);
+    j->sent = j->stopper.safe;
+    return 1;
+}
+
+/* Block until there is text to send or the request ended. 0, or -1 when the client left. */
+static int sd_job_next_text(sd_job *j) {
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        int got = sd_job_take_text(j);
+        pthread_mutex_unlock(&j->mu);
+        if (got) return 0;
+        if (j->done) {
+            j->phase = PH_FINAL;
+            return 0;
+        }
+        if (sd_job_poll(j, 0)) continue; /* ended: send what the stop filter released */
+        sd_job_watch(j);
+        if (j->disconnected) return -1;
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += SD_POLL_MS * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
+        pthread_mutex_lock(&j->mu);
+        if (j->stopper.safe <= j->sent) pthread_cond_timedwait(&j->cv, &j->mu, &dl);
+        pthread_mutex_unlock(&j->mu);
+    }
+}
+
+static void sd_job_final_events(sd_job *j) {
+    sd_gen_result r;
+    sd_api_error e;
+    if (!sd_job_result(j, &r, &e)) {
+        sd_buf_puts(&j->out, "data: ");
+        sd_resp_error_json(&j->out, &e);
+        sd_buf_puts(&j->out, "\n\n");
+    } else {
+        sd_resp_chunk(&j->out, j->srv, j->chat, j->id, j->created, "", 0, 0, &r);
+        if (j->include_usage) sd_resp_usage_chunk(&j->out, j->srv, j->chat, j->id, j->created, &r);
+        sd_metrics_usage(&j->srv->metrics, r.n_prompt, r.n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
+    }
+    sd_buf_puts(&j->out, "data: [DONE]\n\n");
+    j->phase = PH_END;
+}
+
+static ssize_t sd_job_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    sd_job *j = cls;
+    while (j->out_pos == j->out.len) {
+        if (j->phase == PH_END) return MHD_CONTENT_READER_END_OF_STREAM;
+        j->out.len = 0;
+        j->out_pos = 0;
+        if (j->phase == PH_ROLE) {
+            sd_resp_chunk(&j->out, j->srv, 1, j->id, j->created, "", 0, 1, NULL);
+            j->phase = PH_TEXT;
+        } else if (j->phase == PH_TEXT) {
+            if (sd_job_next_text(j)) return MHD_CONTENT_READER_END_WITH_ERROR;
+        } else {
+            sd_job_final_events(j);
+        }
+        if (j->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = j->out.len - j->out_pos < max ? j->out.len - j->out_pos : max;
+    memcpy(buf, j->out.p + j->out_pos, n);
+    j->out_pos += n;
+    return (ssize_t)n;
+}
+
+static void sd_job_stream_done(void *cls) {
+    sd_job *j = cls;
+    if (j->rid && !j->done && !j->cancelled) sd_metrics_event(&j->srv->metrics, 1, 0); /* left mid-stream */
+    sd_job_free(j);
+}
+
+static enum MHD_Result sd_gen_stream(sd_job *j) {
+    sd_server *srv = j->srv;
+    j->phase = j->chat ? PH_ROLE : PH_TEXT;
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sd_job_read, j,
+                                                               sd_job_stream_done);
+    if (!r) {
+        sd_job_free(j);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    enum MHD_Result ok = MHD_queue_response(j->conn, 200, r);
+    sd_metrics_http(&srv->metrics, j->chat ? SD_EP_CHAT : SD_EP_COMPLETIONS, 200);
+    MHD_destroy_response(r); /* frees the job through sd_job_stream_done when the stream ends */
+    return ok;
+}
+
+enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len) {
+    sd_endpoint ep = chat ? SD_EP_CHAT : SD_EP_COMPLETIONS;
+    sd_api_error e;
+    sd_job *j = NULL;
+    if (sd_gen_start(srv, c, chat, body, len, &j, &e)) return sd_http_reply_error(srv, c, ep, &e);
+    /* the idle timeout guards uploads; while the answer is generated the connection may be
+     * quiet for long: allow the request's own limit (then a client that stopped reading is
+     * still dropped eventually) */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+                              (unsigned int)(srv->cfg.timeout_s + srv->cfg.body_timeout_s + 1));
+    if (j->stream) return sd_gen_stream(j);
+    enum MHD_Result ok = sd_gen_answer(j);
+    sd_job_free(j);
+    return ok;
+}

@@ -1,0 +1,367 @@
+/* sd_server_request.c — OpenAI request bodies -> sd_api_request, with every field
+ * checked (type, range, UTF-8). Known fields: model, prompt | messages, max_tokens
+ * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
+ * stream_options.include_usage, n (must be 1), and the extensions top_k, min_p, n_draft,
+ * verify, tree. Everything else is ignored, as OpenAI-compatible servers do. Defaults
+ * follow OpenAI: temperature 1, top_p 1, no top-k, no min-p. */
+#include "sd_server_request.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#define INVALID "invalid_request_error"
+
+int sd_api_fail(sd_api_error *e, int http, const char *type, const char *code, const char *param, const char *fmt,
+                ...) {
+    e->http = http;
+    e->type = type;
+    e->code = code;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return http;
+}
+
+int sd_utf8_valid(const char *str, size_t n) {
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i], cp, min;
+        size_t k;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if ((c & 0xE0) == 0xC0) k = 1, cp = c & 0x1F, min = 0x80;
+        else if ((c & 0xF0) == 0xE0) k = 2, cp = c & 0x0F, min = 0x800;
+        else if ((c & 0xF8) == 0xF0) k = 3, cp = c & 0x07, min = 0x10000;
+        else return 0;
+        if (n - i <= k) return 0; /* truncated sequence */
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + j] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+void sd_api_request_free(sd_api_request *r) {
+    if (!r) return;
+    free(r->model);
+    free(r->prompt);
+    free(r->prompt_ids);
+    for (int i = 0; i < r->n_messages; i++) {
+        free(r->messages[i].role);
+        free(r->messages[i].content);
+    }
+    free(r->messages);
+    for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------------- */
+/* field helpers: each returns 0 or the HTTP status of the failure            */
+/* ------------------------------------------------------------------------- */
+static const cJSON *field(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return v && !cJSON_IsNull(v) ? v : NULL; /* null == absent */
+}
+
+static int dup_text(const char *s, const char *param, char **out, size_t *len_out, sd_api_error *e) {
+    size_t n = strlen(s);
+    if (!sd_utf8_valid(s, n)) return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' is not valid UTF-8", param);
+    *out = malloc(n + 1);
+    if (!*out) return sd_api_fail(e, 500, "server_error", NULL, param, "out of memory copying '%s'", param);
+    memcpy(*out, s, n + 1);
+    if (len_out) *len_out = n;
+    return 0;
+}
+
+static int get_int(const cJSON *o, const char *key, double lo, double hi, int64_t *out, int *present,
+                   sd_api_error *e) {
+    const cJSON *v = field(o, key);
+    *present = v != NULL;
+    if (!v) return 0;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d) || d < lo || d > hi)
+        return sd_api_fail(e, 400, INVALID, NULL, key, "'%s' must be an integer in [%.0f, %.0f]", key, lo, hi);
+    *out = (int64_t)d;
+    return 0;
+}
+
+/* A number in [lo, hi] (lo excluded when lo_open). */
+static int get_num(const cJSON *o, const char *key, double lo, int lo_open, double hi, float *out,
+                   sd_api_error *e) {
+    const cJSON *v = field(o, key);
+    if (!v) return 0;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!cJSON_IsNumber(v) || !isfinite(d) || d < lo || (lo_open && d == lo) || d > hi)
+        return sd_api_fail(e, 400, INVALID, NULL, key, "'%s' must be a number in %s%g, %g]", key, lo_open ? "(" : "[",
+                           lo, hi);
+    *out = (float)d;
+    return 0;
+}
+
+static int get_bool(const cJSON *o, const char *key, int *out, sd_api_error *e) {
+    const cJSON *v = field(o, key);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return sd_api_fail(e, 400, INVALID, NULL, key, "'%s' must be a boolean", key);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* prompt, messages, stop, extensions                                         */
+/* ------------------------------------------------------------------------- */
+static int parse_prompt_ids(const cJSON *arr, sd_api_request *r, sd_api_error *e) {
+    int n = cJSON_GetArraySize(arr);
+    if (n <= 0) return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' is an empty list of token ids");
+    r->prompt_ids = malloc((size_t)n * sizeof(int32_t));
+    if (!r->prompt_ids) return sd_api_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
+    int i = 0;
+    for (const cJSON *t = arr->child; t; t = t->next, i++) {
+        double d = cJSON_IsNumber(t) ? t->valuedouble : -1;
+        if (!cJSON_IsNumber(t) || d != floor(d) || d < 0 || d > INT32_MAX)
+            return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' token %d is not a non-negative integer", i);
+        r->prompt_ids[i] = (int32_t)d;
+    }
+    r->n_prompt_ids = n;
+    return 0;
+}
+
+/* prompt: a string, a list of one string, a list of token ids, or a list of one such list. */
+static int parse_prompt(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *p = field(root, "prompt");
+    if (!p) return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' is required");
+    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && (cJSON_IsString(p->child) || cJSON_IsArray(p->child)))
+        p = p->child; /* a batch of one */
+    if (cJSON_IsString(p)) return dup_text(p->valuestring, "prompt", &r->prompt, &r->prompt_len, e);
+    if (cJSON_IsArray(p)) {
+        if (p->child && cJSON_IsString(p->child))
+            return sd_api_fail(e, 400, INVALID, NULL, "prompt", "only one prompt per request is supported");
+        return parse_prompt_ids(p, r, e);
+    }
+    return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' must be a string or a list of token ids");
+}
+
+static int valid_role(const char *s) {
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool"};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (!strcmp(s, roles[i])) return 1;
+    return 0;
+}
+
+/* content: a string, null (assistant), or a list of {"type": "text", "text": ...} parts. */
+static int parse_content(const cJSON *c, int i, sd_api_message *m, sd_api_error *e) {
+    if (!c || cJSON_IsNull(c)) {
+        if (strcmp(m->role, "assistant") != 0)
+            return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content is required", i);
+        return dup_text("", "messages", &m->content, NULL, e);
+    }
+    if (cJSON_IsString(c)) return dup_text(c->valuestring, "messages", &m->content, NULL, e);
+    if (!cJSON_IsArray(c))
+        return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content must be a string or a list", i);
+    size_t total = 0;
+    for (const cJSON *part = c->child; part; part = part->next) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !cJSON_IsString(text))
+            return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content: only text parts are supported",
+                               i);
+        total += strlen(text->valuestring);
+    }
+    m->content = malloc(total + 1);
+    if (!m->content) return sd_api_fail(e, 500, "server_error", NULL, "messages", "out of memory");
+    size_t off = 0;
+    for (const cJSON *part = c->child; part; part = part->next) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        memcpy(m->content + off, t, strlen(t));
+        off += strlen(t);
+    }
+    m->content[off] = '\0';
+    if (!sd_utf8_valid(m->content, off))
+        return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content is not valid UTF-8", i);
+    return 0;
+}
+
+static int parse_messages(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *ms = field(root, "messages");
+    if (!ms) return sd_api_fail(e, 400, INVALID, NULL, "messages", "'messages' is required");
+    if (!cJSON_IsArray(ms)) return sd_api_fail(e, 400, INVALID, NULL, "messages", "'messages' must be a list");
+    int n = cJSON_GetArraySize(ms);
+    if (n == 0) return sd_api_fail(e, 400, INVALID, NULL, "messages", "'messages' is empty");
+    r->messages = calloc((size_t)n, sizeof *r->messages);
+    if (!r->messages) return sd_api_fail(e, 500, "server_error", NULL, "messages", "out of memory");
+    int i = 0;
+    for (const cJSON *m = ms->child; m; m = m->next, i++) {
+        r->n_messages = i + 1; /* so that free sees what was filled */
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsObject(m) || !cJSON_IsString(role) || !valid_role(role->valuestring))
+            return sd_api_fail(e, 400, INVALID, NULL, "messages",
+                               "messages[%d] needs a role of system, developer, user, assistant or tool", i);
+        int rc = dup_text(role->valuestring, "messages", &r->messages[i].role, NULL, e);
+        if (!rc) rc = parse_content(cJSON_GetObjectItemCaseSensitive(m, "content"), i, &r->messages[i], e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int parse_stop(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *s = field(root, "stop");
+    if (!s) return 0;
+    const cJSON *one = cJSON_IsString(s) ? s : NULL;
+    if (!one && (!cJSON_IsArray(s) || cJSON_GetArraySize(s) > SD_API_MAX_STOP))
+        return sd_api_fail(e, 400, INVALID, NULL, "stop", "'stop' must be a string or a list of up to %d strings",
+                           SD_API_MAX_STOP);
+    for (const cJSON *t = one ? one : s->child; t; t = one ? NULL : t->next) {
+        size_t n = cJSON_IsString(t) ? strlen(t->valuestring) : 0;
+        if (n == 0 || n > SD_API_MAX_STOP_LEN)
+            return sd_api_fail(e, 400, INVALID, NULL, "stop", "each stop sequence must be a string of 1..%d bytes",
+                               SD_API_MAX_STOP_LEN);
+        int rc = dup_text(t->valuestring, "stop", &r->stop[r->n_stop], NULL, e);
+        if (rc) return rc;
+        r->n_stop++;
+    }
+    return 0;
+}
+
+static int parse_verify_tree(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *v = field(root, "verify");
+    if (v) {
+        static const char *const names[] = {"auto", "rejection", "greedy", "match"};
+        int found = -1;
+        for (int i = 0; i < 4; i++)
+            if (cJSON_IsString(v) && !strcmp(v->valuestring, names[i])) found = i;
+        if (found < 0)
+            return sd_api_fail(e, 400, INVALID, NULL, "verify", "'verify' must be auto, rejection, greedy or match");
+        r->verify = (specdec_verify_mode)found;
+    }
+    const cJSON *t = field(root, "tree");
+    if (!t) return 0;
+    int n = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : 0;
+    if (n < 1 || n > SD_API_MAX_TREE)
+        return sd_api_fail(e, 400, INVALID, NULL, "tree", "'tree' must be a list of 1..%d positive integers",
+                           SD_API_MAX_TREE);
+    for (const cJSON *x = t->child; x; x = x->next) {
+        double d = cJSON_IsNumber(x) ? x->valuedouble : 0;
+        if (!cJSON_IsNumber(x) || d != floor(d) || d < 1 || d > 64)
+            return sd_api_fail(e, 400, INVALID, NULL, "tree", "'tree' entries must be integers in [1, 64]");
+        r->tree[r->n_tree++] = (int32_t)d;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* the request                                                                */
+/* ------------------------------------------------------------------------- */
+static int parse_model(const cJSON *root, const char *model_id, sd_api_request *r, sd_api_error *e) {
+    const cJSON *m = field(root, "model");
+    if (!m) return 0;
+    if (!cJSON_IsString(m)) return sd_api_fail(e, 400, INVALID, NULL, "model", "'model' must be a string");
+    int rc = dup_text(m->valuestring, "model", &r->model, NULL, e);
+    if (rc) return rc;
+    if (model_id && strcmp(r->model, model_id) != 0)
+        return sd_api_fail(e, 404, INVALID, "model_not_found", "model",
+                           "The model '%.120s' does not exist; this server has '%.80s'", r->model, model_id);
+    return 0;
+}
+
+/* Any integer in [-2^63, 2^64): negative seeds wrap as int64 -> uint64 does. */
+static int parse_seed(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *s = field(root, "seed");
+    if (!s) return 0;
+    double d = cJSON_IsNumber(s) ? s->valuedouble : NAN;
+    if (!cJSON_IsNumber(s) || !isfinite(d) || d != floor(d) || d < -9223372036854775808.0 ||
+        d >= 18446744073709551616.0)
+        return sd_api_fail(e, 400, INVALID, NULL, "seed", "'seed' must be an integer");
+    r->seed = d < 0 ? (uint64_t)(int64_t)d : (uint64_t)d;
+    r->has_seed = 1;
+    return 0;
+}
+
+static int parse_sampling(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int64_t v = 0;
+    int have = 0, rc;
+    const char *mt = r->chat && field(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if ((rc = get_int(root, mt, 1, INT32_MAX, &v, &have, e))) return rc;
+    if (have) r->max_tokens = (int32_t)v;
+    if ((rc = get_num(root, "temperature", 0, 0, 2, &r->temperature, e))) return rc;
+    if ((rc = get_num(root, "top_p", 0, 1, 1, &r->top_p, e))) return rc;
+    if ((rc = get_num(root, "min_p", 0, 0, 1, &r->min_p, e))) return rc;
+    if ((rc = get_int(root, "top_k", 0, INT32_MAX, &v, &have, e))) return rc;
+    if (have) r->top_k = (int32_t)v;
+    if ((rc = parse_seed(root, r, e))) return rc;
+    if ((rc = get_int(root, "n_draft", 0, SPECDEC_MAX_DRAFT, &v, &have, e))) return rc;
+    if (have) r->n_draft = (int32_t)v;
+    if (get_int(root, "n", 1, 1, &v, &have, e))
+        return sd_api_fail(e, 400, INVALID, NULL, "n", "only n = 1 (one choice per request) is supported");
+    return 0;
+}
+
+static int parse_stream(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int rc = get_bool(root, "stream", &r->stream, e);
+    if (rc) return rc;
+    const cJSON *so = field(root, "stream_options");
+    if (!so) return 0;
+    if (!cJSON_IsObject(so))
+        return sd_api_fail(e, 400, INVALID, NULL, "stream_options", "'stream_options' must be an object");
+    return get_bool(so, "include_usage", &r->include_usage, e);
+}
+
+static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_request *r, sd_api_error *e) {
+    if (!cJSON_IsObject(root)) return sd_api_fail(e, 400, INVALID, NULL, NULL, "the body must be a JSON object");
+    int rc = parse_model(root, model_id, r, e);
+    if (!rc) rc = chat ? parse_messages(root, r, e) : parse_prompt(root, r, e);
+    if (!rc) rc = parse_sampling(root, r, e);
+    if (!rc) rc = parse_stop(root, r, e);
+    if (!rc) rc = parse_stream(root, r, e);
+    if (!rc) rc = parse_verify_tree(root, r, e);
+    if (!rc && r->n_tree > 0) /* validated; wired when tree speculation exists */
+        rc = sd_api_fail(e, 400, INVALID, "unsupported", "tree", "tree speculation is not supported yet");
+    return rc;
+}
+
+int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, sd_api_request *out,
+                 sd_api_error *err) {
+    memset(out, 0, sizeof *out);
+    memset(err, 0, sizeof *err);
+    out->chat = chat;
+    out->max_tokens = -1;
+    out->temperature = 1.0f;
+    out->top_p = 1.0f;
+    out->n_draft = -1;
+    out->verify = SPECDEC_VERIFY_AUTO;
+    if (!body || len == 0) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the request body is empty");
+    if (!sd_utf8_valid(body, len)) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (!root) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid JSON (near byte %zu)",
+                                  end && end >= body ? (size_t)(end - body) : (size_t)0);
+    while (end && (size_t)(end - body) < len && *end && strchr(" \t\r\n", *end)) end++;
+    int rc = end && (size_t)(end - body) < len
+                 ? sd_api_fail(err, 400, INVALID, NULL, NULL, "trailing bytes after the JSON value")
+                 : parse_root(root, chat, model_id, out, err);
+    cJSON_Delete(root);
+    if (rc) {
+        sd_api_request_free(out);
+        return rc;
+    }
+    return 200;
+}
+
+int sd_server_parse_body(const uint8_t *data, size_t size, int chat) {
+    sd_api_request r;
+    sd_api_error e;
+    int code = sd_api_parse((const char *)data, size, chat, "model", &r, &e);
+    sd_api_request_free(&r);
+    return code;
+}
