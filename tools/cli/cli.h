@@ -14,10 +14,31 @@
 int cli_cmd_generate(int argc, char **argv);
 int cli_cmd_info(int argc, char **argv);
 int cli_cmd_tokenize(int argc, char **argv);
+int cli_cmd_batch(int argc, char **argv);
 
 /* Directory of the bundled model pair (models/ in the source tree, or the installed
  * share/specdec/models), or NULL if neither exists. */
 const char *cli_bundled_models_dir(void);
+
+/* Prints "specdec <cmd>: <what>: <status>[: detail]" to stderr; returns 1 (the exit code). */
+int cli_fail(const char *cmd, const char *what, specdec_status st, const char *detail);
+
+/* The models and tokenizer a subcommand runs on. */
+typedef struct cli_pair {
+    const char *target_dir, *draft_dir; /* as given, or the bundled pair's */
+    char bundled_t[4096], bundled_d[4096];
+    specdec_model *target, *draft;      /* draft NULL without -md (and -m given) */
+    specdec_tokenizer *tok;             /* the target's */
+} cli_pair;
+
+/* Loads target_dir (NULL: the bundled pair, its draft too unless draft_dir), draft_dir
+ * (NULL: none) and the target's tokenizer. 0, or 1 after printing why; free with
+ * cli_pair_free either way. */
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, cli_pair *p);
+void cli_pair_free(cli_pair *p);
+
+/* text -> ids with the post-processor's special tokens; *ids malloc'ed (free it). */
+specdec_status cli_encode(const specdec_tokenizer *tok, const char *text, size_t len, int32_t **ids, int32_t *n);
 
 /* ---- parsing (cli_parse.c) ---------------------------------------------- */
 typedef enum cli_parse_rc {
@@ -34,6 +55,8 @@ typedef enum cli_err_kind {
     CLI_ERR_UNKNOWN_OPTION,   /* "unknown option '<opt>'" */
     CLI_ERR_UNKNOWN_ARGUMENT, /* "unknown argument '<opt>'" */
     CLI_ERR_NO_PROMPT,        /* "-p PROMPT is required" */
+    CLI_ERR_NO_FILE,          /* "-f PROMPTS is required" (batch) */
+    CLI_ERR_PROMPT_IN_BATCH,  /* "-p is not a batch option" (batch reads -f) */
     CLI_ERR_INCOMPLETE        /* required arguments missing: only the usage is printed */
 } cli_err_kind;
 
@@ -63,6 +86,18 @@ typedef struct cli_gen_opts {
 /* Fills o from argv (o->stops must be freed with cli_gen_opts_free whatever it returns). */
 cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err *err);
 void cli_gen_opts_free(cli_gen_opts *o);
+
+typedef struct cli_batch_opts {
+    cli_gen_opts gen;   /* the generate options (gen.prompt stays NULL: -p is refused) */
+    const char *file;   /* -f PROMPTS: one prompt per line, required */
+    int32_t parallel;   /* --parallel N: requests decoded at once (default 4) */
+    char **gen_argv;    /* owned: argv without -f / --parallel, what gen was parsed from */
+} cli_batch_opts;
+
+/* Fills o from argv: -f and --parallel here, everything else as generate's options
+ * (-p excepted). Free with cli_batch_opts_free whatever it returns. */
+cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse_err *err);
+void cli_batch_opts_free(cli_batch_opts *o);
 
 typedef struct cli_info_opts {
     const char *dir;

@@ -1,5 +1,7 @@
 /* cli_common.c — helpers shared by the subcommands. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -17,4 +19,69 @@ const char *cli_bundled_models_dir(void) {
         if (cli_is_dir(buf)) return cands[i];
     }
     return NULL;
+}
+
+int cli_fail(const char *cmd, const char *what, specdec_status st, const char *detail) {
+    fprintf(stderr, "specdec %s: %s: %s%s%s\n", cmd, what, specdec_status_string(st), detail && *detail ? ": " : "",
+            detail ? detail : "");
+    return 1;
+}
+
+/* -m absent: the bundled pair (target and, unless -md, its draft). */
+static int cli_pair_dirs(const char *cmd, cli_pair *p) {
+    if (p->target_dir) return 0;
+    const char *dir = cli_bundled_models_dir();
+    if (!dir) {
+        fprintf(stderr,
+                "specdec %s: no -m given and the bundled model pair (models/kjv-target, models/kjv-draft) "
+                "is not present in the source tree or the installed share/specdec/models; pass -m TARGET_DIR\n",
+                cmd);
+        return 1;
+    }
+    snprintf(p->bundled_t, sizeof p->bundled_t, "%s/kjv-target", dir);
+    snprintf(p->bundled_d, sizeof p->bundled_d, "%s/kjv-draft", dir);
+    p->target_dir = p->bundled_t;
+    if (!p->draft_dir) p->draft_dir = p->bundled_d;
+    return 0;
+}
+
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, cli_pair *p) {
+    memset(p, 0, sizeof *p);
+    p->target_dir = target_dir;
+    p->draft_dir = draft_dir;
+    if (cli_pair_dirs(cmd, p)) return 1;
+    specdec_status st;
+    specdec_model_params mp = specdec_model_default_params();
+    if ((st = specdec_model_load(p->target_dir, &mp, &p->target)) != SPECDEC_OK)
+        return cli_fail(cmd, "loading the target model", st, specdec_last_error());
+    if (p->draft_dir && (st = specdec_model_load(p->draft_dir, &mp, &p->draft)) != SPECDEC_OK)
+        return cli_fail(cmd, "loading the draft model", st, specdec_last_error());
+    if ((st = specdec_tokenizer_load(p->target_dir, &p->tok)) != SPECDEC_OK)
+        return cli_fail(cmd, "loading the tokenizer", st, specdec_last_error());
+    return 0;
+}
+
+void cli_pair_free(cli_pair *p) {
+    specdec_tokenizer_free(p->tok);
+    specdec_model_free(p->draft);
+    specdec_model_free(p->target);
+    memset(p, 0, sizeof *p);
+}
+
+specdec_status cli_encode(const specdec_tokenizer *tok, const char *text, size_t len, int32_t **ids, int32_t *n) {
+    int32_t cap = 256;
+    *ids = NULL;
+    *n = 0;
+    for (;;) {
+        int32_t *buf = malloc((size_t)cap * sizeof *buf);
+        if (!buf) return SPECDEC_ERR_OUT_OF_MEMORY;
+        specdec_status st = specdec_tokenize(tok, text, len, 1, buf, cap, n);
+        if (st == SPECDEC_OK) {
+            *ids = buf;
+            return st;
+        }
+        free(buf);
+        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL || *n <= cap) return st;
+        cap = *n;
+    }
 }

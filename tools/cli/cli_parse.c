@@ -19,6 +19,8 @@ void cli_parse_err_print(FILE *f, const char *cmd, const cli_parse_err *e) {
     case CLI_ERR_UNKNOWN_OPTION: fprintf(f, "specdec %s: unknown option '%s'\n", cmd, e->opt); break;
     case CLI_ERR_UNKNOWN_ARGUMENT: fprintf(f, "specdec %s: unknown argument '%s'\n", cmd, e->opt); break;
     case CLI_ERR_NO_PROMPT: fprintf(f, "specdec %s: -p PROMPT is required\n", cmd); break;
+    case CLI_ERR_NO_FILE: fprintf(f, "specdec %s: -f PROMPTS is required\n", cmd); break;
+    case CLI_ERR_PROMPT_IN_BATCH: fprintf(f, "specdec %s: -p is not a batch option: prompts come from -f\n", cmd); break;
     case CLI_ERR_NONE:
     case CLI_ERR_INCOMPLETE: break;
     }
@@ -188,6 +190,46 @@ void cli_gen_opts_free(cli_gen_opts *o) {
     free(o->stops);
     o->stops = NULL;
     o->n_stops = 0;
+}
+
+/* batch: takes -f and --parallel out of argv, then parses the rest as generate's
+ * options; -p is refused (the prompts come from the file). */
+cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse_err *err) {
+    memset(o, 0, sizeof *o);
+    memset(err, 0, sizeof *err);
+    o->parallel = 4;
+    o->gen_argv = calloc((size_t)(argc > 0 ? argc : 1) + 1, sizeof *o->gen_argv);
+    if (!o->gen_argv) return CLI_PARSE_NOMEM;
+    int n = 0;
+    long v;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const int is_f = i > 0 && cli_is(a, "-f", "--file", NULL), is_par = i > 0 && !strcmp(a, "--parallel");
+        if (i > 0 && cli_is(a, "-h", "--help", NULL)) return CLI_PARSE_HELP;
+        if (i > 0 && cli_is(a, "-p", "--prompt", NULL)) return cli_err(err, CLI_ERR_PROMPT_IN_BATCH, a, NULL);
+        if (!is_f && !is_par) {
+            o->gen_argv[n++] = argv[i];
+            if (i > 0 && gen_takes_value(a) && i + 1 < argc) o->gen_argv[n++] = argv[++i]; /* a value, not an option */
+            continue;
+        }
+        if (i + 1 >= argc) return cli_err(err, CLI_ERR_NEEDS_VALUE, a, NULL);
+        if (is_f) o->file = argv[++i];
+        else if (cli_parse_long(argv[++i], 1, 256, &v)) return cli_err(err, CLI_ERR_BAD_VALUE, a, argv[i]);
+        else o->parallel = (int32_t)v;
+    }
+    cli_parse_rc rc = cli_gen_parse(n, o->gen_argv, &o->gen, err);
+    if (rc == CLI_PARSE_USAGE && err->kind == CLI_ERR_NO_PROMPT) {
+        memset(err, 0, sizeof *err);
+        rc = CLI_PARSE_OK;
+    }
+    if (rc == CLI_PARSE_OK && !o->file) return cli_err(err, CLI_ERR_NO_FILE, NULL, NULL);
+    return rc;
+}
+
+void cli_batch_opts_free(cli_batch_opts *o) {
+    cli_gen_opts_free(&o->gen);
+    free(o->gen_argv);
+    o->gen_argv = NULL;
 }
 
 cli_parse_rc cli_info_parse(int argc, char **argv, cli_info_opts *o, cli_parse_err *err) {

@@ -98,19 +98,12 @@ static const char *backend_name(specdec_backend b) {
     return b == SPECDEC_BACKEND_CUDA ? "cuda" : b == SPECDEC_BACKEND_CPU ? "cpu" : "auto";
 }
 
-static int fail(const char *what, specdec_status st, const char *detail) {
-    fprintf(stderr, "specdec generate: %s: %s%s%s\n", what, specdec_status_string(st), detail && *detail ? ": " : "",
-            detail ? detail : "");
-    return 1;
-}
+static int fail(const char *what, specdec_status st, const char *detail) { return cli_fail("generate", what, st, detail); }
 
 /* Everything one run holds; freed by gen_free. */
 typedef struct gen_ctx {
     const cli_gen_opts *o;
-    const char *target_dir, *draft_dir;
-    char bundled_t[4096], bundled_d[4096];
-    specdec_model *target, *draft;
-    specdec_tokenizer *tok;
+    cli_pair pair;
     specdec_engine *eng;
     int32_t *ids, *out;
     int32_t n_ids, n_out;
@@ -121,55 +114,18 @@ typedef struct gen_ctx {
 
 static void gen_free(gen_ctx *c) {
     specdec_engine_free(c->eng);
-    specdec_tokenizer_free(c->tok);
-    specdec_model_free(c->draft);
-    specdec_model_free(c->target);
+    cli_pair_free(&c->pair);
     free(c->ids);
     free(c->out);
     free(c->go.text);
 }
 
-/* -m absent: the bundled pair (target and, unless -md, its draft). */
-static int gen_dirs(gen_ctx *c) {
-    c->target_dir = c->o->target_dir;
-    c->draft_dir = c->o->draft_dir;
-    if (c->target_dir) return 0;
-    const char *dir = cli_bundled_models_dir();
-    if (!dir) {
-        fprintf(stderr,
-                "specdec generate: no -m given and the bundled model pair (models/kjv-target, models/kjv-draft) "
-                "is not present in the source tree or the installed share/specdec/models; pass -m TARGET_DIR\n");
-        return 1;
-    }
-    snprintf(c->bundled_t, sizeof c->bundled_t, "%s/kjv-target", dir);
-    snprintf(c->bundled_d, sizeof c->bundled_d, "%s/kjv-draft", dir);
-    c->target_dir = c->bundled_t;
-    if (!c->draft_dir) c->draft_dir = c->bundled_d;
-    return 0;
-}
-
 /* Models, tokenizer and the prompt's ids. */
 static int gen_load(gen_ctx *c) {
-    specdec_status st;
-    specdec_model_params mp = specdec_model_default_params();
-    if ((st = specdec_model_load(c->target_dir, &mp, &c->target)) != SPECDEC_OK)
-        return fail("loading the target model", st, specdec_last_error());
-    if (c->draft_dir && (st = specdec_model_load(c->draft_dir, &mp, &c->draft)) != SPECDEC_OK)
-        return fail("loading the draft model", st, specdec_last_error());
-    if ((st = specdec_tokenizer_load(c->target_dir, &c->tok)) != SPECDEC_OK)
-        return fail("loading the tokenizer", st, specdec_last_error());
+    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, &c->pair)) return 1;
     const char *prompt = c->o->prompt;
-    int32_t cap_ids = 256;
-    for (;;) {
-        c->ids = malloc((size_t)cap_ids * sizeof *c->ids);
-        if (!c->ids) return fail("encoding the prompt", SPECDEC_ERR_OUT_OF_MEMORY, "");
-        st = specdec_tokenize(c->tok, prompt, strlen(prompt), 1, c->ids, cap_ids, &c->n_ids);
-        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL || c->n_ids <= cap_ids) break;
-        free(c->ids);
-        c->ids = NULL;
-        cap_ids = c->n_ids;
-    }
-    if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->tok));
+    specdec_status st = cli_encode(c->pair.tok, prompt, strlen(prompt), &c->ids, &c->n_ids);
+    if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->pair.tok));
     return 0;
 }
 
@@ -177,7 +133,7 @@ static int gen_load(gen_ctx *c) {
 static int gen_run(gen_ctx *c) {
     const cli_gen_opts *o = c->o;
     specdec_status st;
-    if ((st = specdec_engine_create(c->target, c->draft, &o->ep, &c->eng)) != SPECDEC_OK)
+    if ((st = specdec_engine_create(c->pair.target, c->pair.draft, &o->ep, &c->eng)) != SPECDEC_OK)
         return fail("creating the engine", st, specdec_last_error());
     c->gp = o->gp;
     int64_t room = (int64_t)specdec_engine_n_ctx(c->eng) - c->n_ids;
@@ -185,7 +141,7 @@ static int gen_run(gen_ctx *c) {
     c->out = malloc((size_t)cap_out * sizeof *c->out);
     if (!c->out) return fail("allocating the output", SPECDEC_ERR_OUT_OF_MEMORY, "");
     c->go.json = o->json;
-    c->gp.tokenizer = c->tok;
+    c->gp.tokenizer = c->pair.tok;
     c->gp.stop_strings = o->n_stops ? o->stops : NULL;
     c->gp.n_stop_strings = o->n_stops;
     c->gp.callback = on_token;
@@ -202,7 +158,7 @@ static int gen_run(gen_ctx *c) {
 /* Speculative: a draft model and a chain length or a tree. */
 static int gen_is_spec(const gen_ctx *c) {
     const specdec_generate_params *gp = &c->gp;
-    return c->draft != NULL && (gp->n_draft > 0 || gp->tree_width[0] != 0 || gp->draft_nodes > 0);
+    return c->pair.draft != NULL && (gp->n_draft > 0 || gp->tree_width[0] != 0 || gp->draft_nodes > 0);
 }
 
 /* The tree statistics (text to stderr, or into the JSON stats object). */
@@ -249,8 +205,8 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
     const cli_gen_opts *o = c->o;
     const int spec = gen_is_spec(c);
     cJSON *jq = cJSON_AddObjectToObject(root, "params");
-    cJSON_AddStringToObject(jq, "model", c->target_dir);
-    if (c->draft_dir) cJSON_AddStringToObject(jq, "draft_model", c->draft_dir);
+    cJSON_AddStringToObject(jq, "model", c->pair.target_dir);
+    if (c->pair.draft) cJSON_AddStringToObject(jq, "draft_model", c->pair.draft_dir);
     else cJSON_AddNullToObject(jq, "draft_model");
     cJSON_AddStringToObject(jq, "prompt", o->prompt);
     cJSON_AddNumberToObject(jq, "n_predict", gp->n_predict);
@@ -331,8 +287,7 @@ int cli_cmd_generate(int argc, char **argv) {
     gen_ctx c;
     memset(&c, 0, sizeof c);
     c.o = &o;
-    int rc = gen_dirs(&c);
-    if (!rc) rc = gen_load(&c);
+    int rc = gen_load(&c);
     if (!rc) rc = gen_run(&c);
     if (!rc) {
         if (o.json) rc = gen_print_json(&c);

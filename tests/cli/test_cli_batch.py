@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""`specdec batch` (tools/cli/cmd_batch.c) on the bundled pair, CPU backend.
+
+Checks: every prompt's tokens and text equal `specdec generate` on that line alone
+(greedy, and match mode at T = 0.8 with a fixed seed: the scheduler must not change a
+sequence's output), for --parallel 1 and 3 (the prompts outnumber the parallel slots,
+so requests queue and join as others leave); lines are 0-indexed in file order, CRLF
+and a missing final newline handled; --json ends with one summary line whose counts
+add up; text mode prints "[i] text"; a failing prompt (an empty line with a tokenizer
+that adds no BOS would be one, but the bundled tokenizer adds BOS, so a prompt made
+too long for the context is used) is reported in its own line with exit code 1 while
+the others complete; usage errors exit 2 with a message.
+
+Usage: test_cli_batch.py SPECDEC_BIN MODELS_DIR TMPDIR"""
+import json
+import os
+import subprocess
+import sys
+
+specdec, models, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(tmp, exist_ok=True)
+TARGET, DRAFT = os.path.join(models, "kjv-target"), os.path.join(models, "kjv-draft")
+failed = passed = 0
+
+
+def check(ok, what):
+    global failed, passed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def run(args, expect_rc=None):
+    p = subprocess.run([specdec] + args, capture_output=True, timeout=600)
+    if expect_rc is not None:
+        check(p.returncode == expect_rc, f"{args[:6]}...: exit {p.returncode}, expected {expect_rc}; "
+                                         f"stderr {p.stderr[-400:]!r}")
+    return p
+
+
+PROMPTS = ["And God said", "In the beginning", "The LORD is my shepherd", "Blessed are the meek",
+           "And it came to pass", "Thou shalt not", "Behold"]
+path = os.path.join(tmp, "prompts.txt")
+with open(path, "wb") as f:  # CRLF on one line, no final newline
+    f.write(("\n".join(PROMPTS[:3]) + "\r\n" + "\n".join(PROMPTS[3:])).encode())
+
+for mode in (["--temp", "0"], ["--verify", "match", "--temp", "0.8", "--seed", "11"]):
+    common = ["-m", TARGET, "-md", DRAFT, "-n", "20", "--backend", "cpu", "--draft-max", "3"] + mode
+    alone = []
+    for p in PROMPTS:
+        g = run(["generate", "-p", p, "--json"] + common, 0)
+        alone.append(json.loads(g.stdout) if g.returncode == 0 else None)
+    for par in ("1", "3"):
+        b = run(["batch", "-f", path, "--parallel", par, "--json"] + common, 0)
+        lines = [json.loads(x) for x in b.stdout.decode().splitlines() if x.strip()]
+        check(len(lines) == len(PROMPTS) + 1, f"{mode} parallel {par}: {len(lines)} JSON lines")
+        if len(lines) != len(PROMPTS) + 1:
+            continue
+        for i, (got, ref) in enumerate(zip(lines, alone)):
+            check(got["index"] == i, f"{mode} parallel {par}: line {i} has index {got['index']}")
+            check(ref is not None and got["tokens"] == ref["tokens"],
+                  f"{mode} parallel {par}: prompt {i} tokens differ from generate alone")
+            check(ref is not None and got["text"] == ref["text"], f"{mode} parallel {par}: prompt {i} text differs")
+        s = lines[-1].get("summary", {})
+        check(s.get("prompts") == len(PROMPTS) and s.get("failed") == 0, f"summary counts: {s}")
+        check(s.get("tokens") == sum(len(x["tokens"]) for x in lines[:-1]), f"summary tokens: {s}")
+        check(s.get("seconds", 0) > 0 and abs(s["tokens_per_second"] - s["tokens"] / s["seconds"]) < 1e-6 * s["tokens"] / s["seconds"] + 1e-9,
+              f"summary rate: {s}")
+
+t = run(["batch", "-f", path, "--parallel", "2", "-n", "8", "--temp", "0", "--backend", "cpu"], 0)
+out = t.stdout.decode().splitlines()
+check(len(out) == len(PROMPTS) and all(line.startswith(f"[{i}] ") for i, line in enumerate(out)),
+      f"text mode lines: {out[:3]}")
+check(b"tokens/s" in t.stderr, "text mode: no summary on stderr")
+
+# A prompt too long for a 64-token context fails alone; the others complete.
+bad = os.path.join(tmp, "one_bad.txt")
+with open(bad, "w") as f:
+    f.write("And God said\n" + " ".join(["the"] * 200) + "\nBehold\n")
+p = run(["batch", "-f", bad, "--json", "--ctx", "64", "-n", "8", "--temp", "0", "--backend", "cpu"], 1)
+lines = [json.loads(x) for x in p.stdout.decode().splitlines() if x.strip()]
+check(len(lines) == 4 and lines[1]["status"].startswith("SPECDEC_ERR_CONTEXT_FULL") and lines[1]["tokens"] == []
+      and lines[0]["status"].startswith("SPECDEC_OK") and lines[2]["status"].startswith("SPECDEC_OK")
+      and lines[3]["summary"]["failed"] == 1, f"one bad prompt: {lines}")
+
+for args, rc, word in ((["batch"], 2, b"-f PROMPTS is required"), (["batch", "-f", path, "-p", "x"], 2, b"-p is not"),
+                       (["batch", "-f", path, "--parallel", "0"], 2, b"--parallel"),
+                       (["batch", "-f", path, "--parallel"], 2, b"needs a value"),
+                       (["batch", "-f", path, "--bogus"], 2, b"unknown option"),
+                       (["batch", "-f", os.path.join(tmp, "missing.txt")], 1, b"reading the prompts")):
+    p = run(args, rc)
+    check(word in p.stderr, f"{args}: stderr lacks {word!r}: {p.stderr[:300]!r}")
+check(run(["batch", "--help"], 0).stdout.startswith(b"usage: specdec batch"), "--help")
+
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
