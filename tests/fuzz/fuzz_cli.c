@@ -1,5 +1,5 @@
 /* fuzz_cli.c — fuzz target: the specdec program's argument parsers (tools/cli/
- * cli_parse.c: generate, info, tokenize) with fuzzed argv. Byte 0 picks the
+ * cli_parse.c: generate, batch, info, tokenize) with fuzzed argv. Byte 0 picks the
  * subcommand; the rest is split at NUL bytes into the arguments after it (at most
  * 256). Checked: the result is one of OK / HELP / USAGE (never out of memory for a
  * small argv); a USAGE error names arguments that really are in argv (the message
@@ -86,10 +86,27 @@ static void sd_fcli_tokenize(int argc, char **argv) {
     }
 }
 
+/* batch: generate's options minus -p, plus -f (required) and --parallel in [1, 256]. */
+static void sd_fcli_batch(int argc, char **argv) {
+    cli_batch_opts o;
+    cli_parse_err e;
+    cli_parse_rc rc = cli_batch_parse(argc, argv, &o, &e);
+    sd_fuzz_require(rc == CLI_PARSE_OK || rc == CLI_PARSE_HELP || rc == CLI_PARSE_USAGE);
+    if (rc == CLI_PARSE_USAGE) sd_fcli_check_err("batch", &e, argc, argv);
+    if (rc == CLI_PARSE_OK) {
+        sd_fuzz_require(o.file && sd_fcli_in_argv(o.file, argc, argv));
+        sd_fuzz_require(o.parallel >= 1 && o.parallel <= 256);
+        sd_fuzz_require(o.gen.prompt == NULL);
+        sd_fuzz_require(!o.gen.target_dir || sd_fcli_in_argv(o.gen.target_dir, argc, argv));
+        for (int i = 0; i < o.gen.n_stops; i++) sd_fuzz_require(sd_fcli_in_argv(o.gen.stops[i], argc, argv));
+    }
+    cli_batch_opts_free(&o);
+}
+
 int sd_fuzz_one(const uint8_t *data, size_t size) {
-    static const char *const cmds[3] = {"generate", "info", "tokenize"};
+    static const char *const cmds[4] = {"generate", "info", "tokenize", "batch"};
     if (size == 0) return 0;
-    const int which = data[0] % 3;
+    const int which = data[0] % 4;
     /* a NUL-terminated heap copy of the rest; argv entries point into it (exact size, so
      * ASan sees a parser reading past an argument's end) */
     size_t n = size - 1;
@@ -107,7 +124,8 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     argv[argc] = NULL;
     if (which == 0) sd_fcli_generate(argc, argv);
     else if (which == 1) sd_fcli_info(argc, argv);
-    else sd_fcli_tokenize(argc, argv);
+    else if (which == 2) sd_fcli_tokenize(argc, argv);
+    else sd_fcli_batch(argc, argv);
     free(buf);
     return 0;
 }
