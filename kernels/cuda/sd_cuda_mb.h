@@ -32,6 +32,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -98,6 +99,38 @@ SD_HD uint32_t sd_mb_tie_keep(sd_u128 need, uint64_t m, uint32_t bcount) {
     while (j > 0 && (sd_u128)(j - 1) * m >= need) j--;
     if (j == 0) j = 1;
     return j < bcount ? j : bcount;
+}
+
+/* --- workspace records (global memory, shared by the blocks of a row) ------------- */
+#define SD_MB_MAX_ROWS 64 /* rows per launch with a multi-block workspace */
+#define SD_MB_AUTO (-1)   /* blocks_per_row: choose the count (one-block kernel if none fits) */
+
+typedef struct sd_mb_ctrl { /* per row; zero between launches */
+    unsigned bar;   /* barrier arrivals */
+    unsigned exitc; /* blocks that left */
+    int bcast;      /* the tie id, published by the crossing block */
+    unsigned pad;
+} sd_mb_ctrl;
+
+typedef struct sd_mb_part { /* one block's partial result of a stage */
+    unsigned long long a_lo, a_hi, b_lo, b_hi; /* two 128-bit sums */
+    unsigned kmax, n;                          /* float key max, count */
+    int a_last, b_last;                        /* last present element of each measure */
+    float fv;                                  /* argmax value / id */
+    int fi;
+} sd_mb_part;
+
+typedef struct sd_mb_hist { /* one radix pass of a row (also a block's own, in shared memory) */
+    unsigned cnt[SD_MB_HBINS];
+    unsigned long long lo[SD_MB_HBINS], hi[SD_MB_HBINS], key[SD_MB_HBINS];
+} sd_mb_hist;
+
+/* Bytes of the multi-block region for `rows` rows (0 when rows > SD_MB_MAX_ROWS). */
+SD_HD size_t sd_mb_region_bytes(int64_t rows) {
+    if (rows <= 0 || rows > SD_MB_MAX_ROWS) return 0;
+    const size_t r = (size_t)rows;
+    return ((r * sizeof(sd_mb_ctrl) + 255) & ~(size_t)255) +
+           ((r * 2 * SD_MB_MAX_BLOCKS * sizeof(sd_mb_part) + 255) & ~(size_t)255) + r * SD_MB_HBUFS * sizeof(sd_mb_hist);
 }
 
 /* Histogram slot of radix pass number `pass` (counted over the whole row). */
