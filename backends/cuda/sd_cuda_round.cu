@@ -200,6 +200,7 @@ static specdec_status sd_cuda_round_alloc(sd_runner *target, sd_runner *draft, s
     }
     memset(rd->h, 0, sizeof *rd->h);
     st = sd_cuda_verify_ws_init(rd->ws_verify, rd->ws_verify_bytes, rd->stream, eb);
+    if (st == SPECDEC_OK) st = sd_cuda_sample_ws_init(rd->ws_draft, rd->ws_draft_bytes, rd->stream, eb);
     if (st == SPECDEC_OK) {
         cudaError_t e = cudaStreamSynchronize(rd->stream);
         if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaStreamSynchronize(round ws init)", __FILE__, __LINE__);
@@ -265,6 +266,13 @@ static cudaError_t sd_round_mark(sd_cuda_round *rd, int i, int capturing) {
 
 /* The draft step's arguments that do not depend on the step (one sequence; the
  * caller sets position, q_out and tok_out2 per step). */
+/* Blocks per row of the round's draft step and verifier: 0 = the one-block kernels
+ * (measured), SD_CUDA_MB_AUTO = the multi-block ones (sd_cuda_verify_mb.cu; switch once
+ * tests/cuda_sample passes on a device — see docs/GPU_VERIFY.md). */
+#ifndef SD_ROUND_BLOCKS_PER_ROW
+#define SD_ROUND_BLOCKS_PER_ROW 0
+#endif
+
 static sd_cuda_sample_draft_args sd_round_draft_args(const sd_cuda_round *rd, int32_t *dtok) {
     sd_cuda_sample_draft_args da;
     memset(&da, 0, sizeof da);
@@ -281,6 +289,7 @@ static sd_cuda_sample_draft_args sd_round_draft_args(const sd_cuda_round *rd, in
     da.tok_out = dtok; /* the next draft step's input */
     da.tok_stride = 1;
     da.tok2_stride = 1;
+    da.blocks_per_row = SD_ROUND_BLOCKS_PER_ROW;
     return da;
 }
 
@@ -309,6 +318,7 @@ static sd_cuda_verify_args sd_round_verify_args(const sd_cuda_round *rd, int32_t
     a.out_tokens = rd->rb + 1;
     a.out_stride = gamma + 1;
     a.out_n_accepted = rd->rb;
+    a.blocks_per_row = SD_ROUND_BLOCKS_PER_ROW;
     return a;
 }
 

@@ -19,6 +19,7 @@
 #include "sd_cuda_common.cuh"
 #include "sd_cuda_sample.h"
 #include "sd_cuda_sample_row.cuh"
+#include "sd_cuda_verify_mb.h"
 
 extern "C" {
 #include "sd_rng.h"
@@ -75,9 +76,20 @@ static specdec_status row_check_common(int32_t n_vocab, const sd_sampling_params
     return sd_sampling_check_params(sp, eb);
 }
 
+/* The one-block w rows, then the multi-block region of the draft step. */
+static size_t row_off_mb(int32_t n_rows, int32_t n_vocab) {
+    return row_align256((size_t)n_rows * (size_t)n_vocab * sizeof(double));
+}
+
 extern "C" size_t sd_cuda_sample_ws_bytes(int32_t n_rows, int32_t n_vocab) {
     if (n_rows <= 0 || n_vocab <= 0) return 0;
-    return row_align256((size_t)n_rows * (size_t)n_vocab * sizeof(double));
+    return row_off_mb(n_rows, n_vocab) + sd_mb_region_bytes(n_rows);
+}
+
+extern "C" specdec_status sd_cuda_sample_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream, sd_errbuf *eb) {
+    if (!ws) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda sample: NULL workspace");
+    SD_CUDA_TRY(eb, cudaMemsetAsync(ws, 0, ws_bytes, stream));
+    return SPECDEC_OK;
 }
 
 extern "C" specdec_status sd_cuda_sample_process_rows(const sd_cuda_sample_rows_args *a, void *ws, size_t ws_bytes,
@@ -123,6 +135,12 @@ extern "C" specdec_status sd_cuda_sample_draft_step(const sd_cuda_sample_draft_a
     if (ws_bytes < sd_cuda_sample_ws_bytes(a->n_seq, a->n_vocab))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda sample draft: workspace %zu bytes, %zu needed",
                        ws_bytes, sd_cuda_sample_ws_bytes(a->n_seq, a->n_vocab));
+    if (a->blocks_per_row != 0) {
+        const sd_cuda_mb_ws w = {(char *)ws + row_off_mb(a->n_seq, a->n_vocab), sd_mb_region_bytes(a->n_seq), NULL, NULL};
+        int launched = 0;
+        st = sd_cuda_draft_mb_launch(a, &w, stream, &launched, eb);
+        if (st != SPECDEC_OK || launched) return st;
+    }
     sd_rule_draft_kernel<<<(unsigned)a->n_seq, ROW_NT, 0, stream>>>(*a, (double *)ws);
     SD_CUDA_LAUNCHED(eb, "sd_rule_draft_kernel");
     return SPECDEC_OK;

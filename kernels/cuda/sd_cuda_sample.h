@@ -89,10 +89,22 @@ typedef struct sd_cuda_sample_draft_args {
     int64_t tok_stride;
     int32_t *tok_out2;      /* optional second copy at tok_out2[b * tok2_stride] */
     int64_t tok2_stride;
+    int32_t blocks_per_row; /* 0: one block per sequence; SD_CUDA_MB_AUTO or 1..64: multi-block (below) */
 } sd_cuda_sample_draft_args;
 
 specdec_status sd_cuda_sample_draft_step(const sd_cuda_sample_draft_args *a, void *ws, size_t ws_bytes,
                                          cudaStream_t stream, sd_errbuf *eb);
+
+/* Multi-block variants (sd_cuda_verify_mb.cu, plan in sd_cuda_mb.h): blocks_per_row != 0
+ * in the draft / verify arguments splits every row over that many 512-thread blocks
+ * (SD_CUDA_MB_AUTO: as many as are resident at once, up to 64; the one-block kernel
+ * when V / rows do not fit: chunks of at most 4096 entries, <= 64 rows per launch).
+ * Same results bit for bit as the one-block kernels (and the CPU). The workspace's
+ * multi-block region must be zero-filled once before the first use (sd_cuda_sample_ws_init
+ * / sd_cuda_verify_ws_init); the kernels leave it zeroed again, so graphs replay.
+ * An explicit count that does not fit: SPECDEC_ERR_UNSUPPORTED. */
+#define SD_CUDA_MB_AUTO (-1)
+specdec_status sd_cuda_sample_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- fused verifier ------------------------------------------------------------------
  * For each sequence b (round of length gamma starting at absolute position pos0[b]):
@@ -136,6 +148,7 @@ typedef struct sd_cuda_verify_args {
     int32_t *out_tokens;       /* sequence b's n + 1 tokens at out_tokens + b*out_stride */
     int64_t out_stride;        /* >= gamma + 1 */
     int32_t *out_n_accepted;   /* [n_seq] */
+    int32_t blocks_per_row;    /* 0: one block per row; SD_CUDA_MB_AUTO or 1..64: multi-block (above) */
 } sd_cuda_verify_args;
 
 size_t sd_cuda_verify_ws_bytes(int32_t n_seq, int32_t gamma, int32_t n_vocab);

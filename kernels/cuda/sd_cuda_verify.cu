@@ -25,6 +25,7 @@
 #include "sd_cuda_common.cuh"
 #include "sd_cuda_sample.h"
 #include "sd_cuda_sample_row.cuh"
+#include "sd_cuda_verify_mb.h"
 
 extern "C" {
 #include "sd_rng.h"
@@ -112,10 +113,14 @@ static __global__ void __launch_bounds__(ROW_NT) sd_rule_verify_kernel(sd_cuda_v
     }
 }
 
+/* The one-block layout, then the multi-block region (sd_mb_region_bytes). */
+static size_t row_off_mb(int32_t n_seq, int32_t gamma, int32_t V) {
+    return row_off_w(n_seq, gamma, V) + row_al((size_t)n_seq * (size_t)(gamma + 1) * (size_t)V * sizeof(double));
+}
+
 extern "C" size_t sd_cuda_verify_ws_bytes(int32_t n_seq, int32_t gamma, int32_t n_vocab) {
     if (n_seq <= 0 || gamma < 0 || gamma > SPECDEC_MAX_DRAFT || n_vocab <= 0) return 0;
-    return row_off_w(n_seq, gamma, n_vocab) +
-           row_al((size_t)n_seq * (size_t)(gamma + 1) * (size_t)n_vocab * sizeof(double));
+    return row_off_mb(n_seq, gamma, n_vocab) + sd_mb_region_bytes((int64_t)n_seq * (gamma + 1));
 }
 
 extern "C" specdec_status sd_cuda_verify_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream,
@@ -171,6 +176,14 @@ extern "C" specdec_status sd_cuda_verify(const sd_cuda_verify_args *a, void *ws,
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: workspace %zu bytes, %zu needed", ws_bytes,
                        need);
     char *base = (char *)ws;
+    if (a->blocks_per_row != 0) {
+        const int64_t rows = (int64_t)a->n_seq * (a->gamma + 1);
+        const sd_cuda_mb_ws w = {base + row_off_mb(a->n_seq, a->gamma, a->n_vocab), sd_mb_region_bytes(rows),
+                                 (int32_t *)(base + row_off_outcomes(a->n_seq)), (float *)(base + row_off_p(a->n_seq))};
+        int launched = 0;
+        st = sd_cuda_verify_mb_launch(a, &w, stream, &launched, eb);
+        if (st != SPECDEC_OK || launched) return st;
+    }
     dim3 grid((unsigned)(a->gamma + 1), (unsigned)a->n_seq);
     sd_rule_verify_kernel<<<grid, ROW_NT, 0, stream>>>(*a, (uint32_t *)base, (int32_t *)(base + row_off_outcomes(a->n_seq)),
                                                         (float *)(base + row_off_p(a->n_seq)),

@@ -12,7 +12,8 @@
  * words): q rows == sample_ref with the host's exp (so == the CPU) bitwise, the token ==
  * sample_ref's sample of the GPU q with the word of
  * (seed, seq, position, purpose) and == sd_verify_draft_sample on the GPU q, written to
- * both outputs, position advanced by one. Needs a GPU (skips otherwise). */
+ * both outputs, position advanced by one; the same for the multi-block draft kernel
+ * (blocks_per_row automatic and 1 / 8 / 13 / 64). Needs a GPU (skips otherwise). */
 #include "sd_test.h"
 #include "specdec.h"
 
@@ -121,16 +122,17 @@ static void test_rows(int V, int reps) {
     free(l); free(pg); free(pr); free(pc); free(pin); free(wg); free(w); free(idx); free(scratch);
 }
 
-static void test_draft(int V, specdec_verify_mode mode, int inject) {
-    enum { B = 48 };
+static void test_draft(int V, specdec_verify_mode mode, int inject, int bpr) {
+    enum { BMAX = 48 };
+    const int B = bpr ? 2 : BMAX; /* multi-block: few rows, so every block is resident */
     const sd_sampling_params sp = mode == SPECDEC_VERIFY_GREEDY ? cs_params[10] : cs_params[7];
     float *l = malloc(sizeof(float) * (size_t)B * V), *q = malloc(sizeof(float) * (size_t)B * V);
     float *pr = malloc(sizeof(float) * V);
     double *wg = malloc(sizeof(double) * (size_t)B * V), *w = malloc(sizeof(double) * V);
-    int32_t *idx = malloc(sizeof(int32_t) * V), tok[B], tok2[2 * B];
-    uint64_t seed[B], sid[B];
-    int64_t pos[B], pos_after[B];
-    uint32_t words[B];
+    int32_t *idx = malloc(sizeof(int32_t) * V), tok[BMAX], tok2[2 * BMAX];
+    uint64_t seed[BMAX], sid[BMAX];
+    int64_t pos[BMAX], pos_after[BMAX];
+    uint32_t words[BMAX];
     cs_rng rng = {(uint64_t)V + (uint64_t)mode * 1000 + (uint64_t)inject};
     for (int b = 0; b < B; b++) {
         cs_logits(&rng, b % 3 == 0 ? CS_SPECIAL : CS_NOISY, l + (size_t)b * V, V);
@@ -152,10 +154,11 @@ static void test_draft(int V, specdec_verify_mode mode, int inject) {
     cudaMemcpy(dpos, pos, sizeof pos, cudaMemcpyHostToDevice);
     cudaMemcpy(dwords, words, sizeof words, cudaMemcpyHostToDevice);
     sd_errbuf eb = {{0}};
+    SD_CHECK(sd_cuda_sample_ws_init(dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     const sd_cuda_sample_draft_args da = {
         .logits = dl, .ld_logits = V, .n_seq = B, .n_vocab = V, .sp = sp, .mode = mode, .seed = dseed,
         .seq_id = dsid, .position = dpos, .advance_position = 1, .u_words = inject ? dwords : NULL, .q_out = dq,
-        .ld_q = V, .tok_out = dtok, .tok_stride = 1, .tok_out2 = dtok2, .tok2_stride = 2};
+        .ld_q = V, .tok_out = dtok, .tok_stride = 1, .tok_out2 = dtok2, .tok2_stride = 2, .blocks_per_row = bpr};
     SD_CHECK(sd_cuda_sample_draft_step(&da, dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     SD_CHECK(cudaDeviceSynchronize() == cudaSuccess, "draft kernel failed");
     cudaMemcpy(q, dq, sizeof(float) * (size_t)B * V, cudaMemcpyDeviceToHost);
@@ -181,7 +184,7 @@ static void test_draft(int V, specdec_verify_mode mode, int inject) {
                     V, mode, inject, b, qok ? "ok" : "DIFFERS", tok[b], want, cpu, tok2[2 * b], (long long)pos[b],
                     (long long)pos_after[b]);
     }
-    printf("draft V=%-6d mode %d inject %d: %ld bad sequences of %d\n", V, mode, inject, bad, (int)B);
+    printf("draft V=%-6d mode %d inject %d blocks/row %d: %ld bad sequences of %d\n", V, mode, inject, bpr, bad, (int)B);
     SD_CHECK(bad == 0, "draft step V=%d mode %d: %ld sequences wrong", V, mode, bad);
     cudaFree(dl); cudaFree(dq); cudaFree(dseed); cudaFree(dsid); cudaFree(dpos); cudaFree(dwords); cudaFree(dtok);
     cudaFree(dtok2); cudaFree(dws);
@@ -195,8 +198,14 @@ int main(void) {
     const specdec_verify_mode modes[3] = {SPECDEC_VERIFY_REJECTION, SPECDEC_VERIFY_MATCH, SPECDEC_VERIFY_GREEDY};
     for (int m = 0; m < 3; m++)
         for (int inj = 0; inj < 2; inj++) {
-            test_draft(1000, modes[m], inj);
-            test_draft(151936, modes[m], inj);
+            test_draft(1000, modes[m], inj, 0);
+            test_draft(151936, modes[m], inj, 0);
+            /* multi-block (sd_cuda_verify_mb.cu): automatic and explicit block counts */
+            test_draft(1000, modes[m], inj, SD_CUDA_MB_AUTO);
+            test_draft(4096, modes[m], inj, 1 + 7 * inj);
+            test_draft(32000, modes[m], inj, 13);
+            test_draft(151936, modes[m], inj, SD_CUDA_MB_AUTO);
+            test_draft(151936, modes[m], inj, 64);
         }
     /* argument checks: nothing launched, a status with detail */
     sd_errbuf eb = {{0}};

@@ -10,7 +10,8 @@
  *  (e) every emitted id is in [0, V); a draft id outside [0, V) is rejected.
  * Injected words and cuRAND words (seed, sequence id, pos0 in device memory) are both
  * run; the Philox run is also captured in a CUDA graph and replayed with new pos0
- * values, which must equal direct launches. Needs a GPU (skips otherwise). */
+ * values, which must equal direct launches. All of it again for the multi-block
+ * verifier (blocks_per_row automatic, 1, 13, 40). Needs a GPU (skips otherwise). */
 #include "sd_test.h"
 #include "specdec.h"
 
@@ -25,6 +26,7 @@ int main(void) { return sd_test_skip("no CUDA device"); }
 
 #include "cs_common.h"
 #include "sd_cuda_sample.h"
+#include "sd_cuda_mb.h"
 #include "sd_rng.h"
 #include "sd_cpu_verify.h"
 #include "sample_ref.h"
@@ -42,6 +44,7 @@ static void *dalloc(size_t n) {
 #define DOWN(h, d, n) cudaMemcpy((h), (d), (n), cudaMemcpyDeviceToHost)
 
 static long n_rounds, bad_a, bad_b, bad_c, bad_rows, bad_range;
+static int g_bpr; /* blocks_per_row of every launch: 0 one-block, else multi-block */
 
 /* One launch of B sequences; philox: 0 injected words, 1 cuRAND words, 2 cuRAND via a
  * replayed graph. */
@@ -127,6 +130,7 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
     a.seed = dseed; a.seq_id = dsid; a.pos0 = dpos;
     a.u_accept = philox ? NULL : dwa; a.u_sample = philox ? NULL : dwsm;
     a.out_tokens = dout; a.out_stride = SPECDEC_MAX_DRAFT + 1; a.out_n_accepted = dn;
+    a.blocks_per_row = g_bpr;
     if (philox == 2) { /* capture once with other positions, replay with the real ones */
         cudaStream_t s;
         cudaGraph_t graph;
@@ -231,6 +235,22 @@ int main(void) {
     }
     run_case(1000, 0, SPECDEC_VERIFY_REJECTION, &cs_params[0], 8, 0, &rng); /* gamma 0: plain step */
     run_case(1000, 16, SPECDEC_VERIFY_REJECTION, &cs_params[4], 4, 1, &rng); /* the maximum gamma */
+    /* the multi-block kernels: few sequences so every row's blocks are resident */
+    const int bprs[4] = {SD_CUDA_MB_AUTO, 1, 13, 40};
+    for (int vi = 0; vi < 5; vi++)
+        for (int g = 1; g <= 8; g++)
+            for (int m = 0; m < 3; m++) {
+                const int V = Vs[vi], k = (g + m + vi) % 4;
+                if (V < 1000 || (V > 100000 && g != 1 && g != 4) || (bprs[k] == 1 && V > 4096) ||
+                    (bprs[k] > 1 && sd_mb_min_blocks(V) > bprs[k]) || bprs[k] * (g + 1) > 128)
+                    g_bpr = SD_CUDA_MB_AUTO;
+                else
+                    g_bpr = bprs[k];
+                const sd_sampling_params *sp = modes[m] == SPECDEC_VERIFY_GREEDY ? &cs_params[10]
+                                                                                 : &cs_params[(g + vi + 2 * m) % 12];
+                run_case(V, g, modes[m], sp, 1, (g + m) % 3, &rng);
+            }
+    g_bpr = 0;
     printf("rounds %ld: (a) vs sample_ref %ld, (b) vs sd_verify same rows %ld, (c) vs cpu end-to-end %ld, rows off %ld, "
            "out of range %ld\n",
            n_rounds, bad_a, bad_b, bad_c, bad_rows, bad_range);
