@@ -220,8 +220,9 @@ static specdec_status sd_attend(sd_cuda_runner *r, const sd_cuda_layer *L, int32
  * Fused (decode / verify with BF16/F16 weights, the tensor-core skinny GEMM): the o and
  * down projections add into the residual stream x in their epilogue (the same fp32
  * add the RMSNorm kernel does with a stored delta, so bitwise the same result) and the
- * gate/up projection applies SwiGLU in its epilogue (no gu round trip); 6 launches
- * per layer instead of 8. Prefill (cuBLAS) and F32 weights run unfused. */
+ * gate/up projection applies SwiGLU in its epilogue (no gu round trip): 9 launches
+ * per layer instead of 10 (docs/GPU_FORWARD.md). Prefill (cuBLAS) and F32 weights run
+ * unfused. */
 static specdec_status sd_body(sd_cuda_runner *r, int32_t first, int32_t n, int32_t pos, const int64_t *dpos,
                               cudaStream_t s) {
     const sd_config *c = &r->cfg;
