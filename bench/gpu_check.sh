@@ -8,7 +8,9 @@
 #   2. the GPU tests (ctest -L gpu);
 #   3. compute-sanitizer memcheck, racecheck, initcheck and synccheck with
 #      --error-exitcode=1 over every GPU test except the planted-fault one (label
-#      gpu_fault), with SD_CUDA_TEST_QUICK=1 (fewer model cases); a missing
+#      gpu_fault), the four tools in parallel under one deadline (SAN_BUDGET_S,
+#      default 540 s: the stage fits one 10-minute call), with SD_CUDA_TEST_QUICK=1
+#      (memcheck, synccheck) or 2 (racecheck, initcheck): fewer cases; a missing
 #      compute-sanitizer is a failure;
 #   4. the benchmarks (bench/cuda/bench_cuda, the verify kernel, the device-resident
 #      round bench/cuda_round with its transformers peer), JSON to $OUT and bench/results/;
@@ -90,23 +92,46 @@ for t in d.get("tests", []):
     wd = next((p["value"] for p in t.get("properties", []) if p["name"] == "WORKING_DIRECTORY"), ".")
     print(wd + "\t" + " ".join(shlex.quote(c) for c in cmd))
 PY
-    for tool in memcheck racecheck initcheck synccheck; do
-      ok=1
+    # The four tools run side by side (each is CPU-bound host-side instrumentation;
+    # the machine has 16 cores), each over every test in turn, all under one deadline
+    # (SAN_BUDGET_S, default 540 s) so the stage fits one 10-minute call. The tests
+    # honour SD_CUDA_TEST_QUICK: 1 = a few representative cases; 2 (racecheck and
+    # initcheck, the slowest tools) = fewer still. A test cut by the deadline FAILs.
+    deadline=$(( $(date +%s) + ${SAN_BUDGET_S:-540} ))
+    san_tool() {
+      local tool=$1 quick=1 extra="" ok=1 wd cmd name left r
+      [ "$tool" = memcheck ] && extra="--leak-check full"
+      { [ "$tool" = racecheck ] || [ "$tool" = initcheck ]; } && quick=2
       while IFS=$'\t' read -r wd cmd; do
         [ -z "$cmd" ] && continue
         name=$(basename "$(echo "$cmd" | awk '{print $1}')")
-        extra=""
-        [ "$tool" = memcheck ] && extra="--leak-check full"
-        (cd "$wd" && SD_CUDA_TEST_QUICK=1 eval timeout 1800 compute-sanitizer --tool "$tool" $extra --error-exitcode=1 "$cmd") \
-            >"$OUT/san_${tool}_${name}.log" 2>&1
+        left=$(( deadline - $(date +%s) ))
+        [ $left -lt 5 ] && left=5
+        local t0=$(date +%s)
+        (cd "$wd" && SD_CUDA_TEST_QUICK=$quick eval timeout $left compute-sanitizer --tool "$tool" $extra \
+            --error-exitcode=1 "$cmd") >"$OUT/san_${tool}_${name}.log" 2>&1
         r=$?
-        if [ $r -ne 0 ]; then ok=0; echo "compute-sanitizer $tool $name: exit $r"; tail -30 "$OUT/san_${tool}_${name}.log"; fi
+        echo "$tool $name: exit $r in $(( $(date +%s) - t0 )) s" >>"$OUT/san_${tool}_times.txt"
+        if [ $r -ne 0 ]; then
+          ok=0; echo "compute-sanitizer $tool $name: exit $r$([ $r = 124 ] && echo ' (deadline)')"
+          tail -30 "$OUT/san_${tool}_${name}.log"
+        fi
       done <"$OUT/gpu_tests.txt"
-      [ $ok = 1 ] && note "sanitizer $tool" PASS || note "sanitizer $tool" FAIL
+      [ $ok = 1 ]
+    }
+    declare -A san_pid=()
+    for tool in memcheck racecheck initcheck synccheck; do
+      san_tool "$tool" >"$OUT/san_${tool}_summary.txt" 2>&1 &
+      san_pid[$tool]=$!
+    done
+    for tool in memcheck racecheck initcheck synccheck; do
+      if wait "${san_pid[$tool]}"; then note "sanitizer $tool" PASS; else note "sanitizer $tool" FAIL; fi
+      cat "$OUT/san_${tool}_summary.txt" "$OUT/san_${tool}_times.txt" 2>/dev/null
     done
     # Keep what comes back small: one file per tool.
     for tool in memcheck racecheck initcheck synccheck; do
-      cat "$OUT"/san_${tool}_*.log >"$OUT/sanitizer_${tool}.log" 2>/dev/null; rm -f "$OUT"/san_${tool}_*.log
+      cat "$OUT"/san_${tool}_*.log "$OUT/san_${tool}_times.txt" >"$OUT/sanitizer_${tool}.log" 2>/dev/null
+      rm -f "$OUT"/san_${tool}_*.log "$OUT/san_${tool}_summary.txt" "$OUT/san_${tool}_times.txt"
     done
   fi
 fi

@@ -129,7 +129,7 @@ static void cuda_destroy(sd_runner *base) {
 /* `s`: the stream to enqueue on (r->stream, or a device round's stream); cuBLAS is
  * bound to r->stream, so only r->stream may take the n > SD_CUDA_SKINNY_MAX_M path. */
 static specdec_status sd_gemm(sd_cuda_runner *r, const void *w, const float *bias, const float *x, float *y,
-                              int32_t n, int32_t n_out, int32_t k_in, cudaStream_t s) {
+                              int32_t n, int32_t n_out, int32_t k_in, int32_t epi, cudaStream_t s) {
     sd_cuda_gemm_args g;
     memset(&g, 0, sizeof g);
     g.w = w;
@@ -141,6 +141,7 @@ static specdec_status sd_gemm(sd_cuda_runner *r, const void *w, const float *bia
     g.n = n;
     g.n_out = n_out;
     g.k_in = k_in;
+    g.epi = epi;
     if (n <= SD_CUDA_SKINNY_MAX_M) return sd_cuda_gemm_skinny(&g, s, &r->base.err);
     g.xconv = r->xconv;
     return sd_cuda_gemm_blas(r->blas, &g, r->stream, &r->base.err);
@@ -215,25 +216,40 @@ static specdec_status sd_attend(sd_cuda_runner *r, const sd_cuda_layer *L, int32
 
 /* n rows (n <= act_rows) whose ids are at tokens[first..], positions pos..pos+n-1
  * (with dpos != NULL: *dpos + pos .. on the device, n <= SD_CUDA_SKINNY_MAX_M), on
- * stream s: leaves the final-normed hidden states in r->xn. */
+ * stream s: leaves the final-normed hidden states in r->xn.
+ * Fused (decode / verify with BF16/F16 weights, the tensor-core skinny GEMM): the o and
+ * down projections add into the residual stream x in their epilogue (the same fp32
+ * add the RMSNorm kernel does with a stored delta, so bitwise the same result) and the
+ * gate/up projection applies SwiGLU in its epilogue (no gu round trip): 9 launches
+ * per layer instead of 10 (docs/GPU_FORWARD.md). Prefill (cuBLAS) and F32 weights run
+ * unfused. */
 static specdec_status sd_body(sd_cuda_runner *r, int32_t first, int32_t n, int32_t pos, const int64_t *dpos,
                               cudaStream_t s) {
     const sd_config *c = &r->cfg;
     const int32_t H = c->hidden_size, I = c->intermediate_size;
     sd_errbuf *eb = &r->base.err;
+    const int fuse = n <= SD_CUDA_SKINNY_MAX_M && r->wdt != SD_F32;
+    float *res = fuse ? r->x : r->delta;              /* where o / down write */
+    const int32_t res_epi = fuse ? SD_GEMM_EPI_ADD : SD_GEMM_EPI_STORE;
+    const float *pend = NULL;                         /* delta the next RMSNorm adds */
     SD_TRY(sd_cuda_embed(r->tok_embd, r->wdt, r->tokens + first, n, H, r->x, s, eb));
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_cuda_layer *L = &r->layers[l];
-        SD_TRY(sd_rmsnorm(r, l == 0 ? NULL : r->delta, L->attn_norm, n, s));
-        SD_TRY(sd_gemm(r, L->wqkv, L->bqkv, r->xn, r->qkv, n, r->qkv_dim, H, s));
+        SD_TRY(sd_rmsnorm(r, pend, L->attn_norm, n, s));
+        SD_TRY(sd_gemm(r, L->wqkv, L->bqkv, r->xn, r->qkv, n, r->qkv_dim, H, SD_GEMM_EPI_STORE, s));
         SD_TRY(sd_attend(r, L, n, pos, dpos, s));
-        SD_TRY(sd_gemm(r, L->wo, L->bo, r->att, r->delta, n, H, r->q_dim, s));
-        SD_TRY(sd_rmsnorm(r, r->delta, L->ffn_norm, n, s));
-        SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->gu, n, 2 * I, H, s));
-        SD_TRY(sd_cuda_swiglu(r->gu, r->h, n, I, s, eb));
-        SD_TRY(sd_gemm(r, L->wdown, NULL, r->h, r->delta, n, H, I, s));
+        SD_TRY(sd_gemm(r, L->wo, L->bo, r->att, res, n, H, r->q_dim, res_epi, s));
+        SD_TRY(sd_rmsnorm(r, fuse ? NULL : r->delta, L->ffn_norm, n, s));
+        if (fuse) {
+            SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->h, n, I, H, SD_GEMM_EPI_SWIGLU, s));
+        } else {
+            SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->gu, n, 2 * I, H, SD_GEMM_EPI_STORE, s));
+            SD_TRY(sd_cuda_swiglu(r->gu, r->h, n, I, s, eb));
+        }
+        SD_TRY(sd_gemm(r, L->wdown, NULL, r->h, res, n, H, I, res_epi, s));
+        pend = fuse ? NULL : r->delta;
     }
-    return sd_rmsnorm(r, c->n_layers > 0 ? r->delta : NULL, r->out_norm, n, s);
+    return sd_rmsnorm(r, pend, r->out_norm, n, s);
 }
 
 /* LM head of rows [r0, r0 + rows) of r->xn (rows <= SD_CUDA_LOGIT_ROWS) into r->logits. */

@@ -7,8 +7,9 @@
  * to the 1-token step), then the time of one forward step for M = 1, 2, 4, 5, 8, 16
  * tokens at context 512 and 4096 (LM head included), a 512-token prefill, bytes
  * moved (weights + KV read) / time as a fraction of the ceiling, CUDA-graph replay vs
- * plain launches for the M = 1 and M = 5 steps, and the skinny GEMM vs cublasGemmEx
- * (BF16 activations) on the model's projection shapes. Warm-up, then medians of CUDA
+ * plain launches for the M = 1 and M = 5 steps, and the skinny GEMM (tensor core; and
+ * the CUDA-core baseline) vs cublasGemmEx (BF16 activations) on the model's projection
+ * shapes for every M in 1..16. Warm-up, then medians of CUDA
  * event timings. Writes JSON (argv: --out FILE, --models a,b, --reps N) and prints a
  * short table last. */
 #include <math.h>
@@ -101,6 +102,16 @@ static void run_skinny(void *c, cudaStream_t s) {
     const sd_cuda_gemm_args g = {
         .w = k->w, .wdt = SD_BF16, .bias = NULL, .x = k->x, .y = k->y, .ldy = k->N, .n = k->M, .n_out = k->N, .k_in = k->K};
     if (sd_cuda_gemm_skinny(&g, s, &eb) != SPECDEC_OK) {
+        fprintf(stderr, "bench: %s\n", eb.msg);
+        exit(1);
+    }
+}
+static void run_simt(void *c, cudaStream_t s) { /* the CUDA-core kernel, the pre-tensor-core baseline */
+    gemm_ctx *k = c;
+    sd_errbuf eb;
+    const sd_cuda_gemm_args g = {
+        .w = k->w, .wdt = SD_BF16, .bias = NULL, .x = k->x, .y = k->y, .ldy = k->N, .n = k->M, .n_out = k->N, .k_in = k->K};
+    if (sd_cuda_gemm_simt(&g, s, &eb) != SPECDEC_OK) {
         fprintf(stderr, "bench: %s\n", eb.msg);
         exit(1);
     }
@@ -254,7 +265,8 @@ int main(int argc, char **argv) {
         if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cublasCreate failed\n"); return 1; }
         cublasSetStream(blas, s0);
         int gfirst = 1;
-        double skinny_sum = 0, blas_sum = 0;
+        double skinny_sum = 0, blas_sum = 0, simt_sum = 0, worst = 0;
+        int worst_m = 0, worst_s = 0;
         for (int si = 0; si < 5; si++) {
             const int N = shapes[si][0], K = shapes[si][1];
             gemm_ctx gc = {NULL, NULL, NULL, NULL, 1, N, K, blas};
@@ -269,23 +281,28 @@ int main(int argc, char **argv) {
             sd_cuda_fill_normal(x, SD_F32, (size_t)16 * K, 99 + si, 0.0f, 1.0f, s0, &eb);
             sd_cuda_convert_f32(x, xc, SD_BF16, (size_t)16 * K, s0, &eb);
             gc.w = w; gc.x = x; gc.y = y; gc.xc = xc;
-            for (size_t k = 0; k < sizeof Ms / sizeof Ms[0]; k++) {
-                gc.M = Ms[k];
+            for (int gm = 1; gm <= 16; gm++) { /* every M the skinny path serves */
+                gc.M = gm;
                 const float ts = time_ms(run_skinny, &gc, s0), tb = time_ms(run_cublas, &gc, s0);
+                const float tsimt = time_ms(run_simt, &gc, s0);
                 skinny_sum += ts;
                 blas_sum += tb;
+                simt_sum += tsimt;
+                if (ts / tb > worst) { worst = ts / tb; worst_m = gm; worst_s = si; }
                 const double gbs = (double)N * K * 2 / (ts * 1e-3) / 1e9;
                 fprintf(js, "%s\n       {\"op\": \"%s\", \"N\": %d, \"K\": %d, \"M\": %d, \"skinny_ms\": %.4f, \"cublas_ms\": %.4f, "
-                            "\"skinny_GBps\": %.1f}",
-                        gfirst ? "" : ",", snames[si], N, K, Ms[k], ts, tb, gbs);
+                            "\"simt_ms\": %.4f, \"skinny_GBps\": %.1f}",
+                        gfirst ? "" : ",", snames[si], N, K, gm, ts, tb, tsimt, gbs);
                 gfirst = 0;
             }
             CK(cudaFree(w)); CK(cudaFree(x)); CK(cudaFree(y)); CK(cudaFree(xc));
         }
         cublasDestroy(blas);
         fprintf(js, "]}");
-        tl += snprintf(table + tl, sizeof table - tl, "%-15s gemm M=1..16, 5 shapes: skinny %.3f ms vs cuBLAS %.3f ms (sum)\n",
-                       bm->name, skinny_sum, blas_sum);
+        tl += snprintf(table + tl, sizeof table - tl,
+                       "%-15s gemm M=1..16, 5 shapes: skinny (tensor core) %.3f ms, CUDA-core %.3f ms, cuBLAS %.3f ms "
+                       "(sums); worst skinny/cuBLAS %.2f (%s M=%d)\n",
+                       bm->name, skinny_sum, simt_sum, blas_sum, worst, snames[worst_s], worst_m);
         free(htok); free(lg); free(l1);
         sd_runner_destroy(r);
     }

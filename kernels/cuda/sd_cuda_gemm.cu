@@ -21,6 +21,10 @@
  * positional __restrict__ parameters (the launcher unpacks sd_cuda_gemm_args): it is
  * the hot loop of every projection, and its code is left exactly as it was.
  *
+ * Since the tensor-core kernel (sd_cuda_gemm_tc.cu) this CUDA-core kernel serves F32
+ * weights (sd_cuda_gemm_skinny dispatches by dtype) and is the benchmark's baseline
+ * (sd_cuda_gemm_simt, any dtype).
+ *
  * BLAS (prefill, n > SD_CUDA_SKINNY_MAX_M): x is converted to W's dtype and
  * cublasGemmEx computes y^T = W x^T with fp32 accumulation (CUBLAS_COMPUTE_32F), then
  * a small kernel adds the bias. */
@@ -176,11 +180,17 @@ static void sd_gemm_skinny_launch(const sd_cuda_gemm_args *a, const float *xs, f
 
 extern "C" specdec_status sd_cuda_gemm_skinny(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb) {
     if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_skinny: NULL args");
+    if (a->wdt == SD_BF16 || a->wdt == SD_F16) return sd_cuda_gemm_tc(a, stream, eb);
+    return sd_cuda_gemm_simt(a, stream, eb);
+}
+
+extern "C" specdec_status sd_cuda_gemm_simt(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb) {
+    if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_simt: NULL args");
     const int32_t n = a->n, k_in = a->k_in;
     if (n <= 0 || a->n_out <= 0) return SPECDEC_OK;
-    if (k_in <= 0 || a->ldy < a->n_out)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_skinny: k %d, n_out %d, ldy %d", (int)k_in,
-                       (int)a->n_out, (int)a->ldy);
+    if (k_in <= 0 || a->ldy < a->n_out || a->epi != SD_GEMM_EPI_STORE)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_simt: k %d, n_out %d, ldy %d, epilogue %d",
+                       (int)k_in, (int)a->n_out, (int)a->ldy, (int)a->epi);
     const int vec = (k_in % 8 == 0) && ((uintptr_t)a->w % 16 == 0) && ((uintptr_t)a->x % 16 == 0);
     for (int32_t m0 = 0; m0 < n; m0 += SD_CUDA_SKINNY_ROWS) {
         const int32_t rows = n - m0 < SD_CUDA_SKINNY_ROWS ? n - m0 : SD_CUDA_SKINNY_ROWS;
@@ -223,7 +233,7 @@ extern "C" specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const sd_cuda_g
     if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_blas: NULL args");
     const int32_t n = a->n, n_out = a->n_out, k_in = a->k_in, ldy = a->ldy;
     if (n <= 0 || n_out <= 0) return SPECDEC_OK;
-    if (k_in <= 0 || ldy < n_out)
+    if (k_in <= 0 || ldy < n_out || a->epi != SD_GEMM_EPI_STORE)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_gemm_blas: k %d, n_out %d, ldy %d", (int)k_in,
                        (int)n_out, (int)ldy);
     const void *b = a->x;

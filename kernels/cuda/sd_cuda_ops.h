@@ -117,11 +117,19 @@ specdec_status sd_cuda_attention(const sd_cuda_attention_args *a, cudaStream_t s
 specdec_status sd_cuda_swiglu(const float *gu, float *h, int32_t n, int32_t inter, cudaStream_t stream,
                               sd_errbuf *eb);
 
-/* --- GEMM (sd_cuda_gemm.cu) ------------------------------------------------------
+/* --- GEMM (sd_cuda_gemm.cu, sd_cuda_gemm_tc.cu) ----------------------------------
  * y[m, o] = sum_k x[m, k] * W[o, k] (+ bias[o]) for m < n, o < n_out.
- * Skinny: any n (launches of SD_CUDA_SKINNY_ROWS rows), batch invariant.
+ * Skinny: any n (launches of SD_CUDA_SKINNY_ROWS rows), batch invariant; BF16/F16
+ * weights run on tensor cores (sd_cuda_gemm_tc: activations rounded to the weight
+ * dtype, fp32 accumulation), F32 weights on the CUDA-core kernel (STORE only).
  * BLAS: cuBLAS GemmEx, x converted to wdt into xconv (unused for F32), fp32
- * accumulation; the handle must be bound to `stream`. */
+ * accumulation; the handle must be bound to `stream`; STORE only.
+ * Epilogues (skinny tensor-core path):
+ *   STORE  y[m, o] = acc + b[o]
+ *   ADD    y[m, o] = y[m, o] + (acc + b[o])  (the residual add of the o / down projection)
+ *   SWIGLU W holds 2 n_out rows [gate; up] (bias too when given) and
+ *          y[m, j] = silu(gate) * up exactly as sd_cuda_swiglu computes it. */
+enum { SD_GEMM_EPI_STORE = 0, SD_GEMM_EPI_ADD = 1, SD_GEMM_EPI_SWIGLU = 2 };
 typedef struct sd_cuda_gemm_args {
     const void *w;       /* [n_out, k_in] in wdt */
     sd_dtype wdt;
@@ -132,8 +140,14 @@ typedef struct sd_cuda_gemm_args {
     int32_t n;           /* rows (<= 0: nothing launched) */
     int32_t n_out, k_in;
     void *xconv;         /* BLAS only: n * k_in elements of wdt (NULL for F32 or skinny) */
+    int32_t epi;         /* SD_GEMM_EPI_*; 0 = STORE */
 } sd_cuda_gemm_args;
 specdec_status sd_cuda_gemm_skinny(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);
+/* The tensor-core kernel alone (BF16/F16 weights; sd_cuda_gemm_skinny dispatches to it). */
+specdec_status sd_cuda_gemm_tc(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);
+/* The CUDA-core kernel alone, any dtype, STORE only (the pre-tensor-core path; kept
+ * for F32 weights and as the benchmark's baseline). */
+specdec_status sd_cuda_gemm_simt(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);
 specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const sd_cuda_gemm_args *a, cudaStream_t stream,
                                  sd_errbuf *eb);
 /* dst[i] = (dt) src[i] for i < count (round to nearest even). */

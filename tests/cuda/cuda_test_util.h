@@ -24,6 +24,10 @@ static inline uint64_t ct_next(ct_rng *r) { return sd_test_splitmix64(&r->s); }
 /* Uniform in [-a, a). */
 static inline float ct_unif(ct_rng *r, float a) { return (float)(((double)(ct_next(r) >> 11) / 9007199254740992.0 * 2.0 - 1.0) * a); }
 
+/* SD_CUDA_TEST_QUICK set (bench/gpu_check.sh under compute-sanitizer, where every
+ * launch is 10-100x slower): tests run a few representative cases instead of all. */
+static inline int ct_quick(void) { return getenv("SD_CUDA_TEST_QUICK") != NULL; }
+
 static inline size_t ct_dsize(sd_dtype dt) { return dt == SD_F32 ? 4 : 2; }
 static inline const char *ct_dname(sd_dtype dt) { return dt == SD_F32 ? "F32" : dt == SD_F16 ? "F16" : "BF16"; }
 

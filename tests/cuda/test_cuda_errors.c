@@ -56,8 +56,15 @@ int main(void) {
     SD_CHECK(sd_runner_forward(r, toks, 0, 8, logits) == SPECDEC_ERR_INVALID_ARGUMENT, "n = 0");
     SD_CHECK(sd_runner_forward(r, NULL, 1, 8, logits) == SPECDEC_ERR_INVALID_ARGUMENT, "NULL tokens");
     SD_CHECK(sd_runner_forward(r, toks, 33, 0, logits) == SPECDEC_ERR_INVALID_ARGUMENT, "n > max_batch");
-    SD_CHECK(sd_runner_forward(r, toks, 30, 8, logits) == SPECDEC_ERR_CONTEXT_FULL, "past n_ctx");
-    SD_CHECK(sd_runner_forward(r, toks, 30, 34, logits) != SPECDEC_OK, "past n_ctx from a later pos");
+    /* n_ctx 64: 30 tokens at position 8 end at 37 and fit; 27 more at 38 would end at
+     * 64 = n_ctx (one past the last row) and are refused; 26 end exactly at row 63. */
+    SD_CHECK(sd_runner_forward(r, toks, 30, 8, logits) == SPECDEC_OK, "8 + 30 <= n_ctx 64 fits: %s", r->err.msg);
+    SD_CHECK(r->kv_len == 38, "kv_len %d after 30 at 8", r->kv_len);
+    SD_CHECK(sd_runner_forward(r, toks, 27, 38, logits) == SPECDEC_ERR_CONTEXT_FULL, "38 + 27 > n_ctx 64");
+    SD_CHECK(r->kv_len == 38, "a CONTEXT_FULL refusal leaves kv_len (%d)", r->kv_len);
+    SD_CHECK(sd_runner_forward(r, toks, 26, 38, logits) == SPECDEC_OK, "38 + 26 == n_ctx fits: %s", r->err.msg);
+    SD_CHECK(r->kv_len == 64, "kv_len %d at n_ctx", r->kv_len);
+    SD_CHECK(sd_runner_forward(r, toks, 1, 64, logits) == SPECDEC_ERR_CONTEXT_FULL, "one token past a full cache");
     SD_CHECK(sd_runner_forward(r, toks + 8, 4, 8, logits) == SPECDEC_OK, "still usable: %s", r->err.msg);
     SD_CHECK(r->kv_len == 12, "kv_len %d", r->kv_len);
     for (int i = 0; i < 4 * cfg.vocab_size; i++) SD_CHECK(isfinite(logits[i]), "logit %d finite", i);
