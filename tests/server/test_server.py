@@ -367,12 +367,16 @@ def test_chat_templates():
         chatml_dir = model_copy(tmp, "kjv-chatml", CHATML)
         with Server("-m", chatml_dir, "--parallel", "1") as srv:
             check_chatml(srv, "kjv-chatml", "the model's own ChatML template")
+            meta = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]
+            check(meta.get("chat_template") == "chatml", "/v1/models names the chat family: %r" % meta)
             expect_error(srv, "a tree without a draft model", 400, "POST", "/v1/completions",
                          {"prompt": "And", "max_tokens": 2, "tree": [2, 2]})
         odd_dir = model_copy(tmp, "kjv-odd", "{{ messages | tojson }}")
         with Server("-m", odd_dir, "--parallel", "1") as srv:
             expect_error(srv, "a chat template of no known family", 400, "POST", "/v1/chat/completions",
                          {"messages": CHAT_MSGS, "max_tokens": 2}, code="chat_template_unsupported")
+            meta = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]
+            check("chat_template" in meta and meta["chat_template"] is None, "no chat family: %r" % meta)
         with Server("-m", odd_dir, "--parallel", "1", "--chat-template", "chatml") as srv:
             check_chatml(srv, "kjv-odd", "--chat-template chatml over a template of no known family")
     with Server("--parallel", "1", "--chat-template", "chatml") as srv:

@@ -118,8 +118,11 @@ int sd_resp_models(sd_buf *b, const sd_server *srv) {
     sd_buf_puts(b, "{\"object\":\"list\",\"data\":[{\"id\":");
     sd_buf_json_str(b, srv->model_id, strlen(srv->model_id));
     sd_buf_printf(b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"specdec\",\"meta\":{\"n_ctx\":%d,"
-                  "\"n_vocab\":%d,\"backend\":\"%s\",\"speculative\":%s,\"parallel\":%d}}]}",
+                  "\"n_vocab\":%d,\"backend\":\"%s\",\"speculative\":%s,\"parallel\":%d,\"chat_template\":",
                   (int)srv->n_ctx, (int)srv->n_vocab, srv->backend_name, srv->draft ? "true" : "false",
                   srv->cfg.parallel);
+    if (srv->chat_family) sd_buf_json_str(b, srv->chat_family, strlen(srv->chat_family));
+    else sd_buf_puts(b, "null"); /* a template of no family specdec renders */
+    sd_buf_puts(b, "}}]}");
     return b->oom ? -1 : 0;
 }
