@@ -296,13 +296,15 @@ def test_tree(srv):
     """Tree speculation is exact in greedy and match mode: the text equals plain decoding's."""
     oc = srv.client()
     prompt = PROMPTS[1]
-    for mode, kw, cli_extra in (("greedy", GREEDY, ["--temp", "0"]), ("match", MATCH, MATCH_CLI)):
+    modes = (("greedy", GREEDY, ["--temp", "0"]), ("match", MATCH, MATCH_CLI))
+    shapes = ({"tree": [3, 2, 1]}, {"draft_nodes": 8}, {"tree": [4, 2], "draft_nodes": 6})
+    for mode, kw, cli_extra in modes[: 1 if QUICK else 2]:  # --quick (sanitizers): greedy, two shapes
         ref = cli_generate(prompt, N_TOK, *cli_extra)["text"]
         chain = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, **kw).choices[0].text
         check(chain == ref, "%s without a tree: %r != %r" % (mode, chain, ref))
         extra = dict(kw.get("extra_body", {}))
         kw_tree = {k: v for k, v in kw.items() if k != "extra_body"}
-        for shape in ({"tree": [3, 2, 1]}, {"draft_nodes": 8}, {"tree": [4, 2], "draft_nodes": 6}):
+        for shape in shapes[: 2 if QUICK else 3]:
             r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, **kw_tree,
                                       extra_body={**extra, **shape})
             spec = (r.model_extra or {}).get("speculative") or {}
@@ -379,8 +381,9 @@ def test_chat_templates():
             check("chat_template" in meta and meta["chat_template"] is None, "no chat family: %r" % meta)
         with Server("-m", odd_dir, "--parallel", "1", "--chat-template", "chatml") as srv:
             check_chatml(srv, "kjv-odd", "--chat-template chatml over a template of no known family")
-    with Server("--parallel", "1", "--chat-template", "chatml") as srv:
-        check_chatml(srv, "kjv-target", "--chat-template chatml on the bundled pair")
+    if not QUICK:  # forcing is covered above too; the sanitized forward pass is slow
+        with Server("--parallel", "1", "--chat-template", "chatml") as srv:
+            check_chatml(srv, "kjv-target", "--chat-template chatml on the bundled pair")
     out = subprocess.run([SPECDEC, "serve", "--port", "0", "--chat-template", "nope"], capture_output=True, text=True,
                          timeout=60)
     check(out.returncode == 2 and "unknown chat template 'nope'" in out.stderr and "chatml" in out.stderr,
