@@ -275,10 +275,96 @@ def cli_seeds():
     put("cli", "any_tokenize_both", argv(2, "-m", "d", "-p", "text", "-f", "file"))
 
 
+def server_seeds():
+    """fuzz_server: flags byte, then method, url, Authorization, Content-Length (NUL-terminated,
+    empty = absent), then the body. Flags: bit 0 chat, bit 1 API key "s3cret", bit 2 model id
+    "kjv-target" checked, bits 3-4 body limit (0, 64, 4096, 2 MiB), bits 5-7 chat family
+    (specdec_chat_template_name index; 7 = the tokenizer's own). ok_* pass the head and the body."""
+    families = ["llama3", "chatml", "llama2", "mistral", "zephyr", "phi3", "plain"]
+
+    def req(body, chat=False, key=True, model=True, limit=3, family=7, method="POST", url=None,
+            auth="Bearer s3cret", length=True):
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        flags = int(chat) | int(key) << 1 | int(model) << 2 | limit << 3 | family << 5
+        url = url or ("/v1/chat/completions" if chat else "/v1/completions")
+        cl = (str(len(body)) if length is True else length or "").encode()
+        return bytes([flags]) + b"\0".join([method.encode(), url.encode(), auth.encode(), cl]) + b"\0" + body
+
+    every_field = {"model": "kjv-target", "prompt": "And God said", "max_tokens": 16, "temperature": 0.7,
+                   "top_p": 0.9, "top_k": 40, "min_p": 0.05, "seed": -7, "stop": ["\n", "Amen"], "stream": True,
+                   "stream_options": {"include_usage": True}, "n": 1, "n_draft": 4, "verify": "match",
+                   "tree": [4, 2, 1], "draft_nodes": 12, "logprobs": None, "user": "u", "frobnicate": {"a": [1]}}
+    put("server", "ok_completions_every_field", req(every_field))
+    put("server", "ok_completions_ids", req({"prompt": [[1, 2, 3]], "max_tokens": 1}, key=False, model=False))
+    put("server", "ok_completions_no_v1", req({"prompt": "x"}, url="/completions", length=False))
+    conv = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "Who made "}, {"type": "text", "text": "the sky?"}]},
+            {"role": "assistant", "content": None}, {"role": "developer", "content": "d"},
+            {"role": "tool", "content": "t"}, {"role": "user", "content": "\u00e9\u4e2d\U0001f600"}]
+    chat_all = {"model": "kjv-target", "messages": conv, "max_completion_tokens": 8, "temperature": 0,
+                "top_p": 1, "seed": 123456789012, "stop": "\n", "stream": False, "verify": "greedy",
+                "tree": [2, 2], "draft_nodes": 0, "n_draft": 0}
+    put("server", "ok_chat_every_field", req(chat_all, chat=True))
+    simple = [{"role": "system", "content": " Be brief. "}, {"role": "user", "content": "Hi"},
+              {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Who made the heaven?"}]
+    for i, f in enumerate(families):
+        put("server", "ok_chat_" + f, req({"messages": simple, "max_tokens": 4}, chat=True, family=i))
+        put("server", "ok_chat_%s_every_role" % f, req({"messages": conv}, chat=True, family=i))
+    put("server", "ok_health_without_key", req("{\"prompt\": \"x\"}", method="GET", url="/health", auth=""))
+    bad = {
+        "bad_json": "{\"prompt\": \"x\",",
+        "bad_trailing": "{\"prompt\": \"x\"} {}",
+        "bad_not_object": "[1, 2]",
+        "bad_empty": "",
+        "bad_prompt_type": {"prompt": 5},
+        "bad_prompt_ids_negative": {"prompt": [1, -2]},
+        "bad_prompt_batch": {"prompt": ["a", "b"]},
+        "bad_max_tokens_zero": {"prompt": "x", "max_tokens": 0},
+        "bad_max_tokens_type": {"prompt": "x", "max_tokens": "ten"},
+        "bad_temperature": {"prompt": "x", "temperature": 2.5},
+        "bad_top_p_zero": {"prompt": "x", "top_p": 0},
+        "bad_seed_fraction": {"prompt": "x", "seed": 0.5},
+        "bad_stop_empty": {"prompt": "x", "stop": [""]},
+        "bad_stop_five": {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]},
+        "bad_stream_type": {"prompt": "x", "stream": "yes"},
+        "bad_n_two": {"prompt": "x", "n": 2},
+        "bad_n_draft": {"prompt": "x", "n_draft": 17},
+        "bad_verify": {"prompt": "x", "verify": "maybe"},
+        "bad_tree_zero": {"prompt": "x", "tree": [0]},
+        "bad_tree_too_many_nodes": {"prompt": "x", "tree": [64, 64]},
+        "bad_tree_too_deep": {"prompt": "x", "tree": [1] * 17},
+        "bad_tree_type": {"prompt": "x", "tree": "2"},
+        "bad_tree_huge": {"prompt": "x", "tree": [1e300]},
+        "bad_draft_nodes": {"prompt": "x", "draft_nodes": 65},
+        "bad_unknown_model": {"model": "gpt-9", "prompt": "x"},
+        # a model name whose quoted copy in the message is cut inside a two-byte character
+        "bad_model_name_cut_utf8": {"model": "m" * 119 + "\u00e9" * 8, "prompt": "x"},
+    }
+    for name, body in bad.items():
+        put("server", name, req(body))
+    put("server", "bad_invalid_utf8", req(b'{"prompt": "\xff\xfe x"}'))
+    put("server", "bad_overlong_utf8", req(b'{"prompt": "\xc0\xaf"}'))
+    put("server", "bad_chat_empty_messages", req({"messages": []}, chat=True))
+    put("server", "bad_chat_role", req({"messages": [{"role": "wizard", "content": "x"}]}, chat=True))
+    put("server", "bad_chat_image_part", req({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+                                             chat=True))
+    ok_body = {"prompt": "x"}
+    put("server", "bad_auth_missing", req(ok_body, auth=""))
+    put("server", "bad_auth_wrong", req(ok_body, auth="Bearer s3cre"))
+    put("server", "bad_auth_no_bearer", req(ok_body, auth="s3cret"))
+    put("server", "bad_path", req(ok_body, url="/v1/embeddings"))
+    put("server", "bad_method", req(ok_body, method="GET"))
+    put("server", "bad_declared_length", req(ok_body, limit=0))
+    put("server", "bad_declared_length_huge", req(ok_body, length="99999999999999999999999999"))
+
+
 if __name__ == "__main__":
     every = {"safetensors": lambda: safetensors_seeds(), "config": lambda: config_seeds(),
              "tokenizer": lambda: tokenizer_seeds(), "tokenizer_real": tokenizer_real_seeds,
-             "generate": generate_seeds, "cli": cli_seeds}
+             "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds}
     for name in sys.argv[1:] or list(every):
         every[name]()
     print("seeds written to", SEEDS)

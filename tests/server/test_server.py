@@ -16,10 +16,18 @@ Checks:
   - malformed input, each answered with its status and an OpenAI-style error object while
     the server keeps serving (checked after each case): invalid JSON, wrong types,
     max_tokens <= 0 or above the context, unknown model, empty messages, invalid UTF-8,
-    oversized body (declared and chunked), "tree" (valid: not supported yet; invalid),
+    oversized body (declared and chunked), "tree" / "draft_nodes" shapes the library refuses,
     unknown endpoint and method, a body sent byte by byte too slowly (closed after
     --body-timeout) and one sent slowly but in time, a client that disconnects
     mid-stream and one that disconnects while waiting (both cancelled: metrics);
+  - tree speculation ("tree", "draft_nodes"): greedy and match text with a tree equals the text
+    without one (and `specdec generate`'s), streamed or not; the shape is echoed in "speculative";
+  - chat templates: a copy of kjv-target with a ChatML tokenizer_config.json renders chat
+    requests as ChatML (prompt ids = `specdec tokenize --no-special` of the ChatML text, and the
+    greedy text equals a completion of those ids); --chat-template chatml forces it on the
+    bundled pair; a template of no known family: chat answers 400 chat_template_unsupported
+    while completions work, and --chat-template repairs it; an unknown --chat-template exits 2;
+    a tree on a server without a draft model is a 400;
   - an API key: 401 without or with a wrong Bearer token, 200 with it; /health open;
   - a full queue answers 429; the per-request timeout cancels and reports it;
   - SIGTERM while a stream is running: the stream ends and the server exits 0.
@@ -284,6 +292,104 @@ def test_concurrent(srv):
     check(all(r is True for r in results), "%d concurrent streams all complete correctly: %r" % (n, results))
 
 
+def test_tree(srv):
+    """Tree speculation is exact in greedy and match mode: the text equals plain decoding's."""
+    oc = srv.client()
+    prompt = PROMPTS[1]
+    modes = (("greedy", GREEDY, ["--temp", "0"]), ("match", MATCH, MATCH_CLI))
+    shapes = ({"tree": [3, 2, 1]}, {"draft_nodes": 8}, {"tree": [4, 2], "draft_nodes": 6})
+    for mode, kw, cli_extra in modes[: 1 if QUICK else 2]:  # --quick (sanitizers): greedy, two shapes
+        ref = cli_generate(prompt, N_TOK, *cli_extra)["text"]
+        chain = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, **kw).choices[0].text
+        check(chain == ref, "%s without a tree: %r != %r" % (mode, chain, ref))
+        extra = dict(kw.get("extra_body", {}))
+        kw_tree = {k: v for k, v in kw.items() if k != "extra_body"}
+        for shape in shapes[: 2 if QUICK else 3]:
+            r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, **kw_tree,
+                                      extra_body={**extra, **shape})
+            spec = (r.model_extra or {}).get("speculative") or {}
+            check(r.choices[0].text == ref, "%s with %r: %r != %r" % (mode, shape, r.choices[0].text, ref))
+            # more than 4 nodes per round: a tree ran (a chain of the server's default γ = 4 verifies <= 4)
+            check(spec.get("tree") == shape.get("tree", []) and spec.get("draft_nodes") == shape.get("draft_nodes", 0)
+                  and spec.get("nodes_per_round", 0) > 4 and spec.get("n_draft") == 0,
+                  "%s with %r: speculative %r" % (mode, shape, spec))
+    s = "".join(c.choices[0].text for c in oc.completions.create(
+        model="kjv-target", prompt=prompt, max_tokens=N_TOK, temperature=0, stream=True,
+        extra_body={"tree": [2, 2, 1]}))
+    check(s == cli_generate(prompt, N_TOK, "--temp", "0")["text"], "streamed greedy with a tree: %r" % s)
+
+
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+          "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+CHAT_MSGS = [{"role": "system", "content": "Speak as the King James Bible."},
+             {"role": "user", "content": "Who created the heaven and the earth?"}]
+CHATML_TEXT = ("<|im_start|>system\nSpeak as the King James Bible.<|im_end|>\n<|im_start|>user\n"
+               "Who created the heaven and the earth?<|im_end|>\n<|im_start|>assistant\n")
+
+
+def model_copy(tmp, name, chat_template):
+    """kjv-target's files (linked) with a tokenizer_config.json that has chat_template."""
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "generation_config.json"):
+        if os.path.exists(os.path.join(TARGET, f)):
+            os.symlink(os.path.abspath(os.path.join(TARGET, f)), os.path.join(d, f))
+    with open(os.path.join(TARGET, "tokenizer_config.json")) as f:
+        cfg = json.load(f)
+    cfg["chat_template"] = chat_template
+    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+        json.dump(cfg, f)
+    return d
+
+
+def tokenize_plain(text):
+    """The ids of text without special tokens, as ChatML prompts are tokenized."""
+    out = subprocess.run([SPECDEC, "tokenize", "-m", TARGET, "-p", text, "--no-special"], capture_output=True,
+                         text=True, timeout=60, check=True)
+    return [int(t) for t in out.stdout.split()]
+
+
+def check_chatml(srv, model, what):
+    """A greedy chat request renders as ChatML: its prompt ids are the ChatML text's, and its
+    text equals a completion of exactly those ids."""
+    ids = tokenize_plain(CHATML_TEXT)
+    oc = srv.client()
+    r = oc.chat.completions.create(model=model, messages=CHAT_MSGS, max_tokens=N_TOK, temperature=0)
+    c = oc.completions.create(model=model, prompt=ids, max_tokens=N_TOK, temperature=0)
+    check(r.usage.prompt_tokens == len(ids), "%s: chat prompt tokens %d, ChatML has %d" % (what, r.usage.prompt_tokens,
+                                                                                           len(ids)))
+    check(r.choices[0].message.content == c.choices[0].text and r.usage.completion_tokens >= 1,
+          "%s: chat text %r != completion of the ChatML ids %r" % (what, r.choices[0].message.content,
+                                                                   c.choices[0].text))
+
+
+def test_chat_templates():
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        chatml_dir = model_copy(tmp, "kjv-chatml", CHATML)
+        with Server("-m", chatml_dir, "--parallel", "1") as srv:
+            check_chatml(srv, "kjv-chatml", "the model's own ChatML template")
+            meta = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]
+            check(meta.get("chat_template") == "chatml", "/v1/models names the chat family: %r" % meta)
+            expect_error(srv, "a tree without a draft model", 400, "POST", "/v1/completions",
+                         {"prompt": "And", "max_tokens": 2, "tree": [2, 2]})
+        odd_dir = model_copy(tmp, "kjv-odd", "{{ messages | tojson }}")
+        with Server("-m", odd_dir, "--parallel", "1") as srv:
+            expect_error(srv, "a chat template of no known family", 400, "POST", "/v1/chat/completions",
+                         {"messages": CHAT_MSGS, "max_tokens": 2}, code="chat_template_unsupported")
+            meta = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]
+            check("chat_template" in meta and meta["chat_template"] is None, "no chat family: %r" % meta)
+        with Server("-m", odd_dir, "--parallel", "1", "--chat-template", "chatml") as srv:
+            check_chatml(srv, "kjv-odd", "--chat-template chatml over a template of no known family")
+    if not QUICK:  # forcing is covered above too; the sanitized forward pass is slow
+        with Server("--parallel", "1", "--chat-template", "chatml") as srv:
+            check_chatml(srv, "kjv-target", "--chat-template chatml on the bundled pair")
+    out = subprocess.run([SPECDEC, "serve", "--port", "0", "--chat-template", "nope"], capture_output=True, text=True,
+                         timeout=60)
+    check(out.returncode == 2 and "unknown chat template 'nope'" in out.stderr and "chatml" in out.stderr,
+          "an unknown --chat-template exits 2 with a message: %d %r" % (out.returncode, out.stderr[:200]))
+
+
 def still_serving(srv, after):
     st, body, _ = srv.request("GET", "/health")
     ok = st == 200
@@ -324,8 +430,9 @@ def test_malformed(srv):
         ("empty messages", 400, "/v1/chat/completions", {"messages": []}, None),
         ("invalid UTF-8", 400, "/v1/completions", b'{"prompt": "\xff\xfe x"}', None),
         ("oversized body", 413, "/v1/completions", big, None),
-        ("tree (valid, not supported yet)", 400, "/v1/completions", {"prompt": "x", "tree": [2, 2]}, "unsupported"),
+        ("tree of more than 64 nodes", 400, "/v1/completions", {"prompt": "x", "tree": [64, 64]}, None),
         ("tree (invalid)", 400, "/v1/completions", {"prompt": "x", "tree": [0, -1]}, None),
+        ("draft_nodes above 64", 400, "/v1/completions", {"prompt": "x", "draft_nodes": 65}, None),
         ("n = 2", 400, "/v1/completions", {"prompt": "x", "n": 2}, None),
         ("unknown endpoint", 404, "/v1/embeddings", {"input": "x"}, None),
     ]
@@ -538,8 +645,10 @@ def main():
     t0 = time.time()
     with Server("--parallel", "4", "--max-body", "262144", "--body-timeout", "2") as srv:
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
-        for fn in (test_completions, test_chat, test_stop, test_concurrent, test_malformed, test_metrics_endpoint):
+        for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
+                   test_metrics_endpoint):
             timed(fn, srv)
+    timed(test_chat_templates)
     timed(test_api_key)
     timed(test_queue_and_timeout)
     timed(test_sigterm_mid_stream)

@@ -1,8 +1,10 @@
 /* test_server_parse.c — the server's pure parts, without HTTP:
  *  - sd_api_parse: valid bodies of both endpoints give the fields; each malformed body
  *    (not JSON, wrong types, out-of-range values, unknown model, empty messages, bad
- *    UTF-8, tree given) gives its HTTP status, an error message and the offending param;
- *  - sd_utf8_valid against a reference decoder on random byte strings (fixed seed);
+ *    UTF-8, a tree shape the library refuses) gives its HTTP status, an error message and
+ *    the offending param; a valid "tree" / "draft_nodes" is passed through;
+ *  - sd_api_check_head: routes, methods, the API key, the declared length;
+ *  - sd_api_utf8_valid against a reference decoder on random byte strings (fixed seed);
  *  - the stop filter (sd_stopper): text fed in random pieces releases exactly the text
  *    before the first stop sequence, never more than it, and never takes text back,
  *    compared with a direct search on random texts over a small alphabet;
@@ -63,6 +65,67 @@ static void test_valid(void) {
     if (code == 200) sd_api_request_free(&r);
 }
 
+static void test_tree(void) {
+    sd_api_request r;
+    sd_api_error e;
+    int code = parse("{\"prompt\":\"x\",\"tree\":[4,2,1],\"draft_nodes\":12}", 0, &r, &e);
+    SD_CHECK(code == 200 && r.n_tree == 3 && r.tree[0] == 4 && r.tree[1] == 2 && r.tree[2] == 1 && r.draft_nodes == 12,
+             "tree passed through: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    code = parse("{\"prompt\":\"x\",\"tree\":[64,64]}", 0, &r, &e);
+    SD_CHECK(code == 400 && strstr(e.message, "more than 64 nodes"), "the library's message: %s", e.message);
+    code = parse("{\"prompt\":\"x\"}", 0, &r, &e);
+    SD_CHECK(code == 200 && r.n_tree == 0 && r.draft_nodes == 0, "no tree by default");
+    if (code == 200) sd_api_request_free(&r);
+}
+
+/* A quoted value cut inside a UTF-8 character must not leave a broken message. */
+static void test_message_utf8(void) {
+    char body[512];
+    char name[300] = {0};
+    memset(name, 'm', 119);
+    for (int i = 0; i < 8; i++) memcpy(name + 119 + 2 * i, "\xc3\xa9", 2);
+    snprintf(body, sizeof body, "{\"model\":\"%s\",\"prompt\":\"x\"}", name);
+    sd_api_request r;
+    sd_api_error e;
+    int code = parse(body, 0, &r, &e);
+    SD_CHECK(code == 404 && sd_api_utf8_valid(e.message, strlen(e.message)), "404 message is UTF-8: %s", e.message);
+}
+
+static void test_head(void) {
+    static const struct {
+        const char *method, *url, *auth, *length, *key;
+        int code;
+        sd_endpoint ep;
+    } cases[] = {
+        {"POST", "/v1/completions", NULL, "10", NULL, 0, SD_EP_COMPLETIONS},
+        {"POST", "/completions", NULL, NULL, NULL, 0, SD_EP_COMPLETIONS},
+        {"POST", "/v1/chat/completions", "Bearer k", NULL, "k", 0, SD_EP_CHAT},
+        {"GET", "/v1/models", NULL, NULL, NULL, 0, SD_EP_MODELS},
+        {"GET", "/health", NULL, NULL, "k", 0, SD_EP_HEALTH},
+        {"GET", "/metrics", "Bearer k", NULL, "k", 0, SD_EP_METRICS},
+        {"GET", "/metrics", NULL, NULL, "k", 401, SD_EP_METRICS},
+        {"POST", "/v1/completions", "Bearer kk", NULL, "k", 401, SD_EP_COMPLETIONS},
+        {"POST", "/v1/completions", "k", NULL, "k", 401, SD_EP_COMPLETIONS},
+        {"POST", "/v1/completions", "Bearer ", NULL, "k", 401, SD_EP_COMPLETIONS},
+        {"POST", "/v1/embeddings", NULL, NULL, NULL, 404, SD_EP_OTHER},
+        {"POST", "/v1/embeddings", NULL, NULL, "k", 401, SD_EP_OTHER},
+        {"GET", "/v1/completions", NULL, NULL, NULL, 405, SD_EP_OTHER},
+        {"POST", "/v1/completions", NULL, "101", NULL, 413, SD_EP_COMPLETIONS},
+        {"POST", "/v1/completions", NULL, "100", NULL, 0, SD_EP_COMPLETIONS},
+        {"POST", "/v1/completions", NULL, "99999999999999999999999", NULL, 413, SD_EP_COMPLETIONS},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_api_head h = {cases[i].method, cases[i].url, cases[i].auth, cases[i].length};
+        sd_endpoint ep;
+        sd_api_error e;
+        int code = sd_api_check_head(&h, cases[i].key, 100, &ep, &e);
+        SD_CHECK(code == cases[i].code && ep == cases[i].ep && (code == 0 || (e.http == code && e.message[0])),
+                 "head %zu (%s %s): %d ep %d, want %d ep %d", i, cases[i].method, cases[i].url, code, (int)ep,
+                 cases[i].code, (int)cases[i].ep);
+    }
+}
+
 static void test_invalid(void) {
     static const struct { int chat; const char *body; int code; const char *param; } cases[] = {
         {0, "", 400, ""},
@@ -93,7 +156,11 @@ static void test_invalid(void) {
         {0, "{\"prompt\":\"x\",\"n\":2}", 400, "n"},
         {0, "{\"prompt\":\"x\",\"n_draft\":17}", 400, "n_draft"},
         {0, "{\"prompt\":\"x\",\"verify\":\"maybe\"}", 400, "verify"},
-        {0, "{\"prompt\":\"x\",\"tree\":[2,2]}", 400, "tree"},  /* valid, not supported yet */
+        {0, "{\"prompt\":\"x\",\"tree\":[64,64]}", 400, "tree"}, /* more than 64 nodes */
+        {0, "{\"prompt\":\"x\",\"tree\":[2,0,2]}", 400, "tree"},
+        {0, "{\"prompt\":\"x\",\"tree\":[1.5]}", 400, "tree"},
+        {0, "{\"prompt\":\"x\",\"draft_nodes\":65}", 400, "draft_nodes"},
+        {0, "{\"prompt\":\"x\",\"draft_nodes\":-1}", 400, "draft_nodes"},
         {0, "{\"prompt\":\"x\",\"tree\":[]}", 400, "tree"},
         {0, "{\"prompt\":\"x\",\"tree\":[0]}", 400, "tree"},
         {0, "{\"prompt\":\"x\",\"tree\":\"2\"}", 400, "tree"},
@@ -157,7 +224,7 @@ static void test_utf8(void) {
             uint64_t r = next();
             buf[i] = (unsigned char)(r % 4 == 0 ? 0x80 + (r >> 8) % 64 : r % 4 == 1 ? 0xC0 + (r >> 8) % 64 : r >> 8);
         }
-        int a = sd_utf8_valid((const char *)buf, n), b = ref_utf8(buf, n);
+        int a = sd_api_utf8_valid((const char *)buf, n), b = ref_utf8(buf, n);
         valid += b;
         if (a != b && mismatches++ < 5) SD_CHECK(0, "utf8 disagreement on %zu bytes: %d vs %d", n, a, b);
     }
@@ -262,6 +329,9 @@ static void test_mutations(void) {
 int main(void) {
     test_valid();
     test_invalid();
+    test_tree();
+    test_message_utf8();
+    test_head();
     test_utf8();
     test_stopper();
     test_json_escape();

@@ -27,7 +27,8 @@ static void serve_usage(FILE *f) {
             "  --backend B         auto|cpu|cuda (default auto)\n"
             "  --ctx N             context length, 0 = from the model (default 0)\n"
             "  --draft N           default draft length γ of a request, 0..%d (default 4)\n"
-            "  --chat-template T   chat prompt format (default: the model's; now only 'plain')\n"
+            "  --chat-template T   chat prompt family: llama3|chatml|llama2|mistral|zephyr|phi3|plain\n"
+            "                      (default: the model's own template, detected; none: plain)\n"
             "  --alias NAME        model id served and expected in requests (default: the target dir's name)\n"
             "  --max-body BYTES    request body limit, 413 beyond (default 2097152)\n"
             "  --timeout S         per-request limit in seconds; the request is cancelled (default 600)\n"
@@ -73,7 +74,14 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--queue")) bad = serve_long(v, 1, 1 << 20, &n), c->queue = (int)n;
     else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) bad = serve_long(v, 0, 1 << 30, &n), c->n_ctx = (int)n;
     else if (!strcmp(a, "--draft")) bad = serve_long(v, 0, SPECDEC_MAX_DRAFT, &n), c->n_draft = (int)n;
-    else if (!strcmp(a, "--chat-template")) c->chat_template = v;
+    else if (!strcmp(a, "--chat-template")) {
+        if (!sd_server_chat_template_known(v)) {
+            char names[128];
+            sd_server_chat_template_list(names, sizeof names);
+            return fprintf(stderr, "specdec serve: unknown chat template '%s' (known: %s)\n", v, names), -1;
+        }
+        c->chat_template = v;
+    }
     else if (!strcmp(a, "--alias")) c->model_alias = v;
     else if (!strcmp(a, "--max-body")) bad = serve_long(v, 1, 1L << 30, &n), c->max_body = (size_t)n;
     else if (!strcmp(a, "--timeout")) bad = serve_seconds(v, &c->timeout_s);

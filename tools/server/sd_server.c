@@ -25,6 +25,45 @@ void sd_server_config_default(sd_server_config *c) {
     c->max_connections = 256;
 }
 
+int sd_server_chat_template_known(const char *name) {
+    for (int32_t i = 0; name && specdec_chat_template_name(i); i++)
+        if (!strcmp(name, specdec_chat_template_name(i))) return 1;
+    return 0;
+}
+
+void sd_server_chat_template_list(char *buf, size_t cap) {
+    size_t off = 0;
+    if (cap) buf[0] = '\0';
+    for (int32_t i = 0; specdec_chat_template_name(i) && off < cap; i++) {
+        int n = snprintf(buf + off, cap - off, "%s%s", i ? ", " : "", specdec_chat_template_name(i));
+        if (n < 0) break;
+        off += (size_t)n;
+    }
+}
+
+/* The chat family: forced by --chat-template, else detected from the tokenizer. A
+ * template of no known family does not stop the server (completions still work); chat
+ * requests are then refused with the reason, and the log says so now. */
+static void sd_server_chat_setup(sd_server *srv) {
+    if (srv->cfg.chat_template) {
+        srv->chat_family = srv->cfg.chat_template;
+        return;
+    }
+    const char *name = NULL;
+    if (specdec_chat_template_detect(srv->tok, &name) == SPECDEC_OK) {
+        srv->chat_family = name;
+        return;
+    }
+    srv->chat_family = NULL;
+    snprintf(srv->chat_problem, sizeof srv->chat_problem, "%s", specdec_last_error());
+    char names[128];
+    sd_server_chat_template_list(names, sizeof names);
+    fprintf(stderr,
+            "specdec serve: warning: %s; /v1/chat/completions will answer 400 (chat_template_unsupported) "
+            "unless --chat-template NAME is given (%s)\n",
+            srv->chat_problem, names);
+}
+
 /* The served model id: --alias, else the target directory's last component. */
 static void sd_server_model_id(sd_server *srv) {
     const char *src = srv->cfg.model_alias;
@@ -52,6 +91,7 @@ static int sd_server_load(sd_server *srv) {
     if ((st = specdec_tokenizer_load(srv->cfg.target_dir, &srv->tok)))
         return sd_server_fail("loading the tokenizer", st);
     specdec_model_info info;
+    sd_server_chat_setup(srv);
     if ((st = specdec_model_get_info(srv->target, &info))) return sd_server_fail("reading the model", st);
     srv->n_vocab = info.vocab_size;
     specdec_engine_params ep = specdec_engine_default_params();
@@ -80,9 +120,11 @@ static void sd_server_free(sd_server *srv) {
 }
 
 int sd_server_run(const sd_server_config *cfg) {
-    if (sd_chat_template_supported(cfg->chat_template)) {
-        fprintf(stderr, "specdec serve: unknown chat template '%s' (available now: plain)\n", cfg->chat_template);
-        return 1;
+    if (cfg->chat_template && !sd_server_chat_template_known(cfg->chat_template)) {
+        char names[128];
+        sd_server_chat_template_list(names, sizeof names);
+        fprintf(stderr, "specdec serve: unknown chat template '%s' (known: %s)\n", cfg->chat_template, names);
+        return 2;
     }
     /* Signals are taken by sigwait below: block them before any thread exists so that
      * every thread (scheduler, daemon, connections) inherits the mask. */

@@ -8,9 +8,9 @@
  * Files, by concern:
  *   sd_server.c           lifecycle: load models, scheduler, daemon, signals
  *   sd_server_http.c      libmicrohttpd plumbing: routing, auth, body limits, replies
- *   sd_server_request.c   request-body parsing and validation (cJSON), fuzz entry point
- *   sd_server_chat.c      chat prompt rendering
- *   sd_server_gen.c       a generation request: tokenize, submit, wait or stream
+ *   sd_server_request.c   request heads and bodies: parsing and validation (cJSON), fuzz entry
+ *   sd_server_gen.c       a generation request: chat template (specdec_chat_tokenize) or
+ *                         tokenize, submit, wait or stream
  *   sd_server_response.c  JSON bodies and SSE chunks
  *   sd_server_text.c      output text: stop strings held back and cut, UTF-8, a byte buffer
  *   sd_server_metrics.c   counters and the Prometheus text */
@@ -37,16 +37,23 @@ typedef struct sd_server_config {
     double timeout_s;            /* per-request limit from submit to the end; default 600 */
     double body_timeout_s;       /* a request (headers + body) must arrive within this; default 30 */
     int max_connections;         /* simultaneous connections (each a thread); default 256 */
-    const char *chat_template;   /* NULL = the model's; now only "plain" exists */
+    const char *chat_template;   /* chat prompt family (specdec_chat_template_name: llama3, chatml,
+                                    llama2, mistral, zephyr, phi3, plain); NULL = the model's own
+                                    (detected from its tokenizer directory; none: "plain") */
     const char *model_alias;     /* served model id; NULL = the target directory's name */
     int verbose;                 /* 1: log each request to stderr */
 } sd_server_config;
 
 void sd_server_config_default(sd_server_config *c);
 
+/* 1 if name is a chat template family the library renders (specdec_chat_template_name). */
+int sd_server_chat_template_known(const char *name);
+/* The family names joined by ", " into buf (for messages). */
+void sd_server_chat_template_list(char *buf, size_t cap);
+
 /* Load, listen, print "listening on http://HOST:PORT", serve until SIGINT or SIGTERM,
  * then stop cleanly (running requests are cancelled). Returns the process exit code:
- * 0 after a signal, 1 when the server could not start. */
+ * 0 after a signal, 1 when the server could not start, 2 for an unknown chat_template. */
 int sd_server_run(const sd_server_config *c);
 
 #endif

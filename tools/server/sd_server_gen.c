@@ -1,5 +1,6 @@
 /* sd_server_gen.c — one generation request: parse and validate the body, build the
- * prompt ids (chat rendering + tokenizer, or given ids), submit to the scheduler, then
+ * prompt ids (the chat template via specdec_chat_tokenize, the tokenizer, or given ids),
+ * submit to the scheduler (a "tree" passed through to tree speculation), then
  * either wait and answer with one JSON body, or stream server-sent events.
  *
  * Text comes from the generate callback's pieces (never a split UTF-8 sequence) and
@@ -31,6 +32,9 @@ typedef struct sd_job {
     specdec_request_id rid;
     long serial;                   /* this server's request number */
     int32_t n_prompt, cap, n_draft;
+    int32_t tree[SD_API_MAX_TREE];  /* the request's draft tree (n_tree 0: a chain of n_draft) */
+    int n_tree;
+    int32_t draft_nodes;
     int32_t *tokens;               /* [cap] the collected output ids */
     specdec_verify_mode verify;
     char *stops[SD_API_MAX_STOP];  /* owned, taken from the request */
@@ -140,6 +144,45 @@ static int sd_gen_tokenize(sd_server *srv, const char *text, size_t len, int32_t
     return sd_api_fail(e, 500, "server_error", NULL, NULL, "tokenizing the prompt: size changed");
 }
 
+/* The chat prompt's ids: the conversation rendered with the server's chat family (the
+ * model's own template, or --chat-template) and tokenized as that family needs. */
+static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **ids, int32_t *n, sd_api_error *e) {
+    if (!srv->chat_family)
+        return sd_api_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages",
+                           "%s: this server cannot render chat prompts for its model (start it with --chat-template "
+                           "NAME); /v1/completions works", srv->chat_problem);
+    specdec_chat_message *m = malloc((size_t)req->n_messages * sizeof *m);
+    if (!m) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the conversation");
+    size_t bytes = 256;
+    for (int i = 0; i < req->n_messages; i++) {
+        m[i].role = req->messages[i].role;
+        m[i].content = req->messages[i].content;
+        bytes += strlen(m[i].content) + 16;
+    }
+    int32_t cap = bytes < (size_t)INT32_MAX / 2 ? (int32_t)bytes : INT32_MAX / 2;
+    specdec_status st = SPECDEC_ERR_OUT_OF_MEMORY;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!(*ids = malloc((size_t)cap * sizeof(int32_t)))) break;
+        st = specdec_chat_tokenize(srv->tok, srv->cfg.chat_template, m, req->n_messages, 1, *ids, cap, n);
+        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL) break;
+        free(*ids);
+        *ids = NULL;
+        cap = *n;
+    }
+    free(m);
+    if (st == SPECDEC_OK) return 0;
+    free(*ids);
+    *ids = NULL;
+    *n = 0;
+    if (st == SPECDEC_ERR_INVALID_ARGUMENT) /* the template refuses the conversation (its own message) */
+        return sd_api_fail(e, 400, "invalid_request_error", NULL, "messages", "%s", specdec_last_error());
+    if (st == SPECDEC_ERR_UNSUPPORTED)
+        return sd_api_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages", "%s",
+                           specdec_last_error());
+    return sd_api_fail(e, 500, "server_error", NULL, NULL, "rendering the chat prompt: %s: %s",
+                       specdec_status_string(st), specdec_last_error());
+}
+
 static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int32_t **ids, int32_t *n, sd_api_error *e) {
     *ids = NULL;
     *n = 0;
@@ -156,12 +199,7 @@ static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int32_t **id
         return 0;
     }
     if (!req->chat) return sd_gen_tokenize(srv, req->prompt, req->prompt_len, ids, n, e);
-    char *text = NULL;
-    size_t len = 0;
-    int rc = sd_render_chat(srv->cfg.chat_template, req->messages, req->n_messages, &text, &len, e);
-    if (!rc) rc = sd_gen_tokenize(srv, text, len, ids, n, e);
-    free(text);
-    return rc;
+    return sd_gen_chat_ids(srv, req, ids, n, e);
 }
 
 /* max_tokens against the context; the default when absent (16 for completions as
@@ -210,6 +248,14 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
                                               : SPECDEC_VERIFY_REJECTION; /* as the engine resolves AUTO */
     j->n_draft = srv->draft ? (req->n_draft >= 0 ? req->n_draft : srv->cfg.n_draft) : 0;
     gp.n_draft = j->n_draft;
+    if (req->n_tree > 0 || req->draft_nodes > 0) { /* the library ignores n_draft then */
+        specdec_generate_params_set_tree(&gp, req->tree, req->n_tree); /* the parser checked the shape */
+        gp.draft_nodes = req->draft_nodes;
+        memcpy(j->tree, req->tree, sizeof j->tree);
+        j->n_tree = req->n_tree;
+        j->draft_nodes = req->draft_nodes;
+        j->n_draft = 0;
+    }
     gp.stop_strings = (const char *const *)j->stops;
     gp.n_stop_strings = j->n_stop;
     gp.tokenizer = srv->tok;
@@ -240,6 +286,9 @@ static int sd_gen_start(sd_server *srv, struct MHD_Connection *c, int chat, cons
     int32_t *ids = NULL, n = 0, n_predict = 0;
     sd_job *j = sd_job_new(srv, c, &req);
     int rc = j ? 0 : sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (!rc && !srv->draft && (req.n_tree > 0 || req.draft_nodes > 0))
+        rc = sd_api_fail(e, 400, "invalid_request_error", NULL, req.n_tree > 0 ? "tree" : "draft_nodes",
+                         "a draft tree needs a draft model; this server decodes without one (no -md)");
     if (!rc) rc = sd_gen_prompt(srv, &req, &ids, &n, e);
     if (!rc) rc = sd_gen_budget(srv, &req, n, &n_predict, e);
     if (!rc) {
@@ -321,6 +370,9 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
     r->n_completion = j->n_out;
     r->stats = &j->stats;
     r->n_draft = j->n_draft;
+    r->tree = j->tree;
+    r->n_tree = j->n_tree;
+    r->draft_nodes = j->draft_nodes;
     r->verify = j->verify;
     return r;
 }

@@ -3,7 +3,8 @@
  * and a streaming response's reader blocks until the next piece of text exists.
  *
  * Per request: the first call (headers only) routes it, checks the API key and a
- * declared Content-Length against the body limit (401 / 404 / 405 / 413 at once); body
+ * declared Content-Length against the body limit (sd_api_check_head: 401 / 404 / 405 /
+ * 413 at once); body
  * chunks are collected up to the limit (beyond it they are dropped and the final call
  * answers 413) and must all arrive within body_timeout_s (else the connection is
  * closed: libmicrohttpd cannot send a response in the middle of an upload); the final
@@ -63,40 +64,6 @@ enum MHD_Result sd_http_reply_error(sd_server *srv, struct MHD_Connection *c, sd
     return ok;
 }
 
-/* The endpoint of (method, url); *code 404 / 405 when there is none. OpenAI clients
- * use base_url + path, so the paths are accepted with and without the /v1 prefix. */
-static sd_endpoint sd_route(const char *url, const char *method, int *code) {
-    static const struct { const char *path; const char *method; sd_endpoint ep; } routes[] = {
-        {"/v1/completions", "POST", SD_EP_COMPLETIONS}, {"/completions", "POST", SD_EP_COMPLETIONS},
-        {"/v1/chat/completions", "POST", SD_EP_CHAT},   {"/chat/completions", "POST", SD_EP_CHAT},
-        {"/v1/models", "GET", SD_EP_MODELS},            {"/models", "GET", SD_EP_MODELS},
-        {"/health", "GET", SD_EP_HEALTH},               {"/metrics", "GET", SD_EP_METRICS},
-    };
-    *code = 404;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path) != 0) continue;
-        if (!strcmp(method, routes[i].method)) {
-            *code = 0;
-            return routes[i].ep;
-        }
-        *code = 405;
-    }
-    return SD_EP_OTHER;
-}
-
-/* Constant-time comparison of the Bearer token with the key. */
-static int sd_auth_ok(const sd_server *srv, struct MHD_Connection *c) {
-    const char *key = srv->cfg.api_key;
-    if (!key || !*key) return 1;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncmp(h, "Bearer ", 7) != 0) return 0;
-    const char *tok = h + 7;
-    size_t n = strlen(key), m = strlen(tok);
-    unsigned char diff = (unsigned char)(n != m);
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)(key[i] ^ (i < m ? tok[i] : 0));
-    return diff == 0;
-}
-
 static enum MHD_Result sd_http_fail(sd_server *srv, struct MHD_Connection *c, sd_endpoint ep, int code,
                                     const char *type, const char *msg) {
     sd_api_error e;
@@ -110,18 +77,11 @@ static enum MHD_Result sd_http_begin(sd_server *srv, struct MHD_Connection *c, c
     if (!cc) return MHD_NO;
     *con_cls = cc;
     cc->t_start = sd_now();
-    int code = 0;
-    cc->ep = sd_route(url, method, &code);
-    if (cc->ep != SD_EP_HEALTH && !sd_auth_ok(srv, c))
-        return sd_http_fail(srv, c, cc->ep, 401, "authentication_error", "missing or incorrect API key (Bearer token)");
-    if (code == 404) return sd_http_fail(srv, c, cc->ep, 404, "invalid_request_error", "no such endpoint");
-    if (code == 405) return sd_http_fail(srv, c, cc->ep, 405, "invalid_request_error", "method not allowed here");
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "request body over the limit of %zu bytes", srv->cfg.max_body);
-        return sd_http_fail(srv, c, cc->ep, 413, "invalid_request_error", msg);
-    }
+    sd_api_head h = {method, url, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                     MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH)};
+    sd_api_error e;
+    if (sd_api_check_head(&h, srv->cfg.api_key, srv->cfg.max_body, &cc->ep, &e))
+        return sd_http_reply_error(srv, c, cc->ep, &e);
     return MHD_YES;
 }
 
@@ -222,9 +182,10 @@ int sd_http_start(sd_server *srv) {
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
     int port = di ? (int)di->port : srv->cfg.port;
-    printf("specdec serve: listening on http://%s%s%s:%d (model %s, %s backend, %s, parallel %d)\n", v6 ? "[" : "",
-           srv->cfg.host, v6 ? "]" : "", port, srv->model_id, srv->backend_name,
-           srv->draft ? "speculative" : "plain decoding", srv->cfg.parallel);
+    printf("specdec serve: listening on http://%s%s%s:%d (model %s, %s backend, %s, parallel %d, chat template %s)\n",
+           v6 ? "[" : "", srv->cfg.host, v6 ? "]" : "", port, srv->model_id, srv->backend_name,
+           srv->draft ? "speculative" : "plain decoding", srv->cfg.parallel,
+           srv->chat_family ? srv->chat_family : "unsupported");
     fflush(stdout);
     return 0;
 }

@@ -15,17 +15,6 @@
 #include "sd_server_request.h"
 #include "sd_server_text.h"
 
-/* Endpoints counted in the metrics. */
-typedef enum sd_endpoint {
-    SD_EP_COMPLETIONS,
-    SD_EP_CHAT,
-    SD_EP_MODELS,
-    SD_EP_HEALTH,
-    SD_EP_METRICS,
-    SD_EP_OTHER,
-    SD_EP_COUNT
-} sd_endpoint;
-
 #define SD_METRICS_CODES 12 /* distinct status codes tracked per endpoint */
 
 typedef struct sd_server_metrics {
@@ -46,6 +35,12 @@ typedef struct sd_server {
     specdec_scheduler *sched;
     int32_t n_ctx, n_vocab;
     const char *backend_name;          /* "cpu" / "cuda" */
+    /* chat prompts: rendered by specdec_chat_tokenize with cfg.chat_template (NULL = the
+     * tokenizer's own family). chat_family: the family used ("plain" for a tokenizer with
+     * no template), NULL when the model's template is of no family specdec renders:
+     * then chat requests get 400 chat_template_unsupported with chat_problem. */
+    const char *chat_family;
+    char chat_problem[256];
     struct MHD_Daemon *daemon;
     atomic_int stopping;               /* set at shutdown: waits give up, new requests get 503 */
     atomic_long next_id;               /* response ids */
@@ -67,12 +62,6 @@ double sd_now(void);
 /* sd_server_gen.c: a POST to /v1/completions or /v1/chat/completions, body complete. */
 enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len);
 
-/* sd_server_chat.c: the conversation as one prompt text (malloc'd, NUL-terminated). */
-int sd_render_chat(const char *template_name, const sd_api_message *m, int n, char **out, size_t *len,
-                   sd_api_error *e);
-/* 0 if the server can render with template_name (NULL = the model's), else -1. */
-int sd_chat_template_supported(const char *template_name);
-
 /* sd_server_response.c */
 typedef struct sd_gen_result {
     const char *text;          /* the returned text (stop sequence cut off) */
@@ -81,7 +70,10 @@ typedef struct sd_gen_result {
     const char *stop_detail;   /* the engine's stop reason, or "timeout" / "cancelled" */
     int32_t n_prompt, n_completion;
     const specdec_stats *stats;
-    int32_t n_draft;           /* γ asked for (0 without a draft) */
+    int32_t n_draft;           /* γ of a chain (0 without a draft, or with a tree) */
+    const int32_t *tree;       /* the draft tree's widths, n_tree of them (0: none) */
+    int n_tree;
+    int32_t draft_nodes;       /* the tree's node budget (0: none) */
     specdec_verify_mode verify;
 } sd_gen_result;
 /* Whole (non-streamed) response body. */

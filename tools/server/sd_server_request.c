@@ -1,8 +1,9 @@
-/* sd_server_request.c — OpenAI request bodies -> sd_api_request, with every field
+/* sd_server_request.c — request heads (route, API key, declared length) and OpenAI
+ * request bodies -> sd_api_request, with every field
  * checked (type, range, UTF-8). Known fields: model, prompt | messages, max_tokens
  * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
  * stream_options.include_usage, n (must be 1), and the extensions top_k, min_p, n_draft,
- * verify, tree. Everything else is ignored, as OpenAI-compatible servers do. Defaults
+ * verify, tree, draft_nodes. Everything else is ignored, as OpenAI-compatible servers do. Defaults
  * follow OpenAI: temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
 
@@ -16,6 +17,21 @@
 
 #define INVALID "invalid_request_error"
 
+/* Replace every byte of s that is not part of a well-formed UTF-8 sequence with '?'
+ * (a message cut by vsnprintf may end inside a character; quoted input may be bad). */
+static void sd_utf8_repair(char *s) {
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (k && k <= n - i && sd_api_utf8_valid(s + i, k)) {
+            i += k;
+        } else {
+            s[i++] = '?';
+        }
+    }
+}
+
 int sd_api_fail(sd_api_error *e, int http, const char *type, const char *code, const char *param, const char *fmt,
                 ...) {
     e->http = http;
@@ -26,10 +42,11 @@ int sd_api_fail(sd_api_error *e, int http, const char *type, const char *code, c
     va_start(ap, fmt);
     vsnprintf(e->message, sizeof e->message, fmt, ap);
     va_end(ap);
+    sd_utf8_repair(e->message);
     return http;
 }
 
-int sd_utf8_valid(const char *str, size_t n) {
+int sd_api_utf8_valid(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0;
     while (i < n) {
@@ -78,7 +95,7 @@ static const cJSON *field(const cJSON *o, const char *key) {
 
 static int dup_text(const char *s, const char *param, char **out, size_t *len_out, sd_api_error *e) {
     size_t n = strlen(s);
-    if (!sd_utf8_valid(s, n)) return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' is not valid UTF-8", param);
+    if (!sd_api_utf8_valid(s, n)) return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' is not valid UTF-8", param);
     *out = malloc(n + 1);
     if (!*out) return sd_api_fail(e, 500, "server_error", NULL, param, "out of memory copying '%s'", param);
     memcpy(*out, s, n + 1);
@@ -188,7 +205,7 @@ static int parse_content(const cJSON *c, int i, sd_api_message *m, sd_api_error 
         off += strlen(t);
     }
     m->content[off] = '\0';
-    if (!sd_utf8_valid(m->content, off))
+    if (!sd_api_utf8_valid(m->content, off))
         return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content is not valid UTF-8", i);
     return 0;
 }
@@ -234,29 +251,42 @@ static int parse_stop(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     return 0;
 }
 
-static int parse_verify_tree(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+static int parse_verify(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     const cJSON *v = field(root, "verify");
-    if (v) {
-        static const char *const names[] = {"auto", "rejection", "greedy", "match"};
-        int found = -1;
-        for (int i = 0; i < 4; i++)
-            if (cJSON_IsString(v) && !strcmp(v->valuestring, names[i])) found = i;
-        if (found < 0)
-            return sd_api_fail(e, 400, INVALID, NULL, "verify", "'verify' must be auto, rejection, greedy or match");
-        r->verify = (specdec_verify_mode)found;
-    }
+    if (!v) return 0;
+    static const char *const names[] = {"auto", "rejection", "greedy", "match"};
+    for (int i = 0; i < 4; i++)
+        if (cJSON_IsString(v) && !strcmp(v->valuestring, names[i])) {
+            r->verify = (specdec_verify_mode)i;
+            return 0;
+        }
+    return sd_api_fail(e, 400, INVALID, NULL, "verify", "'verify' must be auto, rejection, greedy or match");
+}
+
+/* "tree": children per node at each depth (docs/TREE.md); the shape is the library's to
+ * judge (specdec_generate_params_set_tree, its message in the error). "draft_nodes": the
+ * node budget of a best-first tree. */
+static int parse_tree(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int64_t v = 0;
+    int have = 0;
+    int rc = get_int(root, "draft_nodes", 0, SPECDEC_MAX_TREE_NODES, &v, &have, e);
+    if (rc) return rc;
+    r->draft_nodes = (int32_t)v;
     const cJSON *t = field(root, "tree");
     if (!t) return 0;
     int n = cJSON_IsArray(t) ? cJSON_GetArraySize(t) : 0;
     if (n < 1 || n > SD_API_MAX_TREE)
-        return sd_api_fail(e, 400, INVALID, NULL, "tree", "'tree' must be a list of 1..%d positive integers",
+        return sd_api_fail(e, 400, INVALID, NULL, "tree", "'tree' must be a list of 1..%d integers (widths per depth)",
                            SD_API_MAX_TREE);
     for (const cJSON *x = t->child; x; x = x->next) {
-        double d = cJSON_IsNumber(x) ? x->valuedouble : 0;
-        if (!cJSON_IsNumber(x) || d != floor(d) || d < 1 || d > 64)
-            return sd_api_fail(e, 400, INVALID, NULL, "tree", "'tree' entries must be integers in [1, 64]");
+        double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        if (!cJSON_IsNumber(x) || !isfinite(d) || d != floor(d) || d < INT32_MIN || d > INT32_MAX)
+            return sd_api_fail(e, 400, INVALID, NULL, "tree", "'tree' entries must be integers");
         r->tree[r->n_tree++] = (int32_t)d;
     }
+    specdec_generate_params gp = specdec_generate_default_params();
+    if (specdec_generate_params_set_tree(&gp, r->tree, r->n_tree) != SPECDEC_OK)
+        return sd_api_fail(e, 400, INVALID, NULL, "tree", "'tree': %s", specdec_last_error());
     return 0;
 }
 
@@ -324,9 +354,8 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_sampling(root, r, e);
     if (!rc) rc = parse_stop(root, r, e);
     if (!rc) rc = parse_stream(root, r, e);
-    if (!rc) rc = parse_verify_tree(root, r, e);
-    if (!rc && r->n_tree > 0) /* validated; wired when tree speculation exists */
-        rc = sd_api_fail(e, 400, INVALID, "unsupported", "tree", "tree speculation is not supported yet");
+    if (!rc) rc = parse_verify(root, r, e);
+    if (!rc) rc = parse_tree(root, r, e);
     return rc;
 }
 
@@ -341,7 +370,7 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
     out->n_draft = -1;
     out->verify = SPECDEC_VERIFY_AUTO;
     if (!body || len == 0) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the request body is empty");
-    if (!sd_utf8_valid(body, len)) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");
+    if (!sd_api_utf8_valid(body, len)) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!root) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid JSON (near byte %zu)",
@@ -364,4 +393,66 @@ int sd_server_parse_body(const uint8_t *data, size_t size, int chat) {
     int code = sd_api_parse((const char *)data, size, chat, "model", &r, &e);
     sd_api_request_free(&r);
     return code;
+}
+
+/* ------------------------------------------------------------------------- */
+/* the head: route, API key, declared length                                  */
+/* ------------------------------------------------------------------------- */
+/* The endpoint of (method, url); *code 404 / 405 when there is none. OpenAI clients
+ * use base_url + path, so the paths are accepted with and without the /v1 prefix. */
+static sd_endpoint sd_route(const char *url, const char *method, int *code) {
+    static const struct { const char *path; const char *method; sd_endpoint ep; } routes[] = {
+        {"/v1/completions", "POST", SD_EP_COMPLETIONS}, {"/completions", "POST", SD_EP_COMPLETIONS},
+        {"/v1/chat/completions", "POST", SD_EP_CHAT},   {"/chat/completions", "POST", SD_EP_CHAT},
+        {"/v1/models", "GET", SD_EP_MODELS},            {"/models", "GET", SD_EP_MODELS},
+        {"/health", "GET", SD_EP_HEALTH},               {"/metrics", "GET", SD_EP_METRICS},
+    };
+    *code = 404;
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (strcmp(url, routes[i].path) != 0) continue;
+        if (!strcmp(method, routes[i].method)) {
+            *code = 0;
+            return routes[i].ep;
+        }
+        *code = 405;
+    }
+    return SD_EP_OTHER;
+}
+
+/* Constant-time comparison of the Bearer token with the key (no early exit on the
+ * first differing byte, so response times do not reveal a prefix of the key). */
+static int sd_auth_ok(const char *key, const char *header) {
+    if (!key || !*key) return 1;
+    if (!header || strncmp(header, "Bearer ", 7) != 0) return 0;
+    const char *tok = header + 7;
+    size_t n = strlen(key), m = strlen(tok);
+    unsigned char diff = (unsigned char)(n != m);
+    for (size_t i = 0; i < n; i++) diff |= (unsigned char)(key[i] ^ (i < m ? tok[i] : 0));
+    return diff == 0;
+}
+
+/* A Content-Length over max: decimal digits only (libmicrohttpd refuses other forms
+ * before we see them); a value too long to represent is over any limit. */
+static int sd_length_over(const char *cl, size_t max) {
+    uint64_t v = 0;
+    for (const char *p = cl; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10) return 1;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    return v > (uint64_t)max;
+}
+
+int sd_api_check_head(const sd_api_head *h, const char *api_key, size_t max_body, sd_endpoint *ep,
+                      sd_api_error *e) {
+    memset(e, 0, sizeof *e);
+    int code = 0;
+    *ep = sd_route(h->url ? h->url : "", h->method ? h->method : "", &code);
+    if (*ep != SD_EP_HEALTH && !sd_auth_ok(api_key, h->authorization))
+        return sd_api_fail(e, 401, "authentication_error", "invalid_api_key", NULL,
+                           "missing or incorrect API key (Bearer token)");
+    if (code == 404) return sd_api_fail(e, 404, INVALID, NULL, NULL, "no such endpoint");
+    if (code == 405) return sd_api_fail(e, 405, INVALID, NULL, NULL, "method not allowed here");
+    if (h->content_length && sd_length_over(h->content_length, max_body))
+        return sd_api_fail(e, 413, INVALID, NULL, NULL, "request body over the limit of %zu bytes", max_body);
+    return 0;
 }

@@ -1,7 +1,8 @@
-/* sd_server_request.h — parsing and validating an OpenAI request body (completions or
- * chat completions) into an sd_api_request. Pure: no model, no I/O, so it can be
- * fuzzed on its own (sd_server_parse_body). Every failure is an HTTP status with an
- * OpenAI-style error (message, type, param, code). */
+/* sd_server_request.h — what a request says, checked before any model work: its head
+ * (method, path, API key, declared length: sd_api_check_head) and its body (an OpenAI
+ * completions or chat completions request -> sd_api_request: sd_api_parse). Pure: no
+ * model, no sockets, no libmicrohttpd, so tests/fuzz/fuzz_server.c fuzzes both. Every
+ * failure is an HTTP status with an OpenAI-style error (message, type, param, code). */
 #ifndef SD_SERVER_REQUEST_H
 #define SD_SERVER_REQUEST_H
 
@@ -12,7 +13,18 @@
 
 #define SD_API_MAX_STOP 4        /* OpenAI's limit on "stop" */
 #define SD_API_MAX_STOP_LEN 512  /* bytes, the engine's limit */
-#define SD_API_MAX_TREE 16
+#define SD_API_MAX_TREE SPECDEC_MAX_DRAFT /* depth of a "tree" (the library's limit) */
+
+/* Endpoints (also the metrics' rows). */
+typedef enum sd_endpoint {
+    SD_EP_COMPLETIONS,
+    SD_EP_CHAT,
+    SD_EP_MODELS,
+    SD_EP_HEALTH,
+    SD_EP_METRICS,
+    SD_EP_OTHER,
+    SD_EP_COUNT
+} sd_endpoint;
 
 typedef struct sd_api_message {
     char *role;    /* "system", "developer", "user", "assistant" or "tool" */
@@ -38,8 +50,10 @@ typedef struct sd_api_request {
     int stream, include_usage;
     int32_t n_draft;               /* -1: the server's default */
     specdec_verify_mode verify;
-    int32_t tree[SD_API_MAX_TREE]; /* extension "tree": branching per depth (validated, not supported yet) */
-    int n_tree;
+    int32_t tree[SD_API_MAX_TREE]; /* extension "tree": children per node at each depth, a shape
+                                      specdec_generate_params_set_tree accepts */
+    int n_tree;                    /* 0: no "tree" */
+    int32_t draft_nodes;           /* extension "draft_nodes": 0 (absent) or 1..SPECDEC_MAX_TREE_NODES */
 } sd_api_request;
 
 typedef struct sd_api_error {
@@ -50,7 +64,8 @@ typedef struct sd_api_error {
     char message[256];
 } sd_api_error;
 
-/* Fill *e and return e->http. */
+/* Fill *e and return e->http. The message is cut to fit and made valid UTF-8 (a byte
+ * that is not part of a well-formed sequence becomes '?'), so it can go into JSON. */
 int sd_api_fail(sd_api_error *e, int http, const char *type, const char *code, const char *param, const char *fmt,
                 ...)
 #if defined(__GNUC__)
@@ -66,11 +81,26 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
                  sd_api_error *err);
 void sd_api_request_free(sd_api_request *r);
 
+/* The request line and headers that decide a request before its body arrives. */
+typedef struct sd_api_head {
+    const char *method, *url;      /* as libmicrohttpd gives them */
+    const char *authorization;     /* the Authorization header, NULL when absent */
+    const char *content_length;    /* the Content-Length header, NULL when absent */
+} sd_api_head;
+
+/* Route and admit a request: *ep is its endpoint (SD_EP_OTHER when none). Returns 0,
+ * or with *err filled: 401 when api_key is set (non-empty) and the request is not for
+ * /health and does not carry "Bearer <api_key>" exactly; 404 for an unknown path; 405
+ * for a known path with another method; 413 when a declared Content-Length (decimal)
+ * exceeds max_body. Checked in that order. The key is compared in constant time. */
+int sd_api_check_head(const sd_api_head *h, const char *api_key, size_t max_body, sd_endpoint *ep,
+                      sd_api_error *err);
+
 /* Fuzz entry point: parse + validate + free; returns the HTTP status (200 = valid).
  * A libFuzzer target is: LLVMFuzzerTestOneInput(d, n) { sd_server_parse_body(d, n, n & 1); return 0; } */
 int sd_server_parse_body(const uint8_t *data, size_t size, int chat);
 
 /* 1 if s[0..n) is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF). */
-int sd_utf8_valid(const char *s, size_t n);
+int sd_api_utf8_valid(const char *s, size_t n);
 
 #endif

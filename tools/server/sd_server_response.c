@@ -35,11 +35,17 @@ static void sd_speculative(sd_buf *b, const sd_server *srv, const sd_gen_result 
     sd_buf_printf(b,
                   "\"speculative\":{\"backend\":\"%s\",\"n_draft\":%d,\"verify\":\"%s\",\"rounds\":%lld,"
                   "\"drafted\":%lld,\"accepted\":%lld,\"acceptance_rate\":%.6g,\"tokens_per_round\":%.6g,"
-                  "\"tokens_per_second\":%.6g,\"stop_reason\":\"%s\"}",
-                  srv->backend_name, (int)r->n_draft,
-                  sd_verify_name(r->verify), (long long)s->n_rounds,
+                  "\"mean_accepted_length\":%.6g,\"nodes_per_round\":%.6g,\"tokens_per_second\":%.6g,",
+                  srv->backend_name, (int)r->n_draft, sd_verify_name(r->verify), (long long)s->n_rounds,
                   (long long)s->n_drafted, (long long)s->n_accepted, sd_finite(s->acceptance_rate),
-                  sd_finite(s->tokens_per_round), sd_finite(s->tokens_per_second), r->stop_detail);
+                  sd_finite(s->tokens_per_round), sd_finite(s->mean_accepted_length), sd_finite(s->nodes_per_round),
+                  sd_finite(s->tokens_per_second));
+    if (r->n_tree > 0 || r->draft_nodes > 0) { /* tree speculation: the shape asked for */
+        sd_buf_puts(b, "\"tree\":[");
+        for (int i = 0; i < r->n_tree; i++) sd_buf_printf(b, "%s%d", i ? "," : "", (int)r->tree[i]);
+        sd_buf_printf(b, "],\"draft_nodes\":%d,", (int)r->draft_nodes);
+    }
+    sd_buf_printf(b, "\"stop_reason\":\"%s\"}", r->stop_detail);
 }
 
 int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
@@ -112,8 +118,11 @@ int sd_resp_models(sd_buf *b, const sd_server *srv) {
     sd_buf_puts(b, "{\"object\":\"list\",\"data\":[{\"id\":");
     sd_buf_json_str(b, srv->model_id, strlen(srv->model_id));
     sd_buf_printf(b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"specdec\",\"meta\":{\"n_ctx\":%d,"
-                  "\"n_vocab\":%d,\"backend\":\"%s\",\"speculative\":%s,\"parallel\":%d}}]}",
+                  "\"n_vocab\":%d,\"backend\":\"%s\",\"speculative\":%s,\"parallel\":%d,\"chat_template\":",
                   (int)srv->n_ctx, (int)srv->n_vocab, srv->backend_name, srv->draft ? "true" : "false",
                   srv->cfg.parallel);
+    if (srv->chat_family) sd_buf_json_str(b, srv->chat_family, strlen(srv->chat_family));
+    else sd_buf_puts(b, "null"); /* a template of no family specdec renders */
+    sd_buf_puts(b, "}}]}");
     return b->oom ? -1 : 0;
 }

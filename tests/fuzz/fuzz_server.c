@@ -1,0 +1,228 @@
+/* fuzz_server.c — fuzz target: the HTTP server's request checks without sockets
+ * (tools/server/sd_server_request.c): the head (method, path, Authorization,
+ * Content-Length: sd_api_check_head) and the body (an OpenAI completions or chat
+ * request: sd_api_parse), then what the server does next with a chat request: render
+ * and tokenize it with a chat template family (specdec_chat_tokenize on the bundled
+ * tokenizer).
+ *
+ * Input: byte 0 = flags (bit 0 chat endpoint, bit 1 an API key is set, bit 2 the served
+ * model id is checked, bits 3-4 the body limit, bits 5-7 the chat family: the i-th name
+ * of specdec_chat_template_name, 7 = the tokenizer's own); then four NUL-terminated
+ * fields method, url, Authorization, Content-Length (an empty header field = absent);
+ * the rest, NULs included, is the body.
+ *
+ * Checked: every input either passes (head admitted, body parsed) into a request whose
+ * fields are within their documented ranges, or is answered with an HTTP 4xx status and
+ * an error whose message is non-empty valid UTF-8 and whose JSON (sd_resp_error_json,
+ * what the client receives) parses back to the same message, type, param and code; a
+ * refused body leaves the request empty; both checks are deterministic; a chat request
+ * renders or is refused with INVALID_ARGUMENT (the template's objection), never another
+ * status, and its ids are in the vocabulary. No leak (ASan). Returns 0 when the head and
+ * body both pass, 1 otherwise (the seed runner's ok_ / bad_ names). */
+#include <cjson/cJSON.h>
+
+#include "fuzz_common.h"
+#include "sd_server_internal.h"
+#include "sd_server_request.h"
+#include "specdec.h"
+
+#ifndef SD_FUZZ_MODELS_DIR
+#define SD_FUZZ_MODELS_DIR "models"
+#endif
+
+#define SD_FSRV_KEY "s3cret"
+#define SD_FSRV_MODEL "kjv-target"
+
+static specdec_tokenizer *g_tok;
+static int32_t g_vocab;
+
+int sd_fuzz_init(void) {
+    if (specdec_tokenizer_load(SD_FUZZ_MODELS_DIR "/kjv-target", &g_tok) != SPECDEC_OK) {
+        fprintf(stderr, "fuzz_server: cannot load the bundled tokenizer: %s\n", specdec_last_error());
+        return 1;
+    }
+    g_vocab = specdec_tokenizer_vocab_size(g_tok);
+    return g_vocab > 0 ? 0 : 1;
+}
+
+/* The error the client would get: a 4xx, a message, and JSON that says the same. */
+static void sd_fsrv_check_error(const sd_api_error *e, int code) {
+    sd_fuzz_require(code >= 400 && code <= 499 && e->http == code);
+    sd_fuzz_require(e->type != NULL && e->message[0] != '\0');
+    sd_fuzz_require(sd_fuzz_utf8_ok(e->message, strlen(e->message)));
+    sd_buf b = {0};
+    sd_resp_error_json(&b, e);
+    sd_fuzz_require(!b.oom && b.p != NULL);
+    cJSON *root = cJSON_ParseWithLength(b.p, b.len);
+    sd_fuzz_require(root != NULL);
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(root, "error");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(err, "type");
+    const cJSON *param = cJSON_GetObjectItemCaseSensitive(err, "param");
+    const cJSON *ecode = cJSON_GetObjectItemCaseSensitive(err, "code");
+    sd_fuzz_require(cJSON_IsString(msg) && !strcmp(msg->valuestring, e->message));
+    sd_fuzz_require(cJSON_IsString(type) && !strcmp(type->valuestring, e->type));
+    sd_fuzz_require(e->param[0] ? cJSON_IsString(param) && !strcmp(param->valuestring, e->param) : cJSON_IsNull(param));
+    sd_fuzz_require(e->code ? cJSON_IsString(ecode) && !strcmp(ecode->valuestring, e->code) : cJSON_IsNull(ecode));
+    cJSON_Delete(root);
+    sd_buf_free(&b);
+}
+
+/* Reference for the declared length: decimal digits, saturating. */
+static int sd_fsrv_length_over(const char *cl, size_t max) {
+    size_t v = 0;
+    for (; *cl >= '0' && *cl <= '9'; cl++) {
+        if (v > (SIZE_MAX - 9) / 10) return 1;
+        v = v * 10 + (size_t)(*cl - '0');
+    }
+    return v > max;
+}
+
+static int sd_fsrv_head(const sd_api_head *h, const char *key, size_t max_body) {
+    sd_endpoint ep, ep2;
+    sd_api_error e, e2;
+    int rc = sd_api_check_head(h, key, max_body, &ep, &e);
+    int rc2 = sd_api_check_head(h, key, max_body, &ep2, &e2);
+    sd_fuzz_require(rc == rc2 && ep == ep2 && (rc == 0 || !strcmp(e.message, e2.message)));
+    sd_fuzz_require(rc == 0 || rc == 401 || rc == 404 || rc == 405 || rc == 413);
+    sd_fuzz_require((int)ep >= 0 && ep < SD_EP_COUNT);
+    int authorized = !key || ep == SD_EP_HEALTH || (h->authorization && !strncmp(h->authorization, "Bearer ", 7) &&
+                                                    !strcmp(h->authorization + 7, key));
+    sd_fuzz_require((rc == 401) == !authorized);
+    if (rc == 404) sd_fuzz_require(ep == SD_EP_OTHER);
+    if (rc == 0) {
+        sd_fuzz_require(ep != SD_EP_OTHER);
+        sd_fuzz_require(!h->content_length || !sd_fsrv_length_over(h->content_length, max_body));
+    } else {
+        sd_fsrv_check_error(&e, rc);
+    }
+    return rc;
+}
+
+static int sd_fsrv_role_ok(const char *s) {
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool"};
+    for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+        if (!strcmp(s, roles[i])) return 1;
+    return 0;
+}
+
+static void sd_fsrv_check_messages(const sd_api_request *r) {
+    sd_fuzz_require(r->n_messages >= 1 && r->messages != NULL && !r->prompt && !r->prompt_ids);
+    for (int i = 0; i < r->n_messages; i++) {
+        const sd_api_message *m = &r->messages[i];
+        sd_fuzz_require(m->role && sd_fsrv_role_ok(m->role) && m->content);
+        sd_fuzz_require(sd_fuzz_utf8_ok(m->content, strlen(m->content)));
+    }
+}
+
+static void sd_fsrv_check_prompt(const sd_api_request *r) {
+    sd_fuzz_require(!r->messages && r->n_messages == 0);
+    sd_fuzz_require((r->prompt != NULL) != (r->prompt_ids != NULL));
+    if (r->prompt) sd_fuzz_require(r->prompt_len == strlen(r->prompt) && sd_fuzz_utf8_ok(r->prompt, r->prompt_len));
+    if (r->prompt_ids) {
+        sd_fuzz_require(r->n_prompt_ids >= 1);
+        for (int32_t i = 0; i < r->n_prompt_ids; i++) sd_fuzz_require(r->prompt_ids[i] >= 0);
+    }
+}
+
+/* A parsed request: every field within the range the server relies on. */
+static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char *model_id) {
+    sd_fuzz_require(r->chat == chat);
+    if (chat) sd_fsrv_check_messages(r);
+    else sd_fsrv_check_prompt(r);
+    sd_fuzz_require(!r->model || !model_id || !strcmp(r->model, model_id));
+    sd_fuzz_require(r->max_tokens == -1 || r->max_tokens >= 1);
+    sd_fuzz_require(r->temperature >= 0 && r->temperature <= 2);
+    sd_fuzz_require(r->top_p > 0 && r->top_p <= 1 && r->min_p >= 0 && r->min_p <= 1 && r->top_k >= 0);
+    sd_fuzz_require(r->n_stop >= 0 && r->n_stop <= SD_API_MAX_STOP);
+    for (int i = 0; i < r->n_stop; i++) {
+        size_t n = strlen(r->stop[i]);
+        sd_fuzz_require(n >= 1 && n <= SD_API_MAX_STOP_LEN && sd_fuzz_utf8_ok(r->stop[i], n));
+    }
+    sd_fuzz_require((r->stream == 0 || r->stream == 1) && (r->include_usage == 0 || r->include_usage == 1));
+    sd_fuzz_require(r->n_draft == -1 || (r->n_draft >= 0 && r->n_draft <= SPECDEC_MAX_DRAFT));
+    sd_fuzz_require(r->verify >= SPECDEC_VERIFY_AUTO && r->verify <= SPECDEC_VERIFY_MATCH);
+    sd_fuzz_require(r->draft_nodes >= 0 && r->draft_nodes <= SPECDEC_MAX_TREE_NODES);
+    sd_fuzz_require(r->n_tree >= 0 && r->n_tree <= SD_API_MAX_TREE);
+    specdec_generate_params gp = specdec_generate_default_params();
+    sd_fuzz_require(specdec_generate_params_set_tree(&gp, r->tree, r->n_tree) == SPECDEC_OK);
+}
+
+/* What the server does with a chat request next: the family's prompt ids. */
+static void sd_fsrv_chat(const sd_api_request *r, const char *family) {
+    specdec_chat_message m[64];
+    int n = r->n_messages < 64 ? r->n_messages : 64;
+    for (int i = 0; i < n; i++) m[i] = (specdec_chat_message){r->messages[i].role, r->messages[i].content};
+    int32_t ids[512], n_ids = -1;
+    specdec_status st = specdec_chat_tokenize(g_tok, family, m, n, 1, ids, 512, &n_ids);
+    sd_fuzz_require(st == SPECDEC_OK || st == SPECDEC_ERR_INVALID_ARGUMENT || st == SPECDEC_ERR_BUFFER_TOO_SMALL);
+    if (st == SPECDEC_ERR_INVALID_ARGUMENT) sd_fuzz_require(specdec_last_error()[0] != '\0');
+    if (st == SPECDEC_ERR_BUFFER_TOO_SMALL) sd_fuzz_require(n_ids > 512);
+    if (st != SPECDEC_OK) return;
+    sd_fuzz_require(n_ids >= 0 && n_ids <= 512);
+    for (int32_t i = 0; i < n_ids; i++) sd_fuzz_require(ids[i] >= 0 && ids[i] < g_vocab);
+}
+
+static int sd_fsrv_body(const char *body, size_t n, int chat, const char *model_id, const char *family) {
+    sd_api_request r, r2;
+    sd_api_error e, e2;
+    int code = sd_api_parse(body, n, chat, model_id, &r, &e);
+    int code2 = sd_api_parse(body, n, chat, model_id, &r2, &e2);
+    sd_fuzz_require(code == code2);
+    if (code == 200) {
+        sd_fsrv_check_request(&r, chat, model_id);
+        sd_fuzz_require(r.n_messages == r2.n_messages && r.n_stop == r2.n_stop && r.max_tokens == r2.max_tokens);
+        if (chat) sd_fsrv_chat(&r, family);
+    } else {
+        sd_fsrv_check_error(&e, code);
+        sd_fuzz_require(!strcmp(e.message, e2.message) && !strcmp(e.param, e2.param));
+        if (code == 404) sd_fuzz_require(model_id && !strcmp(e.param, "model"));
+        sd_fuzz_require(!r.model && !r.prompt && !r.prompt_ids && !r.messages && r.n_messages == 0 && r.n_stop == 0);
+    }
+    sd_api_request_free(&r);
+    sd_api_request_free(&r2);
+    return code;
+}
+
+/* The next NUL-terminated field of buf[*pos..n) (the rest when there is no NUL). */
+static const char *sd_fsrv_field(char *buf, size_t n, size_t *pos) {
+    const char *f = buf + *pos;
+    while (*pos < n && buf[*pos]) (*pos)++;
+    if (*pos < n) (*pos)++;
+    return f;
+}
+
+int sd_fuzz_one(const uint8_t *data, size_t size) {
+    static const size_t limits[4] = {0, 64, 4096, (size_t)2 << 20};
+    if (size == 0) return 1;
+    const uint8_t flags = data[0];
+    const int chat = flags & 1;
+    const char *key = flags & 2 ? SD_FSRV_KEY : NULL;
+    const char *model_id = flags & 4 ? SD_FSRV_MODEL : NULL;
+    const char *family = specdec_chat_template_name((flags >> 5) & 7); /* NULL past the end: the tokenizer's */
+    /* the head fields need NULs after them; an exact-size copy plus one NUL */
+    size_t n = size - 1;
+    char *buf = malloc(n + 1);
+    sd_fuzz_require(buf != NULL);
+    if (n) memcpy(buf, data + 1, n);
+    buf[n] = '\0';
+    size_t pos = 0;
+    sd_api_head h;
+    h.method = sd_fsrv_field(buf, n, &pos);
+    h.url = sd_fsrv_field(buf, n, &pos);
+    h.authorization = sd_fsrv_field(buf, n, &pos);
+    h.content_length = sd_fsrv_field(buf, n, &pos);
+    if (!h.authorization[0]) h.authorization = NULL;
+    if (!h.content_length[0]) h.content_length = NULL;
+    int head = sd_fsrv_head(&h, key, limits[(flags >> 3) & 3]);
+    /* the body: an exact-size heap copy so ASan sees a read past its end */
+    char *body = malloc(n - pos + 1);
+    sd_fuzz_require(body != NULL);
+    memcpy(body, buf + pos, n - pos);
+    int code = sd_fsrv_body(n > pos ? body : NULL, n - pos, chat, model_id, family);
+    free(body);
+    free(buf);
+    return head == 0 && code == 200 ? 0 : 1;
+}
+
+SD_FUZZ_DEFINE_ENTRY_WITH_INIT
