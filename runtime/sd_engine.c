@@ -99,8 +99,13 @@ specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft
     e->special.bos_id = special ? special->bos_id : -1;
     e->special.n_eos = special ? special->n_eos : 0;
     if (special) memcpy(e->special.eos_ids, special->eos_ids, sizeof e->special.eos_ids);
+    e->env.n_ctx = e->n_ctx;
+    e->env.n_vocab = e->n_vocab;
+    e->env.has_draft = draft != NULL;
+    e->env.tree_fit = draft ? sd_min_i32(target->max_batch - 1, draft->max_batch) : 0;
+    e->env.special = e->special;
     e->seq = sd_malloc(((size_t)e->n_ctx + 1) * sizeof(int32_t));
-    e->text_win = sd_malloc(2 * SD_ENGINE_MAX_STOP_LEN);
+    e->text_win = sd_malloc(SD_GEN_TEXT_WIN);
     if (!e->seq || !e->text_win) {
         st = sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "engine: allocating buffers for n_ctx %d", (int)e->n_ctx);
     } else {

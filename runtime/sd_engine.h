@@ -16,11 +16,9 @@
 #include "specdec.h"
 #include "sd_adapt.h"
 #include "sd_error.h"
+#include "sd_generate.h"
 #include "sd_round.h"
 #include "sd_runner.h"
-
-/* Longest stop string accepted by specdec_generate (bytes). */
-#define SD_ENGINE_MAX_STOP_LEN 512
 
 /* Which round implementation specdec_generate drives (specdec_engine.round_kind). */
 typedef enum sd_engine_round_kind {
@@ -28,13 +26,6 @@ typedef enum sd_engine_round_kind {
     SD_ENGINE_ROUND_DEVICE = 1,       /* CUDA device-resident round, kernels enqueued one by one */
     SD_ENGINE_ROUND_DEVICE_GRAPH = 2  /* CUDA device-resident round replayed from CUDA graphs (default on CUDA) */
 } sd_engine_round_kind;
-
-/* Special ids the engine stops on / checks a draft against. */
-typedef struct sd_engine_special {
-    int32_t bos_id;                    /* -1 if none */
-    int32_t n_eos;
-    int32_t eos_ids[SPECDEC_MAX_EOS];
-} sd_engine_special;
 
 struct specdec_engine {
     sd_errbuf err;
@@ -45,6 +36,7 @@ struct specdec_engine {
     int32_t n_ctx;
     int32_t n_vocab;
     sd_engine_special special; /* the target's */
+    sd_gen_env env;            /* what its generations know of the models */
     int dead;                  /* a runner or round reported DEVICE_LOST: every later call fails */
 
     sd_round *host_round;      /* owned, always present */
@@ -54,7 +46,7 @@ struct specdec_engine {
 
     /* generation loop buffers */
     int32_t *seq;              /* [n_ctx + 1] prompt + generated tokens */
-    char *text_win;            /* [2 * SD_ENGINE_MAX_STOP_LEN] tail of the decoded text (stop strings) */
+    char *text_win;            /* [SD_GEN_TEXT_WIN] tail of the decoded text (stop strings) */
     sd_adapt adapt;
 };
 
