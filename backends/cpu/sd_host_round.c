@@ -237,7 +237,9 @@ static specdec_status slot_init(sd_host_round *h, sd_host_slot *x, sd_round_seq 
         specdec_status st = sd_host_tree_check(h, x);
         if (st != SPECDEC_OK) return st;
         x->n_p = 1 + x->budget;
-        *need_q = 1 + x->budget;
+        /* the draft may expand more nodes than the tree keeps (a later level can push an
+         * expanded node out of the best `budget`): up to SPECDEC_MAX_TREE_NODES rows */
+        *need_q = SD_RUNNER_TREE_MAX;
     }
     const int32_t n_pend = slot_drafts(x) ? s->length - sd_runner_kv_len(x->d) : 0;
     *need_p = x->n_p > n_pend ? x->n_p : n_pend;
@@ -308,13 +310,15 @@ static const sd_round_ops sd_host_round_ops = {"host", host_begin, host_run, hos
 static void host_size(sd_host_round *h) {
     const int32_t one_p = h->has_draft ? SD_RUNNER_TREE_MAX : SPECDEC_MAX_DRAFT + 1;
     const int32_t one_q = h->has_draft ? SD_RUNNER_TREE_MAX : 0;
+    h->n_trees = !h->has_draft ? 0 : h->max_seqs < SD_HOST_MAX_TREE_SLOTS ? h->max_seqs : SD_HOST_MAX_TREE_SLOTS;
     const int64_t cap = (int64_t)(SD_HOST_ROW_BYTES / ((size_t)h->V * sizeof(float)));
-    int64_t want_p = (int64_t)h->max_seqs * (SPECDEC_MAX_DRAFT + 1), want_q = (int64_t)h->max_seqs * SPECDEC_MAX_DRAFT;
+    /* every sequence a full chain, and every tree slot a full tree */
+    int64_t want_p = (int64_t)h->max_seqs * (SPECDEC_MAX_DRAFT + 1) + (int64_t)h->n_trees * SD_RUNNER_TREE_MAX;
+    int64_t want_q = (int64_t)h->max_seqs * SPECDEC_MAX_DRAFT + (int64_t)h->n_trees * SD_RUNNER_TREE_MAX;
     if (want_p > cap) want_p = cap;
     if (want_q > cap) want_q = cap;
     h->n_prows = h->max_seqs > 1 && want_p > one_p ? (int32_t)want_p : one_p;
     h->n_qrows = !h->has_draft ? 0 : h->max_seqs > 1 && want_q > one_q ? (int32_t)want_q : one_q;
-    h->n_trees = !h->has_draft ? 0 : h->max_seqs < SD_HOST_MAX_TREE_SLOTS ? h->max_seqs : SD_HOST_MAX_TREE_SLOTS;
 }
 
 specdec_status sd_host_round_create_shared(int32_t n_vocab, int has_draft, int32_t max_seqs, sd_round **out,
