@@ -77,6 +77,7 @@ typedef struct sd_cpu_group {
     int32_t *kpre;               /* [max_batch] logical rows [0, kpre) each token attends to first */
     int32_t *next;               /* [max_batch] then this many logical rows of kext (tree nodes) */
     int32_t *kext;               /* [max_batch][SD_RUNNER_TREE_MAX] a node's ancestors' rows and its own */
+    float **lrow;                /* [max_batch] where each token's logits go (NULL: none) */
 } sd_cpu_group;
 
 typedef struct sd_cpu_runner {
@@ -91,7 +92,7 @@ static void cpu_group_destroy(sd_runner_group *gb) {
     void *bufs[] = {g->k_cache, g->v_cache, g->x,        g->h,        g->q,      g->k,      g->v,
                     g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
                     g->scores,  g->acc,     g->keys,     g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
-                    g->kpre,    g->next,    g->kext};
+                    g->kpre,    g->next,    g->kext,     (void *)g->lrow};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     sd_kv_pool_free(&g->base.pool);
     sd_free(g);
@@ -179,6 +180,20 @@ static int32_t cpu_layout_seg(sd_cpu_group *g, const sd_runner_seg *s, int32_t t
     return s->n;
 }
 
+/* The LM head of every token whose segment wants logits, in one pass over W_lm. */
+static void cpu_logits(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t n) {
+    const sd_config *c = &g->cfg;
+    int any = 0;
+    for (int32_t i = 0, t = 0; i < n_segs; i++)
+        for (int32_t k = 0; k < segs[i].n; k++, t++) {
+            g->lrow[t] = segs[i].logits ? segs[i].logits + (int64_t)k * c->vocab_size : NULL;
+            any |= segs[i].logits != NULL;
+        }
+    if (!any) return;
+    sd_cpu_rmsnorm(g->x, &g->w->out_norm, n, c->hidden_size, (double)c->rms_norm_eps, g->h);
+    sd_cpu_matmul_rows(g->h, n, &g->w->lm_head, NULL, g->lrow, g->rowbuf);
+}
+
 /* One pass over segments whose blocks are held (total tokens <= max_batch): every
  * runner ends at the row its segment ends at. */
 static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs) {
@@ -193,15 +208,11 @@ static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs)
     sd_cpu_embed(&m->tok_embd, g->tok, n, g->x);
     for (int32_t l = 0; l < c->n_layers; l++)
         cpu_layer(g, &m->layers[l], g->k_cache + l * layer_stride, g->v_cache + l * layer_stride, n);
-    for (int32_t i = 0, t0 = 0; i < n_segs; t0 += segs[i].n, i++) {
+    for (int32_t i = 0; i < n_segs; i++) {
         const sd_runner_seg *s = &segs[i];
         s->r->kv_len = s->parent ? s->pos + s->first + s->n : s->pos + s->n;
-        if (!s->logits) continue;
-        float *h = g->h + (int64_t)t0 * c->hidden_size;
-        sd_cpu_rmsnorm(g->x + (int64_t)t0 * c->hidden_size, &m->out_norm, s->n, c->hidden_size,
-                       (double)c->rms_norm_eps, h);
-        sd_cpu_matmul(h, s->n, &m->lm_head, NULL, s->logits, g->rowbuf);
     }
+    cpu_logits(g, segs, n_segs, n);
 }
 
 static specdec_status cpu_group_forward(sd_runner_group *gb, const sd_runner_seg *segs, int32_t n_segs) {
@@ -338,6 +349,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     g->kpre = alloc_array(B, sizeof(int32_t), &fail);
     g->next = alloc_array(B, sizeof(int32_t), &fail);
     g->kext = alloc_array(B * SD_RUNNER_TREE_MAX, sizeof(int32_t), &fail);
+    g->lrow = alloc_array(B, sizeof(float *), &fail);
     return fail;
 }
 
