@@ -29,9 +29,14 @@
  *     the runner;
  *   - rows, draft buffers, device state, graphs: the round.
  *
- * Sets and trees: run() takes n_seqs sequences, each with its own shape. Both
- * implementations decode one sequence per engine and answer SPECDEC_ERR_UNSUPPORTED
- * (nothing changed) for n_seqs > 1. The host round runs trees (docs/TREE.md): the
+ * Sets and trees: run() takes n_seqs sequences, each with its own shape. The host
+ * round runs any number up to its max_seqs (backends/cpu/sd_host_round.h: an engine's
+ * round one, a shared round each sequence on its own runners): every forward of a
+ * round is one batched forward over the sequences (core/sd_runner.h), and each
+ * sequence's tokens are those it gets alone. Every sequence's status says whether its
+ * round completed (run() returns the first failure). The CUDA device round decodes an
+ * engine's one sequence and answers SPECDEC_ERR_UNSUPPORTED (nothing changed) for
+ * n_seqs > 1. The host round runs trees (docs/TREE.md): the
  * draft grows the tree level by level (one draft tree-forward per level, each node's
  * processed q row kept), ONE target tree-forward scores the pending token and every
  * node, the tree verifier (kernels/cpu/sd_cpu_tree.h) accepts a root-to-node path of n
@@ -48,6 +53,7 @@
 
 #include "specdec.h"
 #include "sd_error.h"
+#include "sd_runner.h"
 #include "sd_sample_rules.h"
 
 #ifdef __cplusplus
@@ -113,6 +119,9 @@ typedef struct sd_round_seq {
     specdec_verify_mode mode;   /* REJECTION, GREEDY or MATCH (AUTO resolved) */
     sd_sampling_params sp;      /* checked by sd_sampling_check_params */
     int32_t uses_draft;         /* 0: plain steps only (the draft is neither prefilled nor run) */
+    /* the sequence's caches: runners of the round's models (a shared round, e.g. one
+     * group per model, core/sd_runner.h); NULL: the round's own runners (an engine) */
+    sd_runner *target, *draft;
     /* the sequence (owned by the loop): tokens[0..length), tokens[length-1] pending */
     const int32_t *tokens;
     int32_t length;
@@ -123,6 +132,8 @@ typedef struct sd_round_seq {
     int32_t out[SD_ROUND_MAX_EMIT];   /* accepted drafts, then the emitted token */
     int32_t n_drafted;                /* draft tokens proposed (tree nodes) */
     sd_round_times t;
+    specdec_status status;            /* OK once this sequence's round completed; else what
+                                         failed (it must be begun again) */
 } sd_round_seq;
 
 typedef struct sd_round sd_round;

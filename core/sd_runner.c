@@ -90,15 +90,16 @@ static specdec_status tree_emulate(sd_runner *r, int32_t first, int32_t n, float
     return SPECDEC_OK;
 }
 
-specdec_status sd_runner_forward_tree(sd_runner *r, const int32_t *tokens, int32_t n, int32_t base, int32_t first,
-                                      const int32_t *parent, float *logits) {
-    specdec_status st = tree_check(r, tokens, n, base, first, parent);
-    if (st != SPECDEC_OK) return st;
+/* Record nodes first .. first + n - 1 of a validated tree call in r->tree (a new tree
+ * first drops what the cache held past base); the tree counts no node until the
+ * forward succeeded. */
+static void tree_record(sd_runner *r, const int32_t *tokens, int32_t n, int32_t base, int32_t first,
+                        const int32_t *parent) {
     sd_runner_tree *t = &r->tree;
     if (first == 0) {
         t->base = base;
         t->path_len = 0;
-        r->kv_len = base; /* a new tree drops what the cache held past base */
+        sd_runner_truncate(r, base); /* base <= kv_len (checked) */
     }
     for (int32_t i = 0; i < n; i++) {
         const int32_t v = first + i;
@@ -107,16 +108,31 @@ specdec_status sd_runner_forward_tree(sd_runner *r, const int32_t *tokens, int32
         t->depth[v] = parent[i] < 0 ? 0 : t->depth[parent[i]] + 1;
     }
     t->n = 0; /* no tree while the forward runs: a failure leaves none */
-    st = r->tree_ops ? r->tree_ops->forward_tree(r, first, n, logits) : tree_emulate(r, first, n, logits);
+}
+
+/* After a tree call: success counts the nodes (kv_len checked for native calls), a
+ * failure ends the tree below base + first. */
+static specdec_status tree_finish(sd_runner *r, specdec_status st, int32_t base, int32_t first, int32_t n,
+                                  int native) {
     if (st != SPECDEC_OK) {
-        if (r->kv_len > base + first) r->kv_len = base + first;
+        if (r->kv_len > base + first) sd_runner_truncate(r, base + first);
+        r->tree.n = 0;
         return st;
     }
-    if (r->tree_ops && r->kv_len != base + first + n)
+    if (native && r->kv_len != base + first + n)
         return sd_fail(&r->err, SPECDEC_ERR_INTERNAL, "runner: kv length %d after a tree forward to row %d",
                        (int)r->kv_len, (int)(base + first + n));
-    t->n = first + n;
+    r->tree.n = first + n;
     return SPECDEC_OK;
+}
+
+specdec_status sd_runner_forward_tree(sd_runner *r, const int32_t *tokens, int32_t n, int32_t base, int32_t first,
+                                      const int32_t *parent, float *logits) {
+    specdec_status st = tree_check(r, tokens, n, base, first, parent);
+    if (st != SPECDEC_OK) return st;
+    tree_record(r, tokens, n, base, first, parent);
+    st = r->tree_ops ? r->tree_ops->forward_tree(r, first, n, logits) : tree_emulate(r, first, n, logits);
+    return tree_finish(r, st, base, first, n, r->tree_ops != NULL);
 }
 
 /* Emulated compaction: the kept path by forward(), reusing what the cache holds. */
@@ -145,11 +161,179 @@ specdec_status sd_runner_compact(sd_runner *r, const int32_t *keep, int32_t n_ke
     specdec_status st = r->tree_ops ? r->tree_ops->compact(r, keep, n_keep) : tree_emulate_compact(r, keep, n_keep);
     t->n = 0;
     if (st != SPECDEC_OK) {
-        if (r->kv_len > base) r->kv_len = base;
+        sd_runner_truncate(r, base);
         return st;
     }
     if (r->kv_len != base + n_keep)
         return sd_fail(&r->err, SPECDEC_ERR_INTERNAL, "runner: kv length %d after compacting %d rows at %d",
                        (int)r->kv_len, (int)n_keep, (int)base);
+    if (r->group) sd_kv_trim(&r->kv, &r->group->pool, r->kv_len);
     return SPECDEC_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* groups and batches                                                         */
+/* ------------------------------------------------------------------------- */
+specdec_status sd_runner_hold(sd_runner *r, int32_t rows) {
+    if (!r->group) return SPECDEC_OK;
+    return sd_kv_hold(&r->kv, &r->group->pool, rows, &r->err);
+}
+
+specdec_status sd_runner_group_add(sd_runner_group *g, sd_runner **out, sd_errbuf *eb) {
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "runner group: out is NULL");
+    *out = NULL;
+    if (!g) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "runner group: NULL group");
+    return g->vt->add_runner(g, out, eb);
+}
+
+specdec_status sd_runner_group_attach(sd_runner_group *g, sd_runner *r, sd_errbuf *eb) {
+    specdec_status st = sd_kv_table_init(&r->kv, g->n_ctx, g->pool.block_tokens, eb);
+    if (st != SPECDEC_OK) return st;
+    r->group = g;
+    r->backend = g->backend;
+    r->n_vocab = g->n_vocab;
+    r->n_ctx = g->n_ctx;
+    r->max_batch = g->max_batch;
+    r->kv_len = 0;
+    g->n_runners++;
+    return SPECDEC_OK;
+}
+
+void sd_runner_group_detach(sd_runner *r) {
+    if (!r->group) return;
+    sd_kv_trim(&r->kv, &r->group->pool, 0);
+    sd_kv_table_free(&r->kv);
+    r->group->n_runners--;
+    r->group = NULL;
+}
+
+/* A chain segment: forward()'s checks. */
+static specdec_status seg_check_chain(const sd_runner_seg *g, sd_errbuf *eb) {
+    const sd_runner *r = g->r;
+    if (!g->tokens || g->n < 1 || g->n > r->max_batch)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: a segment of %d tokens (1..%d)%s", (int)g->n,
+                       (int)r->max_batch, g->tokens ? "" : " with tokens NULL");
+    if (g->pos < 0 || g->pos > r->kv_len)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: pos %d outside [0, kv_len = %d]", (int)g->pos,
+                       (int)r->kv_len);
+    if ((int64_t)g->pos + g->n > r->n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL, "batch forward: pos %d + %d tokens exceeds n_ctx %d", (int)g->pos,
+                       (int)g->n, (int)r->n_ctx);
+    for (int32_t i = 0; i < g->n; i++)
+        if (g->tokens[i] < 0 || g->tokens[i] >= r->n_vocab)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: token id %d at index %d outside [0, %d)",
+                           (int)g->tokens[i], (int)i, (int)r->n_vocab);
+    return SPECDEC_OK;
+}
+
+/* Every segment as its own call would check it, the runners distinct. */
+static specdec_status batch_check(const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+    if (n_segs < 1 || !segs)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: %d segments", (int)n_segs);
+    for (int32_t i = 0; i < n_segs; i++) {
+        if (!segs[i].r) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: segment %d has no runner", (int)i);
+        for (int32_t j = 0; j < i; j++)
+            if (segs[j].r == segs[i].r)
+                return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: segments %d and %d share a runner",
+                               (int)j, (int)i);
+        specdec_status st;
+        if (segs[i].parent) {
+            st = tree_check(segs[i].r, segs[i].tokens, segs[i].n, segs[i].pos, segs[i].first, segs[i].parent);
+            if (st != SPECDEC_OK) sd_err_copy(eb, &segs[i].r->err);
+        } else {
+            st = seg_check_chain(&segs[i], eb);
+        }
+        if (st != SPECDEC_OK) return st;
+    }
+    return SPECDEC_OK;
+}
+
+/* The rows segment g's cache ends at. */
+static int32_t seg_end(const sd_runner_seg *g) { return g->parent ? g->pos + g->first + g->n : g->pos + g->n; }
+
+/* The group every runner shares when it can run the segments natively, else NULL. */
+static sd_runner_group *batch_group(const sd_runner_seg *segs, int32_t n_segs) {
+    sd_runner_group *g = segs[0].r->group;
+    if (!g || !g->vt->forward_batch) return NULL;
+    for (int32_t i = 1; i < n_segs; i++)
+        if (segs[i].r->group != g) return NULL;
+    return g;
+}
+
+/* Hold the blocks of every segment (after their caches were cut back to where the
+ * segments start), all or nothing. */
+static specdec_status batch_hold(sd_runner_group *g, const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+    int64_t need = 0;
+    for (int32_t i = 0; i < n_segs; i++) {
+        const int32_t want = sd_kv_blocks_for(seg_end(&segs[i]), g->pool.block_tokens);
+        if (want > segs[i].r->kv.n) need += want - segs[i].r->kv.n;
+    }
+    if (need > g->pool.n_free)
+        return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL, "KV pool exhausted: the batch needs %lld more blocks, %d of %d free",
+                       (long long)need, (int)g->pool.n_free, (int)g->pool.n_blocks);
+    for (int32_t i = 0; i < n_segs; i++) {
+        specdec_status st = sd_runner_hold(segs[i].r, seg_end(&segs[i]));
+        if (st != SPECDEC_OK) return sd_fail(eb, st, "%s", segs[i].r->err.msg); /* cannot happen: counted above */
+    }
+    return SPECDEC_OK;
+}
+
+/* The segments one by one (runners without a common native group). */
+static specdec_status batch_emulate(const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+    for (int32_t i = 0; i < n_segs; i++) {
+        const sd_runner_seg *g = &segs[i];
+        specdec_status st = g->parent ? sd_runner_forward_tree(g->r, g->tokens, g->n, g->pos, g->first, g->parent, g->logits)
+                                      : sd_runner_forward(g->r, g->tokens, g->n, g->pos, g->logits);
+        if (st == SPECDEC_OK && !g->parent && g->r->kv_len != g->pos + g->n)
+            st = sd_fail(&g->r->err, SPECDEC_ERR_INTERNAL, "runner: kv length %d after a forward of %d tokens at %d",
+                         (int)g->r->kv_len, (int)g->n, (int)g->pos);
+        if (st != SPECDEC_OK) return sd_fail(eb, st, "%s", g->r->err.msg);
+    }
+    return SPECDEC_OK;
+}
+
+/* Native passes of at most max_batch tokens; on failure every runner not yet done is
+ * cut back to its start. */
+static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+    for (int32_t i = 0; i < n_segs; i++) {
+        const sd_runner_seg *s = &segs[i];
+        if (s->parent) {
+            tree_record(s->r, s->tokens, s->n, s->pos, s->first, s->parent);
+        } else {
+            sd_runner_truncate(s->r, s->pos);
+            s->r->tree.n = 0; /* any forward() ends a tree */
+        }
+    }
+    specdec_status st = batch_hold(g, segs, n_segs, eb);
+    int32_t done = 0;
+    while (st == SPECDEC_OK && done < n_segs) {
+        int32_t k = 0, tokens = 0;
+        while (done + k < n_segs && tokens + segs[done + k].n <= g->max_batch) tokens += segs[done + k++].n;
+        st = g->vt->forward_batch(g, segs + done, k);
+        if (st == SPECDEC_OK) done += k;
+    }
+    for (int32_t i = 0; i < n_segs; i++) {
+        sd_runner *r = segs[i].r;
+        const int ok = i < done;
+        if (segs[i].parent) {
+            specdec_status ts = tree_finish(r, ok ? SPECDEC_OK : st, segs[i].pos, segs[i].first, segs[i].n, 1);
+            if (ok && ts != SPECDEC_OK && st == SPECDEC_OK) st = sd_fail(eb, ts, "%s", r->err.msg);
+        } else if (!ok) {
+            sd_runner_truncate(r, segs[i].pos);
+        } else if (r->kv_len != seg_end(&segs[i]) && st == SPECDEC_OK) {
+            st = sd_fail(eb, SPECDEC_ERR_INTERNAL, "runner: kv length %d after a batched forward to row %d",
+                         (int)r->kv_len, (int)seg_end(&segs[i]));
+        }
+    }
+    if (st != SPECDEC_OK && done < n_segs && g->err.msg[0]) sd_err_copy(eb, &g->err);
+    return st;
+}
+
+specdec_status sd_runner_forward_batch(const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+    specdec_status st = batch_check(segs, n_segs, eb);
+    if (st != SPECDEC_OK) return st;
+    sd_runner_group *g = batch_group(segs, n_segs);
+    if (!g) return batch_emulate(segs, n_segs, eb);
+    sd_err_clear(&g->err);
+    return batch_native(g, segs, n_segs, eb);
 }

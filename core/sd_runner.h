@@ -41,19 +41,42 @@
  * NULL (runners are zero-initialised), and sd_runner.c emulates them exactly with forward(): each node
  * by one forward of the part of its path not already in the cache (N nodes in depth-
  * first order cost N one-token forwards), compact by re-forwarding the kept path.
- * Failures leave the tree ended, kv_len <= base + first, the detail in r->err. */
+ * Failures leave the tree ended, kv_len <= base + first, the detail in r->err.
+ *
+ * Groups and batches (many sequences per forward: the scheduler, runtime/sd_scheduler.c).
+ * A runner GROUP is one model instance on one backend: the weights, the activation
+ * buffers of max_batch tokens, and one paged KV pool (core/sd_kv.h). Each runner of a
+ * group is one SEQUENCE: its own block table, kv_len and tree, its blocks taken from the
+ * group's pool as its cache grows and given back when it is rolled back or destroyed
+ * (the runner stays the one owner of its kv_len). A standalone runner (group NULL: test
+ * runners, and backends without groups) has its own cache.
+ *   sd_runner_forward_batch(segs, n, eb): ONE forward over several sequences: segment i
+ *   is a forward() (parent NULL) or a forward_tree() (parent set) of runner segs[i].r,
+ *   with exactly those calls' semantics and checks, the runners distinct. When every
+ *   runner belongs to one group that implements forward_batch, the segments go through
+ *   the model together (max_batch tokens per pass: weights read once per pass); the
+ *   group's kernels compute every token's row independently of the others (batch
+ *   invariance), so each segment's logits and cache rows are bitwise those of its own
+ *   call. Otherwise the segments run one by one (same results, no sharing). A grouped
+ *   batch holds the blocks of every segment before computing anything, all or nothing
+ *   (CONTEXT_FULL when the pool runs dry). A failure leaves every runner of the call at
+ *   kv_len <= its pos (tree: base + first) with its tree ended, the detail in eb; a
+ *   failed check (INVALID_ARGUMENT, CONTEXT_FULL past n_ctx) changes nothing.
+ * Groups are driven by one thread at a time (they share the activation buffers). */
 #ifndef SD_RUNNER_H
 #define SD_RUNNER_H
 
 #include <stdint.h>
 #include "specdec.h"
 #include "sd_error.h"
+#include "sd_kv.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct sd_runner sd_runner;
+typedef struct sd_runner_group sd_runner_group;
 
 /* Most nodes of one tree (the pending token and SPECDEC_MAX_TREE_NODES drafts). */
 #define SD_RUNNER_TREE_MAX (SPECDEC_MAX_TREE_NODES + 1)
@@ -85,6 +108,42 @@ typedef struct sd_runner_tree {
     int32_t path_len;
 } sd_runner_tree;
 
+/* One sequence's part of a batched forward (see "Groups and batches" above). */
+typedef struct sd_runner_seg {
+    sd_runner *r;            /* the sequence */
+    const int32_t *tokens;   /* n token ids */
+    int32_t n;               /* 1 .. max_batch */
+    int32_t pos;             /* chain: the first token's position (the cache is truncated to it);
+                                tree: the tree's base */
+    const int32_t *parent;   /* NULL: a chain (forward() semantics); else a tree call
+                                (forward_tree() semantics): parents of nodes first .. first + n - 1 */
+    int32_t first;           /* tree: the first node of this call (0 starts a tree) */
+    float *logits;           /* n rows of n_vocab fp32 (host), or NULL */
+} sd_runner_seg;
+
+typedef struct sd_runner_group_vtbl {
+    /* A new sequence of the group (empty cache); *out NULL and the detail in eb on failure. */
+    specdec_status (*add_runner)(sd_runner_group *g, sd_runner **out, sd_errbuf *eb);
+    /* Segments already validated by sd_runner_forward_batch, of distinct runners of g,
+     * trees recorded in r->tree (nodes first .. first + n - 1), blocks held, total
+     * tokens <= max_batch. Leaves each runner at kv_len = pos + n (tree: base + first + n). */
+    specdec_status (*forward_batch)(sd_runner_group *g, const sd_runner_seg *segs, int32_t n_segs);
+    /* Frees the group; its runners must have been destroyed. */
+    void (*destroy)(sd_runner_group *g);
+} sd_runner_group_vtbl;
+
+/* A model instance shared by sequences (see "Groups and batches" above). */
+struct sd_runner_group {
+    const sd_runner_group_vtbl *vt;
+    specdec_backend backend;
+    int32_t n_vocab;
+    int32_t n_ctx;            /* most rows one sequence holds */
+    int32_t max_batch;        /* most tokens per pass (all segments together) */
+    sd_kv_pool pool;          /* the KV blocks of every runner of the group */
+    int32_t n_runners;        /* live runners */
+    sd_errbuf err;
+};
+
 struct sd_runner {
     const sd_runner_vtbl *vt;
     specdec_backend backend;  /* CPU or CUDA */
@@ -95,6 +154,8 @@ struct sd_runner {
     sd_errbuf err;            /* detail of the last failure */
     const sd_runner_tree_ops *tree_ops; /* NULL: trees emulated with forward() */
     sd_runner_tree tree;      /* see "Trees" above */
+    sd_runner_group *group;   /* NULL: standalone (its own cache) */
+    sd_kv_table kv;           /* grouped: the blocks of rows [0, kv_len) (and of a tree) */
 };
 
 static inline specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos,
@@ -106,13 +167,33 @@ static inline void sd_runner_destroy(sd_runner *r) {
     if (r) r->vt->destroy(r);
 }
 static inline int32_t sd_runner_kv_len(const sd_runner *r) { return r->kv_len; }
-/* Drop cache rows at and beyond len (O(1)); len >= kv_len changes nothing. */
+/* Drop cache rows at and beyond len (O(1); a grouped runner gives the blocks past
+ * len back to the pool); len >= kv_len changes nothing. */
 static inline void sd_runner_truncate(sd_runner *r, int32_t len) {
     if (len < r->kv_len) {
         r->kv_len = len < 0 ? 0 : len;
         r->tree.n = 0;
+        if (r->group) sd_kv_trim(&r->kv, &r->group->pool, r->kv_len);
     }
 }
+
+/* Grouped runners: make the runner hold the blocks of rows [0, rows) (CONTEXT_FULL
+ * with the detail in r->err when the pool runs dry; nothing taken). Standalone: OK. */
+specdec_status sd_runner_hold(sd_runner *r, int32_t rows);
+
+/* A new sequence in group g (g->vt->add_runner; the detail in eb on failure). */
+specdec_status sd_runner_group_add(sd_runner_group *g, sd_runner **out, sd_errbuf *eb);
+/* Free a group whose runners are all destroyed (NULL: no-op). */
+static inline void sd_runner_group_destroy(sd_runner_group *g) {
+    if (g) g->vt->destroy(g);
+}
+/* Common part of a group runner's creation/destruction: the table of n_ctx rows
+ * (add_runner) and giving every block back (destroy). */
+specdec_status sd_runner_group_attach(sd_runner_group *g, sd_runner *r, sd_errbuf *eb);
+void sd_runner_group_detach(sd_runner *r);
+
+/* One forward over several sequences (see "Groups and batches" above). */
+specdec_status sd_runner_forward_batch(const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb);
 
 /* forward() in chunks of max_batch tokens (a prompt longer than one call): logits row
  * i (when wanted) lands at logits + i * n_vocab. On success kv_len == pos + n; a

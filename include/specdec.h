@@ -27,11 +27,11 @@
 #include <stdint.h>
 
 #define SPECDEC_VERSION_MAJOR 0
-#define SPECDEC_VERSION_MINOR 2
+#define SPECDEC_VERSION_MINOR 3
 #define SPECDEC_VERSION_PATCH 0
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.2.0"
+#define SPECDEC_VERSION_STRING "0.3.0"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -342,38 +342,44 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
 /* ------------------------------------------------------------------------- */
 /* Scheduler: many requests on one target (+ optional draft) model pair.      */
 /* ------------------------------------------------------------------------- */
-/* BEGIN scheduler section (since 0.2.0)
+/* Since 0.2.0; batched since 0.3.0.
  *
- * Requests are queued FIFO and decoded max_active at a time. Thread-safe: every
- * function may be called from any thread at any time, except specdec_scheduler_free,
- * which must be the last call, and neither shutdown nor free may be called from a
- * request's token callback. A request's token callback runs on a scheduler thread
- * (not the thread that submitted it); it may call submit, cancel and get_metrics, but
- * must not wait (that blocks a scheduler thread; waiting for its own request never ends).
+ * Requests are queued FIFO and decoded up to max_active at a time, TOGETHER: one
+ * scheduler thread runs rounds over every active sequence — the draft steps of all of
+ * them as batched draft forwards, ONE batched target verify pass over every
+ * sequence's positions (each sequence its own γ or draft tree), then each sequence's
+ * own verifier — and requests join and leave between rounds (continuous batching).
+ * Each model is one instance (weights once) with a paged KV cache: a pool of
+ * kv_pool_blocks blocks of kv_block_tokens tokens, a block table per sequence. A
+ * request is admitted when a slot is free and its reservation fits the pool: the
+ * blocks of min(n_ctx, n_prompt + n_predict) tokens (+ SPECDEC_MAX_TREE_NODES with a
+ * draft tree), per model; it then never runs out of KV mid-generation, and the pool
+ * is never exceeded. Every output is exactly what specdec_generate alone produces for
+ * the same prompt and params (the kernels are batch invariant and the random numbers
+ * are addressed by (seed, sequence_id, position)), except where specdec_generate
+ * itself is not reproducible (adaptive_draft in rejection mode follows timings).
+ * On the CUDA backend each sequence still has a runner of its own (weights per
+ * sequence) until CUDA runner groups land; the rounds are batched the same way with
+ * logits read back to the host.
  *
- * This version (0.2) does not batch: the scheduler owns max_active engines, each with
- * its own full-context KV caches (and, on CUDA, its own device copy of the weights),
- * and max_active threads, each running specdec_generate for one request at a time.
- * Its outputs are therefore exactly those of specdec_generate. The batched
- * implementation (one speculative round over all active sequences, paged KV cache)
- * replaces the internals behind this same ABI; kv_block_tokens / kv_pool_blocks take
- * effect then (now they are validated, and a request that could never fit a given
- * kv_pool_blocks is refused at submit as the paged version will), and the kv_blocks_*
- * metrics stay 0 until then. */
+ * Thread-safe: every function may be called from any thread at any time, except
+ * specdec_scheduler_free, which must be the last call, and neither shutdown nor free
+ * may be called from a request's token callback. A request's token callback runs on
+ * the scheduler thread (not the thread that submitted it); it may call submit, cancel
+ * and get_metrics, but must not wait (that blocks the scheduler; waiting for its own
+ * request never ends) and should return quickly (every active request waits for it). */
 typedef struct specdec_scheduler specdec_scheduler;
 typedef int64_t specdec_request_id; /* > 0, never reused by one scheduler */
 
 typedef struct specdec_scheduler_params {
-    int32_t max_active;      /* most sequences decoded at once, 1..256; default 8. Now: that many
-                                engines and threads. */
+    int32_t max_active;      /* most sequences decoded at once (in one round), 1..256; default 8 */
     int32_t max_queued;      /* most requests waiting to start, 1..1048576; a submit beyond it gets
                                 SPECDEC_ERR_QUEUE_FULL; default 1024 */
     int32_t kv_block_tokens; /* tokens per KV-cache block (paged KV), 1..4096; default 16 */
     int32_t kv_pool_blocks;  /* KV blocks per model, >= 0; 0 = enough for max_active full contexts.
-                                With paged KV a request whose prompt + n_predict cannot fit waits;
-                                one that cannot fit even in the whole pool (more than kv_pool_blocks
-                                blocks of kv_block_tokens for min(n_prompt + n_predict, n_ctx)
-                                tokens) is refused at submit with CONTEXT_FULL (already now). */
+                                A request whose reservation (see above) does not fit what is free
+                                waits in the queue; one that cannot fit even in the whole pool is
+                                refused at submit with CONTEXT_FULL. */
     int32_t reserved_i[8];
     uint64_t reserved[8];
 } specdec_scheduler_params;
@@ -382,9 +388,11 @@ SPECDEC_API specdec_scheduler_params specdec_scheduler_default_params(void);
 
 /* Create a scheduler. target/draft are borrowed and must outlive the scheduler (draft
  * may be NULL: plain decoding); engine_params as for specdec_engine_create (NULL =
- * defaults); params NULL = defaults. Engines are created here (max_active of them
- * now): their failures are this call's (OUT_OF_MEMORY, BACKEND_UNAVAILABLE,
- * MODEL_MISMATCH ...). On failure *out is NULL and specdec_last_error() has the detail. */
+ * defaults; max_batch bounds the tokens of one pass through a model, several passes
+ * make a round when more are active); params NULL = defaults. The models' instances,
+ * KV pools and max_active sequence slots are created here: their failures are this
+ * call's (OUT_OF_MEMORY, BACKEND_UNAVAILABLE, MODEL_MISMATCH ...). On failure *out is
+ * NULL and specdec_last_error() has the detail. */
 SPECDEC_API specdec_status specdec_scheduler_create(const specdec_model *target, const specdec_model *draft,
                                                     const specdec_engine_params *engine_params,
                                                     const specdec_scheduler_params *params,
@@ -416,9 +424,10 @@ SPECDEC_API specdec_status specdec_scheduler_submit(specdec_scheduler *s, const 
                                                     const specdec_generate_params *params,
                                                     specdec_request_id *out_id);
 /* Cancel a queued or running request: SPECDEC_OK, its outcome becomes CANCELLED unless
- * it finished first. A running request stops at its next emitted token (now: after at
- * most one speculative round; a prompt being prefilled is not interrupted). A finished,
- * uncollected request: SPECDEC_OK, no effect. Unknown or collected id: NOT_FOUND. */
+ * it finished first. A running request stops before its next round (or at its next
+ * emitted token inside the current one) and gives its KV blocks back; a prompt being
+ * prefilled is not interrupted. A finished, uncollected request: SPECDEC_OK, no effect.
+ * Unknown or collected id: NOT_FOUND. */
 SPECDEC_API specdec_status specdec_scheduler_cancel(specdec_scheduler *s, specdec_request_id id);
 /* Wait for a request to finish (timeout_ms < 0: no limit, 0: just check) -> TIMEOUT if
  * it has not (nothing is collected). When finished: copies its tokens into out_tokens
@@ -436,18 +445,16 @@ typedef struct specdec_scheduler_metrics {
                                                                  accepted; outcomes OK / CANCELLED /
                                                                  other; submits refused (any status) */
     int32_t queued, active;                                   /* now */
-    int64_t tokens_generated, rounds, drafted, accepted;      /* totals over ended requests (cancelled
-                                                                 and failed included). Now counted when
-                                                                 a request ends; the batched version
-                                                                 counts running ones per round too. */
-    int32_t kv_blocks_total, kv_blocks_used;                  /* target pool (0/0 until paged KV) */
-    int32_t draft_kv_blocks_total, draft_kv_blocks_used;
+    int64_t tokens_generated, rounds, drafted, accepted;      /* totals over all requests (cancelled and
+                                                                 failed included), counted per round */
+    int32_t kv_blocks_total, kv_blocks_used;                  /* target pool: blocks, and blocks holding
+                                                                 rows now (after the last round) */
+    int32_t draft_kv_blocks_total, draft_kv_blocks_used;      /* the draft's (0 / 0 without a draft) */
     uint64_t reserved[8];
 } specdec_scheduler_metrics;
 /* A consistent snapshot (taken under the scheduler's lock). */
 SPECDEC_API specdec_status specdec_scheduler_get_metrics(const specdec_scheduler *s, specdec_scheduler_metrics *m);
 
-/* END scheduler section */
 
 /* ------------------------------------------------------------------------- */
 /* Tokenizer: Hugging Face tokenizer.json (BPE), identical ids to `tokenizers`. */

@@ -99,8 +99,13 @@ specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft
     e->special.bos_id = special ? special->bos_id : -1;
     e->special.n_eos = special ? special->n_eos : 0;
     if (special) memcpy(e->special.eos_ids, special->eos_ids, sizeof e->special.eos_ids);
+    e->env.n_ctx = e->n_ctx;
+    e->env.n_vocab = e->n_vocab;
+    e->env.has_draft = draft != NULL;
+    e->env.tree_fit = draft ? sd_min_i32(target->max_batch - 1, draft->max_batch) : 0;
+    e->env.special = e->special;
     e->seq = sd_malloc(((size_t)e->n_ctx + 1) * sizeof(int32_t));
-    e->text_win = sd_malloc(2 * SD_ENGINE_MAX_STOP_LEN);
+    e->text_win = sd_malloc(SD_GEN_TEXT_WIN);
     if (!e->seq || !e->text_win) {
         st = sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "engine: allocating buffers for n_ctx %d", (int)e->n_ctx);
     } else {
@@ -179,45 +184,54 @@ static specdec_status sd_engine_check_pair(const specdec_model *target, const sp
     return SPECDEC_OK;
 }
 
-static specdec_status sd_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
+specdec_backend sd_engine_pick_backend(specdec_backend requested) {
+    if (requested != SPECDEC_BACKEND_AUTO) return requested;
+    return specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
+}
+
+specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                      int32_t n_ctx, int32_t max_batch, sd_runner **out, sd_errbuf *eb) {
     if (be == SPECDEC_BACKEND_CUDA)
         return sd_cuda_runner_create(&m->w, n_ctx, max_batch, p->cuda_device, p->cuda_keep_f32, out, eb);
     return sd_cpu_runner_create(&m->w, n_ctx, max_batch, out, eb);
 }
 
+specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
+                                    int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
+                                    sd_runner_group **out, sd_errbuf *eb) {
+    if (be == SPECDEC_BACKEND_CUDA)
+        return sd_cuda_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, p->cuda_device, p->cuda_keep_f32,
+                                    out, eb);
+    return sd_cpu_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, out, eb);
+}
+
 /* Both runners on the chosen backend (AUTO: CUDA when usable, else the CPU). */
 static specdec_status sd_engine_make_runners(const specdec_model *target, const specdec_model *draft,
                                              const specdec_engine_params *p, int32_t n_ctx, int32_t max_batch,
                                              sd_runner **rt, sd_runner **rd) {
-    specdec_backend be = p->backend;
-    if (be == SPECDEC_BACKEND_AUTO) be = specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
+    specdec_backend be = sd_engine_pick_backend(p->backend);
     sd_errbuf eb;
     sd_err_clear(&eb);
-    specdec_status st = sd_make_runner(target, be, p, n_ctx, max_batch, rt, &eb);
+    specdec_status st = sd_engine_make_runner(target, be, p, n_ctx, max_batch, rt, &eb);
     if (st == SPECDEC_ERR_BACKEND_UNAVAILABLE && p->backend == SPECDEC_BACKEND_AUTO) {
         be = SPECDEC_BACKEND_CPU; /* AUTO: CUDA built in but not usable after all */
-        st = sd_make_runner(target, be, p, n_ctx, max_batch, rt, &eb);
+        st = sd_engine_make_runner(target, be, p, n_ctx, max_batch, rt, &eb);
     }
     if (st != SPECDEC_OK) return sd_fail(NULL, st, "target model %s: %s", target->path, eb.msg);
     if (!draft) return SPECDEC_OK;
-    st = sd_make_runner(draft, be, p, n_ctx, max_batch, rd, &eb);
+    st = sd_engine_make_runner(draft, be, p, n_ctx, max_batch, rd, &eb);
     if (st == SPECDEC_OK) return SPECDEC_OK;
     sd_runner_destroy(*rt);
     *rt = NULL;
     return sd_fail(NULL, st, "draft model %s: %s", draft->path, eb.msg);
 }
 
-specdec_status specdec_engine_create(const specdec_model *target, const specdec_model *draft,
-                                     const specdec_engine_params *params, specdec_engine **out_engine) {
-    if (out_engine) *out_engine = NULL;
-    if (!out_engine) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_engine_create: out_engine is NULL");
-    if (!target) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_engine_create: target model is NULL");
+specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_model *draft,
+                                     const specdec_engine_params *params, sd_engine_plan *out) {
     const specdec_engine_params p = params ? *params : specdec_engine_default_params();
     specdec_status st = sd_engine_check_params(&p);
     if (st == SPECDEC_OK && draft) st = sd_engine_check_pair(target, draft);
     if (st != SPECDEC_OK) return st;
-
     const sd_config *tc = &target->w.cfg;
     int32_t n_ctx = p.n_ctx;
     if (n_ctx == 0) {
@@ -227,17 +241,28 @@ specdec_status specdec_engine_create(const specdec_model *target, const specdec_
     }
     /* A verify pass (γ+1 positions, or a tree's root and nodes) is one call: never go below that. */
     int32_t max_batch = p.max_batch == 0 ? n_ctx : sd_max_i32(p.max_batch, SD_RUNNER_TREE_MAX);
-    max_batch = sd_min_i32(max_batch, n_ctx);
+    memset(out, 0, sizeof *out);
+    out->params = p;
+    out->n_ctx = n_ctx;
+    out->max_batch = sd_min_i32(max_batch, n_ctx);
+    out->special.bos_id = tc->bos_id;
+    out->special.n_eos = sd_min_i32(sd_max_i32(tc->n_eos, 0), SPECDEC_MAX_EOS);
+    memcpy(out->special.eos_ids, tc->eos_ids, sizeof out->special.eos_ids);
+    return SPECDEC_OK;
+}
 
-    sd_runner *rt = NULL, *rd = NULL;
-    st = sd_engine_make_runners(target, draft, &p, n_ctx, max_batch, &rt, &rd);
+specdec_status specdec_engine_create(const specdec_model *target, const specdec_model *draft,
+                                     const specdec_engine_params *params, specdec_engine **out_engine) {
+    if (out_engine) *out_engine = NULL;
+    if (!out_engine) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_engine_create: out_engine is NULL");
+    if (!target) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_engine_create: target model is NULL");
+    sd_engine_plan plan;
+    specdec_status st = sd_engine_plan_params(target, draft, params, &plan);
     if (st != SPECDEC_OK) return st;
-    sd_engine_special sp;
-    memset(&sp, 0, sizeof sp);
-    sp.bos_id = tc->bos_id;
-    sp.n_eos = sd_min_i32(sd_max_i32(tc->n_eos, 0), SPECDEC_MAX_EOS);
-    memcpy(sp.eos_ids, tc->eos_ids, sizeof sp.eos_ids);
-    return sd_engine_create_from_runners(rt, rd, &sp, out_engine);
+    sd_runner *rt = NULL, *rd = NULL;
+    st = sd_engine_make_runners(target, draft, &plan.params, plan.n_ctx, plan.max_batch, &rt, &rd);
+    if (st != SPECDEC_OK) return st;
+    return sd_engine_create_from_runners(rt, rd, &plan.special, out_engine);
 }
 
 void specdec_engine_free(specdec_engine *engine) { sd_engine_destroy(engine); }

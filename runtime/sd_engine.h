@@ -16,11 +16,10 @@
 #include "specdec.h"
 #include "sd_adapt.h"
 #include "sd_error.h"
+#include "sd_generate.h"
 #include "sd_round.h"
 #include "sd_runner.h"
 
-/* Longest stop string accepted by specdec_generate (bytes). */
-#define SD_ENGINE_MAX_STOP_LEN 512
 
 /* Which round implementation specdec_generate drives (specdec_engine.round_kind). */
 typedef enum sd_engine_round_kind {
@@ -28,13 +27,6 @@ typedef enum sd_engine_round_kind {
     SD_ENGINE_ROUND_DEVICE = 1,       /* CUDA device-resident round, kernels enqueued one by one */
     SD_ENGINE_ROUND_DEVICE_GRAPH = 2  /* CUDA device-resident round replayed from CUDA graphs (default on CUDA) */
 } sd_engine_round_kind;
-
-/* Special ids the engine stops on / checks a draft against. */
-typedef struct sd_engine_special {
-    int32_t bos_id;                    /* -1 if none */
-    int32_t n_eos;
-    int32_t eos_ids[SPECDEC_MAX_EOS];
-} sd_engine_special;
 
 struct specdec_engine {
     sd_errbuf err;
@@ -45,6 +37,7 @@ struct specdec_engine {
     int32_t n_ctx;
     int32_t n_vocab;
     sd_engine_special special; /* the target's */
+    sd_gen_env env;            /* what its generations know of the models */
     int dead;                  /* a runner or round reported DEVICE_LOST: every later call fails */
 
     sd_round *host_round;      /* owned, always present */
@@ -54,7 +47,7 @@ struct specdec_engine {
 
     /* generation loop buffers */
     int32_t *seq;              /* [n_ctx + 1] prompt + generated tokens */
-    char *text_win;            /* [2 * SD_ENGINE_MAX_STOP_LEN] tail of the decoded text (stop strings) */
+    char *text_win;            /* [SD_GEN_TEXT_WIN] tail of the decoded text (stop strings) */
     sd_adapt adapt;
 };
 
@@ -65,6 +58,29 @@ struct specdec_engine {
  * detail is in the thread-local buffer. */
 specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft, const sd_engine_special *special,
                                              specdec_engine **out);
+
+/* specdec_engine_create's reading of its arguments, shared with the scheduler: params
+ * checked (reserved fields, backend, signs) and defaulted, the pair checked
+ * (vocabulary, BOS, EOS), n_ctx defaulted (min(max_position_embeddings, 4096) of
+ * both), max_batch defaulted (n_ctx) and at least one verify pass, the target's
+ * special ids. The detail of a failure is in the thread-local buffer. */
+typedef struct sd_engine_plan {
+    specdec_engine_params params;  /* the caller's, or the defaults */
+    int32_t n_ctx, max_batch;
+    sd_engine_special special;
+} sd_engine_plan;
+specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_model *draft,
+                                     const specdec_engine_params *params, sd_engine_plan *out);
+/* AUTO: CUDA when a device is usable, else the CPU; others unchanged. */
+specdec_backend sd_engine_pick_backend(specdec_backend requested);
+/* A runner of model m on backend be (one sequence, its own cache). */
+specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
+                                     int32_t n_ctx, int32_t max_batch, sd_runner **out, sd_errbuf *eb);
+/* A runner group of model m on backend be (core/sd_runner.h "Groups and batches"):
+ * UNSUPPORTED where the backend has none yet (CUDA, see sd_cuda_backend.h). */
+specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
+                                    int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
+                                    sd_runner_group **out, sd_errbuf *eb);
 
 /* The round specdec_generate uses now (round_kind, falling back to the host round). */
 sd_round *sd_engine_active_round(specdec_engine *e);

@@ -1,8 +1,10 @@
-/* sd_generate.c — specdec_generate: THE generation loop. It alone owns the budget
- * (n_predict, the context), the stop conditions (EOS, stop strings, the callback),
- * emission (the sequence, the output, the streaming text) and the statistics; one
- * round of speculation is the round interface's business (core/sd_round.h), whichever
- * implementation the engine runs (host or CUDA device-resident).
+/* sd_generate.c — THE generation loop (sd_generate.h): the per-sequence steps the
+ * engine (specdec_generate, at the end of this file) and the scheduler both drive. It
+ * alone owns the budget (n_predict, the context), the stop conditions (EOS, stop
+ * strings, the callback, a cancel flag), emission (the sequence, the output, the
+ * streaming text) and the statistics; one round of speculation is the round
+ * interface's business (core/sd_round.h), whichever implementation runs it (host or
+ * CUDA device-resident, one sequence or many).
  *
  * Per round: γ is clipped so that every token the round may emit fits the budget and
  * the context (γ + 1 <= both); γ = 0 (no draft, n_draft == 0, or clipped to 0 at the
@@ -15,8 +17,8 @@
  * The round's tokens are emitted one by one; a stop inside a round cuts it short and
  * the round settles both caches at the emitted length.
  *
- * Nothing is allocated per round (the streaming detokenizer, when a tokenizer is
- * passed, is created once per call before the loop). */
+ * Nothing is allocated per round (specdec_generate creates the streaming
+ * detokenizer, when a tokenizer is passed, once per call before the loop). */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime(CLOCK_MONOTONIC) under -std=c11 */
 #include <string.h>
 #include <time.h>
@@ -46,95 +48,71 @@ specdec_generate_params specdec_generate_default_params(void) {
     return p;
 }
 
-/* State of one specdec_generate call (on the caller's stack). */
-typedef struct sd_gen {
-    specdec_engine *e;
-    const specdec_generate_params *p;
-    int32_t *out;
-    int32_t n_out;
-    int32_t L;                     /* tokens in e->seq */
-    specdec_detok_stream *ds;      /* NULL without a tokenizer */
-    size_t win_len;                /* bytes in e->text_win */
-    specdec_stop_reason reason;
-    specdec_stats *st;
-    sd_round *rd;                  /* the round the engine runs */
-    sd_round_seq seq;              /* the sequence as the round sees it */
-    int tree;                      /* a draft tree was asked for: its shape is `req` */
-    sd_draft_shape req;
-} sd_gen;
+double sd_gen_now(void) { return sd_now(); }
 
 /* ------------------------------------------------------------------------- */
 /* request validation                                                         */
 /* ------------------------------------------------------------------------- */
-static specdec_status sd_gen_check_stops(const specdec_generate_params *p, sd_errbuf *eb) {
+static specdec_status sd_gen_check_stops(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
     if (p->n_stop_strings < 0 || (p->n_stop_strings > 0 && !p->stop_strings))
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: n_stop_strings %d with stop_strings %s",
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_stop_strings %d with stop_strings %s", fn,
                        (int)p->n_stop_strings, p->stop_strings ? "set" : "NULL");
     if (p->n_stop_strings > 0 && !p->tokenizer)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: stop strings need params.tokenizer");
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: stop strings need params.tokenizer", fn);
     for (int32_t i = 0; i < p->n_stop_strings; i++) {
         const char *s = p->stop_strings[i];
         size_t n = s ? strlen(s) : 0;
         if (n == 0 || n > SD_ENGINE_MAX_STOP_LEN)
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: stop_strings[%d] is %s (1..%d bytes)",
-                           (int)i, !s ? "NULL" : n == 0 ? "empty" : "too long", SD_ENGINE_MAX_STOP_LEN);
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: stop_strings[%d] is %s (1..%d bytes)", fn, (int)i,
+                           !s ? "NULL" : n == 0 ? "empty" : "too long", SD_ENGINE_MAX_STOP_LEN);
     }
     return SPECDEC_OK;
 }
 
-static specdec_status sd_gen_check_params(const specdec_engine *e, const specdec_generate_params *p, sd_errbuf *eb) {
-    sd_draft_shape req;
-    int tree = 0;
-    if (p->n_predict <= 0)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: n_predict %d must be > 0",
-                       (int)p->n_predict);
-    if (p->n_draft < 0 || p->n_draft > SPECDEC_MAX_DRAFT)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: n_draft %d outside [0, %d]",
-                       (int)p->n_draft, SPECDEC_MAX_DRAFT);
-    if (p->adaptive_draft && e->draft && p->n_draft == 0)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "specdec_generate: adaptive_draft needs a starting n_draft in [1, %d], got 0", SPECDEC_MAX_DRAFT);
-    if ((int)p->verify < SPECDEC_VERIFY_AUTO || (int)p->verify > SPECDEC_VERIFY_MATCH)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: unknown verify mode %d", (int)p->verify);
-    sd_sampling_params sp = sd_sampling_params_from(p);
-    specdec_status st = sd_sampling_check_params(&sp, eb);
-    if (st == SPECDEC_OK) st = sd_gen_check_stops(p, eb);
-    if (st == SPECDEC_OK) st = sd_tree_request(p, e->draft != NULL, &req, &tree, eb);
-    if (st != SPECDEC_OK) return st;
+static specdec_status sd_gen_check_reserved(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
     for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
         if (p->reserved_i[i])
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: reserved_i[%zu] = %d must be 0", i,
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved_i[%zu] = %d must be 0", fn, i,
                            (int)p->reserved_i[i]);
     for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
-        if (p->reserved[i])
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: reserved[%zu] must be 0", i);
+        if (p->reserved[i]) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved[%zu] must be 0", fn, i);
     return SPECDEC_OK;
 }
 
-static specdec_status sd_gen_check(const specdec_engine *e, const int32_t *prompt, int32_t n_prompt,
-                                   const specdec_generate_params *p, const int32_t *out_tokens, int32_t out_capacity,
-                                   const int32_t *n_out, sd_errbuf *eb) {
-    if (!prompt || !out_tokens || !n_out)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: %s is NULL",
-                       !prompt ? "prompt" : !out_tokens ? "out_tokens" : "n_out");
+specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
+                                   sd_errbuf *eb) {
+    sd_draft_shape req;
+    int tree = 0;
+    if (p->n_predict <= 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_predict %d must be > 0", fn, (int)p->n_predict);
+    if (p->n_draft < 0 || p->n_draft > SPECDEC_MAX_DRAFT)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_draft %d outside [0, %d]", fn, (int)p->n_draft,
+                       SPECDEC_MAX_DRAFT);
+    if (p->adaptive_draft && env->has_draft && p->n_draft == 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: adaptive_draft needs a starting n_draft in [1, %d], got 0",
+                       fn, SPECDEC_MAX_DRAFT);
+    if ((int)p->verify < SPECDEC_VERIFY_AUTO || (int)p->verify > SPECDEC_VERIFY_MATCH)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: unknown verify mode %d", fn, (int)p->verify);
+    sd_sampling_params sp = sd_sampling_params_from(p);
+    specdec_status st = sd_sampling_check_params(&sp, eb);
+    if (st == SPECDEC_OK) st = sd_gen_check_stops(p, fn, eb);
+    if (st == SPECDEC_OK) st = sd_tree_request(p, env->has_draft, &req, &tree, eb);
+    if (st == SPECDEC_OK) st = sd_gen_check_reserved(p, fn, eb);
+    return st;
+}
+
+specdec_status sd_gen_check_prompt(const sd_gen_env *env, const int32_t *prompt, int32_t n_prompt, const char *fn,
+                                   sd_errbuf *eb) {
+    if (!prompt) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prompt is NULL", fn);
     if (n_prompt <= 0)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: empty prompt (n_prompt %d)", (int)n_prompt);
-    if (n_prompt >= e->n_ctx)
-        return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL,
-                       "specdec_generate: prompt of %d tokens leaves no room in the context of %d tokens",
-                       (int)n_prompt, (int)e->n_ctx);
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: empty prompt (n_prompt %d)", fn, (int)n_prompt);
+    if (n_prompt >= env->n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL, "%s: prompt of %d tokens leaves no room in the context of %d tokens",
+                       fn, (int)n_prompt, (int)env->n_ctx);
     for (int32_t i = 0; i < n_prompt; i++)
-        if (prompt[i] < 0 || prompt[i] >= e->n_vocab)
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: prompt[%d] = %d outside [0, %d)",
-                           (int)i, (int)prompt[i], (int)e->n_vocab);
-    specdec_status st = sd_gen_check_params(e, p, eb);
-    if (st != SPECDEC_OK) return st;
-    int64_t room = (int64_t)e->n_ctx - n_prompt;
-    int64_t need = p->n_predict < room ? p->n_predict : room;
-    if (out_capacity < need)
-        return sd_fail(eb, SPECDEC_ERR_BUFFER_TOO_SMALL,
-                       "specdec_generate: out_capacity %d < %lld (min(n_predict %d, n_ctx %d - n_prompt %d))",
-                       (int)out_capacity, (long long)need, (int)p->n_predict, (int)e->n_ctx, (int)n_prompt);
+        if (prompt[i] < 0 || prompt[i] >= env->n_vocab)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prompt[%d] = %d outside [0, %d)", fn, (int)i,
+                           (int)prompt[i], (int)env->n_vocab);
     return SPECDEC_OK;
 }
 
@@ -145,8 +123,8 @@ static specdec_status sd_gen_check(const specdec_engine *e, const int32_t *promp
  * the last SD_ENGINE_MAX_STOP_LEN-1 bytes before each new byte, enough for any stop
  * string to be matched across token boundaries. */
 static int sd_gen_text_byte(sd_gen *g, char b) {
-    char *w = g->e->text_win;
-    if (g->win_len == 2 * SD_ENGINE_MAX_STOP_LEN) {
+    char *w = g->text_win;
+    if (g->win_len == SD_GEN_TEXT_WIN) {
         memmove(w, w + g->win_len - (SD_ENGINE_MAX_STOP_LEN - 1), SD_ENGINE_MAX_STOP_LEN - 1);
         g->win_len = SD_ENGINE_MAX_STOP_LEN - 1;
     }
@@ -159,55 +137,109 @@ static int sd_gen_text_byte(sd_gen *g, char b) {
     return 0;
 }
 
-static int sd_is_eos(const specdec_engine *e, int32_t tok) {
-    for (int32_t i = 0; i < e->special.n_eos; i++)
-        if (e->special.eos_ids[i] == tok) return 1;
+static int sd_is_eos(const sd_engine_special *sp, int32_t tok) {
+    for (int32_t i = 0; i < sp->n_eos; i++)
+        if (sp->eos_ids[i] == tok) return 1;
     return 0;
 }
 
+/* The callback and the cancel flag: 1 if either stops generation after this token. */
+static int sd_gen_callback_stop(sd_gen *g, int32_t tok, const char *piece, size_t plen) {
+    int stop = 0;
+    if (g->p->callback) stop = g->p->callback(g->p->user_data, tok, g->ds ? (piece ? piece : "") : NULL, plen);
+    if (!stop && g->cancel && atomic_load_explicit(g->cancel, memory_order_acquire)) {
+        g->cancelled = 1;
+        stop = 1;
+    }
+    return stop;
+}
+
 /* Append one token to the output and decide whether generation stops after it
- * (g->reason). Priority when several apply: EOS, stop string, callback, n_predict,
- * context full. */
+ * (g->reason). Priority when several apply: EOS, stop string, callback (or cancel),
+ * n_predict, context full. */
 static specdec_status sd_gen_emit(sd_gen *g, int32_t tok) {
-    specdec_engine *e = g->e;
-    e->seq[g->L++] = tok;
+    g->seq[g->L++] = tok;
     g->out[g->n_out++] = tok;
     const char *piece = NULL;
     size_t plen = 0;
     if (g->ds) {
         specdec_status st = specdec_detok_stream_push(g->ds, tok, &piece, &plen);
         if (st != SPECDEC_OK)
-            return sd_fail(&e->err, st, "decoding generated token %d to text: %s", (int)tok, specdec_last_error());
+            return sd_fail(g->err, st, "decoding generated token %d to text: %s", (int)tok, specdec_last_error());
     }
     specdec_stop_reason r = SPECDEC_STOP_NONE;
-    if (!g->p->ignore_eos && sd_is_eos(e, tok)) r = SPECDEC_STOP_EOS;
+    if (!g->p->ignore_eos && sd_is_eos(&g->env->special, tok)) r = SPECDEC_STOP_EOS;
     if (g->p->n_stop_strings > 0) {
         int hit = 0;
         for (size_t i = 0; i < plen; i++) hit |= sd_gen_text_byte(g, piece[i]);
         if (hit && r == SPECDEC_STOP_NONE) r = SPECDEC_STOP_STRING;
     }
-    if (g->p->callback) {
-        int stop = g->p->callback(g->p->user_data, tok, g->ds ? (piece ? piece : "") : NULL, plen);
-        if (stop && r == SPECDEC_STOP_NONE) r = SPECDEC_STOP_CALLBACK;
-    }
+    if (sd_gen_callback_stop(g, tok, piece, plen) && r == SPECDEC_STOP_NONE) r = SPECDEC_STOP_CALLBACK;
+    if (r != SPECDEC_STOP_CALLBACK) g->cancelled = 0;
     if (r == SPECDEC_STOP_NONE && g->n_out >= g->p->n_predict) r = SPECDEC_STOP_N_PREDICT;
-    if (r == SPECDEC_STOP_NONE && g->L >= e->n_ctx) r = SPECDEC_STOP_CONTEXT_FULL;
+    if (r == SPECDEC_STOP_NONE && g->L >= g->env->n_ctx) r = SPECDEC_STOP_CONTEXT_FULL;
     g->reason = r;
     return SPECDEC_OK;
 }
 
 /* ------------------------------------------------------------------------- */
-/* the loop                                                                   */
+/* the per-sequence steps                                                     */
 /* ------------------------------------------------------------------------- */
-/* A round failed: its detail becomes the engine's; a lost device is sticky. */
-static specdec_status sd_gen_round_fail(sd_gen *g, specdec_status st) {
-    if (st == SPECDEC_ERR_DEVICE_LOST || g->rd->device_lost) g->e->dead = 1;
-    return sd_fail(&g->e->err, st, "%s", g->rd->err.msg);
+void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params *p, const int32_t *prompt,
+                 int32_t n_prompt, const sd_gen_io *io) {
+    memset(g, 0, sizeof *g);
+    memset(io->stats, 0, sizeof *io->stats);
+    memset(io->adapt, 0, sizeof *io->adapt);
+    g->t_start = sd_now();
+    g->env = env;
+    g->p = p;
+    g->seq = io->seq;
+    g->out = io->out;
+    g->text_win = io->text_win;
+    g->adapt = io->adapt;
+    g->ds = io->ds;
+    g->st = io->stats;
+    g->err = io->err;
+    (void)sd_tree_request(p, env->has_draft, &g->req, &g->tree, NULL); /* checked by the driver */
+    g->gamma = env->has_draft && p->n_draft > 0 ? p->n_draft : 0;
+    g->st->n_prompt = n_prompt;
+    sd_round_seq *s = &g->rs;
+    s->seed = p->seed;
+    s->sequence_id = p->sequence_id;
+    s->mode = p->verify;
+    if (s->mode == SPECDEC_VERIFY_AUTO) s->mode = p->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
+    s->sp = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : sd_sampling_params_from(p);
+    s->uses_draft = env->has_draft && (p->n_draft > 0 || g->tree);
+    memmove(g->seq, prompt, (size_t)n_prompt * sizeof(int32_t));
+    g->L = n_prompt;
+    s->tokens = g->seq;
+    s->length = n_prompt;
+}
+
+/* The shape of the next round: every emitted token must fit the budget and the
+ * context (depth + 1 <= both); a tree also its nodes in the caches and one call. */
+static sd_draft_shape sd_gen_round_shape(const sd_gen *g) {
+    const sd_gen_env *env = g->env;
+    const int32_t room = sd_min_i32(g->p->n_predict - g->n_out - 1, env->n_ctx - g->L - 1);
+    if (!g->rs.uses_draft) return sd_draft_chain(0);
+    if (!g->tree) return sd_draft_chain(room < 0 ? 0 : sd_min_i32(g->gamma, room));
+    return sd_tree_round_shape(&g->req, room, sd_min_i32(env->n_ctx - g->L, env->tree_fit));
+}
+
+int sd_gen_plan(sd_gen *g, sd_draft_shape *shape) {
+    if (g->reason != SPECDEC_STOP_NONE) return 0;
+    if (g->n_out >= g->p->n_predict) g->reason = SPECDEC_STOP_N_PREDICT;
+    else if (g->L >= g->env->n_ctx) g->reason = SPECDEC_STOP_CONTEXT_FULL;
+    if (g->reason != SPECDEC_STOP_NONE) return 0;
+    *shape = sd_gen_round_shape(g);
+    g->rs.length = g->L;
+    g->rs.shape = *shape;
+    return 1;
 }
 
 /* The statistics of one round, and what adaptive γ learns from it (chains). */
 static void sd_gen_account(sd_gen *g, const sd_draft_shape *shape) {
-    const sd_round_seq *s = &g->seq;
+    const sd_round_seq *s = &g->rs;
     g->st->t_draft_s += s->t.draft;
     g->st->t_target_s += s->t.target;
     g->st->t_verify_s += s->t.verify;
@@ -216,97 +248,28 @@ static void sd_gen_account(sd_gen *g, const sd_draft_shape *shape) {
         g->st->n_draft_rounds++;
         g->st->n_drafted += s->n_drafted;
         g->st->n_accepted += s->n_accepted;
-        if (!g->tree) sd_adapt_observe(&g->e->adapt, shape->depth, s->n_accepted, s->t.draft, s->t.target);
+        if (!g->tree) sd_adapt_observe(g->adapt, shape->depth, s->n_accepted, s->t.draft, s->t.target);
     }
 }
 
-/* The active round cannot run this tree: the host round takes over the call. */
-static specdec_status sd_gen_to_host(sd_gen *g) {
-    g->rd = g->e->host_round;
-    g->seq.length = g->L;
-    return g->rd->ops->begin(g->rd, &g->seq);
-}
-
-/* One round of the given shape (depth 0: plain step), then its tokens until a stop. */
-static specdec_status sd_gen_step(sd_gen *g, const sd_draft_shape *shape) {
-    sd_round_seq *s = &g->seq;
-    sd_round_seq *seqs[1] = {s};
-    s->length = g->L;
-    s->shape = *shape;
-    specdec_status st = g->rd->ops->run(g->rd, seqs, 1);
-    if (st == SPECDEC_ERR_UNSUPPORTED && g->rd != g->e->host_round && !sd_draft_is_chain(shape)) {
-        st = sd_gen_to_host(g);
-        s->shape = *shape;
-        if (st == SPECDEC_OK) st = g->rd->ops->run(g->rd, seqs, 1);
-    }
-    if (st != SPECDEC_OK) return sd_gen_round_fail(g, st);
+specdec_status sd_gen_absorb(sd_gen *g, sd_round *rd, const sd_draft_shape *shape) {
+    sd_round_seq *s = &g->rs;
     if (s->n_accepted < 0 || s->n_accepted > shape->depth)
-        return sd_fail(&g->e->err, SPECDEC_ERR_INTERNAL, "round accepted %d of depth %d", (int)s->n_accepted,
+        return sd_fail(g->err, SPECDEC_ERR_INTERNAL, "round accepted %d of depth %d", (int)s->n_accepted,
                        (int)shape->depth);
     sd_gen_account(g, shape);
+    specdec_status st = SPECDEC_OK;
     int32_t i = 0;
     for (; i <= s->n_accepted && g->reason == SPECDEC_STOP_NONE; i++)
         if ((st = sd_gen_emit(g, s->out[i])) != SPECDEC_OK) return st;
-    if (i <= s->n_accepted && (st = g->rd->ops->settle(g->rd, s, g->L)) != SPECDEC_OK) return sd_gen_round_fail(g, st);
+    if (i <= s->n_accepted && (st = rd->ops->settle(rd, s, g->L)) != SPECDEC_OK)
+        return sd_fail(g->err, st, "%s", rd->err.msg);
+    if (shape->depth > 0 && g->p->adaptive_draft && !g->tree)
+        g->gamma = sd_adapt_choose_gamma(g->adapt, g->gamma, SPECDEC_MAX_DRAFT);
     return SPECDEC_OK;
 }
 
-/* The shape of the next round: every emitted token must fit the budget and the
- * context (depth + 1 <= both); a tree also its nodes in the caches and one call. */
-static sd_draft_shape sd_gen_round_shape(const sd_gen *g, int32_t gamma) {
-    const specdec_engine *e = g->e;
-    const int32_t room = sd_min_i32(g->p->n_predict - g->n_out - 1, e->n_ctx - g->L - 1);
-    if (!g->seq.uses_draft) return sd_draft_chain(0);
-    if (!g->tree) return sd_draft_chain(room < 0 ? 0 : sd_min_i32(gamma, room));
-    int32_t fit = sd_min_i32(e->n_ctx - g->L, e->target->max_batch - 1);
-    fit = sd_min_i32(fit, e->draft->max_batch);
-    return sd_tree_round_shape(&g->req, room, fit);
-}
-
-static specdec_status sd_gen_loop(sd_gen *g, int32_t *gamma_io) {
-    const specdec_engine *e = g->e;
-    const specdec_generate_params *p = g->p;
-    int32_t gamma = *gamma_io;
-    specdec_status st = SPECDEC_OK;
-    while (st == SPECDEC_OK && g->reason == SPECDEC_STOP_NONE) {
-        if (g->n_out >= p->n_predict) {
-            g->reason = SPECDEC_STOP_N_PREDICT;
-            break;
-        }
-        if (g->L >= e->n_ctx) {
-            g->reason = SPECDEC_STOP_CONTEXT_FULL;
-            break;
-        }
-        const sd_draft_shape shape = sd_gen_round_shape(g, gamma);
-        st = sd_gen_step(g, &shape);
-        if (st == SPECDEC_OK && shape.depth > 0 && p->adaptive_draft)
-            gamma = sd_adapt_choose_gamma(&g->e->adapt, gamma, SPECDEC_MAX_DRAFT);
-    }
-    *gamma_io = gamma;
-    return st;
-}
-
-/* Copy the prompt, begin the sequence on the round (the prefill). */
-static specdec_status sd_gen_begin(sd_gen *g, const int32_t *prompt, int32_t n_prompt) {
-    specdec_engine *e = g->e;
-    const specdec_generate_params *p = g->p;
-    sd_round_seq *s = &g->seq;
-    memset(s, 0, sizeof *s);
-    s->seed = p->seed;
-    s->sequence_id = p->sequence_id;
-    s->mode = p->verify;
-    if (s->mode == SPECDEC_VERIFY_AUTO) s->mode = p->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
-    s->sp = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : sd_sampling_params_from(p);
-    s->uses_draft = e->draft != NULL && (p->n_draft > 0 || g->tree);
-    memcpy(e->seq, prompt, (size_t)n_prompt * sizeof(int32_t));
-    g->L = n_prompt;
-    s->tokens = e->seq;
-    s->length = n_prompt;
-    specdec_status st = g->rd->ops->begin(g->rd, s);
-    return st == SPECDEC_OK ? SPECDEC_OK : sd_gen_round_fail(g, st);
-}
-
-static void sd_gen_finish(sd_gen *g, specdec_status st, int32_t gamma, int32_t *n_out, double t_start) {
+void sd_gen_finish(sd_gen *g, specdec_status st, int32_t *n_out) {
     const specdec_generate_params *p = g->p;
     specdec_stats *stats = g->st;
     if (g->ds) {
@@ -315,16 +278,15 @@ static void sd_gen_finish(sd_gen *g, specdec_status st, int32_t gamma, int32_t *
         size_t len = 0;
         if (st == SPECDEC_OK && specdec_detok_stream_flush(g->ds, &text, &len) == SPECDEC_OK && len > 0 && p->callback)
             (void)p->callback(p->user_data, -1, text, len);
-        specdec_detok_stream_free(g->ds);
     }
     *n_out = g->n_out;
     stats->n_generated = g->n_out;
     stats->acceptance_rate = stats->n_drafted ? (double)stats->n_accepted / (double)stats->n_drafted : 0.0;
     stats->tokens_per_round = stats->n_rounds ? (double)stats->n_generated / (double)stats->n_rounds : 0.0;
-    stats->t_total_s = sd_now() - t_start;
+    stats->t_total_s = sd_now() - g->t_start;
     double t_gen = stats->t_total_s - stats->t_prefill_s;
     stats->tokens_per_second = t_gen > 0 ? (double)stats->n_generated / t_gen : 0.0;
-    stats->final_n_draft = g->tree ? g->req.depth : gamma;
+    stats->final_n_draft = g->tree ? g->req.depth : g->gamma;
     if (stats->n_draft_rounds > 0) {
         stats->mean_accepted_length = (double)stats->n_accepted / (double)stats->n_draft_rounds;
         stats->nodes_per_round = (double)stats->n_drafted / (double)stats->n_draft_rounds;
@@ -332,34 +294,71 @@ static void sd_gen_finish(sd_gen *g, specdec_status st, int32_t gamma, int32_t *
     stats->stop_reason = g->reason;
 }
 
+/* ------------------------------------------------------------------------- */
+/* specdec_generate: one sequence on an engine                                */
+/* ------------------------------------------------------------------------- */
+/* A round failed: its detail becomes the engine's; a lost device is sticky. */
+static specdec_status sd_gen_round_fail(specdec_engine *e, sd_round *rd, specdec_status st) {
+    if (st == SPECDEC_ERR_DEVICE_LOST || rd->device_lost) e->dead = 1;
+    return sd_fail(&e->err, st, "%s", rd->err.msg);
+}
+
+/* One round on the engine. A round that cannot run this tree (the CUDA device round
+ * until it grows trees) hands the rest of the call to the host round, which begins
+ * the sequence again (one extra prefill). */
+static specdec_status sd_gen_engine_round(specdec_engine *e, sd_gen *g, sd_round **rd, const sd_draft_shape *shape) {
+    sd_round_seq *seqs[1] = {&g->rs};
+    specdec_status st = (*rd)->ops->run(*rd, seqs, 1);
+    if (st == SPECDEC_ERR_UNSUPPORTED && *rd != e->host_round && !sd_draft_is_chain(shape)) {
+        *rd = e->host_round;
+        st = (*rd)->ops->begin(*rd, &g->rs);
+        g->rs.shape = *shape;
+        if (st == SPECDEC_OK) st = (*rd)->ops->run(*rd, seqs, 1);
+    }
+    if (st != SPECDEC_OK) return sd_gen_round_fail(e, *rd, st);
+    return sd_gen_absorb(g, *rd, shape);
+}
+
+static specdec_status sd_gen_check(const specdec_engine *e, const int32_t *prompt, int32_t n_prompt,
+                                   const specdec_generate_params *p, const int32_t *out_tokens, int32_t out_capacity,
+                                   const int32_t *n_out, sd_errbuf *eb) {
+    const char *fn = "specdec_generate";
+    if (!out_tokens || !n_out)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !out_tokens ? "out_tokens" : "n_out");
+    specdec_status st = sd_gen_check_prompt(&e->env, prompt, n_prompt, fn, eb);
+    if (st == SPECDEC_OK) st = sd_gen_check_params(&e->env, p, fn, eb);
+    if (st != SPECDEC_OK) return st;
+    int64_t room = (int64_t)e->n_ctx - n_prompt;
+    int64_t need = p->n_predict < room ? p->n_predict : room;
+    if (out_capacity < need)
+        return sd_fail(eb, SPECDEC_ERR_BUFFER_TOO_SMALL,
+                       "%s: out_capacity %d < %lld (min(n_predict %d, n_ctx %d - n_prompt %d))", fn, (int)out_capacity,
+                       (long long)need, (int)p->n_predict, (int)e->n_ctx, (int)n_prompt);
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_generate_locked(specdec_engine *e, const int32_t *prompt, int32_t n_prompt,
                                          const specdec_generate_params *p, int32_t *out_tokens, int32_t out_capacity,
                                          int32_t *n_out, specdec_stats *stats) {
-    const double t_start = sd_now();
     if (e->dead) return sd_fail(&e->err, SPECDEC_ERR_DEVICE_LOST, "engine lost its device earlier; it can only be freed");
     specdec_status st = sd_gen_check(e, prompt, n_prompt, p, out_tokens, out_capacity, n_out, &e->err);
     if (st != SPECDEC_OK) return st;
-    sd_gen g;
-    memset(&g, 0, sizeof g);
-    memset(stats, 0, sizeof *stats);
-    g.e = e;
-    g.p = p;
-    g.out = out_tokens;
-    g.st = stats;
-    g.rd = sd_engine_active_round(e);
-    (void)sd_tree_request(p, e->draft != NULL, &g.req, &g.tree, NULL); /* checked above */
-    int32_t gamma = e->draft != NULL && p->n_draft > 0 ? p->n_draft : 0;
-    memset(&e->adapt, 0, sizeof e->adapt);
-    if (p->tokenizer && (st = specdec_detok_stream_create(p->tokenizer, 1, &g.ds)) != SPECDEC_OK)
+    specdec_detok_stream *ds = NULL;
+    if (p->tokenizer && (st = specdec_detok_stream_create(p->tokenizer, 1, &ds)) != SPECDEC_OK)
         return sd_fail(&e->err, st, "specdec_generate: creating the streaming detokenizer: %s", specdec_last_error());
-    stats->n_prompt = n_prompt;
-    st = sd_gen_begin(&g, prompt, n_prompt);
-    stats->t_prefill_s = sd_now() - t_start;
-    if (st == SPECDEC_OK) st = sd_gen_loop(&g, &gamma);
-    sd_gen_finish(&g, st, gamma, n_out, t_start);
+    const sd_gen_io io = {e->seq, out_tokens, e->text_win, &e->adapt, ds, stats, &e->err};
+    sd_gen g;
+    sd_gen_init(&g, &e->env, p, prompt, n_prompt, &io);
+    sd_round *rd = sd_engine_active_round(e);
+    st = rd->ops->begin(rd, &g.rs);
+    if (st != SPECDEC_OK) st = sd_gen_round_fail(e, rd, st);
+    stats->t_prefill_s = sd_now() - g.t_start;
+    sd_draft_shape shape;
+    while (st == SPECDEC_OK && sd_gen_plan(&g, &shape)) st = sd_gen_engine_round(e, &g, &rd, &shape);
+    sd_gen_finish(&g, st, n_out);
+    specdec_detok_stream_free(ds);
     return st;
 }
-
 specdec_status specdec_generate(specdec_engine *engine, const int32_t *prompt, int32_t n_prompt,
                                 const specdec_generate_params *params, int32_t *out_tokens, int32_t out_capacity,
                                 int32_t *n_out, specdec_stats *stats) {

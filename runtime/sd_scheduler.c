@@ -1,24 +1,10 @@
-/* sd_scheduler.c — specdec_scheduler_*: many requests on one model pair (first version).
- *
- * This version does NOT batch. It is built only on the public engine API: the
- * scheduler owns max_active engines (specdec_engine_create with the caller's params)
- * and one worker thread per engine; a worker takes the oldest queued request and runs
- * specdec_generate for it on its own engine, so every output is exactly what
- * specdec_generate alone produces. The batched implementation (one speculative round
- * over all active sequences, paged KV cache) will replace these internals behind the
- * same ABI; until then kv_block_tokens / kv_pool_blocks are only validated (plus the
- * "never fits in the pool" refusal at submit) and the kv_blocks_* metrics stay 0.
- *
- * Cancellation goes through the generate callback: every request runs with a wrapper
- * callback that forwards to the user's and returns non-zero once the request's cancel
- * flag is set; such a stop becomes the outcome SPECDEC_ERR_CANCELLED, tokens so far kept.
- *
- * Locking: one mutex guards the queue, the id table, request states and the metrics.
- * A request's fields other than `state` are written only by the worker running it,
- * before it takes the lock to mark the request done; readers look at them only once
- * they see SD_REQ_DONE under the lock. The cancel flag is atomic so the wrapper does
- * not take the lock per token. Allocation happens only in create and submit (through
- * sd_alloc, so tests can fail each allocation). */
+/* sd_scheduler.c — specdec_scheduler_*: many requests on one model pair, decoded
+ * together (see sd_sched_impl.h for the model, sd_sched_loop.c for the loop thread).
+ * This file holds the public calls: creation (the models as runner groups, the
+ * sequence slots, the shared host round), requests (validation shared with
+ * specdec_generate, copies, the KV reservation), the FIFO queue and the id table,
+ * cancel, wait, metrics, shutdown and free. Allocation happens only in create and
+ * submit (through sd_alloc, so tests can fail each allocation). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
@@ -31,57 +17,12 @@
 #include "sd_alloc.h"
 #include "sd_engine.h"
 #include "sd_error.h"
-#include "sd_sample_rules.h"
+#include "sd_host_round.h"
+#include "sd_model.h"
+#include "sd_sched_impl.h"
+#include "sd_tree_shape.h"
 
-#define SD_SCHED_MAX_ACTIVE 256
-#define SD_SCHED_MAX_QUEUED (1 << 20)
-#define SD_SCHED_MAX_BLOCK_TOKENS 4096
-
-typedef enum sd_req_state { SD_REQ_QUEUED, SD_REQ_RUNNING, SD_REQ_DONE } sd_req_state;
-
-typedef struct sd_req {
-    specdec_request_id id;
-    struct sd_req *hnext;         /* chain of the id table bucket */
-    struct sd_req *qprev, *qnext; /* FIFO links while queued */
-    sd_req_state state;           /* under the scheduler's lock */
-    atomic_int cancel;            /* set by cancel/shutdown; read by the token wrapper */
-    int stopped_by_cancel;        /* the wrapper stopped generation for a cancel (worker only) */
-    int32_t *prompt;              /* [n_prompt + cap]: the prompt, then the output */
-    int32_t *out;                 /* prompt + n_prompt */
-    int32_t n_prompt, cap, n_out;
-    char *stop_block;             /* [n_stop] pointers then the strings; NULL without stops */
-    specdec_generate_params gp;   /* the caller's, stop_strings pointing into stop_block */
-    specdec_stats stats;
-    specdec_status outcome;
-} sd_req;
-
-typedef struct sd_worker {
-    specdec_scheduler *s;
-    specdec_engine *engine;       /* owned */
-    sd_req *current;              /* the request it runs, under the lock */
-    pthread_t thread;
-    int started;
-} sd_worker;
-
-struct specdec_scheduler {
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv;       /* a request was queued, or stopping: wakes workers */
-    pthread_cond_t done_cv;       /* a request ended, or the workers were joined: wakes waiters */
-    int sync_ready;               /* mutex and conds initialised */
-    specdec_scheduler_params p;
-    int32_t n_ctx, n_vocab;
-    int has_draft;
-    sd_worker *workers;           /* [p.max_active] */
-    sd_req **buckets;             /* [n_buckets] id table, intrusive chains */
-    size_t n_buckets;             /* power of two */
-    sd_req *q_head, *q_tail;      /* FIFO of queued requests */
-    specdec_request_id last_id;
-    int stopping, join_claimed, joined;
-    specdec_scheduler_metrics m;
-};
-
-/* The scheduler whose worker runs on this thread (shutdown/free from a callback). */
-static _Thread_local const specdec_scheduler *sd_sched_self;
+_Thread_local const specdec_scheduler *sd_sched_self;
 
 /* ------------------------------------------------------------------------- */
 /* requests: id table, queue, allocation                                      */
@@ -110,7 +51,7 @@ static void sd_queue_push(specdec_scheduler *s, sd_req *r) {
     s->m.queued++;
 }
 
-static void sd_queue_remove(specdec_scheduler *s, sd_req *r) {
+void sd_queue_remove(specdec_scheduler *s, sd_req *r) {
     if (r->qprev) r->qprev->qnext = r->qnext;
     else s->q_head = r->qnext;
     if (r->qnext) r->qnext->qprev = r->qprev;
@@ -123,6 +64,8 @@ static void sd_req_free(sd_req *r) {
     if (!r) return;
     sd_free(r->prompt);
     sd_free(r->stop_block);
+    sd_free(r->text_win);
+    specdec_detok_stream_free(r->ds);
     sd_free(r);
 }
 
@@ -171,6 +114,10 @@ static specdec_status sd_req_new(const specdec_scheduler *s, const int32_t *prom
     memcpy(r->prompt, prompt, (size_t)n_prompt * sizeof(int32_t));
     r->out = r->prompt + n_prompt;
     specdec_status st = sd_req_copy_stops(r, p);
+    if (st == SPECDEC_OK && p->n_stop_strings > 0 && !(r->text_win = sd_malloc(SD_GEN_TEXT_WIN)))
+        st = sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_submit: the stop strings' text window");
+    if (st == SPECDEC_OK && p->tokenizer && (st = specdec_detok_stream_create(p->tokenizer, 1, &r->ds)) != SPECDEC_OK)
+        st = sd_fail(NULL, st, "specdec_scheduler_submit: the streaming detokenizer: %s", specdec_last_error());
     if (st != SPECDEC_OK) {
         sd_req_free(r);
         return st;
@@ -180,62 +127,30 @@ static specdec_status sd_req_new(const specdec_scheduler *s, const int32_t *prom
 }
 
 /* ------------------------------------------------------------------------- */
-/* validation (mirrors specdec_generate's, which runs again in the worker)     */
+/* validation (specdec_generate's, plus the KV pool)                          */
 /* ------------------------------------------------------------------------- */
-static specdec_status sd_sched_check_prompt(const specdec_scheduler *s, const int32_t *prompt, int32_t n_prompt,
-                                            const specdec_generate_params *p) {
-    const char *fn = "specdec_scheduler_submit";
-    if (!prompt) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prompt is NULL", fn);
-    if (n_prompt <= 0)
-        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: empty prompt (n_prompt %d)", fn, (int)n_prompt);
-    if (n_prompt >= s->n_ctx)
-        return sd_fail(NULL, SPECDEC_ERR_CONTEXT_FULL, "%s: prompt of %d tokens leaves no room in the context of %d",
-                       fn, (int)n_prompt, (int)s->n_ctx);
-    for (int32_t i = 0; i < n_prompt; i++)
-        if (prompt[i] < 0 || prompt[i] >= s->n_vocab)
-            return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prompt[%d] = %d outside [0, %d)", fn, (int)i,
-                           (int)prompt[i], (int)s->n_vocab);
-    if (p->n_predict <= 0)
-        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_predict %d must be > 0", fn, (int)p->n_predict);
-    if (s->p.kv_pool_blocks > 0) {
-        int64_t tokens = (int64_t)n_prompt + p->n_predict;
-        if (tokens > s->n_ctx) tokens = s->n_ctx;
-        int64_t blocks = (tokens + s->p.kv_block_tokens - 1) / s->p.kv_block_tokens;
-        if (blocks > s->p.kv_pool_blocks)
-            return sd_fail(NULL, SPECDEC_ERR_CONTEXT_FULL,
-                           "%s: %lld tokens need %lld KV blocks of %d tokens; the pool has %d", fn, (long long)tokens,
-                           (long long)blocks, (int)s->p.kv_block_tokens, (int)s->p.kv_pool_blocks);
-    }
-    return SPECDEC_OK;
+/* KV blocks per model a request reserves: the most rows it can ever hold (see
+ * sd_sched_impl.h "Admission control"). */
+static int32_t sd_sched_need_blocks(const specdec_scheduler *s, int32_t n_prompt, const specdec_generate_params *p) {
+    sd_draft_shape req;
+    int tree = 0;
+    (void)sd_tree_request(p, s->has_draft, &req, &tree, NULL);
+    int64_t rows = (int64_t)n_prompt + p->n_predict + (tree ? SPECDEC_MAX_TREE_NODES : 0);
+    if (rows > s->n_ctx) rows = s->n_ctx;
+    return sd_kv_blocks_for((int32_t)rows, s->p.kv_block_tokens);
 }
 
-static specdec_status sd_sched_check_params(const specdec_scheduler *s, const specdec_generate_params *p) {
+static specdec_status sd_sched_check_request(const specdec_scheduler *s, const int32_t *prompt, int32_t n_prompt,
+                                             const specdec_generate_params *p) {
     const char *fn = "specdec_scheduler_submit";
-    if (p->n_draft < 0 || p->n_draft > SPECDEC_MAX_DRAFT)
-        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_draft %d outside [0, %d]", fn, (int)p->n_draft,
-                       SPECDEC_MAX_DRAFT);
-    if (p->adaptive_draft && s->has_draft && p->n_draft == 0)
-        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: adaptive_draft needs a starting n_draft >= 1", fn);
-    if ((int)p->verify < SPECDEC_VERIFY_AUTO || (int)p->verify > SPECDEC_VERIFY_MATCH)
-        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: unknown verify mode %d", fn, (int)p->verify);
-    sd_sampling_params sp = sd_sampling_params_from(p);
-    specdec_status st = sd_sampling_check_params(&sp, NULL);
+    specdec_status st = sd_gen_check_prompt(&s->env, prompt, n_prompt, fn, NULL);
+    if (st == SPECDEC_OK) st = sd_gen_check_params(&s->env, p, fn, NULL);
     if (st != SPECDEC_OK) return st;
-    if (p->n_stop_strings < 0 || (p->n_stop_strings > 0 && !p->stop_strings))
-        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_stop_strings %d with stop_strings %s", fn,
-                       (int)p->n_stop_strings, p->stop_strings ? "set" : "NULL");
-    if (p->n_stop_strings > 0 && !p->tokenizer)
-        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: stop strings need params.tokenizer", fn);
-    for (int32_t i = 0; i < p->n_stop_strings; i++) {
-        size_t n = p->stop_strings[i] ? strlen(p->stop_strings[i]) : 0;
-        if (n == 0 || n > SD_ENGINE_MAX_STOP_LEN)
-            return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: stop_strings[%d] is NULL, empty or over %d bytes",
-                           fn, (int)i, SD_ENGINE_MAX_STOP_LEN);
-    }
-    for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
-        if (p->reserved_i[i]) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved_i[%zu] != 0", fn, i);
-    for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
-        if (p->reserved[i]) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved[%zu] != 0", fn, i);
+    const int32_t blocks = sd_sched_need_blocks(s, n_prompt, p);
+    if (blocks > s->pool_blocks)
+        return sd_fail(NULL, SPECDEC_ERR_CONTEXT_FULL,
+                       "%s: %d prompt tokens + n_predict %d need %d KV blocks of %d tokens; the pool has %d", fn,
+                       (int)n_prompt, (int)p->n_predict, (int)blocks, (int)s->p.kv_block_tokens, (int)s->pool_blocks);
     return SPECDEC_OK;
 }
 
@@ -259,69 +174,14 @@ static specdec_status sd_sched_check_create(const specdec_scheduler_params *p) {
     return SPECDEC_OK;
 }
 
-/* ------------------------------------------------------------------------- */
-/* workers                                                                    */
-/* ------------------------------------------------------------------------- */
-static int sd_sched_on_token(void *ud, int32_t token, const char *piece, size_t len) {
-    sd_req *r = ud;
-    int user = r->gp.callback ? r->gp.callback(r->gp.user_data, token, piece, len) : 0;
-    if (token < 0) return 0; /* the final flush: its return value is ignored anyway */
-    if (atomic_load_explicit(&r->cancel, memory_order_acquire)) {
-        r->stopped_by_cancel = 1;
-        return 1;
-    }
-    return user;
-}
-
-static void sd_sched_run(specdec_engine *e, sd_req *r) {
-    specdec_generate_params gp = r->gp;
-    gp.callback = sd_sched_on_token;
-    gp.user_data = r;
-    int32_t n = 0;
-    specdec_status st = specdec_generate(e, r->prompt, r->n_prompt, &gp, r->out, r->cap, &n, &r->stats);
-    r->n_out = n;
-    /* cancelled only if the cancel is what stopped it: a request that ended on its own
-     * (EOS, n_predict ...) at the same token keeps its outcome */
-    if (st == SPECDEC_OK && r->stopped_by_cancel && r->stats.stop_reason == SPECDEC_STOP_CALLBACK)
-        st = SPECDEC_ERR_CANCELLED;
-    r->outcome = st;
-}
-
-/* Under the lock: mark r done and count it. */
-static void sd_sched_done(specdec_scheduler *s, sd_req *r) {
+/* Under the lock: mark r done and count it (its tokens and rounds were counted by the
+ * loop as they happened). */
+void sd_sched_done(specdec_scheduler *s, sd_req *r) {
     r->state = SD_REQ_DONE;
     if (r->outcome == SPECDEC_OK) s->m.finished++;
     else if (r->outcome == SPECDEC_ERR_CANCELLED) s->m.cancelled++;
     else s->m.failed++;
-    s->m.tokens_generated += r->stats.n_generated;
-    s->m.rounds += r->stats.n_rounds;
-    s->m.drafted += r->stats.n_drafted;
-    s->m.accepted += r->stats.n_accepted;
     pthread_cond_broadcast(&s->done_cv);
-}
-
-static void *sd_sched_worker(void *arg) {
-    sd_worker *w = arg;
-    specdec_scheduler *s = w->s;
-    sd_sched_self = s;
-    pthread_mutex_lock(&s->mu);
-    for (;;) {
-        while (!s->stopping && !s->q_head) pthread_cond_wait(&s->work_cv, &s->mu);
-        if (s->stopping) break; /* shutdown already ended everything queued */
-        sd_req *r = s->q_head;
-        sd_queue_remove(s, r);
-        r->state = SD_REQ_RUNNING;
-        w->current = r;
-        s->m.active++;
-        pthread_mutex_unlock(&s->mu);
-        sd_sched_run(w->engine, r);
-        pthread_mutex_lock(&s->mu);
-        w->current = NULL;
-        s->m.active--;
-        sd_sched_done(s, r);
-    }
-    pthread_mutex_unlock(&s->mu);
-    return NULL;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -364,39 +224,76 @@ static specdec_status sd_sched_alloc(specdec_scheduler *s) {
     while (n < want && n < ((size_t)1 << 16)) n *= 2; /* chains stay short; finished ones wait in them too */
     s->n_buckets = n;
     s->buckets = sd_calloc(n, sizeof *s->buckets);
-    s->workers = sd_calloc((size_t)s->p.max_active, sizeof *s->workers);
-    if (!s->buckets || !s->workers)
-        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_create: id table of %zu / %d workers", n,
-                       (int)s->p.max_active);
+    const size_t k = (size_t)s->p.max_active;
+    s->seqs = sd_calloc(k, sizeof *s->seqs);
+    s->batch = sd_calloc(k, sizeof *s->batch);
+    s->batch_of = sd_calloc(k, sizeof *s->batch_of);
+    if (!s->buckets || !s->seqs || !s->batch || !s->batch_of)
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_create: id table of %zu / %d sequence slots",
+                       n, (int)s->p.max_active);
     return SPECDEC_OK;
 }
 
-static specdec_status sd_sched_make_engines(specdec_scheduler *s, const specdec_model *target,
-                                            const specdec_model *draft, const specdec_engine_params *ep) {
-    specdec_model_info info;
-    specdec_status st = specdec_model_get_info(target, &info);
-    if (st != SPECDEC_OK) return sd_fail(NULL, st, "specdec_scheduler_create: target model info");
-    s->n_vocab = info.vocab_size;
-    s->has_draft = draft != NULL;
-    for (int32_t i = 0; i < s->p.max_active; i++) {
-        s->workers[i].s = s;
-        st = specdec_engine_create(target, draft, ep, &s->workers[i].engine);
-        if (st != SPECDEC_OK)
-            return sd_fail(NULL, st, "specdec_scheduler_create: engine %d of %d: %s", (int)i, (int)s->p.max_active,
-                           specdec_last_error());
+/* One model's caches for every slot: runners of one group (*g), or where the backend
+ * has no groups (CUDA for now) a runner of its own per slot (*g NULL). */
+static specdec_status sd_sched_make_model(specdec_scheduler *s, const specdec_model *m, const sd_engine_plan *plan,
+                                          specdec_backend *be, sd_runner_group **g, int draft) {
+    sd_errbuf eb;
+    sd_err_clear(&eb);
+    specdec_status st = sd_engine_make_group(m, *be, &plan->params, plan->n_ctx, plan->max_batch, s->pool_blocks,
+                                             s->p.kv_block_tokens, g, &eb);
+    if (st == SPECDEC_ERR_BACKEND_UNAVAILABLE && plan->params.backend == SPECDEC_BACKEND_AUTO && !draft) {
+        *be = SPECDEC_BACKEND_CPU; /* AUTO: CUDA built in but not usable after all */
+        st = sd_engine_make_group(m, *be, &plan->params, plan->n_ctx, plan->max_batch, s->pool_blocks,
+                                  s->p.kv_block_tokens, g, &eb);
     }
-    s->n_ctx = specdec_engine_n_ctx(s->workers[0].engine);
+    const int per_slot = st == SPECDEC_ERR_UNSUPPORTED;
+    if (per_slot) st = SPECDEC_OK;
+    for (int32_t i = 0; i < s->p.max_active && st == SPECDEC_OK; i++) {
+        sd_runner **r = draft ? &s->seqs[i].d : &s->seqs[i].t;
+        st = per_slot ? sd_engine_make_runner(m, *be, &plan->params, plan->n_ctx, plan->max_batch, r, &eb)
+                      : sd_runner_group_add(*g, r, &eb);
+    }
+    if (st != SPECDEC_OK)
+        return sd_fail(NULL, st, "specdec_scheduler_create: %s model %s: %s", draft ? "draft" : "target", m->path, eb.msg);
+    return SPECDEC_OK;
+}
+
+static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_model *target,
+                                           const specdec_model *draft, const specdec_engine_params *ep) {
+    sd_engine_plan plan;
+    specdec_status st = sd_engine_plan_params(target, draft, ep, &plan);
+    if (st != SPECDEC_OK) return st;
+    s->n_ctx = plan.n_ctx;
+    s->n_vocab = target->w.cfg.vocab_size;
+    s->has_draft = draft != NULL;
+    const int32_t per_seq = sd_kv_blocks_for(s->n_ctx, s->p.kv_block_tokens);
+    s->pool_blocks = s->p.kv_pool_blocks > 0 ? s->p.kv_pool_blocks : s->p.max_active * per_seq;
+    specdec_backend be = sd_engine_pick_backend(plan.params.backend);
+    st = sd_sched_make_model(s, target, &plan, &be, &s->gt, 0);
+    if (st == SPECDEC_OK && draft) st = sd_sched_make_model(s, draft, &plan, &be, &s->gd, 1);
+    sd_errbuf eb;
+    sd_err_clear(&eb);
+    if (st == SPECDEC_OK && (st = sd_host_round_create_shared(s->n_vocab, draft != NULL, s->p.max_active, &s->round,
+                                                              &eb)) != SPECDEC_OK)
+        return sd_fail(NULL, st, "specdec_scheduler_create: %s", eb.msg);
+    if (st != SPECDEC_OK) return st;
+    s->env.n_ctx = s->n_ctx;
+    s->env.n_vocab = s->n_vocab;
+    s->env.has_draft = s->has_draft;
+    s->env.tree_fit = draft ? plan.max_batch - 1 : 0; /* one call of each model: the root and the nodes */
+    s->env.special = plan.special;
+    s->m.kv_blocks_total = s->pool_blocks;
+    s->m.draft_kv_blocks_total = draft ? s->pool_blocks : 0;
     return SPECDEC_OK;
 }
 
 static specdec_status sd_sched_start(specdec_scheduler *s) {
-    for (int32_t i = 0; i < s->p.max_active; i++) {
-        int rc = pthread_create(&s->workers[i].thread, NULL, sd_sched_worker, &s->workers[i]);
-        if (rc != 0)
-            return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_create: starting thread %d: %s", (int)i,
-                           strerror(rc));
-        s->workers[i].started = 1;
-    }
+    int rc = pthread_create(&s->thread, NULL, sd_sched_loop, s);
+    if (rc != 0)
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_create: starting the loop thread: %s",
+                       strerror(rc));
+    s->started = 1;
     return SPECDEC_OK;
 }
 
@@ -408,8 +305,8 @@ static void sd_sched_cancel_all(specdec_scheduler *s) {
         r->outcome = SPECDEC_ERR_CANCELLED;
         sd_sched_done(s, r);
     }
-    for (int32_t i = 0; s->workers && i < s->p.max_active; i++)
-        if (s->workers[i].current) atomic_store_explicit(&s->workers[i].current->cancel, 1, memory_order_release);
+    for (int32_t i = 0; s->seqs && i < s->p.max_active; i++)
+        if (s->seqs[i].req) atomic_store_explicit(&s->seqs[i].req->cancel, 1, memory_order_release);
 }
 
 void specdec_scheduler_shutdown(specdec_scheduler *s) {
@@ -420,15 +317,14 @@ void specdec_scheduler_shutdown(specdec_scheduler *s) {
         sd_sched_cancel_all(s);
         pthread_cond_broadcast(&s->work_cv);
     }
-    if (sd_sched_self == s) { /* from a token callback: a worker cannot join itself */
+    if (sd_sched_self == s) { /* from a token callback: the loop cannot join itself */
         pthread_mutex_unlock(&s->mu);
         return;
     }
     if (!s->join_claimed) {
         s->join_claimed = 1;
         pthread_mutex_unlock(&s->mu);
-        for (int32_t i = 0; s->workers && i < s->p.max_active; i++)
-            if (s->workers[i].started) pthread_join(s->workers[i].thread, NULL);
+        if (s->started) pthread_join(s->thread, NULL);
         pthread_mutex_lock(&s->mu);
         s->joined = 1;
         pthread_cond_broadcast(&s->done_cv);
@@ -437,7 +333,7 @@ void specdec_scheduler_shutdown(specdec_scheduler *s) {
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Free everything; the workers must have stopped (or never started). */
+/* Free everything; the loop must have stopped (or never started). */
 static void sd_sched_destroy(specdec_scheduler *s) {
     if (s->buckets)
         for (size_t b = 0; b < s->n_buckets; b++)
@@ -446,10 +342,17 @@ static void sd_sched_destroy(specdec_scheduler *s) {
                 s->buckets[b] = r->hnext;
                 sd_req_free(r);
             }
-    if (s->workers)
-        for (int32_t i = 0; i < s->p.max_active; i++) specdec_engine_free(s->workers[i].engine);
+    sd_round_destroy(s->round); /* the round borrows nothing it frees; the runners go next */
+    for (int32_t i = 0; s->seqs && i < s->p.max_active; i++) {
+        sd_runner_destroy(s->seqs[i].t);
+        sd_runner_destroy(s->seqs[i].d);
+    }
+    sd_runner_group_destroy(s->gt);
+    sd_runner_group_destroy(s->gd);
     sd_free(s->buckets);
-    sd_free(s->workers);
+    sd_free(s->seqs);
+    sd_free(s->batch);
+    sd_free(s->batch_of);
     if (s->sync_ready) {
         pthread_cond_destroy(&s->done_cv);
         pthread_cond_destroy(&s->work_cv);
@@ -460,7 +363,7 @@ static void sd_sched_destroy(specdec_scheduler *s) {
 
 void specdec_scheduler_free(specdec_scheduler *s) {
     if (!s) return;
-    if (sd_sched_self == s) { /* misuse: freeing from a token callback would free the running worker */
+    if (sd_sched_self == s) { /* misuse: freeing from a token callback would free the running loop */
         (void)sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
                       "specdec_scheduler_free called from a token callback: ignored");
         return;
@@ -484,7 +387,7 @@ specdec_status specdec_scheduler_create(const specdec_model *target, const specd
     s->p = p;
     st = sd_sched_init_sync(s);
     if (st == SPECDEC_OK) st = sd_sched_alloc(s);
-    if (st == SPECDEC_OK) st = sd_sched_make_engines(s, target, draft, engine_params);
+    if (st == SPECDEC_OK) st = sd_sched_make_models(s, target, draft, engine_params);
     if (st == SPECDEC_OK) st = sd_sched_start(s);
     if (st != SPECDEC_OK) {
         sd_errbuf keep; /* shutting down may not touch the detail, but keep it safe */
@@ -519,11 +422,12 @@ specdec_status specdec_scheduler_submit(specdec_scheduler *s, const int32_t *pro
     }
     specdec_status st = SPECDEC_OK;
     if (!out_id) st = sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_scheduler_submit: out_id is NULL");
-    if (st == SPECDEC_OK) st = sd_sched_check_prompt(s, prompt, n_prompt, params);
-    if (st == SPECDEC_OK) st = sd_sched_check_params(s, params);
+    if (st == SPECDEC_OK) st = sd_sched_check_request(s, prompt, n_prompt, params);
     sd_req *r = NULL;
     if (st == SPECDEC_OK) st = sd_req_new(s, prompt, n_prompt, params, &r);
     pthread_mutex_lock(&s->mu);
+    if (st == SPECDEC_OK && s->dead)
+        st = sd_fail(NULL, SPECDEC_ERR_DEVICE_LOST, "specdec_scheduler_submit: the scheduler lost its device");
     if (st == SPECDEC_OK && s->stopping)
         st = sd_fail(NULL, SPECDEC_ERR_SHUT_DOWN, "specdec_scheduler_submit: the scheduler is shut down");
     if (st == SPECDEC_OK && s->m.queued >= s->p.max_queued)
@@ -537,6 +441,7 @@ specdec_status specdec_scheduler_submit(specdec_scheduler *s, const int32_t *pro
     }
     r->id = ++s->last_id;
     r->state = SD_REQ_QUEUED;
+    r->need_blocks = sd_sched_need_blocks(s, n_prompt, params);
     r->hnext = *sd_sched_slot(s, r->id); /* NULL: ids are new */
     *sd_sched_slot(s, r->id) = r;
     sd_queue_push(s, r);

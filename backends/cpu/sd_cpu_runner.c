@@ -16,16 +16,28 @@
  * call. Tree calls (core/sd_runner.h "Trees") run the same code with per-token
  * positions and key lists: a node attends to the cache and then its ancestors in the
  * order plain decoding of its path would, so its logits are bitwise those of that
- * path decoded plainly; compaction moves the kept rows down (memcpy per row). All memory (KV cache [n_layers][n_ctx][n_kv_heads][head_dim] for K and V,
- * activations for max_batch tokens, attention scratch for n_ctx keys) is allocated
- * in create; forward allocates nothing. Single-threaded and deterministic: this is
- * the oracle the CUDA backend is checked against. */
+ * path decoded plainly; compaction moves the kept rows down (memcpy per row).
+ *
+ * Groups (core/sd_runner.h "Groups and batches"): the model instance is an
+ * sd_cpu_group (weights, the paged K/V pool [n_layers][n_blocks * block_tokens][kv_dim],
+ * activations and scratch for max_batch tokens); every runner of the group is one
+ * sequence with its block table. One pass runs the tokens of several sequences
+ * together: matmuls over all of them (each weight row read once per pass), RoPE, the
+ * K/V write (each token into its own sequence's row) and attention per token over its
+ * own sequence's keys (sd_cpu_attention_keys, through its block table). Every op
+ * computes a token's row the same way whatever else is in the pass, so a sequence's
+ * results are bitwise those of running it alone. sd_cpu_runner_create makes a
+ * standalone runner: a private group of ceil(n_ctx / 16) blocks that the runner owns.
+ * All memory is allocated when the group and its runners are created; a forward
+ * allocates nothing. Single-threaded and deterministic: this is the oracle the CUDA
+ * backend is checked against. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "sd_cpu_runner.h"
 #include "sd_alloc.h"
+#include "sd_kv.h"
 #include "sd_math.h"
 #include "sd_cpu_attention.h"
 #include "sd_cpu_embed.h"
@@ -34,14 +46,15 @@
 #include "sd_cpu_rope.h"
 #include "sd_cpu_swiglu.h"
 
-typedef struct sd_cpu_runner {
-    sd_runner base;              /* must be first: the engine sees an sd_runner * */
+typedef struct sd_cpu_group {
+    sd_runner_group base;        /* must be first: core sees an sd_runner_group * */
     const sd_weights *w;         /* borrowed */
     sd_config cfg;
     int32_t q_dim;               /* n_heads * head_dim */
     int32_t kv_dim;              /* n_kv_heads * head_dim */
-    float *k_cache;              /* [n_layers][n_ctx][kv_dim] */
-    float *v_cache;              /* [n_layers][n_ctx][kv_dim] */
+    int64_t pool_rows;           /* n_blocks * block_tokens */
+    float *k_cache;              /* [n_layers][pool_rows][kv_dim] */
+    float *v_cache;              /* [n_layers][pool_rows][kv_dim] */
     float *x;                    /* [max_batch, hidden] residual stream */
     float *h;                    /* [max_batch, hidden] normed input / sublayer output */
     float *q;                    /* [max_batch, q_dim] */
@@ -56,103 +69,162 @@ typedef struct sd_cpu_runner {
     double *inv_freq;            /* [head_dim/2] */
     double *scores;              /* [n_ctx] attention scores of one head */
     double *acc;                 /* [head_dim] attention accumulator */
-    int32_t *tpos;               /* [max_batch] absolute position of each token of a call */
-    int32_t *kpre;               /* [max_batch] cache rows [0, kpre) each token attends to first */
-    int32_t *next;               /* [max_batch] then this many rows of kext (tree calls) */
-    int32_t *kext;               /* [tree_cap][SD_RUNNER_TREE_MAX] a tree node's ancestors' rows and its own */
-    int32_t tree_cap;            /* most nodes per tree call: min(max_batch, SD_RUNNER_TREE_MAX) */
+    int64_t *keys;               /* [n_ctx] physical key rows of one token */
+    int32_t *tok;                /* [max_batch] token ids of a pass */
+    int32_t *tpos;               /* [max_batch] absolute position of each token */
+    int64_t *wrow;               /* [max_batch] physical row each token's K/V is written to */
+    const sd_kv_table **ttab;    /* [max_batch] the block table of each token's sequence */
+    int32_t *kpre;               /* [max_batch] logical rows [0, kpre) each token attends to first */
+    int32_t *next;               /* [max_batch] then this many logical rows of kext (tree nodes) */
+    int32_t *kext;               /* [max_batch][SD_RUNNER_TREE_MAX] a node's ancestors' rows and its own */
+    float **lrow;                /* [max_batch] where each token's logits go (NULL: none) */
+} sd_cpu_group;
+
+typedef struct sd_cpu_runner {
+    sd_runner base;              /* must be first: the engine sees an sd_runner * */
+    sd_cpu_group *g;
+    int owns_group;              /* standalone: the runner frees its private group */
 } sd_cpu_runner;
+
+static void cpu_group_destroy(sd_runner_group *gb) {
+    sd_cpu_group *g = (sd_cpu_group *)gb;
+    if (!g) return;
+    void *bufs[] = {g->k_cache, g->v_cache, g->x,        g->h,        g->q,      g->k,      g->v,
+                    g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
+                    g->scores,  g->acc,     g->keys,     g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
+                    g->kpre,    g->next,    g->kext,     (void *)g->lrow};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
+    sd_kv_pool_free(&g->base.pool);
+    sd_free(g);
+}
 
 static void cpu_destroy(sd_runner *base) {
     sd_cpu_runner *r = (sd_cpu_runner *)base;
     if (!r) return;
-    sd_free(r->k_cache);
-    sd_free(r->v_cache);
-    sd_free(r->x);
-    sd_free(r->h);
-    sd_free(r->q);
-    sd_free(r->k);
-    sd_free(r->v);
-    sd_free(r->att);
-    sd_free(r->gate);
-    sd_free(r->up);
-    sd_free(r->rowbuf);
-    sd_free(r->rope_cos);
-    sd_free(r->rope_sin);
-    sd_free(r->inv_freq);
-    sd_free(r->scores);
-    sd_free(r->acc);
-    sd_free(r->tpos);
-    sd_free(r->kpre);
-    sd_free(r->next);
-    sd_free(r->kext);
+    sd_cpu_group *g = r->g;
+    sd_runner_group_detach(base);
+    if (r->owns_group) cpu_group_destroy(&g->base);
     sd_free(r);
 }
 
-/* Token t of a batch: absolute position tpos[t], K/V written to cache row row0 + t,
- * attending to cache rows [0, kpre[t]) and then to rows kext[t][0 .. next[t]) (a tree
- * node's ancestors and itself; none in a chain). */
-static void cpu_attend(sd_cpu_runner *r, int32_t t, const float *kc, const float *vc) {
-    const sd_config *c = &r->cfg;
-    sd_cpu_attention_rows(r->q + (int64_t)t * r->q_dim, kc, vc, r->kpre[t], r->kext + (int64_t)t * SD_RUNNER_TREE_MAX,
-                          r->next[t], c->n_heads, c->n_kv_heads, c->head_dim, r->scores, r->acc,
-                          r->att + (int64_t)t * r->q_dim);
+/* Token t of a pass attends to its sequence's logical rows [0, kpre[t]) and then to
+ * rows kext[t][0 .. next[t]) (a tree node's ancestors and itself; none in a chain),
+ * each mapped through the sequence's block table. */
+static void cpu_attend(sd_cpu_group *g, int32_t t, const float *kc, const float *vc) {
+    const sd_config *c = &g->cfg;
+    const sd_kv_table *tab = g->ttab[t];
+    const int32_t bt = g->base.pool.block_tokens, npre = g->kpre[t], next = g->next[t];
+    const int32_t *ext = g->kext + (int64_t)t * SD_RUNNER_TREE_MAX;
+    for (int32_t j = 0; j < npre; j++) g->keys[j] = sd_kv_row(tab, bt, j);
+    for (int32_t j = 0; j < next; j++) g->keys[npre + j] = sd_kv_row(tab, bt, ext[j]);
+    sd_cpu_attention_keys(g->q + (int64_t)t * g->q_dim, kc, vc, g->keys, npre + next, c->n_heads, c->n_kv_heads,
+                          c->head_dim, g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
 }
 
-/* One decoder layer over the batch of n tokens whose K/V rows start at row0. */
-static void cpu_layer(sd_cpu_runner *r, const sd_layer *L, float *kc, float *vc, int32_t n, int32_t row0) {
-    const sd_config *c = &r->cfg;
+/* One decoder layer over the n tokens of a pass. */
+static void cpu_layer(sd_cpu_group *g, const sd_layer *L, float *kc, float *vc, int32_t n) {
+    const sd_config *c = &g->cfg;
     const int32_t hidden = c->hidden_size, inter = c->intermediate_size, hd = c->head_dim, half = hd / 2;
-    const int32_t q_dim = r->q_dim, kv_dim = r->kv_dim;
+    const int32_t q_dim = g->q_dim, kv_dim = g->kv_dim;
     const double eps = (double)c->rms_norm_eps;
-    sd_cpu_rmsnorm(r->x, &L->attn_norm, n, hidden, eps, r->h);
-    sd_cpu_matmul(r->h, n, &L->wq, &L->bq, r->q, r->rowbuf);
-    sd_cpu_matmul(r->h, n, &L->wk, &L->bk, r->k, r->rowbuf);
-    sd_cpu_matmul(r->h, n, &L->wv, &L->bv, r->v, r->rowbuf);
+    sd_cpu_rmsnorm(g->x, &L->attn_norm, n, hidden, eps, g->h);
+    sd_cpu_matmul(g->h, n, &L->wq, &L->bq, g->q, g->rowbuf);
+    sd_cpu_matmul(g->h, n, &L->wk, &L->bk, g->k, g->rowbuf);
+    sd_cpu_matmul(g->h, n, &L->wv, &L->bv, g->v, g->rowbuf);
     for (int32_t t = 0; t < n; t++) {
-        const float *ct = r->rope_cos + (int64_t)t * half, *st = r->rope_sin + (int64_t)t * half;
-        sd_cpu_rope(r->q + (int64_t)t * q_dim, c->n_heads, hd, ct, st);
-        sd_cpu_rope(r->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, ct, st);
-        memcpy(kc + (int64_t)(row0 + t) * kv_dim, r->k + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
-        memcpy(vc + (int64_t)(row0 + t) * kv_dim, r->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
+        const float *ct = g->rope_cos + (int64_t)t * half, *st = g->rope_sin + (int64_t)t * half;
+        sd_cpu_rope(g->q + (int64_t)t * q_dim, c->n_heads, hd, ct, st);
+        sd_cpu_rope(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, ct, st);
+        memcpy(kc + g->wrow[t] * kv_dim, g->k + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
+        memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
     }
-    for (int32_t t = 0; t < n; t++) cpu_attend(r, t, kc, vc);
-    sd_cpu_matmul(r->att, n, &L->wo, &L->bo, r->h, r->rowbuf);
-    sd_cpu_add(r->x, r->h, (int64_t)n * hidden);
+    for (int32_t t = 0; t < n; t++) cpu_attend(g, t, kc, vc);
+    sd_cpu_matmul(g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
+    sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
 
-    sd_cpu_rmsnorm(r->x, &L->ffn_norm, n, hidden, eps, r->h);
-    sd_cpu_matmul(r->h, n, &L->w_gate, NULL, r->gate, r->rowbuf);
-    sd_cpu_matmul(r->h, n, &L->w_up, NULL, r->up, r->rowbuf);
-    sd_cpu_swiglu(r->gate, r->up, (int64_t)n * inter, r->gate);
-    sd_cpu_matmul(r->gate, n, &L->w_down, NULL, r->h, r->rowbuf);
-    sd_cpu_add(r->x, r->h, (int64_t)n * hidden);
+    sd_cpu_rmsnorm(g->x, &L->ffn_norm, n, hidden, eps, g->h);
+    sd_cpu_matmul(g->h, n, &L->w_gate, NULL, g->gate, g->rowbuf);
+    sd_cpu_matmul(g->h, n, &L->w_up, NULL, g->up, g->rowbuf);
+    sd_cpu_swiglu(g->gate, g->up, (int64_t)n * inter, g->gate);
+    sd_cpu_matmul(g->gate, n, &L->w_down, NULL, g->h, g->rowbuf);
+    sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
 }
 
-/* The forward pass of a validated batch (tpos / kpre / kext / next filled): the cache
- * is truncated to row0, then extended to row0 + n. */
-static void cpu_run(sd_cpu_runner *r, const int32_t *tokens, int32_t n, int32_t row0, float *logits) {
-    const sd_config *c = &r->cfg;
-    const sd_weights *m = r->w;
-    const int32_t half = c->head_dim / 2;
-    const int64_t layer_stride = (int64_t)r->base.n_ctx * r->kv_dim;
-    r->base.kv_len = row0;
-    for (int32_t t = 0; t < n; t++)
-        sd_cpu_rope_table(r->inv_freq, half, r->tpos[t], r->rope_cos + (int64_t)t * half, r->rope_sin + (int64_t)t * half);
-    sd_cpu_embed(&m->tok_embd, tokens, n, r->x);
-    for (int32_t l = 0; l < c->n_layers; l++)
-        cpu_layer(r, &m->layers[l], r->k_cache + l * layer_stride, r->v_cache + l * layer_stride, n, row0);
-    r->base.kv_len = row0 + n;
-    if (logits) {
-        sd_cpu_rmsnorm(r->x, &m->out_norm, n, c->hidden_size, (double)c->rms_norm_eps, r->h);
-        sd_cpu_matmul(r->h, n, &m->lm_head, NULL, logits, r->rowbuf);
+/* Lay out segment s's tokens from index t0 of the pass: ids, positions, the rows
+ * their K/V go to and the keys they see. A chain token at pos + i sees rows
+ * [0, pos + i]; tree node v at depth k sees rows [0, base) and then its ancestors'
+ * rows base + a root-first and its own. Returns the tokens laid out. */
+static int32_t cpu_layout_seg(sd_cpu_group *g, const sd_runner_seg *s, int32_t t0) {
+    const sd_kv_table *tab = &s->r->kv;
+    const sd_runner_tree *tr = &s->r->tree;
+    const int32_t bt = g->base.pool.block_tokens;
+    for (int32_t i = 0; i < s->n; i++) {
+        const int32_t t = t0 + i;
+        g->ttab[t] = tab;
+        g->tok[t] = s->tokens[i];
+        if (!s->parent) {
+            g->tpos[t] = s->pos + i;
+            g->kpre[t] = s->pos + i + 1;
+            g->next[t] = 0;
+            g->wrow[t] = sd_kv_row(tab, bt, s->pos + i);
+            continue;
+        }
+        const int32_t v = s->first + i, k = tr->depth[v];
+        int32_t *rows = g->kext + (int64_t)t * SD_RUNNER_TREE_MAX;
+        for (int32_t a = v, d = k; d >= 0; a = tr->parent[a], d--) rows[d] = tr->base + a;
+        g->tpos[t] = tr->base + k;
+        g->kpre[t] = tr->base;
+        g->next[t] = k + 1;
+        g->wrow[t] = sd_kv_row(tab, bt, tr->base + v);
     }
+    return s->n;
+}
+
+/* The LM head of every token whose segment wants logits, in one pass over W_lm. */
+static void cpu_logits(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t n) {
+    const sd_config *c = &g->cfg;
+    int any = 0;
+    for (int32_t i = 0, t = 0; i < n_segs; i++)
+        for (int32_t k = 0; k < segs[i].n; k++, t++) {
+            g->lrow[t] = segs[i].logits ? segs[i].logits + (int64_t)k * c->vocab_size : NULL;
+            any |= segs[i].logits != NULL;
+        }
+    if (!any) return;
+    sd_cpu_rmsnorm(g->x, &g->w->out_norm, n, c->hidden_size, (double)c->rms_norm_eps, g->h);
+    sd_cpu_matmul_rows(g->h, n, &g->w->lm_head, NULL, g->lrow, g->rowbuf);
+}
+
+/* One pass over segments whose blocks are held (total tokens <= max_batch): every
+ * runner ends at the row its segment ends at. */
+static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs) {
+    const sd_config *c = &g->cfg;
+    const sd_weights *m = g->w;
+    const int32_t half = c->head_dim / 2;
+    const int64_t layer_stride = g->pool_rows * g->kv_dim;
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_segs; i++) n += cpu_layout_seg(g, &segs[i], n);
+    for (int32_t t = 0; t < n; t++)
+        sd_cpu_rope_table(g->inv_freq, half, g->tpos[t], g->rope_cos + (int64_t)t * half, g->rope_sin + (int64_t)t * half);
+    sd_cpu_embed(&m->tok_embd, g->tok, n, g->x);
+    for (int32_t l = 0; l < c->n_layers; l++)
+        cpu_layer(g, &m->layers[l], g->k_cache + l * layer_stride, g->v_cache + l * layer_stride, n);
+    for (int32_t i = 0; i < n_segs; i++) {
+        const sd_runner_seg *s = &segs[i];
+        s->r->kv_len = s->parent ? s->pos + s->first + s->n : s->pos + s->n;
+    }
+    cpu_logits(g, segs, n_segs, n);
+}
+
+static specdec_status cpu_group_forward(sd_runner_group *gb, const sd_runner_seg *segs, int32_t n_segs) {
+    cpu_pass((sd_cpu_group *)gb, segs, n_segs);
+    return SPECDEC_OK;
 }
 
 static specdec_status cpu_forward(sd_runner *base, const int32_t *tokens, int32_t n, int32_t pos, float *logits) {
     sd_cpu_runner *r = (sd_cpu_runner *)base;
-    const sd_config *c = &r->cfg;
+    const sd_config *c = &r->g->cfg;
 
-    /* Validate everything before touching any state: a failed call changes nothing. */
+    /* Validate everything before touching any state: a failed check changes nothing. */
     if (!tokens) return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT, "cpu forward: tokens is NULL");
     if (n <= 0) return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT, "cpu forward: n_tokens = %d (must be > 0)", n);
     if (n > base->max_batch)
@@ -168,34 +240,23 @@ static specdec_status cpu_forward(sd_runner *base, const int32_t *tokens, int32_
         if (tokens[t] < 0 || tokens[t] >= c->vocab_size)
             return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT,
                            "cpu forward: token id %d at index %d outside [0, %d)", tokens[t], t, c->vocab_size);
-    /* a chain: token t at pos + t sees rows 0 .. pos + t */
-    for (int32_t t = 0; t < n; t++) {
-        r->tpos[t] = pos + t;
-        r->kpre[t] = pos + t + 1;
-        r->next[t] = 0;
-    }
-    cpu_run(r, tokens, n, pos, logits);
+    sd_runner_truncate(base, pos);
+    specdec_status st = sd_runner_hold(base, pos + n);
+    if (st != SPECDEC_OK) return st;
+    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits};
+    cpu_pass(r->g, &seg, 1);
     return SPECDEC_OK;
 }
 
-/* Nodes first .. first + n - 1 of base->tree (validated by sd_runner_forward_tree):
- * node v at position tree.base + depth, in row tree.base + v, attending to rows
- * [0, tree.base) and then its ancestors' rows root-first and its own. */
+/* Nodes first .. first + n - 1 of base->tree (validated and recorded by
+ * sd_runner_forward_tree): one pass with a tree segment. */
 static specdec_status cpu_forward_tree(sd_runner *base, int32_t first, int32_t n, float *logits) {
     sd_cpu_runner *r = (sd_cpu_runner *)base;
     const sd_runner_tree *tr = &base->tree;
-    if (n > r->tree_cap)
-        return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT, "cpu tree forward: %d nodes exceed %d", (int)n,
-                       (int)r->tree_cap);
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t v = first + i, k = tr->depth[v];
-        int32_t *rows = r->kext + (int64_t)i * SD_RUNNER_TREE_MAX;
-        for (int32_t a = v, d = k; d >= 0; a = tr->parent[a], d--) rows[d] = tr->base + a;
-        r->tpos[i] = tr->base + k;
-        r->kpre[i] = tr->base;
-        r->next[i] = k + 1;
-    }
-    cpu_run(r, tr->token + first, n, tr->base + first, logits);
+    specdec_status st = sd_runner_hold(base, tr->base + first + n);
+    if (st != SPECDEC_OK) return st;
+    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits};
+    cpu_pass(r->g, &seg, 1);
     return SPECDEC_OK;
 }
 
@@ -203,16 +264,17 @@ static specdec_status cpu_forward_tree(sd_runner *base, int32_t first, int32_t n
  * so copying upwards never overwrites a row still to be moved). */
 static specdec_status cpu_compact(sd_runner *base, const int32_t *keep, int32_t n_keep) {
     sd_cpu_runner *r = (sd_cpu_runner *)base;
-    const int32_t b = base->tree.base;
-    const int64_t kv_dim = r->kv_dim, layer_stride = (int64_t)base->n_ctx * kv_dim;
+    const sd_cpu_group *g = r->g;
+    const int32_t b = base->tree.base, bt = g->base.pool.block_tokens;
+    const int64_t kv_dim = g->kv_dim, layer_stride = g->pool_rows * kv_dim;
     const size_t bytes = sizeof(float) * (size_t)kv_dim;
-    for (int32_t l = 0; l < r->cfg.n_layers; l++)
+    for (int32_t l = 0; l < g->cfg.n_layers; l++)
         for (int32_t j = 0; j < n_keep; j++) {
             if (keep[j] == j) continue;
-            const int64_t from = l * layer_stride + (int64_t)(b + keep[j]) * kv_dim;
-            const int64_t to = l * layer_stride + (int64_t)(b + j) * kv_dim;
-            memcpy(r->k_cache + to, r->k_cache + from, bytes);
-            memcpy(r->v_cache + to, r->v_cache + from, bytes);
+            const int64_t from = l * layer_stride + sd_kv_row(&base->kv, bt, b + keep[j]) * kv_dim;
+            const int64_t to = l * layer_stride + sd_kv_row(&base->kv, bt, b + j) * kv_dim;
+            memcpy(g->k_cache + to, g->k_cache + from, bytes);
+            memcpy(g->v_cache + to, g->v_cache + from, bytes);
         }
     base->kv_len = b + n_keep;
     return SPECDEC_OK;
@@ -220,6 +282,24 @@ static specdec_status cpu_compact(sd_runner *base, const int32_t *keep, int32_t 
 
 static const sd_runner_vtbl sd_cpu_vtbl = {cpu_forward, cpu_destroy};
 static const sd_runner_tree_ops sd_cpu_tree_ops = {cpu_forward_tree, cpu_compact};
+
+static specdec_status cpu_add_runner(sd_runner_group *gb, sd_runner **out, sd_errbuf *eb) {
+    *out = NULL;
+    sd_cpu_runner *r = sd_calloc(1, sizeof *r);
+    if (!r) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "cpu runner: out of memory (runner struct)");
+    r->base.vt = &sd_cpu_vtbl;
+    r->base.tree_ops = &sd_cpu_tree_ops;
+    r->g = (sd_cpu_group *)gb;
+    specdec_status st = sd_runner_group_attach(gb, &r->base, eb);
+    if (st != SPECDEC_OK) {
+        sd_free(r);
+        return st;
+    }
+    *out = &r->base;
+    return SPECDEC_OK;
+}
+
+static const sd_runner_group_vtbl sd_cpu_group_vtbl = {cpu_add_runner, cpu_group_forward, cpu_group_destroy};
 
 /* count * size floats/doubles, or NULL with *fail set (overflow counts as OOM). */
 static void *alloc_array(size_t count, size_t size, int *fail) {
@@ -233,69 +313,48 @@ static void *alloc_array(size_t count, size_t size, int *fail) {
     return p;
 }
 
-specdec_status sd_cpu_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, sd_runner **out,
-                                    sd_errbuf *eb) {
-    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: out is NULL");
-    *out = NULL;
-    if (!w) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: weights are NULL");
-    if (n_ctx <= 0) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: n_ctx = %d (must be > 0)", n_ctx);
-    if (max_batch <= 0 || max_batch > n_ctx)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: max_batch = %d outside [1, n_ctx = %d]", max_batch,
-                       n_ctx);
-    specdec_status st = sd_weights_validate(w, eb);
-    if (st != SPECDEC_OK) return st;
-
-    const sd_config *c = &w->cfg;
-    sd_cpu_runner *r = sd_calloc(1, sizeof *r);
-    if (!r) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "cpu runner: out of memory (runner struct)");
-    r->base.vt = &sd_cpu_vtbl;
-    r->base.tree_ops = &sd_cpu_tree_ops;
-    r->base.backend = SPECDEC_BACKEND_CPU;
-    r->base.n_vocab = c->vocab_size;
-    r->base.n_ctx = n_ctx;
-    r->base.max_batch = max_batch;
-    r->base.kv_len = 0;
-    r->w = w;
-    r->cfg = *c;
-    r->q_dim = c->n_heads * c->head_dim;
-    r->kv_dim = c->n_kv_heads * c->head_dim;
-
-    size_t B = (size_t)max_batch, hd = (size_t)c->head_dim;
+/* The pool's K/V storage, activations and scratch; 0 on success, else the cache
+ * element count that failed (for the message) or SIZE_MAX. */
+static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
+    const sd_config *c = &g->cfg;
+    const size_t B = (size_t)g->base.max_batch, hd = (size_t)c->head_dim, n_ctx = (size_t)g->base.n_ctx;
     size_t row_max = (size_t)c->hidden_size;
-    if ((size_t)r->q_dim > row_max) row_max = (size_t)r->q_dim;
+    if ((size_t)g->q_dim > row_max) row_max = (size_t)g->q_dim;
     if ((size_t)c->intermediate_size > row_max) row_max = (size_t)c->intermediate_size;
-    size_t cache_elems = (size_t)c->n_layers * (size_t)n_ctx;
-    int fail = (size_t)r->kv_dim && cache_elems > SIZE_MAX / (size_t)r->kv_dim;
-    cache_elems *= (size_t)r->kv_dim;
-    r->k_cache = alloc_array(cache_elems, sizeof(float), &fail);
-    r->v_cache = alloc_array(cache_elems, sizeof(float), &fail);
-    r->x = alloc_array(B * (size_t)c->hidden_size, sizeof(float), &fail);
-    r->h = alloc_array(B * (size_t)c->hidden_size, sizeof(float), &fail);
-    r->q = alloc_array(B * (size_t)r->q_dim, sizeof(float), &fail);
-    r->k = alloc_array(B * (size_t)r->kv_dim, sizeof(float), &fail);
-    r->v = alloc_array(B * (size_t)r->kv_dim, sizeof(float), &fail);
-    r->att = alloc_array(B * (size_t)r->q_dim, sizeof(float), &fail);
-    r->gate = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
-    r->up = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
-    r->rowbuf = alloc_array(row_max, sizeof(float), &fail);
-    r->rope_cos = alloc_array(B * (hd / 2), sizeof(float), &fail);
-    r->rope_sin = alloc_array(B * (hd / 2), sizeof(float), &fail);
-    r->inv_freq = alloc_array(hd / 2, sizeof(double), &fail);
-    r->scores = alloc_array((size_t)n_ctx, sizeof(double), &fail);
-    r->acc = alloc_array(hd, sizeof(double), &fail);
-    r->tree_cap = max_batch < SD_RUNNER_TREE_MAX ? max_batch : SD_RUNNER_TREE_MAX;
-    r->tpos = alloc_array(B, sizeof(int32_t), &fail);
-    r->kpre = alloc_array(B, sizeof(int32_t), &fail);
-    r->next = alloc_array(B, sizeof(int32_t), &fail);
-    r->kext = alloc_array((size_t)r->tree_cap * SD_RUNNER_TREE_MAX, sizeof(int32_t), &fail);
-    if (fail) {
-        cpu_destroy(&r->base);
-        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY,
-                       "cpu runner: out of memory allocating KV cache (%zu floats x 2) and activations for "
-                       "n_ctx %d, max_batch %d",
-                       cache_elems, n_ctx, max_batch);
-    }
+    size_t elems = (size_t)c->n_layers * (size_t)g->pool_rows;
+    int fail = (size_t)g->kv_dim && elems > SIZE_MAX / (size_t)g->kv_dim;
+    elems *= (size_t)g->kv_dim;
+    *cache_elems = elems;
+    g->k_cache = alloc_array(elems, sizeof(float), &fail);
+    g->v_cache = alloc_array(elems, sizeof(float), &fail);
+    g->x = alloc_array(B * (size_t)c->hidden_size, sizeof(float), &fail);
+    g->h = alloc_array(B * (size_t)c->hidden_size, sizeof(float), &fail);
+    g->q = alloc_array(B * (size_t)g->q_dim, sizeof(float), &fail);
+    g->k = alloc_array(B * (size_t)g->kv_dim, sizeof(float), &fail);
+    g->v = alloc_array(B * (size_t)g->kv_dim, sizeof(float), &fail);
+    g->att = alloc_array(B * (size_t)g->q_dim, sizeof(float), &fail);
+    g->gate = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
+    g->up = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
+    g->rowbuf = alloc_array(row_max, sizeof(float), &fail);
+    g->rope_cos = alloc_array(B * (hd / 2), sizeof(float), &fail);
+    g->rope_sin = alloc_array(B * (hd / 2), sizeof(float), &fail);
+    g->inv_freq = alloc_array(hd / 2, sizeof(double), &fail);
+    g->scores = alloc_array(n_ctx, sizeof(double), &fail);
+    g->acc = alloc_array(hd, sizeof(double), &fail);
+    g->keys = alloc_array(n_ctx, sizeof(int64_t), &fail);
+    g->tok = alloc_array(B, sizeof(int32_t), &fail);
+    g->tpos = alloc_array(B, sizeof(int32_t), &fail);
+    g->wrow = alloc_array(B, sizeof(int64_t), &fail);
+    g->ttab = alloc_array(B, sizeof(*g->ttab), &fail);
+    g->kpre = alloc_array(B, sizeof(int32_t), &fail);
+    g->next = alloc_array(B, sizeof(int32_t), &fail);
+    g->kext = alloc_array(B * SD_RUNNER_TREE_MAX, sizeof(int32_t), &fail);
+    g->lrow = alloc_array(B, sizeof(float *), &fail);
+    return fail;
+}
 
+static void cpu_group_rope(sd_cpu_group *g) {
+    const sd_config *c = &g->cfg;
     sd_rope_params rp = {0};
     rp.head_dim = c->head_dim;
     rp.theta = (double)c->rope_theta;
@@ -304,8 +363,70 @@ specdec_status sd_cpu_runner_create(const sd_weights *w, int32_t n_ctx, int32_t 
     rp.low_freq_factor = (double)c->rope_low_freq_factor;
     rp.high_freq_factor = (double)c->rope_high_freq_factor;
     rp.original_max_pos = (double)c->rope_original_max_pos;
-    sd_cpu_rope_inv_freq(&rp, r->inv_freq);
+    sd_cpu_rope_inv_freq(&rp, g->inv_freq);
+}
 
-    *out = &r->base;
+static specdec_status cpu_group_check(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
+                                      int32_t block_tokens, sd_errbuf *eb) {
+    if (!w) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: weights are NULL");
+    if (n_ctx <= 0) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: n_ctx = %d (must be > 0)", n_ctx);
+    if (max_batch <= 0 || max_batch > n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: max_batch = %d outside [1, n_ctx = %d]", max_batch,
+                       n_ctx);
+    if (block_tokens < 1 || n_blocks < 1 || (int64_t)n_blocks * block_tokens > INT32_MAX)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: KV pool of %d blocks of %d tokens", (int)n_blocks,
+                       (int)block_tokens);
+    return sd_weights_validate(w, eb);
+}
+
+specdec_status sd_cpu_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
+                                   int32_t block_tokens, sd_runner_group **out, sd_errbuf *eb) {
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: out is NULL");
+    *out = NULL;
+    specdec_status st = cpu_group_check(w, n_ctx, max_batch, n_blocks, block_tokens, eb);
+    if (st != SPECDEC_OK) return st;
+    const sd_config *c = &w->cfg;
+    sd_cpu_group *g = sd_calloc(1, sizeof *g);
+    if (!g) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "cpu runner: out of memory (group struct)");
+    g->base.vt = &sd_cpu_group_vtbl;
+    g->base.backend = SPECDEC_BACKEND_CPU;
+    g->base.n_vocab = c->vocab_size;
+    g->base.n_ctx = n_ctx;
+    g->base.max_batch = max_batch;
+    g->w = w;
+    g->cfg = *c;
+    g->q_dim = c->n_heads * c->head_dim;
+    g->kv_dim = c->n_kv_heads * c->head_dim;
+    g->pool_rows = (int64_t)n_blocks * block_tokens;
+    size_t cache_elems = 0;
+    if ((st = sd_kv_pool_init(&g->base.pool, n_blocks, block_tokens, eb)) != SPECDEC_OK) {
+        cpu_group_destroy(&g->base);
+        return st;
+    }
+    if (cpu_group_alloc(g, &cache_elems)) {
+        cpu_group_destroy(&g->base);
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY,
+                       "cpu runner: out of memory allocating the KV pool (%zu floats x 2: %d blocks of %d tokens) "
+                       "and activations for n_ctx %d, max_batch %d",
+                       cache_elems, (int)n_blocks, (int)block_tokens, n_ctx, max_batch);
+    }
+    cpu_group_rope(g);
+    *out = &g->base;
+    return SPECDEC_OK;
+}
+
+specdec_status sd_cpu_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, sd_runner **out,
+                                    sd_errbuf *eb) {
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cpu runner: out is NULL");
+    *out = NULL;
+    sd_runner_group *g = NULL;
+    const int32_t bt = SD_KV_DEFAULT_BLOCK_TOKENS;
+    specdec_status st = sd_cpu_group_create(w, n_ctx, max_batch, n_ctx > 0 ? sd_kv_blocks_for(n_ctx, bt) : 0, bt, &g, eb);
+    if (st != SPECDEC_OK) return st;
+    if ((st = cpu_add_runner(g, out, eb)) != SPECDEC_OK) {
+        cpu_group_destroy(g);
+        return st;
+    }
+    ((sd_cpu_runner *)*out)->owns_group = 1;
     return SPECDEC_OK;
 }

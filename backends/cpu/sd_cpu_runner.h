@@ -1,6 +1,6 @@
 /* sd_cpu_runner.h — the CPU reference runner (backends/cpu/sd_cpu_runner.c): one
- * model's fp32 KV cache and the plain-C forward pass, the oracle the CUDA backend is
- * checked against. */
+ * model's fp32 paged KV cache and the plain-C forward pass, the oracle the CUDA
+ * backend is checked against. */
 #ifndef SD_CPU_RUNNER_H
 #define SD_CPU_RUNNER_H
 
@@ -15,5 +15,14 @@
  * runner. On failure *out = NULL and the detail is in eb. */
 specdec_status sd_cpu_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, sd_runner **out,
                                     sd_errbuf *eb);
+
+/* A model instance shared by many sequences (core/sd_runner.h "Groups and batches"):
+ * the weights (borrowed), a paged KV pool of n_blocks blocks of block_tokens rows, and
+ * activations for passes of max_batch in [1, n_ctx] tokens; sequences of up to n_ctx
+ * rows are added with sd_runner_group_add. sd_cpu_runner_create is a private group of
+ * ceil(n_ctx / SD_KV_DEFAULT_BLOCK_TOKENS) blocks with one runner, which owns it. On
+ * failure *out = NULL and the detail is in eb. */
+specdec_status sd_cpu_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
+                                   int32_t block_tokens, sd_runner_group **out, sd_errbuf *eb);
 
 #endif

@@ -1,13 +1,16 @@
-/* sd_host_tree.c — one round of tree speculation on the host (core/sd_round.h,
- * docs/TREE.md). For a sequence of length L (tokens[L-1] pending at position L - 1):
- *   1. draft: catch up on tokens[its kv_len .. L) -> q row 0 (the root's children);
- *      the root is expanded (its children at position L: kernels/cpu/sd_cpu_tree.h);
- *      then level by level, d = 1 .. depth - 1: the nodes at depth d that the
- *      best-first selection keeps (a fixed shape: all of them) go through ONE draft
- *      tree-forward (base L, their parents in the draft's tree), each processed row is
- *      kept (q row 1 + its index in the draft's tree) and expanded;
+/* sd_host_tree.c — tree speculation on the host (core/sd_round.h, docs/TREE.md). For a
+ * sequence of length L (tokens[L-1] pending at position L - 1):
+ *   1. draft: catch up on tokens[its kv_len .. L) -> q row 0 (the root's children;
+ *      sd_host_round.c, batched with the other sequences of the wave); the root is
+ *      expanded (its children at position L: kernels/cpu/sd_cpu_tree.h); then level by
+ *      level, d = 1 .. depth - 1: the nodes at depth d that the best-first selection
+ *      keeps (a fixed shape: all of them) go through ONE draft tree-forward (base L,
+ *      their parents in the draft's tree; one batched forward for every tree of the
+ *      wave), each processed row is kept (q row 1 + its index in the draft's tree) and
+ *      expanded;
  *   2. the tree = the root and the top `budget` candidates (fixed shape: all);
- *   3. target: ONE tree-forward of the root and every node at base L - 1 -> p rows;
+ *   3. target: ONE tree-forward of the root and every node at base L - 1 -> p rows
+ *      (inside the wave's batched target forward);
  *   4. verifier (sd_tree_verify) with the uniforms of positions L .. L + depth;
  *   5. compaction: the target keeps the root and the accepted path (L + n tokens), the
  *      draft the longest prefix of the path it has forwarded.
@@ -20,9 +23,9 @@
 #include "sd_host_round_impl.h"
 
 /* The shape must fit the runners (the generation loop makes sure it does). */
-static specdec_status tree_check_shape(sd_host_round *h, const sd_round_seq *s, int32_t *budget) {
-    const sd_draft_shape *sh = &s->shape;
-    const int32_t L = s->length;
+specdec_status sd_host_tree_check(sd_host_round *h, sd_host_slot *sl) {
+    const sd_draft_shape *sh = &sl->s->shape;
+    const int32_t L = sl->s->length;
     for (int32_t d = 0; d < sh->depth; d++)
         if (sh->width[d] < 1 || sh->width[d] > SPECDEC_MAX_TREE_NODES)
             return sd_fail(&h->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "host round: tree width[%d] = %d outside [1, %d]",
@@ -31,15 +34,12 @@ static specdec_status tree_check_shape(sd_host_round *h, const sd_round_seq *s, 
     if (sh->n_nodes < 0 || nodes < 1 || nodes > SPECDEC_MAX_TREE_NODES)
         return sd_fail(&h->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "host round: a tree of %lld nodes (1..%d)",
                        (long long)nodes, SPECDEC_MAX_TREE_NODES);
-    if ((int64_t)L + nodes > h->t->n_ctx || (int64_t)L + nodes > h->d->n_ctx || nodes + 1 > h->t->max_batch ||
-        nodes > h->d->max_batch)
+    if ((int64_t)L + nodes > sl->t->n_ctx || (int64_t)L + nodes > sl->d->n_ctx || nodes + 1 > sl->t->max_batch ||
+        nodes > sl->d->max_batch)
         return sd_fail(&h->base.err, SPECDEC_ERR_INVALID_ARGUMENT,
                        "host round: a tree of %lld nodes at length %d does not fit the context or one call",
                        (long long)nodes, (int)L);
-    if (sd_runner_kv_len(h->t) != L - 1)
-        return sd_fail(&h->base.err, SPECDEC_ERR_INTERNAL, "host round at length %d: target cache holds %d tokens",
-                       (int)L, (int)sd_runner_kv_len(h->t));
-    *budget = (int32_t)nodes;
+    sl->budget = (int32_t)nodes;
     return SPECDEC_OK;
 }
 
@@ -69,11 +69,12 @@ static void tree_scores(const sd_host_round *h, const sd_round_seq *s, const flo
     for (int32_t i = 0; i < n; i++) qv[i] = isfinite(mx) && z > 0.0 ? exp((double)q[tok[i]] - mx) / z : 1.0;
 }
 
-/* Children of the pool entry e from its processed draft row q_rows[qrow]. */
-static specdec_status tree_expand(sd_host_round *h, const sd_round_seq *s, int32_t e, int32_t qrow, int32_t budget) {
-    sd_tree_pool *pl = h->pool;
-    const int32_t d = pl->depth[e];
-    const float *q = h->q_rows + (size_t)qrow * (size_t)h->V;
+/* Children of the pool entry e from its processed draft row (q row qrow of the slot). */
+static specdec_status tree_expand(sd_host_round *h, sd_host_slot *sl, int32_t e, int32_t qrow) {
+    const sd_round_seq *s = sl->s;
+    sd_tree_pool *pl = &sl->ts->pool;
+    const int32_t d = pl->depth[e], budget = sl->budget;
+    const float *q = sl->q + (size_t)qrow * (size_t)h->V;
     int32_t k = s->shape.width[d] < budget - d ? s->shape.width[d] : budget - d;
     int32_t tok[SPECDEC_MAX_TREE_NODES], n = 0;
     double qv[SPECDEC_MAX_TREE_NODES];
@@ -92,101 +93,115 @@ static specdec_status tree_expand(sd_host_round *h, const sd_round_seq *s, int32
     return SPECDEC_OK;
 }
 
-/* The chosen nodes at depth `depth` go through one draft tree-forward and are
- * expanded. *n_out = how many (0: the tree stops growing). */
-static specdec_status tree_draft_level(sd_host_round *h, const sd_round_seq *s, int32_t depth, int32_t budget,
-                                       int32_t *n_out) {
-    sd_tree_pool *pl = h->pool;
-    int32_t list[SPECDEC_MAX_TREE_NODES], n = 0;
-    sd_tree_pool_select(pl, budget);
+/* The nodes at depth `depth` the selection keeps, as the slot's segment of this
+ * level's draft tree-forward (segment j of h->segs); 0 when the tree stops growing. */
+static int32_t tree_level_seg(sd_host_round *h, sd_host_slot *sl, int32_t depth, int32_t j) {
+    sd_host_tree_state *ts = sl->ts;
+    sd_tree_pool *pl = &ts->pool;
+    const int32_t L = sl->s->length;
+    int32_t n = 0;
+    sd_tree_pool_select(pl, sl->budget);
     /* the draft's tree holds at most SPECDEC_MAX_TREE_NODES nodes (and its cache rows) */
-    int32_t cap = h->d->n_ctx - s->length < SPECDEC_MAX_TREE_NODES ? h->d->n_ctx - s->length : SPECDEC_MAX_TREE_NODES;
-    if (cap - h->n_exp > h->d->max_batch) cap = h->n_exp + h->d->max_batch;
-    for (int32_t e = 1; e < pl->n && h->n_exp + n < cap; e++) {
+    int32_t cap = sl->d->n_ctx - L < SPECDEC_MAX_TREE_NODES ? sl->d->n_ctx - L : SPECDEC_MAX_TREE_NODES;
+    if (cap - ts->n_exp > sl->d->max_batch) cap = ts->n_exp + sl->d->max_batch;
+    for (int32_t e = 1; e < pl->n && ts->n_exp + n < cap; e++) {
         if (!pl->chosen[e] || pl->depth[e] != depth) continue;
         const int32_t pa = pl->parent[e];
-        list[n] = e;
-        h->vtok[n] = pl->token[e];
-        h->vpar[n] = pa == 0 ? -1 : pl->drow[pa];
+        ts->level[n] = e;
+        sl->vtok[n] = pl->token[e];
+        sl->vpar[n] = pa == 0 ? -1 : pl->drow[pa];
         n++;
     }
-    *n_out = n;
-    if (n == 0) return SPECDEC_OK;
+    ts->level_n = n;
+    if (n == 0) return 0;
+    float *rows = sl->q + (size_t)(1 + ts->n_exp) * (size_t)h->V;
+    h->segs[j] = (sd_runner_seg){sl->d, sl->vtok, n, L, sl->vpar, ts->n_exp, rows};
+    return n;
+}
+
+/* After the level's forward: keep each node's row and expand it. */
+static specdec_status tree_level_expand(sd_host_round *h, sd_host_slot *sl) {
+    sd_host_tree_state *ts = sl->ts;
     const size_t V = (size_t)h->V;
-    float *rows = h->q_rows + (size_t)(1 + h->n_exp) * V;
-    specdec_status st = sd_runner_forward_tree(h->d, h->vtok, n, s->length, h->n_exp, h->vpar, rows);
-    if (st != SPECDEC_OK) return sd_host_runner_fail(h, h->d, st, "draft tree");
-    for (int32_t i = 0; i < n && st == SPECDEC_OK; i++) {
-        pl->drow[list[i]] = h->n_exp + i;
-        st = sd_host_process(h, s, rows + (size_t)i * V);
-        if (st == SPECDEC_OK) st = tree_expand(h, s, list[i], 1 + h->n_exp + i, budget);
+    specdec_status st = SPECDEC_OK;
+    for (int32_t i = 0; i < ts->level_n && st == SPECDEC_OK; i++) {
+        const int32_t row = 1 + ts->n_exp + i;
+        ts->pool.drow[ts->level[i]] = ts->n_exp + i;
+        st = sd_host_process(h, sl->s, sl->q + (size_t)row * V);
+        if (st == SPECDEC_OK) st = tree_expand(h, sl, ts->level[i], row);
     }
-    h->n_exp += n;
+    ts->n_exp += ts->level_n;
     return st;
 }
 
-/* Steps 1-2: the draft grows the tree into h->tree (map: tree node -> pool entry). */
-static specdec_status tree_grow(sd_host_round *h, sd_round_seq *s, int32_t budget, int32_t *map) {
-    specdec_status st = sd_host_draft_catch_up(h, s);
-    if (st != SPECDEC_OK) return st;
-    sd_tree_pool_reset(h->pool, s->tokens[s->length - 1]);
-    h->n_exp = 0;
-    if ((st = tree_expand(h, s, 0, 0, budget)) != SPECDEC_OK) return st;
-    for (int32_t d = 1, n = 1; d < s->shape.depth && n > 0; d++)
-        if ((st = tree_draft_level(h, s, d, budget, &n)) != SPECDEC_OK) return st;
-    sd_tree_pool_select(h->pool, budget);
-    sd_tree_from_pool(h->pool, h->tree, map);
-    return SPECDEC_OK;
+/* Steps 1-2 for every tree of the wave (their q row 0 holds the caught-up root row). */
+specdec_status sd_host_tree_grow(sd_host_round *h, sd_host_slot *const *ts, int32_t n_ts) {
+    specdec_status st = SPECDEC_OK;
+    int32_t depth_max = 0;
+    for (int32_t i = 0; i < n_ts && st == SPECDEC_OK; i++) {
+        sd_host_slot *sl = ts[i];
+        sd_tree_pool_reset(&sl->ts->pool, sl->s->tokens[sl->s->length - 1]);
+        sl->ts->n_exp = 0;
+        st = tree_expand(h, sl, 0, 0);
+        if (sl->s->shape.depth > depth_max) depth_max = sl->s->shape.depth;
+    }
+    uint8_t growing[SD_HOST_MAX_SEQS];
+    for (int32_t i = 0; i < n_ts; i++) growing[i] = 1;
+    for (int32_t d = 1; d < depth_max && st == SPECDEC_OK; d++) {
+        int32_t n = 0;
+        for (int32_t i = 0; i < n_ts; i++) {
+            if (!growing[i] || d >= ts[i]->s->shape.depth) continue;
+            if (tree_level_seg(h, ts[i], d, n) == 0) growing[i] = 0;
+            else h->slot_of[n++] = i;
+        }
+        if (n == 0) break;
+        st = sd_host_forward_segs(h, n, "draft tree");
+        for (int32_t j = 0; j < n && st == SPECDEC_OK; j++) st = tree_level_expand(h, ts[h->slot_of[j]]);
+    }
+    return st;
+}
+
+int32_t sd_host_tree_pass(sd_host_slot *sl) {
+    sd_host_tree_state *ts = sl->ts;
+    sd_tree_pool_select(&ts->pool, sl->budget);
+    sd_tree_from_pool(&ts->pool, &ts->tree, ts->map);
+    for (int32_t i = 0; i < ts->tree.n; i++) {
+        sl->vtok[i] = ts->tree.token[i];
+        sl->vpar[i] = ts->tree.parent[i];
+    }
+    return ts->tree.n;
 }
 
 /* Step 5: both caches keep the accepted path. */
-static specdec_status tree_compact(sd_host_round *h, const sd_round_seq *s, const int32_t *path, const int32_t *map) {
+static specdec_status tree_compact(sd_host_round *h, sd_host_slot *sl) {
+    const sd_round_seq *s = sl->s;
+    const sd_host_tree_state *ts = sl->ts;
     int32_t keep[SD_RUNNER_TREE_MAX], m = 0;
     keep[0] = 0;
-    for (int32_t j = 0; j < s->n_accepted; j++) keep[1 + j] = path[j];
-    specdec_status st = sd_runner_compact(h->t, keep, 1 + s->n_accepted);
-    if (st != SPECDEC_OK) return sd_host_runner_fail(h, h->t, st, "target compaction");
-    if (h->n_exp == 0) return SPECDEC_OK; /* the draft made no tree: it holds L tokens */
-    while (m < s->n_accepted && h->pool->drow[map[path[m]]] >= 0) {
-        keep[m] = h->pool->drow[map[path[m]]];
+    for (int32_t j = 0; j < s->n_accepted; j++) keep[1 + j] = ts->path[j];
+    specdec_status st = sd_runner_compact(sl->t, keep, 1 + s->n_accepted);
+    if (st != SPECDEC_OK) return sd_host_batch_fail(h, st, "target compaction", &sl->t->err);
+    if (ts->n_exp == 0) return SPECDEC_OK; /* the draft made no tree: it holds L tokens */
+    while (m < s->n_accepted && ts->pool.drow[ts->map[ts->path[m]]] >= 0) {
+        keep[m] = ts->pool.drow[ts->map[ts->path[m]]];
         m++;
     }
-    st = sd_runner_compact(h->d, keep, m);
-    return st == SPECDEC_OK ? SPECDEC_OK : sd_host_runner_fail(h, h->d, st, "draft compaction");
+    st = sd_runner_compact(sl->d, keep, m);
+    return st == SPECDEC_OK ? SPECDEC_OK : sd_host_batch_fail(h, st, "draft compaction", &sl->d->err);
 }
 
-/* Steps 3-4: the target scores the tree; the verifier walks it. */
-static specdec_status tree_verify(sd_host_round *h, sd_round_seq *s, int32_t *path, double *t_target) {
-    const sd_tree *tr = h->tree;
+/* Steps 4-5 after the target pass put the tree's rows in sl->p. */
+specdec_status sd_host_tree_finish(sd_host_round *h, sd_host_slot *sl) {
+    sd_round_seq *s = sl->s;
+    sd_host_tree_state *ts = sl->ts;
     const size_t V = (size_t)h->V;
-    for (int32_t i = 0; i < tr->n; i++) {
-        h->vtok[i] = tr->token[i];
-        h->vpar[i] = tr->parent[i];
-    }
-    const double t0 = sd_host_now();
-    specdec_status st = sd_runner_forward_tree(h->t, h->vtok, tr->n, s->length - 1, 0, h->vpar, h->p_rows);
-    *t_target = sd_host_now() - t0;
-    if (st != SPECDEC_OK) return sd_host_runner_fail(h, h->t, st, "target tree");
-    for (int32_t i = 0; i < tr->n; i++)
-        if ((st = sd_host_process(h, s, h->p_rows + (size_t)i * V)) != SPECDEC_OK) return st;
+    specdec_status st = SPECDEC_OK;
+    for (int32_t i = 0; i < ts->tree.n && st == SPECDEC_OK; i++) st = sd_host_process(h, s, sl->p + (size_t)i * V);
+    if (st != SPECDEC_OK) return st;
     sd_verify_uniforms u;
     sd_verify_fetch_uniforms(s->seed, s->sequence_id, s->length, s->shape.depth, &u);
-    return sd_tree_verify(s->mode, tr, h->V, h->p_rows, h->q_rows, &u, path, s->out, &s->n_accepted, &h->base.err);
-}
-
-specdec_status sd_host_tree_round(sd_host_round *h, sd_round_seq *s) {
-    int32_t budget = 0, map[SD_RUNNER_TREE_MAX], path[SPECDEC_MAX_DRAFT];
-    specdec_status st = tree_check_shape(h, s, &budget);
-    if (st != SPECDEC_OK) return st;
-    const double t0 = sd_host_now();
-    if ((st = tree_grow(h, s, budget, map)) != SPECDEC_OK) return st;
-    const double t1 = sd_host_now();
-    double t_target = 0.0;
-    if ((st = tree_verify(h, s, path, &t_target)) != SPECDEC_OK) return st;
-    if ((st = tree_compact(h, s, path, map)) != SPECDEC_OK) return st;
-    s->n_drafted = h->tree->n - 1;
-    s->t.draft = t1 - t0;
-    s->t.target = t_target;
-    s->t.verify = sd_host_now() - t1 - t_target;
-    return SPECDEC_OK;
+    st = sd_tree_verify(s->mode, &ts->tree, h->V, sl->p, sl->q, &u, ts->path, s->out, &s->n_accepted, &h->base.err);
+    if (st == SPECDEC_OK) st = tree_compact(h, sl);
+    s->n_drafted = ts->tree.n - 1;
+    return st;
 }

@@ -10,6 +10,14 @@ specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t
     return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
 }
 
+specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
+                                    int32_t block_tokens, int32_t device, int32_t keep_f32, sd_runner_group **out,
+                                    sd_errbuf *eb) {
+    (void)w; (void)n_ctx; (void)max_batch; (void)n_blocks; (void)block_tokens; (void)device; (void)keep_f32;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
+}
+
 specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_round **out,
                                     sd_errbuf *eb) {
     (void)target; (void)draft; (void)use_graphs;

@@ -24,6 +24,14 @@ extern "C" {
 specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t device,
                                      int32_t keep_f32, sd_runner **out, sd_errbuf *eb);
 
+/* A runner group (core/sd_runner.h "Groups and batches": one copy of the weights, a
+ * paged KV pool of n_blocks blocks of block_tokens rows, sequences added with
+ * sd_runner_group_add). Not implemented yet: UNSUPPORTED (the scheduler then gives each
+ * sequence a runner of its own); BACKEND_UNAVAILABLE without CUDA. */
+specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
+                                    int32_t block_tokens, int32_t device, int32_t keep_f32, sd_runner_group **out,
+                                    sd_errbuf *eb);
+
 /* The device-resident round (core/sd_round.h) over two CUDA runners (draft may be
  * NULL: plain steps only) on the same device; the runners are borrowed and must
  * outlive it. UNSUPPORTED when the vocabulary is beyond the GPU sampler or the runners

@@ -497,6 +497,8 @@ static specdec_status cuda_round_begin(sd_round *base, sd_round_seq *s) {
     sd_cuda_round *rd = (sd_cuda_round *)base;
     sd_errbuf *eb = &base->err;
     if (s->length < 1) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: empty sequence");
+    if ((s->target && s->target != rd->t) || (s->draft && s->draft != rd->d))
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: a sequence on other runners than the round's");
     rd->started = 0;
     sd_runner_truncate(rd->t, 0);
     if (rd->d) sd_runner_truncate(rd->d, 0);
@@ -532,6 +534,9 @@ static specdec_status cuda_round_run(sd_round *base, sd_round_seq *const *seqs, 
                        "device round: %d sequences (one per engine)", (int)n_seqs);
     sd_round_seq *s = seqs[0];
     const int32_t gamma = s->shape.depth, L = s->length;
+    s->status = SPECDEC_ERR_INTERNAL;
+    if ((s->target && s->target != rd->t) || (s->draft && s->draft != rd->d))
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: a sequence on other runners than the round's");
     if (!sd_draft_is_chain(&s->shape))
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: draft trees are not implemented yet");
     if (!rd->started || rd->L != L)
@@ -555,6 +560,7 @@ static specdec_status cuda_round_run(sd_round *base, sd_round_seq *const *seqs, 
         const int32_t dk = L + gamma - 1 < L + s->n_accepted ? L + gamma - 1 : L + s->n_accepted;
         sd_cuda_runner_note_kv(rd->d, dk);
     }
+    s->status = SPECDEC_OK;
     return SPECDEC_OK;
 }
 

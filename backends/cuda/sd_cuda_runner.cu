@@ -646,6 +646,16 @@ done:
     return st;
 }
 
+/* Runner groups (sd_cuda_backend.h): not implemented yet; the scheduler falls back to a
+ * runner per sequence. */
+extern "C" specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
+                                               int32_t block_tokens, int32_t device, int32_t keep_f32,
+                                               sd_runner_group **out, sd_errbuf *eb) {
+    (void)w; (void)n_ctx; (void)max_batch; (void)n_blocks; (void)block_tokens; (void)device; (void)keep_f32;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "CUDA runner groups (paged KV, batched forwards) are not implemented yet");
+}
+
 extern "C" specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t device,
                                                 int32_t keep_f32, sd_runner **out, sd_errbuf *eb) {
     if (out) *out = NULL;

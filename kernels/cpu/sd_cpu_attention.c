@@ -4,19 +4,18 @@
 #include "sd_cpu_attention.h"
 #include "sd_cpu_matmul.h"
 
-void sd_cpu_attention_rows(const float *q, const float *k_cache, const float *v_cache, int32_t n_prefix,
-                           const int32_t *rows, int32_t n_rows, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
-                           double *scores, double *acc, float *out) {
+void sd_cpu_attention_keys(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
+                           int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, double *scores,
+                           double *acc, float *out) {
     int32_t group = n_heads / n_kv_heads;
     int64_t row = (int64_t)n_kv_heads * head_dim;
     double scale = 1.0 / sqrt((double)head_dim);
-    const int32_t n_keys = n_prefix + n_rows;
     for (int32_t h = 0; h < n_heads; h++) {
         const float *qh = q + (int64_t)h * head_dim;
         int64_t off = (int64_t)(h / group) * head_dim;
         double mx = -INFINITY;
         for (int32_t j = 0; j < n_keys; j++) {
-            const int64_t kr = j < n_prefix ? j : rows[j - n_prefix];
+            const int64_t kr = keys ? keys[j] : j;
             scores[j] = scale * sd_cpu_dot(qh, k_cache + kr * row + off, head_dim);
             if (scores[j] > mx) mx = scores[j];
         }
@@ -25,7 +24,7 @@ void sd_cpu_attention_rows(const float *q, const float *k_cache, const float *v_
         for (int32_t j = 0; j < n_keys; j++) {
             double w = exp(scores[j] - mx);
             z += w;
-            const int64_t kr = j < n_prefix ? j : rows[j - n_prefix];
+            const int64_t kr = keys ? keys[j] : j;
             const float *vj = v_cache + kr * row + off;
             for (int32_t c = 0; c < head_dim; c++) acc[c] += w * (double)vj[c];
         }
@@ -36,5 +35,5 @@ void sd_cpu_attention_rows(const float *q, const float *k_cache, const float *v_
 
 void sd_cpu_attention(const float *q, const float *k_cache, const float *v_cache, int32_t n_keys, int32_t n_heads,
                       int32_t n_kv_heads, int32_t head_dim, double *scores, double *acc, float *out) {
-    sd_cpu_attention_rows(q, k_cache, v_cache, n_keys, NULL, 0, n_heads, n_kv_heads, head_dim, scores, acc, out);
+    sd_cpu_attention_keys(q, k_cache, v_cache, NULL, n_keys, n_heads, n_kv_heads, head_dim, scores, acc, out);
 }

@@ -19,15 +19,16 @@
 void sd_cpu_attention(const float *q, const float *k_cache, const float *v_cache, int32_t n_keys, int32_t n_heads,
                       int32_t n_kv_heads, int32_t head_dim, double *scores, double *acc, float *out);
 
-/* Tree attention (docs/TREE.md): the same computation over the key sequence
- *     rows 0 .. n_prefix - 1, then rows[0], ..., rows[n_rows - 1]
- * (a tree node: the cache, then its ancestors root-first and itself). Keys are visited
- * in that order with exactly the arithmetic above, so a node's output is bitwise the
- * output of sd_cpu_attention for the same key vectors stored contiguously — the chain
- * plain decoding of its path builds. sd_cpu_attention(n_keys) is this with
- * n_prefix = n_keys and no rows. Scratch: scores [n_prefix + n_rows]. */
-void sd_cpu_attention_rows(const float *q, const float *k_cache, const float *v_cache, int32_t n_prefix,
-                           const int32_t *rows, int32_t n_rows, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
-                           double *scores, double *acc, float *out);
+/* The same computation over an explicit key sequence: key j is cache row keys[j]
+ * (keys NULL: row j). Keys are visited in that order with exactly the arithmetic
+ * above, so the output is bitwise that of sd_cpu_attention over the same key vectors
+ * stored contiguously in that order. This is how the CPU runner serves a paged cache
+ * (a sequence's rows scattered over blocks, core/sd_kv.h) and tree nodes (the cache,
+ * then the node's ancestors root-first and itself, docs/TREE.md): either way a token
+ * sees the keys plain decoding of its sequence would, in the same order.
+ * sd_cpu_attention(n_keys) is this with keys NULL. Scratch: scores [n_keys]. */
+void sd_cpu_attention_keys(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
+                           int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, double *scores,
+                           double *acc, float *out);
 
 #endif

@@ -37,4 +37,10 @@ static inline double sd_cpu_dot(const float *a, const float *b, int64_t n) {
  * (used when W is not F32). y must not alias x. */
 void sd_cpu_matmul(const float *x, int32_t n, const sd_tensor *w, const sd_tensor *bias, float *y, float *rowbuf);
 
+/* The same, token t's output row at y[t] (NULL: token t is skipped), so tokens of
+ * several callers (a batched forward's sequences) share one pass over W. Each value
+ * is computed exactly as sd_cpu_matmul computes it. */
+void sd_cpu_matmul_rows(const float *x, int32_t n, const sd_tensor *w, const sd_tensor *bias, float *const *y,
+                        float *rowbuf);
+
 #endif

@@ -1,9 +1,15 @@
 /* test_scheduler_equal.c — many requests submitted concurrently through a scheduler give
  * exactly what specdec_generate alone gives for the same prompt and params: tokens,
  * streamed text, stop reason and the speculative statistics (rounds, drafted,
- * accepted), in greedy and match mode, with varying γ (including plain decoding,
- * γ = 0) on the bundled pair. Three submitter threads each submit their share and
- * wait for it; the scheduler runs 4 at a time, so requests queue and overlap.
+ * accepted), in greedy, match and rejection mode (fixed γ: the uniforms are addressed
+ * by (seed, sequence, position), so batching cannot change a decision), with varying γ
+ * (including plain decoding, γ = 0) and draft trees (a fixed shape, a node budget) on
+ * the bundled pair. Every round runs all active sequences through one batched target
+ * pass. Three submitter threads each submit their share and wait for it, twice:
+ *   1. 4 sequences at a time, the default KV pool;
+ *   2. 6 at a time on a pool of 24 blocks of 8 tokens, smaller than 6 requests'
+ *      reservations: requests wait for blocks (admission control) and a monitor thread
+ *      checks every few milliseconds that the pool is never exceeded.
  * Usage: test_scheduler_equal TARGET_DIR DRAFT_DIR [N_REQUESTS (<= 18) [N_PREDICT (<= 24)]] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -71,7 +77,13 @@ static int prepare(sc_env *e, req *reqs) {
         memset(r, 0, sizeof *r);
         r->n_prompt = sc_encode(e, SC_PROMPTS[i % SC_N_PROMPTS], r->prompt, 128);
         if (r->n_prompt <= 0) return 1;
-        r->gp = sc_params(i % 2, 100 + (uint64_t)i, N_PREDICT, i % 7); /* γ 0..6 */
+        r->gp = sc_params(i % 4 == 0 ? 0 : 1, 100 + (uint64_t)i, N_PREDICT, i % 7); /* γ 0..6 */
+        if (i % 4 == 2) r->gp.verify = SPECDEC_VERIFY_REJECTION;
+        if (i % 8 == 3) { /* a fixed tree shape */
+            const int32_t shape[3] = {3, 2, 1};
+            specdec_generate_params_set_tree(&r->gp, shape, 3);
+        }
+        if (i % 8 == 7) r->gp.draft_nodes = 12; /* a best-first node budget */
         r->gp.tokenizer = e->tok;
         r->n_ref = sc_reference(e, r->prompt, r->n_prompt, &r->gp, r->ref, N_PREDICT, &r->ref_stats);
         if (r->n_ref < 0) return 1;
@@ -88,8 +100,8 @@ static void check(const req *reqs) {
         const req *r = &reqs[i];
         SD_CHECK(r->submit_st == SPECDEC_OK && r->wait_st == SPECDEC_OK && r->outcome == SPECDEC_OK,
                  "request %d: submit %d wait %d outcome %d", i, r->submit_st, r->wait_st, r->outcome);
-        SD_CHECK(r->n_out == r->n_ref && sc_same(r->out, r->ref, r->n_ref), "request %d (%s, γ %d): %d tokens vs %d",
-                 i, i % 2 ? "match" : "greedy", (int)r->gp.n_draft, (int)r->n_out, (int)r->n_ref);
+        SD_CHECK(r->n_out == r->n_ref && sc_same(r->out, r->ref, r->n_ref), "request %d (mode %d, γ %d): %d tokens vs %d",
+                 i, (int)r->gp.verify, (int)r->gp.n_draft, (int)r->n_out, (int)r->n_ref);
         SD_CHECK(!r->text_overflow && strcmp(r->text, r->ref_text) == 0, "request %d: text '%s' vs '%s'", i, r->text,
                  r->ref_text);
         SD_CHECK(r->stats.stop_reason == r->ref_stats.stop_reason && r->stats.n_rounds == r->ref_stats.n_rounds &&
@@ -102,7 +114,7 @@ static void check(const req *reqs) {
     }
 }
 
-static void check_metrics(specdec_scheduler *s, const req *reqs) {
+static void check_metrics(specdec_scheduler *s, const req *reqs, int32_t pool) {
     specdec_scheduler_metrics m;
     SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK, "metrics");
     int64_t tokens = 0, rounds = 0, drafted = 0, accepted = 0;
@@ -120,7 +132,76 @@ static void check_metrics(specdec_scheduler *s, const req *reqs) {
              "totals: tokens %lld/%lld rounds %lld/%lld drafted %lld/%lld accepted %lld/%lld",
              (long long)m.tokens_generated, (long long)tokens, (long long)m.rounds, (long long)rounds,
              (long long)m.drafted, (long long)drafted, (long long)m.accepted, (long long)accepted);
-    SD_CHECK(m.kv_blocks_total == 0 && m.kv_blocks_used == 0, "kv metrics stay 0 without paged KV");
+    SD_CHECK(m.kv_blocks_total == pool && m.draft_kv_blocks_total == pool && m.kv_blocks_used == 0 &&
+                 m.draft_kv_blocks_used == 0,
+             "kv metrics: total %d / %d (want %d), used %d / %d at the end", (int)m.kv_blocks_total,
+             (int)m.draft_kv_blocks_total, (int)pool, (int)m.kv_blocks_used, (int)m.draft_kv_blocks_used);
+}
+
+/* Samples the metrics while the requests run: the pool is never exceeded. */
+typedef struct monitor {
+    specdec_scheduler *s;
+    int stop, samples, over, max_used, max_active, max_queued;
+    pthread_mutex_t mu;
+} monitor;
+
+static void *monitor_run(void *arg) {
+    monitor *mo = arg;
+    for (;;) {
+        pthread_mutex_lock(&mo->mu);
+        int stop = mo->stop;
+        pthread_mutex_unlock(&mo->mu);
+        if (stop) break;
+        specdec_scheduler_metrics m;
+        if (specdec_scheduler_get_metrics(mo->s, &m) == SPECDEC_OK) {
+            mo->samples++;
+            if (m.kv_blocks_used > m.kv_blocks_total || m.draft_kv_blocks_used > m.draft_kv_blocks_total) mo->over++;
+            if (m.kv_blocks_used > mo->max_used) mo->max_used = m.kv_blocks_used;
+            if (m.active > mo->max_active) mo->max_active = m.active;
+            if (m.queued > mo->max_queued) mo->max_queued = m.queued;
+        }
+        sc_sleep_us(2000);
+    }
+    return NULL;
+}
+
+/* One scheduler over every request (see the top of the file). */
+static void run_case(sc_env *e, req *reqs, int32_t max_active, int32_t block_tokens, int32_t pool_blocks) {
+    for (int i = 0; i < N_REQ; i++) {
+        reqs[i].text_len = 0;
+        reqs[i].text[0] = '\0';
+        reqs[i].n_out = 0;
+    }
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = max_active;
+    sp.kv_block_tokens = block_tokens;
+    sp.kv_pool_blocks = pool_blocks;
+    specdec_scheduler *s = NULL;
+    specdec_status st = specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s);
+    SD_CHECK(st == SPECDEC_OK, "create: %s", specdec_last_error());
+    if (st != SPECDEC_OK) return;
+    monitor mo = {s, 0, 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+    pthread_t mt, th[N_THREADS];
+    pthread_create(&mt, NULL, monitor_run, &mo);
+    job jobs[N_THREADS];
+    for (int t = 0; t < N_THREADS; t++) {
+        jobs[t] = (job){s, reqs, t, N_THREADS};
+        pthread_create(&th[t], NULL, submitter, &jobs[t]);
+    }
+    for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
+    pthread_mutex_lock(&mo.mu);
+    mo.stop = 1;
+    pthread_mutex_unlock(&mo.mu);
+    pthread_join(mt, NULL);
+    check(reqs);
+    const int32_t pool = pool_blocks > 0 ? pool_blocks : max_active * ((specdec_scheduler_n_ctx(s) + block_tokens - 1) / block_tokens);
+    check_metrics(s, reqs, pool);
+    SD_CHECK(mo.over == 0 && mo.max_active <= max_active, "pool exceeded in %d of %d samples (max used %d of %d), "
+             "active up to %d", mo.over, mo.samples, mo.max_used, (int)pool, mo.max_active);
+    printf("max_active %d, pool %d blocks of %d: %d samples, up to %d blocks used, %d active, %d queued\n",
+           (int)max_active, (int)pool, (int)block_tokens, mo.samples, mo.max_used, mo.max_active, mo.max_queued);
+    specdec_scheduler_free(s);
 }
 
 int main(int argc, char **argv) {
@@ -139,24 +220,10 @@ int main(int argc, char **argv) {
         sc_env_free(&e);
         return 1;
     }
-    specdec_engine_params ep = sc_engine_params();
-    specdec_scheduler_params sp = specdec_scheduler_default_params();
-    sp.max_active = 4;
-    specdec_scheduler *s = NULL;
-    specdec_status st = specdec_scheduler_create(e.tm, e.dm, &ep, &sp, &s);
-    SD_CHECK(st == SPECDEC_OK, "create: %s", specdec_last_error());
-    if (st == SPECDEC_OK) {
-        pthread_t th[N_THREADS];
-        job jobs[N_THREADS];
-        for (int t = 0; t < N_THREADS; t++) {
-            jobs[t] = (job){s, reqs, t, N_THREADS};
-            pthread_create(&th[t], NULL, submitter, &jobs[t]);
-        }
-        for (int t = 0; t < N_THREADS; t++) pthread_join(th[t], NULL);
-        check(reqs);
-        check_metrics(s, reqs);
-    }
-    specdec_scheduler_free(s);
+    run_case(&e, reqs, 4, 16, 0);
+    /* each request reserves min(n_ctx, prompt + n_predict (+ 64 with a tree)) rows: with
+     * 24 blocks of 8 tokens only a few run at once although 6 slots are free */
+    run_case(&e, reqs, 6, 8, 24);
     sc_env_free(&e);
     return sd_test_done();
 }

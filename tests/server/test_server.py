@@ -527,6 +527,12 @@ def test_disconnects(srv):
                   b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         if stream:
             s.recv(256)  # the headers and the first event have come: now hang up mid-stream
+            key_used = 'specdec_kv_blocks{model="target",state="used"}'
+            used, deadline = 0, time.time() + 5  # the gauge is taken after each round
+            while used == 0 and time.time() < deadline:
+                used = srv.metrics().get(key_used, 0)
+                time.sleep(0.02)
+            check(used > 0, "a running request holds KV blocks (used %r)" % used)
         else:
             time.sleep(0.1)
         s.close()
@@ -540,7 +546,13 @@ def test_disconnects(srv):
     deadline = time.time() + 30
     while time.time() < deadline and srv.metrics().get("specdec_active_requests", 1) != 0:
         time.sleep(0.1)
-    check(srv.metrics().get("specdec_active_requests") == 0, "nothing left running after the disconnects")
+    m = srv.metrics()
+    check(m.get("specdec_active_requests") == 0, "nothing left running after the disconnects")
+    check(m.get('specdec_kv_blocks{model="target",state="total"}', 0) > 0 and
+          m.get('specdec_kv_blocks{model="target",state="used"}', -1) == 0 and
+          m.get('specdec_kv_blocks{model="draft",state="used"}', -1) == 0,
+          "the cancelled requests gave their KV blocks back: %r" %
+          {k: v for k, v in m.items() if k.startswith("specdec_kv_blocks")})
     still_serving(srv, "disconnects")
 
 

@@ -95,7 +95,7 @@ static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
     sd_buf_printf(b, "specdec_queue_depth %d\n", (int)s->queued);
     sd_metric(b, "specdec_active_requests", "gauge", "Requests being decoded.");
     sd_buf_printf(b, "specdec_active_requests %d\n", (int)s->active);
-    sd_metric(b, "specdec_kv_blocks", "gauge", "KV-cache pool blocks (0 until the paged KV cache).");
+    sd_metric(b, "specdec_kv_blocks", "gauge", "KV-cache pool blocks per model: the pool, and those holding rows after the last round.");
     sd_buf_printf(b,
                   "specdec_kv_blocks{model=\"target\",state=\"total\"} %d\nspecdec_kv_blocks{model=\"target\","
                   "state=\"used\"} %d\nspecdec_kv_blocks{model=\"draft\",state=\"total\"} %d\n"

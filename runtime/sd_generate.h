@@ -1,0 +1,109 @@
+/* sd_generate.h — THE generation loop, per sequence (runtime/sd_generate.c). It alone
+ * owns a sequence's budget (n_predict, the context), its stop conditions (EOS, stop
+ * strings, the callback, a cancel flag), emission (the sequence, the output, the
+ * streaming text) and statistics; one round of speculation is the round interface's
+ * business (core/sd_round.h).
+ *
+ * Two drivers use the same steps:
+ *   specdec_generate (this file's .c): one sequence on an engine's round —
+ *       sd_gen_init, begin, then { sd_gen_plan; run; sd_gen_absorb } until plan says
+ *       done, sd_gen_finish;
+ *   the scheduler (runtime/sd_scheduler.c): many sequences on one shared round —
+ *       every round plans each active sequence, runs them together, absorbs each.
+ * Nothing here allocates. */
+#ifndef SD_GENERATE_H
+#define SD_GENERATE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "specdec.h"
+#include "sd_adapt.h"
+#include "sd_error.h"
+#include "sd_round.h"
+
+/* Longest stop string accepted by specdec_generate (bytes). */
+#define SD_ENGINE_MAX_STOP_LEN 512
+/* Bytes of the text window a generation with stop strings needs. */
+#define SD_GEN_TEXT_WIN (2 * SD_ENGINE_MAX_STOP_LEN)
+
+/* Special ids a generation stops on / checks a draft against. */
+typedef struct sd_engine_special {
+    int32_t bos_id;                    /* -1 if none */
+    int32_t n_eos;
+    int32_t eos_ids[SPECDEC_MAX_EOS];
+} sd_engine_special;
+
+/* What a generation needs to know of the models it runs on. */
+typedef struct sd_gen_env {
+    int32_t n_ctx;           /* context of every sequence */
+    int32_t n_vocab;
+    int has_draft;
+    int32_t tree_fit;        /* most tree nodes one round may verify (one call of each runner) */
+    sd_engine_special special;
+} sd_gen_env;
+
+/* One sequence's generation. */
+typedef struct sd_gen {
+    const sd_gen_env *env;
+    const specdec_generate_params *p;
+    int32_t *seq;                  /* prompt + output: capacity n_prompt + min(n_predict, n_ctx - n_prompt) */
+    int32_t *out;                  /* the output (may alias seq + n_prompt) */
+    int32_t n_out;
+    int32_t L;                     /* tokens in seq */
+    char *text_win;                /* [SD_GEN_TEXT_WIN] tail of the decoded text (stop strings) */
+    size_t win_len;
+    sd_adapt *adapt;
+    specdec_detok_stream *ds;      /* NULL without a tokenizer; owned by the driver */
+    specdec_stop_reason reason;
+    specdec_stats *st;
+    sd_round_seq rs;               /* the sequence as the round sees it */
+    int tree;                      /* a draft tree was asked for: its shape is `req` */
+    sd_draft_shape req;
+    int32_t gamma;                 /* the chain's γ (adaptive: the current one) */
+    const atomic_int *cancel;      /* NULL, or a flag that stops generation at the next token */
+    int cancelled;                 /* the cancel flag is what stopped it */
+    sd_errbuf *err;                /* failures are recorded here */
+    double t_start;
+} sd_gen;
+
+/* Buffers and borrowed objects of one generation (see sd_gen). */
+typedef struct sd_gen_io {
+    int32_t *seq, *out;
+    char *text_win;                /* may be NULL without stop strings */
+    sd_adapt *adapt;
+    specdec_detok_stream *ds;
+    specdec_stats *stats;
+    sd_errbuf *err;
+} sd_gen_io;
+
+double sd_gen_now(void);
+
+/* specdec_generate's argument checks (fn names the entry point in messages): the prompt
+ * (NULL, empty, >= n_ctx: CONTEXT_FULL, ids outside the vocabulary) and the params
+ * (n_predict, n_draft, verify, sampling, stop strings, tree, reserved fields). */
+specdec_status sd_gen_check_prompt(const sd_gen_env *env, const int32_t *prompt, int32_t n_prompt, const char *fn,
+                                   sd_errbuf *eb);
+specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
+                                   sd_errbuf *eb);
+
+/* Start a checked generation: the prompt copied into io->seq, the round sequence
+ * filled (identity, sampling, tokens, length); stats zeroed. The round's begin() is
+ * the driver's next call. */
+void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params *p, const int32_t *prompt,
+                 int32_t n_prompt, const sd_gen_io *io);
+
+/* 1 with the next round's shape (depth 0: a plain step), or 0 when the generation is
+ * over (g->reason says why). */
+int sd_gen_plan(sd_gen *g, sd_draft_shape *shape);
+
+/* After a successful round of `shape` on rd: statistics, adaptive γ, the round's
+ * tokens emitted one by one until a stop (which settles rd at the emitted length). */
+specdec_status sd_gen_absorb(sd_gen *g, sd_round *rd, const sd_draft_shape *shape);
+
+/* The final flush of the streaming text (to the callback, token -1) and the
+ * statistics; *n_out = tokens emitted. */
+void sd_gen_finish(sd_gen *g, specdec_status st, int32_t *n_out);
+
+#endif

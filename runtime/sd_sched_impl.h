@@ -1,0 +1,109 @@
+/* sd_sched_impl.h — private to the scheduler: runtime/sd_scheduler.c (the public
+ * specdec_scheduler_* calls: requests, the queue, ids, waiting, metrics, create and
+ * shutdown) and runtime/sd_sched_loop.c (the loop thread: admission, rounds, retiring).
+ *
+ * Model: one loop thread owns max_active sequence slots. Each slot is one sequence's
+ * caches (a runner per model; with runner groups, core/sd_runner.h, all slots share one
+ * model instance and one paged KV pool per model) and, while a request runs in it, that
+ * request's generation (runtime/sd_generate.h). Every round the loop plans each running
+ * sequence (its γ or tree), runs ONE shared host round over all of them
+ * (backends/cpu/sd_host_round.h: batched draft forwards, one batched target verify
+ * pass, each sequence's own verifier) and absorbs each sequence's tokens (callbacks,
+ * stop conditions). Requests join between rounds when a slot is free and their KV
+ * blocks can be reserved, and leave when they finish, fail or are cancelled.
+ *
+ * Admission control: a request reserves, per model, the blocks of the most rows it can
+ * ever hold: min(n_ctx, n_prompt + n_predict) (+ SPECDEC_MAX_TREE_NODES with a draft
+ * tree). Running requests never hold more than they reserved, so the pool never runs
+ * dry mid-generation; the queue head waits until its reservation fits (FIFO).
+ *
+ * Locking: `mu` guards the queue, the id table, request states, the reservation count
+ * and the metrics. A running request's other fields are written only by the loop
+ * thread; readers look at them once they see SD_REQ_DONE under the lock. The loop
+ * never holds `mu` while it computes or calls a callback, so callbacks may submit,
+ * cancel and read metrics. */
+#ifndef SD_SCHED_IMPL_H
+#define SD_SCHED_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "specdec.h"
+#include "sd_generate.h"
+#include "sd_round.h"
+#include "sd_runner.h"
+
+#define SD_SCHED_MAX_ACTIVE 256
+#define SD_SCHED_MAX_QUEUED (1 << 20)
+#define SD_SCHED_MAX_BLOCK_TOKENS 4096
+
+typedef enum sd_req_state { SD_REQ_QUEUED, SD_REQ_RUNNING, SD_REQ_DONE } sd_req_state;
+
+typedef struct sd_req {
+    specdec_request_id id;
+    struct sd_req *hnext;         /* chain of the id table bucket */
+    struct sd_req *qprev, *qnext; /* FIFO links while queued */
+    sd_req_state state;           /* under the scheduler's lock */
+    atomic_int cancel;            /* set by cancel/shutdown; read by the loop */
+    int32_t *prompt;              /* [n_prompt + cap]: the prompt, then the output (the sequence) */
+    int32_t *out;                 /* prompt + n_prompt */
+    int32_t n_prompt, cap, n_out;
+    int32_t need_blocks;          /* KV blocks reserved per model while it runs */
+    char *stop_block;             /* [n_stop] pointers then the strings; NULL without stops */
+    char *text_win;               /* [SD_GEN_TEXT_WIN] with stop strings, else NULL */
+    specdec_detok_stream *ds;     /* with a tokenizer, else NULL */
+    specdec_generate_params gp;   /* the caller's, stop_strings pointing into stop_block */
+    specdec_stats stats;
+    specdec_status outcome;
+} sd_req;
+
+/* One of the loop's max_active sequence slots. */
+typedef struct sd_sched_seq {
+    sd_runner *t, *d;             /* its caches (d NULL without a draft model) */
+    sd_req *req;                  /* the request running in it; NULL: free (under the lock) */
+    int begun;                    /* the request's prompt is prefilled */
+    int finished;                 /* the request ended this round (the loop retires it) */
+    sd_gen g;
+    sd_adapt adapt;
+    sd_draft_shape shape;         /* this round's */
+    int64_t counted_tokens, counted_rounds, counted_drafted, counted_accepted; /* in the metrics already */
+} sd_sched_seq;
+
+struct specdec_scheduler {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;       /* a request was queued or cancelled, or stopping: wakes the loop */
+    pthread_cond_t done_cv;       /* a request ended, or the loop was joined: wakes waiters */
+    int sync_ready;               /* mutex and conds initialised */
+    specdec_scheduler_params p;
+    int32_t n_ctx, n_vocab;
+    int has_draft;
+    sd_gen_env env;
+    sd_runner_group *gt, *gd;     /* one model instance each; NULL: a runner per slot */
+    sd_round *round;              /* the shared host round */
+    sd_sched_seq *seqs;           /* [p.max_active] */
+    sd_round_seq **batch;         /* [p.max_active] one round's sequences */
+    sd_sched_seq **batch_of;      /* [p.max_active] their slots */
+    int32_t pool_blocks;          /* KV blocks per model the admission control hands out */
+    int32_t reserved;             /* blocks reserved by running requests (per model) */
+    pthread_t thread;
+    int started;
+    sd_req **buckets;             /* [n_buckets] id table, intrusive chains */
+    size_t n_buckets;             /* power of two */
+    sd_req *q_head, *q_tail;      /* FIFO of queued requests */
+    specdec_request_id last_id;
+    int stopping, join_claimed, joined;
+    int dead;                     /* the device was lost: every request fails */
+    specdec_scheduler_metrics m;
+};
+
+/* The loop thread (sd_sched_loop.c). */
+void *sd_sched_loop(void *arg);
+/* Under the lock: mark r done with its outcome and count it. */
+void sd_sched_done(specdec_scheduler *s, sd_req *r);
+/* Under the lock: take a request out of the queue. */
+void sd_queue_remove(specdec_scheduler *s, sd_req *r);
+/* The scheduler whose loop runs on this thread (shutdown/free from a callback). */
+extern _Thread_local const specdec_scheduler *sd_sched_self;
+
+#endif

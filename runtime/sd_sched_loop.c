@@ -1,0 +1,177 @@
+/* sd_sched_loop.c — the scheduler's loop thread (see sd_sched_impl.h for the model):
+ * admit queued requests into free sequence slots while their KV reservations fit, run
+ * one round over every running sequence, retire the ones that ended. */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+
+#include "sd_sched_impl.h"
+
+/* ------------------------------------------------------------------------- */
+/* under the lock: admission, retiring                                        */
+/* ------------------------------------------------------------------------- */
+static sd_sched_seq *free_slot(specdec_scheduler *s) {
+    for (int32_t i = 0; i < s->p.max_active; i++)
+        if (!s->seqs[i].req) return &s->seqs[i];
+    return NULL;
+}
+
+/* Move queued requests (oldest first) into free slots while their reservations fit. */
+static void sched_admit(specdec_scheduler *s) {
+    while (s->q_head && !s->stopping && !s->dead) {
+        sd_sched_seq *q = free_slot(s);
+        sd_req *r = s->q_head;
+        if (!q || s->reserved + r->need_blocks > s->pool_blocks) return; /* the head waits: FIFO */
+        sd_queue_remove(s, r);
+        r->state = SD_REQ_RUNNING;
+        s->reserved += r->need_blocks;
+        s->m.active++;
+        q->req = r;
+        q->begun = 0;
+        q->finished = 0;
+        q->counted_tokens = q->counted_rounds = q->counted_drafted = q->counted_accepted = 0;
+    }
+}
+
+/* Add what the running sequences did since the last count to the metrics. */
+static void sched_count(specdec_scheduler *s, sd_sched_seq *q) {
+    const specdec_stats *st = &q->req->stats;
+    s->m.tokens_generated += q->g.n_out - q->counted_tokens;
+    s->m.rounds += st->n_rounds - q->counted_rounds;
+    s->m.drafted += st->n_drafted - q->counted_drafted;
+    s->m.accepted += st->n_accepted - q->counted_accepted;
+    q->counted_tokens = q->g.n_out;
+    q->counted_rounds = st->n_rounds;
+    q->counted_drafted = st->n_drafted;
+    q->counted_accepted = st->n_accepted;
+}
+
+/* Count every running sequence, retire the finished ones, snapshot the KV use. */
+static void sched_retire(specdec_scheduler *s) {
+    int32_t used = 0, dused = 0;
+    for (int32_t i = 0; i < s->p.max_active; i++) {
+        sd_sched_seq *q = &s->seqs[i];
+        if (!q->req) continue;
+        if (q->begun) sched_count(s, q);
+        if (q->finished) {
+            s->reserved -= q->req->need_blocks;
+            s->m.active--;
+            sd_sched_done(s, q->req);
+            q->req = NULL;
+            continue;
+        }
+        used += sd_kv_blocks_for(sd_runner_kv_len(q->t), s->p.kv_block_tokens);
+        if (q->d) dused += sd_kv_blocks_for(sd_runner_kv_len(q->d), s->p.kv_block_tokens);
+    }
+    s->m.kv_blocks_used = used;
+    s->m.draft_kv_blocks_used = dused;
+}
+
+/* ------------------------------------------------------------------------- */
+/* without the lock: one round                                                */
+/* ------------------------------------------------------------------------- */
+/* The request in q ends with status st: its statistics, its outcome, its blocks back. */
+static void seq_end(specdec_scheduler *s, sd_sched_seq *q, specdec_status st) {
+    sd_req *r = q->req;
+    sd_gen_finish(&q->g, st, &r->n_out);
+    r->outcome = st == SPECDEC_OK && q->g.cancelled && q->g.reason == SPECDEC_STOP_CALLBACK ? SPECDEC_ERR_CANCELLED : st;
+    sd_runner_truncate(q->t, 0);
+    if (q->d) sd_runner_truncate(q->d, 0);
+    q->finished = 1;
+    (void)s;
+}
+
+/* A newly admitted request: its generation starts and its prompt is prefilled. */
+static specdec_status seq_begin(specdec_scheduler *s, sd_sched_seq *q) {
+    sd_req *r = q->req;
+    const sd_gen_io io = {r->prompt, r->out, r->text_win, &q->adapt, r->ds, &r->stats, sd_thread_err()};
+    sd_gen_init(&q->g, &s->env, &r->gp, r->prompt, r->n_prompt, &io);
+    q->g.cancel = &r->cancel;
+    q->g.rs.target = q->t;
+    q->g.rs.draft = q->d;
+    q->begun = 1;
+    specdec_status st = s->round->ops->begin(s->round, &q->g.rs);
+    r->stats.t_prefill_s = sd_gen_now() - q->g.t_start;
+    if (st != SPECDEC_OK) sd_fail(NULL, st, "%s", s->round->err.msg);
+    return st;
+}
+
+/* Begin new requests, end cancelled ones, plan the rest: the round's sequences. */
+static int32_t sched_plan(specdec_scheduler *s) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->p.max_active; i++) {
+        sd_sched_seq *q = &s->seqs[i];
+        if (!q->req || q->finished) continue;
+        if (!q->begun) {
+            specdec_status st = seq_begin(s, q);
+            if (st != SPECDEC_OK) {
+                seq_end(s, q, st);
+                continue;
+            }
+        }
+        if (atomic_load_explicit(&q->req->cancel, memory_order_acquire) && q->g.reason == SPECDEC_STOP_NONE) {
+            q->g.reason = SPECDEC_STOP_CALLBACK;
+            q->g.cancelled = 1;
+        }
+        if (!sd_gen_plan(&q->g, &q->shape)) {
+            seq_end(s, q, SPECDEC_OK);
+            continue;
+        }
+        s->batch[n] = &q->g.rs;
+        s->batch_of[n++] = q;
+    }
+    return n;
+}
+
+/* One round over the planned sequences, then each one's tokens. */
+static void sched_run(specdec_scheduler *s, int32_t n) {
+    (void)s->round->ops->run(s->round, s->batch, n);
+    for (int32_t j = 0; j < n; j++) {
+        sd_sched_seq *q = s->batch_of[j];
+        specdec_status st = q->g.rs.status;
+        if (st != SPECDEC_OK) sd_fail(NULL, st, "%s", s->round->err.msg);
+        else st = sd_gen_absorb(&q->g, s->round, &q->shape);
+        if (st != SPECDEC_OK || q->g.reason != SPECDEC_STOP_NONE) seq_end(s, q, st);
+    }
+    if (s->round->device_lost) s->dead = 1;
+}
+
+/* Under the lock after a lost device: every request fails. */
+static void sched_fail_all(specdec_scheduler *s) {
+    for (int32_t i = 0; i < s->p.max_active; i++) {
+        sd_sched_seq *q = &s->seqs[i];
+        if (!q->req || q->finished) continue;
+        if (q->begun) seq_end(s, q, SPECDEC_ERR_DEVICE_LOST);
+        else {
+            q->req->outcome = SPECDEC_ERR_DEVICE_LOST;
+            q->finished = 1;
+        }
+    }
+    while (s->q_head) {
+        sd_req *r = s->q_head;
+        sd_queue_remove(s, r);
+        r->outcome = SPECDEC_ERR_DEVICE_LOST;
+        sd_sched_done(s, r);
+    }
+}
+
+void *sd_sched_loop(void *arg) {
+    specdec_scheduler *s = arg;
+    sd_sched_self = s;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        sched_admit(s);
+        if (s->m.active == 0) {
+            if (s->stopping) break;
+            pthread_cond_wait(&s->work_cv, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        const int32_t n = sched_plan(s);
+        if (n > 0) sched_run(s, n);
+        pthread_mutex_lock(&s->mu);
+        if (s->dead) sched_fail_all(s);
+        sched_retire(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
