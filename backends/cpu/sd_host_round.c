@@ -253,7 +253,7 @@ static int32_t pack_wave(sd_host_round *h, sd_host_slot *sl, const int32_t *np, 
     while (i + k < n && p + np[i + k] <= h->n_prows && q + nq[i + k] <= h->n_qrows && (!sl[i + k].tree || t < h->n_trees)) {
         sd_host_slot *x = &sl[i + k];
         x->p = h->p_rows + (size_t)p * (size_t)h->V;
-        x->q = h->q_rows + (size_t)q * (size_t)h->V;
+        x->q = h->q_rows ? h->q_rows + (size_t)q * (size_t)h->V : NULL; /* none without a draft */
         if (x->tree) x->ts = &h->trees[t++];
         p += np[i + k];
         q += nq[i + k];
