@@ -17,25 +17,29 @@
 extern "C" {
 #endif
 
-/* A CUDA runner of validated weights on `device` (weights converted to BF16 when F32
- * unless keep_f32). BACKEND_UNAVAILABLE when CUDA is not built in or no device is
+/* A standalone CUDA runner of validated weights on `device` (weights converted to BF16
+ * when F32 unless keep_f32): a private group of ceil(n_ctx / 16) blocks whose one
+ * sequence it is. BACKEND_UNAVAILABLE when CUDA is not built in or no device is
  * usable; UNSUPPORTED for shapes the kernels do not serve (head_dim > 256). On failure
  * *out = NULL and the detail is in eb. */
 specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t device,
                                      int32_t keep_f32, sd_runner **out, sd_errbuf *eb);
 
-/* A runner group (core/sd_runner.h "Groups and batches": one copy of the weights, a
- * paged KV pool of n_blocks blocks of block_tokens rows, sequences added with
- * sd_runner_group_add). Not implemented yet: UNSUPPORTED (the scheduler then gives each
- * sequence a runner of its own); BACKEND_UNAVAILABLE without CUDA. */
+/* A runner group (core/sd_runner.h "Groups and batches": one copy of the weights on
+ * `device`, a paged KV pool of n_blocks blocks of block_tokens rows, sequences added
+ * with sd_runner_group_add, batched forwards with sd_runner_forward_batch, native tree
+ * forwards and compaction). max_batch: most tokens per pass (0 or > n_ctx: n_ctx).
+ * Errors as sd_cuda_runner_create, plus INVALID_ARGUMENT for an empty pool. Its
+ * runners are driven by the host round; the device round takes standalone runners
+ * only. Batch invariance on the GPU: docs/GPU_FORWARD.md "Runner groups". */
 specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
                                     int32_t block_tokens, int32_t device, int32_t keep_f32, sd_runner_group **out,
                                     sd_errbuf *eb);
 
-/* The device-resident round (core/sd_round.h) over two CUDA runners (draft may be
- * NULL: plain steps only) on the same device; the runners are borrowed and must
- * outlive it. UNSUPPORTED when the vocabulary is beyond the GPU sampler or the runners
- * disagree (device, vocabulary). use_graphs: replay each (γ, draft lag) from a CUDA
+/* The device-resident round (core/sd_round.h) over two standalone CUDA runners (draft
+ * may be NULL: plain steps only) on the same device; the runners are borrowed and must
+ * outlive it. UNSUPPORTED when the vocabulary is beyond the GPU sampler, the runners
+ * disagree (device, vocabulary) or one belongs to a group (sd_cuda_group_create). use_graphs: replay each (γ, draft lag) from a CUDA
  * graph captured on first use (1) or enqueue the kernels one by one (0); same results. */
 specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_round **out,
                                     sd_errbuf *eb);

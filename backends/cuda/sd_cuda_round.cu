@@ -14,7 +14,11 @@
  * x_{i+1} to the draft's buffer[0] and the target's buffer[1 + i]; the finish kernel
  * writes the target's buffer[0] and the draft's buffer[0..1].
  * Launch geometry: forwards as in sd_cuda_runner.cu (device-position variants),
- * draft step 1 block, verifier (γ+1) blocks, finish 1 thread. */
+ * draft step 1 block, verifier (γ+1) blocks, finish 1 thread.
+ * Runners: standalone CUDA runners only (sd_cuda_runner_create: a private KV pool whose
+ * block table is the identity from creation on, so the captured forwards stay valid
+ * as the sequence grows); runners of a group are refused (UNSUPPORTED) and driven by
+ * the host round. */
 #include <cuda_runtime.h>
 #include <string.h>
 #include <time.h>
@@ -135,13 +139,17 @@ static void sd_round_drop_graphs(sd_cuda_round *rd) {
 
 static size_t sd_round_al(size_t n) { return (n + 255) / 256 * 256; }
 
-static specdec_status sd_cuda_round_alloc(sd_runner *target, sd_runner *draft, sd_cuda_round **out,
-                                          sd_errbuf *eb) {
-    if (out) *out = NULL;
-    if (!out || !target || target->backend != SPECDEC_BACKEND_CUDA ||
-        (draft && draft->backend != SPECDEC_BACKEND_CUDA))
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: needs CUDA runners (target %p, out %p)",
-                       (void *)target, (void *)out);
+/* The runners a device round can drive: standalone CUDA runners (identity block
+ * tables: the round's forwards address rows through them in CHAIN mode) on one device,
+ * of one vocabulary within the GPU sampler's range. */
+static specdec_status sd_round_check_runners(sd_runner *target, sd_runner *draft, sd_errbuf *eb) {
+    if (!target || target->backend != SPECDEC_BACKEND_CUDA || (draft && draft->backend != SPECDEC_BACKEND_CUDA))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: needs CUDA runners (target %p)", (void *)target);
+    if (!sd_cuda_runner_standalone(target) || (draft && !sd_cuda_runner_standalone(draft)))
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                       "device round: the %s runner belongs to a runner group (paged KV shared by sequences); "
+                       "groups are driven by the host round",
+                       sd_cuda_runner_standalone(target) ? "draft" : "target");
     const int32_t V = target->n_vocab;
     if (V <= 0 || V > SD_CUDA_SAMPLE_MAX_VOCAB)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: vocabulary %d outside [1, %d] of the GPU sampler",
@@ -149,6 +157,16 @@ static specdec_status sd_cuda_round_alloc(sd_runner *target, sd_runner *draft, s
     if (draft && (draft->n_vocab != V || sd_cuda_runner_device(draft) != sd_cuda_runner_device(target)))
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: draft vocabulary %d / device %d vs target %d / %d",
                        (int)draft->n_vocab, sd_cuda_runner_device(draft), (int)V, sd_cuda_runner_device(target));
+    return SPECDEC_OK;
+}
+
+static specdec_status sd_cuda_round_alloc(sd_runner *target, sd_runner *draft, sd_cuda_round **out,
+                                          sd_errbuf *eb) {
+    if (out) *out = NULL;
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: out is NULL");
+    specdec_status st = sd_round_check_runners(target, draft, eb);
+    if (st != SPECDEC_OK) return st;
+    const int32_t V = target->n_vocab;
     sd_cuda_round *rd = (sd_cuda_round *)sd_calloc(1, sizeof *rd);
     if (!rd) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "device round: out of host memory");
     rd->t = target;
@@ -172,7 +190,7 @@ static specdec_status sd_cuda_round_alloc(sd_runner *target, sd_runner *draft, s
     const size_t off_wv = off_wd + sd_round_al(rd->ws_draft_bytes);
     const size_t total = off_wv + sd_round_al(rd->ws_verify_bytes);
 
-    specdec_status st = SPECDEC_OK;
+    st = SPECDEC_OK;
 #define SD_ROUND_CREATE(stmt)                                              \
     do {                                                                   \
         cudaError_t e_ = (stmt);                                           \

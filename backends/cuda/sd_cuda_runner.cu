@@ -1,34 +1,59 @@
-/* sd_cuda_runner.cu — the CUDA runner: one model's weights, KV cache and activations on
- * one device, and the forward pass built from the kernels of kernels/cuda/.
+/* sd_cuda_runner.cu — the CUDA runner GROUP (core/sd_runner.h "Groups and batches"):
+ * one model instance on one device — weights, a paged KV pool, activations, stream,
+ * cuBLAS — and its runners, one per sequence, each with a block table; the forward
+ * pass over the segments of several sequences built from the kernels of kernels/cuda/.
+ * backends/cpu/sd_cpu_runner.c is the reference this mirrors.
  *
- * Memory (all allocated in create, nothing in forward):
+ * Memory (all allocated when the group and its runners are created, nothing in a
+ * forward):
  * - weights: ONE cudaMalloc arena. Per layer: attn_norm, ffn_norm (fp32), W_qkv =
  *   [W_q; W_k; W_v] as one [(H+2KV)*hd, hidden] matrix with its fp32 bias (Qwen2),
  *   W_o (with its fp32 bias for Llama attention_bias), W_gu = [W_gate; W_up]
- *   [2*inter, hidden], W_down; then the embedding, the final norm and the LM head (shared with the embedding when tied). Projections
- *   stay in the checkpoint dtype; F32 checkpoints become BF16 unless keep_f32.
- * - KV cache: one arena, per layer K and V [n_kv][n_ctx][hd] in the weight dtype
- *   (F32 only with keep_f32); rollback just lowers kv_len.
- * - activations for act_rows = min(max_batch, 512) rows (longer prompts are run in
- *   chunks of act_rows against the cache), rope cos/sin tables [n_ctx, hd/2] built
- *   with the CPU reference's own functions (bitwise the same angles), attention
- *   split scratch, the cuBLAS workspace, SD_CUDA_LOGIT_ROWS (a whole verify pass) rows of
- *   logits, the token ids.
- * Forward of n rows: n <= SD_CUDA_SKINNY_MAX_M uses the batch-invariant skinny GEMM
- * for every projection (decode and verify: a position's logits are bitwise the
- * same alone or inside a k-token step); longer chunks (prefill) use cuBLAS. The LM
- * head always runs through the skinny GEMM, 16 rows at a time, and the logits are
- * copied to the host (the CPU verifier reads them until the fused verifier lands).
- * sd_cuda_runner_enqueue_dpos is the device-resident round's variant: positions read
- * from device memory (graph replay), any stream, logits left on the device.
- * Every CUDA call is checked; a sticky error sets `lost` and every later forward
- * returns SPECDEC_ERR_DEVICE_LOST; the runner can always be destroyed. */
+ *   [2*inter, hidden], W_down; then the embedding, the final norm and the LM head
+ *   (shared with the embedding when tied). Projections stay in the checkpoint dtype;
+ *   F32 checkpoints become BF16 unless keep_f32.
+ * - KV pool: one arena of 2 * n_layers matrices K0, V0, K1, V1, ... each
+ *   [n_kv][cache_rows][hd] in the weight dtype (F32 only with keep_f32), cache_rows =
+ *   n_blocks * block_tokens, zeroed at creation. A sequence's logical row l lives in
+ *   physical row table[l / bt] * bt + l % bt (core/sd_kv.h); each runner keeps its
+ *   block table on the host (r->kv, core's bookkeeping) and a device copy the kernels
+ *   read, refreshed before a pass where the host table changed (rarely: once per
+ *   block_tokens tokens of a sequence).
+ * - activations for act_rows = min(max_batch, 512) rows (longer passes run in chunks
+ *   of act_rows against the cache), rope cos/sin tables [n_ctx, hd/2] built with the
+ *   CPU reference's own functions (bitwise the same angles), attention split scratch
+ *   for att_rows query rows, the cuBLAS workspace, SD_CUDA_LOGIT_ROWS rows of logits.
+ * - the pass description (token ids, per-token key maps, tree rows, attention blocks;
+ *   backends/cuda/sd_cuda_layout.h) in a pinned host buffer and its device twin: one
+ *   upload per pass.
+ *
+ * A pass of M tokens: embedding, then per layer RMSNorm, QKV, RoPE + KV append (each
+ * token into its own sequence's row), attention (each token over its own virtual key
+ * sequence, kernels/cuda/sd_cuda_keymap.h), o, RMSNorm, gate/up + SwiGLU, down — norms
+ * and GEMMs over all tokens at once. GEMM path per body chunk of `rows` tokens: the
+ * skinny, batch-invariant GEMM (tensor cores for BF16/F16) when rows <= 17
+ * (SD_CUDA_SKINNY_MAX_M) or the chunk holds a tree segment and rows <= 65
+ * (SD_RUNNER_TREE_MAX); cuBLAS otherwise (not batch invariant). Every other kernel is
+ * batch invariant. Hence (docs/GPU_FORWARD.md "Runner groups"): a token's logits and
+ * K/V are bitwise the same alone or in a batch, and a tree node's the same as plain
+ * decoding of its path, whenever both passes took the skinny path. The LM head always
+ * runs skinny, 16 rows at a time, logits copied to the host.
+ *
+ * sd_cuda_runner_create (the engine's entry point) is a private group of
+ * ceil(n_ctx / 16) blocks with one runner that owns it; its device table is the
+ * identity over every block from creation on (the private pool hands blocks out in
+ * order, so the host table always agrees), so the device-resident round's CUDA graphs
+ * (sd_cuda_runner_enqueue_dpos, positions in device memory) never need a table update.
+ * Every CUDA call is checked; a sticky error marks the group lost and every later
+ * forward of its runners returns SPECDEC_ERR_DEVICE_LOST; everything can always be
+ * destroyed. */
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 #include <string.h>
 
 #include "sd_cuda_common.cuh"
 #include "sd_cuda_backend.h"
+#include "sd_cuda_layout.h"
 #include "sd_cuda_runner.h"
 
 extern "C" {
@@ -43,6 +68,9 @@ extern "C" {
 /* Logits rows kept on the device: a whole verify pass (γ + 1 <= SD_CUDA_SKINNY_MAX_M)
  * for the device round; the host path uses the first SD_CUDA_SKINNY_ROWS. */
 #define SD_CUDA_LOGIT_ROWS (SD_CUDA_SKINNY_MAX_M > SD_CUDA_SKINNY_ROWS ? SD_CUDA_SKINNY_MAX_M : SD_CUDA_SKINNY_ROWS)
+/* Token slots at the start of the device pass buffer: the device round writes up to
+ * γ + 2 ids there whatever max_batch is. */
+#define SD_CUDA_TOK_SLOTS_MIN (SPECDEC_MAX_DRAFT + 2)
 
 typedef struct sd_cuda_layer {
     float *attn_norm;  /* [hidden] */
@@ -53,42 +81,67 @@ typedef struct sd_cuda_layer {
     float *bo;         /* [hidden] o_proj bias (Llama attention_bias) or NULL */
     void *wgu;         /* [2 inter, hidden] */
     void *wdown;       /* [hidden, inter] */
-    void *kc, *vc;     /* [n_kv][n_ctx][hd] in kv_dt */
+    void *kc, *vc;     /* [n_kv][cache_rows][hd] in kv_dt (the pool) */
 } sd_cuda_layer;
 
-typedef struct sd_cuda_runner {
-    sd_runner base; /* must be first: the engine sees an sd_runner * */
+/* Where the current pass's description sits in the staging buffers (same offsets in
+ * the pinned host buffer and its device twin). */
+typedef struct sd_cuda_plan {
+    size_t off_tok, off_ext, off_blk, bytes;
+    sd_cuda_layout lo;
+} sd_cuda_plan;
+
+typedef struct sd_cuda_group {
+    sd_runner_group base;   /* must be first: core sees an sd_runner_group * */
     sd_config cfg;
     int device;
     sd_dtype wdt, kv_dt;
     int32_t q_dim, kv_dim, qkv_dim;
-    int32_t act_rows;  /* rows of every activation buffer */
-    int32_t att_rows;  /* query rows per attention launch (scratch size) */
+    int32_t act_rows;       /* rows of every activation buffer */
+    int32_t att_rows;       /* query rows per attention launch (scratch size) */
+    int32_t cache_rows;     /* n_blocks * block_tokens */
+    size_t kv_mat_bytes;    /* one [n_kv][cache_rows][hd] matrix, aligned */
     int lost;
-    int has_bo;        /* o_proj carries a bias */
+    int has_bo;             /* o_proj carries a bias */
     cudaStream_t stream;
     cublasHandle_t blas;
     void *w_arena; size_t w_bytes;
     void *kv_arena; size_t kv_bytes;
     void *act_arena; size_t act_bytes;
     sd_cuda_layer *layers;  /* host array [n_layers] of device pointers */
-    void *tok_embd;    /* [vocab, hidden] */
-    float *out_norm;   /* [hidden] */
-    void *lm_head;     /* [vocab, hidden]; == tok_embd when tied */
+    void *tok_embd;         /* [vocab, hidden] */
+    float *out_norm;        /* [hidden] */
+    void *lm_head;          /* [vocab, hidden]; == tok_embd when tied */
     float *x, *xn, *delta;  /* [act_rows, hidden] */
-    float *qkv;        /* [act_rows, qkv_dim] */
-    float *att;        /* [act_rows, q_dim] */
-    float *gu;         /* [act_rows, 2 inter] */
-    float *h;          /* [act_rows, inter] */
-    void *xconv;       /* [act_rows, max(hidden, q_dim, inter)] in wdt (cuBLAS input) */
-    float *part;       /* attention split scratch for att_rows queries */
-    float *logits;     /* [SD_CUDA_LOGIT_ROWS, vocab] */
+    float *qkv;             /* [act_rows, qkv_dim] */
+    float *att;             /* [act_rows, q_dim] */
+    float *gu;              /* [act_rows, 2 inter] */
+    float *h;               /* [act_rows, inter] */
+    void *xconv;            /* [act_rows, max(hidden, q_dim, inter)] in wdt (cuBLAS input) */
+    float *part;            /* attention split scratch for att_rows queries */
+    float *logits;          /* [SD_CUDA_LOGIT_ROWS, vocab] */
     float *rope_cos, *rope_sin; /* [n_ctx, hd/2] */
-    int32_t *tokens;   /* [max_batch] */
-    void *blas_ws;     /* SD_CUDA_BLAS_WS_BYTES */
+    void *blas_ws;          /* SD_CUDA_BLAS_WS_BYTES */
+    char *d_stage;          /* device pass buffer: token ids at offset 0, then the plan */
+    char *h_stage;          /* its pinned host twin */
+    size_t stage_bytes;
+    int32_t tok_slots;      /* int32 token ids at offset 0 */
+    int32_t *tseg;          /* [max_batch] host: segment of each token of a pass */
+    sd_cuda_att_launch *launch; /* [max_batch] host: attention launches of a pass */
+    sd_cuda_plan plan;      /* the current pass */
+} sd_cuda_group;
+
+typedef struct sd_cuda_runner {
+    sd_runner base;         /* must be first: the engine sees an sd_runner * */
+    sd_cuda_group *g;
+    int owns_group;         /* standalone: the runner frees its private group */
+    int32_t *d_table;       /* [kv.cap] device copy of the block table */
+    int32_t *mirror;        /* [kv.cap] host: what d_table holds */
+    int32_t mirror_n;       /* entries of mirror known to be on the device */
 } sd_cuda_runner;
 
 static size_t sd_align_up(size_t n) { return (n + SD_CUDA_ALIGN - 1) / SD_CUDA_ALIGN * SD_CUDA_ALIGN; }
+static size_t sd_align16(size_t n) { return (n + 15) / 16 * 16; }
 
 /* Bump allocator over a byte count: first pass sizes (base NULL), second pass places. */
 typedef struct sd_bump {
@@ -101,63 +154,50 @@ static void *sd_bump_take(sd_bump *b, size_t bytes) {
     return p;
 }
 
-/* Record a CUDA failure on the runner; a sticky one makes the runner lost. */
-static specdec_status sd_runner_note(sd_cuda_runner *r, specdec_status st) {
-    if (st == SPECDEC_ERR_DEVICE_LOST) r->lost = 1;
+/* Record a CUDA failure on the group; a sticky one makes it lost. */
+static specdec_status sd_group_note(sd_cuda_group *g, specdec_status st) {
+    if (st == SPECDEC_ERR_DEVICE_LOST) g->lost = 1;
     return st;
+}
+
+static void cuda_group_destroy(sd_runner_group *gb) {
+    sd_cuda_group *g = (sd_cuda_group *)gb;
+    if (!g) return;
+    /* Errors are ignored here: after a sticky error frees fail, and there is nothing
+     * else to do; the handle must still be releasable. */
+    (void)cudaSetDevice(g->device);
+    if (g->stream) (void)cudaStreamSynchronize(g->stream);
+    if (g->blas) (void)cublasDestroy(g->blas);
+    if (g->stream) (void)cudaStreamDestroy(g->stream);
+    if (g->w_arena) (void)cudaFree(g->w_arena);
+    if (g->kv_arena) (void)cudaFree(g->kv_arena);
+    if (g->act_arena) (void)cudaFree(g->act_arena);
+    if (g->h_stage) (void)cudaFreeHost(g->h_stage);
+    (void)cudaGetLastError();
+    sd_free(g->layers);
+    sd_free(g->tseg);
+    sd_free(g->launch);
+    sd_kv_pool_free(&g->base.pool);
+    sd_free(g);
 }
 
 static void cuda_destroy(sd_runner *base) {
     sd_cuda_runner *r = (sd_cuda_runner *)base;
     if (!r) return;
-    /* Errors are ignored here: after a sticky error frees fail, and there is nothing
-     * else to do; the handle must still be releasable. */
-    (void)cudaSetDevice(r->device);
-    if (r->stream) (void)cudaStreamSynchronize(r->stream);
-    if (r->blas) (void)cublasDestroy(r->blas);
-    if (r->stream) (void)cudaStreamDestroy(r->stream);
-    if (r->w_arena) (void)cudaFree(r->w_arena);
-    if (r->kv_arena) (void)cudaFree(r->kv_arena);
-    if (r->act_arena) (void)cudaFree(r->act_arena);
-    (void)cudaGetLastError();
-    sd_free(r->layers);
+    sd_cuda_group *g = r->g;
+    sd_runner_group_detach(base);
+    if (r->d_table) {
+        (void)cudaSetDevice(g->device);
+        if (g->stream) (void)cudaStreamSynchronize(g->stream); /* no pass still reads it */
+        (void)cudaFree(r->d_table);
+        (void)cudaGetLastError();
+    }
+    sd_free(r->mirror);
+    if (r->owns_group) cuda_group_destroy(&g->base);
     sd_free(r);
 }
 
 /* ---- the forward pass --------------------------------------------------------- */
-
-/* `s`: the stream to enqueue on (r->stream, or a device round's stream); cuBLAS is
- * bound to r->stream, so only r->stream may take the n > SD_CUDA_SKINNY_MAX_M path. */
-static specdec_status sd_gemm(sd_cuda_runner *r, const void *w, const float *bias, const float *x, float *y,
-                              int32_t n, int32_t n_out, int32_t k_in, int32_t epi, cudaStream_t s) {
-    sd_cuda_gemm_args g;
-    memset(&g, 0, sizeof g);
-    g.w = w;
-    g.wdt = r->wdt;
-    g.bias = bias;
-    g.x = x;
-    g.y = y;
-    g.ldy = n_out;
-    g.n = n;
-    g.n_out = n_out;
-    g.k_in = k_in;
-    g.epi = epi;
-    if (n <= SD_CUDA_SKINNY_MAX_M) return sd_cuda_gemm_skinny(&g, s, &r->base.err);
-    g.xconv = r->xconv;
-    return sd_cuda_gemm_blas(r->blas, &g, r->stream, &r->base.err);
-}
-
-static specdec_status sd_rmsnorm(sd_cuda_runner *r, const float *delta, const float *w, int32_t n, cudaStream_t s) {
-    sd_cuda_rmsnorm_args a;
-    a.x = r->x;
-    a.delta = delta;
-    a.w = w;
-    a.out = r->xn;
-    a.n = n;
-    a.dim = r->cfg.hidden_size;
-    a.eps = r->cfg.rms_norm_eps;
-    return sd_cuda_rmsnorm(&a, s, &r->base.err);
-}
 
 #define SD_TRY(expr)                                  \
     do {                                              \
@@ -165,136 +205,295 @@ static specdec_status sd_rmsnorm(sd_cuda_runner *r, const float *delta, const fl
         if (sd_st_ != SPECDEC_OK) return sd_st_;      \
     } while (0)
 
-/* RoPE + cache append, then attention of layer L for n rows at positions pos.. (dpos:
- * *dpos + pos.. on the device, one launch) into r->att. */
-static specdec_status sd_attend(sd_cuda_runner *r, const sd_cuda_layer *L, int32_t n, int32_t pos,
-                                const int64_t *dpos, cudaStream_t s) {
-    const sd_config *c = &r->cfg;
-    sd_errbuf *eb = &r->base.err;
-    sd_cuda_rope_args ra;
-    ra.qkv = r->qkv;
-    ra.ldqkv = r->qkv_dim;
-    ra.n = n;
-    ra.pos0 = pos;
-    ra.pos_dev = dpos;
-    ra.n_heads = c->n_heads;
-    ra.n_kv = c->n_kv_heads;
-    ra.hd = c->head_dim;
-    ra.cos_t = r->rope_cos;
-    ra.sin_t = r->rope_sin;
-    ra.k_cache = L->kc;
-    ra.v_cache = L->vc;
-    ra.kv_dt = r->kv_dt;
-    ra.n_ctx = r->base.n_ctx;
-    SD_TRY(sd_cuda_rope_kv(&ra, s, eb));
+/* One body chunk: rows [first, first + n) of the token buffer. */
+typedef struct sd_cuda_fwd {
+    int32_t first, n;
+    int skinny;                     /* batch-invariant skinny GEMMs (else cuBLAS) */
+    sd_cuda_keymap map;             /* RoPE / KV append of the chunk's tokens */
+    const sd_cuda_att_launch *att;  /* GENERAL mode: the chunk's attention launches */
+    int32_t n_att;                  /* 0: one launch with `map` (CHAIN mode) */
+    cudaStream_t s;
+    sd_errbuf *eb;
+} sd_cuda_fwd;
+
+/* cuBLAS is bound to g->stream, so only g->stream may take the cuBLAS path. */
+static specdec_status sd_gemm(sd_cuda_group *g, const sd_cuda_fwd *f, const void *w, const float *bias, const float *x,
+                              float *y, int32_t n_out, int32_t k_in, int32_t epi) {
+    sd_cuda_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.w = w;
+    a.wdt = g->wdt;
+    a.bias = bias;
+    a.x = x;
+    a.y = y;
+    a.ldy = n_out;
+    a.n = f->n;
+    a.n_out = n_out;
+    a.k_in = k_in;
+    a.epi = epi;
+    if (f->skinny) return sd_cuda_gemm_skinny(&a, f->s, f->eb);
+    a.xconv = g->xconv;
+    return sd_cuda_gemm_blas(g->blas, &a, g->stream, f->eb);
+}
+
+static specdec_status sd_rmsnorm(sd_cuda_group *g, const sd_cuda_fwd *f, const float *delta, const float *w) {
+    sd_cuda_rmsnorm_args a;
+    a.x = g->x;
+    a.delta = delta;
+    a.w = w;
+    a.out = g->xn;
+    a.n = f->n;
+    a.dim = g->cfg.hidden_size;
+    a.eps = g->cfg.rms_norm_eps;
+    return sd_cuda_rmsnorm(&a, f->s, f->eb);
+}
+
+/* Attention of layer L for the chunk's tokens into g->att: one launch per entry of
+ * f->att (GENERAL mode), or one CHAIN-mode launch with f->map. */
+static specdec_status sd_attention(sd_cuda_group *g, const sd_cuda_layer *L, const sd_cuda_fwd *f) {
+    const sd_config *c = &g->cfg;
     sd_cuda_attention_args aa;
-    aa.q = r->qkv;
-    aa.ldq = r->qkv_dim;
+    memset(&aa, 0, sizeof aa);
+    aa.ldq = g->qkv_dim;
     aa.k_cache = L->kc;
     aa.v_cache = L->vc;
-    aa.kv_dt = r->kv_dt;
-    aa.n_ctx = r->base.n_ctx;
-    aa.n = n;
-    aa.pos0 = pos;
-    aa.pos_dev = dpos;
+    aa.kv_dt = g->kv_dt;
+    aa.cache_rows = g->cache_rows;
+    aa.n_ctx = g->base.n_ctx;
     aa.n_heads = c->n_heads;
     aa.n_kv = c->n_kv_heads;
     aa.hd = c->head_dim;
-    aa.part = r->part;
-    aa.out = r->att;
-    aa.ldo = r->q_dim;
-    if (dpos) return sd_cuda_attention(&aa, s, eb); /* n <= SD_CUDA_SKINNY_MAX_M <= att_rows: one launch */
-    for (int32_t q0 = 0; q0 < n; q0 += r->att_rows) {
-        aa.q = r->qkv + (size_t)q0 * r->qkv_dim;
-        aa.n = n - q0 < r->att_rows ? n - q0 : r->att_rows;
-        aa.pos0 = pos + q0;
-        aa.out = r->att + (size_t)q0 * r->q_dim;
-        SD_TRY(sd_cuda_attention(&aa, s, eb));
+    aa.part = g->part;
+    aa.ldo = g->q_dim;
+    if (f->n_att == 0) {
+        aa.q = g->qkv;
+        aa.n = f->n;
+        aa.map = f->map;
+        aa.out = g->att;
+        return sd_cuda_attention(&aa, f->s, f->eb);
+    }
+    const sd_cuda_plan *pl = &g->plan;
+    const sd_cuda_tokmap *tok = (const sd_cuda_tokmap *)(g->d_stage + pl->off_tok);
+    const int32_t *ext = (const int32_t *)(g->d_stage + pl->off_ext);
+    const sd_cuda_attblk *blk = (const sd_cuda_attblk *)(g->d_stage + pl->off_blk);
+    for (int32_t i = 0; i < f->n_att; i++) {
+        const sd_cuda_att_launch *La = &f->att[i];
+        aa.q = g->qkv + (size_t)(La->tok0 - f->first) * g->qkv_dim;
+        aa.out = g->att + (size_t)(La->tok0 - f->first) * g->q_dim;
+        aa.n = La->n;
+        aa.map = sd_cuda_layout_map(La, tok, ext, blk, g->base.pool.block_tokens);
+        SD_TRY(sd_cuda_attention(&aa, f->s, f->eb));
     }
     return SPECDEC_OK;
 }
 
-/* n rows (n <= act_rows) whose ids are at tokens[first..], positions pos..pos+n-1
- * (with dpos != NULL: *dpos + pos .. on the device, n <= SD_CUDA_SKINNY_MAX_M), on
- * stream s: leaves the final-normed hidden states in r->xn.
- * Fused (decode / verify with BF16/F16 weights, the tensor-core skinny GEMM): the o and
- * down projections add into the residual stream x in their epilogue (the same fp32
- * add the RMSNorm kernel does with a stored delta, so bitwise the same result) and the
- * gate/up projection applies SwiGLU in its epilogue (no gu round trip): 9 launches
- * per layer instead of 10 (docs/GPU_FORWARD.md). Prefill (cuBLAS) and F32 weights run
- * unfused. */
-static specdec_status sd_body(sd_cuda_runner *r, int32_t first, int32_t n, int32_t pos, const int64_t *dpos,
-                              cudaStream_t s) {
-    const sd_config *c = &r->cfg;
+/* RoPE + KV append, then attention of layer L. */
+static specdec_status sd_attend(sd_cuda_group *g, const sd_cuda_layer *L, const sd_cuda_fwd *f) {
+    const sd_config *c = &g->cfg;
+    sd_cuda_rope_args ra;
+    memset(&ra, 0, sizeof ra);
+    ra.qkv = g->qkv;
+    ra.ldqkv = g->qkv_dim;
+    ra.n = f->n;
+    ra.map = f->map;
+    ra.n_heads = c->n_heads;
+    ra.n_kv = c->n_kv_heads;
+    ra.hd = c->head_dim;
+    ra.cos_t = g->rope_cos;
+    ra.sin_t = g->rope_sin;
+    ra.k_cache = L->kc;
+    ra.v_cache = L->vc;
+    ra.kv_dt = g->kv_dt;
+    ra.n_ctx = g->base.n_ctx;
+    ra.cache_rows = g->cache_rows;
+    SD_TRY(sd_cuda_rope_kv(&ra, f->s, f->eb));
+    return sd_attention(g, L, f);
+}
+
+/* The chunk's rows through every layer, on stream f->s: leaves the final-normed
+ * hidden states in g->xn. Fused (skinny path with BF16/F16 weights, the tensor-core
+ * GEMM): the o and down projections add into the residual stream x in their epilogue
+ * (the same fp32 add the RMSNorm kernel does with a stored delta, so bitwise the same
+ * result) and the gate/up projection applies SwiGLU in its epilogue: 9 launches per
+ * layer instead of 10 (docs/GPU_FORWARD.md). cuBLAS and F32 weights run unfused. */
+static specdec_status sd_body(sd_cuda_group *g, const sd_cuda_fwd *f) {
+    const sd_config *c = &g->cfg;
     const int32_t H = c->hidden_size, I = c->intermediate_size;
-    sd_errbuf *eb = &r->base.err;
-    const int fuse = n <= SD_CUDA_SKINNY_MAX_M && r->wdt != SD_F32;
-    float *res = fuse ? r->x : r->delta;              /* where o / down write */
+    const int fuse = f->skinny && g->wdt != SD_F32;
+    float *res = fuse ? g->x : g->delta; /* where o / down write */
     const int32_t res_epi = fuse ? SD_GEMM_EPI_ADD : SD_GEMM_EPI_STORE;
-    const float *pend = NULL;                         /* delta the next RMSNorm adds */
-    SD_TRY(sd_cuda_embed(r->tok_embd, r->wdt, r->tokens + first, n, H, r->x, s, eb));
+    const float *pend = NULL;            /* delta the next RMSNorm adds */
+    const int32_t *tokens = (const int32_t *)g->d_stage + f->first;
+    SD_TRY(sd_cuda_embed(g->tok_embd, g->wdt, tokens, f->n, H, g->x, f->s, f->eb));
     for (int32_t l = 0; l < c->n_layers; l++) {
-        const sd_cuda_layer *L = &r->layers[l];
-        SD_TRY(sd_rmsnorm(r, pend, L->attn_norm, n, s));
-        SD_TRY(sd_gemm(r, L->wqkv, L->bqkv, r->xn, r->qkv, n, r->qkv_dim, H, SD_GEMM_EPI_STORE, s));
-        SD_TRY(sd_attend(r, L, n, pos, dpos, s));
-        SD_TRY(sd_gemm(r, L->wo, L->bo, r->att, res, n, H, r->q_dim, res_epi, s));
-        SD_TRY(sd_rmsnorm(r, fuse ? NULL : r->delta, L->ffn_norm, n, s));
+        const sd_cuda_layer *L = &g->layers[l];
+        SD_TRY(sd_rmsnorm(g, f, pend, L->attn_norm));
+        SD_TRY(sd_gemm(g, f, L->wqkv, L->bqkv, g->xn, g->qkv, g->qkv_dim, H, SD_GEMM_EPI_STORE));
+        SD_TRY(sd_attend(g, L, f));
+        SD_TRY(sd_gemm(g, f, L->wo, L->bo, g->att, res, H, g->q_dim, res_epi));
+        SD_TRY(sd_rmsnorm(g, f, fuse ? NULL : g->delta, L->ffn_norm));
         if (fuse) {
-            SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->h, n, I, H, SD_GEMM_EPI_SWIGLU, s));
+            SD_TRY(sd_gemm(g, f, L->wgu, NULL, g->xn, g->h, I, H, SD_GEMM_EPI_SWIGLU));
         } else {
-            SD_TRY(sd_gemm(r, L->wgu, NULL, r->xn, r->gu, n, 2 * I, H, SD_GEMM_EPI_STORE, s));
-            SD_TRY(sd_cuda_swiglu(r->gu, r->h, n, I, s, eb));
+            SD_TRY(sd_gemm(g, f, L->wgu, NULL, g->xn, g->gu, 2 * I, H, SD_GEMM_EPI_STORE));
+            SD_TRY(sd_cuda_swiglu(g->gu, g->h, f->n, I, f->s, f->eb));
         }
-        SD_TRY(sd_gemm(r, L->wdown, NULL, r->h, res, n, H, I, res_epi, s));
-        pend = fuse ? NULL : r->delta;
+        SD_TRY(sd_gemm(g, f, L->wdown, NULL, g->h, res, H, I, res_epi));
+        pend = fuse ? NULL : g->delta;
     }
-    return sd_rmsnorm(r, pend, r->out_norm, n, s);
+    return sd_rmsnorm(g, f, pend, g->out_norm);
 }
 
-/* LM head of rows [r0, r0 + rows) of r->xn (rows <= SD_CUDA_LOGIT_ROWS) into r->logits. */
-static specdec_status sd_lm_head(sd_cuda_runner *r, int32_t r0, int32_t rows, cudaStream_t s) {
-    const int32_t H = r->cfg.hidden_size, V = r->cfg.vocab_size;
-    sd_cuda_gemm_args g;
-    memset(&g, 0, sizeof g);
-    g.w = r->lm_head;
-    g.wdt = r->wdt;
-    g.x = r->xn + (size_t)r0 * H;
-    g.y = r->logits;
-    g.ldy = V;
-    g.n = rows;
-    g.n_out = V;
-    g.k_in = H;
-    return sd_cuda_gemm_skinny(&g, s, &r->base.err);
+/* LM head of rows [r0, r0 + rows) of g->xn (rows <= SD_CUDA_LOGIT_ROWS) into g->logits. */
+static specdec_status sd_lm_head(sd_cuda_group *g, int32_t r0, int32_t rows, cudaStream_t s, sd_errbuf *eb) {
+    const int32_t H = g->cfg.hidden_size, V = g->cfg.vocab_size;
+    sd_cuda_gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.w = g->lm_head;
+    a.wdt = g->wdt;
+    a.x = g->xn + (size_t)r0 * H;
+    a.y = g->logits;
+    a.ldy = V;
+    a.n = rows;
+    a.n_out = V;
+    a.k_in = H;
+    return sd_cuda_gemm_skinny(&a, s, eb);
 }
 
-static specdec_status cuda_forward_impl(sd_cuda_runner *r, const int32_t *tokens, int32_t n, int32_t pos,
-                                        float *logits_out) {
-    sd_errbuf *eb = &r->base.err;
-    const int32_t V = r->cfg.vocab_size;
-    SD_CUDA_TRY(eb, cudaSetDevice(r->device));
-    SD_CUDA_TRY(eb, cudaMemcpyAsync(r->tokens, tokens, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, r->stream));
-    for (int32_t c0 = 0; c0 < n; c0 += r->act_rows) {
-        const int32_t rows = n - c0 < r->act_rows ? n - c0 : r->act_rows;
-        SD_TRY(sd_body(r, c0, rows, pos + c0, NULL, r->stream));
-        if (!logits_out) continue;
-        for (int32_t l0 = 0; l0 < rows; l0 += SD_CUDA_SKINNY_ROWS) {
-            const int32_t lr = rows - l0 < SD_CUDA_SKINNY_ROWS ? rows - l0 : SD_CUDA_SKINNY_ROWS;
-            SD_TRY(sd_lm_head(r, l0, lr, r->stream));
-            /* Pageable destination: the copy is ordered after the LM head on the stream
-             * and completes before the next kernel reuses r->logits. */
-            SD_CUDA_TRY(eb, cudaMemcpyAsync(logits_out + (size_t)(c0 + l0) * V, r->logits, (size_t)lr * V * sizeof(float),
-                                            cudaMemcpyDeviceToHost, r->stream));
-        }
-    }
-    SD_CUDA_TRY(eb, cudaStreamSynchronize(r->stream));
+/* The GEMM path of a body chunk of `rows` tokens (see the header). */
+static int sd_chunk_skinny(int32_t rows, int has_tree) {
+    return rows <= SD_CUDA_SKINNY_MAX_M || (has_tree && rows <= SD_RUNNER_TREE_MAX);
+}
+
+/* Whether tokens [c0, c0 + rows) of the laid-out pass hold a tree node. */
+static int sd_chunk_has_tree(const sd_cuda_layout *lo, int32_t c0, int32_t rows) {
+    if (!lo->has_tree) return 0;
+    for (int32_t m = c0; m < c0 + rows; m++)
+        if (lo->tok[m].next > 0) return 1;
+    return 0;
+}
+
+/* Lay the pass out in the pinned staging buffer (sd_cuda_layout.h). */
+static void sd_pass_layout(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs) {
+    sd_cuda_plan *pl = &g->plan;
+    sd_cuda_layout *lo = &pl->lo;
+    int32_t n = 0;
+    for (int32_t i = 0; i < n_segs; i++) n += segs[i].n;
+    memset(lo, 0, sizeof *lo);
+    lo->n_heads = g->cfg.n_heads;
+    lo->n_kv = g->cfg.n_kv_heads;
+    lo->act_rows = g->act_rows;
+    lo->att_rows = g->att_rows;
+    lo->tokens = (int32_t *)g->h_stage;
+    lo->tseg = g->tseg;
+    lo->launch = g->launch;
+    pl->off_tok = sd_align16((size_t)g->tok_slots * sizeof(int32_t));
+    pl->off_ext = sd_align16(pl->off_tok + (size_t)n * sizeof(sd_cuda_tokmap));
+    lo->tok = (sd_cuda_tokmap *)(g->h_stage + pl->off_tok);
+    lo->ext = (int32_t *)(g->h_stage + pl->off_ext);
+    for (int32_t i = 0; i < n_segs; i++)
+        sd_cuda_layout_seg(lo, &segs[i], ((const sd_cuda_runner *)segs[i].r)->d_table, i);
+    pl->off_blk = sd_align16(pl->off_ext + (size_t)lo->n_ext * sizeof(int32_t));
+    lo->blk = (sd_cuda_attblk *)(g->h_stage + pl->off_blk);
+    sd_cuda_layout_blocks(lo);
+    pl->bytes = pl->off_blk + (size_t)lo->n_blk * sizeof(sd_cuda_attblk);
+}
+
+/* Bring a runner's device table up to its host table (blocks that changed since the
+ * last upload; nothing in the steady state). */
+static specdec_status sd_table_sync(sd_cuda_group *g, sd_cuda_runner *r, sd_errbuf *eb) {
+    const sd_kv_table *t = &r->base.kv;
+    int32_t i = 0;
+    while (i < t->n && i < r->mirror_n && r->mirror[i] == t->blocks[i]) i++;
+    if (i == t->n) return SPECDEC_OK;
+    memcpy(r->mirror + i, t->blocks + i, (size_t)(t->n - i) * sizeof(int32_t));
+    if (r->mirror_n < t->n) r->mirror_n = t->n;
+    /* pageable source: the call returns once the data is staged */
+    SD_CUDA_TRY(eb, cudaMemcpyAsync(r->d_table + i, r->mirror + i, (size_t)(t->n - i) * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, g->stream));
     return SPECDEC_OK;
+}
+
+/* The LM head of the chunk [c0, c0 + rows) for every segment that wants logits,
+ * copied to its host rows. */
+static specdec_status sd_pass_logits(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t c0,
+                                     int32_t rows, sd_errbuf *eb) {
+    const int32_t V = g->cfg.vocab_size;
+    for (int32_t i = 0, t0 = 0; i < n_segs; t0 += segs[i].n, i++) {
+        const int32_t lo = t0 > c0 ? t0 : c0, hi = t0 + segs[i].n < c0 + rows ? t0 + segs[i].n : c0 + rows;
+        if (!segs[i].logits || lo >= hi) continue;
+        for (int32_t l0 = lo; l0 < hi; l0 += SD_CUDA_SKINNY_ROWS) {
+            const int32_t lr = hi - l0 < SD_CUDA_SKINNY_ROWS ? hi - l0 : SD_CUDA_SKINNY_ROWS;
+            SD_TRY(sd_lm_head(g, l0 - c0, lr, g->stream, eb));
+            /* Pageable destination: the copy is ordered after the LM head on the stream
+             * and completes before the next kernel reuses g->logits. */
+            SD_CUDA_TRY(eb, cudaMemcpyAsync(segs[i].logits + (size_t)(l0 - t0) * V, g->logits,
+                                            (size_t)lr * V * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+        }
+    }
+    return SPECDEC_OK;
+}
+
+/* Upload the laid-out pass, run its body chunks and LM heads, wait for the stream. */
+static specdec_status sd_pass_run(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+    const sd_cuda_plan *pl = &g->plan;
+    SD_CUDA_TRY(eb, cudaSetDevice(g->device));
+    for (int32_t i = 0; i < n_segs; i++) SD_TRY(sd_table_sync(g, (sd_cuda_runner *)segs[i].r, eb));
+    SD_CUDA_TRY(eb, cudaMemcpyAsync(g->d_stage, g->h_stage, pl->bytes, cudaMemcpyHostToDevice, g->stream));
+    sd_cuda_fwd f;
+    memset(&f, 0, sizeof f);
+    f.s = g->stream;
+    f.eb = eb;
+    f.map.block_tokens = g->base.pool.block_tokens;
+    f.map.ext = (const int32_t *)(g->d_stage + pl->off_ext);
+    int32_t li = 0;
+    for (int32_t c0 = 0; c0 < pl->lo.n; c0 += g->act_rows) {
+        f.first = c0;
+        f.n = pl->lo.n - c0 < g->act_rows ? pl->lo.n - c0 : g->act_rows;
+        f.skinny = sd_chunk_skinny(f.n, sd_chunk_has_tree(&pl->lo, c0, f.n));
+        f.map.tok = (const sd_cuda_tokmap *)(g->d_stage + pl->off_tok) + c0;
+        f.att = g->launch + li;
+        for (f.n_att = 0; li < pl->lo.n_launch && g->launch[li].tok0 < c0 + f.n; li++) f.n_att++;
+        SD_TRY(sd_body(g, &f));
+        SD_TRY(sd_pass_logits(g, segs, n_segs, c0, f.n, eb));
+    }
+    SD_CUDA_TRY(eb, cudaStreamSynchronize(g->stream));
+    return SPECDEC_OK;
+}
+
+/* One pass over segments whose blocks are held (total tokens <= max_batch): on success
+ * every runner ends at the row its segment ends at; on failure each gives back the
+ * blocks past where its segment started (its kv_len is left there by the caller). */
+static specdec_status sd_pass(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+    if (g->lost)
+        return sd_fail(eb, SPECDEC_ERR_DEVICE_LOST,
+                       "CUDA runner: an earlier device error left the device unusable; free the engine");
+    sd_pass_layout(g, segs, n_segs);
+    specdec_status st = sd_group_note(g, sd_pass_run(g, segs, n_segs, eb));
+    if (st != SPECDEC_OK) {
+        (void)cudaStreamSynchronize(g->stream); /* nothing in flight reads the staging buffers */
+        (void)cudaGetLastError();               /* clear a non-sticky error so the next call starts clean */
+        for (int32_t i = 0; i < n_segs; i++) {
+            const sd_runner_seg *s = &segs[i];
+            sd_kv_trim(&s->r->kv, &g->base.pool, s->parent ? s->pos + s->first : s->pos);
+        }
+        return st;
+    }
+    for (int32_t i = 0; i < n_segs; i++) {
+        const sd_runner_seg *s = &segs[i];
+        s->r->kv_len = s->parent ? s->pos + s->first + s->n : s->pos + s->n;
+    }
+    return SPECDEC_OK;
+}
+
+static specdec_status cuda_group_forward(sd_runner_group *gb, const sd_runner_seg *segs, int32_t n_segs) {
+    return sd_pass((sd_cuda_group *)gb, segs, n_segs, &gb->err);
 }
 
 static specdec_status cuda_forward(sd_runner *base, const int32_t *tokens, int32_t n, int32_t pos,
                                    float *logits_out) {
     sd_cuda_runner *r = (sd_cuda_runner *)base;
-    if (r->lost)
+    if (r->g->lost)
         return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST,
                        "CUDA runner: an earlier device error left the device unusable; free the engine");
     if (!tokens || n <= 0)
@@ -310,74 +509,173 @@ static specdec_status cuda_forward(sd_runner *base, const int32_t *tokens, int32
         return sd_fail(&base->err, SPECDEC_ERR_CONTEXT_FULL, "CUDA forward: positions %d..%d exceed n_ctx %d",
                        (int)pos, (int)(pos + n - 1), (int)base->n_ctx);
     for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= r->cfg.vocab_size)
+        if (tokens[i] < 0 || tokens[i] >= base->n_vocab)
             return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT, "CUDA forward: token %d at index %d outside [0, %d)",
-                           (int)tokens[i], (int)i, (int)r->cfg.vocab_size);
-    base->kv_len = pos; /* truncate first: a failure below leaves the cache at pos */
-    specdec_status st = sd_runner_note(r, cuda_forward_impl(r, tokens, n, pos, logits_out));
+                           (int)tokens[i], (int)i, (int)base->n_vocab);
+    sd_runner_truncate(base, pos); /* truncate first: a failure below leaves the cache at pos */
+    specdec_status st = sd_runner_hold(base, pos + n);
+    if (st != SPECDEC_OK) return st;
+    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits_out};
+    return sd_pass(r->g, &seg, 1, &base->err);
+}
+
+/* Nodes first .. first + n - 1 of base->tree (validated and recorded by
+ * sd_runner_forward_tree): one pass with a tree segment. */
+static specdec_status cuda_forward_tree(sd_runner *base, int32_t first, int32_t n, float *logits) {
+    sd_cuda_runner *r = (sd_cuda_runner *)base;
+    const sd_runner_tree *tr = &base->tree;
+    specdec_status st = sd_runner_hold(base, tr->base + first + n);
+    if (st != SPECDEC_OK) return st;
+    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits};
+    return sd_pass(r->g, &seg, 1, &base->err);
+}
+
+/* Move the kept path's rows down (every layer, K and V): moves keep[j] -> j in order
+ * (keep[] increases, so a row is read before any move overwrites it), one kernel. */
+static specdec_status cuda_compact_run(sd_cuda_runner *r, const int32_t *keep, int32_t n_keep, sd_errbuf *eb) {
+    sd_cuda_group *g = r->g;
+    const int32_t b = r->base.tree.base, bt = g->base.pool.block_tokens;
+    int32_t *mv = (int32_t *)g->h_stage, n_moves = 0;
+    for (int32_t j = 0; j < n_keep; j++) {
+        if (keep[j] == j) continue;
+        mv[2 * n_moves] = (int32_t)sd_kv_row(&r->base.kv, bt, b + keep[j]);
+        mv[2 * n_moves + 1] = (int32_t)sd_kv_row(&r->base.kv, bt, b + j);
+        n_moves++;
+    }
+    if (n_moves == 0) return SPECDEC_OK;
+    SD_CUDA_TRY(eb, cudaSetDevice(g->device));
+    SD_CUDA_TRY(eb, cudaMemcpyAsync(g->d_stage, mv, (size_t)n_moves * 2 * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                    g->stream));
+    sd_cuda_kv_copy_args a;
+    a.cache = g->kv_arena;
+    a.mat_stride = g->kv_mat_bytes / sd_dtype_size(g->kv_dt);
+    a.n_mats = 2 * g->cfg.n_layers;
+    a.n_kv = g->cfg.n_kv_heads;
+    a.hd = g->cfg.head_dim;
+    a.cache_rows = g->cache_rows;
+    a.kv_dt = g->kv_dt;
+    a.moves = (const int32_t *)g->d_stage;
+    a.n_moves = n_moves;
+    SD_TRY(sd_cuda_kv_copy(&a, g->stream, eb));
+    SD_CUDA_TRY(eb, cudaStreamSynchronize(g->stream));
+    return SPECDEC_OK;
+}
+
+static specdec_status cuda_compact(sd_runner *base, const int32_t *keep, int32_t n_keep) {
+    sd_cuda_runner *r = (sd_cuda_runner *)base;
+    if (r->g->lost)
+        return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST,
+                       "CUDA runner: an earlier device error left the device unusable; free the engine");
+    specdec_status st = sd_group_note(r->g, cuda_compact_run(r, keep, n_keep, &base->err));
     if (st != SPECDEC_OK) {
-        (void)cudaGetLastError(); /* clear a non-sticky error so the next call starts clean */
+        (void)cudaStreamSynchronize(r->g->stream);
+        (void)cudaGetLastError();
         return st;
     }
-    base->kv_len = pos + n;
+    base->kv_len = base->tree.base + n_keep;
     return SPECDEC_OK;
 }
 
 static const sd_runner_vtbl sd_cuda_vtbl = {cuda_forward, cuda_destroy};
+static const sd_runner_tree_ops sd_cuda_tree_ops = {cuda_forward_tree, cuda_compact};
+
+/* A new sequence of the group: its table (host, and on the device). */
+static specdec_status cuda_add_runner(sd_runner_group *gb, sd_runner **out, sd_errbuf *eb) {
+    sd_cuda_group *g = (sd_cuda_group *)gb;
+    *out = NULL;
+    sd_cuda_runner *r = (sd_cuda_runner *)sd_calloc(1, sizeof *r);
+    if (!r) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (runner struct)");
+    r->base.vt = &sd_cuda_vtbl;
+    r->base.tree_ops = &sd_cuda_tree_ops;
+    r->g = g;
+    specdec_status st = sd_runner_group_attach(gb, &r->base, eb);
+    if (st != SPECDEC_OK) {
+        sd_free(r);
+        return st;
+    }
+    const size_t bytes = (size_t)r->base.kv.cap * sizeof(int32_t);
+    r->mirror = (int32_t *)sd_malloc(bytes);
+    if (!r->mirror) st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (block table)");
+    cudaError_t e = st == SPECDEC_OK ? cudaSetDevice(g->device) : cudaSuccess;
+    if (e == cudaSuccess && st == SPECDEC_OK) e = cudaMalloc((void **)&r->d_table, bytes);
+    if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaMalloc(block table)", __FILE__, __LINE__);
+    if (st != SPECDEC_OK) {
+        (void)cudaGetLastError();
+        cuda_destroy(&r->base);
+        return st;
+    }
+    *out = &r->base;
+    return SPECDEC_OK;
+}
+
+static const sd_runner_group_vtbl sd_cuda_group_vtbl = {cuda_add_runner, cuda_group_forward, cuda_group_destroy};
 
 /* ---- creation ----------------------------------------------------------------- */
 
 /* Plan (b.base == NULL) or place every device buffer. */
-static void sd_plan_weights(sd_cuda_runner *r, sd_bump *b, int tied) {
-    const sd_config *c = &r->cfg;
-    const size_t es = sd_dtype_size(r->wdt);
+static void sd_plan_weights(sd_cuda_group *g, sd_bump *b, int tied) {
+    const sd_config *c = &g->cfg;
+    const size_t es = sd_dtype_size(g->wdt);
     const size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     for (int32_t l = 0; l < c->n_layers; l++) {
-        sd_cuda_layer *L = &r->layers[l];
+        sd_cuda_layer *L = &g->layers[l];
         L->attn_norm = (float *)sd_bump_take(b, H * 4);
         L->ffn_norm = (float *)sd_bump_take(b, H * 4);
-        L->wqkv = sd_bump_take(b, (size_t)r->qkv_dim * H * es);
-        L->bqkv = c->attention_bias ? (float *)sd_bump_take(b, (size_t)r->qkv_dim * 4) : NULL;
-        L->wo = sd_bump_take(b, H * (size_t)r->q_dim * es);
-        L->bo = r->has_bo ? (float *)sd_bump_take(b, H * 4) : NULL;
+        L->wqkv = sd_bump_take(b, (size_t)g->qkv_dim * H * es);
+        L->bqkv = c->attention_bias ? (float *)sd_bump_take(b, (size_t)g->qkv_dim * 4) : NULL;
+        L->wo = sd_bump_take(b, H * (size_t)g->q_dim * es);
+        L->bo = g->has_bo ? (float *)sd_bump_take(b, H * 4) : NULL;
         L->wgu = sd_bump_take(b, 2 * I * H * es);
         L->wdown = sd_bump_take(b, H * I * es);
     }
-    r->tok_embd = sd_bump_take(b, (size_t)c->vocab_size * H * es);
-    r->out_norm = (float *)sd_bump_take(b, H * 4);
-    r->lm_head = tied ? r->tok_embd : sd_bump_take(b, (size_t)c->vocab_size * H * es);
+    g->tok_embd = sd_bump_take(b, (size_t)c->vocab_size * H * es);
+    g->out_norm = (float *)sd_bump_take(b, H * 4);
+    g->lm_head = tied ? g->tok_embd : sd_bump_take(b, (size_t)c->vocab_size * H * es);
 }
 
-static void sd_plan_kv(sd_cuda_runner *r, sd_bump *b) {
-    const size_t per = (size_t)r->cfg.n_kv_heads * r->base.n_ctx * r->cfg.head_dim * sd_dtype_size(r->kv_dt);
-    for (int32_t l = 0; l < r->cfg.n_layers; l++) {
-        r->layers[l].kc = sd_bump_take(b, per);
-        r->layers[l].vc = sd_bump_take(b, per);
+/* The pool: K and V of layer l are matrices 2l and 2l + 1, kv_mat_bytes apart. */
+static void sd_plan_kv(sd_cuda_group *g, sd_bump *b) {
+    g->kv_mat_bytes = sd_align_up((size_t)g->cfg.n_kv_heads * (size_t)g->cache_rows * (size_t)g->cfg.head_dim *
+                                  sd_dtype_size(g->kv_dt));
+    for (int32_t l = 0; l < g->cfg.n_layers; l++) {
+        g->layers[l].kc = sd_bump_take(b, g->kv_mat_bytes);
+        g->layers[l].vc = sd_bump_take(b, g->kv_mat_bytes);
     }
 }
 
-static void sd_plan_act(sd_cuda_runner *r, sd_bump *b) {
-    const sd_config *c = &r->cfg;
-    const size_t A = (size_t)r->act_rows, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
+static void sd_plan_act(sd_cuda_group *g, sd_bump *b) {
+    const sd_config *c = &g->cfg;
+    const size_t A = (size_t)g->act_rows, H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size;
     size_t kmax = H;
-    if ((size_t)r->q_dim > kmax) kmax = (size_t)r->q_dim;
+    if ((size_t)g->q_dim > kmax) kmax = (size_t)g->q_dim;
     if (I > kmax) kmax = I;
-    r->x = (float *)sd_bump_take(b, A * H * 4);
-    r->xn = (float *)sd_bump_take(b, A * H * 4);
-    r->delta = (float *)sd_bump_take(b, A * H * 4);
-    r->qkv = (float *)sd_bump_take(b, A * (size_t)r->qkv_dim * 4);
-    r->att = (float *)sd_bump_take(b, A * (size_t)r->q_dim * 4);
-    r->gu = (float *)sd_bump_take(b, A * 2 * I * 4);
-    r->h = (float *)sd_bump_take(b, A * I * 4);
+    g->x = (float *)sd_bump_take(b, A * H * 4);
+    g->xn = (float *)sd_bump_take(b, A * H * 4);
+    g->delta = (float *)sd_bump_take(b, A * H * 4);
+    g->qkv = (float *)sd_bump_take(b, A * (size_t)g->qkv_dim * 4);
+    g->att = (float *)sd_bump_take(b, A * (size_t)g->q_dim * 4);
+    g->gu = (float *)sd_bump_take(b, A * 2 * I * 4);
+    g->h = (float *)sd_bump_take(b, A * I * 4);
     /* cuBLAS runs only for chunks above the skinny limit */
-    r->xconv = A > SD_CUDA_SKINNY_MAX_M && r->wdt != SD_F32 ? sd_bump_take(b, A * kmax * sd_dtype_size(r->wdt)) : NULL;
-    r->part = (float *)sd_bump_take(
-        b, sd_cuda_attention_part_floats(r->att_rows, c->n_heads, c->head_dim, r->base.n_ctx) * sizeof(float));
-    r->logits = (float *)sd_bump_take(b, (size_t)SD_CUDA_LOGIT_ROWS * c->vocab_size * 4);
-    r->rope_cos = (float *)sd_bump_take(b, (size_t)r->base.n_ctx * (c->head_dim / 2) * 4);
-    r->rope_sin = (float *)sd_bump_take(b, (size_t)r->base.n_ctx * (c->head_dim / 2) * 4);
-    r->tokens = (int32_t *)sd_bump_take(b, (size_t)r->base.max_batch * 4);
-    r->blas_ws = sd_bump_take(b, SD_CUDA_BLAS_WS_BYTES);
+    g->xconv = A > SD_CUDA_SKINNY_MAX_M && g->wdt != SD_F32 ? sd_bump_take(b, A * kmax * sd_dtype_size(g->wdt)) : NULL;
+    g->part = (float *)sd_bump_take(
+        b, sd_cuda_attention_part_floats(g->att_rows, c->n_heads, c->head_dim, g->base.n_ctx) * sizeof(float));
+    g->logits = (float *)sd_bump_take(b, (size_t)SD_CUDA_LOGIT_ROWS * c->vocab_size * 4);
+    g->rope_cos = (float *)sd_bump_take(b, (size_t)g->base.n_ctx * (c->head_dim / 2) * 4);
+    g->rope_sin = (float *)sd_bump_take(b, (size_t)g->base.n_ctx * (c->head_dim / 2) * 4);
+    g->d_stage = (char *)sd_bump_take(b, g->stage_bytes);
+    g->blas_ws = sd_bump_take(b, SD_CUDA_BLAS_WS_BYTES);
+}
+
+/* Bytes of the pass description for max_batch tokens: token slots, key maps, tree
+ * rows (SD_RUNNER_TREE_MAX per token at most), attention blocks. */
+static size_t sd_stage_bytes(const sd_cuda_group *g) {
+    const size_t B = (size_t)g->base.max_batch;
+    size_t n = sd_align16((size_t)g->tok_slots * sizeof(int32_t));
+    n += sd_align16(B * sizeof(sd_cuda_tokmap));
+    n += sd_align16(B * SD_RUNNER_TREE_MAX * sizeof(int32_t));
+    n += (size_t)sd_cuda_layout_blk_cap(g->base.max_batch, g->cfg.n_heads, g->cfg.n_kv_heads) * sizeof(sd_cuda_attblk);
+    return sd_align16(n);
 }
 
 /* What the kernels cannot run (the configuration itself was validated by
@@ -391,25 +689,30 @@ static specdec_status sd_check_config(const sd_config *c, sd_errbuf *eb) {
     return SPECDEC_OK;
 }
 
-/* What a runner is created for (sd_create_common). */
-typedef struct sd_runner_spec {
-    sd_dtype wdt;      /* projection weights on the device */
-    sd_dtype kv_dt;    /* KV cache */
-    int tied;          /* the LM head is the embedding */
-    int has_bo;        /* o_proj carries a bias */
-    int32_t n_ctx;     /* > 0 */
-    int32_t max_batch; /* 0 or > n_ctx: n_ctx */
+/* What a group is created for (sd_create_common). */
+typedef struct sd_group_spec {
+    sd_dtype wdt;         /* projection weights on the device */
+    sd_dtype kv_dt;       /* KV cache */
+    int tied;             /* the LM head is the embedding */
+    int has_bo;           /* o_proj carries a bias */
+    int32_t n_ctx;        /* > 0 */
+    int32_t max_batch;    /* 0 or > n_ctx: n_ctx */
+    int32_t n_blocks;     /* KV pool */
+    int32_t block_tokens;
     int32_t device;
-} sd_runner_spec;
+} sd_group_spec;
 
 /* The checks before anything is allocated; *max_batch gets the effective value. */
-static specdec_status sd_create_check(const sd_config *cfg, const sd_runner_spec *sp, int32_t *max_batch,
+static specdec_status sd_create_check(const sd_config *cfg, const sd_group_spec *sp, int32_t *max_batch,
                                       sd_errbuf *eb) {
     specdec_status st = sd_check_config(cfg, eb);
     if (st != SPECDEC_OK) return st;
     if (sp->n_ctx <= 0 || sp->max_batch < 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "CUDA runner: n_ctx %d, max_batch %d", (int)sp->n_ctx,
                        (int)sp->max_batch);
+    if (sp->block_tokens < 1 || sp->n_blocks < 1 || (int64_t)sp->n_blocks * sp->block_tokens > INT32_MAX)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "CUDA runner: KV pool of %d blocks of %d tokens",
+                       (int)sp->n_blocks, (int)sp->block_tokens);
     *max_batch = sp->max_batch == 0 || sp->max_batch > sp->n_ctx ? sp->n_ctx : sp->max_batch;
     int n_dev = 0;
     if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
@@ -422,39 +725,50 @@ static specdec_status sd_create_check(const sd_config *cfg, const sd_runner_spec
     return SPECDEC_OK;
 }
 
-/* The host side of a runner: fields, sizes, the layer array (NULL on out of memory). */
-static sd_cuda_runner *sd_runner_new(const sd_config *cfg, const sd_runner_spec *sp, int32_t max_batch) {
-    sd_cuda_runner *r = (sd_cuda_runner *)sd_calloc(1, sizeof *r);
-    if (!r) return NULL;
-    r->base.vt = &sd_cuda_vtbl;
-    r->base.backend = SPECDEC_BACKEND_CUDA;
-    r->base.n_vocab = cfg->vocab_size;
-    r->base.n_ctx = sp->n_ctx;
-    r->base.max_batch = max_batch;
-    r->base.kv_len = 0;
-    r->cfg = *cfg;
-    r->device = sp->device;
-    r->wdt = sp->wdt;
-    r->kv_dt = sp->kv_dt;
-    r->has_bo = sp->has_bo;
-    r->q_dim = cfg->n_heads * cfg->head_dim;
-    r->kv_dim = cfg->n_kv_heads * cfg->head_dim;
-    r->qkv_dim = r->q_dim + 2 * r->kv_dim;
-    r->act_rows = max_batch < SD_CUDA_ACT_ROWS_MAX ? max_batch : SD_CUDA_ACT_ROWS_MAX;
-    /* Attention scratch: as many query rows per launch as fit the budget, at least a
-     * whole verify step. Row chunking never changes a row's result. */
-    const size_t per_row = sd_cuda_attention_part_floats(1, cfg->n_heads, cfg->head_dim, sp->n_ctx) * sizeof(float);
+/* Attention scratch rows: as many query rows per launch as fit the budget, at least a
+ * whole verify step. Row chunking never changes a row's result. */
+static int32_t sd_att_rows(const sd_config *cfg, int32_t n_ctx, int32_t act_rows) {
+    const size_t per_row = sd_cuda_attention_part_floats(1, cfg->n_heads, cfg->head_dim, n_ctx) * sizeof(float);
     size_t rows = SD_CUDA_ATT_SCRATCH_BUDGET / (per_row ? per_row : 1);
-    const size_t min_rows = r->act_rows < SD_CUDA_SKINNY_MAX_M ? (size_t)r->act_rows : SD_CUDA_SKINNY_MAX_M;
+    const size_t min_rows = act_rows < SD_CUDA_SKINNY_MAX_M ? (size_t)act_rows : SD_CUDA_SKINNY_MAX_M;
     if (rows < min_rows) rows = min_rows;
-    if (rows > (size_t)r->act_rows) rows = (size_t)r->act_rows;
-    r->att_rows = (int32_t)rows;
-    r->layers = (sd_cuda_layer *)sd_calloc(cfg->n_layers > 0 ? (size_t)cfg->n_layers : 1, sizeof(sd_cuda_layer));
-    if (!r->layers) {
-        cuda_destroy(&r->base);
+    if (rows > (size_t)act_rows) rows = (size_t)act_rows;
+    return (int32_t)rows;
+}
+
+/* The host side of a group: fields, sizes, host arrays, the pool's free list (NULL on
+ * out of host memory). */
+static sd_cuda_group *sd_group_new(const sd_config *cfg, const sd_group_spec *sp, int32_t max_batch) {
+    sd_cuda_group *g = (sd_cuda_group *)sd_calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->base.vt = &sd_cuda_group_vtbl;
+    g->base.backend = SPECDEC_BACKEND_CUDA;
+    g->base.n_vocab = cfg->vocab_size;
+    g->base.n_ctx = sp->n_ctx;
+    g->base.max_batch = max_batch;
+    g->cfg = *cfg;
+    g->device = sp->device;
+    g->wdt = sp->wdt;
+    g->kv_dt = sp->kv_dt;
+    g->has_bo = sp->has_bo;
+    g->q_dim = cfg->n_heads * cfg->head_dim;
+    g->kv_dim = cfg->n_kv_heads * cfg->head_dim;
+    g->qkv_dim = g->q_dim + 2 * g->kv_dim;
+    g->act_rows = max_batch < SD_CUDA_ACT_ROWS_MAX ? max_batch : SD_CUDA_ACT_ROWS_MAX;
+    g->att_rows = sd_att_rows(cfg, sp->n_ctx, g->act_rows);
+    g->cache_rows = sp->n_blocks * sp->block_tokens;
+    g->tok_slots = max_batch > SD_CUDA_TOK_SLOTS_MIN ? max_batch : SD_CUDA_TOK_SLOTS_MIN;
+    g->stage_bytes = sd_stage_bytes(g);
+    g->layers = (sd_cuda_layer *)sd_calloc(cfg->n_layers > 0 ? (size_t)cfg->n_layers : 1, sizeof(sd_cuda_layer));
+    g->tseg = (int32_t *)sd_malloc((size_t)max_batch * sizeof(int32_t));
+    g->launch = (sd_cuda_att_launch *)sd_malloc((size_t)max_batch * sizeof(sd_cuda_att_launch));
+    sd_errbuf eb;
+    if (!g->layers || !g->tseg || !g->launch ||
+        sd_kv_pool_init(&g->base.pool, sp->n_blocks, sp->block_tokens, &eb) != SPECDEC_OK) {
+        cuda_group_destroy(&g->base);
         return NULL;
     }
-    return r;
+    return g;
 }
 
 #define SD_CREATE_CUDA(stmt)                                                        \
@@ -467,54 +781,57 @@ static sd_cuda_runner *sd_runner_new(const sd_config *cfg, const sd_runner_spec 
         }                                                                           \
     } while (0)
 
-/* The stream and the three device arenas (weights, KV cache, activations), each sized
- * by a planning pass and then placed. */
-static specdec_status sd_create_arenas(sd_cuda_runner *r, int tied, sd_errbuf *eb) {
-    SD_CREATE_CUDA(cudaSetDevice(r->device));
-    SD_CREATE_CUDA(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
+/* The stream, the pinned staging buffer and the three device arenas (weights, KV
+ * pool, activations), each sized by a planning pass and then placed; the pool is
+ * zeroed (rows no sequence wrote read as zeros, never as stale bits). */
+static specdec_status sd_create_arenas(sd_cuda_group *g, int tied, sd_errbuf *eb) {
+    SD_CREATE_CUDA(cudaSetDevice(g->device));
+    SD_CREATE_CUDA(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
+    SD_CREATE_CUDA(cudaMallocHost((void **)&g->h_stage, g->stage_bytes));
     sd_bump b = {NULL, 0};
-    sd_plan_weights(r, &b, tied);
-    r->w_bytes = b.off;
-    SD_CREATE_CUDA(cudaMalloc(&r->w_arena, r->w_bytes));
-    b.base = (char *)r->w_arena;
+    sd_plan_weights(g, &b, tied);
+    g->w_bytes = b.off;
+    SD_CREATE_CUDA(cudaMalloc(&g->w_arena, g->w_bytes));
+    b.base = (char *)g->w_arena;
     b.off = 0;
-    sd_plan_weights(r, &b, tied);
+    sd_plan_weights(g, &b, tied);
 
     b.base = NULL;
     b.off = 0;
-    sd_plan_kv(r, &b);
-    r->kv_bytes = b.off;
-    SD_CREATE_CUDA(cudaMalloc(&r->kv_arena, r->kv_bytes));
-    b.base = (char *)r->kv_arena;
+    sd_plan_kv(g, &b);
+    g->kv_bytes = b.off;
+    SD_CREATE_CUDA(cudaMalloc(&g->kv_arena, g->kv_bytes));
+    b.base = (char *)g->kv_arena;
     b.off = 0;
-    sd_plan_kv(r, &b);
+    sd_plan_kv(g, &b);
+    SD_CREATE_CUDA(cudaMemsetAsync(g->kv_arena, 0, g->kv_bytes, g->stream));
 
     b.base = NULL;
     b.off = 0;
-    sd_plan_act(r, &b);
-    r->act_bytes = b.off;
-    SD_CREATE_CUDA(cudaMalloc(&r->act_arena, r->act_bytes));
-    b.base = (char *)r->act_arena;
+    sd_plan_act(g, &b);
+    g->act_bytes = b.off;
+    SD_CREATE_CUDA(cudaMalloc(&g->act_arena, g->act_bytes));
+    b.base = (char *)g->act_arena;
     b.off = 0;
-    sd_plan_act(r, &b);
+    sd_plan_act(g, &b);
     return SPECDEC_OK;
 }
 
-/* cuBLAS on the runner's stream with our own workspace (it then never allocates while
+/* cuBLAS on the group's stream with our own workspace (it then never allocates while
  * a forward runs). */
-static specdec_status sd_create_blas(sd_cuda_runner *r, sd_errbuf *eb) {
-    cublasStatus_t bs = cublasCreate(&r->blas);
-    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(r->blas, r->stream);
-    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(r->blas, r->blas_ws, SD_CUDA_BLAS_WS_BYTES);
+static specdec_status sd_create_blas(sd_cuda_group *g, sd_errbuf *eb) {
+    cublasStatus_t bs = cublasCreate(&g->blas);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(g->blas, g->stream);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(g->blas, g->blas_ws, SD_CUDA_BLAS_WS_BYTES);
     if (bs != CUBLAS_STATUS_SUCCESS)
         return sd_cublas_fail(eb, bs, "cublasCreate/SetStream/SetWorkspace", __FILE__, __LINE__);
     return SPECDEC_OK;
 }
 
 /* RoPE tables with the CPU reference's functions (double, rounded once). */
-static specdec_status sd_create_rope(sd_cuda_runner *r, sd_errbuf *eb) {
-    const sd_config *cfg = &r->cfg;
-    const int32_t half = cfg->head_dim / 2, n_ctx = r->base.n_ctx;
+static specdec_status sd_create_rope(sd_cuda_group *g, sd_errbuf *eb) {
+    const sd_config *cfg = &g->cfg;
+    const int32_t half = cfg->head_dim / 2, n_ctx = g->base.n_ctx;
     sd_rope_params rp;
     rp.head_dim = cfg->head_dim;
     rp.theta = cfg->rope_theta;
@@ -535,9 +852,9 @@ static specdec_status sd_create_rope(sd_cuda_runner *r, sd_errbuf *eb) {
     }
     sd_cpu_rope_inv_freq(&rp, inv);
     for (int32_t p = 0; p < n_ctx; p++) sd_cpu_rope_table(inv, half, p, cs + (size_t)p * half, sn + (size_t)p * half);
-    cudaError_t e1 = cudaMemcpy(r->rope_cos, cs, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice);
+    cudaError_t e1 = cudaMemcpy(g->rope_cos, cs, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice);
     cudaError_t e2 = e1 == cudaSuccess
-                         ? cudaMemcpy(r->rope_sin, sn, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice)
+                         ? cudaMemcpy(g->rope_sin, sn, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice)
                          : e1;
     sd_free(inv);
     sd_free(cs);
@@ -547,26 +864,26 @@ static specdec_status sd_create_rope(sd_cuda_runner *r, sd_errbuf *eb) {
 }
 #undef SD_CREATE_CUDA
 
-/* Everything but the weight values: the runner, its stream, cuBLAS, the three arenas,
- * the rope tables. On failure *out is NULL and nothing is left allocated. */
-static specdec_status sd_create_common(const sd_config *cfg, const sd_runner_spec *sp, sd_cuda_runner **out,
+/* Everything but the weight values: the group, its stream, cuBLAS, the arenas, the
+ * rope tables. On failure *out is NULL and nothing is left allocated. */
+static specdec_status sd_create_common(const sd_config *cfg, const sd_group_spec *sp, sd_cuda_group **out,
                                        sd_errbuf *eb) {
     *out = NULL;
     int32_t max_batch = 0;
     specdec_status st = sd_create_check(cfg, sp, &max_batch, eb);
     if (st != SPECDEC_OK) return st;
-    sd_cuda_runner *r = sd_runner_new(cfg, sp, max_batch);
-    if (!r)
-        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (%d layers)",
-                       (int)cfg->n_layers);
-    st = sd_create_arenas(r, sp->tied, eb);
-    if (st == SPECDEC_OK) st = sd_create_blas(r, eb);
-    if (st == SPECDEC_OK) st = sd_create_rope(r, eb);
+    sd_cuda_group *g = sd_group_new(cfg, sp, max_batch);
+    if (!g)
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (%d layers, %d blocks)",
+                       (int)cfg->n_layers, (int)sp->n_blocks);
+    st = sd_create_arenas(g, sp->tied, eb);
+    if (st == SPECDEC_OK) st = sd_create_blas(g, eb);
+    if (st == SPECDEC_OK) st = sd_create_rope(g, eb);
     if (st != SPECDEC_OK) {
-        cuda_destroy(&r->base);
+        cuda_group_destroy(&g->base);
         return st;
     }
-    *out = r;
+    *out = g;
     return SPECDEC_OK;
 }
 
@@ -604,11 +921,11 @@ static specdec_status sd_upload(void *dst, sd_dtype dt, const sd_tensor *t, size
     return SPECDEC_OK;
 }
 
-static specdec_status sd_upload_model(sd_cuda_runner *r, const sd_weights *m, sd_errbuf *eb) {
-    const sd_config *c = &r->cfg;
+static specdec_status sd_upload_model(sd_cuda_group *g, const sd_weights *m, sd_errbuf *eb) {
+    const sd_config *c = &g->cfg;
     const size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, hd = (size_t)c->head_dim;
     const size_t qd = (size_t)c->n_heads * hd, kd = (size_t)c->n_kv_heads * hd;
-    const size_t es = sd_dtype_size(r->wdt);
+    const size_t es = sd_dtype_size(g->wdt);
     const size_t stage_elems = (size_t)1 << 20;
     void *stage = sd_malloc(stage_elems * 4);
     if (!stage) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA upload: out of host memory (staging buffer)");
@@ -620,73 +937,140 @@ static specdec_status sd_upload_model(sd_cuda_runner *r, const sd_weights *m, sd
     } while (0)
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_layer *S = &m->layers[l];
-        sd_cuda_layer *L = &r->layers[l];
+        sd_cuda_layer *L = &g->layers[l];
         SD_UP(L->attn_norm, SD_F32, &S->attn_norm, H, "attn_norm", l);
         SD_UP(L->ffn_norm, SD_F32, &S->ffn_norm, H, "ffn_norm", l);
-        SD_UP(L->wqkv, r->wdt, &S->wq, qd * H, "q_proj", l);
-        SD_UP((char *)L->wqkv + qd * H * es, r->wdt, &S->wk, kd * H, "k_proj", l);
-        SD_UP((char *)L->wqkv + (qd + kd) * H * es, r->wdt, &S->wv, kd * H, "v_proj", l);
+        SD_UP(L->wqkv, g->wdt, &S->wq, qd * H, "q_proj", l);
+        SD_UP((char *)L->wqkv + qd * H * es, g->wdt, &S->wk, kd * H, "k_proj", l);
+        SD_UP((char *)L->wqkv + (qd + kd) * H * es, g->wdt, &S->wv, kd * H, "v_proj", l);
         if (L->bqkv) {
             SD_UP(L->bqkv, SD_F32, &S->bq, qd, "q_proj.bias", l);
             SD_UP(L->bqkv + qd, SD_F32, &S->bk, kd, "k_proj.bias", l);
             SD_UP(L->bqkv + qd + kd, SD_F32, &S->bv, kd, "v_proj.bias", l);
         }
-        SD_UP(L->wo, r->wdt, &S->wo, H * qd, "o_proj", l);
+        SD_UP(L->wo, g->wdt, &S->wo, H * qd, "o_proj", l);
         if (L->bo) SD_UP(L->bo, SD_F32, &S->bo, H, "o_proj.bias", l);
-        SD_UP(L->wgu, r->wdt, &S->w_gate, I * H, "gate_proj", l);
-        SD_UP((char *)L->wgu + I * H * es, r->wdt, &S->w_up, I * H, "up_proj", l);
-        SD_UP(L->wdown, r->wdt, &S->w_down, H * I, "down_proj", l);
+        SD_UP(L->wgu, g->wdt, &S->w_gate, I * H, "gate_proj", l);
+        SD_UP((char *)L->wgu + I * H * es, g->wdt, &S->w_up, I * H, "up_proj", l);
+        SD_UP(L->wdown, g->wdt, &S->w_down, H * I, "down_proj", l);
     }
-    SD_UP(r->tok_embd, r->wdt, &m->tok_embd, (size_t)c->vocab_size * H, "embed_tokens", -1);
-    SD_UP(r->out_norm, SD_F32, &m->out_norm, H, "norm", -1);
-    if (r->lm_head != r->tok_embd) SD_UP(r->lm_head, r->wdt, &m->lm_head, (size_t)c->vocab_size * H, "lm_head", -1);
+    SD_UP(g->tok_embd, g->wdt, &m->tok_embd, (size_t)c->vocab_size * H, "embed_tokens", -1);
+    SD_UP(g->out_norm, SD_F32, &m->out_norm, H, "norm", -1);
+    if (g->lm_head != g->tok_embd) SD_UP(g->lm_head, g->wdt, &m->lm_head, (size_t)c->vocab_size * H, "lm_head", -1);
 #undef SD_UP
 done:
     sd_free(stage);
     return st;
 }
 
-/* Runner groups (sd_cuda_backend.h): not implemented yet; the scheduler falls back to a
- * runner per sequence. */
+/* Wait for the creation's uploads and fills: a pageable cudaMemcpy may return before
+ * its DMA lands, and the group's stream does not wait for the legacy stream. */
+static specdec_status sd_create_finish(sd_cuda_group *g, specdec_status st, sd_errbuf *eb) {
+    if (st == SPECDEC_OK) {
+        cudaError_t e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaDeviceSynchronize(create)", __FILE__, __LINE__);
+    }
+    if (st != SPECDEC_OK) {
+        (void)cudaGetLastError();
+        cuda_group_destroy(&g->base);
+    }
+    return st;
+}
+
+static sd_group_spec sd_spec_of(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
+                                int32_t block_tokens, int32_t device, int32_t keep_f32) {
+    sd_group_spec sp;
+    sp.wdt = w->dtype == SD_F32 && !keep_f32 ? SD_BF16 : w->dtype;
+    sp.kv_dt = sp.wdt; /* the weight dtype (F16/BF16); F32 only when F32 weights are kept */
+    sp.tied = w->cfg.tie_word_embeddings || w->lm_head.data == w->tok_embd.data;
+    sp.has_bo = w->layers[0].bo.data != NULL;
+    sp.n_ctx = n_ctx;
+    sp.max_batch = max_batch;
+    sp.n_blocks = n_blocks;
+    sp.block_tokens = block_tokens;
+    sp.device = device;
+    return sp;
+}
+
 extern "C" specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
                                                int32_t block_tokens, int32_t device, int32_t keep_f32,
                                                sd_runner_group **out, sd_errbuf *eb) {
-    (void)w; (void)n_ctx; (void)max_batch; (void)n_blocks; (void)block_tokens; (void)device; (void)keep_f32;
     if (out) *out = NULL;
-    return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "CUDA runner groups (paged KV, batched forwards) are not implemented yet");
+    if (!w || !out)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_group_create: weights %p, out %p", (const void *)w,
+                       (void *)out);
+    specdec_status st = sd_weights_validate(w, eb);
+    if (st != SPECDEC_OK) return st;
+    const sd_group_spec sp = sd_spec_of(w, n_ctx, max_batch, n_blocks, block_tokens, device, keep_f32);
+    sd_cuda_group *g = NULL;
+    st = sd_create_common(&w->cfg, &sp, &g, eb);
+    if (st != SPECDEC_OK) return st;
+    st = sd_create_finish(g, sd_upload_model(g, w, eb), eb);
+    if (st != SPECDEC_OK) return st;
+    *out = &g->base;
+    return SPECDEC_OK;
+}
+
+/* A standalone runner: the only sequence of its private group g, which it owns; its
+ * device table is the identity over all its blocks from now on (see the header). On
+ * failure the group is destroyed too. */
+static specdec_status sd_make_standalone(sd_cuda_group *g, sd_runner **out, sd_errbuf *eb) {
+    specdec_status st = cuda_add_runner(&g->base, out, eb);
+    if (st != SPECDEC_OK) {
+        cuda_group_destroy(&g->base);
+        return st;
+    }
+    sd_cuda_runner *r = (sd_cuda_runner *)*out;
+    r->owns_group = 1;
+    for (int32_t i = 0; i < r->base.kv.cap; i++) r->mirror[i] = i;
+    r->mirror_n = r->base.kv.cap;
+    const cudaError_t e =
+        cudaMemcpy(r->d_table, r->mirror, (size_t)r->base.kv.cap * sizeof(int32_t), cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        st = sd_cuda_fail(eb, e, "cudaMemcpy(identity block table)", __FILE__, __LINE__);
+        (void)cudaGetLastError();
+        cuda_destroy(*out);
+        *out = NULL;
+        return st;
+    }
+    return SPECDEC_OK;
 }
 
 extern "C" specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t device,
                                                 int32_t keep_f32, sd_runner **out, sd_errbuf *eb) {
     if (out) *out = NULL;
-    if (!w || !out)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_runner_create: weights %p, out %p", (const void *)w,
-                       (void *)out);
-    specdec_status st = sd_weights_validate(w, eb);
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_runner_create: out is NULL");
+    const int32_t bt = SD_KV_DEFAULT_BLOCK_TOKENS;
+    sd_runner_group *g = NULL;
+    specdec_status st =
+        sd_cuda_group_create(w, n_ctx, max_batch, n_ctx > 0 ? sd_kv_blocks_for(n_ctx, bt) : 0, bt, device, keep_f32, &g, eb);
     if (st != SPECDEC_OK) return st;
-    sd_dtype wdt = w->dtype;
-    if (wdt == SD_F32 && !keep_f32) wdt = SD_BF16;
-    /* KV cache: the weight dtype (F16/BF16); F32 only when F32 weights are kept. */
-    const sd_dtype kv_dt = wdt;
-    const int tied = w->cfg.tie_word_embeddings || w->lm_head.data == w->tok_embd.data;
-    const int has_bo = w->layers[0].bo.data != NULL;
-    const sd_runner_spec spec = {wdt, kv_dt, tied, has_bo, n_ctx, max_batch, device};
-    sd_cuda_runner *r = NULL;
-    st = sd_create_common(&w->cfg, &spec, &r, eb);
-    if (st != SPECDEC_OK) return st;
-    st = sd_upload_model(r, w, eb);
-    if (st == SPECDEC_OK) {
-        /* A pageable cudaMemcpy may return before its DMA lands, and the runner's
-         * stream does not wait for the legacy stream: finish the uploads here. */
-        cudaError_t e = cudaDeviceSynchronize();
-        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaDeviceSynchronize(upload)", __FILE__, __LINE__);
+    return sd_make_standalone((sd_cuda_group *)g, out, eb);
+}
+
+/* Random weights (and a random KV pool) for a synthetic model, on the device. */
+static specdec_status sd_fill_synthetic(sd_cuda_group *g, uint64_t seed, sd_errbuf *eb) {
+    const sd_config *cfg = &g->cfg;
+    const sd_dtype wdt = g->wdt;
+    const size_t H = (size_t)cfg->hidden_size, I = (size_t)cfg->intermediate_size;
+    uint64_t k = seed * 1000003ull;
+#define SD_FILL(p, dt, count, mean, std) SD_TRY(sd_cuda_fill_normal((p), (dt), (count), k++, (mean), (std), g->stream, eb))
+    for (int32_t l = 0; l < cfg->n_layers; l++) {
+        sd_cuda_layer *L = &g->layers[l];
+        SD_FILL(L->attn_norm, SD_F32, H, 1.0f, 0.0f);
+        SD_FILL(L->ffn_norm, SD_F32, H, 1.0f, 0.0f);
+        SD_FILL(L->wqkv, wdt, (size_t)g->qkv_dim * H, 0.0f, 0.02f);
+        if (L->bqkv) SD_FILL(L->bqkv, SD_F32, (size_t)g->qkv_dim, 0.0f, 0.02f);
+        SD_FILL(L->wo, wdt, H * (size_t)g->q_dim, 0.0f, 0.02f);
+        SD_FILL(L->wgu, wdt, 2 * I * H, 0.0f, 0.02f);
+        SD_FILL(L->wdown, wdt, H * I, 0.0f, 0.02f);
     }
-    if (st != SPECDEC_OK) {
-        (void)cudaGetLastError();
-        cuda_destroy(&r->base);
-        return st;
-    }
-    *out = &r->base;
+    SD_FILL(g->tok_embd, wdt, (size_t)cfg->vocab_size * H, 0.0f, 0.02f);
+    SD_FILL(g->out_norm, SD_F32, H, 1.0f, 0.0f);
+    if (g->lm_head != g->tok_embd) SD_FILL(g->lm_head, wdt, (size_t)cfg->vocab_size * H, 0.0f, 0.02f);
+    /* A defined KV cache, so timing at a long context reads real numbers. */
+    SD_FILL(g->kv_arena, wdt, g->kv_bytes / sd_dtype_size(wdt), 0.0f, 1.0f);
+#undef SD_FILL
     return SPECDEC_OK;
 }
 
@@ -696,91 +1080,102 @@ extern "C" specdec_status sd_cuda_runner_create_synthetic(const sd_config *cfg, 
     if (out) *out = NULL;
     if (!cfg || !out)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_runner_create_synthetic: NULL argument");
-    const sd_runner_spec spec = {wdt, wdt, cfg->tie_word_embeddings, 0, n_ctx, max_batch, device};
-    sd_cuda_runner *r = NULL;
-    specdec_status st = sd_create_common(cfg, &spec, &r, eb);
+    const int32_t bt = SD_KV_DEFAULT_BLOCK_TOKENS;
+    sd_group_spec sp;
+    memset(&sp, 0, sizeof sp);
+    sp.wdt = wdt;
+    sp.kv_dt = wdt;
+    sp.tied = cfg->tie_word_embeddings;
+    sp.n_ctx = n_ctx;
+    sp.max_batch = max_batch;
+    sp.n_blocks = n_ctx > 0 ? sd_kv_blocks_for(n_ctx, bt) : 1;
+    sp.block_tokens = bt;
+    sp.device = device;
+    sd_cuda_group *g = NULL;
+    specdec_status st = sd_create_common(cfg, &sp, &g, eb);
     if (st != SPECDEC_OK) return st;
-    const size_t H = (size_t)cfg->hidden_size, I = (size_t)cfg->intermediate_size;
-    uint64_t k = seed * 1000003ull;
-#define SD_FILL(p, dt, count, mean, std)                                                         \
-    do {                                                                                         \
-        st = sd_cuda_fill_normal((p), (dt), (count), k++, (mean), (std), r->stream, eb);         \
-        if (st != SPECDEC_OK) goto fail;                                                         \
-    } while (0)
-    for (int32_t l = 0; l < cfg->n_layers; l++) {
-        sd_cuda_layer *L = &r->layers[l];
-        SD_FILL(L->attn_norm, SD_F32, H, 1.0f, 0.0f);
-        SD_FILL(L->ffn_norm, SD_F32, H, 1.0f, 0.0f);
-        SD_FILL(L->wqkv, wdt, (size_t)r->qkv_dim * H, 0.0f, 0.02f);
-        if (L->bqkv) SD_FILL(L->bqkv, SD_F32, (size_t)r->qkv_dim, 0.0f, 0.02f);
-        SD_FILL(L->wo, wdt, H * (size_t)r->q_dim, 0.0f, 0.02f);
-        SD_FILL(L->wgu, wdt, 2 * I * H, 0.0f, 0.02f);
-        SD_FILL(L->wdown, wdt, H * I, 0.0f, 0.02f);
-    }
-    SD_FILL(r->tok_embd, wdt, (size_t)cfg->vocab_size * H, 0.0f, 0.02f);
-    SD_FILL(r->out_norm, SD_F32, H, 1.0f, 0.0f);
-    if (r->lm_head != r->tok_embd) SD_FILL(r->lm_head, wdt, (size_t)cfg->vocab_size * H, 0.0f, 0.02f);
-    /* A defined KV cache, so timing at a long context reads real numbers. */
-    SD_FILL(r->kv_arena, wdt, r->kv_bytes / sd_dtype_size(wdt), 0.0f, 1.0f);
-#undef SD_FILL
-    {
-        cudaError_t e = cudaDeviceSynchronize(); /* the fills and the (legacy-stream) rope uploads */
-        if (e != cudaSuccess) {
-            st = sd_cuda_fail(eb, e, "cudaDeviceSynchronize(fill)", __FILE__, __LINE__);
-            goto fail;
-        }
-    }
-    *out = &r->base;
-    return SPECDEC_OK;
-fail:
-    (void)cudaGetLastError();
-    cuda_destroy(&r->base);
-    return st;
+    st = sd_create_finish(g, sd_fill_synthetic(g, seed, eb), eb);
+    if (st != SPECDEC_OK) return st;
+    return sd_make_standalone(g, out, eb);
 }
 
-/* ---- accessors for tests and benchmarks --------------------------------------- */
-extern "C" cudaStream_t sd_cuda_runner_stream(sd_runner *r) { return ((sd_cuda_runner *)r)->stream; }
-extern "C" int32_t *sd_cuda_runner_device_tokens(sd_runner *r) { return ((sd_cuda_runner *)r)->tokens; }
-extern "C" const float *sd_cuda_runner_device_logits(sd_runner *r) { return ((sd_cuda_runner *)r)->logits; }
-extern "C" int32_t sd_cuda_runner_act_rows(sd_runner *r) { return ((sd_cuda_runner *)r)->act_rows; }
-extern "C" int sd_cuda_runner_lost(sd_runner *r) { return ((sd_cuda_runner *)r)->lost; }
-extern "C" size_t sd_cuda_runner_weight_bytes(sd_runner *r) { return ((sd_cuda_runner *)r)->w_bytes; }
+/* ---- accessors for tests, benchmarks and the device round ---------------------- */
+static sd_cuda_group *sd_group_of(sd_runner *r) { return ((sd_cuda_runner *)r)->g; }
+extern "C" cudaStream_t sd_cuda_runner_stream(sd_runner *r) { return sd_group_of(r)->stream; }
+extern "C" int32_t *sd_cuda_runner_device_tokens(sd_runner *r) { return (int32_t *)sd_group_of(r)->d_stage; }
+extern "C" const float *sd_cuda_runner_device_logits(sd_runner *r) { return sd_group_of(r)->logits; }
+extern "C" int32_t sd_cuda_runner_act_rows(sd_runner *r) { return sd_group_of(r)->act_rows; }
+extern "C" int sd_cuda_runner_lost(sd_runner *r) { return sd_group_of(r)->lost; }
+extern "C" size_t sd_cuda_runner_weight_bytes(sd_runner *r) { return sd_group_of(r)->w_bytes; }
 extern "C" size_t sd_cuda_runner_kv_bytes_per_token(sd_runner *r) {
-    sd_cuda_runner *c = (sd_cuda_runner *)r;
-    return (size_t)2 * c->cfg.n_layers * c->kv_dim * sd_dtype_size(c->kv_dt);
+    const sd_cuda_group *g = sd_group_of(r);
+    return (size_t)2 * g->cfg.n_layers * g->kv_dim * sd_dtype_size(g->kv_dt);
+}
+extern "C" int sd_cuda_runner_standalone(sd_runner *r) {
+    return r && r->backend == SPECDEC_BACKEND_CUDA && ((sd_cuda_runner *)r)->owns_group;
+}
+extern "C" int sd_cuda_runner_device(sd_runner *r) { return sd_group_of(r)->device; }
+
+/* A CHAIN-mode body over the n ids in the device token buffer of a standalone runner
+ * (its identity table): positions pos (+ *pos_dev). */
+static specdec_status sd_enqueue_chain(sd_cuda_runner *r, int32_t n, int32_t pos, const int64_t *pos_dev,
+                                       cudaStream_t s) {
+    sd_cuda_group *g = r->g;
+    sd_cuda_fwd f;
+    memset(&f, 0, sizeof f);
+    f.first = 0;
+    f.n = n;
+    f.skinny = sd_chunk_skinny(n, 0);
+    f.map.block_tokens = g->base.pool.block_tokens;
+    f.map.table = r->d_table;
+    f.map.pos0 = pos;
+    f.map.pos_dev = pos_dev;
+    f.s = s;
+    f.eb = &r->base.err;
+    return sd_body(g, &f);
 }
 
 extern "C" specdec_status sd_cuda_runner_enqueue(sd_runner *base, int32_t n, int32_t pos, int want_logits) {
     sd_cuda_runner *r = (sd_cuda_runner *)base;
-    if (r->lost) return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "CUDA runner: device lost");
-    if (n <= 0 || n > r->act_rows || pos < 0 || (int64_t)pos + n > base->n_ctx)
-        return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_runner_enqueue: n %d (max %d), pos %d, n_ctx %d",
-                       (int)n, (int)r->act_rows, (int)pos, (int)base->n_ctx);
-    specdec_status st = sd_body(r, 0, n, pos, NULL, r->stream);
+    sd_cuda_group *g = r->g;
+    if (g->lost) return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "CUDA runner: device lost");
+    if (!r->owns_group || n <= 0 || n > g->act_rows || n > g->tok_slots || pos < 0 || (int64_t)pos + n > base->n_ctx)
+        return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "sd_cuda_runner_enqueue: n %d (max %d), pos %d, n_ctx %d, %s runner", (int)n, (int)g->act_rows,
+                       (int)pos, (int)base->n_ctx, r->owns_group ? "standalone" : "grouped");
+    specdec_status st = sd_enqueue_chain(r, n, pos, NULL, g->stream);
     if (st == SPECDEC_OK && want_logits) {
         const int32_t lr = n < SD_CUDA_SKINNY_ROWS ? n : SD_CUDA_SKINNY_ROWS;
-        st = sd_lm_head(r, n - lr, lr, r->stream);
+        st = sd_lm_head(g, n - lr, lr, g->stream, &base->err);
     }
-    return sd_runner_note(r, st);
+    return sd_group_note(g, st);
 }
 
 extern "C" specdec_status sd_cuda_runner_enqueue_dpos(sd_runner *base, int32_t n, const int64_t *pos_base,
                                                       int32_t pos_off, int32_t logits_rows, cudaStream_t stream) {
     sd_cuda_runner *r = (sd_cuda_runner *)base;
-    if (r->lost) return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "CUDA runner: device lost");
-    if (n <= 0 || n > SD_CUDA_SKINNY_MAX_M || n > r->act_rows || n > base->n_ctx || !pos_base || logits_rows < 0 ||
-        logits_rows > n)
+    sd_cuda_group *g = r->g;
+    if (g->lost) return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "CUDA runner: device lost");
+    if (!r->owns_group || n <= 0 || n > SD_CUDA_SKINNY_MAX_M || n > g->act_rows || n > base->n_ctx || !pos_base ||
+        logits_rows < 0 || logits_rows > n)
         return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "sd_cuda_runner_enqueue_dpos: n %d (max %d), position %p, logits rows %d", (int)n,
-                       (int)(r->act_rows < SD_CUDA_SKINNY_MAX_M ? r->act_rows : SD_CUDA_SKINNY_MAX_M),
-                       (const void *)pos_base, (int)logits_rows);
-    specdec_status st = sd_body(r, 0, n, pos_off, pos_base, stream);
-    if (st == SPECDEC_OK && logits_rows > 0) st = sd_lm_head(r, n - logits_rows, logits_rows, stream);
-    return sd_runner_note(r, st);
+                       "sd_cuda_runner_enqueue_dpos: n %d (max %d), position %p, logits rows %d, %s runner", (int)n,
+                       (int)(g->act_rows < SD_CUDA_SKINNY_MAX_M ? g->act_rows : SD_CUDA_SKINNY_MAX_M),
+                       (const void *)pos_base, (int)logits_rows, r->owns_group ? "standalone" : "grouped");
+    specdec_status st = sd_enqueue_chain(r, n, pos_off, pos_base, stream);
+    if (st == SPECDEC_OK && logits_rows > 0) st = sd_lm_head(g, n - logits_rows, logits_rows, stream, &base->err);
+    return sd_group_note(g, st);
 }
 
-extern "C" int sd_cuda_runner_device(sd_runner *r) { return ((sd_cuda_runner *)r)->device; }
-
+/* The device round's forwards wrote rows [kv_len, len) (or the round rolled back):
+ * the private pool hands blocks out in order, so the host table stays the identity
+ * the device table already holds. */
 extern "C" void sd_cuda_runner_note_kv(sd_runner *r, int32_t len) {
-    r->kv_len = len < 0 ? 0 : len > r->n_ctx ? r->n_ctx : len;
+    len = len < 0 ? 0 : len > r->n_ctx ? r->n_ctx : len;
+    if (len <= r->kv_len) {
+        sd_runner_truncate(r, len);
+        return;
+    }
+    if (r->group && sd_kv_hold(&r->kv, &r->group->pool, len, NULL) != SPECDEC_OK) return; /* cannot happen: see above */
+    r->kv_len = len;
 }

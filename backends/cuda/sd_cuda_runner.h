@@ -1,8 +1,10 @@
 /* sd_cuda_runner.h — internal extras of the CUDA runner (backends/cuda/sd_cuda_runner.cu)
- * beyond the sd_runner interface, for the GPU tests and the benchmark:
- * synthetic models with random weights generated on the device (cuRAND), a forward
- * pass that only enqueues (so a benchmark can capture it in a CUDA graph), and
- * accessors. Every function takes an sd_runner made by sd_cuda_runner_create*(). */
+ * beyond the sd_runner interface, for the GPU tests, the benchmark and the device
+ * round: synthetic models with random weights generated on the device (cuRAND), a
+ * forward pass that only enqueues (so a benchmark can capture it in a CUDA graph), and
+ * accessors. Functions marked STANDALONE take a runner made by sd_cuda_runner_create*()
+ * (the only sequence of its private group, identity block table); the accessors take
+ * any CUDA runner, grouped ones included, and answer for its group (stream, buffers). */
 #ifndef SD_CUDA_RUNNER_H
 #define SD_CUDA_RUNNER_H
 
@@ -17,9 +19,10 @@ extern "C" {
 #include "sd_runner.h"
 #include "sd_weights.h"
 
-/* A runner over a model that exists only on the device: cfg gives the shapes (the
- * loader's sd_config), weights are N(0, 0.02) in wdt (biases too), norms are 1,
- * drawn with cuRAND Philox from `seed`. The KV cache is in wdt, filled with N(0, 1). */
+/* A standalone runner over a model that exists only on the device: cfg gives the
+ * shapes (the loader's sd_config), weights are N(0, 0.02) in wdt (biases too), norms
+ * are 1, drawn with cuRAND Philox from `seed`. The KV cache is in wdt, filled with
+ * N(0, 1). */
 specdec_status sd_cuda_runner_create_synthetic(const sd_config *cfg, sd_dtype wdt, int32_t n_ctx, int32_t max_batch,
                                                int32_t device, uint64_t seed, sd_runner **out, sd_errbuf *eb);
 
@@ -28,8 +31,8 @@ specdec_status sd_cuda_runner_create_synthetic(const sd_config *cfg, sd_dtype wd
 cudaStream_t sd_cuda_runner_stream(sd_runner *r);
 int32_t *sd_cuda_runner_device_tokens(sd_runner *r);
 
-/* Enqueue one forward pass over the n tokens already in the device token buffer at
- * positions [pos, pos + n) (n <= the runner's activation rows, see
+/* STANDALONE. Enqueue one forward pass over the n tokens already in the device token
+ * buffer at positions [pos, pos + n) (n <= the runner's activation rows, see
  * sd_cuda_runner_act_rows) without synchronising or touching the host; with
  * want_logits, the LM head of the last min(n, 16) rows goes to the device logits
  * buffer ([16, vocab] fp32, rows in order). kv_len is NOT updated (the caller owns
@@ -37,7 +40,7 @@ int32_t *sd_cuda_runner_device_tokens(sd_runner *r);
 specdec_status sd_cuda_runner_enqueue(sd_runner *r, int32_t n, int32_t pos, int want_logits);
 const float *sd_cuda_runner_device_logits(sd_runner *r);
 
-/* The device-resident round's forward (backends/cuda/sd_cuda_round.cu): the n tokens
+/* STANDALONE. The device-resident round's forward (backends/cuda/sd_cuda_round.cu): the n tokens
  * already in the device token buffer at positions *pos_base + pos_off .. + n - 1, where
  * pos_base is a device int64 read by the kernels (so a captured CUDA graph replays at
  * the current position), enqueued on `stream` (any stream of the runner's device). n
@@ -48,10 +51,15 @@ const float *sd_cuda_runner_device_logits(sd_runner *r);
  * checked against it (the caller keeps them inside [0, n_ctx - n]). Graph-capturable. */
 specdec_status sd_cuda_runner_enqueue_dpos(sd_runner *r, int32_t n, const int64_t *pos_base, int32_t pos_off,
                                            int32_t logits_rows, cudaStream_t stream);
-/* The device-resident round's forwards appended to the cache on the device: the
- * runner's KV length becomes len (clamped to [0, n_ctx]). Only the round of this
- * backend calls it (the runner stays the one owner of kv_len, core/sd_runner.h). */
+/* STANDALONE. The device-resident round's forwards appended to the cache on the
+ * device: the runner's KV length becomes len (clamped to [0, n_ctx]; its host block
+ * table follows, the identity). Only the round of this backend calls it (the runner
+ * stays the one owner of kv_len, core/sd_runner.h). */
 void sd_cuda_runner_note_kv(sd_runner *r, int32_t len);
+/* 1 for a standalone CUDA runner (sd_cuda_runner_create*: the only sequence of its
+ * private group, which the device round requires), 0 for a runner of a group made by
+ * sd_cuda_group_create or any other runner. */
+int sd_cuda_runner_standalone(sd_runner *r);
 /* The CUDA device ordinal the runner lives on. */
 int sd_cuda_runner_device(sd_runner *r);
 int32_t sd_cuda_runner_act_rows(sd_runner *r);

@@ -25,15 +25,16 @@ extern "C" {
 #include "specdec.h"
 #include "sd_error.h"
 #include "sd_weights.h"
+#include "sd_cuda_keymap.h"
 
 /* Rows up to which the projections use the hand-written skinny GEMM (decode and
  * verify: γ + 1 <= SPECDEC_MAX_DRAFT + 1); above it prefill goes through cuBLAS. */
 #define SD_CUDA_SKINNY_MAX_M (SPECDEC_MAX_DRAFT + 1)
 /* Rows one skinny-GEMM launch handles; more rows are split into launches of this size. */
 #define SD_CUDA_SKINNY_ROWS 16
-/* KV positions per attention split. Fixed (never derived from the query count) so a
- * query's reduction order is the same in a 1-token step and inside a k-token step. */
-#define SD_CUDA_ATTN_SPLIT 128
+/* Virtual keys per attention split (SD_CUDA_ATTN_SPLIT, sd_cuda_keymap.h): fixed, never
+ * derived from the query count, so a query's reduction order is the same in a 1-token
+ * step, inside a k-token step and inside a batch of several sequences. */
 /* Largest head_dim the attention kernel supports. */
 #define SD_CUDA_ATTN_MAX_HD 256
 
@@ -68,42 +69,46 @@ specdec_status sd_cuda_rmsnorm(const sd_cuda_rmsnorm_args *a, cudaStream_t strea
 
 /* --- RoPE + KV-cache append (sd_cuda_rope.cu) ----------------------------------
  * qkv [n, ldqkv] fp32 holds per token q [n_heads*hd] | k [n_kv*hd] | v [n_kv*hd].
- * Rotates q and k of token m with the table row of its position p_m (rotate_half:
+ * Rotates q and k of token m with the table row of its position (rotate_half:
  * elements i and i + hd/2), in place, then stores k and v of token m into the caches
- * at row p_m. Positions: p_m = pos0 + m (checked to lie in [0, n_ctx)), or with
- * pos_dev != NULL p_m = *pos_dev + pos0 + m, read on the device (CUDA-graph replay;
- * the caller keeps them inside [0, n_ctx)). */
+ * at the physical row of its write row (sd_cuda_keymap.h: CHAIN mode position = write
+ * row = pos0 (+ *pos_dev) + m; GENERAL mode tok[m].pos / tok[m].wrow, through the
+ * token's block table). Host-given CHAIN positions are checked to lie in [0, n_ctx);
+ * device-side ones and GENERAL maps are the caller's to keep inside the tables. */
 typedef struct sd_cuda_rope_args {
     float *qkv;             /* [n, ldqkv] */
     int32_t ldqkv;
     int32_t n;              /* tokens (<= 0: nothing launched) */
-    int32_t pos0;           /* first position, or the offset from *pos_dev */
-    const int64_t *pos_dev; /* NULL, or a device int64 holding the base position */
+    sd_cuda_keymap map;     /* positions and write rows (only the write side is used) */
     int32_t n_heads, n_kv, hd; /* hd even */
     const float *cos_t, *sin_t; /* [n_ctx, hd/2] fp32 */
-    void *k_cache, *v_cache;    /* [n_kv][n_ctx][hd] in kv_dt */
+    void *k_cache, *v_cache;    /* [n_kv][cache_rows][hd] in kv_dt */
     sd_dtype kv_dt;
-    int32_t n_ctx;
+    int32_t n_ctx;          /* rows of the cos / sin tables: positions < n_ctx */
+    int32_t cache_rows;     /* physical rows per kv head (n_blocks * block_tokens) */
 } sd_cuda_rope_args;
 specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- attention (sd_cuda_attention.cu) -------------------------------------------
- * Causal GQA attention of n query tokens at positions p_m = pos0 + m against the
- * caches (rows 0..p_m for token m). part: scratch of sd_cuda_attention_part_floats(n,
+ * GQA attention of n query tokens, each over its own virtual key sequence
+ * (sd_cuda_keymap.h: CHAIN mode token m at p = pos0 (+ *pos_dev) + m sees logical rows
+ * 0..p, causal; GENERAL mode tok[m]'s cache prefix then its extra tree rows), read
+ * through the block tables. part: scratch of sd_cuda_attention_part_floats(n,
  * n_heads, hd, n_ctx) floats. Query chunks larger than the scratch are the caller's
- * to split. With pos_dev != NULL (CUDA-graph replay) p_m = *pos_dev + pos0 + m, read
- * on the device and kept inside [0, n_ctx - n] by the caller; the grid then covers all
+ * to split. With pos_dev != NULL (CUDA-graph replay) the positions are read on the
+ * device and kept inside [0, n_ctx - n] by the caller; the grid then covers all
  * ceil(n_ctx / SD_CUDA_ATTN_SPLIT) splits (idle ones exit at once), bitwise the same
- * rows as with the position given on the host. */
+ * rows as with the position given on the host. GENERAL mode: map.max_keys bounds the
+ * grid, map.blk lists the attention blocks (one unit of one sequence each). */
 typedef struct sd_cuda_attention_args {
     const float *q;             /* [n, ldq] fp32, head h at column h*hd */
     int32_t ldq;
-    const void *k_cache, *v_cache; /* [n_kv][n_ctx][hd] in kv_dt */
+    const void *k_cache, *v_cache; /* [n_kv][cache_rows][hd] in kv_dt */
     sd_dtype kv_dt;
-    int32_t n_ctx;
+    int32_t cache_rows;         /* physical rows per kv head */
+    int32_t n_ctx;              /* most keys of any token (CHAIN mode bound, scratch) */
     int32_t n;                  /* query tokens (<= 0: nothing launched) */
-    int32_t pos0;               /* first position, or the offset from *pos_dev */
-    const int64_t *pos_dev;     /* NULL, or a device int64 holding the base position */
+    sd_cuda_keymap map;         /* the keys each token sees */
     int32_t n_heads, n_kv, hd;  /* n_heads % n_kv == 0, hd <= SD_CUDA_ATTN_MAX_HD */
     float *part;                /* split scratch, see above */
     float *out;                 /* [n, ldo] fp32 */
@@ -111,6 +116,23 @@ typedef struct sd_cuda_attention_args {
 } sd_cuda_attention_args;
 size_t sd_cuda_attention_part_floats(int32_t n, int32_t n_heads, int32_t hd, int32_t n_ctx);
 specdec_status sd_cuda_attention(const sd_cuda_attention_args *a, cudaStream_t stream, sd_errbuf *eb);
+
+/* --- KV-row copies (sd_cuda_kvcopy.cu) --------------------------------------------
+ * Tree compaction: for i = 0 .. n_moves - 1 IN ORDER, physical row moves[2i] is copied
+ * to row moves[2i + 1] in every one of the n_mats matrices [n_kv][cache_rows][hd]
+ * (K and V of every layer, mat_stride elements apart, starting at `cache`), raw bits.
+ * Each thread copies one element position through all moves in order, so a row that
+ * is first read and later overwritten (keep[] increasing) is always read first. */
+typedef struct sd_cuda_kv_copy_args {
+    void *cache;            /* matrix 0 (layer 0 K) */
+    size_t mat_stride;      /* elements from one matrix to the next */
+    int32_t n_mats;         /* 2 * n_layers */
+    int32_t n_kv, hd, cache_rows;
+    sd_dtype kv_dt;
+    const int32_t *moves;   /* [n_moves][2] (from, to) physical rows, device */
+    int32_t n_moves;        /* <= 0: nothing launched */
+} sd_cuda_kv_copy_args;
+specdec_status sd_cuda_kv_copy(const sd_cuda_kv_copy_args *a, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- SwiGLU (sd_cuda_swiglu.cu) -------------------------------------------------
  * gu [n, 2*inter] = gate | up per row; h[m, j] = silu(gate[m, j]) * up[m, j]. */

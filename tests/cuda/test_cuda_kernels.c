@@ -155,9 +155,10 @@ static void test_rope_kv(ct_rng *rng) {
         const size_t cache_elems = (size_t)nkv * n_ctx * hd;
         float *d_kc = ct_dev_alloc(cache_elems * 4), *d_vc = ct_dev_alloc(cache_elems * 4);
         sd_errbuf eb;
-        const sd_cuda_rope_args ra = {.qkv = d_qkv, .ldqkv = ld, .n = n, .pos0 = pos0, .pos_dev = NULL, .n_heads = nh,
-                                      .n_kv = nkv, .hd = hd, .cos_t = d_cs, .sin_t = d_sn, .k_cache = d_kc,
-                                      .v_cache = d_vc, .kv_dt = SD_F32, .n_ctx = n_ctx};
+        const sd_cuda_rope_args ra = {.qkv = d_qkv, .ldqkv = ld, .n = n, .map = {.pos0 = pos0, .block_tokens = 1},
+                                      .n_heads = nh, .n_kv = nkv, .hd = hd, .cos_t = d_cs, .sin_t = d_sn,
+                                      .k_cache = d_kc, .v_cache = d_vc, .kv_dt = SD_F32, .n_ctx = n_ctx,
+                                      .cache_rows = n_ctx};
         SD_CHECK(sd_cuda_rope_kv(&ra, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         CT_CUDA(cudaMemcpy(got, d_qkv, sizeof(float) * n * ld, cudaMemcpyDeviceToHost));
         /* q rotated in place (compare only the q part; k/v columns are read from the cache) */
@@ -229,8 +230,9 @@ static void test_attention(ct_rng *rng) {
         float *d_q = ct_dev_upload(q, sizeof(float) * n * ldq), *d_o = ct_dev_alloc(sizeof(float) * n * nh * hd);
         float *d_part = ct_dev_alloc(sizeof(float) * sd_cuda_attention_part_floats(n, nh, hd, n_ctx));
         sd_errbuf eb;
-        sd_cuda_attention_args aa = {.q = d_q, .ldq = ldq, .k_cache = d_k, .v_cache = d_v, .kv_dt = dt, .n_ctx = n_ctx,
-                                     .n = n, .pos0 = pos0, .pos_dev = NULL, .n_heads = nh, .n_kv = nkv, .hd = hd,
+        sd_cuda_attention_args aa = {.q = d_q, .ldq = ldq, .k_cache = d_k, .v_cache = d_v, .kv_dt = dt,
+                                     .cache_rows = n_ctx, .n_ctx = n_ctx, .n = n,
+                                     .map = {.pos0 = pos0, .block_tokens = 1}, .n_heads = nh, .n_kv = nkv, .hd = hd,
                                      .part = d_part, .out = d_o, .ldo = nh * hd};
         SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         CT_CUDA(cudaMemcpy(got, d_o, sizeof(float) * n * nh * hd, cudaMemcpyDeviceToHost));
@@ -243,7 +245,7 @@ static void test_attention(ct_rng *rng) {
             ct_poison(d_o, sizeof(float) * nh * hd);
             aa.q = d_q + (size_t)m * ldq;
             aa.n = 1;
-            aa.pos0 = pos0 + m;
+            aa.map.pos0 = pos0 + m;
             SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
             CT_CUDA(cudaMemcpy(one, d_o, sizeof(float) * nh * hd, cudaMemcpyDeviceToHost));
             if (memcmp(one, got + (size_t)m * nh * hd, sizeof(float) * nh * hd) != 0) {
