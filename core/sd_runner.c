@@ -315,6 +315,11 @@ static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs
     for (int32_t i = 0; i < n_segs; i++) {
         sd_runner *r = segs[i].r;
         const int ok = i < done;
+        if (!ok) { /* never ran: give back what batch_hold took for it */
+            const int32_t start = segs[i].parent ? segs[i].pos + segs[i].first : segs[i].pos;
+            if (r->kv_len > start) r->kv_len = start;
+            sd_kv_trim(&r->kv, &g->pool, r->kv_len);
+        }
         if (segs[i].parent) {
             specdec_status ts = tree_finish(r, ok ? SPECDEC_OK : st, segs[i].pos, segs[i].first, segs[i].n, 1);
             if (ok && ts != SPECDEC_OK && st == SPECDEC_OK) st = sd_fail(eb, ts, "%s", r->err.msg);

@@ -10,6 +10,8 @@
  *   - bad segments (shared runner, too long, pos past kv_len, bad ids) change nothing;
  *   - runners of different groups (or standalone) fall back to one call per segment
  *     with the same results;
+ *   - a pass failing mid-batch: the segments that never ran end at their start with
+ *     their blocks given back;
  *   - a batched forward allocates nothing; allocation failure at every k of group and
  *     runner creation leaks nothing (ASan's leak checker runs this too);
  *   - sd_kv pool/table units. */
@@ -294,6 +296,76 @@ static void check_alloc_failures(void) {
     fwd_model_free(m);
 }
 
+/* A synthetic group whose passes fail from the k-th on (a device error mid-batch): the
+ * segments that never ran give their blocks back and end at their start. */
+typedef struct fail_group {
+    sd_runner_group base;
+    int calls, fail_at;
+} fail_group;
+static specdec_status fg_forward(sd_runner *r, const int32_t *t, int32_t n, int32_t pos, float *lg) {
+    (void)t;
+    (void)lg;
+    r->kv_len = pos + n;
+    return SPECDEC_OK;
+}
+static void fg_destroy(sd_runner *r) {
+    sd_runner_group_detach(r);
+    free(r);
+}
+static const sd_runner_vtbl fg_vt = {fg_forward, fg_destroy};
+static specdec_status fg_add(sd_runner_group *g, sd_runner **out, sd_errbuf *eb) {
+    sd_runner *r = calloc(1, sizeof *r);
+    r->vt = &fg_vt;
+    specdec_status st = sd_runner_group_attach(g, r, eb);
+    if (st != SPECDEC_OK) free(r);
+    *out = st == SPECDEC_OK ? r : NULL;
+    return st;
+}
+static specdec_status fg_batch(sd_runner_group *gb, const sd_runner_seg *segs, int32_t n) {
+    fail_group *g = (fail_group *)gb;
+    if (++g->calls >= g->fail_at) return sd_fail(&gb->err, SPECDEC_ERR_DEVICE_LOST, "injected pass failure");
+    for (int32_t i = 0; i < n; i++) segs[i].r->kv_len = segs[i].parent ? segs[i].pos + segs[i].first + segs[i].n
+                                                                        : segs[i].pos + segs[i].n;
+    return SPECDEC_OK;
+}
+static void fg_gdestroy(sd_runner_group *g) { sd_kv_pool_free(&g->pool); }
+static const sd_runner_group_vtbl fg_gvt = {fg_add, fg_batch, fg_gdestroy};
+
+static void check_failed_pass(void) {
+    fail_group fg;
+    memset(&fg, 0, sizeof fg);
+    fg.base.vt = &fg_gvt;
+    fg.base.n_vocab = 10;
+    fg.base.n_ctx = 32;
+    fg.base.max_batch = 5;
+    fg.fail_at = 2;
+    sd_errbuf eb = {{0}};
+    SD_CHECK(sd_kv_pool_init(&fg.base.pool, 16, 4, &eb) == SPECDEC_OK, "%s", eb.msg);
+    sd_runner *r[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) SD_CHECK(sd_runner_group_add(&fg.base, &r[i], &eb) == SPECDEC_OK, "add %d", i);
+    int32_t tok[4] = {1, 2, 3, 4}, par[2] = {-1, 0};
+    /* three segments of 3 + 2 + 4 tokens: passes {0, 1} then {2}; the second pass fails */
+    sd_runner_seg segs[3] = {{r[0], tok, 3, 0, NULL, 0, NULL}, {r[1], tok, 2, 0, NULL, 0, NULL},
+                             {r[2], tok, 4, 0, NULL, 0, NULL}};
+    SD_CHECK(sd_runner_forward_batch(segs, 3, &eb) == SPECDEC_ERR_DEVICE_LOST, "the failure is reported: %s", eb.msg);
+    SD_CHECK(strstr(eb.msg, "injected") != NULL, "detail: %s", eb.msg);
+    SD_CHECK(r[0]->kv_len == 3 && r[1]->kv_len == 2 && r[2]->kv_len == 0, "kv_len %d %d %d", (int)r[0]->kv_len,
+             (int)r[1]->kv_len, (int)r[2]->kv_len);
+    SD_CHECK(r[2]->kv.n == 0 && sd_kv_pool_used(&fg.base.pool) == 2, "blocks of the segment that never ran: %d held, "
+             "%d used", (int)r[2]->kv.n, (int)sd_kv_pool_used(&fg.base.pool));
+    /* a tree segment that never ran ends its tree at its start */
+    fg.calls = 0;
+    sd_runner_seg t2[2] = {{r[0], tok, 4, 3, NULL, 0, NULL}, {r[1], tok, 2, 2, par, 0, NULL}};
+    t2[0].n = 1;
+    fg.base.max_batch = 2;
+    SD_CHECK(sd_runner_forward_batch(t2, 2, &eb) == SPECDEC_ERR_DEVICE_LOST, "tree batch failure reported");
+    SD_CHECK(r[1]->kv_len == 2 && r[1]->tree.n == 0 && r[1]->kv.n == 1, "tree segment: kv_len %d tree %d blocks %d",
+             (int)r[1]->kv_len, (int)r[1]->tree.n, (int)r[1]->kv.n);
+    for (int i = 0; i < 3; i++) sd_runner_destroy(r[i]);
+    SD_CHECK(fg.base.pool.n_free == 16 && fg.base.n_runners == 0, "all blocks back");
+    sd_runner_group_destroy(&fg.base);
+}
+
 static void check_kv_units(void) {
     sd_kv_pool p;
     sd_kv_table t1, t2;
@@ -324,5 +396,6 @@ int main(void) {
     check_pool_exhaustion();
     check_bad_and_mixed();
     check_alloc_failures();
+    check_failed_pass();
     return sd_test_done();
 }
