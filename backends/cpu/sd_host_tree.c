@@ -21,6 +21,7 @@
 #include "sd_cpu_sample.h"
 #include "sd_cpu_verify.h"
 #include "sd_host_round_impl.h"
+#include "sd_rng.h"
 
 /* The shape must fit the runners (the generation loop makes sure it does). */
 specdec_status sd_host_tree_check(sd_host_round *h, sd_host_slot *sl) {
@@ -44,21 +45,13 @@ specdec_status sd_host_tree_check(sd_host_round *h, sd_host_slot *sl) {
 }
 
 /* Best-first acceptance estimates of the children tok[0..n) of row q (docs/TREE.md
- * "Scores"): REJECTION (deterministic children) their draft probability q; GREEDY
- * the T = 1 softmax of the raw draft logits; MATCH, where the draft knows the uniform
- * the target samples with, q^(1/4) for the coupled child and 0.2 sqrt(q) for the
- * others (fitted to the match rates measured on the bundled pair). A fixed shape: 1
- * (every node is kept). */
+ * "Scores") outside MATCH: REJECTION (deterministic children) their draft probability
+ * q; GREEDY the T = 1 softmax of the raw draft logits. A fixed shape: 1 (every node is
+ * kept). MATCH: tree_match_children. */
 static void tree_scores(const sd_host_round *h, const sd_round_seq *s, const float *q, const int32_t *tok,
                         int32_t n, double *qv) {
     if (s->shape.n_nodes == 0 || s->mode != SPECDEC_VERIFY_GREEDY) {
-        for (int32_t i = 0; i < n; i++) {
-            const double x = (double)q[tok[i]];
-            qv[i] = s->shape.n_nodes == 0              ? 1.0
-                    : s->mode != SPECDEC_VERIFY_MATCH ? x
-                    : i == 0                          ? sqrt(sqrt(x))
-                                                      : 0.2 * sqrt(x);
-        }
+        for (int32_t i = 0; i < n; i++) qv[i] = s->shape.n_nodes == 0 ? 1.0 : (double)q[tok[i]];
         return;
     }
     double mx = -INFINITY, z = 0.0;
@@ -67,6 +60,18 @@ static void tree_scores(const sd_host_round *h, const sd_round_seq *s, const flo
     if (isfinite(mx))
         for (int32_t j = 0; j < h->V; j++) z += exp((double)q[j] - mx);
     for (int32_t i = 0; i < n; i++) qv[i] = isfinite(mx) && z > 0.0 ? exp((double)q[tok[i]] - mx) / z : 1.0;
+}
+
+/* MATCH children of a node at depth d (docs/TREE.md "Children of a node"): the k
+ * tokens whose q-CDF intervals hold the most of the kernel around the target's SAMPLE
+ * uniform of their position, that mass being their acceptance estimate (a fixed shape:
+ * 1). The coupled sample is among them (first unless u lies near its interval's edge). */
+static int32_t tree_match_children(const sd_host_round *h, const sd_round_seq *s, const float *q, int32_t d,
+                                   int32_t k, int32_t *tok, double *qv) {
+    const double u = sd_rng_uniform_at(s->seed, s->sequence_id, (int64_t)s->length + d, SD_RNG_PURPOSE_SAMPLE);
+    const int32_t n = sd_tree_match_children(q, h->V, u, SD_TREE_MATCH_S0, k, tok, qv);
+    for (int32_t i = 0; i < n && s->shape.n_nodes == 0; i++) qv[i] = 1.0;
+    return n;
 }
 
 /* Children of the pool entry e from its processed draft row (q row qrow of the slot). */
@@ -80,13 +85,17 @@ static specdec_status tree_expand(sd_host_round *h, sd_host_slot *sl, int32_t e,
     double qv[SPECDEC_MAX_TREE_NODES];
     /* REJECTION with a budget: deterministic children only (docs/TREE.md) */
     const int det = s->mode == SPECDEC_VERIFY_REJECTION && s->shape.n_nodes > 0;
-    if (k > 0 && !det) {
-        tok[n++] = sd_verify_draft_sample(s->mode, q, h->V, s->seed, s->sequence_id, (int64_t)s->length + d);
-        k--;
+    if (s->mode == SPECDEC_VERIFY_MATCH) {
+        n = tree_match_children(h, s, q, d, k, tok, qv);
+    } else {
+        if (k > 0 && !det) {
+            tok[n++] = sd_verify_draft_sample(s->mode, q, h->V, s->seed, s->sequence_id, (int64_t)s->length + d);
+            k--;
+        }
+        const float floor = s->mode == SPECDEC_VERIFY_GREEDY ? -INFINITY : 0.0f;
+        n += sd_tree_top_tokens(q, h->V, floor, k, n ? tok[0] : -1, tok + n);
+        tree_scores(h, s, q, tok, n, qv);
     }
-    const float floor = s->mode == SPECDEC_VERIFY_GREEDY ? -INFINITY : 0.0f;
-    n += sd_tree_top_tokens(q, h->V, floor, k, n ? tok[0] : -1, tok + n);
-    tree_scores(h, s, q, tok, n, qv);
     const int sampled = !det && s->mode == SPECDEC_VERIFY_REJECTION;
     if (sd_tree_pool_expand(pl, e, qrow, sampled, tok, qv, n) != SPECDEC_OK)
         return sd_fail(&h->base.err, SPECDEC_ERR_INTERNAL, "host round: tree candidate pool full");

@@ -2,6 +2,10 @@
  * (see sd_cpu_tree.h). The verifier is in sd_cpu_tree_verify.c. */
 #include "sd_cpu_tree.h"
 
+#include <math.h>
+
+#include "sd_sample_rules.h"
+
 /* does (va, a) rank before (vb, b)? value descending, id ascending */
 static int top_before(float va, int32_t a, float vb, int32_t b) { return va > vb || (va == vb && a < b); }
 
@@ -19,6 +23,67 @@ int32_t sd_tree_top_tokens(const float *x, int32_t n_vocab, float floor, int32_t
         }
         out[j] = i;
     }
+    return n;
+}
+
+/* Mass of the Laplace kernel (centre u, scale s) on [lo, hi), each side computed from
+ * the tails so that far intervals keep their relative precision; *gap = the distance
+ * from u to the interval (0 when it holds u). */
+static double match_kernel_mass(double lo, double hi, double u, double s, double *gap) {
+    if (lo >= u) {
+        *gap = lo - u;
+        return 0.5 * (sd_rule_exp(-(lo - u) / s) - sd_rule_exp(-(hi - u) / s));
+    }
+    if (hi <= u) {
+        *gap = u - hi;
+        return 0.5 * (sd_rule_exp((hi - u) / s) - sd_rule_exp((lo - u) / s));
+    }
+    *gap = 0.0;
+    return 1.0 - 0.5 * sd_rule_exp(-(hi - u) / s) - 0.5 * sd_rule_exp((lo - u) / s);
+}
+
+/* does (ma, ga, a) rank before (mb, gb, b)? mass descending, gap ascending, id ascending */
+static int match_before(double ma, double ga, int32_t a, double mb, double gb, int32_t b) {
+    return ma > mb || (ma == mb && (ga < gb || (ga == gb && a < b)));
+}
+
+int32_t sd_tree_match_children(const float *q, int32_t n_vocab, double u, double s0, int32_t k, int32_t *out,
+                               double *est) {
+    double mass[SPECDEC_MAX_TREE_NODES], gap[SPECDEC_MAX_TREE_NODES];
+    sd_u128 total = 0, c = 0;
+    int32_t n = 0;
+    if (!q || !out || k <= 0 || n_vocab <= 0) return 0;
+    if (k > SPECDEC_MAX_TREE_NODES) k = SPECDEC_MAX_TREE_NODES;
+    int pos;
+    for (int32_t i = 0; i < n_vocab; i++) total += sd_rule_prob_mass(q[i], &pos);
+    if (total == 0) return 0;
+    if (!(u >= 0.0)) u = 0.0; /* NaN too */
+    if (u > 1.0) u = 1.0;
+    double s = s0 * sqrt(u * (1.0 - u));
+    if (!(s >= 1e-300)) s = 1e-300; /* u at an end: the kernel is a point */
+    const double z = 1.0 - 0.5 * sd_rule_exp(-(1.0 - u) / s) - 0.5 * sd_rule_exp(-u / s);
+    const double td = (double)total;
+    for (int32_t i = 0; i < n_vocab; i++) {
+        const uint64_t m = sd_rule_prob_mass(q[i], &pos);
+        if (!pos) continue;
+        const double lo = (double)c / td;
+        c += m;
+        double g;
+        double v = match_kernel_mass(lo, (double)c / td, u, s, &g) / z;
+        if (!(v <= 1.0)) v = v > 1.0 ? 1.0 : 0.0;
+        if (n == k && !match_before(v, g, i, mass[n - 1], gap[n - 1], out[n - 1])) continue;
+        int32_t j = n < k ? n++ : k - 1; /* insertion into the sorted list */
+        while (j > 0 && match_before(v, g, i, mass[j - 1], gap[j - 1], out[j - 1])) {
+            out[j] = out[j - 1];
+            mass[j] = mass[j - 1];
+            gap[j] = gap[j - 1];
+            j--;
+        }
+        out[j] = i;
+        mass[j] = v;
+        gap[j] = g;
+    }
+    for (int32_t j = 0; est && j < n; j++) est[j] = mass[j];
     return n;
 }
 

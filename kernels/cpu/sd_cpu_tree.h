@@ -4,12 +4,18 @@
  *
  * Children of a node X with draft row q_X (processed probabilities; raw logits in
  * GREEDY) for the tokens at absolute position pos:
- *   child 0  the draft's own sample: MATCH the coupled sample (inverse CDF of q_X with
- *            the target's SAMPLE uniform at pos), REJECTION on a fixed shape the
- *            draft sample (DRAFT uniform at pos), GREEDY the argmax; it is "sampled"
- *            (REJECTION verifies it with the q_X it was drawn from). REJECTION with a
- *            node budget has no sampled child: every child is deterministic (see
- *            docs/TREE.md: a data-dependent shape would bias a sampled child);
+ *   MATCH    the tokens whose q_X-CDF intervals lie nearest to the target's SAMPLE
+ *            uniform u at pos, ranked by the mass a kernel around u puts on them
+ *            (sd_tree_match_children below): the coupled sample (the interval holding
+ *            u) and its neighbours in the inverse CDF's walk order. The verifier
+ *            compares every child with the same target sample, so any choice is exact.
+ *   REJECTION, GREEDY:
+ *   child 0  the draft's own sample: REJECTION on a fixed shape the draft sample (DRAFT
+ *            uniform at pos), GREEDY the argmax; it is "sampled" (REJECTION verifies
+ *            it with the q_X it was drawn from). REJECTION with a node budget has no
+ *            sampled child: every child is deterministic (see docs/TREE.md: a
+ *            data-dependent shape would bias a sampled child); REJECTION never looks at
+ *            the target's uniforms to choose children;
  *   then     the next most probable distinct tokens of q_X (value descending, id
  *            ascending, only tokens with q > 0 — finite logits in GREEDY).
  * Scores (best-first): each child gets an acceptance estimate a in [0, 1] (the caller's:
@@ -63,6 +69,30 @@ typedef struct sd_tree {
  * `skip` (-1: none), into out[0..k); returns how many (fewer when fewer qualify). O(V k)
  * worst case, O(V) when the row is not adversarial. */
 int32_t sd_tree_top_tokens(const float *x, int32_t n_vocab, float floor, int32_t k, int32_t skip, int32_t *out);
+
+/* MATCH-mode children of a processed draft row q when the target samples position pos
+ * with the SAMPLE uniform u (docs/TREE.md "Children of a node"). In the q-CDF (tokens
+ * with q > 0 in id order, the order the inverse CDF walks) token y owns the interval
+ * [lo_y, hi_y) of [0, 1]; the target's token is the one whose p-interval holds u, and
+ * p's CDF is q's shifted by an unknown amount. Modelling that shift as Laplace with
+ * scale s = s0 sqrt(u (1 - u)) (zero at both ends, where the two CDFs agree), the
+ * estimate of y is the kernel's mass on y's interval,
+ *     m(y) = (G(hi_y - u) - G(lo_y - u)) / (G(1 - u) - G(-u)),  G = the Laplace CDF,
+ * which is largest for the coupled sample (the interval holding u, when u is not too
+ * close to its edge), then falls off with the distance from u to the interval. Out:
+ * the k tokens of largest m (ties: the smaller distance from u to the interval, then
+ * the lower id) in that order, m in est[i] (may be NULL); returns how many (fewer when
+ * fewer tokens have q > 0; 0 when none, k <= 0 or q / out NULL; k is capped at
+ * SPECDEC_MAX_TREE_NODES). u is clamped to [0, 1] (NaN: 0); s0 > 0 (otherwise, and at
+ * u = 0 or 1, the kernel is a point: m = 1 for the interval holding u). The intervals
+ * are the fixed-point prefix sums of the inverse CDF (sd_rule_prob_mass) over their
+ * total, exponentials sd_rule_exp. Deterministic in (q, u, s0), O(V k) worst case, no
+ * allocation. */
+int32_t sd_tree_match_children(const float *q, int32_t n_vocab, double u, double s0, int32_t k, int32_t *out,
+                               double *est);
+
+/* s0 of the MATCH kernel, fitted on the bundled pair (docs/TREE.md "Scores"). */
+#define SD_TREE_MATCH_S0 0.2
 
 /* Candidate pool of a best-first tree: every child generated so far. Entry 0 is the
  * root. Entries are appended per expanded node, so the pool is depth-ordered. */

@@ -5,11 +5,11 @@
  * Part 1, synthetic: Markov-chain target (order 2: a node's logits depend on its
  * parent, so a wrong tree mask or a wrong compaction changes the output) and draft
  * (order 1), V = 16, runners with native tree operations and with emulated ones
- * (core/sd_runner.c), 20 seeds (quick: 5) x 2 prompts x 9 shapes x 3 sampling
+ * (core/sd_runner.c), 20 seeds (quick: 5) x 2 prompts x 11 shapes x 3 sampling
  * settings, 40 tokens each, plus a context of 48 tokens that forces the loop to clip trees at its
  * end. Test of the test: a runner with a chain mask instead of the tree mask must make
  * some output differ.
- * Part 2, the bundled pair on the CPU backend (argv[1], argv[2]): 3 prompts x 6 shapes x
+ * Part 2, the bundled pair on the CPU backend (argv[1], argv[2]): 3 prompts x 8 shapes x
  * (MATCH T = 0.8 with two seeds, GREEDY), 24 tokens ("quick" as argv[3]: one prompt, 3 shapes).
  * Also checked: no runner contract violation, the statistics of trees (nodes per
  * round, mean accepted length) consistent with the counts. */
@@ -34,6 +34,7 @@ static const shape SHAPES[] = {
     {"4,2,1,1", {4, 2, 1, 1}, 4, 0},    {"3,3", {3, 3}, 2, 0},           {"8", {8}, 1, 0},
     {"2,2,2,2", {2, 2, 2, 2}, 4, 0},    {"1,1,1 (chain)", {1, 1, 1}, 3, 0}, {"budget 5", {0}, 0, 5},
     {"budget 16", {0}, 0, 16},          {"budget 64", {0}, 0, 64},       {"budget 12 in 4,3,2", {4, 3, 2}, 3, 12},
+    {"budget 8", {0}, 0, 8},            {"budget 32", {0}, 0, 32},
 };
 #define N_SHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
 
@@ -150,7 +151,7 @@ static void pair_part(const char *tdir, const char *ddir, int quick) {
     SD_CHECK(specdec_engine_create(mt, md, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
     static const int32_t prompts[3][6] = {{0, 322, 333, 13}, {0, 200, 297, 260, 342}, {0, 269, 389}};
     static const int32_t np[3] = {4, 5, 3};
-    static const int pshapes[6] = {0, 1, 3, 5, 6, 8};
+    static const int pshapes[8] = {0, 1, 3, 5, 6, 8, 9, 10};
     long diff = 0, runs = 0;
     for (int m = 0; e && m < 3; m++)
         for (int pi = 0; pi < (quick ? 1 : 3); pi++) {
@@ -164,7 +165,7 @@ static void pair_part(const char *tdir, const char *ddir, int quick) {
             gp.n_draft = 0;
             int32_t ref[24], out[24];
             const int32_t nr = gen(e, prompts[pi], np[pi], &gp, ref, 24, NULL);
-            for (int k = 0; k < (quick ? 3 : 6); k++) {
+            for (int k = 0; k < (quick ? 3 : 8); k++) {
                 specdec_generate_params tp = gp;
                 set_shape(&tp, &SHAPES[pshapes[quick ? k * 2 + 1 : k]]);
                 specdec_stats st;
