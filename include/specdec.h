@@ -358,9 +358,8 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
  * the same prompt and params (the kernels are batch invariant and the random numbers
  * are addressed by (seed, sequence_id, position)), except where specdec_generate
  * itself is not reproducible (adaptive_draft in rejection mode follows timings).
- * On the CUDA backend each sequence still has a runner of its own (weights per
- * sequence) until CUDA runner groups land; the rounds are batched the same way with
- * logits read back to the host.
+ * On the CUDA backend the rounds are batched the same way (one weight copy, paged KV),
+ * with each round's logits read back to the host.
  *
  * Thread-safe: every function may be called from any thread at any time, except
  * specdec_scheduler_free, which must be the last call, and neither shutdown nor free
