@@ -32,8 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../checkpoint/ckpt_writer.h"
 #include "fuzz_common.h"
+#include "fuzz_tiny_models.h"
 #include "sd_tokenizer.h"
 #include "specdec.h"
 
@@ -47,15 +47,6 @@ static specdec_model *g_target, *g_draft, *g_draft_other;
 static specdec_tokenizer *g_tok;
 
 /* ---- set-up --------------------------------------------------------------- */
-static int fgen_write_model(const char *dir, ck_spec *s) {
-    ck_model m;
-    ck_build(&m, s);
-    int ok = ck_config_replace(&m, "\"max_position_embeddings\": 2048", "\"max_position_embeddings\": 64") &&
-             ck_write_dir(dir, &m, s) == 0;
-    ck_free(&m);
-    return ok ? 0 : -1;
-}
-
 /* Llama-2 style byte-fallback tokenizer over ids 0..FV-1. */
 static int fgen_write_tokenizer(const char *dir) {
     static const char *const bytes[] = {"<0x41>", "<0x80>", "<0xC3>", "<0xA9>", "<0xE2>", "<0x96>", "<0x81>",
@@ -83,39 +74,15 @@ static int fgen_write_tokenizer(const char *dir) {
     return o < sizeof buf ? ck_write_text(path, buf, o) : -1;
 }
 
-static void fgen_rm_dir(const char *dir) {
-    static const char *const files[] = {"config.json", "model.safetensors", "tokenizer.json"};
-    char p[1024];
-    for (size_t i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
-}
-
-static int fgen_load(const char *root, const char *name, ck_spec *s, specdec_model **out, int with_tok) {
-    char dir[512]; /* short enough that ckpt_writer.h's 1024-byte paths cannot truncate */
-    snprintf(dir, sizeof dir, "%s/%s", root, name);
-    int r = mkdir(dir, 0700);
-    if (!r) r = fgen_write_model(dir, s);
-    if (!r && with_tok) r = fgen_write_tokenizer(dir);
-    if (!r && specdec_model_load(dir, NULL, out) != SPECDEC_OK) r = -1;
-    if (!r && with_tok && specdec_tokenizer_load(dir, &g_tok) != SPECDEC_OK) r = -1;
-    if (r) fprintf(stderr, "fuzz_generate: set-up of %s failed: %s\n", dir, specdec_last_error());
-    fgen_rm_dir(dir); /* the weights stay mapped */
-    return r;
+static int fgen_load_tokenizer(const char *dir) {
+    return specdec_tokenizer_load(dir, &g_tok) == SPECDEC_OK ? 0 : -1;
 }
 
 int sd_fuzz_init(void) {
     (void)ck_find; /* helpers of ckpt_writer.h this target does not need */
     (void)ck_remove;
-    const char *tmp = getenv("TMPDIR");
     char root[256];
-    snprintf(root, sizeof root, "%s/specdec_fuzz_generate_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(root)) {
-        fprintf(stderr, "fuzz_generate: cannot create a directory under %s\n", tmp && *tmp ? tmp : "/tmp");
-        return 1;
-    }
+    if (fz_make_root(root, sizeof root, "fuzz_generate")) return 1;
     ck_spec t = {.arch = "LlamaForCausalLM", .V = FV, .H = 16, .I = 32, .L = 2, .NH = 4, .NKV = 2, .wdtype = "F32",
                  .ndtype = "F32", .seed = 11};
     ck_spec d = {.arch = "LlamaForCausalLM", .V = FV, .H = 8, .I = 16, .L = 1, .NH = 2, .NKV = 1, .tie = 1,
@@ -123,8 +90,9 @@ int sd_fuzz_init(void) {
     ck_spec o = d;
     o.V = FV - 8;
     o.seed = 13;
-    int r = fgen_load(root, "target", &t, &g_target, 1) || fgen_load(root, "draft", &d, &g_draft, 0) ||
-            fgen_load(root, "other", &o, &g_draft_other, 0);
+    int r = fz_load_model(root, "target", &t, &g_target, fgen_write_tokenizer, fgen_load_tokenizer) ||
+            fz_load_model(root, "draft", &d, &g_draft, NULL, NULL) ||
+            fz_load_model(root, "other", &o, &g_draft_other, NULL, NULL);
     rmdir(root);
     return r ? 1 : 0;
 }
