@@ -76,7 +76,7 @@ extern "C" {
 #define SD_CUDA_LOGIT_ROWS (SD_CUDA_SKINNY_MAX_M > SD_CUDA_SKINNY_ROWS ? SD_CUDA_SKINNY_MAX_M : SD_CUDA_SKINNY_ROWS)
 /* ... and at most (when act_rows allows): the host path's LM-head window, rows of one
  * weight stream over W_lm (a tree of 65 nodes, or 25 sequences x 5 verify rows, in
- * one; 64 MiB at a vocabulary of 128256). */
+ * one; 63 MiB at a vocabulary of 128256). */
 #define SD_CUDA_LM_ROWS_MAX 128
 /* Token slots at the start of the device pass buffer: the device round writes up to
  * γ + 2 ids there whatever max_batch is. */
