@@ -22,7 +22,8 @@
  * - activations for act_rows = min(max_batch, 512) rows (longer passes run in chunks
  *   of act_rows against the cache), rope cos/sin tables [n_ctx, hd/2] built with the
  *   CPU reference's own functions (bitwise the same angles), attention split scratch
- *   for att_rows query rows, the cuBLAS workspace, SD_CUDA_LOGIT_ROWS rows of logits.
+ *   for att_rows query rows, the cuBLAS workspace, logit_rows = min(act_rows, 128) (at
+ *   least 17) rows of logits.
  * - the pass description (token ids, per-token key maps, tree rows, attention blocks;
  *   backends/cuda/sd_cuda_layout.h) in a pinned host buffer and its device twin: one
  *   upload per pass.
@@ -31,13 +32,18 @@
  * token into its own sequence's row), attention (each token over its own virtual key
  * sequence, kernels/cuda/sd_cuda_keymap.h), o, RMSNorm, gate/up + SwiGLU, down — norms
  * and GEMMs over all tokens at once. GEMM path per body chunk of `rows` tokens: the
- * skinny, batch-invariant GEMM (tensor cores for BF16/F16) when rows <= 17
- * (SD_CUDA_SKINNY_MAX_M) or the chunk holds a tree segment and rows <= 65
- * (SD_RUNNER_TREE_MAX); cuBLAS otherwise (not batch invariant). Every other kernel is
- * batch invariant. Hence (docs/GPU_FORWARD.md "Runner groups"): a token's logits and
- * K/V are bitwise the same alone or in a batch, and a tree node's the same as plain
- * decoding of its path, whenever both passes took the skinny path. The LM head always
- * runs skinny, 16 rows at a time, logits copied to the host.
+ * batch-invariant tensor-core GEMM (sd_cuda_gemm_skinny: 16-row launches up to 17 rows,
+ * above that the M-looped kernel of sd_cuda_gemm_tc.cu, weights read once per 512 rows
+ * and the same bits per row; CUDA cores in 16-row launches for F32 weights) for
+ * every pass of several segments, every pass with a tree, and every chunk of <= 17
+ * rows (SD_CUDA_SKINNY_MAX_M); cuBLAS (not batch invariant) only for chunks of more
+ * than 17 rows of a pass that is ONE chain segment — a prefill, which the engine and
+ * the scheduler both run alone with the same chunking. Every other kernel is batch
+ * invariant. Hence (docs/GPU_FORWARD.md "Runner groups"): a token's logits and K/V are
+ * bitwise the same alone or in any batch, and a tree node's the same as plain decoding
+ * of its path, for every decode / verify / draft / tree pass. The LM head always runs
+ * batch invariant, over runs of consecutive tokens that want logits (across segments)
+ * in windows of logit_rows, logits copied to the host.
  *
  * sd_cuda_runner_create (the engine's entry point) is a private group of
  * ceil(n_ctx / 16) blocks with one runner that owns it; its device table is the
@@ -65,9 +71,13 @@ extern "C" {
 #define SD_CUDA_ATT_SCRATCH_BUDGET ((size_t)64 << 20)
 #define SD_CUDA_BLAS_WS_BYTES ((size_t)32 << 20)
 #define SD_CUDA_ALIGN 256
-/* Logits rows kept on the device: a whole verify pass (γ + 1 <= SD_CUDA_SKINNY_MAX_M)
- * for the device round; the host path uses the first SD_CUDA_SKINNY_ROWS. */
+/* Logits rows kept on the device, at least: a whole verify pass (γ + 1 <= SD_CUDA_SKINNY_MAX_M)
+ * for the device round. */
 #define SD_CUDA_LOGIT_ROWS (SD_CUDA_SKINNY_MAX_M > SD_CUDA_SKINNY_ROWS ? SD_CUDA_SKINNY_MAX_M : SD_CUDA_SKINNY_ROWS)
+/* ... and at most (when act_rows allows): the host path's LM-head window, rows of one
+ * weight stream over W_lm (a tree of 65 nodes, or 25 sequences x 5 verify rows, in
+ * one; 63 MiB at a vocabulary of 128256). */
+#define SD_CUDA_LM_ROWS_MAX 128
 /* Token slots at the start of the device pass buffer: the device round writes up to
  * γ + 2 ids there whatever max_batch is. */
 #define SD_CUDA_TOK_SLOTS_MIN (SPECDEC_MAX_DRAFT + 2)
@@ -98,6 +108,7 @@ typedef struct sd_cuda_group {
     sd_dtype wdt, kv_dt;
     int32_t q_dim, kv_dim, qkv_dim;
     int32_t act_rows;       /* rows of every activation buffer */
+    int32_t logit_rows;     /* rows of the logits buffer (LM-head window) */
     int32_t att_rows;       /* query rows per attention launch (scratch size) */
     int32_t cache_rows;     /* n_blocks * block_tokens */
     size_t kv_mat_bytes;    /* one [n_kv][cache_rows][hd] matrix, aligned */
@@ -117,9 +128,9 @@ typedef struct sd_cuda_group {
     float *att;             /* [act_rows, q_dim] */
     float *gu;              /* [act_rows, 2 inter] */
     float *h;               /* [act_rows, inter] */
-    void *xconv;            /* [act_rows, max(hidden, q_dim, inter)] in wdt (cuBLAS input) */
+    void *xconv;            /* [act_rows, max(hidden, q_dim, inter)] in wdt (x rounded: cuBLAS, M-looped GEMM) */
     float *part;            /* attention split scratch for att_rows queries */
-    float *logits;          /* [SD_CUDA_LOGIT_ROWS, vocab] */
+    float *logits;          /* [logit_rows, vocab] */
     float *rope_cos, *rope_sin; /* [n_ctx, hd/2] */
     void *blas_ws;          /* SD_CUDA_BLAS_WS_BYTES */
     char *d_stage;          /* device pass buffer: token ids at offset 0, then the plan */
@@ -231,8 +242,8 @@ static specdec_status sd_gemm(sd_cuda_group *g, const sd_cuda_fwd *f, const void
     a.n_out = n_out;
     a.k_in = k_in;
     a.epi = epi;
+    a.xconv = g->xconv; /* the M-looped kernel rounds x into it above 17 rows, cuBLAS too */
     if (f->skinny) return sd_cuda_gemm_skinny(&a, f->s, f->eb);
-    a.xconv = g->xconv;
     return sd_cuda_gemm_blas(g->blas, &a, g->stream, f->eb);
 }
 
@@ -344,7 +355,8 @@ static specdec_status sd_body(sd_cuda_group *g, const sd_cuda_fwd *f) {
     return sd_rmsnorm(g, f, pend, g->out_norm);
 }
 
-/* LM head of rows [r0, r0 + rows) of g->xn (rows <= SD_CUDA_LOGIT_ROWS) into g->logits. */
+/* LM head of rows [r0, r0 + rows) of g->xn (rows <= g->logit_rows) into g->logits:
+ * batch invariant (16-row launches up to 17 rows, else the M-looped kernel). */
 static specdec_status sd_lm_head(sd_cuda_group *g, int32_t r0, int32_t rows, cudaStream_t s, sd_errbuf *eb) {
     const int32_t H = g->cfg.hidden_size, V = g->cfg.vocab_size;
     sd_cuda_gemm_args a;
@@ -357,20 +369,15 @@ static specdec_status sd_lm_head(sd_cuda_group *g, int32_t r0, int32_t rows, cud
     a.n = rows;
     a.n_out = V;
     a.k_in = H;
+    a.xconv = g->xconv;
     return sd_cuda_gemm_skinny(&a, s, eb);
 }
 
-/* The GEMM path of a body chunk of `rows` tokens (see the header). */
-static int sd_chunk_skinny(int32_t rows, int has_tree) {
-    return rows <= SD_CUDA_SKINNY_MAX_M || (has_tree && rows <= SD_RUNNER_TREE_MAX);
-}
-
-/* Whether tokens [c0, c0 + rows) of the laid-out pass hold a tree node. */
-static int sd_chunk_has_tree(const sd_cuda_layout *lo, int32_t c0, int32_t rows) {
-    if (!lo->has_tree) return 0;
-    for (int32_t m = c0; m < c0 + rows; m++)
-        if (lo->tok[m].next > 0) return 1;
-    return 0;
+/* The GEMM path of a body chunk of `rows` tokens of a pass of n_segs segments (see
+ * the header): batch invariant unless the pass is ONE chain segment (a prefill) and
+ * the chunk is longer than a verify step. */
+static int sd_chunk_skinny(int32_t rows, int32_t n_segs, int has_tree) {
+    return rows <= SD_CUDA_SKINNY_MAX_M || n_segs > 1 || has_tree;
 }
 
 /* Lay the pass out in the pinned staging buffer (sd_cuda_layout.h). */
@@ -414,22 +421,38 @@ static specdec_status sd_table_sync(sd_cuda_group *g, sd_cuda_runner *r, sd_errb
     return SPECDEC_OK;
 }
 
-/* The LM head of the chunk [c0, c0 + rows) for every segment that wants logits,
- * copied to its host rows. */
+/* Copy the logits of pass tokens [w0, w1) (in g->logits from row 0) to the host rows
+ * of the segments they belong to. */
+static specdec_status sd_logits_copy(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t w0,
+                                     int32_t w1, sd_errbuf *eb) {
+    const int32_t V = g->cfg.vocab_size;
+    for (int32_t i = 0, t0 = 0; i < n_segs && t0 < w1; t0 += segs[i].n, i++) {
+        const int32_t lo = t0 > w0 ? t0 : w0, hi = t0 + segs[i].n < w1 ? t0 + segs[i].n : w1;
+        if (!segs[i].logits || lo >= hi) continue;
+        /* Pageable destination: the copy is ordered after the LM head on the stream and
+         * completes before the next kernel reuses g->logits. */
+        SD_CUDA_TRY(eb, cudaMemcpyAsync(segs[i].logits + (size_t)(lo - t0) * V, g->logits + (size_t)(lo - w0) * V,
+                                        (size_t)(hi - lo) * V * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    }
+    return SPECDEC_OK;
+}
+
+/* The LM head of the chunk [c0, c0 + rows): every run of consecutive tokens whose
+ * segments want logits, across segments, in windows of up to g->logit_rows rows (one
+ * weight stream each; the rows' bits do not depend on the windows), copied to the
+ * segments' host rows. */
 static specdec_status sd_pass_logits(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t c0,
                                      int32_t rows, sd_errbuf *eb) {
-    const int32_t V = g->cfg.vocab_size;
-    for (int32_t i = 0, t0 = 0; i < n_segs; t0 += segs[i].n, i++) {
-        const int32_t lo = t0 > c0 ? t0 : c0, hi = t0 + segs[i].n < c0 + rows ? t0 + segs[i].n : c0 + rows;
-        if (!segs[i].logits || lo >= hi) continue;
-        for (int32_t l0 = lo; l0 < hi; l0 += SD_CUDA_SKINNY_ROWS) {
-            const int32_t lr = hi - l0 < SD_CUDA_SKINNY_ROWS ? hi - l0 : SD_CUDA_SKINNY_ROWS;
-            SD_TRY(sd_lm_head(g, l0 - c0, lr, g->stream, eb));
-            /* Pageable destination: the copy is ordered after the LM head on the stream
-             * and completes before the next kernel reuses g->logits. */
-            SD_CUDA_TRY(eb, cudaMemcpyAsync(segs[i].logits + (size_t)(l0 - t0) * V, g->logits,
-                                            (size_t)lr * V * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+    for (int32_t t = c0; t < c0 + rows;) {
+        if (!segs[g->tseg[t]].logits) {
+            t++;
+            continue;
         }
+        int32_t e = t + 1;
+        while (e < c0 + rows && e - t < g->logit_rows && segs[g->tseg[e]].logits) e++;
+        SD_TRY(sd_lm_head(g, t - c0, e - t, g->stream, eb));
+        SD_TRY(sd_logits_copy(g, segs, n_segs, t, e, eb));
+        t = e;
     }
     return SPECDEC_OK;
 }
@@ -450,7 +473,7 @@ static specdec_status sd_pass_run(sd_cuda_group *g, const sd_runner_seg *segs, i
     for (int32_t c0 = 0; c0 < pl->lo.n; c0 += g->act_rows) {
         f.first = c0;
         f.n = pl->lo.n - c0 < g->act_rows ? pl->lo.n - c0 : g->act_rows;
-        f.skinny = sd_chunk_skinny(f.n, sd_chunk_has_tree(&pl->lo, c0, f.n));
+        f.skinny = sd_chunk_skinny(f.n, n_segs, pl->lo.has_tree);
         f.map.tok = (const sd_cuda_tokmap *)(g->d_stage + pl->off_tok) + c0;
         f.att = g->launch + li;
         for (f.n_att = 0; li < pl->lo.n_launch && g->launch[li].tok0 < c0 + f.n; li++) f.n_att++;
@@ -656,11 +679,11 @@ static void sd_plan_act(sd_cuda_group *g, sd_bump *b) {
     g->att = (float *)sd_bump_take(b, A * (size_t)g->q_dim * 4);
     g->gu = (float *)sd_bump_take(b, A * 2 * I * 4);
     g->h = (float *)sd_bump_take(b, A * I * 4);
-    /* cuBLAS runs only for chunks above the skinny limit */
+    /* cuBLAS and the M-looped GEMM run only for chunks above the 17-row limit */
     g->xconv = A > SD_CUDA_SKINNY_MAX_M && g->wdt != SD_F32 ? sd_bump_take(b, A * kmax * sd_dtype_size(g->wdt)) : NULL;
     g->part = (float *)sd_bump_take(
         b, sd_cuda_attention_part_floats(g->att_rows, c->n_heads, c->head_dim, g->base.n_ctx) * sizeof(float));
-    g->logits = (float *)sd_bump_take(b, (size_t)SD_CUDA_LOGIT_ROWS * c->vocab_size * 4);
+    g->logits = (float *)sd_bump_take(b, (size_t)g->logit_rows * c->vocab_size * 4);
     g->rope_cos = (float *)sd_bump_take(b, (size_t)g->base.n_ctx * (c->head_dim / 2) * 4);
     g->rope_sin = (float *)sd_bump_take(b, (size_t)g->base.n_ctx * (c->head_dim / 2) * 4);
     g->d_stage = (char *)sd_bump_take(b, g->stage_bytes);
@@ -756,6 +779,8 @@ static sd_cuda_group *sd_group_new(const sd_config *cfg, const sd_group_spec *sp
     g->qkv_dim = g->q_dim + 2 * g->kv_dim;
     g->act_rows = max_batch < SD_CUDA_ACT_ROWS_MAX ? max_batch : SD_CUDA_ACT_ROWS_MAX;
     g->att_rows = sd_att_rows(cfg, sp->n_ctx, g->act_rows);
+    g->logit_rows = g->act_rows < SD_CUDA_LM_ROWS_MAX ? g->act_rows : SD_CUDA_LM_ROWS_MAX;
+    if (g->logit_rows < SD_CUDA_LOGIT_ROWS) g->logit_rows = SD_CUDA_LOGIT_ROWS;
     g->cache_rows = sp->n_blocks * sp->block_tokens;
     g->tok_slots = max_batch > SD_CUDA_TOK_SLOTS_MIN ? max_batch : SD_CUDA_TOK_SLOTS_MIN;
     g->stage_bytes = sd_stage_bytes(g);
@@ -1125,7 +1150,7 @@ static specdec_status sd_enqueue_chain(sd_cuda_runner *r, int32_t n, int32_t pos
     memset(&f, 0, sizeof f);
     f.first = 0;
     f.n = n;
-    f.skinny = sd_chunk_skinny(n, 0);
+    f.skinny = sd_chunk_skinny(n, 1, 0);
     f.map.block_tokens = g->base.pool.block_tokens;
     f.map.table = r->d_table;
     f.map.pos0 = pos;

@@ -7,9 +7,13 @@
  * to the 1-token step), then the time of one forward step for M = 1, 2, 4, 5, 8, 16
  * tokens at context 512 and 4096 (LM head included), a 512-token prefill, bytes
  * moved (weights + KV read) / time as a fraction of the ceiling, CUDA-graph replay vs
- * plain launches for the M = 1 and M = 5 steps, and the skinny GEMM (tensor core; and
- * the CUDA-core baseline) vs cublasGemmEx (BF16 activations) on the model's projection
- * shapes for every M in 1..16. Warm-up, then medians of CUDA
+ * plain launches for the M = 1 and M = 5 steps, and the GEMMs on the model's projection
+ * shapes (qkv, o, gate_up, down, lm_head) for M = 1..16, 24, 32, 48, 64, 128, 256: the
+ * 16-row tensor-core kernel ("skinny"; launches of 16 rows above 16), the M-looped
+ * batch-invariant kernel (sd_cuda_gemm_tcb, its rounding pass included; validated
+ * bitwise equal to the skinny rows first), cublasGemmEx (BF16 activations) and the
+ * CUDA-core baseline (M <= 16), each as time and weight bytes / time as a fraction of
+ * the copy ceiling measured in the same run. Warm-up, then medians of CUDA
  * event timings. Writes JSON (argv: --out FILE, --models a,b, --reps N) and prints a
  * short table last. */
 #include <math.h>
@@ -95,7 +99,8 @@ static void run_step(void *c, cudaStream_t s) {
 typedef struct { cudaGraphExec_t g; } graph_ctx;
 static void run_graph(void *c, cudaStream_t s) { CK(cudaGraphLaunch(((graph_ctx *)c)->g, s)); }
 
-typedef struct { const void *w; const float *x; float *y; void *xc; int M, N, K; cublasHandle_t blas; } gemm_ctx;
+/* xc: x already in BF16 (cuBLAS); xt: the M-looped kernel's scratch. */
+typedef struct { const void *w; const float *x; float *y; void *xc, *xt; int M, N, K; cublasHandle_t blas; } gemm_ctx;
 static void run_skinny(void *c, cudaStream_t s) {
     gemm_ctx *k = c;
     sd_errbuf eb;
@@ -126,6 +131,127 @@ static void run_cublas(void *c, cudaStream_t s) {
         fprintf(stderr, "bench: cublasGemmEx failed\n");
         exit(1);
     }
+}
+
+/* The M-looped kernel (sd_cuda_gemm_tcb: x rounded into the scratch, then one launch per
+ * 512 rows reading every weight once); its time includes the rounding pass. */
+static void run_tcb(void *c, cudaStream_t s) {
+    gemm_ctx *k = c;
+    sd_errbuf eb;
+    const sd_cuda_gemm_args g = {.w = k->w, .wdt = SD_BF16, .bias = NULL, .x = k->x, .y = k->y, .ldy = k->N, .n = k->M,
+                                 .n_out = k->N, .k_in = k->K, .xconv = k->xt};
+    if (sd_cuda_gemm_tcb(&g, s, &eb) != SPECDEC_OK) {
+        fprintf(stderr, "bench: %s\n", eb.msg);
+        exit(1);
+    }
+}
+
+/* Validation before timing: the M-looped kernel's rows bitwise equal to the 16-row
+ * kernel's (launches of 16 rows, no scratch) on the bench's data. */
+static int gemm_tcb_bitwise(gemm_ctx *k, cudaStream_t s) {
+    const size_t bytes = sizeof(float) * (size_t)k->M * k->N;
+    float *a = malloc(bytes), *b = malloc(bytes);
+    run_tcb(k, s);
+    CK(cudaMemcpyAsync(a, k->y, bytes, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    run_skinny(k, s);
+    CK(cudaMemcpyAsync(b, k->y, bytes, cudaMemcpyDeviceToHost, s));
+    CK(cudaStreamSynchronize(s));
+    const int same = a && b && memcmp(a, b, bytes) == 0;
+    free(a);
+    free(b);
+    return same;
+}
+
+/* Row counts of the GEMM comparison: every M of the 16-row kernel, then batched passes. */
+static const int k_gemm_ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 24, 32, 48, 64, 128, 256};
+#define N_GEMM_MS ((int)(sizeof k_gemm_ms / sizeof k_gemm_ms[0]))
+#define GEMM_MAX_M 256
+
+typedef struct gemm_sums {
+    double skinny, tcb, blas, simt, worst_tcb; /* worst: tcb / cuBLAS */
+    int worst_m, worst_s, all_bitwise;
+} gemm_sums;
+
+/* One shape: every M, JSON entries; returns nothing, accumulates into sums. */
+static void bench_gemm_shape(gemm_ctx *gc, const char *op, int si, FILE *js, int *gfirst, double ceil_gbs,
+                             gemm_sums *sm, cudaStream_t s0) {
+    double frac_tcb[N_GEMM_MS], frac_blas[N_GEMM_MS];
+    for (int mi = 0; mi < N_GEMM_MS; mi++) {
+        gc->M = k_gemm_ms[mi];
+        const int same = gemm_tcb_bitwise(gc, s0);
+        const float ts = time_ms(run_skinny, gc, s0), tt = time_ms(run_tcb, gc, s0), tb = time_ms(run_cublas, gc, s0);
+        const float tsimt = gc->M <= 16 ? time_ms(run_simt, gc, s0) : -1.0f; /* 16-row launches above: not timed */
+        const double wgb = (double)gc->N * gc->K * 2 / 1e9; /* weights, the bytes a pass must stream */
+        sm->all_bitwise &= same;
+        if (gc->M <= 16) {
+            sm->skinny += ts;
+            sm->simt += tsimt;
+        }
+        sm->tcb += tt;
+        sm->blas += tb;
+        if (tt / tb > sm->worst_tcb) { sm->worst_tcb = tt / tb; sm->worst_m = gc->M; sm->worst_s = si; }
+        fprintf(js, "%s\n       {\"op\": \"%s\", \"N\": %d, \"K\": %d, \"M\": %d, \"skinny_ms\": %.4f, \"tcb_ms\": %.4f, "
+                    "\"cublas_ms\": %.4f, \"simt_ms\": %.4f, \"skinny_GBps\": %.1f, \"tcb_GBps\": %.1f, "
+                    "\"skinny_frac_ceiling\": %.3f, \"tcb_frac_ceiling\": %.3f, \"cublas_frac_ceiling\": %.3f, "
+                    "\"tcb_bitwise_skinny\": %d}",
+                *gfirst ? "" : ",", op, gc->N, gc->K, gc->M, ts, tt, tb, tsimt, wgb / (ts * 1e-3), wgb / (tt * 1e-3),
+                wgb / (ts * 1e-3) / ceil_gbs, wgb / (tt * 1e-3) / ceil_gbs, wgb / (tb * 1e-3) / ceil_gbs, same);
+        *gfirst = 0;
+        frac_tcb[mi] = wgb / (tt * 1e-3) / ceil_gbs;
+        frac_blas[mi] = wgb / (tb * 1e-3) / ceil_gbs;
+    }
+    printf("  %-8s N=%-6d K=%-6d weight stream / copy ceiling, M-looped (cuBLAS):", op, gc->N, gc->K);
+    for (int mi = 0; mi < N_GEMM_MS; mi++)
+        if (k_gemm_ms[mi] == 1 || k_gemm_ms[mi] == 16 || k_gemm_ms[mi] >= 32)
+            printf(" M%d %.0f%% (%.0f%%)", k_gemm_ms[mi], 100 * frac_tcb[mi], 100 * frac_blas[mi]);
+    printf("\n");
+}
+
+/* The projection GEMMs of a model: the 16-row tensor-core kernel ("skinny": one launch
+ * up to 16 rows, launches of 16 rows above), the M-looped kernel (tcb), cublasGemmEx
+ * (BF16 activations converted beforehand, not timed) and the CUDA-core baseline (M <=
+ * 16), for M in k_gemm_ms; weight bytes / time as a fraction of the copy ceiling of
+ * this run. Appends the JSON entries and a table line; returns the table's length. */
+static int bench_gemms(const sd_config *cfg, const char *name, FILE *js, char *table, size_t room, double ceil_gbs,
+                       cudaStream_t s0) {
+    const int qkv = (cfg->n_heads + 2 * cfg->n_kv_heads) * cfg->head_dim;
+    const int shapes[5][2] = {{qkv, cfg->hidden_size}, {cfg->hidden_size, cfg->n_heads * cfg->head_dim},
+                              {2 * cfg->intermediate_size, cfg->hidden_size}, {cfg->hidden_size, cfg->intermediate_size},
+                              {cfg->vocab_size, cfg->hidden_size}};
+    const char *snames[5] = {"qkv", "o", "gate_up", "down", "lm_head"};
+    cublasHandle_t blas;
+    if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cublasCreate failed\n"); exit(1); }
+    cublasSetStream(blas, s0);
+    int gfirst = 1;
+    gemm_sums sm = {0, 0, 0, 0, 0, 0, 0, 1};
+    sd_errbuf eb;
+    for (int si = 0; si < 5; si++) {
+        const int N = shapes[si][0], K = shapes[si][1];
+        void *w, *xc, *xt;
+        float *x, *y;
+        CK(cudaMalloc(&w, (size_t)N * K * 2));
+        CK(cudaMalloc((void **)&x, (size_t)GEMM_MAX_M * K * 4));
+        CK(cudaMalloc((void **)&y, (size_t)GEMM_MAX_M * N * 4));
+        CK(cudaMalloc(&xc, (size_t)GEMM_MAX_M * K * 2));
+        CK(cudaMalloc(&xt, (size_t)GEMM_MAX_M * K * 2));
+        if (sd_cuda_fill_normal(w, SD_BF16, (size_t)N * K, 7 + si, 0.0f, 0.02f, s0, &eb) != SPECDEC_OK ||
+            sd_cuda_fill_normal(x, SD_F32, (size_t)GEMM_MAX_M * K, 99 + si, 0.0f, 1.0f, s0, &eb) != SPECDEC_OK ||
+            sd_cuda_convert_f32(x, xc, SD_BF16, (size_t)GEMM_MAX_M * K, s0, &eb) != SPECDEC_OK) {
+            fprintf(stderr, "bench: %s\n", eb.msg);
+            exit(1);
+        }
+        gemm_ctx gc = {w, x, y, xc, xt, 1, N, K, blas};
+        bench_gemm_shape(&gc, snames[si], si, js, &gfirst, ceil_gbs, &sm, s0);
+        CK(cudaFree(w)); CK(cudaFree(x)); CK(cudaFree(y)); CK(cudaFree(xc)); CK(cudaFree(xt));
+    }
+    cublasDestroy(blas);
+    return snprintf(table, room,
+                    "%-15s gemm M=1..16, 5 shapes: skinny (tensor core) %.3f ms, CUDA-core %.3f ms (sums); all M: "
+                    "M-looped %.3f ms, cuBLAS %.3f ms (sums); worst M-looped/cuBLAS %.2f (%s M=%d); M-looped == "
+                    "skinny bitwise: %s\n",
+                    name, sm.skinny, sm.simt, sm.tcb, sm.blas, sm.worst_tcb, snames[sm.worst_s], sm.worst_m,
+                    sm.all_bitwise ? "yes" : "NO");
 }
 
 static sd_config make_cfg(const bench_model *m) {
@@ -255,54 +381,8 @@ int main(int argc, char **argv) {
         tl += snprintf(table + tl, sizeof table - tl, "%-15s prefill512 %.2f ms (%.0f tok/s); M5/M1 %.2f (ctx512) %.2f (ctx4096)\n",
                        bm->name, t_pre, 512.0 / (t_pre * 1e-3), t_m5[0] / t_m1[0], t_m5[1] / t_m1[1]);
 
-        /* skinny GEMM vs cuBLAS on this model's projection shapes */
-        const int qkv = (cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim;
-        const int shapes[5][2] = {{qkv, cfg.hidden_size}, {cfg.hidden_size, cfg.n_heads * cfg.head_dim},
-                                  {2 * cfg.intermediate_size, cfg.hidden_size}, {cfg.hidden_size, cfg.intermediate_size},
-                                  {cfg.vocab_size, cfg.hidden_size}};
-        const char *snames[5] = {"qkv", "o", "gate_up", "down", "lm_head"};
-        cublasHandle_t blas;
-        if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cublasCreate failed\n"); return 1; }
-        cublasSetStream(blas, s0);
-        int gfirst = 1;
-        double skinny_sum = 0, blas_sum = 0, simt_sum = 0, worst = 0;
-        int worst_m = 0, worst_s = 0;
-        for (int si = 0; si < 5; si++) {
-            const int N = shapes[si][0], K = shapes[si][1];
-            gemm_ctx gc = {NULL, NULL, NULL, NULL, 1, N, K, blas};
-            void *w;
-            float *x, *y;
-            void *xc;
-            CK(cudaMalloc(&w, (size_t)N * K * 2));
-            CK(cudaMalloc((void **)&x, (size_t)16 * K * 4));
-            CK(cudaMalloc((void **)&y, (size_t)16 * N * 4));
-            CK(cudaMalloc(&xc, (size_t)16 * K * 2));
-            sd_cuda_fill_normal(w, SD_BF16, (size_t)N * K, 7 + si, 0.0f, 0.02f, s0, &eb);
-            sd_cuda_fill_normal(x, SD_F32, (size_t)16 * K, 99 + si, 0.0f, 1.0f, s0, &eb);
-            sd_cuda_convert_f32(x, xc, SD_BF16, (size_t)16 * K, s0, &eb);
-            gc.w = w; gc.x = x; gc.y = y; gc.xc = xc;
-            for (int gm = 1; gm <= 16; gm++) { /* every M the skinny path serves */
-                gc.M = gm;
-                const float ts = time_ms(run_skinny, &gc, s0), tb = time_ms(run_cublas, &gc, s0);
-                const float tsimt = time_ms(run_simt, &gc, s0);
-                skinny_sum += ts;
-                blas_sum += tb;
-                simt_sum += tsimt;
-                if (ts / tb > worst) { worst = ts / tb; worst_m = gm; worst_s = si; }
-                const double gbs = (double)N * K * 2 / (ts * 1e-3) / 1e9;
-                fprintf(js, "%s\n       {\"op\": \"%s\", \"N\": %d, \"K\": %d, \"M\": %d, \"skinny_ms\": %.4f, \"cublas_ms\": %.4f, "
-                            "\"simt_ms\": %.4f, \"skinny_GBps\": %.1f}",
-                        gfirst ? "" : ",", snames[si], N, K, gm, ts, tb, tsimt, gbs);
-                gfirst = 0;
-            }
-            CK(cudaFree(w)); CK(cudaFree(x)); CK(cudaFree(y)); CK(cudaFree(xc));
-        }
-        cublasDestroy(blas);
+        tl += bench_gemms(&cfg, bm->name, js, table + tl, sizeof table - (size_t)tl, ceil_gbs, s0);
         fprintf(js, "]}");
-        tl += snprintf(table + tl, sizeof table - tl,
-                       "%-15s gemm M=1..16, 5 shapes: skinny (tensor core) %.3f ms, CUDA-core %.3f ms, cuBLAS %.3f ms "
-                       "(sums); worst skinny/cuBLAS %.2f (%s M=%d)\n",
-                       bm->name, skinny_sum, simt_sum, blas_sum, worst, snames[worst_s], worst_m);
         free(htok); free(lg); free(l1);
         sd_runner_destroy(r);
     }

@@ -32,6 +32,9 @@ extern "C" {
 #define SD_CUDA_SKINNY_MAX_M (SPECDEC_MAX_DRAFT + 1)
 /* Rows one skinny-GEMM launch handles; more rows are split into launches of this size. */
 #define SD_CUDA_SKINNY_ROWS 16
+/* Rows one launch of the M-looped tensor-core GEMM (sd_cuda_gemm_tcb) handles with its
+ * weights streamed once; more rows are split into launches of this size. */
+#define SD_CUDA_GEMM_BATCH_ROWS 512
 /* Virtual keys per attention split (SD_CUDA_ATTN_SPLIT, sd_cuda_keymap.h): fixed, never
  * derived from the query count, so a query's reduction order is the same in a 1-token
  * step, inside a k-token step and inside a batch of several sequences. */
@@ -141,12 +144,20 @@ specdec_status sd_cuda_swiglu(const float *gu, float *h, int32_t n, int32_t inte
 
 /* --- GEMM (sd_cuda_gemm.cu, sd_cuda_gemm_tc.cu) ----------------------------------
  * y[m, o] = sum_k x[m, k] * W[o, k] (+ bias[o]) for m < n, o < n_out.
- * Skinny: any n (launches of SD_CUDA_SKINNY_ROWS rows), batch invariant; BF16/F16
- * weights run on tensor cores (sd_cuda_gemm_tc: activations rounded to the weight
- * dtype, fp32 accumulation), F32 weights on the CUDA-core kernel (STORE only).
+ * Skinny: any n, BATCH INVARIANT (row m's bits depend only on row m of x, W, bias and
+ * K — never on n or on the other rows); BF16/F16 weights run on tensor cores
+ * (sd_cuda_gemm_tc: activations rounded to the weight dtype, fp32 accumulation, a
+ * fixed 8-way k-split and reduction order), F32 weights on the CUDA-core kernel
+ * (launches of SD_CUDA_SKINNY_ROWS rows, STORE only). sd_cuda_gemm_tc runs n <=
+ * SD_CUDA_SKINNY_MAX_M in launches of SD_CUDA_SKINNY_ROWS rows, and larger n, when
+ * xconv is given, with sd_cuda_gemm_tcb (below); both give every row the same bits.
+ * M-looped (sd_cuda_gemm_tcb, BF16/F16, xconv required): x rounded into xconv once,
+ * then launches of up to SD_CUDA_GEMM_BATCH_ROWS rows, each reading every weight once;
+ * bitwise the skinny tensor-core result for every row and every n.
  * BLAS: cuBLAS GemmEx, x converted to wdt into xconv (unused for F32), fp32
- * accumulation; the handle must be bound to `stream`; STORE only.
- * Epilogues (skinny tensor-core path):
+ * accumulation; the handle must be bound to `stream`; STORE only; NOT batch invariant
+ * (cuBLAS picks its algorithm by shape).
+ * Epilogues (tensor-core paths):
  *   STORE  y[m, o] = acc + b[o]
  *   ADD    y[m, o] = y[m, o] + (acc + b[o])  (the residual add of the o / down projection)
  *   SWIGLU W holds 2 n_out rows [gate; up] (bias too when given) and
@@ -161,12 +172,17 @@ typedef struct sd_cuda_gemm_args {
     int32_t ldy;         /* >= n_out */
     int32_t n;           /* rows (<= 0: nothing launched) */
     int32_t n_out, k_in;
-    void *xconv;         /* BLAS only: n * k_in elements of wdt (NULL for F32 or skinny) */
+    void *xconv;         /* scratch of n * k_in elements of wdt: BLAS (unused for F32), the
+                            M-looped kernel (required), sd_cuda_gemm_tc above 17 rows
+                            (optional); NULL otherwise. Overwritten. */
     int32_t epi;         /* SD_GEMM_EPI_*; 0 = STORE */
 } sd_cuda_gemm_args;
 specdec_status sd_cuda_gemm_skinny(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);
-/* The tensor-core kernel alone (BF16/F16 weights; sd_cuda_gemm_skinny dispatches to it). */
+/* The tensor-core kernels (BF16/F16 weights; sd_cuda_gemm_skinny dispatches to it). */
 specdec_status sd_cuda_gemm_tc(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);
+/* The M-looped tensor-core kernel alone, any n >= 1 (the benchmark and tests call it
+ * directly, also for n <= 16). */
+specdec_status sd_cuda_gemm_tcb(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);
 /* The CUDA-core kernel alone, any dtype, STORE only (the pre-tensor-core path; kept
  * for F32 weights and as the benchmark's baseline). */
 specdec_status sd_cuda_gemm_simt(const sd_cuda_gemm_args *a, cudaStream_t stream, sd_errbuf *eb);

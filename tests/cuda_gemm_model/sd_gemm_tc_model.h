@@ -1,8 +1,10 @@
-/* sd_gemm_tc_model.h — a host (plain C) model of kernels/cuda/sd_cuda_gemm_tc.cu: the
- * same block / warp / lane / fragment index arithmetic, the PTX-documented register
- * layouts of mma.m16n8k16 (A row-major, B column-major, fp32 C), the same 16-byte
- * chunk map, k-split, shared-memory reduction order and epilogues, so every fp32
- * rounding the kernel performs outside the mma happens here in the same order.
+/* sd_gemm_tc_model.h — a host (plain C) model of kernels/cuda/sd_cuda_gemm_tc.cu, both
+ * kernels (the 16-row one, tcm_gemm, and the M-looped one, tcb_gemm, with the launch
+ * dispatch of sd_cuda_gemm_tc, tcm_gemm_tc): the same block / warp / lane / fragment
+ * index arithmetic, the PTX-documented register layouts of mma.m16n8k16 (A row-major,
+ * B column-major, fp32 C), the same 16-byte chunk map, k-split, partition groups and
+ * rounds, shared-memory reduction / fold order and epilogues, so every fp32 rounding
+ * the kernels perform outside the mma happens here in the same order.
  *
  * The mma itself is MODELLED: D = fl32(C + S) with S the 16 exact products (bf16 x
  * bf16 and f16 x f16 products are exact in fp32) summed in double in ascending k
@@ -18,6 +20,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sd_math.h"
@@ -33,6 +36,9 @@ typedef enum {
     TCM_EXACT = 0,      /* the kernel as written */
     TCM_MUT_SPLIT_BY_M, /* k-split chosen by M (8 warps for M <= 8, else 4): breaks invariance */
     TCM_MUT_B_SWAP,     /* B registers take elements (2,3),(0,1) while A takes (0,1),(2,3) */
+    TCB_MUT_SPLIT_BY_G, /* M-looped kernel: a G-way k-split (group q of round 0 takes chunks q, q + G,
+                           ...), i.e. a k-split that follows M's configuration */
+    TCB_MUT_FOLD_REV,   /* M-looped kernel: a round's partitions folded last to first */
 } tcm_mutant;
 
 typedef struct tcm_args {
@@ -204,6 +210,146 @@ static inline float tcm_spec(const tcm_args *a, int32_t m, int32_t o) {
     float s = part[0];
     for (int w = 1; w < TCM_WARPS; w++) s += part[w];
     return s + (a->bias ? a->bias[o] : 0.0f);
+}
+
+/* ==== the M-looped kernel (sd_gemm_tcb_kernel, sd_cuda_gemm_tcb) ====================
+ * Launches of up to TCB_ROWS rows; x rounded once into xh (the launcher's conversion
+ * pass); per block G partition groups of 8 / G warps, rounds r = 0 .. 8/G - 1 (group q:
+ * partition rG + q), warp v of a group owns m-tiles v, v + 8/G, ... (<= TCB_MTW); the
+ * chains go to red[q][row][col], S = -0.0 folds them q = 0 .. G - 1 per round. */
+#define TCB_ROWS 512
+#define TCB_MTW 4
+
+static inline int tcb_groups(int32_t M) {
+    return M <= TCB_ROWS / 8 ? 8 : M <= TCB_ROWS / 4 ? 4 : M <= TCB_ROWS / 2 ? 2 : 1;
+}
+
+/* sd_tcb_ld_x: 8 rounded activations of row m from k0 out of xh (zeros past K or M). */
+static inline void tcb_ld_xh(const tcm_args *a, const uint16_t *xh, int32_t m, int32_t k0, uint32_t r[4]) {
+    for (int j = 0; j < 4; j++) {
+        uint32_t lo = 0, hi = 0;
+        if (m < a->M && k0 + 2 * j < a->K) lo = xh[(size_t)m * a->K + k0 + 2 * j];
+        if (m < a->M && k0 + 2 * j + 1 < a->K) hi = xh[(size_t)m * a->K + k0 + 2 * j + 1];
+        r[j] = lo | (hi << 16);
+    }
+}
+
+/* Chunk kc's two mma steps for m-tile mt and both n-tiles into c[nt][lane][4]. */
+static inline void tcb_chunk(const tcm_args *a, const uint16_t *xh, int32_t blk, int32_t kc, int32_t mt,
+                             float c[TCM_NT][32][4]) {
+    uint32_t xa[32][4], xb[32][4], wv[TCM_NT][32][4];
+    for (int l = 0; l < 32; l++) {
+        const int g = l >> 2, t = l & 3;
+        const int32_t k0 = kc * 32 + 8 * t;
+        tcb_ld_xh(a, xh, 16 * mt + g, k0, xa[l]);
+        tcb_ld_xh(a, xh, 16 * mt + g + 8, k0, xb[l]);
+        for (int nt = 0; nt < TCM_NT; nt++) tcm_ld_w(a, tcm_row(a, blk, nt, g), k0, wv[nt][l]);
+    }
+    for (int nt = 0; nt < TCM_NT; nt++)
+        for (int s = 0; s < 2; s++) {
+            uint32_t ar[32][4], br[32][2];
+            for (int l = 0; l < 32; l++) {
+                ar[l][0] = xa[l][2 * s]; ar[l][1] = xb[l][2 * s];
+                ar[l][2] = xa[l][2 * s + 1]; ar[l][3] = xb[l][2 * s + 1];
+                br[l][0] = wv[nt][l][2 * s]; br[l][1] = wv[nt][l][2 * s + 1];
+            }
+            tcm_mma(a, c[nt], ar, br);
+        }
+}
+
+/* sd_tcb_warp_loop: warp v of group q in round r; its chains c[i] for m-tile v + WPG i. */
+static inline void tcb_warp(const tcm_args *a, const uint16_t *xh, int32_t blk, int G, int r, int q, int v,
+                            float c[TCB_MTW][TCM_NT][32][4]) {
+    const int32_t nck = (a->K + 31) / 32, nmt = (a->M + 15) / 16, wpg = TCM_WARPS / G;
+    int32_t first = r * G + q, stride = TCM_WARPS;
+    if (a->mut == TCB_MUT_SPLIT_BY_G) { /* round 0 does it all, G-way */
+        first = r == 0 ? q : nck;
+        stride = G;
+    }
+    memset(c, 0, sizeof(float) * TCB_MTW * TCM_NT * 32 * 4);
+    for (int32_t kc = first; kc < nck; kc += stride) /* the U-unroll keeps this order */
+        for (int i = 0; i < TCB_MTW; i++)
+            if (v + wpg * i < nmt) tcb_chunk(a, xh, blk, kc, v + wpg * i, c[i]);
+}
+
+/* One block of one launch (a->M <= TCB_ROWS): rounds, stash, fold, epilogue. */
+static inline void tcb_block(const tcm_args *a, const uint16_t *xh, int32_t blk) {
+    static float c[TCB_MTW][TCM_NT][32][4], red[TCM_WARPS][TCB_ROWS][TCM_COLS], S[TCB_ROWS][TCM_COLS];
+    const int G = tcb_groups(a->M), wpg = TCM_WARPS / G;
+    const int32_t nmt = (a->M + 15) / 16;
+    for (int32_t m = 0; m < TCB_ROWS; m++)
+        for (int j = 0; j < TCM_COLS; j++) S[m][j] = -0.0f;
+    for (int r = 0; r < TCM_WARPS / G; r++) {
+        for (int w = 0; w < TCM_WARPS; w++) { /* sd_tcb_stash */
+            const int q = w / wpg, v = w % wpg;
+            tcb_warp(a, xh, blk, G, r, q, v, c);
+            for (int i = 0; i < TCB_MTW; i++) {
+                const int32_t mt = v + wpg * i;
+                if (mt >= nmt) continue;
+                for (int nt = 0; nt < TCM_NT; nt++)
+                    for (int l = 0; l < 32; l++) {
+                        const int g = l >> 2, t = l & 3;
+                        red[q][16 * mt + g][nt * 8 + 2 * t] = c[i][nt][l][0];
+                        red[q][16 * mt + g][nt * 8 + 2 * t + 1] = c[i][nt][l][1];
+                        red[q][16 * mt + g + 8][nt * 8 + 2 * t] = c[i][nt][l][2];
+                        red[q][16 * mt + g + 8][nt * 8 + 2 * t + 1] = c[i][nt][l][3];
+                    }
+            }
+        }
+        for (int32_t m = 0; m < a->M; m++) /* sd_tcb_fold */
+            for (int j = 0; j < TCM_COLS; j++)
+                for (int k = 0; k < G; k++) S[m][j] += red[a->mut == TCB_MUT_FOLD_REV ? G - 1 - k : k][m][j];
+    }
+    for (int32_t m = 0; m < a->M; m++) /* sd_tcb_epilogue / sd_tcb_put */
+        for (int j = 0; j < 8; j++) {
+            if (a->epi == TCM_SWIGLU) {
+                const int32_t jj = blk * 8 + j;
+                if (jj >= a->n_out) continue;
+                const float g = S[m][j] + (a->bias ? a->bias[jj] : 0.0f);
+                const float u = S[m][8 + j] + (a->bias ? a->bias[a->n_out + jj] : 0.0f);
+                a->y[(size_t)m * a->ldy + jj] = g / (1.0f + expf(-g)) * u;
+                continue;
+            }
+            for (int h = 0; h < 2; h++) {
+                const int32_t o = blk * TCM_COLS + 8 * h + j;
+                if (o >= a->n_out) continue;
+                const float v = S[m][8 * h + j] + (a->bias ? a->bias[o] : 0.0f);
+                float *dst = a->y + (size_t)m * a->ldy + o;
+                *dst = a->epi == TCM_ADD ? *dst + v : v;
+            }
+        }
+}
+
+/* sd_cuda_gemm_tcb: round x into a scratch once, then launches of TCB_ROWS rows. */
+static inline void tcb_gemm(const tcm_args *a) {
+    uint16_t *xh = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(a->M > 0 ? a->M : 1) * a->K);
+    if (!xh) return;
+    for (size_t i = 0; i < (size_t)a->M * a->K; i++) xh[i] = tcm_enc(a->x[i], a->dt);
+    const int32_t cols = a->epi == TCM_SWIGLU ? 8 : TCM_COLS, blocks = (a->n_out + cols - 1) / cols;
+    for (int32_t m0 = 0; m0 < a->M; m0 += TCB_ROWS) {
+        tcm_args l = *a;
+        l.M = a->M - m0 < TCB_ROWS ? a->M - m0 : TCB_ROWS;
+        l.x = a->x + (size_t)m0 * a->K;
+        l.y = a->y + (size_t)m0 * a->ldy;
+        for (int32_t blk = 0; blk < blocks; blk++) tcb_block(&l, xh + (size_t)m0 * a->K, blk);
+    }
+    free(xh);
+}
+
+/* sd_cuda_gemm_tc's dispatch: up to 17 rows (or no scratch) launches of 16 rows of the
+ * kernel above, else the M-looped kernel. */
+static inline void tcm_gemm_tc(const tcm_args *a, int has_xconv) {
+    if (a->M > 17 && has_xconv) {
+        tcb_gemm(a);
+        return;
+    }
+    for (int32_t m0 = 0; m0 < a->M; m0 += 16) {
+        tcm_args l = *a;
+        l.M = a->M - m0 < 16 ? a->M - m0 : 16;
+        l.x = a->x + (size_t)m0 * a->K;
+        l.y = a->y + (size_t)m0 * a->ldy;
+        tcm_gemm(&l);
+    }
 }
 
 #endif

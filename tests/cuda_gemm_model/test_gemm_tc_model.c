@@ -17,6 +17,20 @@
  *     of the CPU reference at the stated bound;
  *  5. mutants: a k-split chosen by M breaks (2) and a B-register swap breaks (1)
  *     and (3) — the checks must catch both.
+ * The M-looped kernel (tcb_gemm: launches of up to 512 rows, weights once):
+ *  6. its emulation == the same documented order (tcm_spec), bitwise, for M from 3
+ *     (one partition group per partition) to 300 (one group, 8 rounds), K = 256, 200,
+ *     77, 40 (partitions without a chunk);
+ *  7. batch invariance, bitwise: for EVERY M in 1..512 (BF16, K = 264: partition 0
+ *     has two chunks, N = 24: a partial block, with a bias) every row — drawn at random
+ *     from a pool of rows incl. a zero row and rows of 1e3 and 1e-6 magnitude, so its
+ *     neighbours change from M to M — equals the row computed ALONE by the 16-row
+ *     kernel (today's skinny result), hence also for M <= 16; ADD and SWIGLU epilogues,
+ *     F16, K = 77 and 40 on a spread of M across the configuration edges (64/65,
+ *     128/129, 256/257, 512); and through the dispatch of sd_cuda_gemm_tc for 17, 18,
+ *     600 and 1100 rows (launches of 512, 512, 76);
+ *  8. mutants: a G-way k-split (chosen by M's configuration) and a fold of a round's
+ *     partitions in reverse must both be caught by (7).
  * Fixed seeds. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +208,125 @@ static void check_fused(sd_dtype dt) {
     mat_free(&gu); mat_free(&down);
 }
 
+/* 6. M-looped emulation vs spec, bitwise; returns the number of differing outputs. */
+static int check_tcb_spec(const mat *w, int32_t M) {
+    float *x = malloc(sizeof(float) * M * w->K), *y = malloc(sizeof(float) * M * w->N);
+    for (int32_t i = 0; i < M * w->K; i++) x[i] = gauss(1.0f);
+    tcm_args a = args_of(w, x, y, M, w->N, TCM_STORE, TCM_EXACT);
+    tcb_gemm(&a);
+    int bad = 0;
+    for (int32_t m = 0; m < M; m++)
+        for (int32_t o = 0; o < w->N; o++) {
+            const float s = tcm_spec(&a, m, o);
+            if (memcmp(&s, &y[(size_t)m * w->N + o], sizeof s) != 0) bad++;
+        }
+    free(x); free(y);
+    return bad;
+}
+
+/* 7. A pool of rows and their results alone (the 16-row kernel, one row per launch). */
+#define POOL 40
+typedef struct row_pool {
+    int32_t K, N;      /* N: outputs per row (SWIGLU: half the matrix rows) */
+    int epi;
+    const float *bias;
+    float *x, *y0, *alone; /* [POOL][K], [POOL][N] initial y (ADD), [POOL][N] */
+} row_pool;
+
+static row_pool pool_make(const mat *w, int epi, const float *bias) {
+    row_pool p = {w->K, epi == TCM_SWIGLU ? w->N / 2 : w->N, epi, bias, NULL, NULL, NULL};
+    p.x = malloc(sizeof(float) * POOL * p.K);
+    p.y0 = malloc(sizeof(float) * POOL * p.N);
+    p.alone = malloc(sizeof(float) * POOL * p.N);
+    for (int32_t r = 0; r < POOL; r++) {
+        const float scale = r == 0 ? 0.0f : r == 1 ? 1e3f : r == 2 ? 1e-6f : 1.0f;
+        for (int32_t k = 0; k < p.K; k++) p.x[(size_t)r * p.K + k] = gauss(scale);
+        for (int32_t o = 0; o < p.N; o++) p.alone[(size_t)r * p.N + o] = p.y0[(size_t)r * p.N + o] = gauss(1.0f);
+        tcm_args a = args_of(w, p.x + (size_t)r * p.K, p.alone + (size_t)r * p.N, 1, p.N, epi, TCM_EXACT);
+        a.bias = bias;
+        tcm_gemm(&a);
+    }
+    return p;
+}
+static void pool_free(row_pool *p) { free(p->x); free(p->y0); free(p->alone); }
+
+/* Rows of launches of M rows drawn from the pool vs their results alone: the M-looped
+ * kernel directly (dispatch 0) or sd_cuda_gemm_tc's dispatch (1). Returns differing rows. */
+static int check_tcb_rows(const mat *w, const row_pool *p, const int32_t *ms, int n_ms, tcm_mutant mut, int dispatch) {
+    int32_t Mmax = 1;
+    for (int i = 0; i < n_ms; i++) Mmax = ms[i] > Mmax ? ms[i] : Mmax;
+    float *x = malloc(sizeof(float) * Mmax * p->K), *y = malloc(sizeof(float) * Mmax * p->N);
+    int32_t *pick = malloc(sizeof(int32_t) * Mmax);
+    int bad = 0;
+    for (int i = 0; i < n_ms; i++) {
+        const int32_t M = ms[i];
+        for (int32_t m = 0; m < M; m++) {
+            pick[m] = (int32_t)(sd_test_splitmix64(&g_seed) % POOL);
+            memcpy(x + (size_t)m * p->K, p->x + (size_t)pick[m] * p->K, sizeof(float) * p->K);
+            memcpy(y + (size_t)m * p->N, p->y0 + (size_t)pick[m] * p->N, sizeof(float) * p->N);
+        }
+        tcm_args a = args_of(w, x, y, M, p->N, p->epi, mut);
+        a.bias = p->bias;
+        if (dispatch) tcm_gemm_tc(&a, 1);
+        else tcb_gemm(&a);
+        for (int32_t m = 0; m < M; m++)
+            if (memcmp(y + (size_t)m * p->N, p->alone + (size_t)pick[m] * p->N, sizeof(float) * p->N) != 0) bad++;
+    }
+    free(x); free(y); free(pick);
+    return bad;
+}
+
+/* M around every configuration edge of the M-looped kernel. */
+static const int32_t k_edge_ms[] = {1, 2, 7, 16, 17, 33, 64, 65, 100, 128, 129, 200, 256, 257, 399, 512};
+#define N_EDGE_MS ((int)(sizeof k_edge_ms / sizeof k_edge_ms[0]))
+
+static void check_tcb(void) {
+    const int32_t ks[4] = {256, 200, 77, 40}, sms[4] = {3, 40, 100, 300};
+    for (int ki = 0; ki < 4; ki++) {
+        mat w = mat_new(40, ks[ki], ki % 2 ? SD_F16 : SD_BF16, 0.02f);
+        const int sb = check_tcb_spec(&w, sms[ki]);
+        printf("M-looped %s K=%d M=%d: emulation vs spec %d differ\n", ki % 2 ? "F16" : "BF16", (int)ks[ki],
+               (int)sms[ki], sb);
+        SD_CHECK(sb == 0, "M-looped emulation != documented order (K %d, M %d)", (int)ks[ki], (int)sms[ki]);
+        mat_free(&w);
+    }
+    /* every M in 1..512, STORE with a bias */
+    mat w = mat_new(24, 264, SD_BF16, 0.02f);
+    float bias[48];
+    for (int i = 0; i < 48; i++) bias[i] = gauss(1.0f);
+    row_pool p = pool_make(&w, TCM_STORE, bias);
+    int32_t all[512];
+    for (int i = 0; i < 512; i++) all[i] = i + 1;
+    int bad = check_tcb_rows(&w, &p, all, 512, TCM_EXACT, 0);
+    printf("M-looped BF16 K=264 N=24: every M in 1..512, rows vs alone (16-row kernel): %d differ\n", bad);
+    SD_CHECK(bad == 0, "M-looped kernel: rows depend on M or on the other rows");
+    const int32_t big[4] = {17, 18, 600, 1100};
+    bad = check_tcb_rows(&w, &p, big, 4, TCM_EXACT, 1);
+    printf("dispatch (sd_cuda_gemm_tc) M = 17, 18, 600, 1100: %d rows differ\n", bad);
+    SD_CHECK(bad == 0, "dispatch / launches of 512 rows change rows");
+    /* mutants, each must be caught */
+    const int32_t mm[2] = {100, 300};
+    const int mg = check_tcb_rows(&w, &p, mm, 2, TCB_MUT_SPLIT_BY_G, 0);
+    const int mf = check_tcb_rows(&w, &p, k_edge_ms, 4, TCB_MUT_FOLD_REV, 0);
+    printf("mutant G-way k-split: %d rows differ; mutant reversed fold: %d rows differ (both must be > 0)\n", mg, mf);
+    SD_CHECK(mg > 0 && mf > 0, "invariance check missed a mutant of the M-looped kernel");
+    pool_free(&p);
+    mat_free(&w);
+    /* epilogues, dtypes and K tails on the edge Ms */
+    struct { int32_t N, K; sd_dtype dt; int epi; } cs[] = {
+        {40, 264, SD_BF16, TCM_ADD}, {48, 200, SD_F16, TCM_SWIGLU}, {24, 77, SD_F16, TCM_STORE}, {40, 40, SD_BF16, TCM_ADD}};
+    for (int ci = 0; ci < 4; ci++) {
+        mat v = mat_new(cs[ci].N, cs[ci].K, cs[ci].dt, 0.05f);
+        row_pool q = pool_make(&v, cs[ci].epi, ci == 2 ? NULL : bias);
+        bad = check_tcb_rows(&v, &q, k_edge_ms, N_EDGE_MS, TCM_EXACT, 0);
+        printf("M-looped %s K=%d N=%d epilogue %d, M at the edges: %d rows differ\n", cs[ci].dt == SD_BF16 ? "BF16" : "F16",
+               (int)cs[ci].K, (int)cs[ci].N, cs[ci].epi, bad);
+        SD_CHECK(bad == 0, "M-looped kernel: rows differ (case %d)", ci);
+        pool_free(&q);
+        mat_free(&v);
+    }
+}
+
 int main(void) {
     const sd_dtype dts[2] = {SD_BF16, SD_F16};
     /* K: multiple of 32, of 8 only, odd */
@@ -228,5 +361,6 @@ int main(void) {
     printf("mutant B-register swap: %d outputs differ from the spec, agreement %s (must fail)\n", ms, ma ? "passed" : "failed");
     SD_CHECK(ms > 0 && !ma, "spec / agreement checks missed the B-swap mutant");
     mat_free(&w);
+    check_tcb();
     return sd_test_done();
 }
