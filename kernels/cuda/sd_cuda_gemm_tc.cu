@@ -63,10 +63,13 @@ static __device__ __forceinline__ uint32_t sd_tc_pack(float lo, float hi, bool b
     return a | (b << 16); /* the lower k in the low half-word, as mma expects */
 }
 
-/* 8 weights of row `row` from k0 (zeros past K) as 4 packed 16-bit pairs. */
-static __device__ __forceinline__ uint4 sd_tc_ld_w(const uint16_t *row, int32_t k0, int32_t K, int vec) {
+/* 8 consecutive 16-bit values of `row` from k0 (zeros past K), as 4 packed pairs: one
+ * 16-byte load, cache-streaming (CS: read once) or through L1 (re-read by sibling
+ * warps), or scalar loads with the same values. */
+template <bool CS>
+static __device__ __forceinline__ uint4 sd_tc_ld16(const uint16_t *row, int32_t k0, int32_t K, int vec) {
     if (k0 >= K) return make_uint4(0, 0, 0, 0);
-    if (vec) return __ldcs((const uint4 *)(row + k0));
+    if (vec) return CS ? __ldcs((const uint4 *)(row + k0)) : __ldg((const uint4 *)(row + k0));
     uint32_t v[4];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
@@ -75,6 +78,12 @@ static __device__ __forceinline__ uint4 sd_tc_ld_w(const uint16_t *row, int32_t 
         v[j] = lo | (hi << 16);
     }
     return make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+/* 8 weights of row `row` from k0 (zeros past K) as 4 packed 16-bit pairs, streamed
+ * (read once: __ldcs). */
+static __device__ __forceinline__ uint4 sd_tc_ld_w(const uint16_t *row, int32_t k0, int32_t K, int vec) {
+    return sd_tc_ld16<true>(row, k0, K, vec);
 }
 
 /* 8 activations of row m from k0, rounded to the weight dtype (zeros past K or M). */
@@ -295,27 +304,11 @@ static int sd_tcb_groups(int32_t M) {
     return M <= SD_TCB_ROWS / 8 ? 8 : M <= SD_TCB_ROWS / 4 ? 4 : M <= SD_TCB_ROWS / 2 ? 2 : 1;
 }
 
-/* 8 consecutive 16-bit values of `row` from k0 (zeros past K), as 4 packed pairs: one
- * 16-byte load, cache-streaming (CS: read once) or through L1 (re-read by sibling
- * warps), or scalar loads with the same values. */
-template <bool CS>
-static __device__ __forceinline__ uint4 sd_tcb_ld16(const uint16_t *row, int32_t k0, int32_t K, int vec) {
-    if (k0 >= K) return make_uint4(0, 0, 0, 0);
-    if (vec) return CS ? __ldcs((const uint4 *)(row + k0)) : __ldg((const uint4 *)(row + k0));
-    uint32_t v[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-        const uint32_t lo = k0 + 2 * j < K ? row[k0 + 2 * j] : 0u;
-        const uint32_t hi = k0 + 2 * j + 1 < K ? row[k0 + 2 * j + 1] : 0u;
-        v[j] = lo | (hi << 16);
-    }
-    return make_uint4(v[0], v[1], v[2], v[3]);
-}
 
 /* 8 rounded activations of row m from k0 (zeros past K or M). */
 static __device__ __forceinline__ uint4 sd_tcb_ld_x(const sd_tc_params &p, int32_t m, int32_t k0) {
     if (m >= p.M) return make_uint4(0, 0, 0, 0);
-    return sd_tcb_ld16<false>(p.xh + (size_t)m * p.k_in, k0, p.k_in, p.vec);
+    return sd_tc_ld16<false>(p.xh + (size_t)m * p.k_in, k0, p.k_in, p.vec);
 }
 
 /* Partition `part`'s chains of this warp: chunks part, part + 8, ... ascending, each
@@ -340,7 +333,7 @@ static __device__ __forceinline__ void sd_tcb_warp_loop(const sd_tc_params &p, i
             const int32_t k0 = (c0 + u * SD_TC_WARPS) * 32 + 8 * t; /* >= K past the last chunk: zeros */
 #pragma unroll
             for (int nt = 0; nt < SD_TC_NT; nt++)
-                wv[u][nt] = wok[nt] ? sd_tcb_ld16<G == 8>(wrow[nt], k0, K, p.vec) : make_uint4(0, 0, 0, 0);
+                wv[u][nt] = wok[nt] ? sd_tc_ld16<G == 8>(wrow[nt], k0, K, p.vec) : make_uint4(0, 0, 0, 0);
         }
 #pragma unroll
         for (int u = 0; u < C::U; u++) {

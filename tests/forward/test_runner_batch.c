@@ -24,6 +24,7 @@
 #include "sd_cpu_runner.h"
 #include "sd_kv.h"
 #include "fwd_common.h"
+#include "fwd_pool_check.h"
 
 #define N_SEQ 5
 #define N_CTX 40
@@ -191,33 +192,8 @@ static void check_pool_exhaustion(void) {
     struct specdec_model *m = fwd_model_make(&cfg, SD_F32, 3);
     sd_errbuf eb = {{0}};
     sd_runner_group *g = NULL;
-    sd_runner *a = NULL, *b = NULL;
     SD_CHECK(sd_cpu_group_create(&m->w, 16, 16, 4, 4, &g, &eb) == SPECDEC_OK, "%s", eb.msg);
-    if (!g) return;
-    SD_CHECK(sd_runner_group_add(g, &a, &eb) == SPECDEC_OK && sd_runner_group_add(g, &b, &eb) == SPECDEC_OK, "%s",
-             eb.msg);
-    int32_t tok[16];
-    for (int i = 0; i < 16; i++) tok[i] = (i * 7 + 3) % cfg.vocab_size;
-    float *la = malloc(sizeof(float) * 16 * (size_t)cfg.vocab_size), *lb = malloc(sizeof(float) * 16 * (size_t)cfg.vocab_size);
-    SD_CHECK(sd_runner_forward(a, tok, 12, 0, NULL) == SPECDEC_OK, "%s", a->err.msg); /* 3 blocks */
-    sd_runner_seg segs[2] = {{a, tok + 12, 1, 12, NULL, 0, la}, {b, tok, 8, 0, NULL, 0, lb}};
-    SD_CHECK(sd_runner_forward_batch(segs, 2, &eb) == SPECDEC_ERR_CONTEXT_FULL, "pool exhaustion not reported");
-    SD_CHECK(strstr(eb.msg, "pool") != NULL, "detail: %s", eb.msg);
-    SD_CHECK(a->kv_len == 12 && b->kv_len == 0 && sd_kv_pool_used(&g->pool) == 3, "state after: %d %d %d",
-             (int)a->kv_len, (int)b->kv_len, (int)sd_kv_pool_used(&g->pool));
-    SD_CHECK(sd_runner_forward(b, tok, 5, 0, NULL) == SPECDEC_ERR_CONTEXT_FULL, "single forward past the pool");
-    sd_runner_truncate(a, 4); /* gives 2 blocks back */
-    segs[0].tokens = tok + 4;
-    segs[0].pos = 4;
-    SD_CHECK(sd_runner_forward_batch(segs, 2, &eb) == SPECDEC_OK, "after trimming: %s", eb.msg);
-    SD_CHECK(sd_kv_pool_used(&g->pool) == 4 && a->kv_len == 5 && b->kv_len == 8, "accounting %d",
-             (int)sd_kv_pool_used(&g->pool));
-    sd_runner_destroy(a);
-    sd_runner_destroy(b);
-    SD_CHECK(g->pool.n_free == 4, "blocks returned");
-    sd_runner_group_destroy(g);
-    free(la);
-    free(lb);
+    if (g) fwd_check_pool_exhaustion(g, &cfg);
     fwd_model_free(m);
 }
 
