@@ -121,13 +121,15 @@ static int sd_chat_llama2_msg(const sd_chat_spec *sp, const char *bos, const cha
     if (sd_chat_puts(tmp, m->content)) return -1;
     size_t off, len;
     sd_chat_py_strip(tmp->p, tmp->len, &off, &len);
+    /* tmp->p is still NULL when nothing was written (no system text, empty content) */
+    const char *body = tmp->p ? tmp->p + off : "";
     if (sd_chat_is(m, "user"))
-        return sd_chat_puts(o, bos) || sd_chat_puts(o, "[INST] ") || sd_tok_buf_put(o, tmp->p + off, len) ||
+        return sd_chat_puts(o, bos) || sd_chat_puts(o, "[INST] ") || sd_tok_buf_put(o, body, len) ||
                sd_chat_puts(o, " [/INST]");
     if (sp->sys_branch && sd_chat_is(m, "system"))
-        return sd_chat_puts(o, "<<SYS>>\n") || sd_tok_buf_put(o, tmp->p + off, len) || sd_chat_puts(o, "\n<</SYS>>\n\n");
+        return sd_chat_puts(o, "<<SYS>>\n") || sd_tok_buf_put(o, body, len) || sd_chat_puts(o, "\n<</SYS>>\n\n");
     if (sd_chat_is(m, "assistant"))
-        return sd_chat_puts(o, " ") || sd_tok_buf_put(o, tmp->p + off, len) || sd_chat_puts(o, " ") || sd_chat_puts(o, eos);
+        return sd_chat_puts(o, " ") || sd_tok_buf_put(o, body, len) || sd_chat_puts(o, " ") || sd_chat_puts(o, eos);
     return 0;
 }
 

@@ -254,7 +254,8 @@ int sd_tok_regex_find(const sd_tok_regex *re, sd_tok_work *w, const char *s, siz
 int sd_tok_normalize(const sd_tok_norm *nm, sd_tok_work *w, const char *s, size_t n, sd_tok_buf *out);
 
 /* Replace every occurrence of the literal lit (or, when lit is NULL, every match of
- * re) in s[0..n) by content, appending to out. 0 ok, -1 OOM, -2 engine error. */
+ * re) in s[0..n) by content, appending to out; an empty literal matches at every
+ * character boundary, as in Rust's str::replace. 0 ok, -1 OOM, -2 engine error. */
 int sd_tok_replace_all(sd_tok_work *w, const char *lit, size_t lit_len, const sd_tok_regex *re, const char *content,
                        size_t content_len, const char *s, size_t n, sd_tok_buf *out);
 

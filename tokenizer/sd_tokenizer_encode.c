@@ -64,6 +64,18 @@ static int sd_tok_norm_lower(const char *s, size_t n, sd_tok_buf *out) {
 
 int sd_tok_replace_all(sd_tok_work *w, const char *lit, size_t lit_len, const sd_tok_regex *re, const char *content,
                        size_t content_len, const char *s, size_t n, sd_tok_buf *out) {
+    if (lit && lit_len == 0) {
+        /* Rust's str::replace with an empty pattern (the BPEDecoder with "suffix": ""):
+         * the empty string matches at every character boundary, the end included, so
+         * content goes before each character and once more at the end ("" -> content). */
+        for (size_t i = 0; i < n;) {
+            int32_t cp;
+            size_t l = sd_utf8_next(s + i, n - i, &cp);
+            if (sd_tok_buf_put(out, content, content_len) || sd_tok_buf_put(out, s + i, l)) return SD_OOM;
+            i += l;
+        }
+        return sd_tok_buf_put(out, content, content_len);
+    }
     if (lit) {
         size_t i = 0, run = 0;
         while (i + lit_len <= n) {

@@ -229,6 +229,12 @@ static void test_detection(void) {
     specdec_chat_message sm[] = {MSG("system", "s"), MSG("user", "u")};
     t = tok ? render(tok, "mistral", m, 1, 1, &st) : NULL;
     SD_CHECK(t && !strcmp(t, "<s> [INST] hi [/INST]"), "forced mistral: %s", t ? t : specdec_last_error());
+    /* empty contents and no system message: llama2's scratch buffer is never allocated
+     * (found by fuzzing: the renderer added 0 to its NULL pointer); transformers renders this */
+    specdec_chat_message em[] = {MSG("user", ""), MSG("assistant", ""), MSG("user", "")};
+    t = tok ? render(tok, "llama2", em, 3, 1, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, "<s>[INST]  [/INST]  </s><s>[INST]  [/INST]"), "forced llama2, empty contents: %s",
+             t ? t : specdec_last_error());
     st = tok ? specdec_chat_apply(tok, "mistral", sm, 2, 1, NULL, 0, &(size_t){0}) : SPECDEC_ERR_INTERNAL;
     SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && strstr(specdec_last_error(), "Conversation roles must alternate"),
              "mistral rejects a system message: %d %s", st, specdec_last_error());

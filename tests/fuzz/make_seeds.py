@@ -313,6 +313,11 @@ def server_seeds():
     for i, f in enumerate(families):
         put("server", "ok_chat_" + f, req({"messages": simple, "max_tokens": 4}, chat=True, family=i))
         put("server", "ok_chat_%s_every_role" % f, req({"messages": conv}, chat=True, family=i))
+        # regression (campaign of 2026-11-24): empty content with no system message left
+        # llama2's scratch buffer unallocated and the renderer added 0 to its NULL pointer
+        put("server", "ok_chat_%s_empty_content" % f,
+            req({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""},
+                              {"role": "user", "content": ""}]}, chat=True, family=i))
     put("server", "ok_health_without_key", req("{\"prompt\": \"x\"}", method="GET", url="/health", auth=""))
     bad = {
         "bad_json": "{\"prompt\": \"x\",",

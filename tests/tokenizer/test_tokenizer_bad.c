@@ -61,6 +61,32 @@ int main(void) {
         specdec_tokenizer_free(t);
     }
 
+    /* BPEDecoder with "suffix": "" (found by fuzzing: the empty literal never advanced
+     * and decoding grew its output forever). As the library's str::replace does, the
+     * empty suffix matches at every character boundary: each token but the last gets a
+     * space before every character and at its end; the last token is left as it is.
+     * `tokenizers` decodes ["ab", "\u00e9\u20ac", "cd"] to " a b  \u00e9 \u20ac cd". */
+    {
+        static const char bpe_empty[] =
+            "{\"decoder\":{\"type\":\"BPEDecoder\",\"suffix\":\"\"},"
+            "\"model\":{\"type\":\"BPE\",\"vocab\":{\"ab\":0,\"\u00e9\u20ac\":1,\"cd\":2},\"merges\":[]}}";
+        st = sd_tokenizer_load_json(bpe_empty, strlen(bpe_empty), NULL, &t);
+        SD_CHECK(st == SPECDEC_OK && t, "BPEDecoder with an empty suffix loads: %s", specdec_last_error());
+        if (t) {
+            const int32_t ids[3] = {0, 1, 2};
+            char buf[64];
+            size_t len = 0;
+            static const char want[] = " a b  \xc3\xa9 \xe2\x82\xac cd";
+            st = specdec_detokenize(t, ids, 3, 0, buf, sizeof buf, &len);
+            SD_CHECK(st == SPECDEC_OK && len == sizeof want - 1 && !memcmp(buf, want, len),
+                     "empty BPEDecoder suffix: \"%s\" (status %d), want \"%s\"", buf, st, want);
+            st = specdec_detokenize(t, ids, 1, 0, buf, sizeof buf, &len);
+            SD_CHECK(st == SPECDEC_OK && len == 2 && !memcmp(buf, "ab", 2), "empty suffix, one token: \"%s\"", buf);
+            specdec_tokenizer_free(t);
+            t = NULL;
+        }
+    }
+
     expect_fail("empty", "", SPECDEC_ERR_FORMAT, "not valid JSON");
     expect_fail("not json", "hello", SPECDEC_ERR_FORMAT, "not valid JSON");
     expect_fail("truncated", "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0", SPECDEC_ERR_FORMAT, "not valid JSON");
