@@ -8,11 +8,13 @@
 #
 # Environment: SPECDEC_FUZZ_BUILD (default build-fuzz: configured and built here with
 # clang if needed), SPECDEC_FUZZ_RUNS (stop a target after this many runs instead),
-# SPECDEC_FUZZ_NICE (default 19), SPECDEC_SHARED_DIR (for tokenizer_real).
+# SPECDEC_FUZZ_NICE (default 19), SPECDEC_SHARED_DIR (for tokenizer_real),
+# SPECDEC_FUZZ_OUT (default $SPECDEC_FUZZ_BUILD/campaign: give campaigns that run side by
+# side from one build their own).
 # Findings (crash-*, leak-*, timeout-*, oom-* files) stay in
 # $SPECDEC_FUZZ_BUILD/campaign/<target>/artifacts; the script exits 1 when there is one.
 # A machine-readable summary (one JSON object per target) goes to
-# $SPECDEC_FUZZ_BUILD/campaign/results.jsonl.
+# $SPECDEC_FUZZ_OUT/results.jsonl.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -26,7 +28,7 @@ targets=("$@")
 [ ${#targets[@]} -eq 0 ] && mapfile -t targets < <(grep -E '^[a-z_0-9]+$' tests/fuzz/targets.txt)
 build=${SPECDEC_FUZZ_BUILD:-build-fuzz}
 nice_level=${SPECDEC_FUZZ_NICE:-19}
-out="$build/campaign"
+out=${SPECDEC_FUZZ_OUT:-$build/campaign}
 mkdir -p "$out"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
