@@ -1,8 +1,12 @@
 /* sd_round.h — the backend contract, part 2: ONE speculative round for a set of
  * sequences. Implementations: the host round (backends/cpu/sd_host_round.c: any
- * runners, logits on the host, the CPU reference sampler and verifier) and the CUDA
- * device-resident round (backends/cuda/sd_cuda_round.cu: drafting, the verify pass and
- * the fused verifier on the GPU, CUDA graphs, one readback). The generation loop
+ * runners, logits on the host, the CPU reference sampler and verifier), the CUDA
+ * device-resident round (backends/cuda/sd_cuda_round.cu: one sequence on standalone
+ * runners; drafting, the verify pass and the fused verifier on the GPU, CUDA graphs, one
+ * readback) and the CUDA batched device round (backends/cuda/sd_cuda_batch_round.cu,
+ * "cuda-batch": many sequences on runners of CUDA groups, the scheduler's round there;
+ * chains on the GPU with the logits kept on the device, trees / begin / settle through an
+ * inner shared host round; every result bitwise the host round's). The generation loop
  * (runtime/sd_generate.c) is their only caller; it alone owns the budget, stop
  * strings, emission and statistics.
  *
@@ -36,16 +40,20 @@
  * sequence's tokens are those it gets alone. Every sequence's status says whether its
  * round completed (run() returns the first failure). The CUDA device round decodes an
  * engine's one sequence and answers SPECDEC_ERR_UNSUPPORTED (nothing changed) for
- * n_seqs > 1. The host round runs trees (docs/TREE.md): the
- * draft grows the tree level by level (one draft tree-forward per level, each node's
- * processed q row kept), ONE target tree-forward scores the pending token and every
- * node, the tree verifier (kernels/cpu/sd_cpu_tree.h) accepts a root-to-node path of n
- * nodes and emits one more token, and both caches are compacted to the accepted path
- * (core/sd_runner.h "Trees"). The CUDA device round answers SPECDEC_ERR_UNSUPPORTED
- * (nothing changed) for a shape that is not a chain; the generation loop then runs
- * the rest of that call on the host round (runtime/sd_generate.c). A tree round must
- * fit: 1 + sd_draft_shape_nodes rows in the target's cache and one call
- * (max_batch), which the loop guarantees. n_drafted counts the tree's nodes. */
+ * n_seqs > 1. The batched device round runs any number up to its max_seqs like the
+ * shared host round, with the same results and statuses (a sequence whose runners are
+ * not of its groups: INVALID_ARGUMENT, nothing run). The host round runs trees
+ * (docs/TREE.md): the draft grows the tree level by level (one draft tree-forward per
+ * level, each node's processed q row kept), ONE target tree-forward scores the pending
+ * token and every node, the tree verifier (kernels/cpu/sd_cpu_tree.h) accepts a
+ * root-to-node path of n nodes and emits one more token, and both caches are compacted
+ * to the accepted path (core/sd_runner.h "Trees"). The CUDA device round answers
+ * SPECDEC_ERR_UNSUPPORTED (nothing changed) for a shape that is not a chain; the
+ * generation loop then runs the rest of that call on the host round
+ * (runtime/sd_generate.c). The batched device round hands tree-shaped sequences to its
+ * inner host round within the same run(). A tree round must fit: 1 +
+ * sd_draft_shape_nodes rows in the target's cache and one call (max_batch), which the
+ * loop guarantees. n_drafted counts the tree's nodes. */
 #ifndef SD_ROUND_H
 #define SD_ROUND_H
 
@@ -139,7 +147,7 @@ typedef struct sd_round_seq {
 typedef struct sd_round sd_round;
 
 typedef struct sd_round_ops {
-    const char *name;  /* "host", "cuda-graph", "cuda-stream" */
+    const char *name;  /* "host", "cuda", "cuda-batch" */
     /* Start a sequence: reset both caches and fill them with tokens[0..length-1) (the
      * prefill), so that tokens[length-1] is pending. */
     specdec_status (*begin)(sd_round *rd, sd_round_seq *s);

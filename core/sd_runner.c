@@ -292,9 +292,10 @@ static specdec_status batch_emulate(const sd_runner_seg *segs, int32_t n_segs, s
     return SPECDEC_OK;
 }
 
-/* Native passes of at most max_batch tokens; on failure every runner not yet done is
- * cut back to its start. */
-static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+/* Native passes of at most max_batch tokens (through pass(ctx, ...) when given, else the
+ * group's forward_batch); on failure every runner not yet done is cut back to its start. */
+static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs, int32_t n_segs,
+                                   sd_runner_pass_fn pass, void *ctx, sd_errbuf *eb) {
     for (int32_t i = 0; i < n_segs; i++) {
         const sd_runner_seg *s = &segs[i];
         if (s->parent) {
@@ -309,7 +310,7 @@ static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs
     while (st == SPECDEC_OK && done < n_segs) {
         int32_t k = 0, tokens = 0;
         while (done + k < n_segs && tokens + segs[done + k].n <= g->max_batch) tokens += segs[done + k++].n;
-        st = g->vt->forward_batch(g, segs + done, k);
+        st = pass ? pass(ctx, g, segs + done, k) : g->vt->forward_batch(g, segs + done, k);
         if (st == SPECDEC_OK) done += k;
     }
     for (int32_t i = 0; i < n_segs; i++) {
@@ -340,5 +341,16 @@ specdec_status sd_runner_forward_batch(const sd_runner_seg *segs, int32_t n_segs
     sd_runner_group *g = batch_group(segs, n_segs);
     if (!g) return batch_emulate(segs, n_segs, eb);
     sd_err_clear(&g->err);
-    return batch_native(g, segs, n_segs, eb);
+    return batch_native(g, segs, n_segs, NULL, NULL, eb);
+}
+
+specdec_status sd_runner_forward_batch_via(const sd_runner_seg *segs, int32_t n_segs, sd_runner_pass_fn pass,
+                                           void *ctx, sd_errbuf *eb) {
+    if (!pass) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: no pass function");
+    specdec_status st = batch_check(segs, n_segs, eb);
+    if (st != SPECDEC_OK) return st;
+    sd_runner_group *g = batch_group(segs, n_segs);
+    if (!g) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: the runners are not of one native group");
+    sd_err_clear(&g->err);
+    return batch_native(g, segs, n_segs, pass, ctx, eb);
 }

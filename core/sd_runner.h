@@ -194,6 +194,14 @@ void sd_runner_group_detach(sd_runner *r);
 
 /* One forward over several sequences (see "Groups and batches" above). */
 specdec_status sd_runner_forward_batch(const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb);
+/* The same for runners of ONE group with a native forward_batch (else INVALID_ARGUMENT,
+ * nothing changed), each native pass made by pass(ctx, g, segs, n) instead of
+ * g->vt->forward_batch, with that entry's contract: a backend's variant of its batched
+ * forward (backends/cuda/sd_cuda_runner.cu: logits left on the device). Checks, block
+ * holding, splitting into passes and failure semantics as sd_runner_forward_batch. */
+typedef specdec_status (*sd_runner_pass_fn)(void *ctx, sd_runner_group *g, const sd_runner_seg *segs, int32_t n_segs);
+specdec_status sd_runner_forward_batch_via(const sd_runner_seg *segs, int32_t n_segs, sd_runner_pass_fn pass,
+                                           void *ctx, sd_errbuf *eb);
 
 /* forward() in chunks of max_batch tokens (a prompt longer than one call): logits row
  * i (when wanted) lands at logits + i * n_vocab. On success kv_len == pos + n; a

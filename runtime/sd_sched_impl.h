@@ -6,9 +6,10 @@
  * caches (a runner per model; with runner groups, core/sd_runner.h, all slots share one
  * model instance and one paged KV pool per model) and, while a request runs in it, that
  * request's generation (runtime/sd_generate.h). Every round the loop plans each running
- * sequence (its γ or tree), runs ONE shared host round over all of them
- * (backends/cpu/sd_host_round.h: batched draft forwards, one batched target verify
- * pass, each sequence's own verifier) and absorbs each sequence's tokens (callbacks,
+ * sequence (its γ or tree), runs ONE shared round over all of them (batched draft
+ * forwards, one batched target verify pass, each sequence's own verifier: on CUDA
+ * runner groups the batched device round, backends/cuda/sd_cuda_batch_round.cu, logits
+ * kept on the GPU; otherwise the host round, backends/cpu/sd_host_round.h) and absorbs each sequence's tokens (callbacks,
  * stop conditions). Requests join between rounds when a slot is free and their KV
  * blocks can be reserved, and leave when they finish, fail or are cancelled.
  *
@@ -80,7 +81,7 @@ struct specdec_scheduler {
     int has_draft;
     sd_gen_env env;
     sd_runner_group *gt, *gd;     /* one model instance each; NULL: a runner per slot */
-    sd_round *round;              /* the shared host round */
+    sd_round *round;              /* the shared round (cuda-batch or host) */
     sd_sched_seq *seqs;           /* [p.max_active] */
     sd_round_seq **batch;         /* [p.max_active] one round's sequences */
     sd_sched_seq **batch_of;      /* [p.max_active] their slots */

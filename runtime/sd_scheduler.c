@@ -1,7 +1,8 @@
 /* sd_scheduler.c — specdec_scheduler_*: many requests on one model pair, decoded
  * together (see sd_sched_impl.h for the model, sd_sched_loop.c for the loop thread).
  * This file holds the public calls: creation (the models as runner groups, the
- * sequence slots, the shared host round), requests (validation shared with
+ * sequence slots, the round: the batched CUDA device round on CUDA groups, else the shared
+ * host round), requests (validation shared with
  * specdec_generate, copies, the KV reservation), the FIFO queue and the id table,
  * cancel, wait, metrics, shutdown and free. Allocation happens only in create and
  * submit (through sd_alloc, so tests can fail each allocation). */
@@ -15,6 +16,7 @@
 
 #include "specdec.h"
 #include "sd_alloc.h"
+#include "sd_cuda_backend.h"
 #include "sd_engine.h"
 #include "sd_error.h"
 #include "sd_host_round.h"
@@ -259,6 +261,18 @@ static specdec_status sd_sched_make_model(specdec_scheduler *s, const specdec_mo
     return SPECDEC_OK;
 }
 
+/* The round: on CUDA runner groups the batched device round (logits stay on the GPU),
+ * else (the CPU, per-slot runners, a vocabulary beyond the GPU sampler) the shared host
+ * round. */
+static specdec_status sd_sched_make_round(specdec_scheduler *s, specdec_backend be, int has_draft, sd_errbuf *eb) {
+    if (be == SPECDEC_BACKEND_CUDA && s->gt && (!has_draft || s->gd)) {
+        specdec_status st = sd_cuda_batch_round_create(s->gt, s->gd, s->p.max_active, &s->round, eb);
+        if (st != SPECDEC_ERR_UNSUPPORTED) return st;
+        sd_err_clear(eb);
+    }
+    return sd_host_round_create_shared(s->n_vocab, has_draft, s->p.max_active, &s->round, eb);
+}
+
 static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_model *target,
                                            const specdec_model *draft, const specdec_engine_params *ep) {
     sd_engine_plan plan;
@@ -274,8 +288,7 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     if (st == SPECDEC_OK && draft) st = sd_sched_make_model(s, draft, &plan, &be, &s->gd, 1);
     sd_errbuf eb;
     sd_err_clear(&eb);
-    if (st == SPECDEC_OK && (st = sd_host_round_create_shared(s->n_vocab, draft != NULL, s->p.max_active, &s->round,
-                                                              &eb)) != SPECDEC_OK)
+    if (st == SPECDEC_OK && (st = sd_sched_make_round(s, be, draft != NULL, &eb)) != SPECDEC_OK)
         return sd_fail(NULL, st, "specdec_scheduler_create: %s", eb.msg);
     if (st != SPECDEC_OK) return st;
     s->env.n_ctx = s->n_ctx;

@@ -27,5 +27,12 @@ specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use
 
 void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs) { (void)rd; (void)use_graphs; }
 
+specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
+                                          sd_round **out, sd_errbuf *eb) {
+    (void)target; (void)draft; (void)max_seqs;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
+}
+
 int specdec_has_cuda(void) { return 0; }
 int specdec_cuda_device_count(void) { return 0; }

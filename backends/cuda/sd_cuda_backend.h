@@ -30,8 +30,8 @@ specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t
  * with sd_runner_group_add, batched forwards with sd_runner_forward_batch, native tree
  * forwards and compaction). max_batch: most tokens per pass (0 or > n_ctx: n_ctx).
  * Errors as sd_cuda_runner_create, plus INVALID_ARGUMENT for an empty pool. Its
- * runners are driven by the host round; the device round takes standalone runners
- * only. Batch invariance on the GPU: docs/GPU_FORWARD.md "Runner groups". */
+ * runners are driven by the batched device round (sd_cuda_batch_round_create) or the
+ * host round; the single-sequence device round takes standalone runners only. Batch invariance on the GPU: docs/GPU_FORWARD.md "Runner groups". */
 specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
                                     int32_t block_tokens, int32_t device, int32_t keep_f32, sd_runner_group **out,
                                     sd_errbuf *eb);
@@ -45,6 +45,21 @@ specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use
                                     sd_errbuf *eb);
 /* Switch a device round between graph replay and direct launches. */
 void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs);
+
+/* The device-resident BATCHED round ("cuda-batch", backends/cuda/sd_cuda_batch_round.cu):
+ * up to max_seqs (1..SD_HOST_MAX_SEQS) sequences per run(), each on runners of these
+ * groups (sd_round_seq.target of `target`, .draft of `draft`; draft may be NULL: plain
+ * steps only), both made by sd_cuda_group_create on one device and borrowed (they must
+ * outlive the round). Chains, plain steps included, run on the device (logits, sampling
+ * and verification there, token ids read back); begin, settle and draft trees go to an
+ * inner shared host round; every result is the host round's, bit for bit. A sequence on
+ * other runners: INVALID_ARGUMENT (nothing run). Create: INVALID_ARGUMENT for groups that
+ * are not CUDA groups, UNSUPPORTED for two devices or a vocabulary beyond the GPU sampler
+ * (use the host round then), MODEL_MISMATCH for two vocabularies; device memory of about
+ * 20 * V bytes per row of max_seqs * (SPECDEC_MAX_DRAFT + 1) rows, capped near 1 GiB
+ * (beyond it run() works in waves). On failure *out = NULL and the detail is in eb. */
+specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
+                                          sd_round **out, sd_errbuf *eb);
 
 #ifdef __cplusplus
 }

@@ -43,7 +43,9 @@
  * bitwise the same alone or in any batch, and a tree node's the same as plain decoding
  * of its path, for every decode / verify / draft / tree pass. The LM head always runs
  * batch invariant, over runs of consecutive tokens that want logits (across segments)
- * in windows of logit_rows, logits copied to the host.
+ * in windows of logit_rows, logits copied to the segments' host rows — or, for the
+ * batched device round (sd_cuda_group_forward_device), the same windows over the wanted
+ * rows only, copied to device rows (the logits stay on the GPU).
  *
  * sd_cuda_runner_create (the engine's entry point) is a private group of
  * ceil(n_ctx / 16) blocks with one runner that owns it; its device table is the
@@ -421,44 +423,77 @@ static specdec_status sd_table_sync(sd_cuda_group *g, sd_cuda_runner *r, sd_errb
     return SPECDEC_OK;
 }
 
-/* Copy the logits of pass tokens [w0, w1) (in g->logits from row 0) to the host rows
- * of the segments they belong to. */
+/* Where a pass's logits go: NULL = the segments' host rows (the sd_runner interface:
+ * every row of a segment with logits); else DEVICE rows (sd_cuda_group_forward_device):
+ * segs[i].logits is a device pointer that receives the segment's last min(tail, n)
+ * rows (tail 0: all n), in order. */
+typedef struct sd_cuda_dst {
+    int32_t tail;
+} sd_cuda_dst;
+
+/* The first token of the segment starting at pass token t0 whose logits are wanted. */
+static int32_t sd_first_wanted(const sd_runner_seg *s, int32_t t0, const sd_cuda_dst *dst) {
+    return dst && dst->tail > 0 && dst->tail < s->n ? t0 + s->n - dst->tail : t0;
+}
+
+/* Copy the logits of pass tokens [w0, w1) (in g->logits from row 0) to the rows of the
+ * segments they belong to (host rows, or device rows with dst). */
 static specdec_status sd_logits_copy(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t w0,
-                                     int32_t w1, sd_errbuf *eb) {
+                                     int32_t w1, const sd_cuda_dst *dst, sd_errbuf *eb) {
     const int32_t V = g->cfg.vocab_size;
+    const cudaMemcpyKind kind = dst ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
     for (int32_t i = 0, t0 = 0; i < n_segs && t0 < w1; t0 += segs[i].n, i++) {
-        const int32_t lo = t0 > w0 ? t0 : w0, hi = t0 + segs[i].n < w1 ? t0 + segs[i].n : w1;
+        const int32_t ws = sd_first_wanted(&segs[i], t0, dst);
+        const int32_t lo = ws > w0 ? ws : w0, hi = t0 + segs[i].n < w1 ? t0 + segs[i].n : w1;
         if (!segs[i].logits || lo >= hi) continue;
-        /* Pageable destination: the copy is ordered after the LM head on the stream and
-         * completes before the next kernel reuses g->logits. */
-        SD_CUDA_TRY(eb, cudaMemcpyAsync(segs[i].logits + (size_t)(lo - t0) * V, g->logits + (size_t)(lo - w0) * V,
-                                        (size_t)(hi - lo) * V * sizeof(float), cudaMemcpyDeviceToHost, g->stream));
+        /* Pageable host destination: the copy is ordered after the LM head on the stream
+         * and completes before the next kernel reuses g->logits. */
+        SD_CUDA_TRY(eb, cudaMemcpyAsync(segs[i].logits + (size_t)(lo - ws) * V, g->logits + (size_t)(lo - w0) * V,
+                                        (size_t)(hi - lo) * V * sizeof(float), kind, g->stream));
     }
     return SPECDEC_OK;
 }
 
-/* The LM head of the chunk [c0, c0 + rows): every run of consecutive tokens whose
- * segments want logits, across segments, in windows of up to g->logit_rows rows (one
- * weight stream each; the rows' bits do not depend on the windows), copied to the
- * segments' host rows. */
-static specdec_status sd_pass_logits(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t c0,
-                                     int32_t rows, sd_errbuf *eb) {
-    for (int32_t t = c0; t < c0 + rows;) {
-        if (!segs[g->tseg[t]].logits) {
-            t++;
-            continue;
-        }
-        int32_t e = t + 1;
-        while (e < c0 + rows && e - t < g->logit_rows && segs[g->tseg[e]].logits) e++;
+/* The LM head of pass tokens [r0, r1) of the chunk starting at c0, in windows of up to
+ * g->logit_rows rows (one weight stream each; the rows' bits do not depend on the
+ * windows), each copied out. */
+static specdec_status sd_logits_run(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t c0,
+                                    int32_t r0, int32_t r1, const sd_cuda_dst *dst, sd_errbuf *eb) {
+    for (int32_t t = r0; t < r1;) {
+        const int32_t e = r1 - t < g->logit_rows ? r1 : t + g->logit_rows;
         SD_TRY(sd_lm_head(g, t - c0, e - t, g->stream, eb));
-        SD_TRY(sd_logits_copy(g, segs, n_segs, t, e, eb));
+        SD_TRY(sd_logits_copy(g, segs, n_segs, t, e, dst, eb));
         t = e;
     }
     return SPECDEC_OK;
 }
 
+/* The LM head of the chunk [c0, c0 + rows): every run of consecutive wanted tokens,
+ * across segments (sd_logits_run). */
+static specdec_status sd_pass_logits(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t c0,
+                                     int32_t rows, const sd_cuda_dst *dst, sd_errbuf *eb) {
+    const int32_t c1 = c0 + rows;
+    int32_t r0 = 0, r1 = 0; /* the current run */
+    for (int32_t i = 0, t0 = 0; i < n_segs && t0 < c1; t0 += segs[i].n, i++) {
+        if (!segs[i].logits || t0 + segs[i].n <= c0) continue;
+        const int32_t ws = sd_first_wanted(&segs[i], t0, dst);
+        const int32_t lo = ws > c0 ? ws : c0, hi = t0 + segs[i].n < c1 ? t0 + segs[i].n : c1;
+        if (lo >= hi) continue;
+        if (lo == r1 && r0 < r1) { /* continues the run */
+            r1 = hi;
+            continue;
+        }
+        if (r0 < r1) SD_TRY(sd_logits_run(g, segs, n_segs, c0, r0, r1, dst, eb));
+        r0 = lo;
+        r1 = hi;
+    }
+    if (r0 < r1) SD_TRY(sd_logits_run(g, segs, n_segs, c0, r0, r1, dst, eb));
+    return SPECDEC_OK;
+}
+
 /* Upload the laid-out pass, run its body chunks and LM heads, wait for the stream. */
-static specdec_status sd_pass_run(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+static specdec_status sd_pass_run(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, const sd_cuda_dst *dst,
+                                  sd_errbuf *eb) {
     const sd_cuda_plan *pl = &g->plan;
     SD_CUDA_TRY(eb, cudaSetDevice(g->device));
     for (int32_t i = 0; i < n_segs; i++) SD_TRY(sd_table_sync(g, (sd_cuda_runner *)segs[i].r, eb));
@@ -478,7 +513,7 @@ static specdec_status sd_pass_run(sd_cuda_group *g, const sd_runner_seg *segs, i
         f.att = g->launch + li;
         for (f.n_att = 0; li < pl->lo.n_launch && g->launch[li].tok0 < c0 + f.n; li++) f.n_att++;
         SD_TRY(sd_body(g, &f));
-        SD_TRY(sd_pass_logits(g, segs, n_segs, c0, f.n, eb));
+        SD_TRY(sd_pass_logits(g, segs, n_segs, c0, f.n, dst, eb));
     }
     SD_CUDA_TRY(eb, cudaStreamSynchronize(g->stream));
     return SPECDEC_OK;
@@ -487,12 +522,13 @@ static specdec_status sd_pass_run(sd_cuda_group *g, const sd_runner_seg *segs, i
 /* One pass over segments whose blocks are held (total tokens <= max_batch): on success
  * every runner ends at the row its segment ends at; on failure each gives back the
  * blocks past where its segment started (its kv_len is left there by the caller). */
-static specdec_status sd_pass(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
+static specdec_status sd_pass(sd_cuda_group *g, const sd_runner_seg *segs, int32_t n_segs, const sd_cuda_dst *dst,
+                              sd_errbuf *eb) {
     if (g->lost)
         return sd_fail(eb, SPECDEC_ERR_DEVICE_LOST,
                        "CUDA runner: an earlier device error left the device unusable; free the engine");
     sd_pass_layout(g, segs, n_segs);
-    specdec_status st = sd_group_note(g, sd_pass_run(g, segs, n_segs, eb));
+    specdec_status st = sd_group_note(g, sd_pass_run(g, segs, n_segs, dst, eb));
     if (st != SPECDEC_OK) {
         (void)cudaStreamSynchronize(g->stream); /* nothing in flight reads the staging buffers */
         (void)cudaGetLastError();               /* clear a non-sticky error so the next call starts clean */
@@ -510,7 +546,7 @@ static specdec_status sd_pass(sd_cuda_group *g, const sd_runner_seg *segs, int32
 }
 
 static specdec_status cuda_group_forward(sd_runner_group *gb, const sd_runner_seg *segs, int32_t n_segs) {
-    return sd_pass((sd_cuda_group *)gb, segs, n_segs, &gb->err);
+    return sd_pass((sd_cuda_group *)gb, segs, n_segs, NULL, &gb->err);
 }
 
 static specdec_status cuda_forward(sd_runner *base, const int32_t *tokens, int32_t n, int32_t pos,
@@ -539,7 +575,7 @@ static specdec_status cuda_forward(sd_runner *base, const int32_t *tokens, int32
     specdec_status st = sd_runner_hold(base, pos + n);
     if (st != SPECDEC_OK) return st;
     const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits_out};
-    return sd_pass(r->g, &seg, 1, &base->err);
+    return sd_pass(r->g, &seg, 1, NULL, &base->err);
 }
 
 /* Nodes first .. first + n - 1 of base->tree (validated and recorded by
@@ -550,7 +586,7 @@ static specdec_status cuda_forward_tree(sd_runner *base, int32_t first, int32_t 
     specdec_status st = sd_runner_hold(base, tr->base + first + n);
     if (st != SPECDEC_OK) return st;
     const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits};
-    return sd_pass(r->g, &seg, 1, &base->err);
+    return sd_pass(r->g, &seg, 1, NULL, &base->err);
 }
 
 /* Move the kept path's rows down (every layer, K and V): moves keep[j] -> j in order
@@ -1203,4 +1239,26 @@ extern "C" void sd_cuda_runner_note_kv(sd_runner *r, int32_t len) {
     }
     if (r->group && sd_kv_hold(&r->kv, &r->group->pool, len, NULL) != SPECDEC_OK) return; /* cannot happen: see above */
     r->kv_len = len;
+}
+
+/* ---- the batched device round's forward ------------------------------------------ */
+extern "C" int sd_cuda_group_device(const sd_runner_group *g) {
+    return g && g->vt == &sd_cuda_group_vtbl ? ((const sd_cuda_group *)g)->device : -1;
+}
+
+/* One native pass of sd_cuda_group_forward_device (sd_runner_pass_fn). */
+static specdec_status sd_device_pass(void *ctx, sd_runner_group *gb, const sd_runner_seg *segs, int32_t n_segs) {
+    return sd_pass((sd_cuda_group *)gb, segs, n_segs, (const sd_cuda_dst *)ctx, &gb->err);
+}
+
+extern "C" specdec_status sd_cuda_group_forward_device(const sd_runner_seg *segs, int32_t n_segs, int32_t tail,
+                                                       sd_errbuf *eb) {
+    if (!segs || n_segs < 1 || !segs[0].r || sd_cuda_group_device(segs[0].r->group) < 0 || tail < 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "CUDA device forward: %d segments, tail %d: needs runners of one CUDA group", (int)n_segs,
+                       (int)tail);
+    sd_cuda_dst dst;
+    dst.tail = tail;
+    /* core checks that every runner is of the first one's group */
+    return sd_runner_forward_batch_via(segs, n_segs, sd_device_pass, &dst, eb);
 }

@@ -64,6 +64,20 @@ int sd_cuda_runner_standalone(sd_runner *r);
 int sd_cuda_runner_device(sd_runner *r);
 int32_t sd_cuda_runner_act_rows(sd_runner *r);
 
+/* The device of a group made by sd_cuda_group_create (or a standalone runner's private
+ * group); -1 for NULL or any other group. */
+int sd_cuda_group_device(const sd_runner_group *g);
+/* The batched device round's forward (backends/cuda/sd_cuda_batch_round.cu):
+ * sd_runner_forward_batch over runners of ONE CUDA group (same checks, block holding,
+ * passes of max_batch tokens and failure semantics; INVALID_ARGUMENT for runners of
+ * anything else), but the logits stay on the device: segs[i].logits is a DEVICE pointer
+ * on the group's device (NULL: no logits for that segment) that receives the segment's
+ * last min(tail, n) rows (tail 0: all n rows), in order, n_vocab fp32 each. The LM head
+ * runs only for those rows (the host path's windows, shared code: sd_pass_logits), the
+ * rows are copied device to device. Synchronous like the host path: the rows are there
+ * when it returns. */
+specdec_status sd_cuda_group_forward_device(const sd_runner_seg *segs, int32_t n_segs, int32_t tail, sd_errbuf *eb);
+
 /* Bytes of weights on the device, and of the KV cache per token (all layers, K+V). */
 size_t sd_cuda_runner_weight_bytes(sd_runner *r);
 size_t sd_cuda_runner_kv_bytes_per_token(sd_runner *r);

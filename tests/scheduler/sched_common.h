@@ -33,10 +33,24 @@ static const char *const SC_PROMPTS[] = {
 };
 #define SC_N_PROMPTS (int)(sizeof SC_PROMPTS / sizeof SC_PROMPTS[0])
 
+/* The backend of the schedulers and of the reference engine: the CPU (reproducible
+ * everywhere; the scheduler is backend-agnostic), or CUDA for a test's GPU variant
+ * (sc_backend_arg: `--cuda` as the first argument). */
+static specdec_backend sc_backend = SPECDEC_BACKEND_CPU;
+
 static inline specdec_engine_params sc_engine_params(void) {
     specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU; /* reproducible everywhere; the scheduler is backend-agnostic */
+    ep.backend = sc_backend;
     return ep;
+}
+
+/* `--cuda` as argv[1]: run on CUDA (the arguments shift by one). Returns 1 when given,
+ * 0 when not, -1 when given but no device is usable (the test then skips with 77). */
+static inline int sc_backend_arg(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--cuda") != 0) return 0;
+    if (specdec_cuda_device_count() <= 0) return -1;
+    sc_backend = SPECDEC_BACKEND_CUDA;
+    return 1;
 }
 
 static inline void sc_env_free(sc_env *e) {

@@ -10,7 +10,11 @@
  *   2. 6 at a time on a pool of 24 blocks of 8 tokens, smaller than 6 requests'
  *      reservations: requests wait for blocks (admission control) and a monitor thread
  *      checks every few milliseconds that the pool is never exceeded.
- * Usage: test_scheduler_equal TARGET_DIR DRAFT_DIR [N_REQUESTS (<= 18) [N_PREDICT (<= 24)]] */
+ * With --cuda (ctest scheduler_equal_cuda, label gpu) the schedulers and the reference
+ * engine run on CUDA: the scheduler's runner groups with the batched device round
+ * (backends/cuda/sd_cuda_batch_round.cu) against specdec_generate on a CUDA engine (the
+ * single-sequence device round, trees on its host round); skipped without a device.
+ * Usage: test_scheduler_equal [--cuda] TARGET_DIR DRAFT_DIR [N_REQUESTS (<= 18) [N_PREDICT (<= 24)]] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 
@@ -205,8 +209,12 @@ static void run_case(sc_env *e, req *reqs, int32_t max_active, int32_t block_tok
 }
 
 int main(int argc, char **argv) {
+    const int cuda = sc_backend_arg(argc, argv);
+    if (cuda < 0) return sd_test_skip("no CUDA device");
+    argc -= cuda;
+    argv += cuda;
     if (argc < 3) {
-        fprintf(stderr, "usage: %s TARGET_DIR DRAFT_DIR [N_REQUESTS]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--cuda] TARGET_DIR DRAFT_DIR [N_REQUESTS [N_PREDICT]]\n", argv[0]);
         return 2;
     }
     if (argc > 3) N_REQ = atoi(argv[3]);

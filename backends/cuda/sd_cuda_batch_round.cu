@@ -1,0 +1,620 @@
+/* sd_cuda_batch_round.cu — the device-resident BATCHED round ("cuda-batch", core/sd_round.h)
+ * for sequences whose runners belong to CUDA runner groups (the scheduler's): the logits
+ * stay on the device, the GPU sampler and verifier (kernels/cuda/sd_cuda_sample.h) decide,
+ * the host reads back token ids only.
+ *
+ * Reference semantics: the shared host round (backends/cpu/sd_host_round.c). Tokens,
+ * accepted counts, statuses and cache lengths are its own: the group's forwards are batch
+ * invariant (a row's bits do not depend on the batch), the GPU sampler and verifier are
+ * bitwise the CPU reference's (kernels/sd_sample_math.h, core/sd_sample_rules.h), and the
+ * uniforms are addressed by (seed, sequence, position). begin(), settle() and sequences
+ * whose shape is a tree go to an inner shared host round on the same runners; chains
+ * (γ = 0 plain steps included) take the device path below, in WAVES of consecutive
+ * sequences (sorted by (mode, sampling parameters, γ) so that every launch group is a
+ * contiguous slot range) whose rows fit the round's buffers:
+ *   1. upload the wave's seeds, sequence ids and positions (one copy from pinned memory);
+ *   2. draft: step 0 = every drafting sequence's catch-up (its n_pend pending tokens as one
+ *      segment, only the last row's logits), steps i = 1 .. γmax-1 = x_i of the sequences
+ *      with γ > i; each step ONE group forward with the logits left in the round's device
+ *      rows (sd_cuda_group_forward_device), one draft-sampling launch per (mode, params, γ)
+ *      group (the q rows stay on the device for the verifier; the kernel advances each
+ *      sequence's draft position), then ONE small readback of the sampled ids (the next
+ *      forward's host token ids);
+ *   3. target: ONE group forward over every verify segment [pending, x_1 .. x_γ], every
+ *      row's logits to the device;
+ *   4. verifier: one sd_cuda_verify per (mode, params, γ) group, then ONE readback of every
+ *      (n_accepted, tokens) (pinned memory, one synchronisation);
+ *   5. host bookkeeping as the host round: out / n_accepted / n_drafted / times; for γ > 0
+ *      the target cache -> L + n, the draft -> min(its length, L + n).
+ * Simple first: no CUDA graphs, sampled ids go through the host (docs/BATCHING.md).
+ *
+ * Device memory, one arena allocated in create (run() allocates nothing):
+ *   tlog [n_rows][V]   target logits: a wave's verify rows packed in slot order;
+ *   q    [n_rows][V]   the processed draft rows each x_i was drawn from, γ per slot packed;
+ *   dlog [n_slots][V]  one draft logits row per slot (the row the next draft is drawn from);
+ *   the draft-sampling and verifier workspaces (zeroed once);
+ *   the small arrays (seeds, sequence ids, draft and verify positions, draft ids, the
+ *   readback), twinned in pinned host memory at the same offsets.
+ * n_rows = max_seqs * (SPECDEC_MAX_DRAFT + 1), capped so the arena stays near
+ * SD_CBR_ARENA_BYTES (about 20 V bytes per row with the verifier's workspace), never
+ * below one full chain; n_slots = min(max_seqs, n_rows). */
+#include <cuda_runtime.h>
+#include <string.h>
+#include <time.h>
+
+#include "sd_cuda_common.cuh"
+#include "sd_cuda_backend.h"
+#include "sd_cuda_runner.h"
+#include "sd_cuda_sample.h"
+
+extern "C" {
+#include "sd_alloc.h"
+#include "sd_host_round.h"
+}
+
+#define SD_CBR_R (SPECDEC_MAX_DRAFT + 1) /* verify rows of a full chain; tokens out per sequence */
+#define SD_CBR_D SPECDEC_MAX_DRAFT       /* draft ids per sequence */
+#define SD_CBR_ARENA_BYTES ((size_t)1 << 30)
+#define SD_CBR_ROW_COST 20 /* bytes per target row per vocabulary entry: logits, q, p, w */
+
+/* One chain sequence's place in a run(). */
+typedef struct sd_cbr_slot {
+    sd_round_seq *s;
+    int32_t gamma;
+    specdec_verify_mode mode;
+    sd_sampling_params sp;  /* what the device applies: GREEDY takes the neutral params */
+    int32_t toff, qoff;     /* its first row in tlog / q (this wave) */
+    int32_t vtok[SD_CBR_R]; /* the verify pass: pending token, x_1 .. x_γ */
+} sd_cbr_slot;
+
+typedef struct sd_cbr {
+    sd_round base;            /* must be first */
+    sd_round *host;           /* begin, settle, trees */
+    sd_runner_group *gt, *gd; /* borrowed; gd may be NULL */
+    int device;
+    int32_t V, max_seqs;
+    int32_t n_rows, n_slots;  /* a wave's buffers (see the top) */
+    cudaStream_t stream;
+    void *arena;
+    float *tlog, *q, *dlog;
+    void *ws_draft, *ws_verify;
+    size_t ws_draft_bytes, ws_verify_bytes;
+    char *d_small, *h_small;  /* device / pinned twins */
+    size_t off_sid, off_pos, off_pos0, off_dtok, off_rbn, off_rbt, small_bytes;
+    sd_cbr_slot *slots;       /* [max_seqs] a run()'s chains, sorted */
+    sd_round_seq **trees;     /* [max_seqs] a run()'s trees */
+    sd_runner_seg *segs;      /* [max_seqs] one forward's segments */
+} sd_cbr;
+
+/* The small arrays (the same layout on both sides). */
+static uint64_t *cbr_seed(char *b) { return (uint64_t *)b; }
+static uint64_t *cbr_sid(const sd_cbr *rd, char *b) { return (uint64_t *)(b + rd->off_sid); }
+static int64_t *cbr_pos(const sd_cbr *rd, char *b) { return (int64_t *)(b + rd->off_pos); }
+static int64_t *cbr_pos0(const sd_cbr *rd, char *b) { return (int64_t *)(b + rd->off_pos0); }
+static int32_t *cbr_dtok(const sd_cbr *rd, char *b) { return (int32_t *)(b + rd->off_dtok); }
+static int32_t *cbr_rbn(const sd_cbr *rd, char *b) { return (int32_t *)(b + rd->off_rbn); }
+static int32_t *cbr_rbt(const sd_cbr *rd, char *b) { return (int32_t *)(b + rd->off_rbt); }
+
+static double cbr_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A failure of the round: DEVICE_LOST is sticky. */
+static specdec_status cbr_note(sd_cbr *rd, specdec_status st) {
+    if (st == SPECDEC_ERR_DEVICE_LOST) rd->base.device_lost = 1;
+    return st;
+}
+
+static specdec_status cbr_cuda_fail(sd_cbr *rd, cudaError_t e, const char *what, int line) {
+    specdec_status st = sd_cuda_fail(&rd->base.err, e, what, __FILE__, line);
+    (void)cudaStreamSynchronize(rd->stream); /* nothing in flight uses the buffers any more */
+    (void)cudaGetLastError();
+    return cbr_note(rd, st);
+}
+
+#define CBR_TRY(rd, stmt)                                                     \
+    do {                                                                      \
+        cudaError_t cbr_e_ = (stmt);                                          \
+        if (cbr_e_ != cudaSuccess) return cbr_cuda_fail((rd), cbr_e_, #stmt, __LINE__); \
+    } while (0)
+
+/* ------------------------------------------------------------------------- */
+/* slots: check, order, waves                                                 */
+/* ------------------------------------------------------------------------- */
+/* The runners must be of the round's groups (a drafting chain: a draft of its draft group). */
+static specdec_status cbr_check_seq(sd_cbr *rd, const sd_round_seq *s) {
+    const int32_t g = s->shape.depth;
+    if (g < 0 || g > SPECDEC_MAX_DRAFT || s->length < 1 || !s->tokens || !s->target)
+        return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: depth %d, length %d, target %p",
+                       (int)g, (int)s->length, (const void *)s->target);
+    if (s->target->group != rd->gt || (s->draft && s->draft->group != rd->gd) || (g > 0 && (!rd->gd || !s->draft)))
+        return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "cuda-batch round: a sequence whose runners are not of the round's CUDA groups "
+                       "(target %s, draft %s, depth %d)",
+                       s->target->group == rd->gt ? "ok" : "foreign",
+                       !s->draft ? "none" : s->draft->group == rd->gd ? "ok" : "foreign", (int)g);
+    if (s->mode != SPECDEC_VERIFY_REJECTION && s->mode != SPECDEC_VERIFY_GREEDY && s->mode != SPECDEC_VERIFY_MATCH)
+        return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: verify mode %d", (int)s->mode);
+    return SPECDEC_OK;
+}
+
+static void cbr_slot_init(sd_cbr_slot *x, sd_round_seq *s) {
+    memset(x, 0, sizeof *x);
+    x->s = s;
+    x->gamma = s->shape.depth;
+    x->mode = s->mode;
+    /* GREEDY: the argmax of the raw logits, as the host round (which skips processing) */
+    x->sp = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : s->sp;
+}
+
+/* Launch-group order: mode, params, then γ descending. */
+static int cbr_cmp(const sd_cbr_slot *a, const sd_cbr_slot *b) {
+    if (a->mode != b->mode) return a->mode < b->mode ? -1 : 1;
+    const int c = memcmp(&a->sp, &b->sp, sizeof a->sp); /* four 4-byte fields: no padding */
+    if (c != 0) return c;
+    return b->gamma - a->gamma;
+}
+
+/* Stable insertion sort (at most SD_HOST_MAX_SEQS slots). */
+static void cbr_sort(sd_cbr_slot *sl, int32_t n) {
+    for (int32_t i = 1; i < n; i++) {
+        sd_cbr_slot x = sl[i];
+        int32_t j = i;
+        while (j > 0 && cbr_cmp(&sl[j - 1], &x) > 0) {
+            sl[j] = sl[j - 1];
+            j--;
+        }
+        sl[j] = x;
+    }
+}
+
+/* The end of the launch group starting at slot a (slots a .. end - 1 share mode, params, γ). */
+static int32_t cbr_group_end(const sd_cbr_slot *sl, int32_t a, int32_t k) {
+    int32_t b = a + 1;
+    while (b < k && cbr_cmp(&sl[a], &sl[b]) == 0) b++;
+    return b;
+}
+
+/* The slots from i on that fit one wave: their count; their rows laid out. */
+static int32_t cbr_pack(sd_cbr *rd, int32_t i, int32_t n) {
+    int32_t k = 0, rows = 0, qrows = 0;
+    while (i + k < n && k < rd->n_slots && rows + rd->slots[i + k].gamma + 1 <= rd->n_rows) {
+        sd_cbr_slot *x = &rd->slots[i + k];
+        x->toff = rows;
+        x->qoff = qrows;
+        rows += x->gamma + 1;
+        qrows += x->gamma;
+        k++;
+    }
+    return k;
+}
+
+/* ------------------------------------------------------------------------- */
+/* one wave                                                                   */
+/* ------------------------------------------------------------------------- */
+/* Seeds, sequence ids, draft positions (advanced by the draft kernel) and verify
+ * positions, all L at the start. */
+static specdec_status cbr_upload(sd_cbr *rd, const sd_cbr_slot *sl, int32_t k) {
+    char *h = rd->h_small;
+    for (int32_t j = 0; j < k; j++) {
+        const sd_round_seq *s = sl[j].s;
+        cbr_seed(h)[j] = s->seed;
+        cbr_sid(rd, h)[j] = s->sequence_id;
+        cbr_pos(rd, h)[j] = s->length;
+        cbr_pos0(rd, h)[j] = s->length;
+    }
+    /* the pinned source is rewritten only by the next wave, after this one synchronised */
+    CBR_TRY(rd, cudaMemcpyAsync(rd->d_small, h, rd->off_dtok, cudaMemcpyHostToDevice, rd->stream));
+    return SPECDEC_OK;
+}
+
+/* A chain segment whose wanted logits rows go to the device rows at `logits`. */
+static sd_runner_seg cbr_seg(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits) {
+    sd_runner_seg g;
+    memset(&g, 0, sizeof g);
+    g.r = r;
+    g.tokens = tokens;
+    g.n = n;
+    g.pos = pos;
+    g.logits = logits;
+    return g;
+}
+
+/* One forward of the round (segments in rd->segs), the wanted rows to the device. */
+static specdec_status cbr_forward(sd_cbr *rd, int32_t n, int32_t tail, const char *what) {
+    if (n == 0) return SPECDEC_OK;
+    sd_errbuf eb;
+    sd_err_clear(&eb);
+    specdec_status st = sd_cuda_group_forward_device(rd->segs, n, tail, &eb);
+    if (st == SPECDEC_OK) return SPECDEC_OK;
+    return cbr_note(rd, sd_fail(&rd->base.err, st, "cuda-batch round: %s forward: %s", what, eb.msg));
+}
+
+/* Draft step i's forward: the catch-up (i = 0) or x_i, for the slots with γ > i; the
+ * last row of each to the slot's dlog row. */
+static specdec_status cbr_draft_forward(sd_cbr *rd, sd_cbr_slot *sl, int32_t k, int32_t i) {
+    const size_t V = (size_t)rd->V;
+    int32_t n = 0;
+    for (int32_t j = 0; j < k; j++) {
+        sd_cbr_slot *x = &sl[j];
+        if (x->gamma <= i) continue;
+        const sd_round_seq *s = x->s;
+        const int32_t L = s->length;
+        if (i == 0) {
+            const int32_t dkv = sd_runner_kv_len(s->draft);
+            if (L - dkv < 1)
+                return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL,
+                               "cuda-batch round at length %d: draft cache holds %d tokens", (int)L, (int)dkv);
+            rd->segs[n++] = cbr_seg(s->draft, s->tokens + dkv, L - dkv, dkv, rd->dlog + (size_t)j * V);
+        } else {
+            rd->segs[n++] = cbr_seg(s->draft, &x->vtok[i], 1, L + i - 1, rd->dlog + (size_t)j * V);
+        }
+    }
+    return cbr_forward(rd, n, 1, "draft");
+}
+
+/* Draft step i's sampling: x_{i+1} of every slot with γ > i from its dlog row (q row i
+ * kept), one launch per launch group, then the ids back to the host. */
+static specdec_status cbr_draft_sample(sd_cbr *rd, sd_cbr_slot *sl, int32_t k, int32_t i) {
+    const size_t V = (size_t)rd->V;
+    char *d = rd->d_small;
+    for (int32_t a = 0, b; a < k; a = b) {
+        b = cbr_group_end(sl, a, k);
+        if (sl[a].gamma <= i) continue;
+        sd_cuda_sample_draft_args da;
+        memset(&da, 0, sizeof da);
+        da.logits = rd->dlog + (size_t)a * V;
+        da.ld_logits = (int64_t)V;
+        da.n_seq = b - a;
+        da.n_vocab = rd->V;
+        da.sp = sl[a].sp;
+        da.mode = sl[a].mode;
+        da.seed = cbr_seed(d) + a;
+        da.seq_id = cbr_sid(rd, d) + a;
+        da.position = cbr_pos(rd, d) + a;
+        da.advance_position = 1; /* x_{i+1} is drawn at L + i */
+        da.q_out = rd->q + ((size_t)sl[a].qoff + (size_t)i) * V;
+        da.ld_q = (int64_t)sl[a].gamma * (int64_t)V;
+        da.tok_out = cbr_dtok(rd, d) + (size_t)a * SD_CBR_D + i;
+        da.tok_stride = SD_CBR_D;
+        specdec_status st = sd_cuda_sample_draft_step(&da, rd->ws_draft, rd->ws_draft_bytes, rd->stream, &rd->base.err);
+        if (st != SPECDEC_OK) return cbr_note(rd, st);
+    }
+    int32_t *h = cbr_dtok(rd, rd->h_small);
+    CBR_TRY(rd, cudaMemcpyAsync(h, cbr_dtok(rd, d), (size_t)k * SD_CBR_D * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, rd->stream));
+    CBR_TRY(rd, cudaStreamSynchronize(rd->stream));
+    for (int32_t j = 0; j < k; j++) {
+        if (sl[j].gamma <= i) continue;
+        const int32_t t = h[(size_t)j * SD_CBR_D + i];
+        if (t < 0 || t >= rd->V)
+            return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "cuda-batch round: draft token %d outside [0, %d)",
+                           (int)t, (int)rd->V);
+        sl[j].vtok[1 + i] = t;
+    }
+    return SPECDEC_OK;
+}
+
+static specdec_status cbr_draft(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
+    int32_t steps = 0;
+    for (int32_t j = 0; j < k; j++)
+        if (sl[j].gamma > steps) steps = sl[j].gamma;
+    specdec_status st = SPECDEC_OK;
+    for (int32_t i = 0; i < steps && st == SPECDEC_OK; i++) {
+        st = cbr_draft_forward(rd, sl, k, i);
+        if (st == SPECDEC_OK) st = cbr_draft_sample(rd, sl, k, i);
+    }
+    return st;
+}
+
+/* ONE target forward over every slot's verify pass, all rows to tlog. */
+static specdec_status cbr_target(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
+    const size_t V = (size_t)rd->V;
+    for (int32_t j = 0; j < k; j++) {
+        sd_cbr_slot *x = &sl[j];
+        const sd_round_seq *s = x->s;
+        const int32_t L = s->length;
+        if (sd_runner_kv_len(s->target) != L - 1)
+            return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL,
+                           "cuda-batch round at length %d: target cache holds %d tokens", (int)L,
+                           (int)sd_runner_kv_len(s->target));
+        x->vtok[0] = s->tokens[L - 1];
+        rd->segs[j] = cbr_seg(s->target, x->vtok, x->gamma + 1, L - 1, rd->tlog + (size_t)x->toff * V);
+    }
+    return cbr_forward(rd, k, 0, "target");
+}
+
+/* The verifier of every launch group, then one readback of (n_accepted, tokens). */
+static specdec_status cbr_verify(sd_cbr *rd, const sd_cbr_slot *sl, int32_t k) {
+    const size_t V = (size_t)rd->V;
+    char *d = rd->d_small;
+    for (int32_t a = 0, b; a < k; a = b) {
+        b = cbr_group_end(sl, a, k);
+        const int32_t g = sl[a].gamma;
+        sd_cuda_verify_args va;
+        memset(&va, 0, sizeof va);
+        va.mode = sl[a].mode;
+        va.gamma = g;
+        va.n_vocab = rd->V;
+        va.n_seq = b - a;
+        va.sp = sl[a].sp;
+        va.logits = rd->tlog + (size_t)sl[a].toff * V;
+        va.ld_logits = (int64_t)V;
+        va.logits_seq_stride = (int64_t)(g + 1) * (int64_t)V;
+        va.q = g > 0 ? rd->q + (size_t)sl[a].qoff * V : NULL;
+        va.ld_q = (int64_t)V;
+        va.q_seq_stride = (int64_t)(g > 0 ? g : 1) * (int64_t)V;
+        va.draft = cbr_dtok(rd, d) + (size_t)a * SD_CBR_D;
+        va.draft_stride = SD_CBR_D;
+        va.seed = cbr_seed(d) + a;
+        va.seq_id = cbr_sid(rd, d) + a;
+        va.pos0 = cbr_pos0(rd, d) + a;
+        va.out_tokens = cbr_rbt(rd, d) + (size_t)a * SD_CBR_R;
+        va.out_stride = SD_CBR_R;
+        va.out_n_accepted = cbr_rbn(rd, d) + a;
+        specdec_status st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, rd->stream, &rd->base.err);
+        if (st != SPECDEC_OK) return cbr_note(rd, st);
+    }
+    CBR_TRY(rd, cudaMemcpyAsync(rd->h_small + rd->off_rbn, d + rd->off_rbn, rd->small_bytes - rd->off_rbn,
+                                cudaMemcpyDeviceToHost, rd->stream));
+    CBR_TRY(rd, cudaStreamSynchronize(rd->stream));
+    return SPECDEC_OK;
+}
+
+/* Each slot's results, then the rollback (the host round's slot_finish_chain). */
+static specdec_status cbr_finish(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
+    char *h = rd->h_small;
+    for (int32_t j = 0; j < k; j++) {
+        sd_round_seq *s = sl[j].s;
+        const int32_t g = sl[j].gamma, L = s->length, n = cbr_rbn(rd, h)[j];
+        const int32_t *tok = cbr_rbt(rd, h) + (size_t)j * SD_CBR_R;
+        if (n < 0 || n > g)
+            return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "cuda-batch round: accepted count %d outside [0, %d]",
+                           (int)n, (int)g);
+        for (int32_t i = 0; i <= n; i++) {
+            if (tok[i] < 0 || tok[i] >= rd->V)
+                return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "cuda-batch round: token %d at %d outside [0, %d)",
+                               (int)tok[i], (int)i, (int)rd->V);
+            s->out[i] = tok[i];
+        }
+        s->n_accepted = n;
+        s->n_drafted = g;
+        if (g > 0) { /* the emitted token is pending, the draft keeps the accepted path */
+            sd_runner_truncate(s->target, L + n);
+            sd_runner_truncate(s->draft, L + n);
+        }
+    }
+    return SPECDEC_OK;
+}
+
+/* Steps 1-5 for the k slots of a wave; every slot's status and times. */
+static specdec_status cbr_wave(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
+    const double t0 = cbr_now();
+    specdec_status st = cbr_upload(rd, sl, k);
+    if (st == SPECDEC_OK) st = cbr_draft(rd, sl, k);
+    const double t1 = cbr_now();
+    if (st == SPECDEC_OK) st = cbr_target(rd, sl, k);
+    const double t2 = cbr_now();
+    if (st == SPECDEC_OK) st = cbr_verify(rd, sl, k);
+    if (st == SPECDEC_OK) st = cbr_finish(rd, sl, k);
+    const double t3 = cbr_now();
+    for (int32_t j = 0; j < k; j++) {
+        sd_round_seq *s = sl[j].s;
+        s->status = st;
+        s->t.draft = t1 - t0;
+        s->t.target = t2 - t1;
+        s->t.verify = t3 - t2;
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------------- */
+/* the round interface                                                        */
+/* ------------------------------------------------------------------------- */
+/* The inner host round failed: its detail and a lost device become the round's. */
+static specdec_status cbr_host_fail(sd_cbr *rd, specdec_status st) {
+    sd_err_copy(&rd->base.err, &rd->host->err);
+    if (rd->host->device_lost) rd->base.device_lost = 1;
+    return cbr_note(rd, st);
+}
+
+static specdec_status cbr_begin(sd_round *base, sd_round_seq *s) {
+    sd_cbr *rd = (sd_cbr *)base;
+    if (base->device_lost)
+        return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "cuda-batch round: the device was lost earlier");
+    if (!s || !s->target || s->target->group != rd->gt || (s->draft && s->draft->group != rd->gd))
+        return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "cuda-batch round: a sequence whose runners are not of the round's CUDA groups");
+    specdec_status st = rd->host->ops->begin(rd->host, s);
+    return st == SPECDEC_OK ? SPECDEC_OK : cbr_host_fail(rd, st);
+}
+
+static specdec_status cbr_settle(sd_round *base, sd_round_seq *s, int32_t length) {
+    sd_cbr *rd = (sd_cbr *)base;
+    specdec_status st = rd->host->ops->settle(rd->host, s, length);
+    return st == SPECDEC_OK ? SPECDEC_OK : cbr_host_fail(rd, st);
+}
+
+/* Check every sequence (status INTERNAL until its wave ran) and sort them: chains into
+ * rd->slots (their count in *n_chain), trees into rd->trees (*n_tree). */
+static specdec_status cbr_split(sd_cbr *rd, sd_round_seq *const *seqs, int32_t n_seqs, int32_t *n_chain,
+                                int32_t *n_tree) {
+    *n_chain = *n_tree = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        sd_round_seq *s = seqs[i];
+        if (!s) return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: sequence %d is NULL", (int)i);
+        s->status = SPECDEC_ERR_INTERNAL;
+        specdec_status st = cbr_check_seq(rd, s);
+        if (st != SPECDEC_OK) return st;
+        if (s->shape.depth > 0 && !sd_draft_is_chain(&s->shape)) rd->trees[(*n_tree)++] = s;
+        else cbr_slot_init(&rd->slots[(*n_chain)++], s);
+    }
+    cbr_sort(rd->slots, *n_chain);
+    return SPECDEC_OK;
+}
+
+static specdec_status cbr_run(sd_round *base, sd_round_seq *const *seqs, int32_t n_seqs) {
+    sd_cbr *rd = (sd_cbr *)base;
+    if (base->device_lost)
+        return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "cuda-batch round: the device was lost earlier");
+    if (!seqs || n_seqs < 1 || n_seqs > rd->max_seqs)
+        return sd_fail(&base->err, n_seqs > rd->max_seqs ? SPECDEC_ERR_UNSUPPORTED : SPECDEC_ERR_INVALID_ARGUMENT,
+                       "cuda-batch round: %d sequences (1..%d)", (int)n_seqs, (int)rd->max_seqs);
+    int32_t n_chain = 0, n_tree = 0;
+    specdec_status st = cbr_split(rd, seqs, n_seqs, &n_chain, &n_tree);
+    if (st != SPECDEC_OK) return st;
+    specdec_status first = SPECDEC_OK;
+    if (n_chain > 0) {
+        const cudaError_t e = cudaSetDevice(rd->device);
+        if (e != cudaSuccess) return cbr_cuda_fail(rd, e, "cudaSetDevice(cuda-batch round)", __LINE__);
+    }
+    for (int32_t i = 0, k; i < n_chain && !base->device_lost; i += k) {
+        k = cbr_pack(rd, i, n_chain);
+        st = cbr_wave(rd, rd->slots + i, k);
+        if (st != SPECDEC_OK && first == SPECDEC_OK) first = st;
+    }
+    if (n_tree > 0 && !base->device_lost) {
+        st = rd->host->ops->run(rd->host, rd->trees, n_tree);
+        if (st != SPECDEC_OK && first == SPECDEC_OK) first = cbr_host_fail(rd, st);
+        if (rd->host->device_lost) base->device_lost = 1;
+    }
+    return first;
+}
+
+static void cbr_free(sd_cbr *rd) {
+    if (!rd) return;
+    if (rd->stream || rd->arena || rd->h_small) {
+        (void)cudaSetDevice(rd->device);
+        if (rd->stream) (void)cudaStreamSynchronize(rd->stream);
+        if (rd->arena) (void)cudaFree(rd->arena);
+        if (rd->h_small) (void)cudaFreeHost(rd->h_small);
+        if (rd->stream) (void)cudaStreamDestroy(rd->stream);
+        (void)cudaGetLastError();
+    }
+    sd_round_destroy(rd->host);
+    sd_free(rd->slots);
+    sd_free(rd->trees);
+    sd_free(rd->segs);
+    sd_free(rd);
+}
+
+static void cbr_destroy(sd_round *base) { cbr_free((sd_cbr *)base); }
+
+static const sd_round_ops sd_cbr_ops = {"cuda-batch", cbr_begin, cbr_run, cbr_settle, cbr_destroy};
+
+/* ------------------------------------------------------------------------- */
+/* create                                                                     */
+/* ------------------------------------------------------------------------- */
+static size_t cbr_al(size_t n) { return (n + 255) / 256 * 256; }
+
+/* Rows and slots of a wave, and the workspaces they need (see the top). */
+static void cbr_size(sd_cbr *rd) {
+    const int64_t V = rd->V;
+    const int64_t cap = (int64_t)(SD_CBR_ARENA_BYTES / ((size_t)SD_CBR_ROW_COST * (size_t)V));
+    int64_t rows = (int64_t)rd->max_seqs * SD_CBR_R;
+    if (rows > cap) rows = cap;
+    if (rows < SD_CBR_R) rows = SD_CBR_R;
+    rd->n_rows = (int32_t)rows;
+    rd->n_slots = rd->max_seqs < rd->n_rows ? rd->max_seqs : rd->n_rows;
+    rd->ws_draft_bytes = sd_cuda_sample_ws_bytes(rd->n_slots, rd->V);
+    rd->ws_verify_bytes = 0;
+    for (int32_t g = 0; g <= SPECDEC_MAX_DRAFT; g++) { /* a launch group of γ = g: at most this many sequences */
+        int32_t n = rd->n_rows / (g + 1);
+        if (n > rd->n_slots) n = rd->n_slots;
+        const size_t b = n > 0 ? sd_cuda_verify_ws_bytes(n, g, rd->V) : 0;
+        if (b > rd->ws_verify_bytes) rd->ws_verify_bytes = b;
+    }
+    const size_t W = (size_t)rd->n_slots;
+    rd->off_sid = W * sizeof(uint64_t);
+    rd->off_pos = rd->off_sid + W * sizeof(uint64_t);
+    rd->off_pos0 = rd->off_pos + W * sizeof(int64_t);
+    rd->off_dtok = rd->off_pos0 + W * sizeof(int64_t);
+    rd->off_rbn = rd->off_dtok + W * SD_CBR_D * sizeof(int32_t);
+    rd->off_rbt = rd->off_rbn + W * sizeof(int32_t);
+    rd->small_bytes = rd->off_rbt + W * SD_CBR_R * sizeof(int32_t);
+}
+
+/* The stream, the device arena, the pinned twin; the workspaces zeroed. */
+static specdec_status cbr_alloc_device(sd_cbr *rd, sd_errbuf *eb) {
+    const size_t V = (size_t)rd->V, rows = (size_t)rd->n_rows * V * sizeof(float);
+    const size_t off_q = cbr_al(rows), off_d = off_q + cbr_al(rows);
+    const size_t off_wd = off_d + cbr_al((size_t)rd->n_slots * V * sizeof(float));
+    const size_t off_wv = off_wd + cbr_al(rd->ws_draft_bytes);
+    const size_t off_s = off_wv + cbr_al(rd->ws_verify_bytes), total = off_s + cbr_al(rd->small_bytes);
+    SD_CUDA_TRY(eb, cudaSetDevice(rd->device));
+    SD_CUDA_TRY(eb, cudaStreamCreateWithFlags(&rd->stream, cudaStreamNonBlocking));
+    SD_CUDA_TRY(eb, cudaMalloc(&rd->arena, total));
+    SD_CUDA_TRY(eb, cudaMallocHost((void **)&rd->h_small, rd->small_bytes));
+    char *b = (char *)rd->arena;
+    rd->tlog = (float *)b;
+    rd->q = (float *)(b + off_q);
+    rd->dlog = (float *)(b + off_d);
+    rd->ws_draft = b + off_wd;
+    rd->ws_verify = b + off_wv;
+    rd->d_small = b + off_s;
+    memset(rd->h_small, 0, rd->small_bytes);
+    specdec_status st = sd_cuda_verify_ws_init(rd->ws_verify, rd->ws_verify_bytes, rd->stream, eb);
+    if (st == SPECDEC_OK) st = sd_cuda_sample_ws_init(rd->ws_draft, rd->ws_draft_bytes, rd->stream, eb);
+    if (st != SPECDEC_OK) return st;
+    SD_CUDA_TRY(eb, cudaMemsetAsync(rd->d_small, 0, rd->small_bytes, rd->stream));
+    SD_CUDA_TRY(eb, cudaStreamSynchronize(rd->stream));
+    return SPECDEC_OK;
+}
+
+/* Groups the round can drive: CUDA groups on one device, one vocabulary within the GPU
+ * sampler's range. */
+static specdec_status cbr_check_groups(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
+                                       sd_errbuf *eb) {
+    const int dt = sd_cuda_group_device(target), dd = draft ? sd_cuda_group_device(draft) : dt;
+    if (dt < 0 || dd < 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: the %s is not a CUDA runner group",
+                       dt < 0 ? "target" : "draft");
+    if (dd != dt)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "cuda-batch round: target on device %d, draft on device %d", dt, dd);
+    const int32_t V = target->n_vocab;
+    if (draft && draft->n_vocab != V)
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "cuda-batch round: vocabularies %d (target) and %d (draft)",
+                       (int)V, (int)draft->n_vocab);
+    if (V <= 0 || V > SD_CUDA_SAMPLE_MAX_VOCAB)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "cuda-batch round: vocabulary %d outside [1, %d] of the GPU sampler",
+                       (int)V, SD_CUDA_SAMPLE_MAX_VOCAB);
+    if (max_seqs < 1 || max_seqs > SD_HOST_MAX_SEQS)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: %d sequences (1..%d)", (int)max_seqs,
+                       SD_HOST_MAX_SEQS);
+    return SPECDEC_OK;
+}
+
+extern "C" specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft,
+                                                     int32_t max_seqs, sd_round **out, sd_errbuf *eb) {
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: out is NULL");
+    *out = NULL;
+    specdec_status st = cbr_check_groups(target, draft, max_seqs, eb);
+    if (st != SPECDEC_OK) return st;
+    sd_cbr *rd = (sd_cbr *)sd_calloc(1, sizeof *rd);
+    if (!rd) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "cuda-batch round: out of host memory");
+    rd->base.ops = &sd_cbr_ops;
+    rd->gt = target;
+    rd->gd = draft;
+    rd->device = sd_cuda_group_device(target);
+    rd->V = target->n_vocab;
+    rd->max_seqs = max_seqs;
+    cbr_size(rd);
+    st = sd_host_round_create_shared(rd->V, draft != NULL, max_seqs, &rd->host, eb);
+    if (st == SPECDEC_OK) {
+        rd->slots = (sd_cbr_slot *)sd_malloc((size_t)max_seqs * sizeof *rd->slots);
+        rd->trees = (sd_round_seq **)sd_malloc((size_t)max_seqs * sizeof *rd->trees);
+        rd->segs = (sd_runner_seg *)sd_malloc((size_t)max_seqs * sizeof *rd->segs);
+        if (!rd->slots || !rd->trees || !rd->segs)
+            st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "cuda-batch round: out of host memory (%d slots)", (int)max_seqs);
+    }
+    if (st == SPECDEC_OK) st = cbr_alloc_device(rd, eb);
+    if (st != SPECDEC_OK) {
+        (void)cudaGetLastError();
+        cbr_free(rd);
+        return st;
+    }
+    *out = &rd->base;
+    return SPECDEC_OK;
+}
