@@ -18,6 +18,7 @@ from it at a random offset (wrapping), so an 8B checkpoint is written at disk sp
 Shapes (from the models' published config.json files):
   llama-3.2-1b   1.24B params, tied embeddings, llama3 rope (factor 32)
   llama-3.1-8b   8.03B params, untied, llama3 rope (factor 8)
+  draft-1b-small 81M params, a small draft of the 1B shape's vocabulary (4 layers, width 512)
   tiny           a 2-layer model of the same family for tests (vocab from the tokenizer)
 
 usage: make_random_checkpoint.py --shape NAME --out DIR --tokenizer DIR [--seed S]
@@ -43,6 +44,12 @@ SHAPES = {
                          num_key_value_heads=8, head_dim=128, vocab_size=128256, tie_word_embeddings=False,
                          max_position_embeddings=131072, rope_theta=500000.0,
                          rope_scaling=dict(LLAMA3_ROPE, factor=8.0)),
+    # a small draft for the 1B shape (same vocabulary and rope): 4 layers of width 512, ~81M
+    # params, most of them the tied embedding (bench/batch/run_batch_gpu.sh)
+    "draft-1b-small": dict(hidden_size=512, intermediate_size=2048, num_hidden_layers=4, num_attention_heads=8,
+                           num_key_value_heads=2, head_dim=64, vocab_size=128256, tie_word_embeddings=True,
+                           max_position_embeddings=131072, rope_theta=500000.0,
+                           rope_scaling=dict(LLAMA3_ROPE, factor=32.0)),
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, head_dim=16, vocab_size=None, tie_word_embeddings=True,
                  max_position_embeddings=2048, rope_theta=500000.0, rope_scaling=dict(LLAMA3_ROPE, factor=8.0)),

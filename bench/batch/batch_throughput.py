@@ -82,11 +82,15 @@ def main():
     for r in rows:
         r["speculative_scaling"] = r["speculative"]["tokens_per_second"] / base_s
         r["plain_scaling"] = r["plain"]["tokens_per_second"] / base_p
+    gpu = ""
+    if args.backend == "cuda":
+        q = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True)
+        gpu = q.stdout.strip().splitlines()[0] if q.returncode == 0 and q.stdout.strip() else "unknown"
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     doc = {"benchmark": "scheduler throughput vs concurrency (specdec batch)",
            "date": datetime.date.today().isoformat(), "commit": commit, "machine": platform.processor() or
-           platform.machine(), "cpus": os.cpu_count(), "backend": args.backend,
+           platform.machine(), "cpus": os.cpu_count(), "gpu": gpu, "backend": args.backend,
            "model": args.model or "bundled kjv-target", "draft": args.draft or "bundled kjv-draft",
            "prompts": args.prompts, "n_predict": args.n, "draft_max": args.draft_max, "verify": "greedy",
            "note": args.note, "rows": rows}
