@@ -11,6 +11,9 @@
  * some output differ.
  * Part 2, the bundled pair on the CPU backend (argv[1], argv[2]): 3 prompts x 8 shapes x
  * (MATCH T = 0.8 with two seeds, GREEDY), 24 tokens ("quick" as argv[3]: one prompt, 3 shapes).
+ * With "cuda" as argv[3] (ctest tree_match_cuda, label gpu) only part 2 runs, on the CUDA
+ * backend: trees through the CUDA runner's tree attention and compaction against plain
+ * decoding on the same CUDA engine; "skipped: no CUDA device" (77) without one.
  * Also checked: no runner contract violation, the statistics of trees (nodes per
  * round, mean accepted length) consistent with the counts. */
 #include <math.h>
@@ -138,7 +141,7 @@ static void markov_part(void) {
     SD_CHECK(markov_case(1, 1, 128, "MUTANT chain mask (must differ)") > 0, "the chain-mask mutant was NOT detected");
 }
 
-static void pair_part(const char *tdir, const char *ddir, int quick) {
+static void pair_part(const char *tdir, const char *ddir, int quick, specdec_backend backend) {
     specdec_model *mt = NULL, *md = NULL;
     if (specdec_model_load(tdir, NULL, &mt) != SPECDEC_OK || specdec_model_load(ddir, NULL, &md) != SPECDEC_OK) {
         SD_CHECK(0, "loading the bundled pair: %s", specdec_last_error());
@@ -146,9 +149,11 @@ static void pair_part(const char *tdir, const char *ddir, int quick) {
         return;
     }
     specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.backend = backend;
     specdec_engine *e = NULL;
     SD_CHECK(specdec_engine_create(mt, md, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
+    SD_CHECK(!e || specdec_engine_backend(e) == backend, "engine on backend %d, asked for %d",
+             e ? (int)specdec_engine_backend(e) : -1, (int)backend);
     static const int32_t prompts[3][6] = {{0, 322, 333, 13}, {0, 200, 297, 260, 342}, {0, 269, 389}};
     static const int32_t np[3] = {4, 5, 3};
     static const int pshapes[8] = {0, 1, 3, 5, 6, 8, 9, 10};
@@ -174,7 +179,8 @@ static void pair_part(const char *tdir, const char *ddir, int quick) {
                 if (n != nr || nr < 0 || memcmp(out, ref, (size_t)n * sizeof(int32_t)) || !stats_ok(&st)) diff++;
             }
         }
-    printf("bundled pair (CPU): %ld tree runs, %ld differ from plain decoding\n", runs, diff);
+    const char *bname = backend == SPECDEC_BACKEND_CUDA ? "CUDA" : "CPU";
+    printf("bundled pair (%s): %ld tree runs, %ld differ from plain decoding\n", bname, runs, diff);
     SD_CHECK(diff == 0 && runs > 0, "bundled pair: %ld of %ld tree runs differ from plain decoding", diff, runs);
     specdec_engine_free(e);
     specdec_model_free(md);
@@ -182,8 +188,14 @@ static void pair_part(const char *tdir, const char *ddir, int quick) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 3 && !strcmp(argv[3], "cuda")) {
+        if (specdec_cuda_device_count() <= 0) return sd_test_skip("no CUDA device");
+        const char *q = getenv("SD_CUDA_TEST_QUICK"); /* bench/gpu_check.sh's sanitizer runs */
+        pair_part(argv[1], argv[2], q && *q && strcmp(q, "0") != 0, SPECDEC_BACKEND_CUDA);
+        return sd_test_done();
+    }
     if (argc > 3 && !strcmp(argv[3], "quick")) g_seeds = 5;
     markov_part();
-    if (argc > 2) pair_part(argv[1], argv[2], argc > 3 && !strcmp(argv[3], "quick"));
+    if (argc > 2) pair_part(argv[1], argv[2], argc > 3 && !strcmp(argv[3], "quick"), SPECDEC_BACKEND_CPU);
     return sd_test_done();
 }
