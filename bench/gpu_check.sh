@@ -13,7 +13,9 @@
 #      (memcheck, synccheck) or 2 (racecheck, initcheck): fewer cases; a missing
 #      compute-sanitizer is a failure;
 #   4. the benchmarks (bench/cuda/bench_cuda, the verify kernel, the device-resident
-#      round bench/cuda_round with its transformers peer), JSON to $OUT and bench/results/;
+#      round bench/cuda_round with its transformers peer, bench/tree on CUDA), JSON to
+#      $OUT and bench/results/ (the 1B-shape ones need a tokenizer in .peers/tok and run
+#      separately: bench/decode/run_decode_vs_llamacpp.sh, bench/batch/run_batch_gpu.sh);
 #   5. a short table of stage results, printed last.
 # Usage: bash bench/gpu_check.sh [all|build|test|sanitize|bench]...  (default: all)
 # Exit status: 0 when every stage run passed.
@@ -171,6 +173,15 @@ if want bench; then
     note "bench device round" FAIL
   fi
   tail -30 "$OUT/bench_round.log"
+  # trees vs chains of the same node budget on the GPU, and the target pass cost vs nodes
+  if "$bdir/bench/tree/bench_tree" models "$OUT/bench_tree.json" --backend cuda --reps 3 --n 128 \
+       >"$OUT/bench_tree.log" 2>&1; then
+    note "bench tree (cuda)" PASS
+    cp "$OUT/bench_tree.json" "bench/results/tree_${gpu:-gpu}_${stamp}.json"
+  else
+    note "bench tree (cuda)" FAIL
+  fi
+  tail -25 "$OUT/bench_tree.log"
 fi
 
 echo
