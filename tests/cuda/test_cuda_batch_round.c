@@ -3,8 +3,10 @@
  * (backends/cpu/sd_host_round.c), each on its own identical fresh CUDA runner groups
  * (a synthetic BF16 target, and as draft the same model with a flattened LM head, so
  * that drafts are often but not always accepted: both draft lags, 1 and 2, occur).
- *   - the device logits path of the group (sd_cuda_group_forward_device, tail 0 / 1 / 2)
- *     == the host path's rows of sd_runner_forward_batch, bitwise;
+ *   - the device logits path of the group (sd_cuda_group_forward_device, tails 0, 1, 2,
+ *     9, 200) == the host path's rows of sd_runner_forward_batch, bitwise, nothing written
+ *     past the wanted rows: one small pass, and a pass of 547 tokens (two body chunks,
+ *     several LM-head windows, a segment across both chunks, one without logits);
  *   - rounds: 8 sequences with different prompts, seeds and sampling parameters
  *     (GREEDY, MATCH and REJECTION, two sequences sharing params so a launch group holds
  *     several), ragged γ 0..6 drawn per sequence per round, a tree-shaped sequence, a
@@ -252,49 +254,88 @@ static void check_errors(side *a, side *b, const struct specdec_model *tm) {
     sd_runner_group_destroy(cpu);
 }
 
-/* The group's device logits path == its host path, bitwise (tail 0, 1, 2). */
-static void check_forward_device(const struct specdec_model *tm) {
-    enum { NS = 3, ROWS = 6 };
+/* The group's device logits path == its host path, bitwise, for every tail: ns segments
+ * (runner i prefilled with pre[i] tokens, then n[i] tokens; want[i] 0: no logits) of a
+ * group of max_batch tokens per pass. max_batch > 512 makes a pass of two body chunks
+ * (act_rows 512) and several LM-head windows (logit_rows 128) with segments across both. */
+#define FD_MAX_SEGS 5
+static void check_forward_device_case(const struct specdec_model *tm, int32_t max_batch, int ns, const int32_t *pre,
+                                      const int32_t *n, const int *want) {
+    static const int32_t tails[] = {0, 1, 2, 9, 200};
     sd_errbuf eb;
     sd_err_clear(&eb);
     sd_runner_group *g = NULL;
-    SD_CHECK(sd_cuda_group_create(&tm->w, 64, 32, 3 * 64 / BT, BT, 0, 0, &g, &eb) == SPECDEC_OK, "%s", eb.msg);
+    SD_CHECK(sd_cuda_group_create(&tm->w, N_CTX, max_batch, ns * (N_CTX / BT), BT, 0, 0, &g, &eb) == SPECDEC_OK, "%s",
+             eb.msg);
     if (!g) return;
-    sd_runner *r[NS] = {NULL, NULL, NULL};
-    const int32_t pre[NS] = {5, 9, 3}, n[NS] = {4, 1, 6};
-    int32_t tok[NS][16];
-    for (int i = 0; i < NS; i++) {
+    sd_runner *r[FD_MAX_SEGS] = {NULL};
+    static int32_t tok[FD_MAX_SEGS][N_CTX];
+    float *host[FD_MAX_SEGS] = {NULL};
+    int32_t total = 0;
+    int ok = 1;
+    for (int i = 0; i < ns; i++) {
+        total += n[i];
         SD_CHECK(sd_runner_group_add(g, &r[i], &eb) == SPECDEC_OK, "%s", eb.msg);
-        for (int k = 0; k < 16; k++) tok[i][k] = rnd(VOCAB);
-        SD_CHECK(sd_runner_forward(r[i], tok[i], pre[i], 0, NULL) == SPECDEC_OK, "prefill %d", i);
+        for (int k = 0; k < N_CTX; k++) tok[i][k] = rnd(VOCAB);
+        host[i] = (float *)malloc((size_t)n[i] * VOCAB * sizeof(float));
+        ok = ok && r[i] && host[i];
+        if (r[i]) SD_CHECK(sd_runner_forward(r[i], tok[i], pre[i], 0, NULL) == SPECDEC_OK, "prefill %d", i);
     }
-    static float host[NS][ROWS][VOCAB], back[NS * ROWS][VOCAB];
-    float *dev = ct_dev_alloc(sizeof back);
-    sd_runner_seg seg[NS];
-    for (int i = 0; i < NS; i++)
-        seg[i] = (sd_runner_seg){r[i], tok[i] + pre[i], n[i], pre[i], NULL, 0, &host[i][0][0]};
-    SD_CHECK(sd_runner_forward_batch(seg, NS, &eb) == SPECDEC_OK, "host batch: %s", eb.msg);
-    for (int32_t tail = 0; tail <= 2; tail++) {
-        int32_t off[NS], rows = 0;
-        for (int i = 0; i < NS; i++) {
+    float *back = (float *)malloc((size_t)total * VOCAB * sizeof(float));
+    float *dev = (float *)ct_dev_alloc((size_t)total * VOCAB * sizeof(float));
+    SD_CHECK(ok && back && dev, "max_batch %d: setup failed", (int)max_batch);
+    sd_runner_seg seg[FD_MAX_SEGS];
+    for (int i = 0; i < ns; i++)
+        seg[i] = (sd_runner_seg){r[i], tok[i] + pre[i], n[i], pre[i], NULL, 0, want[i] ? host[i] : NULL};
+    if (ok && back && dev)
+        SD_CHECK(sd_runner_forward_batch(seg, ns, &eb) == SPECDEC_OK, "host batch (max_batch %d): %s", (int)max_batch,
+                 eb.msg);
+    for (size_t ti = 0; ok && back && dev && ti < sizeof tails / sizeof tails[0]; ti++) {
+        const int32_t tail = tails[ti];
+        int32_t off[FD_MAX_SEGS], rows = 0;
+        for (int i = 0; i < ns; i++) {
             off[i] = rows;
-            seg[i].logits = dev + (size_t)rows * VOCAB;
-            rows += tail == 0 || tail > n[i] ? n[i] : tail;
+            seg[i].logits = want[i] ? dev + (size_t)rows * VOCAB : NULL;
+            if (want[i]) rows += tail == 0 || tail > n[i] ? n[i] : tail;
         }
-        ct_poison(dev, sizeof back);
-        SD_CHECK(sd_cuda_group_forward_device(seg, NS, tail, &eb) == SPECDEC_OK, "device batch: %s", eb.msg);
-        CT_CUDA(cudaMemcpy(back, dev, (size_t)rows * VOCAB * sizeof(float), cudaMemcpyDeviceToHost));
-        for (int i = 0; i < NS; i++) {
+        ct_poison(dev, (size_t)total * VOCAB * sizeof(float));
+        SD_CHECK(sd_cuda_group_forward_device(seg, ns, tail, &eb) == SPECDEC_OK, "device batch: %s", eb.msg);
+        CT_CUDA(cudaMemcpy(back, dev, (size_t)total * VOCAB * sizeof(float), cudaMemcpyDeviceToHost));
+        for (int i = 0; i < ns; i++) {
             const int32_t w = tail == 0 || tail > n[i] ? n[i] : tail;
-            SD_CHECK(memcmp(back[off[i]], host[i][n[i] - w], (size_t)w * VOCAB * sizeof(float)) == 0,
-                     "tail %d segment %d: device rows differ from the host rows", (int)tail, i);
+            if (want[i])
+                SD_CHECK(memcmp(back + (size_t)off[i] * VOCAB, host[i] + (size_t)(n[i] - w) * VOCAB,
+                                (size_t)w * VOCAB * sizeof(float)) == 0,
+                         "max_batch %d tail %d segment %d: device rows differ from the host rows", (int)max_batch,
+                         (int)tail, i);
             SD_CHECK(sd_runner_kv_len(r[i]) == pre[i] + n[i], "tail %d segment %d: kv %d", (int)tail, i,
                      (int)sd_runner_kv_len(r[i]));
         }
+        /* nothing written past the wanted rows (still the poison: every bit set) */
+        const uint32_t *u = (const uint32_t *)(back + (size_t)rows * VOCAB);
+        int clean = 1;
+        for (size_t k = 0; k < (size_t)(total - rows) * VOCAB; k++) clean &= u[k] == 0xFFFFFFFFu;
+        SD_CHECK(clean, "max_batch %d tail %d: rows written past the %d wanted", (int)max_batch, (int)tail, (int)rows);
     }
-    cudaFree(dev);
-    for (int i = 0; i < NS; i++) sd_runner_destroy(r[i]);
+    if (dev) cudaFree(dev);
+    free(back);
+    for (int i = 0; i < ns; i++) {
+        free(host[i]);
+        sd_runner_destroy(r[i]);
+    }
     sd_runner_group_destroy(g);
+}
+
+static void check_forward_device(const struct specdec_model *tm) {
+    /* one chunk, one window */
+    const int32_t pre3[3] = {5, 9, 3}, n3[3] = {4, 1, 6};
+    const int want3[3] = {1, 1, 1};
+    check_forward_device_case(tm, 32, 3, pre3, n3, want3);
+    /* 547 tokens: body chunks [0, 512) and [512, 547), LM-head windows of 128 over the
+     * runs of wanted rows; segment 2 wants none, segment 4 spans both chunks */
+    const int32_t pre5[5] = {5, 9, 3, 4, 2}, n5[5] = {130, 7, 150, 120, 140};
+    const int want5[5] = {1, 1, 0, 1, 1};
+    check_forward_device_case(tm, 560, 5, pre5, n5, want5);
 }
 
 int main(void) {
