@@ -101,7 +101,10 @@ specdec_status sd_cuda_sample_draft_step(const sd_cuda_sample_draft_args *a, voi
  * when V / rows do not fit: chunks of at most 4096 entries, <= 64 rows per launch).
  * Same results bit for bit as the one-block kernels (and the CPU). The workspace's
  * multi-block region must be zero-filled once before the first use (sd_cuda_sample_ws_init
- * / sd_cuda_verify_ws_init); the kernels leave it zeroed again, so graphs replay.
+ * / sd_cuda_verify_ws_init); the kernels leave it zeroed again, so graphs replay — for one
+ * launch shape: its barrier counters move with (n_seq, gamma), so mixing shapes on one
+ * workspace needs the region zeroed before each launch (not done anywhere yet: nothing
+ * uses the multi-block kernels in a round until tests/cuda_sample passes on a device).
  * An explicit count that does not fit: SPECDEC_ERR_UNSUPPORTED. */
 #define SD_CUDA_MB_AUTO (-1)
 specdec_status sd_cuda_sample_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream, sd_errbuf *eb);
@@ -125,7 +128,12 @@ specdec_status sd_cuda_sample_ws_init(void *ws, size_t ws_bytes, cudaStream_t st
  * a sequence to finish (atomic counter) applies the acceptance chain. ws: >=
  * sd_cuda_verify_ws_bytes(n_seq, gamma, V), zero-filled once before first use
  * (sd_cuda_verify_ws_init); the kernel leaves its counters at zero again, so the
- * launch can be captured in a graph and replayed. */
+ * launch can be captured in a graph and replayed. "Once" holds for ONE launch shape:
+ * the per-sequence counters sit at the start of ws and the outcome / p / w regions
+ * after them at offsets that grow with n_seq (and gamma), so a launch with more
+ * sequences than an earlier one reads that launch's outcome bytes as counters. A caller
+ * that varies (n_seq, gamma) on one workspace zeroes the counters before each launch
+ * (backends/cuda/sd_cuda_batch_round.cu does). */
 typedef struct sd_cuda_verify_args {
     specdec_verify_mode mode;  /* REJECTION, GREEDY or MATCH */
     int32_t gamma;             /* draft tokens per sequence, 0..SPECDEC_MAX_DRAFT */
