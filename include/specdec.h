@@ -488,7 +488,11 @@ SPECDEC_API const char *specdec_tokenizer_last_error(const specdec_tokenizer *to
  * tokenizer_config.json's add_bos_token is NOT applied here, see
  * specdec_tokenizer_add_bos). Added/special tokens written in the text are always
  * recognised. Writes at most capacity ids (ids may be NULL when capacity is 0); if
- * more are needed returns SPECDEC_ERR_BUFFER_TOO_SMALL and *n_ids is the count needed. */
+ * more are needed returns SPECDEC_ERR_BUFFER_TOO_SMALL and *n_ids is the count needed.
+ * A tokenizer whose normalizers / pre-tokenizers would grow the text more than 64x
+ * (+ 4 KiB) on the way (no published tokenizer comes near; a crafted file can grow it
+ * exponentially) refuses it with SPECDEC_ERR_UNSUPPORTED instead of exhausting memory;
+ * the same bound applies to the decoders in specdec_detokenize and the stream. */
 SPECDEC_API specdec_status specdec_tokenize(const specdec_tokenizer *tok, const char *text, size_t len,
                                             int add_special, int32_t *ids, int32_t capacity, int32_t *n_ids);
 /* Decode ids to UTF-8 text as the tokenizers library's decode(ids, skip_special_tokens):

@@ -28,6 +28,15 @@
 #define SD_TOK_MAX_ID (1 << 24)      /* largest token id accepted + 1 */
 #define SD_TOK_MAX_TOKEN_BYTES 65536 /* longest vocabulary / added-token string */
 #define SD_TOK_MAX_DEPTH 8           /* nesting of Sequence normalizers/pre-tokenizers/decoders */
+/* Most a text may grow inside the pipeline: every intermediate buffer of the normalizers,
+ * pre-tokenizers or decoders stays within SD_TOK_MAX_GROWTH x the input + SLACK bytes.
+ * Real pipelines grow text a few times at most (ByteLevel 2x, Metaspace's U+2581 3x); a
+ * fuzzed one (ByteLevel after ByteLevel ..., Replace "a" -> "aa" in a Sequence) grows
+ * exponentially, so such text is refused (SPECDEC_ERR_UNSUPPORTED) instead of exhausting
+ * memory. */
+#define SD_TOK_MAX_GROWTH 64
+#define SD_TOK_GROWTH_SLACK 4096
+#define SD_TOK_GROWN (-3) /* internal code: a buffer passed the work's grow_cap */
 
 /* ---- growable scratch buffers (sd_tok_util.c) --------------------------- */
 typedef struct sd_tok_buf {
@@ -237,7 +246,13 @@ typedef struct sd_tok_work {
     int32_t *u32; size_t u32_cap; /* utf8proc code point buffer */
     pcre2_match_data *md;
     struct sd_tok_matches *mt; /* regex find results (allocated on first use) */
+    size_t grow_cap; /* most bytes an intermediate buffer may hold (0: no limit; sd_tok_grow_cap) */
 } sd_tok_work;
+static inline size_t sd_tok_grow_cap(size_t n) {
+    return n > (SIZE_MAX - SD_TOK_GROWTH_SLACK) / SD_TOK_MAX_GROWTH ? SIZE_MAX
+                                                                     : n * SD_TOK_MAX_GROWTH + SD_TOK_GROWTH_SLACK;
+}
+static inline int sd_tok_grown(const sd_tok_work *w, size_t len) { return w->grow_cap && len > w->grow_cap; }
 void sd_tok_work_free(sd_tok_work *w);
 
 /* ---- shared between files ------------------------------------------------------ */

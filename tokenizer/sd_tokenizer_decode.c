@@ -203,6 +203,7 @@ specdec_status sd_tok_decode_into(const specdec_tokenizer *t, sd_tok_work *w, co
         r = sd_tok_push_tok(&w->a, &w->s1, s, l);
     }
     if (r) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "tokenizer: out of memory while decoding");
+    w->grow_cap = sd_tok_grow_cap(w->a.len);
     sd_tok_buf *ib = &w->a, *ob = &w->b;
     sd_tok_spans *is = &w->s1, *os = &w->s2;
     if (t->dec) {
@@ -215,7 +216,11 @@ specdec_status sd_tok_decode_into(const specdec_tokenizer *t, sd_tok_work *w, co
         for (int k = 0; k < nl; k++) {
             ob->len = 0;
             os->n = 0;
-            if ((r = sd_tok_dec_step(leaves[k], w, ib, is, ob, os)))
+            if (!(r = sd_tok_dec_step(leaves[k], w, ib, is, ob, os)) && sd_tok_grown(w, ob->len)) r = SD_TOK_GROWN;
+            if (r == SD_TOK_GROWN)
+                return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "tokenizer: its decoders grow this text more than %dx (refused)",
+                               SD_TOK_MAX_GROWTH);
+            if (r)
                 return sd_fail(eb, r == SD_OOM ? SPECDEC_ERR_OUT_OF_MEMORY : SPECDEC_ERR_INTERNAL,
                                "tokenizer: %s while decoding", r == SD_OOM ? "out of memory" : "regex engine error");
             sd_tok_buf *tb = ib; ib = ob; ob = tb;

@@ -72,6 +72,7 @@ int sd_tok_replace_all(sd_tok_work *w, const char *lit, size_t lit_len, const sd
             int32_t cp;
             size_t l = sd_utf8_next(s + i, n - i, &cp);
             if (sd_tok_buf_put(out, content, content_len) || sd_tok_buf_put(out, s + i, l)) return SD_OOM;
+            if (sd_tok_grown(w, out->len)) return SD_TOK_GROWN;
             i += l;
         }
         return sd_tok_buf_put(out, content, content_len);
@@ -81,6 +82,7 @@ int sd_tok_replace_all(sd_tok_work *w, const char *lit, size_t lit_len, const sd
         while (i + lit_len <= n) {
             if (s[i] == lit[0] && !memcmp(s + i, lit, lit_len)) {
                 if (sd_tok_buf_put(out, s + run, i - run) || sd_tok_buf_put(out, content, content_len)) return SD_OOM;
+                if (sd_tok_grown(w, out->len)) return SD_TOK_GROWN;
                 i += lit_len;
                 run = i;
             } else {
@@ -96,6 +98,7 @@ int sd_tok_replace_all(sd_tok_work *w, const char *lit, size_t lit_len, const sd
         const sd_tok_match *m = &w->mt->v[k];
         if (m->is_match ? sd_tok_buf_put(out, content, content_len) : sd_tok_buf_put(out, s + m->start, m->end - m->start))
             return SD_OOM;
+        if (sd_tok_grown(w, out->len)) return SD_TOK_GROWN;
     }
     return 0;
 }
@@ -148,6 +151,7 @@ int sd_tok_normalize(const sd_tok_norm *nm, sd_tok_work *w, const char *s, size_
         for (int i = 0; !r && i < nm->n_child; i++) {
             y.len = 0;
             r = sd_tok_normalize(&nm->child[i], w, x.p ? x.p : "", x.len, &y);
+            if (!r && sd_tok_grown(w, y.len)) r = SD_TOK_GROWN;
             sd_tok_buf t = x; x = y; y = t;
         }
         if (!r) r = sd_tok_buf_put(out, x.p, x.len);
@@ -598,12 +602,17 @@ static int sd_tok_bpe(const specdec_tokenizer *t, sd_tok_work *w, const char *s,
 /* ---- the pipeline ------------------------------------------------------------------------- */
 static specdec_status sd_tok_fail_code(int r, sd_errbuf *eb) {
     if (r == SD_OOM) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "tokenizer: out of memory while encoding");
+    if (r == SD_TOK_GROWN)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                       "tokenizer: its normalizers / pre-tokenizers grow this text more than %dx (refused)",
+                       SD_TOK_MAX_GROWTH);
     return sd_fail(eb, SPECDEC_ERR_INTERNAL, "tokenizer: regex / Unicode engine error while encoding");
 }
 
 specdec_status sd_tok_encode_raw(const specdec_tokenizer *t, sd_tok_work *w, const char *s, size_t n, sd_errbuf *eb) {
     w->n_ids = 0;
     w->s1.n = 0;
+    w->grow_cap = sd_tok_grow_cap(n);
     if (!w->mt && !(w->mt = sd_calloc(1, sizeof *w->mt))) return sd_tok_fail_code(SD_OOM, eb);
     if (w->mt->cap < 4) {
         sd_tok_match *v = sd_realloc(w->mt->v, 64 * sizeof *v);
@@ -646,6 +655,7 @@ specdec_status sd_tok_encode_raw(const specdec_tokenizer *t, sd_tok_work *w, con
                 ob->len = 0;
                 os->n = 0;
                 if ((r = sd_tok_pre_step(leaves[k], w, ib, is, ob, os))) return sd_tok_fail_code(r, eb);
+                if (sd_tok_grown(w, ob->len)) return sd_tok_fail_code(SD_TOK_GROWN, eb);
                 sd_tok_buf *tb = ib; ib = ob; ob = tb;
                 sd_tok_spans *ts = is; is = os; os = ts;
             }

@@ -768,9 +768,11 @@ static specdec_status sd_tok_parse_added(sd_tok_ld *ld, const cJSON *added) {
         if (nz && t->norm && l) {
             /* normalized tokens are matched in normalized text, so store their normalized form */
             ld->w.tmp.len = 0;
+            ld->w.grow_cap = sd_tok_grow_cap(l);
             int r = sd_tok_normalize(t->norm, &ld->w, content, l, &ld->w.tmp);
             if (r) return LD_FAIL(ld, r == -1 ? SPECDEC_ERR_OUT_OF_MEMORY : SPECDEC_ERR_FORMAT,
-                                  "%s: %s: normalizing \"%.64s\" failed", ld->what, ctx, content);
+                                  "%s: %s: normalizing \"%.64s\" failed%s", ld->what, ctx, content,
+                                  r == SD_TOK_GROWN ? " (the normalizers grow it more than 64x)" : "");
             a->content = sd_tok_dupn(ld->w.tmp.p ? ld->w.tmp.p : "", ld->w.tmp.len);
             a->len = ld->w.tmp.len;
         } else {

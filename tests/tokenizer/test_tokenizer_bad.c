@@ -49,6 +49,106 @@ static void bad_variant(const char *name, const char *from, const char *to, spec
     free(j);
 }
 
+/* A tokenizer.json over the vocabulary {a, b}: normalizer / pre-tokenizer / decoder
+ * given as JSON (NULL: none), an optional added token "aab" normalized. */
+static specdec_status load_ab(const char *norm, const char *pre, const char *dec, int added, specdec_tokenizer **t) {
+    const size_t cap = 65536;
+    char *j = malloc(cap);
+    if (!j) return SPECDEC_ERR_OUT_OF_MEMORY;
+    size_t o = (size_t)snprintf(j, cap, "{");
+    if (added)
+        o += (size_t)snprintf(j + o, cap - o, "\"added_tokens\":[{\"id\":2,\"content\":\"aab\",\"single_word\":false,"
+                                              "\"lstrip\":false,\"rstrip\":false,\"normalized\":true,\"special\":false}],");
+    if (norm) o += (size_t)snprintf(j + o, cap - o, "\"normalizer\":%s,", norm);
+    if (pre) o += (size_t)snprintf(j + o, cap - o, "\"pre_tokenizer\":%s,", pre);
+    if (dec) o += (size_t)snprintf(j + o, cap - o, "\"decoder\":%s,", dec);
+    snprintf(j + o, cap - o, "\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[]}}");
+    specdec_status st = sd_tokenizer_load_json(j, strlen(j), NULL, t);
+    free(j);
+    return st;
+}
+
+/* `count` copies of item, comma-separated, inside {"type":"Sequence","<key>":[...]}. */
+static char *seq_of(const char *key, const char *item, int count) {
+    size_t n = 64 + (strlen(item) + 1) * (size_t)count;
+    char *s = malloc(n);
+    if (!s) exit(2);
+    int o = snprintf(s, n, "{\"type\":\"Sequence\",\"%s\":[", key);
+    for (int i = 0; i < count; i++) o += snprintf(s + o, n - (size_t)o, "%s%s", i ? "," : "", item);
+    snprintf(s + o, n - (size_t)o, "]}");
+    return s;
+}
+
+/* Growth inside the pipeline is bounded at SD_TOK_MAX_GROWTH x the input +
+ * SD_TOK_GROWTH_SLACK (found by the fuzzing campaign: a Sequence of 42 ByteLevel /
+ * Metaspace pre-tokenizers doubled the text at every ByteLevel until memory ran out
+ * after two minutes). Text that would pass the bound is refused with UNSUPPORTED;
+ * text that stays under it encodes as before. */
+static void growth_bound(void) {
+    specdec_tokenizer *t = NULL;
+    int32_t ids[8];
+    int32_t n = 0;
+    /* exactly at the boundary: 1000 "a"s, each replaced by 60 (60,000 bytes <= 68,096)
+     * encodes; by 70 (70,000 > 68,096) is refused */
+    char *text = malloc(1001);
+    memset(text, 'a', 1000);
+    text[1000] = 0;
+    for (int k = 60; k <= 70; k += 10) {
+        char norm[256], rep[80];
+        memset(rep, 'a', (size_t)k);
+        rep[k] = 0;
+        snprintf(norm, sizeof norm, "{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"%s\"}", rep);
+        specdec_status st = load_ab(norm, NULL, NULL, 0, &t);
+        SD_CHECK(st == SPECDEC_OK && t, "Replace a -> %d a's loads: %s", k, specdec_last_error());
+        if (!t) continue;
+        st = specdec_tokenize(t, text, 1000, 0, NULL, 0, &n);
+        if (k == 60)
+            SD_CHECK(st == SPECDEC_ERR_BUFFER_TOO_SMALL && n == 60000, "60x growth encodes (status %d, %d ids)", st, n);
+        else
+            SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && n == 0 && strstr(specdec_last_error(), "64x"),
+                     "70x growth refused (status %d, %d ids: %s)", st, n, specdec_last_error());
+        specdec_tokenizer_free(t);
+        t = NULL;
+    }
+    free(text);
+    /* exponential: 20 ByteLevel pre-tokenizers (2^20 x for a space); 30 Replace a -> aa
+     * normalizers */
+    char *pre = seq_of("pretokenizers", "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}", 20);
+    char *nrm = seq_of("normalizers", "{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"aa\"}", 30);
+    char *dec = seq_of("decoders", "{\"type\":\"Replace\",\"pattern\":{\"String\":\"a\"},\"content\":\"aa\"}", 30);
+    const char *cases[2][2] = {{NULL, pre}, {nrm, NULL}};
+    for (int c = 0; c < 2; c++) {
+        specdec_status st = load_ab(cases[c][0], cases[c][1], NULL, 0, &t);
+        SD_CHECK(st == SPECDEC_OK && t, "exponential case %d loads: %s", c, specdec_last_error());
+        if (!t) continue;
+        /* ByteLevel maps printable ASCII to itself, a space to U+0120 (2 bytes), and each
+         * of those bytes again to a 2-byte character: the spaces double every step */
+        st = specdec_tokenize(t, "a b a", 5, 0, ids, 8, &n);
+        SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && n == 0, "exponential case %d refused (status %d)", c, st);
+        specdec_tokenizer_free(t);
+        t = NULL;
+    }
+    specdec_status st = load_ab(NULL, NULL, dec, 0, &t);
+    SD_CHECK(st == SPECDEC_OK && t, "30 Replace decoders load: %s", specdec_last_error());
+    if (t) {
+        const int32_t dids[2] = {0, 1};
+        char buf[64];
+        size_t len = 0;
+        st = specdec_detokenize(t, dids, 2, 0, buf, sizeof buf, &len);
+        SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && strstr(specdec_last_error(), "decoders"),
+                 "exponential decoders refused (status %d: %s)", st, specdec_last_error());
+        specdec_tokenizer_free(t);
+        t = NULL;
+    }
+    /* a normalized added token is normalized at load: the same bound, a FORMAT error */
+    st = load_ab(nrm, NULL, NULL, 1, &t);
+    SD_CHECK(st == SPECDEC_ERR_FORMAT && !t && strstr(specdec_last_error(), "64x"),
+             "an added token through exponential normalizers: status %d (%s)", st, specdec_last_error());
+    free(pre);
+    free(nrm);
+    free(dec);
+}
+
 int main(void) {
     specdec_tokenizer *t = NULL;
     specdec_status st = sd_tokenizer_load_json(good, strlen(good), NULL, &t);
@@ -86,6 +186,8 @@ int main(void) {
             t = NULL;
         }
     }
+
+    growth_bound();
 
     expect_fail("empty", "", SPECDEC_ERR_FORMAT, "not valid JSON");
     expect_fail("not json", "hello", SPECDEC_ERR_FORMAT, "not valid JSON");
