@@ -71,6 +71,10 @@ extern "C" {
 /* Most tokens one round emits per sequence: a full accepted path plus one. */
 #define SD_ROUND_MAX_EMIT (SPECDEC_MAX_DRAFT + 1)
 
+/* Most sequences one run() of a shared round takes (the host round's and the batched
+ * device round's max_seqs). */
+#define SD_ROUND_MAX_SEQS 256
+
 /* The draft tree of one round: up to width[d] children per node at depth d + 1 (a
  * chain: all 1), depth levels; depth 0 = plain step. n_nodes == 0: the whole shape
  * (every node gets width[d] children, fewer only where the draft row has fewer

@@ -265,12 +265,20 @@ static specdec_status sd_sched_make_model(specdec_scheduler *s, const specdec_mo
  * else (the CPU, per-slot runners, a vocabulary beyond the GPU sampler) the shared host
  * round. */
 static specdec_status sd_sched_make_round(specdec_scheduler *s, specdec_backend be, int has_draft, sd_errbuf *eb) {
+    sd_round *host = NULL;
+    specdec_status st = sd_host_round_create_shared(s->n_vocab, has_draft, s->p.max_active, &host, eb);
+    if (st != SPECDEC_OK) return st;
     if (be == SPECDEC_BACKEND_CUDA && s->gt && (!has_draft || s->gd)) {
-        specdec_status st = sd_cuda_batch_round_create(s->gt, s->gd, s->p.max_active, &s->round, eb);
-        if (st != SPECDEC_ERR_UNSUPPORTED) return st;
+        st = sd_cuda_batch_round_create(s->gt, s->gd, s->p.max_active, host, &s->round, eb);
+        if (st == SPECDEC_OK) return SPECDEC_OK; /* it owns host now */
+        if (st != SPECDEC_ERR_UNSUPPORTED) {
+            sd_round_destroy(host);
+            return st;
+        }
         sd_err_clear(eb);
     }
-    return sd_host_round_create_shared(s->n_vocab, has_draft, s->p.max_active, &s->round, eb);
+    s->round = host;
+    return SPECDEC_OK;
 }
 
 static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_model *target,

@@ -13,8 +13,8 @@
 #include "sd_round.h"
 #include "sd_runner.h"
 
-/* Most sequences one run() of a shared round takes. */
-#define SD_HOST_MAX_SEQS 256
+/* Most sequences one run() of a shared round takes (core/sd_round.h). */
+#define SD_HOST_MAX_SEQS SD_ROUND_MAX_SEQS
 
 /* An engine's round: one sequence on these runners. target required, draft optional
  * (NULL: plain steps only); both borrowed, same vocabulary. On failure *out = NULL and

@@ -28,8 +28,8 @@ specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use
 void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs) { (void)rd; (void)use_graphs; }
 
 specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
-                                          sd_round **out, sd_errbuf *eb) {
-    (void)target; (void)draft; (void)max_seqs;
+                                          sd_round *host, sd_round **out, sd_errbuf *eb) {
+    (void)target; (void)draft; (void)max_seqs; (void)host;
     if (out) *out = NULL;
     return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
 }

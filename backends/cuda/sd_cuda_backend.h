@@ -47,19 +47,22 @@ specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use
 void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs);
 
 /* The device-resident BATCHED round ("cuda-batch", backends/cuda/sd_cuda_batch_round.cu):
- * up to max_seqs (1..SD_HOST_MAX_SEQS) sequences per run(), each on runners of these
+ * up to max_seqs (1..SD_ROUND_MAX_SEQS) sequences per run(), each on runners of these
  * groups (sd_round_seq.target of `target`, .draft of `draft`; draft may be NULL: plain
  * steps only), both made by sd_cuda_group_create on one device and borrowed (they must
  * outlive the round). Chains, plain steps included, run on the device (logits, sampling
- * and verification there, token ids read back); begin, settle and draft trees go to an
- * inner shared host round; every result is the host round's, bit for bit. A sequence on
+ * and verification there, token ids read back); begin, settle and draft trees go to
+ * `host`, a shared host round for the same sequences (sd_host_round_create_shared(V,
+ * draft != NULL, max_seqs): made by the caller, since backends/cuda does not reach into
+ * backends/cpu; taken over on success, destroyed with the round; the caller's again on
+ * failure); every result is the host round's, bit for bit. A sequence on
  * other runners: INVALID_ARGUMENT (nothing run). Create: INVALID_ARGUMENT for groups that
  * are not CUDA groups, UNSUPPORTED for two devices or a vocabulary beyond the GPU sampler
  * (use the host round then), MODEL_MISMATCH for two vocabularies; device memory of about
  * 20 * V bytes per row of max_seqs * (SPECDEC_MAX_DRAFT + 1) rows, capped near 1 GiB
  * (beyond it run() works in waves). On failure *out = NULL and the detail is in eb. */
 specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
-                                          sd_round **out, sd_errbuf *eb);
+                                          sd_round *host, sd_round **out, sd_errbuf *eb);
 
 #ifdef __cplusplus
 }

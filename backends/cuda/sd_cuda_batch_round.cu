@@ -50,7 +50,6 @@
 
 extern "C" {
 #include "sd_alloc.h"
-#include "sd_host_round.h"
 }
 
 #define SD_CBR_R (SPECDEC_MAX_DRAFT + 1) /* verify rows of a full chain; tokens out per sequence */
@@ -158,7 +157,7 @@ static int cbr_cmp(const sd_cbr_slot *a, const sd_cbr_slot *b) {
     return b->gamma - a->gamma;
 }
 
-/* Stable insertion sort (at most SD_HOST_MAX_SEQS slots). */
+/* Stable insertion sort (at most SD_ROUND_MAX_SEQS slots). */
 static void cbr_sort(sd_cbr_slot *sl, int32_t n) {
     for (int32_t i = 1; i < n; i++) {
         sd_cbr_slot x = sl[i];
@@ -585,16 +584,18 @@ static specdec_status cbr_check_groups(sd_runner_group *target, sd_runner_group 
     if (V <= 0 || V > SD_CUDA_SAMPLE_MAX_VOCAB)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "cuda-batch round: vocabulary %d outside [1, %d] of the GPU sampler",
                        (int)V, SD_CUDA_SAMPLE_MAX_VOCAB);
-    if (max_seqs < 1 || max_seqs > SD_HOST_MAX_SEQS)
+    if (max_seqs < 1 || max_seqs > SD_ROUND_MAX_SEQS)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: %d sequences (1..%d)", (int)max_seqs,
-                       SD_HOST_MAX_SEQS);
+                       SD_ROUND_MAX_SEQS);
     return SPECDEC_OK;
 }
 
 extern "C" specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft,
-                                                     int32_t max_seqs, sd_round **out, sd_errbuf *eb) {
+                                                     int32_t max_seqs, sd_round *host, sd_round **out,
+                                                     sd_errbuf *eb) {
     if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: out is NULL");
     *out = NULL;
+    if (!host) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: no inner host round");
     specdec_status st = cbr_check_groups(target, draft, max_seqs, eb);
     if (st != SPECDEC_OK) return st;
     sd_cbr *rd = (sd_cbr *)sd_calloc(1, sizeof *rd);
@@ -606,8 +607,8 @@ extern "C" specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd
     rd->V = target->n_vocab;
     rd->max_seqs = max_seqs;
     cbr_size(rd);
-    st = sd_host_round_create_shared(rd->V, draft != NULL, max_seqs, &rd->host, eb);
-    if (st == SPECDEC_OK) {
+    rd->host = host;
+    {
         rd->slots = (sd_cbr_slot *)sd_malloc((size_t)max_seqs * sizeof *rd->slots);
         rd->trees = (sd_round_seq **)sd_malloc((size_t)max_seqs * sizeof *rd->trees);
         rd->segs = (sd_runner_seg *)sd_malloc((size_t)max_seqs * sizeof *rd->segs);
@@ -617,6 +618,7 @@ extern "C" specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd
     if (st == SPECDEC_OK) st = cbr_alloc_device(rd, eb);
     if (st != SPECDEC_OK) {
         (void)cudaGetLastError();
+        rd->host = NULL; /* the caller keeps it */
         cbr_free(rd);
         return st;
     }

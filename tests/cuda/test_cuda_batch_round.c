@@ -124,8 +124,14 @@ static int setup_side(side *s, const char *name, const struct specdec_model *tm,
     if (!make_groups(s, tm, dm)) return 0;
     sd_errbuf eb;
     sd_err_clear(&eb);
-    const specdec_status st = cuda_batch ? sd_cuda_batch_round_create(s->gt, s->gd, N_SEQ, &s->rd, &eb)
-                                         : sd_host_round_create_shared(VOCAB, 1, N_SEQ, &s->rd, &eb);
+    sd_round *host = NULL;
+    specdec_status st = sd_host_round_create_shared(VOCAB, 1, N_SEQ, &host, &eb);
+    if (st == SPECDEC_OK && cuda_batch) {
+        st = sd_cuda_batch_round_create(s->gt, s->gd, N_SEQ, host, &s->rd, &eb);
+        if (st != SPECDEC_OK) sd_round_destroy(host);
+    } else {
+        s->rd = host;
+    }
     SD_CHECK(st == SPECDEC_OK, "%s round: %s", name, eb.msg);
     if (st != SPECDEC_OK) return 0;
     for (int i = 0; i < N_SEQ; i++) {
@@ -247,10 +253,15 @@ static void check_errors(side *a, side *b, const struct specdec_model *tm) {
     sd_runner_group *cpu = NULL;
     sd_round *r = NULL;
     SD_CHECK(sd_cpu_group_create(&tm->w, 16, 16, 4, 4, &cpu, &eb) == SPECDEC_OK, "%s", eb.msg);
-    SD_CHECK(sd_cuda_batch_round_create(cpu, NULL, 4, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
+    sd_round *host = NULL;
+    SD_CHECK(sd_host_round_create_shared(VOCAB, 1, 4, &host, &eb) == SPECDEC_OK, "%s", eb.msg);
+    SD_CHECK(sd_cuda_batch_round_create(cpu, NULL, 4, host, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
              "a CPU group must be refused");
-    SD_CHECK(sd_cuda_batch_round_create(a->gt, a->gd, 0, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
+    SD_CHECK(sd_cuda_batch_round_create(a->gt, a->gd, 0, host, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
              "max_seqs 0 must be refused");
+    SD_CHECK(sd_cuda_batch_round_create(a->gt, a->gd, 4, NULL, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
+             "no host round must be refused");
+    sd_round_destroy(host); /* refused creations leave it with the caller */
     sd_runner_group_destroy(cpu);
 }
 
