@@ -171,6 +171,14 @@ struct sd_round {
     int device_lost;    /* set on SPECDEC_ERR_DEVICE_LOST: the round is unusable */
 };
 
+/* A tree shape (not a chain) for sequence s on these runners: widths in
+ * [1, SPECDEC_MAX_TREE_NODES], 1..SPECDEC_MAX_TREE_NODES nodes, and length + nodes rows
+ * in both caches and one call each (the target also scores the pending token). Every
+ * round checks its trees with it before anything runs; INVALID_ARGUMENT in eb (prefixed
+ * by who) otherwise. *nodes_out (may be NULL): the tree's nodes. */
+specdec_status sd_round_tree_check(const sd_round_seq *s, const sd_runner *target, const sd_runner *draft,
+                                   const char *who, sd_errbuf *eb, int32_t *nodes_out);
+
 static inline void sd_round_destroy(sd_round *rd) {
     if (rd) rd->ops->destroy(rd);
 }

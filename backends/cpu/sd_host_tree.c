@@ -25,23 +25,7 @@
 
 /* The shape must fit the runners (the generation loop makes sure it does). */
 specdec_status sd_host_tree_check(sd_host_round *h, sd_host_slot *sl) {
-    const sd_draft_shape *sh = &sl->s->shape;
-    const int32_t L = sl->s->length;
-    for (int32_t d = 0; d < sh->depth; d++)
-        if (sh->width[d] < 1 || sh->width[d] > SPECDEC_MAX_TREE_NODES)
-            return sd_fail(&h->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "host round: tree width[%d] = %d outside [1, %d]",
-                           (int)d, (int)sh->width[d], SPECDEC_MAX_TREE_NODES);
-    const int64_t nodes = sd_draft_shape_nodes(sh);
-    if (sh->n_nodes < 0 || nodes < 1 || nodes > SPECDEC_MAX_TREE_NODES)
-        return sd_fail(&h->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "host round: a tree of %lld nodes (1..%d)",
-                       (long long)nodes, SPECDEC_MAX_TREE_NODES);
-    if ((int64_t)L + nodes > sl->t->n_ctx || (int64_t)L + nodes > sl->d->n_ctx || nodes + 1 > sl->t->max_batch ||
-        nodes > sl->d->max_batch)
-        return sd_fail(&h->base.err, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "host round: a tree of %lld nodes at length %d does not fit the context or one call",
-                       (long long)nodes, (int)L);
-    sl->budget = (int32_t)nodes;
-    return SPECDEC_OK;
+    return sd_round_tree_check(sl->s, sl->t, sl->d, "host round", &h->base.err, &sl->budget);
 }
 
 /* Best-first acceptance estimates of the children tok[0..n) of row q (docs/TREE.md

@@ -137,6 +137,10 @@ static specdec_status cbr_check_seq(sd_cbr *rd, const sd_round_seq *s) {
                        !s->draft ? "none" : s->draft->group == rd->gd ? "ok" : "foreign", (int)g);
     if (s->mode != SPECDEC_VERIFY_REJECTION && s->mode != SPECDEC_VERIFY_GREEDY && s->mode != SPECDEC_VERIFY_MATCH)
         return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: verify mode %d", (int)s->mode);
+    /* a tree is checked here too, so that a bad one in a mixed set refuses the whole
+     * run() before any chain ran (as the host round does) */
+    if (g > 0 && !sd_draft_is_chain(&s->shape))
+        return sd_round_tree_check(s, s->target, s->draft, "cuda-batch round", &rd->base.err, NULL);
     return SPECDEC_OK;
 }
 

@@ -14,7 +14,8 @@
  *     round, sometimes a stop inside the round (settle). Every round: the same status,
  *     n_accepted, n_drafted, tokens and both KV lengths on both sides, BITWISE / exactly;
  *   - errors: n_seqs > max_seqs (UNSUPPORTED), a sequence on another group's runners
- *     (INVALID_ARGUMENT), both with nothing changed; creation on a CPU group or with 0
+ *     (INVALID_ARGUMENT), a bad tree (zero width, too many nodes) after good chains in
+ *     one set (INVALID_ARGUMENT), all with nothing changed; creation on a CPU group or with 0
  *     sequences (INVALID_ARGUMENT).
  * Skips without a device ("skipped: no CUDA device", exit 77). */
 #include "sd_test.h"
@@ -229,10 +230,11 @@ static void run_rounds(side *a, side *b) {
 /* n_seqs > max_seqs, and a sequence of another group: refused, nothing changed. */
 static void check_errors(side *a, side *b, const struct specdec_model *tm) {
     SD_CHECK(strcmp(a->rd->ops->name, "cuda-batch") == 0, "round name %s", a->rd->ops->name);
-    int32_t kv[N_SEQ];
+    int32_t kv[N_SEQ], dkv[N_SEQ];
     sd_round_seq *p[N_SEQ + 1];
     for (int i = 0; i < N_SEQ; i++) {
         kv[i] = sd_runner_kv_len(a->t[i]);
+        dkv[i] = a->d[i] ? sd_runner_kv_len(a->d[i]) : 0;
         a->seq[i].shape = sd_draft_chain(i == PLAIN_SEQ ? 0 : 3);
         a->seq[i].status = SPECDEC_OK;
         p[i] = &a->seq[i];
@@ -245,6 +247,20 @@ static void check_errors(side *a, side *b, const struct specdec_model *tm) {
     sd_round_seq *pf[2] = {&a->seq[0], &foreign};
     SD_CHECK(a->rd->ops->run(a->rd, pf, 2) == SPECDEC_ERR_INVALID_ARGUMENT, "a foreign sequence: %s", a->rd->err.msg);
     SD_CHECK(a->rd->ops->begin(a->rd, &foreign) == SPECDEC_ERR_INVALID_ARGUMENT, "begin of a foreign sequence");
+    /* a bad tree after good chains in one set: refused before any chain ran */
+    const sd_draft_shape keep = a->seq[TREE_SEQ].shape;
+    sd_draft_shape bad = sd_draft_chain(2);
+    bad.width[0] = 3;
+    bad.width[1] = 0; /* a zero width */
+    a->seq[TREE_SEQ].shape = bad;
+    SD_CHECK(a->rd->ops->run(a->rd, p, N_SEQ) == SPECDEC_ERR_INVALID_ARGUMENT, "a zero tree width: %s", a->rd->err.msg);
+    bad.width[1] = SPECDEC_MAX_TREE_NODES; /* 3 + 3 * max nodes */
+    a->seq[TREE_SEQ].shape = bad;
+    SD_CHECK(a->rd->ops->run(a->rd, p, N_SEQ) == SPECDEC_ERR_INVALID_ARGUMENT, "an oversized tree: %s", a->rd->err.msg);
+    a->seq[TREE_SEQ].shape = keep;
+    for (int i = 0; i < N_SEQ; i++)
+        SD_CHECK(!a->d[i] || sd_runner_kv_len(a->d[i]) == dkv[i], "seq %d: draft kv %d changed to %d by a refused run",
+                 i, (int)dkv[i], (int)sd_runner_kv_len(a->d[i]));
     for (int i = 0; i < N_SEQ; i++)
         SD_CHECK(sd_runner_kv_len(a->t[i]) == kv[i], "seq %d: target kv %d changed to %d by a refused run", i,
                  (int)kv[i], (int)sd_runner_kv_len(a->t[i]));

@@ -10,6 +10,8 @@
  *    the engine (KV lengths, and the next generation's output);
  *  - the statistics of trees and chains (n_draft_rounds, mean_accepted_length,
  *    nodes_per_round) agree with the counts;
+ *  - sd_round_tree_check (the check every round runs on its trees) on good and bad
+ *    shapes, and the host round refusing a bad tree with the caches unchanged;
  *  - the fallback: an engine whose device round answers UNSUPPORTED for trees (a fake
  *    device round here, as the CUDA round does) runs tree requests on the host round,
  *    with output identical to plain decoding, and chains still on the device round. */
@@ -257,6 +259,63 @@ static void fake_destroy(sd_round *rd) {
 }
 static const sd_round_ops fake_ops = {"fake-device", fake_begin, fake_run, fake_settle, fake_destroy};
 
+/* The tree check every round shares (sd_round_tree_check), and the host round refusing
+ * a bad tree before anything runs: INVALID_ARGUMENT with a message, caches unchanged. */
+static void test_round_tree_check(void) {
+    specdec_engine *e = markov_engine(1);
+    if (!e) return;
+    sd_round_seq s;
+    memset(&s, 0, sizeof s);
+    s.tokens = PROMPT;
+    s.length = 3;
+    s.mode = SPECDEC_VERIFY_MATCH;
+    s.uses_draft = 1;
+    s.shape = sd_draft_chain(3);
+    s.shape.width[0] = 4, s.shape.width[1] = 2; /* 4 + 8 + 8 nodes */
+    sd_errbuf eb;
+    sd_err_clear(&eb);
+    int32_t nodes = -1;
+    SD_CHECK(sd_round_tree_check(&s, e->target, e->draft, "t", &eb, &nodes) == SPECDEC_OK && nodes == 20,
+             "a 4,2,1 tree: %d nodes (%s)", (int)nodes, eb.msg);
+    s.shape.n_nodes = 9;
+    SD_CHECK(sd_round_tree_check(&s, e->target, e->draft, "t", &eb, &nodes) == SPECDEC_OK && nodes == 9,
+             "a budget of 9: %d", (int)nodes);
+    struct {
+        int32_t w1, n_nodes, length;
+        const char *what;
+    } bad[] = {{0, 0, 3, "tree width[1] = 0"},
+               {SPECDEC_MAX_TREE_NODES + 1, 0, 3, "tree width[1] = 65"},
+               {2, -1, 3, "nodes"},
+               {2, SPECDEC_MAX_TREE_NODES + 1, 3, "nodes"},
+               {16, 0, 3, "a tree of 132 nodes"},
+               {2, 0, 256 - 15, "does not fit"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        s.shape.width[1] = bad[i].w1;
+        s.shape.n_nodes = bad[i].n_nodes;
+        s.length = bad[i].length;
+        sd_err_clear(&eb);
+        SD_CHECK(sd_round_tree_check(&s, e->target, e->draft, "who", &eb, NULL) == SPECDEC_ERR_INVALID_ARGUMENT &&
+                     strstr(eb.msg, bad[i].what) && !strncmp(eb.msg, "who: ", 5),
+                 "bad tree %zu: '%s' (want '%s')", i, eb.msg, bad[i].what);
+    }
+    s.shape.width[1] = 2, s.shape.n_nodes = 0, s.length = 3;
+    SD_CHECK(sd_round_tree_check(&s, e->target, NULL, "t", &eb, NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "no draft runner");
+    sd_round *h = NULL;
+    SD_CHECK(sd_host_round_create(e->target, e->draft, &h, &eb) == SPECDEC_OK, "host round: %s", eb.msg);
+    if (!h) {
+        specdec_engine_free(e);
+        return;
+    }
+    const int32_t kt = sd_runner_kv_len(e->target), kd = sd_runner_kv_len(e->draft);
+    s.shape.width[1] = 0;
+    sd_round_seq *p[1] = {&s};
+    SD_CHECK(h->ops->run(h, p, 1) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(h->err.msg, "host round: tree width"),
+             "host round, a zero width: %s", h->err.msg);
+    SD_CHECK(sd_runner_kv_len(e->target) == kt && sd_runner_kv_len(e->draft) == kd, "a refused tree changed the caches");
+    sd_round_destroy(h);
+    specdec_engine_free(e);
+}
+
 static void test_fallback(void) {
     specdec_engine *e = markov_engine(1);
     if (!e) return;
@@ -296,6 +355,7 @@ int main(void) {
     test_set_tree();
     test_bad_requests();
     test_stats();
+    test_round_tree_check();
     test_fallback();
     return sd_test_done();
 }
