@@ -130,6 +130,17 @@ static __device__ __forceinline__ int32_t sd_tc_row(const sd_tc_params &p, int n
     return o < p.n_out ? o : -1;
 }
 
+/* Lane group g's weight row of each n-tile (row 0 where there is none, wok false). */
+static __device__ __forceinline__ void sd_tc_weight_rows(const sd_tc_params &p, int g, const uint16_t *wrow[SD_TC_NT],
+                                                         bool wok[SD_TC_NT]) {
+#pragma unroll
+    for (int nt = 0; nt < SD_TC_NT; nt++) {
+        const int32_t r = sd_tc_row(p, nt, g);
+        wok[nt] = r >= 0;
+        wrow[nt] = (const uint16_t *)p.w + (size_t)(r >= 0 ? r : 0) * p.k_in;
+    }
+}
+
 /* One warp's partial sums over its chunks w, w + 8, ... into c[nt][4]. */
 template <bool BF>
 static __device__ __forceinline__ void sd_tc_warp_loop(const sd_tc_params &p, int warp, int g, int t,
@@ -137,12 +148,7 @@ static __device__ __forceinline__ void sd_tc_warp_loop(const sd_tc_params &p, in
     const int32_t K = p.k_in, nck = (K + 31) / 32;
     const uint16_t *wrow[SD_TC_NT];
     bool wok[SD_TC_NT];
-#pragma unroll
-    for (int nt = 0; nt < SD_TC_NT; nt++) {
-        const int32_t r = sd_tc_row(p, nt, g);
-        wok[nt] = r >= 0;
-        wrow[nt] = (const uint16_t *)p.w + (size_t)(r >= 0 ? r : 0) * K;
-    }
+    sd_tc_weight_rows(p, g, wrow, wok);
     for (int32_t c0 = warp; c0 < nck; c0 += SD_TC_WARPS * SD_TC_U) {
         uint4 wv[SD_TC_U][SD_TC_NT];
 #pragma unroll
@@ -320,12 +326,7 @@ static __device__ __forceinline__ void sd_tcb_warp_loop(const sd_tc_params &p, i
     const int32_t K = p.k_in, nck = (K + 31) / 32, nmt = (p.M + 15) / 16;
     const uint16_t *wrow[SD_TC_NT];
     bool wok[SD_TC_NT];
-#pragma unroll
-    for (int nt = 0; nt < SD_TC_NT; nt++) {
-        const int32_t r = sd_tc_row(p, nt, g);
-        wok[nt] = r >= 0;
-        wrow[nt] = (const uint16_t *)p.w + (size_t)(r >= 0 ? r : 0) * K;
-    }
+    sd_tc_weight_rows(p, g, wrow, wok);
     for (int32_t c0 = part; c0 < nck; c0 += SD_TC_WARPS * C::U) {
         uint4 wv[C::U][SD_TC_NT];
 #pragma unroll

@@ -111,6 +111,23 @@ static inline int32_t tcm_row(const tcm_args *a, int32_t blk, int nt, int g) {
     return o < a->n_out ? o : -1;
 }
 
+/* The two mma steps (k halves s = 0, 1) of one 32-wide chunk for both n-tiles: A
+ * fragments from the lanes' x rows g (xa) and g + 8 (xb), B from their weight words wv;
+ * sw (the B_SWAP mutant) swaps B's two registers. */
+static inline void tcm_mma_chunk(const tcm_args *a, uint32_t xa[32][4], uint32_t xb[32][4],
+                                 uint32_t wv[TCM_NT][32][4], int sw, float c[TCM_NT][32][4]) {
+    for (int nt = 0; nt < TCM_NT; nt++)
+        for (int s = 0; s < 2; s++) {
+            uint32_t ar[32][4], br[32][2];
+            for (int l = 0; l < 32; l++) {
+                ar[l][0] = xa[l][2 * s]; ar[l][1] = xb[l][2 * s];
+                ar[l][2] = xa[l][2 * s + 1]; ar[l][3] = xb[l][2 * s + 1];
+                br[l][0] = wv[nt][l][2 * s + sw]; br[l][1] = wv[nt][l][2 * s + 1 - sw];
+            }
+            tcm_mma(a, c[nt], ar, br);
+        }
+}
+
 /* sd_tc_warp_loop for warp `warp` of block blk (of `warps` k-split warps). */
 static inline void tcm_warp(const tcm_args *a, int32_t blk, int warp, int warps, float c[TCM_NT][32][4]) {
     const int32_t nck = (a->K + 31) / 32;
@@ -123,17 +140,7 @@ static inline void tcm_warp(const tcm_args *a, int32_t blk, int warp, int warps,
             tcm_ld_x(a, g + 8, k0, xb[l]);
             for (int nt = 0; nt < TCM_NT; nt++) tcm_ld_w(a, tcm_row(a, blk, nt, g), k0, wv[nt][l]);
         }
-        for (int nt = 0; nt < TCM_NT; nt++)
-            for (int s = 0; s < 2; s++) {
-                uint32_t ar[32][4], br[32][2];
-                for (int l = 0; l < 32; l++) {
-                    ar[l][0] = xa[l][2 * s]; ar[l][1] = xb[l][2 * s];
-                    ar[l][2] = xa[l][2 * s + 1]; ar[l][3] = xb[l][2 * s + 1];
-                    const int sw = a->mut == TCM_MUT_B_SWAP;
-                    br[l][0] = wv[nt][l][2 * s + sw]; br[l][1] = wv[nt][l][2 * s + 1 - sw];
-                }
-                tcm_mma(a, c[nt], ar, br);
-            }
+        tcm_mma_chunk(a, xa, xb, wv, a->mut == TCM_MUT_B_SWAP, c);
     }
 }
 
@@ -245,16 +252,7 @@ static inline void tcb_chunk(const tcm_args *a, const uint16_t *xh, int32_t blk,
         tcb_ld_xh(a, xh, 16 * mt + g + 8, k0, xb[l]);
         for (int nt = 0; nt < TCM_NT; nt++) tcm_ld_w(a, tcm_row(a, blk, nt, g), k0, wv[nt][l]);
     }
-    for (int nt = 0; nt < TCM_NT; nt++)
-        for (int s = 0; s < 2; s++) {
-            uint32_t ar[32][4], br[32][2];
-            for (int l = 0; l < 32; l++) {
-                ar[l][0] = xa[l][2 * s]; ar[l][1] = xb[l][2 * s];
-                ar[l][2] = xa[l][2 * s + 1]; ar[l][3] = xb[l][2 * s + 1];
-                br[l][0] = wv[nt][l][2 * s]; br[l][1] = wv[nt][l][2 * s + 1];
-            }
-            tcm_mma(a, c[nt], ar, br);
-        }
+    tcm_mma_chunk(a, xa, xb, wv, 0, c);
 }
 
 /* sd_tcb_warp_loop: warp v of group q in round r; its chains c[i] for m-tile v + WPG i. */

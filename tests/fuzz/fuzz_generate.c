@@ -83,10 +83,8 @@ int sd_fuzz_init(void) {
     (void)ck_remove;
     char root[256];
     if (fz_make_root(root, sizeof root, "fuzz_generate")) return 1;
-    ck_spec t = {.arch = "LlamaForCausalLM", .V = FV, .H = 16, .I = 32, .L = 2, .NH = 4, .NKV = 2, .wdtype = "F32",
-                 .ndtype = "F32", .seed = 11};
-    ck_spec d = {.arch = "LlamaForCausalLM", .V = FV, .H = 8, .I = 16, .L = 1, .NH = 2, .NKV = 1, .tie = 1,
-                 .wdtype = "BF16", .ndtype = "F32", .seed = 12};
+    ck_spec t, d;
+    fz_pair_specs(FV, 11, 12, &t, &d);
     ck_spec o = d;
     o.V = FV - 8;
     o.seed = 13;

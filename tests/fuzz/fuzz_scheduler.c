@@ -42,10 +42,8 @@ int sd_fuzz_init(void) {
     (void)ck_remove;
     char root[256];
     if (fz_make_root(root, sizeof root, "fuzz_scheduler")) return 1;
-    ck_spec t = {.arch = "LlamaForCausalLM", .V = FV, .H = 16, .I = 32, .L = 2, .NH = 4, .NKV = 2, .wdtype = "F32",
-                 .ndtype = "F32", .seed = 21};
-    ck_spec d = {.arch = "LlamaForCausalLM", .V = FV, .H = 8, .I = 16, .L = 1, .NH = 2, .NKV = 1, .tie = 1,
-                 .wdtype = "BF16", .ndtype = "F32", .seed = 22};
+    ck_spec t, d;
+    fz_pair_specs(FV, 21, 22, &t, &d);
     int r = fz_load_model(root, "target", &t, &g_target, NULL, NULL) || fz_load_model(root, "draft", &d, &g_draft, NULL, NULL);
     rmdir(root);
     return r ? 1 : 0;

@@ -31,6 +31,17 @@ static inline void fz_rm_dir(const char *dir) {
     rmdir(dir);
 }
 
+/* The pair both targets drive: a 2-layer F32 target (GQA 4/2) and a 1-layer BF16 draft
+ * with a tied LM head, vocabulary V, seeds seed_t and seed_d. */
+static inline void fz_pair_specs(int V, uint64_t seed_t, uint64_t seed_d, ck_spec *t, ck_spec *d) {
+    const ck_spec tt = {.arch = "LlamaForCausalLM", .V = V, .H = 16, .I = 32, .L = 2, .NH = 4, .NKV = 2,
+                        .wdtype = "F32", .ndtype = "F32", .seed = seed_t};
+    const ck_spec dd = {.arch = "LlamaForCausalLM", .V = V, .H = 8, .I = 16, .L = 1, .NH = 2, .NKV = 1, .tie = 1,
+                        .wdtype = "BF16", .ndtype = "F32", .seed = seed_d};
+    *t = tt;
+    *d = dd;
+}
+
 /* A directory for the models under $TMPDIR (or /tmp) in root[cap]; 0 on success. */
 static inline int fz_make_root(char *root, size_t cap, const char *who) {
     const char *tmp = getenv("TMPDIR");
