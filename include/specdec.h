@@ -222,6 +222,17 @@ typedef enum specdec_verify_mode {
     SPECDEC_VERIFY_MATCH = 3       /* coupled inverse-CDF sampling: output == plain decoding, same seed */
 } specdec_verify_mode;
 
+/* Who proposes the draft tokens of a round (since 0.4; generate params `draft_method`, stats
+ * `draft_method`). Stable numbers. */
+typedef enum specdec_draft_method {
+    SPECDEC_DRAFT_AUTO = 0,    /* the engine's draft model when it has one (an EAGLE-3 head is
+                                  detected as such), else plain decoding */
+    SPECDEC_DRAFT_MODEL = 1,   /* a separate draft model (the engine's draft) */
+    SPECDEC_DRAFT_NGRAM = 2,   /* prompt lookup over the sequence so far; no draft model */
+    SPECDEC_DRAFT_EAGLE3 = 3,  /* an EAGLE-3 head reading the target's hidden states */
+    SPECDEC_DRAFT_NONE = 4     /* plain decoding (what statistics report when nothing drafted) */
+} specdec_draft_method;
+
 typedef enum specdec_stop_reason {
     SPECDEC_STOP_NONE = 0,
     SPECDEC_STOP_N_PREDICT = 1,    /* n_predict tokens generated */
