@@ -30,7 +30,7 @@ specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t
  * with sd_runner_group_add, batched forwards with sd_runner_forward_batch, native tree
  * forwards and compaction). max_batch: most tokens per pass (0 or > n_ctx: n_ctx).
  * Errors as sd_cuda_runner_create, plus INVALID_ARGUMENT for an empty pool. Its
- * runners are driven by the batched device round (sd_cuda_batch_round_create) or the
+ * runners are driven by the batched device executor (sd_cuda_batch_exec_create) or the
  * host round; the single-sequence device round takes standalone runners only. Batch invariance on the GPU: docs/GPU_FORWARD.md "Runner groups". */
 specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
                                     int32_t block_tokens, int32_t device, int32_t keep_f32, sd_runner_group **out,
