@@ -25,7 +25,8 @@ static void batch_usage(FILE *f) {
             "  --parallel N     requests decoded at once by the scheduler, 1..256 (default 4)\n"
             "  --json           one JSON object per prompt (index, tokens, text, ...), then {\"summary\": ...}\n"
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --seed, --draft-max, --tree,\n"
-            "--draft-nodes, --verify, --backend, --ctx, --ignore-eos, --stop) apply to every prompt;\n"
+            "--draft-nodes, --drafter, --ngram-min, --ngram-max, --verify, --backend, --ctx, --ignore-eos,\n"
+            "--stop) apply to every prompt;\n"
             "see 'specdec generate --help'. Outputs equal `specdec generate` on each line alone.\n");
 }
 
@@ -159,7 +160,7 @@ static int batch_collect(batch_ctx *c) {
 static int batch_run(batch_ctx *c) {
     const cli_batch_opts *o = c->o;
     if (batch_read(c, o->file)) return 1;
-    if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, &c->pair)) return 1;
+    if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, cli_gen_bundled_draft(&o->gen), &c->pair)) return 1;
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = o->parallel;
     sp.max_queued = c->n_items > 0 ? c->n_items : 1;

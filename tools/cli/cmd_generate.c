@@ -1,6 +1,6 @@
 /* cmd_generate.c — `specdec generate`: load a target (and optionally a draft) model
  * directory, encode the prompt with the target's tokenizer.json, generate (speculative
- * when a draft is given), stream the text to stdout and print statistics to stderr,
+ * with a draft model or --drafter ngram), stream the text to stdout and print statistics to stderr,
  * or print one JSON object with --json. Options follow llama.cpp's names; they are
  * parsed by cli_gen_parse (cli_parse.c), then gen_run runs and gen_print_* print. */
 #include <math.h>
@@ -30,12 +30,18 @@ static void gen_usage(FILE *f) {
             "  --adaptive       adapt γ each round from the acceptance observed\n"
             "  --tree B1,B2,..  draft tree: up to Bd children per node at depth d (at most %d nodes)\n"
             "  --draft-nodes N  draft tree of N nodes grown best-first by draft probability (within --tree)\n"
+            "  --drafter D      auto|model|ngram|none: who drafts (default auto: the draft model if any);\n"
+            "                   ngram = prompt lookup over the text so far, no draft model (-md) needed\n"
+            "  --ngram-min N    ngram: shortest suffix looked up (default 1)\n"
+            "  --ngram-max N    ngram: longest suffix looked up, tried first, at most 64 (default 4)\n"
             "  --verify MODE    auto|rejection|greedy|match (default auto: greedy at T=0, else rejection)\n"
             "  --backend B      auto|cpu|cuda (default auto)\n"
             "  --ctx N          context length, 0 = from the model (default 0)\n"
             "  --ignore-eos     do not stop at EOS\n"
             "  --stop STR       stop when STR appears in the text (repeatable)\n"
-            "  --json           print one JSON object (text, ids, statistics, parameters) instead\n",
+            "  --json           print one JSON object (text, ids, statistics, parameters) instead\n"
+            "  --trace          every round's drafts, accepted path and emitted tokens (stderr, or the\n"
+            "                   \"trace\" array with --json)\n",
             SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES);
 }
 
@@ -94,6 +100,17 @@ static const char *stop_name(specdec_stop_reason r) {
     return "?";
 }
 
+static const char *drafter_name(specdec_draft_method m) {
+    switch (m) {
+    case SPECDEC_DRAFT_AUTO: return "auto";
+    case SPECDEC_DRAFT_MODEL: return "model";
+    case SPECDEC_DRAFT_NGRAM: return "ngram";
+    case SPECDEC_DRAFT_EAGLE3: return "eagle3";
+    case SPECDEC_DRAFT_NONE: return "none";
+    }
+    return "?";
+}
+
 static const char *backend_name(specdec_backend b) {
     return b == SPECDEC_BACKEND_CUDA ? "cuda" : b == SPECDEC_BACKEND_CPU ? "cpu" : "auto";
 }
@@ -110,9 +127,11 @@ typedef struct gen_ctx {
     specdec_generate_params gp;
     specdec_stats stats;
     gen_out go;
+    cJSON *trace;    /* --trace --json: one object per round */
 } gen_ctx;
 
 static void gen_free(gen_ctx *c) {
+    cJSON_Delete(c->trace);
     specdec_engine_free(c->eng);
     cli_pair_free(&c->pair);
     free(c->ids);
@@ -122,11 +141,40 @@ static void gen_free(gen_ctx *c) {
 
 /* Models, tokenizer and the prompt's ids. */
 static int gen_load(gen_ctx *c) {
-    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, &c->pair)) return 1;
+    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, cli_gen_bundled_draft(c->o), &c->pair)) return 1;
     const char *prompt = c->o->prompt;
     specdec_status st = cli_encode(c->pair.tok, prompt, strlen(prompt), &c->ids, &c->n_ids);
     if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->pair.tok));
     return 0;
+}
+
+static cJSON *gen_ids(const int32_t *v, int32_t n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+/* --trace: one record per round (a JSON object, or a line on stderr). */
+static void on_round(void *ud, const specdec_round_info *r) {
+    gen_ctx *c = ud;
+    if (!c->o->json) {
+        fprintf(stderr, "[round %d, %s] drafted %d:", (int)r->round, drafter_name(r->draft_method), (int)r->n_drafted);
+        for (int32_t i = 0; i < r->n_drafted; i++) fprintf(stderr, " %d<%d", (int)r->draft_tokens[i], (int)r->draft_parents[i]);
+        fprintf(stderr, "; accepted %d; emitted", (int)r->n_accepted);
+        for (int32_t i = 0; i < r->n_emitted; i++) fprintf(stderr, " %d", (int)r->emitted[i]);
+        fputc('\n', stderr);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return;
+    cJSON_AddNumberToObject(o, "round", r->round);
+    cJSON_AddStringToObject(o, "drafter", drafter_name(r->draft_method));
+    cJSON_AddItemToObject(o, "draft_tokens", gen_ids(r->draft_tokens, r->n_drafted));
+    cJSON_AddItemToObject(o, "draft_parents", gen_ids(r->draft_parents, r->n_drafted));
+    cJSON_AddNumberToObject(o, "n_accepted", r->n_accepted);
+    cJSON_AddItemToObject(o, "accepted_nodes", gen_ids(r->accepted_nodes, r->n_accepted));
+    cJSON_AddItemToObject(o, "emitted", gen_ids(r->emitted, r->n_emitted));
+    cJSON_AddItemToArray(c->trace, o);
 }
 
 /* Engine and generation (text streams to stdout through on_token unless --json). */
@@ -146,6 +194,11 @@ static int gen_run(gen_ctx *c) {
     c->gp.n_stop_strings = o->n_stops;
     c->gp.callback = on_token;
     c->gp.user_data = &c->go;
+    if (o->trace && o->json && !(c->trace = cJSON_CreateArray())) return fail("tracing", SPECDEC_ERR_OUT_OF_MEMORY, "");
+    if (o->trace) {
+        c->gp.round_callback = on_round;
+        c->gp.round_user_data = c;
+    }
     st = specdec_generate(c->eng, c->ids, c->n_ids, &c->gp, c->out, cap_out, &c->n_out, &c->stats);
     if (c->go.oom) return fail("collecting the text", SPECDEC_ERR_OUT_OF_MEMORY, "");
     if (st != SPECDEC_OK) {
@@ -155,11 +208,8 @@ static int gen_run(gen_ctx *c) {
     return 0;
 }
 
-/* Speculative: a draft model and a chain length or a tree. */
-static int gen_is_spec(const gen_ctx *c) {
-    const specdec_generate_params *gp = &c->gp;
-    return c->pair.draft != NULL && (gp->n_draft > 0 || gp->tree_width[0] != 0 || gp->draft_nodes > 0);
-}
+/* Speculative: a drafter drafted (a draft model or n-gram lookup, a chain or a tree). */
+static int gen_is_spec(const gen_ctx *c) { return c->stats.draft_method != SPECDEC_DRAFT_NONE; }
 
 /* The tree statistics (text to stderr, or into the JSON stats object). */
 static void gen_tree_stats(const specdec_stats *st, cJSON *js) {
@@ -197,6 +247,7 @@ static void gen_json_stats(cJSON *root, const gen_ctx *c) {
     cJSON_AddNumberToObject(js, "final_n_draft", s->final_n_draft);
     cJSON_AddStringToObject(js, "stop_reason", stop_name(s->stop_reason));
     cJSON_AddStringToObject(js, "backend", backend_name(specdec_engine_backend(c->eng)));
+    cJSON_AddStringToObject(js, "drafter", drafter_name(s->draft_method));
     gen_tree_stats(s, js);
 }
 
@@ -221,6 +272,9 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
     for (int d = 0; d < SPECDEC_MAX_DRAFT && gp->tree_width[d]; d++)
         cJSON_AddItemToArray(jtw, cJSON_CreateNumber(gp->tree_width[d]));
     cJSON_AddNumberToObject(jq, "draft_nodes", gp->draft_nodes);
+    cJSON_AddStringToObject(jq, "drafter", drafter_name(gp->draft_method));
+    cJSON_AddNumberToObject(jq, "ngram_min", gp->ngram_min);
+    cJSON_AddNumberToObject(jq, "ngram_max", gp->ngram_max);
     cJSON_AddStringToObject(jq, "verify", verify_name(gen_mode(gp)));
     cJSON_AddStringToObject(jq, "backend", backend_name(o->ep.backend));
     cJSON_AddNumberToObject(jq, "n_ctx", specdec_engine_n_ctx(c->eng));
@@ -230,7 +284,7 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
 }
 
 /* --json: one object with the text, ids, statistics and parameters. */
-static int gen_print_json(const gen_ctx *c) {
+static int gen_print_json(gen_ctx *c) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "text", c->go.text ? c->go.text : "");
     cJSON *jt = cJSON_AddArrayToObject(root, "tokens");
@@ -239,6 +293,10 @@ static int gen_print_json(const gen_ctx *c) {
     for (int32_t i = 0; i < c->n_ids; i++) cJSON_AddItemToArray(jp, cJSON_CreateNumber(c->ids[i]));
     gen_json_stats(root, c);
     gen_json_params(root, c);
+    if (c->trace) {
+        cJSON_AddItemToObject(root, "trace", c->trace);
+        c->trace = NULL; /* root owns it now */
+    }
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!s) return fail("printing JSON", SPECDEC_ERR_OUT_OF_MEMORY, "");
@@ -254,8 +312,8 @@ static void gen_print_text(const gen_ctx *c) {
     const int spec = gen_is_spec(c);
     fputc('\n', stdout);
     fflush(stdout);
-    fprintf(stderr, "\n--- specdec: backend %s, %s", backend_name(specdec_engine_backend(c->eng)),
-            spec ? "speculative" : "plain decoding");
+    fprintf(stderr, "\n--- specdec: backend %s, %s%s", backend_name(specdec_engine_backend(c->eng)),
+            spec ? "speculative, drafter " : "plain decoding", spec ? drafter_name(s->draft_method) : "");
     if (spec)
         fprintf(stderr, ", verify %s, γ %d%s (final %d)", verify_name(gen_mode(gp)), (int)gp->n_draft,
                 gp->adaptive_draft ? " adaptive" : "", (int)s->final_n_draft);
