@@ -141,6 +141,15 @@ int sd_server_run(const sd_server_config *cfg) {
         return 1;
     }
     srv->cfg = *cfg;
+    char msg[300];
+    int model_from_spec = 0;
+    if (sd_spec_server_config(cfg->speculative_config, cfg->draft_dir, &srv->spec, &model_from_spec, msg, sizeof msg)) {
+        fprintf(stderr, "specdec serve: --speculative-config: %s\n", msg);
+        sd_metrics_destroy(&srv->metrics);
+        free(srv);
+        return 2;
+    }
+    if (model_from_spec) srv->cfg.draft_dir = srv->spec.model;
     atomic_init(&srv->stopping, 0);
     atomic_init(&srv->next_id, 1);
     atomic_init(&srv->active_jobs, 0);

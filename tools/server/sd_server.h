@@ -41,6 +41,8 @@ typedef struct sd_server_config {
                                     llama2, mistral, zephyr, phi3, plain); NULL = the model's own
                                     (detected from its tokenizer directory; none: "plain") */
     const char *model_alias;     /* served model id; NULL = the target directory's name */
+    const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
+                                       (sd_server_spec.h); NULL = the draft model if any */
     int verbose;                 /* 1: log each request to stderr */
 } sd_server_config;
 

@@ -33,10 +33,11 @@ static void sd_usage(sd_buf *b, const sd_gen_result *r) {
 static void sd_speculative(sd_buf *b, const sd_server *srv, const sd_gen_result *r) {
     const specdec_stats *s = r->stats;
     sd_buf_printf(b,
-                  "\"speculative\":{\"backend\":\"%s\",\"n_draft\":%d,\"verify\":\"%s\",\"rounds\":%lld,"
+                  "\"speculative\":{\"backend\":\"%s\",\"method\":\"%s\",\"n_draft\":%d,\"verify\":\"%s\",\"rounds\":%lld,"
                   "\"drafted\":%lld,\"accepted\":%lld,\"acceptance_rate\":%.6g,\"tokens_per_round\":%.6g,"
                   "\"mean_accepted_length\":%.6g,\"nodes_per_round\":%.6g,\"tokens_per_second\":%.6g,",
-                  srv->backend_name, (int)r->n_draft, sd_verify_name(r->verify), (long long)s->n_rounds,
+                  srv->backend_name, sd_spec_method_name(s->draft_method), (int)r->n_draft, sd_verify_name(r->verify),
+                  (long long)s->n_rounds,
                   (long long)s->n_drafted, (long long)s->n_accepted, sd_finite(s->acceptance_rate),
                   sd_finite(s->tokens_per_round), sd_finite(s->mean_accepted_length), sd_finite(s->nodes_per_round),
                   sd_finite(s->tokens_per_second));
