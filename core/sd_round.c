@@ -138,33 +138,20 @@ static specdec_status slot_init(sd_round *rd, sd_round_slot *x, sd_round_seq *s)
     return SPECDEC_OK;
 }
 
-/* Stage 1: every drafter's compute for its slots of the wave (in wave order). */
-static specdec_status wave_draft(sd_round *rd, sd_exec *ex, sd_round_slot *const *xs, int32_t k) {
+/* Stage 1 (observe 0: every drafter's compute) or 4b (observe 1: every drafter observes
+ * the outcome and rolls back), for each drafter once, over its slots of the wave in wave
+ * order. */
+static specdec_status wave_drafters(sd_round *rd, sd_exec *ex, sd_round_slot *const *xs, int32_t k, int observe) {
     uint8_t done[SD_ROUND_MAX_SEQS];
     memset(done, 0, sizeof done);
     for (int32_t i = 0; i < k; i++) {
         sd_drafter *dr = xs[i]->dr;
-        if (done[i] || !dr || !dr->ops->draft) continue;
+        if (done[i] || !dr || !(observe ? dr->ops->observe : dr->ops->draft)) continue;
         int32_t m = 0;
         for (int32_t j = i; j < k; j++)
             if (!done[j] && xs[j]->dr == dr) rd->sub[m++] = xs[j], done[j] = 1;
-        const specdec_status st = dr->ops->draft(dr, ex, rd->sub, m, &ex->err);
-        if (st != SPECDEC_OK) return round_exec_fail(rd, ex, st);
-    }
-    return SPECDEC_OK;
-}
-
-/* Stage 4b: every drafter observes its slots' outcome and rolls back. */
-static specdec_status wave_observe(sd_round *rd, sd_exec *ex, sd_round_slot *const *xs, int32_t k) {
-    uint8_t done[SD_ROUND_MAX_SEQS];
-    memset(done, 0, sizeof done);
-    for (int32_t i = 0; i < k; i++) {
-        sd_drafter *dr = xs[i]->dr;
-        if (done[i] || !dr || !dr->ops->observe) continue;
-        int32_t m = 0;
-        for (int32_t j = i; j < k; j++)
-            if (!done[j] && xs[j]->dr == dr) rd->sub[m++] = xs[j], done[j] = 1;
-        const specdec_status st = dr->ops->observe(dr, ex, rd->sub, m, &ex->err);
+        const specdec_status st = observe ? dr->ops->observe(dr, ex, rd->sub, m, &ex->err)
+                                          : dr->ops->draft(dr, ex, rd->sub, m, &ex->err);
         if (st != SPECDEC_OK) return round_exec_fail(rd, ex, st);
     }
     return SPECDEC_OK;
@@ -213,7 +200,7 @@ static specdec_status run_wave(sd_round *rd, sd_exec *ex, sd_round_slot *const *
     specdec_status st = ex->ops->wave_begin ? ex->ops->wave_begin(ex, xs, k, &replayed) : SPECDEC_OK;
     if (st != SPECDEC_OK) st = round_exec_fail(rd, ex, st);
     if (st == SPECDEC_OK && !replayed) {
-        st = wave_draft(rd, ex, xs, k);
+        st = wave_drafters(rd, ex, xs, k, 0);
         t1 = round_now();
         if (st == SPECDEC_OK && (st = ex->ops->verify_pass(ex, xs, k)) != SPECDEC_OK) st = round_exec_fail(rd, ex, st);
         t2 = round_now();
@@ -222,7 +209,7 @@ static specdec_status run_wave(sd_round *rd, sd_exec *ex, sd_round_slot *const *
     if (st == SPECDEC_OK && ex->ops->wave_end && (st = ex->ops->wave_end(ex, xs, k, &timed)) != SPECDEC_OK)
         st = round_exec_fail(rd, ex, st);
     for (int32_t i = 0; i < k && st == SPECDEC_OK; i++) st = slot_keep(rd, ex, xs[i]);
-    if (st == SPECDEC_OK) st = wave_observe(rd, ex, xs, k);
+    if (st == SPECDEC_OK) st = wave_drafters(rd, ex, xs, k, 1);
     const double t3 = round_now();
     for (int32_t i = 0; i < k; i++) {
         sd_round_seq *s = xs[i]->s;

@@ -3,17 +3,18 @@
  * alone owns the budget (n_predict, the context), the stop conditions (EOS, stop
  * strings, the callback, a cancel flag), emission (the sequence, the output, the
  * streaming text) and the statistics; one round of speculation is the round
- * interface's business (core/sd_round.h), whichever implementation runs it (host or
- * CUDA device-resident, one sequence or many).
+ * protocol's business (core/sd_round.h), whichever executor runs it (host or CUDA
+ * device-resident, one sequence or many) and whichever drafter proposes (its choice from
+ * draft_method: sd_gen_drafter).
  *
  * Per round: γ is clipped so that every token the round may emit fits the budget and
  * the context (γ + 1 <= both); γ = 0 (no draft, n_draft == 0, or clipped to 0 at the
  * end of the budget) is a plain decoding step, which samples with the verifier's
  * target-side sampler, so "match" speculation reproduces plain decoding bit for bit.
  * A draft tree (tree_width / draft_nodes, docs/TREE.md) is clipped the same way
- * (runtime/sd_tree_shape.c). A round that answers SPECDEC_ERR_UNSUPPORTED for a tree
- * (the CUDA device round until it grows trees) hands the rest of the call to the host
- * round, which begins the sequence again (one extra prefill).
+ * (runtime/sd_tree_shape.c); a tree a device executor does not take runs on the round's
+ * fallback executor (the host one) within the same round. The shape is the most the
+ * drafter may propose: the n-gram drafter may propose less, or nothing (a plain step).
  * The round's tokens are emitted one by one; a stop inside a round cuts it short and
  * the round settles both caches at the emitted length.
  *

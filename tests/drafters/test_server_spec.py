@@ -2,7 +2,7 @@
 """test_server_spec.py — `specdec serve --speculative-config JSON` and the per-request
 "speculative_config" extension (vLLM's keys), on loopback, the bundled pair on the CPU.
 
-    test_server_spec.py SPECDEC_BINARY MODELS_DIR
+    test_server_spec.py SPECDEC_BINARY MODELS_DIR [--quick]
 
 Checks: a server started with {"method": "ngram", ...} and no -m runs the bundled target
 alone, its completions (temperature 0) equal `specdec generate` plain decoding and report
@@ -10,7 +10,8 @@ alone, its completions (temperature 0) equal `specdec generate` plain decoding a
 (draft_model on a server with -md, ngram with a tree); bad values answer 400 with
 "param" naming the field (method, num_speculative_tokens, prompt_lookup_min/max, model
 with ngram, draft_model without a draft model, a tree without a drafter); bad
---speculative-config text exits 2 with a message.
+--speculative-config text exits 2 with a message. --quick (sanitizer builds): 4 tokens, the
+first server only.
 """
 import http.client
 import json
@@ -32,6 +33,8 @@ def check(cond, what):
 
 
 BIN, MODELS = sys.argv[1], sys.argv[2]
+QUICK = "--quick" in sys.argv[3:]
+N = 4 if QUICK else 16
 TARGET, DRAFT = f"{MODELS}/kjv-target", f"{MODELS}/kjv-draft"
 PROMPT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
           "In the beginning God created the heaven and the earth. And the earth was")
@@ -72,10 +75,10 @@ class Server:
 
 
 def completion(extra):
-    return dict({"prompt": PROMPT, "max_tokens": 16, "temperature": 0}, **extra)
+    return dict({"prompt": PROMPT, "max_tokens": N, "temperature": 0}, **extra)
 
 
-ref = json.loads(subprocess.run([BIN, "generate", "-m", TARGET, "-p", PROMPT, "-n", "16", "--temp", "0", "--json",
+ref = json.loads(subprocess.run([BIN, "generate", "-m", TARGET, "-p", PROMPT, "-n", str(N), "--temp", "0", "--json",
                                  "--ignore-eos"], capture_output=True, text=True, timeout=120).stdout)
 
 srv = Server("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 3}')
@@ -106,6 +109,9 @@ try:
 finally:
     srv.stop()
 
+if QUICK:
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
 srv = Server("-m", TARGET, "-md", DRAFT, "--speculative-config", '{"method": "ngram"}')
 try:
     st, r = srv.post(completion({"speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}))
