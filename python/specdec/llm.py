@@ -13,6 +13,7 @@ import queue
 import random
 import secrets
 import threading
+from contextlib import contextmanager
 from typing import Iterator, Optional, Sequence
 
 from . import _paths
@@ -113,7 +114,10 @@ class LLM:
         self._sched = None
         self._models = []
         self.tokenizer = None
-        self._closed = False
+        self._closing = False
+        self._inflight = 0  # calls using the scheduler now; close() waits for them before freeing it
+        self._cv = threading.Condition()
+        self._close_lock = threading.Lock()
         self._lock = threading.Lock()
         self._counter = itertools.count()
         spec = self._spec = self._parse_spec(speculative_config)
@@ -253,17 +257,25 @@ class LLM:
 
     # ---- lifetime -------------------------------------------------------------------------------
     def close(self) -> None:
-        """Stop the scheduler (cancelling what still runs) and free the models. Idempotent."""
-        self._closed = True
+        """Shut the scheduler down (requests still running end with finish_reason "abort"), wait for
+        the calls other threads are making to return, then free everything. Idempotent, thread-safe."""
         b = self._b
-        if getattr(self, "_sched", None) is not None:
-            b.lib.specdec_scheduler_free(self._sched)
-            self._sched = None
-        if self.tokenizer is not None:
-            self.tokenizer.close()
-        for m in getattr(self, "_models", []):
-            b.lib.specdec_model_free(m)
-        self._models = []
+        with self._close_lock:
+            with self._cv:
+                self._closing = True  # new calls get ShutDownError
+                sched = self._sched
+            if sched is not None:
+                b.lib.specdec_scheduler_shutdown(sched)  # thread-safe: cancels everything, ends every wait
+                with self._cv:
+                    while self._inflight:
+                        self._cv.wait()
+                    self._sched = None
+                b.lib.specdec_scheduler_free(sched)
+            if self.tokenizer is not None:
+                self.tokenizer.close()
+            for m in self._models:
+                b.lib.specdec_model_free(m)
+            self._models = []
 
     def __enter__(self):
         return self
@@ -280,16 +292,28 @@ class LLM:
     def get_tokenizer(self) -> Tokenizer:
         return self.tokenizer
 
-    def _handle(self):
-        if self._sched is None:
-            raise ShutDownError("the LLM was closed")
-        return self._sched
+    @contextmanager
+    def _using(self, entry: bool = True):
+        """Hold the scheduler for a call: close() frees it only after every such call has left. A public
+        call (entry) is refused once close() began; the steps of one already running go on (their
+        requests end as cancelled)."""
+        with self._cv:
+            if self._sched is None or (entry and self._closing):
+                raise ShutDownError("the LLM was closed")
+            self._inflight += 1
+        try:
+            yield self._sched
+        finally:
+            with self._cv:
+                self._inflight -= 1
+                self._cv.notify_all()
 
     def scheduler_metrics(self) -> dict:
         """specdec_scheduler_get_metrics as a dict (request counts, queue, tokens, KV blocks)."""
         b = self._b
         m = b.ffi.new("specdec_scheduler_metrics *")
-        b.check(b.lib.specdec_scheduler_get_metrics(self._handle(), m))
+        with self._using() as sched:
+            b.check(b.lib.specdec_scheduler_get_metrics(sched, m))
         return {n: getattr(m, n) for n, _ in b.ffi.typeof("specdec_scheduler_metrics").fields
                 if not n.startswith("reserved")}
 
@@ -358,9 +382,10 @@ class LLM:
     def _submit(self, r: _Request) -> None:
         b = self._b
         rid = b.ffi.new("specdec_request_id *")
-        st = b.lib.specdec_scheduler_submit(self._handle(), r.c_ids if r.c_ids is not None else b.ffi.NULL,
-                                            len(r.ids), r.gp, rid)
-        b.check(st, lambda: b.lib.specdec_scheduler_last_error(self._sched), f"request {r.index}")
+        with self._using(entry=False) as sched:
+            st = b.lib.specdec_scheduler_submit(sched, r.c_ids if r.c_ids is not None else b.ffi.NULL, len(r.ids),
+                                                r.gp, rid)
+            b.check(st, lambda: b.lib.specdec_scheduler_last_error(sched), f"request {r.index}")
         r.id = rid[0]
 
     def _wait(self, r: _Request, timeout_ms: int):
@@ -369,31 +394,34 @@ class LLM:
         n = b.ffi.new("int32_t *")
         outcome = b.ffi.new("specdec_status *")
         stats = b.ffi.new("specdec_stats *")
-        while True:
-            out = b.ffi.new("int32_t[]", r.capacity)
-            st = b.lib.specdec_scheduler_wait(self._handle(), r.id, timeout_ms, out, r.capacity, n, stats, outcome)
-            if st == b.status_values["SPECDEC_ERR_TIMEOUT"]:
-                return None
-            if st == b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
-                r.capacity = n[0]
-                continue
-            b.check(st, lambda: b.lib.specdec_scheduler_last_error(self._sched), f"request {r.index}")
-            r.id = 0
-            return list(b.ffi.unpack(out, n[0])), stats, outcome[0]
+        with self._using(entry=False) as sched:
+            while True:
+                out = b.ffi.new("int32_t[]", r.capacity)
+                st = b.lib.specdec_scheduler_wait(sched, r.id, timeout_ms, out, r.capacity, n, stats, outcome)
+                if st == b.status_values["SPECDEC_ERR_TIMEOUT"]:
+                    return None
+                if st == b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
+                    r.capacity = n[0]
+                    continue
+                b.check(st, lambda: b.lib.specdec_scheduler_last_error(sched), f"request {r.index}")
+                r.id = 0
+                return list(b.ffi.unpack(out, n[0])), stats, outcome[0]
 
     def _abandon(self, reqs) -> None:
         """Cancel every submitted, uncollected request and collect it (Ctrl-C, an error, a closed stream)."""
         b = self._b
-        if self._sched is None:
-            return
         live = [r for r in reqs if r.id]
-        for r in live:
-            b.lib.specdec_scheduler_cancel(self._sched, r.id)
-        for r in live:
-            try:
-                self._wait(r, -1)
-            except SpecdecError:
-                pass
+        try:
+            with self._using(entry=False) as sched:
+                for r in live:
+                    b.lib.specdec_scheduler_cancel(sched, r.id)
+                for r in live:
+                    try:
+                        self._wait(r, -1)
+                    except SpecdecError:
+                        pass
+        except ShutDownError:  # closed meanwhile: freeing the scheduler collects them
+            pass
 
     def _metrics(self, stats) -> RequestMetrics:
         b = self._b
@@ -456,11 +484,11 @@ class LLM:
         """Generate for one prompt or many (str, token-id list, or a list of those), all through the
         scheduler at once; returns one RequestOutput per prompt, in order. Ctrl-C cancels every
         request of the call and re-raises KeyboardInterrupt."""
-        self._handle()
-        items = self._prompts(prompts)
-        params = self._params_list(sampling_params, len(items))
-        reqs = [self._request(i, p, ids, sp) for i, ((p, ids), sp) in enumerate(zip(items, params))]
-        return self._run(reqs, use_tqdm)
+        with self._using():
+            items = self._prompts(prompts)
+            params = self._params_list(sampling_params, len(items))
+            reqs = [self._request(i, p, ids, sp) for i, ((p, ids), sp) in enumerate(zip(items, params))]
+            return self._run(reqs, use_tqdm)
 
     def _run(self, reqs, use_tqdm) -> list:
         b = self._b
@@ -505,11 +533,11 @@ class LLM:
         """Yield the text of one request as it is generated (deltas; their concatenation equals
         generate()'s text). The generator's return value (StopIteration.value) is the RequestOutput.
         Closing the generator early, or Ctrl-C, cancels the request."""
-        self._handle()
-        items = self._prompts(prompt)
-        if len(items) != 1:
-            raise InvalidArgumentError("stream() takes one prompt")
-        params = self._params_list(sampling_params, 1)[0]
+        with self._using():
+            items = self._prompts(prompt)
+            if len(items) != 1:
+                raise InvalidArgumentError("stream() takes one prompt")
+            params = self._params_list(sampling_params, 1)[0]
         pieces: queue.SimpleQueue = queue.SimpleQueue()
 
         def on_token(user_data, token, piece, piece_len):
@@ -520,15 +548,18 @@ class LLM:
             return 0
 
         (text, ids), = items
-        r = self._request(0, text, ids, params, callback=on_token)
+        with self._using():
+            r = self._request(0, text, ids, params, callback=on_token)
         return self._stream(r, pieces)
 
     def _stream(self, r, pieces) -> Iterator[str]:
         cut = _StopCutter(r.params.stop_list)
-        self._submit(r)
+        with self._using():
+            self._submit(r)
         try:
             while True:
-                got = self._wait(r, 0)
+                with self._using():  # each step: ShutDownError once the LLM is closed
+                    got = self._wait(r, 0)
                 while True:
                     try:
                         piece = pieces.get(timeout=_POLL_MS / 1000 if got is None else 0)
@@ -553,17 +584,17 @@ class LLM:
         """Generate replies to one conversation ([{"role", "content"}, ...]) or a list of them, the
         prompt rendered with the model's chat template (specdec_chat_tokenize; chat_template forces a
         family by name). RequestOutput.prompt is the rendered text."""
-        self._handle()
-        convs = [messages] if messages and isinstance(messages[0], dict) else messages
-        if not isinstance(convs, Sequence) or not convs:
-            raise InvalidArgumentError("messages must be a conversation (list of dicts) or a list of them")
-        params = self._params_list(sampling_params, len(convs))
-        reqs = []
-        for i, (conv, sp) in enumerate(zip(convs, params)):
-            text = self.tokenizer.apply_chat_template(conv, False, add_generation_prompt, chat_template)
-            ids = self.tokenizer.apply_chat_template(conv, True, add_generation_prompt, chat_template)
-            reqs.append(self._request(i, text, ids, sp))
-        return self._run(reqs, use_tqdm)
+        with self._using():
+            convs = [messages] if messages and isinstance(messages[0], dict) else messages
+            if not isinstance(convs, Sequence) or not convs:
+                raise InvalidArgumentError("messages must be a conversation (list of dicts) or a list of them")
+            params = self._params_list(sampling_params, len(convs))
+            reqs = []
+            for i, (conv, sp) in enumerate(zip(convs, params)):
+                text = self.tokenizer.apply_chat_template(conv, False, add_generation_prompt, chat_template)
+                ids = self.tokenizer.apply_chat_template(conv, True, add_generation_prompt, chat_template)
+                reqs.append(self._request(i, text, ids, sp))
+            return self._run(reqs, use_tqdm)
 
 
 def _c_int(v: int, what: str) -> int:

@@ -18,6 +18,12 @@ import specdec
 from specdec import _paths
 
 TARGET, DRAFT = specdec.bundled_pair()
+# Sanitizer builds (ctest sets SPECDEC_TEST_SLOW) decode ~20x slower: time bounds scale with it.
+SLOW = 10 if os.environ.get("SPECDEC_TEST_SLOW") else 1
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quick: cheap tests, also run against the ASan build (python_api there)")
 
 
 def specdec_bin():

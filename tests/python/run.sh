@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package tests, run by ctest (tests/python/CMakeLists.txt):
-#   run.sh api|leaks   pytest on the package from the source tree (PYTHONPATH=python) with the CTest
-#                      build's library and program (SPECDEC_LIBRARY, SPECDEC_BIN from ctest)
+#   run.sh api|quick|leaks  pytest on the package from the source tree (PYTHONPATH=python) with the CTest
+#                      build's library and program (SPECDEC_LIBRARY, SPECDEC_BIN from ctest);
+#                      quick: the tests marked quick (the ASan build's python_api)
 #   run.sh install DIR `pip install .` (CPU only) into a fresh virtual environment made with Debian's
 #                      /usr/bin/python3 when present, then, from an empty directory and with nothing
 #                      of the source tree on the path: the README example, the `specdec` command and
@@ -28,11 +29,15 @@ test_python() {
 }
 
 case $mode in
-  api|leaks)
+  api|quick|leaks)
     py=$(test_python)
-    if [ "$mode" = api ]; then sel=(--ignore="$root/tests/python/test_leaks.py"); else sel=("$root/tests/python/test_leaks.py"); fi
+    case $mode in
+      api) sel=(--ignore="$root/tests/python/test_leaks.py" "$root/tests/python") ;;
+      quick) sel=(-m quick --ignore="$root/tests/python/test_leaks.py" "$root/tests/python") ;;
+      leaks) sel=("$root/tests/python/test_leaks.py") ;;
+    esac
     export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
-    exec "$py" -m pytest -q -p no:cacheprovider --rootdir="$root/tests/python" "${sel[@]}" "$root/tests/python"
+    exec "$py" -m pytest -q -p no:cacheprovider --rootdir="$root/tests/python" "${sel[@]}"
     ;;
   install)
     work=$2
@@ -59,5 +64,5 @@ print('installed', specdec.__version__, 'library', specdec.library_version(), 'i
     "$py" -m specdec.serve --help >/dev/null
     echo "python_install: OK"
     ;;
-  *) echo "usage: $0 api|leaks|install DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 api|quick|leaks|install DIR" >&2; exit 2 ;;
 esac

@@ -8,8 +8,11 @@ import shutil
 import subprocess
 
 import cffi
+import pytest
 
 from specdec import _ffi
+
+pytestmark = pytest.mark.quick
 
 
 def c_layout(header, cdef_ffi, tmp_path):

@@ -5,6 +5,8 @@ import pytest
 import specdec
 from specdec import _ffi
 
+pytestmark = pytest.mark.quick
+
 SP = specdec.SamplingParams
 
 

@@ -9,6 +9,7 @@ from conftest import Server
 
 
 @pytest.mark.parametrize("prompt,params", [
+    pytest.param("And God said", dict(temperature=0, max_tokens=6, stop=["him,"]), marks=pytest.mark.quick),
     ("And God said", dict(temperature=0, max_tokens=24)),
     ("In the beginning", dict(temperature=0.9, max_tokens=20, seed=11)),
     ("And God said", dict(temperature=0, max_tokens=32, stop=["man of"])),
@@ -32,6 +33,7 @@ def test_stream_concatenation_equals_generate(llm, prompt, params):
     assert final.outputs[0].stop_reason == ref.outputs[0].stop_reason
 
 
+@pytest.mark.quick
 def test_stream_closed_early_cancels(llm):
     before = llm.scheduler_metrics()
     gen = llm.stream("And God said", specdec.SamplingParams(temperature=0, max_tokens=400, ignore_eos=True))
@@ -72,6 +74,7 @@ def test_chat_equals_server(llm):
     assert len(outs) == 2
 
 
+@pytest.mark.quick
 def test_tokenizer(llm):
     tok = llm.get_tokenizer()
     ids = tok.encode("And God said, Let there be light")

@@ -7,6 +7,7 @@ import time
 import pytest
 
 import specdec
+from conftest import SLOW
 
 SP = specdec.SamplingParams
 
@@ -64,10 +65,11 @@ def test_many_threads_share_the_scheduler(llm):
     assert got == ref
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("mode", ["generate", "stream"])
 def test_ctrl_c_cancels_cleanly(llm, mode):
     """_thread.interrupt_main() raises KeyboardInterrupt in the main thread as SIGINT's default handler
-    does; the call must return within a second, with every request of the call cancelled and nothing
+    does; the call must return within 1.5 s (x10 under ASan), with every request of the call cancelled and nothing
     left running, and the LLM still usable."""
     before = llm.scheduler_metrics()
     sp = SP(temperature=0, max_tokens=400, ignore_eos=True)
@@ -82,7 +84,7 @@ def test_ctrl_c_cancels_cleanly(llm, mode):
                 pass
     elapsed = time.monotonic() - t0
     timer.join()
-    assert elapsed < 1.5, elapsed
+    assert elapsed < 1.5 * SLOW, elapsed
     m = llm.scheduler_metrics()
     n = 12 if mode == "generate" else 1
     assert m["cancelled"] + m["finished"] == before["cancelled"] + before["finished"] + n
@@ -90,3 +92,36 @@ def test_ctrl_c_cancels_cleanly(llm, mode):
     assert (m["active"], m["queued"], m["kv_blocks_used"]) == (0, 0, 0)
     o = llm.generate("And God said", SP(temperature=0, max_tokens=4), use_tqdm=False)[0]
     assert len(o.outputs[0].token_ids) == 4
+
+
+@pytest.mark.quick
+def test_close_while_other_threads_generate():
+    """close() from one thread while another is inside generate and a stream is suspended: the running
+    requests end as "abort", close() returns once the generate call has left the library, and the
+    suspended stream, resumed, raises ShutDownError (after the text it had received); nothing crashes (under ASan too)."""
+    m = specdec.LLM(backend="cpu")
+    sp = SP(temperature=0, max_tokens=400, ignore_eos=True)
+    gen = m.stream("And God said", sp)
+    assert next(gen)
+    result = {}
+
+    def work():
+        try:
+            result["out"] = m.generate(["And God said"] * 3, sp, use_tqdm=False)
+        except BaseException as e:  # noqa: BLE001 - the test inspects it
+            result["err"] = e
+
+    t = threading.Thread(target=work)
+    t.start()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    m.close()
+    assert time.monotonic() - t0 < 2 * SLOW
+    t.join(10 * SLOW)
+    assert not t.is_alive()
+    assert "err" not in result, result.get("err")
+    assert all(o.outputs[0].finish_reason == "abort" for o in result["out"])
+    with pytest.raises(specdec.ShutDownError):  # after the pieces already received
+        for _ in gen:
+            pass
+    m.close()
