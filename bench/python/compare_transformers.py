@@ -1,11 +1,11 @@
 """specdec from Python vs transformers' generate(assistant_model=...) on CPU, the bundled pair, one run.
 
 Both decode the same prompt ids (specdec's tokenizer, which equals the `tokenizers` library's) greedily
-for up to --max-new-tokens tokens, stopping at EOS. Validation first: every configuration must emit
-the same token ids for every prompt as transformers' plain greedy decoding of the target (printed and
-recorded; the run fails otherwise unless --allow-mismatch). Then each configuration is timed
---repeats times over all prompts after one warm-up pass; the median wall time gives tokens/s
-(generated tokens / seconds, prompt processing included, as a user measures it).
+for up to --max-new-tokens tokens, stopping at EOS. Every configuration must emit the same token ids
+for every prompt as transformers' plain greedy decoding of the target (checked on the warm-up pass,
+recorded; the run fails otherwise unless --allow-mismatch). Then --repeats rounds time every
+configuration in turn over all prompts; the median wall time gives tokens/s (generated tokens /
+seconds, prompt processing included, as a user measures it).
 
 Configurations: transformers target alone; transformers assisted (the draft as assistant_model) with
 its default schedule and with γ = 4 constant (num_assistant_tokens=4, specdec's default); specdec
@@ -66,16 +66,6 @@ def hf_generate(model, ids, max_new, assistant=None, gamma=None):
     return out[0, len(ids):].tolist()
 
 
-def timed(fn, repeats):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        res = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times, res
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-new-tokens", type=int, default=64)
@@ -86,6 +76,7 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--allow-mismatch", action="store_true")
     a = ap.parse_args()
+    load_start = os.getloadavg()
     target_dir, draft_dir = specdec.bundled_pair()
     n = a.max_new_tokens
 
@@ -125,17 +116,30 @@ def main():
     # validation: transformers' plain greedy decoding is the reference
     torch.set_num_threads(thread_counts[0])
     reference = tokens_of(configs[0][2]())
-    rows = []
-    mismatches = 0
+    # timing: one warm-up pass each, then --repeats rounds over all configurations in turn (round
+    # robin, so that a change in the machine's load during the run hits every configuration alike)
+    results, times = {}, {name: [] for name, _, _ in configs}
     for name, threads, fn in configs:
         if threads is not None:
             torch.set_num_threads(threads)
-        med, times, res = timed(fn, a.repeats)
+        results[name] = fn()
+    for _ in range(a.repeats):
+        for name, threads, fn in configs:
+            if threads is not None:
+                torch.set_num_threads(threads)
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    rows = []
+    mismatches = 0
+    for name, threads, fn in configs:
+        res = results[name]
+        med = statistics.median(times[name])
         toks = tokens_of(res)
         same = [t == r for t, r in zip(toks, reference)]
         mismatches += same.count(False)
         n_tok = sum(len(t) for t in toks)
-        row = dict(config=name, torch_threads=threads, seconds_median=med, seconds=times, tokens=n_tok,
+        row = dict(config=name, torch_threads=threads, seconds_median=med, seconds=times[name], tokens=n_tok,
                    tokens_per_second=n_tok / med, identical_to_reference=f"{sum(same)}/{len(same)}")
         if not isinstance(res[0], list):
             m = [r.metrics for r in res]
@@ -150,7 +154,8 @@ def main():
     result = dict(
         date=datetime.datetime.now().isoformat(timespec="seconds"),
         assistant_defaults=dict(ASSISTANT_DEFAULTS),
-        machine=dict(cpu=cpu_name(), cores=os.cpu_count(), load_average_at_start=os.getloadavg()),
+        machine=dict(cpu=cpu_name(), cores=os.cpu_count(), load_average_at_start=load_start,
+                     load_average_at_end=os.getloadavg()),
         versions=dict(torch=torch.__version__, transformers=transformers.__version__,
                       specdec=specdec.library_version(), python=platform.python_version()),
         prompts=PROMPTS, max_new_tokens=n, repeats=a.repeats, greedy=True,

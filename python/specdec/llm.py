@@ -8,6 +8,7 @@ target pass per round). The library guarantees each output equals what specdec_g
 from __future__ import annotations
 
 import itertools
+import numbers
 import os
 import queue
 import random
@@ -321,24 +322,24 @@ class LLM:
     def _prompts(self, prompts) -> list:
         """(text or None, ids) for every prompt: str, token-id list, or {"prompt"/"prompt_token_ids"}."""
         if isinstance(prompts, (str, dict)) or (isinstance(prompts, Sequence) and prompts and
-                                                not isinstance(prompts[0], (str, dict, list, tuple))):
-            prompts = [prompts]
+                                                isinstance(prompts[0], numbers.Integral)):
+            prompts = [prompts]  # one prompt: a text or a list of token ids
         if not isinstance(prompts, Sequence):
             raise InvalidArgumentError("prompts must be a str, a list of token ids, or a list of those")
         out = []
         for i, p in enumerate(prompts):
             if isinstance(p, dict):
                 if "prompt_token_ids" in p:
-                    p = list(p["prompt_token_ids"])
+                    p = p["prompt_token_ids"]
                 elif "prompt" in p:
                     p = p["prompt"]
                 else:
                     raise InvalidArgumentError(f"prompts[{i}]: a dict needs 'prompt' or 'prompt_token_ids'")
             if isinstance(p, str):
                 out.append((p, self.tokenizer.encode(p)))
-            elif isinstance(p, (list, tuple)):
+            elif not isinstance(p, (bytes, dict)) and hasattr(p, "__iter__"):  # token ids (a list, a numpy array)
                 arr = token_id_array(p, f"prompts[{i}]")
-                out.append((None, list(p) if arr is not None else []))
+                out.append((None, [int(t) for t in arr] if arr is not None else []))
             else:
                 raise InvalidArgumentError(f"prompts[{i}] is a {type(p).__name__}: a str or a list of token ids")
         return out

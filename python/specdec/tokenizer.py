@@ -93,37 +93,47 @@ class Tokenizer:
         v = binding().lib.specdec_tokenizer_eos_id(self.handle)
         return None if v < 0 else int(v)
 
+    # ---- calls that fill a caller's buffer (grown as BUFFER_TOO_SMALL reports) ----------------
+    def _ids(self, fn, cap: int, context: str) -> list:
+        """fn(ids, capacity, n_ids) -> status; the ids it wrote."""
+        b = binding()
+        n = b.ffi.new("int32_t *")
+        while True:
+            ids = b.ffi.new("int32_t[]", cap)
+            st = fn(ids, cap, n)
+            if st != b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
+                self._check(st, context)
+                return list(b.ffi.unpack(ids, n[0]))
+            cap = n[0]
+
+    def _text(self, fn, cap: int, context: str) -> str:
+        """fn(text, capacity, len) -> status; the NUL-terminated text it wrote."""
+        b = binding()
+        length = b.ffi.new("size_t *")
+        while True:
+            buf = b.ffi.new("char[]", cap)
+            st = fn(buf, cap, length)
+            if st != b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
+                self._check(st, context)
+                return b.ffi.unpack(buf, length[0]).decode("utf-8", "replace")
+            cap = length[0] + 1
+
     # ---- encode / decode ------------------------------------------------------------------------
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Ids of `text`; add_special_tokens applies the post-processor (BOS), as `specdec generate` does."""
-        b = binding()
+        lib = binding().lib
         data = _utf8(text, "text")
-        n = b.ffi.new("int32_t *")
-        cap = max(16, len(data) + 8)
-        while True:
-            ids = b.ffi.new("int32_t[]", cap)
-            st = b.lib.specdec_tokenize(self.handle, data, len(data), int(bool(add_special_tokens)), ids, cap, n)
-            if st == b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
-                cap = n[0]
-                continue
-            self._check(st, "encoding text")
-            return list(b.ffi.unpack(ids, n[0]))
+        special = int(bool(add_special_tokens))
+        return self._ids(lambda ids, cap, n: lib.specdec_tokenize(self.handle, data, len(data), special, ids, cap, n),
+                         max(16, len(data) + 8), "encoding text")
 
     def decode(self, token_ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         b = binding()
         ids = token_id_array(token_ids, "token_ids")
         n = len(ids) if ids is not None else 0
-        cap = 64 + 16 * n
-        length = b.ffi.new("size_t *")
-        while True:
-            buf = b.ffi.new("char[]", cap)
-            st = b.lib.specdec_detokenize(self.handle, ids if n else b.ffi.NULL, n, int(bool(skip_special_tokens)),
-                                          buf, cap, length)
-            if st == b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
-                cap = length[0] + 1
-                continue
-            self._check(st, "decoding ids")
-            return b.ffi.unpack(buf, length[0]).decode("utf-8", "replace")
+        skip = int(bool(skip_special_tokens))
+        return self._text(lambda buf, cap, length: b.lib.specdec_detokenize(
+            self.handle, ids if n else b.ffi.NULL, n, skip, buf, cap, length), 64 + 16 * n, "decoding ids")
 
     def __call__(self, text: str, add_special_tokens: bool = True) -> list[int]:
         return self.encode(text, add_special_tokens)
@@ -144,28 +154,14 @@ class Tokenizer:
         msgs = _Messages(messages)
         tname = b.ffi.new("char[]", chat_template.encode()) if chat_template else b.ffi.NULL
         gen = int(bool(add_generation_prompt))
+        lib = b.lib
         if tokenize:
-            n = b.ffi.new("int32_t *")
-            cap = 256
-            while True:
-                ids = b.ffi.new("int32_t[]", cap)
-                st = b.lib.specdec_chat_tokenize(self.handle, tname, msgs.arr, msgs.n, gen, ids, cap, n)
-                if st == b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
-                    cap = n[0]
-                    continue
-                self._check(st, "applying the chat template")
-                return list(b.ffi.unpack(ids, n[0]))
-        length = b.ffi.new("size_t *")
-        cap = 1024
-        while True:
-            buf = b.ffi.new("char[]", cap)
-            st = b.lib.specdec_chat_apply(self.handle, tname, msgs.arr, msgs.n, gen, buf, cap, length)
-            if st == b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
-                cap = length[0] + 1
-                continue
-            self._check(st, "applying the chat template")
-            return b.ffi.unpack(buf, length[0]).decode("utf-8", "replace")
-
+            return self._ids(lambda ids, cap, n: lib.specdec_chat_tokenize(self.handle, tname, msgs.arr, msgs.n, gen,
+                                                                          ids, cap, n),
+                             256, "applying the chat template")
+        return self._text(lambda buf, cap, length: lib.specdec_chat_apply(self.handle, tname, msgs.arr, msgs.n, gen,
+                                                                        buf, cap, length),
+                          1024, "applying the chat template")
 
 def token_id_array(token_ids, what: str):
     """An int32_t[] of the ids (None when empty); InvalidArgumentError for non-integers or values

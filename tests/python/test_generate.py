@@ -75,6 +75,9 @@ def test_token_id_prompts(llm):
         by_ids = llm.generate(form, sp, use_tqdm=False)
         assert [o.outputs[0].token_ids for o in by_ids] == [o.outputs[0].token_ids for o in by_text]
         assert all(o.prompt is None for o in by_ids)
+    import numpy as np
+    by_np = llm.generate([np.array(i, dtype=np.int64) for i in ids], sp, use_tqdm=False)
+    assert [o.outputs[0].token_ids for o in by_np] == [o.outputs[0].token_ids for o in by_text]
     one = llm.generate(ids[0], sp, use_tqdm=False)  # a single list of ids is one prompt
     assert len(one) == 1 and one[0].outputs[0].token_ids == by_text[0].outputs[0].token_ids
     assert llm.generate([], sp) == []

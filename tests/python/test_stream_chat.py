@@ -88,4 +88,8 @@ def test_tokenizer(llm):
     assert tok.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=True) == tok.encode(
         "User: Hi\nAssistant:")
     long_text = "And God said, Let there be light: and there was light. " * 200
-    assert tok.decode(tok.encode(long_text)) == long_text  # buffers grow as needed
+    assert tok.decode(tok.encode(long_text)) == long_text
+    conv = [{"role": "user", "content": long_text}]  # past the first buffer of both chat calls: they grow
+    rendered = tok.apply_chat_template(conv)
+    assert rendered == "User: " + long_text + "\nAssistant:"
+    assert tok.apply_chat_template(conv, tokenize=True) == tok.encode(rendered)
