@@ -43,7 +43,7 @@ case $mode in
     work=$2
     base=python3
     if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import venv, ensurepip" 2>/dev/null; then base=/usr/bin/python3; fi
-    rm -rf "$work"
+    rm -rf "$work/venv" "$work/empty"  # a fresh environment; the CMake tree in $work/build is reused
     mkdir -p "$work/empty"
     t0=$(date +%s)
     "$base" -m venv "$work/venv"
