@@ -59,7 +59,7 @@ assert pkg.startswith('$work/venv/'), pkg
 for f in (p.library_path(), p.header_path(), p.binary_path(), p.models_dir()):
     assert f and f.startswith(pkg), (f, pkg)
 print('installed', specdec.__version__, 'library', specdec.library_version(), 'in', pkg)"
-    "$py" "$root/tests/python/readme_example.py" "$root/README.md" 2>/dev/null
+    "$py" "$root/tests/python/readme_example.py" "$root/README.md"
     "$work/venv/bin/specdec" generate -p "And God said" -n 8 --temp 0 --backend cpu
     "$py" -m specdec.serve --help >/dev/null
     echo "python_install: OK"
