@@ -1,5 +1,8 @@
 """Every bad argument raises the SpecdecError subclass of its status, with the status name and a message
 naming what was wrong."""
+import json
+import os
+
 import pytest
 
 import specdec
@@ -193,3 +196,17 @@ def test_closed_llm():
         with pytest.raises(specdec.ShutDownError) as ei:
             call()
         check(ei, specdec.ShutDownError, "closed")
+
+
+def test_draft_that_does_not_match_its_config(tmp_path):
+    """A draft directory whose config.json disagrees with its tensors (vocab 4000 vs 4096 rows)."""
+    _, draft = specdec.bundled_pair()
+    for f in os.listdir(draft):
+        (tmp_path / f).symlink_to(os.path.join(draft, f))
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").unlink()
+    cfg["vocab_size"] = 4000
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(specdec.ModelMismatchError) as ei:
+        specdec.LLM(draft=str(tmp_path), backend="cpu")
+    check(ei, specdec.ModelMismatchError, "draft")
