@@ -36,13 +36,13 @@ def test_metrics_carry_the_cli_names(llm):
 
 def test_match_mode_same_seed_equals_cli(llm_match, seed=7):
     sp = dict(temperature=0.9, top_k=40, top_p=0.95, min_p=0.05)
-    ref = cli_generate("And God said", 32, "--temp", 0.9, "--top-k", 40, "--top-p", 0.95, "--min-p", 0.05,
+    ref = cli_generate("And God said", 24, "--temp", 0.9, "--top-k", 40, "--top-p", 0.95, "--min-p", 0.05,
                        "--seed", seed, "--verify", "match")
-    o = llm_match.generate("And God said", specdec.SamplingParams(**sp, max_tokens=32, seed=seed), use_tqdm=False)[0]
+    o = llm_match.generate("And God said", specdec.SamplingParams(**sp, max_tokens=24, seed=seed), use_tqdm=False)[0]
     assert o.outputs[0].token_ids == ref["tokens"]
     assert o.outputs[0].text == ref["text"]
     # match mode: the same text as plain decoding (no draft) with that seed
-    plain = cli_generate("And God said", 32, "--temp", 0.9, "--top-k", 40, "--top-p", 0.95, "--min-p", 0.05,
+    plain = cli_generate("And God said", 24, "--temp", 0.9, "--top-k", 40, "--top-p", 0.95, "--min-p", 0.05,
                          "--seed", seed, "--draft-max", 0)
     assert o.outputs[0].token_ids == plain["tokens"]
 
@@ -72,7 +72,7 @@ def test_batch_equals_one_by_one(llm):
 
 
 def test_token_id_prompts(llm):
-    sp = specdec.SamplingParams(temperature=0, max_tokens=12)
+    sp = specdec.SamplingParams(temperature=0, max_tokens=6)
     by_text = llm.generate(PROMPTS[:2], sp, use_tqdm=False)
     ids = [o.prompt_token_ids for o in by_text]
     for form in (ids, [{"prompt_token_ids": i} for i in ids]):
@@ -119,12 +119,12 @@ def test_llm_seed_reproducible():
 
 
 def test_speculative_config_tree_and_plain(llm):
-    ref = llm.generate(PROMPTS[:2], specdec.SamplingParams(temperature=0, max_tokens=16), use_tqdm=False)
+    ref = llm.generate(PROMPTS[:1], specdec.SamplingParams(temperature=0, max_tokens=12), use_tqdm=False)
     cfgs = [{"tree": [3, 2, 1]}, {"draft_nodes": 8}, {"num_speculative_tokens": 2, "verify": "greedy"},
             {"num_speculative_tokens": 0}]
     for cfg in cfgs:
         with specdec.LLM(backend="cpu", speculative_config=cfg, max_num_seqs=2) as m:
-            got = m.generate(PROMPTS[:2], specdec.SamplingParams(temperature=0, max_tokens=16), use_tqdm=False)
+            got = m.generate(PROMPTS[:1], specdec.SamplingParams(temperature=0, max_tokens=12), use_tqdm=False)
         assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in ref], cfg
         if cfg.get("num_speculative_tokens") == 0:
             assert got[0].metrics.n_drafted == 0

@@ -55,21 +55,21 @@ def test_chat_equals_server(llm):
     srv = Server()
     try:
         for conv in convs:
-            status, body = srv.post("/v1/chat/completions", {"messages": conv, "max_tokens": 24, "temperature": 0})
+            status, body = srv.post("/v1/chat/completions", {"messages": conv, "max_tokens": 16, "temperature": 0})
             assert status == 200, body
-            ours = llm.chat(conv, specdec.SamplingParams(temperature=0, max_tokens=24), use_tqdm=False)[0]
+            ours = llm.chat(conv, specdec.SamplingParams(temperature=0, max_tokens=16), use_tqdm=False)[0]
             assert ours.outputs[0].text == body["choices"][0]["message"]["content"]
             assert len(ours.outputs[0].token_ids) == body["usage"]["completion_tokens"]
             assert len(ours.prompt_token_ids) == body["usage"]["prompt_tokens"]
             assert ours.prompt == llm.tokenizer.apply_chat_template(conv)
         # seeded match mode, many conversations at once
-        status, body = srv.post("/v1/chat/completions", {"messages": convs[0], "max_tokens": 20, "temperature": 0.8,
+        status, body = srv.post("/v1/chat/completions", {"messages": convs[0], "max_tokens": 16, "temperature": 0.8,
                                                          "seed": 5, "verify": "match", "top_p": 1.0})
         assert status == 200, body
     finally:
         assert srv.stop() == 0
     with specdec.LLM(backend="cpu", speculative_config={"verify": "match"}) as m:
-        outs = m.chat(convs, specdec.SamplingParams(temperature=0.8, max_tokens=20, seed=5), use_tqdm=False)
+        outs = m.chat(convs, specdec.SamplingParams(temperature=0.8, max_tokens=16, seed=5), use_tqdm=False)
     assert outs[0].outputs[0].text == body["choices"][0]["message"]["content"]
     assert len(outs) == 2
 
