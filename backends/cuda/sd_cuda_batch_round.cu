@@ -32,8 +32,8 @@
  *   tlog [n_rows][V]   target logits: a wave's verify rows packed in slot order;
  *   q    [n_rows][V]   the processed draft rows each x_i was drawn from, γ per slot packed;
  *   dlog [n_slots][V]  one draft logits row per slot (the row the next draft is drawn from);
- *   the draft-sampling and verifier workspaces (zeroed once; the verifier's counters
- *   again before each launch, whose n_seq varies);
+ *   the draft-sampling and verifier workspaces (zeroed once: launches of every shape
+ *   share them, kernels/cuda/sd_cuda_mb.h "workspace layouts");
  *   the small arrays (seeds, sequence ids, draft and verify positions, draft ids, the
  *   readback), twinned in pinned host memory at the same offsets.
  * n_rows = max_seqs * (SPECDEC_MAX_DRAFT + 1), capped so the arena stays near
@@ -358,10 +358,8 @@ static specdec_status cbr_verify(sd_cbr *rd, const sd_cbr_slot *sl, int32_t k) {
         va.out_tokens = cbr_rbt(rd, d) + (size_t)a * SD_CBR_R;
         va.out_stride = SD_CBR_R;
         va.out_n_accepted = cbr_rbn(rd, d) + a;
-        /* The kernel leaves only the counters of its own n_seq at zero, and where its
-         * counters end (outcomes, p and w rows begin) moves with n_seq: a launch of more
-         * than 64 sequences would count from an earlier launch's outcomes. Zero them. */
-        CBR_TRY(rd, cudaMemsetAsync(rd->ws_verify, 0, (size_t)va.n_seq * sizeof(uint32_t), rd->stream));
+        /* launches of every (n_seq, γ) share the workspace: its counters sit in the
+         * control header, fixed per sequence and left at zero (sd_cuda_mb.h, issue 24 (a)) */
         specdec_status st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, rd->stream, &rd->base.err);
         if (st != SPECDEC_OK) return cbr_note(rd, st);
     }
