@@ -277,13 +277,18 @@ static specdec_status sd_attention(sd_cuda_group *g, const sd_cuda_layer *L, con
     aa.n_kv = c->n_kv_heads;
     aa.hd = c->head_dim;
     aa.part = g->part;
+    aa.part_floats = sd_cuda_attention_part_floats(g->att_rows, c->n_heads, c->head_dim, g->base.n_ctx);
     aa.ldo = g->q_dim;
-    if (f->n_att == 0) {
-        aa.q = g->qkv;
-        aa.n = f->n;
-        aa.map = f->map;
-        aa.out = g->att;
-        return sd_cuda_attention(&aa, f->s, f->eb);
+    if (f->n_att == 0) { /* CHAIN mode, in launches of at most att_rows tokens (the scratch's size) */
+        for (int32_t q0 = 0; q0 < f->n; q0 += g->att_rows) {
+            aa.q = g->qkv + (size_t)q0 * g->qkv_dim;
+            aa.out = g->att + (size_t)q0 * g->q_dim;
+            aa.n = f->n - q0 < g->att_rows ? f->n - q0 : g->att_rows;
+            aa.map = f->map;
+            aa.map.pos0 = f->map.pos0 + q0;
+            SD_TRY(sd_cuda_attention(&aa, f->s, f->eb));
+        }
+        return SPECDEC_OK;
     }
     const sd_cuda_plan *pl = &g->plan;
     const sd_cuda_tokmap *tok = (const sd_cuda_tokmap *)(g->d_stage + pl->off_tok);
