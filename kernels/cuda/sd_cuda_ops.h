@@ -206,6 +206,18 @@ specdec_status sd_cuda_fill_normal(void *dst, sd_dtype dt, size_t count, uint64_
  * DEVICE_LOST test only. */
 specdec_status sd_cuda_inject_fault(cudaStream_t stream, sd_errbuf *eb);
 
+/* --- stream ordering (sd_cuda_device.cu, issue 24 (c)) -------------------------------
+ * Work enqueued on `waiter` after this call runs after everything enqueued on
+ * `producer` before it, with no host wait: ev (the caller's, created with
+ * cudaEventDisableTiming) is recorded on producer and waited on by waiter. The event may
+ * be reused at once (a wait binds the record made before it). Nothing happens when the
+ * streams are the same. Never while either stream is being captured into a graph (the
+ * waiter would join the capture): order around cudaGraphLaunch instead. */
+specdec_status sd_cuda_stream_after(cudaStream_t waiter, cudaStream_t producer, cudaEvent_t ev, sd_errbuf *eb);
+/* Test hook: one thread waits about `ns` nanoseconds on the device clock, then stores
+ * `value` at *dst (tests/cuda/test_cuda_streams.c: ordering that a race would break). */
+specdec_status sd_cuda_delayed_store(int32_t *dst, int32_t value, uint64_t ns, cudaStream_t stream, sd_errbuf *eb);
+
 #ifdef __cplusplus
 }
 #endif
