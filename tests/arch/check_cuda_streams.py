@@ -19,10 +19,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_functions import blank, functions  # noqa: E402
+from check_functions import blank, functions, source_files  # noqa: E402
 
 DIRS = ["kernels/cuda", "backends/cuda"]
-EXTS = (".c", ".h", ".cu", ".cuh")
 ALLOW = {
     # weights and RoPE tables, uploaded while the group is created: sd_create_finish's
     # cudaDeviceSynchronize completes them before the group is handed out
@@ -76,18 +75,12 @@ def scan(path_rel, text):
 
 def check(root):
     bad = []
-    for d in DIRS:
-        base = os.path.join(root, d)
-        for dirpath, _, files in os.walk(base):
-            for f in sorted(files):
-                if not f.endswith(EXTS):
-                    continue
-                p = os.path.join(dirpath, f)
-                rel = os.path.relpath(p, root).replace(os.sep, "/")
-                with open(p, encoding="utf-8") as fh:
-                    text = fh.read()
-                for line, what in scan(rel, text):
-                    bad.append("%s:%d: %s" % (rel, line, what))
+    for p in source_files(root, DIRS):
+        rel = os.path.relpath(p, root).replace(os.sep, "/")
+        with open(p, encoding="utf-8") as fh:
+            text = fh.read()
+        for line, what in scan(rel, text):
+            bad.append("%s:%d: %s" % (rel, line, what))
     return bad
 
 
