@@ -449,7 +449,7 @@ def test_malformed(srv):
 def test_chunked_oversize(srv):
     """A chunked upload (no Content-Length) past the limit: drained, then 413."""
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               b"Transfer-Encoding: chunked\r\n\r\n")
     chunk = b"x" * 65536
     for _ in range(6):
@@ -473,7 +473,7 @@ def test_slow_body(srv):
     """Body trickled byte by byte: too slow is cut off after --body-timeout (2 s here); in time is served."""
     body = json.dumps({"prompt": "And", "max_tokens": 2}).encode()
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\n\r\n" % len(body))
     t0, closed = time.time(), False
     for b in body:  # ~40 bytes at 4 per second: ~10 s, far past the 2 s allowed
@@ -493,7 +493,7 @@ def test_slow_body(srv):
     check(closed and elapsed < 8, "slow body cut off within the bound (closed %s after %.1f s)" % (closed, elapsed))
     still_serving(srv, "a slow body")
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body))
     for b in body:
         s.sendall(bytes([b]))
@@ -523,7 +523,7 @@ def test_disconnects(srv):
     for stream in (True, False):
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
         body = json.dumps({"prompt": PROMPTS[1], "max_tokens": 400, "temperature": 0, "stream": stream}).encode()
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         if stream:
             s.recv(256)  # the headers and the first event have come: now hang up mid-stream
