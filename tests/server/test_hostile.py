@@ -28,7 +28,7 @@ each failed on the server before the fix. Bounded in count and time (a few secon
   metrics         /metrics parsed by the text exposition format's rules (a strict parser here):
                   vLLM's names, types and labels beside specdec_*, histogram invariants, values
 
-Usage: test_hostile.py SPECDEC_BINARY MODELS_DIR [--quick] [--only NAME,NAME]
+Usage: test_hostile.py SPECDEC_BINARY MODELS_DIR [--quick] [--sanitized] [--only NAME,NAME]
 Prints "N passed, N failed"; exit 0 only when nothing failed.
 """
 import json
@@ -46,6 +46,7 @@ import test_server as ts  # noqa: E402  (Server, check, the counters)
 
 SPECDEC = ts.SPECDEC
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+SANITIZED = "--sanitized" in sys.argv  # ASan keeps freed memory in quarantine: RSS bounds are not checked
 BODY = json.dumps({"prompt": "And God said", "max_tokens": 4, "temperature": 0}).encode()
 
 
@@ -214,21 +215,41 @@ def test_framing():
         ts.still_serving(srv, "bad framing")
 
 
-def test_content_type_host_nul_bearer():
-    with ts.Server("--parallel", "1", "--allowed-hosts", "myhost.lan") as srv:
+def test_content_type():
+    with ts.Server("--parallel", "1") as srv:
         st = srv.request("POST", "/v1/completions", BODY, {"Content-Type": "text/plain"})[0]
         check(st == 415, "a text/plain POST: %d (want 415)" % st)
         st = srv.request("POST", "/v1/completions", BODY, {"X-No-Type": "1"})[0]
         check(st == 415, "a POST without Content-Type: %d (want 415)" % st)
         st = srv.request("POST", "/v1/completions", BODY, {"Content-Type": "Application/JSON; charset=utf-8"})[0]
         check(st == 200, "application/json with a charset: %d" % st)
+
+
+def host_status(srv, host):
+    s = conn(srv)
+    s.sendall(post_bytes(host=host, extra=b"Connection: close\r\n"))
+    data, _ = read_all(s, 5)
+    s.close()
+    return responses(data)[:1]
+
+
+def test_host():
+    with ts.Server("--parallel", "1") as srv:
         for host, want in ((b"evil.example", b"403"), (b"evil.example:%d" % srv.port, b"403"),
-                           (b"localhost:%d" % srv.port, b"200"), (b"myhost.lan", b"200"), (b"[::1]:80", b"200")):
-            s = conn(srv)
-            s.sendall(post_bytes(host=host, extra=b"Connection: close\r\n"))
-            data, _ = read_all(s, 5)
-            s.close()
-            check(responses(data)[:1] == [want], "Host %r: %r (want %r)" % (host, responses(data), want))
+                           (b"localhost:%d" % srv.port, b"200"), (b"[::1]:80", b"200")):
+            got = host_status(srv, host)
+            check(got == [want], "Host %r: %r (want %r)" % (host, got, want))
+
+
+def test_allowed_hosts():
+    with ts.Server("--parallel", "1", "--allowed-hosts", "myhost.lan,other.lan") as srv:
+        for host, want in ((b"myhost.lan", b"200"), (b"OTHER.lan:8080", b"200"), (b"evil.example", b"403")):
+            got = host_status(srv, host)
+            check(got == [want], "--allowed-hosts, Host %r: %r (want %r)" % (host, got, want))
+
+
+def test_nul():
+    with ts.Server("--parallel", "1") as srv:
         for what, body in (("\\u0000 in a prompt", b'{"prompt":"And\\u0000God","max_tokens":2}'),
                            ("a raw NUL in a prompt", b'{"prompt":"And\x00God","max_tokens":2}'),
                            ("\\u0000 in a stop string", b'{"prompt":"And","max_tokens":2,"stop":["a\\u0000"]}')):
@@ -237,6 +258,9 @@ def test_content_type_host_nul_bearer():
                         b'{"messages":[{"role":"user","content":"hi\\u0000there"}],"max_tokens":2}')
         st, raw, _ = srv.request("POST", "/v1/completions", b'{"prompt":"a\\\\u0000b","max_tokens":2}')
         check(st == 200, "an escaped backslash before u0000 is no NUL: %d" % st)
+
+
+def test_bearer():
     with ts.Server("--parallel", "1", "--api-key", "s3cret") as srv:
         for scheme in ("bearer", "BEARER", "Bearer"):
             st = srv.request("POST", "/v1/completions", BODY, {"Content-Type": "application/json",
@@ -302,7 +326,7 @@ def test_abort_reasons():
 
 
 def test_drain():
-    srv = ts.Server("--parallel", "1", "--shutdown-timeout", "30")
+    srv = ts.Server("--parallel", "1")  # the default --shutdown-timeout (30 s)
     out = {}
     n_tok = 24 if ts.QUICK else 120
     t = threading.Thread(target=lambda: out.setdefault("r", completion(srv, {"prompt": ts.PROMPTS[1],
@@ -394,8 +418,9 @@ def test_big_prompts():
         time.sleep(1.5)  # the sweep gives freed memory back once connections are gone
         after = rss_mb(srv.proc.pid)
         check(codes == [400] * 64, "64 prompts of 1.9 MB refused (400): %r" % sorted(set(map(str, codes))))
-        check(peak - base < 300, "RSS during the burst: +%.0f MB (bound 300; base %.0f MB)" % (peak - base, base))
-        check(after - base < 40, "RSS after the burst: +%.0f MB (bound 40)" % (after - base))
+        if not SANITIZED:
+            check(peak - base < 300, "RSS during the burst: +%.0f MB (bound 300; base %.0f MB)" % (peak - base, base))
+            check(after - base < 40, "RSS after the burst: +%.0f MB (bound 40)" % (after - base))
         print("  big prompts: base %.0f MB, peak +%.0f MB, after +%.0f MB, %.1f s" % (base, peak - base,
                                                                                       after - base, took))
     with ts.Server("--parallel", "1", "--max-prompt-bytes", "2000000") as srv:
@@ -613,8 +638,8 @@ def test_metrics():
     check(caught == len(bad_text), "the parser refuses malformed text (%d of %d)" % (caught, len(bad_text)))
 
 
-TESTS = [test_slowloris, test_slow_body, test_keepalive, test_limit, test_framing, test_content_type_host_nul_bearer,
-         test_half_close, test_start_refusals, test_abort_reasons, test_drain, test_big_prompts, test_metrics]
+TESTS = [test_slowloris, test_slow_body, test_keepalive, test_limit, test_framing, test_content_type, test_host,
+         test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_abort_reasons, test_drain, test_big_prompts, test_metrics]
 
 
 def main():
