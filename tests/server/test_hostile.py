@@ -54,6 +54,26 @@ def check(cond, what):
     return ts.check(cond, what)
 
 
+_shared = []
+
+
+class _Borrowed:
+    """One `--parallel 1` server shared by the checks that need no flags of their own (stopped,
+    and its clean exit checked, at the end)."""
+
+    def __enter__(self):
+        if not _shared:
+            _shared.append(ts.Server("--parallel", "1"))
+        return _shared[0]
+
+    def __exit__(self, *exc):
+        return False
+
+
+def shared():
+    return _Borrowed()
+
+
 def conn(srv, timeout=10):
     return socket.create_connection(("127.0.0.1", srv.port), timeout=timeout)
 
@@ -188,7 +208,7 @@ def test_limit():
 
 
 def test_framing():
-    with ts.Server("--parallel", "1") as srv:
+    with shared() as srv:
         cases = [("Content-Length with Transfer-Encoding",
                   b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" %
@@ -216,7 +236,7 @@ def test_framing():
 
 
 def test_content_type():
-    with ts.Server("--parallel", "1") as srv:
+    with shared() as srv:
         st = srv.request("POST", "/v1/completions", BODY, {"Content-Type": "text/plain"})[0]
         check(st == 415, "a text/plain POST: %d (want 415)" % st)
         st = srv.request("POST", "/v1/completions", BODY, {"X-No-Type": "1"})[0]
@@ -234,7 +254,7 @@ def host_status(srv, host):
 
 
 def test_host():
-    with ts.Server("--parallel", "1") as srv:
+    with shared() as srv:
         for host, want in ((b"evil.example", b"403"), (b"evil.example:%d" % srv.port, b"403"),
                            (b"localhost:%d" % srv.port, b"200"), (b"[::1]:80", b"200")):
             got = host_status(srv, host)
@@ -249,7 +269,7 @@ def test_allowed_hosts():
 
 
 def test_nul():
-    with ts.Server("--parallel", "1") as srv:
+    with shared() as srv:
         for what, body in (("\\u0000 in a prompt", b'{"prompt":"And\\u0000God","max_tokens":2}'),
                            ("a raw NUL in a prompt", b'{"prompt":"And\x00God","max_tokens":2}'),
                            ("\\u0000 in a stop string", b'{"prompt":"And","max_tokens":2,"stop":["a\\u0000"]}')):
@@ -269,7 +289,7 @@ def test_bearer():
 
 
 def test_half_close():
-    with ts.Server("--parallel", "1") as srv:
+    with shared() as srv:
         for stream in (False, True):
             body = json.dumps({"prompt": "And God said", "max_tokens": 8, "temperature": 0,
                                "stream": stream}).encode()
@@ -651,6 +671,8 @@ def main():
             ts.timed(fn)
         except Exception as e:  # noqa: BLE001 - a test that raised failed
             check(False, "%s raised %r" % (fn.__name__, e))
+    if _shared:
+        _shared[0].__exit__(None, None, None)
     print("hostile-client tests took %.1f s" % (time.time() - t0))
     print("%d passed, %d failed" % (ts.passed, ts.failed))
     return 1 if ts.failed else 0
