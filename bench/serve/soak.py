@@ -7,7 +7,7 @@ and the totals: requests sent, answered by status, wrong answers (a greedy compl
 equal the reference text), failures (anything but the answers each client kind allows).
 
   python3 bench/serve/soak.py --specdec build/specdec --minutes 30   # -> bench/results/serve_soak_<date>.json
-  python3 bench/serve/soak.py --specdec build/specdec --quick        # ~25 s, CI (exit 1 on a failure)
+  python3 bench/serve/soak.py --specdec build/specdec --quick        # ~17 s, CI (exit 1 on a failure)
 
 Client kinds (threads, each in a loop): "complete" (non-streamed, greedy, checked against
 the reference), "stream" (streamed, checked), "disconnect" (a stream reset after its first
@@ -283,13 +283,13 @@ def main():
     ap.add_argument("--specdec", default="build/specdec")
     ap.add_argument("--models", default=os.path.join(os.path.dirname(__file__), "..", "..", "models"))
     ap.add_argument("--minutes", type=float, default=30)
-    ap.add_argument("--quick", action="store_true", help="25 s, one restart (CI)")
+    ap.add_argument("--quick", action="store_true", help="15 s, one restart (CI)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     a.seconds = min(a.minutes, 30) * 60
     a.restart_every, a.sample_every, a.body_timeout, a.max_connections, a.rss_growth_mb = 300, 10, 3, 24, 40
     if a.quick:
-        a.seconds, a.restart_every, a.sample_every = 25, 12, 1
+        a.seconds, a.restart_every, a.sample_every = 15, 7, 1
     t_start = time.time()
     soak, series = run(a)
     failures = sum(1 for k in soak.failures) + soak.counts.get("failures_not_listed", 0)
