@@ -54,7 +54,8 @@ def llm_match():
 
 
 class Server:
-    """`python -m specdec.serve` on a port the OS picks (--port 0; the "listening on" line names it)."""
+    """`python -m specdec.serve` on a port the OS picks (--port 0; the "listening on" line names it),
+    returned once /health answers 200."""
 
     def __init__(self, *args):
         self.log = tempfile.TemporaryFile("w+")
@@ -68,19 +69,29 @@ class Server:
                 line = self.proc.stdout.readline()
                 if "listening on http://" in line:
                     self.port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
-        if self.port is None:
-            self.stop()
-            self.log.seek(0)
-            raise RuntimeError(f"server did not start: {self.log.read()}")
+        while self.port is not None and time.time() < deadline:  # listening comes before the models load
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        self.log.seek(0)
+        raise RuntimeError(f"server did not start or never became healthy: {self.log.read()}")
 
-    def post(self, path, body):
+    def request(self, method, path, body=None):
         import http.client
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        c.request(method, path, None if body is None else json.dumps(body), {"Content-Type": "application/json"})
         r = c.getresponse()
         data = r.read()
         c.close()
-        return r.status, json.loads(data)
+        return r.status, data
+
+    def post(self, path, body):
+        status, data = self.request("POST", path, body)
+        return status, json.loads(data)
 
     def stop(self):
         if self.proc.poll() is None:
