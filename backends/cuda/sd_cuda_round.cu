@@ -78,6 +78,7 @@ typedef struct sd_cuda_round {
     cudaStream_t stream;
     cudaEvent_t done; /* the readback landed */
     cudaEvent_t ev[4]; /* timing: start, after draft, after target, end */
+    cudaEvent_t order; /* stream ordering with the runners' streams (sd_round_join) */
     void *arena;
     int64_t *state;
     int32_t *rb;
@@ -175,11 +176,29 @@ static void sd_cuda_round_free(sd_cuda_round *rd) {
     if (rd->done) (void)cudaEventDestroy(rd->done);
     for (int i = 0; i < 4; i++)
         if (rd->ev[i]) (void)cudaEventDestroy(rd->ev[i]);
+    if (rd->order) (void)cudaEventDestroy(rd->order);
     if (rd->stream) (void)cudaStreamDestroy(rd->stream);
     if (rd->arena) (void)cudaFree(rd->arena);
     if (rd->h) (void)cudaFreeHost(rd->h);
     (void)cudaGetLastError();
     sd_free(rd);
+}
+
+/* Issue 24 (c): the executor's stream and its runners' own streams (prefill, host-path
+ * rounds of the fallback executor) share the runners' buffers; they are ordered by
+ * events, never only by a host synchronisation: out = 0: the executor's later work waits
+ * for everything the runners' streams hold; out = 1: the runners' later work waits for
+ * the executor's. Outside any capture (around graph launches). */
+static specdec_status sd_round_join(sd_cuda_round *rd, int out, sd_errbuf *eb) {
+    sd_runner *rs[2] = {rd->t, rd->d};
+    for (int i = 0; i < 2; i++) {
+        if (!rs[i]) continue;
+        const cudaStream_t rsx = sd_cuda_runner_stream(rs[i]);
+        const specdec_status st = out ? sd_cuda_stream_after(rsx, rd->stream, rd->order, eb)
+                                      : sd_cuda_stream_after(rd->stream, rsx, rd->order, eb);
+        if (st != SPECDEC_OK) return st;
+    }
+    return SPECDEC_OK;
 }
 
 /* Record a stage event; inside a capture as an external node (so the graph keeps it). */
@@ -337,6 +356,8 @@ static specdec_status cr_sync(sd_cuda_round *rd, const sd_round_slot *x) {
     h->ttok = s->tokens[L - 1];
     for (int32_t i = 0; i < x->lag && i < 2; i++) h->dtok[i] = s->tokens[L - x->lag + i];
     cudaStream_t st = rd->stream;
+    specdec_status jst = sd_round_join(rd, 0, &rd->base.err); /* after the runners' prefill / host rounds */
+    if (jst != SPECDEC_OK) return sd_round_note(rd, jst);
     cudaError_t e = cudaMemcpyAsync(rd->state, h->state, sizeof h->state, cudaMemcpyHostToDevice, st);
     if (e == cudaSuccess) e = cudaMemcpyAsync(rd->seed, &h->seed, 2 * sizeof(uint64_t), cudaMemcpyHostToDevice, st);
     if (e == cudaSuccess)
@@ -344,6 +365,7 @@ static specdec_status cr_sync(sd_cuda_round *rd, const sd_round_slot *x) {
     if (e == cudaSuccess && cr_model(x))
         e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->d), h->dtok, (size_t)x->lag * sizeof(int32_t),
                             cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess && (jst = sd_round_join(rd, 1, &rd->base.err)) != SPECDEC_OK) return sd_round_note(rd, jst);
     if (e == cudaSuccess) e = cudaStreamSynchronize(st); /* h is reused */
     if (e != cudaSuccess)
         return sd_round_note(rd, sd_cuda_fail(&rd->base.err, e, "device round: upload of the sequence state", __FILE__, __LINE__));
@@ -377,6 +399,7 @@ static specdec_status cr_wave_begin(sd_exec *ex, sd_round_slot *const *xs, int32
     rd->replayed = rd->use_graphs && *rd->slot;
     rd->marks = !rd->use_graphs || rd->graph_events;
     rd->t0 = sd_round_now();
+    if ((st = sd_round_join(rd, 0, &ex->err)) != SPECDEC_OK) return sd_round_note(rd, st); /* after the runners' work */
     cudaError_t e = cudaEventRecord(rd->ev[0], rd->stream);
     if (e == cudaSuccess && rd->replayed) e = cudaGraphLaunch(*rd->slot, rd->stream);
     else if (e == cudaSuccess && rd->use_graphs) e = cudaStreamBeginCapture(rd->stream, cudaStreamCaptureModeRelaxed);
@@ -508,8 +531,10 @@ static specdec_status cr_wave_end(sd_exec *ex, sd_round_slot *const *xs, int32_t
                             cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess) e = cudaEventRecord(rd->ev[3], s);
     if (e == cudaSuccess) e = cudaEventRecord(rd->done, s);
-    if (e == cudaSuccess) e = cudaEventSynchronize(rd->done);
     if (e != cudaSuccess)
+        return sd_round_note(rd, sd_cuda_fail(&ex->err, e, "device round: readback of the accepted tokens", __FILE__, __LINE__));
+    if ((st = sd_round_join(rd, 1, &ex->err)) != SPECDEC_OK) return sd_round_note(rd, st); /* the runners' later work after it */
+    if ((e = cudaEventSynchronize(rd->done)) != cudaSuccess)
         return sd_round_note(rd, sd_cuda_fail(&ex->err, e, "device round: readback of the accepted tokens", __FILE__, __LINE__));
     st = cr_results(rd, sd_round_now() - rd->t0);
     *timed = st == SPECDEC_OK;
@@ -572,6 +597,7 @@ static specdec_status sd_cuda_round_device(sd_cuda_round *rd, sd_errbuf *eb) {
     SD_CUDA_TRY(eb, cudaStreamCreateWithFlags(&rd->stream, cudaStreamNonBlocking));
     SD_CUDA_TRY(eb, cudaEventCreateWithFlags(&rd->done, cudaEventDisableTiming));
     for (int i = 0; i < 4; i++) SD_CUDA_TRY(eb, cudaEventCreate(&rd->ev[i]));
+    SD_CUDA_TRY(eb, cudaEventCreateWithFlags(&rd->order, cudaEventDisableTiming));
     SD_CUDA_TRY(eb, cudaMalloc(&rd->arena, total));
     SD_CUDA_TRY(eb, cudaMallocHost((void **)&rd->h, sizeof(sd_round_pinned)));
     char *b = (char *)rd->arena;
