@@ -67,15 +67,15 @@ def check_trace(d, what, tree):
 
 
 plain = json.loads(run(BASE + ["-m", TARGET, "--json"], 0).stdout)
-check(plain["stats"]["drafter"] == "none", f"plain: drafter {plain['stats']['drafter']}")
+check(plain["stats"]["draft_method"] == "none", f"plain: drafter {plain['stats']['draft_method']}")
 CONFIGS = (([], False), (["--draft-max", "6"], False), (["--tree", "3,2,1"], True),
            (["--draft-nodes", "9", "--ngram-max", "6", "--ngram-min", "2"], True))
 for extra, tree in CONFIGS[2:3] if QUICK else CONFIGS:
     p = run(BASE + ["--drafter", "ngram", "--json", "--trace"] + extra, 0)
     d = json.loads(p.stdout)
     check(d["tokens"] == plain["tokens"], f"ngram {extra}: tokens differ from plain decoding")
-    check(d["stats"]["drafter"] == "ngram" and d["params"]["drafter"] == "ngram" and d["params"]["draft_model"] is None,
-          f"ngram {extra}: {d['stats']['drafter']} / {d['params']}")
+    check(d["stats"]["draft_method"] == "ngram" and d["params"]["drafter"] == "ngram" and d["params"]["draft_model"] is None,
+          f"ngram {extra}: {d['stats']['draft_method']} / {d['params']}")
     check_trace(d, f"ngram {extra}", tree)
 if not QUICK:
     p = run(BASE + ["--drafter", "ngram", "--trace"], 0)

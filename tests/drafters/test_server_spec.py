@@ -54,6 +54,19 @@ class Server:
         if self.port is None:
             self.stop()
             raise RuntimeError("server did not start")
+        while time.time() < deadline:  # it listens before its models are loaded: wait for /health 200
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            try:
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            finally:
+                c.close()
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server never became healthy")
 
     def post(self, body):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)

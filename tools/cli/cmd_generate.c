@@ -247,7 +247,7 @@ static void gen_json_stats(cJSON *root, const gen_ctx *c) {
     cJSON_AddNumberToObject(js, "final_n_draft", s->final_n_draft);
     cJSON_AddStringToObject(js, "stop_reason", stop_name(s->stop_reason));
     cJSON_AddStringToObject(js, "backend", backend_name(specdec_engine_backend(c->eng)));
-    cJSON_AddStringToObject(js, "drafter", drafter_name(s->draft_method));
+    cJSON_AddStringToObject(js, "draft_method", drafter_name(s->draft_method));
     gen_tree_stats(s, js);
 }
 
