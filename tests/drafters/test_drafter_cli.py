@@ -15,23 +15,8 @@ field). --quick (sanitizer builds): 8 tokens, one n-gram configuration with a tr
 """
 import json
 import subprocess
-import sys
 
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
-BIN, MODELS = sys.argv[1], sys.argv[2]
-QUICK = "--quick" in sys.argv[3:]
-TARGET, DRAFT = f"{MODELS}/kjv-target", f"{MODELS}/kjv-draft"
+from dtest import BIN, DRAFT, QUICK, TARGET, check, finish
 TEXT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
         "In the beginning God created the heaven and the earth. And the earth was")
 BASE = ["-p", TEXT, "-n", "8" if QUICK else "24", "--temp", "0.8", "--verify", "match", "--seed", "3", "--ignore-eos"]
@@ -87,5 +72,4 @@ check("--drafter" in p.stderr and "-md" in p.stderr, f"ngram with a draft model:
 check("ngram_min" in run(BASE + ["--drafter", "ngram", "--ngram-min", "0"], 1).stderr, "ngram_min 0")
 check("ngram_max" in run(BASE + ["--drafter", "ngram", "--ngram-max", "65"], 1).stderr, "ngram_max 65")
 check("MODEL" in run(BASE + ["--drafter", "model", "-m", TARGET], 1).stderr, "model without a draft model")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

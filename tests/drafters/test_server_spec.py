@@ -17,25 +17,11 @@ import http.client
 import json
 import select
 import subprocess
-import sys
 import time
 
-passed = failed = 0
+from dtest import BIN, DRAFT, QUICK, TARGET, check, finish
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
-BIN, MODELS = sys.argv[1], sys.argv[2]
-QUICK = "--quick" in sys.argv[3:]
 N = 4 if QUICK else 16
-TARGET, DRAFT = f"{MODELS}/kjv-target", f"{MODELS}/kjv-draft"
 PROMPT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
           "In the beginning God created the heaven and the earth. And the earth was")
 
@@ -123,8 +109,7 @@ finally:
     srv.stop()
 
 if QUICK:
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    finish()
 srv = Server("-m", TARGET, "-md", DRAFT, "--speculative-config", '{"method": "ngram"}')
 try:
     st, r = srv.post(completion({"speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}))
@@ -151,5 +136,4 @@ for text in ('{"method": "ngram", "model": "x"}', '{"method": 3}', "[1]", "{", '
                        text=True, timeout=60)
     check(p.returncode == 2 and "--speculative-config" in p.stderr, f"bad --speculative-config {text}: {p.returncode} "
           f"{p.stderr[-300:]!r}")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()
