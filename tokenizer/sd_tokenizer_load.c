@@ -1012,5 +1012,6 @@ specdec_status specdec_tokenizer_load(const char *path, specdec_tokenizer **out)
 }
 
 const char *specdec_tokenizer_last_error(const specdec_tokenizer *tok) {
-    return tok ? tok->err.msg : specdec_last_error();
+    (void)tok; /* tokenizer calls are const and thread-safe: their detail is the thread's */
+    return specdec_last_error();
 }
