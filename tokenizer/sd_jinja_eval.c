@@ -783,8 +783,10 @@ static int sd_je_for(sd_jctx *c, const sd_jnode *n, sd_jscope *sc) {
     lp->items = items;
     lp->n = cnt;
     sd_jv lv = {SD_JT_LOOP, 0, {.loop = lp}};
-    for (size_t i = 0; i < cnt; i++) {
-        sd_jscope *is = sd_je_scope(c, sc);
+    sd_jscope *is = NULL;
+    for (size_t i = 0; i < cnt; i++) { /* a fresh scope per iteration; reused unless a macro defined in it may outlive it */
+        if (!is || n->i) is = sd_je_scope(c, sc);
+        else is->n = 0;
         if (!is || sd_jstep(c, 1)) return -1;
         lp->i = i;
         if (sd_je_store(c, n->c[0], is, &items[i]) || sd_je_assignz(c, is, "loop", lv)) return -1;

@@ -725,18 +725,7 @@ int sd_jfilter(sd_jctx *c, int id, const sd_jv *v, const sd_jargs *a, sd_jv *out
 /* ---- tests --------------------------------------------------------------------------------------------------- */
 static int sd_jt_case(sd_jctx *c, const sd_jv *v, int upper, int *res) {
     sd_jv s;
-    if (sd_jsoft_str(c, v, &s)) return -1;
-    int cased = 0, ok = 1;
-    for (size_t i = 0; i < s.u.s.n; i++) {
-        unsigned char ch = (unsigned char)s.u.s.p[i];
-        if (ch >= 0x80) return sd_jerr(c, SPECDEC_ERR_UNSUPPORTED, "the %s test on non-ASCII text is not supported", upper ? "upper" : "lower");
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')) {
-            cased = 1;
-            if (upper ? (ch >= 'a' && ch <= 'z') : (ch >= 'A' && ch <= 'Z')) ok = 0;
-        }
-    }
-    *res = cased && ok;
-    return 0;
+    return sd_jsoft_str(c, v, &s) || sd_jstr_cased_test(c, &s, upper, res) ? -1 : 0;
 }
 
 static int sd_jt_mod(sd_jctx *c, const sd_jv *v, const sd_jv *by, int64_t want, int *res) {

@@ -27,7 +27,8 @@ enum {
     SD_JN_TEXT,        /* s: template data */
     SD_JN_OUTPUT,      /* c[0]: expression to print */
     SD_JN_IF,          /* c[0] cond, c[1] body, c[2] else (BODY or IF) or NULL */
-    SD_JN_FOR,         /* c[0] target, c[1] iterable, c[2] filter or NULL, c[3] body, c[4] else or NULL */
+    SD_JN_FOR,         /* c[0] target, c[1] iterable, c[2] filter or NULL, c[3] body, c[4] else or NULL;
+                        * i: the body defines a macro */
     SD_JN_SET,         /* c[0] target (NAME, TUPLE of NAMEs, NSREF), c[1] value */
     SD_JN_SETBLOCK,    /* c[0] target, c[1] body, c[2] filter chain or NULL */
     SD_JN_MACRO,       /* s name, c[0] body, c[1..) PARAM; i: SD_JM_* flags */
@@ -290,6 +291,7 @@ enum { SD_JF_RANGE, SD_JF_NAMESPACE, SD_JF_DICT, SD_JF_RAISE, SD_JF_STRFTIME, SD
 int sd_jglobal_id(const char *name, size_t n); /* -1 none */
 int sd_jglobal_call(sd_jctx *c, int id, const sd_jargs *a, sd_jv *out);
 int sd_jstr_case(sd_jctx *c, const sd_jv *s, int mode, sd_jv *out); /* mode: 'u' upper, 'l' lower, 't' str.title, 'c' capitalize, 'T' Jinja title */
+int sd_jstr_cased_test(sd_jctx *c, const sd_jv *s, int upper, int *res); /* str.isupper()/islower() */
 int sd_jstr_split(sd_jctx *c, const sd_jv *s, const sd_jv *sep, int64_t maxsplit, int right, sd_jv *out);
 int sd_jstr_replace(sd_jctx *c, const sd_jv *s, const sd_jv *old, const sd_jv *rep, int64_t count, sd_jv *out);
 

@@ -6,13 +6,14 @@
  *
  * The sandbox transformers renders in (ImmutableSandboxedEnvironment) refuses methods that modify
  * a list or dict (append, pop, update, ...): they raise here too, so values never change after
- * they are made, except a namespace's attributes. Case mapping follows Python for ASCII; other
- * text is passed through when it has no case (CJK, kana, Hangul, symbols, emoji, punctuation)
- * and refused (UNSUPPORTED) otherwise, rather than mapped differently from Python. */
+ * they are made, except a namespace's attributes. Case mapping is utf8proc's (Python's, except
+ * for the few characters refused in sd_jstr_case). */
 #define _POSIX_C_SOURCE 200809L /* localtime_r */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include <utf8proc.h>
 
 #include "sd_jinja_int.h"
 #include "sd_utf8.h"
@@ -68,22 +69,34 @@ int sd_jglobal_id(const char *name, size_t n) {
 }
 
 /* ---- case mapping ------------------------------------------------------------------------------------ */
-/* Non-ASCII code points with no case mapping in Python (punctuation, symbols, CJK, kana, Hangul,
- * emoji, combining marks): the ranges are conservative. */
-static int sd_juncased(int32_t cp) {
-    static const int32_t r[][2] = {{0x80, 0xB4},     {0xB6, 0xBF},     {0xD7, 0xD7},     {0xF7, 0xF7},
-                                   {0x300, 0x344},   {0x346, 0x36F},   {0x2000, 0x206F}, {0x20A0, 0x20CF},
-                                   {0x2190, 0x23FF}, {0x2500, 0x27BF}, {0x2900, 0x2BFF}, {0x3000, 0x303F},
-                                   {0x3040, 0x30FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3},
-                                   {0xFE00, 0xFE0F}, {0xFF01, 0xFF20}, {0x1F000, 0x1FAFF}, {0x20000, 0x3134F}};
-    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+/* utf8proc's simple case mappings are Python's (checked over every code point against Python
+ * 3.11 / Unicode 14) except where Python's full mapping has several characters: those, and the
+ * context-dependent final sigma of lower(), are refused rather than mapped differently. */
+static const int32_t sd_jcase_special[][2] = {
+    {0xDF, 0xDF},     {0x130, 0x130},   {0x149, 0x149},   {0x1F0, 0x1F0},   {0x390, 0x390},   {0x3A3, 0x3A3},
+    {0x3B0, 0x3B0},   {0x587, 0x587},   {0x1E96, 0x1E9A}, {0x1F50, 0x1F50}, {0x1F52, 0x1F52}, {0x1F54, 0x1F54},
+    {0x1F56, 0x1F56}, {0x1F80, 0x1FAF}, {0x1FB2, 0x1FB4}, {0x1FB6, 0x1FB7}, {0x1FBC, 0x1FBC}, {0x1FC2, 0x1FC4},
+    {0x1FC6, 0x1FC7}, {0x1FCC, 0x1FCC}, {0x1FD2, 0x1FD3}, {0x1FD6, 0x1FD7}, {0x1FE2, 0x1FE4}, {0x1FE6, 0x1FE7},
+    {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FF7}, {0x1FFC, 0x1FFC}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17}};
+/* Cased in Python (Other_Lowercase / Other_Uppercase) but not of category Lu/Ll/Lt. */
+static const int32_t sd_jcase_other[][2] = {
+    {0xAA, 0xAA},       {0xBA, 0xBA},       {0x2B0, 0x2B8},     {0x2C0, 0x2C1},   {0x2E0, 0x2E4},   {0x345, 0x345},
+    {0x37A, 0x37A},     {0x1D2C, 0x1D6A},   {0x1D78, 0x1D78},   {0x1D9B, 0x1DBF}, {0x2071, 0x2071}, {0x207F, 0x207F},
+    {0x2090, 0x209C},   {0x2160, 0x217F},   {0x24B6, 0x24E9},   {0x2C7C, 0x2C7D}, {0xA69C, 0xA69D}, {0xA770, 0xA770},
+    {0xA7F8, 0xA7F9},   {0xAB5C, 0xAB5F},   {0x10780, 0x10780}, {0x10783, 0x10785}, {0x10787, 0x107B0},
+    {0x107B2, 0x107BA}, {0x1F130, 0x1F149}, {0x1F150, 0x1F169}, {0x1F170, 0x1F189}};
+
+static int sd_jin(const int32_t (*r)[2], size_t n, int32_t cp) {
+    for (size_t i = 0; i < n; i++)
         if (cp >= r[i][0] && cp <= r[i][1]) return 1;
     return 0;
 }
 
-static int sd_jascii_alpha(int32_t cp) { return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z'); }
-static char sd_jupper(char ch) { return ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch; }
-static char sd_jlower(char ch) { return ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch; }
+static int sd_jcased(int32_t cp) {
+    utf8proc_category_t k = utf8proc_category(cp);
+    return k == UTF8PROC_CATEGORY_LU || k == UTF8PROC_CATEGORY_LL || k == UTF8PROC_CATEGORY_LT ||
+           sd_jin(sd_jcase_other, sizeof sd_jcase_other / sizeof sd_jcase_other[0], cp);
+}
 
 /* Jinja's title filter word boundaries: [-\s({[<]. */
 static int sd_jtitle_sep(int32_t cp) { return cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || sd_jpy_space(cp); }
@@ -91,44 +104,37 @@ static int sd_jtitle_sep(int32_t cp) { return cp == '-' || cp == '(' || cp == '{
 int sd_jstr_case(sd_jctx *c, const sd_jv *s, int mode, sd_jv *out) {
     const char *p = s->u.s.p;
     size_t n = s->u.s.n;
+    sd_jbuf b = {0};
+    int prev_cased = 0, at_start = 1, first = 1;
+    if (sd_jstep(c, n / 16)) return -1;
     for (size_t i = 0; i < n;) {
-        int32_t cp;
+        int32_t cp, m;
         size_t k = sd_utf8_next(p + i, n - i, &cp);
-        if (cp >= 0x80 && !sd_juncased(cp) && !sd_jpy_space(cp))
-            return sd_jerr(c, SPECDEC_ERR_UNSUPPORTED, "case mapping (upper/lower/title/capitalize) of non-ASCII letters is not supported");
-        i += k ? k : 1;
-    }
-    char *o = sd_jalloc(c, n ? n : 1);
-    if (!o || sd_jstep(c, n / 64)) return -1;
-    int prev_cased = 0, at_start = 1;
-    for (size_t i = 0; i < n; i++) {
-        char ch = p[i];
+        if (!k) k = 1;
+        if (cp >= 0x80 && sd_jin(sd_jcase_special, sizeof sd_jcase_special / sizeof sd_jcase_special[0], cp) &&
+            !(mode == 'u' && cp == 0x3A3))
+            return sd_jerr(c, SPECDEC_ERR_UNSUPPORTED, "case mapping of U+%04X (a multi-character or context-dependent "
+                           "mapping in Python) is not supported", (unsigned)cp);
         switch (mode) {
-        case 'u': o[i] = sd_jupper(ch); break;
-        case 'l': o[i] = sd_jlower(ch); break;
-        case 'c': o[i] = i == 0 ? sd_jupper(ch) : sd_jlower(ch); break;
-        case 't': /* str.title(): upper after an uncased character, lower after a cased one */
-            o[i] = prev_cased ? sd_jlower(ch) : sd_jupper(ch);
-            prev_cased = sd_jascii_alpha((unsigned char)ch);
+        case 'u': m = utf8proc_toupper(cp); break;
+        case 'l': m = utf8proc_tolower(cp); break;
+        case 'c': m = first ? utf8proc_totitle(cp) : utf8proc_tolower(cp); break; /* str.capitalize() */
+        case 't': /* str.title(): title case after an uncased character, lower case after a cased one */
+            m = prev_cased ? utf8proc_tolower(cp) : utf8proc_totitle(cp);
+            prev_cased = sd_jcased(cp);
             break;
-        default: { /* Jinja's title filter: each chunk between separator runs capitalized */
-            int32_t cp = (unsigned char)ch;
-            int sep = cp < 0x80 && sd_jtitle_sep(cp);
-            if ((unsigned char)ch >= 0x80) { /* a multi-byte separator (Unicode space) or uncased text */
-                int32_t full;
-                size_t k = sd_utf8_next(p + i, n - i, &full);
-                sep = sd_jpy_space(full);
-                memcpy(o + i, p + i, k ? k : 1);
-                i += (k ? k : 1) - 1;
-                at_start = sep ? 1 : 0;
-                break;
-            }
-            o[i] = sep ? ch : at_start ? sd_jupper(ch) : sd_jlower(ch);
+        default: { /* Jinja's title filter: each chunk between separator runs: first upper, rest lower */
+            int sep = sd_jtitle_sep(cp);
+            m = sep ? cp : at_start ? utf8proc_toupper(cp) : utf8proc_tolower(cp);
             at_start = sep;
         }
         }
+        first = 0;
+        char e[4];
+        if (m == cp ? sd_jbuf_put(c, &b, p + i, k) : sd_jbuf_put(c, &b, e, sd_utf8_put(e, m))) return -1;
+        i += k;
     }
-    *out = sd_jv_str(o, n);
+    *out = sd_jbuf_val(&b);
     return 0;
 }
 
@@ -332,27 +338,51 @@ static int sd_jstr_find(sd_jctx *c, const sd_jv *s, const sd_jargs *a, int id, s
     return sd_jstep(c, n / 64);
 }
 
-static int sd_jstr_is(sd_jctx *c, const sd_jv *s, int id, sd_jv *out) {
-    int ok = s->u.s.n > 0, cased = 0;
+/* Python's Uppercase / Lowercase properties (category Lu / Ll, or one of the Other_* ranges:
+ * those with a lower-case mapping or among the squared capitals are upper case). */
+static int sd_jupper_prop(int32_t cp) {
+    if (utf8proc_category(cp) == UTF8PROC_CATEGORY_LU) return 1;
+    return sd_jin(sd_jcase_other, sizeof sd_jcase_other / sizeof sd_jcase_other[0], cp) &&
+           (utf8proc_tolower(cp) != cp || (cp >= 0x1F130 && cp <= 0x1F189));
+}
+static int sd_jlower_prop(int32_t cp) {
+    if (utf8proc_category(cp) == UTF8PROC_CATEGORY_LL) return 1;
+    return sd_jin(sd_jcase_other, sizeof sd_jcase_other / sizeof sd_jcase_other[0], cp) && !sd_jupper_prop(cp);
+}
+
+int sd_jstr_cased_test(sd_jctx *c, const sd_jv *s, int upper, int *res) {
+    int cased = 0, ok = 1;
     for (size_t i = 0; i < s->u.s.n;) {
         int32_t cp;
         size_t k = sd_utf8_next(s->u.s.p + i, s->u.s.n - i, &cp);
         i += k ? k : 1;
-        if (id == M_ISSPACE) {
-            ok = ok && sd_jpy_space(cp);
-            continue;
-        }
-        if (cp >= 0x80) return sd_jerr(c, SPECDEC_ERR_UNSUPPORTED, "str.is*() on non-ASCII text is not supported");
-        int digit = cp >= '0' && cp <= '9', alpha = sd_jascii_alpha(cp);
-        if (id == M_ISDIGIT) ok = ok && digit;
-        else if (id == M_ISALPHA) ok = ok && alpha;
-        else if (id == M_ISALNUM) ok = ok && (digit || alpha);
-        else if (alpha) {
-            cased = 1;
-            if (id == M_ISUPPER ? (cp >= 'a' && cp <= 'z') : (cp >= 'A' && cp <= 'Z')) ok = 0;
-        }
+        if (upper ? sd_jlower_prop(cp) || utf8proc_category(cp) == UTF8PROC_CATEGORY_LT : sd_jupper_prop(cp) || utf8proc_category(cp) == UTF8PROC_CATEGORY_LT)
+            ok = 0;
+        if (upper ? sd_jupper_prop(cp) : sd_jlower_prop(cp)) cased = 1;
     }
-    if (id == M_ISUPPER || id == M_ISLOWER) ok = ok && cased;
+    *res = ok && cased;
+    return sd_jstep(c, s->u.s.n / 64);
+}
+
+static int sd_jstr_is(sd_jctx *c, const sd_jv *s, int id, sd_jv *out) {
+    int ok = s->u.s.n > 0;
+    if (id == M_ISUPPER || id == M_ISLOWER) {
+        if (sd_jstr_cased_test(c, s, id == M_ISUPPER, &ok)) return -1;
+        *out = sd_jv_bool(ok);
+        return 0;
+    }
+    for (size_t i = 0; i < s->u.s.n;) {
+        int32_t cp;
+        size_t k = sd_utf8_next(s->u.s.p + i, s->u.s.n - i, &cp);
+        i += k ? k : 1;
+        utf8proc_category_t cat = utf8proc_category(cp);
+        int alpha = cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO, digit = cp >= '0' && cp <= '9';
+        if (id == M_ISSPACE) ok = ok && sd_jpy_space(cp);
+        else if (id == M_ISALPHA) ok = ok && alpha;
+        else if (cp >= 0x80 && !(id == M_ISALNUM && alpha)) /* Numeric_Type is not in utf8proc */
+            return sd_jerr(c, SPECDEC_ERR_UNSUPPORTED, "str.isdigit()/isalnum() of non-ASCII text is not supported");
+        else ok = ok && (digit || (id == M_ISALNUM && alpha));
+    }
     *out = sd_jv_bool(ok);
     return 0;
 }

@@ -641,6 +641,14 @@ static int sd_jp_reads(const sd_jnode *n, const char *s) {
     return 0;
 }
 
+static int sd_jp_defines_macro(const sd_jnode *n) {
+    if (!n) return 0;
+    if (n->k == SD_JN_MACRO) return 1;
+    for (uint32_t k = 0; k < n->n; k++)
+        if (sd_jp_defines_macro(n->c[k])) return 1;
+    return 0;
+}
+
 static int sd_jp_macro_flags(const sd_jnode *body) {
     return (sd_jp_reads(body, "varargs") ? SD_JM_VARARGS : 0) | (sd_jp_reads(body, "kwargs") ? SD_JM_KWARGS : 0) |
            (sd_jp_reads(body, "caller") ? SD_JM_CALLER : 0);
@@ -689,6 +697,7 @@ static sd_jnode *sd_jp_for(sd_jparser *P) {
     if (sd_jp_skip_name(P, "else")) {
         if (sd_jp_block_end(P) || !(n->c[4] = sd_jp_body(P, else_end))) return NULL;
     }
+    n->i = sd_jp_defines_macro(n->c[3]); /* a macro may outlive its iteration's scope */
     return sd_jp_end_tag(P, "endfor") ? NULL : n;
 }
 

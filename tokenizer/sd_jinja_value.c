@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <utf8proc.h>
 
 #include "sd_alloc.h"
 #include "sd_jinja_int.h"
@@ -361,17 +362,14 @@ int sd_jv_write_float(sd_jctx *c, sd_jbuf *b, double f) {
     return sd_jbuf_put(c, b, out, o);
 }
 
-/* Python's str.isprintable() for a non-ASCII code point (approximate for unassigned ones). */
+/* Python's str.isprintable() for a non-ASCII code point: not of the categories Cc, Cf, Cs, Co,
+ * Cn, Zl, Zp, Zs (utf8proc's tables, Unicode 15; Python 3.11 has 14: characters new in 15 differ). */
 static int sd_jv_printable(int32_t cp) {
-    static const int32_t np[][2] = {{0x80, 0xA0},       {0xAD, 0xAD},       {0x600, 0x605},     {0x61C, 0x61C},
-                                    {0x6DD, 0x6DD},     {0x70F, 0x70F},     {0x1680, 0x1680},   {0x180E, 0x180E},
-                                    {0x2000, 0x200F},   {0x2028, 0x202F},   {0x205F, 0x2064},   {0x2066, 0x206F},
-                                    {0x3000, 0x3000},   {0xD800, 0xF8FF},   {0xFEFF, 0xFEFF},   {0xFFF0, 0xFFFB},
-                                    {0xFFFE, 0xFFFF},   {0x110BD, 0x110BD}, {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
-                                    {0xF0000, 0x10FFFF}};
-    for (size_t i = 0; i < sizeof np / sizeof np[0]; i++)
-        if (cp >= np[i][0] && cp <= np[i][1]) return 0;
-    return 1;
+    switch (utf8proc_category(cp)) {
+    case UTF8PROC_CATEGORY_CC: case UTF8PROC_CATEGORY_CF: case UTF8PROC_CATEGORY_CS: case UTF8PROC_CATEGORY_CO:
+    case UTF8PROC_CATEGORY_CN: case UTF8PROC_CATEGORY_ZL: case UTF8PROC_CATEGORY_ZP: case UTF8PROC_CATEGORY_ZS: return 0;
+    default: return 1;
+    }
 }
 
 static int sd_jv_write_str_repr(sd_jctx *c, sd_jbuf *b, const char *s, size_t n) {

@@ -122,6 +122,26 @@ TESTS = [
     "{{ range is callable }} {{ n is callable }} {{ xs.count is callable }}",
 ]
 
+UNICODE = [
+    "{{ 'ünïcødé ǆx ꭜ ⓐⓑ ı ſ µ'|upper }} {{ 'ÜNÏ ǅ Ⓐ ǈ'|lower }} {{ 'élan ǆemo-ⓐbc ǈj'|title }} {{ 'élan ǆemo ªb Ⓐb'.title() }} {{ 'ǆemo'.capitalize() }} {{ 'ÉLAN'|capitalize }}",
+    "{{ 'ÉA'.isupper() }} {{ 'éa'.islower() }} {{ 'ǅ'.isupper() }} {{ 'ǅ'.islower() }} {{ 'ⓐ'.islower() }} {{ 'Ⓐ'.isupper() }} {{ 'ª'.islower() }} {{ '日本'.isupper() }} {{ 'é1'.isalpha() }} {{ 'élan'.isalpha() }} {{ 'é1'.isalnum() }}",
+    "{{ 'ÉLAN' is upper }} {{ 'élan' is lower }} {{ '日本' is lower }}",
+    "{{ ['\u00ad', '\u200b', '\ue000', '\u0378', '\U0001f600', '\u3000', '\u0600', 'é'] }}",
+    "{{ '日本語 🎉'|upper }} {{ 'ΑΒΓ'|lower }} {{ 'αβγ'|upper }} {{ 'ПРИВЕТ мир'|title }}",
+]
+
+# What specdec refuses at run time (UNSUPPORTED naming it) where Python renders: case mappings of
+# several characters or depending on context, printing generators, str % formatting.
+RUNTIME_UNSUPPORTED = [
+    ("{{ 'straße'|upper }}", "U+00DF"),
+    ("{{ 'ΟΔΟΣ'|lower }}", "U+03A3"),
+    ("{{ 'ﬁ'.title() }}", "U+FB01"),
+    ("{{ xs|select('odd') }}", "printing a generator"),
+    ("{{ 'a%sb' % 'x' }}", "formatting"),
+    ("{{ '{}'.format(1) }}", "format"),
+    ("{{ '²'.isdigit() }}", "isdigit"),
+]
+
 GENERATORS = [
     "{{ xs|select('odd') is iterable }} {{ xs|select('odd') is sequence }} {% if []|select %}truthy{% endif %} {% if none|map('upper') %}t2{% endif %}",
     "{% set g = xs|map('string') %}{{ g|list }} {{ g|list }} {{ xs|reverse|list }} {{ (xs|reverse)|first }}",
@@ -240,4 +260,4 @@ REFUSED = [
 ]
 
 SNIPPETS = [("whitespace", WHITESPACE), ("literals", LITERALS), ("operators", OPERATORS), ("filters", FILTERS),
-            ("tests", TESTS), ("generators", GENERATORS), ("markup", MARKUP), ("methods", METHODS), ("statements", STATEMENTS), ("errors", ERRORS)]
+            ("tests", TESTS), ("unicode", UNICODE), ("generators", GENERATORS), ("markup", MARKUP), ("methods", METHODS), ("statements", STATEMENTS), ("errors", ERRORS)]
