@@ -178,15 +178,9 @@ static specdec_status sd_chat_resolve(const specdec_tokenizer *tok, const char *
                            "chat template: unknown name \"%.64s\" (known: llama3, chatml, llama2, mistral, zephyr, phi3, plain, "
                            "jinja)", name);
     }
-    if (f < 0 || f == SD_CHAT_JINJA) {
+    if (f < 0 || f == SD_CHAT_JINJA) { /* the tokenizer's own: its template, or plain without one */
         if (tok->chat_problem) return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s", tok->chat_problem);
-        if (!tok->chat_tmpl) {
-            if (f == SD_CHAT_JINJA)
-                return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "chat template \"jinja\": the tokenizer has no chat template");
-            f = SD_CHAT_PLAIN;
-        } else {
-            f = SD_CHAT_JINJA;
-        }
+        f = tok->chat_tmpl ? SD_CHAT_JINJA : SD_CHAT_PLAIN;
     }
     *which = f;
     return SPECDEC_OK;

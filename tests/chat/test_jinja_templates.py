@@ -12,6 +12,11 @@ computed here, at test time, by transformers itself).
      constructs specdec refuses at load, which must be refused with the construct named; and what
      it refuses at run time (UNSUPPORTED, named) where transformers renders.
   3. The built-in templates of the forced family names equal their published files.
+  4. With --specdec: `specdec tokenize -m DIR --chat FILE.json [--text]` on a model directory
+     holding the bundled tokenizer.json and a tokenizer_config.json with a published template
+     (the public C API end to end: load, parse, render, tokenize): the text equals transformers',
+     the ids equal the `tokenizers` library's encoding of it without special tokens, and a
+     template that raises exits 1 with its message.
 A render agrees when the text is byte-identical, or when both raise: raise_exception's message must
 then be specdec's message verbatim (after "chat template: "), other jinja2 errors must be
 INVALID_ARGUMENT. strftime_now reads one fixed time in both (TZ=UTC). Exit 77 when transformers or
@@ -118,10 +123,62 @@ def run_driver(driver, req):
     return json.loads(out.stdout.decode("utf-8"))
 
 
+CLI_TEMPLATES = ["Qwen__Qwen2.5-7B-Instruct.jinja", "mistralai__Mistral-Large-Instruct-2411.jinja",
+                 "google__gemma-3-x-it.jinja"]
+
+
+def check_cli(ctu, specdec, templates, manifest, fail):
+    """specdec tokenize --chat on model directories written here; returns the number of runs."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    tokjson = os.path.join(root, "models", "kjv-target", "tokenizer.json")
+    try:
+        from tokenizers import Tokenizer
+        raw = Tokenizer.from_file(tokjson)
+    except ImportError:
+        raw = None
+    runs = 0
+    convs = [(name, msgs, agp) for name, msgs in CONVERSATIONS if name in ("multi_turn", "unicode", "system_middle")
+             for agp in ((True, False) if name == "multi_turn" else (True,))]
+    with tempfile.TemporaryDirectory() as tmp:
+        for fname in CLI_TEMPLATES:
+            m = next(x for x in manifest if x["file"] == fname)
+            with open(os.path.join(templates, fname), encoding="utf-8", newline="") as f:
+                text = f.read()
+            mdir = os.path.join(tmp, fname)
+            os.makedirs(mdir)
+            os.symlink(tokjson, os.path.join(mdir, "tokenizer.json"))
+            with open(os.path.join(mdir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+                json.dump(dict(m["special_tokens"], chat_template=text), f, ensure_ascii=False)
+            for name, msgs, agp in convs:
+                conv = [{"role": r, "content": c} for r, c in msgs]
+                want = outcome(lambda: ctu.render_jinja_template(conversations=[conv], chat_template=text,
+                                                                 add_generation_prompt=agp,
+                                                                 **m["special_tokens"])[0][0])
+                cfile = os.path.join(tmp, "conv.json")
+                with open(cfile, "w", encoding="utf-8") as f:
+                    json.dump({"messages": conv, "add_generation_prompt": agp}, f, ensure_ascii=False)
+                outs = [subprocess.run([specdec, "tokenize", "-m", mdir, "--chat", cfile] + extra, capture_output=True,
+                                       timeout=60) for extra in (["--text"], [])]
+                runs += 2
+                what = f"specdec tokenize --chat: {fname} {name} agp={int(agp)}"
+                if want[0] == "ok":
+                    got = outs[0].stdout.decode("utf-8")
+                    if outs[0].returncode != 0 or got != want[1]:
+                        fail(f"{what}: --text {outs[0].returncode} {got!r:.300} {outs[0].stderr!r:.200}\n"
+                             f"    transformers {want[1]!r:.300}")
+                    ids = outs[1].stdout.decode().split()
+                    if raw is not None and [int(i) for i in ids] != raw.encode(want[1], add_special_tokens=False).ids:
+                        fail(f"{what}: ids {ids[:20]} differ from tokenizers' encoding of the text")
+                elif not all(o.returncode == 1 and (want[0] != "raise" or want[1].encode() in o.stderr) for o in outs):
+                    fail(f"{what}: transformers raised {want!r}; specdec {[o.returncode for o in outs]} {outs[0].stderr!r}")
+    return runs
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--driver", required=True)
     ap.add_argument("--templates", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates"))
+    ap.add_argument("--specdec", help="the specdec program: also check `specdec tokenize --chat`")
     args = ap.parse_args()
     try:
         ctu = setup_transformers()
@@ -199,9 +256,10 @@ def main():
             with open(os.path.join(args.templates, m["file"]), encoding="utf-8", newline="") as f:
                 if res["builtins"].get(m["builtin"]) != f.read():
                     fail(f"built-in template {m['builtin']!r} differs from {m['file']}")
+    cli_runs = check_cli(ctu, args.specdec, args.templates, manifest, fail) if args.specdec else 0
     print(f"{len(manifest)} templates of {len({m['family'] for m in manifest})} families, "
           f"{sum(len(s) for _, s in SNIPPETS)} snippets, {len(REFUSED)} refusals at load, {len(RUNTIME_UNSUPPORTED)} at run "
-          f"time; {renders} renders compared "
+          f"time; {renders} renders compared, {cli_runs} runs of specdec tokenize --chat "
           f"(transformers {t_py:.1f} s, specdec {t_c:.2f} s)")
     print("families that agree on every render:", ", ".join(f"{k} ({v})" for k, v in sorted(families.items())))
     print(f"{failed} failures")
