@@ -710,6 +710,11 @@ static int sd_je_expr(sd_jctx *c, const sd_jnode *n, sd_jscope *sc, sd_jv *out) 
         return 0;
     }
     case SD_JN_COMPARE: return sd_je_compare(c, n, sc, out);
+    case SD_JN_SLICE: /* in a tuple subscript (x[1, :]): jinja2's getitem of such a key fails quietly */
+        for (int k = 0; k < 3; k++)
+            if (n->c[k] && sd_jeval(c, n->c[k], sc, &a)) return -1;
+        *out = sd_jv_undef("a slice object as a subscript");
+        return 0;
     case SD_JN_COND:
         if (sd_jeval(c, n->c[0], sc, &a)) return -1;
         if (sd_jv_truthy(&a)) return sd_jeval(c, n->c[1], sc, out);
@@ -837,7 +842,8 @@ static int sd_je_stmt(sd_jctx *c, const sd_jnode *n, sd_jscope *sc) {
         if (r < 0 || (n->c[2] && sd_je_filter(c, n->c[2], sc, &v, &v)) || sd_je_store(c, n->c[0], sc, &v)) return -1;
         return r;
     }
-    case SD_JN_MACRO: {
+    case SD_JN_MACRO:
+    case SD_JN_CALLBLOCK: { /* a macro, or the caller() a {% call %} block passes */
         sd_jmacro *m = sd_jalloc(c, sizeof *m);
         if (!m) return -1;
         m->node = n;
@@ -846,14 +852,7 @@ static int sd_je_stmt(sd_jctx *c, const sd_jnode *n, sd_jscope *sc) {
         v.t = SD_JT_MACRO;
         v.sub = 0;
         v.u.m = m;
-        return sd_je_assign(c, sc, n->s, n->sn, v);
-    }
-    case SD_JN_CALLBLOCK: {
-        sd_jmacro *m = sd_jalloc(c, sizeof *m);
-        if (!m) return -1;
-        m->node = n;
-        m->scope = sc;
-        m->caller = NULL;
+        if (n->k == SD_JN_MACRO) return sd_je_assign(c, sc, n->s, n->sn, v);
         if (sd_je_call(c, n->c[0], sc, m, &v)) return -1;
         return sd_jv_write_str(c, c->out, &v);
     }

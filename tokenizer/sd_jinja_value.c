@@ -372,27 +372,45 @@ static int sd_jv_printable(int32_t cp) {
     }
 }
 
-static int sd_jv_write_str_repr(sd_jctx *c, sd_jbuf *b, const char *s, size_t n) {
-    char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+/* s[0..n) between quote characters q, each code point either copied or replaced by what esc
+ * writes into e (its length; 0 = copy it). */
+typedef int (*sd_jesc_fn)(int32_t cp, int arg, char e[16]);
+static int sd_jv_write_quoted(sd_jctx *c, sd_jbuf *b, const char *s, size_t n, char q, sd_jesc_fn esc, int arg) {
     if (sd_jbuf_put(c, b, &q, 1)) return -1;
+    size_t run = 0; /* bytes copied as they are, flushed before an escape */
     for (size_t i = 0; i < n;) {
         int32_t cp;
         size_t k = sd_utf8_next(s + i, n - i, &cp);
         if (!k) k = 1;
         char e[16];
-        int en = 0;
-        if (cp == q || cp == '\\') en = snprintf(e, sizeof e, "\\%c", (char)cp);
-        else if (cp == '\t') en = snprintf(e, sizeof e, "\\t");
-        else if (cp == '\n') en = snprintf(e, sizeof e, "\\n");
-        else if (cp == '\r') en = snprintf(e, sizeof e, "\\r");
-        else if (cp < 0x20 || cp == 0x7F) en = snprintf(e, sizeof e, "\\x%02x", (unsigned)cp);
-        else if (cp >= 0x80 && !sd_jv_printable(cp))
-            en = cp <= 0xFF ? snprintf(e, sizeof e, "\\x%02x", (unsigned)cp)
-               : cp <= 0xFFFF ? snprintf(e, sizeof e, "\\u%04x", (unsigned)cp) : snprintf(e, sizeof e, "\\U%08x", (unsigned)cp);
-        if (en ? sd_jbuf_put(c, b, e, (size_t)en) : sd_jbuf_put(c, b, s + i, k)) return -1;
+        int en = esc(cp, arg, e);
+        if (en) {
+            if (sd_jbuf_put(c, b, s + i - run, run) || sd_jbuf_put(c, b, e, (size_t)en)) return -1;
+            run = 0;
+        } else {
+            run += k;
+        }
         i += k;
     }
+    if (sd_jbuf_put(c, b, s + n - run, run)) return -1;
     return sd_jbuf_put(c, b, &q, 1);
+}
+
+/* Python's repr() escapes inside quote q. */
+static int sd_jesc_repr(int32_t cp, int q, char e[16]) {
+    if (cp == q || cp == '\\') return snprintf(e, 16, "\\%c", (char)cp);
+    if (cp == '\t') return snprintf(e, 16, "\\t");
+    if (cp == '\n') return snprintf(e, 16, "\\n");
+    if (cp == '\r') return snprintf(e, 16, "\\r");
+    if (cp < 0x20 || cp == 0x7F) return snprintf(e, 16, "\\x%02x", (unsigned)cp);
+    if (cp < 0x80 || sd_jv_printable(cp)) return 0;
+    return cp <= 0xFF ? snprintf(e, 16, "\\x%02x", (unsigned)cp)
+         : cp <= 0xFFFF ? snprintf(e, 16, "\\u%04x", (unsigned)cp) : snprintf(e, 16, "\\U%08x", (unsigned)cp);
+}
+
+static int sd_jv_write_str_repr(sd_jctx *c, sd_jbuf *b, const char *s, size_t n) {
+    char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+    return sd_jv_write_quoted(c, b, s, n, q, sd_jesc_repr, q);
 }
 
 static int sd_jv_enter(sd_jctx *c) {
@@ -470,43 +488,26 @@ int sd_jv_str_of(sd_jctx *c, const sd_jv *v, sd_jv *out) {
 }
 
 /* ---- json.dumps ------------------------------------------------------------------------------------------------- */
-static int sd_jjson_str(sd_jctx *c, sd_jbuf *b, const char *s, size_t n, int ascii) {
-    if (sd_jbuf_puts(c, b, "\"")) return -1;
-    size_t run = 0; /* bytes copied as they are, flushed before an escape */
-    for (size_t i = 0; i < n;) {
-        int32_t cp;
-        size_t k = sd_utf8_next(s + i, n - i, &cp);
-        if (!k) k = 1;
-        char e[16];
-        int en = 0;
-        switch (cp) {
-        case '"': en = snprintf(e, sizeof e, "\\\""); break;
-        case '\\': en = snprintf(e, sizeof e, "\\\\"); break;
-        case '\n': en = snprintf(e, sizeof e, "\\n"); break;
-        case '\r': en = snprintf(e, sizeof e, "\\r"); break;
-        case '\t': en = snprintf(e, sizeof e, "\\t"); break;
-        case '\b': en = snprintf(e, sizeof e, "\\b"); break;
-        case '\f': en = snprintf(e, sizeof e, "\\f"); break;
-        default:
-            if (cp < 0x20 || (ascii && cp >= 0x7F)) {
-                if (cp > 0xFFFF) {
-                    int32_t v = cp - 0x10000;
-                    en = snprintf(e, sizeof e, "\\u%04x\\u%04x", (unsigned)(0xD800 + (v >> 10)), (unsigned)(0xDC00 + (v & 0x3FF)));
-                } else {
-                    en = snprintf(e, sizeof e, "\\u%04x", (unsigned)cp);
-                }
-            }
-        }
-        if (en) {
-            if (sd_jbuf_put(c, b, s + i - run, run) || sd_jbuf_put(c, b, e, (size_t)en)) return -1;
-            run = 0;
-        } else {
-            run += k;
-        }
-        i += k;
+/* json.dumps escapes (ensure_ascii: also every non-ASCII code point, as UTF-16). */
+static int sd_jesc_json(int32_t cp, int ascii, char e[16]) {
+    switch (cp) {
+    case '"': return snprintf(e, 16, "\\\"");
+    case '\\': return snprintf(e, 16, "\\\\");
+    case '\n': return snprintf(e, 16, "\\n");
+    case '\r': return snprintf(e, 16, "\\r");
+    case '\t': return snprintf(e, 16, "\\t");
+    case '\b': return snprintf(e, 16, "\\b");
+    case '\f': return snprintf(e, 16, "\\f");
+    default: break;
     }
-    if (sd_jbuf_put(c, b, s + n - run, run)) return -1;
-    return sd_jbuf_puts(c, b, "\"");
+    if (!(cp < 0x20 || (ascii && cp >= 0x7F))) return 0;
+    if (cp <= 0xFFFF) return snprintf(e, 16, "\\u%04x", (unsigned)cp);
+    int32_t v = cp - 0x10000;
+    return snprintf(e, 16, "\\u%04x\\u%04x", (unsigned)(0xD800 + (v >> 10)), (unsigned)(0xDC00 + (v & 0x3FF)));
+}
+
+static int sd_jjson_str(sd_jctx *c, sd_jbuf *b, const char *s, size_t n, int ascii) {
+    return sd_jv_write_quoted(c, b, s, n, '"', sd_jesc_json, ascii);
 }
 
 static int sd_jjson_newline(sd_jctx *c, sd_jbuf *b, const sd_jjson_opts *o, int level) {

@@ -15,25 +15,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "chat_util.h"
 #include "sd_chat_template.h"
 #include "sd_jinja.h"
 #include "specdec.h"
-
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = '\0';
-    fclose(f);
-    return b;
-}
 
 static cJSON *render(const sd_jinja_tmpl *t, const cJSON *vars, int64_t now) {
     cJSON *r = cJSON_CreateObject();
@@ -63,17 +48,8 @@ static cJSON *render(const sd_jinja_tmpl *t, const cJSON *vars, int64_t now) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: jinja_driver REQUEST.json\n");
-        return 2;
-    }
-    char *text = read_all(argv[1]);
-    cJSON *req = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (!req) {
-        fprintf(stderr, "jinja_driver: cannot read %s\n", argv[1]);
-        return 2;
-    }
+    cJSON *req = chat_read_request(argc, argv, "jinja_driver");
+    if (!req) return 2;
     const cJSON *jnow = cJSON_GetObjectItemCaseSensitive(req, "now");
     int64_t now = cJSON_IsNumber(jnow) ? (int64_t)jnow->valuedouble : SD_JINJA_NOW_SYSTEM;
     cJSON *out = cJSON_CreateObject(), *outs = cJSON_AddArrayToObject(out, "templates");

@@ -21,6 +21,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "chat_util.h"
 #include "sd_alloc.h"
 #include "sd_jinja.h"
 #include "sd_test.h"
@@ -28,26 +29,14 @@
 
 static const char *g_dir;
 
+static const specdec_chat_message g_msgs[] = {{"system", "Be brief."},      {"user", "Hi \xc3\xa9 \xf0\x9f\x8e\x89"},
+                                              {"assistant", " Hello! "},    {"user", "Count to three."}};
+
 static char *read_file(const char *dir, const char *name) {
     char p[1024];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = '\0';
-    fclose(f);
-    return b;
+    return chat_read_file(p);
 }
-
-static const specdec_chat_message g_msgs[] = {{"system", "Be brief."},      {"user", "Hi \xc3\xa9 \xf0\x9f\x8e\x89"},
-                                              {"assistant", " Hello! "},    {"user", "Count to three."}};
 
 /* Render src with the chat variables; the text (malloc'd) or NULL with *st set. */
 static char *render_src(const char *src, const sd_jinja_limits *lim, int64_t now, specdec_status *st) {
