@@ -561,47 +561,49 @@ SPECDEC_API specdec_status specdec_detok_stream_flush(specdec_detok_stream *s, c
 /* ---- Chat templates ----------------------------------------------------------------------
  * Render an OpenAI-style conversation into the prompt text a chat model was trained on, byte
  * for byte as transformers' tokenizer.apply_chat_template(messages, tokenize=False,
- * add_generation_prompt=...) renders the model's Jinja chat_template. specdec does not run
- * Jinja: it recognises the template's family from distinctive markers in its text (plus the
- * variant details that change the output, e.g. spacing around [INST], a default system prompt,
- * whether add_generation_prompt is honoured) and renders that family in C.
+ * add_generation_prompt=...) renders the model's Jinja chat_template: specdec runs the template
+ * with its own Jinja interpreter (tokenizer/sd_jinja*.c), configured as transformers configures
+ * jinja2 (sandboxed; trim_blocks, lstrip_blocks; raise_exception, strftime_now, namespace, dict,
+ * tojson(indent, ensure_ascii=False); break/continue; {% generation %}) and with Python's value
+ * semantics (str()/repr() of values, json.dumps, string methods, Undefined). It is checked against
+ * transformers on the published templates of 59 model families (README, "Chat templates").
  *
  * The template comes from the tokenizer's directory: chat_template.jinja when present (it takes
  * priority, as in transformers), else tokenizer_config.json's "chat_template" (a string, or a
  * list of {"name","template"} objects of which the one named "default" is used, as transformers
- * does when no tools are passed). bos_token / eos_token are tokenizer_config.json's strings
- * (or the "content" of an AddedToken object); a missing one renders as "".
+ * does when no tools are passed). It is parsed when the tokenizer is loaded; a template outside
+ * the supported subset (a tag such as {% include %}/{% extends %}/{% import %}, a recursive
+ * loop, a filter or test specdec does not implement, *args in a call, invalid syntax) is not a
+ * load error: specdec_chat_template_detect and rendering then answer SPECDEC_ERR_UNSUPPORTED
+ * with the construct and its line in the last-error text.
+ * The template sees: messages (a list of {"role", "content"} dicts), add_generation_prompt,
+ * tools = None, documents = None, and the tokenizer's special tokens bos_token, eos_token,
+ * unk_token, sep_token, pad_token, cls_token, mask_token (tokenizer_config.json strings, or the
+ * "content" of AddedToken objects; an absent or null one is undefined). strftime_now formats the
+ * current local time.
  *
- * Families (names for template_name; specdec_chat_template_name() lists them):
- *   "llama3"  <|start_header_id|>role<|end_header_id|>\n\n + content|trim + <|eot_id|>, BOS text
- *             before the first message. Base Llama-3 templates always append the assistant
- *             header; Instruct ones only with add_generation_prompt. Llama 3.1+ templates
- *             (date header, tools) are refused by detection (a forced "llama3" renders 3.0).
- *   "chatml"  <|im_start|>role\ncontent<|im_end|>\n. Qwen variants: a default system prompt taken
- *             from the template text when the first message is not "system"; Qwen2.5-style
- *             templates render "tool" messages as <tool_response> blocks and drop other unknown
- *             roles. No BOS text.
- *   "llama2"  Llama-2-chat: <s>[INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] answer </s>...;
- *             BOS text before every user turn; contents stripped (Python str.strip()); roles must
- *             alternate user/assistant after an optional first system message. Like "mistral",
- *             it has no generation prompt: the text ends with [/INST] either way.
- *   "mistral" the [INST] templates of Mistral/Mixtral instruct models: BOS text once, then
- *             [INST] user [/INST] and answer + </s>, with the exact spacing read from the
- *             template; system messages either refused (v0.1/Mixtral) or merged into user turns
- *             (v0.3 style: every user turn, or the first/last one as the template says).
- *   "zephyr"  Zephyr / TinyLlama-chat: <|role|>\ncontent</s>\n per message, "<|assistant|>\n" to
- *             prompt. No BOS text.
- *   "phi3"    Phi-3 / Phi-3.5: <|role|>\ncontent<|end|>\n; "<|assistant|>\n" to prompt, else the
- *             EOS text at the end; BOS text only when the template writes bos_token.
- *   "plain"   specdec's fallback for a tokenizer with no chat template (e.g. the bundled pair):
+ * Names for template_name (specdec_chat_template_name() lists them):
+ *   "jinja"   the tokenizer's own: its template, or "plain" when it has none (the same as NULL).
+ *   "plain"   specdec's format for a tokenizer with no chat template (e.g. the bundled pair):
  *             one line "Role: content\n" per message, the role with its first letter upper-
  *             cased ("system" -> "System"), content verbatim; then "Assistant:" (no trailing
  *             space) when add_generation_prompt. Every non-empty role without a newline is
- *             accepted.
+ *             accepted. NULL selects it when the tokenizer has no template.
+ *   "llama3", "chatml", "llama2", "mistral", "zephyr", "phi3": a built-in published template,
+ *             rendered with the tokenizer's special tokens whatever the tokenizer's own template
+ *             is: Meta-Llama-3-8B-Instruct; the generic ChatML template (no default system
+ *             prompt, every role rendered); Llama-2-7b-chat-hf; Mixtral-8x22B-Instruct-v0.1's
+ *             "default"; TinyLlama-1.1B-Chat-v1.0 (Zephyr); Phi-3-mini-4k-instruct.
  * Errors a template raises itself (raise_exception: roles not alternating, a role the template
- * does not support) are returned as SPECDEC_ERR_INVALID_ARGUMENT with the template's own
- * message in the last-error text, where transformers raises jinja2 TemplateError(message).
- * An empty conversation is INVALID_ARGUMENT for every family (transformers refuses it too). */
+ * does not support) are returned as SPECDEC_ERR_INVALID_ARGUMENT with the last-error text
+ * "chat template: " followed by the template's own message, where transformers raises jinja2
+ * TemplateError(message); other errors jinja2 would raise (an undefined value used, a type error)
+ * are INVALID_ARGUMENT too, naming the line. SPECDEC_ERR_UNSUPPORTED at render time: something
+ * specdec does not reproduce (e.g. Python's multi-character case mappings such as
+ * "\u00df".upper(), printing a generator, str % formatting) or a template exceeding the
+ * interpreter's limits (64 MiB of strings built, 256 MiB of memory, 20 M evaluation steps,
+ * nesting depth 256): a hostile template ends with an error instead of hanging. An empty
+ * conversation is INVALID_ARGUMENT for every name (transformers refuses it too). */
 
 /* One message; both strings are borrowed, NUL-terminated UTF-8 (invalid UTF-8 is refused with
  * INVALID_ARGUMENT, never repaired). role is matched exactly ("system", "user", "assistant",
@@ -611,46 +613,42 @@ typedef struct specdec_chat_message {
     const char *content;
 } specdec_chat_message;
 
-/* The i-th family name (0 <= i): "llama3", "chatml", "llama2", "mistral", "zephyr", "phi3",
- * "plain"; NULL past the end. Static strings. */
+/* The i-th template name (0 <= i): "llama3", "chatml", "llama2", "mistral", "zephyr", "phi3",
+ * "plain", "jinja"; NULL past the end. Static strings. */
 SPECDEC_API const char *specdec_chat_template_name(int32_t i);
 
 /* The tokenizer's chat template text as loaded (see above), or NULL when it has none. Owned by
  * the tokenizer, valid until it is freed. */
 SPECDEC_API const char *specdec_tokenizer_chat_template(const specdec_tokenizer *tok);
 
-/* Which family the tokenizer's template is: *name is one of the static names above, "plain"
- * when the tokenizer has no template. SPECDEC_ERR_UNSUPPORTED (and *name = NULL) when the
- * template is of no family specdec reproduces exactly, or is a variant of one whose output
- * specdec would not reproduce (e.g. Llama 3.1's date header, Qwen3's <think> handling); the
- * last-error text names the markers found. A caller may then force a family by name. */
+/* What template_name = NULL renders with: *name = "jinja" when the tokenizer has a template in
+ * the supported subset, "plain" when it has none (static strings). SPECDEC_ERR_UNSUPPORTED (and
+ * *name = NULL) when it has one that cannot be used (outside the subset; a list without
+ * "default"; longer than 1 MiB); the last-error text names the construct and its line. A caller
+ * may then force a built-in template by name. */
 SPECDEC_API specdec_status specdec_chat_template_detect(const specdec_tokenizer *tok, const char **name);
 
-/* Render msgs[0..n_msgs) with the family template_name, or, when template_name is NULL, the
- * detected family. A forced family that matches the tokenizer's own template keeps that
- * template's variant details (spacing, default system prompt, ...); otherwise the family's
- * reference variant is used (llama3: Meta-Llama-3-Instruct; chatml: no default system prompt,
- * every role rendered; llama2: Llama-2-chat; mistral: Mixtral-8x22B-Instruct "default"; zephyr:
- * TinyLlama-chat; phi3: Phi-3-mini-4k-instruct). add_generation_prompt: nonzero to end with the
- * assistant's turn header. Writes a NUL-terminated UTF-8 string of at most capacity bytes
- * (text may be NULL when capacity is 0); *len is its length without the NUL.
+/* Render msgs[0..n_msgs) with template_name (see the names above; NULL = the tokenizer's own
+ * template, or "plain" when it has none). add_generation_prompt: nonzero to end with the
+ * assistant's turn header (as the template writes it). Writes a NUL-terminated UTF-8 string of at
+ * most capacity bytes (text may be NULL when capacity is 0); *len is its length without the NUL.
  * Errors: INVALID_ARGUMENT for NULL pointers, n_msgs <= 0, a NULL role or content, invalid
  * UTF-8, an empty role, or a conversation the template rejects (its message in the last-error
- * text); INVALID_ARGUMENT for an unknown template_name; UNSUPPORTED as for detect;
- * BUFFER_TOO_SMALL with *len = the length needed (call again with *len + 1 bytes);
- * OUT_OF_MEMORY. On failure text holds "" when capacity > 0. Thread-safe (per-thread error).
- * The template is recognised on every call (microseconds; nothing is cached in the tokenizer). */
+ * text); INVALID_ARGUMENT for an unknown template_name; UNSUPPORTED as for detect and at render
+ * time (see above); BUFFER_TOO_SMALL with *len
+ * = the length needed (call again with *len + 1 bytes); OUT_OF_MEMORY. On failure text holds ""
+ * when capacity > 0. Thread-safe (per-thread error; the parsed template is shared read-only);
+ * the tokenizer's template is parsed once, at load; a built-in one on every call (microseconds). */
 SPECDEC_API specdec_status specdec_chat_apply(const specdec_tokenizer *tok, const char *template_name,
                                               const specdec_chat_message *msgs, int32_t n_msgs,
                                               int add_generation_prompt, char *text, size_t capacity, size_t *len);
 
-/* The add_special value to pass to specdec_tokenize() for text rendered by family
- * template_name (NULL = detected), so that the ids equal transformers'
- * apply_chat_template(tokenize=True): 0 for every real template family (transformers tokenizes
- * the rendered text with add_special_tokens=False; templates that need BOS — llama3, llama2,
- * mistral, phi3 variants with bos_token — write its text themselves, and zephyr, chatml and
- * Phi-3-mini get none, exactly as in transformers); 1 for "plain", which has no transformers
- * counterpart and is tokenized like any other specdec prompt (the post-processor's BOS).
+/* The add_special value to pass to specdec_tokenize() for text rendered with template_name
+ * (NULL as above), so that the ids equal transformers' apply_chat_template(tokenize=True): 0 for
+ * every Jinja template, the model's own or a built-in one (transformers tokenizes the rendered
+ * text with add_special_tokens=False; templates that need BOS write its text themselves); 1 for
+ * "plain", which has no transformers counterpart and is tokenized like any other specdec prompt
+ * (the post-processor's BOS).
  * Note: transformers 5 rebuilds the normalizer/pre-tokenizer of Llama-2-vocabulary tokenizers
  * (its LlamaTokenizer class: TinyLlama, Phi-3, Mistral v1) instead of using tokenizer.json's, so
  * its ids for those models can differ from specdec's, which follow tokenizer.json as the

@@ -366,10 +366,36 @@ def server_seeds():
     put("server", "bad_declared_length_huge", req(ok_body, length="99999999999999999999999999"))
 
 
+def jinja_seeds():
+    """fuzz_jinja: byte 0 flags (bit 0 add_generation_prompt, bit 1 a tools list, bits 2-3 the
+    messages: role/content, tool calls, content parts, none; bit 4 extra variables), then the
+    template text. ok_<file>: every published template of tests/chat/templates in the supported
+    subset, the flags cycling over the conversations; bad_*: what specdec refuses at load
+    (tests/chat/jinja_snippets.py REFUSED and the refused published ones); snippet_*: the
+    language-feature snippets (any outcome: their variables are not given)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "chat"))
+    from jinja_snippets import REFUSED, SNIPPETS
+    tdir = os.path.join(HERE, "..", "chat", "templates")
+    manifest = json.load(open(os.path.join(tdir, "manifest.json"), encoding="utf-8"))
+    flags = [0x01, 0x07, 0x19, 0x00, 0x0B, 0x0D]
+    for i, m in enumerate(manifest):
+        with open(os.path.join(tdir, m["file"]), "rb") as f:
+            text = f.read()
+        stem = m["file"][:-len(".jinja")]
+        put("jinja", ("bad_" if "refused" in m else "ok_") + stem, bytes([flags[i % len(flags)]]) + text)
+    for i, (t, _) in enumerate(REFUSED):
+        put("jinja", "bad_refused_%02d" % i, b"\x01" + t.encode("utf-8"))
+    k = 0
+    for group, snippets in SNIPPETS:
+        for t in snippets:
+            put("jinja", "snippet_%s_%02d" % (group, k), bytes([k & 0x1f]) + t.encode("utf-8"))
+            k += 1
+
+
 if __name__ == "__main__":
     every = {"safetensors": lambda: safetensors_seeds(), "config": lambda: config_seeds(),
              "tokenizer": lambda: tokenizer_seeds(), "tokenizer_real": tokenizer_real_seeds,
-             "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds}
+             "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds, "jinja": jinja_seeds}
     for name in sys.argv[1:] or list(every):
         every[name]()
     print("seeds written to", SEEDS)

@@ -109,6 +109,8 @@ cli_parse_rc cli_info_parse(int argc, char **argv, cli_info_opts *o, cli_parse_e
 typedef struct cli_tok_opts {
     const char *dir, *text, *file;
     int pieces, special, decode;
+    const char *chat; /* --chat FILE.json: a conversation rendered with the chat template */
+    int chat_text;    /* --text: print the rendered conversation instead of its ids */
 } cli_tok_opts;
 
 cli_parse_rc cli_tok_parse(int argc, char **argv, cli_tok_opts *o, cli_parse_err *err);

@@ -257,9 +257,13 @@ cli_parse_rc cli_tok_parse(int argc, char **argv, cli_tok_opts *o, cli_parse_err
         else if (!strcmp(argv[i], "--pieces")) o->pieces = 1;
         else if (!strcmp(argv[i], "--no-special")) o->special = 0;
         else if (!strcmp(argv[i], "--decode")) o->decode = 1;
+        else if (!strcmp(argv[i], "--chat") && i + 1 < argc) o->chat = argv[++i];
+        else if (!strcmp(argv[i], "--text")) o->chat_text = 1;
         else if (cli_is(argv[i], "-h", "--help", NULL)) return CLI_PARSE_HELP;
         else return cli_err(err, CLI_ERR_UNKNOWN_ARGUMENT, argv[i], NULL);
     }
-    if (!o->dir || (!o->text && !o->file) || (o->text && o->file)) return cli_err(err, CLI_ERR_INCOMPLETE, NULL, NULL);
+    /* exactly one input: -p, -f or --chat; --text only with --chat */
+    if (!o->dir || (!!o->text + !!o->file + !!o->chat) != 1 || (o->chat_text && !o->chat))
+        return cli_err(err, CLI_ERR_INCOMPLETE, NULL, NULL);
     return CLI_PARSE_OK;
 }
