@@ -51,6 +51,9 @@ static specdec_status sd_cfg_numbers(const sd_config *c, const char *what, sd_er
                        "original_max_position_embeddings %d: all must be positive and high > low",
                        what, (double)c->rope_factor, (double)c->rope_low_freq_factor,
                        (double)c->rope_high_freq_factor, (int)c->rope_original_max_pos);
+    if (c->sliding_window < 0)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: sliding_window = %d must be >= 1 (0: none)", what,
+                       (int)c->sliding_window);
     return SPECDEC_OK;
 }
 

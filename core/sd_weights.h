@@ -63,6 +63,8 @@ typedef struct sd_config {
     int32_t rope_original_max_pos; /* llama3: original_max_position_embeddings */
     int32_t tie_word_embeddings;
     int32_t attention_bias;        /* q/k/v biases present */
+    int32_t sliding_window;        /* Mistral: keys a query sees, itself included (positions
+                                      p - sliding_window + 1 .. p); 0 = no window */
     int32_t bos_id;                /* -1 if none */
     int32_t n_eos;
     int32_t eos_ids[SPECDEC_MAX_EOS];

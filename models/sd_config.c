@@ -197,6 +197,12 @@ static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_confi
         if (mlp_bias) return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: mlp_bias = true is not supported", fname);
     } else {
         cfg->attention_bias = 0; /* Mistral attention has no biases */
+        /* MistralConfig: an absent key means 4096, null means no window */
+        const cJSON *sw = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+        int64_t w = 4096;
+        if (sw && cJSON_IsNull(sw)) w = 0;
+        else if (sw) TRY(sd_json_get_int(root, "sliding_window", 1, 0, 1, SD_CFG_MAX_POSITIONS, &w, fname, eb));
+        cfg->sliding_window = (int32_t)w;
     }
     return sd_cfg_special(root, fname, cfg, eb);
 }

@@ -115,10 +115,16 @@ static void cpu_attend(sd_cpu_group *g, int32_t t, const float *kc, const float 
     const sd_kv_table *tab = g->ttab[t];
     const int32_t bt = g->base.pool.block_tokens, npre = g->kpre[t], next = g->next[t];
     const int32_t *ext = g->kext + (int64_t)t * SD_RUNNER_TREE_MAX;
-    for (int32_t j = 0; j < npre; j++) g->keys[j] = sd_kv_row(tab, bt, j);
-    for (int32_t j = 0; j < next; j++) g->keys[npre + j] = sd_kv_row(tab, bt, ext[j]);
-    sd_cpu_attention_keys(g->q + (int64_t)t * g->q_dim, kc, vc, g->keys, npre + next, c->n_heads, c->n_kv_heads,
-                          c->head_dim, g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
+    /* The virtual key sequence holds positions 0 .. p in order (p = tpos[t]); a sliding
+     * window keeps its tail, positions > p - window (the same keys, in the same order, for
+     * a chain token and a tree node at the same place of the same path). */
+    const int32_t p = g->tpos[t], w = c->sliding_window;
+    const int32_t first = w > 0 && p >= w ? p - w + 1 : 0;
+    int32_t nk = 0;
+    for (int32_t j = first; j < npre; j++) g->keys[nk++] = sd_kv_row(tab, bt, j);
+    for (int32_t j = first > npre ? first - npre : 0; j < next; j++) g->keys[nk++] = sd_kv_row(tab, bt, ext[j]);
+    sd_cpu_attention_keys(g->q + (int64_t)t * g->q_dim, kc, vc, g->keys, nk, c->n_heads, c->n_kv_heads, c->head_dim,
+                          g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
 }
 
 /* One decoder layer over the n tokens of a pass. */

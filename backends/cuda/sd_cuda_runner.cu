@@ -766,6 +766,10 @@ static specdec_status sd_create_check(const sd_config *cfg, const sd_group_spec 
                                       sd_errbuf *eb) {
     specdec_status st = sd_check_config(cfg, eb);
     if (st != SPECDEC_OK) return st;
+    if (cfg->sliding_window > 0 && cfg->sliding_window < sp->n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                       "CUDA runner: sliding_window %d shorter than n_ctx %d is not supported on CUDA yet; use the CPU "
+                       "backend or n_ctx <= %d", (int)cfg->sliding_window, (int)sp->n_ctx, (int)cfg->sliding_window);
     if (sp->n_ctx <= 0 || sp->max_batch < 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "CUDA runner: n_ctx %d, max_batch %d", (int)sp->n_ctx,
                        (int)sp->max_batch);
