@@ -8,9 +8,12 @@
  * - sd_f32_to_f16 / sd_f32_to_bf16 round to nearest, ties to even (as numpy's
  *   float16 cast and PyTorch's bfloat16 cast); NaN stays NaN (quiet), overflow -> inf.
  * - sd_rope_inv_freq computes one inverse frequency in double, following Hugging
- *   Face transformers: default rope inv_freq[i] = theta^(-2i/d), and the "llama3"
+ *   Face transformers: default rope inv_freq[i] = theta^(-2i/d); the "llama3"
  *   scaling of _compute_llama3_parameters (low frequencies divided by `factor`,
- *   high ones kept, the band between smoothly interpolated). */
+ *   high ones kept, the band between smoothly interpolated); "linear" (all divided
+ *   by factor); "yarn" (_compute_yarn_parameters' ramp between interpolation and
+ *   extrapolation); "longrope" (each divided by its own factor).
+ * - the MLP activations (SiLU, GELU tanh / erf) and soft-capping, in double. */
 #ifndef SD_MATH_H
 #define SD_MATH_H
 
@@ -92,23 +95,58 @@ SD_HD uint16_t sd_f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
-/* RoPE scaling parameters (mirror of the sd_config fields, so kernels need not see
- * the model struct). llama3 == 0: plain rope. */
+/* RoPE parameters of one layer kind, resolved for one context size (core/sd_weights.h
+ * sd_cfg_rope_params fills them from a configuration); kernels need not see the model
+ * struct. The first seven fields keep their historical order (positional initialisers). */
 typedef struct sd_rope_params {
-    int32_t head_dim;          /* rotary dimension d (the whole head); even */
-    double theta;              /* rope_theta */
-    int32_t llama3;            /* 1: apply llama3 scaling */
-    double factor;             /* llama3 factor */
+    int32_t head_dim;          /* rotary dimension d (head_dim, or partial_rotary_factor * head_dim); even */
+    double theta;              /* rope_theta (dynamic: already grown for the context) */
+    int32_t llama3;            /* 1: llama3 scaling (the same as type == SD_RP_LLAMA3) */
+    double factor;             /* llama3, linear, yarn: factor */
     double low_freq_factor;    /* llama3 low_freq_factor */
     double high_freq_factor;   /* llama3 high_freq_factor */
-    double original_max_pos;   /* llama3 original_max_position_embeddings */
+    double original_max_pos;   /* llama3, yarn: original_max_position_embeddings */
+    int32_t type;              /* SD_RP_*; 0 with llama3 = 0: plain rope */
+    double beta_fast, beta_slow; /* yarn */
+    int32_t truncate;          /* yarn: floor / ceil the correction range */
+    const float *ext_factor;   /* longrope: the d/2 factors in use (short or long) */
+    double attn_factor;        /* cos and sin are multiplied by it (yarn, longrope); 0 = 1 */
 } sd_rope_params;
 
+/* sd_rope_params.type: the frequency formula (dynamic runs as SD_RP_DEFAULT with its
+ * grown theta). Values equal sd_rope_type's where both exist. */
+enum { SD_RP_DEFAULT = 0, SD_RP_LLAMA3 = 1, SD_RP_LINEAR = 2, SD_RP_YARN = 4, SD_RP_LONGROPE = 5 };
+
+/* yarn's ramp: the correction range [low, high] of transformers' find_correction_range. */
+SD_HD double sd_yarn_corr_dim(const sd_rope_params *rp, double n_rot) {
+    return ((double)rp->head_dim * log(rp->original_max_pos / (n_rot * 2.0 * SD_PI))) / (2.0 * log(rp->theta));
+}
+
+SD_HD double sd_rope_inv_freq_yarn(const sd_rope_params *rp, int32_t i, double inv) {
+    double lo = sd_yarn_corr_dim(rp, rp->beta_fast), hi = sd_yarn_corr_dim(rp, rp->beta_slow);
+    if (rp->truncate) {
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
+    if (lo < 0.0) lo = 0.0;
+    if (hi > (double)(rp->head_dim - 1)) hi = (double)(rp->head_dim - 1);
+    if (lo == hi) hi += 0.001; /* transformers' guard against a zero-width ramp */
+    double ramp = ((double)i - lo) / (hi - lo);
+    ramp = ramp < 0.0 ? 0.0 : (ramp > 1.0 ? 1.0 : ramp);
+    double extra = 1.0 - ramp; /* weight of the unscaled (extrapolated) frequency */
+    return (inv / rp->factor) * (1.0 - extra) + inv * extra;
+}
+
 /* Inverse frequency of rotary pair i (0 <= i < d/2): the angle of position p is
- * p * sd_rope_inv_freq(rp, i), applied to elements i and i + d/2 (rotate_half). */
+ * p * sd_rope_inv_freq(rp, i), applied to elements i and i + d/2 (rotate_half).
+ * The formulas of transformers' modeling_rope_utils, in double. */
 SD_HD double sd_rope_inv_freq(const sd_rope_params *rp, int32_t i) {
     double inv = 1.0 / pow(rp->theta, (double)(2 * i) / (double)rp->head_dim);
-    if (!rp->llama3) return inv;
+    const int32_t type = rp->llama3 ? SD_RP_LLAMA3 : rp->type;
+    if (type == SD_RP_LINEAR) return inv / rp->factor;
+    if (type == SD_RP_YARN) return sd_rope_inv_freq_yarn(rp, i, inv);
+    if (type == SD_RP_LONGROPE) return inv / (double)rp->ext_factor[i];
+    if (type != SD_RP_LLAMA3) return inv;
     double low_wavelen = rp->original_max_pos / rp->low_freq_factor;
     double high_wavelen = rp->original_max_pos / rp->high_freq_factor;
     double wavelen = 2.0 * SD_PI / inv;
@@ -121,5 +159,22 @@ SD_HD double sd_rope_inv_freq(const sd_rope_params *rp, int32_t i) {
 
 /* SiLU in double: x * sigmoid(x). */
 SD_HD double sd_silu(double x) { return x / (1.0 + exp(-x)); }
+
+/* GELU, tanh approximation (PyTorch approximate="tanh", gelu_new), in double. */
+SD_HD double sd_gelu_tanh(double x) {
+    const double k = 0.7978845608028654; /* sqrt(2 / pi) */
+    return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+/* GELU with erf (PyTorch's default "gelu"), in double. */
+SD_HD double sd_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
+
+/* The gated MLP activation act(g) of sd_act value `act` (0 SiLU, 1 GELU-tanh, 2 GELU). */
+SD_HD double sd_act_eval(int32_t act, double g) {
+    return act == 1 ? sd_gelu_tanh(g) : (act == 2 ? sd_gelu_erf(g) : sd_silu(g));
+}
+
+/* Soft-capping: cap * tanh(x / cap) (cap > 0). */
+SD_HD double sd_softcap(double x, double cap) { return cap * tanh(x / cap); }
 
 #endif

@@ -745,6 +745,21 @@ static specdec_status sd_check_config(const sd_config *c, sd_errbuf *eb) {
     if (c->head_dim > SD_CUDA_ATTN_MAX_HD)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "CUDA runner: head_dim %d above the attention kernel's %d",
                        (int)c->head_dim, SD_CUDA_ATTN_MAX_HD);
+    const char *what = NULL;
+    if (c->rope_type != SD_ROPE_DEFAULT && c->rope_type != SD_ROPE_LLAMA3) what = "this rope_scaling type";
+    else if (sd_cfg_rope_dim(c) != c->head_dim) what = "partial_rotary_factor";
+    else if (c->rope_local_theta > 0.0f) what = "a local rope for sliding layers";
+    else if (c->qk_norm) what = "q_norm / k_norm";
+    else if (c->sandwich_norms) what = "sandwich norms";
+    else if (c->norm_offset != 0.0f) what = "(1 + w) norms";
+    else if (c->embed_scale > 0.0f) what = "an embedding scale";
+    else if (c->act != SD_ACT_SILU) what = "a GELU activation";
+    else if (c->attn_softcap > 0.0f || c->final_softcap > 0.0f) what = "soft-capping";
+    else if (c->attn_scale > 0.0f) what = "query_pre_attn_scalar";
+    else if (c->mlp_bias) what = "mlp_bias";
+    if (what)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "CUDA runner: %s (%s) is not supported on CUDA yet; use the CPU backend",
+                       what, c->architecture);
     return SPECDEC_OK;
 }
 
@@ -766,7 +781,7 @@ static specdec_status sd_create_check(const sd_config *cfg, const sd_group_spec 
                                       sd_errbuf *eb) {
     specdec_status st = sd_check_config(cfg, eb);
     if (st != SPECDEC_OK) return st;
-    if (cfg->sliding_window > 0 && cfg->sliding_window < sp->n_ctx)
+    if (sd_cfg_window_binds(cfg, sp->n_ctx))
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
                        "CUDA runner: sliding_window %d shorter than n_ctx %d is not supported on CUDA yet; use the CPU "
                        "backend or n_ctx <= %d", (int)cfg->sliding_window, (int)sp->n_ctx, (int)cfg->sliding_window);
@@ -898,13 +913,7 @@ static specdec_status sd_create_rope(sd_cuda_group *g, sd_errbuf *eb) {
     const sd_config *cfg = &g->cfg;
     const int32_t half = cfg->head_dim / 2, n_ctx = g->base.n_ctx;
     sd_rope_params rp;
-    rp.head_dim = cfg->head_dim;
-    rp.theta = cfg->rope_theta;
-    rp.llama3 = cfg->rope_type == SD_ROPE_LLAMA3;
-    rp.factor = cfg->rope_factor;
-    rp.low_freq_factor = cfg->rope_low_freq_factor;
-    rp.high_freq_factor = cfg->rope_high_freq_factor;
-    rp.original_max_pos = cfg->rope_original_max_pos;
+    sd_cfg_rope_params(cfg, n_ctx, 0, &rp);
     double *inv = (double *)sd_malloc((size_t)half * sizeof(double));
     float *cs = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));
     float *sn = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));

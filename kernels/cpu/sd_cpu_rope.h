@@ -24,4 +24,15 @@ void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float 
 /* Rotate x [n_heads, head_dim] in place with the tables of its position. */
 void sd_cpu_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t, const float *sin_t);
 
+/* Partial rotary embedding (Phi-3 partial_rotary_factor): only the first rot_dim
+ * elements of each head rotate (pairs i, i + rot_dim/2 with tables of rot_dim/2
+ * entries); the rest pass through. rot_dim == head_dim is sd_cpu_rope. */
+void sd_cpu_rope_part(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
+                      const float *sin_t);
+
+/* The tables with transformers' attention scaling (yarn, longrope): cos[i] =
+ * (float)(cos(p * inv_freq[i]) * scale), sin likewise; scale 1 is sd_cpu_rope_table. */
+void sd_cpu_rope_table_scaled(const double *inv_freq, int32_t half, int32_t pos, double scale, float *cos_out,
+                              float *sin_out);
+
 #endif

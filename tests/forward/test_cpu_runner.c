@@ -105,6 +105,7 @@ static void check_window(void) {
     sd_config c = fwd_small_config();
     c.arch = SD_ARCH_MISTRAL;
     c.sliding_window = 4;
+    for (int32_t l = 0; l < c.n_layers; l++) c.layer_sliding[l] = 1;
     const int32_t reach = c.n_layers * (c.sliding_window - 1), T = 20, p = T - 1, V = c.vocab_size;
     struct specdec_model *m = fwd_model_make(&c, SD_F32, 11);
     sd_errbuf eb = {{0}};
@@ -136,6 +137,7 @@ static void check_window(void) {
     sd_runner_destroy(r);
     /* without the window the far tokens matter */
     m->w.cfg.sliding_window = 0;
+    memset(m->w.cfg.layer_sliding, 0, sizeof m->w.cfg.layer_sliding);
     r = NULL;
     SD_CHECK(sd_cpu_runner_create(&m->w, N_CTX, N_CTX, &r, &eb) == SPECDEC_OK, "no window: create: %s", eb.msg);
     if (r) {
@@ -287,6 +289,7 @@ int main(void) {
     l3.head_dim = 24;
     l3.n_kv_heads = 4;
     l3.attention_bias = 1; /* Llama attention_bias: q/k/v/o biases */
+    l3.o_bias = 1;
     check_model_invariance("llama3 rope mha bias f16", &l3, SD_F16);
 
     check_window();
