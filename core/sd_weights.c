@@ -65,13 +65,12 @@ static specdec_status sd_cfg_rope_check(const sd_config *c, const char *what, sd
                            (double)c->rope_factor);
         return SPECDEC_OK;
     case SD_ROPE_YARN:
+        /* the correction range takes log(original / (beta 2 pi)) / log(theta) */
         if (!sd_finite_pos(c->rope_factor) || c->rope_original_max_pos <= 0 || !sd_finite_pos(c->rope_attn_factor) ||
-            !(c->rope_beta_fast > -1e30f && c->rope_beta_fast < 1e30f) ||
-            !(c->rope_beta_slow > -1e30f && c->rope_beta_slow < 1e30f) || c->rope_beta_fast == c->rope_beta_slow)
+            !sd_finite_pos(c->rope_beta_fast) || !sd_finite_pos(c->rope_beta_slow) || c->rope_theta == 1.0f)
             return sd_fail(eb, SPECDEC_ERR_FORMAT,
                            "%s: rope_scaling (yarn) factor %g, original_max_position_embeddings %d, attention "
-                           "factor %g, beta_fast %g, beta_slow %g: factor and attention factor must be positive, "
-                           "the betas finite and different",
+                           "factor %g, beta_fast %g, beta_slow %g: all must be positive (and rope_theta != 1)",
                            what, (double)c->rope_factor, (int)c->rope_original_max_pos, (double)c->rope_attn_factor,
                            (double)c->rope_beta_fast, (double)c->rope_beta_slow);
         return SPECDEC_OK;

@@ -210,8 +210,8 @@ static specdec_status sd_rope_yarn(const sd_ropep *r) {
         af = (ms != 0.0 && msa != 0.0) ? sd_yarn_mscale(factor, ms) / sd_yarn_mscale(factor, msa)
                                         : sd_yarn_mscale(factor, 1.0);
     }
-    TRY(sd_rope_num(r, "beta_fast", 0, 0, -1e6, 1e6, &bf));
-    TRY(sd_rope_num(r, "beta_slow", 0, 0, -1e6, 1e6, &bs));
+    TRY(sd_rope_num(r, "beta_fast", 0, 0, 0.0, 1e6, &bf));
+    TRY(sd_rope_num(r, "beta_slow", 0, 0, 0.0, 1e6, &bs));
     int truncate = 1;
     TRY(sd_json_get_bool(r->d, "truncate", 0, 1, &truncate, r->p->fname, r->p->eb));
     c->rope_factor = (float)factor;
@@ -325,7 +325,7 @@ static specdec_status sd_rope_full(const sd_ropep *r) {
     sd_config *c = p->cfg;
     double theta;
     const cJSON *src = sd_json_member(r->d, "rope_theta") ? r->d : p->root;
-    TRY(sd_json_get_num(src, "rope_theta", 0, p->fam->theta, 1e-6, 1e12, &theta, p->fname, p->eb));
+    TRY(sd_json_get_num(src, "rope_theta", 0, p->fam->theta, 1.0, 1e12, &theta, p->fname, p->eb));
     c->rope_theta = (float)theta;
     TRY(sd_rope_partial(r));
     TRY(sd_rope_type_of(r, &c->rope_type));
@@ -357,9 +357,9 @@ static specdec_status sd_rope_local(const sd_cfgp *p, const cJSON *nested) {
                        p->fname, r.key, sd_rope_names[t].name);
     double theta;
     if (sd_json_member(r.d, "rope_theta"))
-        TRY(sd_json_get_num(r.d, "rope_theta", 1, 0, 1e-6, 1e12, &theta, p->fname, p->eb));
+        TRY(sd_json_get_num(r.d, "rope_theta", 1, 0, 1.0, 1e12, &theta, p->fname, p->eb));
     else
-        TRY(sd_json_get_num(p->root, "rope_local_base_freq", 0, p->fam->local_theta, 1e-6, 1e12, &theta, p->fname,
+        TRY(sd_json_get_num(p->root, "rope_local_base_freq", 0, p->fam->local_theta, 1.0, 1e12, &theta, p->fname,
                             p->eb));
     p->cfg->rope_local_theta = (float)theta;
     return SPECDEC_OK;

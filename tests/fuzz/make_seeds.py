@@ -246,7 +246,9 @@ def config_seeds():
         "full_attention": {"rope_type": "default"}, "sliding_attention": {"rope_type": "linear", "factor": 2.0}})
     bad("gemma3_pattern_zero", GEMMA3, sliding_window_pattern=0)
     bad("gemma_query_scalar_zero", GEMMA2, query_pre_attn_scalar=0)
-    bad("yarn_equal_betas", rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 2, "beta_slow": 2})
+    bad("yarn_negative_beta", rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": -2, "beta_slow": 1})
+    put("config", "ok_yarn_equal_betas.json", json.dumps({**LLAMA, "rope_scaling": {
+        "rope_type": "yarn", "factor": 4.0, "beta_fast": 2, "beta_slow": 2}}))
     bad("nested_rope_llama", rope_parameters={"full_attention": {"rope_type": "default"}}, rope_scaling=None)
     put("config", "bad_not_json.json", '{"hidden_size": 2048,')
     put("config", "bad_array.json", "[1, 2, 3]")
