@@ -95,58 +95,23 @@ SD_HD uint16_t sd_f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
-/* RoPE parameters of one layer kind, resolved for one context size (core/sd_weights.h
- * sd_cfg_rope_params fills them from a configuration); kernels need not see the model
- * struct. The first seven fields keep their historical order (positional initialisers). */
+/* RoPE scaling parameters (mirror of the sd_config fields, so kernels need not see
+ * the model struct). llama3 == 0: plain rope. */
 typedef struct sd_rope_params {
-    int32_t head_dim;          /* rotary dimension d (head_dim, or partial_rotary_factor * head_dim); even */
-    double theta;              /* rope_theta (dynamic: already grown for the context) */
-    int32_t llama3;            /* 1: llama3 scaling (the same as type == SD_RP_LLAMA3) */
-    double factor;             /* llama3, linear, yarn: factor */
+    int32_t head_dim;          /* rotary dimension d (the whole head, or its rotary part); even */
+    double theta;              /* rope_theta */
+    int32_t llama3;            /* 1: apply llama3 scaling */
+    double factor;             /* llama3 factor */
     double low_freq_factor;    /* llama3 low_freq_factor */
     double high_freq_factor;   /* llama3 high_freq_factor */
-    double original_max_pos;   /* llama3, yarn: original_max_position_embeddings */
-    int32_t type;              /* SD_RP_*; 0 with llama3 = 0: plain rope */
-    double beta_fast, beta_slow; /* yarn */
-    int32_t truncate;          /* yarn: floor / ceil the correction range */
-    const float *ext_factor;   /* longrope: the d/2 factors in use (short or long) */
-    double attn_factor;        /* cos and sin are multiplied by it (yarn, longrope); 0 = 1 */
+    double original_max_pos;   /* llama3 original_max_position_embeddings */
 } sd_rope_params;
 
-/* sd_rope_params.type: the frequency formula (dynamic runs as SD_RP_DEFAULT with its
- * grown theta). Values equal sd_rope_type's where both exist. */
-enum { SD_RP_DEFAULT = 0, SD_RP_LLAMA3 = 1, SD_RP_LINEAR = 2, SD_RP_YARN = 4, SD_RP_LONGROPE = 5 };
-
-/* yarn's ramp: the correction range [low, high] of transformers' find_correction_range. */
-SD_HD double sd_yarn_corr_dim(const sd_rope_params *rp, double n_rot) {
-    return ((double)rp->head_dim * log(rp->original_max_pos / (n_rot * 2.0 * SD_PI))) / (2.0 * log(rp->theta));
-}
-
-SD_HD double sd_rope_inv_freq_yarn(const sd_rope_params *rp, int32_t i, double inv) {
-    double lo = sd_yarn_corr_dim(rp, rp->beta_fast), hi = sd_yarn_corr_dim(rp, rp->beta_slow);
-    if (rp->truncate) {
-        lo = floor(lo);
-        hi = ceil(hi);
-    }
-    if (lo < 0.0) lo = 0.0;
-    if (hi > (double)(rp->head_dim - 1)) hi = (double)(rp->head_dim - 1);
-    if (lo == hi) hi += 0.001; /* transformers' guard against a zero-width ramp */
-    double ramp = ((double)i - lo) / (hi - lo);
-    ramp = ramp < 0.0 ? 0.0 : (ramp > 1.0 ? 1.0 : ramp);
-    double extra = 1.0 - ramp; /* weight of the unscaled (extrapolated) frequency */
-    return (inv / rp->factor) * (1.0 - extra) + inv * extra;
-}
-
 /* Inverse frequency of rotary pair i (0 <= i < d/2): the angle of position p is
- * p * sd_rope_inv_freq(rp, i), applied to elements i and i + d/2 (rotate_half).
- * The formulas of transformers' modeling_rope_utils, in double. */
+ * p * sd_rope_inv_freq(rp, i), applied to elements i and i + d/2 (rotate_half). */
 SD_HD double sd_rope_inv_freq(const sd_rope_params *rp, int32_t i) {
     double inv = 1.0 / pow(rp->theta, (double)(2 * i) / (double)rp->head_dim);
-    const int32_t type = rp->llama3 ? SD_RP_LLAMA3 : rp->type;
-    if (type == SD_RP_LINEAR) return inv / rp->factor;
-    if (type == SD_RP_YARN) return sd_rope_inv_freq_yarn(rp, i, inv);
-    if (type == SD_RP_LONGROPE) return inv / (double)rp->ext_factor[i];
-    if (type != SD_RP_LLAMA3) return inv;
+    if (!rp->llama3) return inv;
     double low_wavelen = rp->original_max_pos / rp->low_freq_factor;
     double high_wavelen = rp->original_max_pos / rp->high_freq_factor;
     double wavelen = 2.0 * SD_PI / inv;
@@ -155,6 +120,53 @@ SD_HD double sd_rope_inv_freq(const sd_rope_params *rp, int32_t i) {
     double smooth = (rp->original_max_pos / wavelen - rp->low_freq_factor) /
                     (rp->high_freq_factor - rp->low_freq_factor);
     return (1.0 - smooth) * inv / rp->factor + smooth * inv;
+}
+
+/* One layer kind's rotary embedding with every scaling type, resolved for one context
+ * size (core/sd_weights.h sd_cfg_rope_params fills it from a configuration). */
+typedef struct sd_rope_spec {
+    sd_rope_params p;          /* dims, theta (dynamic: already grown for the context), llama3 */
+    int32_t type;              /* SD_RP_* */
+    double factor;             /* linear, yarn: factor */
+    double original_max_pos;   /* yarn: original_max_position_embeddings */
+    double beta_fast, beta_slow; /* yarn */
+    int32_t truncate;          /* yarn: floor / ceil the correction range */
+    const float *ext_factor;   /* longrope: the d/2 factors in use (short or long) */
+    double attn_factor;        /* cos and sin are multiplied by it (yarn, longrope); 1 = none */
+} sd_rope_spec;
+
+/* sd_rope_spec.type: the frequency formula (dynamic runs as SD_RP_DEFAULT with its grown
+ * theta). Values equal sd_rope_type's where both exist. */
+enum { SD_RP_DEFAULT = 0, SD_RP_LLAMA3 = 1, SD_RP_LINEAR = 2, SD_RP_YARN = 4, SD_RP_LONGROPE = 5 };
+
+/* yarn: transformers' find_correction_dim. */
+SD_HD double sd_yarn_corr_dim(const sd_rope_spec *rs, double n_rot) {
+    return ((double)rs->p.head_dim * log(rs->original_max_pos / (n_rot * 2.0 * SD_PI))) / (2.0 * log(rs->p.theta));
+}
+
+/* yarn: the ramp between interpolated (inv / factor) and extrapolated (inv) frequencies. */
+SD_HD double sd_rope_inv_freq_yarn(const sd_rope_spec *rs, int32_t i, double inv) {
+    double lo = sd_yarn_corr_dim(rs, rs->beta_fast), hi = sd_yarn_corr_dim(rs, rs->beta_slow);
+    if (rs->truncate) {
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
+    if (lo < 0.0) lo = 0.0;
+    if (hi > (double)(rs->p.head_dim - 1)) hi = (double)(rs->p.head_dim - 1);
+    if (lo == hi) hi += 0.001; /* transformers' guard against a zero-width ramp */
+    double ramp = ((double)i - lo) / (hi - lo);
+    ramp = ramp < 0.0 ? 0.0 : (ramp > 1.0 ? 1.0 : ramp);
+    double extra = 1.0 - ramp; /* weight of the unscaled (extrapolated) frequency */
+    return (inv / rs->factor) * (1.0 - extra) + inv * extra;
+}
+
+/* Inverse frequency of pair i for any rope type (transformers' modeling_rope_utils). */
+SD_HD double sd_rope_spec_inv_freq(const sd_rope_spec *rs, int32_t i) {
+    if (rs->type == SD_RP_DEFAULT || rs->type == SD_RP_LLAMA3) return sd_rope_inv_freq(&rs->p, i);
+    double inv = 1.0 / pow(rs->p.theta, (double)(2 * i) / (double)rs->p.head_dim);
+    if (rs->type == SD_RP_LINEAR) return inv / rs->factor;
+    if (rs->type == SD_RP_YARN) return sd_rope_inv_freq_yarn(rs, i, inv);
+    return inv / (double)rs->ext_factor[i]; /* longrope */
 }
 
 /* SiLU in double: x * sigmoid(x). */

@@ -128,35 +128,36 @@ static specdec_status sd_cfg_numbers(const sd_config *c, const char *what, sd_er
     return SPECDEC_OK;
 }
 
-void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_params *rp) {
-    memset(rp, 0, sizeof *rp);
+void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_spec *rs) {
+    memset(rs, 0, sizeof *rs);
+    sd_rope_params *rp = &rs->p;
     rp->head_dim = sd_cfg_rope_dim(c);
-    rp->attn_factor = 1.0;
+    rs->attn_factor = 1.0;
     if (sliding && c->rope_local_theta > 0.0f) { /* Gemma 3's local layers: plain rope */
         rp->theta = (double)c->rope_local_theta;
         return;
     }
     rp->theta = (double)c->rope_theta;
-    rp->factor = (double)c->rope_factor;
+    rp->factor = rs->factor = (double)c->rope_factor;
     rp->low_freq_factor = (double)c->rope_low_freq_factor;
     rp->high_freq_factor = (double)c->rope_high_freq_factor;
-    rp->original_max_pos = (double)c->rope_original_max_pos;
-    rp->beta_fast = (double)c->rope_beta_fast;
-    rp->beta_slow = (double)c->rope_beta_slow;
-    rp->truncate = c->rope_truncate;
-    if (c->rope_attn_factor > 0.0f) rp->attn_factor = (double)c->rope_attn_factor;
+    rp->original_max_pos = rs->original_max_pos = (double)c->rope_original_max_pos;
+    rs->beta_fast = (double)c->rope_beta_fast;
+    rs->beta_slow = (double)c->rope_beta_slow;
+    rs->truncate = c->rope_truncate;
+    if (c->rope_attn_factor > 0.0f) rs->attn_factor = (double)c->rope_attn_factor;
     switch (c->rope_type) {
-    case SD_ROPE_LLAMA3: rp->llama3 = 1; rp->type = SD_RP_LLAMA3; break;
-    case SD_ROPE_LINEAR: rp->type = SD_RP_LINEAR; break;
-    case SD_ROPE_YARN: rp->type = SD_RP_YARN; break;
+    case SD_ROPE_LLAMA3: rp->llama3 = 1; rs->type = SD_RP_LLAMA3; break;
+    case SD_ROPE_LINEAR: rs->type = SD_RP_LINEAR; break;
+    case SD_ROPE_YARN: rs->type = SD_RP_YARN; break;
     case SD_ROPE_LONGROPE:
-        rp->type = SD_RP_LONGROPE;
-        rp->ext_factor = n_ctx > c->rope_original_max_pos ? c->rope_long_factor : c->rope_short_factor;
+        rs->type = SD_RP_LONGROPE;
+        rs->ext_factor = n_ctx > c->rope_original_max_pos ? c->rope_long_factor : c->rope_short_factor;
         break;
     case SD_ROPE_DYNAMIC: {
         const double d = (double)rp->head_dim, mp = (double)c->max_position_embeddings;
         const double len = (double)n_ctx > mp ? (double)n_ctx : mp;
-        rp->theta *= pow(rp->factor * len / mp - (rp->factor - 1.0), d / (d - 2.0));
+        rp->theta *= pow(rs->factor * len / mp - (rs->factor - 1.0), d / (d - 2.0));
         break;
     }
     default: break;

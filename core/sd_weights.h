@@ -194,7 +194,7 @@ int sd_cfg_window_binds(const sd_config *c, int32_t n_ctx);
  * its context, so its logits are a function of the position alone (batch invariant):
  * they equal transformers' for a forward over a whole sequence of n_ctx tokens, and for
  * any sequence while n_ctx stays within the original length. rp->ext_factor points into c. */
-void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_params *rp);
+void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_spec *rp);
 
 /* Element size in bytes of a dtype. */
 static inline size_t sd_dtype_size(sd_dtype t) { return t == SD_F32 ? 4u : 2u; }

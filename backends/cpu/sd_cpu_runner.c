@@ -400,9 +400,9 @@ static void cpu_group_rope(sd_cpu_group *g) {
     const int32_t half = sd_cfg_rope_dim(c) / 2;
     g->n_ropes = c->rope_local_theta > 0.0f ? 2 : 1;
     for (int32_t k = 0; k < g->n_ropes; k++) {
-        sd_rope_params rp;
+        sd_rope_spec rp;
         sd_cfg_rope_params(c, g->base.n_ctx, k, &rp);
-        sd_cpu_rope_inv_freq(&rp, g->inv_freq + k * half);
+        sd_cpu_rope_spec_inv_freq(&rp, g->inv_freq + k * half);
         g->rope_scale[k] = rp.attn_factor;
     }
     g->attn.scale = c->attn_scale > 0.0f ? (double)c->attn_scale : 0.0;

@@ -7,6 +7,10 @@ void sd_cpu_rope_inv_freq(const sd_rope_params *rp, double *inv_freq) {
     for (int32_t i = 0; i < rp->head_dim / 2; i++) inv_freq[i] = sd_rope_inv_freq(rp, i);
 }
 
+void sd_cpu_rope_spec_inv_freq(const sd_rope_spec *rs, double *inv_freq) {
+    for (int32_t i = 0; i < rs->p.head_dim / 2; i++) inv_freq[i] = sd_rope_spec_inv_freq(rs, i);
+}
+
 void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float *cos_out, float *sin_out) {
     for (int32_t i = 0; i < half; i++) {
         double a = (double)pos * inv_freq[i];

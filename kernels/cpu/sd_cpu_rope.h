@@ -17,6 +17,8 @@
 
 /* inv_freq[0..d/2) for rp. */
 void sd_cpu_rope_inv_freq(const sd_rope_params *rp, double *inv_freq);
+/* The same for any rope type (sd_rope_spec: linear, yarn, longrope, ...). */
+void sd_cpu_rope_spec_inv_freq(const sd_rope_spec *rs, double *inv_freq);
 
 /* cos/sin tables [d/2] of absolute position pos. */
 void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float *cos_out, float *sin_out);

@@ -43,10 +43,10 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     const int32_t ctxs[2] = {1, 1 << 20};
     for (int k = 0; k < 2; k++)
         for (int j = 0; j < 2; j++) {
-            sd_rope_params rp;
+            sd_rope_spec rp;
             sd_cfg_rope_params(&c, ctxs[j], k, &rp);
             for (int32_t i = 0; i < rd / 2; i++) {
-                double f = sd_rope_inv_freq(&rp, i);
+                double f = sd_rope_spec_inv_freq(&rp, i);
                 sd_fuzz_require(isfinite(f) && f >= 0);
             }
         }
