@@ -55,11 +55,13 @@ static void attention_case(ct_rng *rng, int nh, int nkv, int hd, int n, int pos0
     }
     void *d_k = ct_dev_upload(kv, ce * 4), *d_v = ct_dev_upload(vv, ce * 4);
     float *d_q = ct_dev_upload(q, sizeof(float) * n * od), *d_o = ct_dev_alloc(sizeof(float) * n * od);
-    float *d_part = ct_dev_alloc(sizeof(float) * sd_cuda_attention_part_floats(n, nh, hd, n_ctx));
+    const size_t part_floats = sd_cuda_attention_part_floats(n, nh, hd, n_ctx);
+    float *d_part = ct_dev_alloc(sizeof(float) * part_floats);
     sd_errbuf eb;
     sd_cuda_attention_args aa = {.q = d_q, .ldq = (int32_t)od, .k_cache = d_k, .v_cache = d_v, .kv_dt = SD_F32,
                                  .cache_rows = n_ctx, .n_ctx = n_ctx, .n = n, .map = {.pos0 = pos0, .block_tokens = 1},
-                                 .n_heads = nh, .n_kv = nkv, .hd = hd, .part = d_part, .out = d_o, .ldo = (int32_t)od,
+                                 .n_heads = nh, .n_kv = nkv, .hd = hd, .part = d_part, .part_floats = part_floats,
+                                 .out = d_o, .ldo = (int32_t)od,
                                  .scale = scale, .softcap = cap, .window = window};
     SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     CT_CUDA(cudaMemcpy(got, d_o, sizeof(float) * n * od, cudaMemcpyDeviceToHost));
