@@ -258,16 +258,22 @@ static specdec_status sd_gemm(sd_cuda_group *g, const sd_cuda_fwd *f, const void
     return sd_cuda_gemm_blas(g->blas, &a, g->stream, f->eb);
 }
 
-static specdec_status sd_rmsnorm(sd_cuda_group *g, const sd_cuda_fwd *f, const float *delta, const float *w) {
+/* out = RMSNorm(x [+= delta]) * w over the chunk's rows. */
+static specdec_status sd_rmsnorm_to(sd_cuda_group *g, const sd_cuda_fwd *f, float *x, const float *delta,
+                                    const float *w, float *out) {
     sd_cuda_rmsnorm_args a;
-    a.x = g->x;
+    a.x = x;
     a.delta = delta;
     a.w = w;
-    a.out = g->xn;
+    a.out = out;
     a.n = f->n;
     a.dim = g->cfg.hidden_size;
     a.eps = g->cfg.rms_norm_eps;
     return sd_cuda_rmsnorm(&a, f->s, f->eb);
+}
+
+static specdec_status sd_rmsnorm(sd_cuda_group *g, const sd_cuda_fwd *f, const float *delta, const float *w) {
+    return sd_rmsnorm_to(g, f, g->x, delta, w, g->xn);
 }
 
 /* Attention of layer l for the chunk's tokens into g->att: one launch per entry of
@@ -363,16 +369,8 @@ static specdec_status sd_attend(sd_cuda_group *g, int32_t l, const sd_cuda_fwd *
  * delta the next RMSNorm adds to the residual stream); *pend says where that delta is. */
 static specdec_status sd_post_norm(sd_cuda_group *g, const sd_cuda_fwd *f, const float *w, const float **pend) {
     if (!g->cfg.sandwich_norms) return SPECDEC_OK;
-    sd_cuda_rmsnorm_args a;
-    a.x = g->delta;
-    a.delta = NULL;
-    a.w = w;
-    a.out = g->post;
-    a.n = f->n;
-    a.dim = g->cfg.hidden_size;
-    a.eps = g->cfg.rms_norm_eps;
     *pend = g->post;
-    return sd_cuda_rmsnorm(&a, f->s, f->eb);
+    return sd_rmsnorm_to(g, f, g->delta, NULL, w, g->post);
 }
 
 /* The MLP of layer L from g->xn: h = act(x Wg^T [+bg]) * (x Wu^T [+bu]), then the down
@@ -1076,8 +1074,8 @@ static specdec_status sd_upload_norm(float *dst, const sd_tensor *t, size_t coun
         else v = ((const float *)t->data)[i];
         stage[i] = offset != 0.0f ? offset + v : v; /* no offset: the bits as stored (-0 stays -0) */
     }
-    SD_CUDA_TRY(eb, cudaMemcpy(dst, stage, count * sizeof(float), cudaMemcpyHostToDevice));
-    return SPECDEC_OK;
+    const sd_tensor host = {stage, SD_F32, 1, {(int64_t)count, 1}};
+    return sd_upload(dst, SD_F32, &host, count, what, layer, NULL, 0, eb); /* same dtype: one copy, no staging */
 }
 
 /* The optional tensors of layer l (q/k norms, sandwich norms, MLP biases). */
