@@ -194,6 +194,12 @@ def train(args, wd, corpus, tok, target, sel):
     torch.manual_seed(args.seed)
     head = Eagle3Head(H, H, tcfg.num_attention_heads, tcfg.num_key_value_heads, hd,
                       args.intermediate, len(sel), tcfg.rms_norm_eps, args.rope_theta)
+    if args.init_lm_head:
+        # Start in the target's output space: its LM head rows of the draft vocabulary and its
+        # final norm (the head's input embedding is the target's already).
+        with torch.no_grad():
+            head.lm_head.weight.copy_(target.lm_head.weight[torch.from_numpy(sel)])
+            head.norm.copy_(target.model.norm.weight)
     emb = target.get_input_embeddings()
     stream, starts = tp.encode_stream(tok, corpus["train"])
     rng = np.random.default_rng(args.seed)
@@ -402,6 +408,36 @@ def draft_proposer(draft):
     return propose
 
 
+@torch.no_grad()
+def crosscheck(args, target, tok, corpus):
+    """The exported head in this script's torch model vs the float64 reference of the published
+    forward (tests/eagle3/eagle3_ref.py, which specdec's C forward is tested against): a prefix
+    of held-out rows on the target's real features, then 3 chain steps."""
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "eagle3"))
+    import eagle3_ref
+    head, sel, aux_ids = load_head(args.out, target)
+    emb = target.get_input_embeddings()
+    hstream, _ = tp.encode_stream(tok, corpus["heldout"])
+    x = torch.tensor([[tok.token_to_id("<s>")] + hstream[:48].tolist()])
+    aux, _ = capture(target, x, aux_ids)
+    T = x.size(1) - 1
+    ref = eagle3_ref.Eagle3Ref(args.out, emb.weight.double().numpy())
+    cache = {}
+    h, lg = head.step(emb, x[0, 1:], head.fc(aux[0, :T]), torch.arange(T), cache)
+    rl, rg = ref.step(x[0, 1:].numpy(), ref.fuse(aux[0, :T].double().numpy()), np.arange(T))
+    worst = 0.0
+    for j in range(4):
+        if j:
+            t = int(sel[lg[-1].argmax()])
+            h, lg = head.step(emb, torch.tensor([t]), h[-1:], torch.tensor([T + j - 1]), cache)
+            rl, rg = ref.step([t], rg[-1:], [T + j - 1])
+        worst = max(worst, float(np.linalg.norm(lg.double().numpy() - rl) / np.linalg.norm(rl)))
+    ok = worst < 1e-5 and np.array_equal(ref.d2t, sel)
+    log(f"cross-check vs the float64 reference forward: max rel diff of logits {worst:.2e} "
+        f"({'ok' if ok else 'MISMATCH'})")
+    return worst
+
+
 def evaluate(args, wd, corpus, tok, target):
     head, sel, aux_ids = load_head(args.out, target)  # what ships (fp16 weights, fp32 compute)
     head.eval()
@@ -411,7 +447,8 @@ def evaluate(args, wd, corpus, tok, target):
     ah, ad, n = agreement(target, draft, head, sel, aux_ids, hstream, bos, args.seq_len)
     log(f"held-out top-1 agreement with the target's greedy token ({n} positions): "
         f"eagle3 head {ah:.4f}, kjv-draft {ad:.4f}")
-    res = {"agree_head": ah, "agree_draft": ad, "agree_positions": n}
+    res = {"agree_head": ah, "agree_draft": ad, "agree_positions": n,
+           "crosscheck_rel": crosscheck(args, target, tok, corpus)}
     prompts = tp.heldout_prompts(tok, corpus, args.n_prompts, 32)
     emb = target.get_input_embeddings()
     for name, prop in (("eagle3", head_proposer(target, head, sel, aux_ids, emb)), ("kjv-draft", draft_proposer(draft))):
@@ -433,18 +470,20 @@ def main():
     ap.add_argument("--workdir", default="/tmp/kjv-eagle3")
     ap.add_argument("--target", default=os.path.join(HERE, "..", "models", "kjv-target"))
     ap.add_argument("--out", default=os.path.join(HERE, "..", "models", "kjv-eagle3"))
-    ap.add_argument("--stage", default="all", choices=["all", "train", "export", "eval"])
+    ap.add_argument("--stage", default="all", choices=["all", "train", "export", "eval", "check"])
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--aux", default="2,4,5", help="captured hs indices (input of those layers)")
-    ap.add_argument("--draft-vocab", type=int, default=2048)
+    ap.add_argument("--draft-vocab", type=int, default=3072)
     ap.add_argument("--intermediate", type=int, default=704)
     ap.add_argument("--rope-theta", type=float, default=10000.0)
-    ap.add_argument("--steps", type=int, default=1500)
+    ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq-len", type=int, default=256)
-    ap.add_argument("--unroll", type=int, default=4, help="training-time-test steps")
-    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--unroll", type=int, default=3, help="training-time-test steps")
+    ap.add_argument("--no-init-lm-head", dest="init_lm_head", action="store_false",
+                    help="random lm_head / norm instead of the target's rows")
+    ap.add_argument("--lr", type=float, default=4e-3)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--ckpt-every", type=int, default=50)
     ap.add_argument("--max-minutes", type=float, default=0,
@@ -471,6 +510,8 @@ def main():
         head, hist = train(args, wd, corpus, tok, target, sel)
         if args.stage != "train":
             export(args, head, sel, target, next((h["stopped_at"] for h in hist if "stopped_at" in h), args.steps))
+    if args.stage == "check":
+        crosscheck(args, target, tok, corpus)
     if args.stage in ("all", "eval"):
         evaluate(args, wd, corpus, tok, target)
 
