@@ -353,18 +353,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     return fail;
 }
 
-static void cpu_group_rope(sd_cpu_group *g) {
-    const sd_config *c = &g->cfg;
-    sd_rope_params rp = {0};
-    rp.head_dim = c->head_dim;
-    rp.theta = (double)c->rope_theta;
-    rp.llama3 = c->rope_type == SD_ROPE_LLAMA3;
-    rp.factor = (double)c->rope_factor;
-    rp.low_freq_factor = (double)c->rope_low_freq_factor;
-    rp.high_freq_factor = (double)c->rope_high_freq_factor;
-    rp.original_max_pos = (double)c->rope_original_max_pos;
-    sd_cpu_rope_inv_freq(&rp, g->inv_freq);
-}
+static void cpu_group_rope(sd_cpu_group *g) { sd_cpu_rope_inv_freq_cfg(&g->cfg, g->inv_freq); }
 
 static specdec_status cpu_group_check(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
                                       int32_t block_tokens, sd_errbuf *eb) {

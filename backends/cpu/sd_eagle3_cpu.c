@@ -34,19 +34,6 @@ struct sd_eagle3_cpu {
 
 static int32_t e3c_max(int32_t a, int32_t b) { return a > b ? a : b; }
 
-static void e3c_rope_init(sd_eagle3_cpu *e) {
-    const sd_config *c = &e->hw->cfg.layer;
-    sd_rope_params rp = {0};
-    rp.head_dim = c->head_dim;
-    rp.theta = (double)c->rope_theta;
-    rp.llama3 = c->rope_type == SD_ROPE_LLAMA3;
-    rp.factor = (double)c->rope_factor;
-    rp.low_freq_factor = (double)c->rope_low_freq_factor;
-    rp.high_freq_factor = (double)c->rope_high_freq_factor;
-    rp.original_max_pos = (double)c->rope_original_max_pos;
-    sd_cpu_rope_inv_freq(&rp, e->inv_freq);
-}
-
 static specdec_status e3c_alloc(sd_eagle3_cpu *e) {
     const size_t R = (size_t)e->max_rows, C = (size_t)e->n_ctx;
     const size_t H = (size_t)e->H, F = (size_t)e->F, Q = (size_t)e->Q, half = (size_t)e->hd / 2;
@@ -93,7 +80,7 @@ specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor
         sd_eagle3_cpu_destroy(e);
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 cpu: out of memory for %d cache rows", (int)n_ctx);
     }
-    e3c_rope_init(e);
+    sd_cpu_rope_inv_freq_cfg(c, e->inv_freq);
     *out = e;
     return SPECDEC_OK;
 }

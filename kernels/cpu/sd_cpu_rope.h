@@ -14,9 +14,13 @@
 
 #include <stdint.h>
 #include "sd_math.h"
+#include "sd_weights.h"
 
 /* inv_freq[0..d/2) for rp. */
 void sd_cpu_rope_inv_freq(const sd_rope_params *rp, double *inv_freq);
+
+/* inv_freq[0..head_dim/2) of a model config's RoPE (rope_theta, llama3 scaling when set). */
+void sd_cpu_rope_inv_freq_cfg(const sd_config *c, double *inv_freq);
 
 /* cos/sin tables [d/2] of absolute position pos. */
 void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float *cos_out, float *sin_out);

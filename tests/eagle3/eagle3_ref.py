@@ -18,43 +18,17 @@ Everything in float64 (weights decoded exactly from F32/F16/BF16).
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
-import llama_ref  # noqa: E402  (rope_inv_freq: transformers' default and llama3 frequencies)
+import llama_ref  # noqa: E402  (safetensors reader, rope_inv_freq: transformers' default and llama3 frequencies)
 
 
 def read_safetensors(path):
     """name -> array (floats as float64, I64 as int64, BOOL as bool)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    base = 8 + n
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = info["data_offsets"]
-        raw = data[base + b:base + e]
-        dt = info["dtype"]
-        if dt == "F32":
-            a = np.frombuffer(raw, dtype="<f4").astype(np.float64)
-        elif dt == "F16":
-            a = np.frombuffer(raw, dtype="<f2").astype(np.float64)
-        elif dt == "BF16":
-            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-        elif dt == "I64":
-            a = np.frombuffer(raw, dtype="<i8").astype(np.int64)
-        elif dt == "BOOL":
-            a = np.frombuffer(raw, dtype=np.uint8).astype(bool)
-        else:
-            raise ValueError(f"{path}: {name}: dtype {dt} not handled")
-        out[name] = a.reshape(info["shape"])
-    return out
+    return llama_ref.read_safetensors(path)
 
 
 def rms(x, w, eps):
