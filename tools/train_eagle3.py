@@ -447,7 +447,9 @@ def evaluate(args, wd, corpus, tok, target):
     ah, ad, n = agreement(target, draft, head, sel, aux_ids, hstream, bos, args.seq_len)
     log(f"held-out top-1 agreement with the target's greedy token ({n} positions): "
         f"eagle3 head {ah:.4f}, kjv-draft {ad:.4f}")
+    tstream, _ = tp.encode_stream(tok, corpus["train"])
     res = {"agree_head": ah, "agree_draft": ad, "agree_positions": n,
+           "draft_vocab_cover": float(np.isin(tstream, sel).mean()),
            "crosscheck_rel": crosscheck(args, target, tok, corpus)}
     prompts = tp.heldout_prompts(tok, corpus, args.n_prompts, 32)
     emb = target.get_input_embeddings()
@@ -465,12 +467,83 @@ def evaluate(args, wd, corpus, tok, target):
     return res
 
 
+def card(args, wd):
+    """models/kjv-eagle3/README.md from eval_eagle3.json and the training log."""
+    import transformers
+    ev = json.load(open(os.path.join(wd, "eval_eagle3.json")))
+    st = torch.load(os.path.join(wd, "eagle3.pt"))
+    hist = st["log"]
+    steps = next((h["stopped_at"] for h in hist if "stopped_at" in h), args.steps)
+    last = [h for h in hist if "steps" in h][-1]
+    cfg = json.load(open(os.path.join(args.out, "config.json")))
+    size = os.path.getsize(os.path.join(args.out, "model.safetensors"))
+    a = ev["args"]
+    n_par = size - 8  # rough; the exact count below
+    from safetensors import safe_open
+    with safe_open(os.path.join(args.out, "model.safetensors"), "pt") as f:
+        n_par = sum(f.get_tensor(k).numel() for k in f.keys() if k not in ("d2t", "t2d"))
+    e, d = ev["eagle3"], ev["kjv-draft"]
+    lines = [
+        "# kjv-eagle3: an EAGLE-3 draft head for kjv-target", "",
+        "An EAGLE-3 head (one Llama decoder layer over three hidden states captured from the target) for",
+        "`../kjv-target`, trained by `tools/train_eagle3.py` on the same King James Bible training split as the",
+        "bundled pair (`tools/train_pair.py`; held-out books never seen). Written in the published flat",
+        "layout (EAGLE / SpecForge / sglang): `fc.weight`, `midlayer.*`, `norm.weight`, `lm_head.weight`,",
+        "`d2t`, `t2d`, a flat Llama `config.json` with `draft_vocab_size` and `eagle_config`. See",
+        "`docs/EAGLE3.md` for how specdec loads and runs it.", "",
+        "| | |", "| --- | --- |",
+        f"| target | kjv-target: {cfg['vocab_size']} ids, hidden {cfg['target_hidden_size']}, 6 layers |",
+        f"| captured states | hs[{cfg['eagle_aux_hidden_state_layer_ids'][0]}], hs[{cfg['eagle_aux_hidden_state_layer_ids'][1]}], "
+        f"hs[{cfg['eagle_aux_hidden_state_layer_ids'][2]}] (residual stream entering target layers 2, 4, 5): explicit ids, "
+        "because the default rule (2, L/2, L-3) repeats hs[3] for L = 6; written at the top level and in `eagle_config` "
+        "(first id not 1, so sglang and vLLM read the same states) |",
+        f"| decoder layer | hidden {cfg['hidden_size']}, {cfg['num_attention_heads']} query / {cfg['num_key_value_heads']} KV heads "
+        f"(head dim {cfg['head_dim']}), MLP {cfg['intermediate_size']}, RoPE theta {cfg['rope_theta']:g} |",
+        f"| draft vocabulary | {cfg['draft_vocab_size']} most frequent training ids of {cfg['vocab_size']} "
+        f"(cover {ev.get('draft_vocab_cover', 0):.2%} of training tokens), ascending, `d2t` / `t2d` |",
+        "| embedding | none stored: the target's `embed_tokens` (as published EAGLE-3 heads) |",
+        f"| parameters | {n_par:,} (F16, {size / 1e6:.1f} MB) |", "",
+        "## Training", "",
+        f"- {steps} steps of {a['batch']} windows x {a['seq_len']} tokens (`<s>` + text from a random verse, numpy PCG64",
+        f"  seed {a['seed']}); the target (transformers `LlamaForCausalLM`, fp32, frozen) runs each batch with",
+        "  `output_hidden_states` and the three states are concatenated (low, mid, high).",
+        f"- EAGLE-3 training-time test with {a['unroll']} unrolled steps: step j feeds the head its own hidden output of",
+        "  step j-1 (teacher-forced tokens) and attends to the step-0 rows causally plus its own earlier steps, as a",
+        "  chain sees its draft KV cache at inference; loss = sum_j 0.8^j * cross-entropy against the target's",
+        "  distribution over the draft vocabulary.",
+        f"- AdamW (betas 0.9/0.95, weight decay 0.1 on matrices), clip 1.0, peak LR {a['lr']:g}, {a['warmup']} warm-up steps, then",
+        f"  cosine to 10% over a {a['max_minutes']:g}-minute budget (the run is CPU-bound on a shared 2-core machine);",
+        "  `lm_head` and the final norm start from the target's rows of the draft vocabulary.",
+        f"- last logged batch: " + ", ".join(f"step {j + 1} agreement {ag:.3f}" for j, (_, ag) in enumerate(last["steps"])),
+        f"- torch {torch.__version__.split('+')[0]}, transformers {transformers.__version__}, {a['threads']} CPU thread(s).", "",
+        "## Measured (held-out books, Python reference loops, fp32 compute on the F16 weights)", "",
+        f"Top-1 agreement of the first draft token with the target's greedy next token, over {ev['agree_positions']:,}",
+        "held-out positions (the head sees the target's features up to the previous position and the current",
+        "token; kjv-draft sees the whole prefix):", "",
+        "| drafter | agreement |", "| --- | --- |",
+        f"| kjv-eagle3 | {ev['agree_head']:.4f} |", f"| kjv-draft | {ev['agree_draft']:.4f} |", "",
+        f"Greedy speculative decoding, gamma = {a['gamma']}, {a['n_prompts']} held-out prompts (`<s>` + 32 tokens, as",
+        f"train_pair.py picks them) x {a['n_new']} new tokens, one target pass per round:", "",
+        "| drafter | tokens per round | accepted / drafted |", "| --- | --- | --- |",
+        f"| kjv-eagle3 (chain) | {e['tokens_per_round']:.3f} | {e['accepted']} / {e['rounds'] * a['gamma']} (max) |",
+        f"| kjv-draft | {d['tokens_per_round']:.3f} | {d['accepted']} / {d['rounds'] * a['gamma']} (max) |", "",
+        f"The torch model used here equals the float64 reference of the published forward",
+        f"(`tests/eagle3/eagle3_ref.py`, which specdec's C forward is tested against) to {ev['crosscheck_rel']:.1e}",
+        "(relative, logits of a held-out prefix and 3 chain steps).", "",
+        "## Reproduce", "", "```",
+        "pip install -r tools/requirements-train.txt; apt-get install bible-kjv",
+        f"nice -n 10 python3 tools/train_eagle3.py --workdir /tmp/kjv-eagle3 --max-minutes {a['max_minutes']:g}",
+        "```", "", "Licence: the training text is in the public domain; the weights ship with specdec.", ""]
+    open(os.path.join(args.out, "README.md"), "w").write("\n".join(lines))
+    log("wrote the model card")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", default="/tmp/kjv-eagle3")
     ap.add_argument("--target", default=os.path.join(HERE, "..", "models", "kjv-target"))
     ap.add_argument("--out", default=os.path.join(HERE, "..", "models", "kjv-eagle3"))
-    ap.add_argument("--stage", default="all", choices=["all", "train", "export", "eval", "check"])
+    ap.add_argument("--stage", default="all", choices=["all", "train", "export", "eval", "check", "card"])
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--aux", default="2,4,5", help="captured hs indices (input of those layers)")
@@ -512,8 +585,12 @@ def main():
             export(args, head, sel, target, next((h["stopped_at"] for h in hist if "stopped_at" in h), args.steps))
     if args.stage == "check":
         crosscheck(args, target, tok, corpus)
+    if args.stage == "card":
+        card(args, wd)
+        return
     if args.stage in ("all", "eval"):
         evaluate(args, wd, corpus, tok, target)
+        card(args, wd)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
  * eagle3_ref.py, fixtures by make_heads.py) over a drafter's life (prefix, chain, rollback,
  * re-extend, tree rows), bad heads, the target checks, allocation failures.
  *
- *     test_eagle3 FIXTURE_DIR      (FIXTURE_DIR/manifest.txt, target/, bad_*) */
+ *     test_eagle3 FIXTURE_DIR [MODELS_DIR]   (FIXTURE_DIR/manifest.txt, target/, bad_*; MODELS_DIR:
+ *                                            the bundled kjv-eagle3 head must fit kjv-target) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stddef.h>
@@ -312,9 +313,37 @@ static void test_alloc_failures(const specdec_model *target) {
     SD_CHECK(failures > 10, "only %d allocation points", failures);
 }
 
+/* The shipped head fits the shipped target and drafts finite logits from its embedding. */
+static void test_bundled(const char *models) {
+    char p[1024];
+    specdec_model *t = NULL, *h = NULL;
+    snprintf(p, sizeof p, "%s/kjv-target", models);
+    specdec_status st = specdec_model_load(p, NULL, &t);
+    snprintf(p, sizeof p, "%s/kjv-eagle3", models);
+    specdec_status sh = specdec_model_load(p, NULL, &h);
+    SD_CHECK(st == SPECDEC_OK && sh == SPECDEC_OK && h && h->eagle3, "bundled pair: %s", specdec_last_error());
+    if (t && h && h->eagle3) {
+        const sd_eagle3_weights *hw = &h->eagle3->w;
+        SD_CHECK(sd_eagle3_check_target(hw, &t->w.cfg, p, NULL) == SPECDEC_OK, "kjv-eagle3 vs kjv-target: %s",
+                 specdec_last_error());
+        sd_eagle3_cpu *e = NULL;
+        static float aux[4 * 768], g[4 * 256], logits[4 * 4096];
+        for (int i = 0; i < 4 * 768; i++) aux[i] = (float)((i * 37) % 11 - 5) * 0.3f;
+        int32_t tok[4] = {0, 52, 300, 7}, pos[4] = {0, 1, 2, 3};
+        int ok = sd_eagle3_cpu_create(hw, &t->w.tok_embd, 16, 4, &e, NULL) == SPECDEC_OK &&
+                 sd_eagle3_cpu_fuse(e, aux, 4, g) == SPECDEC_OK &&
+                 sd_eagle3_cpu_step(e, tok, g, pos, 4, NULL, 0, logits, g) == SPECDEC_OK;
+        for (int i = 0; ok && i < 4 * hw->cfg.draft_vocab; i++) ok = isfinite(logits[i]);
+        SD_CHECK(ok, "kjv-eagle3 forward: %s", e ? sd_eagle3_cpu_last_error(e) : specdec_last_error());
+        sd_eagle3_cpu_destroy(e);
+    }
+    specdec_model_free(h);
+    specdec_model_free(t);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_eagle3 FIXTURE_DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: test_eagle3 FIXTURE_DIR [MODELS_DIR]\n");
         return 2;
     }
     g_dir = argv[1];
@@ -328,6 +357,7 @@ int main(int argc, char **argv) {
     test_engine_refuses(target);
     test_step_errors(target);
     test_alloc_failures(target);
+    if (argc == 3) test_bundled(argv[2]);
     specdec_model_free(target);
     return sd_test_done();
 }
