@@ -147,7 +147,23 @@ typedef struct specdec_model_info {
     int32_t bos_id;               /* -1 if none */
     int32_t n_eos;                /* number of valid entries in eos_ids */
     int32_t eos_ids[SPECDEC_MAX_EOS];
-    uint64_t reserved[8];
+    /* Since 0.4 (carved from the reserved space; the struct's size is unchanged). What the
+     * directory holds: 0 = a language model; SPECDEC_DRAFT_EAGLE3 (3) = an EAGLE-3 draft
+     * head, recognised by its tensors (flat EAGLE / SpecForge / sglang or speculators layout).
+     * For a head the fields above describe its one decoder layer (hidden_size, heads,
+     * head_dim, intermediate_size, its own RoPE, n_layers = 1, dtype, n_params) and
+     * vocab_size is the TARGET vocabulary it drafts in; the head cannot run as a model of
+     * its own (an engine refuses it as target or draft with MODEL_MISMATCH). */
+    int32_t model_kind;
+    int32_t eagle3_target_hidden;   /* head: hidden_size of the target it fits (fc reads 3 x this); else 0 */
+    int32_t eagle3_draft_vocab;     /* head: ids its LM head scores (<= vocab_size, mapped by d2t); else 0 */
+    int32_t eagle3_aux_layers[3];   /* head: captured target hidden states as hs indices (0 = embeddings,
+                                       i = the input of target layer i, L = the last layer's output
+                                       before the final norm); all -1 = the default rule 2, L/2, L-3 of
+                                       the target's L layers; else 0 */
+    int32_t eagle3_own_embedding;   /* head: 1 = ships embed_tokens, 0 = uses the target's; else 0 */
+    int32_t reserved_i[1];
+    uint64_t reserved[4];
 } specdec_model_info;
 
 SPECDEC_API specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_info *info);

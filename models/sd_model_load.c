@@ -17,6 +17,7 @@
 
 #include "sd_alloc.h"
 #include "sd_config.h"
+#include "sd_eagle3_load.h"
 #include "sd_json.h"
 #include "sd_model.h"
 #include "sd_safetensors.h"
@@ -394,7 +395,9 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     memset(&L, 0, sizeof L);
     L.m = m;
     L.use_mmap = params->use_mmap != 0;
-    specdec_status st = sd_load(&L);
+    int is_head = 0;
+    specdec_status st = sd_eagle3_model_load(m, L.use_mmap, &is_head);
+    if (!st && !is_head) st = sd_load(&L);
     sd_free(L.entries);
     if (st) {
         specdec_model_free(m);
@@ -406,6 +409,7 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
 
 void specdec_model_free(specdec_model *m) {
     if (!m) return;
+    sd_eagle3_model_free(m);
     for (int32_t i = 0; i < m->n_owned; i++) sd_free(m->owned[i]);
     sd_free(m->owned);
     for (int32_t i = 0; m->files && i < m->n_files; i++) sd_st_close(m->files[i]);
@@ -443,5 +447,6 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->bos_id = c->bos_id;
     info->n_eos = c->n_eos;
     for (int i = 0; i < c->n_eos && i < SPECDEC_MAX_EOS; i++) info->eos_ids[i] = c->eos_ids[i];
+    sd_eagle3_model_info(model, info);
     return SPECDEC_OK;
 }
