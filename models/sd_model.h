@@ -26,6 +26,7 @@ struct specdec_model {
     void **owned;         /* copies of misaligned tensors */
     int32_t n_owned;
     sd_errbuf err;
+    double t_load_s;      /* seconds specdec_model_load took (specdec_stats.t_load_s) */
 };
 
 #endif
