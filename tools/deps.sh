@@ -5,7 +5,8 @@
 #                               PCRE2, utf8proc, libmicrohttpd for `specdec serve`). No Python at all:
 #                               this is everything the README's main job needs.
 #   bash tools/deps.sh --test   also what the test suite needs: clang + compiler-rt (the libFuzzer
-#                               targets), python3 + python3-venv, and the Python packages of
+#                               targets), python3 + python3-venv, curl and git (the README's
+#                               commands, the fresh-clone stage), and the Python packages of
 #                               tests/requirements.txt in the test virtual environment (below).
 #
 # The test virtual environment is <repo>/build/venv — a stable path: the CMake tests (through
@@ -32,7 +33,7 @@ for a in "$@"; do
 done
 
 pkgs="build-essential cmake pkg-config libcjson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev"
-[ "$test_deps" = 1 ] && pkgs="$pkgs clang libclang-rt-14-dev python3 python3-venv"
+[ "$test_deps" = 1 ] && pkgs="$pkgs clang libclang-rt-14-dev python3 python3-venv curl git"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -40,20 +40,13 @@ import sys
 import time
 
 BIN, SRC, TMP = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, os.path.join(SRC, "tests", "common"))
+from sd_checks import check, done  # noqa: E402
+
 os.makedirs(TMP, exist_ok=True)
 MODELS = os.path.join(SRC, "models")
 TARGET = os.path.join(MODELS, "kjv-target")
 MISSING = os.path.join(TMP, "no-such-model")
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
 
 
 def run(args, rc=0, **kw):
@@ -242,7 +235,7 @@ check(p.returncode == 130 and j.get("interrupted") is True and len(j.get("tokens
 many = os.path.join(TMP, "many.txt")
 with open(many, "w") as f:
     f.write((PROMPT + "\n") * 12)
-rc, out, err, sent = interrupt(["batch", "-f", many, "-n", "400", "--ignore-eos", "--parallel", "2", "--backend", "cpu",
+rc, out, err, sent = interrupt(["batch", "-f", many, "-n", "150", "--ignore-eos", "--parallel", "2", "--backend", "cpu",
                                 "--temp", "0", "--json", "-m", TARGET], b"1/12 done")
 lines = [json.loads(x) for x in out.decode().splitlines() if x.strip()]
 cancelled = [x for x in lines[:-1] if x["status"].startswith("SPECDEC_ERR_CANCELLED")]
@@ -287,5 +280,4 @@ check(re.fullmatch(rb"[\d ]+\n", p.stdout) is not None, f"tokenize long options:
 p = run(["tokenize", "--help"])
 check(p.stdout.startswith(b"usage: specdec tokenize") and not p.stderr, "tokenize --help on stdout")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(done())

@@ -24,7 +24,7 @@
 #include "sd_test.h"
 #include "specdec.h"
 
-#define N_GEN 40
+#define N_GEN 16
 
 static specdec_model *g_t, *g_d;
 static specdec_tokenizer *g_tok;
