@@ -530,6 +530,15 @@ typedef struct specdec_scheduler_metrics {
 } specdec_scheduler_metrics;
 /* A consistent snapshot (taken under the scheduler's lock). */
 SPECDEC_API specdec_status specdec_scheduler_get_metrics(const specdec_scheduler *s, specdec_scheduler_metrics *m);
+/* Acceptance by draft position since create (since 0.3; vLLM's spec_decode metrics):
+ * *draft_rounds = rounds that verified at least one draft token (specdec_stats'
+ * n_draft_rounds summed over requests); accepted_at[i], i < capacity = how many of those
+ * rounds accepted the draft token at position i + 1 (a tree: depth i + 1 of the accepted
+ * path); positions from SPECDEC_MAX_DRAFT on are 0. Counted per round, cancelled and
+ * failed requests included, as get_metrics. accepted_at may be NULL when capacity is 0.
+ * INVALID_ARGUMENT for NULL s / draft_rounds or capacity < 0. */
+SPECDEC_API specdec_status specdec_scheduler_get_acceptance(const specdec_scheduler *s, int64_t *draft_rounds,
+                                                            int64_t *accepted_at, int32_t capacity);
 
 
 /* ------------------------------------------------------------------------- */

@@ -69,6 +69,7 @@ typedef struct sd_sched_seq {
     sd_adapt adapt;
     sd_draft_shape shape;         /* this round's */
     int64_t counted_tokens, counted_rounds, counted_drafted, counted_accepted; /* in the metrics already */
+    int64_t counted_draft_rounds;
 } sd_sched_seq;
 
 struct specdec_scheduler {
@@ -96,6 +97,8 @@ struct specdec_scheduler {
     int stopping, join_claimed, joined;
     int dead;                     /* the device was lost: every request fails */
     specdec_scheduler_metrics m;
+    int64_t draft_rounds;                          /* specdec_scheduler_get_acceptance */
+    int64_t accepted_at[SPECDEC_MAX_DRAFT];
 };
 
 /* The loop thread (sd_sched_loop.c). */

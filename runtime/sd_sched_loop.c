@@ -29,12 +29,18 @@ static void sched_admit(specdec_scheduler *s) {
         q->begun = 0;
         q->finished = 0;
         q->counted_tokens = q->counted_rounds = q->counted_drafted = q->counted_accepted = 0;
+        q->counted_draft_rounds = 0;
     }
 }
 
 /* Add what the running sequences did since the last count to the metrics. */
 static void sched_count(specdec_scheduler *s, sd_sched_seq *q) {
     const specdec_stats *st = &q->req->stats;
+    int64_t draft_rounds = st->n_draft_rounds - q->counted_draft_rounds, accepted = st->n_accepted - q->counted_accepted;
+    s->draft_rounds += draft_rounds;
+    if (draft_rounds == 1) /* one round since the last count: its accepted path, by position */
+        for (int64_t i = 0; i < accepted && i < SPECDEC_MAX_DRAFT; i++) s->accepted_at[i]++;
+    q->counted_draft_rounds = st->n_draft_rounds;
     s->m.tokens_generated += q->g.n_out - q->counted_tokens;
     s->m.rounds += st->n_rounds - q->counted_rounds;
     s->m.drafted += st->n_drafted - q->counted_drafted;

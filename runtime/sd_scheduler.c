@@ -569,3 +569,16 @@ specdec_status specdec_scheduler_get_metrics(const specdec_scheduler *s, specdec
     pthread_mutex_unlock(&ms->mu);
     return SPECDEC_OK;
 }
+
+specdec_status specdec_scheduler_get_acceptance(const specdec_scheduler *s, int64_t *draft_rounds,
+                                                int64_t *accepted_at, int32_t capacity) {
+    if (!s || !draft_rounds || capacity < 0 || (capacity > 0 && !accepted_at))
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "specdec_scheduler_get_acceptance: NULL scheduler, draft_rounds or accepted_at, or capacity < 0");
+    specdec_scheduler *ms = (specdec_scheduler *)s;
+    pthread_mutex_lock(&ms->mu);
+    *draft_rounds = s->draft_rounds;
+    for (int32_t i = 0; i < capacity; i++) accepted_at[i] = i < SPECDEC_MAX_DRAFT ? s->accepted_at[i] : 0;
+    pthread_mutex_unlock(&ms->mu);
+    return SPECDEC_OK;
+}

@@ -3,7 +3,10 @@
  *    (not JSON, wrong types, out-of-range values, unknown model, empty messages, bad
  *    UTF-8, a tree shape the library refuses) gives its HTTP status, an error message and
  *    the offending param; a valid "tree" / "draft_nodes" is passed through;
- *  - sd_api_check_head: routes, methods, the API key, the declared length;
+ *  - sd_api_check_head: routes, methods, the API key (scheme case-insensitive), the
+ *    declared length, Content-Type (415), the Host on a loopback bind (403);
+ *  - sd_api_check_framing: CL + TE, differing CLs, chunked twice (400), other codings (501);
+ *  - a NUL in a body (raw, or \u0000 outside an escaped backslash) is a 400;
  *  - sd_api_utf8_valid against a reference decoder on random byte strings (fixed seed);
  *  - the stop filter (sd_stopper): text fed in random pieces releases exactly the text
  *    before the first stop sequence, never more than it, and never takes text back,
@@ -97,26 +100,41 @@ static void test_head(void) {
         const char *method, *url, *auth, *length, *key;
         int code;
         sd_endpoint ep;
+        const char *ctype, *host;
     } cases[] = {
-        {"POST", "/v1/completions", NULL, "10", NULL, 0, SD_EP_COMPLETIONS},
-        {"POST", "/completions", NULL, NULL, NULL, 0, SD_EP_COMPLETIONS},
-        {"POST", "/v1/chat/completions", "Bearer k", NULL, "k", 0, SD_EP_CHAT},
-        {"GET", "/v1/models", NULL, NULL, NULL, 0, SD_EP_MODELS},
-        {"GET", "/health", NULL, NULL, "k", 0, SD_EP_HEALTH},
-        {"GET", "/metrics", "Bearer k", NULL, "k", 0, SD_EP_METRICS},
-        {"GET", "/metrics", NULL, NULL, "k", 401, SD_EP_METRICS},
-        {"POST", "/v1/completions", "Bearer kk", NULL, "k", 401, SD_EP_COMPLETIONS},
-        {"POST", "/v1/completions", "k", NULL, "k", 401, SD_EP_COMPLETIONS},
-        {"POST", "/v1/completions", "Bearer ", NULL, "k", 401, SD_EP_COMPLETIONS},
-        {"POST", "/v1/embeddings", NULL, NULL, NULL, 404, SD_EP_OTHER},
-        {"POST", "/v1/embeddings", NULL, NULL, "k", 401, SD_EP_OTHER},
-        {"GET", "/v1/completions", NULL, NULL, NULL, 405, SD_EP_OTHER},
-        {"POST", "/v1/completions", NULL, "101", NULL, 413, SD_EP_COMPLETIONS},
-        {"POST", "/v1/completions", NULL, "100", NULL, 0, SD_EP_COMPLETIONS},
-        {"POST", "/v1/completions", NULL, "99999999999999999999999", NULL, 413, SD_EP_COMPLETIONS},
+        {"POST", "/v1/completions", "bearer k", NULL, "k", 0, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/completions", "BEARER  k", NULL, "k", 0, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/completions", NULL, NULL, NULL, 415, SD_EP_COMPLETIONS, "text/plain", NULL},
+        {"POST", "/v1/completions", NULL, NULL, NULL, 415, SD_EP_COMPLETIONS, "", NULL},
+        {"POST", "/v1/completions", NULL, NULL, NULL, 415, SD_EP_COMPLETIONS, "application/jsonx", NULL},
+        {"POST", "/v1/completions", NULL, NULL, NULL, 0, SD_EP_COMPLETIONS, " Application/JSON;charset=utf-8", NULL},
+        {"GET", "/health", NULL, NULL, NULL, 403, SD_EP_HEALTH, NULL, "evil.example"},
+        {"GET", "/health", NULL, NULL, NULL, 403, SD_EP_HEALTH, NULL, "localhost.evil:80"},
+        {"GET", "/health", NULL, NULL, NULL, 0, SD_EP_HEALTH, NULL, "LOCALHOST:8080"},
+        {"GET", "/health", NULL, NULL, NULL, 0, SD_EP_HEALTH, NULL, "[::1]:8080"},
+        {"GET", "/health", NULL, NULL, NULL, 403, SD_EP_HEALTH, NULL, "[::2]"},
+        {"POST", "/v1/completions", NULL, "10", NULL, 0, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/completions", NULL, NULL, NULL, 0, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/chat/completions", "Bearer k", NULL, "k", 0, SD_EP_CHAT, NULL, NULL},
+        {"GET", "/v1/models", NULL, NULL, NULL, 0, SD_EP_MODELS, NULL, NULL},
+        {"GET", "/health", NULL, NULL, "k", 0, SD_EP_HEALTH, NULL, NULL},
+        {"GET", "/metrics", "Bearer k", NULL, "k", 0, SD_EP_METRICS, NULL, NULL},
+        {"GET", "/metrics", NULL, NULL, "k", 401, SD_EP_METRICS, NULL, NULL},
+        {"POST", "/v1/completions", "Bearer kk", NULL, "k", 401, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/completions", "k", NULL, "k", 401, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/completions", "Bearer ", NULL, "k", 401, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/embeddings", NULL, NULL, NULL, 404, SD_EP_OTHER, NULL, NULL},
+        {"POST", "/v1/embeddings", NULL, NULL, "k", 401, SD_EP_OTHER, NULL, NULL},
+        {"GET", "/v1/completions", NULL, NULL, NULL, 405, SD_EP_OTHER, NULL, NULL},
+        {"POST", "/v1/completions", NULL, "101", NULL, 413, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/completions", NULL, "100", NULL, 0, SD_EP_COMPLETIONS, NULL, NULL},
+        {"POST", "/v1/completions", NULL, "99999999999999999999999", NULL, 413, SD_EP_COMPLETIONS, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sd_api_head h = {cases[i].method, cases[i].url, cases[i].auth, cases[i].length};
+        static const char *const hosts[] = {"localhost", "127.0.0.1", "[::1]"};
+        const char *ct = cases[i].ctype ? cases[i].ctype : "application/json";
+        sd_api_head h = {cases[i].method, cases[i].url, cases[i].auth, cases[i].length,
+                         *ct ? ct : NULL, cases[i].host, hosts, 3};
         sd_endpoint ep;
         sd_api_error e;
         int code = sd_api_check_head(&h, cases[i].key, 100, &ep, &e);
@@ -326,7 +344,55 @@ static void test_mutations(void) {
     printf("mutations: %d valid, %d x 400, %d x 404\n", counts[200], counts[400], counts[404]);
 }
 
+static void test_framing(void) {
+    static const struct {
+        const char *cl[3], *te[3];
+        int n_cl, n_te, code;
+    } cases[] = {
+        {{"5"}, {NULL}, 1, 0, 0},
+        {{"5", "5"}, {NULL}, 2, 0, 0},
+        {{NULL}, {"chunked"}, 0, 1, 0},
+        {{NULL}, {" Chunked "}, 0, 1, 0},
+        {{"5"}, {"chunked"}, 1, 1, 400},
+        {{"5", "6"}, {NULL}, 2, 0, 400},
+        {{NULL}, {"chunked", "chunked"}, 0, 2, 400},
+        {{NULL}, {"gzip"}, 0, 1, 501},
+        {{NULL}, {"gzip, chunked"}, 0, 1, 501},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_api_error e;
+        int code = sd_api_check_framing(cases[i].cl, cases[i].n_cl, cases[i].te, cases[i].n_te, &e);
+        SD_CHECK(code == cases[i].code && (code == 0 || (e.close && e.message[0])), "framing %zu: %d want %d", i,
+                 code, cases[i].code);
+    }
+}
+
+static void test_nul(void) {
+    static const struct {
+        const char *body;
+        size_t len;
+        int code;
+    } cases[] = {
+        {"{\"prompt\":\"a\\u0000b\"}", 0, 400},
+        {"{\"prompt\":\"a\\\\u0000b\"}", 0, 200}, /* an escaped backslash, then "u0000" */
+        {"{\"prompt\":\"a\\\\\\u0000b\"}", 0, 400},
+        {"{\"prompt\":\"a\0b\"}", 16, 400},
+        {"{\"prompt\":\"a\",\"stop\":\"\\u0000\"}", 0, 400},
+        {"{\"prompt\":\"a\\u0001\"}", 0, 200},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_api_request r;
+        sd_api_error e;
+        size_t n = cases[i].len ? cases[i].len : strlen(cases[i].body);
+        int code = sd_api_parse(cases[i].body, n, 0, NULL, &r, &e);
+        SD_CHECK(code == cases[i].code, "NUL case %zu: %d want %d (%s)", i, code, cases[i].code, e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+}
+
 int main(void) {
+    test_framing();
+    test_nul();
     test_valid();
     test_invalid();
     test_tree();

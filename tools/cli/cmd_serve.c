@@ -21,7 +21,8 @@ static void serve_usage(FILE *f) {
             "  -md DIR             draft model directory (speculative decoding); none: plain decoding\n"
             "  --host ADDR         bind address (default 127.0.0.1: loopback only)\n"
             "  --port N            port, 0 = any free one (printed); default 8080\n"
-            "  --api-key KEY       require 'Authorization: Bearer KEY' (default: $SPECDEC_API_KEY, else none)\n"
+            "  --api-key KEY       require 'Authorization: Bearer KEY' (default: $SPECDEC_API_KEY, else none;\n"
+            "                      prefer the variable: argv is visible to every user of the machine)\n"
             "  --parallel N        requests decoded at once, 1..256 (default 4)\n"
             "  --queue N           requests waiting beyond those; more get 429 (default 64)\n"
             "  --backend B         auto|cpu|cuda (default auto)\n"
@@ -32,8 +33,16 @@ static void serve_usage(FILE *f) {
             "  --alias NAME        model id served and expected in requests (default: the target dir's name)\n"
             "  --max-body BYTES    request body limit, 413 beyond (default 2097152)\n"
             "  --timeout S         per-request limit in seconds; the request is cancelled (default 600)\n"
-            "  --body-timeout S    a request body must arrive within S seconds; idle connections close (default 30)\n"
-            "  --max-connections N simultaneous connections (default 256)\n"
+            "  --body-timeout S    a request (headers and body) must arrive within S seconds of the accept or\n"
+            "                      of the connection's previous answer, else it is closed (default 30)\n"
+            "  --idle-timeout S    close a connection silent for S seconds (default 5)\n"
+            "  --shutdown-timeout S  SIGTERM: requests get S seconds to finish, then are cancelled (default 30)\n"
+            "  --max-connections N simultaneous connections; more get 503 + Retry-After (default 256)\n"
+            "  --allowed-hosts H   comma-separated Host names accepted on a loopback bind besides localhost,\n"
+            "                      127.0.0.1, [::1] and --host ('*': any; default none)\n"
+            "  --max-prompt-bytes N  refuse longer prompt text before tokenizing (default 0: 2 x context x\n"
+            "                      the longest token's bytes)\n"
+            "  --prep-threads N    threads that parse and tokenize requests, 1..4 (default 0: half the CPUs)\n"
             "  --verbose           log requests to stderr\n",
             SPECDEC_MAX_DRAFT);
 }
@@ -86,6 +95,11 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--max-body")) bad = serve_long(v, 1, 1L << 30, &n), c->max_body = (size_t)n;
     else if (!strcmp(a, "--timeout")) bad = serve_seconds(v, &c->timeout_s);
     else if (!strcmp(a, "--body-timeout")) bad = serve_seconds(v, &c->body_timeout_s);
+    else if (!strcmp(a, "--idle-timeout")) bad = serve_seconds(v, &c->idle_timeout_s);
+    else if (!strcmp(a, "--shutdown-timeout")) bad = serve_seconds(v, &c->shutdown_timeout_s);
+    else if (!strcmp(a, "--allowed-hosts")) c->allowed_hosts = v;
+    else if (!strcmp(a, "--max-prompt-bytes")) bad = serve_long(v, 0, 1L << 30, &n), c->max_prompt_bytes = (size_t)n;
+    else if (!strcmp(a, "--prep-threads")) bad = serve_long(v, 0, 4, &n), c->prep_threads = (int)n;
     else if (!strcmp(a, "--max-connections")) bad = serve_long(v, 1, 100000, &n), c->max_connections = (int)n;
     else if (!strcmp(a, "--backend")) {
         if (!strcmp(v, "auto")) c->backend = SPECDEC_BACKEND_AUTO;

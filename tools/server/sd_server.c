@@ -1,13 +1,18 @@
-/* sd_server.c — the server's lifecycle: load the model pair and tokenizer, create the
- * scheduler (max_active = --parallel), start the HTTP daemon, wait for SIGINT/SIGTERM,
- * then stop in order: refuse new work and cancel running requests (scheduler
- * shutdown), stop the daemon (joins the connection threads), free everything. */
-#define _POSIX_C_SOURCE 200809L
+/* sd_server.c — the server's lifecycle: bind and start the HTTP daemon (/health says
+ * "loading"), load the model pair and tokenizer, create the scheduler (max_active =
+ * --parallel) and the prep pool, serve (the main thread sweeps connection deadlines
+ * between signals), then on SIGINT/SIGTERM drain: new requests 503, running and queued
+ * ones get --shutdown-timeout to finish, then the rest are cancelled (scheduler
+ * shutdown), their answers go out, the daemon stops (joins the connection threads) and
+ * everything is freed. */
+#define _GNU_SOURCE /* mallopt */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sd_server_internal.h"
 
@@ -22,6 +27,8 @@ void sd_server_config_default(sd_server_config *c) {
     c->max_body = (size_t)2 << 20;
     c->timeout_s = 600;
     c->body_timeout_s = 30;
+    c->idle_timeout_s = 5;
+    c->shutdown_timeout_s = 30;
     c->max_connections = 256;
 }
 
@@ -106,20 +113,60 @@ static int sd_server_load(sd_server *srv) {
     specdec_backend be = srv->cfg.backend;
     if (be == SPECDEC_BACKEND_AUTO) be = specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
     srv->backend_name = be == SPECDEC_BACKEND_CUDA ? "cuda" : "cpu";
+    srv->max_prompt_bytes = srv->cfg.max_prompt_bytes ? srv->cfg.max_prompt_bytes : sd_prep_default_bytes(srv);
+    int threads = srv->cfg.prep_threads;
+    if (threads <= 0) threads = (int)(sysconf(_SC_NPROCESSORS_ONLN) / 2);
+    srv->prep = sd_prep_create(threads); /* NULL (no thread could start): prepared on the connection's thread */
     return 0;
 }
 
 static void sd_server_free(sd_server *srv) {
     sd_http_stop(srv);
+    sd_prep_free(srv->prep);
     specdec_scheduler_free(srv->sched);
     specdec_tokenizer_free(srv->tok);
     specdec_model_free(srv->draft);
     specdec_model_free(srv->target);
     sd_metrics_destroy(&srv->metrics);
+    sd_conn_destroy(srv);
     free(srv);
 }
 
+/* Wait up to seconds for a signal in set, sweeping connection deadlines meanwhile:
+ * the signal, or 0 when the time is up (seconds < 0: no limit). */
+static int sd_server_wait(sd_server *srv, const sigset_t *set, double seconds) {
+    double end = sd_now() + seconds;
+    for (;;) {
+        sd_conn_sweep(srv);
+        if (seconds >= 0 && sd_now() >= end) return 0;
+        struct timespec tick = {0, 100000000L}; /* the sweep's period */
+        int sig = sigtimedwait(set, NULL, &tick);
+        if (sig > 0) return sig;
+    }
+}
+
+/* Drain: new requests get 503 (state), running and queued ones may finish within
+ * shutdown_timeout_s (a second signal ends the wait), then the rest are cancelled. */
+static void sd_server_drain(sd_server *srv, const sigset_t *set) {
+    atomic_store(&srv->state, SD_STATE_DRAINING);
+    double end = sd_now() + srv->cfg.shutdown_timeout_s;
+    while (atomic_load(&srv->active_jobs) > 0 && sd_now() < end)
+        if (sd_server_wait(srv, set, 0.1 < end - sd_now() ? 0.1 : end - sd_now()) > 0) break;
+    if (atomic_load(&srv->active_jobs) > 0)
+        fprintf(stderr, "specdec serve: cancelling %d request(s) still running\n", atomic_load(&srv->active_jobs));
+    atomic_store(&srv->cancel_all, 1);
+    specdec_scheduler_shutdown(srv->sched); /* queued and running requests end as cancelled */
+    /* let the answers of the cancelled requests (final chunks) go out before the daemon
+     * closes every connection; a client that does not read is not waited for long */
+    for (int i = 0; i < 50 && atomic_load(&srv->active_jobs) > 0; i++) sd_server_wait(srv, set, 0.1);
+}
+
 int sd_server_run(const sd_server_config *cfg) {
+    if (cfg->api_key && !*cfg->api_key) {
+        fprintf(stderr, "specdec serve: the API key is empty, which would leave the server open; set "
+                        "SPECDEC_API_KEY to a secret, or unset it (and give no --api-key) for no authentication\n");
+        return 2;
+    }
     if (cfg->chat_template && !sd_server_chat_template_known(cfg->chat_template)) {
         char names[128];
         sd_server_chat_template_list(names, sizeof names);
@@ -134,30 +181,35 @@ int sd_server_run(const sd_server_config *cfg) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client that hangs up must not kill the process */
+    /* buffers of request size (bodies, parse trees, prompt ids) come from mmap and go back
+     * when freed: a burst of big requests must not leave its peak in malloc's arenas (the
+     * default threshold grows to 32 MiB after the first such free) */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     sd_server *srv = calloc(1, sizeof *srv);
-    if (!srv || sd_metrics_init(&srv->metrics)) {
+    if (!srv || sd_metrics_init(&srv->metrics) || sd_conn_init(srv)) {
         fprintf(stderr, "specdec serve: out of memory\n");
         free(srv);
         return 1;
     }
     srv->cfg = *cfg;
-    atomic_init(&srv->stopping, 0);
+    atomic_init(&srv->state, SD_STATE_LOADING);
+    atomic_init(&srv->cancel_all, 0);
     atomic_init(&srv->next_id, 1);
     atomic_init(&srv->active_jobs, 0);
     sd_server_model_id(srv);
-    if (sd_server_load(srv) || sd_http_start(srv)) {
+    if (sd_http_start(srv) || sd_server_load(srv)) {
         sd_server_free(srv);
         return 1;
     }
-    int sig = 0;
-    sigwait(&set, &sig);
-    fprintf(stderr, "specdec serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    atomic_store(&srv->stopping, 1);
-    specdec_scheduler_shutdown(srv->sched); /* new requests: 503; running ones end as cancelled */
-    /* let the answers of the cancelled requests (final chunks) go out before the daemon
-     * closes every connection; a client that does not read is not waited for long */
-    struct timespec tick = {0, 10000000L};
-    for (int i = 0; i < 500 && atomic_load(&srv->active_jobs) > 0; i++) nanosleep(&tick, NULL);
+    atomic_store(&srv->state, SD_STATE_READY); /* release: the models are set up */
+    printf("specdec serve: ready (model %s, %s backend, %s, parallel %d, chat template %s)\n", srv->model_id,
+           srv->backend_name, srv->draft ? "speculative" : "plain decoding", srv->cfg.parallel,
+           srv->chat_family ? srv->chat_family : "unsupported");
+    fflush(stdout);
+    int sig = sd_server_wait(srv, &set, -1);
+    fprintf(stderr, "specdec serve: %s, draining (up to %g s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
+            srv->cfg.shutdown_timeout_s);
+    sd_server_drain(srv, &set);
     sd_server_free(srv);
     return 0;
 }

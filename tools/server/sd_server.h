@@ -35,8 +35,21 @@ typedef struct sd_server_config {
     int n_draft;                 /* default γ of a request (its "n_draft" overrides); default 4 */
     size_t max_body;             /* request body limit in bytes (413 beyond); default 2 MiB */
     double timeout_s;            /* per-request limit from submit to the end; default 600 */
-    double body_timeout_s;       /* a request (headers + body) must arrive within this; default 30 */
-    int max_connections;         /* simultaneous connections (each a thread); default 256 */
+    double body_timeout_s;       /* a request (headers + body) must arrive in full within this many
+                                    seconds of the connection's accept or of its previous response
+                                    (else the connection is closed); default 30 */
+    double idle_timeout_s;       /* a connection silent this long is closed (restored after every
+                                    response); whole seconds, rounded up; default 5 */
+    double shutdown_timeout_s;   /* SIGTERM: running and queued requests get this long to finish
+                                    before they are cancelled (finish_reason "abort"); default 30 */
+    int max_connections;         /* simultaneous connections (each a thread); more are answered 503
+                                    with Retry-After and closed; default 256 */
+    const char *allowed_hosts;   /* comma-separated Host names accepted besides localhost, 127.0.0.1,
+                                    [::1] and --host when bound to loopback ("*": any); NULL = none */
+    size_t max_prompt_bytes;     /* prompt text (or all chat contents) longer than this is refused
+                                    before tokenizing; 0 = 2 x n_ctx x the longest token's bytes */
+    int prep_threads;            /* threads that parse and tokenize requests (bounded work before the
+                                    scheduler); 0 = half the CPUs, 1..4 */
     const char *chat_template;   /* chat prompt family (specdec_chat_template_name: llama3, chatml,
                                     llama2, mistral, zephyr, phi3, plain); NULL = the model's own
                                     (detected from its tokenizer directory; none: "plain") */
@@ -51,9 +64,12 @@ int sd_server_chat_template_known(const char *name);
 /* The family names joined by ", " into buf (for messages). */
 void sd_server_chat_template_list(char *buf, size_t cap);
 
-/* Load, listen, print "listening on http://HOST:PORT", serve until SIGINT or SIGTERM,
- * then stop cleanly (running requests are cancelled). Returns the process exit code:
- * 0 after a signal, 1 when the server could not start, 2 for an unknown chat_template. */
+/* Listen, print "listening on http://HOST:PORT", load (/health answers 503 "loading"
+ * meanwhile), serve until SIGINT or SIGTERM, then drain: new requests get 503, /health
+ * 503 "draining", running and queued requests get shutdown_timeout_s to finish (a second
+ * signal ends the wait), the rest are cancelled. Returns the process exit code: 0 after a
+ * signal, 1 when the server could not start (port in use: "address already in use"), 2
+ * for an unknown chat_template or an empty api_key. */
 int sd_server_run(const sd_server_config *c);
 
 #endif

@@ -46,8 +46,10 @@ typedef struct sd_job {
     sd_stopper stopper;
     int32_t n_emitted;
     double t_first;
+    double t_last_step;            /* when the last round that emitted tokens for it emitted them */
+    int64_t last_step;             /* the scheduler's round count seen then (rounds tell steps apart) */
     /* the connection thread's */
-    double t_submit, deadline;
+    double t_arrival, t_submit, deadline;
     int cancelled, timed_out, disconnected, done;
     specdec_status outcome;
     specdec_stats stats;
@@ -97,6 +99,7 @@ static void sd_job_free(sd_job *j) {
         int32_t n;
         specdec_status os;
         specdec_scheduler_wait(j->srv->sched, j->rid, -1, j->tokens, j->cap, &n, NULL, &os);
+        sd_metrics_finish(&j->srv->metrics, SD_FIN_ABORT, sd_now() - j->t_arrival, 0, 0); /* left mid-stream */
     }
     if (j->rid) atomic_fetch_sub(&j->srv->active_jobs, 1);
     for (int i = 0; i < j->n_stop; i++) free(j->stops[i]);
@@ -108,9 +111,25 @@ static void sd_job_free(sd_job *j) {
     free(j);
 }
 
+/* vLLM's time to first token (from arrival) and inter-token latency (between the engine
+ * steps that emit tokens for a request: a speculative round emits several at once). The
+ * scheduler's round count only moves between rounds, so tokens of one round see one
+ * value. Scheduler thread, outside the scheduler's lock (get_metrics may be called). */
+static void sd_job_step(sd_job *j) {
+    specdec_scheduler_metrics m;
+    if (specdec_scheduler_get_metrics(j->srv->sched, &m) != SPECDEC_OK) return;
+    double now = sd_now();
+    if (j->t_last_step == 0) sd_metrics_observe(&j->srv->metrics, SD_H_TTFT, now - j->t_arrival);
+    else if (m.rounds != j->last_step) sd_metrics_observe(&j->srv->metrics, SD_H_ITL, now - j->t_last_step);
+    else return;
+    j->t_last_step = now;
+    j->last_step = m.rounds;
+}
+
 /* The scheduler thread's side: append the piece, find stop sequences, wake the reader. */
 static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     sd_job *j = ud;
+    if (tok >= 0) sd_job_step(j);
     pthread_mutex_lock(&j->mu);
     if (tok >= 0 && j->n_emitted++ == 0) j->t_first = sd_now();
     if (len && j->stopper.stop_at == (size_t)-1) {
@@ -128,20 +147,16 @@ static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len)
 /* ------------------------------------------------------------------------- */
 static int sd_gen_tokenize(sd_server *srv, const char *text, size_t len, int32_t **ids, int32_t *n,
                            sd_api_error *e) {
-    int32_t cap = len < (size_t)INT32_MAX - 64 ? (int32_t)len + 64 : INT32_MAX;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        *ids = malloc((size_t)cap * sizeof(int32_t));
-        if (!*ids) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt ids");
-        specdec_status st = specdec_tokenize(srv->tok, text, len, 1, *ids, cap, n);
-        if (st == SPECDEC_OK) return 0;
-        free(*ids);
-        *ids = NULL;
-        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL)
-            return sd_api_fail(e, 500, "server_error", NULL, NULL, "tokenizing the prompt: %s",
-                               specdec_tokenizer_last_error(srv->tok));
-        cap = *n;
-    }
-    return sd_api_fail(e, 500, "server_error", NULL, NULL, "tokenizing the prompt: size changed");
+    int32_t cap = srv->n_ctx + 8; /* a prompt that does not fit here is refused: its count is enough */
+    *ids = malloc((size_t)cap * sizeof(int32_t));
+    if (!*ids) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt ids");
+    specdec_status st = specdec_tokenize(srv->tok, text, len, 1, *ids, cap, n);
+    if (st == SPECDEC_OK) return 0;
+    free(*ids);
+    *ids = NULL;
+    if (st == SPECDEC_ERR_BUFFER_TOO_SMALL) return 0; /* *n is the count: sd_gen_budget refuses it */
+    return sd_api_fail(e, 500, "server_error", NULL, NULL, "tokenizing the prompt: %s",
+                       specdec_tokenizer_last_error(srv->tok));
 }
 
 /* The chat prompt's ids: the conversation rendered with the server's chat family (the
@@ -153,24 +168,21 @@ static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **
                            "NAME); /v1/completions works", srv->chat_problem);
     specdec_chat_message *m = malloc((size_t)req->n_messages * sizeof *m);
     if (!m) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the conversation");
-    size_t bytes = 256;
     for (int i = 0; i < req->n_messages; i++) {
         m[i].role = req->messages[i].role;
         m[i].content = req->messages[i].content;
-        bytes += strlen(m[i].content) + 16;
     }
-    int32_t cap = bytes < (size_t)INT32_MAX / 2 ? (int32_t)bytes : INT32_MAX / 2;
+    int32_t cap = srv->n_ctx + 8; /* as sd_gen_tokenize: beyond the context the count is enough */
     specdec_status st = SPECDEC_ERR_OUT_OF_MEMORY;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (!(*ids = malloc((size_t)cap * sizeof(int32_t)))) break;
+    if ((*ids = malloc((size_t)cap * sizeof(int32_t))))
         st = specdec_chat_tokenize(srv->tok, srv->cfg.chat_template, m, req->n_messages, 1, *ids, cap, n);
-        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL) break;
-        free(*ids);
-        *ids = NULL;
-        cap = *n;
-    }
     free(m);
     if (st == SPECDEC_OK) return 0;
+    if (st == SPECDEC_ERR_BUFFER_TOO_SMALL) {
+        free(*ids);
+        *ids = NULL;
+        return 0;
+    }
     free(*ids);
     *ids = NULL;
     *n = 0;
@@ -198,7 +210,21 @@ static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int32_t **id
         *n = req->n_prompt_ids;
         return 0;
     }
-    if (!req->chat) return sd_gen_tokenize(srv, req->prompt, req->prompt_len, ids, n, e);
+    /* the cost before the work: bytes, then a running count against the context */
+    sd_bound b = {srv->n_ctx - (req->max_tokens > 0 ? req->max_tokens : 1), 0, 0};
+    int rc = 0;
+    if (!req->chat) {
+        if ((rc = sd_prep_bytes(srv, req->prompt_len, "prompt", e)) ||
+            (rc = sd_prep_bound(srv, &b, req->prompt, req->prompt_len, "prompt", e)))
+            return rc;
+        return sd_gen_tokenize(srv, req->prompt, req->prompt_len, ids, n, e);
+    }
+    size_t bytes = 0;
+    for (int i = 0; i < req->n_messages; i++) bytes += strlen(req->messages[i].content);
+    if ((rc = sd_prep_bytes(srv, bytes, "messages", e))) return rc;
+    for (int i = 0; i < req->n_messages; i++)
+        if ((rc = sd_prep_bound(srv, &b, req->messages[i].content, strlen(req->messages[i].content), "messages", e)))
+            return rc;
     return sd_gen_chat_ids(srv, req, ids, n, e);
 }
 
@@ -277,21 +303,53 @@ static int sd_gen_submit_error(specdec_status st, sd_api_error *e) {
     }
 }
 
-/* Parse, build the prompt, submit. 0, or the HTTP status with *e set. */
+/* The work before the scheduler, run on the prep pool (bounded): parse the body, check
+ * and build the prompt, check the budget. */
+typedef struct sd_gen_prep {
+    sd_server *srv;
+    int chat;
+    const char *body;
+    size_t len;
+    sd_api_request req;  /* parsed when rc is 0 (or past parsing) */
+    int parsed;
+    int32_t *ids, n, n_predict;
+    sd_api_error e;
+    int rc;
+} sd_gen_prep;
+
+static void sd_gen_prep_run(void *arg) {
+    sd_gen_prep *p = arg;
+    sd_server *srv = p->srv;
+    if (sd_api_parse(p->body, p->len, p->chat, srv->model_id, &p->req, &p->e) != 200) {
+        p->rc = p->e.http;
+        return;
+    }
+    p->parsed = 1;
+    if (!srv->draft && (p->req.n_tree > 0 || p->req.draft_nodes > 0))
+        p->rc = sd_api_fail(&p->e, 400, "invalid_request_error", NULL, p->req.n_tree > 0 ? "tree" : "draft_nodes",
+                            "a draft tree needs a draft model; this server decodes without one (no -md)");
+    if (!p->rc) p->rc = sd_gen_prompt(srv, &p->req, &p->ids, &p->n, &p->e);
+    if (!p->rc) p->rc = sd_gen_budget(srv, &p->req, p->n, &p->n_predict, &p->e);
+}
+
+/* Prepare (on the pool), submit. 0, or the HTTP status with *e set. */
 static int sd_gen_start(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len,
-                        sd_job **out, sd_api_error *e) {
-    sd_api_request req;
+                        double t_arrival, sd_job **out, sd_api_error *e) {
     *out = NULL;
-    if (sd_api_parse(body, len, chat, srv->model_id, &req, e) != 200) return e->http;
-    int32_t *ids = NULL, n = 0, n_predict = 0;
+    sd_gen_prep p = {.srv = srv, .chat = chat, .body = body, .len = len};
+    sd_prep_run(srv->prep, sd_gen_prep_run, &p);
+    if (p.rc) {
+        *e = p.e;
+        free(p.ids);
+        if (p.parsed) sd_api_request_free(&p.req);
+        return p.rc;
+    }
+    sd_api_request req = p.req;
+    int32_t *ids = p.ids, n = p.n, n_predict = p.n_predict;
     sd_job *j = sd_job_new(srv, c, &req);
     int rc = j ? 0 : sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
-    if (!rc && !srv->draft && (req.n_tree > 0 || req.draft_nodes > 0))
-        rc = sd_api_fail(e, 400, "invalid_request_error", NULL, req.n_tree > 0 ? "tree" : "draft_nodes",
-                         "a draft tree needs a draft model; this server decodes without one (no -md)");
-    if (!rc) rc = sd_gen_prompt(srv, &req, &ids, &n, e);
-    if (!rc) rc = sd_gen_budget(srv, &req, n, &n_predict, e);
     if (!rc) {
+        j->t_arrival = t_arrival;
         j->n_prompt = n;
         j->cap = n_predict < srv->n_ctx - n ? n_predict : srv->n_ctx - n;
         j->tokens = malloc((size_t)j->cap * sizeof(int32_t));
@@ -323,12 +381,26 @@ static void sd_job_watch(sd_job *j) {
     if (j->cancelled) return;
     int gone = j->conn && sd_http_client_gone(j->conn);
     int late = sd_now() > j->deadline;
-    if (!gone && !late && !atomic_load(&j->srv->stopping)) return;
+    if (!gone && !late && !atomic_load(&j->srv->cancel_all)) return; /* draining: it may finish */
     specdec_scheduler_cancel(j->srv->sched, j->rid);
     j->cancelled = 1;
     j->disconnected = gone;
     j->timed_out = late && !gone;
     sd_metrics_event(&j->srv->metrics, gone, j->timed_out);
+}
+
+/* 1 when the engine ended it by EOS or a stop string (the text filter included). */
+static int sd_job_stopped(const sd_job *j) {
+    specdec_stop_reason sr = j->stats.stop_reason;
+    return sr == SPECDEC_STOP_EOS || sr == SPECDEC_STOP_STRING || j->stopper.stop_at != (size_t)-1;
+}
+
+/* How it ended, as vLLM's finish reasons: a cancelled request (client gone, timeout,
+ * shutdown) is "abort", never "length". */
+static sd_finish sd_job_finish_kind(const sd_job *j) {
+    if (j->outcome == SPECDEC_ERR_CANCELLED) return SD_FIN_ABORT;
+    if (j->outcome != SPECDEC_OK || j->text.oom) return SD_FIN_ERROR;
+    return sd_job_stopped(j) ? SD_FIN_STOP : SD_FIN_LENGTH;
 }
 
 /* One wait of at most ms; 1 once the request is collected. */
@@ -343,6 +415,9 @@ static int sd_job_poll(sd_job *j, int32_t ms) {
     pthread_mutex_lock(&j->mu);
     sd_stop_finish(&j->stopper, j->text.len);
     pthread_mutex_unlock(&j->mu);
+    double now = sd_now(), queued = now - j->t_submit - j->stats.t_total_s; /* t_total_s: from admission */
+    sd_metrics_finish(&j->srv->metrics, sd_job_finish_kind(j), now - j->t_arrival, queued > 0 ? queued : 0,
+                      (int32_t)j->stats.n_prompt);
     return 1;
 }
 
@@ -358,14 +433,16 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
         return NULL;
     }
     static const char *const reasons[] = {"none", "length", "eos", "stop_string", "callback", "context_full"};
+    static const char *const finishes[] = {"stop", "length", "abort", "error"};
     specdec_stop_reason sr = j->stats.stop_reason;
-    int stopped = sr == SPECDEC_STOP_EOS || sr == SPECDEC_STOP_STRING || j->stopper.stop_at != (size_t)-1;
     memset(r, 0, sizeof *r);
     r->text = j->text.p ? j->text.p : "";
     r->len = j->stopper.safe;
-    r->finish = j->outcome == SPECDEC_OK && stopped ? "stop" : "length";
-    r->stop_detail = j->outcome == SPECDEC_ERR_CANCELLED ? (j->timed_out ? "timeout" : "cancelled")
-                     : (unsigned)sr < 6 ? reasons[sr] : "none";
+    r->finish = finishes[sd_job_finish_kind(j)];
+    r->stop_detail = j->outcome != SPECDEC_ERR_CANCELLED ? ((unsigned)sr < 6 ? reasons[sr] : "none")
+                     : j->timed_out                      ? "timeout"
+                     : j->disconnected                   ? "disconnect"
+                                                         : "shutdown"; /* the scheduler's shutdown cancels the rest */
     r->n_prompt = j->n_prompt;
     r->n_completion = j->n_out;
     r->stats = &j->stats;
@@ -498,7 +575,7 @@ enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat
     sd_endpoint ep = chat ? SD_EP_CHAT : SD_EP_COMPLETIONS;
     sd_api_error e;
     sd_job *j = NULL;
-    if (sd_gen_start(srv, c, chat, body, len, &j, &e)) return sd_http_reply_error(srv, c, ep, &e);
+    if (sd_gen_start(srv, c, chat, body, len, sd_now(), &j, &e)) return sd_http_reply_error(srv, c, ep, &e);
     /* the idle timeout guards uploads; while the answer is generated the connection may be
      * quiet for long: allow the request's own limit (then a client that stopped reading is
      * still dropped eventually) */

@@ -15,17 +15,39 @@
 #include "sd_server_request.h"
 #include "sd_server_text.h"
 
-#define SD_METRICS_CODES 12 /* distinct status codes tracked per endpoint */
+#define SD_METRICS_CODES 16 /* distinct status codes tracked per endpoint */
+#define SD_HIST_MAX 24      /* buckets of a histogram (+Inf not included) */
+#define SD_MAX_HOSTS 16     /* Host names accepted on a loopback bind */
+
+/* A Prometheus histogram with vLLM's bucket bounds (sd_server_metrics.c). */
+typedef enum sd_hist_kind { SD_H_TTFT, SD_H_ITL, SD_H_E2E, SD_H_QUEUE, SD_H_COUNT } sd_hist_kind;
+typedef struct sd_hist {
+    long bucket[SD_HIST_MAX]; /* observations <= each bound (not cumulative here) */
+    long count;
+    double sum;
+} sd_hist;
+
+/* How a generation request ended, as vLLM's finished_reason label. */
+typedef enum sd_finish { SD_FIN_STOP, SD_FIN_LENGTH, SD_FIN_ABORT, SD_FIN_ERROR, SD_FIN_COUNT } sd_finish;
 
 typedef struct sd_server_metrics {
     pthread_mutex_t mu;
     int codes[SD_METRICS_CODES];                 /* status codes seen, 0 = free slot */
     long http[SD_EP_COUNT][SD_METRICS_CODES];    /* responses by endpoint and code */
     long prompt_tokens, completion_tokens;       /* usage of answered generation requests */
-    long disconnects, timeouts;                  /* requests cancelled for these reasons */
+    long prefill_tokens;                         /* prompt tokens of every request that was prefilled */
+    long disconnects, timeouts, shutdown_cancels; /* requests cancelled for these reasons */
+    long over_limit, deadline_closes;            /* connections refused (503) / cut by the arrival deadline */
+    long finished[SD_FIN_COUNT];                 /* generation requests by how they ended */
     double ttft_sum;                             /* seconds from submit to the first token */
     long ttft_count;
+    sd_hist hist[SD_H_COUNT];
 } sd_server_metrics;
+
+enum { SD_STATE_LOADING, SD_STATE_READY, SD_STATE_DRAINING };
+
+typedef struct sd_track sd_track; /* a connection's arrival deadline (sd_server_conn.c) */
+typedef struct sd_prep sd_prep;   /* the bounded pool that parses and tokenizes (sd_server_prep.c) */
 
 typedef struct sd_server {
     sd_server_config cfg;
@@ -42,22 +64,73 @@ typedef struct sd_server {
     const char *chat_family;
     char chat_problem[256];
     struct MHD_Daemon *daemon;
-    atomic_int stopping;               /* set at shutdown: waits give up, new requests get 503 */
+    int listen_fd;                     /* bound by us (exact errors), handed to libmicrohttpd */
+    atomic_int state;                  /* SD_STATE_*: loading and draining answer 503 */
+    atomic_int cancel_all;             /* the drain's time is up: waits cancel their requests */
     atomic_long next_id;               /* response ids */
     atomic_int active_jobs;            /* generation requests not yet answered (drained at shutdown) */
+    /* connections: each tracked from accept to close (sd_server_conn.c), under conn_mu */
+    pthread_mutex_t conn_mu;
+    sd_track *tracks;
+    int n_open;
+    int trim_pending;                  /* memory was freed: give it back once idle */
+    /* Host names accepted when bound to loopback (n_hosts 0: bound elsewhere, no check) */
+    const char *hosts[SD_MAX_HOSTS];
+    int n_hosts;
+    char hosts_buf[1024];
+    size_t max_prompt_bytes;           /* effective limit (config, or derived from the vocabulary) */
+    sd_prep *prep;
     sd_server_metrics metrics;
 } sd_server;
+
+/* The server is loaded and not draining (acquire: its models may be used). */
+static inline int sd_ready(sd_server *srv) { return atomic_load(&srv->state) == SD_STATE_READY; }
 
 /* sd_server_http.c: replies (each counted in the metrics under ep). */
 enum MHD_Result sd_http_reply(sd_server *srv, struct MHD_Connection *c, sd_endpoint ep, int code,
                               const char *content_type, const char *body, size_t len);
 enum MHD_Result sd_http_reply_error(sd_server *srv, struct MHD_Connection *c, sd_endpoint ep,
                                     const sd_api_error *e);
-int sd_http_start(sd_server *srv);  /* 0 or -1 (message printed) */
+int sd_http_start(sd_server *srv);  /* bind, listen, start the daemon: 0 or -1 (message printed) */
 void sd_http_stop(sd_server *srv);
 /* 1 if the client of c has closed its end (checked without blocking). */
 int sd_http_client_gone(struct MHD_Connection *c);
 double sd_now(void);
+
+/* sd_server_conn.c: connection tracking (MHD_OPTION_NOTIFY_CONNECTION), the arrival
+ * deadline of each request, the connection limit, and the sweep that enforces them. */
+void sd_conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                    enum MHD_ConnectionNotificationCode code);
+int sd_conn_over_limit(struct MHD_Connection *c);     /* 1: accepted beyond --max-connections */
+void sd_conn_arrived(sd_server *srv, struct MHD_Connection *c); /* the request is in: no deadline */
+void sd_conn_idle(sd_server *srv, struct MHD_Connection *c);    /* answered: the next one's deadline */
+void sd_conn_sweep(sd_server *srv);                   /* close connections past their deadline */
+int sd_conn_init(sd_server *srv);
+void sd_conn_destroy(sd_server *srv);
+
+/* sd_server_prep.c: a fixed pool of threads for the work done before a request reaches
+ * the scheduler (parsing, prompt checks, tokenizing), so that at most `threads` such
+ * jobs run at once however many connections deliver bodies. sd_prep_run queues fn(arg)
+ * and waits for it (FIFO); with no pool (NULL) it runs fn here. */
+sd_prep *sd_prep_create(int threads);
+void sd_prep_free(sd_prep *p);
+void sd_prep_run(sd_prep *p, void (*fn)(void *), void *arg);
+/* Prompt cost before work. sd_prep_bytes: 0, or 400 context_length_exceeded when a prompt
+ * text of len bytes is over srv->max_prompt_bytes. sd_prep_bound: a running token count of
+ * text added to *b (pieces of 16 KiB cut at spaces, tokenized one by one, so memory stays
+ * bounded), stopping at the first piece that takes it past b->limit (beyond a slack of a few
+ * tokens per cut): then 400 context_length_exceeded. Texts of one piece are not counted
+ * (the exact tokenization that follows costs no more). */
+typedef struct sd_bound {
+    int32_t limit; /* tokens the prompt may have */
+    long count;    /* counted so far */
+    int cuts;      /* pieces cut so far */
+} sd_bound;
+int sd_prep_bytes(const sd_server *srv, size_t len, const char *param, sd_api_error *e);
+int sd_prep_bound(sd_server *srv, sd_bound *b, const char *text, size_t len, const char *param, sd_api_error *e);
+/* The default byte limit: 2 x n_ctx x the longest token's text (a prompt longer than
+ * n_ctx x that cannot fit; the factor covers normalizers that shrink text). */
+size_t sd_prep_default_bytes(const sd_server *srv);
 
 /* sd_server_gen.c: a POST to /v1/completions or /v1/chat/completions, body complete. */
 enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len);
@@ -66,8 +139,9 @@ enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat
 typedef struct sd_gen_result {
     const char *text;          /* the returned text (stop sequence cut off) */
     size_t len;
-    const char *finish;        /* "stop" or "length" */
-    const char *stop_detail;   /* the engine's stop reason, or "timeout" / "cancelled" */
+    const char *finish;        /* "stop", "length", or "abort" (cancelled: see stop_detail) */
+    const char *stop_detail;   /* the engine's stop reason, or why it was cancelled: "timeout",
+                                  "shutdown", "disconnect" */
     int32_t n_prompt, n_completion;
     const specdec_stats *stats;
     int32_t n_draft;           /* γ of a chain (0 without a draft, or with a tree) */
@@ -95,6 +169,11 @@ void sd_metrics_destroy(sd_server_metrics *m);
 void sd_metrics_http(sd_server_metrics *m, sd_endpoint ep, int code);
 void sd_metrics_usage(sd_server_metrics *m, int32_t n_prompt, int32_t n_completion, double ttft_s);
 void sd_metrics_event(sd_server_metrics *m, int disconnect, int timeout);
+void sd_metrics_observe(sd_server_metrics *m, sd_hist_kind h, double seconds);
+/* A generation request ended (submitted to the scheduler): how, its end-to-end latency
+ * from arrival and its time queued, and the prompt tokens it prefilled (0: none). */
+void sd_metrics_finish(sd_server_metrics *m, sd_finish f, double e2e_s, double queue_s, int32_t prefilled);
+void sd_metrics_count(sd_server_metrics *m, long *counter); /* ++*counter under the lock */
 int sd_metrics_render(sd_buf *b, sd_server *srv);
 
 #endif

@@ -1,8 +1,10 @@
 /* sd_server_metrics.c — counters kept by the server and the Prometheus text format
  * (version 0.0.4) of /metrics: HTTP responses by endpoint and status code, generation
  * requests by outcome, tokens, acceptance rate, tokens per round, queue depth, active
- * requests, KV pool use (0 until the scheduler has a paged KV cache), disconnects,
- * timeouts and time to first token. */
+ * requests, KV pool use, disconnects, timeouts, time to first token, connections
+ * refused or cut; and, under vLLM's names, types, labels (model_name, engine) and
+ * histogram buckets, what routers and dashboards built for vLLM read (sd_render_vllm). */
+#include <stdio.h>
 #include <string.h>
 
 #include "sd_server_internal.h"
@@ -40,6 +42,54 @@ void sd_metrics_usage(sd_server_metrics *m, int32_t n_prompt, int32_t n_completi
     pthread_mutex_unlock(&m->mu);
 }
 
+/* vLLM's bucket bounds (vllm/v1/metrics/loggers.py): time to first token, inter-token
+ * latency (as time_per_output_token), and request latency (e2e and queue). */
+static const double sd_b_ttft[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+                                   1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+static const double sd_b_itl[] = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                  0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+static const double sd_b_req[] = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+                                  30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+static const struct {
+    const char *name, *help;
+    const double *bounds;
+    int n;
+} sd_hists[SD_H_COUNT] = {
+    {"vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", sd_b_ttft, 22},
+    {"vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", sd_b_itl, 19},
+    {"vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", sd_b_req, 21},
+    {"vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", sd_b_req, 21},
+};
+
+static void sd_hist_add(sd_hist *h, sd_hist_kind k, double v) {
+    int i = 0;
+    while (i < sd_hists[k].n && v > sd_hists[k].bounds[i]) i++;
+    if (i < sd_hists[k].n) h->bucket[i]++;
+    h->count++;
+    h->sum += v;
+}
+
+void sd_metrics_observe(sd_server_metrics *m, sd_hist_kind h, double seconds) {
+    pthread_mutex_lock(&m->mu);
+    sd_hist_add(&m->hist[h], h, seconds);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void sd_metrics_finish(sd_server_metrics *m, sd_finish f, double e2e_s, double queue_s, int32_t prefilled) {
+    pthread_mutex_lock(&m->mu);
+    m->finished[f]++;
+    m->prefill_tokens += prefilled;
+    sd_hist_add(&m->hist[SD_H_E2E], SD_H_E2E, e2e_s);
+    sd_hist_add(&m->hist[SD_H_QUEUE], SD_H_QUEUE, queue_s);
+    pthread_mutex_unlock(&m->mu);
+}
+
+void sd_metrics_count(sd_server_metrics *m, long *counter) {
+    pthread_mutex_lock(&m->mu);
+    (*counter)++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void sd_metrics_event(sd_server_metrics *m, int disconnect, int timeout) {
     pthread_mutex_lock(&m->mu);
     m->disconnects += disconnect != 0;
@@ -69,6 +119,86 @@ static void sd_render_http(sd_buf *b, const sd_server_metrics *m) {
     sd_metric(b, "specdec_time_to_first_token_seconds", "summary", "Seconds from submit to the first token.");
     sd_buf_printf(b, "specdec_time_to_first_token_seconds_sum %.6f\nspecdec_time_to_first_token_seconds_count %ld\n",
                   m->ttft_sum, m->ttft_count);
+    sd_metric(b, "specdec_connections_refused_total", "counter",
+              "Connections over --max-connections, answered 503 and closed.");
+    sd_buf_printf(b, "specdec_connections_refused_total %ld\n", m->over_limit);
+    sd_metric(b, "specdec_request_deadline_closes_total", "counter",
+              "Connections closed because a request did not arrive within --body-timeout.");
+    sd_buf_printf(b, "specdec_request_deadline_closes_total %ld\n", m->deadline_closes);
+}
+
+/* ------------------------------------------------------------------------- */
+/* vLLM's names                                                               */
+/* ------------------------------------------------------------------------- */
+/* A bucket bound as Prometheus' clients print it (Go's float formatting: "1.0", "0.025"). */
+static void sd_le(char *out, size_t cap, double v) {
+    snprintf(out, cap, "%g", v);
+    if (!strpbrk(out, ".e")) snprintf(out + strlen(out), cap - strlen(out), ".0");
+}
+
+static void sd_render_hist(sd_buf *b, const char *labels, sd_hist_kind k, const sd_hist *h) {
+    const char *name = sd_hists[k].name;
+    sd_metric(b, name, "histogram", sd_hists[k].help);
+    long cum = 0;
+    char le[32];
+    for (int i = 0; i < sd_hists[k].n; i++) {
+        cum += h->bucket[i];
+        sd_le(le, sizeof le, sd_hists[k].bounds[i]);
+        sd_buf_printf(b, "%s_bucket{%s,le=\"%s\"} %ld\n", name, labels, le, cum);
+    }
+    sd_buf_printf(b, "%s_bucket{%s,le=\"+Inf\"} %ld\n%s_count{%s} %ld\n%s_sum{%s} %.9g\n", name, labels, h->count,
+                  name, labels, h->count, name, labels, h->sum);
+}
+
+/* model_name="ID",engine="0" with the id escaped as the text format wants (\\ \" \n). */
+static void sd_vllm_labels(char *out, size_t cap, const char *model) {
+    size_t o = (size_t)snprintf(out, cap, "model_name=\"");
+    for (const char *p = model; *p && o + 4 < cap; p++) {
+        if (*p == '\\' || *p == '"' || *p == '\n') out[o++] = '\\';
+        out[o++] = *p == '\n' ? 'n' : *p;
+    }
+    snprintf(out + o, cap - o, "\",engine=\"0\"");
+}
+
+static void sd_render_vllm_spec(sd_buf *b, const char *lb, sd_server *srv, const specdec_scheduler_metrics *s) {
+    int64_t rounds = 0, at[SPECDEC_MAX_DRAFT] = {0};
+    if (specdec_scheduler_get_acceptance(srv->sched, &rounds, at, SPECDEC_MAX_DRAFT) != SPECDEC_OK) return;
+    sd_metric(b, "vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.");
+    sd_buf_printf(b, "vllm:spec_decode_num_drafts_total{%s} %lld\n", lb, (long long)rounds);
+    sd_metric(b, "vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.");
+    sd_buf_printf(b, "vllm:spec_decode_num_draft_tokens_total{%s} %lld\n", lb, (long long)s->drafted);
+    sd_metric(b, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.");
+    sd_buf_printf(b, "vllm:spec_decode_num_accepted_tokens_total{%s} %lld\n", lb, (long long)s->accepted);
+    sd_metric(b, "vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted tokens per draft position.");
+    int n = srv->cfg.n_draft > 0 ? srv->cfg.n_draft : 1; /* the default γ's positions, more once used */
+    for (int i = 0; i < SPECDEC_MAX_DRAFT; i++)
+        if (at[i]) n = i + 1 > n ? i + 1 : n;
+    for (int i = 0; i < n; i++)
+        sd_buf_printf(b, "vllm:spec_decode_num_accepted_tokens_per_pos_total{%s,position=\"%d\"} %lld\n", lb, i,
+                      (long long)at[i]);
+}
+
+static void sd_render_vllm(sd_buf *b, sd_server *srv, const sd_server_metrics *m, const specdec_scheduler_metrics *s) {
+    static const char *const reasons[SD_FIN_COUNT] = {"stop", "length", "abort", "error"};
+    char lb[sizeof srv->model_id * 2 + 32];
+    sd_vllm_labels(lb, sizeof lb, srv->model_id);
+    sd_metric(b, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
+    sd_buf_printf(b, "vllm:num_requests_running{%s} %d\n", lb, (int)s->active);
+    sd_metric(b, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.");
+    sd_buf_printf(b, "vllm:num_requests_waiting{%s} %d\n", lb, (int)s->queued);
+    sd_metric(b, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.");
+    sd_buf_printf(b, "vllm:kv_cache_usage_perc{%s} %.6g\n", lb,
+                  s->kv_blocks_total ? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0.0);
+    sd_metric(b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
+    sd_buf_printf(b, "vllm:prompt_tokens_total{%s} %ld\n", lb, m->prefill_tokens);
+    sd_metric(b, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
+    sd_buf_printf(b, "vllm:generation_tokens_total{%s} %lld\n", lb, (long long)s->tokens_generated);
+    sd_metric(b, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
+    for (int f = 0; f < SD_FIN_COUNT; f++)
+        sd_buf_printf(b, "vllm:request_success_total{%s,finished_reason=\"%s\"} %ld\n", lb, reasons[f],
+                      m->finished[f]);
+    for (int k = 0; k < SD_H_COUNT; k++) sd_render_hist(b, lb, (sd_hist_kind)k, &m->hist[k]);
+    if (srv->draft) sd_render_vllm_spec(b, lb, srv, s);
 }
 
 static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
@@ -105,11 +235,15 @@ static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
 }
 
 int sd_metrics_render(sd_buf *b, sd_server *srv) {
-    sd_server_metrics *m = &srv->metrics;
+    sd_server_metrics *m = &srv->metrics, snap;
     pthread_mutex_lock(&m->mu);
     sd_render_http(b, m);
+    snap = *m;
     pthread_mutex_unlock(&m->mu);
     specdec_scheduler_metrics s;
-    if (specdec_scheduler_get_metrics(srv->sched, &s) == SPECDEC_OK) sd_render_sched(b, &s);
+    if (atomic_load(&srv->state) != SD_STATE_LOADING && specdec_scheduler_get_metrics(srv->sched, &s) == SPECDEC_OK) {
+        sd_render_sched(b, &s);
+        sd_render_vllm(b, srv, &snap, &s);
+    }
     return b->oom ? -1 : 0;
 }

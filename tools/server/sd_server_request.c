@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ static void sd_utf8_repair(char *s) {
 int sd_api_fail(sd_api_error *e, int http, const char *type, const char *code, const char *param, const char *fmt,
                 ...) {
     e->http = http;
+    e->close = 0;
     e->type = type;
     e->code = code;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
@@ -359,6 +361,18 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     return rc;
 }
 
+/* 1 if the JSON text has a NUL: a raw byte, or the escape \u0000 (a backslash outside
+ * strings is no valid JSON, so every backslash starts an escape of one string). */
+static int sd_has_nul(const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\0') return 1;
+        if (s[i] != '\\' || i + 1 >= n) continue;
+        if (s[i + 1] == 'u' && n - i >= 6 && !memcmp(s + i + 2, "0000", 4)) return 1;
+        i++; /* the escaped character (a backslash or quote included) */
+    }
+    return 0;
+}
+
 int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, sd_api_request *out,
                  sd_api_error *err) {
     memset(out, 0, sizeof *out);
@@ -371,6 +385,8 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
     out->verify = SPECDEC_VERIFY_AUTO;
     if (!body || len == 0) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the request body is empty");
     if (!sd_api_utf8_valid(body, len)) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");
+    if (sd_has_nul(body, len))
+        return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body contains a NUL character (raw or \\u0000)");
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!root) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid JSON (near byte %zu)",
@@ -423,8 +439,9 @@ static sd_endpoint sd_route(const char *url, const char *method, int *code) {
  * first differing byte, so response times do not reveal a prefix of the key). */
 static int sd_auth_ok(const char *key, const char *header) {
     if (!key || !*key) return 1;
-    if (!header || strncmp(header, "Bearer ", 7) != 0) return 0;
+    if (!header || strncasecmp(header, "Bearer ", 7) != 0) return 0; /* RFC 9110: the scheme is case-insensitive */
     const char *tok = header + 7;
+    while (*tok == ' ') tok++;
     size_t n = strlen(key), m = strlen(tok);
     unsigned char diff = (unsigned char)(n != m);
     for (size_t i = 0; i < n; i++) diff |= (unsigned char)(key[i] ^ (i < m ? tok[i] : 0));
@@ -442,16 +459,69 @@ static int sd_length_over(const char *cl, size_t max) {
     return v > (uint64_t)max;
 }
 
+/* application/json, any case, parameters allowed ("; charset=utf-8"). */
+static int sd_json_type(const char *ct) {
+    if (!ct) return 0;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    if (strncasecmp(ct, "application/json", 16) != 0) return 0;
+    char c = ct[16];
+    return c == '\0' || c == ';' || c == ' ' || c == '\t';
+}
+
+int sd_api_host_allowed(const char *host, const char *const *allowed, int n) {
+    if (!host) return 0;
+    size_t len = strlen(host);
+    if (host[0] == '[') { /* [v6]:port -> [v6] */
+        const char *rb = strchr(host, ']');
+        if (rb) len = (size_t)(rb - host) + 1;
+    } else {
+        const char *colon = strchr(host, ':');
+        if (colon && !strchr(colon + 1, ':')) len = (size_t)(colon - host);
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(allowed[i], "*") || (strlen(allowed[i]) == len && !strncasecmp(allowed[i], host, len)))
+            return 1;
+    return 0;
+}
+
+/* "chunked", any case, surrounded by optional whitespace. */
+static int sd_is_chunked(const char *v) {
+    while (*v == ' ' || *v == '\t') v++;
+    if (strncasecmp(v, "chunked", 7) != 0) return 0;
+    for (v += 7; *v == ' ' || *v == '\t'; v++) {}
+    return *v == '\0';
+}
+
+int sd_api_check_framing(const char *const *cl, int n_cl, const char *const *te, int n_te, sd_api_error *e) {
+    int rc = 0;
+    if (n_cl > 0 && n_te > 0)
+        rc = sd_api_fail(e, 400, INVALID, NULL, NULL, "both Content-Length and Transfer-Encoding (RFC 9112 6.3)");
+    for (int i = 1; !rc && i < n_cl; i++)
+        if (strcmp(cl[i], cl[0]) != 0)
+            rc = sd_api_fail(e, 400, INVALID, NULL, NULL, "Content-Length headers that differ");
+    for (int i = 0; !rc && i < n_te; i++)
+        if (!sd_is_chunked(te[i]))
+            rc = sd_api_fail(e, 501, INVALID, NULL, NULL, "unsupported transfer coding (only chunked)");
+    if (!rc && n_te > 1) rc = sd_api_fail(e, 400, INVALID, NULL, NULL, "chunked given more than once");
+    if (rc) e->close = 1;
+    return rc;
+}
+
 int sd_api_check_head(const sd_api_head *h, const char *api_key, size_t max_body, sd_endpoint *ep,
                       sd_api_error *e) {
     memset(e, 0, sizeof *e);
     int code = 0;
     *ep = sd_route(h->url ? h->url : "", h->method ? h->method : "", &code);
+    if (h->n_allowed_hosts > 0 && h->host && !sd_api_host_allowed(h->host, h->allowed_hosts, h->n_allowed_hosts))
+        return sd_api_fail(e, 403, INVALID, "host_not_allowed", NULL,
+                           "Host header not allowed on this loopback server (see --allowed-hosts)");
     if (*ep != SD_EP_HEALTH && !sd_auth_ok(api_key, h->authorization))
         return sd_api_fail(e, 401, "authentication_error", "invalid_api_key", NULL,
                            "missing or incorrect API key (Bearer token)");
     if (code == 404) return sd_api_fail(e, 404, INVALID, NULL, NULL, "no such endpoint");
     if (code == 405) return sd_api_fail(e, 405, INVALID, NULL, NULL, "method not allowed here");
+    if (h->method && !strcmp(h->method, "POST") && !sd_json_type(h->content_type))
+        return sd_api_fail(e, 415, INVALID, NULL, NULL, "Content-Type must be application/json");
     if (h->content_length && sd_length_over(h->content_length, max_body))
         return sd_api_fail(e, 413, INVALID, NULL, NULL, "request body over the limit of %zu bytes", max_body);
     return 0;

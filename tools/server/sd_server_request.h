@@ -58,6 +58,7 @@ typedef struct sd_api_request {
 
 typedef struct sd_api_error {
     int http;             /* status code */
+    int close;            /* 1: close the connection after this answer (framing errors, refusals at the door) */
     const char *type;     /* "invalid_request_error", "authentication_error", "server_error", ... */
     const char *code;     /* NULL or "model_not_found", "context_length_exceeded", ... */
     char param[32];       /* "" or the offending field */
@@ -73,7 +74,9 @@ int sd_api_fail(sd_api_error *e, int http, const char *type, const char *code, c
 #endif
     ;
 
-/* Parse body[0..len) (any bytes). chat selects the endpoint's schema. model_id: the
+/* Parse body[0..len) (any bytes). chat selects the endpoint's schema. A NUL anywhere
+ * (a raw byte, or the escape \u0000 inside a string) is refused with 400: C strings
+ * would silently cut the text there. model_id: the
  * served model ("model" must equal it when given), NULL = accept any. Returns 200 with
  * *out filled (free with sd_api_request_free), or the HTTP status of the failure with
  * *err filled and *out empty. Never reads past len; body need not be NUL-terminated. */
@@ -86,15 +89,33 @@ typedef struct sd_api_head {
     const char *method, *url;      /* as libmicrohttpd gives them */
     const char *authorization;     /* the Authorization header, NULL when absent */
     const char *content_length;    /* the Content-Length header, NULL when absent */
+    const char *content_type;      /* the Content-Type header, NULL when absent */
+    const char *host;              /* the Host header, NULL when absent */
+    const char *const *allowed_hosts; /* n_allowed_hosts names the Host may carry (any port); 0 = no check */
+    int n_allowed_hosts;
 } sd_api_head;
 
 /* Route and admit a request: *ep is its endpoint (SD_EP_OTHER when none). Returns 0,
- * or with *err filled: 401 when api_key is set (non-empty) and the request is not for
- * /health and does not carry "Bearer <api_key>" exactly; 404 for an unknown path; 405
- * for a known path with another method; 413 when a declared Content-Length (decimal)
- * exceeds max_body. Checked in that order. The key is compared in constant time. */
+ * or with *err filled: 403 when n_allowed_hosts > 0 and a Host header names none of
+ * them (DNS rebinding; a missing Host passes: browsers always send one); 401 when
+ * api_key is set (non-empty) and the request is not for /health and does not carry
+ * "Bearer <api_key>" (scheme case-insensitive); 404 for an unknown path; 405 for a
+ * known path with another method; 415 for a POST whose Content-Type is not
+ * application/json (absent included: no CORS "simple request" can run a completion);
+ * 413 when a declared Content-Length (decimal) exceeds max_body. Checked in that
+ * order. The key is compared in constant time. */
 int sd_api_check_head(const sd_api_head *h, const char *api_key, size_t max_body, sd_endpoint *ep,
                       sd_api_error *err);
+
+/* 1 if host (a Host header: name or address, optional ":port", IPv6 in brackets)
+ * names one of allowed[0..n) (case-insensitive; "*" allows any). */
+int sd_api_host_allowed(const char *host, const char *const *allowed, int n);
+
+/* Message framing of a request, from every Content-Length (cl[0..n_cl)) and
+ * Transfer-Encoding (te[0..n_te)) header it carries: 0, or with *err filled and
+ * err->close set: 400 for both kinds together, Content-Lengths that differ, or
+ * "chunked" given twice; 501 for a transfer coding other than "chunked". */
+int sd_api_check_framing(const char *const *cl, int n_cl, const char *const *te, int n_te, sd_api_error *err);
 
 /* Fuzz entry point: parse + validate + free; returns the HTTP status (200 = valid).
  * A libFuzzer target is: LLVMFuzzerTestOneInput(d, n) { sd_server_parse_body(d, n, n & 1); return 0; } */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int sd_buf_reserve(sd_buf *b, size_t extra) {
+int sd_buf_reserve(sd_buf *b, size_t extra) {
     if (b->oom) return -1;
     if (extra > SIZE_MAX / 2 - b->len) goto fail;
     size_t need = b->len + extra + 1;

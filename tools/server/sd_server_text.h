@@ -12,6 +12,7 @@ typedef struct sd_buf {
 } sd_buf;
 
 int sd_buf_append(sd_buf *b, const void *s, size_t n); /* 0, or -1 (and b->oom) */
+int sd_buf_reserve(sd_buf *b, size_t extra);          /* room for extra more bytes (and a NUL): 0 or -1 */
 int sd_buf_puts(sd_buf *b, const char *s);
 int sd_buf_printf(sd_buf *b, const char *fmt, ...)
 #if defined(__GNUC__)
