@@ -356,7 +356,7 @@ typedef struct specdec_stats {
     double nodes_per_round;       /* n_drafted / n_draft_rounds: draft tokens (tree nodes) verified
                                      per round */
     /* since 0.4: the first five take the place of the former reserved[5]; the struct grew
-     * from 200 to 632 bytes (hence the soname libspecdec.so.0.4). */
+     * from 176 to 672 bytes (hence the soname libspecdec.so.0.4). */
     double t_load_s;              /* seconds to load the models this ran on (specdec_model_load of
                                      target and draft) and create its engine or scheduler: a
                                      one-time cost, the same in every call on that engine */
@@ -381,8 +381,8 @@ typedef struct specdec_stats {
     /* Acceptance by position: index i is the (i+1)-th draft token of a chain, or depth i+1 of
      * a tree. n_drafted_at_pos[i]: rounds whose draft reached that position (chain: γ > i;
      * tree: depth > i); n_accepted_at_pos[i]: rounds that accepted a token there (accepted
-     * length > i); acceptance_at_pos[i] = their ratio (0 when nothing was drafted there),
-     * non-increasing in i for a fixed γ. For a tree this is the per-depth acceptance, while
+     * length > i); acceptance_at_pos[i] = their ratio (0 when nothing was drafted there).
+     * For a tree this is the per-depth acceptance, while
      * acceptance_rate is accepted path tokens per verified NODE (a per-node rate, small for
      * wide trees) and mean_accepted_length the accepted tokens per round. */
     int64_t n_drafted_at_pos[SPECDEC_MAX_DRAFT];

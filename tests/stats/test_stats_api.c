@@ -26,6 +26,9 @@
 
 #define N_GEN 16
 
+/* 0.4's layout (include/specdec.h): grown from 176 bytes, the new fields after the old */
+_Static_assert(sizeof(specdec_stats) == 672, "specdec_stats changed size: a new soname and this test");
+
 static specdec_model *g_t, *g_d;
 static specdec_tokenizer *g_tok;
 static int32_t g_prompt[64], g_n_prompt;

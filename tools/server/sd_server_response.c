@@ -33,7 +33,8 @@ static void sd_json_array(sd_buf *b, const char *name, const int64_t *iv, const 
 /* The extension field "speculative": every specdec_stats field under its C name with the
  * CLI's values (tools/cli/cli_stats.c; tests/cli/test_cli_stats.py checks both against
  * include/specdec.h), plus the server's own: backend and the tree asked for; stop_reason
- * is the library's name ("n_predict", "eos", ...) or the server's "timeout" / "cancelled". */
+ * is the library's name ("n_predict", "eos", ...), or for a request cut short (finish
+ * "abort") the server's reason ("shutdown", "timeout", "disconnect"). */
 static void sd_speculative(sd_buf *b, const sd_server *srv, const sd_gen_result *r) {
     const specdec_stats *s = r->stats;
     sd_buf_printf(b,
@@ -69,9 +70,8 @@ static void sd_speculative(sd_buf *b, const sd_server *srv, const sd_gen_result 
         for (int i = 0; i < r->n_tree; i++) sd_buf_printf(b, "%s%d", i ? "," : "", (int)r->tree[i]);
         sd_buf_puts(b, "],");
     }
-    const int server_stop = !strcmp(r->stop_detail, "timeout") || !strcmp(r->stop_detail, "cancelled");
-    sd_buf_printf(b, "\"stop_reason\":\"%s\"}",
-                  server_stop ? r->stop_detail : specdec_stop_reason_name(s->stop_reason));
+    const int cut = !strcmp(r->finish, "abort"); /* cancelled: the server says why */
+    sd_buf_printf(b, "\"stop_reason\":\"%s\"}", cut ? r->stop_detail : specdec_stop_reason_name(s->stop_reason));
 }
 
 int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
