@@ -32,8 +32,8 @@
  *   tlog [n_rows][V]   target logits: a wave's verify rows packed in slot order;
  *   q    [n_rows][V]   the processed draft rows each x_i was drawn from, γ per slot packed;
  *   dlog [n_slots][V]  one draft logits row per slot (the row the next draft is drawn from);
- *   the draft-sampling and verifier workspaces (zeroed once; the verifier's counters
- *   again before each launch, whose n_seq varies);
+ *   the draft-sampling and verifier workspaces (zeroed once: launches of every shape
+ *   share them, kernels/cuda/sd_cuda_mb.h "workspace layouts");
  *   the small arrays (seeds, sequence ids, draft and verify positions, draft ids, the
  *   readback), twinned in pinned host memory at the same offsets.
  * n_rows = max_seqs * (SPECDEC_MAX_DRAFT + 1), capped so the arena stays near
@@ -75,6 +75,7 @@ typedef struct sd_cbr {
     int32_t V, max_seqs;
     int32_t n_rows, n_slots;  /* a wave's buffers (see the top) */
     cudaStream_t stream;
+    cudaEvent_t order;        /* stream ordering with the groups' streams (cbr_forward) */
     void *arena;
     float *tlog, *q, *dlog;
     void *ws_draft, *ws_verify;
@@ -226,12 +227,18 @@ static sd_runner_seg cbr_seg(sd_runner *r, const int32_t *tokens, int32_t n, int
     return g;
 }
 
-/* One forward of the round (segments in rd->segs), the wanted rows to the device. */
-static specdec_status cbr_forward(sd_cbr *rd, int32_t n, int32_t tail, const char *what) {
+/* One forward of the round (segments in rd->segs, runners of group grp), the wanted rows
+ * to the device. The forward runs on the group's stream and writes the round's logits
+ * rows, which the round's stream reads and earlier read (issue 24 (c)): the two are
+ * ordered by events both ways, never only by the host synchronisations around them. */
+static specdec_status cbr_forward(sd_cbr *rd, sd_runner_group *grp, int32_t n, int32_t tail, const char *what) {
     if (n == 0) return SPECDEC_OK;
     sd_errbuf eb;
     sd_err_clear(&eb);
-    specdec_status st = sd_cuda_group_forward_device(rd->segs, n, tail, &eb);
+    const cudaStream_t gs = sd_cuda_group_stream(grp);
+    specdec_status st = sd_cuda_stream_after(gs, rd->stream, rd->order, &eb);
+    if (st == SPECDEC_OK) st = sd_cuda_group_forward_device(rd->segs, n, tail, &eb);
+    if (st == SPECDEC_OK) st = sd_cuda_stream_after(rd->stream, gs, rd->order, &eb);
     if (st == SPECDEC_OK) return SPECDEC_OK;
     return cbr_note(rd, sd_fail(&rd->base.err, st, "cuda-batch round: %s forward: %s", what, eb.msg));
 }
@@ -256,7 +263,7 @@ static specdec_status cbr_draft_forward(sd_cbr *rd, sd_cbr_slot *sl, int32_t k, 
             rd->segs[n++] = cbr_seg(s->draft, &x->vtok[i], 1, L + i - 1, rd->dlog + (size_t)j * V);
         }
     }
-    return cbr_forward(rd, n, 1, "draft");
+    return cbr_forward(rd, rd->gd, n, 1, "draft");
 }
 
 /* Draft step i's sampling: x_{i+1} of every slot with γ > i from its dlog row (q row i
@@ -327,7 +334,7 @@ static specdec_status cbr_target(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
         x->vtok[0] = s->tokens[L - 1];
         rd->segs[j] = cbr_seg(s->target, x->vtok, x->gamma + 1, L - 1, rd->tlog + (size_t)x->toff * V);
     }
-    return cbr_forward(rd, k, 0, "target");
+    return cbr_forward(rd, rd->gt, k, 0, "target");
 }
 
 /* The verifier of every launch group, then one readback of (n_accepted, tokens). */
@@ -358,10 +365,8 @@ static specdec_status cbr_verify(sd_cbr *rd, const sd_cbr_slot *sl, int32_t k) {
         va.out_tokens = cbr_rbt(rd, d) + (size_t)a * SD_CBR_R;
         va.out_stride = SD_CBR_R;
         va.out_n_accepted = cbr_rbn(rd, d) + a;
-        /* The kernel leaves only the counters of its own n_seq at zero, and where its
-         * counters end (outcomes, p and w rows begin) moves with n_seq: a launch of more
-         * than 64 sequences would count from an earlier launch's outcomes. Zero them. */
-        CBR_TRY(rd, cudaMemsetAsync(rd->ws_verify, 0, (size_t)va.n_seq * sizeof(uint32_t), rd->stream));
+        /* launches of every (n_seq, γ) share the workspace: its counters sit in the
+         * control header, fixed per sequence and left at zero (sd_cuda_mb.h, issue 24 (a)) */
         specdec_status st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, rd->stream, &rd->base.err);
         if (st != SPECDEC_OK) return cbr_note(rd, st);
     }
@@ -493,12 +498,13 @@ static specdec_status cbr_run(sd_round *base, sd_round_seq *const *seqs, int32_t
 
 static void cbr_free(sd_cbr *rd) {
     if (!rd) return;
-    if (rd->stream || rd->arena || rd->h_small) {
+    if (rd->stream || rd->arena || rd->h_small || rd->order) {
         (void)cudaSetDevice(rd->device);
         if (rd->stream) (void)cudaStreamSynchronize(rd->stream);
         if (rd->arena) (void)cudaFree(rd->arena);
         if (rd->h_small) (void)cudaFreeHost(rd->h_small);
         if (rd->stream) (void)cudaStreamDestroy(rd->stream);
+        if (rd->order) (void)cudaEventDestroy(rd->order);
         (void)cudaGetLastError();
     }
     sd_round_destroy(rd->host);
@@ -553,6 +559,7 @@ static specdec_status cbr_alloc_device(sd_cbr *rd, sd_errbuf *eb) {
     const size_t off_s = off_wv + cbr_al(rd->ws_verify_bytes), total = off_s + cbr_al(rd->small_bytes);
     SD_CUDA_TRY(eb, cudaSetDevice(rd->device));
     SD_CUDA_TRY(eb, cudaStreamCreateWithFlags(&rd->stream, cudaStreamNonBlocking));
+    SD_CUDA_TRY(eb, cudaEventCreateWithFlags(&rd->order, cudaEventDisableTiming));
     SD_CUDA_TRY(eb, cudaMalloc(&rd->arena, total));
     SD_CUDA_TRY(eb, cudaMallocHost((void **)&rd->h_small, rd->small_bytes));
     char *b = (char *)rd->arena;

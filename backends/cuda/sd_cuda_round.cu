@@ -54,6 +54,7 @@ struct sd_cuda_round {
     int draft_two;    /* the draft's token buffer holds >= 2 ids */
     cudaStream_t stream;
     cudaEvent_t done; /* the readback landed */
+    cudaEvent_t order; /* stream ordering with the runners' streams (sd_round_join) */
     cudaEvent_t ev[4]; /* timing: start, after draft, after target, end */
     void *arena;
     int64_t *state;
@@ -118,6 +119,7 @@ static void sd_cuda_round_free(sd_cuda_round *rd) {
         for (int k = 0; k < 2; k++)
             if (rd->graph[g][k]) (void)cudaGraphExecDestroy(rd->graph[g][k]);
     if (rd->done) (void)cudaEventDestroy(rd->done);
+    if (rd->order) (void)cudaEventDestroy(rd->order);
     for (int i = 0; i < 4; i++)
         if (rd->ev[i]) (void)cudaEventDestroy(rd->ev[i]);
     if (rd->stream) (void)cudaStreamDestroy(rd->stream);
@@ -202,6 +204,7 @@ static specdec_status sd_cuda_round_alloc(sd_runner *target, sd_runner *draft, s
     SD_ROUND_CREATE(cudaSetDevice(rd->device));
     SD_ROUND_CREATE(cudaStreamCreateWithFlags(&rd->stream, cudaStreamNonBlocking));
     SD_ROUND_CREATE(cudaEventCreateWithFlags(&rd->done, cudaEventDisableTiming));
+    SD_ROUND_CREATE(cudaEventCreateWithFlags(&rd->order, cudaEventDisableTiming));
     for (int i = 0; i < 4; i++) SD_ROUND_CREATE(cudaEventCreate(&rd->ev[i]));
     SD_ROUND_CREATE(cudaMalloc(&rd->arena, total));
     SD_ROUND_CREATE(cudaMallocHost((void **)&rd->h, sizeof(sd_round_pinned)));
@@ -232,6 +235,23 @@ fail:
     return st;
 }
 
+/* Issue 24 (c): the round's stream and its runners' own streams (prefill, host-path
+ * steps) share the runners' buffers; they are ordered by events, never only by a host
+ * synchronisation: out = 0: the round's later work waits for everything the runners'
+ * streams hold; out = 1: the runners' later work waits for the round's. Outside any
+ * capture (around graph launches). */
+static specdec_status sd_round_join(sd_cuda_round *rd, int out, sd_errbuf *eb) {
+    sd_runner *rs[2] = {rd->t, rd->d};
+    for (int i = 0; i < 2; i++) {
+        if (!rs[i]) continue;
+        const cudaStream_t rsx = sd_cuda_runner_stream(rs[i]);
+        const specdec_status st = out ? sd_cuda_stream_after(rsx, rd->stream, rd->order, eb)
+                                      : sd_cuda_stream_after(rd->stream, rsx, rd->order, eb);
+        if (st != SPECDEC_OK) return st;
+    }
+    return SPECDEC_OK;
+}
+
 extern "C" specdec_status sd_cuda_round_start(sd_cuda_round *rd, specdec_verify_mode mode,
                                               const sd_sampling_params *sp, uint64_t seed, uint64_t sequence_id,
                                               int32_t length, int32_t last_token, sd_errbuf *eb) {
@@ -257,14 +277,23 @@ extern "C" specdec_status sd_cuda_round_start(sd_cuda_round *rd, specdec_verify_
     h->tok = last_token;
     SD_CUDA_TRY(eb, cudaSetDevice(rd->device));
     cudaStream_t s = rd->stream;
-    specdec_status st = SPECDEC_OK;
+    specdec_status st = sd_round_join(rd, 0, eb); /* after the runners' prefill */
+    if (st != SPECDEC_OK) {
+        (void)cudaGetLastError();
+        return sd_round_note(rd, st);
+    }
     cudaError_t e = cudaMemcpyAsync(rd->state, h->state, sizeof h->state, cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess) e = cudaMemcpyAsync(rd->seed, &h->seed, 2 * sizeof(uint64_t), cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->t), &h->tok, sizeof(int32_t), cudaMemcpyHostToDevice, s);
     if (e == cudaSuccess && rd->d)
         e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->d), &h->tok, sizeof(int32_t), cudaMemcpyHostToDevice, s);
+    if (e == cudaSuccess) st = sd_round_join(rd, 1, eb); /* the runners' later work after the uploads */
     if (e == cudaSuccess) e = cudaStreamSynchronize(s); /* h is reused by the next call */
+    if (st != SPECDEC_OK) {
+        (void)cudaGetLastError();
+        return sd_round_note(rd, st);
+    }
     if (e != cudaSuccess) {
         st = sd_round_note(rd, sd_cuda_fail(eb, e, "device round start: upload of the sequence state", __FILE__,
                                             __LINE__));
@@ -408,7 +437,8 @@ static specdec_status sd_round_execute(sd_cuda_round *rd, int32_t gamma, int32_t
     cudaStream_t s = rd->stream;
     specdec_status st = SPECDEC_OK;
     *stages = 0;
-    cudaError_t e = cudaEventRecord(rd->ev[0], s);
+    st = sd_round_join(rd, 0, eb); /* after the runners' own work */
+    cudaError_t e = st == SPECDEC_OK ? cudaEventRecord(rd->ev[0], s) : cudaSuccess;
     if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaEventRecord(round start)", __FILE__, __LINE__);
     if (st == SPECDEC_OK && use_graph) {
         cudaGraphExec_t *slot = &rd->graph[gamma][n_pend - 1];
@@ -426,7 +456,9 @@ static specdec_status sd_round_execute(sd_cuda_round *rd, int32_t gamma, int32_t
         e = cudaMemcpyAsync(rd->h->rb, rd->rb, (size_t)(gamma + 2) * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
         if (e == cudaSuccess) e = cudaEventRecord(rd->ev[3], s);
         if (e == cudaSuccess) e = cudaEventRecord(rd->done, s);
-        if (e == cudaSuccess) e = cudaEventSynchronize(rd->done);
+        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "device round: readback of the accepted tokens", __FILE__, __LINE__);
+        if (st == SPECDEC_OK) st = sd_round_join(rd, 1, eb); /* the runners' later work after the round's */
+        e = st == SPECDEC_OK ? cudaEventSynchronize(rd->done) : cudaSuccess;
         if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "device round: readback of the accepted tokens", __FILE__, __LINE__);
     }
     if (st != SPECDEC_OK) {

@@ -277,13 +277,18 @@ static specdec_status sd_attention(sd_cuda_group *g, const sd_cuda_layer *L, con
     aa.n_kv = c->n_kv_heads;
     aa.hd = c->head_dim;
     aa.part = g->part;
+    aa.part_floats = sd_cuda_attention_part_floats(g->att_rows, c->n_heads, c->head_dim, g->base.n_ctx);
     aa.ldo = g->q_dim;
-    if (f->n_att == 0) {
-        aa.q = g->qkv;
-        aa.n = f->n;
-        aa.map = f->map;
-        aa.out = g->att;
-        return sd_cuda_attention(&aa, f->s, f->eb);
+    if (f->n_att == 0) { /* CHAIN mode, in launches of at most att_rows tokens (the scratch's size) */
+        for (int32_t q0 = 0; q0 < f->n; q0 += g->att_rows) {
+            aa.q = g->qkv + (size_t)q0 * g->qkv_dim;
+            aa.out = g->att + (size_t)q0 * g->q_dim;
+            aa.n = f->n - q0 < g->att_rows ? f->n - q0 : g->att_rows;
+            aa.map = f->map;
+            aa.map.pos0 = f->map.pos0 + q0;
+            SD_TRY(sd_cuda_attention(&aa, f->s, f->eb));
+        }
+        return SPECDEC_OK;
     }
     const sd_cuda_plan *pl = &g->plan;
     const sd_cuda_tokmap *tok = (const sd_cuda_tokmap *)(g->d_stage + pl->off_tok);
@@ -1085,10 +1090,14 @@ static specdec_status sd_make_standalone(sd_cuda_group *g, sd_runner **out, sd_e
     r->owns_group = 1;
     for (int32_t i = 0; i < r->base.kv.cap; i++) r->mirror[i] = i;
     r->mirror_n = r->base.kv.cap;
-    const cudaError_t e =
-        cudaMemcpy(r->d_table, r->mirror, (size_t)r->base.kv.cap * sizeof(int32_t), cudaMemcpyHostToDevice);
+    /* On the group's own (non-blocking) stream, then waited for: a plain cudaMemcpy runs
+     * on the legacy stream, which the group's stream and the device round's do not wait
+     * for, and from pageable memory it may return before its DMA lands (issue 24 (d)). */
+    cudaError_t e = cudaMemcpyAsync(r->d_table, r->mirror, (size_t)r->base.kv.cap * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, g->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g->stream);
     if (e != cudaSuccess) {
-        st = sd_cuda_fail(eb, e, "cudaMemcpy(identity block table)", __FILE__, __LINE__);
+        st = sd_cuda_fail(eb, e, "cudaMemcpyAsync(identity block table)", __FILE__, __LINE__);
         (void)cudaGetLastError();
         cuda_destroy(*out);
         *out = NULL;
@@ -1244,6 +1253,9 @@ extern "C" void sd_cuda_runner_note_kv(sd_runner *r, int32_t len) {
 /* ---- the batched device round's forward ------------------------------------------ */
 extern "C" int sd_cuda_group_device(const sd_runner_group *g) {
     return g && g->vt == &sd_cuda_group_vtbl ? ((const sd_cuda_group *)g)->device : -1;
+}
+extern "C" cudaStream_t sd_cuda_group_stream(const sd_runner_group *g) {
+    return g && g->vt == &sd_cuda_group_vtbl ? ((const sd_cuda_group *)g)->stream : (cudaStream_t)0;
 }
 
 /* One native pass of sd_cuda_group_forward_device (sd_runner_pass_fn). */

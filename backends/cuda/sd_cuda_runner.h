@@ -67,6 +67,10 @@ int32_t sd_cuda_runner_act_rows(sd_runner *r);
 /* The device of a group made by sd_cuda_group_create (or a standalone runner's private
  * group); -1 for NULL or any other group. */
 int sd_cuda_group_device(const sd_runner_group *g);
+/* The stream a CUDA group's forwards run on (0 for NULL or any other group): callers
+ * that touch the group's buffers from another stream order the two with
+ * sd_cuda_stream_after (kernels/cuda/sd_cuda_ops.h), never only by host waits. */
+cudaStream_t sd_cuda_group_stream(const sd_runner_group *g);
 /* The batched device round's forward (backends/cuda/sd_cuda_batch_round.cu):
  * sd_runner_forward_batch over runners of ONE CUDA group (same checks, block holding,
  * passes of max_batch tokens and failure semantics; INVALID_ARGUMENT for runners of

@@ -42,6 +42,7 @@
 #include <math.h>
 
 #include "sd_cuda_common.cuh"
+#include "sd_cuda_launch.h"
 
 #define SD_ATT_TILE SD_KEYMAP_TILE
 #define SD_ATT_WARPS 8
@@ -185,7 +186,7 @@ static __device__ __forceinline__ void sd_att_store(const SdAttPairs<DPL> &P, co
         const int p = warp + j * SD_ATT_WARPS;
         if (P.nk[j] <= B.s_begin) continue; /* no pair, or no key of this split is visible to it */
         const int m = P.tok[j], h = sd_keymap_pair_head(&B.u, B.G, B.g, p);
-        float *dst = part + (((size_t)m * n_heads + h) * n_split + B.s) * (size_t)(hd + 2);
+        float *dst = part + sd_keymap_part_at(m, h, B.s, n_heads, n_split, hd);
         if (lane == 0) {
             dst[0] = P.mx[j];
             dst[1] = P.l[j];
@@ -279,8 +280,9 @@ static __global__ void sd_attn_combine_kernel(const __grid_constant__ sd_cuda_at
     const int lane = threadIdx.x & 31;
     if (idx >= n * n_heads) return;
     const int m = idx / n_heads, h = idx - m * n_heads;
-    const int ns = sd_keymap_n_splits(sd_keymap_tok(&a.map, m, base).nkeys); /* splits holding its keys */
-    const float *src = part + ((size_t)m * n_heads + h) * n_split * (size_t)(hd + 2);
+    int ns = sd_keymap_n_splits(sd_keymap_tok(&a.map, m, base).nkeys); /* splits holding its keys */
+    if (ns > n_split) ns = n_split; /* a device position past the caller's bound: never read past part */
+    const float *src = part + sd_keymap_part_at(m, h, 0, n_heads, n_split, hd);
     float gmax = -INFINITY;
     for (int s = 0; s < ns; s++) gmax = fmaxf(gmax, src[(size_t)s * (hd + 2)]);
     float den = 0.0f;
@@ -299,21 +301,31 @@ static __global__ void sd_attn_combine_kernel(const __grid_constant__ sd_cuda_at
 }
 
 extern "C" size_t sd_cuda_attention_part_floats(int32_t n, int32_t n_heads, int32_t hd, int32_t n_ctx) {
-    const size_t n_split = ((size_t)n_ctx + SD_CUDA_ATTN_SPLIT - 1) / SD_CUDA_ATTN_SPLIT;
-    return (size_t)n * n_heads * n_split * (size_t)(hd + 2);
+    return sd_keymap_part_floats(n, n_heads, hd, n_ctx);
+}
+
+/* Above 48 KB of dynamic shared memory a kernel must opt in, per DEVICE (issue 24 (e)):
+ * once per device and head-dim bucket, to the bucket's largest size (hd = 32 * DPL), so
+ * every opt-in of a bucket sets the same value and racing threads agree. */
+template <int DPL>
+static specdec_status sd_attn_optin(sd_errbuf *eb) {
+    static sd_cuda_dev_once once;
+    const size_t smem = sd_att_smem_bytes(32 * DPL);
+    if (smem <= SD_CUDA_SMEM_DEFAULT) return SPECDEC_OK;
+    int dev = 0;
+    SD_CUDA_TRY(eb, cudaGetDevice(&dev));
+    if (!sd_cuda_once_needed(&once, dev)) return SPECDEC_OK;
+    SD_CUDA_TRY(eb, cudaFuncSetAttribute(sd_attn_split_kernel<DPL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem));
+    sd_cuda_once_done(&once, dev);
+    return SPECDEC_OK;
 }
 
 template <int DPL>
 static specdec_status sd_attn_launch(dim3 grid, size_t smem, const sd_cuda_attention_args *a, int32_t n_split,
                                      float scale, cudaStream_t stream, sd_errbuf *eb) {
-    /* Above 48 KB of dynamic shared memory a kernel must opt in, once per process and
-     * size (done on the first launch, outside any graph capture in practice). */
-    static size_t opted = 48 * 1024;
-    if (smem > opted) {
-        SD_CUDA_TRY(eb, cudaFuncSetAttribute(sd_attn_split_kernel<DPL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)smem));
-        opted = smem;
-    }
+    const specdec_status st = sd_attn_optin<DPL>(eb);
+    if (st != SPECDEC_OK) return st;
     sd_attn_split_kernel<DPL><<<grid, SD_ATT_WARPS * 32, smem, stream>>>(
         a->q, a->ldq, a->k_cache, a->v_cache, a->kv_dt, a->cache_rows, a->n, a->map, a->n_heads, a->n_kv, a->hd,
         n_split, scale, a->part);
@@ -321,23 +333,11 @@ static specdec_status sd_attn_launch(dim3 grid, size_t smem, const sd_cuda_atten
     return SPECDEC_OK;
 }
 
-/* The keys the launch may address (CHAIN mode from the host: the last position + 1;
- * device position: n_ctx; GENERAL mode: max_keys), or -1 when the arguments are
+/* The keys the launch may address (sd_keymap_key_bound), or -1 when the arguments are
  * inconsistent. */
 static int64_t sd_attn_key_bound(const sd_cuda_attention_args *a) {
-    const sd_cuda_keymap *k = &a->map;
-    if (a->hd <= 0 || a->hd > SD_CUDA_ATTN_MAX_HD || a->n_kv <= 0 || a->n_heads % a->n_kv != 0 || a->n > a->n_ctx ||
-        a->cache_rows <= 0)
-        return -1;
-    if (k->tok) {
-        if (!k->blk || k->n_blk < 1 || k->block_tokens < 1 || k->max_keys < 1 || k->max_keys > a->n_ctx) return -1;
-        return k->max_keys;
-    }
-    if (k->table && k->block_tokens < 1) return -1;
-    if (k->pos_dev) return k->table || a->n_ctx <= a->cache_rows ? a->n_ctx : -1;
-    const int64_t end = (int64_t)k->pos0 + a->n;
-    if (k->pos0 < 0 || end > a->n_ctx || (!k->table && end > a->cache_rows)) return -1;
-    return end;
+    if (a->hd <= 0 || a->hd > SD_CUDA_ATTN_MAX_HD || a->n_kv <= 0 || a->n_heads % a->n_kv != 0) return -1;
+    return sd_keymap_key_bound(&a->map, a->n, a->n_ctx, a->cache_rows);
 }
 
 /* With pos_dev != NULL the queries sit at *pos_dev + pos0 (read on the device, so a
@@ -356,7 +356,14 @@ extern "C" specdec_status sd_cuda_attention(const sd_cuda_attention_args *a, cud
                        a->map.tok ? "general" : "chain", (int)a->map.pos0, (int)a->map.max_keys, (int)a->map.n_blk,
                        (int)a->map.block_tokens, (int)a->n_ctx, (int)a->cache_rows);
     const int G = a->n_heads / a->n_kv;
-    const int n_split = (int)((keys + SD_CUDA_ATTN_SPLIT - 1) / SD_CUDA_ATTN_SPLIT);
+    const int n_split = sd_keymap_part_splits(keys);
+    const size_t need = sd_keymap_part_floats(n, a->n_heads, hd, keys); /* issue 24 (b) */
+    if (!a->part || need > a->part_floats)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "sd_cuda_attention: split scratch of %zu floats, %zu needed (%d tokens over up to %lld keys "
+                       "= %d splits, %d heads, head_dim %d); cut the launch (sd_keymap_part_rows)",
+                       a->part ? a->part_floats : (size_t)0, need, (int)n, (long long)keys, n_split, (int)a->n_heads,
+                       (int)hd);
     const int32_t n_blk = sd_keymap_n_blocks(&a->map, n, G);
     if (n_blk > 65535)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_attention: %d attention blocks in one launch",

@@ -1,5 +1,6 @@
 /* sd_cuda_device.cu — CUDA device discovery for the public ABI, the mapping of CUDA /
- * cuBLAS errors to specdec_status, and a fault injector for the DEVICE_LOST test. */
+ * cuBLAS errors to specdec_status, stream ordering by events, and test hooks (a fault
+ * injector for the DEVICE_LOST test, a delayed store for the stream-ordering test). */
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
@@ -71,5 +72,33 @@ static __global__ void sd_fault_kernel(int *p) { p[threadIdx.x] = 1; }
 extern "C" specdec_status sd_cuda_inject_fault(cudaStream_t stream, sd_errbuf *eb) {
     sd_fault_kernel<<<1, 1, 0, stream>>>(nullptr);
     SD_CUDA_LAUNCHED(eb, "sd_fault_kernel");
+    return SPECDEC_OK;
+}
+
+extern "C" specdec_status sd_cuda_stream_after(cudaStream_t waiter, cudaStream_t producer, cudaEvent_t ev,
+                                               sd_errbuf *eb) {
+    if (waiter == producer) return SPECDEC_OK;
+    SD_CUDA_TRY(eb, cudaEventRecord(ev, producer));
+    SD_CUDA_TRY(eb, cudaStreamWaitEvent(waiter, ev, 0));
+    return SPECDEC_OK;
+}
+
+static __device__ __forceinline__ unsigned long long sd_globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+static __global__ void sd_delayed_store_kernel(int32_t *dst, int32_t value, unsigned long long ns) {
+    const unsigned long long t0 = sd_globaltimer();
+    while (sd_globaltimer() - t0 < ns) __nanosleep(1000);
+    *(volatile int32_t *)dst = value;
+}
+
+extern "C" specdec_status sd_cuda_delayed_store(int32_t *dst, int32_t value, uint64_t ns, cudaStream_t stream,
+                                                sd_errbuf *eb) {
+    if (!dst) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_delayed_store: NULL destination");
+    sd_delayed_store_kernel<<<1, 1, 0, stream>>>(dst, value, (unsigned long long)ns);
+    SD_CUDA_LAUNCHED(eb, "sd_delayed_store_kernel");
     return SPECDEC_OK;
 }

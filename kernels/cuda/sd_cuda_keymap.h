@@ -42,6 +42,7 @@
 #ifndef SD_CUDA_KEYMAP_H
 #define SD_CUDA_KEYMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "sd_hostdev.h"
@@ -199,5 +200,57 @@ SD_HD int64_t sd_keymap_tile_row(const sd_cuda_tok *tok, const int32_t *unit_tab
 /* Splits holding keys of a token with nkeys keys (what the combine step merges; the
  * split kernel stores a state for split s iff nkeys > s * SD_CUDA_ATTN_SPLIT). */
 SD_HD int32_t sd_keymap_n_splits(int32_t nkeys) { return (nkeys - 1) / SD_CUDA_ATTN_SPLIT + 1; }
+
+
+/* --- the split scratch `part` (issue 24 (b)) -------------------------------------------
+ * The split kernel stores the state of (token m, query head h, split s) — running max,
+ * sum, hd accumulators: hd + 2 floats — at part + sd_keymap_part_at(...); a launch of n
+ * tokens whose tokens see at most `keys` virtual keys has n_split = ceil(keys / S) splits
+ * and needs sd_keymap_part_floats(n, n_heads, hd, keys) floats. keys is the launch's key
+ * bound (sd_keymap_key_bound), which grows with the POSITION in CHAIN mode: a chain
+ * launch of many tokens at a high position needs far more than one of few tokens, so
+ * the launcher checks the need against the scratch it is given and refuses (never
+ * writes past it); callers cut longer launches with sd_keymap_part_rows. */
+SD_HD int32_t sd_keymap_part_splits(int64_t keys) {
+    return keys >= 1 ? (int32_t)((keys + SD_CUDA_ATTN_SPLIT - 1) / SD_CUDA_ATTN_SPLIT) : 0;
+}
+
+SD_HD size_t sd_keymap_part_at(int32_t m, int32_t h, int32_t s, int32_t n_heads, int32_t n_split, int32_t hd) {
+    return (((size_t)m * (size_t)n_heads + (size_t)h) * (size_t)n_split + (size_t)s) * (size_t)(hd + 2);
+}
+
+/* Floats for n tokens over at most `keys` keys; 0 if an argument is < 1, SIZE_MAX when
+ * the product does not fit a size_t. */
+SD_HD size_t sd_keymap_part_floats(int64_t n, int32_t n_heads, int32_t hd, int64_t keys) {
+    if (n < 1 || n_heads < 1 || hd < 1 || keys < 1) return 0;
+    const size_t per_tok = (size_t)n_heads * (size_t)sd_keymap_part_splits(keys) * (size_t)(hd + 2);
+    if ((size_t)n > (size_t)-1 / per_tok) return (size_t)-1;
+    return (size_t)n * per_tok;
+}
+
+/* Most tokens (<= INT32_MAX) whose states over `keys` keys fit `floats` floats. */
+SD_HD int32_t sd_keymap_part_rows(size_t floats, int32_t n_heads, int32_t hd, int64_t keys) {
+    const size_t per_tok = sd_keymap_part_floats(1, n_heads, hd, keys);
+    if (per_tok == 0 || per_tok == (size_t)-1) return 0;
+    const size_t r = floats / per_tok;
+    return r > (size_t)INT32_MAX ? INT32_MAX : (int32_t)r;
+}
+
+/* The keys a launch of n tokens may address — CHAIN mode from the host: the last
+ * position + 1; CHAIN mode with a device position: n_ctx (the caller keeps
+ * *pos_dev + pos0 + n <= n_ctx); GENERAL mode: max_keys — or -1 when the map is
+ * inconsistent with n, n_ctx and the cache's rows. */
+SD_HD int64_t sd_keymap_key_bound(const sd_cuda_keymap *k, int32_t n, int32_t n_ctx, int32_t cache_rows) {
+    if (n < 1 || n > n_ctx || cache_rows <= 0) return -1;
+    if (k->tok) {
+        if (!k->blk || k->n_blk < 1 || k->block_tokens < 1 || k->max_keys < 1 || k->max_keys > n_ctx) return -1;
+        return k->max_keys;
+    }
+    if (k->table && k->block_tokens < 1) return -1;
+    if (k->pos_dev) return k->table || n_ctx <= cache_rows ? n_ctx : -1;
+    const int64_t end = (int64_t)k->pos0 + n;
+    if (k->pos0 < 0 || end > n_ctx || (!k->table && end > cache_rows)) return -1;
+    return end;
+}
 
 #endif

@@ -125,12 +125,127 @@ typedef struct sd_mb_hist { /* one radix pass of a row (also a block's own, in s
     unsigned long long lo[SD_MB_HBINS], hi[SD_MB_HBINS], key[SD_MB_HBINS];
 } sd_mb_hist;
 
-/* Bytes of the multi-block region for `rows` rows (0 when rows > SD_MB_MAX_ROWS). */
-SD_HD size_t sd_mb_region_bytes(int64_t rows) {
-    if (rows <= 0 || rows > SD_MB_MAX_ROWS) return 0;
+/* Does row processing with these parameters run a radix select (then the row's
+ * histogram slots are zeroed by the kernel when it starts, see the layouts below)? */
+SD_HD int sd_mb_may_select(const sd_sampling_params *sp) {
+    return sp->temperature != 0.0f && (sp->top_k > 0 || sd_rule_topp_on(sp->top_p));
+}
+
+/* --- workspace layouts (issue 24 (a)) ------------------------------------------------
+ * The verifier's and the draft step's workspaces (sd_cuda_verify_ws_bytes,
+ * sd_cuda_sample_ws_bytes) begin with a CONTROL HEADER holding every word that must be
+ * zero when a launch begins: the one-block verifier's per-sequence counters
+ * [SD_CUDA_VERIFY_MAX_SEQ] and the multi-block barrier records (sd_mb_ctrl)
+ * [SD_MB_MAX_ROWS]. Their offsets depend only on the sequence / row index, never on
+ * the launch shape (n_seq, gamma, V), and every launch leaves the words it used at zero
+ * again. Everything after the header moves with the shape and is written before it is
+ * read inside one launch: outcomes, p / w rows, partials, and the multi-block radix
+ * histograms, which the kernel zeroes itself when it starts (only when it may select,
+ * sd_mb_may_select). So ONE zero fill at creation serves launches of any shapes that
+ * fit the workspace, in any order, and graphs of them replay. (Before issue 24 the
+ * counters sat after shape-dependent regions: a launch of another shape read an
+ * earlier launch's rows as barrier counts and histograms.) */
+#define SD_CUDA_VERIFY_MAX_SEQ 65535 /* sequences per verifier launch (grid y) */
+#define SD_WS_ALIGN 256
+
+SD_HD size_t sd_ws_al(size_t x) { return (x + (SD_WS_ALIGN - 1)) & ~(size_t)(SD_WS_ALIGN - 1); }
+
+/* The control header: counters at 0, barrier records after them. */
+#define SD_WS_CTRL_OFF sd_ws_al((size_t)SD_CUDA_VERIFY_MAX_SEQ * sizeof(uint32_t))
+#define SD_WS_HEADER_BYTES (SD_WS_CTRL_OFF + sd_ws_al((size_t)SD_MB_MAX_ROWS * sizeof(sd_mb_ctrl)))
+
+/* The multi-block region after `off` for `rows` rows (parts, hist; none when rows is
+ * outside [1, SD_MB_MAX_ROWS]): offsets, returns the end. */
+SD_HD size_t sd_mb_region_at(size_t off, int64_t rows, size_t *parts, size_t *hist) {
+    *parts = *hist = 0;
+    if (rows <= 0 || rows > SD_MB_MAX_ROWS) return off;
     const size_t r = (size_t)rows;
-    return ((r * sizeof(sd_mb_ctrl) + 255) & ~(size_t)255) +
-           ((r * 2 * SD_MB_MAX_BLOCKS * sizeof(sd_mb_part) + 255) & ~(size_t)255) + r * SD_MB_HBUFS * sizeof(sd_mb_hist);
+    *parts = off;
+    *hist = *parts + sd_ws_al(r * 2 * SD_MB_MAX_BLOCKS * sizeof(sd_mb_part));
+    return *hist + sd_ws_al(r * SD_MB_HBUFS * sizeof(sd_mb_hist));
+}
+
+typedef struct sd_verify_layout { /* byte offsets into the verifier's workspace */
+    size_t counters;  /* uint32 [SD_CUDA_VERIFY_MAX_SEQ]    header */
+    size_t mb_ctrl;   /* sd_mb_ctrl [SD_MB_MAX_ROWS]         header */
+    size_t outcomes;  /* int32 [n_seq][SPECDEC_MAX_DRAFT + 1][2] (token, accepted) */
+    size_t p;         /* float [n_seq][gamma + 1][V]  the processed target rows */
+    size_t w;         /* double [n_seq][gamma + 1][V] the one-block kernel's weights */
+    size_t mb_parts;  /* sd_mb_part [rows][2][SD_MB_MAX_BLOCKS] (0: no multi-block region) */
+    size_t mb_hist;   /* sd_mb_hist [rows][SD_MB_HBUFS] */
+    size_t total;     /* bytes (0: shape outside the verifier's limits) */
+} sd_verify_layout;
+
+SD_HD sd_verify_layout sd_verify_ws_layout(int32_t n_seq, int32_t gamma, int32_t V) {
+    sd_verify_layout L;
+    memset(&L, 0, sizeof L);
+    if (n_seq <= 0 || n_seq > SD_CUDA_VERIFY_MAX_SEQ || gamma < 0 || gamma > SPECDEC_MAX_DRAFT || V <= 0) return L;
+    const size_t rows = (size_t)n_seq * (size_t)(gamma + 1);
+    L.counters = 0;
+    L.mb_ctrl = SD_WS_CTRL_OFF;
+    L.outcomes = SD_WS_HEADER_BYTES;
+    L.p = L.outcomes + sd_ws_al((size_t)n_seq * (SPECDEC_MAX_DRAFT + 1) * 2 * sizeof(int32_t));
+    L.w = L.p + sd_ws_al(rows * (size_t)V * sizeof(float));
+    L.total = sd_mb_region_at(L.w + sd_ws_al(rows * (size_t)V * sizeof(double)), (int64_t)rows, &L.mb_parts, &L.mb_hist);
+    return L;
+}
+
+typedef struct sd_draft_layout { /* byte offsets into the draft step's / row processing's workspace */
+    size_t mb_ctrl;  /* sd_mb_ctrl [SD_MB_MAX_ROWS]   header (no counters: offset SD_WS_CTRL_OFF kept) */
+    size_t w;        /* double [n_rows][V] the one-block kernels' weights */
+    size_t mb_parts, mb_hist; /* as in sd_verify_layout, rows = n_rows */
+    size_t total;
+} sd_draft_layout;
+
+SD_HD sd_draft_layout sd_draft_ws_layout(int32_t n_rows, int32_t V) {
+    sd_draft_layout L;
+    memset(&L, 0, sizeof L);
+    if (n_rows <= 0 || V <= 0) return L;
+    L.mb_ctrl = SD_WS_CTRL_OFF;
+    L.w = SD_WS_HEADER_BYTES;
+    L.total = sd_mb_region_at(L.w + sd_ws_al((size_t)n_rows * (size_t)V * sizeof(double)), n_rows, &L.mb_parts,
+                              &L.mb_hist);
+    return L;
+}
+
+/* --- the launch plan (issue 24 (f)) ----------------------------------------------------
+ * What a device offers a multi-block kernel (queried once per device and kernel by the
+ * launcher; host tests pass made-up devices). */
+typedef struct sd_mb_dev {
+    int sms;           /* multiprocessors */
+    int per_sm;        /* blocks of the kernel resident per SM with its shared memory (0: none fit) */
+    int coop;          /* cooperative launches supported (cudaDevAttrCooperativeLaunch) */
+    size_t smem_optin; /* most shared memory per block the kernel may opt in to */
+} sd_mb_dev;
+
+#define SD_MB_PLAN_OK 0
+#define SD_MB_PLAN_UNSUPPORTED 1 /* an explicit block count that cannot run here */
+
+/* Blocks per row for `rows` rows of V entries, each block needing `smem` bytes of shared
+ * memory: *nb >= 1 (launch the multi-block kernel) or *nb = 0 (req == SD_MB_AUTO only:
+ * run the one-block kernel instead). With nb > 1 the blocks of a row wait for each other,
+ * so the launch is cooperative and every block of the grid must be co-resident:
+ * nb * rows <= sms * per_sm — which the driver checks too, refusing the launch rather
+ * than falling back. AUTO never fails: whatever cannot run (too little shared memory,
+ * no cooperative launch, too many rows, V needing more blocks than fit) gives *nb = 0.
+ * An explicit count (1..SD_MB_MAX_BLOCKS) that cannot run gives SD_MB_PLAN_UNSUPPORTED. */
+SD_HD int sd_mb_plan_blocks(const sd_mb_dev *d, size_t smem, int32_t V, int64_t rows, int32_t req, int32_t *nb) {
+    *nb = 0;
+    const int64_t cap = (int64_t)(d->per_sm > 0 ? d->per_sm : 0) * (int64_t)(d->sms > 0 ? d->sms : 0);
+    const int runs = smem <= d->smem_optin && cap > 0 && rows >= 1 && rows <= SD_MB_MAX_ROWS && V >= 1;
+    const int32_t lo = sd_mb_min_blocks(V);
+    int64_t n = req;
+    if (req == SD_MB_AUTO) {
+        if (!runs) return SD_MB_PLAN_OK;
+        n = cap / rows;
+        const int64_t useful = V / SD_MB_CHUNK_MIN > 0 ? V / SD_MB_CHUNK_MIN : 1;
+        if (n > SD_MB_MAX_BLOCKS) n = SD_MB_MAX_BLOCKS;
+        if (n > useful) n = useful < lo ? lo : useful;
+        if (n > 1 && !d->coop) n = lo == 1 ? 1 : 0;
+    }
+    const int ok = runs && n >= lo && n >= 1 && n <= SD_MB_MAX_BLOCKS && (n == 1 || (d->coop && n * rows <= cap));
+    if (ok) *nb = (int32_t)n;
+    return ok || req == SD_MB_AUTO ? SD_MB_PLAN_OK : SD_MB_PLAN_UNSUPPORTED;
 }
 
 /* Histogram slot of radix pass number `pass` (counted over the whole row). */

@@ -96,9 +96,12 @@ specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream_t stream, 
  * GQA attention of n query tokens, each over its own virtual key sequence
  * (sd_cuda_keymap.h: CHAIN mode token m at p = pos0 (+ *pos_dev) + m sees logical rows
  * 0..p, causal; GENERAL mode tok[m]'s cache prefix then its extra tree rows), read
- * through the block tables. part: scratch of sd_cuda_attention_part_floats(n,
- * n_heads, hd, n_ctx) floats. Query chunks larger than the scratch are the caller's
- * to split. With pos_dev != NULL (CUDA-graph replay) the positions are read on the
+ * through the block tables. part: split scratch of part_floats floats; a launch needs
+ * sd_keymap_part_floats(n, n_heads, hd, keys) with keys its key bound (the last
+ * position + 1 in CHAIN mode, n_ctx with pos_dev, map.max_keys in GENERAL mode);
+ * sd_cuda_attention_part_floats(n, n_heads, hd, n_ctx) always suffices. A launch
+ * needing more is refused (SPECDEC_ERR_INVALID_ARGUMENT, nothing written): query
+ * chunks larger than the scratch are the caller's to split (sd_keymap_part_rows). With pos_dev != NULL (CUDA-graph replay) the positions are read on the
  * device and kept inside [0, n_ctx - n] by the caller; the grid then covers all
  * ceil(n_ctx / SD_CUDA_ATTN_SPLIT) splits (idle ones exit at once), bitwise the same
  * rows as with the position given on the host. GENERAL mode: map.max_keys bounds the
@@ -114,6 +117,7 @@ typedef struct sd_cuda_attention_args {
     sd_cuda_keymap map;         /* the keys each token sees */
     int32_t n_heads, n_kv, hd;  /* n_heads % n_kv == 0, hd <= SD_CUDA_ATTN_MAX_HD */
     float *part;                /* split scratch, see above */
+    size_t part_floats;         /* floats at part (the launch is refused if it needs more) */
     float *out;                 /* [n, ldo] fp32 */
     int32_t ldo;
 } sd_cuda_attention_args;
@@ -201,6 +205,18 @@ specdec_status sd_cuda_fill_normal(void *dst, sd_dtype dt, size_t count, uint64_
 /* Launch a kernel that writes through a NULL pointer: a real sticky fault, for the
  * DEVICE_LOST test only. */
 specdec_status sd_cuda_inject_fault(cudaStream_t stream, sd_errbuf *eb);
+
+/* --- stream ordering (sd_cuda_device.cu, issue 24 (c)) -------------------------------
+ * Work enqueued on `waiter` after this call runs after everything enqueued on
+ * `producer` before it, with no host wait: ev (the caller's, created with
+ * cudaEventDisableTiming) is recorded on producer and waited on by waiter. The event may
+ * be reused at once (a wait binds the record made before it). Nothing happens when the
+ * streams are the same. Never while either stream is being captured into a graph (the
+ * waiter would join the capture): order around cudaGraphLaunch instead. */
+specdec_status sd_cuda_stream_after(cudaStream_t waiter, cudaStream_t producer, cudaEvent_t ev, sd_errbuf *eb);
+/* Test hook: one thread waits about `ns` nanoseconds on the device clock, then stores
+ * `value` at *dst (tests/cuda/test_cuda_streams.c: ordering that a race would break). */
+specdec_status sd_cuda_delayed_store(int32_t *dst, int32_t value, uint64_t ns, cudaStream_t stream, sd_errbuf *eb);
 
 #ifdef __cplusplus
 }

@@ -67,7 +67,6 @@ static __global__ void sd_rule_philox_kernel(sd_cuda_sample_philox_args a) {
 }
 
 /* --- launchers --------------------------------------------------------------------------- */
-static size_t row_align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 static specdec_status row_check_common(int32_t n_vocab, const sd_sampling_params *sp, sd_errbuf *eb) {
     if (n_vocab <= 0 || n_vocab > SD_CUDA_SAMPLE_MAX_VOCAB)
@@ -76,14 +75,14 @@ static specdec_status row_check_common(int32_t n_vocab, const sd_sampling_params
     return sd_sampling_check_params(sp, eb);
 }
 
-/* The one-block w rows, then the multi-block region of the draft step. */
-static size_t row_off_mb(int32_t n_rows, int32_t n_vocab) {
-    return row_align256((size_t)n_rows * (size_t)n_vocab * sizeof(double));
+/* Workspace layout: sd_draft_ws_layout (sd_cuda_mb.h): the control header, the
+ * one-block kernels' w rows, the multi-block region of the draft step. */
+extern "C" size_t sd_cuda_sample_ws_bytes(int32_t n_rows, int32_t n_vocab) {
+    return sd_draft_ws_layout(n_rows, n_vocab).total;
 }
 
-extern "C" size_t sd_cuda_sample_ws_bytes(int32_t n_rows, int32_t n_vocab) {
-    if (n_rows <= 0 || n_vocab <= 0) return 0;
-    return row_off_mb(n_rows, n_vocab) + sd_mb_region_bytes(n_rows);
+static double *row_ws_w(void *ws, int32_t n_rows, int32_t n_vocab) {
+    return (double *)((char *)ws + sd_draft_ws_layout(n_rows, n_vocab).w);
 }
 
 extern "C" specdec_status sd_cuda_sample_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream, sd_errbuf *eb) {
@@ -110,7 +109,7 @@ extern "C" specdec_status sd_cuda_sample_process_rows(const sd_cuda_sample_rows_
     if (ws_bytes < sd_cuda_sample_ws_bytes(a->n_rows, a->n_vocab))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda sample process: workspace %zu bytes, %zu needed",
                        ws_bytes, sd_cuda_sample_ws_bytes(a->n_rows, a->n_vocab));
-    sd_rule_process_kernel<<<(unsigned)a->n_rows, ROW_NT, 0, stream>>>(*a, (double *)ws);
+    sd_rule_process_kernel<<<(unsigned)a->n_rows, ROW_NT, 0, stream>>>(*a, row_ws_w(ws, a->n_rows, a->n_vocab));
     SD_CUDA_LAUNCHED(eb, "sd_rule_process_kernel");
     return SPECDEC_OK;
 }
@@ -136,12 +135,15 @@ extern "C" specdec_status sd_cuda_sample_draft_step(const sd_cuda_sample_draft_a
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda sample draft: workspace %zu bytes, %zu needed",
                        ws_bytes, sd_cuda_sample_ws_bytes(a->n_seq, a->n_vocab));
     if (a->blocks_per_row != 0) {
-        const sd_cuda_mb_ws w = {(char *)ws + row_off_mb(a->n_seq, a->n_vocab), sd_mb_region_bytes(a->n_seq), NULL, NULL};
+        const sd_draft_layout L = sd_draft_ws_layout(a->n_seq, a->n_vocab);
+        char *base = (char *)ws;
+        const sd_cuda_mb_ws w = {(sd_mb_ctrl *)(base + L.mb_ctrl), L.mb_parts ? (sd_mb_part *)(base + L.mb_parts) : NULL,
+                                 L.mb_hist ? (sd_mb_hist *)(base + L.mb_hist) : NULL, NULL, NULL};
         int launched = 0;
         st = sd_cuda_draft_mb_launch(a, &w, stream, &launched, eb);
         if (st != SPECDEC_OK || launched) return st;
     }
-    sd_rule_draft_kernel<<<(unsigned)a->n_seq, ROW_NT, 0, stream>>>(*a, (double *)ws);
+    sd_rule_draft_kernel<<<(unsigned)a->n_seq, ROW_NT, 0, stream>>>(*a, row_ws_w(ws, a->n_seq, a->n_vocab));
     SD_CUDA_LAUNCHED(eb, "sd_rule_draft_kernel");
     return SPECDEC_OK;
 }

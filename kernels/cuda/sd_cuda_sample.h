@@ -99,13 +99,15 @@ specdec_status sd_cuda_sample_draft_step(const sd_cuda_sample_draft_args *a, voi
  * in the draft / verify arguments splits every row over that many 512-thread blocks
  * (SD_CUDA_MB_AUTO: as many as are resident at once, up to 64; the one-block kernel
  * when V / rows do not fit: chunks of at most 4096 entries, <= 64 rows per launch).
- * Same results bit for bit as the one-block kernels (and the CPU). The workspace's
- * multi-block region must be zero-filled once before the first use (sd_cuda_sample_ws_init
- * / sd_cuda_verify_ws_init); the kernels leave it zeroed again, so graphs replay — for one
- * launch shape: its barrier counters move with (n_seq, gamma), so mixing shapes on one
- * workspace needs the region zeroed before each launch (not done anywhere yet: nothing
- * uses the multi-block kernels in a round until tests/cuda_sample passes on a device).
- * An explicit count that does not fit: SPECDEC_ERR_UNSUPPORTED. */
+ * Same results bit for bit as the one-block kernels (and the CPU). The workspace must be
+ * zero-filled once before the first use (sd_cuda_sample_ws_init / sd_cuda_verify_ws_init):
+ * the barrier records sit in its control header at offsets fixed per row, whatever the
+ * launch shape, and the kernels leave them zeroed again (sd_cuda_mb.h "workspace
+ * layouts"), so one workspace serves launches of ANY shapes that fit it, in any order,
+ * and graphs replay. AUTO falls back to the one-block kernel whenever the multi-block
+ * one cannot run here (sd_mb_plan_blocks: no block count fits, no cooperative launch,
+ * too little shared memory; or the driver refuses the cooperative launch). An explicit
+ * count that cannot run: SPECDEC_ERR_UNSUPPORTED. */
 #define SD_CUDA_MB_AUTO (-1)
 specdec_status sd_cuda_sample_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream, sd_errbuf *eb);
 
@@ -128,17 +130,15 @@ specdec_status sd_cuda_sample_ws_init(void *ws, size_t ws_bytes, cudaStream_t st
  * a sequence to finish (atomic counter) applies the acceptance chain. ws: >=
  * sd_cuda_verify_ws_bytes(n_seq, gamma, V), zero-filled once before first use
  * (sd_cuda_verify_ws_init); the kernel leaves its counters at zero again, so the
- * launch can be captured in a graph and replayed. "Once" holds for ONE launch shape:
- * the per-sequence counters sit at the start of ws and the outcome / p / w regions
- * after them at offsets that grow with n_seq (and gamma), so a launch with more
- * sequences than an earlier one reads that launch's outcome bytes as counters. A caller
- * that varies (n_seq, gamma) on one workspace zeroes the counters before each launch
- * (backends/cuda/sd_cuda_batch_round.cu does). */
+ * launch can be captured in a graph and replayed. "Once" holds for every launch shape:
+ * the per-sequence counters live in the workspace's control header at offsets fixed per
+ * sequence (sd_cuda_mb.h "workspace layouts"), so launches of different (n_seq, gamma)
+ * may share one workspace sized for the largest, in any order, with no clearing. */
 typedef struct sd_cuda_verify_args {
     specdec_verify_mode mode;  /* REJECTION, GREEDY or MATCH */
     int32_t gamma;             /* draft tokens per sequence, 0..SPECDEC_MAX_DRAFT */
     int32_t n_vocab;           /* 1..SD_CUDA_SAMPLE_MAX_VOCAB */
-    int32_t n_seq;             /* 0..65535 (0: nothing launched) */
+    int32_t n_seq;             /* 0..SD_CUDA_VERIFY_MAX_SEQ = 65535 (0: nothing launched) */
     sd_sampling_params sp;     /* applied to the target rows (GREEDY: the neutral ones) */
     const float *logits;       /* target logits, row i of sequence b at b*logits_seq_stride + i*ld_logits */
     int64_t ld_logits;         /* >= n_vocab */

@@ -33,20 +33,8 @@ extern "C" {
 
 #define ROW_ROWS_MAX (SPECDEC_MAX_DRAFT + 1)
 
-/* Workspace layout (offsets in bytes, each region 256-byte aligned):
- *   counters  uint32 [n_seq]
- *   outcomes  int32  [n_seq][ROW_ROWS_MAX][2]   (token, accepted)
- *   p rows    float  [n_seq][gamma+1][V]
- *   w rows    double [n_seq][gamma+1][V]
- * counters and outcomes do not depend on gamma, so one zero fill serves every call. */
-static size_t row_al(size_t x) { return (x + 255) & ~(size_t)255; }
-static size_t row_off_outcomes(int32_t n_seq) { return row_al((size_t)n_seq * sizeof(uint32_t)); }
-static size_t row_off_p(int32_t n_seq) {
-    return row_off_outcomes(n_seq) + row_al((size_t)n_seq * ROW_ROWS_MAX * 2 * sizeof(int32_t));
-}
-static size_t row_off_w(int32_t n_seq, int32_t gamma, int32_t V) {
-    return row_off_p(n_seq) + row_al((size_t)n_seq * (size_t)(gamma + 1) * (size_t)V * sizeof(float));
-}
+/* Workspace layout: sd_verify_ws_layout (sd_cuda_mb.h). The per-sequence counters sit
+ * in the control header at offsets fixed per sequence; the kernel leaves them at zero. */
 
 static __global__ void __launch_bounds__(ROW_NT) sd_rule_verify_kernel(sd_cuda_verify_args a,
                                                                         uint32_t *counters, int32_t *outcomes,
@@ -113,14 +101,8 @@ static __global__ void __launch_bounds__(ROW_NT) sd_rule_verify_kernel(sd_cuda_v
     }
 }
 
-/* The one-block layout, then the multi-block region (sd_mb_region_bytes). */
-static size_t row_off_mb(int32_t n_seq, int32_t gamma, int32_t V) {
-    return row_off_w(n_seq, gamma, V) + row_al((size_t)n_seq * (size_t)(gamma + 1) * (size_t)V * sizeof(double));
-}
-
 extern "C" size_t sd_cuda_verify_ws_bytes(int32_t n_seq, int32_t gamma, int32_t n_vocab) {
-    if (n_seq <= 0 || gamma < 0 || gamma > SPECDEC_MAX_DRAFT || n_vocab <= 0) return 0;
-    return row_off_mb(n_seq, gamma, n_vocab) + sd_mb_region_bytes((int64_t)n_seq * (gamma + 1));
+    return sd_verify_ws_layout(n_seq, gamma, n_vocab).total;
 }
 
 extern "C" specdec_status sd_cuda_verify_ws_init(void *ws, size_t ws_bytes, cudaStream_t stream,
@@ -131,10 +113,9 @@ extern "C" specdec_status sd_cuda_verify_ws_init(void *ws, size_t ws_bytes, cuda
 }
 
 extern "C" float *sd_cuda_verify_p_rows(void *ws, int32_t n_seq, int32_t gamma, int32_t n_vocab) {
-    (void)gamma;
-    (void)n_vocab;
-    if (!ws || n_seq <= 0) return NULL;
-    return (float *)((char *)ws + row_off_p(n_seq));
+    const sd_verify_layout L = sd_verify_ws_layout(n_seq, gamma, n_vocab);
+    if (!ws || L.total == 0) return NULL;
+    return (float *)((char *)ws + L.p);
 }
 
 extern "C" specdec_status sd_cuda_verify(const sd_cuda_verify_args *a, void *ws, size_t ws_bytes,
@@ -151,9 +132,9 @@ extern "C" specdec_status sd_cuda_verify(const sd_cuda_verify_args *a, void *ws,
                        (int)a->n_vocab, SD_CUDA_SAMPLE_MAX_VOCAB);
     specdec_status st = sd_sampling_check_params(&a->sp, eb);
     if (st != SPECDEC_OK) return st;
-    if (a->n_seq < 0 || a->n_seq > 65535)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: n_seq %d outside [0, 65535]",
-                       (int)a->n_seq);
+    if (a->n_seq < 0 || a->n_seq > SD_CUDA_VERIFY_MAX_SEQ)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: n_seq %d outside [0, %d]", (int)a->n_seq,
+                       SD_CUDA_VERIFY_MAX_SEQ);
     if (a->n_seq == 0) return SPECDEC_OK;
     if (!a->logits || !a->out_tokens || !a->out_n_accepted || !a->pos0 || !ws || (a->gamma > 0 && !a->draft))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
@@ -176,18 +157,18 @@ extern "C" specdec_status sd_cuda_verify(const sd_cuda_verify_args *a, void *ws,
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: workspace %zu bytes, %zu needed", ws_bytes,
                        need);
     char *base = (char *)ws;
+    const sd_verify_layout L = sd_verify_ws_layout(a->n_seq, a->gamma, a->n_vocab);
     if (a->blocks_per_row != 0) {
-        const int64_t rows = (int64_t)a->n_seq * (a->gamma + 1);
-        const sd_cuda_mb_ws w = {base + row_off_mb(a->n_seq, a->gamma, a->n_vocab), sd_mb_region_bytes(rows),
-                                 (int32_t *)(base + row_off_outcomes(a->n_seq)), (float *)(base + row_off_p(a->n_seq))};
+        const sd_cuda_mb_ws w = {(sd_mb_ctrl *)(base + L.mb_ctrl), L.mb_parts ? (sd_mb_part *)(base + L.mb_parts) : NULL,
+                                 L.mb_hist ? (sd_mb_hist *)(base + L.mb_hist) : NULL, (int32_t *)(base + L.outcomes),
+                                 (float *)(base + L.p)};
         int launched = 0;
         st = sd_cuda_verify_mb_launch(a, &w, stream, &launched, eb);
         if (st != SPECDEC_OK || launched) return st;
     }
     dim3 grid((unsigned)(a->gamma + 1), (unsigned)a->n_seq);
-    sd_rule_verify_kernel<<<grid, ROW_NT, 0, stream>>>(*a, (uint32_t *)base, (int32_t *)(base + row_off_outcomes(a->n_seq)),
-                                                        (float *)(base + row_off_p(a->n_seq)),
-                                                        (double *)(base + row_off_w(a->n_seq, a->gamma, a->n_vocab)));
+    sd_rule_verify_kernel<<<grid, ROW_NT, 0, stream>>>(*a, (uint32_t *)(base + L.counters), (int32_t *)(base + L.outcomes),
+                                                        (float *)(base + L.p), (double *)(base + L.w));
     SD_CUDA_LAUNCHED(eb, "sd_rule_verify_kernel");
     return SPECDEC_OK;
 }

@@ -12,15 +12,18 @@
  *   and of the residual max(0, p - q), argmax -> the crossing chunk samples.
  * Cross-block data (partials, histograms, the tie id) is read with __ldcg (L2, never a
  * stale L1 line). Partials alternate between two slots by barrier parity, histograms
- * rotate over three slots and are zeroed after the first barrier that follows their
- * last read, so nothing needs clearing between launches; the last block of a row to
- * leave resets the row's barrier counters (graph replays start clean).
+ * rotate over three slots: the kernel zeroes a row's three slots when it starts (only
+ * if it may select) and each slot again after the first barrier that follows its last
+ * read. The barrier records live in the workspace's control header (sd_cuda_mb.h
+ * "workspace layouts") at an offset fixed per row; the last block of a row to leave
+ * resets them, so launches of any shape and graph replays start clean.
  * Verify: each row's outcome (token, accepted) goes to ws; the acceptance chain is
  * the second kernel, sd_mb_chain_kernel (one thread per sequence), in the same stream. */
 #include <curand_kernel.h>
 #include <limits.h>
 
 #include "sd_cuda_common.cuh"
+#include "sd_cuda_launch.h"
 #include "sd_cuda_mb.h"
 #include "sd_cuda_sample.h"
 #include "sd_cuda_sample_row.cuh"
@@ -507,6 +510,8 @@ static __device__ RowCut mb_select(MbRow &R, RowCut prev, bool by_count, sd_u128
 /* --- the row ------------------------------------------------------------------------ */
 /* Steps 1-8 on the chunk: probs[lo, hi) written (visible to the block on return). */
 static __device__ void mb_process(MbRow &R, const float *l, sd_sampling_params sp, float *probs, MbShared &sh) {
+    if (sd_mb_may_select(&sp)) /* the row's histogram slots start at zero (before the first barrier) */
+        for (int slot = 0; slot < SD_MB_HBUFS; slot++) mb_zero_slice(R, slot);
     if (sp.temperature == 0.0f) {
         (void)mb_greedy(R, l, probs, sh);
         return;
@@ -703,42 +708,62 @@ static __global__ void __launch_bounds__(MB_NT, 2) sd_mb_draft_kernel(sd_mb_karg
 }
 
 /* --- launchers ---------------------------------------------------------------------- */
-/* Blocks per row for `rows` rows: *nb = 0 when AUTO finds none that fits. */
-static specdec_status mb_plan(const void *kernel, int32_t V, int64_t rows, int32_t req, int32_t *nb, sd_errbuf *eb) {
-    int dev = 0, sms = 0, per = 0;
+/* What the device offers kernel k (0 verify, 1 draft): queried once per device (the
+ * shared-memory opt-in and the occupancy query are not free), sd_cuda_launch.h. */
+static sd_cuda_dev_once mb_caps_once[2];
+static sd_mb_dev mb_caps[2][SD_CUDA_MAX_DEVICES];
+static size_t mb_caps_smem[2][SD_CUDA_MAX_DEVICES];
+
+/* *out: the device's offer; *smem: the shared memory one block needs (dynamic + static). */
+static specdec_status mb_device_caps(const void *kernel, int k, sd_mb_dev *out, size_t *smem, sd_errbuf *eb) {
+    int dev = 0, sms = 0, coop = 0, optin = 0, per = 0;
     SD_CUDA_TRY(eb, cudaGetDevice(&dev));
-    SD_CUDA_TRY(eb, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    SD_CUDA_TRY(eb, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MB_SMEM));
-    SD_CUDA_TRY(eb, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, MB_NT, MB_SMEM));
-    const int64_t cap = (int64_t)per * sms; /* blocks resident at once */
-    const int32_t lo = sd_mb_min_blocks(V);
-    int64_t n = req;
-    if (req == SD_MB_AUTO) {
-        n = rows > 0 ? cap / rows : 0;
-        const int64_t useful = V / SD_MB_CHUNK_MIN > 0 ? V / SD_MB_CHUNK_MIN : 1;
-        if (n > SD_MB_MAX_BLOCKS) n = SD_MB_MAX_BLOCKS;
-        if (n > useful) n = useful < lo ? lo : useful;
-        *nb = (n >= lo && n * rows <= cap && rows <= SD_MB_MAX_ROWS) ? (int32_t)n : 0;
+    if (!sd_cuda_once_needed(&mb_caps_once[k], dev)) {
+        *out = mb_caps[k][dev];
+        *smem = mb_caps_smem[k][dev];
         return SPECDEC_OK;
     }
-    if (n < lo || n > SD_MB_MAX_BLOCKS || n * rows > cap || rows > SD_MB_MAX_ROWS)
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
-                       "cuda multi-block: %d blocks per row x %lld rows (V=%d needs >= %d, <= %d, %lld resident, "
-                       "<= %d rows)",
-                       (int)n, (long long)rows, (int)V, (int)lo, SD_MB_MAX_BLOCKS, (long long)cap, SD_MB_MAX_ROWS);
-    *nb = (int32_t)n;
+    SD_CUDA_TRY(eb, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    SD_CUDA_TRY(eb, cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    SD_CUDA_TRY(eb, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    cudaFuncAttributes fa;
+    SD_CUDA_TRY(eb, cudaFuncGetAttributes(&fa, kernel));
+    const size_t need = MB_SMEM + fa.sharedSizeBytes;
+    if (need <= (size_t)optin) { /* else the plan refuses: per stays 0 */
+        SD_CUDA_TRY(eb, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MB_SMEM));
+        SD_CUDA_TRY(eb, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, MB_NT, MB_SMEM));
+    }
+    out->sms = sms;
+    out->per_sm = per;
+    out->coop = coop;
+    out->smem_optin = (size_t)optin;
+    *smem = need;
+    if (dev >= 0 && dev < SD_CUDA_MAX_DEVICES) mb_caps[k][dev] = *out, mb_caps_smem[k][dev] = need;
+    sd_cuda_once_done(&mb_caps_once[k], dev);
     return SPECDEC_OK;
 }
 
+/* Blocks per row for `rows` rows (sd_mb_plan_blocks): *nb = 0 when AUTO finds none that
+ * runs; an explicit count that cannot run is SPECDEC_ERR_UNSUPPORTED. */
+static specdec_status mb_plan(const void *kernel, int k, int32_t V, int64_t rows, int32_t req, int32_t *nb,
+                              sd_errbuf *eb) {
+    sd_mb_dev d;
+    size_t smem = 0;
+    const specdec_status st = mb_device_caps(kernel, k, &d, &smem, eb);
+    if (st != SPECDEC_OK) return st;
+    if (sd_mb_plan_blocks(&d, smem, V, rows, req, nb) == SD_MB_PLAN_OK) return SPECDEC_OK;
+    return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                   "cuda multi-block: %d blocks per row x %lld rows (V=%d needs >= %d, <= %d; %d SMs x %d resident, "
+                   "cooperative %s, <= %d rows, %zu bytes of shared memory of %zu)",
+                   (int)req, (long long)rows, (int)V, (int)sd_mb_min_blocks(V), SD_MB_MAX_BLOCKS, d.sms, d.per_sm,
+                   d.coop ? "yes" : "no", SD_MB_MAX_ROWS, smem, d.smem_optin);
+}
+
 /* The workspace pieces of the multi-block region. */
-static void mb_carve(sd_mb_kargs *k, const sd_cuda_mb_ws *w, int64_t rows) {
-    char *base = (char *)w->mb;
-    const size_t r = (size_t)rows;
-    const size_t o1 = (r * sizeof(sd_mb_ctrl) + 255) & ~(size_t)255;
-    const size_t o2 = o1 + ((r * 2 * SD_MB_MAX_BLOCKS * sizeof(sd_mb_part) + 255) & ~(size_t)255);
-    k->ctrl = (sd_mb_ctrl *)base;
-    k->parts = (sd_mb_part *)(base + o1);
-    k->hist = (sd_mb_hist *)(base + o2);
+static void mb_carve(sd_mb_kargs *k, const sd_cuda_mb_ws *w) {
+    k->ctrl = w->ctrl;
+    k->parts = w->parts;
+    k->hist = w->hist;
     k->outcomes = w->outcomes;
     k->prows = w->prows;
 }
@@ -758,14 +783,24 @@ static cudaError_t mb_launch(void (*kernel)(sd_mb_kargs), dim3 grid, const sd_mb
     return cudaLaunchKernelEx(&cfg, kernel, k);
 }
 
+/* The driver refused a cooperative launch that the plan allowed (e.g. fewer SMs usable
+ * than the device reports, under MPS): with AUTO, not an error — the caller runs the
+ * one-block kernel (the refusal is not sticky; it is cleared here). */
+static int mb_refused(cudaError_t e, int32_t req) {
+    if (req != SD_MB_AUTO) return 0;
+    if (e != cudaErrorCooperativeLaunchTooLarge && e != cudaErrorNotSupported && e != cudaErrorNotPermitted) return 0;
+    (void)cudaGetLastError();
+    return 1;
+}
+
 extern "C" specdec_status sd_cuda_verify_mb_launch(const sd_cuda_verify_args *a, const sd_cuda_mb_ws *w,
                                                    cudaStream_t stream, int *launched, sd_errbuf *eb) {
     *launched = 0;
     const int64_t rows = (int64_t)a->n_seq * (a->gamma + 1);
     int32_t nb = 0;
-    specdec_status st = mb_plan((const void *)sd_mb_verify_kernel, a->n_vocab, rows, a->blocks_per_row, &nb, eb);
+    specdec_status st = mb_plan((const void *)sd_mb_verify_kernel, 0, a->n_vocab, rows, a->blocks_per_row, &nb, eb);
     if (st != SPECDEC_OK || nb == 0) return st;
-    if (!w->mb || w->mb_bytes < sd_mb_region_bytes(rows))
+    if (!w->ctrl || !w->parts || !w->hist)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: workspace has no multi-block region for %lld rows",
                        (long long)rows);
     sd_mb_kargs k;
@@ -773,8 +808,11 @@ extern "C" specdec_status sd_cuda_verify_mb_launch(const sd_cuda_verify_args *a,
     k.n_vocab = a->n_vocab;
     k.nb = nb;
     k.v = *a;
-    mb_carve(&k, w, rows);
-    SD_CUDA_TRY(eb, mb_launch(sd_mb_verify_kernel, dim3((unsigned)nb, (unsigned)(a->gamma + 1), (unsigned)a->n_seq), k, stream));
+    mb_carve(&k, w);
+    const cudaError_t e =
+        mb_launch(sd_mb_verify_kernel, dim3((unsigned)nb, (unsigned)(a->gamma + 1), (unsigned)a->n_seq), k, stream);
+    if (mb_refused(e, a->blocks_per_row)) return SPECDEC_OK;
+    SD_CUDA_TRY(eb, e);
     sd_mb_chain_kernel<<<(unsigned)((a->n_seq + 127) / 128), 128, 0, stream>>>(*a, w->outcomes);
     SD_CUDA_LAUNCHED(eb, "sd_mb_chain_kernel");
     *launched = 1;
@@ -785,9 +823,9 @@ extern "C" specdec_status sd_cuda_draft_mb_launch(const sd_cuda_sample_draft_arg
                                                   cudaStream_t stream, int *launched, sd_errbuf *eb) {
     *launched = 0;
     int32_t nb = 0;
-    specdec_status st = mb_plan((const void *)sd_mb_draft_kernel, a->n_vocab, a->n_seq, a->blocks_per_row, &nb, eb);
+    specdec_status st = mb_plan((const void *)sd_mb_draft_kernel, 1, a->n_vocab, a->n_seq, a->blocks_per_row, &nb, eb);
     if (st != SPECDEC_OK || nb == 0) return st;
-    if (!w->mb || w->mb_bytes < sd_mb_region_bytes(a->n_seq))
+    if (!w->ctrl || !w->parts || !w->hist)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda draft: workspace has no multi-block region for %d rows",
                        (int)a->n_seq);
     sd_mb_kargs k;
@@ -795,8 +833,10 @@ extern "C" specdec_status sd_cuda_draft_mb_launch(const sd_cuda_sample_draft_arg
     k.n_vocab = a->n_vocab;
     k.nb = nb;
     k.d = *a;
-    mb_carve(&k, w, a->n_seq);
-    SD_CUDA_TRY(eb, mb_launch(sd_mb_draft_kernel, dim3((unsigned)nb, 1u, (unsigned)a->n_seq), k, stream));
+    mb_carve(&k, w);
+    const cudaError_t e = mb_launch(sd_mb_draft_kernel, dim3((unsigned)nb, 1u, (unsigned)a->n_seq), k, stream);
+    if (mb_refused(e, a->blocks_per_row)) return SPECDEC_OK;
+    SD_CUDA_TRY(eb, e);
     *launched = 1;
     return SPECDEC_OK;
 }

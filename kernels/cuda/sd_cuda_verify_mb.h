@@ -1,9 +1,11 @@
 /* sd_cuda_verify_mb.h — internal launchers of the multi-block verifier and draft step
  * (sd_cuda_verify_mb.cu), called by sd_cuda_verify() / sd_cuda_sample_draft_step() when
  * the arguments ask for blocks_per_row != 0 (arguments already validated there).
- * mb: the multi-block region of the caller's workspace (sd_mb_region_bytes(rows)
- * bytes, zero-filled once). *launched = 0 (and SPECDEC_OK) when blocks_per_row is
- * SD_MB_AUTO and no block count fits: the caller runs the one-block kernel instead. */
+ * w: the multi-block records of the caller's workspace (sd_cuda_mb.h "workspace
+ * layouts": ctrl in the zero-filled control header, parts / hist for the launch's rows).
+ * *launched = 0 (and SPECDEC_OK) when blocks_per_row is SD_MB_AUTO and the kernel cannot
+ * run on this device for this shape (no block count fits, no cooperative launch, too
+ * little shared memory: sd_mb_plan_blocks): the caller runs the one-block kernel. */
 #ifndef SD_CUDA_VERIFY_MB_H
 #define SD_CUDA_VERIFY_MB_H
 
@@ -17,8 +19,9 @@ extern "C" {
 #endif
 
 typedef struct sd_cuda_mb_ws {
-    void *mb;           /* the multi-block region */
-    size_t mb_bytes;
+    sd_mb_ctrl *ctrl;   /* [SD_MB_MAX_ROWS], zero between launches (the control header) */
+    sd_mb_part *parts;  /* [rows][2][SD_MB_MAX_BLOCKS] */
+    sd_mb_hist *hist;   /* [rows][SD_MB_HBUFS] */
     int32_t *outcomes;  /* verify only: the (token, accepted) records */
     float *prows;       /* verify only: the processed target rows */
 } sd_cuda_mb_ws;

@@ -117,6 +117,15 @@ def functions(text):
         i += 1
 
 
+def source_files(root, dirs, exts=EXTS):
+    """Every source file under root/d for d in dirs, in a stable order."""
+    for d in dirs:
+        for dp, _, files in os.walk(os.path.join(root, d)):
+            for f in sorted(files):
+                if f.endswith(exts):
+                    yield os.path.join(dp, f)
+
+
 def self_test():
     body = "\n".join("    x += %d;" % i for i in range(77))
     ok80 = "static int ok80(int x) {\n" + body + "\n    return x;\n}\n"          # 80 lines
@@ -145,18 +154,12 @@ def main():
         dirs = args[args.index("--dirs") + 1].split(",")
     found = []
     n_funcs = 0
-    for d in dirs:
-        top = os.path.join(root, d)
-        for dp, _, files in os.walk(top):
-            for f in sorted(files):
-                if not f.endswith(EXTS):
-                    continue
-                path = os.path.join(dp, f)
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-                for name, a, z in functions(text):
-                    n_funcs += 1
-                    found.append((z - a + 1, os.path.relpath(path, root), a, name))
+    for path in source_files(root, dirs):
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for name, a, z in functions(text):
+            n_funcs += 1
+            found.append((z - a + 1, os.path.relpath(path, root), a, name))
     found.sort(reverse=True)
     over = [x for x in found if x[0] > limit]
     if report:

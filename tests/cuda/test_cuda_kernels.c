@@ -233,7 +233,12 @@ static void test_attention(ct_rng *rng) {
         sd_cuda_attention_args aa = {.q = d_q, .ldq = ldq, .k_cache = d_k, .v_cache = d_v, .kv_dt = dt,
                                      .cache_rows = n_ctx, .n_ctx = n_ctx, .n = n,
                                      .map = {.pos0 = pos0, .block_tokens = 1}, .n_heads = nh, .n_kv = nkv, .hd = hd,
-                                     .part = d_part, .out = d_o, .ldo = nh * hd};
+                                     .part = d_part, .part_floats = sd_cuda_attention_part_floats(n, nh, hd, n_ctx),
+                                     .out = d_o, .ldo = nh * hd};
+        /* issue 24 (b): a scratch one float short of the launch's need is refused */
+        aa.part_floats = sd_keymap_part_floats(n, nh, hd, (int64_t)pos0 + n) - 1;
+        SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_ERR_INVALID_ARGUMENT, "short split scratch accepted");
+        aa.part_floats = sd_keymap_part_floats(n, nh, hd, (int64_t)pos0 + n);
         SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         CT_CUDA(cudaMemcpy(got, d_o, sizeof(float) * n * nh * hd, cudaMemcpyDeviceToHost));
         char what[96];

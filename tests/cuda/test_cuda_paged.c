@@ -50,6 +50,7 @@ typedef struct pass {
     sd_cuda_attblk *d_blk;
 } pass;
 
+static size_t g_part_floats; /* floats of the split scratch (sd_cuda_attention_args.part_floats) */
 static int32_t rnd(ct_rng *r, int32_t n) { return (int32_t)(ct_next(r) % (uint64_t)n); }
 
 /* Three sequences: a chain near the end of a split, a tree mid-context, a short chain. */
@@ -177,7 +178,7 @@ static int contiguous_equal(const pcase *c, const float *kc, const float *vc, co
     sd_cuda_attention_args aa = {.q = d_q, .ldq = c->nh * c->hd, .k_cache = d_k, .v_cache = d_v, .kv_dt = c->dt,
                                  .cache_rows = nk, .n_ctx = c->n_ctx + SD_RUNNER_TREE_MAX, .n = 1,
                                  .map = {.pos0 = nk - 1, .block_tokens = 1}, .n_heads = c->nh, .n_kv = c->nkv,
-                                 .hd = c->hd, .part = d_part, .out = d_o, .ldo = c->nh * c->hd};
+                                 .hd = c->hd, .part = d_part, .part_floats = g_part_floats, .out = d_o, .ldo = c->nh * c->hd};
     ct_poison(d_o, sizeof(float) * c->nh * c->hd);
     SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
     CT_CUDA(cudaMemcpy(one, d_o, sizeof(float) * c->nh * c->hd, cudaMemcpyDeviceToHost));
@@ -203,7 +204,7 @@ static int alone_equal(const pcase *c, const pass *p, int32_t t, const void *d_k
     sd_cuda_attention_args aa = {.q = d_q + (size_t)t * c->nh * c->hd, .ldq = c->nh * c->hd, .k_cache = d_k,
                                  .v_cache = d_v, .kv_dt = c->dt, .cache_rows = p->rows,
                                  .n_ctx = c->n_ctx + SD_RUNNER_TREE_MAX, .n = 1, .n_heads = c->nh, .n_kv = c->nkv,
-                                 .hd = c->hd, .part = d_part, .out = d_o, .ldo = c->nh * c->hd};
+                                 .hd = c->hd, .part = d_part, .part_floats = g_part_floats, .out = d_o, .ldo = c->nh * c->hd};
     aa.map.block_tokens = c->bt;
     aa.map.tok = p->d_tm + t;
     aa.map.ext = p->d_ext;
@@ -235,13 +236,14 @@ static void test_attention_paged(ct_rng *rng, const pcase *c) {
         sd_cpu_attention_keys(q + (size_t)t * qd, kc, vc, keys, nk, c->nh, c->nkv, c->hd, scores, acc, ref + (size_t)t * qd);
     }
     float *d_q = ct_dev_upload(q, sizeof(float) * n * qd), *d_o = ct_dev_alloc(sizeof(float) * n * qd);
-    float *d_part = ct_dev_alloc(sizeof(float) * sd_cuda_attention_part_floats(n, c->nh, c->hd, c->n_ctx + SD_RUNNER_TREE_MAX));
+    g_part_floats = sd_cuda_attention_part_floats(n, c->nh, c->hd, c->n_ctx + SD_RUNNER_TREE_MAX);
+    float *d_part = ct_dev_alloc(sizeof(float) * g_part_floats);
     sd_errbuf eb;
     for (int32_t k = 0; k < p->lo.n_launch; k++) {
         const sd_cuda_att_launch *L = &p->launch[k];
         sd_cuda_attention_args aa = {.q = d_q + (size_t)L->tok0 * qd, .ldq = qd, .k_cache = d_k, .v_cache = d_v,
                                      .kv_dt = c->dt, .cache_rows = p->rows, .n_ctx = c->n_ctx + SD_RUNNER_TREE_MAX,
-                                     .n = L->n, .n_heads = c->nh, .n_kv = c->nkv, .hd = c->hd, .part = d_part,
+                                     .n = L->n, .n_heads = c->nh, .n_kv = c->nkv, .hd = c->hd, .part = d_part, .part_floats = g_part_floats,
                                      .out = d_o + (size_t)L->tok0 * qd, .ldo = qd};
         aa.map = sd_cuda_layout_map(L, p->d_tm, p->d_ext, p->d_blk, c->bt);
         SD_CHECK(sd_cuda_attention(&aa, 0, &eb) == SPECDEC_OK, "%s", eb.msg);

@@ -11,7 +11,11 @@
  * Injected words and cuRAND words (seed, sequence id, pos0 in device memory) are both
  * run; the Philox run is also captured in a CUDA graph and replayed with new pos0
  * values, which must equal direct launches. All of it again for the multi-block
- * verifier (blocks_per_row automatic, 1, 13, 40). Needs a GPU (skips otherwise). */
+ * verifier (blocks_per_row automatic, 1, 13, 40). Then (issue 24 (a)) 40 launches of
+ * random shapes — n_seq 1..4, gamma 0..8, V 4096 / 32000, one-block and multi-block
+ * kernels mixed — on ONE workspace zero-filled once: every launch must still pass
+ * (a)-(e) (a stale counter or histogram of an earlier shape would change tokens or hang
+ * a row). Needs a GPU (skips otherwise). */
 #include "sd_test.h"
 #include "specdec.h"
 
@@ -45,6 +49,8 @@ static void *dalloc(size_t n) {
 
 static long n_rounds, bad_a, bad_b, bad_c, bad_rows, bad_range;
 static int g_bpr; /* blocks_per_row of every launch: 0 one-block, else multi-block */
+static void *g_ws; /* non-NULL: the workspace every launch shares (zero-filled once) */
+static size_t g_wsb;
 
 /* One launch of B sequences; philox: 0 injected words, 1 cuRAND words, 2 cuRAND via a
  * replayed graph. */
@@ -119,8 +125,14 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
     UP(dseed, seed, 8 * (size_t)B);
     UP(dsid, sid, 8 * (size_t)B);
     size_t wsb = sd_cuda_verify_ws_bytes(B, g, V);
-    void *dws = dalloc(wsb);
-    SD_CHECK(sd_cuda_verify_ws_init(dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    void *dws = g_ws;
+    if (g_ws) {
+        SD_CHECK(wsb <= g_wsb, "shared workspace too small for n_seq %d gamma %d V %d", B, g, V);
+        wsb = g_wsb;
+    } else {
+        dws = dalloc(wsb);
+        SD_CHECK(sd_cuda_verify_ws_init(dws, wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    }
     sd_cuda_verify_args a;
     memset(&a, 0, sizeof a);
     a.mode = mode; a.gamma = g; a.n_vocab = V; a.n_seq = B; a.sp = *sp;
@@ -212,7 +224,8 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
         if (!same && bad_c++ < 5) fprintf(stderr, "  (c) V=%d g=%d mode %d seq %d: gpu n=%d, cpu end-to-end n=%d\n", V, g, mode, b, n, n3);
     }
     cudaFree(dlp); cudaFree(dlq); cudaFree(dq); cudaFree(pws); cudaFree(ddraft); cudaFree(dout); cudaFree(dn);
-    cudaFree(dwa); cudaFree(dwsm); cudaFree(dseed); cudaFree(dsid); cudaFree(dpos); cudaFree(dws);
+    cudaFree(dwa); cudaFree(dwsm); cudaFree(dseed); cudaFree(dsid); cudaFree(dpos);
+    if (!g_ws) cudaFree(dws);
     free(lp); free(lq); free(P); free(Q); free(Pc); free(Qc); free(draft); free(out); free(nacc); free(wa); free(wsm);
     free(seed); free(sid); free(pos0); free(scratch);
 }
@@ -251,6 +264,22 @@ int main(void) {
                 run_case(V, g, modes[m], sp, 1, (g + m) % 3, &rng);
             }
     g_bpr = 0;
+    /* issue 24 (a): one workspace, zero-filled once, launches of varying shapes */
+    g_wsb = sd_cuda_verify_ws_bytes(4, 8, 32000);
+    g_ws = dalloc(g_wsb);
+    sd_errbuf eb = {{0}};
+    SD_CHECK(sd_cuda_verify_ws_init(g_ws, g_wsb, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
+    for (int it = 0; it < 40; it++) {
+        const int V = (cs_next(&rng) % 2) ? 32000 : 4096, g = (int)(cs_next(&rng) % 9), B = 1 + (int)(cs_next(&rng) % 4);
+        const int m = (int)(cs_next(&rng) % 3), k = (int)(cs_next(&rng) % 4);
+        g_bpr = k == 0 ? 0 : k == 1 ? SD_CUDA_MB_AUTO : (k == 2 ? 8 : 1);
+        if ((g_bpr == 1 && V > 4096) || (g_bpr > 0 && B * (g + 1) * g_bpr > 128)) g_bpr = SD_CUDA_MB_AUTO;
+        const sd_sampling_params *sp = modes[m] == SPECDEC_VERIFY_GREEDY ? &cs_params[10] : &cs_params[(it * 7) % 12];
+        run_case(V, g, modes[m], sp, B, it % 3, &rng);
+    }
+    g_bpr = 0;
+    cudaFree(g_ws);
+    g_ws = NULL;
     printf("rounds %ld: (a) vs sample_ref %ld, (b) vs sd_verify same rows %ld, (c) vs cpu end-to-end %ld, rows off %ld, "
            "out of range %ld\n",
            n_rounds, bad_a, bad_b, bad_c, bad_rows, bad_range);

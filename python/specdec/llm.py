@@ -1,0 +1,614 @@
+"""specdec.LLM: a target (+ draft) model pair behind the library's request scheduler.
+
+Every request, from generate(), stream() or chat(), goes through one specdec_scheduler: requests
+queue FIFO and up to max_num_seqs of them decode together (continuous batching, one batched
+target pass per round). The library guarantees each output equals what specdec_generate alone
+(`specdec generate`) produces for the same prompt, parameters and seed.
+"""
+from __future__ import annotations
+
+import itertools
+import numbers
+import os
+import queue
+import random
+import secrets
+import threading
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
+
+from . import _paths
+from ._ffi import binding
+from .errors import InvalidArgumentError, QueueFullError, ShutDownError, SpecdecError, UnsupportedError
+from .outputs import CompletionOutput, RequestMetrics, RequestOutput
+from .sampling import SamplingParams
+from .tokenizer import Tokenizer, token_id_array
+
+# speculative_config "method" -> the specdec_draft_method value it selects. The generate params
+# gain `draft_method` (and ngram_min / ngram_max) with issue 21; until the header has them, the
+# methods that need them are refused (UnsupportedError). Nothing else changes when they land.
+_DRAFT_METHODS = {"draft_model": "SPECDEC_DRAFT_MODEL", "ngram": "SPECDEC_DRAFT_NGRAM",
+                  "eagle3": "SPECDEC_DRAFT_EAGLE3"}
+_SPEC_KEYS = {"method", "model", "num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "tree",
+              "draft_nodes", "verify"}
+# The CLI's names where they are not the enum's lower-cased suffix.
+_ENUM_NAMES = {"SPECDEC_STOP_STRING": "stop_string"}
+_POLL_MS = 100  # a wait returns at least this often, so Ctrl-C is seen within it
+
+
+def _enum_short(ctype, value: int):
+    names = list(ctype.elements.values())
+    name = ctype.elements.get(value)
+    if name is None:
+        return value
+    if name in _ENUM_NAMES:
+        return _ENUM_NAMES[name]
+    prefix = os.path.commonprefix(names)
+    prefix = prefix[: prefix.rfind("_") + 1]
+    return name[len(prefix):].lower()
+
+
+class _StopCutter:
+    """Cuts streamed text before the first stop string, holding back the tail that could still
+    become one. generate() and stream() share it, so both give the same text."""
+
+    def __init__(self, stops: list):
+        self.stops = [s for s in stops if s]
+        self.hold = max((len(s) for s in self.stops), default=1) - 1
+        self.text = ""
+        self.sent = 0
+        self.matched: Optional[str] = None
+
+    def feed(self, piece: str) -> str:
+        if self.matched is not None:
+            return ""
+        self.text += piece
+        if self.stops:
+            start = max(0, self.sent - self.hold)
+            hits = [(i, s) for s in self.stops if (i := self.text.find(s, start)) >= 0]
+            if hits:
+                i, self.matched = min(hits)
+                out, self.sent = self.text[self.sent:i], i
+                self.text = self.text[:i]
+                return out
+        end = max(self.sent, len(self.text) - self.hold)
+        out, self.sent = self.text[self.sent:end], end
+        return out
+
+    def finish(self) -> str:
+        out, self.sent = self.text[self.sent:], len(self.text)
+        return out
+
+
+class _Request:
+    """One submitted request: its C parameters and buffers (kept alive until it is collected)."""
+
+    def __init__(self, index: int, prompt: Optional[str], ids: list, params: SamplingParams):
+        self.index = index
+        self.prompt = prompt
+        self.ids = ids
+        self.params = params
+        self.keep = []  # cffi objects the C parameters point to
+        self.gp = None
+        self.id = 0  # specdec_request_id once submitted
+        self.capacity = 0
+        self.callback = None
+
+
+class LLM:
+    """A speculative-decoding engine in vLLM's shape.
+
+    model: a Hugging Face model directory; None = the bundled KJV target (and, unless told
+    otherwise, its draft). draft: a draft model directory (as speculative_config["model"]).
+    speculative_config: {"method": "draft_model"|"ngram"|"eagle3", "model": DIR,
+    "num_speculative_tokens": γ, "prompt_lookup_min"/"prompt_lookup_max": N (ngram), "tree": [4, 2, 1],
+    "draft_nodes": N, "verify": "auto"|"rejection"|"greedy"|"match"}.
+    backend: "auto" (CUDA when a device is usable), "cpu" or "cuda". n_ctx: context length (None =
+    min(max_position_embeddings, 4096)). max_num_seqs: requests decoded at once. seed: None = every
+    request without its own seed gets a random one; an int makes the run reproducible.
+    """
+
+    def __init__(self, model: Optional[str] = None, draft: Optional[str] = None,
+                 speculative_config: Optional[dict] = None, backend: str = "auto", n_ctx: Optional[int] = None,
+                 max_num_seqs: int = 8, seed: Optional[int] = None):
+        b = self._b = binding()
+        self._sched = None
+        self._models = []
+        self.tokenizer = None
+        self._closing = False
+        self._inflight = 0  # calls using the scheduler now; close() waits for them before freeing it
+        self._cv = threading.Condition()
+        self._close_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._counter = itertools.count()
+        spec = self._spec = self._parse_spec(speculative_config)
+        target_dir, draft_dir = self._model_dirs(model, draft, spec)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
+            raise InvalidArgumentError(f"LLM(seed={seed!r}): an int in [0, 2**64) or None")
+        self._rng = random.Random(seed) if seed is not None else None
+        ep = self._engine_params(backend, n_ctx)
+        sp = b.ffi.new("specdec_scheduler_params *", b.lib.specdec_scheduler_default_params())
+        if isinstance(max_num_seqs, bool) or not isinstance(max_num_seqs, int):
+            raise InvalidArgumentError(f"LLM(max_num_seqs={max_num_seqs!r}) must be an int")
+        sp.max_active = _c_int(max_num_seqs, "max_num_seqs")
+        try:
+            self.model = target_dir
+            self.draft = draft_dir
+            self._target = self._load_model(target_dir, "target")
+            self._draft = self._load_model(draft_dir, "draft") if draft_dir else b.ffi.NULL
+            self.tokenizer = Tokenizer(target_dir)
+            out = b.ffi.new("specdec_scheduler **")
+            b.check(b.lib.specdec_scheduler_create(self._target, self._draft, ep, sp, out), b.lib.specdec_last_error,
+                    f"creating the scheduler (max_num_seqs={max_num_seqs}, n_ctx={n_ctx}, backend={backend!r})")
+            self._sched = out[0]
+        except BaseException:
+            self.close()
+            raise
+        self.n_ctx = int(b.lib.specdec_scheduler_n_ctx(self._sched))
+        self.max_num_seqs = max_num_seqs
+        self.backend = self._backend_used(ep.backend)
+        self._template = self._template_params()
+
+    # ---- construction helpers -------------------------------------------------------------------
+    @staticmethod
+    def _parse_spec(cfg) -> dict:
+        if cfg is None:
+            return {}
+        if not isinstance(cfg, dict):
+            raise InvalidArgumentError("speculative_config must be a dict")
+        unknown = sorted(set(cfg) - _SPEC_KEYS)
+        if unknown:
+            raise InvalidArgumentError(f"speculative_config: unknown key(s) {unknown}; known: {sorted(_SPEC_KEYS)}")
+        method = cfg.get("method", "draft_model")
+        if method not in _DRAFT_METHODS:
+            raise InvalidArgumentError(f"speculative_config['method'] = {method!r}: one of {sorted(_DRAFT_METHODS)}")
+        spec = dict(cfg, method=method)
+        for k in ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "draft_nodes"):
+            v = spec.get(k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise InvalidArgumentError(f"speculative_config['{k}'] = {v!r} must be an int")
+        tree = spec.get("tree")
+        if tree is not None and (not isinstance(tree, (list, tuple)) or
+                                 not all(isinstance(w, int) and not isinstance(w, bool) for w in tree)):
+            raise InvalidArgumentError(f"speculative_config['tree'] = {tree!r} must be a list of ints, e.g. [4, 2, 1]")
+        verify = spec.get("verify", "auto")
+        if verify not in ("auto", "rejection", "greedy", "match"):
+            raise InvalidArgumentError(f"speculative_config['verify'] = {verify!r}: auto, rejection, greedy or match")
+        if method != "ngram" and ("prompt_lookup_min" in spec or "prompt_lookup_max" in spec):
+            raise InvalidArgumentError("speculative_config: prompt_lookup_min/max apply to method 'ngram' only")
+        return spec
+
+    def _model_dirs(self, model, draft, spec):
+        if draft is not None and spec.get("model") is not None and os.fspath(draft) != os.fspath(spec["model"]):
+            raise InvalidArgumentError(f"LLM(draft={draft!r}) and speculative_config['model'] = {spec['model']!r} "
+                                       "name different draft models")
+        draft = spec.get("model", draft)
+        method = spec.get("method", "draft_model")
+        if method == "ngram" and draft is not None:
+            raise InvalidArgumentError("speculative_config method 'ngram' drafts by prompt lookup: "
+                                       "give no draft model")
+        if model is None:
+            bundled_target, bundled_draft = _paths.bundled_pair()
+            model = bundled_target
+            if draft is None and method == "draft_model":
+                draft = bundled_draft
+        if method == "eagle3" and draft is None:
+            raise InvalidArgumentError("speculative_config method 'eagle3' needs 'model': the EAGLE-3 head's directory")
+        return os.fspath(model), (os.fspath(draft) if draft is not None else None)
+
+    def _engine_params(self, backend, n_ctx):
+        b = self._b
+        ep = b.ffi.new("specdec_engine_params *", b.lib.specdec_engine_default_params())
+        names = {"auto", "cpu", "cuda"}
+        if backend not in names:
+            raise InvalidArgumentError(f"LLM(backend={backend!r}): one of {sorted(names)}")
+        ep.backend = b.enum_value("specdec_backend", "SPECDEC_BACKEND_" + backend.upper())
+        if n_ctx is not None:
+            if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx <= 0:
+                raise InvalidArgumentError(f"LLM(n_ctx={n_ctx!r}) must be a positive int or None")
+            ep.n_ctx = _c_int(n_ctx, "n_ctx")
+        return ep
+
+    def _load_model(self, path, role):
+        b = self._b
+        out = b.ffi.new("specdec_model **")
+        b.check(b.lib.specdec_model_load(os.fsencode(path), b.ffi.NULL, out), b.lib.specdec_last_error,
+                f"loading the {role} model {path}")
+        self._models.append(out[0])
+        return out[0]
+
+    def _backend_used(self, backend: int) -> str:
+        b = self._b
+        if backend == b.enum_value("specdec_backend", "SPECDEC_BACKEND_AUTO"):
+            return "cuda" if b.lib.specdec_has_cuda() and b.lib.specdec_cuda_device_count() > 0 else "cpu"
+        return _enum_short(b.ffi.typeof("specdec_backend"), backend)
+
+    def _template_params(self):
+        """The generate params every request starts from: defaults + speculative_config."""
+        b, spec = self._b, self._spec
+        gp = b.ffi.new("specdec_generate_params *", b.lib.specdec_generate_default_params())
+        gp.verify = b.enum_value("specdec_verify_mode", "SPECDEC_VERIFY_" + spec.get("verify", "auto").upper())
+        if spec.get("num_speculative_tokens") is not None:
+            gp.n_draft = _c_int(spec["num_speculative_tokens"], "speculative_config['num_speculative_tokens']")
+        if spec.get("draft_nodes") is not None:
+            gp.draft_nodes = _c_int(spec["draft_nodes"], "speculative_config['draft_nodes']")
+        if spec.get("tree") is not None:
+            widths = spec["tree"]
+            arr = b.ffi.new("int32_t[]", [_c_int(w, "speculative_config['tree']") for w in widths] or [0])
+            b.check(b.lib.specdec_generate_params_set_tree(gp, arr, len(widths)), b.lib.specdec_last_error,
+                    "speculative_config['tree']")
+        self._set_draft_method(gp, spec)
+        return gp
+
+    def _set_draft_method(self, gp, spec):
+        b = self._b
+        method = spec.get("method", "draft_model")
+        if not b.has_field("specdec_generate_params", "draft_method"):
+            if method != "draft_model":
+                raise UnsupportedError(f"speculative_config method {method!r}: this libspecdec ({b.version}) has no "
+                                       "specdec_generate_params.draft_method; only 'draft_model' is available")
+            return
+        if "method" in spec:
+            gp.draft_method = b.enum_value("specdec_draft_method", _DRAFT_METHODS[method])
+        if method == "ngram":
+            if spec.get("prompt_lookup_min") is not None:
+                gp.ngram_min = _c_int(spec["prompt_lookup_min"], "speculative_config['prompt_lookup_min']")
+            if spec.get("prompt_lookup_max") is not None:
+                gp.ngram_max = _c_int(spec["prompt_lookup_max"], "speculative_config['prompt_lookup_max']")
+
+    # ---- lifetime -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Shut the scheduler down (requests still running end with finish_reason "abort"), wait for
+        the calls other threads are making to return, then free everything. Idempotent, thread-safe."""
+        b = self._b
+        with self._close_lock:
+            with self._cv:
+                self._closing = True  # new calls get ShutDownError
+                sched = self._sched
+            if sched is not None:
+                b.lib.specdec_scheduler_shutdown(sched)  # thread-safe: cancels everything, ends every wait
+                with self._cv:
+                    while self._inflight:
+                        self._cv.wait()
+                    self._sched = None
+                b.lib.specdec_scheduler_free(sched)
+            if self.tokenizer is not None:
+                self.tokenizer.close()
+            for m in self._models:
+                b.lib.specdec_model_free(m)
+            self._models = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def get_tokenizer(self) -> Tokenizer:
+        return self.tokenizer
+
+    @contextmanager
+    def _using(self, entry: bool = True):
+        """Hold the scheduler for a call: close() frees it only after every such call has left. A public
+        call (entry) is refused once close() began; the steps of one already running go on (their
+        requests end as cancelled)."""
+        with self._cv:
+            if self._sched is None or (entry and self._closing):
+                raise ShutDownError("the LLM was closed")
+            self._inflight += 1
+        try:
+            yield self._sched
+        finally:
+            with self._cv:
+                self._inflight -= 1
+                self._cv.notify_all()
+
+    def scheduler_metrics(self) -> dict:
+        """specdec_scheduler_get_metrics as a dict (request counts, queue, tokens, KV blocks)."""
+        b = self._b
+        m = b.ffi.new("specdec_scheduler_metrics *")
+        with self._using() as sched:
+            b.check(b.lib.specdec_scheduler_get_metrics(sched, m))
+        return {n: getattr(m, n) for n, _ in b.ffi.typeof("specdec_scheduler_metrics").fields
+                if not n.startswith("reserved")}
+
+    # ---- requests -------------------------------------------------------------------------------
+    def _prompts(self, prompts) -> list:
+        """(text or None, ids) for every prompt: str, token-id list, or {"prompt"/"prompt_token_ids"}."""
+        if isinstance(prompts, (str, dict)) or (isinstance(prompts, Sequence) and prompts and
+                                                isinstance(prompts[0], numbers.Integral)):
+            prompts = [prompts]  # one prompt: a text or a list of token ids
+        if not isinstance(prompts, Sequence):
+            raise InvalidArgumentError("prompts must be a str, a list of token ids, or a list of those")
+        out = []
+        for i, p in enumerate(prompts):
+            if isinstance(p, dict):
+                if "prompt_token_ids" in p:
+                    p = p["prompt_token_ids"]
+                elif "prompt" in p:
+                    p = p["prompt"]
+                else:
+                    raise InvalidArgumentError(f"prompts[{i}]: a dict needs 'prompt' or 'prompt_token_ids'")
+            if isinstance(p, str):
+                out.append((p, self.tokenizer.encode(p)))
+            elif not isinstance(p, (bytes, dict)) and hasattr(p, "__iter__"):  # token ids (a list, a numpy array)
+                arr = token_id_array(p, f"prompts[{i}]")
+                out.append((None, [int(t) for t in arr] if arr is not None else []))
+            else:
+                raise InvalidArgumentError(f"prompts[{i}] is a {type(p).__name__}: a str or a list of token ids")
+        return out
+
+    def _request(self, index, prompt, ids, params, callback=None) -> _Request:
+        b = self._b
+        r = _Request(index, prompt, ids, params)
+        gp = b.ffi.new("specdec_generate_params *", self._template[0])
+        room = max(1, self.n_ctx - len(ids))
+        try:
+            gp.n_predict = params.max_tokens if params.max_tokens is not None else self.n_ctx
+            gp.temperature = params.temperature
+            gp.top_k = params.top_k
+            gp.top_p = params.top_p
+            gp.min_p = params.min_p
+            gp.ignore_eos = int(params.ignore_eos)
+        except OverflowError as e:
+            raise InvalidArgumentError(f"request {index}: SamplingParams value out of range: {e}") from None
+        if params.seed is not None:
+            gp.seed = params.seed
+        elif self._rng is not None:
+            with self._lock:
+                gp.seed = self._rng.getrandbits(63)
+        else:
+            gp.seed = secrets.randbits(63)
+        gp.tokenizer = self.tokenizer.handle
+        if params.stop_list:
+            strs = [b.ffi.new("char[]", s.encode("utf-8", "surrogatepass")) for s in params.stop_list]
+            arr = b.ffi.new("char *[]", strs)
+            r.keep += strs + [arr]
+            gp.stop_strings = arr
+            gp.n_stop_strings = len(strs)
+        if callback is not None:
+            r.callback = b.ffi.callback("specdec_token_callback", callback)
+            gp.callback = r.callback
+        r.gp = gp
+        r.capacity = max(1, min(gp.n_predict, room)) if gp.n_predict > 0 else 1
+        r.c_ids = token_id_array(ids, "prompt")
+        return r
+
+    def _submit(self, r: _Request) -> None:
+        b = self._b
+        rid = b.ffi.new("specdec_request_id *")
+        with self._using(entry=False) as sched:
+            st = b.lib.specdec_scheduler_submit(sched, r.c_ids if r.c_ids is not None else b.ffi.NULL, len(r.ids),
+                                                r.gp, rid)
+            b.check(st, lambda: b.lib.specdec_scheduler_last_error(sched), f"request {r.index}")
+        r.id = rid[0]
+
+    def _wait(self, r: _Request, timeout_ms: int):
+        """(tokens, stats, outcome) once finished, None on timeout."""
+        b = self._b
+        n = b.ffi.new("int32_t *")
+        outcome = b.ffi.new("specdec_status *")
+        stats = b.ffi.new("specdec_stats *")
+        with self._using(entry=False) as sched:
+            while True:
+                out = b.ffi.new("int32_t[]", r.capacity)
+                st = b.lib.specdec_scheduler_wait(sched, r.id, timeout_ms, out, r.capacity, n, stats, outcome)
+                if st == b.status_values["SPECDEC_ERR_TIMEOUT"]:
+                    return None
+                if st == b.status_values["SPECDEC_ERR_BUFFER_TOO_SMALL"]:
+                    r.capacity = n[0]
+                    continue
+                b.check(st, lambda: b.lib.specdec_scheduler_last_error(sched), f"request {r.index}")
+                r.id = 0
+                return list(b.ffi.unpack(out, n[0])), stats, outcome[0]
+
+    def _abandon(self, reqs) -> None:
+        """Cancel every submitted, uncollected request and collect it (Ctrl-C, an error, a closed stream)."""
+        b = self._b
+        live = [r for r in reqs if r.id]
+        try:
+            with self._using(entry=False) as sched:
+                for r in live:
+                    b.lib.specdec_scheduler_cancel(sched, r.id)
+                for r in live:
+                    try:
+                        self._wait(r, -1)
+                    except SpecdecError:
+                        pass
+        except ShutDownError:  # closed meanwhile: freeing the scheduler collects them
+            pass
+
+    def _metrics(self, stats) -> RequestMetrics:
+        b = self._b
+        m = RequestMetrics()
+        for name, f in b.ffi.typeof("specdec_stats").fields:
+            if name.startswith("reserved"):
+                continue
+            v = getattr(stats, name)
+            if f.type.kind == "enum":
+                v = _enum_short(f.type, v)
+            elif f.type.kind == "array":
+                v = list(v)
+            m[name] = v
+        m["backend"] = self.backend
+        return m
+
+    def _output(self, r: _Request, tokens, stats, outcome, text: str, matched) -> RequestOutput:
+        b = self._b
+        metrics = self._metrics(stats)
+        if outcome == b.status_values["SPECDEC_ERR_CANCELLED"]:
+            finish, reason = "abort", None
+        elif outcome != 0:
+            raise b.error(outcome, "", f"request {r.index}")
+        else:
+            stop = metrics["stop_reason"]
+            finish = "length" if stop in ("n_predict", "context_full") else "stop"
+            reason = matched if stop == "stop_string" else None
+        comp = CompletionOutput(0, text, tokens, finish_reason=finish, stop_reason=reason)
+        return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics)
+
+    def _text(self, stream, tokens, stops):
+        """The streamed text of tokens (the library's streaming decoder, as `specdec generate` prints
+        it), cut before the first stop string."""
+        b = self._b
+        cut = _StopCutter(stops)
+        text = b.ffi.new("char **")
+        n = b.ffi.new("size_t *")
+        parts = []
+        for t in tokens:
+            b.check(b.lib.specdec_detok_stream_push(stream, t, text, n))
+            parts.append(cut.feed(b.ffi.unpack(text[0], n[0]).decode("utf-8", "replace")))
+        b.check(b.lib.specdec_detok_stream_flush(stream, text, n))
+        parts.append(cut.feed(b.ffi.unpack(text[0], n[0]).decode("utf-8", "replace")))
+        parts.append(cut.finish())
+        return "".join(parts), cut.matched
+
+    def _params_list(self, sampling_params, n: int) -> list:
+        if sampling_params is None:
+            return [SamplingParams()] * n
+        if isinstance(sampling_params, SamplingParams):
+            return [sampling_params] * n
+        if isinstance(sampling_params, Sequence) and all(isinstance(p, SamplingParams) for p in sampling_params):
+            if len(sampling_params) != n:
+                raise InvalidArgumentError(f"{len(sampling_params)} SamplingParams for {n} prompts")
+            return list(sampling_params)
+        raise InvalidArgumentError("sampling_params must be a SamplingParams, a list of them, or None")
+
+    # ---- public API -----------------------------------------------------------------------------
+    def generate(self, prompts, sampling_params=None, use_tqdm: bool = True) -> list:
+        """Generate for one prompt or many (str, token-id list, or a list of those), all through the
+        scheduler at once; returns one RequestOutput per prompt, in order. Ctrl-C cancels every
+        request of the call and re-raises KeyboardInterrupt."""
+        with self._using():
+            items = self._prompts(prompts)
+            params = self._params_list(sampling_params, len(items))
+            reqs = [self._request(i, p, ids, sp) for i, ((p, ids), sp) in enumerate(zip(items, params))]
+            return self._run(reqs, use_tqdm)
+
+    def _run(self, reqs, use_tqdm) -> list:
+        b = self._b
+        results = [None] * len(reqs)
+        bar = _progress(len(reqs), use_tqdm)
+        stream = b.ffi.new("specdec_detok_stream **")
+        b.check(b.lib.specdec_detok_stream_create(self.tokenizer.handle, 1, stream),
+                lambda: b.lib.specdec_tokenizer_last_error(self.tokenizer.handle))
+        next_submit, done, n_tokens = 0, 0, 0
+        try:
+            while done < len(reqs):
+                while next_submit < len(reqs):
+                    try:
+                        self._submit(reqs[next_submit])
+                    except QueueFullError:
+                        if next_submit == done:
+                            raise
+                        break
+                    next_submit += 1
+                r = reqs[done]
+                got = self._wait(r, _POLL_MS)
+                if got is None:
+                    continue
+                tokens, stats, outcome = got
+                text, matched = self._text(stream[0], tokens, r.params.stop_list)
+                results[done] = self._output(r, tokens, stats, outcome, text, matched)
+                done += 1
+                n_tokens += len(tokens)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix_str(f"{n_tokens} tokens out", refresh=False)
+        except BaseException:
+            self._abandon(reqs)
+            raise
+        finally:
+            b.lib.specdec_detok_stream_free(stream[0])
+            if bar is not None:
+                bar.close()
+        return results
+
+    def stream(self, prompt, sampling_params: Optional[SamplingParams] = None) -> Iterator[str]:
+        """Yield the text of one request as it is generated (deltas; their concatenation equals
+        generate()'s text). The generator's return value (StopIteration.value) is the RequestOutput.
+        Closing the generator early, or Ctrl-C, cancels the request."""
+        with self._using():
+            items = self._prompts(prompt)
+            if len(items) != 1:
+                raise InvalidArgumentError("stream() takes one prompt")
+            params = self._params_list(sampling_params, 1)[0]
+        pieces: queue.SimpleQueue = queue.SimpleQueue()
+
+        def on_token(user_data, token, piece, piece_len):
+            try:
+                pieces.put(bytes(self._b.ffi.buffer(piece, piece_len)) if piece_len else b"")
+            except BaseException:  # never let an exception unwind into the library
+                pass
+            return 0
+
+        (text, ids), = items
+        with self._using():
+            r = self._request(0, text, ids, params, callback=on_token)
+        return self._stream(r, pieces)
+
+    def _stream(self, r, pieces) -> Iterator[str]:
+        cut = _StopCutter(r.params.stop_list)
+        with self._using():
+            self._submit(r)
+        try:
+            while True:
+                with self._using():  # each step: ShutDownError once the LLM is closed
+                    got = self._wait(r, 0)
+                while True:
+                    try:
+                        piece = pieces.get(timeout=_POLL_MS / 1000 if got is None else 0)
+                    except queue.Empty:
+                        break
+                    delta = cut.feed(piece.decode("utf-8", "replace"))
+                    if delta:
+                        yield delta
+                if got is not None:
+                    break
+            rest = cut.finish()
+            if rest:
+                yield rest
+        except BaseException:
+            self._abandon([r])
+            raise
+        tokens, stats, outcome = got
+        return self._output(r, tokens, stats, outcome, cut.text, cut.matched)
+
+    def chat(self, messages, sampling_params=None, use_tqdm: bool = True, add_generation_prompt: bool = True,
+             chat_template: Optional[str] = None) -> list:
+        """Generate replies to one conversation ([{"role", "content"}, ...]) or a list of them, the
+        prompt rendered with the model's chat template (specdec_chat_tokenize; chat_template forces a
+        family by name). RequestOutput.prompt is the rendered text."""
+        with self._using():
+            convs = [messages] if messages and isinstance(messages[0], dict) else messages
+            if not isinstance(convs, Sequence) or not convs:
+                raise InvalidArgumentError("messages must be a conversation (list of dicts) or a list of them")
+            params = self._params_list(sampling_params, len(convs))
+            reqs = []
+            for i, (conv, sp) in enumerate(zip(convs, params)):
+                text = self.tokenizer.apply_chat_template(conv, False, add_generation_prompt, chat_template)
+                ids = self.tokenizer.apply_chat_template(conv, True, add_generation_prompt, chat_template)
+                reqs.append(self._request(i, text, ids, sp))
+            return self._run(reqs, use_tqdm)
+
+
+def _c_int(v: int, what: str) -> int:
+    if not -2**31 <= v < 2**31:
+        raise InvalidArgumentError(f"{what} = {v} does not fit an int32")
+    return v
+
+
+def _progress(total: int, use_tqdm: bool):
+    if not use_tqdm or total == 0:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="Processed prompts", dynamic_ncols=True)

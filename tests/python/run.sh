@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The Python package tests, run by ctest (tests/python/CMakeLists.txt):
+#   run.sh api|quick|leaks  pytest on the package from the source tree (PYTHONPATH=python) with the CTest
+#                      build's library and program (SPECDEC_LIBRARY, SPECDEC_BIN from ctest);
+#                      quick: the tests marked quick (the ASan build's python_api)
+#   run.sh install DIR `pip install .` (CPU only) into a fresh virtual environment made with Debian's
+#                      /usr/bin/python3 when present, then, from an empty directory and with nothing
+#                      of the source tree on the path: the README example, the `specdec` command and
+#                      `python -m specdec.serve --help`
+# The interpreter: the test venv <repo>/build/venv of tools/deps.sh when it exists, else python3 when
+# it has the test packages, else that venv is created here from tests/requirements.txt.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mode=$1
+
+test_python() {
+  local venv=$root/build/venv
+  if [ -x "$venv/bin/python" ]; then echo "$venv/bin/python"; return; fi
+  if python3 -c "import pytest, cffi, tqdm" 2>/dev/null; then command -v python3; return; fi
+  mkdir -p "$root/build"
+  (
+    flock 9
+    if [ ! -x "$venv/bin/python" ]; then
+      python3 -m venv "$venv" >&2
+      "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/tests/requirements.txt" >&2
+    fi
+  ) 9>"$root/build/.venv.lock"
+  echo "$venv/bin/python"
+}
+
+case $mode in
+  api|quick|leaks)
+    py=$(test_python)
+    case $mode in
+      api) sel=(--ignore="$root/tests/python/test_leaks.py" "$root/tests/python") ;;
+      quick) sel=(-m quick --ignore="$root/tests/python/test_leaks.py" "$root/tests/python") ;;
+      leaks) sel=("$root/tests/python/test_leaks.py") ;;
+    esac
+    export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
+    exec "$py" -m pytest -q -p no:cacheprovider --rootdir="$root/tests/python" "${sel[@]}"
+    ;;
+  install)
+    work=$2
+    base=python3
+    if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import venv, ensurepip" 2>/dev/null; then base=/usr/bin/python3; fi
+    rm -rf "$work/venv" "$work/empty"  # a fresh environment; the CMake tree in $work/build is reused
+    mkdir -p "$work/empty"
+    t0=$(date +%s)
+    "$base" -m venv "$work/venv"
+    SPECDEC_CUDA=OFF SKBUILD_BUILD_DIR="$work/build" "$work/venv/bin/pip" install -q --disable-pip-version-check "$root"
+    echo "python_install: $base -m venv + pip install . in $(( $(date +%s) - t0 )) s"
+    cd "$work/empty"
+    unset PYTHONPATH SPECDEC_LIBRARY SPECDEC_BIN SPECDEC_HEADER SPECDEC_MODELS_DIR
+    py=$work/venv/bin/python
+    "$py" -c "
+import os, specdec, specdec._paths as p
+pkg = os.path.dirname(specdec.__file__)
+assert pkg.startswith('$work/venv/'), pkg
+for f in (p.library_path(), p.header_path(), p.binary_path(), p.models_dir()):
+    assert f and f.startswith(pkg), (f, pkg)
+print('installed', specdec.__version__, 'library', specdec.library_version(), 'in', pkg)"
+    "$py" "$root/tests/python/readme_example.py" "$root/README.md"
+    "$work/venv/bin/specdec" generate -p "And God said" -n 8 --temp 0 --backend cpu
+    "$py" -m specdec.serve --help >/dev/null
+    echo "python_install: OK"
+    ;;
+  *) echo "usage: $0 api|quick|leaks|install DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,24 @@
+"""The README's Python example runs as written (a doc test), in a fresh interpreter."""
+import os
+import subprocess
+import sys
+
+import readme_example
+import specdec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_readme_python_example(tmp_path):
+    code = readme_example.extract(os.path.join(ROOT, "README.md"))
+    assert "specdec.LLM(" in code
+    env = dict(os.environ)  # the same package as this test imports, whatever the working directory
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(specdec.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([pkg_parent, *filter(None, [env.get("PYTHONPATH")])])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "acceptance" in out and "tokens/round" in out
+    assert "SPECDEC_ERR_INVALID_ARGUMENT - request 0" in out and "top_p" in out
+    assert "Assistant:" in out
