@@ -25,6 +25,8 @@ Markers: an HTML comment on the line right before the fence (blank lines between
                                     in a scratch clone of the commit, in document order,
                                     with Debian's /usr/bin/python3 first on PATH and
                                     HOME a scratch directory (blocks that build or install).
+    <!-- python-doctest: REASON -->  the Python package's marker (tests/python/readme_example.py
+                                    runs that block with the installed package): skipped here.
 Anything else after "doctest:" is an error, so a typo cannot silently skip a block. A
 new block needs no marker to run.
 
@@ -50,7 +52,7 @@ import time
 
 SHELL_LANGS = {"sh", "bash", "shell"}
 COMMAND_START = re.compile(r"^\s*(\./build/|bash |cmake |curl |python3? |\$ )")
-MARKER = re.compile(r"^\s*<!--\s*doctest:\s*(.*?)\s*-->\s*$")
+MARKER = re.compile(r"^\s*<!--\s*(python-)?doctest:\s*(.*?)\s*-->\s*$")
 TIMEOUT_S = 60
 MAIN_JOB_CPU_S = 120
 
@@ -86,8 +88,10 @@ def parse(text):
         while j >= 0 and not lines[j].strip():
             j -= 1
         mm = MARKER.match(lines[j]) if j >= 0 else None
-        if mm:
-            marker = mm.group(1)
+        if mm and mm.group(1):  # the Python package's own doc test runs this block (tests/python)
+            marker = "skip run by the Python package's tests: " + mm.group(2)
+        elif mm:
+            marker = mm.group(2)
             if marker == "fresh-clone":
                 pass
             elif marker.startswith("skip"):
@@ -291,11 +295,13 @@ def self_test():
     text = "\n".join([
         "# t", "```sh", "echo a", "```", "", "<!-- doctest: skip needs a GPU here -->", "", "```bash", "nvidia-smi",
         "```", "<!-- doctest: fresh-clone -->", "````sh", "cmake -S . -B build", "```", "still inside", "````",
-        "```", "specdec generate [-m DIR]", "```", "```python", "print(1)", "```", "```json", "{}", "```"])
+        "```", "specdec generate [-m DIR]", "```", "```python", "print(1)", "```", "```json", "{}", "```",
+        "<!-- python-doctest: tests/python runs it -->", "```python", "import specdec", "```"])
     blocks, errors = parse(text)
     got = [(b.line, b.kind, b.marker) for b in blocks]
     want = [(2, "sh", None), (8, "sh", "skip needs a GPU here"), (12, "sh", "fresh-clone"), (17, "text", None),
-            (20, "python", None), (23, "text", None)]
+            (20, "python", None), (23, "text", None),
+            (27, "python", "skip run by the Python package's tests: tests/python runs it")]
     assert got == want and not errors, (got, errors)
     assert "still inside" in blocks[2].text
     bad = [("<!-- doctest: skp typo -->\n```sh\nx\n```\n", "unknown doctest marker"),
