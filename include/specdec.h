@@ -26,12 +26,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Versions and the ABI: while SPECDEC_VERSION_MAJOR is 0, a minor version may grow a
+ * struct the caller allocates (0.4 grew specdec_stats), so the shared library's soname
+ * is libspecdec.so.MAJOR.MINOR (libspecdec.so.0.4) and the CMake package matches the
+ * minor version; a program is rebuilt for each 0.x. Within a minor version, and from 1.0
+ * on within a major version (soname libspecdec.so.MAJOR), existing fields keep their
+ * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
-#define SPECDEC_VERSION_MINOR 3
+#define SPECDEC_VERSION_MINOR 4
 #define SPECDEC_VERSION_PATCH 0
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.3.0"
+#define SPECDEC_VERSION_STRING "0.4.0"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -179,7 +185,10 @@ typedef enum specdec_backend {
 
 typedef struct specdec_engine_params {
     specdec_backend backend;  /* default SPECDEC_BACKEND_AUTO */
-    int32_t n_ctx;            /* context length in tokens; 0 = min(max_position_embeddings, 4096) */
+    int32_t n_ctx;            /* context length in tokens; 0 = min(max_position_embeddings, 4096).
+                                 More than either model's max_position_embeddings (positions it
+                                 was never trained for): INVALID_ARGUMENT naming both numbers,
+                                 before any weights are converted or uploaded (since 0.4) */
     int32_t max_batch;        /* most tokens per forward call; 0 = n_ctx (prefill in one call);
                                  raised to SPECDEC_MAX_TREE_NODES + 1 (a verify pass is one call) */
     int32_t cuda_device;      /* CUDA device ordinal; default 0 */
@@ -267,13 +276,19 @@ typedef enum specdec_stop_reason {
  * during the call. */
 typedef int (*specdec_token_callback)(void *user_data, int32_t token, const char *piece, size_t piece_len);
 
+/* specdec_generate_params.seed: draw a random seed (since 0.4). */
+#define SPECDEC_SEED_RANDOM UINT64_MAX
+
 typedef struct specdec_generate_params {
     int32_t n_predict;             /* most tokens to generate (> 0); default 128 */
     float temperature;             /* 0 = greedy; default 0.8 */
     int32_t top_k;                 /* 0 = disabled; default 40 */
     float top_p;                   /* in (0, 1], 1 = disabled; default 0.95 */
     float min_p;                   /* in [0, 1], 0 = disabled; default 0.05 */
-    uint64_t seed;                 /* RNG seed; default 0 */
+    uint64_t seed;                 /* RNG seed, any value but SPECDEC_SEED_RANDOM; default 0.
+                                      SPECDEC_SEED_RANDOM: a seed drawn from the OS's entropy when
+                                      generation starts (< 2^32, as llama.cpp's), reported in
+                                      specdec_stats.seed so the run can be repeated */
     uint64_t sequence_id;          /* RNG stream of this sequence; default 0 */
     specdec_verify_mode verify;    /* default AUTO */
     int32_t n_draft;               /* γ, 1..SPECDEC_MAX_DRAFT; default 4; ignored without a draft;
@@ -316,6 +331,16 @@ typedef struct specdec_generate_params {
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 
+/* Check params without a model (since 0.4), so a program can refuse bad values before it
+ * loads anything: n_predict, n_draft, verify, the sampling values (temperature, top_k,
+ * top_p, min_p), stop strings (count and lengths; not whether a tokenizer is set), the
+ * tree (shape, draft_nodes, not with adaptive_draft) and the reserved fields, as
+ * specdec_generate checks them. SPECDEC_OK, or INVALID_ARGUMENT naming the field and the
+ * value in specdec_last_error(). What needs the models (a tree or adaptive_draft without
+ * a draft model, stop strings without a tokenizer, the context) is checked by
+ * specdec_generate / specdec_scheduler_submit as before. */
+SPECDEC_API specdec_status specdec_generate_params_validate(const specdec_generate_params *params);
+
 /* Set params->tree_width to widths[0..depth) and zero the rest; depth 0 clears it (a chain
  * of n_draft again). INVALID_ARGUMENT, params unchanged and the detail in
  * specdec_last_error(), for NULL params (or widths with depth > 0), depth outside
@@ -337,7 +362,7 @@ typedef struct specdec_stats {
     double t_target_s;        /* target forward passes after the prompt */
     double t_verify_s;        /* verification and sampling of target tokens */
     double t_total_s;         /* wall time of the whole call */
-    double tokens_per_second; /* n_generated / (t_total_s - t_prefill_s) */
+    double tokens_per_second; /* decode rate: n_generated / (t_total_s - t_prefill_s) */
     int32_t final_n_draft;    /* γ at the end (differs from n_draft when adaptive) */
     specdec_stop_reason stop_reason;
     /* since 0.2 (were reserved) */
@@ -346,8 +371,49 @@ typedef struct specdec_stats {
                                      accepted path of a tree; the emitted extra token excluded) */
     double nodes_per_round;       /* n_drafted / n_draft_rounds: draft tokens (tree nodes) verified
                                      per round */
-    uint64_t reserved[5];
+    /* since 0.4: the first five take the place of the former reserved[5]; the struct grew
+     * from 176 to 672 bytes (hence the soname libspecdec.so.0.4). */
+    double t_load_s;              /* seconds to load the models this ran on (specdec_model_load of
+                                     target and draft) and create its engine or scheduler: a
+                                     one-time cost, the same in every call on that engine */
+    double t_first_token_s;       /* from the start of the generation (the call; a scheduler
+                                     request: its admission, after any queueing) to its first
+                                     emitted token: prefill + the first round; 0 if none */
+    double prompt_tokens_per_second; /* n_prompt / t_prefill_s */
+    int64_t n_target_passes;      /* target forward passes after the prompt: one per round, each
+                                     verifying that round's draft (plain decoding: one per token) */
+    double tokens_per_target_pass; /* n_generated / n_target_passes: the bound on the speedup over
+                                     plain decoding (which makes 1), reached when drafting is free */
+    uint64_t seed;                /* the seed used (SPECDEC_SEED_RANDOM resolved) */
+    specdec_draft_method draft_method; /* who drafted: MODEL, or NONE for plain decoding (no
+                                     draft model, n_draft 0); never AUTO */
+    specdec_verify_mode verify;   /* the verification used (AUTO resolved) */
+    int32_t n_draft;              /* γ a chain started with (the params' n_draft); 0 for a tree
+                                     and plain decoding. final_n_draft: γ at the end (a tree: the
+                                     depth of its shape) */
+    int32_t adaptive_draft;       /* 1 if γ adapted (a chain with adaptive_draft) */
+    int32_t draft_nodes;          /* a tree's node budget as used (0: none) */
+    uint8_t tree_width[SPECDEC_MAX_DRAFT]; /* a tree's widths per depth as used (all 0: a chain) */
+    /* Acceptance by position: index i is the (i+1)-th draft token of a chain, or depth i+1 of
+     * a tree. n_drafted_at_pos[i]: rounds whose draft reached that position (chain: γ > i;
+     * tree: depth > i); n_accepted_at_pos[i]: rounds that accepted a token there (accepted
+     * length > i); acceptance_at_pos[i] = their ratio (0 when nothing was drafted there).
+     * For a tree this is the per-depth acceptance, while
+     * acceptance_rate is accepted path tokens per verified NODE (a per-node rate, small for
+     * wide trees) and mean_accepted_length the accepted tokens per round. */
+    int64_t n_drafted_at_pos[SPECDEC_MAX_DRAFT];
+    int64_t n_accepted_at_pos[SPECDEC_MAX_DRAFT];
+    double acceptance_at_pos[SPECDEC_MAX_DRAFT];
+    uint64_t reserved[8];
 } specdec_stats;
+
+/* Static lower-case names of enum values, as the CLI's --json and the server's
+ * `speculative` object write them (since 0.4): verify "auto" "rejection" "greedy" "match";
+ * stop reason "none" "n_predict" "eos" "stop_string" "callback" "context_full"; draft
+ * method "auto" "model" "ngram" "eagle3" "none". "?" for a value outside the enum. */
+SPECDEC_API const char *specdec_verify_mode_name(specdec_verify_mode mode);
+SPECDEC_API const char *specdec_stop_reason_name(specdec_stop_reason reason);
+SPECDEC_API const char *specdec_draft_method_name(specdec_draft_method method);
 
 /* Generate from a prompt of token ids. The engine's KV caches are reset first.
  * out_tokens (caller-owned, capacity out_capacity >= min(n_predict, n_ctx - n_prompt),

@@ -30,6 +30,7 @@ struct specdec_model {
     /* Set when the directory is an EAGLE-3 draft head: then `w` holds only the head's
      * decoder-layer config (w.layers == NULL: no runner accepts it as a model). */
     struct sd_eagle3_head *eagle3;
+    double t_load_s;      /* seconds specdec_model_load took (specdec_stats.t_load_s) */
 };
 
 #endif

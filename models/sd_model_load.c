@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "sd_alloc.h"
@@ -387,6 +388,8 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     if (plen == 0 || plen >= sizeof(((specdec_model *)0)->path))
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_model_load: path length %zu is not in [1, %zu)",
                        plen, sizeof(((specdec_model *)0)->path));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     specdec_model *m = sd_calloc(1, sizeof *m);
     if (!m) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     memcpy(m->path, path, plen + 1);
@@ -403,6 +406,8 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
         specdec_model_free(m);
         return st;
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    m->t_load_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     *out_model = m;
     return SPECDEC_OK;
 }

@@ -42,6 +42,7 @@ typedef struct sd_gen_env {
     int has_draft;
     int32_t tree_fit;        /* most tree nodes one round may verify (one call of each runner) */
     sd_engine_special special;
+    double t_load_s;         /* loading the models + creating the engine/scheduler (stats.t_load_s) */
 } sd_gen_env;
 
 /* One sequence's generation. */
@@ -87,6 +88,10 @@ specdec_status sd_gen_check_prompt(const sd_gen_env *env, const int32_t *prompt,
                                    sd_errbuf *eb);
 specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
                                    sd_errbuf *eb);
+
+/* A seed from the OS's entropy (getrandom; the clock if that fails), < 2^32: what
+ * SPECDEC_SEED_RANDOM becomes. */
+uint64_t sd_gen_random_seed(void);
 
 /* Start a checked generation: the prompt copied into io->seq, the round sequence
  * filled (identity, sampling, tokens, length); stats zeroed. The round's begin() is

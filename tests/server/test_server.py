@@ -206,8 +206,8 @@ def test_completions(srv):
                   len(ref["tokens"]) and r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens,
                   "%s usage %r" % (mode, r.usage))
             spec = (r.model_extra or {}).get("speculative") or {}
-            check(spec.get("verify") == mode and spec.get("rounds", 0) > 0 and 0 <= spec.get("acceptance_rate", -1)
-                  <= 1 and spec.get("drafted", -1) >= spec.get("accepted", 0), "speculative field %r" % spec)
+            check(spec.get("verify") == mode and spec.get("n_rounds", 0) > 0 and 0 <= spec.get("acceptance_rate", -1)
+                  <= 1 and spec.get("n_drafted", -1) >= spec.get("n_accepted", 0), "speculative field %r" % spec)
             check(r.choices[0].finish_reason == ("stop" if ref["stats"]["stop_reason"] == "eos" else "length"),
                   "finish_reason %s vs %s" % (r.choices[0].finish_reason, ref["stats"]["stop_reason"]))
             pieces, finish = [], []

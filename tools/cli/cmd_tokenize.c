@@ -13,21 +13,21 @@
 #include "cli.h"
 #include "specdec.h"
 
-static void cli_tok_usage(void) {
-    fprintf(stderr,
+static void cli_tok_usage(FILE *f) {
+    fprintf(f,
             "usage: specdec tokenize -m DIR (-p TEXT | -f FILE | --chat FILE.json [--text]) [--pieces] [--no-special]\n"
             "                [--decode]\n"
-            "  -m DIR        directory with tokenizer.json (or the file itself)\n"
-            "  -p TEXT       text to encode\n"
-            "  -f FILE       read the text from FILE (bytes, as is)\n"
-            "  --chat FILE   a conversation (JSON): [{\"role\": ..., \"content\": ...}, ...], or\n"
-            "                {\"messages\": [...], \"add_generation_prompt\": true, \"template\": NAME}\n"
-            "                (defaults: true, the model's own template); rendered with the chat\n"
-            "                template and tokenized as the server does (--no-special is ignored)\n"
-            "  --text        with --chat: print the rendered prompt (exact bytes) instead of ids\n"
-            "  --pieces      print one line per token: id, TAB, vocabulary string\n"
-            "  --no-special  do not apply the post-processor (no BOS/EOS)\n"
-            "  --decode      also print the ids decoded back to text\n");
+            "  -m, --model DIR   directory with tokenizer.json (or the file itself)\n"
+            "  -p, --prompt TEXT text to encode\n"
+            "  -f, --file FILE   read the text from FILE (bytes, as is)\n"
+            "  --chat FILE       a conversation (JSON): [{\"role\": ..., \"content\": ...}, ...], or\n"
+            "                    {\"messages\": [...], \"add_generation_prompt\": true, \"template\": NAME}\n"
+            "                    (defaults: true, the model's own template); rendered with the chat\n"
+            "                    template and tokenized as the server does (--no-special is ignored)\n"
+            "  --text            with --chat: print the rendered prompt (exact bytes) instead of ids\n"
+            "  --pieces          print one line per token: id, TAB, vocabulary string\n"
+            "  --no-special      do not apply the post-processor (no BOS/EOS)\n"
+            "  --decode          also print the ids decoded back to text\n");
 }
 
 static char *cli_tok_read(const char *path, size_t *len) {
@@ -173,7 +173,7 @@ int cli_cmd_tokenize(int argc, char **argv) {
     cli_parse_rc prc = cli_tok_parse(argc, argv, &o, &err);
     if (prc != CLI_PARSE_OK) {
         cli_parse_err_print(stderr, "tokenize", &err);
-        cli_tok_usage();
+        cli_tok_usage(prc == CLI_PARSE_HELP ? stdout : stderr); /* --help: stdout, as the other commands */
         return prc == CLI_PARSE_HELP ? 0 : 2;
     }
     char *owned = NULL;

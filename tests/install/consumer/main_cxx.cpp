@@ -1,4 +1,4 @@
-// A C++ program using specdec through its installed CMake package.
+// A C++ program using specdec through its installed CMake package (the header as C++).
 #include <specdec.h>
 
 #include <cstdio>
