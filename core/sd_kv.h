@@ -12,6 +12,13 @@
  * a stack, so which physical block a sequence gets is deterministic for a given history,
  * and neither call allocates memory: both run inside the generation loop.
  *
+ * Sliding windows (core/sd_weights.h) bound which rows attention reads, not which
+ * blocks a table holds: a window's old blocks are not given back, because a sequence
+ * may be rolled back to any earlier length (sd_runner_truncate, then reads the rows
+ * before it again), models mixing local and global layers (Gemma 2/3, Qwen2 upper
+ * layers) keep one table for all layers and their global layers need every row, and
+ * the scheduler reserves blocks by sequence length (docs/BATCHING.md).
+ *
  * Nothing here is thread-safe: a pool and its tables belong to one thread at a time
  * (the engine's caller, or the scheduler's loop thread). */
 #ifndef SD_KV_H

@@ -8,9 +8,12 @@
  * - sd_f32_to_f16 / sd_f32_to_bf16 round to nearest, ties to even (as numpy's
  *   float16 cast and PyTorch's bfloat16 cast); NaN stays NaN (quiet), overflow -> inf.
  * - sd_rope_inv_freq computes one inverse frequency in double, following Hugging
- *   Face transformers: default rope inv_freq[i] = theta^(-2i/d), and the "llama3"
+ *   Face transformers: default rope inv_freq[i] = theta^(-2i/d); the "llama3"
  *   scaling of _compute_llama3_parameters (low frequencies divided by `factor`,
- *   high ones kept, the band between smoothly interpolated). */
+ *   high ones kept, the band between smoothly interpolated); "linear" (all divided
+ *   by factor); "yarn" (_compute_yarn_parameters' ramp between interpolation and
+ *   extrapolation); "longrope" (each divided by its own factor).
+ * - the MLP activations (SiLU, GELU tanh / erf) and soft-capping, in double. */
 #ifndef SD_MATH_H
 #define SD_MATH_H
 
@@ -95,7 +98,7 @@ SD_HD uint16_t sd_f32_to_bf16(float f) {
 /* RoPE scaling parameters (mirror of the sd_config fields, so kernels need not see
  * the model struct). llama3 == 0: plain rope. */
 typedef struct sd_rope_params {
-    int32_t head_dim;          /* rotary dimension d (the whole head); even */
+    int32_t head_dim;          /* rotary dimension d (the whole head, or its rotary part); even */
     double theta;              /* rope_theta */
     int32_t llama3;            /* 1: apply llama3 scaling */
     double factor;             /* llama3 factor */
@@ -119,7 +122,71 @@ SD_HD double sd_rope_inv_freq(const sd_rope_params *rp, int32_t i) {
     return (1.0 - smooth) * inv / rp->factor + smooth * inv;
 }
 
+/* One layer kind's rotary embedding with every scaling type, resolved for one context
+ * size (core/sd_weights.h sd_cfg_rope_params fills it from a configuration). */
+typedef struct sd_rope_spec {
+    sd_rope_params p;          /* dims, theta (dynamic: already grown for the context), llama3 */
+    int32_t type;              /* SD_RP_* */
+    double factor;             /* linear, yarn: factor */
+    double original_max_pos;   /* yarn: original_max_position_embeddings */
+    double beta_fast, beta_slow; /* yarn */
+    int32_t truncate;          /* yarn: floor / ceil the correction range */
+    const float *ext_factor;   /* longrope: the d/2 factors in use (short or long) */
+    double attn_factor;        /* cos and sin are multiplied by it (yarn, longrope); 1 = none */
+} sd_rope_spec;
+
+/* sd_rope_spec.type: the frequency formula (dynamic runs as SD_RP_DEFAULT with its grown
+ * theta). Values equal sd_rope_type's where both exist. */
+enum { SD_RP_DEFAULT = 0, SD_RP_LLAMA3 = 1, SD_RP_LINEAR = 2, SD_RP_YARN = 4, SD_RP_LONGROPE = 5 };
+
+/* yarn: transformers' find_correction_dim. */
+SD_HD double sd_yarn_corr_dim(const sd_rope_spec *rs, double n_rot) {
+    return ((double)rs->p.head_dim * log(rs->original_max_pos / (n_rot * 2.0 * SD_PI))) / (2.0 * log(rs->p.theta));
+}
+
+/* yarn: the ramp between interpolated (inv / factor) and extrapolated (inv) frequencies. */
+SD_HD double sd_rope_inv_freq_yarn(const sd_rope_spec *rs, int32_t i, double inv) {
+    double lo = sd_yarn_corr_dim(rs, rs->beta_fast), hi = sd_yarn_corr_dim(rs, rs->beta_slow);
+    if (rs->truncate) {
+        lo = floor(lo);
+        hi = ceil(hi);
+    }
+    if (lo < 0.0) lo = 0.0;
+    if (hi > (double)(rs->p.head_dim - 1)) hi = (double)(rs->p.head_dim - 1);
+    if (lo == hi) hi += 0.001; /* transformers' guard against a zero-width ramp */
+    double ramp = ((double)i - lo) / (hi - lo);
+    ramp = ramp < 0.0 ? 0.0 : (ramp > 1.0 ? 1.0 : ramp);
+    double extra = 1.0 - ramp; /* weight of the unscaled (extrapolated) frequency */
+    return (inv / rs->factor) * (1.0 - extra) + inv * extra;
+}
+
+/* Inverse frequency of pair i for any rope type (transformers' modeling_rope_utils). */
+SD_HD double sd_rope_spec_inv_freq(const sd_rope_spec *rs, int32_t i) {
+    if (rs->type == SD_RP_DEFAULT || rs->type == SD_RP_LLAMA3) return sd_rope_inv_freq(&rs->p, i);
+    double inv = 1.0 / pow(rs->p.theta, (double)(2 * i) / (double)rs->p.head_dim);
+    if (rs->type == SD_RP_LINEAR) return inv / rs->factor;
+    if (rs->type == SD_RP_YARN) return sd_rope_inv_freq_yarn(rs, i, inv);
+    return inv / (double)rs->ext_factor[i]; /* longrope */
+}
+
 /* SiLU in double: x * sigmoid(x). */
 SD_HD double sd_silu(double x) { return x / (1.0 + exp(-x)); }
+
+/* GELU, tanh approximation (PyTorch approximate="tanh", gelu_new), in double. */
+SD_HD double sd_gelu_tanh(double x) {
+    const double k = 0.7978845608028654; /* sqrt(2 / pi) */
+    return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+}
+
+/* GELU with erf (PyTorch's default "gelu"), in double. */
+SD_HD double sd_gelu_erf(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
+
+/* The gated MLP activation act(g) of sd_act value `act` (0 SiLU, 1 GELU-tanh, 2 GELU). */
+SD_HD double sd_act_eval(int32_t act, double g) {
+    return act == 1 ? sd_gelu_tanh(g) : (act == 2 ? sd_gelu_erf(g) : sd_silu(g));
+}
+
+/* Soft-capping: cap * tanh(x / cap) (cap > 0). */
+SD_HD double sd_softcap(double x, double cap) { return cap * tanh(x / cap); }
 
 #endif

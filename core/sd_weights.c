@@ -3,7 +3,9 @@
  * tensor views against them (sd_weights_validate, used by every runner at creation). */
 #include "sd_weights.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 static specdec_status sd_cfg_range(const char *what, const char *key, int64_t v, int64_t lo, int64_t hi,
                                    sd_errbuf *eb) {
@@ -37,21 +39,136 @@ static specdec_status sd_cfg_sizes(const sd_config *c, const char *what, sd_errb
     return SPECDEC_OK;
 }
 
+static int sd_finite_pos(double v) { return v > 0.0 && v < 1e30; }
+
+/* The rope type's own parameters (the parser resolved every default). */
+static specdec_status sd_cfg_rope_check(const sd_config *c, const char *what, sd_errbuf *eb) {
+    switch (c->rope_type) {
+    case SD_ROPE_DEFAULT: return SPECDEC_OK;
+    case SD_ROPE_LLAMA3:
+        if (!(c->rope_factor > 0.0f && c->rope_low_freq_factor > 0.0f &&
+              c->rope_high_freq_factor > c->rope_low_freq_factor && c->rope_original_max_pos > 0))
+            return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                           "%s: rope_scaling (llama3) factor %g, low_freq_factor %g, high_freq_factor %g, "
+                           "original_max_position_embeddings %d: all must be positive and high > low",
+                           what, (double)c->rope_factor, (double)c->rope_low_freq_factor,
+                           (double)c->rope_high_freq_factor, (int)c->rope_original_max_pos);
+        return SPECDEC_OK;
+    case SD_ROPE_DYNAMIC:
+        if (sd_cfg_rope_dim(c) <= 2) /* theta grows with the power d / (d - 2) */
+            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: rope_scaling (dynamic) needs more than 2 rotary dimensions",
+                           what);
+        /* fall through */
+    case SD_ROPE_LINEAR:
+        if (!sd_finite_pos(c->rope_factor))
+            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: rope_scaling.factor = %g must be positive", what,
+                           (double)c->rope_factor);
+        return SPECDEC_OK;
+    case SD_ROPE_YARN:
+        /* the correction range takes log(original / (beta 2 pi)) / log(theta) */
+        if (!sd_finite_pos(c->rope_factor) || c->rope_original_max_pos <= 0 || !sd_finite_pos(c->rope_attn_factor) ||
+            !sd_finite_pos(c->rope_beta_fast) || !sd_finite_pos(c->rope_beta_slow) || c->rope_theta == 1.0f)
+            return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                           "%s: rope_scaling (yarn) factor %g, original_max_position_embeddings %d, attention "
+                           "factor %g, beta_fast %g, beta_slow %g: all must be positive (and rope_theta != 1)",
+                           what, (double)c->rope_factor, (int)c->rope_original_max_pos, (double)c->rope_attn_factor,
+                           (double)c->rope_beta_fast, (double)c->rope_beta_slow);
+        return SPECDEC_OK;
+    case SD_ROPE_LONGROPE:
+        if (c->rope_original_max_pos <= 0 || !sd_finite_pos(c->rope_attn_factor))
+            return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                           "%s: rope_scaling (longrope) original_max_position_embeddings %d, attention factor %g "
+                           "must be positive",
+                           what, (int)c->rope_original_max_pos, (double)c->rope_attn_factor);
+        for (int32_t i = 0; i < sd_cfg_rope_dim(c) / 2; i++)
+            if (!sd_finite_pos(c->rope_short_factor[i]) || !sd_finite_pos(c->rope_long_factor[i]))
+                return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                               "%s: rope_scaling (longrope) short_factor[%d] = %g, long_factor[%d] = %g must be "
+                               "positive", what, (int)i, (double)c->rope_short_factor[i], (int)i,
+                               (double)c->rope_long_factor[i]);
+        return SPECDEC_OK;
+    }
+    return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: rope type %d unknown", what, (int)c->rope_type);
+}
+
 static specdec_status sd_cfg_numbers(const sd_config *c, const char *what, sd_errbuf *eb) {
     if (!(c->rms_norm_eps > 0.0f) || !(c->rms_norm_eps <= 1.0f))
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: rms_norm_eps = %g outside (0, 1]", what, (double)c->rms_norm_eps);
-    if (!(c->rope_theta > 0.0f) || !(c->rope_theta < 1e30f))
+    if (!sd_finite_pos(c->rope_theta))
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: rope_theta = %g must be positive and finite", what,
                        (double)c->rope_theta);
-    if (c->rope_type == SD_ROPE_LLAMA3 &&
-        !(c->rope_factor > 0.0f && c->rope_low_freq_factor > 0.0f &&
-          c->rope_high_freq_factor > c->rope_low_freq_factor && c->rope_original_max_pos > 0))
-        return sd_fail(eb, SPECDEC_ERR_FORMAT,
-                       "%s: rope_scaling (llama3) factor %g, low_freq_factor %g, high_freq_factor %g, "
-                       "original_max_position_embeddings %d: all must be positive and high > low",
-                       what, (double)c->rope_factor, (double)c->rope_low_freq_factor,
-                       (double)c->rope_high_freq_factor, (int)c->rope_original_max_pos);
+    if (c->rope_local_theta != 0.0f && !sd_finite_pos(c->rope_local_theta))
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: local rope theta = %g must be positive and finite", what,
+                       (double)c->rope_local_theta);
+    const int32_t rd = sd_cfg_rope_dim(c);
+    if (rd < 2 || rd > c->head_dim || rd % 2)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: rotary dimensions %d (partial_rotary_factor x head_dim %d) must be "
+                       "even, at least 2 and at most head_dim", what, (int)rd, (int)c->head_dim);
+    SD_TRY(sd_cfg_rope_check(c, what, eb));
+    const struct { const char *key; float v; } caps[] = {
+        {"attention scale (query_pre_attn_scalar)", c->attn_scale},
+        {"attn_logit_softcapping", c->attn_softcap},
+        {"final_logit_softcapping", c->final_softcap},
+        {"embedding scale", c->embed_scale},
+        {"norm offset", c->norm_offset},
+    };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
+        if (!(caps[i].v >= 0.0f && caps[i].v < 1e30f))
+            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: %s = %g must be finite and >= 0", what, caps[i].key,
+                           (double)caps[i].v);
+    if ((unsigned)c->act > (unsigned)SD_ACT_GELU)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: activation %d unknown", what, (int)c->act);
+    int any_sliding = 0;
+    for (int32_t l = 0; l < c->n_layers; l++) any_sliding |= c->layer_sliding[l] != 0;
+    if (any_sliding && c->sliding_window < 1)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: sliding_window = %d: a sliding layer needs a window >= 1", what,
+                       (int)c->sliding_window);
+    if (c->sliding_window < 0)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: sliding_window = %d must be >= 1", what, (int)c->sliding_window);
     return SPECDEC_OK;
+}
+
+void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_spec *rs) {
+    memset(rs, 0, sizeof *rs);
+    sd_rope_params *rp = &rs->p;
+    rp->head_dim = sd_cfg_rope_dim(c);
+    rs->attn_factor = 1.0;
+    if (sliding && c->rope_local_theta > 0.0f) { /* Gemma 3's local layers: plain rope */
+        rp->theta = (double)c->rope_local_theta;
+        return;
+    }
+    rp->theta = (double)c->rope_theta;
+    rp->factor = rs->factor = (double)c->rope_factor;
+    rp->low_freq_factor = (double)c->rope_low_freq_factor;
+    rp->high_freq_factor = (double)c->rope_high_freq_factor;
+    rp->original_max_pos = rs->original_max_pos = (double)c->rope_original_max_pos;
+    rs->beta_fast = (double)c->rope_beta_fast;
+    rs->beta_slow = (double)c->rope_beta_slow;
+    rs->truncate = c->rope_truncate;
+    if (c->rope_attn_factor > 0.0f) rs->attn_factor = (double)c->rope_attn_factor;
+    switch (c->rope_type) {
+    case SD_ROPE_LLAMA3: rp->llama3 = 1; rs->type = SD_RP_LLAMA3; break;
+    case SD_ROPE_LINEAR: rs->type = SD_RP_LINEAR; break;
+    case SD_ROPE_YARN: rs->type = SD_RP_YARN; break;
+    case SD_ROPE_LONGROPE:
+        rs->type = SD_RP_LONGROPE;
+        rs->ext_factor = n_ctx > c->rope_original_max_pos ? c->rope_long_factor : c->rope_short_factor;
+        break;
+    case SD_ROPE_DYNAMIC: {
+        const double d = (double)rp->head_dim, mp = (double)c->max_position_embeddings;
+        const double len = (double)n_ctx > mp ? (double)n_ctx : mp;
+        rp->theta *= pow(rs->factor * len / mp - (rs->factor - 1.0), d / (d - 2.0));
+        break;
+    }
+    default: break;
+    }
+}
+
+int sd_cfg_window_binds(const sd_config *c, int32_t n_ctx) {
+    if (c->sliding_window <= 0 || c->sliding_window >= n_ctx) return 0;
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if (c->layer_sliding[l]) return 1;
+    return 0;
 }
 
 static specdec_status sd_cfg_special_ids(const sd_config *c, const char *what, sd_errbuf *eb) {
@@ -91,21 +208,45 @@ static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int3
 }
 
 static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
-    const int64_t H = c->hidden_size, I = c->intermediate_size;
+    const int64_t H = c->hidden_size, I = c->intermediate_size, D = c->head_dim;
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
-    SD_TRY(sd_check_tensor(&L->attn_norm, "input_layernorm.weight", l, H, 0, 0, eb));
-    SD_TRY(sd_check_tensor(&L->wq, "self_attn.q_proj.weight", l, Q, H, 0, eb));
-    SD_TRY(sd_check_tensor(&L->wk, "self_attn.k_proj.weight", l, KV, H, 0, eb));
-    SD_TRY(sd_check_tensor(&L->wv, "self_attn.v_proj.weight", l, KV, H, 0, eb));
-    SD_TRY(sd_check_tensor(&L->bq, "self_attn.q_proj.bias", l, Q, 0, 1, eb));
-    SD_TRY(sd_check_tensor(&L->bk, "self_attn.k_proj.bias", l, KV, 0, 1, eb));
-    SD_TRY(sd_check_tensor(&L->bv, "self_attn.v_proj.bias", l, KV, 0, 1, eb));
-    SD_TRY(sd_check_tensor(&L->wo, "self_attn.o_proj.weight", l, H, Q, 0, eb));
-    SD_TRY(sd_check_tensor(&L->bo, "self_attn.o_proj.bias", l, H, 0, 1, eb));
-    SD_TRY(sd_check_tensor(&L->ffn_norm, "post_attention_layernorm.weight", l, H, 0, 0, eb));
-    SD_TRY(sd_check_tensor(&L->w_gate, "mlp.gate_proj.weight", l, I, H, 0, eb));
-    SD_TRY(sd_check_tensor(&L->w_up, "mlp.up_proj.weight", l, I, H, 0, eb));
-    return sd_check_tensor(&L->w_down, "mlp.down_proj.weight", l, H, I, 0, eb);
+    /* Optional tensors must be present exactly when the configuration says so: a bias
+     * the forward would ignore is as wrong as one it would miss. */
+    const struct {
+        const sd_tensor *t;
+        const char *name;
+        int64_t rows, cols;
+        int want;
+    } ts[] = {
+        {&L->attn_norm, "input_layernorm.weight", H, 0, 1},
+        {&L->wq, "self_attn.q_proj.weight", Q, H, 1},
+        {&L->wk, "self_attn.k_proj.weight", KV, H, 1},
+        {&L->wv, "self_attn.v_proj.weight", KV, H, 1},
+        {&L->bq, "self_attn.q_proj.bias", Q, 0, c->attention_bias},
+        {&L->bk, "self_attn.k_proj.bias", KV, 0, c->attention_bias},
+        {&L->bv, "self_attn.v_proj.bias", KV, 0, c->attention_bias},
+        {&L->q_norm, "self_attn.q_norm.weight", D, 0, c->qk_norm},
+        {&L->k_norm, "self_attn.k_norm.weight", D, 0, c->qk_norm},
+        {&L->wo, "self_attn.o_proj.weight", H, Q, 1},
+        {&L->bo, "self_attn.o_proj.bias", H, 0, c->o_bias},
+        {&L->attn_post_norm, "post_attention_layernorm.weight (sandwich)", H, 0, c->sandwich_norms},
+        {&L->ffn_norm, "pre-MLP norm weight", H, 0, 1},
+        {&L->w_gate, "mlp.gate_proj.weight", I, H, 1},
+        {&L->w_up, "mlp.up_proj.weight", I, H, 1},
+        {&L->w_down, "mlp.down_proj.weight", H, I, 1},
+        {&L->b_gate, "mlp.gate_proj.bias", I, 0, c->mlp_bias},
+        {&L->b_up, "mlp.up_proj.bias", I, 0, c->mlp_bias},
+        {&L->b_down, "mlp.down_proj.bias", H, 0, c->mlp_bias},
+        {&L->ffn_post_norm, "post_feedforward_layernorm.weight", H, 0, c->sandwich_norms},
+    };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        if (!ts[i].want && ts[i].t->data)
+            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
+                           "weights: layer %d: tensor %s is present but the configuration does not use it",
+                           (int)l, ts[i].name);
+        SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
+    }
+    return SPECDEC_OK;
 }
 
 specdec_status sd_weights_validate(const sd_weights *w, sd_errbuf *eb) {

@@ -18,6 +18,7 @@
 
 #include "specdec.h"
 #include "sd_error.h"
+#include "sd_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,17 +33,43 @@ extern "C" {
 #define SD_CFG_MAX_VOCAB 16777216
 #define SD_CFG_MAX_POSITIONS 1073741824
 
+/* The families config.json may name (models/sd_family.c describes each one as data:
+ * tensor names, config defaults, which keys it reads). The forward never branches on
+ * the family: it reads the resolved description below. */
 typedef enum sd_arch {
     SD_ARCH_LLAMA = 0,    /* LlamaForCausalLM (Llama 2/3/3.x, TinyLlama, SmolLM) */
-    SD_ARCH_MISTRAL = 1,  /* MistralForCausalLM */
-    SD_ARCH_QWEN2 = 2     /* Qwen2ForCausalLM: q/k/v bias */
+    SD_ARCH_MISTRAL = 1,  /* MistralForCausalLM: sliding window on every layer */
+    SD_ARCH_QWEN2 = 2,    /* Qwen2ForCausalLM: q/k/v bias, optional windows on the upper layers */
+    SD_ARCH_QWEN3 = 3,    /* Qwen3ForCausalLM: q_norm / k_norm */
+    SD_ARCH_PHI3 = 4,     /* Phi3ForCausalLM (Phi-3, Phi-3.5, Phi-4): fused qkv / gate_up, longrope */
+    SD_ARCH_GEMMA = 5,    /* GemmaForCausalLM: GeGLU, (1 + w) norms, sqrt(hidden) embedding scale */
+    SD_ARCH_GEMMA2 = 6,   /* Gemma2ForCausalLM: + sandwich norms, soft-capping, alternating windows */
+    SD_ARCH_GEMMA3 = 7    /* Gemma3ForCausalLM (gemma3_text): + q/k norms, local rope theta */
 } sd_arch;
 
 typedef enum sd_rope_type {
     SD_ROPE_DEFAULT = 0,  /* no rope_scaling */
-    SD_ROPE_LLAMA3 = 1    /* rope_scaling.rope_type == "llama3" */
+    SD_ROPE_LLAMA3 = 1,   /* rope_type "llama3" */
+    SD_ROPE_LINEAR = 2,   /* "linear": inv_freq / factor */
+    SD_ROPE_DYNAMIC = 3,  /* "dynamic" NTK: theta grown for a context of n_ctx tokens */
+    SD_ROPE_YARN = 4,     /* "yarn" */
+    SD_ROPE_LONGROPE = 5  /* "longrope" (Phi-3 "su"): per-pair factors, short or long by n_ctx */
 } sd_rope_type;
 
+/* The gated MLP's activation: out = act(gate) * up. */
+typedef enum sd_act {
+    SD_ACT_SILU = 0,      /* "silu", "swish" (SwiGLU) */
+    SD_ACT_GELU_TANH = 1, /* "gelu_pytorch_tanh", "gelu_new" (GeGLU, tanh approximation) */
+    SD_ACT_GELU = 2       /* "gelu" (erf) */
+} sd_act;
+
+/* Longrope factor lists hold rope_dim / 2 entries. */
+#define SD_CFG_MAX_ROPE_PAIRS (SD_CFG_MAX_HEAD_DIM / 2)
+
+/* Every value a backend needs to run the model, resolved from config.json and the
+ * family's defaults. A zero in any of the optional fields (marked "0 =") means the
+ * plain Llama behaviour, so a configuration built by hand (tests, benchmarks) that
+ * sets only the sizes is a Llama. */
 typedef struct sd_config {
     sd_arch arch;
     char architecture[64];
@@ -52,17 +79,41 @@ typedef struct sd_config {
     int32_t n_layers;
     int32_t n_heads;
     int32_t n_kv_heads;
-    int32_t head_dim;              /* config head_dim, else hidden_size / n_heads */
+    int32_t head_dim;              /* config head_dim, else the family's default */
     int32_t max_position_embeddings;
     float rms_norm_eps;
+    /* rotary embedding of full-attention layers (and of sliding ones unless rope_local_theta) */
     float rope_theta;
     sd_rope_type rope_type;
-    float rope_factor;             /* llama3: factor */
+    float rope_factor;             /* llama3, linear, dynamic, yarn: factor; longrope: unused */
     float rope_low_freq_factor;    /* llama3: low_freq_factor */
     float rope_high_freq_factor;   /* llama3: high_freq_factor */
-    int32_t rope_original_max_pos; /* llama3: original_max_position_embeddings */
+    int32_t rope_original_max_pos; /* llama3, yarn, longrope: original_max_position_embeddings */
+    float rope_attn_factor;        /* yarn, longrope: multiplier of cos and sin (resolved); 0 = 1 */
+    float rope_beta_fast, rope_beta_slow; /* yarn (resolved defaults 32 / 1) */
+    int32_t rope_truncate;         /* yarn: floor/ceil the correction range (transformers' default 1) */
+    int32_t rope_dim;              /* rotary dimensions (partial_rotary_factor * head_dim, even); 0 = head_dim */
+    float rope_short_factor[SD_CFG_MAX_ROPE_PAIRS]; /* longrope: rope_dim / 2 factors */
+    float rope_long_factor[SD_CFG_MAX_ROPE_PAIRS];
+    float rope_local_theta;        /* sliding layers: plain rope with this theta (Gemma 3); 0 = as full layers */
+    /* attention */
+    int32_t sliding_window;        /* keys a sliding layer's query sees, itself included; 0 = none */
+    uint8_t layer_sliding[SD_CFG_MAX_LAYERS]; /* 1: layer l attends within sliding_window */
+    float attn_scale;              /* softmax scale (query_pre_attn_scalar^-1/2); 0 = head_dim^-1/2 */
+    float attn_softcap;            /* scores = cap * tanh(scores / cap); 0 = none */
+    float final_softcap;           /* logits = cap * tanh(logits / cap); 0 = none */
+    int32_t qk_norm;               /* per-head RMSNorm of q and k before RoPE (q_norm, k_norm) */
+    /* layer structure */
+    sd_act act;                    /* gated MLP activation */
+    float norm_offset;             /* RMSNorm multiplies by (offset + w): 1 for Gemma, else 0 */
+    float embed_scale;             /* embeddings times this (Gemma: sqrt(hidden_size)); 0 = 1 */
+    int32_t sandwich_norms;        /* Gemma 2/3: post-attention and pre/post-feed-forward norms */
+    int32_t fused_qkv;             /* tensors: self_attn.qkv_proj (Phi-3), else q/k/v_proj */
+    int32_t fused_gate_up;         /* tensors: mlp.gate_up_proj (Phi-3), else gate/up_proj */
     int32_t tie_word_embeddings;
     int32_t attention_bias;        /* q/k/v biases present */
+    int32_t o_bias;                /* o_proj bias present (Llama/Qwen3/Gemma attention_bias) */
+    int32_t mlp_bias;              /* gate/up/down biases present (Llama mlp_bias) */
     int32_t bos_id;                /* -1 if none */
     int32_t n_eos;
     int32_t eos_ids[SPECDEC_MAX_EOS];
@@ -82,20 +133,33 @@ typedef struct sd_tensor {
     int64_t shape[2];   /* [rows, cols] for 2-D; [n, 1] for 1-D */
 } sd_tensor;
 
+/* One decoder layer. A fused checkpoint tensor (Phi-3 qkv_proj, gate_up_proj) is
+ * loaded as views of its row blocks, so backends always see the separate matrices.
+ * Norm weights are used as (cfg.norm_offset + w). */
 typedef struct sd_layer {
-    sd_tensor attn_norm;  /* [hidden] */
+    sd_tensor attn_norm;  /* [hidden] input_layernorm */
     sd_tensor wq;         /* [n_heads*head_dim, hidden] */
     sd_tensor wk;         /* [n_kv_heads*head_dim, hidden] */
     sd_tensor wv;         /* [n_kv_heads*head_dim, hidden] */
-    sd_tensor bq;         /* [n_heads*head_dim] (Qwen2) or absent */
+    sd_tensor bq;         /* [n_heads*head_dim] (attention_bias) or absent */
     sd_tensor bk;         /* [n_kv_heads*head_dim] or absent */
     sd_tensor bv;         /* [n_kv_heads*head_dim] or absent */
+    sd_tensor q_norm;     /* [head_dim] per-head norm of q (cfg.qk_norm) or absent */
+    sd_tensor k_norm;     /* [head_dim] per-head norm of k (cfg.qk_norm) or absent */
     sd_tensor wo;         /* [hidden, n_heads*head_dim] */
-    sd_tensor ffn_norm;   /* [hidden] */
+    sd_tensor bo;         /* [hidden] o_proj bias (cfg.o_bias) or absent */
+    sd_tensor attn_post_norm; /* [hidden] norm of the attention output (cfg.sandwich_norms:
+                                 post_attention_layernorm) or absent */
+    sd_tensor ffn_norm;   /* [hidden] norm before the MLP: post_attention_layernorm, or
+                             pre_feedforward_layernorm with sandwich norms */
     sd_tensor w_gate;     /* [intermediate, hidden] */
     sd_tensor w_up;       /* [intermediate, hidden] */
     sd_tensor w_down;     /* [hidden, intermediate] */
-    sd_tensor bo;         /* [hidden] o_proj bias: Llama with attention_bias only, else absent */
+    sd_tensor b_gate;     /* [intermediate] (cfg.mlp_bias) or absent */
+    sd_tensor b_up;       /* [intermediate] or absent */
+    sd_tensor b_down;     /* [hidden] or absent */
+    sd_tensor ffn_post_norm; /* [hidden] norm of the MLP output (cfg.sandwich_norms:
+                                post_feedforward_layernorm) or absent */
 } sd_layer;
 
 /* Everything a backend needs to run a model: the configuration and the tensors
@@ -109,19 +173,46 @@ typedef struct sd_weights {
     sd_dtype dtype;       /* dtype of the projection weights */
 } sd_weights;
 
+/* The resolved per-model numbers with their "0 =" defaults applied. */
+static inline int32_t sd_cfg_rope_dim(const sd_config *c) { return c->rope_dim > 0 ? c->rope_dim : c->head_dim; }
+static inline double sd_cfg_embed_scale(const sd_config *c) { return c->embed_scale > 0.0f ? (double)c->embed_scale : 1.0; }
+/* Keys a query at position p of layer l sees: positions [sd_cfg_first_key(c, l, p), p]. */
+static inline int32_t sd_cfg_first_key(const sd_config *c, int32_t l, int32_t p) {
+    if (!c->sliding_window || !c->layer_sliding[l] || p < c->sliding_window) return 0;
+    return p - c->sliding_window + 1;
+}
+/* 1 when some layer slides with a window shorter than n_ctx (the window can matter). */
+int sd_cfg_window_binds(const sd_config *c, int32_t n_ctx);
+
+/* The rotary embedding of the layers of one kind (sliding = 1: the sliding layers, which
+ * differ only with rope_local_theta) for a runner of n_ctx positions, as transformers
+ * computes it for a sequence of n_ctx tokens. Two rope types depend on that length in
+ * transformers (its frequencies follow the longest position of each call): "dynamic"
+ * grows theta to theta * (factor * L / max_position_embeddings - (factor - 1))^(d/(d-2))
+ * with L = max(n_ctx, max_position_embeddings), and "longrope" takes long_factor when
+ * n_ctx > original_max_position_embeddings, else short_factor. A runner fixes both for
+ * its context, so its logits are a function of the position alone (batch invariant):
+ * they equal transformers' for a forward over a whole sequence of n_ctx tokens, and for
+ * any sequence while n_ctx stays within the original length. rp->ext_factor points into c. */
+void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_spec *rp);
+
 /* Element size in bytes of a dtype. */
 static inline size_t sd_dtype_size(sd_dtype t) { return t == SD_F32 ? 4u : 2u; }
 
 /* Check cfg's values: sizes in [1, SD_CFG_MAX_*], n_heads a multiple of n_kv_heads,
- * head_dim even (RoPE rotates pairs), rms_norm_eps > 0, rope_theta > 0, llama3 rope
- * parameters positive with high_freq_factor > low_freq_factor, bos/eos ids inside the
- * vocabulary, n_eos in [0, SPECDEC_MAX_EOS]. SPECDEC_ERR_FORMAT naming the field and
- * value (prefixed by `what`, e.g. the file name), else SPECDEC_OK. */
+ * head_dim even (RoPE rotates pairs), rope_dim even and <= head_dim, rms_norm_eps > 0,
+ * rope_theta > 0, the rope type's parameters (llama3: positive, high_freq_factor >
+ * low_freq_factor; linear/dynamic/yarn: factor > 0; yarn/longrope: original
+ * max positions > 0, longrope factors positive), a sliding window >= 1 whenever a layer
+ * slides, finite non-negative scales and caps, bos/eos ids inside the vocabulary,
+ * n_eos in [0, SPECDEC_MAX_EOS]. SPECDEC_ERR_FORMAT naming the field and value
+ * (prefixed by `what`, e.g. the file name), else SPECDEC_OK. */
 specdec_status sd_config_validate(const sd_config *cfg, const char *what, sd_errbuf *eb);
 
-/* sd_config_validate(&w->cfg), then every tensor view: present (biases optional),
- * F32/F16/BF16, shaped as the configuration implies. MODEL_MISMATCH naming the layer
- * and tensor (UNSUPPORTED for another dtype). Runners call it at creation. */
+/* sd_config_validate(&w->cfg), then every tensor view: present exactly when the
+ * configuration says so (biases, q/k norms, sandwich norms), F32/F16/BF16, shaped as the
+ * configuration implies. MODEL_MISMATCH naming the layer and tensor (UNSUPPORTED for
+ * another dtype). Runners call it at creation. */
 specdec_status sd_weights_validate(const sd_weights *w, sd_errbuf *eb);
 
 #ifdef __cplusplus

@@ -26,12 +26,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Versions and the ABI: while SPECDEC_VERSION_MAJOR is 0, a minor version may grow a
+ * struct the caller allocates (0.4 grew specdec_stats), so the shared library's soname
+ * is libspecdec.so.MAJOR.MINOR (libspecdec.so.0.4) and the CMake package matches the
+ * minor version; a program is rebuilt for each 0.x. Within a minor version, and from 1.0
+ * on within a major version (soname libspecdec.so.MAJOR), existing fields keep their
+ * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
-#define SPECDEC_VERSION_MINOR 3
+#define SPECDEC_VERSION_MINOR 4
 #define SPECDEC_VERSION_PATCH 0
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.3.0"
+#define SPECDEC_VERSION_STRING "0.4.0"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -147,7 +153,23 @@ typedef struct specdec_model_info {
     int32_t bos_id;               /* -1 if none */
     int32_t n_eos;                /* number of valid entries in eos_ids */
     int32_t eos_ids[SPECDEC_MAX_EOS];
-    uint64_t reserved[8];
+    /* Since 0.4 (carved from the reserved space; the struct's size is unchanged). What the
+     * directory holds: 0 = a language model; SPECDEC_DRAFT_EAGLE3 (3) = an EAGLE-3 draft
+     * head, recognised by its tensors (flat EAGLE / SpecForge / sglang or speculators layout).
+     * For a head the fields above describe its one decoder layer (hidden_size, heads,
+     * head_dim, intermediate_size, its own RoPE, n_layers = 1, dtype, n_params) and
+     * vocab_size is the TARGET vocabulary it drafts in; the head cannot run as a model of
+     * its own (an engine refuses it as target or draft with MODEL_MISMATCH). */
+    int32_t model_kind;
+    int32_t eagle3_target_hidden;   /* head: hidden_size of the target it fits (fc reads 3 x this); else 0 */
+    int32_t eagle3_draft_vocab;     /* head: ids its LM head scores (<= vocab_size, mapped by d2t); else 0 */
+    int32_t eagle3_aux_layers[3];   /* head: captured target hidden states as hs indices (0 = embeddings,
+                                       i = the input of target layer i, L = the last layer's output
+                                       before the final norm); all -1 = the default rule 2, L/2, L-3 of
+                                       the target's L layers; else 0 */
+    int32_t eagle3_own_embedding;   /* head: 1 = ships embed_tokens, 0 = uses the target's; else 0 */
+    int32_t reserved_i[1];
+    uint64_t reserved[4];
 } specdec_model_info;
 
 SPECDEC_API specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_info *info);
@@ -163,7 +185,10 @@ typedef enum specdec_backend {
 
 typedef struct specdec_engine_params {
     specdec_backend backend;  /* default SPECDEC_BACKEND_AUTO */
-    int32_t n_ctx;            /* context length in tokens; 0 = min(max_position_embeddings, 4096) */
+    int32_t n_ctx;            /* context length in tokens; 0 = min(max_position_embeddings, 4096).
+                                 More than either model's max_position_embeddings (positions it
+                                 was never trained for): INVALID_ARGUMENT naming both numbers,
+                                 before any weights are converted or uploaded (since 0.4) */
     int32_t max_batch;        /* most tokens per forward call; 0 = n_ctx (prefill in one call);
                                  raised to SPECDEC_MAX_TREE_NODES + 1 (a verify pass is one call) */
     int32_t cuda_device;      /* CUDA device ordinal; default 0 */
@@ -251,6 +276,9 @@ typedef enum specdec_stop_reason {
  * during the call. */
 typedef int (*specdec_token_callback)(void *user_data, int32_t token, const char *piece, size_t piece_len);
 
+/* specdec_generate_params.seed: draw a random seed (since 0.4). */
+#define SPECDEC_SEED_RANDOM UINT64_MAX
+
 /* What one round of speculation did (since 0.4; specdec_generate_params.round_callback,
  * `specdec generate --trace`). Borrowed pointers, valid during the call. Node i (0-based;
  * the pending token that precedes the round is not a node) is draft token i: a chain
@@ -277,7 +305,10 @@ typedef struct specdec_generate_params {
     int32_t top_k;                 /* 0 = disabled; default 40 */
     float top_p;                   /* in (0, 1], 1 = disabled; default 0.95 */
     float min_p;                   /* in [0, 1], 0 = disabled; default 0.05 */
-    uint64_t seed;                 /* RNG seed; default 0 */
+    uint64_t seed;                 /* RNG seed, any value but SPECDEC_SEED_RANDOM; default 0.
+                                      SPECDEC_SEED_RANDOM: a seed drawn from the OS's entropy when
+                                      generation starts (< 2^32, as llama.cpp's), reported in
+                                      specdec_stats.seed so the run can be repeated */
     uint64_t sequence_id;          /* RNG stream of this sequence; default 0 */
     specdec_verify_mode verify;    /* default AUTO */
     int32_t n_draft;               /* γ, 1..SPECDEC_MAX_DRAFT; default 4; ignored without a draft;
@@ -333,6 +364,16 @@ typedef struct specdec_generate_params {
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 
+/* Check params without a model (since 0.4), so a program can refuse bad values before it
+ * loads anything: n_predict, n_draft, verify, the sampling values (temperature, top_k,
+ * top_p, min_p), stop strings (count and lengths; not whether a tokenizer is set), the
+ * tree (shape, draft_nodes, not with adaptive_draft) and the reserved fields, as
+ * specdec_generate checks them. SPECDEC_OK, or INVALID_ARGUMENT naming the field and the
+ * value in specdec_last_error(). What needs the models (a tree or adaptive_draft without
+ * a draft model, stop strings without a tokenizer, the context) is checked by
+ * specdec_generate / specdec_scheduler_submit as before. */
+SPECDEC_API specdec_status specdec_generate_params_validate(const specdec_generate_params *params);
+
 /* Set params->tree_width to widths[0..depth) and zero the rest; depth 0 clears it (a chain
  * of n_draft again). INVALID_ARGUMENT, params unchanged and the detail in
  * specdec_last_error(), for NULL params (or widths with depth > 0), depth outside
@@ -354,7 +395,7 @@ typedef struct specdec_stats {
     double t_target_s;        /* target forward passes after the prompt */
     double t_verify_s;        /* verification and sampling of target tokens */
     double t_total_s;         /* wall time of the whole call */
-    double tokens_per_second; /* n_generated / (t_total_s - t_prefill_s) */
+    double tokens_per_second; /* decode rate: n_generated / (t_total_s - t_prefill_s) */
     int32_t final_n_draft;    /* γ at the end (differs from n_draft when adaptive) */
     specdec_stop_reason stop_reason;
     /* since 0.2 (were reserved) */
@@ -363,11 +404,49 @@ typedef struct specdec_stats {
                                      accepted path of a tree; the emitted extra token excluded) */
     double nodes_per_round;       /* n_drafted / n_draft_rounds: draft tokens (tree nodes) verified
                                      per round */
-    /* since 0.4 (was reserved[0]) */
-    specdec_draft_method draft_method; /* who drafted: MODEL, NGRAM, or NONE (plain decoding) */
-    int32_t reserved_i32;
-    uint64_t reserved[4];
+    /* since 0.4: the first five take the place of the former reserved[5]; the struct grew
+     * from 176 to 672 bytes (hence the soname libspecdec.so.0.4). */
+    double t_load_s;              /* seconds to load the models this ran on (specdec_model_load of
+                                     target and draft) and create its engine or scheduler: a
+                                     one-time cost, the same in every call on that engine */
+    double t_first_token_s;       /* from the start of the generation (the call; a scheduler
+                                     request: its admission, after any queueing) to its first
+                                     emitted token: prefill + the first round; 0 if none */
+    double prompt_tokens_per_second; /* n_prompt / t_prefill_s */
+    int64_t n_target_passes;      /* target forward passes after the prompt: one per round, each
+                                     verifying that round's draft (plain decoding: one per token) */
+    double tokens_per_target_pass; /* n_generated / n_target_passes: the bound on the speedup over
+                                     plain decoding (which makes 1), reached when drafting is free */
+    uint64_t seed;                /* the seed used (SPECDEC_SEED_RANDOM resolved) */
+    specdec_draft_method draft_method; /* who drafted: MODEL, NGRAM, or NONE for plain decoding
+                                     (no drafter, n_draft 0); never AUTO */
+    specdec_verify_mode verify;   /* the verification used (AUTO resolved) */
+    int32_t n_draft;              /* γ a chain started with (the params' n_draft); 0 for a tree
+                                     and plain decoding. final_n_draft: γ at the end (a tree: the
+                                     depth of its shape) */
+    int32_t adaptive_draft;       /* 1 if γ adapted (a chain with adaptive_draft) */
+    int32_t draft_nodes;          /* a tree's node budget as used (0: none) */
+    uint8_t tree_width[SPECDEC_MAX_DRAFT]; /* a tree's widths per depth as used (all 0: a chain) */
+    /* Acceptance by position: index i is the (i+1)-th draft token of a chain, or depth i+1 of
+     * a tree. n_drafted_at_pos[i]: rounds whose draft reached that position (chain: γ > i;
+     * tree: depth > i); n_accepted_at_pos[i]: rounds that accepted a token there (accepted
+     * length > i); acceptance_at_pos[i] = their ratio (0 when nothing was drafted there).
+     * For a tree this is the per-depth acceptance, while
+     * acceptance_rate is accepted path tokens per verified NODE (a per-node rate, small for
+     * wide trees) and mean_accepted_length the accepted tokens per round. */
+    int64_t n_drafted_at_pos[SPECDEC_MAX_DRAFT];
+    int64_t n_accepted_at_pos[SPECDEC_MAX_DRAFT];
+    double acceptance_at_pos[SPECDEC_MAX_DRAFT];
+    uint64_t reserved[8];
 } specdec_stats;
+
+/* Static lower-case names of enum values, as the CLI's --json and the server's
+ * `speculative` object write them (since 0.4): verify "auto" "rejection" "greedy" "match";
+ * stop reason "none" "n_predict" "eos" "stop_string" "callback" "context_full"; draft
+ * method "auto" "model" "ngram" "eagle3" "none". "?" for a value outside the enum. */
+SPECDEC_API const char *specdec_verify_mode_name(specdec_verify_mode mode);
+SPECDEC_API const char *specdec_stop_reason_name(specdec_stop_reason reason);
+SPECDEC_API const char *specdec_draft_method_name(specdec_draft_method method);
 
 /* Generate from a prompt of token ids. The engine's KV caches are reset first.
  * out_tokens (caller-owned, capacity out_capacity >= min(n_predict, n_ctx - n_prompt),
@@ -597,47 +676,49 @@ SPECDEC_API specdec_status specdec_detok_stream_flush(specdec_detok_stream *s, c
 /* ---- Chat templates ----------------------------------------------------------------------
  * Render an OpenAI-style conversation into the prompt text a chat model was trained on, byte
  * for byte as transformers' tokenizer.apply_chat_template(messages, tokenize=False,
- * add_generation_prompt=...) renders the model's Jinja chat_template. specdec does not run
- * Jinja: it recognises the template's family from distinctive markers in its text (plus the
- * variant details that change the output, e.g. spacing around [INST], a default system prompt,
- * whether add_generation_prompt is honoured) and renders that family in C.
+ * add_generation_prompt=...) renders the model's Jinja chat_template: specdec runs the template
+ * with its own Jinja interpreter (tokenizer/sd_jinja*.c), configured as transformers configures
+ * jinja2 (sandboxed; trim_blocks, lstrip_blocks; raise_exception, strftime_now, namespace, dict,
+ * tojson(indent, ensure_ascii=False); break/continue; {% generation %}) and with Python's value
+ * semantics (str()/repr() of values, json.dumps, string methods, Undefined). It is checked against
+ * transformers on the published templates of 59 model families (README, "Chat templates").
  *
  * The template comes from the tokenizer's directory: chat_template.jinja when present (it takes
  * priority, as in transformers), else tokenizer_config.json's "chat_template" (a string, or a
  * list of {"name","template"} objects of which the one named "default" is used, as transformers
- * does when no tools are passed). bos_token / eos_token are tokenizer_config.json's strings
- * (or the "content" of an AddedToken object); a missing one renders as "".
+ * does when no tools are passed). It is parsed when the tokenizer is loaded; a template outside
+ * the supported subset (a tag such as {% include %}/{% extends %}/{% import %}, a recursive
+ * loop, a filter or test specdec does not implement, *args in a call, invalid syntax) is not a
+ * load error: specdec_chat_template_detect and rendering then answer SPECDEC_ERR_UNSUPPORTED
+ * with the construct and its line in the last-error text.
+ * The template sees: messages (a list of {"role", "content"} dicts), add_generation_prompt,
+ * tools = None, documents = None, and the tokenizer's special tokens bos_token, eos_token,
+ * unk_token, sep_token, pad_token, cls_token, mask_token (tokenizer_config.json strings, or the
+ * "content" of AddedToken objects; an absent or null one is undefined). strftime_now formats the
+ * current local time.
  *
- * Families (names for template_name; specdec_chat_template_name() lists them):
- *   "llama3"  <|start_header_id|>role<|end_header_id|>\n\n + content|trim + <|eot_id|>, BOS text
- *             before the first message. Base Llama-3 templates always append the assistant
- *             header; Instruct ones only with add_generation_prompt. Llama 3.1+ templates
- *             (date header, tools) are refused by detection (a forced "llama3" renders 3.0).
- *   "chatml"  <|im_start|>role\ncontent<|im_end|>\n. Qwen variants: a default system prompt taken
- *             from the template text when the first message is not "system"; Qwen2.5-style
- *             templates render "tool" messages as <tool_response> blocks and drop other unknown
- *             roles. No BOS text.
- *   "llama2"  Llama-2-chat: <s>[INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST] answer </s>...;
- *             BOS text before every user turn; contents stripped (Python str.strip()); roles must
- *             alternate user/assistant after an optional first system message. Like "mistral",
- *             it has no generation prompt: the text ends with [/INST] either way.
- *   "mistral" the [INST] templates of Mistral/Mixtral instruct models: BOS text once, then
- *             [INST] user [/INST] and answer + </s>, with the exact spacing read from the
- *             template; system messages either refused (v0.1/Mixtral) or merged into user turns
- *             (v0.3 style: every user turn, or the first/last one as the template says).
- *   "zephyr"  Zephyr / TinyLlama-chat: <|role|>\ncontent</s>\n per message, "<|assistant|>\n" to
- *             prompt. No BOS text.
- *   "phi3"    Phi-3 / Phi-3.5: <|role|>\ncontent<|end|>\n; "<|assistant|>\n" to prompt, else the
- *             EOS text at the end; BOS text only when the template writes bos_token.
- *   "plain"   specdec's fallback for a tokenizer with no chat template (e.g. the bundled pair):
+ * Names for template_name (specdec_chat_template_name() lists them):
+ *   "jinja"   the tokenizer's own: its template, or "plain" when it has none (the same as NULL).
+ *   "plain"   specdec's format for a tokenizer with no chat template (e.g. the bundled pair):
  *             one line "Role: content\n" per message, the role with its first letter upper-
  *             cased ("system" -> "System"), content verbatim; then "Assistant:" (no trailing
  *             space) when add_generation_prompt. Every non-empty role without a newline is
- *             accepted.
+ *             accepted. NULL selects it when the tokenizer has no template.
+ *   "llama3", "chatml", "llama2", "mistral", "zephyr", "phi3": a built-in published template,
+ *             rendered with the tokenizer's special tokens whatever the tokenizer's own template
+ *             is: Meta-Llama-3-8B-Instruct; the generic ChatML template (no default system
+ *             prompt, every role rendered); Llama-2-7b-chat-hf; Mixtral-8x22B-Instruct-v0.1's
+ *             "default"; TinyLlama-1.1B-Chat-v1.0 (Zephyr); Phi-3-mini-4k-instruct.
  * Errors a template raises itself (raise_exception: roles not alternating, a role the template
- * does not support) are returned as SPECDEC_ERR_INVALID_ARGUMENT with the template's own
- * message in the last-error text, where transformers raises jinja2 TemplateError(message).
- * An empty conversation is INVALID_ARGUMENT for every family (transformers refuses it too). */
+ * does not support) are returned as SPECDEC_ERR_INVALID_ARGUMENT with the last-error text
+ * "chat template: " followed by the template's own message, where transformers raises jinja2
+ * TemplateError(message); other errors jinja2 would raise (an undefined value used, a type error)
+ * are INVALID_ARGUMENT too, naming the line. SPECDEC_ERR_UNSUPPORTED at render time: something
+ * specdec does not reproduce (e.g. Python's multi-character case mappings such as
+ * "\u00df".upper(), printing a generator, str % formatting) or a template exceeding the
+ * interpreter's limits (64 MiB of strings built, 256 MiB of memory, 20 M evaluation steps,
+ * nesting depth 256): a hostile template ends with an error instead of hanging. An empty
+ * conversation is INVALID_ARGUMENT for every name (transformers refuses it too). */
 
 /* One message; both strings are borrowed, NUL-terminated UTF-8 (invalid UTF-8 is refused with
  * INVALID_ARGUMENT, never repaired). role is matched exactly ("system", "user", "assistant",
@@ -647,46 +728,42 @@ typedef struct specdec_chat_message {
     const char *content;
 } specdec_chat_message;
 
-/* The i-th family name (0 <= i): "llama3", "chatml", "llama2", "mistral", "zephyr", "phi3",
- * "plain"; NULL past the end. Static strings. */
+/* The i-th template name (0 <= i): "llama3", "chatml", "llama2", "mistral", "zephyr", "phi3",
+ * "plain", "jinja"; NULL past the end. Static strings. */
 SPECDEC_API const char *specdec_chat_template_name(int32_t i);
 
 /* The tokenizer's chat template text as loaded (see above), or NULL when it has none. Owned by
  * the tokenizer, valid until it is freed. */
 SPECDEC_API const char *specdec_tokenizer_chat_template(const specdec_tokenizer *tok);
 
-/* Which family the tokenizer's template is: *name is one of the static names above, "plain"
- * when the tokenizer has no template. SPECDEC_ERR_UNSUPPORTED (and *name = NULL) when the
- * template is of no family specdec reproduces exactly, or is a variant of one whose output
- * specdec would not reproduce (e.g. Llama 3.1's date header, Qwen3's <think> handling); the
- * last-error text names the markers found. A caller may then force a family by name. */
+/* What template_name = NULL renders with: *name = "jinja" when the tokenizer has a template in
+ * the supported subset, "plain" when it has none (static strings). SPECDEC_ERR_UNSUPPORTED (and
+ * *name = NULL) when it has one that cannot be used (outside the subset; a list without
+ * "default"; longer than 1 MiB); the last-error text names the construct and its line. A caller
+ * may then force a built-in template by name. */
 SPECDEC_API specdec_status specdec_chat_template_detect(const specdec_tokenizer *tok, const char **name);
 
-/* Render msgs[0..n_msgs) with the family template_name, or, when template_name is NULL, the
- * detected family. A forced family that matches the tokenizer's own template keeps that
- * template's variant details (spacing, default system prompt, ...); otherwise the family's
- * reference variant is used (llama3: Meta-Llama-3-Instruct; chatml: no default system prompt,
- * every role rendered; llama2: Llama-2-chat; mistral: Mixtral-8x22B-Instruct "default"; zephyr:
- * TinyLlama-chat; phi3: Phi-3-mini-4k-instruct). add_generation_prompt: nonzero to end with the
- * assistant's turn header. Writes a NUL-terminated UTF-8 string of at most capacity bytes
- * (text may be NULL when capacity is 0); *len is its length without the NUL.
+/* Render msgs[0..n_msgs) with template_name (see the names above; NULL = the tokenizer's own
+ * template, or "plain" when it has none). add_generation_prompt: nonzero to end with the
+ * assistant's turn header (as the template writes it). Writes a NUL-terminated UTF-8 string of at
+ * most capacity bytes (text may be NULL when capacity is 0); *len is its length without the NUL.
  * Errors: INVALID_ARGUMENT for NULL pointers, n_msgs <= 0, a NULL role or content, invalid
  * UTF-8, an empty role, or a conversation the template rejects (its message in the last-error
- * text); INVALID_ARGUMENT for an unknown template_name; UNSUPPORTED as for detect;
- * BUFFER_TOO_SMALL with *len = the length needed (call again with *len + 1 bytes);
- * OUT_OF_MEMORY. On failure text holds "" when capacity > 0. Thread-safe (per-thread error).
- * The template is recognised on every call (microseconds; nothing is cached in the tokenizer). */
+ * text); INVALID_ARGUMENT for an unknown template_name; UNSUPPORTED as for detect and at render
+ * time (see above); BUFFER_TOO_SMALL with *len
+ * = the length needed (call again with *len + 1 bytes); OUT_OF_MEMORY. On failure text holds ""
+ * when capacity > 0. Thread-safe (per-thread error; the parsed template is shared read-only);
+ * the tokenizer's template is parsed once, at load; a built-in one on every call (microseconds). */
 SPECDEC_API specdec_status specdec_chat_apply(const specdec_tokenizer *tok, const char *template_name,
                                               const specdec_chat_message *msgs, int32_t n_msgs,
                                               int add_generation_prompt, char *text, size_t capacity, size_t *len);
 
-/* The add_special value to pass to specdec_tokenize() for text rendered by family
- * template_name (NULL = detected), so that the ids equal transformers'
- * apply_chat_template(tokenize=True): 0 for every real template family (transformers tokenizes
- * the rendered text with add_special_tokens=False; templates that need BOS — llama3, llama2,
- * mistral, phi3 variants with bos_token — write its text themselves, and zephyr, chatml and
- * Phi-3-mini get none, exactly as in transformers); 1 for "plain", which has no transformers
- * counterpart and is tokenized like any other specdec prompt (the post-processor's BOS).
+/* The add_special value to pass to specdec_tokenize() for text rendered with template_name
+ * (NULL as above), so that the ids equal transformers' apply_chat_template(tokenize=True): 0 for
+ * every Jinja template, the model's own or a built-in one (transformers tokenizes the rendered
+ * text with add_special_tokens=False; templates that need BOS write its text themselves); 1 for
+ * "plain", which has no transformers counterpart and is tokenized like any other specdec prompt
+ * (the post-processor's BOS).
  * Note: transformers 5 rebuilds the normalizer/pre-tokenizer of Llama-2-vocabulary tokenizers
  * (its LlamaTokenizer class: TinyLlama, Phi-3, Mistral v1) instead of using tokenizer.json's, so
  * its ids for those models can differ from specdec's, which follow tokenizer.json as the

@@ -1,14 +1,21 @@
 /* sd_config.c — config.json -> sd_config, with every key type- and range-checked.
  *
- * Defaults follow the transformers library's config classes where a key is optional
- * (num_key_value_heads = heads, rope_theta = 10000, rms_norm_eps = 1e-6,
- * tie_word_embeddings = false). Sizes are bounded (core/sd_weights.h) so an absurd config
- * fails here, before the loader allocates anything from it. */
+ * The family (models/sd_family.c) says which keys matter and what an absent key means:
+ * the defaults of the transformers config classes. Where transformers tells an absent
+ * key from a null one (sliding_window, the soft-capping values), so does this parser:
+ * absent takes the class default, null means "none". Anything transformers would run
+ * differently from what the backends can do is refused with SPECDEC_ERR_UNSUPPORTED
+ * naming the key (an activation, a rope type, bidirectional attention, ...), anything
+ * transformers itself refuses or that cannot be a model with SPECDEC_ERR_FORMAT. Sizes
+ * are bounded (core/sd_weights.h) so an absurd config fails here, before the loader
+ * allocates anything from it. */
 #include "sd_config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "sd_family.h"
 #include "sd_json.h"
 
 #define TRY(x)                                \
@@ -17,20 +24,24 @@
         if (sd_try_st_) return sd_try_st_;    \
     } while (0)
 
-static const struct {
-    const char *arch;
-    const char *model_type;
-    sd_arch id;
-    int32_t default_max_pos;
-} sd_cfg_archs[] = {
-    {"LlamaForCausalLM", "llama", SD_ARCH_LLAMA, 2048},
-    {"MistralForCausalLM", "mistral", SD_ARCH_MISTRAL, 131072},
-    {"Qwen2ForCausalLM", "qwen2", SD_ARCH_QWEN2, 32768},
-};
-#define SD_CFG_N_ARCHS (int)(sizeof sd_cfg_archs / sizeof sd_cfg_archs[0])
+/* Where the parser is: the file and the family being read. */
+typedef struct sd_cfgp {
+    const cJSON *root;
+    const char *fname;
+    const sd_family *fam;
+    sd_config *cfg;
+    sd_errbuf *eb;
+} sd_cfgp;
 
-static specdec_status sd_cfg_arch(const cJSON *root, const char *fname, sd_config *cfg, int *which,
-                                  sd_errbuf *eb) {
+static int sd_has(const sd_family *f, uint32_t flag) { return (f->flags & flag) != 0; }
+
+/* The raw member, null included (sd_json_member folds null into absent). */
+static const cJSON *sd_raw(const cJSON *o, const char *key) {
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static specdec_status sd_cfg_family(const cJSON *root, const char *fname, const sd_family **out, sd_config *cfg,
+                                    sd_errbuf *eb) {
     const cJSON *archs = sd_json_member(root, "architectures");
     const char *name = NULL;
     if (archs) {
@@ -38,23 +49,19 @@ static specdec_status sd_cfg_arch(const cJSON *root, const char *fname, sd_confi
             return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: key 'architectures' must be a non-empty list of strings",
                            fname);
         name = archs->child->valuestring;
-        for (int i = 0; i < SD_CFG_N_ARCHS; i++)
-            if (!strcmp(name, sd_cfg_archs[i].arch)) *which = i;
+        *out = sd_family_find(name, NULL);
     } else {
         const cJSON *mt = sd_json_member(root, "model_type");
         if (!mt) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: missing key 'architectures' (and no 'model_type')", fname);
         if (!cJSON_IsString(mt)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: key 'model_type' must be a string", fname);
         name = mt->valuestring;
-        for (int i = 0; i < SD_CFG_N_ARCHS; i++)
-            if (!strcmp(name, sd_cfg_archs[i].model_type)) *which = i;
+        *out = sd_family_find(NULL, name);
     }
-    if (*which < 0)
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
-                       "%s: architecture '%.64s' is not supported (LlamaForCausalLM, MistralForCausalLM, "
-                       "Qwen2ForCausalLM)",
-                       fname, name);
-    cfg->arch = sd_cfg_archs[*which].id;
-    snprintf(cfg->architecture, sizeof cfg->architecture, "%s", sd_cfg_archs[*which].arch);
+    if (!*out)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: architecture '%.64s' is not supported (%s)", fname, name,
+                       sd_family_list());
+    cfg->arch = (*out)->id;
+    snprintf(cfg->architecture, sizeof cfg->architecture, "%s", (*out)->arch);
     return SPECDEC_OK;
 }
 
@@ -66,56 +73,442 @@ static specdec_status sd_cfg_i32(const cJSON *o, const char *key, int required, 
     return SPECDEC_OK;
 }
 
-static specdec_status sd_cfg_rope(const cJSON *root, const char *fname, sd_config *cfg, sd_errbuf *eb) {
-    /* transformers >= 5 writes rope_parameters {rope_type, rope_theta, ...}; older
-     * configs write rope_theta at the top level and rope_scaling for scaled RoPE. */
-    const cJSON *params = sd_json_member(root, "rope_parameters");
-    if (params && !cJSON_IsObject(params))
-        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: key 'rope_parameters' must be an object or null", fname);
-    double theta;
-    const cJSON *theta_src = sd_json_member(root, "rope_theta") ? root : (params ? params : root);
-    TRY(sd_json_get_num(theta_src, "rope_theta", 0, 10000.0, 1.0, 1e12, &theta, fname, eb));
-    cfg->rope_theta = (float)theta;
-    cfg->rope_type = SD_ROPE_DEFAULT;
+/* A key transformers reads as "absent: the class default, null: none" (none = 0 here). */
+static specdec_status sd_cfg_opt_num(const sd_cfgp *p, const char *key, double absent, double lo, double hi,
+                                     double *out) {
+    const cJSON *v = sd_raw(p->root, key);
+    if (!v) {
+        *out = absent;
+        return SPECDEC_OK;
+    }
+    if (cJSON_IsNull(v)) {
+        *out = 0.0;
+        return SPECDEC_OK;
+    }
+    return sd_json_get_num(p->root, key, 1, 0.0, lo, hi, out, p->fname, p->eb);
+}
 
-    const char *key = "rope_scaling";
-    const cJSON *rs = sd_json_member(root, key);
-    if (!rs && params) {
-        rs = params;
-        key = "rope_parameters";
+static specdec_status sd_cfg_sizes(const sd_cfgp *p) {
+    const cJSON *root = p->root;
+    const char *fname = p->fname;
+    sd_config *cfg = p->cfg;
+    sd_errbuf *eb = p->eb;
+    TRY(sd_cfg_i32(root, "vocab_size", 1, 0, 1, SD_CFG_MAX_VOCAB, &cfg->vocab_size, fname, eb));
+    TRY(sd_cfg_i32(root, "hidden_size", 1, 0, 1, SD_CFG_MAX_HIDDEN, &cfg->hidden_size, fname, eb));
+    TRY(sd_cfg_i32(root, "intermediate_size", 1, 0, 1, SD_CFG_MAX_INTERMEDIATE, &cfg->intermediate_size, fname, eb));
+    TRY(sd_cfg_i32(root, "num_hidden_layers", 1, 0, 1, SD_CFG_MAX_LAYERS, &cfg->n_layers, fname, eb));
+    TRY(sd_cfg_i32(root, "num_attention_heads", 1, 0, 1, SD_CFG_MAX_HEADS, &cfg->n_heads, fname, eb));
+    TRY(sd_cfg_i32(root, "num_key_value_heads", 0, cfg->n_heads, 1, cfg->n_heads, &cfg->n_kv_heads, fname, eb));
+    const int divides = cfg->hidden_size % cfg->n_heads == 0;
+    if (sd_has(p->fam, SD_FAM_HEADS_DIVIDE) && !divides) /* transformers' validate_architecture raises */
+        return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                       "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d), which %s requires",
+                       fname, cfg->hidden_size, cfg->n_heads, p->fam->arch);
+    if (sd_json_member(root, "head_dim")) {
+        TRY(sd_cfg_i32(root, "head_dim", 1, 0, 1, SD_CFG_MAX_HEAD_DIM, &cfg->head_dim, fname, eb));
+    } else if (p->fam->head_dim) {
+        cfg->head_dim = p->fam->head_dim;
+    } else {
+        if (!divides)
+            return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                           "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d) and there is no "
+                           "'head_dim'",
+                           fname, cfg->hidden_size, cfg->n_heads);
+        cfg->head_dim = cfg->hidden_size / cfg->n_heads;
+        if (cfg->head_dim > SD_CFG_MAX_HEAD_DIM)
+            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: head_dim = hidden_size / num_attention_heads = %d exceeds %d",
+                           fname, cfg->head_dim, SD_CFG_MAX_HEAD_DIM);
     }
-    if (!rs) return SPECDEC_OK;
-    if (!cJSON_IsObject(rs)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be an object or null", fname, key);
-    const cJSON *ty = sd_json_member(rs, "rope_type");
-    if (!ty) ty = sd_json_member(rs, "type");
-    if (!ty) {
-        if (rs == params) return SPECDEC_OK; /* rope_parameters holding only rope_theta */
-        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: key '%s.rope_type' is missing", fname, key);
+    TRY(sd_cfg_i32(root, "max_position_embeddings", 0, p->fam->max_pos, 1, SD_CFG_MAX_POSITIONS,
+                   &cfg->max_position_embeddings, fname, eb));
+    double eps;
+    TRY(sd_json_get_num(root, "rms_norm_eps", 0, p->fam->rms_eps, 1e-30, 1.0, &eps, fname, eb));
+    cfg->rms_norm_eps = (float)eps;
+    return SPECDEC_OK;
+}
+
+/* ---- rotary embeddings ----------------------------------------------------------- */
+
+/* One rope dictionary being read (rope_scaling, rope_parameters or a nested entry). */
+typedef struct sd_ropep {
+    const sd_cfgp *p;
+    const cJSON *d;    /* the dictionary (NULL: none) */
+    const char *key;   /* its name for messages */
+} sd_ropep;
+
+static specdec_status sd_rope_num(const sd_ropep *r, const char *name, int required, double def, double lo, double hi,
+                                  double *out) {
+    char key[96];
+    snprintf(key, sizeof key, "%s.%s", r->key, name);
+    const cJSON *v = sd_json_member(r->d, name);
+    if (!v) {
+        if (required)
+            return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: missing key '%s' (rope type %s)", r->p->fname, key,
+                           sd_config_rope_name(r->p->cfg));
+        *out = def;
+        return SPECDEC_OK;
     }
-    if (!cJSON_IsString(ty)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: key '%s.rope_type' must be a string", fname, key);
-    if (!strcmp(ty->valuestring, "default")) return SPECDEC_OK;
-    if (strcmp(ty->valuestring, "llama3") != 0)
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s.rope_type '%.64s' is not supported (only 'llama3')", fname,
-                       key, ty->valuestring);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi)
+        return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be a number in [%g, %g]", r->p->fname, key, lo,
+                       hi);
+    *out = v->valuedouble;
+    return SPECDEC_OK;
+}
+
+/* original_max_position_embeddings as transformers' standardize_rope_params resolves it:
+ * a top-level key (Phi-3 always has one: its class default 4096) wins, then the
+ * dictionary's, then max_position_embeddings. */
+static specdec_status sd_rope_orig_max(const sd_ropep *r, int32_t *out) {
+    const sd_cfgp *p = r->p;
+    int64_t v;
+    if (sd_json_member(p->root, "original_max_position_embeddings") || p->fam->id == SD_ARCH_PHI3) {
+        TRY(sd_json_get_int(p->root, "original_max_position_embeddings", 0, 4096, 1, SD_CFG_MAX_POSITIONS, &v,
+                            p->fname, p->eb));
+    } else {
+        char key[96];
+        snprintf(key, sizeof key, "%s.original_max_position_embeddings", r->key);
+        const cJSON *e = sd_json_member(r->d, "original_max_position_embeddings");
+        if (e && (!sd_json_is_int(e) || e->valuedouble < 1 || e->valuedouble > SD_CFG_MAX_POSITIONS))
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be an integer in [1, %d]", p->fname, key,
+                           SD_CFG_MAX_POSITIONS);
+        v = e ? (int64_t)e->valuedouble : p->cfg->max_position_embeddings;
+    }
+    *out = (int32_t)v;
+    return SPECDEC_OK;
+}
+
+static specdec_status sd_rope_llama3(const sd_ropep *r) {
+    sd_config *c = r->p->cfg;
     double factor, lo, hi;
-    int64_t omax;
-    const char *names[4] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
-    for (int i = 0; i < 4; i++)
-        if (!sd_json_member(rs, names[i]))
-            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: missing key '%s.%s' (rope_type llama3)", fname, key, names[i]);
-    TRY(sd_json_get_num(rs, "factor", 1, 0, 1e-6, 1e6, &factor, fname, eb));
-    TRY(sd_json_get_num(rs, "low_freq_factor", 1, 0, 1e-6, 1e6, &lo, fname, eb));
-    TRY(sd_json_get_num(rs, "high_freq_factor", 1, 0, 1e-6, 1e6, &hi, fname, eb));
-    TRY(sd_json_get_int(rs, "original_max_position_embeddings", 1, 0, 1, SD_CFG_MAX_POSITIONS, &omax, fname, eb));
+    TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
+    TRY(sd_rope_num(r, "low_freq_factor", 1, 0, 1e-6, 1e6, &lo));
+    TRY(sd_rope_num(r, "high_freq_factor", 1, 0, 1e-6, 1e6, &hi));
+    TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
     /* The llama3 ramp divides by (high - low). */
     if (!(hi > lo))
-        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: %s.high_freq_factor (%g) must exceed low_freq_factor (%g)", fname,
-                       key, hi, lo);
-    cfg->rope_type = SD_ROPE_LLAMA3;
-    cfg->rope_factor = (float)factor;
-    cfg->rope_low_freq_factor = (float)lo;
-    cfg->rope_high_freq_factor = (float)hi;
-    cfg->rope_original_max_pos = (int32_t)omax;
+        return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: %s.high_freq_factor (%g) must exceed low_freq_factor (%g)",
+                       r->p->fname, r->key, hi, lo);
+    c->rope_factor = (float)factor;
+    c->rope_low_freq_factor = (float)lo;
+    c->rope_high_freq_factor = (float)hi;
+    return SPECDEC_OK;
+}
+
+/* yarn: transformers' _compute_yarn_parameters, the attention factor resolved here. */
+static double sd_yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0 : 0.1 * m * log(scale) + 1.0; }
+
+static specdec_status sd_rope_yarn(const sd_ropep *r) {
+    sd_config *c = r->p->cfg;
+    double factor, af, ms, msa, bf, bs;
+    TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
+    TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
+    TRY(sd_rope_num(r, "mscale", 0, 0, -1e6, 1e6, &ms));
+    TRY(sd_rope_num(r, "mscale_all_dim", 0, 0, -1e6, 1e6, &msa));
+    if (sd_json_member(r->d, "attention_factor")) {
+        TRY(sd_rope_num(r, "attention_factor", 1, 0, 1e-6, 1e6, &af));
+    } else {
+        af = (ms != 0.0 && msa != 0.0) ? sd_yarn_mscale(factor, ms) / sd_yarn_mscale(factor, msa)
+                                        : sd_yarn_mscale(factor, 1.0);
+    }
+    TRY(sd_rope_num(r, "beta_fast", 0, 0, 0.0, 1e6, &bf));
+    TRY(sd_rope_num(r, "beta_slow", 0, 0, 0.0, 1e6, &bs));
+    int truncate = 1;
+    TRY(sd_json_get_bool(r->d, "truncate", 0, 1, &truncate, r->p->fname, r->p->eb));
+    c->rope_factor = (float)factor;
+    c->rope_attn_factor = (float)af;
+    c->rope_beta_fast = (float)(bf != 0.0 ? bf : 32.0); /* Python's `or`: 0 means the default too */
+    c->rope_beta_slow = (float)(bs != 0.0 ? bs : 1.0);
+    c->rope_truncate = truncate;
+    return SPECDEC_OK;
+}
+
+/* A longrope factor list of exactly rope_dim / 2 positive numbers. */
+static specdec_status sd_rope_list(const sd_ropep *r, const char *name, float *out) {
+    const int32_t want = sd_cfg_rope_dim(r->p->cfg) / 2;
+    const cJSON *a = sd_json_member(r->d, name);
+    if (!a)
+        return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: missing key '%s.%s' (rope type longrope)", r->p->fname,
+                       r->key, name);
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n != want)
+        return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: key '%s.%s' must be a list of %d numbers (rotary dimensions / 2), got %s%d", r->p->fname,
+                       r->key, name, (int)want, n < 0 ? "no list: " : "", n);
+    int i = 0;
+    for (const cJSON *e = a->child; e; e = e->next, i++) {
+        if (!cJSON_IsNumber(e) || !(e->valuedouble > 0.0) || !(e->valuedouble < 1e30))
+            return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s.%s'[%d] must be a positive number", r->p->fname,
+                           r->key, name, i);
+        out[i] = (float)e->valuedouble;
+    }
+    return SPECDEC_OK;
+}
+
+/* longrope: transformers' _compute_longrope_parameters; the attention factor resolved here. */
+static specdec_status sd_rope_longrope(const sd_ropep *r) {
+    sd_config *c = r->p->cfg;
+    TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
+    TRY(sd_rope_list(r, "short_factor", c->rope_short_factor));
+    TRY(sd_rope_list(r, "long_factor", c->rope_long_factor));
+    double factor, af;
+    TRY(sd_rope_num(r, "factor", 0, (double)c->max_position_embeddings / c->rope_original_max_pos, 1e-6, 1e6, &factor));
+    if (sd_json_member(r->d, "attention_factor")) {
+        TRY(sd_rope_num(r, "attention_factor", 1, 0, 1e-6, 1e6, &af));
+    } else {
+        af = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)c->rope_original_max_pos));
+    }
+    if (!(af > 0.0) || !isfinite(af))
+        return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: %s (longrope): attention factor %g from original_max_position_embeddings %d", r->p->fname,
+                       r->key, af, (int)c->rope_original_max_pos);
+    c->rope_factor = (float)factor;
+    c->rope_attn_factor = (float)af;
+    return SPECDEC_OK;
+}
+
+static const struct {
+    const char *name;
+    sd_rope_type type;
+} sd_rope_names[] = {
+    {"default", SD_ROPE_DEFAULT}, {"llama3", SD_ROPE_LLAMA3}, {"linear", SD_ROPE_LINEAR},
+    {"dynamic", SD_ROPE_DYNAMIC}, {"yarn", SD_ROPE_YARN},     {"longrope", SD_ROPE_LONGROPE},
+};
+
+/* The rope type named in r->d ("rope_type", else "type", else default). */
+static specdec_status sd_rope_type_of(const sd_ropep *r, sd_rope_type *out) {
+    *out = SD_ROPE_DEFAULT;
+    const cJSON *ty = sd_json_member(r->d, "rope_type");
+    if (!ty) ty = sd_json_member(r->d, "type");
+    if (!ty) return SPECDEC_OK;
+    if (!cJSON_IsString(ty))
+        return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s.rope_type' must be a string", r->p->fname, r->key);
+    const char *s = ty->valuestring;
+    if (sd_has(r->p->fam, SD_FAM_YARN_IS_LONGROPE) && (!strcmp(s, "su") || !strcmp(s, "yarn"))) s = "longrope";
+    for (size_t i = 0; i < sizeof sd_rope_names / sizeof sd_rope_names[0]; i++)
+        if (!strcmp(s, sd_rope_names[i].name)) {
+            *out = sd_rope_names[i].type;
+            break;
+        }
+    if (*out == SD_ROPE_DEFAULT && strcmp(s, "default") != 0)
+        return sd_fail(r->p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: %s.rope_type '%.64s' is not supported (default, linear, dynamic, yarn, longrope, llama3)",
+                       r->p->fname, r->key, ty->valuestring);
+    /* Phi3Config.validate_rope raises for anything else */
+    if (r->p->fam->id == SD_ARCH_PHI3 && *out != SD_ROPE_DEFAULT && *out != SD_ROPE_LONGROPE)
+        return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: %s.rope_type '%.64s': Phi-3 takes only default or longrope",
+                       r->p->fname, r->key, ty->valuestring);
+    return SPECDEC_OK;
+}
+
+/* partial_rotary_factor (the rope dictionary's, else the top-level key): rope_dim. */
+static specdec_status sd_rope_partial(const sd_ropep *r) {
+    const sd_cfgp *p = r->p;
+    const cJSON *src = sd_json_member(r->d, "partial_rotary_factor") ? r->d : p->root;
+    double prf;
+    TRY(sd_json_get_num(src, "partial_rotary_factor", 0, 1.0, 1e-6, 1.0, &prf, p->fname, p->eb));
+    p->cfg->rope_dim = (int32_t)((double)p->cfg->head_dim * prf); /* Python's int(): truncation */
+    if (p->cfg->rope_dim == p->cfg->head_dim) return SPECDEC_OK;
+    if (!sd_has(p->fam, SD_FAM_PARTIAL_ROPE))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: partial_rotary_factor = %g: %s rotates the whole head (transformers cannot run it either)",
+                       p->fname, prf, p->fam->arch);
+    if (p->cfg->rope_dim < 2 || p->cfg->rope_dim % 2)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: partial_rotary_factor = %g gives %d rotary dimensions of head_dim %d: must be even and >= 2",
+                       p->fname, prf, (int)p->cfg->rope_dim, (int)p->cfg->head_dim);
+    return SPECDEC_OK;
+}
+
+/* The full-attention rope from dictionary r (theta: its rope_theta, else the top level). */
+static specdec_status sd_rope_full(const sd_ropep *r) {
+    const sd_cfgp *p = r->p;
+    sd_config *c = p->cfg;
+    double theta;
+    const cJSON *src = sd_json_member(r->d, "rope_theta") ? r->d : p->root;
+    TRY(sd_json_get_num(src, "rope_theta", 0, p->fam->theta, 1.0, 1e12, &theta, p->fname, p->eb));
+    c->rope_theta = (float)theta;
+    TRY(sd_rope_partial(r));
+    TRY(sd_rope_type_of(r, &c->rope_type));
+    switch (c->rope_type) {
+    case SD_ROPE_LLAMA3: return sd_rope_llama3(r);
+    case SD_ROPE_YARN: return sd_rope_yarn(r);
+    case SD_ROPE_LONGROPE: return sd_rope_longrope(r);
+    case SD_ROPE_LINEAR:
+    case SD_ROPE_DYNAMIC: {
+        double factor;
+        TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
+        c->rope_factor = (float)factor;
+        return SPECDEC_OK;
+    }
+    default: return SPECDEC_OK;
+    }
+}
+
+/* Gemma 3's sliding layers: a plain rope of their own theta (rope_parameters.
+ * sliding_attention, else rope_local_base_freq, else the class default). */
+static specdec_status sd_rope_local(const sd_cfgp *p, const cJSON *nested) {
+    sd_ropep r = {p, sd_json_member(nested, "sliding_attention"), "rope_parameters.sliding_attention"};
+    if (r.d && !cJSON_IsObject(r.d))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be an object", p->fname, r.key);
+    sd_rope_type t;
+    TRY(sd_rope_type_of(&r, &t));
+    if (t != SD_ROPE_DEFAULT)
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s.rope_type '%s': the sliding layers' rope must be default",
+                       p->fname, r.key, sd_rope_names[t].name);
+    double theta;
+    if (sd_json_member(r.d, "rope_theta"))
+        TRY(sd_json_get_num(r.d, "rope_theta", 1, 0, 1.0, 1e12, &theta, p->fname, p->eb));
+    else
+        TRY(sd_json_get_num(p->root, "rope_local_base_freq", 0, p->fam->local_theta, 1.0, 1e12, &theta, p->fname,
+                            p->eb));
+    p->cfg->rope_local_theta = (float)theta;
+    return SPECDEC_OK;
+}
+
+static int sd_rope_is_nested(const cJSON *d) {
+    return sd_json_member(d, "full_attention") != NULL || sd_json_member(d, "sliding_attention") != NULL;
+}
+
+/* transformers >= 5 writes rope_parameters {rope_type, rope_theta, ...} (Gemma 3: one per
+ * layer type); older configs write rope_theta at the top level and rope_scaling for a
+ * scaled rope (which wins over rope_parameters, as in convert_rope_params_to_dict). */
+static specdec_status sd_cfg_rope(const sd_cfgp *p) {
+    const char *keys[2] = {"rope_parameters", "rope_scaling"};
+    const cJSON *d[2];
+    for (int i = 0; i < 2; i++) {
+        d[i] = sd_json_member(p->root, keys[i]);
+        if (d[i] && !cJSON_IsObject(d[i]))
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be an object or null", p->fname, keys[i]);
+    }
+    const int nested = sd_rope_is_nested(d[0]);
+    if ((nested || sd_rope_is_nested(d[1])) && !sd_has(p->fam, SD_FAM_LOCAL_ROPE))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: per-layer-type rope parameters are not supported for %s",
+                       p->fname, p->fam->arch);
+    sd_ropep r = {p, d[1] ? d[1] : d[0], d[1] ? keys[1] : keys[0]};
+    if (nested && !d[1]) {
+        r.d = sd_json_member(d[0], "full_attention");
+        r.key = "rope_parameters.full_attention";
+        if (r.d && !cJSON_IsObject(r.d))
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be an object", p->fname, r.key);
+    }
+    TRY(sd_rope_full(&r));
+    return sd_has(p->fam, SD_FAM_LOCAL_ROPE) ? sd_rope_local(p, nested ? d[0] : NULL) : SPECDEC_OK;
+}
+
+/* ---- layers: activation, biases, norms, attention variants ------------------------- */
+
+static specdec_status sd_cfg_act(const sd_cfgp *p) {
+    const char *key = p->fam->act_key;
+    const cJSON *act = sd_json_member(p->root, key);
+    if (act && !cJSON_IsString(act))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be a string", p->fname, key);
+    const char *s = act ? act->valuestring : p->fam->act_default;
+    if (!strcmp(s, "silu") || !strcmp(s, "swish")) p->cfg->act = SD_ACT_SILU;
+    else if (!strcmp(s, "gelu_pytorch_tanh") || !strcmp(s, "gelu_new")) p->cfg->act = SD_ACT_GELU_TANH;
+    else if (!strcmp(s, "gelu")) p->cfg->act = sd_has(p->fam, SD_FAM_GELU_IS_TANH) ? SD_ACT_GELU_TANH : SD_ACT_GELU;
+    else
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: %s '%.32s' is not supported (silu, swish, gelu, gelu_pytorch_tanh, gelu_new)", p->fname,
+                       key, s);
+    return SPECDEC_OK;
+}
+
+static specdec_status sd_cfg_layers(const sd_cfgp *p) {
+    const sd_family *f = p->fam;
+    sd_config *c = p->cfg;
+    TRY(sd_cfg_act(p));
+    c->attention_bias = sd_has(f, SD_FAM_QKV_BIAS);
+    if (sd_has(f, SD_FAM_ATTN_BIAS_KEY)) {
+        TRY(sd_json_get_bool(p->root, "attention_bias", 0, 0, &c->attention_bias, p->fname, p->eb));
+        c->o_bias = c->attention_bias;
+    }
+    if (sd_has(f, SD_FAM_MLP_BIAS_KEY)) TRY(sd_json_get_bool(p->root, "mlp_bias", 0, 0, &c->mlp_bias, p->fname, p->eb));
+    c->qk_norm = sd_has(f, SD_FAM_QK_NORM);
+    c->sandwich_norms = sd_has(f, SD_FAM_SANDWICH);
+    c->norm_offset = sd_has(f, SD_FAM_NORM_PLUS1) ? 1.0f : 0.0f;
+    c->embed_scale = sd_has(f, SD_FAM_EMBED_SCALE) ? (float)sqrt((double)c->hidden_size) : 0.0f;
+    c->fused_qkv = c->fused_gate_up = sd_has(f, SD_FAM_FUSED);
+    if (sd_has(f, SD_FAM_BIDIR_KEY)) {
+        int bidir = 0;
+        TRY(sd_json_get_bool(p->root, "use_bidirectional_attention", 0, 0, &bidir, p->fname, p->eb));
+        if (bidir)
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                           "%s: use_bidirectional_attention = true is not supported (an encoder, not a decoder)",
+                           p->fname);
+    }
+    double v;
+    if (sd_has(f, SD_FAM_QUERY_SCALAR)) {
+        TRY(sd_json_get_num(p->root, "query_pre_attn_scalar", 0, f->query_scalar, 1e-30, 1e30, &v, p->fname, p->eb));
+        c->attn_scale = (float)(1.0 / sqrt(v));
+    }
+    if (sd_has(f, SD_FAM_SOFTCAP)) {
+        TRY(sd_cfg_opt_num(p, "attn_logit_softcapping", f->attn_softcap, 1e-30, 1e30, &v));
+        c->attn_softcap = (float)v;
+    }
+    if (sd_has(f, SD_FAM_FINAL_SOFTCAP)) {
+        TRY(sd_cfg_opt_num(p, "final_logit_softcapping", f->final_softcap, 1e-30, 1e30, &v));
+        c->final_softcap = (float)v;
+    }
+    return SPECDEC_OK;
+}
+
+/* ---- sliding windows ----------------------------------------------------------------- */
+
+/* layer_types: one "full_attention" / "sliding_attention" per layer. */
+static specdec_status sd_cfg_layer_types(const sd_cfgp *p, const cJSON *lt) {
+    sd_config *c = p->cfg;
+    if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'layer_types' must be a list of num_hidden_layers (%d) strings",
+                       p->fname, (int)c->n_layers);
+    int l = 0;
+    for (const cJSON *e = lt->child; e; e = e->next, l++) {
+        if (!cJSON_IsString(e))
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'layer_types'[%d] must be a string", p->fname, l);
+        if (!strcmp(e->valuestring, "sliding_attention")) c->layer_sliding[l] = 1;
+        else if (strcmp(e->valuestring, "full_attention") != 0)
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                           "%s: layer_types[%d] = '%.48s' is not supported (full_attention, sliding_attention)",
+                           p->fname, l, e->valuestring);
+    }
+    return SPECDEC_OK;
+}
+
+/* Which layers slide, and the window (transformers: a "sliding_attention" layer with
+ * sliding_window None raises; so does this, with FORMAT). */
+static specdec_status sd_cfg_windows(const sd_cfgp *p) {
+    const sd_family *f = p->fam;
+    sd_config *c = p->cfg;
+    if (f->window_rule == SD_WIN_NONE) return SPECDEC_OK;
+    double w = 0.0;
+    int use = 1;
+    if (f->window_rule == SD_WIN_UPPER)
+        TRY(sd_json_get_bool(p->root, "use_sliding_window", 0, 0, &use, p->fname, p->eb));
+    if (use) TRY(sd_cfg_opt_num(p, "sliding_window", f->window, 1.0, (double)SD_CFG_MAX_POSITIONS, &w));
+    if (w != floor(w))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'sliding_window' must be an integer, got %g", p->fname, w);
+    c->sliding_window = (int32_t)w;
+    const cJSON *lt = sd_json_member(p->root, "layer_types");
+    if (lt && f->window_rule != SD_WIN_ALL) {
+        TRY(sd_cfg_layer_types(p, lt));
+    } else if (f->window_rule == SD_WIN_ALL) {
+        for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0;
+    } else if (f->window_rule == SD_WIN_UPPER) {
+        int32_t mwl;
+        TRY(sd_cfg_i32(p->root, "max_window_layers", 0, f->max_window_layers, 0, SD_CFG_MAX_LAYERS, &mwl, p->fname,
+                       p->eb));
+        for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0 && l >= mwl;
+    } else {
+        int32_t pat = f->window_pattern;
+        if (sd_has(f, SD_FAM_PATTERN_KEY))
+            TRY(sd_cfg_i32(p->root, "sliding_window_pattern", 0, f->window_pattern, 1, SD_CFG_MAX_LAYERS, &pat,
+                           p->fname, p->eb));
+        for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (l + 1) % pat != 0;
+    }
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if (c->layer_sliding[l] && c->sliding_window < 1)
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                           "%s: layer %d is a sliding_attention layer but sliding_window is null%s", p->fname, (int)l,
+                           f->window_rule == SD_WIN_UPPER && !use ? " (use_sliding_window is false)" : "");
     return SPECDEC_OK;
 }
 
@@ -150,54 +543,13 @@ static specdec_status sd_cfg_special(const cJSON *root, const char *fname, sd_co
 static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_config *cfg, sd_errbuf *eb) {
     if (!cJSON_IsObject(root)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: top level is not a JSON object", fname);
     TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
-    int which = -1;
-    TRY(sd_cfg_arch(root, fname, cfg, &which, eb));
-
-    TRY(sd_cfg_i32(root, "vocab_size", 1, 0, 1, SD_CFG_MAX_VOCAB, &cfg->vocab_size, fname, eb));
-    TRY(sd_cfg_i32(root, "hidden_size", 1, 0, 1, SD_CFG_MAX_HIDDEN, &cfg->hidden_size, fname, eb));
-    TRY(sd_cfg_i32(root, "intermediate_size", 1, 0, 1, SD_CFG_MAX_INTERMEDIATE, &cfg->intermediate_size, fname, eb));
-    TRY(sd_cfg_i32(root, "num_hidden_layers", 1, 0, 1, SD_CFG_MAX_LAYERS, &cfg->n_layers, fname, eb));
-    TRY(sd_cfg_i32(root, "num_attention_heads", 1, 0, 1, SD_CFG_MAX_HEADS, &cfg->n_heads, fname, eb));
-    TRY(sd_cfg_i32(root, "num_key_value_heads", 0, cfg->n_heads, 1, cfg->n_heads, &cfg->n_kv_heads, fname, eb));
-    if (sd_json_member(root, "head_dim")) {
-        TRY(sd_cfg_i32(root, "head_dim", 1, 0, 1, SD_CFG_MAX_HEAD_DIM, &cfg->head_dim, fname, eb));
-    } else {
-        if (cfg->hidden_size % cfg->n_heads)
-            return sd_fail(eb, SPECDEC_ERR_FORMAT,
-                           "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d) and there is no "
-                           "'head_dim'",
-                           fname, cfg->hidden_size, cfg->n_heads);
-        cfg->head_dim = cfg->hidden_size / cfg->n_heads;
-        if (cfg->head_dim > SD_CFG_MAX_HEAD_DIM)
-            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: head_dim = hidden_size / num_attention_heads = %d exceeds %d",
-                           fname, cfg->head_dim, SD_CFG_MAX_HEAD_DIM);
-    }
-    TRY(sd_cfg_i32(root, "max_position_embeddings", 0, sd_cfg_archs[which].default_max_pos, 1, SD_CFG_MAX_POSITIONS,
-                   &cfg->max_position_embeddings, fname, eb));
-    double eps;
-    TRY(sd_json_get_num(root, "rms_norm_eps", 0, 1e-6, 1e-30, 1.0, &eps, fname, eb));
-    cfg->rms_norm_eps = (float)eps;
-    TRY(sd_cfg_rope(root, fname, cfg, eb));
-    TRY(sd_json_get_bool(root, "tie_word_embeddings", 0, 0, &cfg->tie_word_embeddings, fname, eb));
-
-    const cJSON *act = sd_json_member(root, "hidden_act");
-    if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: hidden_act '%.32s' is not supported (only 'silu')", fname,
-                       cJSON_IsString(act) ? act->valuestring : "(not a string)");
-    if (cfg->arch == SD_ARCH_QWEN2) {
-        cfg->attention_bias = 1; /* Qwen2 attention always has q/k/v biases */
-        int sliding = 0;
-        TRY(sd_json_get_bool(root, "use_sliding_window", 0, 0, &sliding, fname, eb));
-        if (sliding)
-            return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: use_sliding_window = true is not supported", fname);
-    } else if (cfg->arch == SD_ARCH_LLAMA) {
-        TRY(sd_json_get_bool(root, "attention_bias", 0, 0, &cfg->attention_bias, fname, eb));
-        int mlp_bias = 0;
-        TRY(sd_json_get_bool(root, "mlp_bias", 0, 0, &mlp_bias, fname, eb));
-        if (mlp_bias) return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: mlp_bias = true is not supported", fname);
-    } else {
-        cfg->attention_bias = 0; /* Mistral attention has no biases */
-    }
+    sd_cfgp p = {root, fname, NULL, cfg, eb};
+    TRY(sd_cfg_family(root, fname, &p.fam, cfg, eb));
+    TRY(sd_cfg_sizes(&p));
+    TRY(sd_cfg_rope(&p));
+    TRY(sd_json_get_bool(root, "tie_word_embeddings", 0, p.fam->tie, &cfg->tie_word_embeddings, fname, eb));
+    TRY(sd_cfg_layers(&p));
+    TRY(sd_cfg_windows(&p));
     return sd_cfg_special(root, fname, cfg, eb);
 }
 
@@ -209,10 +561,12 @@ specdec_status sd_config_parse(const char *json, size_t len, const char *fname, 
     TRY(sd_json_parse(json ? json : "", len, fname, &root, eb));
     specdec_status st = sd_cfg_fill(root, fname, cfg, eb);
     cJSON_Delete(root);
-    /* value consistency (heads, head_dim, rope, special ids): the one shared check */
+    /* value consistency (heads, head_dim, rope, windows, special ids): the one shared check */
     return st != SPECDEC_OK ? st : sd_config_validate(cfg, fname, eb);
 }
 
 const char *sd_config_rope_name(const sd_config *cfg) {
-    return cfg->rope_type == SD_ROPE_LLAMA3 ? "llama3" : "none";
+    for (size_t i = 1; i < sizeof sd_rope_names / sizeof sd_rope_names[0]; i++)
+        if (sd_rope_names[i].type == cfg->rope_type) return sd_rope_names[i].name;
+    return "none";
 }

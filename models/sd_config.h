@@ -1,5 +1,6 @@
 /* sd_config.h — parsing and validation of a Hugging Face config.json into sd_config
- * (core/sd_weights.h) for LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM. */
+ * (core/sd_weights.h) for the families of models/sd_family.h (Llama, Mistral, Qwen2,
+ * Qwen3, Phi-3, Gemma, Gemma 2, Gemma 3 text). */
 #ifndef SD_CONFIG_H
 #define SD_CONFIG_H
 
@@ -13,7 +14,8 @@
  * the detail naming the key; *cfg is then unspecified. */
 specdec_status sd_config_parse(const char *json, size_t len, const char *fname, sd_config *cfg, sd_errbuf *eb);
 
-/* Short name of an architecture's rope type for display ("none", "llama3"). */
+/* Short name of the rope type for display ("none", "llama3", "linear", "dynamic",
+ * "yarn", "longrope"). */
 const char *sd_config_rope_name(const sd_config *cfg);
 
 #endif

@@ -15,6 +15,7 @@
 #include "sd_weights.h"
 
 struct sd_st_file;   /* one mapped safetensors file (models/sd_safetensors.h) */
+struct sd_eagle3_head; /* an EAGLE-3 draft head (models/sd_eagle3_load.h) */
 
 struct specdec_model {
     sd_weights w;         /* configuration and tensor views: what backends read */
@@ -26,6 +27,10 @@ struct specdec_model {
     void **owned;         /* copies of misaligned tensors */
     int32_t n_owned;
     sd_errbuf err;
+    /* Set when the directory is an EAGLE-3 draft head: then `w` holds only the head's
+     * decoder-layer config (w.layers == NULL: no runner accepts it as a model). */
+    struct sd_eagle3_head *eagle3;
+    double t_load_s;      /* seconds specdec_model_load took (specdec_stats.t_load_s) */
 };
 
 #endif

@@ -1,6 +1,7 @@
 /* sd_model_load.c — specdec_model_load and friends: a Hugging Face model directory
  * (config.json + model.safetensors, or shards listed by model.safetensors.index.json)
- * into struct specdec_model.
+ * into struct specdec_model, the tensors named by the resolved configuration (models/
+ * sd_family.h: fused projections become views of their row blocks).
  *
  * Files are mapped (or read) whole; tensors point into them, except tensors whose
  * bytes are misaligned for their dtype, which are copied into owned memory. Every
@@ -12,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "sd_alloc.h"
 #include "sd_config.h"
+#include "sd_eagle3_load.h"
 #include "sd_json.h"
 #include "sd_model.h"
 #include "sd_safetensors.h"
@@ -235,43 +238,99 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
         if (sd_try_st_) return sd_try_st_;    \
     } while (0)
 
+/* Row blocks [r0, r0 + rows) of a loaded 2-D tensor as a view (a fused projection). */
+static sd_tensor sd_row_view(const sd_tensor *t, int64_t r0, int64_t rows) {
+    sd_tensor v = *t;
+    v.data = (const char *)t->data + (size_t)(r0 * t->shape[1]) * sd_dtype_size(t->dtype);
+    v.shape[0] = rows;
+    return v;
+}
+
+/* Loads "model.layers.<l>.<suffix>" into *out (required unless req == 0). */
+static specdec_status sd_layer_tensor(sd_loader *L, int32_t l, const char *suffix, int64_t rows, int64_t cols, int req,
+                                      sd_tensor *out) {
+    char nm[160];
+    snprintf(nm, sizeof nm, "model.layers.%d.%s", (int)l, suffix);
+    return sd_get_tensor(L, nm, rows, cols, req, NULL, out);
+}
+
+/* The attention block's tensors of layer l: q/k/v (fused qkv_proj split into views),
+ * their biases, q/k norms, o and its bias, as the configuration says. */
+static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, D = c->head_dim;
+    const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
+    if (c->fused_qkv) {
+        sd_tensor qkv;
+        TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
+        ly->wq = sd_row_view(&qkv, 0, Q);
+        ly->wk = sd_row_view(&qkv, Q, KV);
+        ly->wv = sd_row_view(&qkv, Q + KV, KV);
+    } else {
+        TRY(sd_layer_tensor(L, l, "self_attn.q_proj.weight", Q, H, 1, &ly->wq));
+        TRY(sd_layer_tensor(L, l, "self_attn.k_proj.weight", KV, H, 1, &ly->wk));
+        TRY(sd_layer_tensor(L, l, "self_attn.v_proj.weight", KV, H, 1, &ly->wv));
+    }
+    if (c->attention_bias) {
+        TRY(sd_layer_tensor(L, l, "self_attn.q_proj.bias", Q, 0, 1, &ly->bq));
+        TRY(sd_layer_tensor(L, l, "self_attn.k_proj.bias", KV, 0, 1, &ly->bk));
+        TRY(sd_layer_tensor(L, l, "self_attn.v_proj.bias", KV, 0, 1, &ly->bv));
+    }
+    if (c->qk_norm) {
+        TRY(sd_layer_tensor(L, l, "self_attn.q_norm.weight", D, 0, 1, &ly->q_norm));
+        TRY(sd_layer_tensor(L, l, "self_attn.k_norm.weight", D, 0, 1, &ly->k_norm));
+    }
+    TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, Q, 1, &ly->wo));
+    if (c->o_bias) TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
+    return SPECDEC_OK;
+}
+
+/* The norms and the MLP of layer l (fused gate_up_proj split into views). */
+static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, I = c->intermediate_size;
+    TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
+    if (c->sandwich_norms) {
+        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
+        TRY(sd_layer_tensor(L, l, "pre_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_norm));
+        TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
+    } else {
+        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
+    }
+    if (c->fused_gate_up) {
+        sd_tensor gu;
+        TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
+        ly->w_gate = sd_row_view(&gu, 0, I);
+        ly->w_up = sd_row_view(&gu, I, I);
+    } else {
+        TRY(sd_layer_tensor(L, l, "mlp.gate_proj.weight", I, H, 1, &ly->w_gate));
+        TRY(sd_layer_tensor(L, l, "mlp.up_proj.weight", I, H, 1, &ly->w_up));
+    }
+    TRY(sd_layer_tensor(L, l, "mlp.down_proj.weight", H, I, 1, &ly->w_down));
+    if (c->mlp_bias) {
+        TRY(sd_layer_tensor(L, l, "mlp.gate_proj.bias", I, 0, 1, &ly->b_gate));
+        TRY(sd_layer_tensor(L, l, "mlp.up_proj.bias", I, 0, 1, &ly->b_up));
+        TRY(sd_layer_tensor(L, l, "mlp.down_proj.bias", H, 0, 1, &ly->b_down));
+    }
+    return SPECDEC_OK;
+}
+
+/* Most tensors one layer reads (sd_load_attention + sd_load_mlp). */
+#define SD_LAYER_MAX_TENSORS 20
+
 static specdec_status sd_load_weights(sd_loader *L) {
     specdec_model *m = L->m;
     const sd_config *c = &m->w.cfg;
-    const int64_t V = c->vocab_size, H = c->hidden_size, I = c->intermediate_size;
-    const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
-    /* At most 13 tensors per layer plus embeddings, final norm and LM head. */
-    L->cap_owned = c->n_layers * 13 + 3;
+    const int64_t V = c->vocab_size, H = c->hidden_size;
+    L->cap_owned = c->n_layers * SD_LAYER_MAX_TENSORS + 3;
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
 
     TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
-    char nm[128];
     for (int32_t l = 0; l < c->n_layers; l++) {
-        sd_layer *ly = &m->w.layers[l];
-#define LT(field, suffix, rows, cols, req)                                               \
-    do {                                                                                \
-        snprintf(nm, sizeof nm, "model.layers.%d.%s", (int)l, suffix);                  \
-        TRY(sd_get_tensor(L, nm, rows, cols, req, NULL, &ly->field));                   \
-    } while (0)
-        LT(attn_norm, "input_layernorm.weight", H, 0, 1);
-        LT(wq, "self_attn.q_proj.weight", Q, H, 1);
-        LT(wk, "self_attn.k_proj.weight", KV, H, 1);
-        LT(wv, "self_attn.v_proj.weight", KV, H, 1);
-        if (c->attention_bias) {
-            LT(bq, "self_attn.q_proj.bias", Q, 0, 1);
-            LT(bk, "self_attn.k_proj.bias", KV, 0, 1);
-            LT(bv, "self_attn.v_proj.bias", KV, 0, 1);
-            /* transformers' LlamaAttention gives o_proj a bias too; Qwen2 does not. */
-            if (c->arch == SD_ARCH_LLAMA) LT(bo, "self_attn.o_proj.bias", H, 0, 1);
-        }
-        LT(wo, "self_attn.o_proj.weight", H, Q, 1);
-        LT(ffn_norm, "post_attention_layernorm.weight", H, 0, 1);
-        LT(w_gate, "mlp.gate_proj.weight", I, H, 1);
-        LT(w_up, "mlp.up_proj.weight", I, H, 1);
-        LT(w_down, "mlp.down_proj.weight", H, I, 1);
-#undef LT
+        TRY(sd_load_attention(L, l, &m->w.layers[l]));
+        TRY(sd_load_mlp(L, l, &m->w.layers[l]));
     }
     TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
     if (c->tie_word_embeddings) {
@@ -329,6 +388,8 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     if (plen == 0 || plen >= sizeof(((specdec_model *)0)->path))
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_model_load: path length %zu is not in [1, %zu)",
                        plen, sizeof(((specdec_model *)0)->path));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     specdec_model *m = sd_calloc(1, sizeof *m);
     if (!m) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     memcpy(m->path, path, plen + 1);
@@ -337,18 +398,23 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     memset(&L, 0, sizeof L);
     L.m = m;
     L.use_mmap = params->use_mmap != 0;
-    specdec_status st = sd_load(&L);
+    int is_head = 0;
+    specdec_status st = sd_eagle3_model_load(m, L.use_mmap, &is_head);
+    if (!st && !is_head) st = sd_load(&L);
     sd_free(L.entries);
     if (st) {
         specdec_model_free(m);
         return st;
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    m->t_load_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     *out_model = m;
     return SPECDEC_OK;
 }
 
 void specdec_model_free(specdec_model *m) {
     if (!m) return;
+    sd_eagle3_model_free(m);
     for (int32_t i = 0; i < m->n_owned; i++) sd_free(m->owned[i]);
     sd_free(m->owned);
     for (int32_t i = 0; m->files && i < m->n_files; i++) sd_st_close(m->files[i]);
@@ -386,5 +452,6 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->bos_id = c->bos_id;
     info->n_eos = c->n_eos;
     for (int i = 0; i < c->n_eos && i < SPECDEC_MAX_EOS; i++) info->eos_ids[i] = c->eos_ids[i];
+    sd_eagle3_model_info(model, info);
     return SPECDEC_OK;
 }

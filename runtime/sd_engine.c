@@ -194,6 +194,23 @@ static specdec_status sd_engine_check_pair(const specdec_model *target, const sp
     return SPECDEC_OK;
 }
 
+/* A context beyond what a model was trained for (max_position_embeddings, which a
+ * config with rope scaling states for the scaled positions) is refused: RoPE positions
+ * past it were never seen in training and the output degrades without any error. Checked
+ * from config.json alone, before any runner (weights converted or uploaded) exists. */
+static specdec_status sd_engine_check_ctx(const specdec_model *target, const specdec_model *draft, int32_t n_ctx) {
+    const specdec_model *ms[2] = {target, draft};
+    for (int i = 0; i < 2; i++) {
+        const int32_t max_pos = ms[i] ? ms[i]->w.cfg.max_position_embeddings : 0;
+        if (max_pos > 0 && n_ctx > max_pos)
+            return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "n_ctx %d exceeds the %s model's max_position_embeddings %d (%s/config.json): positions "
+                           "past it were never trained; use n_ctx <= %d, or a model whose config extends it",
+                           (int)n_ctx, i ? "draft" : "target", (int)max_pos, ms[i]->path, (int)max_pos);
+    }
+    return SPECDEC_OK;
+}
+
 specdec_backend sd_engine_pick_backend(specdec_backend requested) {
     if (requested != SPECDEC_BACKEND_AUTO) return requested;
     return specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
@@ -244,6 +261,7 @@ specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_
     if (st != SPECDEC_OK) return st;
     const sd_config *tc = &target->w.cfg;
     int32_t n_ctx = p.n_ctx;
+    if ((st = sd_engine_check_ctx(target, draft, n_ctx)) != SPECDEC_OK) return st;
     if (n_ctx == 0) {
         n_ctx = tc->max_position_embeddings > 0 ? sd_min_i32(tc->max_position_embeddings, 4096) : 4096;
         if (draft && draft->w.cfg.max_position_embeddings > 0)
@@ -269,10 +287,17 @@ specdec_status specdec_engine_create(const specdec_model *target, const specdec_
     sd_engine_plan plan;
     specdec_status st = sd_engine_plan_params(target, draft, params, &plan);
     if (st != SPECDEC_OK) return st;
+    const double t0 = sd_gen_now();
     sd_runner *rt = NULL, *rd = NULL;
     st = sd_engine_make_runners(target, draft, &plan.params, plan.n_ctx, plan.max_batch, &rt, &rd);
     if (st != SPECDEC_OK) return st;
-    return sd_engine_create_from_runners(rt, rd, &plan.special, out_engine);
+    st = sd_engine_create_from_runners(rt, rd, &plan.special, out_engine);
+    if (st == SPECDEC_OK) (*out_engine)->env.t_load_s = sd_engine_models_load_s(target, draft) + sd_gen_now() - t0;
+    return st;
+}
+
+double sd_engine_models_load_s(const specdec_model *target, const specdec_model *draft) {
+    return target->t_load_s + (draft ? draft->t_load_s : 0.0);
 }
 
 void specdec_engine_free(specdec_engine *engine) { sd_engine_destroy(engine); }

@@ -74,6 +74,9 @@ typedef struct sd_engine_plan {
 } sd_engine_plan;
 specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_model *draft,
                                      const specdec_engine_params *params, sd_engine_plan *out);
+/* Seconds target and draft (may be NULL) took to load (specdec_stats.t_load_s adds the
+ * engine's or scheduler's creation to it). */
+double sd_engine_models_load_s(const specdec_model *target, const specdec_model *draft);
 /* AUTO: CUDA when a device is usable, else the CPU; others unchanged. */
 specdec_backend sd_engine_pick_backend(specdec_backend requested);
 /* A runner of model m on backend be (one sequence, its own cache). */

@@ -20,8 +20,9 @@
  *
  * Nothing is allocated per round (specdec_generate creates the streaming
  * detokenizer, when a tokenizer is passed, once per call before the loop). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime(CLOCK_MONOTONIC) under -std=c11 */
+#define _DEFAULT_SOURCE /* clock_gettime(CLOCK_MONOTONIC), getrandom under -std=c11 */
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "sd_cpu_sample.h"
@@ -55,14 +56,42 @@ specdec_generate_params specdec_generate_default_params(void) {
 
 double sd_gen_now(void) { return sd_now(); }
 
+const char *specdec_verify_mode_name(specdec_verify_mode mode) {
+    static const char *const names[] = {"auto", "rejection", "greedy", "match"};
+    return (unsigned)mode < sizeof names / sizeof names[0] ? names[mode] : "?";
+}
+
+const char *specdec_stop_reason_name(specdec_stop_reason reason) {
+    static const char *const names[] = {"none", "n_predict", "eos", "stop_string", "callback", "context_full"};
+    return (unsigned)reason < sizeof names / sizeof names[0] ? names[reason] : "?";
+}
+
+const char *specdec_draft_method_name(specdec_draft_method method) {
+    static const char *const names[] = {"auto", "model", "ngram", "eagle3", "none"};
+    return (unsigned)method < sizeof names / sizeof names[0] ? names[method] : "?";
+}
+
+uint64_t sd_gen_random_seed(void) {
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r) return r;
+    /* no entropy source: the clock through the splitmix64 finaliser */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return (x ^ (x >> 31)) & 0xffffffffu;
+}
+
 /* ------------------------------------------------------------------------- */
 /* request validation                                                         */
 /* ------------------------------------------------------------------------- */
-static specdec_status sd_gen_check_stops(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
+static specdec_status sd_gen_check_stops(const specdec_generate_params *p, int models_known, const char *fn,
+                                         sd_errbuf *eb) {
     if (p->n_stop_strings < 0 || (p->n_stop_strings > 0 && !p->stop_strings))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_stop_strings %d with stop_strings %s", fn,
                        (int)p->n_stop_strings, p->stop_strings ? "set" : "NULL");
-    if (p->n_stop_strings > 0 && !p->tokenizer)
+    if (models_known && p->n_stop_strings > 0 && !p->tokenizer)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: stop strings need params.tokenizer", fn);
     for (int32_t i = 0; i < p->n_stop_strings; i++) {
         const char *s = p->stop_strings[i];
@@ -129,14 +158,16 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
     return SPECDEC_OK;
 }
 
-specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
-                                   sd_errbuf *eb) {
+/* The params' checks; models_known 0 (specdec_generate_params_validate): only what does
+ * not depend on the models and the tokenizer (env->has_draft is taken as 1). */
+static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specdec_generate_params *p,
+                                            int models_known, const char *fn, sd_errbuf *eb) {
     if (p->n_predict <= 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_predict %d must be > 0", fn, (int)p->n_predict);
     if (p->n_draft < 0 || p->n_draft > SPECDEC_MAX_DRAFT)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_draft %d outside [0, %d]", fn, (int)p->n_draft,
                        SPECDEC_MAX_DRAFT);
-    if (p->adaptive_draft && env->has_draft && p->n_draft == 0)
+    if (models_known && p->adaptive_draft && env->has_draft && p->n_draft == 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: adaptive_draft needs a starting n_draft in [1, %d], got 0",
                        fn, SPECDEC_MAX_DRAFT);
     if ((int)p->verify < SPECDEC_VERIFY_AUTO || (int)p->verify > SPECDEC_VERIFY_MATCH)
@@ -145,10 +176,24 @@ specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate
     sd_drafter *dr;
     specdec_draft_method m;
     specdec_status st = sd_sampling_check_params(&sp, eb);
-    if (st == SPECDEC_OK) st = sd_gen_check_stops(p, fn, eb);
+    if (st == SPECDEC_OK) st = sd_gen_check_stops(p, models_known, fn, eb);
     if (st == SPECDEC_OK) st = sd_gen_drafter(env, p, fn, &dr, &m, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_reserved(p, fn, eb);
     return st;
+}
+
+specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
+                                   sd_errbuf *eb) {
+    return sd_gen_check_params_ex(env, p, 1, fn, eb);
+}
+
+specdec_status specdec_generate_params_validate(const specdec_generate_params *params) {
+    const char *fn = "specdec_generate_params_validate";
+    if (!params) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: params is NULL", fn);
+    sd_gen_env env;
+    memset(&env, 0, sizeof env);
+    env.has_draft = 1;
+    return sd_gen_check_params_ex(&env, params, 0, fn, NULL);
 }
 
 specdec_status sd_gen_check_prompt(const sd_gen_env *env, const int32_t *prompt, int32_t n_prompt, const char *fn,
@@ -208,6 +253,7 @@ static int sd_gen_callback_stop(sd_gen *g, int32_t tok, const char *piece, size_
  * (g->reason). Priority when several apply: EOS, stop string, callback (or cancel),
  * n_predict, context full. */
 static specdec_status sd_gen_emit(sd_gen *g, int32_t tok) {
+    if (g->n_out == 0) g->st->t_first_token_s = sd_now() - g->t_start;
     g->seq[g->L++] = tok;
     g->out[g->n_out++] = tok;
     const char *piece = NULL;
@@ -235,6 +281,25 @@ static specdec_status sd_gen_emit(sd_gen *g, int32_t tok) {
 /* ------------------------------------------------------------------------- */
 /* the per-sequence steps                                                     */
 /* ------------------------------------------------------------------------- */
+/* What the statistics say about the run's settings, as used (include/specdec.h). */
+static void sd_gen_stats_init(sd_gen *g, int32_t n_prompt) {
+    specdec_stats *st = g->st;
+    const specdec_generate_params *p = g->p;
+    st->n_prompt = n_prompt;
+    st->t_load_s = g->env->t_load_s;
+    st->seed = g->rs.seed;
+    st->verify = g->rs.mode;
+    st->draft_method = g->method;
+    if (!g->rs.drafter) return;
+    if (g->tree) {
+        memcpy(st->tree_width, p->tree_width, sizeof st->tree_width);
+        st->draft_nodes = p->draft_nodes;
+    } else {
+        st->n_draft = p->n_draft;
+        st->adaptive_draft = p->adaptive_draft != 0;
+    }
+}
+
 void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params *p, const int32_t *prompt,
                  int32_t n_prompt, const sd_gen_io *io) {
     memset(g, 0, sizeof *g);
@@ -254,11 +319,10 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     (void)sd_gen_drafter(env, p, "", &s->drafter, &g->method, NULL); /* checked by the caller */
     (void)sd_tree_request(p, s->drafter != NULL, &g->req, &g->tree, NULL);
     g->gamma = s->drafter && p->n_draft > 0 ? p->n_draft : 0;
-    g->st->n_prompt = n_prompt;
     s->ngram_min = p->ngram_min;
     s->ngram_max = p->ngram_max;
     s->trace = p->round_callback ? &g->trace : NULL;
-    s->seed = p->seed;
+    s->seed = p->seed == SPECDEC_SEED_RANDOM ? sd_gen_random_seed() : p->seed;
     s->sequence_id = p->sequence_id;
     s->mode = p->verify;
     if (s->mode == SPECDEC_VERIFY_AUTO) s->mode = p->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
@@ -267,6 +331,7 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     g->L = n_prompt;
     s->tokens = g->seq;
     s->length = n_prompt;
+    sd_gen_stats_init(g, n_prompt);
 }
 
 /* The shape of the next round: every emitted token must fit the budget and the
@@ -297,10 +362,15 @@ static void sd_gen_account(sd_gen *g) {
     g->st->t_target_s += s->t.target;
     g->st->t_verify_s += s->t.verify;
     g->st->n_rounds++;
+    g->st->n_target_passes++;
     if (s->depth > 0) {
         g->st->n_draft_rounds++;
         g->st->n_drafted += s->n_drafted;
         g->st->n_accepted += s->n_accepted;
+        for (int32_t i = 0; i < s->depth && i < SPECDEC_MAX_DRAFT; i++) {
+            g->st->n_drafted_at_pos[i]++;
+            g->st->n_accepted_at_pos[i] += i < s->n_accepted;
+        }
         if (!g->tree && g->method == SPECDEC_DRAFT_MODEL)
             sd_adapt_observe(g->adapt, s->depth, s->n_accepted, s->t.draft, s->t.target);
     }
@@ -362,8 +432,14 @@ void sd_gen_finish(sd_gen *g, specdec_status st, int32_t *n_out) {
         stats->mean_accepted_length = (double)stats->n_accepted / (double)stats->n_draft_rounds;
         stats->nodes_per_round = (double)stats->n_drafted / (double)stats->n_draft_rounds;
     }
+    stats->prompt_tokens_per_second = stats->t_prefill_s > 0 ? (double)stats->n_prompt / stats->t_prefill_s : 0.0;
+    stats->tokens_per_target_pass =
+        stats->n_target_passes ? (double)stats->n_generated / (double)stats->n_target_passes : 0.0;
+    for (int i = 0; i < SPECDEC_MAX_DRAFT; i++)
+        stats->acceptance_at_pos[i] = stats->n_drafted_at_pos[i]
+                                          ? (double)stats->n_accepted_at_pos[i] / (double)stats->n_drafted_at_pos[i]
+                                          : 0.0;
     stats->stop_reason = g->reason;
-    stats->draft_method = g->method;
 }
 
 /* ------------------------------------------------------------------------- */

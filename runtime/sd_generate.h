@@ -40,6 +40,7 @@ typedef struct sd_gen_env {
     int32_t tree_fit;        /* most tree nodes one round of the model drafter may verify (one call of each runner) */
     int32_t tree_fit_solo;   /* the same for a drafter without a runner (one target call: max_batch - 1) */
     sd_engine_special special;
+    double t_load_s;         /* loading the models + creating the engine/scheduler (stats.t_load_s) */
 } sd_gen_env;
 
 /* One sequence's generation. */
@@ -96,6 +97,10 @@ specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate
  * n_draft 0 without a tree is plain decoding. INVALID_ARGUMENT naming the field. */
 specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
                               sd_drafter **out, specdec_draft_method *method, sd_errbuf *eb);
+
+/* A seed from the OS's entropy (getrandom; the clock if that fails), < 2^32: what
+ * SPECDEC_SEED_RANDOM becomes. */
+uint64_t sd_gen_random_seed(void);
 
 /* Start a checked generation: the prompt copied into io->seq, the round sequence
  * filled (identity, sampling, tokens, length); stats zeroed. The round's begin() is

@@ -404,12 +404,14 @@ specdec_status specdec_scheduler_create(const specdec_model *target, const specd
     specdec_scheduler_params p = params ? *params : specdec_scheduler_default_params();
     specdec_status st = sd_sched_check_create(&p);
     if (st != SPECDEC_OK) return st;
+    const double t0 = sd_gen_now();
     specdec_scheduler *s = sd_calloc(1, sizeof *s);
     if (!s) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_create: scheduler record");
     s->p = p;
     st = sd_sched_init_sync(s);
     if (st == SPECDEC_OK) st = sd_sched_alloc(s);
     if (st == SPECDEC_OK) st = sd_sched_make_models(s, target, draft, engine_params);
+    s->env.t_load_s = sd_engine_models_load_s(target, draft) + sd_gen_now() - t0;
     if (st == SPECDEC_OK) st = sd_sched_start(s);
     if (st != SPECDEC_OK) {
         sd_errbuf keep; /* shutting down may not touch the detail, but keep it safe */

@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# The whole test suite, on a fresh machine: installs dependencies, builds the Release
-# configuration (with the CUDA backend when the toolkit is present) and runs every
-# test, builds the libFuzzer targets with clang and runs each briefly from its seeds and
-# committed corpus, then builds the Debug + ASan + UBSan configuration and runs the
-# tests again under the sanitizers, and last a ThreadSanitizer configuration (CPU backend)
-# that builds and runs only the concurrency tests (label tsan). GPU tests report "skipped"
-# on machines without a device.
+# The whole test suite, on a fresh machine (README.md, "Whole test suite", lists the stages):
+# 1. dependencies: tools/deps.sh --test (Debian packages; the tests' Python packages in the
+#    virtual environment build/venv, whose python3 every CMake configuration below uses);
+# 2. the Release configuration (the CUDA backend compiled whenever nvcc is found, even
+#    without a GPU) built completely, and every test;
+# 3. a fresh clone of the commit: the README's main job and install commands as written,
+#    with Debian's python3 first on PATH (tests/docs/test_readme.py fresh-clone);
+# 4. the libFuzzer targets built with clang and each run briefly from its seeds and the
+#    committed corpus;
+# 5. the Debug + ASan + UBSan configuration, the tests again under the sanitizers;
+# 6. a ThreadSanitizer configuration (CPU backend) running the concurrency tests (label tsan).
+# GPU tests report "skipped" on machines without a device. A failing stage stops the run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-bash tools/deps.sh
+bash tools/deps.sh --test
+py="$root/build/venv/bin/python3"
 jobs=$(nproc)
+cuda=AUTO
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then cuda=ON; fi
 
-echo "== Release build =="
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSPECDEC_WERROR=ON >/dev/null
+echo "== Release build (CUDA backend $cuda) =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSPECDEC_WERROR=ON -DSPECDEC_CUDA=$cuda -DSPECDEC_PYTHON="$py" >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
+
+echo "== Fresh clone: the README's main job and install commands, Debian's python3 first on PATH =="
+"$py" tests/docs/test_readme.py fresh-clone README.md "$root"
 
 echo "== libFuzzer targets (clang, ASan + UBSan): build, then a short run from the seeds and the corpus =="
 # Targets: tests/fuzz/targets.txt. Each runs ${SPECDEC_FUZZ_SECONDS:-20} s from tests/fuzz/seeds/<t> and the
@@ -23,7 +34,7 @@ echo "== libFuzzer targets (clang, ASan + UBSan): build, then a short run from t
 # to a scratch directory. Exit 77 = the target's inputs are absent (tokenizer_real without ../shared);
 # -error_exitcode=1 because libFuzzer's default exit code for a finding is 77 as well.
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_FUZZ=ON -DSPECDEC_CUDA=OFF \
-      -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_WERROR=ON >/dev/null
+      -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_WERROR=ON -DSPECDEC_PYTHON="$py" >/dev/null
 mapfile -t fuzz_targets < <(grep -E '^[a-z_0-9]+$' tests/fuzz/targets.txt)
 cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]/#/fuzz_}"
 for t in "${fuzz_targets[@]}"; do
@@ -49,13 +60,13 @@ done
 
 echo "== Debug + ASan + UBSan build (CPU backend) =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_SANITIZE=ON -DSPECDEC_CUDA=OFF -DSPECDEC_WERROR=ON \
-      -DSPECDEC_BUILD_BENCH=OFF >/dev/null
+      -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_PYTHON="$py" >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j"$jobs" -LE no_asan)
 
 echo "== ThreadSanitizer build (CPU backend): the tests labelled tsan =="
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPECDEC_TSAN=ON -DSPECDEC_CUDA=OFF -DSPECDEC_WERROR=ON \
-      -DSPECDEC_BUILD_BENCH=OFF >/dev/null
+      -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_PYTHON="$py" >/dev/null
 cmake --build build-tsan -j"$jobs" --target tsan_tests
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -j"$jobs" -L tsan)

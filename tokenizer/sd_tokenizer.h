@@ -231,9 +231,11 @@ struct specdec_tokenizer {
 
     /* Chat template (tokenizer/sd_chat_template.c): the template text (chat_template.jinja, or
      * tokenizer_config.json's "chat_template" / its "default" entry), NULL when there is none;
-     * chat_problem says why a template that is present cannot be used (NULL otherwise);
-     * bos_text/eos_text are tokenizer_config.json's bos_token/eos_token strings (NULL absent). */
-    char *chat_template, *chat_problem, *bos_text, *eos_text;
+     * chat_tmpl its parsed form; chat_problem says why a template that is present cannot be used
+     * (NULL otherwise); chat_special: the texts of tokenizer_config.json's bos_token, eos_token,
+     * ... (sd_chat_special_names order; NULL absent). */
+    char *chat_template, *chat_problem, *chat_special[7];
+    struct sd_jinja_tmpl *chat_tmpl;
 };
 
 /* Per-call scratch: everything an encode or decode allocates lives here. */

@@ -857,10 +857,7 @@ void specdec_tokenizer_free(specdec_tokenizer *t) {
     if (t->dec) { sd_tok_dec_clear(t->dec); sd_free(t->dec); }
     sd_free(t->post.pre);
     sd_free(t->post.post);
-    sd_free(t->chat_template);
-    sd_free(t->chat_problem);
-    sd_free(t->bos_text);
-    sd_free(t->eos_text);
+    sd_chat_free(t);
     sd_free(t);
 }
 
@@ -1012,5 +1009,6 @@ specdec_status specdec_tokenizer_load(const char *path, specdec_tokenizer **out)
 }
 
 const char *specdec_tokenizer_last_error(const specdec_tokenizer *tok) {
-    return tok ? tok->err.msg : specdec_last_error();
+    (void)tok; /* tokenizer calls are const and thread-safe: their detail is the thread's */
+    return specdec_last_error();
 }

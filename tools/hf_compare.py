@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
-"""hf_compare.py — check that specdec reads a Hugging Face Llama directory exactly as
+"""hf_compare.py — check that specdec reads a Hugging Face model directory exactly as
 `transformers` does: same token ids, same decoded text, same fp32 logits.
+
+--families: every family and variant specdec supports (Llama with biases and each
+rope_scaling type, Mistral with a window, Qwen2/Qwen3 with windows, Phi-3/3.5/4,
+Gemma 1/2/3: tools/gen_model_fixtures.py's variants), written as tiny random
+checkpoints by transformers into a temporary directory and compared on token ids
+(logits only: one call, two chunks, token by token; rows within --tol and the
+argmax identical). A directory without tokenizer.json is compared the same way.
 
 For each model directory (default: the bundled models/kjv-target and models/kjv-draft):
   - transformers: AutoTokenizer + AutoModelForCausalLM in fp32 (eager attention)
@@ -14,6 +21,7 @@ Prints one line per check and PASS/FAIL; exits 0 only if everything passed, 1 on
 2 when something needed (transformers, the library, a directory) is missing.
 
   python3 tools/hf_compare.py [--lib build-x/libspecdec.so] [DIR ...]
+  python3 tools/hf_compare.py --families [--tol 1e-4]
 Needs: torch and transformers (pip, CPU is enough; tools/requirements-train.txt), numpy.
 """
 import argparse
@@ -336,6 +344,73 @@ def compare_dir(sd, d, texts, tol):
     return ok
 
 
+def load_hf_model(d):
+    try:
+        model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager")
+    except TypeError:  # transformers 4.x spells it torch_dtype
+        model = AutoModelForCausalLM.from_pretrained(d, torch_dtype=torch.float32, attn_implementation="eager")
+    return model.eval()
+
+
+def compare_ids(sd, d, ids, tol, model=None):
+    """Logits of ids by transformers and by specdec (CPU engine with n_ctx = len(ids)):
+    one call, two chunks, token by token; each row within tol, argmax identical."""
+    name = os.path.basename(os.path.normpath(d))
+    model = model or load_hf_model(d)
+    V, n = model.config.vocab_size, len(ids)
+    with torch.no_grad():
+        ref = model(input_ids=torch.tensor([ids], dtype=torch.long)).logits[0].double().numpy()
+    mh, eng = C.c_void_p(), C.c_void_p()
+    mp = sd.L.specdec_model_default_params()
+    sd.check(sd.L.specdec_model_load(d.encode(), C.byref(mp), C.byref(mh)), f"specdec_model_load({d})")
+    ep = sd.L.specdec_engine_default_params()
+    ep.backend, ep.n_ctx, ep.max_batch = BACKEND_CPU, n, n
+    ok = True
+    try:
+        sd.check(sd.L.specdec_engine_create(mh, None, C.byref(ep), C.byref(eng)), "specdec_engine_create")
+        arr = (C.c_int32 * n)(*ids)
+
+        def run(splits):
+            out = np.zeros((n, V), dtype=np.float32)
+            for a, b in zip(splits[:-1], splits[1:]):
+                sd.check(sd.L.specdec_engine_forward(eng, ROLE_TARGET, C.cast(C.byref(arr, 4 * a), C.POINTER(C.c_int32)),
+                                                     b - a, a, out[a:].ctypes.data_as(C.POINTER(C.c_float))),
+                         "specdec_engine_forward", lambda: sd.L.specdec_engine_last_error(eng))
+            return out
+        for what, splits in (("one call", [0, n]), ("two chunks", [0, n // 2, n]), ("token by token", list(range(n + 1)))):
+            out = run(splits)
+            rel = (np.linalg.norm(out - ref, axis=-1) / np.linalg.norm(ref, axis=-1)).max()
+            bad = int((out.argmax(-1) != ref.argmax(-1)).sum())
+            good = rel < tol and bad == 0
+            ok &= good
+            print(f"[{name}] {model.config.architectures[0]} {what}: {n} positions, max row ||d||/||ref|| {rel:.2e}, "
+                  f"argmax differs at {bad}, tol {tol:g}: {'PASS' if good else 'FAIL'}")
+    finally:
+        sd.L.specdec_engine_free(eng)
+        sd.L.specdec_model_free(mh)
+    return ok
+
+
+def compare_families(sd, tol):
+    """Every variant of tools/gen_model_fixtures.py, written by transformers here."""
+    import tempfile
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import gen_model_fixtures as gen
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="hf_compare_") as tmp:
+        for i, name in enumerate(sorted(gen.VARIANTS)):
+            model = gen.build(name, 1)
+            d = os.path.join(tmp, name)
+            model.save_pretrained(d)
+            ids = [1] + list(np.random.default_rng(i).integers(3, gen.V, gen.T - 1))
+            try:
+                ok &= compare_ids(sd, d, [int(x) for x in ids], tol, model)
+            except RuntimeError as e:
+                print(f"[{name}] error: {e}")
+                ok = False
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dirs", nargs="*", default=[os.path.join(ROOT, "models", "kjv-target"),
@@ -343,8 +418,14 @@ def main():
     ap.add_argument("--lib", help="path to libspecdec.so (default: newest build*/libspecdec.so)")
     ap.add_argument("--tol", type=float, default=1e-5, help="bound on ||specdec - hf|| / ||hf||")
     ap.add_argument("--n-verses", type=int, default=8, help="held-out verse pairs taken from `bible`")
+    ap.add_argument("--families", action="store_true", help="every supported family on tiny random checkpoints")
     args = ap.parse_args()
     torch.set_num_threads(min(2, os.cpu_count() or 1))
+    if args.families:
+        sd = Specdec(find_lib(args.lib))
+        ok = compare_families(sd, args.tol)
+        print("PASS" if ok else "FAIL")
+        sys.exit(0 if ok else 1)
     for d in args.dirs:
         if not os.path.isfile(os.path.join(d, "config.json")):
             die(f"{d}: no config.json")
@@ -355,6 +436,10 @@ def main():
     ok = True
     for d in args.dirs:
         try:
+            if not os.path.isfile(os.path.join(d, "tokenizer.json")):  # logits on fixed ids only
+                ids = [1] + [int(x) for x in np.random.default_rng(0).integers(3, 60, 31)]
+                ok &= compare_ids(sd, d, ids, args.tol)
+                continue
             ok &= compare_dir(sd, d, texts, args.tol)
         except RuntimeError as e:
             print(f"[{os.path.basename(os.path.normpath(d))}] error: {e}")

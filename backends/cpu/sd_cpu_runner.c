@@ -1,16 +1,23 @@
 /* sd_cpu_runner.c — the CPU reference runner: one model's fp32 KV cache and the
- * plain-C forward pass of a Llama-family decoder (Llama, Mistral, Qwen2).
+ * plain-C forward pass of every family the configuration can describe (core/
+ * sd_weights.h sd_config; models/sd_family.c): Llama, Mistral, Qwen2/3, Phi-3, Gemma 1-3.
  *
- * forward(tokens[0..n), pos): for each token t (absolute position p = pos + t)
- *   x = embed(token)
- *   per layer:  h = rmsnorm(x, attn_norm)
- *               q, k, v = h Wq^T (+bq), h Wk^T (+bk), h Wv^T (+bv)   (biases: Qwen2,
- *                                                   Llama attention_bias)
- *               rope(q, p), rope(k, p); K[p], V[p] = k, v   (cache rows of this layer)
- *               x += attention(q over K[0..p], V[0..p]) Wo^T (+bo)
- *               h = rmsnorm(x, ffn_norm)
- *               x += (silu(h Wg^T) * (h Wu^T)) Wd^T
- *   logits = rmsnorm(x, out_norm) W_lm^T              (W_lm = tok_embd when tied)
+ * forward(tokens[0..n), pos): for each token t (absolute position p = pos + t); every
+ * norm is RMSNorm with weight (norm_offset + w), every bracket only when configured:
+ *   x = embed(token) [* embed_scale]
+ *   per layer l: h = norm(x, attn_norm)
+ *               q, k, v = h Wq^T [+bq], h Wk^T [+bk], h Wv^T [+bv]
+ *               [q, k = per-head norm(q, q_norm), norm(k, k_norm)]
+ *               rope(q, p), rope(k, p) over the first rope_dim dims of each head, with
+ *               the tables of the layer's kind (sliding layers: rope_local_theta)
+ *               K[p], V[p] = k, v   (cache rows of this layer)
+ *               o = attention(q over K[f..p], V[f..p]) Wo^T [+bo], f = p - window + 1
+ *                   on sliding layers (else 0); scores scaled by attn_scale, [soft-capped]
+ *               x += o  [o = norm(o, attn_post_norm) first: sandwich norms]
+ *               h = norm(x, ffn_norm)
+ *               y = (act(h Wg^T [+bg]) * (h Wu^T [+bu])) Wd^T [+bd]    (SwiGLU / GeGLU)
+ *               x += y  [y = norm(y, ffn_post_norm) first]
+ *   logits = norm(x, out_norm) W_lm^T [soft-capped]   (W_lm = tok_embd when tied)
  * Every op computes each token's row with the same loop order whatever n is, so a
  * position's logits are bitwise identical in a 1-token call and inside a k-token
  * call. Tree calls (core/sd_runner.h "Trees") run the same code with per-token
@@ -64,9 +71,12 @@ typedef struct sd_cpu_group {
     float *gate;                 /* [max_batch, intermediate] */
     float *up;                   /* [max_batch, intermediate] */
     float *rowbuf;               /* [max(hidden, q_dim, intermediate)] a dequantised weight row */
-    float *rope_cos;             /* [max_batch, head_dim/2] */
-    float *rope_sin;             /* [max_batch, head_dim/2] */
-    double *inv_freq;            /* [head_dim/2] */
+    int32_t n_ropes;             /* 1, or 2 when sliding layers have their own rope */
+    float *rope_cos;             /* [n_ropes][max_batch, rope_dim/2] */
+    float *rope_sin;             /* [n_ropes][max_batch, rope_dim/2] */
+    double *inv_freq;            /* [n_ropes][rope_dim/2] */
+    double rope_scale[2];        /* cos/sin multiplier of each rope (yarn, longrope) */
+    sd_cpu_attn_opts attn;       /* score scale and soft-cap */
     double *scores;              /* [n_ctx] attention scores of one head */
     double *acc;                 /* [head_dim] attention accumulator */
     int64_t *keys;               /* [n_ctx] physical key rows of one token */
@@ -109,44 +119,62 @@ static void cpu_destroy(sd_runner *base) {
 
 /* Token t of a pass attends to its sequence's logical rows [0, kpre[t]) and then to
  * rows kext[t][0 .. next[t]) (a tree node's ancestors and itself; none in a chain),
- * each mapped through the sequence's block table. */
-static void cpu_attend(sd_cpu_group *g, int32_t t, const float *kc, const float *vc) {
+ * each mapped through the sequence's block table. That virtual key sequence holds
+ * positions 0 .. p in order (p = tpos[t]), so layer l's window keeps its tail: the
+ * keys of positions >= sd_cfg_first_key(l, p), the same keys in the same order for a
+ * chain token and a tree node at the same place of the same path. */
+static void cpu_attend(sd_cpu_group *g, int32_t l, int32_t t, const float *kc, const float *vc) {
     const sd_config *c = &g->cfg;
     const sd_kv_table *tab = g->ttab[t];
     const int32_t bt = g->base.pool.block_tokens, npre = g->kpre[t], next = g->next[t];
+    const int32_t first = sd_cfg_first_key(c, l, g->tpos[t]);
     const int32_t *ext = g->kext + (int64_t)t * SD_RUNNER_TREE_MAX;
-    for (int32_t j = 0; j < npre; j++) g->keys[j] = sd_kv_row(tab, bt, j);
-    for (int32_t j = 0; j < next; j++) g->keys[npre + j] = sd_kv_row(tab, bt, ext[j]);
-    sd_cpu_attention_keys(g->q + (int64_t)t * g->q_dim, kc, vc, g->keys, npre + next, c->n_heads, c->n_kv_heads,
-                          c->head_dim, g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
+    int32_t nk = 0;
+    for (int32_t j = first; j < npre; j++) g->keys[nk++] = sd_kv_row(tab, bt, j);
+    for (int32_t j = first > npre ? first - npre : 0; j < next; j++) g->keys[nk++] = sd_kv_row(tab, bt, ext[j]);
+    sd_cpu_attention_keys_opt(g->q + (int64_t)t * g->q_dim, kc, vc, g->keys, nk, c->n_heads, c->n_kv_heads,
+                              c->head_dim, &g->attn, g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
 }
 
-/* One decoder layer over the n tokens of a pass. */
-static void cpu_layer(sd_cpu_group *g, const sd_layer *L, float *kc, float *vc, int32_t n) {
+/* The attention block of layer l over the n tokens of a pass (x += its output). */
+static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float *kc, float *vc, int32_t n) {
     const sd_config *c = &g->cfg;
-    const int32_t hidden = c->hidden_size, inter = c->intermediate_size, hd = c->head_dim, half = hd / 2;
+    const int32_t hidden = c->hidden_size, hd = c->head_dim, rd = sd_cfg_rope_dim(c), half = rd / 2;
     const int32_t q_dim = g->q_dim, kv_dim = g->kv_dim;
-    const double eps = (double)c->rms_norm_eps;
-    sd_cpu_rmsnorm(g->x, &L->attn_norm, n, hidden, eps, g->h);
+    const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
+    sd_cpu_rmsnorm_off(g->x, &L->attn_norm, off, n, hidden, eps, g->h);
     sd_cpu_matmul(g->h, n, &L->wq, &L->bq, g->q, g->rowbuf);
     sd_cpu_matmul(g->h, n, &L->wk, &L->bk, g->k, g->rowbuf);
     sd_cpu_matmul(g->h, n, &L->wv, &L->bv, g->v, g->rowbuf);
+    if (c->qk_norm) { /* q [n * n_heads, hd] and k [n * n_kv, hd] row by row */
+        sd_cpu_rmsnorm_off(g->q, &L->q_norm, off, n * c->n_heads, hd, eps, g->q);
+        sd_cpu_rmsnorm_off(g->k, &L->k_norm, off, n * c->n_kv_heads, hd, eps, g->k);
+    }
+    const int64_t tab = (g->n_ropes > 1 && c->layer_sliding[l]) ? (int64_t)g->base.max_batch * half : 0;
     for (int32_t t = 0; t < n; t++) {
-        const float *ct = g->rope_cos + (int64_t)t * half, *st = g->rope_sin + (int64_t)t * half;
-        sd_cpu_rope(g->q + (int64_t)t * q_dim, c->n_heads, hd, ct, st);
-        sd_cpu_rope(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, ct, st);
+        const float *ct = g->rope_cos + tab + (int64_t)t * half, *st = g->rope_sin + tab + (int64_t)t * half;
+        sd_cpu_rope_part(g->q + (int64_t)t * q_dim, c->n_heads, hd, rd, ct, st);
+        sd_cpu_rope_part(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, rd, ct, st);
         memcpy(kc + g->wrow[t] * kv_dim, g->k + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
         memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
     }
-    for (int32_t t = 0; t < n; t++) cpu_attend(g, t, kc, vc);
+    for (int32_t t = 0; t < n; t++) cpu_attend(g, l, t, kc, vc);
     sd_cpu_matmul(g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
+    if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->attn_post_norm, off, n, hidden, eps, g->h);
     sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
+}
 
-    sd_cpu_rmsnorm(g->x, &L->ffn_norm, n, hidden, eps, g->h);
-    sd_cpu_matmul(g->h, n, &L->w_gate, NULL, g->gate, g->rowbuf);
-    sd_cpu_matmul(g->h, n, &L->w_up, NULL, g->up, g->rowbuf);
-    sd_cpu_swiglu(g->gate, g->up, (int64_t)n * inter, g->gate);
-    sd_cpu_matmul(g->gate, n, &L->w_down, NULL, g->h, g->rowbuf);
+/* The MLP block of a layer over the n tokens of a pass (x += its output). */
+static void cpu_mlp_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
+    const sd_config *c = &g->cfg;
+    const int32_t hidden = c->hidden_size, inter = c->intermediate_size;
+    const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
+    sd_cpu_rmsnorm_off(g->x, &L->ffn_norm, off, n, hidden, eps, g->h);
+    sd_cpu_matmul(g->h, n, &L->w_gate, &L->b_gate, g->gate, g->rowbuf);
+    sd_cpu_matmul(g->h, n, &L->w_up, &L->b_up, g->up, g->rowbuf);
+    sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)n * inter, g->gate);
+    sd_cpu_matmul(g->gate, n, &L->w_down, &L->b_down, g->h, g->rowbuf);
+    if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->ffn_post_norm, off, n, hidden, eps, g->h);
     sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
 }
 
@@ -190,8 +218,12 @@ static void cpu_logits(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_seg
             any |= segs[i].logits != NULL;
         }
     if (!any) return;
-    sd_cpu_rmsnorm(g->x, &g->w->out_norm, n, c->hidden_size, (double)c->rms_norm_eps, g->h);
+    sd_cpu_rmsnorm_off(g->x, &g->w->out_norm, (double)c->norm_offset, n, c->hidden_size, (double)c->rms_norm_eps,
+                       g->h);
     sd_cpu_matmul_rows(g->h, n, &g->w->lm_head, NULL, g->lrow, g->rowbuf);
+    if (c->final_softcap > 0.0f)
+        for (int32_t t = 0; t < n; t++)
+            if (g->lrow[t]) sd_cpu_softcap(g->lrow[t], c->vocab_size, (double)c->final_softcap);
 }
 
 /* One pass over segments whose blocks are held (total tokens <= max_batch): every
@@ -199,15 +231,23 @@ static void cpu_logits(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_seg
 static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs) {
     const sd_config *c = &g->cfg;
     const sd_weights *m = g->w;
-    const int32_t half = c->head_dim / 2;
-    const int64_t layer_stride = g->pool_rows * g->kv_dim;
+    const int32_t half = sd_cfg_rope_dim(c) / 2;
+    const int64_t layer_stride = g->pool_rows * g->kv_dim, tab = (int64_t)g->base.max_batch * half;
     int32_t n = 0;
     for (int32_t i = 0; i < n_segs; i++) n += cpu_layout_seg(g, &segs[i], n);
-    for (int32_t t = 0; t < n; t++)
-        sd_cpu_rope_table(g->inv_freq, half, g->tpos[t], g->rope_cos + (int64_t)t * half, g->rope_sin + (int64_t)t * half);
+    for (int32_t k = 0; k < g->n_ropes; k++)
+        for (int32_t t = 0; t < n; t++)
+            sd_cpu_rope_table_scaled(g->inv_freq + k * half, half, g->tpos[t], g->rope_scale[k],
+                                     g->rope_cos + k * tab + (int64_t)t * half, g->rope_sin + k * tab + (int64_t)t * half);
     sd_cpu_embed(&m->tok_embd, g->tok, n, g->x);
-    for (int32_t l = 0; l < c->n_layers; l++)
-        cpu_layer(g, &m->layers[l], g->k_cache + l * layer_stride, g->v_cache + l * layer_stride, n);
+    if (c->embed_scale > 0.0f) sd_cpu_scale(g->x, (int64_t)n * c->hidden_size, c->embed_scale);
+    /* The layers, one after the other: a hook that captures the residual stream of
+     * chosen layers (hidden states for a drafter head) goes after each call. */
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        float *kc = g->k_cache + l * layer_stride, *vc = g->v_cache + l * layer_stride;
+        cpu_attn_block(g, l, &m->layers[l], kc, vc, n);
+        cpu_mlp_block(g, &m->layers[l], n);
+    }
     for (int32_t i = 0; i < n_segs; i++) {
         const sd_runner_seg *s = &segs[i];
         s->r->kv_len = s->parent ? s->pos + s->first + s->n : s->pos + s->n;
@@ -336,9 +376,9 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     g->gate = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
     g->up = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
     g->rowbuf = alloc_array(row_max, sizeof(float), &fail);
-    g->rope_cos = alloc_array(B * (hd / 2), sizeof(float), &fail);
-    g->rope_sin = alloc_array(B * (hd / 2), sizeof(float), &fail);
-    g->inv_freq = alloc_array(hd / 2, sizeof(double), &fail);
+    g->rope_cos = alloc_array(2 * B * (hd / 2), sizeof(float), &fail);
+    g->rope_sin = alloc_array(2 * B * (hd / 2), sizeof(float), &fail);
+    g->inv_freq = alloc_array(2 * (hd / 2), sizeof(double), &fail);
     g->scores = alloc_array(n_ctx, sizeof(double), &fail);
     g->acc = alloc_array(hd, sizeof(double), &fail);
     g->keys = alloc_array(n_ctx, sizeof(int64_t), &fail);
@@ -353,17 +393,20 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     return fail;
 }
 
+/* The frequencies of the full layers' rope and, when the sliding layers have their own
+ * (Gemma 3), of theirs, for this group's context (core/sd_weights.h). */
 static void cpu_group_rope(sd_cpu_group *g) {
     const sd_config *c = &g->cfg;
-    sd_rope_params rp = {0};
-    rp.head_dim = c->head_dim;
-    rp.theta = (double)c->rope_theta;
-    rp.llama3 = c->rope_type == SD_ROPE_LLAMA3;
-    rp.factor = (double)c->rope_factor;
-    rp.low_freq_factor = (double)c->rope_low_freq_factor;
-    rp.high_freq_factor = (double)c->rope_high_freq_factor;
-    rp.original_max_pos = (double)c->rope_original_max_pos;
-    sd_cpu_rope_inv_freq(&rp, g->inv_freq);
+    const int32_t half = sd_cfg_rope_dim(c) / 2;
+    g->n_ropes = c->rope_local_theta > 0.0f ? 2 : 1;
+    for (int32_t k = 0; k < g->n_ropes; k++) {
+        sd_rope_spec rp;
+        sd_cfg_rope_params(c, g->base.n_ctx, k, &rp);
+        sd_cpu_rope_spec_inv_freq(&rp, g->inv_freq + k * half);
+        g->rope_scale[k] = rp.attn_factor;
+    }
+    g->attn.scale = c->attn_scale > 0.0f ? (double)c->attn_scale : 0.0;
+    g->attn.softcap = (double)c->attn_softcap;
 }
 
 static specdec_status cpu_group_check(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,

@@ -94,6 +94,13 @@ typedef struct sd_cuda_layer {
     void *wgu;         /* [2 inter, hidden] */
     void *wdown;       /* [hidden, inter] */
     void *kc, *vc;     /* [n_kv][cache_rows][hd] in kv_dt (the pool) */
+    /* present as the configuration says (core/sd_weights.h), else NULL; norms fp32 with
+     * the configuration's norm_offset folded in ((1 + w) for Gemma) */
+    float *q_norm, *k_norm;  /* [hd] */
+    float *attn_post_norm;   /* [hidden] sandwich norms (Gemma 2/3) */
+    float *ffn_post_norm;    /* [hidden] */
+    float *bgu;              /* [2 inter] gate | up bias (mlp_bias) */
+    float *bdown;            /* [hidden] */
 } sd_cuda_layer;
 
 /* Where the current pass's description sits in the staging buffers (same offsets in
@@ -126,6 +133,7 @@ typedef struct sd_cuda_group {
     float *out_norm;        /* [hidden] */
     void *lm_head;          /* [vocab, hidden]; == tok_embd when tied */
     float *x, *xn, *delta;  /* [act_rows, hidden] */
+    float *post;            /* [act_rows, hidden] a sublayer's output after its sandwich norm, or NULL */
     float *qkv;             /* [act_rows, qkv_dim] */
     float *att;             /* [act_rows, q_dim] */
     float *gu;              /* [act_rows, 2 inter] */
@@ -133,7 +141,8 @@ typedef struct sd_cuda_group {
     void *xconv;            /* [act_rows, max(hidden, q_dim, inter)] in wdt (x rounded: cuBLAS, M-looped GEMM) */
     float *part;            /* attention split scratch for att_rows queries */
     float *logits;          /* [logit_rows, vocab] */
-    float *rope_cos, *rope_sin; /* [n_ctx, hd/2] */
+    float *rope_cos, *rope_sin; /* [n_ropes][n_ctx, rope_dim/2]: full layers, then sliding ones (own rope) */
+    int32_t n_ropes;        /* 2 when sliding layers have their own rope (Gemma 3) */
     void *blas_ws;          /* SD_CUDA_BLAS_WS_BYTES */
     char *d_stage;          /* device pass buffer: token ids at offset 0, then the plan */
     char *h_stage;          /* its pinned host twin */
@@ -249,24 +258,35 @@ static specdec_status sd_gemm(sd_cuda_group *g, const sd_cuda_fwd *f, const void
     return sd_cuda_gemm_blas(g->blas, &a, g->stream, f->eb);
 }
 
-static specdec_status sd_rmsnorm(sd_cuda_group *g, const sd_cuda_fwd *f, const float *delta, const float *w) {
+/* out = RMSNorm(x [+= delta]) * w over the chunk's rows. */
+static specdec_status sd_rmsnorm_to(sd_cuda_group *g, const sd_cuda_fwd *f, float *x, const float *delta,
+                                    const float *w, float *out) {
     sd_cuda_rmsnorm_args a;
-    a.x = g->x;
+    a.x = x;
     a.delta = delta;
     a.w = w;
-    a.out = g->xn;
+    a.out = out;
     a.n = f->n;
     a.dim = g->cfg.hidden_size;
     a.eps = g->cfg.rms_norm_eps;
     return sd_cuda_rmsnorm(&a, f->s, f->eb);
 }
 
-/* Attention of layer L for the chunk's tokens into g->att: one launch per entry of
- * f->att (GENERAL mode), or one CHAIN-mode launch with f->map. */
-static specdec_status sd_attention(sd_cuda_group *g, const sd_cuda_layer *L, const sd_cuda_fwd *f) {
+static specdec_status sd_rmsnorm(sd_cuda_group *g, const sd_cuda_fwd *f, const float *delta, const float *w) {
+    return sd_rmsnorm_to(g, f, g->x, delta, w, g->xn);
+}
+
+/* Attention of layer l for the chunk's tokens into g->att: one launch per entry of
+ * f->att (GENERAL mode), or one CHAIN-mode launch with f->map. The model's score scale
+ * and soft-cap; the window on sliding layers. */
+static specdec_status sd_attention(sd_cuda_group *g, int32_t l, const sd_cuda_fwd *f) {
     const sd_config *c = &g->cfg;
+    const sd_cuda_layer *L = &g->layers[l];
     sd_cuda_attention_args aa;
     memset(&aa, 0, sizeof aa);
+    aa.scale = c->attn_scale;
+    aa.softcap = c->attn_softcap;
+    aa.window = c->layer_sliding[l] ? c->sliding_window : 0;
     aa.ldq = g->qkv_dim;
     aa.k_cache = L->kc;
     aa.v_cache = L->vc;
@@ -305,9 +325,25 @@ static specdec_status sd_attention(sd_cuda_group *g, const sd_cuda_layer *L, con
     return SPECDEC_OK;
 }
 
-/* RoPE + KV append, then attention of layer L. */
-static specdec_status sd_attend(sd_cuda_group *g, const sd_cuda_layer *L, const sd_cuda_fwd *f) {
+/* [q/k norms,] RoPE (the layer kind's tables) + KV append, then attention of layer l. */
+static specdec_status sd_attend(sd_cuda_group *g, int32_t l, const sd_cuda_fwd *f) {
     const sd_config *c = &g->cfg;
+    const sd_cuda_layer *L = &g->layers[l];
+    if (c->qk_norm) {
+        sd_cuda_head_norm_args na;
+        memset(&na, 0, sizeof na);
+        na.qkv = g->qkv;
+        na.ldqkv = g->qkv_dim;
+        na.n = f->n;
+        na.n_heads = c->n_heads;
+        na.n_kv = c->n_kv_heads;
+        na.hd = c->head_dim;
+        na.wq = L->q_norm;
+        na.wk = L->k_norm;
+        na.eps = c->rms_norm_eps;
+        SD_TRY(sd_cuda_head_rmsnorm(&na, f->s, f->eb));
+    }
+    const size_t tab = g->n_ropes > 1 && c->layer_sliding[l] ? (size_t)g->base.n_ctx * (sd_cfg_rope_dim(c) / 2) : 0;
     sd_cuda_rope_args ra;
     memset(&ra, 0, sizeof ra);
     ra.qkv = g->qkv;
@@ -317,15 +353,41 @@ static specdec_status sd_attend(sd_cuda_group *g, const sd_cuda_layer *L, const 
     ra.n_heads = c->n_heads;
     ra.n_kv = c->n_kv_heads;
     ra.hd = c->head_dim;
-    ra.cos_t = g->rope_cos;
-    ra.sin_t = g->rope_sin;
+    ra.cos_t = g->rope_cos + tab;
+    ra.sin_t = g->rope_sin + tab;
+    ra.rot_dim = sd_cfg_rope_dim(c);
     ra.k_cache = L->kc;
     ra.v_cache = L->vc;
     ra.kv_dt = g->kv_dt;
     ra.n_ctx = g->base.n_ctx;
     ra.cache_rows = g->cache_rows;
     SD_TRY(sd_cuda_rope_kv(&ra, f->s, f->eb));
-    return sd_attention(g, L, f);
+    return sd_attention(g, l, f);
+}
+
+/* With sandwich norms, the sublayer output in g->delta normed with w into g->post (the
+ * delta the next RMSNorm adds to the residual stream); *pend says where that delta is. */
+static specdec_status sd_post_norm(sd_cuda_group *g, const sd_cuda_fwd *f, const float *w, const float **pend) {
+    if (!g->cfg.sandwich_norms) return SPECDEC_OK;
+    *pend = g->post;
+    return sd_rmsnorm_to(g, f, g->delta, NULL, w, g->post);
+}
+
+/* The MLP of layer L from g->xn: h = act(x Wg^T [+bg]) * (x Wu^T [+bu]), then the down
+ * projection [+bd] added into x (fuse) or stored in g->delta. */
+static specdec_status sd_mlp(sd_cuda_group *g, const sd_cuda_fwd *f, const sd_cuda_layer *L, int fuse_act,
+                             int fuse_res) {
+    const sd_config *c = &g->cfg;
+    const int32_t H = c->hidden_size, I = c->intermediate_size;
+    if (fuse_act) {
+        SD_TRY(sd_gemm(g, f, L->wgu, L->bgu, g->xn, g->h, I, H, SD_GEMM_EPI_SWIGLU));
+    } else {
+        SD_TRY(sd_gemm(g, f, L->wgu, L->bgu, g->xn, g->gu, 2 * I, H, SD_GEMM_EPI_STORE));
+        if (c->act == SD_ACT_SILU) SD_TRY(sd_cuda_swiglu(g->gu, g->h, f->n, I, f->s, f->eb));
+        else SD_TRY(sd_cuda_glu(g->gu, g->h, f->n, I, (int32_t)c->act, f->s, f->eb));
+    }
+    return sd_gemm(g, f, L->wdown, L->bdown, g->h, fuse_res ? g->x : g->delta, H, I,
+                   fuse_res ? SD_GEMM_EPI_ADD : SD_GEMM_EPI_STORE);
 }
 
 /* The chunk's rows through every layer, on stream f->s: leaves the final-normed
@@ -333,31 +395,33 @@ static specdec_status sd_attend(sd_cuda_group *g, const sd_cuda_layer *L, const 
  * GEMM): the o and down projections add into the residual stream x in their epilogue
  * (the same fp32 add the RMSNorm kernel does with a stored delta, so bitwise the same
  * result) and the gate/up projection applies SwiGLU in its epilogue: 9 launches per
- * layer instead of 10 (docs/GPU_FORWARD.md). cuBLAS and F32 weights run unfused. */
+ * layer instead of 10 (docs/GPU_FORWARD.md). cuBLAS and F32 weights run unfused; so do
+ * the residual adds of sandwich-normed sublayers (Gemma 2/3: the output is normed
+ * first, into g->post) and the activation of GeGLU models (a separate kernel). The
+ * layers run one after the other: a hook capturing chosen layers' residual stream
+ * (x) for a drafter head goes after each iteration. */
 static specdec_status sd_body(sd_cuda_group *g, const sd_cuda_fwd *f) {
     const sd_config *c = &g->cfg;
-    const int32_t H = c->hidden_size, I = c->intermediate_size;
+    const int32_t H = c->hidden_size;
     const int fuse = f->skinny && g->wdt != SD_F32;
-    float *res = fuse ? g->x : g->delta; /* where o / down write */
-    const int32_t res_epi = fuse ? SD_GEMM_EPI_ADD : SD_GEMM_EPI_STORE;
-    const float *pend = NULL;            /* delta the next RMSNorm adds */
+    const int fuse_res = fuse && !c->sandwich_norms, fuse_act = fuse && c->act == SD_ACT_SILU;
+    float *res = fuse_res ? g->x : g->delta; /* where o writes */
+    const float *pend = NULL;                /* delta the next RMSNorm adds */
     const int32_t *tokens = (const int32_t *)g->d_stage + f->first;
     SD_TRY(sd_cuda_embed(g->tok_embd, g->wdt, tokens, f->n, H, g->x, f->s, f->eb));
+    if (c->embed_scale > 0.0f) SD_TRY(sd_cuda_scale(g->x, (size_t)f->n * H, c->embed_scale, f->s, f->eb));
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_cuda_layer *L = &g->layers[l];
         SD_TRY(sd_rmsnorm(g, f, pend, L->attn_norm));
         SD_TRY(sd_gemm(g, f, L->wqkv, L->bqkv, g->xn, g->qkv, g->qkv_dim, H, SD_GEMM_EPI_STORE));
-        SD_TRY(sd_attend(g, L, f));
-        SD_TRY(sd_gemm(g, f, L->wo, L->bo, g->att, res, H, g->q_dim, res_epi));
-        SD_TRY(sd_rmsnorm(g, f, fuse ? NULL : g->delta, L->ffn_norm));
-        if (fuse) {
-            SD_TRY(sd_gemm(g, f, L->wgu, NULL, g->xn, g->h, I, H, SD_GEMM_EPI_SWIGLU));
-        } else {
-            SD_TRY(sd_gemm(g, f, L->wgu, NULL, g->xn, g->gu, 2 * I, H, SD_GEMM_EPI_STORE));
-            SD_TRY(sd_cuda_swiglu(g->gu, g->h, f->n, I, f->s, f->eb));
-        }
-        SD_TRY(sd_gemm(g, f, L->wdown, NULL, g->h, res, H, I, res_epi));
-        pend = fuse ? NULL : g->delta;
+        SD_TRY(sd_attend(g, l, f));
+        SD_TRY(sd_gemm(g, f, L->wo, L->bo, g->att, res, H, g->q_dim, fuse_res ? SD_GEMM_EPI_ADD : SD_GEMM_EPI_STORE));
+        pend = fuse_res ? NULL : g->delta;
+        SD_TRY(sd_post_norm(g, f, L->attn_post_norm, &pend));
+        SD_TRY(sd_rmsnorm(g, f, pend, L->ffn_norm));
+        SD_TRY(sd_mlp(g, f, L, fuse_act, fuse_res));
+        pend = fuse_res ? NULL : g->delta;
+        SD_TRY(sd_post_norm(g, f, L->ffn_post_norm, &pend));
     }
     return sd_rmsnorm(g, f, pend, g->out_norm);
 }
@@ -377,7 +441,10 @@ static specdec_status sd_lm_head(sd_cuda_group *g, int32_t r0, int32_t rows, cud
     a.n_out = V;
     a.k_in = H;
     a.xconv = g->xconv;
-    return sd_cuda_gemm_skinny(&a, s, eb);
+    SD_TRY(sd_cuda_gemm_skinny(&a, s, eb));
+    if (g->cfg.final_softcap > 0.0f) /* Gemma 2: logits = cap * tanh(logits / cap) */
+        SD_TRY(sd_cuda_softcap(g->logits, rows, (size_t)V, V, g->cfg.final_softcap, s, eb));
+    return SPECDEC_OK;
 }
 
 /* The GEMM path of a body chunk of `rows` tokens of a pass of n_segs segments (see
@@ -691,6 +758,13 @@ static void sd_plan_weights(sd_cuda_group *g, sd_bump *b, int tied) {
         L->bo = g->has_bo ? (float *)sd_bump_take(b, H * 4) : NULL;
         L->wgu = sd_bump_take(b, 2 * I * H * es);
         L->wdown = sd_bump_take(b, H * I * es);
+        const size_t D = (size_t)c->head_dim;
+        L->q_norm = c->qk_norm ? (float *)sd_bump_take(b, D * 4) : NULL;
+        L->k_norm = c->qk_norm ? (float *)sd_bump_take(b, D * 4) : NULL;
+        L->attn_post_norm = c->sandwich_norms ? (float *)sd_bump_take(b, H * 4) : NULL;
+        L->ffn_post_norm = c->sandwich_norms ? (float *)sd_bump_take(b, H * 4) : NULL;
+        L->bgu = c->mlp_bias ? (float *)sd_bump_take(b, 2 * I * 4) : NULL;
+        L->bdown = c->mlp_bias ? (float *)sd_bump_take(b, H * 4) : NULL;
     }
     g->tok_embd = sd_bump_take(b, (size_t)c->vocab_size * H * es);
     g->out_norm = (float *)sd_bump_take(b, H * 4);
@@ -716,6 +790,7 @@ static void sd_plan_act(sd_cuda_group *g, sd_bump *b) {
     g->x = (float *)sd_bump_take(b, A * H * 4);
     g->xn = (float *)sd_bump_take(b, A * H * 4);
     g->delta = (float *)sd_bump_take(b, A * H * 4);
+    g->post = c->sandwich_norms ? (float *)sd_bump_take(b, A * H * 4) : NULL;
     g->qkv = (float *)sd_bump_take(b, A * (size_t)g->qkv_dim * 4);
     g->att = (float *)sd_bump_take(b, A * (size_t)g->q_dim * 4);
     g->gu = (float *)sd_bump_take(b, A * 2 * I * 4);
@@ -725,8 +800,9 @@ static void sd_plan_act(sd_cuda_group *g, sd_bump *b) {
     g->part = (float *)sd_bump_take(
         b, sd_cuda_attention_part_floats(g->att_rows, c->n_heads, c->head_dim, g->base.n_ctx) * sizeof(float));
     g->logits = (float *)sd_bump_take(b, (size_t)g->logit_rows * c->vocab_size * 4);
-    g->rope_cos = (float *)sd_bump_take(b, (size_t)g->base.n_ctx * (c->head_dim / 2) * 4);
-    g->rope_sin = (float *)sd_bump_take(b, (size_t)g->base.n_ctx * (c->head_dim / 2) * 4);
+    const size_t rope_floats = (size_t)g->n_ropes * g->base.n_ctx * (size_t)(sd_cfg_rope_dim(c) / 2);
+    g->rope_cos = (float *)sd_bump_take(b, rope_floats * 4);
+    g->rope_sin = (float *)sd_bump_take(b, rope_floats * 4);
     g->d_stage = (char *)sd_bump_take(b, g->stage_bytes);
     g->blas_ws = sd_bump_take(b, SD_CUDA_BLAS_WS_BYTES);
 }
@@ -815,6 +891,7 @@ static sd_cuda_group *sd_group_new(const sd_config *cfg, const sd_group_spec *sp
     g->wdt = sp->wdt;
     g->kv_dt = sp->kv_dt;
     g->has_bo = sp->has_bo;
+    g->n_ropes = cfg->rope_local_theta > 0.0f ? 2 : 1;
     g->q_dim = cfg->n_heads * cfg->head_dim;
     g->kv_dim = cfg->n_kv_heads * cfg->head_dim;
     g->qkv_dim = g->q_dim + 2 * g->kv_dim;
@@ -894,38 +971,34 @@ static specdec_status sd_create_blas(sd_cuda_group *g, sd_errbuf *eb) {
     return SPECDEC_OK;
 }
 
-/* RoPE tables with the CPU reference's functions (double, rounded once). */
+/* RoPE tables with the CPU reference's functions (double, rounded once): the full
+ * layers' rope and, for Gemma 3, the sliding layers' (core/sd_weights.h
+ * sd_cfg_rope_params: the frequencies of this group's context). */
 static specdec_status sd_create_rope(sd_cuda_group *g, sd_errbuf *eb) {
     const sd_config *cfg = &g->cfg;
-    const int32_t half = cfg->head_dim / 2, n_ctx = g->base.n_ctx;
-    sd_rope_params rp;
-    rp.head_dim = cfg->head_dim;
-    rp.theta = cfg->rope_theta;
-    rp.llama3 = cfg->rope_type == SD_ROPE_LLAMA3;
-    rp.factor = cfg->rope_factor;
-    rp.low_freq_factor = cfg->rope_low_freq_factor;
-    rp.high_freq_factor = cfg->rope_high_freq_factor;
-    rp.original_max_pos = cfg->rope_original_max_pos;
+    const int32_t half = sd_cfg_rope_dim(cfg) / 2, n_ctx = g->base.n_ctx;
+    const size_t tab = (size_t)n_ctx * half;
     double *inv = (double *)sd_malloc((size_t)half * sizeof(double));
-    float *cs = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));
-    float *sn = (float *)sd_malloc((size_t)n_ctx * half * sizeof(float));
-    if (!inv || !cs || !sn) {
-        sd_free(inv);
-        sd_free(cs);
-        sd_free(sn);
-        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (rope tables, n_ctx %d)",
-                       (int)n_ctx);
+    float *cs = (float *)sd_malloc(tab * sizeof(float));
+    float *sn = (float *)sd_malloc(tab * sizeof(float));
+    cudaError_t e = cudaSuccess;
+    for (int32_t k = 0; k < g->n_ropes && inv && cs && sn && e == cudaSuccess; k++) {
+        sd_rope_spec rp;
+        sd_cfg_rope_params(cfg, n_ctx, k, &rp);
+        sd_cpu_rope_spec_inv_freq(&rp, inv);
+        for (int32_t p = 0; p < n_ctx; p++)
+            sd_cpu_rope_table_scaled(inv, half, p, rp.attn_factor, cs + (size_t)p * half, sn + (size_t)p * half);
+        e = cudaMemcpy(g->rope_cos + k * tab, cs, tab * sizeof(float), cudaMemcpyHostToDevice);
+        if (e == cudaSuccess) e = cudaMemcpy(g->rope_sin + k * tab, sn, tab * sizeof(float), cudaMemcpyHostToDevice);
     }
-    sd_cpu_rope_inv_freq(&rp, inv);
-    for (int32_t p = 0; p < n_ctx; p++) sd_cpu_rope_table(inv, half, p, cs + (size_t)p * half, sn + (size_t)p * half);
-    cudaError_t e1 = cudaMemcpy(g->rope_cos, cs, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice);
-    cudaError_t e2 = e1 == cudaSuccess
-                         ? cudaMemcpy(g->rope_sin, sn, (size_t)n_ctx * half * sizeof(float), cudaMemcpyHostToDevice)
-                         : e1;
+    const int oom = !inv || !cs || !sn;
     sd_free(inv);
     sd_free(cs);
     sd_free(sn);
-    SD_CREATE_CUDA(e2);
+    if (oom)
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "CUDA runner: out of host memory (rope tables, n_ctx %d)",
+                       (int)n_ctx);
+    SD_CREATE_CUDA(e);
     return SPECDEC_OK;
 }
 #undef SD_CREATE_CUDA
@@ -987,6 +1060,45 @@ static specdec_status sd_upload(void *dst, sd_dtype dt, const sd_tensor *t, size
     return SPECDEC_OK;
 }
 
+/* A norm weight (any dtype, `count` elements) as fp32 (offset + w) (Gemma: (1 + w), as
+ * transformers computes it in fp32). */
+static specdec_status sd_upload_norm(float *dst, const sd_tensor *t, size_t count, float offset, const char *what,
+                                     int32_t layer, float *stage, sd_errbuf *eb) {
+    if (!t->data || (size_t)t->shape[0] * (size_t)(t->ndim == 2 ? t->shape[1] : 1) != count)
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "CUDA upload: norm %s of layer %d is missing or not [%zu]", what,
+                       (int)layer, count);
+    for (size_t i = 0; i < count; i++) {
+        float v;
+        if (t->dtype == SD_BF16) v = sd_bf16_to_f32(((const uint16_t *)t->data)[i]);
+        else if (t->dtype == SD_F16) v = sd_f16_to_f32(((const uint16_t *)t->data)[i]);
+        else v = ((const float *)t->data)[i];
+        stage[i] = offset != 0.0f ? offset + v : v; /* no offset: the bits as stored (-0 stays -0) */
+    }
+    const sd_tensor host = {stage, SD_F32, 1, {(int64_t)count, 1}};
+    return sd_upload(dst, SD_F32, &host, count, what, layer, NULL, 0, eb); /* same dtype: one copy, no staging */
+}
+
+/* The optional tensors of layer l (q/k norms, sandwich norms, MLP biases). */
+static specdec_status sd_upload_layer_extras(sd_cuda_group *g, const sd_layer *S, sd_cuda_layer *L, int32_t l,
+                                             void *stage, size_t stage_elems, sd_errbuf *eb) {
+    const sd_config *c = &g->cfg;
+    const size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, D = (size_t)c->head_dim;
+    const float off = c->norm_offset;
+    float *st = (float *)stage;
+    if (L->q_norm) SD_TRY(sd_upload_norm(L->q_norm, &S->q_norm, D, off, "q_norm", l, st, eb));
+    if (L->k_norm) SD_TRY(sd_upload_norm(L->k_norm, &S->k_norm, D, off, "k_norm", l, st, eb));
+    if (L->attn_post_norm)
+        SD_TRY(sd_upload_norm(L->attn_post_norm, &S->attn_post_norm, H, off, "post_attention_layernorm", l, st, eb));
+    if (L->ffn_post_norm)
+        SD_TRY(sd_upload_norm(L->ffn_post_norm, &S->ffn_post_norm, H, off, "post_feedforward_layernorm", l, st, eb));
+    if (L->bgu) {
+        SD_TRY(sd_upload(L->bgu, SD_F32, &S->b_gate, I, "gate_proj.bias", l, stage, stage_elems, eb));
+        SD_TRY(sd_upload(L->bgu + I, SD_F32, &S->b_up, I, "up_proj.bias", l, stage, stage_elems, eb));
+        SD_TRY(sd_upload(L->bdown, SD_F32, &S->b_down, H, "down_proj.bias", l, stage, stage_elems, eb));
+    }
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_upload_model(sd_cuda_group *g, const sd_weights *m, sd_errbuf *eb) {
     const sd_config *c = &g->cfg;
     const size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, hd = (size_t)c->head_dim;
@@ -1004,8 +1116,11 @@ static specdec_status sd_upload_model(sd_cuda_group *g, const sd_weights *m, sd_
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_layer *S = &m->layers[l];
         sd_cuda_layer *L = &g->layers[l];
-        SD_UP(L->attn_norm, SD_F32, &S->attn_norm, H, "attn_norm", l);
-        SD_UP(L->ffn_norm, SD_F32, &S->ffn_norm, H, "ffn_norm", l);
+        st = sd_upload_norm(L->attn_norm, &S->attn_norm, H, c->norm_offset, "attn_norm", l, (float *)stage, eb);
+        if (st == SPECDEC_OK)
+            st = sd_upload_norm(L->ffn_norm, &S->ffn_norm, H, c->norm_offset, "ffn_norm", l, (float *)stage, eb);
+        if (st == SPECDEC_OK) st = sd_upload_layer_extras(g, S, L, l, stage, stage_elems, eb);
+        if (st != SPECDEC_OK) goto done;
         SD_UP(L->wqkv, g->wdt, &S->wq, qd * H, "q_proj", l);
         SD_UP((char *)L->wqkv + qd * H * es, g->wdt, &S->wk, kd * H, "k_proj", l);
         SD_UP((char *)L->wqkv + (qd + kd) * H * es, g->wdt, &S->wv, kd * H, "v_proj", l);
@@ -1021,7 +1136,8 @@ static specdec_status sd_upload_model(sd_cuda_group *g, const sd_weights *m, sd_
         SD_UP(L->wdown, g->wdt, &S->w_down, H * I, "down_proj", l);
     }
     SD_UP(g->tok_embd, g->wdt, &m->tok_embd, (size_t)c->vocab_size * H, "embed_tokens", -1);
-    SD_UP(g->out_norm, SD_F32, &m->out_norm, H, "norm", -1);
+    st = sd_upload_norm(g->out_norm, &m->out_norm, H, c->norm_offset, "norm", -1, (float *)stage, eb);
+    if (st != SPECDEC_OK) goto done;
     if (g->lm_head != g->tok_embd) SD_UP(g->lm_head, g->wdt, &m->lm_head, (size_t)c->vocab_size * H, "lm_head", -1);
 #undef SD_UP
 done:
@@ -1134,6 +1250,13 @@ static specdec_status sd_fill_synthetic(sd_cuda_group *g, uint64_t seed, sd_errb
         SD_FILL(L->wo, wdt, H * (size_t)g->q_dim, 0.0f, 0.02f);
         SD_FILL(L->wgu, wdt, 2 * I * H, 0.0f, 0.02f);
         SD_FILL(L->wdown, wdt, H * I, 0.0f, 0.02f);
+        const size_t D = (size_t)cfg->head_dim;
+        if (L->q_norm) SD_FILL(L->q_norm, SD_F32, D, 1.0f, 0.0f);
+        if (L->k_norm) SD_FILL(L->k_norm, SD_F32, D, 1.0f, 0.0f);
+        if (L->attn_post_norm) SD_FILL(L->attn_post_norm, SD_F32, H, 1.0f, 0.0f);
+        if (L->ffn_post_norm) SD_FILL(L->ffn_post_norm, SD_F32, H, 1.0f, 0.0f);
+        if (L->bgu) SD_FILL(L->bgu, SD_F32, 2 * I, 0.0f, 0.02f);
+        if (L->bdown) SD_FILL(L->bdown, SD_F32, H, 0.0f, 0.02f);
     }
     SD_FILL(g->tok_embd, wdt, (size_t)cfg->vocab_size * H, 0.0f, 0.02f);
     SD_FILL(g->out_norm, SD_F32, H, 1.0f, 0.0f);

@@ -3,13 +3,22 @@
 
 #include "sd_cpu_attention.h"
 #include "sd_cpu_matmul.h"
+#include "sd_math.h"
 
 void sd_cpu_attention_keys(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
                            int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, double *scores,
                            double *acc, float *out) {
+    sd_cpu_attention_keys_opt(q, k_cache, v_cache, keys, n_keys, n_heads, n_kv_heads, head_dim, NULL, scores, acc,
+                              out);
+}
+
+void sd_cpu_attention_keys_opt(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
+                               int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                               const sd_cpu_attn_opts *opt, double *scores, double *acc, float *out) {
     int32_t group = n_heads / n_kv_heads;
     int64_t row = (int64_t)n_kv_heads * head_dim;
-    double scale = 1.0 / sqrt((double)head_dim);
+    double scale = opt && opt->scale > 0.0 ? opt->scale : 1.0 / sqrt((double)head_dim);
+    const double cap = opt ? opt->softcap : 0.0;
     for (int32_t h = 0; h < n_heads; h++) {
         const float *qh = q + (int64_t)h * head_dim;
         int64_t off = (int64_t)(h / group) * head_dim;
@@ -17,6 +26,7 @@ void sd_cpu_attention_keys(const float *q, const float *k_cache, const float *v_
         for (int32_t j = 0; j < n_keys; j++) {
             const int64_t kr = keys ? keys[j] : j;
             scores[j] = scale * sd_cpu_dot(qh, k_cache + kr * row + off, head_dim);
+            if (cap > 0.0) scores[j] = sd_softcap(scores[j], cap);
             if (scores[j] > mx) mx = scores[j];
         }
         double z = 0.0;

@@ -31,4 +31,18 @@ void sd_cpu_attention_keys(const float *q, const float *k_cache, const float *v_
                            int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim, double *scores,
                            double *acc, float *out);
 
+/* Score options of a model's attention. scale 0 means 1/sqrt(head_dim); softcap > 0
+ * caps each scaled score as softcap * tanh(s / softcap) (Gemma 2) before the softmax. */
+typedef struct sd_cpu_attn_opts {
+    double scale;
+    double softcap;
+} sd_cpu_attn_opts;
+
+/* sd_cpu_attention_keys with those options (NULL: the defaults, bitwise the same). A
+ * sliding window is the caller's choice of keys: a query at position p over keys of
+ * positions > p - window (the tail of its key sequence). */
+void sd_cpu_attention_keys_opt(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
+                               int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                               const sd_cpu_attn_opts *opt, double *scores, double *acc, float *out);
+
 #endif

@@ -14,4 +14,9 @@
 
 void sd_cpu_rmsnorm(const float *x, const sd_tensor *w, int32_t n, int32_t dim, double eps, float *out);
 
+/* The same with the weight used as (offset + w[c]) in double (Gemma's (1 + w) norms:
+ * offset 1); offset 0 is exactly sd_cpu_rmsnorm. */
+void sd_cpu_rmsnorm_off(const float *x, const sd_tensor *w, double offset, int32_t n, int32_t dim, double eps,
+                        float *out);
+
 #endif

@@ -7,6 +7,10 @@ void sd_cpu_rope_inv_freq(const sd_rope_params *rp, double *inv_freq) {
     for (int32_t i = 0; i < rp->head_dim / 2; i++) inv_freq[i] = sd_rope_inv_freq(rp, i);
 }
 
+void sd_cpu_rope_spec_inv_freq(const sd_rope_spec *rs, double *inv_freq) {
+    for (int32_t i = 0; i < rs->p.head_dim / 2; i++) inv_freq[i] = sd_rope_spec_inv_freq(rs, i);
+}
+
 void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float *cos_out, float *sin_out) {
     for (int32_t i = 0; i < half; i++) {
         double a = (double)pos * inv_freq[i];
@@ -15,8 +19,26 @@ void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float 
     }
 }
 
+void sd_cpu_rope_table_scaled(const double *inv_freq, int32_t half, int32_t pos, double scale, float *cos_out,
+                              float *sin_out) {
+    if (scale == 1.0) {
+        sd_cpu_rope_table(inv_freq, half, pos, cos_out, sin_out);
+        return;
+    }
+    for (int32_t i = 0; i < half; i++) {
+        double a = (double)pos * inv_freq[i];
+        cos_out[i] = (float)(cos(a) * scale);
+        sin_out[i] = (float)(sin(a) * scale);
+    }
+}
+
 void sd_cpu_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t, const float *sin_t) {
-    int32_t half = head_dim / 2;
+    sd_cpu_rope_part(x, n_heads, head_dim, head_dim, cos_t, sin_t);
+}
+
+void sd_cpu_rope_part(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
+                      const float *sin_t) {
+    int32_t half = rot_dim / 2;
     for (int32_t h = 0; h < n_heads; h++) {
         float *v = x + (int64_t)h * head_dim;
         for (int32_t i = 0; i < half; i++) {

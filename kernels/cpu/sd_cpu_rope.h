@@ -17,11 +17,24 @@
 
 /* inv_freq[0..d/2) for rp. */
 void sd_cpu_rope_inv_freq(const sd_rope_params *rp, double *inv_freq);
+/* The same for any rope type (sd_rope_spec: linear, yarn, longrope, ...). */
+void sd_cpu_rope_spec_inv_freq(const sd_rope_spec *rs, double *inv_freq);
 
 /* cos/sin tables [d/2] of absolute position pos. */
 void sd_cpu_rope_table(const double *inv_freq, int32_t half, int32_t pos, float *cos_out, float *sin_out);
 
 /* Rotate x [n_heads, head_dim] in place with the tables of its position. */
 void sd_cpu_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t, const float *sin_t);
+
+/* Partial rotary embedding (Phi-3 partial_rotary_factor): only the first rot_dim
+ * elements of each head rotate (pairs i, i + rot_dim/2 with tables of rot_dim/2
+ * entries); the rest pass through. rot_dim == head_dim is sd_cpu_rope. */
+void sd_cpu_rope_part(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
+                      const float *sin_t);
+
+/* The tables with transformers' attention scaling (yarn, longrope): cos[i] =
+ * (float)(cos(p * inv_freq[i]) * scale), sin likewise; scale 1 is sd_cpu_rope_table. */
+void sd_cpu_rope_table_scaled(const double *inv_freq, int32_t half, int32_t pos, double scale, float *cos_out,
+                              float *sin_out);
 
 #endif

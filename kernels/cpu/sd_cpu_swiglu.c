@@ -6,6 +6,22 @@ void sd_cpu_swiglu(const float *gate, const float *up, int64_t m, float *out) {
     for (int64_t i = 0; i < m; i++) out[i] = (float)(sd_silu((double)gate[i]) * (double)up[i]);
 }
 
+void sd_cpu_glu(int32_t act, const float *gate, const float *up, int64_t m, float *out) {
+    if (act == 0) {
+        sd_cpu_swiglu(gate, up, m, out);
+        return;
+    }
+    for (int64_t i = 0; i < m; i++) out[i] = (float)(sd_act_eval(act, (double)gate[i]) * (double)up[i]);
+}
+
+void sd_cpu_softcap(float *x, int64_t m, double cap) {
+    for (int64_t i = 0; i < m; i++) x[i] = (float)sd_softcap((double)x[i], cap);
+}
+
+void sd_cpu_scale(float *x, int64_t m, float s) {
+    for (int64_t i = 0; i < m; i++) x[i] *= s;
+}
+
 void sd_cpu_add(float *x, const float *y, int64_t m) {
     for (int64_t i = 0; i < m; i++) x[i] += y[i];
 }

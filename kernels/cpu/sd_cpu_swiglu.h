@@ -11,6 +11,16 @@
 
 void sd_cpu_swiglu(const float *gate, const float *up, int64_t m, float *out);
 
+/* The gated MLP with activation act (sd_act: SiLU, GELU-tanh for GeGLU, GELU):
+ * out[i] = (float)(act(gate[i]) * up[i]) in double; SiLU is sd_cpu_swiglu. */
+void sd_cpu_glu(int32_t act, const float *gate, const float *up, int64_t m, float *out);
+
+/* Soft-capping in place: x[i] = (float)(cap * tanh(x[i] / cap)) in double (cap > 0). */
+void sd_cpu_softcap(float *x, int64_t m, double cap);
+
+/* Scaling in place: x[i] = x[i] * s in fp32 (the embedding scale of Gemma). */
+void sd_cpu_scale(float *x, int64_t m, float s);
+
 /* Residual connection: x[i] += y[i] for i < m (in fp32, as the model adds in its dtype). */
 void sd_cpu_add(float *x, const float *y, int64_t m);
 

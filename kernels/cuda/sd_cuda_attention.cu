@@ -8,7 +8,11 @@
  * table to a physical row (sd_cuda_keymap.h: a chain token at p sees rows 0..p, a tree
  * node the cache prefix then its ancestors root-first and itself). Head h reads kv
  * head h / G, G = n_heads / n_kv.
- *   s_j = (q_h . K[row(j)]) / sqrt(hd);  out_h = sum_j softmax(s)_j V[row(j)]   (fp32)
+ *   s_j = (q_h . K[row(j)]) * scale [then cap * tanh(s_j / cap)];
+ *   out_h = sum_j softmax(s)_j V[row(j)]   (fp32)
+ * scale = 1/sqrt(hd) unless given (query_pre_attn_scalar^-1/2), cap > 0 the score
+ * soft-capping of Gemma 2; a sliding window keeps the virtual keys [first, nkeys) of
+ * each token (sd_keymap_first_key: positions > p - window).
  *
  * Split-KV ("flash decoding"), two kernels:
  * 1. sd_attn_split_kernel, grid (n_kv, n_split, n_blocks), 256 threads: block (g, s, z)
@@ -73,6 +77,9 @@ struct SdAttBlock {
     sd_cuda_attunit u;
     const int32_t *table;   /* the unit's block table (shared tiles) */
     int s_begin, s_end;     /* keys of the split the block's tokens can see */
+    int t_begin;            /* first tile of the split holding a key some token sees (window) */
+    int window;             /* 0: none */
+    float cap;              /* score soft-capping; 0: none */
     int shared_end;         /* tiles ending at or below it are shared */
     size_t head_base;       /* element offset of kv head g in a cache matrix */
 };
@@ -89,6 +96,7 @@ template <int DPL>
 struct SdAttPairs {
     float mx[SD_ATT_PPW], l[SD_ATT_PPW], acc[SD_ATT_PPW][DPL];
     int nk[SD_ATT_PPW], tok[SD_ATT_PPW];
+    int k0[SD_ATT_PPW]; /* first visible virtual key (sliding window; 0: all) */
 };
 
 /* Qs[p * hd + d] = q of pair p, dim d. */
@@ -127,13 +135,15 @@ static __device__ __forceinline__ void sd_att_load_tile(const void *__restrict__
     __syncthreads();
 }
 
-/* One tile for pair j of the warp (kend > t0: its keys end at kend): lane t scores key
- * t0 + t, then the online-softmax update of (mx, l, acc) over the valid keys only. */
+/* One tile for pair j of the warp (its keys [k0, kend) meet the tile: k0 < t0 + 32,
+ * kend > t0): lane t scores key t0 + t, then the online-softmax update of (mx, l, acc)
+ * over the valid keys only. */
 template <int DPL>
 static __device__ __forceinline__ void sd_att_tile_pair(SdAttPairs<DPL> &P, int j, const SdAttSmem &S, int p, int hd,
-                                                        int ks, int t0, int kend, float scale) {
+                                                        int ks, int t0, int kend, float scale, float cap) {
     const int lane = threadIdx.x & 31;
-    const bool valid = t0 + lane < kend;
+    const int k0 = P.k0[j];
+    const bool valid = t0 + lane < kend && t0 + lane >= k0;
     float sc = -INFINITY;
     if (valid) {
         const float *qv = S.Qs + p * hd;
@@ -141,8 +151,9 @@ static __device__ __forceinline__ void sd_att_tile_pair(SdAttPairs<DPL> &P, int 
         float dot = 0.0f;
         for (int d = 0; d < hd; d++) dot = fmaf(qv[d], kr[d], dot);
         sc = dot * scale;
+        if (cap > 0.0f) sc = cap * tanhf(sc / cap);
     }
-    const float tmax = sd_warp_max(sc); /* finite: key t0 is valid */
+    const float tmax = sd_warp_max(sc); /* finite: a key of the tile is valid */
     const float m_new = fmaxf(P.mx[j], tmax);
     const float corr = expf(P.mx[j] - m_new); /* 0 on the first tile (mx = -inf) */
     const float pe = valid ? expf(sc - m_new) : 0.0f;
@@ -150,7 +161,7 @@ static __device__ __forceinline__ void sd_att_tile_pair(SdAttPairs<DPL> &P, int 
 #pragma unroll
     for (int dd = 0; dd < DPL; dd++) P.acc[j][dd] *= corr;
     const int nv = min(SD_ATT_TILE, kend - t0); /* warp-uniform */
-    for (int tt = 0; tt < nv; tt++) {
+    for (int tt = max(0, k0 - t0); tt < nv; tt++) {
         const float pt = __shfl_sync(0xffffffffu, pe, tt);
         const float *vr = S.Vs + tt * hd;
 #pragma unroll
@@ -170,9 +181,10 @@ static __device__ __forceinline__ void sd_att_tile_pairs(SdAttPairs<DPL> &P, con
     const int warp = threadIdx.x >> 5;
 #pragma unroll
     for (int j = 0; j < SD_ATT_PPW; j++) {
-        if (P.nk[j] <= t0 || (only >= 0 && P.tok[j] != only)) continue; /* no pair, tile in its future, other token */
+        /* no pair, tile in its future or before its window, other token */
+        if (!sd_keymap_pair_in_tile(P.nk[j], P.k0[j], t0) || (only >= 0 && P.tok[j] != only)) continue;
         const int kend = min(P.nk[j], B.s_end);
-        sd_att_tile_pair<DPL>(P, j, S, warp + j * SD_ATT_WARPS, B.hd, B.ks, t0, kend, scale);
+        sd_att_tile_pair<DPL>(P, j, S, warp + j * SD_ATT_WARPS, B.hd, B.ks, t0, kend, scale, B.cap);
     }
 }
 
@@ -184,7 +196,9 @@ static __device__ __forceinline__ void sd_att_store(const SdAttPairs<DPL> &P, co
 #pragma unroll
     for (int j = 0; j < SD_ATT_PPW; j++) {
         const int p = warp + j * SD_ATT_WARPS;
-        if (P.nk[j] <= B.s_begin) continue; /* no pair, or no key of this split is visible to it */
+        /* no pair, or no key of this split is visible to it (its keys end before the
+         * split, or its window starts after it) */
+        if (!sd_keymap_pair_in_split(P.nk[j], P.k0[j], B.s_begin)) continue;
         const int m = P.tok[j], h = sd_keymap_pair_head(&B.u, B.G, B.g, p);
         float *dst = part + sd_keymap_part_at(m, h, B.s, n_heads, n_split, hd);
         if (lane == 0) {
@@ -197,6 +211,15 @@ static __device__ __forceinline__ void sd_att_store(const SdAttPairs<DPL> &P, co
             if (d < hd) dst[2 + d] = P.acc[j][dd];
         }
     }
+}
+
+/* The first virtual key any token of the block sees (its window starts). */
+static __device__ __forceinline__ int sd_att_block_first(const sd_cuda_keymap &map, const sd_cuda_attunit &u,
+                                                         int32_t base, int32_t window) {
+    int first = INT32_MAX;
+    for (int32_t m = u.m_first; m <= u.m_last; m++)
+        first = min(first, sd_keymap_first_key(sd_keymap_tok(&map, m, base).nkeys, window));
+    return first;
 }
 
 /* Block setup: its unit, key range and table; 0 when the split holds none of its keys. */
@@ -215,6 +238,11 @@ static __device__ __forceinline__ int sd_att_block(SdAttBlock &B, const sd_cuda_
     B.s_begin = B.s * SD_CUDA_ATTN_SPLIT;
     if (B.s_begin >= kv_end) return 0; /* uniform over the block, before any barrier */
     B.s_end = min(B.s_begin + SD_CUDA_ATTN_SPLIT, kv_end);
+    /* Tiles stay at multiples of 32 from the split start; the ones before every token's
+     * window are skipped (no token's arithmetic changes: none of its keys is there). */
+    const int first = B.window > 0 ? sd_att_block_first(map, B.u, base, B.window) : 0;
+    if (first >= B.s_end) return 0; /* uniform over the block */
+    B.t_begin = sd_keymap_tile_begin(B.s_begin, first);
     B.table = sd_keymap_tok(&map, B.u.m_first, base).table;
     B.head_base = (size_t)B.g * (size_t)cache_rows * (size_t)hd;
     return 1;
@@ -228,11 +256,13 @@ static __global__ void __launch_bounds__(SD_ATT_WARPS * 32, DPL == 2 ? 4 : 2)
 sd_attn_split_kernel(const float *__restrict__ q, int32_t ldq, const void *__restrict__ kc,
                      const void *__restrict__ vc, sd_dtype kv_dt, int32_t cache_rows, int32_t n,
                      const __grid_constant__ sd_cuda_keymap map,
-                     int32_t n_heads, int32_t n_kv, int32_t hd, int32_t n_split, float scale,
-                     float *__restrict__ part) {
+                     int32_t n_heads, int32_t n_kv, int32_t hd, int32_t n_split, float scale, float cap,
+                     int32_t window, float *__restrict__ part) {
     extern __shared__ int64_t sd_att_sm[];
     const int32_t base = sd_keymap_base(&map); /* graph replay: a chain's position lives on the device */
     SdAttBlock B;
+    B.window = window;
+    B.cap = cap;
     if (!sd_att_block(B, map, n, base, n_heads, n_kv, hd, cache_rows)) return;
     SdAttSmem S;
     S.rows = sd_att_sm;
@@ -248,13 +278,14 @@ sd_attn_split_kernel(const float *__restrict__ q, int32_t ldq, const void *__res
         const int p = warp + j * SD_ATT_WARPS;
         P.tok[j] = p < B.u.npairs ? sd_keymap_pair_tok(&B.u, B.G, p) : -1;
         P.nk[j] = p < B.u.npairs ? sd_keymap_tok(&map, P.tok[j], base).nkeys : 0;
+        P.k0[j] = sd_keymap_first_key(P.nk[j], window);
         P.mx[j] = -INFINITY;
         P.l[j] = 0.0f;
 #pragma unroll
         for (int dd = 0; dd < DPL; dd++) P.acc[j][dd] = 0.0f;
     }
 
-    for (int t0 = B.s_begin; t0 < B.s_end; t0 += SD_ATT_TILE) {
+    for (int t0 = B.t_begin; t0 < B.s_end; t0 += SD_ATT_TILE) {
         if (sd_keymap_tile_shared(t0, B.shared_end)) { /* block-uniform */
             sd_att_load_tile(kc, vc, kv_dt, B, NULL, t0, B.s_end, S);
             sd_att_tile_pairs<DPL>(P, B, S, t0, -1, scale);
@@ -280,19 +311,21 @@ static __global__ void sd_attn_combine_kernel(const __grid_constant__ sd_cuda_at
     const int lane = threadIdx.x & 31;
     if (idx >= n * n_heads) return;
     const int m = idx / n_heads, h = idx - m * n_heads;
-    int ns = sd_keymap_n_splits(sd_keymap_tok(&a.map, m, base).nkeys); /* splits holding its keys */
+    const int32_t nkeys = sd_keymap_tok(&a.map, m, base).nkeys;
+    int ns = sd_keymap_n_splits(nkeys); /* splits holding its keys, from s0 on (window) */
     if (ns > n_split) ns = n_split; /* a device position past the caller's bound: never read past part */
+    const int s0 = sd_keymap_first_key(nkeys, a.window) / SD_CUDA_ATTN_SPLIT;
     const float *src = part + sd_keymap_part_at(m, h, 0, n_heads, n_split, hd);
     float gmax = -INFINITY;
-    for (int s = 0; s < ns; s++) gmax = fmaxf(gmax, src[(size_t)s * (hd + 2)]);
+    for (int s = s0; s < ns; s++) gmax = fmaxf(gmax, src[(size_t)s * (hd + 2)]);
     float den = 0.0f;
-    for (int s = 0; s < ns; s++) {
+    for (int s = s0; s < ns; s++) {
         const float *ps = src + (size_t)s * (hd + 2);
         den = fmaf(ps[1], expf(ps[0] - gmax), den);
     }
     for (int d = lane; d < hd; d += 32) {
         float num = 0.0f;
-        for (int s = 0; s < ns; s++) {
+        for (int s = s0; s < ns; s++) {
             const float *ps = src + (size_t)s * (hd + 2);
             num = fmaf(ps[2 + d], expf(ps[0] - gmax), num);
         }
@@ -324,11 +357,12 @@ static specdec_status sd_attn_optin(sd_errbuf *eb) {
 template <int DPL>
 static specdec_status sd_attn_launch(dim3 grid, size_t smem, const sd_cuda_attention_args *a, int32_t n_split,
                                      float scale, cudaStream_t stream, sd_errbuf *eb) {
+    const float cap = a->softcap > 0.0f ? a->softcap : 0.0f;
     const specdec_status st = sd_attn_optin<DPL>(eb);
     if (st != SPECDEC_OK) return st;
     sd_attn_split_kernel<DPL><<<grid, SD_ATT_WARPS * 32, smem, stream>>>(
         a->q, a->ldq, a->k_cache, a->v_cache, a->kv_dt, a->cache_rows, a->n, a->map, a->n_heads, a->n_kv, a->hd,
-        n_split, scale, a->part);
+        n_split, scale, cap, a->window > 0 ? a->window : 0, a->part);
     SD_CUDA_LAUNCHED(eb, "sd_attn_split_kernel");
     return SPECDEC_OK;
 }
@@ -370,7 +404,7 @@ extern "C" specdec_status sd_cuda_attention(const sd_cuda_attention_args *a, cud
                        (int)n_blk);
     const dim3 grid((unsigned)a->n_kv, (unsigned)n_split, (unsigned)n_blk);
     const size_t smem = sd_att_smem_bytes(hd);
-    const float scale = (float)(1.0 / sqrt((double)hd));
+    const float scale = a->scale > 0.0f ? a->scale : (float)(1.0 / sqrt((double)hd));
     specdec_status st;
     if (hd <= 64) st = sd_attn_launch<2>(grid, smem, a, n_split, scale, stream, eb);
     else if (hd <= 128) st = sd_attn_launch<4>(grid, smem, a, n_split, scale, stream, eb);

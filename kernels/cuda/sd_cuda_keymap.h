@@ -201,6 +201,26 @@ SD_HD int64_t sd_keymap_tile_row(const sd_cuda_tok *tok, const int32_t *unit_tab
  * split kernel stores a state for split s iff nkeys > s * SD_CUDA_ATTN_SPLIT). */
 SD_HD int32_t sd_keymap_n_splits(int32_t nkeys) { return (nkeys - 1) / SD_CUDA_ATTN_SPLIT + 1; }
 
+/* Sliding window (window > 0; 0 = none): virtual key j is the key of position j, so a
+ * token with nkeys keys (position nkeys - 1) sees virtual keys [first, nkeys) with
+ * first = nkeys - window when that is positive (transformers: keys > p - window). The
+ * split kernel stores a state for split s iff the token has a visible key in it, the
+ * combine step merges splits first / S .. n_splits - 1. */
+SD_HD int32_t sd_keymap_first_key(int32_t nkeys, int32_t window) {
+    return window > 0 && nkeys > window ? nkeys - window : 0;
+}
+/* A pair with keys [k0, nk) works on tile t0 iff one of them is in it. */
+SD_HD int sd_keymap_pair_in_tile(int32_t nk, int32_t k0, int32_t t0) { return nk > t0 && k0 < t0 + SD_KEYMAP_TILE; }
+/* ... and stores a state for the split starting at s_begin iff one of them is in it. */
+SD_HD int sd_keymap_pair_in_split(int32_t nk, int32_t k0, int32_t s_begin) {
+    return nk > s_begin && k0 < s_begin + SD_CUDA_ATTN_SPLIT;
+}
+/* The first tile of the split at s_begin a block whose tokens' windows start at `first`
+ * (the smallest of them) works on: tiles stay at multiples of SD_KEYMAP_TILE from the
+ * split start; the ones before every window are skipped. */
+SD_HD int32_t sd_keymap_tile_begin(int32_t s_begin, int32_t first) {
+    return first > s_begin ? s_begin + (first - s_begin) / SD_KEYMAP_TILE * SD_KEYMAP_TILE : s_begin;
+}
 
 /* --- the split scratch `part` (issue 24 (b)) -------------------------------------------
  * The split kernel stores the state of (token m, query head h, split s) — running max,

@@ -89,6 +89,8 @@ typedef struct sd_cuda_rope_args {
     sd_dtype kv_dt;
     int32_t n_ctx;          /* rows of the cos / sin tables: positions < n_ctx */
     int32_t cache_rows;     /* physical rows per kv head (n_blocks * block_tokens) */
+    int32_t rot_dim;        /* rotary dims of a head (partial rotary: the first rot_dim rotate,
+                               pairs i, i + rot_dim/2; tables [n_ctx, rot_dim/2]); 0 = hd */
 } sd_cuda_rope_args;
 specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream_t stream, sd_errbuf *eb);
 
@@ -105,7 +107,9 @@ specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream_t stream, 
  * device and kept inside [0, n_ctx - n] by the caller; the grid then covers all
  * ceil(n_ctx / SD_CUDA_ATTN_SPLIT) splits (idle ones exit at once), bitwise the same
  * rows as with the position given on the host. GENERAL mode: map.max_keys bounds the
- * grid, map.blk lists the attention blocks (one unit of one sequence each). */
+ * grid, map.blk lists the attention blocks (one unit of one sequence each). Optional
+ * (zero = off): a score scale, soft-capping, a sliding window (sd_cuda_keymap.h
+ * sd_keymap_first_key). */
 typedef struct sd_cuda_attention_args {
     const float *q;             /* [n, ldq] fp32, head h at column h*hd */
     int32_t ldq;
@@ -120,6 +124,9 @@ typedef struct sd_cuda_attention_args {
     size_t part_floats;         /* floats at part (the launch is refused if it needs more) */
     float *out;                 /* [n, ldo] fp32 */
     int32_t ldo;
+    float scale;                /* score scale; 0 = 1/sqrt(hd) */
+    float softcap;              /* scores = softcap * tanh(scores / softcap); 0 = none */
+    int32_t window;             /* sliding window: keys of positions > p - window; 0 = none */
 } sd_cuda_attention_args;
 size_t sd_cuda_attention_part_floats(int32_t n, int32_t n_heads, int32_t hd, int32_t n_ctx);
 specdec_status sd_cuda_attention(const sd_cuda_attention_args *a, cudaStream_t stream, sd_errbuf *eb);
@@ -145,6 +152,28 @@ specdec_status sd_cuda_kv_copy(const sd_cuda_kv_copy_args *a, cudaStream_t strea
  * gu [n, 2*inter] = gate | up per row; h[m, j] = silu(gate[m, j]) * up[m, j]. */
 specdec_status sd_cuda_swiglu(const float *gu, float *h, int32_t n, int32_t inter, cudaStream_t stream,
                               sd_errbuf *eb);
+
+/* --- per-family ops (sd_cuda_model_ops.cu) ----------------------------------------
+ * q_norm / k_norm: every head of q and k in qkv [n, ldqkv] (q [n_heads*hd] | k
+ * [n_kv*hd] | v) RMS-normalised with weights wq / wk [hd] fp32, in place. */
+typedef struct sd_cuda_head_norm_args {
+    float *qkv;             /* [n, ldqkv] */
+    int32_t ldqkv;
+    int32_t n;              /* tokens (<= 0: nothing launched) */
+    int32_t n_heads, n_kv, hd;
+    const float *wq, *wk;   /* [hd] fp32 ((1 + w) folded in for Gemma) */
+    float eps;
+} sd_cuda_head_norm_args;
+specdec_status sd_cuda_head_rmsnorm(const sd_cuda_head_norm_args *a, cudaStream_t stream, sd_errbuf *eb);
+/* h[m, j] = act(gate) * up over gu [n, 2*inter] = gate | up (act: sd_act, SiLU / GELU-tanh
+ * / GELU). */
+specdec_status sd_cuda_glu(const float *gu, float *h, int32_t n, int32_t inter, int32_t act, cudaStream_t stream,
+                           sd_errbuf *eb);
+/* x[r * ld + c] = cap * tanh(x / cap) for r < n, c < cols (cap > 0). */
+specdec_status sd_cuda_softcap(float *x, int32_t n, size_t ld, int32_t cols, float cap, cudaStream_t stream,
+                               sd_errbuf *eb);
+/* x[i] *= s for i < count. */
+specdec_status sd_cuda_scale(float *x, size_t count, float s, cudaStream_t stream, sd_errbuf *eb);
 
 /* --- GEMM (sd_cuda_gemm.cu, sd_cuda_gemm_tc.cu) ----------------------------------
  * y[m, o] = sum_k x[m, k] * W[o, k] (+ bias[o]) for m < n, o < n_out.

@@ -10,7 +10,8 @@
  *   x'[i] = x[i] cos[p,i] - x[i+h] sin[p,i];  x'[i+h] = x[i+h] cos[p,i] + x[i] sin[p,i]
  *   (in double, rounded once to fp32)
  * then k_cache[g][phys(w)] = k'_g, v_cache[g][phys(w)] = v_g (rounded to kv_dt), phys
- * through the token's block table.
+ * through the token's block table. Partial rotary (rot_dim < hd, Phi-3/4): h = rot_dim/2
+ * and the tables hold rot_dim/2 angles; dims [rot_dim, hd) pass through.
  * Launch: grid n, 256 threads; thread t handles rotary pairs and v elements strided.
  * The kernel takes the launcher's argument struct by value and names its fields as
  * __restrict__ locals, so the aliasing facts (and the generated code) are those of
@@ -29,7 +30,7 @@ static __global__ void sd_rope_kv_kernel(const __grid_constant__ sd_cuda_rope_ar
     const int32_t base = sd_keymap_base(&a.map); /* graph replay: a chain's position lives on the device */
     const sd_cuda_tok tk = sd_keymap_tok(&a.map, m, base);
     const size_t w = (size_t)sd_keymap_phys(tk.table, a.map.block_tokens, tk.wrow);
-    const int half = hd / 2;
+    const int rot = a.rot_dim > 0 ? a.rot_dim : hd, half = rot / 2;
     float *row = qkv + (size_t)m * ldqkv;
     const float *cs = cos_t + (size_t)tk.pos * half;
     const float *sn = sin_t + (size_t)tk.pos * half;
@@ -53,6 +54,11 @@ static __global__ void sd_rope_kv_kernel(const __grid_constant__ sd_cuda_rope_ar
             sd_st_dt(k_cache, kv_dt, dst + i + half, y1);
         }
     }
+    if (rot < hd) /* k's dims past the rotary ones, unchanged */
+        for (int t = threadIdx.x; t < n_kv * (hd - rot); t += blockDim.x) {
+            const int g = t / (hd - rot), d = rot + (t - g * (hd - rot));
+            sd_st_dt(k_cache, kv_dt, ((size_t)g * rows + w) * hd + d, row[(size_t)(n_heads + g) * hd + d]);
+        }
     const float *v = row + (size_t)(n_heads + n_kv) * hd;
     for (int t = threadIdx.x; t < n_kv * hd; t += blockDim.x) {
         const int g = t / hd, d = t - g * hd;
@@ -64,7 +70,8 @@ extern "C" specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream
     if (!a) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sd_cuda_rope_kv: NULL args");
     if (a->n <= 0) return SPECDEC_OK;
     const sd_cuda_keymap *k = &a->map;
-    const int shape_ok = a->hd > 0 && !(a->hd & 1) && a->n <= a->n_ctx && a->cache_rows > 0;
+    const int shape_ok = a->hd > 0 && !(a->hd & 1) && a->n <= a->n_ctx && a->cache_rows > 0 && a->rot_dim >= 0 &&
+                         a->rot_dim <= a->hd && !(a->rot_dim & 1);
     int map_ok = 1;
     if (k->tok) map_ok = k->block_tokens >= 1;
     else if (k->table) map_ok = k->block_tokens >= 1 && (k->pos_dev || (k->pos0 >= 0 && k->pos0 + a->n <= a->n_ctx));

@@ -29,3 +29,48 @@ CONVERSATIONS = [
     ("long_multi", [("system", "sys"), ("user", "q1"), ("assistant", "a1"), ("user", "q2"), ("assistant", "a2"),
                     ("user", "q3"), ("assistant", "a3"), ("user", "q4")]),
 ]
+
+# Richer messages for the interpreter comparison (test_jinja_templates.py only: the C API's
+# messages have a role and a content string): tool calls with dict and string arguments, tool
+# results with ids, content as a list of parts, reasoning, and a tools list. Each is rendered with
+# and without tools, add_generation_prompt on and off.
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Get the weather for a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "description": "The city, e.g. Paris"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "Temperature unit"},
+            "days": {"type": "integer", "description": "How many days"}},
+            "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "search", "description": "Search the web.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"},
+                                                       "tags": {"type": "array", "items": {"type": "string"}}},
+                       "required": ["query"]}}},
+]
+
+CALL = {"id": "call_abc123456", "type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}
+CALL_STR = {"id": "call_xyz987654", "type": "function",
+            "function": {"name": "search", "arguments": "{\"query\": \"jinja\"}"}}
+
+RICH_CONVERSATIONS = [
+    ("tool_call", [{"role": "system", "content": "You can call tools."},
+                   {"role": "user", "content": "Weather in Paris?"},
+                   {"role": "assistant", "content": "", "tool_calls": [CALL]},
+                   {"role": "tool", "content": "{\"temp\": 21}", "tool_call_id": "call_abc123456", "name": "get_weather"},
+                   {"role": "assistant", "content": "It is 21 °C."},
+                   {"role": "user", "content": "Thanks!"}]),
+    ("tool_call_str_args", [{"role": "user", "content": "Search jinja"},
+                            {"role": "assistant", "content": None, "tool_calls": [CALL_STR, CALL]},
+                            {"role": "tool", "content": "results", "tool_call_id": "call_xyz987654"},
+                            {"role": "tool", "content": "sunny", "tool_call_id": "call_abc123456"}]),
+    ("content_parts", [{"role": "system", "content": [{"type": "text", "text": "Sys part."}]},
+                       {"role": "user", "content": [{"type": "text", "text": "Part one. "},
+                                                    {"type": "text", "text": "Part two."}]},
+                       {"role": "assistant", "content": [{"type": "text", "text": "Answer."}]},
+                       {"role": "user", "content": "plain"}]),
+    ("reasoning", [{"role": "user", "content": "2+2?"},
+                   {"role": "assistant", "content": "<think>\nadd them\n</think>\n\n4", "reasoning_content": "add them"},
+                   {"role": "user", "content": "and 3+3?"}]),
+]

@@ -13,20 +13,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "chat_util.h"
 #include "specdec.h"
-
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    if (b) b[n] = '\0';
-    fclose(f);
-    return b;
-}
 
 static cJSON *render(const specdec_tokenizer *tok, const char *name, const specdec_chat_message *m, int n, int agp) {
     cJSON *r = cJSON_CreateObject();
@@ -95,17 +83,8 @@ static int run(const cJSON *req, cJSON *out) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: chat_driver REQUEST.json\n");
-        return 2;
-    }
-    char *text = read_all(argv[1]);
-    cJSON *req = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    if (!req) {
-        fprintf(stderr, "chat_driver: cannot read %s\n", argv[1]);
-        return 2;
-    }
+    cJSON *req = chat_read_request(argc, argv, "chat_driver");
+    if (!req) return 2;
     cJSON *out = cJSON_CreateObject();
     int rc = run(req, out);
     if (!rc) {

@@ -7,7 +7,9 @@ model directory, replacing the published config's chat_template, so transformers
 render the same template. ``source`` says where the text comes from: "published" = the
 chat_template of the named model's tokenizer_config.json as distributed (transcribed), "made" =
 written for this test to exercise one feature of the family (not a released template).
-``family`` is what specdec_chat_template_detect must return (None = it must refuse).
+``family`` is what specdec_chat_template_detect must return: "jinja" (the tokenizer's own template,
+rendered by the interpreter) for every one of them now; ``force`` names a family whose built-in
+template is rendered as well.
 """
 
 LLAMA3_INSTRUCT = (
@@ -239,35 +241,35 @@ GEMMA_LIKE = (
 )
 
 FIXTURES = [
-    dict(name="llama3-instruct", base="llama-3-8b", family="llama3", source="published: Meta-Llama-3-8B-Instruct",
+    dict(name="llama3-instruct", base="llama-3-8b", family="jinja", source="published: Meta-Llama-3-8B-Instruct",
          chat_template=LLAMA3_INSTRUCT),
-    dict(name="llama2-chat", base="tinyllama-1.1b-chat-v1.0", family="llama2", source="published: Llama-2-7b-chat-hf",
+    dict(name="llama2-chat", base="tinyllama-1.1b-chat-v1.0", family="jinja", source="published: Llama-2-7b-chat-hf",
          chat_template=LLAMA2_CHAT),
-    dict(name="llama2-sys-branch", base="tinyllama-1.1b-chat-v1.0", family="llama2",
+    dict(name="llama2-sys-branch", base="tinyllama-1.1b-chat-v1.0", family="jinja",
          source="published: transformers' former LlamaTokenizer default template", chat_template=LLAMA2_SYS_BRANCH),
-    dict(name="mixtral-8x22b-instruct", base="mistral-v1-mixtral-8x22b", family="mistral",
+    dict(name="mixtral-8x22b-instruct", base="mistral-v1-mixtral-8x22b", family="jinja",
          source="published 'default' entry of Mixtral-8x22B-Instruct-v0.1; 'tool_use' entry made",
          chat_template=[{"name": "default", "template": MIXTRAL_8X22B_DEFAULT},
                         {"name": "tool_use", "template": TOOL_USE_STANDIN}]),
-    dict(name="mixtral-8x7b-instruct", base="mistral-v1-mixtral-8x22b", family="mistral",
+    dict(name="mixtral-8x7b-instruct", base="mistral-v1-mixtral-8x22b", family="jinja",
          source="published: Mixtral-8x7B-Instruct-v0.1 (early revision)", chat_template=MIXTRAL_8X7B),
-    dict(name="mistral-7b-v0.3", base="mistral-v1-mixtral-8x22b", family="mistral",
+    dict(name="mistral-7b-v0.3", base="mistral-v1-mixtral-8x22b", family="jinja",
          source="published: Mistral-7B-Instruct-v0.3 (a 2024 revision)", chat_template=MISTRAL_V03),
-    dict(name="mistral-sys-first", base="mistral-v1-mixtral-8x22b", family="mistral",
+    dict(name="mistral-sys-first", base="mistral-v1-mixtral-8x22b", family="jinja",
          source="made: 2024 Mistral revision style, system in the first user turn", chat_template=MISTRAL_SYS_FIRST),
-    dict(name="mistral-sys-last", base="mistral-v1-mixtral-8x22b", family="mistral",
+    dict(name="mistral-sys-last", base="mistral-v1-mixtral-8x22b", family="jinja",
          source="made: v0.3 with the system message in the last user turn", chat_template=MISTRAL_SYS_LAST),
-    dict(name="chatml-bos-trim", base="llama-3-8b", family="chatml", source="made: ChatML with BOS and trim",
+    dict(name="chatml-bos-trim", base="llama-3-8b", family="jinja", source="made: ChatML with BOS and trim",
          chat_template=CHATML_BOS_TRIM),
-    dict(name="chatml-generic", base="qwen2.5-1.5b-instruct", family="chatml", source="published: generic ChatML",
+    dict(name="chatml-generic", base="qwen2.5-1.5b-instruct", family="jinja", source="published: generic ChatML",
          chat_template=CHATML_PLAIN),
-    dict(name="qwen2", base="qwen2.5-1.5b-instruct", family="chatml", source="published: Qwen2-Instruct",
+    dict(name="qwen2", base="qwen2.5-1.5b-instruct", family="jinja", source="published: Qwen2-Instruct",
          chat_template=QWEN2),
-    dict(name="phi3-generic-role", base="phi-3-mini", family="phi3", source="made: Phi-3 with bos_token and any role",
+    dict(name="phi3-generic-role", base="phi-3-mini", family="jinja", source="made: Phi-3 with bos_token and any role",
          chat_template=PHI3_GENERIC_ROLE),
-    dict(name="phi3.5", base="phi-3-mini", family="phi3", source="published: Phi-3.5-mini-instruct", chat_template=PHI35),
-    dict(name="llama31-like", base="llama-3-8b", family=None, source="made: Llama-3.1-style date header",
+    dict(name="phi3.5", base="phi-3-mini", family="jinja", source="published: Phi-3.5-mini-instruct", chat_template=PHI35),
+    dict(name="llama31-like", base="llama-3-8b", family="jinja", source="made: Llama-3.1-style date header",
          chat_template=LLAMA31_LIKE, force="llama3"),
-    dict(name="gemma-like", base="llama-3-8b", family=None, source="made: Gemma turn markers",
+    dict(name="gemma-like", base="llama-3-8b", family="jinja", source="made: Gemma turn markers",
          chat_template=GEMMA_LIKE),
 ]

@@ -3,21 +3,22 @@
  *     BUFFER_TOO_SMALL, specdec_chat_tokenize == specdec_tokenize(text, add_special=1);
  *   - bad input (NULLs, empty conversation, empty role, invalid UTF-8, unknown name) gives
  *     INVALID_ARGUMENT with a message and "" in the buffer, never a crash;
- *   - detection on templates this test writes next to the bundled tokenizer.json: a string,
- *     the list form with and without "default", a wrong type, chat_template.jinja taking
- *     priority, refused templates (and forcing a family on them), AddedToken-object bos_token;
- *   - Python str.strip() semantics of the trim helper;
+ *   - templates this test writes next to the bundled tokenizer.json: a string, the list form
+ *     with and without "default", a wrong type, chat_template.jinja taking priority, templates
+ *     outside the supported subset (refused at load naming the construct; a forced family still
+ *     renders), AddedToken-object special tokens, the variables transformers passes (special
+ *     tokens, tools=None, documents=None, add_generation_prompt), a template that raises;
  *   - allocation failure injected at every allocation of render and of the end of load.
  * Usage: test_chat_api MODELS/kjv-target */
-#define _POSIX_C_SOURCE 200809L /* mkdtemp, unlink, rmdir */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, unlink, rmdir, localtime_r */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sd_alloc.h"
-#include "sd_chat_template.h"
 #include "sd_test.h"
 #include "specdec.h"
 
@@ -109,7 +110,7 @@ static void test_bad_input(const specdec_tokenizer *tok) {
     for (size_t i = 0; i < sizeof bad_utf8 / sizeof *bad_utf8; i++) {
         for (int field = 0; field < 2; field++) {
             specdec_chat_message b[] = {MSG("user", "ok"), MSG(field ? bad_utf8[i] : "user", field ? "x" : bad_utf8[i])};
-            for (int f = 0; f < SD_CHAT_N_FAMILIES; f++) {
+            for (int f = 0; specdec_chat_template_name(f); f++) {
                 strcpy(buf, "x");
                 expect_invalid(specdec_chat_apply(tok, specdec_chat_template_name(f), b, 2, 1, buf, sizeof buf, &len), buf,
                                "invalid UTF-8");
@@ -125,7 +126,11 @@ static void test_bad_input(const specdec_tokenizer *tok) {
     SD_CHECK(specdec_tokenizer_chat_template(NULL) == NULL, "chat_template(NULL)");
     int count = 0;
     while (specdec_chat_template_name(count)) count++;
-    SD_CHECK(count == SD_CHAT_N_FAMILIES && !specdec_chat_template_name(-1), "name list %d", count);
+    SD_CHECK(count == 8 && !specdec_chat_template_name(-1) && !strcmp(specdec_chat_template_name(6), "plain") &&
+                 !strcmp(specdec_chat_template_name(7), "jinja"),
+             "name list %d", count);
+    SD_CHECK(specdec_chat_apply(tok, "jinja", ok, 1, 1, buf, sizeof buf, &len) == SPECDEC_OK && !strcmp(buf, "User: hi\nAssistant:"),
+             "\"jinja\" without a template is plain: %s", buf);
 }
 
 /* ---- templates written next to the bundled tokenizer.json ------------------------------------ */
@@ -179,181 +184,136 @@ static void expect_detect(const specdec_tokenizer *tok, specdec_status want_st, 
              name ? name : "(null)", st ? specdec_last_error() : "");
 }
 
-static void test_detection(void) {
+static void expect_render(const specdec_tokenizer *tok, const char *name, const specdec_chat_message *m, int n, int agp,
+                          const char *want, const char *what) {
+    specdec_status st;
+    const char *t = tok ? render(tok, name, m, n, agp, &st) : NULL;
+    SD_CHECK(t && !strcmp(t, want), "%s:\n  want %s\n  got  %s", what, want, t ? t : specdec_last_error());
+}
+
+static void test_templates(void) {
     specdec_chat_message m[] = {MSG("user", "hi")};
     specdec_status st;
     specdec_tokenizer *tok = load_with(CHATML, NULL);
-    expect_detect(tok, SPECDEC_OK, "chatml", "string");
-    const char *t = tok ? render(tok, NULL, m, 1, 1, &st) : NULL;
-    SD_CHECK(t && !strcmp(t, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"), "chatml: %s", t ? t : "");
+    expect_detect(tok, SPECDEC_OK, "jinja", "string");
+    expect_render(tok, NULL, m, 1, 1, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "chatml");
+    expect_render(tok, "jinja", m, 1, 0, "<|im_start|>user\nhi<|im_end|>\n", "chatml by name");
     int as = -1;
     SD_CHECK(tok && specdec_chat_add_special(tok, NULL, &as) == SPECDEC_OK && as == 0, "template add_special %d", as);
-    t = tok ? render(tok, "plain", m, 1, 1, &st) : NULL;
-    SD_CHECK(t && !strcmp(t, "User: hi\nAssistant:"), "forced plain over a template: %s", t ? t : "");
+    SD_CHECK(tok && specdec_chat_add_special(tok, "llama3", &as) == SPECDEC_OK && as == 0, "family add_special %d", as);
+    expect_render(tok, "plain", m, 1, 1, "User: hi\nAssistant:", "forced plain over a template");
     specdec_tokenizer_free(tok);
 
     tok = load_with("[{\"name\": \"tool_use\", \"template\": \"{{ tools }}\"}, {\"name\": \"default\", \"template\": " CHATML "}]", NULL);
-    expect_detect(tok, SPECDEC_OK, "chatml", "list with default");
+    expect_detect(tok, SPECDEC_OK, "jinja", "list with default");
+    expect_render(tok, NULL, m, 1, 0, "<|im_start|>user\nhi<|im_end|>\n", "the default entry");
     specdec_tokenizer_free(tok);
 
     tok = load_with("[{\"name\": \"tool_use\", \"template\": " CHATML "}]", NULL);
     expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "list without default");
     SD_CHECK(strstr(specdec_last_error(), "default") != NULL, "message names the missing entry: %s", specdec_last_error());
-    t = tok ? render(tok, "chatml", m, 1, 0, &st) : NULL;
-    SD_CHECK(t && !strcmp(t, "<|im_start|>user\nhi<|im_end|>\n"), "forced chatml: %s", t ? t : specdec_last_error());
+    expect_render(tok, "chatml", m, 1, 0, "<|im_start|>user\nhi<|im_end|>\n", "forced chatml");
     specdec_tokenizer_free(tok);
 
     tok = load_with("42", NULL);
     expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "number");
     specdec_tokenizer_free(tok);
 
-    tok = load_with("\"{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + m['role'] + m['content'] }}{% endfor %}\"", NULL);
-    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "unknown family");
-    t = tok ? render(tok, "llama3", m, 1, 1, &st) : NULL;
-    SD_CHECK(t && !strcmp(t, "<s><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
-             "forced llama3: %s", t ? t : specdec_last_error());
+    /* outside the subset: refused at load with the construct and its line named */
+    tok = load_with("\"{{ bos_token }}\\n{% include 'other.jinja' %}\"", NULL);
+    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "include");
+    SD_CHECK(strstr(specdec_last_error(), "include") && strstr(specdec_last_error(), "line 2"), "message: %s",
+             specdec_last_error());
+    st = tok ? specdec_chat_apply(tok, NULL, m, 1, 1, NULL, 0, &(size_t){0}) : SPECDEC_ERR_INTERNAL;
+    SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && strstr(specdec_last_error(), "include"), "render refused: %d", st);
+    expect_render(tok, "llama3", m, 1, 1,
+                  "<s><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
+                  "forced llama3 over a refused template");
+    specdec_tokenizer_free(tok);
+    tok = load_with("\"{% for m in messages %}{{ m.content | wordwrap(8) }}{% endfor %}\"", NULL);
+    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "unknown filter");
+    SD_CHECK(strstr(specdec_last_error(), "'wordwrap'") != NULL, "message: %s", specdec_last_error());
     specdec_tokenizer_free(tok);
 
-    tok = load_with("\"{{ bos_token }}{{ 'Cutting Knowledge Date: December 2023' }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' + message['content'] + '<|eot_id|>' }}{% endfor %}\"", NULL);
-    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "llama 3.1 date header");
-    SD_CHECK(strstr(specdec_last_error(), "date header") != NULL, "message: %s", specdec_last_error());
+    /* the variables transformers passes; AddedToken objects; absent or null tokens are undefined */
+    const char *cfg =
+        "{\"bos_token\": {\"content\": \"<B>\", \"special\": true}, \"eos_token\": \"<E>\", \"unk_token\": null, "
+        "\"pad_token\": \"<P>\", \"chat_template\": \"{{ bos_token }}|{{ eos_token }}|{{ pad_token }}|{{ unk_token is "
+        "defined }}|{{ mask_token is defined }}|{{ tools is none }}|{{ documents is none }}|{{ add_generation_prompt }}|"
+        "{{ messages | tojson }}|{{ date_string is defined }}\"}";
+    tok = NULL;
+    SD_CHECK(write_file("tokenizer_config.json", cfg) == 0 && specdec_tokenizer_load(g_dir, &tok) == SPECDEC_OK, "load: %s",
+             specdec_last_error());
+    specdec_chat_message u[] = {MSG("user", "\xc3\xa9 \"q\"\n")};
+    expect_render(tok, NULL, u, 1, 1,
+                  "<B>|<E>|<P>|False|False|True|True|True|[{\"role\": \"user\", \"content\": \"\xc3\xa9 \\\"q\\\"\\n\"}]|False",
+                  "template variables");
     specdec_tokenizer_free(tok);
 
-    tok = load_with("\"{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] | upper + ' [/INST]' }}{% else %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}\"", NULL);
-    expect_detect(tok, SPECDEC_ERR_UNSUPPORTED, NULL, "mistral with an unknown filter");
+    /* strftime_now reads the clock (local time) */
+    tok = load_with("\"{{ strftime_now('%Y') }}\"", NULL);
+    char year[16];
+    time_t now = time(NULL);
+    struct tm tmv;
+    localtime_r(&now, &tmv);
+    snprintf(year, sizeof year, "%d", tmv.tm_year + 1900);
+    expect_render(tok, NULL, m, 1, 1, year, "strftime_now");
     specdec_tokenizer_free(tok);
 
-    /* AddedToken-object bos_token; a forced family's reference variant; its raise message */
+    /* AddedToken-object bos_token; a forced family's built-in template; its raise message */
     tok = load_with("null", "{\"content\": \"<s>\", \"lstrip\": false, \"special\": true}");
     expect_detect(tok, SPECDEC_OK, "plain", "no template");
     specdec_chat_message sm[] = {MSG("system", "s"), MSG("user", "u")};
-    t = tok ? render(tok, "mistral", m, 1, 1, &st) : NULL;
-    SD_CHECK(t && !strcmp(t, "<s> [INST] hi [/INST]"), "forced mistral: %s", t ? t : specdec_last_error());
-    /* empty contents and no system message: llama2's scratch buffer is never allocated
-     * (found by fuzzing: the renderer added 0 to its NULL pointer); transformers renders this */
+    expect_render(tok, "mistral", m, 1, 1, "<s> [INST] hi [/INST]", "forced mistral");
     specdec_chat_message em[] = {MSG("user", ""), MSG("assistant", ""), MSG("user", "")};
-    t = tok ? render(tok, "llama2", em, 3, 1, &st) : NULL;
-    SD_CHECK(t && !strcmp(t, "<s>[INST]  [/INST]  </s><s>[INST]  [/INST]"), "forced llama2, empty contents: %s",
-             t ? t : specdec_last_error());
+    expect_render(tok, "llama2", em, 3, 1, "<s>[INST]  [/INST]  </s><s>[INST]  [/INST]", "forced llama2, empty contents");
     st = tok ? specdec_chat_apply(tok, "mistral", sm, 2, 1, NULL, 0, &(size_t){0}) : SPECDEC_ERR_INTERNAL;
-    SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && strstr(specdec_last_error(), "Conversation roles must alternate"),
+    SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT &&
+                 !strcmp(specdec_last_error(), "chat template: Conversation roles must alternate user/assistant/user/assistant/..."),
              "mistral rejects a system message: %d %s", st, specdec_last_error());
+    int32_t ids[8], nid = -1;
+    SD_CHECK(tok && specdec_chat_tokenize(tok, "mistral", sm, 2, 1, ids, 8, &nid) == SPECDEC_ERR_INVALID_ARGUMENT && nid == 0,
+             "tokenize: the template's error");
     specdec_tokenizer_free(tok);
 
     /* chat_template.jinja takes priority over the config's template */
     SD_CHECK(write_file("chat_template.jinja", ZEPHYR_JINJA) == 0, "write jinja");
     tok = load_with(CHATML, NULL);
-    expect_detect(tok, SPECDEC_OK, "zephyr", "chat_template.jinja priority");
-    t = tok ? render(tok, NULL, m, 1, 1, &st) : NULL;
-    SD_CHECK(t && !strcmp(t, "<|user|>\nhi</s>\n<|assistant|>\n"), "zephyr: %s", t ? t : "");
+    expect_detect(tok, SPECDEC_OK, "jinja", "chat_template.jinja priority");
+    expect_render(tok, NULL, m, 1, 1, "<|user|>\nhi</s>\n<|assistant|>\n", "zephyr");
+    SD_CHECK(tok && !strcmp(specdec_tokenizer_chat_template(tok), ZEPHYR_JINJA), "the text as loaded");
     specdec_tokenizer_free(tok);
     remove_file("chat_template.jinja");
-}
-
-static void test_strip(void) {
-    static const struct { const char *in, *out; } cases[] = {
-        {"  x  ", "x"}, {"\xc2\xa0\xe2\x80\xa8 x y\x1c\xc2\x85", "x y"}, {" \t\n", ""}, {"", ""},
-        {"\xe2\x80\x8bx\xe2\x80\x8b", "\xe2\x80\x8bx\xe2\x80\x8b"}, /* U+200B is not whitespace for Python */
-        {"\xe3\x80\x80\xc3\xa9\xe3\x80\x80", "\xc3\xa9"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        size_t off, len;
-        sd_chat_py_strip(cases[i].in, strlen(cases[i].in), &off, &len);
-        SD_CHECK(len == strlen(cases[i].out) && !memcmp(cases[i].in + off, cases[i].out, len), "strip case %zu", i);
-    }
-}
-
-/* Template texts cut, spliced and sprinkled with Jinja punctuation (fixed seed): detection
- * and rendering must return a status, never read or write out of bounds (ASan run). */
-static void test_mutated_templates(void) {
-    static const char *seeds[] = {
-        "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-        "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
-        "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% elif message['role'] == "
-        "'assistant' %}{{ message['content'] + eos_token}}{% else %}{{ raise_exception('Only user and assistant roles are "
-        "supported!') }}{% endif %}{% endfor %}",
-        "{%- if messages[0][\"role\"] == \"system\" %}{%- set system_message = messages[0][\"content\"] %}{%- set "
-        "loop_messages = messages[1:] %}{%- else %}{%- set loop_messages = messages %}{%- endif %}{{- bos_token }}{%- for "
-        "message in loop_messages %}{%- if message[\"role\"] == \"user\" %}{%- if loop.last and system_message is "
-        "defined %}{{- \"[INST]\" + system_message + \"\\n\\n\" + message[\"content\"] + \"[/INST]\" }}{%- else "
-        "%}{{- \"[INST]\" + message[\"content\"] + \"[/INST]\" }}{%- endif %}{%- elif message[\"role\"] == "
-        "\"assistant\" %}{{- \" \" + message[\"content\"]|trim + eos_token}}{%- endif %}{%- endfor %}",
-        "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\nYou "
-        "are a helpful assistant.<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + "
-        "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
-        "'<|im_start|>assistant\\n' }}{% endif %}",
-        ZEPHYR_JINJA,
-        "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
-        "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}"
-        "{% for message in loop_messages %}{% if loop.index0 == 0 and system_message != false %}{% set content = "
-        "'<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = "
-        "message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + "
-        "' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}"
-        "{% endfor %}",
-    };
-    static const char punct[] = "{}%#'\"\\+|-[]() \nux0";
-    specdec_chat_message m[] = {MSG("system", "s"), MSG("user", "u"), MSG("assistant", " a "), MSG("user", "v")};
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    int ok = 0, refused = 0, other = 0;
-    for (int it = 0; it < 6000; it++) {
-        const char *src = seeds[it % (int)(sizeof seeds / sizeof *seeds)];
-        size_t n = strlen(src);
-        char t[2048];
-        memcpy(t, src, n + 1);
-        for (int k = 0; k < 1 + it % 4; k++) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            size_t at = (size_t)(x >> 33) % (n + 1);
-            int op = (int)(x >> 20) % 3;
-            if (op == 0) n = at; /* cut */
-            else if (op == 1 && n + 1 < sizeof t - 1) { memmove(t + at + 1, t + at, n - at); t[at] = punct[(x >> 8) % (sizeof punct - 1)]; n++; }
-            else if (n > at) { memmove(t + at, t + at + 1, n - at - 1); n--; }
-            t[n] = '\0';
-        }
-        sd_chat_spec sp = {0};
-        specdec_status st = sd_chat_spec_detect(t, &sp);
-        if (!st) {
-            sd_tok_buf out = {0};
-            st = sd_chat_render(&sp, "<s>", "</s>", m + (it & 1), 3, it & 2, &out);
-            sd_tok_buf_free(&out);
-            ok += st == SPECDEC_OK || st == SPECDEC_ERR_INVALID_ARGUMENT;
-        } else {
-            refused += st == SPECDEC_ERR_UNSUPPORTED;
-        }
-        other += st != SPECDEC_OK && st != SPECDEC_ERR_INVALID_ARGUMENT && st != SPECDEC_ERR_UNSUPPORTED;
-        sd_chat_spec_free(&sp);
-    }
-    SD_CHECK(other == 0 && ok > 0 && refused > 0, "mutated templates: %d rendered, %d refused, %d other", ok, refused, other);
-    printf("mutated templates: %d rendered, %d refused\n", ok, refused);
 }
 
 /* Every allocation of a render fails in turn: OUT_OF_MEMORY each time, then success. */
 static void test_alloc_failures(void) {
     specdec_tokenizer *tok = load_with(CHATML, NULL);
     specdec_chat_message m[] = {MSG("system", "s"), MSG("user", "u"), MSG("assistant", "a"), MSG("user", "v")};
-    for (int f = 0; tok && f < SD_CHAT_N_FAMILIES; f++) {
-        const char *name = f == SD_CHAT_CHATML ? NULL : specdec_chat_template_name(f);
+    for (int f = 0; tok && specdec_chat_template_name(f); f++) {
+        const char *name = specdec_chat_template_name(f);
+        int mistral = !strcmp(name, "mistral");
         int done = 0, bad = 0;
         for (long k = 0; k < 1000 && !done; k++) {
             char buf[512];
             size_t len;
             sd_alloc_fail_after(k);
-            specdec_status st = specdec_chat_apply(tok, name, m + (f == SD_CHAT_MISTRAL ? 1 : 0), f == SD_CHAT_MISTRAL ? 3 : 4, 1,
-                                                   buf, sizeof buf, &len);
+            specdec_status st = specdec_chat_apply(tok, name, m + mistral, 4 - mistral, 1, buf, sizeof buf, &len);
             sd_alloc_fail_after(-1);
             if (st == SPECDEC_OK) done = 1;
             else if (st != SPECDEC_ERR_OUT_OF_MEMORY) bad = 1;
         }
-        SD_CHECK(done && !bad, "family %d under allocation failures: done %d bad %d", f, done, bad);
+        SD_CHECK(done && !bad, "%s under allocation failures: done %d bad %d", name, done, bad);
     }
     specdec_tokenizer_free(tok);
-    /* the end of a load: bos/eos text and the template are the last allocations */
+    /* the end of a load: the special tokens, the template and its parse are the last allocations */
     sd_alloc_fail_after(-1);
     specdec_tokenizer *t2 = NULL;
     specdec_status st = specdec_tokenizer_load(g_dir, &t2);
     long total = sd_alloc_count();
     specdec_tokenizer_free(t2);
     SD_CHECK(st == SPECDEC_OK && total > 0, "load: %s", specdec_last_error());
-    for (long k = total > 12 ? total - 12 : 0; k < total; k++) {
+    for (long k = total > 40 ? total - 40 : 0; k < total; k++) {
         sd_alloc_fail_after(k);
         t2 = NULL;
         st = specdec_tokenizer_load(g_dir, &t2);
@@ -375,8 +335,6 @@ int main(int argc, char **argv) {
     }
     test_plain(tok);
     test_bad_input(tok);
-    test_strip();
-    test_mutated_templates();
     specdec_tokenizer_free(tok);
 
     static char tokjson[512];
@@ -385,7 +343,7 @@ int main(int argc, char **argv) {
     snprintf(g_dir, sizeof g_dir, "/tmp/specdec_chat_XXXXXX");
     if (!mkdtemp(g_dir)) return 1;
     SD_CHECK(copy_tokenizer() == 0, "copy tokenizer.json");
-    test_detection();
+    test_templates();
     test_alloc_failures();
     remove_file("tokenizer.json");
     remove_file("tokenizer_config.json");

@@ -277,10 +277,10 @@ static void bad_inputs(void) {
                "num_key_value_heads");
     bad_config("kv heads > heads", "\"num_key_value_heads\": 4", "\"num_key_value_heads\": 8", SPECDEC_ERR_FORMAT,
                "num_key_value_heads");
-    bad_config("rope yarn", "\"rope_scaling\": null",
-               "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}", SPECDEC_ERR_UNSUPPORTED, "yarn");
-    bad_config("rope linear (type key)", "\"rope_scaling\": null", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}",
-               SPECDEC_ERR_UNSUPPORTED, "linear");
+    bad_config("rope unknown", "\"rope_scaling\": null",
+               "\"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 4.0}", SPECDEC_ERR_UNSUPPORTED, "mrope");
+    bad_config("rope linear no factor (type key)", "\"rope_scaling\": null",
+               "\"rope_scaling\": {\"type\": \"linear\"}", SPECDEC_ERR_FORMAT, "factor");
     bad_config("rope llama3 no factor", "\"rope_scaling\": null",
                "\"rope_scaling\": {\"rope_type\": \"llama3\", \"low_freq_factor\": 1, \"high_freq_factor\": 4, "
                "\"original_max_position_embeddings\": 8192}",
@@ -301,7 +301,7 @@ static void bad_inputs(void) {
     bad_config("bos negative", "\"bos_token_id\": 1", "\"bos_token_id\": -1", SPECDEC_ERR_FORMAT, "bos_token_id");
     bad_config("duplicate key", "\"vocab_size\": 48,", "\"vocab_size\": 48, \"vocab_size\": 64,", SPECDEC_ERR_FORMAT,
                "vocab_size");
-    bad_config("hidden_act", "\"silu\"", "\"gelu\"", SPECDEC_ERR_UNSUPPORTED, "hidden_act");
+    bad_config("hidden_act", "\"silu\"", "\"relu\"", SPECDEC_ERR_UNSUPPORTED, "hidden_act");
     bad_config("architectures type", "[\"LlamaForCausalLM\"]", "\"LlamaForCausalLM\"", SPECDEC_ERR_FORMAT,
                "architectures");
     bad_config("not JSON", "\"vocab_size\": 48,", "\"vocab_size\": 48,,", SPECDEC_ERR_FORMAT, "JSON");

@@ -2,8 +2,8 @@
 """`specdec batch` (tools/cli/cmd_batch.c) on the bundled pair, CPU backend.
 
 Checks: every prompt's tokens and text equal `specdec generate` on that line alone
-(greedy, and match mode at T = 0.8 with a fixed seed: the scheduler must not change a
-sequence's output), for --parallel 1 and 3 (the prompts outnumber the parallel slots,
+(greedy, and match mode at T = 0.8 with --seed 11, line i being generate --seed 11+i:
+the scheduler must not change a sequence's output), for --parallel 1 and 3 (the prompts outnumber the parallel slots,
 so requests queue and join as others leave); lines are 0-indexed in file order, CRLF
 and a missing final newline handled; --json ends with one summary line whose counts
 add up; text mode prints "[i] text"; a failing prompt (an empty line with a tokenizer
@@ -46,14 +46,14 @@ path = os.path.join(tmp, "prompts.txt")
 with open(path, "wb") as f:  # CRLF on one line, no final newline
     f.write(("\n".join(PROMPTS[:3]) + "\r\n" + "\n".join(PROMPTS[3:])).encode())
 
-for mode in (["--temp", "0"], ["--verify", "match", "--temp", "0.8", "--seed", "11"]):
+for mode in (["--temp", "0"], ["--verify", "match", "--temp", "0.8"]):
     common = ["-m", TARGET, "-md", DRAFT, "-n", "20", "--backend", "cpu", "--draft-max", "3"] + mode
     alone = []
-    for p in PROMPTS:
-        g = run(["generate", "-p", p, "--json"] + common, 0)
+    for i, p in enumerate(PROMPTS):  # line i samples with seed S + i (S = 11 here)
+        g = run(["generate", "-p", p, "--json", "--seed", str(11 + i)] + common, 0)
         alone.append(json.loads(g.stdout) if g.returncode == 0 else None)
     for par in ("1", "3"):
-        b = run(["batch", "-f", path, "--parallel", par, "--json"] + common, 0)
+        b = run(["batch", "-f", path, "--parallel", par, "--json", "--seed", "11"] + common, 0)
         lines = [json.loads(x) for x in b.stdout.decode().splitlines() if x.strip()]
         check(len(lines) == len(PROMPTS) + 1, f"{mode} parallel {par}: {len(lines)} JSON lines")
         if len(lines) != len(PROMPTS) + 1:

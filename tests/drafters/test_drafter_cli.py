@@ -64,12 +64,14 @@ for extra, tree in CONFIGS[2:3] if QUICK else CONFIGS:
     check_trace(d, f"ngram {extra}", tree)
 if not QUICK:
     p = run(BASE + ["--drafter", "ngram", "--trace"], 0)
-    check(p.stderr.count("[round ") >= 1 and "drafter ngram" in p.stderr, f"text trace: {p.stderr[-400:]!r}")
+    check(p.stderr.count("[round ") >= 1 and "[round 0, " in p.stderr and "speculative (ngram draft" in p.stderr,
+          f"text trace: {p.stderr[-400:]!r}")
 
 check("--drafter" in run(BASE + ["--drafter", "eagle"], 2).stderr, "an unknown drafter")
 p = run(BASE + ["--drafter", "ngram", "-m", TARGET, "-md", DRAFT], 2)
 check("--drafter" in p.stderr and "-md" in p.stderr, f"ngram with a draft model: {p.stderr[-300:]!r}")
-check("ngram_min" in run(BASE + ["--drafter", "ngram", "--ngram-min", "0"], 1).stderr, "ngram_min 0")
-check("ngram_max" in run(BASE + ["--drafter", "ngram", "--ngram-max", "65"], 1).stderr, "ngram_max 65")
+# the limits are the library's (specdec_generate_params_validate), checked before anything loads: exit 2
+check("ngram_min" in run(BASE + ["--drafter", "ngram", "--ngram-min", "0"], 2).stderr, "ngram_min 0")
+check("ngram_max" in run(BASE + ["--drafter", "ngram", "--ngram-max", "65"], 2).stderr, "ngram_max 65")
 check("MODEL" in run(BASE + ["--drafter", "model", "-m", TARGET], 1).stderr, "model without a draft model")
 finish()

@@ -6,7 +6,7 @@
 
 Checks: a server started with {"method": "ngram", ...} and no -m runs the bundled target
 alone, its completions (temperature 0) equal `specdec generate` plain decoding and report
-"speculative": {"method": "ngram"}; a request's own speculative_config overrides it
+"speculative": {"draft_method": "ngram"}; a request's own speculative_config overrides it
 (draft_model on a server with -md, ngram with a tree); bad values answer 400 with
 "param" naming the field (method, num_speculative_tokens, prompt_lookup_min/max, model
 with ngram, draft_model without a draft model, a tree without a drafter); bad
@@ -84,10 +84,10 @@ srv = Server("--speculative-config", '{"method": "ngram", "num_speculative_token
 try:
     st, r = srv.post(completion({}))
     spec = r.get("speculative", {}) if st == 200 else {}
-    check(st == 200 and spec.get("method") == "ngram" and spec.get("n_draft") == 5, f"server default ngram: {st} {r}")
+    check(st == 200 and spec.get("draft_method") == "ngram" and spec.get("n_draft") == 5, f"server default ngram: {st} {r}")
     check(st == 200 and r["choices"][0]["text"] == ref["text"], f"ngram text != plain: {r} / {ref['text']!r}")
     st, r = srv.post(completion({"speculative_config": {"method": "ngram", "num_speculative_tokens": 2}, "tree": [2, 2]}))
-    check(st == 200 and r["speculative"]["method"] == "ngram" and r["choices"][0]["text"] == ref["text"],
+    check(st == 200 and r["speculative"]["draft_method"] == "ngram" and r["choices"][0]["text"] == ref["text"],
           f"request ngram tree: {st} {r}")
     bad = [({"method": "medusa"}, "speculative_config.method"),
            ({"method": "draft_model"}, "speculative_config.method"),
@@ -113,10 +113,10 @@ if QUICK:
 srv = Server("-m", TARGET, "-md", DRAFT, "--speculative-config", '{"method": "ngram"}')
 try:
     st, r = srv.post(completion({"speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}))
-    check(st == 200 and r["speculative"]["method"] == "draft_model" and r["speculative"]["n_draft"] == 3 and
+    check(st == 200 and r["speculative"]["draft_method"] == "model" and r["speculative"]["n_draft"] == 3 and
           r["choices"][0]["text"] == ref["text"], f"draft_model over the server's ngram: {st} {r}")
     st, r = srv.post(completion({}))
-    check(st == 200 and r["speculative"]["method"] == "ngram", f"server default ngram with -md: {st} {r}")
+    check(st == 200 and r["speculative"]["draft_method"] == "ngram", f"server default ngram with -md: {st} {r}")
     st, r = srv.post(completion({"speculative_config": {"model": "other-draft"}}))
     check(st == 400 and r["error"]["param"] == "speculative_config.model", f"another draft model: {st} {r}")
 finally:
@@ -127,7 +127,7 @@ try:
     st, r = srv.post(completion({"tree": [2, 2]}))
     check(st == 400 and r["error"]["param"] == "tree", f"a tree without a drafter: {st} {r}")
     st, r = srv.post(completion({}))
-    check(st == 200 and r["speculative"]["method"] == "none", f"plain: {st} {r}")
+    check(st == 200 and r["speculative"]["draft_method"] == "none", f"plain: {st} {r}")
 finally:
     srv.stop()
 

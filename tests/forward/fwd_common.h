@@ -67,7 +67,7 @@ static inline struct specdec_model *fwd_model_make(const sd_config *cfg, sd_dtyp
             fwd_fill(&L->bv, dt, KV, 0, 0.0, 0.1, &rng);
         }
         fwd_fill(&L->wo, dt, H, Q, 0.0, 0.8 / sqrt((double)Q), &rng);
-        if (cfg->attention_bias && cfg->arch == SD_ARCH_LLAMA) fwd_fill(&L->bo, dt, H, 0, 0.0, 0.1, &rng);
+        if (cfg->o_bias) fwd_fill(&L->bo, dt, H, 0, 0.0, 0.1, &rng);
         fwd_fill(&L->ffn_norm, dt, H, 0, 1.0, 0.1, &rng);
         fwd_fill(&L->w_gate, dt, I, H, 0.0, 1.5 / sqrt((double)H), &rng);
         fwd_fill(&L->w_up, dt, I, H, 0.0, 1.5 / sqrt((double)H), &rng);

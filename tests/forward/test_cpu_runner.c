@@ -2,7 +2,8 @@
  * batch invariance (bitwise, chunks k = 1..16 and full prefill), rollback by
  * truncation, logits == NULL, no allocation in forward, argument checks that leave
  * the state unchanged, model checks in create, and allocation-failure injection
- * over create (every k) without leaks (ASan's leak checker runs this too). */
+ * over create (every k) without leaks (ASan's leak checker runs this too); the
+ * sliding window's receptive field (check_window). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,64 @@ static void check_model_invariance(const char *name, const sd_config *cfg, sd_dt
 }
 
 /* Every bad argument returns its status with a message and changes nothing. */
+/* Sliding window W over L layers: the logits at position p depend on the tokens at
+ * positions > p - L (W - 1) only (each layer reaches W - 1 positions further back).
+ * Rewriting every token before that leaves them bitwise unchanged; rewriting the first
+ * one inside it changes them; without the window (W = 0) the far tokens matter too.
+ * Also a tree node (the path decoded as a tree chain) == the plain decode. */
+static void check_window(void) {
+    sd_config c = fwd_small_config();
+    c.arch = SD_ARCH_MISTRAL;
+    c.sliding_window = 4;
+    for (int32_t l = 0; l < c.n_layers; l++) c.layer_sliding[l] = 1;
+    const int32_t reach = c.n_layers * (c.sliding_window - 1), T = 20, p = T - 1, V = c.vocab_size;
+    struct specdec_model *m = fwd_model_make(&c, SD_F32, 11);
+    sd_errbuf eb = {{0}};
+    sd_runner *r = NULL;
+    SD_CHECK(sd_cpu_runner_create(&m->w, N_CTX, N_CTX, &r, &eb) == SPECDEC_OK, "window: create: %s", eb.msg);
+    if (!r) {
+        fwd_model_free(m);
+        return;
+    }
+    int32_t tok[20], alt[20];
+    make_tokens(tok, T, V, 3);
+    float *a = malloc(sizeof(float) * (size_t)(T * V)), *b = malloc(sizeof(float) * (size_t)(T * V));
+    SD_CHECK(sd_runner_forward(r, tok, T, 0, a) == SPECDEC_OK, "window: %s", r->err.msg);
+    memcpy(alt, tok, sizeof tok);
+    for (int32_t i = 0; i < p - reach; i++) alt[i] = (tok[i] + 1 + i) % V;
+    SD_CHECK(sd_runner_forward(r, alt, T, 0, b) == SPECDEC_OK, "window: %s", r->err.msg);
+    SD_CHECK(fwd_first_diff(b + (int64_t)p * V, a + (int64_t)p * V, V) < 0,
+             "window: tokens before p - L (W - 1) changed the logits at p");
+    alt[p - reach] = (tok[p - reach] + 1) % V;
+    SD_CHECK(sd_runner_forward(r, alt, T, 0, b) == SPECDEC_OK, "window: %s", r->err.msg);
+    SD_CHECK(fwd_first_diff(b + (int64_t)p * V, a + (int64_t)p * V, V) >= 0,
+             "window: the token at p - L (W - 1) did not change the logits at p");
+    /* a tree over the last 5 positions (a chain of parents) == the plain decode */
+    int32_t par[5] = {-1, 0, 1, 2, 3};
+    sd_runner_truncate(r, 0);
+    SD_CHECK(sd_runner_forward(r, tok, T - 5, 0, NULL) == SPECDEC_OK, "window: %s", r->err.msg);
+    SD_CHECK(sd_runner_forward_tree(r, tok + T - 5, 5, T - 5, 0, par, b) == SPECDEC_OK, "window tree: %s", r->err.msg);
+    SD_CHECK(fwd_first_diff(b, a + (int64_t)(T - 5) * V, 5 * V) < 0, "window: tree logits differ from the chain's");
+    sd_runner_destroy(r);
+    /* without the window the far tokens matter */
+    m->w.cfg.sliding_window = 0;
+    memset(m->w.cfg.layer_sliding, 0, sizeof m->w.cfg.layer_sliding);
+    r = NULL;
+    SD_CHECK(sd_cpu_runner_create(&m->w, N_CTX, N_CTX, &r, &eb) == SPECDEC_OK, "no window: create: %s", eb.msg);
+    if (r) {
+        for (int32_t i = 0; i < p - reach; i++) alt[i] = (tok[i] + 1 + i) % V;
+        alt[p - reach] = tok[p - reach];
+        SD_CHECK(sd_runner_forward(r, alt, T, 0, b) == SPECDEC_OK, "no window: %s", r->err.msg);
+        SD_CHECK(sd_runner_forward(r, tok, T, 0, a) == SPECDEC_OK, "no window: %s", r->err.msg);
+        SD_CHECK(fwd_first_diff(b + (int64_t)p * V, a + (int64_t)p * V, V) >= 0,
+                 "no window: far tokens did not change the logits (the check cannot fail)");
+        sd_runner_destroy(r);
+    }
+    free(a);
+    free(b);
+    fwd_model_free(m);
+}
+
 static void check_bad_args(void) {
     sd_config cfg = fwd_small_config();
     struct specdec_model *m = fwd_model_make(&cfg, SD_F32, 5);
@@ -230,8 +289,10 @@ int main(void) {
     l3.head_dim = 24;
     l3.n_kv_heads = 4;
     l3.attention_bias = 1; /* Llama attention_bias: q/k/v/o biases */
+    l3.o_bias = 1;
     check_model_invariance("llama3 rope mha bias f16", &l3, SD_F16);
 
+    check_window();
     check_bad_args();
     check_alloc_failures();
     return sd_test_done();

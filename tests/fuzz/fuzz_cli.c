@@ -54,6 +54,9 @@ static void sd_fcli_generate(int argc, char **argv) {
         sd_fuzz_require(o.ep.backend >= SPECDEC_BACKEND_AUTO && o.ep.backend <= SPECDEC_BACKEND_CUDA);
         sd_fuzz_require(o.ep.n_ctx >= 0);
         sd_fuzz_require(o.json == 0 || o.json == 1);
+        /* values the library accepts, no greedy verification with a temperature above 0 */
+        sd_fuzz_require(specdec_generate_params_validate(&o.gp) == SPECDEC_OK);
+        sd_fuzz_require(!(o.gp.verify == SPECDEC_VERIFY_GREEDY && o.gp.temperature > 0.0f));
         sd_fuzz_require(o.gp.tokenizer == NULL && o.gp.callback == NULL && o.gp.stop_strings == NULL);
         /* same options both times (NaN floats compare by bits) */
         sd_fuzz_require(!memcmp(&o.gp, &o2.gp, sizeof o.gp) && !memcmp(&o.ep, &o2.ep, sizeof o.ep));
@@ -96,7 +99,9 @@ static void sd_fcli_batch(int argc, char **argv) {
     if (rc == CLI_PARSE_OK) {
         sd_fuzz_require(o.file && sd_fcli_in_argv(o.file, argc, argv));
         sd_fuzz_require(o.parallel >= 1 && o.parallel <= 256);
-        sd_fuzz_require(o.gen.prompt == NULL);
+        sd_fuzz_require(o.gen.prompt == NULL && !o.gen.baseline);
+        sd_fuzz_require(specdec_generate_params_validate(&o.gen.gp) == SPECDEC_OK);
+        sd_fuzz_require((o.jsonl == 0 || o.jsonl == 1) && (o.progress == 0 || o.progress == 1));
         sd_fuzz_require(!o.gen.target_dir || sd_fcli_in_argv(o.gen.target_dir, argc, argv));
         for (int i = 0; i < o.gen.n_stops; i++) sd_fuzz_require(sd_fcli_in_argv(o.gen.stops[i], argc, argv));
     }

@@ -1,6 +1,11 @@
 /* fuzz_config.c — fuzz target: config.json text through sd_config_parse(). A
- * successful parse must give sizes within the documented bounds and consistent heads. */
+ * successful parse must give sizes within the documented bounds and consistent heads,
+ * and a model description the forward can run: rotary dimensions even and within the
+ * head, rope parameters of its type usable, a window >= 1 on every sliding layer,
+ * finite non-negative scales and caps, a known activation. */
 #include "fuzz_common.h"
+#include <math.h>
+
 #include "sd_config.h"
 
 int sd_fuzz_one(const uint8_t *data, size_t size) {
@@ -21,6 +26,30 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(c.bos_id >= -1 && c.bos_id < c.vocab_size);
     sd_fuzz_require(c.rms_norm_eps > 0 && c.rope_theta >= 1);
     if (c.rope_type == SD_ROPE_LLAMA3) sd_fuzz_require(c.rope_high_freq_factor > c.rope_low_freq_factor);
+    const int32_t rd = sd_cfg_rope_dim(&c);
+    sd_fuzz_require(rd >= 2 && rd % 2 == 0 && rd <= c.head_dim);
+    if (c.rope_type == SD_ROPE_LINEAR || c.rope_type == SD_ROPE_DYNAMIC || c.rope_type == SD_ROPE_YARN)
+        sd_fuzz_require(c.rope_factor > 0 && isfinite(c.rope_factor));
+    if (c.rope_type == SD_ROPE_DYNAMIC) sd_fuzz_require(rd > 2);
+    if (c.rope_type == SD_ROPE_YARN || c.rope_type == SD_ROPE_LONGROPE)
+        sd_fuzz_require(c.rope_original_max_pos > 0 && c.rope_attn_factor > 0 && isfinite(c.rope_attn_factor));
+    if (c.rope_type == SD_ROPE_LONGROPE)
+        for (int32_t i = 0; i < rd / 2; i++) sd_fuzz_require(c.rope_short_factor[i] > 0 && c.rope_long_factor[i] > 0);
+    for (int32_t l = 0; l < c.n_layers; l++) sd_fuzz_require(!c.layer_sliding[l] || c.sliding_window >= 1);
+    sd_fuzz_require(c.attn_scale >= 0 && isfinite(c.attn_scale) && c.attn_softcap >= 0 && isfinite(c.attn_softcap));
+    sd_fuzz_require(c.final_softcap >= 0 && isfinite(c.final_softcap) && c.embed_scale >= 0 && isfinite(c.embed_scale));
+    sd_fuzz_require((unsigned)c.act <= (unsigned)SD_ACT_GELU);
+    /* the frequencies of both layer kinds at two context sizes are finite and positive */
+    const int32_t ctxs[2] = {1, 1 << 20};
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 2; j++) {
+            sd_rope_spec rp;
+            sd_cfg_rope_params(&c, ctxs[j], k, &rp);
+            for (int32_t i = 0; i < rd / 2; i++) {
+                double f = sd_rope_spec_inv_freq(&rp, i);
+                sd_fuzz_require(isfinite(f) && f >= 0);
+            }
+        }
     return 0;
 }
 

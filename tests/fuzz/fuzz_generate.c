@@ -127,8 +127,9 @@ static int fgen_make_engine(sd_fuzz_in *in, fgen_engine *fe) {
     if ((f >> 5) == 5) ep.reserved[b % 8] = 1;
     ep.cuda_keep_f32 = (f >> 4) & 1;
     const specdec_model *draft = draft_kind == 1 ? g_draft : draft_kind == 2 ? g_draft_other : NULL;
-    int valid = ep.n_ctx >= 0 && ep.max_batch >= 0 && ep.cuda_device >= 0 && (f >> 5) != 6 && (f >> 5) != 5 &&
-                draft_kind != 2;
+    /* n_ctx beyond max_position_embeddings (FCTX, both models): refused since 0.4 */
+    int valid = ep.n_ctx >= 0 && ep.n_ctx <= FCTX && ep.max_batch >= 0 && ep.cuda_device >= 0 && (f >> 5) != 6 &&
+                (f >> 5) != 5 && draft_kind != 2;
     int cuda_ok = specdec_cuda_device_count() > 0;
     unsigned allowed = 1u << SPECDEC_ERR_INVALID_ARGUMENT | 1u << SPECDEC_ERR_MODEL_MISMATCH;
     if (ep.backend == SPECDEC_BACKEND_CUDA && !cuda_ok) valid = 0, allowed |= 1u << SPECDEC_ERR_BACKEND_UNAVAILABLE;

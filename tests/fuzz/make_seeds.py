@@ -123,6 +123,52 @@ MISTRAL = {
     "rope_theta": 1000000.0, "sliding_window": None, "tie_word_embeddings": False, "vocab_size": 32768}
 
 
+# The other families, as their published config.json files spell them (sizes and keys
+# of Qwen3-0.6B, Phi-3-mini-4k, Phi-3.5-mini, Phi-4-mini, Gemma-2b, Gemma-2-2b,
+# Gemma-3-1b; a Mistral v0.1 window; Qwen2.5 with yarn). Longrope lists are made up
+# (their length is what matters: rotary dimensions / 2).
+QWEN3 = {
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "bos_token_id": 151643, "eos_token_id": 151645,
+    "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3072,
+    "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3", "num_attention_heads": 16,
+    "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06, "rope_scaling": None,
+    "rope_theta": 1000000, "sliding_window": None, "tie_word_embeddings": True, "use_sliding_window": False,
+    "vocab_size": 151936}
+PHI3 = {
+    "architectures": ["Phi3ForCausalLM"], "bos_token_id": 1, "eos_token_id": 32000, "hidden_act": "silu",
+    "hidden_size": 3072, "intermediate_size": 8192, "max_position_embeddings": 4096, "model_type": "phi3",
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+    "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+    "sliding_window": 2047, "tie_word_embeddings": False, "vocab_size": 32064}
+PHI35 = {**PHI3, "max_position_embeddings": 131072, "sliding_window": 262144,
+         "rope_scaling": {"type": "longrope", "short_factor": [1.0 + 0.01 * i for i in range(48)],
+                          "long_factor": [1.0 + 0.5 * i for i in range(48)]}}
+PHI4_MINI = {**PHI3, "hidden_size": 3072, "num_attention_heads": 24, "num_key_value_heads": 8,
+             "partial_rotary_factor": 0.75, "max_position_embeddings": 131072, "sliding_window": 262144,
+             "tie_word_embeddings": True, "vocab_size": 200064, "eos_token_id": 199999, "bos_token_id": 199999,
+             "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [1.5] * 48}}
+GEMMA = {
+    "architectures": ["GemmaForCausalLM"], "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256, "hidden_act": "gelu",
+    "hidden_size": 2048, "intermediate_size": 16384, "max_position_embeddings": 8192, "model_type": "gemma",
+    "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1, "rms_norm_eps": 1e-06,
+    "rope_theta": 10000.0, "vocab_size": 256000}
+GEMMA2 = {
+    "architectures": ["Gemma2ForCausalLM"], "attn_logit_softcapping": 50.0, "bos_token_id": 2, "eos_token_id": [1, 107],
+    "final_logit_softcapping": 30.0, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh",
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2304, "intermediate_size": 9216,
+    "max_position_embeddings": 8192, "model_type": "gemma2", "num_attention_heads": 8, "num_hidden_layers": 26,
+    "num_key_value_heads": 4, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+    "sliding_window": 4096, "vocab_size": 256000}
+GEMMA3 = {
+    "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attn_logit_softcapping": None, "bos_token_id": 2,
+    "eos_token_id": [1, 106], "final_logit_softcapping": None, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "intermediate_size": 6912,
+    "max_position_embeddings": 32768, "model_type": "gemma3_text", "num_attention_heads": 4, "num_hidden_layers": 26,
+    "num_key_value_heads": 1, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+    "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+    "vocab_size": 262144}
+
+
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
     put("config", "ok_llama3.json", json.dumps(LLAMA3, indent=2))
@@ -133,9 +179,29 @@ def config_seeds():
     put("config", "ok_rope_parameters.json",
         json.dumps({**{k: v for k, v in LLAMA.items() if k not in ("rope_theta", "rope_scaling")},
                     "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}}))
+    fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
+           "gemma2": GEMMA2, "gemma3": GEMMA3}
+    for name, d in fam.items():
+        put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
+    put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
+    put("config", "ok_qwen2_window.json", json.dumps({**QWEN2, "use_sliding_window": True, "sliding_window": 4096}))
+    # transformers: a null window makes every layer a full one
+    put("config", "ok_qwen2_window_null.json", json.dumps({**QWEN2, "use_sliding_window": True, "sliding_window": None}))
+    put("config", "ok_qwen25_yarn.json", json.dumps({**QWEN2, "rope_scaling": {
+        "type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}))
+    put("config", "ok_rope_yarn.json", json.dumps({**LLAMA, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}))
+    put("config", "ok_rope_linear.json", json.dumps({**LLAMA, "rope_scaling": {"type": "linear", "factor": 2.0}}))
+    put("config", "ok_rope_dynamic.json", json.dumps({**LLAMA, "rope_scaling": {"type": "dynamic", "factor": 2.0}}))
+    put("config", "ok_act_gelu.json", json.dumps({**LLAMA, "hidden_act": "gelu"}))
+    put("config", "ok_llama_mlp_bias.json", json.dumps({**LLAMA, "attention_bias": True, "mlp_bias": True}))
+    put("config", "ok_gemma3_nested_rope.json", json.dumps({
+        **{k: v for k, v in GEMMA3.items() if k not in ("rope_theta", "rope_scaling", "rope_local_base_freq")},
+        "layer_types": ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(26)],
+        "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}))
 
-    def bad(name, **kw):
-        d = dict(LLAMA)
+    def bad(name, base=LLAMA, **kw):
+        d = dict(base)
         for k, v in kw.items():
             if v is ...:
                 d.pop(k, None)
@@ -149,14 +215,41 @@ def config_seeds():
     bad("hidden_missing", hidden_size=...)
     bad("arch_gpt2", architectures=["GPT2LMHeadModel"])
     bad("arch_empty", architectures=[])
-    bad("rope_yarn", rope_scaling={"rope_type": "yarn", "factor": 4.0})
+    bad("rope_unknown", rope_scaling={"rope_type": "proportional", "factor": 4.0})
     bad("rope_llama3_partial", rope_scaling={"rope_type": "llama3", "factor": 8.0})
     bad("head_dim_inconsistent", num_attention_heads=30, num_key_value_heads=30)
     bad("kv_not_divisor", num_key_value_heads=5)
     bad("eos_too_many", eos_token_id=list(range(9)))
     bad("eos_bad_type", eos_token_id="2")
     bad("tie_number", tie_word_embeddings=1)
-    bad("act_gelu", hidden_act="gelu")
+    bad("act_relu", hidden_act="relu")
+    bad("rope_linear_no_factor", rope_scaling={"rope_type": "linear"})
+    bad("rope_dynamic_zero", rope_scaling={"rope_type": "dynamic", "factor": 0})
+    bad("partial_rotary_llama", partial_rotary_factor=0.5)
+    bad("window_zero", MISTRAL, sliding_window=0)
+    bad("window_negative", MISTRAL, sliding_window=-4)
+    bad("window_fraction", MISTRAL, sliding_window=12.5)
+    bad("qwen2_layer_types_short", QWEN2, layer_types=["full_attention"] * 3)
+    bad("qwen2_layer_type_unknown", QWEN2, layer_types=["chunked_attention"] * 24)
+    bad("qwen3_layer_types_sliding_no_window", QWEN3, layer_types=["sliding_attention"] * 28)
+    bad("phi3_longrope_short_list", PHI35, rope_scaling={"type": "longrope", "short_factor": [1.0] * 47,
+                                                         "long_factor": [1.0] * 48})
+    bad("phi3_longrope_no_long", PHI35, rope_scaling={"type": "longrope", "short_factor": [1.0] * 48})
+    bad("phi3_longrope_negative", PHI35, rope_scaling={"type": "longrope", "short_factor": [-1.0] * 48,
+                                                       "long_factor": [1.0] * 48})
+    bad("phi3_rope_linear", PHI3, rope_scaling={"type": "linear", "factor": 2.0})
+    bad("phi4_partial_odd", PHI4_MINI, partial_rotary_factor=0.7)
+    bad("gemma2_heads_not_dividing", GEMMA2, hidden_size=2300)
+    bad("gemma2_softcap_zero", GEMMA2, attn_logit_softcapping=0.0)
+    bad("gemma2_bidirectional", GEMMA2, use_bidirectional_attention=True)
+    bad("gemma3_local_rope_scaled", GEMMA3, rope_parameters={
+        "full_attention": {"rope_type": "default"}, "sliding_attention": {"rope_type": "linear", "factor": 2.0}})
+    bad("gemma3_pattern_zero", GEMMA3, sliding_window_pattern=0)
+    bad("gemma_query_scalar_zero", GEMMA2, query_pre_attn_scalar=0)
+    bad("yarn_negative_beta", rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": -2, "beta_slow": 1})
+    put("config", "ok_yarn_equal_betas.json", json.dumps({**LLAMA, "rope_scaling": {
+        "rope_type": "yarn", "factor": 4.0, "beta_fast": 2, "beta_slow": 2}}))
+    bad("nested_rope_llama", rope_parameters={"full_attention": {"rope_type": "default"}}, rope_scaling=None)
     put("config", "bad_not_json.json", '{"hidden_size": 2048,')
     put("config", "bad_array.json", "[1, 2, 3]")
     put("config", "bad_empty.json", "")
@@ -366,10 +459,36 @@ def server_seeds():
     put("server", "bad_declared_length_huge", req(ok_body, length="99999999999999999999999999"))
 
 
+def jinja_seeds():
+    """fuzz_jinja: byte 0 flags (bit 0 add_generation_prompt, bit 1 a tools list, bits 2-3 the
+    messages: role/content, tool calls, content parts, none; bit 4 extra variables), then the
+    template text. ok_<file>: every published template of tests/chat/templates in the supported
+    subset, the flags cycling over the conversations; bad_*: what specdec refuses at load
+    (tests/chat/jinja_snippets.py REFUSED and the refused published ones); snippet_*: the
+    language-feature snippets (any outcome: their variables are not given)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "chat"))
+    from jinja_snippets import REFUSED, SNIPPETS
+    tdir = os.path.join(HERE, "..", "chat", "templates")
+    manifest = json.load(open(os.path.join(tdir, "manifest.json"), encoding="utf-8"))
+    flags = [0x01, 0x07, 0x19, 0x00, 0x0B, 0x0D]
+    for i, m in enumerate(manifest):
+        with open(os.path.join(tdir, m["file"]), "rb") as f:
+            text = f.read()
+        stem = m["file"][:-len(".jinja")]
+        put("jinja", ("bad_" if "refused" in m else "ok_") + stem, bytes([flags[i % len(flags)]]) + text)
+    for i, (t, _) in enumerate(REFUSED):
+        put("jinja", "bad_refused_%02d" % i, b"\x01" + t.encode("utf-8"))
+    k = 0
+    for group, snippets in SNIPPETS:
+        for t in snippets:
+            put("jinja", "snippet_%s_%02d" % (group, k), bytes([k & 0x1f]) + t.encode("utf-8"))
+            k += 1
+
+
 if __name__ == "__main__":
     every = {"safetensors": lambda: safetensors_seeds(), "config": lambda: config_seeds(),
              "tokenizer": lambda: tokenizer_seeds(), "tokenizer_real": tokenizer_real_seeds,
-             "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds}
+             "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds, "jinja": jinja_seeds}
     for name in sys.argv[1:] or list(every):
         every[name]()
     print("seeds written to", SEEDS)

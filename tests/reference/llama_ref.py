@@ -45,6 +45,10 @@ def read_safetensors(path):
             a = np.frombuffer(raw, dtype="<f2").astype(np.float64)
         elif dt == "BF16":
             a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        elif dt == "I64":  # EAGLE-3 heads' d2t
+            a = np.frombuffer(raw, dtype="<i8").astype(np.int64)
+        elif dt == "BOOL":  # EAGLE-3 heads' t2d
+            a = np.frombuffer(raw, dtype=np.uint8).astype(bool)
         else:
             raise ValueError(f"{path}: {name}: dtype {dt} not handled")
         out[name] = a.reshape(info["shape"])

@@ -346,9 +346,12 @@ def test_abort_reasons():
 
 
 def test_drain():
-    srv = ts.Server("--parallel", "1")  # the default --shutdown-timeout (30 s)
+    # The running request must outlast the SIGTERM and the two probes after it on a fast, idle
+    # machine too (120 tokens took 0.5 s there, so the server had nothing left to drain), and
+    # finish within the drain on a slow one (ASan, load): 480 tokens (~2 s idle) and 120 s.
+    srv = ts.Server("--parallel", "1", "--shutdown-timeout", "120")
     out = {}
-    n_tok = 24 if ts.QUICK else 120
+    n_tok = 480
     t = threading.Thread(target=lambda: out.setdefault("r", completion(srv, {"prompt": ts.PROMPTS[1],
                                                                                "max_tokens": n_tok,
                                                                                "temperature": 0, "seed": 1})))

@@ -124,6 +124,10 @@ static void check_protocol(const specdec_tokenizer *g) {
     st = specdec_token_to_piece(g, 388, buf, sizeof buf, &len);
     SD_CHECK(st == SPECDEC_OK && !strcmp(buf, "\xC4\xA0God") && len == 5, "piece 388 = 'ĠGod' ('%s')", buf);
     SD_CHECK(specdec_token_to_piece(g, 4096, buf, sizeof buf, &len) == SPECDEC_ERR_INVALID_ARGUMENT, "piece out of range");
+    /* The handle's detail is the thread's (the header's contract): it names the failed call. */
+    SD_CHECK(strstr(specdec_tokenizer_last_error(g), "4096") != NULL &&
+                 !strcmp(specdec_tokenizer_last_error(g), specdec_last_error()),
+             "tokenizer_last_error after a failed call: '%s'", specdec_tokenizer_last_error(g));
     SD_CHECK(specdec_token_to_piece(g, -1, buf, sizeof buf, &len) == SPECDEC_ERR_INVALID_ARGUMENT, "piece -1");
     int32_t with_bad[] = {297, -7, 99999999, 388};
     st = specdec_detokenize(g, with_bad, 4, 0, buf, sizeof buf, &len);

@@ -84,7 +84,9 @@ _Static_assert(offsetof(specdec_generate_params, round_callback) == offsetof(v01
 _Static_assert(offsetof(specdec_generate_params, reserved) + sizeof(((specdec_generate_params *)0)->reserved) ==
                    offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved),
                "reserved still ends the struct");
-_Static_assert(sizeof(specdec_stats) == sizeof(v01_stats), "stats size changed");
+/* 0.4 grew specdec_stats (soname libspecdec.so.0.4): the 0.1 fields keep their offsets,
+ * the 0.2 ones fill the old reserved space, the 0.4 ones start where 0.2's reserved[5] was. */
+_Static_assert(sizeof(specdec_stats) > sizeof(v01_stats), "stats shrank");
 SAME_OFFSET(specdec_stats, v01_stats, n_prompt);
 SAME_OFFSET(specdec_stats, v01_stats, n_generated);
 SAME_OFFSET(specdec_stats, v01_stats, n_rounds);
@@ -101,9 +103,8 @@ SAME_OFFSET(specdec_stats, v01_stats, tokens_per_second);
 SAME_OFFSET(specdec_stats, v01_stats, final_n_draft);
 SAME_OFFSET(specdec_stats, v01_stats, stop_reason);
 _Static_assert(offsetof(specdec_stats, n_draft_rounds) == offsetof(v01_stats, reserved), "new stats in reserved");
-_Static_assert(offsetof(specdec_stats, reserved) + sizeof(((specdec_stats *)0)->reserved) ==
-                   offsetof(v01_stats, reserved) + sizeof(((v01_stats *)0)->reserved),
-               "the new stats fill exactly the old reserved");
+_Static_assert(offsetof(specdec_stats, t_load_s) == offsetof(v01_stats, reserved) + 3 * 8,
+               "the 0.4 stats begin where 0.2's reserved[5] was");
 
 #define V 16
 static float g_t[V * V * V], g_d[V * V];

@@ -64,7 +64,7 @@ for extra, nodes in ((["--tree", "4,2,1,1"], None), (["--draft-nodes", "12"], 12
             check(d["params"]["tree"] == [int(x) for x in extra[1].split(",")], f"{extra}: tree not echoed")
 
 p = run(BASE + ["-md", DRAFT, "--tree", "2,2"], 0)
-check("nodes verified per round" in p.stderr and "mean accepted path" in p.stderr,
+check("nodes verified per round" in p.stderr and "mean accepted length" in p.stderr and "acceptance by depth" in p.stderr,
       f"text mode: no tree statistics line: {p.stderr[-400:]!r}")
 
 for bad, word in ((["--tree", "2,0,1"], "width 0"), (["--tree", "8,8"], "more than 64 nodes"),

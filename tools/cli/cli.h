@@ -16,8 +16,9 @@ int cli_cmd_info(int argc, char **argv);
 int cli_cmd_tokenize(int argc, char **argv);
 int cli_cmd_batch(int argc, char **argv);
 
-/* Directory of the bundled model pair (models/ in the source tree, or the installed
- * share/specdec/models), or NULL if neither exists. */
+/* Directory of the bundled model pair, the first that exists of: share/specdec/models
+ * beside the program's bin/ (an installed prefix, wherever it is), models/ of the
+ * source tree it was built from, the configured install prefix's; NULL if none. */
 const char *cli_bundled_models_dir(void);
 
 /* Prints "specdec <cmd>: <what>: <status>[: detail]" to stderr; returns 1 (the exit code). */
@@ -36,6 +37,23 @@ typedef struct cli_pair {
  * printing why; free with cli_pair_free either way. */
 int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, cli_pair *p);
 void cli_pair_free(cli_pair *p);
+
+/* ---- statistics (cli_stats.c), the same names everywhere ------------------ */
+struct cJSON;
+/* Adds every specdec_stats field to obj under its C name (include/specdec.h), as the
+ * server's `speculative` object does: numbers; enums by name (specdec_*_name); seed as an
+ * exact integer; tree_width up to its first 0; the *_at_pos arrays up to the deepest
+ * position drafted. 0, or -1 out of memory. */
+int cli_stats_json(struct cJSON *obj, const specdec_stats *s);
+/* The statistics as text lines on f (generate's stderr report); `stop` overrides the
+ * stop reason's name when not NULL ("interrupted"). */
+void cli_stats_print(FILE *f, const specdec_stats *s, const char *backend, const char *stop);
+
+/* Ctrl-C: cli_sigint_install() makes SIGINT set a flag instead of killing the process;
+ * cli_interrupted() reads it. A second Ctrl-C kills as usual. Exit code then: 130. */
+void cli_sigint_install(void);
+int cli_interrupted(void);
+#define CLI_EXIT_INTERRUPTED 130
 
 /* text -> ids with the post-processor's special tokens; *ids malloc'ed (free it). */
 specdec_status cli_encode(const specdec_tokenizer *tok, const char *text, size_t len, int32_t **ids, int32_t *n);
@@ -57,7 +75,9 @@ typedef enum cli_err_kind {
     CLI_ERR_NO_PROMPT,        /* "-p PROMPT is required" */
     CLI_ERR_NO_FILE,          /* "-f PROMPTS is required" (batch) */
     CLI_ERR_PROMPT_IN_BATCH,  /* "-p is not a batch option" (batch reads -f) */
-    CLI_ERR_INCOMPLETE        /* required arguments missing: only the usage is printed */
+    CLI_ERR_INCOMPLETE,       /* required arguments missing: only the usage is printed */
+    CLI_ERR_INVALID,          /* values the library refuses, or that conflict: detail says which */
+    CLI_ERR_NOT_BATCH         /* "<opt> is not a batch option" */
 } cli_err_kind;
 
 /* What was wrong; opt and value point into argv; detail (may be empty) says why a
@@ -76,10 +96,12 @@ typedef struct cli_gen_opts {
     const char *target_dir; /* -m; NULL = the bundled pair */
     const char *draft_dir;  /* -md; NULL = none (or the bundled draft without -m) */
     const char *prompt;     /* -p, required */
-    specdec_generate_params gp;
+    specdec_generate_params gp; /* gp.seed: SPECDEC_SEED_RANDOM for --seed -1 (the default) */
     specdec_engine_params ep;
     int json;
     int trace;          /* --trace: one record per round (with --json: the "trace" array) */
+    int baseline;       /* --baseline: also decode without speculation and report the speedup */
+    int temp_given;     /* --temp was on the command line */
     const char **stops; /* --stop values (owned array of argv pointers) */
     int n_stops;
 } cli_gen_opts;
@@ -87,7 +109,10 @@ typedef struct cli_gen_opts {
 /* Whether the drafter asked for may use the bundled draft model (--drafter auto|model). */
 int cli_gen_bundled_draft(const cli_gen_opts *o);
 
-/* Fills o from argv (o->stops must be freed with cli_gen_opts_free whatever it returns). */
+/* Fills o from argv (o->stops must be freed with cli_gen_opts_free whatever it returns).
+ * The values are checked as the library checks them (specdec_generate_params_validate)
+ * and for conflicts (--verify greedy with --temp > 0), so a bad command line is refused
+ * before any model loads; --verify greedy without --temp means temperature 0. */
 cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err *err);
 void cli_gen_opts_free(cli_gen_opts *o);
 
@@ -95,7 +120,10 @@ typedef struct cli_batch_opts {
     cli_gen_opts gen;   /* the generate options (gen.prompt stays NULL: -p is refused) */
     const char *file;   /* -f PROMPTS: one prompt per line, required */
     int32_t parallel;   /* --parallel N: requests decoded at once (default 4) */
-    char **gen_argv;    /* owned: argv without -f / --parallel, what gen was parsed from */
+    int jsonl;          /* --jsonl: each line is {"prompt": TEXT[, "seed": N]} */
+    int progress;       /* 1 (default): a progress line per finished prompt on stderr (a bar on a
+                           terminal); --no-progress: 0 */
+    char **gen_argv;    /* owned: argv without the batch options, what gen was parsed from */
 } cli_batch_opts;
 
 /* Fills o from argv: -f and --parallel here, everything else as generate's options
@@ -113,6 +141,8 @@ cli_parse_rc cli_info_parse(int argc, char **argv, cli_info_opts *o, cli_parse_e
 typedef struct cli_tok_opts {
     const char *dir, *text, *file;
     int pieces, special, decode;
+    const char *chat; /* --chat FILE.json: a conversation rendered with the chat template */
+    int chat_text;    /* --text: print the rendered conversation instead of its ids */
 } cli_tok_opts;
 
 cli_parse_rc cli_tok_parse(int argc, char **argv, cli_tok_opts *o, cli_parse_err *err);

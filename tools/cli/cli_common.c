@@ -1,8 +1,11 @@
 /* cli_common.c — helpers shared by the subcommands. */
+#define _DEFAULT_SOURCE /* readlink, realpath */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -11,10 +14,27 @@ static int cli_is_dir(const char *p) {
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* share/specdec/models beside the running program's bin/ (an installed prefix that
+ * was moved, or installed with `cmake --install --prefix P`), or "" if unknown. */
+static const char *cli_models_beside_exe(void) {
+    static char dir[PATH_MAX];
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return "";
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return "";
+    *slash = '\0';
+    char rel[4200];
+    snprintf(rel, sizeof rel, "%s/%s", exe, SPECDEC_INSTALL_MODELS_REL);
+    return realpath(rel, dir) ? dir : ""; /* prefix/share/..., without "bin/.." */
+}
+
 const char *cli_bundled_models_dir(void) {
-    static char buf[4096];
-    const char *cands[] = {SPECDEC_SOURCE_MODELS_DIR, SPECDEC_INSTALL_MODELS_DIR};
+    static char buf[4300];
+    const char *cands[] = {cli_models_beside_exe(), SPECDEC_SOURCE_MODELS_DIR, SPECDEC_INSTALL_MODELS_DIR};
     for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        if (!cands[i][0]) continue;
         snprintf(buf, sizeof buf, "%s/kjv-target", cands[i]);
         if (cli_is_dir(buf)) return cands[i];
     }

@@ -21,6 +21,8 @@ void cli_parse_err_print(FILE *f, const char *cmd, const cli_parse_err *e) {
     case CLI_ERR_NO_PROMPT: fprintf(f, "specdec %s: -p PROMPT is required\n", cmd); break;
     case CLI_ERR_NO_FILE: fprintf(f, "specdec %s: -f PROMPTS is required\n", cmd); break;
     case CLI_ERR_PROMPT_IN_BATCH: fprintf(f, "specdec %s: -p is not a batch option: prompts come from -f\n", cmd); break;
+    case CLI_ERR_INVALID: fprintf(f, "specdec %s: %s\n", cmd, e->detail); break;
+    case CLI_ERR_NOT_BATCH: fprintf(f, "specdec %s: %s is not a batch option\n", cmd, e->opt); break;
     case CLI_ERR_NONE:
     case CLI_ERR_INCOMPLETE: break;
     }
@@ -76,16 +78,19 @@ static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         if (!(r = cli_parse_long(v, 0, INT32_MAX, &n))) o->ep.n_ctx = (int32_t)n;
     } else if (cli_is(a, "--temp", NULL, NULL)) {
         r = cli_parse_float(v, &o->gp.temperature);
+        o->temp_given = 1;
     } else if (cli_is(a, "--top-p", NULL, NULL)) {
         r = cli_parse_float(v, &o->gp.top_p);
     } else if (cli_is(a, "--min-p", NULL, NULL)) {
         r = cli_parse_float(v, &o->gp.min_p);
     } else if (cli_is(a, "--seed", "-s", NULL)) {
+        /* -1: random (SPECDEC_SEED_RANDOM, the default); else 0 .. 2^64 - 2 */
         char *end;
         errno = 0;
         unsigned long long s = strtoull(v, &end, 10);
-        r = errno || end == v || *end || v[0] == '-' ? -1 : 0;
+        r = errno || end == v || *end || v[0] == '-' || v[0] == '+' || s == SPECDEC_SEED_RANDOM ? -1 : 0;
         if (!r) o->gp.seed = s;
+        if (!strcmp(v, "-1")) r = 0, o->gp.seed = SPECDEC_SEED_RANDOM;
     } else {
         return 0;
     }
@@ -186,10 +191,28 @@ static cli_parse_rc gen_check_drafter(cli_gen_opts *o, int argc, char **argv, cl
     return CLI_PARSE_OK;
 }
 
+/* After every option: conflicts, then the values as the library checks them. */
+static cli_parse_rc gen_check(cli_gen_opts *o, cli_parse_err *err) {
+    if (o->gp.verify == SPECDEC_VERIFY_GREEDY && o->temp_given && !(o->gp.temperature <= 0.0f)) {
+        snprintf(err->detail, sizeof err->detail,
+                 "--verify greedy conflicts with --temp %g: greedy verification takes the target's argmax and "
+                 "ignores the temperature; use --temp 0, or --verify rejection|match to sample",
+                 (double)o->gp.temperature);
+        return cli_err(err, CLI_ERR_INVALID, "--verify", NULL);
+    }
+    if (o->gp.verify == SPECDEC_VERIFY_GREEDY && !o->temp_given) o->gp.temperature = 0.0f;
+    if (specdec_generate_params_validate(&o->gp) != SPECDEC_OK) {
+        snprintf(err->detail, sizeof err->detail, "%s", specdec_last_error());
+        return cli_err(err, CLI_ERR_INVALID, NULL, NULL);
+    }
+    return CLI_PARSE_OK;
+}
+
 cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err *err) {
     memset(o, 0, sizeof *o);
     memset(err, 0, sizeof *err);
     o->gp = specdec_generate_default_params();
+    o->gp.seed = SPECDEC_SEED_RANDOM; /* llama.cpp's default: -1, a new seed every run (printed) */
     o->ep = specdec_engine_default_params();
     o->stops = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->stops); /* at most one --stop per argument */
     if (!o->stops) return CLI_PARSE_NOMEM;
@@ -201,16 +224,22 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
         else if (!strcmp(a, "--ignore-eos")) o->gp.ignore_eos = 1;
         else if (!strcmp(a, "--json")) o->json = 1;
         else if (!strcmp(a, "--trace")) o->trace = 1;
+        else if (!strcmp(a, "--baseline")) o->baseline = 1;
         else if (!gen_takes_value(a)) return cli_err(err, CLI_ERR_UNKNOWN_OPTION, a, NULL);
         else if (i + 1 >= argc) return cli_err(err, CLI_ERR_NEEDS_VALUE, a, NULL);
         else {
             if (!gen_tree_option(o, a, argv[i + 1], &ok, err)) (void)gen_value(o, a, argv[i + 1], &ok);
+            if (!ok && cli_is(a, "--seed", "-s", NULL))
+                snprintf(err->detail, sizeof err->detail, "-1 (random) or an integer in [0, %llu]",
+                         (unsigned long long)SPECDEC_SEED_RANDOM - 1);
             i++;
             if (!ok) return cli_err(err, CLI_ERR_BAD_VALUE, a, argv[i]);
         }
     }
-    if (!o->prompt) return cli_err(err, CLI_ERR_NO_PROMPT, NULL, NULL);
-    return gen_check_drafter(o, argc, argv, err);
+    cli_parse_rc rc = gen_check(o, err);
+    if (rc == CLI_PARSE_OK) rc = gen_check_drafter(o, argc, argv, err);
+    if (rc == CLI_PARSE_OK && !o->prompt) return cli_err(err, CLI_ERR_NO_PROMPT, NULL, NULL);
+    return rc;
 }
 
 void cli_gen_opts_free(cli_gen_opts *o) {
@@ -225,6 +254,7 @@ cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse
     memset(o, 0, sizeof *o);
     memset(err, 0, sizeof *err);
     o->parallel = 4;
+    o->progress = 1;
     o->gen_argv = calloc((size_t)(argc > 0 ? argc : 1) + 1, sizeof *o->gen_argv);
     if (!o->gen_argv) return CLI_PARSE_NOMEM;
     int n = 0;
@@ -234,6 +264,12 @@ cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse
         const int is_f = i > 0 && cli_is(a, "-f", "--file", NULL), is_par = i > 0 && !strcmp(a, "--parallel");
         if (i > 0 && cli_is(a, "-h", "--help", NULL)) return CLI_PARSE_HELP;
         if (i > 0 && cli_is(a, "-p", "--prompt", NULL)) return cli_err(err, CLI_ERR_PROMPT_IN_BATCH, a, NULL);
+        if (i > 0 && !strcmp(a, "--baseline")) return cli_err(err, CLI_ERR_NOT_BATCH, a, NULL);
+        if (i > 0 && (!strcmp(a, "--jsonl") || !strcmp(a, "--no-progress"))) {
+            if (a[2] == 'j') o->jsonl = 1;
+            else o->progress = 0;
+            continue;
+        }
         if (!is_f && !is_par) {
             o->gen_argv[n++] = argv[i];
             if (i > 0 && gen_takes_value(a) && i + 1 < argc) o->gen_argv[n++] = argv[++i]; /* a value, not an option */
@@ -278,15 +314,19 @@ cli_parse_rc cli_tok_parse(int argc, char **argv, cli_tok_opts *o, cli_parse_err
     memset(err, 0, sizeof *err);
     o->special = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") && i + 1 < argc) o->dir = argv[++i];
-        else if (!strcmp(argv[i], "-p") && i + 1 < argc) o->text = argv[++i];
-        else if (!strcmp(argv[i], "-f") && i + 1 < argc) o->file = argv[++i];
+        if (cli_is(argv[i], "-m", "--model", NULL) && i + 1 < argc) o->dir = argv[++i];
+        else if (cli_is(argv[i], "-p", "--prompt", NULL) && i + 1 < argc) o->text = argv[++i];
+        else if (cli_is(argv[i], "-f", "--file", NULL) && i + 1 < argc) o->file = argv[++i];
         else if (!strcmp(argv[i], "--pieces")) o->pieces = 1;
         else if (!strcmp(argv[i], "--no-special")) o->special = 0;
         else if (!strcmp(argv[i], "--decode")) o->decode = 1;
+        else if (!strcmp(argv[i], "--chat") && i + 1 < argc) o->chat = argv[++i];
+        else if (!strcmp(argv[i], "--text")) o->chat_text = 1;
         else if (cli_is(argv[i], "-h", "--help", NULL)) return CLI_PARSE_HELP;
         else return cli_err(err, CLI_ERR_UNKNOWN_ARGUMENT, argv[i], NULL);
     }
-    if (!o->dir || (!o->text && !o->file) || (o->text && o->file)) return cli_err(err, CLI_ERR_INCOMPLETE, NULL, NULL);
+    /* exactly one input: -p, -f or --chat; --text only with --chat */
+    if (!o->dir || (!!o->text + !!o->file + !!o->chat) != 1 || (o->chat_text && !o->chat))
+        return cli_err(err, CLI_ERR_INCOMPLETE, NULL, NULL);
     return CLI_PARSE_OK;
 }

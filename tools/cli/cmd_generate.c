@@ -1,8 +1,12 @@
 /* cmd_generate.c — `specdec generate`: load a target (and optionally a draft) model
  * directory, encode the prompt with the target's tokenizer.json, generate (speculative
- * with a draft model or --drafter ngram), stream the text to stdout and print statistics to stderr,
+ * when a draft is given), stream the text to stdout and print statistics to stderr,
  * or print one JSON object with --json. Options follow llama.cpp's names; they are
- * parsed by cli_gen_parse (cli_parse.c), then gen_run runs and gen_print_* print. */
+ * parsed (and their values checked, before anything loads) by cli_gen_parse
+ * (cli_parse.c), then gen_run runs and gen_print_* print. --seed -1 (the default) draws
+ * a seed, which the statistics print. Ctrl-C stops after the current token: the text so
+ * far and the statistics are printed, exit code 130. --baseline decodes once more without
+ * speculation (same settings and seed) and reports the measured speedup. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +29,7 @@ static void gen_usage(FILE *f) {
             "  --top-k K        top-k, 0 = off (default 40)\n"
             "  --top-p P        top-p in (0,1], 1 = off (default 0.95)\n"
             "  --min-p P        min-p in [0,1], 0 = off (default 0.05)\n"
-            "  --seed S         RNG seed (default 0)\n"
+            "  --seed S         RNG seed, -1 = random (default -1; the seed used is printed)\n"
             "  --draft-max G    draft length γ, 1..%d (default 4)\n"
             "  --adaptive       adapt γ each round from the acceptance observed\n"
             "  --tree B1,B2,..  draft tree: up to Bd children per node at depth d (at most %d nodes)\n"
@@ -34,14 +38,19 @@ static void gen_usage(FILE *f) {
             "                   ngram = prompt lookup over the text so far, no draft model (-md) needed\n"
             "  --ngram-min N    ngram: shortest suffix looked up (default 1)\n"
             "  --ngram-max N    ngram: longest suffix looked up, tried first, at most 64 (default 4)\n"
-            "  --verify MODE    auto|rejection|greedy|match (default auto: greedy at T=0, else rejection)\n"
+            "  --verify MODE    auto|rejection|greedy|match (default auto: greedy at T=0, else rejection;\n"
+            "                   greedy implies --temp 0 and refuses a --temp above 0)\n"
             "  --backend B      auto|cpu|cuda (default auto)\n"
-            "  --ctx N          context length, 0 = from the model (default 0)\n"
+            "  --ctx N          context length, 0 = min(4096, the model's max_position_embeddings);\n"
+            "                   more than max_position_embeddings is refused (default 0)\n"
             "  --ignore-eos     do not stop at EOS\n"
             "  --stop STR       stop when STR appears in the text (repeatable)\n"
             "  --json           print one JSON object (text, ids, statistics, parameters) instead\n"
             "  --trace          every round's drafts, accepted path and emitted tokens (stderr, or the\n"
-            "                   \"trace\" array with --json)\n",
+            "                   \"trace\" array with --json)\n"
+            "  --baseline       also decode without speculation (same settings and seed) and print\n"
+            "                   the measured speedup\n"
+            "Ctrl-C stops after the current token, prints the statistics and exits with 130.\n",
             SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES);
 }
 
@@ -55,11 +64,11 @@ typedef struct gen_out {
 static int on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     (void)tok;
     gen_out *o = ud;
-    if (!piece || len == 0) return 0;
+    if (!piece || len == 0) return cli_interrupted();
     if (!o->json) {
         fwrite(piece, 1, len, stdout);
         fflush(stdout);
-        return 0;
+        return cli_interrupted();
     }
     if (o->len + len + 1 > o->cap) {
         size_t nc = (o->cap ? o->cap * 2 : 256);
@@ -75,40 +84,13 @@ static int on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     memcpy(o->text + o->len, piece, len);
     o->len += len;
     o->text[o->len] = '\0';
-    return 0;
+    return cli_interrupted();
 }
 
-static const char *verify_name(specdec_verify_mode m) {
-    switch (m) {
-    case SPECDEC_VERIFY_AUTO: return "auto";
-    case SPECDEC_VERIFY_REJECTION: return "rejection";
-    case SPECDEC_VERIFY_GREEDY: return "greedy";
-    case SPECDEC_VERIFY_MATCH: return "match";
-    }
-    return "?";
-}
-
-static const char *stop_name(specdec_stop_reason r) {
-    switch (r) {
-    case SPECDEC_STOP_NONE: return "none";
-    case SPECDEC_STOP_N_PREDICT: return "n_predict";
-    case SPECDEC_STOP_EOS: return "eos";
-    case SPECDEC_STOP_STRING: return "stop_string";
-    case SPECDEC_STOP_CALLBACK: return "callback";
-    case SPECDEC_STOP_CONTEXT_FULL: return "context_full";
-    }
-    return "?";
-}
-
-static const char *drafter_name(specdec_draft_method m) {
-    switch (m) {
-    case SPECDEC_DRAFT_AUTO: return "auto";
-    case SPECDEC_DRAFT_MODEL: return "model";
-    case SPECDEC_DRAFT_NGRAM: return "ngram";
-    case SPECDEC_DRAFT_EAGLE3: return "eagle3";
-    case SPECDEC_DRAFT_NONE: return "none";
-    }
-    return "?";
+/* The baseline run's callback: nothing to show, only Ctrl-C to notice. */
+static int on_token_quiet(void *ud, int32_t tok, const char *piece, size_t len) {
+    (void)ud, (void)tok, (void)piece, (void)len;
+    return cli_interrupted();
 }
 
 static const char *backend_name(specdec_backend b) {
@@ -122,12 +104,15 @@ typedef struct gen_ctx {
     const cli_gen_opts *o;
     cli_pair pair;
     specdec_engine *eng;
-    int32_t *ids, *out;
-    int32_t n_ids, n_out;
+    int32_t *ids, *out, *base_out;
+    int32_t n_ids, n_out, n_base, cap_out;
     specdec_generate_params gp;
     specdec_stats stats;
+    specdec_stats base_stats; /* --baseline: plain decoding with the same settings and seed */
+    int has_base;
+    int interrupted;          /* Ctrl-C stopped the generation */
     gen_out go;
-    cJSON *trace;    /* --trace --json: one object per round */
+    cJSON *trace;             /* --trace --json: one object per round */
 } gen_ctx;
 
 static void gen_free(gen_ctx *c) {
@@ -136,6 +121,7 @@ static void gen_free(gen_ctx *c) {
     cli_pair_free(&c->pair);
     free(c->ids);
     free(c->out);
+    free(c->base_out);
     free(c->go.text);
 }
 
@@ -157,8 +143,9 @@ static cJSON *gen_ids(const int32_t *v, int32_t n) {
 /* --trace: one record per round (a JSON object, or a line on stderr). */
 static void on_round(void *ud, const specdec_round_info *r) {
     gen_ctx *c = ud;
+    const char *who = specdec_draft_method_name(r->draft_method);
     if (!c->o->json) {
-        fprintf(stderr, "[round %d, %s] drafted %d:", (int)r->round, drafter_name(r->draft_method), (int)r->n_drafted);
+        fprintf(stderr, "[round %d, %s] drafted %d:", (int)r->round, who, (int)r->n_drafted);
         for (int32_t i = 0; i < r->n_drafted; i++) fprintf(stderr, " %d<%d", (int)r->draft_tokens[i], (int)r->draft_parents[i]);
         fprintf(stderr, "; accepted %d; emitted", (int)r->n_accepted);
         for (int32_t i = 0; i < r->n_emitted; i++) fprintf(stderr, " %d", (int)r->emitted[i]);
@@ -168,7 +155,7 @@ static void on_round(void *ud, const specdec_round_info *r) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return;
     cJSON_AddNumberToObject(o, "round", r->round);
-    cJSON_AddStringToObject(o, "drafter", drafter_name(r->draft_method));
+    cJSON_AddStringToObject(o, "drafter", who);
     cJSON_AddItemToObject(o, "draft_tokens", gen_ids(r->draft_tokens, r->n_drafted));
     cJSON_AddItemToObject(o, "draft_parents", gen_ids(r->draft_parents, r->n_drafted));
     cJSON_AddNumberToObject(o, "n_accepted", r->n_accepted);
@@ -186,6 +173,7 @@ static int gen_run(gen_ctx *c) {
     c->gp = o->gp;
     int64_t room = (int64_t)specdec_engine_n_ctx(c->eng) - c->n_ids;
     int32_t cap_out = (int32_t)(c->gp.n_predict > 0 && c->gp.n_predict < room ? c->gp.n_predict : room > 0 ? room : 1);
+    c->cap_out = cap_out;
     c->out = malloc((size_t)cap_out * sizeof *c->out);
     if (!c->out) return fail("allocating the output", SPECDEC_ERR_OUT_OF_MEMORY, "");
     c->go.json = o->json;
@@ -199,7 +187,12 @@ static int gen_run(gen_ctx *c) {
         c->gp.round_callback = on_round;
         c->gp.round_user_data = c;
     }
+    if (cli_interrupted()) { /* Ctrl-C while loading: report nothing generated, as an interrupted run */
+        c->interrupted = 1;
+        return 0;
+    }
     st = specdec_generate(c->eng, c->ids, c->n_ids, &c->gp, c->out, cap_out, &c->n_out, &c->stats);
+    c->interrupted = cli_interrupted();
     if (c->go.oom) return fail("collecting the text", SPECDEC_ERR_OUT_OF_MEMORY, "");
     if (st != SPECDEC_OK) {
         if (!o->json) fputc('\n', stdout);
@@ -208,47 +201,47 @@ static int gen_run(gen_ctx *c) {
     return 0;
 }
 
+/* --baseline: the same prompt, settings and seed without speculation, not shown. */
+static int gen_run_baseline(gen_ctx *c) {
+    specdec_generate_params bp = c->gp;
+    bp.n_draft = 0;
+    bp.adaptive_draft = 0;
+    bp.draft_nodes = 0;
+    (void)specdec_generate_params_set_tree(&bp, NULL, 0);
+    bp.seed = c->stats.seed;
+    bp.callback = on_token_quiet;
+    bp.round_callback = NULL; /* the trace is the speculative run's */
+    c->base_out = malloc((size_t)c->cap_out * sizeof *c->base_out);
+    if (!c->base_out) return fail("allocating the baseline's output", SPECDEC_ERR_OUT_OF_MEMORY, "");
+    specdec_status st = specdec_generate(c->eng, c->ids, c->n_ids, &bp, c->base_out, c->cap_out, &c->n_base,
+                                         &c->base_stats);
+    if (st != SPECDEC_OK) return fail("generating the baseline", st, specdec_engine_last_error(c->eng));
+    c->interrupted = cli_interrupted();
+    c->has_base = !c->interrupted;
+    return 0;
+}
+
 /* Speculative: a drafter drafted (a draft model or n-gram lookup, a chain or a tree). */
 static int gen_is_spec(const gen_ctx *c) { return c->stats.draft_method != SPECDEC_DRAFT_NONE; }
 
-/* The tree statistics (text to stderr, or into the JSON stats object). */
-static void gen_tree_stats(const specdec_stats *st, cJSON *js) {
-    if (js) {
-        cJSON_AddNumberToObject(js, "n_draft_rounds", (double)st->n_draft_rounds);
-        cJSON_AddNumberToObject(js, "mean_accepted_length", st->mean_accepted_length);
-        cJSON_AddNumberToObject(js, "nodes_per_round", st->nodes_per_round);
-        return;
-    }
-    fprintf(stderr, "    draft rounds %lld: mean accepted path %.2f, %.2f nodes verified per round\n",
-            (long long)st->n_draft_rounds, st->mean_accepted_length, st->nodes_per_round);
+static double gen_speedup(const gen_ctx *c) {
+    return c->base_stats.tokens_per_second > 0 ? c->stats.tokens_per_second / c->base_stats.tokens_per_second : 0.0;
 }
 
-static specdec_verify_mode gen_mode(const specdec_generate_params *gp) {
-    if (gp->verify != SPECDEC_VERIFY_AUTO) return gp->verify;
-    return gp->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
+static int gen_same_tokens(const gen_ctx *c) {
+    return c->n_base == c->n_out && !memcmp(c->base_out, c->out, (size_t)c->n_out * sizeof *c->out);
 }
 
 static void gen_json_stats(cJSON *root, const gen_ctx *c) {
-    const specdec_stats *s = &c->stats;
     cJSON *js = cJSON_AddObjectToObject(root, "stats");
-    cJSON_AddNumberToObject(js, "n_prompt", (double)s->n_prompt);
-    cJSON_AddNumberToObject(js, "n_generated", (double)s->n_generated);
-    cJSON_AddNumberToObject(js, "n_rounds", (double)s->n_rounds);
-    cJSON_AddNumberToObject(js, "n_drafted", (double)s->n_drafted);
-    cJSON_AddNumberToObject(js, "n_accepted", (double)s->n_accepted);
-    cJSON_AddNumberToObject(js, "acceptance_rate", s->acceptance_rate);
-    cJSON_AddNumberToObject(js, "tokens_per_round", s->tokens_per_round);
-    cJSON_AddNumberToObject(js, "t_prefill_s", s->t_prefill_s);
-    cJSON_AddNumberToObject(js, "t_draft_s", s->t_draft_s);
-    cJSON_AddNumberToObject(js, "t_target_s", s->t_target_s);
-    cJSON_AddNumberToObject(js, "t_verify_s", s->t_verify_s);
-    cJSON_AddNumberToObject(js, "t_total_s", s->t_total_s);
-    cJSON_AddNumberToObject(js, "tokens_per_second", s->tokens_per_second);
-    cJSON_AddNumberToObject(js, "final_n_draft", s->final_n_draft);
-    cJSON_AddStringToObject(js, "stop_reason", stop_name(s->stop_reason));
+    cli_stats_json(js, &c->stats);
     cJSON_AddStringToObject(js, "backend", backend_name(specdec_engine_backend(c->eng)));
-    cJSON_AddStringToObject(js, "draft_method", drafter_name(s->draft_method));
-    gen_tree_stats(s, js);
+    if (c->interrupted) cJSON_AddBoolToObject(root, "interrupted", 1);
+    if (!c->has_base) return;
+    cJSON *jb = cJSON_AddObjectToObject(root, "baseline");
+    cli_stats_json(jb, &c->base_stats);
+    cJSON_AddNumberToObject(jb, "speedup", gen_speedup(c));
+    cJSON_AddBoolToObject(jb, "same_tokens", gen_same_tokens(c));
 }
 
 static void gen_json_params(cJSON *root, const gen_ctx *c) {
@@ -265,17 +258,20 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
     cJSON_AddNumberToObject(jq, "top_k", gp->top_k);
     cJSON_AddNumberToObject(jq, "top_p", gp->top_p);
     cJSON_AddNumberToObject(jq, "min_p", gp->min_p);
-    cJSON_AddNumberToObject(jq, "seed", (double)gp->seed);
+    char seed[32];
+    if (c->o->gp.seed == SPECDEC_SEED_RANDOM) snprintf(seed, sizeof seed, "-1");
+    else snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->o->gp.seed);
+    cJSON_AddRawToObject(jq, "seed", seed); /* as asked: -1 = random (stats.seed: the one used) */
     cJSON_AddNumberToObject(jq, "n_draft", spec ? gp->n_draft : 0);
     cJSON_AddBoolToObject(jq, "adaptive_draft", gp->adaptive_draft != 0);
     cJSON *jtw = cJSON_AddArrayToObject(jq, "tree");
     for (int d = 0; d < SPECDEC_MAX_DRAFT && gp->tree_width[d]; d++)
         cJSON_AddItemToArray(jtw, cJSON_CreateNumber(gp->tree_width[d]));
     cJSON_AddNumberToObject(jq, "draft_nodes", gp->draft_nodes);
-    cJSON_AddStringToObject(jq, "drafter", drafter_name(gp->draft_method));
+    cJSON_AddStringToObject(jq, "drafter", specdec_draft_method_name(gp->draft_method));
     cJSON_AddNumberToObject(jq, "ngram_min", gp->ngram_min);
     cJSON_AddNumberToObject(jq, "ngram_max", gp->ngram_max);
-    cJSON_AddStringToObject(jq, "verify", verify_name(gen_mode(gp)));
+    cJSON_AddStringToObject(jq, "verify", specdec_verify_mode_name(c->stats.verify));
     cJSON_AddStringToObject(jq, "backend", backend_name(o->ep.backend));
     cJSON_AddNumberToObject(jq, "n_ctx", specdec_engine_n_ctx(c->eng));
     cJSON_AddBoolToObject(jq, "ignore_eos", gp->ignore_eos != 0);
@@ -307,25 +303,18 @@ static int gen_print_json(gen_ctx *c) {
 
 /* The text went to stdout already; the statistics go to stderr. */
 static void gen_print_text(const gen_ctx *c) {
-    const specdec_stats *s = &c->stats;
-    const specdec_generate_params *gp = &c->gp;
-    const int spec = gen_is_spec(c);
     fputc('\n', stdout);
     fflush(stdout);
-    fprintf(stderr, "\n--- specdec: backend %s, %s%s", backend_name(specdec_engine_backend(c->eng)),
-            spec ? "speculative, drafter " : "plain decoding", spec ? drafter_name(s->draft_method) : "");
-    if (spec)
-        fprintf(stderr, ", verify %s, γ %d%s (final %d)", verify_name(gen_mode(gp)), (int)gp->n_draft,
-                gp->adaptive_draft ? " adaptive" : "", (int)s->final_n_draft);
-    fprintf(stderr, "\n    prompt %lld tokens, generated %lld tokens in %lld rounds (%.2f tokens/round), stop: %s\n",
-            (long long)s->n_prompt, (long long)s->n_generated, (long long)s->n_rounds, s->tokens_per_round,
-            stop_name(s->stop_reason));
-    if (spec)
-        fprintf(stderr, "    drafted %lld, accepted %lld (acceptance rate %.1f%%)\n", (long long)s->n_drafted,
-                (long long)s->n_accepted, 100.0 * s->acceptance_rate);
-    if (spec) gen_tree_stats(s, NULL);
-    fprintf(stderr, "    time: prefill %.3f s, draft %.3f s, target %.3f s, verify %.3f s, total %.3f s; %.2f tokens/s\n",
-            s->t_prefill_s, s->t_draft_s, s->t_target_s, s->t_verify_s, s->t_total_s, s->tokens_per_second);
+    cli_stats_print(stderr, &c->stats, backend_name(specdec_engine_backend(c->eng)),
+                    c->interrupted ? "interrupted (Ctrl-C)" : NULL);
+    if (c->has_base)
+        fprintf(stderr,
+                "    baseline, plain decoding with the same settings and seed: %.2f tokens/s in %lld target passes; "
+                "speedup %.2fx (decode); same tokens: %s\n",
+                c->base_stats.tokens_per_second, (long long)c->base_stats.n_target_passes, gen_speedup(c),
+                gen_same_tokens(c) ? "yes" : "no (rejection sampling draws differently)");
+    else if (c->o->baseline && !gen_is_spec(c))
+        fprintf(stderr, "    baseline: none to measure, this run is plain decoding already\n");
 }
 
 int cli_cmd_generate(int argc, char **argv) {
@@ -345,12 +334,16 @@ int cli_cmd_generate(int argc, char **argv) {
     gen_ctx c;
     memset(&c, 0, sizeof c);
     c.o = &o;
+    cli_sigint_install();
     int rc = gen_load(&c);
     if (!rc) rc = gen_run(&c);
+    if (!rc && o.baseline && gen_is_spec(&c) && !c.interrupted) rc = gen_run_baseline(&c);
     if (!rc) {
         if (o.json) rc = gen_print_json(&c);
         else gen_print_text(&c);
     }
+    if (!rc && c.interrupted) rc = CLI_EXIT_INTERRUPTED;
+    if (rc == 1 && cli_interrupted()) rc = CLI_EXIT_INTERRUPTED;
     gen_free(&c);
     cli_gen_opts_free(&o);
     return rc;

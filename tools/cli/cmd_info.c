@@ -28,6 +28,20 @@ static void info_human(char *buf, size_t cap, long long n) {
     else snprintf(buf, cap, "%.2f%s", v, unit[u]);
 }
 
+/* What an EAGLE-3 head fits: the target shape it reads and the states it captures. */
+static void info_eagle3(const specdec_model_info *in) {
+    printf("kind:                    EAGLE-3 draft head (one decoder layer over captured target states)\n");
+    printf("for target:              hidden_size %d, vocab_size %d (fc reads 3 x %d)\n", in->eagle3_target_hidden,
+           in->vocab_size, in->eagle3_target_hidden);
+    if (in->eagle3_aux_layers[0] < 0)
+        printf("captures:                default rule hs[2], hs[L/2], hs[L-3] of the target's L layers\n");
+    else
+        printf("captures:                hs[%d], hs[%d], hs[%d] (hs[i]: residual stream entering target layer i)\n",
+               in->eagle3_aux_layers[0], in->eagle3_aux_layers[1], in->eagle3_aux_layers[2]);
+    printf("draft_vocab_size:        %d of %d\n", in->eagle3_draft_vocab, in->vocab_size);
+    printf("embed_tokens:            %s\n", in->eagle3_own_embedding ? "its own" : "the target's");
+}
+
 static void info_usage(FILE *f) {
     fprintf(f, "usage: specdec info -m DIR [--no-mmap]\n"
                "  -m, --model DIR   Hugging Face model directory (config.json + safetensors)\n"
@@ -68,6 +82,7 @@ int cli_cmd_info(int argc, char **argv) {
     info_human(human, sizeof human, (long long)in.n_params);
     printf("model:                   %s\n", dir);
     printf("architecture:            %s\n", in.architecture);
+    if (in.model_kind == SPECDEC_DRAFT_EAGLE3) info_eagle3(&in);
     printf("vocab_size:              %d\n", in.vocab_size);
     printf("hidden_size:             %d\n", in.hidden_size);
     printf("intermediate_size:       %d\n", in.intermediate_size);

@@ -91,11 +91,6 @@ int sd_spec_server_config(const char *json, const char *draft_dir, sd_spec_confi
     return 0;
 }
 
-const char *sd_spec_method_name(specdec_draft_method m) {
-    return m == SPECDEC_DRAFT_NGRAM ? "ngram" : m == SPECDEC_DRAFT_MODEL ? "draft_model"
-                                              : m == SPECDEC_DRAFT_EAGLE3 ? "eagle3" : "none";
-}
-
 /* The request's value over the server's over the default (-1 = absent). */
 static int32_t spec_pick(int32_t req, int32_t srv, int32_t dflt) { return req >= 0 ? req : srv >= 0 ? srv : dflt; }
 

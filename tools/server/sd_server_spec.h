@@ -53,7 +53,4 @@ int sd_spec_server_config(const char *json, const char *draft_dir, sd_spec_confi
 int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int32_t n_draft_default,
                     int32_t n_draft_req, int tree, sd_spec_resolved *out, struct sd_api_error *e);
 
-/* "ngram", "draft_model", "eagle3" or "none" (responses). */
-const char *sd_spec_method_name(specdec_draft_method m);
-
 #endif

@@ -1,0 +1,231 @@
+/* sd_eagle3_cpu.c — CPU reference forward of an EAGLE-3 head (backends/cpu/sd_eagle3_cpu.h),
+ * built from the kernels/cpu ops the target's forward uses. */
+#include "sd_eagle3_cpu.h"
+
+#include <string.h>
+
+#include "sd_alloc.h"
+#include "sd_cpu_attention.h"
+#include "sd_cpu_embed.h"
+#include "sd_cpu_matmul.h"
+#include "sd_cpu_rmsnorm.h"
+#include "sd_cpu_rope.h"
+#include "sd_cpu_swiglu.h"
+
+struct sd_eagle3_cpu {
+    const sd_eagle3_weights *hw;
+    sd_tensor embed;         /* [V, H] */
+    int32_t H, F, tH, Vd, V, nH, nKV, hd, Q, KV;
+    int32_t n_ctx, max_rows, n_cached;
+    double eps;
+    float *k_cache, *v_cache; /* [n_ctx, KV] (k after RoPE) */
+    int32_t *parent;          /* [n_ctx] parent cache row, -1 = on the prefix */
+    /* scratch, [max_rows, ...] */
+    float *e, *hn, *u, *q, *attn, *h1, *xn, *gate, *up, *tmp, *h, *aux;
+    float *rowbuf;            /* [max(2H, 3tH, F, Q)] */
+    float *rope_cos, *rope_sin; /* [hd/2] */
+    double *inv_freq;         /* [hd/2] */
+    double *scores;           /* [n_ctx] */
+    double *acc;              /* [hd] */
+    int64_t *keys;            /* [n_ctx] */
+    int32_t *chain;           /* [n_ctx] ancestors, leaf-first */
+    sd_errbuf err;
+};
+
+static int32_t e3c_max(int32_t a, int32_t b) { return a > b ? a : b; }
+
+static specdec_status e3c_alloc(sd_eagle3_cpu *e) {
+    const size_t R = (size_t)e->max_rows, C = (size_t)e->n_ctx;
+    const size_t H = (size_t)e->H, F = (size_t)e->F, Q = (size_t)e->Q, half = (size_t)e->hd / 2;
+    const size_t rb = (size_t)e3c_max(e3c_max(2 * e->H, 3 * e->tH), e3c_max(e->F, e->Q));
+    float **f32[] = {&e->e, &e->hn, &e->u, &e->q, &e->attn, &e->h1, &e->xn, &e->gate, &e->up, &e->tmp, &e->h,
+                     &e->aux, &e->rowbuf, &e->rope_cos, &e->rope_sin, &e->k_cache, &e->v_cache};
+    const size_t n32[] = {R * H, R * H, R * 2 * H, R * Q, R * Q, R * H, R * H, R * F, R * F, R * H, R * H,
+                          R * 3 * (size_t)e->tH, rb, half, half, C * (size_t)e->KV, C * (size_t)e->KV};
+    for (size_t i = 0; i < sizeof n32 / sizeof n32[0]; i++)
+        if (!(*f32[i] = sd_malloc(n32[i] * sizeof(float)))) return SPECDEC_ERR_OUT_OF_MEMORY;
+    e->inv_freq = sd_malloc(half * sizeof(double));
+    e->scores = sd_malloc(C * sizeof(double));
+    e->acc = sd_malloc((size_t)e->hd * sizeof(double));
+    e->keys = sd_malloc(C * sizeof(int64_t));
+    e->parent = sd_malloc(C * sizeof(int32_t));
+    e->chain = sd_malloc(C * sizeof(int32_t));
+    if (!e->inv_freq || !e->scores || !e->acc || !e->keys || !e->parent || !e->chain) return SPECDEC_ERR_OUT_OF_MEMORY;
+    return SPECDEC_OK;
+}
+
+specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor *embed, int32_t n_ctx,
+                                    int32_t max_rows, sd_eagle3_cpu **out, sd_errbuf *eb) {
+    if (out) *out = NULL;
+    if (!hw || !embed || !out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: NULL argument");
+    if (n_ctx < 1 || max_rows < 1 || max_rows > n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: n_ctx %d / max_rows %d (need 1 <= max_rows <= n_ctx)",
+                       (int)n_ctx, (int)max_rows);
+    specdec_status st = sd_eagle3_validate(hw, "eagle3 cpu", eb);
+    if (st) return st;
+    const sd_config *c = &hw->cfg.layer;
+    if (!embed->data || embed->ndim != 2 || embed->shape[0] != c->vocab_size || embed->shape[1] != c->hidden_size)
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "eagle3 cpu: the embedding is not [%d, %d]", (int)c->vocab_size,
+                       (int)c->hidden_size);
+    sd_eagle3_cpu *e = sd_calloc(1, sizeof *e);
+    if (!e) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 cpu: out of memory");
+    e->hw = hw;
+    e->embed = *embed;
+    e->H = c->hidden_size, e->F = c->intermediate_size, e->tH = hw->cfg.target_hidden;
+    e->Vd = hw->cfg.draft_vocab, e->V = c->vocab_size, e->nH = c->n_heads, e->nKV = c->n_kv_heads;
+    e->hd = c->head_dim, e->Q = c->n_heads * c->head_dim, e->KV = c->n_kv_heads * c->head_dim;
+    e->n_ctx = n_ctx, e->max_rows = max_rows;
+    e->eps = (double)c->rms_norm_eps;
+    if (e3c_alloc(e)) {
+        sd_eagle3_cpu_destroy(e);
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 cpu: out of memory for %d cache rows", (int)n_ctx);
+    }
+    sd_rope_spec rope;
+    sd_cfg_rope_params(c, n_ctx, 0, &rope);
+    sd_cpu_rope_spec_inv_freq(&rope, e->inv_freq);
+    *out = e;
+    return SPECDEC_OK;
+}
+
+void sd_eagle3_cpu_destroy(sd_eagle3_cpu *e) {
+    if (!e) return;
+    void *p[] = {e->e, e->hn, e->u, e->q, e->attn, e->h1, e->xn, e->gate, e->up, e->tmp, e->h, e->aux, e->rowbuf,
+                 e->rope_cos, e->rope_sin, e->k_cache, e->v_cache, e->inv_freq, e->scores, e->acc, e->keys,
+                 e->parent, e->chain};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) sd_free(p[i]);
+    sd_free(e);
+}
+
+specdec_status sd_eagle3_cpu_fuse(sd_eagle3_cpu *e, const float *aux, int32_t n, float *g) {
+    if (!e || !aux || !g || n < 1 || n > e->max_rows)
+        return sd_fail(e ? &e->err : NULL, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 fuse: n = %d outside [1, %d] or NULL",
+                       (int)n, e ? (int)e->max_rows : 0);
+    const sd_eagle3_weights *hw = e->hw;
+    const int32_t w3 = 3 * e->tH;
+    const float *x = aux;
+    if (hw->cfg.fc_norm || hw->cfg.norm_before_fc) {
+        memcpy(e->aux, aux, (size_t)n * (size_t)w3 * sizeof(float));
+        for (int32_t t = 0; t < n && hw->cfg.fc_norm; t++)
+            for (int i = 0; i < SD_EAGLE3_N_AUX; i++) {
+                float *s = e->aux + (int64_t)t * w3 + (int64_t)i * e->tH;
+                sd_cpu_rmsnorm(s, &hw->fc_norm[i], 1, e->tH, e->eps, s);
+            }
+        if (hw->cfg.norm_before_fc) sd_cpu_rmsnorm(e->aux, &hw->input_norm, n, w3, e->eps, e->aux);
+        x = e->aux;
+    }
+    sd_cpu_matmul(x, n, &hw->fc, &hw->fc_bias, g, e->rowbuf);
+    return SPECDEC_OK;
+}
+
+static specdec_status e3c_check(sd_eagle3_cpu *e, const int32_t *tokens, const int32_t *pos, int32_t n,
+                                const int32_t *parents, int32_t n_shared) {
+    if (n < 1 || n > e->max_rows)
+        return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: n = %d outside [1, %d]", (int)n,
+                       (int)e->max_rows);
+    if (e->n_cached + n > e->n_ctx)
+        return sd_fail(&e->err, SPECDEC_ERR_CONTEXT_FULL, "eagle3 step: %d cached + %d rows exceed n_ctx %d",
+                       (int)e->n_cached, (int)n, (int)e->n_ctx);
+    if (parents && (n_shared < 0 || n_shared > e->n_cached))
+        return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: n_shared %d outside [0, %d]", (int)n_shared,
+                       (int)e->n_cached);
+    for (int32_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= e->V)
+            return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: token[%d] = %d outside [0, %d)", (int)i,
+                           (int)tokens[i], (int)e->V);
+        if (pos[i] < 0)
+            return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: pos[%d] = %d < 0", (int)i, (int)pos[i]);
+        if (parents && (parents[i] < -1 || parents[i] >= e->n_cached + i))
+            return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "eagle3 step: parents[%d] = %d is not -1 or an earlier cache row (< %d)", (int)i,
+                           (int)parents[i], (int)(e->n_cached + i));
+    }
+    return SPECDEC_OK;
+}
+
+/* Key list of cache row r into e->keys; returns its length. */
+static int32_t e3c_keys(sd_eagle3_cpu *e, int32_t r, int tree, int32_t n_shared) {
+    if (!tree) {
+        for (int32_t j = 0; j <= r; j++) e->keys[j] = j;
+        return r + 1;
+    }
+    int32_t n = 0, nc = 0;
+    for (int32_t j = 0; j < n_shared; j++) e->keys[n++] = j;
+    for (int32_t a = e->parent[r]; a >= n_shared; a = e->parent[a]) e->chain[nc++] = a;
+    while (nc > 0) e->keys[n++] = e->chain[--nc];
+    e->keys[n++] = r;
+    return n;
+}
+
+/* q, k, v of rows [0, n) from u; k, v into the cache at rows base..; RoPE at pos. */
+static void e3c_qkv(sd_eagle3_cpu *e, int32_t n, const int32_t *pos) {
+    const sd_eagle3_weights *hw = e->hw;
+    float *krow = e->k_cache + (int64_t)e->n_cached * e->KV, *vrow = e->v_cache + (int64_t)e->n_cached * e->KV;
+    sd_cpu_matmul(e->u, n, &hw->wq, NULL, e->q, e->rowbuf);
+    sd_cpu_matmul(e->u, n, &hw->wk, NULL, krow, e->rowbuf);
+    sd_cpu_matmul(e->u, n, &hw->wv, NULL, vrow, e->rowbuf);
+    const int32_t half = e->hd / 2;
+    for (int32_t t = 0; t < n; t++) {
+        sd_cpu_rope_table(e->inv_freq, half, pos[t], e->rope_cos, e->rope_sin);
+        sd_cpu_rope(e->q + (int64_t)t * e->Q, e->nH, e->hd, e->rope_cos, e->rope_sin);
+        sd_cpu_rope(krow + (int64_t)t * e->KV, e->nKV, e->hd, e->rope_cos, e->rope_sin);
+    }
+}
+
+/* The layer after attention: h = h1 + MLP(h1), logits, g_next. */
+static void e3c_tail(sd_eagle3_cpu *e, const float *g, int32_t n, float *logits, float *g_next) {
+    const sd_eagle3_weights *hw = e->hw;
+    const int64_t nH = (int64_t)n * e->H;
+    sd_cpu_matmul(e->attn, n, &hw->wo, NULL, e->tmp, e->rowbuf);
+    memcpy(e->h1, hw->cfg.norm_before_residual ? e->hn : g, (size_t)nH * sizeof(float));
+    sd_cpu_add(e->h1, e->tmp, nH);
+    sd_cpu_rmsnorm(e->h1, &hw->post_norm, n, e->H, e->eps, e->xn);
+    sd_cpu_matmul(e->xn, n, &hw->w_gate, NULL, e->gate, e->rowbuf);
+    sd_cpu_matmul(e->xn, n, &hw->w_up, NULL, e->up, e->rowbuf);
+    sd_cpu_swiglu(e->gate, e->up, (int64_t)n * e->F, e->gate);
+    sd_cpu_matmul(e->gate, n, &hw->w_down, NULL, e->tmp, e->rowbuf);
+    memcpy(e->h, e->h1, (size_t)nH * sizeof(float));
+    sd_cpu_add(e->h, e->tmp, nH);
+    sd_cpu_rmsnorm(e->h, &hw->norm, n, e->H, e->eps, e->xn); /* xn = hN */
+    if (logits) sd_cpu_matmul(e->xn, n, &hw->lm_head, NULL, logits, e->rowbuf);
+    if (g_next) memcpy(g_next, hw->cfg.norm_output ? e->xn : e->h, (size_t)nH * sizeof(float));
+}
+
+specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const float *g, const int32_t *pos,
+                                  int32_t n, const int32_t *parents, int32_t n_shared, float *logits, float *g_next) {
+    if (!e || !tokens || !g || !pos)
+        return sd_fail(e ? &e->err : NULL, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: NULL argument");
+    specdec_status st = e3c_check(e, tokens, pos, n, parents, n_shared);
+    if (st) return st;
+    const sd_eagle3_weights *hw = e->hw;
+    const int32_t H = e->H;
+    sd_cpu_embed(&e->embed, tokens, n, e->e);
+    sd_cpu_rmsnorm(e->e, &hw->in_norm, n, H, e->eps, e->e);
+    sd_cpu_rmsnorm(g, &hw->hidden_norm, n, H, e->eps, e->hn);
+    for (int32_t t = 0; t < n; t++) {
+        memcpy(e->u + (int64_t)t * 2 * H, e->e + (int64_t)t * H, (size_t)H * sizeof(float));
+        memcpy(e->u + (int64_t)t * 2 * H + H, e->hn + (int64_t)t * H, (size_t)H * sizeof(float));
+    }
+    e3c_qkv(e, n, pos);
+    for (int32_t t = 0; t < n; t++) {
+        const int32_t r = e->n_cached + t;
+        e->parent[r] = parents ? parents[t] : r - 1;
+        const int32_t nk = e3c_keys(e, r, parents != NULL, n_shared);
+        sd_cpu_attention_keys(e->q + (int64_t)t * e->Q, e->k_cache, e->v_cache, e->keys, nk, e->nH, e->nKV, e->hd,
+                              e->scores, e->acc, e->attn + (int64_t)t * e->Q);
+    }
+    e->n_cached += n;
+    e3c_tail(e, g, n, logits, g_next);
+    return SPECDEC_OK;
+}
+
+specdec_status sd_eagle3_cpu_truncate(sd_eagle3_cpu *e, int32_t n) {
+    if (!e || n < 0 || n > e->n_cached)
+        return sd_fail(e ? &e->err : NULL, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 truncate: %d outside [0, %d]", (int)n,
+                       e ? (int)e->n_cached : 0);
+    e->n_cached = n;
+    return SPECDEC_OK;
+}
+
+int32_t sd_eagle3_cpu_n_cached(const sd_eagle3_cpu *e) { return e ? e->n_cached : 0; }
+
+const char *sd_eagle3_cpu_last_error(const sd_eagle3_cpu *e) { return e ? e->err.msg : ""; }

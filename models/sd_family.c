@@ -1,0 +1,58 @@
+/* sd_family.c — the model families as data (see sd_family.h). The defaults are those of
+ * the transformers 5 config classes (LlamaConfig, MistralConfig, ...), so a config.json
+ * that leaves a key out gets the model transformers builds from it. */
+#include "sd_family.h"
+
+#include <string.h>
+
+#define F(x) SD_FAM_##x
+
+static const sd_family sd_families[] = {
+    /* arch, model_type, id, flags,
+       max_pos, eps, tie, head_dim, theta, local_theta, act_key, act_default,
+       window_rule, window, pattern, max_window_layers, attn_softcap, final_softcap, query_scalar */
+    {"LlamaForCausalLM", "llama", SD_ARCH_LLAMA, F(ATTN_BIAS_KEY) | F(MLP_BIAS_KEY) | F(HEADS_DIVIDE),
+     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0},
+    {"MistralForCausalLM", "mistral", SD_ARCH_MISTRAL, 0,
+     131072, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0},
+    {"Qwen2ForCausalLM", "qwen2", SD_ARCH_QWEN2, F(QKV_BIAS),
+     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0},
+    {"Qwen3ForCausalLM", "qwen3", SD_ARCH_QWEN3, F(ATTN_BIAS_KEY) | F(QK_NORM),
+     32768, 1e-6, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0},
+    {"Phi3ForCausalLM", "phi3", SD_ARCH_PHI3, F(FUSED) | F(PARTIAL_ROPE) | F(YARN_IS_LONGROPE),
+     4096, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0},
+    {"GemmaForCausalLM", "gemma", SD_ARCH_GEMMA,
+     F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(GELU_IS_TANH) | F(BIDIR_KEY),
+     8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_act", "gelu_pytorch_tanh", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0},
+    {"Gemma2ForCausalLM", "gemma2", SD_ARCH_GEMMA2,
+     F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(SANDWICH) | F(SOFTCAP) | F(FINAL_SOFTCAP) |
+         F(QUERY_SCALAR) | F(HEADS_DIVIDE) | F(BIDIR_KEY),
+     8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_activation", "gelu_pytorch_tanh", SD_WIN_PATTERN, 4096, 2, 0, 50.0,
+     30.0, 256.0},
+    /* Gemma 3 keeps attn_logit_softcapping in its config but transformers never applies
+     * it (Gemma3Attention passes no softcap): no SOFTCAP flag, the key is ignored. */
+    {"Gemma3ForCausalLM", "gemma3_text", SD_ARCH_GEMMA3,
+     F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(SANDWICH) | F(QK_NORM) | F(FINAL_SOFTCAP) |
+         F(QUERY_SCALAR) | F(HEADS_DIVIDE) | F(LOCAL_ROPE) | F(BIDIR_KEY) | F(PATTERN_KEY),
+     131072, 1e-6, 1, 256, 1000000.0, 10000.0, "hidden_activation", "gelu_pytorch_tanh", SD_WIN_PATTERN, 4096, 6, 0,
+     0.0, 0.0, 256.0},
+};
+#define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
+
+const sd_family *sd_family_find(const char *arch, const char *model_type) {
+    for (int i = 0; i < SD_N_FAMILIES; i++)
+        if (arch ? !strcmp(arch, sd_families[i].arch) : (model_type && !strcmp(model_type, sd_families[i].model_type)))
+            return &sd_families[i];
+    return NULL;
+}
+
+const sd_family *sd_family_of(sd_arch id) {
+    for (int i = 0; i < SD_N_FAMILIES; i++)
+        if (sd_families[i].id == id) return &sd_families[i];
+    return &sd_families[0];
+}
+
+const char *sd_family_list(void) {
+    return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
+           "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM";
+}

@@ -1,0 +1,74 @@
+/* sd_family.h — the supported model families as data: for each one, what transformers'
+ * config class defaults to when config.json leaves a key out, which keys it reads and
+ * how, and the structure of its layers (tensor names, norms, biases, activation,
+ * attention variants). sd_config_parse (models/sd_config.c) reads config.json through
+ * this table into a resolved sd_config; the loader (models/sd_model_load.c) takes the
+ * tensor names from the resolved config; the backends run whatever it describes. A new
+ * family is a new row (and, when it needs an op the forward does not have, that op). */
+#ifndef SD_FAMILY_H
+#define SD_FAMILY_H
+
+#include <stdint.h>
+
+#include "sd_weights.h"
+
+/* How a family decides which layers use the sliding window. */
+typedef enum sd_window_rule {
+    SD_WIN_NONE = 0,     /* never (sliding_window is not read) */
+    SD_WIN_ALL = 1,      /* every layer when sliding_window is set (Mistral, Phi-3) */
+    SD_WIN_UPPER = 2,    /* use_sliding_window: layers >= max_window_layers (Qwen2, Qwen3) */
+    SD_WIN_PATTERN = 3   /* every `pattern`-th layer is global, the others slide (Gemma 2/3) */
+} sd_window_rule;
+
+enum {
+    SD_FAM_QKV_BIAS = 1u << 0,       /* q/k/v biases always (Qwen2) */
+    SD_FAM_ATTN_BIAS_KEY = 1u << 1,  /* attention_bias: q/k/v and o biases */
+    SD_FAM_MLP_BIAS_KEY = 1u << 2,   /* mlp_bias: gate/up/down biases */
+    SD_FAM_QK_NORM = 1u << 3,        /* self_attn.q_norm / k_norm (per head, before RoPE) */
+    SD_FAM_SANDWICH = 1u << 4,       /* post-attention + pre/post-feed-forward norms */
+    SD_FAM_NORM_PLUS1 = 1u << 5,     /* RMSNorm multiplies by (1 + w) */
+    SD_FAM_EMBED_SCALE = 1u << 6,    /* embeddings times sqrt(hidden_size) */
+    SD_FAM_FUSED = 1u << 7,          /* self_attn.qkv_proj and mlp.gate_up_proj */
+    SD_FAM_SOFTCAP = 1u << 8,        /* attn_logit_softcapping applied */
+    SD_FAM_FINAL_SOFTCAP = 1u << 9,  /* final_logit_softcapping applied */
+    SD_FAM_QUERY_SCALAR = 1u << 10,  /* softmax scale query_pre_attn_scalar^-1/2 */
+    SD_FAM_PARTIAL_ROPE = 1u << 11,  /* partial_rotary_factor rotates the first dims only */
+    SD_FAM_HEADS_DIVIDE = 1u << 12,  /* hidden_size % num_attention_heads == 0 required */
+    SD_FAM_LOCAL_ROPE = 1u << 13,    /* sliding layers: default rope of their own theta */
+    SD_FAM_YARN_IS_LONGROPE = 1u << 14, /* rope_type "yarn"/"su" mean longrope (Phi-3) */
+    SD_FAM_GELU_IS_TANH = 1u << 15,  /* hidden_act "gelu" means the tanh approximation (Gemma) */
+    SD_FAM_BIDIR_KEY = 1u << 16,     /* use_bidirectional_attention: true is refused */
+    SD_FAM_PATTERN_KEY = 1u << 17    /* sliding_window_pattern read (else the table's pattern) */
+};
+
+typedef struct sd_family {
+    const char *arch;          /* architectures[0] */
+    const char *model_type;    /* model_type (used when architectures is absent) */
+    sd_arch id;
+    uint32_t flags;            /* SD_FAM_* */
+    /* transformers' defaults for absent keys */
+    int32_t max_pos;           /* max_position_embeddings */
+    double rms_eps;            /* rms_norm_eps */
+    int tie;                   /* tie_word_embeddings */
+    int32_t head_dim;          /* head_dim; 0 = hidden_size / num_attention_heads */
+    double theta;              /* rope_theta */
+    double local_theta;        /* SD_FAM_LOCAL_ROPE: rope_local_base_freq */
+    const char *act_key;       /* the key naming the activation */
+    const char *act_default;
+    sd_window_rule window_rule;
+    int32_t window;            /* sliding_window when the key is absent (null = none) */
+    int32_t window_pattern;    /* SD_WIN_PATTERN: sliding_window_pattern default */
+    int32_t max_window_layers; /* SD_WIN_UPPER: max_window_layers default */
+    double attn_softcap;       /* attn_logit_softcapping when absent (0 = none) */
+    double final_softcap;      /* final_logit_softcapping when absent (0 = none) */
+    double query_scalar;       /* query_pre_attn_scalar when absent */
+} sd_family;
+
+/* The family named by architectures[0] (or, with arch NULL, by model_type); NULL if none. */
+const sd_family *sd_family_find(const char *arch, const char *model_type);
+/* "LlamaForCausalLM, MistralForCausalLM, ..." for messages. */
+const char *sd_family_list(void);
+/* The family of a resolved configuration (cfg->arch). */
+const sd_family *sd_family_of(sd_arch id);
+
+#endif

@@ -1,0 +1,167 @@
+/* test_model_configs.c — config.json of every family through sd_config_parse: the
+ * values transformers would build (class defaults for absent keys, absent vs null,
+ * the older key spellings of published configs), and inconsistent or unsupported
+ * configs refused with SPECDEC_ERR_FORMAT / SPECDEC_ERR_UNSUPPORTED and the key named.
+ * (The fixture test, test_model_fixtures.c, checks what the values compute.) */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sd_test.h"
+#include "sd_config.h"
+
+/* A small config of each family; %s is where a case adds or overrides keys (a JSON
+ * object's later duplicate would be refused, so cases put keys the base lacks). */
+#define SIZES "\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, \"num_hidden_layers\": 4, " \
+              "\"num_attention_heads\": 4, \"num_key_value_heads\": 2"
+
+static specdec_status parse(const char *arch, const char *extra, sd_config *c, sd_errbuf *eb) {
+    char buf[8192];
+    snprintf(buf, sizeof buf, "{\"architectures\": [\"%s\"], " SIZES "%s%s}", arch, extra[0] ? ", " : "", extra);
+    return sd_config_parse(buf, strlen(buf), "config.json", c, eb);
+}
+
+static void ok(const char *what, const char *arch, const char *extra, sd_config *c) {
+    sd_errbuf eb = {{0}};
+    specdec_status st = parse(arch, extra, c, &eb);
+    SD_CHECK(st == SPECDEC_OK, "%s: %s", what, eb.msg);
+}
+
+static void bad(const char *what, const char *arch, const char *extra, specdec_status want, const char *key) {
+    sd_config c;
+    sd_errbuf eb = {{0}};
+    specdec_status st = parse(arch, extra, &c, &eb);
+    SD_CHECK(st == want, "%s: status %s, expected %s (%s)", what, specdec_status_string(st),
+             specdec_status_string(want), eb.msg);
+    SD_CHECK(strstr(eb.msg, key) != NULL, "%s: message lacks '%s': %s", what, key, eb.msg);
+}
+
+static int sliding_mask(const sd_config *c) {
+    int m = 0;
+    for (int32_t l = 0; l < c->n_layers; l++) m |= (c->layer_sliding[l] != 0) << l;
+    return m;
+}
+
+static void families(void) {
+    sd_config c;
+    ok("mistral absent window", "MistralForCausalLM", "", &c);
+    SD_CHECK(c.sliding_window == 4096 && sliding_mask(&c) == 0xf, "mistral: absent window %d (MistralConfig: 4096)",
+             c.sliding_window);
+    ok("mistral null window", "MistralForCausalLM", "\"sliding_window\": null", &c);
+    SD_CHECK(c.sliding_window == 0 && sliding_mask(&c) == 0, "mistral: null window %d", c.sliding_window);
+
+    ok("qwen2 windows off", "Qwen2ForCausalLM", "\"sliding_window\": 8, \"max_window_layers\": 1", &c);
+    SD_CHECK(c.sliding_window == 0 && sliding_mask(&c) == 0 && c.attention_bias && !c.o_bias, "qwen2: defaults");
+    ok("qwen2 windows", "Qwen2ForCausalLM", "\"use_sliding_window\": true, \"sliding_window\": 8, \"max_window_layers\": 1",
+       &c);
+    SD_CHECK(c.sliding_window == 8 && sliding_mask(&c) == 0xe, "qwen2: layers >= max_window_layers slide (mask %x)",
+             sliding_mask(&c));
+    ok("qwen2 layer_types", "Qwen2ForCausalLM", "\"use_sliding_window\": true, \"layer_types\": [\"full_attention\", "
+       "\"sliding_attention\", \"full_attention\", \"sliding_attention\"]", &c);
+    SD_CHECK(c.sliding_window == 4096 && sliding_mask(&c) == 0xa, "qwen2: layer_types win (mask %x)", sliding_mask(&c));
+
+    ok("qwen3", "Qwen3ForCausalLM", "", &c);
+    SD_CHECK(c.head_dim == 128 && c.qk_norm && !c.attention_bias && c.max_position_embeddings == 32768,
+             "qwen3: head_dim default 128, q/k norms");
+
+    /* Phi-3: fused, longrope spelled "su", the top-level original_max_position_embeddings */
+    ok("phi3 su", "Phi3ForCausalLM",
+       "\"max_position_embeddings\": 1024, \"original_max_position_embeddings\": 256, \"rope_scaling\": {\"type\": "
+       "\"su\", \"short_factor\": [1,1,1,1], \"long_factor\": [2,2,2,2], \"original_max_position_embeddings\": 9}",
+       &c);
+    SD_CHECK(c.rope_type == SD_ROPE_LONGROPE && c.rope_original_max_pos == 256 && c.fused_qkv && c.fused_gate_up,
+             "phi3: su = longrope, top-level original max %d", c.rope_original_max_pos);
+    SD_CHECK(fabs(c.rope_attn_factor - sqrt(1.0 + log(4.0) / log(256.0))) < 1e-6,
+             "phi3: longrope attention factor %g", (double)c.rope_attn_factor);
+    ok("phi4-mini partial", "Phi3ForCausalLM", "\"partial_rotary_factor\": 0.75, \"sliding_window\": 64", &c);
+    SD_CHECK(c.rope_dim == 6 && c.sliding_window == 64 && sliding_mask(&c) == 0xf && c.rms_norm_eps == 1e-5f,
+             "phi3: rope_dim %d of 8, window on every layer", c.rope_dim);
+
+    /* Gemma: hidden_act "gelu" is the tanh approximation; 256 head_dim; tied; (1 + w) */
+    ok("gemma gelu", "GemmaForCausalLM", "\"hidden_act\": \"gelu\"", &c);
+    SD_CHECK(c.act == SD_ACT_GELU_TANH && c.head_dim == 256 && c.tie_word_embeddings && c.norm_offset == 1.0f &&
+             c.embed_scale == (float)sqrt(32.0) && !c.sandwich_norms, "gemma: defaults");
+    ok("llama gelu", "LlamaForCausalLM", "\"hidden_act\": \"gelu\", \"attention_bias\": true, \"mlp_bias\": true", &c);
+    SD_CHECK(c.act == SD_ACT_GELU && c.attention_bias && c.o_bias && c.mlp_bias, "llama: erf gelu, biases");
+
+    ok("gemma2 defaults", "Gemma2ForCausalLM", "", &c);
+    SD_CHECK(c.attn_softcap == 50.0f && c.final_softcap == 30.0f && c.attn_scale == 0.0625f && c.sandwich_norms &&
+             c.sliding_window == 4096 && sliding_mask(&c) == 0x5, "gemma2: class defaults (mask %x)", sliding_mask(&c));
+    ok("gemma2 null caps", "Gemma2ForCausalLM", "\"attn_logit_softcapping\": null, \"final_logit_softcapping\": null",
+       &c);
+    SD_CHECK(c.attn_softcap == 0.0f && c.final_softcap == 0.0f, "gemma2: null caps are none");
+
+    /* Gemma 3 as published (rope_local_base_freq, sliding_window_pattern, rope_scaling) */
+    ok("gemma3 hub", "Gemma3ForCausalLM",
+       "\"rope_theta\": 1000000, \"rope_local_base_freq\": 10000, \"sliding_window\": 512, "
+       "\"sliding_window_pattern\": 2, \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8.0}, "
+       "\"attn_logit_softcapping\": 50.0", &c);
+    SD_CHECK(c.rope_local_theta == 10000.0f && c.rope_theta == 1e6f && c.rope_type == SD_ROPE_LINEAR &&
+             c.rope_factor == 8.0f && sliding_mask(&c) == 0x5 && c.qk_norm && c.attn_softcap == 0.0f,
+             "gemma3: local rope, linear global rope, pattern 2, attention soft-cap ignored as transformers does");
+    ok("gemma3 nested", "Gemma3ForCausalLM",
+       "\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"yarn\", \"factor\": 2.0, \"rope_theta\": 5e5}, "
+       "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 20.0}}", &c);
+    SD_CHECK(c.rope_local_theta == 20.0f && c.rope_theta == 5e5f && c.rope_type == SD_ROPE_YARN &&
+             c.rope_original_max_pos == 131072 && fabs(c.rope_attn_factor - (0.1 * log(2.0) + 1.0)) < 1e-6 &&
+             c.rope_beta_fast == 32.0f && c.rope_beta_slow == 1.0f && c.rope_truncate == 1,
+             "gemma3: nested rope_parameters, yarn defaults");
+    ok("llama dynamic", "LlamaForCausalLM", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}", &c);
+    SD_CHECK(c.rope_type == SD_ROPE_DYNAMIC && c.rope_factor == 2.0f, "llama: dynamic");
+}
+
+static void bad_configs(void) {
+    const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
+    bad("head_dim x heads", "MistralForCausalLM", "\"hidden_size\": 30", F, "hidden_size");
+    bad("gemma2 heads", "Gemma2ForCausalLM", "\"num_attention_heads\": 3, \"num_key_value_heads\": 1", F,
+        "num_attention_heads");
+    bad("window 0", "MistralForCausalLM", "\"sliding_window\": 0", F, "sliding_window");
+    bad("window < 0", "Phi3ForCausalLM", "\"sliding_window\": -1", F, "sliding_window");
+    bad("window fraction", "Gemma2ForCausalLM", "\"sliding_window\": 3.5", F, "sliding_window");
+    bad("sliding layer, null window", "Qwen3ForCausalLM",
+        "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"full_attention\", \"full_attention\"]", F,
+        "sliding_window");
+    bad("layer_types length", "Gemma3ForCausalLM", "\"layer_types\": [\"full_attention\"]", F, "layer_types");
+    bad("layer_types value", "Gemma2ForCausalLM",
+        "\"layer_types\": [\"chunked_attention\", \"full_attention\", \"full_attention\", \"full_attention\"]", U,
+        "chunked_attention");
+    bad("unknown rope type", "LlamaForCausalLM", "\"rope_scaling\": {\"rope_type\": \"mrope\"}", U, "mrope");
+    bad("rope type not a string", "LlamaForCausalLM", "\"rope_scaling\": {\"rope_type\": 3}", F, "rope_type");
+    bad("linear without factor", "Qwen2ForCausalLM", "\"rope_scaling\": {\"rope_type\": \"linear\"}", F, "factor");
+    bad("yarn factor 0", "LlamaForCausalLM", "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 0}", F, "factor");
+    bad("longrope short list", "Phi3ForCausalLM",
+        "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 1, 1], \"long_factor\": [1, 1, 1, 1]}", F,
+        "short_factor");
+    bad("longrope long list", "LlamaForCausalLM",
+        "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 1, 1, 1], \"long_factor\": [1, 1, 1, 1, 1]}",
+        F, "long_factor");
+    bad("longrope factor 0", "LlamaForCausalLM",
+        "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 0, 1, 1], \"long_factor\": [1, 1, 1, 1]}", F,
+        "short_factor");
+    bad("phi3 linear", "Phi3ForCausalLM", "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}", F, "rope_type");
+    bad("partial rotary llama", "LlamaForCausalLM", "\"partial_rotary_factor\": 0.5", U, "partial_rotary_factor");
+    bad("partial rotary odd", "Phi3ForCausalLM", "\"partial_rotary_factor\": 0.375", F, "partial_rotary_factor");
+    bad("activation", "Qwen3ForCausalLM", "\"hidden_act\": \"relu\"", U, "hidden_act");
+    bad("gemma2 activation", "Gemma2ForCausalLM", "\"hidden_activation\": \"gelu_fast\"", U, "hidden_activation");
+    bad("softcap 0", "Gemma2ForCausalLM", "\"final_logit_softcapping\": 0", F, "final_logit_softcapping");
+    bad("query scalar 0", "Gemma3ForCausalLM", "\"query_pre_attn_scalar\": 0", F, "query_pre_attn_scalar");
+    bad("bidirectional", "Gemma3ForCausalLM", "\"use_bidirectional_attention\": true", U,
+        "use_bidirectional_attention");
+    bad("gemma3 local rope scaled", "Gemma3ForCausalLM",
+        "\"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2}}", U,
+        "sliding_attention");
+    bad("nested rope on llama", "LlamaForCausalLM", "\"rope_parameters\": {\"full_attention\": {}}", U,
+        "per-layer-type");
+    bad("pattern 0", "Gemma3ForCausalLM", "\"sliding_window_pattern\": 0", F, "sliding_window_pattern");
+    bad("dynamic 2 dims", "LlamaForCausalLM", "\"head_dim\": 2, \"rope_scaling\": {\"type\": \"dynamic\", "
+        "\"factor\": 2}", F, "dynamic");
+    bad("yarn original 0", "LlamaForCausalLM", "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 2, "
+        "\"original_max_position_embeddings\": 0}", F, "original_max_position_embeddings");
+    bad("gemma3 multimodal", "Gemma3ForConditionalGeneration", "", U, "Gemma3ForConditionalGeneration");
+}
+
+int main(void) {
+    families();
+    bad_configs();
+    return sd_test_done();
+}

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""gen_model_fixtures.py — tiny random checkpoints of every model family specdec runs,
+written by transformers itself, with transformers' fp32 logits for fixed token ids.
+
+For each variant (VARIANTS below) it builds the model from its config class with random
+weights (every tensor, norms and biases included, drawn from a seeded generator so the
+fixture is reproducible), saves it with save_pretrained (config.json + model.safetensors,
+fp32, exactly as a user's checkpoint directory), runs one forward over the fixture's ids
+(eager attention, fp32) and writes
+
+    OUT/<name>/config.json, model.safetensors   (transformers' own files)
+    OUT/<name>/ids.txt                           T token ids, one line
+    OUT/<name>/logits.f32                        [T, V] float32 little-endian
+    OUT/manifest.txt                             "<name> <T> <V> <n_ctx>" per fixture
+
+A variant is re-drawn (next seed) until every position's top-2 logit margin exceeds
+MARGIN, so "argmax identical" is a fair requirement on a checker within 1e-4. n_ctx is
+the context the checker must give its runner: T (rope types whose frequencies depend on
+the length — dynamic, longrope — match transformers' whole-sequence forward there).
+
+Needs torch + transformers (run by hand; CI reads the committed fixtures):
+    /work/venv-torch/bin/python tools/gen_model_fixtures.py [--out tests/models/fixtures] [NAME ...]
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import transformers
+    from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig,
+                              GemmaForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                              Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                              Qwen3ForCausalLM)
+except ImportError as e:
+    sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+MARGIN = 1e-3
+T = 24          # tokens per fixture: longer than every window below
+V = 80          # vocabulary
+
+# Shapes shared by the variants (tiny: the whole set stays far below 5 MB).
+BASE = dict(vocab_size=V, hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
+            bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def longrope(n, scale):
+    """A longrope factor list of n entries (made up; only the length is fixed)."""
+    return [round(1.0 + scale * i, 4) for i in range(n)]
+
+
+def llama(**kw):
+    return LlamaConfig, LlamaForCausalLM, {**BASE, **kw}
+
+
+# name -> (config class, model class, config kwargs, zero-centred norms (Gemma's (1 + w)))
+VARIANTS = {
+    "llama_bias": (*llama(attention_bias=True, mlp_bias=True), False),
+    "llama_rope_linear": (*llama(rope_parameters={"rope_type": "linear", "factor": 3.0, "rope_theta": 100.0}), False),
+    # max_position_embeddings < T: the frequencies grow (transformers: seq_len = T)
+    "llama_rope_dynamic": (*llama(max_position_embeddings=16,
+                                  rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 100.0}),
+                           False),
+    "llama_rope_yarn": (*llama(rope_parameters={"rope_type": "yarn", "factor": 4.0, "rope_theta": 500.0,
+                                                "original_max_position_embeddings": 16, "beta_fast": 8.0,
+                                                "beta_slow": 0.5}), False),
+    "llama_rope_yarn_mscale": (*llama(rope_parameters={"rope_type": "yarn", "factor": 8.0, "rope_theta": 300.0,
+                                                       "original_max_position_embeddings": 8, "mscale": 0.7,
+                                                       "mscale_all_dim": 0.3, "truncate": False}), False),
+    "llama_rope_llama3": (*llama(rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 16,
+                                                  "rope_theta": 500.0}), False),
+    # T > original_max_position_embeddings: the long factors
+    "llama_rope_longrope": (*llama(rope_parameters={"rope_type": "longrope", "rope_theta": 200.0,
+                                                    "short_factor": longrope(4, 0.1), "long_factor": longrope(4, 1.5),
+                                                    "original_max_position_embeddings": 16}), False),
+    "mistral_window": (MistralConfig, MistralForCausalLM, {**BASE, "sliding_window": 5}, False),
+    "qwen2_window": (Qwen2Config, Qwen2ForCausalLM,
+                     {**BASE, "num_hidden_layers": 3, "use_sliding_window": True, "sliding_window": 6,
+                      "max_window_layers": 1, "tie_word_embeddings": True}, False),
+    "qwen3": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    "qwen3_window_bias": (Qwen3Config, Qwen3ForCausalLM,
+                          {**BASE, "num_hidden_layers": 3, "head_dim": 16, "attention_bias": True,
+                           "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 2}, False),
+    "phi3_window": (Phi3Config, Phi3ForCausalLM, {**BASE, "sliding_window": 7, "original_max_position_embeddings": 64},
+                    False),
+    # Phi-3.5-mini style: longrope, T > original 16 (long factors)
+    "phi35_longrope": (Phi3Config, Phi3ForCausalLM,
+                       {**BASE, "original_max_position_embeddings": 16,
+                        "rope_parameters": {"rope_type": "longrope", "short_factor": longrope(4, 0.05),
+                                            "long_factor": longrope(4, 2.0), "rope_theta": 300.0}}, False),
+    # Phi-4-mini style: partial rotary 0.75 of head_dim 16 (6 pairs), longrope within the
+    # original length (short factors), tied embeddings
+    "phi4_mini": (Phi3Config, Phi3ForCausalLM,
+                  {**BASE, "num_attention_heads": 2, "num_key_value_heads": 1, "partial_rotary_factor": 0.75,
+                   "original_max_position_embeddings": 32, "max_position_embeddings": 128, "tie_word_embeddings": True,
+                   "rope_parameters": {"rope_type": "longrope", "short_factor": longrope(6, 0.2),
+                                       "long_factor": longrope(6, 3.0), "rope_theta": 1000.0,
+                                       "partial_rotary_factor": 0.75}}, False),
+    "phi4": (Phi3Config, Phi3ForCausalLM, {**BASE, "original_max_position_embeddings": 64,
+                                           "rope_parameters": {"rope_type": "default", "rope_theta": 250.0}}, False),
+    "gemma": (GemmaConfig, GemmaForCausalLM,
+              {**BASE, "head_dim": 16, "num_key_value_heads": 1, "tie_word_embeddings": True,
+               "hidden_act": "gelu_pytorch_tanh"}, True),
+    "gemma2": (Gemma2Config, Gemma2ForCausalLM,
+               {**BASE, "num_hidden_layers": 3, "head_dim": 16, "tie_word_embeddings": True, "sliding_window": 4,
+                "attn_logit_softcapping": 2.0, "final_logit_softcapping": 15.0, "query_pre_attn_scalar": 24}, True),
+    "gemma3": (Gemma3TextConfig, Gemma3ForCausalLM,
+               {**BASE, "num_hidden_layers": 3, "head_dim": 16, "tie_word_embeddings": True, "sliding_window": 4,
+                "query_pre_attn_scalar": 12, "final_logit_softcapping": 20.0,
+                "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+                "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000.0},
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}}}, True),
+}
+
+
+def randomize(model, seed, zero_centred_norms):
+    """Every parameter from a seeded generator: matrices N(0, 1/fan_in), embeddings N(0, 1),
+    biases N(0, 0.2^2), norm weights around 1 (around 0 for (1 + w) norms)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(p.shape, generator=g, dtype=torch.float32)
+            if "norm" in name:
+                p.copy_(0.3 * r + (0.0 if zero_centred_norms else 1.0))
+            elif name.endswith("bias"):
+                p.copy_(0.2 * r)
+            elif "embed_tokens" in name:
+                p.copy_(r)
+            else:
+                p.copy_(r / p.shape[1] ** 0.5)
+
+
+def build(name, seed):
+    cfg_cls, model_cls, kw, zero_norms = VARIANTS[name]
+    cfg = cfg_cls(**kw)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = model_cls(cfg).to(torch.float32).eval()
+    randomize(model, seed, zero_norms)
+    return model
+
+
+def margins_ok(logits):
+    top2 = np.sort(logits, axis=-1)[:, -2:]
+    return bool((top2[:, 1] - top2[:, 0] > MARGIN).all())
+
+
+def write_fixture(out, name):
+    rng = np.random.default_rng(1000 + sorted(VARIANTS).index(name))
+    ids = rng.integers(3, V, T)
+    ids[0] = 1  # bos
+    for seed in range(1, 50):
+        model = build(name, seed)
+        with torch.no_grad():
+            logits = model(input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
+        if np.isfinite(logits).all() and margins_ok(logits):
+            break
+    else:
+        sys.exit(f"{name}: no seed gave top-2 margins above {MARGIN}")
+    d = os.path.join(out, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    model.save_pretrained(d)
+    for extra in ("generation_config.json",):
+        if os.path.exists(os.path.join(d, extra)):
+            os.remove(os.path.join(d, extra))
+    with open(os.path.join(d, "ids.txt"), "w") as f:
+        f.write(" ".join(str(int(i)) for i in ids) + "\n")
+    logits.astype("<f4").tofile(os.path.join(d, "logits.f32"))
+    print(f"{name:24s} seed {seed}  T={T} V={V}  |logits| max {np.abs(logits).max():.2f}")
+    return f"{name} {T} {V} {T}\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "models", "fixtures"))
+    ap.add_argument("names", nargs="*", help="variants to (re)write (default: all)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    names = args.names or sorted(VARIANTS)
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        sys.exit(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
+    os.makedirs(args.out, exist_ok=True)
+    lines = {n: write_fixture(args.out, n) for n in names}
+    mpath = os.path.join(args.out, "manifest.txt")
+    if os.path.exists(mpath):  # keep the other variants' lines
+        with open(mpath) as f:
+            for line in f:
+                if line.strip() and line.split()[0] not in lines and line.split()[0] in VARIANTS:
+                    lines[line.split()[0]] = line
+    with open(mpath, "w") as f:
+        f.write(f"# transformers {transformers.__version__}, torch {torch.__version__}: "
+                f"name T V n_ctx (tools/gen_model_fixtures.py)\n")
+        f.writelines(lines[n] for n in sorted(lines))
+    print(f"{len(names)} fixtures in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
