@@ -102,6 +102,22 @@ static inline void sd_drafter_destroy(sd_drafter *dr) {
 /* n-gram lookup limits (specdec_generate_params ngram_min / ngram_max). */
 #define SD_NGRAM_MAX 64
 
+/* The n-gram drafter's evidence and cost model, per sequence (docs/DRAFTERS.md "When to
+ * propose"): owned by the generation loop (sd_round_seq.ngram; NULL: every match is
+ * proposed, nothing learnt), which sets the gate and the cost before every round; the
+ * drafter's plan() ages the evidence and reads it, observe() adds the round's outcome.
+ * Evidence per matched suffix length n, in bucket min(n, SD_NGRAM_BUCKETS) - 1. */
+#define SD_NGRAM_BUCKETS 8
+typedef struct sd_ngram_state {
+    int gate;                          /* 1: propose only what pays (below); 0: every match */
+    double c0, c1;                     /* a round whose target pass verifies t tokens costs
+                                          c0 + c1 * t (any unit; c1 >= 0, c0 + c1 > 0) */
+    double acc[SD_NGRAM_BUCKETS];      /* decayed counts of accepted draft tokens */
+    double rej[SD_NGRAM_BUCKETS];      /* decayed counts of rejections */
+    int8_t bucket[SD_RUNNER_TREE_MAX]; /* the last plan's: the bucket of draft node i (1-based;
+                                          a chain's node i is draft token i) */
+} sd_ngram_state;
+
 /* The n-gram proposal for tokens[0..length): the most recent earlier occurrence of the
  * longest suffix of n = ngram_max .. ngram_min tokens (n < length), then the tokens
  * that followed it, at most max_tokens of them, into out; returns how many (0: no

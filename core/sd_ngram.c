@@ -14,12 +14,29 @@
  * Every proposed token is deterministic (q one-hot, x->det = 1); no candidate depends
  * on the target, so every verify mode stays exact (docs/DRAFTERS.md). Nothing found:
  * depth 0, the round is a plain step. O(L * n) per round in the worst case (one scan
- * from the end, comparing backwards), no allocation. */
+ * from the end, comparing backwards), no allocation.
+ *
+ * The gate (sd_round_seq.ngram set, gate 1; docs/DRAFTERS.md "When to propose"): a draft
+ * node proposed from a match of n tokens is accepted, given its parent was, with
+ * probability a = (A + 1) / (A + R + 2) from bucket n's decayed counts of accepted drafts
+ * A and rejections R; siblings are tried in order (child i is the target's token with
+ * probability a_i * prod_{j<i} (1 - a_j)), so each node has a value v = the probability
+ * that it is accepted. The round keeps the N best nodes (a chain: its first N tokens; a
+ * tree: the N highest values, a subtree since a child's value is below its parent's)
+ * with the N maximising (1 + sum v) / (c0 + c1 * (N + 1)); N = 0 (a plain step, cost
+ * c0 + c1) when nothing beats it. The decision reads only the sequence so far and the
+ * outcomes of earlier rounds: every verify mode stays exact. observe() adds the round's
+ * outcome to the counts (decay NGRAM_DECAY per observation); plan() ages every count by
+ * NGRAM_FADE per round so that a bucket shut out by poor evidence is tried again. */
 #include <string.h>
 
 #include "sd_round.h"
 
 #define NGRAM_TREE_CANDIDATES 64
+/* the decay of a bucket's counts per round that observes it (as adaptive γ's, runtime/sd_adapt.c) */
+#define NGRAM_DECAY 0.9
+/* the fading of every count per round: evidence ~35 rounds old weighs half */
+#define NGRAM_FADE 0.98
 
 /* Length of the match of the suffix tokens[..L) with the tokens ending at e, at most
  * cap. */
@@ -62,15 +79,44 @@ int32_t sd_ngram_chain(const int32_t *tokens, int32_t length, int32_t ngram_min,
     return k;
 }
 
+/* ---- the gate ------------------------------------------------------------------------ */
+static int8_t ngram_bucket(int32_t n) { return (int8_t)((n < SD_NGRAM_BUCKETS ? n : SD_NGRAM_BUCKETS) - 1); }
+
+/* The acceptance estimate of bucket b: in (0, 1). */
+static double ngram_alpha(const sd_ngram_state *g, int8_t b) {
+    return (g->acc[b] + 1.0) / (g->acc[b] + g->rej[b] + 2.0);
+}
+
+/* How many of the nodes whose values are v[0..m) (descending) to propose: the N in
+ * [0, m] maximising (1 + v[0] + ... + v[N-1]) / (c0 + c1 * (N + 1)), the smallest on ties. */
+static int32_t ngram_gate_count(const sd_ngram_state *g, const double *v, int32_t m) {
+    double sum = 1.0, best = 1.0 / (g->c0 + g->c1);
+    int32_t n = 0;
+    for (int32_t i = 0; i < m; i++) {
+        sum += v[i];
+        const double r = sum / (g->c0 + g->c1 * (double)(i + 2));
+        if (r > best * (1.0 + 1e-12)) best = r, n = i + 1;
+    }
+    return n;
+}
+
+/* Every count fades a little each round (plan). */
+static void ngram_age(sd_ngram_state *g) {
+    for (int32_t b = 0; b < SD_NGRAM_BUCKETS; b++) g->acc[b] *= NGRAM_FADE, g->rej[b] *= NGRAM_FADE;
+}
+
+/* ---- trees --------------------------------------------------------------------------- */
 /* A trie under the pending token, grown in candidate order. */
 typedef struct ngram_trie {
     int32_t n;                                   /* nodes, root included */
     int32_t token[SD_RUNNER_TREE_MAX], parent[SD_RUNNER_TREE_MAX], depth[SD_RUNNER_TREE_MAX];
     int32_t kids[SD_RUNNER_TREE_MAX];
+    int8_t bucket[SD_RUNNER_TREE_MAX];           /* of the candidate that created the node */
 } ngram_trie;
 
-/* Insert tokens c[0..len) below the root within the widths and the budget. */
-static void trie_insert(ngram_trie *t, const int32_t *c, int32_t len, const sd_draft_shape *sh, int32_t budget) {
+/* Insert tokens c[0..len) (a match in bucket b) below the root within the widths and the budget. */
+static void trie_insert(ngram_trie *t, const int32_t *c, int32_t len, int8_t b, const sd_draft_shape *sh,
+                        int32_t budget) {
     int32_t x = 0;
     for (int32_t d = 0; d < len; d++) {
         int32_t y = -1;
@@ -83,15 +129,57 @@ static void trie_insert(ngram_trie *t, const int32_t *c, int32_t len, const sd_d
             t->parent[y] = x;
             t->depth[y] = d + 1;
             t->kids[y] = 0;
+            t->bucket[y] = b;
             t->kids[x]++;
         }
         x = y;
     }
 }
 
+/* Keep the gate's nodes of t: the N of highest value (ties: the earlier node), N by
+ * ngram_gate_count. A node's value is below its parent's, so what is kept is a subtree;
+ * creation order (the siblings' order) is preserved. */
+static void trie_gate(ngram_trie *t, const sd_ngram_state *g) {
+    double v[SD_RUNNER_TREE_MAX], miss[SD_RUNNER_TREE_MAX], sv[SD_RUNNER_TREE_MAX];
+    int32_t ord[SD_RUNNER_TREE_MAX], id[SD_RUNNER_TREE_MAX];
+    uint8_t keep[SD_RUNNER_TREE_MAX];
+    v[0] = miss[0] = 1.0;
+    for (int32_t i = 1; i < t->n; i++) { /* parents precede their children */
+        const double a = ngram_alpha(g, t->bucket[i]);
+        const int32_t pa = t->parent[i];
+        v[i] = v[pa] * miss[pa] * a;
+        miss[pa] *= 1.0 - a;
+        miss[i] = 1.0;
+    }
+    const int32_t m = t->n - 1;
+    for (int32_t i = 0; i < m; i++) { /* nodes 1.. by value descending, stable */
+        int32_t j = i;
+        for (; j > 0 && v[ord[j - 1]] < v[i + 1]; j--) ord[j] = ord[j - 1];
+        ord[j] = i + 1;
+    }
+    for (int32_t i = 0; i < m; i++) sv[i] = v[ord[i]];
+    const int32_t keep_n = ngram_gate_count(g, sv, m);
+    memset(keep, 0, sizeof keep);
+    keep[0] = 1;
+    for (int32_t i = 0; i < keep_n; i++) keep[ord[i]] = 1;
+    int32_t n = 0;
+    for (int32_t i = 0; i < t->n; i++) {
+        if (!keep[i]) continue;
+        id[i] = n;
+        t->token[n] = t->token[i];
+        t->depth[n] = t->depth[i];
+        t->bucket[n] = t->bucket[i];
+        t->parent[n] = i == 0 ? -1 : id[t->parent[i]];
+        t->kids[n] = 0;
+        if (i > 0) t->kids[t->parent[n]]++;
+        n++;
+    }
+    t->n = n;
+}
+
 /* The trie in breadth-first order with contiguous children (creation order among
- * siblings) as the proposal's tree; its depth. */
-static int32_t trie_to_tree(const ngram_trie *t, sd_tree *tr) {
+ * siblings) as the proposal's tree, the nodes' buckets into bucket (may be NULL); its depth. */
+static int32_t trie_to_tree(const ngram_trie *t, sd_tree *tr, int8_t *bucket) {
     int32_t order[SD_RUNNER_TREE_MAX], id[SD_RUNNER_TREE_MAX], n = 1, depth = 0;
     order[0] = 0;
     id[0] = 0;
@@ -108,6 +196,7 @@ static int32_t trie_to_tree(const ngram_trie *t, sd_tree *tr) {
         tr->child0[k] = 0;
         tr->qrow[k] = -1;
         tr->sampled[k] = 0;
+        if (bucket) bucket[k] = t->bucket[i];
         if (t->depth[i] > depth) depth = t->depth[i];
     }
     for (int32_t k = n - 1; k > 0; k--) tr->child0[tr->parent[k]] = k; /* the first child's id */
@@ -125,13 +214,36 @@ static specdec_status ngram_plan_tree(sd_round_slot *x) {
     t.parent[0] = -1;
     t.depth[0] = 0;
     t.kids[0] = 0;
+    t.bucket[0] = 0;
     for (int32_t i = 0; i < m && t.n - 1 < x->budget; i++) {
         int32_t len = L - 1 - ce[i];
         if (len > s->shape.depth) len = s->shape.depth;
-        trie_insert(&t, s->tokens + ce[i] + 1, len, &s->shape, x->budget);
+        trie_insert(&t, s->tokens + ce[i] + 1, len, ngram_bucket(cn[i]), &s->shape, x->budget);
     }
-    x->depth = t.n > 1 ? trie_to_tree(&t, &x->tr) : 0;
+    if (s->ngram && s->ngram->gate && t.n > 1) trie_gate(&t, s->ngram);
+    x->depth = t.n > 1 ? trie_to_tree(&t, &x->tr, s->ngram ? s->ngram->bucket : NULL) : 0;
     return SPECDEC_OK;
+}
+
+/* ---- chains -------------------------------------------------------------------------- */
+static void ngram_plan_chain(sd_round_slot *x) {
+    const sd_round_seq *s = x->s;
+    sd_ngram_state *g = s->ngram;
+    int32_t e, n;
+    x->depth = 0;
+    if (ngram_scan(s->tokens, s->length, s->ngram_min, s->ngram_max, 1, &e, &n) == 0) return;
+    int32_t k = s->length - 1 - e;
+    if (k > s->shape.depth) k = s->shape.depth;
+    const int8_t b = ngram_bucket(n);
+    if (g && g->gate) {
+        double v[SPECDEC_MAX_DRAFT];
+        const double a = ngram_alpha(g, b);
+        for (int32_t d = 0; d < k; d++) v[d] = (d ? v[d - 1] : 1.0) * a;
+        k = ngram_gate_count(g, v, k);
+    }
+    memcpy(x->vtok + 1, s->tokens + e + 1, (size_t)k * sizeof *x->vtok);
+    for (int32_t d = 1; g && d <= k; d++) g->bucket[d] = b;
+    x->depth = k;
 }
 
 static specdec_status ngram_plan(sd_drafter *dr, sd_round_slot *x, sd_errbuf *eb) {
@@ -140,15 +252,63 @@ static specdec_status ngram_plan(sd_drafter *dr, sd_round_slot *x, sd_errbuf *eb
     if (s->ngram_min < 1 || s->ngram_max < s->ngram_min || s->ngram_max > SD_NGRAM_MAX)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "ngram drafter: ngram_min %d, ngram_max %d (1 <= min <= max <= %d)",
                        (int)s->ngram_min, (int)s->ngram_max, SD_NGRAM_MAX);
+    sd_ngram_state *g = s->ngram;
+    if (g && g->gate && !(g->c1 >= 0 && g->c0 + g->c1 > 0))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "ngram drafter: cost c0 %g, c1 %g (c1 >= 0, c0 + c1 > 0)", g->c0,
+                       g->c1);
+    if (g) ngram_age(g);
     x->det = 1;
     x->lag = 0;
     if (x->tree) return ngram_plan_tree(x);
-    x->depth = sd_ngram_chain(s->tokens, s->length, s->ngram_min, s->ngram_max, s->shape.depth, x->vtok + 1);
+    ngram_plan_chain(x);
+    return SPECDEC_OK;
+}
+
+/* ---- observe ------------------------------------------------------------------------- */
+/* The round's outcome into the counts of the buckets it tried: a chain's accepted tokens
+ * and its rejection; a tree's tried siblings level by level along the accepted path (those
+ * before the accepted child, or all of them, rejected). */
+static void ngram_learn(const sd_round_slot *x) {
+    sd_ngram_state *g = x->s->ngram;
+    double da[SD_NGRAM_BUCKETS] = {0}, dr[SD_NGRAM_BUCKETS] = {0};
+    uint8_t hit[SD_NGRAM_BUCKETS] = {0};
+    const int32_t na = x->s->n_accepted;
+    if (!x->tree) {
+        const int8_t b = g->bucket[1];
+        da[b] += na;
+        dr[b] += na < x->depth;
+        hit[b] = 1;
+    } else {
+        for (int32_t lv = 0, pa = 0; pa >= 0; lv++) {
+            const int32_t ok = lv < na ? x->path[lv] : -1, c0 = x->tr.child0[pa], nc = x->tr.n_child[pa];
+            for (int32_t c = c0; c < c0 + nc; c++) {
+                const int8_t b = g->bucket[c];
+                hit[b] = 1;
+                if (c == ok) {
+                    da[b] += 1;
+                    break;
+                }
+                dr[b] += 1;
+            }
+            pa = ok < x->tr.n ? ok : -1;
+        }
+    }
+    for (int32_t b = 0; b < SD_NGRAM_BUCKETS; b++)
+        if (hit[b]) {
+            g->acc[b] = NGRAM_DECAY * g->acc[b] + da[b];
+            g->rej[b] = NGRAM_DECAY * g->rej[b] + dr[b];
+        }
+}
+
+static specdec_status ngram_observe(sd_drafter *dr, sd_exec *ex, sd_round_slot *const *xs, int32_t n, sd_errbuf *eb) {
+    (void)dr, (void)ex, (void)eb;
+    for (int32_t i = 0; i < n; i++)
+        if (xs[i]->s->ngram && xs[i]->depth > 0) ngram_learn(xs[i]);
     return SPECDEC_OK;
 }
 
 static const sd_drafter_ops ngram_ops = {"ngram", SPECDEC_DRAFT_NGRAM, SD_DRAFTER_DETERMINISTIC, NULL, ngram_plan,
-                                         NULL,    NULL,                NULL,                     NULL};
+                                         NULL,    ngram_observe,       NULL,                     NULL};
 static sd_drafter ngram_drafter = {&ngram_ops};
 
 sd_drafter *sd_drafter_ngram(void) { return &ngram_drafter; }

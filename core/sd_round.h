@@ -138,6 +138,8 @@ struct sd_round_seq {
     sd_sampling_params sp;      /* checked by sd_sampling_check_params */
     sd_drafter *drafter;        /* who drafts (core/sd_drafter.h); NULL: plain steps only */
     int32_t ngram_min, ngram_max; /* the n-gram drafter's lookup (1 <= min <= max <= SD_NGRAM_MAX) */
+    sd_ngram_state *ngram;      /* the n-gram drafter's evidence and cost (sd_drafter.h), owned
+                                   by the loop; NULL: every match is proposed */
     /* the sequence's caches: runners of the round's models (a shared round, e.g. one
      * group per model, core/sd_runner.h); NULL: the round's own runners (an engine) */
     sd_runner *target, *draft;

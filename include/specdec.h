@@ -258,6 +258,22 @@ typedef enum specdec_draft_method {
     SPECDEC_DRAFT_NONE = 4     /* plain decoding (what statistics report when nothing drafted) */
 } specdec_draft_method;
 
+/* When the n-gram drafter proposes what it found (since 0.4; generate params `ngram_cost`,
+ * docs/DRAFTERS.md "When to propose"). Stable numbers. */
+typedef enum specdec_ngram_cost {
+    SPECDEC_NGRAM_COST_MEASURED = 0, /* default: a round proposes the prefix of its lookup (chain) or
+                                        the subtree (tree) whose expected tokens per unit of cost
+                                        beats a plain step's, from the acceptance observed per
+                                        matched suffix length and a fit of the measured round
+                                        times against the tokens verified; nothing worth it: a
+                                        plain step */
+    SPECDEC_NGRAM_COST_OFF = 1,      /* every match is proposed as far as the shape allows (the
+                                        raw lookup, e.g. to benchmark it) */
+    SPECDEC_NGRAM_COST_FIXED = 2     /* as MEASURED with a fixed cost instead of timings: a round
+                                        verifying N draft tokens costs 1 + ngram_token_cost * N
+                                        plain steps (decisions reproducible run to run) */
+} specdec_ngram_cost;
+
 typedef enum specdec_stop_reason {
     SPECDEC_STOP_NONE = 0,
     SPECDEC_STOP_N_PREDICT = 1,    /* n_predict tokens generated */
@@ -359,7 +375,15 @@ typedef struct specdec_generate_params {
                                       default 4 */
     specdec_round_callback round_callback; /* optional: called after every round (tracing) */
     void *round_user_data;                 /* passed to round_callback */
-    uint64_t reserved[6];
+    /* NGRAM: when a match is worth proposing (these two fill what was reserved[0]). With
+     * MEASURED (the default), output in REJECTION depends on the proposals, hence on the
+     * timings (as with adaptive_draft): OFF or FIXED make it reproducible; GREEDY and MATCH
+     * output is plain decoding's whatever is proposed. */
+    specdec_ngram_cost ngram_cost; /* MEASURED (0, default), OFF or FIXED */
+    float ngram_token_cost;        /* FIXED: the cost of one more verified draft token, in plain
+                                      steps, 0..100 (the CPU's bundled target: ~0.4; a GPU: ~0);
+                                      default 0, ignored unless FIXED */
+    uint64_t reserved[5];
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);

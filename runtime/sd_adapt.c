@@ -1,9 +1,8 @@
-/* sd_adapt.c — adaptive draft length (the rule is in sd_adapt.h). */
+/* sd_adapt.c — adaptive draft length and the n-gram drafter's cost (the rules are in
+ * sd_adapt.h). */
 #include "sd_adapt.h"
 
 #include <math.h>
-
-#include "specdec.h"
 
 /* Decay per round of the acceptance counts and the cost regression: about the last
  * ten rounds dominate, so γ follows text whose predictability changes. */
@@ -13,20 +12,41 @@
  * fraction of a verify pass. */
 #define SD_ADAPT_DEFAULT_RATIO 0.1
 
+void sd_cost_fit_add(sd_cost_fit *f, double decay, double tokens, double seconds) {
+    if (!isfinite(seconds) || seconds < 0) return;
+    f->s_w = decay * f->s_w + 1.0;
+    f->s_x = decay * f->s_x + tokens;
+    f->s_y = decay * f->s_y + seconds;
+    f->s_xx = decay * f->s_xx + tokens * tokens;
+    f->s_xy = decay * f->s_xy + tokens * seconds;
+}
+
+int sd_cost_fit_solve(const sd_cost_fit *f, double *c0, double *c1) {
+    /* c(x) = c0 + c1·x by weighted least squares; a flat fit (one x seen so far) means
+     * c1 = 0, i.e. a cost independent of x (memory-bound GPU passes) */
+    int slope = 0;
+    *c0 = *c1 = 0;
+    if (!(f->s_w > 0)) return 0;
+    const double mx = f->s_x / f->s_w, my = f->s_y / f->s_w;
+    const double vxx = f->s_xx / f->s_w - mx * mx;
+    const double vxy = f->s_xy / f->s_w - mx * my;
+    if (vxx > 1e-9) *c1 = vxy / vxx, slope = 1;
+    if (*c1 < 0) *c1 = 0;
+    *c0 = my - *c1 * mx;
+    if (*c0 < 0) {
+        *c0 = 0;
+        *c1 = mx > 0 ? my / mx : 0;
+    }
+    return slope;
+}
+
 void sd_adapt_observe(sd_adapt *a, int32_t gamma, int32_t n_acc, double t_draft, double t_verify) {
     if (gamma <= 0) return;
     a->acc = SD_ADAPT_DECAY * a->acc + (double)n_acc;
     a->rej = SD_ADAPT_DECAY * a->rej + (n_acc < gamma ? 1.0 : 0.0);
     double cd = t_draft / (double)gamma;
     if (isfinite(cd) && cd >= 0) a->c_draft = a->n_obs == 0 ? cd : (1 - SD_ADAPT_COST_EWMA) * a->c_draft + SD_ADAPT_COST_EWMA * cd;
-    if (isfinite(t_verify) && t_verify >= 0) {
-        double xv = (double)(gamma + 1);
-        a->s_w = SD_ADAPT_DECAY * a->s_w + 1.0;
-        a->s_x = SD_ADAPT_DECAY * a->s_x + xv;
-        a->s_y = SD_ADAPT_DECAY * a->s_y + t_verify;
-        a->s_xx = SD_ADAPT_DECAY * a->s_xx + xv * xv;
-        a->s_xy = SD_ADAPT_DECAY * a->s_xy + xv * t_verify;
-    }
+    sd_cost_fit_add(&a->verify, SD_ADAPT_DECAY, (double)(gamma + 1), t_verify);
     a->n_obs++;
 }
 
@@ -36,21 +56,8 @@ int32_t sd_adapt_choose_gamma(const sd_adapt *a, int32_t cur, int32_t gmax) {
     if (a->n_obs < 2) return cur < 1 ? 1 : cur > gmax ? gmax : cur;
     /* α: acceptance per draft token, Beta(1,1)-smoothed: never exactly 0 or 1 */
     double alpha = (a->acc + 1.0) / (a->acc + a->rej + 2.0);
-    /* c_verify(γ) = c0 + c1·(γ+1) by weighted least squares; a flat fit (one γ seen so
-     * far) means c1 = 0, i.e. verify cost independent of γ (memory-bound GPU passes) */
-    double c0 = 0, c1 = 0;
-    if (a->s_w > 0) {
-        double mx = a->s_x / a->s_w, my = a->s_y / a->s_w;
-        double vxx = a->s_xx / a->s_w - mx * mx;
-        double vxy = a->s_xy / a->s_w - mx * my;
-        if (vxx > 1e-9) c1 = vxy / vxx;
-        if (c1 < 0) c1 = 0;
-        c0 = my - c1 * mx;
-        if (c0 < 0) {
-            c0 = 0;
-            c1 = mx > 0 ? my / mx : 0;
-        }
-    }
+    double c0, c1;
+    (void)sd_cost_fit_solve(&a->verify, &c0, &c1);
     double cd = a->c_draft;
     if (!(c0 + c1 > 0) || !isfinite(c0 + c1 + cd) || cd < 0) {
         c0 = 1.0;
@@ -69,4 +76,27 @@ int32_t sd_adapt_choose_gamma(const sd_adapt *a, int32_t cur, int32_t gmax) {
         }
     }
     return best;
+}
+
+void sd_adapt_ngram_observe(sd_adapt *a, int32_t tokens, double seconds) {
+    sd_cost_fit_add(&a->round, SD_ADAPT_DECAY, (double)tokens, seconds);
+}
+
+void sd_adapt_ngram_prepare(sd_adapt *a, specdec_ngram_cost mode, float token_cost) {
+    sd_ngram_state *g = &a->ngram;
+    g->gate = mode != SPECDEC_NGRAM_COST_OFF;
+    if (mode == SPECDEC_NGRAM_COST_FIXED) {
+        g->c1 = (double)token_cost;
+        g->c0 = 1.0 - g->c1;
+        return;
+    }
+    double c0, c1;
+    const int slope = sd_cost_fit_solve(&a->round, &c0, &c1);
+    if (!slope || !isfinite(c0 + c1) || !(c0 + c1 > 0)) { /* the prior, scaled to the mean round (any unit) */
+        const double m = c0 + c1 > 0 && isfinite(c0 + c1) ? c0 + c1 : 1.0;
+        c1 = SD_ADAPT_NGRAM_PRIOR * m;
+        c0 = m - c1;
+    }
+    g->c0 = c0;
+    g->c1 = c1;
 }

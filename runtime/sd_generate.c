@@ -121,6 +121,11 @@ static specdec_status sd_gen_check_ngram(const specdec_generate_params *p, const
     if (p->adaptive_draft)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: adaptive_draft applies to the model drafter, not NGRAM",
                        fn);
+    if ((int)p->ngram_cost < SPECDEC_NGRAM_COST_MEASURED || (int)p->ngram_cost > SPECDEC_NGRAM_COST_FIXED)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: unknown ngram_cost %d", fn, (int)p->ngram_cost);
+    if (!(p->ngram_token_cost >= 0.0f && p->ngram_token_cost <= 100.0f))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: ngram_token_cost %g outside [0, 100]", fn,
+                       (double)p->ngram_token_cost);
     return SPECDEC_OK;
 }
 
@@ -321,6 +326,7 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     g->gamma = s->drafter && p->n_draft > 0 ? p->n_draft : 0;
     s->ngram_min = p->ngram_min;
     s->ngram_max = p->ngram_max;
+    s->ngram = g->method == SPECDEC_DRAFT_NGRAM ? &g->adapt->ngram : NULL;
     s->trace = p->round_callback ? &g->trace : NULL;
     s->seed = p->seed == SPECDEC_SEED_RANDOM ? sd_gen_random_seed() : p->seed;
     s->sequence_id = p->sequence_id;
@@ -352,6 +358,7 @@ int sd_gen_plan(sd_gen *g) {
     if (g->reason != SPECDEC_STOP_NONE) return 0;
     g->rs.shape = sd_gen_round_shape(g);
     g->rs.length = g->L;
+    if (g->rs.ngram) sd_adapt_ngram_prepare(g->adapt, g->p->ngram_cost, g->p->ngram_token_cost);
     return 1;
 }
 
@@ -363,6 +370,7 @@ static void sd_gen_account(sd_gen *g) {
     g->st->t_verify_s += s->t.verify;
     g->st->n_rounds++;
     g->st->n_target_passes++;
+    if (s->ngram) sd_adapt_ngram_observe(g->adapt, s->n_drafted + 1, s->t.draft + s->t.target + s->t.verify);
     if (s->depth > 0) {
         g->st->n_draft_rounds++;
         g->st->n_drafted += s->n_drafted;

@@ -14,9 +14,18 @@
  *  - with a draft model (the Markov pair): NGRAM leaves the draft's cache alone, MODEL
  *    and AUTO are the draft model, NONE is plain decoding; a model tree's trace is a
  *    root-to-node path;
+ *  - the cost gate (docs/DRAFTERS.md "When to propose"): a chain keeps the prefix, a tree
+ *    the subtree, whose expected tokens per unit of cost is best (hand-computed cases from
+ *    the acceptance counts per matched suffix length and the cost c0 + c1 * tokens), a
+ *    plain step when nothing pays; observe() counts a chain's and a tree's outcome in the
+ *    buckets it tried; through the engine FIXED 0 proposes what OFF does, FIXED 100
+ *    nothing, FIXED 0.3 less than OFF and reproducibly, and GREEDY / MATCH stay plain
+ *    decoding in every cost mode (check_equal_plain cycles them);
  *  - bad input: ngram_min < 1, ngram_max < ngram_min, ngram_max > 64, NGRAM with
- *    adaptive_draft, EAGLE3, MODEL without a draft model, an unknown draft_method:
- *    INVALID_ARGUMENT with a message naming the field, nothing changed. */
+ *    adaptive_draft, EAGLE3, MODEL without a draft model, an unknown draft_method, an
+ *    unknown ngram_cost, ngram_token_cost outside [0, 100]: INVALID_ARGUMENT with a
+ *    message naming the field, nothing changed. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +68,8 @@ static void test_lookup(void) {
 }
 
 /* ---- the tree ---------------------------------------------------------------------- */
-static void plan_tree(const int32_t *tokens, int32_t L, const sd_draft_shape *sh, sd_round_slot *x, sd_round_seq *s) {
+static void plan_tree(const int32_t *tokens, int32_t L, const sd_draft_shape *sh, sd_round_slot *x, sd_round_seq *s,
+                      sd_ngram_state *gate) {
     memset(s, 0, sizeof *s);
     memset(x, 0, sizeof *x);
     s->tokens = tokens;
@@ -67,6 +77,7 @@ static void plan_tree(const int32_t *tokens, int32_t L, const sd_draft_shape *sh
     s->shape = *sh;
     s->ngram_min = 1;
     s->ngram_max = 4;
+    s->ngram = gate;
     x->s = s;
     x->tree = 1;
     x->budget = (int32_t)sd_draft_shape_nodes(sh);
@@ -94,7 +105,7 @@ static void test_tree(void) {
     sh.width[0] = 3;
     sd_round_slot x;
     sd_round_seq s;
-    plan_tree(t, 11, &sh, &x, &s);
+    plan_tree(t, 11, &sh, &x, &s, NULL);
     static const int32_t tok9[10] = {2, 5, 4, 3, 1, 1, 1, 2, 2, 2}, par9[10] = {-1, 0, 0, 0, 1, 2, 3, 4, 5, 6};
     SD_CHECK(x.depth == 3 && x.det && x.tr.n == 10, "shape 3,1,1: depth %d, %d nodes", (int)x.depth, (int)x.tr.n);
     for (int32_t i = 0; i < x.tr.n && x.tr.n == 10; i++)
@@ -102,15 +113,127 @@ static void test_tree(void) {
                  (int)x.tr.token[i], (int)x.tr.parent[i]);
     check_tree_form(&x.tr, "shape 3,1,1");
     sh.n_nodes = 5; /* the budget stops the second continuation after 2 nodes */
-    plan_tree(t, 11, &sh, &x, &s);
+    plan_tree(t, 11, &sh, &x, &s, NULL);
     static const int32_t tok5[6] = {2, 5, 4, 1, 1, 2}, par5[6] = {-1, 0, 0, 1, 2, 3};
     SD_CHECK(x.tr.n == 6, "budget 5: %d nodes", (int)x.tr.n);
     for (int32_t i = 0; i < x.tr.n && x.tr.n == 6; i++)
         SD_CHECK(x.tr.token[i] == tok5[i] && x.tr.parent[i] == par5[i], "budget 5: node %d", (int)i);
     check_tree_form(&x.tr, "budget 5");
     const int32_t none[] = {1, 2, 3, 4};
-    plan_tree(none, 4, &sh, &x, &s);
+    plan_tree(none, 4, &sh, &x, &s, NULL);
     SD_CHECK(x.depth == 0, "no match: depth %d", (int)x.depth);
+}
+
+/* ---- the cost gate ------------------------------------------------------------------ */
+/* A gate with cost c0 + c1 * tokens and, in bucket b (a match of b + 1 tokens), the
+ * counts acc accepted / rej rejected (plan ages them by 0.98 first). */
+static void gate_state(sd_ngram_state *g, double c0, double c1, int b, double acc, double rej) {
+    memset(g, 0, sizeof *g);
+    g->gate = 1;
+    g->c0 = c0, g->c1 = c1;
+    g->acc[b] = acc, g->rej[b] = rej;
+}
+
+/* The chain's plan for tokens[0..L) at γ 8 through the gate g. */
+static int32_t plan_chain_gated(const int32_t *tokens, int32_t L, sd_ngram_state *g, sd_round_slot *x, sd_round_seq *s) {
+    memset(s, 0, sizeof *s);
+    memset(x, 0, sizeof *x);
+    s->tokens = tokens, s->length = L, s->shape = sd_draft_chain(8);
+    s->ngram_min = 1, s->ngram_max = 4, s->ngram = g;
+    x->s = s;
+    sd_errbuf eb;
+    SD_CHECK(sd_drafter_ngram()->ops->plan(sd_drafter_ngram(), x, &eb) == SPECDEC_OK, "plan: %s", eb.msg);
+    return x->depth;
+}
+
+/* The expected counts and proposals below are hand-computed from the rule (sd_ngram.c):
+ * α = (0.98 A + 1) / (0.98 (A + R) + 2); a chain's N maximises (1 + α + .. + α^N) /
+ * (c0 + c1 (N + 1)); e.g. A 20, R 2, c 0.6 + 0.4 t: α = 0.8744, ratios N = 0..4: 1, 1.339,
+ * 1.466, 1.503, 1.497 -> 3. */
+static void test_gate_chain(void) {
+    /* suffix [1 2 3] (n 3: bucket 2) recurs at e 2: continuation 4 5 6 7 8 9 1 2 (γ 8) */
+    static const int32_t t[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3};
+    static const struct {
+        double c0, c1, acc, rej;
+        int b;
+        int32_t depth;
+        const char *what;
+    } cases[] = {{0.6, 0.4, 0, 0, 2, 1, "no evidence: a = 1/2 pays one token (1.071 > 1 > 0.972)"},
+                 {0.6, 0.4, 0, 4, 2, 0, "4 rejections: a = 0.169, a plain step"},
+                 {0.6, 0.4, 20, 2, 2, 3, "a = 0.874: 3 tokens"},
+                 {0.7, 0.3, 6, 1, 2, 3, "a = 0.777 at c1 0.3: 3 tokens (1.499 > 1.487, 1.460)"},
+                 {1.0, 0.0, 20, 0, 2, 8, "free tokens: all 8"},
+                 {0.6, 0.4, 0, 40, 0, 1, "evidence of another bucket does not count"}};
+    sd_ngram_state g;
+    sd_round_slot x;
+    sd_round_seq s;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gate_state(&g, cases[i].c0, cases[i].c1, cases[i].b, cases[i].acc, cases[i].rej);
+        const int32_t d = plan_chain_gated(t, 12, &g, &x, &s);
+        SD_CHECK(d == cases[i].depth && (d == 0 || (x.vtok[1] == 4 && x.vtok[d] == t[2 + d] && g.bucket[1] == 2)),
+                 "chain gate %s: depth %d (want %d)", cases[i].what, (int)d, (int)cases[i].depth);
+    }
+    gate_state(&g, 0.6, 0.4, 0, 0, 40);
+    g.gate = 0;
+    SD_CHECK(plan_chain_gated(t, 12, &g, &x, &s) == 8, "gate 0: every match proposed");
+    /* observe: 3 of 8 accepted -> bucket 2 gains 3 accepted and 1 rejection (decay 0.9 after the age 0.98) */
+    gate_state(&g, 1.0, 0.0, 2, 10, 10);
+    SD_CHECK(plan_chain_gated(t, 12, &g, &x, &s) == 8, "free chain");
+    s.n_accepted = 3;
+    sd_round_slot *xs[1] = {&x};
+    sd_errbuf eb;
+    SD_CHECK(sd_drafter_ngram()->ops->observe(sd_drafter_ngram(), NULL, xs, 1, &eb) == SPECDEC_OK, "observe");
+    SD_CHECK(fabs(g.acc[2] - (0.9 * 9.8 + 3)) < 1e-12 && fabs(g.rej[2] - (0.9 * 9.8 + 1)) < 1e-12 && g.acc[1] == 0,
+             "chain observe: acc %g rej %g", g.acc[2], g.rej[2]);
+    s.n_accepted = 8; /* all accepted: no rejection */
+    SD_CHECK(sd_drafter_ngram()->ops->observe(sd_drafter_ngram(), NULL, xs, 1, &eb) == SPECDEC_OK &&
+                 fabs(g.rej[2] - 0.9 * (0.9 * 9.8 + 1)) < 1e-12,
+             "chain observe, all accepted: rej %g", g.rej[2]);
+}
+
+/* The tree of test_tree (three continuations of [1 2], bucket 1: 5 1 2 | 4 1 2 | 3 1 2)
+ * through the gate: node values v = a, a(1 - a), a(1 - a)^2 for the root's children in
+ * order, times a per level below; the N best nodes, a subtree. */
+static void test_gate_tree(void) {
+    static const int32_t t[] = {1, 2, 3, 1, 2, 4, 1, 2, 5, 1, 2};
+    sd_draft_shape sh = sd_draft_chain(3);
+    sh.width[0] = 3;
+    static const struct {
+        double c0, c1, acc, rej;
+        int32_t n;
+        int32_t tok[8], par[8];
+        const char *what;
+    } cases[] = {{0.6, 0.4, 0, 0, 2, {2, 5}, {-1, 0}, "a = 1/2: the first child only"},
+                 {0.6, 0.4, 20, 0, 4, {2, 5, 1, 2}, {-1, 0, 1, 2}, "a = 0.954: the first continuation"},
+                 {0.9, 0.1, 3, 2, 5, {2, 5, 4, 1, 2}, {-1, 0, 0, 1, 3}, "a = 0.571, c1 0.1: 4 nodes"},
+                 {0.95, 0.05, 3, 2, 7, {2, 5, 4, 3, 1, 1, 2}, {-1, 0, 0, 0, 1, 2, 4}, "a = 0.571, c1 0.05: 6 nodes"}};
+    sd_ngram_state g;
+    sd_round_slot x;
+    sd_round_seq s;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gate_state(&g, cases[i].c0, cases[i].c1, 1, cases[i].acc, cases[i].rej);
+        plan_tree(t, 11, &sh, &x, &s, &g);
+        int ok = x.tr.n == cases[i].n && x.depth == x.tr.depth[x.tr.n - 1];
+        for (int32_t k = 0; ok && k < x.tr.n; k++)
+            ok = x.tr.token[k] == cases[i].tok[k] && x.tr.parent[k] == cases[i].par[k] && (k == 0 || g.bucket[k] == 1);
+        SD_CHECK(ok, "tree gate %s: %d nodes (want %d)", cases[i].what, (int)x.tr.n, (int)cases[i].n);
+        check_tree_form(&x.tr, cases[i].what);
+    }
+    gate_state(&g, 0.6, 0.4, 1, 0, 40); /* nothing pays: a plain step */
+    plan_tree(t, 11, &sh, &x, &s, &g);
+    SD_CHECK(x.depth == 0, "tree gate, a = 0.024: depth %d", (int)x.depth);
+    /* observe along the accepted path: the full tree (free tokens), the target took 4 (node
+     * 2) then not 1: level 0 tried 5 (rejected), 4 (accepted); level 1 tried 1 (rejected) */
+    gate_state(&g, 1.0, 0.0, 1, 0, 0);
+    plan_tree(t, 11, &sh, &x, &s, &g);
+    SD_CHECK(x.tr.n == 10 && x.tr.token[2] == 4, "free tree: %d nodes", (int)x.tr.n);
+    s.n_accepted = 1;
+    x.path[0] = 2;
+    sd_round_slot *xs[1] = {&x};
+    sd_errbuf eb;
+    SD_CHECK(sd_drafter_ngram()->ops->observe(sd_drafter_ngram(), NULL, xs, 1, &eb) == SPECDEC_OK && g.acc[1] == 1 &&
+                 g.rej[1] == 2,
+             "tree observe: acc %g rej %g (want 1, 2)", g.acc[1], g.rej[1]);
 }
 
 /* ---- engines ---------------------------------------------------------------------- */
@@ -195,6 +318,8 @@ static void check_equal_plain(specdec_engine *e, specdec_verify_mode mode, const
     for (int g = 1; g <= 8 + 2; g++) {
         p = gparams(mode, g <= 8 ? g : 4);
         p.draft_method = SPECDEC_DRAFT_NGRAM;
+        p.ngram_cost = (specdec_ngram_cost)(g % 3); /* MEASURED, OFF, FIXED in turn */
+        p.ngram_token_cost = 0.25f;
         if (g == 9) { const int32_t w[3] = {3, 2, 1}; specdec_generate_params_set_tree(&p, w, 3); }
         if (g == 10) p.draft_nodes = 10;
         if (mode == SPECDEC_VERIFY_REJECTION && g <= 8) continue; /* chains: a different but exact law */
@@ -238,6 +363,46 @@ static void test_engine_no_draft(void) {
     p.draft_method = SPECDEC_DRAFT_NGRAM;
     SD_CHECK(gen(e, REP, 9, p, out, &st, NULL) == 40 && st.n_drafted > 0 && st.draft_method == SPECDEC_DRAFT_NGRAM,
              "rejection chains: %lld drafted", (long long)st.n_drafted);
+    specdec_engine_free(e);
+}
+
+/* The gate through the engine, REJECTION (where proposals change the output): FIXED 0
+ * proposes exactly what OFF does (free tokens: every match pays), FIXED 100 nothing (plain
+ * decoding), FIXED 0.3 some but less than OFF, the same run after run; chains and a tree. */
+static void test_engine_gate(void) {
+    specdec_engine *e = markov_engine(0);
+    if (!e) return;
+    int32_t plain[64], ref[64], out[64], out2[64];
+    const int np = gen(e, REP, 9, gparams(SPECDEC_VERIFY_REJECTION, 0), plain, NULL, NULL);
+    for (int tree = 0; tree < 2; tree++) {
+        specdec_generate_params p = gparams(SPECDEC_VERIFY_REJECTION, 4);
+        p.draft_method = SPECDEC_DRAFT_NGRAM;
+        const int32_t w[3] = {3, 2, 1};
+        if (tree) SD_CHECK(specdec_generate_params_set_tree(&p, w, 3) == SPECDEC_OK, "tree");
+        specdec_stats so, sf, s2;
+        p.ngram_cost = SPECDEC_NGRAM_COST_OFF;
+        const int no = gen(e, REP, 9, p, ref, &so, NULL);
+        p.ngram_cost = SPECDEC_NGRAM_COST_FIXED;
+        p.ngram_token_cost = 0.0f;
+        int nf = gen(e, REP, 9, p, out, &sf, NULL);
+        SD_CHECK(same(ref, no, out, nf) && sf.n_drafted == so.n_drafted && sf.n_accepted == so.n_accepted,
+                 "tree %d: FIXED 0 drafted %lld, OFF %lld", tree, (long long)sf.n_drafted, (long long)so.n_drafted);
+        p.ngram_token_cost = 100.0f;
+        nf = gen(e, REP, 9, p, out, &sf, NULL);
+        SD_CHECK(same(plain, np, out, nf) && sf.n_draft_rounds == 0 && sf.draft_method == SPECDEC_DRAFT_NGRAM,
+                 "tree %d: FIXED 100 drafted %lld rounds", tree, (long long)sf.n_draft_rounds);
+        p.ngram_token_cost = 0.3f;
+        nf = gen(e, REP, 9, p, out, &sf, NULL);
+        const int n2 = gen(e, REP, 9, p, out2, &s2, NULL);
+        SD_CHECK(same(out, nf, out2, n2) && sf.n_drafted == s2.n_drafted && sf.n_rounds == s2.n_rounds,
+                 "tree %d: FIXED 0.3 not reproducible", tree);
+        SD_CHECK(sf.n_draft_rounds > 0 && sf.n_drafted < so.n_drafted,
+                 "tree %d: FIXED 0.3 drafted %lld in %lld rounds (OFF: %lld)", tree, (long long)sf.n_drafted,
+                 (long long)sf.n_draft_rounds, (long long)so.n_drafted);
+        printf("gate %s: OFF drafted %lld (%lld accepted), FIXED 0.3 %lld (%lld) in %lld of %lld rounds\n",
+               tree ? "tree 3,2,1" : "chain 4", (long long)so.n_drafted, (long long)so.n_accepted,
+               (long long)sf.n_drafted, (long long)sf.n_accepted, (long long)sf.n_draft_rounds, (long long)sf.n_rounds);
+    }
     specdec_engine_free(e);
 }
 
@@ -317,6 +482,23 @@ static void test_bad_input(void) {
     p.ngram_min = p.ngram_max = SD_NGRAM_MAX;
     SD_CHECK(specdec_generate(e, REP, 9, &p, out, 64, &n, NULL) == SPECDEC_OK, "ngram 64..64: %s",
              specdec_engine_last_error(e));
+    /* the cost mode and the token cost (checked when NGRAM is asked for) */
+    static const struct {
+        int mode;
+        float cost;
+        const char *field;
+    } badc[] = {{3, 0.0f, "ngram_cost"},   {-1, 0.0f, "ngram_cost"},         {2, -0.5f, "ngram_token_cost"},
+                {2, NAN, "ngram_token_cost"}, {0, 101.0f, "ngram_token_cost"}, {1, INFINITY, "ngram_token_cost"}};
+    for (size_t i = 0; i < sizeof badc / sizeof badc[0]; i++) {
+        p = gparams(SPECDEC_VERIFY_MATCH, 4);
+        p.draft_method = SPECDEC_DRAFT_NGRAM;
+        p.ngram_cost = (specdec_ngram_cost)badc[i].mode;
+        p.ngram_token_cost = badc[i].cost;
+        n = -1;
+        const specdec_status st = specdec_generate(e, REP, 9, &p, out, 64, &n, NULL);
+        SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && n == 0 && strstr(specdec_engine_last_error(e), badc[i].field),
+                 "bad cost %zu: status %d, '%s'", i, (int)st, specdec_engine_last_error(e));
+    }
     specdec_engine_free(e);
 }
 
@@ -325,7 +507,10 @@ int main(void) {
     mk_fill_table(g_d, V, V, 2.0, 0.1, 6);
     test_lookup();
     test_tree();
+    test_gate_chain();
+    test_gate_tree();
     test_engine_no_draft();
+    test_engine_gate();
     test_engine_with_draft();
     test_bad_input();
     return sd_test_done();

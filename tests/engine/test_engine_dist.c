@@ -20,7 +20,8 @@
  * argv[2] "ngram" runs the n-gram drafter's cases instead (no draft model,
  * deterministic q; docs/DRAFTERS.md): rejection chains (sd_verify_det: accept with
  * p(x), the residual p without x) with and without filters, a rejection tree
- * (deterministic children), match; the prompt repeats itself (3 5 1 3 5 1 3 5, the
+ * (deterministic children), match, and a rejection chain through the cost gate (FIXED
+ * 0.3: what is proposed depends on the outcomes of earlier rounds); the prompt repeats itself (3 5 1 3 5 1 3 5, the
  * chain's state still (3, 5)) so that lookups match from the first round. Built with
  * SD_NGRAM_MUTANT (tests/drafters/ngram_mutants.c linked instead of the library's
  * sd_verify_det) the rejection chain cases must be REJECTED (p <= 1e-6 in a window).
@@ -113,7 +114,8 @@ static void exact_laws(const sd_sampling_params *sp, double *pa, double *pb) {
 
 typedef struct dcase {
     const char *name;
-    int ngram;       /* the n-gram drafter (no draft runner); tree[0] > 0: a tree of widths tree[] */
+    int ngram;       /* the n-gram drafter (no draft runner): 1 every match proposed (ngram_cost OFF),
+                        2 the cost gate (FIXED 0.3); tree[0] > 0: a tree of widths tree[] */
     int32_t tree[3];
     int use_draft;
     int disjoint;
@@ -160,6 +162,8 @@ static void run_case(const dcase *c, long N) {
     if (c->ngram) {
         gp.draft_method = SPECDEC_DRAFT_NGRAM;
         gp.ngram_max = 3;
+        gp.ngram_cost = c->ngram == 2 ? SPECDEC_NGRAM_COST_FIXED : SPECDEC_NGRAM_COST_OFF;
+        gp.ngram_token_cost = 0.3f;
         if (c->tree[0] > 0) SD_CHECK(specdec_generate_params_set_tree(&gp, c->tree, 3) == SPECDEC_OK, "tree");
     }
     sd_sampling_params sp = sd_sampling_params_from(&gp);
@@ -170,7 +174,7 @@ static void run_case(const dcase *c, long N) {
     memset(ca, 0, sizeof ca);
     memset(cb, 0, sizeof cb);
     static const int32_t prompts[2][8] = {{3, 5}, {3, 5, 1, 3, 5, 1, 3, 5}};
-    const int32_t *prompt = prompts[c->ngram], n_prompt = c->ngram ? 8 : 2;
+    const int32_t *prompt = prompts[c->ngram != 0], n_prompt = c->ngram ? 8 : 2;
     int32_t out[NP];
     long rounds = 0, drafted = 0, accepted = 0, bad = 0;
     for (long i = 0; i < N; i++) {
@@ -241,12 +245,13 @@ int main(int argc, char **argv) {
         {"MUTANT stale KV g=2 T=1",      0, {0}, 1, 0, 1, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.0f},
         {"ngram rejection g=3 T=1",      1, {0}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
         {"ngram rejection g=4 T=.7 k5 p.9", 1, {0}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 0.7f, 5, 0.9f, 0.0f},
+        {"ngram gated rejection g=4 T=1", 2, {0}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f},
 #ifndef SD_NGRAM_MUTANT
         {"ngram rejection tree 2,2,1",   1, {2, 2, 1}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
         {"ngram match g=4 T=1",          1, {0}, 0, 0, 0, SPECDEC_VERIFY_MATCH, 4, 1.0f, 0, 1.0f, 0.0f},
 #endif
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (cases[i].ngram == ngram) run_case(&cases[i], N);
+        if ((cases[i].ngram != 0) == ngram) run_case(&cases[i], N);
     return sd_test_done();
 }

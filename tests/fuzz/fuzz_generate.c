@@ -247,8 +247,11 @@ static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
         gp->draft_method = SPECDEC_DRAFT_NGRAM;
         gp->ngram_min = a % 3;
         gp->ngram_max = (a >> 1) % 6 + ((a >> 7) ? 60 : 0);
+        const uint8_t c = sd_fuzz_u8(in);
+        gp->ngram_cost = (specdec_ngram_cost)(c % 5 == 4 ? -1 : c % 5 == 3 ? 3 : c % 3);
+        gp->ngram_token_cost = (c >> 3) % 4 == 3 ? sd_fuzz_float(in) : (float)((c >> 3) % 4) * 0.25f;
     }
-    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % 6] = 1;
+    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % 5] = 1;
 }
 
 static void fgen_decode_stops(sd_fuzz_in *in, fgen_call *c) {
@@ -343,8 +346,11 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
     BAD(dm < SPECDEC_DRAFT_AUTO || dm > SPECDEC_DRAFT_NONE || dm == SPECDEC_DRAFT_EAGLE3, inval);
     BAD(dm == SPECDEC_DRAFT_MODEL && !fe->has_draft, inval);
     if (dm == SPECDEC_DRAFT_NGRAM)
-        BAD(p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > 64 || p->adaptive_draft, inval);
-    for (int i = 0; i < 6; i++) BAD(p->reserved[i], inval);
+        BAD(p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > 64 || p->adaptive_draft ||
+                (int)p->ngram_cost < 0 || (int)p->ngram_cost > 2 ||
+                !(p->ngram_token_cost >= 0.0f && p->ngram_token_cost <= 100.0f),
+            inval);
+    for (int i = 0; i < 5; i++) BAD(p->reserved[i], inval);
     const int64_t room = (int64_t)fe->n_ctx - c->n_prompt;
     BAD(c->cap < (p->n_predict < room ? p->n_predict : room), SPECDEC_ERR_BUFFER_TOO_SMALL);
 #undef BAD

@@ -81,6 +81,14 @@ _Static_assert(offsetof(specdec_generate_params, ngram_max) + sizeof(int32_t) ==
 /* 0.4: the round callback takes the old reserved[0..1] (LP64) */
 _Static_assert(offsetof(specdec_generate_params, round_callback) == offsetof(v01_generate_params, reserved),
                "round_callback is the old reserved[0]");
+/* 0.4: ngram_cost and ngram_token_cost fill exactly the first uint64_t after round_user_data */
+_Static_assert(offsetof(specdec_generate_params, ngram_cost) ==
+                   offsetof(specdec_generate_params, round_user_data) + sizeof(void *) &&
+                   offsetof(specdec_generate_params, ngram_token_cost) ==
+                       offsetof(specdec_generate_params, ngram_cost) + 4 &&
+                   offsetof(specdec_generate_params, reserved) == offsetof(specdec_generate_params, ngram_cost) + 8 &&
+                   sizeof(specdec_ngram_cost) == 4,
+               "ngram_cost / ngram_token_cost are one old reserved uint64_t");
 _Static_assert(offsetof(specdec_generate_params, reserved) + sizeof(((specdec_generate_params *)0)->reserved) ==
                    offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved),
                "reserved still ends the struct");
@@ -175,7 +183,7 @@ static void test_bad_requests(void) {
         case 4: p.draft_nodes = -1, what = "draft_nodes -1"; break;
         case 5: p.adaptive_draft = 1, what = "adaptive_draft with a tree"; break;
         case 6: p.draft_method = (specdec_draft_method)7, what = "draft_method 7"; break;
-        case 7: p.reserved[5] = 1, what = "reserved[5]"; break;
+        case 7: p.reserved[4] = 1, what = "reserved[4]"; break;
         case 8: memset(p.tree_width, 0, sizeof p.tree_width), p.tree_width[5] = 2, what = "a zero first"; break;
         }
         n2 = -1;

@@ -134,6 +134,17 @@ static int gen_tree_option(cli_gen_opts *o, const char *a, const char *v, int *o
     return 1;
 }
 
+/* --ngram-cost measured|off|fixed:X (specdec_generate_params.ngram_cost, ngram_token_cost;
+ * X's range is the library's business). 0 = set. */
+static int gen_ngram_cost(cli_gen_opts *o, const char *v) {
+    if (!strcmp(v, "measured")) o->gp.ngram_cost = SPECDEC_NGRAM_COST_MEASURED;
+    else if (!strcmp(v, "off")) o->gp.ngram_cost = SPECDEC_NGRAM_COST_OFF;
+    else if (!strncmp(v, "fixed:", 6) && !cli_parse_float(v + 6, &o->gp.ngram_token_cost))
+        o->gp.ngram_cost = SPECDEC_NGRAM_COST_FIXED;
+    else return -1;
+    return 0;
+}
+
 /* generate: the options that take a value. 1 = a is one of them (then *ok as above). */
 static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     *ok = 1;
@@ -153,6 +164,8 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         else if (!strcmp(v, "ngram")) o->gp.draft_method = SPECDEC_DRAFT_NGRAM;
         else if (!strcmp(v, "none")) o->gp.draft_method = SPECDEC_DRAFT_NONE;
         else *ok = 0;
+    } else if (cli_is(a, "--ngram-cost", NULL, NULL)) {
+        *ok = gen_ngram_cost(o, v) == 0;
     } else if (cli_is(a, "--backend", NULL, NULL)) {
         if (!strcmp(v, "auto")) o->ep.backend = SPECDEC_BACKEND_AUTO;
         else if (!strcmp(v, "cpu")) o->ep.backend = SPECDEC_BACKEND_CPU;
@@ -167,7 +180,8 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
 static const char *const gen_value_opts[] = {
     "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
-    "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max", NULL};
+    "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
+    "--ngram-cost", NULL};
 
 static int gen_takes_value(const char *a) {
     for (int i = 0; gen_value_opts[i]; i++)

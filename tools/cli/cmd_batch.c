@@ -40,8 +40,8 @@ static void batch_usage(FILE *f) {
             "  --seed S         line i samples with seed S + i (default -1: a random S, printed), so identical\n"
             "                   lines give independent samples; a --jsonl line's own seed replaces S + i\n"
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --draft-max, --tree,\n"
-            "--draft-nodes, --drafter, --ngram-min, --ngram-max, --verify, --backend, --ctx, --ignore-eos,\n"
-            "--stop) apply to every prompt;\n"
+            "--draft-nodes, --drafter, --ngram-min, --ngram-max, --ngram-cost, --verify, --backend, --ctx,\n"
+            "--ignore-eos, --stop) apply to every prompt;\n"
             "see 'specdec generate --help'. Line i equals `specdec generate --seed S+i` on that line alone.\n"
             "Ctrl-C cancels what has not finished, prints the results so far and exits with 130.\n");
 }

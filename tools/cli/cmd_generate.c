@@ -38,6 +38,8 @@ static void gen_usage(FILE *f) {
             "                   ngram = prompt lookup over the text so far, no draft model (-md) needed\n"
             "  --ngram-min N    ngram: shortest suffix looked up (default 1)\n"
             "  --ngram-max N    ngram: longest suffix looked up, tried first, at most 64 (default 4)\n"
+            "  --ngram-cost C   ngram: measured|off|fixed:X: propose what pays by the measured round\n"
+            "                   times (default), everything found, or a draft token costing X plain steps\n"
             "  --verify MODE    auto|rejection|greedy|match (default auto: greedy at T=0, else rejection;\n"
             "                   greedy implies --temp 0 and refuses a --temp above 0)\n"
             "  --backend B      auto|cpu|cuda (default auto)\n"
@@ -271,6 +273,10 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
     cJSON_AddStringToObject(jq, "drafter", specdec_draft_method_name(gp->draft_method));
     cJSON_AddNumberToObject(jq, "ngram_min", gp->ngram_min);
     cJSON_AddNumberToObject(jq, "ngram_max", gp->ngram_max);
+    cJSON_AddStringToObject(jq, "ngram_cost", gp->ngram_cost == SPECDEC_NGRAM_COST_OFF     ? "off"
+                                              : gp->ngram_cost == SPECDEC_NGRAM_COST_FIXED ? "fixed"
+                                                                                            : "measured");
+    cJSON_AddNumberToObject(jq, "ngram_token_cost", gp->ngram_token_cost);
     cJSON_AddStringToObject(jq, "verify", specdec_verify_mode_name(c->stats.verify));
     cJSON_AddStringToObject(jq, "backend", backend_name(o->ep.backend));
     cJSON_AddNumberToObject(jq, "n_ctx", specdec_engine_n_ctx(c->eng));
