@@ -27,7 +27,10 @@
  * c0 + c1) when nothing beats it. The decision reads only the sequence so far and the
  * outcomes of earlier rounds: every verify mode stays exact. observe() adds the round's
  * outcome to the counts (decay NGRAM_DECAY per observation); plan() ages every count by
- * NGRAM_FADE per round so that a bucket shut out by poor evidence is tried again. */
+ * NGRAM_FADE per round, and a bucket whose evidence has faded below NGRAM_STALE (a
+ * single observation, ~35 rounds old) gets a one-token probe even when the gate is
+ * shut: text whose predictability changes is noticed, at the cost of one verified token
+ * per bucket every few dozen rounds. */
 #include <string.h>
 
 #include "sd_round.h"
@@ -37,6 +40,8 @@
 #define NGRAM_DECAY 0.9
 /* the fading of every count per round: evidence ~35 rounds old weighs half */
 #define NGRAM_FADE 0.98
+/* the evidence (accepted + rejected counts) below which a bucket is probed */
+#define NGRAM_STALE 0.5
 
 /* Length of the match of the suffix tokens[..L) with the tokens ending at e, at most
  * cap. */
@@ -88,8 +93,9 @@ static double ngram_alpha(const sd_ngram_state *g, int8_t b) {
 }
 
 /* How many of the nodes whose values are v[0..m) (descending) to propose: the N in
- * [0, m] maximising (1 + v[0] + ... + v[N-1]) / (c0 + c1 * (N + 1)), the smallest on ties. */
-static int32_t ngram_gate_count(const sd_ngram_state *g, const double *v, int32_t m) {
+ * [0, m] maximising (1 + v[0] + ... + v[N-1]) / (c0 + c1 * (N + 1)), the smallest on ties;
+ * at least 1 when the first node's bucket b0 is stale (a probe). */
+static int32_t ngram_gate_count(const sd_ngram_state *g, const double *v, int32_t m, int8_t b0) {
     double sum = 1.0, best = 1.0 / (g->c0 + g->c1);
     int32_t n = 0;
     for (int32_t i = 0; i < m; i++) {
@@ -97,7 +103,7 @@ static int32_t ngram_gate_count(const sd_ngram_state *g, const double *v, int32_
         const double r = sum / (g->c0 + g->c1 * (double)(i + 2));
         if (r > best * (1.0 + 1e-12)) best = r, n = i + 1;
     }
-    return n;
+    return n == 0 && m > 0 && g->acc[b0] + g->rej[b0] < NGRAM_STALE ? 1 : n;
 }
 
 /* Every count fades a little each round (plan). */
@@ -158,7 +164,7 @@ static void trie_gate(ngram_trie *t, const sd_ngram_state *g) {
         ord[j] = i + 1;
     }
     for (int32_t i = 0; i < m; i++) sv[i] = v[ord[i]];
-    const int32_t keep_n = ngram_gate_count(g, sv, m);
+    const int32_t keep_n = ngram_gate_count(g, sv, m, m > 0 ? t->bucket[ord[0]] : 0);
     memset(keep, 0, sizeof keep);
     keep[0] = 1;
     for (int32_t i = 0; i < keep_n; i++) keep[ord[i]] = 1;
@@ -239,7 +245,7 @@ static void ngram_plan_chain(sd_round_slot *x) {
         double v[SPECDEC_MAX_DRAFT];
         const double a = ngram_alpha(g, b);
         for (int32_t d = 0; d < k; d++) v[d] = (d ? v[d - 1] : 1.0) * a;
-        k = ngram_gate_count(g, v, k);
+        k = ngram_gate_count(g, v, k, b);
     }
     memcpy(x->vtok + 1, s->tokens + e + 1, (size_t)k * sizeof *x->vtok);
     for (int32_t d = 1; g && d <= k; d++) g->bucket[d] = b;

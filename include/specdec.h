@@ -264,9 +264,9 @@ typedef enum specdec_ngram_cost {
     SPECDEC_NGRAM_COST_MEASURED = 0, /* default: a round proposes the prefix of its lookup (chain) or
                                         the subtree (tree) whose expected tokens per unit of cost
                                         beats a plain step's, from the acceptance observed per
-                                        matched suffix length and a fit of the measured round
-                                        times against the tokens verified; nothing worth it: a
-                                        plain step */
+                                        matched suffix length and the sequence's measured round
+                                        times (a least-squares fit of seconds against tokens
+                                        verified); nothing worth it: a plain step */
     SPECDEC_NGRAM_COST_OFF = 1,      /* every match is proposed as far as the shape allows (the
                                         raw lookup, e.g. to benchmark it) */
     SPECDEC_NGRAM_COST_FIXED = 2     /* as MEASURED with a fixed cost instead of timings: a round
@@ -375,14 +375,16 @@ typedef struct specdec_generate_params {
                                       default 4 */
     specdec_round_callback round_callback; /* optional: called after every round (tracing) */
     void *round_user_data;                 /* passed to round_callback */
-    /* NGRAM: when a match is worth proposing (these two fill what was reserved[0]). With
+    /* NGRAM: when a match is worth proposing (these two fill the first uint64_t of 0.4's
+     * reserved[6]; zero-initialised = MEASURED). With
      * MEASURED (the default), output in REJECTION depends on the proposals, hence on the
      * timings (as with adaptive_draft): OFF or FIXED make it reproducible; GREEDY and MATCH
      * output is plain decoding's whatever is proposed. */
     specdec_ngram_cost ngram_cost; /* MEASURED (0, default), OFF or FIXED */
     float ngram_token_cost;        /* FIXED: the cost of one more verified draft token, in plain
-                                      steps, 0..100 (the CPU's bundled target: ~0.4; a GPU: ~0);
-                                      default 0, ignored unless FIXED */
+                                      steps, 0..100 (the bundled target on a 2-core CPU:
+                                      0.25-0.75 by load; a GPU: ~0); default 0, ignored unless
+                                      FIXED */
     uint64_t reserved[5];
 } specdec_generate_params;
 

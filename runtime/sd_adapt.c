@@ -11,6 +11,8 @@
 /* Cost ratio used while timings are unavailable or zero: one draft step costs this
  * fraction of a verify pass. */
 #define SD_ADAPT_DEFAULT_RATIO 0.1
+/* Decay per round of the n-gram drafter's round-cost fit */
+#define SD_ADAPT_NGRAM_DECAY 0.98
 
 void sd_cost_fit_add(sd_cost_fit *f, double decay, double tokens, double seconds) {
     if (!isfinite(seconds) || seconds < 0) return;
@@ -38,6 +40,12 @@ int sd_cost_fit_solve(const sd_cost_fit *f, double *c0, double *c1) {
         *c1 = mx > 0 ? my / mx : 0;
     }
     return slope;
+}
+
+double sd_cost_fit_info(const sd_cost_fit *f) {
+    if (!(f->s_w > 0)) return 0;
+    const double v = f->s_xx - f->s_x * f->s_x / f->s_w;
+    return v > 0 && isfinite(v) ? v : 0;
 }
 
 void sd_adapt_observe(sd_adapt *a, int32_t gamma, int32_t n_acc, double t_draft, double t_verify) {
@@ -79,24 +87,20 @@ int32_t sd_adapt_choose_gamma(const sd_adapt *a, int32_t cur, int32_t gmax) {
 }
 
 void sd_adapt_ngram_observe(sd_adapt *a, int32_t tokens, double seconds) {
-    sd_cost_fit_add(&a->round, SD_ADAPT_DECAY, (double)tokens, seconds);
+    sd_cost_fit_add(&a->round, SD_ADAPT_NGRAM_DECAY, (double)tokens, seconds);
 }
 
 void sd_adapt_ngram_prepare(sd_adapt *a, specdec_ngram_cost mode, float token_cost) {
     sd_ngram_state *g = &a->ngram;
     g->gate = mode != SPECDEC_NGRAM_COST_OFF;
-    if (mode == SPECDEC_NGRAM_COST_FIXED) {
-        g->c1 = (double)token_cost;
-        g->c0 = 1.0 - g->c1;
-        return;
+    double rho = (double)token_cost;
+    if (mode != SPECDEC_NGRAM_COST_FIXED) {
+        double c0, c1, fit = SD_ADAPT_NGRAM_PRIOR;
+        const double info = sd_cost_fit_solve(&a->round, &c0, &c1) ? sd_cost_fit_info(&a->round) : 0.0;
+        if (info > 0 && c0 + c1 > 0 && isfinite(c1 / (c0 + c1))) fit = c1 / (c0 + c1);
+        rho = (SD_ADAPT_NGRAM_PRIOR_INFO * SD_ADAPT_NGRAM_PRIOR + info * fit) / (SD_ADAPT_NGRAM_PRIOR_INFO + info);
     }
-    double c0, c1;
-    const int slope = sd_cost_fit_solve(&a->round, &c0, &c1);
-    if (!slope || !isfinite(c0 + c1) || !(c0 + c1 > 0)) { /* the prior, scaled to the mean round (any unit) */
-        const double m = c0 + c1 > 0 && isfinite(c0 + c1) ? c0 + c1 : 1.0;
-        c1 = SD_ADAPT_NGRAM_PRIOR * m;
-        c0 = m - c1;
-    }
-    g->c0 = c0;
-    g->c1 = c1;
+    if (!(rho >= 0)) rho = 0;
+    g->c0 = 1.0 - rho;
+    g->c1 = rho;
 }

@@ -9,10 +9,14 @@
  *   0.1 when no timing is usable); next γ = argmax over [1, gmax] of E / C.
  *
  * The n-gram drafter's cost (specdec_generate_params.ngram_cost; docs/DRAFTERS.md "When
- * to propose"): the same least-squares fit, of the seconds of every round (drafting,
- * verify pass, verification) against the tokens its target pass verified (1 for a plain
- * step), gives the c0 + c1·tokens the drafter's gate (core/sd_ngram.c) weighs its
- * proposals with; the acceptance evidence is the drafter's (sd_ngram_state). */
+ * to propose"), from the same measured round times and the same least-squares fit, of
+ * the seconds of every round (drafting, verify pass, verification) against the tokens its
+ * target pass verified (1 for a plain step), decayed by 0.98 per round (a pass's cost
+ * changes slowly: ~50 rounds count): y ≈ c0 + c1·t. The gate needs ρ = c1 / (c0 + c1),
+ * a verified draft token's cost in plain steps; the fit's ρ is trusted in proportion to
+ * the information about the slope, I = Σ w·(t − t̄)²: ρ = (16·ρ0 + I·ρ_fit) / (16 + I),
+ * ρ0 = SD_ADAPT_NGRAM_PRIOR, so that a few noisy rounds do not decide. The acceptance
+ * evidence is the drafter's (sd_ngram_state). */
 #ifndef SD_ADAPT_H
 #define SD_ADAPT_H
 
@@ -48,15 +52,17 @@ int32_t sd_adapt_choose_gamma(const sd_adapt *a, int32_t cur, int32_t gmax);
  * (c1 = 0; c0 = the weighted mean, 0 without any observation). */
 void sd_cost_fit_add(sd_cost_fit *f, double decay, double tokens, double seconds);
 int sd_cost_fit_solve(const sd_cost_fit *f, double *c0, double *c1);
+/* The information about the slope: the decayed Σ w·(x − x̄)². */
+double sd_cost_fit_info(const sd_cost_fit *f);
 
 /* An n-gram sequence's round: its target pass verified `tokens` (drafts + 1) in `seconds`. */
 void sd_adapt_ngram_observe(sd_adapt *a, int32_t tokens, double seconds);
-/* Before a round: a->ngram's gate and cost for the params' ngram_cost mode. MEASURED: the
- * fit (until its slope is identified, a verify token is taken to cost
- * SD_ADAPT_NGRAM_PRIOR of a plain step: an optimistic prior that lets a one-token probe
- * through at the acceptance prior 1/2); FIXED: c0 = 1 − token_cost, c1 = token_cost (a
- * plain step costs 1, each draft token token_cost more); OFF: no gate. */
+/* Before a round: a->ngram's gate and cost for the params' ngram_cost mode, in plain
+ * steps: c0 = 1 − ρ, c1 = ρ with MEASURED's ρ (above) or FIXED's token_cost; OFF: no gate. */
 void sd_adapt_ngram_prepare(sd_adapt *a, specdec_ngram_cost mode, float token_cost);
+/* ρ0: a verified draft token's cost in plain steps before the fit is trusted (optimistic:
+ * a one-token probe at the acceptance prior 1/2 pays); its weight in Σ w·(t − t̄)² */
 #define SD_ADAPT_NGRAM_PRIOR 0.25
+#define SD_ADAPT_NGRAM_PRIOR_INFO 16.0
 
 #endif

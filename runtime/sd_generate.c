@@ -51,6 +51,8 @@ specdec_generate_params specdec_generate_default_params(void) {
     p.draft_method = SPECDEC_DRAFT_AUTO;
     p.ngram_min = 1;
     p.ngram_max = 4;
+    p.ngram_cost = SPECDEC_NGRAM_COST_MEASURED;
+    p.ngram_token_cost = 0.0f;
     return p;
 }
 
@@ -109,7 +111,7 @@ static specdec_status sd_gen_check_reserved(const specdec_generate_params *p, co
     return SPECDEC_OK;
 }
 
-/* The n-gram lookup limits (checked only when the n-gram drafter is asked for). */
+/* The n-gram fields: lookup limits and cost (checked only when the n-gram drafter is asked for). */
 static specdec_status sd_gen_check_ngram(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
     if (p->ngram_min < 1)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: ngram_min %d must be >= 1", fn, (int)p->ngram_min);

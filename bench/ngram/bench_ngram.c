@@ -6,15 +6,18 @@
  *             entries repeat a pattern): the output quotes the input. GREEDY;
  *   no-match  short prompts that do not repeat themselves, MATCH at T = 0.8 (the
  *             library's default filters).
- * Configurations: plain decoding; n-gram chains γ = 4 and 8 with the default lookup
- * (ngram_min 1, ngram_max 4); a chain γ = 4 with 4-grams only (ngram_min = ngram_max =
- * 4: rarely anything to propose on the no-match set); a tree 2,1,1,1,1,1 (two candidate
- * continuations of depth 6); a chain γ = 4 with 64-grams only (ngram_min = ngram_max =
- * 64: nothing can match, every round is the lookup and a plain step, which measures what
- * a drafter with nothing to propose costs). Every configuration is validated first: its tokens must equal plain
- * decoding's (GREEDY and MATCH are exact), else the benchmark fails. Reported per set and
- * configuration: tokens per round (deterministic), drafted and accepted tokens, the
- * share of rounds that proposed something, and tokens per second (prefill excluded):
+ * Configurations: plain decoding; n-gram chains γ = 4 and 8 and a tree 2,1,1,1,1,1 (two
+ * candidate continuations of depth 6) with the defaults (lookup 1..4, ngram_cost
+ * MEASURED: what pays by the measured round times); a chain γ = 4 with FIXED 0.4 (a draft
+ * token costs 0.4 plain steps, about this CPU's); the same chain with ngram_cost OFF
+ * (every match proposed: the defaults before the gate), with 4-grams only (ngram_min =
+ * ngram_max = 4, OFF: the best configuration before the gate), and with 64-grams only
+ * (nothing can match: every round is the lookup and a plain step, what a drafter with
+ * nothing to propose costs). Every configuration is validated first: its tokens must
+ * equal plain decoding's (GREEDY and MATCH are exact), else the benchmark fails. Reported
+ * per set and configuration: tokens per round, drafted and accepted tokens (per pass), the share of
+ * rounds that proposed something (counted over the timed passes: with MEASURED the
+ * proposals follow the timings), and tokens per second (prefill excluded):
  * the median over --reps passes of the whole set, the configurations interleaved with
  * plain decoding in every pass, and the speedup = the median of the per-pass ratios to
  * plain decoding of the same pass (the VM is shared: ratios of neighbouring runs drift
@@ -62,13 +65,21 @@ typedef struct cfg {
     const char *name;
     specdec_draft_method method;
     int32_t gamma, nmin, nmax, tree; /* tree: 1 = the 2,1,1,1,1,1 shape */
+    specdec_ngram_cost cost;
+    float token_cost;
 } cfg;
 
+#define MEAS SPECDEC_NGRAM_COST_MEASURED
+#define OFF SPECDEC_NGRAM_COST_OFF
 static const cfg CFGS[] = {
-    {"plain", SPECDEC_DRAFT_NONE, 0, 1, 4, 0},        {"ngram chain 4", SPECDEC_DRAFT_NGRAM, 4, 1, 4, 0},
-    {"ngram chain 8", SPECDEC_DRAFT_NGRAM, 8, 1, 4, 0}, {"ngram chain 4, 4-grams", SPECDEC_DRAFT_NGRAM, 4, 4, 4, 0},
-    {"ngram tree 2,1,1,1,1,1", SPECDEC_DRAFT_NGRAM, 4, 1, 4, 1},
-    {"ngram chain 4, 64-grams", SPECDEC_DRAFT_NGRAM, 4, 64, 64, 0},
+    {"plain", SPECDEC_DRAFT_NONE, 0, 1, 4, 0, MEAS, 0},
+    {"chain 4 (defaults)", SPECDEC_DRAFT_NGRAM, 4, 1, 4, 0, MEAS, 0},
+    {"chain 8", SPECDEC_DRAFT_NGRAM, 8, 1, 4, 0, MEAS, 0},
+    {"tree 2,1,1,1,1,1", SPECDEC_DRAFT_NGRAM, 4, 1, 4, 1, MEAS, 0},
+    {"chain 4, fixed 0.4", SPECDEC_DRAFT_NGRAM, 4, 1, 4, 0, SPECDEC_NGRAM_COST_FIXED, 0.4f},
+    {"chain 4, cost off", SPECDEC_DRAFT_NGRAM, 4, 1, 4, 0, OFF, 0},
+    {"chain 4, 4-grams, off", SPECDEC_DRAFT_NGRAM, 4, 4, 4, 0, OFF, 0},
+    {"chain 4, 64-grams, off", SPECDEC_DRAFT_NGRAM, 4, 64, 64, 0, OFF, 0},
 };
 #define N_CFG (int)(sizeof CFGS / sizeof CFGS[0])
 
@@ -112,6 +123,8 @@ static specdec_generate_params params(const set *s, const cfg *c, int prompt) {
     p.n_draft = c->gamma;
     p.ngram_min = c->nmin;
     p.ngram_max = c->nmax;
+    p.ngram_cost = c->cost;
+    p.ngram_token_cost = c->token_cost;
     if (c->tree) {
         const int32_t w[6] = {2, 1, 1, 1, 1, 1};
         specdec_generate_params_set_tree(&p, w, 6);
@@ -123,7 +136,6 @@ static specdec_generate_params params(const set *s, const cfg *c, int prompt) {
  * counts into r; the tokens checked against plain decoding's. -1 on a failure. */
 static double run_pass(set *s, int ci, result *r) {
     double tokens = 0, secs = 0;
-    memset(r, 0, sizeof *r);
     for (int i = 0; i < s->n; i++) {
         specdec_generate_params p = params(s, &CFGS[ci], i);
         int32_t out[512], n = 0;
@@ -147,25 +159,27 @@ static double run_pass(set *s, int ci, result *r) {
         r->drafted += st.n_drafted;
         r->accepted += st.n_accepted;
     }
-    r->tok_per_round = r->rounds ? (double)r->tokens / (double)r->rounds : 0;
-    r->proposing = r->rounds ? (double)r->draft_rounds / (double)r->rounds : 0;
-    r->acceptance = r->drafted ? (double)r->accepted / (double)r->drafted : 0;
     return secs > 0 ? tokens / secs : 0;
 }
 
 /* Validation pass (plain first), then --reps timed passes with every configuration
- * interleaved. */
+ * interleaved; the counts are the timed passes' sums. */
 static int run_set(set *s) {
     double rate[N_CFG][32], ratio[N_CFG][32];
     result tmp;
     for (int c = 0; c < N_CFG; c++)
-        if (run_pass(s, c, &s->r[c]) < 0) return 1;
+        if (run_pass(s, c, &tmp) < 0) return 1;
+    memset(s->r, 0, sizeof s->r);
     for (int k = 0; k < g_reps; k++)
         for (int c = 0; c < N_CFG; c++) {
-            rate[c][k] = run_pass(s, c, &tmp);
+            rate[c][k] = run_pass(s, c, &s->r[c]);
             if (rate[c][k] < 0) return 1;
         }
     for (int c = 0; c < N_CFG; c++) {
+        result *r = &s->r[c];
+        r->tok_per_round = r->rounds ? (double)r->tokens / (double)r->rounds : 0;
+        r->proposing = r->rounds ? (double)r->draft_rounds / (double)r->rounds : 0;
+        r->acceptance = r->drafted ? (double)r->accepted / (double)r->drafted : 0;
         for (int k = 0; k < g_reps; k++) ratio[c][k] = rate[c][k] / rate[0][k];
         s->r[c].tok_s = median(rate[c], g_reps);
         s->r[c].speedup = median(ratio[c], g_reps);
@@ -181,7 +195,7 @@ static void print_set(const set *s) {
     for (int c = 0; c < N_CFG; c++) {
         const result *r = &s->r[c];
         printf("%-24s %10.3f %9.1f%% %9ld %9ld %10.2f %8.3fx\n", CFGS[c].name, r->tok_per_round, 100 * r->proposing,
-               r->drafted, r->accepted, r->tok_s, r->speedup);
+               r->drafted / g_reps, r->accepted / g_reps, r->tok_s, r->speedup);
     }
 }
 
@@ -228,7 +242,8 @@ static void write_json(FILE *f, set *const *sets, int n_sets, const char *be, do
             fprintf(f,
                     "   {\"name\": \"%s\", \"tokens_per_round\": %.4f, \"proposing_rounds\": %.4f, \"drafted\": %ld, "
                     "\"accepted\": %ld, \"tokens_per_second\": %.3f, \"speedup\": %.4f}%s\n",
-                    CFGS[c].name, r->tok_per_round, r->proposing, r->drafted, r->accepted, r->tok_s, r->speedup,
+                    CFGS[c].name, r->tok_per_round, r->proposing, r->drafted / g_reps, r->accepted / g_reps, r->tok_s,
+                    r->speedup,
                     c + 1 < N_CFG ? "," : "");
         }
         fprintf(f, "  ]}%s\n", i + 1 < n_sets ? "," : "");

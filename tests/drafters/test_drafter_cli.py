@@ -9,9 +9,10 @@ and parameters name the drafter; --json --trace has one object per round whose e
 tokens concatenate to the output, whose drafts have parents -1, 0, 1, ... (a chain) or
 form a tree (--tree), whose accepted nodes are a root-to-node path with the emitted
 tokens; the text mode prints trace lines on stderr; bad input exits 2 (an unknown
-drafter, a draft model given with --drafter ngram, naming --drafter) or 1 (ngram_min 0,
-ngram_max 65, --drafter model without a draft model: the library's message naming the
-field). --quick (sanitizer builds): 8 tokens, one n-gram configuration with a tree.
+drafter, a draft model given with --drafter ngram, naming --drafter; --ngram-cost fixed:x;
+ngram_min 0, ngram_max 65, --ngram-cost fixed:200: the library's message naming the field)
+or 1 (--drafter model without a draft model); --ngram-cost off|fixed:X are echoed in the
+JSON parameters. --quick (sanitizer builds): 8 tokens, one n-gram configuration with a tree.
 """
 import json
 import subprocess
@@ -54,7 +55,8 @@ def check_trace(d, what, tree):
 plain = json.loads(run(BASE + ["-m", TARGET, "--json"], 0).stdout)
 check(plain["stats"]["draft_method"] == "none", f"plain: drafter {plain['stats']['draft_method']}")
 CONFIGS = (([], False), (["--draft-max", "6"], False), (["--tree", "3,2,1"], True),
-           (["--draft-nodes", "9", "--ngram-max", "6", "--ngram-min", "2"], True))
+           (["--draft-nodes", "9", "--ngram-max", "6", "--ngram-min", "2"], True),
+           (["--ngram-cost", "off"], False), (["--ngram-cost", "fixed:0.4", "--tree", "2,1,1"], True))
 for extra, tree in CONFIGS[2:3] if QUICK else CONFIGS:
     p = run(BASE + ["--drafter", "ngram", "--json", "--trace"] + extra, 0)
     d = json.loads(p.stdout)
@@ -62,6 +64,10 @@ for extra, tree in CONFIGS[2:3] if QUICK else CONFIGS:
     check(d["stats"]["draft_method"] == "ngram" and d["params"]["drafter"] == "ngram" and d["params"]["draft_model"] is None,
           f"ngram {extra}: {d['stats']['draft_method']} / {d['params']}")
     check_trace(d, f"ngram {extra}", tree)
+    cost = extra[extra.index("--ngram-cost") + 1] if "--ngram-cost" in extra else "measured"
+    check(d["params"]["ngram_cost"] == cost.split(":")[0] and
+          abs(d["params"]["ngram_token_cost"] - (float(cost[6:]) if cost.startswith("fixed:") else 0)) < 1e-6,
+          f"ngram {extra}: params {d['params']}")
 if not QUICK:
     p = run(BASE + ["--drafter", "ngram", "--trace"], 0)
     check(p.stderr.count("[round ") >= 1 and "[round 0, " in p.stderr and "speculative (ngram draft" in p.stderr,
@@ -73,5 +79,7 @@ check("--drafter" in p.stderr and "-md" in p.stderr, f"ngram with a draft model:
 # the limits are the library's (specdec_generate_params_validate), checked before anything loads: exit 2
 check("ngram_min" in run(BASE + ["--drafter", "ngram", "--ngram-min", "0"], 2).stderr, "ngram_min 0")
 check("ngram_max" in run(BASE + ["--drafter", "ngram", "--ngram-max", "65"], 2).stderr, "ngram_max 65")
+check("--ngram-cost" in run(BASE + ["--drafter", "ngram", "--ngram-cost", "fixed:x"], 2).stderr, "fixed:x")
+check("ngram_token_cost" in run(BASE + ["--drafter", "ngram", "--ngram-cost", "fixed:200"], 2).stderr, "fixed:200")
 check("MODEL" in run(BASE + ["--drafter", "model", "-m", TARGET], 1).stderr, "model without a draft model")
 finish()

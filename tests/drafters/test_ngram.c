@@ -18,8 +18,9 @@
  *    the subtree, whose expected tokens per unit of cost is best (hand-computed cases from
  *    the acceptance counts per matched suffix length and the cost c0 + c1 * tokens), a
  *    plain step when nothing pays; observe() counts a chain's and a tree's outcome in the
- *    buckets it tried; through the engine FIXED 0 proposes what OFF does, FIXED 100
- *    nothing, FIXED 0.3 less than OFF and reproducibly, and GREEDY / MATCH stay plain
+ *    buckets it tried; a stale bucket gets a one-token probe; through the engine FIXED 0
+ *    proposes what OFF does, FIXED 100 one-token probes only, FIXED 0.3 less than OFF
+ *    and reproducibly, and GREEDY / MATCH stay plain
  *    decoding in every cost mode (check_equal_plain cycles them);
  *  - bad input: ngram_min < 1, ngram_max < ngram_min, ngram_max > 64, NGRAM with
  *    adaptive_draft, EAGLE3, MODEL without a draft model, an unknown draft_method, an
@@ -163,7 +164,9 @@ static void test_gate_chain(void) {
                  {0.6, 0.4, 20, 2, 2, 3, "a = 0.874: 3 tokens"},
                  {0.7, 0.3, 6, 1, 2, 3, "a = 0.777 at c1 0.3: 3 tokens (1.499 > 1.487, 1.460)"},
                  {1.0, 0.0, 20, 0, 2, 8, "free tokens: all 8"},
-                 {0.6, 0.4, 0, 40, 0, 1, "evidence of another bucket does not count"}};
+                 {0.6, 0.4, 0, 40, 0, 1, "evidence of another bucket does not count"},
+                 {0.1, 0.9, 0, 1, 2, 0, "a token costs 0.9 steps: 1.5 / 1.9 < 1, shut"},
+                 {0.1, 0.9, 0, 0.5, 2, 1, "shut, but the evidence (0.49) is stale: a one-token probe"}};
     sd_ngram_state g;
     sd_round_slot x;
     sd_round_seq s;
@@ -234,6 +237,44 @@ static void test_gate_tree(void) {
     SD_CHECK(sd_drafter_ngram()->ops->observe(sd_drafter_ngram(), NULL, xs, 1, &eb) == SPECDEC_OK && g.acc[1] == 1 &&
                  g.rej[1] == 2,
              "tree observe: acc %g rej %g (want 1, 2)", g.acc[1], g.rej[1]);
+}
+
+/* MEASURED's cost (runtime/sd_adapt.c): the prior until rounds of two sizes were timed,
+ * then the least-squares ρ = c1 / (c0 + c1) weighted by the slope's information; FIXED
+ * takes the token cost; OFF opens the gate; unusable timings are ignored. */
+static void test_measured_cost(void) {
+    const specdec_generate_params d = specdec_generate_default_params();
+    SD_CHECK(d.ngram_min == 1 && d.ngram_max == 4 && d.ngram_cost == SPECDEC_NGRAM_COST_MEASURED &&
+                 d.ngram_token_cost == 0.0f,
+             "defaults: lookup %d..%d, cost %d %g", (int)d.ngram_min, (int)d.ngram_max, (int)d.ngram_cost,
+             (double)d.ngram_token_cost);
+    static sd_adapt a;
+    memset(&a, 0, sizeof a);
+    sd_adapt_ngram_prepare(&a, SPECDEC_NGRAM_COST_MEASURED, 0.0f);
+    SD_CHECK(a.ngram.gate == 1 && a.ngram.c1 == SD_ADAPT_NGRAM_PRIOR && a.ngram.c0 + a.ngram.c1 == 1.0,
+             "no timing: the prior (c0 %g, c1 %g)", a.ngram.c0, a.ngram.c1);
+    for (int i = 0; i < 20; i++) sd_adapt_ngram_observe(&a, 1, 0.0035); /* one size: the slope unknown */
+    sd_adapt_ngram_observe(&a, 1, NAN);
+    sd_adapt_ngram_observe(&a, 3, -1.0);
+    sd_adapt_ngram_prepare(&a, SPECDEC_NGRAM_COST_MEASURED, 0.0f);
+    SD_CHECK(a.ngram.c1 == SD_ADAPT_NGRAM_PRIOR, "plain steps only: c1 %g", a.ngram.c1);
+    /* 2 ms + 1.5 ms per verified token: rho_fit = 1.5 / 3.5 */
+    for (int i = 0; i < 200; i++) sd_adapt_ngram_observe(&a, 1 + 4 * (i % 2), 0.002 + 0.0015 * (1 + 4 * (i % 2)));
+    sd_adapt_ngram_prepare(&a, SPECDEC_NGRAM_COST_MEASURED, 0.0f);
+    const double info = sd_cost_fit_info(&a.round), fit = 1.5 / 3.5;
+    const double want = (SD_ADAPT_NGRAM_PRIOR_INFO * SD_ADAPT_NGRAM_PRIOR + info * fit) / (SD_ADAPT_NGRAM_PRIOR_INFO + info);
+    SD_CHECK(info > 150 && fabs(a.ngram.c1 - want) < 1e-9 && fabs(a.ngram.c1 - fit) < 0.02 && fabs(a.ngram.c0 + a.ngram.c1 - 1) < 1e-12,
+             "1 and 5 tokens: c1 %g (want %g, info %g)", a.ngram.c1, want, info);
+    /* a pass that got cheaper with more tokens: a slope of 0, free tokens, pulled to the prior */
+    memset(&a, 0, sizeof a);
+    for (int i = 0; i < 40; i++) sd_adapt_ngram_observe(&a, 1 + 4 * (i % 2), 0.005 - 0.001 * (i % 2));
+    sd_adapt_ngram_prepare(&a, SPECDEC_NGRAM_COST_MEASURED, 0.0f);
+    SD_CHECK(a.ngram.c1 >= 0 && a.ngram.c1 < 0.05, "cheaper with tokens: c1 %g", a.ngram.c1);
+    sd_adapt_ngram_prepare(&a, SPECDEC_NGRAM_COST_FIXED, 0.4f);
+    SD_CHECK(a.ngram.gate == 1 && fabs(a.ngram.c1 - 0.4) < 1e-7 && fabs(a.ngram.c0 - 0.6) < 1e-7, "FIXED 0.4: c1 %g",
+             a.ngram.c1);
+    sd_adapt_ngram_prepare(&a, SPECDEC_NGRAM_COST_OFF, 0.0f);
+    SD_CHECK(a.ngram.gate == 0, "OFF: gate %d", a.ngram.gate);
 }
 
 /* ---- engines ---------------------------------------------------------------------- */
@@ -367,8 +408,9 @@ static void test_engine_no_draft(void) {
 }
 
 /* The gate through the engine, REJECTION (where proposals change the output): FIXED 0
- * proposes exactly what OFF does (free tokens: every match pays), FIXED 100 nothing (plain
- * decoding), FIXED 0.3 some but less than OFF, the same run after run; chains and a tree. */
+ * proposes exactly what OFF does (free tokens: every match pays), FIXED 100 only the
+ * one-token probes of stale buckets, FIXED 0.3 some but less than OFF, the same run after
+ * run; chains and a tree. */
 static void test_engine_gate(void) {
     specdec_engine *e = markov_engine(0);
     if (!e) return;
@@ -387,10 +429,17 @@ static void test_engine_gate(void) {
         int nf = gen(e, REP, 9, p, out, &sf, NULL);
         SD_CHECK(same(ref, no, out, nf) && sf.n_drafted == so.n_drafted && sf.n_accepted == so.n_accepted,
                  "tree %d: FIXED 0 drafted %lld, OFF %lld", tree, (long long)sf.n_drafted, (long long)so.n_drafted);
-        p.ngram_token_cost = 100.0f;
+        p.ngram_token_cost = 100.0f; /* nothing pays: one-token probes of stale buckets only */
         nf = gen(e, REP, 9, p, out, &sf, NULL);
-        SD_CHECK(same(plain, np, out, nf) && sf.n_draft_rounds == 0 && sf.draft_method == SPECDEC_DRAFT_NGRAM,
-                 "tree %d: FIXED 100 drafted %lld rounds", tree, (long long)sf.n_draft_rounds);
+        SD_CHECK(nf == 40 && sf.n_draft_rounds > 0 && sf.n_draft_rounds <= 8 && sf.n_drafted == sf.n_draft_rounds,
+                 "tree %d: FIXED 100 drafted %lld in %lld rounds", tree, (long long)sf.n_drafted,
+                 (long long)sf.n_draft_rounds);
+        p.ngram_cost = SPECDEC_NGRAM_COST_OFF;
+        p.ngram_min = p.ngram_max = SD_NGRAM_MAX; /* nothing matches: plain decoding */
+        nf = gen(e, REP, 9, p, out, &sf, NULL);
+        SD_CHECK(same(plain, np, out, nf) && sf.n_draft_rounds == 0, "tree %d: 64-grams drafted", tree);
+        p.ngram_cost = SPECDEC_NGRAM_COST_FIXED;
+        p.ngram_min = 1, p.ngram_max = 4;
         p.ngram_token_cost = 0.3f;
         nf = gen(e, REP, 9, p, out, &sf, NULL);
         const int n2 = gen(e, REP, 9, p, out2, &s2, NULL);
@@ -509,6 +558,7 @@ int main(void) {
     test_tree();
     test_gate_chain();
     test_gate_tree();
+    test_measured_cost();
     test_engine_no_draft();
     test_engine_gate();
     test_engine_with_draft();
