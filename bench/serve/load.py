@@ -38,12 +38,14 @@ def start_server(args):
     cmd = [args.specdec, "serve", "--port", "0", "--backend", args.backend, "--parallel", str(args.parallel),
            "--queue", "1024", "--max-connections", "512"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 60
+    deadline, port = time.time() + 60, None
     while time.time() < deadline and proc.poll() is None:
         if select.select([proc.stdout], [], [], 0.5)[0]:
             line = proc.stdout.readline()
-            if "listening on http://" in line:
-                return proc, int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+            if "listening on http://" in line:  # it listens first, then loads (503 meanwhile)
+                port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+            if port and "specdec serve: ready" in line:
+                return proc, port
     proc.kill()
     sys.exit("load.py: the server did not start")
 
