@@ -2,17 +2,19 @@
  * (MHD_USE_THREAD_PER_CONNECTION): a handler may block while its request is generated,
  * and a streaming response's reader blocks until the next piece of text exists.
  *
- * Per request: the first call (headers only) checks the framing (sd_api_check_framing:
- * 400 / 501 and close), answers a connection over --max-connections with 503 and
- * Retry-After, then routes it and checks Host, the API key, Content-Type and a declared
- * Content-Length (sd_api_check_head: 403 / 401 / 404 / 405 / 415 / 413 at once); while
+ * Per request: the first call (headers only) checks the head's size (414 / 431) and the
+ * framing (sd_api_check_framing: 400 / 501), each answered with a close, answers a
+ * connection over --max-connections with 503 and Retry-After, then routes it and checks
+ * Host, the API key, Content-Type and a declared Content-Length (sd_api_check_head:
+ * 400 / 403 / 401 / 404 / 405 / 415 / 413 at once); while
  * loading or draining, everything but /health and /metrics gets 503. Body chunks are
  * collected up to the limit (beyond it they are dropped and the final call answers
  * 413); the final call dispatches. The whole request must arrive within --body-timeout
  * of the accept or of the previous response (sd_server_conn.c closes it otherwise);
  * the idle timeout (--idle-timeout) is raised while a request is being answered and
  * restored when the answer is done. An answer queued before the body was read closes
- * the connection (libmicrohttpd discards the rest of the request). */
+ * the connection (libmicrohttpd discards the rest of the request). What libmicrohttpd
+ * answers itself is counted (see "libmicrohttpd's own answers" below). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <errno.h>
 #include <math.h>
