@@ -18,10 +18,9 @@ import os
 import sys
 import threading
 import time
-from urllib.parse import urlparse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import load  # noqa: E402  (start_server, one_request, percentile, cpu_name)
+import load  # noqa: E402  (the server options, one_request, percentile, cpu_name)
 
 ROOT = load.ROOT
 
@@ -37,7 +36,7 @@ def rss_mb(pid):
     return 0.0
 
 
-def small_clients(port, n, seconds, max_tokens, stop_flag=None):
+def small_clients(port, n, seconds, max_tokens):
     """n clients sending small streamed completions back to back for `seconds`:
     [(t_start, t_end, latency, ttft)], errors."""
     out, errors, lock = [], [], threading.Lock()
@@ -45,7 +44,7 @@ def small_clients(port, n, seconds, max_tokens, stop_flag=None):
 
     def client(k):
         i = k
-        while time.perf_counter() < end and not (stop_flag and stop_flag[0]):
+        while time.perf_counter() < end:
             t0 = time.perf_counter()
             try:
                 lat, ttft, _, _ = load.one_request(port, load.PROMPTS[i % len(load.PROMPTS)], max_tokens)
@@ -106,25 +105,14 @@ def summary(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--specdec", default=os.path.join(ROOT, "build", "specdec"))
-    ap.add_argument("--url", help="an already running server on loopback (default: start one)")
-    ap.add_argument("--backend", default="cpu")
-    ap.add_argument("--parallel", type=int, default=4, help="the server's --parallel when started here")
+    load.add_server_args(ap)
     ap.add_argument("--clients", type=int, default=2, help="clients sending small requests")
     ap.add_argument("--max-tokens", type=int, default=8, help="of each small request")
     ap.add_argument("--burst", type=int, default=64, help="big prompts per burst, sent at once")
     ap.add_argument("--size", type=int, default=1900000, help="bytes of each big prompt")
     ap.add_argument("--seconds", type=float, default=20, help="length of each phase")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    proc = None
-    if args.url:
-        u = urlparse(args.url)
-        if u.hostname not in ("127.0.0.1", "localhost", "::1"):
-            sys.exit("burst.py: loopback only")
-        port = u.port
-    else:
-        proc, port = load.start_server(args)
+    proc, port = load.server_from_args(args, "burst.py")
     peak = [0.0]
     done = [False]
 
@@ -144,8 +132,7 @@ def main():
         burster = threading.Thread(target=bursts, args=(port, args.burst, args.size, args.seconds, windows, codes))
         t_b = time.perf_counter()
         burster.start()
-        stop = [False]
-        mixed, err_mixed = small_clients(port, args.clients, args.seconds, args.max_tokens, stop)
+        mixed, err_mixed = small_clients(port, args.clients, args.seconds, args.max_tokens)
         burster.join()
         t_e = time.perf_counter()
         done[0] = True
