@@ -279,6 +279,26 @@ typedef int (*specdec_token_callback)(void *user_data, int32_t token, const char
 /* specdec_generate_params.seed: draw a random seed (since 0.4). */
 #define SPECDEC_SEED_RANDOM UINT64_MAX
 
+/* What one round of speculation did (since 0.4; specdec_generate_params.round_callback,
+ * `specdec generate --trace`). Borrowed pointers, valid during the call. Node i (0-based;
+ * the pending token that precedes the round is not a node) is draft token i: a chain
+ * has parent i - 1, a tree its parent node (-1: it follows the pending token). */
+typedef struct specdec_round_info {
+    int32_t round;                     /* 0-based index of the round in this generation */
+    specdec_draft_method draft_method; /* who drafted it; NONE: a plain step (nothing proposed) */
+    int32_t n_drafted;                 /* draft tokens (tree nodes) proposed, 0..SPECDEC_MAX_TREE_NODES */
+    const int32_t *draft_tokens;       /* [n_drafted] */
+    const int32_t *draft_parents;      /* [n_drafted] */
+    int32_t n_accepted;                /* drafts accepted: the accepted path's length */
+    const int32_t *accepted_nodes;     /* [n_accepted] the path's node ids, root-first */
+    int32_t n_emitted;                 /* tokens the round emitted: n_accepted + 1, fewer when a stop
+                                          (EOS, stop string, callback, budget) cut it */
+    const int32_t *emitted;            /* [n_emitted] */
+} specdec_round_info;
+
+/* Called once per round, after the round's tokens went through the token callback. */
+typedef void (*specdec_round_callback)(void *user_data, const specdec_round_info *info);
+
 typedef struct specdec_generate_params {
     int32_t n_predict;             /* most tokens to generate (> 0); default 128 */
     float temperature;             /* 0 = greedy; default 0.8 */
@@ -325,8 +345,21 @@ typedef struct specdec_generate_params {
                                       tree grown best-first by draft path probability (EAGLE-2
                                       style) within tree_width (all zero: any branching, depth up
                                       to SPECDEC_MAX_DRAFT) */
-    int32_t reserved_i[3];
-    uint64_t reserved[8];
+    /* Drafters (since 0.4; docs/DRAFTERS.md). These fill what was reserved_i[3] and
+     * reserved[0..1], so the struct keeps its size and every 0.3 field its offset. */
+    specdec_draft_method draft_method; /* who proposes the drafts: AUTO (default) = the engine's
+                                      draft model when it has one, else plain decoding; MODEL
+                                      (needs a draft model); NGRAM = prompt lookup over the
+                                      sequence so far, no draft model needed (chains of n_draft,
+                                      or a tree with tree_width / draft_nodes; not with
+                                      adaptive_draft); EAGLE3 (needs an EAGLE-3 head: none can be
+                                      loaded yet, INVALID_ARGUMENT); NONE = plain decoding */
+    int32_t ngram_min;             /* NGRAM: shortest suffix looked up, 1..ngram_max; default 1 */
+    int32_t ngram_max;             /* NGRAM: longest suffix looked up (tried first), ngram_min..64;
+                                      default 4 */
+    specdec_round_callback round_callback; /* optional: called after every round (tracing) */
+    void *round_user_data;                 /* passed to round_callback */
+    uint64_t reserved[6];
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -385,8 +418,8 @@ typedef struct specdec_stats {
     double tokens_per_target_pass; /* n_generated / n_target_passes: the bound on the speedup over
                                      plain decoding (which makes 1), reached when drafting is free */
     uint64_t seed;                /* the seed used (SPECDEC_SEED_RANDOM resolved) */
-    specdec_draft_method draft_method; /* who drafted: MODEL, or NONE for plain decoding (no
-                                     draft model, n_draft 0); never AUTO */
+    specdec_draft_method draft_method; /* who drafted: MODEL, NGRAM, or NONE for plain decoding
+                                     (no drafter, n_draft 0); never AUTO */
     specdec_verify_mode verify;   /* the verification used (AUTO resolved) */
     int32_t n_draft;              /* γ a chain started with (the params' n_draft); 0 for a tree
                                      and plain decoding. final_n_draft: γ at the end (a tree: the

@@ -22,10 +22,14 @@ specdec_status sd_engine_enter(specdec_engine *e) {
 }
 void sd_engine_leave(specdec_engine *e) { atomic_flag_clear_explicit(&e->busy, memory_order_release); }
 
-sd_round *sd_engine_active_round(specdec_engine *e) {
-    if (e->round_kind == SD_ENGINE_ROUND_HOST || !e->device_round) return e->host_round;
-    if (e->device_round_cuda) sd_cuda_round_use_graphs(e->device_round, e->round_kind == SD_ENGINE_ROUND_DEVICE_GRAPH);
-    return e->device_round;
+sd_driver *sd_engine_driver(specdec_engine *e) {
+    if (e->round_kind == SD_ENGINE_ROUND_HOST || !e->device_exec) {
+        sd_round_set_exec(e->round, e->host_exec, NULL);
+    } else {
+        if (e->device_exec_cuda) sd_cuda_exec_use_graphs(e->device_exec, e->round_kind == SD_ENGINE_ROUND_DEVICE_GRAPH);
+        sd_round_set_exec(e->round, e->device_exec, e->host_exec);
+    }
+    return &e->driver;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -33,8 +37,10 @@ sd_round *sd_engine_active_round(specdec_engine *e) {
 /* ------------------------------------------------------------------------- */
 static void sd_engine_destroy(specdec_engine *e) {
     if (!e) return;
-    sd_round_destroy(e->device_round); /* the rounds borrow the runners: first */
-    sd_round_destroy(e->host_round);
+    sd_driver_free(&e->driver);
+    sd_round_destroy(e->round); /* the round and the executors borrow the runners: first */
+    sd_exec_destroy(e->device_exec);
+    sd_exec_destroy(e->host_exec);
     sd_runner_destroy(e->target);
     sd_runner_destroy(e->draft);
     sd_free(e->seq);
@@ -58,19 +64,22 @@ static specdec_status sd_engine_check_runners(const sd_runner *target, const sd_
     return SPECDEC_OK;
 }
 
-/* The rounds: the host one always; on CUDA the device-resident one when the GPU
- * sampler serves the vocabulary (UNSUPPORTED: the host round serves it instead). */
+/* The executors (the host one always; on CUDA the device-resident one when the GPU
+ * sampler serves the vocabulary: UNSUPPORTED leaves the host one alone), the round and
+ * the driver. */
 static specdec_status sd_engine_make_rounds(specdec_engine *e) {
     sd_errbuf eb;
     sd_err_clear(&eb);
-    specdec_status st = sd_host_round_create(e->target, e->draft, &e->host_round, &eb);
+    specdec_status st = sd_host_exec_create(e->n_vocab, e->draft != NULL, 1, &e->host_exec, &eb);
+    if (st == SPECDEC_OK) st = sd_round_create(e->host_exec, NULL, e->target, e->draft, 1, &e->round, &eb);
+    if (st == SPECDEC_OK) st = sd_driver_init(&e->driver, e->round, 1, &eb);
     if (st != SPECDEC_OK) return sd_fail(NULL, st, "engine: %s", eb.msg);
     e->round_kind = SD_ENGINE_ROUND_HOST;
     if (e->backend != SPECDEC_BACKEND_CUDA) return SPECDEC_OK;
-    st = sd_cuda_round_create(e->target, e->draft, 1, &e->device_round, &eb);
+    st = sd_cuda_exec_create(e->target, e->draft, 1, &e->device_exec, &eb);
     if (st == SPECDEC_OK) {
         e->round_kind = SD_ENGINE_ROUND_DEVICE_GRAPH;
-        e->device_round_cuda = 1;
+        e->device_exec_cuda = 1;
     }
     else if (st != SPECDEC_ERR_UNSUPPORTED) return sd_fail(NULL, st, "engine: device round: %s", eb.msg);
     return SPECDEC_OK;
@@ -103,6 +112,7 @@ specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft
     e->env.n_vocab = e->n_vocab;
     e->env.has_draft = draft != NULL;
     e->env.tree_fit = draft ? sd_min_i32(target->max_batch - 1, draft->max_batch) : 0;
+    e->env.tree_fit_solo = target->max_batch - 1;
     e->env.special = e->special;
     e->seq = sd_malloc(((size_t)e->n_ctx + 1) * sizeof(int32_t));
     e->text_win = sd_malloc(SD_GEN_TEXT_WIN);

@@ -4,8 +4,8 @@
  * specdec_generate() allocates nothing per round.
  *
  * Files: sd_engine.c (creation, the low-level forward / KV API), sd_generate.c (the
- * one generation loop: budget, stop conditions, emission, statistics), sd_adapt.c
- * (adaptive γ). Tests build engines directly from runners (e.g. synthetic
+ * one generation loop: budget, stop conditions, emission, statistics), sd_driver.c (the
+ * driver it shares with the scheduler), sd_adapt.c (adaptive γ). Tests build engines directly from runners (e.g. synthetic
  * Markov-chain models) with sd_engine_create_from_runners(). */
 #ifndef SD_ENGINE_H
 #define SD_ENGINE_H
@@ -16,16 +16,17 @@
 #include "specdec.h"
 #include "sd_adapt.h"
 #include "sd_error.h"
+#include "sd_driver.h"
 #include "sd_generate.h"
 #include "sd_round.h"
 #include "sd_runner.h"
 
 
-/* Which round implementation specdec_generate drives (specdec_engine.round_kind). */
+/* Which executor specdec_generate's round uses (specdec_engine.round_kind). */
 typedef enum sd_engine_round_kind {
     SD_ENGINE_ROUND_HOST = 0,         /* logits to the host, CPU sampling and verifier (any runners) */
-    SD_ENGINE_ROUND_DEVICE = 1,       /* CUDA device-resident round, kernels enqueued one by one */
-    SD_ENGINE_ROUND_DEVICE_GRAPH = 2  /* CUDA device-resident round replayed from CUDA graphs (default on CUDA) */
+    SD_ENGINE_ROUND_DEVICE = 1,       /* CUDA device-resident executor, kernels enqueued one by one */
+    SD_ENGINE_ROUND_DEVICE_GRAPH = 2  /* CUDA device-resident executor replayed from CUDA graphs (default on CUDA) */
 } sd_engine_round_kind;
 
 struct specdec_engine {
@@ -40,10 +41,12 @@ struct specdec_engine {
     sd_gen_env env;            /* what its generations know of the models */
     int dead;                  /* a runner or round reported DEVICE_LOST: every later call fails */
 
-    sd_round *host_round;      /* owned, always present */
-    sd_round *device_round;    /* owned; CUDA engines whose vocabulary the GPU sampler serves, else NULL */
-    sd_engine_round_kind round_kind; /* DEVICE_GRAPH when device_round exists, else HOST; tests switch it */
-    int device_round_cuda;     /* device_round is the CUDA round (tests may install another) */
+    sd_exec *host_exec;        /* owned, always present: the host executor (and the device one's fallback) */
+    sd_exec *device_exec;      /* owned; CUDA engines whose vocabulary the GPU sampler serves, else NULL */
+    sd_engine_round_kind round_kind; /* DEVICE_GRAPH when device_exec exists, else HOST; tests switch it */
+    int device_exec_cuda;      /* device_exec is the CUDA executor (tests may install another) */
+    sd_round *round;           /* owned: the protocol over these executors and the engine's runners */
+    sd_driver driver;          /* one generation at a time on `round` */
 
     /* generation loop buffers */
     int32_t *seq;              /* [n_ctx + 1] prompt + generated tokens */
@@ -85,8 +88,9 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb);
 
-/* The round specdec_generate uses now (round_kind, falling back to the host round). */
-sd_round *sd_engine_active_round(specdec_engine *e);
+/* The driver specdec_generate uses, its round set to the executors of round_kind (the
+ * device executor with the host one as its fallback, or the host one alone). */
+sd_driver *sd_engine_driver(specdec_engine *e);
 
 /* Busy flag: every mutating entry point takes it; a second thread gets SPECDEC_ERR_BUSY. */
 specdec_status sd_engine_enter(specdec_engine *e);

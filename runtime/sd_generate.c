@@ -3,17 +3,18 @@
  * alone owns the budget (n_predict, the context), the stop conditions (EOS, stop
  * strings, the callback, a cancel flag), emission (the sequence, the output, the
  * streaming text) and the statistics; one round of speculation is the round
- * interface's business (core/sd_round.h), whichever implementation runs it (host or
- * CUDA device-resident, one sequence or many).
+ * protocol's business (core/sd_round.h), whichever executor runs it (host or CUDA
+ * device-resident, one sequence or many) and whichever drafter proposes (its choice from
+ * draft_method: sd_gen_drafter).
  *
  * Per round: γ is clipped so that every token the round may emit fits the budget and
  * the context (γ + 1 <= both); γ = 0 (no draft, n_draft == 0, or clipped to 0 at the
  * end of the budget) is a plain decoding step, which samples with the verifier's
  * target-side sampler, so "match" speculation reproduces plain decoding bit for bit.
  * A draft tree (tree_width / draft_nodes, docs/TREE.md) is clipped the same way
- * (runtime/sd_tree_shape.c). A round that answers SPECDEC_ERR_UNSUPPORTED for a tree
- * (the CUDA device round until it grows trees) hands the rest of the call to the host
- * round, which begins the sequence again (one extra prefill).
+ * (runtime/sd_tree_shape.c); a tree a device executor does not take runs on the round's
+ * fallback executor (the host one) within the same round. The shape is the most the
+ * drafter may propose: the n-gram drafter may propose less, or nothing (a plain step).
  * The round's tokens are emitted one by one; a stop inside a round cuts it short and
  * the round settles both caches at the emitted length.
  *
@@ -25,6 +26,7 @@
 #include <time.h>
 
 #include "sd_cpu_sample.h"
+#include "sd_driver.h"
 #include "sd_engine.h"
 #include "sd_tree_shape.h"
 
@@ -46,6 +48,9 @@ specdec_generate_params specdec_generate_default_params(void) {
     p.min_p = 0.05f;
     p.verify = SPECDEC_VERIFY_AUTO;
     p.n_draft = 4;
+    p.draft_method = SPECDEC_DRAFT_AUTO;
+    p.ngram_min = 1;
+    p.ngram_max = 4;
     return p;
 }
 
@@ -99,12 +104,57 @@ static specdec_status sd_gen_check_stops(const specdec_generate_params *p, int m
 }
 
 static specdec_status sd_gen_check_reserved(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
-    for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
-        if (p->reserved_i[i])
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved_i[%zu] = %d must be 0", fn, i,
-                           (int)p->reserved_i[i]);
     for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
         if (p->reserved[i]) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved[%zu] must be 0", fn, i);
+    return SPECDEC_OK;
+}
+
+/* The n-gram lookup limits (checked only when the n-gram drafter is asked for). */
+static specdec_status sd_gen_check_ngram(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
+    if (p->ngram_min < 1)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: ngram_min %d must be >= 1", fn, (int)p->ngram_min);
+    if (p->ngram_max < p->ngram_min)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: ngram_max %d < ngram_min %d", fn, (int)p->ngram_max,
+                       (int)p->ngram_min);
+    if (p->ngram_max > SD_NGRAM_MAX)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: ngram_max %d > %d", fn, (int)p->ngram_max, SD_NGRAM_MAX);
+    if (p->adaptive_draft)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: adaptive_draft applies to the model drafter, not NGRAM",
+                       fn);
+    return SPECDEC_OK;
+}
+
+specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
+                              sd_drafter **out, specdec_draft_method *method, sd_errbuf *eb) {
+    specdec_draft_method m = p->draft_method;
+    *out = NULL;
+    *method = SPECDEC_DRAFT_NONE;
+    if (m == SPECDEC_DRAFT_AUTO) m = env->has_draft ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_NONE;
+    switch (m) {
+    case SPECDEC_DRAFT_MODEL:
+        if (!env->has_draft)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method MODEL needs a draft model", fn);
+        *out = sd_drafter_model();
+        break;
+    case SPECDEC_DRAFT_NGRAM: {
+        const specdec_status st = sd_gen_check_ngram(p, fn, eb);
+        if (st != SPECDEC_OK) return st;
+        *out = sd_drafter_ngram();
+        break;
+    }
+    case SPECDEC_DRAFT_EAGLE3:
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "%s: draft_method EAGLE3 needs an EAGLE-3 head, and the engine has none", fn);
+    case SPECDEC_DRAFT_NONE: break;
+    default:
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: unknown draft_method %d", fn, (int)p->draft_method);
+    }
+    int tree = 0;
+    sd_draft_shape req;
+    const specdec_status st = sd_tree_request(p, *out != NULL, &req, &tree, eb);
+    if (st != SPECDEC_OK) return st;
+    if (p->n_draft == 0 && !tree) *out = NULL; /* n_draft 0: plain decoding even with a drafter */
+    *method = *out ? (*out)->ops->method : SPECDEC_DRAFT_NONE;
     return SPECDEC_OK;
 }
 
@@ -112,8 +162,6 @@ static specdec_status sd_gen_check_reserved(const specdec_generate_params *p, co
  * not depend on the models and the tokenizer (env->has_draft is taken as 1). */
 static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specdec_generate_params *p,
                                             int models_known, const char *fn, sd_errbuf *eb) {
-    sd_draft_shape req;
-    int tree = 0;
     if (p->n_predict <= 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_predict %d must be > 0", fn, (int)p->n_predict);
     if (p->n_draft < 0 || p->n_draft > SPECDEC_MAX_DRAFT)
@@ -125,9 +173,11 @@ static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specde
     if ((int)p->verify < SPECDEC_VERIFY_AUTO || (int)p->verify > SPECDEC_VERIFY_MATCH)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: unknown verify mode %d", fn, (int)p->verify);
     sd_sampling_params sp = sd_sampling_params_from(p);
+    sd_drafter *dr;
+    specdec_draft_method m;
     specdec_status st = sd_sampling_check_params(&sp, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_stops(p, models_known, fn, eb);
-    if (st == SPECDEC_OK) st = sd_tree_request(p, env->has_draft, &req, &tree, eb);
+    if (st == SPECDEC_OK) st = sd_gen_drafter(env, p, fn, &dr, &m, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_reserved(p, fn, eb);
     return st;
 }
@@ -239,8 +289,8 @@ static void sd_gen_stats_init(sd_gen *g, int32_t n_prompt) {
     st->t_load_s = g->env->t_load_s;
     st->seed = g->rs.seed;
     st->verify = g->rs.mode;
-    st->draft_method = g->rs.uses_draft ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_NONE;
-    if (!g->rs.uses_draft) return;
+    st->draft_method = g->method;
+    if (!g->rs.drafter) return;
     if (g->tree) {
         memcpy(st->tree_width, p->tree_width, sizeof st->tree_width);
         st->draft_nodes = p->draft_nodes;
@@ -265,15 +315,18 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     g->ds = io->ds;
     g->st = io->stats;
     g->err = io->err;
-    (void)sd_tree_request(p, env->has_draft, &g->req, &g->tree, NULL); /* checked by the driver */
-    g->gamma = env->has_draft && p->n_draft > 0 ? p->n_draft : 0;
     sd_round_seq *s = &g->rs;
+    (void)sd_gen_drafter(env, p, "", &s->drafter, &g->method, NULL); /* checked by the caller */
+    (void)sd_tree_request(p, s->drafter != NULL, &g->req, &g->tree, NULL);
+    g->gamma = s->drafter && p->n_draft > 0 ? p->n_draft : 0;
+    s->ngram_min = p->ngram_min;
+    s->ngram_max = p->ngram_max;
+    s->trace = p->round_callback ? &g->trace : NULL;
     s->seed = p->seed == SPECDEC_SEED_RANDOM ? sd_gen_random_seed() : p->seed;
     s->sequence_id = p->sequence_id;
     s->mode = p->verify;
     if (s->mode == SPECDEC_VERIFY_AUTO) s->mode = p->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
     s->sp = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : sd_sampling_params_from(p);
-    s->uses_draft = env->has_draft && (p->n_draft > 0 || g->tree);
     memmove(g->seq, prompt, (size_t)n_prompt * sizeof(int32_t));
     g->L = n_prompt;
     s->tokens = g->seq;
@@ -286,55 +339,73 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
 static sd_draft_shape sd_gen_round_shape(const sd_gen *g) {
     const sd_gen_env *env = g->env;
     const int32_t room = sd_min_i32(g->p->n_predict - g->n_out - 1, env->n_ctx - g->L - 1);
-    if (!g->rs.uses_draft) return sd_draft_chain(0);
+    if (!g->rs.drafter) return sd_draft_chain(0);
     if (!g->tree) return sd_draft_chain(room < 0 ? 0 : sd_min_i32(g->gamma, room));
-    return sd_tree_round_shape(&g->req, room, sd_min_i32(env->n_ctx - g->L, env->tree_fit));
+    const int32_t fit = g->rs.drafter->ops->caps & SD_DRAFTER_RUNNER ? env->tree_fit : env->tree_fit_solo;
+    return sd_tree_round_shape(&g->req, room, sd_min_i32(env->n_ctx - g->L, fit));
 }
 
-int sd_gen_plan(sd_gen *g, sd_draft_shape *shape) {
+int sd_gen_plan(sd_gen *g) {
     if (g->reason != SPECDEC_STOP_NONE) return 0;
     if (g->n_out >= g->p->n_predict) g->reason = SPECDEC_STOP_N_PREDICT;
     else if (g->L >= g->env->n_ctx) g->reason = SPECDEC_STOP_CONTEXT_FULL;
     if (g->reason != SPECDEC_STOP_NONE) return 0;
-    *shape = sd_gen_round_shape(g);
+    g->rs.shape = sd_gen_round_shape(g);
     g->rs.length = g->L;
-    g->rs.shape = *shape;
     return 1;
 }
 
-/* The statistics of one round, and what adaptive γ learns from it (chains). */
-static void sd_gen_account(sd_gen *g, const sd_draft_shape *shape) {
+/* The statistics of one round, and what adaptive γ learns from it (model chains). */
+static void sd_gen_account(sd_gen *g) {
     const sd_round_seq *s = &g->rs;
     g->st->t_draft_s += s->t.draft;
     g->st->t_target_s += s->t.target;
     g->st->t_verify_s += s->t.verify;
     g->st->n_rounds++;
     g->st->n_target_passes++;
-    if (shape->depth > 0) {
+    if (s->depth > 0) {
         g->st->n_draft_rounds++;
         g->st->n_drafted += s->n_drafted;
         g->st->n_accepted += s->n_accepted;
-        for (int32_t i = 0; i < shape->depth && i < SPECDEC_MAX_DRAFT; i++) {
+        for (int32_t i = 0; i < s->depth && i < SPECDEC_MAX_DRAFT; i++) {
             g->st->n_drafted_at_pos[i]++;
             g->st->n_accepted_at_pos[i] += i < s->n_accepted;
         }
-        if (!g->tree) sd_adapt_observe(g->adapt, shape->depth, s->n_accepted, s->t.draft, s->t.target);
+        if (!g->tree && g->method == SPECDEC_DRAFT_MODEL)
+            sd_adapt_observe(g->adapt, s->depth, s->n_accepted, s->t.draft, s->t.target);
     }
 }
 
-specdec_status sd_gen_absorb(sd_gen *g, sd_round *rd, const sd_draft_shape *shape) {
+/* The round callback: what the round proposed, accepted and emitted. */
+static void sd_gen_trace(sd_gen *g, int32_t n_emitted) {
+    const sd_round_seq *s = &g->rs;
+    specdec_round_info info;
+    info.round = (int32_t)(g->st->n_rounds - 1);
+    info.draft_method = s->depth > 0 ? g->method : SPECDEC_DRAFT_NONE;
+    info.n_drafted = s->depth > 0 ? g->trace.n : 0;
+    info.draft_tokens = g->trace.token;
+    info.draft_parents = g->trace.parent;
+    info.n_accepted = s->n_accepted;
+    info.accepted_nodes = g->trace.path;
+    info.n_emitted = n_emitted;
+    info.emitted = s->out;
+    g->p->round_callback(g->p->round_user_data, &info);
+}
+
+specdec_status sd_gen_absorb(sd_gen *g, sd_round *rd) {
     sd_round_seq *s = &g->rs;
-    if (s->n_accepted < 0 || s->n_accepted > shape->depth)
-        return sd_fail(g->err, SPECDEC_ERR_INTERNAL, "round accepted %d of depth %d", (int)s->n_accepted,
-                       (int)shape->depth);
-    sd_gen_account(g, shape);
+    if (s->n_accepted < 0 || s->n_accepted > s->depth || s->depth > s->shape.depth)
+        return sd_fail(g->err, SPECDEC_ERR_INTERNAL, "round accepted %d of depth %d (shape %d)", (int)s->n_accepted,
+                       (int)s->depth, (int)s->shape.depth);
+    sd_gen_account(g);
     specdec_status st = SPECDEC_OK;
     int32_t i = 0;
     for (; i <= s->n_accepted && g->reason == SPECDEC_STOP_NONE; i++)
         if ((st = sd_gen_emit(g, s->out[i])) != SPECDEC_OK) return st;
-    if (i <= s->n_accepted && (st = rd->ops->settle(rd, s, g->L)) != SPECDEC_OK)
-        return sd_fail(g->err, st, "%s", rd->err.msg);
-    if (shape->depth > 0 && g->p->adaptive_draft && !g->tree)
+    if (i <= s->n_accepted && (st = sd_round_settle(rd, s, g->L)) != SPECDEC_OK)
+        return sd_fail(g->err, st, "%s", sd_round_err(rd));
+    if (g->p->round_callback) sd_gen_trace(g, i);
+    if (s->depth > 0 && g->p->adaptive_draft && !g->tree && g->method == SPECDEC_DRAFT_MODEL)
         g->gamma = sd_adapt_choose_gamma(g->adapt, g->gamma, SPECDEC_MAX_DRAFT);
     return SPECDEC_OK;
 }
@@ -374,28 +445,6 @@ void sd_gen_finish(sd_gen *g, specdec_status st, int32_t *n_out) {
 /* ------------------------------------------------------------------------- */
 /* specdec_generate: one sequence on an engine                                */
 /* ------------------------------------------------------------------------- */
-/* A round failed: its detail becomes the engine's; a lost device is sticky. */
-static specdec_status sd_gen_round_fail(specdec_engine *e, sd_round *rd, specdec_status st) {
-    if (st == SPECDEC_ERR_DEVICE_LOST || rd->device_lost) e->dead = 1;
-    return sd_fail(&e->err, st, "%s", rd->err.msg);
-}
-
-/* One round on the engine. A round that cannot run this tree (the CUDA device round
- * until it grows trees) hands the rest of the call to the host round, which begins
- * the sequence again (one extra prefill). */
-static specdec_status sd_gen_engine_round(specdec_engine *e, sd_gen *g, sd_round **rd, const sd_draft_shape *shape) {
-    sd_round_seq *seqs[1] = {&g->rs};
-    specdec_status st = (*rd)->ops->run(*rd, seqs, 1);
-    if (st == SPECDEC_ERR_UNSUPPORTED && *rd != e->host_round && !sd_draft_is_chain(shape)) {
-        *rd = e->host_round;
-        st = (*rd)->ops->begin(*rd, &g->rs);
-        g->rs.shape = *shape;
-        if (st == SPECDEC_OK) st = (*rd)->ops->run(*rd, seqs, 1);
-    }
-    if (st != SPECDEC_OK) return sd_gen_round_fail(e, *rd, st);
-    return sd_gen_absorb(g, *rd, shape);
-}
-
 static specdec_status sd_gen_check(const specdec_engine *e, const int32_t *prompt, int32_t n_prompt,
                                    const specdec_generate_params *p, const int32_t *out_tokens, int32_t out_capacity,
                                    const int32_t *n_out, sd_errbuf *eb) {
@@ -426,12 +475,11 @@ static specdec_status sd_generate_locked(specdec_engine *e, const int32_t *promp
     const sd_gen_io io = {e->seq, out_tokens, e->text_win, &e->adapt, ds, stats, &e->err};
     sd_gen g;
     sd_gen_init(&g, &e->env, p, prompt, n_prompt, &io);
-    sd_round *rd = sd_engine_active_round(e);
-    st = rd->ops->begin(rd, &g.rs);
-    if (st != SPECDEC_OK) st = sd_gen_round_fail(e, rd, st);
-    stats->t_prefill_s = sd_now() - g.t_start;
-    sd_draft_shape shape;
-    while (st == SPECDEC_OK && sd_gen_plan(&g, &shape)) st = sd_gen_engine_round(e, &g, &rd, &shape);
+    sd_driver *dv = sd_engine_driver(e);
+    sd_gen *one[1] = {&g};
+    st = sd_driver_begin(dv, &g);
+    while (st == SPECDEC_OK && sd_driver_round(dv, one, 1) == 1) st = g.status;
+    if (sd_round_device_lost(dv->rd)) e->dead = 1;
     sd_gen_finish(&g, st, n_out);
     specdec_detok_stream_free(ds);
     return st;

@@ -4,13 +4,10 @@
  * streaming text) and statistics; one round of speculation is the round interface's
  * business (core/sd_round.h).
  *
- * Two drivers use the same steps:
- *   specdec_generate (this file's .c): one sequence on an engine's round —
- *       sd_gen_init, begin, then { sd_gen_plan; run; sd_gen_absorb } until plan says
- *       done, sd_gen_finish;
- *   the scheduler (runtime/sd_scheduler.c): many sequences on one shared round —
- *       every round plans each active sequence, runs them together, absorbs each.
- * Nothing here allocates. */
+ * One driver (runtime/sd_driver.h) runs these steps for the engine (specdec_generate,
+ * this file's .c: one sequence) and the scheduler (many sequences on a shared round):
+ * sd_gen_init, begin, then { sd_gen_plan each; one round; sd_gen_absorb each } until
+ * plan says done, sd_gen_finish. Nothing here allocates. */
 #ifndef SD_GENERATE_H
 #define SD_GENERATE_H
 
@@ -39,8 +36,9 @@ typedef struct sd_engine_special {
 typedef struct sd_gen_env {
     int32_t n_ctx;           /* context of every sequence */
     int32_t n_vocab;
-    int has_draft;
-    int32_t tree_fit;        /* most tree nodes one round may verify (one call of each runner) */
+    int has_draft;           /* a draft model: the "model" drafter */
+    int32_t tree_fit;        /* most tree nodes one round of the model drafter may verify (one call of each runner) */
+    int32_t tree_fit_solo;   /* the same for a drafter without a runner (one target call: max_batch - 1) */
     sd_engine_special special;
     double t_load_s;         /* loading the models + creating the engine/scheduler (stats.t_load_s) */
 } sd_gen_env;
@@ -60,12 +58,15 @@ typedef struct sd_gen {
     specdec_stop_reason reason;
     specdec_stats *st;
     sd_round_seq rs;               /* the sequence as the round sees it */
+    specdec_draft_method method;   /* who drafts (NONE: plain decoding) */
+    sd_round_trace trace;          /* what the last round proposed (with a round callback) */
     int tree;                      /* a draft tree was asked for: its shape is `req` */
     sd_draft_shape req;
     int32_t gamma;                 /* the chain's γ (adaptive: the current one) */
     const atomic_int *cancel;      /* NULL, or a flag that stops generation at the next token */
     int cancelled;                 /* the cancel flag is what stopped it */
     sd_errbuf *err;                /* failures are recorded here */
+    specdec_status status;         /* OK, or what failed (the driver sets it) */
     double t_start;
 } sd_gen;
 
@@ -83,11 +84,19 @@ double sd_gen_now(void);
 
 /* specdec_generate's argument checks (fn names the entry point in messages): the prompt
  * (NULL, empty, >= n_ctx: CONTEXT_FULL, ids outside the vocabulary) and the params
- * (n_predict, n_draft, verify, sampling, stop strings, tree, reserved fields). */
+ * (n_predict, n_draft, verify, sampling, stop strings, draft_method and the n-gram
+ * limits, tree, reserved fields). */
 specdec_status sd_gen_check_prompt(const sd_gen_env *env, const int32_t *prompt, int32_t n_prompt, const char *fn,
                                    sd_errbuf *eb);
 specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
                                    sd_errbuf *eb);
+
+/* The drafter checked params ask for on env (*method; *out NULL: plain decoding):
+ * AUTO the draft model when there is one, MODEL (needs one), NGRAM (ngram_min >= 1,
+ * ngram_min <= ngram_max <= SD_NGRAM_MAX), NONE; EAGLE3 needs an EAGLE-3 head (none yet);
+ * n_draft 0 without a tree is plain decoding. INVALID_ARGUMENT naming the field. */
+specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
+                              sd_drafter **out, specdec_draft_method *method, sd_errbuf *eb);
 
 /* A seed from the OS's entropy (getrandom; the clock if that fails), < 2^32: what
  * SPECDEC_SEED_RANDOM becomes. */
@@ -99,13 +108,14 @@ uint64_t sd_gen_random_seed(void);
 void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params *p, const int32_t *prompt,
                  int32_t n_prompt, const sd_gen_io *io);
 
-/* 1 with the next round's shape (depth 0: a plain step), or 0 when the generation is
- * over (g->reason says why). */
-int sd_gen_plan(sd_gen *g, sd_draft_shape *shape);
+/* 1 with the next round's shape in g->rs (depth 0: a plain step), or 0 when the
+ * generation is over (g->reason says why). */
+int sd_gen_plan(sd_gen *g);
 
-/* After a successful round of `shape` on rd: statistics, adaptive γ, the round's
- * tokens emitted one by one until a stop (which settles rd at the emitted length). */
-specdec_status sd_gen_absorb(sd_gen *g, sd_round *rd, const sd_draft_shape *shape);
+/* After a successful round on rd: statistics, adaptive γ, the round callback, the
+ * round's tokens emitted one by one until a stop (which settles rd at the emitted
+ * length). */
+specdec_status sd_gen_absorb(sd_gen *g, sd_round *rd);
 
 /* The final flush of the streaming text (to the callback, token -1) and the
  * statistics; *n_out = tokens emitted. */

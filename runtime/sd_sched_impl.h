@@ -5,12 +5,14 @@
  * Model: one loop thread owns max_active sequence slots. Each slot is one sequence's
  * caches (a runner per model; with runner groups, core/sd_runner.h, all slots share one
  * model instance and one paged KV pool per model) and, while a request runs in it, that
- * request's generation (runtime/sd_generate.h). Every round the loop plans each running
- * sequence (its γ or tree), runs ONE shared round over all of them (batched draft
- * forwards, one batched target verify pass, each sequence's own verifier: on CUDA
- * runner groups the batched device round, backends/cuda/sd_cuda_batch_round.cu, logits
- * kept on the GPU; otherwise the host round, backends/cpu/sd_host_round.h) and absorbs each sequence's tokens (callbacks,
- * stop conditions). Requests join between rounds when a slot is free and their KV
+ * request's generation (runtime/sd_generate.h). Every round the loop hands the running
+ * sequences to the generation driver (runtime/sd_driver.h, the engine's too): it plans
+ * each (its drafter, γ or tree), runs ONE shared round over all of them (core/sd_round.c:
+ * batched draft forwards, one batched target verify pass, each sequence's own verifier;
+ * on CUDA runner groups the batched device executor, backends/cuda/sd_cuda_batch_round.cu,
+ * logits kept on the GPU, with the host executor for trees; otherwise the host executor,
+ * backends/cpu/sd_host_round.h) and absorbs each sequence's tokens (callbacks, stop
+ * conditions). Sequences with different drafters (model, ngram, none) share the round. Requests join between rounds when a slot is free and their KV
  * blocks can be reserved, and leave when they finish, fail or are cancelled.
  *
  * Admission control: a request reserves, per model, the blocks of the most rows it can
@@ -31,6 +33,7 @@
 #include <stdint.h>
 
 #include "specdec.h"
+#include "sd_driver.h"
 #include "sd_generate.h"
 #include "sd_round.h"
 #include "sd_runner.h"
@@ -67,7 +70,6 @@ typedef struct sd_sched_seq {
     int finished;                 /* the request ended this round (the loop retires it) */
     sd_gen g;
     sd_adapt adapt;
-    sd_draft_shape shape;         /* this round's */
     int64_t counted_tokens, counted_rounds, counted_drafted, counted_accepted; /* in the metrics already */
     int64_t counted_draft_rounds;
 } sd_sched_seq;
@@ -82,9 +84,12 @@ struct specdec_scheduler {
     int has_draft;
     sd_gen_env env;
     sd_runner_group *gt, *gd;     /* one model instance each; NULL: a runner per slot */
-    sd_round *round;              /* the shared round (cuda-batch or host) */
+    sd_exec *host_exec;           /* the host executor (the device one's fallback for trees) */
+    sd_exec *dev_exec;            /* the batched CUDA executor on CUDA groups, else NULL */
+    sd_round *round;              /* the shared round over them */
+    sd_driver driver;             /* runs the rounds */
     sd_sched_seq *seqs;           /* [p.max_active] */
-    sd_round_seq **batch;         /* [p.max_active] one round's sequences */
+    sd_gen **gens;                /* [p.max_active] one round's generations */
     sd_sched_seq **batch_of;      /* [p.max_active] their slots */
     int32_t pool_blocks;          /* KV blocks per model the admission control hands out */
     int32_t reserved;             /* blocks reserved by running requests (per model) */

@@ -95,14 +95,12 @@ static specdec_status seq_begin(specdec_scheduler *s, sd_sched_seq *q) {
     q->g.rs.target = q->t;
     q->g.rs.draft = q->d;
     q->begun = 1;
-    specdec_status st = s->round->ops->begin(s->round, &q->g.rs);
-    r->stats.t_prefill_s = sd_gen_now() - q->g.t_start;
-    if (st != SPECDEC_OK) sd_fail(NULL, st, "%s", s->round->err.msg);
-    return st;
+    return sd_driver_begin(&s->driver, &q->g);
 }
 
-/* Begin new requests, end cancelled ones, plan the rest: the round's sequences. */
-static int32_t sched_plan(specdec_scheduler *s) {
+/* Begin new requests, end the ones that failed to, flag cancelled ones: the round's
+ * generations. */
+static int32_t sched_gather(specdec_scheduler *s) {
     int32_t n = 0;
     for (int32_t i = 0; i < s->p.max_active; i++) {
         sd_sched_seq *q = &s->seqs[i];
@@ -118,27 +116,21 @@ static int32_t sched_plan(specdec_scheduler *s) {
             q->g.reason = SPECDEC_STOP_CALLBACK;
             q->g.cancelled = 1;
         }
-        if (!sd_gen_plan(&q->g, &q->shape)) {
-            seq_end(s, q, SPECDEC_OK);
-            continue;
-        }
-        s->batch[n] = &q->g.rs;
+        s->gens[n] = &q->g;
         s->batch_of[n++] = q;
     }
     return n;
 }
 
-/* One round over the planned sequences, then each one's tokens. */
+/* One round over the gathered generations (the driver plans, runs and absorbs them),
+ * then the ones that ended. */
 static void sched_run(specdec_scheduler *s, int32_t n) {
-    (void)s->round->ops->run(s->round, s->batch, n);
+    (void)sd_driver_round(&s->driver, s->gens, n);
     for (int32_t j = 0; j < n; j++) {
         sd_sched_seq *q = s->batch_of[j];
-        specdec_status st = q->g.rs.status;
-        if (st != SPECDEC_OK) sd_fail(NULL, st, "%s", s->round->err.msg);
-        else st = sd_gen_absorb(&q->g, s->round, &q->shape);
-        if (st != SPECDEC_OK || q->g.reason != SPECDEC_STOP_NONE) seq_end(s, q, st);
+        if (q->g.status != SPECDEC_OK || q->g.reason != SPECDEC_STOP_NONE) seq_end(s, q, q->g.status);
     }
-    if (s->round->device_lost) s->dead = 1;
+    if (sd_round_device_lost(s->round)) s->dead = 1;
 }
 
 /* Under the lock after a lost device: every request fails. */
@@ -172,7 +164,7 @@ void *sd_sched_loop(void *arg) {
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        const int32_t n = sched_plan(s);
+        const int32_t n = sched_gather(s);
         if (n > 0) sched_run(s, n);
         pthread_mutex_lock(&s->mu);
         if (s->dead) sched_fail_all(s);

@@ -136,7 +136,7 @@ static specdec_status sd_req_new(const specdec_scheduler *s, const int32_t *prom
 static int32_t sd_sched_need_blocks(const specdec_scheduler *s, int32_t n_prompt, const specdec_generate_params *p) {
     sd_draft_shape req;
     int tree = 0;
-    (void)sd_tree_request(p, s->has_draft, &req, &tree, NULL);
+    (void)sd_tree_request(p, 1, &req, &tree, NULL); /* the request was checked */
     int64_t rows = (int64_t)n_prompt + p->n_predict + (tree ? SPECDEC_MAX_TREE_NODES : 0);
     if (rows > s->n_ctx) rows = s->n_ctx;
     return sd_kv_blocks_for((int32_t)rows, s->p.kv_block_tokens);
@@ -228,9 +228,9 @@ static specdec_status sd_sched_alloc(specdec_scheduler *s) {
     s->buckets = sd_calloc(n, sizeof *s->buckets);
     const size_t k = (size_t)s->p.max_active;
     s->seqs = sd_calloc(k, sizeof *s->seqs);
-    s->batch = sd_calloc(k, sizeof *s->batch);
+    s->gens = sd_calloc(k, sizeof *s->gens);
     s->batch_of = sd_calloc(k, sizeof *s->batch_of);
-    if (!s->buckets || !s->seqs || !s->batch || !s->batch_of)
+    if (!s->buckets || !s->seqs || !s->gens || !s->batch_of)
         return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_create: id table of %zu / %d sequence slots",
                        n, (int)s->p.max_active);
     return SPECDEC_OK;
@@ -261,24 +261,21 @@ static specdec_status sd_sched_make_model(specdec_scheduler *s, const specdec_mo
     return SPECDEC_OK;
 }
 
-/* The round: on CUDA runner groups the batched device round (logits stay on the GPU),
- * else (the CPU, per-slot runners, a vocabulary beyond the GPU sampler) the shared host
- * round. */
+/* The executors and the round: on CUDA runner groups the batched device executor
+ * (logits stay on the GPU) with the host executor for trees, else (the CPU, per-slot
+ * runners, a vocabulary beyond the GPU sampler) the host executor alone; the driver. */
 static specdec_status sd_sched_make_round(specdec_scheduler *s, specdec_backend be, int has_draft, sd_errbuf *eb) {
-    sd_round *host = NULL;
-    specdec_status st = sd_host_round_create_shared(s->n_vocab, has_draft, s->p.max_active, &host, eb);
+    const int32_t n = s->p.max_active;
+    specdec_status st = sd_host_exec_create(s->n_vocab, has_draft, n, &s->host_exec, eb);
     if (st != SPECDEC_OK) return st;
     if (be == SPECDEC_BACKEND_CUDA && s->gt && (!has_draft || s->gd)) {
-        st = sd_cuda_batch_round_create(s->gt, s->gd, s->p.max_active, host, &s->round, eb);
-        if (st == SPECDEC_OK) return SPECDEC_OK; /* it owns host now */
-        if (st != SPECDEC_ERR_UNSUPPORTED) {
-            sd_round_destroy(host);
-            return st;
-        }
-        sd_err_clear(eb);
+        st = sd_cuda_batch_exec_create(s->gt, s->gd, n, &s->dev_exec, eb);
+        if (st == SPECDEC_ERR_UNSUPPORTED) sd_err_clear(eb);
+        else if (st != SPECDEC_OK) return st;
     }
-    s->round = host;
-    return SPECDEC_OK;
+    sd_exec *main = s->dev_exec ? s->dev_exec : s->host_exec, *fb = s->dev_exec ? s->host_exec : NULL;
+    st = sd_round_create(main, fb, NULL, NULL, n, &s->round, eb);
+    return st == SPECDEC_OK ? sd_driver_init(&s->driver, s->round, n, eb) : st;
 }
 
 static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_model *target,
@@ -303,6 +300,7 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     s->env.n_vocab = s->n_vocab;
     s->env.has_draft = s->has_draft;
     s->env.tree_fit = draft ? plan.max_batch - 1 : 0; /* one call of each model: the root and the nodes */
+    s->env.tree_fit_solo = plan.max_batch - 1;
     s->env.special = plan.special;
     s->m.kv_blocks_total = s->pool_blocks;
     s->m.draft_kv_blocks_total = draft ? s->pool_blocks : 0;
@@ -363,7 +361,10 @@ static void sd_sched_destroy(specdec_scheduler *s) {
                 s->buckets[b] = r->hnext;
                 sd_req_free(r);
             }
-    sd_round_destroy(s->round); /* the round borrows nothing it frees; the runners go next */
+    sd_driver_free(&s->driver);
+    sd_round_destroy(s->round); /* the round and the executors borrow the runners: first */
+    sd_exec_destroy(s->dev_exec);
+    sd_exec_destroy(s->host_exec);
     for (int32_t i = 0; s->seqs && i < s->p.max_active; i++) {
         sd_runner_destroy(s->seqs[i].t);
         sd_runner_destroy(s->seqs[i].d);
@@ -372,7 +373,7 @@ static void sd_sched_destroy(specdec_scheduler *s) {
     sd_runner_group_destroy(s->gd);
     sd_free(s->buckets);
     sd_free(s->seqs);
-    sd_free(s->batch);
+    sd_free(s->gens);
     sd_free(s->batch_of);
     if (s->sync_ready) {
         pthread_cond_destroy(&s->done_cv);

@@ -36,8 +36,8 @@ specdec_status specdec_generate_params_set_tree(specdec_generate_params *params,
     return SPECDEC_OK;
 }
 
-specdec_status sd_tree_request(const specdec_generate_params *p, int has_draft, sd_draft_shape *shape, int *is_tree,
-                               sd_errbuf *eb) {
+specdec_status sd_tree_request(const specdec_generate_params *p, int has_drafter, sd_draft_shape *shape,
+                               int *is_tree, sd_errbuf *eb) {
     int32_t w[SPECDEC_MAX_DRAFT], depth = 0;
     while (depth < SPECDEC_MAX_DRAFT && p->tree_width[depth]) {
         w[depth] = p->tree_width[depth];
@@ -55,8 +55,9 @@ specdec_status sd_tree_request(const specdec_generate_params *p, int has_draft, 
                        (int)p->draft_nodes, SPECDEC_MAX_TREE_NODES);
     *is_tree = depth > 0 || p->draft_nodes > 0;
     if (!*is_tree) return SPECDEC_OK;
-    if (!has_draft)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: a draft tree needs a draft model");
+    if (!has_drafter)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "specdec_generate: a draft tree needs a draft model or draft_method NGRAM");
     if (p->adaptive_draft)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_generate: adaptive_draft applies to chains, not trees");
     /* draft_nodes alone: any branching, depth up to SPECDEC_MAX_DRAFT (and the budget) */

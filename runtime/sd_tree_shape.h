@@ -12,10 +12,10 @@
 
 /* The requested tree of p: *is_tree = 0 when neither field is set (a chain of n_draft).
  * INVALID_ARGUMENT with detail on a zero inside tree_width, a width or a node count out
- * of range, draft_nodes outside [0, SPECDEC_MAX_TREE_NODES], a tree without a draft
- * model (has_draft 0) or with adaptive_draft. */
-specdec_status sd_tree_request(const specdec_generate_params *p, int has_draft, sd_draft_shape *shape, int *is_tree,
-                               sd_errbuf *eb);
+ * of range, draft_nodes outside [0, SPECDEC_MAX_TREE_NODES], a tree without a drafter
+ * (has_drafter 0: no draft model and not NGRAM) or with adaptive_draft. */
+specdec_status sd_tree_request(const specdec_generate_params *p, int has_drafter, sd_draft_shape *shape,
+                               int *is_tree, sd_errbuf *eb);
 
 /* The shape of one round of the requested tree `req`: depth clipped to `room` (tokens
  * that may still be emitted, minus one), the node count to `fit` (cache rows left and

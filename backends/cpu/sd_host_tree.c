@@ -1,7 +1,8 @@
-/* sd_host_tree.c — tree speculation on the host (core/sd_round.h, docs/TREE.md). For a
- * sequence of length L (tokens[L-1] pending at position L - 1):
- *   1. draft: catch up on tokens[its kv_len .. L) -> q row 0 (the root's children;
- *      sd_host_round.c, batched with the other sequences of the wave); the root is
+/* sd_host_tree.c — a runner drafter's tree on the host executor (core/sd_round.h
+ * tree_grow / tree_keep, docs/TREE.md). For a sequence of length L (tokens[L-1] pending
+ * at position L - 1):
+ *   1. draft: catch up on tokens[its kv_len .. L) -> q row 0 (the root's children; the
+ *      protocol's draft_forward(0), batched with the other sequences of the wave); the root is
  *      expanded (its children at position L: kernels/cpu/sd_cpu_tree.h); then level by
  *      level, d = 1 .. depth - 1: the nodes at depth d that the best-first selection
  *      keeps (a fixed shape: all of them) go through ONE draft tree-forward (base L,
@@ -10,10 +11,11 @@
  *      expanded;
  *   2. the tree = the root and the top `budget` candidates (fixed shape: all);
  *   3. target: ONE tree-forward of the root and every node at base L - 1 -> p rows
- *      (inside the wave's batched target forward);
- *   4. verifier (sd_tree_verify) with the uniforms of positions L .. L + depth;
- *   5. compaction: the target keeps the root and the accepted path (L + n tokens), the
- *      draft the longest prefix of the path it has forwarded.
+ *      (the executor's verify pass, batched with the wave);
+ *   4. verifier (sd_tree_verify, sd_host_round.c) with the uniforms of positions
+ *      L .. L + depth;
+ *   5. compaction: the target keeps the root and the accepted path (L + n tokens: the
+ *      protocol), the draft the longest prefix of the path it has forwarded (tree_keep).
  * Exact for any shape: see docs/TREE.md. Nothing is allocated here. */
 #include <math.h>
 #include <string.h>
@@ -23,16 +25,13 @@
 #include "sd_host_round_impl.h"
 #include "sd_rng.h"
 
-/* The shape must fit the runners (the generation loop makes sure it does). */
-specdec_status sd_host_tree_check(sd_host_round *h, sd_host_slot *sl) {
-    return sd_round_tree_check(sl->s, sl->t, sl->d, "host round", &h->base.err, &sl->budget);
-}
+#define TS(sl) ((sd_host_tree_state *)(sl)->xstate)
 
 /* Best-first acceptance estimates of the children tok[0..n) of row q (docs/TREE.md
  * "Scores") outside MATCH: REJECTION (deterministic children) their draft probability
  * q; GREEDY the T = 1 softmax of the raw draft logits. A fixed shape: 1 (every node is
  * kept). MATCH: tree_match_children. */
-static void tree_scores(const sd_host_round *h, const sd_round_seq *s, const float *q, const int32_t *tok,
+static void tree_scores(const sd_host_exec *h, const sd_round_seq *s, const float *q, const int32_t *tok,
                         int32_t n, double *qv) {
     if (s->shape.n_nodes == 0 || s->mode != SPECDEC_VERIFY_GREEDY) {
         for (int32_t i = 0; i < n; i++) qv[i] = s->shape.n_nodes == 0 ? 1.0 : (double)q[tok[i]];
@@ -50,7 +49,7 @@ static void tree_scores(const sd_host_round *h, const sd_round_seq *s, const flo
  * tokens whose q-CDF intervals hold the most of the kernel around the target's SAMPLE
  * uniform of their position, that mass being their acceptance estimate (a fixed shape:
  * 1). The coupled sample is among them (first unless u lies near its interval's edge). */
-static int32_t tree_match_children(const sd_host_round *h, const sd_round_seq *s, const float *q, int32_t d,
+static int32_t tree_match_children(const sd_host_exec *h, const sd_round_seq *s, const float *q, int32_t d,
                                    int32_t k, int32_t *tok, double *qv) {
     const double u = sd_rng_uniform_at(s->seed, s->sequence_id, (int64_t)s->length + d, SD_RNG_PURPOSE_SAMPLE);
     const int32_t n = sd_tree_match_children(q, h->V, u, SD_TREE_MATCH_S0, k, tok, qv);
@@ -59,9 +58,9 @@ static int32_t tree_match_children(const sd_host_round *h, const sd_round_seq *s
 }
 
 /* Children of the pool entry e from its processed draft row (q row qrow of the slot). */
-static specdec_status tree_expand(sd_host_round *h, sd_host_slot *sl, int32_t e, int32_t qrow) {
+static specdec_status tree_expand(sd_host_exec *h, sd_round_slot *sl, int32_t e, int32_t qrow) {
     const sd_round_seq *s = sl->s;
-    sd_tree_pool *pl = &sl->ts->pool;
+    sd_tree_pool *pl = &TS(sl)->pool;
     const int32_t d = pl->depth[e], budget = sl->budget;
     const float *q = sl->q + (size_t)qrow * (size_t)h->V;
     int32_t k = s->shape.width[d] < budget - d ? s->shape.width[d] : budget - d;
@@ -88,8 +87,8 @@ static specdec_status tree_expand(sd_host_round *h, sd_host_slot *sl, int32_t e,
 
 /* The nodes at depth `depth` the selection keeps, as the slot's segment of this
  * level's draft tree-forward (segment j of h->segs); 0 when the tree stops growing. */
-static int32_t tree_level_seg(sd_host_round *h, sd_host_slot *sl, int32_t depth, int32_t j) {
-    sd_host_tree_state *ts = sl->ts;
+static int32_t tree_level_seg(sd_host_exec *h, sd_round_slot *sl, int32_t depth, int32_t j) {
+    sd_host_tree_state *ts = TS(sl);
     sd_tree_pool *pl = &ts->pool;
     const int32_t L = sl->s->length;
     int32_t n = 0;
@@ -113,8 +112,8 @@ static int32_t tree_level_seg(sd_host_round *h, sd_host_slot *sl, int32_t depth,
 }
 
 /* After the level's forward: keep each node's row and expand it. */
-static specdec_status tree_level_expand(sd_host_round *h, sd_host_slot *sl) {
-    sd_host_tree_state *ts = sl->ts;
+static specdec_status tree_level_expand(sd_host_exec *h, sd_round_slot *sl) {
+    sd_host_tree_state *ts = TS(sl);
     const size_t V = (size_t)h->V;
     specdec_status st = SPECDEC_OK;
     for (int32_t i = 0; i < ts->level_n && st == SPECDEC_OK; i++) {
@@ -127,23 +126,25 @@ static specdec_status tree_level_expand(sd_host_round *h, sd_host_slot *sl) {
     return st;
 }
 
-/* Steps 1-2 for every tree of the wave (their q row 0 holds the caught-up root row). */
-specdec_status sd_host_tree_grow(sd_host_round *h, sd_host_slot *const *ts, int32_t n_ts) {
+/* Steps 1-2 for every tree of the wave (their q row 0 holds the caught-up root row);
+ * each finished tree (the root and the top `budget` candidates) in x->tr. */
+specdec_status sd_host_tree_grow(sd_exec *ex, sd_round_slot *const *ts, int32_t n_ts) {
+    sd_host_exec *h = (sd_host_exec *)ex;
     specdec_status st = SPECDEC_OK;
     int32_t depth_max = 0;
     for (int32_t i = 0; i < n_ts && st == SPECDEC_OK; i++) {
-        sd_host_slot *sl = ts[i];
-        sd_tree_pool_reset(&sl->ts->pool, sl->s->tokens[sl->s->length - 1]);
-        sl->ts->n_exp = 0;
+        sd_round_slot *sl = ts[i];
+        sd_tree_pool_reset(&TS(sl)->pool, sl->s->tokens[sl->s->length - 1]);
+        TS(sl)->n_exp = 0;
         st = tree_expand(h, sl, 0, 0);
-        if (sl->s->shape.depth > depth_max) depth_max = sl->s->shape.depth;
+        if (sl->depth > depth_max) depth_max = sl->depth;
     }
     uint8_t growing[SD_HOST_MAX_SEQS];
     for (int32_t i = 0; i < n_ts; i++) growing[i] = 1;
     for (int32_t d = 1; d < depth_max && st == SPECDEC_OK; d++) {
         int32_t n = 0;
         for (int32_t i = 0; i < n_ts; i++) {
-            if (!growing[i] || d >= ts[i]->s->shape.depth) continue;
+            if (!growing[i] || d >= ts[i]->depth) continue;
             if (tree_level_seg(h, ts[i], d, n) == 0) growing[i] = 0;
             else h->slot_of[n++] = i;
         }
@@ -151,50 +152,25 @@ specdec_status sd_host_tree_grow(sd_host_round *h, sd_host_slot *const *ts, int3
         st = sd_host_forward_segs(h, n, "draft tree");
         for (int32_t j = 0; j < n && st == SPECDEC_OK; j++) st = tree_level_expand(h, ts[h->slot_of[j]]);
     }
+    for (int32_t i = 0; i < n_ts && st == SPECDEC_OK; i++) {
+        sd_host_tree_state *t = TS(ts[i]);
+        sd_tree_pool_select(&t->pool, ts[i]->budget);
+        sd_tree_from_pool(&t->pool, &ts[i]->tr, t->map);
+    }
     return st;
 }
 
-int32_t sd_host_tree_pass(sd_host_slot *sl) {
-    sd_host_tree_state *ts = sl->ts;
-    sd_tree_pool_select(&ts->pool, sl->budget);
-    sd_tree_from_pool(&ts->pool, &ts->tree, ts->map);
-    for (int32_t i = 0; i < ts->tree.n; i++) {
-        sl->vtok[i] = ts->tree.token[i];
-        sl->vpar[i] = ts->tree.parent[i];
-    }
-    return ts->tree.n;
-}
-
-/* Step 5: both caches keep the accepted path. */
-static specdec_status tree_compact(sd_host_round *h, sd_host_slot *sl) {
-    const sd_round_seq *s = sl->s;
-    const sd_host_tree_state *ts = sl->ts;
+/* Step 5, the draft's part: it keeps the longest prefix of the accepted path it has
+ * forwarded. */
+specdec_status sd_host_tree_keep(sd_exec *ex, sd_round_slot *sl) {
+    sd_host_exec *h = (sd_host_exec *)ex;
+    const sd_host_tree_state *ts = TS(sl);
     int32_t keep[SD_RUNNER_TREE_MAX], m = 0;
-    keep[0] = 0;
-    for (int32_t j = 0; j < s->n_accepted; j++) keep[1 + j] = ts->path[j];
-    specdec_status st = sd_runner_compact(sl->t, keep, 1 + s->n_accepted);
-    if (st != SPECDEC_OK) return sd_host_batch_fail(h, st, "target compaction", &sl->t->err);
     if (ts->n_exp == 0) return SPECDEC_OK; /* the draft made no tree: it holds L tokens */
-    while (m < s->n_accepted && ts->pool.drow[ts->map[ts->path[m]]] >= 0) {
-        keep[m] = ts->pool.drow[ts->map[ts->path[m]]];
+    while (m < sl->s->n_accepted && ts->pool.drow[ts->map[sl->path[m]]] >= 0) {
+        keep[m] = ts->pool.drow[ts->map[sl->path[m]]];
         m++;
     }
-    st = sd_runner_compact(sl->d, keep, m);
+    const specdec_status st = sd_runner_compact(sl->d, keep, m);
     return st == SPECDEC_OK ? SPECDEC_OK : sd_host_batch_fail(h, st, "draft compaction", &sl->d->err);
-}
-
-/* Steps 4-5 after the target pass put the tree's rows in sl->p. */
-specdec_status sd_host_tree_finish(sd_host_round *h, sd_host_slot *sl) {
-    sd_round_seq *s = sl->s;
-    sd_host_tree_state *ts = sl->ts;
-    const size_t V = (size_t)h->V;
-    specdec_status st = SPECDEC_OK;
-    for (int32_t i = 0; i < ts->tree.n && st == SPECDEC_OK; i++) st = sd_host_process(h, s, sl->p + (size_t)i * V);
-    if (st != SPECDEC_OK) return st;
-    sd_verify_uniforms u;
-    sd_verify_fetch_uniforms(s->seed, s->sequence_id, s->length, s->shape.depth, &u);
-    st = sd_tree_verify(s->mode, &ts->tree, h->V, sl->p, sl->q, &u, ts->path, s->out, &s->n_accepted, &h->base.err);
-    if (st == SPECDEC_OK) st = tree_compact(h, sl);
-    s->n_drafted = ts->tree.n - 1;
-    return st;
 }

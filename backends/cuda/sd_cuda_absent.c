@@ -18,18 +18,18 @@ specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t 
     return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
 }
 
-specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_round **out,
-                                    sd_errbuf *eb) {
+specdec_status sd_cuda_exec_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_exec **out,
+                                   sd_errbuf *eb) {
     (void)target; (void)draft; (void)use_graphs;
     if (out) *out = NULL;
     return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
 }
 
-void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs) { (void)rd; (void)use_graphs; }
+void sd_cuda_exec_use_graphs(sd_exec *ex, int use_graphs) { (void)ex; (void)use_graphs; }
 
-specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
-                                          sd_round *host, sd_round **out, sd_errbuf *eb) {
-    (void)target; (void)draft; (void)max_seqs; (void)host;
+specdec_status sd_cuda_batch_exec_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
+                                         sd_exec **out, sd_errbuf *eb) {
+    (void)target; (void)draft; (void)max_seqs;
     if (out) *out = NULL;
     return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
 }

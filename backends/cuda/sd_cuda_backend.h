@@ -1,5 +1,5 @@
 /* sd_cuda_backend.h — what the rest of specdec sees of the CUDA backend: the runner
- * and the device-resident round, created from plain C. Free of CUDA types, so the
+ * and the device-resident executors, created from plain C. Free of CUDA types, so the
  * engine includes it in every build; without the toolkit the functions are stubs
  * (backends/cuda/sd_cuda_absent.c) that report SPECDEC_ERR_BACKEND_UNAVAILABLE. */
 #ifndef SD_CUDA_BACKEND_H
@@ -30,39 +30,41 @@ specdec_status sd_cuda_runner_create(const sd_weights *w, int32_t n_ctx, int32_t
  * with sd_runner_group_add, batched forwards with sd_runner_forward_batch, native tree
  * forwards and compaction). max_batch: most tokens per pass (0 or > n_ctx: n_ctx).
  * Errors as sd_cuda_runner_create, plus INVALID_ARGUMENT for an empty pool. Its
- * runners are driven by the batched device round (sd_cuda_batch_round_create) or the
+ * runners are driven by the batched device executor (sd_cuda_batch_exec_create) or the
  * host round; the single-sequence device round takes standalone runners only. Batch invariance on the GPU: docs/GPU_FORWARD.md "Runner groups". */
 specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
                                     int32_t block_tokens, int32_t device, int32_t keep_f32, sd_runner_group **out,
                                     sd_errbuf *eb);
 
-/* The device-resident round (core/sd_round.h) over two standalone CUDA runners (draft
- * may be NULL: plain steps only) on the same device; the runners are borrowed and must
- * outlive it. UNSUPPORTED when the vocabulary is beyond the GPU sampler, the runners
- * disagree (device, vocabulary) or one belongs to a group (sd_cuda_group_create). use_graphs: replay each (γ, draft lag) from a CUDA
- * graph captured on first use (1) or enqueue the kernels one by one (0); same results. */
-specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_round **out,
-                                    sd_errbuf *eb);
-/* Switch a device round between graph replay and direct launches. */
-void sd_cuda_round_use_graphs(sd_round *rd, int use_graphs);
+/* The device-resident EXECUTOR (core/sd_round.h; backends/cuda/sd_cuda_round.cu) over
+ * two standalone CUDA runners (draft may be NULL: no model drafter) on the same device;
+ * the runners are borrowed and must outlive it. It takes one sequence's chains (model
+ * drafts with a lag of 1 or 2, deterministic drafts, plain steps) and runs the whole
+ * round on the GPU; trees go to the round's fallback executor. UNSUPPORTED when the
+ * vocabulary is beyond the GPU sampler, the runners disagree (device, vocabulary) or one
+ * belongs to a group (sd_cuda_group_create). use_graphs: replay each round shape from a
+ * CUDA graph captured on first use (1) or enqueue the kernels one by one (0); same
+ * results. */
+specdec_status sd_cuda_exec_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_exec **out,
+                                   sd_errbuf *eb);
+/* Switch a device executor between graph replay and direct launches. */
+void sd_cuda_exec_use_graphs(sd_exec *ex, int use_graphs);
 
-/* The device-resident BATCHED round ("cuda-batch", backends/cuda/sd_cuda_batch_round.cu):
- * up to max_seqs (1..SD_ROUND_MAX_SEQS) sequences per run(), each on runners of these
- * groups (sd_round_seq.target of `target`, .draft of `draft`; draft may be NULL: plain
- * steps only), both made by sd_cuda_group_create on one device and borrowed (they must
- * outlive the round). Chains, plain steps included, run on the device (logits, sampling
- * and verification there, token ids read back); begin, settle and draft trees go to
- * `host`, a shared host round for the same sequences (sd_host_round_create_shared(V,
- * draft != NULL, max_seqs): made by the caller, since backends/cuda does not reach into
- * backends/cpu; taken over on success, destroyed with the round; the caller's again on
- * failure); every result is the host round's, bit for bit. A sequence on
- * other runners: INVALID_ARGUMENT (nothing run). Create: INVALID_ARGUMENT for groups that
- * are not CUDA groups, UNSUPPORTED for two devices or a vocabulary beyond the GPU sampler
- * (use the host round then), MODEL_MISMATCH for two vocabularies; device memory of about
- * 20 * V bytes per row of max_seqs * (SPECDEC_MAX_DRAFT + 1) rows, capped near 1 GiB
- * (beyond it run() works in waves). On failure *out = NULL and the detail is in eb. */
-specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
-                                          sd_round *host, sd_round **out, sd_errbuf *eb);
+/* The device-resident BATCHED executor ("cuda-batch", backends/cuda/sd_cuda_batch_round.cu):
+ * up to max_seqs (1..SD_ROUND_MAX_SEQS) sequences per wave, each on runners of these
+ * groups (sd_round_seq.target of `target`, .draft of `draft`; draft may be NULL: no
+ * model drafter), both made by sd_cuda_group_create on one device and borrowed (they
+ * must outlive it). Chains, plain steps included, run on the device (logits, sampling
+ * and verification there, token ids read back); trees go to the round's fallback
+ * executor (a host executor on the same runners); every result is the host executor's,
+ * bit for bit. A sequence on other runners: INVALID_ARGUMENT (nothing run). Create:
+ * INVALID_ARGUMENT for groups that are not CUDA groups, UNSUPPORTED for two devices or a
+ * vocabulary beyond the GPU sampler (use the host executor then), MODEL_MISMATCH for two
+ * vocabularies; device memory of about 20 * V bytes per row of max_seqs *
+ * (SPECDEC_MAX_DRAFT + 1) rows, capped near 1 GiB (beyond it the protocol runs waves).
+ * On failure *out = NULL and the detail is in eb. */
+specdec_status sd_cuda_batch_exec_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
+                                         sd_exec **out, sd_errbuf *eb);
 
 #ifdef __cplusplus
 }

@@ -1,32 +1,36 @@
-/* sd_cuda_batch_round.cu — the device-resident BATCHED round ("cuda-batch", core/sd_round.h)
- * for sequences whose runners belong to CUDA runner groups (the scheduler's): the logits
- * stay on the device, the GPU sampler and verifier (kernels/cuda/sd_cuda_sample.h) decide,
- * the host reads back token ids only.
+/* sd_cuda_batch_round.cu — the device-resident BATCHED executor ("cuda-batch",
+ * core/sd_round.h) for sequences whose runners belong to CUDA runner groups (the
+ * scheduler's): the logits stay on the device, the GPU sampler and verifier
+ * (kernels/cuda/sd_cuda_sample.h) decide, the host reads back token ids only.
  *
- * Reference semantics: the shared host round (backends/cpu/sd_host_round.c). Tokens,
+ * Reference semantics: the host executor (backends/cpu/sd_host_round.c). Tokens,
  * accepted counts, statuses and cache lengths are its own: the group's forwards are batch
  * invariant (a row's bits do not depend on the batch), the GPU sampler and verifier are
  * bitwise the CPU reference's (kernels/sd_sample_math.h, core/sd_sample_rules.h), and the
- * uniforms are addressed by (seed, sequence, position). begin(), settle() and sequences
- * whose shape is a tree go to an inner shared host round on the same runners; chains
- * (γ = 0 plain steps included) take the device path below, in WAVES of consecutive
- * sequences (sorted by (mode, sampling parameters, γ) so that every launch group is a
- * contiguous slot range) whose rows fit the round's buffers:
- *   1. upload the wave's seeds, sequence ids and positions (one copy from pinned memory);
- *   2. draft: step 0 = every drafting sequence's catch-up (its n_pend pending tokens as one
- *      segment, only the last row's logits), steps i = 1 .. γmax-1 = x_i of the sequences
- *      with γ > i; each step ONE group forward with the logits left in the round's device
- *      rows (sd_cuda_group_forward_device), one draft-sampling launch per (mode, params, γ)
- *      group (the q rows stay on the device for the verifier; the kernel advances each
- *      sequence's draft position), then ONE small readback of the sampled ids (the next
- *      forward's host token ids);
- *   3. target: ONE group forward over every verify segment [pending, x_1 .. x_γ], every
- *      row's logits to the device;
- *   4. verifier: one sd_cuda_verify per (mode, params, γ) group, then ONE readback of every
- *      (n_accepted, tokens) (pinned memory, one synchronisation);
- *   5. host bookkeeping as the host round: out / n_accepted / n_drafted / times; for γ > 0
- *      the target cache -> L + n, the draft -> min(its length, L + n).
- * Simple first: no CUDA graphs, sampled ids go through the host (docs/BATCHING.md).
+ * uniforms are addressed by (seed, sequence, position). Trees are not accepted (the
+ * round's fallback, a host executor on the same runners, runs them); chains (γ = 0 plain
+ * steps included, model or deterministic drafts) run here, in the protocol's WAVES
+ * (core/sd_round.c) of consecutive sequences, sorted by (mode, sampling parameters, γ,
+ * kind of q) so that every launch group is a contiguous slot range, whose rows fit the
+ * executor's buffers:
+ *   wave_begin     upload the wave's seeds, sequence ids and positions (one copy from
+ *                  pinned memory);
+ *   draft_forward  step 0 = every model-drafted sequence's catch-up (its lag pending
+ *                  tokens as one segment, only the last row's logits), step i = x_i;
+ *                  each step ONE group forward with the logits left in the executor's
+ *                  device rows (sd_cuda_group_forward_device);
+ *   draft_sample   one draft-sampling launch per launch group (the q rows stay on the
+ *                  device for the verifier; the kernel advances each sequence's draft
+ *                  position), then ONE small readback of the sampled ids (the next
+ *                  forward's host token ids);
+ *   verify_pass    ONE group forward over every verify segment [pending, x_1 .. x_γ],
+ *                  every row's logits to the device;
+ *   verify         the drafts of every slot to the device (a deterministic proposal is
+ *                  planned on the host), one sd_cuda_verify per launch group (the
+ *                  deterministic flag for n-gram drafts: no q rows), then ONE readback of
+ *                  every (n_accepted, tokens) (pinned memory, one synchronisation).
+ * Rollback and timings are the protocol's. Simple first: no CUDA graphs, sampled ids go
+ * through the host (docs/BATCHING.md).
  *
  * Device memory, one arena allocated in create (run() allocates nothing):
  *   tlog [n_rows][V]   target logits: a wave's verify rows packed in slot order;
@@ -57,19 +61,17 @@ extern "C" {
 #define SD_CBR_ARENA_BYTES ((size_t)1 << 30)
 #define SD_CBR_ROW_COST 20 /* bytes per target row per vocabulary entry: logits, q, p, w */
 
-/* One chain sequence's place in a run(). */
+/* One chain sequence's place in a wave (indexed by its slot's j). */
 typedef struct sd_cbr_slot {
-    sd_round_seq *s;
     int32_t gamma;
+    int det;                /* a deterministic proposal (no q rows, the verifier's flag) */
     specdec_verify_mode mode;
     sd_sampling_params sp;  /* what the device applies: GREEDY takes the neutral params */
-    int32_t toff, qoff;     /* its first row in tlog / q (this wave) */
-    int32_t vtok[SD_CBR_R]; /* the verify pass: pending token, x_1 .. x_γ */
+    int32_t toff, qoff;     /* its first row in tlog / q */
 } sd_cbr_slot;
 
 typedef struct sd_cbr {
-    sd_round base;            /* must be first */
-    sd_round *host;           /* begin, settle, trees */
+    sd_exec base;             /* must be first */
     sd_runner_group *gt, *gd; /* borrowed; gd may be NULL */
     int device;
     int32_t V, max_seqs;
@@ -82,8 +84,9 @@ typedef struct sd_cbr {
     size_t ws_draft_bytes, ws_verify_bytes;
     char *d_small, *h_small;  /* device / pinned twins */
     size_t off_sid, off_pos, off_pos0, off_dtok, off_rbn, off_rbt, small_bytes;
-    sd_cbr_slot *slots;       /* [max_seqs] a run()'s chains, sorted */
-    sd_round_seq **trees;     /* [max_seqs] a run()'s trees */
+    sd_cbr_slot *slots;       /* [max_seqs] the wave's, by slot index j */
+    sd_round_slot **wave;     /* the wave being run (the protocol's slots) */
+    int32_t k;
     sd_runner_seg *segs;      /* [max_seqs] one forward's segments */
 } sd_cbr;
 
@@ -96,13 +99,7 @@ static int32_t *cbr_dtok(const sd_cbr *rd, char *b) { return (int32_t *)(b + rd-
 static int32_t *cbr_rbn(const sd_cbr *rd, char *b) { return (int32_t *)(b + rd->off_rbn); }
 static int32_t *cbr_rbt(const sd_cbr *rd, char *b) { return (int32_t *)(b + rd->off_rbt); }
 
-static double cbr_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A failure of the round: DEVICE_LOST is sticky. */
+/* A failure of the executor: DEVICE_LOST is sticky. */
 static specdec_status cbr_note(sd_cbr *rd, specdec_status st) {
     if (st == SPECDEC_ERR_DEVICE_LOST) rd->base.device_lost = 1;
     return st;
@@ -124,87 +121,107 @@ static specdec_status cbr_cuda_fail(sd_cbr *rd, cudaError_t e, const char *what,
 /* ------------------------------------------------------------------------- */
 /* slots: check, order, waves                                                 */
 /* ------------------------------------------------------------------------- */
-/* The runners must be of the round's groups (a drafting chain: a draft of its draft group). */
-static specdec_status cbr_check_seq(sd_cbr *rd, const sd_round_seq *s) {
-    const int32_t g = s->shape.depth;
-    if (g < 0 || g > SPECDEC_MAX_DRAFT || s->length < 1 || !s->tokens || !s->target)
-        return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: depth %d, length %d, target %p",
-                       (int)g, (int)s->length, (const void *)s->target);
-    if (s->target->group != rd->gt || (s->draft && s->draft->group != rd->gd) || (g > 0 && (!rd->gd || !s->draft)))
-        return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT,
+static int cbr_model(const sd_round_slot *x) { return x->dr && !x->det; }
+
+static int cbr_accepts(sd_exec *ex, const sd_round_slot *x) {
+    (void)ex;
+    return !x->tree;
+}
+
+/* The runners must be of the executor's groups (a model-drafted chain: its draft of the
+ * draft group). */
+static specdec_status cbr_check(sd_exec *ex, const sd_round_slot *x) {
+    sd_cbr *rd = (sd_cbr *)ex;
+    const sd_round_seq *s = x->s;
+    if (x->t->group != rd->gt || (x->d && x->d->group != rd->gd) || (cbr_model(x) && !rd->gd))
+        return sd_fail(&ex->err, SPECDEC_ERR_INVALID_ARGUMENT,
                        "cuda-batch round: a sequence whose runners are not of the round's CUDA groups "
                        "(target %s, draft %s, depth %d)",
-                       s->target->group == rd->gt ? "ok" : "foreign",
-                       !s->draft ? "none" : s->draft->group == rd->gd ? "ok" : "foreign", (int)g);
+                       x->t->group == rd->gt ? "ok" : "foreign", !x->d ? "none" : x->d->group == rd->gd ? "ok" : "foreign",
+                       (int)x->depth);
     if (s->mode != SPECDEC_VERIFY_REJECTION && s->mode != SPECDEC_VERIFY_GREEDY && s->mode != SPECDEC_VERIFY_MATCH)
-        return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: verify mode %d", (int)s->mode);
-    /* a tree is checked here too, so that a bad one in a mixed set refuses the whole
-     * run() before any chain ran (as the host round does) */
-    if (g > 0 && !sd_draft_is_chain(&s->shape))
-        return sd_round_tree_check(s, s->target, s->draft, "cuda-batch round", &rd->base.err, NULL);
+        return sd_fail(&ex->err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: verify mode %d", (int)s->mode);
     return SPECDEC_OK;
 }
 
-static void cbr_slot_init(sd_cbr_slot *x, sd_round_seq *s) {
-    memset(x, 0, sizeof *x);
-    x->s = s;
-    x->gamma = s->shape.depth;
-    x->mode = s->mode;
-    /* GREEDY: the argmax of the raw logits, as the host round (which skips processing) */
-    x->sp = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : s->sp;
+static sd_cbr_slot cbr_key(const sd_round_slot *x) {
+    sd_cbr_slot k;
+    memset(&k, 0, sizeof k);
+    k.gamma = x->depth;
+    k.det = x->depth > 0 && x->det;
+    k.mode = x->s->mode;
+    /* GREEDY: the argmax of the raw logits, as the host executor (which skips processing) */
+    k.sp = x->s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : x->s->sp;
+    return k;
 }
 
-/* Launch-group order: mode, params, then γ descending. */
+/* Launch-group order: mode, params, γ descending, dense q before deterministic. */
 static int cbr_cmp(const sd_cbr_slot *a, const sd_cbr_slot *b) {
     if (a->mode != b->mode) return a->mode < b->mode ? -1 : 1;
     const int c = memcmp(&a->sp, &b->sp, sizeof a->sp); /* four 4-byte fields: no padding */
     if (c != 0) return c;
-    return b->gamma - a->gamma;
+    if (a->gamma != b->gamma) return b->gamma - a->gamma;
+    return a->det - b->det;
 }
 
-/* Stable insertion sort (at most SD_ROUND_MAX_SEQS slots). */
-static void cbr_sort(sd_cbr_slot *sl, int32_t n) {
+/* Stable insertion sort of the slots (at most SD_ROUND_MAX_SEQS). */
+static void cbr_sort(sd_round_slot **xs, int32_t n) {
     for (int32_t i = 1; i < n; i++) {
-        sd_cbr_slot x = sl[i];
+        sd_round_slot *x = xs[i];
+        const sd_cbr_slot kx = cbr_key(x);
         int32_t j = i;
-        while (j > 0 && cbr_cmp(&sl[j - 1], &x) > 0) {
-            sl[j] = sl[j - 1];
+        while (j > 0) {
+            const sd_cbr_slot kj = cbr_key(xs[j - 1]);
+            if (cbr_cmp(&kj, &kx) <= 0) break;
+            xs[j] = xs[j - 1];
             j--;
         }
-        sl[j] = x;
+        xs[j] = x;
     }
 }
 
-/* The end of the launch group starting at slot a (slots a .. end - 1 share mode, params, γ). */
-static int32_t cbr_group_end(const sd_cbr_slot *sl, int32_t a, int32_t k) {
-    int32_t b = a + 1;
-    while (b < k && cbr_cmp(&sl[a], &sl[b]) == 0) b++;
-    return b;
-}
-
-/* The slots from i on that fit one wave: their count; their rows laid out. */
-static int32_t cbr_pack(sd_cbr *rd, int32_t i, int32_t n) {
+/* Sorted, the slots from xs[0] on that fit one wave: their count; their rows laid out. */
+static int32_t cbr_pack(sd_exec *ex, sd_round_slot **xs, int32_t n) {
+    sd_cbr *rd = (sd_cbr *)ex;
+    cbr_sort(xs, n);
     int32_t k = 0, rows = 0, qrows = 0;
-    while (i + k < n && k < rd->n_slots && rows + rd->slots[i + k].gamma + 1 <= rd->n_rows) {
-        sd_cbr_slot *x = &rd->slots[i + k];
-        x->toff = rows;
-        x->qoff = qrows;
-        rows += x->gamma + 1;
-        qrows += x->gamma;
+    while (k < n && k < rd->n_slots && rows + xs[k]->depth + 1 <= rd->n_rows) {
+        sd_cbr_slot *c = &rd->slots[k];
+        *c = cbr_key(xs[k]);
+        c->toff = rows;
+        c->qoff = qrows;
+        xs[k]->j = k;
+        rows += c->gamma + 1;
+        qrows += c->det ? 0 : c->gamma;
         k++;
     }
     return k;
 }
 
+/* The end of the launch group starting at wave slot a (slots a .. end - 1 share mode,
+ * params, γ and the kind of q). */
+static int32_t cbr_group_end(const sd_cbr *rd, int32_t a, int32_t k) {
+    int32_t b = a + 1;
+    while (b < k && cbr_cmp(&rd->slots[a], &rd->slots[b]) == 0) b++;
+    return b;
+}
+
 /* ------------------------------------------------------------------------- */
-/* one wave                                                                   */
+/* the wave's stages                                                          */
 /* ------------------------------------------------------------------------- */
 /* Seeds, sequence ids, draft positions (advanced by the draft kernel) and verify
  * positions, all L at the start. */
-static specdec_status cbr_upload(sd_cbr *rd, const sd_cbr_slot *sl, int32_t k) {
+static specdec_status cbr_wave_begin(sd_exec *ex, sd_round_slot *const *xs, int32_t k, int *replayed) {
+    sd_cbr *rd = (sd_cbr *)ex;
     char *h = rd->h_small;
+    *replayed = 0;
+    if (ex->device_lost)
+        return sd_fail(&ex->err, SPECDEC_ERR_DEVICE_LOST, "cuda-batch round: the device was lost earlier");
+    CBR_TRY(rd, cudaSetDevice(rd->device));
+    rd->wave = (sd_round_slot **)xs;
+    rd->k = k;
     for (int32_t j = 0; j < k; j++) {
-        const sd_round_seq *s = sl[j].s;
+        const sd_round_seq *s = xs[j]->s;
         cbr_seed(h)[j] = s->seed;
         cbr_sid(rd, h)[j] = s->sequence_id;
         cbr_pos(rd, h)[j] = s->length;
@@ -227,9 +244,9 @@ static sd_runner_seg cbr_seg(sd_runner *r, const int32_t *tokens, int32_t n, int
     return g;
 }
 
-/* One forward of the round (segments in rd->segs, runners of group grp), the wanted rows
- * to the device. The forward runs on the group's stream and writes the round's logits
- * rows, which the round's stream reads and earlier read (issue 24 (c)): the two are
+/* One forward of the wave (segments in rd->segs, runners of group grp), the wanted rows
+ * to the device. The forward runs on the group's stream and writes the executor's logits
+ * rows, which the executor's stream reads and earlier read (issue 24 (c)): the two are
  * ordered by events both ways, never only by the host synchronisations around them. */
 static specdec_status cbr_forward(sd_cbr *rd, sd_runner_group *grp, int32_t n, int32_t tail, const char *what) {
     if (n == 0) return SPECDEC_OK;
@@ -243,149 +260,138 @@ static specdec_status cbr_forward(sd_cbr *rd, sd_runner_group *grp, int32_t n, i
     return cbr_note(rd, sd_fail(&rd->base.err, st, "cuda-batch round: %s forward: %s", what, eb.msg));
 }
 
-/* Draft step i's forward: the catch-up (i = 0) or x_i, for the slots with γ > i; the
- * last row of each to the slot's dlog row. */
-static specdec_status cbr_draft_forward(sd_cbr *rd, sd_cbr_slot *sl, int32_t k, int32_t i) {
+/* Draft step `step`'s forward: the catch-up (step 0) or x_step, the last row of each to
+ * the slot's dlog row. */
+static specdec_status cbr_draft_forward(sd_exec *ex, sd_round_slot *const *xs, int32_t n, int32_t step) {
+    sd_cbr *rd = (sd_cbr *)ex;
     const size_t V = (size_t)rd->V;
-    int32_t n = 0;
-    for (int32_t j = 0; j < k; j++) {
-        sd_cbr_slot *x = &sl[j];
-        if (x->gamma <= i) continue;
-        const sd_round_seq *s = x->s;
-        const int32_t L = s->length;
-        if (i == 0) {
-            const int32_t dkv = sd_runner_kv_len(s->draft);
-            if (L - dkv < 1)
-                return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL,
-                               "cuda-batch round at length %d: draft cache holds %d tokens", (int)L, (int)dkv);
-            rd->segs[n++] = cbr_seg(s->draft, s->tokens + dkv, L - dkv, dkv, rd->dlog + (size_t)j * V);
-        } else {
-            rd->segs[n++] = cbr_seg(s->draft, &x->vtok[i], 1, L + i - 1, rd->dlog + (size_t)j * V);
-        }
+    for (int32_t i = 0; i < n; i++) {
+        sd_round_slot *x = xs[i];
+        const int32_t L = x->s->length;
+        float *row = rd->dlog + (size_t)x->j * V;
+        rd->segs[i] = step == 0 ? cbr_seg(x->d, x->s->tokens + L - x->lag, x->lag, L - x->lag, row)
+                                : cbr_seg(x->d, &x->vtok[step], 1, L + step - 1, row);
     }
     return cbr_forward(rd, rd->gd, n, 1, "draft");
 }
 
-/* Draft step i's sampling: x_{i+1} of every slot with γ > i from its dlog row (q row i
- * kept), one launch per launch group, then the ids back to the host. */
-static specdec_status cbr_draft_sample(sd_cbr *rd, sd_cbr_slot *sl, int32_t k, int32_t i) {
+/* Draft step `step`'s sampling: x_{step+1} of every slot in xs from its dlog row (q row
+ * step kept), one launch per launch group, then the ids back to the host. */
+static specdec_status cbr_draft_sample(sd_exec *ex, sd_round_slot *const *xs, int32_t n, int32_t step) {
+    sd_cbr *rd = (sd_cbr *)ex;
     const size_t V = (size_t)rd->V;
     char *d = rd->d_small;
-    for (int32_t a = 0, b; a < k; a = b) {
-        b = cbr_group_end(sl, a, k);
-        if (sl[a].gamma <= i) continue;
+    for (int32_t i = 0, e; i < n; i = e) { /* consecutive wave slots of one launch group */
+        const int32_t a = xs[i]->j, b = cbr_group_end(rd, a, rd->k);
+        for (e = i + 1; e < n && xs[e]->j == xs[e - 1]->j + 1 && xs[e]->j < b;) e++;
+        const sd_cbr_slot *c = &rd->slots[a];
         sd_cuda_sample_draft_args da;
         memset(&da, 0, sizeof da);
         da.logits = rd->dlog + (size_t)a * V;
         da.ld_logits = (int64_t)V;
-        da.n_seq = b - a;
+        da.n_seq = e - i;
         da.n_vocab = rd->V;
-        da.sp = sl[a].sp;
-        da.mode = sl[a].mode;
+        da.sp = c->sp;
+        da.mode = c->mode;
         da.seed = cbr_seed(d) + a;
         da.seq_id = cbr_sid(rd, d) + a;
         da.position = cbr_pos(rd, d) + a;
-        da.advance_position = 1; /* x_{i+1} is drawn at L + i */
-        da.q_out = rd->q + ((size_t)sl[a].qoff + (size_t)i) * V;
-        da.ld_q = (int64_t)sl[a].gamma * (int64_t)V;
-        da.tok_out = cbr_dtok(rd, d) + (size_t)a * SD_CBR_D + i;
+        da.advance_position = 1; /* x_{step+1} is drawn at L + step */
+        da.q_out = rd->q + ((size_t)c->qoff + (size_t)step) * V;
+        da.ld_q = (int64_t)c->gamma * (int64_t)V;
+        da.tok_out = cbr_dtok(rd, d) + (size_t)a * SD_CBR_D + step;
         da.tok_stride = SD_CBR_D;
         specdec_status st = sd_cuda_sample_draft_step(&da, rd->ws_draft, rd->ws_draft_bytes, rd->stream, &rd->base.err);
         if (st != SPECDEC_OK) return cbr_note(rd, st);
     }
     int32_t *h = cbr_dtok(rd, rd->h_small);
-    CBR_TRY(rd, cudaMemcpyAsync(h, cbr_dtok(rd, d), (size_t)k * SD_CBR_D * sizeof(int32_t),
+    CBR_TRY(rd, cudaMemcpyAsync(h, cbr_dtok(rd, d), (size_t)rd->k * SD_CBR_D * sizeof(int32_t),
                                 cudaMemcpyDeviceToHost, rd->stream));
     CBR_TRY(rd, cudaStreamSynchronize(rd->stream));
-    for (int32_t j = 0; j < k; j++) {
-        if (sl[j].gamma <= i) continue;
-        const int32_t t = h[(size_t)j * SD_CBR_D + i];
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t t = h[(size_t)xs[i]->j * SD_CBR_D + step];
         if (t < 0 || t >= rd->V)
             return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "cuda-batch round: draft token %d outside [0, %d)",
                            (int)t, (int)rd->V);
-        sl[j].vtok[1 + i] = t;
+        xs[i]->vtok[1 + step] = t;
     }
     return SPECDEC_OK;
 }
 
-static specdec_status cbr_draft(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
-    int32_t steps = 0;
-    for (int32_t j = 0; j < k; j++)
-        if (sl[j].gamma > steps) steps = sl[j].gamma;
-    specdec_status st = SPECDEC_OK;
-    for (int32_t i = 0; i < steps && st == SPECDEC_OK; i++) {
-        st = cbr_draft_forward(rd, sl, k, i);
-        if (st == SPECDEC_OK) st = cbr_draft_sample(rd, sl, k, i);
-    }
-    return st;
-}
-
 /* ONE target forward over every slot's verify pass, all rows to tlog. */
-static specdec_status cbr_target(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
+static specdec_status cbr_verify_pass(sd_exec *ex, sd_round_slot *const *xs, int32_t k) {
+    sd_cbr *rd = (sd_cbr *)ex;
     const size_t V = (size_t)rd->V;
     for (int32_t j = 0; j < k; j++) {
-        sd_cbr_slot *x = &sl[j];
-        const sd_round_seq *s = x->s;
-        const int32_t L = s->length;
-        if (sd_runner_kv_len(s->target) != L - 1)
+        sd_round_slot *x = xs[j];
+        const int32_t L = x->s->length;
+        if (sd_runner_kv_len(x->t) != L - 1)
             return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL,
                            "cuda-batch round at length %d: target cache holds %d tokens", (int)L,
-                           (int)sd_runner_kv_len(s->target));
-        x->vtok[0] = s->tokens[L - 1];
-        rd->segs[j] = cbr_seg(s->target, x->vtok, x->gamma + 1, L - 1, rd->tlog + (size_t)x->toff * V);
+                           (int)sd_runner_kv_len(x->t));
+        rd->segs[j] = cbr_seg(x->t, x->vtok, x->depth + 1, L - 1, rd->tlog + (size_t)rd->slots[j].toff * V);
     }
     return cbr_forward(rd, rd->gt, k, 0, "target");
 }
 
-/* The verifier of every launch group, then one readback of (n_accepted, tokens). */
-static specdec_status cbr_verify(sd_cbr *rd, const sd_cbr_slot *sl, int32_t k) {
+/* One verifier launch: the launch group of wave slots a .. b - 1. */
+static specdec_status cbr_verify_group(sd_cbr *rd, int32_t a, int32_t b) {
     const size_t V = (size_t)rd->V;
     char *d = rd->d_small;
-    for (int32_t a = 0, b; a < k; a = b) {
-        b = cbr_group_end(sl, a, k);
-        const int32_t g = sl[a].gamma;
-        sd_cuda_verify_args va;
-        memset(&va, 0, sizeof va);
-        va.mode = sl[a].mode;
-        va.gamma = g;
-        va.n_vocab = rd->V;
-        va.n_seq = b - a;
-        va.sp = sl[a].sp;
-        va.logits = rd->tlog + (size_t)sl[a].toff * V;
-        va.ld_logits = (int64_t)V;
-        va.logits_seq_stride = (int64_t)(g + 1) * (int64_t)V;
-        va.q = g > 0 ? rd->q + (size_t)sl[a].qoff * V : NULL;
-        va.ld_q = (int64_t)V;
-        va.q_seq_stride = (int64_t)(g > 0 ? g : 1) * (int64_t)V;
-        va.draft = cbr_dtok(rd, d) + (size_t)a * SD_CBR_D;
-        va.draft_stride = SD_CBR_D;
-        va.seed = cbr_seed(d) + a;
-        va.seq_id = cbr_sid(rd, d) + a;
-        va.pos0 = cbr_pos0(rd, d) + a;
-        va.out_tokens = cbr_rbt(rd, d) + (size_t)a * SD_CBR_R;
-        va.out_stride = SD_CBR_R;
-        va.out_n_accepted = cbr_rbn(rd, d) + a;
-        /* launches of every (n_seq, γ) share the workspace: its counters sit in the
-         * control header, fixed per sequence and left at zero (sd_cuda_mb.h, issue 24 (a)) */
-        specdec_status st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, rd->stream, &rd->base.err);
-        if (st != SPECDEC_OK) return cbr_note(rd, st);
-    }
-    CBR_TRY(rd, cudaMemcpyAsync(rd->h_small + rd->off_rbn, d + rd->off_rbn, rd->small_bytes - rd->off_rbn,
-                                cudaMemcpyDeviceToHost, rd->stream));
-    CBR_TRY(rd, cudaStreamSynchronize(rd->stream));
-    return SPECDEC_OK;
+    const sd_cbr_slot *c = &rd->slots[a];
+    const int32_t g = c->gamma;
+    sd_cuda_verify_args va;
+    memset(&va, 0, sizeof va);
+    va.mode = c->mode;
+    va.gamma = g;
+    va.n_vocab = rd->V;
+    va.n_seq = b - a;
+    va.sp = c->sp;
+    va.logits = rd->tlog + (size_t)c->toff * V;
+    va.ld_logits = (int64_t)V;
+    va.logits_seq_stride = (int64_t)(g + 1) * (int64_t)V;
+    va.q = g > 0 && !c->det ? rd->q + (size_t)c->qoff * V : NULL;
+    va.ld_q = (int64_t)V;
+    va.q_seq_stride = (int64_t)(g > 0 ? g : 1) * (int64_t)V;
+    va.deterministic = c->det;
+    va.draft = cbr_dtok(rd, d) + (size_t)a * SD_CBR_D;
+    va.draft_stride = SD_CBR_D;
+    va.seed = cbr_seed(d) + a;
+    va.seq_id = cbr_sid(rd, d) + a;
+    va.pos0 = cbr_pos0(rd, d) + a;
+    va.out_tokens = cbr_rbt(rd, d) + (size_t)a * SD_CBR_R;
+    va.out_stride = SD_CBR_R;
+    va.out_n_accepted = cbr_rbn(rd, d) + a;
+    /* launches of every (n_seq, γ) share the workspace: its counters sit in the
+     * control header, fixed per sequence and left at zero (sd_cuda_mb.h, issue 24 (a)) */
+    specdec_status st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, rd->stream, &rd->base.err);
+    return st == SPECDEC_OK ? SPECDEC_OK : cbr_note(rd, st);
 }
 
-/* Each slot's results, then the rollback (the host round's slot_finish_chain). */
-static specdec_status cbr_finish(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
+/* Every slot's drafts to the device (the model drafts were read back, the
+ * deterministic ones were planned on the host), the verifier of every launch group,
+ * then ONE readback of every (n_accepted, tokens) and each slot's results. */
+static specdec_status cbr_verify(sd_exec *ex, sd_round_slot *const *xs, int32_t k) {
+    sd_cbr *rd = (sd_cbr *)ex;
     char *h = rd->h_small;
+    for (int32_t j = 0; j < k; j++)
+        for (int32_t i = 0; i < xs[j]->depth; i++) cbr_dtok(rd, h)[(size_t)j * SD_CBR_D + i] = xs[j]->vtok[1 + i];
+    CBR_TRY(rd, cudaMemcpyAsync(cbr_dtok(rd, rd->d_small), cbr_dtok(rd, h), (size_t)k * SD_CBR_D * sizeof(int32_t),
+                                cudaMemcpyHostToDevice, rd->stream));
+    for (int32_t a = 0, b; a < k; a = b) {
+        b = cbr_group_end(rd, a, k);
+        const specdec_status st = cbr_verify_group(rd, a, b);
+        if (st != SPECDEC_OK) return st;
+    }
+    CBR_TRY(rd, cudaMemcpyAsync(h + rd->off_rbn, rd->d_small + rd->off_rbn, rd->small_bytes - rd->off_rbn,
+                                cudaMemcpyDeviceToHost, rd->stream));
+    CBR_TRY(rd, cudaStreamSynchronize(rd->stream));
     for (int32_t j = 0; j < k; j++) {
-        sd_round_seq *s = sl[j].s;
-        const int32_t g = sl[j].gamma, L = s->length, n = cbr_rbn(rd, h)[j];
-        const int32_t *tok = cbr_rbt(rd, h) + (size_t)j * SD_CBR_R;
-        if (n < 0 || n > g)
+        sd_round_seq *s = xs[j]->s;
+        const int32_t n = cbr_rbn(rd, h)[j], *tok = cbr_rbt(rd, h) + (size_t)j * SD_CBR_R;
+        if (n < 0 || n > xs[j]->depth)
             return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "cuda-batch round: accepted count %d outside [0, %d]",
-                           (int)n, (int)g);
+                           (int)n, (int)xs[j]->depth);
         for (int32_t i = 0; i <= n; i++) {
             if (tok[i] < 0 || tok[i] >= rd->V)
                 return sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "cuda-batch round: token %d at %d outside [0, %d)",
@@ -393,107 +399,8 @@ static specdec_status cbr_finish(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
             s->out[i] = tok[i];
         }
         s->n_accepted = n;
-        s->n_drafted = g;
-        if (g > 0) { /* the emitted token is pending, the draft keeps the accepted path */
-            sd_runner_truncate(s->target, L + n);
-            sd_runner_truncate(s->draft, L + n);
-        }
     }
     return SPECDEC_OK;
-}
-
-/* Steps 1-5 for the k slots of a wave; every slot's status and times. */
-static specdec_status cbr_wave(sd_cbr *rd, sd_cbr_slot *sl, int32_t k) {
-    const double t0 = cbr_now();
-    specdec_status st = cbr_upload(rd, sl, k);
-    if (st == SPECDEC_OK) st = cbr_draft(rd, sl, k);
-    const double t1 = cbr_now();
-    if (st == SPECDEC_OK) st = cbr_target(rd, sl, k);
-    const double t2 = cbr_now();
-    if (st == SPECDEC_OK) st = cbr_verify(rd, sl, k);
-    if (st == SPECDEC_OK) st = cbr_finish(rd, sl, k);
-    const double t3 = cbr_now();
-    for (int32_t j = 0; j < k; j++) {
-        sd_round_seq *s = sl[j].s;
-        s->status = st;
-        s->t.draft = t1 - t0;
-        s->t.target = t2 - t1;
-        s->t.verify = t3 - t2;
-    }
-    return st;
-}
-
-/* ------------------------------------------------------------------------- */
-/* the round interface                                                        */
-/* ------------------------------------------------------------------------- */
-/* The inner host round failed: its detail and a lost device become the round's. */
-static specdec_status cbr_host_fail(sd_cbr *rd, specdec_status st) {
-    sd_err_copy(&rd->base.err, &rd->host->err);
-    if (rd->host->device_lost) rd->base.device_lost = 1;
-    return cbr_note(rd, st);
-}
-
-static specdec_status cbr_begin(sd_round *base, sd_round_seq *s) {
-    sd_cbr *rd = (sd_cbr *)base;
-    if (base->device_lost)
-        return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "cuda-batch round: the device was lost earlier");
-    if (!s || !s->target || s->target->group != rd->gt || (s->draft && s->draft->group != rd->gd))
-        return sd_fail(&base->err, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "cuda-batch round: a sequence whose runners are not of the round's CUDA groups");
-    specdec_status st = rd->host->ops->begin(rd->host, s);
-    return st == SPECDEC_OK ? SPECDEC_OK : cbr_host_fail(rd, st);
-}
-
-static specdec_status cbr_settle(sd_round *base, sd_round_seq *s, int32_t length) {
-    sd_cbr *rd = (sd_cbr *)base;
-    specdec_status st = rd->host->ops->settle(rd->host, s, length);
-    return st == SPECDEC_OK ? SPECDEC_OK : cbr_host_fail(rd, st);
-}
-
-/* Check every sequence (status INTERNAL until its wave ran) and sort them: chains into
- * rd->slots (their count in *n_chain), trees into rd->trees (*n_tree). */
-static specdec_status cbr_split(sd_cbr *rd, sd_round_seq *const *seqs, int32_t n_seqs, int32_t *n_chain,
-                                int32_t *n_tree) {
-    *n_chain = *n_tree = 0;
-    for (int32_t i = 0; i < n_seqs; i++) {
-        sd_round_seq *s = seqs[i];
-        if (!s) return sd_fail(&rd->base.err, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: sequence %d is NULL", (int)i);
-        s->status = SPECDEC_ERR_INTERNAL;
-        specdec_status st = cbr_check_seq(rd, s);
-        if (st != SPECDEC_OK) return st;
-        if (s->shape.depth > 0 && !sd_draft_is_chain(&s->shape)) rd->trees[(*n_tree)++] = s;
-        else cbr_slot_init(&rd->slots[(*n_chain)++], s);
-    }
-    cbr_sort(rd->slots, *n_chain);
-    return SPECDEC_OK;
-}
-
-static specdec_status cbr_run(sd_round *base, sd_round_seq *const *seqs, int32_t n_seqs) {
-    sd_cbr *rd = (sd_cbr *)base;
-    if (base->device_lost)
-        return sd_fail(&base->err, SPECDEC_ERR_DEVICE_LOST, "cuda-batch round: the device was lost earlier");
-    if (!seqs || n_seqs < 1 || n_seqs > rd->max_seqs)
-        return sd_fail(&base->err, n_seqs > rd->max_seqs ? SPECDEC_ERR_UNSUPPORTED : SPECDEC_ERR_INVALID_ARGUMENT,
-                       "cuda-batch round: %d sequences (1..%d)", (int)n_seqs, (int)rd->max_seqs);
-    int32_t n_chain = 0, n_tree = 0;
-    specdec_status st = cbr_split(rd, seqs, n_seqs, &n_chain, &n_tree);
-    if (st != SPECDEC_OK) return st;
-    specdec_status first = SPECDEC_OK;
-    if (n_chain > 0) {
-        const cudaError_t e = cudaSetDevice(rd->device);
-        if (e != cudaSuccess) return cbr_cuda_fail(rd, e, "cudaSetDevice(cuda-batch round)", __LINE__);
-    }
-    for (int32_t i = 0, k; i < n_chain && !base->device_lost; i += k) {
-        k = cbr_pack(rd, i, n_chain);
-        st = cbr_wave(rd, rd->slots + i, k);
-        if (st != SPECDEC_OK && first == SPECDEC_OK) first = st;
-    }
-    if (n_tree > 0 && !base->device_lost) {
-        st = rd->host->ops->run(rd->host, rd->trees, n_tree);
-        if (st != SPECDEC_OK && first == SPECDEC_OK) first = cbr_host_fail(rd, st);
-        if (rd->host->device_lost) base->device_lost = 1;
-    }
-    return first;
 }
 
 static void cbr_free(sd_cbr *rd) {
@@ -507,16 +414,16 @@ static void cbr_free(sd_cbr *rd) {
         if (rd->order) (void)cudaEventDestroy(rd->order);
         (void)cudaGetLastError();
     }
-    sd_round_destroy(rd->host);
     sd_free(rd->slots);
-    sd_free(rd->trees);
     sd_free(rd->segs);
     sd_free(rd);
 }
 
-static void cbr_destroy(sd_round *base) { cbr_free((sd_cbr *)base); }
+static void cbr_destroy(sd_exec *base) { cbr_free((sd_cbr *)base); }
 
-static const sd_round_ops sd_cbr_ops = {"cuda-batch", cbr_begin, cbr_run, cbr_settle, cbr_destroy};
+static const sd_exec_ops sd_cbr_ops = {"cuda-batch",      cbr_accepts,      cbr_check, NULL, cbr_pack,
+                                       cbr_wave_begin,    cbr_draft_forward, cbr_draft_sample, NULL, NULL,
+                                       cbr_verify_pass,   cbr_verify,       NULL,      NULL, cbr_destroy};
 
 /* ------------------------------------------------------------------------- */
 /* create                                                                     */
@@ -601,12 +508,10 @@ static specdec_status cbr_check_groups(sd_runner_group *target, sd_runner_group 
     return SPECDEC_OK;
 }
 
-extern "C" specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd_runner_group *draft,
-                                                     int32_t max_seqs, sd_round *host, sd_round **out,
-                                                     sd_errbuf *eb) {
+extern "C" specdec_status sd_cuda_batch_exec_create(sd_runner_group *target, sd_runner_group *draft,
+                                                    int32_t max_seqs, sd_exec **out, sd_errbuf *eb) {
     if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: out is NULL");
     *out = NULL;
-    if (!host) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda-batch round: no inner host round");
     specdec_status st = cbr_check_groups(target, draft, max_seqs, eb);
     if (st != SPECDEC_OK) return st;
     sd_cbr *rd = (sd_cbr *)sd_calloc(1, sizeof *rd);
@@ -618,18 +523,13 @@ extern "C" specdec_status sd_cuda_batch_round_create(sd_runner_group *target, sd
     rd->V = target->n_vocab;
     rd->max_seqs = max_seqs;
     cbr_size(rd);
-    rd->host = host;
-    {
-        rd->slots = (sd_cbr_slot *)sd_malloc((size_t)max_seqs * sizeof *rd->slots);
-        rd->trees = (sd_round_seq **)sd_malloc((size_t)max_seqs * sizeof *rd->trees);
-        rd->segs = (sd_runner_seg *)sd_malloc((size_t)max_seqs * sizeof *rd->segs);
-        if (!rd->slots || !rd->trees || !rd->segs)
-            st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "cuda-batch round: out of host memory (%d slots)", (int)max_seqs);
-    }
+    rd->slots = (sd_cbr_slot *)sd_malloc((size_t)max_seqs * sizeof *rd->slots);
+    rd->segs = (sd_runner_seg *)sd_malloc((size_t)max_seqs * sizeof *rd->segs);
+    if (!rd->slots || !rd->segs)
+        st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "cuda-batch round: out of host memory (%d slots)", (int)max_seqs);
     if (st == SPECDEC_OK) st = cbr_alloc_device(rd, eb);
     if (st != SPECDEC_OK) {
         (void)cudaGetLastError();
-        rd->host = NULL; /* the caller keeps it */
         cbr_free(rd);
         return st;
     }

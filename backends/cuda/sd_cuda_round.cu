@@ -1,5 +1,5 @@
-/* sd_cuda_round.cu — the device-resident speculative round (see sd_cuda_round.h for
- * the round's steps and contract).
+/* sd_cuda_round.cu — the device-resident executor (see sd_cuda_round.h for the round's
+ * stages on the device; the protocol that calls them is core/sd_round.c).
  *
  * Device state (one arena, allocated in create):
  *   state  int64 [1 + SPECDEC_MAX_DRAFT + 1]: state[0] = L (sequence length; the
@@ -11,14 +11,19 @@
  *   seed, seq_id (uint64), q rows [SPECDEC_MAX_DRAFT][V] fp32, the draft-step and
  *   verifier workspaces (the latter zeroed once; the kernel leaves it zeroed).
  * Token inputs live in the runners' own device token buffers: the draft step writes
- * x_{i+1} to the draft's buffer[0] and the target's buffer[1 + i]; the finish kernel
- * writes the target's buffer[0] and the draft's buffer[0..1].
+ * x_{i+1} to the draft's buffer[0] and the target's buffer[1 + i] (a deterministic
+ * proposal is copied there from pinned memory); the finish kernel writes the target's
+ * buffer[0] and the draft's buffer[0..1].
+ * Graphs: one per (deterministic, γ, lag), captured between wave_begin and wave_end
+ * (whatever the protocol enqueued: the drafter's draft primitives, the verify pass and
+ * the verifier); each primitive call is also logged, so that a capture the driver
+ * refuses (external event nodes) is retried without the stage events from the log.
  * Launch geometry: forwards as in sd_cuda_runner.cu (device-position variants),
  * draft step 1 block, verifier (γ+1) blocks, finish 1 thread.
  * Runners: standalone CUDA runners only (sd_cuda_runner_create: a private KV pool whose
  * block table is the identity from creation on, so the captured forwards stay valid
  * as the sequence grows); runners of a group are refused (UNSUPPORTED) and driven by
- * the host round. */
+ * the batched executor or the host one. */
 #include <cuda_runtime.h>
 #include <string.h>
 #include <time.h>
@@ -35,27 +40,45 @@ extern "C" {
 
 #define SD_ROUND_STATE (SPECDEC_MAX_DRAFT + 2)
 #define SD_ROUND_RB (SPECDEC_MAX_DRAFT + 2)
+#define SD_ROUND_LOG (2 * SPECDEC_MAX_DRAFT + 4)
 
-/* Host staging in pinned memory: start() uploads from it, run() reads back into it. */
+/* Blocks per row of the draft step and verifier: 0 = the one-block kernels (measured),
+ * SD_CUDA_MB_AUTO = the multi-block ones (sd_cuda_verify_mb.cu; switch once
+ * tests/cuda_sample passes on a device — see docs/GPU_VERIFY.md). */
+#ifndef SD_ROUND_BLOCKS_PER_ROW
+#define SD_ROUND_BLOCKS_PER_ROW 0
+#endif
+
+/* Host staging in pinned memory: the state upload, the deterministic proposal, the
+ * readback. */
 typedef struct sd_round_pinned {
     int64_t state[SD_ROUND_STATE];
     uint64_t seed, seq_id;
-    int32_t tok;
+    int32_t ttok, dtok[2];
+    int32_t prop[SPECDEC_MAX_DRAFT];  /* a deterministic proposal (read by the graph's memcpy) */
+    int32_t drafted[SPECDEC_MAX_DRAFT]; /* model drafts read back for the trace */
     int32_t rb[SD_ROUND_RB];
 } sd_round_pinned;
 
-struct sd_cuda_round {
-    sd_round base;    /* must be first: the engine sees an sd_round * */
+/* One logged primitive call of the wave being enqueued. */
+typedef struct sd_round_op {
+    int kind; /* SD_OP_* */
+    int32_t step;
+} sd_round_op;
+enum { SD_OP_DRAFT_FORWARD, SD_OP_DRAFT_SAMPLE, SD_OP_VERIFY_PASS, SD_OP_VERIFY };
+
+typedef struct sd_cuda_round {
+    sd_exec base;     /* must be first: the protocol sees an sd_exec * */
     sd_runner *t, *d; /* borrowed */
-    int use_graphs;   /* run(): replay CUDA graphs (1) or enqueue directly (0) */
+    int use_graphs;   /* replay CUDA graphs (1) or enqueue directly (0) */
     int device;
     int32_t V;
     int32_t n_ctx;    /* min of the runners' */
     int draft_two;    /* the draft's token buffer holds >= 2 ids */
     cudaStream_t stream;
     cudaEvent_t done; /* the readback landed */
-    cudaEvent_t order; /* stream ordering with the runners' streams (sd_round_join) */
     cudaEvent_t ev[4]; /* timing: start, after draft, after target, end */
+    cudaEvent_t order; /* stream ordering with the runners' streams (sd_round_join) */
     void *arena;
     int64_t *state;
     int32_t *rb;
@@ -66,15 +89,27 @@ struct sd_cuda_round {
     void *ws_verify;
     size_t ws_verify_bytes;
     sd_round_pinned *h; /* pinned */
-    cudaGraphExec_t graph[SPECDEC_MAX_DRAFT + 1][2]; /* [γ][n_pend - 1] */
+    cudaGraphExec_t graph[2][SPECDEC_MAX_DRAFT + 1][3]; /* [deterministic][γ][lag] */
     int32_t n_graphs;
     int graph_events;  /* 1: capture the stage events into graphs (falls back to 0) */
+    /* the sequence the device state holds */
     specdec_verify_mode mode;
     sd_sampling_params sp;
-    int started;
+    uint64_t cur_seed, cur_sid;
+    int started;       /* the device state is the sequence's at length L */
     int32_t L;
+    int dtok_lag;      /* the draft's token buffer holds its catch-up of this many tokens (0: unknown) */
     int lost;
-};
+    /* the wave in flight */
+    sd_round_slot *x;
+    int32_t gamma, lag;
+    int det, capturing, marks, replayed;
+    cudaGraphExec_t *slot;
+    sd_round_op log[SD_ROUND_LOG];
+    int32_t n_log;
+    double t0;
+    sd_cuda_round_timing last;
+} sd_cuda_round;
 
 static double sd_round_now(void) {
     struct timespec ts;
@@ -82,14 +117,25 @@ static double sd_round_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A failure: a lost device is sticky; a capture in progress is ended and dropped, the
+ * stream drained; the device state is no longer known. */
 static specdec_status sd_round_note(sd_cuda_round *rd, specdec_status st) {
-    if (st == SPECDEC_ERR_DEVICE_LOST) rd->lost = 1;
+    if (rd->capturing) {
+        cudaGraph_t g = NULL;
+        (void)cudaStreamEndCapture(rd->stream, &g);
+        if (g) (void)cudaGraphDestroy(g);
+        rd->capturing = 0;
+    }
+    (void)cudaStreamSynchronize(rd->stream);
+    (void)cudaGetLastError();
+    rd->started = 0;
+    if (st == SPECDEC_ERR_DEVICE_LOST) rd->lost = rd->base.device_lost = 1;
     return st;
 }
 
 /* A runner launcher failed: its detail is in the runner's errbuf. */
-static specdec_status sd_round_runner_fail(sd_errbuf *eb, sd_runner *r, const char *what, specdec_status st) {
-    return sd_fail(eb, st, "device round, %s forward: %s", what, r->err.msg);
+static specdec_status sd_round_runner_fail(sd_cuda_round *rd, sd_runner *r, const char *what, specdec_status st) {
+    return sd_round_note(rd, sd_fail(&rd->base.err, st, "device round, %s forward: %s", what, r->err.msg));
 }
 
 /* After verify: advance L by n + 1 and write the next round's inputs (header). One
@@ -111,17 +157,26 @@ static __global__ void sd_round_finish_kernel(int64_t *__restrict__ state, const
     }
 }
 
+static void sd_round_drop_graphs(sd_cuda_round *rd) {
+    for (int k = 0; k < 2; k++)
+        for (int g = 0; g <= SPECDEC_MAX_DRAFT; g++)
+            for (int l = 0; l < 3; l++)
+                if (rd->graph[k][g][l]) {
+                    (void)cudaGraphExecDestroy(rd->graph[k][g][l]);
+                    rd->graph[k][g][l] = NULL;
+                }
+    rd->n_graphs = 0;
+}
+
 static void sd_cuda_round_free(sd_cuda_round *rd) {
     if (!rd) return;
     (void)cudaSetDevice(rd->device);
     if (rd->stream) (void)cudaStreamSynchronize(rd->stream);
-    for (int g = 0; g <= SPECDEC_MAX_DRAFT; g++)
-        for (int k = 0; k < 2; k++)
-            if (rd->graph[g][k]) (void)cudaGraphExecDestroy(rd->graph[g][k]);
+    sd_round_drop_graphs(rd);
     if (rd->done) (void)cudaEventDestroy(rd->done);
-    if (rd->order) (void)cudaEventDestroy(rd->order);
     for (int i = 0; i < 4; i++)
         if (rd->ev[i]) (void)cudaEventDestroy(rd->ev[i]);
+    if (rd->order) (void)cudaEventDestroy(rd->order);
     if (rd->stream) (void)cudaStreamDestroy(rd->stream);
     if (rd->arena) (void)cudaFree(rd->arena);
     if (rd->h) (void)cudaFreeHost(rd->h);
@@ -129,117 +184,11 @@ static void sd_cuda_round_free(sd_cuda_round *rd) {
     sd_free(rd);
 }
 
-static void sd_round_drop_graphs(sd_cuda_round *rd) {
-    for (int g = 0; g <= SPECDEC_MAX_DRAFT; g++)
-        for (int k = 0; k < 2; k++)
-            if (rd->graph[g][k]) {
-                (void)cudaGraphExecDestroy(rd->graph[g][k]);
-                rd->graph[g][k] = NULL;
-            }
-    rd->n_graphs = 0;
-}
-
-static size_t sd_round_al(size_t n) { return (n + 255) / 256 * 256; }
-
-/* The runners a device round can drive: standalone CUDA runners (identity block
- * tables: the round's forwards address rows through them in CHAIN mode) on one device,
- * of one vocabulary within the GPU sampler's range. */
-static specdec_status sd_round_check_runners(sd_runner *target, sd_runner *draft, sd_errbuf *eb) {
-    if (!target || target->backend != SPECDEC_BACKEND_CUDA || (draft && draft->backend != SPECDEC_BACKEND_CUDA))
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: needs CUDA runners (target %p)", (void *)target);
-    if (!sd_cuda_runner_standalone(target) || (draft && !sd_cuda_runner_standalone(draft)))
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
-                       "device round: the %s runner belongs to a runner group (paged KV shared by sequences); "
-                       "groups are driven by the host round",
-                       sd_cuda_runner_standalone(target) ? "draft" : "target");
-    const int32_t V = target->n_vocab;
-    if (V <= 0 || V > SD_CUDA_SAMPLE_MAX_VOCAB)
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: vocabulary %d outside [1, %d] of the GPU sampler",
-                       (int)V, SD_CUDA_SAMPLE_MAX_VOCAB);
-    if (draft && (draft->n_vocab != V || sd_cuda_runner_device(draft) != sd_cuda_runner_device(target)))
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: draft vocabulary %d / device %d vs target %d / %d",
-                       (int)draft->n_vocab, sd_cuda_runner_device(draft), (int)V, sd_cuda_runner_device(target));
-    return SPECDEC_OK;
-}
-
-static specdec_status sd_cuda_round_alloc(sd_runner *target, sd_runner *draft, sd_cuda_round **out,
-                                          sd_errbuf *eb) {
-    if (out) *out = NULL;
-    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: out is NULL");
-    specdec_status st = sd_round_check_runners(target, draft, eb);
-    if (st != SPECDEC_OK) return st;
-    const int32_t V = target->n_vocab;
-    sd_cuda_round *rd = (sd_cuda_round *)sd_calloc(1, sizeof *rd);
-    if (!rd) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "device round: out of host memory");
-    rd->t = target;
-    rd->d = draft;
-    rd->device = sd_cuda_runner_device(target);
-    rd->V = V;
-    rd->n_ctx = draft && draft->n_ctx < target->n_ctx ? draft->n_ctx : target->n_ctx;
-    rd->draft_two = draft && draft->max_batch >= 2;
-    rd->graph_events = 1;
-    rd->L = -1;
-
-    rd->ws_draft_bytes = sd_cuda_sample_ws_bytes(1, V);
-    for (int32_t g = 0; g <= SPECDEC_MAX_DRAFT; g++) {
-        size_t b = sd_cuda_verify_ws_bytes(1, g, V);
-        if (b > rd->ws_verify_bytes) rd->ws_verify_bytes = b;
-    }
-    const size_t off_rb = sd_round_al(SD_ROUND_STATE * sizeof(int64_t));
-    const size_t off_seed = off_rb + sd_round_al(SD_ROUND_RB * sizeof(int32_t));
-    const size_t off_q = off_seed + sd_round_al(2 * sizeof(uint64_t));
-    const size_t off_wd = off_q + sd_round_al((size_t)SPECDEC_MAX_DRAFT * (size_t)V * sizeof(float));
-    const size_t off_wv = off_wd + sd_round_al(rd->ws_draft_bytes);
-    const size_t total = off_wv + sd_round_al(rd->ws_verify_bytes);
-
-    st = SPECDEC_OK;
-#define SD_ROUND_CREATE(stmt)                                              \
-    do {                                                                   \
-        cudaError_t e_ = (stmt);                                           \
-        if (e_ != cudaSuccess) {                                           \
-            st = sd_cuda_fail(eb, e_, #stmt, __FILE__, __LINE__);          \
-            goto fail;                                                     \
-        }                                                                  \
-    } while (0)
-    SD_ROUND_CREATE(cudaSetDevice(rd->device));
-    SD_ROUND_CREATE(cudaStreamCreateWithFlags(&rd->stream, cudaStreamNonBlocking));
-    SD_ROUND_CREATE(cudaEventCreateWithFlags(&rd->done, cudaEventDisableTiming));
-    SD_ROUND_CREATE(cudaEventCreateWithFlags(&rd->order, cudaEventDisableTiming));
-    for (int i = 0; i < 4; i++) SD_ROUND_CREATE(cudaEventCreate(&rd->ev[i]));
-    SD_ROUND_CREATE(cudaMalloc(&rd->arena, total));
-    SD_ROUND_CREATE(cudaMallocHost((void **)&rd->h, sizeof(sd_round_pinned)));
-#undef SD_ROUND_CREATE
-    {
-        char *b = (char *)rd->arena;
-        rd->state = (int64_t *)b;
-        rd->rb = (int32_t *)(b + off_rb);
-        rd->seed = (uint64_t *)(b + off_seed);
-        rd->seq_id = rd->seed + 1;
-        rd->q = (float *)(b + off_q);
-        rd->ws_draft = b + off_wd;
-        rd->ws_verify = b + off_wv;
-    }
-    memset(rd->h, 0, sizeof *rd->h);
-    st = sd_cuda_verify_ws_init(rd->ws_verify, rd->ws_verify_bytes, rd->stream, eb);
-    if (st == SPECDEC_OK) st = sd_cuda_sample_ws_init(rd->ws_draft, rd->ws_draft_bytes, rd->stream, eb);
-    if (st == SPECDEC_OK) {
-        cudaError_t e = cudaStreamSynchronize(rd->stream);
-        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaStreamSynchronize(round ws init)", __FILE__, __LINE__);
-    }
-    if (st != SPECDEC_OK) goto fail;
-    *out = rd;
-    return SPECDEC_OK;
-fail:
-    (void)cudaGetLastError();
-    sd_cuda_round_free(rd);
-    return st;
-}
-
-/* Issue 24 (c): the round's stream and its runners' own streams (prefill, host-path
- * steps) share the runners' buffers; they are ordered by events, never only by a host
- * synchronisation: out = 0: the round's later work waits for everything the runners'
- * streams hold; out = 1: the runners' later work waits for the round's. Outside any
- * capture (around graph launches). */
+/* Issue 24 (c): the executor's stream and its runners' own streams (prefill, host-path
+ * rounds of the fallback executor) share the runners' buffers; they are ordered by
+ * events, never only by a host synchronisation: out = 0: the executor's later work waits
+ * for everything the runners' streams hold; out = 1: the runners' later work waits for
+ * the executor's. Outside any capture (around graph launches). */
 static specdec_status sd_round_join(sd_cuda_round *rd, int out, sd_errbuf *eb) {
     sd_runner *rs[2] = {rd->t, rd->d};
     for (int i = 0; i < 2; i++) {
@@ -252,78 +201,26 @@ static specdec_status sd_round_join(sd_cuda_round *rd, int out, sd_errbuf *eb) {
     return SPECDEC_OK;
 }
 
-extern "C" specdec_status sd_cuda_round_start(sd_cuda_round *rd, specdec_verify_mode mode,
-                                              const sd_sampling_params *sp, uint64_t seed, uint64_t sequence_id,
-                                              int32_t length, int32_t last_token, sd_errbuf *eb) {
-    if (!rd || !sp) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round start: NULL round or params");
-    if (rd->lost)
-        return sd_fail(eb, SPECDEC_ERR_DEVICE_LOST, "device round: an earlier device error left the device unusable");
-    if (mode != SPECDEC_VERIFY_REJECTION && mode != SPECDEC_VERIFY_GREEDY && mode != SPECDEC_VERIFY_MATCH)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round start: mode %d", (int)mode);
-    if (length < 1 || length > rd->n_ctx || last_token < 0 || last_token >= rd->V)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "device round start: length %d (n_ctx %d), last token %d (vocab %d)", (int)length,
-                       (int)rd->n_ctx, (int)last_token, (int)rd->V);
-    /* GREEDY: argmax of the raw logits, as the CPU engine (processing is skipped there) */
-    const sd_sampling_params p = mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : *sp;
-    rd->started = 0;
-    if (rd->mode != mode || memcmp(&rd->sp, &p, sizeof p) != 0) sd_round_drop_graphs(rd);
-    rd->mode = mode;
-    rd->sp = p;
-    sd_round_pinned *h = rd->h;
-    for (int i = 0; i < SD_ROUND_STATE; i++) h->state[i] = (int64_t)length + (i == 0 ? 0 : i - 1);
-    h->seed = seed;
-    h->seq_id = sequence_id;
-    h->tok = last_token;
-    SD_CUDA_TRY(eb, cudaSetDevice(rd->device));
-    cudaStream_t s = rd->stream;
-    specdec_status st = sd_round_join(rd, 0, eb); /* after the runners' prefill */
-    if (st != SPECDEC_OK) {
-        (void)cudaGetLastError();
-        return sd_round_note(rd, st);
-    }
-    cudaError_t e = cudaMemcpyAsync(rd->state, h->state, sizeof h->state, cudaMemcpyHostToDevice, s);
-    if (e == cudaSuccess) e = cudaMemcpyAsync(rd->seed, &h->seed, 2 * sizeof(uint64_t), cudaMemcpyHostToDevice, s);
-    if (e == cudaSuccess)
-        e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->t), &h->tok, sizeof(int32_t), cudaMemcpyHostToDevice, s);
-    if (e == cudaSuccess && rd->d)
-        e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->d), &h->tok, sizeof(int32_t), cudaMemcpyHostToDevice, s);
-    if (e == cudaSuccess) st = sd_round_join(rd, 1, eb); /* the runners' later work after the uploads */
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s); /* h is reused by the next call */
-    if (st != SPECDEC_OK) {
-        (void)cudaGetLastError();
-        return sd_round_note(rd, st);
-    }
-    if (e != cudaSuccess) {
-        st = sd_round_note(rd, sd_cuda_fail(eb, e, "device round start: upload of the sequence state", __FILE__,
-                                            __LINE__));
-        (void)cudaGetLastError();
-        return st;
-    }
-    rd->L = length;
-    rd->started = 1;
-    return SPECDEC_OK;
-}
-
 /* Record a stage event; inside a capture as an external node (so the graph keeps it). */
-static cudaError_t sd_round_mark(sd_cuda_round *rd, int i, int capturing) {
-    if (capturing) return cudaEventRecordWithFlags(rd->ev[i], rd->stream, cudaEventRecordExternal);
+static cudaError_t sd_round_mark(sd_cuda_round *rd, int i) {
+    if (!rd->marks) return cudaSuccess;
+    if (rd->capturing) return cudaEventRecordWithFlags(rd->ev[i], rd->stream, cudaEventRecordExternal);
     return cudaEventRecord(rd->ev[i], rd->stream);
 }
 
-/* The draft step's arguments that do not depend on the step (one sequence; the
- * caller sets position, q_out and tok_out2 per step). */
-/* Blocks per row of the round's draft step and verifier: 0 = the one-block kernels
- * (measured), SD_CUDA_MB_AUTO = the multi-block ones (sd_cuda_verify_mb.cu; switch once
- * tests/cuda_sample passes on a device — see docs/GPU_VERIFY.md). */
-#ifndef SD_ROUND_BLOCKS_PER_ROW
-#define SD_ROUND_BLOCKS_PER_ROW 0
-#endif
+/* ------------------------------------------------------------------------- */
+/* the enqueued stages                                                        */
+/* ------------------------------------------------------------------------- */
+static specdec_status sd_round_enq_draft_forward(sd_cuda_round *rd, int32_t step) {
+    const specdec_status st = step == 0 ? sd_cuda_runner_enqueue_dpos(rd->d, rd->lag, rd->state, -rd->lag, 1, rd->stream)
+                                        : sd_cuda_runner_enqueue_dpos(rd->d, 1, rd->state, step - 1, 1, rd->stream);
+    return st == SPECDEC_OK ? SPECDEC_OK : sd_round_runner_fail(rd, rd->d, "draft", st);
+}
 
-static sd_cuda_sample_draft_args sd_round_draft_args(const sd_cuda_round *rd, int32_t *dtok) {
+static specdec_status sd_round_enq_draft_sample(sd_cuda_round *rd, int32_t step) {
     sd_cuda_sample_draft_args da;
     memset(&da, 0, sizeof da);
-    da.logits = rd->d ? sd_cuda_runner_device_logits(rd->d) : NULL;
+    da.logits = sd_cuda_runner_device_logits(rd->d);
     da.ld_logits = rd->V;
     da.n_seq = 1;
     da.n_vocab = rd->V;
@@ -331,19 +228,33 @@ static sd_cuda_sample_draft_args sd_round_draft_args(const sd_cuda_round *rd, in
     da.mode = rd->mode;
     da.seed = rd->seed;
     da.seq_id = rd->seq_id;
-    da.advance_position = 0;
+    da.position = rd->state + 1 + step;
     da.ld_q = rd->V;
-    da.tok_out = dtok; /* the next draft step's input */
+    da.q_out = rd->q + (size_t)step * (size_t)rd->V;
+    da.tok_out = sd_cuda_runner_device_tokens(rd->d); /* the next draft step's input */
     da.tok_stride = 1;
+    da.tok_out2 = sd_cuda_runner_device_tokens(rd->t) + 1 + step; /* the verify pass's input */
     da.tok2_stride = 1;
     da.blocks_per_row = SD_ROUND_BLOCKS_PER_ROW;
-    return da;
+    const specdec_status st = sd_cuda_sample_draft_step(&da, rd->ws_draft, rd->ws_draft_bytes, rd->stream, &rd->base.err);
+    return st == SPECDEC_OK ? SPECDEC_OK : sd_round_note(rd, st);
 }
 
-/* The verifier's arguments for a round of gamma drafts (the drafts sit in the
- * target's token buffer after the last accepted token). */
-static sd_cuda_verify_args sd_round_verify_args(const sd_cuda_round *rd, int32_t gamma, int32_t *ttok) {
-    const int32_t V = rd->V;
+static specdec_status sd_round_enq_verify_pass(sd_cuda_round *rd) {
+    cudaError_t e = sd_round_mark(rd, 1);
+    if (e == cudaSuccess && rd->det && rd->gamma > 0) /* the host's proposal, from pinned memory */
+        e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->t) + 1, rd->h->prop, (size_t)rd->gamma * sizeof(int32_t),
+                            cudaMemcpyHostToDevice, rd->stream);
+    if (e != cudaSuccess) return sd_round_note(rd, sd_cuda_fail(&rd->base.err, e, "device round: verify pass input", __FILE__, __LINE__));
+    const specdec_status st = sd_cuda_runner_enqueue_dpos(rd->t, rd->gamma + 1, rd->state, -1, rd->gamma + 1, rd->stream);
+    return st == SPECDEC_OK ? SPECDEC_OK : sd_round_runner_fail(rd, rd->t, "target", st);
+}
+
+/* The verifier's arguments (the drafts sit in the target's token buffer after the
+ * pending token). */
+static sd_cuda_verify_args sd_round_verify_args(const sd_cuda_round *rd) {
+    const int32_t V = rd->V, gamma = rd->gamma;
+    int32_t *ttok = sd_cuda_runner_device_tokens(rd->t);
     sd_cuda_verify_args a;
     memset(&a, 0, sizeof a);
     a.mode = rd->mode;
@@ -354,9 +265,10 @@ static sd_cuda_verify_args sd_round_verify_args(const sd_cuda_round *rd, int32_t
     a.logits = sd_cuda_runner_device_logits(rd->t);
     a.ld_logits = V;
     a.logits_seq_stride = (int64_t)(gamma + 1) * V;
-    a.q = gamma > 0 ? rd->q : NULL;
+    a.q = gamma > 0 && !rd->det ? rd->q : NULL;
     a.ld_q = V;
     a.q_seq_stride = (int64_t)SPECDEC_MAX_DRAFT * V;
+    a.deterministic = rd->det;
     a.draft = ttok + 1;
     a.draft_stride = gamma > 0 ? gamma : 1;
     a.seed = rd->seed;
@@ -369,113 +281,195 @@ static sd_cuda_verify_args sd_round_verify_args(const sd_cuda_round *rd, int32_t
     return a;
 }
 
-/* Enqueue one round (see the header); `marks`: record ev[1], ev[2] between stages. */
-static specdec_status sd_round_enqueue(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, int marks, int capturing,
-                                       sd_errbuf *eb) {
-    cudaStream_t s = rd->stream;
-    const int32_t V = rd->V;
-    int32_t *ttok = sd_cuda_runner_device_tokens(rd->t);
-    int32_t *dtok = rd->d ? sd_cuda_runner_device_tokens(rd->d) : NULL;
-    specdec_status st;
-    sd_cuda_sample_draft_args da = sd_round_draft_args(rd, dtok);
-    for (int32_t i = 0; i < gamma; i++) {
-        /* catch-up of n_pend tokens at L - n_pend, then x_i at L + i - 1 */
-        st = i == 0 ? sd_cuda_runner_enqueue_dpos(rd->d, n_pend, rd->state, -n_pend, 1, s)
-                    : sd_cuda_runner_enqueue_dpos(rd->d, 1, rd->state, i - 1, 1, s);
-        if (st != SPECDEC_OK) return sd_round_runner_fail(eb, rd->d, "draft", st);
-        da.position = rd->state + 1 + i;
-        da.q_out = rd->q + (size_t)i * V;
-        da.tok_out2 = ttok + 1 + i; /* the verify pass's input */
-        st = sd_cuda_sample_draft_step(&da, rd->ws_draft, rd->ws_draft_bytes, s, eb);
-        if (st != SPECDEC_OK) return st;
+static specdec_status sd_round_enq_verify(sd_cuda_round *rd) {
+    const cudaError_t e = sd_round_mark(rd, 2);
+    if (e != cudaSuccess) return sd_round_note(rd, sd_cuda_fail(&rd->base.err, e, "device round: stage event", __FILE__, __LINE__));
+    const sd_cuda_verify_args va = sd_round_verify_args(rd);
+    specdec_status st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, rd->stream, &rd->base.err);
+    if (st != SPECDEC_OK) return sd_round_note(rd, st);
+    int32_t *dtok = rd->gamma > 0 && !rd->det ? sd_cuda_runner_device_tokens(rd->d) : NULL;
+    sd_round_finish_kernel<<<1, 1, 0, rd->stream>>>(rd->state, rd->rb, rd->gamma, sd_cuda_runner_device_tokens(rd->t),
+                                                    dtok, rd->draft_two);
+    const cudaError_t le = cudaGetLastError();
+    return le == cudaSuccess ? SPECDEC_OK
+                             : sd_round_note(rd, sd_cuda_fail(&rd->base.err, le, "sd_round_finish_kernel", __FILE__, __LINE__));
+}
+
+/* One logged primitive, enqueued (and logged unless replaying the log). */
+static specdec_status sd_round_enq(sd_cuda_round *rd, int kind, int32_t step) {
+    switch (kind) {
+    case SD_OP_DRAFT_FORWARD: return sd_round_enq_draft_forward(rd, step);
+    case SD_OP_DRAFT_SAMPLE: return sd_round_enq_draft_sample(rd, step);
+    case SD_OP_VERIFY_PASS: return sd_round_enq_verify_pass(rd);
+    default: return sd_round_enq_verify(rd);
     }
-    if (marks) SD_CUDA_TRY(eb, sd_round_mark(rd, 1, capturing));
-    st = sd_cuda_runner_enqueue_dpos(rd->t, gamma + 1, rd->state, -1, gamma + 1, s);
-    if (st != SPECDEC_OK) return sd_round_runner_fail(eb, rd->t, "target", st);
-    if (marks) SD_CUDA_TRY(eb, sd_round_mark(rd, 2, capturing));
-    const sd_cuda_verify_args va = sd_round_verify_args(rd, gamma, ttok);
-    st = sd_cuda_verify(&va, rd->ws_verify, rd->ws_verify_bytes, s, eb);
-    if (st != SPECDEC_OK) return st;
-    sd_round_finish_kernel<<<1, 1, 0, s>>>(rd->state, rd->rb, gamma, ttok, gamma > 0 ? dtok : NULL, rd->draft_two);
-    SD_CUDA_LAUNCHED(eb, "sd_round_finish_kernel");
+}
+
+static specdec_status sd_round_logged(sd_cuda_round *rd, int kind, int32_t step) {
+    if (rd->n_log >= SD_ROUND_LOG)
+        return sd_round_note(rd, sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "device round: %d stages", (int)rd->n_log));
+    rd->log[rd->n_log].kind = kind;
+    rd->log[rd->n_log++].step = step;
+    return sd_round_enq(rd, kind, step);
+}
+
+/* ------------------------------------------------------------------------- */
+/* the executor's ops                                                         */
+/* ------------------------------------------------------------------------- */
+static int cr_model(const sd_round_slot *x) { return x->dr && !x->det; }
+
+static int cr_accepts(sd_exec *ex, const sd_round_slot *x) {
+    sd_cuda_round *rd = (sd_cuda_round *)ex;
+    if (x->tree || x->t != rd->t) return 0;
+    if (cr_model(x)) return x->d == rd->d && rd->d && x->lag >= 1 && x->lag <= (rd->draft_two ? 2 : 1);
+    return 1;
+}
+
+static void cr_invalidate(sd_exec *ex, const sd_round_seq *s) {
+    (void)s;
+    ((sd_cuda_round *)ex)->started = 0;
+}
+
+static int32_t cr_pack(sd_exec *ex, sd_round_slot **xs, int32_t n) {
+    (void)ex;
+    (void)n;
+    xs[0]->j = 0;
+    return 1;
+}
+
+/* The device state for slot x: L, seed, sequence id, the pending tokens of both
+ * runners; the verify mode and sampling parameters (new ones drop the graphs). */
+static specdec_status cr_sync(sd_cuda_round *rd, const sd_round_slot *x) {
+    const sd_round_seq *s = x->s;
+    const sd_sampling_params p = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : s->sp;
+    if (rd->mode != s->mode || memcmp(&rd->sp, &p, sizeof p) != 0) sd_round_drop_graphs(rd);
+    rd->mode = s->mode;
+    rd->sp = p;
+    const int need_dtok = cr_model(x) && rd->dtok_lag != x->lag;
+    if (rd->started && rd->L == s->length && rd->cur_seed == s->seed && rd->cur_sid == s->sequence_id && !need_dtok)
+        return SPECDEC_OK;
+    sd_round_pinned *h = rd->h;
+    const int32_t L = s->length;
+    for (int i = 0; i < SD_ROUND_STATE; i++) h->state[i] = (int64_t)L + (i == 0 ? 0 : i - 1);
+    h->seed = s->seed;
+    h->seq_id = s->sequence_id;
+    h->ttok = s->tokens[L - 1];
+    for (int32_t i = 0; i < x->lag && i < 2; i++) h->dtok[i] = s->tokens[L - x->lag + i];
+    cudaStream_t st = rd->stream;
+    specdec_status jst = sd_round_join(rd, 0, &rd->base.err); /* after the runners' prefill / host rounds */
+    if (jst != SPECDEC_OK) return sd_round_note(rd, jst);
+    cudaError_t e = cudaMemcpyAsync(rd->state, h->state, sizeof h->state, cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(rd->seed, &h->seed, 2 * sizeof(uint64_t), cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->t), &h->ttok, sizeof(int32_t), cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess && cr_model(x))
+        e = cudaMemcpyAsync(sd_cuda_runner_device_tokens(rd->d), h->dtok, (size_t)x->lag * sizeof(int32_t),
+                            cudaMemcpyHostToDevice, st);
+    if (e == cudaSuccess && (jst = sd_round_join(rd, 1, &rd->base.err)) != SPECDEC_OK) return sd_round_note(rd, jst);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st); /* h is reused */
+    if (e != cudaSuccess)
+        return sd_round_note(rd, sd_cuda_fail(&rd->base.err, e, "device round: upload of the sequence state", __FILE__, __LINE__));
+    rd->L = L;
+    rd->cur_seed = s->seed;
+    rd->cur_sid = s->sequence_id;
+    rd->dtok_lag = cr_model(x) ? x->lag : 0;
+    rd->started = 1;
     return SPECDEC_OK;
 }
 
-/* Capture (gamma, n_pend) into *slot. With graph_events the stage events go into the
- * graph as external event nodes; if that capture fails, retry once without them. */
-static specdec_status sd_round_capture(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, cudaGraphExec_t *slot,
-                                       sd_errbuf *eb) {
+/* Replay the wave's graph, or start enqueueing it (capturing when graphs are on). */
+static specdec_status cr_wave_begin(sd_exec *ex, sd_round_slot *const *xs, int32_t k, int *replayed) {
+    sd_cuda_round *rd = (sd_cuda_round *)ex;
+    sd_round_slot *x = xs[0];
+    (void)k;
+    if (rd->lost) return sd_fail(&ex->err, SPECDEC_ERR_DEVICE_LOST, "device round: the device was lost earlier");
+    if ((int64_t)x->s->length + x->depth > rd->n_ctx)
+        return sd_fail(&ex->err, SPECDEC_ERR_CONTEXT_FULL, "device round: length %d + gamma %d exceeds n_ctx %d",
+                       (int)x->s->length, (int)x->depth, (int)rd->n_ctx);
+    SD_CUDA_TRY(&ex->err, cudaSetDevice(rd->device));
+    specdec_status st = cr_sync(rd, x);
+    if (st != SPECDEC_OK) return st;
+    rd->x = x;
+    rd->gamma = x->depth;
+    rd->det = x->depth > 0 && x->det;
+    rd->lag = cr_model(x) ? x->lag : 0;
+    rd->n_log = 0;
+    for (int32_t i = 0; rd->det && i < rd->gamma; i++) rd->h->prop[i] = x->vtok[1 + i];
+    rd->slot = &rd->graph[rd->det][rd->gamma][rd->lag];
+    rd->replayed = rd->use_graphs && *rd->slot;
+    rd->marks = !rd->use_graphs || rd->graph_events;
+    rd->t0 = sd_round_now();
+    if ((st = sd_round_join(rd, 0, &ex->err)) != SPECDEC_OK) return sd_round_note(rd, st); /* after the runners' work */
+    cudaError_t e = cudaEventRecord(rd->ev[0], rd->stream);
+    if (e == cudaSuccess && rd->replayed) e = cudaGraphLaunch(*rd->slot, rd->stream);
+    else if (e == cudaSuccess && rd->use_graphs) e = cudaStreamBeginCapture(rd->stream, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) return sd_round_note(rd, sd_cuda_fail(&ex->err, e, "device round: start", __FILE__, __LINE__));
+    rd->capturing = rd->use_graphs && !rd->replayed;
+    *replayed = rd->replayed;
+    return SPECDEC_OK;
+}
+
+static specdec_status cr_draft_forward(sd_exec *ex, sd_round_slot *const *xs, int32_t n, int32_t step) {
+    (void)xs;
+    (void)n;
+    return sd_round_logged((sd_cuda_round *)ex, SD_OP_DRAFT_FORWARD, step);
+}
+static specdec_status cr_draft_sample(sd_exec *ex, sd_round_slot *const *xs, int32_t n, int32_t step) {
+    (void)xs;
+    (void)n;
+    return sd_round_logged((sd_cuda_round *)ex, SD_OP_DRAFT_SAMPLE, step);
+}
+static specdec_status cr_verify_pass(sd_exec *ex, sd_round_slot *const *xs, int32_t k) {
+    (void)xs;
+    (void)k;
+    return sd_round_logged((sd_cuda_round *)ex, SD_OP_VERIFY_PASS, 0);
+}
+static specdec_status cr_verify(sd_exec *ex, sd_round_slot *const *xs, int32_t k) {
+    (void)xs;
+    (void)k;
+    return sd_round_logged((sd_cuda_round *)ex, SD_OP_VERIFY, 0);
+}
+
+/* End the capture: instantiate into the slot and launch. A refused capture with stage
+ * events is captured again from the log without them. */
+static specdec_status cr_end_capture(sd_cuda_round *rd) {
     for (;;) {
-        SD_CUDA_TRY(eb, cudaStreamBeginCapture(rd->stream, cudaStreamCaptureModeRelaxed));
-        specdec_status st = sd_round_enqueue(rd, gamma, n_pend, rd->graph_events, 1, eb);
         cudaGraph_t g = NULL;
         cudaError_t e = cudaStreamEndCapture(rd->stream, &g);
-        if (st == SPECDEC_OK && e != cudaSuccess)
-            st = sd_cuda_fail(eb, e, "cudaStreamEndCapture(device round)", __FILE__, __LINE__);
-        if (st == SPECDEC_OK) {
-            e = cudaGraphInstantiate(slot, g, 0);
-            if (e != cudaSuccess) {
-                *slot = NULL;
-                st = sd_cuda_fail(eb, e, "cudaGraphInstantiate(device round)", __FILE__, __LINE__);
-            }
-        }
+        rd->capturing = 0;
+        if (e == cudaSuccess) e = cudaGraphInstantiate(rd->slot, g, 0);
         if (g) (void)cudaGraphDestroy(g);
-        if (st == SPECDEC_OK) {
+        if (e == cudaSuccess) {
             rd->n_graphs++;
-            return SPECDEC_OK;
+            e = cudaGraphLaunch(*rd->slot, rd->stream);
+            if (e == cudaSuccess) return SPECDEC_OK;
         }
+        *rd->slot = NULL;
         (void)cudaGetLastError();
-        if (st == SPECDEC_ERR_DEVICE_LOST || !rd->graph_events) return st;
+        if (!rd->graph_events)
+            return sd_round_note(rd, sd_cuda_fail(&rd->base.err, e, "device round: graph capture", __FILE__, __LINE__));
         rd->graph_events = 0; /* external event nodes refused: capture without them */
-    }
-}
-
-/* Enqueue the round (graph replay or direct launches) and the readback of (n, tokens),
- * then wait for it. *stages: whether the stage events were recorded. */
-static specdec_status sd_round_execute(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, int use_graph, int *stages,
-                                       sd_errbuf *eb) {
-    cudaStream_t s = rd->stream;
-    specdec_status st = SPECDEC_OK;
-    *stages = 0;
-    st = sd_round_join(rd, 0, eb); /* after the runners' own work */
-    cudaError_t e = st == SPECDEC_OK ? cudaEventRecord(rd->ev[0], s) : cudaSuccess;
-    if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaEventRecord(round start)", __FILE__, __LINE__);
-    if (st == SPECDEC_OK && use_graph) {
-        cudaGraphExec_t *slot = &rd->graph[gamma][n_pend - 1];
-        if (!*slot) st = sd_round_capture(rd, gamma, n_pend, slot, eb);
-        if (st == SPECDEC_OK) {
-            *stages = rd->graph_events;
-            e = cudaGraphLaunch(*slot, s);
-            if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "cudaGraphLaunch(device round)", __FILE__, __LINE__);
+        rd->marks = 0;
+        e = cudaStreamBeginCapture(rd->stream, cudaStreamCaptureModeRelaxed);
+        if (e != cudaSuccess)
+            return sd_round_note(rd, sd_cuda_fail(&rd->base.err, e, "device round: graph capture", __FILE__, __LINE__));
+        rd->capturing = 1;
+        for (int32_t i = 0; i < rd->n_log; i++) {
+            const specdec_status st = sd_round_enq(rd, rd->log[i].kind, rd->log[i].step);
+            if (st != SPECDEC_OK) return st;
         }
-    } else if (st == SPECDEC_OK) {
-        *stages = 1;
-        st = sd_round_enqueue(rd, gamma, n_pend, 1, 0, eb);
     }
-    if (st == SPECDEC_OK) {
-        e = cudaMemcpyAsync(rd->h->rb, rd->rb, (size_t)(gamma + 2) * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
-        if (e == cudaSuccess) e = cudaEventRecord(rd->ev[3], s);
-        if (e == cudaSuccess) e = cudaEventRecord(rd->done, s);
-        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "device round: readback of the accepted tokens", __FILE__, __LINE__);
-        if (st == SPECDEC_OK) st = sd_round_join(rd, 1, eb); /* the runners' later work after the round's */
-        e = st == SPECDEC_OK ? cudaEventSynchronize(rd->done) : cudaSuccess;
-        if (e != cudaSuccess) st = sd_cuda_fail(eb, e, "device round: readback of the accepted tokens", __FILE__, __LINE__);
-    }
-    if (st != SPECDEC_OK) {
-        (void)cudaStreamSynchronize(s);
-        (void)cudaGetLastError();
-        return sd_round_note(rd, st);
-    }
-    return SPECDEC_OK;
 }
 
 /* The stage times of the round just read back (events ev[0..3]). */
-static void sd_round_timing(const sd_cuda_round *rd, int stages, double t_wall, sd_cuda_round_timing *tm) {
+static void cr_timing(sd_cuda_round *rd, double t_wall) {
+    sd_cuda_round_timing *tm = &rd->last;
     memset(tm, 0, sizeof *tm);
     tm->t_wall = t_wall;
+    tm->replayed = rd->replayed;
     float ms = 0.0f;
     if (cudaEventElapsedTime(&ms, rd->ev[0], rd->ev[3]) == cudaSuccess) tm->t_gpu = 1e-3 * ms;
-    if (stages) {
+    if (rd->marks) {
         float a = 0, b = 0, c = 0;
         if (cudaEventElapsedTime(&a, rd->ev[0], rd->ev[1]) == cudaSuccess &&
             cudaEventElapsedTime(&b, rd->ev[1], rd->ev[2]) == cudaSuccess &&
@@ -489,159 +483,173 @@ static void sd_round_timing(const sd_cuda_round *rd, int stages, double t_wall, 
     (void)cudaGetLastError(); /* an unreadable timing is not an error of the round */
 }
 
-extern "C" specdec_status sd_cuda_round_run(sd_cuda_round *rd, int32_t gamma, int32_t n_pend, int use_graph,
-                                            int32_t *out_tokens, int32_t *out_n_accepted, sd_cuda_round_timing *tm,
-                                            sd_errbuf *eb) {
-    if (!rd || !out_tokens || !out_n_accepted)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: NULL round or output");
-    if (rd->lost)
-        return sd_fail(eb, SPECDEC_ERR_DEVICE_LOST, "device round: an earlier device error left the device unusable");
-    if (!rd->started) return sd_fail(eb, SPECDEC_ERR_INTERNAL, "device round: run before start");
-    if (gamma < 0 || gamma > SPECDEC_MAX_DRAFT || (gamma > 0 && (!rd->d || n_pend < 1 || n_pend > 2)))
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: gamma %d, n_pend %d, %s draft", (int)gamma,
-                       (int)n_pend, rd->d ? "with" : "no");
-    if (gamma == 0) n_pend = 1;
-    const int32_t L = rd->L;
-    /* every position any kernel of the round touches must be inside the caches */
-    if ((int64_t)L + gamma > rd->n_ctx || L - (gamma > 0 ? n_pend : 1) < 0)
-        return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL, "device round: length %d + gamma %d exceeds n_ctx %d", (int)L,
-                       (int)gamma, (int)rd->n_ctx);
-    SD_CUDA_TRY(eb, cudaSetDevice(rd->device));
-    rd->started = 0; /* until the round completes: a failure leaves the state unknown */
-    const double t0 = sd_round_now();
-    int stages = 0;
-    specdec_status st = sd_round_execute(rd, gamma, n_pend, use_graph, &stages, eb);
-    if (st != SPECDEC_OK) return st;
-    const double t1 = sd_round_now();
-    const int32_t *rb = rd->h->rb;
-    const int32_t n = rb[0];
-    if (n < 0 || n > gamma)
-        return sd_fail(eb, SPECDEC_ERR_INTERNAL, "device round: accepted count %d outside [0, %d]", (int)n, (int)gamma);
+/* The round's results: the tokens checked, the state advanced, the stage times (the
+ * wall time in the device stages' proportions; all target time without stage events). */
+static specdec_status cr_results(sd_cuda_round *rd, double t_wall) {
+    sd_round_slot *x = rd->x;
+    sd_round_seq *s = x->s;
+    const int32_t *rb = rd->h->rb, n = rb[0];
+    if (n < 0 || n > rd->gamma)
+        return sd_round_note(rd, sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "device round: accepted count %d outside [0, %d]",
+                                         (int)n, (int)rd->gamma));
     for (int32_t i = 0; i <= n; i++) {
         if (rb[1 + i] < 0 || rb[1 + i] >= rd->V)
-            return sd_fail(eb, SPECDEC_ERR_INTERNAL, "device round: token %d at %d outside [0, %d)", (int)rb[1 + i],
-                           (int)i, (int)rd->V);
-        out_tokens[i] = rb[1 + i];
+            return sd_round_note(rd, sd_fail(&rd->base.err, SPECDEC_ERR_INTERNAL, "device round: token %d at %d outside [0, %d)",
+                                             (int)rb[1 + i], (int)i, (int)rd->V));
+        s->out[i] = rb[1 + i];
     }
-    *out_n_accepted = n;
-    rd->L = L + n + 1;
-    rd->started = 1;
-    if (tm) sd_round_timing(rd, stages, t1 - t0, tm);
+    s->n_accepted = n;
+    if (s->trace && !rd->det)
+        for (int32_t i = 0; i < rd->gamma; i++) x->vtok[1 + i] = rd->h->drafted[i];
+    rd->L = s->length + n + 1;
+    rd->dtok_lag = rd->gamma > 0 && !rd->det ? (n == rd->gamma && rd->draft_two ? 2 : 1) : 0;
+    cr_timing(rd, t_wall);
+    const sd_cuda_round_timing *tm = &rd->last;
+    s->t.draft = 0;
+    s->t.target = tm->t_wall;
+    s->t.verify = 0;
+    if (tm->stages && tm->t_gpu > 0) {
+        s->t.draft = tm->t_wall * tm->t_draft / tm->t_gpu;
+        s->t.verify = tm->t_wall * tm->t_verify / tm->t_gpu;
+        s->t.target = tm->t_wall - s->t.draft - s->t.verify;
+    }
     return SPECDEC_OK;
 }
 
-extern "C" int32_t sd_cuda_round_length(const sd_cuda_round *rd) { return rd && rd->started ? rd->L : -1; }
-extern "C" int32_t sd_cuda_round_graph_count(const sd_cuda_round *rd) { return rd ? rd->n_graphs : 0; }
-extern "C" int sd_cuda_round_lost(const sd_cuda_round *rd) { return rd ? rd->lost : 0; }
-
-/* ---- the round interface (core/sd_round.h) ----------------------------------------- */
-
-static specdec_status sd_round_fail_op(sd_cuda_round *rd, specdec_status st) {
-    if (st == SPECDEC_ERR_DEVICE_LOST || rd->lost) rd->base.device_lost = 1;
+/* Launch a fresh capture, then ONE readback of (n, tokens) (and the drafted tokens for
+ * a trace), ONE synchronisation, the results. */
+static specdec_status cr_wave_end(sd_exec *ex, sd_round_slot *const *xs, int32_t k, int *timed) {
+    sd_cuda_round *rd = (sd_cuda_round *)ex;
+    (void)xs;
+    (void)k;
+    specdec_status st = rd->capturing ? cr_end_capture(rd) : SPECDEC_OK;
+    if (st != SPECDEC_OK) return st;
+    cudaStream_t s = rd->stream;
+    cudaError_t e = cudaMemcpyAsync(rd->h->rb, rd->rb, (size_t)(rd->gamma + 2) * sizeof(int32_t), cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess && rd->x->s->trace && rd->gamma > 0 && !rd->det)
+        e = cudaMemcpyAsync(rd->h->drafted, sd_cuda_runner_device_tokens(rd->t) + 1, (size_t)rd->gamma * sizeof(int32_t),
+                            cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaEventRecord(rd->ev[3], s);
+    if (e == cudaSuccess) e = cudaEventRecord(rd->done, s);
+    if (e != cudaSuccess)
+        return sd_round_note(rd, sd_cuda_fail(&ex->err, e, "device round: readback of the accepted tokens", __FILE__, __LINE__));
+    if ((st = sd_round_join(rd, 1, &ex->err)) != SPECDEC_OK) return sd_round_note(rd, st); /* the runners' later work after it */
+    if ((e = cudaEventSynchronize(rd->done)) != cudaSuccess)
+        return sd_round_note(rd, sd_cuda_fail(&ex->err, e, "device round: readback of the accepted tokens", __FILE__, __LINE__));
+    st = cr_results(rd, sd_round_now() - rd->t0);
+    *timed = st == SPECDEC_OK;
     return st;
 }
 
-/* Prefill both caches through the runners (host path, chunked), then upload the
- * sequence state for device-resident rounds. */
-static specdec_status cuda_round_begin(sd_round *base, sd_round_seq *s) {
-    sd_cuda_round *rd = (sd_cuda_round *)base;
-    sd_errbuf *eb = &base->err;
-    if (s->length < 1) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: empty sequence");
-    if ((s->target && s->target != rd->t) || (s->draft && s->draft != rd->d))
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: a sequence on other runners than the round's");
-    rd->started = 0;
-    sd_runner_truncate(rd->t, 0);
-    if (rd->d) sd_runner_truncate(rd->d, 0);
-    specdec_status st = SPECDEC_OK;
-    if (s->length > 1) {
-        st = sd_runner_forward_chunked(rd->t, s->tokens, s->length - 1, 0, NULL);
-        if (st != SPECDEC_OK) return sd_round_fail_op(rd, sd_fail(eb, st, "target prefill: %s", rd->t->err.msg));
-        if (rd->d && s->uses_draft) st = sd_runner_forward_chunked(rd->d, s->tokens, s->length - 1, 0, NULL);
-        if (st != SPECDEC_OK) return sd_round_fail_op(rd, sd_fail(eb, st, "draft prefill: %s", rd->d->err.msg));
-    }
-    st = sd_cuda_round_start(rd, s->mode, &s->sp, s->seed, s->sequence_id, s->length, s->tokens[s->length - 1], eb);
-    return sd_round_fail_op(rd, st);
+static void cr_note_kv(sd_exec *ex, sd_runner *r, int32_t len) {
+    (void)ex;
+    sd_cuda_runner_note_kv(r, len);
 }
 
-/* The round's wall time in the device stages' proportions (all of it counts as target
- * time when the stage events are unavailable). */
-static void cuda_round_times(const sd_cuda_round_timing *tm, sd_round_times *t) {
-    t->draft = 0;
-    t->target = tm->t_wall;
-    t->verify = 0;
-    if (tm->stages && tm->t_gpu > 0) {
-        t->draft = tm->t_wall * tm->t_draft / tm->t_gpu;
-        t->verify = tm->t_wall * tm->t_verify / tm->t_gpu;
-        t->target = tm->t_wall - t->draft - t->verify;
-    }
-}
+static void cr_destroy(sd_exec *ex) { sd_cuda_round_free((sd_cuda_round *)ex); }
 
-static specdec_status cuda_round_run(sd_round *base, sd_round_seq *const *seqs, int32_t n_seqs) {
-    sd_cuda_round *rd = (sd_cuda_round *)base;
-    sd_errbuf *eb = &base->err;
-    if (n_seqs != 1 || !seqs || !seqs[0])
-        return sd_fail(eb, n_seqs > 1 ? SPECDEC_ERR_UNSUPPORTED : SPECDEC_ERR_INVALID_ARGUMENT,
-                       "device round: %d sequences (one per engine)", (int)n_seqs);
-    sd_round_seq *s = seqs[0];
-    const int32_t gamma = s->shape.depth, L = s->length;
-    s->status = SPECDEC_ERR_INTERNAL;
-    if ((s->target && s->target != rd->t) || (s->draft && s->draft != rd->d))
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: a sequence on other runners than the round's");
-    if (!sd_draft_is_chain(&s->shape))
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: draft trees are not implemented yet");
-    if (!rd->started || rd->L != L)
-        return sd_fail(eb, SPECDEC_ERR_INTERNAL, "device round: sequence at length %d, device state at %d%s", (int)L,
-                       (int)rd->L, rd->started ? "" : " (not begun)");
-    /* the draft's lag behind the sequence: 1 after a rejection or the prefill, 2 after
-     * a round that accepted everything (it never saw x_γ) */
-    const int32_t n_pend = gamma > 0 && rd->d ? L - sd_runner_kv_len(rd->d) : 1;
-    if (gamma > 0 && (n_pend < 1 || n_pend > 2))
-        return sd_fail(eb, SPECDEC_ERR_INTERNAL, "device round: the draft is %d tokens behind (1 or 2 supported)",
-                       (int)n_pend);
-    sd_cuda_round_timing tm;
-    specdec_status st = sd_cuda_round_run(rd, gamma, n_pend, rd->use_graphs, s->out, &s->n_accepted, &tm, eb);
-    if (st != SPECDEC_OK) return sd_round_fail_op(rd, st);
-    s->n_drafted = gamma;
-    cuda_round_times(&tm, &s->t);
-    /* what the device-side forwards appended: the target holds L + n (the emitted
-     * token pending); the draft saw up to L + γ - 1, of which the accepted path stays */
-    sd_cuda_runner_note_kv(rd->t, L + s->n_accepted);
-    if (gamma > 0) {
-        const int32_t dk = L + gamma - 1 < L + s->n_accepted ? L + gamma - 1 : L + s->n_accepted;
-        sd_cuda_runner_note_kv(rd->d, dk);
-    }
-    s->status = SPECDEC_OK;
+static const sd_exec_ops sd_cuda_exec_ops = {
+    "cuda",         cr_accepts,     NULL,          cr_invalidate,  cr_pack,   cr_wave_begin,
+    cr_draft_forward, cr_draft_sample, NULL,        NULL,           cr_verify_pass, cr_verify,
+    cr_wave_end,    cr_note_kv,     cr_destroy};
+
+/* ------------------------------------------------------------------------- */
+/* create                                                                     */
+/* ------------------------------------------------------------------------- */
+static size_t sd_round_al(size_t n) { return (n + 255) / 256 * 256; }
+
+/* The runners a device executor can drive: standalone CUDA runners (identity block
+ * tables: the forwards address rows through them in CHAIN mode) on one device, of one
+ * vocabulary within the GPU sampler's range. */
+static specdec_status sd_round_check_runners(sd_runner *target, sd_runner *draft, sd_errbuf *eb) {
+    if (!target || target->backend != SPECDEC_BACKEND_CUDA || (draft && draft->backend != SPECDEC_BACKEND_CUDA))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: needs CUDA runners (target %p)", (void *)target);
+    if (!sd_cuda_runner_standalone(target) || (draft && !sd_cuda_runner_standalone(draft)))
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                       "device round: the %s runner belongs to a runner group (paged KV shared by sequences); "
+                       "groups are driven by the batched executor",
+                       sd_cuda_runner_standalone(target) ? "draft" : "target");
+    const int32_t V = target->n_vocab;
+    if (V <= 0 || V > SD_CUDA_SAMPLE_MAX_VOCAB)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: vocabulary %d outside [1, %d] of the GPU sampler",
+                       (int)V, SD_CUDA_SAMPLE_MAX_VOCAB);
+    if (draft && (draft->n_vocab != V || sd_cuda_runner_device(draft) != sd_cuda_runner_device(target)))
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "device round: draft vocabulary %d / device %d vs target %d / %d",
+                       (int)draft->n_vocab, sd_cuda_runner_device(draft), (int)V, sd_cuda_runner_device(target));
     return SPECDEC_OK;
 }
 
-/* A stop inside the round: the caches give up what lies beyond `length`; the device
- * state no longer matches the sequence, so it must be begun again. */
-static specdec_status cuda_round_settle(sd_round *base, sd_round_seq *s, int32_t length) {
-    sd_cuda_round *rd = (sd_cuda_round *)base;
-    (void)s;
-    sd_runner_truncate(rd->t, length - 1);
-    if (rd->d) sd_runner_truncate(rd->d, length - 1);
-    rd->started = 0;
-    return SPECDEC_OK;
-}
-
-static void cuda_round_destroy(sd_round *base) { sd_cuda_round_free((sd_cuda_round *)base); }
-
-static const sd_round_ops sd_cuda_round_ops = {"cuda", cuda_round_begin, cuda_round_run, cuda_round_settle,
-                                               cuda_round_destroy};
-
-extern "C" specdec_status sd_cuda_round_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_round **out,
-                                               sd_errbuf *eb) {
-    if (out) *out = NULL;
-    sd_cuda_round *rd = NULL;
-    specdec_status st = sd_cuda_round_alloc(target, draft, &rd, eb);
+/* The arena's layout (offsets), the stream, events, arena and pinned staging. */
+static specdec_status sd_cuda_round_device(sd_cuda_round *rd, sd_errbuf *eb) {
+    const int32_t V = rd->V;
+    rd->ws_draft_bytes = sd_cuda_sample_ws_bytes(1, V);
+    for (int32_t g = 0; g <= SPECDEC_MAX_DRAFT; g++) {
+        size_t b = sd_cuda_verify_ws_bytes(1, g, V);
+        if (b > rd->ws_verify_bytes) rd->ws_verify_bytes = b;
+    }
+    const size_t off_rb = sd_round_al(SD_ROUND_STATE * sizeof(int64_t));
+    const size_t off_seed = off_rb + sd_round_al(SD_ROUND_RB * sizeof(int32_t));
+    const size_t off_q = off_seed + sd_round_al(2 * sizeof(uint64_t));
+    const size_t off_wd = off_q + sd_round_al((size_t)SPECDEC_MAX_DRAFT * (size_t)V * sizeof(float));
+    const size_t off_wv = off_wd + sd_round_al(rd->ws_draft_bytes);
+    const size_t total = off_wv + sd_round_al(rd->ws_verify_bytes);
+    SD_CUDA_TRY(eb, cudaSetDevice(rd->device));
+    SD_CUDA_TRY(eb, cudaStreamCreateWithFlags(&rd->stream, cudaStreamNonBlocking));
+    SD_CUDA_TRY(eb, cudaEventCreateWithFlags(&rd->done, cudaEventDisableTiming));
+    for (int i = 0; i < 4; i++) SD_CUDA_TRY(eb, cudaEventCreate(&rd->ev[i]));
+    SD_CUDA_TRY(eb, cudaEventCreateWithFlags(&rd->order, cudaEventDisableTiming));
+    SD_CUDA_TRY(eb, cudaMalloc(&rd->arena, total));
+    SD_CUDA_TRY(eb, cudaMallocHost((void **)&rd->h, sizeof(sd_round_pinned)));
+    char *b = (char *)rd->arena;
+    rd->state = (int64_t *)b;
+    rd->rb = (int32_t *)(b + off_rb);
+    rd->seed = (uint64_t *)(b + off_seed);
+    rd->seq_id = rd->seed + 1;
+    rd->q = (float *)(b + off_q);
+    rd->ws_draft = b + off_wd;
+    rd->ws_verify = b + off_wv;
+    memset(rd->h, 0, sizeof *rd->h);
+    specdec_status st = sd_cuda_verify_ws_init(rd->ws_verify, rd->ws_verify_bytes, rd->stream, eb);
+    if (st == SPECDEC_OK) st = sd_cuda_sample_ws_init(rd->ws_draft, rd->ws_draft_bytes, rd->stream, eb);
     if (st != SPECDEC_OK) return st;
-    rd->base.ops = &sd_cuda_round_ops;
+    SD_CUDA_TRY(eb, cudaStreamSynchronize(rd->stream));
+    return SPECDEC_OK;
+}
+
+extern "C" specdec_status sd_cuda_exec_create(sd_runner *target, sd_runner *draft, int use_graphs, sd_exec **out,
+                                              sd_errbuf *eb) {
+    if (out) *out = NULL;
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "device round: out is NULL");
+    specdec_status st = sd_round_check_runners(target, draft, eb);
+    if (st != SPECDEC_OK) return st;
+    sd_cuda_round *rd = (sd_cuda_round *)sd_calloc(1, sizeof *rd);
+    if (!rd) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "device round: out of host memory");
+    rd->base.ops = &sd_cuda_exec_ops;
+    rd->t = target;
+    rd->d = draft;
     rd->use_graphs = use_graphs;
+    rd->device = sd_cuda_runner_device(target);
+    rd->V = target->n_vocab;
+    rd->n_ctx = draft && draft->n_ctx < target->n_ctx ? draft->n_ctx : target->n_ctx;
+    rd->draft_two = draft && draft->max_batch >= 2;
+    rd->graph_events = 1;
+    rd->L = -1;
+    st = sd_cuda_round_device(rd, eb);
+    if (st != SPECDEC_OK) {
+        (void)cudaGetLastError();
+        sd_cuda_round_free(rd);
+        return st;
+    }
     *out = &rd->base;
     return SPECDEC_OK;
 }
 
-extern "C" void sd_cuda_round_use_graphs(sd_round *base, int use_graphs) {
-    if (base) ((sd_cuda_round *)base)->use_graphs = use_graphs;
+extern "C" void sd_cuda_exec_use_graphs(sd_exec *ex, int use_graphs) {
+    if (ex) ((sd_cuda_round *)ex)->use_graphs = use_graphs;
 }
+
+extern "C" void sd_cuda_exec_last_timing(const sd_exec *ex, sd_cuda_round_timing *tm) {
+    if (tm) *tm = ex ? ((const sd_cuda_round *)ex)->last : sd_cuda_round_timing{};
+}
+
+extern "C" int32_t sd_cuda_exec_graph_count(const sd_exec *ex) { return ex ? ((const sd_cuda_round *)ex)->n_graphs : 0; }

@@ -172,15 +172,25 @@ int main(int argc, char **argv) {
         sd_errbuf eb;
         sd_err_clear(&eb);
         sd_runner *rt = NULL, *rd = NULL;
-        sd_round *round_if = NULL;
+        sd_exec *ex = NULL;
+        sd_round *round = NULL;
         if (sd_cuda_runner_create_synthetic(&tc, SD_BF16, n_ctx, 64, 0, 1, &rt, &eb) != SPECDEC_OK ||
             sd_cuda_runner_create_synthetic(&dc, SD_BF16, n_ctx, 64, 0, 2, &rd, &eb) != SPECDEC_OK ||
-            sd_cuda_round_create(rt, rd, 1, &round_if, &eb) != SPECDEC_OK) {
+            sd_cuda_exec_create(rt, rd, 1, &ex, &eb) != SPECDEC_OK ||
+            sd_round_create(ex, NULL, rt, rd, 1, &round, &eb) != SPECDEC_OK) {
             fprintf(stderr, "synthetic models: %s\n", eb.msg);
             return 1;
         }
-        sd_cuda_round *round = sd_cuda_round_of(round_if);
-        sd_sampling_params sp = {0.0f, 0, 1.0f, 0.0f};
+        static int32_t ones[2048];
+        for (int i = 0; i < L0; i++) ones[i] = 1;
+        sd_round_seq seq;
+        memset(&seq, 0, sizeof seq);
+        seq.mode = SPECDEC_VERIFY_GREEDY;
+        seq.sp = (sd_sampling_params){0.0f, 0, 1.0f, 0.0f};
+        seq.seed = 1;
+        seq.drafter = sd_drafter_model();
+        seq.tokens = ones;
+        sd_round_seq *one = &seq;
         printf("\nsynthetic 7B-like target + 1.1B-like draft (BF16, random weights, context %d):\n", L0);
         printf("%5s %9s %9s %9s %9s %9s %10s %9s %9s\n", "gamma", "draft_ms", "verify_ms", "verif_ms", "sync_ms",
                "round_ms", "graph_ms", "x@a=0.6", "x@a=0.8");
@@ -188,16 +198,21 @@ int main(int argc, char **argv) {
         double t_plain = 0;
         for (int g = 0; g <= GMAX; g++) {
             double vd[20], vt[20], vv[20], vs[20], vw[20], vg[20];
-            int32_t toks[SPECDEC_MAX_DRAFT + 1], na = 0;
             for (int pass = 0; pass < 2; pass++) { /* 0: direct launches (stages), 1: graph replay */
+                sd_cuda_exec_use_graphs(ex, pass);
                 for (int r = -2; r < 20; r++) {
                     sd_cuda_round_timing t;
-                    /* restart at L0 each time: the same positions for every γ */
-                    if (sd_cuda_round_start(round, SPECDEC_VERIFY_GREEDY, &sp, 1, 0, L0, 1, &eb) != SPECDEC_OK ||
-                        sd_cuda_round_run(round, g, 1, pass, toks, &na, &t, &eb) != SPECDEC_OK) {
-                        fprintf(stderr, "round gamma %d: %s\n", g, eb.msg);
+                    /* restart at L0 each time (the executor uploads its state again): the
+                     * same positions for every γ, the draft one token behind */
+                    sd_cuda_runner_note_kv(rt, L0 - 1);
+                    sd_cuda_runner_note_kv(rd, L0 - 1);
+                    seq.length = L0;
+                    seq.shape = sd_draft_chain(g);
+                    if (sd_round_run(round, &one, 1) != SPECDEC_OK) {
+                        fprintf(stderr, "round gamma %d: %s\n", g, sd_round_err(round));
                         return 1;
                     }
+                    sd_cuda_exec_last_timing(ex, &t);
                     if (r < 0) continue;
                     if (pass == 0) {
                         vd[r] = t.t_draft;
@@ -223,7 +238,8 @@ int main(int argc, char **argv) {
                     g, md, mt, mv, ms, mw, mg, x6, x8, g < GMAX ? "," : "");
         }
         fprintf(js, "  ]}");
-        sd_round_destroy(round_if);
+        sd_round_destroy(round);
+        sd_exec_destroy(ex);
         sd_runner_destroy(rt);
         sd_runner_destroy(rd);
     }

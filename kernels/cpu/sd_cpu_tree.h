@@ -48,22 +48,12 @@
 
 #include "specdec.h"
 #include "sd_cpu_verify.h"
+#include "sd_drafter.h"
 #include "sd_error.h"
 #include "sd_runner.h"
 
-/* A finished draft tree: node 0 is the root (the pending token), nodes in breadth-first
- * order, the children of a node contiguous (child0 .. child0 + n_child - 1) in sibling
- * order. */
-typedef struct sd_tree {
-    int32_t n;                               /* nodes, root included: 1 .. SD_RUNNER_TREE_MAX */
-    int32_t token[SD_RUNNER_TREE_MAX];
-    int32_t parent[SD_RUNNER_TREE_MAX];      /* root: -1; else < own index */
-    int32_t depth[SD_RUNNER_TREE_MAX];       /* root: 0 */
-    int32_t child0[SD_RUNNER_TREE_MAX];
-    int32_t n_child[SD_RUNNER_TREE_MAX];
-    int32_t qrow[SD_RUNNER_TREE_MAX];        /* row of q the children were drawn from; -1: no children */
-    uint8_t sampled[SD_RUNNER_TREE_MAX];     /* 1: child 0 was sampled from q (REJECTION rule) */
-} sd_tree;
+/* sd_tree, the finished draft tree (node 0 = the root, breadth-first, children
+ * contiguous), is the drafters' proposal type: core/sd_drafter.h. */
 
 /* The k best tokens of row x (value descending, id ascending) with x > floor, without
  * `skip` (-1: none), into out[0..k); returns how many (fewer when fewer qualify). O(V k)

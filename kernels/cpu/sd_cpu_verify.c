@@ -17,19 +17,21 @@ void sd_verify_fetch_uniforms(uint64_t seed, uint64_t sequence_id, int64_t pos0,
         u->sample[i] = sd_rng_uniform_at(seed, sequence_id, pos0 + i, SD_RNG_PURPOSE_SAMPLE);
 }
 
-/* Inverse CDF of norm(max(0, p - q)) with uniform u, in exact fixed point; falls back
- * to p when the residual has no fixed-point mass. Two O(V) passes, no scratch. */
-static int32_t sample_residual(const float *p, const float *q, int32_t V, double u) {
+/* q_j of a draft row: dense, or one-hot on the draft token x (q NULL: a deterministic
+ * draft, docs/DRAFTERS.md). */
+static float q_at(const float *q, int32_t j, int32_t x) { return q ? q[j] : (j == x ? 1.0f : 0.0f); }
+
+int32_t sd_verify_residual(const float *p, const float *q, int32_t x, int32_t V, double u) {
     sd_u128 D = 0;
     int pos;
-    for (int32_t j = 0; j < V; j++) D += sd_rule_residual(p[j], q[j], &pos);
+    for (int32_t j = 0; j < V; j++) D += sd_rule_residual(p[j], q_at(q, j, x), &pos);
     if (D == 0) return sd_sample_inverse_cdf(p, V, u);
     sd_u128 target = sd_rule_u_target(u, D); /* first prefix C with u * D <= C */
     if (target == 0) target = 1;             /* u <= 0 / NaN: the first j with mass */
     sd_u128 c = 0;
     int32_t last = -1;
     for (int32_t j = 0; j < V; j++) {
-        const uint64_t m = sd_rule_residual(p[j], q[j], &pos);
+        const uint64_t m = sd_rule_residual(p[j], q_at(q, j, x), &pos);
         if (!pos) continue;
         c += m;
         last = j;
@@ -39,7 +41,7 @@ static int32_t sample_residual(const float *p, const float *q, int32_t V, double
 }
 
 static specdec_status verify_check(specdec_verify_mode mode, int32_t gamma, int32_t n_vocab, const float *p,
-                                   const float *q, const int32_t *draft, const sd_verify_uniforms *u,
+                                   const float *q, int det, const int32_t *draft, const sd_verify_uniforms *u,
                                    const int32_t *out_tokens, const int32_t *out_n_accepted, sd_errbuf *eb) {
     if (mode != SPECDEC_VERIFY_REJECTION && mode != SPECDEC_VERIFY_GREEDY && mode != SPECDEC_VERIFY_MATCH)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "verify: mode %d is not REJECTION, GREEDY or MATCH",
@@ -51,7 +53,7 @@ static specdec_status verify_check(specdec_verify_mode mode, int32_t gamma, int3
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "verify: n_vocab %d must be > 0", (int)n_vocab);
     if (!p || !out_tokens || !out_n_accepted || (gamma > 0 && !draft))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "verify: NULL p, draft or output pointer");
-    if (mode == SPECDEC_VERIFY_REJECTION && gamma > 0 && !q)
+    if (mode == SPECDEC_VERIFY_REJECTION && gamma > 0 && !q && !det)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "verify: rejection mode needs the draft's q rows");
     if (mode != SPECDEC_VERIFY_GREEDY && !u)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "verify: uniforms are NULL");
@@ -71,7 +73,7 @@ static int32_t verify_rejection(int32_t gamma, int32_t V, const float *p, const 
                                        q[(size_t)n * Vs + (size_t)draft[n]]))
         n++;
     *n_out = n;
-    if (n < gamma) return sample_residual(p + (size_t)n * Vs, q + (size_t)n * Vs, V, u->sample[n]);
+    if (n < gamma) return sd_verify_residual(p + (size_t)n * Vs, q + (size_t)n * Vs, draft[n], V, u->sample[n]);
     return sd_sample_inverse_cdf(p + (size_t)gamma * Vs, V, u->sample[gamma]);
 }
 
@@ -91,7 +93,7 @@ static int32_t verify_target_tokens(specdec_verify_mode mode, int32_t gamma, int
 specdec_status sd_verify(specdec_verify_mode mode, int32_t gamma, int32_t n_vocab, const float *p,
                          const float *q, const int32_t *draft, const sd_verify_uniforms *u,
                          int32_t *out_tokens, int32_t *out_n_accepted, sd_errbuf *eb) {
-    specdec_status st = verify_check(mode, gamma, n_vocab, p, q, draft, u, out_tokens, out_n_accepted, eb);
+    specdec_status st = verify_check(mode, gamma, n_vocab, p, q, 0, draft, u, out_tokens, out_n_accepted, eb);
     if (st != SPECDEC_OK) return st;
     int32_t n = 0;
     const int32_t t = mode == SPECDEC_VERIFY_REJECTION ? verify_rejection(gamma, n_vocab, p, q, draft, u, &n)
@@ -100,6 +102,12 @@ specdec_status sd_verify(specdec_verify_mode mode, int32_t gamma, int32_t n_voca
     out_tokens[n] = t;
     *out_n_accepted = n;
     return SPECDEC_OK;
+}
+
+specdec_status sd_verify_det_check(specdec_verify_mode mode, int32_t gamma, int32_t n_vocab, const float *p,
+                                   const int32_t *draft, const sd_verify_uniforms *u, const int32_t *out_tokens,
+                                   const int32_t *out_n_accepted, sd_errbuf *eb) {
+    return verify_check(mode, gamma, n_vocab, p, NULL, 1, draft, u, out_tokens, out_n_accepted, eb);
 }
 
 int32_t sd_verify_draft_sample(specdec_verify_mode mode, const float *q, int32_t n_vocab, uint64_t seed,

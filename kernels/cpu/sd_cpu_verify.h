@@ -51,6 +51,28 @@ specdec_status sd_verify(specdec_verify_mode mode, int32_t gamma, int32_t n_voca
                          const float *q, const int32_t *draft, const sd_verify_uniforms *u,
                          int32_t *out_tokens, int32_t *out_n_accepted, sd_errbuf *eb);
 
+/* sd_verify for DETERMINISTIC drafts (a drafter whose q is one-hot on its token, e.g.
+ * n-gram lookup; docs/DRAFTERS.md): q_i = onehot(draft[i]), no rows. In its own file
+ * (sd_cpu_verify_det.c) so that tests can link broken variants in its place. REJECTION accepts
+ * draft[i] iff sd_rule_accept(accept[i], p_i(x), 1), i.e. with probability p_i(x), and
+ * on rejection samples the residual norm(max(0, p_i - onehot(x))) = p_i without x,
+ * renormalised (p_i itself if nothing else has mass); GREEDY and MATCH are sd_verify's
+ * (they never read q). Same checks and outputs as sd_verify. */
+specdec_status sd_verify_det(specdec_verify_mode mode, int32_t gamma, int32_t n_vocab, const float *p,
+                             const int32_t *draft, const sd_verify_uniforms *u, int32_t *out_tokens,
+                             int32_t *out_n_accepted, sd_errbuf *eb);
+
+/* sd_verify_det's argument checks (sd_verify's, without q). */
+specdec_status sd_verify_det_check(specdec_verify_mode mode, int32_t gamma, int32_t n_vocab, const float *p,
+                                   const int32_t *draft, const sd_verify_uniforms *u, const int32_t *out_tokens,
+                                   const int32_t *out_n_accepted, sd_errbuf *eb);
+
+/* The residual token: inverse CDF of norm(max(0, p - q)) with uniform u, in exact fixed
+ * point (core/sd_sample_rules.h: sd_rule_residual, sd_rule_u_target); p itself when the
+ * residual has no mass. q NULL: q one-hot on x (the residual is p without x). Two O(V)
+ * passes, no scratch. */
+int32_t sd_verify_residual(const float *p, const float *q, int32_t x, int32_t V, double u);
+
 /* The draft model's token at absolute position `position` from its processed row q:
  *   REJECTION: sd_sample_inverse_cdf(q, V, u(seed, seq, position, SD_RNG_PURPOSE_DRAFT))
  *   MATCH:     sd_sample_inverse_cdf(q, V, u(seed, seq, position, SD_RNG_PURPOSE_SAMPLE))

@@ -157,6 +157,10 @@ typedef struct sd_cuda_verify_args {
     int64_t out_stride;        /* >= gamma + 1 */
     int32_t *out_n_accepted;   /* [n_seq] */
     int32_t blocks_per_row;    /* 0: one block per row; SD_CUDA_MB_AUTO or 1..64: multi-block (above) */
+    int32_t deterministic;     /* 1: deterministic drafts (docs/DRAFTERS.md): q_i is one-hot on draft
+                                  token i, q is not read (may be NULL); REJECTION accepts with p(x)
+                                  and resamples from p without x (sd_verify_det's rules); always
+                                  the one-block kernel */
 } sd_cuda_verify_args;
 
 size_t sd_cuda_verify_ws_bytes(int32_t n_seq, int32_t gamma, int32_t n_vocab);

@@ -346,6 +346,11 @@ struct RowResidMeas { /* max(0, p - q) in double */
     const float *p, *q;
     __device__ uint64_t operator()(int i, int &pos) const { return sd_rule_residual(p[i], q[i], &pos); }
 };
+struct RowResidDetMeas { /* max(0, p - onehot(x)) in double: a deterministic draft x */
+    const float *p;
+    int x;
+    __device__ uint64_t operator()(int i, int &pos) const { return sd_rule_residual(p[i], i == x ? 1.0f : 0.0f, &pos); }
+};
 struct RowTieMeas { /* candidates whose key equals k, inside the previous cut */
     const double *w;
     uint64_t k;
@@ -367,12 +372,19 @@ static __device__ int row_sample_row(const float *p, int V, uint32_t x, RowShare
 }
 
 /* Residual sample norm(max(0, p - q)) with word x; p itself when the residual is empty. */
-static __device__ int row_sample_residual(const float *p, const float *q, int V, uint32_t x, RowShared &sh) {
-    RowResidMeas f{p, q};
+template <class M> static __device__ int row_sample_resid_meas(const float *p, const M &f, int V, uint32_t x,
+                                                                RowShared &sh) {
     sd_u128 d = row_tiles(V, f, sh);
     if (d == 0) return row_sample_row(p, V, x, sh);
     int r = row_find(V, f, sd_rule_scaled_target(x, d), sh);
     return r < 0 ? 0 : r;
+}
+static __device__ int row_sample_residual(const float *p, const float *q, int V, uint32_t x, RowShared &sh) {
+    return row_sample_resid_meas(p, RowResidMeas{p, q}, V, x, sh);
+}
+/* The residual of a deterministic draft xd (q one-hot on it): p without xd. */
+static __device__ int row_sample_residual_det(const float *p, int xd, int V, uint32_t x, RowShared &sh) {
+    return row_sample_resid_meas(p, RowResidDetMeas{p, xd}, V, x, sh);
 }
 
 /* --- rank cut (top-k, top-p) ----------------------------------------------------------- */

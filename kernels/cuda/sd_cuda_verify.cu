@@ -5,7 +5,8 @@
  *     the double w row it is computed from);
  *  2. the row's outcome, which depends on row r only:
  *     GREEDY: t_r = argmax p_r;  MATCH: t_r = inverse CDF of p_r with the SAMPLE word;
- *     REJECTION, r < gamma: acc_r = sd_rule_accept(u_acc, p_r(x), q_r(x)) (p_r(x) > 0 and
+ *     REJECTION, r < gamma: acc_r = sd_rule_accept(u_acc, p_r(x), q_r(x)) (q_r(x) = 1 and
+ *       the residual p_r without x for deterministic drafts; p_r(x) > 0 and
  *       u_acc * q_r(x) <= p_r(x) in double; x = draft[r], an id outside [0, V) is
  *       rejected without being read through), and
  *       only if rejected the residual token of norm(max(0, p_r - q_r)) with the SAMPLE
@@ -69,9 +70,14 @@ static __global__ void __launch_bounds__(ROW_NT) sd_rule_verify_kernel(sd_cuda_v
         tok = row_sample_row(p, V, w_sample, sh);
     } else {
         const int x = a.draft[(size_t)b * a.draft_stride + r];
-        const float *q = a.q + (size_t)b * a.q_seq_stride + (size_t)r * a.ld_q;
-        if (x >= 0 && x < V) acc = sd_rule_accept(sd_rule_word_to_u(w_accept), p[x], q[x]);
-        if (!acc) tok = row_sample_residual(p, q, V, w_sample, sh);
+        if (a.deterministic) { /* q one-hot on x (docs/DRAFTERS.md) */
+            if (x >= 0 && x < V) acc = sd_rule_accept(sd_rule_word_to_u(w_accept), p[x], 1.0f);
+            if (!acc) tok = row_sample_residual_det(p, x, V, w_sample, sh);
+        } else {
+            const float *q = a.q + (size_t)b * a.q_seq_stride + (size_t)r * a.ld_q;
+            if (x >= 0 && x < V) acc = sd_rule_accept(sd_rule_word_to_u(w_accept), p[x], q[x]);
+            if (!acc) tok = row_sample_residual(p, q, V, w_sample, sh);
+        }
     }
 
     if (threadIdx.x == 0) {
@@ -139,13 +145,13 @@ extern "C" specdec_status sd_cuda_verify(const sd_cuda_verify_args *a, void *ws,
     if (!a->logits || !a->out_tokens || !a->out_n_accepted || !a->pos0 || !ws || (a->gamma > 0 && !a->draft))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
                        "cuda verify: NULL logits, draft, pos0, output pointer or workspace");
-    if (a->mode == SPECDEC_VERIFY_REJECTION && a->gamma > 0 && !a->q)
+    if (a->mode == SPECDEC_VERIFY_REJECTION && a->gamma > 0 && !a->q && !a->deterministic)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: rejection mode needs the draft's q rows");
     const int need_words = a->mode != SPECDEC_VERIFY_GREEDY;
     if (need_words && (!a->u_sample || (a->mode == SPECDEC_VERIFY_REJECTION && a->gamma > 0 && !a->u_accept)) &&
         (!a->seed || !a->seq_id))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "cuda verify: no seeds / sequence ids and no injected words");
-    if (a->ld_logits < a->n_vocab || (a->gamma > 0 && a->q && a->ld_q < a->n_vocab) || a->out_stride < a->gamma + 1 ||
+    if (a->ld_logits < a->n_vocab || (a->gamma > 0 && a->q && !a->deterministic && a->ld_q < a->n_vocab) || a->out_stride < a->gamma + 1 ||
         (a->gamma > 0 && a->draft_stride < a->gamma))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
                        "cuda verify: strides too small (ld_logits %lld, ld_q %lld, out %lld, draft %lld; V=%d, "
@@ -158,7 +164,7 @@ extern "C" specdec_status sd_cuda_verify(const sd_cuda_verify_args *a, void *ws,
                        need);
     char *base = (char *)ws;
     const sd_verify_layout L = sd_verify_ws_layout(a->n_seq, a->gamma, a->n_vocab);
-    if (a->blocks_per_row != 0) {
+    if (a->blocks_per_row != 0 && !a->deterministic) { /* deterministic drafts: the one-block kernel */
         const sd_cuda_mb_ws w = {(sd_mb_ctrl *)(base + L.mb_ctrl), L.mb_parts ? (sd_mb_part *)(base + L.mb_parts) : NULL,
                                  L.mb_hist ? (sd_mb_hist *)(base + L.mb_hist) : NULL, (int32_t *)(base + L.outcomes),
                                  (float *)(base + L.p)};

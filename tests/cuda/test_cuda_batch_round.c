@@ -1,6 +1,7 @@
-/* test_cuda_batch_round.c — the batched device round ("cuda-batch",
- * backends/cuda/sd_cuda_batch_round.cu) against the shared host round
- * (backends/cpu/sd_host_round.c), each on its own identical fresh CUDA runner groups
+/* test_cuda_batch_round.c — a round on the batched device executor ("cuda-batch",
+ * backends/cuda/sd_cuda_batch_round.cu, with the host executor as its fallback for
+ * trees) against a round on the host executor alone (backends/cpu/sd_host_round.c),
+ * each on its own identical fresh CUDA runner groups
  * (a synthetic BF16 target, and as draft the same model with a flattened LM head, so
  * that drafts are often but not always accepted: both draft lags, 1 and 2, occur).
  *   - the device logits path of the group (sd_cuda_group_forward_device, tails 0, 1, 2,
@@ -10,7 +11,8 @@
  *   - rounds: 8 sequences with different prompts, seeds and sampling parameters
  *     (GREEDY, MATCH and REJECTION, two sequences sharing params so a launch group holds
  *     several), ragged γ 0..6 drawn per sequence per round, a tree-shaped sequence, a
- *     plain-only sequence without a draft runner; a random subset of the sequences per
+ *     plain-only sequence without a draft runner, an n-gram-drafted sequence (the
+ *     verifier's deterministic flag; a periodic prompt so that lookups match); a random subset of the sequences per
  *     round, sometimes a stop inside the round (settle). Every round: the same status,
  *     n_accepted, n_drafted, tokens and both KV lengths on both sides, BITWISE / exactly;
  *   - errors: n_seqs > max_seqs (UNSUPPORTED), a sequence on another group's runners
@@ -41,12 +43,14 @@ int main(void) { return sd_test_skip("no CUDA device"); }
 #define VOCAB 384
 #define TREE_SEQ 5   /* the tree-shaped sequence */
 #define PLAIN_SEQ 6  /* plain steps only, no draft runner */
+#define NGRAM_SEQ 3  /* n-gram drafts (deterministic) */
 #define LIMIT (N_CTX - 12)
 
 typedef struct side {
     const char *name;
     sd_runner_group *gt, *gd;
     sd_runner *t[N_SEQ], *d[N_SEQ];
+    sd_exec *host, *dev;
     sd_round *rd;
     sd_round_seq seq[N_SEQ];
     int32_t tok[N_SEQ][N_CTX];
@@ -85,6 +89,8 @@ static int make_groups(side *s, const struct specdec_model *tm, const struct spe
 
 static void free_side(side *s) {
     sd_round_destroy(s->rd);
+    sd_exec_destroy(s->dev);
+    sd_exec_destroy(s->host);
     for (int i = 0; i < N_SEQ; i++) {
         sd_runner_destroy(s->t[i]);
         sd_runner_destroy(s->d[i]);
@@ -99,7 +105,9 @@ static void init_seq(side *s, int i, const int32_t *prompt, int32_t n_prompt) {
     memset(q, 0, sizeof *q);
     q->seed = 1000 + (uint64_t)i;
     q->sequence_id = (uint64_t)i;
-    q->uses_draft = i != PLAIN_SEQ;
+    q->drafter = i == PLAIN_SEQ ? NULL : i == NGRAM_SEQ ? sd_drafter_ngram() : sd_drafter_model();
+    q->ngram_min = 1;
+    q->ngram_max = 3;
     q->target = s->t[i];
     q->draft = s->d[i];
     static const specdec_verify_mode modes[N_SEQ] = {SPECDEC_VERIFY_GREEDY,    SPECDEC_VERIFY_MATCH,
@@ -125,20 +133,16 @@ static int setup_side(side *s, const char *name, const struct specdec_model *tm,
     if (!make_groups(s, tm, dm)) return 0;
     sd_errbuf eb;
     sd_err_clear(&eb);
-    sd_round *host = NULL;
-    specdec_status st = sd_host_round_create_shared(VOCAB, 1, N_SEQ, &host, &eb);
-    if (st == SPECDEC_OK && cuda_batch) {
-        st = sd_cuda_batch_round_create(s->gt, s->gd, N_SEQ, host, &s->rd, &eb);
-        if (st != SPECDEC_OK) sd_round_destroy(host);
-    } else {
-        s->rd = host;
-    }
+    specdec_status st = sd_host_exec_create(VOCAB, 1, N_SEQ, &s->host, &eb);
+    if (st == SPECDEC_OK && cuda_batch) st = sd_cuda_batch_exec_create(s->gt, s->gd, N_SEQ, &s->dev, &eb);
+    if (st == SPECDEC_OK)
+        st = sd_round_create(s->dev ? s->dev : s->host, s->dev ? s->host : NULL, NULL, NULL, N_SEQ, &s->rd, &eb);
     SD_CHECK(st == SPECDEC_OK, "%s round: %s", name, eb.msg);
     if (st != SPECDEC_OK) return 0;
     for (int i = 0; i < N_SEQ; i++) {
         init_seq(s, i, prompts[i], n_prompt[i]);
-        const specdec_status b = s->rd->ops->begin(s->rd, &s->seq[i]);
-        SD_CHECK(b == SPECDEC_OK, "%s begin %d: %s", name, i, s->rd->err.msg);
+        const specdec_status b = sd_round_begin(s->rd, &s->seq[i]);
+        SD_CHECK(b == SPECDEC_OK, "%s begin %d: %s", name, i, sd_round_err(s->rd));
         if (b != SPECDEC_OK) return 0;
     }
     return 1;
@@ -184,7 +188,7 @@ static void absorb(side *a, side *b, int i, int round, int64_t *accepted, int64_
         memcpy(sides[k]->tok[i] + q->length, q->out, (size_t)m * sizeof(int32_t));
         q->length += m;
         if (m < x->n_accepted + 1) {
-            const specdec_status st = sides[k]->rd->ops->settle(sides[k]->rd, q, q->length);
+            const specdec_status st = sd_round_settle(sides[k]->rd, q, q->length);
             SD_CHECK(st == SPECDEC_OK, "round %d seq %d: %s settle failed", round, i, sides[k]->name);
         }
     }
@@ -208,9 +212,9 @@ static void run_rounds(side *a, side *b) {
         }
         if (live == 0) break;
         if (n == 0) continue;
-        const specdec_status sa = a->rd->ops->run(a->rd, pa, n), sb = b->rd->ops->run(b->rd, pb, n);
+        const specdec_status sa = sd_round_run(a->rd, pa, n), sb = sd_round_run(b->rd, pb, n);
         SD_CHECK(sa == SPECDEC_OK && sb == SPECDEC_OK, "round %d: %s %d (%s), %s %d (%s)", round, a->name, (int)sa,
-                 a->rd->err.msg, b->name, (int)sb, b->rd->err.msg);
+                 sd_round_err(a->rd), b->name, (int)sb, sd_round_err(b->rd));
         int ok = sa == sb;
         for (int j = 0; j < n; j++) ok &= same_result(a, b, idx[j], round);
         if (!ok || sa != SPECDEC_OK) return;
@@ -229,7 +233,7 @@ static void run_rounds(side *a, side *b) {
 
 /* n_seqs > max_seqs, and a sequence of another group: refused, nothing changed. */
 static void check_errors(side *a, side *b, const struct specdec_model *tm) {
-    SD_CHECK(strcmp(a->rd->ops->name, "cuda-batch") == 0, "round name %s", a->rd->ops->name);
+    SD_CHECK(strcmp(a->dev->ops->name, "cuda-batch") == 0, "executor name %s", a->dev->ops->name);
     int32_t kv[N_SEQ], dkv[N_SEQ];
     sd_round_seq *p[N_SEQ + 1];
     for (int i = 0; i < N_SEQ; i++) {
@@ -240,23 +244,22 @@ static void check_errors(side *a, side *b, const struct specdec_model *tm) {
         p[i] = &a->seq[i];
     }
     p[N_SEQ] = &a->seq[0];
-    SD_CHECK(a->rd->ops->run(a->rd, p, N_SEQ + 1) == SPECDEC_ERR_UNSUPPORTED, "n_seqs > max_seqs: %s", a->rd->err.msg);
+    SD_CHECK(sd_round_run(a->rd, p, N_SEQ + 1) == SPECDEC_ERR_UNSUPPORTED, "n_seqs > max_seqs: %s", sd_round_err(a->rd));
     sd_round_seq foreign = a->seq[1];
     foreign.target = b->t[1]; /* the host side's group */
     foreign.draft = b->d[1];
     sd_round_seq *pf[2] = {&a->seq[0], &foreign};
-    SD_CHECK(a->rd->ops->run(a->rd, pf, 2) == SPECDEC_ERR_INVALID_ARGUMENT, "a foreign sequence: %s", a->rd->err.msg);
-    SD_CHECK(a->rd->ops->begin(a->rd, &foreign) == SPECDEC_ERR_INVALID_ARGUMENT, "begin of a foreign sequence");
+    SD_CHECK(sd_round_run(a->rd, pf, 2) == SPECDEC_ERR_INVALID_ARGUMENT, "a foreign sequence: %s", sd_round_err(a->rd));
     /* a bad tree after good chains in one set: refused before any chain ran */
     const sd_draft_shape keep = a->seq[TREE_SEQ].shape;
     sd_draft_shape bad = sd_draft_chain(2);
     bad.width[0] = 3;
     bad.width[1] = 0; /* a zero width */
     a->seq[TREE_SEQ].shape = bad;
-    SD_CHECK(a->rd->ops->run(a->rd, p, N_SEQ) == SPECDEC_ERR_INVALID_ARGUMENT, "a zero tree width: %s", a->rd->err.msg);
+    SD_CHECK(sd_round_run(a->rd, p, N_SEQ) == SPECDEC_ERR_INVALID_ARGUMENT, "a zero tree width: %s", sd_round_err(a->rd));
     bad.width[1] = SPECDEC_MAX_TREE_NODES; /* 3 + 3 * max nodes */
     a->seq[TREE_SEQ].shape = bad;
-    SD_CHECK(a->rd->ops->run(a->rd, p, N_SEQ) == SPECDEC_ERR_INVALID_ARGUMENT, "an oversized tree: %s", a->rd->err.msg);
+    SD_CHECK(sd_round_run(a->rd, p, N_SEQ) == SPECDEC_ERR_INVALID_ARGUMENT, "an oversized tree: %s", sd_round_err(a->rd));
     a->seq[TREE_SEQ].shape = keep;
     for (int i = 0; i < N_SEQ; i++)
         SD_CHECK(!a->d[i] || sd_runner_kv_len(a->d[i]) == dkv[i], "seq %d: draft kv %d changed to %d by a refused run",
@@ -267,17 +270,12 @@ static void check_errors(side *a, side *b, const struct specdec_model *tm) {
     sd_errbuf eb;
     sd_err_clear(&eb);
     sd_runner_group *cpu = NULL;
-    sd_round *r = NULL;
+    sd_exec *r = NULL;
     SD_CHECK(sd_cpu_group_create(&tm->w, 16, 16, 4, 4, &cpu, &eb) == SPECDEC_OK, "%s", eb.msg);
-    sd_round *host = NULL;
-    SD_CHECK(sd_host_round_create_shared(VOCAB, 1, 4, &host, &eb) == SPECDEC_OK, "%s", eb.msg);
-    SD_CHECK(sd_cuda_batch_round_create(cpu, NULL, 4, host, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
+    SD_CHECK(sd_cuda_batch_exec_create(cpu, NULL, 4, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
              "a CPU group must be refused");
-    SD_CHECK(sd_cuda_batch_round_create(a->gt, a->gd, 0, host, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
+    SD_CHECK(sd_cuda_batch_exec_create(a->gt, a->gd, 0, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
              "max_seqs 0 must be refused");
-    SD_CHECK(sd_cuda_batch_round_create(a->gt, a->gd, 4, NULL, &r, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !r,
-             "no host round must be refused");
-    sd_round_destroy(host); /* refused creations leave it with the caller */
     sd_runner_group_destroy(cpu);
 }
 
@@ -374,7 +372,7 @@ int main(void) {
     int32_t prompts[N_SEQ][24], n_prompt[N_SEQ];
     for (int i = 0; i < N_SEQ; i++) {
         n_prompt[i] = 4 + rnd(20);
-        for (int k = 0; k < n_prompt[i]; k++) prompts[i][k] = rnd(VOCAB);
+        for (int k = 0; k < n_prompt[i]; k++) prompts[i][k] = i == NGRAM_SEQ && k >= 5 ? prompts[i][k - 5] : rnd(VOCAB);
     }
     static side a, b;
     if (setup_side(&a, "cuda-batch", tm, dm, 1, prompts, n_prompt) &&

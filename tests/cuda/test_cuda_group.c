@@ -374,12 +374,12 @@ static void check_trees(const sd_config *cfg, sd_dtype dt, int rounds) {
     if (a && b && p) check_tree_plain("trees, grouped runner (scattered blocks)", a, p, b, V, rounds);
     if (t) /* the private pool hands blocks out in order: the table stays the identity */
         for (int32_t i = 0; i < t->kv.n; i++) SD_CHECK(t->kv.blocks[i] == i, "standalone table[%d] = %d", i, t->kv.blocks[i]);
-    sd_round *rd = NULL;
+    sd_exec *rd = NULL;
     if (a) {
-        SD_CHECK(sd_cuda_round_create(a, NULL, 1, &rd, &eb) == SPECDEC_ERR_UNSUPPORTED && !rd,
-                 "device round over a grouped runner not refused");
-        SD_CHECK(sd_cuda_round_create(t, a, 1, &rd, &eb) == SPECDEC_ERR_UNSUPPORTED && !rd,
-                 "device round with a grouped draft not refused");
+        SD_CHECK(sd_cuda_exec_create(a, NULL, 1, &rd, &eb) == SPECDEC_ERR_UNSUPPORTED && !rd,
+                 "device executor over a grouped runner not refused");
+        SD_CHECK(sd_cuda_exec_create(t, a, 1, &rd, &eb) == SPECDEC_ERR_UNSUPPORTED && !rd,
+                 "device executor with a grouped draft not refused");
     }
     if (a && t) SD_CHECK(!sd_cuda_runner_standalone(a) && sd_cuda_runner_standalone(t), "standalone flags");
     sd_runner_destroy(t);

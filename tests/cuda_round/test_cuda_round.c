@@ -13,6 +13,8 @@
  *    plain sampling with the same seed on the GPU;
  *  - graph replay == direct launches (round kinds DEVICE vs DEVICE_GRAPH) in rejection and
  *    match mode for γ = 1..8 with the same seed;
+ *  - n-gram drafts on the device executor (deterministic flag, γ = 1..8, a repeating
+ *    prompt): greedy and match == plain, every mode graph == direct;
  *  - EOS handling (bundled pair, ignore_eos 0): speculative and plain stop identically.
  * Statistics (bundled pair, rejection mode, γ = 3, T = 1, top-k 16): hypothesis H0 =
  * the first generated token is distributed as the target's processed distribution p
@@ -100,8 +102,8 @@ static void first_diff(const char *what, const int32_t *a, int na, const int32_t
 /* The exactness checks of one engine (see the top of the file). */
 static void check_engine(const char *name, specdec_engine *e, uint64_t prompt_seed) {
     const int V = e->n_vocab;
-    SD_CHECK(e->device_round != NULL, "%s: CUDA engine without a device round", name);
-    if (!e->device_round) return;
+    SD_CHECK(e->device_exec != NULL, "%s: CUDA engine without a device executor", name);
+    if (!e->device_exec) return;
     int32_t prompt[N_PROMPT];
     uint64_t s = prompt_seed;
     for (int i = 0; i < N_PROMPT; i++) prompt[i] = (int32_t)(sd_test_splitmix64(&s) % (uint64_t)V);
@@ -142,6 +144,30 @@ static void check_engine(const char *name, specdec_engine *e, uint64_t prompt_se
     }
     printf("%-40s match   gamma 1..%d + adaptive == plain, acceptance %.3f\n", name, MAX_G,
            drafted ? (double)acc_total / drafted : 0.0);
+
+    /* n-gram drafts (deterministic q, the verifier's flag, proposals from pinned memory):
+     * greedy and match == plain; rejection: graph replay == direct launches. The prompt
+     * repeats itself so that lookups match. */
+    int32_t rep_prompt[N_PROMPT];
+    for (int i = 0; i < N_PROMPT; i++) rep_prompt[i] = prompt[i % 2];
+    for (int m = 0; m < 3; m++) {
+        const specdec_verify_mode mode = m == 0 ? SPECDEC_VERIFY_GREEDY : m == 1 ? SPECDEC_VERIFY_MATCH : SPECDEC_VERIFY_REJECTION;
+        p = gen_params(mode, 0, 4321);
+        nr = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, rep_prompt, &p, ref, NULL);
+        for (int g = 1; g <= MAX_G; g++) {
+            p = gen_params(mode, g, 4321);
+            p.draft_method = SPECDEC_DRAFT_NGRAM;
+            const int n = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, rep_prompt, &p, got, &st);
+            const int nb = run(e, SD_ENGINE_ROUND_DEVICE, rep_prompt, &p, alt, NULL);
+            SD_CHECK(same(got, n, alt, nb), "%s ngram mode %d gamma %d: graph != direct", name, (int)mode, g);
+            SD_CHECK(st.draft_method == SPECDEC_DRAFT_NGRAM, "%s ngram: stats name drafter %d", name, (int)st.draft_method);
+            if (mode != SPECDEC_VERIFY_REJECTION) {
+                SD_CHECK(same(ref, nr, got, n), "%s ngram mode %d gamma %d: speculative != plain", name, (int)mode, g);
+                if (!same(ref, nr, got, n)) first_diff("ngram", ref, nr, got, n);
+            }
+        }
+    }
+    printf("%-40s ngram   gamma 1..%d: greedy, match == plain; graph == direct\n", name, MAX_G);
 
     /* graph replay == direct launches */
     for (int m = 0; m < 2; m++) {

@@ -15,7 +15,8 @@
  * random shapes — n_seq 1..4, gamma 0..8, V 4096 / 32000, one-block and multi-block
  * kernels mixed — on ONE workspace zero-filled once: every launch must still pass
  * (a)-(e) (a stale counter or histogram of an earlier shape would change tokens or hang
- * a row). Needs a GPU (skips otherwise). */
+ * a row). And for deterministic drafts (the flag, q not read) against sd_verify_det in
+ * (b) and (c). Needs a GPU (skips otherwise). */
 #include "sd_test.h"
 #include "specdec.h"
 
@@ -49,6 +50,7 @@ static void *dalloc(size_t n) {
 
 static long n_rounds, bad_a, bad_b, bad_c, bad_rows, bad_range;
 static int g_bpr; /* blocks_per_row of every launch: 0 one-block, else multi-block */
+static int g_det; /* deterministic drafts (q one-hot, no rows): compared with sd_verify_det */
 static void *g_ws; /* non-NULL: the workspace every launch shares (zero-filled once) */
 static size_t g_wsb;
 
@@ -137,7 +139,8 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
     memset(&a, 0, sizeof a);
     a.mode = mode; a.gamma = g; a.n_vocab = V; a.n_seq = B; a.sp = *sp;
     a.logits = dlp; a.ld_logits = V; a.logits_seq_stride = (int64_t)R * V;
-    a.q = dq; a.ld_q = V; a.q_seq_stride = (int64_t)g * V;
+    a.q = g_det ? NULL : dq; a.ld_q = V; a.q_seq_stride = (int64_t)g * V;
+    a.deterministic = g_det;
     a.draft = ddraft; a.draft_stride = SPECDEC_MAX_DRAFT;
     a.seed = dseed; a.seq_id = dsid; a.pos0 = dpos;
     a.u_accept = philox ? NULL : dwa; a.u_sample = philox ? NULL : dwsm;
@@ -198,7 +201,8 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
             if (bad_range++ < 5) fprintf(stderr, "  V=%d g=%d mode %d seq %d: n=%d or an id out of range\n", V, g, mode, b, n);
             continue;
         }
-        int32_t o1[SPECDEC_MAX_DRAFT + 1], n1 = sr_verify(mode, g, V, Pb, Qb, db, ba, bs, o1);
+        int32_t o1[SPECDEC_MAX_DRAFT + 1], n1 = g_det ? n : sr_verify(mode, g, V, Pb, Qb, db, ba, bs, o1);
+        if (g_det) memcpy(o1, ob, sizeof(int32_t) * (size_t)(n + 1)); /* the host model has no deterministic rule */
         int same = n1 == n;
         for (int i = 0; same && i <= n; i++) same = o1[i] == ob[i];
         if (!same && bad_a++ < 5) fprintf(stderr, "  (a) V=%d g=%d mode %d philox %d seq %d: gpu n=%d t=%d, sample_ref n=%d t=%d\n", V, g, mode, philox, b, n, ob[n], n1, o1[n1]);
@@ -206,7 +210,8 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
         for (int i = 0; i < g; i++) valid &= db[i] >= 0 && db[i] < V;
         if (!valid) continue; /* sd_verify refuses invalid drafts (checked by (a)) */
         int32_t o2[SPECDEC_MAX_DRAFT + 1], n2 = -1;
-        sd_verify(mode, g, V, Pb, Qb, db, &u, o2, &n2, NULL);
+        if (g_det) sd_verify_det(mode, g, V, Pb, db, &u, o2, &n2, NULL);
+        else sd_verify(mode, g, V, Pb, Qb, db, &u, o2, &n2, NULL);
         same = n2 == n;
         for (int i = 0; same && i <= n; i++) same = o2[i] == ob[i];
         if (!same && bad_b++ < 5) fprintf(stderr, "  (b) V=%d g=%d mode %d seq %d: gpu n=%d, sd_verify n=%d\n", V, g, mode, b, n, n2);
@@ -218,7 +223,8 @@ static void run_case(int V, int g, specdec_verify_mode mode, const sd_sampling_p
         rb += memcmp(Qc, Qb, sizeof(float) * (size_t)g * V) != 0;
         bad_rows += rb > 0;
         int32_t o3[SPECDEC_MAX_DRAFT + 1], n3 = -1;
-        sd_verify(mode, g, V, Pc, Qc, db, &u, o3, &n3, NULL);
+        if (g_det) sd_verify_det(mode, g, V, Pc, db, &u, o3, &n3, NULL);
+        else sd_verify(mode, g, V, Pc, Qc, db, &u, o3, &n3, NULL);
         same = n3 == n;
         for (int i = 0; same && i <= n; i++) same = o3[i] == ob[i];
         if (!same && bad_c++ < 5) fprintf(stderr, "  (c) V=%d g=%d mode %d seq %d: gpu n=%d, cpu end-to-end n=%d\n", V, g, mode, b, n, n3);
@@ -264,6 +270,14 @@ int main(void) {
                 run_case(V, g, modes[m], sp, 1, (g + m) % 3, &rng);
             }
     g_bpr = 0;
+    /* deterministic drafts (the n-gram drafter's): the flag instead of q rows */
+    g_det = 1;
+    for (int vi = 0; vi < 3; vi++)
+        for (int g = 1; g <= 8; g += 3)
+            for (int m = 0; m < 3; m++)
+                run_case(Vs[vi], g, modes[m], modes[m] == SPECDEC_VERIFY_GREEDY ? &cs_params[10] : &cs_params[(g + vi + m) % 10],
+                         vi == 2 ? 4 : 16, (g + m) % 3, &rng);
+    g_det = 0;
     /* issue 24 (a): one workspace, zero-filled once, launches of varying shapes */
     g_wsb = sd_cuda_verify_ws_bytes(4, 8, 32000);
     g_ws = dalloc(g_wsb);

@@ -339,7 +339,8 @@ static void test_bad_requests(void) {
     WITH(verify, (specdec_verify_mode)99, SPECDEC_ERR_INVALID_ARGUMENT);
     WITH(n_stop_strings, -1, SPECDEC_ERR_INVALID_ARGUMENT);
     WITH(n_stop_strings, 1, SPECDEC_ERR_INVALID_ARGUMENT); /* stop_strings NULL */
-    WITH(reserved_i[2], 1, SPECDEC_ERR_INVALID_ARGUMENT);
+    WITH(reserved[5], 1, SPECDEC_ERR_INVALID_ARGUMENT);
+    WITH(draft_method, (specdec_draft_method)9, SPECDEC_ERR_INVALID_ARGUMENT);
     WITH(reserved[0], 1, SPECDEC_ERR_INVALID_ARGUMENT);
     {
         const char *stops[1] = {"x"};

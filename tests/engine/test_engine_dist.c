@@ -17,6 +17,13 @@
  * Sample count: argv[1] per case (default 200000; CTest runs 500000 in Release and
  * 20000 under ASan). Cases: rejection with γ = 1, 2, 4 and several sampling
  * settings, disjoint draft/target supports, match mode, and plain decoding.
+ * argv[2] "ngram" runs the n-gram drafter's cases instead (no draft model,
+ * deterministic q; docs/DRAFTERS.md): rejection chains (sd_verify_det: accept with
+ * p(x), the residual p without x) with and without filters, a rejection tree
+ * (deterministic children), match; the prompt repeats itself (3 5 1 3 5 1 3 5, the
+ * chain's state still (3, 5)) so that lookups match from the first round. Built with
+ * SD_NGRAM_MUTANT (tests/drafters/ngram_mutants.c linked instead of the library's
+ * sd_verify_det) the rejection chain cases must be REJECTED (p <= 1e-6 in a window).
  * Also checked: no runner contract violation, one target call per round. */
 #include <math.h>
 #include <stdio.h>
@@ -106,6 +113,8 @@ static void exact_laws(const sd_sampling_params *sp, double *pa, double *pb) {
 
 typedef struct dcase {
     const char *name;
+    int ngram;       /* the n-gram drafter (no draft runner); tree[0] > 0: a tree of widths tree[] */
+    int32_t tree[3];
     int use_draft;
     int disjoint;
     int mutant;      /* the target runner's rollback is broken: the test must reject */
@@ -118,6 +127,12 @@ typedef struct dcase {
 
 static void run_case(const dcase *c, long N) {
     mk_fill_table(g_target, V * V, V, 1.2, 0.1, 101);
+    if (c->ngram) /* a likely cycle 3 -> 5 -> 1 -> 3 (others t -> t + 1): lookups are often
+                   * accepted and often rejected */
+        for (int r = 0; r < V * V; r++) {
+            const int b = r % V, next = b == 3 ? 5 : b == 5 ? 1 : b == 1 ? 3 : (b + 1) % V;
+            g_target[r * V + next] = g_target[r * V + next] == -INFINITY ? 1.0f : g_target[r * V + next] + 2.5f;
+        }
     mk_fill_table(g_draft, V, V, 1.2, 0.1, 202);
     if (c->disjoint) { /* target only even tokens, draft only odd ones: every draft rejected */
         for (int r = 0; r < V * V; r++)
@@ -142,6 +157,11 @@ static void run_case(const dcase *c, long N) {
     gp.verify = c->mode;
     gp.n_draft = c->gamma;
     gp.seed = 0x5eed0000ull + (uint64_t)c->gamma;
+    if (c->ngram) {
+        gp.draft_method = SPECDEC_DRAFT_NGRAM;
+        gp.ngram_max = 3;
+        if (c->tree[0] > 0) SD_CHECK(specdec_generate_params_set_tree(&gp, c->tree, 3) == SPECDEC_OK, "tree");
+    }
     sd_sampling_params sp = sd_sampling_params_from(&gp);
 
     static double pa[V * V * V], pb[V * V * V];
@@ -149,14 +169,15 @@ static void run_case(const dcase *c, long N) {
     exact_laws(&sp, pa, pb);
     memset(ca, 0, sizeof ca);
     memset(cb, 0, sizeof cb);
-    const int32_t prompt[2] = {3, 5};
+    static const int32_t prompts[2][8] = {{3, 5}, {3, 5, 1, 3, 5, 1, 3, 5}};
+    const int32_t *prompt = prompts[c->ngram], n_prompt = c->ngram ? 8 : 2;
     int32_t out[NP];
     long rounds = 0, drafted = 0, accepted = 0, bad = 0;
     for (long i = 0; i < N; i++) {
         gp.sequence_id = (uint64_t)i;
         int32_t n = 0;
         specdec_stats stats;
-        st = specdec_generate(e, prompt, 2, &gp, out, NP, &n, &stats);
+        st = specdec_generate(e, prompt, n_prompt, &gp, out, NP, &n, &stats);
         if (st != SPECDEC_OK || n != NP) {
             if (bad++ < 3) fprintf(stderr, "%s: sample %ld: status %d n %d: %s\n", c->name, i, (int)st, (int)n,
                                    specdec_engine_last_error(e));
@@ -172,10 +193,13 @@ static void run_case(const dcase *c, long N) {
     SD_CHECK(mt->violations == 0 && (!md || md->violations == 0), "%s: runner contract violations %ld/%ld", c->name,
              mt->violations, md ? md->violations : 0);
     /* prefill is one call (one prompt token before the last), then one target call per round */
-    SD_CHECK(mt->calls == N + rounds, "%s: target calls %ld != prefills %ld + rounds %ld", c->name, mt->calls, N,
-             rounds);
+    if (c->tree[0] == 0) /* trees: the Markov runner has no tree ops, sd_runner.c emulates them call by call */
+        SD_CHECK(mt->calls == N + rounds, "%s: target calls %ld != prefills %ld + rounds %ld", c->name, mt->calls, N,
+                 rounds);
     if (c->disjoint) SD_CHECK(accepted == 0, "%s: %ld drafts accepted with disjoint supports", c->name, accepted);
-    if (c->use_draft && !c->disjoint) SD_CHECK(drafted > 0 && accepted > 0, "%s: nothing drafted/accepted", c->name);
+    if ((c->use_draft || c->ngram) && !c->disjoint)
+        SD_CHECK(drafted > 0 && accepted > 0 && accepted < drafted, "%s: drafted %ld, accepted %ld", c->name, drafted,
+                 accepted);
     int df;
     double G;
     double pva = g_test(ca, pa, V * V * V, N - bad, &df, &G);
@@ -183,6 +207,12 @@ static void run_case(const dcase *c, long N) {
     double pvb = g_test(cb, pb, V * V * V, N - bad, &df, &G);
     printf("  tokens 4-6: G=%.1f df=%d p=%.3g  acc=%.3f tok/round=%.2f\n", G, df, pvb,
            drafted ? (double)accepted / (double)drafted : 0.0, rounds ? (double)(N * NP) / (double)rounds : 0.0);
+#ifdef SD_NGRAM_MUTANT
+    SD_CHECK(pva <= 1e-6 || pvb <= 1e-6, "%s: the broken deterministic verifier was NOT detected (p=%.3g, %.3g)",
+             c->name, pva, pvb);
+    specdec_engine_free(e);
+    return;
+#endif
     if (c->mutant) {
         /* tokens 1-3 may come out right (rollback matters only after a rejection);
          * the later window must be caught */
@@ -196,19 +226,27 @@ static void run_case(const dcase *c, long N) {
 
 int main(int argc, char **argv) {
     long N = argc > 1 ? atol(argv[1]) : 200000;
+    const int ngram = argc > 2 && !strcmp(argv[2], "ngram");
     const dcase cases[] = {
-        /* name                          draft disj mutant mode                   γ  temp  top_k top_p min_p */
-        {"rejection g=1 T=1",            1, 0, 0, SPECDEC_VERIFY_REJECTION, 1, 1.0f, 0, 1.0f, 0.0f},
-        {"rejection g=2 T=1",            1, 0, 0, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.0f},
-        {"rejection g=4 T=1",            1, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f},
-        {"rejection g=2 T=.7 k5 p.9",    1, 0, 0, SPECDEC_VERIFY_REJECTION, 2, 0.7f, 5, 0.9f, 0.0f},
-        {"rejection g=4 T=1.5 minp.1",   1, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.5f, 0, 1.0f, 0.1f},
-        {"auto g=3 T=.5 k3 p.95",        1, 0, 0, SPECDEC_VERIFY_AUTO, 3, 0.5f, 3, 0.95f, 0.0f},
-        {"rejection g=3 disjoint",       1, 1, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
-        {"match g=3 T=1",                1, 0, 0, SPECDEC_VERIFY_MATCH, 3, 1.0f, 0, 1.0f, 0.0f},
-        {"plain T=1 k5",                 0, 0, 0, SPECDEC_VERIFY_AUTO, 0, 1.0f, 5, 1.0f, 0.0f},
-        {"MUTANT stale KV g=2 T=1",      1, 0, 1, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.0f},
+        /* name                        ngram tree    draft disj mutant mode               γ  temp  top_k top_p min_p */
+        {"rejection g=1 T=1",            0, {0}, 1, 0, 0, SPECDEC_VERIFY_REJECTION, 1, 1.0f, 0, 1.0f, 0.0f},
+        {"rejection g=2 T=1",            0, {0}, 1, 0, 0, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.0f},
+        {"rejection g=4 T=1",            0, {0}, 1, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f},
+        {"rejection g=2 T=.7 k5 p.9",    0, {0}, 1, 0, 0, SPECDEC_VERIFY_REJECTION, 2, 0.7f, 5, 0.9f, 0.0f},
+        {"rejection g=4 T=1.5 minp.1",   0, {0}, 1, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.5f, 0, 1.0f, 0.1f},
+        {"auto g=3 T=.5 k3 p.95",        0, {0}, 1, 0, 0, SPECDEC_VERIFY_AUTO, 3, 0.5f, 3, 0.95f, 0.0f},
+        {"rejection g=3 disjoint",       0, {0}, 1, 1, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
+        {"match g=3 T=1",                0, {0}, 1, 0, 0, SPECDEC_VERIFY_MATCH, 3, 1.0f, 0, 1.0f, 0.0f},
+        {"plain T=1 k5",                 0, {0}, 0, 0, 0, SPECDEC_VERIFY_AUTO, 0, 1.0f, 5, 1.0f, 0.0f},
+        {"MUTANT stale KV g=2 T=1",      0, {0}, 1, 0, 1, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.0f},
+        {"ngram rejection g=3 T=1",      1, {0}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
+        {"ngram rejection g=4 T=.7 k5 p.9", 1, {0}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 0.7f, 5, 0.9f, 0.0f},
+#ifndef SD_NGRAM_MUTANT
+        {"ngram rejection tree 2,2,1",   1, {2, 2, 1}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
+        {"ngram match g=4 T=1",          1, {0}, 0, 0, 0, SPECDEC_VERIFY_MATCH, 4, 1.0f, 0, 1.0f, 0.0f},
+#endif
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], N);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (cases[i].ngram == ngram) run_case(&cases[i], N);
     return sd_test_done();
 }

@@ -242,8 +242,13 @@ static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
     const uint8_t a = sd_fuzz_u8(in);
     gp->adaptive_draft = a % 4 == 1 ? 1 : a % 4 == 2 ? (int32_t)a : 0;
     gp->ignore_eos = (a >> 2) & 1;
-    if ((m & 128) && (a >> 3) % 16 == 0) gp->reserved_i[(a >> 7) ? 2 : 0] = 1;
-    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % 8] = 1;
+    if ((m & 128) && (a >> 3) % 16 == 0) gp->draft_method = (specdec_draft_method)((a >> 7) ? 7 : a % 5);
+    if ((m & 128) && (a >> 3) % 16 == 2) {
+        gp->draft_method = SPECDEC_DRAFT_NGRAM;
+        gp->ngram_min = a % 3;
+        gp->ngram_max = (a >> 1) % 6 + ((a >> 7) ? 60 : 0);
+    }
+    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % 6] = 1;
 }
 
 static void fgen_decode_stops(sd_fuzz_in *in, fgen_call *c) {
@@ -334,8 +339,12 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
         const char *s = p->stop_strings[i];
         BAD(!s || !*s || strlen(s) > FMAX_STOP, inval);
     }
-    for (int i = 0; i < 3; i++) BAD(p->reserved_i[i], inval);
-    for (int i = 0; i < 8; i++) BAD(p->reserved[i], inval);
+    const int dm = (int)p->draft_method;
+    BAD(dm < SPECDEC_DRAFT_AUTO || dm > SPECDEC_DRAFT_NONE || dm == SPECDEC_DRAFT_EAGLE3, inval);
+    BAD(dm == SPECDEC_DRAFT_MODEL && !fe->has_draft, inval);
+    if (dm == SPECDEC_DRAFT_NGRAM)
+        BAD(p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > 64 || p->adaptive_draft, inval);
+    for (int i = 0; i < 6; i++) BAD(p->reserved[i], inval);
     const int64_t room = (int64_t)fe->n_ctx - c->n_prompt;
     BAD(c->cap < (p->n_predict < room ? p->n_predict : room), SPECDEC_ERR_BUFFER_TOO_SMALL);
 #undef BAD
@@ -396,9 +405,16 @@ static void fgen_check_stops(const fgen_engine *fe, const fgen_call *c, const sp
     }
 }
 
+/* Whether the call drafts: the model drafter (AUTO / MODEL with a draft) or NGRAM, γ > 0. */
+static int fgen_drafts(const fgen_engine *fe, const specdec_generate_params *p) {
+    const specdec_draft_method dm = p->draft_method;
+    if (p->n_draft <= 0) return 0;
+    return dm == SPECDEC_DRAFT_NGRAM || ((dm == SPECDEC_DRAFT_AUTO || dm == SPECDEC_DRAFT_MODEL) && fe->has_draft);
+}
+
 static void fgen_check_stats(const fgen_engine *fe, const fgen_call *c, const specdec_generate_params *p,
                              const specdec_stats *s, int32_t n) {
-    const int use_draft = fe->has_draft && p->n_draft > 0;
+    const int use_draft = fgen_drafts(fe, p);
     sd_fuzz_require(s->n_prompt == c->n_prompt && s->n_generated == n);
     sd_fuzz_require(s->n_rounds >= 1 && s->n_rounds <= n);
     sd_fuzz_require(s->n_accepted >= 0 && s->n_accepted <= s->n_drafted);
@@ -518,7 +534,7 @@ static void fgen_generate(sd_fuzz_in *in, const fgen_engine *fe) {
         fgen_check_ok(fe, &c, &eff, c.out, &r);
         specdec_verify_mode mode = eff.verify;
         if (mode == SPECDEC_VERIFY_AUTO) mode = eff.temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
-        const int use_draft = fe->has_draft && eff.n_draft > 0;
+        const int use_draft = fgen_drafts(fe, &eff);
         /* rejection with adaptive γ depends on timings: not reproducible */
         if ((again & 1) && !(mode == SPECDEC_VERIFY_REJECTION && eff.adaptive_draft && use_draft))
             fgen_check_repeat(fe, &c, &eff, c.out, &r, 0);

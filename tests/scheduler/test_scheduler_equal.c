@@ -3,8 +3,9 @@
  * streamed text, stop reason and the speculative statistics (rounds, drafted,
  * accepted), in greedy, match and rejection mode (fixed γ: the uniforms are addressed
  * by (seed, sequence, position), so batching cannot change a decision), with varying γ
- * (including plain decoding, γ = 0) and draft trees (a fixed shape, a node budget) on
- * the bundled pair. Every round runs all active sequences through one batched target
+ * (including plain decoding, γ = 0), draft trees (a fixed shape, a node budget) and
+ * different drafters in the same rounds (the draft model, n-gram chains and a tree,
+ * draft_method NONE) on the bundled pair. Every round runs all active sequences through one batched target
  * pass. Three submitter threads each submit their share and wait for it, twice:
  *   1. 4 sequences at a time, the default KV pool;
  *   2. 6 at a time on a pool of 24 blocks of 8 tokens, smaller than 6 requests'
@@ -88,6 +89,10 @@ static int prepare(sc_env *e, req *reqs) {
             specdec_generate_params_set_tree(&r->gp, shape, 3);
         }
         if (i % 8 == 7) r->gp.draft_nodes = 12; /* a best-first node budget */
+        /* different drafters in one round: the n-gram drafter (a chain, and the tree at
+         * i = 11), plain decoding by draft_method NONE, the draft model for the rest */
+        if (i % 6 == 5) r->gp.draft_method = SPECDEC_DRAFT_NGRAM;
+        if (i % 9 == 4) r->gp.draft_method = SPECDEC_DRAFT_NONE;
         r->gp.tokenizer = e->tok;
         r->n_ref = sc_reference(e, r->prompt, r->n_prompt, &r->gp, r->ref, N_PREDICT, &r->ref_stats);
         if (r->n_ref < 0) return 1;
@@ -110,7 +115,7 @@ static void check(const req *reqs) {
                  r->ref_text);
         SD_CHECK(r->stats.stop_reason == r->ref_stats.stop_reason && r->stats.n_rounds == r->ref_stats.n_rounds &&
                      r->stats.n_drafted == r->ref_stats.n_drafted && r->stats.n_accepted == r->ref_stats.n_accepted &&
-                     r->stats.n_prompt == r->ref_stats.n_prompt,
+                     r->stats.n_prompt == r->ref_stats.n_prompt && r->stats.draft_method == r->ref_stats.draft_method,
                  "request %d: stats differ (rounds %lld/%lld drafted %lld/%lld accepted %lld/%lld)", i,
                  (long long)r->stats.n_rounds, (long long)r->ref_stats.n_rounds, (long long)r->stats.n_drafted,
                  (long long)r->ref_stats.n_drafted, (long long)r->stats.n_accepted,

@@ -5,16 +5,16 @@
  *  - specdec_generate_params_set_tree accepts good shapes and refuses bad ones with
  *    INVALID_ARGUMENT and a message, the params unchanged;
  *  - bad tree requests to specdec_generate (a zero inside the shape, more than 64 nodes,
- *    a width above 64, draft_nodes out of range, no draft model, adaptive_draft, the
- *    remaining reserved_i) return INVALID_ARGUMENT with a message and change nothing in
+ *    a width above 64, draft_nodes out of range, no drafter, adaptive_draft, an unknown
+ *    draft_method, reserved) return INVALID_ARGUMENT with a message and change nothing in
  *    the engine (KV lengths, and the next generation's output);
  *  - the statistics of trees and chains (n_draft_rounds, mean_accepted_length,
  *    nodes_per_round) agree with the counts;
- *  - sd_round_tree_check (the check every round runs on its trees) on good and bad
- *    shapes, and the host round refusing a bad tree with the caches unchanged;
- *  - the fallback: an engine whose device round answers UNSUPPORTED for trees (a fake
- *    device round here, as the CUDA round does) runs tree requests on the host round,
- *    with output identical to plain decoding, and chains still on the device round. */
+ *  - sd_round_tree_check (the check the protocol runs on every tree) on good and bad
+ *    shapes, and the protocol refusing a bad tree with the caches unchanged;
+ *  - the fallback: an engine whose device executor does not accept trees (a fake
+ *    device executor here, as the CUDA ones) runs tree rounds on the host executor,
+ *    with output identical to plain decoding, and chains still on the device one. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,12 +73,17 @@ SAME_OFFSET(specdec_generate_params, v01_generate_params, n_stop_strings);
 SAME_OFFSET(specdec_generate_params, v01_generate_params, tokenizer);
 SAME_OFFSET(specdec_generate_params, v01_generate_params, callback);
 SAME_OFFSET(specdec_generate_params, v01_generate_params, user_data);
-SAME_OFFSET(specdec_generate_params, v01_generate_params, reserved);
 _Static_assert(offsetof(specdec_generate_params, tree_width) == offsetof(v01_generate_params, reserved_i),
                "tree_width is the old reserved_i");
-_Static_assert(offsetof(specdec_generate_params, reserved_i) + sizeof(((specdec_generate_params *)0)->reserved_i) ==
+_Static_assert(offsetof(specdec_generate_params, ngram_max) + sizeof(int32_t) ==
                    offsetof(v01_generate_params, reserved_i) + sizeof(((v01_generate_params *)0)->reserved_i),
-               "the new fields fill exactly the old reserved_i");
+               "the 0.2 and 0.4 fields fill exactly the old reserved_i");
+/* 0.4: the round callback takes the old reserved[0..1] (LP64) */
+_Static_assert(offsetof(specdec_generate_params, round_callback) == offsetof(v01_generate_params, reserved),
+               "round_callback is the old reserved[0]");
+_Static_assert(offsetof(specdec_generate_params, reserved) + sizeof(((specdec_generate_params *)0)->reserved) ==
+                   offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved),
+               "reserved still ends the struct");
 /* 0.4 grew specdec_stats (soname libspecdec.so.0.4): the 0.1 fields keep their offsets,
  * the 0.2 ones fill the old reserved space, the 0.4 ones start where 0.2's reserved[5] was. */
 _Static_assert(sizeof(specdec_stats) > sizeof(v01_stats), "stats shrank");
@@ -169,8 +174,8 @@ static void test_bad_requests(void) {
         case 3: p.draft_nodes = SPECDEC_MAX_TREE_NODES + 1, what = "draft_nodes 65"; break;
         case 4: p.draft_nodes = -1, what = "draft_nodes -1"; break;
         case 5: p.adaptive_draft = 1, what = "adaptive_draft with a tree"; break;
-        case 6: p.reserved_i[0] = 1, what = "reserved_i[0]"; break;
-        case 7: p.reserved_i[2] = 1, what = "reserved_i[2]"; break;
+        case 6: p.draft_method = (specdec_draft_method)7, what = "draft_method 7"; break;
+        case 7: p.reserved[5] = 1, what = "reserved[5]"; break;
         case 8: memset(p.tree_width, 0, sizeof p.tree_width), p.tree_width[5] = 2, what = "a zero first"; break;
         }
         n2 = -1;
@@ -229,38 +234,75 @@ static void test_stats(void) {
     specdec_engine_free(e);
 }
 
-/* ---- a device round that, like the CUDA one, runs chains only --------------------- */
-typedef struct fake_round {
-    sd_round base;
-    sd_round *inner; /* a host round on the same runners does the work for chains */
-    long runs, unsupported;
-} fake_round;
+/* ---- a device executor that, like the CUDA ones, runs chains only ------------------ */
+typedef struct fake_exec {
+    sd_exec base;
+    sd_exec *inner; /* a host executor does the work */
+    sd_exec_ops ops;
+    long waves, refused;
+} fake_exec;
 
-static specdec_status fake_begin(sd_round *rd, sd_round_seq *s) {
-    fake_round *f = (fake_round *)rd;
-    return f->inner->ops->begin(f->inner, s);
+static fake_exec *g_fake; /* the ops below serve this one */
+
+static int fake_accepts(sd_exec *ex, const sd_round_slot *x) {
+    (void)ex;
+    if (!x->tree) return 1;
+    g_fake->refused++;
+    return 0;
 }
-static specdec_status fake_run(sd_round *rd, sd_round_seq *const *seqs, int32_t n) {
-    fake_round *f = (fake_round *)rd;
-    f->runs++;
-    if (n == 1 && !sd_draft_is_chain(&seqs[0]->shape)) {
-        f->unsupported++;
-        return sd_fail(&rd->err, SPECDEC_ERR_UNSUPPORTED, "fake device round: draft trees are not implemented yet");
-    }
-    return f->inner->ops->run(f->inner, seqs, n);
+static int32_t fake_pack(sd_exec *ex, sd_round_slot **xs, int32_t n) {
+    (void)ex;
+    g_fake->waves++;
+    return g_fake->inner->ops->pack(g_fake->inner, xs, n);
 }
-static specdec_status fake_settle(sd_round *rd, sd_round_seq *s, int32_t length) {
-    fake_round *f = (fake_round *)rd;
-    return f->inner->ops->settle(f->inner, s, length);
-}
-static void fake_destroy(sd_round *rd) {
-    fake_round *f = (fake_round *)rd;
-    sd_round_destroy(f->inner);
+static void fake_destroy(sd_exec *ex) {
+    fake_exec *f = (fake_exec *)ex;
+    sd_exec_destroy(f->inner);
     free(f);
 }
-static const sd_round_ops fake_ops = {"fake-device", fake_begin, fake_run, fake_settle, fake_destroy};
 
-/* The tree check every round shares (sd_round_tree_check), and the host round refusing
+/* The fake: the host executor's ops on its own state (every op gets the inner one),
+ * except accepts, pack and destroy. */
+#define FAKE_FWD(name, ...)                                                                  \
+    static specdec_status fake_##name(sd_exec *ex, __VA_ARGS__)
+FAKE_FWD(draft_forward, sd_round_slot *const *xs, int32_t n, int32_t step) {
+    (void)ex;
+    return g_fake->inner->ops->draft_forward(g_fake->inner, xs, n, step);
+}
+FAKE_FWD(draft_sample, sd_round_slot *const *xs, int32_t n, int32_t step) {
+    (void)ex;
+    return g_fake->inner->ops->draft_sample(g_fake->inner, xs, n, step);
+}
+FAKE_FWD(verify_pass, sd_round_slot *const *xs, int32_t k) {
+    (void)ex;
+    return g_fake->inner->ops->verify_pass(g_fake->inner, xs, k);
+}
+FAKE_FWD(verify, sd_round_slot *const *xs, int32_t k) {
+    (void)ex;
+    return g_fake->inner->ops->verify(g_fake->inner, xs, k);
+}
+
+static fake_exec *fake_create(int32_t n_vocab) {
+    fake_exec *f = calloc(1, sizeof *f);
+    sd_errbuf eb;
+    if (!f || sd_host_exec_create(n_vocab, 1, 1, &f->inner, &eb) != SPECDEC_OK) {
+        free(f);
+        return NULL;
+    }
+    f->ops = (sd_exec_ops){.name = "fake-device",
+                           .accepts = fake_accepts,
+                           .pack = fake_pack,
+                           .draft_forward = fake_draft_forward,
+                           .draft_sample = fake_draft_sample,
+                           .verify_pass = fake_verify_pass,
+                           .verify = fake_verify,
+                           .destroy = fake_destroy};
+    f->base.ops = &f->ops;
+    g_fake = f;
+    return f;
+}
+
+/* The tree check every round shares (sd_round_tree_check), and the protocol refusing
  * a bad tree before anything runs: INVALID_ARGUMENT with a message, caches unchanged. */
 static void test_round_tree_check(void) {
     specdec_engine *e = markov_engine(1);
@@ -270,7 +312,7 @@ static void test_round_tree_check(void) {
     s.tokens = PROMPT;
     s.length = 3;
     s.mode = SPECDEC_VERIFY_MATCH;
-    s.uses_draft = 1;
+    s.drafter = sd_drafter_model();
     s.shape = sd_draft_chain(3);
     s.shape.width[0] = 4, s.shape.width[1] = 2; /* 4 + 8 + 8 nodes */
     sd_errbuf eb;
@@ -300,53 +342,65 @@ static void test_round_tree_check(void) {
                  "bad tree %zu: '%s' (want '%s')", i, eb.msg, bad[i].what);
     }
     s.shape.width[1] = 2, s.shape.n_nodes = 0, s.length = 3;
-    SD_CHECK(sd_round_tree_check(&s, e->target, NULL, "t", &eb, NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "no draft runner");
-    sd_round *h = NULL;
-    SD_CHECK(sd_host_round_create(e->target, e->draft, &h, &eb) == SPECDEC_OK, "host round: %s", eb.msg);
-    if (!h) {
+    SD_CHECK(sd_round_tree_check(&s, NULL, e->draft, "t", &eb, NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "no target runner");
+    SD_CHECK(sd_round_tree_check(&s, e->target, NULL, "t", &eb, NULL) == SPECDEC_OK, "no draft runner (n-gram)");
+    sd_exec *h = NULL;
+    sd_round *rd = NULL;
+    SD_CHECK(sd_host_exec_create(e->n_vocab, 1, 1, &h, &eb) == SPECDEC_OK &&
+                 sd_round_create(h, NULL, e->target, e->draft, 1, &rd, &eb) == SPECDEC_OK,
+             "host round: %s", eb.msg);
+    if (!rd) {
+        sd_exec_destroy(h);
         specdec_engine_free(e);
         return;
     }
     const int32_t kt = sd_runner_kv_len(e->target), kd = sd_runner_kv_len(e->draft);
     s.shape.width[1] = 0;
     sd_round_seq *p[1] = {&s};
-    SD_CHECK(h->ops->run(h, p, 1) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(h->err.msg, "host round: tree width"),
-             "host round, a zero width: %s", h->err.msg);
+    SD_CHECK(sd_round_run(rd, p, 1) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(sd_round_err(rd), "host round: tree width"),
+             "host round, a zero width: %s", sd_round_err(rd));
+    SD_CHECK(s.status == SPECDEC_ERR_INVALID_ARGUMENT, "the refused sequence's status: %d", (int)s.status);
     SD_CHECK(sd_runner_kv_len(e->target) == kt && sd_runner_kv_len(e->draft) == kd, "a refused tree changed the caches");
-    sd_round_destroy(h);
+    sd_round_destroy(rd);
+    sd_exec_destroy(h);
     specdec_engine_free(e);
 }
 
+/* Trees the device executor refuses run on the fallback (host) executor in the same
+ * round, without beginning the sequence again; chains stay on the device one. */
 static void test_fallback(void) {
     specdec_engine *e = markov_engine(1);
     if (!e) return;
-    fake_round *f = calloc(1, sizeof *f);
-    sd_errbuf eb;
-    SD_CHECK(sd_host_round_create(e->target, e->draft, &f->inner, &eb) == SPECDEC_OK, "inner round");
-    f->base.ops = &fake_ops;
-    e->device_round = &f->base;
-    e->device_round_cuda = 0;
+    fake_exec *f = fake_create(e->n_vocab);
+    SD_CHECK(f != NULL, "fake executor");
+    if (!f) {
+        specdec_engine_free(e);
+        return;
+    }
+    e->device_exec = &f->base;
+    e->device_exec_cuda = 0;
     e->round_kind = SD_ENGINE_ROUND_DEVICE;
     int32_t ref[64], out[64], n = 0, n2 = 0;
     specdec_generate_params p = base_params();
     p.n_draft = 0;
     SD_CHECK(specdec_generate(e, PROMPT, 3, &p, ref, 64, &n, NULL) == SPECDEC_OK, "plain");
-    const long runs_plain = f->runs;
-    SD_CHECK(runs_plain > 0 && f->unsupported == 0, "plain decoding did not run on the device round");
+    const long waves_plain = f->waves;
+    SD_CHECK(waves_plain > 0 && f->refused == 0 && !strcmp(sd_round_exec_name(e->round), "fake-device"),
+             "plain decoding did not run on the device executor (%s)", sd_round_exec_name(e->round));
     const int32_t w[3] = {3, 2, 1};
     specdec_generate_params_set_tree(&p, w, 3);
     specdec_stats st;
     SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n2, &st) == SPECDEC_OK, "tree: %s", specdec_engine_last_error(e));
-    SD_CHECK(f->unsupported == 1 && f->runs == runs_plain + 1, "the device round saw %ld tree rounds (%ld runs)",
-             f->unsupported, f->runs - runs_plain);
+    SD_CHECK(f->refused >= st.n_draft_rounds && st.n_draft_rounds > 0, "the device executor refused %ld of %lld tree rounds",
+             f->refused, (long long)st.n_draft_rounds);
     SD_CHECK(n2 == n && !memcmp(out, ref, (size_t)n * sizeof *out) && st.nodes_per_round > 1.0,
              "tree output on the fallback differs from plain decoding");
     p.tree_width[0] = 0, p.tree_width[1] = 0, p.tree_width[2] = 0;
     p.n_draft = 4;
-    const long before = f->runs;
-    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n2, NULL) == SPECDEC_OK && f->runs > before &&
-                 f->unsupported == 1 && n2 == n && !memcmp(out, ref, (size_t)n * sizeof *out),
-             "chains on the device round after a tree call");
+    const long before = f->waves, refused = f->refused;
+    SD_CHECK(specdec_generate(e, PROMPT, 3, &p, out, 64, &n2, NULL) == SPECDEC_OK && f->waves > before &&
+                 f->refused == refused && n2 == n && !memcmp(out, ref, (size_t)n * sizeof *out),
+             "chains on the device executor after a tree call");
     specdec_engine_free(e);
 }
 

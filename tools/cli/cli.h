@@ -32,10 +32,10 @@ typedef struct cli_pair {
     specdec_tokenizer *tok;             /* the target's */
 } cli_pair;
 
-/* Loads target_dir (NULL: the bundled pair, its draft too unless draft_dir), draft_dir
- * (NULL: none) and the target's tokenizer. 0, or 1 after printing why; free with
- * cli_pair_free either way. */
-int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, cli_pair *p);
+/* Loads target_dir (NULL: the bundled pair, its draft too unless draft_dir or
+ * !bundled_draft), draft_dir (NULL: none) and the target's tokenizer. 0, or 1 after
+ * printing why; free with cli_pair_free either way. */
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, cli_pair *p);
 void cli_pair_free(cli_pair *p);
 
 /* ---- statistics (cli_stats.c), the same names everywhere ------------------ */
@@ -99,11 +99,15 @@ typedef struct cli_gen_opts {
     specdec_generate_params gp; /* gp.seed: SPECDEC_SEED_RANDOM for --seed -1 (the default) */
     specdec_engine_params ep;
     int json;
+    int trace;          /* --trace: one record per round (with --json: the "trace" array) */
     int baseline;       /* --baseline: also decode without speculation and report the speedup */
     int temp_given;     /* --temp was on the command line */
     const char **stops; /* --stop values (owned array of argv pointers) */
     int n_stops;
 } cli_gen_opts;
+
+/* Whether the drafter asked for may use the bundled draft model (--drafter auto|model). */
+int cli_gen_bundled_draft(const cli_gen_opts *o);
 
 /* Fills o from argv (o->stops must be freed with cli_gen_opts_free whatever it returns).
  * The values are checked as the library checks them (specdec_generate_params_validate)

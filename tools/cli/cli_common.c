@@ -48,7 +48,7 @@ int cli_fail(const char *cmd, const char *what, specdec_status st, const char *d
 }
 
 /* -m absent: the bundled pair (target and, unless -md, its draft). */
-static int cli_pair_dirs(const char *cmd, cli_pair *p) {
+static int cli_pair_dirs(const char *cmd, int bundled_draft, cli_pair *p) {
     if (p->target_dir) return 0;
     const char *dir = cli_bundled_models_dir();
     if (!dir) {
@@ -61,15 +61,15 @@ static int cli_pair_dirs(const char *cmd, cli_pair *p) {
     snprintf(p->bundled_t, sizeof p->bundled_t, "%s/kjv-target", dir);
     snprintf(p->bundled_d, sizeof p->bundled_d, "%s/kjv-draft", dir);
     p->target_dir = p->bundled_t;
-    if (!p->draft_dir) p->draft_dir = p->bundled_d;
+    if (!p->draft_dir && bundled_draft) p->draft_dir = p->bundled_d;
     return 0;
 }
 
-int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, cli_pair *p) {
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, cli_pair *p) {
     memset(p, 0, sizeof *p);
     p->target_dir = target_dir;
     p->draft_dir = draft_dir;
-    if (cli_pair_dirs(cmd, p)) return 1;
+    if (cli_pair_dirs(cmd, bundled_draft, p)) return 1;
     specdec_status st;
     specdec_model_params mp = specdec_model_default_params();
     if ((st = specdec_model_load(p->target_dir, &mp, &p->target)) != SPECDEC_OK)

@@ -68,6 +68,10 @@ static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.n_predict = (int32_t)n;
     } else if (cli_is(a, "--top-k", NULL, NULL)) {
         if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.top_k = (int32_t)n;
+    } else if (cli_is(a, "--ngram-min", NULL, NULL)) {
+        if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.ngram_min = (int32_t)n;
+    } else if (cli_is(a, "--ngram-max", NULL, NULL)) {
+        if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.ngram_max = (int32_t)n;
     } else if (cli_is(a, "--draft-max", "--draft", NULL)) {
         if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.n_draft = (int32_t)n;
     } else if (cli_is(a, "--ctx", "-c", "--ctx-size")) {
@@ -143,6 +147,12 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         else if (!strcmp(v, "greedy")) o->gp.verify = SPECDEC_VERIFY_GREEDY;
         else if (!strcmp(v, "match")) o->gp.verify = SPECDEC_VERIFY_MATCH;
         else *ok = 0;
+    } else if (cli_is(a, "--drafter", NULL, NULL)) {
+        if (!strcmp(v, "auto")) o->gp.draft_method = SPECDEC_DRAFT_AUTO;
+        else if (!strcmp(v, "model")) o->gp.draft_method = SPECDEC_DRAFT_MODEL;
+        else if (!strcmp(v, "ngram")) o->gp.draft_method = SPECDEC_DRAFT_NGRAM;
+        else if (!strcmp(v, "none")) o->gp.draft_method = SPECDEC_DRAFT_NONE;
+        else *ok = 0;
     } else if (cli_is(a, "--backend", NULL, NULL)) {
         if (!strcmp(v, "auto")) o->ep.backend = SPECDEC_BACKEND_AUTO;
         else if (!strcmp(v, "cpu")) o->ep.backend = SPECDEC_BACKEND_CPU;
@@ -157,12 +167,28 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
 static const char *const gen_value_opts[] = {
     "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
-    "--min-p", "--seed", "-s", "--tree", "--draft-nodes", NULL};
+    "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max", NULL};
 
 static int gen_takes_value(const char *a) {
     for (int i = 0; gen_value_opts[i]; i++)
         if (!strcmp(a, gen_value_opts[i])) return 1;
     return 0;
+}
+
+int cli_gen_bundled_draft(const cli_gen_opts *o) {
+    return o->gp.draft_method == SPECDEC_DRAFT_AUTO || o->gp.draft_method == SPECDEC_DRAFT_MODEL;
+}
+
+/* A drafter that needs no draft model with one given (-md): refused, naming both. */
+static cli_parse_rc gen_check_drafter(cli_gen_opts *o, int argc, char **argv, cli_parse_err *err) {
+    if (cli_gen_bundled_draft(o) || !o->draft_dir) return CLI_PARSE_OK;
+    for (int i = argc - 2; i > 0; i--)
+        if (!strcmp(argv[i], "--drafter")) {
+            snprintf(err->detail, sizeof err->detail, "a draft model is given (-md %s); this drafter uses none",
+                     o->draft_dir);
+            return cli_err(err, CLI_ERR_BAD_VALUE, argv[i], argv[i + 1]);
+        }
+    return CLI_PARSE_OK;
 }
 
 /* After every option: conflicts, then the values as the library checks them. */
@@ -197,6 +223,7 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
         if (!strcmp(a, "--adaptive")) o->gp.adaptive_draft = 1;
         else if (!strcmp(a, "--ignore-eos")) o->gp.ignore_eos = 1;
         else if (!strcmp(a, "--json")) o->json = 1;
+        else if (!strcmp(a, "--trace")) o->trace = 1;
         else if (!strcmp(a, "--baseline")) o->baseline = 1;
         else if (!gen_takes_value(a)) return cli_err(err, CLI_ERR_UNKNOWN_OPTION, a, NULL);
         else if (i + 1 >= argc) return cli_err(err, CLI_ERR_NEEDS_VALUE, a, NULL);
@@ -210,6 +237,7 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
         }
     }
     cli_parse_rc rc = gen_check(o, err);
+    if (rc == CLI_PARSE_OK) rc = gen_check_drafter(o, argc, argv, err);
     if (rc == CLI_PARSE_OK && !o->prompt) return cli_err(err, CLI_ERR_NO_PROMPT, NULL, NULL);
     return rc;
 }

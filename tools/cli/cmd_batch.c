@@ -40,7 +40,8 @@ static void batch_usage(FILE *f) {
             "  --seed S         line i samples with seed S + i (default -1: a random S, printed), so identical\n"
             "                   lines give independent samples; a --jsonl line's own seed replaces S + i\n"
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --draft-max, --tree,\n"
-            "--draft-nodes, --verify, --backend, --ctx, --ignore-eos, --stop) apply to every prompt;\n"
+            "--draft-nodes, --drafter, --ngram-min, --ngram-max, --verify, --backend, --ctx, --ignore-eos,\n"
+            "--stop) apply to every prompt;\n"
             "see 'specdec generate --help'. Line i equals `specdec generate --seed S+i` on that line alone.\n"
             "Ctrl-C cancels what has not finished, prints the results so far and exits with 130.\n");
 }
@@ -299,7 +300,7 @@ static int batch_run(batch_ctx *c) {
     for (int32_t i = 0; o->jsonl && i < c->n_items; i++)
         if (batch_parse_jsonl(c, i)) return fail("reading the prompts", SPECDEC_ERR_OUT_OF_MEMORY, o->file);
     batch_seeds(c);
-    if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, &c->pair)) return 1;
+    if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, cli_gen_bundled_draft(&o->gen), &c->pair)) return 1;
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = o->parallel;
     sp.max_queued = c->n_items > 0 ? c->n_items : 1;

@@ -34,6 +34,10 @@ static void gen_usage(FILE *f) {
             "  --adaptive       adapt γ each round from the acceptance observed\n"
             "  --tree B1,B2,..  draft tree: up to Bd children per node at depth d (at most %d nodes)\n"
             "  --draft-nodes N  draft tree of N nodes grown best-first by draft probability (within --tree)\n"
+            "  --drafter D      auto|model|ngram|none: who drafts (default auto: the draft model if any);\n"
+            "                   ngram = prompt lookup over the text so far, no draft model (-md) needed\n"
+            "  --ngram-min N    ngram: shortest suffix looked up (default 1)\n"
+            "  --ngram-max N    ngram: longest suffix looked up, tried first, at most 64 (default 4)\n"
             "  --verify MODE    auto|rejection|greedy|match (default auto: greedy at T=0, else rejection;\n"
             "                   greedy implies --temp 0 and refuses a --temp above 0)\n"
             "  --backend B      auto|cpu|cuda (default auto)\n"
@@ -42,6 +46,8 @@ static void gen_usage(FILE *f) {
             "  --ignore-eos     do not stop at EOS\n"
             "  --stop STR       stop when STR appears in the text (repeatable)\n"
             "  --json           print one JSON object (text, ids, statistics, parameters) instead\n"
+            "  --trace          every round's drafts, accepted path and emitted tokens (stderr, or the\n"
+            "                   \"trace\" array with --json)\n"
             "  --baseline       also decode without speculation (same settings and seed) and print\n"
             "                   the measured speedup\n"
             "Ctrl-C stops after the current token, prints the statistics and exits with 130.\n",
@@ -106,9 +112,11 @@ typedef struct gen_ctx {
     int has_base;
     int interrupted;          /* Ctrl-C stopped the generation */
     gen_out go;
+    cJSON *trace;             /* --trace --json: one object per round */
 } gen_ctx;
 
 static void gen_free(gen_ctx *c) {
+    cJSON_Delete(c->trace);
     specdec_engine_free(c->eng);
     cli_pair_free(&c->pair);
     free(c->ids);
@@ -119,11 +127,41 @@ static void gen_free(gen_ctx *c) {
 
 /* Models, tokenizer and the prompt's ids. */
 static int gen_load(gen_ctx *c) {
-    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, &c->pair)) return 1;
+    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, cli_gen_bundled_draft(c->o), &c->pair)) return 1;
     const char *prompt = c->o->prompt;
     specdec_status st = cli_encode(c->pair.tok, prompt, strlen(prompt), &c->ids, &c->n_ids);
     if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->pair.tok));
     return 0;
+}
+
+static cJSON *gen_ids(const int32_t *v, int32_t n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t i = 0; a && i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+/* --trace: one record per round (a JSON object, or a line on stderr). */
+static void on_round(void *ud, const specdec_round_info *r) {
+    gen_ctx *c = ud;
+    const char *who = specdec_draft_method_name(r->draft_method);
+    if (!c->o->json) {
+        fprintf(stderr, "[round %d, %s] drafted %d:", (int)r->round, who, (int)r->n_drafted);
+        for (int32_t i = 0; i < r->n_drafted; i++) fprintf(stderr, " %d<%d", (int)r->draft_tokens[i], (int)r->draft_parents[i]);
+        fprintf(stderr, "; accepted %d; emitted", (int)r->n_accepted);
+        for (int32_t i = 0; i < r->n_emitted; i++) fprintf(stderr, " %d", (int)r->emitted[i]);
+        fputc('\n', stderr);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return;
+    cJSON_AddNumberToObject(o, "round", r->round);
+    cJSON_AddStringToObject(o, "drafter", who);
+    cJSON_AddItemToObject(o, "draft_tokens", gen_ids(r->draft_tokens, r->n_drafted));
+    cJSON_AddItemToObject(o, "draft_parents", gen_ids(r->draft_parents, r->n_drafted));
+    cJSON_AddNumberToObject(o, "n_accepted", r->n_accepted);
+    cJSON_AddItemToObject(o, "accepted_nodes", gen_ids(r->accepted_nodes, r->n_accepted));
+    cJSON_AddItemToObject(o, "emitted", gen_ids(r->emitted, r->n_emitted));
+    cJSON_AddItemToArray(c->trace, o);
 }
 
 /* Engine and generation (text streams to stdout through on_token unless --json). */
@@ -144,6 +182,11 @@ static int gen_run(gen_ctx *c) {
     c->gp.n_stop_strings = o->n_stops;
     c->gp.callback = on_token;
     c->gp.user_data = &c->go;
+    if (o->trace && o->json && !(c->trace = cJSON_CreateArray())) return fail("tracing", SPECDEC_ERR_OUT_OF_MEMORY, "");
+    if (o->trace) {
+        c->gp.round_callback = on_round;
+        c->gp.round_user_data = c;
+    }
     if (cli_interrupted()) { /* Ctrl-C while loading: report nothing generated, as an interrupted run */
         c->interrupted = 1;
         return 0;
@@ -167,6 +210,7 @@ static int gen_run_baseline(gen_ctx *c) {
     (void)specdec_generate_params_set_tree(&bp, NULL, 0);
     bp.seed = c->stats.seed;
     bp.callback = on_token_quiet;
+    bp.round_callback = NULL; /* the trace is the speculative run's */
     c->base_out = malloc((size_t)c->cap_out * sizeof *c->base_out);
     if (!c->base_out) return fail("allocating the baseline's output", SPECDEC_ERR_OUT_OF_MEMORY, "");
     specdec_status st = specdec_generate(c->eng, c->ids, c->n_ids, &bp, c->base_out, c->cap_out, &c->n_base,
@@ -177,11 +221,8 @@ static int gen_run_baseline(gen_ctx *c) {
     return 0;
 }
 
-/* Speculative: a draft model and a chain length or a tree. */
-static int gen_is_spec(const gen_ctx *c) {
-    const specdec_generate_params *gp = &c->gp;
-    return c->pair.draft != NULL && (gp->n_draft > 0 || gp->tree_width[0] != 0 || gp->draft_nodes > 0);
-}
+/* Speculative: a drafter drafted (a draft model or n-gram lookup, a chain or a tree). */
+static int gen_is_spec(const gen_ctx *c) { return c->stats.draft_method != SPECDEC_DRAFT_NONE; }
 
 static double gen_speedup(const gen_ctx *c) {
     return c->base_stats.tokens_per_second > 0 ? c->stats.tokens_per_second / c->base_stats.tokens_per_second : 0.0;
@@ -227,6 +268,9 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
     for (int d = 0; d < SPECDEC_MAX_DRAFT && gp->tree_width[d]; d++)
         cJSON_AddItemToArray(jtw, cJSON_CreateNumber(gp->tree_width[d]));
     cJSON_AddNumberToObject(jq, "draft_nodes", gp->draft_nodes);
+    cJSON_AddStringToObject(jq, "drafter", specdec_draft_method_name(gp->draft_method));
+    cJSON_AddNumberToObject(jq, "ngram_min", gp->ngram_min);
+    cJSON_AddNumberToObject(jq, "ngram_max", gp->ngram_max);
     cJSON_AddStringToObject(jq, "verify", specdec_verify_mode_name(c->stats.verify));
     cJSON_AddStringToObject(jq, "backend", backend_name(o->ep.backend));
     cJSON_AddNumberToObject(jq, "n_ctx", specdec_engine_n_ctx(c->eng));
@@ -236,7 +280,7 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
 }
 
 /* --json: one object with the text, ids, statistics and parameters. */
-static int gen_print_json(const gen_ctx *c) {
+static int gen_print_json(gen_ctx *c) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "text", c->go.text ? c->go.text : "");
     cJSON *jt = cJSON_AddArrayToObject(root, "tokens");
@@ -245,6 +289,10 @@ static int gen_print_json(const gen_ctx *c) {
     for (int32_t i = 0; i < c->n_ids; i++) cJSON_AddItemToArray(jp, cJSON_CreateNumber(c->ids[i]));
     gen_json_stats(root, c);
     gen_json_params(root, c);
+    if (c->trace) {
+        cJSON_AddItemToObject(root, "trace", c->trace);
+        c->trace = NULL; /* root owns it now */
+    }
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!s) return fail("printing JSON", SPECDEC_ERR_OUT_OF_MEMORY, "");

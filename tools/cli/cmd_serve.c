@@ -28,6 +28,11 @@ static void serve_usage(FILE *f) {
             "  --backend B         auto|cpu|cuda (default auto)\n"
             "  --ctx N             context length, 0 = from the model (default 0)\n"
             "  --draft N           default draft length γ of a request, 0..%d (default 4)\n"
+            "  --speculative-config JSON  the requests' default drafter, vLLM's keys: {\"method\":\n"
+            "                      \"ngram\"|\"draft_model\"|\"eagle3\", \"num_speculative_tokens\": G,\n"
+            "                      \"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"model\": DRAFT_DIR};\n"
+            "                      a request's \"speculative_config\" overrides it (with it and no -m:\n"
+            "                      the bundled target alone)\n"
             "  --chat-template T   chat prompts: jinja (the model's own template) | plain | a built-in one:\n"
             "                      llama3|chatml|llama2|mistral|zephyr|phi3 (default: jinja when the model\n"
             "                      has a template, else plain)\n"
@@ -84,6 +89,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--queue")) bad = serve_long(v, 1, 1 << 20, &n), c->queue = (int)n;
     else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) bad = serve_long(v, 0, 1 << 30, &n), c->n_ctx = (int)n;
     else if (!strcmp(a, "--draft")) bad = serve_long(v, 0, SPECDEC_MAX_DRAFT, &n), c->n_draft = (int)n;
+    else if (!strcmp(a, "--speculative-config")) c->speculative_config = v;
     else if (!strcmp(a, "--chat-template")) {
         if (!sd_server_chat_template_known(v)) {
             char names[128];
@@ -133,7 +139,7 @@ int cli_cmd_serve(int argc, char **argv) {
         snprintf(bundled_t, sizeof bundled_t, "%s/kjv-target", dir);
         snprintf(bundled_d, sizeof bundled_d, "%s/kjv-draft", dir);
         c.target_dir = bundled_t;
-        if (!c.draft_dir) c.draft_dir = bundled_d;
+        if (!c.draft_dir && !c.speculative_config) c.draft_dir = bundled_d;
     }
     return sd_server_run(&c);
 }

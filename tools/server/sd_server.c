@@ -185,6 +185,13 @@ int sd_server_run(const sd_server_config *cfg) {
      * when freed: a burst of big requests must not leave its peak in malloc's arenas (the
      * default threshold grows to 32 MiB after the first such free) */
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    sd_spec_config spec;
+    char msg[300];
+    int model_from_spec = 0;
+    if (sd_spec_server_config(cfg->speculative_config, cfg->draft_dir, &spec, &model_from_spec, msg, sizeof msg)) {
+        fprintf(stderr, "specdec serve: --speculative-config: %s\n", msg);
+        return 2;
+    }
     sd_server *srv = calloc(1, sizeof *srv);
     if (!srv || sd_metrics_init(&srv->metrics) || sd_conn_init(srv)) {
         fprintf(stderr, "specdec serve: out of memory\n");
@@ -192,6 +199,8 @@ int sd_server_run(const sd_server_config *cfg) {
         return 1;
     }
     srv->cfg = *cfg;
+    srv->spec = spec;
+    if (model_from_spec) srv->cfg.draft_dir = srv->spec.model;
     atomic_init(&srv->state, SD_STATE_LOADING);
     atomic_init(&srv->cancel_all, 0);
     atomic_init(&srv->next_id, 1);

@@ -60,6 +60,8 @@ typedef struct sd_server_config {
                                     zephyr, phi3); NULL = the model's own (specdec_chat_template_detect:
                                     "jinja" when its tokenizer directory has a template, else "plain") */
     const char *model_alias;     /* served model id; NULL = the target directory's name */
+    const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
+                                       (sd_server_spec.h); NULL = the draft model if any */
     int verbose;                 /* 1: log each request to stderr */
 } sd_server_config;
 

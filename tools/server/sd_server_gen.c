@@ -32,6 +32,7 @@ typedef struct sd_job {
     specdec_request_id rid;
     long serial;                   /* this server's request number */
     int32_t n_prompt, cap, n_draft;
+    sd_spec_resolved spec;         /* its drafter (speculative_config over the server's) */
     int32_t tree[SD_API_MAX_TREE];  /* the request's draft tree (n_tree 0: a chain of n_draft) */
     int n_tree;
     int32_t draft_nodes;
@@ -278,8 +279,11 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     j->verify = req->verify != SPECDEC_VERIFY_AUTO ? req->verify
                 : req->temperature == 0.0f    ? SPECDEC_VERIFY_GREEDY
                                               : SPECDEC_VERIFY_REJECTION; /* as the engine resolves AUTO */
-    j->n_draft = srv->draft ? (req->n_draft >= 0 ? req->n_draft : srv->cfg.n_draft) : 0;
+    j->n_draft = j->spec.n_draft;
     gp.n_draft = j->n_draft;
+    gp.draft_method = j->spec.method;
+    gp.ngram_min = j->spec.ngram_min;
+    gp.ngram_max = j->spec.ngram_max;
     if (req->n_tree > 0 || req->draft_nodes > 0) { /* the library ignores n_draft then */
         specdec_generate_params_set_tree(&gp, req->tree, req->n_tree); /* the parser checked the shape */
         gp.draft_nodes = req->draft_nodes;
@@ -319,6 +323,7 @@ typedef struct sd_gen_prep {
     sd_api_request req;  /* parsed when rc is 0 (or past parsing) */
     int parsed;
     int32_t *ids, n, n_predict;
+    sd_spec_resolved spec; /* its drafter (speculative_config over the server's) */
     sd_api_error e;
     int rc;
 } sd_gen_prep;
@@ -331,9 +336,8 @@ static void sd_gen_prep_run(void *arg) {
         return;
     }
     p->parsed = 1;
-    if (!srv->draft && (p->req.n_tree > 0 || p->req.draft_nodes > 0))
-        p->rc = sd_api_fail(&p->e, 400, "invalid_request_error", NULL, p->req.n_tree > 0 ? "tree" : "draft_nodes",
-                            "a draft tree needs a draft model; this server decodes without one (no -md)");
+    p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->cfg.n_draft,
+                            p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0, &p->spec, &p->e);
     if (!p->rc) p->rc = sd_gen_prompt(srv, &p->req, &p->ids, &p->n, &p->e);
     if (!p->rc) p->rc = sd_gen_budget(srv, &p->req, p->n, &p->n_predict, &p->e);
 }
@@ -354,6 +358,7 @@ static int sd_gen_start(sd_server *srv, struct MHD_Connection *c, int chat, cons
     int32_t *ids = p.ids, n = p.n, n_predict = p.n_predict;
     sd_job *j = sd_job_new(srv, c, &req);
     int rc = j ? 0 : sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (!rc) j->spec = p.spec;
     if (!rc) {
         j->t_arrival = t_arrival;
         j->n_prompt = n;

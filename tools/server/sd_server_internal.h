@@ -65,6 +65,7 @@ typedef struct sd_prep sd_prep;   /* the bounded pool that parses and tokenizes 
 
 typedef struct sd_server {
     sd_server_config cfg;
+    sd_spec_config spec;               /* --speculative-config (cfg.draft_dir may come from its "model") */
     char model_id[256];                /* the id served in /v1/models and matched in "model" */
     specdec_model *target, *draft;
     specdec_tokenizer *tok;

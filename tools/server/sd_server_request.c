@@ -352,6 +352,7 @@ static int parse_stream(const cJSON *root, sd_api_request *r, sd_api_error *e) {
 static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_request *r, sd_api_error *e) {
     if (!cJSON_IsObject(root)) return sd_api_fail(e, 400, INVALID, NULL, NULL, "the body must be a JSON object");
     int rc = parse_model(root, model_id, r, e);
+    if (!rc) rc = sd_spec_parse(field(root, "speculative_config"), &r->spec, e);
     if (!rc) rc = chat ? parse_messages(root, r, e) : parse_prompt(root, r, e);
     if (!rc) rc = parse_sampling(root, r, e);
     if (!rc) rc = parse_stop(root, r, e);

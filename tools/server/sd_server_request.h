@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "specdec.h"
+#include "sd_server_spec.h"
 
 #define SD_API_MAX_STOP 4        /* OpenAI's limit on "stop" */
 #define SD_API_MAX_STOP_LEN 512  /* bytes, the engine's limit */
@@ -54,6 +55,7 @@ typedef struct sd_api_request {
                                       specdec_generate_params_set_tree accepts */
     int n_tree;                    /* 0: no "tree" */
     int32_t draft_nodes;           /* extension "draft_nodes": 0 (absent) or 1..SPECDEC_MAX_TREE_NODES */
+    sd_spec_config spec;           /* extension "speculative_config" (vLLM's keys; sd_server_spec.h) */
 } sd_api_request;
 
 typedef struct sd_api_error {
@@ -61,7 +63,7 @@ typedef struct sd_api_error {
     int close;            /* 1: close the connection after this answer (framing errors, refusals at the door) */
     const char *type;     /* "invalid_request_error", "authentication_error", "server_error", ... */
     const char *code;     /* NULL or "model_not_found", "context_length_exceeded", ... */
-    char param[32];       /* "" or the offending field */
+    char param[64];       /* "" or the offending field (e.g. "speculative_config.prompt_lookup_min") */
     char message[256];
 } sd_api_error;
 

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""test_server_spec.py — `specdec serve --speculative-config JSON` and the per-request
+"speculative_config" extension (vLLM's keys), on loopback, the bundled pair on the CPU.
+
+    test_server_spec.py SPECDEC_BINARY MODELS_DIR [--quick]
+
+Checks: a server started with {"method": "ngram", ...} and no -m runs the bundled target
+alone, its completions (temperature 0) equal `specdec generate` plain decoding and report
+"speculative": {"draft_method": "ngram"}; a request's own speculative_config overrides it
+(draft_model on a server with -md, ngram with a tree); bad values answer 400 with
+"param" naming the field (method, num_speculative_tokens, prompt_lookup_min/max, model
+with ngram, draft_model without a draft model, a tree without a drafter); bad
+--speculative-config text exits 2 with a message. --quick (sanitizer builds): 4 tokens, the
+first server only.
+"""
+import http.client
+import json
+import select
+import subprocess
+import time
+
+from dtest import BIN, DRAFT, QUICK, TARGET, check, finish
+
+N = 4 if QUICK else 16
+PROMPT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
+          "In the beginning God created the heaven and the earth. And the earth was")
+
+
+class Server:
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([BIN, "serve", "--port", "0", "--backend", "cpu", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.port = None
+        deadline = time.time() + 60
+        while time.time() < deadline and self.proc.poll() is None and self.port is None:
+            if select.select([self.proc.stdout], [], [], 0.5)[0]:
+                line = self.proc.stdout.readline()
+                if "listening on http://" in line:
+                    self.port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+        if self.port is None:
+            self.stop()
+            raise RuntimeError("server did not start")
+        while time.time() < deadline:  # it listens before its models are loaded: wait for /health 200
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            try:
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            finally:
+                c.close()
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server never became healthy")
+
+    def post(self, body):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            return r.status, json.loads(r.read())
+        finally:
+            c.close()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def completion(extra):
+    return dict({"prompt": PROMPT, "max_tokens": N, "temperature": 0}, **extra)
+
+
+ref = json.loads(subprocess.run([BIN, "generate", "-m", TARGET, "-p", PROMPT, "-n", str(N), "--temp", "0", "--json",
+                                 "--ignore-eos"], capture_output=True, text=True, timeout=120).stdout)
+
+srv = Server("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 3}')
+try:
+    st, r = srv.post(completion({}))
+    spec = r.get("speculative", {}) if st == 200 else {}
+    check(st == 200 and spec.get("draft_method") == "ngram" and spec.get("n_draft") == 5, f"server default ngram: {st} {r}")
+    check(st == 200 and r["choices"][0]["text"] == ref["text"], f"ngram text != plain: {r} / {ref['text']!r}")
+    st, r = srv.post(completion({"speculative_config": {"method": "ngram", "num_speculative_tokens": 2}, "tree": [2, 2]}))
+    check(st == 200 and r["speculative"]["draft_method"] == "ngram" and r["choices"][0]["text"] == ref["text"],
+          f"request ngram tree: {st} {r}")
+    bad = [({"method": "medusa"}, "speculative_config.method"),
+           ({"method": "draft_model"}, "speculative_config.method"),
+           ({"method": "eagle3"}, None),
+           ({"num_speculative_tokens": 17}, "speculative_config.num_speculative_tokens"),
+           ({"prompt_lookup_min": 0}, "speculative_config.prompt_lookup_min"),
+           ({"prompt_lookup_max": 65}, "speculative_config.prompt_lookup_max"),
+           ({"prompt_lookup_min": 5, "prompt_lookup_max": 3}, "speculative_config.prompt_lookup_max"),
+           ({"method": "ngram", "model": DRAFT}, "speculative_config.model"),
+           ("ngram", "speculative_config")]
+    for cfg, param in bad:
+        st, r = srv.post(completion({"speculative_config": cfg}))
+        err = r.get("error", {})
+        check(st == 400 and (param is None or err.get("param") == param) and err.get("message"),
+              f"bad speculative_config {cfg}: {st} {r}")
+    st, r = srv.post(completion({"speculative_config": {"method": "eagle3"}}))
+    check(st == 400 and "EAGLE" in r.get("error", {}).get("message", ""), f"eagle3: {st} {r}")
+finally:
+    srv.stop()
+
+if QUICK:
+    finish()
+srv = Server("-m", TARGET, "-md", DRAFT, "--speculative-config", '{"method": "ngram"}')
+try:
+    st, r = srv.post(completion({"speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}))
+    check(st == 200 and r["speculative"]["draft_method"] == "model" and r["speculative"]["n_draft"] == 3 and
+          r["choices"][0]["text"] == ref["text"], f"draft_model over the server's ngram: {st} {r}")
+    st, r = srv.post(completion({}))
+    check(st == 200 and r["speculative"]["draft_method"] == "ngram", f"server default ngram with -md: {st} {r}")
+    st, r = srv.post(completion({"speculative_config": {"model": "other-draft"}}))
+    check(st == 400 and r["error"]["param"] == "speculative_config.model", f"another draft model: {st} {r}")
+finally:
+    srv.stop()
+
+srv = Server("-m", TARGET)
+try:
+    st, r = srv.post(completion({"tree": [2, 2]}))
+    check(st == 400 and r["error"]["param"] == "tree", f"a tree without a drafter: {st} {r}")
+    st, r = srv.post(completion({}))
+    check(st == 200 and r["speculative"]["draft_method"] == "none", f"plain: {st} {r}")
+finally:
+    srv.stop()
+
+for text in ('{"method": "ngram", "model": "x"}', '{"method": 3}', "[1]", "{", '{"method": "draft_model"}'):
+    p = subprocess.run([BIN, "serve", "--port", "0", "-m", TARGET, "--speculative-config", text], capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == 2 and "--speculative-config" in p.stderr, f"bad --speculative-config {text}: {p.returncode} "
+          f"{p.stderr[-300:]!r}")
+finish()

@@ -1,0 +1,130 @@
+/* sd_server_spec.c — speculative_config (see sd_server_spec.h). */
+#include "sd_server_spec.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sd_server_request.h"
+
+#define SPEC_INVALID "invalid_request_error"
+
+/* An integer key of o in [lo, hi]: *out, or -1 when absent. */
+static int spec_int(const cJSON *o, const char *key, int32_t lo, int32_t hi, int32_t *out, sd_api_error *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = -1;
+    if (!v || cJSON_IsNull(v)) return 0;
+    const double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    char param[64];
+    snprintf(param, sizeof param, "speculative_config.%s", key);
+    if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d) || d < lo || d > hi)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, param, "'%s' must be an integer in [%d, %d]", param, (int)lo,
+                           (int)hi);
+    *out = (int32_t)d;
+    return 0;
+}
+
+static int spec_method(const cJSON *o, sd_spec_config *out, sd_api_error *e) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "method");
+    out->method = -1;
+    if (!v || cJSON_IsNull(v)) return 0;
+    const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+    if (s && !strcmp(s, "ngram")) out->method = SPECDEC_DRAFT_NGRAM;
+    else if (s && !strcmp(s, "draft_model")) out->method = SPECDEC_DRAFT_MODEL;
+    else if (s && !strcmp(s, "eagle3")) out->method = SPECDEC_DRAFT_EAGLE3;
+    else
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
+                           "'speculative_config.method' must be \"ngram\", \"draft_model\" or \"eagle3\"");
+    return 0;
+}
+
+int sd_spec_parse(const cJSON *v, sd_spec_config *out, sd_api_error *e) {
+    memset(out, 0, sizeof *out);
+    out->method = out->num_tokens = out->lookup_min = out->lookup_max = -1;
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsObject(v))
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config", "'speculative_config' must be an object");
+    out->present = 1;
+    int rc = spec_method(v, out, e);
+    if (!rc) rc = spec_int(v, "num_speculative_tokens", 0, SPECDEC_MAX_DRAFT, &out->num_tokens, e);
+    if (!rc) rc = spec_int(v, "prompt_lookup_min", 1, 64, &out->lookup_min, e);
+    if (!rc) rc = spec_int(v, "prompt_lookup_max", 1, 64, &out->lookup_max, e);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(v, "model");
+    if (!rc && m && !cJSON_IsNull(m)) {
+        if (!cJSON_IsString(m) || !m->valuestring[0] || strlen(m->valuestring) >= sizeof out->model)
+            rc = sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.model",
+                             "'speculative_config.model' must be a non-empty string (a directory)");
+        else snprintf(out->model, sizeof out->model, "%s", m->valuestring);
+    }
+    if (!rc && out->model[0] && out->method == SPECDEC_DRAFT_NGRAM)
+        rc = sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.model",
+                         "the ngram method takes no draft model ('speculative_config.model' given)");
+    return rc;
+}
+
+int sd_spec_parse_text(const char *json, sd_spec_config *out, char *msg, size_t cap) {
+    cJSON *root = cJSON_Parse(json);
+    sd_api_error e;
+    memset(&e, 0, sizeof e);
+    int rc = root ? sd_spec_parse(root, out, &e) : sd_api_fail(&e, 400, SPEC_INVALID, NULL, "", "not valid JSON");
+    if (root && !cJSON_IsObject(root)) rc = sd_api_fail(&e, 400, SPEC_INVALID, NULL, "", "not a JSON object");
+    cJSON_Delete(root);
+    if (rc) snprintf(msg, cap, "%s", e.message);
+    return rc ? -1 : 0;
+}
+
+int sd_spec_server_config(const char *json, const char *draft_dir, sd_spec_config *out, int *model_from_spec,
+                          char *msg, size_t cap) {
+    *model_from_spec = 0;
+    if (!json) return sd_spec_parse(NULL, out, NULL);
+    if (sd_spec_parse_text(json, out, msg, cap)) return -1;
+    if (out->model[0] && draft_dir && strcmp(out->model, draft_dir)) {
+        snprintf(msg, cap, "\"model\" %s and -md %s name different draft models", out->model, draft_dir);
+        return -1;
+    }
+    *model_from_spec = out->model[0] && !draft_dir;
+    if (out->method == SPECDEC_DRAFT_MODEL && !out->model[0] && !draft_dir) {
+        snprintf(msg, cap, "the draft_model method needs a draft model (-md or \"model\")");
+        return -1;
+    }
+    return 0;
+}
+
+/* The request's value over the server's over the default (-1 = absent). */
+static int32_t spec_pick(int32_t req, int32_t srv, int32_t dflt) { return req >= 0 ? req : srv >= 0 ? srv : dflt; }
+
+/* The draft model a request names must be the loaded one (its directory, or the
+ * directory's last component). */
+static int spec_model_ok(const char *want, const char *loaded) {
+    if (!want[0]) return 1;
+    if (!loaded) return 0;
+    const char *base = strrchr(loaded, '/');
+    return !strcmp(want, loaded) || (base && !strcmp(want, base + 1));
+}
+
+int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int32_t n_draft_default,
+                    int32_t n_draft_req, int tree, sd_spec_resolved *out, sd_api_error *e) {
+    const int m = req->method >= 0 ? req->method : srv->method >= 0 ? srv->method : -1;
+    out->method = m >= 0 ? (specdec_draft_method)m : draft_name ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_NONE;
+    if (out->method == SPECDEC_DRAFT_MODEL && !draft_name)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
+                           "the draft_model method needs a draft model; this server has none (no -md)");
+    if (!spec_model_ok(req->model, draft_name))
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.model",
+                           "'speculative_config.model' must name the loaded draft model (%s)", draft_name ? draft_name : "none");
+    if (out->method == SPECDEC_DRAFT_NGRAM && req->model[0])
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.model",
+                           "the ngram method takes no draft model ('speculative_config.model' given)");
+    out->n_draft = spec_pick(req->num_tokens >= 0 ? req->num_tokens : n_draft_req, srv->num_tokens, n_draft_default);
+    out->ngram_min = spec_pick(req->lookup_min, srv->lookup_min, 1);
+    out->ngram_max = spec_pick(req->lookup_max, srv->lookup_max, out->ngram_min > 4 ? out->ngram_min : 4);
+    if (out->method == SPECDEC_DRAFT_NGRAM && out->ngram_max < out->ngram_min)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.prompt_lookup_max",
+                           "'prompt_lookup_max' %d < 'prompt_lookup_min' %d", (int)out->ngram_max, (int)out->ngram_min);
+    if (out->method == SPECDEC_DRAFT_NONE) out->n_draft = 0;
+    if (tree && out->method == SPECDEC_DRAFT_NONE)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "tree",
+                           "a draft tree needs a draft model (-md) or \"speculative_config\": {\"method\": \"ngram\"}");
+    return 0;
+}
