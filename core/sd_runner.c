@@ -22,7 +22,9 @@ specdec_status sd_runner_check_len(sd_runner *r, int32_t len, const char *what) 
 void sd_runner_slide(sd_runner *r) {
     sd_runner_group *g = r->group;
     if (!g || g->kv_window <= 0) return;
-    (void)sd_kv_release(&r->kv, &g->pool, sd_kv_window_keep(r->kv_len, g->kv_window, SD_RUNNER_WINDOW_MARGIN));
+    int32_t keep = sd_kv_window_keep(r->kv_len, g->kv_window, SD_RUNNER_WINDOW_MARGIN);
+    if (r->tree.n > 0 && keep > r->tree.base) keep = r->tree.base; /* a live tree's rows stay for compact() */
+    (void)sd_kv_release(&r->kv, &g->pool, keep);
 }
 
 specdec_status sd_runner_group_set_window(sd_runner_group *g, int32_t window, sd_errbuf *eb) {

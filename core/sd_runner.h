@@ -69,11 +69,14 @@
  * for models whose EVERY layer slides with window W, sd_cfg_release_window) lets its
  * sequences give old blocks back. After every successful forward(), forward_tree(),
  * compact() and batched forward that leaves a runner at kv_len = K, the runner releases
- * the blocks wholly below sd_kv_window_keep(K, W, SD_RUNNER_WINDOW_MARGIN): every
- * position >= K - SD_RUNNER_WINDOW_MARGIN can still be computed. The round protocol
- * never goes back further (core/sd_round.c: a round starts at the committed length and
- * rolls back at most the γ + 1 or SD_RUNNER_TREE_MAX rows it appended; a draft runner's
- * catch-up starts at its own kv_len). The rows before the release point are gone:
+ * the blocks wholly below sd_kv_window_keep(K, W, SD_RUNNER_WINDOW_MARGIN) (releases
+ * are monotone: the largest K any call left counts): every position >= that K -
+ * SD_RUNNER_WINDOW_MARGIN can still be computed. The round protocol never goes back
+ * further (core/sd_round.c: a round starts at the committed length, which only grows,
+ * and one call appends at most the γ + 1 or SD_RUNNER_TREE_MAX rows it may roll back;
+ * a draft runner's catch-up starts at its own kv_len; a prefill chunk is committed);
+ * while a tree is live its rows are never released (compact() moves them). The rows
+ * before the release point are gone:
  *   CONTRACT: a forward() at pos, a batch segment at pos, a new tree at base, or a
  *   sd_runner_truncate() to len is valid for 0 or for values >= sd_runner_min_len(r)
  *   (the smallest length whose next position's keys are all held); a smaller non-zero
