@@ -16,7 +16,10 @@
  *      without a window has each request refused at submit (CONTEXT_FULL: its 72-block
  *      reservation exceeds the pool), and in a pool of 80 blocks runs them one at a
  *      time while the windowed pair runs three at a time.
- * Usage: test_kv_window_sched FIXTURES_DIR */
+ * With --cuda (ctest kv_window_sched_cuda, label gpu) the schedulers and the reference
+ * engine run on CUDA (the scheduler's CUDA runner groups, whose attention kernel reads
+ * tiles of 32 keys: the release point's alignment); skipped without a device.
+ * Usage: test_kv_window_sched [--cuda] FIXTURES_DIR */
 #define _XOPEN_SOURCE 700 /* realpath, mkdtemp */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +40,7 @@
 #define MID_POOL 80
 
 static char g_tmp[256];
+static specdec_backend g_backend = SPECDEC_BACKEND_CPU;
 
 /* dst/config.json = src/config.json with the window replaced and max_position_embeddings
  * raised; dst/model.safetensors -> src's. 0 on success. */
@@ -147,7 +151,7 @@ static void make_requests(req *r) {
  * was accepted (outputs in r), 1 when one was refused with `refused` set to its status. */
 static int run_sched(const pair *p, int32_t n_blocks, req *r, monitor *mon, specdec_status *refused) {
     specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.backend = g_backend;
     ep.n_ctx = N_CTX;
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = N_REQ;
@@ -185,7 +189,7 @@ static int run_sched(const pair *p, int32_t n_blocks, req *r, monitor *mon, spec
 
 static void references(const pair *p, req *r) {
     specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.backend = g_backend;
     ep.n_ctx = N_CTX;
     specdec_engine *e = NULL;
     SD_CHECK(specdec_engine_create(p->t, p->d, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
@@ -250,8 +254,14 @@ static void cleanup(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--cuda") == 0) {
+        if (specdec_cuda_device_count() <= 0) return sd_test_skip("no CUDA device");
+        g_backend = SPECDEC_BACKEND_CUDA;
+        argv++;
+        argc--;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: test_kv_window_sched FIXTURES_DIR\n");
+        fprintf(stderr, "usage: test_kv_window_sched [--cuda] FIXTURES_DIR\n");
         return 2;
     }
     snprintf(g_tmp, sizeof g_tmp, "/tmp/sd_kv_window_XXXXXX");
