@@ -91,7 +91,11 @@ static int prepare(sc_env *e, req *reqs) {
         if (i % 8 == 7) r->gp.draft_nodes = 12; /* a best-first node budget */
         /* different drafters in one round: the n-gram drafter (a chain, and the tree at
          * i = 11), plain decoding by draft_method NONE, the draft model for the rest */
-        if (i % 6 == 5) r->gp.draft_method = SPECDEC_DRAFT_NGRAM;
+        if (i % 6 == 5) { /* the cost gate FIXED: MEASURED's proposals follow timings, the counts would differ */
+            r->gp.draft_method = SPECDEC_DRAFT_NGRAM;
+            r->gp.ngram_cost = SPECDEC_NGRAM_COST_FIXED;
+            r->gp.ngram_token_cost = 0.25f;
+        }
         if (i % 9 == 4) r->gp.draft_method = SPECDEC_DRAFT_NONE;
         r->gp.tokenizer = e->tok;
         r->n_ref = sc_reference(e, r->prompt, r->n_prompt, &r->gp, r->ref, N_PREDICT, &r->ref_stats);
