@@ -47,14 +47,8 @@ static specdec_status e3_get(e3_loader *E, const char *name, int64_t rows, int64
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: EAGLE-3 head: missing tensor '%s'", E->f->path, name);
     }
     sd_dtype dt;
-    switch (t->dtype) {
-    case SD_ST_F32: dt = SD_F32; break;
-    case SD_ST_F16: dt = SD_F16; break;
-    case SD_ST_BF16: dt = SD_BF16; break;
-    default:
-        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16)",
-                       E->f->path, name, sd_st_dtype_name(t->dtype));
-    }
+    specdec_status st = sd_st_weight_dtype(t, E->f->path, name, &dt);
+    if (st != SPECDEC_OK) return st;
     const int nd = cols ? 2 : 1;
     if (t->ndim != nd || t->shape[0] != rows || (cols && t->shape[1] != cols))
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,

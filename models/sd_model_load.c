@@ -191,14 +191,8 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
     const sd_st_file *f = m->files[e->file];
     const sd_st_tensor *t = e->t;
     sd_dtype dt;
-    switch (t->dtype) {
-    case SD_ST_F32: dt = SD_F32; break;
-    case SD_ST_F16: dt = SD_F16; break;
-    case SD_ST_BF16: dt = SD_BF16; break;
-    default:
-        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16)",
-                       f->path, name, sd_st_dtype_name(t->dtype));
-    }
+    specdec_status st = sd_st_weight_dtype(t, f->path, name, &dt);
+    if (st != SPECDEC_OK) return st;
     int want_nd = cols ? 2 : 1;
     if (t->ndim != want_nd || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char have[160], want[64];

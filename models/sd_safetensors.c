@@ -39,6 +39,17 @@ const char *sd_st_dtype_name(sd_st_dtype t) {
 
 unsigned sd_st_dtype_bits(sd_st_dtype t) { return (unsigned)t < SD_ST_DTYPE_COUNT ? sd_st_dtypes[t].bits : 0; }
 
+specdec_status sd_st_weight_dtype(const sd_st_tensor *t, const char *path, const char *name, sd_dtype *out) {
+    switch (t->dtype) {
+    case SD_ST_F32: *out = SD_F32; return SPECDEC_OK;
+    case SD_ST_F16: *out = SD_F16; return SPECDEC_OK;
+    case SD_ST_BF16: *out = SD_BF16; return SPECDEC_OK;
+    default:
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: tensor '%s': dtype %s is not supported (F32, F16, BF16)",
+                       path, name, sd_st_dtype_name(t->dtype));
+    }
+}
+
 static int sd_st_dtype_parse(const char *s, sd_st_dtype *out) {
     for (int i = 0; i < SD_ST_DTYPE_COUNT; i++) {
         if (!strcmp(s, sd_st_dtypes[i].name)) {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "sd_error.h"
+#include "sd_weights.h"
 
 /* Largest header accepted (the reference implementation's limit). */
 #define SD_ST_MAX_HEADER 100000000u
@@ -50,6 +51,9 @@ typedef struct sd_st_header {
 /* Name ("F16") and size in bits of a dtype. */
 const char *sd_st_dtype_name(sd_st_dtype t);
 unsigned sd_st_dtype_bits(sd_st_dtype t);
+/* The weight dtype of stored tensor t (F32, F16 or BF16) into *out; any other dtype:
+ * SPECDEC_ERR_UNSUPPORTED naming the file `path` and the tensor `name`. */
+specdec_status sd_st_weight_dtype(const sd_st_tensor *t, const char *path, const char *name, sd_dtype *out);
 
 /* Parse and validate a whole safetensors file held in data[0..size). `fname` names it
  * in error messages. On success *out owns its arrays (free with sd_st_header_free);
