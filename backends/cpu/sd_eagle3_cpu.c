@@ -2,6 +2,7 @@
  * built from the kernels/cpu ops the target's forward uses. */
 #include "sd_eagle3_cpu.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "sd_alloc.h"
@@ -10,6 +11,7 @@
 #include "sd_cpu_matmul.h"
 #include "sd_cpu_rmsnorm.h"
 #include "sd_cpu_rope.h"
+#include "sd_cpu_sample.h"
 #include "sd_cpu_swiglu.h"
 
 struct sd_eagle3_cpu {
@@ -229,3 +231,82 @@ specdec_status sd_eagle3_cpu_truncate(sd_eagle3_cpu *e, int32_t n) {
 int32_t sd_eagle3_cpu_n_cached(const sd_eagle3_cpu *e) { return e ? e->n_cached : 0; }
 
 const char *sd_eagle3_cpu_last_error(const sd_eagle3_cpu *e) { return e ? e->err.msg : ""; }
+
+/* ------------------------------------------------------------------------- */
+/* the CPU head runner (core/sd_eagle3.h sd_eagle3_runner)                    */
+/* ------------------------------------------------------------------------- */
+typedef struct e3c_runner {
+    sd_eagle3_runner r; /* must be first */
+    sd_eagle3_cpu *e;
+    void *scratch;      /* sd_sampling_process scratch */
+    size_t scratch_size;
+} e3c_runner;
+
+static specdec_status e3c_r_fuse(sd_eagle3_runner *r, const float *aux, int32_t n, float *g) {
+    e3c_runner *c = (e3c_runner *)r;
+    const specdec_status st = sd_eagle3_cpu_fuse(c->e, aux, n, g);
+    return st == SPECDEC_OK ? SPECDEC_OK : sd_fail(&r->base.err, st, "%s", c->e->err.msg);
+}
+
+static specdec_status e3c_r_step(sd_eagle3_runner *r, const int32_t *tokens, const float *g, const int32_t *pos,
+                                 int32_t n, const int32_t *parents, int32_t n_shared, float *logits, float *g_next) {
+    e3c_runner *c = (e3c_runner *)r;
+    if (r->base.kv_len < c->e->n_cached) sd_eagle3_cpu_truncate(c->e, r->base.kv_len);
+    if (r->base.kv_len != c->e->n_cached)
+        return sd_fail(&r->base.err, SPECDEC_ERR_INTERNAL, "EAGLE-3 head: kv_len %d but %d cache rows",
+                       (int)r->base.kv_len, (int)c->e->n_cached);
+    const specdec_status st = sd_eagle3_cpu_step(c->e, tokens, g, pos, n, parents, n_shared, logits, g_next);
+    if (st != SPECDEC_OK) return sd_fail(&r->base.err, st, "%s", c->e->err.msg);
+    r->base.kv_len = c->e->n_cached;
+    return SPECDEC_OK;
+}
+
+static specdec_status e3c_r_q(sd_eagle3_runner *r, const float *logits, const sd_sampling_params *sp, int greedy,
+                              float *q) {
+    e3c_runner *c = (e3c_runner *)r;
+    const sd_eagle3_weights *hw = r->hw;
+    if (greedy) {
+        (void)sd_eagle3_q(hw, logits, q);
+        return SPECDEC_OK;
+    }
+    const int32_t V = hw->cfg.layer.vocab_size;
+    for (int32_t t = 0; t < V; t++) q[t] = -INFINITY;
+    for (int32_t i = 0; i < hw->cfg.draft_vocab; i++) q[hw->d2t[i]] = logits[i];
+    return sd_sampling_process(q, V, sp, c->scratch, c->scratch_size, q, &r->base.err);
+}
+
+static void e3c_r_destroy(sd_eagle3_runner *r) {
+    e3c_runner *c = (e3c_runner *)r;
+    sd_eagle3_runner_fini(r);
+    sd_eagle3_cpu_destroy(c->e);
+    sd_free(c->scratch);
+    sd_free(c);
+}
+
+static const sd_eagle3_runner_ops e3c_runner_ops = {e3c_r_fuse, e3c_r_step, e3c_r_q, e3c_r_destroy};
+
+specdec_status sd_eagle3_cpu_runner_create(const sd_eagle3_weights *hw, const sd_tensor *embed, sd_runner *target,
+                                           const sd_config *target_cfg, int32_t n_ctx, int32_t rows, sd_runner **out,
+                                           sd_errbuf *eb) {
+    *out = NULL;
+    if (rows < SD_RUNNER_TREE_MAX) rows = SD_RUNNER_TREE_MAX;
+    if (rows > n_ctx) rows = n_ctx;
+    e3c_runner *c = sd_calloc(1, sizeof *c);
+    if (!c) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: out of memory");
+    c->r.ops = &e3c_runner_ops;
+    c->r.hw = hw;
+    c->r.base.vt = &sd_eagle3_runner_vtbl;
+    specdec_status st = sd_eagle3_cpu_create(hw, embed, n_ctx, rows, &c->e, eb);
+    if (st == SPECDEC_OK) st = sd_eagle3_runner_init(&c->r, target, target_cfg, n_ctx, rows, eb);
+    if (st == SPECDEC_OK) {
+        c->scratch_size = sd_sampling_scratch_size(hw->cfg.layer.vocab_size);
+        if (!(c->scratch = sd_malloc(c->scratch_size)))
+            st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: sampling scratch");
+    }
+    if (st != SPECDEC_OK) {
+        e3c_r_destroy(&c->r);
+        return st;
+    }
+    *out = &c->r.base;
+    return SPECDEC_OK;
+}

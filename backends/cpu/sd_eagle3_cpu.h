@@ -58,6 +58,15 @@ specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const
 specdec_status sd_eagle3_cpu_truncate(sd_eagle3_cpu *e, int32_t n);
 int32_t sd_eagle3_cpu_n_cached(const sd_eagle3_cpu *e);
 
+/* A head runner (core/sd_eagle3.h) over this forward, drafting for `target` (a CPU runner
+ * of target_cfg: its group is set to capture the head's three states): the head's draft
+ * cache of n_ctx rows, buffers of `rows` rows (at least SD_RUNNER_TREE_MAX, at most n_ctx).
+ * embed as for sd_eagle3_cpu_create. Errors: the head does not fit the target
+ * (MODEL_MISMATCH naming both numbers), OUT_OF_MEMORY; nothing is left allocated. */
+specdec_status sd_eagle3_cpu_runner_create(const sd_eagle3_weights *hw, const sd_tensor *embed, sd_runner *target,
+                                           const sd_config *target_cfg, int32_t n_ctx, int32_t rows, sd_runner **out,
+                                           sd_errbuf *eb);
+
 /* The last error's detail. */
 const char *sd_eagle3_cpu_last_error(const sd_eagle3_cpu *e);
 

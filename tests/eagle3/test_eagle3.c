@@ -242,16 +242,23 @@ static void test_bad_heads(void) {
     }
 }
 
-/* A head is not a language model: an engine refuses it as target or draft. */
-static void test_engine_refuses(const specdec_model *target) {
+/* A head is not a language model: an engine refuses it as target; as the draft of a target
+ * it fits it makes an engine (CPU; the eagle3 drafter); one that does not fit is refused. */
+static void test_engine_heads(const specdec_model *target) {
     specdec_status st;
     specdec_model *h = load("flat_f32_d2t", &st);
     specdec_engine *e = NULL;
     st = specdec_engine_create(h, NULL, NULL, &e);
     SD_CHECK(st == SPECDEC_ERR_MODEL_MISMATCH && !e, "head as target: %s", specdec_status_string(st));
-    st = specdec_engine_create(target, h, NULL, &e);
-    SD_CHECK(st == SPECDEC_ERR_MODEL_MISMATCH && !e, "head as draft: %s", specdec_status_string(st));
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    st = specdec_engine_create(target, h, &ep, &e);
+    SD_CHECK(st == SPECDEC_OK && e, "head as draft: %s (%s)", specdec_status_string(st), specdec_last_error());
     specdec_engine_free(e);
+    e = NULL;
+    ep.backend = SPECDEC_BACKEND_CUDA;
+    st = specdec_engine_create(target, h, &ep, &e);
+    SD_CHECK(st != SPECDEC_OK && !e, "head on CUDA is refused: %s", specdec_status_string(st));
     specdec_model_free(h);
 }
 
@@ -337,6 +344,16 @@ static void test_bundled(const char *models) {
         SD_CHECK(ok, "kjv-eagle3 forward: %s", e ? sd_eagle3_cpu_last_error(e) : specdec_last_error());
         sd_eagle3_cpu_destroy(e);
     }
+    /* a head whose fc does not read 3 x the target's hidden size: MODEL_MISMATCH naming both */
+    specdec_model *small = load("target", &st);
+    specdec_engine *en = NULL;
+    if (small && h) {
+        st = specdec_engine_create(small, h, NULL, &en);
+        SD_CHECK(st == SPECDEC_ERR_MODEL_MISMATCH && !en && strstr(specdec_last_error(), "768") &&
+                     strstr(specdec_last_error(), "192"),
+                 "kjv-eagle3 on the 64-wide target: %s (%s)", specdec_status_string(st), specdec_last_error());
+    }
+    specdec_model_free(small);
     specdec_model_free(h);
     specdec_model_free(t);
 }
@@ -354,7 +371,7 @@ int main(int argc, char **argv) {
     test_good_heads(target);
     test_capture_rules(target);
     test_bad_heads();
-    test_engine_refuses(target);
+    test_engine_heads(target);
     test_step_errors(target);
     test_alloc_failures(target);
     if (argc == 3) test_bundled(argv[2]);
