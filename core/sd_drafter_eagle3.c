@@ -28,6 +28,12 @@
 
 #include <string.h>
 
+/* How x_{j+1} is drawn from q row j: the executor's sampler. tests/eagle3/test_eagle3_mutant.c
+ * compiles this file with a broken rule (the argmax) to show the G-test catches it. */
+#ifndef SD_E3_DRAFT_SAMPLE
+#define SD_E3_DRAFT_SAMPLE(ex, x, j) (ex)->ops->draft_sample((ex), &(x), 1, (j))
+#endif
+
 static specdec_status e3d_fail(const sd_eagle3_runner *h, specdec_status st, sd_errbuf *eb) {
     return sd_fail(eb, st, "%s", h->base.err.msg);
 }
@@ -111,7 +117,7 @@ static specdec_status e3d_chain(sd_eagle3_runner *h, sd_exec *ex, sd_round_slot 
         float *q = x->q + (size_t)j * (size_t)V;
         st = h->ops->q(h, j == 0 ? h->root : h->logits, &s->sp, s->mode == SPECDEC_VERIFY_GREEDY, q);
         if (st != SPECDEC_OK) return e3d_fail(h, st, eb);
-        st = ex->ops->draft_sample(ex, &x, 1, j);
+        st = SD_E3_DRAFT_SAMPLE(ex, x, j);
         h->pos[0] = N + j; /* the next row: (x_{j+1}, g_next, position N + j) */
     }
     sd_runner_truncate(&h->base, N);
