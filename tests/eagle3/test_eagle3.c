@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_cpu_runner.h"
 #include "sd_eagle3.h"
 #include "sd_eagle3_cpu.h"
 #include "sd_eagle3_load.h"
@@ -262,6 +263,73 @@ static void test_engine_heads(const specdec_model *target) {
     specdec_model_free(h);
 }
 
+/* The runner capture contract (core/sd_runner.h "Captured hidden states") on the 8-layer F32
+ * target, ids {0, 3, 8}: hs[0] is the token's embedding row; hs[8] (before the final norm)
+ * gives the logits row through the final norm and lm_head; a chain, a tree pass, a batched
+ * pass of two sequences and the same rows without capture agree bitwise (rows, logits);
+ * capture ids and segments the group cannot serve are refused. */
+static void test_capture(const specdec_model *target) {
+    const sd_config *c = &target->w.cfg;
+    const int32_t H = c->hidden_size, V = c->vocab_size, W = 3 * H;
+    sd_runner_group *g = NULL;
+    SD_CHECK(sd_cpu_group_create(&target->w, 32, 16, 16, 16, &g, NULL) == SPECDEC_OK, "group: %s", specdec_last_error());
+    if (!g) return;
+    sd_runner *a = NULL, *b = NULL, *d = NULL;
+    SD_CHECK(sd_runner_group_add(g, &a, NULL) == SPECDEC_OK && sd_runner_group_add(g, &b, NULL) == SPECDEC_OK &&
+                 sd_runner_group_add(g, &d, NULL) == SPECDEC_OK,
+             "runners");
+    static const int32_t tok[6] = {7, 120, 3, 55, 199, 42};
+    static float A[6 * 192], LA[6 * 200], L0[6 * 200], B[3 * 192], LB[3 * 200], C[6 * 192], D[2 * 192];
+    sd_errbuf eb;
+    /* without capture first: the reference logits */
+    sd_runner_seg s0 = {a, tok, 6, 0, NULL, 0, L0, NULL};
+    SD_CHECK(sd_runner_forward_batch(&s0, 1, &eb) == SPECDEC_OK, "plain pass: %s", eb.msg);
+    s0.aux = A;
+    SD_CHECK(sd_runner_forward_batch(&s0, 1, &eb) == SPECDEC_ERR_UNSUPPORTED, "aux without capture is refused");
+    const int32_t bad1[2] = {3, 2}, bad2[1] = {9}, ids[3] = {0, 3, 8};
+    SD_CHECK(sd_runner_group_set_capture(g, bad1, 2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT, "decreasing ids");
+    SD_CHECK(sd_runner_group_set_capture(g, bad2, 1, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(eb.msg, "9"),
+             "id past L: %s", eb.msg);
+    SD_CHECK(sd_runner_group_set_capture(g, ids, 3, &eb) == SPECDEC_OK, "capture: %s", eb.msg);
+    const sd_runner_seg sa = {a, tok, 6, 0, NULL, 0, LA, A};
+    SD_CHECK(sd_runner_forward_batch(&sa, 1, &eb) == SPECDEC_OK, "chain: %s", eb.msg);
+    SD_CHECK(!memcmp(LA, L0, sizeof(float) * 6 * (size_t)V), "a capture changes no logits");
+    /* hs[0] = embeddings; hs[L] -> final norm -> lm_head = logits */
+    const float *E = target->w.tok_embd.data, *nw = target->w.out_norm.data, *lm = target->w.lm_head.data;
+    double worst = 0;
+    for (int t = 0; t < 6; t++) {
+        SD_CHECK(!memcmp(A + (size_t)t * W, E + (size_t)tok[t] * H, sizeof(float) * (size_t)H), "hs[0] row %d", t);
+        const float *x = A + (size_t)t * W + 2 * H;
+        double ss = 0;
+        for (int i = 0; i < H; i++) ss += (double)x[i] * x[i];
+        const double r = 1.0 / sqrt(ss / H + (double)c->rms_norm_eps);
+        for (int v = 0; v < V; v++) {
+            double z = 0;
+            for (int i = 0; i < H; i++) z += (double)x[i] * r * nw[i] * lm[(size_t)v * H + i];
+            const double e = fabs(z - LA[(size_t)t * V + v]) / (1.0 + fabs(z));
+            if (e > worst) worst = e;
+        }
+    }
+    SD_CHECK(worst < 1e-4, "hs[L] through the final norm and lm_head: error %.3g", worst);
+    /* a tree over tokens 0..3: nodes {tok[4] (root), tok[5], 11} with parents {-1, 0, 0} */
+    const sd_runner_seg pre = {b, tok, 4, 0, NULL, 0, NULL, NULL};
+    SD_CHECK(sd_runner_forward_batch(&pre, 1, &eb) == SPECDEC_OK, "prefill: %s", eb.msg);
+    const int32_t ttok[3] = {tok[4], tok[5], 11}, par[3] = {-1, 0, 0};
+    const sd_runner_seg st = {b, ttok, 3, 4, par, 0, LB, B};
+    SD_CHECK(sd_runner_forward_batch(&st, 1, &eb) == SPECDEC_OK, "tree: %s", eb.msg);
+    SD_CHECK(!memcmp(B, A + 4 * W, sizeof(float) * 2 * (size_t)W) && !memcmp(LB, LA + 4 * V, sizeof(float) * 2 * (size_t)V),
+             "tree rows equal the chain's");
+    /* a batched pass of two sequences (prefill chunks alike) */
+    const sd_runner_seg two[2] = {{d, tok, 6, 0, NULL, 0, NULL, C}, {a, tok + 2, 2, 2, NULL, 0, NULL, D}};
+    SD_CHECK(sd_runner_forward_batch(two, 2, &eb) == SPECDEC_OK, "batched: %s", eb.msg);
+    SD_CHECK(!memcmp(C, A, sizeof(float) * 6 * (size_t)W) && !memcmp(D, A + 2 * W, sizeof(float) * 2 * (size_t)W),
+             "batched rows equal the chain's");
+    sd_runner_destroy(a);
+    sd_runner_destroy(b);
+    sd_runner_destroy(d);
+    sd_runner_group_destroy(g);
+}
+
 /* Argument checks of the forward: nothing changes on a refused call. */
 static void test_step_errors(const specdec_model *target) {
     specdec_status st;
@@ -372,6 +440,7 @@ int main(int argc, char **argv) {
     test_capture_rules(target);
     test_bad_heads();
     test_engine_heads(target);
+    test_capture(target);
     test_step_errors(target);
     test_alloc_failures(target);
     if (argc == 3) test_bundled(argv[2]);
