@@ -44,6 +44,7 @@ static specdec_status e3d_extend(sd_eagle3_runner *h, const int32_t *tok, int32_
     const int32_t H = h->hw->cfg.layer.hidden_size;
     specdec_status st = h->ops->fuse(h, h->aux, n, h->g);
     for (int32_t i = 0; i < n; i++) h->pos[i] = p0 + i;
+    /* rows 0 .. n-2 only enter the cache (k, v); the last row gives the root */
     if (st == SPECDEC_OK && n > 1) st = h->ops->step(h, tok, h->g, h->pos, n - 1, NULL, 0, NULL, NULL);
     if (st == SPECDEC_OK)
         st = h->ops->step(h, tok + n - 1, h->g + (size_t)(n - 1) * (size_t)H, h->pos + n - 1, 1, NULL, 0, h->root,

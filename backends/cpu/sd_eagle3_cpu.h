@@ -49,7 +49,8 @@ specdec_status sd_eagle3_cpu_fuse(sd_eagle3_cpu *e, const float *aux, int32_t n,
  * (fused target features or earlier g_next), pos [n]. parents NULL: chain rows; else parents[i]
  * is the cache row of row i's parent (-1 or a row < n_shared: directly on the prefix) and
  * n_shared the prefix every tree row sees. Outputs (either may be NULL): logits [n, Vd],
- * g_next [n, H]; g_next may alias g. On error nothing changes: INVALID_ARGUMENT (n, token,
+ * g_next [n, H]; g_next may alias g; both NULL: the rows only enter the cache (k, v; no
+ * attention, MLP or LM head are computed). On error nothing changes: INVALID_ARGUMENT (n, token,
  * position, parent out of range), CONTEXT_FULL (the cache would exceed n_ctx). */
 specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const float *g, const int32_t *pos,
                                   int32_t n, const int32_t *parents, int32_t n_shared, float *logits, float *g_next);
