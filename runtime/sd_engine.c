@@ -219,8 +219,16 @@ specdec_backend sd_engine_pick_backend(specdec_backend requested) {
     return specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
 }
 
+/* A head is no model runner (the engine makes its runner with sd_engine_make_head). */
+static specdec_status sd_engine_head_refused(sd_errbuf *eb) {
+    return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                   "an EAGLE-3 head drafts in the engine (specdec generate, specdec_generate) only in this version; "
+                   "the scheduler (batch, serve) cannot run it yet");
+}
+
 specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                      int32_t n_ctx, int32_t max_batch, sd_runner **out, sd_errbuf *eb) {
+    if (m->eagle3) return sd_engine_head_refused(eb);
     if (be == SPECDEC_BACKEND_CUDA)
         return sd_cuda_runner_create(&m->w, n_ctx, max_batch, p->cuda_device, p->cuda_keep_f32, out, eb);
     return sd_cpu_runner_create(&m->w, n_ctx, max_batch, out, eb);
@@ -229,6 +237,7 @@ specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be,
 specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb) {
+    if (m->eagle3) return sd_engine_head_refused(eb);
     if (be == SPECDEC_BACKEND_CUDA)
         return sd_cuda_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, p->cuda_device, p->cuda_keep_f32,
                                     out, eb);

@@ -260,6 +260,13 @@ static void test_engine_heads(const specdec_model *target) {
     ep.backend = SPECDEC_BACKEND_CUDA;
     st = specdec_engine_create(target, h, &ep, &e);
     SD_CHECK(st != SPECDEC_OK && !e, "head on CUDA is refused: %s", specdec_status_string(st));
+    /* the scheduler (batch, serve) does not run heads yet: a named refusal, not a crash */
+    ep.backend = SPECDEC_BACKEND_CPU;
+    specdec_scheduler *sc = NULL;
+    st = specdec_scheduler_create(target, h, &ep, NULL, &sc);
+    SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && !sc && strstr(specdec_last_error(), "EAGLE-3 head"),
+             "scheduler with a head: %s (%s)", specdec_status_string(st), specdec_last_error());
+    specdec_scheduler_free(sc);
     specdec_model_free(h);
 }
 
