@@ -26,7 +26,10 @@
 #include "sd_eagle3.h"
 #include "sd_round.h"
 
+#include <math.h>
 #include <string.h>
+
+#include "sd_alloc.h"
 
 /* How x_{j+1} is drawn from q row j: the executor's sampler. tests/eagle3/test_eagle3_mutant.c
  * compiles this file with a broken rule (the argmax) to show the G-test catches it. */
@@ -84,6 +87,134 @@ static sd_eagle3_runner *e3d_head(sd_runner *d, sd_errbuf *eb) {
     return h;
 }
 
+/* ------------------------------------------------------------------------- */
+/* EAGLE-2 dynamic trees (docs/EAGLE3.md §8.1)                                */
+/* ------------------------------------------------------------------------- */
+/* Top-k children per expanded node, by cumulative draft log-probability; the frontier of
+ * each level = the k best new candidates; after `depth` levels the `budget` best of all
+ * candidates form the tree (scores do not increase along a path, ties keep the earlier
+ * candidate, so every kept node's parent is kept). Children are deterministic: the
+ * verifier runs its deterministic-tree rule (q one-hot on each child; exact in every mode). */
+#define E3T_K 8                                   /* most children per node */
+#define E3T_POOL (E3T_K + SPECDEC_MAX_DRAFT * E3T_K * E3T_K)
+
+typedef struct e3t_node {
+    int32_t token, parent, depth, row; /* parent: pool index (-1: the root); row: head cache row (-1: none) */
+    double score;
+} e3t_node;
+
+typedef struct e3t {
+    e3t_node pool[E3T_POOL];
+    int32_t n, k;
+    int32_t order[E3T_POOL];
+    int32_t tree_id[E3T_POOL];
+} e3t;
+
+/* The k best draft ids of logits [Vd] as children of pool node `parent` (score base). */
+static void e3t_children(e3t *t, const sd_eagle3_runner *h, const float *lg, int32_t parent, double base, int32_t depth) {
+    const int32_t Vd = h->hw->cfg.draft_vocab;
+    double mx = lg[0], z = 0;
+    for (int32_t i = 1; i < Vd; i++) mx = lg[i] > mx ? lg[i] : mx;
+    for (int32_t i = 0; i < Vd; i++) z += exp((double)lg[i] - mx);
+    const double lz = mx + log(z);
+    int32_t best[E3T_K];
+    for (int32_t j = 0; j < t->k; j++) { /* selection: the j-th best, lowest id on ties */
+        best[j] = -1;
+        for (int32_t i = 0; i < Vd; i++) {
+            int taken = 0;
+            for (int32_t q = 0; q < j && !taken; q++) taken = best[q] == i;
+            if (!taken && (best[j] < 0 || lg[i] > lg[best[j]])) best[j] = i;
+        }
+        if (best[j] < 0 || t->n >= E3T_POOL) return;
+        t->pool[t->n++] = (e3t_node){h->hw->d2t[best[j]], parent, depth, -1, base + (double)lg[best[j]] - lz};
+    }
+}
+
+/* Expand the k best candidates of pool[lo, hi): one head call over them (tree rows over the
+ * shared prefix of N rows), then their children. */
+static specdec_status e3t_level(e3t *t, sd_eagle3_runner *h, int32_t lo, int32_t hi, int32_t N, int32_t d) {
+    int32_t fr[E3T_K], nf = 0;
+    for (int32_t i = lo; i < hi; i++) { /* insertion into the k best by score */
+        int32_t j = nf < t->k ? nf++ : t->k;
+        if (j == t->k && t->pool[i].score <= t->pool[fr[t->k - 1]].score) continue;
+        if (j == t->k) j--;
+        while (j > 0 && t->pool[fr[j - 1]].score < t->pool[i].score) fr[j] = fr[j - 1], j--;
+        fr[j] = i;
+    }
+    const int32_t H = h->hw->cfg.layer.hidden_size, base = sd_runner_kv_len(&h->base);
+    int32_t par[E3T_K];
+    for (int32_t j = 0; j < nf; j++) {
+        const e3t_node *nd = &t->pool[fr[j]];
+        const float *g = nd->parent < 0 ? h->groot : h->gnext + (size_t)t->pool[nd->parent].row * (size_t)H;
+        memcpy(h->g + (size_t)j * (size_t)H, g, (size_t)H * sizeof(float));
+        h->tok[j] = nd->token;
+        h->pos[j] = N + d - 1;
+        par[j] = nd->parent < 0 ? -1 : N + t->pool[nd->parent].row;
+    }
+    /* rows of this level follow the earlier levels' rows: slot = cache row - N */
+    const specdec_status st = h->ops->step(h, h->tok, h->g, h->pos, nf, par, N, h->logits,
+                                           h->gnext + (size_t)(base - N) * (size_t)H);
+    if (st != SPECDEC_OK) return st;
+    const size_t Vd = (size_t)h->hw->cfg.draft_vocab;
+    for (int32_t j = 0; j < nf; j++) {
+        t->pool[fr[j]].row = base - N + j;
+        e3t_children(t, h, h->logits + (size_t)j * Vd, fr[j], t->pool[fr[j]].score, d + 1);
+    }
+    return SPECDEC_OK;
+}
+
+/* The budget best candidates as an sd_tree (breadth first, siblings by score). */
+static void e3t_build(e3t *t, sd_tree *tr, int32_t root_token, int32_t budget) {
+    for (int32_t i = 0; i < t->n; i++) t->order[i] = i, t->tree_id[i] = -1;
+    for (int32_t i = 1; i < t->n; i++) { /* stable insertion sort by score, descending */
+        const int32_t v = t->order[i];
+        int32_t j = i;
+        while (j > 0 && t->pool[t->order[j - 1]].score < t->pool[v].score) t->order[j] = t->order[j - 1], j--;
+        t->order[j] = v;
+    }
+    uint8_t keep[E3T_POOL] = {0};
+    int32_t kept = 0;
+    for (int32_t i = 0; i < t->n && kept < budget; i++) {
+        const e3t_node *nd = &t->pool[t->order[i]];
+        if (nd->parent >= 0 && !keep[nd->parent]) continue;
+        keep[t->order[i]] = 1, kept++;
+    }
+    tr->n = 1;
+    tr->token[0] = root_token, tr->parent[0] = -1, tr->depth[0] = 0;
+    for (int32_t q = 0; q < tr->n; q++) { /* node q's kept children, best first */
+        tr->child0[q] = tr->n, tr->n_child[q] = 0, tr->qrow[q] = -1, tr->sampled[q] = 0;
+        for (int32_t i = 0; i < t->n; i++) {
+            const int32_t c = t->order[i], pq = t->pool[c].parent;
+            if (!keep[c] || (q == 0 ? pq != -1 : pq < 0 || t->tree_id[pq] != q)) continue;
+            t->tree_id[c] = tr->n;
+            tr->token[tr->n] = t->pool[c].token, tr->parent[tr->n] = q, tr->depth[tr->n] = tr->depth[q] + 1;
+            tr->n++, tr->n_child[q]++;
+        }
+    }
+}
+
+static specdec_status e3d_tree(sd_eagle3_runner *h, sd_round_slot *x, sd_errbuf *eb) {
+    e3t *t = h->work;
+    const sd_draft_shape *sh = &x->s->shape;
+    const int32_t N = x->s->length - 1;
+    t->n = 0;
+    t->k = 1;
+    for (int32_t d = 0; d < sh->depth; d++) t->k = sh->width[d] > t->k ? sh->width[d] : t->k;
+    if (t->k > E3T_K) t->k = E3T_K;
+    e3t_children(t, h, h->root, -1, 0.0, 1);
+    specdec_status st = SPECDEC_OK;
+    for (int32_t d = 1, lo = 0; d < x->depth && st == SPECDEC_OK; d++) {
+        const int32_t hi = t->n, used = sd_runner_kv_len(&h->base) - N;
+        if (used + t->k > h->rows || N + used + t->k > h->base.n_ctx) break; /* no room: a shallower tree */
+        st = e3t_level(t, h, lo, hi, N, d);
+        lo = hi;
+    }
+    sd_runner_truncate(&h->base, N);
+    if (st != SPECDEC_OK) return e3d_fail(h, st, eb);
+    e3t_build(t, &x->tr, x->vtok[0], x->budget);
+    return SPECDEC_OK;
+}
+
 static specdec_status e3d_begin(sd_drafter *dr, sd_runner *d, const sd_round_seq *s, sd_errbuf *eb) {
     (void)dr;
     sd_eagle3_runner *h = e3d_head(d, eb);
@@ -97,11 +228,15 @@ static specdec_status e3d_plan(sd_drafter *dr, sd_round_slot *x, sd_errbuf *eb) 
     (void)dr;
     sd_eagle3_runner *h = e3d_head(x->d, eb);
     if (!h) return SPECDEC_ERR_INVALID_ARGUMENT;
-    if (x->tree) return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "eagle3 drafter: draft trees are not implemented yet");
     x->depth = x->s->length < 2 ? 0 : x->s->shape.depth;
     x->lag = 1;
-    x->det = 0;
+    x->det = x->tree; /* a tree's children are deterministic (top-k) */
     x->aux = h->aux;
+    if (x->tree) {
+        if (!h->work && !(h->work = sd_calloc(1, sizeof(e3t))))
+            return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 drafter: tree workspace");
+        x->tr.n = 1 + x->budget; /* the most the tree grown in draft() holds (the executor's rows) */
+    }
     return SPECDEC_OK;
 }
 
@@ -131,7 +266,7 @@ static specdec_status e3d_draft(sd_drafter *dr, sd_exec *ex, sd_round_slot *cons
         sd_eagle3_runner *h = e3d_head(xs[i]->d, eb);
         if (!h) return SPECDEC_ERR_INVALID_ARGUMENT;
         specdec_status st = e3d_catch_up(h, xs[i]->s, eb);
-        if (st == SPECDEC_OK) st = e3d_chain(h, ex, xs[i], eb);
+        if (st == SPECDEC_OK) st = xs[i]->tree ? e3d_tree(h, xs[i], eb) : e3d_chain(h, ex, xs[i], eb);
         if (st != SPECDEC_OK) return st;
     }
     return SPECDEC_OK;
@@ -149,6 +284,9 @@ static specdec_status e3d_observe(sd_drafter *dr, sd_exec *ex, sd_round_slot *co
             h->root_row = -1; /* behind: the next draft catches up */
             continue;
         }
+        const size_t W = (size_t)SD_EAGLE3_N_AUX * (size_t)h->hw->cfg.target_hidden;
+        for (int32_t j = 0; x->tree && j < m; j++) /* the path's rows after the root's (path increases) */
+            memmove(h->aux + (size_t)(j + 1) * W, h->aux + (size_t)x->path[j] * W, W * sizeof(float));
         const specdec_status st = e3d_extend(h, x->s->out, N, m + 1, eb);
         if (st != SPECDEC_OK) return st;
     }

@@ -199,8 +199,9 @@ specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, con
 
 void sd_eagle3_runner_fini(sd_eagle3_runner *r) {
     if (!r) return;
-    void *bufs[] = {r->aux, r->g, r->gnext, r->logits, r->root, r->groot, r->tok, r->pos};
+    void *bufs[] = {r->aux, r->g, r->gnext, r->logits, r->root, r->groot, r->tok, r->pos, r->work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     r->aux = r->g = r->gnext = r->logits = r->root = r->groot = NULL;
     r->tok = r->pos = NULL;
+    r->work = NULL;
 }

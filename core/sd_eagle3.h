@@ -142,6 +142,7 @@ struct sd_eagle3_runner {
     float *groot;                   /* [H] g_next of cache row kv_len - 1 */
     int32_t root_row;               /* the cache row root/groot belong to (-1: none) */
     int32_t *tok, *pos;             /* [rows] */
+    void *work;                     /* the drafter's workspace (its trees; allocated once, freed here) */
 };
 
 /* The runners' vtable (forward refused with UNSUPPORTED, destroy through ops). */

@@ -9,7 +9,7 @@
  *   3. rejection mode emits the target's law: G-test (tests/verify/vstats.h) of tokens 1-3
  *      after the prompt [3, 5] against the exact law of the processed target rows (computed
  *      with a plain CPU runner of the same target), on a V = 16, 8-layer target with a head over
- *      12 of its ids (q zero outside). H0: equal laws; 4096 cells (expected < 5 pooled); reject
+ *      12 of its ids (q zero outside); chains and an EAGLE-2 tree. H0: equal laws; 4096 cells (expected < 5 pooled); reject
  *      at alpha = 1e-6; N samples (argv[3]), fixed seeds. Built with SD_E3_MUTANT (the drafter
  *      drafts the argmax of q but hands the verifier the whole q row:
  *      test_eagle3_mutant.c) the test must REJECT.
@@ -81,7 +81,8 @@ static int32_t gen(specdec_engine *e, const int32_t *prompt, int32_t np, const s
 
 #ifndef SD_E3_MUTANT /* the mutant binary runs only the G-test */
 /* 1. greedy and match: the head's output equals plain decoding's, token for token */
-static void check_equal_plain(const char *name, specdec_engine *e, const int32_t *prompt, int32_t np, int32_t n_predict) {
+static void check_equal_plain(const char *name, specdec_engine *e, const int32_t *prompt, int32_t np, int32_t n_predict,
+                              const int32_t *tree, int32_t tree_depth) {
     static const struct {
         specdec_verify_mode mode;
         float temp;
@@ -96,7 +97,14 @@ static void check_equal_plain(const char *name, specdec_engine *e, const int32_t
         int32_t a[256], b[256];
         specdec_stats sa, sb;
         gp.n_draft = 4;
+        if (tree) SD_CHECK(specdec_generate_params_set_tree(&gp, tree, tree_depth) == SPECDEC_OK, "tree");
         const int32_t na = gen(e, prompt, np, &gp, a, 256, &sa);
+        gp = specdec_generate_default_params();
+        gp.n_predict = n_predict;
+        gp.temperature = modes[m].temp;
+        gp.verify = modes[m].mode;
+        gp.seed = 11;
+        gp.ignore_eos = 1;
         gp.n_draft = 0;
         const int32_t nb = gen(e, prompt, np, &gp, b, 256, &sb);
         SD_CHECK(na == nb && na > 0 && !memcmp(a, b, sizeof(int32_t) * (size_t)(na > 0 ? na : 0)),
@@ -104,7 +112,8 @@ static void check_equal_plain(const char *name, specdec_engine *e, const int32_t
                  m ? "match" : "greedy", (int)na, (int)nb);
         SD_CHECK(sa.draft_method == SPECDEC_DRAFT_EAGLE3 && sa.n_drafted > 0, "%s: drafted by %d, %lld drafts", name,
                  (int)sa.draft_method, (long long)sa.n_drafted);
-        printf("%-28s %-6s %3d tokens equal plain; %.2f tokens per round\n", name, m ? "match" : "greedy", (int)na,
+        printf("%-28s %-6s %-5s %3d tokens equal plain; %.2f tokens per round\n", name, m ? "match" : "greedy",
+               tree ? "tree" : "chain", (int)na,
                sa.n_rounds ? (double)na / (double)sa.n_rounds : 0.0);
     }
 }
@@ -203,6 +212,7 @@ static void exact_law(const specdec_model *t, const sd_sampling_params *sp, doub
 
 typedef struct gcase {
     const char *name;
+    int32_t tree;  /* 1: an EAGLE-2 tree of widths 2,2 (deterministic children) instead of a chain */
     int32_t gamma;
     float temp, top_p, min_p;
     int32_t top_k;
@@ -210,8 +220,9 @@ typedef struct gcase {
 
 static void check_gtest(const char *dir, long N) {
     static const gcase cases[] = {
-        {"rejection g3 T1", 3, 1.0f, 1.0f, 0.0f, 0},
-        {"rejection g2 T0.7 filters", 2, 0.7f, 0.9f, 0.05f, 8},
+        {"rejection g3 T1", 0, 3, 1.0f, 1.0f, 0.0f, 0},
+        {"rejection g2 T0.7 filters", 0, 2, 0.7f, 0.9f, 0.05f, 8},
+        {"rejection tree 2,2 T1", 1, 2, 1.0f, 1.0f, 0.0f, 0},
     };
     specdec_model *t = load(dir, "gtarget"), *h = load(dir, "ghead");
     specdec_engine *e = t && h ? make_engine(t, h) : NULL;
@@ -230,6 +241,8 @@ static void check_gtest(const char *dir, long N) {
         gp.n_draft = c->gamma;
         gp.ignore_eos = 1;
         gp.seed = 0xea63000ull + (uint64_t)k;
+        static const int32_t widths[2] = {2, 2};
+        if (c->tree) SD_CHECK(specdec_generate_params_set_tree(&gp, widths, 2) == SPECDEC_OK, "tree");
         const sd_sampling_params sp = sd_sampling_params_from(&gp);
         static double law[GV * GV * GV];
         static long cnt[GV * GV * GV];
@@ -282,7 +295,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
             specdec_model *h = load(argv[1], heads[i]);
             specdec_engine *e = h ? make_engine(t, h) : NULL;
-            if (e) check_equal_plain(heads[i], e, DRAFT_PROMPT, 6, 40);
+            if (e) check_equal_plain(heads[i], e, DRAFT_PROMPT, 6, 40, NULL, 0);
             specdec_engine_free(e);
             specdec_model_free(h);
         }
@@ -294,7 +307,9 @@ int main(int argc, char **argv) {
     /* "And it came to pass, when" in the kjv tokenizer's ids would do; any ids will: greedy
      * text of the bundled target repeats, the head accepts */
     static const int32_t kp[] = {1, 260, 609, 13, 269};
-    if (ke) check_equal_plain("kjv-eagle3", ke, kp, 5, 100);
+    static const int32_t ktree[3] = {3, 3, 3};
+    if (ke) check_equal_plain("kjv-eagle3", ke, kp, 5, 100, NULL, 0);
+    if (ke) check_equal_plain("kjv-eagle3", ke, kp, 5, 100, ktree, 3); /* EAGLE-2 tree: k 3, depth 3 */
     specdec_engine_free(ke);
     specdec_model_free(kh);
     specdec_model_free(kt);
