@@ -38,14 +38,35 @@ def start_server(args):
     cmd = [args.specdec, "serve", "--port", "0", "--backend", args.backend, "--parallel", str(args.parallel),
            "--queue", "1024", "--max-connections", "512"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 60
+    deadline, port = time.time() + 60, None
     while time.time() < deadline and proc.poll() is None:
         if select.select([proc.stdout], [], [], 0.5)[0]:
             line = proc.stdout.readline()
-            if "listening on http://" in line:
-                return proc, int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+            if "listening on http://" in line:  # it listens first, then loads (503 meanwhile)
+                port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+            if port and "specdec serve: ready" in line:
+                return proc, port
     proc.kill()
     sys.exit("load.py: the server did not start")
+
+
+def add_server_args(ap):
+    """The options of every bench/serve script that talks to one server."""
+    ap.add_argument("--specdec", default=os.path.join(ROOT, "build", "specdec"))
+    ap.add_argument("--url", help="an already running server on loopback (default: start one)")
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--parallel", type=int, default=4, help="the server's --parallel when started here")
+    ap.add_argument("--out", default=None)
+
+
+def server_from_args(args, name):
+    """(process or None, port): the --url server (loopback only), or one started here."""
+    if not args.url:
+        return start_server(args)
+    u = urlparse(args.url)
+    if u.hostname not in ("127.0.0.1", "localhost", "::1"):
+        sys.exit("%s: loopback only" % name)
+    return None, u.port
 
 
 def one_request(port, prompt, max_tokens):
@@ -144,23 +165,12 @@ def validate(args, port):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--specdec", default=os.path.join(ROOT, "build", "specdec"))
-    ap.add_argument("--url", help="an already running server on loopback (default: start one)")
-    ap.add_argument("--backend", default="cpu")
-    ap.add_argument("--parallel", type=int, default=4, help="the server's --parallel when started here")
+    add_server_args(ap)
     ap.add_argument("--requests", type=int, default=64, help="requests per concurrency level (bounded)")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--concurrency", default="1,2,4,8,16,32,64")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    proc = None
-    if args.url:
-        u = urlparse(args.url)
-        if u.hostname not in ("127.0.0.1", "localhost", "::1"):
-            sys.exit("load.py: loopback only")
-        port = u.port
-    else:
-        proc, port = start_server(args)
+    proc, port = server_from_args(args, "load.py")
     try:
         validate(args, port)
         for i in range(4):  # warm-up: every engine's caches and pages touched

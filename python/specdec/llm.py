@@ -24,9 +24,9 @@ from .outputs import CompletionOutput, RequestMetrics, RequestOutput
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer, token_id_array
 
-# speculative_config "method" -> the specdec_draft_method value it selects. The generate params
-# gain `draft_method` (and ngram_min / ngram_max) with issue 21; until the header has them, the
-# methods that need them are refused (UnsupportedError). Nothing else changes when they land.
+# speculative_config "method" -> the specdec_draft_method value it selects (specdec 0.4's
+# specdec_generate_params.draft_method; a libspecdec without the field offers 'draft_model' only and
+# the other methods raise UnsupportedError).
 _DRAFT_METHODS = {"draft_model": "SPECDEC_DRAFT_MODEL", "ngram": "SPECDEC_DRAFT_NGRAM",
                   "eagle3": "SPECDEC_DRAFT_EAGLE3"}
 _SPEC_KEYS = {"method", "model", "num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "tree",

@@ -83,9 +83,12 @@ static void sd_fcli_tokenize(int argc, char **argv) {
     if (rc == CLI_PARSE_USAGE) sd_fcli_check_err("tokenize", &e, argc, argv);
     if (rc == CLI_PARSE_OK) {
         sd_fuzz_require(o.dir && sd_fcli_in_argv(o.dir, argc, argv));
-        sd_fuzz_require((o.text != NULL) != (o.file != NULL)); /* exactly one source */
+        /* exactly one source: -p, -f or --chat; --text only with --chat */
+        sd_fuzz_require((o.text != NULL) + (o.file != NULL) + (o.chat != NULL) == 1);
+        sd_fuzz_require(!o.chat_text || o.chat);
         sd_fuzz_require(!o.text || sd_fcli_in_argv(o.text, argc, argv));
         sd_fuzz_require(!o.file || sd_fcli_in_argv(o.file, argc, argv));
+        sd_fuzz_require(!o.chat || sd_fcli_in_argv(o.chat, argc, argv));
     }
 }
 

@@ -88,6 +88,7 @@ static int sd_fsrv_head(const sd_api_head *h, const char *key, size_t max_body) 
     sd_fuzz_require(rc == rc2 && ep == ep2 && (rc == 0 || !strcmp(e.message, e2.message)));
     sd_fuzz_require(rc == 0 || rc == 401 || rc == 404 || rc == 405 || rc == 413 || rc == 415);
     sd_fuzz_require((int)ep >= 0 && ep < SD_EP_COUNT);
+    sd_fuzz_require(rc != 0 || sd_api_endpoint_of(h->url) == ep); /* an admitted target routes by its path */
     /* the scheme in any case, then one or more spaces, then the key (RFC 9110) */
     const char *tok = h->authorization && !strncasecmp(h->authorization, "Bearer ", 7) ? h->authorization + 7 : NULL;
     while (tok && *tok == ' ') tok++;

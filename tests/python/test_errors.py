@@ -132,23 +132,19 @@ def test_bad_speculative_values_at_generate():
         check(ei, specdec.InvalidArgumentError, "draft")
 
 
-def test_ngram_and_eagle3_follow_the_abi():
-    """Until specdec_generate_params has draft_method (issue 21) they are refused as unsupported; once the
-    header has it, ngram runs without a draft model."""
-    have = _ffi.binding().has_field("specdec_generate_params", "draft_method")
-    target, _ = specdec.bundled_pair()
-    if not have:
-        with pytest.raises(specdec.UnsupportedError) as ei:
-            specdec.LLM(backend="cpu", speculative_config={"method": "ngram", "prompt_lookup_max": 3})
-        check(ei, specdec.UnsupportedError, "ngram", "draft_method")
-        with pytest.raises(specdec.UnsupportedError) as ei:
-            specdec.LLM(backend="cpu", speculative_config={"method": "eagle3", "model": target})
-        check(ei, specdec.UnsupportedError, "eagle3")
-    else:
-        with specdec.LLM(backend="cpu", speculative_config={"method": "ngram", "prompt_lookup_max": 3}) as m:
-            assert m.draft is None
-            o = m.generate("And God said", SP(temperature=0, max_tokens=16), use_tqdm=False)[0]
-            assert len(o.outputs[0].token_ids) == 16
+def test_ngram_runs_without_a_draft_model():
+    """speculative_config method 'ngram' (issue 21): no draft model is loaded, and greedy output is the
+    target's own greedy output (the same tokens as the bundled pair's, which equal plain decoding)."""
+    assert _ffi.binding().has_field("specdec_generate_params", "draft_method")
+    greedy = SP(temperature=0, max_tokens=24)
+    with specdec.LLM(backend="cpu", speculative_config={"method": "ngram", "prompt_lookup_max": 3}) as m:
+        assert m.draft is None
+        ngram = m.generate("And God said", greedy, use_tqdm=False)[0]
+    with specdec.LLM(backend="cpu") as m:
+        pair = m.generate("And God said", greedy, use_tqdm=False)[0]
+    assert len(ngram.outputs[0].token_ids) == 24
+    assert ngram.outputs[0].token_ids == pair.outputs[0].token_ids
+    assert ngram.metrics.draft_method == "ngram" and pair.metrics.draft_method == "model"
 
 
 def test_bad_model_directory(tmp_path):

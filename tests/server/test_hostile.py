@@ -334,15 +334,207 @@ def completion(srv, body, timeout=120):
         return st, {"raw": raw[:200]}
 
 
-def test_abort_reasons():
-    """A request cut by --timeout ends "abort"/"timeout" (a queued one can only wait as long as the
-    running one runs, so the queued case is shown by the drain below: "abort"/"shutdown")."""
+def scrape(srv):
+    """/metrics parsed by the text-format rules (a parse failure fails the caller's checks)."""
+    st, raw, _ = srv.request("GET", "/metrics")
+    try:
+        return parse_exposition(raw.decode("utf-8"))
+    except (ValueError, KeyError, UnicodeDecodeError) as e:
+        check(False, "/metrics does not parse: %r" % e)
+        return {}
+
+
+def answer_of(srv, req, limit=5.0):
+    """(status bytes or None, Content-Type, body) of the first answer to raw request bytes."""
+    s = conn(srv)
+    try:
+        s.sendall(req)
+    except OSError:
+        pass  # answered and closed before all of it was sent
+    try:
+        data, _ = read_all(s, limit)
+    except OSError:
+        data = b""
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    m = re.match(rb"HTTP/1\.1 (\d{3})", head)
+    ct = re.search(rb"\r\nContent-Type: ([^\r]*)", head)
+    return (m.group(1) if m else None), (ct.group(1) if ct else b""), body
+
+
+J = b"Host: 127.0.0.1\r\nContent-Type: application/json\r\n"
+POST = b"POST /v1/completions HTTP/1.1\r\n" + J
+# (what, request, status, endpoint counted, who answers: "json" = this server, "mhd" = libmicrohttpd's HTML)
+PROTOCOL_CASES = [
+    ("HTTP/1.1 without Host", b"GET /health HTTP/1.1\r\n\r\n", b"400", "/health", "json"),
+    ("a space in the target", b"GET /hea lth HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", b"404", "other", "json"),
+    ("a 20 kB head", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", b"431",
+     "/health", "json"),
+    ("a 10 kB target", b"GET /" + b"a" * 10000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", b"414", "other", "json"),
+    ("a bad version", b"GET /health HTTX/1.1\r\nHost: 127.0.0.1\r\n\r\n", b"400", "other", "mhd"),
+    ("HTTP/2.0", b"GET /health HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n", b"505", "other", "mhd"),
+    ("a header without colon", b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColon\r\n\r\n", b"400", "/health",
+     "mhd"),
+    ("Content-Length: abc", POST + b"Content-Length: abc\r\n\r\n", b"400", "/v1/completions", "mhd"),
+    ("a chunk size that is no hex", POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", b"400",
+     "/v1/completions", "mhd"),
+    ("a chunk size that overflows", POST + b"Transfer-Encoding: chunked\r\n\r\n" + b"f" * 20 + b"\r\nabc\r\n", b"413",
+     "/v1/completions", "mhd"),
+    ("a 100 kB head", b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n", b"431",
+     "/metrics", "mhd"),
+]
+
+
+def http_counts(fams):
+    out = {}
+    for fam in ("specdec_http_requests_total", "specdec_http_library_answers_total"):
+        for _, lb, v in (fams.get(fam) or {"samples": []})["samples"]:
+            out[(fam, lb.get("endpoint"), lb["code"])] = v
+    return out
+
+
+def test_protocol_errors():
+    """Malformed HTTP: answered in JSON by this server where libmicrohttpd lets it (a missing Host,
+    a space in the target, heads up to 16 kB over the limit), and counted by endpoint and code where
+    libmicrohttpd answers by itself (its HTML; specdec_http_library_answers_total apart)."""
+    with shared() as srv:
+        before = http_counts(scrape(srv))
+        want = {}
+        for what, req, code, ep, who in PROTOCOL_CASES:
+            st, ct, body = answer_of(srv, req)
+            big = len(req) > 65536  # answered while the rest is unread: the reset may beat the answer
+            if who == "json":
+                try:
+                    err = json.loads(body)["error"]
+                except (ValueError, KeyError, TypeError):
+                    err = None
+                check(st == code and ct.startswith(b"application/json") and err and err.get("message"),
+                      "%s: %r %r %r (want %r, an OpenAI error in JSON)" % (what, st, ct, body[:80], code))
+            else:
+                check(st == code or (big and st is None), "%s: %r (want %r from libmicrohttpd)" % (what, st, code))
+            for key in [("specdec_http_requests_total", ep, code.decode())] + \
+                    ([("specdec_http_library_answers_total", None, code.decode())] if who == "mhd" else []):
+                want[key] = want.get(key, 0) + 1
+        after = http_counts(scrape(srv))
+        got = {k: after.get(k, 0) - before.get(k, 0) for k in set(after) | set(before)}
+        got = {k: v for k, v in got.items() if v and not (k[1] == "/metrics" and k[2] == "200")}
+        check(got == want, "every answer counted by endpoint and code: got %r, want %r" %
+              (sorted(got.items()), sorted(want.items())))
+        ts.still_serving(srv, "malformed HTTP")
+
+
+def outcome(fams, stream, what, endpoint="/v1/completions"):
+    return sample(fams, "specdec_generation_outcomes_total", endpoint=endpoint, stream=stream, outcome=what)
+
+
+def reset_close(s):
+    """Close with a reset (RST), as a killed client does: noticed at once. (A plain close is a FIN,
+    which a half-closing client sends too: the server notices the client is gone only when it next
+    writes to it, and a slow build may reach --timeout first.)"""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    s.close()
+
+
+def stream_request(srv, body, read_events=None, reset=False):
+    """A streamed completion on a raw socket: all its events, or (read_events) close after that many
+    (reset: with a reset)."""
+    s = conn(srv, 60)
+    s.sendall(post_bytes(json.dumps(dict(body, stream=True)).encode(), extra=b"Connection: close\r\n"))
+    data, end = b"", time.time() + 60
+    while time.time() < end:
+        if read_events is not None and data.count(b"data: ") >= read_events:
+            break
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    if reset:
+        reset_close(s)
+    s.close()
+    return [json.loads(e[6:]) for e in re.findall(rb"data: \{[^\n]*", dechunk(data.partition(b"\r\n\r\n")[2]))]
+
+
+def dechunk(body):
+    out, i = b"", 0
+    while i < len(body):
+        j = body.find(b"\r\n", i)
+        n = int(body[i:j], 16) if j > i else 0
+        if n == 0:
+            break
+        out += body[j + 2:j + 2 + n]
+        i = j + 4 + n
+    return out
+
+
+def final_of(events):
+    fin = [e for e in events if (e.get("choices") or [{}])[0].get("finish_reason")]
+    return (fin[-1]["choices"][0]["finish_reason"], (fin[-1].get("speculative") or {}).get("stop_reason")) \
+        if fin else (None, None)
+
+
+def wait_for(srv, cond, seconds):
+    end = time.time() + seconds
+    while True:
+        fams = scrape(srv)
+        if cond(fams) or time.time() > end:
+            return fams
+        time.sleep(0.05)
+
+
+def test_cut_requests():
+    """Requests that end without running to their end: finish_reason "abort" with the cause in
+    speculative.stop_reason, and counted by that cause (specdec_generation_outcomes_total, vLLM's
+    request_success_total{finished_reason="abort"}) while a cut stream keeps its 200. Streams: one
+    completed, one cut by its client, one cut by --timeout. Queued: three at once behind one engine
+    all time out (the last ones in the queue, with no token), and a queued one whose client resets
+    is cancelled in the queue while the running one still runs."""
+    long = {"prompt": ts.PROMPTS[1], "max_tokens": 480, "temperature": 0}
     with ts.Server("--parallel", "1", "--timeout", "1") as srv:
-        st, d = completion(srv, {"prompt": ts.PROMPTS[1], "max_tokens": 480, "temperature": 0})
-        fin = (d.get("choices") or [{}])[0].get("finish_reason")
-        reason = (d.get("speculative") or {}).get("stop_reason")
-        check(st == 200 and fin == "abort" and reason == "timeout" and 0 < d["usage"]["completion_tokens"] < 480,
-              "timed out: finish_reason %r, stop_reason %r, usage %r" % (fin, reason, d.get("usage")))
+        ev = stream_request(srv, {"prompt": ts.PROMPTS[0], "max_tokens": 4, "temperature": 0})
+        check(final_of(ev)[0] == "length", "a completed stream ends length: %r" % (final_of(ev),))
+        stream_request(srv, long, read_events=2, reset=True)
+        fams = wait_for(srv, lambda f: outcome(f, "true", "disconnect") == 1, 10)
+        check(outcome(fams, "true", "disconnect") == 1, "a stream cut by its client counted as a disconnect: %r" %
+              outcome(fams, "true", "disconnect"))
+        ev = stream_request(srv, long)
+        check(final_of(ev) == ("abort", "timeout"), "a stream cut by --timeout: %r" % (final_of(ev),))
+        out = {}
+        threads = [threading.Thread(target=lambda k=k: out.setdefault(k, completion(srv, long))) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        got = [(d.get("choices") or [{}])[0].get("finish_reason") for st, d in out.values()]
+        why = [(d.get("speculative") or {}).get("stop_reason") for st, d in out.values()]
+        toks = sorted((d.get("usage") or {}).get("completion_tokens", -1) for st, d in out.values())
+        check(got == ["abort"] * 3 and why == ["timeout"] * 3 and toks[0] == 0,
+              "three at once behind one engine, --timeout 1: %r %r, tokens %r" % (got, why, toks))
+        # a queued request whose client resets (RST) is cancelled in the queue
+        runner = threading.Thread(target=lambda: out.setdefault("runner", completion(srv, long)))
+        runner.start()
+        time.sleep(0.2)
+        q = conn(srv)
+        q.sendall(post_bytes(json.dumps(long).encode()))
+        wait_for(srv, lambda f: sample(f, "vllm:num_requests_waiting") == 1, 5)
+        reset_close(q)
+        fams = wait_for(srv, lambda f: outcome(f, "false", "disconnect") == 1, 5)
+        check(outcome(fams, "false", "disconnect") == 1 and sample(fams, "vllm:num_requests_waiting") == 0 and
+              sample(fams, "vllm:num_requests_running") == 1, "a queued request whose client reset: cancelled in "
+              "the queue while the running one runs (disconnect %r, waiting %r, running %r)" %
+              (outcome(fams, "false", "disconnect"), sample(fams, "vllm:num_requests_waiting"),
+               sample(fams, "vllm:num_requests_running")))
+        runner.join(120)
+        fams = scrape(srv)
+        want = {("true", "length"): 1, ("true", "disconnect"): 1, ("true", "timeout"): 1, ("false", "timeout"): 4,
+                ("false", "disconnect"): 1}
+        got = {(lb["stream"], lb["outcome"]): v for _, lb, v in fams["specdec_generation_outcomes_total"]["samples"]
+               if v and lb["endpoint"] == "/v1/completions"}
+        check(got == want, "outcomes by stream: %r (want %r)" % (got, want))
+        ok = {r: sample(fams, "vllm:request_success_total", finished_reason=r) for r in ("stop", "length", "abort")}
+        check(ok == {"stop": 0, "length": 1, "abort": 7}, "vLLM's finished_reason: %r" % ok)
+        check(sample(fams, "specdec_http_requests_total", endpoint="/v1/completions", code="200") == 7,
+              "the status sent stays 200 for the 3 streams and 4 answered requests: %r" %
+              sample(fams, "specdec_http_requests_total", endpoint="/v1/completions", code="200"))
 
 
 def test_drain():
@@ -351,7 +543,7 @@ def test_drain():
     # finish within the drain on a slow one (ASan, load): 480 tokens (~2 s idle) and 120 s.
     srv = ts.Server("--parallel", "1", "--shutdown-timeout", "120")
     out = {}
-    n_tok = 480
+    n_tok = 160 if SANITIZED else 480  # the sanitized build is ~10x slower: 160 tokens outlast the probes
     t = threading.Thread(target=lambda: out.setdefault("r", completion(srv, {"prompt": ts.PROMPTS[1],
                                                                                "max_tokens": n_tok,
                                                                                "temperature": 0, "seed": 1})))
@@ -372,17 +564,21 @@ def test_drain():
     check(st == 200 and (fin == "stop" or (fin == "length" and d["usage"]["completion_tokens"] == n_tok)),
           "the running request finished during the drain: %d %r %r" % (st, fin, d.get("usage")))
     check(rc == 0, "exit 0 after the drain (%r)" % rc)
+    # cut by the drain: a running request, a queued one, a queued stream (its final event says so)
     srv = ts.Server("--parallel", "1", "--shutdown-timeout", "0.5")
     out, threads = {}, []
-    for k in ("running", "queued"):
-        body = {"prompt": ts.PROMPTS[1], "max_tokens": 480, "temperature": 0}
-        threads.append(threading.Thread(target=lambda k=k, body=body: out.setdefault(k, completion(srv, body))))
+    body = {"prompt": ts.PROMPTS[1], "max_tokens": 480, "temperature": 0}
+    for k in ("running", "queued", "stream"):
+        run = (lambda: out.setdefault("stream", stream_request(srv, body))) if k == "stream" else \
+            (lambda k=k: out.setdefault(k, completion(srv, body)))
+        threads.append(threading.Thread(target=run))
         threads[-1].start()
         time.sleep(0.3)
     srv.proc.send_signal(signal.SIGTERM)
     for t in threads:
         t.join(120)
     rc = srv.proc.wait(120)
+    log = srv.log_text()
     srv.log.close()
     os.unlink(srv.log.name)
     for k in ("running", "queued"):
@@ -392,6 +588,11 @@ def test_drain():
         n = (d.get("usage") or {}).get("completion_tokens", -1)
         check(st == 200 and fin == "abort" and reason == "shutdown" and ((n > 0) if k == "running" else n == 0),
               "%s, cut by the drain: finish_reason %r, stop_reason %r, %d tokens" % (k, fin, reason, n))
+    check(final_of(out.get("stream", [])) == ("abort", "shutdown"), "a queued stream cut by the drain: %r" %
+          (final_of(out.get("stream", [])),))
+    m = re.search(r"by outcome \(streamed\):.*shutdown (\d+) \((\d+)\)", log)
+    check(m and m.groups() == ("3", "1"), "the exit summary counts 3 cut by the drain, 1 streamed: %r" %
+          (m.group(0) if m else log[-300:]))
     check(rc == 0, "exit 0 after cancelling (%r)" % rc)
 
 
@@ -662,7 +863,8 @@ def test_metrics():
 
 
 TESTS = [test_slowloris, test_slow_body, test_keepalive, test_limit, test_framing, test_content_type, test_host,
-         test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_abort_reasons, test_drain, test_big_prompts, test_metrics]
+         test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_protocol_errors,
+         test_cut_requests, test_drain, test_big_prompts, test_metrics]
 
 
 def main():

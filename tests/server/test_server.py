@@ -601,10 +601,11 @@ def test_queue_and_timeout():
 
         def one():
             try:
-                results.append(srv.request("POST", "/v1/completions", {"prompt": PROMPTS[1], "max_tokens": n_tok,
-                                                                      "temperature": 0})[:3:2])
+                st, raw, hdr = srv.request("POST", "/v1/completions", {"prompt": PROMPTS[1], "max_tokens": n_tok,
+                                                                      "temperature": 0})
+                results.append((st, hdr, raw))
             except OSError as e:
-                results.append((repr(e), {}))
+                results.append((repr(e), {}, b""))
 
         threads = [threading.Thread(target=one) for _ in range(6)]
         for t in threads:
@@ -615,7 +616,10 @@ def test_queue_and_timeout():
         codes = sorted(r[0] for r in results)
         check(codes.count(429) >= 1 and codes.count(200) >= 1 and set(codes) <= {200, 429},
               "a full queue answers 429: %r" % codes)
-        check(all(h.get("Retry-After") == "1" for c, h in results if c == 429), "429 has Retry-After")
+        check(all(h.get("Retry-After") == "1" for c, h, _ in results if c == 429), "429 has Retry-After")
+        refused = [json.loads(raw).get("error", {}).get("code") for c, _, raw in results if c == 429]
+        check(refused and all(c == "rate_limit_exceeded" for c in refused),
+              "a request refused at admission gets an OpenAI error, not a completion: %r" % refused)
         still_serving(srv, "a full queue")
     with Server("--parallel", "1", "--timeout", "0.05") as srv:
         st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": PROMPTS[1], "max_tokens": 480,

@@ -15,11 +15,16 @@
  *  - robustness: sd_server_parse_body on 20,000 mutations of valid bodies (byte flips,
  *    truncations, insertions; fixed seed) returns a status and never crashes (the ASan
  *    build checks memory). */
+#define _DEFAULT_SOURCE /* usleep */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include "sd_server_internal.h"
 #include "sd_server_request.h"
 #include "sd_server_text.h"
 #include "sd_test.h"
@@ -134,7 +139,7 @@ static void test_head(void) {
         static const char *const hosts[] = {"localhost", "127.0.0.1", "[::1]"};
         const char *ct = cases[i].ctype ? cases[i].ctype : "application/json";
         sd_api_head h = {cases[i].method, cases[i].url, cases[i].auth, cases[i].length,
-                         *ct ? ct : NULL, cases[i].host, hosts, 3};
+                         *ct ? ct : NULL, cases[i].host, hosts, 3, NULL};
         sd_endpoint ep;
         sd_api_error e;
         int code = sd_api_check_head(&h, cases[i].key, 100, &ep, &e);
@@ -142,6 +147,89 @@ static void test_head(void) {
                  "head %zu (%s %s): %d ep %d, want %d ep %d", i, cases[i].method, cases[i].url, code, (int)ep,
                  cases[i].code, (int)cases[i].ep);
     }
+}
+
+/* HTTP/1.1 needs a Host (answered here in JSON, not by libmicrohttpd); 1.0 does not; and
+ * the endpoint of a target by its path alone (how libmicrohttpd's own answers are counted). */
+static void test_host_required(void) {
+    static const struct { const char *version, *host; int code; } cases[] = {
+        {"HTTP/1.1", NULL, 400}, {"HTTP/1.1", "localhost", 0}, {"HTTP/1.0", NULL, 0}, {NULL, NULL, 0},
+        {"HTTP/1.1", "evil.example", 403},
+    };
+    static const char *const hosts[] = {"localhost"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_api_head h = {"GET", "/health", NULL, NULL, NULL, cases[i].host, hosts, 1, cases[i].version};
+        sd_endpoint ep;
+        sd_api_error e;
+        int code = sd_api_check_head(&h, NULL, 100, &ep, &e);
+        SD_CHECK(code == cases[i].code && ep == SD_EP_HEALTH, "Host case %zu: %d, want %d", i, code, cases[i].code);
+    }
+    static const struct { const char *target; sd_endpoint ep; } targets[] = {
+        {"/v1/completions", SD_EP_COMPLETIONS}, {"/v1/chat/completions?x=1", SD_EP_CHAT}, {"/health?", SD_EP_HEALTH},
+        {"/metrics", SD_EP_METRICS}, {"/models", SD_EP_MODELS}, {"/v1/completionsx", SD_EP_OTHER},
+        {"/v1/completion", SD_EP_OTHER}, {"", SD_EP_OTHER}, {"?/health", SD_EP_OTHER},
+    };
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        SD_CHECK(sd_api_endpoint_of(targets[i].target) == targets[i].ep, "endpoint of %s: %d, want %d",
+                 targets[i].target, (int)sd_api_endpoint_of(targets[i].target), (int)targets[i].ep);
+}
+
+/* The prep pool's lanes: with its one thread busy, a small body queued after two big ones
+ * runs before them (a burst of big prompts must not queue every small request behind it). */
+typedef struct sd_lane_log {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int in_gate, open, order[4], n;
+} sd_lane_log;
+static sd_lane_log sd_lanes = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, {0}, 0};
+
+static void sd_lane_job(void *arg) {
+    pthread_mutex_lock(&sd_lanes.mu);
+    sd_lanes.in_gate |= (intptr_t)arg == 0;
+    while (!sd_lanes.open && (intptr_t)arg == 0) pthread_cond_wait(&sd_lanes.cv, &sd_lanes.mu); /* job 0: the gate */
+    if (sd_lanes.n < 4) sd_lanes.order[sd_lanes.n++] = (int)(intptr_t)arg;
+    pthread_mutex_unlock(&sd_lanes.mu);
+}
+
+typedef struct sd_lane_req {
+    sd_prep *p;
+    size_t bytes;
+    intptr_t id;
+} sd_lane_req;
+
+static void *sd_lane_thread(void *a) {
+    sd_lane_req *r = a;
+    sd_prep_run(r->p, r->bytes, sd_lane_job, (void *)r->id);
+    return NULL;
+}
+
+static void test_prep_lanes(void) {
+    sd_prep *p = sd_prep_create(1);
+    SD_CHECK(p != NULL, "prep pool created");
+    if (!p) return;
+    sd_lane_req reqs[4] = {{p, 1 << 20, 0}, {p, 1 << 20, 1}, {p, 2 << 20, 2}, {p, 100, 3}};
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) { /* the gate holds the pool's thread; then each of the others waits queued */
+        pthread_create(&th[i], NULL, sd_lane_thread, &reqs[i]);
+        for (int spins = 0; spins < 10000; spins++) {
+            pthread_mutex_lock(&sd_lanes.mu);
+            int in_gate = sd_lanes.in_gate;
+            pthread_mutex_unlock(&sd_lanes.mu);
+            if (i == 0 ? in_gate : sd_prep_pending(p) == i) break;
+            usleep(1000);
+        }
+    }
+    int queued = sd_prep_pending(p);
+    pthread_mutex_lock(&sd_lanes.mu);
+    sd_lanes.open = 1;
+    pthread_cond_broadcast(&sd_lanes.cv);
+    pthread_mutex_unlock(&sd_lanes.mu);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    sd_prep_free(p);
+    SD_CHECK(queued == 3 && sd_lanes.n == 4 && sd_lanes.order[0] == 0 && sd_lanes.order[1] == 3 &&
+                 sd_lanes.order[2] == 1 && sd_lanes.order[3] == 2,
+             "the small body runs before the big ones queued before it: queued %d, order %d %d %d %d", queued,
+             sd_lanes.order[0], sd_lanes.order[1], sd_lanes.order[2], sd_lanes.order[3]);
 }
 
 static void test_invalid(void) {
@@ -398,6 +486,8 @@ int main(void) {
     test_tree();
     test_message_utf8();
     test_head();
+    test_host_required();
+    test_prep_lanes();
     test_utf8();
     test_stopper();
     test_json_escape();

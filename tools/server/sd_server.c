@@ -219,6 +219,8 @@ int sd_server_run(const sd_server_config *cfg) {
     fprintf(stderr, "specdec serve: %s, draining (up to %g s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
             srv->cfg.shutdown_timeout_s);
     sd_server_drain(srv, &set);
+    sd_http_stop(srv); /* every connection closed: every request counted */
+    sd_metrics_summary(&srv->metrics, stderr);
     sd_server_free(srv);
     return 0;
 }

@@ -9,8 +9,11 @@
  *   sd_server.c           lifecycle: load models, scheduler, daemon, signals
  *   sd_server_http.c      libmicrohttpd plumbing: routing, auth, body limits, replies
  *   sd_server_request.c   request heads and bodies: parsing and validation (cJSON), fuzz entry
- *   sd_server_gen.c       a generation request: chat template (specdec_chat_tokenize) or
- *                         tokenize, submit, wait or stream
+ *   sd_server_conn.c      connections: the arrival deadline of each request, the limit
+ *   sd_server_prep.c      the bounded pool that parses and tokenizes, the prompt's cost
+ *   sd_server_gen.c       a generation request: chat prompt (specdec_chat_tokenize: the
+ *                         model's Jinja template or a named one) or tokenize, submit, wait
+ *                         or stream
  *   sd_server_response.c  JSON bodies and SSE chunks
  *   sd_server_text.c      output text: stop strings held back and cut, UTF-8, a byte buffer
  *   sd_server_metrics.c   counters and the Prometheus text */
@@ -50,9 +53,12 @@ typedef struct sd_server_config {
                                     before tokenizing; 0 = 2 x n_ctx x the longest token's bytes */
     int prep_threads;            /* threads that parse and tokenize requests (bounded work before the
                                     scheduler); 0 = half the CPUs, 1..4 */
-    const char *chat_template;   /* chat prompt family (specdec_chat_template_name: llama3, chatml,
-                                    llama2, mistral, zephyr, phi3, plain); NULL = the model's own
-                                    (detected from its tokenizer directory; none: "plain") */
+    const char *chat_template;   /* how chat prompts are rendered: a specdec_chat_template_name
+                                    ("jinja": the model's own Jinja template, run by specdec's
+                                    interpreter as transformers' apply_chat_template; "plain";
+                                    a built-in published template: llama3, chatml, llama2, mistral,
+                                    zephyr, phi3); NULL = the model's own (specdec_chat_template_detect:
+                                    "jinja" when its tokenizer directory has a template, else "plain") */
     const char *model_alias;     /* served model id; NULL = the target directory's name */
     const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
                                        (sd_server_spec.h); NULL = the draft model if any */

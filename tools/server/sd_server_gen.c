@@ -92,7 +92,10 @@ static sd_job *sd_job_new(sd_server *srv, struct MHD_Connection *c, sd_api_reque
     return j;
 }
 
-/* Collect the request if it is still with the scheduler (cancelling it first), then free. */
+static sd_outcome sd_job_outcome(const sd_job *j);
+
+/* Collect the request if it is still with the scheduler (cancelling it first), count how
+ * it ended, then free. */
 static void sd_job_free(sd_job *j) {
     if (!j) return;
     if (j->rid && !j->done) {
@@ -102,7 +105,10 @@ static void sd_job_free(sd_job *j) {
         specdec_scheduler_wait(j->srv->sched, j->rid, -1, j->tokens, j->cap, &n, NULL, &os);
         sd_metrics_finish(&j->srv->metrics, SD_FIN_ABORT, sd_now() - j->t_arrival, 0, 0); /* left mid-stream */
     }
-    if (j->rid) atomic_fetch_sub(&j->srv->active_jobs, 1);
+    if (j->rid) {
+        sd_metrics_outcome(&j->srv->metrics, j->chat, j->stream, sd_job_outcome(j));
+        atomic_fetch_sub(&j->srv->active_jobs, 1);
+    }
     for (int i = 0; i < j->n_stop; i++) free(j->stops[i]);
     free(j->tokens);
     sd_buf_free(&j->text);
@@ -341,7 +347,7 @@ static int sd_gen_start(sd_server *srv, struct MHD_Connection *c, int chat, cons
                         double t_arrival, sd_job **out, sd_api_error *e) {
     *out = NULL;
     sd_gen_prep p = {.srv = srv, .chat = chat, .body = body, .len = len};
-    sd_prep_run(srv->prep, sd_gen_prep_run, &p);
+    sd_prep_run(srv->prep, len, sd_gen_prep_run, &p);
     if (p.rc) {
         *e = p.e;
         free(p.ids);
@@ -406,6 +412,19 @@ static sd_finish sd_job_finish_kind(const sd_job *j) {
     if (j->outcome == SPECDEC_ERR_CANCELLED) return SD_FIN_ABORT;
     if (j->outcome != SPECDEC_OK || j->text.oom) return SD_FIN_ERROR;
     return sd_job_stopped(j) ? SD_FIN_STOP : SD_FIN_LENGTH;
+}
+
+/* The outcome label: a request never collected (its stream's connection ended first) or
+ * whose client left is a disconnect unless the drain's time was up. */
+static sd_outcome sd_job_outcome(const sd_job *j) {
+    if (!j->done || j->disconnected) return atomic_load(&j->srv->cancel_all) && !j->disconnected ? SD_OUT_SHUTDOWN
+                                                                                                   : SD_OUT_DISCONNECT;
+    switch (sd_job_finish_kind(j)) {
+    case SD_FIN_STOP: return SD_OUT_STOP;
+    case SD_FIN_LENGTH: return SD_OUT_LENGTH;
+    case SD_FIN_ABORT: return j->timed_out ? SD_OUT_TIMEOUT : SD_OUT_SHUTDOWN;
+    default: return SD_OUT_ERROR;
+    }
 }
 
 /* One wait of at most ms; 1 once the request is collected. */

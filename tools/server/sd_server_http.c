@@ -2,23 +2,26 @@
  * (MHD_USE_THREAD_PER_CONNECTION): a handler may block while its request is generated,
  * and a streaming response's reader blocks until the next piece of text exists.
  *
- * Per request: the first call (headers only) checks the framing (sd_api_check_framing:
- * 400 / 501 and close), answers a connection over --max-connections with 503 and
- * Retry-After, then routes it and checks Host, the API key, Content-Type and a declared
- * Content-Length (sd_api_check_head: 403 / 401 / 404 / 405 / 415 / 413 at once); while
+ * Per request: the first call (headers only) checks the head's size (414 / 431) and the
+ * framing (sd_api_check_framing: 400 / 501), each answered with a close, answers a
+ * connection over --max-connections with 503 and Retry-After, then routes it and checks
+ * Host, the API key, Content-Type and a declared Content-Length (sd_api_check_head:
+ * 400 / 403 / 401 / 404 / 405 / 415 / 413 at once); while
  * loading or draining, everything but /health and /metrics gets 503. Body chunks are
  * collected up to the limit (beyond it they are dropped and the final call answers
  * 413); the final call dispatches. The whole request must arrive within --body-timeout
  * of the accept or of the previous response (sd_server_conn.c closes it otherwise);
  * the idle timeout (--idle-timeout) is raised while a request is being answered and
  * restored when the answer is done. An answer queued before the body was read closes
- * the connection (libmicrohttpd discards the rest of the request). */
+ * the connection (libmicrohttpd discards the rest of the request). What libmicrohttpd
+ * answers itself is counted (see "libmicrohttpd's own answers" below). */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <errno.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +32,11 @@
 
 #include "sd_server_internal.h"
 
-#define SD_FRAMING_MAX 8 /* Content-Length / Transfer-Encoding headers looked at */
+#define SD_FRAMING_MAX 8              /* Content-Length / Transfer-Encoding headers looked at */
+#define SD_MAX_HEAD ((size_t)16384)   /* request line + headers answered here (431 JSON) beyond this */
+#define SD_MAX_TARGET ((size_t)8192)  /* request target answered here (414 JSON) beyond this */
+#define SD_MHD_MEMORY ((size_t)65536) /* libmicrohttpd's per-connection pool: room for heads up to
+                                         SD_MAX_HEAD and well beyond, so that ours answer first */
 
 typedef struct sd_conn {
     sd_endpoint ep;
@@ -104,8 +111,21 @@ static enum MHD_Result sd_http_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
-/* Refusals before routing: bad framing, over the connection limit. 0 or *e filled. */
-static int sd_http_door(sd_server *srv, struct MHD_Connection *c, sd_api_error *e) {
+/* Refusals before routing: a head too large, bad framing, over the connection limit.
+ * 0 or *e filled. */
+static int sd_http_door(sd_server *srv, struct MHD_Connection *c, const char *url, sd_api_error *e) {
+    const union MHD_ConnectionInfo *hi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    size_t target = strlen(url);
+    if (target > SD_MAX_TARGET || (hi && hi->header_size > SD_MAX_HEAD)) {
+        if (target > SD_MAX_TARGET)
+            sd_api_fail(e, 414, "invalid_request_error", NULL, NULL, "the request target has %zu bytes, over %zu",
+                        target, SD_MAX_TARGET);
+        else
+            sd_api_fail(e, 431, "invalid_request_error", NULL, NULL,
+                        "the request line and headers have %zu bytes, over %zu", hi->header_size, SD_MAX_HEAD);
+        e->close = 1;
+        return e->http;
+    }
     sd_framing f = {{0}, {0}, 0, 0};
     MHD_get_connection_values(c, MHD_HEADER_KIND, sd_http_header, &f);
     if (sd_api_check_framing(f.cl, f.n_cl, f.te, f.n_te, e)) return e->http;
@@ -130,12 +150,12 @@ static int sd_http_state(sd_server *srv, sd_endpoint ep, sd_api_error *e) {
 }
 
 static enum MHD_Result sd_http_begin(sd_server *srv, struct MHD_Connection *c, const char *url, const char *method,
-                                     void **con_cls) {
+                                     const char *version, void **con_cls) {
     sd_conn *cc = calloc(1, sizeof *cc);
     if (!cc) return MHD_NO;
     *con_cls = cc;
     cc->t_start = sd_now();
-    cc->ep = SD_EP_OTHER;
+    cc->ep = sd_api_endpoint_of(url); /* refusals at the door count under the target's path */
     sd_api_head h = {method,
                      url,
                      MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
@@ -143,9 +163,10 @@ static enum MHD_Result sd_http_begin(sd_server *srv, struct MHD_Connection *c, c
                      MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE),
                      MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
                      srv->hosts,
-                     srv->n_hosts};
+                     srv->n_hosts,
+                     version};
     sd_api_error e;
-    if (sd_http_door(srv, c, &e) || sd_api_check_head(&h, srv->cfg.api_key, srv->cfg.max_body, &cc->ep, &e) ||
+    if (sd_http_door(srv, c, url, &e) || sd_api_check_head(&h, srv->cfg.api_key, srv->cfg.max_body, &cc->ep, &e) ||
         sd_http_state(srv, cc->ep, &e))
         return sd_http_reply_error(srv, c, cc->ep, &e);
     if (h.content_length) { /* room for the declared body at once (it is <= max_body) */
@@ -200,12 +221,54 @@ static enum MHD_Result sd_http_dispatch(sd_server *srv, struct MHD_Connection *c
 
 static enum MHD_Result sd_http_access(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                       const char *version, const char *upload, size_t *upload_size, void **con_cls) {
-    (void)version;
     sd_server *srv = cls;
     sd_conn *cc = *con_cls;
-    if (!cc) return sd_http_begin(srv, c, url, method, con_cls);
+    if (!cc) return sd_http_begin(srv, c, url, method, version, con_cls);
     if (*upload_size) return sd_http_body(srv, cc, upload, upload_size);
     return sd_http_dispatch(srv, c, cc);
+}
+
+/* ------------------------------------------------------------------------- */
+/* libmicrohttpd's own answers                                                */
+/* ------------------------------------------------------------------------- */
+/* libmicrohttpd 0.9.75 answers malformed HTTP itself, before (or instead of) calling
+ * sd_http_access, with fixed HTML bodies it offers no way to replace: a request line
+ * with a bad version (400) or a version other than 1.x (505), a request line or head
+ * over its memory pool (414 / 431; ours answer JSON up to SD_MAX_HEAD, and the pool is
+ * SD_MHD_MEMORY so that ours come first), a header line without a colon (400), a
+ * Content-Length that is no number (400) or overflows (413), bad chunked encoding (400;
+ * a chunk size that overflows: 413), a malformed trailer (400). Each is logged through
+ * transmit_error_response with one message that carries the status; the logger below
+ * counts them (specdec_http_requests_total, and specdec_http_library_answers_total) under
+ * the endpoint of the request's target, known once its request line is parsed (the URI
+ * log callback runs on the connection's own thread, as the logger: thread-per-connection).
+ * A request line without a space is closed without any answer: nothing is counted. */
+#define SD_MHD_ERROR_LOG "Error processing request (HTTP response code is "
+
+static _Thread_local int sd_tl_ep; /* 1 + the endpoint of the request this thread reads; 0: none yet */
+
+static void *sd_http_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+    (void)cls;
+    (void)c;
+    sd_tl_ep = 1 + (int)sd_api_endpoint_of(uri ? uri : "");
+    return NULL; /* the request's sd_conn is made by its first sd_http_access call */
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 0)))
+#endif
+static void sd_http_log(void *cls, const char *fmt, va_list ap) {
+    sd_server *srv = cls;
+    if (!strncmp(fmt, SD_MHD_ERROR_LOG, sizeof SD_MHD_ERROR_LOG - 1)) {
+        va_list cp;
+        va_copy(cp, ap);
+        unsigned code = va_arg(cp, unsigned);
+        va_end(cp);
+        sd_metrics_http_library(&srv->metrics, sd_tl_ep ? (sd_endpoint)(sd_tl_ep - 1) : SD_EP_OTHER, (int)code);
+    }
+    if (!srv->cfg.verbose) return;
+    fputs("specdec serve: libmicrohttpd: ", stderr);
+    vfprintf(stderr, fmt, ap);
 }
 
 /* The request is answered (or abandoned): back to the idle timeout, and the next request
@@ -214,6 +277,7 @@ static void sd_http_completed(void *cls, struct MHD_Connection *c, void **con_cl
                               enum MHD_RequestTerminationCode why) {
     (void)why;
     sd_server *srv = cls;
+    sd_tl_ep = 0;
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)ceil(srv->cfg.idle_timeout_s));
     sd_conn_idle(srv, c);
     sd_conn *cc = *con_cls;
@@ -285,15 +349,21 @@ int sd_http_start(sd_server *srv) {
     int v6 = 0, fd = sd_http_listen(srv, &v6);
     if (fd < 0) return -1;
     if (sd_http_loopback(fd)) sd_http_hosts(srv);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
-    if (srv->cfg.verbose) flags |= MHD_USE_ERROR_LOG;
+    /* the error log is always on: it is how libmicrohttpd's own answers are counted */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
     unsigned max = (unsigned)srv->cfg.max_connections, slack = max / 4 > 16 ? max / 4 : 16;
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, sd_http_access, srv, MHD_OPTION_LISTEN_SOCKET, fd,
                                    MHD_OPTION_CONNECTION_LIMIT, max + slack, /* beyond max: answered 503 */
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ceil(srv->cfg.idle_timeout_s),
+                                   MHD_OPTION_CONNECTION_MEMORY_LIMIT, SD_MHD_MEMORY,
                                    MHD_OPTION_NOTIFY_COMPLETED, sd_http_completed, srv,
                                    MHD_OPTION_NOTIFY_CONNECTION, sd_conn_notify, srv,
-                                   MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
+                                   MHD_OPTION_URI_LOG_CALLBACK, sd_http_uri, srv,
+                                   MHD_OPTION_EXTERNAL_LOGGER, sd_http_log, srv,
+                                   /* 0: a missing Host (HTTP/1.1) and a space in the target are
+                                      answered here in JSON (level 1 answers the first in HTML with
+                                      its head sent twice, and closes on the second without a word) */
+                                   MHD_OPTION_STRICT_FOR_CLIENT, 0, MHD_OPTION_END);
     if (!srv->daemon) {
         fprintf(stderr, "specdec serve: cannot start the HTTP daemon on %s port %d\n", srv->cfg.host, srv->cfg.port);
         close(fd);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <microhttpd.h>
 
@@ -15,7 +16,7 @@
 #include "sd_server_request.h"
 #include "sd_server_text.h"
 
-#define SD_METRICS_CODES 16 /* distinct status codes tracked per endpoint */
+#define SD_METRICS_CODES 32 /* distinct status codes tracked (this server answers 15, libmicrohttpd 1 more) */
 #define SD_HIST_MAX 24      /* buckets of a histogram (+Inf not included) */
 #define SD_MAX_HOSTS 16     /* Host names accepted on a loopback bind */
 
@@ -29,14 +30,27 @@ typedef struct sd_hist {
 
 /* How a generation request ended, as vLLM's finished_reason label. */
 typedef enum sd_finish { SD_FIN_STOP, SD_FIN_LENGTH, SD_FIN_ABORT, SD_FIN_ERROR, SD_FIN_COUNT } sd_finish;
+/* How a generation request admitted to the scheduler ended, abort split by its cause
+ * (the outcome label of specdec_generation_outcomes_total). */
+typedef enum sd_outcome {
+    SD_OUT_STOP,       /* ran to its end: EOS or a stop string */
+    SD_OUT_LENGTH,     /* ran to its end: max_tokens or the context */
+    SD_OUT_TIMEOUT,    /* cut by --timeout (queued or running) */
+    SD_OUT_DISCONNECT, /* cut because the client left */
+    SD_OUT_SHUTDOWN,   /* cut by the drain */
+    SD_OUT_ERROR,      /* failed */
+    SD_OUT_COUNT
+} sd_outcome;
 
 typedef struct sd_server_metrics {
     pthread_mutex_t mu;
     int codes[SD_METRICS_CODES];                 /* status codes seen, 0 = free slot */
     long http[SD_EP_COUNT][SD_METRICS_CODES];    /* responses by endpoint and code */
+    long library[SD_METRICS_CODES];              /* of those, answers libmicrohttpd wrote itself, by code */
+    long outcomes[2][2][SD_OUT_COUNT];           /* [chat][stream][outcome] of admitted generation requests */
     long prompt_tokens, completion_tokens;       /* usage of answered generation requests */
     long prefill_tokens;                         /* prompt tokens of every request that was prefilled */
-    long disconnects, timeouts, shutdown_cancels; /* requests cancelled for these reasons */
+    long disconnects, timeouts;                  /* requests cancelled for these reasons */
     long over_limit, deadline_closes;            /* connections refused (503) / cut by the arrival deadline */
     long finished[SD_FIN_COUNT];                 /* generation requests by how they ended */
     double ttft_sum;                             /* seconds from submit to the first token */
@@ -59,9 +73,10 @@ typedef struct sd_server {
     int32_t n_ctx, n_vocab;
     const char *backend_name;          /* "cpu" / "cuda" */
     /* chat prompts: rendered by specdec_chat_tokenize with cfg.chat_template (NULL = the
-     * tokenizer's own family). chat_family: the family used ("plain" for a tokenizer with
-     * no template), NULL when the model's template is of no family specdec renders:
-     * then chat requests get 400 chat_template_unsupported with chat_problem. */
+     * tokenizer's own). chat_family: the template name used ("jinja" for the model's own
+     * template, "plain" for a tokenizer with none, or the name forced), NULL when the model's
+     * template is outside what specdec's Jinja interpreter runs: then chat requests get 400
+     * chat_template_unsupported with chat_problem. */
     const char *chat_family;
     char chat_problem[256];
     struct MHD_Daemon *daemon;
@@ -112,10 +127,12 @@ void sd_conn_destroy(sd_server *srv);
 /* sd_server_prep.c: a fixed pool of threads for the work done before a request reaches
  * the scheduler (parsing, prompt checks, tokenizing), so that at most `threads` such
  * jobs run at once however many connections deliver bodies. sd_prep_run queues fn(arg)
- * and waits for it (FIFO); with no pool (NULL) it runs fn here. */
+ * for a body of `bytes` and waits for it: FIFO within two lanes, bodies of up to 64 KiB
+ * before bigger ones; with no pool (NULL) it runs fn here. */
 sd_prep *sd_prep_create(int threads);
 void sd_prep_free(sd_prep *p);
-void sd_prep_run(sd_prep *p, void (*fn)(void *), void *arg);
+void sd_prep_run(sd_prep *p, size_t bytes, void (*fn)(void *), void *arg);
+int sd_prep_pending(sd_prep *p); /* jobs queued and not yet taken (tests) */
 /* Prompt cost before work. sd_prep_bytes: 0, or 400 context_length_exceeded when a prompt
  * text of len bytes is over srv->max_prompt_bytes. sd_prep_bound: a running token count of
  * text added to *b (pieces of 16 KiB cut at spaces, tokenized one by one, so memory stays
@@ -168,6 +185,11 @@ int sd_resp_models(sd_buf *b, const sd_server *srv);
 int sd_metrics_init(sd_server_metrics *m);
 void sd_metrics_destroy(sd_server_metrics *m);
 void sd_metrics_http(sd_server_metrics *m, sd_endpoint ep, int code);
+/* An answer libmicrohttpd gave by itself (malformed HTTP): counted as sd_metrics_http, and apart. */
+void sd_metrics_http_library(sd_server_metrics *m, sd_endpoint ep, int code);
+void sd_metrics_outcome(sd_server_metrics *m, int chat, int stream, sd_outcome o);
+/* One line on f: the outcomes so far (printed when the server stops). */
+void sd_metrics_summary(sd_server_metrics *m, FILE *f);
 void sd_metrics_usage(sd_server_metrics *m, int32_t n_prompt, int32_t n_completion, double ttft_s);
 void sd_metrics_event(sd_server_metrics *m, int disconnect, int timeout);
 void sd_metrics_observe(sd_server_metrics *m, sd_hist_kind h, double seconds);

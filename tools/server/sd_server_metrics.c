@@ -9,6 +9,7 @@
 
 #include "sd_server_internal.h"
 
+static const char *const sd_out_names[SD_OUT_COUNT] = {"stop", "length", "timeout", "disconnect", "shutdown", "error"};
 static const char *const sd_ep_names[SD_EP_COUNT] = {"/v1/completions", "/v1/chat/completions", "/v1/models",
                                                      "/health", "/metrics", "other"};
 
@@ -19,15 +20,26 @@ int sd_metrics_init(sd_server_metrics *m) {
 
 void sd_metrics_destroy(sd_server_metrics *m) { pthread_mutex_destroy(&m->mu); }
 
-void sd_metrics_http(sd_server_metrics *m, sd_endpoint ep, int code) {
+static void sd_metrics_code(sd_server_metrics *m, sd_endpoint ep, int code, int library) {
     pthread_mutex_lock(&m->mu);
     for (int i = 0; i < SD_METRICS_CODES; i++) {
         if (m->codes[i] == 0) m->codes[i] = code; /* first time this code is seen */
         if (m->codes[i] == code) {
             m->http[ep][i]++;
+            m->library[i] += library;
             break;
         }
     }
+    pthread_mutex_unlock(&m->mu);
+}
+
+void sd_metrics_http(sd_server_metrics *m, sd_endpoint ep, int code) { sd_metrics_code(m, ep, code, 0); }
+
+void sd_metrics_http_library(sd_server_metrics *m, sd_endpoint ep, int code) { sd_metrics_code(m, ep, code, 1); }
+
+void sd_metrics_outcome(sd_server_metrics *m, int chat, int stream, sd_outcome o) {
+    pthread_mutex_lock(&m->mu);
+    m->outcomes[chat != 0][stream != 0][o]++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -101,6 +113,37 @@ static void sd_metric(sd_buf *b, const char *name, const char *type, const char 
     sd_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* Every admitted generation request once, when it ends: a stream cut after its 200 went out
+ * is told from a completed one here (its status stays 200 in specdec_http_requests_total). */
+static void sd_render_outcomes(sd_buf *b, const sd_server_metrics *m) {
+    sd_metric(b, "specdec_generation_outcomes_total", "counter",
+              "Generation requests admitted to the scheduler, by how they ended: stop, length (ran to their end); "
+              "timeout, disconnect, shutdown (cut: finish_reason abort); error.");
+    for (int chat = 0; chat < 2; chat++)
+        for (int stream = 0; stream < 2; stream++)
+            for (int o = 0; o < SD_OUT_COUNT; o++)
+                sd_buf_printf(b,
+                              "specdec_generation_outcomes_total{endpoint=\"%s\",stream=\"%s\",outcome=\"%s\"} "
+                              "%ld\n",
+                              sd_ep_names[chat ? SD_EP_CHAT : SD_EP_COMPLETIONS], stream ? "true" : "false",
+                              sd_out_names[o], m->outcomes[chat][stream][o]);
+}
+
+void sd_metrics_summary(sd_server_metrics *m, FILE *f) {
+    long n[SD_OUT_COUNT] = {0}, streamed[SD_OUT_COUNT] = {0};
+    pthread_mutex_lock(&m->mu);
+    for (int o = 0; o < SD_OUT_COUNT; o++)
+        for (int chat = 0; chat < 2; chat++) {
+            streamed[o] += m->outcomes[chat][1][o];
+            n[o] += m->outcomes[chat][0][o] + m->outcomes[chat][1][o];
+        }
+    pthread_mutex_unlock(&m->mu);
+    fprintf(f, "specdec serve: generation requests by outcome (streamed):");
+    for (int o = 0; o < SD_OUT_COUNT; o++)
+        fprintf(f, "%s %s %ld (%ld)", o ? "," : "", sd_out_names[o], n[o], streamed[o]);
+    fprintf(f, "\n");
+}
+
 static void sd_render_http(sd_buf *b, const sd_server_metrics *m) {
     sd_metric(b, "specdec_http_requests_total", "counter", "HTTP responses by endpoint and status code.");
     for (int e = 0; e < SD_EP_COUNT; e++)
@@ -108,6 +151,12 @@ static void sd_render_http(sd_buf *b, const sd_server_metrics *m) {
             if (m->http[e][i])
                 sd_buf_printf(b, "specdec_http_requests_total{endpoint=\"%s\",code=\"%d\"} %ld\n", sd_ep_names[e],
                               m->codes[i], m->http[e][i]);
+    sd_metric(b, "specdec_http_library_answers_total", "counter",
+              "Of those, answers libmicrohttpd gave by itself to malformed HTTP (HTML bodies), by status code.");
+    for (int i = 0; i < SD_METRICS_CODES && m->codes[i]; i++)
+        if (m->library[i])
+            sd_buf_printf(b, "specdec_http_library_answers_total{code=\"%d\"} %ld\n", m->codes[i], m->library[i]);
+    sd_render_outcomes(b, m);
     sd_metric(b, "specdec_prompt_tokens_total", "counter", "Prompt tokens of answered generation requests.");
     sd_buf_printf(b, "specdec_prompt_tokens_total %ld\n", m->prompt_tokens);
     sd_metric(b, "specdec_completion_tokens_total", "counter", "Completion tokens of answered generation requests.");

@@ -16,6 +16,7 @@
 #define SD_PREP_MAX 4                 /* pool threads at most */
 #define SD_PIECE ((size_t)16384)      /* bytes tokenized at once by the running count */
 #define SD_CUT_SLACK 4                /* tokens a cut may add (a prepended "▁", a split word) */
+#define SD_PREP_SMALL ((size_t)65536) /* bodies up to this size take the small lane */
 
 typedef struct sd_prep_job {
     void (*fn)(void *);
@@ -24,23 +25,40 @@ typedef struct sd_prep_job {
     struct sd_prep_job *next;
 } sd_prep_job;
 
+/* Two FIFO lanes: small jobs are taken first, so that a burst of big bodies delays a small
+ * request by at most the big jobs already running, not by every big one queued. */
+typedef struct sd_prep_lane {
+    sd_prep_job *head, *tail;
+} sd_prep_lane;
+
 struct sd_prep {
     pthread_mutex_t mu;
     pthread_cond_t work, done;
-    sd_prep_job *head, *tail;
+    sd_prep_lane lane[2]; /* [0]: small, [1]: big */
     int stop, n;
     pthread_t th[SD_PREP_MAX];
 };
+
+/* Under mu: the next job (small first), or NULL. */
+static sd_prep_job *sd_prep_take(sd_prep *p) {
+    for (int i = 0; i < 2; i++) {
+        sd_prep_lane *l = &p->lane[i];
+        sd_prep_job *j = l->head;
+        if (!j) continue;
+        l->head = j->next;
+        if (!l->head) l->tail = NULL;
+        return j;
+    }
+    return NULL;
+}
 
 static void *sd_prep_main(void *arg) {
     sd_prep *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->head && !p->stop) pthread_cond_wait(&p->work, &p->mu);
-        sd_prep_job *j = p->head;
+        sd_prep_job *j;
+        while (!(j = sd_prep_take(p)) && !p->stop) pthread_cond_wait(&p->work, &p->mu);
         if (!j) break; /* stopping and nothing left */
-        p->head = j->next;
-        if (!p->head) p->tail = NULL;
         pthread_mutex_unlock(&p->mu);
         j->fn(j->arg);
         pthread_mutex_lock(&p->mu);
@@ -81,19 +99,29 @@ void sd_prep_free(sd_prep *p) {
     free(p);
 }
 
-void sd_prep_run(sd_prep *p, void (*fn)(void *), void *arg) {
+void sd_prep_run(sd_prep *p, size_t bytes, void (*fn)(void *), void *arg) {
     if (!p) {
         fn(arg);
         return;
     }
     sd_prep_job j = {fn, arg, 0, NULL};
     pthread_mutex_lock(&p->mu);
-    if (p->tail) p->tail->next = &j;
-    else p->head = &j;
-    p->tail = &j;
+    sd_prep_lane *l = &p->lane[bytes > SD_PREP_SMALL];
+    if (l->tail) l->tail->next = &j;
+    else l->head = &j;
+    l->tail = &j;
     pthread_cond_signal(&p->work);
     while (!j.done) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
+}
+
+int sd_prep_pending(sd_prep *p) {
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < 2; i++)
+        for (const sd_prep_job *j = p->lane[i].head; j; j = j->next) n++;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 /* ------------------------------------------------------------------------- */

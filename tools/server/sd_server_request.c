@@ -417,19 +417,27 @@ int sd_server_parse_body(const uint8_t *data, size_t size, int chat) {
 /* ------------------------------------------------------------------------- */
 /* The endpoint of (method, url); *code 404 / 405 when there is none. OpenAI clients
  * use base_url + path, so the paths are accepted with and without the /v1 prefix. */
+static const struct { const char *path; const char *method; sd_endpoint ep; } sd_routes[] = {
+    {"/v1/completions", "POST", SD_EP_COMPLETIONS}, {"/completions", "POST", SD_EP_COMPLETIONS},
+    {"/v1/chat/completions", "POST", SD_EP_CHAT},   {"/chat/completions", "POST", SD_EP_CHAT},
+    {"/v1/models", "GET", SD_EP_MODELS},            {"/models", "GET", SD_EP_MODELS},
+    {"/health", "GET", SD_EP_HEALTH},               {"/metrics", "GET", SD_EP_METRICS},
+};
+
+sd_endpoint sd_api_endpoint_of(const char *target) {
+    size_t n = strcspn(target, "?");
+    for (size_t i = 0; i < sizeof sd_routes / sizeof sd_routes[0]; i++)
+        if (strlen(sd_routes[i].path) == n && !strncmp(target, sd_routes[i].path, n)) return sd_routes[i].ep;
+    return SD_EP_OTHER;
+}
+
 static sd_endpoint sd_route(const char *url, const char *method, int *code) {
-    static const struct { const char *path; const char *method; sd_endpoint ep; } routes[] = {
-        {"/v1/completions", "POST", SD_EP_COMPLETIONS}, {"/completions", "POST", SD_EP_COMPLETIONS},
-        {"/v1/chat/completions", "POST", SD_EP_CHAT},   {"/chat/completions", "POST", SD_EP_CHAT},
-        {"/v1/models", "GET", SD_EP_MODELS},            {"/models", "GET", SD_EP_MODELS},
-        {"/health", "GET", SD_EP_HEALTH},               {"/metrics", "GET", SD_EP_METRICS},
-    };
     *code = 404;
-    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        if (strcmp(url, routes[i].path) != 0) continue;
-        if (!strcmp(method, routes[i].method)) {
+    for (size_t i = 0; i < sizeof sd_routes / sizeof sd_routes[0]; i++) {
+        if (strcmp(url, sd_routes[i].path) != 0) continue;
+        if (!strcmp(method, sd_routes[i].method)) {
             *code = 0;
-            return routes[i].ep;
+            return sd_routes[i].ep;
         }
         *code = 405;
     }
@@ -513,6 +521,8 @@ int sd_api_check_head(const sd_api_head *h, const char *api_key, size_t max_body
     memset(e, 0, sizeof *e);
     int code = 0;
     *ep = sd_route(h->url ? h->url : "", h->method ? h->method : "", &code);
+    if (!h->host && h->version && !strcmp(h->version, "HTTP/1.1"))
+        return sd_api_fail(e, 400, INVALID, NULL, NULL, "an HTTP/1.1 request needs a Host header");
     if (h->n_allowed_hosts > 0 && h->host && !sd_api_host_allowed(h->host, h->allowed_hosts, h->n_allowed_hosts))
         return sd_api_fail(e, 403, INVALID, "host_not_allowed", NULL,
                            "Host header not allowed on this loopback server (see --allowed-hosts)");

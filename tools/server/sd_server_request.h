@@ -95,11 +95,13 @@ typedef struct sd_api_head {
     const char *host;              /* the Host header, NULL when absent */
     const char *const *allowed_hosts; /* n_allowed_hosts names the Host may carry (any port); 0 = no check */
     int n_allowed_hosts;
+    const char *version;           /* "HTTP/1.1", "HTTP/1.0"; NULL: not checked */
 } sd_api_head;
 
 /* Route and admit a request: *ep is its endpoint (SD_EP_OTHER when none). Returns 0,
- * or with *err filled: 403 when n_allowed_hosts > 0 and a Host header names none of
- * them (DNS rebinding; a missing Host passes: browsers always send one); 401 when
+ * or with *err filled: 400 for an HTTP/1.1 request without Host (RFC 9112 3.2); 403
+ * when n_allowed_hosts > 0 and a Host header names none of them (DNS rebinding; an
+ * HTTP/1.0 request without Host passes); 401 when
  * api_key is set (non-empty) and the request is not for /health and does not carry
  * "Bearer <api_key>" (scheme case-insensitive); 404 for an unknown path; 405 for a
  * known path with another method; 415 for a POST whose Content-Type is not
@@ -108,6 +110,10 @@ typedef struct sd_api_head {
  * order. The key is compared in constant time. */
 int sd_api_check_head(const sd_api_head *h, const char *api_key, size_t max_body, sd_endpoint *ep,
                       sd_api_error *err);
+
+/* The endpoint a request target names by its path alone (up to '?'; any method):
+ * how answers given before the method is known are counted. */
+sd_endpoint sd_api_endpoint_of(const char *target);
 
 /* 1 if host (a Host header: name or address, optional ":port", IPv6 in brackets)
  * names one of allowed[0..n) (case-insensitive; "*" allows any). */
