@@ -14,7 +14,8 @@
  *      drafts the argmax of q but hands the verifier the whole q row:
  *      test_eagle3_mutant.c) the test must REJECT.
  *
- *     test_eagle3_gen FIXTURE_DIR MODELS_DIR N_SAMPLES */
+ *     test_eagle3_gen FIXTURE_DIR MODELS_DIR N_SAMPLES [KJV_TOKENS]   (KJV_TOKENS: tokens per kjv
+ *                                                                    generation, default 100) */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,8 +283,8 @@ static void check_gtest(const char *dir, long N) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: test_eagle3_gen FIXTURE_DIR MODELS_DIR N_SAMPLES\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: test_eagle3_gen FIXTURE_DIR MODELS_DIR N_SAMPLES [KJV_TOKENS]\n");
         return 2;
     }
     const long N = atol(argv[3]);
@@ -308,8 +309,9 @@ int main(int argc, char **argv) {
      * text of the bundled target repeats, the head accepts */
     static const int32_t kp[] = {1, 260, 609, 13, 269};
     static const int32_t ktree[3] = {3, 3, 3};
-    if (ke) check_equal_plain("kjv-eagle3", ke, kp, 5, 100, NULL, 0);
-    if (ke) check_equal_plain("kjv-eagle3", ke, kp, 5, 100, ktree, 3); /* EAGLE-2 tree: k 3, depth 3 */
+    const int32_t kn = argc == 5 ? atoi(argv[4]) : 100;
+    if (ke) check_equal_plain("kjv-eagle3", ke, kp, 5, kn, NULL, 0);
+    if (ke) check_equal_plain("kjv-eagle3", ke, kp, 5, kn, ktree, 3); /* EAGLE-2 tree: k 3, depth 3 */
     specdec_engine_free(ke);
     specdec_model_free(kh);
     specdec_model_free(kt);
