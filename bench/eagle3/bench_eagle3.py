@@ -9,7 +9,7 @@ speedup over plain decoding (sum of plain decode seconds / sum of speculative on
 excluded). Every speculative output is checked equal to plain decoding (greedy is exact).
 
     python3 bench/eagle3/bench_eagle3.py [--specdec build/specdec] [--corpus /tmp/kjv-eagle3/corpus.json]
-                                         [--prompts 24] [--n-new 64] [--gamma 4] [--reps 2] [--out FILE.json]
+                                         [--prompts 24] [--n-new 64] [--gamma 4] [--reps 2] [--head DIR] [--out FILE.json]
 """
 import argparse
 import datetime
@@ -40,11 +40,12 @@ def prompts(corpus, n):
     return [" ".join(v.split()[:12]) for v in held[::step][:n]]
 
 
-def run(args, prompt, md):
+def run(args, prompt, md, extra=()):
     cmd = [args.specdec, "generate", "-m", os.path.join(args.models, "kjv-target"), "-p", prompt, "-n",
            str(args.n_new), "--temp", "0", "--ignore-eos", "--json", "--backend", "cpu", "--draft-max", str(args.gamma)]
     if md:
-        cmd += ["-md", os.path.join(args.models, md)]
+        cmd += ["-md", md if os.path.isabs(md) else os.path.join(args.models, md)]
+    cmd += list(extra)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
@@ -58,18 +59,21 @@ def main():
     ap.add_argument("--n-new", type=int, default=64)
     ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--reps", type=int, default=2, help="timing repetitions (the fastest counts)")
+    ap.add_argument("--head", default="kjv-eagle3", help="the head directory (relative: under --models)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     ps = prompts(args.corpus, args.prompts)
-    names = [("plain", None), ("kjv-draft", "kjv-draft"), ("kjv-eagle3", "kjv-eagle3")]
-    tot = {k: dict(gen=0, rounds=0, drafted=0, accepted=0, decode_s=0.0) for k, _ in names}
+    names = [("plain", None, ()), ("kjv-draft", "kjv-draft", ()), ("kjv-eagle3", args.head, ()),
+             ("kjv-draft tree 3,3,3", "kjv-draft", ("--tree", "3,3,3")),
+             ("kjv-eagle3 tree 3,3,3", args.head, ("--tree", "3,3,3"))]
+    tot = {k: dict(gen=0, rounds=0, drafted=0, accepted=0, decode_s=0.0) for k, _, _ in names}
     mismatches = 0
     for p in ps:
         ref = None
-        for name, md in names:
+        for name, md, extra in names:
             best = None
             for _ in range(args.reps):
-                r = run(args, p, md)
+                r = run(args, p, md, extra)
                 s = r["stats"]
                 dec = s["t_total_s"] - s["t_prefill_s"]
                 if best is None or dec < best[1]:
@@ -88,15 +92,17 @@ def main():
             t["accepted"] += s["n_accepted"]
             t["decode_s"] += dec
     res = {}
-    for name, _ in names:
+    for name, _, _ in names:
         t = tot[name]
         res[name] = dict(tokens_per_round=round(t["gen"] / t["rounds"], 4),
+                         drafted_per_round=round(t["drafted"] / t["rounds"], 3),
                          acceptance=round(t["accepted"] / t["drafted"], 4) if t["drafted"] else None,
                          decode_tokens_per_s=round(t["gen"] / t["decode_s"], 1),
                          speedup_vs_plain=round(tot["plain"]["decode_s"] / t["decode_s"], 3))
-        print(f"{name:12s} tokens/round {res[name]['tokens_per_round']:.3f}  acceptance {res[name]['acceptance']}  "
+        print(f"{name:22s} tokens/round {res[name]['tokens_per_round']:.3f}  acceptance {res[name]['acceptance']}  "
               f"decode {res[name]['decode_tokens_per_s']:.1f} tok/s  speedup {res[name]['speedup_vs_plain']:.3f}")
-    doc = {"benchmark": "EAGLE-3 head (kjv-eagle3) vs draft model (kjv-draft), bundled kjv-target, greedy chains",
+    doc = {"benchmark": "EAGLE-3 head (kjv-eagle3) vs draft model (kjv-draft), bundled kjv-target, greedy, "
+                        "chains of gamma and trees 3,3,3 (eagle3: EAGLE-2 dynamic tree, k 3, depth 3)",
            "date": datetime.date.today().isoformat(), "machine": machine(), "backend": "cpu",
            "prompts": len(ps), "prompt_source": "first 12 words of held-out verses (books never trained on)",
            "n_new": args.n_new, "gamma": args.gamma, "reps": args.reps,
