@@ -273,7 +273,8 @@ static void test_engine_heads(const specdec_model *target) {
 /* The runner capture contract (core/sd_runner.h "Captured hidden states") on the 8-layer F32
  * target, ids {0, 3, 8}: hs[0] is the token's embedding row; hs[8] (before the final norm)
  * gives the logits row through the final norm and lm_head; a chain, a tree pass, a batched
- * pass of two sequences and the same rows without capture agree bitwise (rows, logits);
+ * pass of two sequences, a call over runners of two groups and the same rows without capture
+ * agree bitwise (rows, logits);
  * capture ids and segments the group cannot serve are refused. */
 static void test_capture(const specdec_model *target) {
     const sd_config *c = &target->w.cfg;
@@ -331,6 +332,17 @@ static void test_capture(const specdec_model *target) {
     SD_CHECK(sd_runner_forward_batch(two, 2, &eb) == SPECDEC_OK, "batched: %s", eb.msg);
     SD_CHECK(!memcmp(C, A, sizeof(float) * 6 * (size_t)W) && !memcmp(D, A + 2 * W, sizeof(float) * 2 * (size_t)W),
              "batched rows equal the chain's");
+    /* runners of two groups in one call (emulated segment by segment): each captures through its own */
+    sd_runner *solo = NULL;
+    static float SE[6 * 192], SF[2 * 192];
+    SD_CHECK(sd_cpu_runner_create(&target->w, 32, 16, &solo, NULL) == SPECDEC_OK &&
+                 sd_runner_group_set_capture(solo->group, ids, 3, &eb) == SPECDEC_OK,
+             "standalone runner");
+    const sd_runner_seg mix[2] = {{solo, tok, 6, 0, NULL, 0, NULL, SE}, {a, tok, 2, 0, NULL, 0, NULL, SF}};
+    SD_CHECK(solo && sd_runner_forward_batch(mix, 2, &eb) == SPECDEC_OK, "two groups: %s", eb.msg);
+    SD_CHECK(!memcmp(SE, A, sizeof(float) * 6 * (size_t)W) && !memcmp(SF, A, sizeof(float) * 2 * (size_t)W),
+             "rows of a call over two groups equal the chain's");
+    sd_runner_destroy(solo);
     sd_runner_destroy(a);
     sd_runner_destroy(b);
     sd_runner_destroy(d);
