@@ -83,8 +83,8 @@ static specdec_status model_settle(sd_drafter *dr, sd_runner *d, const sd_round_
                                    sd_errbuf *eb) {
     (void)dr;
     (void)s;
-    (void)eb;
-    if (d) sd_runner_truncate(d, length - 1);
+    if (d && sd_runner_truncate(d, length - 1) != SPECDEC_OK) /* below a released window */
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "draft settle: %s", d->err.msg);
     return SPECDEC_OK;
 }
 

@@ -60,5 +60,17 @@ specdec_status sd_kv_hold(sd_kv_table *t, sd_kv_pool *pool, int32_t rows, sd_err
 
 void sd_kv_trim(sd_kv_table *t, sd_kv_pool *pool, int32_t rows) {
     const int32_t keep = sd_kv_blocks_for(rows, pool->block_tokens);
-    while (t->n > keep) pool->free_ids[pool->n_free++] = t->blocks[--t->n];
+    while (t->n > keep && t->n > t->lo) pool->free_ids[pool->n_free++] = t->blocks[--t->n];
+    if (rows <= 0) t->n = t->lo = 0; /* an empty sequence starts over */
+}
+
+int32_t sd_kv_release(sd_kv_table *t, sd_kv_pool *pool, int32_t row) {
+    int32_t below = row <= 0 ? 0 : row / pool->block_tokens, given = 0;
+    if (below > t->n - 1) below = t->n - 1; /* the last block stays */
+    while (t->lo < below) {
+        pool->free_ids[pool->n_free++] = t->blocks[t->lo];
+        t->blocks[t->lo++] = SD_KV_RELEASED;
+        given++;
+    }
+    return given;
 }

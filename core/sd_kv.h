@@ -12,12 +12,20 @@
  * a stack, so which physical block a sequence gets is deterministic for a given history,
  * and neither call allocates memory: both run inside the generation loop.
  *
- * Sliding windows (core/sd_weights.h) bound which rows attention reads, not which
- * blocks a table holds: a window's old blocks are not given back, because a sequence
- * may be rolled back to any earlier length (sd_runner_truncate, then reads the rows
- * before it again), models mixing local and global layers (Gemma 2/3, Qwen2 upper
- * layers) keep one table for all layers and their global layers need every row, and
- * the scheduler reserves blocks by sequence length (docs/BATCHING.md).
+ * Sliding windows (core/sd_weights.h sd_config). When EVERY layer of a model slides with
+ * window W, a query at position p reads rows >= p - W + 1 only, so the rows far enough
+ * behind a sequence's end are never read again — as long as the sequence is not rolled
+ * back far. sd_kv_release gives the blocks wholly below a row back to the pool: the
+ * table keeps its logical numbering, blocks [0, lo) hold SD_KV_RELEASED and [lo, n) are
+ * held (the runner decides when, core/sd_runner.h "Sliding-window release"). The rows a
+ * released table still serves follow from its first held row: a position p can be
+ * computed iff p == 0 (a fresh start) or sd_kv_window_min_len(first row, W) <= p. The
+ * release point is rounded down to SD_KV_WINDOW_ALIGN rows because the CUDA attention
+ * kernel loads keys in tiles of 32 aligned rows (kernels/cuda/sd_cuda_keymap.h
+ * sd_keymap_tile_begin): rows of the tile that holds a window's first key are loaded
+ * (then masked) too, so they must stay held. Models mixing local and global layers
+ * (Gemma 2/3, Qwen2 with max_window_layers > 0) keep every block: a global layer reads
+ * every row, and the table is shared by all layers.
  *
  * Nothing here is thread-safe: a pool and its tables belong to one thread at a time
  * (the engine's caller, or the scheduler's loop thread). */
@@ -43,10 +51,17 @@ typedef struct sd_kv_pool {
     int32_t *free_ids;    /* [n_blocks] stack of free block ids, top at n_free - 1 */
 } sd_kv_pool;
 
+/* The id a table holds for a block given back by sd_kv_release (never a pool id). */
+#define SD_KV_RELEASED (-1)
+/* Rows a window's release point is rounded down to (a multiple of the CUDA attention
+ * tile, SD_KEYMAP_TILE: tests/kv/test_kv_window.c checks both). */
+#define SD_KV_WINDOW_ALIGN 32
+
 typedef struct sd_kv_table {
-    int32_t *blocks;      /* [cap] block ids of rows [0, n * block_tokens) */
+    int32_t *blocks;      /* [cap] block ids of rows [0, n * block_tokens); SD_KV_RELEASED below lo */
     int32_t cap;          /* most blocks: ceil(n_ctx / block_tokens) */
-    int32_t n;            /* blocks held */
+    int32_t n;            /* blocks [0, n) are in the table's numbering */
+    int32_t lo;           /* blocks [0, lo) were released; [lo, n) are held (n - lo from the pool) */
 } sd_kv_table;
 
 /* Blocks needed for `rows` rows (rows <= 0: none). */
@@ -66,15 +81,54 @@ static inline int32_t sd_kv_pool_used(const sd_kv_pool *pool) { return pool->n_b
 specdec_status sd_kv_table_init(sd_kv_table *t, int32_t n_ctx, int32_t block_tokens, sd_errbuf *eb);
 void sd_kv_table_free(sd_kv_table *t);
 
-/* Make t hold the blocks of rows [0, rows): takes the missing ones from the pool.
- * CONTEXT_FULL when rows exceed the table's capacity or the pool has too few free
+/* Make t hold the blocks of rows [lo * block_tokens, rows): takes the missing ones from the
+ * pool. CONTEXT_FULL when rows exceed the table's capacity or the pool has too few free
  * blocks (then nothing is taken). */
 specdec_status sd_kv_hold(sd_kv_table *t, sd_kv_pool *pool, int32_t rows, sd_errbuf *eb);
 
-/* Give the blocks beyond rows [0, rows) back to the pool (rows >= held: nothing). */
+/* Give the held blocks beyond rows [0, rows) back to the pool (rows >= held: nothing);
+ * released blocks stay released. rows <= 0: the table starts over empty (lo = n = 0).
+ * (A cut inside the released rows, 0 < rows <= the first held row, leaves no block
+ * held and those rows released: the runner refuses such truncations, see above.) */
 void sd_kv_trim(sd_kv_table *t, sd_kv_pool *pool, int32_t rows);
 
-/* Physical row of logical row j (j < t->n * block_tokens). */
+/* Give back the held blocks whose rows all lie below `row` (blocks [lo, row / bt)),
+ * their ids replaced by SD_KV_RELEASED; returns how many. Never the block of row n*bt-1
+ * or later (row is capped at the table's end). */
+int32_t sd_kv_release(sd_kv_table *t, sd_kv_pool *pool, int32_t row);
+
+/* Blocks t takes from the pool now. */
+static inline int32_t sd_kv_held(const sd_kv_table *t) { return t->n - t->lo; }
+/* Its first held row (0 when nothing was released). */
+static inline int32_t sd_kv_first_row(const sd_kv_table *t, int32_t block_tokens) { return t->lo * block_tokens; }
+
+/* ---- window arithmetic (window W >= 1, margin M >= 0 rows) ---------------------------
+ * sd_kv_window_keep(len, W, M): the first row any position >= len - M reads, rounded
+ * down to SD_KV_WINDOW_ALIGN: release below it after the sequence reached len and the
+ * positions the caller may still go back to (len - M and later) keep their keys. */
+static inline int32_t sd_kv_window_keep(int32_t len, int32_t window, int32_t margin) {
+    const int64_t first = (int64_t)len - margin - window + 1;
+    return first <= 0 ? 0 : (int32_t)(first / SD_KV_WINDOW_ALIGN * SD_KV_WINDOW_ALIGN);
+}
+/* The smallest position > 0 whose keys (and the aligned tile the CUDA kernel loads them
+ * in) all lie at or above first_row (0 when first_row is 0: every position). */
+static inline int32_t sd_kv_window_min_len(int32_t first_row, int32_t window) {
+    if (first_row <= 0) return 0;
+    const int64_t up = ((int64_t)first_row + SD_KV_WINDOW_ALIGN - 1) / SD_KV_WINDOW_ALIGN * SD_KV_WINDOW_ALIGN;
+    return (int32_t)(up + window - 1);
+}
+/* Most blocks a sequence holds at any time when it releases with sd_kv_window_keep(len,
+ * W, M) after every call and no call appends more than `chunk` rows to its cache: the
+ * rows from the release point (rounded down to a block) to the end of the last call
+ * (rounded up to a block) — chunk + M + W - 1 rows, plus ALIGN - 1 and two partial
+ * blocks. Checked against a simulation in tests/kv/test_kv_window.c. */
+static inline int32_t sd_kv_window_blocks(int32_t window, int32_t margin, int32_t chunk, int32_t block_tokens) {
+    const int64_t rows = (int64_t)chunk + margin + window - 1 + (SD_KV_WINDOW_ALIGN - 1) + 2 * (int64_t)(block_tokens - 1);
+    const int64_t b = rows / block_tokens;
+    return b > INT32_MAX ? INT32_MAX : (int32_t)b;
+}
+
+/* Physical row of logical row j (lo * block_tokens <= j < n * block_tokens). */
 static inline int64_t sd_kv_row(const sd_kv_table *t, int32_t block_tokens, int32_t j) {
     return (int64_t)t->blocks[j / block_tokens] * block_tokens + j % block_tokens;
 }

@@ -87,7 +87,8 @@ specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
 
 specdec_status sd_round_settle(sd_round *rd, sd_round_seq *s, int32_t length) {
     sd_runner *t = seq_target(rd, s), *d = seq_draft(rd, s);
-    if (t) sd_runner_truncate(t, length - 1);
+    if (t && sd_runner_truncate(t, length - 1) != SPECDEC_OK) /* below a released window */
+        return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "round: settle: %s", t->err.msg);
     round_invalidate(rd, s);
     if (!s->drafter || !s->drafter->ops->settle) return SPECDEC_OK;
     return s->drafter->ops->settle(s->drafter, d, s, length, &rd->err);

@@ -3,6 +3,47 @@
 
 #include <string.h>
 
+/* ------------------------------------------------------------------------- */
+/* sliding-window release (core/sd_runner.h)                                  */
+/* ------------------------------------------------------------------------- */
+static specdec_status window_fail(const sd_runner *r, int32_t len, const char *what, sd_errbuf *eb) {
+    const int32_t min = sd_runner_min_len(r);
+    if (len <= 0 || len >= min) return SPECDEC_OK;
+    return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                   "%s to %d: rows below %d were released by the sliding window of %d (go back to 0 or to >= %d)", what,
+                   (int)len, (int)sd_kv_first_row(&r->kv, r->group->pool.block_tokens), (int)r->group->kv_window,
+                   (int)min);
+}
+
+specdec_status sd_runner_check_len(sd_runner *r, int32_t len, const char *what) {
+    return window_fail(r, len, what, &r->err);
+}
+
+void sd_runner_slide(sd_runner *r) {
+    sd_runner_group *g = r->group;
+    if (!g || g->kv_window <= 0) return;
+    int32_t keep = sd_kv_window_keep(r->kv_len, g->kv_window, SD_RUNNER_WINDOW_MARGIN);
+    if (r->tree.n > 0 && keep > r->tree.base) keep = r->tree.base; /* a live tree's rows stay for compact() */
+    (void)sd_kv_release(&r->kv, &g->pool, keep);
+}
+
+specdec_status sd_runner_group_set_window(sd_runner_group *g, int32_t window, sd_errbuf *eb) {
+    if (!g || window < 0 || g->n_runners > 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "runner group: window %d %s", (int)window,
+                       !g ? "for a NULL group" : window < 0 ? "(must be >= 0)" : "set after runners were added");
+    g->kv_window = window;
+    return SPECDEC_OK;
+}
+
+specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits_out) {
+    specdec_status st = sd_runner_check_len(r, pos, "forward");
+    if (st != SPECDEC_OK) return st;
+    r->tree.n = 0;
+    st = r->vt->forward(r, tokens, n, pos, logits_out);
+    if (st == SPECDEC_OK) sd_runner_slide(r);
+    return st;
+}
+
 specdec_status sd_runner_forward_chunked(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits) {
     const int32_t mb = r->max_batch > 0 ? r->max_batch : n;
     for (int32_t off = 0; off < n;) {
@@ -32,6 +73,7 @@ static specdec_status tree_check(sd_runner *r, const int32_t *tokens, int32_t n,
     if (first == 0 && (base < 0 || base > r->kv_len))
         return sd_fail(&r->err, SPECDEC_ERR_INVALID_ARGUMENT, "tree forward: base %d outside [0, kv_len = %d]",
                        (int)base, (int)r->kv_len);
+    if (first == 0 && window_fail(r, base, "tree forward", &r->err) != SPECDEC_OK) return SPECDEC_ERR_INVALID_ARGUMENT;
     if (first > 0 && (r->tree.n != first || r->tree.base != base))
         return sd_fail(&r->err, SPECDEC_ERR_INVALID_ARGUMENT,
                        "tree forward: extends a tree of %d nodes at base %d, the runner holds %d at %d", (int)first,
@@ -123,6 +165,7 @@ static specdec_status tree_finish(sd_runner *r, specdec_status st, int32_t base,
         return sd_fail(&r->err, SPECDEC_ERR_INTERNAL, "runner: kv length %d after a tree forward to row %d",
                        (int)r->kv_len, (int)(base + first + n));
     r->tree.n = first + n;
+    sd_runner_slide(r);
     return SPECDEC_OK;
 }
 
@@ -168,6 +211,7 @@ specdec_status sd_runner_compact(sd_runner *r, const int32_t *keep, int32_t n_ke
         return sd_fail(&r->err, SPECDEC_ERR_INTERNAL, "runner: kv length %d after compacting %d rows at %d",
                        (int)r->kv_len, (int)n_keep, (int)base);
     if (r->group) sd_kv_trim(&r->kv, &r->group->pool, r->kv_len);
+    sd_runner_slide(r);
     return SPECDEC_OK;
 }
 
@@ -236,6 +280,7 @@ static specdec_status seg_check_chain(const sd_runner_seg *g, sd_errbuf *eb) {
     if ((int64_t)g->pos + g->n > r->n_ctx)
         return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL, "batch forward: pos %d + %d tokens exceeds n_ctx %d", (int)g->pos,
                        (int)g->n, (int)r->n_ctx);
+    if (window_fail(r, g->pos, "batch forward", eb) != SPECDEC_OK) return SPECDEC_ERR_INVALID_ARGUMENT;
     for (int32_t i = 0; i < g->n; i++)
         if (g->tokens[i] < 0 || g->tokens[i] >= r->n_vocab)
             return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: token id %d at index %d outside [0, %d)",
@@ -360,6 +405,8 @@ static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs
         } else if (r->kv_len != seg_end(&segs[i]) && st == SPECDEC_OK) {
             st = sd_fail(eb, SPECDEC_ERR_INTERNAL, "runner: kv length %d after a batched forward to row %d",
                          (int)r->kv_len, (int)seg_end(&segs[i]));
+        } else {
+            sd_runner_slide(r);
         }
     }
     if (st != SPECDEC_OK && done < n_segs && g->err.msg[0]) sd_err_copy(eb, &g->err);

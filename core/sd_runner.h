@@ -70,11 +70,36 @@
  * stream entering layer i (before its input norm), hs[n_layers] = the last layer's output
  * before the final norm. A segment with aux set then receives, for each of its tokens in
  * order, one row of n_capture * hidden fp32: concat(hs[capture[0]], hs[capture[1]], ...)
- * (ids increasing). aux lives in the group's memory (host for the CPU, device for CUDA:
- * captured rows never leave the GPU). Chains, trees, prefill chunks and batched passes
+ * (ids increasing). aux lives in the group's memory (host for the CPU; device memory for a
+ * CUDA group once one captures: in this version the CUDA runners capture nothing). Chains, trees, prefill chunks and batched passes
  * capture alike; a capture never changes logits or cache rows. A segment asking for aux
  * of a group that captures nothing (capture_max 0: test runners) is refused (UNSUPPORTED)
- * before anything runs. */
+ * before anything runs.
+ *
+ * Sliding-window release (core/sd_kv.h "Sliding windows"). A group whose kv_window is
+ * W > 0 (set by its creator with sd_runner_group_set_window, before it has runners: only
+ * for models whose EVERY layer slides with window W, sd_cfg_release_window) lets its
+ * sequences give old blocks back. After every successful forward(), forward_tree(),
+ * compact() and batched forward that leaves a runner at kv_len = K, the runner releases
+ * the blocks wholly below sd_kv_window_keep(K, W, SD_RUNNER_WINDOW_MARGIN) (releases
+ * are monotone: the largest K any call left counts): every position >= that K -
+ * SD_RUNNER_WINDOW_MARGIN can still be computed. The round protocol never goes back
+ * further (core/sd_round.c: a round starts at the committed length, which only grows,
+ * and one call appends at most the γ + 1 or SD_RUNNER_TREE_MAX rows it may roll back;
+ * a draft runner's catch-up starts at its own kv_len; a prefill chunk is committed);
+ * while a tree is live its rows are never released (compact() moves them). The rows
+ * before the release point are gone:
+ *   CONTRACT: a forward() at pos, a batch segment at pos, a new tree at base, or a
+ *   sd_runner_truncate() to len is valid for 0 or for values >= sd_runner_min_len(r)
+ *   (the smallest length whose next position's keys are all held); a smaller non-zero
+ *   value fails with SPECDEC_ERR_INVALID_ARGUMENT ("... released by the sliding
+ *   window") and changes nothing. 0 always works: the sequence starts over.
+ * Attention never reads a released row: a query at p reads rows >= p - W + 1 (CPU:
+ * sd_cfg_first_key; CUDA: sd_keymap_first_key, loaded from the aligned tile holding it,
+ * hence SD_KV_WINDOW_ALIGN), all at or above the release point while p >= K - margin
+ * (tests/kv). Groups with kv_window 0 — every standalone runner (its private pool
+ * is sized for n_ctx anyway), mixed local/global models — keep every block, and for
+ * them truncation and forwards at any pos <= kv_len always work (sd_runner_min_len 0). */
 #ifndef SD_RUNNER_H
 #define SD_RUNNER_H
 
@@ -95,6 +120,9 @@ typedef struct sd_runner_group sd_runner_group;
 
 /* Most nodes of one tree (the pending token and SPECDEC_MAX_TREE_NODES drafts). */
 #define SD_RUNNER_TREE_MAX (SPECDEC_MAX_TREE_NODES + 1)
+/* Rows a sequence may go back below the kv_len its last call left (see "Sliding-window
+ * release"): the most rows one round appends (a tree, or γ + 1 <= SPECDEC_MAX_DRAFT + 1). */
+#define SD_RUNNER_WINDOW_MARGIN SD_RUNNER_TREE_MAX
 
 typedef struct sd_runner_vtbl {
     specdec_status (*forward)(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits_out);
@@ -157,6 +185,8 @@ struct sd_runner_group {
     int32_t n_ctx;            /* most rows one sequence holds */
     int32_t max_batch;        /* most tokens per pass (all segments together) */
     sd_kv_pool pool;          /* the KV blocks of every runner of the group */
+    int32_t kv_window;        /* > 0: sequences release blocks behind this window ("Sliding-
+                                 window release"); 0: every block kept (the default) */
     int32_t n_runners;        /* live runners */
     sd_errbuf err;
     /* hidden-state capture (see "Captured hidden states" above) */
@@ -181,28 +211,45 @@ struct sd_runner {
     sd_kv_table kv;           /* grouped: the blocks of rows [0, kv_len) (and of a tree) */
 };
 
-static inline specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos,
-                                               float *logits_out) {
-    r->tree.n = 0;
-    return r->vt->forward(r, tokens, n, pos, logits_out);
-}
+/* forward() (see the top), plus the window's checks and release. */
+specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits_out);
 static inline void sd_runner_destroy(sd_runner *r) {
     if (r) r->vt->destroy(r);
 }
 static inline int32_t sd_runner_kv_len(const sd_runner *r) { return r->kv_len; }
-/* Drop cache rows at and beyond len (O(1); a grouped runner gives the blocks past
- * len back to the pool); len >= kv_len changes nothing. */
-static inline void sd_runner_truncate(sd_runner *r, int32_t len) {
-    if (len < r->kv_len) {
-        r->kv_len = len < 0 ? 0 : len;
-        r->tree.n = 0;
-        if (r->group) sd_kv_trim(&r->kv, &r->group->pool, r->kv_len);
-    }
+/* The smallest non-zero length the runner can go back to (0: any; see "Sliding-window
+ * release"): truncation, forward pos and tree base must be 0 or at least this. */
+static inline int32_t sd_runner_min_len(const sd_runner *r) {
+    if (!r->group || r->group->kv_window <= 0) return 0;
+    return sd_kv_window_min_len(sd_kv_first_row(&r->kv, r->group->pool.block_tokens), r->group->kv_window);
 }
+/* INVALID_ARGUMENT (detail in r->err, naming `what`) when the runner cannot go back to
+ * len (0 < len < sd_runner_min_len), else OK. */
+specdec_status sd_runner_check_len(sd_runner *r, int32_t len, const char *what);
+/* Drop cache rows at and beyond len (O(1); a grouped runner gives the blocks past len
+ * back to the pool); len >= kv_len changes nothing, len < 0 means 0. INVALID_ARGUMENT
+ * and nothing changed when len is below what a windowed runner kept (see "Sliding-
+ * window release"); else OK. */
+static inline specdec_status sd_runner_truncate(sd_runner *r, int32_t len) {
+    if (len >= r->kv_len) return SPECDEC_OK;
+    if (len < 0) len = 0;
+    if (len > 0 && len < sd_runner_min_len(r)) return sd_runner_check_len(r, len, "truncate");
+    r->kv_len = len;
+    r->tree.n = 0;
+    if (r->group) sd_kv_trim(&r->kv, &r->group->pool, r->kv_len);
+    return SPECDEC_OK;
+}
+/* Release what a windowed group's runner no longer needs at its kv_len (see "Sliding-
+ * window release"; no-op for kv_window 0). Called by core after each successful call. */
+void sd_runner_slide(sd_runner *r);
 
 /* Grouped runners: make the runner hold the blocks of rows [0, rows) (CONTEXT_FULL
  * with the detail in r->err when the pool runs dry; nothing taken). Standalone: OK. */
 specdec_status sd_runner_hold(sd_runner *r, int32_t rows);
+
+/* Set a group's kv_window (see "Sliding-window release"): window >= 0, only while the
+ * group has no runners (else INVALID_ARGUMENT, nothing changed). */
+specdec_status sd_runner_group_set_window(sd_runner_group *g, int32_t window, sd_errbuf *eb);
 
 /* A new sequence in group g (g->vt->add_runner; the detail in eb on failure). */
 specdec_status sd_runner_group_add(sd_runner_group *g, sd_runner **out, sd_errbuf *eb);

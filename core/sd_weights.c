@@ -171,6 +171,13 @@ int sd_cfg_window_binds(const sd_config *c, int32_t n_ctx) {
     return 0;
 }
 
+int32_t sd_cfg_release_window(const sd_config *c, int32_t n_ctx) {
+    if (c->n_layers < 1 || !sd_cfg_window_binds(c, n_ctx)) return 0;
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if (!c->layer_sliding[l]) return 0;
+    return c->sliding_window;
+}
+
 static specdec_status sd_cfg_special_ids(const sd_config *c, const char *what, sd_errbuf *eb) {
     SD_TRY(sd_cfg_range(what, "bos_token_id", c->bos_id, -1, (int64_t)c->vocab_size - 1, eb));
     SD_TRY(sd_cfg_range(what, "number of eos_token_id entries", c->n_eos, 0, SPECDEC_MAX_EOS, eb));

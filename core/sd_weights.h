@@ -183,6 +183,13 @@ static inline int32_t sd_cfg_first_key(const sd_config *c, int32_t l, int32_t p)
 }
 /* 1 when some layer slides with a window shorter than n_ctx (the window can matter). */
 int sd_cfg_window_binds(const sd_config *c, int32_t n_ctx);
+/* The window behind which a paged cache of n_ctx rows may give blocks back (core/
+ * sd_runner.h "Sliding-window release"): sliding_window when EVERY layer slides with a
+ * window shorter than n_ctx (Mistral v0.1's sliding_window, Qwen2/3 with
+ * use_sliding_window and max_window_layers 0, Phi-3 with a window), else 0 — no window,
+ * or a full-attention layer that reads every row (Gemma 2/3, Qwen2/3 with
+ * max_window_layers > 0): one block table serves all layers, so they keep every block. */
+int32_t sd_cfg_release_window(const sd_config *c, int32_t n_ctx);
 
 /* The rotary embedding of the layers of one kind (sliding = 1: the sliding layers, which
  * differ only with rope_local_theta) for a runner of n_ctx positions, as transformers

@@ -479,8 +479,10 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
  * kv_pool_blocks blocks of kv_block_tokens tokens, a block table per sequence. A
  * request is admitted when a slot is free and its reservation fits the pool: the
  * blocks of min(n_ctx, n_prompt + n_predict) tokens (+ SPECDEC_MAX_TREE_NODES with a
- * draft tree), per model; it then never runs out of KV mid-generation, and the pool
- * is never exceeded. Every output is exactly what specdec_generate alone produces for
+ * draft tree), per model — for a model whose every layer has a sliding window (since
+ * 0.4), at most a window's worth, as its sequences give the blocks behind the window
+ * back (docs/BATCHING.md "Sliding windows"); it then never runs out of KV
+ * mid-generation, and the pool is never exceeded. Every output is exactly what specdec_generate alone produces for
  * the same prompt and params (the kernels are batch invariant and the random numbers
  * are addressed by (seed, sequence_id, position)), except where specdec_generate
  * itself is not reproducible (adaptive_draft in rejection mode follows timings).

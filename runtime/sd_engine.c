@@ -238,10 +238,17 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb) {
     if (m->eagle3) return sd_engine_head_refused(eb);
-    if (be == SPECDEC_BACKEND_CUDA)
-        return sd_cuda_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, p->cuda_device, p->cuda_keep_f32,
-                                    out, eb);
-    return sd_cpu_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, out, eb);
+    specdec_status st =
+        be == SPECDEC_BACKEND_CUDA
+            ? sd_cuda_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, p->cuda_device, p->cuda_keep_f32,
+                                   out, eb)
+            : sd_cpu_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, out, eb);
+    /* all-sliding models give blocks behind the window back (core/sd_runner.h) */
+    if (st == SPECDEC_OK && (st = sd_runner_group_set_window(*out, sd_cfg_release_window(&m->w.cfg, n_ctx), eb))) {
+        sd_runner_group_destroy(*out); /* cannot happen: the group has no runners yet */
+        *out = NULL;
+    }
+    return st;
 }
 
 /* An EAGLE-3 head's runner over the target runner t (its group captures the head's states);
@@ -411,8 +418,8 @@ specdec_status specdec_engine_kv_truncate(specdec_engine *engine, specdec_role r
         st = sd_fail(&engine->err, SPECDEC_ERR_INVALID_ARGUMENT,
                      "specdec_engine_kv_truncate: length %d outside [0, kv length %d]", (int)length,
                      (int)sd_runner_kv_len(r));
-    else
-        sd_runner_truncate(r, length);
+    else if ((st = sd_runner_truncate(r, length)) != SPECDEC_OK) /* a released window (grouped runners only) */
+        sd_fail(&engine->err, st, "specdec_engine_kv_truncate: %s", r->err.msg);
     sd_engine_leave(engine);
     return st;
 }

@@ -83,7 +83,9 @@ specdec_backend sd_engine_pick_backend(specdec_backend requested);
 specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                      int32_t n_ctx, int32_t max_batch, sd_runner **out, sd_errbuf *eb);
 /* A runner group of model m on backend be (core/sd_runner.h "Groups and batches"):
- * UNSUPPORTED where the backend has none yet (CUDA, see sd_cuda_backend.h). */
+ * UNSUPPORTED where the backend has none yet (CUDA, see sd_cuda_backend.h). Its
+ * kv_window is sd_cfg_release_window(model, n_ctx): sequences of all-sliding models give
+ * blocks behind the window back ("Sliding-window release"). */
 specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb);

@@ -17,8 +17,12 @@
  *
  * Admission control: a request reserves, per model, the blocks of the most rows it can
  * ever hold: min(n_ctx, n_prompt + n_predict) (+ SPECDEC_MAX_TREE_NODES with a draft
- * tree). Running requests never hold more than they reserved, so the pool never runs
- * dry mid-generation; the queue head waits until its reservation fits (FIFO).
+ * tree), or, for a model whose every layer slides (its group's kv_window > 0, core/
+ * sd_runner.h "Sliding-window release"), the fewer blocks a sequence that gives the
+ * blocks behind its window back holds at once (sd_kv_window_blocks: window + rollback
+ * margin + one call's rows). Running requests never hold more than they reserved, so
+ * the pool never runs dry mid-generation; the queue head waits until its reservation
+ * fits (FIFO).
  *
  * Locking: `mu` guards the queue, the id table, request states, the reservation count
  * and the metrics. A running request's other fields are written only by the loop

@@ -51,6 +51,12 @@ static void sched_count(specdec_scheduler *s, sd_sched_seq *q) {
     q->counted_accepted = st->n_accepted;
 }
 
+/* The blocks a slot's cache takes from its group's pool (released ones not counted);
+ * per-slot runners: those of its length. */
+static int32_t seq_blocks(const specdec_scheduler *s, const sd_runner *r, const sd_runner_group *g) {
+    return g ? sd_kv_held(&r->kv) : sd_kv_blocks_for(sd_runner_kv_len(r), s->p.kv_block_tokens);
+}
+
 /* Count every running sequence, retire the finished ones, snapshot the KV use. */
 static void sched_retire(specdec_scheduler *s) {
     int32_t used = 0, dused = 0;
@@ -65,8 +71,8 @@ static void sched_retire(specdec_scheduler *s) {
             q->req = NULL;
             continue;
         }
-        used += sd_kv_blocks_for(sd_runner_kv_len(q->t), s->p.kv_block_tokens);
-        if (q->d) dused += sd_kv_blocks_for(sd_runner_kv_len(q->d), s->p.kv_block_tokens);
+        used += seq_blocks(s, q->t, s->gt);
+        if (q->d) dused += seq_blocks(s, q->d, s->gd);
     }
     s->m.kv_blocks_used = used;
     s->m.draft_kv_blocks_used = dused;

@@ -131,15 +131,31 @@ static specdec_status sd_req_new(const specdec_scheduler *s, const int32_t *prom
 /* ------------------------------------------------------------------------- */
 /* validation (specdec_generate's, plus the KV pool)                          */
 /* ------------------------------------------------------------------------- */
-/* KV blocks per model a request reserves: the most rows it can ever hold (see
- * sd_sched_impl.h "Admission control"). */
+/* The blocks one model's cache of a request holds at most: those of `rows` rows, or,
+ * when its group gives blocks behind a sliding window back, what such a sequence holds
+ * at once (core/sd_kv.h sd_kv_window_blocks) if that is less: no call appends more than
+ * one prefill chunk (min(max_batch, n_prompt) rows) or one round (<= SD_RUNNER_TREE_MAX). */
+static int32_t sd_sched_model_blocks(const specdec_scheduler *s, const sd_runner_group *g, int32_t rows,
+                                     int32_t n_prompt) {
+    const int32_t full = sd_kv_blocks_for(rows, s->p.kv_block_tokens);
+    if (!g || g->kv_window <= 0) return full;
+    int32_t chunk = g->max_batch < n_prompt ? g->max_batch : n_prompt;
+    if (chunk < SD_RUNNER_TREE_MAX) chunk = SD_RUNNER_TREE_MAX;
+    const int32_t win = sd_kv_window_blocks(g->kv_window, SD_RUNNER_WINDOW_MARGIN, chunk, s->p.kv_block_tokens);
+    return win < full ? win : full;
+}
+
+/* KV blocks per model a request reserves (see sd_sched_impl.h "Admission control"): the
+ * most either model's cache of it can ever hold. */
 static int32_t sd_sched_need_blocks(const specdec_scheduler *s, int32_t n_prompt, const specdec_generate_params *p) {
     sd_draft_shape req;
     int tree = 0;
     (void)sd_tree_request(p, 1, &req, &tree, NULL); /* the request was checked */
     int64_t rows = (int64_t)n_prompt + p->n_predict + (tree ? SPECDEC_MAX_TREE_NODES : 0);
     if (rows > s->n_ctx) rows = s->n_ctx;
-    return sd_kv_blocks_for((int32_t)rows, s->p.kv_block_tokens);
+    const int32_t t = sd_sched_model_blocks(s, s->gt, (int32_t)rows, n_prompt);
+    const int32_t d = s->has_draft ? sd_sched_model_blocks(s, s->gd, (int32_t)rows, n_prompt) : 0;
+    return t > d ? t : d;
 }
 
 static specdec_status sd_sched_check_request(const specdec_scheduler *s, const int32_t *prompt, int32_t n_prompt,

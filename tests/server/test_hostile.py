@@ -481,21 +481,59 @@ def wait_for(srv, cond, seconds):
         time.sleep(0.05)
 
 
+def outcomes_of(fams):
+    return {(lb["stream"], lb["outcome"]): v for _, lb, v in fams["specdec_generation_outcomes_total"]["samples"]
+            if v and lb["endpoint"] == "/v1/completions"}
+
+
 def test_cut_requests():
     """Requests that end without running to their end: finish_reason "abort" with the cause in
     speculative.stop_reason, and counted by that cause (specdec_generation_outcomes_total, vLLM's
-    request_success_total{finished_reason="abort"}) while a cut stream keeps its 200. Streams: one
-    completed, one cut by its client, one cut by --timeout. Queued: three at once behind one engine
-    all time out (the last ones in the queue, with no token), and a queued one whose client resets
-    is cancelled in the queue while the running one still runs."""
+    request_success_total{finished_reason="abort"}) while a cut stream keeps its 200. A server without
+    --timeout: one stream completed, one cut by its client, and a queued request whose client resets
+    is cancelled in the queue while the running one still runs. A server with --timeout 1: a stream
+    cut by it, and three at once behind one engine all time out (the last ones in the queue, with no
+    token). (The cases that must not time out run where nothing can: a sanitized build on a loaded
+    machine once took over a second for a 4-token stream.)"""
     long = {"prompt": ts.PROMPTS[1], "max_tokens": 480, "temperature": 0}
-    with ts.Server("--parallel", "1", "--timeout", "1") as srv:
+    with ts.Server("--parallel", "1") as srv:
         ev = stream_request(srv, {"prompt": ts.PROMPTS[0], "max_tokens": 4, "temperature": 0})
         check(final_of(ev)[0] == "length", "a completed stream ends length: %r" % (final_of(ev),))
         stream_request(srv, long, read_events=2, reset=True)
-        fams = wait_for(srv, lambda f: outcome(f, "true", "disconnect") == 1, 10)
+        fams = wait_for(srv, lambda f: outcome(f, "true", "disconnect") == 1, 30)
         check(outcome(fams, "true", "disconnect") == 1, "a stream cut by its client counted as a disconnect: %r" %
               outcome(fams, "true", "disconnect"))
+        # a queued request whose client resets (RST) is cancelled in the queue
+        out = {}
+        # it must outlast the queued request's reset (a fast idle machine: 480 tokens ~2 s); the
+        # sanitized build is ~10x slower, 160 tokens do there
+        run_body = dict(long, max_tokens=160 if SANITIZED else 480)
+        runner = threading.Thread(target=lambda: out.setdefault("runner", completion(srv, run_body)))
+        runner.start()
+        wait_for(srv, lambda f: sample(f, "vllm:num_requests_running") == 1, 10)
+        q = conn(srv)
+        q.sendall(post_bytes(json.dumps(long).encode()))
+        wait_for(srv, lambda f: sample(f, "vllm:num_requests_waiting") == 1, 10)
+        reset_close(q)
+        fams = wait_for(srv, lambda f: outcome(f, "false", "disconnect") == 1, 10)
+        check(outcome(fams, "false", "disconnect") == 1 and sample(fams, "vllm:num_requests_waiting") == 0 and
+              sample(fams, "vllm:num_requests_running") == 1, "a queued request whose client reset: cancelled in "
+              "the queue while the running one runs (disconnect %r, waiting %r, running %r)" %
+              (outcome(fams, "false", "disconnect"), sample(fams, "vllm:num_requests_waiting"),
+               sample(fams, "vllm:num_requests_running")))
+        runner.join(300)
+        st, d = out.get("runner", (0, {}))
+        check(st == 200 and (d.get("choices") or [{}])[0].get("finish_reason") == "length",
+              "the running request ran to its end: %r" % ((d.get("choices") or [{}])[0].get("finish_reason"),))
+        fams = scrape(srv)
+        want = {("true", "length"): 1, ("true", "disconnect"): 1, ("false", "disconnect"): 1, ("false", "length"): 1}
+        check(outcomes_of(fams) == want, "outcomes by stream: %r (want %r)" % (outcomes_of(fams), want))
+        ok = {r: sample(fams, "vllm:request_success_total", finished_reason=r) for r in ("stop", "length", "abort")}
+        check(ok == {"stop": 0, "length": 2, "abort": 2}, "vLLM's finished_reason: %r" % ok)
+        check(sample(fams, "specdec_http_requests_total", endpoint="/v1/completions", code="200") == 3,
+              "the status sent stays 200 for the 2 streams and the answered request: %r" %
+              sample(fams, "specdec_http_requests_total", endpoint="/v1/completions", code="200"))
+    with ts.Server("--parallel", "1", "--timeout", "1") as srv:
         ev = stream_request(srv, long)
         check(final_of(ev) == ("abort", "timeout"), "a stream cut by --timeout: %r" % (final_of(ev),))
         out = {}
@@ -509,31 +547,13 @@ def test_cut_requests():
         toks = sorted((d.get("usage") or {}).get("completion_tokens", -1) for st, d in out.values())
         check(got == ["abort"] * 3 and why == ["timeout"] * 3 and toks[0] == 0,
               "three at once behind one engine, --timeout 1: %r %r, tokens %r" % (got, why, toks))
-        # a queued request whose client resets (RST) is cancelled in the queue
-        runner = threading.Thread(target=lambda: out.setdefault("runner", completion(srv, long)))
-        runner.start()
-        time.sleep(0.2)
-        q = conn(srv)
-        q.sendall(post_bytes(json.dumps(long).encode()))
-        wait_for(srv, lambda f: sample(f, "vllm:num_requests_waiting") == 1, 5)
-        reset_close(q)
-        fams = wait_for(srv, lambda f: outcome(f, "false", "disconnect") == 1, 5)
-        check(outcome(fams, "false", "disconnect") == 1 and sample(fams, "vllm:num_requests_waiting") == 0 and
-              sample(fams, "vllm:num_requests_running") == 1, "a queued request whose client reset: cancelled in "
-              "the queue while the running one runs (disconnect %r, waiting %r, running %r)" %
-              (outcome(fams, "false", "disconnect"), sample(fams, "vllm:num_requests_waiting"),
-               sample(fams, "vllm:num_requests_running")))
-        runner.join(120)
         fams = scrape(srv)
-        want = {("true", "length"): 1, ("true", "disconnect"): 1, ("true", "timeout"): 1, ("false", "timeout"): 4,
-                ("false", "disconnect"): 1}
-        got = {(lb["stream"], lb["outcome"]): v for _, lb, v in fams["specdec_generation_outcomes_total"]["samples"]
-               if v and lb["endpoint"] == "/v1/completions"}
-        check(got == want, "outcomes by stream: %r (want %r)" % (got, want))
+        want = {("true", "timeout"): 1, ("false", "timeout"): 3}
+        check(outcomes_of(fams) == want, "outcomes by stream, --timeout 1: %r (want %r)" % (outcomes_of(fams), want))
         ok = {r: sample(fams, "vllm:request_success_total", finished_reason=r) for r in ("stop", "length", "abort")}
-        check(ok == {"stop": 0, "length": 1, "abort": 7}, "vLLM's finished_reason: %r" % ok)
-        check(sample(fams, "specdec_http_requests_total", endpoint="/v1/completions", code="200") == 7,
-              "the status sent stays 200 for the 3 streams and 4 answered requests: %r" %
+        check(ok == {"stop": 0, "length": 0, "abort": 4}, "vLLM's finished_reason, --timeout 1: %r" % ok)
+        check(sample(fams, "specdec_http_requests_total", endpoint="/v1/completions", code="200") == 4,
+              "the status sent stays 200 for the stream and the 3 answered requests: %r" %
               sample(fams, "specdec_http_requests_total", endpoint="/v1/completions", code="200"))
 
 
