@@ -31,9 +31,9 @@
  *
  * Drafters shipped: "model" (core/sd_drafter_model.c: a draft model's runner, dense q,
  * chains and trees) and "ngram" (core/sd_ngram.c: prompt lookup over the sequence,
- * deterministic, chains and trees). An EAGLE-3 head fits as a runner drafter that also
- * sets SD_DRAFTER_TARGET_HIDDEN: the executor keeps the target's captured hidden states
- * of the verify pass for observe() (docs/ARCHITECTURE.md "Drafters"). */
+ * deterministic, chains and trees) and "eagle3" (core/sd_drafter_eagle3.c: an EAGLE-3
+ * head runner, a runner drafter that also sets SD_DRAFTER_TARGET_HIDDEN: the verify pass
+ * captures the target's hidden states into x->aux for observe(); chains, dense q). */
 #ifndef SD_DRAFTER_H
 #define SD_DRAFTER_H
 
@@ -71,8 +71,9 @@ typedef struct sd_drafter sd_drafter;
 #define SD_DRAFTER_RUNNER 1u        /* drafts with the sequence's draft runner (s->draft), whose cache
                                        the protocol checks and the drafter rolls back */
 #define SD_DRAFTER_DETERMINISTIC 2u /* every proposal has q one-hot on its tokens (x->det) */
-#define SD_DRAFTER_TARGET_HIDDEN 4u /* needs the target's hidden states of the verified rows
-                                       (EAGLE-3; no executor captures them yet: refused) */
+#define SD_DRAFTER_TARGET_HIDDEN 4u /* needs the target's hidden states of the verified rows (EAGLE-3):
+                                       its begin() prefills the target itself (capturing), its
+                                       plan() sets x->aux, where the verify pass captures */
 
 typedef struct sd_drafter_ops {
     const char *name;            /* "model", "ngram" */

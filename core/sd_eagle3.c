@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "sd_alloc.h"
+
 #define SD_TRY(x)                             \
     do {                                      \
         specdec_status sd_try_st_ = (x);      \
@@ -140,4 +142,66 @@ int32_t sd_eagle3_q(const sd_eagle3_weights *hw, const float *logits, float *q) 
     for (int32_t t = 0; t < V; t++) q[t] = 0.0f;
     for (int32_t i = 0; i < Vd; i++) q[hw->d2t[i]] = (float)(exp((double)logits[i] - mx) / z);
     return hw->d2t[best];
+}
+
+/* ------------------------------------------------------------------------- */
+/* head runners                                                               */
+/* ------------------------------------------------------------------------- */
+static specdec_status e3r_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits) {
+    (void)tokens, (void)n, (void)pos, (void)logits;
+    return sd_fail(&r->err, SPECDEC_ERR_UNSUPPORTED,
+                   "EAGLE-3 head: forward() of tokens alone is not defined (its rows need the target's hidden states)");
+}
+
+static void e3r_destroy(sd_runner *r) {
+    sd_eagle3_runner *e = (sd_eagle3_runner *)r;
+    if (e) e->ops->destroy(e);
+}
+
+const sd_runner_vtbl sd_eagle3_runner_vtbl = {e3r_forward, e3r_destroy};
+
+sd_eagle3_runner *sd_eagle3_runner_of(sd_runner *r) {
+    return r && r->vt == &sd_eagle3_runner_vtbl ? (sd_eagle3_runner *)r : NULL;
+}
+
+specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, const sd_config *target_cfg,
+                                     int32_t n_ctx, int32_t rows, sd_errbuf *eb) {
+    const sd_eagle3_config *c = &r->hw->cfg;
+    SD_TRY(sd_eagle3_check_target(r->hw, target_cfg, "EAGLE-3 head", eb));
+    SD_TRY(sd_eagle3_aux_layers(c, target_cfg->n_layers, r->aux_ids, eb));
+    if (!target->group)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "EAGLE-3 head: the target runner captures no hidden states");
+    SD_TRY(sd_runner_group_set_capture(target->group, r->aux_ids, SD_EAGLE3_N_AUX, eb));
+    if (rows < SD_RUNNER_TREE_MAX) rows = SD_RUNNER_TREE_MAX;
+    r->base.vt = &sd_eagle3_runner_vtbl;
+    r->base.backend = target->backend;
+    r->base.n_vocab = c->layer.vocab_size;
+    r->base.n_ctx = n_ctx;
+    r->base.max_batch = rows;
+    r->base.kv_len = 0;
+    r->target = target;
+    r->rows = rows;
+    r->root_row = -1;
+    const size_t R = (size_t)rows, H = (size_t)c->layer.hidden_size, tH = (size_t)c->target_hidden;
+    const size_t Vd = (size_t)c->draft_vocab;
+    r->aux = sd_malloc(R * 3 * tH * sizeof(float));
+    r->g = sd_malloc(R * H * sizeof(float));
+    r->gnext = sd_malloc(R * H * sizeof(float));
+    r->logits = sd_malloc(R * Vd * sizeof(float));
+    r->root = sd_malloc(Vd * sizeof(float));
+    r->groot = sd_malloc(H * sizeof(float));
+    r->tok = sd_malloc(R * sizeof(int32_t));
+    r->pos = sd_malloc(R * sizeof(int32_t));
+    if (!r->aux || !r->g || !r->gnext || !r->logits || !r->root || !r->groot || !r->tok || !r->pos)
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: buffers of %d rows", (int)rows);
+    return SPECDEC_OK;
+}
+
+void sd_eagle3_runner_fini(sd_eagle3_runner *r) {
+    if (!r) return;
+    void *bufs[] = {r->aux, r->g, r->gnext, r->logits, r->root, r->groot, r->tok, r->pos, r->work};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
+    r->aux = r->g = r->gnext = r->logits = r->root = r->groot = NULL;
+    r->tok = r->pos = NULL;
+    r->work = NULL;
 }

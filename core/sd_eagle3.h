@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "sd_error.h"
+#include "sd_runner.h"
+#include "sd_sample_rules.h"
 #include "sd_weights.h"
 
 #ifdef __cplusplus
@@ -95,6 +97,70 @@ specdec_status sd_eagle3_validate(const sd_eagle3_weights *hw, const char *what,
  * Computed in double (max-subtracted), written as float. q has V entries. Returns the target
  * id of the draft argmax (lowest draft id on ties). */
 int32_t sd_eagle3_q(const sd_eagle3_weights *hw, const float *logits, float *q);
+
+/* ------------------------------------------------------------------------- */
+/* A head as a draft runner (core/sd_drafter_eagle3.c drafts with it)         */
+/* ------------------------------------------------------------------------- */
+/* A head runner is the draft runner (sd_round_seq.draft) of one sequence: the head's
+ * draft KV cache (base.kv_len = its rows; the protocol rolls it back with
+ * sd_runner_truncate; base.forward is refused: a head row needs a hidden state), the
+ * TARGET runner whose hidden states it reads (borrowed; its group captures hs[aux_ids])
+ * and the buffers the drafter works in. A backend (backends/cpu/sd_eagle3_cpu.c) creates
+ * it and supplies the ops. Draft-cache row p holds (token t_{p+1}, g_p = fc(aux_p), RoPE
+ * position p) for every verified position p (docs/EAGLE3.md §6-7). */
+typedef struct sd_eagle3_runner sd_eagle3_runner;
+
+typedef struct sd_eagle3_runner_ops {
+    /* g[i] = fc(aux[i]) for i < n (aux [n, 3·tH] captured rows, g [n, H]); n <= rows. */
+    specdec_status (*fuse)(sd_eagle3_runner *r, const float *aux, int32_t n, float *g);
+    /* Append n rows (n <= rows) at cache rows base.kv_len .. +n-1 (the cache first cut to
+     * base.kv_len): tokens [n] target ids, g [n, H], pos [n]; parents NULL = chain rows, else
+     * tree rows over the shared prefix [0, n_shared) (backends/cpu/sd_eagle3_cpu.h).
+     * logits [n, Vd] and g_next [n, H] (either NULL). base.kv_len grows by n. */
+    specdec_status (*step)(sd_eagle3_runner *r, const int32_t *tokens, const float *g, const int32_t *pos, int32_t n,
+                           const int32_t *parents, int32_t n_shared, float *logits, float *g_next);
+    /* The proposal row q [V] (target vocabulary) from draft logits [Vd]: the logits placed at
+     * their target ids (d2t), -inf elsewhere, then processed with sp exactly like the
+     * target's rows (temperature, top-k, top-p, min-p: core/sd_sample_rules.h); greedy: the
+     * plain softmax (only its argmax matters). */
+    specdec_status (*q)(sd_eagle3_runner *r, const float *logits, const sd_sampling_params *sp, int greedy, float *q);
+    void (*destroy)(sd_eagle3_runner *r);
+} sd_eagle3_runner_ops;
+
+struct sd_eagle3_runner {
+    sd_runner base;                 /* must be first: n_vocab = V, n_ctx, max_batch = rows, kv_len */
+    const sd_eagle3_runner_ops *ops;
+    const sd_eagle3_weights *hw;    /* borrowed: the loaded head */
+    sd_runner *target;              /* borrowed: the runner whose states it reads */
+    int32_t aux_ids[SD_EAGLE3_N_AUX]; /* the target's captured hs indices (resolved) */
+    int32_t rows;                   /* rows of the buffers below (>= SD_RUNNER_TREE_MAX) */
+    float *aux;                     /* [rows, 3 tH]: captured rows of the last target pass */
+    float *g;                       /* [rows, H] fused features / inputs */
+    float *gnext;                   /* [rows, H] g_next of the last step's rows */
+    float *logits;                  /* [rows, Vd] */
+    float *root;                    /* [Vd] draft logits of cache row kv_len - 1 (the next token's) */
+    float *groot;                   /* [H] g_next of cache row kv_len - 1 */
+    int32_t root_row;               /* the cache row root/groot belong to (-1: none) */
+    int32_t *tok, *pos;             /* [rows] */
+    void *work;                     /* the drafter's workspace (its trees; allocated once, freed here) */
+};
+
+/* The runners' vtable (forward refused with UNSUPPORTED, destroy through ops). */
+extern const sd_runner_vtbl sd_eagle3_runner_vtbl;
+/* r as a head runner, or NULL when it is another runner. */
+sd_eagle3_runner *sd_eagle3_runner_of(sd_runner *r);
+/* Fill the common part (the backend allocated r and set ops, hw): base fields, the target,
+ * the resolved capture ids, the buffers of `rows` rows (sd_alloc); turns the target's
+ * capture on (sd_runner_group_set_capture). Errors: the target captures nothing
+ * (UNSUPPORTED), OUT_OF_MEMORY, the head does not fit it (sd_eagle3_check_target). */
+specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, const sd_config *target_cfg,
+                                     int32_t n_ctx, int32_t rows, sd_errbuf *eb);
+/* Free what sd_eagle3_runner_init allocated. */
+void sd_eagle3_runner_fini(sd_eagle3_runner *r);
+
+/* The "eagle3" drafter (core/sd_drafter_eagle3.c): chains from a head runner. */
+struct sd_drafter;
+struct sd_drafter *sd_drafter_eagle3(void);
 
 #ifdef __cplusplus
 }

@@ -70,13 +70,12 @@ specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
     if (runner_drafter(s->drafter) && !d)
         return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "round: a %s drafter without a draft runner",
                        s->drafter->ops->name);
-    if (s->drafter && (s->drafter->ops->caps & SD_DRAFTER_TARGET_HIDDEN))
-        return sd_fail(&rd->err, SPECDEC_ERR_UNSUPPORTED, "round: the %s drafter needs the target's hidden states",
-                       s->drafter->ops->name);
+    /* a drafter that reads the target's hidden states prefills the target itself, capturing */
+    const int hidden = s->drafter && (s->drafter->ops->caps & SD_DRAFTER_TARGET_HIDDEN) && d;
     round_invalidate(rd, s);
     sd_runner_truncate(t, 0);
     if (d) sd_runner_truncate(d, 0);
-    if (s->length > 1) {
+    if (s->length > 1 && !hidden) {
         const specdec_status st = sd_runner_forward_chunked(t, s->tokens, s->length - 1, 0, NULL);
         if (st != SPECDEC_OK) return round_runner_fail(rd, st, "target prefill", t);
     }

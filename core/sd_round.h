@@ -173,6 +173,9 @@ struct sd_round_slot {
     int32_t budget;             /* a runner drafter's tree: nodes of its shape */
     int32_t lag;                /* a runner drafter: tokens[L - lag .. L) its runner has not seen */
     int det;                    /* q one-hot on every proposed token (no q rows) */
+    float *aux;                 /* NULL, or (a SD_DRAFTER_TARGET_HIDDEN drafter's plan) where the verify
+                                   pass captures the target's hidden states of its rows
+                                   (sd_runner_seg.aux, in the target group's memory) */
     /* the proposal: a chain in vtok[1..depth] (vtok[0] = the pending token, the verify
      * pass's input), a tree in tr (node 0 = the pending token) */
     int32_t vtok[SD_RUNNER_TREE_MAX];

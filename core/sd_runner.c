@@ -230,6 +230,23 @@ specdec_status sd_runner_group_add(sd_runner_group *g, sd_runner **out, sd_errbu
     return g->vt->add_runner(g, out, eb);
 }
 
+specdec_status sd_runner_group_set_capture(sd_runner_group *g, const int32_t *ids, int32_t n, sd_errbuf *eb) {
+    if (!g) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "runner group: NULL group");
+    if (n < 0 || n > SD_RUNNER_MAX_CAPTURE || (n > 0 && !ids))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "runner capture: %d states (0..%d)", (int)n,
+                       SD_RUNNER_MAX_CAPTURE);
+    if (n > 0 && g->capture_max < 1)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "runner capture: this backend's runners capture no hidden states");
+    for (int32_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] > g->capture_max || (i > 0 && ids[i] <= ids[i - 1]))
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "runner capture: hs id %d (index %d) outside [0, %d] or not increasing", (int)ids[i], (int)i,
+                           (int)g->capture_max);
+    for (int32_t i = 0; i < n; i++) g->capture[i] = ids[i];
+    g->n_capture = n;
+    return SPECDEC_OK;
+}
+
 specdec_status sd_runner_group_attach(sd_runner_group *g, sd_runner *r, sd_errbuf *eb) {
     specdec_status st = sd_kv_table_init(&r->kv, g->n_ctx, g->pool.block_tokens, eb);
     if (st != SPECDEC_OK) return st;
@@ -281,6 +298,10 @@ static specdec_status batch_check(const sd_runner_seg *segs, int32_t n_segs, sd_
             if (segs[j].r == segs[i].r)
                 return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: segments %d and %d share a runner",
                                (int)j, (int)i);
+        const sd_runner_group *gr = segs[i].r->group;
+        if (segs[i].aux && (!gr || gr->n_capture < 1 || !gr->vt->forward_batch))
+            return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "batch forward: segment %d asks for hidden states its runner %s",
+                           (int)i, gr && gr->capture_max > 0 ? "was not set to capture" : "cannot capture");
         specdec_status st;
         if (segs[i].parent) {
             st = tree_check(segs[i].r, segs[i].tokens, segs[i].n, segs[i].pos, segs[i].first, segs[i].parent);
@@ -323,10 +344,20 @@ static specdec_status batch_hold(sd_runner_group *g, const sd_runner_seg *segs, 
     return SPECDEC_OK;
 }
 
-/* The segments one by one (runners without a common native group). */
+static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs, int32_t n_segs,
+                                   sd_runner_pass_fn pass, void *ctx, sd_errbuf *eb);
+
+/* The segments one by one (runners without a common native group); a segment that
+ * captures hidden states goes through its own group (batch_check made sure it has one). */
 static specdec_status batch_emulate(const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
     for (int32_t i = 0; i < n_segs; i++) {
         const sd_runner_seg *g = &segs[i];
+        if (g->aux) {
+            sd_err_clear(&g->r->group->err);
+            const specdec_status st = batch_native(g->r->group, g, 1, NULL, NULL, eb);
+            if (st != SPECDEC_OK) return st;
+            continue;
+        }
         specdec_status st = g->parent ? sd_runner_forward_tree(g->r, g->tokens, g->n, g->pos, g->first, g->parent, g->logits)
                                       : sd_runner_forward(g->r, g->tokens, g->n, g->pos, g->logits);
         if (st == SPECDEC_OK && !g->parent && g->r->kv_len != g->pos + g->n)

@@ -64,6 +64,18 @@
  *   failed check (INVALID_ARGUMENT, CONTEXT_FULL past n_ctx) changes nothing.
  * Groups are driven by one thread at a time (they share the activation buffers).
  *
+ * Captured hidden states (a drafter head, EAGLE-3: docs/EAGLE3.md). A group may be asked
+ * (sd_runner_group_set_capture) to capture the residual stream at chosen boundaries:
+ * hs[0] = the embeddings (after any embedding scale), hs[i] for 0 < i < n_layers = the
+ * stream entering layer i (before its input norm), hs[n_layers] = the last layer's output
+ * before the final norm. A segment with aux set then receives, for each of its tokens in
+ * order, one row of n_capture * hidden fp32: concat(hs[capture[0]], hs[capture[1]], ...)
+ * (ids increasing). aux lives in the group's memory (host for the CPU; device memory for a
+ * CUDA group once one captures: in this version the CUDA runners capture nothing). Chains, trees, prefill chunks and batched passes
+ * capture alike; a capture never changes logits or cache rows. A segment asking for aux
+ * of a group that captures nothing (capture_max 0: test runners) is refused (UNSUPPORTED)
+ * before anything runs.
+ *
  * Sliding-window release (core/sd_kv.h "Sliding windows"). A group whose kv_window is
  * W > 0 (set by its creator with sd_runner_group_set_window, before it has runners: only
  * for models whose EVERY layer slides with window W, sd_cfg_release_window) lets its
@@ -102,6 +114,9 @@ extern "C" {
 
 typedef struct sd_runner sd_runner;
 typedef struct sd_runner_group sd_runner_group;
+
+/* Most hidden states a group captures per token (EAGLE-3 reads three). */
+#define SD_RUNNER_MAX_CAPTURE 4
 
 /* Most nodes of one tree (the pending token and SPECDEC_MAX_TREE_NODES drafts). */
 #define SD_RUNNER_TREE_MAX (SPECDEC_MAX_TREE_NODES + 1)
@@ -147,6 +162,8 @@ typedef struct sd_runner_seg {
                                 (forward_tree() semantics): parents of nodes first .. first + n - 1 */
     int32_t first;           /* tree: the first node of this call (0 starts a tree) */
     float *logits;           /* n rows of n_vocab fp32 (host), or NULL */
+    float *aux;              /* NULL, or n rows of n_capture * hidden fp32 captured hidden states, in
+                                the group's memory (see "Captured hidden states" above) */
 } sd_runner_seg;
 
 typedef struct sd_runner_group_vtbl {
@@ -172,6 +189,12 @@ struct sd_runner_group {
                                  window release"); 0: every block kept (the default) */
     int32_t n_runners;        /* live runners */
     sd_errbuf err;
+    /* hidden-state capture (see "Captured hidden states" above) */
+    int32_t capture_max;      /* set by the backend: hs indices 0..capture_max it can capture (its
+                                 n_layers); 0: none */
+    int32_t capture_width;    /* set by the backend: floats of one captured state (hidden size) */
+    int32_t n_capture;        /* states captured per token (0: capture off) */
+    int32_t capture[SD_RUNNER_MAX_CAPTURE]; /* their hs indices, increasing */
 };
 
 struct sd_runner {
@@ -234,6 +257,11 @@ specdec_status sd_runner_group_add(sd_runner_group *g, sd_runner **out, sd_errbu
 static inline void sd_runner_group_destroy(sd_runner_group *g) {
     if (g) g->vt->destroy(g);
 }
+/* Capture hs[ids[0]], .., hs[ids[n-1]] (increasing, within [0, capture_max]) for every
+ * segment with aux set (n 0: capture off). INVALID_ARGUMENT naming the id otherwise,
+ * UNSUPPORTED for a group that captures nothing; nothing changes on failure. */
+specdec_status sd_runner_group_set_capture(sd_runner_group *g, const int32_t *ids, int32_t n, sd_errbuf *eb);
+
 /* Common part of a group runner's creation/destruction: the table of n_ctx rows
  * (add_runner) and giving every block back (destroy). */
 specdec_status sd_runner_group_attach(sd_runner_group *g, sd_runner *r, sd_errbuf *eb);

@@ -368,8 +368,8 @@ typedef struct specdec_generate_params {
                                       (needs a draft model); NGRAM = prompt lookup over the
                                       sequence so far, no draft model needed (chains of n_draft,
                                       or a tree with tree_width / draft_nodes; not with
-                                      adaptive_draft); EAGLE3 (needs an EAGLE-3 head: none can be
-                                      loaded yet, INVALID_ARGUMENT); NONE = plain decoding */
+                                      adaptive_draft); EAGLE3 (needs an EAGLE-3 head as the
+                                      engine's draft, CPU, chains; AUTO picks it for a head); NONE = plain decoding */
     int32_t ngram_min;             /* NGRAM: shortest suffix looked up, 1..ngram_max; default 1 */
     int32_t ngram_max;             /* NGRAM: longest suffix looked up (tried first), ngram_min..64;
                                       default 4 */

@@ -9,6 +9,8 @@
 #include "sd_alloc.h"
 #include "sd_cpu_runner.h"
 #include "sd_cuda_backend.h"
+#include "sd_eagle3_cpu.h"
+#include "sd_eagle3_load.h"
 #include "sd_host_round.h"
 #include "sd_model.h"
 
@@ -111,6 +113,7 @@ specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft
     e->env.n_ctx = e->n_ctx;
     e->env.n_vocab = e->n_vocab;
     e->env.has_draft = draft != NULL;
+    e->env.has_eagle3 = sd_eagle3_runner_of(draft) != NULL;
     e->env.tree_fit = draft ? sd_min_i32(target->max_batch - 1, draft->max_batch) : 0;
     e->env.tree_fit_solo = target->max_batch - 1;
     e->env.special = e->special;
@@ -216,8 +219,16 @@ specdec_backend sd_engine_pick_backend(specdec_backend requested) {
     return specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
 }
 
+/* A head is no model runner (the engine makes its runner with sd_engine_make_head). */
+static specdec_status sd_engine_head_refused(sd_errbuf *eb) {
+    return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                   "an EAGLE-3 head drafts in the engine (specdec generate, specdec_generate) only in this version; "
+                   "the scheduler (batch, serve) cannot run it yet");
+}
+
 specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                      int32_t n_ctx, int32_t max_batch, sd_runner **out, sd_errbuf *eb) {
+    if (m->eagle3) return sd_engine_head_refused(eb);
     if (be == SPECDEC_BACKEND_CUDA)
         return sd_cuda_runner_create(&m->w, n_ctx, max_batch, p->cuda_device, p->cuda_keep_f32, out, eb);
     return sd_cpu_runner_create(&m->w, n_ctx, max_batch, out, eb);
@@ -226,6 +237,7 @@ specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be,
 specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb) {
+    if (m->eagle3) return sd_engine_head_refused(eb);
     specdec_status st =
         be == SPECDEC_BACKEND_CUDA
             ? sd_cuda_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, p->cuda_device, p->cuda_keep_f32,
@@ -237,6 +249,19 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
         *out = NULL;
     }
     return st;
+}
+
+/* An EAGLE-3 head's runner over the target runner t (its group captures the head's states);
+ * the head borrows the target's embedding when it has none. CPU only for now. */
+#define SD_ENGINE_HEAD_ROWS 128 /* a tree level pass and a prefill chunk */
+static specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
+                                          sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb) {
+    if (be != SPECDEC_BACKEND_CPU)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                       "an EAGLE-3 head runs on the CPU backend only in this version (use --backend cpu)");
+    const sd_eagle3_weights *hw = &head->eagle3->w;
+    const sd_tensor *embed = hw->embed.data ? &hw->embed : &target->w.tok_embd;
+    return sd_eagle3_cpu_runner_create(hw, embed, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb);
 }
 
 /* Both runners on the chosen backend (AUTO: CUDA when usable, else the CPU). */
@@ -253,7 +278,8 @@ static specdec_status sd_engine_make_runners(const specdec_model *target, const 
     }
     if (st != SPECDEC_OK) return sd_fail(NULL, st, "target model %s: %s", target->path, eb.msg);
     if (!draft) return SPECDEC_OK;
-    st = sd_engine_make_runner(draft, be, p, n_ctx, max_batch, rd, &eb);
+    st = draft->eagle3 ? sd_engine_make_head(target, draft, be, *rt, n_ctx, rd, &eb)
+                       : sd_engine_make_runner(draft, be, p, n_ctx, max_batch, rd, &eb);
     if (st == SPECDEC_OK) return SPECDEC_OK;
     sd_runner_destroy(*rt);
     *rt = NULL;
@@ -264,7 +290,13 @@ specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_
                                      const specdec_engine_params *params, sd_engine_plan *out) {
     const specdec_engine_params p = params ? *params : specdec_engine_default_params();
     specdec_status st = sd_engine_check_params(&p);
-    if (st == SPECDEC_OK && draft) st = sd_engine_check_pair(target, draft);
+    if (st == SPECDEC_OK && target->eagle3)
+        st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s is an EAGLE-3 draft head, not a target model", target->path);
+    if (st == SPECDEC_OK && draft && draft->eagle3) /* the head's own checks first (fc width, vocabulary, ids) */
+        st = sd_eagle3_check_target(&draft->eagle3->w, &target->w.cfg, draft->path, NULL);
+    if (st != SPECDEC_OK) return st;
+    if (draft && draft->eagle3) draft = NULL; /* a head has no pair checks and no context of its own */
+    if (draft) st = sd_engine_check_pair(target, draft);
     if (st != SPECDEC_OK) return st;
     const sd_config *tc = &target->w.cfg;
     int32_t n_ctx = p.n_ctx;

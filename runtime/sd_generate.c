@@ -27,6 +27,7 @@
 
 #include "sd_cpu_sample.h"
 #include "sd_driver.h"
+#include "sd_eagle3.h"
 #include "sd_engine.h"
 #include "sd_tree_shape.h"
 
@@ -136,9 +137,13 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
     specdec_draft_method m = p->draft_method;
     *out = NULL;
     *method = SPECDEC_DRAFT_NONE;
-    if (m == SPECDEC_DRAFT_AUTO) m = env->has_draft ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_NONE;
+    if (m == SPECDEC_DRAFT_AUTO)
+        m = env->has_eagle3 ? SPECDEC_DRAFT_EAGLE3 : env->has_draft ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_NONE;
     switch (m) {
     case SPECDEC_DRAFT_MODEL:
+        if (env->has_eagle3)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method MODEL, but the draft is an EAGLE-3 head",
+                           fn);
         if (!env->has_draft)
             return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method MODEL needs a draft model", fn);
         *out = sd_drafter_model();
@@ -150,8 +155,11 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
         break;
     }
     case SPECDEC_DRAFT_EAGLE3:
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
-                       "%s: draft_method EAGLE3 needs an EAGLE-3 head, and the engine has none", fn);
+        if (!env->has_eagle3)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "%s: draft_method EAGLE3 needs an EAGLE-3 head, and the engine has none", fn);
+        *out = sd_drafter_eagle3();
+        break;
     case SPECDEC_DRAFT_NONE: break;
     default:
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: unknown draft_method %d", fn, (int)p->draft_method);

@@ -37,6 +37,7 @@ typedef struct sd_gen_env {
     int32_t n_ctx;           /* context of every sequence */
     int32_t n_vocab;
     int has_draft;           /* a draft model: the "model" drafter */
+    int has_eagle3;          /* the draft is an EAGLE-3 head: the "eagle3" drafter (not "model") */
     int32_t tree_fit;        /* most tree nodes one round of the model drafter may verify (one call of each runner) */
     int32_t tree_fit_solo;   /* the same for a drafter without a runner (one target call: max_batch - 1) */
     sd_engine_special special;

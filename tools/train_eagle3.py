@@ -206,6 +206,10 @@ def train(args, wd, corpus, tok, target, sel):
     opt = tp.make_optimizer(head, args.lr)
     ckpt = os.path.join(wd, "eagle3.pt")
     step0, hist, el0 = 0, [], 0.0
+    if not os.path.exists(ckpt) and args.init_from:
+        # a warm restart: the weights of an earlier run, a fresh optimizer and LR schedule
+        head.load_state_dict(torch.load(args.init_from)["head"])
+        log(f"initialised from {args.init_from}")
     if os.path.exists(ckpt):
         st = torch.load(ckpt)
         head.load_state_dict(st["head"])
@@ -558,6 +562,8 @@ def main():
     ap.add_argument("--unroll", type=int, default=3, help="training-time-test steps")
     ap.add_argument("--no-init-lm-head", dest="init_lm_head", action="store_false",
                     help="random lm_head / norm instead of the target's rows")
+    ap.add_argument("--init-from", default="",
+                    help="start from the head weights of an earlier run's eagle3.pt (new optimizer and schedule)")
     ap.add_argument("--lr", type=float, default=4e-3)
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--ckpt-every", type=int, default=50)

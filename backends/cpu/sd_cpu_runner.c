@@ -226,6 +226,20 @@ static void cpu_logits(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_seg
             if (g->lrow[t]) sd_cpu_softcap(g->lrow[t], c->vocab_size, (double)c->final_softcap);
 }
 
+/* The capture hook (core/sd_runner.h "Captured hidden states"): the residual stream x
+ * is hs[level]; every token of a segment with aux set gets it in its row's block k
+ * (capture[k] == level). */
+static void cpu_capture(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t level) {
+    const sd_runner_group *b = &g->base;
+    const int32_t H = g->cfg.hidden_size, nc = b->n_capture;
+    for (int32_t k = 0; k < nc; k++) {
+        if (b->capture[k] != level) continue;
+        for (int32_t i = 0, t = 0; i < n_segs; t += segs[i].n, i++)
+            for (int32_t j = 0; segs[i].aux && j < segs[i].n; j++)
+                memcpy(segs[i].aux + ((int64_t)j * nc + k) * H, g->x + (int64_t)(t + j) * H, sizeof(float) * (size_t)H);
+    }
+}
+
 /* One pass over segments whose blocks are held (total tokens <= max_batch): every
  * runner ends at the row its segment ends at. */
 static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs) {
@@ -241,13 +255,16 @@ static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs)
                                      g->rope_cos + k * tab + (int64_t)t * half, g->rope_sin + k * tab + (int64_t)t * half);
     sd_cpu_embed(&m->tok_embd, g->tok, n, g->x);
     if (c->embed_scale > 0.0f) sd_cpu_scale(g->x, (int64_t)n * c->hidden_size, c->embed_scale);
-    /* The layers, one after the other: a hook that captures the residual stream of
-     * chosen layers (hidden states for a drafter head) goes after each call. */
+    /* The layers, one after the other; the capture hook takes hs[l] before layer l and
+     * hs[n_layers] after the last (hidden states for a drafter head). */
+    const int capture = g->base.n_capture > 0;
     for (int32_t l = 0; l < c->n_layers; l++) {
+        if (capture) cpu_capture(g, segs, n_segs, l);
         float *kc = g->k_cache + l * layer_stride, *vc = g->v_cache + l * layer_stride;
         cpu_attn_block(g, l, &m->layers[l], kc, vc, n);
         cpu_mlp_block(g, &m->layers[l], n);
     }
+    if (capture) cpu_capture(g, segs, n_segs, c->n_layers);
     for (int32_t i = 0; i < n_segs; i++) {
         const sd_runner_seg *s = &segs[i];
         s->r->kv_len = s->parent ? s->pos + s->first + s->n : s->pos + s->n;
@@ -283,7 +300,7 @@ static specdec_status cpu_forward(sd_runner *base, const int32_t *tokens, int32_
     sd_runner_truncate(base, pos);
     specdec_status st = sd_runner_hold(base, pos + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits};
+    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits, NULL};
     cpu_pass(r->g, &seg, 1);
     return SPECDEC_OK;
 }
@@ -295,7 +312,7 @@ static specdec_status cpu_forward_tree(sd_runner *base, int32_t first, int32_t n
     const sd_runner_tree *tr = &base->tree;
     specdec_status st = sd_runner_hold(base, tr->base + first + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits};
+    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits, NULL};
     cpu_pass(r->g, &seg, 1);
     return SPECDEC_OK;
 }
@@ -441,6 +458,8 @@ specdec_status sd_cpu_group_create(const sd_weights *w, int32_t n_ctx, int32_t m
     g->q_dim = c->n_heads * c->head_dim;
     g->kv_dim = c->n_kv_heads * c->head_dim;
     g->pool_rows = (int64_t)n_blocks * block_tokens;
+    g->base.capture_max = c->n_layers;
+    g->base.capture_width = c->hidden_size;
     size_t cache_elems = 0;
     if ((st = sd_kv_pool_init(&g->base.pool, n_blocks, block_tokens, eb)) != SPECDEC_OK) {
         cpu_group_destroy(&g->base);

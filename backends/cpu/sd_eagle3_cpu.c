@@ -2,18 +2,23 @@
  * built from the kernels/cpu ops the target's forward uses. */
 #include "sd_eagle3_cpu.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "sd_alloc.h"
 #include "sd_cpu_attention.h"
+#include "sd_cpu_dequant.h"
 #include "sd_cpu_embed.h"
 #include "sd_cpu_matmul.h"
 #include "sd_cpu_rmsnorm.h"
 #include "sd_cpu_rope.h"
+#include "sd_cpu_sample.h"
 #include "sd_cpu_swiglu.h"
 
 struct sd_eagle3_cpu {
-    const sd_eagle3_weights *hw;
+    const sd_eagle3_weights *hw;   /* the weights used: the caller's, or hw32 */
+    sd_eagle3_weights hw32;        /* the caller's with F16/BF16 matrices widened to F32 (owned f32) */
+    float *f32;
     sd_tensor embed;         /* [V, H] */
     int32_t H, F, tH, Vd, V, nH, nKV, hd, Q, KV;
     int32_t n_ctx, max_rows, n_cached;
@@ -54,6 +59,33 @@ static specdec_status e3c_alloc(sd_eagle3_cpu *e) {
     return SPECDEC_OK;
 }
 
+/* F16/BF16 matrices are converted once to F32 (exact) when the copy is small enough: the
+ * matmul then skips the per-call row conversion (a draft step runs every weight once per call). */
+#define SD_E3C_WIDEN_MAX ((int64_t)64 << 20) /* floats */
+static void e3c_widen(sd_eagle3_cpu *e) {
+    const sd_eagle3_weights *hw = e->hw;
+    if (hw->dtype == SD_F32) return;
+    e->hw32 = *hw;
+    sd_tensor *m[] = {&e->hw32.fc, &e->hw32.wq, &e->hw32.wk, &e->hw32.wv, &e->hw32.wo,
+                      &e->hw32.w_gate, &e->hw32.w_up, &e->hw32.w_down, &e->hw32.lm_head};
+    int64_t total = 0;
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) total += m[i]->shape[0] * m[i]->shape[1];
+    if (total > SD_E3C_WIDEN_MAX || !(e->f32 = sd_malloc((size_t)total * sizeof(float)))) return;
+    float *dst = e->f32;
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+        const int64_t rows = m[i]->shape[0], cols = m[i]->shape[1];
+        for (int64_t r = 0; r < rows; r++) {
+            const float *src = sd_cpu_row_f32(m[i], r, dst + r * cols);
+            if (src != dst + r * cols) memcpy(dst + r * cols, src, (size_t)cols * sizeof(float));
+        }
+        m[i]->data = dst;
+        m[i]->dtype = SD_F32;
+        dst += rows * cols;
+    }
+    e->hw32.dtype = SD_F32;
+    e->hw = &e->hw32;
+}
+
 specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor *embed, int32_t n_ctx,
                                     int32_t max_rows, sd_eagle3_cpu **out, sd_errbuf *eb) {
     if (out) *out = NULL;
@@ -70,6 +102,7 @@ specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor
     sd_eagle3_cpu *e = sd_calloc(1, sizeof *e);
     if (!e) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 cpu: out of memory");
     e->hw = hw;
+    e3c_widen(e);
     e->embed = *embed;
     e->H = c->hidden_size, e->F = c->intermediate_size, e->tH = hw->cfg.target_hidden;
     e->Vd = hw->cfg.draft_vocab, e->V = c->vocab_size, e->nH = c->n_heads, e->nKV = c->n_kv_heads;
@@ -91,7 +124,7 @@ void sd_eagle3_cpu_destroy(sd_eagle3_cpu *e) {
     if (!e) return;
     void *p[] = {e->e, e->hn, e->u, e->q, e->attn, e->h1, e->xn, e->gate, e->up, e->tmp, e->h, e->aux, e->rowbuf,
                  e->rope_cos, e->rope_sin, e->k_cache, e->v_cache, e->inv_freq, e->scores, e->acc, e->keys,
-                 e->parent, e->chain};
+                 e->parent, e->chain, e->f32};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) sd_free(p[i]);
     sd_free(e);
 }
@@ -157,16 +190,17 @@ static int32_t e3c_keys(sd_eagle3_cpu *e, int32_t r, int tree, int32_t n_shared)
 }
 
 /* q, k, v of rows [0, n) from u; k, v into the cache at rows base..; RoPE at pos. */
-static void e3c_qkv(sd_eagle3_cpu *e, int32_t n, const int32_t *pos) {
+/* q (unless kv_only), k, v of n rows; k and v into the cache rows n_cached ... */
+static void e3c_qkv(sd_eagle3_cpu *e, int32_t n, const int32_t *pos, int kv_only) {
     const sd_eagle3_weights *hw = e->hw;
     float *krow = e->k_cache + (int64_t)e->n_cached * e->KV, *vrow = e->v_cache + (int64_t)e->n_cached * e->KV;
-    sd_cpu_matmul(e->u, n, &hw->wq, NULL, e->q, e->rowbuf);
+    if (!kv_only) sd_cpu_matmul(e->u, n, &hw->wq, NULL, e->q, e->rowbuf);
     sd_cpu_matmul(e->u, n, &hw->wk, NULL, krow, e->rowbuf);
     sd_cpu_matmul(e->u, n, &hw->wv, NULL, vrow, e->rowbuf);
     const int32_t half = e->hd / 2;
     for (int32_t t = 0; t < n; t++) {
         sd_cpu_rope_table(e->inv_freq, half, pos[t], e->rope_cos, e->rope_sin);
-        sd_cpu_rope(e->q + (int64_t)t * e->Q, e->nH, e->hd, e->rope_cos, e->rope_sin);
+        if (!kv_only) sd_cpu_rope(e->q + (int64_t)t * e->Q, e->nH, e->hd, e->rope_cos, e->rope_sin);
         sd_cpu_rope(krow + (int64_t)t * e->KV, e->nKV, e->hd, e->rope_cos, e->rope_sin);
     }
 }
@@ -205,16 +239,19 @@ specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const
         memcpy(e->u + (int64_t)t * 2 * H, e->e + (int64_t)t * H, (size_t)H * sizeof(float));
         memcpy(e->u + (int64_t)t * 2 * H + H, e->hn + (int64_t)t * H, (size_t)H * sizeof(float));
     }
-    e3c_qkv(e, n, pos);
+    /* no output wanted: the rows only enter the cache (k, v need no attention, no MLP) */
+    const int kv_only = !logits && !g_next;
+    e3c_qkv(e, n, pos, kv_only);
     for (int32_t t = 0; t < n; t++) {
         const int32_t r = e->n_cached + t;
         e->parent[r] = parents ? parents[t] : r - 1;
+        if (kv_only) continue;
         const int32_t nk = e3c_keys(e, r, parents != NULL, n_shared);
         sd_cpu_attention_keys(e->q + (int64_t)t * e->Q, e->k_cache, e->v_cache, e->keys, nk, e->nH, e->nKV, e->hd,
                               e->scores, e->acc, e->attn + (int64_t)t * e->Q);
     }
     e->n_cached += n;
-    e3c_tail(e, g, n, logits, g_next);
+    if (!kv_only) e3c_tail(e, g, n, logits, g_next);
     return SPECDEC_OK;
 }
 
@@ -229,3 +266,82 @@ specdec_status sd_eagle3_cpu_truncate(sd_eagle3_cpu *e, int32_t n) {
 int32_t sd_eagle3_cpu_n_cached(const sd_eagle3_cpu *e) { return e ? e->n_cached : 0; }
 
 const char *sd_eagle3_cpu_last_error(const sd_eagle3_cpu *e) { return e ? e->err.msg : ""; }
+
+/* ------------------------------------------------------------------------- */
+/* the CPU head runner (core/sd_eagle3.h sd_eagle3_runner)                    */
+/* ------------------------------------------------------------------------- */
+typedef struct e3c_runner {
+    sd_eagle3_runner r; /* must be first */
+    sd_eagle3_cpu *e;
+    void *scratch;      /* sd_sampling_process scratch */
+    size_t scratch_size;
+} e3c_runner;
+
+static specdec_status e3c_r_fuse(sd_eagle3_runner *r, const float *aux, int32_t n, float *g) {
+    e3c_runner *c = (e3c_runner *)r;
+    const specdec_status st = sd_eagle3_cpu_fuse(c->e, aux, n, g);
+    return st == SPECDEC_OK ? SPECDEC_OK : sd_fail(&r->base.err, st, "%s", c->e->err.msg);
+}
+
+static specdec_status e3c_r_step(sd_eagle3_runner *r, const int32_t *tokens, const float *g, const int32_t *pos,
+                                 int32_t n, const int32_t *parents, int32_t n_shared, float *logits, float *g_next) {
+    e3c_runner *c = (e3c_runner *)r;
+    if (r->base.kv_len < c->e->n_cached) sd_eagle3_cpu_truncate(c->e, r->base.kv_len);
+    if (r->base.kv_len != c->e->n_cached)
+        return sd_fail(&r->base.err, SPECDEC_ERR_INTERNAL, "EAGLE-3 head: kv_len %d but %d cache rows",
+                       (int)r->base.kv_len, (int)c->e->n_cached);
+    const specdec_status st = sd_eagle3_cpu_step(c->e, tokens, g, pos, n, parents, n_shared, logits, g_next);
+    if (st != SPECDEC_OK) return sd_fail(&r->base.err, st, "%s", c->e->err.msg);
+    r->base.kv_len = c->e->n_cached;
+    return SPECDEC_OK;
+}
+
+static specdec_status e3c_r_q(sd_eagle3_runner *r, const float *logits, const sd_sampling_params *sp, int greedy,
+                              float *q) {
+    e3c_runner *c = (e3c_runner *)r;
+    const sd_eagle3_weights *hw = r->hw;
+    if (greedy) {
+        (void)sd_eagle3_q(hw, logits, q);
+        return SPECDEC_OK;
+    }
+    const int32_t V = hw->cfg.layer.vocab_size;
+    for (int32_t t = 0; t < V; t++) q[t] = -INFINITY;
+    for (int32_t i = 0; i < hw->cfg.draft_vocab; i++) q[hw->d2t[i]] = logits[i];
+    return sd_sampling_process(q, V, sp, c->scratch, c->scratch_size, q, &r->base.err);
+}
+
+static void e3c_r_destroy(sd_eagle3_runner *r) {
+    e3c_runner *c = (e3c_runner *)r;
+    sd_eagle3_runner_fini(r);
+    sd_eagle3_cpu_destroy(c->e);
+    sd_free(c->scratch);
+    sd_free(c);
+}
+
+static const sd_eagle3_runner_ops e3c_runner_ops = {e3c_r_fuse, e3c_r_step, e3c_r_q, e3c_r_destroy};
+
+specdec_status sd_eagle3_cpu_runner_create(const sd_eagle3_weights *hw, const sd_tensor *embed, sd_runner *target,
+                                           const sd_config *target_cfg, int32_t n_ctx, int32_t rows, sd_runner **out,
+                                           sd_errbuf *eb) {
+    *out = NULL;
+    if (rows < SD_RUNNER_TREE_MAX) rows = SD_RUNNER_TREE_MAX;
+    if (rows > n_ctx) rows = n_ctx;
+    e3c_runner *c = sd_calloc(1, sizeof *c);
+    if (!c) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: out of memory");
+    c->r.ops = &e3c_runner_ops;
+    c->r.hw = hw;
+    c->r.base.vt = &sd_eagle3_runner_vtbl;
+    specdec_status st = sd_eagle3_cpu_create(hw, embed, n_ctx, rows, &c->e, eb);
+    if (st == SPECDEC_OK) st = sd_eagle3_runner_init(&c->r, target, target_cfg, n_ctx, rows, eb);
+    if (st == SPECDEC_OK) {
+        c->scratch_size = sd_sampling_scratch_size(hw->cfg.layer.vocab_size);
+        if (!(c->scratch = sd_malloc(c->scratch_size)))
+            st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: sampling scratch");
+    }
+    if (st != SPECDEC_OK) {
+        e3c_r_destroy(&c->r);
+        return st;
+    }
+    *out = &c->r.base;
+    return SPECDEC_OK;
+}

@@ -49,7 +49,8 @@ specdec_status sd_eagle3_cpu_fuse(sd_eagle3_cpu *e, const float *aux, int32_t n,
  * (fused target features or earlier g_next), pos [n]. parents NULL: chain rows; else parents[i]
  * is the cache row of row i's parent (-1 or a row < n_shared: directly on the prefix) and
  * n_shared the prefix every tree row sees. Outputs (either may be NULL): logits [n, Vd],
- * g_next [n, H]; g_next may alias g. On error nothing changes: INVALID_ARGUMENT (n, token,
+ * g_next [n, H]; g_next may alias g; both NULL: the rows only enter the cache (k, v; no
+ * attention, MLP or LM head are computed). On error nothing changes: INVALID_ARGUMENT (n, token,
  * position, parent out of range), CONTEXT_FULL (the cache would exceed n_ctx). */
 specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const float *g, const int32_t *pos,
                                   int32_t n, const int32_t *parents, int32_t n_shared, float *logits, float *g_next);
@@ -57,6 +58,15 @@ specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const
 /* Keep cache rows [0, n): n in [0, n_cached], else INVALID_ARGUMENT. */
 specdec_status sd_eagle3_cpu_truncate(sd_eagle3_cpu *e, int32_t n);
 int32_t sd_eagle3_cpu_n_cached(const sd_eagle3_cpu *e);
+
+/* A head runner (core/sd_eagle3.h) over this forward, drafting for `target` (a CPU runner
+ * of target_cfg: its group is set to capture the head's three states): the head's draft
+ * cache of n_ctx rows, buffers of `rows` rows (at least SD_RUNNER_TREE_MAX, at most n_ctx).
+ * embed as for sd_eagle3_cpu_create. Errors: the head does not fit the target
+ * (MODEL_MISMATCH naming both numbers), OUT_OF_MEMORY; nothing is left allocated. */
+specdec_status sd_eagle3_cpu_runner_create(const sd_eagle3_weights *hw, const sd_tensor *embed, sd_runner *target,
+                                           const sd_config *target_cfg, int32_t n_ctx, int32_t rows, sd_runner **out,
+                                           sd_errbuf *eb);
 
 /* The last error's detail. */
 const char *sd_eagle3_cpu_last_error(const sd_eagle3_cpu *e);

@@ -646,7 +646,7 @@ static specdec_status cuda_forward(sd_runner *base, const int32_t *tokens, int32
     sd_runner_truncate(base, pos); /* truncate first: a failure below leaves the cache at pos */
     specdec_status st = sd_runner_hold(base, pos + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits_out};
+    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits_out, NULL};
     return sd_pass(r->g, &seg, 1, NULL, &base->err);
 }
 
@@ -657,7 +657,7 @@ static specdec_status cuda_forward_tree(sd_runner *base, int32_t first, int32_t 
     const sd_runner_tree *tr = &base->tree;
     specdec_status st = sd_runner_hold(base, tr->base + first + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits};
+    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits, NULL};
     return sd_pass(r->g, &seg, 1, NULL, &base->err);
 }
 

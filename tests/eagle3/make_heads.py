@@ -30,6 +30,16 @@ sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 sys.path.insert(0, HERE)
 import make_checkpoint  # noqa: E402
 import eagle3_ref  # noqa: E402
+import drafts_ref  # noqa: E402
+
+# drafts.txt: greedy generation with chains of DRAFT_GAMMA from DRAFT_PROMPT (test_eagle3_gen.c)
+DRAFT_PROMPT = [5, 17, 42, 99, 3, 150]
+DRAFT_GAMMA = 4
+DRAFT_ROUNDS = 6
+# the G-test pair (test_eagle3_gen.c): V = 16 so that the exact law of 3 tokens has 4096 cells
+GTARGET = dict(arch="llama", hidden=32, inter=64, layers=8, heads=4, kv_heads=2, vocab=16, tied=False, dtype="F32")
+GHEAD = dict(layout="flat", dtype="F32", vd=12, d2t=True, t2d=True, embed=False,
+             eagle_config={"use_aux_hidden_state": True})
 
 TARGET = dict(arch="llama", hidden=64, inter=128, layers=8, heads=4, kv_heads=2, vocab=200, tied=False, dtype="F32")
 
@@ -220,18 +230,19 @@ def write_script(d, ref, rng, tH, V):
         f.write(bytes(s.buf))
 
 
-def write_head(out, name, spec, seed, target_embed):
+def write_head(out, name, spec, seed, target_embed, target=TARGET, script=True):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     rng = np.random.default_rng(seed)
-    H, V, tH = TARGET["hidden"], TARGET["vocab"], TARGET["hidden"]
+    H, V, tH = target["hidden"], target["vocab"], target["hidden"]
     t, dims = head_tensors(spec, rng, H, V, tH)
     st_write(os.path.join(d, "model.safetensors"), t, align=spec.get("align", True))
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(head_config(spec, H, V, dims, tH), f, indent=2)
     ref = eagle3_ref.Eagle3Ref(d, target_embed)
-    write_script(d, ref, rng, tH, V)
-    return d
+    if script:
+        write_script(d, ref, rng, tH, V)
+    return d, ref
 
 
 def bad_heads(out, good):
@@ -283,14 +294,24 @@ def main():
     os.makedirs(out)
     make_checkpoint.CASES["eagle3_target"] = TARGET
     tdir = make_checkpoint.write_checkpoint(os.path.join(out, "target"), "eagle3_target")
-    _, tw = make_checkpoint_weights(tdir)
-    lines = []
+    tcfg, tw = make_checkpoint_weights(tdir)
+    lines, drafts = [], []
     for i, (name, spec) in enumerate(sorted(CASES.items())):
-        d = write_head(out, name, spec, 500 + i, tw["model.embed_tokens.weight"])
+        d, ref = write_head(out, name, spec, 500 + i, tw["model.embed_tokens.weight"])
         lines.append(f"{name} {os.path.abspath(d)}\n")
+        # the drafter's greedy rounds (drafts_ref.py): "<case> <round> <tokens...>"
+        for r, chain in enumerate(drafts_ref.simulate(tcfg, tw, ref, DRAFT_PROMPT, DRAFT_GAMMA, DRAFT_ROUNDS)):
+            drafts.append(f"{name} {r} " + " ".join(map(str, chain)) + "\n")
     bad_heads(out, "flat_f32_d2t")
     with open(os.path.join(out, "manifest.txt"), "w") as f:
         f.writelines(lines)
+    with open(os.path.join(out, "drafts.txt"), "w") as f:
+        f.writelines(drafts)
+    # the G-test pair: a 16-token 8-layer target and a head over 12 of its ids
+    make_checkpoint.CASES["eagle3_gtarget"] = GTARGET
+    gdir = make_checkpoint.write_checkpoint(os.path.join(out, "gtarget"), "eagle3_gtarget")
+    _, gw = make_checkpoint_weights(gdir)
+    write_head(out, "ghead", GHEAD, 900, gw["model.embed_tokens.weight"], GTARGET, script=False)
     print(f"make_heads.py: {len(lines)} heads, a target and bad heads in {out}")
 
 

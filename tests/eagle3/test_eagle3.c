@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_cpu_runner.h"
 #include "sd_eagle3.h"
 #include "sd_eagle3_cpu.h"
 #include "sd_eagle3_load.h"
@@ -242,17 +243,110 @@ static void test_bad_heads(void) {
     }
 }
 
-/* A head is not a language model: an engine refuses it as target or draft. */
-static void test_engine_refuses(const specdec_model *target) {
+/* A head is not a language model: an engine refuses it as target; as the draft of a target
+ * it fits it makes an engine (CPU; the eagle3 drafter); one that does not fit is refused. */
+static void test_engine_heads(const specdec_model *target) {
     specdec_status st;
     specdec_model *h = load("flat_f32_d2t", &st);
     specdec_engine *e = NULL;
     st = specdec_engine_create(h, NULL, NULL, &e);
     SD_CHECK(st == SPECDEC_ERR_MODEL_MISMATCH && !e, "head as target: %s", specdec_status_string(st));
-    st = specdec_engine_create(target, h, NULL, &e);
-    SD_CHECK(st == SPECDEC_ERR_MODEL_MISMATCH && !e, "head as draft: %s", specdec_status_string(st));
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    st = specdec_engine_create(target, h, &ep, &e);
+    SD_CHECK(st == SPECDEC_OK && e, "head as draft: %s (%s)", specdec_status_string(st), specdec_last_error());
     specdec_engine_free(e);
+    e = NULL;
+    ep.backend = SPECDEC_BACKEND_CUDA;
+    st = specdec_engine_create(target, h, &ep, &e);
+    SD_CHECK(st != SPECDEC_OK && !e, "head on CUDA is refused: %s", specdec_status_string(st));
+    /* the scheduler (batch, serve) does not run heads yet: a named refusal, not a crash */
+    ep.backend = SPECDEC_BACKEND_CPU;
+    specdec_scheduler *sc = NULL;
+    st = specdec_scheduler_create(target, h, &ep, NULL, &sc);
+    SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && !sc && strstr(specdec_last_error(), "EAGLE-3 head"),
+             "scheduler with a head: %s (%s)", specdec_status_string(st), specdec_last_error());
+    specdec_scheduler_free(sc);
     specdec_model_free(h);
+}
+
+/* The runner capture contract (core/sd_runner.h "Captured hidden states") on the 8-layer F32
+ * target, ids {0, 3, 8}: hs[0] is the token's embedding row; hs[8] (before the final norm)
+ * gives the logits row through the final norm and lm_head; a chain, a tree pass, a batched
+ * pass of two sequences, a call over runners of two groups and the same rows without capture
+ * agree bitwise (rows, logits);
+ * capture ids and segments the group cannot serve are refused. */
+static void test_capture(const specdec_model *target) {
+    const sd_config *c = &target->w.cfg;
+    const int32_t H = c->hidden_size, V = c->vocab_size, W = 3 * H;
+    sd_runner_group *g = NULL;
+    SD_CHECK(sd_cpu_group_create(&target->w, 32, 16, 16, 16, &g, NULL) == SPECDEC_OK, "group: %s", specdec_last_error());
+    if (!g) return;
+    sd_runner *a = NULL, *b = NULL, *d = NULL;
+    SD_CHECK(sd_runner_group_add(g, &a, NULL) == SPECDEC_OK && sd_runner_group_add(g, &b, NULL) == SPECDEC_OK &&
+                 sd_runner_group_add(g, &d, NULL) == SPECDEC_OK,
+             "runners");
+    static const int32_t tok[6] = {7, 120, 3, 55, 199, 42};
+    static float A[6 * 192], LA[6 * 200], L0[6 * 200], B[3 * 192], LB[3 * 200], C[6 * 192], D[2 * 192];
+    sd_errbuf eb;
+    /* without capture first: the reference logits */
+    sd_runner_seg s0 = {a, tok, 6, 0, NULL, 0, L0, NULL};
+    SD_CHECK(sd_runner_forward_batch(&s0, 1, &eb) == SPECDEC_OK, "plain pass: %s", eb.msg);
+    s0.aux = A;
+    SD_CHECK(sd_runner_forward_batch(&s0, 1, &eb) == SPECDEC_ERR_UNSUPPORTED, "aux without capture is refused");
+    const int32_t bad1[2] = {3, 2}, bad2[1] = {9}, ids[3] = {0, 3, 8};
+    SD_CHECK(sd_runner_group_set_capture(g, bad1, 2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT, "decreasing ids");
+    SD_CHECK(sd_runner_group_set_capture(g, bad2, 1, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(eb.msg, "9"),
+             "id past L: %s", eb.msg);
+    SD_CHECK(sd_runner_group_set_capture(g, ids, 3, &eb) == SPECDEC_OK, "capture: %s", eb.msg);
+    const sd_runner_seg sa = {a, tok, 6, 0, NULL, 0, LA, A};
+    SD_CHECK(sd_runner_forward_batch(&sa, 1, &eb) == SPECDEC_OK, "chain: %s", eb.msg);
+    SD_CHECK(!memcmp(LA, L0, sizeof(float) * 6 * (size_t)V), "a capture changes no logits");
+    /* hs[0] = embeddings; hs[L] -> final norm -> lm_head = logits */
+    const float *E = target->w.tok_embd.data, *nw = target->w.out_norm.data, *lm = target->w.lm_head.data;
+    double worst = 0;
+    for (int t = 0; t < 6; t++) {
+        SD_CHECK(!memcmp(A + (size_t)t * W, E + (size_t)tok[t] * H, sizeof(float) * (size_t)H), "hs[0] row %d", t);
+        const float *x = A + (size_t)t * W + 2 * H;
+        double ss = 0;
+        for (int i = 0; i < H; i++) ss += (double)x[i] * x[i];
+        const double r = 1.0 / sqrt(ss / H + (double)c->rms_norm_eps);
+        for (int v = 0; v < V; v++) {
+            double z = 0;
+            for (int i = 0; i < H; i++) z += (double)x[i] * r * nw[i] * lm[(size_t)v * H + i];
+            const double e = fabs(z - LA[(size_t)t * V + v]) / (1.0 + fabs(z));
+            if (e > worst) worst = e;
+        }
+    }
+    SD_CHECK(worst < 1e-4, "hs[L] through the final norm and lm_head: error %.3g", worst);
+    /* a tree over tokens 0..3: nodes {tok[4] (root), tok[5], 11} with parents {-1, 0, 0} */
+    const sd_runner_seg pre = {b, tok, 4, 0, NULL, 0, NULL, NULL};
+    SD_CHECK(sd_runner_forward_batch(&pre, 1, &eb) == SPECDEC_OK, "prefill: %s", eb.msg);
+    const int32_t ttok[3] = {tok[4], tok[5], 11}, par[3] = {-1, 0, 0};
+    const sd_runner_seg st = {b, ttok, 3, 4, par, 0, LB, B};
+    SD_CHECK(sd_runner_forward_batch(&st, 1, &eb) == SPECDEC_OK, "tree: %s", eb.msg);
+    SD_CHECK(!memcmp(B, A + 4 * W, sizeof(float) * 2 * (size_t)W) && !memcmp(LB, LA + 4 * V, sizeof(float) * 2 * (size_t)V),
+             "tree rows equal the chain's");
+    /* a batched pass of two sequences (prefill chunks alike) */
+    const sd_runner_seg two[2] = {{d, tok, 6, 0, NULL, 0, NULL, C}, {a, tok + 2, 2, 2, NULL, 0, NULL, D}};
+    SD_CHECK(sd_runner_forward_batch(two, 2, &eb) == SPECDEC_OK, "batched: %s", eb.msg);
+    SD_CHECK(!memcmp(C, A, sizeof(float) * 6 * (size_t)W) && !memcmp(D, A + 2 * W, sizeof(float) * 2 * (size_t)W),
+             "batched rows equal the chain's");
+    /* runners of two groups in one call (emulated segment by segment): each captures through its own */
+    sd_runner *solo = NULL;
+    static float SE[6 * 192], SF[2 * 192];
+    SD_CHECK(sd_cpu_runner_create(&target->w, 32, 16, &solo, NULL) == SPECDEC_OK &&
+                 sd_runner_group_set_capture(solo->group, ids, 3, &eb) == SPECDEC_OK,
+             "standalone runner");
+    const sd_runner_seg mix[2] = {{solo, tok, 6, 0, NULL, 0, NULL, SE}, {a, tok, 2, 0, NULL, 0, NULL, SF}};
+    SD_CHECK(solo && sd_runner_forward_batch(mix, 2, &eb) == SPECDEC_OK, "two groups: %s", eb.msg);
+    SD_CHECK(!memcmp(SE, A, sizeof(float) * 6 * (size_t)W) && !memcmp(SF, A, sizeof(float) * 2 * (size_t)W),
+             "rows of a call over two groups equal the chain's");
+    sd_runner_destroy(solo);
+    sd_runner_destroy(a);
+    sd_runner_destroy(b);
+    sd_runner_destroy(d);
+    sd_runner_group_destroy(g);
 }
 
 /* Argument checks of the forward: nothing changes on a refused call. */
@@ -337,6 +431,16 @@ static void test_bundled(const char *models) {
         SD_CHECK(ok, "kjv-eagle3 forward: %s", e ? sd_eagle3_cpu_last_error(e) : specdec_last_error());
         sd_eagle3_cpu_destroy(e);
     }
+    /* a head whose fc does not read 3 x the target's hidden size: MODEL_MISMATCH naming both */
+    specdec_model *small = load("target", &st);
+    specdec_engine *en = NULL;
+    if (small && h) {
+        st = specdec_engine_create(small, h, NULL, &en);
+        SD_CHECK(st == SPECDEC_ERR_MODEL_MISMATCH && !en && strstr(specdec_last_error(), "768") &&
+                     strstr(specdec_last_error(), "192"),
+                 "kjv-eagle3 on the 64-wide target: %s (%s)", specdec_status_string(st), specdec_last_error());
+    }
+    specdec_model_free(small);
     specdec_model_free(h);
     specdec_model_free(t);
 }
@@ -354,7 +458,8 @@ int main(int argc, char **argv) {
     test_good_heads(target);
     test_capture_rules(target);
     test_bad_heads();
-    test_engine_refuses(target);
+    test_engine_heads(target);
+    test_capture(target);
     test_step_errors(target);
     test_alloc_failures(target);
     if (argc == 3) test_bundled(argv[2]);

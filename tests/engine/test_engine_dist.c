@@ -40,43 +40,6 @@
 #define V 8
 #define NP 6
 
-/* G-test of counts[n] against probabilities prob[n]; returns the p-value (0 when an
- * impossible cell was observed). */
-static double g_test(const long *counts, const double *prob, int n, long total, int *df_out, double *g_out) {
-    double G = 0, pooled_e = 0;
-    long pooled_o = 0;
-    int cells = 0;
-    for (int i = 0; i < n; i++) {
-        double e = prob[i] * (double)total;
-        if (prob[i] <= 0) {
-            if (counts[i] > 0) {
-                fprintf(stderr, "  cell %d has probability 0 but was observed %ld times\n", i, counts[i]);
-                *df_out = 0;
-                *g_out = INFINITY;
-                return 0.0;
-            }
-            continue;
-        }
-        if (e < 5) {
-            pooled_e += e;
-            pooled_o += counts[i];
-            continue;
-        }
-        if (counts[i] > 0) G += 2.0 * (double)counts[i] * log((double)counts[i] / e);
-        G -= 2.0 * ((double)counts[i] - e); /* exact G when the sums differ by rounding */
-        cells++;
-    }
-    if (pooled_e > 0) {
-        if (pooled_o > 0) G += 2.0 * (double)pooled_o * log((double)pooled_o / pooled_e);
-        G -= 2.0 * ((double)pooled_o - pooled_e);
-        cells++;
-    }
-    int df = cells - 1;
-    *df_out = df;
-    *g_out = G;
-    return df > 0 ? chi2_sf(G, df) : 1.0; /* Q(df/2, G/2) */
-}
-
 static float g_target[V * V * V], g_draft[V * V];
 static double g_p2[V][V][V]; /* processed target: P(c | a, b) */
 
@@ -206,9 +169,9 @@ static void run_case(const dcase *c, long N) {
                  accepted);
     int df;
     double G;
-    double pva = g_test(ca, pa, V * V * V, N - bad, &df, &G);
+    double pva = g_test_pvalue(ca, pa, V * V * V, N - bad, &df, &G);
     printf("%-28s N=%ld  tokens 1-3: G=%.1f df=%d p=%.3g", c->name, N, G, df, pva);
-    double pvb = g_test(cb, pb, V * V * V, N - bad, &df, &G);
+    double pvb = g_test_pvalue(cb, pb, V * V * V, N - bad, &df, &G);
     printf("  tokens 4-6: G=%.1f df=%d p=%.3g  acc=%.3f tok/round=%.2f\n", G, df, pvb,
            drafted ? (double)accepted / (double)drafted : 0.0, rounds ? (double)(N * NP) / (double)rounds : 0.0);
 #ifdef SD_NGRAM_MUTANT

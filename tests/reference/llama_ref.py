@@ -109,8 +109,10 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-def forward(cfg, W, ids):
-    """Logits [len(ids), vocab] in float64 for positions 0..len(ids)-1."""
+def forward(cfg, W, ids, hs=None):
+    """Logits [len(ids), vocab] in float64 for positions 0..len(ids)-1. hs: None, or a list
+    that receives the residual stream at every layer boundary (hs[0] = the embeddings,
+    hs[i] = the input of layer i, hs[L] = the last layer's output before the final norm)."""
     ids = np.asarray(ids, dtype=np.int64)
     T = len(ids)
     H = cfg["hidden_size"]
@@ -133,6 +135,8 @@ def forward(cfg, W, ids):
     mask = np.triu(np.full((T, T), -np.inf), k=1)
     x = W["model.embed_tokens.weight"][ids]
     for l in range(cfg["num_hidden_layers"]):
+        if hs is not None:
+            hs.append(x)
         p = f"model.layers.{l}."
         res = x
         h = rms_norm(x, W[p + "input_layernorm.weight"], eps)
@@ -163,6 +167,8 @@ def forward(cfg, W, ids):
         g = h @ W[p + "mlp.gate_proj.weight"].T
         u = h @ W[p + "mlp.up_proj.weight"].T
         x = res + (silu(g) * u) @ W[p + "mlp.down_proj.weight"].T
+    if hs is not None:
+        hs.append(x)
     x = rms_norm(x, W["model.norm.weight"], eps)
     lm = W["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else W["lm_head.weight"]
     return x @ lm.T

@@ -64,39 +64,6 @@ static const tcase CASES[] = {
 #define N_CASES (int)(sizeof CASES / sizeof CASES[0])
 static double g_alpha; /* per-test α */
 
-/* G-test of counts against prob; p-value (0 when an impossible cell was observed). */
-static double g_test(const long *counts, const double *prob, int n, long total, int *df_out, double *g_out) {
-    double G = 0, pooled_e = 0;
-    long pooled_o = 0;
-    int cells = 0;
-    for (int i = 0; i < n; i++) {
-        double e = prob[i] * (double)total;
-        if (prob[i] <= 0) {
-            if (counts[i] > 0) {
-                *df_out = 0;
-                *g_out = INFINITY;
-                return 0.0;
-            }
-            continue;
-        }
-        if (e < 5) {
-            pooled_e += e;
-            pooled_o += counts[i];
-            continue;
-        }
-        if (counts[i] > 0) G += 2.0 * (double)counts[i] * log((double)counts[i] / e);
-        G -= 2.0 * ((double)counts[i] - e);
-        cells++;
-    }
-    if (pooled_e > 0) {
-        if (pooled_o > 0) G += 2.0 * (double)pooled_o * log((double)pooled_o / pooled_e);
-        G -= 2.0 * ((double)pooled_o - pooled_e);
-        cells++;
-    }
-    *df_out = cells - 1;
-    *g_out = G;
-    return cells > 1 ? chi2_sf(G, cells - 1) : 1.0;
-}
 
 static float g_target[V * V * V], g_draft[V * V];
 static double g_p2[V][V][V]; /* processed target: P(c | a, b) */
@@ -192,9 +159,9 @@ static double run_case(const tcase *c, long N) {
     else SD_CHECK(accepted > 0 && nodes > rounds, "%s: no tree accepted anything", c->name);
     int df;
     double G;
-    const double pva = g_test(ca, pa, V * V * V, N - bad, &df, &G);
+    const double pva = g_test_pvalue(ca, pa, V * V * V, N - bad, &df, &G);
     printf("%-30s N=%ld  tokens 1-3: G=%.4f df=%d p=%.3g", c->name, N, G, df, pva);
-    const double pvb = g_test(cb, pb, V * V * V, N - bad, &df, &G);
+    const double pvb = g_test_pvalue(cb, pb, V * V * V, N - bad, &df, &G);
     printf("  tokens 4-6: G=%.1f df=%d p=%.3g  nodes/round %.2f accepted/round %.2f\n", G, df, pvb,
            rounds ? (double)nodes / (double)rounds : 0.0, rounds ? (double)accepted / (double)rounds : 0.0);
     specdec_engine_free(e);

@@ -5,6 +5,7 @@
 #define VSTATS_H
 
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Upper tail of the chi-square distribution, Q(k/2, x/2), by series / continued fraction. */
@@ -75,6 +76,43 @@ static inline double gof_pvalue(const double *counts, const double *prob, int k,
     if (bins <= 1) return isinf(x) ? 0.0 : 1.0;
     if (isinf(x)) return 0.0;
     return chi2_sf(x, bins - 1);
+}
+
+/* G-test of counts[n] against probabilities prob[n]; returns the p-value (0 when an
+ * impossible cell was observed). */
+static inline double g_test_pvalue(const long *counts, const double *prob, int n, long total, int *df_out, double *g_out) {
+    double G = 0, pooled_e = 0;
+    long pooled_o = 0;
+    int cells = 0;
+    for (int i = 0; i < n; i++) {
+        double e = prob[i] * (double)total;
+        if (prob[i] <= 0) {
+            if (counts[i] > 0) {
+                fprintf(stderr, "  cell %d has probability 0 but was observed %ld times\n", i, counts[i]);
+                *df_out = 0;
+                *g_out = INFINITY;
+                return 0.0;
+            }
+            continue;
+        }
+        if (e < 5) {
+            pooled_e += e;
+            pooled_o += counts[i];
+            continue;
+        }
+        if (counts[i] > 0) G += 2.0 * (double)counts[i] * log((double)counts[i] / e);
+        G -= 2.0 * ((double)counts[i] - e); /* exact G when the sums differ by rounding */
+        cells++;
+    }
+    if (pooled_e > 0) {
+        if (pooled_o > 0) G += 2.0 * (double)pooled_o * log((double)pooled_o / pooled_e);
+        G -= 2.0 * ((double)pooled_o - pooled_e);
+        cells++;
+    }
+    int df = cells - 1;
+    *df_out = df;
+    *g_out = G;
+    return df > 0 ? chi2_sf(G, df) : 1.0; /* Q(df/2, G/2) */
 }
 
 #endif

@@ -162,6 +162,7 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         if (!strcmp(v, "auto")) o->gp.draft_method = SPECDEC_DRAFT_AUTO;
         else if (!strcmp(v, "model")) o->gp.draft_method = SPECDEC_DRAFT_MODEL;
         else if (!strcmp(v, "ngram")) o->gp.draft_method = SPECDEC_DRAFT_NGRAM;
+        else if (!strcmp(v, "eagle3")) o->gp.draft_method = SPECDEC_DRAFT_EAGLE3;
         else if (!strcmp(v, "none")) o->gp.draft_method = SPECDEC_DRAFT_NONE;
         else *ok = 0;
     } else if (cli_is(a, "--ngram-cost", NULL, NULL)) {
