@@ -8,6 +8,9 @@ each failed on the server before the fix. Bounded in count and time (a few secon
                   accept, and --max-connections such sockets do not lock a legitimate client out
   slow body       a body dribbled too slowly is cut at the same deadline
   keep-alive      after an answer the connection goes back to the idle bound (not 600 s)
+  loading         /health answers 503 {"status":"loading"} (and a completion 503) while the
+                  models load, then 200: the load is held by serve_load_gate (--load-gate), the
+                  real server with a test-only hook that the CLI cannot reach
   limit           a connection over --max-connections gets 503 + Retry-After, then close
   framing         Content-Length with Transfer-Encoding, two different Content-Lengths: 400 and
                   the connection closed (a pipelined request behind it is not answered); an
@@ -29,6 +32,7 @@ each failed on the server before the fix. Bounded in count and time (a few secon
                   vLLM's names, types and labels beside specdec_*, histogram invariants, values
 
 Usage: test_hostile.py SPECDEC_BINARY MODELS_DIR [--quick] [--sanitized] [--only NAME,NAME]
+                      [--load-gate SERVE_LOAD_GATE_BINARY]  (without it the loading check fails)
 Prints "N passed, N failed"; exit 0 only when nothing failed.
 """
 import json
@@ -47,6 +51,7 @@ import test_server as ts  # noqa: E402  (Server, check, the counters)
 SPECDEC = ts.SPECDEC
 ONLY = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
 SANITIZED = "--sanitized" in sys.argv  # ASan keeps freed memory in quarantine: RSS bounds are not checked
+LOAD_GATE = sys.argv[sys.argv.index("--load-gate") + 1] if "--load-gate" in sys.argv else None
 BODY = json.dumps({"prompt": "And God said", "max_tokens": 4, "temperature": 0}).encode()
 
 
@@ -186,6 +191,51 @@ def test_keepalive():
         s.close()
         check(data.startswith(b"HTTP/1.1 200") and closed and took < 4,
               "an idle keep-alive connection is closed after its answer (closed %s after %.1f s)" % (closed, took))
+
+
+class _Gated(ts.Server):
+    """serve_load_gate: the real server, its load held until the gate file exists."""
+
+    def __init__(self, gate):  # noqa: D401 - no _wait_healthy: it is not healthy yet
+        self.log = open(os.path.join(os.getcwd(), "server_test_%d.log" % id(self)), "w+")
+        self.proc = subprocess.Popen([LOAD_GATE, gate, ts.TARGET], stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True)
+        self.port = self._read_port()
+
+
+def _health(srv):
+    try:
+        st, body, _ = srv.request("GET", "/health", timeout=10)
+        return st, body
+    except OSError as e:
+        return None, repr(e).encode()
+
+
+def test_loading():
+    if not check(LOAD_GATE is not None, "loading: needs --load-gate SERVE_LOAD_GATE_BINARY"):
+        return
+    gate = os.path.join(os.getcwd(), "server_load_gate_%d" % os.getpid())
+    if os.path.exists(gate):
+        os.unlink(gate)
+    with _Gated(gate) as srv:
+        # the gate is shut: the load has not begun, whatever the machine's speed
+        held = [_health(srv) for _ in range(3)]
+        st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
+        check(all(h == (503, b'{"status":"loading"}') for h in held),
+              "loading: /health answers 503 {\"status\":\"loading\"} before the models load: %r" % held)
+        check(st == 503 and b"loading" in body, "loading: a completion gets 503 (loading): %d %r" % (st, body[:80]))
+        open(gate, "w").close()
+        seen, deadline = [], time.time() + ts.START_TIMEOUT
+        while time.time() < deadline and (not seen or seen[-1][0] != 200):
+            seen.append(_health(srv))
+            time.sleep(0.02)
+        os.unlink(gate)
+        codes = [h[0] for h in seen]
+        check(codes and codes[-1] == 200 and seen[-1][1] == b'{"status":"ok"}' and
+              all(h == (503, b'{"status":"loading"}') for h in seen[:-1]),
+              "loading: then 503 loading until 200 ok, nothing else: %r" % codes[-5:])
+        st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
+        check(st == 200 and b'"usage"' in body, "loading: once ready, a completion is answered: %d" % st)
 
 
 def test_limit():
@@ -882,7 +932,7 @@ def test_metrics():
     check(caught == len(bad_text), "the parser refuses malformed text (%d of %d)" % (caught, len(bad_text)))
 
 
-TESTS = [test_slowloris, test_slow_body, test_keepalive, test_limit, test_framing, test_content_type, test_host,
+TESTS = [test_slowloris, test_slow_body, test_keepalive, test_loading, test_limit, test_framing, test_content_type, test_host,
          test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_protocol_errors,
          test_cut_requests, test_drain, test_big_prompts, test_metrics]
 

@@ -63,6 +63,14 @@ typedef struct sd_server_config {
     const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
                                        (sd_server_spec.h); NULL = the draft model if any */
     int verbose;                 /* 1: log each request to stderr */
+    /* Test hook: called once on the main thread after the daemon listens and before the
+     * models load (/health answers 503 "loading" meanwhile), so that a test can hold the
+     * server in that state for as long as it needs. NULL in every production path: the
+     * CLI (tools/cli/cmd_serve.c) never sets it and no option or environment variable
+     * does; only a C program that links specdec_server and fills this struct can
+     * (tests/server/serve_load_gate.c). */
+    void (*before_load)(void *arg);
+    void *before_load_arg;       /* borrowed; passed to before_load */
 } sd_server_config;
 
 void sd_server_config_default(sd_server_config *c);
