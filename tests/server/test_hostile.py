@@ -8,6 +8,9 @@ each failed on the server before the fix. Bounded in count and time (a few secon
                   accept, and --max-connections such sockets do not lock a legitimate client out
   slow body       a body dribbled too slowly is cut at the same deadline
   keep-alive      after an answer the connection goes back to the idle bound (not 600 s)
+  idle timeout    with --body-timeout far above --idle-timeout (the deadline sweep cannot be
+                  what closes it), an idle keep-alive connection is closed after ~--idle-timeout
+                  from its answer, and one that sends its next request sooner is served
   loading         /health answers 503 {"status":"loading"} (and a completion 503) while the
                   models load, then 200: the load is held by serve_load_gate (--load-gate), the
                   real server with a test-only hook that the CLI cannot reach
@@ -191,6 +194,54 @@ def test_keepalive():
         s.close()
         check(data.startswith(b"HTTP/1.1 200") and closed and took < 4,
               "an idle keep-alive connection is closed after its answer (closed %s after %.1f s)" % (closed, took))
+
+
+def read_response(s, limit=30.0):
+    """One whole response with a Content-Length body (the connection stays open): bytes."""
+    data, end = b"", time.time() + limit
+    s.settimeout(limit)
+    while time.time() < end:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            if m and len(rest) >= int(m.group(1)):
+                return data
+        d = s.recv(65536)
+        if not d:
+            return data
+        data += d
+    return data
+
+
+def test_idle_timeout():
+    # --body-timeout 60: the arrival-deadline sweep would close a connection only after a
+    # minute, so a close within seconds is libmicrohttpd's idle timer, restored after the
+    # answer (the bug: raised to --timeout + --body-timeout + 1 = 631 s and left there)
+    idle = 2
+    with ts.Server("--parallel", "1", "--body-timeout", "60", "--idle-timeout", str(idle)) as srv:
+        s = conn(srv)
+        s.sendall(post_bytes())
+        first = read_response(s)
+        closed, took = closed_within(s, idle + 6)  # from the end of the answer
+        s.close()
+        check(first.startswith(b"HTTP/1.1 200") and b"connection: close" not in first.lower(),
+              "idle timeout: the answer keeps the connection open: %r" % first[:60])
+        check(closed and idle - 1 <= took <= idle + 3,
+              "idle timeout: an idle keep-alive connection is closed ~%d s after its answer (closed %s after "
+              "%.1f s; the deadline sweep would take 60 s)" % (idle, closed, took))
+        s = conn(srv)
+        s.sendall(post_bytes())
+        one = read_response(s)
+        time.sleep(idle / 4)  # well inside the idle bound
+        s.sendall(post_bytes())
+        two = read_response(s)
+        closed2, took2 = closed_within(s, idle + 6)
+        s.close()
+        check(one.startswith(b"HTTP/1.1 200") and two.startswith(b"HTTP/1.1 200") and b'"usage"' in two,
+              "idle timeout: a second request sent %.1f s after the first answer is served on the same "
+              "connection (%r / %r)" % (idle / 4, one[:20], two[:20]))
+        check(closed2 and idle - 1 <= took2 <= idle + 3,
+              "idle timeout: restored after the second answer too (closed %s after %.1f s)" % (closed2, took2))
 
 
 class _Gated(ts.Server):
@@ -932,7 +983,7 @@ def test_metrics():
     check(caught == len(bad_text), "the parser refuses malformed text (%d of %d)" % (caught, len(bad_text)))
 
 
-TESTS = [test_slowloris, test_slow_body, test_keepalive, test_loading, test_limit, test_framing, test_content_type, test_host,
+TESTS = [test_slowloris, test_slow_body, test_keepalive, test_idle_timeout, test_loading, test_limit, test_framing, test_content_type, test_host,
          test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_protocol_errors,
          test_cut_requests, test_drain, test_big_prompts, test_metrics]
 
