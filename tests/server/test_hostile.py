@@ -14,7 +14,8 @@ each failed on the server before the fix. Bounded in count and time (a few secon
   loading         /health answers 503 {"status":"loading"} (and a completion 503) while the
                   models load, then 200: the load is held by serve_load_gate (--load-gate), the
                   real server with a test-only hook that the CLI cannot reach
-  limit           a connection over --max-connections gets 503 + Retry-After, then close
+  limit           a connection over --max-connections gets 503 + Retry-After, then close; one
+                  beyond that plus the slack max(16, N/4) is closed by libmicrohttpd unanswered
   framing         Content-Length with Transfer-Encoding, two different Content-Lengths: 400 and
                   the connection closed (a pipelined request behind it is not answered); an
                   unknown transfer coding: 501 at once (was a 30 s hang)
@@ -306,6 +307,31 @@ def test_limit():
             h.close()
         time.sleep(0.3)
         ts.still_serving(srv, "connections over the limit")
+
+
+def test_limit_slack():
+    # libmicrohttpd's own limit is --max-connections + max(16, N/4) (sd_http_start): up to it
+    # a connection is accepted and answered 503; beyond it libmicrohttpd closes it at accept,
+    # unanswered (README "Limits"). N = 4: 4 + 16 = 20 held, the 21st is closed unanswered.
+    with ts.Server("--parallel", "1", "--max-connections", "4", "--body-timeout", "10") as srv:
+        held = [conn(srv) for _ in range(20)]
+        time.sleep(0.3)  # the over-limit ones must send a head within 2 s: well inside that
+        s = conn(srv, 5)
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            data, closed = read_all(s, 3)
+        except OSError as e:
+            data, closed = repr(e).encode(), True
+        s.close()
+        inside = held[-1]  # the 20th: over --max-connections but within the slack
+        inside.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer, _ = read_all(inside, 3)
+        for h in held:
+            h.close()
+        check(closed and not data.startswith(b"HTTP/"),
+              "beyond --max-connections + slack: closed without an HTTP answer (%r, closed %s)" % (data[:40], closed))
+        check(answer.startswith(b"HTTP/1.1 503") and b"Retry-After" in answer,
+              "within the slack: 503 + Retry-After: %r" % answer[:40])
 
 
 def test_framing():
@@ -983,7 +1009,7 @@ def test_metrics():
     check(caught == len(bad_text), "the parser refuses malformed text (%d of %d)" % (caught, len(bad_text)))
 
 
-TESTS = [test_slowloris, test_slow_body, test_keepalive, test_idle_timeout, test_loading, test_limit, test_framing, test_content_type, test_host,
+TESTS = [test_slowloris, test_slow_body, test_keepalive, test_idle_timeout, test_loading, test_limit, test_limit_slack, test_framing, test_content_type, test_host,
          test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_protocol_errors,
          test_cut_requests, test_drain, test_big_prompts, test_metrics]
 

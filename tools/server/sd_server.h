@@ -46,7 +46,9 @@ typedef struct sd_server_config {
     double shutdown_timeout_s;   /* SIGTERM: running and queued requests get this long to finish
                                     before they are cancelled (finish_reason "abort"); default 30 */
     int max_connections;         /* simultaneous connections (each a thread); more are answered 503
-                                    with Retry-After and closed; default 256 */
+                                    with Retry-After and closed, up to a slack of max(16, this / 4)
+                                    beyond it; libmicrohttpd closes any further one unanswered at
+                                    accept (sd_http_start); default 256 */
     const char *allowed_hosts;   /* comma-separated Host names accepted besides localhost, 127.0.0.1,
                                     [::1] and --host when bound to loopback ("*": any); NULL = none */
     size_t max_prompt_bytes;     /* prompt text (or all chat contents) longer than this is refused
