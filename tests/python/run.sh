@@ -7,6 +7,10 @@
 #                      /usr/bin/python3 when present, then, from an empty directory and with nothing
 #                      of the source tree on the path: the README example, the `specdec` command and
 #                      `python -m specdec.serve --help`
+#   run.sh cuda-mode DIR  the package's CUDA choice (pyproject.toml's SPECDEC_CUDA default) does what
+#                      the README says, "CPU always and CUDA when the toolkit is present": a configure
+#                      (no build) with nvcc out of reach gives the CPU backend without an error, and
+#                      one with nvcc found gives the CUDA backend even where no GPU is visible
 # The interpreter: the test venv <repo>/build/venv of tools/deps.sh when it exists, else python3 when
 # it has the test packages, else that venv is created here from tests/requirements.txt.
 set -euo pipefail
@@ -64,5 +68,37 @@ print('installed', specdec.__version__, 'library', specdec.library_version(), 'i
     "$py" -m specdec.serve --help >/dev/null
     echo "python_install: OK"
     ;;
-  *) echo "usage: $0 api|quick|leaks|install DIR" >&2; exit 2 ;;
+  cuda-mode)
+    work=$2
+    mode=$(python3 -c "
+import tomllib
+d = tomllib.load(open('$root/pyproject.toml', 'rb'))['tool']['scikit-build']['cmake']['define']['SPECDEC_CUDA']
+print(d['default'] if isinstance(d, dict) else d)")
+    echo "python_cuda_mode: pyproject.toml builds with SPECDEC_CUDA=$mode"
+    configure() {  # configure only, into a fresh tree; prints the CUDA status line
+      rm -rf "$work/cfg" && mkdir -p "$work"
+      cmake -S "$root" -B "$work/cfg" -DSPECDEC_CUDA="$mode" -DSPECDEC_PYTHON_PACKAGE=ON \
+            -DSPECDEC_BUILD_TESTS=OFF -DSPECDEC_BUILD_BENCH=OFF > "$work/cfg.log" 2>&1 \
+        || { tail -5 "$work/cfg.log"; echo "python_cuda_mode: configure failed"; return 1; }
+      grep -o "specdec: CUDA backend [A-Z]*" "$work/cfg.log"
+    }
+    fail=0
+    if PATH=/usr/bin:/bin command -v nvcc >/dev/null; then
+      echo "python_cuda_mode: nvcc in /usr/bin: no PATH without it to try"
+    else
+      got=$(unset CUDACXX CUDA_PATH; PATH=/usr/bin:/bin configure) || fail=1
+      [ "$got" = "specdec: CUDA backend OFF" ] || { echo "FAIL without nvcc: '$got' (want the CPU backend)"; fail=1; }
+    fi
+    nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true)
+    if [ -n "$nvcc" ]; then
+      got=$(PATH=$(dirname "$nvcc"):$PATH configure) || fail=1
+      [ "$got" = "specdec: CUDA backend ON" ] || { echo "FAIL with $nvcc: '$got' (want the CUDA backend)"; fail=1; }
+    else
+      echo "python_cuda_mode: no nvcc on this machine: the toolkit case is not checked here"
+    fi
+    rm -rf "$work/cfg"
+    [ $fail = 0 ] && echo "python_cuda_mode: OK"
+    exit $fail
+    ;;
+  *) echo "usage: $0 api|quick|leaks|install DIR|cuda-mode DIR" >&2; exit 2 ;;
 esac
