@@ -270,24 +270,28 @@ def test_loading():
     if os.path.exists(gate):
         os.unlink(gate)
     with _Gated(gate) as srv:
-        # the gate is shut: the load has not begun, whatever the machine's speed
-        held = [_health(srv) for _ in range(3)]
-        st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
-        check(all(h == (503, b'{"status":"loading"}') for h in held),
-              "loading: /health answers 503 {\"status\":\"loading\"} before the models load: %r" % held)
-        check(st == 503 and b"loading" in body, "loading: a completion gets 503 (loading): %d %r" % (st, body[:80]))
-        open(gate, "w").close()
-        seen, deadline = [], time.time() + ts.START_TIMEOUT
-        while time.time() < deadline and (not seen or seen[-1][0] != 200):
-            seen.append(_health(srv))
-            time.sleep(0.02)
-        os.unlink(gate)
-        codes = [h[0] for h in seen]
-        check(codes and codes[-1] == 200 and seen[-1][1] == b'{"status":"ok"}' and
-              all(h == (503, b'{"status":"loading"}') for h in seen[:-1]),
-              "loading: then 503 loading until 200 ok, nothing else: %r" % codes[-5:])
-        st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
-        check(st == 200 and b'"usage"' in body, "loading: once ready, a completion is answered: %d" % st)
+        try:
+            # the gate is shut: the load has not begun, whatever the machine's speed
+            held = [_health(srv) for _ in range(3)]
+            st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
+            check(all(h == (503, b'{"status":"loading"}') for h in held),
+                  "loading: /health answers 503 {\"status\":\"loading\"} before the models load: %r" % held)
+            check(st == 503 and b"loading" in body, "loading: a completion gets 503 (loading): %d %r" % (st, body[:80]))
+            open(gate, "w").close()
+            seen, deadline = [], time.time() + ts.START_TIMEOUT
+            while time.time() < deadline and (not seen or seen[-1][0] != 200):
+                seen.append(_health(srv))
+                time.sleep(0.02)
+            codes = [h[0] for h in seen]
+            check(codes and codes[-1] == 200 and seen[-1][1] == b'{"status":"ok"}' and
+                  all(h == (503, b'{"status":"loading"}') for h in seen[:-1]),
+                  "loading: then 503 loading until 200 ok, nothing else: %r" % codes[-5:])
+            st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
+            check(st == 200 and b'"usage"' in body, "loading: once ready, a completion is answered: %d" % st)
+        finally:  # a gated server takes SIGTERM only once it has loaded: open the gate before stopping it
+            if not os.path.exists(gate):
+                open(gate, "w").close()
+    os.unlink(gate)
 
 
 def test_limit():
