@@ -10,15 +10,46 @@
 #include "sd_test.h"
 #include "sd_config.h"
 
-/* A small config of each family; %s is where a case adds or overrides keys (a JSON
- * object's later duplicate would be refused, so cases put keys the base lacks). */
-#define SIZES "\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, \"num_hidden_layers\": 4, " \
-              "\"num_attention_heads\": 4, \"num_key_value_heads\": 2"
+/* A small config of each family: these sizes, then the case's extra keys. A key the
+ * base already has must be replaced, not repeated (a JSON object's later duplicate is
+ * refused as a duplicate, which is not the check a case names): cases that change a
+ * size give it as `over` ("key": value, ...), which replaces the base's value. */
+static const char *const SIZE_KEYS[] = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                                        "num_attention_heads", "num_key_value_heads"};
+static const char *const SIZE_VALUES[] = {"64", "32", "48", "4", "4", "2"};
+
+/* The base sizes with the keys named in over ("\"key\": value" pairs, comma-separated)
+ * taking their values from over. */
+static void sizes(const char *over, char *out, size_t cap) {
+    size_t off = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof SIZE_KEYS / sizeof SIZE_KEYS[0]; i++) {
+        char quoted[64];
+        snprintf(quoted, sizeof quoted, "\"%s\":", SIZE_KEYS[i]);
+        const char *at = strstr(over, quoted);
+        char value[32];
+        if (at) {
+            at += strlen(quoted);
+            size_t n = strcspn(at, ",}");
+            snprintf(value, sizeof value, "%.*s", (int)(n < sizeof value - 1 ? n : sizeof value - 1), at);
+        } else {
+            snprintf(value, sizeof value, " %s", SIZE_VALUES[i]);
+        }
+        off += (size_t)snprintf(out + off, cap - off, "%s%s%s", i ? ", " : "", quoted, value);
+        if (off >= cap) return;
+    }
+}
+
+static specdec_status parse_over(const char *arch, const char *over, const char *extra, sd_config *c,
+                                 sd_errbuf *eb) {
+    char base[512], buf[8192];
+    sizes(over, base, sizeof base);
+    snprintf(buf, sizeof buf, "{\"architectures\": [\"%s\"], %s%s%s}", arch, base, extra[0] ? ", " : "", extra);
+    return sd_config_parse(buf, strlen(buf), "config.json", c, eb);
+}
 
 static specdec_status parse(const char *arch, const char *extra, sd_config *c, sd_errbuf *eb) {
-    char buf[8192];
-    snprintf(buf, sizeof buf, "{\"architectures\": [\"%s\"], " SIZES "%s%s}", arch, extra[0] ? ", " : "", extra);
-    return sd_config_parse(buf, strlen(buf), "config.json", c, eb);
+    return parse_over(arch, "", extra, c, eb);
 }
 
 static void ok(const char *what, const char *arch, const char *extra, sd_config *c) {
@@ -27,13 +58,23 @@ static void ok(const char *what, const char *arch, const char *extra, sd_config 
     SD_CHECK(st == SPECDEC_OK, "%s: %s", what, eb.msg);
 }
 
-static void bad(const char *what, const char *arch, const char *extra, specdec_status want, const char *key) {
+/* A refused config: the status, a fragment of the message that only the intended check
+ * writes (a key name alone would also match a duplicate-key or a type error), and never
+ * the duplicate-key refusal (a case that repeats a base key tests the wrong check). */
+static void bad_over(const char *what, const char *arch, const char *over, const char *extra, specdec_status want,
+                     const char *fragment) {
     sd_config c;
     sd_errbuf eb = {{0}};
-    specdec_status st = parse(arch, extra, &c, &eb);
+    specdec_status st = parse_over(arch, over, extra, &c, &eb);
     SD_CHECK(st == want, "%s: status %s, expected %s (%s)", what, specdec_status_string(st),
              specdec_status_string(want), eb.msg);
-    SD_CHECK(strstr(eb.msg, key) != NULL, "%s: message lacks '%s': %s", what, key, eb.msg);
+    SD_CHECK(strstr(eb.msg, fragment) != NULL, "%s: message lacks '%s': %s", what, fragment, eb.msg);
+    SD_CHECK(strstr(eb.msg, "duplicate key") == NULL, "%s: refused for a duplicate key, not its check: %s", what,
+             eb.msg);
+}
+
+static void bad(const char *what, const char *arch, const char *extra, specdec_status want, const char *key) {
+    bad_over(what, arch, "", extra, want, key);
 }
 
 static int sliding_mask(const sd_config *c) {
@@ -112,9 +153,12 @@ static void families(void) {
 
 static void bad_configs(void) {
     const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
-    bad("head_dim x heads", "MistralForCausalLM", "\"hidden_size\": 30", F, "hidden_size");
-    bad("gemma2 heads", "Gemma2ForCausalLM", "\"num_attention_heads\": 3, \"num_key_value_heads\": 1", F,
-        "num_attention_heads");
+    /* hidden_size 30 over 4 heads, no head_dim: the head size cannot be derived */
+    bad_over("head_dim x heads", "MistralForCausalLM", "\"hidden_size\": 30", "", F,
+             "hidden_size (30) is not a multiple of num_attention_heads (4) and there is no 'head_dim'");
+    /* Gemma 2 has a head_dim of its own (256) but transformers still requires the division */
+    bad_over("gemma2 heads", "Gemma2ForCausalLM", "\"num_attention_heads\": 3, \"num_key_value_heads\": 1", "", F,
+             "hidden_size (32) is not a multiple of num_attention_heads (3), which Gemma2ForCausalLM requires");
     bad("window 0", "MistralForCausalLM", "\"sliding_window\": 0", F, "sliding_window");
     bad("window < 0", "Phi3ForCausalLM", "\"sliding_window\": -1", F, "sliding_window");
     bad("window fraction", "Gemma2ForCausalLM", "\"sliding_window\": 3.5", F, "sliding_window");

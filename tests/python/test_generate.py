@@ -1,8 +1,11 @@
 """LLM.generate against `specdec generate` (the CLI on the same library), and batch against one by one."""
+import json
+import subprocess
+
 import pytest
 
 import specdec
-from conftest import cli_generate
+from conftest import TARGET, cli_generate, specdec_bin
 from specdec import _ffi
 
 PROMPTS = ["And God said", "In the beginning", "Jesus wept. And the", "The Lord is my shepherd;"]
@@ -21,6 +24,28 @@ def test_greedy_equals_cli(llm, prompt):
     # the same rounds: the scheduler's output equals specdec_generate's, statistics included
     for k in ("n_prompt", "n_generated", "n_rounds", "n_drafted", "n_accepted", "stop_reason", "final_n_draft"):
         assert o.metrics[k] == ref["stats"][k], k
+
+
+@pytest.mark.parametrize("prompt", ["And God said, Let there be light: and there was light. And God said",
+                                    "In the beginning"])
+def test_ngram_greedy_equals_cli(prompt):
+    """speculative_config {"method": "ngram"} against `specdec generate --drafter ngram` (no draft model
+    on either side): the same tokens and text. Only the output is compared: the n-gram cost gate
+    (MEASURED, the default on both) proposes by measured round times, so the counts may differ."""
+    cmd = [specdec_bin(), "generate", "-m", TARGET, "--drafter", "ngram", "--ngram-min", "1", "--ngram-max", "3",
+           "-p", prompt, "-n", "32", "--temp", "0", "--backend", "cpu", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"{cmd}: {r.stderr}"
+    ref = json.loads(r.stdout)
+    spec = {"method": "ngram", "prompt_lookup_min": 1, "prompt_lookup_max": 3}
+    with specdec.LLM(model=TARGET, backend="cpu", speculative_config=spec) as m:
+        assert m.draft is None
+        o = m.generate(prompt, specdec.SamplingParams(temperature=0, max_tokens=32), use_tqdm=False)[0]
+    assert ref["stats"]["draft_method"] == "ngram" and o.metrics.draft_method == "ngram"
+    assert o.prompt_token_ids == ref["prompt_tokens"]
+    assert len(o.outputs[0].token_ids) == 32
+    assert o.outputs[0].token_ids == ref["tokens"]
+    assert o.outputs[0].text == ref["text"]
 
 
 def test_metrics_carry_the_cli_names(llm):

@@ -8,7 +8,14 @@ each failed on the server before the fix. Bounded in count and time (a few secon
                   accept, and --max-connections such sockets do not lock a legitimate client out
   slow body       a body dribbled too slowly is cut at the same deadline
   keep-alive      after an answer the connection goes back to the idle bound (not 600 s)
-  limit           a connection over --max-connections gets 503 + Retry-After, then close
+  idle timeout    with --body-timeout far above --idle-timeout (the deadline sweep cannot be
+                  what closes it), an idle keep-alive connection is closed after ~--idle-timeout
+                  from its answer, and one that sends its next request sooner is served
+  loading         /health answers 503 {"status":"loading"} (and a completion 503) while the
+                  models load, then 200: the load is held by serve_load_gate (--load-gate), the
+                  real server with a test-only hook that the CLI cannot reach
+  limit           a connection over --max-connections gets 503 + Retry-After, then close; one
+                  beyond that plus the slack max(16, N/4) is closed by libmicrohttpd unanswered
   framing         Content-Length with Transfer-Encoding, two different Content-Lengths: 400 and
                   the connection closed (a pipelined request behind it is not answered); an
                   unknown transfer coding: 501 at once (was a 30 s hang)
@@ -29,6 +36,7 @@ each failed on the server before the fix. Bounded in count and time (a few secon
                   vLLM's names, types and labels beside specdec_*, histogram invariants, values
 
 Usage: test_hostile.py SPECDEC_BINARY MODELS_DIR [--quick] [--sanitized] [--only NAME,NAME]
+                      [--load-gate SERVE_LOAD_GATE_BINARY]  (without it the loading check fails)
 Prints "N passed, N failed"; exit 0 only when nothing failed.
 """
 import json
@@ -52,6 +60,7 @@ SANITIZED = "--sanitized" in sys.argv  # ASan keeps freed memory in quarantine: 
 # Only waits for work stretch; the deadlines the server must keep (closing a dribbling socket, a 501
 # at once) keep their bounds. SPECDEC_TEST_SLOW overrides.
 SLOW = float(os.environ.get("SPECDEC_TEST_SLOW", "4" if SANITIZED else "1"))
+LOAD_GATE = sys.argv[sys.argv.index("--load-gate") + 1] if "--load-gate" in sys.argv else None
 BODY = json.dumps({"prompt": "And God said", "max_tokens": 4, "temperature": 0}).encode()
 
 
@@ -193,6 +202,103 @@ def test_keepalive():
               "an idle keep-alive connection is closed after its answer (closed %s after %.1f s)" % (closed, took))
 
 
+def read_response(s, limit=30.0):
+    """One whole response with a Content-Length body (the connection stays open): bytes."""
+    data, end = b"", time.time() + limit
+    s.settimeout(limit)
+    while time.time() < end:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            if m and len(rest) >= int(m.group(1)):
+                return data
+        d = s.recv(65536)
+        if not d:
+            return data
+        data += d
+    return data
+
+
+def test_idle_timeout():
+    # --body-timeout 60: the arrival-deadline sweep would close a connection only after a
+    # minute, so a close within seconds is libmicrohttpd's idle timer, restored after the
+    # answer (the bug: raised to --timeout + --body-timeout + 1 = 631 s and left there)
+    idle = 2
+    with ts.Server("--parallel", "1", "--body-timeout", "60", "--idle-timeout", str(idle)) as srv:
+        s = conn(srv)
+        s.sendall(post_bytes())
+        first = read_response(s)
+        closed, took = closed_within(s, idle + 6)  # from the end of the answer
+        s.close()
+        check(first.startswith(b"HTTP/1.1 200") and b"connection: close" not in first.lower(),
+              "idle timeout: the answer keeps the connection open: %r" % first[:60])
+        check(closed and idle - 1 <= took <= idle + 3,
+              "idle timeout: an idle keep-alive connection is closed ~%d s after its answer (closed %s after "
+              "%.1f s; the deadline sweep would take 60 s)" % (idle, closed, took))
+        s = conn(srv)
+        s.sendall(post_bytes())
+        one = read_response(s)
+        time.sleep(idle / 4)  # well inside the idle bound
+        s.sendall(post_bytes())
+        two = read_response(s)
+        closed2, took2 = closed_within(s, idle + 6)
+        s.close()
+        check(one.startswith(b"HTTP/1.1 200") and two.startswith(b"HTTP/1.1 200") and b'"usage"' in two,
+              "idle timeout: a second request sent %.1f s after the first answer is served on the same "
+              "connection (%r / %r)" % (idle / 4, one[:20], two[:20]))
+        check(closed2 and idle - 1 <= took2 <= idle + 3,
+              "idle timeout: restored after the second answer too (closed %s after %.1f s)" % (closed2, took2))
+
+
+class _Gated(ts.Server):
+    """serve_load_gate: the real server, its load held until the gate file exists."""
+
+    def __init__(self, gate):  # noqa: D401 - no _wait_healthy: it is not healthy yet
+        self.log = open(os.path.join(os.getcwd(), "server_test_%d.log" % id(self)), "w+")
+        self.proc = subprocess.Popen([LOAD_GATE, gate, ts.TARGET], stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True)
+        self.port = self._read_port()
+
+
+def _health(srv):
+    try:
+        st, body, _ = srv.request("GET", "/health", timeout=10)
+        return st, body
+    except OSError as e:
+        return None, repr(e).encode()
+
+
+def test_loading():
+    if not check(LOAD_GATE is not None, "loading: needs --load-gate SERVE_LOAD_GATE_BINARY"):
+        return
+    gate = os.path.join(os.getcwd(), "server_load_gate_%d" % os.getpid())
+    if os.path.exists(gate):
+        os.unlink(gate)
+    with _Gated(gate) as srv:
+        try:
+            # the gate is shut: the load has not begun, whatever the machine's speed
+            held = [_health(srv) for _ in range(3)]
+            st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
+            check(all(h == (503, b'{"status":"loading"}') for h in held),
+                  "loading: /health answers 503 {\"status\":\"loading\"} before the models load: %r" % held)
+            check(st == 503 and b"loading" in body, "loading: a completion gets 503 (loading): %d %r" % (st, body[:80]))
+            open(gate, "w").close()
+            seen, deadline = [], time.time() + ts.START_TIMEOUT
+            while time.time() < deadline and (not seen or seen[-1][0] != 200):
+                seen.append(_health(srv))
+                time.sleep(0.02)
+            codes = [h[0] for h in seen]
+            check(codes and codes[-1] == 200 and seen[-1][1] == b'{"status":"ok"}' and
+                  all(h == (503, b'{"status":"loading"}') for h in seen[:-1]),
+                  "loading: then 503 loading until 200 ok, nothing else: %r" % codes[-5:])
+            st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
+            check(st == 200 and b'"usage"' in body, "loading: once ready, a completion is answered: %d" % st)
+        finally:  # a gated server takes SIGTERM only once it has loaded: open the gate before stopping it
+            if not os.path.exists(gate):
+                open(gate, "w").close()
+    os.unlink(gate)
+
+
 def test_limit():
     with ts.Server("--parallel", "1", "--max-connections", "3", "--body-timeout", "5") as srv:
         held = [conn(srv) for _ in range(3)]
@@ -210,6 +316,31 @@ def test_limit():
             h.close()
         time.sleep(0.3)
         ts.still_serving(srv, "connections over the limit")
+
+
+def test_limit_slack():
+    # libmicrohttpd's own limit is --max-connections + max(16, N/4) (sd_http_start): up to it
+    # a connection is accepted and answered 503; beyond it libmicrohttpd closes it at accept,
+    # unanswered (README "Limits"). N = 4: 4 + 16 = 20 held, the 21st is closed unanswered.
+    with ts.Server("--parallel", "1", "--max-connections", "4", "--body-timeout", "10") as srv:
+        held = [conn(srv) for _ in range(20)]
+        time.sleep(0.3)  # the over-limit ones must send a head within 2 s: well inside that
+        s = conn(srv, 5)
+        try:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            data, closed = read_all(s, 3)
+        except OSError as e:
+            data, closed = repr(e).encode(), True
+        s.close()
+        inside = held[-1]  # the 20th: over --max-connections but within the slack
+        inside.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer, _ = read_all(inside, 3)
+        for h in held:
+            h.close()
+        check(closed and not data.startswith(b"HTTP/"),
+              "beyond --max-connections + slack: closed without an HTTP answer (%r, closed %s)" % (data[:40], closed))
+        check(answer.startswith(b"HTTP/1.1 503") and b"Retry-After" in answer,
+              "within the slack: 503 + Retry-After: %r" % answer[:40])
 
 
 def test_framing():
@@ -887,7 +1018,7 @@ def test_metrics():
     check(caught == len(bad_text), "the parser refuses malformed text (%d of %d)" % (caught, len(bad_text)))
 
 
-TESTS = [test_slowloris, test_slow_body, test_keepalive, test_limit, test_framing, test_content_type, test_host,
+TESTS = [test_slowloris, test_slow_body, test_keepalive, test_idle_timeout, test_loading, test_limit, test_limit_slack, test_framing, test_content_type, test_host,
          test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_protocol_errors,
          test_cut_requests, test_drain, test_big_prompts, test_metrics]
 

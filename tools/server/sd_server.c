@@ -206,7 +206,12 @@ int sd_server_run(const sd_server_config *cfg) {
     atomic_init(&srv->next_id, 1);
     atomic_init(&srv->active_jobs, 0);
     sd_server_model_id(srv);
-    if (sd_http_start(srv) || sd_server_load(srv)) {
+    if (sd_http_start(srv)) {
+        sd_server_free(srv);
+        return 1;
+    }
+    if (srv->cfg.before_load) srv->cfg.before_load(srv->cfg.before_load_arg); /* tests only (sd_server.h) */
+    if (sd_server_load(srv)) {
         sd_server_free(srv);
         return 1;
     }

@@ -46,7 +46,9 @@ typedef struct sd_server_config {
     double shutdown_timeout_s;   /* SIGTERM: running and queued requests get this long to finish
                                     before they are cancelled (finish_reason "abort"); default 30 */
     int max_connections;         /* simultaneous connections (each a thread); more are answered 503
-                                    with Retry-After and closed; default 256 */
+                                    with Retry-After and closed, up to a slack of max(16, this / 4)
+                                    beyond it; libmicrohttpd closes any further one unanswered at
+                                    accept (sd_http_start); default 256 */
     const char *allowed_hosts;   /* comma-separated Host names accepted besides localhost, 127.0.0.1,
                                     [::1] and --host when bound to loopback ("*": any); NULL = none */
     size_t max_prompt_bytes;     /* prompt text (or all chat contents) longer than this is refused
@@ -63,6 +65,14 @@ typedef struct sd_server_config {
     const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
                                        (sd_server_spec.h); NULL = the draft model if any */
     int verbose;                 /* 1: log each request to stderr */
+    /* Test hook: called once on the main thread after the daemon listens and before the
+     * models load (/health answers 503 "loading" meanwhile), so that a test can hold the
+     * server in that state for as long as it needs. NULL in every production path: the
+     * CLI (tools/cli/cmd_serve.c) never sets it and no option or environment variable
+     * does; only a C program that links specdec_server and fills this struct can
+     * (tests/server/serve_load_gate.c). */
+    void (*before_load)(void *arg);
+    void *before_load_arg;       /* borrowed; passed to before_load */
 } sd_server_config;
 
 void sd_server_config_default(sd_server_config *c);

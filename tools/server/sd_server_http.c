@@ -351,9 +351,11 @@ int sd_http_start(sd_server *srv) {
     if (sd_http_loopback(fd)) sd_http_hosts(srv);
     /* the error log is always on: it is how libmicrohttpd's own answers are counted */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    /* connections beyond max are answered 503 (sd_server_conn.c), which needs them accepted:
+     * libmicrohttpd's limit is max + slack, and it closes any beyond that unanswered */
     unsigned max = (unsigned)srv->cfg.max_connections, slack = max / 4 > 16 ? max / 4 : 16;
     srv->daemon = MHD_start_daemon(flags, 0, NULL, NULL, sd_http_access, srv, MHD_OPTION_LISTEN_SOCKET, fd,
-                                   MHD_OPTION_CONNECTION_LIMIT, max + slack, /* beyond max: answered 503 */
+                                   MHD_OPTION_CONNECTION_LIMIT, max + slack,
                                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ceil(srv->cfg.idle_timeout_s),
                                    MHD_OPTION_CONNECTION_MEMORY_LIMIT, SD_MHD_MEMORY,
                                    MHD_OPTION_NOTIFY_COMPLETED, sd_http_completed, srv,
