@@ -255,7 +255,7 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
  * the head borrows the target's embedding when it has none. CPU only for now. */
 #define SD_ENGINE_HEAD_ROWS 128 /* a tree level pass and a prefill chunk */
 specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
-                                          sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb) {
+                                   sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb) {
     if (be != SPECDEC_BACKEND_CPU)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
                        "an EAGLE-3 head runs on the CPU backend only in this version (use --backend cpu)");

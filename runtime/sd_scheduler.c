@@ -307,7 +307,7 @@ static specdec_status sd_sched_make_heads(specdec_scheduler *s, const specdec_mo
     for (int32_t i = 0; i < s->p.max_active && st == SPECDEC_OK; i++)
         st = sd_engine_make_head(target, head, be, s->seqs[i].t, plan->n_ctx, &s->seqs[i].d, &eb);
     if (st != SPECDEC_OK)
-        return sd_fail(NULL, st, "specdec_scheduler_create: draft model %s: %s", head->path, eb.msg);
+        return sd_fail(NULL, st, "specdec_scheduler_create: EAGLE-3 head %s: %s", head->path, eb.msg);
     s->head = 1;
     return SPECDEC_OK;
 }

@@ -9,30 +9,22 @@ asks for the head in generate and batch, --drafter model with a head is refused 
 is --drafter eagle3 with a draft model. --quick (sanitizer builds): fewer prompts and tokens, one
 mode.
 
-Usage: test_eagle3_cli.py SPECDEC_BIN MODELS_DIR TMPDIR [--quick]"""
+Usage: test_eagle3_cli.py SPECDEC_BIN MODELS_DIR [--quick]"""
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
-specdec, models, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
-QUICK = "--quick" in sys.argv[4:]
-os.makedirs(tmp, exist_ok=True)
-TARGET, HEAD, DRAFT = (os.path.join(models, d) for d in ("kjv-target", "kjv-eagle3", "kjv-draft"))
-failed = passed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "drafters"))
+from dtest import BIN, DRAFT, MODELS, QUICK, TARGET, check, finish  # noqa: E402 (the drafter tests' helpers)
 
-
-def check(ok, what):
-    global failed, passed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
+HEAD = os.path.join(MODELS, "kjv-eagle3")
+tmp = tempfile.mkdtemp(prefix="eagle3_cli_")
 
 
 def run(args, expect_rc=None):
-    p = subprocess.run([specdec] + args, capture_output=True, timeout=600)
+    p = subprocess.run([BIN] + args, capture_output=True, timeout=600)
     if expect_rc is not None:
         check(p.returncode == expect_rc, f"{args[:8]}...: exit {p.returncode}, expected {expect_rc}; "
                                          f"stderr {p.stderr[-400:]!r}")
@@ -95,5 +87,4 @@ for md, drafter, word in ((HEAD, "model", b"EAGLE-3 head"), (DRAFT, "eagle3", b"
                                                for x in lines[:-1]),
           f"batch -md {md} --drafter {drafter}: exit {p.returncode}, {lines[:1]} {p.stderr[-300:]!r}")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "e3_test.h"
 #include "sd_engine.h"
 #include "sd_model.h"
 #include "sd_test.h"
@@ -79,15 +80,6 @@ static uint64_t rng_next(uint64_t *s) {
     *s ^= *s << 25;
     *s ^= *s >> 27;
     return *s * 2685821657736338717ULL;
-}
-
-static specdec_model *load(const char *dir, const char *sub) {
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, sub);
-    specdec_model *m = NULL;
-    const specdec_status st = specdec_model_load(p, NULL, &m);
-    SD_CHECK(st == SPECDEC_OK, "load %s: %s", p, specdec_last_error());
-    return m;
 }
 
 static specdec_engine_params cpu_params(void) {
@@ -290,11 +282,11 @@ int main(int argc, char **argv) {
     }
     if (argc == 3) MAX_PREDICT = atoi(argv[2]);
     if (MAX_PREDICT < 13 || MAX_PREDICT > CAP) MAX_PREDICT = 40;
-    specdec_model *t = load(argv[1], "target");
+    specdec_model *t = e3_load(argv[1], "target");
     static const char *heads[] = {"flat_f32_d2t", "flat_bf16_embed_bias", "speculators_f16_t2d",
                                   "speculators_f32_fullvocab"};
     for (size_t i = 0; t && i < sizeof heads / sizeof heads[0]; i++) {
-        specdec_model *h = load(argv[1], heads[i]);
+        specdec_model *h = e3_load(argv[1], heads[i]);
         specdec_engine_params ep = cpu_params();
         specdec_engine *e = NULL;
         if (h) SD_CHECK(specdec_engine_create(t, h, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());

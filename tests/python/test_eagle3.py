@@ -1,26 +1,19 @@
 """specdec.LLM with an EAGLE-3 head (speculative_config {"method": "eagle3", "model": kjv-eagle3}): the
 scheduler drafts with the head, and greedy output and statistics equal `specdec generate -md HEAD`; a
 head with "draft_model", or "eagle3" with a draft model, is refused when the LLM is made."""
-import json
 import os
-import subprocess
 
 import pytest
 
 import specdec
-from conftest import specdec_bin
+from conftest import DRAFT, cli_generate
 
-TARGET, DRAFT = specdec.bundled_pair()
 HEAD = os.path.join(os.path.dirname(DRAFT), "kjv-eagle3")
 PROMPTS = ["And God said", "In the beginning", "And it came to pass, when the king"]
 
 
 def cli_generate_head(prompt, n, *extra):
-    cmd = [specdec_bin(), "generate", "-m", TARGET, "-md", HEAD, "-p", prompt, "-n", str(n), "--backend", "cpu",
-           "--json", *map(str, extra)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, f"{cmd}: {r.stderr}"
-    return json.loads(r.stdout)
+    return cli_generate(prompt, n, *extra, draft=HEAD)
 
 
 @pytest.fixture(scope="module")
