@@ -219,11 +219,11 @@ specdec_backend sd_engine_pick_backend(specdec_backend requested) {
     return specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
 }
 
-/* A head is no model runner (the engine makes its runner with sd_engine_make_head). */
+/* A head is no model runner: the engine and the scheduler make its runner over a target
+ * runner with sd_engine_make_head. */
 static specdec_status sd_engine_head_refused(sd_errbuf *eb) {
-    return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
-                   "an EAGLE-3 head drafts in the engine (specdec generate, specdec_generate) only in this version; "
-                   "the scheduler (batch, serve) cannot run it yet");
+    return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                   "an EAGLE-3 head has no runner of its own (it drafts over a target runner: sd_engine_make_head)");
 }
 
 specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
@@ -254,8 +254,8 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
 /* An EAGLE-3 head's runner over the target runner t (its group captures the head's states);
  * the head borrows the target's embedding when it has none. CPU only for now. */
 #define SD_ENGINE_HEAD_ROWS 128 /* a tree level pass and a prefill chunk */
-static specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
-                                          sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb) {
+specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
+                                   sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb) {
     if (be != SPECDEC_BACKEND_CPU)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
                        "an EAGLE-3 head runs on the CPU backend only in this version (use --backend cpu)");

@@ -89,6 +89,14 @@ specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be,
 specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb);
+/* An EAGLE-3 head's runner (core/sd_eagle3.h) drafting for the target runner t of model
+ * `target` on backend be: its own draft cache of n_ctx rows; t's group is set to capture the
+ * head's three states (the engine's target, or one scheduler slot's). The head borrows the
+ * target's embedding when it ships none. UNSUPPORTED on a backend whose runners capture
+ * nothing or that has no head forward (CUDA in this version), MODEL_MISMATCH when the head
+ * does not fit, OUT_OF_MEMORY; the detail in eb. */
+specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
+                                   sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb);
 
 /* The driver specdec_generate uses, its round set to the executors of round_kind (the
  * device executor with the host one as its fallback, or the host one alone). */

@@ -156,8 +156,8 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
     }
     case SPECDEC_DRAFT_EAGLE3:
         if (!env->has_eagle3)
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
-                           "%s: draft_method EAGLE3 needs an EAGLE-3 head, and the engine has none", fn);
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method EAGLE3 needs an EAGLE-3 head as the draft%s",
+                           fn, env->has_draft ? ", and the draft is a draft model (draft_method MODEL)" : " (none given)");
         *out = sd_drafter_eagle3();
         break;
     case SPECDEC_DRAFT_NONE: break;
@@ -208,6 +208,7 @@ specdec_status specdec_generate_params_validate(const specdec_generate_params *p
     sd_gen_env env;
     memset(&env, 0, sizeof env);
     env.has_draft = 1;
+    env.has_eagle3 = params->draft_method == SPECDEC_DRAFT_EAGLE3; /* the draft is unknown: what the method needs */
     return sd_gen_check_params_ex(&env, params, 0, fn, NULL);
 }
 

@@ -94,7 +94,8 @@ specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate
 
 /* The drafter checked params ask for on env (*method; *out NULL: plain decoding):
  * AUTO the draft model when there is one, MODEL (needs one), NGRAM (ngram_min >= 1,
- * ngram_min <= ngram_max <= SD_NGRAM_MAX), NONE; EAGLE3 needs an EAGLE-3 head (none yet);
+ * ngram_min <= ngram_max <= SD_NGRAM_MAX), NONE; EAGLE3 needs an EAGLE-3 head (env->has_eagle3:
+ * AUTO picks it then, and MODEL is refused);
  * n_draft 0 without a tree is plain decoding. INVALID_ARGUMENT naming the field. */
 specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
                               sd_drafter **out, specdec_draft_method *method, sd_errbuf *eb);

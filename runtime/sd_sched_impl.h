@@ -68,7 +68,8 @@ typedef struct sd_req {
 
 /* One of the loop's max_active sequence slots. */
 typedef struct sd_sched_seq {
-    sd_runner *t, *d;             /* its caches (d NULL without a draft model) */
+    sd_runner *t, *d;             /* its caches (d NULL without a draft model; an EAGLE-3 head runner
+                                     bound to t with a head) */
     sd_req *req;                  /* the request running in it; NULL: free (under the lock) */
     int begun;                    /* the request's prompt is prefilled */
     int finished;                 /* the request ended this round (the loop retires it) */
@@ -86,6 +87,8 @@ struct specdec_scheduler {
     specdec_scheduler_params p;
     int32_t n_ctx, n_vocab;
     int has_draft;
+    int head;                     /* the draft is an EAGLE-3 head: each slot's d is a head runner over its
+                                     t (its own draft cache, in no pool; gd NULL) */
     sd_gen_env env;
     sd_runner_group *gt, *gd;     /* one model instance each; NULL: a runner per slot */
     sd_exec *host_exec;           /* the host executor (the device one's fallback for trees) */

@@ -72,7 +72,7 @@ static void sched_retire(specdec_scheduler *s) {
             continue;
         }
         used += seq_blocks(s, q->t, s->gt);
-        if (q->d) dused += seq_blocks(s, q->d, s->gd);
+        if (q->d && !s->head) dused += seq_blocks(s, q->d, s->gd); /* a head's cache is in no pool */
     }
     s->m.kv_blocks_used = used;
     s->m.draft_kv_blocks_used = dused;

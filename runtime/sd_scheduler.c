@@ -146,7 +146,8 @@ static int32_t sd_sched_model_blocks(const specdec_scheduler *s, const sd_runner
 }
 
 /* KV blocks per model a request reserves (see sd_sched_impl.h "Admission control"): the
- * most either model's cache of it can ever hold. */
+ * most either model's cache of it can ever hold (an EAGLE-3 head's cache is not in a pool:
+ * the target's alone). */
 static int32_t sd_sched_need_blocks(const specdec_scheduler *s, int32_t n_prompt, const specdec_generate_params *p) {
     sd_draft_shape req;
     int tree = 0;
@@ -154,7 +155,7 @@ static int32_t sd_sched_need_blocks(const specdec_scheduler *s, int32_t n_prompt
     int64_t rows = (int64_t)n_prompt + p->n_predict + (tree ? SPECDEC_MAX_TREE_NODES : 0);
     if (rows > s->n_ctx) rows = s->n_ctx;
     const int32_t t = sd_sched_model_blocks(s, s->gt, (int32_t)rows, n_prompt);
-    const int32_t d = s->has_draft ? sd_sched_model_blocks(s, s->gd, (int32_t)rows, n_prompt) : 0;
+    const int32_t d = s->has_draft && !s->head ? sd_sched_model_blocks(s, s->gd, (int32_t)rows, n_prompt) : 0;
     return t > d ? t : d;
 }
 
@@ -279,7 +280,8 @@ static specdec_status sd_sched_make_model(specdec_scheduler *s, const specdec_mo
 
 /* The executors and the round: on CUDA runner groups the batched device executor
  * (logits stay on the GPU) with the host executor for trees, else (the CPU, per-slot
- * runners, a vocabulary beyond the GPU sampler) the host executor alone; the driver. */
+ * runners, a vocabulary beyond the GPU sampler, an EAGLE-3 head: no draft group) the host
+ * executor alone; the driver. */
 static specdec_status sd_sched_make_round(specdec_scheduler *s, specdec_backend be, int has_draft, sd_errbuf *eb) {
     const int32_t n = s->p.max_active;
     specdec_status st = sd_host_exec_create(s->n_vocab, has_draft, n, &s->host_exec, eb);
@@ -294,6 +296,22 @@ static specdec_status sd_sched_make_round(specdec_scheduler *s, specdec_backend 
     return st == SPECDEC_OK ? sd_driver_init(&s->driver, s->round, n, eb) : st;
 }
 
+/* An EAGLE-3 head: each slot's own head runner (its own draft cache of n_ctx rows) over
+ * that slot's target runner, whose group then captures the head's states
+ * (sd_engine_make_head, the engine's). */
+static specdec_status sd_sched_make_heads(specdec_scheduler *s, const specdec_model *target, const specdec_model *head,
+                                          const sd_engine_plan *plan, specdec_backend be) {
+    sd_errbuf eb;
+    sd_err_clear(&eb);
+    specdec_status st = SPECDEC_OK;
+    for (int32_t i = 0; i < s->p.max_active && st == SPECDEC_OK; i++)
+        st = sd_engine_make_head(target, head, be, s->seqs[i].t, plan->n_ctx, &s->seqs[i].d, &eb);
+    if (st != SPECDEC_OK)
+        return sd_fail(NULL, st, "specdec_scheduler_create: EAGLE-3 head %s: %s", head->path, eb.msg);
+    s->head = 1;
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_model *target,
                                            const specdec_model *draft, const specdec_engine_params *ep) {
     sd_engine_plan plan;
@@ -306,7 +324,9 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     s->pool_blocks = s->p.kv_pool_blocks > 0 ? s->p.kv_pool_blocks : s->p.max_active * per_seq;
     specdec_backend be = sd_engine_pick_backend(plan.params.backend);
     st = sd_sched_make_model(s, target, &plan, &be, &s->gt, 0);
-    if (st == SPECDEC_OK && draft) st = sd_sched_make_model(s, draft, &plan, &be, &s->gd, 1);
+    if (st == SPECDEC_OK && draft)
+        st = draft->eagle3 ? sd_sched_make_heads(s, target, draft, &plan, be)
+                           : sd_sched_make_model(s, draft, &plan, &be, &s->gd, 1);
     sd_errbuf eb;
     sd_err_clear(&eb);
     if (st == SPECDEC_OK && (st = sd_sched_make_round(s, be, draft != NULL, &eb)) != SPECDEC_OK)
@@ -315,11 +335,14 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     s->env.n_ctx = s->n_ctx;
     s->env.n_vocab = s->n_vocab;
     s->env.has_draft = s->has_draft;
-    s->env.tree_fit = draft ? plan.max_batch - 1 : 0; /* one call of each model: the root and the nodes */
+    s->env.has_eagle3 = s->head;
+    /* one call of each model: the root and the nodes (as the engine: a head's rows bound it) */
+    const int32_t d_rows = draft ? s->seqs[0].d->max_batch : 0;
+    s->env.tree_fit = draft ? (plan.max_batch - 1 < d_rows ? plan.max_batch - 1 : d_rows) : 0;
     s->env.tree_fit_solo = plan.max_batch - 1;
     s->env.special = plan.special;
     s->m.kv_blocks_total = s->pool_blocks;
-    s->m.draft_kv_blocks_total = draft ? s->pool_blocks : 0;
+    s->m.draft_kv_blocks_total = draft && !s->head ? s->pool_blocks : 0; /* a head's cache is per slot */
     return SPECDEC_OK;
 }
 

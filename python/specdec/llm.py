@@ -99,8 +99,9 @@ class LLM:
     """A speculative-decoding engine in vLLM's shape.
 
     model: a Hugging Face model directory; None = the bundled KJV target (and, unless told
-    otherwise, its draft). draft: a draft model directory (as speculative_config["model"]).
-    speculative_config: {"method": "draft_model"|"ngram"|"eagle3", "model": DIR,
+    otherwise, its draft). draft: a draft model or EAGLE-3 head directory (as speculative_config["model"]).
+    speculative_config: {"method": "draft_model"|"ngram"|"eagle3" (absent: the draft given drafts, a head
+    as eagle3; "eagle3" needs a head, "draft_model" a draft model), "model": DIR,
     "num_speculative_tokens": γ, "prompt_lookup_min"/"prompt_lookup_max": N (ngram), "tree": [4, 2, 1],
     "draft_nodes": N, "verify": "auto"|"rejection"|"greedy"|"match"}.
     backend: "auto" (CUDA when a device is usable), "cpu" or "cuda". n_ctx: context length (None =
@@ -136,6 +137,8 @@ class LLM:
             self.draft = draft_dir
             self._target = self._load_model(target_dir, "target")
             self._draft = self._load_model(draft_dir, "draft") if draft_dir else b.ffi.NULL
+            if draft_dir:
+                self._check_draft_kind(draft_dir, spec)
             self.tokenizer = Tokenizer(target_dir)
             out = b.ffi.new("specdec_scheduler **")
             b.check(b.lib.specdec_scheduler_create(self._target, self._draft, ep, sp, out), b.lib.specdec_last_error,
@@ -162,7 +165,7 @@ class LLM:
         method = cfg.get("method", "draft_model")
         if method not in _DRAFT_METHODS:
             raise InvalidArgumentError(f"speculative_config['method'] = {method!r}: one of {sorted(_DRAFT_METHODS)}")
-        spec = dict(cfg, method=method)
+        spec = dict(cfg)  # no "method": the library's AUTO (the draft model, or eagle3 for an EAGLE-3 head)
         for k in ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "draft_nodes"):
             v = spec.get(k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
@@ -216,6 +219,23 @@ class LLM:
                 f"loading the {role} model {path}")
         self._models.append(out[0])
         return out[0]
+
+    def _check_draft_kind(self, draft_dir, spec):
+        """'eagle3' needs an EAGLE-3 head as the draft, an explicit 'draft_model' a draft model (no method: the
+        library picks eagle3 for a head)."""
+        b = self._b
+        if not b.has_field("specdec_model_info", "model_kind"):
+            return
+        info = b.ffi.new("specdec_model_info *")
+        b.check(b.lib.specdec_model_get_info(self._draft, info), b.lib.specdec_last_error, f"reading {draft_dir}")
+        head = info.model_kind == b.enum_value("specdec_draft_method", "SPECDEC_DRAFT_EAGLE3")
+        method = spec.get("method")
+        if method == "eagle3" and not head:
+            raise InvalidArgumentError(f"speculative_config method 'eagle3': {draft_dir} is not an EAGLE-3 head "
+                                       "(use 'draft_model')")
+        if method == "draft_model" and head:
+            raise InvalidArgumentError(f"speculative_config method 'draft_model': {draft_dir} is an EAGLE-3 head "
+                                       "(use 'eagle3')")
 
     def _backend_used(self, backend: int) -> str:
         b = self._b

@@ -10,8 +10,13 @@ alone, its completions (temperature 0) equal `specdec generate` plain decoding a
 (draft_model on a server with -md, ngram with a tree); bad values answer 400 with
 "param" naming the field (method, num_speculative_tokens, prompt_lookup_min/max, model
 with ngram, draft_model without a draft model, a tree without a drafter); bad
---speculative-config text exits 2 with a message. --quick (sanitizer builds): 4 tokens, the
-first server only.
+--speculative-config text exits 2 with a message. With the EAGLE-3 head (-md kjv-eagle3, or
+{"method": "eagle3", "model": HEAD} at start): requests draft with eagle3 by default and with a
+request's {"method": "eagle3"} (chains and a tree), their text equal to plain decoding and
+their statistics to `specdec generate -md HEAD`; {"method": "draft_model"} is a 400 naming
+speculative_config.method, as {"method": "eagle3"} is on a server with a draft model; a start
+whose method does not fit the draft exits 2. --quick (sanitizer builds): 4 tokens, the first
+server and the head server only.
 """
 import http.client
 import json
@@ -19,7 +24,7 @@ import select
 import subprocess
 import time
 
-from dtest import BIN, DRAFT, QUICK, TARGET, check, finish
+from dtest import BIN, DRAFT, MODELS, QUICK, TARGET, check, finish
 
 N = 4 if QUICK else 16
 PROMPT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
@@ -77,8 +82,35 @@ def completion(extra):
     return dict({"prompt": PROMPT, "max_tokens": N, "temperature": 0}, **extra)
 
 
+HEAD = f"{MODELS}/kjv-eagle3"
 ref = json.loads(subprocess.run([BIN, "generate", "-m", TARGET, "-p", PROMPT, "-n", str(N), "--temp", "0", "--json",
                                  "--ignore-eos"], capture_output=True, text=True, timeout=120).stdout)
+
+
+def generate_head(*extra):
+    """`specdec generate -md HEAD` (the engine), the server's reference with the head."""
+    return json.loads(subprocess.run([BIN, "generate", "-m", TARGET, "-md", HEAD, "-p", PROMPT, "-n", str(N), "--temp",
+                                      "0", "--json", "--ignore-eos", "--backend", "cpu", *extra],
+                                     capture_output=True, text=True, timeout=120).stdout)
+
+
+def check_head_server(srv, what):
+    """A server with the head: eagle3 by default, by request (a chain of 3, a tree), refusals."""
+    for extra, args in (({}, []), ({"speculative_config": {"method": "eagle3", "num_speculative_tokens": 3}},
+                                   ["--draft-max", "3"]),
+                        ({"speculative_config": {"method": "eagle3"}, "tree": [3, 2]}, ["--tree", "3,2"])):
+        st, r = srv.post(completion(dict(extra, ignore_eos=True)))
+        eng = generate_head(*args)
+        sp = r.get("speculative", {}) if st == 200 else {}
+        check(st == 200 and sp.get("draft_method") == "eagle3" and r["choices"][0]["text"] == ref["text"] and
+              sp.get("n_drafted") == eng["stats"]["n_drafted"] and sp.get("n_accepted") == eng["stats"]["n_accepted"]
+              and sp.get("n_drafted", 0) > 0, f"{what} {extra}: {st} {r} / {eng['stats']}")
+    st, r = srv.post(completion({"speculative_config": {"method": "draft_model"}}))
+    check(st == 400 and r["error"]["param"] == "speculative_config.method" and "EAGLE-3" in r["error"]["message"],
+          f"{what}: draft_model with a head: {st} {r}")
+    st, r = srv.post(completion({"speculative_config": {"method": "ngram"}}))
+    check(st == 200 and r["speculative"]["draft_method"] == "ngram" and r["choices"][0]["text"] == ref["text"],
+          f"{what}: ngram beside a head: {st} {r}")
 
 srv = Server("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 3}')
 try:
@@ -91,7 +123,7 @@ try:
           f"request ngram tree: {st} {r}")
     bad = [({"method": "medusa"}, "speculative_config.method"),
            ({"method": "draft_model"}, "speculative_config.method"),
-           ({"method": "eagle3"}, None),
+           ({"method": "eagle3"}, "speculative_config.method"),
            ({"num_speculative_tokens": 17}, "speculative_config.num_speculative_tokens"),
            ({"prompt_lookup_min": 0}, "speculative_config.prompt_lookup_min"),
            ({"prompt_lookup_max": 65}, "speculative_config.prompt_lookup_max"),
@@ -108,8 +140,20 @@ try:
 finally:
     srv.stop()
 
+srv = Server("-m", TARGET, "-md", HEAD)
+try:
+    check_head_server(srv, "-md HEAD")
+finally:
+    srv.stop()
+
 if QUICK:
     finish()
+srv = Server("--speculative-config", json.dumps({"method": "eagle3", "model": HEAD}))
+try:
+    check_head_server(srv, "--speculative-config eagle3")
+finally:
+    srv.stop()
+
 srv = Server("-m", TARGET, "-md", DRAFT, "--speculative-config", '{"method": "ngram"}')
 try:
     st, r = srv.post(completion({"speculative_config": {"method": "draft_model", "num_speculative_tokens": 3}}))
@@ -119,6 +163,9 @@ try:
     check(st == 200 and r["speculative"]["draft_method"] == "ngram", f"server default ngram with -md: {st} {r}")
     st, r = srv.post(completion({"speculative_config": {"model": "other-draft"}}))
     check(st == 400 and r["error"]["param"] == "speculative_config.model", f"another draft model: {st} {r}")
+    st, r = srv.post(completion({"speculative_config": {"method": "eagle3"}}))
+    check(st == 400 and r["error"]["param"] == "speculative_config.method" and "EAGLE-3" in r["error"]["message"],
+          f"eagle3 with a draft model: {st} {r}")
 finally:
     srv.stop()
 
@@ -131,9 +178,16 @@ try:
 finally:
     srv.stop()
 
-for text in ('{"method": "ngram", "model": "x"}', '{"method": 3}', "[1]", "{", '{"method": "draft_model"}'):
+for text in ('{"method": "ngram", "model": "x"}', '{"method": 3}', "[1]", "{", '{"method": "draft_model"}',
+             '{"method": "eagle3"}'):
     p = subprocess.run([BIN, "serve", "--port", "0", "-m", TARGET, "--speculative-config", text], capture_output=True,
                        text=True, timeout=60)
     check(p.returncode == 2 and "--speculative-config" in p.stderr, f"bad --speculative-config {text}: {p.returncode} "
           f"{p.stderr[-300:]!r}")
+# a method that does not fit the draft loaded: refused once it is loaded, exit 2
+for md, text in ((HEAD, '{"method": "draft_model"}'), (DRAFT, '{"method": "eagle3"}')):
+    p = subprocess.run([BIN, "serve", "--port", "0", "--backend", "cpu", "-m", TARGET, "-md", md,
+                        "--speculative-config", text], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "--speculative-config" in p.stderr and "EAGLE-3 head" in p.stderr,
+          f"-md {md} --speculative-config {text}: {p.returncode} {p.stderr[-300:]!r}")
 finish()

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../verify/vstats.h"
+#include "e3_test.h"
 #include "sd_cpu_runner.h"
 #include "sd_cpu_sample.h"
 #include "sd_model.h"
@@ -31,15 +32,6 @@
 
 #define MAX_ROUNDS 64
 #define GV 16
-
-static specdec_model *load(const char *dir, const char *sub) {
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", dir, sub);
-    specdec_model *m = NULL;
-    const specdec_status st = specdec_model_load(p, NULL, &m);
-    SD_CHECK(st == SPECDEC_OK, "load %s: %s", p, specdec_last_error());
-    return m;
-}
 
 static specdec_engine *make_engine(const specdec_model *t, const specdec_model *h) {
     specdec_engine_params ep = specdec_engine_default_params();
@@ -138,7 +130,7 @@ static void check_ref_drafts(const char *dir, const specdec_model *target) {
         if (strcmp(name, cur)) {
             snprintf(cur, sizeof cur, "%s", name);
             memset(&r, 0, sizeof r);
-            specdec_model *h = load(dir, name);
+            specdec_model *h = e3_load(dir, name);
             specdec_engine *e = h ? make_engine(target, h) : NULL;
             if (e) {
                 specdec_generate_params gp = specdec_generate_default_params();
@@ -225,7 +217,7 @@ static void check_gtest(const char *dir, long N) {
         {"rejection g2 T0.7 filters", 0, 2, 0.7f, 0.9f, 0.05f, 8},
         {"rejection tree 2,2 T1", 1, 2, 1.0f, 1.0f, 0.0f, 0},
     };
-    specdec_model *t = load(dir, "gtarget"), *h = load(dir, "ghead");
+    specdec_model *t = e3_load(dir, "gtarget"), *h = e3_load(dir, "ghead");
     specdec_engine *e = t && h ? make_engine(t, h) : NULL;
     for (size_t k = 0; e && k < sizeof cases / sizeof cases[0]; k++) {
         const gcase *c = &cases[k];
@@ -289,12 +281,12 @@ int main(int argc, char **argv) {
     }
     const long N = atol(argv[3]);
 #ifndef SD_E3_MUTANT
-    specdec_model *t = load(argv[1], "target");
+    specdec_model *t = e3_load(argv[1], "target");
     if (t) {
         static const char *heads[] = {"flat_f32_d2t", "flat_bf16_embed_bias", "speculators_f16_t2d",
                                       "speculators_f32_fullvocab"};
         for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
-            specdec_model *h = load(argv[1], heads[i]);
+            specdec_model *h = e3_load(argv[1], heads[i]);
             specdec_engine *e = h ? make_engine(t, h) : NULL;
             if (e) check_equal_plain(heads[i], e, DRAFT_PROMPT, 6, 40, NULL, 0);
             specdec_engine_free(e);
@@ -303,7 +295,7 @@ int main(int argc, char **argv) {
         check_ref_drafts(argv[1], t);
         specdec_model_free(t);
     }
-    specdec_model *kt = load(argv[2], "kjv-target"), *kh = load(argv[2], "kjv-eagle3");
+    specdec_model *kt = e3_load(argv[2], "kjv-target"), *kh = e3_load(argv[2], "kjv-eagle3");
     specdec_engine *ke = kt && kh ? make_engine(kt, kh) : NULL;
     /* "And it came to pass, when" in the kjv tokenizer's ids would do; any ids will: greedy
      * text of the bundled target repeats, the head accepts */

@@ -32,9 +32,10 @@ def specdec_bin():
     return b
 
 
-def cli_generate(prompt, n, *extra):
-    """`specdec generate --json` on the bundled pair, CPU backend: the reference."""
-    cmd = [specdec_bin(), "generate", "-m", TARGET, "-md", DRAFT, "-p", prompt, "-n", str(n), "--backend", "cpu",
+def cli_generate(prompt, n, *extra, draft=DRAFT):
+    """`specdec generate --json` on the bundled pair (or the target with another draft), CPU backend: the
+    reference."""
+    cmd = [specdec_bin(), "generate", "-m", TARGET, "-md", draft, "-p", prompt, "-n", str(n), "--backend", "cpu",
            "--json", *map(str, extra)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"{cmd}: {r.stderr}"

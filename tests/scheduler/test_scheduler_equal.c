@@ -6,7 +6,12 @@
  * (including plain decoding, γ = 0), draft trees (a fixed shape, a node budget) and
  * different drafters in the same rounds (the draft model, n-gram chains and a tree,
  * draft_method NONE) on the bundled pair. Every round runs all active sequences through one batched target
- * pass. Three submitter threads each submit their share and wait for it, twice:
+ * pass. DRAFT_DIR may be an EAGLE-3 head (ctest scheduler_equal_eagle3: kjv-target + kjv-eagle3):
+ * then the "draft model" requests draft with the head (draft_method AUTO picks eagle3; each slot
+ * has its own head runner, reset when a request takes the slot), sharing rounds with the n-gram
+ * and plain ones; the draft KV metrics are 0 (a head's cache is in no pool); a request asking
+ * for the other drafter (MODEL with a head, EAGLE3 with a draft model) is refused at submit
+ * with INVALID_ARGUMENT. Three submitter threads each submit their share and wait for it, twice:
  *   1. 4 sequences at a time, the default KV pool;
  *   2. 6 at a time on a pool of 24 blocks of 8 tokens, smaller than 6 requests'
  *      reservations: requests wait for blocks (admission control) and a monitor thread
@@ -23,6 +28,7 @@
 
 #define MAX_REQ 18
 static int N_REQ = MAX_REQ;
+static int HEAD; /* DRAFT_DIR is an EAGLE-3 head */
 #define N_THREADS 3
 #define MAX_PREDICT 24
 static int32_t N_PREDICT = MAX_PREDICT;
@@ -77,6 +83,7 @@ static void *submitter(void *arg) {
 }
 
 static int prepare(sc_env *e, req *reqs) {
+    int runner_drafted = 0; /* requests the draft model / head drafted for */
     for (int i = 0; i < N_REQ; i++) {
         req *r = &reqs[i];
         memset(r, 0, sizeof *r);
@@ -100,12 +107,31 @@ static int prepare(sc_env *e, req *reqs) {
         r->gp.tokenizer = e->tok;
         r->n_ref = sc_reference(e, r->prompt, r->n_prompt, &r->gp, r->ref, N_PREDICT, &r->ref_stats);
         if (r->n_ref < 0) return 1;
+        runner_drafted += r->ref_stats.n_drafted > 0 &&
+                          r->ref_stats.draft_method == (HEAD ? SPECDEC_DRAFT_EAGLE3 : SPECDEC_DRAFT_MODEL);
         size_t len = 0;
         if (specdec_detokenize(e->tok, r->ref, r->n_ref, 1, r->ref_text, TEXT_CAP, &len) != SPECDEC_OK) return 1;
         r->gp.callback = on_piece; /* set after the reference: the reference needs no text */
         r->gp.user_data = r;
     }
+    SD_CHECK(runner_drafted >= N_REQ / 3, "only %d of %d requests drafted with the %s", runner_drafted, N_REQ,
+             HEAD ? "EAGLE-3 head" : "draft model");
     return 0;
+}
+
+/* The drafter the loaded draft is not (MODEL with a head, EAGLE3 with a draft model) is
+ * refused at submit, naming it. */
+static void check_other_method(sc_env *e, specdec_scheduler *s) {
+    specdec_generate_params gp = sc_params(0, 1, 4, 3);
+    gp.draft_method = HEAD ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_EAGLE3;
+    int32_t prompt[64];
+    const int32_t n = sc_encode(e, SC_PROMPTS[0], prompt, 64);
+    specdec_request_id id = 0;
+    const specdec_status st = specdec_scheduler_submit(s, prompt, n, &gp, &id);
+    SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && id == 0 && strstr(specdec_last_error(), HEAD ? "MODEL" : "EAGLE3") &&
+                 strstr(specdec_last_error(), "EAGLE-3 head"),
+             "draft_method %s on a scheduler with %s: %s (%s)", HEAD ? "MODEL" : "EAGLE3",
+             HEAD ? "a head" : "a draft model", specdec_status_string(st), specdec_last_error());
 }
 
 static void check(const req *reqs) {
@@ -145,7 +171,7 @@ static void check_metrics(specdec_scheduler *s, const req *reqs, int32_t pool) {
              "totals: tokens %lld/%lld rounds %lld/%lld drafted %lld/%lld accepted %lld/%lld",
              (long long)m.tokens_generated, (long long)tokens, (long long)m.rounds, (long long)rounds,
              (long long)m.drafted, (long long)drafted, (long long)m.accepted, (long long)accepted);
-    SD_CHECK(m.kv_blocks_total == pool && m.draft_kv_blocks_total == pool && m.kv_blocks_used == 0 &&
+    SD_CHECK(m.kv_blocks_total == pool && m.draft_kv_blocks_total == (HEAD ? 0 : pool) && m.kv_blocks_used == 0 &&
                  m.draft_kv_blocks_used == 0,
              "kv metrics: total %d / %d (want %d), used %d / %d at the end", (int)m.kv_blocks_total,
              (int)m.draft_kv_blocks_total, (int)pool, (int)m.kv_blocks_used, (int)m.draft_kv_blocks_used);
@@ -210,6 +236,7 @@ static void run_case(sc_env *e, req *reqs, int32_t max_active, int32_t block_tok
     check(reqs);
     const int32_t pool = pool_blocks > 0 ? pool_blocks : max_active * ((specdec_scheduler_n_ctx(s) + block_tokens - 1) / block_tokens);
     check_metrics(s, reqs, pool);
+    check_other_method(e, s);
     SD_CHECK(mo.over == 0 && mo.max_active <= max_active, "pool exceeded in %d of %d samples (max used %d of %d), "
              "active up to %d", mo.over, mo.samples, mo.max_used, (int)pool, mo.max_active);
     printf("max_active %d, pool %d blocks of %d: %d samples, up to %d blocks used, %d active, %d queued\n",
@@ -232,6 +259,8 @@ int main(int argc, char **argv) {
     if (N_PREDICT < 1 || N_PREDICT > MAX_PREDICT) N_PREDICT = MAX_PREDICT;
     sc_env e;
     if (sc_env_load(&e, argv[1], argv[2])) return 1;
+    specdec_model_info info;
+    HEAD = specdec_model_get_info(e.dm, &info) == SPECDEC_OK && info.model_kind == SPECDEC_DRAFT_EAGLE3;
     static req reqs[MAX_REQ];
     if (prepare(&e, reqs)) {
         sc_env_free(&e);

@@ -208,6 +208,12 @@ static void validate(void) {
     p.adaptive_draft = 1;
     p.n_draft = 0; /* adaptive without a start: an error only with a draft model */
     SD_CHECK(specdec_generate_params_validate(&p) == SPECDEC_OK, "model-dependent: %s", specdec_last_error());
+    /* whether the draft is an EAGLE-3 head or a model is the models' business too */
+    specdec_generate_params h = specdec_generate_default_params();
+    h.draft_method = SPECDEC_DRAFT_EAGLE3;
+    SD_CHECK(specdec_generate_params_validate(&h) == SPECDEC_OK, "EAGLE3: %s", specdec_last_error());
+    h.draft_method = SPECDEC_DRAFT_MODEL;
+    SD_CHECK(specdec_generate_params_validate(&h) == SPECDEC_OK, "MODEL: %s", specdec_last_error());
 }
 
 static void context(void) {

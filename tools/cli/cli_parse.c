@@ -194,9 +194,10 @@ int cli_gen_bundled_draft(const cli_gen_opts *o) {
     return o->gp.draft_method == SPECDEC_DRAFT_AUTO || o->gp.draft_method == SPECDEC_DRAFT_MODEL;
 }
 
-/* A drafter that needs no draft model with one given (-md): refused, naming both. */
+/* A drafter that needs no draft model with one given (-md): refused, naming both (eagle3
+ * drafts with -md: an EAGLE-3 head). */
 static cli_parse_rc gen_check_drafter(cli_gen_opts *o, int argc, char **argv, cli_parse_err *err) {
-    if (cli_gen_bundled_draft(o) || !o->draft_dir) return CLI_PARSE_OK;
+    if (cli_gen_bundled_draft(o) || o->gp.draft_method == SPECDEC_DRAFT_EAGLE3 || !o->draft_dir) return CLI_PARSE_OK;
     for (int i = argc - 2; i > 0; i--)
         if (!strcmp(argv[i], "--drafter")) {
             snprintf(err->detail, sizeof err->detail, "a draft model is given (-md %s); this drafter uses none",

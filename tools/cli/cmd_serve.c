@@ -18,7 +18,8 @@ static void serve_usage(FILE *f) {
     fprintf(f,
             "usage: specdec serve [-m TARGET_DIR] [-md DRAFT_DIR] [options]\n"
             "  -m DIR              target model directory; default: the bundled pair kjv-target + kjv-draft\n"
-            "  -md DIR             draft model directory (speculative decoding); none: plain decoding\n"
+            "  -md DIR             draft model or EAGLE-3 head directory (speculative decoding; a head\n"
+            "                      drafts as eagle3, CPU backend); none: plain decoding\n"
             "  --host ADDR         bind address (default 127.0.0.1: loopback only)\n"
             "  --port N            port, 0 = any free one (printed); default 8080\n"
             "  --api-key KEY       require 'Authorization: Bearer KEY' (default: $SPECDEC_API_KEY, else none;\n"
@@ -31,6 +32,8 @@ static void serve_usage(FILE *f) {
             "  --speculative-config JSON  the requests' default drafter, vLLM's keys: {\"method\":\n"
             "                      \"ngram\"|\"draft_model\"|\"eagle3\", \"num_speculative_tokens\": G,\n"
             "                      \"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"model\": DRAFT_DIR};\n"
+            "                      \"eagle3\" needs an EAGLE-3 head as the draft (-md or \"model\"),\n"
+            "                      \"draft_model\" a draft model;\n"
             "                      a request's \"speculative_config\" overrides it (with it and no -m:\n"
             "                      the bundled target alone)\n"
             "  --chat-template T   chat prompts: jinja (the model's own template) | plain | a built-in one:\n"

@@ -90,14 +90,23 @@ static int sd_server_fail(const char *what, specdec_status st) {
     return -1;
 }
 
+/* The models, the tokenizer and the scheduler: 0, -1 (the message printed), or 2 when the
+ * --speculative-config method does not fit the draft loaded (a usage error). */
 static int sd_server_load(sd_server *srv) {
     specdec_status st = specdec_model_load(srv->cfg.target_dir, NULL, &srv->target);
     if (st) return sd_server_fail("loading the target model", st);
     if (srv->cfg.draft_dir && (st = specdec_model_load(srv->cfg.draft_dir, NULL, &srv->draft)))
         return sd_server_fail("loading the draft model", st);
+    specdec_model_info info;
+    if (srv->draft && (st = specdec_model_get_info(srv->draft, &info))) return sd_server_fail("reading the draft", st);
+    srv->draft_head = srv->draft && info.model_kind == SPECDEC_DRAFT_EAGLE3;
+    char msg[600];
+    if (sd_spec_check_loaded(&srv->spec, srv->cfg.draft_dir, srv->draft_head, msg, sizeof msg)) {
+        fprintf(stderr, "specdec serve: --speculative-config: %s\n", msg);
+        return 2; /* a usage error, as the config's own */
+    }
     if ((st = specdec_tokenizer_load(srv->cfg.target_dir, &srv->tok)))
         return sd_server_fail("loading the tokenizer", st);
-    specdec_model_info info;
     sd_server_chat_setup(srv);
     if ((st = specdec_model_get_info(srv->target, &info))) return sd_server_fail("reading the model", st);
     srv->n_vocab = info.vocab_size;
@@ -211,9 +220,10 @@ int sd_server_run(const sd_server_config *cfg) {
         return 1;
     }
     if (srv->cfg.before_load) srv->cfg.before_load(srv->cfg.before_load_arg); /* tests only (sd_server.h) */
-    if (sd_server_load(srv)) {
+    const int rc = sd_server_load(srv);
+    if (rc) {
         sd_server_free(srv);
-        return 1;
+        return rc < 0 ? 1 : rc;
     }
     atomic_store(&srv->state, SD_STATE_READY); /* release: the models are set up */
     printf("specdec serve: ready (model %s, %s backend, %s, parallel %d, chat template %s)\n", srv->model_id,

@@ -336,8 +336,8 @@ static void sd_gen_prep_run(void *arg) {
         return;
     }
     p->parsed = 1;
-    p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->cfg.n_draft,
-                            p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0, &p->spec, &p->e);
+    p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->draft_head,
+                            srv->cfg.n_draft, p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0, &p->spec, &p->e);
     if (!p->rc) p->rc = sd_gen_prompt(srv, &p->req, &p->ids, &p->n, &p->e);
     if (!p->rc) p->rc = sd_gen_budget(srv, &p->req, p->n, &p->n_predict, &p->e);
 }

@@ -88,6 +88,23 @@ int sd_spec_server_config(const char *json, const char *draft_dir, sd_spec_confi
         snprintf(msg, cap, "the draft_model method needs a draft model (-md or \"model\")");
         return -1;
     }
+    if (out->method == SPECDEC_DRAFT_EAGLE3 && !out->model[0] && !draft_dir) {
+        snprintf(msg, cap, "the eagle3 method needs an EAGLE-3 head (-md or \"model\")");
+        return -1;
+    }
+    return 0;
+}
+
+int sd_spec_check_loaded(const sd_spec_config *srv, const char *draft_dir, int draft_head, char *msg, size_t cap) {
+    if (srv->method == SPECDEC_DRAFT_MODEL && draft_head) {
+        snprintf(msg, cap, "method \"draft_model\", but %s is an EAGLE-3 head (use \"eagle3\")", draft_dir);
+        return -1;
+    }
+    if (srv->method == SPECDEC_DRAFT_EAGLE3 && !draft_head) {
+        snprintf(msg, cap, "method \"eagle3\", but %s is not an EAGLE-3 head (use \"draft_model\")",
+                 draft_dir ? draft_dir : "the server's draft");
+        return -1;
+    }
     return 0;
 }
 
@@ -103,13 +120,31 @@ static int spec_model_ok(const char *want, const char *loaded) {
     return !strcmp(want, loaded) || (base && !strcmp(want, base + 1));
 }
 
-int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int32_t n_draft_default,
-                    int32_t n_draft_req, int tree, sd_spec_resolved *out, sd_api_error *e) {
-    const int m = req->method >= 0 ? req->method : srv->method >= 0 ? srv->method : -1;
-    out->method = m >= 0 ? (specdec_draft_method)m : draft_name ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_NONE;
-    if (out->method == SPECDEC_DRAFT_MODEL && !draft_name)
+/* The method against the loaded draft: draft_model needs a model, eagle3 a head. */
+static int spec_method_fits(specdec_draft_method m, const char *draft_name, int draft_head, sd_api_error *e) {
+    if (m == SPECDEC_DRAFT_MODEL && !draft_name)
         return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
                            "the draft_model method needs a draft model; this server has none (no -md)");
+    if (m == SPECDEC_DRAFT_MODEL && draft_head)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
+                           "the draft_model method needs a draft model; this server's draft (%s) is an EAGLE-3 head: "
+                           "use \"eagle3\"", draft_name);
+    if (m == SPECDEC_DRAFT_EAGLE3 && !draft_head)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
+                           "the eagle3 method needs an EAGLE-3 head; this server has %s%s",
+                           draft_name ? "the draft model " : "none (no -md)", draft_name ? draft_name : "");
+    return 0;
+}
+
+int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int draft_head,
+                    int32_t n_draft_default, int32_t n_draft_req, int tree, sd_spec_resolved *out, sd_api_error *e) {
+    const int m = req->method >= 0 ? req->method : srv->method >= 0 ? srv->method : -1;
+    out->method = m >= 0             ? (specdec_draft_method)m
+                  : !draft_name      ? SPECDEC_DRAFT_NONE
+                  : draft_head       ? SPECDEC_DRAFT_EAGLE3
+                                     : SPECDEC_DRAFT_MODEL;
+    const int rc = spec_method_fits(out->method, draft_name, draft_head, e);
+    if (rc) return rc;
     if (!spec_model_ok(req->model, draft_name))
         return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.model",
                            "'speculative_config.model' must name the loaded draft model (%s)", draft_name ? draft_name : "none");

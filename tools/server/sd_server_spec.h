@@ -3,8 +3,9 @@
  * object per request as the extension field "speculative_config", mapped onto the
  * generate params' drafter fields. Keys: "method" ("ngram" | "draft_model" | "eagle3"),
  * "num_speculative_tokens" (γ, 0..SPECDEC_MAX_DRAFT), "prompt_lookup_min",
- * "prompt_lookup_max" (1..64), "model" (the draft model: at start it may name the
- * directory -md would; in a request only the loaded one; never with "ngram"). Other keys
+ * "prompt_lookup_max" (1..64), "model" (the draft model or EAGLE-3 head: at start it may
+ * name the directory -md would; in a request only the loaded one; never with "ngram").
+ * "draft_model" needs a loaded draft model, "eagle3" a loaded EAGLE-3 head. Other keys
  * are ignored, as vLLM-compatible servers do. Pure (no model, no sockets): the request
  * parser and its fuzz target use it. */
 #ifndef SD_SERVER_SPEC_H
@@ -28,7 +29,7 @@ typedef struct sd_spec_config {
 
 /* What a request runs with, both objects resolved against the server. */
 typedef struct sd_spec_resolved {
-    specdec_draft_method method; /* MODEL, NGRAM, EAGLE3 (refused by the library) or NONE */
+    specdec_draft_method method; /* MODEL, NGRAM, EAGLE3 or NONE */
     int32_t n_draft, ngram_min, ngram_max;
 } sd_spec_resolved;
 
@@ -41,16 +42,26 @@ int sd_spec_parse_text(const char *json, sd_spec_config *out, char *msg, size_t 
 
 /* `specdec serve --speculative-config JSON` (NULL: none, *out empty): parsed, and its
  * "model" reconciled with -md (draft_dir, may be NULL): *model_from_spec = 1 when the
- * draft model to load is out->model (no -md). 0, or -1 with the reason in msg. */
+ * draft model to load is out->model (no -md). 0, or -1 with the reason in msg. Whether the
+ * loaded draft fits "method" (a head for "eagle3", a model for "draft_model") is
+ * sd_spec_check_loaded's, once it is loaded. */
 int sd_spec_server_config(const char *json, const char *draft_dir, sd_spec_config *out, int *model_from_spec,
                           char *msg, size_t cap);
 
+/* The server's method against the draft it loaded (draft_dir NULL: none; draft_head: it is
+ * an EAGLE-3 head): "draft_model" with a head or "eagle3" without one is refused. 0, or -1
+ * with the reason in msg. */
+int sd_spec_check_loaded(const sd_spec_config *srv, const char *draft_dir, int draft_head, char *msg, size_t cap);
+
 /* The drafter of a request: its own object over the server's (srv) over the defaults
- * (the draft model when one is loaded, γ = n_draft_default, lookup 1..4); n_draft_req
- * the request's "n_draft" extension (-1: absent; "num_speculative_tokens" wins);
- * draft_name the loaded draft model's directory (NULL: none); tree: a "tree" or
- * "draft_nodes" was asked for. 0, or 400 with *e naming the field. */
-int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int32_t n_draft_default,
-                    int32_t n_draft_req, int tree, sd_spec_resolved *out, struct sd_api_error *e);
+ * (the loaded draft: eagle3 for an EAGLE-3 head, else the draft model; γ = n_draft_default,
+ * lookup 1..4); n_draft_req the request's "n_draft" extension (-1: absent;
+ * "num_speculative_tokens" wins); draft_name the loaded draft's directory (NULL: none),
+ * draft_head 1 when it is an EAGLE-3 head; tree: a "tree" or "draft_nodes" was asked for.
+ * "draft_model" with a head, "eagle3" without one: 400 naming speculative_config.method.
+ * 0, or 400 with *e naming the field. */
+int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int draft_head,
+                    int32_t n_draft_default, int32_t n_draft_req, int tree, sd_spec_resolved *out,
+                    struct sd_api_error *e);
 
 #endif
