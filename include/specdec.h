@@ -369,7 +369,8 @@ typedef struct specdec_generate_params {
                                       sequence so far, no draft model needed (chains of n_draft,
                                       or a tree with tree_width / draft_nodes; not with
                                       adaptive_draft); EAGLE3 (needs an EAGLE-3 head as the
-                                      engine's draft, CPU, chains; AUTO picks it for a head); NONE = plain decoding */
+                                      engine's draft, CPU or CUDA, chains or EAGLE-2 trees; AUTO picks
+                                      it for a head); NONE = plain decoding */
     int32_t ngram_min;             /* NGRAM: shortest suffix looked up, 1..ngram_max; default 1 */
     int32_t ngram_max;             /* NGRAM: longest suffix looked up (tried first), ngram_min..64;
                                       default 4 */
