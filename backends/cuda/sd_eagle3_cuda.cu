@@ -562,14 +562,16 @@ static void e3g_op_destroy(sd_eagle3_runner *r) {
 static const sd_eagle3_runner_ops e3g_ops = {e3g_op_fuse, e3g_op_step, e3g_op_q, e3g_op_destroy};
 
 /* What the kernels and this runner cannot serve, before anything is allocated. */
-static specdec_status e3g_check(const sd_eagle3_weights *hw, sd_runner *target, int32_t n_ctx, sd_errbuf *eb) {
-    if (!hw || !target)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): head %p, target %p", (const void *)hw,
-                       (void *)target);
+static specdec_status e3g_check(const sd_eagle3_weights *hw, sd_runner *target, const sd_config *target_cfg,
+                                int32_t n_ctx, sd_errbuf *eb) {
+    if (!hw || !target || !target_cfg)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): head %p, target %p, config %p",
+                       (const void *)hw, (void *)target, (const void *)target_cfg);
     if (target->backend != SPECDEC_BACKEND_CUDA || sd_cuda_group_device(target->group) < 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): the target is not a CUDA runner");
     if (n_ctx < 1) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): n_ctx %d", (int)n_ctx);
     E3G_TRY(sd_eagle3_validate(hw, "EAGLE-3 head (CUDA)", eb));
+    E3G_TRY(sd_eagle3_check_target(hw, target_cfg, "EAGLE-3 head (CUDA)", eb)); /* before allocating */
     const int32_t hd = hw->cfg.layer.head_dim;
     if (hd > SD_CUDA_ATTN_MAX_HD || hd % 2)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "EAGLE-3 head (CUDA): head_dim %d (even, at most %d)", (int)hd,
@@ -582,7 +584,7 @@ extern "C" specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *
                                                        sd_runner **out, sd_errbuf *eb) {
     if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): out is NULL");
     *out = NULL;
-    E3G_TRY(e3g_check(hw, target, n_ctx, eb));
+    E3G_TRY(e3g_check(hw, target, target_cfg, n_ctx, eb));
     /* rows as the CPU head: at least a tree level, at most n_ctx (and never fewer than
      * sd_eagle3_runner_init's rows: the target captures up to that many into aux) */
     int32_t max_rows = rows < SD_RUNNER_TREE_MAX ? SD_RUNNER_TREE_MAX : rows;
