@@ -304,35 +304,17 @@ static specdec_status e3g_note(e3g *h, specdec_status st) {
     return st;
 }
 
+/* y = x W^T (+ bias) over n rows: the batch-invariant skinny GEMM, STORE. */
 static specdec_status e3g_gemm(e3g *h, const void *w, const float *bias, const float *x, float *y, int32_t ldy,
                                int32_t n, int32_t n_out, int32_t k_in) {
-    sd_cuda_gemm_args a;
-    memset(&a, 0, sizeof a);
-    a.w = w;
-    a.wdt = h->wdt;
-    a.bias = bias;
-    a.x = x;
-    a.y = y;
-    a.ldy = ldy;
-    a.n = n;
-    a.n_out = n_out;
-    a.k_in = k_in;
-    a.xconv = h->xconv;
-    a.epi = SD_GEMM_EPI_STORE;
+    const sd_cuda_gemm_args a = {w, h->wdt, bias, x, y, ldy, n, n_out, k_in, h->xconv, SD_GEMM_EPI_STORE};
     return sd_cuda_gemm_skinny(&a, h->stream, &h->r.base.err);
 }
 
 /* out = RMSNorm(x [+= delta]) * w over n rows of dim. */
 static specdec_status e3g_norm(e3g *h, float *x, const float *delta, const float *w, float *out, int32_t n,
                                int32_t dim) {
-    sd_cuda_rmsnorm_args a;
-    a.x = x;
-    a.delta = delta;
-    a.w = w;
-    a.out = out;
-    a.n = n;
-    a.dim = dim;
-    a.eps = h->eps;
+    const sd_cuda_rmsnorm_args a = {x, delta, w, out, n, dim, h->eps};
     return sd_cuda_rmsnorm(&a, h->stream, &h->r.base.err);
 }
 

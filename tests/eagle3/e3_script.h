@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "sd_eagle3.h"
+#include "sd_eagle3_load.h"
+#include "sd_model.h"
 #include "sd_test.h"
 
 /* The forward under test: fuse, step and truncate of one head (ctx). */
@@ -163,6 +165,26 @@ static void e3s_run(const char *name, const char *dir, const sd_eagle3_weights *
     printf("%-28s %d ops, %d rows: max rel err logits %.2e, g_next %.2e, q %.2e; %d argmax rows checked\n", name,
            (int)res->n_ops, (int)res->n_out, res->worst_logits, res->worst_g, res->worst_q, (int)res->argmax_checked);
     free(R.all_g);
+}
+
+/* fn(name, dir, head, ctx) for every good head of FIXTURE_DIR/manifest.txt, loaded (a failed
+ * load is a failed check); returns the heads run. */
+typedef void (*e3s_head_fn)(const char *name, const char *dir, const specdec_model *head, void *ctx);
+static int e3s_each_head(const char *fixtures, e3s_head_fn fn, void *ctx) {
+    char mpath[1024], name[128], dir[900];
+    snprintf(mpath, sizeof mpath, "%s/manifest.txt", fixtures);
+    FILE *mf = fopen(mpath, "r");
+    SD_CHECK(mf != NULL, "no manifest %s", mpath);
+    int n = 0;
+    while (mf && fscanf(mf, "%127s %899s", name, dir) == 2) {
+        specdec_model *h = NULL;
+        const specdec_status st = specdec_model_load(dir, NULL, &h);
+        SD_CHECK(st == SPECDEC_OK && h && h->eagle3, "%s: load: %s", name, specdec_last_error());
+        if (h && h->eagle3) fn(name, dir, h, ctx), n++;
+        specdec_model_free(h);
+    }
+    if (mf) fclose(mf);
+    return n;
 }
 
 #endif

@@ -67,31 +67,22 @@ static void run_script(const char *name, const char *dir, const specdec_model *h
     sd_eagle3_cpu_destroy(e);
 }
 
+/* One good head of the manifest: its info, its fit to the target, its layout, the script. */
+static void good_head(const char *name, const char *dir, const specdec_model *h, void *ctx) {
+    const specdec_model *target = ctx;
+    specdec_model_info in;
+    SD_CHECK(specdec_model_get_info(h, &in) == SPECDEC_OK && in.model_kind == SPECDEC_DRAFT_EAGLE3 &&
+                 in.eagle3_target_hidden == 64 && in.vocab_size == 200 && in.n_layers == 1,
+             "%s: info kind %d target hidden %d vocab %d", name, in.model_kind, in.eagle3_target_hidden, in.vocab_size);
+    SD_CHECK(sd_eagle3_check_target(&h->eagle3->w, &target->w.cfg, name, NULL) == SPECDEC_OK, "%s: %s", name,
+             specdec_last_error());
+    SD_CHECK((h->eagle3->w.cfg.layout == SD_EAGLE3_SPECULATORS) == (strncmp(name, "speculators", 11) == 0),
+             "%s: layout %d", name, (int)h->eagle3->w.cfg.layout);
+    run_script(name, dir, h, target);
+}
+
 static void test_good_heads(const specdec_model *target) {
-    char mpath[1024], name[128], dir[900];
-    snprintf(mpath, sizeof mpath, "%s/manifest.txt", g_dir);
-    FILE *mf = fopen(mpath, "r");
-    SD_CHECK(mf != NULL, "no manifest %s", mpath);
-    int n = 0;
-    while (mf && fscanf(mf, "%127s %899s", name, dir) == 2) {
-        specdec_model *h = NULL;
-        specdec_status st = specdec_model_load(dir, NULL, &h);
-        SD_CHECK(st == SPECDEC_OK && h && h->eagle3, "%s: load: %s", name, specdec_last_error());
-        if (!h || !h->eagle3) continue;
-        specdec_model_info in;
-        SD_CHECK(specdec_model_get_info(h, &in) == SPECDEC_OK && in.model_kind == SPECDEC_DRAFT_EAGLE3 &&
-                     in.eagle3_target_hidden == 64 && in.vocab_size == 200 && in.n_layers == 1,
-                 "%s: info kind %d target hidden %d vocab %d", name, in.model_kind, in.eagle3_target_hidden,
-                 in.vocab_size);
-        SD_CHECK(sd_eagle3_check_target(&h->eagle3->w, &target->w.cfg, name, NULL) == SPECDEC_OK, "%s: %s", name,
-                 specdec_last_error());
-        SD_CHECK((h->eagle3->w.cfg.layout == SD_EAGLE3_SPECULATORS) == (strncmp(name, "speculators", 11) == 0),
-                 "%s: layout %d", name, (int)h->eagle3->w.cfg.layout);
-        run_script(name, dir, h, target);
-        specdec_model_free(h);
-        n++;
-    }
-    if (mf) fclose(mf);
+    const int n = e3s_each_head(g_dir, good_head, (void *)target);
     SD_CHECK(n == 4, "%d heads in the manifest, expected 4", n);
 }
 

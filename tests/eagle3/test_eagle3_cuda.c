@@ -169,7 +169,8 @@ static int32_t cu_truncate(void *c, int32_t n) {
 }
 static const char *cu_error(void *c) { return ((sd_eagle3_runner *)c)->base.err.msg; }
 
-static void head_script(const char *name, const char *dir, const specdec_model *head, const specdec_model *target) {
+static void head_script(const char *name, const char *dir, const specdec_model *head, void *ctx) {
+    const specdec_model *target = ctx;
     const sd_eagle3_weights *hw = &head->eagle3->w;
     sd_runner *tr = NULL, *hr = NULL;
     sd_errbuf eb;
@@ -190,18 +191,7 @@ static void head_script(const char *name, const char *dir, const specdec_model *
 }
 
 static void test_heads(const specdec_model *target) {
-    char mpath[1024], name[128], dir[900];
-    snprintf(mpath, sizeof mpath, "%s/manifest.txt", g_dir);
-    FILE *mf = fopen(mpath, "r");
-    SD_CHECK(mf != NULL, "no manifest %s", mpath);
-    int n = 0;
-    while (mf && fscanf(mf, "%127s %899s", name, dir) == 2) {
-        specdec_model *h = NULL;
-        SD_CHECK(specdec_model_load(dir, NULL, &h) == SPECDEC_OK && h && h->eagle3, "%s: load", name);
-        if (h && h->eagle3) head_script(name, dir, h, target), n++;
-        specdec_model_free(h);
-    }
-    if (mf) fclose(mf);
+    const int n = e3s_each_head(g_dir, head_script, (void *)target);
     SD_CHECK(n == 4, "%d heads run, expected 4", n);
     /* a head over a CPU runner is refused (named), nothing allocated */
     specdec_model *h = load(g_dir, "flat_f32_d2t");
