@@ -19,7 +19,9 @@
  *            (x_{j+1}, g_next of the previous row, position N + j) gives the next
  *            distribution. The chain rows are dropped from the cache right after drafting;
  *   observe  after accepting m drafts: rows N .. N + m = (out[0..m], aux rows 0..m of the
- *            verify pass) — the cache again holds exactly the verified positions.
+ *            verify pass; a tree's: the root's and the accepted path's nodes) — the cache
+ *            again holds exactly the verified positions. aux is the target group's memory
+ *            (device memory on CUDA): this file never reads it, the head's fuse does.
  * Exactness: every draft token is drawn from the q row handed to the verifier, so the
  * rejection rule is exact for any temperature; greedy and match accept on the target's
  * rows alone (docs/DRAFTERS.md). The head's logits are NOT scaled by anything else. */
@@ -41,11 +43,27 @@ static specdec_status e3d_fail(const sd_eagle3_runner *h, specdec_status st, sd_
     return sd_fail(eb, st, "%s", h->base.err.msg);
 }
 
-/* Head rows p0 .. p0 + n - 1 from the captured rows h->aux[0..n): tokens tok[0..n), the
- * last row's logits and g_next become the root. */
-static specdec_status e3d_extend(sd_eagle3_runner *h, const int32_t *tok, int32_t p0, int32_t n, sd_errbuf *eb) {
+/* g rows 0 .. n-1 = fc of the captured rows h->aux[src[i]] (src NULL: row i), one fuse per run
+ * of consecutive source rows. aux is the target group's memory (device memory for a CUDA
+ * head): only the head's fuse reads it, never this file. */
+static specdec_status e3d_fuse_rows(sd_eagle3_runner *h, const int32_t *src, int32_t n) {
+    const size_t W = (size_t)SD_EAGLE3_N_AUX * (size_t)h->hw->cfg.target_hidden;
+    const size_t H = (size_t)h->hw->cfg.layer.hidden_size;
+    specdec_status st = SPECDEC_OK;
+    for (int32_t i = 0, j; i < n && st == SPECDEC_OK; i = j) {
+        const int32_t r0 = src ? src[i] : i;
+        for (j = i + 1; j < n && (src ? src[j] : j) == r0 + (j - i);) j++;
+        st = h->ops->fuse(h, h->aux + (size_t)r0 * W, j - i, h->g + (size_t)i * H);
+    }
+    return st;
+}
+
+/* Head rows p0 .. p0 + n - 1 from the captured rows h->aux[src[i]] (src NULL: rows 0..n-1):
+ * tokens tok[0..n), the last row's logits and g_next become the root. */
+static specdec_status e3d_extend(sd_eagle3_runner *h, const int32_t *tok, const int32_t *src, int32_t p0, int32_t n,
+                                 sd_errbuf *eb) {
     const int32_t H = h->hw->cfg.layer.hidden_size;
-    specdec_status st = h->ops->fuse(h, h->aux, n, h->g);
+    specdec_status st = e3d_fuse_rows(h, src, n);
     for (int32_t i = 0; i < n; i++) h->pos[i] = p0 + i;
     /* rows 0 .. n-2 only enter the cache (k, v); the last row gives the root */
     if (st == SPECDEC_OK && n > 1) st = h->ops->step(h, tok, h->g, h->pos, n - 1, NULL, 0, NULL, NULL);
@@ -75,7 +93,7 @@ static specdec_status e3d_catch_up(sd_eagle3_runner *h, const sd_round_seq *s, s
         const sd_runner_seg seg = {t, s->tokens + kv, n, kv, NULL, 0, NULL, h->aux};
         specdec_status st = sd_runner_forward_batch(&seg, 1, eb);
         if (st != SPECDEC_OK) return st;
-        if ((st = e3d_extend(h, s->tokens + kv + 1, kv, n, eb)) != SPECDEC_OK) return st;
+        if ((st = e3d_extend(h, s->tokens + kv + 1, NULL, kv, n, eb)) != SPECDEC_OK) return st;
         kv += n;
     }
     return SPECDEC_OK;
@@ -284,10 +302,10 @@ static specdec_status e3d_observe(sd_drafter *dr, sd_exec *ex, sd_round_slot *co
             h->root_row = -1; /* behind: the next draft catches up */
             continue;
         }
-        const size_t W = (size_t)SD_EAGLE3_N_AUX * (size_t)h->hw->cfg.target_hidden;
-        for (int32_t j = 0; x->tree && j < m; j++) /* the path's rows after the root's (path increases) */
-            memmove(h->aux + (size_t)(j + 1) * W, h->aux + (size_t)x->path[j] * W, W * sizeof(float));
-        const specdec_status st = e3d_extend(h, x->s->out, N, m + 1, eb);
+        int32_t src[SD_RUNNER_TREE_MAX]; /* a tree: the root's row, then the accepted path's */
+        src[0] = 0;
+        for (int32_t j = 0; x->tree && j < m; j++) src[j + 1] = x->path[j];
+        const specdec_status st = e3d_extend(h, x->s->out, x->tree ? src : NULL, N, m + 1, eb);
         if (st != SPECDEC_OK) return st;
     }
     return SPECDEC_OK;

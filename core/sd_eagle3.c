@@ -132,6 +132,32 @@ specdec_status sd_eagle3_validate(const sd_eagle3_weights *hw, const char *what,
     return SPECDEC_OK;
 }
 
+specdec_status sd_eagle3_check_rows(int32_t n, int32_t max_rows, int32_t n_cached, int32_t n_ctx, int32_t V,
+                                    int32_t pos_limit, const int32_t *tokens, const int32_t *pos,
+                                    const int32_t *parents, int32_t n_shared, sd_errbuf *eb) {
+    if (n < 1 || n > max_rows)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: n = %d outside [1, %d]", (int)n, (int)max_rows);
+    if (n_cached + n > n_ctx)
+        return sd_fail(eb, SPECDEC_ERR_CONTEXT_FULL, "eagle3 step: %d cached + %d rows exceed n_ctx %d", (int)n_cached,
+                       (int)n, (int)n_ctx);
+    if (parents && (n_shared < 0 || n_shared > n_cached))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: n_shared %d outside [0, %d]", (int)n_shared,
+                       (int)n_cached);
+    for (int32_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: token[%d] = %d outside [0, %d)", (int)i,
+                           (int)tokens[i], (int)V);
+        if (pos[i] < 0 || (pos_limit > 0 && pos[i] >= pos_limit))
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: pos[%d] = %d outside [0, %d)", (int)i,
+                           (int)pos[i], (int)(pos_limit > 0 ? pos_limit : INT32_MAX));
+        if (parents && (parents[i] < -1 || parents[i] >= n_cached + i))
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "eagle3 step: parents[%d] = %d is not -1 or an earlier cache row (< %d)", (int)i,
+                           (int)parents[i], (int)(n_cached + i));
+    }
+    return SPECDEC_OK;
+}
+
 int32_t sd_eagle3_q(const sd_eagle3_weights *hw, const float *logits, float *q) {
     const int32_t Vd = hw->cfg.draft_vocab, V = hw->cfg.layer.vocab_size;
     int32_t best = 0;
@@ -184,7 +210,7 @@ specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, con
     r->root_row = -1;
     const size_t R = (size_t)rows, H = (size_t)c->layer.hidden_size, tH = (size_t)c->target_hidden;
     const size_t Vd = (size_t)c->draft_vocab;
-    r->aux = sd_malloc(R * 3 * tH * sizeof(float));
+    if (!r->aux_backend) r->aux = sd_malloc(R * 3 * tH * sizeof(float));
     r->g = sd_malloc(R * H * sizeof(float));
     r->gnext = sd_malloc(R * H * sizeof(float));
     r->logits = sd_malloc(R * Vd * sizeof(float));
@@ -199,9 +225,11 @@ specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, con
 
 void sd_eagle3_runner_fini(sd_eagle3_runner *r) {
     if (!r) return;
-    void *bufs[] = {r->aux, r->g, r->gnext, r->logits, r->root, r->groot, r->tok, r->pos, r->work};
+    void *bufs[] = {r->aux_backend ? NULL : r->aux, r->g, r->gnext, r->logits, r->root, r->groot, r->tok, r->pos,
+                    r->work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
-    r->aux = r->g = r->gnext = r->logits = r->root = r->groot = NULL;
+    if (!r->aux_backend) r->aux = NULL;
+    r->g = r->gnext = r->logits = r->root = r->groot = NULL;
     r->tok = r->pos = NULL;
     r->work = NULL;
 }

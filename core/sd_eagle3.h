@@ -92,6 +92,14 @@ specdec_status sd_eagle3_check_target(const sd_eagle3_weights *hw, const sd_conf
  * the tensor (FORMAT for config values). */
 specdec_status sd_eagle3_validate(const sd_eagle3_weights *hw, const char *what, sd_errbuf *eb);
 
+/* The checks of a head forward's step (both backends, nothing changed on failure): n in [1,
+ * max_rows], n_cached + n <= n_ctx (else CONTEXT_FULL), tokens in [0, V), positions >= 0 and
+ * < pos_limit (0: no limit), tree rows (parents set): n_shared in [0, n_cached], parents[i]
+ * -1 or an earlier cache row (< n_cached + i). INVALID_ARGUMENT naming the value otherwise. */
+specdec_status sd_eagle3_check_rows(int32_t n, int32_t max_rows, int32_t n_cached, int32_t n_ctx, int32_t V,
+                                    int32_t pos_limit, const int32_t *tokens, const int32_t *pos,
+                                    const int32_t *parents, int32_t n_shared, sd_errbuf *eb);
+
 /* The proposal distribution over the target vocabulary from draft logits [Vd]: q[t] =
  * softmax(logits)[i] where t = d2t[i], 0 for every target id outside the draft vocabulary.
  * Computed in double (max-subtracted), written as float. q has V entries. Returns the target
@@ -111,7 +119,9 @@ int32_t sd_eagle3_q(const sd_eagle3_weights *hw, const float *logits, float *q);
 typedef struct sd_eagle3_runner sd_eagle3_runner;
 
 typedef struct sd_eagle3_runner_ops {
-    /* g[i] = fc(aux[i]) for i < n (aux [n, 3·tH] captured rows, g [n, H]); n <= rows. */
+    /* g[i] = fc(aux[i]) for i < n (aux [n, 3·tH] captured rows, g [n, H]); n <= rows. aux is
+     * where the target's group captures (host memory for the CPU, device memory for a CUDA
+     * head, which also takes host rows); g, and every buffer of step and q, is host memory. */
     specdec_status (*fuse)(sd_eagle3_runner *r, const float *aux, int32_t n, float *g);
     /* Append n rows (n <= rows) at cache rows base.kv_len .. +n-1 (the cache first cut to
      * base.kv_len): tokens [n] target ids, g [n, H], pos [n]; parents NULL = chain rows, else
@@ -134,7 +144,10 @@ struct sd_eagle3_runner {
     sd_runner *target;              /* borrowed: the runner whose states it reads */
     int32_t aux_ids[SD_EAGLE3_N_AUX]; /* the target's captured hs indices (resolved) */
     int32_t rows;                   /* rows of the buffers below (>= SD_RUNNER_TREE_MAX) */
-    float *aux;                     /* [rows, 3 tH]: captured rows of the last target pass */
+    float *aux;                     /* [rows, 3 tH]: captured rows of the last target pass, in the target
+                                       group's memory (sd_runner_seg.aux): host (CPU), device (CUDA) */
+    int32_t aux_backend;            /* 1: the backend allocated aux (device memory) before
+                                       sd_eagle3_runner_init and frees it; 0: init does (host) */
     float *g;                       /* [rows, H] fused features / inputs */
     float *gnext;                   /* [rows, H] g_next of the last step's rows */
     float *logits;                  /* [rows, Vd] */
@@ -149,8 +162,9 @@ struct sd_eagle3_runner {
 extern const sd_runner_vtbl sd_eagle3_runner_vtbl;
 /* r as a head runner, or NULL when it is another runner. */
 sd_eagle3_runner *sd_eagle3_runner_of(sd_runner *r);
-/* Fill the common part (the backend allocated r and set ops, hw): base fields, the target,
- * the resolved capture ids, the buffers of `rows` rows (sd_alloc); turns the target's
+/* Fill the common part (the backend allocated r and set ops, hw, and aux when aux_backend):
+ * base fields, the target, the resolved capture ids, the host buffers of `rows` rows
+ * (sd_alloc; aux too unless aux_backend); turns the target's
  * capture on (sd_runner_group_set_capture). Errors: the target captures nothing
  * (UNSUPPORTED), OUT_OF_MEMORY, the head does not fit it (sd_eagle3_check_target). */
 specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, const sd_config *target_cfg,

@@ -70,11 +70,13 @@
  * stream entering layer i (before its input norm), hs[n_layers] = the last layer's output
  * before the final norm. A segment with aux set then receives, for each of its tokens in
  * order, one row of n_capture * hidden fp32: concat(hs[capture[0]], hs[capture[1]], ...)
- * (ids increasing). aux lives in the group's memory (host for the CPU; device memory for a
- * CUDA group once one captures: in this version the CUDA runners capture nothing). Chains, trees, prefill chunks and batched passes
- * capture alike; a capture never changes logits or cache rows. A segment asking for aux
- * of a group that captures nothing (capture_max 0: test runners) is refused (UNSUPPORTED)
- * before anything runs.
+ * (ids increasing). aux lives in the group's memory: host memory for a CPU group (one memcpy
+ * per state and token in cpu_pass), device memory for a CUDA group (standalone runners'
+ * private groups included: one strided device copy per segment and state on the pass's
+ * stream, done when the pass returns; host memory works there too, synchronously). Chains,
+ * trees, prefill chunks and batched passes capture alike; a capture never changes logits
+ * or cache rows. A segment asking for aux of a group that captures nothing (capture_max 0:
+ * test runners) is refused (UNSUPPORTED) before anything runs.
  *
  * Sliding-window release (core/sd_kv.h "Sliding windows"). A group whose kv_window is
  * W > 0 (set by its creator with sd_runner_group_set_window, before it has runners: only

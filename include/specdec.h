@@ -369,8 +369,9 @@ typedef struct specdec_generate_params {
                                       sequence so far, no draft model needed (chains of n_draft,
                                       or a tree with tree_width / draft_nodes; not with
                                       adaptive_draft); EAGLE3 (needs an EAGLE-3 head as the
-                                      engine's or scheduler's draft, CPU; chains or trees; AUTO
-                                      picks it for a head, and MODEL is then refused); NONE = plain decoding */
+                                      engine's or scheduler's draft, CPU or CUDA; chains or EAGLE-2
+                                      trees; AUTO picks it for a head, and MODEL is then refused);
+                                      NONE = plain decoding */
     int32_t ngram_min;             /* NGRAM: shortest suffix looked up, 1..ngram_max; default 1 */
     int32_t ngram_max;             /* NGRAM: longest suffix looked up (tried first), ngram_min..64;
                                       default 4 */
@@ -542,7 +543,7 @@ SPECDEC_API specdec_scheduler_params specdec_scheduler_default_params(void);
 
 /* Create a scheduler. target/draft are borrowed and must outlive the scheduler (draft
  * may be NULL: plain decoding; an EAGLE-3 head: every slot drafts with its own head runner,
- * CPU backend only, UNSUPPORTED on CUDA in this version); engine_params as for specdec_engine_create (NULL =
+ * on the CPU or CUDA backend); engine_params as for specdec_engine_create (NULL =
  * defaults; max_batch bounds the tokens of one pass through a model, several passes
  * make a round when more are active); params NULL = defaults. The models' instances,
  * KV pools and max_active sequence slots are created here: their failures are this

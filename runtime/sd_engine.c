@@ -78,7 +78,8 @@ static specdec_status sd_engine_make_rounds(specdec_engine *e) {
     if (st != SPECDEC_OK) return sd_fail(NULL, st, "engine: %s", eb.msg);
     e->round_kind = SD_ENGINE_ROUND_HOST;
     if (e->backend != SPECDEC_BACKEND_CUDA) return SPECDEC_OK;
-    st = sd_cuda_exec_create(e->target, e->draft, 1, &e->device_exec, &eb);
+    /* an EAGLE-3 head is no CUDA runner: its sequences run on the host executor (the fallback) */
+    st = sd_cuda_exec_create(e->target, e->env.has_eagle3 ? NULL : e->draft, 1, &e->device_exec, &eb);
     if (st == SPECDEC_OK) {
         e->round_kind = SD_ENGINE_ROUND_DEVICE_GRAPH;
         e->device_exec_cuda = 1;
@@ -251,15 +252,16 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
     return st;
 }
 
-/* An EAGLE-3 head's runner over the target runner t (its group captures the head's states);
- * the head borrows the target's embedding when it has none. CPU only for now. */
+/* An EAGLE-3 head's runner over the target runner t (its group captures the head's states) on
+ * t's backend: the CPU reference, or the CUDA head (captured rows on the GPU; its draft steps
+ * run through the round's host executor, docs/EAGLE3.md "CUDA"). The head borrows the
+ * target's embedding when it has none (on CUDA: the target group's device copy). */
 #define SD_ENGINE_HEAD_ROWS 128 /* a tree level pass and a prefill chunk */
 specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
                                    sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb) {
-    if (be != SPECDEC_BACKEND_CPU)
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
-                       "an EAGLE-3 head runs on the CPU backend only in this version (use --backend cpu)");
     const sd_eagle3_weights *hw = &head->eagle3->w;
+    if (be == SPECDEC_BACKEND_CUDA)
+        return sd_cuda_eagle3_runner_create(hw, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb);
     const sd_tensor *embed = hw->embed.data ? &hw->embed : &target->w.tok_embd;
     return sd_eagle3_cpu_runner_create(hw, embed, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb);
 }

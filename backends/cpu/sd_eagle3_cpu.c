@@ -150,31 +150,6 @@ specdec_status sd_eagle3_cpu_fuse(sd_eagle3_cpu *e, const float *aux, int32_t n,
     return SPECDEC_OK;
 }
 
-static specdec_status e3c_check(sd_eagle3_cpu *e, const int32_t *tokens, const int32_t *pos, int32_t n,
-                                const int32_t *parents, int32_t n_shared) {
-    if (n < 1 || n > e->max_rows)
-        return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: n = %d outside [1, %d]", (int)n,
-                       (int)e->max_rows);
-    if (e->n_cached + n > e->n_ctx)
-        return sd_fail(&e->err, SPECDEC_ERR_CONTEXT_FULL, "eagle3 step: %d cached + %d rows exceed n_ctx %d",
-                       (int)e->n_cached, (int)n, (int)e->n_ctx);
-    if (parents && (n_shared < 0 || n_shared > e->n_cached))
-        return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: n_shared %d outside [0, %d]", (int)n_shared,
-                       (int)e->n_cached);
-    for (int32_t i = 0; i < n; i++) {
-        if (tokens[i] < 0 || tokens[i] >= e->V)
-            return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: token[%d] = %d outside [0, %d)", (int)i,
-                           (int)tokens[i], (int)e->V);
-        if (pos[i] < 0)
-            return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: pos[%d] = %d < 0", (int)i, (int)pos[i]);
-        if (parents && (parents[i] < -1 || parents[i] >= e->n_cached + i))
-            return sd_fail(&e->err, SPECDEC_ERR_INVALID_ARGUMENT,
-                           "eagle3 step: parents[%d] = %d is not -1 or an earlier cache row (< %d)", (int)i,
-                           (int)parents[i], (int)(e->n_cached + i));
-    }
-    return SPECDEC_OK;
-}
-
 /* Key list of cache row r into e->keys; returns its length. */
 static int32_t e3c_keys(sd_eagle3_cpu *e, int32_t r, int tree, int32_t n_shared) {
     if (!tree) {
@@ -228,7 +203,8 @@ specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const
                                   int32_t n, const int32_t *parents, int32_t n_shared, float *logits, float *g_next) {
     if (!e || !tokens || !g || !pos)
         return sd_fail(e ? &e->err : NULL, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 step: NULL argument");
-    specdec_status st = e3c_check(e, tokens, pos, n, parents, n_shared);
+    specdec_status st = sd_eagle3_check_rows(n, e->max_rows, e->n_cached, e->n_ctx, e->V, 0, tokens, pos, parents,
+                                             n_shared, &e->err);
     if (st) return st;
     const sd_eagle3_weights *hw = e->hw;
     const int32_t H = e->H;
@@ -304,10 +280,8 @@ static specdec_status e3c_r_q(sd_eagle3_runner *r, const float *logits, const sd
         (void)sd_eagle3_q(hw, logits, q);
         return SPECDEC_OK;
     }
-    const int32_t V = hw->cfg.layer.vocab_size;
-    for (int32_t t = 0; t < V; t++) q[t] = -INFINITY;
-    for (int32_t i = 0; i < hw->cfg.draft_vocab; i++) q[hw->d2t[i]] = logits[i];
-    return sd_sampling_process(q, V, sp, c->scratch, c->scratch_size, q, &r->base.err);
+    return sd_sampling_process_mapped(logits, hw->cfg.draft_vocab, hw->d2t, hw->cfg.layer.vocab_size, sp, c->scratch,
+                                      c->scratch_size, q, &r->base.err);
 }
 
 static void e3c_r_destroy(sd_eagle3_runner *r) {

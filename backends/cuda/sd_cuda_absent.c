@@ -34,5 +34,13 @@ specdec_status sd_cuda_batch_exec_create(sd_runner_group *target, sd_runner_grou
     return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
 }
 
+specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *hw, sd_runner *target,
+                                            const sd_config *target_cfg, int32_t n_ctx, int32_t rows,
+                                            sd_runner **out, sd_errbuf *eb) {
+    (void)hw; (void)target; (void)target_cfg; (void)n_ctx; (void)rows;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
+}
+
 int specdec_has_cuda(void) { return 0; }
 int specdec_cuda_device_count(void) { return 0; }

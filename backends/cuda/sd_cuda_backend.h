@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "specdec.h"
+#include "sd_eagle3.h"
 #include "sd_error.h"
 #include "sd_round.h"
 #include "sd_runner.h"
@@ -40,7 +41,8 @@ specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ctx, int32_t 
  * two standalone CUDA runners (draft may be NULL: no model drafter) on the same device;
  * the runners are borrowed and must outlive it. It takes one sequence's chains (model
  * drafts with a lag of 1 or 2, deterministic drafts, plain steps) and runs the whole
- * round on the GPU; trees go to the round's fallback executor. UNSUPPORTED when the
+ * round on the GPU; trees and sequences whose verify pass captures hidden states (an
+ * EAGLE-3 head's, sd_round_slot.aux) go to the round's fallback executor. UNSUPPORTED when the
  * vocabulary is beyond the GPU sampler, the runners disagree (device, vocabulary) or one
  * belongs to a group (sd_cuda_group_create). use_graphs: replay each round shape from a
  * CUDA graph captured on first use (1) or enqueue the kernels one by one (0); same
@@ -55,7 +57,7 @@ void sd_cuda_exec_use_graphs(sd_exec *ex, int use_graphs);
  * groups (sd_round_seq.target of `target`, .draft of `draft`; draft may be NULL: no
  * model drafter), both made by sd_cuda_group_create on one device and borrowed (they
  * must outlive it). Chains, plain steps included, run on the device (logits, sampling
- * and verification there, token ids read back); trees go to the round's fallback
+ * and verification there, token ids read back); trees and EAGLE-3 sequences go to the round's fallback
  * executor (a host executor on the same runners); every result is the host executor's,
  * bit for bit. A sequence on other runners: INVALID_ARGUMENT (nothing run). Create:
  * INVALID_ARGUMENT for groups that are not CUDA groups, UNSUPPORTED for two devices or a
@@ -65,6 +67,22 @@ void sd_cuda_exec_use_graphs(sd_exec *ex, int use_graphs);
  * On failure *out = NULL and the detail is in eb. */
 specdec_status sd_cuda_batch_exec_create(sd_runner_group *target, sd_runner_group *draft, int32_t max_seqs,
                                          sd_exec **out, sd_errbuf *eb);
+
+/* An EAGLE-3 head runner on the GPU (backends/cuda/sd_eagle3_cuda.cu; core/sd_eagle3.h): the
+ * head's weights uploaded once to the target's device (F16/BF16 kept, F32 converted to BF16
+ * unless the target's group kept F32 weights), its own draft KV cache of n_ctx rows, buffers
+ * of `rows` rows (at least SD_RUNNER_TREE_MAX, at most n_ctx), drafting for `target` (a CUDA
+ * runner, standalone or grouped, of target_cfg; borrowed: its group is set to capture the
+ * head's three states into the head's aux, which is DEVICE memory). A head without its own
+ * embedding reads the target group's device embedding. The ops are the CPU head's
+ * (backends/cpu/sd_eagle3_cpu.h) with the captured rows on the GPU and g, logits, g_next and
+ * q on the host. Errors: the head does not fit the target (MODEL_MISMATCH, sd_eagle3_runner_init),
+ * a target that is not a CUDA runner (INVALID_ARGUMENT), head_dim beyond the attention kernel
+ * (UNSUPPORTED), OUT_OF_MEMORY; BACKEND_UNAVAILABLE without the toolkit. Nothing is left
+ * allocated on failure. */
+specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *hw, sd_runner *target,
+                                            const sd_config *target_cfg, int32_t n_ctx, int32_t rows,
+                                            sd_runner **out, sd_errbuf *eb);
 
 #ifdef __cplusplus
 }

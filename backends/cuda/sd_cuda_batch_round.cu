@@ -123,9 +123,10 @@ static specdec_status cbr_cuda_fail(sd_cbr *rd, cudaError_t e, const char *what,
 /* ------------------------------------------------------------------------- */
 static int cbr_model(const sd_round_slot *x) { return x->dr && !x->det; }
 
+/* Trees and captured-hidden-state sequences (x->aux: an EAGLE-3 head's) go to the fallback. */
 static int cbr_accepts(sd_exec *ex, const sd_round_slot *x) {
     (void)ex;
-    return !x->tree;
+    return !x->tree && !x->aux;
 }
 
 /* The runners must be of the executor's groups (a model-drafted chain: its draft of the

@@ -234,6 +234,8 @@ typedef struct sd_cuda_fwd {
     sd_cuda_keymap map;             /* RoPE / KV append of the chunk's tokens */
     const sd_cuda_att_launch *att;  /* GENERAL mode: the chunk's attention launches */
     int32_t n_att;                  /* 0: one launch with `map` (CHAIN mode) */
+    const sd_runner_seg *segs;      /* the pass's segments (their aux: captured hidden states), or NULL */
+    int32_t n_segs;
     cudaStream_t s;
     sd_errbuf *eb;
 } sd_cuda_fwd;
@@ -390,6 +392,29 @@ static specdec_status sd_mlp(sd_cuda_group *g, const sd_cuda_fwd *f, const sd_cu
                    fuse_res ? SD_GEMM_EPI_ADD : SD_GEMM_EPI_STORE);
 }
 
+/* The capture hook (core/sd_runner.h "Captured hidden states"): g->x holds the residual
+ * stream hs[level] of the chunk's rows (the pending delta already added); every segment
+ * with aux set gets its rows' block k (capture[k] == level): one strided copy per
+ * (segment, state) on the pass's stream, cudaMemcpyDefault (device aux, the contract; host
+ * aux works too, synchronously). Logits and cache rows are not touched. */
+static specdec_status sd_capture(sd_cuda_group *g, const sd_cuda_fwd *f, int32_t level) {
+    const sd_runner_group *b = &g->base;
+    const size_t H = (size_t)g->cfg.hidden_size, nc = (size_t)b->n_capture;
+    for (size_t k = 0; f->segs && k < nc; k++) {
+        if (b->capture[k] != level) continue;
+        for (int32_t i = 0, t0 = 0; i < f->n_segs; t0 += f->segs[i].n, i++) {
+            const sd_runner_seg *s = &f->segs[i];
+            const int32_t lo = t0 > f->first ? t0 : f->first;
+            const int32_t hi = t0 + s->n < f->first + f->n ? t0 + s->n : f->first + f->n;
+            if (!s->aux || lo >= hi) continue;
+            SD_CUDA_TRY(f->eb, cudaMemcpy2DAsync(s->aux + ((size_t)(lo - t0) * nc + k) * H, nc * H * sizeof(float),
+                                                 g->x + (size_t)(lo - f->first) * H, H * sizeof(float),
+                                                 H * sizeof(float), (size_t)(hi - lo), cudaMemcpyDefault, f->s));
+        }
+    }
+    return SPECDEC_OK;
+}
+
 /* The chunk's rows through every layer, on stream f->s: leaves the final-normed
  * hidden states in g->xn. Fused (skinny path with BF16/F16 weights, the tensor-core
  * GEMM): the o and down projections add into the residual stream x in their epilogue
@@ -398,8 +423,9 @@ static specdec_status sd_mlp(sd_cuda_group *g, const sd_cuda_fwd *f, const sd_cu
  * layer instead of 10 (docs/GPU_FORWARD.md). cuBLAS and F32 weights run unfused; so do
  * the residual adds of sandwich-normed sublayers (Gemma 2/3: the output is normed
  * first, into g->post) and the activation of GeGLU models (a separate kernel). The
- * layers run one after the other: a hook capturing chosen layers' residual stream
- * (x) for a drafter head goes after each iteration. */
+ * layers run one after the other; the capture hook (sd_capture) takes hs[l] after layer
+ * l's input norm has added the pending delta (x is then the stream entering layer l,
+ * fused or not) and hs[L] after the final norm's add. */
 static specdec_status sd_body(sd_cuda_group *g, const sd_cuda_fwd *f) {
     const sd_config *c = &g->cfg;
     const int32_t H = c->hidden_size;
@@ -410,9 +436,11 @@ static specdec_status sd_body(sd_cuda_group *g, const sd_cuda_fwd *f) {
     const int32_t *tokens = (const int32_t *)g->d_stage + f->first;
     SD_TRY(sd_cuda_embed(g->tok_embd, g->wdt, tokens, f->n, H, g->x, f->s, f->eb));
     if (c->embed_scale > 0.0f) SD_TRY(sd_cuda_scale(g->x, (size_t)f->n * H, c->embed_scale, f->s, f->eb));
+    const int capture = f->segs && g->base.n_capture > 0;
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_cuda_layer *L = &g->layers[l];
         SD_TRY(sd_rmsnorm(g, f, pend, L->attn_norm));
+        if (capture) SD_TRY(sd_capture(g, f, l));
         SD_TRY(sd_gemm(g, f, L->wqkv, L->bqkv, g->xn, g->qkv, g->qkv_dim, H, SD_GEMM_EPI_STORE));
         SD_TRY(sd_attend(g, l, f));
         SD_TRY(sd_gemm(g, f, L->wo, L->bo, g->att, res, H, g->q_dim, fuse_res ? SD_GEMM_EPI_ADD : SD_GEMM_EPI_STORE));
@@ -423,7 +451,8 @@ static specdec_status sd_body(sd_cuda_group *g, const sd_cuda_fwd *f) {
         pend = fuse_res ? NULL : g->delta;
         SD_TRY(sd_post_norm(g, f, L->ffn_post_norm, &pend));
     }
-    return sd_rmsnorm(g, f, pend, g->out_norm);
+    SD_TRY(sd_rmsnorm(g, f, pend, g->out_norm));
+    return capture ? sd_capture(g, f, c->n_layers) : SPECDEC_OK;
 }
 
 /* LM head of rows [r0, r0 + rows) of g->xn (rows <= g->logit_rows) into g->logits:
@@ -574,6 +603,8 @@ static specdec_status sd_pass_run(sd_cuda_group *g, const sd_runner_seg *segs, i
     memset(&f, 0, sizeof f);
     f.s = g->stream;
     f.eb = eb;
+    f.segs = segs;
+    f.n_segs = n_segs;
     f.map.block_tokens = g->base.pool.block_tokens;
     f.map.ext = (const int32_t *)(g->d_stage + pl->off_ext);
     int32_t li = 0;
@@ -886,6 +917,8 @@ static sd_cuda_group *sd_group_new(const sd_config *cfg, const sd_group_spec *sp
     g->base.n_vocab = cfg->vocab_size;
     g->base.n_ctx = sp->n_ctx;
     g->base.max_batch = max_batch;
+    g->base.capture_max = cfg->n_layers; /* hs[0..L] (sd_capture) */
+    g->base.capture_width = cfg->hidden_size;
     g->cfg = *cfg;
     g->device = sp->device;
     g->wdt = sp->wdt;
@@ -1028,8 +1061,8 @@ static specdec_status sd_create_common(const sd_config *cfg, const sd_group_spec
 
 /* Upload host tensor t (any dtype, `count` elements) into dst as dt, converting
  * through a bounded host staging buffer. */
-static specdec_status sd_upload(void *dst, sd_dtype dt, const sd_tensor *t, size_t count, const char *what,
-                                int32_t layer, void *stage, size_t stage_elems, sd_errbuf *eb) {
+extern "C" specdec_status sd_cuda_upload(void *dst, sd_dtype dt, const sd_tensor *t, size_t count, const char *what,
+                                         int32_t layer, void *stage, size_t stage_elems, sd_errbuf *eb) {
     if (!t->data)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "CUDA upload: tensor %s of layer %d is missing", what,
                        (int)layer);
@@ -1062,8 +1095,8 @@ static specdec_status sd_upload(void *dst, sd_dtype dt, const sd_tensor *t, size
 
 /* A norm weight (any dtype, `count` elements) as fp32 (offset + w) (Gemma: (1 + w), as
  * transformers computes it in fp32). */
-static specdec_status sd_upload_norm(float *dst, const sd_tensor *t, size_t count, float offset, const char *what,
-                                     int32_t layer, float *stage, sd_errbuf *eb) {
+extern "C" specdec_status sd_cuda_upload_norm(float *dst, const sd_tensor *t, size_t count, float offset,
+                                              const char *what, int32_t layer, float *stage, sd_errbuf *eb) {
     if (!t->data || (size_t)t->shape[0] * (size_t)(t->ndim == 2 ? t->shape[1] : 1) != count)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "CUDA upload: norm %s of layer %d is missing or not [%zu]", what,
                        (int)layer, count);
@@ -1075,7 +1108,7 @@ static specdec_status sd_upload_norm(float *dst, const sd_tensor *t, size_t coun
         stage[i] = offset != 0.0f ? offset + v : v; /* no offset: the bits as stored (-0 stays -0) */
     }
     const sd_tensor host = {stage, SD_F32, 1, {(int64_t)count, 1}};
-    return sd_upload(dst, SD_F32, &host, count, what, layer, NULL, 0, eb); /* same dtype: one copy, no staging */
+    return sd_cuda_upload(dst, SD_F32, &host, count, what, layer, NULL, 0, eb); /* same dtype: one copy, no staging */
 }
 
 /* The optional tensors of layer l (q/k norms, sandwich norms, MLP biases). */
@@ -1085,16 +1118,16 @@ static specdec_status sd_upload_layer_extras(sd_cuda_group *g, const sd_layer *S
     const size_t H = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, D = (size_t)c->head_dim;
     const float off = c->norm_offset;
     float *st = (float *)stage;
-    if (L->q_norm) SD_TRY(sd_upload_norm(L->q_norm, &S->q_norm, D, off, "q_norm", l, st, eb));
-    if (L->k_norm) SD_TRY(sd_upload_norm(L->k_norm, &S->k_norm, D, off, "k_norm", l, st, eb));
+    if (L->q_norm) SD_TRY(sd_cuda_upload_norm(L->q_norm, &S->q_norm, D, off, "q_norm", l, st, eb));
+    if (L->k_norm) SD_TRY(sd_cuda_upload_norm(L->k_norm, &S->k_norm, D, off, "k_norm", l, st, eb));
     if (L->attn_post_norm)
-        SD_TRY(sd_upload_norm(L->attn_post_norm, &S->attn_post_norm, H, off, "post_attention_layernorm", l, st, eb));
+        SD_TRY(sd_cuda_upload_norm(L->attn_post_norm, &S->attn_post_norm, H, off, "post_attention_layernorm", l, st, eb));
     if (L->ffn_post_norm)
-        SD_TRY(sd_upload_norm(L->ffn_post_norm, &S->ffn_post_norm, H, off, "post_feedforward_layernorm", l, st, eb));
+        SD_TRY(sd_cuda_upload_norm(L->ffn_post_norm, &S->ffn_post_norm, H, off, "post_feedforward_layernorm", l, st, eb));
     if (L->bgu) {
-        SD_TRY(sd_upload(L->bgu, SD_F32, &S->b_gate, I, "gate_proj.bias", l, stage, stage_elems, eb));
-        SD_TRY(sd_upload(L->bgu + I, SD_F32, &S->b_up, I, "up_proj.bias", l, stage, stage_elems, eb));
-        SD_TRY(sd_upload(L->bdown, SD_F32, &S->b_down, H, "down_proj.bias", l, stage, stage_elems, eb));
+        SD_TRY(sd_cuda_upload(L->bgu, SD_F32, &S->b_gate, I, "gate_proj.bias", l, stage, stage_elems, eb));
+        SD_TRY(sd_cuda_upload(L->bgu + I, SD_F32, &S->b_up, I, "up_proj.bias", l, stage, stage_elems, eb));
+        SD_TRY(sd_cuda_upload(L->bdown, SD_F32, &S->b_down, H, "down_proj.bias", l, stage, stage_elems, eb));
     }
     return SPECDEC_OK;
 }
@@ -1110,15 +1143,15 @@ static specdec_status sd_upload_model(sd_cuda_group *g, const sd_weights *m, sd_
     specdec_status st = SPECDEC_OK;
 #define SD_UP(dst, dt, tensor, count, name, layer)                                                  \
     do {                                                                                            \
-        st = sd_upload((dst), (dt), (tensor), (count), (name), (layer), stage, stage_elems, eb);    \
+        st = sd_cuda_upload((dst), (dt), (tensor), (count), (name), (layer), stage, stage_elems, eb);    \
         if (st != SPECDEC_OK) goto done;                                                            \
     } while (0)
     for (int32_t l = 0; l < c->n_layers; l++) {
         const sd_layer *S = &m->layers[l];
         sd_cuda_layer *L = &g->layers[l];
-        st = sd_upload_norm(L->attn_norm, &S->attn_norm, H, c->norm_offset, "attn_norm", l, (float *)stage, eb);
+        st = sd_cuda_upload_norm(L->attn_norm, &S->attn_norm, H, c->norm_offset, "attn_norm", l, (float *)stage, eb);
         if (st == SPECDEC_OK)
-            st = sd_upload_norm(L->ffn_norm, &S->ffn_norm, H, c->norm_offset, "ffn_norm", l, (float *)stage, eb);
+            st = sd_cuda_upload_norm(L->ffn_norm, &S->ffn_norm, H, c->norm_offset, "ffn_norm", l, (float *)stage, eb);
         if (st == SPECDEC_OK) st = sd_upload_layer_extras(g, S, L, l, stage, stage_elems, eb);
         if (st != SPECDEC_OK) goto done;
         SD_UP(L->wqkv, g->wdt, &S->wq, qd * H, "q_proj", l);
@@ -1136,7 +1169,7 @@ static specdec_status sd_upload_model(sd_cuda_group *g, const sd_weights *m, sd_
         SD_UP(L->wdown, g->wdt, &S->w_down, H * I, "down_proj", l);
     }
     SD_UP(g->tok_embd, g->wdt, &m->tok_embd, (size_t)c->vocab_size * H, "embed_tokens", -1);
-    st = sd_upload_norm(g->out_norm, &m->out_norm, H, c->norm_offset, "norm", -1, (float *)stage, eb);
+    st = sd_cuda_upload_norm(g->out_norm, &m->out_norm, H, c->norm_offset, "norm", -1, (float *)stage, eb);
     if (st != SPECDEC_OK) goto done;
     if (g->lm_head != g->tok_embd) SD_UP(g->lm_head, g->wdt, &m->lm_head, (size_t)c->vocab_size * H, "lm_head", -1);
 #undef SD_UP
@@ -1308,6 +1341,11 @@ extern "C" int sd_cuda_runner_standalone(sd_runner *r) {
     return r && r->backend == SPECDEC_BACKEND_CUDA && ((sd_cuda_runner *)r)->owns_group;
 }
 extern "C" int sd_cuda_runner_device(sd_runner *r) { return sd_group_of(r)->device; }
+extern "C" sd_dtype sd_cuda_runner_weight_dtype(sd_runner *r) { return sd_group_of(r)->wdt; }
+extern "C" const void *sd_cuda_runner_device_embed(sd_runner *r, sd_dtype *dt) {
+    if (dt) *dt = sd_group_of(r)->wdt;
+    return sd_group_of(r)->tok_embd;
+}
 
 /* A CHAIN-mode body over the n ids in the device token buffer of a standalone runner
  * (its identity table): positions pos (+ *pos_dev). */

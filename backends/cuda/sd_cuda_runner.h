@@ -62,6 +62,23 @@ void sd_cuda_runner_note_kv(sd_runner *r, int32_t len);
 int sd_cuda_runner_standalone(sd_runner *r);
 /* The CUDA device ordinal the runner lives on. */
 int sd_cuda_runner_device(sd_runner *r);
+/* The dtype of the group's projection weights and embedding on the device (F32 only when
+ * F32 weights were kept), and the embedding table [vocab, hidden] itself (device memory,
+ * the group's: an EAGLE-3 head without its own embedding reads it, sd_eagle3_cuda.cu). */
+sd_dtype sd_cuda_runner_weight_dtype(sd_runner *r);
+const void *sd_cuda_runner_device_embed(sd_runner *r, sd_dtype *dt);
+
+/* Upload host tensor t (any dtype, `count` elements) into device memory dst as dt,
+ * converting through the caller's host staging buffer of stage_elems 4-byte elements
+ * (unused when the dtypes agree); plain cudaMemcpy (the caller synchronises the device
+ * before using dst). MODEL_MISMATCH naming `what` and `layer` for a missing tensor or a
+ * wrong element count. */
+specdec_status sd_cuda_upload(void *dst, sd_dtype dt, const sd_tensor *t, size_t count, const char *what,
+                              int32_t layer, void *stage, size_t stage_elems, sd_errbuf *eb);
+/* A norm weight of `count` elements as fp32 (offset + w; offset 0: the stored bits) through
+ * stage (count floats). */
+specdec_status sd_cuda_upload_norm(float *dst, const sd_tensor *t, size_t count, float offset, const char *what,
+                                   int32_t layer, float *stage, sd_errbuf *eb);
 int32_t sd_cuda_runner_act_rows(sd_runner *r);
 
 /* The device of a group made by sd_cuda_group_create (or a standalone runner's private

@@ -26,6 +26,13 @@ size_t sd_sampling_scratch_size(int32_t n_vocab);
 specdec_status sd_sampling_process(const float *logits, int32_t n_vocab, const sd_sampling_params *sp,
                                    void *scratch, size_t scratch_size, float *probs_out, sd_errbuf *eb);
 
+/* sd_sampling_process of a row given on a sub-vocabulary (an EAGLE-3 head's draft logits):
+ * the full row is -inf everywhere, src[i] at id map[i] for i < n_src (ids distinct, in
+ * [0, n_vocab)), then processed in place in probs_out (n_vocab floats). Same errors. */
+specdec_status sd_sampling_process_mapped(const float *src, int32_t n_src, const int32_t *map, int32_t n_vocab,
+                                          const sd_sampling_params *sp, void *scratch, size_t scratch_size,
+                                          float *probs_out, sd_errbuf *eb);
+
 /* Index of the largest x_i (+inf largest, NaN ignored, lowest id wins ties);
  * 0 when every entry is -inf or NaN or n_vocab <= 0. */
 int32_t sd_sample_argmax(const float *x, int32_t n_vocab);

@@ -59,7 +59,10 @@ ALLOW = {
     # weights and RoPE tables, uploaded while the group is created: sd_create_finish's
     # cudaDeviceSynchronize completes them before the group is handed out
     ("backends/cuda/sd_cuda_runner.cu", "sd_create_rope"),
-    ("backends/cuda/sd_cuda_runner.cu", "sd_upload"),
+    ("backends/cuda/sd_cuda_runner.cu", "sd_cuda_upload"),
+    # the EAGLE-3 head's RoPE tables (and its weights, through sd_cuda_upload), uploaded while
+    # it is created: e3g_fill's cudaDeviceSynchronize completes them before it is handed out
+    ("backends/cuda/sd_eagle3_cuda.cu", "e3g_rope"),
 }
 SYNC_CALL = re.compile(r"\b(cudaMemcpy|cudaMemset|cudaMemcpy2D|cudaMemcpyToSymbol|cudaMemcpyFromSymbol)\s*\(")
 LAUNCH = re.compile(r"<<<(.*?)>>>", re.S)
@@ -317,7 +320,7 @@ def self_test():
         "    cudaMemcpyAsync(d, h, 4, cudaMemcpyHostToDevice, s);\n"
         "    k<<<dim3(1, 2), 32, 0, s>>>(d); /* cudaMemset(d, 0, 4) in a comment */\n"
         "    return 0;\n}\n"
-        "static int sd_upload(int *d, const int *h) {\n    return cudaMemcpy(d, h, 4, cudaMemcpyHostToDevice);\n}\n"
+        "static int sd_cuda_upload(int *d, const int *h) {\n    return cudaMemcpy(d, h, 4, cudaMemcpyHostToDevice);\n}\n"
     )
     got = [line for line, _ in scan("kernels/cuda/x.cu", planted)]
     allowed = [line for line, _ in scan("backends/cuda/sd_cuda_runner.cu", planted)]
