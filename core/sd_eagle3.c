@@ -223,8 +223,19 @@ specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, con
     return SPECDEC_OK;
 }
 
+sd_eagle3_shared *sd_eagle3_shared_ref(sd_eagle3_shared *s) {
+    if (s) s->refs++;
+    return s;
+}
+
+void sd_eagle3_shared_unref(sd_eagle3_shared *s) {
+    if (s && --s->refs <= 0) s->free_fn(s);
+}
+
 void sd_eagle3_runner_fini(sd_eagle3_runner *r) {
     if (!r) return;
+    sd_eagle3_shared_unref(r->shared);
+    r->shared = NULL;
     void *bufs[] = {r->aux_backend ? NULL : r->aux, r->g, r->gnext, r->logits, r->root, r->groot, r->tok, r->pos,
                     r->work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);

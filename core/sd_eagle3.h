@@ -118,6 +118,26 @@ int32_t sd_eagle3_q(const sd_eagle3_weights *hw, const float *logits, float *q);
  * position p) for every verified position p (docs/EAGLE3.md §6-7). */
 typedef struct sd_eagle3_runner sd_eagle3_runner;
 
+/* What the head runners of one engine or scheduler share: the backend's read-only form of the
+ * head's weights, made once before the runners (the CPU head: its F16/BF16 matrices widened to
+ * F32, backends/cpu/sd_eagle3_cpu.h; the CUDA head: the device arena of weights and RoPE
+ * tables, backends/cuda/sd_cuda_backend.h). A backend allocates its own struct with this one
+ * first. Reference counted: creation returns one reference; each runner made over it takes
+ * its own (sd_eagle3_runner.shared) and drops it when destroyed; the last drop frees it. The
+ * count is not atomic: take and drop references on the thread that creates and frees the
+ * engine or scheduler (the runners of one never run on two threads at once). */
+typedef struct sd_eagle3_shared sd_eagle3_shared;
+struct sd_eagle3_shared {
+    const sd_eagle3_weights *hw;      /* borrowed: the loaded head; it must outlive the object */
+    specdec_backend backend;          /* whose struct this is */
+    int32_t refs;
+    void (*free_fn)(sd_eagle3_shared *s); /* the backend's: frees what it made and s */
+};
+/* Take a reference (s NULL: no-op); returns s. */
+sd_eagle3_shared *sd_eagle3_shared_ref(sd_eagle3_shared *s);
+/* Drop a reference (NULL: no-op); the last one frees s. */
+void sd_eagle3_shared_unref(sd_eagle3_shared *s);
+
 typedef struct sd_eagle3_runner_ops {
     /* g[i] = fc(aux[i]) for i < n (aux [n, 3·tH] captured rows, g [n, H]); n <= rows. aux is
      * where the target's group captures (host memory for the CPU, device memory for a CUDA
@@ -141,6 +161,8 @@ struct sd_eagle3_runner {
     sd_runner base;                 /* must be first: n_vocab = V, n_ctx, max_batch = rows, kv_len */
     const sd_eagle3_runner_ops *ops;
     const sd_eagle3_weights *hw;    /* borrowed: the loaded head */
+    sd_eagle3_shared *shared;       /* a reference to the weights the forward reads (set by the backend
+                                       before sd_eagle3_runner_init; sd_eagle3_runner_fini drops it) */
     sd_runner *target;              /* borrowed: the runner whose states it reads */
     int32_t aux_ids[SD_EAGLE3_N_AUX]; /* the target's captured hs indices (resolved) */
     int32_t rows;                   /* rows of the buffers below (>= SD_RUNNER_TREE_MAX) */
@@ -162,14 +184,15 @@ struct sd_eagle3_runner {
 extern const sd_runner_vtbl sd_eagle3_runner_vtbl;
 /* r as a head runner, or NULL when it is another runner. */
 sd_eagle3_runner *sd_eagle3_runner_of(sd_runner *r);
-/* Fill the common part (the backend allocated r and set ops, hw, and aux when aux_backend):
+/* Fill the common part (the backend allocated r and set ops, hw, shared, and aux when aux_backend):
  * base fields, the target, the resolved capture ids, the host buffers of `rows` rows
  * (sd_alloc; aux too unless aux_backend); turns the target's
  * capture on (sd_runner_group_set_capture). Errors: the target captures nothing
  * (UNSUPPORTED), OUT_OF_MEMORY, the head does not fit it (sd_eagle3_check_target). */
 specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, const sd_config *target_cfg,
                                      int32_t n_ctx, int32_t rows, sd_errbuf *eb);
-/* Free what sd_eagle3_runner_init allocated. */
+/* Free what sd_eagle3_runner_init allocated and drop the reference to `shared` (a backend whose
+ * device work may still read the shared weights waits for it before calling this). */
 void sd_eagle3_runner_fini(sd_eagle3_runner *r);
 
 /* The "eagle3" drafter (core/sd_drafter_eagle3.c): chains from a head runner. */

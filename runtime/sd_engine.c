@@ -257,13 +257,28 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
  * run through the round's host executor, docs/EAGLE3.md "CUDA"). The head borrows the
  * target's embedding when it has none (on CUDA: the target group's device copy). */
 #define SD_ENGINE_HEAD_ROWS 128 /* a tree level pass and a prefill chunk */
-specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
-                                   sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb) {
+specdec_status sd_engine_make_head_shared(const specdec_model *target, const specdec_model *head, specdec_backend be,
+                                          sd_runner *t, int32_t n_ctx, sd_eagle3_shared **out, sd_errbuf *eb) {
     const sd_eagle3_weights *hw = &head->eagle3->w;
-    if (be == SPECDEC_BACKEND_CUDA)
-        return sd_cuda_eagle3_runner_create(hw, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb);
+    if (be == SPECDEC_BACKEND_CUDA) return sd_cuda_eagle3_shared_create(hw, t, &target->w.cfg, n_ctx, out, eb);
+    return sd_eagle3_cpu_shared_create(hw, out, eb);
+}
+
+specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
+                                   sd_runner *t, int32_t n_ctx, sd_eagle3_shared *shared, sd_runner **out,
+                                   sd_errbuf *eb) {
+    *out = NULL;
+    sd_eagle3_shared *own = NULL;
+    specdec_status st = shared ? SPECDEC_OK : sd_engine_make_head_shared(target, head, be, t, n_ctx, &own, eb);
+    if (st != SPECDEC_OK) return st;
+    if (!shared) shared = own;
+    const sd_eagle3_weights *hw = &head->eagle3->w;
     const sd_tensor *embed = hw->embed.data ? &hw->embed : &target->w.tok_embd;
-    return sd_eagle3_cpu_runner_create(hw, embed, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb);
+    st = be == SPECDEC_BACKEND_CUDA
+             ? sd_cuda_eagle3_runner_create_shared(shared, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb)
+             : sd_eagle3_cpu_runner_create(shared, embed, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb);
+    sd_eagle3_shared_unref(own); /* the runner holds its own reference */
+    return st;
 }
 
 /* Both runners on the chosen backend (AUTO: CUDA when usable, else the CPU). */
@@ -280,7 +295,7 @@ static specdec_status sd_engine_make_runners(const specdec_model *target, const 
     }
     if (st != SPECDEC_OK) return sd_fail(NULL, st, "target model %s: %s", target->path, eb.msg);
     if (!draft) return SPECDEC_OK;
-    st = draft->eagle3 ? sd_engine_make_head(target, draft, be, *rt, n_ctx, rd, &eb)
+    st = draft->eagle3 ? sd_engine_make_head(target, draft, be, *rt, n_ctx, NULL, rd, &eb)
                        : sd_engine_make_runner(draft, be, p, n_ctx, max_batch, rd, &eb);
     if (st == SPECDEC_OK) return SPECDEC_OK;
     sd_runner_destroy(*rt);

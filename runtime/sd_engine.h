@@ -17,6 +17,7 @@
 #include "sd_adapt.h"
 #include "sd_error.h"
 #include "sd_driver.h"
+#include "sd_eagle3.h"
 #include "sd_generate.h"
 #include "sd_round.h"
 #include "sd_runner.h"
@@ -89,14 +90,26 @@ specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be,
 specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb);
+/* The weights the head runners of one engine or scheduler share (core/sd_eagle3.h
+ * sd_eagle3_shared; one reference returned), made once on backend be: on the CPU the head's
+ * F16/BF16 matrices widened to F32; on CUDA the device arena of the weights and the RoPE
+ * tables for n_ctx, on the device and in the weight dtype of the target runner t (every
+ * runner made over it must draft for a target runner of that device and dtype, with that
+ * n_ctx). Errors as sd_engine_make_head's; the detail in eb. */
+specdec_status sd_engine_make_head_shared(const specdec_model *target, const specdec_model *head, specdec_backend be,
+                                          sd_runner *t, int32_t n_ctx, sd_eagle3_shared **out, sd_errbuf *eb);
 /* An EAGLE-3 head's runner (core/sd_eagle3.h) drafting for the target runner t of model
- * `target` on backend be: its own draft cache of n_ctx rows; t's group is set to capture the
- * head's three states (the engine's target, or one scheduler slot's). The head borrows the
- * target's embedding when it ships none. UNSUPPORTED on a backend whose runners capture
- * nothing or that has no head forward (CUDA in this version), MODEL_MISMATCH when the head
- * does not fit, OUT_OF_MEMORY; the detail in eb. */
+ * `target` on backend be, reading the weights `shared` (from sd_engine_make_head_shared on
+ * the same backend; the runner takes its own reference) or, with shared NULL, weights of its
+ * own: its own draft cache of n_ctx rows and buffers; t's group is set to capture the head's
+ * three states (the engine's target, or one scheduler slot's). The head borrows the target's
+ * embedding when it ships none. UNSUPPORTED on a backend whose runners capture nothing,
+ * BACKEND_UNAVAILABLE for CUDA without the toolkit, MODEL_MISMATCH when the head does not fit,
+ * INVALID_ARGUMENT for a `shared` made for another backend, device or n_ctx, OUT_OF_MEMORY;
+ * the detail in eb. */
 specdec_status sd_engine_make_head(const specdec_model *target, const specdec_model *head, specdec_backend be,
-                                   sd_runner *t, int32_t n_ctx, sd_runner **out, sd_errbuf *eb);
+                                   sd_runner *t, int32_t n_ctx, sd_eagle3_shared *shared, sd_runner **out,
+                                   sd_errbuf *eb);
 
 /* The driver specdec_generate uses, its round set to the executors of round_kind (the
  * device executor with the host one as its fallback, or the host one alone). */

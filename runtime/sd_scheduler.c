@@ -296,16 +296,20 @@ static specdec_status sd_sched_make_round(specdec_scheduler *s, specdec_backend 
     return st == SPECDEC_OK ? sd_driver_init(&s->driver, s->round, n, eb) : st;
 }
 
-/* An EAGLE-3 head: each slot's own head runner (its own draft cache of n_ctx rows) over
- * that slot's target runner, whose group then captures the head's states
- * (sd_engine_make_head, the engine's). */
+/* An EAGLE-3 head: the head's weights once (sd_engine_make_head_shared, over slot 0's target
+ * runner: every slot's is on the same device), then each slot's own head runner reading them
+ * (its own draft cache of n_ctx rows and buffers) over that slot's target runner, whose group
+ * then captures the head's states (sd_engine_make_head, the engine's). The runners hold the
+ * references: the weights are freed with the last runner. */
 static specdec_status sd_sched_make_heads(specdec_scheduler *s, const specdec_model *target, const specdec_model *head,
                                           const sd_engine_plan *plan, specdec_backend be) {
     sd_errbuf eb;
     sd_err_clear(&eb);
-    specdec_status st = SPECDEC_OK;
+    sd_eagle3_shared *sh = NULL;
+    specdec_status st = sd_engine_make_head_shared(target, head, be, s->seqs[0].t, plan->n_ctx, &sh, &eb);
     for (int32_t i = 0; i < s->p.max_active && st == SPECDEC_OK; i++)
-        st = sd_engine_make_head(target, head, be, s->seqs[i].t, plan->n_ctx, &s->seqs[i].d, &eb);
+        st = sd_engine_make_head(target, head, be, s->seqs[i].t, plan->n_ctx, sh, &s->seqs[i].d, &eb);
+    sd_eagle3_shared_unref(sh);
     if (st != SPECDEC_OK)
         return sd_fail(NULL, st, "specdec_scheduler_create: EAGLE-3 head %s: %s", head->path, eb.msg);
     s->head = 1;

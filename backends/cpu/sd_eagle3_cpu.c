@@ -15,10 +15,16 @@
 #include "sd_cpu_sample.h"
 #include "sd_cpu_swiglu.h"
 
+/* The weights every forward over one head reads (core/sd_eagle3.h sd_eagle3_shared). */
+typedef struct e3c_shared {
+    sd_eagle3_shared base;   /* must be first */
+    sd_eagle3_weights hw32;  /* base.hw with the F16/BF16 matrices widened to F32 (into f32) */
+    float *f32;              /* [sum of the matrices' sizes], or NULL: not widened */
+} e3c_shared;
+
 struct sd_eagle3_cpu {
-    const sd_eagle3_weights *hw;   /* the weights used: the caller's, or hw32 */
-    sd_eagle3_weights hw32;        /* the caller's with F16/BF16 matrices widened to F32 (owned f32) */
-    float *f32;
+    const sd_eagle3_weights *hw;   /* the weights used: sd_eagle3_cpu_shared_weights(sh) */
+    sd_eagle3_shared *sh;    /* a reference, dropped in destroy */
     sd_tensor embed;         /* [V, H] */
     int32_t H, F, tH, Vd, V, nH, nKV, hd, Q, KV;
     int32_t n_ctx, max_rows, n_cached;
@@ -60,18 +66,20 @@ static specdec_status e3c_alloc(sd_eagle3_cpu *e) {
 }
 
 /* F16/BF16 matrices are converted once to F32 (exact) when the copy is small enough: the
- * matmul then skips the per-call row conversion (a draft step runs every weight once per call). */
+ * matmul then skips the per-call row conversion (a draft step runs every weight once per call).
+ * The copy is an optimisation only: when it is too large or its allocation fails the matmul
+ * converts each row per call, with the same results. */
 #define SD_E3C_WIDEN_MAX ((int64_t)64 << 20) /* floats */
-static void e3c_widen(sd_eagle3_cpu *e) {
-    const sd_eagle3_weights *hw = e->hw;
+static void e3c_widen(e3c_shared *s) {
+    const sd_eagle3_weights *hw = s->base.hw;
     if (hw->dtype == SD_F32) return;
-    e->hw32 = *hw;
-    sd_tensor *m[] = {&e->hw32.fc, &e->hw32.wq, &e->hw32.wk, &e->hw32.wv, &e->hw32.wo,
-                      &e->hw32.w_gate, &e->hw32.w_up, &e->hw32.w_down, &e->hw32.lm_head};
+    s->hw32 = *hw;
+    sd_tensor *m[] = {&s->hw32.fc, &s->hw32.wq, &s->hw32.wk, &s->hw32.wv, &s->hw32.wo,
+                      &s->hw32.w_gate, &s->hw32.w_up, &s->hw32.w_down, &s->hw32.lm_head};
     int64_t total = 0;
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) total += m[i]->shape[0] * m[i]->shape[1];
-    if (total > SD_E3C_WIDEN_MAX || !(e->f32 = sd_malloc((size_t)total * sizeof(float)))) return;
-    float *dst = e->f32;
+    if (total > SD_E3C_WIDEN_MAX || !(s->f32 = sd_malloc((size_t)total * sizeof(float)))) return;
+    float *dst = s->f32;
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
         const int64_t rows = m[i]->shape[0], cols = m[i]->shape[1];
         for (int64_t r = 0; r < rows; r++) {
@@ -82,27 +90,61 @@ static void e3c_widen(sd_eagle3_cpu *e) {
         m[i]->dtype = SD_F32;
         dst += rows * cols;
     }
-    e->hw32.dtype = SD_F32;
-    e->hw = &e->hw32;
+    s->hw32.dtype = SD_F32;
 }
 
-specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor *embed, int32_t n_ctx,
-                                    int32_t max_rows, sd_eagle3_cpu **out, sd_errbuf *eb) {
+static void e3c_shared_free(sd_eagle3_shared *b) {
+    e3c_shared *s = (e3c_shared *)b;
+    sd_free(s->f32);
+    sd_free(s);
+}
+
+specdec_status sd_eagle3_cpu_shared_create(const sd_eagle3_weights *hw, sd_eagle3_shared **out, sd_errbuf *eb) {
     if (out) *out = NULL;
-    if (!hw || !embed || !out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: NULL argument");
+    if (!hw || !out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: NULL argument");
+    specdec_status st = sd_eagle3_validate(hw, "eagle3 cpu", eb);
+    if (st) return st;
+    e3c_shared *s = sd_calloc(1, sizeof *s);
+    if (!s) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 cpu: out of memory");
+    s->base.hw = hw;
+    s->base.backend = SPECDEC_BACKEND_CPU;
+    s->base.refs = 1;
+    s->base.free_fn = e3c_shared_free;
+    e3c_widen(s);
+    *out = &s->base;
+    return SPECDEC_OK;
+}
+
+const sd_eagle3_weights *sd_eagle3_cpu_shared_weights(const sd_eagle3_shared *sh) {
+    if (!sh || sh->backend != SPECDEC_BACKEND_CPU) return NULL;
+    const e3c_shared *s = (const e3c_shared *)sh;
+    return s->f32 ? &s->hw32 : s->base.hw;
+}
+
+static specdec_status e3c_check_sizes(int32_t n_ctx, int32_t max_rows, sd_errbuf *eb) {
     if (n_ctx < 1 || max_rows < 1 || max_rows > n_ctx)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: n_ctx %d / max_rows %d (need 1 <= max_rows <= n_ctx)",
                        (int)n_ctx, (int)max_rows);
-    specdec_status st = sd_eagle3_validate(hw, "eagle3 cpu", eb);
+    return SPECDEC_OK;
+}
+
+specdec_status sd_eagle3_cpu_create_shared(sd_eagle3_shared *sh, const sd_tensor *embed, int32_t n_ctx,
+                                           int32_t max_rows, sd_eagle3_cpu **out, sd_errbuf *eb) {
+    if (out) *out = NULL;
+    if (!sh || !embed || !out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: NULL argument");
+    if (sh->backend != SPECDEC_BACKEND_CPU)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: the shared head weights are not the CPU head's");
+    specdec_status st = e3c_check_sizes(n_ctx, max_rows, eb);
     if (st) return st;
+    const sd_eagle3_weights *hw = sh->hw;
     const sd_config *c = &hw->cfg.layer;
     if (!embed->data || embed->ndim != 2 || embed->shape[0] != c->vocab_size || embed->shape[1] != c->hidden_size)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "eagle3 cpu: the embedding is not [%d, %d]", (int)c->vocab_size,
                        (int)c->hidden_size);
     sd_eagle3_cpu *e = sd_calloc(1, sizeof *e);
     if (!e) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 cpu: out of memory");
-    e->hw = hw;
-    e3c_widen(e);
+    e->sh = sd_eagle3_shared_ref(sh);
+    e->hw = sd_eagle3_cpu_shared_weights(sh);
     e->embed = *embed;
     e->H = c->hidden_size, e->F = c->intermediate_size, e->tH = hw->cfg.target_hidden;
     e->Vd = hw->cfg.draft_vocab, e->V = c->vocab_size, e->nH = c->n_heads, e->nKV = c->n_kv_heads;
@@ -120,12 +162,25 @@ specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor
     return SPECDEC_OK;
 }
 
+specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor *embed, int32_t n_ctx,
+                                    int32_t max_rows, sd_eagle3_cpu **out, sd_errbuf *eb) {
+    if (out) *out = NULL;
+    if (!hw || !embed || !out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "eagle3 cpu: NULL argument");
+    specdec_status st = e3c_check_sizes(n_ctx, max_rows, eb);
+    sd_eagle3_shared *sh = NULL;
+    if (st == SPECDEC_OK) st = sd_eagle3_cpu_shared_create(hw, &sh, eb);
+    if (st == SPECDEC_OK) st = sd_eagle3_cpu_create_shared(sh, embed, n_ctx, max_rows, out, eb);
+    sd_eagle3_shared_unref(sh); /* *out holds its own reference */
+    return st;
+}
+
 void sd_eagle3_cpu_destroy(sd_eagle3_cpu *e) {
     if (!e) return;
     void *p[] = {e->e, e->hn, e->u, e->q, e->attn, e->h1, e->xn, e->gate, e->up, e->tmp, e->h, e->aux, e->rowbuf,
                  e->rope_cos, e->rope_sin, e->k_cache, e->v_cache, e->inv_freq, e->scores, e->acc, e->keys,
-                 e->parent, e->chain, e->f32};
+                 e->parent, e->chain};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) sd_free(p[i]);
+    sd_eagle3_shared_unref(e->sh);
     sd_free(e);
 }
 
@@ -294,21 +349,23 @@ static void e3c_r_destroy(sd_eagle3_runner *r) {
 
 static const sd_eagle3_runner_ops e3c_runner_ops = {e3c_r_fuse, e3c_r_step, e3c_r_q, e3c_r_destroy};
 
-specdec_status sd_eagle3_cpu_runner_create(const sd_eagle3_weights *hw, const sd_tensor *embed, sd_runner *target,
+specdec_status sd_eagle3_cpu_runner_create(sd_eagle3_shared *sh, const sd_tensor *embed, sd_runner *target,
                                            const sd_config *target_cfg, int32_t n_ctx, int32_t rows, sd_runner **out,
                                            sd_errbuf *eb) {
     *out = NULL;
+    if (!sh) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head: no shared head weights");
     if (rows < SD_RUNNER_TREE_MAX) rows = SD_RUNNER_TREE_MAX;
     if (rows > n_ctx) rows = n_ctx;
     e3c_runner *c = sd_calloc(1, sizeof *c);
     if (!c) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: out of memory");
     c->r.ops = &e3c_runner_ops;
-    c->r.hw = hw;
+    c->r.hw = sh->hw;
+    c->r.shared = sd_eagle3_shared_ref(sh);
     c->r.base.vt = &sd_eagle3_runner_vtbl;
-    specdec_status st = sd_eagle3_cpu_create(hw, embed, n_ctx, rows, &c->e, eb);
+    specdec_status st = sd_eagle3_cpu_create_shared(sh, embed, n_ctx, rows, &c->e, eb);
     if (st == SPECDEC_OK) st = sd_eagle3_runner_init(&c->r, target, target_cfg, n_ctx, rows, eb);
     if (st == SPECDEC_OK) {
-        c->scratch_size = sd_sampling_scratch_size(hw->cfg.layer.vocab_size);
+        c->scratch_size = sd_sampling_scratch_size(sh->hw->cfg.layer.vocab_size);
         if (!(c->scratch = sd_malloc(c->scratch_size)))
             st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: sampling scratch");
     }
@@ -318,4 +375,9 @@ specdec_status sd_eagle3_cpu_runner_create(const sd_eagle3_weights *hw, const sd
     }
     *out = &c->r.base;
     return SPECDEC_OK;
+}
+
+const sd_eagle3_weights *sd_eagle3_cpu_runner_weights(sd_runner *r) {
+    const sd_eagle3_runner *h = sd_eagle3_runner_of(r);
+    return h && h->ops == &e3c_runner_ops ? ((const e3c_runner *)h)->e->hw : NULL;
 }

@@ -32,11 +32,26 @@
 
 typedef struct sd_eagle3_cpu sd_eagle3_cpu;
 
-/* A forward over validated head weights (sd_eagle3_validate runs here). `embed` [V, H] is
- * the embedding to use: the head's own (hw->embed) or, when it has none, the target's; both
- * borrowed, they must outlive the object. n_ctx: draft-cache rows; max_rows: most rows one
- * call runs. All memory is allocated here (none per call). INVALID_ARGUMENT for bad sizes,
- * MODEL_MISMATCH for an embedding of the wrong shape, OUT_OF_MEMORY. */
+/* The weights every CPU forward over one head reads (core/sd_eagle3.h sd_eagle3_shared, one
+ * reference returned): hw validated (sd_eagle3_validate runs here), its F16/BF16 matrices (fc,
+ * q/k/v/o, gate/up/down, lm_head) widened once to one F32 copy when they total at most 64 Mi
+ * floats (256 MiB; beyond that, or when that allocation fails, the forward converts rows per
+ * call with the same results). Norms, fc.bias, the embedding and d2t stay views of hw (borrowed,
+ * it must outlive the object). Errors: the head's (FORMAT, MODEL_MISMATCH), OUT_OF_MEMORY. */
+specdec_status sd_eagle3_cpu_shared_create(const sd_eagle3_weights *hw, sd_eagle3_shared **out, sd_errbuf *eb);
+/* The weights a forward over sh reads (the widened copy, or sh->hw); NULL when sh is not a CPU
+ * head's. */
+const sd_eagle3_weights *sd_eagle3_cpu_shared_weights(const sd_eagle3_shared *sh);
+
+/* A forward over the shared weights sh (it takes its own reference). `embed` [V, H] is the
+ * embedding to use: the head's own (hw->embed) or, when it has none, the target's; borrowed, it
+ * must outlive the object. n_ctx: draft-cache rows; max_rows: most rows one call runs. The
+ * cache and buffers are this object's (allocated here, none per call). INVALID_ARGUMENT for bad
+ * sizes or an sh of another backend, MODEL_MISMATCH for an embedding of the wrong shape,
+ * OUT_OF_MEMORY. */
+specdec_status sd_eagle3_cpu_create_shared(sd_eagle3_shared *sh, const sd_tensor *embed, int32_t n_ctx,
+                                           int32_t max_rows, sd_eagle3_cpu **out, sd_errbuf *eb);
+/* The same over weights of its own (sd_eagle3_cpu_shared_create for this object alone). */
 specdec_status sd_eagle3_cpu_create(const sd_eagle3_weights *hw, const sd_tensor *embed, int32_t n_ctx,
                                     int32_t max_rows, sd_eagle3_cpu **out, sd_errbuf *eb);
 void sd_eagle3_cpu_destroy(sd_eagle3_cpu *e);
@@ -60,13 +75,18 @@ specdec_status sd_eagle3_cpu_truncate(sd_eagle3_cpu *e, int32_t n);
 int32_t sd_eagle3_cpu_n_cached(const sd_eagle3_cpu *e);
 
 /* A head runner (core/sd_eagle3.h) over this forward, drafting for `target` (a CPU runner
- * of target_cfg: its group is set to capture the head's three states): the head's draft
- * cache of n_ctx rows, buffers of `rows` rows (at least SD_RUNNER_TREE_MAX, at most n_ctx).
- * embed as for sd_eagle3_cpu_create. Errors: the head does not fit the target
- * (MODEL_MISMATCH naming both numbers), OUT_OF_MEMORY; nothing is left allocated. */
-specdec_status sd_eagle3_cpu_runner_create(const sd_eagle3_weights *hw, const sd_tensor *embed, sd_runner *target,
+ * of target_cfg: its group is set to capture the head's three states): the shared weights sh
+ * (sd_eagle3_cpu_shared_create; the runner takes its own reference, so the runners of one
+ * scheduler read one copy), its own draft cache of n_ctx rows and buffers of `rows` rows (at
+ * least SD_RUNNER_TREE_MAX, at most n_ctx). embed as for sd_eagle3_cpu_create_shared. Errors:
+ * the head does not fit the target (MODEL_MISMATCH naming both numbers), OUT_OF_MEMORY;
+ * nothing is left allocated (sh keeps only the caller's references). */
+specdec_status sd_eagle3_cpu_runner_create(sd_eagle3_shared *sh, const sd_tensor *embed, sd_runner *target,
                                            const sd_config *target_cfg, int32_t n_ctx, int32_t rows, sd_runner **out,
                                            sd_errbuf *eb);
+/* The weights the forward of a CPU head runner reads (tests: the runners over one sh read the
+ * same matrices); NULL when r is not a CPU head runner. */
+const sd_eagle3_weights *sd_eagle3_cpu_runner_weights(sd_runner *r);
 
 /* The last error's detail. */
 const char *sd_eagle3_cpu_last_error(const sd_eagle3_cpu *e);

@@ -42,5 +42,21 @@ specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *hw, sd_runn
     return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
 }
 
+specdec_status sd_cuda_eagle3_shared_create(const sd_eagle3_weights *hw, sd_runner *target,
+                                            const sd_config *target_cfg, int32_t n_ctx, sd_eagle3_shared **out,
+                                            sd_errbuf *eb) {
+    (void)hw; (void)target; (void)target_cfg; (void)n_ctx;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
+}
+
+specdec_status sd_cuda_eagle3_runner_create_shared(sd_eagle3_shared *sh, sd_runner *target,
+                                                   const sd_config *target_cfg, int32_t n_ctx, int32_t rows,
+                                                   sd_runner **out, sd_errbuf *eb) {
+    (void)sh; (void)target; (void)target_cfg; (void)n_ctx; (void)rows;
+    if (out) *out = NULL;
+    return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "this specdec was built without the CUDA backend");
+}
+
 int specdec_has_cuda(void) { return 0; }
 int specdec_cuda_device_count(void) { return 0; }

@@ -69,8 +69,9 @@ specdec_status sd_cuda_batch_exec_create(sd_runner_group *target, sd_runner_grou
                                          sd_exec **out, sd_errbuf *eb);
 
 /* An EAGLE-3 head runner on the GPU (backends/cuda/sd_eagle3_cuda.cu; core/sd_eagle3.h): the
- * head's weights uploaded once to the target's device (F16/BF16 kept, F32 converted to BF16
- * unless the target's group kept F32 weights), its own draft KV cache of n_ctx rows, buffers
+ * head's weights uploaded to the target's device (F16/BF16 kept, F32 converted to BF16
+ * unless the target's group kept F32 weights; here for this runner alone,
+ * sd_cuda_eagle3_shared_create + sd_cuda_eagle3_runner_create_shared share them), its own draft KV cache of n_ctx rows, buffers
  * of `rows` rows (at least SD_RUNNER_TREE_MAX, at most n_ctx), drafting for `target` (a CUDA
  * runner, standalone or grouped, of target_cfg; borrowed: its group is set to capture the
  * head's three states into the head's aux, which is DEVICE memory). A head without its own
@@ -83,6 +84,22 @@ specdec_status sd_cuda_batch_exec_create(sd_runner_group *target, sd_runner_grou
 specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *hw, sd_runner *target,
                                             const sd_config *target_cfg, int32_t n_ctx, int32_t rows,
                                             sd_runner **out, sd_errbuf *eb);
+/* The read-only part of CUDA head runners, made once and shared by every runner over it
+ * (core/sd_eagle3.h sd_eagle3_shared; one reference returned): one device arena on the
+ * target runner's device holding the weights as above (the head's own embedding too, when it
+ * ships one) and the RoPE tables for positions < n_ctx + SD_RUNNER_TREE_MAX. `target` (a
+ * CUDA runner of target_cfg) fixes the device and the weight dtype. Errors as
+ * sd_cuda_eagle3_runner_create's; nothing is left allocated on failure. */
+specdec_status sd_cuda_eagle3_shared_create(const sd_eagle3_weights *hw, sd_runner *target,
+                                            const sd_config *target_cfg, int32_t n_ctx, sd_eagle3_shared **out,
+                                            sd_errbuf *eb);
+/* sd_cuda_eagle3_runner_create over shared weights (the runner takes its own reference): the
+ * runner allocates only its own stream, draft KV cache, activations, captured rows and
+ * staging. INVALID_ARGUMENT when sh is not a CUDA head's, or was made for another device,
+ * weight dtype or n_ctx than this target and n_ctx; else as sd_cuda_eagle3_runner_create. */
+specdec_status sd_cuda_eagle3_runner_create_shared(sd_eagle3_shared *sh, sd_runner *target,
+                                                   const sd_config *target_cfg, int32_t n_ctx, int32_t rows,
+                                                   sd_runner **out, sd_errbuf *eb);
 
 #ifdef __cplusplus
 }

@@ -4,17 +4,19 @@
  * sd_eagle3_cpu.h: the row math, the draft KV cache, chain and tree rows, truncation).
  *
  * Memory, all allocated at creation (nothing per call):
- * - weights, one cudaMalloc arena: fc [H, 3tH], wqkv = [Wq; Wk; Wv] [Q + 2KV, 2H], wo [H, Q],
- *   wgu = [Wgate; Wup] [2F, H], wdown [H, F], lm_head [Vd, H] in wdt (the head's dtype; F32
- *   heads become BF16 unless the target's group kept F32 weights: the target runner's rule),
- *   the head's own embedding [V, H] when it ships one (else the target group's device
- *   embedding is read, in the target's dtype), norms and fc.bias fp32;
- * - the draft KV cache: K and V [n_kv][n_ctx][hd] fp32 (one layer: small, and no second
- *   rounding against the CPU reference);
- * - activations of `rows` rows, the captured rows aux [rows, 3tH] (the target's group
- *   captures into it: sd_eagle3_runner.aux is DEVICE memory here), RoPE tables
- *   [n_ctx + SD_RUNNER_TREE_MAX, hd/2] built with the CPU reference's function (the same
- *   angles bit for bit), the attention split scratch;
+ * - shared by every runner over one e3g_shared (core/sd_eagle3.h sd_eagle3_shared: the slots
+ *   of a scheduler), read only, one cudaMalloc arena: weights fc [H, 3tH], wqkv = [Wq; Wk; Wv]
+ *   [Q + 2KV, 2H], wo [H, Q], wgu = [Wgate; Wup] [2F, H], wdown [H, F], lm_head [Vd, H] in wdt
+ *   (the head's dtype; F32 heads become BF16 unless the target's group kept F32 weights: the
+ *   target runner's rule), the head's own embedding [V, H] when it ships one (else the target
+ *   group's device embedding is read, in the target's dtype), norms and fc.bias fp32; RoPE
+ *   tables [n_ctx + SD_RUNNER_TREE_MAX, hd/2] built with the CPU reference's function (the
+ *   same angles bit for bit);
+ * - per runner: the draft KV cache, K and V [n_kv][n_ctx][hd] fp32 (one layer: small, and no
+ *   second rounding against the CPU reference);
+ * - per runner: activations of `rows` rows, the captured rows aux [rows, 3tH] (the target's
+ *   group captures into it: sd_eagle3_runner.aux is DEVICE memory here), the attention split
+ *   scratch, its stream;
  * - a pinned staging buffer for one call's description (token ids, key maps, tree rows,
  *   attention blocks: sd_eagle3_cuda_layout.h), uploaded once per step.
  * Host side of the ops (core/sd_drafter_eagle3.c works on the host): fuse reads device (or
@@ -63,6 +65,17 @@ typedef struct e3g_weights {
     void *lm_head;         /* [Vd, H] */
 } e3g_weights;
 
+/* The read-only part every runner over one head shares (sd_eagle3_shared). */
+typedef struct e3g_shared {
+    sd_eagle3_shared base; /* must be first */
+    int device;
+    sd_dtype wdt;
+    int32_t n_ctx;         /* the RoPE tables cover positions < n_ctx + SD_RUNNER_TREE_MAX */
+    e3g_weights w;         /* pointers into arena (embed NULL unless the head ships one) */
+    float *rope_cos, *rope_sin; /* [n_ctx + SD_RUNNER_TREE_MAX, hd/2], in arena */
+    void *arena;
+} e3g_shared;
+
 typedef struct e3g {
     sd_eagle3_runner r;    /* must be first: core sees an sd_eagle3_runner / sd_runner */
     int device, lost;
@@ -72,8 +85,8 @@ typedef struct e3g {
     int32_t n_ctx, rows, rope_rows, att_rows, n_cached;
     float eps;
     int32_t *parent;       /* host [n_ctx]: parent cache row of each row (sd_eagle3_cuda_layout.h) */
-    e3g_weights w;
-    void *w_arena, *kv_arena, *act_arena;
+    e3g_weights w;         /* the shared weights (r.shared), embed possibly the target's */
+    void *kv_arena, *act_arena;
     void *kc, *vc;         /* [nKV][n_ctx][hd] fp32 */
     float *xa, *xb;        /* [rows, 3tH] fuse work */
     float *g, *e, *hn, *h1, *xn, *tmp; /* [rows, H] */
@@ -83,7 +96,7 @@ typedef struct e3g {
     float *gu;             /* [rows, 2F] */
     float *hh;             /* [rows, F] */
     float *logits;         /* [rows, Vd] */
-    float *rope_cos, *rope_sin; /* [rope_rows, hd/2] */
+    float *rope_cos, *rope_sin; /* [rope_rows, hd/2], shared */
     float *part;           /* attention split scratch (part_floats) */
     size_t part_floats;
     void *xconv;           /* GEMM scratch above 17 rows (BF16/F16), or NULL */
@@ -131,10 +144,13 @@ static void e3g_plan_weights(e3g *h, char *base, size_t *off) {
     h->w.wgu = e3g_take(base, off, 2 * F * H * es);
     h->w.wdown = e3g_take(base, off, H * F * es);
     h->w.lm_head = e3g_take(base, off, (size_t)h->Vd * H * es);
+    const size_t half = (size_t)h->hd / 2;
+    h->rope_cos = (float *)e3g_take(base, off, (size_t)h->rope_rows * half * 4);
+    h->rope_sin = (float *)e3g_take(base, off, (size_t)h->rope_rows * half * 4);
 }
 
 static void e3g_plan_act(e3g *h, char *base, size_t *off) {
-    const size_t R = (size_t)h->rows, H = (size_t)h->H, w3 = 3 * (size_t)h->tH, half = (size_t)h->hd / 2;
+    const size_t R = (size_t)h->rows, H = (size_t)h->H, w3 = 3 * (size_t)h->tH;
     size_t kmax = w3 > 2 * H ? w3 : 2 * H;
     if ((size_t)h->Q > kmax) kmax = (size_t)h->Q;
     if ((size_t)h->F > kmax) kmax = (size_t)h->F;
@@ -149,8 +165,6 @@ static void e3g_plan_act(e3g *h, char *base, size_t *off) {
     h->gu = (float *)e3g_take(base, off, R * 2 * (size_t)h->F * 4);
     h->hh = (float *)e3g_take(base, off, R * (size_t)h->F * 4);
     h->logits = (float *)e3g_take(base, off, R * (size_t)h->Vd * 4);
-    h->rope_cos = (float *)e3g_take(base, off, (size_t)h->rope_rows * half * 4);
-    h->rope_sin = (float *)e3g_take(base, off, (size_t)h->rope_rows * half * 4);
     h->part = (float *)e3g_take(base, off, h->part_floats * 4);
     h->xconv = h->wdt != SD_F32 && R > SD_CUDA_SKINNY_MAX_M ? e3g_take(base, off, R * kmax * sd_dtype_size(h->wdt))
                                                              : NULL;
@@ -191,21 +205,17 @@ static void e3g_dims(e3g *h, int32_t n_ctx, int32_t rows, sd_dtype target_wdt) {
         }                                                                           \
     } while (0)
 
-/* The stream, the three arenas, the pinned stage and the host arrays. */
+/* A runner's own memory: the stream, the KV and activation arenas, the pinned stage and the
+ * host arrays. */
 static specdec_status e3g_alloc(e3g *h, sd_errbuf *eb) {
     E3G_CUDA(cudaSetDevice(h->device));
     E3G_CUDA(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
-    size_t off = 0;
-    e3g_plan_weights(h, NULL, &off);
-    E3G_CUDA(cudaMalloc(&h->w_arena, off ? off : 1));
-    off = 0;
-    e3g_plan_weights(h, (char *)h->w_arena, &off);
     const size_t kv = e3g_al((size_t)h->nKV * (size_t)h->n_ctx * (size_t)h->hd * sizeof(float));
     E3G_CUDA(cudaMalloc(&h->kv_arena, 2 * kv));
     h->kc = h->kv_arena;
     h->vc = (char *)h->kv_arena + kv;
     E3G_CUDA(cudaMemsetAsync(h->kv_arena, 0, 2 * kv, h->stream));
-    off = 0;
+    size_t off = 0;
     e3g_plan_act(h, NULL, &off);
     E3G_CUDA(cudaMalloc(&h->act_arena, off));
     E3G_CUDA(cudaMemsetAsync(h->act_arena, 0, off, h->stream)); /* no row is ever read unwritten */
@@ -289,6 +299,35 @@ static specdec_status e3g_fill(e3g *h, sd_errbuf *eb) {
     if (st == SPECDEC_OK) st = e3g_rope(h, eb);
     if (st != SPECDEC_OK) return st;
     E3G_CUDA(cudaDeviceSynchronize());
+    return SPECDEC_OK;
+}
+
+static void e3g_shared_free(sd_eagle3_shared *b) {
+    e3g_shared *s = (e3g_shared *)b;
+    if (s->arena) {
+        (void)cudaSetDevice(s->device);
+        (void)cudaFree(s->arena);
+        (void)cudaGetLastError();
+    }
+    sd_free(s);
+}
+
+/* s's arena planned, uploaded and filled through p, a runner that has only the head, the
+ * device and its sizes (e3g_dims): the weight layout and the uploads are the runner's. */
+static specdec_status e3g_shared_fill(e3g_shared *s, e3g *p, sd_errbuf *eb) {
+    E3G_CUDA(cudaSetDevice(p->device));
+    size_t off = 0;
+    e3g_plan_weights(p, NULL, &off);
+    E3G_CUDA(cudaMalloc(&s->arena, off ? off : 1));
+    off = 0;
+    e3g_plan_weights(p, (char *)s->arena, &off);
+    p->w.embed_dt = p->wdt; /* the head's own embedding, when it ships one */
+    E3G_TRY(e3g_fill(p, eb));
+    s->w = p->w;
+    s->rope_cos = p->rope_cos;
+    s->rope_sin = p->rope_sin;
+    s->wdt = p->wdt;
+    s->n_ctx = p->n_ctx;
     return SPECDEC_OK;
 }
 #undef E3G_CUDA
@@ -522,18 +561,19 @@ static specdec_status e3g_op_q(sd_eagle3_runner *r, const float *logits, const s
                                       &r->base.err);
 }
 
+/* The runner's own memory; its reference to the shared weights is dropped after its stream
+ * has finished with them. */
 static void e3g_op_destroy(sd_eagle3_runner *r) {
     e3g *h = (e3g *)r;
     if (!h) return;
-    sd_eagle3_runner_fini(r);
     (void)cudaSetDevice(h->device);
     if (h->stream) (void)cudaStreamSynchronize(h->stream);
     if (h->stream) (void)cudaStreamDestroy(h->stream);
-    if (h->w_arena) (void)cudaFree(h->w_arena);
     if (h->kv_arena) (void)cudaFree(h->kv_arena);
     if (h->act_arena) (void)cudaFree(h->act_arena);
     if (h->h_stage) (void)cudaFreeHost(h->h_stage);
     (void)cudaGetLastError();
+    sd_eagle3_runner_fini(r);
     sd_free(h->parent);
     sd_free(h->tseg);
     sd_free(h->launch);
@@ -561,11 +601,47 @@ static specdec_status e3g_check(const sd_eagle3_weights *hw, sd_runner *target, 
     return SPECDEC_OK;
 }
 
-extern "C" specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *hw, sd_runner *target,
-                                                       const sd_config *target_cfg, int32_t n_ctx, int32_t rows,
-                                                       sd_runner **out, sd_errbuf *eb) {
+extern "C" specdec_status sd_cuda_eagle3_shared_create(const sd_eagle3_weights *hw, sd_runner *target,
+                                                       const sd_config *target_cfg, int32_t n_ctx,
+                                                       sd_eagle3_shared **out, sd_errbuf *eb) {
     if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): out is NULL");
     *out = NULL;
+    E3G_TRY(e3g_check(hw, target, target_cfg, n_ctx, eb));
+    e3g_shared *s = (e3g_shared *)sd_calloc(1, sizeof *s);
+    e3g *p = (e3g *)sd_calloc(1, sizeof *p);
+    specdec_status st = SPECDEC_OK;
+    if (!s || !p) {
+        st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head (CUDA): out of memory");
+    } else {
+        s->base.hw = hw;
+        s->base.backend = SPECDEC_BACKEND_CUDA;
+        s->base.refs = 1;
+        s->base.free_fn = e3g_shared_free;
+        s->device = p->device = sd_cuda_runner_device(target);
+        p->r.hw = hw;
+        e3g_dims(p, n_ctx, SD_RUNNER_TREE_MAX, sd_cuda_runner_weight_dtype(target));
+        st = e3g_shared_fill(s, p, eb);
+    }
+    sd_free(p);
+    if (st != SPECDEC_OK) {
+        if (s) e3g_shared_free(&s->base);
+        return st;
+    }
+    *out = &s->base;
+    return SPECDEC_OK;
+}
+
+static const char *e3g_dt_name(sd_dtype t) { return t == SD_F32 ? "F32" : t == SD_F16 ? "F16" : "BF16"; }
+
+extern "C" specdec_status sd_cuda_eagle3_runner_create_shared(sd_eagle3_shared *sh, sd_runner *target,
+                                                              const sd_config *target_cfg, int32_t n_ctx,
+                                                              int32_t rows, sd_runner **out, sd_errbuf *eb) {
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): out is NULL");
+    *out = NULL;
+    if (!sh || sh->backend != SPECDEC_BACKEND_CUDA)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): the shared head weights are not a CUDA head's");
+    const e3g_shared *s = (const e3g_shared *)sh;
+    const sd_eagle3_weights *hw = sh->hw;
     E3G_TRY(e3g_check(hw, target, target_cfg, n_ctx, eb));
     /* rows as the CPU head: at least a tree level, at most n_ctx (and never fewer than
      * sd_eagle3_runner_init's rows: the target captures up to that many into aux) */
@@ -576,19 +652,40 @@ extern "C" specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *
     if (!h) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head (CUDA): out of memory");
     h->r.ops = &e3g_ops;
     h->r.hw = hw;
+    h->r.shared = sd_eagle3_shared_ref(sh);
     h->r.base.vt = &sd_eagle3_runner_vtbl;
     h->r.aux_backend = 1;
     h->device = sd_cuda_runner_device(target);
     e3g_dims(h, n_ctx, cap, sd_cuda_runner_weight_dtype(target));
+    h->w = s->w;
+    h->rope_cos = s->rope_cos;
+    h->rope_sin = s->rope_sin;
     if (!hw->embed.data) h->w.embed = sd_cuda_runner_device_embed(target, &h->w.embed_dt);
     else h->w.embed_dt = h->wdt;
-    specdec_status st = e3g_alloc(h, eb);
+    specdec_status st = SPECDEC_OK;
+    if (h->device != s->device || h->wdt != s->wdt || n_ctx != s->n_ctx)
+        st = sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                     "EAGLE-3 head (CUDA): the shared head weights are for device %d, %s, n_ctx %d; this runner "
+                     "needs device %d, %s, n_ctx %d",
+                     s->device, e3g_dt_name(s->wdt), (int)s->n_ctx, h->device, e3g_dt_name(h->wdt), (int)n_ctx);
+    if (st == SPECDEC_OK) st = e3g_alloc(h, eb);
     if (st == SPECDEC_OK) st = sd_eagle3_runner_init(&h->r, target, target_cfg, n_ctx, max_rows, eb);
-    if (st == SPECDEC_OK) st = e3g_fill(h, eb);
     if (st != SPECDEC_OK) {
         e3g_op_destroy(&h->r);
         return st;
     }
     *out = &h->r.base;
     return SPECDEC_OK;
+}
+
+extern "C" specdec_status sd_cuda_eagle3_runner_create(const sd_eagle3_weights *hw, sd_runner *target,
+                                                       const sd_config *target_cfg, int32_t n_ctx, int32_t rows,
+                                                       sd_runner **out, sd_errbuf *eb) {
+    if (!out) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "EAGLE-3 head (CUDA): out is NULL");
+    *out = NULL;
+    sd_eagle3_shared *sh = NULL;
+    specdec_status st = sd_cuda_eagle3_shared_create(hw, target, target_cfg, n_ctx, &sh, eb);
+    if (st == SPECDEC_OK) st = sd_cuda_eagle3_runner_create_shared(sh, target, target_cfg, n_ctx, rows, out, eb);
+    sd_eagle3_shared_unref(sh); /* the runner holds its own reference */
+    return st;
 }

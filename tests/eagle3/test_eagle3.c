@@ -312,29 +312,95 @@ static void test_step_errors(const specdec_model *target) {
     specdec_model_free(h);
 }
 
-/* Every allocation of the loader and of the forward's creation may fail: a status, no leak. */
+/* Every allocation of the loader and of the forward's creation may fail: a status, no leak.
+ * Each of the N allocations a successful load + create makes is failed in turn (not only
+ * those before the first success: the widened F32 copy of a BF16 head is an optimisation
+ * whose failure the forward survives, so a success comes before the last allocation). */
 static void test_alloc_failures(const specdec_model *target) {
     char p[1024];
     snprintf(p, sizeof p, "%s/flat_bf16_embed_bias", g_dir);
-    int failures = 0;
-    for (long k = 0; k < 400; k++) {
+    int failures = 0, survived = 0;
+    long n_alloc = -1;
+    for (long k = -1; k < n_alloc || k < 0; k++) { /* k = -1: nothing fails; it counts N */
         specdec_model *m = NULL;
         sd_alloc_fail_after(k);
         specdec_status st = specdec_model_load(p, NULL, &m);
         sd_eagle3_cpu *e = NULL;
         specdec_status st2 = m ? sd_eagle3_cpu_create(&m->eagle3->w, &target->w.tok_embd, 8, 4, &e, NULL) : st;
+        if (k < 0) n_alloc = sd_alloc_count();
         sd_alloc_fail_after(-1);
         if (st == SPECDEC_OK && st2 == SPECDEC_OK) {
-            sd_eagle3_cpu_destroy(e);
-            specdec_model_free(m);
-            break;
+            survived += k >= 0;
+        } else {
+            failures++;
+            SD_CHECK((st == SPECDEC_ERR_OUT_OF_MEMORY || st2 == SPECDEC_ERR_OUT_OF_MEMORY) && !e,
+                     "allocation %ld failing gave %s / %s", k, specdec_status_string(st), specdec_status_string(st2));
         }
-        failures++;
-        SD_CHECK((st == SPECDEC_ERR_OUT_OF_MEMORY || st2 == SPECDEC_ERR_OUT_OF_MEMORY) && !e,
-                 "allocation %ld failing gave %s / %s", k, specdec_status_string(st), specdec_status_string(st2));
+        SD_CHECK(k >= 0 || (st == SPECDEC_OK && st2 == SPECDEC_OK), "load + create: %s", specdec_last_error());
+        sd_eagle3_cpu_destroy(e);
         specdec_model_free(m);
     }
-    SD_CHECK(failures > 10, "only %d allocation points", failures);
+    SD_CHECK(failures > 10 && survived == 1, "%d allocation points, %d failures, %d survived (only the widened copy may)",
+             (int)n_alloc, failures, survived);
+    printf("load + CPU forward: %ld allocation points, each failed once: %d OUT_OF_MEMORY, %d survived\n", n_alloc,
+           failures, survived);
+}
+
+/* Every allocation of a scheduler's creation with an F16 head (the target's group, the head's
+ * shared weights, each slot's head runner over them, the rounds) and of an engine's with it may
+ * fail: OUT_OF_MEMORY and nothing made, or (the widened copy alone) a working object; never a
+ * leak (ASan) or a crash. Every allocation point of a successful creation is failed in turn. */
+static specdec_status sched_or_engine(const specdec_model *target, const specdec_model *h, int sched) {
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.n_ctx = 32;
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = 3;
+    specdec_scheduler *s = NULL;
+    specdec_engine *e = NULL;
+    const specdec_status st =
+        sched ? specdec_scheduler_create(target, h, &ep, &sp, &s) : specdec_engine_create(target, h, &ep, &e);
+    SD_CHECK((st == SPECDEC_OK) == (s != NULL || e != NULL), "%s: status %s but object %p", sched ? "scheduler" : "engine",
+             specdec_status_string(st), sched ? (void *)s : (void *)e);
+    specdec_scheduler_free(s);
+    specdec_engine_free(e);
+    return st;
+}
+
+static void test_alloc_failures_shared(const specdec_model *target) {
+    specdec_status st;
+    specdec_model *h = load("speculators_f16_t2d", &st);
+    SD_CHECK(h && h->eagle3 && h->eagle3->w.dtype == SD_F16, "F16 head: %s", specdec_last_error());
+    for (int sched = 0; h && sched < 2; sched++) {
+        sd_alloc_fail_after(-1);
+        st = sched_or_engine(target, h, sched);
+        const long n_alloc = sd_alloc_count();
+        SD_CHECK(st == SPECDEC_OK, "%s with the F16 head: %s", sched ? "scheduler" : "engine", specdec_last_error());
+        int failures = 0, survived = 0;
+        for (long k = 0; st == SPECDEC_OK && k < n_alloc; k++) {
+            sd_alloc_fail_after(k);
+            const specdec_status sk = sched_or_engine(target, h, sched);
+            sd_alloc_fail_after(-1);
+            failures += sk != SPECDEC_OK;
+            survived += sk == SPECDEC_OK;
+            SD_CHECK(sk == SPECDEC_OK || sk == SPECDEC_ERR_OUT_OF_MEMORY, "%s: allocation %ld of %ld failing gave %s (%s)",
+                     sched ? "scheduler" : "engine", k, n_alloc, specdec_status_string(sk), specdec_last_error());
+        }
+        /* the widened copy is made once: one allocation the creation survives, whatever max_active */
+        SD_CHECK(failures > 20 && survived == 1, "%s: %ld allocation points, %d failures, %d survived",
+                 sched ? "scheduler" : "engine", n_alloc, failures, survived);
+        printf("%s with an F16 head: %ld allocation points, each failed once: %d OUT_OF_MEMORY, %d survived\n",
+               sched ? "scheduler (3 slots)" : "engine", n_alloc, failures, survived);
+    }
+    /* a CPU forward over shared weights that are not the CPU head's: refused, nothing made */
+    if (h) {
+        sd_eagle3_shared fake = {&h->eagle3->w, SPECDEC_BACKEND_CUDA, 1, NULL};
+        sd_eagle3_cpu *e = NULL;
+        st = sd_eagle3_cpu_create_shared(&fake, &target->w.tok_embd, 8, 4, &e, NULL);
+        SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && !e && fake.refs == 1, "CUDA shared weights to the CPU forward: %s",
+                 specdec_status_string(st));
+    }
+    specdec_model_free(h);
 }
 
 /* The shipped head fits the shipped target and drafts finite logits from its embedding. */
@@ -392,6 +458,7 @@ int main(int argc, char **argv) {
     test_capture(target);
     test_step_errors(target);
     test_alloc_failures(target);
+    test_alloc_failures_shared(target);
     if (argc == 3) test_bundled(argv[2]);
     specdec_model_free(target);
     return sd_test_done();

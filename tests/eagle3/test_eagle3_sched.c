@@ -15,7 +15,11 @@
  *      greedy eagle3 chain stopped by its token callback after 5 tokens, an eagle3 rejection
  *      tree, an n-gram chain, an eagle3 match chain — each equal to specdec_generate;
  *   3. what is refused: draft_method MODEL with a head (INVALID_ARGUMENT at submit, naming it),
- *      and, on CUDA without a device, BACKEND_UNAVAILABLE (with one, the scheduler is made).
+ *      and, on CUDA without a device, BACKEND_UNAVAILABLE (with one, the scheduler is made);
+ *   4. the head's weights are made once per scheduler: with the F16 and the BF16 head on 4
+ *      slots every slot's head runner holds the same shared object and its forward reads the
+ *      same widened F32 matrices (one copy, not four), while each has its own buffers; the
+ *      runners of two schedulers do not share.
  *
  *     test_eagle3_sched FIXTURE_DIR [MAX_PREDICT]   (MAX_PREDICT: the largest n_predict, default 40) */
 #define _POSIX_C_SOURCE 200809L
@@ -25,7 +29,10 @@
 
 #include "e3_test.h"
 #include "sd_engine.h"
+#include "sd_eagle3_cpu.h"
+#include "sd_eagle3_load.h"
 #include "sd_model.h"
+#include "sd_sched_impl.h"
 #include "sd_test.h"
 #include "specdec.h"
 
@@ -275,6 +282,42 @@ static void check_cuda_scheduler(const specdec_model *t, const specdec_model *h)
     specdec_scheduler_free(s);
 }
 
+/* 4. one copy of the head's weights per scheduler (see the top) */
+static void check_shared_weights(const char *name, const specdec_model *t, const specdec_model *h) {
+    specdec_engine_params ep = cpu_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = 4;
+    specdec_scheduler *s = NULL, *s2 = NULL;
+    specdec_status st = specdec_scheduler_create(t, h, &ep, &sp, &s);
+    if (st == SPECDEC_OK) st = specdec_scheduler_create(t, h, &ep, &sp, &s2);
+    SD_CHECK(st == SPECDEC_OK && s && s2, "%s: schedulers on 4 slots: %s", name, specdec_last_error());
+    if (s && s2) {
+        const sd_eagle3_weights *loaded = &h->eagle3->w;
+        sd_eagle3_runner *r0 = sd_eagle3_runner_of(s->seqs[0].d);
+        const sd_eagle3_weights *w0 = sd_eagle3_cpu_runner_weights(s->seqs[0].d);
+        SD_CHECK(r0 && r0->shared && w0 && w0->dtype == SD_F32 && w0->wq.dtype == SD_F32 &&
+                     w0->wq.data != loaded->wq.data && w0->lm_head.data != loaded->lm_head.data,
+                 "%s: slot 0's forward does not read a widened F32 copy (dtype %d)", name, w0 ? (int)w0->dtype : -1);
+        for (int32_t i = 1; r0 && w0 && i < sp.max_active; i++) {
+            sd_eagle3_runner *ri = sd_eagle3_runner_of(s->seqs[i].d);
+            const sd_eagle3_weights *wi = sd_eagle3_cpu_runner_weights(s->seqs[i].d);
+            SD_CHECK(ri && ri != r0 && ri->shared == r0->shared && wi && wi->fc.data == w0->fc.data &&
+                         wi->wq.data == w0->wq.data && wi->w_down.data == w0->w_down.data &&
+                         wi->lm_head.data == w0->lm_head.data,
+                     "%s: slot %d reads weights at %p, slot 0 at %p (shared %p / %p): a copy per slot", name, (int)i,
+                     wi ? wi->wq.data : NULL, w0->wq.data, ri ? (void *)ri->shared : NULL, (void *)r0->shared);
+            SD_CHECK(ri && ri->g != r0->g && ri->logits != r0->logits && ri->aux != r0->aux,
+                     "%s: slot %d shares its buffers with slot 0", name, (int)i);
+        }
+        const sd_eagle3_weights *o0 = sd_eagle3_cpu_runner_weights(s2->seqs[0].d);
+        SD_CHECK(o0 && w0 && o0->wq.data != w0->wq.data && sd_eagle3_runner_of(s2->seqs[0].d)->shared != r0->shared,
+                 "%s: two schedulers read one copy", name);
+    }
+    specdec_scheduler_free(s2);
+    specdec_scheduler_free(s);
+    printf("%-28s 4 slots read one F32 copy of the head's matrices\n", name);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2 && argc != 3) {
         fprintf(stderr, "usage: test_eagle3_sched FIXTURE_DIR [MAX_PREDICT]\n");
@@ -283,6 +326,7 @@ int main(int argc, char **argv) {
     if (argc == 3) MAX_PREDICT = atoi(argv[2]);
     if (MAX_PREDICT < 13 || MAX_PREDICT > CAP) MAX_PREDICT = 40;
     specdec_model *t = e3_load(argv[1], "target");
+    int n_shared_checked = 0;
     static const char *heads[] = {"flat_f32_d2t", "flat_bf16_embed_bias", "speculators_f16_t2d",
                                   "speculators_f32_fullvocab"};
     for (size_t i = 0; t && i < sizeof heads / sizeof heads[0]; i++) {
@@ -293,9 +337,15 @@ int main(int argc, char **argv) {
         if (e) check_mixed(heads[i], t, h, e);
         if (e) check_one_slot(heads[i], t, h, e);
         if (h && i == 0) check_cuda_scheduler(t, h);
+        if (h && h->eagle3->w.dtype != SD_F32) {
+            check_shared_weights(heads[i], t, h);
+            n_shared_checked++;
+        }
         specdec_engine_free(e);
         specdec_model_free(h);
     }
+    SD_CHECK(!t || n_shared_checked == 2, "the sharing check ran for %d heads, not the F16 and the BF16 one",
+             n_shared_checked);
     specdec_model_free(t);
     return sd_test_done();
 }
