@@ -343,14 +343,26 @@ def stage_cache(args, wd, corpus, tok, target, gen_tr, gen_va):
     return tr, va
 
 
-def draft_vocab(cache, V, Vd):
-    """The Vd ids the target predicts most often at the cached training positions, ascending."""
+@torch.no_grad()
+def draft_vocab(cache, target, Vd):
+    """The draft vocabulary, ascending: every id the target predicts (argmax) at the cached
+    training positions, most frequent first, then the ids with the most target probability mass
+    (summed over every 10th window) until Vd. Returns (ids, share of the target's greedy tokens
+    covered, mean target probability mass covered)."""
+    V = target.config.vocab_size
     cnt = np.zeros(V, dtype=np.int64)
     for i in range(0, cache.meta["N"], 256):
         cnt += np.bincount(cache.am[i:i + 256].reshape(-1).astype(np.int64), minlength=V)
-    order = np.argsort(-cnt, kind="stable")
+    W = target.lm_head.weight
+    mass = torch.zeros(V, dtype=torch.float64)
+    idx = np.arange(0, cache.meta["N"], 10)
+    for i in range(0, len(idx), 16):
+        zf = torch.from_numpy(np.asarray(cache.zf[idx[i:i + 16]], dtype=np.float32))
+        mass += torch.softmax(zf @ W.T, -1).reshape(-1, V).sum(0).double()
+    mass = mass.numpy()
+    order = np.lexsort((-mass, -cnt))  # by argmax count, ties (incl. never predicted) by mass
     sel = np.sort(order[:Vd])
-    return sel.astype(np.int64), float(cnt[sel].sum() / cnt.sum())
+    return sel.astype(np.int64), float(cnt[sel].sum() / cnt.sum()), float(mass[sel].sum() / mass.sum())
 
 
 def lr_sched(step, total, peak, warmup):
@@ -377,21 +389,22 @@ def batch_from(cache, idx, Wsel):
     return x, aux, zf @ Wsel.T
 
 
-def tt_loss(head, temb, x, aux, tl, K, decay=0.8):
+def tt_loss(head, temb, x, aux, tl, K, decay=0.8, want_stats=False):
     """Training-time-test loss of a batch. Row p: token x[p+1], feature aux[p]; step j's label is
-    the target's distribution at position p+1+j. Returns (loss, [(ce, agreement) per step])."""
+    the target's distribution at position p+1+j. Returns (loss, [(ce, agreement) per step] when
+    want_stats, else [])."""
     T = x.size(1) - 1
     tokens = torch.cat([x[:, 1:], torch.zeros(x.size(0), K - 1, dtype=x.dtype)], 1)
     outs = head.train_steps(temb, aux[:, :T], tokens, K)
+    pt = torch.softmax(tl, -1)
     loss, stats = 0.0, []
     for j, lg in enumerate(outs):
         n = T - j  # valid rows: p + 1 + j <= S - 1
-        tgt = tl[:, 1 + j:1 + j + n]
-        p = torch.softmax(tgt, -1)
         lq = F.log_softmax(lg[:, :n], -1)
-        lj = -(p * lq).sum(-1).mean()
+        lj = -(pt[:, 1 + j:1 + j + n] * lq).sum(-1).mean()
         loss = loss + (decay ** j) * lj
-        stats.append((lj.item(), (lq.argmax(-1) == tgt.argmax(-1)).float().mean().item()))
+        if want_stats:
+            stats.append((lj.item(), (lq.argmax(-1) == tl[:, 1 + j:1 + j + n].argmax(-1)).float().mean().item()))
     return loss, stats
 
 
@@ -425,13 +438,14 @@ def train(args, wd, target, sel, cache):
         for gr in opt.param_groups:
             gr["lr"] = lr_sched(step, args.steps, args.lr, args.warmup)
         x, aux, tl = batch_from(cache, idx, Wsel)
-        loss, stats = tt_loss(head, temb, x, aux, tl, K)
+        show = step % 20 == 0 or step == args.steps - 1
+        loss, stats = tt_loss(head, temb, x, aux, tl, K, want_stats=show)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
         opt.step()
         el = el0 + time.time() - t0
-        if step % 20 == 0 or step == args.steps - 1:
+        if show:
             hist.append({"step": step, "loss": loss.item(), "steps": stats})
             log(f"step {step}/{args.steps} loss {loss.item():.3f} | " +
                 " ".join(f"s{j} ce {c:.2f} agree {a:.3f}" for j, (c, a) in enumerate(stats)) +
@@ -593,7 +607,7 @@ def evaluate(args, wd, corpus, tok, target, val, cover):
     log(f"held-out greedy windows ({res['roots']} roots): first-token agreement head {res['head_agree']:.4f}, "
         f"kjv-draft {res['draft_agree']:.4f}; tokens/round at gamma 1..6: head "
         + " ".join(f"{v:.3f}" for v in res["head_tpr"]) + " | kjv-draft " + " ".join(f"{v:.3f}" for v in res["draft_tpr"]))
-    res["draft_vocab_cover"] = cover
+    res["draft_vocab_cover"], res["draft_vocab_mass"] = cover
     res["crosscheck_rel"] = crosscheck(args, target, tok, corpus)
     res["args"] = vars(args)
     json.dump(res, open(os.path.join(wd, "eval_eagle3.json"), "w"), indent=1)
@@ -649,7 +663,7 @@ def card(args, wd):
         f"{cfg['num_attention_heads']} query / {cfg['num_key_value_heads']} KV heads (head dim {cfg['head_dim']}), "
         f"MLP {Fm}, RoPE theta {cfg['rope_theta']:g} |",
         f"| draft vocabulary | the {Vd} ids of {cfg['vocab_size']} the target predicts most often on the training data "
-        f"(they cover {ev['draft_vocab_cover']:.2%} of its greedy tokens there), ascending, `d2t` / `t2d` |",
+        f"(they cover {ev['draft_vocab_cover']:.2%} of its greedy tokens and {ev['draft_vocab_mass']:.1%} of its probability mass there), ascending, `d2t` / `t2d` |",
         "| embedding | " + (f"its own `embed_tokens` [{cfg['vocab_size']}, {H}] (required when the head is narrower "
                             "than the target) |" if own else "none stored: the target's `embed_tokens` |"),
         f"| parameters | {n_par:,} (F16, {size / 1e6:.2f} MB) |",
@@ -721,8 +735,8 @@ def build_parser():
     ap.add_argument("--heads", type=int, default=0, help="query heads (0: H / head dim)")
     ap.add_argument("--kv-heads", type=int, default=2, help="KV heads (0: the target's query/KV ratio)")
     ap.add_argument("--head-dim", type=int, default=0, help="0: the target's")
-    ap.add_argument("--intermediate", type=int, default=384)
-    ap.add_argument("--draft-vocab", type=int, default=2048)
+    ap.add_argument("--intermediate", type=int, default=512)
+    ap.add_argument("--draft-vocab", type=int, default=1536)
     ap.add_argument("--rope-theta", type=float, default=10000.0)
     ap.add_argument("--steps", type=int, default=2400)
     ap.add_argument("--batch", type=int, default=8)
@@ -759,8 +773,9 @@ def main():
         return
     gen_tr, gen_va = stage_gen(args, wd, corpus, tok, target)
     tr, va = stage_cache(args, wd, corpus, tok, target, gen_tr, gen_va)
-    sel, cover = draft_vocab(tr, target.config.vocab_size, args.draft_vocab)
-    log(f"draft vocab {len(sel)} of {target.config.vocab_size}: covers {cover:.4%} of the target's greedy tokens")
+    sel, cover, mass = draft_vocab(tr, target, args.draft_vocab)
+    log(f"draft vocab {len(sel)} of {target.config.vocab_size}: covers {cover:.4%} of the target's greedy tokens "
+        f"and {mass:.2%} of its probability mass on the training windows")
     if args.stage == "data":
         return
     if args.stage in ("all", "train", "export"):
@@ -768,7 +783,7 @@ def main():
         if args.stage != "train":
             export(args, head, sel, target)
     if args.stage in ("all", "eval"):
-        evaluate(args, wd, corpus, tok, target, va, cover)
+        evaluate(args, wd, corpus, tok, target, va, (cover, mass))
         card(args, wd)
 
 
