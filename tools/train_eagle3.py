@@ -662,8 +662,10 @@ def card(args, wd):
         f"| decoder layer | hidden {H} (the target's is {tH}: `target_hidden_size` {tH}, `fc` {3 * tH} -> {H}), "
         f"{cfg['num_attention_heads']} query / {cfg['num_key_value_heads']} KV heads (head dim {cfg['head_dim']}), "
         f"MLP {Fm}, RoPE theta {cfg['rope_theta']:g} |",
-        f"| draft vocabulary | the {Vd} ids of {cfg['vocab_size']} the target predicts most often on the training data "
-        f"(they cover {ev['draft_vocab_cover']:.2%} of its greedy tokens and {ev['draft_vocab_mass']:.1%} of its probability mass there), ascending, `d2t` / `t2d` |",
+        f"| draft vocabulary | {Vd} of {cfg['vocab_size']} ids: every id the target predicts greedily on the training "
+        f"windows, then the ids with the most target probability mass; they cover {ev['draft_vocab_cover']:.2%} of its "
+        f"greedy tokens and {ev['draft_vocab_mass']:.1%} of its probability mass there (q is 0 outside them, so rejection "
+        "sampling at temperature 1 accepts at most that share); ascending, `d2t` / `t2d` |",
         "| embedding | " + (f"its own `embed_tokens` [{cfg['vocab_size']}, {H}] (required when the head is narrower "
                             "than the target) |" if own else "none stored: the target's `embed_tokens` |"),
         f"| parameters | {n_par:,} (F16, {size / 1e6:.2f} MB) |",
@@ -703,12 +705,25 @@ def card(args, wd):
     if args.bench:
         b = json.load(open(args.bench))
         r = b["results"]
+
+        def cell(k):
+            v = r[k]
+            return f"{v['tokens_per_round']:.3f} | {v['speedup_vs_plain']:.3f} ({v['speedup_min']:.3f}-{v['speedup_max']:.3f})"
         L += [f"specdec's C runtime on the CPU (`bench/eagle3/bench_eagle3.py`, {b['date']}, {b['prompts']} held-out "
-              f"prompts x {b['n_new']} tokens, greedy, outputs equal plain decoding: {b['outputs_equal_plain']}; "
-              f"{b['machine']}):", "",
-              "| drafter | tokens per round | speedup vs plain |", "| --- | --- | --- |"]
-        L += [f"| {k} | {v['tokens_per_round']:.3f} | {v['speedup_vs_plain']:.3f} |" for k, v in r.items()]
-        L += ["", "See `bench/results/` for the spread over repetitions and the head-step cost.", ""]
+              f"prompts (the first 12 words of held-out verses) x {b['n_new']} tokens, greedy, every output equal to "
+              f"plain decoding: {str(b['outputs_equal_plain']).lower()}; speedup over plain decoding: median of "
+              f"{b['reps']} interleaved repetitions (min-max); {b['machine']}, load average "
+              f"{b['load_average_start_end'][0]}-{b['load_average_start_end'][1]}):", "",
+              "| chain gamma | kjv-draft tokens/round | kjv-draft speedup | kjv-eagle3 tokens/round | kjv-eagle3 speedup |",
+              "| --- | --- | --- | --- | --- |"]
+        L += [f"| {g} | {cell(f'kjv-draft chain {g}')} | {cell(f'kjv-eagle3 chain {g}')} |" for g in b["gammas"]]
+        L += ["", "| tree | kjv-draft tokens/round | kjv-draft speedup | kjv-eagle3 (EAGLE-2) tokens/round | "
+              "kjv-eagle3 speedup |", "| --- | --- | --- | --- | --- |"]
+        L += [f"| {k[len('kjv-draft '):]} | {cell(k)} | {cell('kjv-eagle3 ' + k[len('kjv-draft '):])} |"
+              for k in r if k.startswith("kjv-draft tree")]
+        L += ["", "On the CPU a verify pass of n rows costs a large share of n one-row passes, so trees lose to chains "
+              "here. See "
+              "`bench/results/` for the per-repetition numbers and the head-step cost.", ""]
     L += [f"The torch model used here equals the float64 reference of the published forward",
           f"(`tests/eagle3/eagle3_ref.py`, which specdec's C forward is tested against) to {ev['crosscheck_rel']:.1e}",
           "(relative, logits of a held-out prefix and 3 chain steps).", "",

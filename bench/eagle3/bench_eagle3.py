@@ -15,7 +15,7 @@ config's sum in the same repetition. The report gives the median over repetition
 min..max spread; tokens per round (target passes) are deterministic.
 
     python3 bench/eagle3/bench_eagle3.py [--specdec build/specdec] [--corpus /tmp/kjv-eagle3/corpus.json]
-        [--prompts 24] [--n-new 64] [--gammas 2,3,4,5,6] [--trees "3,3,3;4,4,4,4@8"] [--reps 3]
+        [--prompts 24] [--n-new 64] [--gammas 2,3,4,5,6] [--trees "3,3,3;3,3,3@8;2,2,2,2,2@10"] [--reps 3]
         [--head DIR] [--out FILE.json]
 """
 import argparse
@@ -100,7 +100,7 @@ def main():
     ap.add_argument("--prompts", type=int, default=24)
     ap.add_argument("--n-new", type=int, default=64)
     ap.add_argument("--gammas", default="2,3,4,5,6")
-    ap.add_argument("--trees", default="3,3,3;4,4,4,4@8",
+    ap.add_argument("--trees", default="3,3,3;3,3,3@8;2,2,2,2,2@10",
                     help="tree shapes separated by ';', each optionally @NODES (--draft-nodes)")
     ap.add_argument("--reps", type=int, default=3, help="interleaved timing repetitions")
     ap.add_argument("--seed", type=int, default=1)
