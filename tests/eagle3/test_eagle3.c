@@ -420,7 +420,9 @@ static void test_bundled(const char *models) {
         static float aux[4 * 768], g[4 * 256], logits[4 * 4096];
         for (int i = 0; i < 4 * 768; i++) aux[i] = (float)((i * 37) % 11 - 5) * 0.3f;
         int32_t tok[4] = {0, 52, 300, 7}, pos[4] = {0, 1, 2, 3};
-        int ok = sd_eagle3_cpu_create(hw, &t->w.tok_embd, 16, 4, &e, NULL) == SPECDEC_OK &&
+        /* the head's own embedding when it ships one (it is narrower than the target), as the engine does */
+        const sd_tensor *embed = hw->embed.data ? &hw->embed : &t->w.tok_embd;
+        int ok = sd_eagle3_cpu_create(hw, embed, 16, 4, &e, NULL) == SPECDEC_OK &&
                  sd_eagle3_cpu_fuse(e, aux, 4, g) == SPECDEC_OK &&
                  sd_eagle3_cpu_step(e, tok, g, pos, 4, NULL, 0, logits, g) == SPECDEC_OK;
         for (int i = 0; ok && i < 4 * hw->cfg.draft_vocab; i++) ok = isfinite(logits[i]);
