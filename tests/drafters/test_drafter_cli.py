@@ -17,7 +17,7 @@ JSON parameters. --quick (sanitizer builds): 8 tokens, one n-gram configuration 
 import json
 import subprocess
 
-from dtest import BIN, DRAFT, QUICK, TARGET, check, finish
+from dtest import BIN, DRAFT, QUICK, TARGET, check, check_trace, finish
 TEXT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
         "In the beginning God created the heaven and the earth. And the earth was")
 BASE = ["-p", TEXT, "-n", "8" if QUICK else "24", "--temp", "0.8", "--verify", "match", "--seed", "3", "--ignore-eos"]
@@ -27,29 +27,6 @@ def run(args, expect_rc):
     p = subprocess.run([BIN, "generate"] + args, capture_output=True, text=True, timeout=300)
     check(p.returncode == expect_rc, f"{args}: exit {p.returncode}, expected {expect_rc}; stderr: {p.stderr[-600:]!r}")
     return p
-
-
-def check_trace(d, what, tree):
-    t = d.get("trace", [])
-    check(len(t) == d["stats"]["n_rounds"], f"{what}: {len(t)} trace records for {d['stats']['n_rounds']} rounds")
-    check([x for r in t for x in r["emitted"]] == d["tokens"], f"{what}: emitted tokens != output")
-    drafted = 0
-    for r in t:
-        n = len(r["draft_tokens"])
-        drafted += n
-        check(len(r["draft_parents"]) == n and r["drafter"] in ("ngram", "none"), f"{what}: round {r['round']}")
-        check((n == 0) == (r["drafter"] == "none"), f"{what}: round {r['round']} drafter {r['drafter']} with {n} drafts")
-        if not tree:
-            check(r["draft_parents"] == list(range(-1, n - 1)), f"{what}: chain parents {r['draft_parents']}")
-        check(all(-1 <= p < i for i, p in enumerate(r["draft_parents"])), f"{what}: parents {r['draft_parents']}")
-        prev = -1
-        for j, nd in enumerate(r["accepted_nodes"]):
-            check(r["draft_parents"][nd] == prev and r["draft_tokens"][nd] == r["emitted"][j],
-                  f"{what}: round {r['round']} accepted node {nd}")
-            prev = nd
-        check(r["n_accepted"] == len(r["accepted_nodes"]) and len(r["emitted"]) <= r["n_accepted"] + 1,
-              f"{what}: round {r['round']} counts")
-    check(drafted == d["stats"]["n_drafted"] and drafted > 0, f"{what}: {drafted} drafted")
 
 
 plain = json.loads(run(BASE + ["-m", TARGET, "--json"], 0).stdout)
@@ -63,7 +40,7 @@ for extra, tree in CONFIGS[2:3] if QUICK else CONFIGS:
     check(d["tokens"] == plain["tokens"], f"ngram {extra}: tokens differ from plain decoding")
     check(d["stats"]["draft_method"] == "ngram" and d["params"]["drafter"] == "ngram" and d["params"]["draft_model"] is None,
           f"ngram {extra}: {d['stats']['draft_method']} / {d['params']}")
-    check_trace(d, f"ngram {extra}", tree)
+    check_trace(d, f"ngram {extra}", tree, ("ngram", "none"))
     cost = extra[extra.index("--ngram-cost") + 1] if "--ngram-cost" in extra else "measured"
     check(d["params"]["ngram_cost"] == cost.split(":")[0] and
           abs(d["params"]["ngram_token_cost"] - (float(cost[6:]) if cost.startswith("fixed:") else 0)) < 1e-6,

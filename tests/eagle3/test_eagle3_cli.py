@@ -6,7 +6,9 @@ that line alone with the same seed (line i = --seed S + i), tokens and text, and
 draft_method "eagle3" with drafts made: greedy, match and rejection chains and an EAGLE-2 tree
 (--tree), for --parallel 1 and 3 (more prompts than slots: slots are reused); --drafter eagle3
 asks for the head in generate and batch, --drafter model with a head is refused naming it, and so
-is --drafter eagle3 with a draft model. --quick (sanitizer builds): fewer prompts and tokens, one
+is --drafter eagle3 with a draft model; `generate --json --trace` with the head (a chain and an
+EAGLE-2 tree): one record per round, drafter eagle3, the drafts a chain or a tree, the accepted
+nodes a path carrying the emitted tokens, the output plain decoding's. --quick (sanitizer builds): fewer prompts and tokens, one
 mode.
 
 Usage: test_eagle3_cli.py SPECDEC_BIN MODELS_DIR [--quick]"""
@@ -17,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "drafters"))
-from dtest import BIN, DRAFT, MODELS, QUICK, TARGET, check, finish  # noqa: E402 (the drafter tests' helpers)
+from dtest import BIN, DRAFT, MODELS, QUICK, TARGET, check, check_trace, finish  # noqa: E402 (the drafter tests' helpers)
 
 HEAD = os.path.join(MODELS, "kjv-eagle3")
 tmp = tempfile.mkdtemp(prefix="eagle3_cli_")
@@ -86,5 +88,16 @@ for md, drafter, word in ((HEAD, "model", b"EAGLE-3 head"), (DRAFT, "eagle3", b"
     check(p.returncode != 0 and lines and all(x["status"].startswith("SPECDEC_ERR_INVALID_ARGUMENT")
                                                for x in lines[:-1]),
           f"batch -md {md} --drafter {drafter}: exit {p.returncode}, {lines[:1]} {p.stderr[-300:]!r}")
+
+# --json --trace: what the head drafted each round (a chain, an EAGLE-2 tree), what was accepted
+# and emitted; greedy, so the output is plain decoding's
+plain = json.loads(run(["generate", "--drafter", "none"] + base[:-1] + ["-n", "24", "--json"], 0).stdout)
+for extra, tree in (([], False), (["--draft-nodes", "8"], True)):
+    t = run(["generate", "-md", HEAD, "--trace"] + base[:-1] + ["-n", "24", "--json"] + extra, 0)
+    d = json.loads(t.stdout)
+    check(d["tokens"] == plain["tokens"], f"eagle3 trace {extra}: tokens differ from plain decoding")
+    check_trace(d, f"eagle3 {extra}", tree, ("eagle3", "none"))
+    check(not tree or any(len(set(r["draft_parents"])) < len(r["draft_parents"]) for r in d["trace"]),
+          f"eagle3 trace {extra}: some round drafts siblings (a tree)")
 
 finish()
