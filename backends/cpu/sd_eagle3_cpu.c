@@ -330,13 +330,7 @@ static specdec_status e3c_r_step(sd_eagle3_runner *r, const int32_t *tokens, con
 static specdec_status e3c_r_q(sd_eagle3_runner *r, const float *logits, const sd_sampling_params *sp, int greedy,
                               float *q) {
     e3c_runner *c = (e3c_runner *)r;
-    const sd_eagle3_weights *hw = r->hw;
-    if (greedy) {
-        (void)sd_eagle3_q(hw, logits, q);
-        return SPECDEC_OK;
-    }
-    return sd_sampling_process_mapped(logits, hw->cfg.draft_vocab, hw->d2t, hw->cfg.layer.vocab_size, sp, c->scratch,
-                                      c->scratch_size, q, &r->base.err);
+    return sd_sampling_process_eagle3(r->hw, logits, sp, greedy, c->scratch, c->scratch_size, q, &r->base.err);
 }
 
 static void e3c_r_destroy(sd_eagle3_runner *r) {

@@ -553,12 +553,7 @@ static specdec_status e3g_op_step(sd_eagle3_runner *r, const int32_t *tokens, co
 static specdec_status e3g_op_q(sd_eagle3_runner *r, const float *logits, const sd_sampling_params *sp, int greedy,
                                float *q) {
     e3g *h = (e3g *)r;
-    if (greedy) {
-        (void)sd_eagle3_q(r->hw, logits, q);
-        return SPECDEC_OK;
-    }
-    return sd_sampling_process_mapped(logits, h->Vd, r->hw->d2t, h->V, sp, h->scratch, h->scratch_size, q,
-                                      &r->base.err);
+    return sd_sampling_process_eagle3(r->hw, logits, sp, greedy, h->scratch, h->scratch_size, q, &r->base.err);
 }
 
 /* The runner's own memory; its reference to the shared weights is dropped after its stream

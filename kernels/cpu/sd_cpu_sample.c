@@ -159,15 +159,17 @@ static void row_finish(sd_row *r, float *probs_out) {
     for (int32_t i = 0; i < r->V; i++) probs_out[i] = w[i] > 0.0 ? sd_rule_norm(w[i], S) : 0.0f;
 }
 
-specdec_status sd_sampling_process_mapped(const float *src, int32_t n_src, const int32_t *map, int32_t n_vocab,
-                                          const sd_sampling_params *sp, void *scratch, size_t scratch_size,
-                                          float *probs_out, sd_errbuf *eb) {
-    if (!src || !map || !probs_out || n_src < 0 || n_src > n_vocab)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sampling: mapped row of %d ids into %d", (int)n_src,
-                       (int)n_vocab);
-    for (int32_t t = 0; t < n_vocab; t++) probs_out[t] = -INFINITY;
-    for (int32_t i = 0; i < n_src; i++) probs_out[map[i]] = src[i];
-    return sd_sampling_process(probs_out, n_vocab, sp, scratch, scratch_size, probs_out, eb);
+specdec_status sd_sampling_process_eagle3(const sd_eagle3_weights *hw, const float *logits, const sd_sampling_params *sp,
+                                          int greedy, void *scratch, size_t scratch_size, float *q, sd_errbuf *eb) {
+    if (!hw || !logits || !q) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "sampling: NULL EAGLE-3 row");
+    if (greedy) {
+        (void)sd_eagle3_q(hw, logits, q);
+        return SPECDEC_OK;
+    }
+    const int32_t Vd = hw->cfg.draft_vocab, V = hw->cfg.layer.vocab_size;
+    for (int32_t t = 0; t < V; t++) q[t] = -INFINITY;
+    for (int32_t i = 0; i < Vd; i++) q[hw->d2t[i]] = logits[i];
+    return sd_sampling_process(q, V, sp, scratch, scratch_size, q, eb);
 }
 
 specdec_status sd_sampling_process(const float *logits, int32_t n_vocab, const sd_sampling_params *sp,

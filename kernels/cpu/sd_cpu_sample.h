@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "specdec.h"
+#include "sd_eagle3.h"
 #include "sd_error.h"
 #include "sd_sample_rules.h"
 
@@ -26,12 +27,12 @@ size_t sd_sampling_scratch_size(int32_t n_vocab);
 specdec_status sd_sampling_process(const float *logits, int32_t n_vocab, const sd_sampling_params *sp,
                                    void *scratch, size_t scratch_size, float *probs_out, sd_errbuf *eb);
 
-/* sd_sampling_process of a row given on a sub-vocabulary (an EAGLE-3 head's draft logits):
- * the full row is -inf everywhere, src[i] at id map[i] for i < n_src (ids distinct, in
- * [0, n_vocab)), then processed in place in probs_out (n_vocab floats). Same errors. */
-specdec_status sd_sampling_process_mapped(const float *src, int32_t n_src, const int32_t *map, int32_t n_vocab,
-                                          const sd_sampling_params *sp, void *scratch, size_t scratch_size,
-                                          float *probs_out, sd_errbuf *eb);
+/* The proposal row q [n_vocab] of an EAGLE-3 head's draft logits [draft_vocab] (both head
+ * backends' sd_eagle3_runner_ops.q): greedy, sd_eagle3_q (the softmax at the d2t ids, 0
+ * elsewhere); else sd_sampling_process of the full row that is -inf everywhere but the d2t
+ * ids, which hold the logits. Same errors as sd_sampling_process. */
+specdec_status sd_sampling_process_eagle3(const sd_eagle3_weights *hw, const float *logits, const sd_sampling_params *sp,
+                                          int greedy, void *scratch, size_t scratch_size, float *q, sd_errbuf *eb);
 
 /* Index of the largest x_i (+inf largest, NaN ignored, lowest id wins ties);
  * 0 when every entry is -inf or NaN or n_vocab <= 0. */
