@@ -14,21 +14,34 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Each stage's wall time, printed at the end (and when a stage fails), so a slow stage is visible.
+stage_names=(); stage_secs=(); stage_t0=$SECONDS; stage_cur="dependencies"
+stage() {
+  stage_names+=("$stage_cur"); stage_secs+=($((SECONDS - stage_t0)))
+  stage_cur=$1; stage_t0=$SECONDS; echo "== $1 =="
+}
+stage_report() {
+  local rc=$? i
+  [ -n "$stage_cur" ] && { stage_names+=("$stage_cur$([ $rc -ne 0 ] && echo ' (failed)')"); stage_secs+=($((SECONDS - stage_t0))); }
+  echo "== stage times (total ${SECONDS} s) =="
+  for i in "${!stage_names[@]}"; do printf '%6d s  %s\n' "${stage_secs[$i]}" "${stage_names[$i]}"; done
+}
+trap stage_report EXIT
 bash tools/deps.sh --test
 py="$root/build/venv/bin/python3"
 jobs=$(nproc)
 cuda=AUTO
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then cuda=ON; fi
 
-echo "== Release build (CUDA backend $cuda) =="
+stage "Release build (CUDA backend $cuda)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DSPECDEC_WERROR=ON -DSPECDEC_CUDA=$cuda -DSPECDEC_PYTHON="$py" >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 
-echo "== Fresh clone: the README's main job and install commands, Debian's python3 first on PATH =="
+stage "Fresh clone: the README's main job and install commands, Debian's python3 first on PATH"
 "$py" tests/docs/test_readme.py fresh-clone README.md "$root"
 
-echo "== libFuzzer targets (clang, ASan + UBSan): build, then a short run from the seeds and the corpus =="
+stage "libFuzzer targets (clang, ASan + UBSan): build, then a short run from the seeds and the corpus"
 # Targets: tests/fuzz/targets.txt. Each runs ${SPECDEC_FUZZ_SECONDS:-20} s from tests/fuzz/seeds/<t> and the
 # minimised corpus tests/fuzz/corpus/<t> of the last campaign (tests/fuzz/campaign.sh); new inputs go
 # to a scratch directory. Exit 77 = the target's inputs are absent (tokenizer_real without ../shared);
@@ -58,14 +71,14 @@ for t in "${fuzz_targets[@]}"; do
   echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' build-fuzz/fuzz_$t.log | awk '{print $2}') runs, no finding"
 done
 
-echo "== Debug + ASan + UBSan build (CPU backend) =="
+stage "Debug (-O1) + ASan + UBSan build (CPU backend)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_SANITIZE=ON -DSPECDEC_CUDA=OFF -DSPECDEC_WERROR=ON \
       -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_PYTHON="$py" >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -j"$jobs" -LE no_asan)
 
-echo "== ThreadSanitizer build (CPU backend): the tests labelled tsan =="
+stage "ThreadSanitizer build (CPU backend): the tests labelled tsan"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPECDEC_TSAN=ON -DSPECDEC_CUDA=OFF -DSPECDEC_WERROR=ON \
       -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_PYTHON="$py" >/dev/null
 cmake --build build-tsan -j"$jobs" --target tsan_tests
