@@ -1,5 +1,5 @@
 /* sd_math.h — header-only scalar math shared by the CPU reference (cc) and the CUDA
- * kernels (nvcc): half/bfloat16 <-> float conversion and RoPE frequencies.
+ * kernels (nvcc): integer min/max, half/bfloat16 <-> float conversion and RoPE frequencies.
  *
  * SD_HD (core/sd_hostdev.h) marks functions callable on host and device. Everything
  * here is pure bit manipulation or
@@ -24,6 +24,10 @@
 #include "sd_hostdev.h"
 
 #define SD_PI 3.14159265358979323846
+
+/* Integer minimum and maximum. */
+SD_HD int32_t sd_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
+SD_HD int32_t sd_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 /* Bit casts without aliasing violations (memcpy compiles to a register move). */
 SD_HD float sd_bits_to_f32(uint32_t u) {

@@ -12,10 +12,8 @@
 #include "sd_eagle3_cpu.h"
 #include "sd_eagle3_load.h"
 #include "sd_host_round.h"
+#include "sd_math.h"
 #include "sd_model.h"
-
-static int32_t sd_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
-static int32_t sd_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 specdec_status sd_engine_enter(specdec_engine *e) {
     if (atomic_flag_test_and_set_explicit(&e->busy, memory_order_acquire))

@@ -29,6 +29,7 @@
 #include "sd_driver.h"
 #include "sd_eagle3.h"
 #include "sd_engine.h"
+#include "sd_math.h"
 #include "sd_tree_shape.h"
 
 static double sd_now(void) {
@@ -36,8 +37,6 @@ static double sd_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
-
-static int32_t sd_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 
 specdec_generate_params specdec_generate_default_params(void) {
     specdec_generate_params p;

@@ -20,6 +20,7 @@
 #include "sd_engine.h"
 #include "sd_error.h"
 #include "sd_host_round.h"
+#include "sd_math.h"
 #include "sd_model.h"
 #include "sd_sched_impl.h"
 #include "sd_tree_shape.h"
@@ -342,7 +343,7 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     s->env.has_eagle3 = s->head;
     /* one call of each model: the root and the nodes (as the engine: a head's rows bound it) */
     const int32_t d_rows = draft ? s->seqs[0].d->max_batch : 0;
-    s->env.tree_fit = draft ? (plan.max_batch - 1 < d_rows ? plan.max_batch - 1 : d_rows) : 0;
+    s->env.tree_fit = draft ? sd_min_i32(plan.max_batch - 1, d_rows) : 0;
     s->env.tree_fit_solo = plan.max_batch - 1;
     s->env.special = plan.special;
     s->m.kv_blocks_total = s->pool_blocks;
