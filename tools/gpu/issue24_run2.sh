@@ -16,7 +16,8 @@
 # make one. Nothing here changes GPU settings; every process is bounded by `timeout`.
 #
 # Knobs (defaults): CALL_BUDGET_S [150] (pass timeout_s >= CALL_BUDGET_S + 20), SAN2_S [50],
-#   RACE_TESTS [below], SKIP_SAN/SKIP_BENCH [0], BUILD_DIR [$PROJ/build-gpu], PYTHON [python3],
+#   RACE_TESTS [below], SAN2_TOOLS [racecheck synccheck; initcheck may join, same deadline],
+#   SKIP_SAN/SKIP_BENCH [0], BUILD_DIR [$PROJ/build-gpu], PYTHON [python3],
 #   E3_WORK [/tmp/specdec-eagle3], E3_SHAPE [llama-3.1-8b], E3_TOKENIZER [$PROJ/.peers/tok],
 #   E3_NEED_S [100] (the benchmark once target + head exist), E3_WRITE_S [110] (writing them),
 #   E3_BACKEND [cuda], E3_ARGS [] (more bench_eagle3_gpu.py arguments), DEB_ROOT
@@ -33,6 +34,7 @@ left() { echo $(( BUDGET - ($(now) - T0) )); }
 el() { echo $(( $(now) - T0 )); }
 
 RACE_TESTS=${RACE_TESTS:-"cuda_sample_verify cuda_paged cuda_gemm_batch"}
+SAN2_TOOLS=${SAN2_TOOLS:-racecheck synccheck}
 
 if [ -n "${PROJ:-}" ]; then :
 elif [ -f proj/CMakeLists.txt ]; then PROJ=$PWD/proj
@@ -117,7 +119,7 @@ PY
   san_end=$(( $(now) + san_s ))
   san_one() {  # tool test
     local line wd cmd q=1 r t1 lim
-    [ "$1" = racecheck ] && q=2
+    { [ "$1" = racecheck ] || [ "$1" = initcheck ]; } && q=2
     line=$(awk -F'\t' -v n="$2" '$1 == n' "$LOG/gpu_tests.tsv")
     [ -z "$line" ] && { echo "$1 $2 rc=NOTREG"; return; }
     wd=$(printf '%s' "$line" | cut -f2); cmd=$(printf '%s' "$line" | cut -f3-)
@@ -128,12 +130,12 @@ PY
     r=$?
     echo "$1 $2 rc=$r $(( $(now) - t1 ))s limit=${lim}s"
   }
-  for tool in racecheck synccheck; do
+  for tool in $SAN2_TOOLS; do
     for n in $RACE_TESTS; do san_one "$tool" "$n" >>"$LOG/san_status.txt" & done
   done
   wait
-  grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$LOG"/racecheck_*.log "$LOG"/synccheck_*.log >>"$LOG/san_status.txt" 2>/dev/null
-  for tool in racecheck synccheck; do
+  for tool in $SAN2_TOOLS; do grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$LOG/$tool"_*.log; done >>"$LOG/san_status.txt" 2>/dev/null
+  for tool in $SAN2_TOOLS; do
     v=$(awk -v t="$tool" '$1 == t && $3 ~ /^rc=/ { sub("rc=", "", $3);
                if ($3 == "0") c++; else if ($3 == "99") e++; else if ($3 == "77") k++;
                else if ($3 == "124" || $3 == "137") i++; else f++ }

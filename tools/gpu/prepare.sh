@@ -78,14 +78,15 @@ mib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1048576}'; }
 echo "prepare: travels: tree $(mib "$tracked") MiB + carried $(mib "$carried") MiB (.deb $(du -sh .deb | cut -f1), .peers/tok $(du -sh .peers/tok | cut -f1)) + shared/ $(mib "$shared_in") MiB = $(mib "$total") MiB of $LIMIT_MIB"
 [ "$total" -lt $(( WARN_MIB << 20 )) ] || fail "$(mib "$total") MiB would travel: keep it under $WARN_MIB MiB (limit $LIMIT_MIB)"
 
-cmd1='bash tools/gpu/issue24_run1.sh'
+commit=$(git rev-parse --short HEAD)$([ -n "$(git status --porcelain --untracked-files=no)" ] && echo +changes)
+cmd1="SPECDEC_COMMIT=$commit bash tools/gpu/issue24_run1.sh"
 cmd2='bash tools/gpu/issue24_run2.sh'
 cat <<EOF
 
 The device calls (docs/GPU_FIRST_RUN.md "The 15-minute plan"):
   run 1:  run(command="$cmd1", carry=[".deb", ".peers/tok"], timeout_s=580)
-  run 2, at once on the warm machine, only if status says budget_left_s >= 100:
-          run(command="CALL_BUDGET_S=<budget_left_s - 50> $cmd2", carry=[".deb", ".peers/tok"],
-              timeout_s=<budget_left_s - 30>)
-  then give_back().
+  run 2, within 30 s of run 1's reply (the machine is warm that long), if run 1 built and the
+  reply's lease.budget_left_s (B) is at least 100:
+          run(command="CALL_BUDGET_S=<B - 50> $cmd2", carry=[".deb", ".peers/tok"], timeout_s=<B - 30>)
+  then give_back() at once (idle time counts).
 EOF
