@@ -318,29 +318,48 @@ def test_limit():
         ts.still_serving(srv, "connections over the limit")
 
 
-def test_limit_slack():
-    # libmicrohttpd's own limit is --max-connections + max(16, N/4) (sd_http_start): up to it
-    # a connection is accepted and answered 503; beyond it libmicrohttpd closes it at accept,
-    # unanswered (README "Limits"). N = 4: 4 + 16 = 20 held, the 21st is closed unanswered.
+def _limit_slack_attempt():
+    """One try of test_limit_slack: (beyond-limit data, closed, within-slack answer, seconds from
+    the first held connection to the last answer)."""
     with ts.Server("--parallel", "1", "--max-connections", "4", "--body-timeout", "10") as srv:
+        t0 = time.time()
         held = [conn(srv) for _ in range(20)]
-        time.sleep(0.3)  # the over-limit ones must send a head within 2 s: well inside that
+        time.sleep(0.3)  # let the server accept them all before the 21st
         s = conn(srv, 5)
         try:
             s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            data, closed = read_all(s, 3)
+            data, closed = read_all(s, 1.5)
         except OSError as e:
             data, closed = repr(e).encode(), True
         s.close()
         inside = held[-1]  # the 20th: over --max-connections but within the slack
         inside.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         answer, _ = read_all(inside, 3)
+        took = time.time() - t0
         for h in held:
             h.close()
-        check(closed and not data.startswith(b"HTTP/"),
-              "beyond --max-connections + slack: closed without an HTTP answer (%r, closed %s)" % (data[:40], closed))
-        check(answer.startswith(b"HTTP/1.1 503") and b"Retry-After" in answer,
-              "within the slack: 503 + Retry-After: %r" % answer[:40])
+        return data, closed, answer, took
+
+
+def test_limit_slack():
+    # libmicrohttpd's own limit is --max-connections + max(16, N/4) (sd_http_start): up to it
+    # a connection is accepted and answered 503; beyond it libmicrohttpd closes it at accept,
+    # unanswered (README "Limits"). N = 4: 4 + 16 = 20 held, the 21st is closed unanswered.
+    # Premise: the 16 held over-limit connections stay open, i.e. everything happens within
+    # their 2 s head deadline (SD_OVER_LIMIT_S, sd_server_conn.c). On a starved machine the
+    # server may accept late and close held ones first, so the 21st fits and the 20th is gone:
+    # such a try (longer than 1.9 s, failing) is repeated, up to 4 tries; a try that kept the
+    # premise is judged as it came out.
+    for attempt in range(1, 5):
+        data, closed, answer, took = _limit_slack_attempt()
+        ok_beyond = closed and not data.startswith(b"HTTP/")
+        ok_inside = answer.startswith(b"HTTP/1.1 503") and b"Retry-After" in answer
+        if (ok_beyond and ok_inside) or took < 1.9 or attempt == 4:
+            break
+        print("limit_slack: try %d took %.1f s, beyond the 2 s premise and failed; again" % (attempt, took))
+    check(ok_beyond, "beyond --max-connections + slack: closed without an HTTP answer (%r, closed %s, %.1f s)"
+          % (data[:40], closed, took))
+    check(ok_inside, "within the slack: 503 + Retry-After: %r (%.1f s)" % (answer[:40], took))
 
 
 def test_framing():
