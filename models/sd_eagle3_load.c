@@ -137,16 +137,17 @@ static specdec_status e3_vocab_map(e3_loader *E) {
         st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: t2d marks %d target ids, draft_vocab_size is %d", fp, (int)n,
                      (int)Vd);
     for (int32_t i = 0; !st && i < Vd; i++) {
-        int64_t t = i;
+        int64_t t = i, off = 0;
         if (d2t) {
-            memcpy(&t, sd_st_data(E->f, d2t) + 8 * (size_t)i, 8); /* may be misaligned */
-            t += i;
+            memcpy(&off, sd_st_data(E->f, d2t) + 8 * (size_t)i, 8); /* may be misaligned */
+            /* target id off + i, range-checked before the sum: off is any int64 of the file */
+            t = off >= -(int64_t)i && off < (int64_t)V - i ? off + i : -1;
         } else if (tb) {
             t = h->d2t[i];
         }
         if (t < 0 || t >= V)
-            st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: d2t[%d] = %lld maps draft id %d to target id %lld, outside [0, %d)",
-                         fp, (int)i, (long long)(t - i), (int)i, (long long)t, (int)V);
+            st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: d2t[%d] = %lld maps draft id %d to a target id outside [0, %d)",
+                         fp, (int)i, (long long)off, (int)i, (int)V);
         else if (seen[t])
             st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: d2t maps two draft ids to target id %lld (draft id %d)", fp,
                          (long long)t, (int)i);
@@ -218,6 +219,15 @@ static specdec_status e3_layer_config(e3_loader *E, const cJSON *lc) {
     if (cfg->attention_bias)
         return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: EAGLE-3 head with attention_bias = true is not supported",
                        fn);
+    /* the head's forward is a plain SwiGLU MLP without biases (backends/cpu/sd_eagle3_cpu.h) */
+    if (cfg->mlp_bias)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: EAGLE-3 head with mlp_bias = true is not supported", fn);
+    if (cfg->act != SD_ACT_SILU) {
+        const cJSON *act = sd_json_member(lc, "hidden_act");
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: EAGLE-3 head with hidden_act '%.32s': only silu (SwiGLU) is supported", fn,
+                       cJSON_IsString(act) ? act->valuestring : "?");
+    }
     const cJSON *a = sd_json_member(E->cfg_root, "architectures");
     snprintf(cfg->architecture, sizeof cfg->architecture, "%.63s",
              cJSON_IsArray(a) && cJSON_IsString(a->child) ? a->child->valuestring : "Eagle3 head");

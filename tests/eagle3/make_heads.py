@@ -275,6 +275,11 @@ def bad_heads(out, good):
         v[1] = v[0] - 1
         return v
     emit("d2t_dup", tens(lambda t: [(k, d, dup(v) if k == "d2t" else v) for k, d, v in t]))
+    def big(v):  # d2t[2] + 2 overflows int64
+        v = v.copy()
+        v[2] = np.iinfo(np.int64).max
+        return v
+    emit("d2t_overflow", tens(lambda t: [(k, d, big(v) if k == "d2t" else v) for k, d, v in t]))
     emit("t2d_mismatch", tens(lambda t: [(k, d, ~v if k == "t2d" else v) for k, d, v in t]))
     emit("d2t_dtype", tens(lambda t: [(k, "F32" if k == "d2t" else d, v) for k, d, v in t]))
     emit("aux_range", config=dict(cfg, eagle_aux_hidden_state_layer_ids=[2, 4, 9]))
@@ -283,6 +288,8 @@ def bad_heads(out, good):
     emit("eagle1", config=dict(cfg, eagle_config={"use_aux_hidden_state": False}))
     emit("vocab_too_small", config=dict(cfg, draft_vocab_size=cfg["vocab_size"] + 1))
     emit("qwen3_layer", config=dict(cfg, model_type="qwen3"))
+    emit("hidden_act_gelu", config=dict(cfg, hidden_act="gelu"))
+    emit("mlp_bias", config=dict(cfg, mlp_bias=True))
 
 
 def main():

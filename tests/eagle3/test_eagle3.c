@@ -144,6 +144,11 @@ static void test_bad_heads(void) {
         {"bad_eagle1", SPECDEC_ERR_UNSUPPORTED, "use_aux_hidden_state"},
         {"bad_vocab_too_small", SPECDEC_ERR_FORMAT, "draft_vocab_size"},
         {"bad_qwen3_layer", SPECDEC_ERR_UNSUPPORTED, "qwen3"},
+        /* found by fuzz_eagle3 (2026-11-27): loaded, then drafted with a SwiGLU MLP without biases */
+        {"bad_hidden_act_gelu", SPECDEC_ERR_UNSUPPORTED, "hidden_act 'gelu'"},
+        {"bad_mlp_bias", SPECDEC_ERR_UNSUPPORTED, "mlp_bias"},
+        /* found by fuzz_eagle3: d2t[i] + i overflowed int64 (undefined behaviour) before the range check */
+        {"bad_d2t_overflow", SPECDEC_ERR_FORMAT, "d2t[2] = 9223372036854775807"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         specdec_status st;

@@ -485,10 +485,227 @@ def jinja_seeds():
             k += 1
 
 
+# ---- eagle3 (fuzz_eagle3.c) --------------------------------------------------------------
+E3_V = 40
+E3_TARGET_H = {0: 8, 1: 12}  # T0: 8 layers, T1: 3 layers (fuzz_eagle3.c fe_tspec)
+
+
+def e3_b0(raw, target=0, mode=0, tree=False, second=False, budget=False, small_ctx=False):
+    """Header byte 0 (fuzz_eagle3.c): raw, target, verify mode (0 greedy, 1 match, 2 rejection), tree,
+    a second call, a node budget, n_ctx 24."""
+    return bytes([int(raw) | target << 1 | mode << 2 | int(tree) << 4 | int(second) << 5 | int(budget) << 6 |
+                  int(small_ctx) << 7])
+
+
+def e3_gen_header(raw, b1=3, n_predict=12, sampling=0, prompt=5, no_mmap=False, **kw):
+    return e3_b0(raw, **kw) + bytes([b1, (n_predict - 1) | (0x80 if no_mmap else 0), sampling, prompt])
+
+
+def e3_head(layout="flat", dtype="F32", H=8, tH=8, nH=2, nKV=1, hd=None, F=16, vd=None, d2t=False, t2d=False,
+            embed=False, bias=False, fc_norm=False, nbfc=False, cfg=None, layer_cfg=None, top_ids=None,
+            eagle_config=None, drop=(), shapes=None, dtypes=None, full_data=False, misalign=False, seed=0):
+    """(config.json text, safetensors bytes) of a head for fuzz_eagle3's raw form. d2t / t2d (with their
+    bytes) come first in the data region; the float tensors' bytes are left out (the target's fill
+    completes them) unless full_data."""
+    rng = np.random.default_rng(seed)
+    V = E3_V
+    hdim = hd or H // nH
+    vd = vd or V
+    pfx = "midlayer." if layout == "flat" else "layers.0."
+    sel = np.sort(rng.choice(V, vd, replace=False)) if vd < V else np.arange(V)
+    tens = []
+    dtypes = dtypes or {}
+    if d2t:
+        v = sel - np.arange(vd)
+        dt = dtypes.get("d2t", "I64")
+        tens.append(("d2t", dt, [vd], v.astype("<i8" if dt == "I64" else "<f4").tobytes()))
+    if t2d:
+        m = np.zeros(V, dtype=np.uint8)
+        m[sel] = 1
+        tens.append(("t2d", dtypes.get("t2d", "BOOL"), [V], m.tobytes()))
+    fl = [("fc.weight", [H, 3 * tH])]
+    if bias:
+        fl.append(("fc.bias", [H]))
+    fl += [("fc_norm.%d.weight" % i, [tH]) for i in range(3 if fc_norm else 0)]
+    if nbfc:
+        fl.append(("input_norm.weight", [3 * tH]))
+    fl += [(pfx + n + ".weight", [H]) for n in ("input_layernorm", "hidden_norm", "post_attention_layernorm")]
+    fl += [(pfx + "self_attn.q_proj.weight", [nH * hdim, 2 * H]), (pfx + "self_attn.k_proj.weight", [nKV * hdim, 2 * H]),
+           (pfx + "self_attn.v_proj.weight", [nKV * hdim, 2 * H]), (pfx + "self_attn.o_proj.weight", [H, nH * hdim]),
+           (pfx + "mlp.gate_proj.weight", [F, H]), (pfx + "mlp.up_proj.weight", [F, H]),
+           (pfx + "mlp.down_proj.weight", [H, F]), ("norm.weight", [H]), ("lm_head.weight", [vd, H])]
+    if embed:
+        fl.append(("embed_tokens.weight", [V, H]))
+    size = {"F32": 4, "F16": 2, "BF16": 2, "I64": 8, "BOOL": 1}
+    for name, shape in sorted(fl):
+        if name in drop:
+            continue
+        shape = (shapes or {}).get(name, shape)
+        dt = dtypes.get(name, dtype)
+        raw = None
+        if full_data:
+            a = (rng.standard_normal(int(np.prod(shape))) * 0.3).astype(np.float32)
+            raw = a.tobytes() if dt == "F32" else a.astype(np.float16).tobytes() if dt == "F16" else \
+                (a.view(np.uint32) >> 16).astype("<u2").tobytes()
+        tens.append((name, dt, shape, raw))
+    hdr, off, data = {"__metadata__": {"format": "pt"}}, 0, b""
+    for name, dt, shape, raw in tens:
+        n = int(np.prod(shape)) * size[dt]
+        hdr[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + n]}
+        off += n
+        if raw is not None and len(data) == hdr[name]["data_offsets"][0]:
+            data += raw
+    hj = json.dumps(hdr, separators=(",", ":")).encode()
+    hj += b" " * ((-len(hj) % 8) + (1 if misalign else 0))
+    st = struct.pack("<Q", len(hj)) + hj + data
+    layer = {"model_type": "llama", "hidden_size": H, "intermediate_size": F, "num_hidden_layers": 1,
+             "num_attention_heads": nH, "num_key_value_heads": nKV, "rms_norm_eps": 1e-5, "vocab_size": V,
+             "max_position_embeddings": 2048, "hidden_act": "silu", "tie_word_embeddings": False,
+             "rope_theta": 10000.0}
+    if hd:
+        layer["head_dim"] = hd
+    layer.update(layer_cfg or {})
+    extra = {"target_hidden_size": tH}
+    if vd != V or d2t or t2d:
+        extra["draft_vocab_size"] = vd
+    if bias:
+        extra["bias"] = True
+    if fc_norm:
+        extra["fc_norm"] = True
+    if nbfc:
+        extra["norm_before_fc"] = True
+    if top_ids is not None:
+        extra["eagle_aux_hidden_state_layer_ids"] = top_ids
+    extra.update(cfg or {})
+    if layout == "flat":
+        conf = dict(layer, architectures=["LlamaForCausalLMEagle3"], **extra)
+        conf["eagle_config"] = eagle_config if eagle_config is not None else {"use_aux_hidden_state": True}
+    else:
+        conf = dict(architectures=["Eagle3Speculator"], speculators_model_type="eagle3",
+                    transformer_layer_config=layer, **extra)
+        if eagle_config is not None:
+            conf["eagle_config"] = eagle_config
+    return json.dumps(conf), st
+
+
+def e3_raw(head, fill=True, **hdr):
+    cfg, st = head
+    return e3_gen_header(True, **hdr) + cfg.encode() + b"\0" + bytes([1 if fill else 0]) + st
+
+
+def e3_gen(g0=0, g1=0, g6=0, g2=0, g3=0, g4=0, ids=(0, 0, 0), g5=0, g5b=0, w=0, inject=(), corrupt=(0, 0), **hdr):
+    """Generated form: the decode order of fuzz_eagle3.c (shape g0 g1 g6, map g2 g3, capture g4 + 3 ids,
+    layer g5 g5b, weights w (+ 3 bytes per injection: w bits 6-7), corruption which how)."""
+    w = (w & 0x3f) | len(inject) << 6
+    return e3_gen_header(False, **hdr) + bytes([g0, g1, g6, g2, g3, g4, *ids, g5, g5b, w]) + \
+        b"".join(bytes(i) for i in inject) + bytes(corrupt)
+
+
+def eagle3_seeds():
+    """fuzz_eagle3: raw heads (config.json + safetensors, data completed by the target) in both layouts
+    and the three dtypes for both targets, the bad heads of tests/eagle3/make_heads.py in raw form, and
+    generated heads (a compact description the target expands)."""
+    base = dict(layout="flat", dtype="F32", vd=24, d2t=True, t2d=True)
+    ok = {
+        # EAGLE / SpecForge: F32, d2t + t2d, the target's embedding, default capture rule (T0: hs[2, 4, 5])
+        "ok_raw_flat_f32_d2t_t2d": e3_raw(e3_head(**base), b1=3),
+        # sglang: BF16, own embedding, fc.bias, llama3 RoPE, head_dim 6 != H / nH, SpecForge ids +1
+        "ok_raw_flat_bf16_embed_bias_llama3": e3_raw(e3_head(
+            dtype="BF16", embed=True, bias=True, hd=6, vd=40, d2t=True, t2d=True,
+            layer_cfg={"rope_theta": 500000.0, "rope_scaling": {
+                "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 16}},
+            eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 3, 6]}), mode=1, tree=True, b1=0x29),
+        # T1 (3 layers): explicit hs ids, F16, d2t only, rejection
+        "ok_raw_flat_f16_t1_ids": e3_raw(e3_head(dtype="F16", H=12, tH=12, hd=6, vd=33, d2t=True,
+                                                 top_ids=[0, 1, 3]), target=1, mode=2, b1=2, sampling=0x2d),
+        # speculators (vLLM): F16, t2d only, top-level ids incl. hs[L], fc_norm + norm_output
+        "ok_raw_spec_f16_t2d_fc_norm": e3_raw(e3_head(layout="speculators", dtype="F16", vd=30, t2d=True,
+                                                      fc_norm=True, top_ids=[2, 5, 8], cfg={"norm_output": True}),
+                                              mode=2, tree=True, budget=True, b1=9),
+        # speculators: F32, full vocabulary, norm_before_fc, own embedding, norm_before_residual false, MHA
+        "ok_raw_spec_f32_fullvocab": e3_raw(e3_head(layout="speculators", nKV=2, embed=True, nbfc=True,
+                                                    cfg={"norm_before_residual": False}), mode=1, second=True),
+        # speculators: BF16, d2t + t2d, misaligned data, a short context, no mmap
+        "ok_raw_spec_bf16_misaligned": e3_raw(e3_head(layout="speculators", dtype="BF16", vd=16, d2t=True,
+                                                      t2d=True, misalign=True), small_ctx=True, no_mmap=True),
+        # a complete file (nothing for the fill to do)
+        "ok_raw_flat_f32_full_data": e3_raw(e3_head(**base, full_data=True, seed=3), fill=False, n_predict=6),
+    }
+    for name, data in ok.items():
+        put("eagle3", name, data)
+    # tests/eagle3/make_heads.py's bad heads, on the first raw head
+    full = e3_head(**base, full_data=True, seed=4)
+    pfx = "midlayer."
+    bad = {
+        "truncated": e3_raw((full[0], full[1][:-100]), fill=False),
+        "q_shape": e3_raw(e3_head(**base, shapes={pfx + "self_attn.q_proj.weight": [8, 8]})),
+        "no_lm_head": e3_raw(e3_head(**base, drop=("lm_head.weight",))),
+        "d2t_dtype": e3_raw(e3_head(**base, dtypes={"d2t": "F32"})),
+        "aux_range": e3_raw(e3_head(**base, top_ids=[2, 4, 9])),
+        "aux_list": e3_raw(e3_head(**base, top_ids=[2, 4])),
+        "two_layers": e3_raw(e3_head(**base, layer_cfg={"num_hidden_layers": 2})),
+        "eagle1": e3_raw(e3_head(**base, eagle_config={"use_aux_hidden_state": False})),
+        "vocab_too_small": e3_raw(e3_head(**base, cfg={"draft_vocab_size": E3_V + 1})),
+        "qwen3_layer": e3_raw(e3_head(**base, layer_cfg={"model_type": "qwen3"})),
+        "mlp_bias": e3_raw(e3_head(**base, layer_cfg={"mlp_bias": True})),
+        "hidden_act_gelu": e3_raw(e3_head(**base, layer_cfg={"hidden_act": "gelu"})),
+    }
+    # d2t broken in place: out of range, a duplicate, t2d inverted, an int64 that overflows d2t[i] + i
+    cfg, st = e3_head(**base)
+    hl = struct.unpack("<Q", st[:8])[0]
+    d2t = np.frombuffer(st[8 + hl:8 + hl + 8 * 24], dtype="<i8").copy()
+    t2d_at = 8 + hl + 8 * 24
+
+    def with_d2t(v, flip_t2d=False):
+        b = st[:8 + hl] + v.astype("<i8").tobytes() + st[t2d_at:]
+        if flip_t2d:
+            b = b[:t2d_at] + bytes(1 - x for x in b[t2d_at:t2d_at + E3_V]) + b[t2d_at + E3_V:]
+        return e3_raw((cfg, b))
+    v = d2t.copy(); v[-1] += 1000; bad["d2t_range"] = with_d2t(v)
+    v = d2t.copy(); v[1] = v[0] - 1; bad["d2t_dup"] = with_d2t(v)
+    bad["t2d_mismatch"] = with_d2t(d2t, flip_t2d=True)
+    v = d2t.copy(); v[2] = 2**63 - 1; bad["d2t_int64_overflow"] = with_d2t(v)
+    for name, data in bad.items():
+        put("eagle3", "bad_raw_" + name, data)
+    # generated heads (all-zero fields: a valid head for the chosen target)
+    gen_ok = {
+        "ok_gen_default": e3_gen(),
+        "ok_gen_spec_bf16_embed_bias_fc_norm": e3_gen(g0=0x01 | 2 << 1 | 0x08 | 0x10 | 0x20 | 0x80, g1=0x15,
+                                                      g2=0x41 | 0x02, mode=1, tree=True, b1=0x2b),
+        "ok_gen_f16_t2d_nbfc_rope_llama3": e3_gen(g0=1 << 1 | 0x40, g2=0x32, g5=2, mode=2, b1=5, sampling=0x3c),
+        "ok_gen_mixed_dtypes_d2t_shuffled_yarn": e3_gen(g0=3 << 1, g2=0x80 | 0x1d, g5=5, mode=1, second=True),
+        "ok_gen_t1_eagle_config_ids": e3_gen(g4=2, ids=(0, 1, 3), target=1, g5=1, g5b=2, small_ctx=True),
+        "ok_gen_sglang_plus_one_h4": e3_gen(g0=0x08, g1=0x01, g4=2, ids=(1, 3, 6), mode=2, tree=True,
+                                            budget=True, b1=12),
+        "ok_gen_nan_inf_weights": e3_gen(g2=0x41, w=5, inject=((2, 0, 0), (15, 3, 1), (0, 7, 3)), mode=2, b1=6),
+        "ok_gen_misaligned_no_mmap": e3_gen(g6=0x40, no_mmap=True, g5=6),
+        "ok_gen_norm_before_residual_eps": e3_gen(g6=0x01 | 0x08 | 0x04, g0=0x80, g5=3, mode=1),
+    }
+    gen_bad = {
+        "bad_gen_hidden_act_gelu": e3_gen(g5=2 << 3),
+        "bad_gen_mlp_bias": e3_gen(g5=0x20),
+        "bad_gen_attention_bias": e3_gen(g5=0x40),
+        "bad_gen_d2t_int64_max": e3_gen(g2=0x41, g3=0x31),
+        "bad_gen_d2t_target_v": e3_gen(g2=0x41, g3=0x04),
+        "bad_gen_t2d_count": e3_gen(g2=0x42, g3=0x07),
+        "bad_gen_default_rule_short_target": e3_gen(target=1),
+        "bad_gen_fc_width": e3_gen(g0=0x08, g6=0x20),
+        "bad_gen_vocab_41": e3_gen(g6=0x10),
+        "bad_gen_ids_not_increasing": e3_gen(g4=1, ids=(4, 2, 6)),
+        "bad_gen_head_dim_odd": e3_gen(g0=0x08, g1=0x01 | 2 << 2),  # H 4, 4 heads: head_dim 1
+        "bad_gen_missing_q_proj": e3_gen(corrupt=(7, 0)),
+        "bad_gen_norm_f64": e3_gen(corrupt=(3, 4)),
+    }
+    for name, data in {**gen_ok, **gen_bad}.items():
+        put("eagle3", name, data)
+
+
 if __name__ == "__main__":
     every = {"safetensors": lambda: safetensors_seeds(), "config": lambda: config_seeds(),
              "tokenizer": lambda: tokenizer_seeds(), "tokenizer_real": tokenizer_real_seeds,
-             "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds, "jinja": jinja_seeds}
+             "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds, "jinja": jinja_seeds,
+             "eagle3": eagle3_seeds}
     for name in sys.argv[1:] or list(every):
         every[name]()
     print("seeds written to", SEEDS)
