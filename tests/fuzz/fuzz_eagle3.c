@@ -148,7 +148,7 @@ typedef struct fe_tensor {
     char dtype[8];
     int ndim;
     int64_t shape[3];
-    int kind;   /* 0 matrix (scale 1/sqrt(cols)), 1 norm (around 1), 2 small vector, 3 d2t, 4 t2d */
+    int kind;   /* 0 matrix (scale gain/sqrt(cols)), 1 norm (around 1), 2 vector or embedding (scale gain) */
     float gain;
 } fe_tensor;
 
@@ -194,7 +194,7 @@ static const char *fe_dtype(fe_spec *s, uint64_t *rng) {
     return s->dtype_mode < 3 ? dts[s->dtype_mode] : dts[fe_rng(rng) % 3];
 }
 
-/* Sizes, flags and the vocabulary map from the input. */
+/* Structure flags, sizes and the misc byte (vocabulary, target width, alignment, bias key). */
 static void fe_decode_shape(sd_fuzz_in *in, fe_spec *s, int Ht) {
     static const int Hs[4] = {0, 4, 8, 16}, nHs[4] = {2, 1, 4, 2}, nKVs[4] = {1, 1, 2, 2}, hds[4] = {0, 4, 2, 6};
     static const int Fs[4] = {16, 8, 4, 24};
@@ -338,7 +338,7 @@ static void fe_tensors(fe_spec *s, uint64_t *rng) {
     fe_add(s, "", "fc.weight", fe_dtype(s, rng), H, 3 * tH, 0, 1.5f);
     if (s->bias) fe_add(s, "", "fc.bias", fe_dtype(s, rng), H, 0, 2, 0.2f);
     for (int i = 0; s->fc_norm && i < 3; i++) {
-        char nm[24];
+        char nm[32];
         snprintf(nm, sizeof nm, "fc_norm.%d.weight", i);
         fe_add(s, "", nm, fe_dtype(s, rng), tH, 0, 1, 0);
     }
