@@ -20,11 +20,14 @@ stage() {
   stage_names+=("$stage_cur"); stage_secs+=($((SECONDS - stage_t0)))
   stage_cur=$1; stage_t0=$SECONDS; echo "== $1 =="
 }
-stage_report() {
-  local rc=$? i
-  [ -n "$stage_cur" ] && { stage_names+=("$stage_cur$([ $rc -ne 0 ] && echo ' (failed)')"); stage_secs+=($((SECONDS - stage_t0))); }
+stage_report() {  # the EXIT trap: never fails itself, and keeps the run's exit status
+  local rc=$? i sfx=""
+  set +e
+  if [ $rc -ne 0 ]; then sfx=" (failed, exit $rc)"; fi
+  stage_names+=("$stage_cur$sfx"); stage_secs+=($((SECONDS - stage_t0)))
   echo "== stage times (total ${SECONDS} s) =="
   for i in "${!stage_names[@]}"; do printf '%6d s  %s\n' "${stage_secs[$i]}" "${stage_names[$i]}"; done
+  exit $rc
 }
 trap stage_report EXIT
 bash tools/deps.sh --test
