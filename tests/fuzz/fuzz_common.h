@@ -57,6 +57,25 @@ int sd_fuzz_init(void);
         return 0;                                                             \
     }
 
+/* ---- a growable byte buffer, NUL-terminated past len (text or binary) ---- */
+typedef struct sd_fuzz_buf {
+    char *p;
+    size_t len, cap;
+} sd_fuzz_buf;
+
+static inline void sd_fuzz_buf_put(sd_fuzz_buf *b, const void *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = 2 * (b->len + n + 1) + 64;
+        char *p = realloc(b->p, cap);
+        sd_fuzz_require(p != NULL);
+        b->p = p;
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
 /* ---- structure-aware input reader -------------------------------------- */
 typedef struct sd_fuzz_in {
     const uint8_t *p;

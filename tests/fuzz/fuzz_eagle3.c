@@ -95,48 +95,30 @@ int sd_fuzz_init(void) {
 }
 
 /* ---- byte buffers and values ------------------------------------------------------ */
-typedef struct fe_buf {
-    uint8_t *p;
-    size_t n, cap;
-} fe_buf;
-
-static void fe_put(fe_buf *b, const void *s, size_t n) {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = 2 * (b->n + n + 1) + 256;
-        uint8_t *p = realloc(b->p, cap);
-        sd_fuzz_require(p != NULL);
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n) memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-}
-
-static void fe_printf(fe_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void fe_printf(fe_buf *b, const char *fmt, ...) {
+static void fe_printf(sd_fuzz_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fe_printf(sd_fuzz_buf *b, const char *fmt, ...) {
     char tmp[1024];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     sd_fuzz_require(n >= 0 && (size_t)n < sizeof tmp);
-    fe_put(b, tmp, (size_t)n);
+    sd_fuzz_buf_put(b, tmp, (size_t)n);
 }
 
 static uint64_t fe_rng(uint64_t *s) { return ck_rng_next(s); }
 static float fe_unit(uint64_t *s) { return (float)((double)(fe_rng(s) >> 11) / 9007199254740992.0 * 2.0 - 1.0); }
 
 /* One value in a float dtype ("F32", "F16", "BF16"; anything else: its size in zero bytes). */
-static void fe_put_value(fe_buf *b, const char *dt, float v) {
+static void fe_put_value(sd_fuzz_buf *b, const char *dt, float v) {
     if (!strcmp(dt, "F32")) {
-        fe_put(b, &v, 4);
+        sd_fuzz_buf_put(b, &v, 4);
     } else if (!strcmp(dt, "F16") || !strcmp(dt, "BF16")) {
         const uint16_t h = dt[0] == 'F' ? sd_f32_to_f16(v) : sd_f32_to_bf16(v);
-        fe_put(b, &h, 2);
+        sd_fuzz_buf_put(b, &h, 2);
     } else {
         static const uint8_t z[8] = {0};
-        fe_put(b, z, ck_dtype_size(dt));
+        sd_fuzz_buf_put(b, z, ck_dtype_size(dt));
     }
 }
 
@@ -404,7 +386,7 @@ static void fe_decode(sd_fuzz_in *in, fe_spec *s, int Ht) {
 }
 
 /* ---- writing a generated head ----------------------------------------------------- */
-static void fe_write_layer_keys(fe_buf *b, const fe_spec *s) {
+static void fe_write_layer_keys(sd_fuzz_buf *b, const fe_spec *s) {
     static const char *const acts[4] = {"silu", "swish", "gelu", "gelu_pytorch_tanh"};
     static const char *const thetas[4] = {"10000.0", "500000.0", "100.0", "10000000.0"};
     fe_printf(b, "\"model_type\": \"%s\", \"hidden_size\": %d, \"intermediate_size\": %d, \"num_hidden_layers\": %d, ",
@@ -431,24 +413,24 @@ static void fe_write_layer_keys(fe_buf *b, const fe_spec *s) {
     }
 }
 
-static void fe_write_ids(fe_buf *b, const fe_spec *s) {
-    fe_put(b, "[", 1);
+static void fe_write_ids(sd_fuzz_buf *b, const fe_spec *s) {
+    sd_fuzz_buf_put(b, "[", 1);
     for (int i = 0; i < s->aux_n; i++) {
         static const char *const special[5] = {"-1", "1025", "2.5", "\"2\"", "null"};
-        if (i) fe_put(b, ", ", 2);
+        if (i) sd_fuzz_buf_put(b, ", ", 2);
         if (s->aux_kind[i]) fe_printf(b, "%s", special[s->aux_kind[i] - 1]);
         else fe_printf(b, "%d", s->aux_val[i]);
     }
-    fe_put(b, "]", 1);
+    sd_fuzz_buf_put(b, "]", 1);
 }
 
-static void fe_write_config(fe_buf *b, const fe_spec *s) {
+static void fe_write_config(sd_fuzz_buf *b, const fe_spec *s) {
     static const char *const nbr[4] = {"", "true", "false", "\"yes\""};
     fe_printf(b, "{\"architectures\": [\"%s\"], ", s->layout ? "Eagle3Speculator" : "LlamaForCausalLMEagle3");
     if (s->layout) {
         fe_printf(b, "\"speculators_model_type\": \"eagle3\", \"transformer_layer_config\": {");
         fe_write_layer_keys(b, s);
-        b->n -= 2; /* the last ", " */
+        b->len -= 2; /* the last ", " */
         fe_printf(b, "}, ");
     } else {
         fe_write_layer_keys(b, s);
@@ -473,9 +455,9 @@ static void fe_write_config(fe_buf *b, const fe_spec *s) {
             fe_printf(b, ", \"eagle_aux_hidden_state_layer_ids\": ");
             fe_write_ids(b, s);
         }
-        fe_put(b, "}", 1);
+        sd_fuzz_buf_put(b, "}", 1);
     }
-    fe_put(b, "}\n", 2);
+    sd_fuzz_buf_put(b, "}\n", 2);
 }
 
 /* Element e of tensor t: small random values, special ones where the input injects them. */
@@ -492,12 +474,12 @@ static float fe_weight(const fe_spec *s, int ti, const fe_tensor *t, int64_t e, 
 }
 
 /* A safetensors file of the spec's tensors, then d2t / t2d. */
-static void fe_write_st(fe_buf *out, const fe_spec *s) {
-    fe_buf hdr = {0}, data = {0};
+static void fe_write_st(sd_fuzz_buf *out, const fe_spec *s) {
+    sd_fuzz_buf hdr = {0}, data = {0};
     uint64_t rng = s->wseed * 0x9E3779B97F4A7C15ull + 1;
     fe_printf(&hdr, "{\"__metadata__\": {\"format\": \"pt\"}");
     for (int i = 0; i < s->nt + 2; i++) {
-        const size_t begin = data.n;
+        const size_t begin = data.len;
         const fe_tensor *t = i < s->nt ? &s->t[i] : NULL;
         const char *name, *dt;
         int64_t shape[3] = {0, 0, 0};
@@ -511,40 +493,40 @@ static void fe_write_st(fe_buf *out, const fe_spec *s) {
         } else if (i == s->nt && (s->map & 1)) {
             for (int e = 0; e < s->d2t_len; e++) {
                 const int64_t v = e < s->Vd ? s->d2t[e] : 0;
-                if (!strcmp(s->d2t_dtype, "I64")) fe_put(&data, &v, 8);
-                else { const int32_t w = (int32_t)v; fe_put(&data, &w, 4); }
+                if (!strcmp(s->d2t_dtype, "I64")) sd_fuzz_buf_put(&data, &v, 8);
+                else { const int32_t w = (int32_t)v; sd_fuzz_buf_put(&data, &w, 4); }
             }
             name = "d2t", dt = s->d2t_dtype, ndim = 1, shape[0] = s->d2t_len;
         } else if (i == s->nt + 1 && (s->map & 2)) {
-            fe_put(&data, s->t2d, (size_t)s->t2d_len);
+            sd_fuzz_buf_put(&data, s->t2d, (size_t)s->t2d_len);
             name = "t2d", dt = s->t2d_dtype, ndim = 1, shape[0] = s->t2d_len;
         } else {
             continue;
         }
         fe_printf(&hdr, ", \"%s\": {\"dtype\": \"%s\", \"shape\": [", name, dt);
         for (int d = 0; d < ndim; d++) fe_printf(&hdr, "%s%lld", d ? ", " : "", (long long)shape[d]);
-        fe_printf(&hdr, "], \"data_offsets\": [%zu, %zu]}", begin, data.n);
+        fe_printf(&hdr, "], \"data_offsets\": [%zu, %zu]}", begin, data.len);
     }
-    fe_put(&hdr, "}", 1);
-    while ((8 + hdr.n) % 8 != (s->misalign ? 1u : 0u)) fe_put(&hdr, " ", 1);
-    const uint64_t hl = hdr.n;
-    fe_put(out, &hl, 8);
-    fe_put(out, hdr.p, hdr.n);
-    fe_put(out, data.p, data.n);
+    sd_fuzz_buf_put(&hdr, "}", 1);
+    while ((8 + hdr.len) % 8 != (s->misalign ? 1u : 0u)) sd_fuzz_buf_put(&hdr, " ", 1);
+    const uint64_t hl = hdr.len;
+    sd_fuzz_buf_put(out, &hl, 8);
+    sd_fuzz_buf_put(out, hdr.p, hdr.len);
+    sd_fuzz_buf_put(out, data.p, data.len);
     free(hdr.p);
     free(data.p);
 }
 
 /* ---- raw heads: complete a short data region ------------------------------------------ */
-static void fe_fill_region(fe_buf *f, size_t from, size_t begin, size_t end, const char *dt, uint64_t *rng) {
+static void fe_fill_region(sd_fuzz_buf *f, size_t from, size_t begin, size_t end, const char *dt, uint64_t *rng) {
     const int is_float = !strcmp(dt, "F32") || !strcmp(dt, "F16") || !strcmp(dt, "BF16");
     if (!is_float && strcmp(dt, "BOOL")) return; /* zeros: I64 0 is the identity d2t */
     const size_t esz = ck_dtype_size(dt);
-    fe_buf v = {0};
+    sd_fuzz_buf v = {0};
     for (size_t o = begin; o + esz <= end; o += esz) {
-        v.n = 0;
+        v.len = 0;
         if (is_float) fe_put_value(&v, dt, 0.3f * fe_unit(rng));
-        else fe_put(&v, "\1", 1);
+        else sd_fuzz_buf_put(&v, "\1", 1);
         for (size_t k = 0; k < esz; k++)
             if (o + k >= from) f->p[o + k] = v.p[k];
     }
@@ -552,8 +534,8 @@ static void fe_fill_region(fe_buf *f, size_t from, size_t begin, size_t end, con
 }
 
 /* The file: st[0..n) as given, completed up to the data size its header declares. */
-static void fe_raw_file(fe_buf *f, const uint8_t *st, size_t n, int fill, uint64_t seed) {
-    fe_put(f, st, n);
+static void fe_raw_file(sd_fuzz_buf *f, const uint8_t *st, size_t n, int fill, uint64_t seed) {
+    sd_fuzz_buf_put(f, st, n);
     if (!fill || n < 8) return;
     uint64_t hl = 0;
     memcpy(&hl, st, 8);
@@ -573,7 +555,7 @@ static void fe_raw_file(fe_buf *f, const uint8_t *st, size_t n, int fill, uint64
     const size_t total = 8 + (size_t)hl + (end < FE_MAX_FILE ? (size_t)end : 0);
     if (end < FE_MAX_FILE && total > n) {
         const size_t given = n - 8 - (size_t)hl, base = 8 + (size_t)hl;
-        while (f->n < total) fe_put(f, "\0", 1);
+        while (f->len < total) sd_fuzz_buf_put(f, "\0", 1);
         uint64_t rng = seed;
         for (const cJSON *e = h->child; e; e = e->next) {
             const cJSON *o = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
@@ -776,12 +758,12 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     const int ti = (b0 >> 1) & 1;
     fe_gen g;
     fe_decode_gen(&in, b0, &g);
-    fe_buf cfg = {0}, st = {0};
+    sd_fuzz_buf cfg = {0}, st = {0};
     fe_spec *spec = NULL;
     if (b0 & 1) { /* raw: config text, NUL, fill byte, safetensors bytes */
         const uint8_t *nul = memchr(in.p, 0, in.n);
         const size_t clen = nul ? (size_t)(nul - in.p) : in.n;
-        fe_put(&cfg, in.p, clen);
+        sd_fuzz_buf_put(&cfg, in.p, clen);
         in.p += clen, in.n -= clen;
         (void)sd_fuzz_u8(&in); /* the NUL */
         const uint8_t fill = sd_fuzz_u8(&in);
@@ -793,8 +775,8 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
         fe_write_config(&cfg, spec);
         fe_write_st(&st, spec);
     }
-    fe_write("config.json", cfg.p ? (const void *)cfg.p : "", cfg.n);
-    fe_write("model.safetensors", st.p ? (const void *)st.p : "", st.n);
+    fe_write("config.json", cfg.p ? (const void *)cfg.p : "", cfg.len);
+    fe_write("model.safetensors", st.p ? (const void *)st.p : "", st.len);
     free(cfg.p);
     free(st.p);
     const int r = fe_run(&g, ti, spec);

@@ -154,24 +154,6 @@ static int fgen_make_engine(sd_fuzz_in *in, fgen_engine *fe) {
 }
 
 /* ---- generate: one fuzzed call ------------------------------------------------ */
-typedef struct fgen_text {
-    char *p;
-    size_t len, cap;
-} fgen_text;
-
-static void fgen_text_put(fgen_text *t, const char *s, size_t n) {
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = 2 * (t->len + n + 1) + 64;
-        char *p = realloc(t->p, cap);
-        sd_fuzz_require(p != NULL);
-        t->p = p;
-        t->cap = cap;
-    }
-    if (n) memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
-}
-
 /* What the callback saw. */
 typedef struct fgen_cb {
     int32_t stop_after;      /* return 1 at this call (1-based); 0 = never */
@@ -181,7 +163,7 @@ typedef struct fgen_cb {
     int n_final;             /* calls with token -1 */
     int order_bad;           /* a token after the final call, too many calls, bad piece */
     int has_tok;
-    fgen_text text;          /* pieces of the tokens, then the final call's */
+    sd_fuzz_buf text;          /* pieces of the tokens, then the final call's */
 } fgen_cb;
 
 static int fgen_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
@@ -191,14 +173,14 @@ static int fgen_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     if (tok < 0) {
         if (tok != -1 || !len) c->order_bad = 1; /* the final call delivers held-back bytes */
         c->n_final++;
-        if (piece) fgen_text_put(&c->text, piece, len);
+        if (piece) sd_fuzz_buf_put(&c->text, piece, len);
         return 0;
     }
     if (c->n_final || c->n_calls > FMAX_CTX) {
         c->order_bad = 1;
         return 1;
     }
-    if (piece) fgen_text_put(&c->text, piece, len);
+    if (piece) sd_fuzz_buf_put(&c->text, piece, len);
     c->toks[c->n_calls] = tok;
     c->piece_end[c->n_calls] = c->text.len;
     c->n_calls++;
@@ -359,21 +341,21 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
 
 /* The text of out[0..n) as the engine streams it: piece_end[i] after token i, the
  * flush's bytes last. Returns the length before the flush. */
-static size_t fgen_stream_text(const int32_t *out, int32_t n, fgen_text *t, size_t *piece_end) {
+static size_t fgen_stream_text(const int32_t *out, int32_t n, sd_fuzz_buf *t, size_t *piece_end) {
     specdec_detok_stream *s = NULL;
     sd_fuzz_require(specdec_detok_stream_create(g_tok, 1, &s) == SPECDEC_OK);
     for (int32_t i = 0; i < n; i++) {
         const char *p;
         size_t l;
         sd_fuzz_require(specdec_detok_stream_push(s, out[i], &p, &l) == SPECDEC_OK);
-        fgen_text_put(t, p, l);
+        sd_fuzz_buf_put(t, p, l);
         piece_end[i] = t->len;
     }
     const size_t before = t->len;
     const char *p;
     size_t l;
     sd_fuzz_require(specdec_detok_stream_flush(s, &p, &l) == SPECDEC_OK);
-    fgen_text_put(t, p, l);
+    sd_fuzz_buf_put(t, p, l);
     specdec_detok_stream_free(s);
     return before;
 }
@@ -471,7 +453,7 @@ static void fgen_check_ok(const fgen_engine *fe, const fgen_call *c, const specd
     sd_fuzz_require(n >= 1 && n <= p->n_predict && n <= room && n <= c->cap);
     for (int32_t i = 0; i < n; i++) sd_fuzz_require(out[i] >= 0 && out[i] < FV);
     for (int32_t i = n; i < c->cap; i++) sd_fuzz_require(out[i] == -7); /* nothing past n_out */
-    fgen_text t = {0};
+    sd_fuzz_buf t = {0};
     size_t piece_end[FMAX_CTX + 1] = {0};
     size_t before_flush = 0;
     if (p->tokenizer) before_flush = fgen_stream_text(out, n, &t, piece_end);

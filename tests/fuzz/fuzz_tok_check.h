@@ -24,23 +24,6 @@ typedef struct sd_ftok_opts {
     int utf8_output; /* decoded text must be well-formed UTF-8 */
 } sd_ftok_opts;
 
-typedef struct sd_ftok_cat {
-    char *p;
-    size_t len, cap;
-} sd_ftok_cat;
-
-static void sd_ftok_cat_put(sd_ftok_cat *c, const char *s, size_t n) {
-    if (c->len + n > c->cap) {
-        size_t cap = 2 * (c->len + n) + 16;
-        char *p = realloc(c->p, cap);
-        sd_fuzz_require(p != NULL);
-        c->p = p;
-        c->cap = cap;
-    }
-    if (n) memcpy(c->p + c->len, s, n);
-    c->len += n;
-}
-
 /* "<0xHH>" -> the byte, else -1 (what the ByteFallback decoder reads as a byte). */
 static int sd_ftok_byte_token(const char *s, size_t n) {
     if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>') return -1;
@@ -139,7 +122,7 @@ static void sd_ftok_decode(const specdec_tokenizer *tok, const int32_t *ids, int
     specdec_detok_stream *s = NULL;
     st = specdec_detok_stream_create(tok, skip, &s);
     sd_fuzz_require(st == SPECDEC_OK && s != NULL);
-    sd_ftok_cat cat = {0};
+    sd_fuzz_buf cat = {0};
     int broken = 0;
     for (int32_t i = 0; i < n && !broken; i++) {
         const char *piece = NULL;
@@ -152,7 +135,7 @@ static void sd_ftok_decode(const specdec_tokenizer *tok, const int32_t *ids, int
         }
         sd_fuzz_require(piece != NULL || pl == 0);
         if (o->utf8_output) sd_fuzz_require(sd_fuzz_utf8_ok(piece, pl));
-        sd_ftok_cat_put(&cat, piece, pl);
+        sd_fuzz_buf_put(&cat, piece, pl);
     }
     if (!broken) {
         const char *piece = NULL;
@@ -163,7 +146,7 @@ static void sd_ftok_decode(const specdec_tokenizer *tok, const int32_t *ids, int
         } else {
             sd_fuzz_require(piece != NULL);
             if (o->utf8_output) sd_fuzz_require(sd_fuzz_utf8_ok(piece, pl));
-            sd_ftok_cat_put(&cat, piece, pl);
+            sd_fuzz_buf_put(&cat, piece, pl);
             int same = cat.len == need && (need == 0 || !memcmp(cat.p, text, need));
             /* Exceptions: a byte-fallback run that turns invalid (documented in
              * specdec.h), or a fuzzed decoder chain whose output depends on ids left of
