@@ -292,6 +292,28 @@ typedef enum specdec_stop_reason {
  * during the call. */
 typedef int (*specdec_token_callback)(void *user_data, int32_t token, const char *piece, size_t piece_len);
 
+/* Log-probabilities of emitted tokens (since 0.4.1; docs/LOGPROBS.md). With
+ * specdec_generate_params.logprobs = 1, logprob_callback is called once per emitted token,
+ * in order, on the thread that calls `callback`, immediately BEFORE `callback` for the same
+ * token (so a consumer can pair them; it is not called for callback's token = -1 flush).
+ * The distribution is the TARGET's at that position: log_softmax of the target's raw logits
+ * (the model's output, after a final logit soft-cap where the model has one; before
+ * temperature, top-k, top-p, min-p), as vLLM's default `logprobs_mode = raw_logprobs`. It does
+ * not depend on the drafter, the verify mode, γ or the tree: speculation changes which pass
+ * computes a row, not the row. Borrowed pointers, valid during the call. Return 0 to go on,
+ * non-zero to stop generation after this token (SPECDEC_STOP_CALLBACK, as `callback`). */
+#define SPECDEC_MAX_TOP_LOGPROBS 20
+typedef struct specdec_token_logprobs {
+    int32_t token;              /* the emitted token */
+    float logprob;              /* its log-probability (<= 0; -INFINITY only if the logits make it so) */
+    int32_t rank;               /* 1 + the number of ids with a strictly larger logprob (1 = most likely) */
+    int32_t n_top;              /* = specdec_generate_params.top_logprobs (fewer only when V is smaller) */
+    const int32_t *top_tokens;  /* n_top ids, most likely first; ties: the lower id first */
+    const float *top_logprobs;  /* their log-probabilities */
+    int64_t position;           /* the token's absolute position in the sequence (prompt = 0..n_prompt-1) */
+} specdec_token_logprobs;
+typedef int (*specdec_logprob_callback)(void *user_data, const specdec_token_logprobs *lp);
+
 /* specdec_generate_params.seed: draw a random seed (since 0.4). */
 #define SPECDEC_SEED_RANDOM UINT64_MAX
 
@@ -387,7 +409,15 @@ typedef struct specdec_generate_params {
                                       steps, 0..100 (the bundled target on a 2-core CPU:
                                       0.25-0.75 by load; a GPU: ~0); default 0, ignored unless
                                       FIXED */
-    uint64_t reserved[5];
+    /* Log-probabilities (since 0.4.1; docs/LOGPROBS.md). These fill what was 0.4.0's
+     * reserved[0..2]; zero-initialised = off. */
+    int32_t logprobs;              /* 1: report every emitted token's log-probability through
+                                      logprob_callback (required then); 0 (default): off */
+    int32_t top_logprobs;          /* with logprobs: also the top_logprobs most likely ids of the same
+                                      distribution, 0..SPECDEC_MAX_TOP_LOGPROBS; default 0 */
+    specdec_logprob_callback logprob_callback; /* see specdec_token_logprobs */
+    void *logprob_user_data;                   /* passed to logprob_callback */
+    uint64_t reserved[2];
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
