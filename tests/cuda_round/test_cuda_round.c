@@ -23,7 +23,10 @@
  *    TOL_LP_GPU of the log_softmax (in double) of (a) the CUDA target's own logits of the
  *    sequence (one forward) and (b) the CPU engine's. TOL_LP_GPU: |Δ log_softmax| <=
  *    2 max|Δ logits|, and cuda_runner's row tolerance for an F16 checkpoint is 1e-2 of the
- *    row's largest |logit|, so the bound is 2e-2 * max|logit| of the row.
+ *    row's largest |logit|, so the bound is 2e-2 * max|logit| of the row. The same request
+ *    through a CUDA scheduler (its batched device executor "cuda-batch", beside a request
+ *    without logprobs in the same rounds) gives the engine's tokens and records within the
+ *    same bound.
  * Statistics (bundled pair, rejection mode, γ = 3, T = 1, top-k 16): hypothesis H0 =
  * the first generated token is distributed as the target's processed distribution p
  * for the prompt (p from the engine's host forward and sd_sampling_process). 20000
@@ -333,6 +336,28 @@ static void lp_vs_refs(const char *name, const lp_rec *r, const lp_ref *rg, cons
     SD_CHECK(bad == 0, "%s: %d logprobs outside the GPU tolerance", name, bad);
 }
 
+/* The request p (logprobs on, recording into *r) through scheduler s beside the same
+ * request without logprobs; the count of its tokens in out, or -1. */
+static int sched_with_logprobs(specdec_scheduler *s, const int32_t *prompt, const specdec_generate_params *p,
+                               lp_rec *r, int32_t *out) {
+    specdec_generate_params q = *p;
+    q.logprobs = 0, q.top_logprobs = 0, q.logprob_callback = NULL, q.callback = NULL;
+    specdec_generate_params pr = *p;
+    specdec_request_id a = 0, b = 0;
+    lp_rec_init(r, N_PROMPT);
+    lp_attach(&pr, r, p->top_logprobs);
+    int32_t n = 0, nq = 0, other[N_GEN];
+    specdec_status oa = SPECDEC_OK, ob = SPECDEC_OK;
+    const int ok = specdec_scheduler_submit(s, prompt, N_PROMPT, &q, &b) == SPECDEC_OK &&
+                   specdec_scheduler_submit(s, prompt, N_PROMPT, &pr, &a) == SPECDEC_OK &&
+                   specdec_scheduler_wait(s, a, -1, out, N_GEN, &n, NULL, &oa) == SPECDEC_OK &&
+                   specdec_scheduler_wait(s, b, -1, other, N_GEN, &nq, NULL, &ob) == SPECDEC_OK && oa == SPECDEC_OK &&
+                   ob == SPECDEC_OK;
+    SD_CHECK(ok, "cuda scheduler: %s", specdec_scheduler_last_error(s));
+    SD_CHECK(!ok || same(out, n, other, nq), "cuda scheduler: the request without logprobs emitted other tokens");
+    return ok ? n : -1;
+}
+
 static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, const specdec_model *d) {
     specdec_engine_params ep = specdec_engine_default_params();
     ep.backend = SPECDEC_BACKEND_CPU;
@@ -340,6 +365,13 @@ static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, cons
     specdec_engine *ec = NULL;
     SD_CHECK(specdec_engine_create(t, d, &ep, &ec) == SPECDEC_OK, "cpu engine: %s", specdec_last_error());
     if (!ec) return;
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = 2;
+    ep.backend = SPECDEC_BACKEND_CUDA;
+    specdec_scheduler *sch = NULL;
+    SD_CHECK(specdec_scheduler_create(t, d, &ep, &sp, &sch) == SPECDEC_OK, "cuda scheduler: %s", specdec_last_error());
+    static lp_rec srec;
+    int32_t sout[N_GEN];
     static const int32_t prompt[N_PROMPT] = {1, 2, 3, 4, 5}, tree[3] = {2, 2, 1};
     static const char *const names[] = {"plain greedy", "chain greedy", "tree greedy", "chain match"};
     static lp_rec rec;
@@ -367,11 +399,17 @@ static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, cons
                          lp_ref_build(&rc, fwd_engine, ec, e->n_vocab, seq, N_PROMPT + n - 1);
         SD_CHECK(!fail, "%s: reference forwards", names[c]);
         if (!fail) lp_vs_refs(names[c], &rec, &rg, &rc, out, n, &worst_own, &worst_cpu);
+        const int ns = sch ? sched_with_logprobs(sch, prompt, &p, &srec, sout) : -1;
+        SD_CHECK(same(sout, ns, out, n) && srec.n == ns && srec.n_tok == ns && !srec.bad_order,
+                 "%s: the cuda scheduler's %d tokens / %d records differ from the engine's %d", names[c], ns,
+                 (int)srec.n, n);
+        if (!fail && ns == n) lp_vs_refs(names[c], &srec, &rg, &rc, out, n, &worst_own, &worst_cpu);
         lp_ref_free(&rg);
         lp_ref_free(&rc);
     }
     printf("kjv pair logprobs on CUDA (host executor, logits read back): max |diff| %.3g vs the CUDA one-forward "
            "reference, %.3g vs the CPU engine\n", worst_own, worst_cpu);
+    specdec_scheduler_free(sch);
     specdec_engine_free(ec);
 }
 
