@@ -10,7 +10,7 @@
  * with every field of specdec_generate_params fuzzed (NaN/inf/negative floats,
  * boundary ints, verify modes outside the enum, n_draft, adaptive, stop strings
  * including NULL/empty/over-long ones, ignore_eos, a callback that stops after k
- * tokens), fuzzed prompts (ids outside [0, V), NULL, empty, longer than the context),
+ * tokens, logprobs / top_logprobs / logprob_callback), fuzzed prompts (ids outside [0, V), NULL, empty, longer than the context),
  * output capacity and NULL outputs; specdec_engine_forward and kv_truncate with fuzzed
  * roles, positions, counts and ids.
  *
@@ -21,7 +21,9 @@
  * context, ids are in [0, V), the statistics add up, the stop reason matches the
  * output (EOS, n_predict, context, callback, stop string; no earlier stop), the
  * callback sees exactly the output tokens, its text is well-formed UTF-8 and equals a
- * separate streaming decode of the output; deterministic modes repeat exactly, and
+ * separate streaming decode of the output; with logprobs, logprob_callback is called once per
+ * output token, just before the callback of the same token, with that token, its position,
+ * a logprob <= 0, a rank >= 1 and top_logprobs ids sorted by value; deterministic modes repeat exactly, and
  * greedy and match output equals plain decoding with the same seed; forward logits
  * are finite and bitwise the same computed one token at a time. No leak (libFuzzer's
  * -detect_leaks). */
@@ -164,10 +166,38 @@ typedef struct fgen_cb {
     int order_bad;           /* a token after the final call, too many calls, bad piece */
     int has_tok;
     sd_fuzz_buf text;          /* pieces of the tokens, then the final call's */
+    int32_t n_lp;            /* logprob_callback calls */
+    int lp_pending;          /* a logprob call waits for its token */
+    int64_t lp_pos0;         /* the first output token's position (n_prompt) */
+    int32_t lp_top;          /* top_logprobs asked for */
+    int lp_bad;              /* a record out of order or out of range */
+    int lp_cb;               /* the token callback is set: it must follow each record */
+    int32_t lp_toks[FMAX_CTX + 1];
 } fgen_cb;
+
+/* logprob_callback: record and check one record (called before fgen_on_token of its token). */
+static int fgen_on_logprob(void *ud, const specdec_token_logprobs *lp) {
+    fgen_cb *c = ud;
+    int bad = (c->lp_cb && c->lp_pending) || c->n_lp > FMAX_CTX || lp->position != c->lp_pos0 + c->n_lp || !(lp->logprob <= 0.0f) ||
+              lp->rank < 1 || lp->rank > FV || lp->n_top != c->lp_top || lp->token < 0 || lp->token >= FV;
+    for (int32_t k = 0; !bad && k < lp->n_top; k++)
+        bad = lp->top_tokens[k] < 0 || lp->top_tokens[k] >= FV ||
+              (k > 0 && !(lp->top_logprobs[k - 1] > lp->top_logprobs[k] ||
+                          (lp->top_logprobs[k - 1] == lp->top_logprobs[k] && lp->top_tokens[k - 1] < lp->top_tokens[k])));
+    if (!bad && lp->n_top > 0) bad = lp->rank == 1 ? lp->logprob != lp->top_logprobs[0] : lp->logprob > lp->top_logprobs[0];
+    c->lp_bad |= bad;
+    if (c->n_lp <= FMAX_CTX) c->lp_toks[c->n_lp] = lp->token;
+    c->n_lp++;
+    c->lp_pending = 1;
+    return 0;
+}
 
 static int fgen_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     fgen_cb *c = ud;
+    if (tok >= 0 && c->lp_top >= 0) {
+        c->lp_bad |= !c->lp_pending || c->lp_toks[c->n_lp - 1] != tok;
+        c->lp_pending = 0;
+    }
     if ((piece == NULL) != !c->has_tok || (!c->has_tok && len) || (len && !sd_fuzz_utf8_ok(piece, len)))
         c->order_bad = 1;
     if (tok < 0) {
@@ -233,7 +263,13 @@ static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
         gp->ngram_cost = (specdec_ngram_cost)(c % 5 == 4 ? -1 : c % 5 == 3 ? 3 : c % 3);
         gp->ngram_token_cost = (c >> 3) % 4 == 3 ? sd_fuzz_float(in) : (float)((c >> 3) % 4) * 0.25f;
     }
-    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % 5] = 1;
+    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % (sizeof gp->reserved / sizeof gp->reserved[0])] = 1;
+    if ((m & 128) && (a >> 3) % 16 == 3) { /* logprobs: mostly valid, now and then each kind of invalid */
+        const uint8_t l = sd_fuzz_u8(in);
+        gp->logprobs = l % 8 == 7 ? (int32_t)(l >> 3) - 8 : l % 8 != 0;
+        gp->top_logprobs = l % 16 == 14 ? (int32_t)(l >> 4) + 17 : (int32_t)(l >> 4) % 8;
+        gp->logprob_callback = l % 32 == 13 ? NULL : fgen_on_logprob;
+    }
 }
 
 static void fgen_decode_stops(sd_fuzz_in *in, fgen_call *c) {
@@ -332,7 +368,10 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
                 (int)p->ngram_cost < 0 || (int)p->ngram_cost > 2 ||
                 !(p->ngram_token_cost >= 0.0f && p->ngram_token_cost <= 100.0f),
             inval);
-    for (int i = 0; i < 5; i++) BAD(p->reserved[i], inval);
+    for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++) BAD(p->reserved[i], inval);
+    BAD((p->logprobs != 0 && p->logprobs != 1) || p->top_logprobs < 0 || p->top_logprobs > 20 ||
+            (p->top_logprobs > 0 && !p->logprobs) || (p->logprobs && !p->logprob_callback),
+        inval);
     const int64_t room = (int64_t)fe->n_ctx - c->n_prompt;
     BAD(c->cap < (p->n_predict < room ? p->n_predict : room), SPECDEC_ERR_BUFFER_TOO_SMALL);
 #undef BAD
@@ -441,6 +480,10 @@ static void fgen_call_run(const fgen_engine *fe, fgen_call *c, const specdec_gen
     r->cb.has_tok = gp.tokenizer != NULL;
     r->cb.stop_after = c->stop_after;
     if (gp.callback) gp.user_data = &r->cb;
+    r->cb.lp_top = gp.logprobs == 1 ? gp.top_logprobs : -1;
+    r->cb.lp_pos0 = c->n_prompt;
+    r->cb.lp_cb = gp.callback != NULL;
+    if (gp.logprob_callback) gp.logprob_user_data = &r->cb;
     r->st = specdec_generate(fe->e, c->prompt, c->n_prompt, c->null_params ? NULL : &gp, out, c->cap,
                              c->null_n_out ? NULL : &r->n_out, c->null_stats ? NULL : &r->stats);
 }
@@ -457,6 +500,8 @@ static void fgen_check_ok(const fgen_engine *fe, const fgen_call *c, const specd
     size_t piece_end[FMAX_CTX + 1] = {0};
     size_t before_flush = 0;
     if (p->tokenizer) before_flush = fgen_stream_text(out, n, &t, piece_end);
+    if (p->logprobs) /* one record per output token, each just before its token's callback */
+        sd_fuzz_require(!r->cb.lp_bad && r->cb.n_lp == n && !memcmp(r->cb.lp_toks, out, (size_t)n * sizeof *out));
     if (p->callback) {
         const fgen_cb *cb = &r->cb;
         sd_fuzz_require(!cb->order_bad && cb->n_calls == n && !memcmp(cb->toks, out, (size_t)n * sizeof *out));
@@ -514,7 +559,7 @@ static void fgen_generate(sd_fuzz_in *in, const fgen_engine *fe) {
     if (r.st != SPECDEC_OK) {
         sd_fuzz_require(c.null_n_out || r.n_out == 0);
         for (int32_t i = 0; c.out && i < (c.cap > 0 ? c.cap : 1); i++) sd_fuzz_require(c.out[i] == -7);
-        sd_fuzz_require(r.cb.n_calls == 0 && r.cb.n_final == 0);
+        sd_fuzz_require(r.cb.n_calls == 0 && r.cb.n_final == 0 && r.cb.n_lp == 0);
         sd_fuzz_require(specdec_engine_kv_length(fe->e, SPECDEC_ROLE_TARGET) == kv_t);
         sd_fuzz_require(specdec_engine_kv_length(fe->e, SPECDEC_ROLE_DRAFT) == kv_d);
         sd_fuzz_require(specdec_engine_last_error(fe->e)[0] != '\0');
