@@ -425,7 +425,9 @@ SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
 /* Check params without a model (since 0.4), so a program can refuse bad values before it
  * loads anything: n_predict, n_draft, verify, the sampling values (temperature, top_k,
  * top_p, min_p), stop strings (count and lengths; not whether a tokenizer is set), the
- * tree (shape, draft_nodes, not with adaptive_draft) and the reserved fields, as
+ * tree (shape, draft_nodes, not with adaptive_draft), the log-probability fields (logprobs
+ * 0 or 1, top_logprobs 0..SPECDEC_MAX_TOP_LOGPROBS and only with logprobs, logprob_callback
+ * set with logprobs; since 0.4.1) and the reserved fields, as
  * specdec_generate checks them. SPECDEC_OK, or INVALID_ARGUMENT naming the field and the
  * value in specdec_last_error(). What needs the models (a tree or adaptive_draft without
  * a draft model, stop strings without a tokenizer, the context) is checked by
