@@ -54,6 +54,10 @@ static void sd_fcli_generate(int argc, char **argv) {
         sd_fuzz_require(o.ep.backend >= SPECDEC_BACKEND_AUTO && o.ep.backend <= SPECDEC_BACKEND_CUDA);
         sd_fuzz_require(o.ep.n_ctx >= 0);
         sd_fuzz_require(o.json == 0 || o.json == 1);
+        /* --logprobs N: -1 (off) or a top count the library accepts; logprobs stay off in gp
+           (the command sets them with its callback) */
+        sd_fuzz_require(o.logprobs >= -1 && o.logprobs <= SPECDEC_MAX_TOP_LOGPROBS && o.logprobs == o2.logprobs);
+        sd_fuzz_require(o.gp.logprobs == 0 && o.gp.logprob_callback == NULL);
         /* values the library accepts, no greedy verification with a temperature above 0 */
         sd_fuzz_require(specdec_generate_params_validate(&o.gp) == SPECDEC_OK);
         sd_fuzz_require(!(o.gp.verify == SPECDEC_VERIFY_GREEDY && o.gp.temperature > 0.0f));
