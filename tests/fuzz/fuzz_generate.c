@@ -568,11 +568,17 @@ static void fgen_generate(sd_fuzz_in *in, const fgen_engine *fe) {
         specdec_verify_mode mode = eff.verify;
         if (mode == SPECDEC_VERIFY_AUTO) mode = eff.temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
         const int use_draft = fgen_drafts(fe, &eff);
-        /* rejection with adaptive γ depends on timings: not reproducible */
-        if ((again & 1) && !(mode == SPECDEC_VERIFY_REJECTION && eff.adaptive_draft && use_draft))
-            fgen_check_repeat(fe, &c, &eff, c.out, &r, 0);
-        if ((again & 2) && use_draft && mode != SPECDEC_VERIFY_REJECTION && !c.null_params)
-            fgen_check_repeat(fe, &c, &eff, c.out, &r, 1);
+        /* rejection with adaptive γ or measured n-gram costs depends on timings: not reproducible */
+        const int timed = mode == SPECDEC_VERIFY_REJECTION && use_draft &&
+                          (eff.adaptive_draft ||
+                           (eff.draft_method == SPECDEC_DRAFT_NGRAM && eff.ngram_cost == SPECDEC_NGRAM_COST_MEASURED));
+        /* SEED_RANDOM draws a seed per call: a sampling mode repeats with the one reported */
+        specdec_generate_params rep = eff;
+        const int drawn = eff.seed == SPECDEC_SEED_RANDOM && mode != SPECDEC_VERIFY_GREEDY;
+        if (drawn && !c.null_stats) rep.seed = r.stats.seed;
+        if ((again & 1) && !timed && !(drawn && c.null_stats)) fgen_check_repeat(fe, &c, &rep, c.out, &r, 0);
+        if ((again & 2) && use_draft && mode != SPECDEC_VERIFY_REJECTION && !c.null_params && !(drawn && c.null_stats))
+            fgen_check_repeat(fe, &c, &rep, c.out, &r, 1);
     }
     fgen_result_free(&r);
     fgen_call_free(&c);
