@@ -148,6 +148,9 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
     sd_fuzz_require(r->n_draft == -1 || (r->n_draft >= 0 && r->n_draft <= SPECDEC_MAX_DRAFT));
     sd_fuzz_require(r->verify >= SPECDEC_VERIFY_AUTO && r->verify <= SPECDEC_VERIFY_MATCH);
     sd_fuzz_require(r->draft_nodes >= 0 && r->draft_nodes <= SPECDEC_MAX_TREE_NODES);
+    sd_fuzz_require(r->ignore_eos == 0 || r->ignore_eos == 1);
+    sd_fuzz_require((r->logprobs == 0 || r->logprobs == 1) && r->top_logprobs >= 0 &&
+                    r->top_logprobs <= SPECDEC_MAX_TOP_LOGPROBS && (r->logprobs || r->top_logprobs == 0));
     sd_fuzz_require(r->n_tree >= 0 && r->n_tree <= SD_API_MAX_TREE);
     specdec_generate_params gp = specdec_generate_default_params();
     sd_fuzz_require(specdec_generate_params_set_tree(&gp, r->tree, r->n_tree) == SPECDEC_OK);

@@ -20,6 +20,9 @@ Checks:
     unknown endpoint and method, a body sent byte by byte too slowly (closed after
     --body-timeout) and one sent slowly but in time, a client that disconnects
     mid-stream and one that resets while waiting (both cancelled: metrics);
+  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a 400
+    naming the field (code unsupported_value), seen by the official client as BadRequestError;
+    the defaults a UI sends are accepted and leave the text unchanged; ignore_eos is accepted;
   - tree speculation ("tree", "draft_nodes"): greedy and match text with a tree equals the text
     without one (and `specdec generate`'s), streamed or not; the shape is echoed in "speculative";
   - chat templates: a copy of kjv-target with a ChatML tokenizer_config.json renders chat
@@ -442,10 +445,59 @@ def test_malformed(srv):
         expect_error(srv, what, status, "POST", path, body, code=code)
     expect_error(srv, "wrong method", 405, "GET", "/v1/completions", None)
     st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "And", "max_tokens": 2, "frobnicate": {"a": [1]}})
-    check(st == 200, "unknown fields are ignored: %d %r" % (st, raw[:100]))
+    check(st == 200, "fields of no API are ignored: %d %r" % (st, raw[:100]))
     test_chunked_oversize(srv)
     test_slow_body(srv)
     test_disconnects(srv)
+
+
+def test_unsupported_fields(srv):
+    """OpenAI / vLLM fields specdec does not implement: a non-default value is a 400 naming the field
+    (code unsupported_value), through the official client too; the defaults a UI sends are accepted
+    and change nothing; vLLM's ignore_eos is accepted (the bundled pair never emits EOS, so its effect
+    is only seen as the text equal to `specdec generate --ignore-eos`)."""
+    refused = [("/v1/completions", {"prompt": "x", "presence_penalty": 0.5}, "presence_penalty"),
+               ("/v1/completions", {"prompt": "x", "logit_bias": {"5": 10}}, "logit_bias"),
+               ("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
+               ("/v1/completions", {"prompt": "x", "echo": True}, "echo"),
+               ("/v1/completions", {"prompt": "x", "guided_regex": "a+"}, "guided_regex"),
+               ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                         "response_format": {"type": "json_object"}}, "response_format"),
+               ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                         "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools")]
+    for path, body, param in refused:
+        st, raw, _ = srv.request("POST", path, body)
+        try:
+            err = json.loads(raw)["error"]
+        except (ValueError, KeyError):
+            err = {}
+        check(st == 400 and err.get("param") == param and err.get("code") == "unsupported_value" and
+              "not supported" in err.get("message", ""), "%s %s refused: %d %r" % (path, param, st, raw[:200]))
+    oc = srv.client()
+    try:
+        oc.completions.create(model="kjv-target", prompt="x", max_tokens=2, frequency_penalty=1.0)
+        check(False, "frequency_penalty 1.0 through the client is refused")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and (e.body or {}).get("param") == "frequency_penalty",
+              "the client sees the refusal: %r" % e.body)
+    prompt = PROMPTS[0]
+    ref = cli_generate(prompt, N_TOK, "--temp", "0")
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, temperature=0, presence_penalty=0,
+                              frequency_penalty=0, logit_bias={}, best_of=1, echo=False, n=1, user="u",
+                              extra_body={"repetition_penalty": 1, "min_tokens": 0, "stop_token_ids": [],
+                                          "guided_json": None, "response_format": {"type": "text"}})
+    check(r.choices[0].text == ref["text"], "defaults accepted and change nothing: %r" % r.choices[0].text)
+    c = oc.chat.completions.create(model="kjv-target", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                   presence_penalty=0, frequency_penalty=0, logit_bias={}, tools=[],
+                                   tool_choice="none", response_format={"type": "text"}, store=False,
+                                   metadata={"k": "v"}, parallel_tool_calls=True, user="u")
+    check(c.choices[0].message.content is not None, "chat defaults accepted")
+    ref = cli_generate(prompt, N_TOK, "--temp", "0", "--ignore-eos")
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, temperature=0,
+                              extra_body={"ignore_eos": True})
+    check(r.choices[0].text == ref["text"], "ignore_eos accepted: %r" % r.choices[0].text)
+    expect_error(srv, "ignore_eos of the wrong type", 400, "POST", "/v1/completions",
+                 {"prompt": "x", "ignore_eos": "yes"})
 
 
 def test_chunked_oversize(srv):
@@ -666,7 +718,7 @@ def main():
     with Server("--parallel", "4", "--max-body", "262144", "--body-timeout", "2") as srv:
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
-                   test_metrics_endpoint):
+                   test_unsupported_fields, test_metrics_endpoint):
             timed(fn, srv)
     timed(test_chat_templates)
     timed(test_api_key)

@@ -3,6 +3,9 @@
  *    (not JSON, wrong types, out-of-range values, unknown model, empty messages, bad
  *    UTF-8, a tree shape the library refuses) gives its HTTP status, an error message and
  *    the offending param; a valid "tree" / "draft_nodes" is passed through;
+ *  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a
+ *    400 "unsupported_value" naming the field, the default is accepted, a wrong type is a
+ *    400; harmless fields are type-checked; ignore_eos is parsed;
  *  - sd_api_check_head: routes, methods, the API key (scheme case-insensitive), the
  *    declared length, Content-Type (415), the Host on a loopback bind (403);
  *  - sd_api_check_framing: CL + TE, differing CLs, chunked twice (400), other codings (501);
@@ -301,6 +304,94 @@ static void test_invalid(void) {
     SD_CHECK(code == 400, "a body is read only up to its length: %d", code);
 }
 
+/* Fields of the OpenAI / vLLM APIs that specdec does not implement: a value other than the
+ * default is refused (400, param = the field, code "unsupported_value", the message says it
+ * is not supported), the default is accepted, a value of the wrong type is a 400 naming the
+ * field; harmless fields are accepted when well typed; ignore_eos is parsed. */
+static void test_unsupported(void) {
+    static const struct { int chat; const char *field, *refused, *accepted, *wrong_type; } cases[] = {
+        {0, "presence_penalty", "0.5", "0", "\"0\""},
+        {0, "frequency_penalty", "-1", "0.0", "true"},
+        {0, "repetition_penalty", "1.2", "1", "\"1\""},
+        {0, "logit_bias", "{\"50256\":-100}", "{}", "[]"},
+        {1, "response_format", "{\"type\":\"json_object\"}", "{\"type\":\"text\"}", "\"text\""},
+        {0, "response_format", "{\"type\":\"json_schema\",\"json_schema\":{}}", "{\"type\":\"text\"}", "{}"},
+        {1, "tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "[]", "{}"},
+        {1, "functions", "[{\"name\":\"f\"}]", "[]", "\"f\""},
+        {1, "tool_choice", "\"required\"", "\"none\"", "3"},
+        {1, "tool_choice", "{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "\"auto\"", "\"sometimes\""},
+        {1, "function_call", "{\"name\":\"f\"}", "\"none\"", "true"},
+        {0, "best_of", "2", "1", "0"},
+        {0, "best_of", "3", "1", "1.5"},
+        {0, "echo", "true", "false", "0"},
+        {1, "echo", "true", "false", "\"no\""},
+        {0, "suffix", "\"x\"", "\"\"", "1"},
+        {0, "min_tokens", "3", "0", "-1"},
+        {0, "stop_token_ids", "[2]", "[]", "2"},
+        {0, "prompt_logprobs", "1", "null", NULL},
+        {0, "prompt_logprobs", "0", "null", NULL},
+        {0, "include_stop_str_in_output", "true", "false", "1"},
+        {0, "use_beam_search", "true", "false", "\"false\""},
+        {0, "allowed_token_ids", "[1,2]", "null", NULL},
+        {0, "bad_words", "[\"x\"]", "[]", "\"x\""},
+        {0, "guided_json", "{\"type\":\"object\"}", "null", NULL},
+        {1, "guided_regex", "\"a+\"", "null", NULL},
+        {1, "guided_choice", "[\"a\",\"b\"]", "null", NULL},
+        {0, "guided_grammar", "\"root ::= x\"", "null", NULL},
+        {1, "structured_outputs", "{\"regex\":\"a\"}", "null", NULL},
+        {0, "logprobs", "1", "null", "\"1\""},
+        {0, "logprobs", "0", "null", "21"},
+        {1, "logprobs", "true", "false", "1"},
+        {0, "user", NULL, "\"u\"", "5"},
+        {1, "metadata", NULL, "{\"k\":\"v\"}", "[]"},
+        {1, "store", NULL, "false", "\"no\""},
+        {0, "service_tier", NULL, "\"auto\"", "1"},
+        {1, "parallel_tool_calls", NULL, "true", "\"yes\""},
+        {0, "ignore_eos", NULL, "false", "\"true\""},
+        {1, "top_logprobs", NULL, "0", "21"},
+    };
+    char body[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *head = cases[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        const char *vals[3] = {cases[i].refused, cases[i].accepted, cases[i].wrong_type};
+        for (int k = 0; k < 3; k++) {
+            if (!vals[k]) continue;
+            snprintf(body, sizeof body, "%s,\"%s\":%s}", head, cases[i].field, vals[k]);
+            sd_api_request r;
+            sd_api_error e;
+            int code = parse(body, cases[i].chat, &r, &e);
+            if (k == 1) {
+                SD_CHECK(code == 200, "%s: the default is accepted: %d %s", body, code, e.message);
+                if (code == 200) sd_api_request_free(&r);
+                continue;
+            }
+            int unsupported = e.code && !strcmp(e.code, "unsupported_value") && strstr(e.message, "not supported");
+            SD_CHECK(code == 400 && !strcmp(e.param, cases[i].field) && (k == 0 ? unsupported : !e.code),
+                     "%s: %s: got %d param '%s' code %s (%s)", body, k == 0 ? "refused" : "wrong type", code, e.param,
+                     e.code ? e.code : "null", e.message);
+        }
+    }
+    /* what a UI sends: every default at once */
+    sd_api_request r;
+    sd_api_error e;
+    int code = parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"presence_penalty\":0,"
+                     "\"frequency_penalty\":0,\"logit_bias\":{},\"response_format\":{\"type\":\"text\"},\"tools\":[],"
+                     "\"tool_choice\":\"auto\",\"n\":1,\"echo\":false,\"best_of\":1,\"logprobs\":false,"
+                     "\"top_logprobs\":0,\"user\":\"u\",\"store\":false,\"parallel_tool_calls\":true,"
+                     "\"stream_options\":null,\"ignore_eos\":true,\"guided_json\":null}",
+                     1, &r, &e);
+    SD_CHECK(code == 200 && r.ignore_eos == 1 && r.logprobs == 0, "every default at once: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    code = parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"top_logprobs\":2}", 1, &r, &e);
+    SD_CHECK(code == 400 && !strcmp(e.param, "top_logprobs"), "top_logprobs without logprobs: %d %s", code, e.message);
+    /* the value is quoted, cut to 48 bytes */
+    code = parse("{\"prompt\":\"x\",\"suffix\":\"0123456789012345678901234567890123456789012345678901234567890\"}", 0,
+                 &r, &e);
+    SD_CHECK(code == 400 && strstr(e.message, "'suffix' = \"0123") && strstr(e.message, "...") &&
+                 strlen(e.message) < sizeof e.message - 1,
+             "long value cut: %s", e.message);
+}
+
 /* Reference decoder: maximal well-formed sequences per Unicode Table 3-7. */
 static int ref_utf8(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
@@ -483,6 +574,7 @@ int main(void) {
     test_nul();
     test_valid();
     test_invalid();
+    test_unsupported();
     test_tree();
     test_message_utf8();
     test_head();

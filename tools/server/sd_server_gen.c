@@ -271,6 +271,7 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.top_p = req->top_p;
     gp.top_k = req->top_k;
     gp.min_p = req->min_p;
+    gp.ignore_eos = req->ignore_eos;
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
     uint64_t entropy = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)j->serial;
