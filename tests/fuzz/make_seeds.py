@@ -435,6 +435,11 @@ def server_seeds():
     for name, value in refused.items():
         put("server", "bad_unsupported_" + name, req({"prompt": "x", name: value}))
     put("server", "bad_unsupported_wrong_type", req({"prompt": "x", "logit_bias": [], "user": 5}))
+    put("server", "ok_completions_logprobs", req({"prompt": "x", "logprobs": 5}))
+    put("server", "ok_chat_logprobs", req({"messages": simple, "logprobs": True, "top_logprobs": 20}, chat=True))
+    put("server", "bad_logprobs_21", req({"prompt": "x", "logprobs": 21}))
+    put("server", "bad_chat_logprobs_int", req({"messages": simple, "logprobs": 1}, chat=True))
+    put("server", "bad_top_logprobs_without_logprobs", req({"messages": simple, "top_logprobs": 2}, chat=True))
     put("server", "bad_ignore_eos_type", req({"prompt": "x", "ignore_eos": "true"}))
     put("server", "ok_health_without_key", req("{\"prompt\": \"x\"}", method="GET", url="/health", auth=""))
     bad = {

@@ -466,10 +466,6 @@ static int parse_logprobs(const cJSON *root, sd_api_request *r, sd_api_error *e)
         if (r->top_logprobs > 0 && !r->logprobs)
             return sd_api_fail(e, 400, INVALID, NULL, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
     }
-    if (r->logprobs) /* not implemented yet: refused rather than ignored */
-        return sd_api_fail(e, 400, INVALID, "unsupported_value", "logprobs",
-                           "Unsupported value: 'logprobs' is not supported by this server yet; only %s is accepted",
-                           r->chat ? "false" : "null");
     return 0;
 }
 
