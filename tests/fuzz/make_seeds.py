@@ -411,6 +411,36 @@ def server_seeds():
         put("server", "ok_chat_%s_empty_content" % f,
             req({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""},
                               {"role": "user", "content": ""}]}, chat=True, family=i))
+    # fields of the OpenAI / vLLM APIs specdec does not implement: the defaults a UI sends pass,
+    # any other value is refused (sd_nf_fields in tools/server/sd_server_request.c)
+    defaults = {"presence_penalty": 0, "frequency_penalty": 0.0, "repetition_penalty": 1, "logit_bias": {},
+                "response_format": {"type": "text"}, "tools": [], "functions": [], "tool_choice": "auto",
+                "function_call": "none", "best_of": 1, "echo": False, "suffix": "", "min_tokens": 0,
+                "stop_token_ids": [], "prompt_logprobs": None, "include_stop_str_in_output": False,
+                "use_beam_search": False, "allowed_token_ids": None, "bad_words": [], "guided_json": None,
+                "guided_regex": None, "guided_choice": None, "guided_grammar": None, "structured_outputs": None,
+                "user": "u", "metadata": {"k": "v"}, "store": False, "service_tier": "auto",
+                "parallel_tool_calls": True, "ignore_eos": True}
+    put("server", "ok_completions_unsupported_defaults", req({"prompt": "x", "logprobs": None, **defaults}))
+    put("server", "ok_chat_unsupported_defaults",
+        req({"messages": simple, "logprobs": False, "top_logprobs": 0, **defaults}, chat=True))
+    refused = {"presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.2,
+               "logit_bias": {"50256": -100}, "response_format": {"type": "json_object"},
+               "tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
+               "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2, "echo": True,
+               "suffix": "x", "min_tokens": 3, "stop_token_ids": [2], "prompt_logprobs": 0,
+               "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
+               "bad_words": ["x"], "guided_json": {"type": "object"}, "guided_regex": "a+",
+               "guided_choice": ["a"], "guided_grammar": "root ::= x", "structured_outputs": {"regex": "a"}}
+    for name, value in refused.items():
+        put("server", "bad_unsupported_" + name, req({"prompt": "x", name: value}))
+    put("server", "bad_unsupported_wrong_type", req({"prompt": "x", "logit_bias": [], "user": 5}))
+    put("server", "ok_completions_logprobs", req({"prompt": "x", "logprobs": 5}))
+    put("server", "ok_chat_logprobs", req({"messages": simple, "logprobs": True, "top_logprobs": 20}, chat=True))
+    put("server", "bad_logprobs_21", req({"prompt": "x", "logprobs": 21}))
+    put("server", "bad_chat_logprobs_int", req({"messages": simple, "logprobs": 1}, chat=True))
+    put("server", "bad_top_logprobs_without_logprobs", req({"messages": simple, "top_logprobs": 2}, chat=True))
+    put("server", "bad_ignore_eos_type", req({"prompt": "x", "ignore_eos": "true"}))
     put("server", "ok_health_without_key", req("{\"prompt\": \"x\"}", method="GET", url="/health", auth=""))
     bad = {
         "bad_json": "{\"prompt\": \"x\",",
