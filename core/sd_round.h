@@ -58,6 +58,7 @@
 #include "specdec.h"
 #include "sd_drafter.h"
 #include "sd_error.h"
+#include "sd_logprob.h"
 #include "sd_runner.h"
 #include "sd_sample_rules.h"
 
@@ -149,10 +150,16 @@ struct sd_round_seq {
     /* this round's draft shape: the most the drafter may propose */
     sd_draft_shape shape;
     sd_round_trace *trace;      /* NULL, or where the round writes what it proposed */
+    /* log-probabilities (docs/LOGPROBS.md): 1 = the executor fills lp[0..n_accepted] from
+     * the target's raw rows (a device executor leaves such a sequence to its fallback) */
+    int32_t logprobs;
+    int32_t top_logprobs;       /* 0..SPECDEC_MAX_TOP_LOGPROBS */
     /* results of the last round */
     int32_t depth;                    /* the depth the round ran (<= shape.depth; 0: a plain step) */
     int32_t n_accepted;               /* accepted draft tokens (path length), 0..depth */
     int32_t out[SD_ROUND_MAX_EMIT];   /* accepted drafts, then the emitted token */
+    sd_logprob lp[SD_ROUND_MAX_EMIT]; /* with logprobs: out[i]'s record (row: the verify pass's
+                                         row of out[i]'s position) */
     int32_t n_drafted;                /* draft tokens proposed (tree nodes) */
     sd_round_times t;
     specdec_status status;            /* OK once this sequence's round completed; else what

@@ -105,6 +105,21 @@ static specdec_status sd_gen_check_stops(const specdec_generate_params *p, int m
     return SPECDEC_OK;
 }
 
+/* The log-probability fields (docs/LOGPROBS.md). */
+static specdec_status sd_gen_check_logprobs(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
+    if (p->logprobs != 0 && p->logprobs != 1)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: logprobs %d must be 0 or 1", fn, (int)p->logprobs);
+    if (p->top_logprobs < 0 || p->top_logprobs > SPECDEC_MAX_TOP_LOGPROBS)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: top_logprobs %d outside [0, %d]", fn,
+                       (int)p->top_logprobs, SPECDEC_MAX_TOP_LOGPROBS);
+    if (p->top_logprobs > 0 && !p->logprobs)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: top_logprobs %d needs logprobs = 1 (logprobs is 0)", fn,
+                       (int)p->top_logprobs);
+    if (p->logprobs && !p->logprob_callback)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: logprobs = 1 needs logprob_callback (it is NULL)", fn);
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_gen_check_reserved(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
     for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
         if (p->reserved[i]) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved[%zu] must be 0", fn, i);
@@ -191,6 +206,7 @@ static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specde
     specdec_draft_method m;
     specdec_status st = sd_sampling_check_params(&sp, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_stops(p, models_known, fn, eb);
+    if (st == SPECDEC_OK) st = sd_gen_check_logprobs(p, fn, eb);
     if (st == SPECDEC_OK) st = sd_gen_drafter(env, p, fn, &dr, &m, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_reserved(p, fn, eb);
     return st;
@@ -253,10 +269,25 @@ static int sd_is_eos(const sd_engine_special *sp, int32_t tok) {
     return 0;
 }
 
-/* The callback and the cancel flag: 1 if either stops generation after this token. */
-static int sd_gen_callback_stop(sd_gen *g, int32_t tok, const char *piece, size_t plen) {
-    int stop = 0;
-    if (g->p->callback) stop = g->p->callback(g->p->user_data, tok, g->ds ? (piece ? piece : "") : NULL, plen);
+/* The token's log-probabilities to logprob_callback (before `callback` of the same token);
+ * 1 if it asks to stop. pos: the token's absolute position. */
+static int sd_gen_logprob_stop(const sd_gen *g, const sd_logprob *lp, int64_t pos) {
+    if (!g->p->logprobs || !lp) return 0;
+    specdec_token_logprobs v;
+    v.token = lp->token;
+    v.logprob = lp->logprob;
+    v.rank = lp->rank;
+    v.n_top = lp->n_top;
+    v.top_tokens = lp->top_tokens;
+    v.top_logprobs = lp->top_logprobs;
+    v.position = pos;
+    return g->p->logprob_callback(g->p->logprob_user_data, &v) != 0;
+}
+
+/* The callbacks and the cancel flag: 1 if any stops generation after this token. */
+static int sd_gen_callback_stop(sd_gen *g, int32_t tok, const sd_logprob *lp, const char *piece, size_t plen) {
+    int stop = sd_gen_logprob_stop(g, lp, (int64_t)g->L - 1);
+    if (g->p->callback && g->p->callback(g->p->user_data, tok, g->ds ? (piece ? piece : "") : NULL, plen)) stop = 1;
     if (!stop && g->cancel && atomic_load_explicit(g->cancel, memory_order_acquire)) {
         g->cancelled = 1;
         stop = 1;
@@ -267,7 +298,7 @@ static int sd_gen_callback_stop(sd_gen *g, int32_t tok, const char *piece, size_
 /* Append one token to the output and decide whether generation stops after it
  * (g->reason). Priority when several apply: EOS, stop string, callback (or cancel),
  * n_predict, context full. */
-static specdec_status sd_gen_emit(sd_gen *g, int32_t tok) {
+static specdec_status sd_gen_emit(sd_gen *g, int32_t tok, const sd_logprob *lp) {
     if (g->n_out == 0) g->st->t_first_token_s = sd_now() - g->t_start;
     g->seq[g->L++] = tok;
     g->out[g->n_out++] = tok;
@@ -285,7 +316,7 @@ static specdec_status sd_gen_emit(sd_gen *g, int32_t tok) {
         for (size_t i = 0; i < plen; i++) hit |= sd_gen_text_byte(g, piece[i]);
         if (hit && r == SPECDEC_STOP_NONE) r = SPECDEC_STOP_STRING;
     }
-    if (sd_gen_callback_stop(g, tok, piece, plen) && r == SPECDEC_STOP_NONE) r = SPECDEC_STOP_CALLBACK;
+    if (sd_gen_callback_stop(g, tok, lp, piece, plen) && r == SPECDEC_STOP_NONE) r = SPECDEC_STOP_CALLBACK;
     if (r != SPECDEC_STOP_CALLBACK) g->cancelled = 0;
     if (r == SPECDEC_STOP_NONE && g->n_out >= g->p->n_predict) r = SPECDEC_STOP_N_PREDICT;
     if (r == SPECDEC_STOP_NONE && g->L >= g->env->n_ctx) r = SPECDEC_STOP_CONTEXT_FULL;
@@ -338,6 +369,8 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     s->ngram_max = p->ngram_max;
     s->ngram = g->method == SPECDEC_DRAFT_NGRAM ? &g->adapt->ngram : NULL;
     s->trace = p->round_callback ? &g->trace : NULL;
+    s->logprobs = p->logprobs;
+    s->top_logprobs = p->top_logprobs;
     s->seed = p->seed == SPECDEC_SEED_RANDOM ? sd_gen_random_seed() : p->seed;
     s->sequence_id = p->sequence_id;
     s->mode = p->verify;
@@ -419,7 +452,7 @@ specdec_status sd_gen_absorb(sd_gen *g, sd_round *rd) {
     specdec_status st = SPECDEC_OK;
     int32_t i = 0;
     for (; i <= s->n_accepted && g->reason == SPECDEC_STOP_NONE; i++)
-        if ((st = sd_gen_emit(g, s->out[i])) != SPECDEC_OK) return st;
+        if ((st = sd_gen_emit(g, s->out[i], s->logprobs ? &s->lp[i] : NULL)) != SPECDEC_OK) return st;
     if (i <= s->n_accepted && (st = sd_round_settle(rd, s, g->L)) != SPECDEC_OK)
         return sd_fail(g->err, st, "%s", sd_round_err(rd));
     if (g->p->round_callback) sd_gen_trace(g, i);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_cpu_logprobs.h"
 #include "sd_cpu_sample.h"
 #include "sd_cpu_verify.h"
 
@@ -150,14 +151,22 @@ static specdec_status host_verify_pass(sd_exec *ex, sd_round_slot *const *xs, in
     return sd_host_forward_segs(h, k, "target");
 }
 
-/* One slot's verifier: its rows processed, then the chain, tree or plain-step rule. */
-static specdec_status host_verify_slot(sd_host_exec *h, sd_round_slot *x) {
+/* The log-probabilities of the emitted tokens out[0..n_accepted] from the raw target rows
+ * (raw: the slot's rows before processing): out[0] is scored by row 0 (the pending
+ * token's), out[i] by the row of the i-th accepted node (a chain: row i; a tree: node
+ * path[i-1]'s row). */
+static void host_logprobs(const sd_host_exec *h, const sd_round_slot *x, const float *raw) {
     sd_round_seq *s = x->s;
-    const size_t V = (size_t)h->V;
-    const int32_t L = s->length, rows = x->tree ? x->tr.n : x->depth + 1;
-    specdec_status st = SPECDEC_OK;
-    for (int32_t i = 0; i < rows && st == SPECDEC_OK; i++) st = sd_host_process(h, s, x->p + (size_t)i * V);
-    if (st != SPECDEC_OK) return st;
+    for (int32_t i = 0; i <= s->n_accepted; i++) {
+        const int32_t row = i == 0 ? 0 : x->tree ? x->path[i - 1] : i;
+        sd_cpu_logprobs(raw + (size_t)row * (size_t)h->V, h->V, s->out[i], s->top_logprobs, &s->lp[i]);
+    }
+}
+
+/* The slot's verifier proper: the chain, tree or plain-step rule over processed rows. */
+static specdec_status host_verify_rule(sd_host_exec *h, sd_round_slot *x) {
+    sd_round_seq *s = x->s;
+    const int32_t L = s->length;
     if (x->depth == 0) {
         s->out[0] = sd_verify_target_sample(s->mode, x->p, h->V, s->seed, s->sequence_id, L);
         s->n_accepted = 0;
@@ -170,6 +179,21 @@ static specdec_status host_verify_slot(sd_host_exec *h, sd_round_slot *x) {
                               &h->base.err);
     if (x->det) return sd_verify_det(s->mode, x->depth, h->V, x->p, x->vtok + 1, &u, s->out, &s->n_accepted, &h->base.err);
     return sd_verify(s->mode, x->depth, h->V, x->p, x->q, x->vtok + 1, &u, s->out, &s->n_accepted, &h->base.err);
+}
+
+/* One slot's verifier: its rows processed (the raw rows kept first when it reports
+ * log-probabilities and processing changes them), the rule, the log-probabilities. */
+static specdec_status host_verify_slot(sd_host_exec *h, sd_round_slot *x) {
+    sd_round_seq *s = x->s;
+    const size_t V = (size_t)h->V;
+    const int32_t rows = x->tree ? x->tr.n : x->depth + 1;
+    const int keep_raw = s->logprobs && s->mode != SPECDEC_VERIFY_GREEDY; /* greedy leaves rows raw */
+    if (keep_raw) memcpy(h->raw_rows, x->p, (size_t)rows * V * sizeof(float));
+    specdec_status st = SPECDEC_OK;
+    for (int32_t i = 0; i < rows && st == SPECDEC_OK; i++) st = sd_host_process(h, s, x->p + (size_t)i * V);
+    if (st == SPECDEC_OK) st = host_verify_rule(h, x);
+    if (st == SPECDEC_OK && s->logprobs) host_logprobs(h, x, keep_raw ? h->raw_rows : x->p);
+    return st;
 }
 
 static specdec_status host_verify(sd_exec *ex, sd_round_slot *const *xs, int32_t k) {
@@ -186,6 +210,7 @@ static void host_destroy(sd_exec *ex) {
     if (!h) return;
     sd_free(h->p_rows);
     sd_free(h->q_rows);
+    sd_free(h->raw_rows);
     sd_free(h->scratch);
     sd_free(h->segs);
     sd_free(h->slot_of);
@@ -238,12 +263,13 @@ specdec_status sd_host_exec_create(int32_t n_vocab, int has_draft, int32_t max_s
     const size_t V = (size_t)h->V;
     h->p_rows = sd_malloc((size_t)h->n_prows * V * sizeof(float));
     h->q_rows = h->n_qrows ? sd_malloc((size_t)h->n_qrows * V * sizeof(float)) : NULL;
+    h->raw_rows = sd_malloc((size_t)SD_RUNNER_TREE_MAX * V * sizeof(float));
     h->scratch_size = sd_sampling_scratch_size(h->V);
     h->scratch = sd_malloc(h->scratch_size);
     h->segs = sd_malloc((size_t)max_seqs * sizeof *h->segs);
     h->slot_of = sd_malloc((size_t)max_seqs * sizeof *h->slot_of);
     h->trees = h->n_trees ? sd_malloc((size_t)h->n_trees * sizeof *h->trees) : NULL;
-    if (!h->p_rows || (h->n_qrows && !h->q_rows) || !h->scratch || !h->segs || !h->slot_of ||
+    if (!h->p_rows || (h->n_qrows && !h->q_rows) || !h->raw_rows || !h->scratch || !h->segs || !h->slot_of ||
         (h->n_trees && !h->trees)) {
         host_destroy(&h->base);
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "host round: allocating round buffers for vocab %d", (int)V);

@@ -1,0 +1,179 @@
+/* lp_common.h — shared by the log-probability tests (tests/logprobs, docs/LOGPROBS.md):
+ * a recorder for logprob_callback + callback that checks the calling contract as it goes,
+ * and the float64 reference: the target runner over the whole sequence in one forward,
+ * log_softmax in double. Header-only, static. */
+#ifndef LP_COMMON_H
+#define LP_COMMON_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sd_test.h"
+#include "specdec.h"
+
+#define LP_MAX 512
+
+/* Every logprob_callback and callback of one generation. */
+typedef struct lp_rec {
+    int32_t n;             /* logprob_callback calls */
+    int32_t n_tok;         /* callback calls with a token (>= 0) */
+    int32_t bad_order;     /* contract breaches: a token without its logprob call just before, two
+                              logprob calls in a row, the token or the position out of order */
+    int32_t pending;       /* a logprob call waits for its token */
+    int64_t next_pos;      /* the position the next token must have (-1: not checked) */
+    int32_t stop_at;       /* logprob_callback returns 1 at this call index (-1: never) */
+    int32_t off;           /* logprobs off: tokens come without logprob calls */
+    int32_t tok[LP_MAX], rank[LP_MAX], n_top[LP_MAX];
+    float lp[LP_MAX];
+    int64_t pos[LP_MAX];
+    int32_t top[LP_MAX][SPECDEC_MAX_TOP_LOGPROBS];
+    float top_lp[LP_MAX][SPECDEC_MAX_TOP_LOGPROBS];
+} lp_rec;
+
+static inline void lp_rec_init(lp_rec *r, int64_t first_pos) {
+    memset(r, 0, sizeof *r);
+    r->next_pos = first_pos;
+    r->stop_at = -1;
+}
+
+static inline int lp_on_logprob(void *u, const specdec_token_logprobs *v) {
+    lp_rec *r = u;
+    if (r->pending || (r->next_pos >= 0 && v->position != r->next_pos) || v->n_top < 0 ||
+        v->n_top > SPECDEC_MAX_TOP_LOGPROBS)
+        r->bad_order++;
+    if (r->next_pos >= 0) r->next_pos = v->position + 1;
+    r->pending = 1;
+    const int32_t i = r->n++;
+    if (i >= LP_MAX) return 1;
+    r->tok[i] = v->token;
+    r->lp[i] = v->logprob;
+    r->rank[i] = v->rank;
+    r->n_top[i] = v->n_top;
+    r->pos[i] = v->position;
+    for (int32_t k = 0; k < v->n_top && k < SPECDEC_MAX_TOP_LOGPROBS; k++) {
+        r->top[i][k] = v->top_tokens[k];
+        r->top_lp[i][k] = v->top_logprobs[k];
+    }
+    return i == r->stop_at;
+}
+
+static inline int lp_on_token(void *u, int32_t token, const char *piece, size_t len) {
+    (void)piece;
+    (void)len;
+    lp_rec *r = u;
+    if (token < 0) return 0; /* the flush: no logprob call */
+    if (r->off ? r->n != 0 : !r->pending || r->n < 1 || (r->n <= LP_MAX && r->tok[r->n - 1] != token)) r->bad_order++;
+    r->pending = 0;
+    r->n_tok++;
+    return 0;
+}
+
+/* 1 if a[0..n) == b[0..n). */
+static inline int sc_same_tokens(const int32_t *a, const int32_t *b, int32_t n) {
+    return n <= 0 || memcmp(a, b, (size_t)n * sizeof(int32_t)) == 0;
+}
+
+/* params with logprobs on, recording into r. */
+static inline void lp_attach(specdec_generate_params *gp, lp_rec *r, int32_t top) {
+    gp->logprobs = 1;
+    gp->top_logprobs = top;
+    gp->logprob_callback = lp_on_logprob;
+    gp->logprob_user_data = r;
+    gp->callback = lp_on_token;
+    gp->user_data = r;
+}
+
+/* The float64 reference of the sequence seq[0..n_prompt + n_out): log_softmax (in double)
+ * of the target's rows from ONE forward of seq[0..n_prompt + n_out - 1) through runner
+ * `forward` (the test's choice, see the caller); row p - 1 scores the token at position p. */
+typedef int (*lp_forward_fn)(void *ctx, const int32_t *tokens, int32_t n, float *logits);
+
+typedef struct lp_ref {
+    int32_t V, n_rows;
+    float *logits;      /* [n_rows][V] */
+    double *m, *log_sum; /* [n_rows] lp_i = (x_i - m) - log_sum (in double) */
+} lp_ref;
+
+static inline int lp_ref_build(lp_ref *ref, lp_forward_fn fwd, void *ctx, int32_t V, const int32_t *seq, int32_t n) {
+    ref->V = V;
+    ref->n_rows = n;
+    ref->logits = malloc((size_t)n * (size_t)V * sizeof(float));
+    ref->m = malloc((size_t)n * sizeof(double));
+    ref->log_sum = malloc((size_t)n * sizeof(double));
+    if (!ref->logits || !ref->m || !ref->log_sum || fwd(ctx, seq, n, ref->logits) != 0) return 1;
+    for (int32_t r = 0; r < n; r++) {
+        const float *x = ref->logits + (size_t)r * (size_t)V;
+        double m = -INFINITY, s = 0.0;
+        for (int32_t i = 0; i < V; i++) m = x[i] > m ? x[i] : m;
+        for (int32_t i = 0; i < V; i++) s += exp((double)x[i] - m);
+        ref->m[r] = m;
+        ref->log_sum[r] = log(s);
+    }
+    return 0;
+}
+
+static inline void lp_ref_free(lp_ref *ref) {
+    free(ref->logits);
+    free(ref->m);
+    free(ref->log_sum);
+}
+
+static inline double lp_ref_lp(const lp_ref *ref, int32_t row, int32_t tok) {
+    return ((double)ref->logits[(size_t)row * (size_t)ref->V + (size_t)tok] - ref->m[row]) - ref->log_sum[row];
+}
+
+/* Brute force: rank of tok in row (1 + ids with a strictly larger float logprob, the
+ * values rounded as the library reports them) and the top list (sorted by value, ties to
+ * the lower id), n_top entries. */
+static inline int32_t lp_ref_rank_top(const lp_ref *ref, int32_t row, int32_t tok, int32_t n_top, int32_t *top) {
+    const int32_t V = ref->V;
+    float vt = (float)lp_ref_lp(ref, row, tok);
+    int32_t rank = 1;
+    for (int32_t i = 0; i < V; i++) rank += (float)lp_ref_lp(ref, row, i) > vt;
+    for (int32_t k = 0; k < n_top; k++) { /* selection: the k-th best not yet taken */
+        int32_t best = -1;
+        float bv = 0;
+        for (int32_t i = 0; i < V; i++) {
+            int taken = 0;
+            for (int32_t j = 0; j < k; j++) taken |= top[j] == i;
+            const float v = (float)lp_ref_lp(ref, row, i);
+            if (!taken && (best < 0 || v > bv)) best = i, bv = v;
+        }
+        top[k] = best;
+    }
+    return rank;
+}
+
+/* Check r against the reference of its own sequence (tokens out[0..n_out) after a prompt of
+ * n_prompt): token, position, |logprob - ref| <= tol (max diff into *max_diff), rank and the
+ * top list exact, top values within tol. Returns the number of failed tokens. */
+static inline int lp_check_ref(const char *name, const lp_rec *r, const lp_ref *ref, int32_t n_prompt, const int32_t *out,
+                        int32_t n_out, int32_t n_top, double tol, double *max_diff) {
+    int bad = 0;
+    SD_CHECK(r->n == n_out && r->n_tok == n_out && r->bad_order == 0,
+             "%s: %d logprob calls, %d token calls, %d emitted, %d contract breaches", name, (int)r->n, (int)r->n_tok,
+             (int)n_out, (int)r->bad_order);
+    for (int32_t i = 0; i < n_out && i < r->n && i < LP_MAX; i++) {
+        const int32_t row = n_prompt + i - 1;
+        const double d = fabs((double)r->lp[i] - lp_ref_lp(ref, row, out[i]));
+        if (d > *max_diff) *max_diff = d;
+        int32_t top[SPECDEC_MAX_TOP_LOGPROBS];
+        const int32_t rank = lp_ref_rank_top(ref, row, out[i], n_top, top);
+        int ok = r->tok[i] == out[i] && r->pos[i] == n_prompt + i && d <= tol && r->rank[i] == rank &&
+                 r->n_top[i] == n_top;
+        for (int32_t k = 0; ok && k < n_top; k++)
+            ok = r->top[i][k] == top[k] && fabs((double)r->top_lp[i][k] - lp_ref_lp(ref, row, top[k])) <= tol;
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "%s: token %d (id %d, pos %lld): logprob %.9g ref %.9g, rank %d ref %d, top[0] %d ref %d\n",
+                    name, (int)i, (int)r->tok[i], (long long)r->pos[i], (double)r->lp[i],
+                    lp_ref_lp(ref, row, out[i]), (int)r->rank[i], (int)rank, n_top ? (int)r->top[i][0] : -1,
+                    n_top ? (int)top[0] : -1);
+    }
+    SD_CHECK(bad == 0, "%s: %d tokens disagree with the float64 reference", name, bad);
+    return bad;
+}
+
+#endif
