@@ -256,3 +256,15 @@ def test_independent_of_speculation(llm, cfg):
     assert o.token_ids == ref.token_ids
     assert o.logprobs == ref.logprobs
     assert math.isfinite(o.cumulative_logprob) and o.cumulative_logprob == ref.cumulative_logprob
+
+
+@pytest.mark.quick
+def test_library_without_the_field_refuses(llm, monkeypatch):
+    """A libspecdec older than 0.4.1 (its header has no specdec_generate_params.logprobs) cannot report
+    logprobs: UnsupportedError naming the field, not a silent None."""
+    b = _ffi.binding()
+    real = b.has_field
+    monkeypatch.setattr(b, "has_field", lambda s, f: False if f == "logprobs" else real(s, f))
+    with pytest.raises(specdec.UnsupportedError, match="specdec_generate_params.logprobs"):
+        gen(llm, PROMPTS[0], temperature=0, max_tokens=2, logprobs=1)
+    assert gen(llm, PROMPTS[0], temperature=0, max_tokens=2).outputs[0].logprobs is None
