@@ -102,6 +102,8 @@ typedef struct cli_gen_opts {
     int trace;          /* --trace: one record per round (with --json: the "trace" array) */
     int baseline;       /* --baseline: also decode without speculation and report the speedup */
     int temp_given;     /* --temp was on the command line */
+    int32_t logprobs;   /* --logprobs N: -1 (default) off; else logprobs on with N top entries, 0..20
+                           (docs/LOGPROBS.md; the "logprobs" array of --json) */
     const char **stops; /* --stop values (owned array of argv pointers) */
     int n_stops;
 } cli_gen_opts;

@@ -49,12 +49,15 @@ static void gen_usage(FILE *f) {
             "  --ignore-eos     do not stop at EOS\n"
             "  --stop STR       stop when STR appears in the text (repeatable)\n"
             "  --json           print one JSON object (text, ids, statistics, parameters) instead\n"
+            "  --logprobs N     log-probabilities of the emitted tokens under the target (raw logits),\n"
+            "                   with the N (0..%d) most likely ids each: the \"logprobs\" array of\n"
+            "                   --json (the text output is unchanged)\n"
             "  --trace          every round's drafts, accepted path and emitted tokens (stderr, or the\n"
             "                   \"trace\" array with --json)\n"
             "  --baseline       also decode without speculation (same settings and seed) and print\n"
             "                   the measured speedup\n"
             "Ctrl-C stops after the current token, prints the statistics and exits with 130.\n",
-            SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES);
+            SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES, SPECDEC_MAX_TOP_LOGPROBS);
 }
 
 typedef struct gen_out {
@@ -116,10 +119,12 @@ typedef struct gen_ctx {
     int interrupted;          /* Ctrl-C stopped the generation */
     gen_out go;
     cJSON *trace;             /* --trace --json: one object per round */
+    cJSON *lp;                /* --logprobs --json: one object per emitted token */
 } gen_ctx;
 
 static void gen_free(gen_ctx *c) {
     cJSON_Delete(c->trace);
+    cJSON_Delete(c->lp);
     specdec_engine_free(c->eng);
     cli_pair_free(&c->pair);
     free(c->ids);
@@ -167,6 +172,30 @@ static void on_round(void *ud, const specdec_round_info *r) {
     cJSON_AddItemToArray(c->trace, o);
 }
 
+/* --logprobs: one record per emitted token, {"token", "logprob", "rank", "top": [[id, logprob], ...]}
+ * (a logprob of -inf prints as null); kept for --json only. */
+static int on_logprob(void *ud, const specdec_token_logprobs *lp) {
+    gen_ctx *c = ud;
+    if (!c->lp) return 0;
+    cJSON *o = cJSON_CreateObject(), *top = o ? cJSON_AddArrayToObject(o, "top") : NULL;
+    if (!top) {
+        cJSON_Delete(o);
+        c->go.oom = 1;
+        return 1;
+    }
+    cJSON_AddNumberToObject(o, "token", lp->token);
+    cJSON_AddNumberToObject(o, "logprob", lp->logprob);
+    cJSON_AddNumberToObject(o, "rank", lp->rank);
+    for (int32_t k = 0; k < lp->n_top; k++) {
+        cJSON *pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(lp->top_tokens[k]));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(lp->top_logprobs[k]));
+        cJSON_AddItemToArray(top, pair);
+    }
+    cJSON_AddItemToArray(c->lp, o);
+    return 0;
+}
+
 /* Engine and generation (text streams to stdout through on_token unless --json). */
 static int gen_run(gen_ctx *c) {
     const cli_gen_opts *o = c->o;
@@ -189,6 +218,13 @@ static int gen_run(gen_ctx *c) {
     if (o->trace) {
         c->gp.round_callback = on_round;
         c->gp.round_user_data = c;
+    }
+    if (o->logprobs >= 0) {
+        if (o->json && !(c->lp = cJSON_CreateArray())) return fail("logprobs", SPECDEC_ERR_OUT_OF_MEMORY, "");
+        c->gp.logprobs = 1;
+        c->gp.top_logprobs = o->logprobs;
+        c->gp.logprob_callback = on_logprob;
+        c->gp.logprob_user_data = c;
     }
     if (cli_interrupted()) { /* Ctrl-C while loading: report nothing generated, as an interrupted run */
         c->interrupted = 1;
@@ -213,7 +249,10 @@ static int gen_run_baseline(gen_ctx *c) {
     (void)specdec_generate_params_set_tree(&bp, NULL, 0);
     bp.seed = c->stats.seed;
     bp.callback = on_token_quiet;
-    bp.round_callback = NULL; /* the trace is the speculative run's */
+    bp.round_callback = NULL; /* the trace and the logprobs are the speculative run's */
+    bp.logprobs = 0;
+    bp.top_logprobs = 0;
+    bp.logprob_callback = NULL;
     c->base_out = malloc((size_t)c->cap_out * sizeof *c->base_out);
     if (!c->base_out) return fail("allocating the baseline's output", SPECDEC_ERR_OUT_OF_MEMORY, "");
     specdec_status st = specdec_generate(c->eng, c->ids, c->n_ids, &bp, c->base_out, c->cap_out, &c->n_base,
@@ -299,6 +338,10 @@ static int gen_print_json(gen_ctx *c) {
     if (c->trace) {
         cJSON_AddItemToObject(root, "trace", c->trace);
         c->trace = NULL; /* root owns it now */
+    }
+    if (c->lp) {
+        cJSON_AddItemToObject(root, "logprobs", c->lp);
+        c->lp = NULL;
     }
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);

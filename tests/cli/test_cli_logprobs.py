@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""`specdec generate --logprobs N` (docs/LOGPROBS.md) on the bundled pair, CPU backend.
+
+    test_cli_logprobs.py SPECDEC_BIN SOURCE_DIR
+
+Checks:
+- --json gets a "logprobs" array, one record per emitted token (as many as "tokens", the
+  same ids), each {"token", "logprob", "rank", "top": [[id, logprob], ...]} with N top
+  entries, most likely first (ties: the lower id first), logprob <= 0, rank >= 1; a token
+  found in its top list has that entry's value and rank = its place among strictly larger
+  values; rank 1 means its value equals the top value;
+- independence of the drafter: greedy with the draft model (chain and tree), n-gram and
+  plain decoding give the same tokens and the same records;
+- the text output is unchanged by --logprobs (greedy, same seed), and without --logprobs
+  --json has no "logprobs" key;
+- --logprobs 0 gives empty top lists; a value outside 0..20 or not a number is a usage
+  error (exit 2) naming the option; batch refuses --logprobs.
+"""
+import json
+import os
+import subprocess
+import sys
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(SRC, "tests", "common"))
+from sd_checks import check, done  # noqa: E402
+
+MODELS = os.path.join(SRC, "models")
+TARGET = os.path.join(MODELS, "kjv-target")
+DRAFT = os.path.join(MODELS, "kjv-draft")
+BASE = [BIN, "generate", "-m", TARGET, "-p", "And God said", "-n", "24", "--temp", "0", "--seed", "3",
+        "--ignore-eos", "--backend", "cpu"]
+
+
+def run(extra, json_out=True):
+    r = subprocess.run(BASE + extra + (["--json"] if json_out else []), capture_output=True, text=True, timeout=120)
+    return r, (json.loads(r.stdout) if json_out and r.returncode == 0 else None)
+
+
+def check_records(name, d, n_top):
+    lps = d.get("logprobs")
+    if not check(isinstance(lps, list) and len(lps) == len(d["tokens"]), f"{name}: one record per token"):
+        return
+    for i, (rec, tok) in enumerate(zip(lps, d["tokens"])):
+        top = rec["top"]
+        ok = rec["token"] == tok and rec["logprob"] <= 0 and rec["rank"] >= 1 and len(top) == n_top
+        ok = ok and all(top[k][1] > top[k + 1][1] or (top[k][1] == top[k + 1][1] and top[k][0] < top[k + 1][0])
+                        for k in range(len(top) - 1))
+        ids = [t[0] for t in top]
+        if tok in ids:
+            k = ids.index(tok)
+            ok = ok and top[k][1] == rec["logprob"] and rec["rank"] == 1 + sum(1 for t in top if t[1] > rec["logprob"])
+        elif top:
+            ok = ok and rec["rank"] > n_top and rec["logprob"] <= top[-1][1]
+        if top and rec["rank"] == 1:
+            ok = ok and rec["logprob"] == top[0][1]
+        check(ok, f"{name}: record {i} {rec} for token {tok}")
+
+
+_, plain = run(["--drafter", "none", "--logprobs", "5"])
+check(plain is not None, "plain --logprobs 5 runs")
+if plain:
+    check_records("plain", plain, 5)
+    for name, extra in [("model chain", ["-md", DRAFT, "--draft-max", "4"]),
+                        ("model tree", ["-md", DRAFT, "--tree", "2,2,1"]),
+                        ("ngram", ["--drafter", "ngram", "--ngram-cost", "off"])]:
+        _, d = run(extra + ["--logprobs", "5"])
+        if check(d is not None, f"{name} runs"):
+            check(d["stats"]["n_drafted"] > 0, f"{name}: drafted")
+            check(d["tokens"] == plain["tokens"], f"{name}: plain decoding's tokens")
+            check(d["logprobs"] == plain["logprobs"], f"{name}: plain decoding's records")
+            check_records(name, d, 5)
+
+_, zero = run(["-md", DRAFT, "--logprobs", "0"])
+check(zero is not None and all(r["top"] == [] for r in zero["logprobs"]) and len(zero["logprobs"]) == 24,
+      "--logprobs 0: records with empty top lists")
+_, none = run(["-md", DRAFT])
+check(none is not None and "logprobs" not in none, "no --logprobs: no \"logprobs\" key")
+
+a, _ = run(["-md", DRAFT], json_out=False)
+b, _ = run(["-md", DRAFT, "--logprobs", "3"], json_out=False)
+check(a.returncode == 0 and a.stdout == b.stdout and a.stdout.strip() != "", "text output unchanged by --logprobs")
+
+for bad in ["21", "-1", "x"]:
+    r, _ = run(["--logprobs", bad])
+    check(r.returncode == 2 and "--logprobs" in r.stderr, f"--logprobs {bad}: usage error naming it ({r.stderr[:80]!r})")
+r = subprocess.run([BIN, "batch", "-f", os.devnull, "--logprobs", "2"], capture_output=True, text=True, timeout=60)
+check(r.returncode == 2 and "--logprobs is not a batch option" in r.stderr, "batch refuses --logprobs")
+sys.exit(done())
