@@ -2,12 +2,13 @@
 values the C library reports (specdec_generate's logprob_callback on an engine of its own, outside the
 scheduler, is the reference), whatever the drafter, and with the requests of one batch kept apart."""
 import math
+import struct
 import threading
 
 import pytest
 
 import specdec
-from conftest import DRAFT, TARGET
+from conftest import DRAFT, TARGET, cli_generate
 from specdec import _ffi
 from specdec.llm import _top_ranks
 from specdec.sampling import MAX_LOGPROBS
@@ -104,6 +105,28 @@ def test_greedy_equals_c_generate(llm, c_engine, n_top):
     for d, tok in zip(o.outputs[0].logprobs, tokens):
         assert d[tok].rank == 1  # greedy: the most likely token (the bundled model has no exact ties here)
         assert all(v.logprob <= d[tok].logprob for v in d.values())
+
+
+def f32(x):
+    """x as the float32 it came from (the CLI's JSON prints 16 significant digits, not always 17)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+@pytest.mark.parametrize("n_top,cli_args,kw", [
+    (3, ("--temp", 0), dict(temperature=0)),
+    (MAX_LOGPROBS, ("--temp", 0.8, "--top-k", 0, "--top-p", 1, "--min-p", 0, "--seed", 42),
+     dict(temperature=0.8, seed=42)),
+])
+def test_equals_cli(llm, n_top, cli_args, kw):
+    """`specdec generate --logprobs N --json` (the CLI on the same library) reports the same rows."""
+    ref = cli_generate(PROMPTS[1], 16, *cli_args, "--logprobs", n_top)
+    o = gen(llm, PROMPTS[1], max_tokens=16, logprobs=n_top, **kw).outputs[0]
+    assert o.token_ids == ref["tokens"] == [row["token"] for row in ref["logprobs"]]
+    for d, row in zip(o.logprobs, ref["logprobs"]):
+        tok = row["token"]
+        assert (f32(d[tok].logprob), d[tok].rank) == (f32(row["logprob"]), row["rank"])
+        assert list(d)[1:] == [t for t, _ in row["top"] if t != tok]
+        assert [f32(d[t].logprob) for t, _ in row["top"]] == [f32(v) for _, v in row["top"]]
 
 
 @pytest.mark.parametrize("prompt,seed", [(PROMPTS[1], 5), (PROMPTS[2], 123)])
