@@ -34,10 +34,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 4
-#define SPECDEC_VERSION_PATCH 0
+#define SPECDEC_VERSION_PATCH 1
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.4.0"
+#define SPECDEC_VERSION_STRING "0.4.1"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */

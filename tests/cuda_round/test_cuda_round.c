@@ -16,6 +16,14 @@
  *  - n-gram drafts on the device executor (deterministic flag, γ = 1..8, a repeating
  *    prompt): greedy and match == plain, every mode graph == direct;
  *  - EOS handling (bundled pair, ignore_eos 0): speculative and plain stop identically.
+ *  - log-probabilities (bundled pair, docs/LOGPROBS.md): a generation with logprobs = 1 runs
+ *    on the host executor over the same CUDA runners (the device executor hands it over),
+ *    emits the tokens the device executor emits without logprobs (plain, γ = 4 chain,
+ *    2,2,1 tree, greedy; a match chain), one record per token, and each logprob is within
+ *    TOL_LP_GPU of the log_softmax (in double) of (a) the CUDA target's own logits of the
+ *    sequence (one forward) and (b) the CPU engine's. TOL_LP_GPU: |Δ log_softmax| <=
+ *    2 max|Δ logits|, and cuda_runner's row tolerance for an F16 checkpoint is 1e-2 of the
+ *    row's largest |logit|, so the bound is 2e-2 * max|logit| of the row.
  * Statistics (bundled pair, rejection mode, γ = 3, T = 1, top-k 16): hypothesis H0 =
  * the first generated token is distributed as the target's processed distribution p
  * for the prompt (p from the engine's host forward and sd_sampling_process). 20000
@@ -44,6 +52,7 @@ int main(void) { return sd_test_skip("no CUDA device"); }
 #include "sd_runner.h"
 #include "sd_cpu_sample.h"
 #include "sd_test_util.h"
+#include "../logprobs/lp_common.h"
 
 #define N_PROMPT 5
 #define N_GEN 40
@@ -299,6 +308,73 @@ done:
     free(scratch);
 }
 
+/* Log-probabilities on CUDA (see the top). */
+static int fwd_engine(void *ctx, const int32_t *tokens, int32_t n, float *logits) {
+    return specdec_engine_forward((specdec_engine *)ctx, SPECDEC_ROLE_TARGET, tokens, n, 0, logits) != SPECDEC_OK;
+}
+
+/* The records of one CUDA generation against the two references; the worst diffs. */
+static void lp_vs_refs(const char *name, const lp_rec *r, const lp_ref *rg, const lp_ref *rc, const int32_t *out,
+                       int n, double *worst_own, double *worst_cpu) {
+    int bad = 0;
+    for (int i = 0; i < n && i < r->n; i++) {
+        const int32_t row = N_PROMPT + i - 1, V = rg->V;
+        double xmax = 0;
+        for (int32_t j = 0; j < V; j++) xmax = fmax(xmax, fabs((double)rc->logits[(size_t)row * V + j]));
+        const double tol = 2e-2 * xmax;
+        const double d_own = fabs((double)r->lp[i] - lp_ref_lp(rg, row, out[i]));
+        const double d_cpu = fabs((double)r->lp[i] - lp_ref_lp(rc, row, out[i]));
+        *worst_own = fmax(*worst_own, d_own);
+        *worst_cpu = fmax(*worst_cpu, d_cpu);
+        if ((d_own > tol || d_cpu > tol || r->tok[i] != out[i] || r->pos[i] != N_PROMPT + i) && bad++ < 3)
+            fprintf(stderr, "  %s token %d: logprob %.6g, cuda ref %.6g, cpu ref %.6g (tol %.3g)\n", name, i,
+                    (double)r->lp[i], lp_ref_lp(rg, row, out[i]), lp_ref_lp(rc, row, out[i]), tol);
+    }
+    SD_CHECK(bad == 0, "%s: %d logprobs outside the GPU tolerance", name, bad);
+}
+
+static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, const specdec_model *d) {
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.n_ctx = 256;
+    specdec_engine *ec = NULL;
+    SD_CHECK(specdec_engine_create(t, d, &ep, &ec) == SPECDEC_OK, "cpu engine: %s", specdec_last_error());
+    if (!ec) return;
+    static const int32_t prompt[N_PROMPT] = {1, 2, 3, 4, 5}, tree[3] = {2, 2, 1};
+    static const char *const names[] = {"plain greedy", "chain greedy", "tree greedy", "chain match"};
+    static lp_rec rec;
+    int32_t ref[N_GEN], out[N_GEN], seq[N_PROMPT + N_GEN];
+    double worst_own = 0, worst_cpu = 0;
+    for (int c = 0; c < 4; c++) {
+        specdec_generate_params p = gen_params(c == 3 ? SPECDEC_VERIFY_MATCH : SPECDEC_VERIFY_GREEDY, c ? 4 : 0, 77);
+        if (c == 2) SD_CHECK(specdec_generate_params_set_tree(&p, tree, 3) == SPECDEC_OK, "tree");
+        const int n0 = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, ref, NULL);
+        SD_CHECK(c == 2 || !strcmp(sd_round_exec_name(e->round), "cuda"), "%s: ran on %s without logprobs", names[c],
+                 sd_round_exec_name(e->round));
+        lp_rec_init(&rec, N_PROMPT);
+        lp_attach(&p, &rec, 5);
+        const int n = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, out, NULL);
+        SD_CHECK(!strcmp(sd_round_exec_name(e->round), "host"), "%s: logprobs ran on %s, not the host executor",
+                 names[c], sd_round_exec_name(e->round));
+        SD_CHECK(same(out, n, ref, n0), "%s: logprobs changed the tokens", names[c]);
+        SD_CHECK(n > 0 && rec.n == n && rec.n_tok == n && !rec.bad_order, "%s: %d records for %d tokens", names[c],
+                 (int)rec.n, n);
+        if (n < 1) continue;
+        memcpy(seq, prompt, sizeof prompt);
+        memcpy(seq + N_PROMPT, out, (size_t)n * sizeof *out);
+        lp_ref rg, rc;
+        const int fail = lp_ref_build(&rg, fwd_engine, e, e->n_vocab, seq, N_PROMPT + n - 1) |
+                         lp_ref_build(&rc, fwd_engine, ec, e->n_vocab, seq, N_PROMPT + n - 1);
+        SD_CHECK(!fail, "%s: reference forwards", names[c]);
+        if (!fail) lp_vs_refs(names[c], &rec, &rg, &rc, out, n, &worst_own, &worst_cpu);
+        lp_ref_free(&rg);
+        lp_ref_free(&rc);
+    }
+    printf("kjv pair logprobs on CUDA (host executor, logits read back): max |diff| %.3g vs the CUDA one-forward "
+           "reference, %.3g vs the CPU engine\n", worst_own, worst_cpu);
+    specdec_engine_free(ec);
+}
+
 static void bundled_pair(const char *tdir, const char *ddir) {
     specdec_model *t = NULL, *d = NULL;
     SD_CHECK(specdec_model_load(tdir, NULL, &t) == SPECDEC_OK, "load %s: %s", tdir, specdec_last_error());
@@ -324,6 +400,7 @@ static void bundled_pair(const char *tdir, const char *ddir) {
         int nb = run(e, SD_ENGINE_ROUND_DEVICE_GRAPH, prompt, &p, b, &st);
         SD_CHECK(same(a, na, b, nb), "kjv eos gamma %d: speculative != plain", g);
     }
+    logprobs_cuda_vs_cpu(e, t, d);
     rejection_stats(e);
     specdec_engine_free(e);
 done:
