@@ -11,7 +11,7 @@ from ._paths import bundled_pair
 from .errors import *  # noqa: F401,F403  (SpecdecError and one subclass per status)
 from .errors import __all__ as _error_names
 from .llm import LLM
-from .outputs import CompletionOutput, RequestMetrics, RequestOutput
+from .outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer
 
@@ -28,5 +28,5 @@ def library_version() -> str:
     return binding().version
 
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "RequestMetrics", "Tokenizer",
+__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "Logprob", "RequestMetrics", "Tokenizer",
            "bundled_pair", "library_version", *_error_names]

@@ -19,8 +19,9 @@ from typing import Iterator, Optional, Sequence
 
 from . import _paths
 from ._ffi import binding
-from .errors import InvalidArgumentError, QueueFullError, ShutDownError, SpecdecError, UnsupportedError
-from .outputs import CompletionOutput, RequestMetrics, RequestOutput
+from .errors import (InternalError, InvalidArgumentError, QueueFullError, ShutDownError, SpecdecError,
+                     UnsupportedError)
+from .outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
 from .sampling import SamplingParams
 from .tokenizer import Tokenizer, token_id_array
 
@@ -93,6 +94,17 @@ class _Request:
         self.id = 0  # specdec_request_id once submitted
         self.capacity = 0
         self.callback = None
+        self.lp_callback = None  # the logprob callback (SamplingParams.logprobs), kept alive as `callback`
+        self.lp_rows = None  # with logprobs: one (token, logprob, rank, top ids, top logprobs) per token
+
+
+def _top_ranks(top_logprobs) -> list:
+    """The rank of each entry of a top list (most likely first): 1 + the entries strictly more likely,
+    the library's definition of specdec_token_logprobs.rank (every more likely id is in the list)."""
+    ranks = []
+    for i, v in enumerate(top_logprobs):
+        ranks.append(ranks[-1] if i and top_logprobs[i - 1] == v else i + 1)
+    return ranks
 
 
 class LLM:
@@ -122,6 +134,7 @@ class LLM:
         self._close_lock = threading.Lock()
         self._lock = threading.Lock()
         self._counter = itertools.count()
+        self._decoded = {}  # token id -> its text decoded alone (Logprob.decoded_token)
         spec = self._spec = self._parse_spec(speculative_config)
         target_dir, draft_dir = self._model_dirs(model, draft, spec)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
@@ -395,10 +408,61 @@ class LLM:
         if callback is not None:
             r.callback = b.ffi.callback("specdec_token_callback", callback)
             gp.callback = r.callback
+        if params.logprobs is not None:
+            self._want_logprobs(r, gp, params.logprobs)
         r.gp = gp
         r.capacity = max(1, min(gp.n_predict, room)) if gp.n_predict > 0 else 1
         r.c_ids = token_id_array(ids, "prompt")
         return r
+
+    def _want_logprobs(self, r: _Request, gp, n_top: int) -> None:
+        """Ask the library for every emitted token's logprob and top n_top (specdec_generate_params.logprobs):
+        the callback, on the scheduler thread, copies each row into r.lp_rows."""
+        b = self._b
+        if not b.has_field("specdec_generate_params", "logprobs"):
+            raise UnsupportedError(f"SamplingParams.logprobs: this libspecdec ({b.version}) has no "
+                                   "specdec_generate_params.logprobs (since 0.4.1)")
+        ffi, rows = b.ffi, []
+
+        def on_logprob(user_data, lp):
+            try:
+                n = lp.n_top
+                tops = (ffi.unpack(lp.top_tokens, n), ffi.unpack(lp.top_logprobs, n)) if n > 0 else ([], [])
+                rows.append((lp.token, lp.logprob, lp.rank, *tops))
+            except BaseException:  # never unwind into the library; _logprobs sees the row missing
+                pass
+            return 0
+
+        r.lp_rows = rows
+        r.lp_callback = ffi.callback("specdec_logprob_callback", on_logprob)
+        gp.logprobs = 1
+        gp.top_logprobs = n_top
+        gp.logprob_callback = r.lp_callback
+
+    def _decode_one(self, token: int) -> str:
+        text = self._decoded.get(token)
+        if text is None:
+            text = self._decoded[token] = self.tokenizer.decode([token], skip_special_tokens=False)
+        return text
+
+    def _logprobs(self, r: _Request, tokens):
+        """(CompletionOutput.logprobs, cumulative_logprob) from the rows the callback collected: one dict
+        per token, the sampled token first, then the top list (vLLM's SampleLogprobs)."""
+        rows = r.lp_rows
+        if rows is None:
+            return None, None
+        bad = next((i for i, (row, t) in enumerate(zip(rows, tokens)) if row[0] != t), None)
+        if len(rows) != len(tokens) or bad is not None:  # the library broke its logprob_callback contract
+            raise InternalError(f"request {r.index}: the logprob callback reported {len(rows)} tokens for "
+                                f"{len(tokens)} generated" + (f", token {bad} differs" if bad is not None else ""))
+        out, total = [], 0.0
+        for token, logprob, rank, top_ids, top_lps in rows:
+            d = {token: Logprob(logprob, rank, self._decode_one(token))}
+            for t, lp, rk in zip(top_ids, top_lps, _top_ranks(top_lps)):
+                d[t] = Logprob(lp, rk, self._decode_one(t))
+            out.append(d)
+            total += logprob
+        return out, total
 
     def _submit(self, r: _Request) -> None:
         b = self._b
@@ -470,7 +534,9 @@ class LLM:
             stop = metrics["stop_reason"]
             finish = "length" if stop in ("n_predict", "context_full") else "stop"
             reason = matched if stop == "stop_string" else None
-        comp = CompletionOutput(0, text, tokens, finish_reason=finish, stop_reason=reason)
+        logprobs, cumulative = self._logprobs(r, tokens)
+        comp = CompletionOutput(0, text, tokens, cumulative_logprob=cumulative, logprobs=logprobs,
+                                finish_reason=finish, stop_reason=reason)
         return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics)
 
     def _text(self, stream, tokens, stops):
@@ -552,7 +618,8 @@ class LLM:
 
     def stream(self, prompt, sampling_params: Optional[SamplingParams] = None) -> Iterator[str]:
         """Yield the text of one request as it is generated (deltas; their concatenation equals
-        generate()'s text). The generator's return value (StopIteration.value) is the RequestOutput.
+        generate()'s text). The generator's return value (StopIteration.value) is the RequestOutput
+        (with SamplingParams.logprobs, its logprobs: the deltas stay plain text).
         Closing the generator early, or Ctrl-C, cancels the request."""
         with self._using():
             items = self._prompts(prompt)

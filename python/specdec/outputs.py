@@ -19,12 +19,29 @@ class RequestMetrics(dict):
 
 
 @dataclass
+class Logprob:
+    """One token's log-probability, as vLLM's Logprob: logprob (natural log, <= 0), rank (1 + the number
+    of vocabulary ids more likely, so 1 = the most likely; tied ids share a rank) and decoded_token (the
+    token's text decoded alone, special tokens included, as vLLM's tokenizer.decode([id]))."""
+
+    logprob: float
+    rank: Optional[int] = None
+    decoded_token: Optional[str] = None
+
+
+@dataclass
 class CompletionOutput:
+    """One generated sequence. token_ids: every generated token (with a stop string, the token that
+    completed it too; text is cut before the stop string). logprobs (SamplingParams.logprobs = N; else
+    None): one dict per generated token, {token id: Logprob}, the sampled token first, then the N most
+    likely in rank order (N or N + 1 entries: the sampled token may be among the N), as vLLM's
+    SampleLogprobs; cumulative_logprob: the sum of the sampled tokens' logprobs (None without logprobs)."""
+
     index: int
     text: str
     token_ids: list
     cumulative_logprob: Optional[float] = None
-    logprobs: Optional[Any] = None
+    logprobs: Optional[list] = None
     finish_reason: Optional[str] = None  # "stop" (EOS or a stop string), "length", "abort"
     stop_reason: Any = None  # the stop string matched, or the EOS id; None otherwise
 

@@ -5,7 +5,11 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedError
+
+# The most top log-probabilities one token may ask for: include/specdec.h's SPECDEC_MAX_TOP_LOGPROBS, which
+# is vLLM's default max_logprobs (tests/python/test_logprobs.py checks the two agree).
+MAX_LOGPROBS = 20
 
 
 def _real(name, v):
@@ -34,6 +38,12 @@ class SamplingParams:
     stop: strings that end generation; the text is cut before the first one found (as vLLM and
     OpenAI do); token_ids keep every generated token (the one completing the stop included).
     ignore_eos: keep going past the model's EOS ids.
+    logprobs: None (default) = none; N in 0..20 = every generated token's log-probability plus the N
+    most likely tokens' (vLLM's meaning; CompletionOutput.logprobs and .cumulative_logprob). They are
+    the target model's raw distribution (log_softmax of its logits before temperature, top-k, top-p,
+    min-p: vLLM's default logprobs_mode "raw_logprobs"), whatever the drafter.
+    prompt_logprobs: vLLM's prompt log-probabilities are not implemented: None only (anything else
+    raises UnsupportedError).
     Ranges are checked by the library when the request is submitted (InvalidArgumentError naming the
     field); types here, at construction.
     """
@@ -46,6 +56,8 @@ class SamplingParams:
     seed: Optional[int] = None
     stop: Union[None, str, list] = None
     ignore_eos: bool = False
+    logprobs: Optional[int] = None
+    prompt_logprobs: Optional[int] = None
     stop_list: list = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self):
@@ -65,3 +77,10 @@ class SamplingParams:
         if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) for s in stop):
             raise InvalidArgumentError("SamplingParams.stop must be None, a str or a list of str")
         self.stop_list = list(stop)
+        self.logprobs = _integer("logprobs", self.logprobs, allow_none=True)
+        if self.logprobs is not None and not 0 <= self.logprobs <= MAX_LOGPROBS:
+            raise InvalidArgumentError(f"SamplingParams.logprobs = {self.logprobs} is outside 0..{MAX_LOGPROBS} "
+                                       "(None = no log-probabilities)")
+        if self.prompt_logprobs is not None:
+            raise UnsupportedError(f"SamplingParams.prompt_logprobs = {self.prompt_logprobs!r}: prompt "
+                                   "log-probabilities are not implemented (None only)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # campaign.sh — a fuzzing campaign: every target (or the ones named) for SECONDS each,
 # one process at a time under nice, from the seeds and the committed corpus; then the
-# corpus is minimised (libFuzzer -merge=1) back into tests/fuzz/corpus/<target>/ and
+# corpus is minimised (libFuzzer -set_cover_merge=1) back into tests/fuzz/corpus/<target>/ and
 # the runs, coverage, corpus size and findings of each target are printed.
 #
 #   tests/fuzz/campaign.sh SECONDS [target ...]        (targets: tests/fuzz/targets.txt)
@@ -10,7 +10,9 @@
 # clang if needed), SPECDEC_FUZZ_RUNS (stop a target after this many runs instead),
 # SPECDEC_FUZZ_NICE (default 19), SPECDEC_SHARED_DIR (for tokenizer_real),
 # SPECDEC_FUZZ_OUT (default $SPECDEC_FUZZ_BUILD/campaign: give campaigns that run side by
-# side from one build their own).
+# side from one build their own), SPECDEC_FUZZ_MERGE (set_cover_merge, the default: the
+# greedy set cover, fewer files for the same features; or merge: libFuzzer's classic
+# minimisation, which keeps more files).
 # Findings (crash-*, leak-*, timeout-*, oom-* files) stay in
 # $SPECDEC_FUZZ_BUILD/campaign/<target>/artifacts; the script exits 1 when there is one.
 # A machine-readable summary (one JSON object per target) goes to
@@ -28,6 +30,8 @@ targets=("$@")
 [ ${#targets[@]} -eq 0 ] && mapfile -t targets < <(grep -E '^[a-z_0-9]+$' tests/fuzz/targets.txt)
 build=${SPECDEC_FUZZ_BUILD:-build-fuzz}
 nice_level=${SPECDEC_FUZZ_NICE:-19}
+merge_flag=${SPECDEC_FUZZ_MERGE:-set_cover_merge}
+case "$merge_flag" in set_cover_merge | merge) ;; *) echo "SPECDEC_FUZZ_MERGE must be set_cover_merge or merge, not $merge_flag" >&2; exit 2 ;; esac
 out=${SPECDEC_FUZZ_OUT:-$build/campaign}
 mkdir -p "$out"
 
@@ -70,7 +74,7 @@ for t in "${targets[@]}"; do
   cov=0 ft=0 nfiles=0 nbytes=0
   if [ "$status" != skipped ]; then
     # minimise: the committed corpus plus what this run found, into a fresh directory
-    nice -n "$nice_level" "$bin" -merge=1 "$dir/merged" "tests/fuzz/corpus/$t" "$dir/new" >"$dir/merge.log" 2>&1 || true
+    nice -n "$nice_level" "$bin" "-$merge_flag=1" "$dir/merged" "tests/fuzz/corpus/$t" "$dir/new" >"$dir/merge.log" 2>&1 || true
     if [ -n "$(ls -A "$dir/merged")" ]; then
       find "tests/fuzz/corpus/$t" -type f -delete
       cp "$dir/merged"/* "tests/fuzz/corpus/$t/"

@@ -10,7 +10,7 @@
  * with every field of specdec_generate_params fuzzed (NaN/inf/negative floats,
  * boundary ints, verify modes outside the enum, n_draft, adaptive, stop strings
  * including NULL/empty/over-long ones, ignore_eos, a callback that stops after k
- * tokens, logprobs / top_logprobs / logprob_callback), fuzzed prompts (ids outside [0, V), NULL, empty, longer than the context),
+ * tokens, logprobs with top_logprobs and a logprob callback, valid or not), fuzzed prompts (ids outside [0, V), NULL, empty, longer than the context),
  * output capacity and NULL outputs; specdec_engine_forward and kv_truncate with fuzzed
  * roles, positions, counts and ids.
  *
@@ -21,9 +21,10 @@
  * context, ids are in [0, V), the statistics add up, the stop reason matches the
  * output (EOS, n_predict, context, callback, stop string; no earlier stop), the
  * callback sees exactly the output tokens, its text is well-formed UTF-8 and equals a
- * separate streaming decode of the output; with logprobs, logprob_callback is called once per
- * output token, just before the callback of the same token, with that token, its position,
- * a logprob <= 0, a rank >= 1 and top_logprobs ids sorted by value; deterministic modes repeat exactly, and
+ * separate streaming decode of the output; the logprob callback sees each output token
+ * once, before `callback`'s, with a record that keeps its contract (position, rank vs
+ * the top list, order, ties) and the same values on a repeat (within 1e-4 of plain
+ * decoding's); deterministic modes repeat exactly, and
  * greedy and match output equals plain decoding with the same seed; forward logits
  * are finite and bitwise the same computed one token at a time. No leak (libFuzzer's
  * -detect_leaks). */
@@ -166,38 +167,52 @@ typedef struct fgen_cb {
     int order_bad;           /* a token after the final call, too many calls, bad piece */
     int has_tok;
     sd_fuzz_buf text;          /* pieces of the tokens, then the final call's */
-    int32_t n_lp;            /* logprob_callback calls */
-    int lp_pending;          /* a logprob call waits for its token */
-    int64_t lp_pos0;         /* the first output token's position (n_prompt) */
-    int32_t lp_top;          /* top_logprobs asked for */
-    int lp_bad;              /* a record out of order or out of range */
-    int lp_cb;               /* the token callback is set: it must follow each record */
-    int32_t lp_toks[FMAX_CTX + 1];
+    /* logprob_callback (0.4.1): one call per emitted token, just before `callback`'s */
+    int32_t n_prompt;        /* positions start here */
+    int lp_on, cb_on;        /* which of the two callbacks the call set */
+    int32_t top_want;        /* top_logprobs asked for */
+    int32_t n_lp;            /* calls */
+    int32_t lp_tok[FMAX_CTX + 1];
+    float lp[FMAX_CTX + 1];
+    int lp_bad;              /* a record breaking specdec_token_logprobs' contract, or out of order */
 } fgen_cb;
 
-/* logprob_callback: record and check one record (called before fgen_on_token of its token). */
+/* Checks each record against include/specdec.h: the token and position, a finite logprob
+ * <= 0 (tiny random models have finite logits), n_top as asked (V = 48 > 20), the top
+ * list most likely first with ties to the lower id, the rank consistent with it; called
+ * before `callback` of the same token (n_lp runs one ahead of n_calls). */
 static int fgen_on_logprob(void *ud, const specdec_token_logprobs *lp) {
     fgen_cb *c = ud;
-    int bad = (c->lp_cb && c->lp_pending) || c->n_lp > FMAX_CTX || lp->position != c->lp_pos0 + c->n_lp || !(lp->logprob <= 0.0f) ||
-              lp->rank < 1 || lp->rank > FV || lp->n_top != c->lp_top || lp->token < 0 || lp->token >= FV;
-    for (int32_t k = 0; !bad && k < lp->n_top; k++)
-        bad = lp->top_tokens[k] < 0 || lp->top_tokens[k] >= FV ||
-              (k > 0 && !(lp->top_logprobs[k - 1] > lp->top_logprobs[k] ||
-                          (lp->top_logprobs[k - 1] == lp->top_logprobs[k] && lp->top_tokens[k - 1] < lp->top_tokens[k])));
-    if (!bad && lp->n_top > 0) bad = lp->rank == 1 ? lp->logprob != lp->top_logprobs[0] : lp->logprob > lp->top_logprobs[0];
-    c->lp_bad |= bad;
-    if (c->n_lp <= FMAX_CTX) c->lp_toks[c->n_lp] = lp->token;
+    if (c->n_lp > FMAX_CTX || (c->cb_on && c->n_lp != c->n_calls) || c->n_final) {
+        c->lp_bad = 1;
+        return 0;
+    }
+    int ok = lp->token >= 0 && lp->token < FV && isfinite(lp->logprob) && lp->logprob <= 0.0f && lp->rank >= 1 &&
+             lp->rank <= FV && lp->n_top == c->top_want && lp->position == (int64_t)c->n_prompt + c->n_lp &&
+             (lp->n_top == 0 || (lp->top_tokens && lp->top_logprobs));
+    int32_t above = 0; /* top entries strictly more likely than the token */
+    for (int32_t k = 0; ok && k < lp->n_top; k++) {
+        const int32_t id = lp->top_tokens[k];
+        const float v = lp->top_logprobs[k];
+        ok = id >= 0 && id < FV && isfinite(v) && v <= 0.0f;
+        if (ok && k > 0) {
+            const float u = lp->top_logprobs[k - 1];
+            ok = u > v || (u == v && lp->top_tokens[k - 1] < id);
+        }
+        if (ok && id == lp->token) ok = v == lp->logprob && lp->rank <= k + 1;
+        above += ok && v > lp->logprob;
+    }
+    /* an entry at or below the token's logprob: the list holds every id above it */
+    if (ok && lp->n_top > 0) ok = above < lp->n_top ? lp->rank == above + 1 : lp->rank > lp->n_top;
+    if (!ok) c->lp_bad = 1;
+    c->lp_tok[c->n_lp] = lp->token;
+    c->lp[c->n_lp] = lp->logprob;
     c->n_lp++;
-    c->lp_pending = 1;
     return 0;
 }
 
 static int fgen_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     fgen_cb *c = ud;
-    if (tok >= 0 && c->lp_top >= 0) {
-        c->lp_bad |= !c->lp_pending || c->lp_toks[c->n_lp - 1] != tok;
-        c->lp_pending = 0;
-    }
     if ((piece == NULL) != !c->has_tok || (!c->has_tok && len) || (len && !sd_fuzz_utf8_ok(piece, len)))
         c->order_bad = 1;
     if (tok < 0) {
@@ -206,7 +221,7 @@ static int fgen_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
         if (piece) sd_fuzz_buf_put(&c->text, piece, len);
         return 0;
     }
-    if (c->n_final || c->n_calls > FMAX_CTX) {
+    if (c->n_final || c->n_calls > FMAX_CTX || (c->lp_on && c->n_lp != c->n_calls + 1)) {
         c->order_bad = 1;
         return 1;
     }
@@ -263,12 +278,13 @@ static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
         gp->ngram_cost = (specdec_ngram_cost)(c % 5 == 4 ? -1 : c % 5 == 3 ? 3 : c % 3);
         gp->ngram_token_cost = (c >> 3) % 4 == 3 ? sd_fuzz_float(in) : (float)((c >> 3) % 4) * 0.25f;
     }
-    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % (sizeof gp->reserved / sizeof gp->reserved[0])] = 1;
-    if ((m & 128) && (a >> 3) % 16 == 3) { /* logprobs: mostly valid, now and then each kind of invalid */
+    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % 2] = 1;
+    if ((m & 128) && (a >> 3) % 16 == 3) { /* logprobs (0.4.1), valid and not */
         const uint8_t l = sd_fuzz_u8(in);
-        gp->logprobs = l % 8 == 7 ? (int32_t)(l >> 3) - 8 : l % 8 != 0;
-        gp->top_logprobs = l % 16 == 14 ? (int32_t)(l >> 4) + 17 : (int32_t)(l >> 4) % 8;
-        gp->logprob_callback = l % 32 == 13 ? NULL : fgen_on_logprob;
+        gp->logprobs = l % 8 == 7 ? 2 : l % 8 == 6 ? -1 : l % 8 != 0;
+        gp->top_logprobs = (l >> 3) % 16 == 15 ? SPECDEC_MAX_TOP_LOGPROBS + 1 : (l >> 3) % 16 == 14 ? -1
+                           : (l >> 3) % 16 == 13 ? SPECDEC_MAX_TOP_LOGPROBS : (int32_t)((l >> 3) % 16) % 6;
+        gp->logprob_callback = (l >> 7) ? NULL : fgen_on_logprob;
     }
 }
 
@@ -368,10 +384,10 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
                 (int)p->ngram_cost < 0 || (int)p->ngram_cost > 2 ||
                 !(p->ngram_token_cost >= 0.0f && p->ngram_token_cost <= 100.0f),
             inval);
-    for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++) BAD(p->reserved[i], inval);
-    BAD((p->logprobs != 0 && p->logprobs != 1) || p->top_logprobs < 0 || p->top_logprobs > 20 ||
-            (p->top_logprobs > 0 && !p->logprobs) || (p->logprobs && !p->logprob_callback),
-        inval);
+    for (int i = 0; i < 2; i++) BAD(p->reserved[i], inval);
+    BAD(p->logprobs != 0 && p->logprobs != 1, inval);
+    BAD(p->top_logprobs < 0 || p->top_logprobs > SPECDEC_MAX_TOP_LOGPROBS || (p->top_logprobs > 0 && !p->logprobs), inval);
+    BAD(p->logprobs == 1 && !p->logprob_callback, inval);
     const int64_t room = (int64_t)fe->n_ctx - c->n_prompt;
     BAD(c->cap < (p->n_predict < room ? p->n_predict : room), SPECDEC_ERR_BUFFER_TOO_SMALL);
 #undef BAD
@@ -480,10 +496,11 @@ static void fgen_call_run(const fgen_engine *fe, fgen_call *c, const specdec_gen
     r->cb.has_tok = gp.tokenizer != NULL;
     r->cb.stop_after = c->stop_after;
     if (gp.callback) gp.user_data = &r->cb;
-    r->cb.lp_top = gp.logprobs == 1 ? gp.top_logprobs : -1;
-    r->cb.lp_pos0 = c->n_prompt;
-    r->cb.lp_cb = gp.callback != NULL;
     if (gp.logprob_callback) gp.logprob_user_data = &r->cb;
+    r->cb.n_prompt = c->n_prompt;
+    r->cb.top_want = gp.top_logprobs;
+    r->cb.lp_on = gp.logprobs == 1 && gp.logprob_callback != NULL;
+    r->cb.cb_on = gp.callback != NULL;
     r->st = specdec_generate(fe->e, c->prompt, c->n_prompt, c->null_params ? NULL : &gp, out, c->cap,
                              c->null_n_out ? NULL : &r->n_out, c->null_stats ? NULL : &r->stats);
 }
@@ -500,8 +517,6 @@ static void fgen_check_ok(const fgen_engine *fe, const fgen_call *c, const specd
     size_t piece_end[FMAX_CTX + 1] = {0};
     size_t before_flush = 0;
     if (p->tokenizer) before_flush = fgen_stream_text(out, n, &t, piece_end);
-    if (p->logprobs) /* one record per output token, each just before its token's callback */
-        sd_fuzz_require(!r->cb.lp_bad && r->cb.n_lp == n && !memcmp(r->cb.lp_toks, out, (size_t)n * sizeof *out));
     if (p->callback) {
         const fgen_cb *cb = &r->cb;
         sd_fuzz_require(!cb->order_bad && cb->n_calls == n && !memcmp(cb->toks, out, (size_t)n * sizeof *out));
@@ -512,6 +527,12 @@ static void fgen_check_ok(const fgen_engine *fe, const fgen_call *c, const specd
         } else {
             sd_fuzz_require(cb->n_final == 0 && cb->text.len == 0);
         }
+    }
+    if (p->logprobs) { /* one record per emitted token, the output's tokens */
+        const fgen_cb *cb = &r->cb;
+        sd_fuzz_require(!cb->lp_bad && cb->n_lp == n && !memcmp(cb->lp_tok, out, (size_t)n * sizeof *out));
+    } else {
+        sd_fuzz_require(r->cb.n_lp == 0);
     }
     if (!c->null_stats) {
         fgen_check_stops(fe, c, p, out, n, t.p, piece_end, r->stats.stop_reason);
@@ -537,6 +558,11 @@ static void fgen_check_repeat(const fgen_engine *fe, fgen_call *c, const specdec
                 (int)r2.st, (int)r->n_out, (int)r2.n_out);
     sd_fuzz_require(r2.st == r->st && r2.n_out == r->n_out && !memcmp(out, out2, (size_t)r->n_out * sizeof *out));
     if (!c->null_stats) sd_fuzz_require(r2.stats.stop_reason == r->stats.stop_reason);
+    /* the target's rows: bitwise again for the same call; plain decoding computes them one
+     * at a time instead of in a verify pass, so within 1e-4 (tests/logprobs measures ~1e-7) */
+    for (int32_t i = 0; r->st == SPECDEC_OK && p->logprobs && i < r->n_out; i++)
+        sd_fuzz_require(plain ? fabsf(r->cb.lp[i] - r2.cb.lp[i]) <= 1e-4f
+                              : !memcmp(&r->cb.lp[i], &r2.cb.lp[i], sizeof r->cb.lp[i]));
     fgen_result_free(&r2);
     free(out2);
 }

@@ -17,8 +17,11 @@
  * what the client receives) parses back to the same message, type, param and code; a
  * refused body leaves the request empty; both checks are deterministic; a chat request
  * renders or is refused with INVALID_ARGUMENT (the template's objection), never another
- * status, and its ids are in the vocabulary. No leak (ASan). Returns 0 when the head and
+ * status, and its ids are in the vocabulary; a token-id prompt, taken as generated tokens,
+ * goes through the logprobs writers (both shapes parse, every token's text is valid UTF-8).
+ * No leak (ASan). Returns 0 when the head and
  * body both pass, 1 otherwise (the seed runner's ok_ / bad_ names). */
+#include <math.h>
 #include <strings.h>
 
 #include <cjson/cJSON.h>
@@ -148,6 +151,9 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
     sd_fuzz_require(r->n_draft == -1 || (r->n_draft >= 0 && r->n_draft <= SPECDEC_MAX_DRAFT));
     sd_fuzz_require(r->verify >= SPECDEC_VERIFY_AUTO && r->verify <= SPECDEC_VERIFY_MATCH);
     sd_fuzz_require(r->draft_nodes >= 0 && r->draft_nodes <= SPECDEC_MAX_TREE_NODES);
+    sd_fuzz_require(r->ignore_eos == 0 || r->ignore_eos == 1);
+    sd_fuzz_require((r->logprobs == 0 || r->logprobs == 1) && r->top_logprobs >= 0 &&
+                    r->top_logprobs <= SPECDEC_MAX_TOP_LOGPROBS && (r->logprobs || r->top_logprobs == 0));
     sd_fuzz_require(r->n_tree >= 0 && r->n_tree <= SD_API_MAX_TREE);
     specdec_generate_params gp = specdec_generate_default_params();
     sd_fuzz_require(specdec_generate_params_set_tree(&gp, r->tree, r->n_tree) == SPECDEC_OK);
@@ -168,6 +174,45 @@ static void sd_fsrv_chat(const sd_api_request *r, const char *family) {
     for (int32_t i = 0; i < n_ids; i++) sd_fuzz_require(ids[i] >= 0 && ids[i] < g_vocab);
 }
 
+/* The logprobs writers on a parsed token-id prompt taken as generated tokens (ids outside
+ * the vocabulary included): each token's text is valid UTF-8, both shapes parse as JSON
+ * with one entry per token, and text_offset stays within the text. */
+static void sd_fsrv_logprobs(const sd_api_request *r) {
+    sd_lp_entry e[16];
+    int32_t n = r->n_prompt_ids < 16 ? r->n_prompt_ids : 16;
+    char text[64];
+    for (int32_t k = 0; k < n; k++) {
+        e[k].token = r->prompt_ids[k];
+        e[k].logprob = k == 1 ? -INFINITY : -(float)k;
+        e[k].n_top = n - k < SPECDEC_MAX_TOP_LOGPROBS ? n - k : SPECDEC_MAX_TOP_LOGPROBS;
+        for (int32_t t = 0; t < e[k].n_top; t++) e[k].top_tokens[t] = r->prompt_ids[k + t], e[k].top_logprobs[t] = -t;
+        e[k].end = (size_t)(k * 4 + 2);
+        text[k * 4] = 'a', text[k * 4 + 1] = (char)0xC3, text[k * 4 + 2] = (char)0xA9, text[k * 4 + 3] = 'b';
+    }
+    sd_server srv;
+    memset(&srv, 0, sizeof srv);
+    srv.tok = g_tok;
+    for (int chat = 0; chat < 2 && n > 0; chat++) {
+        sd_cp_cursor cur = {0, 0};
+        sd_lp_span span = {e, n, 0, text, (size_t)n * 4 - 1, &cur};
+        sd_buf b = {0};
+        sd_fuzz_require(sd_resp_logprobs(&b, &srv, chat, &span) == 0 && b.p);
+        cJSON *root = cJSON_ParseWithLength(b.p, b.len);
+        sd_fuzz_require(root != NULL);
+        const cJSON *list = cJSON_GetObjectItem(root, chat ? "content" : "tokens");
+        sd_fuzz_require(cJSON_GetArraySize(list) == n);
+        for (const cJSON *x = list->child; x; x = x->next) {
+            const cJSON *s = chat ? cJSON_GetObjectItem(x, "token") : x;
+            sd_fuzz_require(cJSON_IsString(s) && sd_fuzz_utf8_ok(s->valuestring, strlen(s->valuestring)));
+        }
+        const cJSON *off = chat ? NULL : cJSON_GetObjectItem(root, "text_offset");
+        for (const cJSON *x = off ? off->child : NULL; x; x = x->next)
+            sd_fuzz_require(x->valuedouble >= 0 && x->valuedouble <= (double)n * 3);
+        cJSON_Delete(root);
+        sd_buf_free(&b);
+    }
+}
+
 static int sd_fsrv_body(const char *body, size_t n, int chat, const char *model_id, const char *family) {
     sd_api_request r, r2;
     sd_api_error e, e2;
@@ -178,6 +223,7 @@ static int sd_fsrv_body(const char *body, size_t n, int chat, const char *model_
         sd_fsrv_check_request(&r, chat, model_id);
         sd_fuzz_require(r.n_messages == r2.n_messages && r.n_stop == r2.n_stop && r.max_tokens == r2.max_tokens);
         if (chat) sd_fsrv_chat(&r, family);
+        if (r.prompt_ids) sd_fsrv_logprobs(&r);
     } else {
         sd_fsrv_check_error(&e, code);
         sd_fuzz_require(!strcmp(e.message, e2.message) && !strcmp(e.param, e2.param));

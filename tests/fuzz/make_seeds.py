@@ -325,10 +325,12 @@ def generate_seeds():
     backend, n_ctx, max_batch]; a generate op = [0, mask, n_predict+1, (fields), verify,
     n_draft+1, adaptive, stops, flags, prompt length, ids..., capacity, again]."""
     def gen(mask, n_predict, verify, n_draft, adaptive=0, stops=(), flags=3, prompt=(1, 20, 21, 22), cap=64, again=3,
-            extra=b"", stop_after=None):
+            extra=b"", stop_after=None, lp=None):
         st = bytes([len(stops)]) + b"".join(bytes([len(x), len(x)]) + x for x in stops)
         sa = b"" if stop_after is None else bytes([stop_after])
-        return bytes([0, mask, n_predict + 1]) + extra + bytes([verify, n_draft + 1, adaptive]) + st + \
+        # lp: the logprobs byte, read after `adaptive` when mask has bit 7 and (adaptive >> 3) % 16 == 3
+        lpb = b"" if lp is None else bytes([lp])
+        return bytes([0, mask, n_predict + 1]) + extra + bytes([verify, n_draft + 1, adaptive]) + lpb + st + \
             bytes([flags]) + sa + bytes([len(prompt)]) + bytes(prompt) + bytes([cap, again])
     plain = [0, 1, 0, 0]
     spec = [1, 1, 0, 0]
@@ -344,6 +346,22 @@ def generate_seeds():
     put("generate", "any_forward_truncate", gen_input(spec, [bytes([2, 0, 6, 1, 3]) + bytes(range(10, 14)),
                                                               bytes([3, 0, 3]), bytes([2, 3, 6, 0, 3]) + bytes(range(20, 24))]))
     put("generate", "any_engine_other_vocab", gen_input([3, 1, 0, 0], []))
+    # logprobs (0.4.1): byte lp = on (lp % 8 in 1..5; 7 -> 2, 6 -> -1), top = ((lp >> 3) % 16) % 6
+    # (13 -> 20, 14 -> -1, 15 -> 21), bit 7: no logprob_callback
+    lpa = 3 << 3  # adaptive byte selecting the logprobs branch (adaptive off, ignore_eos off)
+    put("generate", "any_logprobs_spec_greedy_top3", gen_input(spec, [gen(2 | 128, 20, 2, 4, adaptive=lpa, lp=1 | 3 << 3)]))
+    put("generate", "any_logprobs_spec_rejection_top20",
+        gen_input(spec, [gen(32 | 128, 20, 1, 3, adaptive=lpa, extra=struct.pack("<Q", 7), lp=1 | 13 << 3)]))
+    put("generate", "any_logprobs_spec_match_top0",
+        gen_input(spec, [gen(32 | 128, 24, 3, 4, adaptive=lpa, extra=struct.pack("<Q", 5), lp=1)]))
+    put("generate", "any_logprobs_plain_top5", gen_input(plain, [gen(2 | 128, 16, 0, 4, adaptive=lpa, lp=1 | 5 << 3)]))
+    put("generate", "any_logprobs_callback_stop",
+        gen_input(spec, [gen(128, 30, 3, 4, adaptive=lpa, flags=7, stop_after=5, lp=1 | 2 << 3)]))
+    put("generate", "any_logprobs_stops",
+        gen_input(spec, [gen(128, 40, 1, 4, adaptive=lpa, stops=[b"a", b" the"], lp=1 | 4 << 3)]))
+    for name, lp in (("value_2", 7), ("value_minus1", 6), ("top_21", 1 | 15 << 3), ("top_minus1", 1 | 14 << 3),
+                     ("no_callback", 1 | 128), ("top_without_logprobs", 2 << 3)):
+        put("generate", "any_logprobs_bad_" + name, gen_input(spec, [gen(2 | 128, 8, 2, 4, adaptive=lpa, lp=lp)]))
     put("generate", "any_engine_cuda_or_reserved", gen_input([0xc0, 10, 0, 0], []))
 
 
@@ -414,6 +432,36 @@ def server_seeds():
         put("server", "ok_chat_%s_empty_content" % f,
             req({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""},
                               {"role": "user", "content": ""}]}, chat=True, family=i))
+    # fields of the OpenAI / vLLM APIs specdec does not implement: the defaults a UI sends pass,
+    # any other value is refused (sd_nf_fields in tools/server/sd_server_request.c)
+    defaults = {"presence_penalty": 0, "frequency_penalty": 0.0, "repetition_penalty": 1, "logit_bias": {},
+                "response_format": {"type": "text"}, "tools": [], "functions": [], "tool_choice": "auto",
+                "function_call": "none", "best_of": 1, "echo": False, "suffix": "", "min_tokens": 0,
+                "stop_token_ids": [], "prompt_logprobs": None, "include_stop_str_in_output": False,
+                "use_beam_search": False, "allowed_token_ids": None, "bad_words": [], "guided_json": None,
+                "guided_regex": None, "guided_choice": None, "guided_grammar": None, "structured_outputs": None,
+                "user": "u", "metadata": {"k": "v"}, "store": False, "service_tier": "auto",
+                "parallel_tool_calls": True, "ignore_eos": True}
+    put("server", "ok_completions_unsupported_defaults", req({"prompt": "x", "logprobs": None, **defaults}))
+    put("server", "ok_chat_unsupported_defaults",
+        req({"messages": simple, "logprobs": False, "top_logprobs": 0, **defaults}, chat=True))
+    refused = {"presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.2,
+               "logit_bias": {"50256": -100}, "response_format": {"type": "json_object"},
+               "tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
+               "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2, "echo": True,
+               "suffix": "x", "min_tokens": 3, "stop_token_ids": [2], "prompt_logprobs": 0,
+               "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
+               "bad_words": ["x"], "guided_json": {"type": "object"}, "guided_regex": "a+",
+               "guided_choice": ["a"], "guided_grammar": "root ::= x", "structured_outputs": {"regex": "a"}}
+    for name, value in refused.items():
+        put("server", "bad_unsupported_" + name, req({"prompt": "x", name: value}))
+    put("server", "bad_unsupported_wrong_type", req({"prompt": "x", "logit_bias": [], "user": 5}))
+    put("server", "ok_completions_logprobs", req({"prompt": "x", "logprobs": 5}))
+    put("server", "ok_chat_logprobs", req({"messages": simple, "logprobs": True, "top_logprobs": 20}, chat=True))
+    put("server", "bad_logprobs_21", req({"prompt": "x", "logprobs": 21}))
+    put("server", "bad_chat_logprobs_int", req({"messages": simple, "logprobs": 1}, chat=True))
+    put("server", "bad_top_logprobs_without_logprobs", req({"messages": simple, "top_logprobs": 2}, chat=True))
+    put("server", "bad_ignore_eos_type", req({"prompt": "x", "ignore_eos": "true"}))
     put("server", "ok_health_without_key", req("{\"prompt\": \"x\"}", method="GET", url="/health", auth=""))
     bad = {
         "bad_json": "{\"prompt\": \"x\",",

@@ -20,5 +20,7 @@ def test_readme_python_example(tmp_path):
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "acceptance" in out and "tokens/round" in out
+    # logprobs=2, greedy: the first step, the sampled ' unto' (rank 1) then ',' (2); CPU: -0.659, -1.402, -5.229
+    assert "[(' unto', -0.6" in out and "), (',', -1.4" in out and "cumulative -5.2" in out
     assert "SPECDEC_ERR_INVALID_ARGUMENT - request 0" in out and "top_p" in out
     assert "Assistant:" in out

@@ -95,12 +95,14 @@ def test_ctrl_c_cancels_cleanly(llm, mode):
 
 
 @pytest.mark.quick
-def test_close_while_other_threads_generate():
+@pytest.mark.parametrize("logprobs", [None, 3])
+def test_close_while_other_threads_generate(logprobs):
     """close() from one thread while another is inside generate and a stream is suspended: the running
     requests end as "abort", close() returns once the generate call has left the library, and the
-    suspended stream, resumed, raises ShutDownError (after the text it had received); nothing crashes (under ASan too)."""
+    suspended stream, resumed, raises ShutDownError (after the text it had received); nothing crashes (under ASan too).
+    With logprobs, the aborted outputs carry one logprob dict per token they kept."""
     m = specdec.LLM(backend="cpu")
-    sp = SP(temperature=0, max_tokens=400, ignore_eos=True)
+    sp = SP(temperature=0, max_tokens=400, ignore_eos=True, logprobs=logprobs)
     gen = m.stream("And God said", sp)
     assert next(gen)
     result = {}
@@ -121,6 +123,9 @@ def test_close_while_other_threads_generate():
     assert not t.is_alive()
     assert "err" not in result, result.get("err")
     assert all(o.outputs[0].finish_reason == "abort" for o in result["out"])
+    for o in result["out"]:
+        c = o.outputs[0]
+        assert (c.logprobs is None) if logprobs is None else (len(c.logprobs) == len(c.token_ids))
     with pytest.raises(specdec.ShutDownError):  # after the pieces already received
         for _ in gen:
             pass

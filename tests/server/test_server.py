@@ -20,6 +20,14 @@ Checks:
     unknown endpoint and method, a body sent byte by byte too slowly (closed after
     --body-timeout) and one sent slowly but in time, a client that disconnects
     mid-stream and one that resets while waiting (both cancelled: metrics);
+  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a 400
+    naming the field (code unsupported_value), seen by the official client as BadRequestError;
+    the defaults a UI sends are accepted and leave the text unchanged; ignore_eos is accepted;
+  - logprobs: completions (logprobs 0..20) and chat (logprobs + top_logprobs) equal to
+    `specdec generate --logprobs N --json` (float32-exact) in greedy and match mode, one entry per
+    completion token (a stop sequence keeps every generated token's entry), top lists sorted with
+    probabilities summing to <= 1, the sampled token added when outside the top, text_offset,
+    streamed == non-streamed, bytes == the token's UTF-8, a tree gives the same values;
   - tree speculation ("tree", "draft_nodes"): greedy and match text with a tree equals the text
     without one (and `specdec generate`'s), streamed or not; the shape is echoed in "speculative";
   - chat templates: a copy of kjv-target with a ChatML tokenizer_config.json renders chat
@@ -39,10 +47,12 @@ Prints "N passed, N failed"; exit status 0 only when nothing failed.
 """
 import http.client
 import json
+import math
 import os
 import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -442,10 +452,173 @@ def test_malformed(srv):
         expect_error(srv, what, status, "POST", path, body, code=code)
     expect_error(srv, "wrong method", 405, "GET", "/v1/completions", None)
     st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "And", "max_tokens": 2, "frobnicate": {"a": [1]}})
-    check(st == 200, "unknown fields are ignored: %d %r" % (st, raw[:100]))
+    check(st == 200, "fields of no API are ignored: %d %r" % (st, raw[:100]))
     test_chunked_oversize(srv)
     test_slow_body(srv)
     test_disconnects(srv)
+
+
+def test_unsupported_fields(srv):
+    """OpenAI / vLLM fields specdec does not implement: a non-default value is a 400 naming the field
+    (code unsupported_value), through the official client too; the defaults a UI sends are accepted
+    and change nothing; vLLM's ignore_eos is accepted (the bundled pair never emits EOS, so its effect
+    is only seen as the text equal to `specdec generate --ignore-eos`)."""
+    refused = [("/v1/completions", {"prompt": "x", "presence_penalty": 0.5}, "presence_penalty"),
+               ("/v1/completions", {"prompt": "x", "logit_bias": {"5": 10}}, "logit_bias"),
+               ("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
+               ("/v1/completions", {"prompt": "x", "echo": True}, "echo"),
+               ("/v1/completions", {"prompt": "x", "guided_regex": "a+"}, "guided_regex"),
+               ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                         "response_format": {"type": "json_object"}}, "response_format"),
+               ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                         "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools")]
+    for path, body, param in refused:
+        st, raw, _ = srv.request("POST", path, body)
+        try:
+            err = json.loads(raw)["error"]
+        except (ValueError, KeyError):
+            err = {}
+        check(st == 400 and err.get("param") == param and err.get("code") == "unsupported_value" and
+              "not supported" in err.get("message", ""), "%s %s refused: %d %r" % (path, param, st, raw[:200]))
+    oc = srv.client()
+    try:
+        oc.completions.create(model="kjv-target", prompt="x", max_tokens=2, frequency_penalty=1.0)
+        check(False, "frequency_penalty 1.0 through the client is refused")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and (e.body or {}).get("param") == "frequency_penalty",
+              "the client sees the refusal: %r" % e.body)
+    prompt = PROMPTS[0]
+    ref = cli_generate(prompt, N_TOK, "--temp", "0")
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, temperature=0, presence_penalty=0,
+                              frequency_penalty=0, logit_bias={}, best_of=1, echo=False, n=1, user="u",
+                              extra_body={"repetition_penalty": 1, "min_tokens": 0, "stop_token_ids": [],
+                                          "guided_json": None, "response_format": {"type": "text"}})
+    check(r.choices[0].text == ref["text"], "defaults accepted and change nothing: %r" % r.choices[0].text)
+    c = oc.chat.completions.create(model="kjv-target", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                   presence_penalty=0, frequency_penalty=0, logit_bias={}, tools=[],
+                                   tool_choice="none", response_format={"type": "text"}, store=False,
+                                   metadata={"k": "v"}, parallel_tool_calls=True, user="u")
+    check(c.choices[0].message.content is not None, "chat defaults accepted")
+    ref = cli_generate(prompt, N_TOK, "--temp", "0", "--ignore-eos")
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, temperature=0,
+                              extra_body={"ignore_eos": True})
+    check(r.choices[0].text == ref["text"], "ignore_eos accepted: %r" % r.choices[0].text)
+    expect_error(srv, "ignore_eos of the wrong type", 400, "POST", "/v1/completions",
+                 {"prompt": "x", "ignore_eos": "yes"})
+
+
+def f32(x):
+    """x rounded to float32: the library's logprobs are floats, the server prints them with 9 digits."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def stream_logprobs(srv, path, body):
+    """A streamed request's chunks: [(text, logprobs or None)] of the chunks that carry a choice."""
+    st, _, events = sse_events(srv, path, dict(body, stream=True))
+    out = []
+    for ev in events:
+        if ev == b"data: [DONE]":
+            continue
+        ch = json.loads(ev[len(b"data: "):])["choices"]
+        if ch:
+            text = ch[0]["delta"].get("content") or "" if "delta" in ch[0] else ch[0]["text"]
+            out.append((text, ch[0]["logprobs"]))
+    return st, out
+
+
+def check_top_sorted(values, what):
+    return check(all(a >= b for a, b in zip(values, values[1:])) and sum(math.exp(v) for v in values) <= 1 + 1e-6,
+                 "%s: top list sorted, probabilities sum to <= 1: %r" % (what, values))
+
+
+def check_completion_logprobs(srv, prompt, kw, cli_extra, top, what):
+    """Completions: tokens, token_logprobs, top_logprobs, text_offset against `specdec generate --logprobs`."""
+    ref = cli_generate(prompt, N_TOK, *cli_extra, "--logprobs", str(top))
+    r = srv.client().completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, logprobs=top, **kw)
+    lp, text = r.choices[0].logprobs, r.choices[0].text
+    n = r.usage.completion_tokens
+    if not check(lp is not None and len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) ==
+                 len(lp.text_offset) == n == len(ref["logprobs"]), "%s: one entry per completion token" % what):
+        return
+    check(text == ref["text"] and "".join(lp.tokens) == text, "%s: the tokens spell the text" % what)
+    check([f32(x) for x in lp.token_logprobs] == [f32(e["logprob"]) for e in ref["logprobs"]],
+          "%s: token_logprobs equal the library's: %r vs %r" % (what, lp.token_logprobs[:4], ref["logprobs"][:2]))
+    check([len("".join(lp.tokens[:i])) for i in range(n)] == lp.text_offset, "%s: text_offset %r" % (what,
+                                                                                                    lp.text_offset))
+    for i, (d, e) in enumerate(zip(lp.top_logprobs, ref["logprobs"])):
+        vals = list(d.values())
+        sampled_extra = e["rank"] > top  # the sampled token follows the top when it is not among them
+        check(len(d) == top + sampled_extra and [f32(v) for v in vals[:top]] == [f32(t[1]) for t in e["top"]] and
+              d.get(lp.tokens[i]) == lp.token_logprobs[i], "%s: token %d's top_logprobs %r vs %r" % (what, i, d, e))
+        check_top_sorted(vals, "%s token %d" % (what, i))
+    st, chunks = stream_logprobs(srv, "/v1/completions", dict(model="kjv-target", prompt=prompt, max_tokens=N_TOK,
+                                                              logprobs=top, **kw.get("extra_body", {}),
+                                                              **{k: v for k, v in kw.items() if k != "extra_body"}))
+    joined = {k: sum((c[1][k] for c in chunks if c[1]), []) for k in ("tokens", "token_logprobs", "text_offset")}
+    tops = sum((c[1]["top_logprobs"] for c in chunks if c[1]), [])
+    check(st == 200 and joined["tokens"] == lp.tokens and joined["token_logprobs"] == lp.token_logprobs and
+          joined["text_offset"] == lp.text_offset and tops == lp.top_logprobs,
+          "%s: streamed logprobs == non-streamed (%d chunks)" % (what, len(chunks)))
+    check(all("".join(c[1]["tokens"]) == c[0] for c in chunks if c[1]), "%s: each chunk carries its text's tokens"
+          % what)
+
+
+def test_logprobs(srv):
+    """logprobs (completions) / logprobs + top_logprobs (chat): the target's raw logprobs, equal to what
+    `specdec generate --logprobs N --json` reports for the same prompt and seed, one entry per completion
+    token, top lists sorted with probabilities summing to <= 1, streamed == non-streamed, parsed by the
+    official client; a stop sequence keeps the entries of every generated token (its text is cut); a tree
+    leaves the values unchanged."""
+    modes = (("greedy", GREEDY, ["--temp", "0"]), ("match", MATCH, MATCH_CLI))
+    for mode, kw, cli_extra in modes:
+        for top in ((0, 5) if QUICK else (0, 2, 5, 20)):
+            check_completion_logprobs(srv, PROMPTS[0], kw, cli_extra, top, "%s logprobs=%d" % (mode, top))
+    oc = srv.client()
+    msgs = [{"role": "user", "content": "Who created the heaven and the earth?"}]
+    ref = cli_generate("User: Who created the heaven and the earth?\nAssistant:", N_TOK, "--temp", "0", "--logprobs",
+                       "3")
+    c = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=N_TOK, temperature=0, logprobs=True,
+                                   top_logprobs=3)
+    content = c.choices[0].logprobs.content
+    check(len(content) == c.usage.completion_tokens == len(ref["logprobs"]) and isinstance(content[0].logprob, float)
+          and "".join(e.token for e in content) == c.choices[0].message.content, "chat: one entry per token")
+    check([f32(e.logprob) for e in content] == [f32(e["logprob"]) for e in ref["logprobs"]] and
+          all([f32(t.logprob) for t in e.top_logprobs] == [f32(t[1]) for t in r["top"]]
+              for e, r in zip(content, ref["logprobs"])), "chat: logprobs equal the library's")
+    check(all(bytes(e.bytes).decode("utf-8", "replace") == e.token and len(e.top_logprobs) == 3 and
+              all(bytes(t.bytes).decode("utf-8", "replace") == t.token for t in e.top_logprobs) for e in content),
+          "chat: bytes are the token's UTF-8")
+    for i, e in enumerate(content):
+        check_top_sorted([t.logprob for t in e.top_logprobs], "chat token %d" % i)
+    st, chunks = stream_logprobs(srv, "/v1/chat/completions", dict(model="kjv-target", messages=msgs,
+                                                                   max_tokens=N_TOK, temperature=0, logprobs=True,
+                                                                   top_logprobs=3))
+    streamed = sum((ch[1]["content"] for ch in chunks if ch[1]), [])
+    check(st == 200 and streamed == [e.model_dump() for e in content], "chat: streamed logprobs == non-streamed")
+    c = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=4, temperature=0, logprobs=True)
+    check(all(e.top_logprobs == [] for e in c.choices[0].logprobs.content), "chat: top_logprobs 0 gives empty lists")
+    # a stop sequence: the text is cut before it, the entries of every generated token stay (as vLLM)
+    full = cli_generate(PROMPTS[0], N_TOK, "--temp", "0")["text"]
+    stop = full.split()[2]
+    r = oc.completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=N_TOK, temperature=0, logprobs=1,
+                              stop=[stop])
+    lp = r.choices[0].logprobs
+    check(r.choices[0].finish_reason == "stop" and len(lp.tokens) == r.usage.completion_tokens and
+          "".join(lp.tokens).startswith(r.choices[0].text) and stop in "".join(lp.tokens)[len(r.choices[0].text):],
+          "stop %r: entries for every generated token: %r / %r" % (stop, lp.tokens, r.choices[0].text))
+    st, chunks = stream_logprobs(srv, "/v1/completions", dict(model="kjv-target", prompt=PROMPTS[0],
+                                                              max_tokens=N_TOK, temperature=0, logprobs=1, stop=[stop]))
+    check(sum((c[1]["tokens"] for c in chunks if c[1]), []) == lp.tokens and "".join(c[0] for c in chunks) ==
+          r.choices[0].text, "stop %r: streamed logprobs == non-streamed" % stop)
+    # a tree computes the same rows
+    t = oc.completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=N_TOK, temperature=0, logprobs=2,
+                              extra_body={"tree": [2, 2]})
+    base = oc.completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=N_TOK, temperature=0, logprobs=2)
+    diff = max(abs(a - b) for a, b in zip(t.choices[0].logprobs.token_logprobs, base.choices[0].logprobs.token_logprobs))
+    check(t.choices[0].text == base.choices[0].text and diff <= 1e-5, "tree: same logprobs (max diff %g)" % diff)
+    expect_error(srv, "logprobs 21", 400, "POST", "/v1/completions", {"prompt": "x", "logprobs": 21})
+    expect_error(srv, "top_logprobs without logprobs", 400, "POST", "/v1/chat/completions",
+                 {"messages": msgs, "top_logprobs": 2})
 
 
 def test_chunked_oversize(srv):
@@ -666,7 +839,7 @@ def main():
     with Server("--parallel", "4", "--max-body", "262144", "--body-timeout", "2") as srv:
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
-                   test_metrics_endpoint):
+                   test_unsupported_fields, test_logprobs, test_metrics_endpoint):
             timed(fn, srv)
     timed(test_chat_templates)
     timed(test_api_key)

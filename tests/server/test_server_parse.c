@@ -3,6 +3,11 @@
  *    (not JSON, wrong types, out-of-range values, unknown model, empty messages, bad
  *    UTF-8, a tree shape the library refuses) gives its HTTP status, an error message and
  *    the offending param; a valid "tree" / "draft_nodes" is passed through;
+ *  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a
+ *    400 "unsupported_value" naming the field, the default is accepted, a wrong type is a
+ *    400; harmless fields are type-checked; ignore_eos is parsed;
+ *  - logprobs in responses: token text and raw bytes (U+FFFD for half a character), the
+ *    chat and completions shapes, -inf as -9999.0, text_offset in code points;
  *  - sd_api_check_head: routes, methods, the API key (scheme case-insensitive), the
  *    declared length, Content-Type (415), the Host on a loopback bind (403);
  *  - sd_api_check_framing: CL + TE, differing CLs, chunked twice (400), other codings (501);
@@ -21,7 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <math.h>
 #include <pthread.h>
+
+#include <cjson/cJSON.h>
 #include <unistd.h>
 
 #include "sd_server_internal.h"
@@ -301,6 +309,186 @@ static void test_invalid(void) {
     SD_CHECK(code == 400, "a body is read only up to its length: %d", code);
 }
 
+/* Fields of the OpenAI / vLLM APIs that specdec does not implement: a value other than the
+ * default is refused (400, param = the field, code "unsupported_value", the message says it
+ * is not supported), the default is accepted, a value of the wrong type is a 400 naming the
+ * field; harmless fields are accepted when well typed; ignore_eos is parsed. */
+static void test_unsupported(void) {
+    static const struct { int chat; const char *field, *refused, *accepted, *wrong_type; } cases[] = {
+        {0, "presence_penalty", "0.5", "0", "\"0\""},
+        {0, "frequency_penalty", "-1", "0.0", "true"},
+        {0, "repetition_penalty", "1.2", "1", "\"1\""},
+        {0, "logit_bias", "{\"50256\":-100}", "{}", "[]"},
+        {1, "response_format", "{\"type\":\"json_object\"}", "{\"type\":\"text\"}", "\"text\""},
+        {0, "response_format", "{\"type\":\"json_schema\",\"json_schema\":{}}", "{\"type\":\"text\"}", "{}"},
+        {1, "tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "[]", "{}"},
+        {1, "functions", "[{\"name\":\"f\"}]", "[]", "\"f\""},
+        {1, "tool_choice", "\"required\"", "\"none\"", "3"},
+        {1, "tool_choice", "{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "\"auto\"", "\"sometimes\""},
+        {1, "function_call", "{\"name\":\"f\"}", "\"none\"", "true"},
+        {0, "best_of", "2", "1", "0"},
+        {0, "best_of", "3", "1", "1.5"},
+        {0, "echo", "true", "false", "0"},
+        {1, "echo", "true", "false", "\"no\""},
+        {0, "suffix", "\"x\"", "\"\"", "1"},
+        {0, "min_tokens", "3", "0", "-1"},
+        {0, "stop_token_ids", "[2]", "[]", "2"},
+        {0, "prompt_logprobs", "1", "null", NULL},
+        {0, "prompt_logprobs", "0", "null", NULL},
+        {0, "include_stop_str_in_output", "true", "false", "1"},
+        {0, "use_beam_search", "true", "false", "\"false\""},
+        {0, "allowed_token_ids", "[1,2]", "null", NULL},
+        {0, "bad_words", "[\"x\"]", "[]", "\"x\""},
+        {0, "guided_json", "{\"type\":\"object\"}", "null", NULL},
+        {1, "guided_regex", "\"a+\"", "null", NULL},
+        {1, "guided_choice", "[\"a\",\"b\"]", "null", NULL},
+        {0, "guided_grammar", "\"root ::= x\"", "null", NULL},
+        {1, "structured_outputs", "{\"regex\":\"a\"}", "null", NULL},
+        {0, "user", NULL, "\"u\"", "5"},
+        {1, "metadata", NULL, "{\"k\":\"v\"}", "[]"},
+        {1, "store", NULL, "false", "\"no\""},
+        {0, "service_tier", NULL, "\"auto\"", "1"},
+        {1, "parallel_tool_calls", NULL, "true", "\"yes\""},
+        {0, "ignore_eos", NULL, "false", "\"true\""},
+    };
+    char body[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *head = cases[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        const char *vals[3] = {cases[i].refused, cases[i].accepted, cases[i].wrong_type};
+        for (int k = 0; k < 3; k++) {
+            if (!vals[k]) continue;
+            snprintf(body, sizeof body, "%s,\"%s\":%s}", head, cases[i].field, vals[k]);
+            sd_api_request r;
+            sd_api_error e;
+            int code = parse(body, cases[i].chat, &r, &e);
+            if (k == 1) {
+                SD_CHECK(code == 200, "%s: the default is accepted: %d %s", body, code, e.message);
+                if (code == 200) sd_api_request_free(&r);
+                continue;
+            }
+            int unsupported = e.code && !strcmp(e.code, "unsupported_value") && strstr(e.message, "not supported");
+            SD_CHECK(code == 400 && !strcmp(e.param, cases[i].field) && (k == 0 ? unsupported : !e.code),
+                     "%s: %s: got %d param '%s' code %s (%s)", body, k == 0 ? "refused" : "wrong type", code, e.param,
+                     e.code ? e.code : "null", e.message);
+        }
+    }
+    /* logprobs: completions an integer 0..20, chat a boolean and top_logprobs 0..20 */
+    static const struct { int chat; const char *extra; int code, logprobs, top; const char *param; } lp[] = {
+        {0, "\"logprobs\":0", 200, 1, 0, ""},         {0, "\"logprobs\":20", 200, 1, 20, ""},
+        {0, "\"logprobs\":null", 200, 0, 0, ""},      {0, "\"logprobs\":21", 400, 0, 0, "logprobs"},
+        {0, "\"logprobs\":-1", 400, 0, 0, "logprobs"}, {0, "\"logprobs\":true", 400, 0, 0, "logprobs"},
+        {0, "\"logprobs\":\"1\"", 400, 0, 0, "logprobs"},
+        {1, "\"logprobs\":true", 200, 1, 0, ""},      {1, "\"logprobs\":true,\"top_logprobs\":20", 200, 1, 20, ""},
+        {1, "\"logprobs\":false,\"top_logprobs\":0", 200, 0, 0, ""},
+        {1, "\"logprobs\":1", 400, 0, 0, "logprobs"},
+        {1, "\"logprobs\":true,\"top_logprobs\":21", 400, 0, 0, "top_logprobs"},
+        {1, "\"top_logprobs\":2", 400, 0, 0, "top_logprobs"},
+        {1, "\"logprobs\":false,\"top_logprobs\":1", 400, 0, 0, "top_logprobs"},
+    };
+    for (size_t i = 0; i < sizeof lp / sizeof lp[0]; i++) {
+        const char *head = lp[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        snprintf(body, sizeof body, "%s,%s}", head, lp[i].extra);
+        sd_api_request r;
+        sd_api_error e;
+        int code = parse(body, lp[i].chat, &r, &e);
+        SD_CHECK(code == lp[i].code && (code != 200 || (r.logprobs == lp[i].logprobs && r.top_logprobs == lp[i].top)) &&
+                     (code == 200 || !strcmp(e.param, lp[i].param)),
+                 "%s: %d param '%s' (%s)", body, code, e.param, e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    /* what a UI sends: every default at once */
+    sd_api_request r;
+    sd_api_error e;
+    int code = parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"presence_penalty\":0,"
+                     "\"frequency_penalty\":0,\"logit_bias\":{},\"response_format\":{\"type\":\"text\"},\"tools\":[],"
+                     "\"tool_choice\":\"auto\",\"n\":1,\"echo\":false,\"best_of\":1,\"logprobs\":false,"
+                     "\"top_logprobs\":0,\"user\":\"u\",\"store\":false,\"parallel_tool_calls\":true,"
+                     "\"stream_options\":null,\"ignore_eos\":true,\"guided_json\":null}",
+                     1, &r, &e);
+    SD_CHECK(code == 200 && r.ignore_eos == 1 && r.logprobs == 0, "every default at once: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    /* the value is quoted, cut to 48 bytes */
+    code = parse("{\"prompt\":\"x\",\"suffix\":\"0123456789012345678901234567890123456789012345678901234567890\"}", 0,
+                 &r, &e);
+    SD_CHECK(code == 400 && strstr(e.message, "'suffix' = \"0123") && strstr(e.message, "...") &&
+                 strlen(e.message) < sizeof e.message - 1,
+             "long value cut: %s", e.message);
+}
+
+/* Logprobs as responses show them (sd_server_response.c):
+ *  - a token's text and bytes on the bundled byte-level tokenizer: a whole token's bytes are
+ *    its text; the piece "Ã" (byte 0xC3 alone, half of a two-byte character) has bytes [0xC3]
+ *    and text U+FFFD; every id of the vocabulary gives valid UTF-8 text;
+ *  - the chat shape (token, logprob, bytes, top_logprobs) and the completions shape (tokens,
+ *    token_logprobs, top_logprobs with the sampled token added when not among the top,
+ *    text_offset in code points, cut at the returned length) parse back with the values;
+ *    -inf is written as -9999.0 (JSON has no infinity). */
+static void test_logprobs_json(void) {
+    sd_server srv;
+    memset(&srv, 0, sizeof srv);
+    if (specdec_tokenizer_load(SD_TEST_MODELS_DIR "/kjv-target", &srv.tok) != SPECDEC_OK) {
+        SD_CHECK(0, "load the bundled tokenizer: %s", specdec_last_error());
+        return;
+    }
+    char text[800], piece[64];
+    unsigned char bytes[256];
+    size_t tn, bn, pn;
+    int32_t v = specdec_tokenizer_vocab_size(srv.tok), half = -1, bad_text = 0;
+    for (int32_t id = 0; id < v; id++) {
+        sd_resp_token_text(srv.tok, id, text, sizeof text, &tn, bytes, sizeof bytes, &bn);
+        bad_text += !sd_api_utf8_valid(text, tn);
+        if (specdec_token_to_piece(srv.tok, id, piece, sizeof piece, &pn) == SPECDEC_OK && !strcmp(piece, "\xc3\x83"))
+            half = id;
+    }
+    SD_CHECK(bad_text == 0, "every token's text is valid UTF-8 (%d are not)", (int)bad_text);
+    SD_CHECK(half >= 0, "the vocabulary has the byte piece for 0xC3");
+    if (half >= 0) {
+        sd_resp_token_text(srv.tok, half, text, sizeof text, &tn, bytes, sizeof bytes, &bn);
+        SD_CHECK(bn == 1 && bytes[0] == 0xC3 && tn == 3 && !memcmp(text, "\xEF\xBF\xBD", 3),
+                 "half a character: bytes [%zu: %02x], text %zu bytes", bn, bn ? bytes[0] : 0, tn);
+    }
+    int32_t ids[2];
+    int32_t n_ids = 0;
+    specdec_tokenize(srv.tok, " unto him", 9, 0, ids, 2, &n_ids);
+    SD_CHECK(n_ids == 2, "two tokens: %d", (int)n_ids);
+    sd_lp_entry e[2];
+    memset(e, 0, sizeof e);
+    e[0].token = ids[0], e[0].logprob = -0.5f, e[0].n_top = 2, e[0].end = 5;
+    e[0].top_tokens[0] = ids[0], e[0].top_logprobs[0] = -0.5f, e[0].top_tokens[1] = ids[1];
+    e[0].top_logprobs[1] = -1.5f;
+    e[1].token = ids[1], e[1].logprob = -INFINITY, e[1].n_top = 1, e[1].end = 9;
+    e[1].top_tokens[0] = ids[0], e[1].top_logprobs[0] = -0.25f;
+    sd_cp_cursor cur = {0, 0};
+    sd_lp_span span = {e, 2, 0, "\xc3\xa9nto him", 7, &cur}; /* "é" is 2 bytes, 1 code point; cut at 7 */
+    sd_buf b = {0};
+    sd_resp_logprobs(&b, &srv, 0, &span);
+    cJSON *c = cJSON_Parse(b.p ? b.p : "");
+    const cJSON *toks = cJSON_GetObjectItem(c, "tokens"), *lps = cJSON_GetObjectItem(c, "token_logprobs");
+    const cJSON *tops = cJSON_GetObjectItem(c, "top_logprobs"), *offs = cJSON_GetObjectItem(c, "text_offset");
+    const cJSON *top1 = cJSON_GetArrayItem(tops, 1);
+    SD_CHECK(c && cJSON_GetArraySize(toks) == 2 && !strcmp(cJSON_GetArrayItem(toks, 0)->valuestring, " unto") &&
+                 cJSON_GetArrayItem(lps, 0)->valuedouble == -0.5 && cJSON_GetArrayItem(lps, 1)->valuedouble == -9999.0 &&
+                 cJSON_GetArraySize(cJSON_GetArrayItem(tops, 0)) == 2 && cJSON_GetArraySize(top1) == 2 &&
+                 cJSON_GetObjectItem(top1, " him") && cJSON_GetObjectItem(top1, " him")->valuedouble == -9999.0 &&
+                 cJSON_GetArrayItem(offs, 0)->valueint == 0 && cJSON_GetArrayItem(offs, 1)->valueint == 4,
+             "completions logprobs: %s", b.p ? b.p : "(none)");
+    cJSON_Delete(c);
+    sd_buf_free(&b);
+    sd_resp_logprobs(&b, &srv, 1, &span);
+    c = cJSON_Parse(b.p ? b.p : "");
+    const cJSON *content = cJSON_GetObjectItem(c, "content"), *c0 = cJSON_GetArrayItem(content, 0);
+    const cJSON *c0bytes = cJSON_GetObjectItem(c0, "bytes"), *c0top = cJSON_GetObjectItem(c0, "top_logprobs");
+    SD_CHECK(c && cJSON_GetArraySize(content) == 2 && !strcmp(cJSON_GetObjectItem(c0, "token")->valuestring, " unto") &&
+                 cJSON_GetObjectItem(c0, "logprob")->valuedouble == -0.5 && cJSON_GetArraySize(c0bytes) == 5 &&
+                 cJSON_GetArrayItem(c0bytes, 0)->valueint == ' ' && cJSON_GetArraySize(c0top) == 2 &&
+                 cJSON_GetObjectItem(cJSON_GetArrayItem(c0top, 1), "logprob")->valuedouble == -1.5 &&
+                 cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(content, 1), "top_logprobs")) == 1,
+             "chat logprobs: %s", b.p ? b.p : "(none)");
+    cJSON_Delete(c);
+    sd_buf_free(&b);
+    specdec_tokenizer_free(srv.tok);
+}
+
 /* Reference decoder: maximal well-formed sequences per Unicode Table 3-7. */
 static int ref_utf8(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
@@ -483,6 +671,8 @@ int main(void) {
     test_nul();
     test_valid();
     test_invalid();
+    test_unsupported();
+    test_logprobs_json();
     test_tree();
     test_message_utf8();
     test_head();

@@ -46,6 +46,10 @@ typedef struct sd_job {
     sd_buf text;                   /* everything generated */
     sd_stopper stopper;
     int32_t n_emitted;
+    sd_lp_entry *lp;               /* [lp_cap] the emitted tokens' logprobs (logprobs asked for) */
+    int32_t n_lp, lp_cap;
+    int32_t lp_resolved;           /* lp[0..lp_resolved) know where their text ends */
+    int lp_oom;                    /* no room for an entry: the request stopped */
     double t_first;
     double t_last_step;            /* when the last round that emitted tokens for it emitted them */
     int64_t last_step;             /* the scheduler's round count seen then (rounds tell steps apart) */
@@ -56,6 +60,10 @@ typedef struct sd_job {
     specdec_stats stats;
     int32_t n_out;
     size_t sent;                   /* text bytes already streamed */
+    int logprobs;                  /* the request asked for logprobs */
+    int32_t lp_sent;               /* entries already streamed */
+    sd_cp_cursor cur;              /* text_offset's count so far */
+    sd_lp_span span;               /* what the result's lp points to */
     int phase;
     sd_buf out;                    /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_pos;
@@ -81,6 +89,7 @@ static sd_job *sd_job_new(sd_server *srv, struct MHD_Connection *c, sd_api_reque
     j->chat = req->chat;
     j->stream = req->stream;
     j->include_usage = req->include_usage;
+    j->logprobs = req->logprobs;
     j->created = (long)time(NULL);
     j->serial = atomic_fetch_add(&srv->next_id, 1);
     snprintf(j->id, sizeof j->id, "%s-%lx%04lx", req->chat ? "chatcmpl" : "cmpl", (unsigned long)j->created,
@@ -111,6 +120,7 @@ static void sd_job_free(sd_job *j) {
     }
     for (int i = 0; i < j->n_stop; i++) free(j->stops[i]);
     free(j->tokens);
+    free(j->lp);
     sd_buf_free(&j->text);
     sd_buf_free(&j->out);
     pthread_cond_destroy(&j->cv);
@@ -133,6 +143,37 @@ static void sd_job_step(sd_job *j) {
     j->last_step = m.rounds;
 }
 
+/* Under mu: the entries whose token's text has come end where the text ends now. */
+static void sd_job_resolve(sd_job *j) {
+    for (; j->lp_resolved < j->n_lp; j->lp_resolved++) j->lp[j->lp_resolved].end = j->text.len;
+}
+
+/* The scheduler thread's side, called just before sd_job_on_token for the same token:
+ * keep the token's logprobs. */
+static int sd_job_on_logprob(void *ud, const specdec_token_logprobs *lp) {
+    sd_job *j = ud;
+    pthread_mutex_lock(&j->mu);
+    if (j->n_lp == j->lp_cap) {
+        int32_t cap = j->lp_cap ? 2 * j->lp_cap : 64;
+        sd_lp_entry *p = j->lp_cap < INT32_MAX / 2 ? realloc(j->lp, (size_t)cap * sizeof *p) : NULL;
+        if (p) j->lp = p, j->lp_cap = cap;
+        else j->lp_oom = 1;
+    }
+    if (!j->lp_oom) {
+        sd_lp_entry *e = &j->lp[j->n_lp++];
+        int32_t n = lp->n_top < 0 ? 0 : lp->n_top > SPECDEC_MAX_TOP_LOGPROBS ? SPECDEC_MAX_TOP_LOGPROBS : lp->n_top;
+        e->token = lp->token;
+        e->logprob = lp->logprob;
+        e->n_top = n;
+        if (n) memcpy(e->top_tokens, lp->top_tokens, (size_t)n * sizeof(int32_t));
+        if (n) memcpy(e->top_logprobs, lp->top_logprobs, (size_t)n * sizeof(float));
+        e->end = (size_t)-1;
+    }
+    int stop = j->lp_oom;
+    pthread_mutex_unlock(&j->mu);
+    return stop;
+}
+
 /* The scheduler thread's side: append the piece, find stop sequences, wake the reader. */
 static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     sd_job *j = ud;
@@ -142,8 +183,9 @@ static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len)
     if (len && j->stopper.stop_at == (size_t)-1) {
         size_t old = j->text.len;
         if (sd_buf_append(&j->text, piece, len) == 0) sd_stop_scan(&j->stopper, j->text.p, old, j->text.len);
+        if (j->text.len > old) sd_job_resolve(j);
     }
-    int stop = j->text.oom || j->stopper.stop_at != (size_t)-1;
+    int stop = j->text.oom || j->lp_oom || j->stopper.stop_at != (size_t)-1;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     return stop;
@@ -271,6 +313,7 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.top_p = req->top_p;
     gp.top_k = req->top_k;
     gp.min_p = req->min_p;
+    gp.ignore_eos = req->ignore_eos;
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
     uint64_t entropy = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)j->serial;
@@ -297,6 +340,12 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.tokenizer = srv->tok;
     gp.callback = sd_job_on_token;
     gp.user_data = j;
+    if (req->logprobs) {
+        gp.logprobs = 1;
+        gp.top_logprobs = req->top_logprobs;
+        gp.logprob_callback = sd_job_on_logprob;
+        gp.logprob_user_data = j;
+    }
     return gp;
 }
 
@@ -410,7 +459,7 @@ static int sd_job_stopped(const sd_job *j) {
  * shutdown) is "abort", never "length". */
 static sd_finish sd_job_finish_kind(const sd_job *j) {
     if (j->outcome == SPECDEC_ERR_CANCELLED) return SD_FIN_ABORT;
-    if (j->outcome != SPECDEC_OK || j->text.oom) return SD_FIN_ERROR;
+    if (j->outcome != SPECDEC_OK || j->text.oom || j->lp_oom) return SD_FIN_ERROR;
     return sd_job_stopped(j) ? SD_FIN_STOP : SD_FIN_LENGTH;
 }
 
@@ -438,6 +487,7 @@ static int sd_job_poll(sd_job *j, int32_t ms) {
     j->outcome = st == SPECDEC_OK ? os : SPECDEC_ERR_INTERNAL;
     pthread_mutex_lock(&j->mu);
     sd_stop_finish(&j->stopper, j->text.len);
+    sd_job_resolve(j); /* tokens whose text never came (held back, after a stop) end here */
     pthread_mutex_unlock(&j->mu);
     double now = sd_now(), queued = now - j->t_submit - j->stats.t_total_s; /* t_total_s: from admission */
     sd_metrics_finish(&j->srv->metrics, sd_job_finish_kind(j), now - j->t_arrival, queued > 0 ? queued : 0,
@@ -449,11 +499,24 @@ static void sd_job_wait(sd_job *j) {
     while (!sd_job_poll(j, SD_POLL_MS * 2)) sd_job_watch(j);
 }
 
+/* The entries [from, to) with the first len bytes of the text, in j->span. */
+static const sd_lp_span *sd_job_span(sd_job *j, int32_t from, int32_t to, size_t len) {
+    j->span.e = j->lp ? j->lp + from : NULL;
+    j->span.n = to - from;
+    j->span.start = from > 0 ? j->lp[from - 1].end : 0;
+    j->span.text = j->text.p ? j->text.p : "";
+    j->span.len = len;
+    j->span.cur = &j->cur;
+    return &j->span;
+}
+
 /* The outcome as a result for the response writers; NULL with *e set for a failure. */
 static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_error *e) {
-    if (j->text.oom || (j->outcome != SPECDEC_OK && j->outcome != SPECDEC_ERR_CANCELLED)) {
+    if (j->text.oom || j->lp_oom || (j->outcome != SPECDEC_OK && j->outcome != SPECDEC_ERR_CANCELLED)) {
         sd_api_fail(e, 500, "server_error", NULL, NULL, "generation failed: %s",
-                    j->text.oom ? "out of memory for the text" : specdec_status_string(j->outcome));
+                    j->text.oom ? "out of memory for the text"
+                    : j->lp_oom ? "out of memory for the logprobs"
+                                : specdec_status_string(j->outcome));
         return NULL;
     }
     static const char *const reasons[] = {"none", "length", "eos", "stop_string", "callback", "context_full"};
@@ -475,6 +538,7 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
     r->n_tree = j->n_tree;
     r->draft_nodes = j->draft_nodes;
     r->verify = j->verify;
+    r->lp = j->logprobs ? sd_job_span(j, j->lp_sent, j->n_lp, r->len) : NULL; /* what is not streamed yet */
     return r;
 }
 
@@ -500,11 +564,15 @@ static enum MHD_Result sd_gen_answer(sd_job *j) {
 /* ------------------------------------------------------------------------- */
 /* streamed answer                                                            */
 /* ------------------------------------------------------------------------- */
-/* Under mu: format the text released since the last chunk. 1 if a chunk was made. */
+/* Under mu: format the text released since the last chunk, with the logprobs of the
+ * tokens whose text ends in it. 1 if a chunk was made. */
 static int sd_job_take_text(sd_job *j) {
     if (j->stopper.safe <= j->sent) return 0;
+    int32_t k = j->lp_sent;
+    while (k < j->lp_resolved && j->lp[k].end <= j->stopper.safe) k++;
     sd_resp_chunk(&j->out, j->srv, j->chat, j->id, j->created, j->text.p + j->sent, j->stopper.safe - j->sent, 0,
-                  NULL);
+                  NULL, j->logprobs ? sd_job_span(j, j->lp_sent, k, j->stopper.safe) : NULL);
+    j->lp_sent = k;
     j->sent = j->stopper.safe;
     return 1;
 }
@@ -541,7 +609,8 @@ static void sd_job_final_events(sd_job *j) {
         sd_resp_error_json(&j->out, &e);
         sd_buf_puts(&j->out, "\n\n");
     } else {
-        sd_resp_chunk(&j->out, j->srv, j->chat, j->id, j->created, "", 0, 0, &r);
+        sd_resp_chunk(&j->out, j->srv, j->chat, j->id, j->created, "", 0, 0, &r, r.lp && r.lp->n ? r.lp : NULL);
+        j->lp_sent = j->n_lp;
         if (j->include_usage) sd_resp_usage_chunk(&j->out, j->srv, j->chat, j->id, j->created, &r);
         sd_metrics_usage(&j->srv->metrics, r.n_prompt, r.n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
     }
@@ -557,7 +626,7 @@ static ssize_t sd_job_read(void *cls, uint64_t pos, char *buf, size_t max) {
         j->out.len = 0;
         j->out_pos = 0;
         if (j->phase == PH_ROLE) {
-            sd_resp_chunk(&j->out, j->srv, 1, j->id, j->created, "", 0, 1, NULL);
+            sd_resp_chunk(&j->out, j->srv, 1, j->id, j->created, "", 0, 1, NULL, NULL);
             j->phase = PH_TEXT;
         } else if (j->phase == PH_TEXT) {
             if (sd_job_next_text(j)) return MHD_CONTENT_READER_END_WITH_ERROR;

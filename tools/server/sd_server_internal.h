@@ -155,6 +155,29 @@ size_t sd_prep_default_bytes(const sd_server *srv);
 enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len);
 
 /* sd_server_response.c */
+/* One emitted token's log-probabilities (the library's specdec_token_logprobs, copied). */
+typedef struct sd_lp_entry {
+    int32_t token;
+    float logprob;
+    int32_t n_top;
+    int32_t top_tokens[SPECDEC_MAX_TOP_LOGPROBS];
+    float top_logprobs[SPECDEC_MAX_TOP_LOGPROBS];
+    size_t end; /* bytes of the generated text up to the end of this token's text; (size_t)-1 until
+                   known (a token whose bytes the detokenizer holds back ends with the later text) */
+} sd_lp_entry;
+/* Code points counted in text[0..bytes): text_offset, counted once however many chunks ask. */
+typedef struct sd_cp_cursor {
+    size_t bytes, cps;
+} sd_cp_cursor;
+/* The entries a response or a chunk carries. */
+typedef struct sd_lp_span {
+    const sd_lp_entry *e; /* [n] */
+    int32_t n;
+    size_t start;         /* where e[0]'s text starts in the generated text */
+    const char *text;     /* the generated text, len bytes of it returned (a stop sequence cut off) */
+    size_t len;
+    sd_cp_cursor *cur;    /* advanced (monotone) by the writer */
+} sd_lp_span;
 typedef struct sd_gen_result {
     const char *text;          /* the returned text (stop sequence cut off) */
     size_t len;
@@ -168,15 +191,25 @@ typedef struct sd_gen_result {
     int n_tree;
     int32_t draft_nodes;       /* the tree's node budget (0: none) */
     specdec_verify_mode verify;
+    const sd_lp_span *lp;      /* the tokens' logprobs (NULL: not asked for) */
 } sd_gen_result;
 /* Whole (non-streamed) response body. */
 int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
                        const sd_gen_result *r);
 /* One SSE event "data: {...}\n\n": a text delta (text may be empty), or the final chunk
  * with finish_reason and the speculative statistics when r is not NULL. chat_role: the
- * chat stream's first chunk announcing the assistant role. */
+ * chat stream's first chunk announcing the assistant role. lp: the logprobs of the tokens
+ * whose text this chunk carries (NULL: "logprobs": null). */
 int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created, const char *text,
-                  size_t len, int chat_role, const sd_gen_result *r);
+                  size_t len, int chat_role, const sd_gen_result *r, const sd_lp_span *lp);
+/* The "logprobs" value of a choice: chat {"content": [{token, logprob, bytes, top_logprobs}]},
+ * completions {tokens, token_logprobs, top_logprobs, text_offset} (OpenAI's shapes). */
+int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span *lp);
+/* A token as a response shows it: its text alone (the tokenizer's decode of [id], special
+ * tokens kept) and its raw bytes (differing where the token is part of a UTF-8 sequence:
+ * the text then has U+FFFD). Either may be cut to its capacity. */
+void sd_resp_token_text(const specdec_tokenizer *tok, int32_t id, char *text, size_t text_cap, size_t *text_len,
+                        unsigned char *bytes, size_t bytes_cap, size_t *bytes_len);
 int sd_resp_usage_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
                         const sd_gen_result *r);
 int sd_resp_error_json(sd_buf *b, const sd_api_error *e);

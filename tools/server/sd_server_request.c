@@ -2,9 +2,12 @@
  * request bodies -> sd_api_request, with every field
  * checked (type, range, UTF-8). Known fields: model, prompt | messages, max_tokens
  * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
- * stream_options.include_usage, n (must be 1), and the extensions top_k, min_p, n_draft,
- * verify, tree, draft_nodes. Everything else is ignored, as OpenAI-compatible servers do. Defaults
- * follow OpenAI: temperature 1, top_p 1, no top-k, no min-p. */
+ * stream_options.include_usage, n (must be 1), logprobs / top_logprobs, vLLM's ignore_eos,
+ * and the extensions top_k, min_p, n_draft, verify, tree, draft_nodes. Fields of the OpenAI
+ * and vLLM APIs that would change the output but are not implemented (penalties, logit_bias,
+ * response_format, tools, best_of, echo, guided decoding, ...) are refused unless they carry
+ * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
+ * temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
 
 #include <math.h>
@@ -293,6 +296,113 @@ static int parse_tree(const cJSON *root, sd_api_request *r, sd_api_error *e) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* fields of the OpenAI / vLLM APIs that specdec does not implement           */
+/* ------------------------------------------------------------------------- */
+/* Each changes the output when given a value other than its default, so such a value is
+ * refused (400, code "unsupported_value", as OpenAI answers a value a model does not
+ * support) rather than silently ignored; the default (and null) is accepted, since
+ * clients and UIs send it. A value of the wrong type is a 400 as well. The last kinds are
+ * harmless fields (no effect on the text), only type-checked. */
+typedef enum sd_nf_kind {
+    SD_NF_NUM_0,      /* a number: only 0 */
+    SD_NF_NUM_1,      /* a number: only 1 */
+    SD_NF_INT_1,      /* an integer >= 1: only 1 */
+    SD_NF_INT_0,      /* an integer >= 0: only 0 */
+    SD_NF_FALSE,      /* a boolean: only false */
+    SD_NF_OBJ_EMPTY,  /* an object: only {} */
+    SD_NF_LIST_EMPTY, /* a list: only [] */
+    SD_NF_STR_EMPTY,  /* a string: only "" */
+    SD_NF_NULL,       /* only null (any value asks for the feature) */
+    SD_NF_FORMAT,     /* {"type": ...}: only "text" */
+    SD_NF_CHOICE,     /* "none" | "auto" | "required" | an object: only "none" or "auto" */
+    SD_NF_STRING,     /* harmless: a string */
+    SD_NF_OBJECT,     /* harmless: an object */
+    SD_NF_BOOL,       /* harmless: a boolean */
+    SD_NF_COUNT
+} sd_nf_kind;
+
+static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
+    /* OpenAI */
+    {"presence_penalty", SD_NF_NUM_0}, {"frequency_penalty", SD_NF_NUM_0}, {"logit_bias", SD_NF_OBJ_EMPTY},
+    {"response_format", SD_NF_FORMAT}, {"tools", SD_NF_LIST_EMPTY}, {"functions", SD_NF_LIST_EMPTY},
+    {"tool_choice", SD_NF_CHOICE}, {"function_call", SD_NF_CHOICE}, {"best_of", SD_NF_INT_1},
+    {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
+    /* vLLM's sampling extensions */
+    {"repetition_penalty", SD_NF_NUM_1}, {"min_tokens", SD_NF_INT_0}, {"stop_token_ids", SD_NF_LIST_EMPTY},
+    {"prompt_logprobs", SD_NF_NULL}, {"include_stop_str_in_output", SD_NF_FALSE},
+    {"use_beam_search", SD_NF_FALSE}, {"allowed_token_ids", SD_NF_NULL}, {"bad_words", SD_NF_LIST_EMPTY},
+    {"guided_json", SD_NF_NULL}, {"guided_regex", SD_NF_NULL}, {"guided_choice", SD_NF_NULL},
+    {"guided_grammar", SD_NF_NULL}, {"structured_outputs", SD_NF_NULL},
+    /* harmless: no effect on the text */
+    {"user", SD_NF_STRING}, {"metadata", SD_NF_OBJECT}, {"store", SD_NF_BOOL}, {"service_tier", SD_NF_STRING},
+    {"parallel_tool_calls", SD_NF_BOOL},
+};
+
+/* What each kind must be, and the one value of it that is accepted (NULL: any). */
+static const char *const sd_nf_type[SD_NF_COUNT] = {
+    "a number", "a number", "an integer >= 1", "an integer >= 0", "a boolean", "an object", "a list", "a string",
+    NULL, "an object with a string \"type\"", "\"none\", \"auto\", \"required\" or an object", "a string",
+    "an object", "a boolean"};
+static const char *const sd_nf_default[SD_NF_COUNT] = {
+    "0", "1", "1", "0", "false", "{}", "[]", "\"\"", "null", "{\"type\": \"text\"}", "\"none\" or \"auto\"",
+    NULL, NULL, NULL};
+
+static int sd_nf_is_int(const cJSON *v, double lo) {
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble) &&
+           v->valuedouble >= lo;
+}
+
+/* 1: v has the kind's type; *dflt: it is the accepted value. */
+static int sd_nf_typed(const cJSON *v, sd_nf_kind k, int *dflt) {
+    *dflt = 1;
+    switch (k) {
+    case SD_NF_NUM_0: return cJSON_IsNumber(v) && ((*dflt = v->valuedouble == 0), 1);
+    case SD_NF_NUM_1: return cJSON_IsNumber(v) && ((*dflt = v->valuedouble == 1), 1);
+    case SD_NF_INT_1: return sd_nf_is_int(v, 1) && ((*dflt = v->valuedouble == 1), 1);
+    case SD_NF_INT_0: return sd_nf_is_int(v, 0) && ((*dflt = v->valuedouble == 0), 1);
+    case SD_NF_FALSE: return cJSON_IsBool(v) && ((*dflt = cJSON_IsFalse(v)), 1);
+    case SD_NF_OBJ_EMPTY: return cJSON_IsObject(v) && ((*dflt = v->child == NULL), 1);
+    case SD_NF_LIST_EMPTY: return cJSON_IsArray(v) && ((*dflt = v->child == NULL), 1);
+    case SD_NF_STR_EMPTY: return cJSON_IsString(v) && ((*dflt = v->valuestring[0] == '\0'), 1);
+    case SD_NF_NULL: return (*dflt = 0), 1;
+    case SD_NF_FORMAT: {
+        const cJSON *t = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "type") : NULL;
+        return cJSON_IsString(t) && ((*dflt = !strcmp(t->valuestring, "text")), 1);
+    }
+    case SD_NF_CHOICE:
+        if (cJSON_IsObject(v)) return (*dflt = 0), 1;
+        if (!cJSON_IsString(v)) return 0;
+        *dflt = !strcmp(v->valuestring, "none") || !strcmp(v->valuestring, "auto");
+        return *dflt || !strcmp(v->valuestring, "required");
+    case SD_NF_STRING: return cJSON_IsString(v);
+    case SD_NF_OBJECT: return cJSON_IsObject(v);
+    case SD_NF_BOOL: return cJSON_IsBool(v);
+    default: return 0;
+    }
+}
+
+static int sd_parse_unsupported(const cJSON *root, sd_api_error *e) {
+    for (size_t i = 0; i < sizeof sd_nf_fields / sizeof sd_nf_fields[0]; i++) {
+        const char *name = sd_nf_fields[i].name;
+        const sd_nf_kind k = sd_nf_fields[i].kind;
+        const cJSON *v = field(root, name);
+        int dflt = 1;
+        if (!v) continue;
+        if (!sd_nf_typed(v, k, &dflt))
+            return sd_api_fail(e, 400, INVALID, NULL, name, "'%s' must be %s", name, sd_nf_type[k]);
+        if (dflt) continue;
+        char *text = cJSON_PrintUnformatted(v);
+        int rc = sd_api_fail(e, 400, INVALID, "unsupported_value", name,
+                             "Unsupported value: '%s' = %.48s%s is not supported by this server; only %s (the "
+                             "default) is accepted",
+                             name, text ? text : "?", text && strlen(text) > 48 ? "..." : "", sd_nf_default[k]);
+        cJSON_free(text);
+        return rc;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------- */
 /* the request                                                                */
 /* ------------------------------------------------------------------------- */
 static int parse_model(const cJSON *root, const char *model_id, sd_api_request *r, sd_api_error *e) {
@@ -339,6 +449,26 @@ static int parse_sampling(const cJSON *root, sd_api_request *r, sd_api_error *e)
     return 0;
 }
 
+/* logprobs: completions an integer 0..SPECDEC_MAX_TOP_LOGPROBS (the number of most likely
+ * alternatives per token; vLLM's limit, OpenAI's is 5); chat a boolean and top_logprobs
+ * 0..SPECDEC_MAX_TOP_LOGPROBS, which needs logprobs true (as OpenAI). */
+static int parse_logprobs(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int64_t v = 0;
+    int have = 0, rc;
+    if (!r->chat) {
+        if ((rc = get_int(root, "logprobs", 0, SPECDEC_MAX_TOP_LOGPROBS, &v, &have, e))) return rc;
+        r->logprobs = have;
+        r->top_logprobs = (int32_t)v;
+    } else {
+        if ((rc = get_bool(root, "logprobs", &r->logprobs, e))) return rc;
+        if ((rc = get_int(root, "top_logprobs", 0, SPECDEC_MAX_TOP_LOGPROBS, &v, &have, e))) return rc;
+        r->top_logprobs = (int32_t)v;
+        if (r->top_logprobs > 0 && !r->logprobs)
+            return sd_api_fail(e, 400, INVALID, NULL, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    }
+    return 0;
+}
+
 static int parse_stream(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     int rc = get_bool(root, "stream", &r->stream, e);
     if (rc) return rc;
@@ -359,6 +489,9 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_stream(root, r, e);
     if (!rc) rc = parse_verify(root, r, e);
     if (!rc) rc = parse_tree(root, r, e);
+    if (!rc) rc = get_bool(root, "ignore_eos", &r->ignore_eos, e);
+    if (!rc) rc = parse_logprobs(root, r, e);
+    if (!rc) rc = sd_parse_unsupported(root, e);
     return rc;
 }
 

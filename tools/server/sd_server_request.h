@@ -49,6 +49,9 @@ typedef struct sd_api_request {
     char *stop[SD_API_MAX_STOP];
     int n_stop;
     int stream, include_usage;
+    int ignore_eos;                /* vLLM's "ignore_eos": 1 = do not stop at the model's EOS */
+    int logprobs;                  /* 1: report the emitted tokens' logprobs ("logprobs" given) */
+    int32_t top_logprobs;          /* 0..SPECDEC_MAX_TOP_LOGPROBS alternatives per token */
     int32_t n_draft;               /* -1: the server's default */
     specdec_verify_mode verify;
     int32_t tree[SD_API_MAX_TREE]; /* extension "tree": children per node at each depth, a shape

@@ -74,6 +74,199 @@ static void sd_speculative(sd_buf *b, const sd_server *srv, const sd_gen_result 
     sd_buf_printf(b, "\"stop_reason\":\"%s\"}", cut ? r->stop_detail : specdec_stop_reason_name(s->stop_reason));
 }
 
+/* ------------------------------------------------------------------------- */
+/* logprobs                                                                   */
+/* ------------------------------------------------------------------------- */
+#define SD_TOK_BYTES 256                  /* a token's bytes shown (longer ones are cut) */
+#define SD_TOK_TEXT (3 * SD_TOK_BYTES + 1) /* its text: each byte may become U+FFFD */
+
+/* GPT-2's byte-level alphabet drawn back to its byte: the printable bytes stand for
+ * themselves, the other 68 (0..32, 127..160, 173, in order) for U+0100..U+0143. -1: none. */
+static int sd_byte_level(unsigned c) {
+    if ((c >= 33 && c <= 126) || (c >= 161 && c <= 172) || (c >= 174 && c <= 255)) return (int)c;
+    if (c < 256 || c > 323) return -1;
+    unsigned n = c - 256;
+    return n <= 32 ? (int)n : n <= 66 ? (int)(127 + n - 33) : 173;
+}
+
+static int sd_hex(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                                                                          : -1;
+}
+
+/* The bytes a vocabulary piece stands for when it stands for bytes: "<0xHH>" (byte
+ * fallback) or a piece of the byte-level alphabet. 0 when it is neither. */
+static size_t sd_piece_bytes(const char *p, size_t n, unsigned char *out, size_t cap) {
+    if (n == 6 && !memcmp(p, "<0x", 3) && p[5] == '>' && sd_hex(p[3]) >= 0 && sd_hex(p[4]) >= 0) {
+        out[0] = (unsigned char)(sd_hex(p[3]) * 16 + sd_hex(p[4]));
+        return 1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < cap;) {
+        unsigned char c = (unsigned char)p[i];
+        unsigned cp = c;
+        size_t l = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : 0; /* the alphabet is below U+0800 */
+        if (!l || i + l > n || !sd_api_utf8_valid(p + i, l)) return 0;
+        if (l == 2) cp = ((c & 0x1Fu) << 6) | ((unsigned char)p[i + 1] & 0x3Fu);
+        int byte = sd_byte_level(cp);
+        if (byte < 0) return 0;
+        out[k++] = (unsigned char)byte;
+        i += l;
+    }
+    return k;
+}
+
+/* s[0..n) with each maximal invalid subsequence replaced by U+FFFD, the rule of Python's
+ * bytes.decode("utf-8", errors="replace"). out holds 3n + 1 bytes. */
+static size_t sd_utf8_lossy(const unsigned char *s, size_t n, char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 1;
+        unsigned lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+        size_t m = 1;
+        while (c >= 0x80 && m < k && i + m < n && s[i + m] >= (m == 1 ? lo : 0x80) && s[i + m] <= (m == 1 ? hi : 0xBF))
+            m++;
+        if (c < 0x80 || (k > 1 && m == k)) {
+            memcpy(out + o, s + i, m);
+            o += m;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+        }
+        i += m;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static int sd_has_fffd(const char *s, size_t n) {
+    for (size_t i = 0; i + 3 <= n; i++)
+        if (!memcmp(s + i, "\xEF\xBF\xBD", 3)) return 1;
+    return 0;
+}
+
+void sd_resp_token_text(const specdec_tokenizer *tok, int32_t id, char *text, size_t text_cap, size_t *text_len,
+                        unsigned char *bytes, size_t bytes_cap, size_t *bytes_len) {
+    size_t n = 0, m = 0;
+    if (specdec_detokenize(tok, &id, 1, 0, text, text_cap, &n) != SPECDEC_OK) n = 0;
+    text[n] = '\0';
+    if (text_cap < 3 * bytes_cap + 1) n = 0; /* no room for the text of bytes_cap bytes */
+    if (!sd_api_utf8_valid(text, n)) { /* part of a UTF-8 sequence, decoded as its raw bytes */
+        *bytes_len = n < bytes_cap ? n : bytes_cap;
+        memcpy(bytes, text, *bytes_len);
+        *text_len = sd_utf8_lossy(bytes, *bytes_len, text);
+        return;
+    }
+    char piece[SD_TOK_BYTES];
+    /* decoded as U+FFFD (a decoder that replaces them): the raw bytes come from the piece */
+    if (sd_has_fffd(text, n) &&
+        specdec_token_to_piece(tok, id, piece, sizeof piece, &m) == SPECDEC_OK &&
+        (m = sd_piece_bytes(piece, m, bytes, bytes_cap)) > 0 && !sd_api_utf8_valid((const char *)bytes, m)) {
+        *bytes_len = m;
+        *text_len = sd_utf8_lossy(bytes, m, text);
+        return;
+    }
+    *text_len = n;
+    *bytes_len = n < bytes_cap ? n : bytes_cap;
+    memcpy(bytes, text, *bytes_len);
+}
+
+/* A logprob as JSON: -inf (and below) as -9999.0, as vLLM (JSON has no infinity). */
+static void sd_lp_num(sd_buf *b, float x) {
+    double d = x;
+    sd_buf_printf(b, "%.9g", d >= -9999.0 ? d : -9999.0);
+}
+
+/* {"token": ..., "logprob": ..., "bytes": [...] (the closing brace left to the caller) */
+static void sd_lp_chat_token(sd_buf *b, const sd_server *srv, int32_t id, float lp) {
+    char text[SD_TOK_TEXT];
+    unsigned char bytes[SD_TOK_BYTES];
+    size_t tn, bn;
+    sd_resp_token_text(srv->tok, id, text, sizeof text, &tn, bytes, sizeof bytes, &bn);
+    sd_buf_puts(b, "{\"token\":");
+    sd_buf_json_str(b, text, tn);
+    sd_buf_puts(b, ",\"logprob\":");
+    sd_lp_num(b, lp);
+    sd_buf_puts(b, ",\"bytes\":[");
+    for (size_t i = 0; i < bn; i++) sd_buf_printf(b, "%s%u", i ? "," : "", (unsigned)bytes[i]);
+    sd_buf_puts(b, "]");
+}
+
+static void sd_lp_chat(sd_buf *b, const sd_server *srv, const sd_lp_span *lp) {
+    sd_buf_puts(b, "{\"content\":[");
+    for (int32_t k = 0; k < lp->n; k++) {
+        const sd_lp_entry *e = &lp->e[k];
+        if (k) sd_buf_puts(b, ",");
+        sd_lp_chat_token(b, srv, e->token, e->logprob);
+        sd_buf_puts(b, ",\"top_logprobs\":[");
+        for (int32_t t = 0; t < e->n_top; t++) {
+            if (t) sd_buf_puts(b, ",");
+            sd_lp_chat_token(b, srv, e->top_tokens[t], e->top_logprobs[t]);
+            sd_buf_puts(b, "}");
+        }
+        sd_buf_puts(b, "]}");
+    }
+    sd_buf_puts(b, "]}");
+}
+
+static void sd_lp_text(sd_buf *b, const sd_server *srv, int32_t id) {
+    char text[SD_TOK_TEXT];
+    unsigned char bytes[SD_TOK_BYTES];
+    size_t tn, bn;
+    sd_resp_token_text(srv->tok, id, text, sizeof text, &tn, bytes, sizeof bytes, &bn);
+    sd_buf_json_str(b, text, tn);
+}
+
+/* Code points of the returned text before byte pos (cut to the returned length). */
+static size_t sd_lp_offset(const sd_lp_span *lp, size_t pos) {
+    sd_cp_cursor local = {0, 0}, *c = lp->cur && lp->cur->bytes <= pos ? lp->cur : &local;
+    if (pos > lp->len) pos = lp->len;
+    for (; c->bytes < pos; c->bytes++) c->cps += ((unsigned char)lp->text[c->bytes] & 0xC0) != 0x80;
+    return c->cps;
+}
+
+/* OpenAI's legacy shape; top_logprobs: the n most likely, then the sampled token when it
+ * is not among them (up to logprobs + 1 entries, as OpenAI and vLLM). */
+static void sd_lp_completion(sd_buf *b, const sd_server *srv, const sd_lp_span *lp) {
+    sd_buf_puts(b, "{\"tokens\":[");
+    for (int32_t k = 0; k < lp->n; k++) {
+        if (k) sd_buf_puts(b, ",");
+        sd_lp_text(b, srv, lp->e[k].token);
+    }
+    sd_buf_puts(b, "],\"token_logprobs\":[");
+    for (int32_t k = 0; k < lp->n; k++) {
+        if (k) sd_buf_puts(b, ",");
+        sd_lp_num(b, lp->e[k].logprob);
+    }
+    sd_buf_puts(b, "],\"top_logprobs\":[");
+    for (int32_t k = 0; k < lp->n; k++) {
+        const sd_lp_entry *e = &lp->e[k];
+        int in_top = 0;
+        sd_buf_puts(b, k ? ",{" : "{");
+        for (int32_t t = 0; t < e->n_top; t++) {
+            in_top |= e->top_tokens[t] == e->token;
+            sd_lp_text(b, srv, e->top_tokens[t]);
+            sd_buf_puts(b, ":");
+            sd_lp_num(b, e->top_logprobs[t]);
+            sd_buf_puts(b, t + 1 < e->n_top || !in_top ? "," : "");
+        }
+        if (!in_top) sd_lp_text(b, srv, e->token), sd_buf_puts(b, ":"), sd_lp_num(b, e->logprob);
+        sd_buf_puts(b, "}");
+    }
+    sd_buf_puts(b, "],\"text_offset\":[");
+    for (int32_t k = 0; k < lp->n; k++)
+        sd_buf_printf(b, "%s%zu", k ? "," : "", sd_lp_offset(lp, k ? lp->e[k - 1].end : lp->start));
+    sd_buf_puts(b, "]}");
+}
+
+int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span *lp) {
+    if (!lp) return sd_buf_puts(b, "null");
+    if (chat) sd_lp_chat(b, srv, lp);
+    else sd_lp_completion(b, srv, lp);
+    return b->oom ? -1 : 0;
+}
+
 int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
                        const sd_gen_result *r) {
     sd_head(b, srv, chat ? "chat.completion" : "text_completion", id, created);
@@ -87,7 +280,9 @@ int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id
         sd_buf_json_str(b, r->text, r->len);
         sd_buf_puts(b, ",");
     }
-    sd_buf_printf(b, "\"logprobs\":null,\"finish_reason\":\"%s\"}],", r->finish);
+    sd_buf_puts(b, "\"logprobs\":");
+    sd_resp_logprobs(b, srv, chat, r->lp);
+    sd_buf_printf(b, ",\"finish_reason\":\"%s\"}],", r->finish);
     sd_usage(b, r);
     sd_buf_puts(b, ",");
     sd_speculative(b, srv, r);
@@ -95,7 +290,7 @@ int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id
 }
 
 int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created, const char *text,
-                  size_t len, int chat_role, const sd_gen_result *r) {
+                  size_t len, int chat_role, const sd_gen_result *r, const sd_lp_span *lp) {
     sd_buf_puts(b, "data: ");
     sd_head(b, srv, chat ? "chat.completion.chunk" : "text_completion", id, created);
     sd_buf_puts(b, ",\"choices\":[{\"index\":0,");
@@ -109,12 +304,14 @@ int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, lon
         sd_buf_json_str(b, text, len);
         sd_buf_puts(b, ",");
     }
+    sd_buf_puts(b, "\"logprobs\":");
+    sd_resp_logprobs(b, srv, chat, lp);
     if (r) {
-        sd_buf_printf(b, "\"logprobs\":null,\"finish_reason\":\"%s\"}],", r->finish);
+        sd_buf_printf(b, ",\"finish_reason\":\"%s\"}],", r->finish);
         sd_speculative(b, srv, r);
         return sd_buf_puts(b, "}\n\n");
     }
-    return sd_buf_puts(b, "\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+    return sd_buf_puts(b, ",\"finish_reason\":null}]}\n\n");
 }
 
 int sd_resp_usage_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
