@@ -456,14 +456,13 @@ static void sd_gen_prep_free(sd_gen_prep *p) {
     if (p->parsed) sd_api_request_free(&p->req);
 }
 
-/* More choices than the server holds (--parallel running + --queue waiting) could never
- * be admitted together. */
+/* More choices than the scheduler queues (--queue) could never be admitted together: a
+ * request's choices are all queued before the scheduler starts any. */
 static int sd_gen_choices_fit(const sd_server *srv, int choices, sd_api_error *e) {
-    long room = (long)srv->cfg.parallel + srv->cfg.queue;
-    if (choices <= room) return 0;
+    if (choices <= srv->cfg.queue) return 0;
     return sd_api_fail(e, 400, "invalid_request_error", NULL, "n",
-                       "%d choices (prompts x 'n') are more than this server holds at once (%ld: --parallel %d "
-                       "+ --queue %d)", choices, room, srv->cfg.parallel, srv->cfg.queue);
+                       "%d choices (prompts x 'n') are more than this server queues at once (--queue %d)", choices,
+                       srv->cfg.queue);
 }
 
 static void sd_gen_prep_run(void *arg) {

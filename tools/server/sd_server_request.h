@@ -18,7 +18,7 @@
 /* Several choices per request: "n" samples of each of the prompts of a completions batch.
  * Each choice is its own scheduler request, so one small body must not queue thousands:
  * n <= SD_API_MAX_N, prompts <= SD_API_MAX_PROMPTS, and prompts x n <= SD_API_MAX_CHOICES
- * (also refused when more than the server's --parallel + --queue, which it could never hold). */
+ * (also refused when more than the server's --queue: a request's choices are queued together). */
 #define SD_API_MAX_N 64
 #define SD_API_MAX_PROMPTS 64
 #define SD_API_MAX_CHOICES 64
