@@ -36,6 +36,14 @@ Checks:
     bundled pair; a template of no known family: chat answers 400 chat_template_unsupported
     while completions work, and --chat-template repairs it; an unknown --chat-template exits 2;
     a tree on a server without a draft model is a 400;
+  - several choices: a batch of prompts (texts, id lists) equals its prompts sent one by one
+    (greedy and seeded) with usage summed (each prompt once); n = 3 seeded: choice 0 equals n = 1,
+    the choices are reproducible and (temperature 1, seed 11) differ, greedy all equal; prompts x n
+    indices; chat n; streamed choices concatenate to the non-streamed ones with one finish_reason
+    each, one summed usage chunk and one [DONE], logprobs per choice; a client that leaves cancels
+    every choice (nothing left running or queued); the caps (n, prompts, prompts x n, --queue)
+    refused naming the field; admission all or nothing (429 leaves nothing queued); the openai
+    client parses n and batches;
   - an API key: 401 without or with a wrong Bearer token, 200 with it; /health open;
   - a full queue answers 429; the per-request timeout cancels and reports it (finish_reason
     "abort", stop_reason "timeout");
