@@ -17,7 +17,9 @@
  * what the client receives) parses back to the same message, type, param and code; a
  * refused body leaves the request empty; both checks are deterministic; a chat request
  * renders or is refused with INVALID_ARGUMENT (the template's objection), never another
- * status, and its ids are in the vocabulary; a token-id prompt, taken as generated tokens,
+ * status, and its ids are in the vocabulary; a completions prompt is one or a batch (texts or
+ * id lists, not mixed) within SD_API_MAX_PROMPTS, n and prompts x n within their caps; a
+ * token-id prompt (the batch's last), taken as generated tokens,
  * goes through the logprobs writers (both shapes parse, every token's text is valid UTF-8).
  * No leak (ASan). Returns 0 when the head and
  * body both pass, 1 otherwise (the seed runner's ok_ / bad_ names). */
@@ -115,7 +117,7 @@ static int sd_fsrv_role_ok(const char *s) {
 }
 
 static void sd_fsrv_check_messages(const sd_api_request *r) {
-    sd_fuzz_require(r->n_messages >= 1 && r->messages != NULL && !r->prompt && !r->prompt_ids);
+    sd_fuzz_require(r->n_messages >= 1 && r->messages != NULL && !r->prompts && r->n_prompts == 0);
     for (int i = 0; i < r->n_messages; i++) {
         const sd_api_message *m = &r->messages[i];
         sd_fuzz_require(m->role && sd_fsrv_role_ok(m->role) && m->content);
@@ -125,17 +127,23 @@ static void sd_fsrv_check_messages(const sd_api_request *r) {
 
 static void sd_fsrv_check_prompt(const sd_api_request *r) {
     sd_fuzz_require(!r->messages && r->n_messages == 0);
-    sd_fuzz_require((r->prompt != NULL) != (r->prompt_ids != NULL));
-    if (r->prompt) sd_fuzz_require(r->prompt_len == strlen(r->prompt) && sd_fuzz_utf8_ok(r->prompt, r->prompt_len));
-    if (r->prompt_ids) {
-        sd_fuzz_require(r->n_prompt_ids >= 1);
-        for (int32_t i = 0; i < r->n_prompt_ids; i++) sd_fuzz_require(r->prompt_ids[i] >= 0);
+    sd_fuzz_require(r->n_prompts >= 1 && r->n_prompts <= SD_API_MAX_PROMPTS && r->prompts != NULL);
+    for (int k = 0; k < r->n_prompts; k++) {
+        const sd_api_prompt *p = &r->prompts[k];
+        sd_fuzz_require((p->text != NULL) != (p->ids != NULL));
+        sd_fuzz_require(!k || (p->text != NULL) == (r->prompts[0].text != NULL)); /* a batch is not mixed */
+        if (p->text) sd_fuzz_require(p->len == strlen(p->text) && sd_fuzz_utf8_ok(p->text, p->len));
+        if (p->ids) {
+            sd_fuzz_require(p->n_ids >= 1);
+            for (int32_t i = 0; i < p->n_ids; i++) sd_fuzz_require(p->ids[i] >= 0);
+        }
     }
 }
 
 /* A parsed request: every field within the range the server relies on. */
 static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char *model_id) {
     sd_fuzz_require(r->chat == chat);
+    sd_fuzz_require(r->n >= 1 && r->n <= SD_API_MAX_N && (chat ? 1 : r->n_prompts) * r->n <= SD_API_MAX_CHOICES);
     if (chat) sd_fsrv_check_messages(r);
     else sd_fsrv_check_prompt(r);
     sd_fuzz_require(!r->model || !model_id || !strcmp(r->model, model_id));
@@ -179,13 +187,14 @@ static void sd_fsrv_chat(const sd_api_request *r, const char *family) {
  * with one entry per token, and text_offset stays within the text. */
 static void sd_fsrv_logprobs(const sd_api_request *r) {
     sd_lp_entry e[16];
-    int32_t n = r->n_prompt_ids < 16 ? r->n_prompt_ids : 16;
+    const sd_api_prompt *p = &r->prompts[r->n_prompts - 1];
+    int32_t n = p->n_ids < 16 ? p->n_ids : 16;
     char text[64];
     for (int32_t k = 0; k < n; k++) {
-        e[k].token = r->prompt_ids[k];
+        e[k].token = p->ids[k];
         e[k].logprob = k == 1 ? -INFINITY : -(float)k;
         e[k].n_top = n - k < SPECDEC_MAX_TOP_LOGPROBS ? n - k : SPECDEC_MAX_TOP_LOGPROBS;
-        for (int32_t t = 0; t < e[k].n_top; t++) e[k].top_tokens[t] = r->prompt_ids[k + t], e[k].top_logprobs[t] = -t;
+        for (int32_t t = 0; t < e[k].n_top; t++) e[k].top_tokens[t] = p->ids[k + t], e[k].top_logprobs[t] = -t;
         e[k].end = (size_t)(k * 4 + 2);
         text[k * 4] = 'a', text[k * 4 + 1] = (char)0xC3, text[k * 4 + 2] = (char)0xA9, text[k * 4 + 3] = 'b';
     }
@@ -223,12 +232,13 @@ static int sd_fsrv_body(const char *body, size_t n, int chat, const char *model_
         sd_fsrv_check_request(&r, chat, model_id);
         sd_fuzz_require(r.n_messages == r2.n_messages && r.n_stop == r2.n_stop && r.max_tokens == r2.max_tokens);
         if (chat) sd_fsrv_chat(&r, family);
-        if (r.prompt_ids) sd_fsrv_logprobs(&r);
+        sd_fuzz_require(r.n == r2.n && r.n_prompts == r2.n_prompts);
+        if (!chat && r.prompts[r.n_prompts - 1].ids) sd_fsrv_logprobs(&r);
     } else {
         sd_fsrv_check_error(&e, code);
         sd_fuzz_require(!strcmp(e.message, e2.message) && !strcmp(e.param, e2.param));
         if (code == 404) sd_fuzz_require(model_id && !strcmp(e.param, "model"));
-        sd_fuzz_require(!r.model && !r.prompt && !r.prompt_ids && !r.messages && r.n_messages == 0 && r.n_stop == 0);
+        sd_fuzz_require(!r.model && !r.prompts && r.n_prompts == 0 && !r.messages && r.n_messages == 0 && r.n_stop == 0);
     }
     sd_api_request_free(&r);
     sd_api_request_free(&r2);

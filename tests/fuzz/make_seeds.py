@@ -462,6 +462,17 @@ def server_seeds():
     put("server", "bad_chat_logprobs_int", req({"messages": simple, "logprobs": 1}, chat=True))
     put("server", "bad_top_logprobs_without_logprobs", req({"messages": simple, "top_logprobs": 2}, chat=True))
     put("server", "bad_ignore_eos_type", req({"prompt": "x", "ignore_eos": "true"}))
+    # several choices: a batch of prompts (texts or id lists) and n, up to the caps (64 each, 64 in all)
+    put("server", "ok_prompt_batch", req({"prompt": ["a", "b", "c"], "max_tokens": 2}))
+    put("server", "ok_prompt_batch_ids", req({"prompt": [[1, 2], [3], [4, 5, 6]], "logprobs": 2}))
+    put("server", "ok_prompt_batch_64", req({"prompt": ["p"] * 64}))
+    put("server", "ok_n_three_seeded", req({"prompt": "x", "n": 3, "seed": 5, "stream": True,
+                                            "stream_options": {"include_usage": True}}))
+    put("server", "ok_n_64", req({"prompt": "x", "n": 64}))
+    put("server", "ok_batch_times_n", req({"prompt": ["a", "b"], "n": 32, "logprobs": 1}))
+    put("server", "ok_chat_n_four", req({"messages": [{"role": "user", "content": "hi"}], "n": 4, "logprobs": True,
+                                         "top_logprobs": 2}, chat=True))
+    put("server", "bad_chat_n_65", req({"messages": [{"role": "user", "content": "hi"}], "n": 65}, chat=True))
     put("server", "ok_health_without_key", req("{\"prompt\": \"x\"}", method="GET", url="/health", auth=""))
     bad = {
         "bad_json": "{\"prompt\": \"x\",",
@@ -470,7 +481,9 @@ def server_seeds():
         "bad_empty": "",
         "bad_prompt_type": {"prompt": 5},
         "bad_prompt_ids_negative": {"prompt": [1, -2]},
-        "bad_prompt_batch": {"prompt": ["a", "b"]},
+        "bad_prompt_batch_mixed": {"prompt": ["a", [1, 2]]},
+        "bad_prompt_batch_empty_ids": {"prompt": [[1], []]},
+        "bad_prompt_batch_65": {"prompt": ["p"] * 65},
         "bad_max_tokens_zero": {"prompt": "x", "max_tokens": 0},
         "bad_max_tokens_type": {"prompt": "x", "max_tokens": "ten"},
         "bad_temperature": {"prompt": "x", "temperature": 2.5},
@@ -479,7 +492,10 @@ def server_seeds():
         "bad_stop_empty": {"prompt": "x", "stop": [""]},
         "bad_stop_five": {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]},
         "bad_stream_type": {"prompt": "x", "stream": "yes"},
-        "bad_n_two": {"prompt": "x", "n": 2},
+        "bad_n_zero": {"prompt": "x", "n": 0},
+        "bad_n_65": {"prompt": "x", "n": 65},
+        "bad_n_fraction": {"prompt": "x", "n": 1.5},
+        "bad_n_times_prompts": {"prompt": ["a", "b", "c"], "n": 22},
         "bad_n_draft": {"prompt": "x", "n_draft": 17},
         "bad_verify": {"prompt": "x", "verify": "maybe"},
         "bad_tree_zero": {"prompt": "x", "tree": [0]},

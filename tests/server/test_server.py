@@ -36,6 +36,14 @@ Checks:
     bundled pair; a template of no known family: chat answers 400 chat_template_unsupported
     while completions work, and --chat-template repairs it; an unknown --chat-template exits 2;
     a tree on a server without a draft model is a 400;
+  - several choices: a batch of prompts (texts, id lists) equals its prompts sent one by one
+    (greedy and seeded) with usage summed (each prompt once); n = 3 seeded: choice 0 equals n = 1,
+    the choices are reproducible and (temperature 1, seed 11) differ, greedy all equal; prompts x n
+    indices; chat n; streamed choices concatenate to the non-streamed ones with one finish_reason
+    each, one summed usage chunk and one [DONE], logprobs per choice; a client that leaves cancels
+    every choice (nothing left running or queued); the caps (n, prompts, prompts x n, --queue)
+    refused naming the field; admission all or nothing (429 leaves nothing queued); the openai
+    client parses n and batches;
   - an API key: 401 without or with a wrong Bearer token, 200 with it; /health open;
   - a full queue answers 429; the per-request timeout cancels and reports it (finish_reason
     "abort", stop_reason "timeout");
@@ -445,7 +453,7 @@ def test_malformed(srv):
         ("tree of more than 64 nodes", 400, "/v1/completions", {"prompt": "x", "tree": [64, 64]}, None),
         ("tree (invalid)", 400, "/v1/completions", {"prompt": "x", "tree": [0, -1]}, None),
         ("draft_nodes above 64", 400, "/v1/completions", {"prompt": "x", "draft_nodes": 65}, None),
-        ("n = 2", 400, "/v1/completions", {"prompt": "x", "n": 2}, None),
+        ("n = 65", 400, "/v1/completions", {"prompt": "x", "n": 65}, None),
         ("unknown endpoint", 404, "/v1/embeddings", {"input": "x"}, None),
     ]
     for what, status, path, body, code in cases:
@@ -619,6 +627,233 @@ def test_logprobs(srv):
     expect_error(srv, "logprobs 21", 400, "POST", "/v1/completions", {"prompt": "x", "logprobs": 21})
     expect_error(srv, "top_logprobs without logprobs", 400, "POST", "/v1/chat/completions",
                  {"messages": msgs, "top_logprobs": 2})
+
+
+
+# --------------------------------------------------------------------------------------------
+# several choices: a batch of prompts and n (each choice its own scheduler request)
+# --------------------------------------------------------------------------------------------
+SEEDED = dict(temperature=1.0, seed=11)
+
+
+def completion(srv, body):
+    st, raw, _ = srv.request("POST", "/v1/completions", body)
+    return st, json.loads(raw)
+
+
+def stream_choices(srv, path, body):
+    """A streamed request with several choices, from its raw events: per choice index its text pieces,
+    logprobs entries (completions: tokens) and the finish_reasons seen (None for every chunk but its
+    last); the usage chunks; how many [DONE] and whether [DONE] came last."""
+    st, _, events = sse_events(srv, path, dict(body, stream=True))
+    per, usage, done = {}, [], 0
+    for ev in events:
+        if ev == b"data: [DONE]":
+            done += 1
+            continue
+        d = json.loads(ev[len(b"data: "):])
+        if not d["choices"]:
+            usage.append(d.get("usage"))
+        for c in d["choices"]:
+            e = per.setdefault(c["index"], {"text": [], "finish": [], "lp": []})
+            e["text"].append((c["delta"].get("content") or "") if "delta" in c else c["text"])
+            e["finish"].append(c["finish_reason"])
+            lp = c.get("logprobs")
+            if lp:
+                e["lp"].extend(lp["content"] if "content" in lp else lp["token_logprobs"])
+    return st, per, usage, done, bool(events) and events[-1] == b"data: [DONE]"
+
+
+def waiting(m):
+    """The scheduler's queued requests (vllm:num_requests_waiting, whatever its labels); -1 if absent."""
+    v = [x for k, x in m.items() if k.startswith("vllm:num_requests_waiting{")]
+    return v[0] if v else -1
+
+
+def test_batch_prompts(srv):
+    """A list of prompts answers as the same prompts sent one by one (greedy and seeded: each prompt's
+    sample 0 runs with the request's seed); choice i is prompt i; usage sums over the prompts."""
+    n = N_TOK
+    for mode, kw in (("greedy", GREEDY), ("seeded", SEEDED)):
+        singles = [completion(srv, dict(prompt=p, max_tokens=n, **kw))[1] for p in PROMPTS]
+        st, d = completion(srv, dict(prompt=PROMPTS, max_tokens=n, **kw))
+        check(st == 200 and [c["index"] for c in d["choices"]] == [0, 1, 2], "%s batch: %d, indices" % (mode, st))
+        check([c["text"] for c in d["choices"]] == [s["choices"][0]["text"] for s in singles],
+              "%s batch of 3 prompts == 3 single requests: %r" % (mode, [c["text"] for c in d["choices"]]))
+        want = {k: sum(s["usage"][k] for s in singles) for k in ("prompt_tokens", "completion_tokens")}
+        check(d["usage"]["prompt_tokens"] == want["prompt_tokens"] and d["usage"]["completion_tokens"] ==
+              want["completion_tokens"] and d["usage"]["total_tokens"] == sum(want.values()),
+              "%s batch usage %r (want %r)" % (mode, d["usage"], want))
+        check("speculative" not in d and all(c["speculative"]["n_generated"] == c_s["speculative"]["n_generated"]
+                                             for c, c_s in zip(d["choices"], singles)),
+              "%s batch: the speculative statistics are per choice" % mode)
+    # a batch of token-id lists equals the same lists one by one
+    ids = [[1, 2, 3], [40, 41], [7]]
+    singles = [completion(srv, dict(prompt=i, max_tokens=8, **GREEDY))[1]["choices"][0]["text"] for i in ids]
+    st, d = completion(srv, dict(prompt=ids, max_tokens=8, **GREEDY))
+    check(st == 200 and [c["text"] for c in d["choices"]] == singles, "a batch of id lists == one by one")
+    r = srv.client().completions.create(model="kjv-target", prompt=PROMPTS[:2], max_tokens=4, temperature=0)
+    check([c.index for c in r.choices] == [0, 1], "the openai client parses a batch: %r" % r.choices)
+
+
+def test_n_choices(srv):
+    """n choices: seeded, choice 0 equals n = 1 with the seed, the request repeated gives the same
+    choices, and at temperature 1 with seed 11 the three choices of N_TOK tokens differ (a fixed-seed
+    check: the streams are deterministic, so this is no statistical test); greedy: all n equal."""
+    n = N_TOK
+    one = completion(srv, dict(prompt=PROMPTS[0], max_tokens=n, **SEEDED))[1]["choices"][0]["text"]
+    st, d = completion(srv, dict(prompt=PROMPTS[0], max_tokens=n, n=3, **SEEDED))
+    texts = [c["text"] for c in d["choices"]]
+    check(st == 200 and [c["index"] for c in d["choices"]] == [0, 1, 2], "n 3: %d, indices" % st)
+    check(texts[0] == one, "n 3 seeded: choice 0 == n 1 with the same seed: %r vs %r" % (texts[0], one))
+    check(len(set(texts)) == 3, "n 3 seeded at temperature 1: three different choices %r" % texts)
+    again = [c["text"] for c in completion(srv, dict(prompt=PROMPTS[0], max_tokens=n, n=3, **SEEDED))[1]["choices"]]
+    check(again == texts, "n 3 seeded: reproducible %r vs %r" % (again, texts))
+    check(d["usage"]["prompt_tokens"] == d["choices"][0]["speculative"]["n_prompt"] and
+          d["usage"]["completion_tokens"] == sum(c["speculative"]["n_generated"] for c in d["choices"]),
+          "n 3 usage: the prompt once, every choice's tokens: %r" % d["usage"])
+    g = [c["text"] for c in completion(srv, dict(prompt=PROMPTS[0], max_tokens=n, n=3, **GREEDY))[1]["choices"]]
+    check(len(g) == 3 and len(set(g)) == 1 and g[0] == cli_generate(PROMPTS[0], n, "--temp", "0")["text"],
+          "n 3 greedy: all equal to generate's: %r" % g)
+    # a batch x n: index = prompt x n + sample, sample 0 of each prompt == the single request
+    st, d = completion(srv, dict(prompt=PROMPTS[:2], max_tokens=8, n=2, **SEEDED))
+    singles = [completion(srv, dict(prompt=p, max_tokens=8, **SEEDED))[1]["choices"][0]["text"] for p in PROMPTS[:2]]
+    check(st == 200 and [c["index"] for c in d["choices"]] == [0, 1, 2, 3] and
+          [d["choices"][0]["text"], d["choices"][2]["text"]] == singles,
+          "2 prompts x n 2: indices and sample 0 of each prompt: %r" % [c["text"] for c in d["choices"]])
+    r = srv.client().completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=n, n=3, **SEEDED)
+    check([c.text for c in r.choices] == texts and [c.index for c in r.choices] == [0, 1, 2],
+          "the openai client parses n 3: %r" % r.choices)
+    # chat: n choices, choice 0 == n 1
+    msgs = [{"role": "user", "content": "Who created the heaven and the earth?"}]
+    oc = srv.client()
+    c1 = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=n, **SEEDED)
+    c3 = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=n, n=3, **SEEDED)
+    check(len(c3.choices) == 3 and c3.choices[0].message.content == c1.choices[0].message.content and
+          len({c.message.content for c in c3.choices}) == 3 and c3.usage.prompt_tokens == c1.usage.prompt_tokens,
+          "chat n 3 seeded: %r" % [c.message.content for c in c3.choices])
+
+
+def test_n_stream(srv):
+    """Streamed choices: each choice's chunks in order concatenate to its non-streamed text, one
+    finish_reason per choice on its last chunk, one usage chunk (summed), one [DONE] at the end;
+    logprobs per choice equal the non-streamed ones."""
+    for path, body in (("/v1/completions", dict(prompt=PROMPTS[:2], n=2, max_tokens=N_TOK, logprobs=2, **SEEDED)),
+                       ("/v1/chat/completions", dict(messages=[{"role": "user", "content": "Say it."}], n=3,
+                                                     max_tokens=N_TOK, logprobs=True, top_logprobs=1, **SEEDED))):
+        chat = "messages" in body
+        st, whole = srv.request("POST", path, body)[:2]
+        whole = json.loads(whole)
+        st2, per, usage, done, last = stream_choices(srv, path, dict(body, stream_options={"include_usage": True}))
+        choices = whole["choices"]
+        check(st == st2 == 200 and sorted(per) == list(range(len(choices))), "%s: stream choices %r" % (path, per))
+        for c in choices:
+            e = per.get(c["index"], {"text": [], "finish": [None], "lp": []})
+            text = c["message"]["content"] if chat else c["text"]
+            check("".join(e["text"]) == text, "%s choice %d: streamed %r == %r" % (path, c["index"],
+                                                                               "".join(e["text"]), text))
+            check(e["finish"][-1] == c["finish_reason"] and all(f is None for f in e["finish"][:-1]),
+                  "%s choice %d: one finish_reason, last: %r" % (path, c["index"], e["finish"]))
+            lp = c["logprobs"]["content"] if chat else c["logprobs"]["token_logprobs"]
+            check(e["lp"] == lp, "%s choice %d: streamed logprobs == non-streamed" % (path, c["index"]))
+        check(len(usage) == 1 and usage[0] == whole["usage"], "%s: one usage chunk, summed: %r vs %r" %
+              (path, usage, whole["usage"]))
+        check(done == 1 and last, "%s: one [DONE], last" % path)
+    text = {}
+    for ch in srv.client().completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=8, n=2, stream=True,
+                                              **SEEDED):
+        for c in ch.choices:
+            text[c.index] = text.get(c.index, "") + c.text
+    check(sorted(text) == [0, 1], "the openai client streams n 2: %r" % text)
+
+
+def test_n_disconnect(srv):
+    """A client that leaves cancels every choice: the scheduler's running and waiting counts go back
+    to 0 and each choice counts as a disconnect."""
+    key = "specdec_client_disconnects_total"
+    for stream in (True, False):
+        before = srv.metrics().get(key, 0)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+        body = json.dumps({"prompt": PROMPTS[1], "max_tokens": 400, "n": 4, "stream": stream, **SEEDED}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        if stream:
+            s.recv(256)  # the first event: the choices run
+        else:
+            time.sleep(0.2)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        running = srv.metrics().get("specdec_active_requests", 0)
+        s.close()
+        m = wait_metric(srv, key, before + 4)
+        check(m.get(key, 0) == before + 4, "n 4 %s: each choice cancelled as a disconnect (%r -> %r, %r running)" %
+              ("stream" if stream else "wait", before, m.get(key), running))
+        deadline = time.time() + 30
+        while time.time() < deadline and (srv.metrics().get("specdec_active_requests", 1) != 0 or
+                                          waiting(srv.metrics()) != 0):
+            time.sleep(0.1)
+        m = srv.metrics()
+        check(running > 0 and m.get("specdec_active_requests") == 0 and waiting(m) == 0 and
+              m.get('specdec_kv_blocks{model="target",state="used"}', -1) == 0,
+              "n 4 %s: nothing left running after the disconnect (%r running before)" % (stream, running))
+    still_serving(srv, "n 4 disconnects")
+
+
+def test_n_limits(srv):
+    """The caps: n <= 64, prompts <= 64, prompts x n <= 64, each a 400 naming the field."""
+    for what, body, param in (("n 65", {"prompt": "x", "n": 65}, "n"), ("n 0", {"prompt": "x", "n": 0}, "n"),
+                              ("65 prompts", {"prompt": ["x"] * 65}, "prompt"),
+                              ("2 prompts x n 33", {"prompt": ["x", "y"], "n": 33}, "n"),
+                              ("a mixed batch", {"prompt": ["x", [1]]}, "prompt"),
+                              ("chat n 65", {"messages": [{"role": "user", "content": "x"}], "n": 65}, "n")):
+        path = "/v1/chat/completions" if "messages" in body else "/v1/completions"
+        st, raw, _ = srv.request("POST", path, body)
+        err = json.loads(raw).get("error", {})
+        check(st == 400 and err.get("param") == param and err.get("message"), "%s: %d %r" % (what, st, err))
+    try:
+        srv.client().completions.create(model="kjv-target", prompt="x", n=65)
+        check(False, "n 65 through the client raises")
+    except openai.BadRequestError as e:
+        check(e.status_code == 400, "n 65 through the client: BadRequestError")
+    still_serving(srv, "the caps")
+
+
+def test_n_admission():
+    """Admission is all or nothing: with --parallel 1 --queue 3, more than 3 choices are a 400
+    naming n (a request's choices are queued together); while one request runs and one waits, a
+    request of 3 choices (2 queue slots free) is refused with 429 and leaves nothing of it queued,
+    and the other two complete."""
+    with Server("--parallel", "1", "--queue", "3") as srv:
+        st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "n": 4, "max_tokens": 2})
+        err = json.loads(raw).get("error", {})
+        check(st == 400 and err.get("param") == "n" and "--queue 3" in err.get("message", ""),
+              "more choices than --queue: %d %r" % (st, err))
+        got = {}
+
+        def one(name, tokens):
+            got[name] = srv.request("POST", "/v1/completions", {"prompt": PROMPTS[1], "max_tokens": tokens,
+                                                               "temperature": 0})[0]
+
+        def wait_for(cond):
+            deadline = time.time() + 30
+            while time.time() < deadline and not cond(srv.metrics()):
+                time.sleep(0.02)
+
+        threads = [threading.Thread(target=one, args=("long", 24 if QUICK else 200))]
+        threads[0].start()
+        wait_for(lambda m: m.get("specdec_active_requests", 0) >= 1)
+        threads.append(threading.Thread(target=one, args=("queued", 4)))
+        threads[1].start()
+        wait_for(lambda m: waiting(m) >= 1)
+        st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "n": 3, "max_tokens": 4})
+        m = srv.metrics()
+        check(st == 429 and json.loads(raw)["error"]["code"] == "rate_limit_exceeded" and waiting(m) == 1 and
+              m.get("specdec_active_requests") == 1,
+              "3 choices, 2 queue slots: 429 and nothing of it left queued (%d, waiting %r)" % (st, waiting(m)))
+        for t in threads:
+            t.join(600)
+        check(got == {"long": 200, "queued": 200}, "the other requests complete: %r" % got)
+        st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "n": 3, "max_tokens": 4})
+        check(st == 200 and len(json.loads(raw)["choices"]) == 3, "3 choices fit an idle server: %d" % st)
 
 
 def test_chunked_oversize(srv):
@@ -839,11 +1074,13 @@ def main():
     with Server("--parallel", "4", "--max-body", "262144", "--body-timeout", "2") as srv:
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
-                   test_unsupported_fields, test_logprobs, test_metrics_endpoint):
+                   test_unsupported_fields, test_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
+                   test_n_disconnect, test_n_limits, test_metrics_endpoint):
             timed(fn, srv)
     timed(test_chat_templates)
     timed(test_api_key)
     timed(test_queue_and_timeout)
+    timed(test_n_admission)
     timed(test_sigterm_mid_stream)
     print("server tests took %.1f s" % (time.time() - t0))
     print("%d passed, %d failed" % (passed, failed))

@@ -59,7 +59,8 @@ static void test_valid(void) {
                      0, &r, &e);
     SD_CHECK(code == 200, "valid completion: %d %s", code, e.message);
     if (code == 200) {
-        SD_CHECK(r.prompt && !strcmp(r.prompt, "And God") && r.max_tokens == 7 && r.temperature == 0.5f &&
+        SD_CHECK(r.n_prompts == 1 && r.prompts[0].text && !strcmp(r.prompts[0].text, "And God") && r.n == 1 &&
+                     r.max_tokens == 7 && r.temperature == 0.5f &&
                      r.top_p == 0.9f && r.top_k == 40 && r.min_p == 0.1f && r.has_seed && r.seed == UINT64_MAX &&
                      r.n_stop == 2 && !strcmp(r.stop[1], "bc") && r.stream && r.include_usage && r.n_draft == 3 &&
                      r.verify == SPECDEC_VERIFY_MATCH,
@@ -67,7 +68,8 @@ static void test_valid(void) {
         sd_api_request_free(&r);
     }
     code = parse("{\"prompt\":[[5,6,7]]}", 0, &r, &e);
-    SD_CHECK(code == 200 && r.n_prompt_ids == 3 && r.prompt_ids[2] == 7 && r.max_tokens == -1 &&
+    SD_CHECK(code == 200 && r.n_prompts == 1 && r.prompts[0].n_ids == 3 && r.prompts[0].ids[2] == 7 &&
+                 !r.prompts[0].text && r.n == 1 && r.max_tokens == -1 &&
                  r.temperature == 1.0f && r.top_p == 1.0f && r.n_draft == -1 && !r.model,
              "token-id prompt and defaults: %d", code);
     if (code == 200) sd_api_request_free(&r);
@@ -240,6 +242,45 @@ static void test_prep_lanes(void) {
              sd_lanes.order[0], sd_lanes.order[1], sd_lanes.order[2], sd_lanes.order[3]);
 }
 
+/* Batches (a list of prompts) and n: the shapes, and the caps on prompts, n and their
+ * product at the edges (64 each). */
+static void test_batch(void) {
+    sd_api_request r;
+    sd_api_error e;
+    int code = parse("{\"prompt\":[\"And God\",\"In the\",\"x\"],\"n\":3}", 0, &r, &e);
+    SD_CHECK(code == 200 && r.n_prompts == 3 && r.n == 3 && !strcmp(r.prompts[1].text, "In the") &&
+                 r.prompts[1].len == 6 && !r.prompts[2].ids,
+             "a batch of three texts, n 3: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    code = parse("{\"prompt\":[[5,6],[7]]}", 0, &r, &e);
+    SD_CHECK(code == 200 && r.n_prompts == 2 && r.prompts[0].n_ids == 2 && r.prompts[1].ids[0] == 7 &&
+                 !r.prompts[1].text && r.n == 1,
+             "a batch of two id lists: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    code = parse("{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":64}", 1, &r, &e);
+    SD_CHECK(code == 200 && r.n == 64 && r.n_prompts == 0, "chat n 64: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    /* 64 prompts: accepted; 65: refused naming the limit; 64 x n 2: refused naming n */
+    char body[1024];
+    for (int count = 64; count <= 65; count++)
+        for (int n = 1; n <= 2; n++) {
+            size_t k = (size_t)snprintf(body, sizeof body, "{\"n\":%d,\"prompt\":[", n);
+            for (int i = 0; i < count; i++) k += (size_t)snprintf(body + k, sizeof body - k, "%s\"p\"", i ? "," : "");
+            snprintf(body + k, sizeof body - k, "]}");
+            code = parse(body, 0, &r, &e);
+            const int ok = count == 64 && n == 1;
+            SD_CHECK(code == (ok ? 200 : 400), "%d prompts, n %d: %d", count, n, code);
+            if (code == 200) {
+                SD_CHECK(r.n_prompts == 64, "64 prompts kept: %d", r.n_prompts);
+                sd_api_request_free(&r);
+            } else {
+                SD_CHECK(!strcmp(e.param, count == 65 ? "prompt" : "n") && strstr(e.message, "at most"),
+                         "%d prompts, n %d: param %s, message %s", count, n, e.param, e.message);
+                SD_CHECK(!r.prompts && r.n_prompts == 0, "a refused batch leaves nothing");
+            }
+        }
+}
+
 static void test_invalid(void) {
     static const struct { int chat; const char *body; int code; const char *param; } cases[] = {
         {0, "", 400, ""},
@@ -250,7 +291,13 @@ static void test_invalid(void) {
         {0, "{\"prompt\":5}", 400, "prompt"},
         {0, "{\"prompt\":[]}", 400, "prompt"},
         {0, "{\"prompt\":[1,-2]}", 400, "prompt"},
-        {0, "{\"prompt\":[\"a\",\"b\"]}", 400, "prompt"},
+        {0, "{\"prompt\":[\"a\",[1]]}", 400, "prompt"},        /* a batch is not mixed */
+        {0, "{\"prompt\":[[1],\"a\"]}", 400, "prompt"},
+        {0, "{\"prompt\":[[1],5]}", 400, "prompt"},
+        {0, "{\"prompt\":[\"a\",null]}", 400, "prompt"},
+        {0, "{\"prompt\":[[1],[]]}", 400, "prompt"},           /* an empty prompt in a batch */
+        {0, "{\"prompt\":[[1],[2,-1]]}", 400, "prompt"},
+        {0, "{\"prompt\":[\"a\",\"\xff\"]}", 400, ""}, /* the body is not UTF-8 */
         {0, "{\"prompt\":\"x\",\"max_tokens\":0}", 400, "max_tokens"},
         {0, "{\"prompt\":\"x\",\"max_tokens\":-4}", 400, "max_tokens"},
         {0, "{\"prompt\":\"x\",\"max_tokens\":1.5}", 400, "max_tokens"},
@@ -267,7 +314,12 @@ static void test_invalid(void) {
         {0, "{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", 400, "stop"},
         {0, "{\"prompt\":\"x\",\"stream\":\"yes\"}", 400, "stream"},
         {0, "{\"prompt\":\"x\",\"stream_options\":3}", 400, "stream_options"},
-        {0, "{\"prompt\":\"x\",\"n\":2}", 400, "n"},
+        {0, "{\"prompt\":\"x\",\"n\":0}", 400, "n"},
+        {0, "{\"prompt\":\"x\",\"n\":65}", 400, "n"},  /* over SD_API_MAX_N */
+        {0, "{\"prompt\":\"x\",\"n\":1.5}", 400, "n"},
+        {0, "{\"prompt\":\"x\",\"n\":\"2\"}", 400, "n"},
+        {0, "{\"prompt\":[\"a\",\"b\"],\"n\":33}", 400, "n"}, /* 66 choices > SD_API_MAX_CHOICES */
+        {1, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":65}", 400, "n"},
         {0, "{\"prompt\":\"x\",\"n_draft\":17}", 400, "n_draft"},
         {0, "{\"prompt\":\"x\",\"verify\":\"maybe\"}", 400, "verify"},
         {0, "{\"prompt\":\"x\",\"tree\":[64,64]}", 400, "tree"}, /* more than 64 nodes */
@@ -671,6 +723,7 @@ int main(void) {
     test_nul();
     test_valid();
     test_invalid();
+    test_batch();
     test_unsupported();
     test_logprobs_json();
     test_tree();

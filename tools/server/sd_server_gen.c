@@ -3,6 +3,13 @@
  * submit to the scheduler (a "tree" passed through to tree speculation), then
  * either wait and answer with one JSON body, or stream server-sent events.
  *
+ * A request is a group (sd_group) of choices: "n" samples of each prompt of a batch, each
+ * its own scheduler request (sd_job), submitted together so they share batched rounds.
+ * Admission is all-or-nothing (one refused: the others are cancelled, the error answered
+ * once); a client that leaves, the timeout and the drain cancel every choice. Choice
+ * k = prompt p x n + sample s runs with the request's seed and RNG stream s
+ * (sequence_id), so sample 0 is what a single-choice request gives.
+ *
  * Text comes from the generate callback's pieces (never a split UTF-8 sequence) and
  * goes through the stop filter (sd_stopper) under the job's lock: the token callback
  * runs on a scheduler thread, the connection's thread reads. While waiting, the
@@ -23,26 +30,25 @@
 
 enum { PH_ROLE, PH_TEXT, PH_FINAL, PH_END };
 
+typedef struct sd_group sd_group;
+
+/* One choice: a scheduler request. */
 typedef struct sd_job {
     sd_server *srv;
-    struct MHD_Connection *conn;   /* valid until the response is done (not in the free callback) */
-    int chat, stream, include_usage;
-    char id[48];
-    long created;
+    sd_group *g;                   /* its request (woken on each token) */
+    int chat, stream;
+    int index;                     /* the choice's index: prompt x n + sample */
     specdec_request_id rid;
-    long serial;                   /* this server's request number */
     int32_t n_prompt, cap, n_draft;
+    int first_of_prompt;           /* sample 0 of its prompt: its prompt counts in usage */
     sd_spec_resolved spec;         /* its drafter (speculative_config over the server's) */
     int32_t tree[SD_API_MAX_TREE];  /* the request's draft tree (n_tree 0: a chain of n_draft) */
     int n_tree;
     int32_t draft_nodes;
     int32_t *tokens;               /* [cap] the collected output ids */
     specdec_verify_mode verify;
-    char *stops[SD_API_MAX_STOP];  /* owned, taken from the request */
-    int n_stop;
     /* shared with the token callback, under mu */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     sd_buf text;                   /* everything generated */
     sd_stopper stopper;
     int32_t n_emitted;
@@ -54,7 +60,7 @@ typedef struct sd_job {
     double t_last_step;            /* when the last round that emitted tokens for it emitted them */
     int64_t last_step;             /* the scheduler's round count seen then (rounds tell steps apart) */
     /* the connection thread's */
-    double t_arrival, t_submit, deadline;
+    double t_arrival, t_submit;
     int cancelled, timed_out, disconnected, done;
     specdec_status outcome;
     specdec_stats stats;
@@ -62,70 +68,129 @@ typedef struct sd_job {
     size_t sent;                   /* text bytes already streamed */
     int logprobs;                  /* the request asked for logprobs */
     int32_t lp_sent;               /* entries already streamed */
+    int final_sent;                /* its last chunk (finish_reason) is streamed */
     sd_cp_cursor cur;              /* text_offset's count so far */
     sd_lp_span span;               /* what the result's lp points to */
+} sd_job;
+
+/* One HTTP request: its choices, answered together. */
+struct sd_group {
+    sd_server *srv;
+    struct MHD_Connection *conn;   /* valid until the response is done (not in the free callback) */
+    int chat, stream, include_usage;
+    char id[48];
+    long created;
+    long serial;                   /* this server's request number */
+    char *stops[SD_API_MAX_STOP];  /* owned, taken from the request; each job's stopper borrows them */
+    int n_stop;
+    int32_t n;                     /* choices per prompt */
+    sd_job **jobs;                 /* [n_jobs], by index */
+    int n_jobs;
+    int refused;                   /* admission failed: its submitted jobs are withdrawn, not counted */
+    /* woken by every job's token callback */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long events;
+    /* the connection thread's */
+    double deadline;
+    int cancelled, disconnected, failed;
+    int32_t usage_prompt, usage_completion; /* summed as the choices end (streaming) */
     int phase;
     sd_buf out;                    /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_pos;
-} sd_job;
+};
 
 /* ------------------------------------------------------------------------- */
-/* job lifetime                                                               */
+/* job and group lifetime                                                     */
 /* ------------------------------------------------------------------------- */
-static sd_job *sd_job_new(sd_server *srv, struct MHD_Connection *c, sd_api_request *req) {
+static sd_job *sd_job_new(sd_group *g, int index) {
     sd_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
     if (pthread_mutex_init(&j->mu, NULL) != 0) {
         free(j);
         return NULL;
     }
-    if (pthread_cond_init(&j->cv, NULL) != 0) {
-        pthread_mutex_destroy(&j->mu);
-        free(j);
+    j->srv = g->srv;
+    j->g = g;
+    j->chat = g->chat;
+    j->stream = g->stream;
+    j->index = index;
+    j->first_of_prompt = index % g->n == 0;
+    sd_stop_init(&j->stopper, g->stops, g->n_stop);
+    return j;
+}
+
+static sd_group *sd_group_new(sd_server *srv, struct MHD_Connection *c, sd_api_request *req, int n_jobs) {
+    sd_group *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->jobs = calloc((size_t)n_jobs, sizeof *g->jobs);
+    if (!g->jobs || pthread_mutex_init(&g->mu, NULL) != 0) {
+        free(g->jobs);
+        free(g);
         return NULL;
     }
-    j->srv = srv;
-    j->conn = c;
-    j->chat = req->chat;
-    j->stream = req->stream;
-    j->include_usage = req->include_usage;
-    j->logprobs = req->logprobs;
-    j->created = (long)time(NULL);
-    j->serial = atomic_fetch_add(&srv->next_id, 1);
-    snprintf(j->id, sizeof j->id, "%s-%lx%04lx", req->chat ? "chatcmpl" : "cmpl", (unsigned long)j->created,
-             (unsigned long)j->serial);
-    for (int i = 0; i < req->n_stop; i++) j->stops[i] = req->stop[i]; /* moved */
-    j->n_stop = req->n_stop;
+    if (pthread_cond_init(&g->cv, NULL) != 0) {
+        pthread_mutex_destroy(&g->mu);
+        free(g->jobs);
+        free(g);
+        return NULL;
+    }
+    g->srv = srv;
+    g->conn = c;
+    g->chat = req->chat;
+    g->stream = req->stream;
+    g->include_usage = req->include_usage;
+    g->n = req->n;
+    g->created = (long)time(NULL);
+    g->serial = atomic_fetch_add(&srv->next_id, 1);
+    snprintf(g->id, sizeof g->id, "%s-%lx%04lx", req->chat ? "chatcmpl" : "cmpl", (unsigned long)g->created,
+             (unsigned long)g->serial);
+    for (int i = 0; i < req->n_stop; i++) g->stops[i] = req->stop[i]; /* moved */
+    g->n_stop = req->n_stop;
     req->n_stop = 0;
-    sd_stop_init(&j->stopper, j->stops, j->n_stop);
-    return j;
+    return g;
 }
 
 static sd_outcome sd_job_outcome(const sd_job *j);
 
 /* Collect the request if it is still with the scheduler (cancelling it first), count how
- * it ended, then free. */
-static void sd_job_free(sd_job *j) {
+ * it ended (unless counted is 0: withdrawn because another choice was refused), then free. */
+static void sd_job_free(sd_job *j, int counted) {
     if (!j) return;
     if (j->rid && !j->done) {
         specdec_scheduler_cancel(j->srv->sched, j->rid);
         int32_t n;
         specdec_status os;
         specdec_scheduler_wait(j->srv->sched, j->rid, -1, j->tokens, j->cap, &n, NULL, &os);
-        sd_metrics_finish(&j->srv->metrics, SD_FIN_ABORT, sd_now() - j->t_arrival, 0, 0); /* left mid-stream */
+        if (counted) sd_metrics_finish(&j->srv->metrics, SD_FIN_ABORT, sd_now() - j->t_arrival, 0, 0);
     }
     if (j->rid) {
-        sd_metrics_outcome(&j->srv->metrics, j->chat, j->stream, sd_job_outcome(j));
+        if (counted) sd_metrics_outcome(&j->srv->metrics, j->chat, j->stream, sd_job_outcome(j));
         atomic_fetch_sub(&j->srv->active_jobs, 1);
     }
-    for (int i = 0; i < j->n_stop; i++) free(j->stops[i]);
     free(j->tokens);
     free(j->lp);
     sd_buf_free(&j->text);
-    sd_buf_free(&j->out);
-    pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
     free(j);
+}
+
+static void sd_group_free(sd_group *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_jobs; i++) sd_job_free(g->jobs[i], !g->refused);
+    for (int i = 0; i < g->n_stop; i++) free(g->stops[i]);
+    free(g->jobs);
+    sd_buf_free(&g->out);
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+static void sd_group_wake(sd_group *g) {
+    pthread_mutex_lock(&g->mu);
+    g->events++;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
 }
 
 /* vLLM's time to first token (from arrival) and inter-token latency (between the engine
@@ -186,8 +251,8 @@ static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len)
         if (j->text.len > old) sd_job_resolve(j);
     }
     int stop = j->text.oom || j->lp_oom || j->stopper.stop_at != (size_t)-1;
-    pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
+    sd_group_wake(j->g);
     return stop;
 }
 
@@ -244,29 +309,32 @@ static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **
                        specdec_status_string(st), specdec_last_error());
 }
 
-static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int32_t **ids, int32_t *n, sd_api_error *e) {
+/* The ids of prompt k (chat: the conversation, k = 0). */
+static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int k, int32_t **ids, int32_t *n,
+                         sd_api_error *e) {
     *ids = NULL;
     *n = 0;
-    if (!req->chat && req->prompt_ids) {
-        for (int32_t i = 0; i < req->n_prompt_ids; i++)
-            if (req->prompt_ids[i] >= srv->n_vocab)
+    const sd_api_prompt *pr = req->chat ? NULL : &req->prompts[k];
+    if (pr && pr->ids) {
+        for (int32_t i = 0; i < pr->n_ids; i++)
+            if (pr->ids[i] >= srv->n_vocab)
                 return sd_api_fail(e, 400, "invalid_request_error", NULL, "prompt",
-                                   "prompt token %d is %d, outside the vocabulary of %d", (int)i,
-                                   (int)req->prompt_ids[i], (int)srv->n_vocab);
-        *ids = malloc((size_t)req->n_prompt_ids * sizeof(int32_t));
+                                   "prompt %d token %d is %d, outside the vocabulary of %d", k, (int)i,
+                                   (int)pr->ids[i], (int)srv->n_vocab);
+        *ids = malloc((size_t)pr->n_ids * sizeof(int32_t));
         if (!*ids) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
-        memcpy(*ids, req->prompt_ids, (size_t)req->n_prompt_ids * sizeof(int32_t));
-        *n = req->n_prompt_ids;
+        memcpy(*ids, pr->ids, (size_t)pr->n_ids * sizeof(int32_t));
+        *n = pr->n_ids;
         return 0;
     }
     /* the cost before the work: bytes, then a running count against the context */
     sd_bound b = {srv->n_ctx - (req->max_tokens > 0 ? req->max_tokens : 1), 0, 0};
     int rc = 0;
-    if (!req->chat) {
-        if ((rc = sd_prep_bytes(srv, req->prompt_len, "prompt", e)) ||
-            (rc = sd_prep_bound(srv, &b, req->prompt, req->prompt_len, "prompt", e)))
+    if (pr) {
+        if ((rc = sd_prep_bytes(srv, pr->len, "prompt", e)) ||
+            (rc = sd_prep_bound(srv, &b, pr->text, pr->len, "prompt", e)))
             return rc;
-        return sd_gen_tokenize(srv, req->prompt, req->prompt_len, ids, n, e);
+        return sd_gen_tokenize(srv, pr->text, pr->len, ids, n, e);
     }
     size_t bytes = 0;
     for (int i = 0; i < req->n_messages; i++) bytes += strlen(req->messages[i].content);
@@ -305,7 +373,10 @@ static uint64_t sd_mix64(uint64_t x) { /* splitmix64 finaliser: a seed when none
     return x ^ (x >> 31);
 }
 
-static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *req, int32_t n_predict) {
+/* Choice j's parameters: the request's seed (one per request when none is given) and the
+ * RNG stream of its sample number (vLLM gives sample s the seed + s). */
+static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *req, int32_t n_predict,
+                                             uint64_t seed) {
     const sd_server *srv = j->srv;
     specdec_generate_params gp = specdec_generate_default_params();
     gp.n_predict = n_predict;
@@ -314,11 +385,10 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.top_k = req->top_k;
     gp.min_p = req->min_p;
     gp.ignore_eos = req->ignore_eos;
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    uint64_t entropy = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)j->serial;
-    gp.seed = req->has_seed ? req->seed : sd_mix64(entropy);
+    gp.seed = seed;
+    gp.sequence_id = (uint64_t)(j->index % j->g->n);
     gp.verify = req->verify;
+    j->logprobs = req->logprobs;
     j->verify = req->verify != SPECDEC_VERIFY_AUTO ? req->verify
                 : req->temperature == 0.0f    ? SPECDEC_VERIFY_GREEDY
                                               : SPECDEC_VERIFY_REJECTION; /* as the engine resolves AUTO */
@@ -335,8 +405,8 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
         j->draft_nodes = req->draft_nodes;
         j->n_draft = 0;
     }
-    gp.stop_strings = (const char *const *)j->stops;
-    gp.n_stop_strings = j->n_stop;
+    gp.stop_strings = (const char *const *)j->g->stops;
+    gp.n_stop_strings = j->g->n_stop;
     gp.tokenizer = srv->tok;
     gp.callback = sd_job_on_token;
     gp.user_data = j;
@@ -363,7 +433,7 @@ static int sd_gen_submit_error(specdec_status st, sd_api_error *e) {
 }
 
 /* The work before the scheduler, run on the prep pool (bounded): parse the body, check
- * and build the prompt, check the budget. */
+ * and build each prompt, check each budget. */
 typedef struct sd_gen_prep {
     sd_server *srv;
     int chat;
@@ -371,11 +441,29 @@ typedef struct sd_gen_prep {
     size_t len;
     sd_api_request req;  /* parsed when rc is 0 (or past parsing) */
     int parsed;
-    int32_t *ids, n, n_predict;
+    int n_prompts;       /* chat: 1 */
+    int32_t **ids, *n, *n_predict; /* [n_prompts] */
     sd_spec_resolved spec; /* its drafter (speculative_config over the server's) */
     sd_api_error e;
     int rc;
 } sd_gen_prep;
+
+static void sd_gen_prep_free(sd_gen_prep *p) {
+    for (int k = 0; p->ids && k < p->n_prompts; k++) free(p->ids[k]);
+    free(p->ids);
+    free(p->n);
+    free(p->n_predict);
+    if (p->parsed) sd_api_request_free(&p->req);
+}
+
+/* More choices than the scheduler queues (--queue) could never be admitted together: a
+ * request's choices are all queued before the scheduler starts any. */
+static int sd_gen_choices_fit(const sd_server *srv, int choices, sd_api_error *e) {
+    if (choices <= srv->cfg.queue) return 0;
+    return sd_api_fail(e, 400, "invalid_request_error", NULL, "n",
+                       "%d choices (prompts x 'n') are more than this server queues at once (--queue %d)", choices,
+                       srv->cfg.queue);
+}
 
 static void sd_gen_prep_run(void *arg) {
     sd_gen_prep *p = arg;
@@ -385,68 +473,100 @@ static void sd_gen_prep_run(void *arg) {
         return;
     }
     p->parsed = 1;
-    p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->draft_head,
-                            srv->cfg.n_draft, p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0, &p->spec, &p->e);
-    if (!p->rc) p->rc = sd_gen_prompt(srv, &p->req, &p->ids, &p->n, &p->e);
-    if (!p->rc) p->rc = sd_gen_budget(srv, &p->req, p->n, &p->n_predict, &p->e);
+    p->n_prompts = p->chat ? 1 : p->req.n_prompts;
+    p->rc = sd_gen_choices_fit(srv, p->n_prompts * p->req.n, &p->e);
+    if (!p->rc)
+        p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->draft_head,
+                                srv->cfg.n_draft, p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0,
+                                &p->spec, &p->e);
+    if (p->rc) return;
+    p->ids = calloc((size_t)p->n_prompts, sizeof *p->ids);
+    p->n = calloc((size_t)p->n_prompts, sizeof *p->n);
+    p->n_predict = calloc((size_t)p->n_prompts, sizeof *p->n_predict);
+    if (!p->ids || !p->n || !p->n_predict) {
+        p->rc = sd_api_fail(&p->e, 500, "server_error", NULL, NULL, "out of memory");
+        return;
+    }
+    for (int k = 0; k < p->n_prompts && !p->rc; k++) {
+        p->rc = sd_gen_prompt(srv, &p->req, k, &p->ids[k], &p->n[k], &p->e);
+        if (!p->rc) p->rc = sd_gen_budget(srv, &p->req, p->n[k], &p->n_predict[k], &p->e);
+    }
 }
 
-/* Prepare (on the pool), submit. 0, or the HTTP status with *e set. */
+/* Make and submit choice index of prompt k. 0, or the HTTP status with *e set. */
+static int sd_gen_submit_one(sd_group *g, const sd_gen_prep *p, int k, int index, uint64_t seed, double t_arrival,
+                             sd_api_error *e) {
+    sd_server *srv = g->srv;
+    sd_job *j = sd_job_new(g, index);
+    if (!j) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    g->jobs[g->n_jobs++] = j;
+    j->spec = p->spec;
+    j->t_arrival = t_arrival;
+    j->n_prompt = p->n[k];
+    j->cap = p->n_predict[k] < srv->n_ctx - j->n_prompt ? p->n_predict[k] : srv->n_ctx - j->n_prompt;
+    j->tokens = malloc((size_t)j->cap * sizeof(int32_t));
+    if (!j->tokens) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    specdec_generate_params gp = sd_gen_params(j, &p->req, p->n_predict[k], seed);
+    j->t_submit = sd_now();
+    specdec_status st = specdec_scheduler_submit(srv->sched, p->ids[k], j->n_prompt, &gp, &j->rid);
+    if (st != SPECDEC_OK) return sd_gen_submit_error(st, e);
+    atomic_fetch_add(&srv->active_jobs, 1);
+    return 0;
+}
+
+/* Prepare (on the pool), submit every choice (all or none). 0, or the HTTP status with *e set. */
 static int sd_gen_start(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len,
-                        double t_arrival, sd_job **out, sd_api_error *e) {
+                        double t_arrival, sd_group **out, sd_api_error *e) {
     *out = NULL;
     sd_gen_prep p = {.srv = srv, .chat = chat, .body = body, .len = len};
     sd_prep_run(srv->prep, len, sd_gen_prep_run, &p);
     if (p.rc) {
         *e = p.e;
-        free(p.ids);
-        if (p.parsed) sd_api_request_free(&p.req);
+        sd_gen_prep_free(&p);
         return p.rc;
     }
-    sd_api_request req = p.req;
-    int32_t *ids = p.ids, n = p.n, n_predict = p.n_predict;
-    sd_job *j = sd_job_new(srv, c, &req);
-    int rc = j ? 0 : sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
-    if (!rc) j->spec = p.spec;
+    sd_group *g = sd_group_new(srv, c, &p.req, p.n_prompts * p.req.n);
+    int rc = g ? 0 : sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
     if (!rc) {
-        j->t_arrival = t_arrival;
-        j->n_prompt = n;
-        j->cap = n_predict < srv->n_ctx - n ? n_predict : srv->n_ctx - n;
-        j->tokens = malloc((size_t)j->cap * sizeof(int32_t));
-        if (!j->tokens) rc = sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        uint64_t entropy = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)g->serial;
+        uint64_t seed = p.req.has_seed ? p.req.seed : sd_mix64(entropy);
+        g->deadline = sd_now() + srv->cfg.timeout_s;
+        for (int k = 0; k < p.n_prompts && !rc; k++)
+            for (int s = 0; s < g->n && !rc; s++) rc = sd_gen_submit_one(g, &p, k, k * g->n + s, seed, t_arrival, e);
     }
-    if (!rc) {
-        specdec_generate_params gp = sd_gen_params(j, &req, n_predict);
-        j->t_submit = sd_now();
-        j->deadline = j->t_submit + srv->cfg.timeout_s;
-        specdec_status st = specdec_scheduler_submit(srv->sched, ids, n, &gp, &j->rid);
-        if (st != SPECDEC_OK) rc = sd_gen_submit_error(st, e);
-        else atomic_fetch_add(&srv->active_jobs, 1);
-    }
-    free(ids);
-    sd_api_request_free(&req);
+    sd_gen_prep_free(&p);
     if (rc) {
-        sd_job_free(j);
+        if (g) g->refused = 1; /* the choices already admitted are withdrawn */
+        sd_group_free(g);
         return rc;
     }
-    *out = j;
+    *out = g;
     return 0;
 }
 
 /* ------------------------------------------------------------------------- */
 /* waiting                                                                    */
 /* ------------------------------------------------------------------------- */
-/* Cancel once when the client left, the time is up or the server stops. */
-static void sd_job_watch(sd_job *j) {
-    if (j->cancelled) return;
-    int gone = j->conn && sd_http_client_gone(j->conn);
-    int late = sd_now() > j->deadline;
-    if (!gone && !late && !atomic_load(&j->srv->cancel_all)) return; /* draining: it may finish */
-    specdec_scheduler_cancel(j->srv->sched, j->rid);
-    j->cancelled = 1;
-    j->disconnected = gone;
-    j->timed_out = late && !gone;
-    sd_metrics_event(&j->srv->metrics, gone, j->timed_out);
+/* Cancel every choice not yet ended, once, when the client left, the time is up or the
+ * server stops. Each choice cancelled counts (metrics), as a request of its own would. */
+static void sd_group_watch(sd_group *g) {
+    if (g->cancelled) return;
+    int gone = g->conn && sd_http_client_gone(g->conn);
+    int late = sd_now() > g->deadline;
+    if (!gone && !late && !atomic_load(&g->srv->cancel_all)) return; /* draining: it may finish */
+    g->cancelled = 1;
+    g->disconnected = gone;
+    for (int i = 0; i < g->n_jobs; i++) {
+        sd_job *j = g->jobs[i];
+        if (j->done) continue; /* collected: it keeps its outcome */
+        specdec_scheduler_cancel(g->srv->sched, j->rid);
+        j->cancelled = 1;
+        j->disconnected = gone;
+        j->timed_out = late && !gone;
+        sd_metrics_event(&g->srv->metrics, gone, j->timed_out);
+    }
 }
 
 /* 1 when the engine ended it by EOS or a stop string (the text filter included). */
@@ -495,8 +615,20 @@ static int sd_job_poll(sd_job *j, int32_t ms) {
     return 1;
 }
 
-static void sd_job_wait(sd_job *j) {
-    while (!sd_job_poll(j, SD_POLL_MS * 2)) sd_job_watch(j);
+/* Poll every choice not yet collected: the first for at most ms, the others without
+ * waiting. 1 once all are collected. */
+static int sd_group_poll(sd_group *g, int32_t ms) {
+    int all = 1;
+    for (int i = 0; i < g->n_jobs; i++) {
+        sd_job *j = g->jobs[i];
+        if (j->done) continue;
+        if (!sd_job_poll(j, all ? ms : 0)) all = 0;
+    }
+    return all;
+}
+
+static void sd_group_wait(sd_group *g) {
+    while (!sd_group_poll(g, SD_POLL_MS * 2)) sd_group_watch(g);
 }
 
 /* The entries [from, to) with the first len bytes of the text, in j->span. */
@@ -545,18 +677,36 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
 /* ------------------------------------------------------------------------- */
 /* non-streamed answer                                                        */
 /* ------------------------------------------------------------------------- */
-static enum MHD_Result sd_gen_answer(sd_job *j) {
-    sd_server *srv = j->srv;
-    sd_endpoint ep = j->chat ? SD_EP_CHAT : SD_EP_COMPLETIONS;
-    sd_job_wait(j);
-    if (j->disconnected) return MHD_NO; /* nobody to answer */
-    sd_gen_result r;
+/* The usage of a choice that ended, added to the request's: every choice's completion,
+ * each prompt once (vLLM's and OpenAI's count). */
+static void sd_group_add_usage(sd_group *g, const sd_job *j, const sd_gen_result *r) {
+    if (j->first_of_prompt) g->usage_prompt += r->n_prompt;
+    g->usage_completion += r->n_completion;
+    sd_metrics_usage(&g->srv->metrics, r->n_prompt, r->n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
+}
+
+static enum MHD_Result sd_gen_answer(sd_group *g) {
+    sd_server *srv = g->srv;
+    sd_endpoint ep = g->chat ? SD_EP_CHAT : SD_EP_COMPLETIONS;
+    sd_group_wait(g);
+    if (g->disconnected) return MHD_NO; /* nobody to answer */
     sd_api_error e;
-    if (!sd_job_result(j, &r, &e)) return sd_http_reply_error(srv, j->conn, ep, &e);
-    sd_metrics_usage(&srv->metrics, r.n_prompt, r.n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
+    sd_gen_result *r = calloc((size_t)g->n_jobs, sizeof *r);
+    if (!r) {
+        sd_api_fail(&e, 500, "server_error", NULL, NULL, "out of memory");
+        return sd_http_reply_error(srv, g->conn, ep, &e);
+    }
+    for (int i = 0; i < g->n_jobs; i++)
+        if (!sd_job_result(g->jobs[i], &r[i], &e)) {
+            free(r);
+            return sd_http_reply_error(srv, g->conn, ep, &e); /* one failed: the request did */
+        }
+    for (int i = 0; i < g->n_jobs; i++) sd_group_add_usage(g, g->jobs[i], &r[i]);
+    sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion};
     sd_buf b = {0};
-    sd_resp_completion(&b, srv, j->chat, j->id, j->created, &r);
-    enum MHD_Result ok = b.oom ? MHD_NO : sd_http_reply(srv, j->conn, ep, 200, "application/json", b.p, b.len);
+    sd_resp_completion(&b, srv, g->chat, g->id, g->created, r, g->n_jobs, &usage);
+    free(r);
+    enum MHD_Result ok = b.oom ? MHD_NO : sd_http_reply(srv, g->conn, ep, 200, "application/json", b.p, b.len);
     sd_buf_free(&b);
     return ok;
 }
@@ -564,118 +714,151 @@ static enum MHD_Result sd_gen_answer(sd_job *j) {
 /* ------------------------------------------------------------------------- */
 /* streamed answer                                                            */
 /* ------------------------------------------------------------------------- */
-/* Under mu: format the text released since the last chunk, with the logprobs of the
+/* Under j->mu: format the text released since the last chunk, with the logprobs of the
  * tokens whose text ends in it. 1 if a chunk was made. */
-static int sd_job_take_text(sd_job *j) {
+static int sd_job_take_text(sd_job *j, sd_buf *out) {
     if (j->stopper.safe <= j->sent) return 0;
     int32_t k = j->lp_sent;
     while (k < j->lp_resolved && j->lp[k].end <= j->stopper.safe) k++;
-    sd_resp_chunk(&j->out, j->srv, j->chat, j->id, j->created, j->text.p + j->sent, j->stopper.safe - j->sent, 0,
-                  NULL, j->logprobs ? sd_job_span(j, j->lp_sent, k, j->stopper.safe) : NULL);
+    sd_group *g = j->g;
+    sd_resp_chunk(out, j->srv, j->chat, g->id, g->created, j->index, j->text.p + j->sent, j->stopper.safe - j->sent,
+                  0, NULL, j->logprobs ? sd_job_span(j, j->lp_sent, k, j->stopper.safe) : NULL);
     j->lp_sent = k;
     j->sent = j->stopper.safe;
     return 1;
 }
 
-/* Block until there is text to send or the request ended. 0, or -1 when the client left. */
-static int sd_job_next_text(sd_job *j) {
-    for (;;) {
+/* A collected choice's last chunk (finish_reason, its speculative statistics). A failed
+ * choice ends the stream with an error event: the others are cancelled. */
+static void sd_job_final_chunk(sd_job *j) {
+    sd_group *g = j->g;
+    sd_gen_result r;
+    sd_api_error e;
+    j->final_sent = 1;
+    if (!sd_job_result(j, &r, &e)) {
+        sd_buf_puts(&g->out, "data: ");
+        sd_resp_error_json(&g->out, &e);
+        sd_buf_puts(&g->out, "\n\n");
+        g->failed = 1;
+        return;
+    }
+    sd_resp_chunk(&g->out, j->srv, j->chat, g->id, g->created, j->index, "", 0, 0, &r, r.lp && r.lp->n ? r.lp : NULL);
+    j->lp_sent = j->n_lp;
+    sd_group_add_usage(g, j, &r);
+}
+
+/* One pass over the choices: their new text, then the last chunk of those collected.
+ * 1 when it wrote something; sets PH_FINAL once every choice has ended. */
+static int sd_group_take(sd_group *g) {
+    int any = 0, all = 1;
+    for (int i = 0; i < g->n_jobs && !g->failed; i++) {
+        sd_job *j = g->jobs[i];
         pthread_mutex_lock(&j->mu);
-        int got = sd_job_take_text(j);
+        int got = sd_job_take_text(j, &g->out);
         pthread_mutex_unlock(&j->mu);
-        if (got) return 0;
-        if (j->done) {
-            j->phase = PH_FINAL;
-            return 0;
-        }
-        if (sd_job_poll(j, 0)) continue; /* ended: send what the stop filter released */
-        sd_job_watch(j);
-        if (j->disconnected) return -1;
+        if (!got && j->done && !j->final_sent) sd_job_final_chunk(j), got = 1;
+        any |= got;
+        all &= j->final_sent;
+    }
+    if (all || g->failed) g->phase = PH_FINAL;
+    return any;
+}
+
+/* Block until there is something to send or every choice ended. 0, or -1 when the client left. */
+static int sd_group_next(sd_group *g) {
+    for (;;) {
+        pthread_mutex_lock(&g->mu);
+        long seen = g->events;
+        pthread_mutex_unlock(&g->mu);
+        if (sd_group_take(g) || g->phase == PH_FINAL) return 0;
+        int ended = 0;
+        for (int i = 0; i < g->n_jobs; i++)
+            if (!g->jobs[i]->done && sd_job_poll(g->jobs[i], 0)) ended = 1;
+        if (ended) continue; /* send what the stop filter released, and its last chunk */
+        sd_group_watch(g);
+        if (g->disconnected) return -1;
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_nsec += SD_POLL_MS * 1000000L;
         if (dl.tv_nsec >= 1000000000L) dl.tv_sec++, dl.tv_nsec -= 1000000000L;
-        pthread_mutex_lock(&j->mu);
-        if (j->stopper.safe <= j->sent) pthread_cond_timedwait(&j->cv, &j->mu, &dl);
-        pthread_mutex_unlock(&j->mu);
+        pthread_mutex_lock(&g->mu);
+        if (g->events == seen) pthread_cond_timedwait(&g->cv, &g->mu, &dl);
+        pthread_mutex_unlock(&g->mu);
     }
 }
 
-static void sd_job_final_events(sd_job *j) {
-    sd_gen_result r;
-    sd_api_error e;
-    if (!sd_job_result(j, &r, &e)) {
-        sd_buf_puts(&j->out, "data: ");
-        sd_resp_error_json(&j->out, &e);
-        sd_buf_puts(&j->out, "\n\n");
-    } else {
-        sd_resp_chunk(&j->out, j->srv, j->chat, j->id, j->created, "", 0, 0, &r, r.lp && r.lp->n ? r.lp : NULL);
-        j->lp_sent = j->n_lp;
-        if (j->include_usage) sd_resp_usage_chunk(&j->out, j->srv, j->chat, j->id, j->created, &r);
-        sd_metrics_usage(&j->srv->metrics, r.n_prompt, r.n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
+/* The usage chunk (summed over the choices, asked for and nothing failed), then [DONE]. */
+static void sd_group_final_events(sd_group *g) {
+    if (g->include_usage && !g->failed) {
+        sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion};
+        sd_resp_usage_chunk(&g->out, g->srv, g->chat, g->id, g->created, &usage);
     }
-    sd_buf_puts(&j->out, "data: [DONE]\n\n");
-    j->phase = PH_END;
+    sd_buf_puts(&g->out, "data: [DONE]\n\n");
+    g->phase = PH_END;
 }
 
-static ssize_t sd_job_read(void *cls, uint64_t pos, char *buf, size_t max) {
+static ssize_t sd_group_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
-    sd_job *j = cls;
-    while (j->out_pos == j->out.len) {
-        if (j->phase == PH_END) return MHD_CONTENT_READER_END_OF_STREAM;
-        j->out.len = 0;
-        j->out_pos = 0;
-        if (j->phase == PH_ROLE) {
-            sd_resp_chunk(&j->out, j->srv, 1, j->id, j->created, "", 0, 1, NULL, NULL);
-            j->phase = PH_TEXT;
-        } else if (j->phase == PH_TEXT) {
-            if (sd_job_next_text(j)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    sd_group *g = cls;
+    while (g->out_pos == g->out.len) {
+        if (g->phase == PH_END) return MHD_CONTENT_READER_END_OF_STREAM;
+        g->out.len = 0;
+        g->out_pos = 0;
+        if (g->phase == PH_ROLE) { /* chat: each choice's first chunk announces the role (as vLLM) */
+            for (int i = 0; i < g->n_jobs; i++)
+                sd_resp_chunk(&g->out, g->srv, 1, g->id, g->created, i, "", 0, 1, NULL, NULL);
+            g->phase = PH_TEXT;
+        } else if (g->phase == PH_TEXT) {
+            if (sd_group_next(g)) return MHD_CONTENT_READER_END_WITH_ERROR;
         } else {
-            sd_job_final_events(j);
+            sd_group_final_events(g);
         }
-        if (j->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (g->out.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
     }
-    size_t n = j->out.len - j->out_pos < max ? j->out.len - j->out_pos : max;
-    memcpy(buf, j->out.p + j->out_pos, n);
-    j->out_pos += n;
+    size_t n = g->out.len - g->out_pos < max ? g->out.len - g->out_pos : max;
+    memcpy(buf, g->out.p + g->out_pos, n);
+    g->out_pos += n;
     return (ssize_t)n;
 }
 
-static void sd_job_stream_done(void *cls) {
-    sd_job *j = cls;
-    if (j->rid && !j->done && !j->cancelled) sd_metrics_event(&j->srv->metrics, 1, 0); /* left mid-stream */
-    sd_job_free(j);
+static void sd_group_stream_done(void *cls) {
+    sd_group *g = cls;
+    for (int i = 0; i < g->n_jobs; i++) {
+        sd_job *j = g->jobs[i];
+        if (j->rid && !j->done && !j->cancelled) sd_metrics_event(&g->srv->metrics, 1, 0); /* left mid-stream */
+    }
+    sd_group_free(g);
 }
 
-static enum MHD_Result sd_gen_stream(sd_job *j) {
-    sd_server *srv = j->srv;
-    j->phase = j->chat ? PH_ROLE : PH_TEXT;
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sd_job_read, j,
-                                                               sd_job_stream_done);
+static enum MHD_Result sd_gen_stream(sd_group *g) {
+    sd_server *srv = g->srv;
+    g->phase = g->chat ? PH_ROLE : PH_TEXT;
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sd_group_read, g,
+                                                               sd_group_stream_done);
     if (!r) {
-        sd_job_free(j);
+        sd_group_free(g);
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    enum MHD_Result ok = MHD_queue_response(j->conn, 200, r);
-    sd_metrics_http(&srv->metrics, j->chat ? SD_EP_CHAT : SD_EP_COMPLETIONS, 200);
-    MHD_destroy_response(r); /* frees the job through sd_job_stream_done when the stream ends */
+    enum MHD_Result ok = MHD_queue_response(g->conn, 200, r);
+    sd_metrics_http(&srv->metrics, g->chat ? SD_EP_CHAT : SD_EP_COMPLETIONS, 200);
+    MHD_destroy_response(r); /* frees the group through sd_group_stream_done when the stream ends */
     return ok;
 }
 
 enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len) {
     sd_endpoint ep = chat ? SD_EP_CHAT : SD_EP_COMPLETIONS;
     sd_api_error e;
-    sd_job *j = NULL;
-    if (sd_gen_start(srv, c, chat, body, len, sd_now(), &j, &e)) return sd_http_reply_error(srv, c, ep, &e);
+    sd_group *g = NULL;
+    if (sd_gen_start(srv, c, chat, body, len, sd_now(), &g, &e)) return sd_http_reply_error(srv, c, ep, &e);
     /* the idle timeout guards uploads; while the answer is generated the connection may be
      * quiet for long: allow the request's own limit (then a client that stopped reading is
      * still dropped eventually) */
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
                               (unsigned int)(srv->cfg.timeout_s + srv->cfg.body_timeout_s + 1));
-    if (j->stream) return sd_gen_stream(j);
-    enum MHD_Result ok = sd_gen_answer(j);
-    sd_job_free(j);
+    if (g->stream) return sd_gen_stream(g);
+    enum MHD_Result ok = sd_gen_answer(g);
+    sd_group_free(g);
     return ok;
 }

@@ -193,15 +193,19 @@ typedef struct sd_gen_result {
     specdec_verify_mode verify;
     const sd_lp_span *lp;      /* the tokens' logprobs (NULL: not asked for) */
 } sd_gen_result;
-/* Whole (non-streamed) response body. */
+/* Whole (non-streamed) response body: choices r[0..n_choices), choice i with "index" i;
+ * usage: n_prompt / n_completion for "usage" (summed by the caller). The "speculative"
+ * statistics: at the top level with one choice (the single-choice shape), inside each
+ * choice with several. */
 int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
-                       const sd_gen_result *r);
-/* One SSE event "data: {...}\n\n": a text delta (text may be empty), or the final chunk
- * with finish_reason and the speculative statistics when r is not NULL. chat_role: the
- * chat stream's first chunk announcing the assistant role. lp: the logprobs of the tokens
- * whose text this chunk carries (NULL: "logprobs": null). */
-int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created, const char *text,
-                  size_t len, int chat_role, const sd_gen_result *r, const sd_lp_span *lp);
+                       const sd_gen_result *r, int n_choices, const sd_gen_result *usage);
+/* One SSE event "data: {...}\n\n" for choice index: a text delta (text may be empty), or
+ * the choice's final chunk with finish_reason and its speculative statistics (top level:
+ * a chunk carries one choice) when r is not NULL. chat_role: the chat stream's first
+ * chunk announcing the assistant role. lp: the logprobs of the tokens whose text this
+ * chunk carries (NULL: "logprobs": null). */
+int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created, int index,
+                  const char *text, size_t len, int chat_role, const sd_gen_result *r, const sd_lp_span *lp);
 /* The "logprobs" value of a choice: chat {"content": [{token, logprob, bytes, top_logprobs}]},
  * completions {tokens, token_logprobs, top_logprobs, text_offset} (OpenAI's shapes). */
 int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span *lp);
@@ -210,6 +214,7 @@ int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span
  * the text then has U+FFFD). Either may be cut to its capacity. */
 void sd_resp_token_text(const specdec_tokenizer *tok, int32_t id, char *text, size_t text_cap, size_t *text_len,
                         unsigned char *bytes, size_t bytes_cap, size_t *bytes_len);
+/* The usage chunk ("choices": []): r's n_prompt / n_completion (summed over the choices). */
 int sd_resp_usage_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
                         const sd_gen_result *r);
 int sd_resp_error_json(sd_buf *b, const sd_api_error *e);

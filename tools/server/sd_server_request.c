@@ -2,7 +2,7 @@
  * request bodies -> sd_api_request, with every field
  * checked (type, range, UTF-8). Known fields: model, prompt | messages, max_tokens
  * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
- * stream_options.include_usage, n (must be 1), logprobs / top_logprobs, vLLM's ignore_eos,
+ * stream_options.include_usage, n (1..SD_API_MAX_N), logprobs / top_logprobs, vLLM's ignore_eos,
  * and the extensions top_k, min_p, n_draft, verify, tree, draft_nodes. Fields of the OpenAI
  * and vLLM APIs that would change the output but are not implemented (penalties, logit_bias,
  * response_format, tools, best_of, echo, guided decoding, ...) are refused unless they carry
@@ -79,8 +79,11 @@ int sd_api_utf8_valid(const char *str, size_t n) {
 void sd_api_request_free(sd_api_request *r) {
     if (!r) return;
     free(r->model);
-    free(r->prompt);
-    free(r->prompt_ids);
+    for (int i = 0; i < r->n_prompts; i++) {
+        free(r->prompts[i].text);
+        free(r->prompts[i].ids);
+    }
+    free(r->prompts);
     for (int i = 0; i < r->n_messages; i++) {
         free(r->messages[i].role);
         free(r->messages[i].content);
@@ -144,35 +147,64 @@ static int get_bool(const cJSON *o, const char *key, int *out, sd_api_error *e) 
 /* ------------------------------------------------------------------------- */
 /* prompt, messages, stop, extensions                                         */
 /* ------------------------------------------------------------------------- */
-static int parse_prompt_ids(const cJSON *arr, sd_api_request *r, sd_api_error *e) {
+static int parse_prompt_ids(const cJSON *arr, int at, sd_api_prompt *out, sd_api_error *e) {
     int n = cJSON_GetArraySize(arr);
-    if (n <= 0) return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' is an empty list of token ids");
-    r->prompt_ids = malloc((size_t)n * sizeof(int32_t));
-    if (!r->prompt_ids) return sd_api_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
+    if (n <= 0)
+        return at < 0 ? sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' is an empty list of token ids")
+                      : sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt'[%d] is an empty list of token ids", at);
+    out->ids = malloc((size_t)n * sizeof(int32_t));
+    if (!out->ids) return sd_api_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
     int i = 0;
     for (const cJSON *t = arr->child; t; t = t->next, i++) {
         double d = cJSON_IsNumber(t) ? t->valuedouble : -1;
         if (!cJSON_IsNumber(t) || d != floor(d) || d < 0 || d > INT32_MAX)
-            return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' token %d is not a non-negative integer", i);
-        r->prompt_ids[i] = (int32_t)d;
+            return at < 0 ? sd_api_fail(e, 400, INVALID, NULL, "prompt",
+                                        "'prompt' token %d is not a non-negative integer", i)
+                          : sd_api_fail(e, 400, INVALID, NULL, "prompt",
+                                        "'prompt'[%d] token %d is not a non-negative integer", at, i);
+        out->ids[i] = (int32_t)d;
     }
-    r->n_prompt_ids = n;
+    out->n_ids = n;
     return 0;
 }
 
-/* prompt: a string, a list of one string, a list of token ids, or a list of one such list. */
+/* A batch: a list of strings or a list of token-id lists (not mixed), 1..SD_API_MAX_PROMPTS
+ * of them; each is one prompt (OpenAI's and vLLM's shapes). */
+static int parse_prompt_batch(const cJSON *p, sd_api_request *r, sd_api_error *e) {
+    int n = cJSON_GetArraySize(p), rc = 0;
+    if (n > SD_API_MAX_PROMPTS)
+        return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' has %d prompts; at most %d per request", n,
+                           SD_API_MAX_PROMPTS);
+    r->prompts = calloc((size_t)n, sizeof *r->prompts);
+    if (!r->prompts) return sd_api_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
+    r->n_prompts = n;
+    const int text = cJSON_IsString(p->child);
+    int i = 0;
+    for (const cJSON *q = p->child; q && !rc; q = q->next, i++) {
+        if (text ? !cJSON_IsString(q) : !cJSON_IsArray(q))
+            return sd_api_fail(e, 400, INVALID, NULL, "prompt",
+                               "'prompt'[%d] must be %s like 'prompt'[0] (a batch is not mixed)", i,
+                               text ? "a string" : "a list of token ids");
+        rc = text ? dup_text(q->valuestring, "prompt", &r->prompts[i].text, &r->prompts[i].len, e)
+                  : parse_prompt_ids(q, n > 1 ? i : -1, &r->prompts[i], e);
+    }
+    return rc;
+}
+
+/* prompt: a string, a list of token ids, or a batch (a list of strings or of token-id lists). */
 static int parse_prompt(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     const cJSON *p = field(root, "prompt");
     if (!p) return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' is required");
-    if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && (cJSON_IsString(p->child) || cJSON_IsArray(p->child)))
-        p = p->child; /* a batch of one */
-    if (cJSON_IsString(p)) return dup_text(p->valuestring, "prompt", &r->prompt, &r->prompt_len, e);
-    if (cJSON_IsArray(p)) {
-        if (p->child && cJSON_IsString(p->child))
-            return sd_api_fail(e, 400, INVALID, NULL, "prompt", "only one prompt per request is supported");
-        return parse_prompt_ids(p, r, e);
-    }
-    return sd_api_fail(e, 400, INVALID, NULL, "prompt", "'prompt' must be a string or a list of token ids");
+    if (cJSON_IsArray(p) && p->child && (cJSON_IsString(p->child) || cJSON_IsArray(p->child)))
+        return parse_prompt_batch(p, r, e);
+    if (!cJSON_IsString(p) && !cJSON_IsArray(p))
+        return sd_api_fail(e, 400, INVALID, NULL, "prompt",
+                           "'prompt' must be a string, a list of token ids, or a list of either");
+    r->prompts = calloc(1, sizeof *r->prompts);
+    if (!r->prompts) return sd_api_fail(e, 500, "server_error", NULL, "prompt", "out of memory");
+    r->n_prompts = 1;
+    if (cJSON_IsString(p)) return dup_text(p->valuestring, "prompt", &r->prompts[0].text, &r->prompts[0].len, e);
+    return parse_prompt_ids(p, -1, &r->prompts[0], e);
 }
 
 static int valid_role(const char *s) {
@@ -444,8 +476,8 @@ static int parse_sampling(const cJSON *root, sd_api_request *r, sd_api_error *e)
     if ((rc = parse_seed(root, r, e))) return rc;
     if ((rc = get_int(root, "n_draft", 0, SPECDEC_MAX_DRAFT, &v, &have, e))) return rc;
     if (have) r->n_draft = (int32_t)v;
-    if (get_int(root, "n", 1, 1, &v, &have, e))
-        return sd_api_fail(e, 400, INVALID, NULL, "n", "only n = 1 (one choice per request) is supported");
+    if ((rc = get_int(root, "n", 1, SD_API_MAX_N, &v, &have, e))) return rc;
+    if (have) r->n = (int32_t)v;
     return 0;
 }
 
@@ -492,6 +524,10 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = get_bool(root, "ignore_eos", &r->ignore_eos, e);
     if (!rc) rc = parse_logprobs(root, r, e);
     if (!rc) rc = sd_parse_unsupported(root, e);
+    if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
+        rc = sd_api_fail(e, 400, INVALID, NULL, "n",
+                         "%d prompts x 'n' = %d makes %d choices; at most %d choices per request", r->n_prompts,
+                         (int)r->n, r->n_prompts * (int)r->n, SD_API_MAX_CHOICES);
     return rc;
 }
 
@@ -516,6 +552,7 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
     out->temperature = 1.0f;
     out->top_p = 1.0f;
     out->n_draft = -1;
+    out->n = 1;
     out->verify = SPECDEC_VERIFY_AUTO;
     if (!body || len == 0) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the request body is empty");
     if (!sd_api_utf8_valid(body, len)) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");

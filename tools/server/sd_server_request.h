@@ -15,6 +15,13 @@
 #define SD_API_MAX_STOP 4        /* OpenAI's limit on "stop" */
 #define SD_API_MAX_STOP_LEN 512  /* bytes, the engine's limit */
 #define SD_API_MAX_TREE SPECDEC_MAX_DRAFT /* depth of a "tree" (the library's limit) */
+/* Several choices per request: "n" samples of each of the prompts of a completions batch.
+ * Each choice is its own scheduler request, so one small body must not queue thousands:
+ * n <= SD_API_MAX_N, prompts <= SD_API_MAX_PROMPTS, and prompts x n <= SD_API_MAX_CHOICES
+ * (also refused when more than the server's --queue: a request's choices are queued together). */
+#define SD_API_MAX_N 64
+#define SD_API_MAX_PROMPTS 64
+#define SD_API_MAX_CHOICES 64
 
 /* Endpoints (also the metrics' rows). */
 typedef enum sd_endpoint {
@@ -32,13 +39,20 @@ typedef struct sd_api_message {
     char *content; /* text (parts concatenated); "" for a null assistant content */
 } sd_api_message;
 
+/* One prompt of /v1/completions: text, or token ids (exactly one of the two). */
+typedef struct sd_api_prompt {
+    char *text;     /* NULL when given as ids */
+    size_t len;
+    int32_t *ids;   /* NULL when given as text */
+    int32_t n_ids;
+} sd_api_prompt;
+
 typedef struct sd_api_request {
     int chat;                      /* 1: /v1/chat/completions */
     char *model;                   /* NULL when absent */
-    char *prompt;                  /* completions: text prompt, NULL when given as ids */
-    size_t prompt_len;
-    int32_t *prompt_ids;           /* completions: prompt as token ids */
-    int32_t n_prompt_ids;
+    sd_api_prompt *prompts;        /* completions: [n_prompts] (a batch: a list of several) */
+    int n_prompts;                 /* completions: 1..SD_API_MAX_PROMPTS; chat: 0 */
+    int32_t n;                     /* choices per prompt, 1..SD_API_MAX_N (prompts x n <= SD_API_MAX_CHOICES) */
     sd_api_message *messages;      /* chat */
     int n_messages;
     int32_t max_tokens;            /* -1: absent */

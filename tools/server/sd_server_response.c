@@ -267,10 +267,9 @@ int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span
     return b->oom ? -1 : 0;
 }
 
-int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
-                       const sd_gen_result *r) {
-    sd_head(b, srv, chat ? "chat.completion" : "text_completion", id, created);
-    sd_buf_puts(b, ",\"choices\":[{\"index\":0,");
+/* One choice of a whole response; its "speculative" object inside it when spec. */
+static void sd_resp_choice(sd_buf *b, const sd_server *srv, int chat, int index, const sd_gen_result *r, int spec) {
+    sd_buf_printf(b, "{\"index\":%d,", index);
     if (chat) {
         sd_buf_puts(b, "\"message\":{\"role\":\"assistant\",\"content\":");
         sd_buf_json_str(b, r->text, r->len);
@@ -282,18 +281,36 @@ int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id
     }
     sd_buf_puts(b, "\"logprobs\":");
     sd_resp_logprobs(b, srv, chat, r->lp);
-    sd_buf_printf(b, ",\"finish_reason\":\"%s\"}],", r->finish);
-    sd_usage(b, r);
-    sd_buf_puts(b, ",");
-    sd_speculative(b, srv, r);
+    sd_buf_printf(b, ",\"finish_reason\":\"%s\"", r->finish);
+    if (spec) {
+        sd_buf_puts(b, ",");
+        sd_speculative(b, srv, r);
+    }
+    sd_buf_puts(b, "}");
+}
+
+int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
+                       const sd_gen_result *r, int n_choices, const sd_gen_result *usage) {
+    sd_head(b, srv, chat ? "chat.completion" : "text_completion", id, created);
+    sd_buf_puts(b, ",\"choices\":[");
+    for (int i = 0; i < n_choices; i++) {
+        if (i) sd_buf_puts(b, ",");
+        sd_resp_choice(b, srv, chat, i, &r[i], n_choices > 1);
+    }
+    sd_buf_puts(b, "],");
+    sd_usage(b, usage);
+    if (n_choices == 1) { /* one choice: its statistics at the top level (the shape before n > 1) */
+        sd_buf_puts(b, ",");
+        sd_speculative(b, srv, &r[0]);
+    }
     return sd_buf_puts(b, "}");
 }
 
-int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created, const char *text,
-                  size_t len, int chat_role, const sd_gen_result *r, const sd_lp_span *lp) {
+int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created, int index,
+                  const char *text, size_t len, int chat_role, const sd_gen_result *r, const sd_lp_span *lp) {
     sd_buf_puts(b, "data: ");
     sd_head(b, srv, chat ? "chat.completion.chunk" : "text_completion", id, created);
-    sd_buf_puts(b, ",\"choices\":[{\"index\":0,");
+    sd_buf_printf(b, ",\"choices\":[{\"index\":%d,", index);
     if (chat) {
         sd_buf_puts(b, "\"delta\":{");
         if (chat_role) sd_buf_puts(b, "\"role\":\"assistant\",\"content\":\"\"");
