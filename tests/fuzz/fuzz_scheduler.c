@@ -11,7 +11,8 @@
  * verify mode greedy / match / rejection, n_predict, γ, a tree shape or node budget,
  * draft_method AUTO / MODEL / NGRAM / EAGLE3 / NONE or an unknown value, log-probabilities
  * with top_logprobs 0..20, valid or not, a token callback that stops after k tokens or
- * none, a logprob callback that stops after j records or none), cancel (an issued id, or
+ * none, a logprob callback that stops after j records or none, top_k / top_p / min_p /
+ * temperature), cancel (an issued id, or
  * one never issued), wait with timeout 0, get_metrics. At the end every request is waited
  * for.
  *
@@ -29,7 +30,10 @@
  * just before `callback`'s call for the same token, none with logprobs 0; position =
  * n_prompt + index, a finite logprob <= 0, n_top as asked, the top list most likely first
  * (ties: lower id first), the rank consistent with the list; and every record equal,
- * bitwise, to specdec_generate's (and, greedy / match, to plain decoding's). At the end
+ * bitwise, to specdec_generate's (and, greedy / match, to plain decoding's); two requests
+ * at the same context (same prompt and tokens so far) have the same records whatever their
+ * drafter, verify mode and sampling values (top_k, top_p, min_p, temperature: fuzzed; the
+ * values are the raw rows'), top lists one a prefix of the other. At the end
  * the counts add up and no block is held. No leak (libFuzzer's -detect_leaks). The
  * scheduler's loop thread makes runs timing-dependent; every check holds for any timing
  * (n-gram requests use a FIXED or OFF cost in rejection mode, MEASURED only where the
@@ -282,6 +286,18 @@ static int fz_decode_method(uint8_t d, const fz_state *z, fz_req *r) {
     }
 }
 
+/* Sampling from byte s (byte 0: the defaults, temperature 0.8 outside greedy mode): the
+ * records are the raw rows' (docs/LOGPROBS.md), so these must change none of them. */
+static void fz_decode_sampling(uint8_t s, fz_req *r) {
+    static const int32_t top_k[4] = {40, 0, 3, 1};
+    static const float top_p[4] = {0.95f, 1.0f, 0.5f, 0.2f}, min_p[4] = {0.05f, 0.0f, 0.3f, 0.0f},
+                       temp[4] = {0.8f, 1.5f, 0.3f, 0.8f};
+    r->gp.top_k = top_k[s % 4];
+    r->gp.top_p = top_p[(s >> 2) % 4];
+    r->gp.min_p = min_p[(s >> 4) % 4];
+    if (r->gp.verify != SPECDEC_VERIFY_GREEDY) r->gp.temperature = temp[s >> 6];
+}
+
 /* The callbacks from bytes k (token callback), l (logprobs, top_logprobs) and j (the
  * logprob callback); returns 0 when the log-probability fields must be refused. */
 static int fz_decode_callbacks(uint8_t k, uint8_t l, uint8_t j, fz_req *r) {
@@ -332,7 +348,8 @@ static specdec_status fz_make_request(sd_fuzz_in *in, const fz_state *z, fz_req 
         r->gp.draft_nodes = 1 + (g >> 6) * 3;
         tree = 1;
     }
-    const uint8_t k = sd_fuzz_u8(in), d = sd_fuzz_u8(in), l = sd_fuzz_u8(in), j = sd_fuzz_u8(in);
+    const uint8_t k = sd_fuzz_u8(in), d = sd_fuzz_u8(in), l = sd_fuzz_u8(in), j = sd_fuzz_u8(in), smp = sd_fuzz_u8(in);
+    fz_decode_sampling(smp, r);
     const int drafter = fz_decode_method(d, z, r);
     if (drafter < 0 || (tree && !drafter)) want = SPECDEC_ERR_INVALID_ARGUMENT;
     if (!fz_decode_callbacks(k, l, j, r)) want = SPECDEC_ERR_INVALID_ARGUMENT;
@@ -467,6 +484,36 @@ static void fz_check_request(const fz_req *r, const int32_t *want, int32_t n, co
     sd_fuzz_require(r->stats.draft_method == ref_stats->draft_method);
 }
 
+/* r's sequence (prompt, then its tokens) equals q's over positions [0, pos)? */
+static int fz_same_context(const fz_req *r, const fz_req *q, int32_t pos) {
+    for (int32_t p = 0; p < pos; p++) {
+        const int32_t a = p < r->n_prompt ? r->prompt[p] : r->out[p - r->n_prompt];
+        const int32_t b = p < q->n_prompt ? q->prompt[p] : q->out[p - q->n_prompt];
+        if (a != b) return 0;
+    }
+    return 1;
+}
+
+/* Two requests of one scheduler at the same context: the same target row, whatever the
+ * drafter, verify mode, sampling values, batch and round, so equal records for the same
+ * token (bitwise) and top lists of which the shorter is a prefix of the longer. */
+static void fz_check_across(const fz_state *z) {
+    for (int a = 0; a < z->n_req; a++)
+        for (int b = a + 1; b < z->n_req; b++) {
+            const fz_req *r = &z->req[a], *q = &z->req[b];
+            for (int32_t i = 0; i < r->lp.n; i++) {
+                const int32_t pos = r->n_prompt + i, k = pos - q->n_prompt;
+                if (k < 0 || k >= q->lp.n || !fz_same_context(r, q, pos)) continue;
+                const fz_lp *x = &r->lp.rec[i], *y = &q->lp.rec[k];
+                const int32_t nt = x->n_top < y->n_top ? x->n_top : y->n_top;
+                sd_fuzz_require(!memcmp(x->top_tokens, y->top_tokens, (size_t)nt * sizeof(int32_t)) &&
+                                !memcmp(x->top_logprobs, y->top_logprobs, (size_t)nt * sizeof(float)));
+                if (x->token == y->token)
+                    sd_fuzz_require(x->rank == y->rank && !memcmp(&x->logprob, &y->logprob, sizeof x->logprob));
+            }
+        }
+}
+
 static void fz_check_results(fz_state *z, const specdec_engine_params *ep) {
     specdec_engine *ref = NULL;
     sd_fuzz_require(specdec_engine_create(g_target, fz_draft_model(z->draft_kind), ep, &ref) == SPECDEC_OK);
@@ -477,8 +524,9 @@ static void fz_check_results(fz_state *z, const specdec_engine_params *ep) {
         specdec_stats st, st_plain;
         const int32_t n = fz_reference(ref, r, 0, want, &lp, &st);
         fz_check_request(r, want, n, &lp, &st);
-        if (r->gp.verify == SPECDEC_VERIFY_REJECTION) continue;
-        /* greedy and match: plain decoding's tokens and records, whoever drafted */
+        if (r->gp.verify == SPECDEC_VERIFY_REJECTION || st.draft_method == SPECDEC_DRAFT_NONE) continue;
+        /* greedy and match: plain decoding's tokens and records, whoever drafted (nothing
+         * drafted: the reference was plain decoding) */
         const int32_t np = fz_reference(ref, r, 1, plain, &lp_plain, &st_plain);
         sd_fuzz_require(np == n && !memcmp(plain, want, (size_t)n * sizeof(int32_t)));
         for (int32_t k = 0; k < lp.n; k++) sd_fuzz_require(fz_lp_equal(&lp.rec[k], &lp_plain.rec[k]));
@@ -503,6 +551,7 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(m.kv_blocks_used == 0 && m.draft_kv_blocks_used == 0);
     specdec_scheduler_free(z.s);
     fz_check_results(&z, &ep);
+    fz_check_across(&z);
     return 0;
 }
 

@@ -765,18 +765,19 @@ SCHED_METHOD = {"auto": 0, "model": 2, "ngram": 3, "eagle3": 4, "none": 5, "bad"
 
 
 def sched_submit(prompt, mode=0, seed=0, n_predict=8, n_draft=3, tree=0, nodes=0, stop=0, cb=True, method="auto",
-                 ngram=0, logprobs=False, top=0, lp_stop=0, lp_cb=True, raw_l=None):
+                 ngram=0, logprobs=False, top=0, lp_stop=0, lp_cb=True, raw_l=None, sampling=0):
     """One submit operation (fz_make_request): mode 0 greedy / 1 match / 2 rejection, n_predict 0
     is the invalid one, tree 1 the fixed shape (2, 1) / 2 a node budget (1 + 3 * nodes),
     stop / lp_stop: the token / logprob callback stops at that call (1..8), ngram: the
-    n-gram knobs (bits 3..7 of the method byte, given in place), top: 0..20 valid, 21 / -1 refused."""
+    n-gram knobs (bits 3..7 of the method byte, given in place), top: 0..20 valid, 21 / -1 refused,
+    sampling: the byte of top_k / top_p / min_p / temperature (0: the defaults, temperature 0.8)."""
     k = 199 + stop if stop else (0 if cb else 190)
     d = SCHED_METHOD[method] | ngram
     t = 22 if top == -1 else top
     l = (1 | t << 1) if logprobs else (0 if top == 0 else 144 + 2 * t)
     j = 199 + lp_stop if lp_stop else (0 if lp_cb else 255)
     return bytes([0, 0, len(prompt) - 1, *prompt, mode | seed << 2, 255 if n_predict == 0 else n_predict - 1,
-                  n_draft | tree << 3 | nodes << 6, k, d, l if raw_l is None else raw_l, j])
+                  n_draft | tree << 3 | nodes << 6, k, d, l if raw_l is None else raw_l, j, sampling])
 
 
 def sched_input(create, *ops):
@@ -828,6 +829,14 @@ def scheduler_seeds():
                                    sched_submit(p2, method="none", logprobs=True, top=1, n_predict=6),
                                    sched_submit(p1, mode=2, seed=3, method="ngram", ngram=0x40, n_draft=2),
                                    wait0(0), metrics),
+        # one prompt, many ways: the records at a shared context must not depend on the drafter,
+        # the mode or the sampling values (fz_check_across)
+        "ok_same_prompt_records": sched_input(
+            sched_create(4, 8), sched_submit(p1, n_predict=10, logprobs=True, top=20),
+            sched_submit(p1, mode=1, seed=1, logprobs=True, top=4, sampling=0x06, method="ngram"),
+            sched_submit(p1, mode=2, seed=2, logprobs=True, top=20, sampling=0xD9, tree=1),
+            sched_submit(p1, mode=1, seed=1, logprobs=True, top=7, sampling=0x25, method="none"),
+            sched_submit(p1, mode=2, seed=5, logprobs=True, top=1, sampling=0x4A, tree=2, nodes=1), metrics),
         "head_model_refused": sched_input(sched_create(2, 4, head=True), sched_submit(p1, method="model"),
                                           sched_submit(p1, method="bad"), sched_submit(p1, method="eagle3", stop=2),
                                           metrics),
