@@ -768,11 +768,113 @@ def eagle3_seeds():
         put("eagle3", name, data)
 
 
+def sched_create(max_active=2, queued=8, head=False, block=16, pool=None, n_ctx=64, draft=True):
+    """fuzz_scheduler's five create bytes (fz_create): max_active, max_queued (bit 6: the EAGLE-3
+    head instead of the draft model), KV block tokens, pool blocks (None: the default), n_ctx
+    16..64 (bit 7: no draft)."""
+    c = n_ctx - 16 if draft else 128 + (n_ctx - 16 - 30) % 49
+    return bytes([max_active - 1, (queued - 1) | (0x40 if head else 0), block - 1,
+                  0 if pool is None else 144 + pool, c])
+
+
+SCHED_METHOD = {"auto": 0, "model": 2, "ngram": 3, "eagle3": 4, "none": 5, "bad": 7}
+
+
+def sched_submit(prompt, mode=0, seed=0, n_predict=8, n_draft=3, tree=0, nodes=0, stop=0, cb=True, method="auto",
+                 ngram=0, logprobs=False, top=0, lp_stop=0, lp_cb=True, raw_l=None, sampling=0):
+    """One submit operation (fz_make_request): mode 0 greedy / 1 match / 2 rejection, n_predict 0
+    is the invalid one, tree 1 the fixed shape (2, 1) / 2 a node budget (1 + 3 * nodes),
+    stop / lp_stop: the token / logprob callback stops at that call (1..8), ngram: the
+    n-gram knobs (bits 3..7 of the method byte, given in place), top: 0..20 valid, 21 / -1 refused,
+    sampling: the byte of top_k / top_p / min_p / temperature (0: the defaults, temperature 0.8)."""
+    k = 199 + stop if stop else (0 if cb else 190)
+    d = SCHED_METHOD[method] | ngram
+    t = 22 if top == -1 else top
+    l = (1 | t << 1) if logprobs else (0 if top == 0 else 144 + 2 * t)
+    j = 199 + lp_stop if lp_stop else (0 if lp_cb else 255)
+    return bytes([0, 0, len(prompt) - 1, *prompt, mode | seed << 2, 255 if n_predict == 0 else n_predict - 1,
+                  n_draft | tree << 3 | nodes << 6, k, d, l if raw_l is None else raw_l, j, sampling])
+
+
+def sched_input(create, *ops):
+    return create + bytes([len(ops)]) + b"".join(ops)
+
+
+def scheduler_seeds():
+    """fuzz_scheduler: scheduler params, then up to 12 operations (submit, cancel, wait 0, metrics)."""
+    def cancel(which):
+        return bytes([2, which])
+
+    def wait0(which):
+        return bytes([3, which])
+
+    metrics = bytes([4, 0])
+    p1, p2 = [1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11, 12]
+    seeds = {
+        "bad_create": bytes([255, 0, 0, 0, 0]),
+        "ok_two_requests": sched_input(sched_create(4, 5), sched_submit(p1, n_predict=11, n_draft=2),
+                                       sched_submit(p2, mode=1, seed=1, n_predict=6, n_draft=3), wait0(0), metrics),
+        "cancel_unknown": sched_input(sched_create(3, 3), sched_submit([7], n_predict=3), cancel(250), cancel(0)),
+        "no_draft_tree_refused": sched_input(sched_create(2, 2, draft=False), sched_submit(p1, tree=1),
+                                             sched_submit(p1, method="ngram", tree=1, n_predict=9), metrics),
+        "tight_pool_trees": sched_input(sched_create(6, 8, block=4, pool=10, n_ctx=36),
+                                        sched_submit([3, 1, 2, 3, 1, 2], tree=1, n_predict=19),
+                                        sched_submit([4, 5], mode=2, seed=3, tree=2, nodes=2, stop=3),
+                                        sched_submit([9, 9, 9, 9], mode=1, n_predict=12), wait0(1), metrics),
+        # log-probabilities: top 0 / 5 / 20 in the same rounds, stops from either callback, cancel
+        "ok_logprobs_mix": sched_input(sched_create(3, 8), sched_submit(p1, n_predict=12, logprobs=True),
+                                       sched_submit(p2, mode=1, seed=5, logprobs=True, top=5, n_predict=14),
+                                       sched_submit(p1, mode=2, seed=9, logprobs=True, top=20, tree=1, n_predict=10),
+                                       sched_submit([3, 4, 3, 4, 3], method="ngram", logprobs=True, top=3, lp_stop=4),
+                                       sched_submit(p2, logprobs=True, top=2, stop=2, lp_stop=5, method="none"),
+                                       sched_submit(p1, logprobs=True, top=1, cb=False, n_predict=9),
+                                       cancel(1), metrics),
+        "logprobs_refused": sched_input(sched_create(2, 8), sched_submit(p1, logprobs=True, top=21),
+                                        sched_submit(p1, logprobs=True, top=-1),
+                                        sched_submit(p1, top=4),  # top_logprobs without logprobs
+                                        sched_submit(p1, logprobs=True, lp_cb=False),
+                                        sched_submit(p1, raw_l=254),  # logprobs 2
+                                        sched_submit(p1, logprobs=False, lp_stop=1, n_predict=5), metrics),
+        # the EAGLE-3 head as the draft: eagle3 chains and trees, n-gram and plain requests in
+        # the same rounds, logprobs on some; MODEL refused at submit
+        "ok_head_mix": sched_input(sched_create(4, 8, head=True),
+                                   sched_submit(p1, n_predict=14, n_draft=4, logprobs=True, top=4),
+                                   sched_submit(p2, mode=1, seed=2, method="eagle3", tree=1, n_predict=12),
+                                   sched_submit(p1, mode=2, seed=7, tree=2, nodes=3, logprobs=True, top=20),
+                                   sched_submit([5, 6, 5, 6, 5, 6], method="ngram", ngram=0x10, n_predict=10),
+                                   sched_submit(p2, method="none", logprobs=True, top=1, n_predict=6),
+                                   sched_submit(p1, mode=2, seed=3, method="ngram", ngram=0x40, n_draft=2),
+                                   wait0(0), metrics),
+        # one prompt, many ways: the records at a shared context must not depend on the drafter,
+        # the mode or the sampling values (fz_check_across)
+        "ok_same_prompt_records": sched_input(
+            sched_create(4, 8), sched_submit(p1, n_predict=10, logprobs=True, top=20),
+            sched_submit(p1, mode=1, seed=1, logprobs=True, top=4, sampling=0x06, method="ngram"),
+            sched_submit(p1, mode=2, seed=2, logprobs=True, top=20, sampling=0xD9, tree=1),
+            sched_submit(p1, mode=1, seed=1, logprobs=True, top=7, sampling=0x25, method="none"),
+            sched_submit(p1, mode=2, seed=5, logprobs=True, top=1, sampling=0x4A, tree=2, nodes=1), metrics),
+        "head_model_refused": sched_input(sched_create(2, 4, head=True), sched_submit(p1, method="model"),
+                                          sched_submit(p1, method="bad"), sched_submit(p1, method="eagle3", stop=2),
+                                          metrics),
+        "eagle3_without_head_refused": sched_input(sched_create(2, 4), sched_submit(p1, method="eagle3"),
+                                                   sched_submit(p1, method="model", n_predict=4),
+                                                   sched_submit(p2, method="eagle3", logprobs=True),
+                                                   metrics),
+        "head_one_slot_cancel": sched_input(sched_create(1, 8, head=True, block=4, pool=12, n_ctx=40),
+                                            sched_submit(p1, n_predict=20, logprobs=True, top=2, lp_stop=6),
+                                            sched_submit(p2, mode=1, tree=1, n_predict=18, logprobs=True),
+                                            cancel(1), sched_submit(p1, mode=2, seed=4, n_draft=5, stop=7),
+                                            wait0(2), metrics),
+    }
+    for name, data in seeds.items():
+        put("scheduler", name, data)
+
+
 if __name__ == "__main__":
     every = {"safetensors": lambda: safetensors_seeds(), "config": lambda: config_seeds(),
              "tokenizer": lambda: tokenizer_seeds(), "tokenizer_real": tokenizer_real_seeds,
              "generate": generate_seeds, "cli": cli_seeds, "server": server_seeds, "jinja": jinja_seeds,
-             "eagle3": eagle3_seeds}
+             "eagle3": eagle3_seeds, "scheduler": scheduler_seeds}
     for name in sys.argv[1:] or list(every):
         every[name]()
     print("seeds written to", SEEDS)
