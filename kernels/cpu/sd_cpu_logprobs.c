@@ -5,7 +5,7 @@
  * without reassociating floating point (no -ffast-math: NaN and inf keep their meaning):
  *   1. m = the row's maximum (NaN skipped);
  *   2. sum of exp(x_i - m): exp by a float polynomial, summed in double lanes;
- *   3. the rank and the top list, comparing RAW floats. lp_value is a monotone
+ *   3. the rank and the top list (two short passes), comparing RAW floats. lp_value is a monotone
  *      non-decreasing function of key(x) (x, NaN as -inf), so an id can be strictly above
  *      the token only if its raw value is above the largest raw value whose reported
  *      logprob equals the token's (found by bisection over floats), and can enter a full
@@ -20,6 +20,19 @@
 #define LP_LANES 8   /* independent accumulators of a pass (vectorised by the compiler) */
 #define LP_BLOCK 64  /* ids per block of the third pass */
 #define LP_EXP_MIN (-87.0f) /* below: exp counted as 0 (e^-87 < 2^-125; the sum is >= 1) */
+
+/* The exp pass dominates; on x86-64 it is also compiled for AVX2 and picked at load time
+ * (GNU ifunc). Both versions give bitwise equal results: every lane is the same sequence
+ * of IEEE operations (the lanes are explicit, ISO C mode contracts no FMA), only the
+ * vector width differs. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define LP_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef LP_CLONES
+#define LP_CLONES
+#endif
 
 /* The row's maximum, NaN skipped (-inf for a row without any non-NaN value). */
 static float lp_max(const float *row, int32_t V) {
@@ -56,7 +69,7 @@ static inline float lp_exp(float d) {
 
 /* sum_i exp(x_i - m) for a finite m: exp of a block in float, then the block summed in
  * double lanes (fixed order). */
-static double lp_sum_exp(const float *row, int32_t V, float m) {
+LP_CLONES static double lp_sum_exp(const float *row, int32_t V, float m) {
     float e[LP_BLOCK];
     double l[LP_LANES] = {0};
     for (int32_t i = 0; i < V; i += LP_BLOCK) {
@@ -149,34 +162,26 @@ static void lp_top_scan(lp_top *t, const float *row, int32_t b, int32_t e, doubl
     }
 }
 
-/* Pass 3: the count of raw values above `bound`, and the top list; a block whose maximum
- * is not above a full list's last key is only counted. */
-static int32_t lp_rank_top(const float *row, int32_t V, float bound, lp_top *t, double m, double log_sum) {
-    int32_t above = 0;
+/* The count of raw values above `bound` (NaN: not above). */
+static int32_t lp_count_above(const float *row, int32_t V, float bound) {
+    int32_t c[LP_LANES] = {0};
     int32_t i = 0;
-    for (; i < V; i += LP_BLOCK) {
+    for (; i + LP_LANES <= V; i += LP_LANES)
+        for (int j = 0; j < LP_LANES; j++) c[j] += row[i + j] > bound;
+    for (; i < V; i++) c[0] += row[i] > bound;
+    int32_t n = 0;
+    for (int j = 0; j < LP_LANES; j++) n += c[j];
+    return n;
+}
+
+/* The top list over the row: a block whose maximum is not above a full list's last key
+ * cannot enter it and is skipped. */
+static void lp_top_row(const float *row, int32_t V, lp_top *t, double m, double log_sum) {
+    if (t->n_top == 0) return;
+    for (int32_t i = 0; i < V; i += LP_BLOCK) {
         const int32_t e = V - i < LP_BLOCK ? V : i + LP_BLOCK;
-        int32_t c[LP_LANES] = {0};
-        float l[LP_LANES];
-        for (int j = 0; j < LP_LANES; j++) l[j] = -INFINITY;
-        int32_t a = i;
-        for (; a + LP_LANES <= e; a += LP_LANES)
-            for (int j = 0; j < LP_LANES; j++) {
-                c[j] += row[a + j] > bound;
-                l[j] = row[a + j] > l[j] ? row[a + j] : l[j];
-            }
-        for (; a < e; a++) {
-            c[0] += row[a] > bound;
-            l[0] = row[a] > l[0] ? row[a] : l[0];
-        }
-        float bm = l[0];
-        for (int j = 0; j < LP_LANES; j++) {
-            above += c[j];
-            bm = l[j] > bm ? l[j] : bm;
-        }
-        if (t->n_top > 0 && (t->k < t->n_top || bm > t->key[t->k - 1])) lp_top_scan(t, row, i, e, m, log_sum);
+        if (t->k < t->n_top || lp_max(row + i, e - i) > t->key[t->k - 1]) lp_top_scan(t, row, i, e, m, log_sum);
     }
-    return above;
 }
 
 void sd_cpu_logprobs(const float *row, int32_t n_vocab, int32_t token, int32_t n_top, sd_logprob *out) {
@@ -190,7 +195,8 @@ void sd_cpu_logprobs(const float *row, int32_t n_vocab, int32_t token, int32_t n
     const float key = row[token] >= -INFINITY ? row[token] : -INFINITY;
     const float bound = lp_rank_bound(key, lt, m, log_sum);
     lp_top t = {.out = out, .n_top = n_top, .k = 0};
-    const int32_t above = lp_rank_top(row, V, bound, &t, m, log_sum);
+    const int32_t above = lp_count_above(row, V, bound);
+    lp_top_row(row, V, &t, m, log_sum);
     out->token = token;
     out->logprob = lt;
     out->rank = 1 + above;
