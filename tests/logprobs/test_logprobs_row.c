@@ -121,6 +121,22 @@ int main(void) {
         check_row("rounding ties, some above", x, V, 20);
         free(x);
     }
+    /* a rounding tie across blocks: ids 0..63 at 0, the rest at 1e-7 (raw: larger), all
+     * reporting the same value, so the top list is ids 0.. (lower ids first) although the
+     * largest raw values are elsewhere (a raw-value block skip would drop ids 0..63) */
+    {
+        const int32_t V = 1024;
+        float *x = malloc((size_t)V * sizeof *x);
+        for (int32_t i = 0; i < V; i++) x[i] = i < 64 ? 0.0f : 1e-7f;
+        sd_logprob a, b;
+        sd_cpu_logprobs(x, V, 0, 0, &a);
+        sd_cpu_logprobs(x, V, 64, 0, &b);
+        SD_CHECK(a.logprob == b.logprob, "rounding tie across blocks: not a tie (%.9g vs %.9g)", (double)a.logprob,
+                 (double)b.logprob);
+        check_row("rounding tie across blocks", x, V, 1);
+        check_row("rounding tie across blocks, top 20", x, V, 20);
+        free(x);
+    }
     /* NaN ids fill the list first (ids 0..2), finite ids later must displace them */
     {
         const float x[8] = {NAN, NAN, NAN, 1.0f, -INFINITY, 2.0f, NAN, 0.5f};
