@@ -23,15 +23,6 @@
 
 static const float *raw_rows(const specdec_engine *e) { return ((const sd_host_exec *)e->host_exec)->raw_rows; }
 
-static specdec_engine *make_engine(const specdec_model *t, const specdec_model *d) {
-    specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
-    ep.n_ctx = 256;
-    specdec_engine *e = NULL;
-    SD_CHECK(specdec_engine_create(t, d, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
-    return e;
-}
-
 static specdec_generate_params params(int sampled, int logprobs, lp_rec *r) {
     specdec_generate_params gp = specdec_generate_default_params();
     gp.n_predict = N_PREDICT;
@@ -61,7 +52,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "loading the bundled models: %s\n", specdec_last_error());
         return 1;
     }
-    specdec_engine *e = make_engine(tm, dm), *fresh = make_engine(tm, dm);
+    specdec_engine *e = lp_make_engine(tm, dm, 256), *fresh = lp_make_engine(tm, dm, 256);
     static lp_rec r, want;
     int32_t out[LP_MAX], want_out[LP_MAX], n = 0, want_n = 0;
     if (e && fresh) {
