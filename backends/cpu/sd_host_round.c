@@ -188,6 +188,13 @@ static specdec_status host_verify_slot(sd_host_exec *h, sd_round_slot *x) {
     const size_t V = (size_t)h->V;
     const int32_t rows = x->tree ? x->tr.n : x->depth + 1;
     const int keep_raw = s->logprobs && s->mode != SPECDEC_VERIFY_GREEDY; /* greedy leaves rows raw */
+    if (keep_raw && !h->raw_rows) { /* the first such sequence: kept for the executor's life */
+        h->raw_rows = sd_malloc((size_t)SD_RUNNER_TREE_MAX * V * sizeof(float));
+        if (!h->raw_rows)
+            return sd_fail(&h->base.err, SPECDEC_ERR_OUT_OF_MEMORY,
+                           "host round: allocating the raw rows for log-probabilities (%d x vocab %d)",
+                           (int)SD_RUNNER_TREE_MAX, (int)h->V);
+    }
     if (keep_raw) memcpy(h->raw_rows, x->p, (size_t)rows * V * sizeof(float));
     specdec_status st = SPECDEC_OK;
     for (int32_t i = 0; i < rows && st == SPECDEC_OK; i++) st = sd_host_process(h, s, x->p + (size_t)i * V);
@@ -263,13 +270,12 @@ specdec_status sd_host_exec_create(int32_t n_vocab, int has_draft, int32_t max_s
     const size_t V = (size_t)h->V;
     h->p_rows = sd_malloc((size_t)h->n_prows * V * sizeof(float));
     h->q_rows = h->n_qrows ? sd_malloc((size_t)h->n_qrows * V * sizeof(float)) : NULL;
-    h->raw_rows = sd_malloc((size_t)SD_RUNNER_TREE_MAX * V * sizeof(float));
     h->scratch_size = sd_sampling_scratch_size(h->V);
     h->scratch = sd_malloc(h->scratch_size);
     h->segs = sd_malloc((size_t)max_seqs * sizeof *h->segs);
     h->slot_of = sd_malloc((size_t)max_seqs * sizeof *h->slot_of);
     h->trees = h->n_trees ? sd_malloc((size_t)h->n_trees * sizeof *h->trees) : NULL;
-    if (!h->p_rows || (h->n_qrows && !h->q_rows) || !h->raw_rows || !h->scratch || !h->segs || !h->slot_of ||
+    if (!h->p_rows || (h->n_qrows && !h->q_rows) || !h->scratch || !h->segs || !h->slot_of ||
         (h->n_trees && !h->trees)) {
         host_destroy(&h->base);
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "host round: allocating round buffers for vocab %d", (int)V);

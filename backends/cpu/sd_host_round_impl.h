@@ -32,7 +32,8 @@ typedef struct sd_host_exec {
     float *q_rows;           /* [n_qrows][V] the rows each draft token was drawn from */
     int32_t n_prows, n_qrows;
     float *raw_rows;         /* [SD_RUNNER_TREE_MAX][V] one slot's raw target rows, kept for its
-                                log-probabilities while p_rows are processed (docs/LOGPROBS.md) */
+                                log-probabilities while p_rows are processed (docs/LOGPROBS.md);
+                                NULL until the first sequence with logprobs outside greedy mode */
     void *scratch;           /* sampling scratch */
     size_t scratch_size;
     int32_t max_seqs;        /* sequences per wave */

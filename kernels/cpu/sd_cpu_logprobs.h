@@ -10,9 +10,12 @@
  *   top      = the min(n_top, V) largest lp_i, largest first, ties: the lower id first.
  * NaN logits count as -inf. A row without any finite maximum: every lp_i is -inf, except
  * that +inf entries share the mass (lp = -log(count)).
- * Cost: three passes over V (max, sum of exponentials, values with rank and an insertion
- * list of at most SPECDEC_MAX_TOP_LOGPROBS entries): O(V) plus O(V * n_top) worst case
- * for rows sorted ascending. No allocation, thread-safe. */
+ * The sum of exponentials uses a float exp polynomial (relative error ~1e-7) summed in
+ * double; each value is then computed as above in double from it.
+ * Cost: three vectorised passes over V (max; exp and sum; raw-value compares for the rank
+ * and a block filter for the top list), lp_i computed only for ids that may enter the
+ * top list: O(V) plus O(V * n_top) worst case for rows sorted ascending. No allocation,
+ * thread-safe, deterministic (a fixed order of operations). */
 #ifndef SD_CPU_LOGPROBS_H
 #define SD_CPU_LOGPROBS_H
 

@@ -86,6 +86,16 @@ static inline void lp_attach(specdec_generate_params *gp, lp_rec *r, int32_t top
     gp->user_data = r;
 }
 
+/* A CPU engine over target t and draft d (NULL: none) with n_ctx positions; NULL on failure. */
+static inline specdec_engine *lp_make_engine(const specdec_model *t, const specdec_model *d, int32_t n_ctx) {
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.n_ctx = n_ctx;
+    specdec_engine *e = NULL;
+    SD_CHECK(specdec_engine_create(t, d, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
+    return e;
+}
+
 /* The float64 reference of the sequence seq[0..n_prompt + n_out): log_softmax (in double)
  * of the target's rows from ONE forward of seq[0..n_prompt + n_out - 1) through runner
  * `forward` (the test's choice, see the caller); row p - 1 scores the token at position p. */

@@ -233,15 +233,6 @@ static void check_validation(specdec_engine *e, const int32_t *prompt, int32_t n
     SD_CHECK(specdec_generate_params_validate(&gp) == SPECDEC_OK, "off with a callback set refused");
 }
 
-static specdec_engine *make_engine(const specdec_model *t, const specdec_model *d) {
-    specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
-    ep.n_ctx = 512;
-    specdec_engine *e = NULL;
-    SD_CHECK(specdec_engine_create(t, d, &ep, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
-    return e;
-}
-
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: %s TARGET DRAFT EAGLE3_HEAD N_PREDICT\n", argv[0]);
@@ -255,7 +246,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "loading the bundled models: %s\n", specdec_last_error());
         return 1;
     }
-    specdec_engine *ea = make_engine(tm, dm), *eb = make_engine(tm, hm);
+    specdec_engine *ea = lp_make_engine(tm, dm, 512), *eb = lp_make_engine(tm, hm, 512);
     static const char *const prompts[] = {"And God said", "Then answered Jesus and said unto them,"};
     for (size_t p = 0; ea && eb && p < sizeof prompts / sizeof prompts[0]; p++) {
         int32_t ids[64], np = 0;

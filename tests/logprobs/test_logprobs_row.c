@@ -3,7 +3,9 @@
  * sizes and scales (fixed seeds), rows with ties (top order: the lower id first; rank counts
  * only strictly larger values), large offsets (1e4: the max subtraction keeps it finite),
  * -inf entries (masked ids: logprob -inf, never in the top before finite ids), NaN (counts as
- * -inf), all -inf and +inf rows, top_logprobs clamped to V and to 20, top 0.
+ * -inf), all -inf and +inf rows, top_logprobs clamped to V and to 20, top 0; values that
+ * differ in the raw logit but round to the same reported float (the raw-value prefilters of
+ * the rank and top passes), NaN ids filling a top list before finite ids.
  * Brute force: log_softmax in long double (two-pass), rank by counting, top by repeated
  * selection. Tolerance: |diff| <= 4e-7 * max(1, |value|) (one float rounding of a double
  * computation, plus the difference between double and long double accumulation). */
@@ -105,6 +107,41 @@ int main(void) {
         for (int32_t i = 0; i < V; i++) x[i] = i % 3 == 1 ? INFINITY : 0.0f;
         check_row("+inf entries", x, V, 3);
         free(x);
+    }
+    /* values that collapse when rounded: raw values 1e-9 apart near 0 all report about
+     * -log(V) (float ulp there ~5e-7), so rank and top ties come from rounding, not from
+     * equal raw values (the raw-value prefilters must not split them); and a row spanning
+     * several blocks of the third pass */
+    {
+        const int32_t V = 1500;
+        float *x = malloc((size_t)V * sizeof *x);
+        for (int32_t i = 0; i < V; i++) x[i] = (float)(1e-6 * urand());
+        check_row("rounding ties", x, V, 20);
+        for (int32_t i = 0; i < V; i++) x[i] = (float)(1e-6 * urand()) + (i % 97 == 5 ? 3.0f : 0.0f);
+        check_row("rounding ties, some above", x, V, 20);
+        free(x);
+    }
+    /* a rounding tie across blocks: ids 0..63 at 0, the rest at 1e-7 (raw: larger), all
+     * reporting the same value, so the top list is ids 0.. (lower ids first) although the
+     * largest raw values are elsewhere (a raw-value block skip would drop ids 0..63) */
+    {
+        const int32_t V = 1024;
+        float *x = malloc((size_t)V * sizeof *x);
+        for (int32_t i = 0; i < V; i++) x[i] = i < 64 ? 0.0f : 1e-7f;
+        sd_logprob a, b;
+        sd_cpu_logprobs(x, V, 0, 0, &a);
+        sd_cpu_logprobs(x, V, 64, 0, &b);
+        SD_CHECK(a.logprob == b.logprob, "rounding tie across blocks: not a tie (%.9g vs %.9g)", (double)a.logprob,
+                 (double)b.logprob);
+        check_row("rounding tie across blocks", x, V, 1);
+        check_row("rounding tie across blocks, top 20", x, V, 20);
+        free(x);
+    }
+    /* NaN ids fill the list first (ids 0..2), finite ids later must displace them */
+    {
+        const float x[8] = {NAN, NAN, NAN, 1.0f, -INFINITY, 2.0f, NAN, 0.5f};
+        check_row("NaN first", x, 8, 3);
+        check_row("NaN first, top 6", x, 8, 6);
     }
     /* a sorted row (the insertion list's worst case) and the monotone order */
     float y[300];
