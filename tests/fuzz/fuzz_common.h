@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "specdec.h"
+
 #define SD_FUZZ_SKIP 77
 
 int sd_fuzz_one(const uint8_t *data, size_t size);
@@ -164,6 +166,39 @@ static inline int sd_fuzz_utf8_ok(const char *s, size_t n) {
         i += k + 1;
     }
     return 1;
+}
+
+/* A specdec_token_logprobs record as include/specdec.h documents it, for a vocabulary of V
+ * ids: the token and position, a finite logprob <= 0, n_top as asked, the top list most
+ * likely first with ties to the lower id and no id twice, the token in it with its own
+ * value, and the rank consistent with the list. Shared by fuzz_generate and fuzz_scheduler. */
+static inline int sd_fuzz_lp_record_ok(const specdec_token_logprobs *lp, int32_t V, int32_t top_want,
+                                       int64_t position) {
+    int ok = lp->token >= 0 && lp->token < V && isfinite(lp->logprob) && lp->logprob <= 0.0f && lp->rank >= 1 &&
+             lp->rank <= V && lp->n_top == top_want && lp->position == position &&
+             (lp->n_top == 0 || (lp->top_tokens && lp->top_logprobs));
+    int32_t above = 0, seen = 0; /* entries strictly above the token's logprob; the token in the list */
+    for (int32_t k = 0; ok && k < lp->n_top; k++) {
+        const int32_t id = lp->top_tokens[k];
+        const float v = lp->top_logprobs[k];
+        ok = id >= 0 && id < V && isfinite(v) && v <= 0.0f;
+        for (int32_t j = 0; ok && j < k; j++) ok = lp->top_tokens[j] != id;
+        if (ok && k > 0) {
+            const float u = lp->top_logprobs[k - 1];
+            ok = u > v || (u == v && lp->top_tokens[k - 1] < id);
+        }
+        if (ok && id == lp->token) {
+            ok = v == lp->logprob;
+            seen = 1;
+        }
+        above += v > lp->logprob;
+    }
+    if (!ok || lp->n_top == 0) return ok;
+    /* the list is the n_top largest values: when its last entry is at or below the token's
+     * logprob it holds every id above it (rank = above + 1) and the token itself or a tie */
+    const float last = lp->top_logprobs[lp->n_top - 1];
+    if (last <= lp->logprob) return lp->rank == above + 1 && (seen || last == lp->logprob);
+    return above == lp->n_top && lp->rank > lp->n_top && !seen;
 }
 
 #endif

@@ -177,33 +177,16 @@ typedef struct fgen_cb {
     int lp_bad;              /* a record breaking specdec_token_logprobs' contract, or out of order */
 } fgen_cb;
 
-/* Checks each record against include/specdec.h: the token and position, a finite logprob
- * <= 0 (tiny random models have finite logits), n_top as asked (V = 48 > 20), the top
- * list most likely first with ties to the lower id, the rank consistent with it; called
- * before `callback` of the same token (n_lp runs one ahead of n_calls). */
+/* Checks each record against include/specdec.h (sd_fuzz_lp_record_ok; tiny random models
+ * have finite logits, V = 48 > 20) and that it comes before `callback` of the same token
+ * (n_lp runs one ahead of n_calls). */
 static int fgen_on_logprob(void *ud, const specdec_token_logprobs *lp) {
     fgen_cb *c = ud;
     if (c->n_lp > FMAX_CTX || (c->cb_on && c->n_lp != c->n_calls) || c->n_final) {
         c->lp_bad = 1;
         return 0;
     }
-    int ok = lp->token >= 0 && lp->token < FV && isfinite(lp->logprob) && lp->logprob <= 0.0f && lp->rank >= 1 &&
-             lp->rank <= FV && lp->n_top == c->top_want && lp->position == (int64_t)c->n_prompt + c->n_lp &&
-             (lp->n_top == 0 || (lp->top_tokens && lp->top_logprobs));
-    int32_t above = 0; /* top entries strictly more likely than the token */
-    for (int32_t k = 0; ok && k < lp->n_top; k++) {
-        const int32_t id = lp->top_tokens[k];
-        const float v = lp->top_logprobs[k];
-        ok = id >= 0 && id < FV && isfinite(v) && v <= 0.0f;
-        if (ok && k > 0) {
-            const float u = lp->top_logprobs[k - 1];
-            ok = u > v || (u == v && lp->top_tokens[k - 1] < id);
-        }
-        if (ok && id == lp->token) ok = v == lp->logprob && lp->rank <= k + 1;
-        above += ok && v > lp->logprob;
-    }
-    /* an entry at or below the token's logprob: the list holds every id above it */
-    if (ok && lp->n_top > 0) ok = above < lp->n_top ? lp->rank == above + 1 : lp->rank > lp->n_top;
+    const int ok = sd_fuzz_lp_record_ok(lp, FV, c->top_want, (int64_t)c->n_prompt + c->n_lp);
     if (!ok) c->lp_bad = 1;
     c->lp_tok[c->n_lp] = lp->token;
     c->lp[c->n_lp] = lp->logprob;

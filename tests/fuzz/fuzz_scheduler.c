@@ -180,34 +180,9 @@ static int fz_on_token(void *ud, int32_t tok, const char *piece, size_t len) {
     return r->stop_after && r->n_calls == r->stop_after;
 }
 
-/* The documented record: position, a finite logprob <= 0, n_top as asked, the top list
- * most likely first with ties to the lower id, the rank consistent with the list. */
+/* The documented record at this request's next position (fuzz_common.h). */
 static int fz_lp_ok(const fz_lp_log *c, const specdec_token_logprobs *lp) {
-    int ok = lp->token >= 0 && lp->token < FV && isfinite(lp->logprob) && lp->logprob <= 0.0f && lp->rank >= 1 &&
-             lp->rank <= FV && lp->n_top == c->top_want && lp->position == (int64_t)c->n_prompt + c->n &&
-             (lp->n_top == 0 || (lp->top_tokens && lp->top_logprobs));
-    int32_t above = 0, seen = 0; /* entries strictly above the token's logprob; the token in the list */
-    for (int32_t k = 0; ok && k < lp->n_top; k++) {
-        const int32_t id = lp->top_tokens[k];
-        const float v = lp->top_logprobs[k];
-        ok = id >= 0 && id < FV && isfinite(v) && v <= 0.0f;
-        for (int32_t j = 0; ok && j < k; j++) ok = lp->top_tokens[j] != id;
-        if (ok && k > 0) {
-            const float u = lp->top_logprobs[k - 1];
-            ok = u > v || (u == v && lp->top_tokens[k - 1] < id);
-        }
-        if (ok && id == lp->token) {
-            ok = v == lp->logprob;
-            seen = 1;
-        }
-        above += v > lp->logprob;
-    }
-    if (!ok || lp->n_top == 0) return ok;
-    /* the list is the n_top largest values: when its last entry is at or below the token's
-     * logprob it holds every id above it (rank = above + 1) and the token itself or a tie */
-    const float last = lp->top_logprobs[lp->n_top - 1];
-    if (last <= lp->logprob) return lp->rank == above + 1 && (seen || last == lp->logprob);
-    return above == lp->n_top && lp->rank > lp->n_top && !seen;
+    return sd_fuzz_lp_record_ok(lp, FV, c->top_want, (int64_t)c->n_prompt + c->n);
 }
 
 static int fz_on_logprob(void *ud, const specdec_token_logprobs *lp) {
