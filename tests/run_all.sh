@@ -53,26 +53,38 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_FUZZ=ON -DS
       -DSPECDEC_BUILD_BENCH=OFF -DSPECDEC_WERROR=ON -DSPECDEC_PYTHON="$py" >/dev/null
 mapfile -t fuzz_targets < <(grep -E '^[a-z_0-9]+$' tests/fuzz/targets.txt)
 cmake --build build-fuzz -j"$jobs" --target "${fuzz_targets[@]/#/fuzz_}"
-for t in "${fuzz_targets[@]}"; do
+# The targets run $jobs at a time (each libFuzzer process uses one core); results print in order.
+fuzz_one() {  # target -> build-fuzz/fuzz_<t>.log and build-fuzz/fuzz_<t>.rc
+  local t=$1 scratch inputs rc
   scratch=$(mktemp -d)
   inputs=(tests/fuzz/seeds/$t)
   [ -d tests/fuzz/corpus/$t ] && inputs+=(tests/fuzz/corpus/$t)
-  set +e
-  build-fuzz/tests/fuzz/fuzz_$t "$scratch" "${inputs[@]}" -max_total_time=${SPECDEC_FUZZ_SECONDS:-20} -timeout=60 -error_exitcode=1 \
-    -print_final_stats=1 -artifact_prefix=build-fuzz/ >build-fuzz/fuzz_$t.log 2>&1
-  rc=$?
-  set -e
+  rc=0
+  build-fuzz/tests/fuzz/fuzz_$t "$scratch" "${inputs[@]}" -max_total_time=${SPECDEC_FUZZ_SECONDS:-20} -timeout=60 \
+    -error_exitcode=1 -print_final_stats=1 -artifact_prefix=build-fuzz/fuzz_$t- >build-fuzz/fuzz_$t.log 2>&1 || rc=$?
   rm -rf "$scratch"
-  if [ $rc -eq 77 ]; then
+  echo $rc >build-fuzz/fuzz_$t.rc
+}
+fuzz_report() {  # target -> 0, or 1 after printing the failure
+  local t=$1 rc
+  rc=$(cat build-fuzz/fuzz_$t.rc 2>/dev/null || echo 1)
+  if [ "$rc" -eq 77 ]; then
     echo "fuzz_$t: skipped ($(grep -m1 -i skipped build-fuzz/fuzz_$t.log || echo 'inputs absent'))"
-    continue
-  fi
-  if [ $rc -ne 0 ]; then
+  elif [ "$rc" -ne 0 ]; then
     tail -n 40 build-fuzz/fuzz_$t.log
-    echo "fuzz_$t: FAILED (crash input saved in build-fuzz/)"; exit 1
+    echo "fuzz_$t: FAILED, exit $rc (crash input saved as build-fuzz/fuzz_$t-*)"; return 1
+  else
+    echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' build-fuzz/fuzz_$t.log | awk '{print $2}') runs, no finding"
   fi
-  echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' build-fuzz/fuzz_$t.log | awk '{print $2}') runs, no finding"
+}
+fuzz_failed=0
+for ((i = 0; i < ${#fuzz_targets[@]}; i += jobs)); do
+  batch=("${fuzz_targets[@]:i:jobs}")
+  for t in "${batch[@]}"; do fuzz_one "$t" & done
+  wait
+  for t in "${batch[@]}"; do fuzz_report "$t" || fuzz_failed=1; done
 done
+[ $fuzz_failed -eq 0 ]
 
 stage "Debug (-O1) + ASan + UBSan build (CPU backend)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSPECDEC_SANITIZE=ON -DSPECDEC_CUDA=OFF -DSPECDEC_WERROR=ON \
