@@ -87,12 +87,14 @@ static specdec_status e3d_catch_up(sd_eagle3_runner *h, const sd_round_seq *s, s
     if (N < 1 || (kv == N && h->root_row == N - 1)) return SPECDEC_OK;
     if (kv == N) sd_runner_truncate(&h->base, kv = N - 1);
     sd_runner *t = h->target;
-    const int32_t chunk = h->rows < t->max_batch ? h->rows : t->max_batch;
+    int32_t chunk = h->rows < t->max_batch ? h->rows : t->max_batch;
+    if (s->prompt_buf && chunk > SD_ROUND_PROMPT_ROWS) chunk = SD_ROUND_PROMPT_ROWS; /* begin, prompt logprobs */
     while (kv < N) {
         const int32_t n = N - kv < chunk ? N - kv : chunk;
-        const sd_runner_seg seg = {t, s->tokens + kv, n, kv, NULL, 0, NULL, h->aux};
+        const sd_runner_seg seg = {t, s->tokens + kv, n, kv, NULL, 0, s->prompt_buf, h->aux};
         specdec_status st = sd_runner_forward_batch(&seg, 1, eb);
         if (st != SPECDEC_OK) return st;
+        if (s->prompt_buf) s->prompt_rows(s->prompt_ctx, s->prompt_buf, t->n_vocab, kv, n);
         if ((st = e3d_extend(h, s->tokens + kv + 1, NULL, kv, n, eb)) != SPECDEC_OK) return st;
         kv += n;
     }

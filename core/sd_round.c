@@ -24,6 +24,8 @@ struct sd_round {
     const char *last_exec;
     sd_errbuf err;
     int device_lost;
+    float *prompt_buf;        /* NULL until a sequence asks for prompt rows: SD_ROUND_PROMPT_ROWS x prompt_v */
+    int32_t prompt_v;
 };
 
 static double round_now(void) {
@@ -62,6 +64,34 @@ static void round_invalidate(sd_round *rd, const sd_round_seq *s) {
 /* ------------------------------------------------------------------------- */
 /* begin / settle                                                             */
 /* ------------------------------------------------------------------------- */
+/* The prompt-rows buffer for target t (allocated on first use, or when V grows); NULL with
+ * OUT_OF_MEMORY in rd->err. */
+static float *round_prompt_buf(sd_round *rd, const sd_runner *t) {
+    if (rd->prompt_buf && rd->prompt_v >= t->n_vocab) return rd->prompt_buf;
+    sd_free(rd->prompt_buf);
+    rd->prompt_v = 0;
+    rd->prompt_buf = sd_malloc((size_t)SD_ROUND_PROMPT_ROWS * (size_t)t->n_vocab * sizeof(float));
+    if (!rd->prompt_buf) {
+        sd_fail(&rd->err, SPECDEC_ERR_OUT_OF_MEMORY, "round: prompt log-probabilities: %d x %d logits",
+                SD_ROUND_PROMPT_ROWS, (int)t->n_vocab);
+        return NULL;
+    }
+    rd->prompt_v = t->n_vocab;
+    return rd->prompt_buf;
+}
+
+/* The target's prefill of tokens[0..length-1) with its logits, chunk by chunk, to prompt_rows. */
+static specdec_status round_prefill_rows(sd_round *rd, sd_runner *t, const sd_round_seq *s) {
+    const int32_t n = s->length - 1;
+    for (int32_t off = 0; off < n; off += SD_ROUND_PROMPT_ROWS) {
+        const int32_t c = n - off < SD_ROUND_PROMPT_ROWS ? n - off : SD_ROUND_PROMPT_ROWS;
+        const specdec_status st = sd_runner_forward_chunked(t, s->tokens + off, c, off, rd->prompt_buf);
+        if (st != SPECDEC_OK) return st;
+        s->prompt_rows(s->prompt_ctx, rd->prompt_buf, t->n_vocab, off, c);
+    }
+    return SPECDEC_OK;
+}
+
 specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
     if (rd->device_lost) return sd_fail(&rd->err, SPECDEC_ERR_DEVICE_LOST, "round: the device was lost earlier");
     sd_runner *t = s ? seq_target(rd, s) : NULL, *d = s ? seq_draft(rd, s) : NULL;
@@ -75,12 +105,16 @@ specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
     round_invalidate(rd, s);
     sd_runner_truncate(t, 0);
     if (d) sd_runner_truncate(d, 0);
+    if (s->prompt_rows && s->length > 1 && !round_prompt_buf(rd, t)) return SPECDEC_ERR_OUT_OF_MEMORY;
     if (s->length > 1 && !hidden) {
-        const specdec_status st = sd_runner_forward_chunked(t, s->tokens, s->length - 1, 0, NULL);
+        const specdec_status st = s->prompt_rows ? round_prefill_rows(rd, t, s)
+                                                 : sd_runner_forward_chunked(t, s->tokens, s->length - 1, 0, NULL);
         if (st != SPECDEC_OK) return round_runner_fail(rd, st, "target prefill", t);
     }
     if (!s->drafter || !s->drafter->ops->begin) return SPECDEC_OK;
+    s->prompt_buf = s->prompt_rows && hidden ? rd->prompt_buf : NULL;
     const specdec_status st = s->drafter->ops->begin(s->drafter, d, s, &rd->err);
+    s->prompt_buf = NULL;
     if (st == SPECDEC_ERR_DEVICE_LOST) rd->device_lost = 1;
     return st;
 }
@@ -271,6 +305,7 @@ specdec_status sd_round_run(sd_round *rd, sd_round_seq *const *seqs, int32_t n_s
 /* ------------------------------------------------------------------------- */
 void sd_round_destroy(sd_round *rd) {
     if (!rd) return;
+    sd_free(rd->prompt_buf);
     sd_free(rd->slots);
     sd_free(rd->main);
     sd_free(rd->side);

@@ -71,6 +71,13 @@ extern "C" {
 
 /* Most sequences one run() takes (a shared round's max_seqs). */
 #define SD_ROUND_MAX_SEQS 256
+/* Rows of the target's logits one prefill chunk computes for prompt log-probabilities
+ * (sd_round_seq.prompt_rows): the round's buffer holds this many rows of V floats. */
+#define SD_ROUND_PROMPT_ROWS 32
+
+/* Where a prefill hands the target's raw logits of prompt positions (sd_round_seq.prompt_rows):
+ * rows[i * n_vocab ..] is position first + i (the distribution of token first + i + 1). */
+typedef void (*sd_round_prompt_fn)(void *ctx, const float *rows, int32_t n_vocab, int32_t first, int32_t n);
 
 /* The draft tree of one round: up to width[d] children per node at depth d + 1 (a
  * chain: all 1), depth levels; depth 0 = plain step. n_nodes == 0: the whole shape
@@ -154,6 +161,15 @@ struct sd_round_seq {
      * the target's raw rows (a device executor leaves such a sequence to its fallback) */
     int32_t logprobs;
     int32_t top_logprobs;       /* 0..SPECDEC_MAX_TOP_LOGPROBS */
+    /* prompt log-probabilities (docs/LOGPROBS.md "Prompt tokens"): with prompt_rows set, begin
+     * computes the target's logits of positions 0..length-2 while it prefills (in chunks of at
+     * most SD_ROUND_PROMPT_ROWS rows, into the round's buffer) and hands each chunk, in order,
+     * to prompt_rows(prompt_ctx, ...); a drafter that prefills the target itself
+     * (SD_DRAFTER_TARGET_HIDDEN) does the same with prompt_buf, which begin sets for the
+     * duration of its call (NULL otherwise) */
+    sd_round_prompt_fn prompt_rows;
+    void *prompt_ctx;
+    float *prompt_buf;
     /* results of the last round */
     int32_t depth;                    /* the depth the round ran (<= shape.depth; 0: a plain step) */
     int32_t n_accepted;               /* accepted draft tokens (path length), 0..depth */
@@ -265,7 +281,9 @@ specdec_status sd_round_create(sd_exec *ex, sd_exec *fb, sd_runner *t, sd_runner
 /* Switch executors (an engine's test hook: host or device); both borrowed. */
 void sd_round_set_exec(sd_round *rd, sd_exec *ex, sd_exec *fb);
 /* Start a sequence: reset its caches and fill them with tokens[0..length-1) (the
- * prefill, the target's and its drafter's), so that tokens[length-1] is pending. */
+ * prefill, the target's and its drafter's), so that tokens[length-1] is pending. With
+ * s->prompt_rows set, the target's logits of those positions go to it (OUT_OF_MEMORY if
+ * the round's chunk buffer, SD_ROUND_PROMPT_ROWS x V floats, cannot be allocated). */
 specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s);
 /* One round for each of seqs[0..n_seqs) (see the top of this file). On failure the
  * status says what happened, the detail is in sd_round_err(rd), and a sequence must be

@@ -301,13 +301,17 @@ typedef int (*specdec_token_callback)(void *user_data, int32_t token, const char
  * temperature, top-k, top-p, min-p), as vLLM's default `logprobs_mode = raw_logprobs`. It does
  * not depend on the drafter, the verify mode, γ or the tree: speculation changes which pass
  * computes a row, not the row. Borrowed pointers, valid during the call. Return 0 to go on,
- * non-zero to stop generation after this token (SPECDEC_STOP_CALLBACK, as `callback`). */
+ * non-zero to stop generation after this token (SPECDEC_STOP_CALLBACK, as `callback`).
+ * With prompt_logprobs = 1 the prompt's tokens come first (position 1..n_prompt-1, n_top =
+ * prompt_top_logprobs), without `callback` calls; a token's position tells them apart
+ * (position < n_prompt: a prompt token). */
 #define SPECDEC_MAX_TOP_LOGPROBS 20
 typedef struct specdec_token_logprobs {
     int32_t token;              /* the emitted token */
     float logprob;              /* its log-probability (<= 0; -INFINITY only if the logits make it so) */
     int32_t rank;               /* 1 + the number of ids with a strictly larger logprob (1 = most likely) */
-    int32_t n_top;              /* = specdec_generate_params.top_logprobs (fewer only when V is smaller) */
+    int32_t n_top;              /* = specdec_generate_params.top_logprobs, for a prompt token
+                                   prompt_top_logprobs (fewer only when V is smaller) */
     const int32_t *top_tokens;  /* n_top ids, most likely first; ties: the lower id first */
     const float *top_logprobs;  /* their log-probabilities */
     int64_t position;           /* the token's absolute position in the sequence (prompt = 0..n_prompt-1) */
@@ -417,7 +421,18 @@ typedef struct specdec_generate_params {
                                       distribution, 0..SPECDEC_MAX_TOP_LOGPROBS; default 0 */
     specdec_logprob_callback logprob_callback; /* see specdec_token_logprobs */
     void *logprob_user_data;                   /* passed to logprob_callback */
-    uint64_t reserved[2];
+    /* Prompt log-probabilities (since 0.4.1; docs/LOGPROBS.md "Prompt tokens"; vLLM's
+     * prompt_logprobs, OpenAI's echo). These fill 0.4.0's reserved[3]; zero-initialised = off. */
+    int32_t prompt_logprobs;       /* 1: before anything is generated, report each prompt token but
+                                      the first (positions 1..n_prompt-1, in order) through
+                                      logprob_callback (required then): the same record as for a
+                                      generated token, from the target's raw logits of the position
+                                      before it, computed by the prefill (no extra forward pass).
+                                      `callback` is not called for prompt tokens; a non-zero return
+                                      stops before the first generated token. 0 (default): off */
+    int32_t prompt_top_logprobs;   /* with prompt_logprobs: the top list of prompt tokens,
+                                      0..SPECDEC_MAX_TOP_LOGPROBS; default 0 */
+    uint64_t reserved[1];
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -426,8 +441,9 @@ SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
  * loads anything: n_predict, n_draft, verify, the sampling values (temperature, top_k,
  * top_p, min_p), stop strings (count and lengths; not whether a tokenizer is set), the
  * tree (shape, draft_nodes, not with adaptive_draft), the log-probability fields (logprobs
- * 0 or 1, top_logprobs 0..SPECDEC_MAX_TOP_LOGPROBS and only with logprobs, logprob_callback
- * set with logprobs; since 0.4.1) and the reserved fields, as
+ * and prompt_logprobs 0 or 1, top_logprobs / prompt_top_logprobs 0..SPECDEC_MAX_TOP_LOGPROBS
+ * and only with logprobs / prompt_logprobs, logprob_callback set with either; since 0.4.1)
+ * and the reserved fields, as
  * specdec_generate checks them. SPECDEC_OK, or INVALID_ARGUMENT naming the field and the
  * value in specdec_last_error(). What needs the models (a tree or adaptive_draft without
  * a draft model, stop strings without a tokenizer, the context) is checked by

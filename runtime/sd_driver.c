@@ -22,6 +22,8 @@ void sd_driver_free(sd_driver *dv) {
 
 specdec_status sd_driver_begin(sd_driver *dv, sd_gen *g) {
     specdec_status st = sd_round_begin(dv->rd, &g->rs);
+    g->rs.prompt_rows = NULL; /* prompt log-probabilities: the prefill's alone */
+    g->rs.prompt_ctx = NULL;
     g->st->t_prefill_s = sd_gen_now() - g->t_start;
     if (st != SPECDEC_OK) sd_fail(g->err, st, "%s", sd_round_err(dv->rd));
     g->status = st;

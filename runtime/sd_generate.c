@@ -25,6 +25,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "sd_cpu_logprobs.h"
 #include "sd_cpu_sample.h"
 #include "sd_driver.h"
 #include "sd_eagle3.h"
@@ -117,6 +118,19 @@ static specdec_status sd_gen_check_logprobs(const specdec_generate_params *p, co
                        (int)p->top_logprobs);
     if (p->logprobs && !p->logprob_callback)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: logprobs = 1 needs logprob_callback (it is NULL)", fn);
+    if (p->prompt_logprobs != 0 && p->prompt_logprobs != 1)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prompt_logprobs %d must be 0 or 1", fn,
+                       (int)p->prompt_logprobs);
+    if (p->prompt_top_logprobs < 0 || p->prompt_top_logprobs > SPECDEC_MAX_TOP_LOGPROBS)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prompt_top_logprobs %d outside [0, %d]", fn,
+                       (int)p->prompt_top_logprobs, SPECDEC_MAX_TOP_LOGPROBS);
+    if (p->prompt_top_logprobs > 0 && !p->prompt_logprobs)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "%s: prompt_top_logprobs %d needs prompt_logprobs = 1 (prompt_logprobs is 0)", fn,
+                       (int)p->prompt_top_logprobs);
+    if (p->prompt_logprobs && !p->logprob_callback)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prompt_logprobs = 1 needs logprob_callback (it is NULL)",
+                       fn);
     return SPECDEC_OK;
 }
 
@@ -269,10 +283,8 @@ static int sd_is_eos(const sd_engine_special *sp, int32_t tok) {
     return 0;
 }
 
-/* The token's log-probabilities to logprob_callback (before `callback` of the same token);
- * 1 if it asks to stop. pos: the token's absolute position. */
-static int sd_gen_logprob_stop(const sd_gen *g, const sd_logprob *lp, int64_t pos) {
-    if (!g->p->logprobs || !lp) return 0;
+/* A record to logprob_callback; 1 if it asks to stop. pos: the token's absolute position. */
+static int sd_gen_logprob_send(const sd_gen *g, const sd_logprob *lp, int64_t pos) {
     specdec_token_logprobs v;
     v.token = lp->token;
     v.logprob = lp->logprob;
@@ -282,6 +294,26 @@ static int sd_gen_logprob_stop(const sd_gen *g, const sd_logprob *lp, int64_t po
     v.top_logprobs = lp->top_logprobs;
     v.position = pos;
     return g->p->logprob_callback(g->p->logprob_user_data, &v) != 0;
+}
+
+/* The token's log-probabilities (before `callback` of the same token); 1 if it asks to stop. */
+static int sd_gen_logprob_stop(const sd_gen *g, const sd_logprob *lp, int64_t pos) {
+    return g->p->logprobs && lp ? sd_gen_logprob_send(g, lp, pos) : 0;
+}
+
+/* The round's prompt rows (sd_round_seq.prompt_rows, during begin): the record of each
+ * prompt token p + 1 from row p, in order, until the callback or the cancel flag stops it
+ * (reason CALLBACK; the rest of the prefill runs, nothing more is reported). */
+static void sd_gen_prompt_rows(void *ctx, const float *rows, int32_t n_vocab, int32_t first, int32_t n) {
+    sd_gen *g = ctx;
+    for (int32_t i = 0; i < n && g->reason == SPECDEC_STOP_NONE; i++) {
+        const int64_t pos = (int64_t)first + i + 1;
+        sd_logprob lp;
+        sd_cpu_logprobs(rows + (size_t)i * (size_t)n_vocab, n_vocab, g->seq[pos], g->p->prompt_top_logprobs, &lp);
+        int stop = sd_gen_logprob_send(g, &lp, pos);
+        if (!stop && g->cancel && atomic_load_explicit(g->cancel, memory_order_acquire)) stop = g->cancelled = 1;
+        if (stop) g->reason = SPECDEC_STOP_CALLBACK;
+    }
 }
 
 /* The callbacks and the cancel flag: 1 if any stops generation after this token. */
@@ -371,6 +403,10 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     s->trace = p->round_callback ? &g->trace : NULL;
     s->logprobs = p->logprobs;
     s->top_logprobs = p->top_logprobs;
+    if (p->prompt_logprobs && n_prompt > 1) { /* cleared by the driver once begun */
+        s->prompt_rows = sd_gen_prompt_rows;
+        s->prompt_ctx = g;
+    }
     s->seed = p->seed == SPECDEC_SEED_RANDOM ? sd_gen_random_seed() : p->seed;
     s->sequence_id = p->sequence_id;
     s->mode = p->verify;

@@ -339,7 +339,7 @@ static void test_bad_requests(void) {
     WITH(verify, (specdec_verify_mode)99, SPECDEC_ERR_INVALID_ARGUMENT);
     WITH(n_stop_strings, -1, SPECDEC_ERR_INVALID_ARGUMENT);
     WITH(n_stop_strings, 1, SPECDEC_ERR_INVALID_ARGUMENT); /* stop_strings NULL */
-    WITH(reserved[1], 1, SPECDEC_ERR_INVALID_ARGUMENT);
+    WITH(prompt_logprobs, 2, SPECDEC_ERR_INVALID_ARGUMENT);
     WITH(draft_method, (specdec_draft_method)9, SPECDEC_ERR_INVALID_ARGUMENT);
     WITH(reserved[0], 1, SPECDEC_ERR_INVALID_ARGUMENT);
     {

@@ -171,7 +171,10 @@ typedef struct fgen_cb {
     int32_t n_prompt;        /* positions start here */
     int lp_on, cb_on;        /* which of the two callbacks the call set */
     int32_t top_want;        /* top_logprobs asked for */
-    int32_t n_lp;            /* calls */
+    int32_t prompt_top_want; /* prompt_top_logprobs asked for */
+    const int32_t *prompt;   /* the prompt: prompt records (positions 1..n_prompt-1) come first */
+    int32_t n_plp;           /* prompt records */
+    int32_t n_lp;            /* calls for generated tokens */
     int32_t lp_tok[FMAX_CTX + 1];
     float lp[FMAX_CTX + 1];
     int lp_bad;              /* a record breaking specdec_token_logprobs' contract, or out of order */
@@ -182,6 +185,14 @@ typedef struct fgen_cb {
  * (n_lp runs one ahead of n_calls). */
 static int fgen_on_logprob(void *ud, const specdec_token_logprobs *lp) {
     fgen_cb *c = ud;
+    if (lp->position >= 1 && lp->position < c->n_prompt) { /* a prompt token's, before anything else */
+        if (c->n_lp || c->n_calls || c->n_final || lp->position != (int64_t)c->n_plp + 1 ||
+            lp->token != c->prompt[lp->position] ||
+            !sd_fuzz_lp_record_ok(lp, FV, c->prompt_top_want, (int64_t)c->n_plp + 1))
+            c->lp_bad = 1;
+        c->n_plp++;
+        return 0;
+    }
     if (c->n_lp > FMAX_CTX || (c->cb_on && c->n_lp != c->n_calls) || c->n_final) {
         c->lp_bad = 1;
         return 0;
@@ -261,13 +272,17 @@ static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
         gp->ngram_cost = (specdec_ngram_cost)(c % 5 == 4 ? -1 : c % 5 == 3 ? 3 : c % 3);
         gp->ngram_token_cost = (c >> 3) % 4 == 3 ? sd_fuzz_float(in) : (float)((c >> 3) % 4) * 0.25f;
     }
-    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[a % 2] = 1;
+    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[0] = 1;
     if ((m & 128) && (a >> 3) % 16 == 3) { /* logprobs (0.4.1), valid and not */
         const uint8_t l = sd_fuzz_u8(in);
         gp->logprobs = l % 8 == 7 ? 2 : l % 8 == 6 ? -1 : l % 8 != 0;
         gp->top_logprobs = (l >> 3) % 16 == 15 ? SPECDEC_MAX_TOP_LOGPROBS + 1 : (l >> 3) % 16 == 14 ? -1
                            : (l >> 3) % 16 == 13 ? SPECDEC_MAX_TOP_LOGPROBS : (int32_t)((l >> 3) % 16) % 6;
         gp->logprob_callback = (l >> 7) ? NULL : fgen_on_logprob;
+        const uint8_t q = sd_fuzz_u8(in); /* prompt logprobs (0.4.1), valid and not */
+        gp->prompt_logprobs = q % 8 == 7 ? 2 : q % 8 == 6 ? -1 : q % 8 >= 3;
+        gp->prompt_top_logprobs = (q >> 3) % 16 == 15 ? SPECDEC_MAX_TOP_LOGPROBS + 1 : (q >> 3) % 16 == 14 ? -1
+                                  : (q >> 3) % 16 == 13 ? SPECDEC_MAX_TOP_LOGPROBS : (int32_t)((q >> 3) % 16) % 4;
     }
 }
 
@@ -367,9 +382,14 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
                 (int)p->ngram_cost < 0 || (int)p->ngram_cost > 2 ||
                 !(p->ngram_token_cost >= 0.0f && p->ngram_token_cost <= 100.0f),
             inval);
-    for (int i = 0; i < 2; i++) BAD(p->reserved[i], inval);
+    for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++) BAD(p->reserved[i], inval);
     BAD(p->logprobs != 0 && p->logprobs != 1, inval);
     BAD(p->top_logprobs < 0 || p->top_logprobs > SPECDEC_MAX_TOP_LOGPROBS || (p->top_logprobs > 0 && !p->logprobs), inval);
+    BAD(p->prompt_logprobs != 0 && p->prompt_logprobs != 1, inval);
+    BAD(p->prompt_top_logprobs < 0 || p->prompt_top_logprobs > SPECDEC_MAX_TOP_LOGPROBS ||
+            (p->prompt_top_logprobs > 0 && !p->prompt_logprobs),
+        inval);
+    BAD(p->prompt_logprobs && !p->logprob_callback, inval);
     BAD(p->logprobs == 1 && !p->logprob_callback, inval);
     const int64_t room = (int64_t)fe->n_ctx - c->n_prompt;
     BAD(c->cap < (p->n_predict < room ? p->n_predict : room), SPECDEC_ERR_BUFFER_TOO_SMALL);
@@ -482,6 +502,8 @@ static void fgen_call_run(const fgen_engine *fe, fgen_call *c, const specdec_gen
     if (gp.logprob_callback) gp.logprob_user_data = &r->cb;
     r->cb.n_prompt = c->n_prompt;
     r->cb.top_want = gp.top_logprobs;
+    r->cb.prompt_top_want = gp.prompt_top_logprobs;
+    r->cb.prompt = c->prompt;
     r->cb.lp_on = gp.logprobs == 1 && gp.logprob_callback != NULL;
     r->cb.cb_on = gp.callback != NULL;
     r->st = specdec_generate(fe->e, c->prompt, c->n_prompt, c->null_params ? NULL : &gp, out, c->cap,
@@ -517,6 +539,8 @@ static void fgen_check_ok(const fgen_engine *fe, const fgen_call *c, const specd
     } else {
         sd_fuzz_require(r->cb.n_lp == 0);
     }
+    /* one record per prompt token but the first (the callback never stops them here) */
+    sd_fuzz_require(!r->cb.lp_bad && r->cb.n_plp == (p->prompt_logprobs ? c->n_prompt - 1 : 0));
     if (!c->null_stats) {
         fgen_check_stops(fe, c, p, out, n, t.p, piece_end, r->stats.stop_reason);
         fgen_check_stats(fe, c, p, &r->stats, n);
@@ -568,7 +592,7 @@ static void fgen_generate(sd_fuzz_in *in, const fgen_engine *fe) {
     if (r.st != SPECDEC_OK) {
         sd_fuzz_require(c.null_n_out || r.n_out == 0);
         for (int32_t i = 0; c.out && i < (c.cap > 0 ? c.cap : 1); i++) sd_fuzz_require(c.out[i] == -7);
-        sd_fuzz_require(r.cb.n_calls == 0 && r.cb.n_final == 0 && r.cb.n_lp == 0);
+        sd_fuzz_require(r.cb.n_calls == 0 && r.cb.n_final == 0 && r.cb.n_lp == 0 && r.cb.n_plp == 0);
         sd_fuzz_require(specdec_engine_kv_length(fe->e, SPECDEC_ROLE_TARGET) == kv_t);
         sd_fuzz_require(specdec_engine_kv_length(fe->e, SPECDEC_ROLE_DRAFT) == kv_d);
         sd_fuzz_require(specdec_engine_last_error(fe->e)[0] != '\0');

@@ -325,13 +325,14 @@ def generate_seeds():
     backend, n_ctx, max_batch]; a generate op = [0, mask, n_predict+1, (fields), verify,
     n_draft+1, adaptive, stops, flags, prompt length, ids..., capacity, again]."""
     def gen(mask, n_predict, verify, n_draft, adaptive=0, stops=(), flags=3, prompt=(1, 20, 21, 22), cap=64, again=3,
-            extra=b"", stop_after=None, lp=None):
+            extra=b"", stop_after=None, lp=None, plp=0, plen=None):
         st = bytes([len(stops)]) + b"".join(bytes([len(x), len(x)]) + x for x in stops)
         sa = b"" if stop_after is None else bytes([stop_after])
-        # lp: the logprobs byte, read after `adaptive` when mask has bit 7 and (adaptive >> 3) % 16 == 3
-        lpb = b"" if lp is None else bytes([lp])
+        # lp: the logprobs byte, read after `adaptive` when mask has bit 7 and (adaptive >> 3) % 16 == 3,
+        # then plp, the prompt logprobs byte; plen: the prompt length byte (240..249: (plen - 240) * 12 ids)
+        lpb = b"" if lp is None else bytes([lp, plp])
         return bytes([0, mask, n_predict + 1]) + extra + bytes([verify, n_draft + 1, adaptive]) + lpb + st + \
-            bytes([flags]) + sa + bytes([len(prompt)]) + bytes(prompt) + bytes([cap, again])
+            bytes([flags]) + sa + bytes([len(prompt) if plen is None else plen]) + bytes(prompt) + bytes([cap, again])
     plain = [0, 1, 0, 0]
     spec = [1, 1, 0, 0]
     put("generate", "any_plain_greedy", gen_input(plain, [gen(2, 16, 0, 4)]))
@@ -362,6 +363,20 @@ def generate_seeds():
     for name, lp in (("value_2", 7), ("value_minus1", 6), ("top_21", 1 | 15 << 3), ("top_minus1", 1 | 14 << 3),
                      ("no_callback", 1 | 128), ("top_without_logprobs", 2 << 3)):
         put("generate", "any_logprobs_bad_" + name, gen_input(spec, [gen(2 | 128, 8, 2, 4, adaptive=lpa, lp=lp)]))
+    # prompt logprobs (0.4.1): byte plp = on (plp % 8 in 3..5; 7 -> 2, 6 -> -1), top = ((plp >> 3) % 16) % 4
+    # (13 -> 20, 14 -> -1, 15 -> 21); lp = 0 keeps the callback with generated-token logprobs off
+    long_prompt = tuple(3 + i % 40 for i in range(36))  # 36 ids: two prefill chunks of prompt rows
+    put("generate", "any_prompt_logprobs_spec_greedy_top2",
+        gen_input(spec, [gen(2 | 128, 12, 2, 4, adaptive=lpa, lp=1 | 3 << 3, plp=3 | 2 << 3)]))
+    put("generate", "any_prompt_logprobs_only_long_top20",
+        gen_input(spec, [gen(32 | 128, 8, 1, 3, adaptive=lpa, extra=struct.pack("<Q", 7), lp=0, plp=4 | 13 << 3,
+                             prompt=long_prompt, plen=243)]))
+    put("generate", "any_prompt_logprobs_plain_long",
+        gen_input(plain, [gen(2 | 128, 6, 0, 4, adaptive=lpa, lp=1, plp=5, prompt=long_prompt, plen=243)]))
+    for name, plp in (("value_2", 7), ("value_minus1", 6), ("top_21", 3 | 15 << 3), ("top_without", 1 << 3)):
+        put("generate", "any_prompt_logprobs_bad_" + name,
+            gen_input(spec, [gen(2 | 128, 8, 2, 4, adaptive=lpa, lp=1, plp=plp)]))
+    put("generate", "any_prompt_logprobs_no_callback", gen_input(spec, [gen(2 | 128, 8, 2, 4, adaptive=lpa, lp=128, plp=3)]))
     put("generate", "any_engine_cuda_or_reserved", gen_input([0xc0, 10, 0, 0], []))
 
 

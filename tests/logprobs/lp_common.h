@@ -26,6 +26,8 @@ typedef struct lp_rec {
     int64_t next_pos;      /* the position the next token must have (-1: not checked) */
     int32_t stop_at;       /* logprob_callback returns 1 at this call index (-1: never) */
     int32_t off;           /* logprobs off: tokens come without logprob calls */
+    int64_t prompt_end;    /* prompt_logprobs: records at positions < prompt_end are prompt tokens'; */
+    struct lp_rec *prompt; /* they go to *prompt (positions 1, 2, ..., before any other call) */
     int32_t tok[LP_MAX], rank[LP_MAX], n_top[LP_MAX];
     float lp[LP_MAX];
     int64_t pos[LP_MAX];
@@ -39,15 +41,10 @@ static inline void lp_rec_init(lp_rec *r, int64_t first_pos) {
     r->stop_at = -1;
 }
 
-static inline int lp_on_logprob(void *u, const specdec_token_logprobs *v) {
-    lp_rec *r = u;
-    if (r->pending || (r->next_pos >= 0 && v->position != r->next_pos) || v->n_top < 0 ||
-        v->n_top > SPECDEC_MAX_TOP_LOGPROBS)
-        r->bad_order++;
-    if (r->next_pos >= 0) r->next_pos = v->position + 1;
-    r->pending = 1;
+/* Store v as r's next record; its index, or -1 when r is full. */
+static inline int32_t lp_store(lp_rec *r, const specdec_token_logprobs *v) {
     const int32_t i = r->n++;
-    if (i >= LP_MAX) return 1;
+    if (i >= LP_MAX) return -1;
     r->tok[i] = v->token;
     r->lp[i] = v->logprob;
     r->rank[i] = v->rank;
@@ -57,7 +54,30 @@ static inline int lp_on_logprob(void *u, const specdec_token_logprobs *v) {
         r->top[i][k] = v->top_tokens[k];
         r->top_lp[i][k] = v->top_logprobs[k];
     }
-    return i == r->stop_at;
+    return i;
+}
+
+static inline int lp_on_logprob(void *u, const specdec_token_logprobs *v) {
+    lp_rec *r = u;
+    if (v->n_top < 0 || v->n_top > SPECDEC_MAX_TOP_LOGPROBS) r->bad_order++;
+    if (r->prompt && v->position < r->prompt_end) { /* a prompt token: in order from 1, before the rest */
+        lp_rec *p = r->prompt;
+        if (r->n > 0 || r->n_tok > 0 || v->position != (int64_t)p->n + 1) p->bad_order++;
+        const int32_t i = lp_store(p, v);
+        return i < 0 || i == p->stop_at;
+    }
+    if (r->pending || (r->next_pos >= 0 && v->position != r->next_pos)) r->bad_order++;
+    if (r->next_pos >= 0) r->next_pos = v->position + 1;
+    r->pending = 1;
+    const int32_t i = lp_store(r, v);
+    return i < 0 || i == r->stop_at;
+}
+
+/* r records prompt tokens' records (positions 1..n_prompt-1) into p as well. */
+static inline void lp_rec_prompt(lp_rec *r, lp_rec *p, int32_t n_prompt) {
+    lp_rec_init(p, 1);
+    r->prompt = p;
+    r->prompt_end = n_prompt;
 }
 
 static inline int lp_on_token(void *u, int32_t token, const char *piece, size_t len) {
@@ -183,6 +203,31 @@ static inline int lp_check_ref(const char *name, const lp_rec *r, const lp_ref *
                     n_top ? (int)top[0] : -1);
     }
     SD_CHECK(bad == 0, "%s: %d tokens disagree with the float64 reference", name, bad);
+    return bad;
+}
+
+/* Check the prompt records p (positions 1..n_prompt-1 of prompt) against ref (a reference
+ * whose rows 0..n_prompt-2 are the prompt's): as lp_check_ref. Returns the failed count. */
+static inline int lp_check_prompt_ref(const char *name, const lp_rec *p, const lp_ref *ref, const int32_t *prompt,
+                                      int32_t n_prompt, int32_t n_top, double tol, double *max_diff) {
+    int bad = 0;
+    SD_CHECK(p->n == n_prompt - 1 && p->bad_order == 0, "%s: %d prompt records for %d prompt tokens, %d breaches",
+             name, (int)p->n, (int)n_prompt, (int)p->bad_order);
+    for (int32_t i = 0; i < p->n && i < n_prompt - 1 && i < LP_MAX; i++) {
+        const int32_t row = i, tok = prompt[i + 1];
+        const double d = fabs((double)p->lp[i] - lp_ref_lp(ref, row, tok));
+        if (d > *max_diff) *max_diff = d;
+        int32_t top[SPECDEC_MAX_TOP_LOGPROBS];
+        const int32_t rank = lp_ref_rank_top(ref, row, tok, n_top, top);
+        int ok = p->tok[i] == tok && p->pos[i] == i + 1 && d <= tol && p->rank[i] == rank && p->n_top[i] == n_top;
+        for (int32_t k = 0; ok && k < n_top; k++)
+            ok = p->top[i][k] == top[k] && fabs((double)p->top_lp[i][k] - lp_ref_lp(ref, row, top[k])) <= tol;
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "%s: prompt token %d (id %d, pos %lld): logprob %.9g ref %.9g, rank %d ref %d\n", name,
+                    (int)i + 1, (int)p->tok[i], (long long)p->pos[i], (double)p->lp[i], lp_ref_lp(ref, row, tok),
+                    (int)p->rank[i], (int)rank);
+    }
+    SD_CHECK(bad == 0, "%s: %d prompt tokens disagree with the float64 reference", name, bad);
     return bad;
 }
 

@@ -12,7 +12,8 @@
  *      a non-zero return stops after that token (STOP_CALLBACK) even inside a round; EOS
  *      and stop strings cut rounds and get exactly the emitted tokens' records;
  *  (e) validation names the field (specdec_generate_params_validate and specdec_generate).
- * Arguments: TARGET DRAFT EAGLE3_HEAD N_PREDICT. */
+ * Arguments: TARGET DRAFT EAGLE3_HEAD N_PREDICT [N_PROMPTS] (1 or 2, default 2: the sanitizer
+ * builds run one prompt, every path but half the forward passes). */
 #include "lp_common.h"
 
 #include "sd_engine.h"
@@ -239,6 +240,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     g_np = atoi(argv[4]);
+    const size_t n_prompts = argc > 5 && atoi(argv[5]) == 1 ? 1 : 2;
     specdec_model *tm = NULL, *dm = NULL, *hm = NULL;
     specdec_tokenizer *tok = NULL;
     if (specdec_model_load(argv[1], NULL, &tm) || specdec_model_load(argv[2], NULL, &dm) ||
@@ -248,7 +250,7 @@ int main(int argc, char **argv) {
     }
     specdec_engine *ea = lp_make_engine(tm, dm, 512), *eb = lp_make_engine(tm, hm, 512);
     static const char *const prompts[] = {"And God said", "Then answered Jesus and said unto them,"};
-    for (size_t p = 0; ea && eb && p < sizeof prompts / sizeof prompts[0]; p++) {
+    for (size_t p = 0; ea && eb && p < n_prompts && p < sizeof prompts / sizeof prompts[0]; p++) {
         int32_t ids[64], np = 0;
         SD_CHECK(specdec_tokenize(tok, prompts[p], strlen(prompts[p]), 1, ids, 64, &np) == SPECDEC_OK, "tokenize");
         check_engine("pair", ea, PAIR_CFGS, sizeof PAIR_CFGS / sizeof PAIR_CFGS[0], ids, np);

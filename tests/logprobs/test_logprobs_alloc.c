@@ -9,7 +9,10 @@
  *      SPECDEC_ERR_OUT_OF_MEMORY, the raw-row allocation's failure among them (its message
  *      names it), and the buffer stays absent after that failure;
  *   3. afterwards the same engine generates, the buffer now present, tokens and records
- *      bitwise equal to a fresh engine's.
+ *      bitwise equal to a fresh engine's;
+ *   4. the round's prompt-row buffer (prompt_logprobs, core/sd_round.c) the same way: every
+ *      allocation index in turn fails, exactly one failure is that buffer's (its message
+ *      names it), and afterwards the prompt and generated records equal a fresh engine's.
  * Usage: test_logprobs_alloc TARGET DRAFT */
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +43,47 @@ static specdec_status gen(specdec_engine *e, const specdec_generate_params *gp, 
     static const int32_t prompt[] = {1, 17, 42, 9, 5};
     *n = 0;
     return specdec_generate(e, prompt, 5, gp, out, LP_MAX, n, NULL);
+}
+
+/* 4. the prompt-row buffer under fault injection, then the records against a fresh engine's. */
+static void check_prompt_buffer(specdec_engine *e, specdec_engine *fresh) {
+    static lp_rec r, p, want, want_p;
+    int32_t out[LP_MAX], want_out[LP_MAX], n = 0, want_n = 0;
+    specdec_generate_params gp = params(1, 1, &want);
+    gp.prompt_logprobs = 1;
+    gp.prompt_top_logprobs = 4;
+    lp_rec_prompt(&want, &want_p, 5);
+    SD_CHECK(gen(fresh, &gp, want_out, &want_n) == SPECDEC_OK && want_p.n == 4 && want.n == want_n,
+             "fresh engine, prompt logprobs: %s", specdec_engine_last_error(fresh));
+    int n_oom = 0, buf_oom = 0, other = 0;
+    for (long k = 0; k < 10000; k++) {
+        gp = params(1, 1, &r);
+        gp.prompt_logprobs = 1;
+        gp.prompt_top_logprobs = 4;
+        lp_rec_prompt(&r, &p, 5);
+        sd_alloc_fail_after(k);
+        const specdec_status st = gen(e, &gp, out, &n);
+        const long used = sd_alloc_count();
+        sd_alloc_fail_after(-1);
+        if (st == SPECDEC_ERR_OUT_OF_MEMORY) {
+            n_oom++;
+            buf_oom += strstr(specdec_engine_last_error(e), "prompt log-probabilities") != NULL;
+        } else if (st != SPECDEC_OK) {
+            other++;
+            fprintf(stderr, "prompt k %ld: %s: %s\n", k, specdec_status_string(st), specdec_engine_last_error(e));
+        }
+        if (used <= k) break;
+    }
+    printf("prompt buffer: %d runs out of memory, %d of them at the prompt rows\n", n_oom, buf_oom);
+    SD_CHECK(buf_oom == 1 && other == 0, "prompt-row failures %d (want 1), other errors %d", buf_oom, other);
+    gp = params(1, 1, &r);
+    gp.prompt_logprobs = 1;
+    gp.prompt_top_logprobs = 4;
+    lp_rec_prompt(&r, &p, 5);
+    SD_CHECK(gen(e, &gp, out, &n) == SPECDEC_OK, "after injection: %s", specdec_engine_last_error(e));
+    SD_CHECK(n == want_n && sc_same_tokens(out, want_out, n) && p.n == want_p.n && !memcmp(p.lp, want_p.lp, sizeof p.lp) &&
+                 !memcmp(p.top, want_p.top, sizeof p.top) && !memcmp(r.lp, want.lp, sizeof r.lp),
+             "after injection: %d tokens / %d prompt records differ from a fresh engine's", (int)n, (int)p.n);
 }
 
 int main(int argc, char **argv) {
@@ -107,6 +151,7 @@ int main(int argc, char **argv) {
         const float *kept = raw_rows(e);
         gp = params(1, 0, &r);
         SD_CHECK(gen(e, &gp, out, &n) == SPECDEC_OK && raw_rows(e) == kept, "the buffer is kept for the executor's life");
+        check_prompt_buffer(e, fresh);
     }
     specdec_engine_free(fresh);
     specdec_engine_free(e);

@@ -89,15 +89,20 @@ _Static_assert(offsetof(specdec_generate_params, ngram_cost) ==
                    offsetof(specdec_generate_params, logprobs) == offsetof(specdec_generate_params, ngram_cost) + 8 &&
                    sizeof(specdec_ngram_cost) == 4,
                "ngram_cost / ngram_token_cost are one old reserved uint64_t");
-/* 0.4.1: logprobs / top_logprobs fill the next uint64_t, the callback and its user data the two after */
+/* 0.4.1: logprobs / top_logprobs fill the next uint64_t, the callback and its user data the two after,
+ * prompt_logprobs / prompt_top_logprobs the next */
 _Static_assert(offsetof(specdec_generate_params, top_logprobs) == offsetof(specdec_generate_params, logprobs) + 4 &&
                    offsetof(specdec_generate_params, logprob_callback) ==
                        offsetof(specdec_generate_params, logprobs) + 8 &&
                    offsetof(specdec_generate_params, logprob_user_data) ==
                        offsetof(specdec_generate_params, logprob_callback) + sizeof(void *) &&
+                   offsetof(specdec_generate_params, prompt_logprobs) ==
+                       offsetof(specdec_generate_params, logprob_user_data) + sizeof(void *) &&
+                   offsetof(specdec_generate_params, prompt_top_logprobs) ==
+                       offsetof(specdec_generate_params, prompt_logprobs) + 4 &&
                    offsetof(specdec_generate_params, reserved) ==
-                       offsetof(specdec_generate_params, logprob_user_data) + sizeof(void *),
-               "the 0.4.1 logprob fields are 0.4.0's reserved[0..2]");
+                       offsetof(specdec_generate_params, prompt_logprobs) + 8,
+               "the 0.4.1 logprob fields are 0.4.0's reserved[0..3]");
 _Static_assert(offsetof(specdec_generate_params, reserved) + sizeof(((specdec_generate_params *)0)->reserved) ==
                    offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved),
                "reserved still ends the struct");
@@ -192,7 +197,7 @@ static void test_bad_requests(void) {
         case 4: p.draft_nodes = -1, what = "draft_nodes -1"; break;
         case 5: p.adaptive_draft = 1, what = "adaptive_draft with a tree"; break;
         case 6: p.draft_method = (specdec_draft_method)7, what = "draft_method 7"; break;
-        case 7: p.reserved[1] = 1, what = "reserved[1]"; break;
+        case 7: p.reserved[0] = 1, what = "reserved[0]"; break;
         case 8: memset(p.tree_width, 0, sizeof p.tree_width), p.tree_width[5] = 2, what = "a zero first"; break;
         }
         n2 = -1;
