@@ -21,34 +21,18 @@
 #include <math.h>
 #include <string.h>
 
+#include "sd_cpu_clones.h"
+
 #define LP_LANES 8           /* independent accumulators of a pass (vectorised by the compiler) */
 #define LP_MAX_BLOCKS 2048   /* block maxima kept on the stack (8 KiB) */
 #define LP_EXP_BLOCK 64      /* ids per block of the exp pass */
 #define LP_EXP_MIN (-87.0f)  /* below: exp counted as 0 (e^-87 < 2^-125; the sum is >= 1) */
 
 /* The exp pass dominates; on x86-64 it is also compiled for AVX2 and picked at load time
- * (GNU ifunc). Both versions give bitwise equal results: every lane is the same sequence
- * of IEEE operations (the lanes are explicit, ISO C mode contracts no FMA), only the
- * vector width differs. Not in sanitizer builds: the ifunc resolver runs while the
- * library is relocated, before the sanitizer's runtime is initialised, and an
- * instrumented resolver crashes every program at start (CI's TSan stage: each test
- * SEGFAULT in 0.00 s). */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define LP_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define LP_SANITIZED 1
-#endif
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && defined(__has_attribute) && !defined(LP_SANITIZED)
-#if __has_attribute(target_clones)
-#define LP_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef LP_CLONES
-#define LP_CLONES
-#endif
+ * (kernels/cpu/sd_cpu_clones.h). Both versions give bitwise equal results: every lane is the
+ * same sequence of IEEE operations (the lanes are explicit, ISO C mode contracts no FMA),
+ * only the vector width differs. */
+#define LP_CLONES SD_CPU_CLONES_AVX2
 
 /* The row cut into blocks of `bs` ids (a multiple of LP_LANES; the last one shorter) and
  * each block's maximum, NaN skipped (-inf for a block without any non-NaN value). Small

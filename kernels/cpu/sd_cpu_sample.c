@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "sd_cpu_clones.h"
+
 size_t sd_sampling_scratch_size(int32_t n_vocab) {
     if (n_vocab <= 0) return 0;
     return (size_t)n_vocab * (sizeof(double) + sizeof(int32_t)) + sizeof(double);
@@ -94,8 +96,11 @@ typedef struct sd_row {
     int32_t popped;
 } sd_row;
 
-/* Steps 0, 2, 3: weights. Returns 0 after writing a one-hot row (all -inf), else 1. */
-static int row_weights(sd_row *r, const float *logits, float *probs_out) {
+/* Steps 0, 2, 3: weights. Returns 0 after writing a one-hot row (all -inf), else 1.
+ * sd_rule_exp is 16 explicit fma() per id: without an FMA target each is a libm call (~60% of
+ * this function's time, bench/sampling); the FMA clone makes them instructions, with the same
+ * results (an fma is correctly rounded either way). */
+SD_CPU_CLONES_FMA static int row_weights(sd_row *r, const float *logits, float *probs_out) {
     const double T = (double)r->sp->temperature;
     float mx = -INFINITY;
     for (int32_t i = 0; i < r->V; i++)
