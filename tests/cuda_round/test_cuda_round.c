@@ -26,7 +26,10 @@
  *    row's largest |logit|, so the bound is 2e-2 * max|logit| of the row. The same request
  *    through a CUDA scheduler (its batched device executor "cuda-batch", beside a request
  *    without logprobs in the same rounds) gives the engine's tokens and records within the
- *    same bound.
+ *    same bound. Prompt log-probabilities (prompt_logprobs, 40 prompt tokens: two prefill
+ *    chunks): the generation stays on the device executor, emits the tokens it emits
+ *    without them, and each of the 39 prompt records is within the same bound of both
+ *    references (rows 0..38).
  * Statistics (bundled pair, rejection mode, γ = 3, T = 1, top-k 16): hypothesis H0 =
  * the first generated token is distributed as the target's processed distribution p
  * for the prompt (p from the engine's host forward and sd_sampling_process). 20000
@@ -413,6 +416,56 @@ static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, cons
     specdec_engine_free(ec);
 }
 
+/* Prompt log-probabilities on CUDA (see the top): the prefill's logits read back per chunk. */
+static void prompt_logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, const specdec_model *d) {
+    enum { NP = 40 };
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.n_ctx = 256;
+    specdec_engine *ec = NULL;
+    SD_CHECK(specdec_engine_create(t, d, &ep, &ec) == SPECDEC_OK, "cpu engine: %s", specdec_last_error());
+    if (!ec) return;
+    int32_t prompt[NP], a[N_GEN], b[N_GEN], na = 0, nb = 0;
+    for (int i = 0; i < NP; i++) prompt[i] = 1 + (i * 7) % 60;
+    static lp_rec gen, pr;
+    specdec_generate_params p = gen_params(SPECDEC_VERIFY_GREEDY, 4, 5);
+    e->round_kind = SD_ENGINE_ROUND_DEVICE_GRAPH;
+    SD_CHECK(specdec_generate(e, prompt, NP, &p, a, N_GEN, &na, NULL) == SPECDEC_OK, "prompt logprobs: plain run: %s",
+             specdec_engine_last_error(e));
+    lp_rec_init(&gen, NP);
+    gen.off = 1;
+    p.callback = lp_on_token, p.user_data = &gen;
+    p.prompt_logprobs = 1, p.prompt_top_logprobs = 5, p.logprob_callback = lp_on_logprob, p.logprob_user_data = &gen;
+    lp_rec_prompt(&gen, &pr, NP);
+    SD_CHECK(specdec_generate(e, prompt, NP, &p, b, N_GEN, &nb, NULL) == SPECDEC_OK, "prompt logprobs: %s",
+             specdec_engine_last_error(e));
+    SD_CHECK(!strcmp(sd_round_exec_name(e->round), "cuda"), "prompt logprobs ran on %s, not the device executor",
+             sd_round_exec_name(e->round));
+    SD_CHECK(same(a, na, b, nb) && pr.n == NP - 1 && !pr.bad_order && gen.n == 0,
+             "prompt logprobs: %d/%d tokens, %d prompt records, %d breaches", na, nb, (int)pr.n, (int)pr.bad_order);
+    lp_ref rg, rc;
+    const int fail = lp_ref_build(&rg, fwd_engine, e, e->n_vocab, prompt, NP - 1) |
+                     lp_ref_build(&rc, fwd_engine, ec, e->n_vocab, prompt, NP - 1);
+    SD_CHECK(!fail, "prompt logprobs: reference forwards");
+    double worst_own = 0, worst_cpu = 0;
+    int bad = 0;
+    for (int32_t i = 0; !fail && i < pr.n && i < NP - 1; i++) {
+        const int32_t V = rg.V;
+        double xmax = 0;
+        for (int32_t j = 0; j < V; j++) xmax = fmax(xmax, fabs((double)rc.logits[(size_t)i * V + j]));
+        const double d_own = fabs((double)pr.lp[i] - lp_ref_lp(&rg, i, prompt[i + 1]));
+        const double d_cpu = fabs((double)pr.lp[i] - lp_ref_lp(&rc, i, prompt[i + 1]));
+        worst_own = fmax(worst_own, d_own), worst_cpu = fmax(worst_cpu, d_cpu);
+        bad += d_own > 2e-2 * xmax || d_cpu > 2e-2 * xmax || pr.tok[i] != prompt[i + 1] || pr.pos[i] != i + 1;
+    }
+    SD_CHECK(bad == 0, "prompt logprobs: %d records outside the GPU tolerance", bad);
+    printf("kjv pair prompt logprobs on CUDA (prefill logits read back): max |diff| %.3g vs the CUDA one-forward "
+           "reference, %.3g vs the CPU engine\n", worst_own, worst_cpu);
+    lp_ref_free(&rg);
+    lp_ref_free(&rc);
+    specdec_engine_free(ec);
+}
+
 static void bundled_pair(const char *tdir, const char *ddir) {
     specdec_model *t = NULL, *d = NULL;
     SD_CHECK(specdec_model_load(tdir, NULL, &t) == SPECDEC_OK, "load %s: %s", tdir, specdec_last_error());
@@ -439,6 +492,7 @@ static void bundled_pair(const char *tdir, const char *ddir) {
         SD_CHECK(same(a, na, b, nb), "kjv eos gamma %d: speculative != plain", g);
     }
     logprobs_cuda_vs_cpu(e, t, d);
+    prompt_logprobs_cuda_vs_cpu(e, t, d);
     rejection_stats(e);
     specdec_engine_free(e);
 done:
