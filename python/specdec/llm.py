@@ -650,7 +650,8 @@ class LLM:
     def stream(self, prompt, sampling_params: Optional[SamplingParams] = None) -> Iterator[str]:
         """Yield the text of one request as it is generated (deltas; their concatenation equals
         generate()'s text). The generator's return value (StopIteration.value) is the RequestOutput
-        (with SamplingParams.logprobs, its logprobs: the deltas stay plain text).
+        (with SamplingParams.logprobs / prompt_logprobs, its logprobs / prompt_logprobs: the deltas stay
+        plain text).
         Closing the generator early, or Ctrl-C, cancels the request."""
         with self._using():
             items = self._prompts(prompt)

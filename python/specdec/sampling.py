@@ -46,8 +46,9 @@ class SamplingParams:
     prompt token, then for every other prompt token its log-probability given the tokens before it plus
     the N most likely tokens' there (vLLM's meaning; the same raw distribution as logprobs, from the
     prefill). vLLM's -1 (the whole vocabulary) is not offered.
-    Ranges are checked by the library when the request is submitted (InvalidArgumentError naming the
-    field); types here, at construction.
+    Types, the seed's range and the two logprob counts' ranges are checked here, at construction; the
+    other ranges by the library when the request is submitted (InvalidArgumentError, a ValueError,
+    naming the field either way).
     """
 
     temperature: float = 1.0
