@@ -64,13 +64,17 @@ def test_shape(llm, n_top):
     assert o.outputs[0].logprobs is None and o.outputs[0].cumulative_logprob is None
 
 
+LONG = " ".join(PROMPTS * 4)  # ~100 tokens: the library's prefill hands the records over in chunks of 32
+
+
 @pytest.mark.quick
-@pytest.mark.parametrize("n_top", [0, 3, MAX_LOGPROBS])
-def test_equals_c_library(llm, c_engine, n_top):
+@pytest.mark.parametrize("n_top,prompt", [(0, PROMPTS[0]), (3, PROMPTS[0]), (MAX_LOGPROBS, PROMPTS[0]), (5, LONG)])
+def test_equals_c_library(llm, c_engine, n_top, prompt):
     """Every value, rank and top id equals the records specdec_generate reports (prompt_logprobs = 1) on an
     engine of its own without a drafter; the generated tokens and their logprobs are the library's too."""
-    o = gen(llm, PROMPTS[0], temperature=0, max_tokens=6, prompt_logprobs=n_top, logprobs=2)
+    o = gen(llm, prompt, temperature=0, max_tokens=6, prompt_logprobs=n_top, logprobs=2)
     ids = o.prompt_token_ids
+    assert prompt != LONG or len(ids) > 64
     tokens, rows = c_engine.generate(ids, 6, 2, prompt_top=n_top)
     prompt_rows = [r for r in rows if r[3] < len(ids)]
     assert [r[3] for r in prompt_rows] == list(range(1, len(ids)))
