@@ -94,8 +94,9 @@ class _Request:
         self.id = 0  # specdec_request_id once submitted
         self.capacity = 0
         self.callback = None
-        self.lp_callback = None  # the logprob callback (SamplingParams.logprobs), kept alive as `callback`
+        self.lp_callback = None  # the logprob callback (SamplingParams.logprobs / prompt_logprobs), kept alive
         self.lp_rows = None  # with logprobs: one (token, logprob, rank, top ids, top logprobs) per token
+        self.prompt_rows = None  # with prompt_logprobs: one (position, token, logprob, rank, top ids, top logprobs)
 
 
 def _top_ranks(top_logprobs) -> list:
@@ -408,36 +409,48 @@ class LLM:
         if callback is not None:
             r.callback = b.ffi.callback("specdec_token_callback", callback)
             gp.callback = r.callback
-        if params.logprobs is not None:
-            self._want_logprobs(r, gp, params.logprobs)
+        if params.logprobs is not None or params.prompt_logprobs is not None:
+            self._want_logprobs(r, gp, params)
         r.gp = gp
         r.capacity = max(1, min(gp.n_predict, room)) if gp.n_predict > 0 else 1
         r.c_ids = token_id_array(ids, "prompt")
         return r
 
-    def _want_logprobs(self, r: _Request, gp, n_top: int) -> None:
-        """Ask the library for every emitted token's logprob and top n_top (specdec_generate_params.logprobs):
-        the callback, on the scheduler thread, copies each row into r.lp_rows."""
+    def _want_logprobs(self, r: _Request, gp, params: SamplingParams) -> None:
+        """Ask the library for log-probabilities: every emitted token's and its top `logprobs`
+        (specdec_generate_params.logprobs) and/or every prompt token's but the first and its top
+        `prompt_logprobs` (.prompt_logprobs, reported before anything is generated). One callback, on the
+        scheduler thread, copies each record into r.lp_rows or, for a position inside the prompt, r.prompt_rows."""
         b = self._b
-        if not b.has_field("specdec_generate_params", "logprobs"):
-            raise UnsupportedError(f"SamplingParams.logprobs: this libspecdec ({b.version}) has no "
-                                   "specdec_generate_params.logprobs (since 0.4.1)")
-        ffi, rows = b.ffi, []
+        for name in ("logprobs", "prompt_logprobs"):
+            if getattr(params, name) is not None and not b.has_field("specdec_generate_params", name):
+                raise UnsupportedError(f"SamplingParams.{name}: this libspecdec ({b.version}) has no "
+                                       f"specdec_generate_params.{name} (since 0.4.1)")
+        ffi, n_prompt = b.ffi, len(r.ids)
+        rows = [] if params.logprobs is not None else None
+        prompt_rows = [] if params.prompt_logprobs is not None else None
 
         def on_logprob(user_data, lp):
             try:
                 n = lp.n_top
                 tops = (ffi.unpack(lp.top_tokens, n), ffi.unpack(lp.top_logprobs, n)) if n > 0 else ([], [])
-                rows.append((lp.token, lp.logprob, lp.rank, *tops))
-            except BaseException:  # never unwind into the library; _logprobs sees the row missing
+                if lp.position < n_prompt:
+                    prompt_rows.append((lp.position, lp.token, lp.logprob, lp.rank, *tops))
+                else:
+                    rows.append((lp.token, lp.logprob, lp.rank, *tops))
+            except BaseException:  # never unwind into the library; _logprobs / _prompt_logprobs see it missing
                 pass
             return 0
 
-        r.lp_rows = rows
+        r.lp_rows, r.prompt_rows = rows, prompt_rows
         r.lp_callback = ffi.callback("specdec_logprob_callback", on_logprob)
-        gp.logprobs = 1
-        gp.top_logprobs = n_top
         gp.logprob_callback = r.lp_callback
+        if rows is not None:
+            gp.logprobs = 1
+            gp.top_logprobs = params.logprobs
+        if prompt_rows is not None:
+            gp.prompt_logprobs = 1
+            gp.prompt_top_logprobs = params.prompt_logprobs
 
     def _decode_one(self, token: int) -> str:
         text = self._decoded.get(token)
@@ -455,14 +468,30 @@ class LLM:
         if len(rows) != len(tokens) or bad is not None:  # the library broke its logprob_callback contract
             raise InternalError(f"request {r.index}: the logprob callback reported {len(rows)} tokens for "
                                 f"{len(tokens)} generated" + (f", token {bad} differs" if bad is not None else ""))
-        out, total = [], 0.0
-        for token, logprob, rank, top_ids, top_lps in rows:
-            d = {token: Logprob(logprob, rank, self._decode_one(token))}
-            for t, lp, rk in zip(top_ids, top_lps, _top_ranks(top_lps)):
-                d[t] = Logprob(lp, rk, self._decode_one(t))
-            out.append(d)
-            total += logprob
-        return out, total
+        out = [self._logprob_dict(*row) for row in rows]
+        return out, sum(row[1] for row in rows)
+
+    def _logprob_dict(self, token, logprob, rank, top_ids, top_lps) -> dict:
+        """One record as vLLM gives it: {token: Logprob}, the token itself first, then the top list in rank
+        order (the token is not repeated when it is among them)."""
+        d = {token: Logprob(logprob, rank, self._decode_one(token))}
+        for t, lp, rk in zip(top_ids, top_lps, _top_ranks(top_lps)):
+            d[t] = Logprob(lp, rk, self._decode_one(t))
+        return d
+
+    def _prompt_logprobs(self, r: _Request, cancelled: bool):
+        """RequestOutput.prompt_logprobs (vLLM's PromptLogprobs): None for the first prompt token (nothing
+        precedes it), then one dict per prompt token from the records the callback collected (positions
+        1..n_prompt-1). A request cancelled before they were all reported gets those it got."""
+        rows, ids = r.prompt_rows, r.ids
+        if rows is None:
+            return None
+        bad = next((i for i, row in enumerate(rows) if row[0] != i + 1 or i + 1 >= len(ids) or
+                    row[1] != ids[i + 1]), None)
+        if bad is not None or (len(rows) != max(0, len(ids) - 1) and not cancelled):
+            raise InternalError(f"request {r.index}: the logprob callback reported {len(rows)} prompt records for "
+                                f"{len(ids)} prompt tokens" + (f", record {bad} differs" if bad is not None else ""))
+        return ([None] if ids else []) + [self._logprob_dict(*row[1:]) for row in rows]
 
     def _submit(self, r: _Request) -> None:
         b = self._b
@@ -537,7 +566,9 @@ class LLM:
         logprobs, cumulative = self._logprobs(r, tokens)
         comp = CompletionOutput(0, text, tokens, cumulative_logprob=cumulative, logprobs=logprobs,
                                 finish_reason=finish, stop_reason=reason)
-        return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics)
+        prompt_logprobs = self._prompt_logprobs(r, finish == "abort")
+        return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics,
+                             prompt_logprobs=prompt_logprobs)
 
     def _text(self, stream, tokens, stops):
         """The streamed text of tokens (the library's streaming decoder, as `specdec generate` prints
@@ -619,7 +650,8 @@ class LLM:
     def stream(self, prompt, sampling_params: Optional[SamplingParams] = None) -> Iterator[str]:
         """Yield the text of one request as it is generated (deltas; their concatenation equals
         generate()'s text). The generator's return value (StopIteration.value) is the RequestOutput
-        (with SamplingParams.logprobs, its logprobs: the deltas stay plain text).
+        (with SamplingParams.logprobs / prompt_logprobs, its logprobs / prompt_logprobs: the deltas stay
+        plain text).
         Closing the generator early, or Ctrl-C, cancels the request."""
         with self._using():
             items = self._prompts(prompt)

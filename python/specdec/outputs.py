@@ -51,6 +51,11 @@ class CompletionOutput:
 
 @dataclass
 class RequestOutput:
+    """One request's result, as vLLM's RequestOutput. prompt_logprobs (SamplingParams.prompt_logprobs = N;
+    else None): vLLM's PromptLogprobs, one entry per prompt token: None for the first (no distribution
+    precedes it), then {token id: Logprob}, the prompt token first, then the N most likely ids at that
+    position in rank order (N or N + 1 entries), the same record as CompletionOutput.logprobs'."""
+
     request_id: str
     prompt: Optional[str]
     prompt_token_ids: list

@@ -5,7 +5,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from .errors import InvalidArgumentError, UnsupportedError
+from .errors import InvalidArgumentError
 
 # The most top log-probabilities one token may ask for: include/specdec.h's SPECDEC_MAX_TOP_LOGPROBS, which
 # is vLLM's default max_logprobs (tests/python/test_logprobs.py checks the two agree).
@@ -42,10 +42,13 @@ class SamplingParams:
     most likely tokens' (vLLM's meaning; CompletionOutput.logprobs and .cumulative_logprob). They are
     the target model's raw distribution (log_softmax of its logits before temperature, top-k, top-p,
     min-p: vLLM's default logprobs_mode "raw_logprobs"), whatever the drafter.
-    prompt_logprobs: vLLM's prompt log-probabilities are not implemented: None only (anything else
-    raises UnsupportedError).
-    Ranges are checked by the library when the request is submitted (InvalidArgumentError naming the
-    field); types here, at construction.
+    prompt_logprobs: None (default) = none; N in 0..20 = RequestOutput.prompt_logprobs: None for the first
+    prompt token, then for every other prompt token its log-probability given the tokens before it plus
+    the N most likely tokens' there (vLLM's meaning; the same raw distribution as logprobs, from the
+    prefill). vLLM's -1 (the whole vocabulary) is not offered.
+    Types, the seed's range and the two logprob counts' ranges are checked here, at construction; the
+    other ranges by the library when the request is submitted (InvalidArgumentError, a ValueError,
+    naming the field either way).
     """
 
     temperature: float = 1.0
@@ -81,6 +84,7 @@ class SamplingParams:
         if self.logprobs is not None and not 0 <= self.logprobs <= MAX_LOGPROBS:
             raise InvalidArgumentError(f"SamplingParams.logprobs = {self.logprobs} is outside 0..{MAX_LOGPROBS} "
                                        "(None = no log-probabilities)")
-        if self.prompt_logprobs is not None:
-            raise UnsupportedError(f"SamplingParams.prompt_logprobs = {self.prompt_logprobs!r}: prompt "
-                                   "log-probabilities are not implemented (None only)")
+        self.prompt_logprobs = _integer("prompt_logprobs", self.prompt_logprobs, allow_none=True)
+        if self.prompt_logprobs is not None and not 0 <= self.prompt_logprobs <= MAX_LOGPROBS:
+            raise InvalidArgumentError(f"SamplingParams.prompt_logprobs = {self.prompt_logprobs} is outside "
+                                       f"0..{MAX_LOGPROBS} (None = no prompt log-probabilities)")

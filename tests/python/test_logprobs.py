@@ -36,7 +36,9 @@ class CEngine:
                 lib.specdec_last_error, "engine")
         self.engine = out[0]
 
-    def generate(self, ids, n, top, temperature=0.0, seed=0, top_k=0, top_p=1.0, min_p=0.0):
+    def generate(self, ids, n, top, temperature=0.0, seed=0, top_k=0, top_p=1.0, min_p=0.0, prompt_top=None):
+        """(tokens, rows); top None: no generated-token records; prompt_top N: the prompt's records too
+        (prompt_logprobs = 1, prompt_top_logprobs = N), first in rows (position < len(ids))."""
         b = self.b
         ffi, lib = b.ffi, b.lib
         gp = ffi.new("specdec_generate_params *", lib.specdec_generate_default_params())
@@ -51,7 +53,11 @@ class CEngine:
             return 0
 
         cb = ffi.callback("specdec_logprob_callback", on_logprob)
-        gp.logprobs, gp.top_logprobs, gp.logprob_callback = 1, top, cb
+        gp.logprob_callback = cb
+        if top is not None:
+            gp.logprobs, gp.top_logprobs = 1, top
+        if prompt_top is not None:
+            gp.prompt_logprobs, gp.prompt_top_logprobs = 1, prompt_top
         c_ids = ffi.new("int32_t[]", ids)
         out, n_out = ffi.new("int32_t[]", n), ffi.new("int32_t *")
         b.check(lib.specdec_generate(self.engine, c_ids, len(ids), gp, out, n, n_out, ffi.NULL),
@@ -177,8 +183,9 @@ def test_top_ranks_share_ties():
 
 @pytest.mark.quick
 def test_no_logprobs_is_none(llm):
-    o = gen(llm, PROMPTS[0], temperature=0, max_tokens=4).outputs[0]
-    assert o.logprobs is None and o.cumulative_logprob is None
+    r = gen(llm, PROMPTS[0], temperature=0, max_tokens=4)
+    o = r.outputs[0]
+    assert o.logprobs is None and o.cumulative_logprob is None and r.prompt_logprobs is None
     assert SP().logprobs is None and SP().prompt_logprobs is None
 
 
@@ -190,9 +197,6 @@ def test_bad_values_raise():
     for v in (1.0, "3", True):
         with pytest.raises(specdec.InvalidArgumentError, match="SamplingParams.logprobs must be an int"):
             SP(logprobs=v)
-    for v in (0, 1, 5):
-        with pytest.raises(specdec.UnsupportedError, match="SamplingParams.prompt_logprobs"):
-            SP(prompt_logprobs=v)
     # the Python bound is the header's (vLLM's default max_logprobs is also 20)
     assert MAX_LOGPROBS == _ffi.binding().lib.SPECDEC_MAX_TOP_LOGPROBS == 20
     assert specdec.Logprob(-0.5).rank is None and "Logprob" in specdec.__all__
