@@ -361,13 +361,21 @@ static int sched_with_logprobs(specdec_scheduler *s, const int32_t *prompt, cons
     return ok ? n : -1;
 }
 
-static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, const specdec_model *d) {
+/* The CPU engine of the references (n_ctx 256); NULL on failure. */
+static specdec_engine *cpu_engine(const specdec_model *t, const specdec_model *d) {
     specdec_engine_params ep = specdec_engine_default_params();
     ep.backend = SPECDEC_BACKEND_CPU;
     ep.n_ctx = 256;
     specdec_engine *ec = NULL;
     SD_CHECK(specdec_engine_create(t, d, &ep, &ec) == SPECDEC_OK, "cpu engine: %s", specdec_last_error());
+    return ec;
+}
+
+static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, const specdec_model *d) {
+    specdec_engine *ec = cpu_engine(t, d);
     if (!ec) return;
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.n_ctx = 256;
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = 2;
     ep.backend = SPECDEC_BACKEND_CUDA;
@@ -419,11 +427,7 @@ static void logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, cons
 /* Prompt log-probabilities on CUDA (see the top): the prefill's logits read back per chunk. */
 static void prompt_logprobs_cuda_vs_cpu(specdec_engine *e, const specdec_model *t, const specdec_model *d) {
     enum { NP = 40 };
-    specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
-    ep.n_ctx = 256;
-    specdec_engine *ec = NULL;
-    SD_CHECK(specdec_engine_create(t, d, &ep, &ec) == SPECDEC_OK, "cpu engine: %s", specdec_last_error());
+    specdec_engine *ec = cpu_engine(t, d);
     if (!ec) return;
     int32_t prompt[NP], a[N_GEN], b[N_GEN], na = 0, nb = 0;
     for (int i = 0; i < NP; i++) prompt[i] = 1 + (i * 7) % 60;

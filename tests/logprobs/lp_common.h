@@ -91,6 +91,19 @@ static inline int lp_on_token(void *u, int32_t token, const char *piece, size_t 
     return 0;
 }
 
+/* 1 if a and b hold the same records, bitwise (values compared as bits). */
+static inline int lp_same_records(const lp_rec *a, const lp_rec *b) {
+    if (a->n != b->n) return 0;
+    for (int32_t i = 0; i < a->n && i < LP_MAX; i++) {
+        if (a->tok[i] != b->tok[i] || memcmp(&a->lp[i], &b->lp[i], sizeof(float)) || a->rank[i] != b->rank[i] ||
+            a->n_top[i] != b->n_top[i] || a->pos[i] != b->pos[i])
+            return 0;
+        for (int32_t k = 0; k < a->n_top[i]; k++)
+            if (a->top[i][k] != b->top[i][k] || memcmp(&a->top_lp[i][k], &b->top_lp[i][k], sizeof(float))) return 0;
+    }
+    return 1;
+}
+
 /* 1 if a[0..n) == b[0..n). */
 static inline int sc_same_tokens(const int32_t *a, const int32_t *b, int32_t n) {
     return n <= 0 || memcmp(a, b, (size_t)n * sizeof(int32_t)) == 0;

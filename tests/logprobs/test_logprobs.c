@@ -11,7 +11,8 @@
  *      immediately before `callback` of the same token, positions n_prompt, n_prompt+1, ...;
  *      a non-zero return stops after that token (STOP_CALLBACK) even inside a round; EOS
  *      and stop strings cut rounds and get exactly the emitted tokens' records;
- *  (e) validation names the field (specdec_generate_params_validate and specdec_generate).
+ *  (e) validation names the field (specdec_generate_params_validate and specdec_generate), the
+ *      prompt_logprobs fields' too (tests/logprobs/test_prompt_logprobs.c checks their values).
  * Arguments: TARGET DRAFT EAGLE3_HEAD N_PREDICT [N_PROMPTS] (1 or 2, default 2: the sanitizer
  * builds run one prompt, every path but half the forward passes). */
 #include "lp_common.h"
@@ -208,9 +209,20 @@ static void check_validation(specdec_engine *e, const int32_t *prompt, int32_t n
         int32_t logprobs, top;
         int cb;
         const char *expect;
+        int32_t prompt, prompt_top; /* prompt_logprobs, prompt_top_logprobs */
     } bad[] = {
-        {2, 0, 1, "logprobs 2"},       {-1, 0, 1, "logprobs -1"},     {1, 21, 1, "top_logprobs 21"},
-        {1, -1, 1, "top_logprobs -1"}, {0, 3, 1, "top_logprobs 3"},   {1, 0, 0, "logprob_callback"},
+        {2, 0, 1, "logprobs 2", 0, 0},
+        {-1, 0, 1, "logprobs -1", 0, 0},
+        {1, 21, 1, "top_logprobs 21", 0, 0},
+        {1, -1, 1, "top_logprobs -1", 0, 0},
+        {0, 3, 1, "top_logprobs 3", 0, 0},
+        {1, 0, 0, "logprob_callback", 0, 0},
+        {0, 0, 1, "prompt_logprobs 2", 2, 0},
+        {0, 0, 1, "prompt_logprobs -1", -1, 0},
+        {0, 0, 1, "prompt_top_logprobs 21", 1, 21},
+        {1, 0, 1, "prompt_top_logprobs -1", 1, -1},
+        {1, 0, 1, "prompt_top_logprobs 3 needs", 0, 3},
+        {0, 0, 0, "prompt_logprobs = 1 needs logprob_callback", 1, 0},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         specdec_generate_params gp = specdec_generate_default_params();
@@ -218,6 +230,8 @@ static void check_validation(specdec_engine *e, const int32_t *prompt, int32_t n
         lp_attach(&gp, &r, 0);
         gp.logprobs = bad[i].logprobs;
         gp.top_logprobs = bad[i].top;
+        gp.prompt_logprobs = bad[i].prompt;
+        gp.prompt_top_logprobs = bad[i].prompt_top;
         if (!bad[i].cb) gp.logprob_callback = NULL;
         specdec_status st = specdec_generate_params_validate(&gp);
         SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && strstr(specdec_last_error(), bad[i].expect),
@@ -232,6 +246,10 @@ static void check_validation(specdec_engine *e, const int32_t *prompt, int32_t n
     gp.logprobs = 0;
     gp.top_logprobs = 0;
     SD_CHECK(specdec_generate_params_validate(&gp) == SPECDEC_OK, "off with a callback set refused");
+    gp.prompt_logprobs = 1;
+    gp.prompt_top_logprobs = SPECDEC_MAX_TOP_LOGPROBS;
+    SD_CHECK(specdec_generate_params_validate(&gp) == SPECDEC_OK, "prompt top 20 without logprobs refused: %s",
+             specdec_last_error());
 }
 
 int main(int argc, char **argv) {

@@ -45,22 +45,25 @@ static specdec_status gen(specdec_engine *e, const specdec_generate_params *gp, 
     return specdec_generate(e, prompt, 5, gp, out, LP_MAX, n, NULL);
 }
 
+/* Rejection mode with logprobs (top 5) and prompt logprobs (top 4) of gen()'s 5-token prompt into p. */
+static specdec_generate_params prompt_params(lp_rec *r, lp_rec *p) {
+    specdec_generate_params gp = params(1, 1, r);
+    gp.prompt_logprobs = 1;
+    gp.prompt_top_logprobs = 4;
+    lp_rec_prompt(r, p, 5);
+    return gp;
+}
+
 /* 4. the prompt-row buffer under fault injection, then the records against a fresh engine's. */
 static void check_prompt_buffer(specdec_engine *e, specdec_engine *fresh) {
     static lp_rec r, p, want, want_p;
     int32_t out[LP_MAX], want_out[LP_MAX], n = 0, want_n = 0;
-    specdec_generate_params gp = params(1, 1, &want);
-    gp.prompt_logprobs = 1;
-    gp.prompt_top_logprobs = 4;
-    lp_rec_prompt(&want, &want_p, 5);
+    specdec_generate_params gp = prompt_params(&want, &want_p);
     SD_CHECK(gen(fresh, &gp, want_out, &want_n) == SPECDEC_OK && want_p.n == 4 && want.n == want_n,
              "fresh engine, prompt logprobs: %s", specdec_engine_last_error(fresh));
     int n_oom = 0, buf_oom = 0, other = 0;
     for (long k = 0; k < 10000; k++) {
-        gp = params(1, 1, &r);
-        gp.prompt_logprobs = 1;
-        gp.prompt_top_logprobs = 4;
-        lp_rec_prompt(&r, &p, 5);
+        gp = prompt_params(&r, &p);
         sd_alloc_fail_after(k);
         const specdec_status st = gen(e, &gp, out, &n);
         const long used = sd_alloc_count();
@@ -76,10 +79,7 @@ static void check_prompt_buffer(specdec_engine *e, specdec_engine *fresh) {
     }
     printf("prompt buffer: %d runs out of memory, %d of them at the prompt rows\n", n_oom, buf_oom);
     SD_CHECK(buf_oom == 1 && other == 0, "prompt-row failures %d (want 1), other errors %d", buf_oom, other);
-    gp = params(1, 1, &r);
-    gp.prompt_logprobs = 1;
-    gp.prompt_top_logprobs = 4;
-    lp_rec_prompt(&r, &p, 5);
+    gp = prompt_params(&r, &p);
     SD_CHECK(gen(e, &gp, out, &n) == SPECDEC_OK, "after injection: %s", specdec_engine_last_error(e));
     SD_CHECK(n == want_n && sc_same_tokens(out, want_out, n) && p.n == want_p.n && !memcmp(p.lp, want_p.lp, sizeof p.lp) &&
                  !memcmp(p.top, want_p.top, sizeof p.top) && !memcmp(r.lp, want.lp, sizeof r.lp),

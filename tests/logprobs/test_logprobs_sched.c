@@ -63,18 +63,6 @@ static void attach(lreq *r, int i, lp_rec *rec, lp_rec *prec) {
     }
 }
 
-static int same_records(const lp_rec *a, const lp_rec *b) {
-    if (a->n != b->n) return 0;
-    for (int32_t i = 0; i < a->n && i < LP_MAX; i++) {
-        if (a->tok[i] != b->tok[i] || memcmp(&a->lp[i], &b->lp[i], sizeof(float)) || a->rank[i] != b->rank[i] ||
-            a->n_top[i] != b->n_top[i] || a->pos[i] != b->pos[i])
-            return 0;
-        for (int32_t k = 0; k < a->n_top[i]; k++)
-            if (a->top[i][k] != b->top[i][k] || memcmp(&a->top_lp[i][k], &b->top_lp[i][k], sizeof(float))) return 0;
-    }
-    return 1;
-}
-
 static void check_submit_validation(specdec_scheduler *s, const lreq *r) {
     static lp_rec rec;
     static const struct {
@@ -140,7 +128,7 @@ int main(int argc, char **argv) {
         const int pon = r->gp.prompt_logprobs == 1;
         n_prompt_on += pon;
         const int eq = r->n_out == r->n_ref && sc_same_tokens(r->out, r->ref, r->n_out) &&
-                       same_records(&r->rec, &r->ref_rec) && same_records(&r->prec, &r->ref_prec);
+                       lp_same_records(&r->rec, &r->ref_rec) && lp_same_records(&r->prec, &r->ref_prec);
         SD_CHECK(r->prec.n == (pon ? r->n_prompt - 1 : 0) && r->prec.bad_order == 0,
                  "request %d: %d prompt records for %d prompt tokens (prompt_logprobs %d), %d breaches", i,
                  (int)r->prec.n, (int)r->n_prompt, pon, (int)r->prec.bad_order);

@@ -16,7 +16,7 @@
  *  (c) generated-token logprobs off, prompt on: only prompt records;
  *  (d) a non-zero return at prompt record k stops before anything is generated
  *      (STOP_CALLBACK, 0 tokens, k + 1 records, no token calls);
- *  (e) validation names the field (specdec_generate_params_validate and specdec_generate).
+ * (Validation of the fields: tests/logprobs/test_logprobs.c.)
  * Arguments: TARGET DRAFT EAGLE3_HEAD N_PREDICT [quick] (quick, the sanitizer builds: the prompt of
  * 34 tokens only, two chunks). */
 #include "lp_common.h"
@@ -86,18 +86,6 @@ static void run(specdec_engine *e, const int32_t *prompt, int32_t np, specdec_ge
     SD_CHECK(o->status == SPECDEC_OK, "generate: %s", specdec_engine_last_error(e));
 }
 
-static int same_records(const lp_rec *a, const lp_rec *b) {
-    if (a->n != b->n) return 0;
-    for (int32_t i = 0; i < a->n && i < LP_MAX; i++) {
-        if (a->tok[i] != b->tok[i] || memcmp(&a->lp[i], &b->lp[i], sizeof(float)) || a->rank[i] != b->rank[i] ||
-            a->n_top[i] != b->n_top[i] || a->pos[i] != b->pos[i])
-            return 0;
-        for (int32_t k = 0; k < a->n_top[i]; k++)
-            if (a->top[i][k] != b->top[i][k] || memcmp(&a->top_lp[i][k], &b->top_lp[i][k], sizeof(float))) return 0;
-    }
-    return 1;
-}
-
 /* (a) the prompt records of o against the reference of its own sequence. */
 static void check_ref(const char *name, specdec_engine *e, const int32_t *prompt, int32_t np, const run_out *o,
                       int32_t prompt_top) {
@@ -134,7 +122,7 @@ static void check_prompt(const char *ename, specdec_engine *e, const specdec_dra
                 run(e, prompt, np, gp, gen_top, prompt_top, &with);
                 if (base.status != SPECDEC_OK || with.status != SPECDEC_OK) continue;
                 /* (b) nothing generated changes */
-                SD_CHECK(with.n == base.n && sc_same_tokens(with.out, base.out, with.n) && same_records(&with.gen, &base.gen) &&
+                SD_CHECK(with.n == base.n && sc_same_tokens(with.out, base.out, with.n) && lp_same_records(&with.gen, &base.gen) &&
                              with.gen.bad_order == 0 && with.gen.n_tok == with.n,
                          "%s: generated tokens or records differ from the run without prompt_logprobs", name);
                 check_ref(name, e, prompt, np, &with, prompt_top);
@@ -189,43 +177,6 @@ static void check_stop(specdec_engine *e, const int32_t *prompt, int32_t np) {
     printf("stops at prompt records 0, 1, %d: nothing generated, the engine unharmed\n", (int)np - 2);
 }
 
-/* (e) bad combinations. */
-static void check_validation(specdec_engine *e, const int32_t *prompt, int32_t np) {
-    static lp_rec r;
-    int32_t out[8], n = 0;
-    static const struct {
-        int32_t prompt_logprobs, top, logprobs;
-        int cb;
-        const char *expect;
-    } bad[] = {
-        {2, 0, 0, 1, "prompt_logprobs 2"},          {-1, 0, 0, 1, "prompt_logprobs -1"},
-        {1, 21, 0, 1, "prompt_top_logprobs 21"},    {1, -1, 1, 1, "prompt_top_logprobs -1"},
-        {0, 3, 1, 1, "prompt_top_logprobs 3 needs"}, {1, 0, 0, 0, "prompt_logprobs = 1 needs logprob_callback"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        specdec_generate_params gp = specdec_generate_default_params();
-        gp.n_predict = 4;
-        lp_attach(&gp, &r, 0);
-        gp.logprobs = bad[i].logprobs;
-        gp.prompt_logprobs = bad[i].prompt_logprobs;
-        gp.prompt_top_logprobs = bad[i].top;
-        if (!bad[i].cb) gp.logprob_callback = NULL;
-        specdec_status st = specdec_generate_params_validate(&gp);
-        SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && strstr(specdec_last_error(), bad[i].expect),
-                 "validate case %zu: %s: %s", i, specdec_status_string(st), specdec_last_error());
-        st = specdec_generate(e, prompt, np, &gp, out, 8, &n, NULL);
-        SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && strstr(specdec_engine_last_error(e), bad[i].expect) && n == 0,
-                 "generate case %zu: %s: %s", i, specdec_status_string(st), specdec_engine_last_error(e));
-    }
-    specdec_generate_params gp = specdec_generate_default_params();
-    lp_attach(&gp, &r, 0);
-    gp.logprobs = 0;
-    gp.prompt_logprobs = 1;
-    gp.prompt_top_logprobs = SPECDEC_MAX_TOP_LOGPROBS;
-    SD_CHECK(specdec_generate_params_validate(&gp) == SPECDEC_OK, "prompt top 20 without logprobs refused: %s",
-             specdec_last_error());
-}
-
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: %s TARGET DRAFT EAGLE3_HEAD N_PREDICT\n", argv[0]);
@@ -257,7 +208,6 @@ int main(int argc, char **argv) {
     }
     if (ea && n_long > 70) {
         check_stop(ea, ids, 40);
-        check_validation(ea, ids, 8);
     }
     printf("%lld prompt records checked; max |logprob - float64 reference| = %.3g (tolerance %.0e)\n",
            (long long)g_prompt_records, g_max_diff, TOL);
