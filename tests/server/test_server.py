@@ -28,6 +28,10 @@ Checks:
     completion token (a stop sequence keeps every generated token's entry), top lists sorted with
     probabilities summing to <= 1, the sampled token added when outside the top, text_offset,
     streamed == non-streamed, bytes == the token's UTF-8, a tree gives the same values;
+  - echo and prompt_logprobs: lm-evaluation-harness's loglikelihood request (echo, logprobs 1,
+    max_tokens 1) against `specdec generate --prompt-logprobs 1 --json` (float32-exact), is_greedy,
+    echo text and text_offset, streamed == non-streamed, batch x n, a prompt of ids; vLLM's
+    prompt_logprobs shape on completions (per choice) and chat (response level); bad values 400;
   - tree speculation ("tree", "draft_nodes"): greedy and match text with a tree equals the text
     without one (and `specdec generate`'s), streamed or not; the shape is echoed in "speculative";
   - chat templates: a copy of kjv-target with a ChatML tokenizer_config.json renders chat
