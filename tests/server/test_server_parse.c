@@ -560,6 +560,22 @@ static void test_logprobs_json(void) {
              "chat logprobs: %s", b.p ? b.p : "(none)");
     cJSON_Delete(c);
     sd_buf_free(&b);
+    /* echo: a one-token prompt first (null entries), the completion's offsets after its 3 code points */
+    sd_cp_cursor cur2 = {0, 0};
+    size_t eoff[1] = {0};
+    sd_lp_echo ec = {ids, 1, NULL, 0, eoff, 3};
+    sd_lp_span es = {e, 2, 0, "\xc3\xa9nto him", 7, &cur2, &ec, 3};
+    sd_resp_logprobs(&b, &srv, 0, &es);
+    c = cJSON_Parse(b.p ? b.p : "");
+    toks = cJSON_GetObjectItem(c, "tokens"), lps = cJSON_GetObjectItem(c, "token_logprobs");
+    tops = cJSON_GetObjectItem(c, "top_logprobs"), offs = cJSON_GetObjectItem(c, "text_offset");
+    SD_CHECK(c && cJSON_GetArraySize(toks) == 3 && cJSON_GetArraySize(lps) == 3 && cJSON_GetArraySize(tops) == 3 &&
+                 cJSON_IsNull(cJSON_GetArrayItem(lps, 0)) && cJSON_IsNull(cJSON_GetArrayItem(tops, 0)) &&
+                 cJSON_GetArrayItem(lps, 1)->valuedouble == -0.5 && cJSON_GetArrayItem(offs, 0)->valueint == 0 &&
+                 cJSON_GetArrayItem(offs, 1)->valueint == 3 && cJSON_GetArrayItem(offs, 2)->valueint == 7,
+             "echo logprobs: %s", b.p ? b.p : "(none)");
+    cJSON_Delete(c);
+    sd_buf_free(&b);
     specdec_tokenizer_free(srv.tok);
 }
 
