@@ -839,16 +839,7 @@ static enum MHD_Result sd_gen_answer(sd_group *g) {
 /* Under j->mu: format the text released since the last chunk, with the logprobs of the
  * tokens whose text ends in it. 1 if a chunk was made. */
 static int sd_job_take_text(sd_job *j, sd_buf *out) {
-    if (j->echo && !j->echo_sent) { /* the prompt in the choice's first chunk (its records all in) */
-        if (j->echo_top >= 0 && j->n_plp < j->n_prompt - 1 && !j->done) return 0;
-        sd_group *g = j->g;
-        const sd_lp_echo *ec = sd_job_echo(j);
-        sd_lp_span *sp = j->logprobs ? (sd_lp_span *)sd_job_span(j, 0, 0, 0) : NULL;
-        if (sp) sp->echo = ec;
-        sd_resp_chunk(out, j->srv, 0, g->id, g->created, j->index, j->echo_text, j->echo_len, 0, NULL, sp);
-        j->echo_sent = 1;
-        return 1;
-    }
+    if (j->echo && !j->echo_sent) return 0; /* the prompt goes first (sd_job_echo_chunk) */
     if (j->stopper.safe <= j->sent) return 0;
     int32_t k = j->lp_sent;
     while (k < j->lp_resolved && j->lp[k].end <= j->stopper.safe) k++;
@@ -858,6 +849,25 @@ static int sd_job_take_text(sd_job *j, sd_buf *out) {
     j->lp_sent = k;
     j->sent = j->stopper.safe;
     return 1;
+}
+
+/* Under j->mu: echo's first chunk can go (its prompt records are all in, or it ended): from
+ * then on nothing writes what it shows, so it is formatted outside the lock (sd_job_echo_chunk)
+ * and a long prompt does not hold up the scheduler thread's callbacks. */
+static int sd_job_echo_ready(const sd_job *j) {
+    return j->echo && !j->echo_sent && (j->echo_top < 0 || j->n_plp >= j->n_prompt - 1 || j->done);
+}
+
+/* The prompt as the choice's first chunk (vLLM and OpenAI stream it first), with its tokens'
+ * entries when logprobs are asked for. */
+static void sd_job_echo_chunk(sd_job *j) {
+    sd_group *g = j->g;
+    const sd_lp_echo *ec = sd_job_echo(j);
+    /* no generated entries: nothing the scheduler thread writes (lp, text) is read here */
+    sd_lp_span sp = {NULL, 0, 0, "", 0, &j->cur, ec, ec ? ec->text_cps : 0};
+    sd_resp_chunk(&g->out, j->srv, 0, g->id, g->created, j->index, j->echo_text, j->echo_len, 0, NULL,
+                  j->logprobs ? &sp : NULL);
+    j->echo_sent = 1;
 }
 
 /* A collected choice's last chunk (finish_reason, its speculative statistics). A failed
@@ -886,9 +896,11 @@ static int sd_group_take(sd_group *g) {
     for (int i = 0; i < g->n_jobs && !g->failed; i++) {
         sd_job *j = g->jobs[i];
         pthread_mutex_lock(&j->mu);
+        const int echo = sd_job_echo_ready(j);
         int got = sd_job_take_text(j, &g->out);
         pthread_mutex_unlock(&j->mu);
-        if (!got && j->done && !j->final_sent) sd_job_final_chunk(j), got = 1;
+        if (echo) sd_job_echo_chunk(j), got = 1;
+        else if (!got && j->done && !j->final_sent && (!j->echo || j->echo_sent)) sd_job_final_chunk(j), got = 1;
         any |= got;
         all &= j->final_sent;
     }
