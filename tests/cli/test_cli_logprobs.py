@@ -15,6 +15,11 @@ Checks:
   --json has no "logprobs" key;
 - --logprobs 0 gives empty top lists; a value outside 0..20 or not a number is a usage
   error (exit 2) naming the option; batch refuses --logprobs.
+- --prompt-logprobs N: a "prompt_logprobs" array, null then one record per prompt token but the
+  first (n_prompt - 1 records), each for that prompt token (ids = `specdec tokenize`'s) with N
+  top entries and the invariants above; the same records for plain decoding (--draft-max 0),
+  the draft model's chain and n-gram, with or without --logprobs; the generated tokens and text
+  unchanged; bad values refused (exit 2, naming the option); batch refuses it.
 """
 import json
 import os
@@ -81,9 +86,51 @@ a, _ = run(["-md", DRAFT], json_out=False)
 b, _ = run(["-md", DRAFT, "--logprobs", "3"], json_out=False)
 check(a.returncode == 0 and a.stdout == b.stdout and a.stdout.strip() != "", "text output unchanged by --logprobs")
 
-for bad in ["21", "-1", "x"]:
-    r, _ = run(["--logprobs", bad])
-    check(r.returncode == 2 and "--logprobs" in r.stderr, f"--logprobs {bad}: usage error naming it ({r.stderr[:80]!r})")
-r = subprocess.run([BIN, "batch", "-f", os.devnull, "--logprobs", "2"], capture_output=True, text=True, timeout=60)
-check(r.returncode == 2 and "--logprobs is not a batch option" in r.stderr, "batch refuses --logprobs")
+for opt in ["--logprobs", "--prompt-logprobs"]:
+    for bad in ["21", "-1", "x"]:
+        r, _ = run([opt, bad])
+        check(r.returncode == 2 and opt in r.stderr, f"{opt} {bad}: usage error naming it ({r.stderr[:80]!r})")
+    r = subprocess.run([BIN, "batch", "-f", os.devnull, opt, "2"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and f"{opt} is not a batch option" in r.stderr, f"batch refuses {opt}")
+
+# --prompt-logprobs: a prompt long enough for several records and for n-gram matches
+PROMPT = "In the beginning God created the heaven and the earth. And the earth was without form"
+tk = subprocess.run([BIN, "tokenize", "-m", TARGET, "-p", PROMPT], capture_output=True, text=True, timeout=60)
+prompt_ids = [int(x) for x in tk.stdout.split()] if tk.returncode == 0 else []
+check(len(prompt_ids) > 10, f"tokenize gives the prompt's ids ({tk.stdout[:60]!r})")
+pbase = BASE[:BASE.index("-p") + 1] + [PROMPT] + BASE[BASE.index("-p") + 2:]
+
+
+def prun(extra, json_out=True):
+    r = subprocess.run(pbase + extra + (["--json"] if json_out else []), capture_output=True, text=True, timeout=120)
+    return r, (json.loads(r.stdout) if json_out and r.returncode == 0 else None)
+
+
+_, pref = prun(["-md", DRAFT, "--draft-max", "0"])
+_, p0 = prun(["-md", DRAFT, "--draft-max", "0", "--prompt-logprobs", "4"])
+if check(p0 is not None and pref is not None, "--draft-max 0 --prompt-logprobs 4 runs"):
+    plp = p0.get("prompt_logprobs")
+    check(p0["prompt_tokens"] == prompt_ids, "prompt ids are tokenize's")
+    check(isinstance(plp, list) and len(plp) == len(prompt_ids) and plp[0] is None,
+          f"prompt_logprobs: null + n_prompt - 1 records ({len(plp or [])} for {len(prompt_ids)} ids)")
+    check("logprobs" not in p0, "no --logprobs: no \"logprobs\" key")
+    check(p0["tokens"] == pref["tokens"] and p0["text"] == pref["text"], "generated tokens and text unchanged")
+    if plp and plp[0] is None:
+        check_records("prompt", {"logprobs": plp[1:], "tokens": prompt_ids[1:]}, 4)
+    for name, extra in [("model chain", ["-md", DRAFT, "--draft-max", "4"]),
+                        ("ngram", ["--drafter", "ngram", "--ngram-cost", "off"]),
+                        ("chain + logprobs", ["-md", DRAFT, "--draft-max", "3", "--logprobs", "2"])]:
+        _, d = prun(extra + ["--prompt-logprobs", "4"])
+        if check(d is not None, f"prompt_logprobs, {name} runs"):
+            check(d["stats"]["n_drafted"] > 0, f"prompt_logprobs, {name}: drafted")
+            check(d["prompt_logprobs"] == plp, f"prompt_logprobs, {name}: --draft-max 0's records")
+            check(d["tokens"] == p0["tokens"], f"prompt_logprobs, {name}: the same tokens")
+            if "--logprobs" in extra:
+                check(len(d["logprobs"]) == len(d["tokens"]), f"{name}: generated records too")
+    _, pz = prun(["-md", DRAFT, "--prompt-logprobs", "0"])
+    check(pz is not None and [r and r["top"] for r in pz["prompt_logprobs"]] == [None] + [[]] * (len(prompt_ids) - 1),
+          "--prompt-logprobs 0: records with empty top lists")
+    a, _ = prun(["-md", DRAFT], json_out=False)
+    b, _ = prun(["-md", DRAFT, "--prompt-logprobs", "3"], json_out=False)
+    check(a.returncode == 0 and a.stdout == b.stdout, "text output unchanged by --prompt-logprobs")
 sys.exit(done())

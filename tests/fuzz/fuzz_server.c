@@ -203,7 +203,7 @@ static void sd_fsrv_logprobs(const sd_api_request *r) {
     srv.tok = g_tok;
     for (int chat = 0; chat < 2 && n > 0; chat++) {
         sd_cp_cursor cur = {0, 0};
-        sd_lp_span span = {e, n, 0, text, (size_t)n * 4 - 1, &cur};
+        sd_lp_span span = {e, n, 0, text, (size_t)n * 4 - 1, &cur, NULL, 0};
         sd_buf b = {0};
         sd_fuzz_require(sd_resp_logprobs(&b, &srv, chat, &span) == 0 && b.p);
         cJSON *root = cJSON_ParseWithLength(b.p, b.len);

@@ -398,6 +398,9 @@ def cli_seeds():
     put("cli", "any_generate_logprobs", argv(0, "-p", "x", "--logprobs", "20", "--json"))
     put("cli", "any_generate_logprobs_bad", argv(0, "-p", "x", "--logprobs", "21"))
     put("cli", "any_batch_refuses_logprobs", argv(3, "-f", "f", "--logprobs", "2"))
+    put("cli", "any_generate_prompt_logprobs", argv(0, "-p", "x", "--prompt-logprobs", "20", "--logprobs", "0"))
+    put("cli", "any_generate_prompt_logprobs_bad", argv(0, "-p", "x", "--prompt-logprobs", "-1"))
+    put("cli", "any_batch_refuses_prompt_logprobs", argv(3, "-f", "f", "--prompt-logprobs", "2"))
     put("cli", "any_info", argv(1, "-m", "dir", "--no-mmap"))
     put("cli", "any_info_incomplete", argv(1, "-m"))
     put("cli", "any_tokenize", argv(2, "-m", "d", "-p", "text", "--pieces", "--no-special", "--decode"))
@@ -463,8 +466,8 @@ def server_seeds():
     refused = {"presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.2,
                "logit_bias": {"50256": -100}, "response_format": {"type": "json_object"},
                "tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
-               "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2, "echo": True,
-               "suffix": "x", "min_tokens": 3, "stop_token_ids": [2], "prompt_logprobs": 0,
+               "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2,
+               "suffix": "x", "min_tokens": 3, "stop_token_ids": [2],
                "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
                "bad_words": ["x"], "guided_json": {"type": "object"}, "guided_regex": "a+",
                "guided_choice": ["a"], "guided_grammar": "root ::= x", "structured_outputs": {"regex": "a"}}
@@ -477,6 +480,15 @@ def server_seeds():
     put("server", "bad_chat_logprobs_int", req({"messages": simple, "logprobs": 1}, chat=True))
     put("server", "bad_top_logprobs_without_logprobs", req({"messages": simple, "top_logprobs": 2}, chat=True))
     put("server", "bad_ignore_eos_type", req({"prompt": "x", "ignore_eos": "true"}))
+    # echo (completions; chat refuses it) and vLLM's prompt_logprobs (0..20, not with stream)
+    put("server", "ok_completions_echo_logprobs", req({"prompt": "x y", "echo": True, "logprobs": 1, "max_tokens": 1}))
+    put("server", "ok_completions_echo_ids_n", req({"prompt": [1, 2, 3], "echo": True, "n": 2}))
+    put("server", "ok_completions_prompt_logprobs", req({"prompt": "x y", "prompt_logprobs": 20, "echo": True}))
+    put("server", "ok_chat_prompt_logprobs", req({"messages": simple, "prompt_logprobs": 0}, chat=True))
+    put("server", "bad_chat_echo", req({"messages": simple, "echo": True}, chat=True))
+    put("server", "bad_echo_type", req({"prompt": "x", "echo": "yes"}))
+    put("server", "bad_prompt_logprobs_21", req({"prompt": "x", "prompt_logprobs": 21}))
+    put("server", "bad_prompt_logprobs_stream", req({"prompt": "x", "prompt_logprobs": 1, "stream": True}))
     # several choices: a batch of prompts (texts or id lists) and n, up to the caps (64 each, 64 in all)
     put("server", "ok_prompt_batch", req({"prompt": ["a", "b", "c"], "max_tokens": 2}))
     put("server", "ok_prompt_batch_ids", req({"prompt": [[1, 2], [3], [4, 5, 6]], "logprobs": 2}))

@@ -28,6 +28,10 @@ Checks:
     completion token (a stop sequence keeps every generated token's entry), top lists sorted with
     probabilities summing to <= 1, the sampled token added when outside the top, text_offset,
     streamed == non-streamed, bytes == the token's UTF-8, a tree gives the same values;
+  - echo and prompt_logprobs: lm-evaluation-harness's loglikelihood request (echo, logprobs 1,
+    max_tokens 1) against `specdec generate --prompt-logprobs 1 --json` (float32-exact), is_greedy,
+    echo text and text_offset, streamed == non-streamed, batch x n, a prompt of ids; vLLM's
+    prompt_logprobs shape on completions (per choice) and chat (response level); bad values 400;
   - tree speculation ("tree", "draft_nodes"): greedy and match text with a tree equals the text
     without one (and `specdec generate`'s), streamed or not; the shape is echoed in "speculative";
   - chat templates: a copy of kjv-target with a ChatML tokenizer_config.json renders chat
@@ -479,7 +483,7 @@ def test_unsupported_fields(srv):
     refused = [("/v1/completions", {"prompt": "x", "presence_penalty": 0.5}, "presence_penalty"),
                ("/v1/completions", {"prompt": "x", "logit_bias": {"5": 10}}, "logit_bias"),
                ("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
-               ("/v1/completions", {"prompt": "x", "echo": True}, "echo"),
+               ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "echo": True}, "echo"),
                ("/v1/completions", {"prompt": "x", "guided_regex": "a+"}, "guided_regex"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
                                          "response_format": {"type": "json_object"}}, "response_format"),
@@ -633,6 +637,129 @@ def test_logprobs(srv):
     expect_error(srv, "top_logprobs without logprobs", 400, "POST", "/v1/chat/completions",
                  {"messages": msgs, "top_logprobs": 2})
 
+
+
+def expect_field_error(srv, path, body, param):
+    """A 400 whose error names param."""
+    st, raw, _ = srv.request("POST", path, body)
+    try:
+        err = json.loads(raw)["error"]
+    except (ValueError, KeyError, TypeError):
+        err = {}
+    check(st == 400 and err.get("param") == param, "%s %r: 400 naming %s (%d %r)" % (path, body, param, st, raw[:160]))
+
+
+def check_prompt_lp_dicts(plp, ref, n_top, what):
+    """vLLM's prompt_logprobs against `specdec generate --prompt-logprobs` records: None first, then per
+    prompt token {"<id>": {"logprob", "rank", "decoded_token"}} holding the token and the top n_top."""
+    ids, recs = ref["prompt_tokens"], ref["prompt_logprobs"]
+    if not check(isinstance(plp, list) and len(plp) == len(ids) and plp[0] is None and recs[0] is None,
+                 "%s: None + one dict per prompt token (%d for %d)" % (what, len(plp or []), len(ids))):
+        return
+    for k in range(1, len(ids)):
+        d, rec = plp[k], recs[k]
+        own = d.get(str(ids[k])) or {}
+        others = {int(t): v for t, v in d.items() if int(t) != ids[k]}
+        want = [t for t in rec["top"][:n_top] if t[0] != ids[k]]
+        ok = f32(own.get("logprob", 1.0)) == f32(rec["logprob"]) and own.get("rank") == rec["rank"] and \
+            isinstance(own.get("decoded_token"), str) and list(others) == [t[0] for t in want] and \
+            [f32(v["logprob"]) for v in others.values()] == [f32(t[1]) for t in want] and \
+            all(v["rank"] == 1 + [t[0] for t in rec["top"]].index(i) for i, v in others.items())
+        check(ok, "%s: prompt token %d: %r vs %r" % (what, k, d, rec))
+
+
+def test_echo_prompt_logprobs(srv):
+    """echo (completions) and vLLM's prompt_logprobs. lm-evaluation-harness's loglikelihood request through
+    the official client (echo, logprobs 1, max_tokens 1, temperature 0): token_logprobs[0] and top_logprobs[0]
+    are None, one entry per prompt token + 1, the prompt's values equal `specdec generate --prompt-logprobs 1
+    --json` at float32, is_greedy from top_logprobs agrees with the ranks, the text is prompt + completion,
+    text_offset points into it, streamed == non-streamed (the prompt in the first chunk); echo without logprobs
+    for a batch of a text and an id prompt with n = 2 (each choice its own prompt); prompt_logprobs on
+    completions (per choice) and chat (response level) in vLLM's shape; bad values are 400 naming the field."""
+    oc = srv.client()
+    ctx, cont = "In the beginning God created", " the heaven and the earth"
+    prompt = ctx + cont
+    ref = cli_generate(prompt, 1, "--temp", "0", "--prompt-logprobs", "1", "--logprobs", "1")
+    ctx_ids = cli_generate(ctx, 1, "--temp", "0")["prompt_tokens"]
+    n_prompt, ctxlen = len(ref["prompt_tokens"]), len(ctx_ids)
+    check(ref["prompt_tokens"][:ctxlen] == ctx_ids and ctxlen < n_prompt, "the context's ids prefix the prompt's")
+    body = dict(model="kjv-target", prompt=prompt, max_tokens=1, logprobs=1, echo=True, temperature=0, seed=1234)
+    r = oc.completions.create(**body)
+    lp, text = r.choices[0].logprobs, r.choices[0].text
+    if not check(lp is not None and len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) ==
+                 len(lp.text_offset) == n_prompt + 1 == r.usage.prompt_tokens + 1,
+                 "echo: one entry per prompt token + 1 (%d, n_prompt %d)" % (len(lp.tokens) if lp else -1, n_prompt)):
+        return
+    check(lp.token_logprobs[0] is None and lp.top_logprobs[0] is None, "echo: the first prompt token has None")
+    check([f32(x) for x in lp.token_logprobs[1:n_prompt]] == [f32(e["logprob"]) for e in ref["prompt_logprobs"][1:]]
+          and f32(lp.token_logprobs[-1]) == f32(ref["logprobs"][0]["logprob"]),
+          "echo: prompt values equal generate --prompt-logprobs: %r vs %r" % (lp.token_logprobs[:4],
+                                                                             ref["prompt_logprobs"][:3]))
+    check(all([f32(v) for v in d.values()][:1] == [f32(e["top"][0][1])] and len(d) == 1 + (e["rank"] > 1)
+              for d, e in zip(lp.top_logprobs[1:n_prompt], ref["prompt_logprobs"][1:])), "echo: top_logprobs")
+    # lm-eval: logprob sum and is_greedy of the continuation, tokens ctxlen .. -1
+    is_greedy = all(max(lp.top_logprobs[i], key=lp.top_logprobs[i].get) == lp.tokens[i]
+                    for i in range(ctxlen, n_prompt))
+    want_greedy = all(e["rank"] == 1 for e in ref["prompt_logprobs"][ctxlen:])
+    cont_lp = sum(lp.token_logprobs[ctxlen:-1])
+    want_lp = sum(e["logprob"] for e in ref["prompt_logprobs"][ctxlen:])
+    check(is_greedy == want_greedy and abs(cont_lp - want_lp) < 1e-5,
+          "lm-eval shape: is_greedy %s (want %s), sum %g (want %g)" % (is_greedy, want_greedy, cont_lp, want_lp))
+    check(text == prompt + ref["text"], "echo text = prompt + completion: %r" % text)
+    off = lp.text_offset
+    check(all(a <= b for a, b in zip(off, off[1:])) and off[n_prompt] == len(prompt) and
+          all(text[off[k]:off[k] + len(lp.tokens[k])] == lp.tokens[k] for k in range(1, n_prompt + 1)),
+          "echo: text_offset into the echoed text: %r for %r" % (off, lp.tokens))
+    st, chunks = stream_logprobs(srv, "/v1/completions", body)
+    joined = {k: sum((c[1][k] for c in chunks if c[1]), []) for k in ("tokens", "token_logprobs", "text_offset")}
+    tops = sum((c[1]["top_logprobs"] for c in chunks if c[1]), [])
+    check(st == 200 and chunks and chunks[0][0] == prompt and "".join(c[0] for c in chunks) == text and
+          joined["tokens"] == lp.tokens and joined["token_logprobs"] == lp.token_logprobs and
+          joined["text_offset"] == lp.text_offset and tops == lp.top_logprobs,
+          "echo: streamed == non-streamed, the prompt first (%d chunks)" % len(chunks))
+    # a batch of two prompts, n = 2, echo without logprobs: each choice its own prompt; a prompt of ids
+    plain = oc.completions.create(model="kjv-target", prompt=PROMPTS[:2], max_tokens=4, temperature=0)
+    r = oc.completions.create(model="kjv-target", prompt=PROMPTS[:2], max_tokens=4, temperature=0, n=2, echo=True)
+    texts = {c.index: c.text for c in r.choices}
+    want = {c.index: c.text for c in plain.choices}
+    check(len(texts) == 4 and all(texts[i] == PROMPTS[i // 2] + want[i // 2] for i in range(4)) and
+          r.choices[0].logprobs is None, "echo, 2 prompts x n = 2: each choice echoes its prompt: %r" % texts)
+    ids1 = cli_generate(PROMPTS[1], 1, "--temp", "0")["prompt_tokens"]
+    r = oc.completions.create(model="kjv-target", prompt=ids1, max_tokens=4, temperature=0, echo=True, logprobs=0)
+    lp = r.choices[0].logprobs
+    check(r.choices[0].text.endswith(PROMPTS[1] + want[1]) and
+          r.choices[0].text == "".join(lp.tokens) and lp.text_offset[len(ids1)] == len(r.choices[0].text) -
+          len(want[1]), "echo of ids: their decoding (special tokens kept) + completion: %r" % r.choices[0].text)
+    st, chunks = stream_logprobs(srv, "/v1/completions", dict(model="kjv-target", prompt=ids1, max_tokens=4,
+                                                              temperature=0, echo=True))
+    check(st == 200 and "".join(c[0] for c in chunks) == r.choices[0].text, "echo of ids, streamed == non-streamed")
+    # prompt_logprobs: completions per choice, chat at the response level (vLLM)
+    for top in ((0, 2) if QUICK else (0, 2, 20)):
+        ref = cli_generate(PROMPTS[0], 4, "--temp", "0", "--prompt-logprobs", str(top))
+        r = oc.completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=4, temperature=0, n=2,
+                                  extra_body={"prompt_logprobs": top})
+        for c in r.choices:
+            check_prompt_lp_dicts((c.model_extra or {}).get("prompt_logprobs"), ref, top,
+                                  "completions prompt_logprobs %d, choice %d" % (top, c.index))
+        check(r.choices[0].text == ref["text"] and (r.model_extra or {}).get("prompt_logprobs") is None,
+              "prompt_logprobs: text unchanged, not at the top level of completions")
+    msgs = [{"role": "user", "content": "Who created the heaven and the earth?"}]
+    ref = cli_generate("User: Who created the heaven and the earth?\nAssistant:", 4, "--temp", "0",
+                       "--prompt-logprobs", "1")
+    c = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=4, temperature=0,
+                                   extra_body={"prompt_logprobs": 1})
+    check_prompt_lp_dicts((c.model_extra or {}).get("prompt_logprobs"), ref, 1, "chat prompt_logprobs")
+    check("prompt_logprobs" not in (c.choices[0].model_extra or {}) and c.choices[0].message.content == ref["text"],
+          "chat: prompt_logprobs at the response level only, text unchanged")
+    for bad in (21, -1, "x", 1.5):
+        expect_field_error(srv, "/v1/completions", {"prompt": "x", "prompt_logprobs": bad}, "prompt_logprobs")
+    expect_field_error(srv, "/v1/chat/completions", {"messages": msgs, "prompt_logprobs": 21}, "prompt_logprobs")
+    expect_field_error(srv, "/v1/completions", {"prompt": "x", "prompt_logprobs": 1, "stream": True},
+                       "prompt_logprobs")
+    expect_field_error(srv, "/v1/completions", {"prompt": "x", "echo": "yes"}, "echo")
+    r = oc.completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=2, temperature=0,
+                              extra_body={"prompt_logprobs": None})
+    check((r.choices[0].model_extra or {}).get("prompt_logprobs") is None, "prompt_logprobs null: off")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1094,7 +1221,7 @@ def main():
     with Server("--parallel", "4", "--max-body", "262144", "--body-timeout", "2") as srv:
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
-                   test_unsupported_fields, test_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
+                   test_unsupported_fields, test_logprobs, test_echo_prompt_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
                    test_n_disconnect, test_n_limits, test_metrics_endpoint):
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)

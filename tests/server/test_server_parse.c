@@ -380,13 +380,10 @@ static void test_unsupported(void) {
         {1, "function_call", "{\"name\":\"f\"}", "\"none\"", "true"},
         {0, "best_of", "2", "1", "0"},
         {0, "best_of", "3", "1", "1.5"},
-        {0, "echo", "true", "false", "0"},
         {1, "echo", "true", "false", "\"no\""},
         {0, "suffix", "\"x\"", "\"\"", "1"},
         {0, "min_tokens", "3", "0", "-1"},
         {0, "stop_token_ids", "[2]", "[]", "2"},
-        {0, "prompt_logprobs", "1", "null", NULL},
-        {0, "prompt_logprobs", "0", "null", NULL},
         {0, "include_stop_str_in_output", "true", "false", "1"},
         {0, "use_beam_search", "true", "false", "\"false\""},
         {0, "allowed_token_ids", "[1,2]", "null", NULL},
@@ -445,6 +442,31 @@ static void test_unsupported(void) {
         int code = parse(body, lp[i].chat, &r, &e);
         SD_CHECK(code == lp[i].code && (code != 200 || (r.logprobs == lp[i].logprobs && r.top_logprobs == lp[i].top)) &&
                      (code == 200 || !strcmp(e.param, lp[i].param)),
+                 "%s: %d param '%s' (%s)", body, code, e.param, e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    /* echo (completions: a boolean; chat: refused above) and vLLM's prompt_logprobs (0..20, null =
+     * off, refused with stream): r.echo / r.prompt_logprobs, or the field named */
+    static const struct { int chat; const char *extra; int code, echo, plp; const char *param; } ep[] = {
+        {0, "\"echo\":true", 200, 1, -1, ""},           {0, "\"echo\":false", 200, 0, -1, ""},
+        {0, "\"echo\":null", 200, 0, -1, ""},           {0, "\"echo\":\"yes\"", 400, 0, 0, "echo"},
+        {0, "\"echo\":1", 400, 0, 0, "echo"},           {0, "\"prompt_logprobs\":0", 200, 0, 0, ""},
+        {0, "\"prompt_logprobs\":20", 200, 0, 20, ""},  {0, "\"prompt_logprobs\":null", 200, 0, -1, ""},
+        {1, "\"prompt_logprobs\":3", 200, 0, 3, ""},    {0, "\"prompt_logprobs\":21", 400, 0, 0, "prompt_logprobs"},
+        {0, "\"prompt_logprobs\":-1", 400, 0, 0, "prompt_logprobs"},
+        {0, "\"prompt_logprobs\":\"x\"", 400, 0, 0, "prompt_logprobs"},
+        {1, "\"prompt_logprobs\":1.5", 400, 0, 0, "prompt_logprobs"},
+        {0, "\"prompt_logprobs\":1,\"stream\":true", 400, 0, 0, "prompt_logprobs"},
+        {0, "\"echo\":true,\"logprobs\":2,\"prompt_logprobs\":1", 200, 1, 1, ""},
+    };
+    for (size_t i = 0; i < sizeof ep / sizeof ep[0]; i++) {
+        const char *head = ep[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        snprintf(body, sizeof body, "%s,%s}", head, ep[i].extra);
+        sd_api_request r;
+        sd_api_error e;
+        int code = parse(body, ep[i].chat, &r, &e);
+        SD_CHECK(code == ep[i].code && (code != 200 || (r.echo == ep[i].echo && r.prompt_logprobs == ep[i].plp)) &&
+                     (code == 200 || !strcmp(e.param, ep[i].param)),
                  "%s: %d param '%s' (%s)", body, code, e.param, e.message);
         if (code == 200) sd_api_request_free(&r);
     }
@@ -511,7 +533,7 @@ static void test_logprobs_json(void) {
     e[1].token = ids[1], e[1].logprob = -INFINITY, e[1].n_top = 1, e[1].end = 9;
     e[1].top_tokens[0] = ids[0], e[1].top_logprobs[0] = -0.25f;
     sd_cp_cursor cur = {0, 0};
-    sd_lp_span span = {e, 2, 0, "\xc3\xa9nto him", 7, &cur}; /* "é" is 2 bytes, 1 code point; cut at 7 */
+    sd_lp_span span = {e, 2, 0, "\xc3\xa9nto him", 7, &cur, NULL, 0}; /* "é" is 2 bytes, 1 code point; cut at 7 */
     sd_buf b = {0};
     sd_resp_logprobs(&b, &srv, 0, &span);
     cJSON *c = cJSON_Parse(b.p ? b.p : "");
@@ -536,6 +558,22 @@ static void test_logprobs_json(void) {
                  cJSON_GetObjectItem(cJSON_GetArrayItem(c0top, 1), "logprob")->valuedouble == -1.5 &&
                  cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetArrayItem(content, 1), "top_logprobs")) == 1,
              "chat logprobs: %s", b.p ? b.p : "(none)");
+    cJSON_Delete(c);
+    sd_buf_free(&b);
+    /* echo: a one-token prompt first (null entries), the completion's offsets after its 3 code points */
+    sd_cp_cursor cur2 = {0, 0};
+    size_t eoff[1] = {0};
+    sd_lp_echo ec = {ids, 1, NULL, 0, eoff, 3};
+    sd_lp_span es = {e, 2, 0, "\xc3\xa9nto him", 7, &cur2, &ec, 3};
+    sd_resp_logprobs(&b, &srv, 0, &es);
+    c = cJSON_Parse(b.p ? b.p : "");
+    toks = cJSON_GetObjectItem(c, "tokens"), lps = cJSON_GetObjectItem(c, "token_logprobs");
+    tops = cJSON_GetObjectItem(c, "top_logprobs"), offs = cJSON_GetObjectItem(c, "text_offset");
+    SD_CHECK(c && cJSON_GetArraySize(toks) == 3 && cJSON_GetArraySize(lps) == 3 && cJSON_GetArraySize(tops) == 3 &&
+                 cJSON_IsNull(cJSON_GetArrayItem(lps, 0)) && cJSON_IsNull(cJSON_GetArrayItem(tops, 0)) &&
+                 cJSON_GetArrayItem(lps, 1)->valuedouble == -0.5 && cJSON_GetArrayItem(offs, 0)->valueint == 0 &&
+                 cJSON_GetArrayItem(offs, 1)->valueint == 3 && cJSON_GetArrayItem(offs, 2)->valueint == 7,
+             "echo logprobs: %s", b.p ? b.p : "(none)");
     cJSON_Delete(c);
     sd_buf_free(&b);
     specdec_tokenizer_free(srv.tok);

@@ -104,6 +104,9 @@ typedef struct cli_gen_opts {
     int temp_given;     /* --temp was on the command line */
     int32_t logprobs;   /* --logprobs N: -1 (default) off; else logprobs on with N top entries, 0..20
                            (docs/LOGPROBS.md; the "logprobs" array of --json) */
+    int32_t prompt_logprobs; /* --prompt-logprobs N: -1 (default) off; else prompt records with N top
+                           entries, 0..20 (the "prompt_logprobs" array of --json: null, then one
+                           record per prompt token but the first) */
     const char **stops; /* --stop values (owned array of argv pointers) */
     int n_stops;
 } cli_gen_opts;

@@ -74,6 +74,8 @@ static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.ngram_max = (int32_t)n;
     } else if (cli_is(a, "--logprobs", NULL, NULL)) {
         if (!(r = cli_parse_long(v, 0, SPECDEC_MAX_TOP_LOGPROBS, &n))) o->logprobs = (int32_t)n;
+    } else if (cli_is(a, "--prompt-logprobs", NULL, NULL)) {
+        if (!(r = cli_parse_long(v, 0, SPECDEC_MAX_TOP_LOGPROBS, &n))) o->prompt_logprobs = (int32_t)n;
     } else if (cli_is(a, "--draft-max", "--draft", NULL)) {
         if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.n_draft = (int32_t)n;
     } else if (cli_is(a, "--ctx", "-c", "--ctx-size")) {
@@ -184,7 +186,7 @@ static const char *const gen_value_opts[] = {
     "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
     "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
-    "--ngram-cost", "--logprobs", NULL};
+    "--ngram-cost", "--logprobs", "--prompt-logprobs", NULL};
 
 static int gen_takes_value(const char *a) {
     for (int i = 0; gen_value_opts[i]; i++)
@@ -233,6 +235,7 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
     o->gp.seed = SPECDEC_SEED_RANDOM; /* llama.cpp's default: -1, a new seed every run (printed) */
     o->ep = specdec_engine_default_params();
     o->logprobs = -1;
+    o->prompt_logprobs = -1;
     o->stops = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->stops); /* at most one --stop per argument */
     if (!o->stops) return CLI_PARSE_NOMEM;
     for (int i = 1; i < argc; i++) {
@@ -248,7 +251,7 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
         else if (i + 1 >= argc) return cli_err(err, CLI_ERR_NEEDS_VALUE, a, NULL);
         else {
             if (!gen_tree_option(o, a, argv[i + 1], &ok, err)) (void)gen_value(o, a, argv[i + 1], &ok);
-            if (!ok && !strcmp(a, "--logprobs"))
+            if (!ok && (!strcmp(a, "--logprobs") || !strcmp(a, "--prompt-logprobs")))
                 snprintf(err->detail, sizeof err->detail, "the top count, 0..%d", SPECDEC_MAX_TOP_LOGPROBS);
             if (!ok && cli_is(a, "--seed", "-s", NULL))
                 snprintf(err->detail, sizeof err->detail, "-1 (random) or an integer in [0, %llu]",
@@ -285,7 +288,7 @@ cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse
         const int is_f = i > 0 && cli_is(a, "-f", "--file", NULL), is_par = i > 0 && !strcmp(a, "--parallel");
         if (i > 0 && cli_is(a, "-h", "--help", NULL)) return CLI_PARSE_HELP;
         if (i > 0 && cli_is(a, "-p", "--prompt", NULL)) return cli_err(err, CLI_ERR_PROMPT_IN_BATCH, a, NULL);
-        if (i > 0 && (!strcmp(a, "--baseline") || !strcmp(a, "--logprobs")))
+        if (i > 0 && (!strcmp(a, "--baseline") || !strcmp(a, "--logprobs") || !strcmp(a, "--prompt-logprobs")))
             return cli_err(err, CLI_ERR_NOT_BATCH, a, NULL);
         if (i > 0 && (!strcmp(a, "--jsonl") || !strcmp(a, "--no-progress"))) {
             if (a[2] == 'j') o->jsonl = 1;

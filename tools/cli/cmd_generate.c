@@ -52,12 +52,15 @@ static void gen_usage(FILE *f) {
             "  --logprobs N     log-probabilities of the emitted tokens under the target (raw logits),\n"
             "                   with the N (0..%d) most likely ids each: the \"logprobs\" array of\n"
             "                   --json (the text output is unchanged)\n"
+            "  --prompt-logprobs N  log-probabilities of the prompt's tokens (vLLM prompt_logprobs) with\n"
+            "                   the N (0..%d) most likely ids each: the \"prompt_logprobs\" array of\n"
+            "                   --json, null for the first token, then one record per prompt token\n"
             "  --trace          every round's drafts, accepted path and emitted tokens (stderr, or the\n"
             "                   \"trace\" array with --json)\n"
             "  --baseline       also decode without speculation (same settings and seed) and print\n"
             "                   the measured speedup\n"
             "Ctrl-C stops after the current token, prints the statistics and exits with 130.\n",
-            SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES, SPECDEC_MAX_TOP_LOGPROBS);
+            SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES, SPECDEC_MAX_TOP_LOGPROBS, SPECDEC_MAX_TOP_LOGPROBS);
 }
 
 typedef struct gen_out {
@@ -120,11 +123,13 @@ typedef struct gen_ctx {
     gen_out go;
     cJSON *trace;             /* --trace --json: one object per round */
     cJSON *lp;                /* --logprobs --json: one object per emitted token */
+    cJSON *plp;               /* --prompt-logprobs --json: null, then one object per prompt token */
 } gen_ctx;
 
 static void gen_free(gen_ctx *c) {
     cJSON_Delete(c->trace);
     cJSON_Delete(c->lp);
+    cJSON_Delete(c->plp);
     specdec_engine_free(c->eng);
     cli_pair_free(&c->pair);
     free(c->ids);
@@ -173,10 +178,12 @@ static void on_round(void *ud, const specdec_round_info *r) {
 }
 
 /* --logprobs: one record per emitted token, {"token", "logprob", "rank", "top": [[id, logprob], ...]}
- * (a logprob of -inf prints as null); kept for --json only. */
+ * (a logprob of -inf prints as null); kept for --json only. --prompt-logprobs: the same record per
+ * prompt token (position < n_prompt: the library reports those first) into "prompt_logprobs". */
 static int on_logprob(void *ud, const specdec_token_logprobs *lp) {
     gen_ctx *c = ud;
-    if (!c->lp) return 0;
+    cJSON *dst = lp->position < c->n_ids ? c->plp : c->lp;
+    if (!dst) return 0;
     cJSON *o = cJSON_CreateObject(), *top = o ? cJSON_AddArrayToObject(o, "top") : NULL;
     if (!top) {
         cJSON_Delete(o);
@@ -192,7 +199,7 @@ static int on_logprob(void *ud, const specdec_token_logprobs *lp) {
         cJSON_AddItemToArray(pair, cJSON_CreateNumber(lp->top_logprobs[k]));
         cJSON_AddItemToArray(top, pair);
     }
-    cJSON_AddItemToArray(c->lp, o);
+    cJSON_AddItemToArray(dst, o);
     return 0;
 }
 
@@ -226,6 +233,14 @@ static int gen_run(gen_ctx *c) {
         c->gp.logprob_callback = on_logprob;
         c->gp.logprob_user_data = c;
     }
+    if (o->prompt_logprobs >= 0) {
+        if (o->json && (!(c->plp = cJSON_CreateArray()) || !cJSON_AddItemToArray(c->plp, cJSON_CreateNull())))
+            return fail("prompt logprobs", SPECDEC_ERR_OUT_OF_MEMORY, "");
+        c->gp.prompt_logprobs = 1;
+        c->gp.prompt_top_logprobs = o->prompt_logprobs;
+        c->gp.logprob_callback = on_logprob;
+        c->gp.logprob_user_data = c;
+    }
     if (cli_interrupted()) { /* Ctrl-C while loading: report nothing generated, as an interrupted run */
         c->interrupted = 1;
         return 0;
@@ -252,6 +267,8 @@ static int gen_run_baseline(gen_ctx *c) {
     bp.round_callback = NULL; /* the trace and the logprobs are the speculative run's */
     bp.logprobs = 0;
     bp.top_logprobs = 0;
+    bp.prompt_logprobs = 0;
+    bp.prompt_top_logprobs = 0;
     bp.logprob_callback = NULL;
     c->base_out = malloc((size_t)c->cap_out * sizeof *c->base_out);
     if (!c->base_out) return fail("allocating the baseline's output", SPECDEC_ERR_OUT_OF_MEMORY, "");
@@ -342,6 +359,10 @@ static int gen_print_json(gen_ctx *c) {
     if (c->lp) {
         cJSON_AddItemToObject(root, "logprobs", c->lp);
         c->lp = NULL;
+    }
+    if (c->plp) {
+        cJSON_AddItemToObject(root, "prompt_logprobs", c->plp);
+        c->plp = NULL;
     }
     char *s = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);

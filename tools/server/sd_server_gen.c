@@ -71,6 +71,20 @@ typedef struct sd_job {
     int final_sent;                /* its last chunk (finish_reason) is streamed */
     sd_cp_cursor cur;              /* text_offset's count so far */
     sd_lp_span span;               /* what the result's lp points to */
+    /* the prompt (echo, prompt_logprobs) */
+    int echo;                      /* completions' echo */
+    int32_t echo_top;              /* echo with logprobs: the prompt tokens' top count; -1: no logprobs */
+    int32_t plp_top;               /* prompt_logprobs: the top count; -1: not asked for */
+    int32_t *prompt_ids;           /* [n_prompt] (echo or prompt_logprobs) */
+    int prompt_as_ids;             /* the prompt came as ids (echo: their decoding, special tokens kept) */
+    char *echo_text;               /* the prompt's text (echo) */
+    size_t echo_len;
+    sd_lp_entry *plp;              /* [n_prompt - 1] prompt tokens 1.. (under mu: the scheduler fills them) */
+    int32_t n_plp;
+    size_t *echo_off;              /* [n_prompt] text_offset of the prompt tokens (made once, when shown) */
+    int echo_sent;                 /* streamed: the prompt went out in the choice's first chunk */
+    sd_lp_echo echo_span;
+    sd_prompt_lp prompt_lp;
 } sd_job;
 
 /* One HTTP request: its choices, answered together. */
@@ -170,6 +184,10 @@ static void sd_job_free(sd_job *j, int counted) {
     }
     free(j->tokens);
     free(j->lp);
+    free(j->prompt_ids);
+    free(j->echo_text);
+    free(j->plp);
+    free(j->echo_off);
     sd_buf_free(&j->text);
     pthread_mutex_destroy(&j->mu);
     free(j);
@@ -213,27 +231,35 @@ static void sd_job_resolve(sd_job *j) {
     for (; j->lp_resolved < j->n_lp; j->lp_resolved++) j->lp[j->lp_resolved].end = j->text.len;
 }
 
-/* The scheduler thread's side, called just before sd_job_on_token for the same token:
- * keep the token's logprobs. */
+static void sd_lp_copy(sd_lp_entry *e, const specdec_token_logprobs *lp) {
+    int32_t n = lp->n_top < 0 ? 0 : lp->n_top > SPECDEC_MAX_TOP_LOGPROBS ? SPECDEC_MAX_TOP_LOGPROBS : lp->n_top;
+    e->token = lp->token;
+    e->logprob = lp->logprob;
+    e->rank = lp->rank;
+    e->n_top = n;
+    if (n) memcpy(e->top_tokens, lp->top_tokens, (size_t)n * sizeof(int32_t));
+    if (n) memcpy(e->top_logprobs, lp->top_logprobs, (size_t)n * sizeof(float));
+    e->end = (size_t)-1;
+}
+
+/* The scheduler thread's side: a prompt token's record (position < n_prompt, all before the
+ * first generated token, into plp sized at submit), or just before sd_job_on_token for the same
+ * token: keep the token's logprobs. */
 static int sd_job_on_logprob(void *ud, const specdec_token_logprobs *lp) {
     sd_job *j = ud;
     pthread_mutex_lock(&j->mu);
+    if (lp->position < j->n_prompt) {
+        if (j->plp && lp->position == j->n_plp + 1) sd_lp_copy(&j->plp[j->n_plp++], lp);
+        pthread_mutex_unlock(&j->mu);
+        return 0;
+    }
     if (j->n_lp == j->lp_cap) {
         int32_t cap = j->lp_cap ? 2 * j->lp_cap : 64;
         sd_lp_entry *p = j->lp_cap < INT32_MAX / 2 ? realloc(j->lp, (size_t)cap * sizeof *p) : NULL;
         if (p) j->lp = p, j->lp_cap = cap;
         else j->lp_oom = 1;
     }
-    if (!j->lp_oom) {
-        sd_lp_entry *e = &j->lp[j->n_lp++];
-        int32_t n = lp->n_top < 0 ? 0 : lp->n_top > SPECDEC_MAX_TOP_LOGPROBS ? SPECDEC_MAX_TOP_LOGPROBS : lp->n_top;
-        e->token = lp->token;
-        e->logprob = lp->logprob;
-        e->n_top = n;
-        if (n) memcpy(e->top_tokens, lp->top_tokens, (size_t)n * sizeof(int32_t));
-        if (n) memcpy(e->top_logprobs, lp->top_logprobs, (size_t)n * sizeof(float));
-        e->end = (size_t)-1;
-    }
+    if (!j->lp_oom) sd_lp_copy(&j->lp[j->n_lp++], lp);
     int stop = j->lp_oom;
     pthread_mutex_unlock(&j->mu);
     return stop;
@@ -416,7 +442,52 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
         gp.logprob_callback = sd_job_on_logprob;
         gp.logprob_user_data = j;
     }
+    if (j->plp) { /* the prompt's records: for echo's logprobs and / or prompt_logprobs */
+        gp.prompt_logprobs = 1;
+        gp.prompt_top_logprobs = j->echo_top > j->plp_top ? j->echo_top : j->plp_top;
+        gp.logprob_callback = sd_job_on_logprob;
+        gp.logprob_user_data = j;
+    }
     return gp;
+}
+
+/* What the job keeps of prompt k for echo and prompt_logprobs: its ids, its text (echo: as
+ * given, or the ids decoded with special tokens, as vLLM), room for its records. */
+static int sd_job_prompt(sd_job *j, const sd_api_request *req, int k, const int32_t *ids, sd_api_error *e) {
+    j->echo = req->echo;
+    j->echo_top = req->echo && req->logprobs ? req->top_logprobs : -1;
+    j->plp_top = req->prompt_logprobs;
+    if (!j->echo && j->plp_top < 0) return 0;
+    const sd_api_prompt *pr = req->chat ? NULL : &req->prompts[k];
+    j->prompt_ids = malloc((size_t)j->n_prompt * sizeof *j->prompt_ids);
+    if (!j->prompt_ids) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt");
+    memcpy(j->prompt_ids, ids, (size_t)j->n_prompt * sizeof *ids);
+    if ((j->echo_top >= 0 || j->plp_top >= 0) && j->n_prompt > 1 &&
+        !(j->plp = malloc((size_t)(j->n_prompt - 1) * sizeof *j->plp)))
+        return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt's logprobs");
+    if (!j->echo) return 0;
+    j->prompt_as_ids = pr->ids != NULL;
+    if (!pr->ids) {
+        if (!(j->echo_text = malloc(pr->len + 1)))
+            return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt");
+        memcpy(j->echo_text, pr->text, pr->len);
+        j->echo_len = pr->len;
+        return 0;
+    }
+    size_t cap = (size_t)j->n_prompt * 16 + 64, need = 0;
+    for (int tries = 0; tries < 2; tries++) { /* a guess, then the size the first try reported */
+        char *t = realloc(j->echo_text, cap);
+        if (!t) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt");
+        j->echo_text = t;
+        specdec_status st = specdec_detokenize(j->srv->tok, ids, j->n_prompt, 0, t, cap, &need);
+        if (st == SPECDEC_OK) break;
+        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL || tries)
+            return sd_api_fail(e, 500, "server_error", NULL, NULL, "decoding the prompt: %s",
+                               specdec_tokenizer_last_error(j->srv->tok));
+        cap = need + 1;
+    }
+    j->echo_len = need;
+    return 0;
 }
 
 static int sd_gen_submit_error(specdec_status st, sd_api_error *e) {
@@ -506,6 +577,8 @@ static int sd_gen_submit_one(sd_group *g, const sd_gen_prep *p, int k, int index
     j->cap = p->n_predict[k] < srv->n_ctx - j->n_prompt ? p->n_predict[k] : srv->n_ctx - j->n_prompt;
     j->tokens = malloc((size_t)j->cap * sizeof(int32_t));
     if (!j->tokens) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    int rc = sd_job_prompt(j, &p->req, k, p->ids[k], e);
+    if (rc) return rc;
     specdec_generate_params gp = sd_gen_params(j, &p->req, p->n_predict[k], seed);
     j->t_submit = sd_now();
     specdec_status st = specdec_scheduler_submit(srv->sched, p->ids[k], j->n_prompt, &gp, &j->rid);
@@ -639,7 +712,49 @@ static const sd_lp_span *sd_job_span(sd_job *j, int32_t from, int32_t to, size_t
     j->span.text = j->text.p ? j->text.p : "";
     j->span.len = len;
     j->span.cur = &j->cur;
+    j->span.echo = NULL;
+    j->span.base = j->echo ? j->echo_span.text_cps : 0; /* known: sd_job_echo ran first */
     return &j->span;
+}
+
+/* text_offset of the prompt's tokens: code points of the echoed text before each, from the
+ * ids decoded in order (special tokens as the echoed text has them: kept for a prompt of ids,
+ * skipped for a text), at most the text's length and on a character boundary. */
+static int sd_job_echo_offsets(sd_job *j) {
+    if (j->echo_off) return 0;
+    specdec_detok_stream *ds = NULL;
+    if (specdec_detok_stream_create(j->srv->tok, !j->prompt_as_ids, &ds) != SPECDEC_OK) return -1;
+    if (!(j->echo_off = malloc((size_t)j->n_prompt * sizeof *j->echo_off))) {
+        specdec_detok_stream_free(ds);
+        return -1;
+    }
+    size_t bytes = 0, at = 0, cps = 0;
+    for (int32_t k = 0; k < j->n_prompt; k++) {
+        size_t pos = bytes < j->echo_len ? bytes : j->echo_len;
+        while (pos > 0 && pos < j->echo_len && ((unsigned char)j->echo_text[pos] & 0xC0) == 0x80) pos--;
+        for (; at < pos; at++) cps += ((unsigned char)j->echo_text[at] & 0xC0) != 0x80;
+        j->echo_off[k] = cps;
+        const char *t;
+        size_t n = 0;
+        if (specdec_detok_stream_push(ds, j->prompt_ids[k], &t, &n) == SPECDEC_OK) bytes += n;
+    }
+    for (; at < j->echo_len; at++) cps += ((unsigned char)j->echo_text[at] & 0xC0) != 0x80;
+    j->echo_span.text_cps = cps;
+    specdec_detok_stream_free(ds);
+    return 0;
+}
+
+/* The prompt's part of "logprobs" (echo with logprobs; NULL: none or out of memory) and of
+ * prompt_logprobs, as far as the records came (all, unless the request was cut in its prefill). */
+static const sd_lp_echo *sd_job_echo(sd_job *j) {
+    j->prompt_lp = (sd_prompt_lp){j->prompt_ids, 1 + j->n_plp, j->plp, j->plp_top};
+    if (j->echo_top < 0 || sd_job_echo_offsets(j)) return NULL;
+    j->echo_span.ids = j->prompt_ids;
+    j->echo_span.n = 1 + j->n_plp;
+    j->echo_span.e = j->plp;
+    j->echo_span.n_top = j->echo_top;
+    j->echo_span.offset = j->echo_off;
+    return &j->echo_span;
 }
 
 /* The outcome as a result for the response writers; NULL with *e set for a failure. */
@@ -670,7 +785,14 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
     r->n_tree = j->n_tree;
     r->draft_nodes = j->draft_nodes;
     r->verify = j->verify;
+    const sd_lp_echo *ec = j->prompt_ids ? sd_job_echo(j) : NULL;
     r->lp = j->logprobs ? sd_job_span(j, j->lp_sent, j->n_lp, r->len) : NULL; /* what is not streamed yet */
+    if (j->echo && !j->echo_sent) { /* not streamed: the prompt comes first */
+        r->echo = j->echo_text;
+        r->echo_len = j->echo_len;
+        if (r->lp) j->span.echo = ec;
+    }
+    if (j->plp_top >= 0) r->prompt_lp = &j->prompt_lp;
     return r;
 }
 
@@ -717,6 +839,7 @@ static enum MHD_Result sd_gen_answer(sd_group *g) {
 /* Under j->mu: format the text released since the last chunk, with the logprobs of the
  * tokens whose text ends in it. 1 if a chunk was made. */
 static int sd_job_take_text(sd_job *j, sd_buf *out) {
+    if (j->echo && !j->echo_sent) return 0; /* the prompt goes first (sd_job_echo_chunk) */
     if (j->stopper.safe <= j->sent) return 0;
     int32_t k = j->lp_sent;
     while (k < j->lp_resolved && j->lp[k].end <= j->stopper.safe) k++;
@@ -726,6 +849,25 @@ static int sd_job_take_text(sd_job *j, sd_buf *out) {
     j->lp_sent = k;
     j->sent = j->stopper.safe;
     return 1;
+}
+
+/* Under j->mu: echo's first chunk can go (its prompt records are all in, or it ended): from
+ * then on nothing writes what it shows, so it is formatted outside the lock (sd_job_echo_chunk)
+ * and a long prompt does not hold up the scheduler thread's callbacks. */
+static int sd_job_echo_ready(const sd_job *j) {
+    return j->echo && !j->echo_sent && (j->echo_top < 0 || j->n_plp >= j->n_prompt - 1 || j->done);
+}
+
+/* The prompt as the choice's first chunk (vLLM and OpenAI stream it first), with its tokens'
+ * entries when logprobs are asked for. */
+static void sd_job_echo_chunk(sd_job *j) {
+    sd_group *g = j->g;
+    const sd_lp_echo *ec = sd_job_echo(j);
+    /* no generated entries: nothing the scheduler thread writes (lp, text) is read here */
+    sd_lp_span sp = {NULL, 0, 0, "", 0, &j->cur, ec, ec ? ec->text_cps : 0};
+    sd_resp_chunk(&g->out, j->srv, 0, g->id, g->created, j->index, j->echo_text, j->echo_len, 0, NULL,
+                  j->logprobs ? &sp : NULL);
+    j->echo_sent = 1;
 }
 
 /* A collected choice's last chunk (finish_reason, its speculative statistics). A failed
@@ -754,9 +896,11 @@ static int sd_group_take(sd_group *g) {
     for (int i = 0; i < g->n_jobs && !g->failed; i++) {
         sd_job *j = g->jobs[i];
         pthread_mutex_lock(&j->mu);
+        const int echo = sd_job_echo_ready(j);
         int got = sd_job_take_text(j, &g->out);
         pthread_mutex_unlock(&j->mu);
-        if (!got && j->done && !j->final_sent) sd_job_final_chunk(j), got = 1;
+        if (echo) sd_job_echo_chunk(j), got = 1;
+        else if (!got && j->done && !j->final_sent && (!j->echo || j->echo_sent)) sd_job_final_chunk(j), got = 1;
         any |= got;
         all &= j->final_sent;
     }

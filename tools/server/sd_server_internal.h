@@ -159,6 +159,7 @@ enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat
 typedef struct sd_lp_entry {
     int32_t token;
     float logprob;
+    int32_t rank;  /* 1 + the ids with a larger value */
     int32_t n_top;
     int32_t top_tokens[SPECDEC_MAX_TOP_LOGPROBS];
     float top_logprobs[SPECDEC_MAX_TOP_LOGPROBS];
@@ -169,6 +170,16 @@ typedef struct sd_lp_entry {
 typedef struct sd_cp_cursor {
     size_t bytes, cps;
 } sd_cp_cursor;
+/* The prompt's tokens before the completion's in "logprobs" (echo): token 0 has no entry
+ * (null logprob and top list), token k > 0 entry e[k - 1]. */
+typedef struct sd_lp_echo {
+    const int32_t *ids;   /* [n] the prompt's ids */
+    int32_t n;            /* tokens shown: 1 + the entries received (all but a cancelled prefill's) */
+    const sd_lp_entry *e; /* [n - 1] */
+    int32_t n_top;        /* the top list's length shown (the entries may hold more) */
+    const size_t *offset; /* [n] code points of the echoed text before each token */
+    size_t text_cps;      /* code points of the echoed prompt (sd_lp_span.base) */
+} sd_lp_echo;
 /* The entries a response or a chunk carries. */
 typedef struct sd_lp_span {
     const sd_lp_entry *e; /* [n] */
@@ -177,7 +188,17 @@ typedef struct sd_lp_span {
     const char *text;     /* the generated text, len bytes of it returned (a stop sequence cut off) */
     size_t len;
     sd_cp_cursor *cur;    /* advanced (monotone) by the writer */
+    const sd_lp_echo *echo; /* NULL, or the prompt's tokens first (echo) */
+    size_t base;          /* added to the generated tokens' text_offset: the echoed prompt's code points */
 } sd_lp_span;
+/* vLLM's "prompt_logprobs": null, then per prompt token {"<id>": {logprob, rank,
+ * decoded_token}} holding the token and the top n_top (shape of sd_lp_echo's ids / e / n). */
+typedef struct sd_prompt_lp {
+    const int32_t *ids;
+    int32_t n;
+    const sd_lp_entry *e;
+    int32_t n_top;
+} sd_prompt_lp;
 typedef struct sd_gen_result {
     const char *text;          /* the returned text (stop sequence cut off) */
     size_t len;
@@ -192,8 +213,12 @@ typedef struct sd_gen_result {
     int32_t draft_nodes;       /* the tree's node budget (0: none) */
     specdec_verify_mode verify;
     const sd_lp_span *lp;      /* the tokens' logprobs (NULL: not asked for) */
+    const char *echo;          /* completions' echo: the prompt text before text (NULL: none) */
+    size_t echo_len;
+    const sd_prompt_lp *prompt_lp; /* vLLM's prompt_logprobs (NULL: not asked for) */
 } sd_gen_result;
-/* Whole (non-streamed) response body: choices r[0..n_choices), choice i with "index" i;
+/* Whole (non-streamed) response body: choices r[0..n_choices), choice i with "index" i
+ * (completions: text = echo + text, "prompt_logprobs" per choice; chat: r[0]'s at the top);
  * usage: n_prompt / n_completion for "usage" (summed by the caller). The "speculative"
  * statistics: at the top level with one choice (the single-choice shape), inside each
  * choice with several. */

@@ -3,9 +3,9 @@
  * checked (type, range, UTF-8). Known fields: model, prompt | messages, max_tokens
  * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
  * stream_options.include_usage, n (1..SD_API_MAX_N), logprobs / top_logprobs, vLLM's ignore_eos,
- * and the extensions top_k, min_p, n_draft, verify, tree, draft_nodes. Fields of the OpenAI
+ * echo (completions), vLLM's prompt_logprobs, and the extensions top_k, min_p, n_draft, verify, tree, draft_nodes. Fields of the OpenAI
  * and vLLM APIs that would change the output but are not implemented (penalties, logit_bias,
- * response_format, tools, best_of, echo, guided decoding, ...) are refused unless they carry
+ * response_format, tools, best_of, echo on chat, guided decoding, ...) are refused unless they carry
  * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
  * temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
@@ -361,7 +361,7 @@ static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
     {"repetition_penalty", SD_NF_NUM_1}, {"min_tokens", SD_NF_INT_0}, {"stop_token_ids", SD_NF_LIST_EMPTY},
-    {"prompt_logprobs", SD_NF_NULL}, {"include_stop_str_in_output", SD_NF_FALSE},
+    {"include_stop_str_in_output", SD_NF_FALSE},
     {"use_beam_search", SD_NF_FALSE}, {"allowed_token_ids", SD_NF_NULL}, {"bad_words", SD_NF_LIST_EMPTY},
     {"guided_json", SD_NF_NULL}, {"guided_regex", SD_NF_NULL}, {"guided_choice", SD_NF_NULL},
     {"guided_grammar", SD_NF_NULL}, {"structured_outputs", SD_NF_NULL},
@@ -413,13 +413,14 @@ static int sd_nf_typed(const cJSON *v, sd_nf_kind k, int *dflt) {
     }
 }
 
-static int sd_parse_unsupported(const cJSON *root, sd_api_error *e) {
+/* "echo" is implemented for completions (parse_echo), refused here for chat only. */
+static int sd_parse_unsupported(const cJSON *root, int chat, sd_api_error *e) {
     for (size_t i = 0; i < sizeof sd_nf_fields / sizeof sd_nf_fields[0]; i++) {
         const char *name = sd_nf_fields[i].name;
         const sd_nf_kind k = sd_nf_fields[i].kind;
         const cJSON *v = field(root, name);
         int dflt = 1;
-        if (!v) continue;
+        if (!v || (!chat && !strcmp(name, "echo"))) continue;
         if (!sd_nf_typed(v, k, &dflt))
             return sd_api_fail(e, 400, INVALID, NULL, name, "'%s' must be %s", name, sd_nf_type[k]);
         if (dflt) continue;
@@ -501,6 +502,20 @@ static int parse_logprobs(const cJSON *root, sd_api_request *r, sd_api_error *e)
     return 0;
 }
 
+/* Completions "echo" (a boolean; chat: sd_parse_unsupported) and vLLM's "prompt_logprobs"
+ * (an integer 0..SPECDEC_MAX_TOP_LOGPROBS, null = off), which vLLM refuses with "stream". */
+static int parse_echo(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int64_t v = 0;
+    int have = 0, rc;
+    if (!r->chat && (rc = get_bool(root, "echo", &r->echo, e))) return rc;
+    if ((rc = get_int(root, "prompt_logprobs", 0, SPECDEC_MAX_TOP_LOGPROBS, &v, &have, e))) return rc;
+    r->prompt_logprobs = have ? (int32_t)v : -1;
+    if (have && r->stream)
+        return sd_api_fail(e, 400, INVALID, NULL, "prompt_logprobs",
+                           "'prompt_logprobs' is not available with 'stream': true (as vLLM)");
+    return 0;
+}
+
 static int parse_stream(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     int rc = get_bool(root, "stream", &r->stream, e);
     if (rc) return rc;
@@ -523,7 +538,8 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_tree(root, r, e);
     if (!rc) rc = get_bool(root, "ignore_eos", &r->ignore_eos, e);
     if (!rc) rc = parse_logprobs(root, r, e);
-    if (!rc) rc = sd_parse_unsupported(root, e);
+    if (!rc) rc = parse_echo(root, r, e);
+    if (!rc) rc = sd_parse_unsupported(root, chat, e);
     if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
         rc = sd_api_fail(e, 400, INVALID, NULL, "n",
                          "%d prompts x 'n' = %d makes %d choices; at most %d choices per request", r->n_prompts,
@@ -552,6 +568,7 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
     out->temperature = 1.0f;
     out->top_p = 1.0f;
     out->n_draft = -1;
+    out->prompt_logprobs = -1;
     out->n = 1;
     out->verify = SPECDEC_VERIFY_AUTO;
     if (!body || len == 0) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the request body is empty");

@@ -66,6 +66,10 @@ typedef struct sd_api_request {
     int ignore_eos;                /* vLLM's "ignore_eos": 1 = do not stop at the model's EOS */
     int logprobs;                  /* 1: report the emitted tokens' logprobs ("logprobs" given) */
     int32_t top_logprobs;          /* 0..SPECDEC_MAX_TOP_LOGPROBS alternatives per token */
+    int echo;                      /* completions "echo": the prompt before the completion (and its
+                                      tokens first in "logprobs"); chat refuses it (unsupported_value) */
+    int32_t prompt_logprobs;       /* vLLM's "prompt_logprobs": -1 (absent / null) or the top count
+                                      0..SPECDEC_MAX_TOP_LOGPROBS; refused with "stream" (as vLLM) */
     int32_t n_draft;               /* -1: the server's default */
     specdec_verify_mode verify;
     int32_t tree[SD_API_MAX_TREE]; /* extension "tree": children per node at each depth, a shape

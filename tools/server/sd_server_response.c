@@ -3,6 +3,7 @@
  * The speculative statistics travel in the extension field "speculative". Written
  * with sd_buf (JSON strings escaped by sd_buf_json_str, so NUL bytes survive). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sd_server_internal.h"
@@ -226,38 +227,78 @@ static size_t sd_lp_offset(const sd_lp_span *lp, size_t pos) {
     return c->cps;
 }
 
-/* OpenAI's legacy shape; top_logprobs: the n most likely, then the sampled token when it
- * is not among them (up to logprobs + 1 entries, as OpenAI and vLLM). */
+/* One top_logprobs object: the first n_top of e's list, then the token itself when it is
+ * not among them (up to n_top + 1 entries, as OpenAI and vLLM). */
+static void sd_lp_top_dict(sd_buf *b, const sd_server *srv, const sd_lp_entry *e, int32_t n_top) {
+    int in_top = 0;
+    if (n_top > e->n_top) n_top = e->n_top;
+    sd_buf_puts(b, "{");
+    for (int32_t t = 0; t < n_top; t++) {
+        in_top |= e->top_tokens[t] == e->token;
+        sd_lp_text(b, srv, e->top_tokens[t]);
+        sd_buf_puts(b, ":");
+        sd_lp_num(b, e->top_logprobs[t]);
+        sd_buf_puts(b, t + 1 < n_top || !in_top ? "," : "");
+    }
+    if (!in_top) sd_lp_text(b, srv, e->token), sd_buf_puts(b, ":"), sd_lp_num(b, e->logprob);
+    sd_buf_puts(b, "}");
+}
+
+/* OpenAI's legacy shape, the echoed prompt's tokens first (the first with null entries). */
 static void sd_lp_completion(sd_buf *b, const sd_server *srv, const sd_lp_span *lp) {
+    const sd_lp_echo *ec = lp->echo;
+    const int32_t np = ec ? ec->n : 0, n = np + lp->n;
     sd_buf_puts(b, "{\"tokens\":[");
-    for (int32_t k = 0; k < lp->n; k++) {
+    for (int32_t k = 0; k < n; k++) {
         if (k) sd_buf_puts(b, ",");
-        sd_lp_text(b, srv, lp->e[k].token);
+        sd_lp_text(b, srv, k < np ? ec->ids[k] : lp->e[k - np].token);
     }
     sd_buf_puts(b, "],\"token_logprobs\":[");
-    for (int32_t k = 0; k < lp->n; k++) {
+    for (int32_t k = 0; k < n; k++) {
         if (k) sd_buf_puts(b, ",");
-        sd_lp_num(b, lp->e[k].logprob);
+        if (k == 0 && np) sd_buf_puts(b, "null");
+        else sd_lp_num(b, k < np ? ec->e[k - 1].logprob : lp->e[k - np].logprob);
     }
     sd_buf_puts(b, "],\"top_logprobs\":[");
-    for (int32_t k = 0; k < lp->n; k++) {
-        const sd_lp_entry *e = &lp->e[k];
-        int in_top = 0;
-        sd_buf_puts(b, k ? ",{" : "{");
-        for (int32_t t = 0; t < e->n_top; t++) {
-            in_top |= e->top_tokens[t] == e->token;
-            sd_lp_text(b, srv, e->top_tokens[t]);
-            sd_buf_puts(b, ":");
-            sd_lp_num(b, e->top_logprobs[t]);
-            sd_buf_puts(b, t + 1 < e->n_top || !in_top ? "," : "");
-        }
-        if (!in_top) sd_lp_text(b, srv, e->token), sd_buf_puts(b, ":"), sd_lp_num(b, e->logprob);
-        sd_buf_puts(b, "}");
+    for (int32_t k = 0; k < n; k++) {
+        if (k) sd_buf_puts(b, ",");
+        if (k == 0 && np) sd_buf_puts(b, "null");
+        else if (k < np) sd_lp_top_dict(b, srv, &ec->e[k - 1], ec->n_top);
+        else sd_lp_top_dict(b, srv, &lp->e[k - np], SPECDEC_MAX_TOP_LOGPROBS);
     }
     sd_buf_puts(b, "],\"text_offset\":[");
-    for (int32_t k = 0; k < lp->n; k++)
-        sd_buf_printf(b, "%s%zu", k ? "," : "", sd_lp_offset(lp, k ? lp->e[k - 1].end : lp->start));
+    const size_t base = lp->base;
+    for (int32_t k = 0; k < n; k++) {
+        const int32_t g = k - np; /* the generated token's index */
+        size_t off = k < np ? ec->offset[k] : base + sd_lp_offset(lp, g ? lp->e[g - 1].end : lp->start);
+        sd_buf_printf(b, "%s%zu", k ? "," : "", off);
+    }
     sd_buf_puts(b, "]}");
+}
+
+/* vLLM's prompt_logprobs: [null, {"id": {"logprob", "rank", "decoded_token"}, ...}, ...], each
+ * dict the prompt token (its own rank) then the top n_top others (rank = place in the list). */
+static void sd_prompt_lp_write(sd_buf *b, const sd_server *srv, const sd_prompt_lp *p) {
+    sd_buf_puts(b, "[null");
+    for (int32_t k = 1; k < p->n; k++) {
+        const sd_lp_entry *e = &p->e[k - 1];
+        int32_t n_top = p->n_top < e->n_top ? p->n_top : e->n_top;
+        sd_buf_printf(b, ",{\"%d\":{\"logprob\":", (int)e->token);
+        sd_lp_num(b, e->logprob);
+        sd_buf_printf(b, ",\"rank\":%d,\"decoded_token\":", (int)e->rank);
+        sd_lp_text(b, srv, e->token);
+        sd_buf_puts(b, "}");
+        for (int32_t t = 0; t < n_top; t++) {
+            if (e->top_tokens[t] == e->token) continue;
+            sd_buf_printf(b, ",\"%d\":{\"logprob\":", (int)e->top_tokens[t]);
+            sd_lp_num(b, e->top_logprobs[t]);
+            sd_buf_printf(b, ",\"rank\":%d,\"decoded_token\":", (int)t + 1);
+            sd_lp_text(b, srv, e->top_tokens[t]);
+            sd_buf_puts(b, "}");
+        }
+        sd_buf_puts(b, "}");
+    }
+    sd_buf_puts(b, "]");
 }
 
 int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span *lp) {
@@ -265,6 +306,23 @@ int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span
     if (chat) sd_lp_chat(b, srv, lp);
     else sd_lp_completion(b, srv, lp);
     return b->oom ? -1 : 0;
+}
+
+/* The JSON string of a[0..an) followed by t[0..tn) (a may be NULL). */
+static void sd_json_str2(sd_buf *b, const char *a, size_t an, const char *t, size_t tn) {
+    if (!a || !an) {
+        sd_buf_json_str(b, t, tn);
+        return;
+    }
+    char *s = malloc(an + tn + 1);
+    if (!s) {
+        b->oom = 1;
+        return;
+    }
+    memcpy(s, a, an);
+    memcpy(s + an, t, tn);
+    sd_buf_json_str(b, s, an + tn);
+    free(s);
 }
 
 /* One choice of a whole response; its "speculative" object inside it when spec. */
@@ -276,12 +334,16 @@ static void sd_resp_choice(sd_buf *b, const sd_server *srv, int chat, int index,
         sd_buf_puts(b, "},");
     } else {
         sd_buf_puts(b, "\"text\":");
-        sd_buf_json_str(b, r->text, r->len);
+        sd_json_str2(b, r->echo, r->echo_len, r->text, r->len);
         sd_buf_puts(b, ",");
     }
     sd_buf_puts(b, "\"logprobs\":");
     sd_resp_logprobs(b, srv, chat, r->lp);
     sd_buf_printf(b, ",\"finish_reason\":\"%s\"", r->finish);
+    if (!chat && r->prompt_lp) {
+        sd_buf_puts(b, ",\"prompt_logprobs\":");
+        sd_prompt_lp_write(b, srv, r->prompt_lp);
+    }
     if (spec) {
         sd_buf_puts(b, ",");
         sd_speculative(b, srv, r);
@@ -298,6 +360,11 @@ int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id
         sd_resp_choice(b, srv, chat, i, &r[i], n_choices > 1);
     }
     sd_buf_puts(b, "],");
+    if (chat && n_choices > 0 && r[0].prompt_lp) { /* vLLM: chat's at the response level */
+        sd_buf_puts(b, "\"prompt_logprobs\":");
+        sd_prompt_lp_write(b, srv, r[0].prompt_lp);
+        sd_buf_puts(b, ",");
+    }
     sd_usage(b, usage);
     if (n_choices == 1) { /* one choice: its statistics at the top level (the shape before n > 1) */
         sd_buf_puts(b, ",");
