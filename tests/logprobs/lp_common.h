@@ -119,6 +119,30 @@ static inline void lp_attach(specdec_generate_params *gp, lp_rec *r, int32_t top
     gp->user_data = r;
 }
 
+/* The bundled target, draft and EAGLE-3 head (argv[1..3]) and the target's tokenizer;
+ * 0, or 1 after printing why. lp_free_models frees what was loaded. */
+typedef struct lp_models {
+    specdec_model *tm, *dm, *hm;
+    specdec_tokenizer *tok;
+} lp_models;
+
+static inline int lp_load_models(lp_models *m, char **argv) {
+    memset(m, 0, sizeof *m);
+    if (specdec_model_load(argv[1], NULL, &m->tm) || specdec_model_load(argv[2], NULL, &m->dm) ||
+        specdec_model_load(argv[3], NULL, &m->hm) || specdec_tokenizer_load(argv[1], &m->tok)) {
+        fprintf(stderr, "loading the bundled models: %s\n", specdec_last_error());
+        return 1;
+    }
+    return 0;
+}
+
+static inline void lp_free_models(lp_models *m) {
+    specdec_tokenizer_free(m->tok);
+    specdec_model_free(m->hm);
+    specdec_model_free(m->dm);
+    specdec_model_free(m->tm);
+}
+
 /* A CPU engine over target t and draft d (NULL: none) with n_ctx positions; NULL on failure. */
 static inline specdec_engine *lp_make_engine(const specdec_model *t, const specdec_model *d, int32_t n_ctx) {
     specdec_engine_params ep = specdec_engine_default_params();

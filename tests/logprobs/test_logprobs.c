@@ -259,14 +259,10 @@ int main(int argc, char **argv) {
     }
     g_np = atoi(argv[4]);
     const size_t n_prompts = argc > 5 && atoi(argv[5]) == 1 ? 1 : 2;
-    specdec_model *tm = NULL, *dm = NULL, *hm = NULL;
-    specdec_tokenizer *tok = NULL;
-    if (specdec_model_load(argv[1], NULL, &tm) || specdec_model_load(argv[2], NULL, &dm) ||
-        specdec_model_load(argv[3], NULL, &hm) || specdec_tokenizer_load(argv[1], &tok)) {
-        fprintf(stderr, "loading the bundled models: %s\n", specdec_last_error());
-        return 1;
-    }
-    specdec_engine *ea = lp_make_engine(tm, dm, 512), *eb = lp_make_engine(tm, hm, 512);
+    lp_models m;
+    if (lp_load_models(&m, argv)) return 1;
+    const specdec_tokenizer *tok = m.tok;
+    specdec_engine *ea = lp_make_engine(m.tm, m.dm, 512), *eb = lp_make_engine(m.tm, m.hm, 512);
     static const char *const prompts[] = {"And God said", "Then answered Jesus and said unto them,"};
     for (size_t p = 0; ea && eb && p < n_prompts && p < sizeof prompts / sizeof prompts[0]; p++) {
         int32_t ids[64], np = 0;
@@ -283,9 +279,6 @@ int main(int argc, char **argv) {
            g_max_plain_diff, (long long)g_bitwise, (long long)g_compared);
     specdec_engine_free(ea);
     specdec_engine_free(eb);
-    specdec_tokenizer_free(tok);
-    specdec_model_free(hm);
-    specdec_model_free(dm);
-    specdec_model_free(tm);
+    lp_free_models(&m);
     return sd_test_done();
 }

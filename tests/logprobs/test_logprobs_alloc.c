@@ -54,6 +54,39 @@ static specdec_generate_params prompt_params(lp_rec *r, lp_rec *p) {
     return gp;
 }
 
+static lp_rec g_inj, g_inj_p; /* the injected runs' records (not checked) */
+static specdec_generate_params mk_raw(void) { return params(1, 1, &g_inj); }
+static specdec_generate_params mk_prompt(void) { return prompt_params(&g_inj, &g_inj_p); }
+
+/* Run mk()'s request on e with allocation k failing, k = 0, 1, ... until a run no longer
+ * reaches it: each run must end OK or OUT_OF_MEMORY (*other counts the rest, *n_oom every
+ * OUT_OF_MEMORY); returns how many OUT_OF_MEMORY messages name `what`. After a raw-row
+ * failure the raw-row buffer must still be absent. */
+static int inject_each(specdec_engine *e, specdec_generate_params (*mk)(void), const char *what, int *n_oom,
+                       int *other) {
+    int named = 0;
+    int32_t out[LP_MAX], n = 0;
+    for (long k = 0; k < 10000; k++) {
+        specdec_generate_params gp = mk();
+        sd_alloc_fail_after(k);
+        const specdec_status st = gen(e, &gp, out, &n);
+        const long used = sd_alloc_count();
+        sd_alloc_fail_after(-1);
+        if (st == SPECDEC_ERR_OUT_OF_MEMORY) {
+            ++*n_oom;
+            if (strstr(specdec_engine_last_error(e), what)) {
+                named++;
+                if (!strcmp(what, "raw rows")) SD_CHECK(raw_rows(e) == NULL, "buffer present after its allocation failed");
+            }
+        } else if (st != SPECDEC_OK) {
+            ++*other;
+            fprintf(stderr, "%s, k %ld: %s: %s\n", what, k, specdec_status_string(st), specdec_engine_last_error(e));
+        }
+        if (used <= k) break; /* the injected failure was never reached: done */
+    }
+    return named;
+}
+
 /* 4. the prompt-row buffer under fault injection, then the records against a fresh engine's. */
 static void check_prompt_buffer(specdec_engine *e, specdec_engine *fresh) {
     static lp_rec r, p, want, want_p;
@@ -61,22 +94,8 @@ static void check_prompt_buffer(specdec_engine *e, specdec_engine *fresh) {
     specdec_generate_params gp = prompt_params(&want, &want_p);
     SD_CHECK(gen(fresh, &gp, want_out, &want_n) == SPECDEC_OK && want_p.n == 4 && want.n == want_n,
              "fresh engine, prompt logprobs: %s", specdec_engine_last_error(fresh));
-    int n_oom = 0, buf_oom = 0, other = 0;
-    for (long k = 0; k < 10000; k++) {
-        gp = prompt_params(&r, &p);
-        sd_alloc_fail_after(k);
-        const specdec_status st = gen(e, &gp, out, &n);
-        const long used = sd_alloc_count();
-        sd_alloc_fail_after(-1);
-        if (st == SPECDEC_ERR_OUT_OF_MEMORY) {
-            n_oom++;
-            buf_oom += strstr(specdec_engine_last_error(e), "prompt log-probabilities") != NULL;
-        } else if (st != SPECDEC_OK) {
-            other++;
-            fprintf(stderr, "prompt k %ld: %s: %s\n", k, specdec_status_string(st), specdec_engine_last_error(e));
-        }
-        if (used <= k) break;
-    }
+    int n_oom = 0, other = 0;
+    const int buf_oom = inject_each(e, mk_prompt, "prompt log-probabilities", &n_oom, &other);
     printf("prompt buffer: %d runs out of memory, %d of them at the prompt rows\n", n_oom, buf_oom);
     SD_CHECK(buf_oom == 1 && other == 0, "prompt-row failures %d (want 1), other errors %d", buf_oom, other);
     gp = prompt_params(&r, &p);
@@ -118,25 +137,8 @@ int main(int argc, char **argv) {
         SD_CHECK(raw_rows(fresh) != NULL, "not allocated by a rejection-mode generation with logprobs");
 
         /* 2. every allocation of the run fails in turn */
-        int n_oom = 0, raw_oom = 0, other = 0;
-        for (long k = 0; k < 10000; k++) {
-            gp = params(1, 1, &r);
-            sd_alloc_fail_after(k);
-            const specdec_status st = gen(e, &gp, out, &n);
-            const long used = sd_alloc_count();
-            sd_alloc_fail_after(-1);
-            if (st == SPECDEC_ERR_OUT_OF_MEMORY) {
-                n_oom++;
-                if (strstr(specdec_engine_last_error(e), "raw rows")) {
-                    raw_oom++;
-                    SD_CHECK(raw_rows(e) == NULL, "buffer present after its allocation failed");
-                }
-            } else if (st != SPECDEC_OK) {
-                other++;
-                fprintf(stderr, "k %ld: %s: %s\n", k, specdec_status_string(st), specdec_engine_last_error(e));
-            }
-            if (used <= k) break; /* the injected failure was never reached: done */
-        }
+        int n_oom = 0, other = 0;
+        const int raw_oom = inject_each(e, mk_raw, "raw rows", &n_oom, &other);
         printf("fault injection: %d runs out of memory, %d of them at the raw rows\n", n_oom, raw_oom);
         SD_CHECK(raw_oom == 1 && other == 0, "raw-row failures %d (want 1), other errors %d", raw_oom, other);
 

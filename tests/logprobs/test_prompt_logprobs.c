@@ -183,14 +183,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     g_np = atoi(argv[4]);
-    specdec_model *tm = NULL, *dm = NULL, *hm = NULL;
-    specdec_tokenizer *tok = NULL;
-    if (specdec_model_load(argv[1], NULL, &tm) || specdec_model_load(argv[2], NULL, &dm) ||
-        specdec_model_load(argv[3], NULL, &hm) || specdec_tokenizer_load(argv[1], &tok)) {
-        fprintf(stderr, "loading the bundled models: %s\n", specdec_last_error());
-        return 1;
-    }
-    specdec_engine *ea = lp_make_engine(tm, dm, 512), *eb = lp_make_engine(tm, hm, 512);
+    lp_models m;
+    if (lp_load_models(&m, argv)) return 1;
+    const specdec_tokenizer *tok = m.tok;
+    specdec_engine *ea = lp_make_engine(m.tm, m.dm, 512), *eb = lp_make_engine(m.tm, m.hm, 512);
     static int32_t ids[256];
     int32_t n_long = 0;
     SD_CHECK(specdec_tokenize(tok, LONG_TEXT, strlen(LONG_TEXT), 1, ids, 256, &n_long) == SPECDEC_OK && n_long > 70,
@@ -213,9 +209,6 @@ int main(int argc, char **argv) {
            (long long)g_prompt_records, g_max_diff, TOL);
     specdec_engine_free(ea);
     specdec_engine_free(eb);
-    specdec_tokenizer_free(tok);
-    specdec_model_free(hm);
-    specdec_model_free(dm);
-    specdec_model_free(tm);
+    lp_free_models(&m);
     return sd_test_done();
 }
