@@ -33,7 +33,12 @@
  * bitwise, to specdec_generate's (and, greedy / match, to plain decoding's); two requests
  * at the same context (same prompt and tokens so far) have the same records whatever their
  * drafter, verify mode and sampling values (top_k, top_p, min_p, temperature: fuzzed; the
- * values are the raw rows'), top lists one a prefix of the other. At the end
+ * values are the raw rows'), top lists one a prefix of the other. Prompt log-probabilities
+ * (prompt_logprobs, from byte j): records at positions 1..n_prompt-1, in order, before any
+ * other call, each as documented with prompt_top_logprobs entries and the prompt's token;
+ * all of them for an OK request, a prefix for a CANCELLED one (a cancel between records);
+ * bitwise equal to specdec_generate's and to plain decoding's (one prefill, any drafter:
+ * the CPU rows are batch invariant). At the end
  * the counts add up and no block is held. No leak (libFuzzer's -detect_leaks). The
  * scheduler's loop thread makes runs timing-dependent; every check holds for any timing
  * (n-gram requests use a FIXED or OFF cost in rejection mode, MEASURED only where the
@@ -142,6 +147,10 @@ typedef struct fz_lp_log {
     fz_lp rec[FMAX_PREDICT];
     int32_t n;
     int bad; /* a record out of order, beyond the budget, or not as documented */
+    /* prompt_logprobs: the prompt's records (positions 1..n_prompt-1), before any other */
+    const int32_t *prompt;
+    int32_t prompt_top_want, n_p;
+    fz_lp prec[FMAX_PROMPT];
 } fz_lp_log;
 
 /* One request as submitted, and what came back. */
@@ -185,14 +194,7 @@ static int fz_lp_ok(const fz_lp_log *c, const specdec_token_logprobs *lp) {
     return sd_fuzz_lp_record_ok(lp, FV, c->top_want, (int64_t)c->n_prompt + c->n);
 }
 
-static int fz_on_logprob(void *ud, const specdec_token_logprobs *lp) {
-    fz_lp_log *c = ud;
-    if (c->n >= FMAX_PREDICT || (c->n_calls && *c->n_calls != c->n)) {
-        c->bad = 1;
-        return 1;
-    }
-    if (!fz_lp_ok(c, lp)) c->bad = 1;
-    fz_lp *o = &c->rec[c->n++];
+static void fz_lp_copy(fz_lp *o, const specdec_token_logprobs *lp) {
     memset(o, 0, sizeof *o);
     o->token = lp->token;
     o->rank = lp->rank;
@@ -203,6 +205,27 @@ static int fz_on_logprob(void *ud, const specdec_token_logprobs *lp) {
         o->top_tokens[k] = lp->top_tokens[k];
         o->top_logprobs[k] = lp->top_logprobs[k];
     }
+}
+
+/* A prompt token's record: positions 1, 2, ... before any generated token's or token call. */
+static int fz_on_prompt_logprob(fz_lp_log *c, const specdec_token_logprobs *lp) {
+    if (c->n || (c->n_calls && *c->n_calls) || c->n_p >= FMAX_PROMPT - 1 || lp->position != (int64_t)c->n_p + 1 ||
+        !c->prompt || lp->token != c->prompt[lp->position] ||
+        !sd_fuzz_lp_record_ok(lp, FV, c->prompt_top_want, lp->position))
+        c->bad = 1;
+    if (c->n_p < FMAX_PROMPT - 1) fz_lp_copy(&c->prec[c->n_p++], lp);
+    return 0;
+}
+
+static int fz_on_logprob(void *ud, const specdec_token_logprobs *lp) {
+    fz_lp_log *c = ud;
+    if (lp->position < c->n_prompt) return fz_on_prompt_logprob(c, lp);
+    if (c->n >= FMAX_PREDICT || (c->n_calls && *c->n_calls != c->n)) {
+        c->bad = 1;
+        return 1;
+    }
+    if (!fz_lp_ok(c, lp)) c->bad = 1;
+    fz_lp_copy(&c->rec[c->n++], lp);
     return c->stop_after && c->n == c->stop_after;
 }
 
@@ -288,6 +311,10 @@ static int fz_decode_callbacks(uint8_t k, uint8_t l, uint8_t j, fz_req *r) {
     r->lp.top_want = r->gp.top_logprobs;
     r->lp.stop_after = j < 200 ? 0 : 1 + j % 8;
     r->lp.n_calls = r->gp.callback ? &r->n_calls : NULL;
+    r->gp.prompt_logprobs = j < 200 && j % 4 == 3; /* prompt logprobs: top (j >> 2) % 6 */
+    r->gp.prompt_top_logprobs = r->gp.prompt_logprobs ? (j >> 2) % 6 : 0;
+    r->lp.prompt = r->prompt;
+    r->lp.prompt_top_want = r->gp.prompt_top_logprobs;
     r->gp.logprob_callback = j == 255 ? NULL : fz_on_logprob;
     r->gp.logprob_user_data = &r->lp;
     const int32_t lpv = r->gp.logprobs, top = r->gp.top_logprobs;
@@ -415,6 +442,8 @@ static int32_t fz_reference(specdec_engine *ref, const fz_req *r, int plain, int
     memset(lp, 0, sizeof *lp);
     lp->n_prompt = r->n_prompt;
     lp->top_want = gp.top_logprobs;
+    lp->prompt = r->prompt;
+    lp->prompt_top_want = gp.prompt_top_logprobs;
     gp.logprob_callback = fz_on_logprob;
     gp.logprob_user_data = lp;
     if (plain) {
@@ -427,6 +456,7 @@ static int32_t fz_reference(specdec_engine *ref, const fz_req *r, int plain, int
     if (rc != SPECDEC_OK) fprintf(stderr, "reference generate: %s\n", specdec_engine_last_error(ref));
     sd_fuzz_require(rc == SPECDEC_OK && !lp->bad);
     sd_fuzz_require(lp->n == (gp.logprobs ? n : 0));
+    sd_fuzz_require(lp->n_p == (gp.prompt_logprobs ? r->n_prompt - 1 : 0));
     return n;
 }
 
@@ -450,6 +480,10 @@ static void fz_check_request(const fz_req *r, const int32_t *want, int32_t n, co
         sd_fuzz_require(r->lp.rec[i].token == r->out[i]);
         sd_fuzz_require(fz_lp_equal(&r->lp.rec[i], &ref->rec[i]));
     }
+    /* prompt records: all of them unless cancelled (then a prefix), the reference's bitwise */
+    sd_fuzz_require(r->lp.n_p <= ref->n_p && (r->outcome != SPECDEC_OK || r->lp.n_p == ref->n_p));
+    sd_fuzz_require(r->lp.n_p == 0 || r->gp.prompt_logprobs);
+    for (int32_t i = 0; i < r->lp.n_p; i++) sd_fuzz_require(fz_lp_equal(&r->lp.prec[i], &ref->prec[i]));
     if (r->outcome != SPECDEC_OK) return;
     int32_t stop = r->gp.callback ? r->stop_after : 0;
     if (lp_on && r->lp.stop_after && (!stop || r->lp.stop_after < stop)) stop = r->lp.stop_after;
@@ -505,6 +539,8 @@ static void fz_check_results(fz_state *z, const specdec_engine_params *ep) {
         const int32_t np = fz_reference(ref, r, 1, plain, &lp_plain, &st_plain);
         sd_fuzz_require(np == n && !memcmp(plain, want, (size_t)n * sizeof(int32_t)));
         for (int32_t k = 0; k < lp.n; k++) sd_fuzz_require(fz_lp_equal(&lp.rec[k], &lp_plain.rec[k]));
+        sd_fuzz_require(lp.n_p == lp_plain.n_p);
+        for (int32_t k = 0; k < lp.n_p; k++) sd_fuzz_require(fz_lp_equal(&lp.prec[k], &lp_plain.prec[k]));
     }
     specdec_engine_free(ref);
 }

@@ -808,17 +808,20 @@ SCHED_METHOD = {"auto": 0, "model": 2, "ngram": 3, "eagle3": 4, "none": 5, "bad"
 
 
 def sched_submit(prompt, mode=0, seed=0, n_predict=8, n_draft=3, tree=0, nodes=0, stop=0, cb=True, method="auto",
-                 ngram=0, logprobs=False, top=0, lp_stop=0, lp_cb=True, raw_l=None, sampling=0):
+                 ngram=0, logprobs=False, top=0, lp_stop=0, lp_cb=True, raw_l=None, sampling=0, plp=None):
     """One submit operation (fz_make_request): mode 0 greedy / 1 match / 2 rejection, n_predict 0
     is the invalid one, tree 1 the fixed shape (2, 1) / 2 a node budget (1 + 3 * nodes),
     stop / lp_stop: the token / logprob callback stops at that call (1..8), ngram: the
     n-gram knobs (bits 3..7 of the method byte, given in place), top: 0..20 valid, 21 / -1 refused,
-    sampling: the byte of top_k / top_p / min_p / temperature (0: the defaults, temperature 0.8)."""
+    sampling: the byte of top_k / top_p / min_p / temperature (0: the defaults, temperature 0.8),
+    plp: prompt logprobs with that top (0..5; the logprob callback then never stops)."""
     k = 199 + stop if stop else (0 if cb else 190)
     d = SCHED_METHOD[method] | ngram
     t = 22 if top == -1 else top
     l = (1 | t << 1) if logprobs else (0 if top == 0 else 144 + 2 * t)
     j = 199 + lp_stop if lp_stop else (0 if lp_cb else 255)
+    if plp is not None:
+        j = 3 | plp << 2
     return bytes([0, 0, len(prompt) - 1, *prompt, mode | seed << 2, 255 if n_predict == 0 else n_predict - 1,
                   n_draft | tree << 3 | nodes << 6, k, d, l if raw_l is None else raw_l, j, sampling])
 
@@ -862,6 +865,19 @@ def scheduler_seeds():
                                         sched_submit(p1, logprobs=True, lp_cb=False),
                                         sched_submit(p1, raw_l=254),  # logprobs 2
                                         sched_submit(p1, logprobs=False, lp_stop=1, n_predict=5), metrics),
+        # prompt log-probabilities (byte j % 4 == 3): with and without generated-token logprobs,
+        # drafters mixed, one cancelled (its prompt records may stop early)
+        "ok_prompt_logprobs": sched_input(sched_create(3, 8),
+                                          sched_submit(p2, n_predict=10, plp=0),
+                                          sched_submit(p1, mode=1, seed=2, logprobs=True, top=3, plp=5, n_predict=8),
+                                          sched_submit(p2, mode=2, seed=4, tree=1, logprobs=True, plp=2),
+                                          sched_submit([3, 4, 3, 4, 3, 4, 3, 4, 3, 4, 3], method="ngram", plp=4),
+                                          cancel(2), metrics),
+        "ok_prompt_logprobs_head": sched_input(sched_create(3, 8, head=True),
+                                               sched_submit(p2, n_predict=10, n_draft=4, plp=3),
+                                               sched_submit(p1, mode=1, seed=3, method="eagle3", tree=1, logprobs=True,
+                                                            top=2, plp=1),
+                                               sched_submit(p2, method="none", plp=5, n_predict=4), wait0(0), metrics),
         # the EAGLE-3 head as the draft: eagle3 chains and trees, n-gram and plain requests in
         # the same rounds, logprobs on some; MODEL refused at submit
         "ok_head_mix": sched_input(sched_create(4, 8, head=True),
