@@ -342,7 +342,9 @@ typedef struct specdec_round_info {
 typedef void (*specdec_round_callback)(void *user_data, const specdec_round_info *info);
 
 typedef struct specdec_generate_params {
-    int32_t n_predict;             /* most tokens to generate (> 0); default 128 */
+    int32_t n_predict;             /* most tokens to generate (> 0); default 128. 0 only with
+                                      prompt_logprobs = 1 (since 0.4.1): score the prompt, generate
+                                      nothing (OpenAI's echo with max_tokens 0) */
     float temperature;             /* 0 = greedy; default 0.8 */
     int32_t top_k;                 /* 0 = disabled; default 40 */
     float top_p;                   /* in (0, 1], 1 = disabled; default 0.95 */

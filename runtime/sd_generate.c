@@ -205,8 +205,9 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
  * not depend on the models and the tokenizer (env->has_draft is taken as 1). */
 static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specdec_generate_params *p,
                                             int models_known, const char *fn, sd_errbuf *eb) {
-    if (p->n_predict <= 0)
-        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_predict %d must be > 0", fn, (int)p->n_predict);
+    if (p->n_predict < 0 || (p->n_predict == 0 && p->prompt_logprobs != 1))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_predict %d must be > 0 (0 only with prompt_logprobs = 1)",
+                       fn, (int)p->n_predict);
     if (p->n_draft < 0 || p->n_draft > SPECDEC_MAX_DRAFT)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_draft %d outside [0, %d]", fn, (int)p->n_draft,
                        SPECDEC_MAX_DRAFT);

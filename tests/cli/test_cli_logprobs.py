@@ -133,4 +133,16 @@ if check(p0 is not None and pref is not None, "--draft-max 0 --prompt-logprobs 4
     a, _ = prun(["-md", DRAFT], json_out=False)
     b, _ = prun(["-md", DRAFT, "--prompt-logprobs", "3"], json_out=False)
     check(a.returncode == 0 and a.stdout == b.stdout, "text output unchanged by --prompt-logprobs")
+    # -n 0 scores the prompt alone (the library's n_predict 0); without --prompt-logprobs, or with
+    # --baseline, it is refused
+    n_at = pbase.index("-n") + 1
+    zbase = pbase[:n_at] + ["0"] + pbase[n_at + 1:]
+    r = subprocess.run(zbase + ["-md", DRAFT, "--prompt-logprobs", "4", "--json"], capture_output=True, text=True,
+                       timeout=120)
+    z = json.loads(r.stdout) if r.returncode == 0 else None
+    check(z is not None and z["tokens"] == [] and z["prompt_logprobs"] == plp and z["stats"]["n_rounds"] == 0,
+          f"-n 0 --prompt-logprobs 4: no token, --draft-max 0's records ({r.stderr[-200:]!r})")
+    for extra, why in ((["--json"], "n_predict 0"), (["--prompt-logprobs", "1", "--baseline"], "--baseline")):
+        r = subprocess.run(zbase + extra, capture_output=True, text=True, timeout=120)
+        check(r.returncode == 2 and why in r.stderr, f"-n 0 {' '.join(extra)} refused naming {why}: {r.stderr[-160:]!r}")
 sys.exit(done())

@@ -359,7 +359,7 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
     BAD(c->n_prompt <= 0, inval);
     BAD(c->n_prompt >= fe->n_ctx, SPECDEC_ERR_CONTEXT_FULL);
     for (int32_t i = 0; c->prompt && i < c->n_prompt; i++) BAD(c->prompt[i] < 0 || c->prompt[i] >= FV, inval);
-    BAD(p->n_predict <= 0, inval);
+    BAD(p->n_predict < 0 || (p->n_predict == 0 && p->prompt_logprobs != 1), inval); /* 0: score the prompt */
     const int draft_range = p->n_draft < 0 || p->n_draft > SPECDEC_MAX_DRAFT;
     const int adaptive_zero = p->adaptive_draft && p->n_draft == 0;
     if (fe->has_draft) BAD(draft_range || adaptive_zero, inval);
@@ -462,6 +462,10 @@ static void fgen_check_stats(const fgen_engine *fe, const fgen_call *c, const sp
                              const specdec_stats *s, int32_t n) {
     const int use_draft = fgen_drafts(fe, p);
     sd_fuzz_require(s->n_prompt == c->n_prompt && s->n_generated == n);
+    if (p->n_predict == 0) { /* the prompt scored, nothing generated: no round */
+        sd_fuzz_require(n == 0 && s->n_rounds == 0 && s->n_drafted == 0 && s->stop_reason == SPECDEC_STOP_N_PREDICT);
+        return;
+    }
     sd_fuzz_require(s->n_rounds >= 1 && s->n_rounds <= n);
     sd_fuzz_require(s->n_accepted >= 0 && s->n_accepted <= s->n_drafted);
     if (!use_draft) {
@@ -515,7 +519,7 @@ static void fgen_check_ok(const fgen_engine *fe, const fgen_call *c, const specd
                           const fgen_result *r) {
     const int32_t n = r->n_out;
     const int64_t room = (int64_t)fe->n_ctx - c->n_prompt;
-    sd_fuzz_require(n >= 1 && n <= p->n_predict && n <= room && n <= c->cap);
+    sd_fuzz_require(n >= (p->n_predict > 0) && n <= p->n_predict && n <= room && n <= c->cap);
     for (int32_t i = 0; i < n; i++) sd_fuzz_require(out[i] >= 0 && out[i] < FV);
     for (int32_t i = n; i < c->cap; i++) sd_fuzz_require(out[i] == -7); /* nothing past n_out */
     sd_fuzz_buf t = {0};

@@ -340,7 +340,6 @@ static specdec_status fz_make_request(sd_fuzz_in *in, const fz_state *z, fz_req 
     r->gp.seed = (uint64_t)(m >> 2);
     r->gp.n_predict = n == 255 ? 0 : 1 + n % FMAX_PREDICT;
     r->gp.n_draft = g % 6;
-    if (n == 255) want = SPECDEC_ERR_INVALID_ARGUMENT;
     int tree = 0;
     if ((g >> 3) % 8 == 1) {
         const int32_t shape[2] = {2, 1};
@@ -355,6 +354,7 @@ static specdec_status fz_make_request(sd_fuzz_in *in, const fz_state *z, fz_req 
     const int drafter = fz_decode_method(d, z, r);
     if (drafter < 0 || (tree && !drafter)) want = SPECDEC_ERR_INVALID_ARGUMENT;
     if (!fz_decode_callbacks(k, l, j, r)) want = SPECDEC_ERR_INVALID_ARGUMENT;
+    if (n == 255 && !r->gp.prompt_logprobs) want = SPECDEC_ERR_INVALID_ARGUMENT; /* n_predict 0: scoring only */
     if (want != SPECDEC_OK) return want;
     if (r->n_prompt >= z->n_ctx) return SPECDEC_ERR_CONTEXT_FULL;
     int64_t rows = (int64_t)r->n_prompt + r->gp.n_predict + (tree ? SPECDEC_MAX_TREE_NODES : 0);

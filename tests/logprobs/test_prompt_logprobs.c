@@ -16,6 +16,9 @@
  *  (c) generated-token logprobs off, prompt on: only prompt records;
  *  (d) a non-zero return at prompt record k stops before anything is generated
  *      (STOP_CALLBACK, 0 tokens, k + 1 records, no token calls);
+ *  (e) n_predict 0 with prompt_logprobs scores the prompt alone (OpenAI's echo with
+ *      max_tokens 0): 0 tokens, no round, STOP_N_PREDICT, the records bitwise those of a
+ *      generating run; through the scheduler too; n_predict 0 without it is refused;
  * (Validation of the fields: tests/logprobs/test_logprobs.c.)
  * Arguments: TARGET DRAFT EAGLE3_HEAD N_PREDICT [quick] (quick, the sanitizer builds: the prompt of
  * 34 tokens only, two chunks). */
@@ -177,6 +180,49 @@ static void check_stop(specdec_engine *e, const int32_t *prompt, int32_t np) {
     printf("stops at prompt records 0, 1, %d: nothing generated, the engine unharmed\n", (int)np - 2);
 }
 
+/* (e) scoring only: n_predict 0. */
+static void check_score_only(const char *ename, specdec_engine *e, const specdec_model *tm, const specdec_model *dm,
+                             const int32_t *prompt, int32_t np) {
+    static run_out gen, score;
+    specdec_generate_params gp = params(SPECDEC_DRAFT_AUTO, 0, 1);
+    run(e, prompt, np, gp, -1, 7, &gen);
+    gp.n_predict = 0;
+    run(e, prompt, np, gp, -1, 7, &score);
+    SD_CHECK(score.status == SPECDEC_OK && score.n == 0 && score.st.n_generated == 0 && score.st.n_rounds == 0 &&
+                 score.st.stop_reason == SPECDEC_STOP_N_PREDICT && score.gen.n_tok == 0 &&
+                 lp_same_records(&score.prompt, &gen.prompt) && score.prompt.n == np - 1,
+             "%s, n_predict 0: %d tokens, %lld rounds, reason %s, %d prompt records (%d with generation)", ename,
+             (int)score.n, (long long)score.st.n_rounds, specdec_stop_reason_name(score.st.stop_reason),
+             (int)score.prompt.n, (int)gen.prompt.n);
+    /* the scheduler: the same records, no token */
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = 2;
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    ep.n_ctx = 512;
+    specdec_scheduler *s = NULL;
+    SD_CHECK(specdec_scheduler_create(tm, dm, &ep, &sp, &s) == SPECDEC_OK, "scheduler: %s", specdec_last_error());
+    static lp_rec rs, ps;
+    lp_rec_init(&rs, np);
+    lp_attach(&gp, &rs, 0);
+    gp.logprobs = 0, rs.off = 1;
+    gp.prompt_logprobs = 1, gp.prompt_top_logprobs = 7;
+    lp_rec_prompt(&rs, &ps, np);
+    specdec_request_id id = 0;
+    int32_t out[4], n = -1;
+    specdec_status outcome = SPECDEC_ERR_INTERNAL;
+    const int ok = s && specdec_scheduler_submit(s, prompt, np, &gp, &id) == SPECDEC_OK &&
+                   specdec_scheduler_wait(s, id, -1, out, 4, &n, NULL, &outcome) == SPECDEC_OK;
+    SD_CHECK(ok && outcome == SPECDEC_OK && n == 0 && lp_same_records(&ps, &gen.prompt) && rs.n_tok == 0,
+             "%s, n_predict 0 through the scheduler: %d tokens, %d prompt records", ename, (int)n, (int)ps.n);
+    specdec_scheduler_free(s);
+    gp.prompt_logprobs = 0, gp.prompt_top_logprobs = 0;
+    SD_CHECK(specdec_generate_params_validate(&gp) == SPECDEC_ERR_INVALID_ARGUMENT &&
+                 strstr(specdec_last_error(), "n_predict 0"),
+             "n_predict 0 without prompt_logprobs: %s", specdec_last_error());
+    printf("%-8s %3d prompt tokens, n_predict 0: the prompt's records alone (engine and scheduler)\n", ename, (int)np);
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: %s TARGET DRAFT EAGLE3_HEAD N_PREDICT\n", argv[0]);
@@ -202,8 +248,10 @@ int main(int argc, char **argv) {
         check_prompt("pair", ea, PAIR, 3, ids, lengths[i], rejection);
         check_prompt("eagle3", eb, HEAD, 1, ids, lengths[i], rejection);
     }
-    if (ea && n_long > 70) {
+    if (ea && eb && n_long > 70) {
         check_stop(ea, ids, 40);
+        check_score_only("pair", ea, m.tm, m.dm, ids, n_long);
+        check_score_only("eagle3", eb, m.tm, m.hm, ids, 34);
     }
     printf("%lld prompt records checked; max |logprob - float64 reference| = %.3g (tolerance %.0e)\n",
            (long long)g_prompt_records, g_max_diff, TOL);

@@ -670,7 +670,8 @@ def check_prompt_lp_dicts(plp, ref, n_top, what):
 
 def test_echo_prompt_logprobs(srv):
     """echo (completions) and vLLM's prompt_logprobs. lm-evaluation-harness's loglikelihood request through
-    the official client (echo, logprobs 1, max_tokens 1, temperature 0): token_logprobs[0] and top_logprobs[0]
+    the official client (echo, logprobs 1, max_tokens 1, temperature 0; and max_tokens 0: the prompt alone,
+    vLLM's echo without generation): token_logprobs[0] and top_logprobs[0]
     are None, one entry per prompt token + 1, the prompt's values equal `specdec generate --prompt-logprobs 1
     --json` at float32, is_greedy from top_logprobs agrees with the ranks, the text is prompt + completion,
     text_offset points into it, streamed == non-streamed (the prompt in the first chunk); echo without logprobs
@@ -706,6 +707,20 @@ def test_echo_prompt_logprobs(srv):
     check(is_greedy == want_greedy and abs(cont_lp - want_lp) < 1e-5,
           "lm-eval shape: is_greedy %s (want %s), sum %g (want %g)" % (is_greedy, want_greedy, cont_lp, want_lp))
     check(text == prompt + ref["text"], "echo text = prompt + completion: %r" % text)
+    # max_tokens 0 with echo (OpenAI, vLLM): the prompt alone, scored as above; without echo 400
+    z = oc.completions.create(**dict(body, max_tokens=0))
+    zl = z.choices[0].logprobs
+    check(z.choices[0].text == prompt and z.usage.completion_tokens == 0 and z.choices[0].finish_reason == "length"
+          and zl is not None and zl.tokens == lp.tokens[:n_prompt] and zl.token_logprobs == lp.token_logprobs[:n_prompt]
+          and zl.top_logprobs == lp.top_logprobs[:n_prompt] and zl.text_offset == lp.text_offset[:n_prompt],
+          "max_tokens 0 + echo: the prompt and its entries alone: %r" % z.choices[0].text)
+    st, chunks = stream_logprobs(srv, "/v1/completions", dict(body, max_tokens=0))
+    check(st == 200 and "".join(c[0] for c in chunks) == prompt and
+          sum((c[1]["token_logprobs"] for c in chunks if c[1]), []) == zl.token_logprobs,
+          "max_tokens 0 + echo, streamed == non-streamed")
+    expect_field_error(srv, "/v1/completions", {"prompt": "x", "max_tokens": 0}, "max_tokens")
+    expect_field_error(srv, "/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}], "max_tokens": 0},
+                       "max_tokens")
     off = lp.text_offset
     check(all(a <= b for a, b in zip(off, off[1:])) and off[n_prompt] == len(prompt) and
           all(text[off[k]:off[k] + len(lp.tokens[k])] == lp.tokens[k] for k in range(1, n_prompt + 1)),

@@ -458,6 +458,11 @@ static void test_unsupported(void) {
         {1, "\"prompt_logprobs\":1.5", 400, 0, 0, "prompt_logprobs"},
         {0, "\"prompt_logprobs\":1,\"stream\":true", 400, 0, 0, "prompt_logprobs"},
         {0, "\"echo\":true,\"logprobs\":2,\"prompt_logprobs\":1", 200, 1, 1, ""},
+        /* max_tokens 0: the prompt alone, with echo only (OpenAI, vLLM); chat never */
+        {0, "\"echo\":true,\"max_tokens\":0", 200, 1, -1, ""},
+        {0, "\"echo\":false,\"max_tokens\":0", 400, 0, 0, "max_tokens"},
+        {0, "\"prompt_logprobs\":2,\"max_tokens\":0", 400, 0, 0, "max_tokens"},
+        {1, "\"max_tokens\":0", 400, 0, 0, "max_tokens"},
     };
     for (size_t i = 0; i < sizeof ep / sizeof ep[0]; i++) {
         const char *head = ep[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";

@@ -212,6 +212,13 @@ static cli_parse_rc gen_check_drafter(cli_gen_opts *o, int argc, char **argv, cl
 }
 
 /* After every option: conflicts, then the values as the library checks them. */
+/* Stands in for cmd_generate's logprob callback while the params are validated here. */
+static int cli_lp_placeholder(void *u, const specdec_token_logprobs *lp) {
+    (void)u;
+    (void)lp;
+    return 0;
+}
+
 static cli_parse_rc gen_check(cli_gen_opts *o, cli_parse_err *err) {
     if (o->gp.verify == SPECDEC_VERIFY_GREEDY && o->temp_given && !(o->gp.temperature <= 0.0f)) {
         snprintf(err->detail, sizeof err->detail,
@@ -221,7 +228,17 @@ static cli_parse_rc gen_check(cli_gen_opts *o, cli_parse_err *err) {
         return cli_err(err, CLI_ERR_INVALID, "--verify", NULL);
     }
     if (o->gp.verify == SPECDEC_VERIFY_GREEDY && !o->temp_given) o->gp.temperature = 0.0f;
-    if (specdec_generate_params_validate(&o->gp) != SPECDEC_OK) {
+    if (o->baseline && o->gp.n_predict == 0) {
+        snprintf(err->detail, sizeof err->detail, "--baseline needs -n > 0 (-n 0 only scores the prompt)");
+        return cli_err(err, CLI_ERR_INVALID, "--baseline", NULL);
+    }
+    specdec_generate_params v = o->gp; /* as cmd_generate will set it: -n 0 needs --prompt-logprobs */
+    if (o->prompt_logprobs >= 0) {
+        v.prompt_logprobs = 1;
+        v.prompt_top_logprobs = o->prompt_logprobs;
+        v.logprob_callback = cli_lp_placeholder;
+    }
+    if (specdec_generate_params_validate(&v) != SPECDEC_OK) {
         snprintf(err->detail, sizeof err->detail, "%s", specdec_last_error());
         return cli_err(err, CLI_ERR_INVALID, NULL, NULL);
     }

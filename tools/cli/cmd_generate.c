@@ -24,7 +24,7 @@ static void gen_usage(FILE *f) {
             "                   default: the bundled pair kjv-target + kjv-draft\n"
             "  -md DIR          draft model directory (speculative decoding); none: plain decoding\n"
             "  -p TEXT          prompt (encoded with the target's tokenizer, BOS as its post-processor says)\n"
-            "  -n N             tokens to generate (default 128)\n"
+            "  -n N             tokens to generate (default 128; 0 with --prompt-logprobs: score the prompt only)\n"
             "  --temp T         temperature, 0 = greedy (default 0.8)\n"
             "  --top-k K        top-k, 0 = off (default 40)\n"
             "  --top-p P        top-p in (0,1], 1 = off (default 0.95)\n"

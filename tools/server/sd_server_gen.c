@@ -387,7 +387,7 @@ static int sd_gen_budget(const sd_server *srv, const sd_api_request *req, int32_
         return sd_api_fail(e, 400, "invalid_request_error", "context_length_exceeded", "max_tokens",
                            "This model's maximum context length is %d tokens; the prompt has %d and max_tokens is %d",
                            (int)srv->n_ctx, (int)n_prompt, (int)req->max_tokens);
-    *n_predict = req->max_tokens > 0 ? req->max_tokens : req->chat ? room : (room < 16 ? room : 16);
+    *n_predict = req->max_tokens >= 0 ? req->max_tokens : req->chat ? room : (room < 16 ? room : 16);
     return 0;
 }
 
@@ -442,9 +442,10 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
         gp.logprob_callback = sd_job_on_logprob;
         gp.logprob_user_data = j;
     }
-    if (j->plp) { /* the prompt's records: for echo's logprobs and / or prompt_logprobs */
+    if (j->plp || gp.n_predict == 0) { /* the prompt's records: for echo's logprobs and / or prompt_logprobs;
+                                          max_tokens 0 (echo alone) runs as the library's scoring call */
         gp.prompt_logprobs = 1;
-        gp.prompt_top_logprobs = j->echo_top > j->plp_top ? j->echo_top : j->plp_top;
+        gp.prompt_top_logprobs = j->echo_top > j->plp_top ? j->echo_top : j->plp_top > 0 ? j->plp_top : 0;
         gp.logprob_callback = sd_job_on_logprob;
         gp.logprob_user_data = j;
     }

@@ -467,7 +467,7 @@ static int parse_sampling(const cJSON *root, sd_api_request *r, sd_api_error *e)
     int64_t v = 0;
     int have = 0, rc;
     const char *mt = r->chat && field(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    if ((rc = get_int(root, mt, 1, INT32_MAX, &v, &have, e))) return rc;
+    if ((rc = get_int(root, mt, r->chat ? 1 : 0, INT32_MAX, &v, &have, e))) return rc; /* 0: with echo */
     if (have) r->max_tokens = (int32_t)v;
     if ((rc = get_num(root, "temperature", 0, 0, 2, &r->temperature, e))) return rc;
     if ((rc = get_num(root, "top_p", 0, 1, 1, &r->top_p, e))) return rc;
@@ -513,6 +513,9 @@ static int parse_echo(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     if (have && r->stream)
         return sd_api_fail(e, 400, INVALID, NULL, "prompt_logprobs",
                            "'prompt_logprobs' is not available with 'stream': true (as vLLM)");
+    if (r->max_tokens == 0 && !r->echo) /* OpenAI / vLLM: max_tokens 0 echoes the prompt, generates nothing */
+        return sd_api_fail(e, 400, INVALID, NULL, "max_tokens", "'max_tokens' 0 needs 'echo': true (it returns the "
+                                                                 "prompt alone); otherwise it must be >= 1");
     return 0;
 }
 
