@@ -214,56 +214,51 @@ static inline int32_t lp_ref_rank_top(const lp_ref *ref, int32_t row, int32_t to
     return rank;
 }
 
+/* One record, index i of r, against row `row` of ref for token tok at position pos: token,
+ * position, |logprob - ref| <= tol (max diff into *max_diff), rank and the top list exact, top
+ * values within tol. 1 if it agrees; else 0, printed while *bad < 3 (what: "token", ...). */
+static inline int lp_record_vs_ref(const char *name, const char *what, const lp_rec *r, int32_t i, const lp_ref *ref,
+                                   int32_t row, int32_t tok, int64_t pos, int32_t n_top, double tol, double *max_diff,
+                                   int *bad) {
+    const double d = fabs((double)r->lp[i] - lp_ref_lp(ref, row, tok));
+    if (d > *max_diff) *max_diff = d;
+    int32_t top[SPECDEC_MAX_TOP_LOGPROBS];
+    const int32_t rank = lp_ref_rank_top(ref, row, tok, n_top, top);
+    int ok = r->tok[i] == tok && r->pos[i] == pos && d <= tol && r->rank[i] == rank && r->n_top[i] == n_top;
+    for (int32_t k = 0; ok && k < n_top; k++)
+        ok = r->top[i][k] == top[k] && fabs((double)r->top_lp[i][k] - lp_ref_lp(ref, row, top[k])) <= tol;
+    if (!ok && (*bad)++ < 3)
+        fprintf(stderr, "%s: %s %d (id %d, pos %lld): logprob %.9g ref %.9g, rank %d ref %d, top[0] %d ref %d\n",
+                name, what, (int)i, (int)r->tok[i], (long long)r->pos[i], (double)r->lp[i], lp_ref_lp(ref, row, tok),
+                (int)r->rank[i], (int)rank, n_top ? (int)r->top[i][0] : -1, n_top ? (int)top[0] : -1);
+    return ok;
+}
+
 /* Check r against the reference of its own sequence (tokens out[0..n_out) after a prompt of
- * n_prompt): token, position, |logprob - ref| <= tol (max diff into *max_diff), rank and the
- * top list exact, top values within tol. Returns the number of failed tokens. */
+ * n_prompt): every record as lp_record_vs_ref (row n_prompt + i - 1 scores out[i]). Returns the
+ * number of failed tokens. */
 static inline int lp_check_ref(const char *name, const lp_rec *r, const lp_ref *ref, int32_t n_prompt, const int32_t *out,
-                        int32_t n_out, int32_t n_top, double tol, double *max_diff) {
+                               int32_t n_out, int32_t n_top, double tol, double *max_diff) {
     int bad = 0;
     SD_CHECK(r->n == n_out && r->n_tok == n_out && r->bad_order == 0,
              "%s: %d logprob calls, %d token calls, %d emitted, %d contract breaches", name, (int)r->n, (int)r->n_tok,
              (int)n_out, (int)r->bad_order);
-    for (int32_t i = 0; i < n_out && i < r->n && i < LP_MAX; i++) {
-        const int32_t row = n_prompt + i - 1;
-        const double d = fabs((double)r->lp[i] - lp_ref_lp(ref, row, out[i]));
-        if (d > *max_diff) *max_diff = d;
-        int32_t top[SPECDEC_MAX_TOP_LOGPROBS];
-        const int32_t rank = lp_ref_rank_top(ref, row, out[i], n_top, top);
-        int ok = r->tok[i] == out[i] && r->pos[i] == n_prompt + i && d <= tol && r->rank[i] == rank &&
-                 r->n_top[i] == n_top;
-        for (int32_t k = 0; ok && k < n_top; k++)
-            ok = r->top[i][k] == top[k] && fabs((double)r->top_lp[i][k] - lp_ref_lp(ref, row, top[k])) <= tol;
-        if (!ok && bad++ < 3)
-            fprintf(stderr, "%s: token %d (id %d, pos %lld): logprob %.9g ref %.9g, rank %d ref %d, top[0] %d ref %d\n",
-                    name, (int)i, (int)r->tok[i], (long long)r->pos[i], (double)r->lp[i],
-                    lp_ref_lp(ref, row, out[i]), (int)r->rank[i], (int)rank, n_top ? (int)r->top[i][0] : -1,
-                    n_top ? (int)top[0] : -1);
-    }
+    for (int32_t i = 0; i < n_out && i < r->n && i < LP_MAX; i++)
+        lp_record_vs_ref(name, "token", r, i, ref, n_prompt + i - 1, out[i], n_prompt + i, n_top, tol, max_diff, &bad);
     SD_CHECK(bad == 0, "%s: %d tokens disagree with the float64 reference", name, bad);
     return bad;
 }
 
 /* Check the prompt records p (positions 1..n_prompt-1 of prompt) against ref (a reference
- * whose rows 0..n_prompt-2 are the prompt's): as lp_check_ref. Returns the failed count. */
+ * whose rows 0..n_prompt-2 are the prompt's; row i scores prompt[i + 1]): as lp_check_ref.
+ * Returns the failed count. */
 static inline int lp_check_prompt_ref(const char *name, const lp_rec *p, const lp_ref *ref, const int32_t *prompt,
                                       int32_t n_prompt, int32_t n_top, double tol, double *max_diff) {
     int bad = 0;
     SD_CHECK(p->n == n_prompt - 1 && p->bad_order == 0, "%s: %d prompt records for %d prompt tokens, %d breaches",
              name, (int)p->n, (int)n_prompt, (int)p->bad_order);
-    for (int32_t i = 0; i < p->n && i < n_prompt - 1 && i < LP_MAX; i++) {
-        const int32_t row = i, tok = prompt[i + 1];
-        const double d = fabs((double)p->lp[i] - lp_ref_lp(ref, row, tok));
-        if (d > *max_diff) *max_diff = d;
-        int32_t top[SPECDEC_MAX_TOP_LOGPROBS];
-        const int32_t rank = lp_ref_rank_top(ref, row, tok, n_top, top);
-        int ok = p->tok[i] == tok && p->pos[i] == i + 1 && d <= tol && p->rank[i] == rank && p->n_top[i] == n_top;
-        for (int32_t k = 0; ok && k < n_top; k++)
-            ok = p->top[i][k] == top[k] && fabs((double)p->top_lp[i][k] - lp_ref_lp(ref, row, top[k])) <= tol;
-        if (!ok && bad++ < 3)
-            fprintf(stderr, "%s: prompt token %d (id %d, pos %lld): logprob %.9g ref %.9g, rank %d ref %d\n", name,
-                    (int)i + 1, (int)p->tok[i], (long long)p->pos[i], (double)p->lp[i], lp_ref_lp(ref, row, tok),
-                    (int)p->rank[i], (int)rank);
-    }
+    for (int32_t i = 0; i < p->n && i < n_prompt - 1 && i < LP_MAX; i++)
+        lp_record_vs_ref(name, "prompt record", p, i, ref, i, prompt[i + 1], i + 1, n_top, tol, max_diff, &bad);
     SD_CHECK(bad == 0, "%s: %d prompt tokens disagree with the float64 reference", name, bad);
     return bad;
 }

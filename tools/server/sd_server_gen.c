@@ -445,7 +445,8 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     if (j->plp || gp.n_predict == 0) { /* the prompt's records: for echo's logprobs and / or prompt_logprobs;
                                           max_tokens 0 (echo alone) runs as the library's scoring call */
         gp.prompt_logprobs = 1;
-        gp.prompt_top_logprobs = j->echo_top > j->plp_top ? j->echo_top : j->plp_top > 0 ? j->plp_top : 0;
+        int32_t top = j->echo_top > j->plp_top ? j->echo_top : j->plp_top; /* what either shows; -1: neither */
+        gp.prompt_top_logprobs = top > 0 ? top : 0;
         gp.logprob_callback = sd_job_on_logprob;
         gp.logprob_user_data = j;
     }

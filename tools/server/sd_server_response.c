@@ -3,7 +3,6 @@
  * The speculative statistics travel in the extension field "speculative". Written
  * with sd_buf (JSON strings escaped by sd_buf_json_str, so NUL bytes survive). */
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "sd_server_internal.h"
@@ -310,19 +309,10 @@ int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span
 
 /* The JSON string of a[0..an) followed by t[0..tn) (a may be NULL). */
 static void sd_json_str2(sd_buf *b, const char *a, size_t an, const char *t, size_t tn) {
-    if (!a || !an) {
-        sd_buf_json_str(b, t, tn);
-        return;
-    }
-    char *s = malloc(an + tn + 1);
-    if (!s) {
-        b->oom = 1;
-        return;
-    }
-    memcpy(s, a, an);
-    memcpy(s + an, t, tn);
-    sd_buf_json_str(b, s, an + tn);
-    free(s);
+    sd_buf_puts(b, "\"");
+    if (a) sd_buf_json_chars(b, a, an);
+    sd_buf_json_chars(b, t, tn);
+    sd_buf_puts(b, "\"");
 }
 
 /* One choice of a whole response; its "speculative" object inside it when spec. */

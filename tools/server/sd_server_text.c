@@ -47,9 +47,8 @@ int sd_buf_printf(sd_buf *b, const char *fmt, ...) {
     return 0;
 }
 
-int sd_buf_json_str(sd_buf *b, const char *s, size_t n) {
-    if (sd_buf_reserve(b, n + 2)) return -1;
-    sd_buf_append(b, "\"", 1);
+int sd_buf_json_chars(sd_buf *b, const char *s, size_t n) {
+    if (sd_buf_reserve(b, n)) return -1;
     size_t run = 0; /* bytes copied as they are, flushed before each escape */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -68,7 +67,11 @@ int sd_buf_json_str(sd_buf *b, const char *s, size_t n) {
         default: sd_buf_printf(b, "\\u%04x", c); break;
         }
     }
-    sd_buf_append(b, s + n - run, run);
+    return sd_buf_append(b, s + n - run, run);
+}
+
+int sd_buf_json_str(sd_buf *b, const char *s, size_t n) {
+    if (sd_buf_append(b, "\"", 1) || sd_buf_json_chars(b, s, n)) return -1;
     return sd_buf_append(b, "\"", 1);
 }
 

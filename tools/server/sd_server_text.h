@@ -21,6 +21,9 @@ int sd_buf_printf(sd_buf *b, const char *fmt, ...)
     ;
 /* s[0..n) as a JSON string literal, quotes included (NUL and controls escaped). */
 int sd_buf_json_str(sd_buf *b, const char *s, size_t n);
+/* The same without the quotes: escaping is per byte, so pieces written one after another
+ * inside one pair of quotes make the literal of their concatenation. */
+int sd_buf_json_chars(sd_buf *b, const char *s, size_t n);
 void sd_buf_free(sd_buf *b);
 
 /* OpenAI semantics for "stop": the text ends before the stop sequence, which is not
