@@ -515,7 +515,11 @@ typedef struct specdec_stats {
     int64_t n_drafted_at_pos[SPECDEC_MAX_DRAFT];
     int64_t n_accepted_at_pos[SPECDEC_MAX_DRAFT];
     double acceptance_at_pos[SPECDEC_MAX_DRAFT];
-    uint64_t reserved[8];
+    /* since 0.4.1 (was reserved[0]) */
+    int64_t n_cached_prompt;      /* prompt tokens whose target rows came from a scheduler's prefix
+                                     cache (specdec_prefix_cache): not prefilled; 0 for
+                                     specdec_generate (OpenAI usage.prompt_tokens_details.cached_tokens) */
+    uint64_t reserved[7];
 } specdec_stats;
 
 /* Static lower-case names of enum values, as the CLI's --json and the server's
@@ -576,6 +580,27 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
 typedef struct specdec_scheduler specdec_scheduler;
 typedef int64_t specdec_request_id; /* > 0, never reused by one scheduler */
 
+/* Automatic prefix caching (since 0.4.1; docs/BATCHING.md "Prefix cache"). A model's KV
+ * pool remembers the full blocks of prompts (and, at a request's clean end, of prompt +
+ * output) it computed, keyed by the exact token ids from the first position on. A new
+ * request whose prompt starts with remembered blocks uses their rows and prefills only
+ * the rest; requests that share a system prompt, the n choices of one prompt and the
+ * turns of one chat share the rows. Blocks no running request holds stay remembered
+ * until the pool needs them (least recently released first), and count as free for
+ * admission. Outputs are bitwise those without the cache (the kernels are batch
+ * invariant: a row does not depend on which pass computed it). Not for: requests asking
+ * for prompt log-probabilities (they need the prompt's logits; they still remember
+ * their blocks), the target's rows of a request drafting with an EAGLE-3 head (it reads
+ * the prompt's hidden states), models whose every layer slides (their blocks are given
+ * back as the window moves), and schedulers without runner groups. Stable numbers. */
+typedef enum specdec_prefix_cache {
+    SPECDEC_PREFIX_CACHE_AUTO = 0, /* default: on wherever it works (see above), else off */
+    SPECDEC_PREFIX_CACHE_OFF = 1,  /* every request prefills its whole prompt */
+    SPECDEC_PREFIX_CACHE_ON = 2    /* as AUTO, but specdec_scheduler_create fails with UNSUPPORTED
+                                      where the target's pool cannot cache (sliding window, no
+                                      runner groups) */
+} specdec_prefix_cache;
+
 typedef struct specdec_scheduler_params {
     int32_t max_active;      /* most sequences decoded at once (in one round), 1..256; default 8 */
     int32_t max_queued;      /* most requests waiting to start, 1..1048576; a submit beyond it gets
@@ -585,7 +610,10 @@ typedef struct specdec_scheduler_params {
                                 A request whose reservation (see above) does not fit what is free
                                 waits in the queue; one that cannot fit even in the whole pool is
                                 refused at submit with CONTEXT_FULL. */
-    int32_t reserved_i[8];
+    /* since 0.4.1 (was reserved_i[0]; zero-initialised = AUTO): automatic prefix caching,
+     * see specdec_prefix_cache above */
+    int32_t prefix_cache;    /* a specdec_prefix_cache */
+    int32_t reserved_i[7];
     uint64_t reserved[8];
 } specdec_scheduler_params;
 
@@ -658,7 +686,13 @@ typedef struct specdec_scheduler_metrics {
     int32_t draft_kv_blocks_total, draft_kv_blocks_used;      /* the draft's (0 / 0 without a draft, and
                                                                  with an EAGLE-3 head: its cache is
                                                                  per slot, in no pool) */
-    uint64_t reserved[8];
+    /* since 0.4.1 (were reserved[0..2]): the target's prefix cache (specdec_prefix_cache);
+     * kv_blocks_used above counts each block once however many sequences share it */
+    int64_t prefix_cache_queries; /* prompt tokens looked up (each begun request: n_prompt - 1) */
+    int64_t prefix_cache_hits;    /* of them, tokens whose rows came from the cache */
+    int32_t kv_blocks_cached;     /* target blocks only the cache holds now (reusable at once) */
+    int32_t draft_kv_blocks_cached; /* the draft model's */
+    uint64_t reserved[5];
 } specdec_scheduler_metrics;
 /* A consistent snapshot (taken under the scheduler's lock). */
 SPECDEC_API specdec_status specdec_scheduler_get_metrics(const specdec_scheduler *s, specdec_scheduler_metrics *m);
