@@ -100,17 +100,8 @@ static specdec_status round_publish(const sd_round_seq *s, sd_runner *t, sd_runn
     return SPECDEC_OK;
 }
 
-specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
-    if (s) s->prefix_queried = s->prefix_hit = 0;
-    if (rd->device_lost) return sd_fail(&rd->err, SPECDEC_ERR_DEVICE_LOST, "round: the device was lost earlier");
-    sd_runner *t = s ? seq_target(rd, s) : NULL, *d = s ? seq_draft(rd, s) : NULL;
-    if (!s || s->length < 1 || !t || !s->tokens)
-        return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "round: %s", !s || !t ? "no target runner" : "empty sequence");
-    if (runner_drafter(s->drafter) && !d)
-        return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "round: a %s drafter without a draft runner",
-                       s->drafter->ops->name);
-    /* a drafter that reads the target's hidden states prefills the target itself, capturing */
-    const int hidden = s->drafter && (s->drafter->ops->caps & SD_DRAFTER_TARGET_HIDDEN) && d;
+/* The first step of a begin: checks, caches reset, the cached prefix taken. */
+static specdec_status round_begin_start(sd_round *rd, sd_round_seq *s, sd_runner *t, sd_runner *d, int hidden) {
     round_invalidate(rd, s);
     sd_runner_truncate(t, 0);
     if (d) sd_runner_truncate(d, 0);
@@ -120,20 +111,54 @@ specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
         s->prefix_queried = n;
         s->prefix_hit = sd_runner_prefix_attach(t, s->tokens, n);
     }
-    if (n > s->prefix_hit && !hidden) {
-        const int32_t from = s->prefix_hit;
-        const specdec_status st = s->prompt_rows ? round_prefill_rows(rd, t, s)
-                                                 : sd_runner_forward_chunked(t, s->tokens + from, n - from, from, NULL);
-        if (st != SPECDEC_OK) return round_runner_fail(rd, st, "target prefill", t);
-    }
+    return SPECDEC_OK;
+}
+
+/* The target's prefill done: the drafter begins (a model drafter prefills its runner from
+ * what it holds, core/sd_drafter_model.c), the pools may cache the rows. */
+static specdec_status round_begin_finish(sd_round *rd, sd_round_seq *s, sd_runner *t, sd_runner *d, int hidden) {
     if (!s->drafter || !s->drafter->ops->begin) return round_publish(s, t, NULL);
-    /* a model drafter prefills its runner from what it holds (core/sd_drafter_model.c) */
+    const int32_t n = s->length - 1;
     if (s->prefix_cache && n > 0 && d && runner_drafter(s->drafter) && !hidden) (void)sd_runner_prefix_attach(d, s->tokens, n);
     s->prompt_buf = s->prompt_rows && hidden ? rd->prompt_buf : NULL;
     const specdec_status st = s->drafter->ops->begin(s->drafter, d, s, &rd->err);
     s->prompt_buf = NULL;
     if (st == SPECDEC_ERR_DEVICE_LOST) rd->device_lost = 1;
     return st == SPECDEC_OK ? round_publish(s, t, runner_drafter(s->drafter) && !hidden ? d : NULL) : st;
+}
+
+specdec_status sd_round_begin_step(sd_round *rd, sd_round_seq *s, int first, int32_t budget, int *done) {
+    *done = 0;
+    if (s && first) s->prefix_queried = s->prefix_hit = 0;
+    if (rd->device_lost) return sd_fail(&rd->err, SPECDEC_ERR_DEVICE_LOST, "round: the device was lost earlier");
+    sd_runner *t = s ? seq_target(rd, s) : NULL, *d = s ? seq_draft(rd, s) : NULL;
+    if (!s || s->length < 1 || !t || !s->tokens)
+        return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "round: %s", !s || !t ? "no target runner" : "empty sequence");
+    if (runner_drafter(s->drafter) && !d)
+        return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "round: a %s drafter without a draft runner",
+                       s->drafter->ops->name);
+    /* a drafter that reads the target's hidden states prefills the target itself, capturing */
+    const int hidden = s->drafter && (s->drafter->ops->caps & SD_DRAFTER_TARGET_HIDDEN) && d;
+    if (first) {
+        const specdec_status st = round_begin_start(rd, s, t, d, hidden);
+        if (st != SPECDEC_OK) return st;
+    }
+    const int32_t n = s->length - 1, from = sd_runner_kv_len(t);
+    if (n > from && !hidden) {
+        /* prompt rows and hidden states: in one step; else at most `budget` rows per step */
+        const int32_t c = budget > 0 && !s->prompt_rows && n - from > budget ? budget : n - from;
+        const specdec_status st = s->prompt_rows ? round_prefill_rows(rd, t, s)
+                                                 : sd_runner_forward_chunked(t, s->tokens + from, c, from, NULL);
+        if (st != SPECDEC_OK) return round_runner_fail(rd, st, "target prefill", t);
+        if (from + c < n) return SPECDEC_OK;
+    }
+    *done = 1;
+    return round_begin_finish(rd, s, t, d, hidden);
+}
+
+specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
+    int done = 0;
+    return sd_round_begin_step(rd, s, 1, 0, &done);
 }
 
 specdec_status sd_round_settle(sd_round *rd, sd_round_seq *s, int32_t length) {

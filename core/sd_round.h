@@ -291,6 +291,14 @@ void sd_round_set_exec(sd_round *rd, sd_exec *ex, sd_exec *fb);
  * s->prompt_rows set, the target's logits of those positions go to it (OUT_OF_MEMORY if
  * the round's chunk buffer, SD_ROUND_PROMPT_ROWS x V floats, cannot be allocated). */
 specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s);
+/* The same in steps (the scheduler's chunked prefill, docs/BATCHING.md): first = 1 on the
+ * first call (caches reset, cached rows taken); each call prefills at most `budget` more
+ * target rows (budget <= 0: all), so other sequences' rounds can run between calls (the
+ * sequence must not run a round until *done); *done = 1 once the target's prefill is
+ * complete and the drafter has begun (a draft model prefills whole in that last call).
+ * Sequences with prompt_rows or a drafter reading the target's hidden states prefill in
+ * their first call whatever the budget. A failure is final (begin again from first). */
+specdec_status sd_round_begin_step(sd_round *rd, sd_round_seq *s, int first, int32_t budget, int *done);
 /* One round for each of seqs[0..n_seqs) (see the top of this file). On failure the
  * status says what happened, the detail is in sd_round_err(rd), and a sequence must be
  * begun again before its next round. */

@@ -613,7 +613,15 @@ typedef struct specdec_scheduler_params {
     /* since 0.4.1 (was reserved_i[0]; zero-initialised = AUTO): automatic prefix caching,
      * see specdec_prefix_cache above */
     int32_t prefix_cache;    /* a specdec_prefix_cache */
-    int32_t reserved_i[7];
+    /* since 0.4.1 (was reserved_i[1]): chunked prefill. Prompt tokens the target prefills
+     * between two rounds, over all joining requests (the oldest first; a request's next
+     * chunk waits for the next round), so a long prompt joins over several rounds while
+     * the running requests keep decoding instead of waiting for all of it. >= 0; 0 = the
+     * engine's max_batch (what one forward takes). Requests asking for prompt logprobs or
+     * drafting with an EAGLE-3 head, and a draft model's prefill, are not split. Outputs
+     * do not depend on it. */
+    int32_t prefill_chunk;
+    int32_t reserved_i[6];
     uint64_t reserved[8];
 } specdec_scheduler_params;
 
@@ -660,7 +668,7 @@ SPECDEC_API specdec_status specdec_scheduler_submit(specdec_scheduler *s, const 
 /* Cancel a queued or running request: SPECDEC_OK, its outcome becomes CANCELLED unless
  * it finished first. A running request stops before its next round (or at its next
  * emitted token inside the current one) and gives its KV blocks back; a prompt being
- * prefilled is not interrupted. A finished, uncollected request: SPECDEC_OK, no effect.
+ * prefilled stops between two of its chunks (prefill_chunk). A finished, uncollected request: SPECDEC_OK, no effect.
  * Unknown or collected id: NOT_FOUND. */
 SPECDEC_API specdec_status specdec_scheduler_cancel(specdec_scheduler *s, specdec_request_id id);
 /* Wait for a request to finish (timeout_ms < 0: no limit, 0: just check) -> TIMEOUT if

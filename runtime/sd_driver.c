@@ -21,7 +21,13 @@ void sd_driver_free(sd_driver *dv) {
 }
 
 specdec_status sd_driver_begin(sd_driver *dv, sd_gen *g) {
-    specdec_status st = sd_round_begin(dv->rd, &g->rs);
+    int done = 0;
+    return sd_driver_begin_step(dv, g, 1, 0, &done);
+}
+
+specdec_status sd_driver_begin_step(sd_driver *dv, sd_gen *g, int first, int32_t budget, int *done) {
+    specdec_status st = sd_round_begin_step(dv->rd, &g->rs, first, budget, done);
+    if (st == SPECDEC_OK && !*done) return SPECDEC_OK;
     g->rs.prompt_rows = NULL; /* prompt log-probabilities: the prefill's alone */
     g->rs.prompt_ctx = NULL;
     g->st->t_prefill_s = sd_gen_now() - g->t_start;

@@ -27,6 +27,9 @@ void sd_driver_free(sd_driver *dv);
 /* Begin g's sequence on the round (its prefill, timed into g's statistics). On failure
  * g->status and the detail in g->err. */
 specdec_status sd_driver_begin(sd_driver *dv, sd_gen *g);
+/* The same in steps (core/sd_round.h sd_round_begin_step: first call first = 1, at most
+ * `budget` target rows per call, *done once begun); the statistics are set when done. */
+specdec_status sd_driver_begin_step(sd_driver *dv, sd_gen *g, int first, int32_t budget, int *done);
 
 /* One round over gens[0..n) (n <= cap, each begun): a generation whose plan says it is
  * over (g->reason set) does not run; the others run together and absorb their tokens.

@@ -71,7 +71,8 @@ typedef struct sd_sched_seq {
     sd_runner *t, *d;             /* its caches (d NULL without a draft model; an EAGLE-3 head runner
                                      bound to t with a head) */
     sd_req *req;                  /* the request running in it; NULL: free (under the lock) */
-    int begun;                    /* the request's prompt is prefilled */
+    int begun;                    /* the request's prefill started (its generation is initialised) */
+    int prefilling;               /* begun, its prefill not done yet (chunked prefill): no rounds */
     int finished;                 /* the request ended this round (the loop retires it) */
     sd_gen g;
     sd_adapt adapt;
@@ -88,6 +89,7 @@ struct specdec_scheduler {
     specdec_scheduler_params p;
     int32_t n_ctx, n_vocab;
     int has_draft;
+    int32_t prefill_budget;       /* prompt tokens prefilled between two rounds (p.prefill_chunk resolved) */
     int prefix_on;                /* the target's group has a prefix cache (specdec_prefix_cache): requests
                                      take cached prompt rows and leave theirs (docs/BATCHING.md) */
     int head;                     /* the draft is an EAGLE-3 head: each slot's d is a head runner over its

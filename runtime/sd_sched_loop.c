@@ -26,7 +26,7 @@ static void sched_admit(specdec_scheduler *s) {
         s->reserved += r->need_blocks;
         s->m.active++;
         q->req = r;
-        q->begun = 0;
+        q->begun = q->prefilling = 0;
         q->finished = 0;
         q->counted_tokens = q->counted_rounds = q->counted_drafted = q->counted_accepted = 0;
         q->counted_draft_rounds = 0;
@@ -104,33 +104,68 @@ static void seq_end(specdec_scheduler *s, sd_sched_seq *q, specdec_status st) {
     q->finished = 1;
 }
 
-/* A newly admitted request: its generation starts and its prompt is prefilled. */
-static specdec_status seq_begin(specdec_scheduler *s, sd_sched_seq *q) {
+/* One step of a request's prefill (chunked prefill: at most `budget` target rows): the
+ * first starts its generation. *used: the target rows it prefilled. */
+static specdec_status seq_begin_step(specdec_scheduler *s, sd_sched_seq *q, int32_t budget, int32_t *used) {
     sd_req *r = q->req;
-    const sd_gen_io io = {r->prompt, r->out, r->text_win, &q->adapt, r->ds, &r->stats, sd_thread_err()};
-    sd_gen_init(&q->g, &s->env, &r->gp, r->prompt, r->n_prompt, &io);
-    q->g.cancel = &r->cancel;
-    q->g.rs.target = q->t;
-    q->g.rs.draft = q->d;
-    q->g.rs.prefix_cache = s->prefix_on;
-    q->begun = 1;
-    return sd_driver_begin(&s->driver, &q->g);
+    const int first = !q->begun;
+    if (first) {
+        const sd_gen_io io = {r->prompt, r->out, r->text_win, &q->adapt, r->ds, &r->stats, sd_thread_err()};
+        sd_gen_init(&q->g, &s->env, &r->gp, r->prompt, r->n_prompt, &io);
+        q->g.cancel = &r->cancel;
+        q->g.rs.target = q->t;
+        q->g.rs.draft = q->d;
+        q->g.rs.prefix_cache = s->prefix_on;
+        q->begun = q->prefilling = 1;
+    }
+    const int32_t before = first ? 0 : sd_runner_kv_len(q->t);
+    int done = 0;
+    const specdec_status st = sd_driver_begin_step(&s->driver, &q->g, first, budget, &done);
+    const int32_t after = sd_runner_kv_len(q->t), from = first ? q->g.rs.prefix_hit : before;
+    *used = after > from ? after - from : 0;
+    if (done || st != SPECDEC_OK) q->prefilling = 0;
+    return st;
 }
 
-/* Begin new requests, end the ones that failed to, flag cancelled ones: the round's
- * generations. */
-static int32_t sched_gather(specdec_scheduler *s) {
-    int32_t n = 0;
+/* The oldest admitted request whose prefill is not done (NULL: none). */
+static sd_sched_seq *oldest_prefill(specdec_scheduler *s) {
+    sd_sched_seq *best = NULL;
     for (int32_t i = 0; i < s->p.max_active; i++) {
         sd_sched_seq *q = &s->seqs[i];
-        if (!q->req || q->finished) continue;
-        if (!q->begun) {
-            specdec_status st = seq_begin(s, q);
-            if (st != SPECDEC_OK) {
-                seq_end(s, q, st);
-                continue;
-            }
+        if (q->req && !q->finished && (!q->begun || q->prefilling) && (!best || q->req->id < best->req->id)) best = q;
+    }
+    return best;
+}
+
+/* Chunked prefill: at most prefill_budget prompt rows between two rounds, the oldest
+ * request first; a request starts (and takes what the prefix cache has) only once every
+ * older one finished its prefill, so the n choices of a prompt share its rows. */
+static void sched_prefill(specdec_scheduler *s) {
+    int32_t budget = s->prefill_budget;
+    sd_sched_seq *q;
+    while (budget > 0 && (q = oldest_prefill(s)) != NULL) {
+        if (q->begun && atomic_load_explicit(&q->req->cancel, memory_order_acquire)) { /* between chunks */
+            q->g.reason = SPECDEC_STOP_CALLBACK;
+            q->g.cancelled = 1;
+            q->prefilling = 0;
+            seq_end(s, q, SPECDEC_OK);
+            continue;
         }
+        int32_t used = 0;
+        const specdec_status st = seq_begin_step(s, q, budget, &used);
+        budget -= used;
+        if (st != SPECDEC_OK) seq_end(s, q, st);
+    }
+}
+
+/* Prefill what the budget allows, end the requests that failed to begin, flag cancelled
+ * ones: the round's generations (begun, prefilled). */
+static int32_t sched_gather(specdec_scheduler *s) {
+    int32_t n = 0;
+    sched_prefill(s);
+    for (int32_t i = 0; i < s->p.max_active; i++) {
+        sd_sched_seq *q = &s->seqs[i];
+        if (!q->req || q->finished || !q->begun || q->prefilling) continue;
         if (atomic_load_explicit(&q->req->cancel, memory_order_acquire) && q->g.reason == SPECDEC_STOP_NONE) {
             q->g.reason = SPECDEC_STOP_CALLBACK;
             q->g.cancelled = 1;

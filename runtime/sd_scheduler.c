@@ -187,6 +187,8 @@ static specdec_status sd_sched_check_create(const specdec_scheduler_params *p) {
                        (int)p->kv_block_tokens, SD_SCHED_MAX_BLOCK_TOKENS);
     if (p->kv_pool_blocks < 0)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: kv_pool_blocks %d < 0", fn, (int)p->kv_pool_blocks);
+    if (p->prefill_chunk < 0)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prefill_chunk %d < 0", fn, (int)p->prefill_chunk);
     if (p->prefix_cache < SPECDEC_PREFIX_CACHE_AUTO || p->prefix_cache > SPECDEC_PREFIX_CACHE_ON)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prefix_cache %d is not a specdec_prefix_cache (0..2)", fn,
                        (int)p->prefix_cache);
@@ -363,6 +365,7 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     const int32_t d_rows = draft ? s->seqs[0].d->max_batch : 0;
     s->env.tree_fit = draft ? sd_min_i32(plan.max_batch - 1, d_rows) : 0;
     s->env.tree_fit_solo = plan.max_batch - 1;
+    s->prefill_budget = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : plan.max_batch;
     s->env.special = plan.special;
     s->m.kv_blocks_total = s->pool_blocks;
     s->m.draft_kv_blocks_total = draft && !s->head ? s->pool_blocks : 0; /* a head's cache is per slot */

@@ -1,6 +1,7 @@
-/* test_prefix_cache.c — the scheduler's automatic prefix cache (specdec_prefix_cache,
- * docs/BATCHING.md "Prefix cache") on the bundled pair: outputs stay exactly what
- * specdec_generate alone gives, and the cache is used as documented.
+/* test_prefix_cache.c — how the scheduler prefills: its automatic prefix cache
+ * (specdec_prefix_cache, docs/BATCHING.md "Prefix cache") and chunked prefill
+ * (prefill_chunk, "Chunked prefill") on the bundled pair: outputs stay exactly what
+ * specdec_generate alone gives, and both work as documented.
  *   1. AUTO (the default): request 0 (a long shared system text + a question) alone,
  *      then a wave of 7 requests, the same system text with other questions and request
  *      0 again, in every mode that reproduces (greedy chains, match sampling, fixed-seed
@@ -20,10 +21,16 @@
  *   5. Parameters: ON works with the bundled pair; prefix_cache 3 is INVALID_ARGUMENT;
  *      ON with a model whose every layer slides (tests/models/fixtures/mistral_window) is
  *      UNSUPPORTED, AUTO there runs without the cache.
- * Under the sanitizers (ctest passes N_EVICT = 8 and `quick`) part 3 runs 8 requests and
- * part 2 is left out.
+ *   6. Chunked prefill (prefill_chunk): parts 1 and 3 again with chunks of 7 and 5 rows
+ *      (outputs equal, the n choices still share); a ~350-token prompt joining in chunks of
+ *      8 lets a running request decode >= 30 tokens before the newcomer's first token,
+ *      where in one chunk (the default) it decodes <= 10; prefill_chunk -1 is refused.
+ * Under the sanitizers (ctest passes N_EVICT = 8 and `quick`) part 3 runs 8 requests, part 2
+ * and part 6's repeat of part 1 are left out, its repeat of part 3 runs 3 requests.
  * Usage: test_prefix_cache [--cuda] TARGET_DIR DRAFT_DIR FIXTURES_DIR [N_EVICT (<= 24) [quick]] */
 #define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
+
 #include "sched_common.h"
 
 #define N_PREDICT 24
@@ -87,9 +94,12 @@ static int make_req(sc_env *e, req *r, const char *sys, const char *question, in
     return r->n_ref > 0 ? 0 : 1;
 }
 
+static int32_t g_chunk; /* prefill_chunk of the schedulers made (0: the default) */
+
 static specdec_scheduler *make_sched(const sc_env *e, int32_t prefix, int32_t max_active, int32_t bt, int32_t blocks) {
     specdec_engine_params ep = sc_engine_params();
     specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.prefill_chunk = g_chunk;
     sp.max_active = max_active;
     sp.kv_block_tokens = bt;
     sp.kv_pool_blocks = blocks;
@@ -306,6 +316,89 @@ static void params(sc_env *e, const char *fx) {
     specdec_model_free(w);
 }
 
+/* ---- 6. chunked prefill ---------------------------------------------------------------- */
+typedef struct race {
+    atomic_int a_tokens; /* tokens request A emitted so far */
+    atomic_int a_at_b;   /* A's count when B emitted its first token (-1: not yet) */
+} race;
+
+static int on_a(void *ud, int32_t token, const char *piece, size_t len) {
+    (void)token, (void)piece, (void)len;
+    atomic_fetch_add(&((race *)ud)->a_tokens, 1);
+    return 0;
+}
+static int on_b(void *ud, int32_t token, const char *piece, size_t len) {
+    (void)token, (void)piece, (void)len;
+    race *x = ud;
+    int expect = -1;
+    atomic_compare_exchange_strong(&x->a_at_b, &expect, atomic_load(&x->a_tokens));
+    return 0;
+}
+
+/* A decodes; B, a long prompt, joins: A's tokens emitted between B's submit and B's first
+ * token. */
+static int a_tokens_while_b_joins(sc_env *e, int32_t chunk) {
+    static int32_t pa[8], pb[480];
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s%s%s%s%s%s", SYSTEMS[0], SYSTEMS[1], SYSTEMS[2], SYSTEMS[3], SYSTEMS[0],
+             SYSTEMS[1], SYSTEMS[2]);
+    const int32_t na = sc_encode(e, "And God said", pa, 8), nb = sc_encode(e, text, pb, 480);
+    g_chunk = chunk;
+    specdec_scheduler *s = make_sched(e, SPECDEC_PREFIX_CACHE_OFF, 2, BT, 0);
+    g_chunk = 0;
+    if (!s || na <= 0 || nb < 300) {
+        SD_CHECK(0, "setup: %d / %d tokens", na, nb);
+        specdec_scheduler_free(s);
+        return -1;
+    }
+    race x;
+    atomic_init(&x.a_tokens, 0);
+    atomic_init(&x.a_at_b, -1);
+    specdec_generate_params ga = sc_params(0, 0, 400, 4), gb = sc_params(0, 0, 4, 4);
+    ga.ignore_eos = 1;
+    ga.callback = on_a;
+    ga.user_data = &x;
+    gb.callback = on_b;
+    gb.user_data = &x;
+    specdec_request_id ia = 0, ib = 0;
+    SD_CHECK(specdec_scheduler_submit(s, pa, na, &ga, &ia) == SPECDEC_OK, "submit A");
+    while (atomic_load(&x.a_tokens) < 5) sc_sleep_us(200);
+    const int at_submit = atomic_load(&x.a_tokens);
+    SD_CHECK(specdec_scheduler_submit(s, pb, nb, &gb, &ib) == SPECDEC_OK, "submit B");
+    int32_t out[400], n = 0;
+    specdec_status outcome;
+    SD_CHECK(specdec_scheduler_wait(s, ib, -1, out, 400, &n, NULL, &outcome) == SPECDEC_OK && outcome == SPECDEC_OK,
+             "B");
+    SD_CHECK(specdec_scheduler_cancel(s, ia) == SPECDEC_OK, "cancel A");
+    (void)specdec_scheduler_wait(s, ia, -1, out, 400, &n, NULL, &outcome);
+    specdec_scheduler_free(s);
+    const int during = atomic_load(&x.a_at_b) - at_submit;
+    printf("chunked prefill %d: A emitted %d tokens while B's %d-token prompt joined\n", chunk, during, nb);
+    return during;
+}
+
+static void chunked(sc_env *e, int quick) {
+    /* outputs: the waves and the small pool again with odd chunks (not block multiples) */
+    g_chunk = 7;
+    if (!quick) waves(e, SPECDEC_PREFIX_CACHE_AUTO);
+    g_chunk = 5;
+    eviction(e, quick ? 3 : 6);
+    g_chunk = 0;
+    /* B's ~350-token prompt in chunks of 8: A keeps decoding through ~40 rounds; in one
+     * chunk (the default, max_batch 512) A runs at most the round B joins and the one in
+     * flight when it was submitted (<= 2 x (γ + 1) tokens) */
+    const int split = a_tokens_while_b_joins(e, 8), whole = a_tokens_while_b_joins(e, 0);
+    SD_CHECK(split >= 30, "chunks of 8: A decoded %d tokens while B joined (>= 30)", split);
+    SD_CHECK(whole >= 0 && whole <= 10, "one chunk: A decoded %d tokens while B joined (<= 10)", whole);
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.prefill_chunk = -1;
+    specdec_scheduler *s = NULL;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_ERR_INVALID_ARGUMENT && !s &&
+                 strstr(specdec_last_error(), "prefill_chunk"),
+             "prefill_chunk -1: %s", specdec_last_error());
+}
+
 int main(int argc, char **argv) {
     const int cuda = sc_backend_arg(argc, argv);
     if (cuda < 0) return sd_test_skip("no CUDA device");
@@ -327,6 +420,7 @@ int main(int argc, char **argv) {
     eviction(&e, n_evict);
     prompt_logprobs(&e);
     params(&e, argv[3]);
+    chunked(&e, quick);
     sc_env_free(&e);
     return sd_test_done();
 }
