@@ -563,8 +563,9 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
  * blocks of min(n_ctx, n_prompt + n_predict) tokens (+ SPECDEC_MAX_TREE_NODES with a
  * draft tree), per model — for a model whose every layer has a sliding window (since
  * 0.4), at most a window's worth, as its sequences give the blocks behind the window
- * back (docs/BATCHING.md "Sliding windows"); it then never runs out of KV
- * mid-generation, and the pool is never exceeded. Every output is exactly what specdec_generate alone produces for
+ * back (docs/BATCHING.md "Sliding windows"); beside the running requests' held
+ * blocks (shared ones counted once, since 0.4.1) and what they may still take. It then
+ * never runs out of KV mid-generation, and the pool is never exceeded. Every output is exactly what specdec_generate alone produces for
  * the same prompt and params (the kernels are batch invariant and the random numbers
  * are addressed by (seed, sequence_id, position)), except where specdec_generate
  * itself is not reproducible (adaptive_draft in rejection mode follows timings).

@@ -20,9 +20,12 @@
  * tree), or, for a model whose every layer slides (its group's kv_window > 0, core/
  * sd_runner.h "Sliding-window release"), the fewer blocks a sequence that gives the
  * blocks behind its window back holds at once (sd_kv_window_blocks: window + rollback
- * margin + one call's rows). Running requests never hold more than they reserved, so
- * the pool never runs dry mid-generation; the queue head waits until its reservation
- * fits (FIFO).
+ * margin + one call's rows). Running requests never hold more than they reserved. The
+ * queue head (FIFO) joins when its reservation fits beside them: on runner groups the
+ * blocks held now (shared ones once) + what each running request may still take
+ * (reservation - held) + its own reservation <= the pool (sd_sched_loop.c admit_fits);
+ * per-slot runners: the sum of the reservations. Either way the pool never runs dry
+ * mid-generation.
  *
  * Locking: `mu` guards the queue, the id table, request states, the reservation count
  * and the metrics. A running request's other fields are written only by the loop

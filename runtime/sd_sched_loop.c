@@ -15,12 +15,36 @@ static sd_sched_seq *free_slot(specdec_scheduler *s) {
     return NULL;
 }
 
+/* What the running requests may still take from a group's pool: each one's reservation
+ * minus the blocks it holds now (shared ones included). */
+static int64_t future_blocks(const specdec_scheduler *s, int draft) {
+    int64_t f = 0;
+    for (int32_t i = 0; i < s->p.max_active; i++) {
+        const sd_sched_seq *q = &s->seqs[i];
+        if (!q->req) continue;
+        const int32_t held = sd_kv_held(draft ? &q->d->kv : &q->t->kv);
+        f += q->req->need_blocks > held ? q->req->need_blocks - held : 0;
+    }
+    return f;
+}
+
+/* Whether a request reserving `need` blocks per model fits now (on the loop thread, between
+ * rounds: the tables are still). Runner groups: the blocks held now, each once however many
+ * sequences share it (prefix cache), plus what every running request may still take, plus
+ * `need` must fit the pool — so holds never fail, and requests sharing a prefix leave room
+ * for more. Per-slot runners: the sum of the reservations. */
+static int admit_fits(const specdec_scheduler *s, int32_t need) {
+    if (!s->gt) return s->reserved + need <= s->pool_blocks;
+    if ((int64_t)sd_kv_pool_used(&s->gt->pool) + future_blocks(s, 0) + need > s->pool_blocks) return 0;
+    return !s->gd || (int64_t)sd_kv_pool_used(&s->gd->pool) + future_blocks(s, 1) + need <= s->pool_blocks;
+}
+
 /* Move queued requests (oldest first) into free slots while their reservations fit. */
 static void sched_admit(specdec_scheduler *s) {
     while (s->q_head && !s->stopping && !s->dead) {
         sd_sched_seq *q = free_slot(s);
         sd_req *r = s->q_head;
-        if (!q || s->reserved + r->need_blocks > s->pool_blocks) return; /* the head waits: FIFO */
+        if (!q || !admit_fits(s, r->need_blocks)) return; /* the head waits: FIFO */
         sd_queue_remove(s, r);
         r->state = SD_REQ_RUNNING;
         s->reserved += r->need_blocks;

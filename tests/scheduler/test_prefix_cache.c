@@ -25,8 +25,13 @@
  *      (outputs equal, the n choices still share); a ~350-token prompt joining in chunks of
  *      8 lets a running request decode >= 30 tokens before the newcomer's first token,
  *      where in one chunk (the default) it decodes <= 10; prefill_chunk -1 is refused.
- * Under the sanitizers (ctest passes N_EVICT = 8 and `quick`) part 3 runs 8 requests, part 2
- * and part 6's repeat of part 1 are left out, its repeat of part 3 runs 3 requests.
+ *   7. Admission counts shared blocks once: 6 requests sharing a ~200-token text, each
+ *      reserving 15 of a 40-block pool, run >= 4 at once with the cache (the running ones
+ *      hold the shared blocks once) and 2 at once without; outputs equal, the pool never
+ *      exceeded (metrics sampled on every token).
+ * Under the sanitizers (ctest passes N_EVICT = 4 and `quick`) part 3 runs 4 requests; part 2,
+ * part 6's repeats of parts 1 and 3 and part 7's run without the cache are left out, and
+ * part 7 runs 4 requests.
  * Usage: test_prefix_cache [--cuda] TARGET_DIR DRAFT_DIR FIXTURES_DIR [N_EVICT (<= 24) [quick]] */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
@@ -382,7 +387,7 @@ static void chunked(sc_env *e, int quick) {
     g_chunk = 7;
     if (!quick) waves(e, SPECDEC_PREFIX_CACHE_AUTO);
     g_chunk = 5;
-    eviction(e, quick ? 3 : 6);
+    if (!quick) eviction(e, 6);
     g_chunk = 0;
     /* B's ~350-token prompt in chunks of 8: A keeps decoding through ~40 rounds; in one
      * chunk (the default, max_batch 512) A runs at most the round B joins and the one in
@@ -397,6 +402,61 @@ static void chunked(sc_env *e, int quick) {
     SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_ERR_INVALID_ARGUMENT && !s &&
                  strstr(specdec_last_error(), "prefill_chunk"),
              "prefill_chunk -1: %s", specdec_last_error());
+}
+
+/* ---- 7. admission counts shared blocks once ---------------------------------------------- */
+typedef struct watch {
+    specdec_scheduler *s;
+    atomic_int max_active, over;
+} watch;
+
+static int on_watch(void *ud, int32_t token, const char *piece, size_t len) {
+    (void)token, (void)piece, (void)len;
+    watch *w = ud;
+    specdec_scheduler_metrics m;
+    if (specdec_scheduler_get_metrics(w->s, &m) != SPECDEC_OK) return 0;
+    if (m.active > atomic_load(&w->max_active)) atomic_store(&w->max_active, m.active);
+    if (m.kv_blocks_used > m.kv_blocks_total || m.draft_kv_blocks_used > m.draft_kv_blocks_total)
+        atomic_store(&w->over, 1);
+    return 0;
+}
+
+/* 6 requests of one ~200-token text + a question in a pool of 40 blocks of 16: each
+ * reserves 15; the most running at once. */
+static int shared_admission(sc_env *e, int32_t prefix, int n_req) {
+    static req r[WAVE];
+    char sys[2048];
+    snprintf(sys, sizeof sys, "%s%s%s%s", SYSTEMS[0], SYSTEMS[1], SYSTEMS[2], SYSTEMS[3]);
+    for (int i = 0; i < n_req; i++)
+        if (make_req(e, &r[i], sys, QUESTIONS[i], i % 2, 300 + i)) return -1;
+    specdec_scheduler *s = make_sched(e, prefix, 8, BT, 40);
+    if (!s) return -1;
+    watch w;
+    w.s = s;
+    atomic_init(&w.max_active, 0);
+    atomic_init(&w.over, 0);
+    for (int i = 0; i < n_req; i++) {
+        specdec_generate_params gp = r[i].gp;
+        gp.callback = on_watch;
+        gp.user_data = &w;
+        SD_CHECK(specdec_scheduler_submit(s, r[i].prompt, r[i].n_prompt, &gp, &r[i].id) == SPECDEC_OK, "submit: %s",
+                 specdec_scheduler_last_error(s));
+    }
+    for (int i = 0; i < n_req; i++) collect(s, &r[i], prefix ? "shared admission, cache OFF" : "shared admission");
+    SD_CHECK(!atomic_load(&w.over), "the pool is never exceeded");
+    specdec_scheduler_free(s);
+    const int32_t need = (r[0].n_prompt + N_PREDICT + BT - 1) / BT;
+    printf("shared admission (cache %s): at most %d of %d requests at once (each reserves %d of 40 blocks)\n",
+           prefix ? "OFF" : "AUTO", atomic_load(&w.max_active), n_req, need);
+    return atomic_load(&w.max_active);
+}
+
+static void admission(sc_env *e, int quick) {
+    const int n = quick ? 4 : 6;
+    const int on = shared_admission(e, SPECDEC_PREFIX_CACHE_AUTO, n);
+    const int off = quick ? 2 : shared_admission(e, SPECDEC_PREFIX_CACHE_OFF, n);
+    SD_CHECK(off == 2, "without the cache: 2 at once (%d)", off);
+    SD_CHECK(on >= 4, "with the cache: shared blocks counted once, >= 4 at once (%d)", on);
 }
 
 int main(int argc, char **argv) {
@@ -421,6 +481,7 @@ int main(int argc, char **argv) {
     prompt_logprobs(&e);
     params(&e, argv[3]);
     chunked(&e, quick);
+    admission(&e, quick);
     sc_env_free(&e);
     return sd_test_done();
 }
