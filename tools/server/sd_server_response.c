@@ -16,9 +16,14 @@ static void sd_head(sd_buf *b, const sd_server *srv, const char *object, const c
     sd_buf_json_str(b, srv->model_id, strlen(srv->model_id));
 }
 
+/* OpenAI's usage object; prompt_tokens_details.cached_tokens: the prompt tokens whose KV came
+ * from the prefix cache (OpenAI's prompt caching field; vLLM fills it with
+ * --enable-prompt-tokens-details, this server always). */
 static void sd_usage(sd_buf *b, const sd_gen_result *r) {
-    sd_buf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}", (int)r->n_prompt,
-                  (int)r->n_completion, (int)(r->n_prompt + r->n_completion));
+    sd_buf_printf(b,
+                  "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d,"
+                  "\"prompt_tokens_details\":{\"cached_tokens\":%d}}",
+                  (int)r->n_prompt, (int)r->n_completion, (int)(r->n_prompt + r->n_completion), (int)r->n_cached);
 }
 
 /* "name":[v0,v1,...], the first n of v (doubles printed as %.6g, counts as integers). */
@@ -52,11 +57,11 @@ static void sd_speculative(sd_buf *b, const sd_server *srv, const sd_gen_result 
     sd_buf_printf(b,
                   "\"t_load_s\":%.6g,\"t_first_token_s\":%.6g,\"prompt_tokens_per_second\":%.6g,"
                   "\"n_target_passes\":%lld,\"tokens_per_target_pass\":%.6g,\"seed\":%llu,\"draft_method\":\"%s\","
-                  "\"verify\":\"%s\",\"n_draft\":%d,\"adaptive_draft\":%d,\"draft_nodes\":%d,",
+                  "\"verify\":\"%s\",\"n_draft\":%d,\"adaptive_draft\":%d,\"draft_nodes\":%d,\"n_cached_prompt\":%lld,",
                   sd_finite(s->t_load_s), sd_finite(s->t_first_token_s), sd_finite(s->prompt_tokens_per_second),
                   (long long)s->n_target_passes, sd_finite(s->tokens_per_target_pass), (unsigned long long)s->seed,
                   specdec_draft_method_name(s->draft_method), specdec_verify_mode_name(r->verify), (int)s->n_draft,
-                  (int)s->adaptive_draft, (int)s->draft_nodes);
+                  (int)s->adaptive_draft, (int)s->draft_nodes, (long long)s->n_cached_prompt);
     int64_t w[SPECDEC_MAX_DRAFT];
     int nw = 0, depth = 0;
     while (nw < SPECDEC_MAX_DRAFT && s->tree_width[nw]) w[nw] = s->tree_width[nw], nw++;
