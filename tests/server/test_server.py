@@ -363,18 +363,25 @@ CHATML_TEXT = ("<|im_start|>system\nSpeak as the King James Bible.<|im_end|>\n<|
                "Who created the heaven and the earth?<|im_end|>\n<|im_start|>assistant\n")
 
 
-def model_copy(tmp, name, chat_template):
-    """kjv-target's files (linked) with a tokenizer_config.json that has chat_template."""
+def model_copy(tmp, name, chat_template=None, config=None):
+    """kjv-target's files (linked), but tokenizer_config.json with chat_template and config.json with
+    the keys of config, when given (those written)."""
     d = os.path.join(tmp, name)
     os.makedirs(d)
-    for f in ("config.json", "model.safetensors", "tokenizer.json", "generation_config.json"):
-        if os.path.exists(os.path.join(TARGET, f)):
-            os.symlink(os.path.abspath(os.path.join(TARGET, f)), os.path.join(d, f))
-    with open(os.path.join(TARGET, "tokenizer_config.json")) as f:
-        cfg = json.load(f)
-    cfg["chat_template"] = chat_template
-    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
-        json.dump(cfg, f)
+    edits = {"tokenizer_config.json": None if chat_template is None else {"chat_template": chat_template},
+             "config.json": config}
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        src = os.path.join(TARGET, f)
+        if not os.path.exists(src):
+            continue
+        if not edits.get(f):
+            os.symlink(os.path.abspath(src), os.path.join(d, f))
+            continue
+        with open(src) as fh:
+            cfg = json.load(fh)
+        cfg.update(edits[f])
+        with open(os.path.join(d, f), "w") as fh:
+            json.dump(cfg, fh)
     return d
 
 
@@ -1233,22 +1240,6 @@ def test_prefix_cache(srv):
           "echo with logprobs computes its whole prompt: %r" % d.get("usage"))
 
 
-def sliding_copy(tmp):
-    """kjv-target's weights and tokenizer as a Mistral whose every layer slides (window 64): a pool that
-    cannot cache prefixes (include/specdec.h specdec_prefix_cache)."""
-    d = os.path.join(tmp, "kjv-sliding")
-    os.makedirs(d)
-    for f in ("model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"):
-        if os.path.exists(os.path.join(TARGET, f)):
-            os.symlink(os.path.abspath(os.path.join(TARGET, f)), os.path.join(d, f))
-    with open(os.path.join(TARGET, "config.json")) as f:
-        cfg = json.load(f)
-    cfg.update(architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=64)
-    with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    return d
-
-
 def pc_twice(srv, extra, n_tok):
     """PC_LONG twice: [(cached_tokens, text), ...]."""
     out = []
@@ -1286,7 +1277,9 @@ def test_prefix_cache_modes():
     check(out.returncode == 0 and "--enable-prefix-caching" in out.stdout and "--no-enable-prefix-caching" in out.stdout,
           "serve --help lists the prefix cache options")
     with tempfile.TemporaryDirectory() as tmp:
-        sw = sliding_copy(tmp)
+        # kjv-target as a Mistral whose every layer slides (window 64): a pool that cannot cache prefixes
+        sw = model_copy(tmp, "kjv-sliding", config=dict(architectures=["MistralForCausalLM"], model_type="mistral",
+                                                        sliding_window=64))
         try:  # it must exit once the models load; one that serves instead is killed by run() at the timeout
             out = subprocess.run([SPECDEC, "serve", "--port", "0", "--backend", "cpu", "-m", sw,
                                   "--enable-prefix-caching"], capture_output=True, text=True, timeout=START_TIMEOUT)
