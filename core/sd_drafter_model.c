@@ -17,8 +17,9 @@
 
 static specdec_status model_begin(sd_drafter *dr, sd_runner *d, const sd_round_seq *s, sd_errbuf *eb) {
     (void)dr;
-    if (s->length <= 1) return SPECDEC_OK;
-    const specdec_status st = sd_runner_forward_chunked(d, s->tokens, s->length - 1, 0, NULL);
+    const int32_t from = sd_runner_kv_len(d); /* 0, or the rows a prefix cache gave it (sd_round_begin) */
+    if (s->length - 1 <= from) return SPECDEC_OK;
+    const specdec_status st = sd_runner_forward_chunked(d, s->tokens + from, s->length - 1 - from, from, NULL);
     return st == SPECDEC_OK ? SPECDEC_OK : sd_fail(eb, st, "draft prefill: %s", d->err.msg);
 }
 

@@ -27,6 +27,25 @@
  * (Gemma 2/3, Qwen2 with max_window_layers > 0) keep every block: a global layer reads
  * every row, and the table is shared by all layers.
  *
+ * Prefix cache (optional per pool: sd_kv_prefix_enable; the scheduler's groups, see
+ * specdec_prefix_cache in specdec.h). A pool with one remembers FULL blocks whose rows a
+ * sequence computed for known tokens, keyed by the exact token ids of every row from
+ * position 0 up to the block's end: the block's own block_tokens ids and its PARENT, the
+ * cached block of the rows before it (none for a sequence's first block). A later table
+ * starting empty attaches the longest run of cached blocks matching its tokens
+ * (sd_kv_prefix_attach) instead of computing those rows; a table that computed rows
+ * publishes its full blocks (sd_kv_prefix_publish). Blocks are then shared: each holds a
+ * reference count of the tables holding it, and a table never writes its first `shared`
+ * blocks (core/sd_runner.h: sd_runner_min_len; only a trim to 0 lets them go). A cached
+ * block no table holds stays remembered but counts as free: sd_kv_hold takes blocks from
+ * the free stack first, then evicts cached ones, least recently given back first (a
+ * table gives its blocks back last first, so a sequence's tail goes before its head).
+ * Lookups compare every token id (the 64-bit key only picks the bucket) and the parent's
+ * identity: each block has a generation, bumped when it is evicted, and a cached block
+ * records its parent's, so a block whose parent was evicted (and perhaps reused for
+ * other rows) never matches again. Without a prefix cache nothing here changes: no
+ * counts, the free stack alone.
+ *
  * Nothing here is thread-safe: a pool and its tables belong to one thread at a time
  * (the engine's caller, or the scheduler's loop thread). */
 #ifndef SD_KV_H
@@ -44,11 +63,29 @@ extern "C" {
 /* Default rows per block (specdec_scheduler_params.kv_block_tokens). */
 #define SD_KV_DEFAULT_BLOCK_TOKENS 16
 
+/* A pool's prefix cache (see "Prefix cache" above; sd_kv.c owns it). */
+typedef struct sd_kv_prefix {
+    int32_t *ref;         /* [n_blocks] tables holding the block */
+    uint8_t *cached;      /* [n_blocks] 1: the block is in the cache (the index and, while ref is 0, the LRU list) */
+    int32_t *tokens;      /* [n_blocks * block_tokens] a cached block's token ids */
+    uint64_t *key;        /* [n_blocks] a cached block's key (its tokens' and its parent's) */
+    int32_t *parent;      /* [n_blocks] a cached block's parent (-1: the block of rows 0..) */
+    uint32_t *gen;        /* [n_blocks] generation: bumped when the block is evicted */
+    uint32_t *parent_gen; /* [n_blocks] the parent's generation when the block was cached */
+    int32_t *hnext;       /* [n_blocks] bucket chains of cached blocks */
+    int32_t *bucket;      /* [mask + 1] chain heads (-1: empty) */
+    uint32_t mask;
+    int32_t *prev, *next; /* [n_blocks] the LRU list of cached blocks no table holds */
+    int32_t lru_head, lru_tail, n_lru;
+} sd_kv_prefix;
+
 typedef struct sd_kv_pool {
     int32_t block_tokens; /* rows per block, >= 1 */
     int32_t n_blocks;     /* blocks in the pool */
-    int32_t n_free;       /* blocks on the free stack */
-    int32_t *free_ids;    /* [n_blocks] stack of free block ids, top at n_free - 1 */
+    int32_t n_free;       /* blocks a hold can take: the free stack's, and cached blocks no table holds */
+    int32_t *free_ids;    /* [n_blocks] stack of free block ids, top at n_stack - 1 */
+    int32_t n_stack;      /* blocks on the free stack (n_free without a prefix cache) */
+    sd_kv_prefix *prefix; /* NULL: no prefix cache */
 } sd_kv_pool;
 
 /* The id a table holds for a block given back by sd_kv_release (never a pool id). */
@@ -62,6 +99,7 @@ typedef struct sd_kv_table {
     int32_t cap;          /* most blocks: ceil(n_ctx / block_tokens) */
     int32_t n;            /* blocks [0, n) are in the table's numbering */
     int32_t lo;           /* blocks [0, lo) were released; [lo, n) are held (n - lo from the pool) */
+    int32_t shared;       /* blocks [0, shared) are in the pool's prefix cache: never written */
 } sd_kv_table;
 
 /* Blocks needed for `rows` rows (rows <= 0: none). */
@@ -86,7 +124,8 @@ void sd_kv_table_free(sd_kv_table *t);
  * blocks (then nothing is taken). */
 specdec_status sd_kv_hold(sd_kv_table *t, sd_kv_pool *pool, int32_t rows, sd_errbuf *eb);
 
-/* Give the held blocks beyond rows [0, rows) back to the pool (rows >= held: nothing);
+/* Give the held blocks beyond rows [0, rows) back to the pool (rows >= held: nothing;
+ * with a prefix cache a shared block goes back when its last table gives it back);
  * released blocks stay released. rows <= 0: the table starts over empty (lo = n = 0).
  * (A cut inside the released rows, 0 < rows <= the first held row, leaves no block
  * held and those rows released: the runner refuses such truncations, see above.) */
@@ -96,6 +135,24 @@ void sd_kv_trim(sd_kv_table *t, sd_kv_pool *pool, int32_t rows);
  * their ids replaced by SD_KV_RELEASED; returns how many. Never the block of row n*bt-1
  * or later (row is capped at the table's end). */
 int32_t sd_kv_release(sd_kv_table *t, sd_kv_pool *pool, int32_t row);
+
+/* ---- prefix cache (see "Prefix cache" above) ------------------------------------------
+ * Give the pool a prefix cache: only while every block is free (INVALID_ARGUMENT
+ * otherwise, nothing changed); OUT_OF_MEMORY. Freed with the pool. */
+specdec_status sd_kv_prefix_enable(sd_kv_pool *pool, sd_errbuf *eb);
+/* For an empty table (n == 0; else nothing): attach the longest run of cached blocks
+ * holding tokens[0 .. k * block_tokens) for k * block_tokens <= rows; returns the rows
+ * attached (k * block_tokens; 0 without a prefix cache). The table then holds k blocks,
+ * all shared. */
+int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows);
+/* The table's rows [0, rows) hold tokens[0 .. rows) (computed, never to be rewritten):
+ * cache its full blocks among them, in order from its first unshared one. A block whose
+ * rows another cached block already holds is swapped for that one (this table's copy
+ * goes back to the pool), so equal prefixes end up in one copy. Returns the table's
+ * shared blocks (0 without a prefix cache). */
+int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows);
+/* Cached blocks no table holds (free to evict; counted in n_free). */
+static inline int32_t sd_kv_cached(const sd_kv_pool *pool) { return pool->prefix ? pool->prefix->n_lru : 0; }
 
 /* Blocks t takes from the pool now. */
 static inline int32_t sd_kv_held(const sd_kv_table *t) { return t->n - t->lo; }

@@ -92,7 +92,16 @@ static specdec_status round_prefill_rows(sd_round *rd, sd_runner *t, const sd_ro
     return SPECDEC_OK;
 }
 
+/* After a prefill: the prompt's rows of t (and d) are final; the pools may cache them. */
+static specdec_status round_publish(const sd_round_seq *s, sd_runner *t, sd_runner *d) {
+    if (!s->prefix_cache || s->length <= 1) return SPECDEC_OK;
+    sd_runner_prefix_publish(t, s->tokens, s->length - 1);
+    if (d) sd_runner_prefix_publish(d, s->tokens, s->length - 1);
+    return SPECDEC_OK;
+}
+
 specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
+    if (s) s->prefix_queried = s->prefix_hit = 0;
     if (rd->device_lost) return sd_fail(&rd->err, SPECDEC_ERR_DEVICE_LOST, "round: the device was lost earlier");
     sd_runner *t = s ? seq_target(rd, s) : NULL, *d = s ? seq_draft(rd, s) : NULL;
     if (!s || s->length < 1 || !t || !s->tokens)
@@ -106,17 +115,25 @@ specdec_status sd_round_begin(sd_round *rd, sd_round_seq *s) {
     sd_runner_truncate(t, 0);
     if (d) sd_runner_truncate(d, 0);
     if (s->prompt_rows && s->length > 1 && !round_prompt_buf(rd, t)) return SPECDEC_ERR_OUT_OF_MEMORY;
-    if (s->length > 1 && !hidden) {
+    const int32_t n = s->length - 1;
+    if (s->prefix_cache && n > 0 && !hidden && !s->prompt_rows) {
+        s->prefix_queried = n;
+        s->prefix_hit = sd_runner_prefix_attach(t, s->tokens, n);
+    }
+    if (n > s->prefix_hit && !hidden) {
+        const int32_t from = s->prefix_hit;
         const specdec_status st = s->prompt_rows ? round_prefill_rows(rd, t, s)
-                                                 : sd_runner_forward_chunked(t, s->tokens, s->length - 1, 0, NULL);
+                                                 : sd_runner_forward_chunked(t, s->tokens + from, n - from, from, NULL);
         if (st != SPECDEC_OK) return round_runner_fail(rd, st, "target prefill", t);
     }
-    if (!s->drafter || !s->drafter->ops->begin) return SPECDEC_OK;
+    if (!s->drafter || !s->drafter->ops->begin) return round_publish(s, t, NULL);
+    /* a model drafter prefills its runner from what it holds (core/sd_drafter_model.c) */
+    if (s->prefix_cache && n > 0 && d && runner_drafter(s->drafter) && !hidden) (void)sd_runner_prefix_attach(d, s->tokens, n);
     s->prompt_buf = s->prompt_rows && hidden ? rd->prompt_buf : NULL;
     const specdec_status st = s->drafter->ops->begin(s->drafter, d, s, &rd->err);
     s->prompt_buf = NULL;
     if (st == SPECDEC_ERR_DEVICE_LOST) rd->device_lost = 1;
-    return st;
+    return st == SPECDEC_OK ? round_publish(s, t, runner_drafter(s->drafter) && !hidden ? d : NULL) : st;
 }
 
 specdec_status sd_round_settle(sd_round *rd, sd_round_seq *s, int32_t length) {

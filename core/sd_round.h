@@ -170,6 +170,12 @@ struct sd_round_seq {
     sd_round_prompt_fn prompt_rows;
     void *prompt_ctx;
     float *prompt_buf;
+    /* prefix cache (core/sd_runner.h "Prefix cache"): 1 = begin takes the cached rows of the
+     * prompt's prefix from the runners' pools (the target's unless prompt_rows is set or the
+     * drafter reads the target's hidden states; a model drafter's) and publishes the rows it
+     * computed; prefix_queried / prefix_hit: the target's prompt rows begin looked up / took */
+    int32_t prefix_cache;
+    int32_t prefix_queried, prefix_hit;
     /* results of the last round */
     int32_t depth;                    /* the depth the round ran (<= shape.depth; 0: a plain step) */
     int32_t n_accepted;               /* accepted draft tokens (path length), 0..depth */

@@ -9,6 +9,12 @@
 static specdec_status window_fail(const sd_runner *r, int32_t len, const char *what, sd_errbuf *eb) {
     const int32_t min = sd_runner_min_len(r);
     if (len <= 0 || len >= min) return SPECDEC_OK;
+    const int32_t shared = r->kv.shared * r->group->pool.block_tokens;
+    if (len < shared)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "%s to %d: rows below %d are shared with other sequences through the prefix cache (go back to "
+                       "0 or to >= %d)",
+                       what, (int)len, (int)shared, (int)min);
     return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
                    "%s to %d: rows below %d were released by the sliding window of %d (go back to 0 or to >= %d)", what,
                    (int)len, (int)sd_kv_first_row(&r->kv, r->group->pool.block_tokens), (int)r->group->kv_window,
@@ -33,6 +39,30 @@ specdec_status sd_runner_group_set_window(sd_runner_group *g, int32_t window, sd
                        !g ? "for a NULL group" : window < 0 ? "(must be >= 0)" : "set after runners were added");
     g->kv_window = window;
     return SPECDEC_OK;
+}
+
+specdec_status sd_runner_group_enable_prefix(sd_runner_group *g, sd_errbuf *eb) {
+    if (!g || g->n_runners > 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "runner group: prefix cache %s",
+                       !g ? "for a NULL group" : "enabled after runners were added");
+    if (g->kv_window > 0)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
+                       "runner group: no prefix cache for a model whose every layer slides (window %d): its sequences "
+                       "give their first blocks back",
+                       (int)g->kv_window);
+    return sd_kv_prefix_enable(&g->pool, eb);
+}
+
+int32_t sd_runner_prefix_attach(sd_runner *r, const int32_t *tokens, int32_t rows) {
+    if (!r->group || !r->group->pool.prefix || r->kv_len != 0 || r->tree.n > 0 || r->kv.n != 0) return 0;
+    if (rows > r->n_ctx) rows = r->n_ctx;
+    r->kv_len = sd_kv_prefix_attach(&r->kv, &r->group->pool, tokens, rows);
+    return r->kv_len;
+}
+
+void sd_runner_prefix_publish(sd_runner *r, const int32_t *tokens, int32_t rows) {
+    if (!r->group || !r->group->pool.prefix || r->tree.n > 0) return;
+    (void)sd_kv_prefix_publish(&r->kv, &r->group->pool, tokens, rows < r->kv_len ? rows : r->kv_len);
 }
 
 specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits_out) {

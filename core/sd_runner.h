@@ -222,8 +222,11 @@ static inline int32_t sd_runner_kv_len(const sd_runner *r) { return r->kv_len; }
 /* The smallest non-zero length the runner can go back to (0: any; see "Sliding-window
  * release"): truncation, forward pos and tree base must be 0 or at least this. */
 static inline int32_t sd_runner_min_len(const sd_runner *r) {
-    if (!r->group || r->group->kv_window <= 0) return 0;
-    return sd_kv_window_min_len(sd_kv_first_row(&r->kv, r->group->pool.block_tokens), r->group->kv_window);
+    if (!r->group) return 0;
+    const int32_t shared = r->kv.shared * r->group->pool.block_tokens; /* "Prefix cache" below */
+    if (r->group->kv_window <= 0) return shared;
+    const int32_t w = sd_kv_window_min_len(sd_kv_first_row(&r->kv, r->group->pool.block_tokens), r->group->kv_window);
+    return w > shared ? w : shared;
 }
 /* INVALID_ARGUMENT (detail in r->err, naming `what`) when the runner cannot go back to
  * len (0 < len < sd_runner_min_len), else OK. */
@@ -252,6 +255,25 @@ specdec_status sd_runner_hold(sd_runner *r, int32_t rows);
 /* Set a group's kv_window (see "Sliding-window release"): window >= 0, only while the
  * group has no runners (else INVALID_ARGUMENT, nothing changed). */
 specdec_status sd_runner_group_set_window(sd_runner_group *g, int32_t window, sd_errbuf *eb);
+
+/* Prefix cache (core/sd_kv.h "Prefix cache"; the scheduler's, specdec_prefix_cache).
+ * sd_runner_group_enable_prefix gives the group's pool one: only for a group with
+ * kv_window 0 (windowed sequences give their first blocks back) and no runners yet
+ * (INVALID_ARGUMENT / UNSUPPORTED otherwise, nothing changed).
+ * sd_runner_prefix_attach(r, tokens, rows): for an empty grouped runner (kv_len 0, no
+ * tree), take the cached blocks of the longest block-aligned prefix of tokens[0..rows):
+ * returns the rows taken, now r's kv_len (0: none, or no prefix cache). Their rows are
+ * bitwise what r would have computed (batch-invariant kernels: a row depends on its
+ * token and the rows before it, not on the pass that computed it).
+ * sd_runner_prefix_publish(r, tokens, rows): r's rows [0, min(rows, kv_len)) hold
+ * tokens[0..) and are final (a prefill's, or a finished sequence's): cache its full
+ * blocks among them (no-op without a prefix cache or during a tree).
+ * Shared blocks are never rewritten: sd_runner_min_len is at least the rows of the
+ * runner's shared blocks, so truncations and forwards below them (but to 0) fail with
+ * INVALID_ARGUMENT like those below a released window. */
+specdec_status sd_runner_group_enable_prefix(sd_runner_group *g, sd_errbuf *eb);
+int32_t sd_runner_prefix_attach(sd_runner *r, const int32_t *tokens, int32_t rows);
+void sd_runner_prefix_publish(sd_runner *r, const int32_t *tokens, int32_t rows);
 
 /* A new sequence in group g (g->vt->add_runner; the detail in eb on failure). */
 specdec_status sd_runner_group_add(sd_runner_group *g, sd_runner **out, sd_errbuf *eb);

@@ -688,7 +688,9 @@ typedef struct specdec_scheduler_metrics {
                                                                  per slot, in no pool) */
     /* since 0.4.1 (were reserved[0..2]): the target's prefix cache (specdec_prefix_cache);
      * kv_blocks_used above counts each block once however many sequences share it */
-    int64_t prefix_cache_queries; /* prompt tokens looked up (each begun request: n_prompt - 1) */
+    int64_t prefix_cache_queries; /* prompt tokens looked up (n_prompt - 1 of each begun request the
+                                     cache can serve: not those asking for prompt logprobs, nor
+                                     EAGLE-3 drafting ones) */
     int64_t prefix_cache_hits;    /* of them, tokens whose rows came from the cache */
     int32_t kv_blocks_cached;     /* target blocks only the cache holds now (reusable at once) */
     int32_t draft_kv_blocks_cached; /* the draft model's */

@@ -25,6 +25,7 @@ specdec_status sd_driver_begin(sd_driver *dv, sd_gen *g) {
     g->rs.prompt_rows = NULL; /* prompt log-probabilities: the prefill's alone */
     g->rs.prompt_ctx = NULL;
     g->st->t_prefill_s = sd_gen_now() - g->t_start;
+    g->st->n_cached_prompt = g->rs.prefix_hit;
     if (st != SPECDEC_OK) sd_fail(g->err, st, "%s", sd_round_err(dv->rd));
     g->status = st;
     return st;

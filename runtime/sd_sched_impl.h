@@ -77,6 +77,7 @@ typedef struct sd_sched_seq {
     sd_adapt adapt;
     int64_t counted_tokens, counted_rounds, counted_drafted, counted_accepted; /* in the metrics already */
     int64_t counted_draft_rounds;
+    int counted_prefix;           /* its prefix-cache lookup is in the metrics */
 } sd_sched_seq;
 
 struct specdec_scheduler {
@@ -87,6 +88,8 @@ struct specdec_scheduler {
     specdec_scheduler_params p;
     int32_t n_ctx, n_vocab;
     int has_draft;
+    int prefix_on;                /* the target's group has a prefix cache (specdec_prefix_cache): requests
+                                     take cached prompt rows and leave theirs (docs/BATCHING.md) */
     int head;                     /* the draft is an EAGLE-3 head: each slot's d is a head runner over its
                                      t (its own draft cache, in no pool; gd NULL) */
     sd_gen_env env;

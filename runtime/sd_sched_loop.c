@@ -30,6 +30,7 @@ static void sched_admit(specdec_scheduler *s) {
         q->finished = 0;
         q->counted_tokens = q->counted_rounds = q->counted_drafted = q->counted_accepted = 0;
         q->counted_draft_rounds = 0;
+        q->counted_prefix = 0;
     }
 }
 
@@ -41,6 +42,11 @@ static void sched_count(specdec_scheduler *s, sd_sched_seq *q) {
     if (draft_rounds == 1) /* one round since the last count: its accepted path, by position */
         for (int64_t i = 0; i < accepted && i < SPECDEC_MAX_DRAFT; i++) s->accepted_at[i]++;
     q->counted_draft_rounds = st->n_draft_rounds;
+    if (!q->counted_prefix) {
+        s->m.prefix_cache_queries += q->g.rs.prefix_queried;
+        s->m.prefix_cache_hits += q->g.rs.prefix_hit;
+        q->counted_prefix = 1;
+    }
     s->m.tokens_generated += q->g.n_out - q->counted_tokens;
     s->m.rounds += st->n_rounds - q->counted_rounds;
     s->m.drafted += st->n_drafted - q->counted_drafted;
@@ -51,13 +57,13 @@ static void sched_count(specdec_scheduler *s, sd_sched_seq *q) {
     q->counted_accepted = st->n_accepted;
 }
 
-/* The blocks a slot's cache takes from its group's pool (released ones not counted);
- * per-slot runners: those of its length. */
-static int32_t seq_blocks(const specdec_scheduler *s, const sd_runner *r, const sd_runner_group *g) {
-    return g ? sd_kv_held(&r->kv) : sd_kv_blocks_for(sd_runner_kv_len(r), s->p.kv_block_tokens);
+/* The blocks a slot's per-slot runner would take (those of its length). */
+static int32_t seq_blocks(const specdec_scheduler *s, const sd_runner *r) {
+    return sd_kv_blocks_for(sd_runner_kv_len(r), s->p.kv_block_tokens);
 }
 
-/* Count every running sequence, retire the finished ones, snapshot the KV use. */
+/* Count every running sequence, retire the finished ones, snapshot the KV use: a group's
+ * held blocks (shared ones once), else the slots' own. */
 static void sched_retire(specdec_scheduler *s) {
     int32_t used = 0, dused = 0;
     for (int32_t i = 0; i < s->p.max_active; i++) {
@@ -71,11 +77,13 @@ static void sched_retire(specdec_scheduler *s) {
             q->req = NULL;
             continue;
         }
-        used += seq_blocks(s, q->t, s->gt);
-        if (q->d && !s->head) dused += seq_blocks(s, q->d, s->gd); /* a head's cache is in no pool */
+        if (!s->gt) used += seq_blocks(s, q->t);
+        if (q->d && !s->head && !s->gd) dused += seq_blocks(s, q->d); /* a head's cache is in no pool */
     }
-    s->m.kv_blocks_used = used;
-    s->m.draft_kv_blocks_used = dused;
+    s->m.kv_blocks_used = s->gt ? sd_kv_pool_used(&s->gt->pool) : used;
+    s->m.draft_kv_blocks_used = s->gd ? sd_kv_pool_used(&s->gd->pool) : dused;
+    s->m.kv_blocks_cached = s->gt ? sd_kv_cached(&s->gt->pool) : 0;
+    s->m.draft_kv_blocks_cached = s->gd ? sd_kv_cached(&s->gd->pool) : 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -86,10 +94,14 @@ static void seq_end(specdec_scheduler *s, sd_sched_seq *q, specdec_status st) {
     sd_req *r = q->req;
     sd_gen_finish(&q->g, st, &r->n_out);
     r->outcome = st == SPECDEC_OK && q->g.cancelled && q->g.reason == SPECDEC_STOP_CALLBACK ? SPECDEC_ERR_CANCELLED : st;
+    if (s->prefix_on && st == SPECDEC_OK && q->begun) { /* its rows hold the sequence's tokens: leave them */
+        const int32_t rows = r->n_prompt + r->n_out - 1;
+        sd_runner_prefix_publish(q->t, r->prompt, rows);
+        if (q->d && !s->head) sd_runner_prefix_publish(q->d, r->prompt, rows);
+    }
     sd_runner_truncate(q->t, 0);
     if (q->d) sd_runner_truncate(q->d, 0);
     q->finished = 1;
-    (void)s;
 }
 
 /* A newly admitted request: its generation starts and its prompt is prefilled. */
@@ -100,6 +112,7 @@ static specdec_status seq_begin(specdec_scheduler *s, sd_sched_seq *q) {
     q->g.cancel = &r->cancel;
     q->g.rs.target = q->t;
     q->g.rs.draft = q->d;
+    q->g.rs.prefix_cache = s->prefix_on;
     q->begun = 1;
     return sd_driver_begin(&s->driver, &q->g);
 }

@@ -187,6 +187,9 @@ static specdec_status sd_sched_check_create(const specdec_scheduler_params *p) {
                        (int)p->kv_block_tokens, SD_SCHED_MAX_BLOCK_TOKENS);
     if (p->kv_pool_blocks < 0)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: kv_pool_blocks %d < 0", fn, (int)p->kv_pool_blocks);
+    if (p->prefix_cache < SPECDEC_PREFIX_CACHE_AUTO || p->prefix_cache > SPECDEC_PREFIX_CACHE_ON)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prefix_cache %d is not a specdec_prefix_cache (0..2)", fn,
+                       (int)p->prefix_cache);
     for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
         if (p->reserved_i[i]) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved_i[%zu] != 0", fn, i);
     for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
@@ -254,6 +257,20 @@ static specdec_status sd_sched_alloc(specdec_scheduler *s) {
     return SPECDEC_OK;
 }
 
+/* The prefix cache of one model's group g (NULL: per-slot runners) as p.prefix_cache asks
+ * (specdec_prefix_cache): AUTO where the group can cache, ON or UNSUPPORTED, OFF never. */
+static specdec_status sd_sched_prefix(specdec_scheduler *s, sd_runner_group *g, int draft, sd_errbuf *eb) {
+    if (s->p.prefix_cache == SPECDEC_PREFIX_CACHE_OFF) return SPECDEC_OK;
+    specdec_status st = g ? sd_runner_group_enable_prefix(g, eb)
+                          : sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "no prefix cache without runner groups");
+    if (st == SPECDEC_ERR_UNSUPPORTED && (s->p.prefix_cache == SPECDEC_PREFIX_CACHE_AUTO || draft)) {
+        sd_err_clear(eb); /* AUTO: off here; a draft model without one only prefills its whole prompt */
+        return SPECDEC_OK;
+    }
+    if (st == SPECDEC_OK && !draft) s->prefix_on = 1;
+    return st;
+}
+
 /* One model's caches for every slot: runners of one group (*g), or where the backend
  * has no groups (CUDA for now) a runner of its own per slot (*g NULL). */
 static specdec_status sd_sched_make_model(specdec_scheduler *s, const specdec_model *m, const sd_engine_plan *plan,
@@ -269,6 +286,7 @@ static specdec_status sd_sched_make_model(specdec_scheduler *s, const specdec_mo
     }
     const int per_slot = st == SPECDEC_ERR_UNSUPPORTED;
     if (per_slot) st = SPECDEC_OK;
+    if (st == SPECDEC_OK) st = sd_sched_prefix(s, per_slot ? NULL : *g, draft, &eb);
     for (int32_t i = 0; i < s->p.max_active && st == SPECDEC_OK; i++) {
         sd_runner **r = draft ? &s->seqs[i].d : &s->seqs[i].t;
         st = per_slot ? sd_engine_make_runner(m, *be, &plan->params, plan->n_ctx, plan->max_batch, r, &eb)

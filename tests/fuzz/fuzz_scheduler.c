@@ -5,7 +5,9 @@
  * start-up with tests/checkpoint/ckpt_writer.h, flat layout, capture ids hs[0..2]).
  *
  * Each input is decoded (sd_fuzz_in) into scheduler params (max_active, max_queued, KV
- * block size and a pool from "plenty" down to a few blocks, sometimes out of range),
+ * block size and a pool from "plenty" down to a few blocks, sometimes out of range; the
+ * prefix cache AUTO, ON or OFF: with blocks of 1..16 tokens and short fuzzed prompts,
+ * requests share cached blocks often),
  * engine params (n_ctx; the scheduler's draft: none, the draft model or the EAGLE-3 head)
  * and up to 12 operations: submit (fuzzed prompt, ids sometimes outside the vocabulary,
  * verify mode greedy / match / rejection, n_predict, γ, a tree shape or node budget,
@@ -237,6 +239,8 @@ static int fz_create(sd_fuzz_in *in, fz_state *z, specdec_engine_params *ep) {
     z->sp.max_queued = q == 255 ? 0 : 1 + q % 8;
     z->sp.kv_block_tokens = b == 255 ? 0 : 1 + b % 16;
     z->sp.kv_pool_blocks = p == 255 ? -1 : p < 100 ? 0 : p % 48;
+    z->sp.prefix_cache = (b >> 5) == 6 ? SPECDEC_PREFIX_CACHE_OFF : (b >> 5) == 5 ? SPECDEC_PREFIX_CACHE_ON
+                                                                                    : SPECDEC_PREFIX_CACHE_AUTO;
     *ep = specdec_engine_default_params();
     ep->backend = SPECDEC_BACKEND_CPU;
     ep->n_ctx = 16 + c % 49;
@@ -371,6 +375,10 @@ static void fz_check_metrics(const fz_state *z) {
     if (z->draft_kind == FZ_HEAD) sd_fuzz_require(m.draft_kv_blocks_total == 0); /* the head's cache is in no pool */
     sd_fuzz_require(m.active >= 0 && m.active <= z->sp.max_active && m.queued >= 0 && m.queued <= z->sp.max_queued);
     sd_fuzz_require(m.failed == 0 && m.finished + m.cancelled <= m.submitted && m.submitted == z->accepted);
+    sd_fuzz_require(m.prefix_cache_hits >= 0 && m.prefix_cache_hits <= m.prefix_cache_queries &&
+                    m.kv_blocks_cached >= 0 && m.kv_blocks_cached + m.kv_blocks_used <= m.kv_blocks_total);
+    if (z->sp.prefix_cache == SPECDEC_PREFIX_CACHE_OFF)
+        sd_fuzz_require(m.prefix_cache_queries == 0 && m.kv_blocks_cached == 0);
 }
 
 static void fz_op_submit(sd_fuzz_in *in, fz_state *z) {
@@ -468,7 +476,7 @@ static int fz_lp_equal(const fz_lp *a, const fz_lp *b) {
 }
 
 /* r against the reference (want[0..n), records ref): tokens, records, the stop. */
-static void fz_check_request(const fz_req *r, const int32_t *want, int32_t n, const fz_lp_log *ref,
+static void fz_check_request(const fz_state *z, const fz_req *r, const int32_t *want, int32_t n, const fz_lp_log *ref,
                              const specdec_stats *ref_stats) {
     sd_fuzz_require(r->outcome == SPECDEC_OK || r->outcome == SPECDEC_ERR_CANCELLED);
     sd_fuzz_require(r->n_out <= n && memcmp(r->out, want, (size_t)r->n_out * sizeof(int32_t)) == 0);
@@ -491,6 +499,10 @@ static void fz_check_request(const fz_req *r, const int32_t *want, int32_t n, co
     sd_fuzz_require(r->n_out == (cut ? stop : n) && r->stats.n_generated == r->n_out);
     if (cut && stop < n) sd_fuzz_require(r->stats.stop_reason == SPECDEC_STOP_CALLBACK);
     sd_fuzz_require(r->stats.draft_method == ref_stats->draft_method);
+    /* cached prompt rows: whole blocks of the first n_prompt - 1 tokens, none with prompt logprobs */
+    const int64_t c = r->stats.n_cached_prompt;
+    sd_fuzz_require(c >= 0 && c <= r->n_prompt - 1 && c % z->sp.kv_block_tokens == 0 && ref_stats->n_cached_prompt == 0);
+    sd_fuzz_require(c == 0 || (r->gp.prompt_logprobs == 0 && z->sp.prefix_cache != SPECDEC_PREFIX_CACHE_OFF));
 }
 
 /* r's sequence (prompt, then its tokens) equals q's over positions [0, pos)? */
@@ -532,7 +544,7 @@ static void fz_check_results(fz_state *z, const specdec_engine_params *ep) {
         int32_t want[FMAX_PREDICT], plain[FMAX_PREDICT];
         specdec_stats st, st_plain;
         const int32_t n = fz_reference(ref, r, 0, want, &lp, &st);
-        fz_check_request(r, want, n, &lp, &st);
+        fz_check_request(z, r, want, n, &lp, &st);
         if (r->gp.verify == SPECDEC_VERIFY_REJECTION || st.draft_method == SPECDEC_DRAFT_NONE) continue;
         /* greedy and match: plain decoding's tokens and records, whoever drafted (nothing
          * drafted: the reference was plain decoding) */

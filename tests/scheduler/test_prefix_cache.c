@@ -1,0 +1,332 @@
+/* test_prefix_cache.c — the scheduler's automatic prefix cache (specdec_prefix_cache,
+ * docs/BATCHING.md "Prefix cache") on the bundled pair: outputs stay exactly what
+ * specdec_generate alone gives, and the cache is used as documented.
+ *   1. AUTO (the default): request 0 (a long shared system text + a question) alone,
+ *      then a wave of 7 requests, the same system text with other questions and request
+ *      0 again, in every mode that reproduces (greedy chains, match sampling, fixed-seed
+ *      rejection, n-gram drafts, a draft tree, plain seeded sampling), then a second turn
+ *      (request 0's prompt + its output + more). Every output and its speculative
+ *      statistics equal the reference. n_cached_prompt: 0 for the first request; for the
+ *      others a multiple of the block size, at most their n_prompt - 1, at least the
+ *      full blocks they share with request 0's prompt + output (the second turn: beyond
+ *      the first prompt, so a finished request's output rows are reused); the metrics'
+ *      queries and hits are the sums of n_prompt - 1 and n_cached_prompt; finished
+ *      requests leave cached blocks (kv_blocks_cached > 0, kv_blocks_used 0).
+ *   2. OFF: the same requests, the same outputs, nothing cached, metrics 0.
+ *   3. A pool of 40 blocks of 8 tokens: 24 requests over 4 system texts (blocks are
+ *      evicted and reused all the time): every output equals its reference; some hits.
+ *   4. A request asking for prompt log-probabilities takes nothing from the cache (it
+ *      needs the prompt's logits) and its records equal the reference's.
+ *   5. Parameters: ON works with the bundled pair; prefix_cache 3 is INVALID_ARGUMENT;
+ *      ON with a model whose every layer slides (tests/models/fixtures/mistral_window) is
+ *      UNSUPPORTED, AUTO there runs without the cache.
+ * Under the sanitizers (ctest passes N_EVICT = 8 and `quick`) part 3 runs 8 requests and
+ * part 2 is left out.
+ * Usage: test_prefix_cache [--cuda] TARGET_DIR DRAFT_DIR FIXTURES_DIR [N_EVICT (<= 24) [quick]] */
+#define _POSIX_C_SOURCE 200809L
+#include "sched_common.h"
+
+#define N_PREDICT 24
+#define MAX_PROMPT 256
+#define MAX_LP (MAX_PROMPT + N_PREDICT)
+#define MAX_REQ 24
+#define BT 16
+
+static const char *const SYSTEMS[] = {
+    "And the LORD spake unto Moses, saying, Speak unto the children of Israel, and say unto them, When any man of "
+    "you bring an offering unto the LORD, ye shall bring your offering of the cattle, even of the herd, and of the "
+    "flock. ",
+    "In the beginning was the Word, and the Word was with God, and the Word was God. The same was in the beginning "
+    "with God. All things were made by him; and without him was not any thing made that was made. ",
+    "Blessed is the man that walketh not in the counsel of the ungodly, nor standeth in the way of sinners, nor "
+    "sitteth in the seat of the scornful. But his delight is in the law of the LORD. ",
+    "The LORD is my shepherd; I shall not want. He maketh me to lie down in green pastures: he leadeth me beside the "
+    "still waters. He restoreth my soul. ",
+};
+
+typedef struct req {
+    int32_t prompt[MAX_PROMPT], n_prompt;
+    specdec_generate_params gp;
+    int32_t ref[N_PREDICT], n_ref, out[N_PREDICT], n_out;
+    specdec_stats ref_st, st;
+    specdec_request_id id;
+} req;
+
+/* Request params by kind (all reproducible across batching). */
+static specdec_generate_params kind_params(int kind, uint64_t seed) {
+    specdec_generate_params gp = sc_params(kind == 1 ? 1 : 0, seed, N_PREDICT, 4);
+    if (kind == 2 || kind == 5) { /* fixed-seed rejection sampling (fixed γ) */
+        gp.temperature = 0.9f;
+        gp.verify = SPECDEC_VERIFY_REJECTION;
+        gp.seed = seed;
+        gp.n_draft = 3;
+    }
+    if (kind == 3) { /* decisions reproducible run to run (MEASURED follows timings) */
+        gp.draft_method = SPECDEC_DRAFT_NGRAM;
+        gp.ngram_cost = SPECDEC_NGRAM_COST_OFF;
+    }
+    if (kind == 4) {
+        const int32_t widths[2] = {2, 2};
+        SD_CHECK(specdec_generate_params_set_tree(&gp, widths, 2) == SPECDEC_OK, "tree: %s", specdec_last_error());
+    }
+    if (kind == 5) {
+        gp.draft_method = SPECDEC_DRAFT_NONE;
+        gp.n_draft = 0;
+    }
+    return gp;
+}
+
+static int make_req(sc_env *e, req *r, const char *sys, const char *question, int kind, uint64_t seed) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", sys, question);
+    memset(r, 0, sizeof *r);
+    r->n_prompt = sc_encode(e, text, r->prompt, MAX_PROMPT);
+    r->gp = kind_params(kind, seed);
+    r->n_ref = r->n_prompt > 0 ? sc_reference(e, r->prompt, r->n_prompt, &r->gp, r->ref, N_PREDICT, &r->ref_st) : -1;
+    SD_CHECK(r->n_prompt > 0 && r->n_ref > 0, "request %s: prompt %d, reference %d", question, r->n_prompt, r->n_ref);
+    return r->n_ref > 0 ? 0 : 1;
+}
+
+static specdec_scheduler *make_sched(const sc_env *e, int32_t prefix, int32_t max_active, int32_t bt, int32_t blocks) {
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = max_active;
+    sp.kv_block_tokens = bt;
+    sp.kv_pool_blocks = blocks;
+    sp.prefix_cache = prefix;
+    specdec_scheduler *s = NULL;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_OK, "scheduler: %s",
+             specdec_last_error());
+    return s;
+}
+
+static void submit(specdec_scheduler *s, req *r) {
+    SD_CHECK(specdec_scheduler_submit(s, r->prompt, r->n_prompt, &r->gp, &r->id) == SPECDEC_OK, "submit: %s",
+             specdec_scheduler_last_error(s));
+}
+
+/* Wait for r and compare with its reference: tokens and speculative statistics. */
+static void collect(specdec_scheduler *s, req *r, const char *what) {
+    specdec_status outcome = SPECDEC_OK;
+    SD_CHECK(specdec_scheduler_wait(s, r->id, -1, r->out, N_PREDICT, &r->n_out, &r->st, &outcome) == SPECDEC_OK &&
+                 outcome == SPECDEC_OK,
+             "%s: wait (%s)", what, specdec_scheduler_last_error(s));
+    SD_CHECK(r->n_out == r->n_ref && sc_same(r->out, r->ref, r->n_out), "%s: tokens equal the reference (%d vs %d)",
+             what, r->n_out, r->n_ref);
+    SD_CHECK(r->st.n_rounds == r->ref_st.n_rounds && r->st.n_drafted == r->ref_st.n_drafted &&
+                 r->st.n_accepted == r->ref_st.n_accepted && r->st.stop_reason == r->ref_st.stop_reason,
+             "%s: statistics equal (rounds %lld/%lld accepted %lld/%lld)", what, (long long)r->st.n_rounds,
+             (long long)r->ref_st.n_rounds, (long long)r->st.n_accepted, (long long)r->ref_st.n_accepted);
+    SD_CHECK(r->ref_st.n_cached_prompt == 0, "specdec_generate never reports cached prompt tokens");
+}
+
+/* Rows of a's first `limit` tokens that b starts with, in whole blocks. */
+static int32_t common_blocks(const int32_t *a, int32_t na, const int32_t *b, int32_t nb, int32_t limit, int32_t bt) {
+    int32_t k = 0;
+    while (k < na && k < nb && k < limit && a[k] == b[k]) k++;
+    return k / bt * bt;
+}
+
+/* ---- 1 and 2 ------------------------------------------------------------------------- */
+#define WAVE 7
+/* Long questions that diverge inside full blocks, after a few equal words. */
+static const char *const QUESTIONS[WAVE] = {
+    "And God said unto Noah, The end of all flesh is come before me; for the earth is filled with violence",
+    "And God said unto Moses, I AM THAT I AM: and he said, Thus shalt thou say unto the children of Israel",
+    "And God said unto Jacob, Arise, go up to Bethel, and dwell there: and make there an altar unto God",
+    "Then answered Jesus and said unto them, Verily, verily, I say unto you, The Son can do nothing of himself",
+    "Then answered Peter and said unto him, Behold, we have forsaken all, and followed thee",
+    "And it came to pass, when the king heard the words of the law, that he rent his clothes",
+    "And God said unto Noah, The end of all flesh is come before me; for the earth is filled with violence"};
+
+static void waves(sc_env *e, int32_t prefix) {
+    const int on = prefix != SPECDEC_PREFIX_CACHE_OFF;
+    const char *tag = on ? "AUTO" : "OFF";
+    static req r[WAVE + 2];
+    if (make_req(e, &r[0], SYSTEMS[0], QUESTIONS[0], 0, 1)) return;
+    for (int i = 1; i <= WAVE; i++)
+        if (make_req(e, &r[i], SYSTEMS[0], QUESTIONS[i - 1], i == WAVE ? 0 : i % 6, 100 + i)) return;
+    specdec_scheduler *s = make_sched(e, prefix, 8, BT, 0);
+    if (!s) return;
+    submit(s, &r[0]);
+    collect(s, &r[0], "first");
+    SD_CHECK(r[0].st.n_cached_prompt == 0, "%s: the first request finds nothing (%lld)", tag,
+             (long long)r[0].st.n_cached_prompt);
+    specdec_scheduler_metrics m;
+    SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK, "metrics");
+    SD_CHECK(on ? (m.kv_blocks_cached > 0 && m.kv_blocks_used == 0 && m.draft_kv_blocks_cached > 0)
+                : m.kv_blocks_cached == 0,
+             "%s: after one request: %d blocks cached (draft %d), %d used", tag, m.kv_blocks_cached,
+             m.draft_kv_blocks_cached, m.kv_blocks_used);
+    /* request 0's whole sequence, whose full blocks are cached now */
+    int32_t seq0[MAX_PROMPT + N_PREDICT];
+    memcpy(seq0, r[0].prompt, (size_t)r[0].n_prompt * sizeof(int32_t));
+    memcpy(seq0 + r[0].n_prompt, r[0].out, (size_t)r[0].n_out * sizeof(int32_t));
+    const int32_t n_seq0 = r[0].n_prompt + r[0].n_out;
+    /* the second turn: request 0's sequence, then more */
+    req *turn = &r[WAVE + 1];
+    memset(turn, 0, sizeof *turn);
+    memcpy(turn->prompt, seq0, (size_t)n_seq0 * sizeof(int32_t));
+    const int32_t more = sc_encode(e, "And Moses said", turn->prompt + n_seq0, MAX_PROMPT - n_seq0);
+    SD_CHECK(more >= 2, "encode");
+    memmove(turn->prompt + n_seq0, turn->prompt + n_seq0 + 1, (size_t)(more - 1) * sizeof(int32_t)); /* its BOS */
+    turn->n_prompt = n_seq0 + more - 1;
+    turn->gp = kind_params(0, 7);
+    turn->n_ref = sc_reference(e, turn->prompt, turn->n_prompt, &turn->gp, turn->ref, N_PREDICT, &turn->ref_st);
+    for (int i = 1; i <= WAVE + 1; i++) submit(s, &r[i]);
+    int64_t queries = r[0].n_prompt - 1, hits = r[0].st.n_cached_prompt;
+    for (int i = 1; i <= WAVE + 1; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s request %d", tag, i);
+        collect(s, &r[i], what);
+        const int64_t c = r[i].st.n_cached_prompt;
+        const int32_t lo = common_blocks(seq0, n_seq0 - 1, r[i].prompt, r[i].n_prompt, r[i].n_prompt - 1, BT);
+        SD_CHECK(on ? (c % BT == 0 && c <= r[i].n_prompt - 1 && c >= lo) : c == 0,
+                 "%s: %lld cached prompt tokens (n_prompt %d; shares %d rows in blocks with request 0)", what,
+                 (long long)c, r[i].n_prompt, lo);
+        queries += r[i].n_prompt - 1;
+        hits += c;
+    }
+    SD_CHECK(!on || turn->st.n_cached_prompt > (r[0].n_prompt - 1) / BT * BT,
+             "the second turn reuses request 0's output rows too (%lld cached, its prompt had %d)",
+             (long long)turn->st.n_cached_prompt, r[0].n_prompt);
+    SD_CHECK(!on || r[1].st.n_cached_prompt >= 48, "a shared system text of %d tokens is reused (%lld)", r[1].n_prompt,
+             (long long)r[1].st.n_cached_prompt);
+    SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK, "metrics");
+    SD_CHECK(m.prefix_cache_queries == (on ? queries : 0) && m.prefix_cache_hits == (on ? hits : 0),
+             "%s: metrics queries %lld (want %lld), hits %lld (want %lld)", tag, (long long)m.prefix_cache_queries,
+             (long long)(on ? queries : 0), (long long)m.prefix_cache_hits, (long long)(on ? hits : 0));
+    printf("%s: %lld of %lld prompt tokens from the cache\n", tag, (long long)hits, (long long)queries);
+    specdec_scheduler_free(s);
+}
+
+/* ---- 3. eviction ------------------------------------------------------------------------ */
+static void eviction(sc_env *e, int n_req) {
+    static req r[MAX_REQ];
+    uint64_t rs = 99;
+    for (int i = 0; i < n_req; i++)
+        if (make_req(e, &r[i], SYSTEMS[sc_rand_int(&rs, 0, 3)], QUESTIONS[sc_rand_int(&rs, 0, WAVE - 1)],
+                     sc_rand_int(&rs, 0, 5), 1000 + i))
+            return;
+    specdec_scheduler *s = make_sched(e, SPECDEC_PREFIX_CACHE_AUTO, 3, 8, 40);
+    if (!s) return;
+    for (int i = 0; i < n_req; i++) submit(s, &r[i]);
+    int64_t hits = 0;
+    for (int i = 0; i < n_req; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "small pool, request %d", i);
+        collect(s, &r[i], what);
+        hits += r[i].st.n_cached_prompt;
+    }
+    specdec_scheduler_metrics m;
+    SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK && m.kv_blocks_cached <= m.kv_blocks_total &&
+                 m.kv_blocks_used == 0,
+             "small pool: %d cached of %d", m.kv_blocks_cached, m.kv_blocks_total);
+    SD_CHECK(hits > 0 && m.prefix_cache_hits == hits, "small pool: %lld tokens from the cache (metrics %lld)",
+             (long long)hits, (long long)m.prefix_cache_hits);
+    printf("small pool: %lld prompt tokens from the cache over %d requests\n", (long long)hits, n_req);
+    specdec_scheduler_free(s);
+}
+
+/* ---- 4. prompt log-probabilities ------------------------------------------------------- */
+typedef struct lp_rec {
+    int32_t n;
+    float lp[MAX_LP];
+} lp_rec;
+
+static int on_lp(void *ud, const specdec_token_logprobs *rec) {
+    lp_rec *l = ud;
+    if (l->n < MAX_LP) l->lp[l->n++] = rec->logprob;
+    return 0;
+}
+
+static void prompt_logprobs(sc_env *e) {
+    req r;
+    if (make_req(e, &r, SYSTEMS[1], QUESTIONS[2], 0, 5)) return;
+    lp_rec ref = {0}, got = {0};
+    specdec_generate_params gp = r.gp;
+    gp.prompt_logprobs = 1;
+    gp.logprob_callback = on_lp;
+    gp.logprob_user_data = &ref;
+    int32_t n = 0;
+    specdec_stats st;
+    SD_CHECK(specdec_generate(e->ref, r.prompt, r.n_prompt, &gp, r.ref, N_PREDICT, &n, &st) == SPECDEC_OK,
+             "reference with prompt logprobs");
+    specdec_scheduler *s = make_sched(e, SPECDEC_PREFIX_CACHE_AUTO, 2, BT, 0);
+    if (!s) return;
+    submit(s, &r); /* the same prompt without logprobs first: its blocks get cached */
+    collect(s, &r, "before prompt logprobs");
+    r.gp = gp;
+    r.gp.logprob_user_data = &got;
+    submit(s, &r);
+    collect(s, &r, "prompt logprobs");
+    SD_CHECK(r.st.n_cached_prompt == 0, "prompt logprobs: nothing from the cache (%lld)",
+             (long long)r.st.n_cached_prompt);
+    SD_CHECK(got.n >= r.n_prompt - 1 && got.n == ref.n && memcmp(got.lp, ref.lp, (size_t)got.n * sizeof(float)) == 0,
+             "prompt logprobs: %d records, bitwise the reference's %d", got.n, ref.n);
+    specdec_scheduler_free(s);
+}
+
+/* ---- 5. parameters ---------------------------------------------------------------------- */
+static void params(sc_env *e, const char *fx) {
+    specdec_scheduler *s = make_sched(e, SPECDEC_PREFIX_CACHE_ON, 2, BT, 0);
+    specdec_scheduler_free(s);
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.prefix_cache = 3;
+    s = NULL;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_ERR_INVALID_ARGUMENT && !s &&
+                 strstr(specdec_last_error(), "prefix_cache"),
+             "prefix_cache 3: %s", specdec_last_error());
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/mistral_window", fx);
+    specdec_model *w = NULL;
+    SD_CHECK(specdec_model_load(dir, NULL, &w) == SPECDEC_OK, "load %s: %s", dir, specdec_last_error());
+    if (!w) return;
+    sp.prefix_cache = SPECDEC_PREFIX_CACHE_ON;
+    sp.max_active = 2;
+    SD_CHECK(specdec_scheduler_create(w, NULL, &ep, &sp, &s) == SPECDEC_ERR_UNSUPPORTED && !s &&
+                 strstr(specdec_last_error(), "slides"),
+             "ON, every layer sliding: %s", specdec_last_error());
+    sp.prefix_cache = SPECDEC_PREFIX_CACHE_AUTO;
+    SD_CHECK(specdec_scheduler_create(w, NULL, &ep, &sp, &s) == SPECDEC_OK, "AUTO, sliding: %s", specdec_last_error());
+    int32_t prompt[40], out[4], n = 0;
+    for (int i = 0; i < 40; i++) prompt[i] = 3 + i % 50;
+    specdec_generate_params gp = sc_params(0, 0, 4, 0);
+    for (int k = 0; s && k < 2; k++) {
+        specdec_request_id id = 0;
+        specdec_stats st;
+        specdec_status outcome = SPECDEC_OK;
+        SD_CHECK(specdec_scheduler_submit(s, prompt, 40, &gp, &id) == SPECDEC_OK &&
+                     specdec_scheduler_wait(s, id, -1, out, 4, &n, &st, &outcome) == SPECDEC_OK && outcome == SPECDEC_OK,
+                 "windowed request %d", k);
+        SD_CHECK(st.n_cached_prompt == 0, "windowed: nothing cached (%lld)", (long long)st.n_cached_prompt);
+    }
+    specdec_scheduler_free(s);
+    specdec_model_free(w);
+}
+
+int main(int argc, char **argv) {
+    const int cuda = sc_backend_arg(argc, argv);
+    if (cuda < 0) return sd_test_skip("no CUDA device");
+    argv += cuda;
+    argc -= cuda;
+    if (argc < 4) {
+        fprintf(stderr, "usage: test_prefix_cache [--cuda] TARGET_DIR DRAFT_DIR FIXTURES_DIR\n");
+        return 2;
+    }
+    const int n_evict = argc > 4 ? atoi(argv[4]) : MAX_REQ, quick = argc > 5 && !strcmp(argv[5], "quick");
+    if (n_evict < 1 || n_evict > MAX_REQ) {
+        fprintf(stderr, "N_EVICT %s outside [1, %d]\n", argv[4], MAX_REQ);
+        return 2;
+    }
+    sc_env e;
+    if (sc_env_load(&e, argv[1], argv[2])) return 1;
+    waves(&e, SPECDEC_PREFIX_CACHE_AUTO);
+    if (!quick) waves(&e, SPECDEC_PREFIX_CACHE_OFF);
+    eviction(&e, n_evict);
+    prompt_logprobs(&e);
+    params(&e, argv[3]);
+    sc_env_free(&e);
+    return sd_test_done();
+}
