@@ -295,8 +295,8 @@ static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
     sd_buf_printf(b, "specdec_kv_blocks_cached{model=\"target\"} %d\nspecdec_kv_blocks_cached{model=\"draft\"} %d\n",
                   (int)s->kv_blocks_cached, (int)s->draft_kv_blocks_cached);
     sd_metric(b, "specdec_prefix_cache_queries_total", "counter",
-              "Prompt tokens looked up in the target's prefix cache (each request begun: its prompt but the last "
-              "token).");
+              "Prompt tokens looked up in the target's prefix cache (of each request begun that it can serve: its "
+              "prompt but the last token).");
     sd_buf_printf(b, "specdec_prefix_cache_queries_total %lld\n", (long long)s->prefix_cache_queries);
     sd_metric(b, "specdec_prefix_cache_hits_total", "counter",
               "Of the prompt tokens looked up, those whose KV came from the prefix cache (not prefilled).");
