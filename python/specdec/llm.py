@@ -120,11 +120,15 @@ class LLM:
     backend: "auto" (CUDA when a device is usable), "cpu" or "cuda". n_ctx: context length (None =
     min(max_position_embeddings, 4096)). max_num_seqs: requests decoded at once. seed: None = every
     request without its own seed gets a random one; an int makes the run reproducible.
+    enable_prefix_caching (vLLM's name): automatic prefix caching, the scheduler's specdec_prefix_cache:
+    None = the library's default (on where the model and backend can cache), True = on (UnsupportedError
+    where they cannot), False = off. A request's RequestOutput.num_cached_tokens says how many of its
+    prompt tokens came from the cache; the outputs are the same either way.
     """
 
     def __init__(self, model: Optional[str] = None, draft: Optional[str] = None,
                  speculative_config: Optional[dict] = None, backend: str = "auto", n_ctx: Optional[int] = None,
-                 max_num_seqs: int = 8, seed: Optional[int] = None):
+                 max_num_seqs: int = 8, seed: Optional[int] = None, enable_prefix_caching: Optional[bool] = None):
         b = self._b = binding()
         self._sched = None
         self._models = []
@@ -146,6 +150,7 @@ class LLM:
         if isinstance(max_num_seqs, bool) or not isinstance(max_num_seqs, int):
             raise InvalidArgumentError(f"LLM(max_num_seqs={max_num_seqs!r}) must be an int")
         sp.max_active = _c_int(max_num_seqs, "max_num_seqs")
+        self._set_prefix_cache(sp, enable_prefix_caching)
         try:
             self.model = target_dir
             self.draft = draft_dir
@@ -156,13 +161,15 @@ class LLM:
             self.tokenizer = Tokenizer(target_dir)
             out = b.ffi.new("specdec_scheduler **")
             b.check(b.lib.specdec_scheduler_create(self._target, self._draft, ep, sp, out), b.lib.specdec_last_error,
-                    f"creating the scheduler (max_num_seqs={max_num_seqs}, n_ctx={n_ctx}, backend={backend!r})")
+                    f"creating the scheduler (max_num_seqs={max_num_seqs}, n_ctx={n_ctx}, backend={backend!r}, "
+                    f"enable_prefix_caching={enable_prefix_caching!r})")
             self._sched = out[0]
         except BaseException:
             self.close()
             raise
         self.n_ctx = int(b.lib.specdec_scheduler_n_ctx(self._sched))
         self.max_num_seqs = max_num_seqs
+        self.enable_prefix_caching = enable_prefix_caching
         self.backend = self._backend_used(ep.backend)
         self._template = self._template_params()
 
@@ -212,6 +219,19 @@ class LLM:
         if method == "eagle3" and draft is None:
             raise InvalidArgumentError("speculative_config method 'eagle3' needs 'model': the EAGLE-3 head's directory")
         return os.fspath(model), (os.fspath(draft) if draft is not None else None)
+
+    def _set_prefix_cache(self, sp, enable) -> None:
+        """specdec_scheduler_params.prefix_cache from enable_prefix_caching: None = AUTO, True = ON, False = OFF."""
+        b = self._b
+        if enable is not None and not isinstance(enable, bool):
+            raise InvalidArgumentError(f"LLM(enable_prefix_caching={enable!r}): True, False or None")
+        if not b.has_field("specdec_scheduler_params", "prefix_cache"):
+            if enable is not None:
+                raise UnsupportedError(f"LLM(enable_prefix_caching={enable!r}): this libspecdec ({b.version}) has no "
+                                       "specdec_scheduler_params.prefix_cache (since 0.4.1)")
+            return
+        mode = "AUTO" if enable is None else "ON" if enable else "OFF"
+        sp.prefix_cache = b.enum_value("specdec_prefix_cache", "SPECDEC_PREFIX_CACHE_" + mode)
 
     def _engine_params(self, backend, n_ctx):
         b = self._b
@@ -568,7 +588,7 @@ class LLM:
                                 finish_reason=finish, stop_reason=reason)
         prompt_logprobs = self._prompt_logprobs(r, finish == "abort")
         return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics,
-                             prompt_logprobs=prompt_logprobs)
+                             prompt_logprobs=prompt_logprobs, num_cached_tokens=int(metrics.get("n_cached_prompt", 0)))
 
     def _text(self, stream, tokens, stops):
         """The streamed text of tokens (the library's streaming decoder, as `specdec generate` prints

@@ -54,7 +54,9 @@ class RequestOutput:
     """One request's result, as vLLM's RequestOutput. prompt_logprobs (SamplingParams.prompt_logprobs = N;
     else None): vLLM's PromptLogprobs, one entry per prompt token: None for the first (no distribution
     precedes it), then {token id: Logprob}, the prompt token first, then the N most likely ids at that
-    position in rank order (N or N + 1 entries), the same record as CompletionOutput.logprobs'."""
+    position in rank order (N or N + 1 entries), the same record as CompletionOutput.logprobs'.
+    num_cached_tokens (vLLM's field): the prompt tokens whose KV came from the prefix cache
+    (LLM(enable_prefix_caching=...); specdec_stats.n_cached_prompt, also metrics.n_cached_prompt)."""
 
     request_id: str
     prompt: Optional[str]
@@ -63,3 +65,4 @@ class RequestOutput:
     finished: bool = True
     metrics: RequestMetrics = field(default_factory=RequestMetrics)
     prompt_logprobs: Optional[Any] = None
+    num_cached_tokens: int = 0

@@ -10,6 +10,12 @@ add up; text mode prints "[i] text"; a failing prompt (an empty line with a toke
 that adds no BOS would be one, but the bundled tokenizer adds BOS, so a prompt made
 too long for the context is used) is reported in its own line with exit code 1 while
 the others complete; usage errors exit 2 with a message.
+Prefix cache (vLLM's --enable-prefix-caching / --no-enable-prefix-caching; default AUTO): a file
+holding one prompt of >= 2 KV blocks (16 tokens each) three times and a short one, --parallel 1 (each
+line begins after the one before ended): by default and with --enable-prefix-caching lines 1 and 2
+report n_cached_prompt > 0 (line 0: 0), with --no-enable-prefix-caching every line 0; the tokens are
+generate's alone either way, greedy and match mode (the exactness claim); the summary's n_prompt and
+n_cached_prompt are the lines' sums; --help lists both options.
 
 Usage: test_cli_batch.py SPECDEC_BIN MODELS_DIR TMPDIR"""
 import json
@@ -84,6 +90,36 @@ lines = [json.loads(x) for x in p.stdout.decode().splitlines() if x.strip()]
 check(len(lines) == 4 and lines[1]["status"].startswith("SPECDEC_ERR_CONTEXT_FULL") and lines[1]["tokens"] == []
       and lines[0]["status"].startswith("SPECDEC_OK") and lines[2]["status"].startswith("SPECDEC_OK")
       and lines[3]["summary"]["failed"] == 1, f"one bad prompt: {lines}")
+
+# Prefix cache: one long prompt three times (line i: seed 11 + i), then a short one.
+LONG = ("And the LORD spake unto Moses, saying, Speak unto the children of Israel, and say unto them, When ye "
+        "be come into the land which I give unto you, then shall the land keep a sabbath unto the LORD.")
+pc_prompts = [LONG, LONG, LONG, "Behold"]
+pc_path = os.path.join(tmp, "prefix_cache.txt")
+with open(pc_path, "w") as f:
+    f.write("\n".join(pc_prompts) + "\n")
+for mode in (["--temp", "0"], ["--verify", "match", "--temp", "0.8"]):
+    common = ["-m", TARGET, "-md", DRAFT, "-n", "12", "--backend", "cpu"] + mode
+    alone = [run(["generate", "-p", p, "--json", "--seed", str(11 + i)] + common, 0) for i, p in enumerate(pc_prompts)]
+    alone = [json.loads(g.stdout)["tokens"] if g.returncode == 0 else None for g in alone]
+    for opt, want_hits in (([], True), (["--enable-prefix-caching"], True), (["--no-enable-prefix-caching"], False)):
+        b = run(["batch", "-f", pc_path, "--parallel", "1", "--json", "--seed", "11"] + opt + common, 0)
+        lines = [json.loads(x) for x in b.stdout.decode().splitlines() if x.strip()]
+        if not lines or "summary" not in lines[-1]:
+            check(False, f"prefix cache {opt} {mode}: no summary: {b.stderr[-300:]!r}")
+            continue
+        cached = [x.get("n_cached_prompt") for x in lines[:-1]]
+        n_long = lines[0]["n_prompt"]
+        ok = cached[0] == 0 and cached[3] == 0 and (all(0 < c <= n_long - 1 for c in cached[1:3]) if want_hits
+                                                     else cached[1:3] == [0, 0])
+        check(n_long >= 33 and ok, f"prefix cache {opt or ['(default)']} {mode}: n_cached_prompt {cached} "
+                                   f"(prompt {n_long} tokens)")
+        check([x["tokens"] for x in lines[:-1]] == alone, f"prefix cache {opt} {mode}: tokens == generate alone")
+        s = lines[-1]["summary"]
+        check(s.get("n_cached_prompt") == sum(c or 0 for c in cached) and
+              s.get("n_prompt") == sum(x["n_prompt"] for x in lines[:-1]), f"prefix cache {opt}: summary {s}")
+h = run(["batch", "--help"], 0).stdout
+check(b"--enable-prefix-caching" in h and b"--no-enable-prefix-caching" in h, "batch --help lists the prefix cache")
 
 for args, rc, word in ((["batch"], 2, b"-f PROMPTS is required"), (["batch", "-f", path, "-p", "x"], 2, b"-p is not"),
                        (["batch", "-f", path, "--parallel", "0"], 2, b"--parallel"),

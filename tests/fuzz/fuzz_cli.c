@@ -96,7 +96,8 @@ static void sd_fcli_tokenize(int argc, char **argv) {
     }
 }
 
-/* batch: generate's options minus -p, plus -f (required) and --parallel in [1, 256]. */
+/* batch: generate's options minus -p, plus -f (required), --parallel in [1, 256] and the prefix
+ * cache's mode (a specdec_prefix_cache). */
 static void sd_fcli_batch(int argc, char **argv) {
     cli_batch_opts o;
     cli_parse_err e;
@@ -109,6 +110,8 @@ static void sd_fcli_batch(int argc, char **argv) {
         sd_fuzz_require(o.gen.prompt == NULL && !o.gen.baseline);
         sd_fuzz_require(specdec_generate_params_validate(&o.gen.gp) == SPECDEC_OK);
         sd_fuzz_require((o.jsonl == 0 || o.jsonl == 1) && (o.progress == 0 || o.progress == 1));
+        sd_fuzz_require(o.prefix_cache == SPECDEC_PREFIX_CACHE_AUTO || o.prefix_cache == SPECDEC_PREFIX_CACHE_ON ||
+                        o.prefix_cache == SPECDEC_PREFIX_CACHE_OFF);
         sd_fuzz_require(!o.gen.target_dir || sd_fcli_in_argv(o.gen.target_dir, argc, argv));
         for (int i = 0; i < o.gen.n_stops; i++) sd_fuzz_require(sd_fcli_in_argv(o.gen.stops[i], argc, argv));
     }

@@ -401,6 +401,8 @@ def cli_seeds():
     put("cli", "any_generate_prompt_logprobs", argv(0, "-p", "x", "--prompt-logprobs", "20", "--logprobs", "0"))
     put("cli", "any_generate_prompt_logprobs_bad", argv(0, "-p", "x", "--prompt-logprobs", "-1"))
     put("cli", "any_batch_refuses_prompt_logprobs", argv(3, "-f", "f", "--prompt-logprobs", "2"))
+    put("cli", "any_batch_prefix_cache", argv(3, "-f", "f", "--enable-prefix-caching", "--parallel", "2",
+                                              "--no-enable-prefix-caching", "--jsonl"))
     put("cli", "any_info", argv(1, "-m", "dir", "--no-mmap"))
     put("cli", "any_info_incomplete", argv(1, "-m"))
     put("cli", "any_tokenize", argv(2, "-m", "d", "-p", "text", "--pieces", "--no-special", "--decode"))

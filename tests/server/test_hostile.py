@@ -975,7 +975,7 @@ def sample(fams, fam, name=None, **labels):
 
 def test_metrics():
     with ts.Server("--parallel", "2") as srv:
-        usage = [0, 0]
+        usage = [0, 0, 0]
         for stream in (False, True, False):
             body = {"prompt": ts.PROMPTS[0], "max_tokens": 6, "temperature": 0, "stream": stream,
                     "stream_options": {"include_usage": True}} if stream else \
@@ -985,6 +985,7 @@ def test_metrics():
                 json.loads([e for e in raw.split(b"\n\n") if b'"usage"' in e][-1][6:])["usage"]
             usage[0] += u["prompt_tokens"]
             usage[1] += u["completion_tokens"]
+            usage[2] += u["prompt_tokens_details"]["cached_tokens"]
         st, raw, hdr = srv.request("GET", "/metrics")
         try:
             fams = parse_exposition(raw.decode("utf-8"))
@@ -1001,7 +1002,10 @@ def test_metrics():
                 "vllm:spec_decode_num_drafts_total": "counter", "vllm:spec_decode_num_draft_tokens_total": "counter",
                 "vllm:spec_decode_num_accepted_tokens_total": "counter",
                 "vllm:spec_decode_num_accepted_tokens_per_pos_total": "counter",
-                "specdec_http_requests_total": "counter", "specdec_requests_total": "counter"}
+                "specdec_http_requests_total": "counter", "specdec_requests_total": "counter",
+                "vllm:prefix_cache_queries_total": "counter", "vllm:prefix_cache_hits_total": "counter",
+                "vllm:prompt_tokens_cached_total": "counter", "specdec_prefix_cache_queries_total": "counter",
+                "specdec_prefix_cache_hits_total": "counter", "specdec_kv_blocks_cached": "gauge"}
         bad = {k: (fams.get(k) or {}).get("type") for k, t in want.items() if (fams.get(k) or {}).get("type") != t}
         check(not bad, "families and types: wrong or missing %r" % bad)
         vl = [lb for f, d in fams.items() if f.startswith("vllm:") for _, lb, _ in d["samples"]]
@@ -1012,6 +1016,12 @@ def test_metrics():
               (g("vllm:prompt_tokens_total"), usage[0]))
         check(g("vllm:generation_tokens_total") == usage[1], "generation tokens %r == usage %d" %
               (g("vllm:generation_tokens_total"), usage[1]))
+        check(g("vllm:prompt_tokens_cached_total") == usage[2] == g("specdec_prefix_cache_hits_total") and
+              g("vllm:prefix_cache_hits_total") == usage[2] and
+              g("vllm:prefix_cache_queries_total") == g("specdec_prefix_cache_queries_total"),
+              "prefix cache: cached prompt tokens and hits == usage's cached_tokens %d, queries alike: %r %r %r" %
+              (usage[2], g("vllm:prompt_tokens_cached_total"), g("vllm:prefix_cache_hits_total"),
+               g("vllm:prefix_cache_queries_total")))
         check(g("vllm:request_success_total", finished_reason="length") == 3 and
               g("vllm:request_success_total", finished_reason="abort") == 0, "request_success by reason")
         for h in ("vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds",

@@ -48,6 +48,13 @@ Checks:
     every choice (nothing left running or queued); the caps (n, prompts, prompts x n, --queue)
     refused naming the field; admission all or nothing (429 leaves nothing queued); the openai
     client parses n and batches;
+  - automatic prefix caching (default on; --enable-prefix-caching / --no-enable-prefix-caching, vLLM's
+    names): a prompt of >= 2 KV blocks sent again reports usage.prompt_tokens_details.cached_tokens > 0
+    (0 the first time, 0 always with the cache off), in the usage chunk too, equal to
+    speculative.n_cached_prompt; the text equals `specdec generate`'s cached or not, greedy and seeded
+    match mode; the /metrics counters (specdec_ and vllm: names) grow by what the responses report; with
+    several choices cached_tokens is each prompt's first choice's; echo with logprobs is never cached;
+    --enable-prefix-caching on a model that cannot cache (every layer sliding) exits 1 naming it;
   - an API key: 401 without or with a wrong Bearer token, 200 with it; /health open;
   - a full queue answers 429; the per-request timeout cancels and reports it (finish_reason
     "abort", stop_reason "timeout");
@@ -356,18 +363,25 @@ CHATML_TEXT = ("<|im_start|>system\nSpeak as the King James Bible.<|im_end|>\n<|
                "Who created the heaven and the earth?<|im_end|>\n<|im_start|>assistant\n")
 
 
-def model_copy(tmp, name, chat_template):
-    """kjv-target's files (linked) with a tokenizer_config.json that has chat_template."""
+def model_copy(tmp, name, chat_template=None, config=None):
+    """kjv-target's files (linked), but tokenizer_config.json with chat_template and config.json with
+    the keys of config, when given (those written)."""
     d = os.path.join(tmp, name)
     os.makedirs(d)
-    for f in ("config.json", "model.safetensors", "tokenizer.json", "generation_config.json"):
-        if os.path.exists(os.path.join(TARGET, f)):
-            os.symlink(os.path.abspath(os.path.join(TARGET, f)), os.path.join(d, f))
-    with open(os.path.join(TARGET, "tokenizer_config.json")) as f:
-        cfg = json.load(f)
-    cfg["chat_template"] = chat_template
-    with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
-        json.dump(cfg, f)
+    edits = {"tokenizer_config.json": None if chat_template is None else {"chat_template": chat_template},
+             "config.json": config}
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        src = os.path.join(TARGET, f)
+        if not os.path.exists(src):
+            continue
+        if not edits.get(f):
+            os.symlink(os.path.abspath(src), os.path.join(d, f))
+            continue
+        with open(src) as fh:
+            cfg = json.load(fh)
+        cfg.update(edits[f])
+        with open(os.path.join(d, f), "w") as fh:
+            json.dump(cfg, fh)
     return d
 
 
@@ -903,8 +917,11 @@ def test_n_stream(srv):
                   "%s choice %d: one finish_reason, last: %r" % (path, c["index"], e["finish"]))
             lp = c["logprobs"]["content"] if chat else c["logprobs"]["token_logprobs"]
             check(e["lp"] == lp, "%s choice %d: streamed logprobs == non-streamed" % (path, c["index"]))
-        check(len(usage) == 1 and usage[0] == whole["usage"], "%s: one usage chunk, summed: %r vs %r" %
-              (path, usage, whole["usage"]))
+        counts = ("prompt_tokens", "completion_tokens", "total_tokens")  # cached_tokens: what the cache held then
+        check(len(usage) == 1 and all(usage[0][k] == whole["usage"][k] for k in counts) and
+              all(0 <= (cached_of(u) if cached_of(u) is not None else -1) <= u["prompt_tokens"]
+                  for u in (usage[0], whole["usage"])),
+              "%s: one usage chunk, summed: %r vs %r" % (path, usage, whole["usage"]))
         check(done == 1 and last, "%s: one [DONE], last" % path)
     text = {}
     for ch in srv.client().completions.create(model="kjv-target", prompt=PROMPTS[0], max_tokens=8, n=2, stream=True,
@@ -1124,6 +1141,158 @@ def test_disconnects(srv):
           {k: v for k, v in m.items() if k.startswith("specdec_kv_blocks")})
     still_serving(srv, "disconnects")
 
+# Prompts of two KV blocks and more (the default block holds 16 tokens; each is 40+ tokens on the
+# bundled tokenizer), begun by no other test: what the prefix cache can serve. PC_LONG2 shares no
+# first block with PC_LONG.
+PC_LONG = ("And the LORD spake unto Moses, saying, Speak unto the children of Israel, and say unto them, When ye "
+           "be come into the land which I give unto you, then shall the land keep a sabbath unto the LORD.")
+PC_LONG2 = ("Now the serpent was more subtil than any beast of the field which the LORD God had made. And he said "
+            "unto the woman, Yea, hath God said, Ye shall not eat of every tree of the garden?")
+
+
+def cached_of(usage):
+    """usage.prompt_tokens_details.cached_tokens (an int, or None when absent)."""
+    c = ((usage or {}).get("prompt_tokens_details") or {}).get("cached_tokens")
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+def pc_post(srv, body):
+    st, raw, _ = srv.request("POST", "/v1/completions", body)
+    d = json.loads(raw) if st == 200 else {}
+    return st, d
+
+
+def pc_counters(srv):
+    m = srv.metrics()
+    lb = '{model_name="kjv-target",engine="0"}'
+    return {k: m.get(k) for k in ("specdec_prefix_cache_queries_total", "specdec_prefix_cache_hits_total",
+                                  'specdec_kv_blocks_cached{model="target"}', "vllm:prefix_cache_queries_total" + lb,
+                                  "vllm:prefix_cache_hits_total" + lb, "vllm:prompt_tokens_cached_total" + lb)}
+
+
+def test_prefix_cache(srv):
+    """Automatic prefix caching, on by default (AUTO), through the API (vLLM's and OpenAI's fields): a
+    prompt of >= 2 KV blocks reports usage.prompt_tokens_details.cached_tokens 0 the first time and > 0
+    when sent again (at most prompt_tokens - 1: the last prompt token is always computed), equal to
+    speculative.n_cached_prompt; the text equals `specdec generate`'s (no cache: the engine) in greedy
+    and seeded match mode, cached or not (the exactness claim, end to end); streamed with
+    stream_options.include_usage the usage chunk carries the same; /metrics' prefix cache counters
+    grow by exactly what the requests report (queries: n_prompt - 1 each, hits: the cached tokens),
+    vLLM's names equal specdec's, and the blocks only the cache holds are counted once idle. Several
+    choices: cached_tokens is the first choice's of each prompt (counted with prompt_tokens once). A
+    request asking for the prompt's logprobs (echo) computes its whole prompt: cached 0."""
+    before = pc_counters(srv)
+    n_tok = N_TOK
+    runs = []  # (mode, usage, speculative, text, ref text)
+    for mode, extra, cli_extra in (("greedy", {"temperature": 0}, ["--temp", "0"]),
+                                   ("greedy", {"temperature": 0}, ["--temp", "0"]),
+                                   ("match", {"temperature": 0.8, "top_p": 0.95, "seed": 7, "top_k": 40,
+                                              "min_p": 0.05, "verify": "match"}, MATCH_CLI)):
+        ref = cli_generate(PC_LONG, n_tok, *cli_extra)
+        st, d = pc_post(srv, dict(extra, prompt=PC_LONG, max_tokens=n_tok))
+        check(st == 200, "prefix cache %s request: %d" % (mode, st))
+        if st == 200:
+            runs.append((mode, d["usage"], d["speculative"], d["choices"][0]["text"], ref["text"]))
+    if not check(len(runs) == 3, "three prefix cache requests answered"):
+        return
+    n_prompt = runs[0][1]["prompt_tokens"]
+    check(n_prompt >= 33, "the long prompt has > 2 blocks of 16 tokens: %d" % n_prompt)
+    cached = [cached_of(u) for _, u, _, _, _ in runs]
+    check(cached[0] == 0 and all(c is not None and 0 < c <= n_prompt - 1 for c in cached[1:]),
+          "cached_tokens: 0 cold, then > 0 and <= prompt_tokens - 1 = %d: %r" % (n_prompt - 1, cached))
+    for mode, u, spec, text, ref in runs:
+        check(cached_of(u) == spec.get("n_cached_prompt"), "usage.cached_tokens == speculative.n_cached_prompt: "
+              "%r vs %r" % (u, spec.get("n_cached_prompt")))
+        check(text == ref, "%s text with %r cached tokens == `specdec generate`'s: %r vs %r" % (mode, cached_of(u),
+                                                                                               text, ref))
+    ref = cli_generate(PC_LONG, n_tok, "--temp", "0")
+    st, _, events = sse_events(srv, "/v1/completions", {"prompt": PC_LONG, "max_tokens": n_tok, "temperature": 0,
+                                                        "stream": True, "stream_options": {"include_usage": True}})
+    chunks = [json.loads(e[6:]) for e in events if e.startswith(b"data: {")]
+    usage = [c["usage"] for c in chunks if not c["choices"] and c.get("usage")]
+    text = "".join(c["choices"][0]["text"] for c in chunks if c["choices"])
+    final = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    check(st == 200 and len(usage) == 1 and 0 < (cached_of(usage[0]) or 0) <= n_prompt - 1 and text == ref["text"]
+          and len(final) == 1 and final[0]["speculative"]["n_cached_prompt"] == cached_of(usage[0]),
+          "streamed: the usage chunk's cached_tokens %r, its final chunk's n_cached_prompt, text %r == %r" %
+          (usage, text, ref["text"]))
+    reported = sum(c or 0 for c in cached) + ((cached_of(usage[0]) or 0) if usage else 0)
+    after = pc_counters(srv)
+    delta = {k: (after[k] or 0) - (before[k] or 0) for k in after}
+    ks = list(after)
+    check(None not in after.values(), "/metrics has the prefix cache's series: %r" % after)
+    check(delta[ks[0]] == 4 * (n_prompt - 1) and delta[ks[1]] == reported,
+          "prefix cache counters grew by 4 x %d queried, %d hit: %r" % (n_prompt - 1, reported, delta))
+    check(after[ks[3]] == after[ks[0]] and after[ks[4]] == after[ks[1]] and delta[ks[5]] == reported,
+          "vLLM's names: queries, hits == specdec's, prompt_tokens_cached grew by %d: %r" % (reported, after))
+    check((after[ks[2]] or 0) > 0, "blocks only the cache holds, idle: %r" % after[ks[2]])
+    # several choices: each prompt's first choice's cached tokens, counted with prompt_tokens once
+    for body in (dict(prompt=PC_LONG2, n=3, max_tokens=4, **SEEDED), dict(prompt=PC_LONG2, n=3, max_tokens=4, **SEEDED),
+                 dict(prompt=[PC_LONG, PC_LONG2], max_tokens=4, temperature=0)):
+        st, d = pc_post(srv, body)
+        firsts = [c["speculative"]["n_cached_prompt"] for c in d.get("choices", []) if c["index"] % body.get("n", 1) == 0]
+        check(st == 200 and cached_of(d.get("usage")) == sum(firsts) <= d["usage"]["prompt_tokens"],
+              "choices %r: usage.cached_tokens %r == the first choices' %r" % (
+                  body.get("n", 1), d.get("usage"), [c["speculative"]["n_cached_prompt"] for c in d.get("choices", [])]))
+    check((cached_of(d.get("usage")) or 0) > 0, "the batch of two cached prompts: %r" % d.get("usage"))
+    st, d = pc_post(srv, dict(prompt=PC_LONG, max_tokens=1, temperature=0, echo=True, logprobs=1))
+    check(st == 200 and cached_of(d.get("usage")) == 0 and d["speculative"]["n_cached_prompt"] == 0,
+          "echo with logprobs computes its whole prompt: %r" % d.get("usage"))
+
+
+def pc_twice(srv, extra, n_tok):
+    """PC_LONG twice: [(cached_tokens, text), ...]."""
+    out = []
+    for _ in range(2):
+        st, d = pc_post(srv, dict(extra, prompt=PC_LONG, max_tokens=n_tok))
+        out.append((cached_of(d.get("usage")), d["choices"][0]["text"] if st == 200 else None))
+    return out
+
+
+def test_prefix_cache_modes():
+    """--no-enable-prefix-caching: a prompt sent twice reports cached_tokens 0 both times, the hit counter
+    stays 0 and no block is cached, and the text equals `specdec generate`'s (greedy and seeded match
+    mode); --enable-prefix-caching on the bundled pair: the second time > 0, the same text; both options
+    in --help; a model that cannot cache (every layer sliding): --enable-prefix-caching exits 1 naming
+    the option, the default (AUTO) serves it with cached_tokens 0."""
+    import tempfile
+    n_tok = N_TOK
+    modes = (({"temperature": 0}, ["--temp", "0"]),
+             ({"temperature": 0.8, "top_p": 0.95, "seed": 7, "top_k": 40, "min_p": 0.05, "verify": "match"}, MATCH_CLI))
+    with Server("--parallel", "1", "--no-enable-prefix-caching") as srv:
+        for extra, cli_extra in modes[: 1 if QUICK else 2]:
+            ref = cli_generate(PC_LONG, n_tok, *cli_extra)["text"]
+            got = pc_twice(srv, extra, n_tok)
+            check(got == [(0, ref), (0, ref)], "--no-enable-prefix-caching %r: %r (want 0 cached, %r)" %
+                  (extra.get("verify", "greedy"), got, ref))
+        c = pc_counters(srv)
+        check(c["specdec_prefix_cache_hits_total"] == 0 and c['specdec_kv_blocks_cached{model="target"}'] == 0,
+              "--no-enable-prefix-caching: no hit, no block cached: %r" % c)
+    with Server("--parallel", "1", "--enable-prefix-caching") as srv:
+        ref = cli_generate(PC_LONG, n_tok, "--temp", "0")["text"]
+        got = pc_twice(srv, {"temperature": 0}, n_tok)
+        check(got[0] == (0, ref) and got[1][1] == ref and (got[1][0] or 0) > 0,
+              "--enable-prefix-caching: %r (want 0 then > 0 cached, %r)" % (got, ref))
+    out = subprocess.run([SPECDEC, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    check(out.returncode == 0 and "--enable-prefix-caching" in out.stdout and "--no-enable-prefix-caching" in out.stdout,
+          "serve --help lists the prefix cache options")
+    with tempfile.TemporaryDirectory() as tmp:
+        # kjv-target as a Mistral whose every layer slides (window 64): a pool that cannot cache prefixes
+        sw = model_copy(tmp, "kjv-sliding", config=dict(architectures=["MistralForCausalLM"], model_type="mistral",
+                                                        sliding_window=64))
+        try:  # it must exit once the models load; one that serves instead is killed by run() at the timeout
+            out = subprocess.run([SPECDEC, "serve", "--port", "0", "--backend", "cpu", "-m", sw,
+                                  "--enable-prefix-caching"], capture_output=True, text=True, timeout=START_TIMEOUT)
+            rc, err = out.returncode, out.stderr
+        except subprocess.TimeoutExpired:
+            rc, err = None, "still serving after %d s" % START_TIMEOUT
+        check(rc == 1 and "--enable-prefix-caching" in err and "cannot cache" in err,
+              "--enable-prefix-caching where the model cannot cache: exit %r %r" % (rc, err[-400:]))
+        with Server("-m", sw, "--parallel", "1") as srv:
+            got = pc_twice(srv, {"temperature": 0}, 4)
+            check([c for c, _ in got] == [0, 0] and all(t for _, t in got),
+                  "AUTO on a model that cannot cache serves it uncached: %r" % got)
+
 
 def test_metrics_endpoint(srv):
     st, raw, hdr = srv.request("GET", "/metrics")
@@ -1237,10 +1406,11 @@ def main():
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
                    test_unsupported_fields, test_logprobs, test_echo_prompt_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
-                   test_n_disconnect, test_n_limits, test_metrics_endpoint):
+                   test_n_disconnect, test_n_limits, test_prefix_cache, test_metrics_endpoint):
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)
-    for fn in (test_chat_templates, test_api_key, test_queue_and_timeout, test_n_admission, test_sigterm_mid_stream):
+    for fn in (test_chat_templates, test_api_key, test_prefix_cache_modes, test_queue_and_timeout, test_n_admission,
+               test_sigterm_mid_stream):
         if not CONCURRENCY or fn in CONCURRENCY_TESTS:
             timed(fn)
     print("server tests took %.1f s" % (time.time() - t0))

@@ -17,6 +17,9 @@
  *    before the first stop sequence, never more than it, and never takes text back,
  *    compared with a direct search on random texts over a small alphabet;
  *  - sd_buf_json_str escapes controls, quotes and NUL;
+ *  - usage: a whole response and the stream's usage chunk carry OpenAI's
+ *    prompt_tokens_details.cached_tokens with the value given (0 too), next to the token
+ *    counts, and the "speculative" object the request's n_cached_prompt;
  *  - robustness: sd_server_parse_body on 20,000 mutations of valid bodies (byte flips,
  *    truncations, insertions; fixed seed) returns a status and never crashes (the ASan
  *    build checks memory). */
@@ -584,6 +587,55 @@ static void test_logprobs_json(void) {
     specdec_tokenizer_free(srv.tok);
 }
 
+/* The usage object of a body (a whole response or one SSE event "data: {...}"), parsed. */
+static cJSON *usage_of(const sd_buf *b, cJSON **root) {
+    const char *p = b->p ? b->p : "";
+    if (!strncmp(p, "data: ", 6)) p += 6;
+    *root = cJSON_Parse(p);
+    return cJSON_GetObjectItem(*root, "usage");
+}
+
+static int usage_is(const cJSON *u, int prompt, int completion, int cached) {
+    const cJSON *d = cJSON_GetObjectItem(u, "prompt_tokens_details"), *c = cJSON_GetObjectItem(d, "cached_tokens");
+    return cJSON_IsNumber(c) && c->valueint == cached && cJSON_GetObjectItem(u, "prompt_tokens")->valueint == prompt &&
+           cJSON_GetObjectItem(u, "completion_tokens")->valueint == completion &&
+           cJSON_GetObjectItem(u, "total_tokens")->valueint == prompt + completion;
+}
+
+static void test_usage_json(void) {
+    sd_server srv;
+    memset(&srv, 0, sizeof srv);
+    snprintf(srv.model_id, sizeof srv.model_id, "kjv-target");
+    srv.backend_name = "cpu";
+    specdec_stats st;
+    memset(&st, 0, sizeof st);
+    st.n_prompt = 40, st.n_generated = 3, st.n_cached_prompt = 32;
+    sd_gen_result r;
+    memset(&r, 0, sizeof r);
+    r.text = "abc", r.len = 3, r.finish = "length", r.stop_detail = "n_predict", r.stats = &st;
+    r.n_prompt = 40, r.n_completion = 3, r.n_cached = 32;
+    for (int cached = 0; cached <= 32; cached += 32)
+        for (int chat = 0; chat < 2; chat++) {
+            sd_gen_result usage = {.n_prompt = 40, .n_completion = 3, .n_cached = cached};
+            sd_buf b = {0};
+            sd_resp_completion(&b, &srv, chat, "cmpl-1", 0, &r, 1, &usage);
+            cJSON *root;
+            const cJSON *u = usage_of(&b, &root);
+            const cJSON *n = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "speculative"), "n_cached_prompt");
+            SD_CHECK(root && usage_is(u, 40, 3, cached) && cJSON_IsNumber(n) && n->valueint == 32,
+                     "chat %d: usage with cached_tokens %d, speculative.n_cached_prompt 32: %s", chat, cached,
+                     b.p ? b.p : "(none)");
+            cJSON_Delete(root);
+            sd_buf_free(&b);
+            sd_resp_usage_chunk(&b, &srv, chat, "cmpl-1", 0, &usage);
+            u = usage_of(&b, &root);
+            SD_CHECK(root && usage_is(u, 40, 3, cached) && cJSON_GetArraySize(cJSON_GetObjectItem(root, "choices")) == 0,
+                     "chat %d: the usage chunk with cached_tokens %d: %s", chat, cached, b.p ? b.p : "(none)");
+            cJSON_Delete(root);
+            sd_buf_free(&b);
+        }
+}
+
 /* Reference decoder: maximal well-formed sequences per Unicode Table 3-7. */
 static int ref_utf8(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
@@ -769,6 +821,7 @@ int main(void) {
     test_batch();
     test_unsupported();
     test_logprobs_json();
+    test_usage_json();
     test_tree();
     test_message_utf8();
     test_head();

@@ -128,11 +128,13 @@ typedef struct cli_batch_opts {
     int jsonl;          /* --jsonl: each line is {"prompt": TEXT[, "seed": N]} */
     int progress;       /* 1 (default): a progress line per finished prompt on stderr (a bar on a
                            terminal); --no-progress: 0 */
+    int32_t prefix_cache; /* a specdec_prefix_cache: AUTO (default), ON (--enable-prefix-caching), OFF
+                           (--no-enable-prefix-caching); vLLM's option names */
     char **gen_argv;    /* owned: argv without the batch options, what gen was parsed from */
 } cli_batch_opts;
 
-/* Fills o from argv: -f and --parallel here, everything else as generate's options
- * (-p excepted). Free with cli_batch_opts_free whatever it returns. */
+/* Fills o from argv: -f, --parallel, --jsonl, --no-progress and the prefix cache options here,
+ * everything else as generate's options (-p excepted). Free with cli_batch_opts_free whatever it returns. */
 cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse_err *err);
 void cli_batch_opts_free(cli_batch_opts *o);
 

@@ -289,8 +289,9 @@ void cli_gen_opts_free(cli_gen_opts *o) {
     o->n_stops = 0;
 }
 
-/* batch: takes -f and --parallel out of argv, then parses the rest as generate's
- * options; -p is refused (the prompts come from the file). */
+/* batch: takes its own options (-f, --parallel, --jsonl, --no-progress, the prefix cache's) out
+ * of argv, then parses the rest as generate's options; -p is refused (the prompts come from the
+ * file). */
 cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse_err *err) {
     memset(o, 0, sizeof *o);
     memset(err, 0, sizeof *err);
@@ -310,6 +311,10 @@ cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse
         if (i > 0 && (!strcmp(a, "--jsonl") || !strcmp(a, "--no-progress"))) {
             if (a[2] == 'j') o->jsonl = 1;
             else o->progress = 0;
+            continue;
+        }
+        if (i > 0 && (!strcmp(a, "--enable-prefix-caching") || !strcmp(a, "--no-enable-prefix-caching"))) {
+            o->prefix_cache = a[2] == 'e' ? SPECDEC_PREFIX_CACHE_ON : SPECDEC_PREFIX_CACHE_OFF;
             continue;
         }
         if (!is_f && !is_par) {

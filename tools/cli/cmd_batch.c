@@ -37,6 +37,9 @@ static void batch_usage(FILE *f) {
             "  --json           one JSON object per prompt (index, tokens, text, ...), then {\"summary\": ...}\n"
             "  --jsonl          each line of FILE is {\"prompt\": TEXT} or {\"prompt\": TEXT, \"seed\": N}\n"
             "  --no-progress    no progress on stderr (default: a line per finished prompt, a bar on a terminal)\n"
+            "  --enable-prefix-caching     reuse the KV of prompt prefixes computed before (vLLM's option); fails\n"
+            "                   where the model or backend cannot (default: on where it can)\n"
+            "  --no-enable-prefix-caching  every prompt prefills all its tokens\n"
             "  --seed S         line i samples with seed S + i (default -1: a random S, printed), so identical\n"
             "                   lines give independent samples; a --jsonl line's own seed replaces S + i\n"
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --draft-max, --tree,\n"
@@ -304,8 +307,14 @@ static int batch_run(batch_ctx *c) {
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = o->parallel;
     sp.max_queued = c->n_items > 0 ? c->n_items : 1;
+    sp.prefix_cache = o->prefix_cache;
     specdec_status st = specdec_scheduler_create(c->pair.target, c->pair.draft, &o->gen.ep, &sp, &c->s);
-    if (st != SPECDEC_OK) return fail("creating the scheduler", st, specdec_last_error());
+    if (st != SPECDEC_OK)
+        return fail(st == SPECDEC_ERR_UNSUPPORTED && o->prefix_cache == SPECDEC_PREFIX_CACHE_ON
+                        ? "--enable-prefix-caching: creating the scheduler (leave the option out: the default "
+                          "caches where it can)"
+                        : "creating the scheduler",
+                    st, specdec_last_error());
     c->n_ctx = specdec_scheduler_n_ctx(c->s);
     c->t0 = now_s();
     if (batch_submit(c) || batch_collect(c)) return 1;
@@ -351,6 +360,7 @@ static int batch_print_json_line(cJSON *j) {
 typedef struct batch_sum {
     int32_t failed;
     int64_t tokens, drafted, accepted, passes;
+    int64_t prompt, cached; /* prompt tokens, and of them those whose KV came from the prefix cache */
     double t_load_s;
 } batch_sum;
 
@@ -363,6 +373,8 @@ static batch_sum batch_totals(const batch_ctx *c) {
         t.drafted += it->stats.n_drafted;
         t.accepted += it->stats.n_accepted;
         t.passes += it->stats.n_target_passes;
+        t.prompt += it->stats.n_prompt;
+        t.cached += it->stats.n_cached_prompt;
         t.failed += it->status != SPECDEC_OK;
         if (it->stats.t_load_s > t.t_load_s) t.t_load_s = it->stats.t_load_s;
     }
@@ -377,9 +389,11 @@ static void batch_print_summary(const batch_ctx *c, int json) {
     if (!json) {
         fprintf(stderr,
                 "--- specdec batch: %d prompts (%d failed%s), parallel %d, seed %llu (line i: seed + i): %lld tokens "
-                "in %.3f s, %.2f tokens/s; %.2f tokens per target pass, acceptance rate %.1f%%; load %.3f s\n",
+                "in %.3f s, %.2f tokens/s; %.2f tokens per target pass, acceptance rate %.1f%%; prompt tokens %lld, "
+                "%lld of them from the prefix cache; load %.3f s\n",
                 (int)c->n_items, (int)t.failed, c->interrupted ? ", interrupted by Ctrl-C" : "", (int)c->o->parallel,
-                (unsigned long long)c->seed, (long long)t.tokens, c->seconds, tps, tpp, 100.0 * acc, t.t_load_s);
+                (unsigned long long)c->seed, (long long)t.tokens, c->seconds, tps, tpp, 100.0 * acc,
+                (long long)t.prompt, (long long)t.cached, t.t_load_s);
         return;
     }
     cJSON *root = cJSON_CreateObject(), *s = cJSON_AddObjectToObject(root, "summary");
@@ -394,6 +408,8 @@ static void batch_print_summary(const batch_ctx *c, int json) {
     cJSON_AddNumberToObject(s, "acceptance_rate", acc);
     cJSON_AddNumberToObject(s, "n_target_passes", (double)t.passes);
     cJSON_AddNumberToObject(s, "tokens_per_target_pass", tpp);
+    cJSON_AddNumberToObject(s, "n_prompt", (double)t.prompt);
+    cJSON_AddNumberToObject(s, "n_cached_prompt", (double)t.cached);
     cJSON_AddNumberToObject(s, "t_load_s", t.t_load_s);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);

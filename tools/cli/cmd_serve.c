@@ -53,6 +53,9 @@ static void serve_usage(FILE *f) {
             "  --max-prompt-bytes N  refuse longer prompt text before tokenizing (default 0: 2 x context x\n"
             "                      the longest token's bytes)\n"
             "  --prep-threads N    threads that parse and tokenize requests, 1..4 (default 0: half the CPUs)\n"
+            "  --enable-prefix-caching     reuse the KV of prompt prefixes seen before (vLLM's option); the\n"
+            "                      start fails where the model or backend cannot (default: on where it can)\n"
+            "  --no-enable-prefix-caching  every request prefills its whole prompt\n"
             "  --verbose           log requests to stderr\n",
             SPECDEC_MAX_DRAFT);
 }
@@ -81,6 +84,8 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     long n = 0;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
     if (!strcmp(a, "--verbose")) return c->verbose = 1, 0;
+    if (!strcmp(a, "--enable-prefix-caching")) return c->prefix_cache = SPECDEC_PREFIX_CACHE_ON, 0;
+    if (!strcmp(a, "--no-enable-prefix-caching")) return c->prefix_cache = SPECDEC_PREFIX_CACHE_OFF, 0;
     if (!v) return fprintf(stderr, "specdec serve: unknown option or missing value: %s\n", a), -1;
     (*i)++;
     int bad = 0;

@@ -30,6 +30,7 @@ void sd_server_config_default(sd_server_config *c) {
     c->idle_timeout_s = 5;
     c->shutdown_timeout_s = 30;
     c->max_connections = 256;
+    c->prefix_cache = SPECDEC_PREFIX_CACHE_AUTO;
 }
 
 int sd_server_chat_template_known(const char *name) {
@@ -116,8 +117,16 @@ static int sd_server_load(sd_server *srv) {
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = srv->cfg.parallel;
     sp.max_queued = srv->cfg.queue;
-    if ((st = specdec_scheduler_create(srv->target, srv->draft, &ep, &sp, &srv->sched)))
+    sp.prefix_cache = srv->cfg.prefix_cache;
+    if ((st = specdec_scheduler_create(srv->target, srv->draft, &ep, &sp, &srv->sched))) {
+        if (st == SPECDEC_ERR_UNSUPPORTED && srv->cfg.prefix_cache == SPECDEC_PREFIX_CACHE_ON) {
+            fprintf(stderr, "specdec serve: --enable-prefix-caching: this model and backend cannot cache prefixes: "
+                            "%s; start without the option (the default caches where it can) or with "
+                            "--no-enable-prefix-caching\n", specdec_last_error());
+            return -1;
+        }
         return sd_server_fail("creating the scheduler", st);
+    }
     srv->n_ctx = specdec_scheduler_n_ctx(srv->sched);
     specdec_backend be = srv->cfg.backend;
     if (be == SPECDEC_BACKEND_AUTO) be = specdec_cuda_device_count() > 0 ? SPECDEC_BACKEND_CUDA : SPECDEC_BACKEND_CPU;
@@ -226,9 +235,11 @@ int sd_server_run(const sd_server_config *cfg) {
         return rc < 0 ? 1 : rc;
     }
     atomic_store(&srv->state, SD_STATE_READY); /* release: the models are set up */
-    printf("specdec serve: ready (model %s, %s backend, %s, parallel %d, chat template %s)\n", srv->model_id,
-           srv->backend_name, srv->draft ? "speculative" : "plain decoding", srv->cfg.parallel,
-           srv->chat_family ? srv->chat_family : "unsupported");
+    static const char *const pc_names[] = {"auto", "off", "on"}; /* by specdec_prefix_cache value */
+    const unsigned pc = (unsigned)srv->cfg.prefix_cache;
+    printf("specdec serve: ready (model %s, %s backend, %s, parallel %d, chat template %s, prefix caching %s)\n",
+           srv->model_id, srv->backend_name, srv->draft ? "speculative" : "plain decoding", srv->cfg.parallel,
+           srv->chat_family ? srv->chat_family : "unsupported", pc < 3 ? pc_names[pc] : "?");
     fflush(stdout);
     int sig = sd_server_wait(srv, &set, -1);
     fprintf(stderr, "specdec serve: %s, draining (up to %g s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM",

@@ -64,6 +64,10 @@ typedef struct sd_server_config {
     const char *model_alias;     /* served model id; NULL = the target directory's name */
     const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
                                        (sd_server_spec.h); NULL = the draft model if any */
+    specdec_prefix_cache prefix_cache; /* automatic prefix caching (include/specdec.h specdec_prefix_cache;
+                                          vLLM's --enable-prefix-caching / --no-enable-prefix-caching):
+                                          AUTO (default: on where the model and backend can cache), ON
+                                          (the start fails where they cannot), OFF */
     int verbose;                 /* 1: log each request to stderr */
     /* Test hook: called once on the main thread after the daemon listens and before the
      * models load (/health answers 503 "loading" meanwhile), so that a test can hold the

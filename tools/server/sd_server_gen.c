@@ -109,6 +109,7 @@ struct sd_group {
     double deadline;
     int cancelled, disconnected, failed;
     int32_t usage_prompt, usage_completion; /* summed as the choices end (streaming) */
+    int32_t usage_cached;          /* prompt tokens from the prefix cache, counted with usage_prompt */
     int phase;
     sd_buf out;                    /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_pos;
@@ -176,7 +177,7 @@ static void sd_job_free(sd_job *j, int counted) {
         int32_t n;
         specdec_status os;
         specdec_scheduler_wait(j->srv->sched, j->rid, -1, j->tokens, j->cap, &n, NULL, &os);
-        if (counted) sd_metrics_finish(&j->srv->metrics, SD_FIN_ABORT, sd_now() - j->t_arrival, 0, 0);
+        if (counted) sd_metrics_finish(&j->srv->metrics, SD_FIN_ABORT, sd_now() - j->t_arrival, 0, 0, 0);
     }
     if (j->rid) {
         if (counted) sd_metrics_outcome(&j->srv->metrics, j->chat, j->stream, sd_job_outcome(j));
@@ -686,7 +687,7 @@ static int sd_job_poll(sd_job *j, int32_t ms) {
     pthread_mutex_unlock(&j->mu);
     double now = sd_now(), queued = now - j->t_submit - j->stats.t_total_s; /* t_total_s: from admission */
     sd_metrics_finish(&j->srv->metrics, sd_job_finish_kind(j), now - j->t_arrival, queued > 0 ? queued : 0,
-                      (int32_t)j->stats.n_prompt);
+                      (int32_t)j->stats.n_prompt, (int32_t)j->stats.n_cached_prompt);
     return 1;
 }
 
@@ -781,6 +782,7 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
                                                          : "shutdown"; /* the scheduler's shutdown cancels the rest */
     r->n_prompt = j->n_prompt;
     r->n_completion = j->n_out;
+    r->n_cached = (int32_t)j->stats.n_cached_prompt;
     r->stats = &j->stats;
     r->n_draft = j->n_draft;
     r->tree = j->tree;
@@ -802,9 +804,12 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
 /* non-streamed answer                                                        */
 /* ------------------------------------------------------------------------- */
 /* The usage of a choice that ended, added to the request's: every choice's completion,
- * each prompt once (vLLM's and OpenAI's count). */
+ * each prompt once (vLLM's and OpenAI's count), and with it the cached tokens of the choice
+ * it is counted with, the prompt's first (sample 0): cached_tokens is a part of
+ * prompt_tokens, so it never exceeds it; the other samples of a prompt usually find its
+ * blocks cached by the first and are not reported. */
 static void sd_group_add_usage(sd_group *g, const sd_job *j, const sd_gen_result *r) {
-    if (j->first_of_prompt) g->usage_prompt += r->n_prompt;
+    if (j->first_of_prompt) g->usage_prompt += r->n_prompt, g->usage_cached += r->n_cached;
     g->usage_completion += r->n_completion;
     sd_metrics_usage(&g->srv->metrics, r->n_prompt, r->n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
 }
@@ -826,7 +831,8 @@ static enum MHD_Result sd_gen_answer(sd_group *g) {
             return sd_http_reply_error(srv, g->conn, ep, &e); /* one failed: the request did */
         }
     for (int i = 0; i < g->n_jobs; i++) sd_group_add_usage(g, g->jobs[i], &r[i]);
-    sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion};
+    sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion,
+                           .n_cached = g->usage_cached};
     sd_buf b = {0};
     sd_resp_completion(&b, srv, g->chat, g->id, g->created, r, g->n_jobs, &usage);
     free(r);
@@ -936,7 +942,8 @@ static int sd_group_next(sd_group *g) {
 /* The usage chunk (summed over the choices, asked for and nothing failed), then [DONE]. */
 static void sd_group_final_events(sd_group *g) {
     if (g->include_usage && !g->failed) {
-        sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion};
+        sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion,
+                               .n_cached = g->usage_cached};
         sd_resp_usage_chunk(&g->out, g->srv, g->chat, g->id, g->created, &usage);
     }
     sd_buf_puts(&g->out, "data: [DONE]\n\n");

@@ -50,6 +50,7 @@ typedef struct sd_server_metrics {
     long outcomes[2][2][SD_OUT_COUNT];           /* [chat][stream][outcome] of admitted generation requests */
     long prompt_tokens, completion_tokens;       /* usage of answered generation requests */
     long prefill_tokens;                         /* prompt tokens of every request that was prefilled */
+    long cached_tokens;                          /* of them, those whose KV came from the prefix cache */
     long disconnects, timeouts;                  /* requests cancelled for these reasons */
     long over_limit, deadline_closes;            /* connections refused (503) / cut by the arrival deadline */
     long finished[SD_FIN_COUNT];                 /* generation requests by how they ended */
@@ -206,6 +207,8 @@ typedef struct sd_gen_result {
     const char *stop_detail;   /* the engine's stop reason, or why it was cancelled: "timeout",
                                   "shutdown", "disconnect" */
     int32_t n_prompt, n_completion;
+    int32_t n_cached;          /* prompt tokens whose KV came from the prefix cache (stats' n_cached_prompt;
+                                  usage: each prompt's first choice's, summed by the caller) */
     const specdec_stats *stats;
     int32_t n_draft;           /* γ of a chain (0 without a draft, or with a tree) */
     const int32_t *tree;       /* the draft tree's widths, n_tree of them (0: none) */
@@ -219,7 +222,8 @@ typedef struct sd_gen_result {
 } sd_gen_result;
 /* Whole (non-streamed) response body: choices r[0..n_choices), choice i with "index" i
  * (completions: text = echo + text, "prompt_logprobs" per choice; chat: r[0]'s at the top);
- * usage: n_prompt / n_completion for "usage" (summed by the caller). The "speculative"
+ * usage: n_prompt / n_completion / n_cached for "usage" (summed by the caller; n_cached as
+ * "prompt_tokens_details": {"cached_tokens"}, OpenAI's field). The "speculative"
  * statistics: at the top level with one choice (the single-choice shape), inside each
  * choice with several. */
 int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
@@ -239,7 +243,7 @@ int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span
  * the text then has U+FFFD). Either may be cut to its capacity. */
 void sd_resp_token_text(const specdec_tokenizer *tok, int32_t id, char *text, size_t text_cap, size_t *text_len,
                         unsigned char *bytes, size_t bytes_cap, size_t *bytes_len);
-/* The usage chunk ("choices": []): r's n_prompt / n_completion (summed over the choices). */
+/* The usage chunk ("choices": []): r's n_prompt / n_completion / n_cached (summed over the choices). */
 int sd_resp_usage_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created,
                         const sd_gen_result *r);
 int sd_resp_error_json(sd_buf *b, const sd_api_error *e);
@@ -258,8 +262,10 @@ void sd_metrics_usage(sd_server_metrics *m, int32_t n_prompt, int32_t n_completi
 void sd_metrics_event(sd_server_metrics *m, int disconnect, int timeout);
 void sd_metrics_observe(sd_server_metrics *m, sd_hist_kind h, double seconds);
 /* A generation request ended (submitted to the scheduler): how, its end-to-end latency
- * from arrival and its time queued, and the prompt tokens it prefilled (0: none). */
-void sd_metrics_finish(sd_server_metrics *m, sd_finish f, double e2e_s, double queue_s, int32_t prefilled);
+ * from arrival and its time queued, the prompt tokens it prefilled (0: none) and of them
+ * those whose KV came from the prefix cache. */
+void sd_metrics_finish(sd_server_metrics *m, sd_finish f, double e2e_s, double queue_s, int32_t prefilled,
+                       int32_t cached);
 void sd_metrics_count(sd_server_metrics *m, long *counter); /* ++*counter under the lock */
 int sd_metrics_render(sd_buf *b, sd_server *srv);
 

@@ -2,8 +2,9 @@
  * (version 0.0.4) of /metrics: HTTP responses by endpoint and status code, generation
  * requests by outcome, tokens, acceptance rate, tokens per round, queue depth, active
  * requests, KV pool use, disconnects, timeouts, time to first token, connections
- * refused or cut; and, under vLLM's names, types, labels (model_name, engine) and
- * histogram buckets, what routers and dashboards built for vLLM read (sd_render_vllm). */
+ * refused or cut, the prefix cache (tokens queried and hit, blocks it holds); and, under
+ * vLLM's names, types, labels (model_name, engine) and histogram buckets, what routers and
+ * dashboards built for vLLM read (sd_render_vllm). */
 #include <stdio.h>
 #include <string.h>
 
@@ -87,10 +88,12 @@ void sd_metrics_observe(sd_server_metrics *m, sd_hist_kind h, double seconds) {
     pthread_mutex_unlock(&m->mu);
 }
 
-void sd_metrics_finish(sd_server_metrics *m, sd_finish f, double e2e_s, double queue_s, int32_t prefilled) {
+void sd_metrics_finish(sd_server_metrics *m, sd_finish f, double e2e_s, double queue_s, int32_t prefilled,
+                       int32_t cached) {
     pthread_mutex_lock(&m->mu);
     m->finished[f]++;
     m->prefill_tokens += prefilled;
+    m->cached_tokens += cached;
     sd_hist_add(&m->hist[SD_H_E2E], SD_H_E2E, e2e_s);
     sd_hist_add(&m->hist[SD_H_QUEUE], SD_H_QUEUE, queue_s);
     pthread_mutex_unlock(&m->mu);
@@ -240,6 +243,12 @@ static void sd_render_vllm(sd_buf *b, sd_server *srv, const sd_server_metrics *m
                   s->kv_blocks_total ? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0.0);
     sd_metric(b, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.");
     sd_buf_printf(b, "vllm:prompt_tokens_total{%s} %ld\n", lb, m->prefill_tokens);
+    sd_metric(b, "vllm:prompt_tokens_cached_total", "counter", "Number of cached prompt tokens.");
+    sd_buf_printf(b, "vllm:prompt_tokens_cached_total{%s} %ld\n", lb, m->cached_tokens);
+    sd_metric(b, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of queried tokens.");
+    sd_buf_printf(b, "vllm:prefix_cache_queries_total{%s} %lld\n", lb, (long long)s->prefix_cache_queries);
+    sd_metric(b, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of cached tokens.");
+    sd_buf_printf(b, "vllm:prefix_cache_hits_total{%s} %lld\n", lb, (long long)s->prefix_cache_hits);
     sd_metric(b, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.");
     sd_buf_printf(b, "vllm:generation_tokens_total{%s} %lld\n", lb, (long long)s->tokens_generated);
     sd_metric(b, "vllm:request_success_total", "counter", "Count of successfully processed requests.");
@@ -281,6 +290,17 @@ static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
                   "specdec_kv_blocks{model=\"draft\",state=\"used\"} %d\n",
                   (int)s->kv_blocks_total, (int)s->kv_blocks_used, (int)s->draft_kv_blocks_total,
                   (int)s->draft_kv_blocks_used);
+    sd_metric(b, "specdec_kv_blocks_cached", "gauge",
+              "KV-cache pool blocks per model that only the prefix cache holds (reusable at once; not in used).");
+    sd_buf_printf(b, "specdec_kv_blocks_cached{model=\"target\"} %d\nspecdec_kv_blocks_cached{model=\"draft\"} %d\n",
+                  (int)s->kv_blocks_cached, (int)s->draft_kv_blocks_cached);
+    sd_metric(b, "specdec_prefix_cache_queries_total", "counter",
+              "Prompt tokens looked up in the target's prefix cache (of each request begun that it can serve: its "
+              "prompt but the last token).");
+    sd_buf_printf(b, "specdec_prefix_cache_queries_total %lld\n", (long long)s->prefix_cache_queries);
+    sd_metric(b, "specdec_prefix_cache_hits_total", "counter",
+              "Of the prompt tokens looked up, those whose KV came from the prefix cache (not prefilled).");
+    sd_buf_printf(b, "specdec_prefix_cache_hits_total %lld\n", (long long)s->prefix_cache_hits);
 }
 
 int sd_metrics_render(sd_buf *b, sd_server *srv) {

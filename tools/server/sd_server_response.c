@@ -16,9 +16,14 @@ static void sd_head(sd_buf *b, const sd_server *srv, const char *object, const c
     sd_buf_json_str(b, srv->model_id, strlen(srv->model_id));
 }
 
+/* OpenAI's usage object; prompt_tokens_details.cached_tokens: the prompt tokens whose KV came
+ * from the prefix cache (OpenAI's prompt caching field; vLLM fills it with
+ * --enable-prompt-tokens-details, this server always). */
 static void sd_usage(sd_buf *b, const sd_gen_result *r) {
-    sd_buf_printf(b, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}", (int)r->n_prompt,
-                  (int)r->n_completion, (int)(r->n_prompt + r->n_completion));
+    sd_buf_printf(b,
+                  "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d,"
+                  "\"prompt_tokens_details\":{\"cached_tokens\":%d}}",
+                  (int)r->n_prompt, (int)r->n_completion, (int)(r->n_prompt + r->n_completion), (int)r->n_cached);
 }
 
 /* "name":[v0,v1,...], the first n of v (doubles printed as %.6g, counts as integers). */
