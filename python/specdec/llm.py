@@ -124,11 +124,15 @@ class LLM:
     None = the library's default (on where the model and backend can cache), True = on (UnsupportedError
     where they cannot), False = off. A request's RequestOutput.num_cached_tokens says how many of its
     prompt tokens came from the cache; the outputs are the same either way.
+    prefill_chunk: chunked prefill, the scheduler's prefill_chunk: prompt tokens prefilled between two
+    decode rounds, so a long prompt joins over several rounds while the running requests keep
+    decoding (0 = the engine's max batch: a prompt joins at once). The outputs are the same either way.
     """
 
     def __init__(self, model: Optional[str] = None, draft: Optional[str] = None,
                  speculative_config: Optional[dict] = None, backend: str = "auto", n_ctx: Optional[int] = None,
-                 max_num_seqs: int = 8, seed: Optional[int] = None, enable_prefix_caching: Optional[bool] = None):
+                 max_num_seqs: int = 8, seed: Optional[int] = None, enable_prefix_caching: Optional[bool] = None,
+                 prefill_chunk: int = 0):
         b = self._b = binding()
         self._sched = None
         self._models = []
@@ -151,6 +155,13 @@ class LLM:
             raise InvalidArgumentError(f"LLM(max_num_seqs={max_num_seqs!r}) must be an int")
         sp.max_active = _c_int(max_num_seqs, "max_num_seqs")
         self._set_prefix_cache(sp, enable_prefix_caching)
+        if isinstance(prefill_chunk, bool) or not isinstance(prefill_chunk, int) or prefill_chunk < 0:
+            raise InvalidArgumentError(f"LLM(prefill_chunk={prefill_chunk!r}): an int >= 0")
+        if prefill_chunk:
+            if not b.has_field("specdec_scheduler_params", "prefill_chunk"):
+                raise UnsupportedError(f"LLM(prefill_chunk={prefill_chunk!r}): this libspecdec ({b.version}) has no "
+                                       "specdec_scheduler_params.prefill_chunk (since 0.4.1)")
+            sp.prefill_chunk = _c_int(prefill_chunk, "prefill_chunk")
         try:
             self.model = target_dir
             self.draft = draft_dir
@@ -170,6 +181,7 @@ class LLM:
         self.n_ctx = int(b.lib.specdec_scheduler_n_ctx(self._sched))
         self.max_num_seqs = max_num_seqs
         self.enable_prefix_caching = enable_prefix_caching
+        self.prefill_chunk = prefill_chunk
         self.backend = self._backend_used(ep.backend)
         self._template = self._template_params()
 

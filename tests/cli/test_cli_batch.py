@@ -15,7 +15,8 @@ holding one prompt of >= 2 KV blocks (16 tokens each) three times and a short on
 line begins after the one before ended): by default and with --enable-prefix-caching lines 1 and 2
 report n_cached_prompt > 0 (line 0: 0), with --no-enable-prefix-caching every line 0; the tokens are
 generate's alone either way, greedy and match mode (the exactness claim); the summary's n_prompt and
-n_cached_prompt are the lines' sums; --help lists both options.
+n_cached_prompt are the lines' sums; --help lists both options. Chunked prefill (--prefill-chunk 5,
+and 3 with the cache off): the same tokens and hits; --prefill-chunk -1 is a usage error.
 
 Usage: test_cli_batch.py SPECDEC_BIN MODELS_DIR TMPDIR"""
 import json
@@ -102,7 +103,8 @@ for mode in (["--temp", "0"], ["--verify", "match", "--temp", "0.8"]):
     common = ["-m", TARGET, "-md", DRAFT, "-n", "12", "--backend", "cpu"] + mode
     alone = [run(["generate", "-p", p, "--json", "--seed", str(11 + i)] + common, 0) for i, p in enumerate(pc_prompts)]
     alone = [json.loads(g.stdout)["tokens"] if g.returncode == 0 else None for g in alone]
-    for opt, want_hits in (([], True), (["--enable-prefix-caching"], True), (["--no-enable-prefix-caching"], False)):
+    for opt, want_hits in (([], True), (["--enable-prefix-caching"], True), (["--no-enable-prefix-caching"], False),
+                           (["--prefill-chunk", "5"], True), (["--prefill-chunk", "3", "--no-enable-prefix-caching"], False)):
         b = run(["batch", "-f", pc_path, "--parallel", "1", "--json", "--seed", "11"] + opt + common, 0)
         lines = [json.loads(x) for x in b.stdout.decode().splitlines() if x.strip()]
         if not lines or "summary" not in lines[-1]:
@@ -119,11 +121,13 @@ for mode in (["--temp", "0"], ["--verify", "match", "--temp", "0.8"]):
         check(s.get("n_cached_prompt") == sum(c or 0 for c in cached) and
               s.get("n_prompt") == sum(x["n_prompt"] for x in lines[:-1]), f"prefix cache {opt}: summary {s}")
 h = run(["batch", "--help"], 0).stdout
-check(b"--enable-prefix-caching" in h and b"--no-enable-prefix-caching" in h, "batch --help lists the prefix cache")
+check(b"--enable-prefix-caching" in h and b"--no-enable-prefix-caching" in h and b"--prefill-chunk" in h,
+      "batch --help lists the prefix cache and --prefill-chunk")
 
 for args, rc, word in ((["batch"], 2, b"-f PROMPTS is required"), (["batch", "-f", path, "-p", "x"], 2, b"-p is not"),
                        (["batch", "-f", path, "--parallel", "0"], 2, b"--parallel"),
                        (["batch", "-f", path, "--parallel"], 2, b"needs a value"),
+                       (["batch", "-f", path, "--prefill-chunk", "-1"], 2, b"--prefill-chunk"),
                        (["batch", "-f", path, "--bogus"], 2, b"unknown option"),
                        (["batch", "-f", os.path.join(tmp, "missing.txt")], 1, b"reading the prompts")):
     p = run(args, rc)

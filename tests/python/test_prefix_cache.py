@@ -1,5 +1,7 @@
 """LLM(enable_prefix_caching=...) and RequestOutput.num_cached_tokens (vLLM's names) over the library's
-automatic prefix caching (include/specdec.h specdec_prefix_cache; docs/BATCHING.md "Prefix cache").
+automatic prefix caching (include/specdec.h specdec_prefix_cache; docs/BATCHING.md "Prefix cache"), and
+LLM(prefill_chunk=N) / `serve --prefill-chunk N` over its chunked prefill (docs/BATCHING.md "Chunked
+prefill": the same outputs, bad values refused).
 
 - None (the default: the library's AUTO) and True: a prompt of >= 2 KV blocks (16 tokens each) reports
   num_cached_tokens 0 the first time and > 0 (at most n_prompt - 1) when sent again, equal to
@@ -114,3 +116,39 @@ def test_serve_passes_the_option():
     assert cached(["--no-enable-prefix-caching"]) == [0, 0]
     default = cached([])
     assert default[0] == 0 and default[1] > 0, default
+
+
+# Chunked prefill (LLM(prefill_chunk=N), the scheduler's prefill_chunk; `serve --prefill-chunk N`): the
+# same token ids as a prompt prefilled at once, with the cache on and off; bad values refused.
+@pytest.mark.quick
+def test_prefill_chunk_bad_values():
+    for v in (-1, 1.5, "4", True):
+        with pytest.raises(specdec.InvalidArgumentError, match="prefill_chunk"):
+            specdec.LLM(prefill_chunk=v)
+
+
+def test_prefill_chunk_same_outputs(llm_off):
+    prompts = [LONG, LONG + " And Moses said", "In the beginning God created the heaven and the earth."]
+    want = [o.outputs[0].token_ids for o in llm_off.generate(prompts, GREEDY, use_tqdm=False)]
+    for cache in (None, False):
+        with specdec.LLM(backend="cpu", max_num_seqs=3, prefill_chunk=5, enable_prefix_caching=cache) as llm:
+            assert llm.prefill_chunk == 5
+            got = llm.generate(prompts, GREEDY, use_tqdm=False)
+            assert [o.outputs[0].token_ids for o in got] == want, cache
+
+
+@pytest.mark.skipif(bool(os.environ.get("SPECDEC_TEST_NO_SERVER")), reason="built without `specdec serve`")
+def test_serve_prefill_chunk():
+    srv = Server("--parallel", "2", "--prefill-chunk", "3")
+    try:
+        status, body = srv.post("/v1/completions", {"prompt": LONG, "max_tokens": 6, "temperature": 0})
+        assert status == 200, body
+    finally:
+        assert srv.stop() == 0
+    ref = Server("--parallel", "2")
+    try:
+        status, want = ref.post("/v1/completions", {"prompt": LONG, "max_tokens": 6, "temperature": 0})
+        assert status == 200, want
+    finally:
+        assert ref.stop() == 0
+    assert body["choices"][0]["text"] == want["choices"][0]["text"]

@@ -289,7 +289,8 @@ void cli_gen_opts_free(cli_gen_opts *o) {
     o->n_stops = 0;
 }
 
-/* batch: takes its own options (-f, --parallel, --jsonl, --no-progress, the prefix cache's) out
+/* batch: takes its own options (-f, --parallel, --jsonl, --no-progress, the prefix cache's,
+ * --prefill-chunk) out
  * of argv, then parses the rest as generate's options; -p is refused (the prompts come from the
  * file). */
 cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse_err *err) {
@@ -303,7 +304,8 @@ cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse
     long v;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        const int is_f = i > 0 && cli_is(a, "-f", "--file", NULL), is_par = i > 0 && !strcmp(a, "--parallel");
+        const int is_f = i > 0 && cli_is(a, "-f", "--file", NULL), is_par = i > 0 && !strcmp(a, "--parallel"),
+                  is_chunk = i > 0 && !strcmp(a, "--prefill-chunk");
         if (i > 0 && cli_is(a, "-h", "--help", NULL)) return CLI_PARSE_HELP;
         if (i > 0 && cli_is(a, "-p", "--prompt", NULL)) return cli_err(err, CLI_ERR_PROMPT_IN_BATCH, a, NULL);
         if (i > 0 && (!strcmp(a, "--baseline") || !strcmp(a, "--logprobs") || !strcmp(a, "--prompt-logprobs")))
@@ -317,14 +319,16 @@ cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse
             o->prefix_cache = a[2] == 'e' ? SPECDEC_PREFIX_CACHE_ON : SPECDEC_PREFIX_CACHE_OFF;
             continue;
         }
-        if (!is_f && !is_par) {
+        if (!is_f && !is_par && !is_chunk) {
             o->gen_argv[n++] = argv[i];
             if (i > 0 && gen_takes_value(a) && i + 1 < argc) o->gen_argv[n++] = argv[++i]; /* a value, not an option */
             continue;
         }
         if (i + 1 >= argc) return cli_err(err, CLI_ERR_NEEDS_VALUE, a, NULL);
         if (is_f) o->file = argv[++i];
-        else if (cli_parse_long(argv[++i], 1, 256, &v)) return cli_err(err, CLI_ERR_BAD_VALUE, a, argv[i]);
+        else if (cli_parse_long(argv[++i], is_chunk ? 0 : 1, is_chunk ? 1 << 20 : 256, &v))
+            return cli_err(err, CLI_ERR_BAD_VALUE, a, argv[i]);
+        else if (is_chunk) o->prefill_chunk = (int32_t)v;
         else o->parallel = (int32_t)v;
     }
     cli_parse_rc rc = cli_gen_parse(n, o->gen_argv, &o->gen, err);

@@ -40,6 +40,9 @@ static void batch_usage(FILE *f) {
             "  --enable-prefix-caching     reuse the KV of prompt prefixes computed before (vLLM's option); fails\n"
             "                   where the model or backend cannot (default: on where it can)\n"
             "  --no-enable-prefix-caching  every prompt prefills all its tokens\n"
+            "  --prefill-chunk N  prompt tokens prefilled between two decode rounds (chunked prefill: a long\n"
+            "                   prompt joins over several rounds while the others decode); 0 (default) = the\n"
+            "                   engine's max batch\n"
             "  --seed S         line i samples with seed S + i (default -1: a random S, printed), so identical\n"
             "                   lines give independent samples; a --jsonl line's own seed replaces S + i\n"
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --draft-max, --tree,\n"
@@ -308,6 +311,7 @@ static int batch_run(batch_ctx *c) {
     sp.max_active = o->parallel;
     sp.max_queued = c->n_items > 0 ? c->n_items : 1;
     sp.prefix_cache = o->prefix_cache;
+    sp.prefill_chunk = o->prefill_chunk;
     specdec_status st = specdec_scheduler_create(c->pair.target, c->pair.draft, &o->gen.ep, &sp, &c->s);
     if (st != SPECDEC_OK)
         return fail(st == SPECDEC_ERR_UNSUPPORTED && o->prefix_cache == SPECDEC_PREFIX_CACHE_ON

@@ -56,6 +56,9 @@ static void serve_usage(FILE *f) {
             "  --enable-prefix-caching     reuse the KV of prompt prefixes seen before (vLLM's option); the\n"
             "                      start fails where the model or backend cannot (default: on where it can)\n"
             "  --no-enable-prefix-caching  every request prefills its whole prompt\n"
+            "  --prefill-chunk N   prompt tokens prefilled between two decode rounds (chunked prefill: a long\n"
+            "                      prompt joins over several rounds while the others keep streaming); 0\n"
+            "                      (default) = the engine's max batch\n"
             "  --verbose           log requests to stderr\n",
             SPECDEC_MAX_DRAFT);
 }
@@ -96,6 +99,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--api-key")) c->api_key = v;
     else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) bad = serve_long(v, 1, 256, &n), c->parallel = (int)n;
     else if (!strcmp(a, "--queue")) bad = serve_long(v, 1, 1 << 20, &n), c->queue = (int)n;
+    else if (!strcmp(a, "--prefill-chunk")) bad = serve_long(v, 0, 1 << 20, &n), c->prefill_chunk = (int32_t)n;
     else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) bad = serve_long(v, 0, 1 << 30, &n), c->n_ctx = (int)n;
     else if (!strcmp(a, "--draft")) bad = serve_long(v, 0, SPECDEC_MAX_DRAFT, &n), c->n_draft = (int)n;
     else if (!strcmp(a, "--speculative-config")) c->speculative_config = v;
