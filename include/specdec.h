@@ -617,8 +617,9 @@ typedef struct specdec_scheduler_params {
     /* since 0.4.1 (was reserved_i[1]): chunked prefill. Prompt tokens the target prefills
      * between two rounds, over all joining requests (the oldest first; a request's next
      * chunk waits for the next round), so a long prompt joins over several rounds while
-     * the running requests keep decoding instead of waiting for all of it. >= 0; 0 = the
-     * engine's max_batch (what one forward takes). Requests asking for prompt logprobs or
+     * the running requests keep decoding instead of waiting for all of it. >= 0; 0
+     * (default) = no limit: every joining request prefills its whole prompt (in max_batch
+     * forwards) before the next round, as before 0.4.1. Requests asking for prompt logprobs or
      * drafting with an EAGLE-3 head, and a draft model's prefill, are not split. Outputs
      * do not depend on it. */
     int32_t prefill_chunk;

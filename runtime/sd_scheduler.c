@@ -365,7 +365,7 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     const int32_t d_rows = draft ? s->seqs[0].d->max_batch : 0;
     s->env.tree_fit = draft ? sd_min_i32(plan.max_batch - 1, d_rows) : 0;
     s->env.tree_fit_solo = plan.max_batch - 1;
-    s->prefill_budget = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : plan.max_batch;
+    s->prefill_budget = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : INT32_MAX; /* 0: whole prompts (0.4.0's way) */
     s->env.special = plan.special;
     s->m.kv_blocks_total = s->pool_blocks;
     s->m.draft_kv_blocks_total = draft && !s->head ? s->pool_blocks : 0; /* a head's cache is per slot */

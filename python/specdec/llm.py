@@ -126,7 +126,7 @@ class LLM:
     prompt tokens came from the cache; the outputs are the same either way.
     prefill_chunk: chunked prefill, the scheduler's prefill_chunk: prompt tokens prefilled between two
     decode rounds, so a long prompt joins over several rounds while the running requests keep
-    decoding (0 = the engine's max batch: a prompt joins at once). The outputs are the same either way.
+    decoding (0 = no limit: a prompt joins at once). The outputs are the same either way.
     """
 
     def __init__(self, model: Optional[str] = None, draft: Optional[str] = None,

@@ -390,7 +390,7 @@ static void chunked(sc_env *e, int quick) {
     if (!quick) eviction(e, 6);
     g_chunk = 0;
     /* B's ~350-token prompt in chunks of 8: A keeps decoding through ~40 rounds; in one
-     * chunk (the default, max_batch 512) A runs at most the round B joins and the one in
+     * chunk (the default: no limit) A runs at most the round B joins and the one in
      * flight when it was submitted (<= 2 x (γ + 1) tokens) */
     const int split = a_tokens_while_b_joins(e, 8), whole = a_tokens_while_b_joins(e, 0);
     SD_CHECK(split >= 30, "chunks of 8: A decoded %d tokens while B joined (>= 30)", split);

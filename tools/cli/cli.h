@@ -130,7 +130,7 @@ typedef struct cli_batch_opts {
                            terminal); --no-progress: 0 */
     int32_t prefix_cache; /* a specdec_prefix_cache: AUTO (default), ON (--enable-prefix-caching), OFF
                            (--no-enable-prefix-caching); vLLM's option names */
-    int32_t prefill_chunk; /* --prefill-chunk N: the scheduler's prefill_chunk (0: max_batch) */
+    int32_t prefill_chunk; /* --prefill-chunk N: the scheduler's prefill_chunk (0: no limit) */
     char **gen_argv;    /* owned: argv without the batch options, what gen was parsed from */
 } cli_batch_opts;
 

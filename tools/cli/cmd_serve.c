@@ -58,7 +58,7 @@ static void serve_usage(FILE *f) {
             "  --no-enable-prefix-caching  every request prefills its whole prompt\n"
             "  --prefill-chunk N   prompt tokens prefilled between two decode rounds (chunked prefill: a long\n"
             "                      prompt joins over several rounds while the others keep streaming); 0\n"
-            "                      (default) = the engine's max batch\n"
+            "                      (default) = no limit\n"
             "  --verbose           log requests to stderr\n",
             SPECDEC_MAX_DRAFT);
 }

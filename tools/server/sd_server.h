@@ -69,7 +69,7 @@ typedef struct sd_server_config {
                                           AUTO (default: on where the model and backend can cache), ON
                                           (the start fails where they cannot), OFF */
     int32_t prefill_chunk;       /* prompt tokens prefilled between two rounds (chunked prefill; the
-                                    scheduler's prefill_chunk): 0 (default) = the engine's max_batch */
+                                    scheduler's prefill_chunk): 0 (default) = no limit */
     int verbose;                 /* 1: log each request to stderr */
     /* Test hook: called once on the main thread after the daemon listens and before the
      * models load (/health answers 503 "loading" meanwhile), so that a test can hold the
