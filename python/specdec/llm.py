@@ -84,8 +84,9 @@ class _StopCutter:
 class _Request:
     """One submitted request: its C parameters and buffers (kept alive until it is collected)."""
 
-    def __init__(self, index: int, prompt: Optional[str], ids: list, params: SamplingParams):
+    def __init__(self, index: int, prompt: Optional[str], ids: list, params: SamplingParams, sample: int = 0):
         self.index = index
+        self.sample = sample  # 0..params.n-1: its CompletionOutput.index and random stream (sequence_id)
         self.prompt = prompt
         self.ids = ids
         self.params = params
@@ -410,9 +411,15 @@ class LLM:
                 raise InvalidArgumentError(f"prompts[{i}] is a {type(p).__name__}: a str or a list of token ids")
         return out
 
-    def _request(self, index, prompt, ids, params, callback=None) -> _Request:
+    def _requests(self, index, prompt, ids, params) -> list:
+        """The params.n requests of one prompt: one seed, sequence_id = the sample's index."""
+        first = self._request(index, prompt, ids, params)
+        return [first] + [self._request(index, prompt, ids, params, sample=j, seed=first.gp.seed)
+                          for j in range(1, params.n)]
+
+    def _request(self, index, prompt, ids, params, callback=None, sample: int = 0, seed=None) -> _Request:
         b = self._b
-        r = _Request(index, prompt, ids, params)
+        r = _Request(index, prompt, ids, params, sample)
         gp = b.ffi.new("specdec_generate_params *", self._template[0])
         room = max(1, self.n_ctx - len(ids))
         try:
@@ -424,7 +431,10 @@ class LLM:
             gp.ignore_eos = int(params.ignore_eos)
         except OverflowError as e:
             raise InvalidArgumentError(f"request {index}: SamplingParams value out of range: {e}") from None
-        if params.seed is not None:
+        gp.sequence_id = sample
+        if seed is not None:  # a later sample of the prompt: the first one's seed
+            gp.seed = seed
+        elif params.seed is not None:
             gp.seed = params.seed
         elif self._rng is not None:
             with self._lock:
@@ -441,14 +451,14 @@ class LLM:
         if callback is not None:
             r.callback = b.ffi.callback("specdec_token_callback", callback)
             gp.callback = r.callback
-        if params.logprobs is not None or params.prompt_logprobs is not None:
-            self._want_logprobs(r, gp, params)
+        if params.logprobs is not None or (params.prompt_logprobs is not None and sample == 0):
+            self._want_logprobs(r, gp, params, prompt=sample == 0)
         r.gp = gp
         r.capacity = max(1, min(gp.n_predict, room)) if gp.n_predict > 0 else 1
         r.c_ids = token_id_array(ids, "prompt")
         return r
 
-    def _want_logprobs(self, r: _Request, gp, params: SamplingParams) -> None:
+    def _want_logprobs(self, r: _Request, gp, params: SamplingParams, prompt: bool = True) -> None:
         """Ask the library for log-probabilities: every emitted token's and its top `logprobs`
         (specdec_generate_params.logprobs) and/or every prompt token's but the first and its top
         `prompt_logprobs` (.prompt_logprobs, reported before anything is generated). One callback, on the
@@ -460,7 +470,7 @@ class LLM:
                                        f"specdec_generate_params.{name} (since 0.4.1)")
         ffi, n_prompt = b.ffi, len(r.ids)
         rows = [] if params.logprobs is not None else None
-        prompt_rows = [] if params.prompt_logprobs is not None else None
+        prompt_rows = [] if params.prompt_logprobs is not None and prompt else None
 
         def on_logprob(user_data, lp):
             try:
@@ -596,7 +606,7 @@ class LLM:
             finish = "length" if stop in ("n_predict", "context_full") else "stop"
             reason = matched if stop == "stop_string" else None
         logprobs, cumulative = self._logprobs(r, tokens)
-        comp = CompletionOutput(0, text, tokens, cumulative_logprob=cumulative, logprobs=logprobs,
+        comp = CompletionOutput(r.sample, text, tokens, cumulative_logprob=cumulative, logprobs=logprobs,
                                 finish_reason=finish, stop_reason=reason)
         prompt_logprobs = self._prompt_logprobs(r, finish == "abort")
         return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics,
@@ -637,8 +647,8 @@ class LLM:
         with self._using():
             items = self._prompts(prompts)
             params = self._params_list(sampling_params, len(items))
-            reqs = [self._request(i, p, ids, sp) for i, ((p, ids), sp) in enumerate(zip(items, params))]
-            return self._run(reqs, use_tqdm)
+            reqs = [r for i, ((p, ids), sp) in enumerate(zip(items, params)) for r in self._requests(i, p, ids, sp)]
+            return _by_prompt(self._run(reqs, use_tqdm), reqs)
 
     def _run(self, reqs, use_tqdm) -> list:
         b = self._b
@@ -690,6 +700,8 @@ class LLM:
             if len(items) != 1:
                 raise InvalidArgumentError("stream() takes one prompt")
             params = self._params_list(sampling_params, 1)[0]
+            if params.n != 1:
+                raise InvalidArgumentError(f"stream() yields one sequence: SamplingParams.n = {params.n} (use generate())")
         pieces: queue.SimpleQueue = queue.SimpleQueue()
 
         def on_token(user_data, token, piece, piece_len):
@@ -745,8 +757,20 @@ class LLM:
             for i, (conv, sp) in enumerate(zip(convs, params)):
                 text = self.tokenizer.apply_chat_template(conv, False, add_generation_prompt, chat_template)
                 ids = self.tokenizer.apply_chat_template(conv, True, add_generation_prompt, chat_template)
-                reqs.append(self._request(i, text, ids, sp))
-            return self._run(reqs, use_tqdm)
+                reqs += self._requests(i, text, ids, sp)
+            return _by_prompt(self._run(reqs, use_tqdm), reqs)
+
+
+def _by_prompt(results, reqs) -> list:
+    """One RequestOutput per prompt: sample 0's, its outputs followed by the other samples' (in index
+    order; requests are laid out prompt by prompt, sample 0 first)."""
+    out = []
+    for res, r in zip(results, reqs):
+        if r.sample == 0:
+            out.append(res)
+        else:
+            out[-1].outputs.extend(res.outputs)
+    return out
 
 
 def _c_int(v: int, what: str) -> int:

@@ -10,6 +10,7 @@ from .errors import InvalidArgumentError
 # The most top log-probabilities one token may ask for: include/specdec.h's SPECDEC_MAX_TOP_LOGPROBS, which
 # is vLLM's default max_logprobs (tests/python/test_logprobs.py checks the two agree).
 MAX_LOGPROBS = 20
+MAX_N = 128  # SamplingParams.n: most samples per prompt
 
 
 def _real(name, v):
@@ -46,6 +47,10 @@ class SamplingParams:
     prompt token, then for every other prompt token its log-probability given the tokens before it plus
     the N most likely tokens' there (vLLM's meaning; the same raw distribution as logprobs, from the
     prefill). vLLM's -1 (the whole vocabulary) is not offered.
+    n: sequences sampled per prompt (vLLM's), 1..128; RequestOutput.outputs then holds n CompletionOutputs
+    (index 0..n-1). They share the seed and differ by their random stream (specdec_generate_params.
+    sequence_id = the index, as the server's "n"), so sample 0 is what n = 1 gives; the scheduler's
+    prefix cache lets the later samples reuse the prompt's KV. prompt_logprobs are computed once.
     Types, the seed's range and the two logprob counts' ranges are checked here, at construction; the
     other ranges by the library when the request is submitted (InvalidArgumentError, a ValueError,
     naming the field either way).
@@ -61,6 +66,7 @@ class SamplingParams:
     ignore_eos: bool = False
     logprobs: Optional[int] = None
     prompt_logprobs: Optional[int] = None
+    n: int = 1
     stop_list: list = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self):
@@ -84,6 +90,9 @@ class SamplingParams:
         if self.logprobs is not None and not 0 <= self.logprobs <= MAX_LOGPROBS:
             raise InvalidArgumentError(f"SamplingParams.logprobs = {self.logprobs} is outside 0..{MAX_LOGPROBS} "
                                        "(None = no log-probabilities)")
+        self.n = _integer("n", self.n)
+        if not 1 <= self.n <= MAX_N:
+            raise InvalidArgumentError(f"SamplingParams.n = {self.n} is outside 1..{MAX_N}")
         self.prompt_logprobs = _integer("prompt_logprobs", self.prompt_logprobs, allow_none=True)
         if self.prompt_logprobs is not None and not 0 <= self.prompt_logprobs <= MAX_LOGPROBS:
             raise InvalidArgumentError(f"SamplingParams.prompt_logprobs = {self.prompt_logprobs} is outside "

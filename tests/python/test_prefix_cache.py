@@ -152,3 +152,38 @@ def test_serve_prefill_chunk():
     finally:
         assert ref.stop() == 0
     assert body["choices"][0]["text"] == want["choices"][0]["text"]
+
+
+# SamplingParams(n=N) (vLLM's): N CompletionOutputs per prompt, index 0..N-1, one seed and
+# sequence_id = the index (as the server's "n"), so sample 0 is the n = 1 output; reproducible with a
+# seed; the later samples reuse the prompt's KV; prompt_logprobs computed once; stream() refuses n > 1.
+def test_n_samples(llm_auto):
+    sp = specdec.SamplingParams(temperature=0.8, top_k=40, seed=5, max_tokens=8, n=3)
+    m0 = llm_auto.scheduler_metrics()
+    out = llm_auto.generate([LONG, "And God said"], sp, use_tqdm=False)
+    m1 = llm_auto.scheduler_metrics()
+    assert len(out) == 2 and all(len(o.outputs) == 3 for o in out)
+    assert all([c.index for c in o.outputs] == [0, 1, 2] for o in out)
+    one = llm_auto.generate([LONG, "And God said"], specdec.SamplingParams(temperature=0.8, top_k=40, seed=5,
+                                                                             max_tokens=8), use_tqdm=False)
+    for o, ref in zip(out, one):
+        assert o.outputs[0].token_ids == ref.outputs[0].token_ids and o.outputs[0].text == ref.outputs[0].text
+    ids = [c.token_ids for c in out[0].outputs]
+    assert len({tuple(t) for t in ids}) > 1, ids  # three random streams: not all equal (fixed seed)
+    again = llm_auto.generate(LONG, sp, use_tqdm=False)[0]
+    assert [c.token_ids for c in again.outputs] == ids
+    # the long prompt's later samples found its blocks: at least 2 x 32 tokens more hits
+    assert m1["prefix_cache_hits"] - m0["prefix_cache_hits"] >= 2 * 32
+    pl = llm_auto.generate(LONG, specdec.SamplingParams(temperature=0, max_tokens=2, n=2, prompt_logprobs=1),
+                           use_tqdm=False)[0]
+    assert len(pl.outputs) == 2 and len(pl.prompt_logprobs) == len(pl.prompt_token_ids)
+    assert pl.outputs[0].token_ids == pl.outputs[1].token_ids  # greedy: every sample the same
+
+
+@pytest.mark.quick
+def test_n_bad_values(llm_auto):
+    for v in (0, 129, "2", 1.0, True):
+        with pytest.raises(specdec.InvalidArgumentError, match="n"):
+            specdec.SamplingParams(n=v)
+    with pytest.raises(specdec.InvalidArgumentError, match="n = 2"):
+        next(llm_auto.stream("And God said", specdec.SamplingParams(n=2)))
