@@ -29,6 +29,7 @@ static void prefix_free(sd_kv_prefix *px) {
     sd_free(px->parent);
     sd_free(px->gen);
     sd_free(px->parent_gen);
+    sd_free(px->salt);
     sd_free(px->hnext);
     sd_free(px->bucket);
     sd_free(px->prev);
@@ -124,19 +125,21 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-/* The key of a block holding tok[0 .. bt) after the cached block `parent` (-1: none). */
-static uint64_t block_key(const sd_kv_prefix *px, int32_t parent, const int32_t *tok, int32_t bt) {
-    uint64_t h = parent >= 0 ? px->key[parent] : 0x243f6a8885a308d3ull;
+/* The key of a block holding tok[0 .. bt) after the cached block `parent` (-1: none; then the
+ * salt starts the key). */
+static uint64_t block_key(const sd_kv_prefix *px, int32_t parent, const int32_t *tok, int32_t bt, uint64_t salt) {
+    uint64_t h = parent >= 0 ? px->key[parent] : mix64(0x243f6a8885a308d3ull ^ salt);
     for (int32_t i = 0; i < bt; i++) h = mix64(h + 0x9e3779b97f4a7c15ull + (uint32_t)tok[i]);
     return h;
 }
 
-/* The cached block holding tok[0 .. bt) after `parent` (-1: none), or -1. */
-static int32_t lookup(const sd_kv_pool *pool, int32_t parent, const int32_t *tok, uint64_t key) {
+/* The cached block holding tok[0 .. bt) after `parent` (-1: none) with `salt`, or -1. */
+static int32_t lookup(const sd_kv_pool *pool, int32_t parent, const int32_t *tok, uint64_t key, uint64_t salt) {
     const sd_kv_prefix *px = pool->prefix;
     const int32_t bt = pool->block_tokens;
     for (int32_t c = px->bucket[key & px->mask]; c >= 0; c = px->hnext[c])
-        if (px->key[c] == key && px->parent[c] == parent && (parent < 0 || px->parent_gen[c] == px->gen[parent]) &&
+        if (px->key[c] == key && px->parent[c] == parent && px->salt[c] == salt &&
+            (parent < 0 || px->parent_gen[c] == px->gen[parent]) &&
             memcmp(px->tokens + (size_t)c * bt, tok, (size_t)bt * sizeof(int32_t)) == 0)
             return c;
     return -1;
@@ -159,12 +162,13 @@ specdec_status sd_kv_prefix_enable(sd_kv_pool *pool, sd_errbuf *eb) {
         px->parent = sd_malloc(n * sizeof *px->parent);
         px->gen = sd_calloc(n, sizeof *px->gen);
         px->parent_gen = sd_calloc(n, sizeof *px->parent_gen);
+        px->salt = sd_calloc(n, sizeof *px->salt);
         px->hnext = sd_malloc(n * sizeof *px->hnext);
         px->bucket = sd_malloc(nb * sizeof *px->bucket);
         px->prev = sd_malloc(n * sizeof *px->prev);
         px->next = sd_malloc(n * sizeof *px->next);
     }
-    if (!px || !px->ref || !px->cached || !px->tokens || !px->key || !px->parent || !px->gen || !px->parent_gen ||
+    if (!px || !px->ref || !px->cached || !px->tokens || !px->key || !px->parent || !px->gen || !px->parent_gen || !px->salt ||
         !px->hnext || !px->bucket || !px->prev || !px->next) {
         prefix_free(px);
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "KV pool: out of memory (prefix cache of %d blocks of %d tokens)",
@@ -178,7 +182,7 @@ specdec_status sd_kv_prefix_enable(sd_kv_pool *pool, sd_errbuf *eb) {
     return SPECDEC_OK;
 }
 
-int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows) {
+int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows, uint64_t salt) {
     sd_kv_prefix *px = pool->prefix;
     if (!px || t->n != 0 || rows <= 0) return 0;
     const int32_t bt = pool->block_tokens;
@@ -186,7 +190,7 @@ int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tok
     if (want > t->cap) want = t->cap;
     while (t->n < want) {
         const int32_t *tok = tokens + (size_t)t->n * bt;
-        const int32_t c = lookup(pool, parent, tok, block_key(px, parent, tok, bt));
+        const int32_t c = lookup(pool, parent, tok, block_key(px, parent, tok, bt, salt), salt);
         if (c < 0) break;
         if (px->ref[c]++ == 0) { /* it was free to evict: no longer */
             lru_remove(px, c);
@@ -199,7 +203,7 @@ int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tok
     return t->n * bt;
 }
 
-int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows) {
+int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows, uint64_t salt) {
     sd_kv_prefix *px = pool->prefix;
     if (!px || t->lo > 0) return 0; /* released rows are not the table's to publish */
     const int32_t bt = pool->block_tokens;
@@ -209,8 +213,8 @@ int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *to
         const int32_t i = t->shared, b = t->blocks[i], parent = i > 0 ? t->blocks[i - 1] : -1;
         const int32_t *tok = tokens + (size_t)i * bt;
         if (px->cached[b]) break; /* cannot happen: a table's cached blocks lead it */
-        const uint64_t key = block_key(px, parent, tok, bt);
-        const int32_t c = lookup(pool, parent, tok, key);
+        const uint64_t key = block_key(px, parent, tok, bt, salt);
+        const int32_t c = lookup(pool, parent, tok, key, salt);
         if (c >= 0) { /* the same rows are cached already: share that copy */
             if (px->ref[c]++ == 0) {
                 lru_remove(px, c);
@@ -223,6 +227,7 @@ int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *to
             px->key[b] = key;
             px->parent[b] = parent;
             px->parent_gen[b] = parent >= 0 ? px->gen[parent] : 0;
+            px->salt[b] = salt;
             memcpy(px->tokens + (size_t)b * bt, tok, (size_t)bt * sizeof(int32_t));
             px->hnext[b] = px->bucket[key & px->mask];
             px->bucket[key & px->mask] = b;

@@ -40,6 +40,8 @@
  * block no table holds stays remembered but counts as free: sd_kv_hold takes blocks from
  * the free stack first, then evicts cached ones, least recently given back first (a
  * table gives its blocks back last first, so a sequence's tail goes before its head).
+ * Every call names a SALT (specdec_generate_params.cache_salt): blocks published with one
+ * salt match only lookups with the same salt (a tenant's rows are not found by another).
  * Lookups compare every token id (the 64-bit key only picks the bucket) and the parent's
  * identity: each block has a generation, bumped when it is evicted, and a cached block
  * records its parent's, so a block whose parent was evicted (and perhaps reused for
@@ -72,6 +74,7 @@ typedef struct sd_kv_prefix {
     int32_t *parent;      /* [n_blocks] a cached block's parent (-1: the block of rows 0..) */
     uint32_t *gen;        /* [n_blocks] generation: bumped when the block is evicted */
     uint32_t *parent_gen; /* [n_blocks] the parent's generation when the block was cached */
+    uint64_t *salt;       /* [n_blocks] a cached block's salt (its sequence's: only equal salts share) */
     int32_t *hnext;       /* [n_blocks] bucket chains of cached blocks */
     int32_t *bucket;      /* [mask + 1] chain heads (-1: empty) */
     uint32_t mask;
@@ -144,13 +147,13 @@ specdec_status sd_kv_prefix_enable(sd_kv_pool *pool, sd_errbuf *eb);
  * holding tokens[0 .. k * block_tokens) for k * block_tokens <= rows; returns the rows
  * attached (k * block_tokens; 0 without a prefix cache). The table then holds k blocks,
  * all shared. */
-int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows);
+int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows, uint64_t salt);
 /* The table's rows [0, rows) hold tokens[0 .. rows) (computed, never to be rewritten):
  * cache its full blocks among them, in order from its first unshared one. A block whose
  * rows another cached block already holds is swapped for that one (this table's copy
  * goes back to the pool), so equal prefixes end up in one copy. Returns the table's
  * shared blocks (0 without a prefix cache). */
-int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows);
+int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tokens, int32_t rows, uint64_t salt);
 /* Cached blocks no table holds (free to evict; counted in n_free). */
 static inline int32_t sd_kv_cached(const sd_kv_pool *pool) { return pool->prefix ? pool->prefix->n_lru : 0; }
 

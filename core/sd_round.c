@@ -95,8 +95,8 @@ static specdec_status round_prefill_rows(sd_round *rd, sd_runner *t, const sd_ro
 /* After a prefill: the prompt's rows of t (and d) are final; the pools may cache them. */
 static specdec_status round_publish(const sd_round_seq *s, sd_runner *t, sd_runner *d) {
     if (!s->prefix_cache || s->length <= 1) return SPECDEC_OK;
-    sd_runner_prefix_publish(t, s->tokens, s->length - 1);
-    if (d) sd_runner_prefix_publish(d, s->tokens, s->length - 1);
+    sd_runner_prefix_publish(t, s->tokens, s->length - 1, s->prefix_salt);
+    if (d) sd_runner_prefix_publish(d, s->tokens, s->length - 1, s->prefix_salt);
     return SPECDEC_OK;
 }
 
@@ -109,7 +109,7 @@ static specdec_status round_begin_start(sd_round *rd, sd_round_seq *s, sd_runner
     const int32_t n = s->length - 1;
     if (s->prefix_cache && n > 0 && !hidden && !s->prompt_rows) {
         s->prefix_queried = n;
-        s->prefix_hit = sd_runner_prefix_attach(t, s->tokens, n);
+        s->prefix_hit = sd_runner_prefix_attach(t, s->tokens, n, s->prefix_salt);
     }
     return SPECDEC_OK;
 }
@@ -119,7 +119,7 @@ static specdec_status round_begin_start(sd_round *rd, sd_round_seq *s, sd_runner
 static specdec_status round_begin_finish(sd_round *rd, sd_round_seq *s, sd_runner *t, sd_runner *d, int hidden) {
     if (!s->drafter || !s->drafter->ops->begin) return round_publish(s, t, NULL);
     const int32_t n = s->length - 1;
-    if (s->prefix_cache && n > 0 && d && runner_drafter(s->drafter) && !hidden) (void)sd_runner_prefix_attach(d, s->tokens, n);
+    if (s->prefix_cache && n > 0 && d && runner_drafter(s->drafter) && !hidden) (void)sd_runner_prefix_attach(d, s->tokens, n, s->prefix_salt);
     s->prompt_buf = s->prompt_rows && hidden ? rd->prompt_buf : NULL;
     const specdec_status st = s->drafter->ops->begin(s->drafter, d, s, &rd->err);
     s->prompt_buf = NULL;

@@ -176,6 +176,7 @@ struct sd_round_seq {
      * computed; prefix_queried / prefix_hit: the target's prompt rows begin looked up / took */
     int32_t prefix_cache;
     int32_t prefix_queried, prefix_hit;
+    uint64_t prefix_salt;       /* rows are shared only between sequences of equal salt (cache_salt) */
     /* results of the last round */
     int32_t depth;                    /* the depth the round ran (<= shape.depth; 0: a plain step) */
     int32_t n_accepted;               /* accepted draft tokens (path length), 0..depth */

@@ -53,16 +53,16 @@ specdec_status sd_runner_group_enable_prefix(sd_runner_group *g, sd_errbuf *eb) 
     return sd_kv_prefix_enable(&g->pool, eb);
 }
 
-int32_t sd_runner_prefix_attach(sd_runner *r, const int32_t *tokens, int32_t rows) {
+int32_t sd_runner_prefix_attach(sd_runner *r, const int32_t *tokens, int32_t rows, uint64_t salt) {
     if (!r->group || !r->group->pool.prefix || r->kv_len != 0 || r->tree.n > 0 || r->kv.n != 0) return 0;
     if (rows > r->n_ctx) rows = r->n_ctx;
-    r->kv_len = sd_kv_prefix_attach(&r->kv, &r->group->pool, tokens, rows);
+    r->kv_len = sd_kv_prefix_attach(&r->kv, &r->group->pool, tokens, rows, salt);
     return r->kv_len;
 }
 
-void sd_runner_prefix_publish(sd_runner *r, const int32_t *tokens, int32_t rows) {
+void sd_runner_prefix_publish(sd_runner *r, const int32_t *tokens, int32_t rows, uint64_t salt) {
     if (!r->group || !r->group->pool.prefix || r->tree.n > 0) return;
-    (void)sd_kv_prefix_publish(&r->kv, &r->group->pool, tokens, rows < r->kv_len ? rows : r->kv_len);
+    (void)sd_kv_prefix_publish(&r->kv, &r->group->pool, tokens, rows < r->kv_len ? rows : r->kv_len, salt);
 }
 
 specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits_out) {

@@ -268,12 +268,13 @@ specdec_status sd_runner_group_set_window(sd_runner_group *g, int32_t window, sd
  * sd_runner_prefix_publish(r, tokens, rows): r's rows [0, min(rows, kv_len)) hold
  * tokens[0..) and are final (a prefill's, or a finished sequence's): cache its full
  * blocks among them (no-op without a prefix cache or during a tree).
- * Shared blocks are never rewritten: sd_runner_min_len is at least the rows of the
+ * Both name the sequence's salt (specdec_generate_params.cache_salt): rows are shared only
+ * between equal salts. Shared blocks are never rewritten: sd_runner_min_len is at least the rows of the
  * runner's shared blocks, so truncations and forwards below them (but to 0) fail with
  * INVALID_ARGUMENT like those below a released window. */
 specdec_status sd_runner_group_enable_prefix(sd_runner_group *g, sd_errbuf *eb);
-int32_t sd_runner_prefix_attach(sd_runner *r, const int32_t *tokens, int32_t rows);
-void sd_runner_prefix_publish(sd_runner *r, const int32_t *tokens, int32_t rows);
+int32_t sd_runner_prefix_attach(sd_runner *r, const int32_t *tokens, int32_t rows, uint64_t salt);
+void sd_runner_prefix_publish(sd_runner *r, const int32_t *tokens, int32_t rows, uint64_t salt);
 
 /* A new sequence in group g (g->vt->add_runner; the detail in eb on failure). */
 specdec_status sd_runner_group_add(sd_runner_group *g, sd_runner **out, sd_errbuf *eb);

@@ -434,7 +434,13 @@ typedef struct specdec_generate_params {
                                       stops before the first generated token. 0 (default): off */
     int32_t prompt_top_logprobs;   /* with prompt_logprobs: the top list of prompt tokens,
                                       0..SPECDEC_MAX_TOP_LOGPROBS; default 0 */
-    uint64_t reserved[1];
+    /* since 0.4.1 (was 0.4.0's last reserved field; the struct keeps its size) */
+    uint64_t cache_salt;           /* a scheduler's prefix cache (specdec_prefix_cache) shares KV
+                                      rows only between requests with the same salt: 0 (default)
+                                      shares with every unsalted request; give each tenant its own
+                                      value (vLLM's cache_salt, hashed) so that no client can time
+                                      whether another's prompt was cached. Outputs do not depend on
+                                      it; specdec_generate ignores it */
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -593,7 +599,8 @@ typedef int64_t specdec_request_id; /* > 0, never reused by one scheduler */
  * for prompt log-probabilities (they need the prompt's logits; they still remember
  * their blocks), the target's rows of a request drafting with an EAGLE-3 head (it reads
  * the prompt's hidden states), models whose every layer slides (their blocks are given
- * back as the window moves), and schedulers without runner groups. Stable numbers. */
+ * back as the window moves), and schedulers without runner groups. Rows are shared only
+ * between requests of equal specdec_generate_params.cache_salt. Stable numbers. */
 typedef enum specdec_prefix_cache {
     SPECDEC_PREFIX_CACHE_AUTO = 0, /* default: on wherever it works (see above), else off */
     SPECDEC_PREFIX_CACHE_OFF = 1,  /* every request prefills its whole prompt */

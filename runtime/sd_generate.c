@@ -134,11 +134,6 @@ static specdec_status sd_gen_check_logprobs(const specdec_generate_params *p, co
     return SPECDEC_OK;
 }
 
-static specdec_status sd_gen_check_reserved(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
-    for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
-        if (p->reserved[i]) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved[%zu] must be 0", fn, i);
-    return SPECDEC_OK;
-}
 
 /* The n-gram fields: lookup limits and cost (checked only when the n-gram drafter is asked for). */
 static specdec_status sd_gen_check_ngram(const specdec_generate_params *p, const char *fn, sd_errbuf *eb) {
@@ -223,7 +218,6 @@ static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specde
     if (st == SPECDEC_OK) st = sd_gen_check_stops(p, models_known, fn, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_logprobs(p, fn, eb);
     if (st == SPECDEC_OK) st = sd_gen_drafter(env, p, fn, &dr, &m, eb);
-    if (st == SPECDEC_OK) st = sd_gen_check_reserved(p, fn, eb);
     return st;
 }
 

@@ -120,8 +120,8 @@ static void seq_end(specdec_scheduler *s, sd_sched_seq *q, specdec_status st) {
     r->outcome = st == SPECDEC_OK && q->g.cancelled && q->g.reason == SPECDEC_STOP_CALLBACK ? SPECDEC_ERR_CANCELLED : st;
     if (s->prefix_on && st == SPECDEC_OK && q->begun) { /* its rows hold the sequence's tokens: leave them */
         const int32_t rows = r->n_prompt + r->n_out - 1;
-        sd_runner_prefix_publish(q->t, r->prompt, rows);
-        if (q->d && !s->head) sd_runner_prefix_publish(q->d, r->prompt, rows);
+        sd_runner_prefix_publish(q->t, r->prompt, rows, r->gp.cache_salt);
+        if (q->d && !s->head) sd_runner_prefix_publish(q->d, r->prompt, rows, r->gp.cache_salt);
     }
     sd_runner_truncate(q->t, 0);
     if (q->d) sd_runner_truncate(q->d, 0);
@@ -140,6 +140,7 @@ static specdec_status seq_begin_step(specdec_scheduler *s, sd_sched_seq *q, int3
         q->g.rs.target = q->t;
         q->g.rs.draft = q->d;
         q->g.rs.prefix_cache = s->prefix_on;
+        q->g.rs.prefix_salt = r->gp.cache_salt;
         q->begun = q->prefilling = 1;
     }
     const int32_t before = first ? 0 : sd_runner_kv_len(q->t);

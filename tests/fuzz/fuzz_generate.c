@@ -272,7 +272,7 @@ static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
         gp->ngram_cost = (specdec_ngram_cost)(c % 5 == 4 ? -1 : c % 5 == 3 ? 3 : c % 3);
         gp->ngram_token_cost = (c >> 3) % 4 == 3 ? sd_fuzz_float(in) : (float)((c >> 3) % 4) * 0.25f;
     }
-    if ((m & 128) && (a >> 3) % 16 == 1) gp->reserved[0] = 1;
+    if ((m & 128) && (a >> 3) % 16 == 1) gp->cache_salt = 0x9e3779b97f4a7c15ull * (uint64_t)(a + 1); /* any value */
     if ((m & 128) && (a >> 3) % 16 == 3) { /* logprobs (0.4.1), valid and not */
         const uint8_t l = sd_fuzz_u8(in);
         gp->logprobs = l % 8 == 7 ? 2 : l % 8 == 6 ? -1 : l % 8 != 0;
@@ -382,7 +382,6 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
                 (int)p->ngram_cost < 0 || (int)p->ngram_cost > 2 ||
                 !(p->ngram_token_cost >= 0.0f && p->ngram_token_cost <= 100.0f),
             inval);
-    for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++) BAD(p->reserved[i], inval);
     BAD(p->logprobs != 0 && p->logprobs != 1, inval);
     BAD(p->top_logprobs < 0 || p->top_logprobs > SPECDEC_MAX_TOP_LOGPROBS || (p->top_logprobs > 0 && !p->logprobs), inval);
     BAD(p->prompt_logprobs != 0 && p->prompt_logprobs != 1, inval);

@@ -2,14 +2,16 @@
  * of runner groups (core/sd_runner.h "Prefix cache"), below the scheduler:
  *   1. bookkeeping, step by step: publish, attach (whole blocks only, the longest
  *      matching run), reference counts, cached blocks counted free, eviction least
- *      recently given back first (a sequence's tail before its head), equal rows
+ *      recently given back first (a sequence's tail before its head), salts kept apart,
+ *      equal rows
  *      published twice end up in one block, and a block whose parent was evicted and
  *      reused never matches again (the generation check);
  *   2. a fixed-seed random walk of 6 tables over a pool of 20 blocks with prompts drawn
  *      from a few shared stems and a 3-token alphabet (so prefixes collide often): after
  *      every step every block's reference count is the number of tables holding it, the
  *      free count is the free stack plus the unheld cached blocks, the index holds
- *      exactly the cached blocks, and — against a model of what every physical row was
+ *      exactly the cached blocks, attached blocks carry the table's salt (a quarter of
+ *      the sequences salted), and — against a model of what every physical row was
  *      last written with — every attached block holds exactly the rows of the tokens
  *      asked for, and no table ever writes a block another table holds;
  *   3. runners of a group with a prefix cache on the Llama fixture: a runner that takes
@@ -64,7 +66,7 @@ static void bookkeeping(void) {
     SD_CHECK(sd_kv_pool_init(&pool, 8, BT1, &eb) == SPECDEC_OK && sd_kv_table_init(&a, 32, BT1, &eb) == SPECDEC_OK &&
                  sd_kv_table_init(&b, 32, BT1, &eb) == SPECDEC_OK && sd_kv_table_init(&c, 32, BT1, &eb) == SPECDEC_OK,
              "init: %s", eb.msg);
-    SD_CHECK(sd_kv_prefix_attach(&a, &pool, T, 12) == 0 && sd_kv_prefix_publish(&a, &pool, T, 12) == 0,
+    SD_CHECK(sd_kv_prefix_attach(&a, &pool, T, 12, 0) == 0 && sd_kv_prefix_publish(&a, &pool, T, 12, 0) == 0,
              "no prefix cache: attach and publish do nothing");
     SD_CHECK(sd_kv_hold(&a, &pool, 5, &eb) == SPECDEC_OK, "hold");
     SD_CHECK(sd_kv_prefix_enable(&pool, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && !pool.prefix,
@@ -75,25 +77,25 @@ static void bookkeeping(void) {
     /* a computes 3 blocks (10 rows: 2 full) and publishes */
     SD_CHECK(sd_kv_hold(&a, &pool, 10, &eb) == SPECDEC_OK && a.n == 3, "a holds 3 blocks");
     const int32_t a0 = a.blocks[0], a1 = a.blocks[1], a2 = a.blocks[2];
-    SD_CHECK(sd_kv_prefix_publish(&a, &pool, T, 10) == 2 && a.shared == 2, "10 rows: 2 full blocks cached (%d)",
+    SD_CHECK(sd_kv_prefix_publish(&a, &pool, T, 10, 0) == 2 && a.shared == 2, "10 rows: 2 full blocks cached (%d)",
              a.shared);
-    SD_CHECK(sd_kv_hold(&a, &pool, 12, &eb) == SPECDEC_OK && sd_kv_prefix_publish(&a, &pool, T, 12) == 3,
+    SD_CHECK(sd_kv_hold(&a, &pool, 12, &eb) == SPECDEC_OK && sd_kv_prefix_publish(&a, &pool, T, 12, 0) == 3,
              "12 rows: the third block too");
     /* the key only picks the bucket: a block whose stored ids differ never matches (white
      * box: one id changed as if two token runs had the same 64-bit key) */
     pool.prefix->tokens[a0 * BT1 + 3] = 77;
-    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 12) == 0, "equal keys, different ids: no match");
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 12, 0) == 0, "equal keys, different ids: no match");
     pool.prefix->tokens[a0 * BT1 + 3] = T[3];
     /* b attaches: whole blocks within the rows asked */
-    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 11) == 8 && b.n == 2 && b.shared == 2 && b.blocks[0] == a0 &&
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 11, 0) == 8 && b.n == 2 && b.shared == 2 && b.blocks[0] == a0 &&
                  b.blocks[1] == a1,
              "attach 11 rows: a's first 2 blocks (n %d)", b.n);
     SD_CHECK(pool.prefix->ref[a0] == 2 && pool.prefix->ref[a2] == 1 && pool.n_free == 5, "refs %d/%d, free %d",
              pool.prefix->ref[a0], pool.prefix->ref[a2], pool.n_free);
     sd_kv_trim(&b, &pool, 0);
-    SD_CHECK(sd_kv_prefix_attach(&b, &pool, U, 12) == 4 && b.blocks[0] == a0, "a different block 1: 1 block");
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, U, 12, 0) == 4 && b.blocks[0] == a0, "a different block 1: 1 block");
     sd_kv_trim(&b, &pool, 0);
-    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 3) == 0 && b.n == 0, "fewer rows than a block: none");
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 3, 0) == 0 && b.n == 0, "fewer rows than a block: none");
     /* a is done: its blocks stay cached, counted free */
     sd_kv_trim(&a, &pool, 0);
     SD_CHECK(pool.n_free == 8 && sd_kv_cached(&pool) == 3 && pool.n_stack == 5, "free %d cached %d stack %d",
@@ -101,7 +103,7 @@ static void bookkeeping(void) {
     /* c takes the 5 stack blocks, then evicts: a's tail (a2) first */
     SD_CHECK(sd_kv_hold(&c, &pool, 24, &eb) == SPECDEC_OK && sd_kv_cached(&pool) == 2 && !pool.prefix->cached[a2],
              "6 blocks: the stack, then a2 evicted");
-    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 12) == 8, "T now matches 2 blocks");
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 12, 0) == 8, "T now matches 2 blocks");
     SD_CHECK(sd_kv_hold(&c, &pool, 32, &eb) == SPECDEC_ERR_CONTEXT_FULL, "a held cached block is not evictable");
     sd_kv_trim(&b, &pool, 0);
     sd_kv_trim(&c, &pool, 0);
@@ -110,7 +112,7 @@ static void bookkeeping(void) {
     SD_CHECK(sd_kv_hold(&c, &pool, 8, &eb) == SPECDEC_OK, "c holds 2 blocks");
     const int32_t c0 = c.blocks[0];
     const int32_t free_before = pool.n_free;
-    SD_CHECK(sd_kv_prefix_publish(&c, &pool, T, 8) == 2 && c.blocks[0] == a0 && c.blocks[1] == a1 &&
+    SD_CHECK(sd_kv_prefix_publish(&c, &pool, T, 8, 0) == 2 && c.blocks[0] == a0 && c.blocks[1] == a1 &&
                  pool.prefix->ref[a0] == 1 && pool.n_free == free_before,
              "publish of cached rows: shares a0/a1 (c0 %d back; free %d -> %d)", c0, free_before, pool.n_free);
     sd_kv_trim(&c, &pool, 0);
@@ -122,12 +124,26 @@ static void bookkeeping(void) {
     SD_CHECK(sd_kv_hold(&c, &pool, BT1, &eb) == SPECDEC_OK && c.blocks[0] == a0 && !pool.prefix->cached[a0],
              "c's block is a0, evicted (%d)", c.blocks[0]);
     const int32_t V[8] = {1, 2, 3, 4, 5, 6, 7, 8}; /* T's first two blocks */
-    SD_CHECK(sd_kv_prefix_publish(&c, &pool, V, 4) == 1, "c publishes V's block 0 in a0 again");
+    SD_CHECK(sd_kv_prefix_publish(&c, &pool, V, 4, 0) == 1, "c publishes V's block 0 in a0 again");
     sd_kv_trim(&c, &pool, 0);
     sd_kv_trim(&b, &pool, 0);
     SD_CHECK(pool.prefix->cached[a1] && pool.prefix->parent[a1] == a0, "a1 still cached, its parent id a0");
-    SD_CHECK(sd_kv_prefix_attach(&b, &pool, V, 8) == 4 && b.blocks[0] == a0,
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, V, 8, 0) == 4 && b.blocks[0] == a0,
              "V matches its first block only: a1 followed an older a0 (got %d rows)", b.n * BT1);
+    sd_kv_trim(&b, &pool, 0);
+    /* salts: another salt finds nothing, and its own copy is kept apart */
+    SD_CHECK(sd_kv_hold(&c, &pool, 8, &eb) == SPECDEC_OK && sd_kv_prefix_publish(&c, &pool, T, 8, 0) == 2, "T unsalted");
+    const int32_t u0 = c.blocks[0];
+    sd_kv_trim(&c, &pool, 0);
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 12, 7) == 0, "salt 7 does not find unsalted rows");
+    SD_CHECK(sd_kv_hold(&b, &pool, 8, &eb) == SPECDEC_OK && sd_kv_prefix_publish(&b, &pool, T, 8, 7) == 2 &&
+                 b.blocks[0] != u0,
+             "salt 7 publishes its own copy");
+    const int32_t s0 = b.blocks[0];
+    sd_kv_trim(&b, &pool, 0);
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 12, 7) == 8 && b.blocks[0] == s0, "salt 7 finds its own copy");
+    sd_kv_trim(&b, &pool, 0);
+    SD_CHECK(sd_kv_prefix_attach(&b, &pool, T, 12, 0) == 8 && b.blocks[0] == u0, "unsalted: the unsalted copy");
     sd_kv_trim(&b, &pool, 0);
     SD_CHECK(pool.n_free == pool.n_blocks, "all free at the end");
     sd_kv_table_free(&a);
@@ -148,6 +164,7 @@ typedef struct walk_tab {
     int32_t seq[CAP2];
     int32_t len;  /* tokens of its sequence */
     int32_t rows; /* rows computed (written or attached) */
+    uint64_t salt; /* its sequence's cache salt (0 or 1) */
 } walk_tab;
 
 typedef struct walk {
@@ -202,7 +219,10 @@ static void walk_start(walk *w, walk_tab *x, uint64_t *s) {
     x->len = rint_(s, 1, CAP2);
     for (int32_t j = 0; j < x->len; j++) x->seq[j] = j < stem ? stems[k][j] : rint_(s, 0, 2);
     const int32_t ask = rint_(s, 0, x->len);
-    x->rows = sd_kv_prefix_attach(&x->t, &w->pool, x->seq, ask);
+    x->salt = rint_(s, 0, 3) == 0; /* a quarter of the sequences salted: shared only among them */
+    x->rows = sd_kv_prefix_attach(&x->t, &w->pool, x->seq, ask, x->salt);
+    for (int32_t j = 0; j < x->t.n; j++)
+        SD_CHECK(w->pool.prefix->salt[x->t.blocks[j]] == x->salt, "attached block %d has another salt", j);
     SD_CHECK(x->rows % BT2 == 0 && x->rows <= ask && x->t.shared == x->t.n, "attach %d of %d rows", x->rows, ask);
     w->attached += x->rows / BT2;
     for (int32_t j = 0; j < x->rows; j++)
@@ -241,7 +261,7 @@ static void random_walk(void) {
         const int32_t cached_before = sd_kv_cached(&w->pool), stack_before = w->pool.n_stack;
         if (op < 3 || x->len == 0) walk_start(w, x, &s);
         else if (op < 7) walk_compute(w, x, rint_(&s, x->rows, x->len));
-        else if (op < 9) (void)sd_kv_prefix_publish(&x->t, &w->pool, x->seq, x->rows);
+        else if (op < 9) (void)sd_kv_prefix_publish(&x->t, &w->pool, x->seq, x->rows, x->salt);
         else { /* roll back, never into shared rows */
             const int32_t to = rint_(&s, x->t.shared * BT2, x->rows);
             sd_kv_trim(&x->t, &w->pool, to);
@@ -298,10 +318,10 @@ static void runners(const char *fx) {
     if (!ref || !got) goto done;
     SD_CHECK(sd_runner_forward_chunked(solo, tok, N3, 0, ref) == SPECDEC_OK, "solo forward: %s", solo->err.msg);
     SD_CHECK(sd_runner_forward_chunked(a, tok, 30, 0, NULL) == SPECDEC_OK, "a: %s", a->err.msg);
-    sd_runner_prefix_publish(a, tok, 30); /* 3 full blocks */
+    sd_runner_prefix_publish(a, tok, 30, 0); /* 3 full blocks */
     SD_CHECK(a->kv.shared == 3, "a published 3 blocks (%d)", a->kv.shared);
     SD_CHECK(sd_runner_truncate(a, 0) == SPECDEC_OK && a->kv.shared == 0, "a starts over");
-    SD_CHECK(sd_runner_prefix_attach(b, tok, N3 - 1) == 24 && sd_runner_kv_len(b) == 24, "b takes 24 rows (%d)",
+    SD_CHECK(sd_runner_prefix_attach(b, tok, N3 - 1, 0) == 24 && sd_runner_kv_len(b) == 24, "b takes 24 rows (%d)",
              sd_runner_kv_len(b));
     SD_CHECK(sd_runner_truncate(b, 20) == SPECDEC_ERR_INVALID_ARGUMENT && sd_runner_kv_len(b) == 24 &&
                  strstr(b->err.msg, "prefix cache"),

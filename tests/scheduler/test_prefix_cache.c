@@ -29,6 +29,8 @@
  *      reserving 15 of a 40-block pool, run >= 4 at once with the cache (the running ones
  *      hold the shared blocks once) and 2 at once without; outputs equal, the pool never
  *      exceeded (metrics sampled on every token).
+ *   8. Cache salts (cache_salt): one prompt with salts 0, 9, 9, 0, 10 in turn finds cached
+ *      rows only after an earlier request of the same salt (0, 0, > 0, > 0, 0); outputs equal.
  * Under the sanitizers (ctest passes N_EVICT = 4 and `quick`) part 3 runs 4 requests; part 2,
  * part 6's repeats of parts 1 and 3 and part 7's run without the cache are left out, and
  * part 7 runs 4 requests.
@@ -459,6 +461,26 @@ static void admission(sc_env *e, int quick) {
     SD_CHECK(on >= 4, "with the cache: shared blocks counted once, >= 4 at once (%d)", on);
 }
 
+/* ---- 8. cache salts ----------------------------------------------------------------------- */
+static void salts(sc_env *e) {
+    req r;
+    if (make_req(e, &r, SYSTEMS[3], QUESTIONS[4], 1, 77)) return;
+    specdec_scheduler *s = make_sched(e, SPECDEC_PREFIX_CACHE_AUTO, 2, BT, 0);
+    if (!s) return;
+    static const uint64_t salt[5] = {0, 9, 9, 0, 10};
+    int64_t cached[5];
+    for (int k = 0; k < 5; k++) {
+        r.gp.cache_salt = salt[k];
+        submit(s, &r);
+        collect(s, &r, "salted");
+        cached[k] = r.st.n_cached_prompt;
+    }
+    SD_CHECK(cached[0] == 0 && cached[1] == 0 && cached[2] > 0 && cached[3] > 0 && cached[4] == 0,
+             "salts 0, 9, 9, 0, 10: cached %lld %lld %lld %lld %lld (want 0, 0, >0, >0, 0)", (long long)cached[0],
+             (long long)cached[1], (long long)cached[2], (long long)cached[3], (long long)cached[4]);
+    specdec_scheduler_free(s);
+}
+
 int main(int argc, char **argv) {
     const int cuda = sc_backend_arg(argc, argv);
     if (cuda < 0) return sd_test_skip("no CUDA device");
@@ -482,6 +504,7 @@ int main(int argc, char **argv) {
     params(&e, argv[3]);
     chunked(&e, quick);
     admission(&e, quick);
+    salts(&e);
     sc_env_free(&e);
     return sd_test_done();
 }

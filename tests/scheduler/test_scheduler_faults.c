@@ -176,7 +176,7 @@ static void test_submit_bad(ctx *c) {
         case 19: gp.tokenizer = c->e.tok, gp.stop_strings = stops_empty, gp.n_stop_strings = 1; break;
         case 20: gp.tokenizer = c->e.tok, gp.stop_strings = stops_long, gp.n_stop_strings = 1; break;
         case 21: gp.draft_method = (specdec_draft_method)7; break;
-        case 22: gp.reserved[0] = 1; break;
+        case 22: gp.logprobs = 2; break;
         case 23: idp = NULL; break;
         }
         specdec_status st = specdec_scheduler_submit(s, pr, np, &gp, idp);

@@ -1249,6 +1249,25 @@ def pc_twice(srv, extra, n_tok):
     return out
 
 
+def test_cache_salt(srv):
+    """vLLM's cache_salt: the prefix cache shares rows only among requests with the same salt. A prompt
+    of >= 2 blocks sent with salt "tenant-a" twice: 0 cached, then > 0; with "tenant-b": 0 again; the
+    text the same every time (greedy); a bad salt is a 400 naming the field."""
+    prompt = PC_LONG2 + " And the woman said unto the serpent"
+    got = []
+    for salt in ("tenant-a", "tenant-a", "tenant-b"):
+        st, d = pc_post(srv, {"prompt": prompt, "max_tokens": 4, "temperature": 0, "cache_salt": salt})
+        check(st == 200, "cache_salt %s: %d" % (salt, st))
+        if st == 200:
+            got.append((cached_of(d["usage"]), d["choices"][0]["text"]))
+    if check(len(got) == 3, "three salted requests answered"):
+        check(got[0][0] == 0 and got[1][0] > 0 and got[2][0] == 0,
+              "cached_tokens with salts a, a, b: %r (want 0, > 0, 0)" % [c for c, _ in got])
+        check(len({t for _, t in got}) == 1, "the salt does not change the text: %r" % [t for _, t in got])
+    st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 1, "cache_salt": ""})
+    check(st == 400 and b"cache_salt" in raw, "empty cache_salt: %d %r" % (st, raw[:200]))
+
+
 def test_prefix_cache_modes():
     """--no-enable-prefix-caching: a prompt sent twice reports cached_tokens 0 both times, the hit counter
     stays 0 and no block is cached, and the text equals `specdec generate`'s (greedy and seeded match
@@ -1406,7 +1425,7 @@ def main():
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
                    test_unsupported_fields, test_logprobs, test_echo_prompt_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
-                   test_n_disconnect, test_n_limits, test_prefix_cache, test_metrics_endpoint):
+                   test_n_disconnect, test_n_limits, test_prefix_cache, test_cache_salt, test_metrics_endpoint):
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)
     for fn in (test_chat_templates, test_api_key, test_prefix_cache_modes, test_queue_and_timeout, test_n_admission,

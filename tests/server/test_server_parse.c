@@ -478,6 +478,28 @@ static void test_unsupported(void) {
                  "%s: %d param '%s' (%s)", body, code, e.param, e.message);
         if (code == 200) sd_api_request_free(&r);
     }
+    /* vLLM's cache_salt: a non-empty string, hashed (never 0; equal strings equal, others not); null /
+     * absent 0; anything else the field named */
+    static const struct { int chat; const char *extra; int code; } cs[] = {
+        {0, "\"cache_salt\":\"tenant-a\"", 200}, {1, "\"cache_salt\":\"tenant-a\"", 200},
+        {0, "\"cache_salt\":\"tenant-b\"", 200}, {0, "\"cache_salt\":null", 200},
+        {0, "\"cache_salt\":\"\"", 400},         {1, "\"cache_salt\":7", 400},
+        {0, "\"cache_salt\":[\"a\"]", 400},
+    };
+    uint64_t salt[sizeof cs / sizeof cs[0]] = {0};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        const char *head = cs[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        snprintf(body, sizeof body, "%s,%s}", head, cs[i].extra);
+        sd_api_request rq;
+        sd_api_error er;
+        int c = parse(body, cs[i].chat, &rq, &er);
+        SD_CHECK(c == cs[i].code && (c == 200 || !strcmp(er.param, "cache_salt")), "%s: %d param '%s' (%s)", body, c,
+                 er.param, er.message);
+        if (c == 200) salt[i] = rq.cache_salt, sd_api_request_free(&rq);
+    }
+    SD_CHECK(salt[0] != 0 && salt[0] == salt[1] && salt[2] != 0 && salt[2] != salt[0] && salt[3] == 0,
+             "cache_salt hashes: %llx %llx %llx %llx", (unsigned long long)salt[0], (unsigned long long)salt[1],
+             (unsigned long long)salt[2], (unsigned long long)salt[3]);
     /* what a UI sends: every default at once */
     sd_api_request r;
     sd_api_error e;

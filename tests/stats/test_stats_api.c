@@ -198,7 +198,6 @@ static void validate(void) {
     BAD("top_p", q.top_p = 0.0f);
     BAD("min_p", q.min_p = 1.5f);
     BAD("stop_strings", q.n_stop_strings = 1);
-    BAD("reserved", q.reserved[0] = 1);
     BAD("draft_nodes", q.draft_nodes = 65);
 #undef BAD
     /* what only the models and the tokenizer can judge passes here */

@@ -100,12 +100,14 @@ _Static_assert(offsetof(specdec_generate_params, top_logprobs) == offsetof(specd
                        offsetof(specdec_generate_params, logprob_user_data) + sizeof(void *) &&
                    offsetof(specdec_generate_params, prompt_top_logprobs) ==
                        offsetof(specdec_generate_params, prompt_logprobs) + 4 &&
-                   offsetof(specdec_generate_params, reserved) ==
+                   offsetof(specdec_generate_params, cache_salt) ==
                        offsetof(specdec_generate_params, prompt_logprobs) + 8,
                "the 0.4.1 logprob fields are 0.4.0's reserved[0..3]");
-_Static_assert(offsetof(specdec_generate_params, reserved) + sizeof(((specdec_generate_params *)0)->reserved) ==
-                   offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved),
-               "reserved still ends the struct");
+/* 0.4.1: cache_salt is 0.4.0's last reserved uint64_t, and ends the struct where reserved did */
+_Static_assert(offsetof(specdec_generate_params, cache_salt) + sizeof(uint64_t) ==
+                   offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved) &&
+                   sizeof(specdec_generate_params) == sizeof(v01_generate_params),
+               "cache_salt ends the struct where reserved did; the size is unchanged");
 /* 0.4 grew specdec_stats (soname libspecdec.so.0.4): the 0.1 fields keep their offsets,
  * the 0.2 ones fill the old reserved space, the 0.4 ones start where 0.2's reserved[5] was. */
 _Static_assert(sizeof(specdec_stats) > sizeof(v01_stats), "stats shrank");
@@ -197,7 +199,7 @@ static void test_bad_requests(void) {
         case 4: p.draft_nodes = -1, what = "draft_nodes -1"; break;
         case 5: p.adaptive_draft = 1, what = "adaptive_draft with a tree"; break;
         case 6: p.draft_method = (specdec_draft_method)7, what = "draft_method 7"; break;
-        case 7: p.reserved[0] = 1, what = "reserved[0]"; break;
+        case 7: p.logprobs = 2, what = "logprobs 2"; break;
         case 8: memset(p.tree_width, 0, sizeof p.tree_width), p.tree_width[5] = 2, what = "a zero first"; break;
         }
         n2 = -1;

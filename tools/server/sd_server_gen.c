@@ -414,6 +414,7 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.ignore_eos = req->ignore_eos;
     gp.seed = seed;
     gp.sequence_id = (uint64_t)(j->index % j->g->n);
+    gp.cache_salt = req->cache_salt;
     gp.verify = req->verify;
     j->logprobs = req->logprobs;
     j->verify = req->verify != SPECDEC_VERIFY_AUTO ? req->verify

@@ -519,6 +519,24 @@ static int parse_echo(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     return 0;
 }
 
+/* vLLM's "cache_salt": a non-empty string confining prefix-cache sharing to the requests that
+ * give the same one; absent or null: 0 (shared with every unsalted request). Hashed to 64 bits
+ * (FNV-1a, then mixed; never 0). */
+static int parse_cache_salt(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *s = field(root, "cache_salt");
+    r->cache_salt = 0;
+    if (!s || cJSON_IsNull(s)) return 0;
+    if (!cJSON_IsString(s) || !s->valuestring[0])
+        return sd_api_fail(e, 400, INVALID, NULL, "cache_salt", "'cache_salt' must be a non-empty string");
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)s->valuestring; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    r->cache_salt = h ? h : 1;
+    return 0;
+}
+
 static int parse_stream(const cJSON *root, sd_api_request *r, sd_api_error *e) {
     int rc = get_bool(root, "stream", &r->stream, e);
     if (rc) return rc;
@@ -542,6 +560,7 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = get_bool(root, "ignore_eos", &r->ignore_eos, e);
     if (!rc) rc = parse_logprobs(root, r, e);
     if (!rc) rc = parse_echo(root, r, e);
+    if (!rc) rc = parse_cache_salt(root, r, e);
     if (!rc) rc = sd_parse_unsupported(root, chat, e);
     if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
         rc = sd_api_fail(e, 400, INVALID, NULL, "n",

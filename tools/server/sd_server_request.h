@@ -70,6 +70,8 @@ typedef struct sd_api_request {
                                       tokens first in "logprobs"); chat refuses it (unsupported_value) */
     int32_t prompt_logprobs;       /* vLLM's "prompt_logprobs": -1 (absent / null) or the top count
                                       0..SPECDEC_MAX_TOP_LOGPROBS; refused with "stream" (as vLLM) */
+    uint64_t cache_salt;           /* vLLM's "cache_salt" hashed (never 0), or 0 when absent / null:
+                                      the prefix cache shares rows only among equal salts */
     int32_t n_draft;               /* -1: the server's default */
     specdec_verify_mode verify;
     int32_t tree[SD_API_MAX_TREE]; /* extension "tree": children per node at each depth, a shape
