@@ -31,10 +31,10 @@
  *      exceeded (metrics sampled on every token).
  *   8. Cache salts (cache_salt): one prompt with salts 0, 9, 9, 0, 10 in turn finds cached
  *      rows only after an earlier request of the same salt (0, 0, > 0, > 0, 0); outputs equal.
- * Under the sanitizers (ctest passes N_EVICT = 4 and `quick`) parts 2 and 3, part 6's repeats
- * of parts 1 and 3 and its run in one chunk, and part 7's run without the cache are left out,
- * and part 7 runs 4 requests (tests/kv/test_kv_prefix.c's random walk evicts under the
- * sanitizers too).
+ * Under the sanitizers (ctest passes `quick`) parts 1, 5 and 6 run (6 without its repeats of
+ * parts 1 and 3 and its run in one chunk): the scheduler's attach, publish, chunked steps and
+ * cancels under ASan; tests/kv/test_kv_prefix.c's random walk (salts, eviction) runs there too,
+ * and the Release stage runs everything.
  * Usage: test_prefix_cache [--cuda] TARGET_DIR DRAFT_DIR FIXTURES_DIR [N_EVICT (<= 24) [quick]] */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
@@ -498,14 +498,22 @@ int main(int argc, char **argv) {
     }
     sc_env e;
     if (sc_env_load(&e, argv[1], argv[2])) return 1;
-    waves(&e, SPECDEC_PREFIX_CACHE_AUTO);
-    if (!quick) waves(&e, SPECDEC_PREFIX_CACHE_OFF);
-    if (!quick) eviction(&e, n_evict);
-    prompt_logprobs(&e);
-    params(&e, argv[3]);
-    chunked(&e, quick);
-    admission(&e, quick);
-    salts(&e);
+    double t = sc_now();
+#define PART(name, call)                                                      \
+    do {                                                                      \
+        call;                                                                 \
+        printf("  %-22s %6.1f s\n", name, sc_now() - t);                      \
+        t = sc_now();                                                         \
+    } while (0)
+    PART("1. AUTO", waves(&e, SPECDEC_PREFIX_CACHE_AUTO));
+    if (!quick) PART("2. OFF", waves(&e, SPECDEC_PREFIX_CACHE_OFF));
+    if (!quick) PART("3. eviction", eviction(&e, n_evict));
+    if (!quick) PART("4. prompt logprobs", prompt_logprobs(&e));
+    PART("5. parameters", params(&e, argv[3]));
+    PART("6. chunked prefill", chunked(&e, quick));
+    if (!quick) PART("7. admission", admission(&e, quick));
+    if (!quick) PART("8. salts", salts(&e));
+#undef PART
     sc_env_free(&e);
     return sd_test_done();
 }
