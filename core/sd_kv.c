@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_math.h"
 
 specdec_status sd_kv_pool_init(sd_kv_pool *pool, int32_t n_blocks, int32_t block_tokens, sd_errbuf *eb) {
     memset(pool, 0, sizeof *pool);
@@ -119,17 +120,19 @@ static void give_block(sd_kv_pool *pool, int32_t b) {
     pool->n_free++;
 }
 
-static uint64_t mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+/* A table takes a reference on cached block c (attach, or publish's swap to an equal copy);
+ * unheld until now, it leaves the LRU list and no longer counts as free. */
+static void ref_cached(sd_kv_pool *pool, int32_t c) {
+    if (pool->prefix->ref[c]++ > 0) return;
+    lru_remove(pool->prefix, c);
+    pool->n_free--;
 }
 
 /* The key of a block holding tok[0 .. bt) after the cached block `parent` (-1: none; then the
  * salt starts the key). */
 static uint64_t block_key(const sd_kv_prefix *px, int32_t parent, const int32_t *tok, int32_t bt, uint64_t salt) {
-    uint64_t h = parent >= 0 ? px->key[parent] : mix64(0x243f6a8885a308d3ull ^ salt);
-    for (int32_t i = 0; i < bt; i++) h = mix64(h + 0x9e3779b97f4a7c15ull + (uint32_t)tok[i]);
+    uint64_t h = parent >= 0 ? px->key[parent] : sd_mix64(0x243f6a8885a308d3ull ^ salt);
+    for (int32_t i = 0; i < bt; i++) h = sd_mix64(h + 0x9e3779b97f4a7c15ull + (uint32_t)tok[i]);
     return h;
 }
 
@@ -192,10 +195,7 @@ int32_t sd_kv_prefix_attach(sd_kv_table *t, sd_kv_pool *pool, const int32_t *tok
         const int32_t *tok = tokens + (size_t)t->n * bt;
         const int32_t c = lookup(pool, parent, tok, block_key(px, parent, tok, bt, salt), salt);
         if (c < 0) break;
-        if (px->ref[c]++ == 0) { /* it was free to evict: no longer */
-            lru_remove(px, c);
-            pool->n_free--;
-        }
+        ref_cached(pool, c);
         t->blocks[t->n++] = parent = c;
     }
     t->lo = 0;
@@ -216,10 +216,7 @@ int32_t sd_kv_prefix_publish(sd_kv_table *t, sd_kv_pool *pool, const int32_t *to
         const uint64_t key = block_key(px, parent, tok, bt, salt);
         const int32_t c = lookup(pool, parent, tok, key, salt);
         if (c >= 0) { /* the same rows are cached already: share that copy */
-            if (px->ref[c]++ == 0) {
-                lru_remove(px, c);
-                pool->n_free--;
-            }
+            ref_cached(pool, c);
             t->blocks[i] = c;
             give_block(pool, b);
         } else {

@@ -25,6 +25,13 @@
 
 #define SD_PI 3.14159265358979323846
 
+/* The splitmix64 finaliser: a 64-bit avalanche (hash keys, seeds from clock values). */
+SD_HD uint64_t sd_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 /* Integer minimum and maximum. */
 SD_HD int32_t sd_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 SD_HD int32_t sd_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }

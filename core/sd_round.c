@@ -93,11 +93,10 @@ static specdec_status round_prefill_rows(sd_round *rd, sd_runner *t, const sd_ro
 }
 
 /* After a prefill: the prompt's rows of t (and d) are final; the pools may cache them. */
-static specdec_status round_publish(const sd_round_seq *s, sd_runner *t, sd_runner *d) {
-    if (!s->prefix_cache || s->length <= 1) return SPECDEC_OK;
+static void round_publish(const sd_round_seq *s, sd_runner *t, sd_runner *d) {
+    if (!s->prefix_cache || s->length <= 1) return;
     sd_runner_prefix_publish(t, s->tokens, s->length - 1, s->prefix_salt);
     if (d) sd_runner_prefix_publish(d, s->tokens, s->length - 1, s->prefix_salt);
-    return SPECDEC_OK;
 }
 
 /* The first step of a begin: checks, caches reset, the cached prefix taken. */
@@ -117,14 +116,19 @@ static specdec_status round_begin_start(sd_round *rd, sd_round_seq *s, sd_runner
 /* The target's prefill done: the drafter begins (a model drafter prefills its runner from
  * what it holds, core/sd_drafter_model.c), the pools may cache the rows. */
 static specdec_status round_begin_finish(sd_round *rd, sd_round_seq *s, sd_runner *t, sd_runner *d, int hidden) {
-    if (!s->drafter || !s->drafter->ops->begin) return round_publish(s, t, NULL);
-    const int32_t n = s->length - 1;
-    if (s->prefix_cache && n > 0 && d && runner_drafter(s->drafter) && !hidden) (void)sd_runner_prefix_attach(d, s->tokens, n, s->prefix_salt);
+    if (!s->drafter || !s->drafter->ops->begin) {
+        round_publish(s, t, NULL);
+        return SPECDEC_OK;
+    }
+    sd_runner *dm = runner_drafter(s->drafter) && !hidden ? d : NULL; /* a draft model's runner */
+    if (s->prefix_cache && s->length > 1 && dm)
+        (void)sd_runner_prefix_attach(dm, s->tokens, s->length - 1, s->prefix_salt);
     s->prompt_buf = s->prompt_rows && hidden ? rd->prompt_buf : NULL;
     const specdec_status st = s->drafter->ops->begin(s->drafter, d, s, &rd->err);
     s->prompt_buf = NULL;
     if (st == SPECDEC_ERR_DEVICE_LOST) rd->device_lost = 1;
-    return st == SPECDEC_OK ? round_publish(s, t, runner_drafter(s->drafter) && !hidden ? d : NULL) : st;
+    if (st == SPECDEC_OK) round_publish(s, t, dm);
+    return st;
 }
 
 specdec_status sd_round_begin_step(sd_round *rd, sd_round_seq *s, int first, int32_t budget, int *done) {

@@ -80,10 +80,8 @@ uint64_t sd_gen_random_seed(void) {
     /* no entropy source: the clock through the splitmix64 finaliser */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    return (x ^ (x >> 31)) & 0xffffffffu;
+    const uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 0x9e3779b97f4a7c15u;
+    return sd_mix64(x) & 0xffffffffu;
 }
 
 /* ------------------------------------------------------------------------- */

@@ -93,8 +93,6 @@ struct specdec_scheduler {
     int32_t n_ctx, n_vocab;
     int has_draft;
     int32_t prefill_budget;       /* prompt tokens prefilled between two rounds (p.prefill_chunk resolved) */
-    int prefix_on;                /* the target's group has a prefix cache (specdec_prefix_cache): requests
-                                     take cached prompt rows and leave theirs (docs/BATCHING.md) */
     int head;                     /* the draft is an EAGLE-3 head: each slot's d is a head runner over its
                                      t (its own draft cache, in no pool; gd NULL) */
     sd_gen_env env;
@@ -120,6 +118,10 @@ struct specdec_scheduler {
     int64_t draft_rounds;                          /* specdec_scheduler_get_acceptance */
     int64_t accepted_at[SPECDEC_MAX_DRAFT];
 };
+
+/* The target's group has a prefix cache (specdec_prefix_cache): requests take cached prompt
+ * rows and leave theirs (docs/BATCHING.md "Prefix cache"). */
+static inline int sd_sched_prefix_on(const specdec_scheduler *s) { return s->gt && s->gt->pool.prefix; }
 
 /* The loop thread (sd_sched_loop.c). */
 void *sd_sched_loop(void *arg);

@@ -118,7 +118,7 @@ static void seq_end(specdec_scheduler *s, sd_sched_seq *q, specdec_status st) {
     sd_req *r = q->req;
     sd_gen_finish(&q->g, st, &r->n_out);
     r->outcome = st == SPECDEC_OK && q->g.cancelled && q->g.reason == SPECDEC_STOP_CALLBACK ? SPECDEC_ERR_CANCELLED : st;
-    if (s->prefix_on && st == SPECDEC_OK && q->begun) { /* its rows hold the sequence's tokens: leave them */
+    if (sd_sched_prefix_on(s) && st == SPECDEC_OK && q->begun) { /* its rows hold the sequence's tokens: leave them */
         const int32_t rows = r->n_prompt + r->n_out - 1;
         sd_runner_prefix_publish(q->t, r->prompt, rows, r->gp.cache_salt);
         if (q->d && !s->head) sd_runner_prefix_publish(q->d, r->prompt, rows, r->gp.cache_salt);
@@ -139,7 +139,7 @@ static specdec_status seq_begin_step(specdec_scheduler *s, sd_sched_seq *q, int3
         q->g.cancel = &r->cancel;
         q->g.rs.target = q->t;
         q->g.rs.draft = q->d;
-        q->g.rs.prefix_cache = s->prefix_on;
+        q->g.rs.prefix_cache = sd_sched_prefix_on(s);
         q->g.rs.prefix_salt = r->gp.cache_salt;
         q->begun = q->prefilling = 1;
     }

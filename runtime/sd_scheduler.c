@@ -269,7 +269,6 @@ static specdec_status sd_sched_prefix(specdec_scheduler *s, sd_runner_group *g, 
         sd_err_clear(eb); /* AUTO: off here; a draft model without one only prefills its whole prompt */
         return SPECDEC_OK;
     }
-    if (st == SPECDEC_OK && !draft) s->prefix_on = 1;
     return st;
 }
 

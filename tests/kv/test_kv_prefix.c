@@ -26,17 +26,14 @@
 #include <string.h>
 
 #include "sd_test.h"
+#include "sd_test_util.h"
 #include "sd_engine.h"
 #include "sd_kv.h"
 #include "sd_runner.h"
 
-static uint64_t rng(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+static int32_t rint_(uint64_t *s, int32_t lo, int32_t hi) {
+    return lo + (int32_t)(sd_test_splitmix64(s) % (uint64_t)(hi - lo + 1));
 }
-static int32_t rint_(uint64_t *s, int32_t lo, int32_t hi) { return lo + (int32_t)(rng(s) % (uint64_t)(hi - lo + 1)); }
 
 /* ---- 1. bookkeeping ------------------------------------------------------------------ */
 #define BT1 4
