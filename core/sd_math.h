@@ -37,15 +37,28 @@ SD_HD int32_t sd_min_i32(int32_t a, int32_t b) { return a < b ? a : b; }
 SD_HD int32_t sd_max_i32(int32_t a, int32_t b) { return a > b ? a : b; }
 
 /* Bit casts without aliasing violations (memcpy compiles to a register move). */
-SD_HD float sd_bits_to_f32(uint32_t u) {
+/* Bit casts. In C a union (C11 6.5.2.3: reading another member reinterprets the bytes), not
+ * memcpy: GCC 12 crashes (sanopt) when an always_inline memcpy lands in a function excluded
+ * from AddressSanitizer (kernels/cpu/sd_cpu_sanitize.h). C++ (nvcc) keeps memcpy. */
+SD_HD_FORCE float sd_bits_to_f32(uint32_t u) {
+#if defined(__cplusplus)
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
+#else
+    union { uint32_t u; float f; } x = {u};
+    return x.f;
+#endif
 }
-SD_HD uint32_t sd_f32_to_bits(float f) {
+SD_HD_FORCE uint32_t sd_f32_to_bits(float f) {
+#if defined(__cplusplus)
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u;
+#else
+    union { float f; uint32_t u; } x = {f};
+    return x.u;
+#endif
 }
 
 /* IEEE binary16 -> binary32, exact, including subnormals, inf and NaN. Branch-free
@@ -55,7 +68,7 @@ SD_HD uint32_t sd_f32_to_bits(float f) {
  *   inf/NaN survive the multiply unchanged.
  * - subnormal (exponent 0): place the mantissa under the exponent of 0.5 and
  *   subtract 0.5, which leaves exactly man * 2^-24. */
-SD_HD float sd_f16_to_f32(uint16_t h) {
+SD_HD_FORCE float sd_f16_to_f32(uint16_t h) {
     uint32_t w = (uint32_t)h << 16;
     uint32_t sign = w & 0x80000000u;
     uint32_t two_w = w + w; /* drops the sign */
@@ -95,7 +108,7 @@ SD_HD uint16_t sd_f32_to_f16(float f) {
 }
 
 /* bfloat16 is the top half of a binary32. */
-SD_HD float sd_bf16_to_f32(uint16_t b) { return sd_bits_to_f32((uint32_t)b << 16); }
+SD_HD_FORCE float sd_bf16_to_f32(uint16_t b) { return sd_bits_to_f32((uint32_t)b << 16); }
 
 /* binary32 -> bfloat16, round to nearest even; NaN stays NaN. */
 SD_HD uint16_t sd_f32_to_bf16(float f) {

@@ -9,14 +9,8 @@
 #ifndef SD_CPU_CLONES_H
 #define SD_CPU_CLONES_H
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define SD_CPU_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SD_CPU_SANITIZED 1
-#endif
+#include "sd_cpu_sanitize.h" /* SD_CPU_SANITIZED */
+
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && defined(__has_attribute) && \
     !defined(SD_CPU_SANITIZED)
 #if __has_attribute(target_clones)

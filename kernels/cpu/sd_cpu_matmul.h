@@ -17,9 +17,11 @@
 
 #include <stdint.h>
 #include "sd_weights.h"
+#include "sd_cpu_sanitize.h"
 
-/* Sum_i a[i] * b[i] in double, fixed order (see above). */
-static inline double sd_cpu_dot(const float *a, const float *b, int64_t n) {
+/* Sum_i a[i] * b[i] in double, fixed order (see above). The loop is uninstrumented under the
+ * sanitizers; sd_cpu_dot checks both ranges once (sd_cpu_sanitize.h). */
+static SD_CPU_UNINSTRUMENTED double sd_cpu_dot_loop(const float *a, const float *b, int64_t n) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -31,6 +33,14 @@ static inline double sd_cpu_dot(const float *a, const float *b, int64_t n) {
     double s = (s0 + s1) + (s2 + s3);
     for (; i < n; i++) s += (double)a[i] * (double)b[i];
     return s;
+}
+
+static inline double sd_cpu_dot(const float *a, const float *b, int64_t n) {
+    if (n > 0) {
+        sd_cpu_check_read(a, (size_t)n * sizeof(float));
+        sd_cpu_check_read(b, (size_t)n * sizeof(float));
+    }
+    return sd_cpu_dot_loop(a, b, n);
 }
 
 /* bias may be NULL or have data == NULL (no bias). rowbuf: scratch of `in` floats
