@@ -59,6 +59,7 @@
 #include "sd_drafter.h"
 #include "sd_error.h"
 #include "sd_logprob.h"
+#include "sd_logits_proc.h"
 #include "sd_runner.h"
 #include "sd_sample_rules.h"
 
@@ -144,6 +145,10 @@ struct sd_round_seq {
     uint64_t sequence_id;
     specdec_verify_mode mode;   /* REJECTION, GREEDY or MATCH (AUTO resolved) */
     sd_sampling_params sp;      /* checked by sd_sampling_check_params */
+    const sd_logits_proc *proc; /* NULL, or the logits processors applied to the target's rows (and
+                                   a model drafter's chain rows) before sp, with each row's history
+                                   (core/sd_logits_proc.h); a device executor leaves such a
+                                   sequence to its fallback */
     sd_drafter *drafter;        /* who drafts (core/sd_drafter.h); NULL: plain steps only */
     int32_t ngram_min, ngram_max; /* the n-gram drafter's lookup (1 <= min <= max <= SD_NGRAM_MAX) */
     sd_ngram_state *ngram;      /* the n-gram drafter's evidence and cost (sd_drafter.h), owned

@@ -33,11 +33,11 @@
  * on within a major version (soname libspecdec.so.MAJOR), existing fields keep their
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
-#define SPECDEC_VERSION_MINOR 4
-#define SPECDEC_VERSION_PATCH 1
+#define SPECDEC_VERSION_MINOR 5
+#define SPECDEC_VERSION_PATCH 0
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.4.1"
+#define SPECDEC_VERSION_STRING "0.5.0"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -280,7 +280,9 @@ typedef enum specdec_stop_reason {
     SPECDEC_STOP_EOS = 2,          /* an EOS id was generated (it is included in the output) */
     SPECDEC_STOP_STRING = 3,       /* a stop string appeared in the text */
     SPECDEC_STOP_CALLBACK = 4,     /* the token callback returned non-zero */
-    SPECDEC_STOP_CONTEXT_FULL = 5  /* the context filled up */
+    SPECDEC_STOP_CONTEXT_FULL = 5, /* the context filled up */
+    SPECDEC_STOP_TOKEN_ID = 6      /* one of stop_token_ids was generated (since 0.5; it is included
+                                      in the output) */
 } specdec_stop_reason;
 
 /* Called once per emitted token, in order. `piece` is the UTF-8 text this token adds
@@ -340,6 +342,14 @@ typedef struct specdec_round_info {
 
 /* Called once per round, after the round's tokens went through the token callback. */
 typedef void (*specdec_round_callback)(void *user_data, const specdec_round_info *info);
+
+/* One entry of specdec_generate_params.logit_bias (since 0.5). */
+#define SPECDEC_MAX_LOGIT_BIAS 1024
+#define SPECDEC_MAX_STOP_TOKEN_IDS 64
+typedef struct specdec_logit_bias {
+    int32_t token; /* 0..vocabulary size - 1 */
+    float bias;    /* -100..100 (OpenAI's range; -100 bans the token in practice) */
+} specdec_logit_bias;
 
 typedef struct specdec_generate_params {
     int32_t n_predict;             /* most tokens to generate (> 0); default 128. 0 only with
@@ -441,6 +451,32 @@ typedef struct specdec_generate_params {
                                       value (vLLM's cache_salt, hashed) so that no client can time
                                       whether another's prompt was cached. Outputs do not depend on
                                       it; specdec_generate ignores it */
+    /* Logits processors (since 0.5; the struct grew, hence libspecdec.so.0.5; docs/SAMPLING.md
+     * "Logits processors"). They change the target's distribution of every generated token,
+     * as OpenAI's and vLLM's fields of the same names do, applied to the raw logits in this
+     * order: logit_bias and the min_tokens mask, repetition_penalty, then frequency_penalty and
+     * presence_penalty; then temperature, top_k, top_p and min_p as before. Speculative
+     * output stays exactly distributed as plain decoding with the same processors (GREEDY and
+     * MATCH: equal to it). Drafts of a draft model's chains are processed alike (so acceptance
+     * stays high); tree and EAGLE-3 drafts are not (exact all the same). A CUDA engine runs
+     * such a sequence's verifier on the host (as for logprobs). Log-probabilities stay those of
+     * the raw logits (vLLM's default). Zero-initialised = off. */
+    const specdec_logit_bias *logit_bias; /* borrowed; n_logit_bias entries: bias added to the
+                                      token's logit (entries for one token add up) */
+    int32_t n_logit_bias;          /* 0..SPECDEC_MAX_LOGIT_BIAS */
+    int32_t min_tokens;            /* >= 0: the EOS ids (unless ignore_eos) and stop_token_ids cannot
+                                      be generated before min_tokens tokens are (vLLM's) */
+    const int32_t *stop_token_ids; /* borrowed; n_stop_token_ids ids: generation stops after one
+                                      (reason SPECDEC_STOP_TOKEN_ID; the token is in the output) */
+    int32_t n_stop_token_ids;      /* 0..SPECDEC_MAX_STOP_TOKEN_IDS */
+    float presence_penalty;        /* -2..2 (OpenAI): subtracted from the logit of every token the
+                                      output holds so far (drafts of this round included) */
+    float frequency_penalty;       /* -2..2 (OpenAI): subtracted once per occurrence in the output */
+    float repetition_penalty;      /* 0 (default) or 1: off; else (0, 100] (HF / vLLM): the logit of
+                                      every token in the prompt or the output is divided by it when
+                                      positive, multiplied when not */
+    int32_t reserved_i[8];         /* must be zero */
+    uint64_t reserved[8];          /* must be zero */
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);

@@ -65,7 +65,8 @@ const char *specdec_verify_mode_name(specdec_verify_mode mode) {
 }
 
 const char *specdec_stop_reason_name(specdec_stop_reason reason) {
-    static const char *const names[] = {"none", "n_predict", "eos", "stop_string", "callback", "context_full"};
+    static const char *const names[] = {"none", "n_predict", "eos", "stop_string", "callback", "context_full",
+                                        "stop_token_id"};
     return (unsigned)reason < sizeof names / sizeof names[0] ? names[reason] : "?";
 }
 
@@ -194,6 +195,51 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
     return SPECDEC_OK;
 }
 
+/* The logits processors' fields (since 0.5) and the reserved space; token ids against the
+ * vocabulary when the models are known. */
+static specdec_status sd_gen_check_proc(const sd_gen_env *env, const specdec_generate_params *p, int models_known,
+                                        const char *fn, sd_errbuf *eb) {
+    if (p->n_logit_bias < 0 || p->n_logit_bias > SPECDEC_MAX_LOGIT_BIAS || (p->n_logit_bias > 0 && !p->logit_bias))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_logit_bias %d (0..%d) with logit_bias %s", fn,
+                       (int)p->n_logit_bias, SPECDEC_MAX_LOGIT_BIAS, p->logit_bias ? "set" : "NULL");
+    for (int32_t i = 0; i < p->n_logit_bias; i++) {
+        const specdec_logit_bias *b = &p->logit_bias[i];
+        if (b->token < 0 || (models_known && b->token >= env->n_vocab))
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: logit_bias[%d].token %d outside the vocabulary%s", fn,
+                           (int)i, (int)b->token, models_known ? "" : " (< 0)");
+        if (!(b->bias >= -100.0f && b->bias <= 100.0f))
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: logit_bias[%d].bias %g outside [-100, 100]", fn, (int)i,
+                           (double)b->bias);
+    }
+    if (p->min_tokens < 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: min_tokens %d must be >= 0", fn, (int)p->min_tokens);
+    if (p->n_stop_token_ids < 0 || p->n_stop_token_ids > SPECDEC_MAX_STOP_TOKEN_IDS ||
+        (p->n_stop_token_ids > 0 && !p->stop_token_ids))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_stop_token_ids %d (0..%d) with stop_token_ids %s", fn,
+                       (int)p->n_stop_token_ids, SPECDEC_MAX_STOP_TOKEN_IDS, p->stop_token_ids ? "set" : "NULL");
+    for (int32_t i = 0; i < p->n_stop_token_ids; i++)
+        if (p->stop_token_ids[i] < 0 || (models_known && p->stop_token_ids[i] >= env->n_vocab))
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: stop_token_ids[%d] = %d outside the vocabulary", fn,
+                           (int)i, (int)p->stop_token_ids[i]);
+    if (!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: presence_penalty %g outside [-2, 2]", fn,
+                       (double)p->presence_penalty);
+    if (!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: frequency_penalty %g outside [-2, 2]", fn,
+                       (double)p->frequency_penalty);
+    if (!(p->repetition_penalty == 0.0f || (p->repetition_penalty > 0.0f && p->repetition_penalty <= 100.0f)))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: repetition_penalty %g: 0 (off) or in (0, 100]", fn,
+                       (double)p->repetition_penalty);
+    for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
+        if (p->reserved_i[i])
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved_i[%zu] = %d must be zero", fn, i,
+                           (int)p->reserved_i[i]);
+    for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
+        if (p->reserved[i])
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved[%zu] must be zero", fn, i);
+    return SPECDEC_OK;
+}
+
 /* The params' checks; models_known 0 (specdec_generate_params_validate): only what does
  * not depend on the models and the tokenizer (env->has_draft is taken as 1). */
 static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specdec_generate_params *p,
@@ -215,6 +261,7 @@ static specdec_status sd_gen_check_params_ex(const sd_gen_env *env, const specde
     specdec_status st = sd_sampling_check_params(&sp, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_stops(p, models_known, fn, eb);
     if (st == SPECDEC_OK) st = sd_gen_check_logprobs(p, fn, eb);
+    if (st == SPECDEC_OK) st = sd_gen_check_proc(env, p, models_known, fn, eb);
     if (st == SPECDEC_OK) st = sd_gen_drafter(env, p, fn, &dr, &m, eb);
     return st;
 }
@@ -336,6 +383,8 @@ static specdec_status sd_gen_emit(sd_gen *g, int32_t tok, const sd_logprob *lp) 
     }
     specdec_stop_reason r = SPECDEC_STOP_NONE;
     if (!g->p->ignore_eos && sd_is_eos(&g->env->special, tok)) r = SPECDEC_STOP_EOS;
+    for (int32_t i = 0; i < g->p->n_stop_token_ids && r == SPECDEC_STOP_NONE; i++)
+        if (g->p->stop_token_ids[i] == tok) r = SPECDEC_STOP_TOKEN_ID;
     if (g->p->n_stop_strings > 0) {
         int hit = 0;
         for (size_t i = 0; i < plen; i++) hit |= sd_gen_text_byte(g, piece[i]);
@@ -369,6 +418,23 @@ static void sd_gen_stats_init(sd_gen *g, int32_t n_prompt) {
         st->n_draft = p->n_draft;
         st->adaptive_draft = p->adaptive_draft != 0;
     }
+}
+
+/* The sequence's logits processors (core/sd_logits_proc.h) from its params. */
+static void sd_gen_proc_init(sd_gen *g, int32_t n_prompt) {
+    const specdec_generate_params *p = g->p;
+    sd_logits_proc *lp = &g->proc;
+    lp->bias = p->logit_bias;
+    lp->n_bias = p->n_logit_bias;
+    lp->min_tokens = p->min_tokens;
+    lp->n_ban = 0;
+    for (int32_t i = 0; i < g->env->special.n_eos && !p->ignore_eos; i++) lp->ban[lp->n_ban++] = g->env->special.eos_ids[i];
+    for (int32_t i = 0; i < p->n_stop_token_ids; i++) lp->ban[lp->n_ban++] = p->stop_token_ids[i];
+    lp->presence = p->presence_penalty;
+    lp->frequency = p->frequency_penalty;
+    lp->repetition = p->repetition_penalty == 0.0f ? 1.0f : p->repetition_penalty;
+    lp->n_prompt = n_prompt;
+    g->rs.proc = lp;
 }
 
 void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params *p, const int32_t *prompt,
@@ -405,6 +471,7 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     s->mode = p->verify;
     if (s->mode == SPECDEC_VERIFY_AUTO) s->mode = p->temperature == 0.0f ? SPECDEC_VERIFY_GREEDY : SPECDEC_VERIFY_REJECTION;
     s->sp = s->mode == SPECDEC_VERIFY_GREEDY ? sd_rule_greedy_params() : sd_sampling_params_from(p);
+    if (sd_logits_proc_wanted(p)) sd_gen_proc_init(g, n_prompt);
     memmove(g->seq, prompt, (size_t)n_prompt * sizeof(int32_t));
     g->L = n_prompt;
     s->tokens = g->seq;

@@ -67,6 +67,7 @@ static void sd_req_free(sd_req *r) {
     if (!r) return;
     sd_free(r->prompt);
     sd_free(r->stop_block);
+    sd_free(r->proc_block);
     sd_free(r->text_win);
     specdec_detok_stream_free(r->ds);
     sd_free(r);
@@ -96,6 +97,26 @@ static specdec_status sd_req_copy_stops(sd_req *r, const specdec_generate_params
     return SPECDEC_OK;
 }
 
+/* Copy the logits processors' arrays (logit_bias, stop_token_ids) into one block. */
+static specdec_status sd_req_copy_proc(sd_req *r, const specdec_generate_params *p) {
+    const size_t nb = p->n_logit_bias > 0 ? (size_t)p->n_logit_bias : 0;
+    const size_t ns = p->n_stop_token_ids > 0 ? (size_t)p->n_stop_token_ids : 0;
+    r->gp.logit_bias = NULL;
+    r->gp.stop_token_ids = NULL;
+    if (nb + ns == 0) return SPECDEC_OK;
+    const size_t bytes = nb * sizeof(specdec_logit_bias) + ns * sizeof(int32_t);
+    if (!(r->proc_block = sd_malloc(bytes)))
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_submit: %zu bytes of logit_bias and stop_token_ids",
+                       bytes);
+    specdec_logit_bias *b = r->proc_block;
+    int32_t *ids = (int32_t *)(void *)(b + nb);
+    if (nb) memcpy(b, p->logit_bias, nb * sizeof *b);
+    if (ns) memcpy(ids, p->stop_token_ids, ns * sizeof *ids);
+    r->gp.logit_bias = nb ? b : NULL;
+    r->gp.stop_token_ids = ns ? ids : NULL;
+    return SPECDEC_OK;
+}
+
 /* A request holding copies of the prompt and params and room for its output. */
 static specdec_status sd_req_new(const specdec_scheduler *s, const int32_t *prompt, int32_t n_prompt,
                                  const specdec_generate_params *p, sd_req **out) {
@@ -117,6 +138,7 @@ static specdec_status sd_req_new(const specdec_scheduler *s, const int32_t *prom
     memcpy(r->prompt, prompt, (size_t)n_prompt * sizeof(int32_t));
     r->out = r->prompt + n_prompt;
     specdec_status st = sd_req_copy_stops(r, p);
+    if (st == SPECDEC_OK) st = sd_req_copy_proc(r, p);
     if (st == SPECDEC_OK && p->n_stop_strings > 0 && !(r->text_win = sd_malloc(SD_GEN_TEXT_WIN)))
         st = sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_submit: the stop strings' text window");
     if (st == SPECDEC_OK && p->tokenizer && (st = specdec_detok_stream_create(p->tokenizer, 1, &r->ds)) != SPECDEC_OK)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_cpu_logits_proc.h"
 #include "sd_cpu_logprobs.h"
 #include "sd_cpu_sample.h"
 #include "sd_cpu_verify.h"
@@ -47,6 +48,22 @@ specdec_status sd_host_forward_segs(sd_host_exec *h, int32_t n, const char *what
 specdec_status sd_host_process(sd_host_exec *h, const sd_round_seq *s, float *row) {
     if (s->mode == SPECDEC_VERIFY_GREEDY) return SPECDEC_OK;
     return sd_sampling_process(row, h->V, &s->sp, h->scratch, h->scratch_size, row, &h->base.err);
+}
+
+specdec_status sd_host_process_at(sd_host_exec *h, const sd_round_seq *s, float *row, const int32_t *path,
+                                  int32_t n_path) {
+    if (s->proc)
+        sd_cpu_logits_proc(s->proc, row, h->V, s->tokens, s->length, path, n_path, h->proc_counts, h->proc_list);
+    return sd_host_process(h, s, row);
+}
+
+/* The history of tree node j's row (the tokens after tokens[0..length)): its ancestors below
+ * the root, root-first, then j itself; their count. */
+static int32_t host_tree_path(const sd_tree *tr, int32_t j, int32_t *path) {
+    int32_t n = 0;
+    for (int32_t a = j; a > 0; a = tr->parent[a]) n++;
+    for (int32_t a = j, i = n; a > 0; a = tr->parent[a]) path[--i] = tr->token[a];
+    return n;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -111,7 +128,7 @@ static specdec_status host_draft_forward(sd_exec *ex, sd_round_slot *const *xs, 
     for (int32_t i = 0; i < n && st == SPECDEC_OK; i++) {
         sd_round_slot *x = xs[i];
         if (step == 0) memcpy(x->q, x->p + (size_t)(x->lag - 1) * V, V * sizeof(float));
-        st = sd_host_process(h, x->s, x->q + (size_t)step * V);
+        st = sd_host_process_at(h, x->s, x->q + (size_t)step * V, x->vtok + 1, step);
     }
     return st;
 }
@@ -187,7 +204,8 @@ static specdec_status host_verify_slot(sd_host_exec *h, sd_round_slot *x) {
     sd_round_seq *s = x->s;
     const size_t V = (size_t)h->V;
     const int32_t rows = x->tree ? x->tr.n : x->depth + 1;
-    const int keep_raw = s->logprobs && s->mode != SPECDEC_VERIFY_GREEDY; /* greedy leaves rows raw */
+    /* greedy leaves rows raw unless processors change them */
+    const int keep_raw = s->logprobs && (s->mode != SPECDEC_VERIFY_GREEDY || s->proc);
     if (keep_raw && !h->raw_rows) { /* the first such sequence: kept for the executor's life */
         h->raw_rows = sd_malloc((size_t)SD_RUNNER_TREE_MAX * V * sizeof(float));
         if (!h->raw_rows)
@@ -197,7 +215,11 @@ static specdec_status host_verify_slot(sd_host_exec *h, sd_round_slot *x) {
     }
     if (keep_raw) memcpy(h->raw_rows, x->p, (size_t)rows * V * sizeof(float));
     specdec_status st = SPECDEC_OK;
-    for (int32_t i = 0; i < rows && st == SPECDEC_OK; i++) st = sd_host_process(h, s, x->p + (size_t)i * V);
+    for (int32_t i = 0; i < rows && st == SPECDEC_OK; i++) {
+        int32_t path[SPECDEC_MAX_DRAFT + 1];
+        const int32_t n_path = !s->proc ? 0 : x->tree ? host_tree_path(&x->tr, i, path) : i;
+        st = sd_host_process_at(h, s, x->p + (size_t)i * V, x->tree ? path : x->vtok + 1, n_path);
+    }
     if (st == SPECDEC_OK) st = host_verify_rule(h, x);
     if (st == SPECDEC_OK && s->logprobs) host_logprobs(h, x, keep_raw ? h->raw_rows : x->p);
     return st;
@@ -219,6 +241,8 @@ static void host_destroy(sd_exec *ex) {
     sd_free(h->q_rows);
     sd_free(h->raw_rows);
     sd_free(h->scratch);
+    sd_free(h->proc_counts);
+    sd_free(h->proc_list);
     sd_free(h->segs);
     sd_free(h->slot_of);
     sd_free(h->trees);
@@ -272,10 +296,13 @@ specdec_status sd_host_exec_create(int32_t n_vocab, int has_draft, int32_t max_s
     h->q_rows = h->n_qrows ? sd_malloc((size_t)h->n_qrows * V * sizeof(float)) : NULL;
     h->scratch_size = sd_sampling_scratch_size(h->V);
     h->scratch = sd_malloc(h->scratch_size);
+    h->proc_counts = sd_calloc(V, sizeof(int32_t));
+    h->proc_list = sd_malloc(V * sizeof(int32_t));
     h->segs = sd_malloc((size_t)max_seqs * sizeof *h->segs);
     h->slot_of = sd_malloc((size_t)max_seqs * sizeof *h->slot_of);
     h->trees = h->n_trees ? sd_malloc((size_t)h->n_trees * sizeof *h->trees) : NULL;
-    if (!h->p_rows || (h->n_qrows && !h->q_rows) || !h->scratch || !h->segs || !h->slot_of ||
+    if (!h->p_rows || (h->n_qrows && !h->q_rows) || !h->scratch || !h->proc_counts || !h->proc_list || !h->segs ||
+        !h->slot_of ||
         (h->n_trees && !h->trees)) {
         host_destroy(&h->base);
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "host round: allocating round buffers for vocab %d", (int)V);

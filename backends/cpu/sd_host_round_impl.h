@@ -36,6 +36,8 @@ typedef struct sd_host_exec {
                                 NULL until the first sequence with logprobs outside greedy mode */
     void *scratch;           /* sampling scratch */
     size_t scratch_size;
+    int32_t *proc_counts;    /* [V] logits processors' scratch (kernels/cpu/sd_cpu_logits_proc.h), kept zero */
+    int32_t *proc_list;      /* [V] */
     int32_t max_seqs;        /* sequences per wave */
     sd_runner_seg *segs;     /* [max_seqs] a batched forward's segments */
     int32_t *slot_of;        /* [max_seqs] segment -> slot */
@@ -45,8 +47,13 @@ typedef struct sd_host_exec {
 
 /* A failed batched forward: its detail goes to the executor, DEVICE_LOST is sticky. */
 specdec_status sd_host_batch_fail(sd_host_exec *h, specdec_status st, const char *what, const sd_errbuf *eb);
-/* Turn a logits row into the distribution sampled from (in place; GREEDY: nothing). */
+/* Turn a logits row into the distribution sampled from (in place; GREEDY: nothing). The
+ * sequence's logits processors are not applied (a tree's draft rows). */
 specdec_status sd_host_process(sd_host_exec *h, const sd_round_seq *s, float *row);
+/* The same after the sequence's logits processors (s->proc; GREEDY: those only), for the row
+ * of the token after tokens[0..length) and path[0..n_path) (the round's drafts before it). */
+specdec_status sd_host_process_at(sd_host_exec *h, const sd_round_seq *s, float *row, const int32_t *path,
+                                  int32_t n_path);
 /* Run the n segments h->segs[0..n) as one batched forward. */
 specdec_status sd_host_forward_segs(sd_host_exec *h, int32_t n, const char *what);
 

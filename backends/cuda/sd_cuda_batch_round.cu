@@ -123,12 +123,13 @@ static specdec_status cbr_cuda_fail(sd_cbr *rd, cudaError_t e, const char *what,
 /* ------------------------------------------------------------------------- */
 static int cbr_model(const sd_round_slot *x) { return x->dr && !x->det; }
 
-/* Trees, captured-hidden-state sequences (x->aux: an EAGLE-3 head's) and sequences that
- * report log-probabilities (their raw rows are read on the host, docs/LOGPROBS.md) go to
- * the fallback. */
+/* Trees, captured-hidden-state sequences (x->aux: an EAGLE-3 head's), sequences that
+ * report log-probabilities (their raw rows are read on the host, docs/LOGPROBS.md) and
+ * sequences with logits processors (applied on the host, core/sd_logits_proc.h) go to the
+ * fallback. */
 static int cbr_accepts(sd_exec *ex, const sd_round_slot *x) {
     (void)ex;
-    return !x->tree && !x->aux && !x->s->logprobs;
+    return !x->tree && !x->aux && !x->s->logprobs && !x->s->proc;
 }
 
 /* The runners must be of the executor's groups (a model-drafted chain: its draft of the

@@ -319,11 +319,12 @@ static specdec_status sd_round_logged(sd_cuda_round *rd, int kind, int32_t step)
 static int cr_model(const sd_round_slot *x) { return x->dr && !x->det; }
 
 /* Trees, sequences whose verify pass captures hidden states (x->aux: an EAGLE-3 head,
- * whose draft steps run on the host), and sequences that report log-probabilities (their
- * raw target rows are read back to the host, docs/LOGPROBS.md) go to the fallback executor. */
+ * whose draft steps run on the host), sequences that report log-probabilities (their
+ * raw target rows are read back to the host, docs/LOGPROBS.md) and sequences with logits
+ * processors (applied on the host, core/sd_logits_proc.h) go to the fallback executor. */
 static int cr_accepts(sd_exec *ex, const sd_round_slot *x) {
     sd_cuda_round *rd = (sd_cuda_round *)ex;
-    if (x->tree || x->aux || x->s->logprobs || x->t != rd->t) return 0;
+    if (x->tree || x->aux || x->s->logprobs || x->s->proc || x->t != rd->t) return 0;
     if (cr_model(x)) return x->d == rd->d && rd->d && x->lag >= 1 && x->lag <= (rd->draft_two ? 2 : 1);
     return 1;
 }

@@ -56,7 +56,8 @@ typedef struct v01_stats {
 } v01_stats;
 
 #define SAME_OFFSET(T, O, f) _Static_assert(offsetof(T, f) == offsetof(O, f), #f " moved")
-_Static_assert(sizeof(specdec_generate_params) == sizeof(v01_generate_params), "generate params size changed");
+/* 0.5 grew the struct (soname libspecdec.so.0.5): everything before it keeps its offset */
+_Static_assert(sizeof(specdec_generate_params) > sizeof(v01_generate_params), "generate params shrank");
 SAME_OFFSET(specdec_generate_params, v01_generate_params, n_predict);
 SAME_OFFSET(specdec_generate_params, v01_generate_params, temperature);
 SAME_OFFSET(specdec_generate_params, v01_generate_params, top_k);
@@ -103,11 +104,18 @@ _Static_assert(offsetof(specdec_generate_params, top_logprobs) == offsetof(specd
                    offsetof(specdec_generate_params, cache_salt) ==
                        offsetof(specdec_generate_params, prompt_logprobs) + 8,
                "the 0.4.1 logprob fields are 0.4.0's reserved[0..3]");
-/* 0.4.1: cache_salt is 0.4.0's last reserved uint64_t, and ends the struct where reserved did */
+/* 0.4.1: cache_salt is 0.4.0's last reserved uint64_t, and ends 0.4's struct where reserved did */
 _Static_assert(offsetof(specdec_generate_params, cache_salt) + sizeof(uint64_t) ==
-                   offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved) &&
-                   sizeof(specdec_generate_params) == sizeof(v01_generate_params),
-               "cache_salt ends the struct where reserved did; the size is unchanged");
+                   offsetof(v01_generate_params, reserved) + sizeof(((v01_generate_params *)0)->reserved),
+               "cache_salt ends 0.4's struct where reserved did");
+/* 0.5: the logits processors follow cache_salt, then new reserved space; no padding */
+_Static_assert(offsetof(specdec_generate_params, logit_bias) == sizeof(v01_generate_params) &&
+                   offsetof(specdec_generate_params, reserved) ==
+                       offsetof(specdec_generate_params, reserved_i) + sizeof(((specdec_generate_params *)0)->reserved_i) &&
+                   sizeof(specdec_generate_params) ==
+                       offsetof(specdec_generate_params, reserved) + sizeof(((specdec_generate_params *)0)->reserved) &&
+                   sizeof(specdec_logit_bias) == 8,
+               "0.5's fields start where 0.4's struct ended");
 /* 0.4 grew specdec_stats (soname libspecdec.so.0.4): the 0.1 fields keep their offsets,
  * the 0.2 ones fill the old reserved space, the 0.4 ones start where 0.2's reserved[5] was. */
 _Static_assert(sizeof(specdec_stats) > sizeof(v01_stats), "stats shrank");

@@ -1,0 +1,30 @@
+/* sd_logits_proc.h — a sequence's logits processors (specdec_generate_params "Logits
+ * processors", docs/SAMPLING.md): what they are, fixed for a whole generation. The loop
+ * (runtime/sd_generate.c) fills one per sequence that asks for any; the round hands it, with
+ * the history of each row, to the executor's row processing (kernels/cpu/sd_cpu_logits_proc.h
+ * applies it). A device executor leaves such a sequence to its host fallback. */
+#ifndef SD_LOGITS_PROC_H
+#define SD_LOGITS_PROC_H
+
+#include <stdint.h>
+
+#include "specdec.h"
+
+typedef struct sd_logits_proc {
+    const specdec_logit_bias *bias; /* borrowed from the params */
+    int32_t n_bias;
+    int32_t min_tokens;             /* the banned ids are -inf while fewer tokens were generated */
+    int32_t n_ban;                  /* banned ids: the EOS ids (unless ignore_eos), then stop_token_ids */
+    int32_t ban[SPECDEC_MAX_EOS + SPECDEC_MAX_STOP_TOKEN_IDS];
+    float presence, frequency;      /* OpenAI's, over the generated tokens */
+    float repetition;               /* HF's, over the prompt and the generated tokens; 1 = off */
+    int32_t n_prompt;               /* history[0..n_prompt) is the prompt */
+} sd_logits_proc;
+
+/* 1 if p asks for any processor (else the sequence's rows are processed as before). */
+static inline int sd_logits_proc_wanted(const specdec_generate_params *p) {
+    return p->n_logit_bias > 0 || p->min_tokens > 0 || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f ||
+           (p->repetition_penalty != 0.0f && p->repetition_penalty != 1.0f);
+}
+
+#endif

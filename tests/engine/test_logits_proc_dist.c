@@ -1,0 +1,291 @@
+/* test_logits_proc_dist.c — logits processors (logit_bias, min_tokens, repetition / frequency /
+ * presence penalties; core/sd_logits_proc.h) keep speculative decoding exact.
+ *
+ * Part 1, the row kernel: sd_cpu_logits_proc against this file's brute-force reference (for
+ * every token id, count its occurrences in the prompt and in the generated part of the history
+ * by scanning; then the formula of kernels/cpu/sd_cpu_logits_proc.h), on 3 000 random rows,
+ * histories, drafts and processor settings: bitwise equal, and the counts scratch is all zero
+ * again after every call.
+ *
+ * Part 2, the full loop: the Markov models of test_engine_dist.c (a second-order target, a
+ * first-order draft, V = 8, some -inf logits), prompt [3, 5], 6 tokens per sample, sequence_id
+ * = sample index, fixed seed. The processors make every token's law depend on the whole
+ * history, so a row processed with the wrong history (a draft path off by one, the pending
+ * token missed, the prompt counted as output) changes the law.
+ * Hypothesis H0: the joint law of tokens (1,2,3) and, separately, of tokens (4,5,6) equals the
+ * exact law of plain decoding with the processors, computed in double by enumerating every
+ * history (the part-1 reference, then sd_sampling_process for temperature / top-k / top-p).
+ * G-test over the 512 cells (cells with expected count < 5 pooled), reject at α = 1e-6 per
+ * window; a token of exact probability 0 fails at once. Sample count: argv[1] per case
+ * (CTest: 200 000 in Release, 20 000 under the sanitizers). Cases: rejection with a draft model
+ * (γ = 2 and 4, two sampling settings), match, the n-gram drafter and plain decoding.
+ * Built with SD_LOGITS_PROC_MUTANT (logits_proc_mutant.c linked: rows processed with the history
+ * of the round's start only, the drafts before a row left out) the test runs a rejection case
+ * and must REJECT it. min_tokens = 6 with stop_token_ids {7}: token 7 is never generated (and so
+ * never stops a sample early). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../verify/vstats.h"
+#include "markov.h"
+#include "sd_cpu_logits_proc.h"
+#include "sd_cpu_sample.h"
+#include "sd_engine.h"
+#include "sd_test.h"
+#include "sd_test_util.h"
+
+/* ---- the reference ---- */
+
+/* Applies lp to row for the token after hist[0..n) (brute force). */
+static void ref_proc(const sd_logits_proc *lp, float *row, int32_t V_, const int32_t *hist, int32_t n) {
+    for (int32_t i = 0; i < lp->n_bias; i++) row[lp->bias[i].token] += lp->bias[i].bias;
+    if (n - lp->n_prompt < lp->min_tokens)
+        for (int32_t i = 0; i < lp->n_ban; i++) row[lp->ban[i]] = -INFINITY;
+    for (int32_t t = 0; t < V_; t++) {
+        int in_prompt = 0, gen = 0;
+        for (int32_t j = 0; j < n; j++)
+            if (hist[j] == t) {
+                if (j < lp->n_prompt) in_prompt = 1;
+                else gen++;
+            }
+        float x = row[t];
+        if (lp->repetition != 1.0f && (in_prompt || gen)) x = x > 0.0f ? x / lp->repetition : x * lp->repetition;
+        if (gen > 0) {
+            x -= lp->frequency * (float)gen;
+            x -= lp->presence;
+        }
+        row[t] = x;
+    }
+}
+
+static int same_bits(const float *a, const float *b, int32_t n) { return memcmp(a, b, (size_t)n * sizeof(float)) == 0; }
+
+static void part1_kernel(void) {
+    enum { KV = 50, MAXH = 40 };
+    uint64_t rng = 0x10c175ull;
+    int32_t counts[KV], list[KV];
+    memset(counts, 0, sizeof counts);
+    long bad = 0, dirty = 0;
+    for (int it = 0; it < 3000; it++) {
+        specdec_logit_bias bias[6];
+        sd_logits_proc lp;
+        memset(&lp, 0, sizeof lp);
+        lp.n_bias = (int32_t)(sd_test_splitmix64(&rng) % 7);
+        for (int32_t i = 0; i < lp.n_bias; i++) {
+            bias[i].token = (int32_t)(sd_test_splitmix64(&rng) % KV);
+            bias[i].bias = (float)((int)(sd_test_splitmix64(&rng) % 401) - 200) / 2.0f; /* -100..100 */
+        }
+        lp.bias = bias;
+        lp.min_tokens = (int32_t)(sd_test_splitmix64(&rng) % 5);
+        lp.n_ban = (int32_t)(sd_test_splitmix64(&rng) % 3);
+        for (int32_t i = 0; i < lp.n_ban; i++) lp.ban[i] = (int32_t)(sd_test_splitmix64(&rng) % KV);
+        static const float pens[] = {0.0f, 0.0f, 0.5f, -0.75f, 2.0f, -2.0f};
+        static const float reps[] = {1.0f, 1.0f, 1.3f, 0.6f, 100.0f};
+        lp.presence = pens[sd_test_splitmix64(&rng) % 6];
+        lp.frequency = pens[sd_test_splitmix64(&rng) % 6];
+        lp.repetition = reps[sd_test_splitmix64(&rng) % 5];
+        const int32_t n = 1 + (int32_t)(sd_test_splitmix64(&rng) % MAXH);
+        lp.n_prompt = 1 + (int32_t)(sd_test_splitmix64(&rng) % (uint64_t)n);
+        const int32_t n_path = (int32_t)(sd_test_splitmix64(&rng) % (uint64_t)(n - lp.n_prompt + 1));
+        int32_t hist[MAXH];
+        for (int32_t j = 0; j < n; j++) hist[j] = (int32_t)(sd_test_splitmix64(&rng) % 12); /* repeats likely */
+        float row[KV], want[KV];
+        for (int32_t t = 0; t < KV; t++) row[t] = (float)((int)(sd_test_splitmix64(&rng) % 2001) - 1000) / 97.0f;
+        if (it % 7 == 0) row[3] = -INFINITY;
+        memcpy(want, row, sizeof row);
+        ref_proc(&lp, want, KV, hist, n);
+        sd_cpu_logits_proc(&lp, row, KV, hist, n - n_path, hist + n - n_path, n_path, counts, list);
+        if (!same_bits(row, want, KV) && bad++ < 3) fprintf(stderr, "part 1: case %d differs\n", it);
+        for (int32_t t = 0; t < KV; t++) dirty += counts[t] != 0;
+    }
+    SD_CHECK(bad == 0, "part 1: %ld of 3000 rows differ from the brute-force reference", bad);
+    SD_CHECK(dirty == 0, "part 1: the counts scratch was left non-zero");
+}
+
+/* ---- part 2 ---- */
+
+#define V 8
+#define NP 6
+static float g_target[V * V * V], g_draft[V * V];
+static const int32_t PROMPT[2] = {3, 5};
+static const specdec_logit_bias BIAS[3] = {{2, 1.5f}, {6, -100.0f}, {2, 0.25f}}; /* token 2 twice: they add */
+static const int32_t STOP_IDS[1] = {7};
+
+typedef struct dcase {
+    const char *name;
+    int draft;   /* 1: the draft model; 2: the n-gram drafter; 0: plain */
+    specdec_verify_mode mode;
+    int32_t gamma;
+    float temp;
+    int32_t top_k;
+    float top_p;
+    float presence, frequency, repetition;
+} dcase;
+
+static void fill_proc(const dcase *c, sd_logits_proc *lp) {
+    memset(lp, 0, sizeof *lp);
+    lp->bias = BIAS;
+    lp->n_bias = 3;
+    lp->min_tokens = NP;
+    lp->n_ban = 1;
+    lp->ban[0] = STOP_IDS[0];
+    lp->presence = c->presence;
+    lp->frequency = c->frequency;
+    lp->repetition = c->repetition == 0.0f ? 1.0f : c->repetition;
+    lp->n_prompt = 2;
+}
+
+/* The processed distribution of the token after hist[0..n) (double, normalised). */
+static void exact_row(const sd_logits_proc *lp, const sd_sampling_params *sp, const int32_t *hist, int32_t n,
+                      double *out) {
+    float row[V], probs[V];
+    static char scratch[1 << 12];
+    memcpy(row, g_target + (size_t)(hist[n - 2] * V + hist[n - 1]) * V, sizeof row);
+    ref_proc(lp, row, V, hist, n);
+    SD_CHECK(sd_sampling_process(row, V, sp, scratch, sizeof scratch, probs, NULL) == SPECDEC_OK, "process: %s",
+             specdec_last_error());
+    double s = 0;
+    for (int c = 0; c < V; c++) s += probs[c];
+    for (int c = 0; c < V; c++) out[c] = probs[c] / s;
+}
+
+/* pa: law of tokens 1-3; pb: of tokens 4-6 (by enumerating every history). */
+static void exact_laws(const sd_logits_proc *lp, const sd_sampling_params *sp, double *pa, double *pb) {
+    int32_t h[2 + NP] = {PROMPT[0], PROMPT[1]};
+    double r1[V], r2[V], r3[V], r4[V], r5[V], r6[V];
+    memset(pa, 0, sizeof(double) * V * V * V);
+    memset(pb, 0, sizeof(double) * V * V * V);
+    exact_row(lp, sp, h, 2, r1);
+    for (h[2] = 0; h[2] < V; h[2]++) {
+        if (r1[h[2]] == 0) continue;
+        exact_row(lp, sp, h, 3, r2);
+        for (h[3] = 0; h[3] < V; h[3]++) {
+            if (r2[h[3]] == 0) continue;
+            exact_row(lp, sp, h, 4, r3);
+            for (h[4] = 0; h[4] < V; h[4]++) {
+                const double p3 = r1[h[2]] * r2[h[3]] * r3[h[4]];
+                if (p3 == 0) continue;
+                pa[(h[2] * V + h[3]) * V + h[4]] += p3;
+                exact_row(lp, sp, h, 5, r4);
+                for (h[5] = 0; h[5] < V; h[5]++) {
+                    if (r4[h[5]] == 0) continue;
+                    exact_row(lp, sp, h, 6, r5);
+                    for (h[6] = 0; h[6] < V; h[6]++) {
+                        if (r5[h[6]] == 0) continue;
+                        exact_row(lp, sp, h, 7, r6);
+                        for (h[7] = 0; h[7] < V; h[7]++)
+                            pb[(h[5] * V + h[6]) * V + h[7]] += p3 * r4[h[5]] * r5[h[6]] * r6[h[7]];
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void run_case(const dcase *c, long N) {
+    mk_fill_table(g_target, V * V, V, 1.2, 0.1, 101);
+    mk_fill_table(g_draft, V, V, 1.2, 0.1, 202);
+    mk_runner *mt = mk_runner_new(2, g_target, V, 64, 64);
+    mk_runner *md = c->draft == 1 ? mk_runner_new(1, g_draft, V, 64, 64) : NULL;
+    specdec_engine *e = NULL;
+    specdec_status st = sd_engine_create_from_runners(&mt->base, md ? &md->base : NULL, NULL, &e);
+    SD_CHECK(st == SPECDEC_OK, "%s: create: %s", c->name, specdec_last_error());
+    if (st != SPECDEC_OK) return;
+    specdec_generate_params gp = specdec_generate_default_params();
+    gp.n_predict = NP;
+    gp.temperature = c->temp;
+    gp.top_k = c->top_k;
+    gp.top_p = c->top_p;
+    gp.min_p = 0.0f;
+    gp.verify = c->mode;
+    gp.n_draft = c->gamma;
+    gp.seed = 0x10c1700ull + (uint64_t)c->gamma;
+    gp.logit_bias = BIAS;
+    gp.n_logit_bias = 3;
+    gp.min_tokens = NP;
+    gp.stop_token_ids = STOP_IDS;
+    gp.n_stop_token_ids = 1;
+    gp.presence_penalty = c->presence;
+    gp.frequency_penalty = c->frequency;
+    gp.repetition_penalty = c->repetition;
+    if (c->draft == 2) {
+        gp.draft_method = SPECDEC_DRAFT_NGRAM;
+        gp.ngram_min = 1;
+        gp.ngram_max = 2;
+        gp.ngram_cost = SPECDEC_NGRAM_COST_OFF;
+    }
+    if (c->draft == 0) gp.draft_method = SPECDEC_DRAFT_NONE;
+    sd_logits_proc lp;
+    fill_proc(c, &lp);
+    const sd_sampling_params sp = sd_sampling_params_from(&gp);
+    static double pa[V * V * V], pb[V * V * V];
+    static long ca[V * V * V], cb[V * V * V];
+    exact_laws(&lp, &sp, pa, pb);
+    memset(ca, 0, sizeof ca);
+    memset(cb, 0, sizeof cb);
+    int32_t out[NP];
+    long drafted = 0, accepted = 0, bad = 0;
+    for (long i = 0; i < N; i++) {
+        gp.sequence_id = (uint64_t)i;
+        int32_t n = 0;
+        specdec_stats stats;
+        st = specdec_generate(e, PROMPT, 2, &gp, out, NP, &n, &stats);
+        if (st != SPECDEC_OK || n != NP) {
+            if (bad++ < 3)
+                fprintf(stderr, "%s: sample %ld: status %d n %d: %s\n", c->name, i, (int)st, (int)n,
+                        specdec_engine_last_error(e));
+            continue;
+        }
+        ca[(out[0] * V + out[1]) * V + out[2]]++;
+        cb[(out[3] * V + out[4]) * V + out[5]]++;
+        drafted += stats.n_drafted;
+        accepted += stats.n_accepted;
+    }
+    SD_CHECK(bad == 0, "%s: %ld failed generate calls", c->name, bad);
+    SD_CHECK(mt->violations == 0 && (!md || md->violations == 0), "%s: runner contract violations", c->name);
+    if (c->draft) SD_CHECK(drafted > 0 && accepted > 0, "%s: drafted %ld, accepted %ld", c->name, drafted, accepted);
+    int df;
+    double G;
+    const double pva = g_test_pvalue(ca, pa, V * V * V, N - bad, &df, &G);
+    printf("%-34s N=%ld  tokens 1-3: G=%.1f df=%d p=%.3g", c->name, N, G, df, pva);
+    const double pvb = g_test_pvalue(cb, pb, V * V * V, N - bad, &df, &G);
+    printf("  tokens 4-6: G=%.1f df=%d p=%.3g  acc=%.3f\n", G, df, pvb,
+           drafted ? (double)accepted / (double)drafted : 0.0);
+#ifdef SD_LOGITS_PROC_MUTANT
+    if (1) {
+        SD_CHECK(pva <= 1e-6 || pvb <= 1e-6, "%s: rows processed with the wrong history were NOT detected (p=%.3g, %.3g)",
+                 c->name, pva, pvb);
+    } else {
+        SD_CHECK(pva > 1e-6, "%s: tokens 1-3 deviate from the law of plain decoding: p=%.3g", c->name, pva);
+        SD_CHECK(pvb > 1e-6, "%s: tokens 4-6 deviate from the law of plain decoding: p=%.3g", c->name, pvb);
+    }
+#else
+    SD_CHECK(pva > 1e-6, "%s: tokens 1-3 deviate from the law of plain decoding: p=%.3g", c->name, pva);
+    SD_CHECK(pvb > 1e-6, "%s: tokens 4-6 deviate from the law of plain decoding: p=%.3g", c->name, pvb);
+#endif
+    specdec_engine_free(e);
+}
+
+int main(int argc, char **argv) {
+    const long N = argc > 1 ? atol(argv[1]) : 200000;
+#ifdef SD_LOGITS_PROC_MUTANT
+    const dcase mutant = {"MUTANT drafts left out g=4 T=1", 1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 2.0f, 2.0f, 1.0f};
+    run_case(&mutant, N);
+    (void)part1_kernel;
+#else
+    part1_kernel();
+    const dcase cases[] = {
+        /* name                              draft mode                       γ  temp  k  top_p pres  freq  rep */
+        {"rejection g=2 T=1 all",             1, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f},
+        {"rejection g=4 T=.7 k5 p.9 freq",    1, SPECDEC_VERIFY_REJECTION, 4, 0.7f, 5, 0.9f, 0.0f, 1.2f, 0.0f},
+        {"rejection g=4 T=1 repetition .5",   1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f, 0.0f, 0.5f},
+        {"match g=3 T=1 all",                 1, SPECDEC_VERIFY_MATCH, 3, 1.0f, 0, 1.0f, -0.6f, 0.7f, 1.2f},
+        {"ngram rejection g=3 T=1 all",       2, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f},
+        {"plain T=1 all",                     0, SPECDEC_VERIFY_AUTO, 0, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], N);
+#endif
+    return sd_test_done();
+}
