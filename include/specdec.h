@@ -27,8 +27,9 @@
 #include <stdint.h>
 
 /* Versions and the ABI: while SPECDEC_VERSION_MAJOR is 0, a minor version may grow a
- * struct the caller allocates (0.4 grew specdec_stats), so the shared library's soname
- * is libspecdec.so.MAJOR.MINOR (libspecdec.so.0.4) and the CMake package matches the
+ * struct the caller allocates (0.4 grew specdec_stats, 0.5 specdec_generate_params), so
+ * the shared library's soname is libspecdec.so.MAJOR.MINOR (libspecdec.so.0.5) and the
+ * CMake package matches the
  * minor version; a program is rebuilt for each 0.x. Within a minor version, and from 1.0
  * on within a major version (soname libspecdec.so.MAJOR), existing fields keep their
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */

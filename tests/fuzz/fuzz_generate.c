@@ -10,7 +10,8 @@
  * with every field of specdec_generate_params fuzzed (NaN/inf/negative floats,
  * boundary ints, verify modes outside the enum, n_draft, adaptive, stop strings
  * including NULL/empty/over-long ones, ignore_eos, a callback that stops after k
- * tokens, logprobs with top_logprobs and a logprob callback, valid or not), fuzzed prompts (ids outside [0, V), NULL, empty, longer than the context),
+ * tokens, logprobs with top_logprobs and a logprob callback, valid or not, the logits
+ * processors (logit_bias, min_tokens, stop_token_ids, penalties), valid or not), fuzzed prompts (ids outside [0, V), NULL, empty, longer than the context),
  * output capacity and NULL outputs; specdec_engine_forward and kv_truncate with fuzzed
  * roles, positions, counts and ids.
  *
@@ -19,7 +20,8 @@
  * one must give its documented status); a failure writes nothing and leaves the KV
  * lengths as they were; on success n_out is within capacity, n_predict and the
  * context, ids are in [0, V), the statistics add up, the stop reason matches the
- * output (EOS, n_predict, context, callback, stop string; no earlier stop), the
+ * output (EOS, stop token id, n_predict, context, callback, stop string; no earlier stop;
+ * no EOS or stop id before min_tokens), the
  * callback sees exactly the output tokens, its text is well-formed UTF-8 and equals a
  * separate streaming decode of the output; the logprob callback sees each output token
  * once, before `callback`'s, with a record that keeps its contract (position, rank vs
@@ -239,6 +241,8 @@ typedef struct fgen_call {
     int stop_mode;        /* 0 array, 1 NULL array, 2 negative count */
     int use_cb;
     int32_t stop_after;
+    specdec_logit_bias bias[3]; /* logits processors' arrays (0.5) */
+    int32_t stop_ids[2];
 } fgen_call;
 
 static void fgen_call_free(fgen_call *c) {
@@ -247,7 +251,34 @@ static void fgen_call_free(fgen_call *c) {
     for (int i = 0; i < 5; i++) free(c->stop_buf[i]);
 }
 
-static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
+/* Logits processors (0.5), valid and not: bias entries (ids past the vocabulary, NaN / out of
+ * range biases, bad counts, a NULL array), min_tokens, stop ids, penalties in and out of range. */
+static void fgen_decode_proc(sd_fuzz_in *in, fgen_call *c) {
+    specdec_generate_params *gp = &c->gp;
+    const uint8_t k = sd_fuzz_u8(in);
+    const int32_t nb = k % 4;
+    gp->n_logit_bias = (k >> 2) % 8 == 7 ? -1 : (k >> 2) % 8 == 6 ? SPECDEC_MAX_LOGIT_BIAS + 1 : nb;
+    gp->logit_bias = (k >> 5) == 7 ? NULL : c->bias;
+    for (int32_t i = 0; i < nb; i++) {
+        const uint8_t t = sd_fuzz_u8(in), b = sd_fuzz_u8(in);
+        c->bias[i].token = t >= 250 ? -1 : t % 52; /* 48..51: outside the vocabulary */
+        c->bias[i].bias = b % 16 == 15 ? sd_fuzz_float(in) : b % 16 == 14 ? -100.0f : (float)((int)b - 128) * 0.8f;
+    }
+    const uint8_t m = sd_fuzz_u8(in);
+    gp->min_tokens = m % 8 == 7 ? -1 : m % 8;
+    const int32_t ns = (m >> 3) % 3;
+    gp->n_stop_token_ids = (m >> 5) == 7 ? SPECDEC_MAX_STOP_TOKEN_IDS + 1 : (m >> 5) == 6 ? -1 : ns;
+    gp->stop_token_ids = (m >> 5) == 5 ? NULL : c->stop_ids;
+    for (int32_t i = 0; i < ns; i++) c->stop_ids[i] = (int32_t)(sd_fuzz_u8(in) % 50);
+    const uint8_t p = sd_fuzz_u8(in);
+    static const float reps[8] = {0.0f, 1.0f, 0.5f, 1.3f, 2.0f, 100.5f, -1.0f, 100.0f};
+    gp->presence_penalty = p % 8 == 7 ? sd_fuzz_float(in) : (float)((int)(p % 8) - 3) * 0.8f; /* +-2.4: too big */
+    gp->frequency_penalty = (p >> 3) % 8 == 7 ? sd_fuzz_float(in) : (float)((int)((p >> 3) % 8) - 3) * 0.5f;
+    gp->repetition_penalty = (p >> 6) == 3 ? sd_fuzz_float(in) : reps[(p >> 6) * 2 + (k & 1)];
+}
+
+static void fgen_decode_sampling(sd_fuzz_in *in, fgen_call *c) {
+    specdec_generate_params *gp = &c->gp;
     const uint8_t m = sd_fuzz_u8(in);
     gp->n_predict = fgen_small(in, 70, -1);
     if (m & 1) gp->temperature = sd_fuzz_float(in);
@@ -268,10 +299,11 @@ static void fgen_decode_sampling(sd_fuzz_in *in, specdec_generate_params *gp) {
         gp->draft_method = SPECDEC_DRAFT_NGRAM;
         gp->ngram_min = a % 3;
         gp->ngram_max = (a >> 1) % 6 + ((a >> 7) ? 60 : 0);
-        const uint8_t c = sd_fuzz_u8(in);
-        gp->ngram_cost = (specdec_ngram_cost)(c % 5 == 4 ? -1 : c % 5 == 3 ? 3 : c % 3);
-        gp->ngram_token_cost = (c >> 3) % 4 == 3 ? sd_fuzz_float(in) : (float)((c >> 3) % 4) * 0.25f;
+        const uint8_t nc = sd_fuzz_u8(in);
+        gp->ngram_cost = (specdec_ngram_cost)(nc % 5 == 4 ? -1 : nc % 5 == 3 ? 3 : nc % 3);
+        gp->ngram_token_cost = (nc >> 3) % 4 == 3 ? sd_fuzz_float(in) : (float)((nc >> 3) % 4) * 0.25f;
     }
+    if ((m & 128) && (a >> 3) % 16 == 4) fgen_decode_proc(in, c);
     if ((m & 128) && (a >> 3) % 16 == 1) gp->cache_salt = 0x9e3779b97f4a7c15ull * (uint64_t)(a + 1); /* any value */
     if ((m & 128) && (a >> 3) % 16 == 3) { /* logprobs (0.4.1), valid and not */
         const uint8_t l = sd_fuzz_u8(in);
@@ -311,7 +343,7 @@ static void fgen_decode_stops(sd_fuzz_in *in, fgen_call *c) {
 static void fgen_decode_call(sd_fuzz_in *in, fgen_call *c) {
     memset(c, 0, sizeof *c);
     c->gp = specdec_generate_default_params();
-    fgen_decode_sampling(in, &c->gp);
+    fgen_decode_sampling(in, c);
     fgen_decode_stops(in, c);
     const uint8_t f = sd_fuzz_u8(in);
     if (f & 1) c->gp.tokenizer = g_tok;
@@ -390,6 +422,20 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
         inval);
     BAD(p->prompt_logprobs && !p->logprob_callback, inval);
     BAD(p->logprobs == 1 && !p->logprob_callback, inval);
+    BAD(p->n_logit_bias < 0 || p->n_logit_bias > SPECDEC_MAX_LOGIT_BIAS || (p->n_logit_bias > 0 && !p->logit_bias), inval);
+    for (int32_t i = 0; p->logit_bias && p->n_logit_bias <= 3 && i < p->n_logit_bias; i++)
+        BAD(p->logit_bias[i].token < 0 || p->logit_bias[i].token >= FV ||
+                !(p->logit_bias[i].bias >= -100.0f && p->logit_bias[i].bias <= 100.0f),
+            inval);
+    BAD(p->min_tokens < 0, inval);
+    BAD(p->n_stop_token_ids < 0 || p->n_stop_token_ids > SPECDEC_MAX_STOP_TOKEN_IDS ||
+            (p->n_stop_token_ids > 0 && !p->stop_token_ids),
+        inval);
+    for (int32_t i = 0; p->stop_token_ids && p->n_stop_token_ids <= 2 && i < p->n_stop_token_ids; i++)
+        BAD(p->stop_token_ids[i] < 0 || p->stop_token_ids[i] >= FV, inval);
+    BAD(!(p->presence_penalty >= -2.0f && p->presence_penalty <= 2.0f), inval);
+    BAD(!(p->frequency_penalty >= -2.0f && p->frequency_penalty <= 2.0f), inval);
+    BAD(!(p->repetition_penalty == 0.0f || (p->repetition_penalty > 0.0f && p->repetition_penalty <= 100.0f)), inval);
     const int64_t room = (int64_t)fe->n_ctx - c->n_prompt;
     BAD(c->cap < (p->n_predict < room ? p->n_predict : room), SPECDEC_ERR_BUFFER_TOO_SMALL);
 #undef BAD
@@ -435,15 +481,19 @@ static void fgen_check_stops(const fgen_engine *fe, const fgen_call *c, const sp
                              specdec_stop_reason reason) {
     for (int32_t i = 0; i < n; i++) {
         const int eos = !p->ignore_eos && out[i] == FEOS;
+        int tokid = 0;
+        for (int32_t j = 0; j < p->n_stop_token_ids; j++) tokid |= out[i] == p->stop_token_ids[j];
+        sd_fuzz_require(i >= p->min_tokens || (!eos && !tokid)); /* min_tokens holds them off */
         const int str = p->n_stop_strings > 0 && fgen_stop_in(p, text, i ? piece_end[i - 1] : 0, piece_end[i]);
         const int cbs = p->callback && c->stop_after == i + 1;
         const int np = i + 1 >= p->n_predict;
         const int ctx = c->n_prompt + i + 1 >= fe->n_ctx;
         if (i < n - 1) {
-            sd_fuzz_require(!eos && !str && !cbs && !np && !ctx);
+            sd_fuzz_require(!eos && !tokid && !str && !cbs && !np && !ctx);
             continue;
         }
-        specdec_stop_reason want = eos ? SPECDEC_STOP_EOS : str ? SPECDEC_STOP_STRING : cbs ? SPECDEC_STOP_CALLBACK
+        specdec_stop_reason want = eos ? SPECDEC_STOP_EOS : tokid ? SPECDEC_STOP_TOKEN_ID : str ? SPECDEC_STOP_STRING
+                                   : cbs ? SPECDEC_STOP_CALLBACK
                                    : np ? SPECDEC_STOP_N_PREDICT : ctx ? SPECDEC_STOP_CONTEXT_FULL : SPECDEC_STOP_NONE;
         if (reason != want) fprintf(stderr, "stop reason %d, expected %d (after %d tokens)\n", (int)reason, (int)want, (int)n);
         sd_fuzz_require(want != SPECDEC_STOP_NONE && reason == want);
@@ -480,7 +530,7 @@ static void fgen_check_stats(const fgen_engine *fe, const fgen_call *c, const sp
     const double t[7] = {s->t_prefill_s, s->t_draft_s, s->t_target_s, s->t_verify_s, s->t_total_s, s->tokens_per_second, 0};
     for (int i = 0; i < 6; i++) sd_fuzz_require(isfinite(t[i]) && t[i] >= 0);
     sd_fuzz_require(s->t_total_s >= s->t_prefill_s);
-    sd_fuzz_require(s->stop_reason >= SPECDEC_STOP_N_PREDICT && s->stop_reason <= SPECDEC_STOP_CONTEXT_FULL);
+    sd_fuzz_require(s->stop_reason >= SPECDEC_STOP_N_PREDICT && s->stop_reason <= SPECDEC_STOP_TOKEN_ID);
 }
 
 /* The result of one specdec_generate call. */

@@ -325,12 +325,16 @@ def generate_seeds():
     backend, n_ctx, max_batch]; a generate op = [0, mask, n_predict+1, (fields), verify,
     n_draft+1, adaptive, stops, flags, prompt length, ids..., capacity, again]."""
     def gen(mask, n_predict, verify, n_draft, adaptive=0, stops=(), flags=3, prompt=(1, 20, 21, 22), cap=64, again=3,
-            extra=b"", stop_after=None, lp=None, plp=0, plen=None):
+            extra=b"", stop_after=None, lp=None, plp=0, plen=None, proc=None):
         st = bytes([len(stops)]) + b"".join(bytes([len(x), len(x)]) + x for x in stops)
         sa = b"" if stop_after is None else bytes([stop_after])
         # lp: the logprobs byte, read after `adaptive` when mask has bit 7 and (adaptive >> 3) % 16 == 3,
         # then plp, the prompt logprobs byte; plen: the prompt length byte (240..249: (plen - 240) * 12 ids)
         lpb = b"" if lp is None else bytes([lp, plp])
+        # proc: the logits processors' bytes (fgen_decode_proc), read after `adaptive` when mask has
+        # bit 7 and (adaptive >> 3) % 16 == 4
+        if proc is not None:
+            lpb = bytes(proc)
         return bytes([0, mask, n_predict + 1]) + extra + bytes([verify, n_draft + 1, adaptive]) + lpb + st + \
             bytes([flags]) + sa + bytes([len(prompt) if plen is None else plen]) + bytes(prompt) + bytes([cap, again])
     plain = [0, 1, 0, 0]
@@ -377,6 +381,24 @@ def generate_seeds():
         put("generate", "any_prompt_logprobs_bad_" + name,
             gen_input(spec, [gen(2 | 128, 8, 2, 4, adaptive=lpa, lp=1, plp=plp)]))
     put("generate", "any_prompt_logprobs_no_callback", gen_input(spec, [gen(2 | 128, 8, 2, 4, adaptive=lpa, lp=128, plp=3)]))
+    # logits processors (0.5; fgen_decode_proc): k = count | count-mode << 2 | array-mode << 5, then per
+    # bias entry (id byte, bias byte: (b - 128) * 0.8; 14 -> -100; 15 -> a fuzzed float), m = min_tokens |
+    # stop-count << 3 | stop-mode << 5, the stop id bytes, p = presence | frequency << 3 | repetition << 6
+    pra = 4 << 3  # adaptive byte selecting the processors branch
+    good = [2, 5, 138, 7, 14, 3 | 1 << 3, 9, 5 | 4 << 3 | 1 << 6]  # 2 biases, min_tokens 3, stop id 9, 1.6 / 0.5 / 0.5
+    put("generate", "any_proc_spec_greedy", gen_input(spec, [gen(2 | 128, 24, 2, 4, adaptive=pra, proc=good)]))
+    put("generate", "any_proc_spec_rejection",
+        gen_input(spec, [gen(32 | 128, 24, 1, 3, adaptive=pra, extra=struct.pack("<Q", 7), proc=good)]))
+    put("generate", "any_proc_spec_match", gen_input(spec, [gen(32 | 128, 24, 3, 4, adaptive=pra, extra=struct.pack("<Q", 5),
+                                                                proc=[1, 2, 200, 0, 4, 3 << 3 | 1 << 6])]))
+    put("generate", "any_proc_plain_stop_id", gen_input(plain, [gen(2 | 128, 30, 0, 4, adaptive=pra,
+                                                                    proc=[0, 2 << 3, 20, 21, 3])]))
+    for name, proc in (("bias_id_outside", [1, 50, 130, 0, 3]), ("bias_nan", [1, 5, 15, 16, 0, 3]),
+                       ("bias_count_minus1", [7 << 2, 0, 3]), ("bias_count_1025", [6 << 2, 0, 3]),
+                       ("bias_null", [1 | 7 << 5, 5, 130, 0, 3]), ("min_tokens_minus1", [0, 7, 3]),
+                       ("stop_id_outside", [0, 1 << 3, 49, 3]), ("stop_null", [0, 1 << 3 | 5 << 5, 9, 3]),
+                       ("presence_2_4", [0, 0, 6]), ("repetition_100_5", [1, 5, 130, 0, 3 | 2 << 6])):
+        put("generate", "any_proc_bad_" + name, gen_input(spec, [gen(2 | 128, 8, 2, 4, adaptive=pra, proc=proc)]))
     put("generate", "any_engine_cuda_or_reserved", gen_input([0xc0, 10, 0, 0], []))
 
 

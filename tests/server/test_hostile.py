@@ -347,16 +347,17 @@ def test_limit_slack():
     # unanswered (README "Limits"). N = 4: 4 + 16 = 20 held, the 21st is closed unanswered.
     # Premise: the 16 held over-limit connections stay open, i.e. everything happens within
     # their 2 s head deadline (SD_OVER_LIMIT_S, sd_server_conn.c). On a starved machine the
-    # server may accept late and close held ones first, so the 21st fits and the 20th is gone:
-    # such a try (longer than 1.9 s, failing) is repeated, up to 4 tries; a try that kept the
-    # premise is judged as it came out.
+    # server may accept late and close held ones first, so the 21st fits and the 20th is gone.
+    # That happened within 0.3 s too (CI's ASan stage on a 2-core VM shared with two builds:
+    # the 21st answered 503, the 20th empty), so a failing try is repeated, up to 4 tries; a
+    # broken limit fails every one.
     for attempt in range(1, 5):
         data, closed, answer, took = _limit_slack_attempt()
         ok_beyond = closed and not data.startswith(b"HTTP/")
         ok_inside = answer.startswith(b"HTTP/1.1 503") and b"Retry-After" in answer
-        if (ok_beyond and ok_inside) or took < 1.9 or attempt == 4:
+        if (ok_beyond and ok_inside) or attempt == 4:
             break
-        print("limit_slack: try %d took %.1f s, beyond the 2 s premise and failed; again" % (attempt, took))
+        print("limit_slack: try %d (%.1f s) failed; again" % (attempt, took))
     check(ok_beyond, "beyond --max-connections + slack: closed without an HTTP answer (%r, closed %s, %.1f s)"
           % (data[:40], closed, took))
     check(ok_inside, "within the slack: 503 + Retry-After: %r (%.1f s)" % (answer[:40], took))
