@@ -223,8 +223,11 @@ static void part4(sc_env *e) {
         gp.draft_method = SPECDEC_DRAFT_MODEL;
         gp.logprob_user_data = &b;
         const int32_t n2 = gen(e->ref, prompt, np, &gp, out, NULL);
-        SD_CHECK(n1 > 0 && n1 == n2 && a.n == n1 && b.n == n2 && !memcmp(a.tok, b.tok, sizeof a.tok) &&
-                     !memcmp(a.lp, b.lp, sizeof a.lp),
+        /* CPU: bitwise (batch-invariant rows); CUDA: a verify pass's rows vs one-token rows, within 1e-3 */
+        int same_lp = 1;
+        for (int32_t i = 0; i < a.n; i++)
+            same_lp &= sc_backend == SPECDEC_BACKEND_CPU ? a.lp[i] == b.lp[i] : fabsf(a.lp[i] - b.lp[i]) <= 1e-3f;
+        SD_CHECK(n1 > 0 && n1 == n2 && a.n == n1 && b.n == n2 && !memcmp(a.tok, b.tok, sizeof a.tok) && same_lp,
                  "part 4 (%s): speculative logprobs equal plain decoding's", mode ? "match" : "greedy");
         /* raw: the first token without processors, then forced by a +100 bias: the same record
          * (processed logits would give it a logprob near 0) */
