@@ -496,6 +496,16 @@ def test_malformed(srv):
     test_disconnects(srv)
 
 
+def expect_client_refusal(oc, param, **kw):
+    """A completions request through the official client that must raise BadRequestError naming param."""
+    try:
+        oc.completions.create(model="kjv-target", prompt="x", max_tokens=2, **kw)
+        check(False, "%r through the client is refused" % kw)
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and (e.body or {}).get("param") == param,
+              "the client sees the refusal of %s: %r" % (param, e.body))
+
+
 def test_unsupported_fields(srv):
     """OpenAI / vLLM fields specdec does not implement: a non-default value is a 400 naming the field
     (code unsupported_value), through the official client too; the defaults a UI sends are accepted
@@ -518,12 +528,7 @@ def test_unsupported_fields(srv):
         check(st == 400 and err.get("param") == param and err.get("code") == "unsupported_value" and
               "not supported" in err.get("message", ""), "%s %s refused: %d %r" % (path, param, st, raw[:200]))
     oc = srv.client()
-    try:
-        oc.completions.create(model="kjv-target", prompt="x", max_tokens=2, best_of=2)
-        check(False, "best_of 2 through the client is refused")
-    except openai.BadRequestError as e:
-        check(e.status_code == 400 and (e.body or {}).get("param") == "best_of",
-              "the client sees the refusal: %r" % e.body)
+    expect_client_refusal(oc, "best_of", best_of=2)
     prompt = PROMPTS[0]
     ref = cli_generate(prompt, N_TOK, "--temp", "0")
     r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, temperature=0, presence_penalty=0,
@@ -658,12 +663,7 @@ def test_logits_processors_bad(srv, oc):
                          ({"logit_bias": {str(i): 1 for i in range(1025)}}, "logit_bias")):
         expect_field_error(srv, "/v1/completions", dict({"prompt": "x"}, **extra), param)
         expect_field_error(srv, "/v1/chat/completions", dict(chat, **extra), param)
-    try:
-        oc.completions.create(model="kjv-target", prompt="x", max_tokens=2, presence_penalty=3)
-        check(False, "presence_penalty 3 through the client is refused")
-    except openai.BadRequestError as e:
-        check(e.status_code == 400 and (e.body or {}).get("param") == "presence_penalty",
-              "the client sees the refusal: %r" % e.body)
+    expect_client_refusal(oc, "presence_penalty", presence_penalty=3)
 
 
 def f32(x):
