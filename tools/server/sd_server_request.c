@@ -404,7 +404,7 @@ static int parse_stop_token_ids(const cJSON *root, sd_api_request *r, sd_api_err
     return 0;
 }
 
-/* The logits processors (specdec_generate_params; applied in the order of docs/SAMPLING.md
+/* The logits processors (specdec_generate_params; applied in the order of include/specdec.h
  * "Logits processors"): OpenAI's penalties in [-2, 2] and logit_bias, vLLM's repetition_penalty
  * in (0, 100] (1: off), min_tokens (>= 0, at most max_tokens when given, as vLLM) and
  * stop_token_ids. Token ids against the vocabulary: sd_gen_check_ids (the model's size). */

@@ -72,7 +72,7 @@ typedef struct sd_api_request {
                                       0..SPECDEC_MAX_TOP_LOGPROBS; refused with "stream" (as vLLM) */
     uint64_t cache_salt;           /* vLLM's "cache_salt" hashed (never 0), or 0 when absent / null:
                                       the prefix cache shares rows only among equal salts */
-    /* the logits processors (specdec_generate_params, docs/SAMPLING.md "Logits processors") */
+    /* the logits processors (specdec_generate_params, include/specdec.h "Logits processors") */
     float presence_penalty;        /* OpenAI's, -2..2 (0: off) */
     float frequency_penalty;       /* OpenAI's, -2..2 (0: off) */
     float repetition_penalty;      /* vLLM's, (0, 100] (1: off, the default) */
