@@ -62,7 +62,17 @@ static void sd_fcli_generate(int argc, char **argv) {
         sd_fuzz_require(specdec_generate_params_validate(&o.gp) == SPECDEC_OK);
         sd_fuzz_require(!(o.gp.verify == SPECDEC_VERIFY_GREEDY && o.gp.temperature > 0.0f));
         sd_fuzz_require(o.gp.tokenizer == NULL && o.gp.callback == NULL && o.gp.stop_strings == NULL);
-        /* same options both times (NaN floats compare by bits) */
+        /* the processors' lists point into the options' own arrays (--logit-bias, --stop-token-id) */
+        sd_fuzz_require(o.gp.n_logit_bias == 0 ? o.gp.logit_bias == NULL : o.gp.logit_bias == o.logit_bias);
+        sd_fuzz_require(o.gp.n_stop_token_ids == 0 ? o.gp.stop_token_ids == NULL
+                                                   : o.gp.stop_token_ids == o.stop_token_ids);
+        sd_fuzz_require(o.gp.n_logit_bias == o2.gp.n_logit_bias && o.gp.n_stop_token_ids == o2.gp.n_stop_token_ids);
+        sd_fuzz_require(!o.gp.n_logit_bias ||
+                        !memcmp(o.logit_bias, o2.logit_bias, (size_t)o.gp.n_logit_bias * sizeof *o.logit_bias));
+        sd_fuzz_require(!o.gp.n_stop_token_ids || !memcmp(o.stop_token_ids, o2.stop_token_ids,
+                                                          (size_t)o.gp.n_stop_token_ids * sizeof *o.stop_token_ids));
+        /* same options both times (NaN floats compare by bits; the lists' pointers aside) */
+        o2.gp.logit_bias = o.gp.logit_bias, o2.gp.stop_token_ids = o.gp.stop_token_ids;
         sd_fuzz_require(!memcmp(&o.gp, &o2.gp, sizeof o.gp) && !memcmp(&o.ep, &o2.ep, sizeof o.ep));
         sd_fuzz_require(o.n_stops == o2.n_stops && o.prompt == o2.prompt);
     }

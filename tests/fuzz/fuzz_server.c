@@ -12,7 +12,8 @@
  * the rest, NULs included, is the body.
  *
  * Checked: every input either passes (head admitted, body parsed) into a request whose
- * fields are within their documented ranges, or is answered with an HTTP 4xx status and
+ * fields are within their documented ranges (the logits processors' values as
+ * specdec_generate_params_validate accepts them), or is answered with an HTTP 4xx status and
  * an error whose message is non-empty valid UTF-8 and whose JSON (sd_resp_error_json,
  * what the client receives) parses back to the same message, type, param and code; a
  * refused body leaves the request empty; both checks are deterministic; a chat request
@@ -165,6 +166,17 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
     sd_fuzz_require(r->n_tree >= 0 && r->n_tree <= SD_API_MAX_TREE);
     specdec_generate_params gp = specdec_generate_default_params();
     sd_fuzz_require(specdec_generate_params_set_tree(&gp, r->tree, r->n_tree) == SPECDEC_OK);
+    /* the logits processors: what the parser accepts, the library accepts (ids but the vocabulary,
+       which the server checks against the model); each logit_bias token once */
+    specdec_generate_params pp = specdec_generate_default_params();
+    pp.presence_penalty = r->presence_penalty, pp.frequency_penalty = r->frequency_penalty;
+    pp.repetition_penalty = r->repetition_penalty, pp.min_tokens = r->min_tokens;
+    pp.logit_bias = r->logit_bias, pp.n_logit_bias = r->n_logit_bias;
+    pp.stop_token_ids = r->stop_token_ids, pp.n_stop_token_ids = r->n_stop_token_ids;
+    sd_fuzz_require(specdec_generate_params_validate(&pp) == SPECDEC_OK);
+    sd_fuzz_require(r->max_tokens < 0 || r->min_tokens <= r->max_tokens);
+    for (int32_t i = 0; i < r->n_logit_bias; i++)
+        for (int32_t k = 0; k < i; k++) sd_fuzz_require(r->logit_bias[k].token != r->logit_bias[i].token);
 }
 
 /* What the server does with a chat request next: the family's prompt ids. */

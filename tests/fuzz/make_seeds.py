@@ -418,6 +418,11 @@ def cli_seeds():
     put("cli", "any_generate_unknown", argv(0, "--nope"))
     put("cli", "any_generate_floats", argv(0, "-p", "x", "--temp", "nan", "--top-p", "inf", "--min-p", "-0x1p-3"))
     put("cli", "any_generate_logprobs", argv(0, "-p", "x", "--logprobs", "20", "--json"))
+    put("cli", "any_generate_procs", argv(0, "-p", "x", "--presence-penalty", "2", "--frequency-penalty", "-2",
+                                          "--repetition-penalty", "1.3", "--min-tokens", "3", "--stop-token-id", "13",
+                                          "--stop-token-id", "2", "--logit-bias", "5=-100", "--logit-bias", "7=0.5"))
+    put("cli", "any_generate_procs_bad", argv(0, "-p", "x", "--logit-bias", "5=", "--logit-bias", "=1",
+                                              "--stop-token-id", "-1", "--min-tokens", "x"))
     put("cli", "any_generate_logprobs_bad", argv(0, "-p", "x", "--logprobs", "21"))
     put("cli", "any_batch_refuses_logprobs", argv(3, "-f", "f", "--logprobs", "2"))
     put("cli", "any_generate_prompt_logprobs", argv(0, "-p", "x", "--prompt-logprobs", "20", "--logprobs", "0"))
@@ -487,12 +492,29 @@ def server_seeds():
     put("server", "ok_completions_unsupported_defaults", req({"prompt": "x", "logprobs": None, **defaults}))
     put("server", "ok_chat_unsupported_defaults",
         req({"messages": simple, "logprobs": False, "top_logprobs": 0, **defaults}, chat=True))
-    refused = {"presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.2,
-               "logit_bias": {"50256": -100}, "response_format": {"type": "json_object"},
+    # the logits processors: values in range pass (whether an id is in the vocabulary is the
+    # server's check, not the parser's); out of range, wrong types and the limits are refused
+    procs = {"presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.2,
+             "logit_bias": {"50256": -100, "7": 2.5}, "min_tokens": 3, "stop_token_ids": [2, 13]}
+    for name, value in procs.items():
+        put("server", "ok_proc_" + name, req({"prompt": "x", name: value}))
+    put("server", "ok_chat_procs", req({"messages": simple, "max_tokens": 8, **procs}, chat=True))
+    put("server", "ok_proc_limits", req({"prompt": "x", "logit_bias": {str(i): -1 for i in range(1024)},
+                                         "stop_token_ids": list(range(64))}))
+    bad_procs = {"presence_penalty": 2.5, "frequency_penalty": "1", "repetition_penalty": 0,
+                 "logit_bias_key": {"logit_bias": {"-5": 1}}, "logit_bias_value": {"logit_bias": {"5": 101}},
+                 "logit_bias_twice": '{"prompt": "x", "logit_bias": {"5": 1, "5": 2}}',
+                 "logit_bias_1025": {"logit_bias": {str(i): -1 for i in range(1025)}},
+                 "min_tokens": -1, "min_tokens_over_max": {"min_tokens": 5, "max_tokens": 4},
+                 "stop_token_ids": [-1], "stop_token_ids_65": {"stop_token_ids": list(range(65))}}
+    for name, value in bad_procs.items():
+        body = value if isinstance(value, str) else dict({"prompt": "x"}, **value) if isinstance(value, dict) \
+            else {"prompt": "x", name: value}
+        put("server", "bad_proc_" + name, req(body))
+    refused = {"response_format": {"type": "json_object"},
                "tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
                "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2,
-               "suffix": "x", "min_tokens": 3, "stop_token_ids": [2],
-               "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
+               "suffix": "x", "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
                "bad_words": ["x"], "guided_json": {"type": "object"}, "guided_regex": "a+",
                "guided_choice": ["a"], "guided_grammar": "root ::= x", "structured_outputs": {"regex": "a"}}
     for name, value in refused.items():

@@ -20,6 +20,13 @@ Checks:
     unknown endpoint and method, a body sent byte by byte too slowly (closed after
     --body-timeout) and one sent slowly but in time, a client that disconnects
     mid-stream and one that resets while waiting (both cancelled: metrics);
+  - the logits processors (presence / frequency / repetition penalties, logit_bias, min_tokens,
+    stop_token_ids): a -100 logit_bias on the greedy first token changes it; stop_token_ids stops
+    after the id with finish_reason "stop" and stop_reason = the id, streamed and not (the text
+    `specdec generate --stop-token-id`'s); min_tokens holds it off; presence / frequency 2 change a
+    repeating greedy output, equal to `specdec generate` with the same flags; a stop string gives
+    its string as stop_reason, EOS / length null; each bad value a 400 naming the field, the
+    client's BadRequestError too; --quick: the stop_token_ids case and the 400s;
   - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a 400
     naming the field (code unsupported_value), seen by the official client as BadRequestError;
     the defaults a UI sends are accepted and leave the text unchanged; ignore_eos is accepted;
@@ -489,14 +496,23 @@ def test_malformed(srv):
     test_disconnects(srv)
 
 
+def expect_client_refusal(oc, param, **kw):
+    """A completions request through the official client that must raise BadRequestError naming param."""
+    try:
+        oc.completions.create(model="kjv-target", prompt="x", max_tokens=2, **kw)
+        check(False, "%r through the client is refused" % kw)
+    except openai.BadRequestError as e:
+        check(e.status_code == 400 and (e.body or {}).get("param") == param,
+              "the client sees the refusal of %s: %r" % (param, e.body))
+
+
 def test_unsupported_fields(srv):
     """OpenAI / vLLM fields specdec does not implement: a non-default value is a 400 naming the field
     (code unsupported_value), through the official client too; the defaults a UI sends are accepted
     and change nothing; vLLM's ignore_eos is accepted (the bundled pair never emits EOS, so its effect
     is only seen as the text equal to `specdec generate --ignore-eos`)."""
-    refused = [("/v1/completions", {"prompt": "x", "presence_penalty": 0.5}, "presence_penalty"),
-               ("/v1/completions", {"prompt": "x", "logit_bias": {"5": 10}}, "logit_bias"),
-               ("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
+    refused = [("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
+               ("/v1/completions", {"prompt": "x", "bad_words": ["x"]}, "bad_words"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "echo": True}, "echo"),
                ("/v1/completions", {"prompt": "x", "guided_regex": "a+"}, "guided_regex"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
@@ -512,12 +528,7 @@ def test_unsupported_fields(srv):
         check(st == 400 and err.get("param") == param and err.get("code") == "unsupported_value" and
               "not supported" in err.get("message", ""), "%s %s refused: %d %r" % (path, param, st, raw[:200]))
     oc = srv.client()
-    try:
-        oc.completions.create(model="kjv-target", prompt="x", max_tokens=2, frequency_penalty=1.0)
-        check(False, "frequency_penalty 1.0 through the client is refused")
-    except openai.BadRequestError as e:
-        check(e.status_code == 400 and (e.body or {}).get("param") == "frequency_penalty",
-              "the client sees the refusal: %r" % e.body)
+    expect_client_refusal(oc, "best_of", best_of=2)
     prompt = PROMPTS[0]
     ref = cli_generate(prompt, N_TOK, "--temp", "0")
     r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=N_TOK, temperature=0, presence_penalty=0,
@@ -536,6 +547,123 @@ def test_unsupported_fields(srv):
     check(r.choices[0].text == ref["text"], "ignore_eos accepted: %r" % r.choices[0].text)
     expect_error(srv, "ignore_eos of the wrong type", 400, "POST", "/v1/completions",
                  {"prompt": "x", "ignore_eos": "yes"})
+
+
+def choice_extra(ch, key):
+    """A field of a choice that the openai package's types do not declare (vLLM's stop_reason)."""
+    extra = getattr(ch, "model_extra", None) or {}
+    return extra.get(key, "<absent>")
+
+
+def test_logits_processors(srv):
+    """The logits processors through the official client, against the greedy reference T of
+    `specdec generate` (its ids): stop_token_ids, logit_bias, min_tokens, the penalties; bad values."""
+    oc = srv.client()
+    prompt = PROMPTS[0]
+    n_tok = N_TOK if QUICK else 24
+    ref = cli_generate(prompt, n_tok, "--temp", "0")
+    T = ref["tokens"]
+    k = next((i for i in range(1, len(T)) if T[i] not in T[:i]), None)
+    if not check(k is not None, "a greedy token first met after the start: %r" % T):
+        return
+    want = cli_generate(prompt, n_tok, "--temp", "0", "--stop-token-id", str(T[k]))
+    check(want["tokens"] == T[: k + 1], "the CLI reference stops at the id: %r" % want["tokens"])
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
+                              extra_body={"stop_token_ids": [T[k], 1_000 if T[k] != 1_000 else 999]})
+    ch = r.choices[0]
+    check(ch.text == want["text"] and ch.finish_reason == "stop" and choice_extra(ch, "stop_reason") == T[k] and
+          r.usage.completion_tokens == k + 1,
+          "stop_token_ids [%d]: %r %s stop_reason %r, %d tokens (want %r, %d)" % (
+              T[k], ch.text, ch.finish_reason, choice_extra(ch, "stop_reason"), r.usage.completion_tokens,
+              want["text"], k + 1))
+    if QUICK:  # the sanitizers: one short end-to-end case, then the refusals (no generation)
+        test_logits_processors_bad(srv, oc)
+        return
+    st, _, events = sse_events(srv, "/v1/completions",
+                               {"prompt": prompt, "max_tokens": n_tok, "temperature": 0, "stream": True,
+                                "stop_token_ids": [T[k]]})
+    chunks = [json.loads(e[len(b"data: "):]) for e in events if e != b"data: [DONE]"]
+    text = "".join(c["choices"][0]["text"] for c in chunks if c["choices"])
+    last = chunks[-1]["choices"][0] if chunks and chunks[-1]["choices"] else {}
+    check(st == 200 and text == want["text"] and last.get("finish_reason") == "stop" and
+          last.get("stop_reason") == T[k], "streamed stop_token_ids: %r, last chunk %r" % (text, last))
+    msgs = [{"role": "user", "content": "Who created the heaven and the earth?"}]
+    chat_ref = cli_generate("User: Who created the heaven and the earth?\nAssistant:", 8, "--temp", "0")
+    kc = next((i for i in range(1, len(chat_ref["tokens"])) if chat_ref["tokens"][i] not in chat_ref["tokens"][:i]),
+              None)
+    if check(kc is not None, "a chat token first met after the start: %r" % chat_ref["tokens"]):
+        sid = chat_ref["tokens"][kc]
+        c = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=8, temperature=0,
+                                       extra_body={"stop_token_ids": [sid]})
+        want = cli_generate("User: Who created the heaven and the earth?\nAssistant:", 8, "--temp", "0",
+                            "--stop-token-id", str(sid))
+        check(c.choices[0].message.content == want["text"] and c.choices[0].finish_reason == "stop" and
+              choice_extra(c.choices[0], "stop_reason") == sid and c.usage.completion_tokens == kc + 1,
+              "chat stop_token_ids [%d]: %r %r" % (sid, c.choices[0], c.usage))
+        st, _, events = sse_events(srv, "/v1/chat/completions", {"messages": msgs, "max_tokens": 8, "temperature": 0,
+                                                                  "stream": True, "stop_token_ids": [sid]})
+        chunks = [json.loads(e[len(b"data: "):]) for e in events if e != b"data: [DONE]"]
+        last = chunks[-1]["choices"][0] if chunks and chunks[-1]["choices"] else {}
+        check(st == 200 and last.get("finish_reason") == "stop" and last.get("stop_reason") == sid,
+              "chat streamed stop_token_ids: last chunk %r" % last)
+    # logit_bias -100 on the greedy first token: it is not generated first (the CLI's output)
+    want = cli_generate(prompt, n_tok, "--temp", "0", "--logit-bias", "%d=-100" % T[0])
+    check(want["tokens"][0] != T[0], "the CLI reference avoids the biased token: %r" % want["tokens"][:3])
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
+                              logit_bias={str(T[0]): -100})
+    check(r.choices[0].text == want["text"] and r.choices[0].text != ref["text"],
+          "logit_bias {%d: -100}: %r (want %r)" % (T[0], r.choices[0].text, want["text"]))
+    # min_tokens: T[0] as a stop id stops at once, unless min_tokens holds it off
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
+                              extra_body={"stop_token_ids": [T[0]]})
+    check(r.usage.completion_tokens == 1 and choice_extra(r.choices[0], "stop_reason") == T[0],
+          "stop on the first token: %d tokens" % r.usage.completion_tokens)
+    want = cli_generate(prompt, n_tok, "--temp", "0", "--stop-token-id", str(T[0]), "--min-tokens", "3")
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
+                              extra_body={"stop_token_ids": [T[0]], "min_tokens": 3})
+    check(r.usage.completion_tokens >= 3 and r.choices[0].text == want["text"],
+          "min_tokens 3: %d tokens %r (want %r)" % (r.usage.completion_tokens, r.choices[0].text, want["text"]))
+    # the penalties at 2 change a greedy output that repeats itself, as the CLI does
+    check(len(set(T)) < len(T), "the greedy reference repeats a token: %r" % T)
+    for field, flag in (("presence_penalty", "--presence-penalty"), ("frequency_penalty", "--frequency-penalty")):
+        want = cli_generate(prompt, n_tok, "--temp", "0", flag, "2")
+        r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0, **{field: 2})
+        check(r.choices[0].text == want["text"] and r.choices[0].text != ref["text"],
+              "%s 2: %r (want %r, plain %r)" % (field, r.choices[0].text, want["text"], ref["text"]))
+    want = cli_generate(prompt, n_tok, "--temp", "0", "--repetition-penalty", "1.5")
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
+                              extra_body={"repetition_penalty": 1.5})
+    check(r.choices[0].text == want["text"], "repetition_penalty 1.5: %r (want %r)" % (r.choices[0].text,
+                                                                                       want["text"]))
+    # stop_reason of the other endings: a stop string its string, length null
+    stop = ref["text"][len(ref["text"]) // 2: len(ref["text"]) // 2 + 3]
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0, stop=[stop])
+    check(r.choices[0].finish_reason == "stop" and choice_extra(r.choices[0], "stop_reason") == stop,
+          "a stop string's stop_reason: %r" % choice_extra(r.choices[0], "stop_reason"))
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=2, temperature=0)
+    check(r.choices[0].finish_reason == "length" and choice_extra(r.choices[0], "stop_reason") is None,
+          "length: stop_reason null: %r" % choice_extra(r.choices[0], "stop_reason"))
+    test_logits_processors_bad(srv, oc)
+
+
+def test_logits_processors_bad(srv, oc):
+    """Each bad value of a processor field: 400 invalid_request_error naming it (ids outside the
+    vocabulary included), both endpoints; the client raises BadRequestError."""
+    n_vocab = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]["n_vocab"]
+    chat = {"messages": [{"role": "user", "content": "hi"}]}
+    for extra, param in (({"presence_penalty": 2.5}, "presence_penalty"), ({"frequency_penalty": -3}, "frequency_penalty"),
+                         ({"presence_penalty": "1"}, "presence_penalty"), ({"repetition_penalty": 0}, "repetition_penalty"),
+                         ({"repetition_penalty": 101}, "repetition_penalty"), ({"min_tokens": -1}, "min_tokens"),
+                         ({"min_tokens": 5, "max_tokens": 4}, "min_tokens"), ({"logit_bias": {"a": 1}}, "logit_bias"),
+                         ({"logit_bias": {"5": 101}}, "logit_bias"), ({"logit_bias": {"-1": 1}}, "logit_bias"),
+                         ({"logit_bias": {str(n_vocab): 1}}, "logit_bias"), ({"logit_bias": [5]}, "logit_bias"),
+                         ({"stop_token_ids": [n_vocab]}, "stop_token_ids"), ({"stop_token_ids": [-1]}, "stop_token_ids"),
+                         ({"stop_token_ids": 5}, "stop_token_ids"),
+                         ({"stop_token_ids": list(range(65))}, "stop_token_ids"),
+                         ({"logit_bias": {str(i): 1 for i in range(1025)}}, "logit_bias")):
+        expect_field_error(srv, "/v1/completions", dict({"prompt": "x"}, **extra), param)
+        expect_field_error(srv, "/v1/chat/completions", dict(chat, **extra), param)
+    expect_client_refusal(oc, "presence_penalty", presence_penalty=3)
 
 
 def f32(x):
@@ -1427,7 +1555,7 @@ def main():
     with Server("--parallel", "4", "--max-body", "262144", "--body-timeout", "2") as srv:
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
-                   test_unsupported_fields, test_logprobs, test_echo_prompt_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
+                   test_unsupported_fields, test_logits_processors, test_logprobs, test_echo_prompt_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
                    test_n_disconnect, test_n_limits, test_prefix_cache, test_cache_salt, test_metrics_endpoint):
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)

@@ -3,6 +3,12 @@
  *    (not JSON, wrong types, out-of-range values, unknown model, empty messages, bad
  *    UTF-8, a tree shape the library refuses) gives its HTTP status, an error message and
  *    the offending param; a valid "tree" / "draft_nodes" is passed through;
+ *  - the logits processors (presence / frequency / repetition penalties, logit_bias, min_tokens,
+ *    stop_token_ids): values in range are passed in the request, each range's ends, wrong
+ *    types, logit_bias's key forms and a token given twice, min_tokens over max_tokens, the
+ *    1024 / 64 limits (at the limit accepted, one over refused), null = absent; every refusal
+ *    a 400 naming the field; a choice's stop_reason (a stop_token_ids id as an integer, a
+ *    stop string, null) in a whole response and a stream's last chunk;
  *  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a
  *    400 "unsupported_value" naming the field, the default is accepted, a wrong type is a
  *    400; harmless fields are type-checked; ignore_eos is parsed;
@@ -370,10 +376,6 @@ static void test_invalid(void) {
  * field; harmless fields are accepted when well typed; ignore_eos is parsed. */
 static void test_unsupported(void) {
     static const struct { int chat; const char *field, *refused, *accepted, *wrong_type; } cases[] = {
-        {0, "presence_penalty", "0.5", "0", "\"0\""},
-        {0, "frequency_penalty", "-1", "0.0", "true"},
-        {0, "repetition_penalty", "1.2", "1", "\"1\""},
-        {0, "logit_bias", "{\"50256\":-100}", "{}", "[]"},
         {1, "response_format", "{\"type\":\"json_object\"}", "{\"type\":\"text\"}", "\"text\""},
         {0, "response_format", "{\"type\":\"json_schema\",\"json_schema\":{}}", "{\"type\":\"text\"}", "{}"},
         {1, "tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "[]", "{}"},
@@ -385,8 +387,6 @@ static void test_unsupported(void) {
         {0, "best_of", "3", "1", "1.5"},
         {1, "echo", "true", "false", "\"no\""},
         {0, "suffix", "\"x\"", "\"\"", "1"},
-        {0, "min_tokens", "3", "0", "-1"},
-        {0, "stop_token_ids", "[2]", "[]", "2"},
         {0, "include_stop_str_in_output", "true", "false", "1"},
         {0, "use_beam_search", "true", "false", "\"false\""},
         {0, "allowed_token_ids", "[1,2]", "null", NULL},
@@ -658,6 +658,143 @@ static void test_usage_json(void) {
         }
 }
 
+/* The logits processors: accepted values land in the request; every bad one is a 400
+ * invalid_request_error naming its field. */
+static void test_procs(void) {
+    static const struct { int chat; const char *extra; const char *param; } bad[] = {
+        {0, "\"presence_penalty\":2.01", "presence_penalty"}, {1, "\"presence_penalty\":-2.5", "presence_penalty"},
+        {0, "\"presence_penalty\":\"1\"", "presence_penalty"}, {0, "\"presence_penalty\":true", "presence_penalty"},
+        {1, "\"frequency_penalty\":3", "frequency_penalty"},  {0, "\"frequency_penalty\":[1]", "frequency_penalty"},
+        {0, "\"repetition_penalty\":0", "repetition_penalty"}, {1, "\"repetition_penalty\":-1", "repetition_penalty"},
+        {0, "\"repetition_penalty\":100.5", "repetition_penalty"},
+        {0, "\"repetition_penalty\":\"1.2\"", "repetition_penalty"},
+        {0, "\"min_tokens\":-1", "min_tokens"},               {1, "\"min_tokens\":1.5", "min_tokens"},
+        {0, "\"min_tokens\":\"3\"", "min_tokens"},            {0, "\"max_tokens\":5,\"min_tokens\":6", "min_tokens"},
+        {1, "\"max_completion_tokens\":2,\"min_tokens\":3", "min_tokens"},
+        {0, "\"logit_bias\":[]", "logit_bias"},               {1, "\"logit_bias\":\"5\"", "logit_bias"},
+        {0, "\"logit_bias\":{\"-1\":1}", "logit_bias"},       {0, "\"logit_bias\":{\"a\":1}", "logit_bias"},
+        {0, "\"logit_bias\":{\"\":1}", "logit_bias"},         {0, "\"logit_bias\":{\" 5\":1}", "logit_bias"},
+        {0, "\"logit_bias\":{\"+5\":1}", "logit_bias"},       {1, "\"logit_bias\":{\"1.0\":1}", "logit_bias"},
+        {0, "\"logit_bias\":{\"0x5\":1}", "logit_bias"},      {0, "\"logit_bias\":{\"2147483648\":1}", "logit_bias"},
+        {0, "\"logit_bias\":{\"5\":101}", "logit_bias"},      {1, "\"logit_bias\":{\"5\":-100.5}", "logit_bias"},
+        {0, "\"logit_bias\":{\"5\":\"1\"}", "logit_bias"},    {0, "\"logit_bias\":{\"5\":null}", "logit_bias"},
+        {0, "\"logit_bias\":{\"5\":1,\"5\":2}", "logit_bias"},
+        {0, "\"stop_token_ids\":2", "stop_token_ids"},        {1, "\"stop_token_ids\":[-1]", "stop_token_ids"},
+        {0, "\"stop_token_ids\":[1.5]", "stop_token_ids"},    {0, "\"stop_token_ids\":[\"1\"]", "stop_token_ids"},
+        {0, "\"stop_token_ids\":[null]", "stop_token_ids"},   {1, "\"stop_token_ids\":[[1]]", "stop_token_ids"},
+        {0, "\"stop_token_ids\":[2147483648]", "stop_token_ids"}, {0, "\"stop_token_ids\":{}", "stop_token_ids"},
+    };
+    char body[256];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *head = bad[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        snprintf(body, sizeof body, "%s,%s}", head, bad[i].extra);
+        sd_api_request r;
+        sd_api_error e;
+        int code = parse(body, bad[i].chat, &r, &e);
+        SD_CHECK(code == 400 && e.http == 400 && !strcmp(e.param, bad[i].param) && !e.code &&
+                     !strcmp(e.type, "invalid_request_error") && strstr(e.message, bad[i].param),
+                 "%s: got %d param '%s' code %s (%s)", body, code, e.param, e.code ? e.code : "null", e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    /* accepted: the ranges' ends, and every field at once */
+    static const char *const good[] = {
+        "\"presence_penalty\":-2,\"frequency_penalty\":2,\"repetition_penalty\":100",
+        "\"presence_penalty\":2,\"frequency_penalty\":-2,\"repetition_penalty\":0.01",
+        "\"presence_penalty\":null,\"frequency_penalty\":null,\"repetition_penalty\":null,\"logit_bias\":null,"
+        "\"min_tokens\":null,\"stop_token_ids\":null",
+        "\"max_tokens\":5,\"min_tokens\":5", "\"logit_bias\":{\"0\":-100,\"007\":100}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        for (int chat = 0; chat < 2; chat++) {
+            snprintf(body, sizeof body, "%s,%s}",
+                     chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"", good[i]);
+            sd_api_request r;
+            sd_api_error e;
+            int code = parse(body, chat, &r, &e);
+            SD_CHECK(code == 200, "%s: accepted: %d %s", body, code, e.message);
+            if (code == 200) sd_api_request_free(&r);
+        }
+    sd_api_request r;
+    sd_api_error e;
+    int code = parse("{\"prompt\":\"x\",\"max_tokens\":9,\"presence_penalty\":0.5,\"frequency_penalty\":-1.25,"
+                     "\"repetition_penalty\":1.5,\"min_tokens\":4,\"logit_bias\":{\"50256\":-100,\"3\":2.5},"
+                     "\"stop_token_ids\":[7,0,7]}",
+                     0, &r, &e);
+    SD_CHECK(code == 200 && r.presence_penalty == 0.5f && r.frequency_penalty == -1.25f &&
+                 r.repetition_penalty == 1.5f && r.min_tokens == 4 && r.n_logit_bias == 2 &&
+                 r.logit_bias[0].token == 50256 && r.logit_bias[0].bias == -100.0f && r.logit_bias[1].token == 3 &&
+                 r.logit_bias[1].bias == 2.5f && r.n_stop_token_ids == 3 && r.stop_token_ids[0] == 7 &&
+                 r.stop_token_ids[1] == 0 && r.stop_token_ids[2] == 7,
+             "the values in the request: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    code = parse("{\"prompt\":\"x\"}", 0, &r, &e); /* the defaults: every processor off */
+    SD_CHECK(code == 200 && r.presence_penalty == 0 && r.frequency_penalty == 0 && r.repetition_penalty == 1.0f &&
+                 r.min_tokens == 0 && r.n_logit_bias == 0 && !r.logit_bias && r.n_stop_token_ids == 0 &&
+                 !r.stop_token_ids,
+             "defaults: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    /* the limits: SPECDEC_MAX_LOGIT_BIAS entries and SPECDEC_MAX_STOP_TOKEN_IDS ids; one more refused */
+    sd_buf b = {0};
+    for (int over = 0; over < 2; over++) {
+        b.len = 0;
+        sd_buf_puts(&b, "{\"prompt\":\"x\",\"logit_bias\":{");
+        for (int k = 0; k < SPECDEC_MAX_LOGIT_BIAS + over; k++) sd_buf_printf(&b, "%s\"%d\":-1", k ? "," : "", k);
+        sd_buf_puts(&b, "}}");
+        code = sd_api_parse(b.p, b.len, 0, NULL, &r, &e);
+        SD_CHECK(over ? code == 400 && !strcmp(e.param, "logit_bias") && strstr(e.message, "1024")
+                      : code == 200 && r.n_logit_bias == SPECDEC_MAX_LOGIT_BIAS &&
+                            r.logit_bias[SPECDEC_MAX_LOGIT_BIAS - 1].token == SPECDEC_MAX_LOGIT_BIAS - 1,
+                 "logit_bias of %d entries: %d %s", SPECDEC_MAX_LOGIT_BIAS + over, code, e.message);
+        if (code == 200) sd_api_request_free(&r);
+        b.len = 0;
+        sd_buf_puts(&b, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"stop_token_ids\":[");
+        for (int k = 0; k < SPECDEC_MAX_STOP_TOKEN_IDS + over; k++) sd_buf_printf(&b, "%s%d", k ? "," : "", k);
+        sd_buf_puts(&b, "]}");
+        code = sd_api_parse(b.p, b.len, 1, NULL, &r, &e);
+        SD_CHECK(over ? code == 400 && !strcmp(e.param, "stop_token_ids") && strstr(e.message, "64")
+                      : code == 200 && r.n_stop_token_ids == SPECDEC_MAX_STOP_TOKEN_IDS,
+                 "stop_token_ids of %d ids: %d %s", SPECDEC_MAX_STOP_TOKEN_IDS + over, code, e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    sd_buf_free(&b);
+}
+
+/* A choice's "stop_reason" (vLLM's): the stop_token_ids id as an integer, the stop string, or
+ * null; in a whole response's choice and in a stream's last chunk, both endpoints. */
+static void test_stop_reason_json(void) {
+    sd_server srv;
+    memset(&srv, 0, sizeof srv);
+    snprintf(srv.model_id, sizeof srv.model_id, "kjv-target");
+    srv.backend_name = "cpu";
+    specdec_stats st;
+    memset(&st, 0, sizeof st);
+    for (int kind = 0; kind < 3; kind++)
+        for (int chat = 0; chat < 2; chat++)
+            for (int stream = 0; stream < 2; stream++) {
+                sd_gen_result r;
+                memset(&r, 0, sizeof r);
+                r.text = "abc", r.len = 3, r.finish = kind == 2 ? "length" : "stop", r.stats = &st;
+                if (kind == 0) r.stop_by_token = 1, r.stop_token = 0; /* id 0: an integer, not null */
+                if (kind == 1) r.stop_str = "\"q";
+                sd_buf b = {0};
+                sd_gen_result usage = {.n_prompt = 4, .n_completion = 3};
+                if (stream) sd_resp_chunk(&b, &srv, chat, "cmpl-1", 0, 0, "", 0, 0, &r, NULL);
+                else sd_resp_completion(&b, &srv, chat, "cmpl-1", 0, &r, 1, &usage);
+                const char *json = b.p ? b.p + (stream ? 6 : 0) : "";
+                cJSON *root = cJSON_Parse(json);
+                const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "choices"), 0);
+                const cJSON *sr = cJSON_GetObjectItem(c, "stop_reason");
+                const cJSON *fin = cJSON_GetObjectItem(c, "finish_reason");
+                int ok = cJSON_IsString(fin) && !strcmp(fin->valuestring, r.finish) &&
+                         (kind == 0   ? cJSON_IsNumber(sr) && sr->valuedouble == 0
+                          : kind == 1 ? cJSON_IsString(sr) && !strcmp(sr->valuestring, "\"q")
+                                      : cJSON_IsNull(sr));
+                SD_CHECK(root && ok, "kind %d chat %d stream %d: %s", kind, chat, stream, json);
+                cJSON_Delete(root);
+                sd_buf_free(&b);
+            }
+}
+
 /* Reference decoder: maximal well-formed sequences per Unicode Table 3-7. */
 static int ref_utf8(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
@@ -842,6 +979,8 @@ int main(void) {
     test_invalid();
     test_batch();
     test_unsupported();
+    test_procs();
+    test_stop_reason_json();
     test_logprobs_json();
     test_usage_json();
     test_tree();

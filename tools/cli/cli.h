@@ -109,12 +109,18 @@ typedef struct cli_gen_opts {
                            record per prompt token but the first) */
     const char **stops; /* --stop values (owned array of argv pointers) */
     int n_stops;
+    /* --logit-bias ID=BIAS and --stop-token-id ID (repeatable): owned arrays that gp.logit_bias and
+       gp.stop_token_ids point to (gp.n_logit_bias / gp.n_stop_token_ids entries); the library's
+       checks (count, range, vocabulary) apply as to any params */
+    specdec_logit_bias *logit_bias;
+    int32_t *stop_token_ids;
 } cli_gen_opts;
 
 /* Whether the drafter asked for may use the bundled draft model (--drafter auto|model). */
 int cli_gen_bundled_draft(const cli_gen_opts *o);
 
-/* Fills o from argv (o->stops must be freed with cli_gen_opts_free whatever it returns).
+/* Fills o from argv (o->stops, o->logit_bias and o->stop_token_ids must be freed with
+ * cli_gen_opts_free whatever it returns).
  * The values are checked as the library checks them (specdec_generate_params_validate)
  * and for conflicts (--verify greedy with --temp > 0), so a bad command line is refused
  * before any model loads; --verify greedy without --temp means temperature 0. */

@@ -87,6 +87,14 @@ static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         r = cli_parse_float(v, &o->gp.top_p);
     } else if (cli_is(a, "--min-p", NULL, NULL)) {
         r = cli_parse_float(v, &o->gp.min_p);
+    } else if (cli_is(a, "--presence-penalty", NULL, NULL)) {
+        r = cli_parse_float(v, &o->gp.presence_penalty);
+    } else if (cli_is(a, "--frequency-penalty", NULL, NULL)) {
+        r = cli_parse_float(v, &o->gp.frequency_penalty);
+    } else if (cli_is(a, "--repetition-penalty", NULL, NULL)) {
+        r = cli_parse_float(v, &o->gp.repetition_penalty);
+    } else if (cli_is(a, "--min-tokens", NULL, NULL)) {
+        if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.min_tokens = (int32_t)n;
     } else if (cli_is(a, "--seed", "-s", NULL)) {
         /* -1: random (SPECDEC_SEED_RANDOM, the default); else 0 .. 2^64 - 2 */
         char *end;
@@ -149,6 +157,30 @@ static int gen_ngram_cost(cli_gen_opts *o, const char *v) {
     return 0;
 }
 
+/* The logits processors' lists: --stop-token-id ID and --logit-bias ID=BIAS, one entry each
+ * (the arrays have room for one per argument). Range and count are the library's checks
+ * (gen_check); here only the form. 0 = added. */
+static int gen_proc_list(cli_gen_opts *o, const char *a, const char *v) {
+    long id = 0;
+    if (!strcmp(a, "--stop-token-id")) {
+        if (cli_parse_long(v, INT32_MIN, INT32_MAX, &id)) return -1;
+        o->stop_token_ids[o->gp.n_stop_token_ids++] = (int32_t)id;
+        o->gp.stop_token_ids = o->stop_token_ids;
+        return 0;
+    }
+    const char *eq = strchr(v, '=');
+    char num[24];
+    float bias = 0;
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof num) return -1;
+    memcpy(num, v, (size_t)(eq - v));
+    num[eq - v] = '\0';
+    if (cli_parse_long(num, INT32_MIN, INT32_MAX, &id) || cli_parse_float(eq + 1, &bias)) return -1;
+    o->logit_bias[o->gp.n_logit_bias].token = (int32_t)id;
+    o->logit_bias[o->gp.n_logit_bias++].bias = bias;
+    o->gp.logit_bias = o->logit_bias;
+    return 0;
+}
+
 /* generate: the options that take a value. 1 = a is one of them (then *ok as above). */
 static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     *ok = 1;
@@ -156,6 +188,7 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     else if (cli_is(a, "-md", "--model-draft", NULL)) o->draft_dir = v;
     else if (cli_is(a, "-p", "--prompt", NULL)) o->prompt = v;
     else if (cli_is(a, "--stop", NULL, NULL)) o->stops[o->n_stops++] = v;
+    else if (cli_is(a, "--stop-token-id", "--logit-bias", NULL)) *ok = gen_proc_list(o, a, v) == 0;
     else if (cli_is(a, "--verify", NULL, NULL)) {
         if (!strcmp(v, "auto")) o->gp.verify = SPECDEC_VERIFY_AUTO;
         else if (!strcmp(v, "rejection")) o->gp.verify = SPECDEC_VERIFY_REJECTION;
@@ -186,7 +219,8 @@ static const char *const gen_value_opts[] = {
     "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
     "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
-    "--ngram-cost", "--logprobs", "--prompt-logprobs", NULL};
+    "--ngram-cost", "--logprobs", "--prompt-logprobs", "--presence-penalty", "--frequency-penalty",
+    "--repetition-penalty", "--min-tokens", "--stop-token-id", "--logit-bias", NULL};
 
 static int gen_takes_value(const char *a) {
     for (int i = 0; gen_value_opts[i]; i++)
@@ -253,8 +287,11 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
     o->ep = specdec_engine_default_params();
     o->logprobs = -1;
     o->prompt_logprobs = -1;
-    o->stops = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->stops); /* at most one --stop per argument */
-    if (!o->stops) return CLI_PARSE_NOMEM;
+    const size_t cap = (size_t)(argc > 0 ? argc : 1); /* at most one --stop (etc.) per argument */
+    o->stops = calloc(cap, sizeof *o->stops);
+    o->logit_bias = calloc(cap, sizeof *o->logit_bias);
+    o->stop_token_ids = calloc(cap, sizeof *o->stop_token_ids);
+    if (!o->stops || !o->logit_bias || !o->stop_token_ids) return CLI_PARSE_NOMEM;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int ok = 1;
@@ -270,6 +307,8 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
             if (!gen_tree_option(o, a, argv[i + 1], &ok, err)) (void)gen_value(o, a, argv[i + 1], &ok);
             if (!ok && (!strcmp(a, "--logprobs") || !strcmp(a, "--prompt-logprobs")))
                 snprintf(err->detail, sizeof err->detail, "the top count, 0..%d", SPECDEC_MAX_TOP_LOGPROBS);
+            if (!ok && !strcmp(a, "--logit-bias"))
+                snprintf(err->detail, sizeof err->detail, "ID=BIAS: a token id and a number");
             if (!ok && cli_is(a, "--seed", "-s", NULL))
                 snprintf(err->detail, sizeof err->detail, "-1 (random) or an integer in [0, %llu]",
                          (unsigned long long)SPECDEC_SEED_RANDOM - 1);
@@ -285,7 +324,14 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
 
 void cli_gen_opts_free(cli_gen_opts *o) {
     free(o->stops);
+    free(o->logit_bias);
+    free(o->stop_token_ids);
     o->stops = NULL;
+    o->logit_bias = NULL;
+    o->stop_token_ids = NULL;
+    o->gp.logit_bias = NULL;
+    o->gp.stop_token_ids = NULL;
+    o->gp.n_logit_bias = o->gp.n_stop_token_ids = 0;
     o->n_stops = 0;
 }
 

@@ -45,9 +45,10 @@ static void batch_usage(FILE *f) {
             "                   limit\n"
             "  --seed S         line i samples with seed S + i (default -1: a random S, printed), so identical\n"
             "                   lines give independent samples; a --jsonl line's own seed replaces S + i\n"
-            "The generate options (-n, --temp, --top-k, --top-p, --min-p, --draft-max, --tree,\n"
-            "--draft-nodes, --drafter, --ngram-min, --ngram-max, --ngram-cost, --verify, --backend, --ctx,\n"
-            "--ignore-eos, --stop) apply to every prompt;\n"
+            "The generate options (-n, --temp, --top-k, --top-p, --min-p, --presence-penalty,\n"
+            "--frequency-penalty, --repetition-penalty, --logit-bias, --min-tokens, --stop-token-id,\n"
+            "--draft-max, --tree, --draft-nodes, --drafter, --ngram-min, --ngram-max, --ngram-cost, --verify,\n"
+            "--backend, --ctx, --ignore-eos, --stop) apply to every prompt;\n"
             "see 'specdec generate --help'. Line i equals `specdec generate --seed S+i` on that line alone.\n"
             "Ctrl-C cancels what has not finished, prints the results so far and exits with 130.\n");
 }

@@ -29,6 +29,17 @@ static void gen_usage(FILE *f) {
             "  --top-k K        top-k, 0 = off (default 40)\n"
             "  --top-p P        top-p in (0,1], 1 = off (default 0.95)\n"
             "  --min-p P        min-p in [0,1], 0 = off (default 0.05)\n"
+            "  --presence-penalty X   in [-2,2]: subtracted from the logit of every token the output\n"
+            "                   holds (OpenAI's; default 0 = off)\n"
+            "  --frequency-penalty X  in [-2,2]: subtracted once per occurrence in the output (OpenAI's;\n"
+            "                   default 0 = off)\n"
+            "  --repetition-penalty X  in (0,100]: a prompt or output token's logit divided by X when\n"
+            "                   positive, multiplied when not (HF / vLLM; default 1 = off)\n"
+            "  --logit-bias ID=BIAS  add BIAS in [-100,100] to token ID's logit (repeatable, at most %d)\n"
+            "  --min-tokens N   EOS and --stop-token-id ids cannot come before N tokens (vLLM's; default 0)\n"
+            "  --stop-token-id ID  stop after token ID, which is kept (repeatable, at most %d)\n"
+            "                   (order: logit bias and the min-tokens mask, repetition, frequency and\n"
+            "                   presence penalties, then temperature, top-k, top-p, min-p)\n"
             "  --seed S         RNG seed, -1 = random (default -1; the seed used is printed)\n"
             "  --draft-max G    draft length γ, 1..%d (default 4)\n"
             "  --adaptive       adapt γ each round from the acceptance observed\n"
@@ -60,7 +71,8 @@ static void gen_usage(FILE *f) {
             "  --baseline       also decode without speculation (same settings and seed) and print\n"
             "                   the measured speedup\n"
             "Ctrl-C stops after the current token, prints the statistics and exits with 130.\n",
-            SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES, SPECDEC_MAX_TOP_LOGPROBS, SPECDEC_MAX_TOP_LOGPROBS);
+            SPECDEC_MAX_LOGIT_BIAS, SPECDEC_MAX_STOP_TOKEN_IDS, SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES,
+            SPECDEC_MAX_TOP_LOGPROBS, SPECDEC_MAX_TOP_LOGPROBS);
 }
 
 typedef struct gen_out {

@@ -416,6 +416,16 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.sequence_id = (uint64_t)(j->index % j->g->n);
     gp.cache_salt = req->cache_salt;
     gp.verify = req->verify;
+    /* the arrays are the request's, which outlives the submit (sd_gen_start frees it after
+       every choice is submitted); the scheduler copies them at submit */
+    gp.logit_bias = req->logit_bias;
+    gp.n_logit_bias = req->n_logit_bias;
+    gp.min_tokens = req->min_tokens;
+    gp.stop_token_ids = req->stop_token_ids;
+    gp.n_stop_token_ids = req->n_stop_token_ids;
+    gp.presence_penalty = req->presence_penalty;
+    gp.frequency_penalty = req->frequency_penalty;
+    gp.repetition_penalty = req->repetition_penalty;
     j->logprobs = req->logprobs;
     j->verify = req->verify != SPECDEC_VERIFY_AUTO ? req->verify
                 : req->temperature == 0.0f    ? SPECDEC_VERIFY_GREEDY
@@ -540,6 +550,22 @@ static int sd_gen_choices_fit(const sd_server *srv, int choices, sd_api_error *e
                        srv->cfg.queue);
 }
 
+/* The token ids of logit_bias and stop_token_ids against the model's vocabulary (the parser
+ * checked their form), so a bad one is a 400 naming its field before anything is queued. */
+static int sd_gen_check_ids(const sd_server *srv, const sd_api_request *req, sd_api_error *e) {
+    for (int32_t i = 0; i < req->n_logit_bias; i++)
+        if (req->logit_bias[i].token >= srv->n_vocab)
+            return sd_api_fail(e, 400, "invalid_request_error", NULL, "logit_bias",
+                               "'logit_bias' token %d is outside the vocabulary of %d", (int)req->logit_bias[i].token,
+                               (int)srv->n_vocab);
+    for (int32_t i = 0; i < req->n_stop_token_ids; i++)
+        if (req->stop_token_ids[i] >= srv->n_vocab)
+            return sd_api_fail(e, 400, "invalid_request_error", NULL, "stop_token_ids",
+                               "'stop_token_ids'[%d] = %d is outside the vocabulary of %d", (int)i,
+                               (int)req->stop_token_ids[i], (int)srv->n_vocab);
+    return 0;
+}
+
 static void sd_gen_prep_run(void *arg) {
     sd_gen_prep *p = arg;
     sd_server *srv = p->srv;
@@ -550,6 +576,7 @@ static void sd_gen_prep_run(void *arg) {
     p->parsed = 1;
     p->n_prompts = p->chat ? 1 : p->req.n_prompts;
     p->rc = sd_gen_choices_fit(srv, p->n_prompts * p->req.n, &p->e);
+    if (!p->rc) p->rc = sd_gen_check_ids(srv, &p->req, &p->e);
     if (!p->rc)
         p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->draft_head,
                                 srv->cfg.n_draft, p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0,
@@ -646,10 +673,32 @@ static void sd_group_watch(sd_group *g) {
     }
 }
 
-/* 1 when the engine ended it by EOS or a stop string (the text filter included). */
+/* 1 when the engine ended it by EOS, a stop string (the text filter included) or one of
+ * stop_token_ids: finish_reason "stop" (every other reason is "length"). */
 static int sd_job_stopped(const sd_job *j) {
     specdec_stop_reason sr = j->stats.stop_reason;
-    return sr == SPECDEC_STOP_EOS || sr == SPECDEC_STOP_STRING || j->stopper.stop_at != (size_t)-1;
+    return sr == SPECDEC_STOP_EOS || sr == SPECDEC_STOP_STRING || sr == SPECDEC_STOP_TOKEN_ID ||
+           j->stopper.stop_at != (size_t)-1;
+}
+
+/* vLLM's "stop_reason" of a choice that stopped: the stop_token_ids id (the output's last
+ * token), or the stop string the text was cut at (the first of "stop" found there); else
+ * none (EOS, length: null). */
+static void sd_job_stop_reason(const sd_job *j, sd_gen_result *r) {
+    r->stop_by_token = 0;
+    r->stop_str = NULL;
+    if (j->outcome != SPECDEC_OK) return;
+    if (j->stats.stop_reason == SPECDEC_STOP_TOKEN_ID && j->n_out > 0 && j->stopper.stop_at == (size_t)-1) {
+        r->stop_by_token = 1;
+        r->stop_token = j->tokens[j->n_out - 1];
+        return;
+    }
+    const size_t at = j->stopper.stop_at;
+    if (at == (size_t)-1 || !j->text.p) return;
+    for (int i = 0; i < j->g->n_stop && !r->stop_str; i++) {
+        const size_t n = strlen(j->g->stops[i]);
+        if (n <= j->text.len - at && !memcmp(j->text.p + at, j->g->stops[i], n)) r->stop_str = j->g->stops[i];
+    }
 }
 
 /* How it ended, as vLLM's finish reasons: a cancelled request (client gone, timeout,
@@ -770,14 +819,14 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
                                 : specdec_status_string(j->outcome));
         return NULL;
     }
-    static const char *const reasons[] = {"none", "length", "eos", "stop_string", "callback", "context_full"};
     static const char *const finishes[] = {"stop", "length", "abort", "error"};
     specdec_stop_reason sr = j->stats.stop_reason;
     memset(r, 0, sizeof *r);
     r->text = j->text.p ? j->text.p : "";
     r->len = j->stopper.safe;
     r->finish = finishes[sd_job_finish_kind(j)];
-    r->stop_detail = j->outcome != SPECDEC_ERR_CANCELLED ? ((unsigned)sr < 6 ? reasons[sr] : "none")
+    sd_job_stop_reason(j, r);
+    r->stop_detail = j->outcome != SPECDEC_ERR_CANCELLED ? specdec_stop_reason_name(sr)
                      : j->timed_out                      ? "timeout"
                      : j->disconnected                   ? "disconnect"
                                                          : "shutdown"; /* the scheduler's shutdown cancels the rest */

@@ -206,6 +206,9 @@ typedef struct sd_gen_result {
     const char *finish;        /* "stop", "length", or "abort" (cancelled: see stop_detail) */
     const char *stop_detail;   /* the engine's stop reason, or why it was cancelled: "timeout",
                                   "shutdown", "disconnect" */
+    int stop_by_token;         /* vLLM's choice "stop_reason": 1: stop_token, the stop_token_ids id */
+    int32_t stop_token;        /* it stopped on; else stop_str, the stop string ("stop") the text */
+    const char *stop_str;      /* was cut at; else (NULL) null */
     int32_t n_prompt, n_completion;
     int32_t n_cached;          /* prompt tokens whose KV came from the prefix cache (stats' n_cached_prompt;
                                   usage: each prompt's first choice's, summed by the caller) */

@@ -3,9 +3,11 @@
  * checked (type, range, UTF-8). Known fields: model, prompt | messages, max_tokens
  * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
  * stream_options.include_usage, n (1..SD_API_MAX_N), logprobs / top_logprobs, vLLM's ignore_eos,
- * echo (completions), vLLM's prompt_logprobs, and the extensions top_k, min_p, n_draft, verify, tree, draft_nodes. Fields of the OpenAI
- * and vLLM APIs that would change the output but are not implemented (penalties, logit_bias,
- * response_format, tools, best_of, echo on chat, guided decoding, ...) are refused unless they carry
+ * echo (completions), vLLM's prompt_logprobs, the logits processors (presence_penalty,
+ * frequency_penalty, logit_bias; vLLM's repetition_penalty, min_tokens, stop_token_ids), and the
+ * extensions top_k, min_p, n_draft, verify, tree, draft_nodes. Fields of the OpenAI
+ * and vLLM APIs that would change the output but are not implemented (response_format, tools,
+ * best_of, echo on chat, bad_words, guided decoding, ...) are refused unless they carry
  * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
  * temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
@@ -90,6 +92,8 @@ void sd_api_request_free(sd_api_request *r) {
     }
     free(r->messages);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->logit_bias);
+    free(r->stop_token_ids);
     memset(r, 0, sizeof *r);
 }
 
@@ -328,6 +332,98 @@ static int parse_tree(const cJSON *root, sd_api_request *r, sd_api_error *e) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* the logits processors                                                      */
+/* ------------------------------------------------------------------------- */
+/* A logit_bias key: a token id in decimal digits ("0", "50256"; as OpenAI's keys), at most
+ * INT32_MAX. 0 when it is anything else (a sign, spaces, an empty string, a word). */
+static int sd_token_key(const char *k, int32_t *id) {
+    int64_t v = 0;
+    if (!k || !*k) return 0;
+    for (const char *c = k; *c; c++) {
+        if (*c < '0' || *c > '9') return 0;
+        v = v * 10 + (*c - '0');
+        if (v > INT32_MAX) return 0;
+    }
+    *id = (int32_t)v;
+    return 1;
+}
+
+/* OpenAI's "logit_bias": {"<token id>": bias in [-100, 100], ...}, at most
+ * SPECDEC_MAX_LOGIT_BIAS entries, each token once (JSON allows a key twice; the library would
+ * add both, Python's json keeps the last: refused rather than guessed). {} and null: none. */
+static int parse_logit_bias(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *o = field(root, "logit_bias");
+    if (!o) return 0;
+    if (!cJSON_IsObject(o))
+        return sd_api_fail(e, 400, INVALID, NULL, "logit_bias",
+                           "'logit_bias' must be an object of token ids (decimal strings) to numbers in [-100, 100]");
+    const int n = cJSON_GetArraySize(o);
+    if (n > SPECDEC_MAX_LOGIT_BIAS)
+        return sd_api_fail(e, 400, INVALID, NULL, "logit_bias", "'logit_bias' has %d entries; at most %d", n,
+                           SPECDEC_MAX_LOGIT_BIAS);
+    if (n == 0) return 0;
+    if (!(r->logit_bias = malloc((size_t)n * sizeof *r->logit_bias)))
+        return sd_api_fail(e, 500, "server_error", NULL, "logit_bias", "out of memory copying 'logit_bias'");
+    for (const cJSON *x = o->child; x; x = x->next) {
+        int32_t id = 0;
+        if (!sd_token_key(x->string, &id))
+            return sd_api_fail(e, 400, INVALID, NULL, "logit_bias",
+                               "'logit_bias' key \"%.40s\" is not a token id (a non-negative integer in decimal)",
+                               x->string ? x->string : "");
+        double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        if (!isfinite(d) || d < -100 || d > 100)
+            return sd_api_fail(e, 400, INVALID, NULL, "logit_bias",
+                               "'logit_bias'[\"%d\"] must be a number in [-100, 100]", (int)id);
+        for (int32_t k = 0; k < r->n_logit_bias; k++)
+            if (r->logit_bias[k].token == id)
+                return sd_api_fail(e, 400, INVALID, NULL, "logit_bias", "'logit_bias' gives token %d twice", (int)id);
+        r->logit_bias[r->n_logit_bias].token = id;
+        r->logit_bias[r->n_logit_bias++].bias = (float)d;
+    }
+    return 0;
+}
+
+/* vLLM's "stop_token_ids": a list of at most SPECDEC_MAX_STOP_TOKEN_IDS token ids; [] and null: none. */
+static int parse_stop_token_ids(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *a = field(root, "stop_token_ids");
+    if (!a) return 0;
+    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 0 || n > SPECDEC_MAX_STOP_TOKEN_IDS)
+        return sd_api_fail(e, 400, INVALID, NULL, "stop_token_ids",
+                           "'stop_token_ids' must be a list of at most %d token ids", SPECDEC_MAX_STOP_TOKEN_IDS);
+    if (n == 0) return 0;
+    if (!(r->stop_token_ids = malloc((size_t)n * sizeof *r->stop_token_ids)))
+        return sd_api_fail(e, 500, "server_error", NULL, "stop_token_ids", "out of memory copying 'stop_token_ids'");
+    for (const cJSON *x = a->child; x; x = x->next) {
+        double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        if (!isfinite(d) || d != floor(d) || d < 0 || d > INT32_MAX)
+            return sd_api_fail(e, 400, INVALID, NULL, "stop_token_ids",
+                               "'stop_token_ids'[%d] must be a token id (an integer >= 0)", (int)r->n_stop_token_ids);
+        r->stop_token_ids[r->n_stop_token_ids++] = (int32_t)d;
+    }
+    return 0;
+}
+
+/* The logits processors (specdec_generate_params; applied in the order of docs/SAMPLING.md
+ * "Logits processors"): OpenAI's penalties in [-2, 2] and logit_bias, vLLM's repetition_penalty
+ * in (0, 100] (1: off), min_tokens (>= 0, at most max_tokens when given, as vLLM) and
+ * stop_token_ids. Token ids against the vocabulary: sd_gen_check_ids (the model's size). */
+static int parse_procs(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int64_t v = 0;
+    int have = 0, rc;
+    if ((rc = get_num(root, "presence_penalty", -2, 0, 2, &r->presence_penalty, e))) return rc;
+    if ((rc = get_num(root, "frequency_penalty", -2, 0, 2, &r->frequency_penalty, e))) return rc;
+    if ((rc = get_num(root, "repetition_penalty", 0, 1, 100, &r->repetition_penalty, e))) return rc;
+    if ((rc = get_int(root, "min_tokens", 0, INT32_MAX, &v, &have, e))) return rc;
+    if (have && r->max_tokens >= 0 && v > r->max_tokens)
+        return sd_api_fail(e, 400, INVALID, NULL, "min_tokens", "'min_tokens' %lld is more than 'max_tokens' %d",
+                           (long long)v, (int)r->max_tokens);
+    r->min_tokens = (int32_t)v;
+    if ((rc = parse_logit_bias(root, r, e))) return rc;
+    return parse_stop_token_ids(root, r, e);
+}
+
+/* ------------------------------------------------------------------------- */
 /* fields of the OpenAI / vLLM APIs that specdec does not implement           */
 /* ------------------------------------------------------------------------- */
 /* Each changes the output when given a value other than its default, so such a value is
@@ -355,12 +451,10 @@ typedef enum sd_nf_kind {
 
 static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     /* OpenAI */
-    {"presence_penalty", SD_NF_NUM_0}, {"frequency_penalty", SD_NF_NUM_0}, {"logit_bias", SD_NF_OBJ_EMPTY},
     {"response_format", SD_NF_FORMAT}, {"tools", SD_NF_LIST_EMPTY}, {"functions", SD_NF_LIST_EMPTY},
     {"tool_choice", SD_NF_CHOICE}, {"function_call", SD_NF_CHOICE}, {"best_of", SD_NF_INT_1},
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
-    {"repetition_penalty", SD_NF_NUM_1}, {"min_tokens", SD_NF_INT_0}, {"stop_token_ids", SD_NF_LIST_EMPTY},
     {"include_stop_str_in_output", SD_NF_FALSE},
     {"use_beam_search", SD_NF_FALSE}, {"allowed_token_ids", SD_NF_NULL}, {"bad_words", SD_NF_LIST_EMPTY},
     {"guided_json", SD_NF_NULL}, {"guided_regex", SD_NF_NULL}, {"guided_choice", SD_NF_NULL},
@@ -561,6 +655,7 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_logprobs(root, r, e);
     if (!rc) rc = parse_echo(root, r, e);
     if (!rc) rc = parse_cache_salt(root, r, e);
+    if (!rc) rc = parse_procs(root, r, e);
     if (!rc) rc = sd_parse_unsupported(root, chat, e);
     if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
         rc = sd_api_fail(e, 400, INVALID, NULL, "n",
@@ -589,6 +684,7 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
     out->max_tokens = -1;
     out->temperature = 1.0f;
     out->top_p = 1.0f;
+    out->repetition_penalty = 1.0f;
     out->n_draft = -1;
     out->prompt_logprobs = -1;
     out->n = 1;

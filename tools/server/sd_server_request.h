@@ -72,6 +72,16 @@ typedef struct sd_api_request {
                                       0..SPECDEC_MAX_TOP_LOGPROBS; refused with "stream" (as vLLM) */
     uint64_t cache_salt;           /* vLLM's "cache_salt" hashed (never 0), or 0 when absent / null:
                                       the prefix cache shares rows only among equal salts */
+    /* the logits processors (specdec_generate_params, docs/SAMPLING.md "Logits processors") */
+    float presence_penalty;        /* OpenAI's, -2..2 (0: off) */
+    float frequency_penalty;       /* OpenAI's, -2..2 (0: off) */
+    float repetition_penalty;      /* vLLM's, (0, 100] (1: off, the default) */
+    specdec_logit_bias *logit_bias; /* OpenAI's: [n_logit_bias] owned, each token once (ids < the
+                                      vocabulary are the server's check: sd_server_gen.c) */
+    int32_t n_logit_bias;          /* 0..SPECDEC_MAX_LOGIT_BIAS */
+    int32_t min_tokens;            /* vLLM's, >= 0 (and <= max_tokens when that is given) */
+    int32_t *stop_token_ids;       /* vLLM's: [n_stop_token_ids] owned ids >= 0 */
+    int32_t n_stop_token_ids;      /* 0..SPECDEC_MAX_STOP_TOKEN_IDS */
     int32_t n_draft;               /* -1: the server's default */
     specdec_verify_mode verify;
     int32_t tree[SD_API_MAX_TREE]; /* extension "tree": children per node at each depth, a shape

@@ -320,6 +320,15 @@ static void sd_json_str2(sd_buf *b, const char *a, size_t an, const char *t, siz
     sd_buf_puts(b, "\"");
 }
 
+/* ,"finish_reason":...,"stop_reason":... of a choice that ended (vLLM's stop_reason: the
+ * stop_token_ids id as an integer, the stop string, or null). */
+static void sd_finish_fields(sd_buf *b, const sd_gen_result *r) {
+    sd_buf_printf(b, ",\"finish_reason\":\"%s\",\"stop_reason\":", r->finish);
+    if (r->stop_by_token) sd_buf_printf(b, "%d", (int)r->stop_token);
+    else if (r->stop_str) sd_buf_json_str(b, r->stop_str, strlen(r->stop_str));
+    else sd_buf_puts(b, "null");
+}
+
 /* One choice of a whole response; its "speculative" object inside it when spec. */
 static void sd_resp_choice(sd_buf *b, const sd_server *srv, int chat, int index, const sd_gen_result *r, int spec) {
     sd_buf_printf(b, "{\"index\":%d,", index);
@@ -334,7 +343,7 @@ static void sd_resp_choice(sd_buf *b, const sd_server *srv, int chat, int index,
     }
     sd_buf_puts(b, "\"logprobs\":");
     sd_resp_logprobs(b, srv, chat, r->lp);
-    sd_buf_printf(b, ",\"finish_reason\":\"%s\"", r->finish);
+    sd_finish_fields(b, r);
     if (!chat && r->prompt_lp) {
         sd_buf_puts(b, ",\"prompt_logprobs\":");
         sd_prompt_lp_write(b, srv, r->prompt_lp);
@@ -386,7 +395,8 @@ int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, lon
     sd_buf_puts(b, "\"logprobs\":");
     sd_resp_logprobs(b, srv, chat, lp);
     if (r) {
-        sd_buf_printf(b, ",\"finish_reason\":\"%s\"}],", r->finish);
+        sd_finish_fields(b, r);
+        sd_buf_puts(b, "}],");
         sd_speculative(b, srv, r);
         return sd_buf_puts(b, "}\n\n");
     }
