@@ -173,7 +173,7 @@ class SamplingParams:
         self.min_tokens = _integer("min_tokens", self.min_tokens)
         if not 0 <= self.min_tokens < 2**31:
             raise InvalidArgumentError(f"SamplingParams.min_tokens = {self.min_tokens} must be >= 0")
-        if self.max_tokens is not None and self.min_tokens > self.max_tokens:
+        if self.min_tokens and self.max_tokens is not None and self.min_tokens > self.max_tokens:
             raise InvalidArgumentError(f"SamplingParams.min_tokens = {self.min_tokens} is more than max_tokens = "
                                        f"{self.max_tokens}")
 
