@@ -129,6 +129,7 @@ def test_min_tokens_holds_the_stop_off(llm):
     assert gen(llm, PROMPTS[0], stop_token_ids=[sid], min_tokens=k).outputs[0].token_ids == base[:k + 1]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("name", ["presence_penalty", "frequency_penalty", "repetition_penalty"])
 def test_penalties_change_greedy_output(llm, name):
     base = gen(llm, PROMPTS[0], max_tokens=24).outputs[0].token_ids
@@ -145,6 +146,7 @@ PROCS = [dict(logit_bias={13: -100, 305: 5.0}), dict(presence_penalty=1.5), dict
          dict(stop_token_ids=[13], min_tokens=5)]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("procs", PROCS, ids=[",".join(p) for p in PROCS])
 def test_exact_against_plain_decoding(llm, llm_plain, procs):
     drafted = 0
