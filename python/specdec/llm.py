@@ -33,8 +33,35 @@ _DRAFT_METHODS = {"draft_model": "SPECDEC_DRAFT_MODEL", "ngram": "SPECDEC_DRAFT_
 _SPEC_KEYS = {"method", "model", "num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "tree",
               "draft_nodes", "verify"}
 # The CLI's names where they are not the enum's lower-cased suffix.
-_ENUM_NAMES = {"SPECDEC_STOP_STRING": "stop_string"}
+_ENUM_NAMES = {"SPECDEC_STOP_STRING": "stop_string", "SPECDEC_STOP_TOKEN_ID": "stop_token_id"}
 _POLL_MS = 100  # a wait returns at least this often, so Ctrl-C is seen within it
+
+
+def cache_salt_hash(salt) -> int:
+    """vLLM's prompt field cache_salt (a non-empty str) as specdec_generate_params.cache_salt: FNV-1a 64 of
+    its UTF-8 bytes, then mixed, never 0 — the hash of `specdec serve` (tools/server/sd_server_request.c,
+    parse_cache_salt), so one salt string shares prefix-cache rows alike through either."""
+    if not isinstance(salt, str) or not salt or "\0" in salt:
+        raise InvalidArgumentError(f"cache_salt = {salt!r} must be a non-empty str (without NUL)")
+    try:
+        data = salt.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(f"cache_salt = {salt!r} is not valid Unicode: {e}") from None
+    h = _fnv1a64(data)
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _M64
+    h ^= h >> 33
+    return h or 1
+
+
+_M64 = 2**64 - 1
+
+
+def _fnv1a64(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & _M64
+    return h
 
 
 def _enum_short(ctype, value: int):
@@ -387,7 +414,8 @@ class LLM:
 
     # ---- requests -------------------------------------------------------------------------------
     def _prompts(self, prompts) -> list:
-        """(text or None, ids) for every prompt: str, token-id list, or {"prompt"/"prompt_token_ids"}."""
+        """(text or None, ids, cache salt) for every prompt: str, token-id list, or {"prompt"/"prompt_token_ids",
+        optionally "cache_salt"} (vLLM's TextPrompt / TokensPrompt); the salt is cache_salt_hash's, 0 without one."""
         if isinstance(prompts, (str, dict)) or (isinstance(prompts, Sequence) and prompts and
                                                 isinstance(prompts[0], numbers.Integral)):
             prompts = [prompts]  # one prompt: a text or a list of token ids
@@ -395,7 +423,13 @@ class LLM:
             raise InvalidArgumentError("prompts must be a str, a list of token ids, or a list of those")
         out = []
         for i, p in enumerate(prompts):
+            salt = 0
             if isinstance(p, dict):
+                if p.get("cache_salt") is not None:
+                    try:
+                        salt = cache_salt_hash(p["cache_salt"])
+                    except InvalidArgumentError as e:
+                        raise InvalidArgumentError(f"prompts[{i}]: {e.message}") from None
                 if "prompt_token_ids" in p:
                     p = p["prompt_token_ids"]
                 elif "prompt" in p:
@@ -403,21 +437,22 @@ class LLM:
                 else:
                     raise InvalidArgumentError(f"prompts[{i}]: a dict needs 'prompt' or 'prompt_token_ids'")
             if isinstance(p, str):
-                out.append((p, self.tokenizer.encode(p)))
+                out.append((p, self.tokenizer.encode(p), salt))
             elif not isinstance(p, (bytes, dict)) and hasattr(p, "__iter__"):  # token ids (a list, a numpy array)
                 arr = token_id_array(p, f"prompts[{i}]")
-                out.append((None, [int(t) for t in arr] if arr is not None else []))
+                out.append((None, [int(t) for t in arr] if arr is not None else [], salt))
             else:
                 raise InvalidArgumentError(f"prompts[{i}] is a {type(p).__name__}: a str or a list of token ids")
         return out
 
-    def _requests(self, index, prompt, ids, params) -> list:
+    def _requests(self, index, prompt, ids, params, salt: int = 0) -> list:
         """The params.n requests of one prompt: one seed, sequence_id = the sample's index."""
-        first = self._request(index, prompt, ids, params)
-        return [first] + [self._request(index, prompt, ids, params, sample=j, seed=first.gp.seed)
+        first = self._request(index, prompt, ids, params, salt=salt)
+        return [first] + [self._request(index, prompt, ids, params, sample=j, seed=first.gp.seed, salt=salt)
                           for j in range(1, params.n)]
 
-    def _request(self, index, prompt, ids, params, callback=None, sample: int = 0, seed=None) -> _Request:
+    def _request(self, index, prompt, ids, params, callback=None, sample: int = 0, seed=None,
+                 salt: int = 0) -> _Request:
         b = self._b
         r = _Request(index, prompt, ids, params, sample)
         gp = b.ffi.new("specdec_generate_params *", self._template[0])
@@ -453,10 +488,40 @@ class LLM:
             gp.callback = r.callback
         if params.logprobs is not None or (params.prompt_logprobs is not None and sample == 0):
             self._want_logprobs(r, gp, params, prompt=sample == 0)
+        self._set_processors(r, gp, params)
+        if salt:
+            if not b.has_field("specdec_generate_params", "cache_salt"):
+                raise UnsupportedError(f"cache_salt: this libspecdec ({b.version}) has no "
+                                       "specdec_generate_params.cache_salt (since 0.4.1)")
+            gp.cache_salt = salt
         r.gp = gp
         r.capacity = max(1, min(gp.n_predict, room)) if gp.n_predict > 0 else 1
         r.c_ids = token_id_array(ids, "prompt")
         return r
+
+    def _set_processors(self, r: _Request, gp, params: SamplingParams) -> None:
+        """The logits processors (specdec_generate_params' fields of the same names, since 0.5); the arrays
+        stay alive in r.keep as long as the request."""
+        b = self._b
+        on = params.processors_set()
+        for name in on:
+            if not b.has_field("specdec_generate_params", name):
+                raise UnsupportedError(f"SamplingParams.{name}: this libspecdec ({b.version}) has no "
+                                       f"specdec_generate_params.{name} (since 0.5)")
+        if not on:
+            return
+        if params.logit_bias:
+            arr = b.ffi.new("specdec_logit_bias[]", list(params.logit_bias.items()))
+            r.keep.append(arr)
+            gp.logit_bias, gp.n_logit_bias = arr, len(params.logit_bias)
+        if params.stop_token_ids:
+            arr = b.ffi.new("int32_t[]", params.stop_token_ids)
+            r.keep.append(arr)
+            gp.stop_token_ids, gp.n_stop_token_ids = arr, len(params.stop_token_ids)
+        gp.min_tokens = params.min_tokens
+        gp.presence_penalty = params.presence_penalty
+        gp.frequency_penalty = params.frequency_penalty
+        gp.repetition_penalty = params.repetition_penalty
 
     def _want_logprobs(self, r: _Request, gp, params: SamplingParams, prompt: bool = True) -> None:
         """Ask the library for log-probabilities: every emitted token's and its top `logprobs`
@@ -604,7 +669,8 @@ class LLM:
         else:
             stop = metrics["stop_reason"]
             finish = "length" if stop in ("n_predict", "context_full") else "stop"
-            reason = matched if stop == "stop_string" else None
+            # vLLM's stop_reason: the stop string or the stop token id; None for EOS and the rest
+            reason = matched if stop == "stop_string" else tokens[-1] if stop == "stop_token_id" and tokens else None
         logprobs, cumulative = self._logprobs(r, tokens)
         comp = CompletionOutput(r.sample, text, tokens, cumulative_logprob=cumulative, logprobs=logprobs,
                                 finish_reason=finish, stop_reason=reason)
@@ -647,7 +713,8 @@ class LLM:
         with self._using():
             items = self._prompts(prompts)
             params = self._params_list(sampling_params, len(items))
-            reqs = [r for i, ((p, ids), sp) in enumerate(zip(items, params)) for r in self._requests(i, p, ids, sp)]
+            reqs = [r for i, ((p, ids, salt), sp) in enumerate(zip(items, params))
+                    for r in self._requests(i, p, ids, sp, salt)]
             return _by_prompt(self._run(reqs, use_tqdm), reqs)
 
     def _run(self, reqs, use_tqdm) -> list:
@@ -711,9 +778,9 @@ class LLM:
                 pass
             return 0
 
-        (text, ids), = items
+        (text, ids, salt), = items
         with self._using():
-            r = self._request(0, text, ids, params, callback=on_token)
+            r = self._request(0, text, ids, params, callback=on_token, salt=salt)
         return self._stream(r, pieces)
 
     def _stream(self, r, pieces) -> Iterator[str]:

@@ -42,8 +42,8 @@ class CompletionOutput:
     token_ids: list
     cumulative_logprob: Optional[float] = None
     logprobs: Optional[list] = None
-    finish_reason: Optional[str] = None  # "stop" (EOS or a stop string), "length", "abort"
-    stop_reason: Any = None  # the stop string matched, or the EOS id; None otherwise
+    finish_reason: Optional[str] = None  # "stop" (EOS, a stop string or stop token id), "length", "abort"
+    stop_reason: Any = None  # vLLM's: the stop string matched or the stop_token_ids id; None otherwise (EOS too)
 
     def finished(self) -> bool:
         return self.finish_reason is not None

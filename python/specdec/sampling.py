@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Optional, Union
 
 from .errors import InvalidArgumentError
@@ -11,6 +12,16 @@ from .errors import InvalidArgumentError
 # is vLLM's default max_logprobs (tests/python/test_logprobs.py checks the two agree).
 MAX_LOGPROBS = 20
 MAX_N = 128  # SamplingParams.n: most samples per prompt
+# The logits processors' limits: include/specdec.h's SPECDEC_MAX_LOGIT_BIAS, SPECDEC_MAX_STOP_TOKEN_IDS, the
+# bias range and the penalties' (checked against the header by tests/python/test_logits_proc.py).
+MAX_LOGIT_BIAS = 1024
+MAX_STOP_TOKEN_IDS = 64
+LOGIT_BIAS_RANGE = (-100.0, 100.0)
+PENALTY_RANGE = (-2.0, 2.0)  # presence_penalty, frequency_penalty
+MAX_REPETITION_PENALTY = 100.0
+# The processor fields: name -> the value that leaves them off (the C fields have the same names).
+PROCESSOR_DEFAULTS = {"logit_bias": None, "min_tokens": 0, "stop_token_ids": None, "presence_penalty": 0.0,
+                      "frequency_penalty": 0.0, "repetition_penalty": 1.0}
 
 
 def _real(name, v):
@@ -26,6 +37,42 @@ def _integer(name, v, allow_none=False):
         raise InvalidArgumentError(f"SamplingParams.{name} must be an int{' or None' if allow_none else ''}, "
                                    f"not {type(v).__name__}")
     return int(v)
+
+
+def _token_id(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < 2**31:
+        raise InvalidArgumentError(f"SamplingParams.{name}: {v!r} is not a token id (an int >= 0)")
+    return int(v)
+
+
+def _in_range(name, v, lo, hi):
+    """v as a float, lo <= v <= hi (NaN is outside)."""
+    v = _real(name, v)
+    if not lo <= v <= hi:
+        raise InvalidArgumentError(f"SamplingParams.{name} = {v} is outside [{lo:g}, {hi:g}]")
+    return v
+
+
+def _logit_bias(v):
+    if v is None:
+        return None
+    if not isinstance(v, Mapping):
+        raise InvalidArgumentError(f"SamplingParams.logit_bias must be None or a dict {{token id: bias}}, "
+                                   f"not {type(v).__name__}")
+    if len(v) > MAX_LOGIT_BIAS:
+        raise InvalidArgumentError(f"SamplingParams.logit_bias has {len(v)} entries (at most {MAX_LOGIT_BIAS})")
+    return {_token_id("logit_bias", t): _in_range(f"logit_bias[{t!r}]", b, *LOGIT_BIAS_RANGE) for t, b in v.items()}
+
+
+def _stop_token_ids(v):
+    if v is None:
+        return None
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise InvalidArgumentError(f"SamplingParams.stop_token_ids must be None or a list of token ids, "
+                                   f"not {type(v).__name__}")
+    if len(v) > MAX_STOP_TOKEN_IDS:
+        raise InvalidArgumentError(f"SamplingParams.stop_token_ids has {len(v)} ids (at most {MAX_STOP_TOKEN_IDS})")
+    return [_token_id("stop_token_ids", t) for t in v]
 
 
 @dataclass
@@ -51,9 +98,21 @@ class SamplingParams:
     (index 0..n-1). They share the seed and differ by their random stream (specdec_generate_params.
     sequence_id = the index, as the server's "n"), so sample 0 is what n = 1 gives; the scheduler's
     prefix cache lets the later samples reuse the prompt's KV. prompt_logprobs are computed once.
-    Types, the seed's range and the two logprob counts' ranges are checked here, at construction; the
-    other ranges by the library when the request is submitted (InvalidArgumentError, a ValueError,
-    naming the field either way).
+    Logits processors (vLLM's and OpenAI's fields; libspecdec 0.5's, docs/SAMPLING.md "Logits processors"),
+    applied to the target's logits before temperature and the filters, in this order: logit_bias and the
+    min_tokens mask, repetition_penalty, then frequency_penalty and presence_penalty. Speculation stays
+    exact: greedy output equals plain decoding's with the same processors.
+    presence_penalty, frequency_penalty in [-2, 2]: subtracted from the logit of every token the output
+    holds (once / once per occurrence); 0 = off. repetition_penalty in (0, 100]: the logit of every token
+    of the prompt or the output is divided by it when positive, multiplied when not; 1 = off.
+    logit_bias: None or {token id: bias in [-100, 100]} (at most 1024 ids), added to the logits.
+    min_tokens >= 0 (<= max_tokens): the EOS ids and stop_token_ids cannot be generated before that many
+    tokens are. stop_token_ids: None or a list of at most 64 ids; generation stops after one of them
+    (finish_reason "stop", CompletionOutput.stop_reason = the id; the token stays in token_ids and text).
+    A libspecdec older than 0.5 raises UnsupportedError for any of them set (the defaults work).
+    Types, the seed's range, the two logprob counts' ranges and the processors' ranges are checked here,
+    at construction; the other ranges (token ids against the vocabulary, temperature, top_p, ...) by the
+    library when the request is submitted (InvalidArgumentError, a ValueError, naming the field either way).
     """
 
     temperature: float = 1.0
@@ -67,6 +126,12 @@ class SamplingParams:
     logprobs: Optional[int] = None
     prompt_logprobs: Optional[int] = None
     n: int = 1
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    logit_bias: Optional[dict] = None
+    min_tokens: int = 0
+    stop_token_ids: Optional[list] = None
     stop_list: list = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self):
@@ -97,3 +162,22 @@ class SamplingParams:
         if self.prompt_logprobs is not None and not 0 <= self.prompt_logprobs <= MAX_LOGPROBS:
             raise InvalidArgumentError(f"SamplingParams.prompt_logprobs = {self.prompt_logprobs} is outside "
                                        f"0..{MAX_LOGPROBS} (None = no prompt log-probabilities)")
+        self.presence_penalty = _in_range("presence_penalty", self.presence_penalty, *PENALTY_RANGE)
+        self.frequency_penalty = _in_range("frequency_penalty", self.frequency_penalty, *PENALTY_RANGE)
+        self.repetition_penalty = _real("repetition_penalty", self.repetition_penalty)
+        if not 0 < self.repetition_penalty <= MAX_REPETITION_PENALTY:
+            raise InvalidArgumentError(f"SamplingParams.repetition_penalty = {self.repetition_penalty} is outside "
+                                       f"(0, {MAX_REPETITION_PENALTY:g}] (1 = off)")
+        self.logit_bias = _logit_bias(self.logit_bias)
+        self.stop_token_ids = _stop_token_ids(self.stop_token_ids)
+        self.min_tokens = _integer("min_tokens", self.min_tokens)
+        if not 0 <= self.min_tokens < 2**31:
+            raise InvalidArgumentError(f"SamplingParams.min_tokens = {self.min_tokens} must be >= 0")
+        if self.min_tokens and self.max_tokens is not None and self.min_tokens > self.max_tokens:
+            raise InvalidArgumentError(f"SamplingParams.min_tokens = {self.min_tokens} is more than max_tokens = "
+                                       f"{self.max_tokens}")
+
+    def processors_set(self) -> list:
+        """The logits-processor fields that are not off (an empty logit_bias / stop_token_ids is off)."""
+        return [k for k, off in PROCESSOR_DEFAULTS.items()
+                if (bool(getattr(self, k)) if off is None else getattr(self, k) != off)]
