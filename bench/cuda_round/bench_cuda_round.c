@@ -218,8 +218,8 @@ int main(int argc, char **argv) {
                     }
                 }
             }
-            const double md = bench_median(vd, 20), mt = bench_median(vt, 20), mv = bench_median(vv, 20), ms = bench_median(vs, 20);
-            const double mw = bench_median(vw, 20), mg = bench_median(vg, 20);
+            const double md = bench_median(vd, 20), mt = bench_median(vt, 20), mv = bench_median(vv, 20);
+            const double ms = bench_median(vs, 20), mw = bench_median(vw, 20), mg = bench_median(vg, 20);
             if (g == 0) t_plain = mg;
             const double x6 = (1 - pow(0.6, g + 1)) / 0.4 * t_plain / mg;
             const double x8 = (1 - pow(0.8, g + 1)) / 0.2 * t_plain / mg;
