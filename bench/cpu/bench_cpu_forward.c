@@ -6,19 +6,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "sd_test.h"
 #include "sd_cpu_runner.h"
 #include "fwd_common.h"
 
 #define N_STEPS 32
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void bench(sd_dtype dt, const char *name) {
     sd_config c = fwd_small_config();
@@ -44,16 +38,16 @@ static void bench(sd_dtype dt, const char *name) {
     uint64_t s = 11;
     for (int i = 0; i < 64; i++) tok[i] = (int32_t)(fwd_rng_next(&s) % (uint64_t)c.vocab_size);
     float *lg = malloc(sizeof(float) * 64 * (size_t)c.vocab_size);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     SD_CHECK(sd_runner_forward(r, tok, 32, 0, lg) == SPECDEC_OK, "%s", r->err.msg);
-    double t1 = now_s();
+    double t1 = bench_now_s();
     /* Best of three runs of N_STEPS decode steps (other processes share the cores). */
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
-        double a = now_s();
+        double a = bench_now_s();
         for (int i = 0; i < N_STEPS; i++)
             SD_CHECK(sd_runner_forward(r, &tok[32 + i % 32], 1, 32 + i, lg) == SPECDEC_OK, "%s", r->err.msg);
-        double b = now_s() - a;
+        double b = bench_now_s() - a;
         if (b < best) best = b;
     }
     double tps = N_STEPS / best;

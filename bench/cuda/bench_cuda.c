@@ -16,6 +16,7 @@
  * the copy ceiling measured in the same run. Warm-up, then medians of CUDA
  * event timings. Writes JSON (argv: --out FILE, --models a,b, --reps N) and prints a
  * short table last. */
+#define _POSIX_C_SOURCE 200809L /* bench_util.h: clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "bench_util.h"
 #include "sd_cuda_ops.h"
 #include "sd_cuda_runner.h"
 #include "sd_runner.h"
@@ -51,12 +53,8 @@ static const bench_model k_models[] = {
     {"llama-3.1-8b", 128256, 4096, 14336, 32, 32, 8, 128, 0, 0, 1, 500000.0f},
 };
 
-static int cmp_f(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 static float median(float *v, int n) {
-    qsort(v, (size_t)n, sizeof(float), cmp_f);
+    qsort(v, (size_t)n, sizeof(float), bench_cmp_float);
     return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
 }
 

@@ -16,11 +16,13 @@
  *   the projected speedup at α = 0.6 and 0.8: E(γ) · t_plain / t_round(γ).
  * Usage: bench_cuda_round TARGET_DIR DRAFT_DIR OUT.json [PEER.json] [--no-large]
  * Writes OUT.json and prints a table. Times are medians; device times from events. */
+#define _POSIX_C_SOURCE 200809L /* bench_util.h: clock_gettime */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "sd_cuda_backend.h"
 #include "sd_cuda_round.h"
 #include "sd_cuda_runner.h"
@@ -31,15 +33,6 @@
 #define N_NEW 256
 #define REPS 5
 #define GMAX 8
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static const int32_t k_prompt[8] = {12, 85, 301, 7, 44, 1021, 9, 530};
 
@@ -59,7 +52,7 @@ static double gen_tps(specdec_engine *e, int32_t n_draft, int32_t *out, int32_t 
         }
         if (r >= 0) v[r] = st->tokens_per_second;
     }
-    return median(v, REPS);
+    return bench_median(v, REPS);
 }
 
 static double peer_value(const char *json, const char *key) {
@@ -225,8 +218,8 @@ int main(int argc, char **argv) {
                     }
                 }
             }
-            const double md = median(vd, 20), mt = median(vt, 20), mv = median(vv, 20), ms = median(vs, 20);
-            const double mw = median(vw, 20), mg = median(vg, 20);
+            const double md = bench_median(vd, 20), mt = bench_median(vt, 20), mv = bench_median(vv, 20);
+            const double ms = bench_median(vs, 20), mw = bench_median(vw, 20), mg = bench_median(vg, 20);
             if (g == 0) t_plain = mg;
             const double x6 = (1 - pow(0.6, g + 1)) / 0.4 * t_plain / mg;
             const double x8 = (1 - pow(0.8, g + 1)) / 0.2 * t_plain / mg;

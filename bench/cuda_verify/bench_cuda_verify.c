@@ -14,10 +14,12 @@
  * each JSON record carries target_us and met.
  * Output: a table on stdout and JSON to argv[1] (default bench_cuda_verify.json).
  * Skips (exit 77) without a device. */
+#define _POSIX_C_SOURCE 200809L /* bench_util.h: clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "specdec.h"
 
 #ifndef SPECDEC_WITH_CUDA
@@ -29,11 +31,6 @@ int main(void) {
 #include <cuda_runtime_api.h>
 
 #include "sd_cuda_sample.h"
-
-static int cmp_f(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
 
 enum { WARM = 10, REPS = 50 };
 
@@ -56,7 +53,7 @@ static float target_of(const char *what, int V, int g, int bpr) {
 }
 
 static float median_us(float *t) {
-    qsort(t, REPS, sizeof(float), cmp_f);
+    qsort(t, REPS, sizeof(float), bench_cmp_float);
     return t[REPS / 2] * 1000.0f;
 }
 
@@ -188,8 +185,8 @@ static int run(int V, int g, specdec_verify_mode mode, sd_sampling_params sp, in
         cudaEventSynchronize(e1);
         cudaEventElapsedTime(&c[i], e0, e1);
     }
-    qsort(t, REPS, sizeof(float), cmp_f);
-    qsort(c, REPS, sizeof(float), cmp_f);
+    qsort(t, REPS, sizeof(float), bench_cmp_float);
+    qsort(c, REPS, sizeof(float), bench_cmp_float);
     res->V = V;
     res->g = g;
     res->bpr = bpr;

@@ -10,10 +10,12 @@
  * prints one JSON line: {"bench":"decode", "label", "model", "draft", "backend", "n_gen",
  *                        "prompt_tokens", "n_draft", "tokens_per_s" (median), "runs" [...],
  *                        "acceptance", "tokens_per_round"} */
+#define _POSIX_C_SOURCE 200809L /* bench_util.h: clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "specdec.h"
 
 typedef struct bench_opts {
@@ -49,11 +51,6 @@ static int parse(int argc, char **argv, bench_opts *o) {
     }
     if (!o->model || o->n < 1 || o->prompt < 1 || o->reps < 1 || o->reps > 64 || o->prompt + o->n > o->ctx) return -1;
     return 0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv) {
@@ -106,7 +103,7 @@ int main(int argc, char **argv) {
     if (!rc) {
         double sorted[64];
         memcpy(sorted, runs, sizeof(double) * (size_t)o.reps);
-        qsort(sorted, (size_t)o.reps, sizeof(double), cmp_double);
+        bench_sort(sorted, o.reps);
         printf("{\"bench\":\"decode\",\"label\":\"%s\",\"model\":\"%s\",\"draft\":\"%s\",\"backend\":\"%s\","
                "\"n_gen\":%d,\"prompt_tokens\":%d,\"n_draft\":%d,\"tokens_per_s\":%.3f,\"runs\":[",
                o.label, o.model, o.draft ? o.draft : "", specdec_engine_backend(e) == SPECDEC_BACKEND_CUDA ? "cuda" : "cpu",

@@ -32,8 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "sd_eagle3.h"
 #include "sd_engine.h"
 #include "sd_runner.h"
@@ -66,19 +66,6 @@ typedef struct results {
     double t_round[MAX_G], rows_round[MAX_G], t_round_tree[N_TREES], rows_round_tree[N_TREES];
 } results;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-static int cmp_d(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 static void die(const char *what, const char *detail) {
     fprintf(stderr, "bench_eagle3_cost: %s: %s\n", what, detail);
     exit(1);
@@ -118,7 +105,7 @@ static double e2e(specdec_engine *e, const opts *o, const specdec_generate_param
         if (r >= 0) v[r] = (st.t_total_s - st.t_prefill_s) / (double)(st.n_rounds > 0 ? st.n_rounds : 1);
     }
     if (rows) *rows = st.n_rounds ? (double)st.n_generated / (double)st.n_rounds : 1.0;
-    return median(v, o->reps);
+    return bench_median(v, o->reps);
 }
 
 static void validate(specdec_engine *e, const opts *o, int32_t *plain, int32_t *spec) {
@@ -143,11 +130,11 @@ static double t_target(sd_runner *t, sd_eagle3_runner *h, const opts *o, int32_t
     const sd_runner_seg s = {t, g_prompt + o->ctx, m, o->ctx, par, 0, lg, h->aux};
     sd_errbuf eb;
     for (int r = -1; r < o->reps * 4 && r < 63; r++) {
-        const double t0 = now();
+        const double t0 = bench_now_s();
         TRY("target pass", sd_runner_forward_batch(&s, 1, &eb), eb.msg);
-        if (r >= 0) v[r] = now() - t0;
+        if (r >= 0) v[r] = bench_now_s() - t0;
     }
-    return median(v, o->reps * 4 < 63 ? o->reps * 4 : 63);
+    return bench_median(v, o->reps * 4 < 63 ? o->reps * 4 : 63);
 }
 
 /* A tree of 1 + nodes nodes: the root, then levels of up to k nodes below the previous level's
@@ -186,7 +173,7 @@ static double t_head(sd_eagle3_runner *h, const opts *o, int kind, int32_t n, fl
     int32_t par[SD_RUNNER_TREE_MAX];
     for (int32_t i = 0; i < n && i < SD_RUNNER_TREE_MAX; i++) par[i] = -1, h->pos[i] = N + i;
     for (int r = -1; r < o->reps * 4 && r < 63; r++) {
-        const double t0 = now();
+        const double t0 = bench_now_s();
         if (kind == 0) {
             h->pos[0] = N;
             TRY("head step", h->ops->step(h, g_prompt + N, h->g, h->pos, 1, NULL, 0, h->logits, h->gnext), h->base.err.msg);
@@ -203,10 +190,10 @@ static double t_head(sd_eagle3_runner *h, const opts *o, int kind, int32_t n, fl
         } else {
             TRY("q", h->ops->q(h, h->logits, &sp, 1, q), h->base.err.msg);
         }
-        if (r >= 0) v[r] = now() - t0;
+        if (r >= 0) v[r] = bench_now_s() - t0;
         sd_runner_truncate(&h->base, N);
     }
-    return median(v, o->reps * 4 < 63 ? o->reps * 4 : 63);
+    return bench_median(v, o->reps * 4 < 63 ? o->reps * 4 : 63);
 }
 
 /* ---- prediction, output -------------------------------------------------------------- */
@@ -363,7 +350,7 @@ int main(int argc, char **argv) {
     opts o;
     parse(argc, argv, &o);
     specdec_model *tm = NULL, *hm = NULL;
-    const double t0 = now();
+    const double t0 = bench_now_s();
     TRY("target", specdec_model_load(o.target, NULL, &tm), specdec_last_error());
     TRY("head", specdec_model_load(o.head, NULL, &hm), specdec_last_error());
     specdec_engine_params ep = specdec_engine_default_params();
@@ -375,7 +362,7 @@ int main(int argc, char **argv) {
     specdec_model_get_info(tm, &ti);
     specdec_model_get_info(hm, &hi);
     printf("loaded %s (%d layers, hidden %d, vocab %d) and the head in %.1f s on %s\n", o.target, (int)ti.n_layers,
-           (int)ti.hidden_size, (int)ti.vocab_size, now() - t0, device_name(o.backend));
+           (int)ti.hidden_size, (int)ti.vocab_size, bench_now_s() - t0, device_name(o.backend));
     g_prompt = malloc(sizeof(int32_t) * (size_t)(o.ctx + o.predict + SD_RUNNER_TREE_MAX));
     int32_t *a = malloc(sizeof(int32_t) * (size_t)o.predict), *b = malloc(sizeof(int32_t) * (size_t)o.predict);
     float *lg = malloc(sizeof(float) * (size_t)SD_RUNNER_TREE_MAX * (size_t)ti.vocab_size);
@@ -392,7 +379,7 @@ int main(int argc, char **argv) {
     measure(e, &o, &r, a, lg, q);
     print_table(&o, &r);
     write_json(&o, &r, &ti, &hi);
-    printf("wrote %s (%.1f s in all)\n", o.out, now() - t0);
+    printf("wrote %s (%.1f s in all)\n", o.out, bench_now_s() - t0);
     free(g_prompt), free(a), free(b), free(lg), free(q);
     specdec_engine_free(e);
     specdec_model_free(hm);

@@ -21,8 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "sd_test.h"
 #include "sd_cpu_runner.h"
 #include "sd_eagle3_cpu.h"
@@ -37,17 +37,6 @@
 
 static const char *kind_name[N_KINDS] = {"target_1row", "target_5rows", "draft_1row", "head_step",
                                          "head_no_lm_head", "head_fuse_1row", "head_kv_only_1row"};
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 typedef struct {
     specdec_model *m;
@@ -91,7 +80,7 @@ static int head_prepare(head_run *h, const specdec_model *target, const int32_t 
 static double head_block(head_run *h, int kind, float *logits) {
     int32_t tok = 52, pos = CTX;
     int ok = 1;
-    double a = now_s();
+    double a = bench_now_s();
     for (int i = 0; i < ITERS && ok; i++) {
         if (kind == 3) ok = sd_eagle3_cpu_step(h->e, &tok, h->g, &pos, 1, NULL, 0, logits, h->gn) == SPECDEC_OK;
         if (kind == 4) ok = sd_eagle3_cpu_step(h->e, &tok, h->g, &pos, 1, NULL, 0, NULL, h->gn) == SPECDEC_OK;
@@ -100,15 +89,15 @@ static double head_block(head_run *h, int kind, float *logits) {
         if (kind != 5) ok = ok && sd_eagle3_cpu_truncate(h->e, CTX) == SPECDEC_OK;
     }
     SD_CHECK(ok, "head call %s failed", kind_name[kind]);
-    return (now_s() - a) / ITERS;
+    return (bench_now_s() - a) / ITERS;
 }
 
 static double runner_block(sd_runner *r, const int32_t *tok, int32_t n, float *lg) {
     int ok = 1;
-    double a = now_s();
+    double a = bench_now_s();
     for (int i = 0; i < ITERS && ok; i++) ok = sd_runner_forward(r, tok, n, CTX, lg) == SPECDEC_OK;
     SD_CHECK(ok, "forward of %d rows: %s", n, r->err.msg);
-    return (now_s() - a) / ITERS;
+    return (bench_now_s() - a) / ITERS;
 }
 
 typedef struct {
@@ -118,8 +107,8 @@ typedef struct {
 static stat3 stats(double *t, int n) {
     double s[64];
     memcpy(s, t, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), cmp_d);
-    stat3 r = {n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1]};
+    const double med = bench_median(s, n); /* sorts s: s[0] and s[n - 1] after it */
+    stat3 r = {med, s[0], s[n - 1]};
     return r;
 }
 

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "sd_cpu_logprobs.h"
 
 /* ---- the 0.4.1 implementation (before), unchanged but for the names ---- */
@@ -109,12 +109,6 @@ static double gauss(void) {
     return sqrt(-2.0 * log(u + 1e-300)) * cos(6.283185307179586 * v);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static volatile float sink;
 
 /* ns per id of one call: calls batched to ~20 ms, `reps` times; min, median, max */
@@ -122,26 +116,21 @@ static void measure(lp_fn f, const float *row, int32_t V, int32_t token, int32_t
     sd_logprob lp;
     int64_t n = 1;
     for (;;) { /* calibrate */
-        const double t0 = now_s();
+        const double t0 = bench_now_s();
         for (int64_t c = 0; c < n; c++) f(row, V, token, top, &lp);
-        if (now_s() - t0 > 0.02) break;
+        if (bench_now_s() - t0 > 0.02) break;
         n *= 2;
     }
     double ts[64];
     for (int r = 0; r < reps; r++) {
-        const double t0 = now_s();
+        const double t0 = bench_now_s();
         for (int64_t c = 0; c < n; c++) {
             f(row, V, token, top, &lp);
             sink = lp.logprob;
         }
-        ts[r] = (now_s() - t0) * 1e9 / ((double)n * (double)V);
+        ts[r] = (bench_now_s() - t0) * 1e9 / ((double)n * (double)V);
     }
-    for (int a = 1; a < reps; a++) /* insertion sort */
-        for (int b = a; b > 0 && ts[b] < ts[b - 1]; b--) {
-            const double x = ts[b];
-            ts[b] = ts[b - 1];
-            ts[b - 1] = x;
-        }
+    bench_sort(ts, reps);
     out[0] = ts[0];
     out[1] = ts[reps / 2];
     out[2] = ts[reps - 1];

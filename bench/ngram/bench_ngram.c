@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "specdec.h"
 
 static const char *const QUOTING[] = {
@@ -102,16 +103,6 @@ typedef struct set {
 static specdec_engine *g_e;
 static int32_t g_n = 128, g_reps = 5;
 
-static double median(double *v, int n) {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            const double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static specdec_generate_params params(const set *s, const cfg *c, int prompt) {
     specdec_generate_params p = specdec_generate_default_params();
     p.n_predict = g_n;
@@ -181,8 +172,8 @@ static int run_set(set *s) {
         r->proposing = r->rounds ? (double)r->draft_rounds / (double)r->rounds : 0;
         r->acceptance = r->drafted ? (double)r->accepted / (double)r->drafted : 0;
         for (int k = 0; k < g_reps; k++) ratio[c][k] = rate[c][k] / rate[0][k];
-        s->r[c].tok_s = median(rate[c], g_reps);
-        s->r[c].speedup = median(ratio[c], g_reps);
+        s->r[c].tok_s = bench_median(rate[c], g_reps);
+        s->r[c].speedup = bench_median(ratio[c], g_reps);
     }
     return 0;
 }

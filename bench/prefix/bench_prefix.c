@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "specdec.h"
 
 #define MAXP 480
@@ -48,21 +48,6 @@ typedef struct run_result {
     double wall, ttft, prefilled;
     int32_t out[MAXR][MAXOUT], n_out[MAXR];
 } run_result;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef struct bench {
     specdec_model *t, *d;
@@ -119,7 +104,7 @@ static int run_workload(const bench *b, int kind, int32_t prefix, run_result *r)
     int n = kind == 2 ? 6 : kind == 1 ? 8 : 16;
     specdec_scheduler *s = make(b, prefix, kind == 0 ? 4 : kind == 1 ? 8 : 1);
     if (!s) return 1;
-    const double t0 = now();
+    const double t0 = bench_now_s();
     int rc = 0;
     for (int i = 0; i < n; i++) {
         gp[i] = specdec_generate_default_params();
@@ -155,7 +140,7 @@ static int run_workload(const bench *b, int kind, int32_t prefix, run_result *r)
             len = np[0] + r->n_out[turn];
         }
     }
-    r->wall = now() - t0;
+    r->wall = bench_now_s() - t0;
     r->ttft /= n;
     specdec_scheduler_free(s);
     return rc;
@@ -195,8 +180,8 @@ int main(int argc, char **argv) {
             if (r[0].n_out[i] != r[1].n_out[i] ||
                 memcmp(r[0].out[i], r[1].out[i], (size_t)r[0].n_out[i] * sizeof(int32_t)) != 0)
                 bad = 1;
-        const double w0 = median(w[0], reps), w1 = median(w[1], reps), f0 = median(f[0], reps),
-                     f1 = median(f[1], reps);
+        const double w0 = bench_median(w[0], reps), w1 = bench_median(w[1], reps), f0 = bench_median(f[0], reps),
+                     f1 = bench_median(f[1], reps);
         printf("| %s | %.0f | %.0f | %.3f | %.3f | %.2f | %.1f | %.1f | %.2f |\n", names[kind], p[0], p[1], w0, w1,
                w1 / w0, 1e3 * f0, 1e3 * f1, f1 / f0);
         fflush(stdout);

@@ -8,15 +8,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "sd_cpu_sample.h"
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static float gauss(unsigned *s) {
     double u = 0;
@@ -29,6 +23,10 @@ static float gauss(unsigned *s) {
 
 int main(int argc, char **argv) {
     const int reps = argc > 1 ? atoi(argv[1]) : 3;
+    if (reps < 1 || reps > 16) { /* the arrays below hold 16 */
+        fprintf(stderr, "usage: bench_sampling [repeats 1..16]\n");
+        return 2;
+    }
     const int32_t Vs[2] = {4096, 152064};
     const sd_sampling_params sps[2] = {{0.8f, 40, 0.95f, 0.05f}, {1.0f, 0, 1.0f, 0.0f}};
     const char *spn[2] = {"T 0.8, top-k 40, top-p 0.95, min-p 0.05", "T 1, no filter"};
@@ -47,26 +45,23 @@ int main(int argc, char **argv) {
             double best[16], fl[16];
             volatile double sink = 0;
             for (int r = 0; r < reps && r < 16; r++) {
-                double t0 = now();
+                double t0 = bench_now_s();
                 for (int k = 0; k < rows; k++) {
                     x[k % V] += 1e-3f; /* not the same row every time */
                     if (sd_sampling_process(x, V, &sps[s], scratch, ss, p, NULL) != SPECDEC_OK) return 1;
                     sink += p[0];
                 }
-                best[r] = (now() - t0) / rows / V * 1e9;
-                t0 = now();
+                best[r] = (bench_now_s() - t0) / rows / V * 1e9;
+                t0 = bench_now_s();
                 for (int k = 0; k < rows; k++) {
                     double acc = 0;
                     for (int32_t i = 0; i < V; i++) acc += exp((double)x[i] - 9.0);
                     sink += acc;
                 }
-                fl[r] = (now() - t0) / rows / V * 1e9;
+                fl[r] = (bench_now_s() - t0) / rows / V * 1e9;
             }
-            for (int a = 0; a < reps; a++) /* medians */
-                for (int b = a + 1; b < reps; b++) {
-                    if (best[b] < best[a]) { double t = best[a]; best[a] = best[b]; best[b] = t; }
-                    if (fl[b] < fl[a]) { double t = fl[a]; fl[a] = fl[b]; fl[b] = t; }
-                }
+            bench_sort(best, reps); /* medians: [reps / 2] */
+            bench_sort(fl, reps);
             printf("| %d | %s | %.2f | %.2f | %.1f |\n", (int)V, spn[s], best[reps / 2], fl[reps / 2],
                    best[reps / 2] / fl[reps / 2]);
         }

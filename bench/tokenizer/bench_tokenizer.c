@@ -9,20 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench_util.h"
 #include "specdec.h"
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: bench_tokenizer TOKENIZER DOCS_FILE [REPEATS]\n"); return 2; }
@@ -55,9 +44,9 @@ int main(int argc, char **argv) {
         if (il[i] > max_ids) max_ids = il[i];
     }
     specdec_tokenizer *tok = NULL;
-    double t0 = now();
+    double t0 = bench_now_s();
     if (specdec_tokenizer_load(argv[1], &tok)) { fprintf(stderr, "load: %s\n", specdec_last_error()); return 1; }
-    double load_s = now() - t0;
+    double load_s = bench_now_s() - t0;
     size_t cap = max_ids + 16;
     int32_t *out = malloc(cap * sizeof *out);
     /* validate */
@@ -72,16 +61,16 @@ int main(int argc, char **argv) {
     double *ts = malloc(sizeof(double) * (size_t)repeats);
     size_t total_ids = 0;
     for (int r = -1; r < repeats; r++) {
-        double a = now();
+        double a = bench_now_s();
         for (uint32_t i = 0; i < n; i++) {
             int32_t k = 0;
             specdec_tokenize(tok, text[i], tl[i], 0, out, (int32_t)cap, &k);
             if (r == 0) total_ids += (size_t)k;
         }
-        double b = now();
+        double b = bench_now_s();
         if (r >= 0) ts[r] = b - a;
     }
-    qsort(ts, (size_t)repeats, sizeof *ts, cmp_d);
+    bench_sort(ts, repeats);
     double med = ts[repeats / 2];
     printf("{\"bytes\": %zu, \"docs\": %u, \"ids\": %zu, \"median_s\": %.6f, \"min_s\": %.6f, \"mb_per_s\": %.3f, "
            "\"load_s\": %.4f, \"repeats\": %d}\n",

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "specdec.h"
 
 static const char *const PROMPTS[] = {
@@ -47,17 +48,6 @@ typedef struct bench {
     int32_t plain[N_PROMPTS][512], n_plain[N_PROMPTS];
     int32_t n_predict, reps;
 } bench;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static specdec_generate_params params_of(const bench *b, const cfg *c) {
     specdec_generate_params p = specdec_generate_default_params();
@@ -115,7 +105,7 @@ static void run_cfg(bench *b, cfg *c) {
     double tps[16];
     int r;
     for (r = 0; r < b->reps && r < 16; r++) tps[r] = run_pass(b, c, 0);
-    qsort(tps, (size_t)r, sizeof tps[0], cmp_double);
+    bench_sort(tps, r);
     c->tok_per_s = tps[r / 2];
     printf("%-8d %-26s %8.3f %9.1f %8.2f %8.2f %s\n", (int)c->budget, c->name, c->tok_per_round, c->tok_per_s,
            c->nodes_per_round, c->mean_acc, c->valid ? "" : "INVALID (differs from plain decoding)");
@@ -191,11 +181,11 @@ static double target_cost(bench *b, int32_t n) {
     for (int i = 0; i < 65; i++) toks[i] = b->prompt[0][i % b->np[0]];
     for (int r = 0; r < 9; r++) {
         specdec_engine_forward(b->e, SPECDEC_ROLE_TARGET, b->prompt[0], b->np[0], 0, NULL);
-        const double t0 = now_s();
+        const double t0 = bench_now_s();
         specdec_engine_forward(b->e, SPECDEC_ROLE_TARGET, toks, n, b->np[0], logits);
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    qsort(t, 9, sizeof t[0], cmp_double);
+    bench_sort(t, 9);
     return t[4];
 }
 
