@@ -166,12 +166,14 @@ static int run_set(set *s) {
             rate[c][k] = run_pass(s, c, &s->r[c]);
             if (rate[c][k] < 0) return 1;
         }
+    /* every pass's ratio to the same pass's plain rate first: bench_median sorts its row in place */
+    for (int c = 0; c < N_CFG; c++)
+        for (int k = 0; k < g_reps; k++) ratio[c][k] = rate[c][k] / rate[0][k];
     for (int c = 0; c < N_CFG; c++) {
         result *r = &s->r[c];
         r->tok_per_round = r->rounds ? (double)r->tokens / (double)r->rounds : 0;
         r->proposing = r->rounds ? (double)r->draft_rounds / (double)r->rounds : 0;
         r->acceptance = r->drafted ? (double)r->accepted / (double)r->drafted : 0;
-        for (int k = 0; k < g_reps; k++) ratio[c][k] = rate[c][k] / rate[0][k];
         s->r[c].tok_s = bench_median(rate[c], g_reps);
         s->r[c].speedup = bench_median(ratio[c], g_reps);
     }
