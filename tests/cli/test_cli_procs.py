@@ -26,16 +26,8 @@ os.makedirs(tmp, exist_ok=True)
 TARGET, DRAFT = os.path.join(models, "kjv-target"), os.path.join(models, "kjv-draft")
 COMMON = ["-m", TARGET, "-md", DRAFT, "--backend", "cpu", "--temp", "0", "--seed", "5"]
 N = 24
-failed = passed = 0
-
-
-def check(ok, what):
-    global failed, passed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL: {what}", file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from sd_checks import check, done  # noqa: E402
 
 
 def run(args):
@@ -109,5 +101,4 @@ for flag in ("--presence-penalty", "--frequency-penalty", "--repetition-penalty"
              "--stop-token-id"):
     check(flag in h.stdout + h.stderr, f"generate --help lists {flag}")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+sys.exit(done())

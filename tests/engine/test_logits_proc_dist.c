@@ -1,9 +1,10 @@
 /* test_logits_proc_dist.c — logits processors (logit_bias, min_tokens, repetition / frequency /
  * presence penalties; core/sd_logits_proc.h) keep speculative decoding exact.
  *
- * Part 1, the row kernel: sd_cpu_logits_proc against this file's brute-force reference (for
- * every token id, count its occurrences in the prompt and in the generated part of the history
- * by scanning; then the formula of kernels/cpu/sd_cpu_logits_proc.h), on 3 000 random rows,
+ * Part 1, the row kernel: sd_cpu_logits_proc against the brute-force reference of
+ * logits_proc_ref.h (for every token id, count its occurrences in the prompt and in the
+ * generated part of the history by scanning; then the formula of
+ * kernels/cpu/sd_cpu_logits_proc.h), on 3 000 random rows,
  * histories, drafts and processor settings: bitwise equal, and the counts scratch is all zero
  * again after every call.
  *
@@ -29,36 +30,13 @@
 #include <string.h>
 
 #include "../verify/vstats.h"
+#include "logits_proc_ref.h"
 #include "markov.h"
 #include "sd_cpu_logits_proc.h"
 #include "sd_cpu_sample.h"
 #include "sd_engine.h"
 #include "sd_test.h"
 #include "sd_test_util.h"
-
-/* ---- the reference ---- */
-
-/* Applies lp to row for the token after hist[0..n) (brute force). */
-static void ref_proc(const sd_logits_proc *lp, float *row, int32_t V_, const int32_t *hist, int32_t n) {
-    for (int32_t i = 0; i < lp->n_bias; i++) row[lp->bias[i].token] += lp->bias[i].bias;
-    if (n - lp->n_prompt < lp->min_tokens)
-        for (int32_t i = 0; i < lp->n_ban; i++) row[lp->ban[i]] = -INFINITY;
-    for (int32_t t = 0; t < V_; t++) {
-        int in_prompt = 0, gen = 0;
-        for (int32_t j = 0; j < n; j++)
-            if (hist[j] == t) {
-                if (j < lp->n_prompt) in_prompt = 1;
-                else gen++;
-            }
-        float x = row[t];
-        if (lp->repetition != 1.0f && (in_prompt || gen)) x = x > 0.0f ? x / lp->repetition : x * lp->repetition;
-        if (gen > 0) {
-            x -= lp->frequency * (float)gen;
-            x -= lp->presence;
-        }
-        row[t] = x;
-    }
-}
 
 static int same_bits(const float *a, const float *b, int32_t n) { return memcmp(a, b, (size_t)n * sizeof(float)) == 0; }
 

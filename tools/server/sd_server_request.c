@@ -432,12 +432,8 @@ static int parse_procs(const cJSON *root, sd_api_request *r, sd_api_error *e) {
  * clients and UIs send it. A value of the wrong type is a 400 as well. The last kinds are
  * harmless fields (no effect on the text), only type-checked. */
 typedef enum sd_nf_kind {
-    SD_NF_NUM_0,      /* a number: only 0 */
-    SD_NF_NUM_1,      /* a number: only 1 */
     SD_NF_INT_1,      /* an integer >= 1: only 1 */
-    SD_NF_INT_0,      /* an integer >= 0: only 0 */
     SD_NF_FALSE,      /* a boolean: only false */
-    SD_NF_OBJ_EMPTY,  /* an object: only {} */
     SD_NF_LIST_EMPTY, /* a list: only [] */
     SD_NF_STR_EMPTY,  /* a string: only "" */
     SD_NF_NULL,       /* only null (any value asks for the feature) */
@@ -466,12 +462,10 @@ static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
 
 /* What each kind must be, and the one value of it that is accepted (NULL: any). */
 static const char *const sd_nf_type[SD_NF_COUNT] = {
-    "a number", "a number", "an integer >= 1", "an integer >= 0", "a boolean", "an object", "a list", "a string",
-    NULL, "an object with a string \"type\"", "\"none\", \"auto\", \"required\" or an object", "a string",
-    "an object", "a boolean"};
+    "an integer >= 1", "a boolean", "a list", "a string", NULL, "an object with a string \"type\"",
+    "\"none\", \"auto\", \"required\" or an object", "a string", "an object", "a boolean"};
 static const char *const sd_nf_default[SD_NF_COUNT] = {
-    "0", "1", "1", "0", "false", "{}", "[]", "\"\"", "null", "{\"type\": \"text\"}", "\"none\" or \"auto\"",
-    NULL, NULL, NULL};
+    "1", "false", "[]", "\"\"", "null", "{\"type\": \"text\"}", "\"none\" or \"auto\"", NULL, NULL, NULL};
 
 static int sd_nf_is_int(const cJSON *v, double lo) {
     return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble) &&
@@ -482,12 +476,8 @@ static int sd_nf_is_int(const cJSON *v, double lo) {
 static int sd_nf_typed(const cJSON *v, sd_nf_kind k, int *dflt) {
     *dflt = 1;
     switch (k) {
-    case SD_NF_NUM_0: return cJSON_IsNumber(v) && ((*dflt = v->valuedouble == 0), 1);
-    case SD_NF_NUM_1: return cJSON_IsNumber(v) && ((*dflt = v->valuedouble == 1), 1);
     case SD_NF_INT_1: return sd_nf_is_int(v, 1) && ((*dflt = v->valuedouble == 1), 1);
-    case SD_NF_INT_0: return sd_nf_is_int(v, 0) && ((*dflt = v->valuedouble == 0), 1);
     case SD_NF_FALSE: return cJSON_IsBool(v) && ((*dflt = cJSON_IsFalse(v)), 1);
-    case SD_NF_OBJ_EMPTY: return cJSON_IsObject(v) && ((*dflt = v->child == NULL), 1);
     case SD_NF_LIST_EMPTY: return cJSON_IsArray(v) && ((*dflt = v->child == NULL), 1);
     case SD_NF_STR_EMPTY: return cJSON_IsString(v) && ((*dflt = v->valuestring[0] == '\0'), 1);
     case SD_NF_NULL: return (*dflt = 0), 1;
