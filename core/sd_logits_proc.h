@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include "sd_grammar.h"
 #include "specdec.h"
 
 typedef struct sd_logits_proc {
@@ -19,12 +20,20 @@ typedef struct sd_logits_proc {
     float presence, frequency;      /* OpenAI's, over the generated tokens */
     float repetition;               /* HF's, over the prompt and the generated tokens; 1 = off */
     int32_t n_prompt;               /* history[0..n_prompt) is the prompt */
+    /* structured output (core/sd_grammar.h): NULL, or the grammar every generated token obeys,
+     * applied first; gcur the sequence's place in it (the loop's, mutable); end[0..n_end) the
+     * tokens that may end the output at an accepting state (the EOS ids, ignore_eos or not, then
+     * stop_token_ids) */
+    const specdec_grammar *grammar;
+    sd_grammar_cursor *gcur;
+    int32_t n_end;
+    int32_t end[SPECDEC_MAX_EOS + SPECDEC_MAX_STOP_TOKEN_IDS];
 } sd_logits_proc;
 
 /* 1 if p asks for any processor (else the sequence's rows are processed as before). */
 static inline int sd_logits_proc_wanted(const specdec_generate_params *p) {
     return p->n_logit_bias > 0 || p->min_tokens > 0 || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f ||
-           (p->repetition_penalty != 0.0f && p->repetition_penalty != 1.0f);
+           (p->repetition_penalty != 0.0f && p->repetition_penalty != 1.0f) || p->grammar;
 }
 
 #endif

@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 0
+#define SPECDEC_VERSION_PATCH 1
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.0"
+#define SPECDEC_VERSION_STRING "0.5.1"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -107,6 +107,7 @@ SPECDEC_API int specdec_cuda_device_count(void);
 typedef struct specdec_model specdec_model;
 typedef struct specdec_engine specdec_engine;
 typedef struct specdec_tokenizer specdec_tokenizer;
+typedef struct specdec_grammar specdec_grammar; /* structured output (since 0.5.1) */
 
 /* ------------------------------------------------------------------------- */
 /* Models: Hugging Face Llama-family directories (config.json + safetensors).  */
@@ -476,8 +477,18 @@ typedef struct specdec_generate_params {
     float repetition_penalty;      /* 0 (default) or 1: off; else (0, 100] (HF / vLLM): the logit of
                                       every token in the prompt or the output is divided by it when
                                       positive, multiplied when not */
+    /* Structured output (since 0.5.1; takes 0.5.0's reserved[0], so the struct keeps its size;
+     * docs/STRUCTURED.md). Every generated token's bytes continue a match of the grammar (and
+     * the output ends — EOS or a stop_token_ids id — only where a whole match is complete),
+     * by -inf at every other token of the target's logits, before the processors above. The
+     * output is exactly distributed as plain decoding under the same mask (speculative or
+     * not); a draft model's chain drafts are masked alike. Compile one with
+     * specdec_grammar_compile against the tokenizer of the models; a CUDA engine runs such
+     * a sequence's verifier on the host. NULL (default): off. */
+    const specdec_grammar *grammar; /* borrowed by specdec_generate; a scheduler request holds
+                                      its own reference until it is collected */
     int32_t reserved_i[8];         /* must be zero */
-    uint64_t reserved[8];          /* must be zero */
+    uint64_t reserved[7];          /* must be zero */
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -952,6 +963,29 @@ SPECDEC_API specdec_status specdec_chat_tokenize(const specdec_tokenizer *tok, c
                                                  const specdec_chat_message *msgs, int32_t n_msgs,
                                                  int add_generation_prompt, int32_t *ids, int32_t capacity,
                                                  int32_t *n_ids);
+
+/* ---- structured output (since 0.5.1; docs/STRUCTURED.md) ----------------------------- */
+/* What a grammar constrains the output to (vLLM's structured outputs / guided decoding,
+ * OpenAI's response_format). */
+typedef enum specdec_grammar_kind {
+    SPECDEC_GRAMMAR_REGEX = 1,       /* spec: a regular expression the whole output matches
+                                        (Python re.fullmatch; the subset docs/STRUCTURED.md lists) */
+    SPECDEC_GRAMMAR_JSON_SCHEMA = 2, /* spec: a JSON Schema (text); the output is an instance of it
+                                        in the compact form docs/STRUCTURED.md describes */
+    SPECDEC_GRAMMAR_JSON_OBJECT = 3, /* spec: NULL (len 0): any JSON object (OpenAI's "json_object") */
+    SPECDEC_GRAMMAR_CHOICE = 4       /* spec: a JSON array of strings: the output is one of them */
+} specdec_grammar_kind;
+
+/* Compile a grammar against tok (the models' tokenizer; the grammar keeps what it needs of
+ * it, so the tokenizer may be freed first). The first grammar of a tokenizer also indexes its
+ * vocabulary (kept with the tokenizer for the next ones). A malformed spec is
+ * SPECDEC_ERR_INVALID_ARGUMENT, a valid one using what specdec does not support
+ * SPECDEC_ERR_UNSUPPORTED; specdec_last_error() says what and where. The grammar is
+ * immutable to callers and may serve any number of requests on any threads at once. */
+SPECDEC_API specdec_status specdec_grammar_compile(const specdec_tokenizer *tok, specdec_grammar_kind kind,
+                                                   const char *spec, size_t len, specdec_grammar **out);
+/* Drop the caller's reference: requests still using the grammar keep it alive. NULL: no-op. */
+SPECDEC_API void specdec_grammar_free(specdec_grammar *grammar);
 
 /* END tokenizer section */
 

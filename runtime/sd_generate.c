@@ -434,6 +434,14 @@ static void sd_gen_proc_init(sd_gen *g, int32_t n_prompt) {
     lp->frequency = p->frequency_penalty;
     lp->repetition = p->repetition_penalty == 0.0f ? 1.0f : p->repetition_penalty;
     lp->n_prompt = n_prompt;
+    lp->grammar = p->grammar;
+    lp->n_end = 0;
+    if (p->grammar) {
+        for (int32_t i = 0; i < g->env->special.n_eos; i++) lp->end[lp->n_end++] = g->env->special.eos_ids[i];
+        for (int32_t i = 0; i < p->n_stop_token_ids; i++) lp->end[lp->n_end++] = p->stop_token_ids[i];
+        g->gcur = (sd_grammar_cursor){0, sd_grammar_start(p->grammar)};
+        lp->gcur = &g->gcur;
+    }
     g->rs.proc = lp;
 }
 

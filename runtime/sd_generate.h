@@ -60,6 +60,7 @@ typedef struct sd_gen {
     specdec_stats *st;
     sd_round_seq rs;               /* the sequence as the round sees it */
     sd_logits_proc proc;           /* its logits processors (rs.proc points here when any is asked for) */
+    sd_grammar_cursor gcur;        /* with a grammar: the output's place in it (proc.gcur points here) */
     specdec_draft_method method;   /* who drafts (NONE: plain decoding) */
     sd_round_trace trace;          /* what the last round proposed (with a round callback) */
     int tree;                      /* a draft tree was asked for: its shape is `req` */

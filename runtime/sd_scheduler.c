@@ -18,6 +18,7 @@
 #include "sd_alloc.h"
 #include "sd_cuda_backend.h"
 #include "sd_engine.h"
+#include "sd_grammar.h"
 #include "sd_error.h"
 #include "sd_host_round.h"
 #include "sd_math.h"
@@ -68,6 +69,7 @@ static void sd_req_free(sd_req *r) {
     sd_free(r->prompt);
     sd_free(r->stop_block);
     sd_free(r->proc_block);
+    sd_grammar_release(r->gp.grammar); /* the request's reference (sd_req_new) */
     sd_free(r->text_win);
     specdec_detok_stream_free(r->ds);
     sd_free(r);
@@ -127,6 +129,7 @@ static specdec_status sd_req_new(const specdec_scheduler *s, const int32_t *prom
     r->n_prompt = n_prompt;
     r->cap = p->n_predict < room ? p->n_predict : room;
     r->gp = *p;
+    if (r->gp.grammar) sd_grammar_retain(r->gp.grammar); /* the caller may free it after submit */
     atomic_init(&r->cancel, 0);
     r->prompt = sd_malloc(((size_t)n_prompt + (size_t)r->cap) * sizeof(int32_t));
     if (!r->prompt) {

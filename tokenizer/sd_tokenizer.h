@@ -15,6 +15,7 @@
 #define SD_TOKENIZER_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -236,6 +237,11 @@ struct specdec_tokenizer {
      * ... (sd_chat_special_names order; NULL absent). */
     char *chat_template, *chat_problem, *chat_special[7];
     struct sd_jinja_tmpl *chat_tmpl;
+
+    /* Structured output (tokenizer/sd_tokenizer_grammar.c): every token's bytes, built by the
+     * first specdec_grammar_compile under gv_lock and shared by every grammar (NULL before). */
+    pthread_mutex_t gv_lock;
+    struct sd_grammar_vocab *gv;
 };
 
 /* Per-call scratch: everything an encode or decode allocates lives here. */

@@ -14,6 +14,7 @@
 
 #include "sd_alloc.h"
 #include "sd_chat_template.h"
+#include "sd_grammar.h"
 #include "sd_tokenizer.h"
 
 void sd_tok_merge_put(sd_tok_mergemap *m, int32_t a, int32_t b, int32_t rank, int32_t id);
@@ -858,6 +859,8 @@ void specdec_tokenizer_free(specdec_tokenizer *t) {
     sd_free(t->post.pre);
     sd_free(t->post.post);
     sd_chat_free(t);
+    sd_grammar_vocab_release(t->gv);
+    pthread_mutex_destroy(&t->gv_lock);
     sd_free(t);
 }
 
@@ -921,6 +924,7 @@ specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *
     specdec_status st = SPECDEC_OK;
     specdec_tokenizer *t = sd_calloc(1, sizeof *t);
     if (!t) { st = sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", what); goto done; }
+    pthread_mutex_init(&t->gv_lock, NULL);
     ld.tok = t;
     if (!cJSON_IsObject(root)) { st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: top level must be a JSON object", what); goto done; }
     const cJSON *j;

@@ -52,8 +52,22 @@ specdec_status sd_host_process(sd_host_exec *h, const sd_round_seq *s, float *ro
 
 specdec_status sd_host_process_at(sd_host_exec *h, const sd_round_seq *s, float *row, const int32_t *path,
                                   int32_t n_path) {
-    if (s->proc)
-        sd_cpu_logits_proc(s->proc, row, h->V, s->tokens, s->length, path, n_path, h->proc_counts, h->proc_list);
+    if (s->proc) {
+        const sd_logits_proc *lp = s->proc;
+        sd_logits_proc no_ban;
+        int only_end = 0;
+        if (lp->grammar) {
+            const specdec_status st =
+                sd_cpu_logits_grammar(lp, row, h->V, s->tokens, s->length, path, n_path, &only_end, &h->base.err);
+            if (st != SPECDEC_OK) return st;
+        }
+        if (only_end) { /* the grammar is complete: its end tokens may come before min_tokens */
+            no_ban = *lp;
+            no_ban.min_tokens = 0;
+            lp = &no_ban;
+        }
+        sd_cpu_logits_proc(lp, row, h->V, s->tokens, s->length, path, n_path, h->proc_counts, h->proc_list);
+    }
     return sd_host_process(h, s, row);
 }
 

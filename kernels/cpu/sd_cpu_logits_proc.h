@@ -22,4 +22,12 @@
 void sd_cpu_logits_proc(const sd_logits_proc *lp, float *row, int32_t n_vocab, const int32_t *hist, int32_t n_hist,
                         const int32_t *path, int32_t n_path, int32_t *counts, int32_t *list);
 
+/* Structured output, before the processors above (lp->grammar set): the grammar's state after
+ * the generated part of the history and the path (advancing lp->gcur), then its mask on the row
+ * (core/sd_grammar.h). *only_end = 1 when the state lets nothing but an end token follow: the
+ * caller then lifts the min_tokens ban for this row. A path the grammar refuses leaves the row
+ * as it is (its draft is rejected with certainty). */
+specdec_status sd_cpu_logits_grammar(const sd_logits_proc *lp, float *row, int32_t n_vocab, const int32_t *hist,
+                                     int32_t n_hist, const int32_t *path, int32_t n_path, int *only_end, sd_errbuf *eb);
+
 #endif

@@ -274,7 +274,7 @@ static void part5(sc_env *e) {
         case 12: gp.repetition_penalty = NAN, what = "repetition NaN"; break;
         case 13: gp.repetition_penalty = 101.0f, what = "repetition 101"; break;
         case 14: gp.reserved_i[3] = 1, what = "reserved_i[3]"; break;
-        case 15: gp.reserved[7] = 1, what = "reserved[7]"; break;
+        case 15: gp.reserved[6] = 1, what = "reserved[6]"; break;
         }
         SD_CHECK(specdec_generate_params_validate(&gp) == SPECDEC_ERR_INVALID_ARGUMENT, "part 5: %s refused", what);
         SD_CHECK(specdec_generate(e->ref, prompt, np, &gp, out, NPRED, &n, NULL) == SPECDEC_ERR_INVALID_ARGUMENT,

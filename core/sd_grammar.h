@@ -1,0 +1,93 @@
+/* sd_grammar.h — structured output at the token level (docs/STRUCTURED.md): a compiled grammar
+ * (specdec_grammar) is a byte automaton (core/sd_fsm.h: a regex DFA, a JSON pushdown automaton)
+ * plus the vocabulary's bytes; it answers, for an automaton state, which tokens may come next
+ * (their bytes continue a match) and, for a token, the state after it.
+ *
+ * The vocabulary (sd_grammar_vocab) is built once per tokenizer (tokenizer/: every token's bytes
+ * as they appear inside a text) and shared by every grammar compiled against it. Its text tokens
+ * are kept sorted by their bytes, with the common prefix of neighbours, so a state's mask walks
+ * the automaton once per distinct prefix and skips every token below a dead prefix.
+ *
+ * A grammar is shared and reference-counted: the API's caller holds one reference, every request
+ * using it holds another (the scheduler's take theirs at submit). It is internally locked: the
+ * automaton interns states lazily and the masks are cached per state, so many sequences (on any
+ * threads) may use one grammar at once.
+ *
+ * Where the engine uses it (the logits processors, core/sd_logits_proc.h): a row whose history
+ * puts the automaton in a live state s gets -inf at every token the state does not allow; the
+ * sequence's end tokens (its EOS ids and stop_token_ids) are allowed exactly when s is accepting;
+ * if s allows no token at all (the vocabulary cannot spell any continuation) the end tokens are
+ * allowed, so the sequence ends instead of sampling from nothing. A row below a draft token the
+ * grammar refuses (state SD_FSM_DEAD) is left as it is: that draft is rejected with certainty
+ * (its target probability is 0), so the row is never sampled. */
+#ifndef SD_GRAMMAR_H
+#define SD_GRAMMAR_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "sd_error.h"
+#include "sd_fsm.h"
+#include "specdec.h"
+
+/* Most bytes one token may have for structured output (longer ones are never allowed). */
+#define SD_GRAMMAR_MAX_TOKEN_BYTES 4096
+/* Memory the per-state masks of one grammar may hold before the cache is emptied. */
+#define SD_GRAMMAR_MASK_CACHE_BYTES ((size_t)64 << 20)
+
+typedef struct sd_grammar_vocab {
+    atomic_int refs;
+    int32_t n;            /* token ids 0..n */
+    uint32_t *off;        /* [n + 1]: token t's bytes are bytes[off[t] .. off[t + 1]) */
+    uint8_t *bytes;
+    uint8_t *text;        /* [n]: 1 if t is a text token (some bytes, not special, not too long) */
+    int32_t *order;       /* [n_order]: the text tokens sorted by their bytes */
+    uint32_t *lcp;        /* [n_order]: bytes order[i] shares with order[i - 1] (lcp[0] = 0) */
+    int32_t n_order;
+    int32_t max_len;      /* longest text token */
+} sd_grammar_vocab;
+
+/* A vocabulary from n tokens' bytes (off[n + 1], bytes; text[t] 0 marks tokens that have no
+ * text: special tokens and holes). It takes the three arrays (sd_malloc'd) even on failure.
+ * One reference, the caller's. */
+specdec_status sd_grammar_vocab_create(int32_t n, uint32_t *off, uint8_t *bytes, uint8_t *text, sd_grammar_vocab **out,
+                                       sd_errbuf *eb);
+void sd_grammar_vocab_retain(sd_grammar_vocab *v);
+void sd_grammar_vocab_release(sd_grammar_vocab *v);
+
+/* A grammar over vocab v (retained) and automaton fsm (taken, even on failure). One reference,
+ * the caller's. */
+specdec_status sd_grammar_create(sd_grammar_vocab *v, sd_fsm *fsm, specdec_grammar **out, sd_errbuf *eb);
+void sd_grammar_retain(const specdec_grammar *g);
+void sd_grammar_release(const specdec_grammar *g);
+int32_t sd_grammar_start(const specdec_grammar *g);
+
+/* The state after token t from live state s: a live id, SD_FSM_DEAD (t's bytes cannot continue
+ * a match, t is not a text token or not in the vocabulary) or SD_FSM_FULL. */
+int32_t sd_grammar_next(const specdec_grammar *g, int32_t s, int32_t t);
+
+/* What live state s allows, applied to a row of n_row logits: every token it does not allow
+ * becomes -inf (ids >= the vocabulary included); ends[0..n_ends) (the end tokens) stay as they
+ * are when s is accepting or allows no other token, else become -inf. *only_end = 1 when s
+ * allows no text token (then nothing but an end token can follow: callers let it through
+ * min_tokens). SPECDEC_ERR_UNSUPPORTED when the automaton passed its state limit,
+ * OUT_OF_MEMORY. */
+specdec_status sd_grammar_apply(const specdec_grammar *g, int32_t s, float *row, int32_t n_row, const int32_t *ends,
+                                int32_t n_ends, int *only_end, sd_errbuf *eb);
+
+/* A sequence's place in its grammar: the state after the first n_done generated tokens. */
+typedef struct sd_grammar_cursor {
+    int32_t n_done;
+    int32_t state;
+} sd_grammar_cursor;
+
+/* The state after the generated tokens gen[0..n_gen) and then path[0..n_path) (a round's drafts),
+ * advancing the cursor over gen (a sequence only grows while it generates). A generated token
+ * that the grammar refuses is SPECDEC_ERR_INTERNAL (every row it was drawn from was masked); a
+ * refused path token gives *state = SD_FSM_DEAD. An end token (ends[]) keeps the state: with
+ * ignore_eos an EOS may be generated and the output goes on. */
+specdec_status sd_grammar_state_at(const specdec_grammar *g, sd_grammar_cursor *cur, const int32_t *gen, int32_t n_gen,
+                                   const int32_t *path, int32_t n_path, const int32_t *ends, int32_t n_ends,
+                                   int32_t *state, sd_errbuf *eb);
+
+#endif

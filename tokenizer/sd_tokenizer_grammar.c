@@ -1,0 +1,229 @@
+/* sd_tokenizer_grammar.c — structured output's view of a tokenizer (docs/STRUCTURED.md): every
+ * token's bytes as they appear inside a text, kept with the tokenizer (core/sd_grammar.h's
+ * vocabulary), and specdec_grammar_compile, which puts an automaton (core/sd_regex.h,
+ * core/sd_json_schema.h, core/sd_json_fsm.h) over it.
+ *
+ * A token's bytes: its vocabulary string through the decoder chain, each decoder as it treats a
+ * token in the middle of a text: ByteLevel maps its characters back to bytes (kept raw: a token
+ * may hold part of a UTF-8 character), Metaspace turns its replacement into a space, ByteFallback
+ * turns "<0xHH>" into that byte, Replace and BPEDecoder (suffix -> space) replace; Fuse and
+ * Strip, which act on the start or the whole of a text, do nothing to one token. Added tokens that
+ * are not special keep their content; special tokens and holes have no text and a grammar never
+ * allows them (the end tokens apart, core/sd_grammar.h). */
+#include <pthread.h>
+#include <string.h>
+
+#include "sd_alloc.h"
+#include "sd_grammar.h"
+#include "sd_json.h"
+#include "sd_json_fsm.h"
+#include "sd_json_schema.h"
+#include "sd_regex.h"
+#include "sd_tokenizer.h"
+
+/* Interned automaton states one grammar may hold (each adds a 256-entry transition table). */
+#define SD_GRAMMAR_MAX_STATES 200000
+/* Nesting of a "json_object" output. */
+#define SD_GRAMMAR_JSON_DEPTH 32
+/* Most choices, and bytes of a spec. */
+#define SD_GRAMMAR_MAX_CHOICES 4096
+#define SD_GRAMMAR_MAX_SPEC ((size_t)1 << 20)
+
+/* One decoder applied to one token's bytes in a (in), result in b (out). 0, or SD_OOM-style -1/-2. */
+static int sd_tokg_leaf(const sd_tok_dec *d, sd_tok_work *w, sd_tok_buf *in, sd_tok_buf *out) {
+    const char *s = sd_tok_buf_at(in, 0);
+    const size_t n = in->len;
+    out->len = 0;
+    switch (d->kind) {
+    case SD_DEC_BYTELEVEL: {
+        for (size_t q = 0; q < n;) {
+            int32_t cp;
+            q += sd_utf8_next(s + q, n - q, &cp);
+            const int b = sd_tok_cp_to_byte(cp);
+            if (b < 0) { /* a character outside the table: the token keeps its UTF-8 */
+                out->len = 0;
+                return sd_tok_buf_put(out, s, n);
+            }
+            const char c = (char)b;
+            if (sd_tok_buf_put(out, &c, 1)) return -1;
+        }
+        return 0;
+    }
+    case SD_DEC_METASPACE:
+        return sd_tok_replace_all(w, d->rep, d->rep_len, NULL, " ", 1, s, n, out);
+    case SD_DEC_BYTEFALLBACK:
+        if (n == 6 && !memcmp(s, "<0x", 3) && s[5] == '>') {
+            unsigned v = 0;
+            int ok = 1;
+            for (int i = 3; i < 5; i++) {
+                const char c = s[i];
+                const int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+                if (x < 0) ok = 0;
+                v = v * 16 + (unsigned)(x < 0 ? 0 : x);
+            }
+            if (ok) {
+                const char c = (char)v;
+                return sd_tok_buf_put(out, &c, 1);
+            }
+        }
+        return sd_tok_buf_put(out, s, n);
+    case SD_DEC_REPLACE:
+        return sd_tok_replace_all(w, d->str, d->str_len, &d->re, d->content, d->content_len, s, n, out);
+    case SD_DEC_BPE:
+        return sd_tok_replace_all(w, d->str, d->str_len, NULL, " ", 1, s, n, out);
+    default: /* Fuse, Strip */
+        return sd_tok_buf_put(out, s, n);
+    }
+}
+
+/* The decoders in order (a Sequence flattened), at most max. */
+static void sd_tokg_leaves(const sd_tok_dec *d, const sd_tok_dec **leaves, int *n, int max, int depth) {
+    if (!d || depth > SD_TOK_MAX_DEPTH + 1) return;
+    if (d->kind != SD_DEC_SEQUENCE) {
+        if (*n < max) leaves[(*n)++] = d;
+        return;
+    }
+    for (int i = 0; i < d->n_child; i++) sd_tokg_leaves(&d->child[i], leaves, n, max, depth + 1);
+}
+
+/* Token id's bytes appended to all (with its offset and text flag). */
+static int sd_tokg_token(const specdec_tokenizer *t, sd_tok_work *w, const sd_tok_dec **leaves, int nl, int32_t id,
+                         sd_tok_buf *all, uint8_t *text) {
+    size_t l;
+    const char *s = sd_tok_id_str(t, id, &l);
+    *text = s && !sd_tok_is_special(t, id);
+    if (!*text) return 0;
+    if (t->id_entry[id] <= -2) return sd_tok_buf_put(all, s, l); /* a non-special added token: its content */
+    sd_tok_buf *a = &w->a, *b = &w->b;
+    a->len = 0;
+    if (sd_tok_buf_put(a, s, l)) return -1;
+    for (int k = 0; k < nl; k++) {
+        const int r = sd_tokg_leaf(leaves[k], w, a, b);
+        if (r) return r;
+        sd_tok_buf *x = a;
+        a = b;
+        b = x;
+    }
+    return sd_tok_buf_put(all, sd_tok_buf_at(a, 0), a->len);
+}
+
+static specdec_status sd_tokg_build(const specdec_tokenizer *t, sd_grammar_vocab **out, sd_errbuf *eb) {
+    const int32_t n = t->n_ids;
+    uint32_t *off = sd_malloc(((size_t)n + 1) * sizeof *off);
+    uint8_t *text = sd_malloc((size_t)(n > 0 ? n : 1));
+    sd_tok_buf all = {0};
+    sd_tok_work w = {0};
+    const sd_tok_dec *leaves[64];
+    int nl = 0;
+    sd_tokg_leaves(t->dec, leaves, &nl, 64, 0);
+    int r = off && text ? 0 : -1;
+    for (int32_t id = 0; id < n && !r; id++) {
+        off[id] = (uint32_t)all.len;
+        r = sd_tokg_token(t, &w, leaves, nl, id, &all, &text[id]);
+        if (!r && all.len > UINT32_MAX - SD_TOK_MAX_TOKEN_BYTES) r = -1;
+    }
+    sd_tok_work_free(&w);
+    if (r) {
+        sd_free(off);
+        sd_free(text);
+        sd_tok_buf_free(&all);
+        return sd_fail(eb, r == -1 ? SPECDEC_ERR_OUT_OF_MEMORY : SPECDEC_ERR_INTERNAL,
+                       "grammar: %s while reading the vocabulary's bytes", r == -1 ? "out of memory" : "regex engine error");
+    }
+    off[n] = (uint32_t)all.len;
+    uint8_t *bytes = all.p ? (uint8_t *)all.p : sd_malloc(1);
+    return sd_grammar_vocab_create(n, off, bytes, text, out, eb);
+}
+
+/* The tokenizer's vocabulary for grammars: built on first use, then shared. */
+static specdec_status sd_tokg_vocab(const specdec_tokenizer *ct, sd_grammar_vocab **out, sd_errbuf *eb) {
+    specdec_tokenizer *t = (specdec_tokenizer *)ct; /* the cache is the only thing that changes */
+    specdec_status st = SPECDEC_OK;
+    pthread_mutex_lock(&t->gv_lock);
+    if (!t->gv) st = sd_tokg_build(t, &t->gv, eb);
+    if (st == SPECDEC_OK) {
+        sd_grammar_vocab_retain(t->gv);
+        *out = t->gv;
+    }
+    pthread_mutex_unlock(&t->gv_lock);
+    return st;
+}
+
+/* A JSON array of strings -> the choice regex. */
+static specdec_status sd_tokg_choice(const char *spec, size_t len, char **re, size_t *re_len, sd_errbuf *eb) {
+    cJSON *root = NULL;
+    specdec_status st = sd_json_parse(spec, len, "choice", &root, eb);
+    if (st != SPECDEC_OK) return st == SPECDEC_ERR_FORMAT ? SPECDEC_ERR_INVALID_ARGUMENT : st;
+    const int n = cJSON_IsArray(root) ? cJSON_GetArraySize(root) : -1;
+    if (n < 1 || n > SD_GRAMMAR_MAX_CHOICES) {
+        cJSON_Delete(root);
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "choice: a JSON array of 1..%d strings is expected",
+                       SD_GRAMMAR_MAX_CHOICES);
+    }
+    const char **v = sd_malloc((size_t)n * sizeof *v);
+    size_t *l = sd_malloc((size_t)n * sizeof *l);
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, root) {
+        if (!cJSON_IsString(e)) break;
+        if (v && l) {
+            v[i] = e->valuestring;
+            l[i] = strlen(e->valuestring);
+        }
+        i++;
+    }
+    if (!v || !l) st = sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "choice: out of memory");
+    else if (i != n) st = sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "choice: item %d is not a string", i);
+    else st = sd_choice_regex(v, l, n, re, re_len, eb);
+    sd_free(v);
+    sd_free(l);
+    cJSON_Delete(root);
+    return st;
+}
+
+/* The automaton of (kind, spec). */
+static specdec_status sd_tokg_fsm(specdec_grammar_kind kind, const char *spec, size_t len, sd_fsm **fsm, sd_errbuf *eb) {
+    char *re = NULL;
+    size_t re_len = 0;
+    specdec_status st;
+    switch (kind) {
+    case SPECDEC_GRAMMAR_REGEX: return sd_regex_fsm_create(spec, len, SD_GRAMMAR_MAX_STATES, fsm, eb);
+    case SPECDEC_GRAMMAR_JSON_OBJECT:
+        return sd_json_fsm_create(1, SD_GRAMMAR_JSON_DEPTH, SD_GRAMMAR_MAX_STATES, fsm, eb);
+    case SPECDEC_GRAMMAR_JSON_SCHEMA: st = sd_json_schema_regex(spec, len, &re, &re_len, eb); break;
+    case SPECDEC_GRAMMAR_CHOICE: st = sd_tokg_choice(spec, len, &re, &re_len, eb); break;
+    default:
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_grammar_compile: unknown kind %d", (int)kind);
+    }
+    if (st == SPECDEC_OK) st = sd_regex_fsm_create(re, re_len, SD_GRAMMAR_MAX_STATES, fsm, eb);
+    sd_free(re);
+    return st;
+}
+
+specdec_status specdec_grammar_compile(const specdec_tokenizer *tok, specdec_grammar_kind kind, const char *spec,
+                                       size_t len, specdec_grammar **out) {
+    if (out) *out = NULL;
+    if (!tok || !out || (!spec && len))
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_grammar_compile: NULL argument");
+    if (len > SD_GRAMMAR_MAX_SPEC)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_grammar_compile: spec of %zu bytes (at most %zu)", len,
+                       SD_GRAMMAR_MAX_SPEC);
+    if (kind == SPECDEC_GRAMMAR_JSON_OBJECT && len)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_grammar_compile: json_object takes no spec");
+    sd_errbuf *eb = NULL; /* the thread's detail (specdec_last_error) */
+    sd_fsm *fsm = NULL;
+    specdec_status st = sd_tokg_fsm(kind, spec ? spec : "", len, &fsm, eb);
+    if (st != SPECDEC_OK) return st;
+    sd_grammar_vocab *v = NULL;
+    st = sd_tokg_vocab(tok, &v, eb);
+    if (st != SPECDEC_OK) {
+        sd_fsm_free(fsm);
+        return st;
+    }
+    st = sd_grammar_create(v, fsm, out, eb);
+    sd_grammar_vocab_release(v);
+    return st;
+}
+
+void specdec_grammar_free(specdec_grammar *grammar) { sd_grammar_release(grammar); }
