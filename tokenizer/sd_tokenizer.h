@@ -292,6 +292,12 @@ specdec_status sd_tok_decode_into(const specdec_tokenizer *tok, sd_tok_work *w, 
 const char *sd_tok_id_str(const specdec_tokenizer *tok, int32_t id, size_t *len);
 int sd_tok_is_special(const specdec_tokenizer *tok, int32_t id);
 
+/* Structured output's vocabulary (core/sd_grammar.h): every token's bytes as they appear inside a
+ * text (tokenizer/sd_tokenizer_grammar.c says how each decoder is read), built on first use and
+ * kept with the tokenizer; *out is a new reference. */
+struct sd_grammar_vocab;
+specdec_status sd_tok_grammar_vocab(const specdec_tokenizer *tok, struct sd_grammar_vocab **out, sd_errbuf *eb);
+
 /* GPT-2 byte <-> unicode table (ByteLevel). */
 extern const uint16_t sd_tok_byte_to_cp[256];
 int sd_tok_cp_to_byte(int32_t cp); /* -1 if cp is not in the table */
