@@ -269,19 +269,28 @@ static int sd_gm_is_end(int32_t t, const int32_t *ends, int32_t n_ends) {
 specdec_status sd_grammar_apply(const specdec_grammar *cg, int32_t s, float *row, int32_t n_row, const int32_t *ends,
                                 int32_t n_ends, int *only_end, sd_errbuf *eb) {
     specdec_grammar *g = (specdec_grammar *)cg;
+    if (n_ends > SD_GRAMMAR_MAX_ENDS)
+        return sd_fail(eb, SPECDEC_ERR_INTERNAL, "grammar: %d end tokens (at most %d)", (int)n_ends, SD_GRAMMAR_MAX_ENDS);
+    float saved[SD_GRAMMAR_MAX_ENDS];
+    for (int32_t i = 0; i < n_ends; i++) saved[i] = ends[i] >= 0 && ends[i] < n_row ? row[ends[i]] : 0.0f;
     pthread_mutex_lock(&g->lock);
     const sd_gmask *m = NULL;
     specdec_status st = sd_gm_mask(g, s, &m, eb);
     if (st == SPECDEC_OK) {
         const int32_t nv = g->v->n < n_row ? g->v->n : n_row;
+        for (int32_t w = 0; w * 64 < nv; w++) {
+            const uint64_t bits = m->bits[w];
+            if (bits == ~(uint64_t)0) continue;
+            const int32_t end = (w + 1) * 64 < nv ? (w + 1) * 64 : nv;
+            for (int32_t t = w * 64; t < end; t++)
+                if (!((bits >> (t & 63)) & 1)) row[t] = -INFINITY;
+        }
+        for (int32_t t = nv; t < n_row; t++) row[t] = -INFINITY;
+        /* the end tokens: as they were where the output may end, else -inf (even one whose bytes
+         * would continue the match: it would end the output) */
         const int end_ok = m->accepting || m->n_allowed == 0;
-        for (int32_t t = 0; t < nv; t++)
-            if (!((m->bits[t >> 6] >> (t & 63)) & 1) && !(end_ok && sd_gm_is_end(t, ends, n_ends))) row[t] = -INFINITY;
-        for (int32_t t = nv; t < n_row; t++)
-            if (!(end_ok && sd_gm_is_end(t, ends, n_ends))) row[t] = -INFINITY;
-        if (!end_ok) /* an end token whose bytes would continue the match still may not end it */
-            for (int32_t i = 0; i < n_ends; i++)
-                if (ends[i] >= 0 && ends[i] < n_row) row[ends[i]] = -INFINITY;
+        for (int32_t i = 0; i < n_ends; i++)
+            if (ends[i] >= 0 && ends[i] < n_row) row[ends[i]] = end_ok ? saved[i] : -INFINITY;
         *only_end = m->n_allowed == 0;
     }
     pthread_mutex_unlock(&g->lock);

@@ -32,8 +32,11 @@
 
 /* Most bytes one token may have for structured output (longer ones are never allowed). */
 #define SD_GRAMMAR_MAX_TOKEN_BYTES 4096
-/* Memory the per-state masks of one grammar may hold before the cache is emptied. */
-#define SD_GRAMMAR_MASK_CACHE_BYTES ((size_t)64 << 20)
+/* Memory the per-state masks of one grammar may hold before the cache is emptied (~860 states of
+ * a 152k vocabulary; an output of a few hundred tokens visits far fewer). */
+#define SD_GRAMMAR_MASK_CACHE_BYTES ((size_t)16 << 20)
+/* Most end tokens of one sequence (its EOS ids and stop_token_ids). */
+#define SD_GRAMMAR_MAX_ENDS (SPECDEC_MAX_EOS + SPECDEC_MAX_STOP_TOKEN_IDS)
 
 typedef struct sd_grammar_vocab {
     atomic_int refs;

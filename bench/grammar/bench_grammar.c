@@ -1,0 +1,115 @@
+/* bench_grammar.c — what structured output (docs/STRUCTURED.md) adds to a row. For each tokenizer
+ * given (default: the bundled one; the published ones of ../shared/tokenizers when named), and
+ * three grammars (json_object; a JSON schema of a small record; a regex of a date list), it
+ * tokenizes an output the grammar accepts and walks it token by token as a generation would:
+ *   - the first compile of a tokenizer (indexing its vocabulary: every token's bytes, sorted);
+ *   - per row, cold: the grammar's state after the tokens so far, then its mask on a row of V
+ *     logits, the first time the state is seen (the mask is walked over the vocabulary);
+ *   - per row, warm: the same walk again (every mask cached);
+ * against sd_sampling_process of a row of the same V (T 0.8, top-k 40, top-p 0.95, min-p 0.05),
+ * all in the same run. Medians of `repeats` (default 5) runs; cold rows are a fresh compile each
+ * run. Usage: bench_grammar [--repeats N] [tokenizer dir ...]  (results in bench/results/). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "sd_cpu_sample.h"
+#include "sd_grammar.h"
+
+static const char SCHEMA[] =
+    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"age\":{\"type\":\"integer\"},"
+    "\"email\":{\"type\":\"string\"},\"tags\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"active\":{\"type\":\"boolean\"}},\"required\":[\"name\",\"age\",\"email\",\"tags\",\"active\"]}";
+static const char RECORD[] =
+    "{\"name\":\"Ada Lovelace\",\"age\":36,\"email\":\"ada@example.org\",\"tags\":[\"math\",\"poetry\","
+    "\"engines\"],\"active\":true}";
+static const char REGEX[] = "\\d{4}-\\d{2}-\\d{2}(, \\d{4}-\\d{2}-\\d{2})*";
+static const char DATES[] = "1815-12-10, 1843-07-01, 1852-11-27, 2026-11-28";
+
+typedef struct gcase {
+    const char *name;
+    specdec_grammar_kind kind;
+    const char *spec, *text;
+} gcase;
+
+/* One walk over ids with grammar g: rows per second of state + mask. */
+static double walk_us(const specdec_grammar *g, const int32_t *ids, int32_t n, float *row, int32_t V,
+                      const int32_t *ends) {
+    sd_grammar_cursor cur = {0, sd_grammar_start(g)};
+    const double t0 = bench_now_s();
+    for (int32_t i = 0; i <= n; i++) {
+        int32_t s;
+        int only_end;
+        if (sd_grammar_state_at(g, &cur, ids, i, NULL, 0, ends, 1, &s, NULL) != SPECDEC_OK || s < 0) return NAN;
+        if (sd_grammar_apply(g, s, row, V, ends, 1, &only_end, NULL) != SPECDEC_OK) return NAN;
+    }
+    return (bench_now_s() - t0) / (n + 1) * 1e6;
+}
+
+static void bench_tok(const char *dir, int reps) {
+    specdec_tokenizer *tok = NULL;
+    if (specdec_tokenizer_load(dir, &tok) != SPECDEC_OK) {
+        printf("| %s | skipped: %s |||||\n", dir, specdec_last_error());
+        return;
+    }
+    const int32_t V = specdec_tokenizer_vocab_size(tok), ends[1] = {specdec_tokenizer_eos_id(tok)};
+    const gcase cases[3] = {{"json_object", SPECDEC_GRAMMAR_JSON_OBJECT, NULL, RECORD},
+                            {"json schema", SPECDEC_GRAMMAR_JSON_SCHEMA, SCHEMA, RECORD},
+                            {"regex dates", SPECDEC_GRAMMAR_REGEX, REGEX, DATES}};
+    float *row = malloc((size_t)V * sizeof *row), *p = malloc((size_t)V * sizeof *p);
+    const size_t ss = sd_sampling_scratch_size(V);
+    void *scratch = malloc(ss);
+    const sd_sampling_params sp = {0.8f, 40, 0.95f, 0.05f};
+    double t0 = bench_now_s(), tc[16], tw[16], ts[16];
+    specdec_grammar *g = NULL;
+    if (specdec_grammar_compile(tok, SPECDEC_GRAMMAR_REGEX, "a", 1, &g) != SPECDEC_OK) return;
+    const double index_ms = (bench_now_s() - t0) * 1e3;
+    specdec_grammar_free(g);
+    for (int32_t i = 0; i < V; i++) row[i] = (float)((i * 7919) % 1000) / 100.0f;
+    for (int r = 0; r < reps; r++) {
+        t0 = bench_now_s();
+        for (int k = 0; k < 20; k++) sd_sampling_process(row, V, &sp, scratch, ss, p, NULL);
+        ts[r] = (bench_now_s() - t0) / 20 * 1e6;
+    }
+    const double samp = bench_median(ts, reps);
+    for (int c = 0; c < 3; c++) {
+        int32_t ids[512], n = 0;
+        if (specdec_tokenize(tok, cases[c].text, strlen(cases[c].text), 0, ids, 512, &n) != SPECDEC_OK) continue;
+        for (int r = 0; r < reps; r++) {
+            const char *spec = cases[c].spec;
+            if (specdec_grammar_compile(tok, cases[c].kind, spec, spec ? strlen(spec) : 0, &g) != SPECDEC_OK) {
+                printf("| %s | %s | compile failed: %s |||||\n", dir, cases[c].name, specdec_last_error());
+                break;
+            }
+            tc[r] = walk_us(g, ids, n, row, V, ends);
+            tw[r] = walk_us(g, ids, n, row, V, ends);
+            specdec_grammar_free(g);
+        }
+        const double cold = bench_median(tc, reps), warm = bench_median(tw, reps);
+        printf("| %s | %d | %.0f | %s | %d | %.1f | %.1f | %.1f | %.2f |\n", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir,
+               (int)V, index_ms, cases[c].name, (int)n, cold, warm, samp, warm / samp);
+    }
+    free(row), free(p), free(scratch);
+    specdec_tokenizer_free(tok);
+}
+
+int main(int argc, char **argv) {
+    int reps = 5, a = 1;
+    if (argc > 2 && !strcmp(argv[1], "--repeats")) reps = atoi(argv[2]), a = 3;
+    if (reps < 1 || reps > 16) {
+        fprintf(stderr, "usage: bench_grammar [--repeats 1..16] [tokenizer dir ...]\n");
+        return 2;
+    }
+    printf("| tokenizer | V | index ms | grammar | tokens | cold us/row | warm us/row | sampler us/row | warm/sampler |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
+    if (a >= argc) bench_tok(SPECDEC_SOURCE_DIR "/models/kjv-target", reps);
+    for (; a < argc; a++) bench_tok(argv[a], reps);
+    printf("\nPer row: the grammar's state after the tokens so far and its mask applied to a row of V logits\n"
+           "(cold: each state's mask walked over the vocabulary on first use; warm: cached). The sampler\n"
+           "column processes one row of the same V. index: the first compile of the tokenizer. This\n"
+           "machine, this run.\n");
+    return 0;
+}
