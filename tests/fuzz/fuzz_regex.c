@@ -8,38 +8,20 @@
  * prefix is valid UTF-8. ok_* seeds must compile, bad_* must be refused. */
 #include "fuzz_common.h"
 
+#include "sd_fsm_check.h"
 #include "sd_regex.h"
 
 #define FZ_MAX_STATES 64
 
-/* 1: acceptance reachable from s; 0: not; -1: the search met SD_FSM_FULL (inconclusive). */
-static int fz_can_accept(sd_fsm *f, int32_t s0, int32_t max_states) {
-    int32_t queue[FZ_MAX_STATES];
-    uint8_t seen[FZ_MAX_STATES] = {0};
-    int32_t qh = 0, qt = 0;
-    int full = 0;
-    queue[qt++] = s0;
-    seen[s0] = 1;
-    while (qh < qt) {
-        const int32_t s = queue[qh++];
-        if (sd_fsm_accepting(f, s)) return 1;
-        for (int b = 0; b < 256; b++) {
-            const int32_t t = sd_fsm_step(f, s, (uint8_t)b);
-            full |= t == SD_FSM_FULL;
-            sd_fuzz_require(t == SD_FSM_DEAD || t == SD_FSM_FULL || (t >= 0 && t < max_states));
-            if (t >= 0 && !seen[t]) seen[t] = 1, queue[qt++] = t;
-        }
-    }
-    return full ? -1 : 0;
-}
-
 static void fz_walk(sd_fsm *f, int32_t max_states, const uint8_t *w, size_t n) {
-    uint8_t checked[FZ_MAX_STATES] = {0};
+    uint8_t checked[FZ_MAX_STATES] = {0}, seen[FZ_MAX_STATES];
+    int32_t queue[FZ_MAX_STATES];
     int32_t s = f->start, held = f->vt->n_states(f);
     for (size_t i = 0;; i++) {
         if (!checked[s]) {
             checked[s] = 1;
-            sd_fuzz_require(fz_can_accept(f, s, max_states) != 0);
+            long bad = 0;
+            sd_fuzz_require(sd_fsm_can_accept(f, s, max_states, queue, seen, &bad) != 0 && bad == 0);
         }
         if (sd_fsm_accepting(f, s)) sd_fuzz_require(sd_fuzz_utf8_ok((const char *)w, i));
         if (i == n) break;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "sd_alloc.h"
+#include "sd_fsm_check.h"
 #include "sd_regex.h"
 #include "sd_rng.h"
 #include "sd_test.h"
@@ -302,23 +303,6 @@ static void test_alloc_failures(void) {
     printf("allocation failures: %d OUT_OF_MEMORY at creation, %d FULL while walking\n", ooms, fulls);
 }
 
-/* Breadth-first search over all bytes from s: 1 if an accepting state is reachable. */
-static int can_accept(sd_fsm *f, int32_t s0, int32_t *queue, uint8_t *seen, int32_t cap) {
-    int32_t qh = 0, qt = 0;
-    memset(seen, 0, (size_t)cap);
-    queue[qt++] = s0;
-    seen[s0] = 1;
-    while (qh < qt) {
-        const int32_t s = queue[qh++];
-        if (sd_fsm_accepting(f, s)) return 1;
-        for (int b = 0; b < 256; b++) {
-            const int32_t t = sd_fsm_step(f, s, (uint8_t)b);
-            if (t >= 0 && t < cap && !seen[t]) seen[t] = 1, queue[qt++] = t;
-        }
-    }
-    return 0;
-}
-
 /* Random walks: at each live state a random byte among those that keep it live. Every live
  * state visited must reach acceptance; every accepted string must be valid UTF-8. */
 static void test_random_walks(void) {
@@ -347,7 +331,9 @@ static void test_random_walks(void) {
                     SD_CHECK(t == SD_FSM_DEAD || (t >= 0 && t < CAP), "step gave %d", t);
                     if (t >= 0) next[n_live] = t, byte[n_live++] = (uint8_t)b;
                 }
-                SD_CHECK(can_accept(f, s, queue, seen, CAP), "/%s/: a live state cannot reach acceptance", pats[p]);
+                long bad = 0;
+                SD_CHECK(sd_fsm_can_accept(f, s, CAP, queue, seen, &bad) == 1 && bad == 0,
+                         "/%s/: a live state cannot reach acceptance", pats[p]);
                 if (sd_fsm_accepting(f, s)) {
                     accepted++;
                     SD_CHECK(sd_utf8_valid(text, (size_t)i), "/%s/: accepted invalid UTF-8", pats[p]);
