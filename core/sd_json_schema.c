@@ -217,10 +217,9 @@ static int js_group_index(unsigned g) {
 static specdec_status js_scan(js_ctx *c, const cJSON *s, unsigned *mask) {
     const char *first[JK_N_GROUPS] = {0};
     sd_errbuf tmp;
-    if (sd_json_check_unique(s, js_where(c), "json schema", &tmp) != SPECDEC_OK)
-        return sd_fail(c->eb, tmp.msg[0] && strstr(tmp.msg, "memory") ? SPECDEC_ERR_OUT_OF_MEMORY
-                                                                          : SPECDEC_ERR_INVALID_ARGUMENT,
-                       "%s", tmp.msg);
+    specdec_status st = sd_json_check_unique(s, js_where(c), "json schema", &tmp);
+    if (st != SPECDEC_OK)
+        return sd_fail(c->eb, st == SPECDEC_ERR_FORMAT ? SPECDEC_ERR_INVALID_ARGUMENT : st, "%s", tmp.msg);
     unsigned m = 0;
     int n_comp = 0, n_enum = 0;
     for (const cJSON *k = s->child; k; k = k->next) {
@@ -931,12 +930,14 @@ static specdec_status js_object(js_ctx *c, const cJSON *s, int depth, int *empty
     if (addl && !cJSON_IsFalse(addl))
         return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "'additionalProperties' other than false beside 'properties' is not supported");
     sd_errbuf tmp;
-    if (sd_json_check_unique(props, "properties", "json schema", &tmp) != SPECDEC_OK)
-        return js_fail(c, SPECDEC_ERR_INVALID_ARGUMENT, "%s", tmp.msg + strlen("json schema: "));
+    specdec_status st = sd_json_check_unique(props, "properties", "json schema", &tmp);
+    if (st != SPECDEC_OK)
+        return js_fail(c, st == SPECDEC_ERR_FORMAT ? SPECDEC_ERR_INVALID_ARGUMENT : st, "%s",
+                       tmp.msg + strlen("json schema: "));
     const int n = cJSON_GetArraySize(props);
     char **mem = sd_calloc((size_t)n + 1, sizeof *mem);
     uint8_t *reqd = sd_calloc((size_t)n + 1, 1);
-    specdec_status st = mem && reqd ? SPECDEC_OK : sd_fail(c->eb, SPECDEC_ERR_OUT_OF_MEMORY, "json schema: out of memory");
+    st = mem && reqd ? SPECDEC_OK : sd_fail(c->eb, SPECDEC_ERR_OUT_OF_MEMORY, "json schema: out of memory");
     if (st == SPECDEC_OK) st = js_members(c, props, req, depth, mem, reqd, empty);
     if (st == SPECDEC_OK && !*empty) st = js_put_members(c, mem, reqd, n);
     for (int i = 0; mem && i < n; i++) sd_free(mem[i]);

@@ -52,7 +52,8 @@ static void choices(char *line) {
     char *re = NULL;
     size_t rl = 0;
     sd_errbuf eb = {{0}};
-    answer(sd_choice_regex(items, lens, n, &re, &rl, &eb), re, rl, &eb);
+    specdec_status st = sd_choice_regex(items, lens, n, &re, &rl, &eb);
+    answer(st, re, rl, &eb);
 }
 
 int main(int argc, char **argv) {
@@ -80,7 +81,8 @@ int main(int argc, char **argv) {
         } else if (line[0] == 'J' && line[1] == ' ') {
             size_t n = strcspn(line + 2, " \n");
             size_t len = n == 1 && line[2] == '-' ? 0 : unhex(line + 2, n, buf);
-            answer(sd_json_schema_regex(buf, len, &re, &rl, &eb), re, rl, &eb);
+            specdec_status st = sd_json_schema_regex(buf, len, &re, &rl, &eb);
+            answer(st, re, rl, &eb);
             re = NULL;
         } else {
             printf("err -1 %s\n", "756e6b6e6f776e20636f6d6d616e64"); /* "unknown command" */
