@@ -101,6 +101,17 @@ static void js_cut(js_ctx *c, size_t to) {
     if (c->p) c->p[to] = '\0';
 }
 
+/* Ends an alternation opened at `start` with "(?:": ")" after n >= 1 alternatives; with none, the
+ * whole group is removed and the part is empty. */
+static specdec_status js_alt_close(js_ctx *c, size_t start, int n, int *empty) {
+    if (!n) {
+        js_cut(c, start);
+        *empty = 1;
+        return SPECDEC_OK;
+    }
+    return js_puts(c, ")");
+}
+
 /* bytes s[0..n) as a regex literal: metacharacters escaped, control bytes as \xHH */
 static specdec_status js_put_lit(js_ctx *c, const char *s, size_t n) {
     static const char meta[] = "\\.^$|?*+()[]{}";
@@ -387,12 +398,7 @@ static specdec_status js_enum(js_ctx *c, const cJSON *s, int *empty) {
         if (n++) JS_TRY(js_puts(c, "|"));
         JS_TRY(js_lit(c, v, 0));
     }
-    if (!n) {
-        js_cut(c, start);
-        *empty = 1;
-        return SPECDEC_OK;
-    }
-    return js_puts(c, ")");
+    return js_alt_close(c, start, n, empty);
 }
 
 /* ---- containers of any values ---------------------------------------------------------------- */
@@ -684,12 +690,7 @@ static specdec_status js_alt(js_ctx *c, const cJSON *arr, const char *kw, int de
         if (e) js_cut(c, mark);
         else n++;
     }
-    if (!n) {
-        js_cut(c, start);
-        *empty = 1;
-        return SPECDEC_OK;
-    }
-    return js_puts(c, ")");
+    return js_alt_close(c, start, n, empty);
 }
 
 /* The definition a $ref names ("#", "#/$defs/<name>", "#/definitions/<name>"); *defs_kw and *name
@@ -981,12 +982,7 @@ static specdec_status js_typed(js_ctx *c, const cJSON *s, unsigned kw, int depth
         if (e) js_cut(c, mark);
         else n++;
     }
-    if (!n) {
-        js_cut(c, start);
-        *empty = 1;
-        return SPECDEC_OK;
-    }
-    return js_puts(c, ")");
+    return js_alt_close(c, start, n, empty);
 }
 
 /* The regex of schema s, appended; *empty (and nothing appended) when s admits no value here. */
