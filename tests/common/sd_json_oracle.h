@@ -8,7 +8,8 @@
  *     number grammar with each digit run at most SD_JSON_FSM_MAX_DIGITS;
  *   - cJSON refuses unpaired escaped surrogates, which the automaton accepts by design, and
  *     numbers over 63 characters: the scan hands cJSON a copy with those escapes as \u0041 and
- *     those numbers as 0 (the scan has checked them already).
+ *     those numbers as " 0 " (the scan has checked them already; the spaces keep a number next
+ *     to it a separate token, as "6-66...6" is two numbers, not "60").
  * Then: the depth of cJSON's tree <= max_depth, and an object at the top for object_only.
  *
  * sd_jo_complete() writes the greedy completion of a prefix (finish the open token, give a key
@@ -136,7 +137,7 @@ static inline int sd_jo_scan(const uint8_t *t, size_t n, uint8_t *cj, size_t *cj
             if (end) memmove(cj + o, cj + i, end - i), o += end - i;
         } else if (b == '-' || sd_jo_digit(b)) {
             end = sd_jo_number(t, i, n);
-            if (end && end - i > 60) cj[o++] = '0';
+            if (end && end - i > 60) memcpy(cj + o, " 0 ", 3), o += 3; /* spaced: "6" + long must not read "60" */
             else if (end) memmove(cj + o, t + i, end - i), o += end - i;
         } else if (strchr("{}[],:", b) && b) {
             end = i + 1, cj[o++] = b;
