@@ -10,6 +10,7 @@
  * accepted, bad_* refused (the return value is 1 for a text not accepted). */
 #include "fuzz_common.h"
 
+#include "sd_fsm_check.h"
 #include "sd_json_fsm.h"
 #include "sd_json_oracle.h"
 
@@ -37,18 +38,11 @@ static size_t fz_walk(sd_fsm *f, int32_t max_states, const uint8_t *w, size_t n,
     size_t i = 0;
     *full = 0;
     for (; i < n; i++) {
-        const int32_t t = sd_fsm_step(f, s, w[i]);
-        const int32_t now = f->vt->n_states(f);
-        sd_fuzz_require(now >= held && now <= max_states);
-        held = now;
-        if (t == SD_FSM_DEAD) break;
-        if (t == SD_FSM_FULL) {
-            sd_fuzz_require(now == max_states);
-            *full = 1;
-            break;
-        }
-        sd_fuzz_require(t >= 0 && t < now);
-        sd_fuzz_require(sd_fsm_step(f, s, w[i]) == t);
+        int bad = 0;
+        const int32_t t = sd_fsm_step_checked(f, s, w[i], max_states, &held, &bad);
+        sd_fuzz_require(!bad);
+        *full = t == SD_FSM_FULL;
+        if (t < 0) break;
         s = t;
     }
     *end = s;
