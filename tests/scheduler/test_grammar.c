@@ -131,8 +131,8 @@ static void part1(sc_env *e, specdec_engine *eh) {
     long ended = 0, runs = 0;
     for (int k = 0; k < N_G; k++)
         for (int mode = 0; mode < 2; mode++)
-            for (int pi = 0; pi < (g_quick ? 1 : 2); pi++) {
-                const int32_t np = sc_encode(e, SC_PROMPTS[pi + 2 * k], prompt, MAXP);
+            for (int pi = 0; pi < 1; pi++) {
+                const int32_t np = sc_encode(e, SC_PROMPTS[(pi + 2 * k) % SC_N_PROMPTS], prompt, MAXP);
                 specdec_generate_params gp = sc_params(mode, 0x6a0 + (uint64_t)k, NPRED, 4);
                 gp.grammar = g_gram[k];
                 gp.draft_method = SPECDEC_DRAFT_NONE;
