@@ -634,8 +634,8 @@ static int guided_vllm(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
         return sd_api_fail(e, 400, INVALID, NULL, "guided_decoding_backend", "'guided_decoding_backend' must be a string");
     if ((v = field(root, "guided_whitespace_pattern")))
         return cJSON_IsString(v) ? guided_unsupported(e, "guided_whitespace_pattern",
-                                                      "JSON output has no whitespace between tokens here "
-                                                      "(docs/STRUCTURED.md); only null is accepted")
+                                                      "the JSON form is fixed (at most one space after ':' "
+                                                      "and ',', docs/STRUCTURED.md); only null is accepted")
                                  : sd_api_fail(e, 400, INVALID, NULL, "guided_whitespace_pattern",
                                                "'guided_whitespace_pattern' must be a string or null");
     return 0;
