@@ -424,6 +424,12 @@ def cli_seeds():
     put("cli", "any_generate_procs_bad", argv(0, "-p", "x", "--logit-bias", "5=", "--logit-bias", "=1",
                                               "--stop-token-id", "-1", "--min-tokens", "x"))
     put("cli", "any_generate_logprobs_bad", argv(0, "-p", "x", "--logprobs", "21"))
+    put("cli", "any_generate_regex", argv(0, "-p", "x", "--regex", "[0-9]{3}-[a-z]{2,4}", "--json"))
+    put("cli", "any_generate_choice", argv(0, "-p", "x", "--choice", '["yes", "no"]'))
+    put("cli", "any_generate_schema", argv(0, "-p", "x", "--json-schema", "schema.json", "-n", "64"))
+    put("cli", "any_generate_two_constraints", argv(0, "-p", "x", "--json-object", "--regex", "a"))
+    put("cli", "any_generate_regex_needs_value", argv(0, "-p", "x", "--regex"))
+    put("cli", "any_batch_json_object", argv(3, "-f", "f", "--json-object", "--parallel", "2"))
     put("cli", "any_batch_refuses_logprobs", argv(3, "-f", "f", "--logprobs", "2"))
     put("cli", "any_generate_prompt_logprobs", argv(0, "-p", "x", "--prompt-logprobs", "20", "--logprobs", "0"))
     put("cli", "any_generate_prompt_logprobs_bad", argv(0, "-p", "x", "--prompt-logprobs", "-1"))
@@ -511,14 +517,43 @@ def server_seeds():
         body = value if isinstance(value, str) else dict({"prompt": "x"}, **value) if isinstance(value, dict) \
             else {"prompt": "x", name: value}
         put("server", "bad_proc_" + name, req(body))
-    refused = {"response_format": {"type": "json_object"},
-               "tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
+    refused = {"tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
                "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2,
                "suffix": "x", "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
-               "bad_words": ["x"], "guided_json": {"type": "object"}, "guided_regex": "a+",
-               "guided_choice": ["a"], "guided_grammar": "root ::= x", "structured_outputs": {"regex": "a"}}
+               "bad_words": ["x"], "guided_grammar": "root ::= x"}
     for name, value in refused.items():
         put("server", "bad_unsupported_" + name, req({"prompt": "x", name: value}))
+    # structured output (parse_guided): one constraint per request, each field's forms; the parser
+    # checks shapes and sizes, the grammar compile (not fuzzed here) the spec itself
+    schema = {"type": "object", "properties": {"a": {"enum": [1, "\u00e9"]}, "b": {"type": "array", "maxItems": 2}},
+              "required": ["a"]}
+    guided_ok = {"regex": {"guided_regex": "[0-9]{3}-[a-z]{2,4}"}, "choice": {"guided_choice": ["yes", "no", ""]},
+                 "json": {"guided_json": schema}, "json_string": {"guided_json": json.dumps(schema)},
+                 "response_format_object": {"response_format": {"type": "json_object"}},
+                 "response_format_schema": {"response_format": {"type": "json_schema", "json_schema": {
+                     "name": "n", "strict": True, "schema": schema}}},
+                 "structured_outputs_json_object": {"structured_outputs": {"json_object": True}},
+                 "structured_outputs_regex": {"structured_outputs": {"regex": "a+", "disable_any_whitespace": True}},
+                 "backend_named": {"guided_choice": ["a"], "guided_decoding_backend": "xgrammar",
+                                   "guided_whitespace_pattern": None}}
+    for name, value in guided_ok.items():
+        put("server", "ok_guided_" + name, req({"prompt": "x", **value}))
+    put("server", "ok_chat_guided_schema", req({"messages": simple, **guided_ok["response_format_schema"]},
+                                               chat=True))
+    guided_bad = {"two": {"guided_regex": "a", "guided_choice": ["a"]},
+                  "two_kinds": {"response_format": {"type": "json_object"}, "structured_outputs": {"regex": "a"}},
+                  "regex_type": {"guided_regex": ["a"]}, "choice_empty": {"guided_choice": []},
+                  "choice_item": {"guided_choice": ["a", 1]}, "json_type": {"guided_json": 3},
+                  "schema_missing": {"response_format": {"type": "json_schema", "json_schema": {"name": "n"}}},
+                  "schema_bool": {"response_format": {"type": "json_schema", "json_schema": {"schema": True}}},
+                  "format_type": {"response_format": {"type": "xml"}},
+                  "structural_tag": {"response_format": {"type": "structural_tag"}},
+                  "structured_empty": {"structured_outputs": {}},
+                  "structured_grammar": {"structured_outputs": {"grammar": "root ::= x"}},
+                  "whitespace": {"guided_json": {}, "guided_whitespace_pattern": " *"},
+                  "too_long": {"guided_regex": "a" * (64 * 1024 + 1)}}
+    for name, value in guided_bad.items():
+        put("server", "bad_guided_" + name, req({"prompt": "x", **value}))
     put("server", "bad_unsupported_wrong_type", req({"prompt": "x", "logit_bias": [], "user": 5}))
     put("server", "ok_completions_logprobs", req({"prompt": "x", "logprobs": 5}))
     put("server", "ok_chat_logprobs", req({"messages": simple, "logprobs": True, "top_logprobs": 20}, chat=True))

@@ -34,6 +34,9 @@ each failed on the server before the fix. Bounded in count and time (a few secon
                   1.9 MB prompt early
   metrics         /metrics parsed by the text exposition format's rules (a strict parser here):
                   vLLM's names, types and labels beside specdec_*, histogram invariants, values
+  grammar churn   8 clients with distinct regexes on --grammar-cache 1 (entries evicted while
+                  their requests run) all get matching text; a grammar stream reset mid-way is
+                  cancelled; nothing is left running
 
 Usage: test_hostile.py SPECDEC_BINARY MODELS_DIR [--quick] [--sanitized] [--only NAME,NAME]
                       [--load-gate SERVE_LOAD_GATE_BINARY]  (without it the loading check fails)
@@ -1048,9 +1051,45 @@ def test_metrics():
     check(caught == len(bad_text), "the parser refuses malformed text (%d of %d)" % (caught, len(bad_text)))
 
 
+def test_grammar_churn():
+    """Structured output under churn: 8 clients at once, each with its own regex and n 2, on a server
+    that keeps one compiled grammar (--grammar-cache 1), so entries are evicted while the requests
+    that took them are still being admitted and run; then a streamed grammar request reset by its
+    client mid-stream. Every answer fullmatches its regex, the cache holds one entry, nothing is left
+    running, and the server exits 0 (under ASan: no leak, no use after free)."""
+    with ts.Server("--parallel", "4", "--grammar-cache", "1") as srv:
+        results = {}
+
+        def one(i):
+            rx = "%d-[a-z]{1,%d}" % (i, 2 + i % 4)
+            body = {"prompt": "And God said", "max_tokens": 12, "n": 2, "temperature": 1, "seed": i,
+                    "guided_regex": rx}
+            results[i] = (rx,) + completion(srv, body, timeout=120 * SLOW)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i in range(8):
+            rx, st, r = results.get(i, ("?", 0, {}))
+            texts = [c.get("text", "") for c in r.get("choices", [])]
+            check(st == 200 and len(texts) == 2 and all(re.fullmatch(rx, t) for t in texts),
+                  "client %d under grammar churn: %d %r (regex %s)" % (i, st, texts or r, rx))
+        stream_request(srv, {"prompt": "And", "max_tokens": 400, "temperature": 1, "seed": 3,
+                             "guided_regex": "[a-z ]{1,1000}"}, read_events=2, reset=True)
+        fams = wait_for(srv, lambda f: outcome(f, "true", "disconnect") == 1, 30 * SLOW)
+        check(outcome(fams, "true", "disconnect") == 1, "a grammar stream reset by its client is cancelled")
+        fams = wait_for(srv, lambda f: sample(f, "specdec_active_requests") == 0, 30 * SLOW)
+        check(sample(fams, "specdec_active_requests") == 0 and sample(fams, "specdec_grammar_cache_entries") == 1,
+              "nothing left running, one grammar kept: active %r, entries %r" % (
+                  sample(fams, "specdec_active_requests"), sample(fams, "specdec_grammar_cache_entries")))
+        ts.still_serving(srv, "grammar churn")
+
+
 TESTS = [test_slowloris, test_slow_body, test_keepalive, test_idle_timeout, test_loading, test_limit, test_limit_slack, test_framing, test_content_type, test_host,
          test_allowed_hosts, test_nul, test_bearer, test_half_close, test_start_refusals, test_protocol_errors,
-         test_cut_requests, test_drain, test_big_prompts, test_metrics]
+         test_cut_requests, test_drain, test_big_prompts, test_metrics, test_grammar_churn]
 
 
 def main():

@@ -12,6 +12,10 @@
  *  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a
  *    400 "unsupported_value" naming the field, the default is accepted, a wrong type is a
  *    400; harmless fields are type-checked; ignore_eos is parsed;
+ *  - structured output (response_format, guided_json / guided_regex / guided_choice,
+ *    structured_outputs): each kind's spec text and field; the defaults give none; wrong types,
+ *    two constraints, guided_grammar / grammar / structural_tag / a whitespace pattern and a
+ *    spec over SD_API_MAX_GUIDED_BYTES are 400s naming the field;
  *  - logprobs in responses: token text and raw bytes (U+FFFD for half a character), the
  *    chat and completions shapes, -inf as -9999.0, text_offset in code points;
  *  - sd_api_check_head: routes, methods, the API key (scheme case-insensitive), the
@@ -370,14 +374,126 @@ static void test_invalid(void) {
     SD_CHECK(code == 400, "a body is read only up to its length: %d", code);
 }
 
+/* Structured output: each field's constraint (kind, spec text as the library gets it, the
+ * field named for errors); the defaults (absent, null, response_format text) give none; every
+ * malformed value, a second constraint and the refused features are a 400 naming the field. */
+static void test_guided(void) {
+    static const struct {
+        int chat;
+        const char *extra;
+        int kind;
+        const char *spec, *param;
+    } ok[] = {
+        {0, "\"guided_regex\":\"(yes|no)\"", SPECDEC_GRAMMAR_REGEX, "(yes|no)", "guided_regex"},
+        {1, "\"guided_regex\":\"\"", SPECDEC_GRAMMAR_REGEX, "", "guided_regex"},
+        {0, "\"guided_choice\":[\"a\", \"b c\"]", SPECDEC_GRAMMAR_CHOICE, "[\"a\",\"b c\"]", "guided_choice"},
+        {0, "\"guided_json\":{\"type\": \"object\"}", SPECDEC_GRAMMAR_JSON_SCHEMA, "{\"type\":\"object\"}",
+         "guided_json"},
+        {1, "\"guided_json\":\"{\\\"type\\\": \\\"integer\\\"}\"", SPECDEC_GRAMMAR_JSON_SCHEMA,
+         "{\"type\": \"integer\"}", "guided_json"}, /* a string: passed as given */
+        {1, "\"response_format\":{\"type\":\"json_object\"}", SPECDEC_GRAMMAR_JSON_OBJECT, NULL, "response_format"},
+        {0, "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"n\",\"strict\":true,"
+            "\"schema\":{\"type\": \"object\", \"properties\": {\"a\": {\"enum\": [1, \"\u00e9\"]}}}}}",
+         SPECDEC_GRAMMAR_JSON_SCHEMA, "{\"type\":\"object\",\"properties\":{\"a\":{\"enum\":[1,\"\xc3\xa9\"]}}}",
+         "response_format"},
+        {0, "\"structured_outputs\":{\"regex\":\"[0-9]+\",\"disable_any_whitespace\":true}", SPECDEC_GRAMMAR_REGEX,
+         "[0-9]+", "structured_outputs.regex"},
+        {1, "\"structured_outputs\":{\"json\":{\"type\":\"string\"}}", SPECDEC_GRAMMAR_JSON_SCHEMA,
+         "{\"type\":\"string\"}", "structured_outputs.json"},
+        {1, "\"structured_outputs\":{\"choice\":[\"x\"]}", SPECDEC_GRAMMAR_CHOICE, "[\"x\"]",
+         "structured_outputs.choice"},
+        {0, "\"structured_outputs\":{\"json_object\":true}", SPECDEC_GRAMMAR_JSON_OBJECT, NULL,
+         "structured_outputs.json_object"},
+        {0, "\"guided_regex\":\"a\",\"guided_decoding_backend\":\"xgrammar\",\"guided_whitespace_pattern\":null",
+         SPECDEC_GRAMMAR_REGEX, "a", "guided_regex"},
+        {0, "\"response_format\":{\"type\":\"text\"},\"guided_json\":null,\"structured_outputs\":null", 0, NULL, ""},
+    };
+    char body[1024];
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        const char *head = ok[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        snprintf(body, sizeof body, "%s,%s}", head, ok[i].extra);
+        sd_api_request r;
+        sd_api_error e;
+        int code = parse(body, ok[i].chat, &r, &e);
+        SD_CHECK(code == 200, "%s: accepted: %d %s", body, code, e.message);
+        if (code != 200) continue;
+        const sd_api_guided *g = &r.guided;
+        SD_CHECK((int)g->kind == ok[i].kind && !strcmp(g->param, ok[i].param) &&
+                     (ok[i].spec ? g->spec && g->len == strlen(ok[i].spec) && !strcmp(g->spec, ok[i].spec)
+                                 : !g->spec && g->len == 0),
+                 "%s: kind %d spec '%s' param '%s'", body, (int)g->kind, g->spec ? g->spec : "(null)", g->param);
+        sd_api_request_free(&r);
+    }
+    static const struct { int chat; const char *extra, *param; int unsupported; } bad[] = {
+        {0, "\"guided_regex\":5", "guided_regex", 0},
+        {0, "\"guided_choice\":[]", "guided_choice", 0},
+        {0, "\"guided_choice\":\"a\"", "guided_choice", 0},
+        {1, "\"guided_choice\":[\"a\",1]", "guided_choice", 0},
+        {0, "\"guided_json\":[1]", "guided_json", 0},
+        {0, "\"guided_json\":true", "guided_json", 0},
+        {1, "\"response_format\":{\"type\":\"json_schema\"}", "response_format", 0},
+        {1, "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"n\"}}", "response_format", 0},
+        {1, "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":true}}", "response_format", 0},
+        {0, "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{},\"strict\":1}}",
+         "response_format", 0},
+        {0, "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{},\"name\":3}}",
+         "response_format", 0},
+        {1, "\"response_format\":{\"type\":\"yaml\"}", "response_format", 0},
+        {1, "\"response_format\":{\"type\":\"structural_tag\"}", "response_format", 1},
+        {1, "\"response_format\":\"json_object\"", "response_format", 0},
+        {0, "\"guided_regex\":\"a\",\"guided_choice\":[\"a\"]", "guided_choice", 0},
+        {1, "\"response_format\":{\"type\":\"json_object\"},\"guided_regex\":\"a\"", "guided_regex", 0},
+        {0, "\"guided_json\":{},\"structured_outputs\":{\"regex\":\"a\"}", "structured_outputs.regex", 0},
+        {0, "\"structured_outputs\":{\"regex\":\"a\",\"choice\":[\"a\"]}", "structured_outputs.choice", 0},
+        {0, "\"structured_outputs\":{}", "structured_outputs", 0},
+        {0, "\"structured_outputs\":{\"json_object\":false}", "structured_outputs", 0},
+        {0, "\"structured_outputs\":{\"json_object\":1}", "structured_outputs.json_object", 0},
+        {0, "\"structured_outputs\":[\"regex\"]", "structured_outputs", 0},
+        {1, "\"structured_outputs\":{\"grammar\":\"root ::= x\"}", "structured_outputs.grammar", 1},
+        {1, "\"structured_outputs\":{\"structural_tag\":\"{}\"}", "structured_outputs.structural_tag", 1},
+        {0, "\"structured_outputs\":{\"regex\":\"a\",\"whitespace_pattern\":\" \"}",
+         "structured_outputs.whitespace_pattern", 1},
+        {0, "\"guided_grammar\":\"root ::= x\"", "guided_grammar", 1},
+        {0, "\"guided_decoding_backend\":3", "guided_decoding_backend", 0},
+        {0, "\"guided_regex\":\"a\",\"guided_whitespace_pattern\":\"[ ]+\"", "guided_whitespace_pattern", 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *head = bad[i].chat ? "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" : "{\"prompt\":\"x\"";
+        snprintf(body, sizeof body, "%s,%s}", head, bad[i].extra);
+        sd_api_request r;
+        sd_api_error e;
+        int code = parse(body, bad[i].chat, &r, &e);
+        const int unsupported = e.code && !strcmp(e.code, "unsupported_value") && strstr(e.message, "not supported");
+        SD_CHECK(code == 400 && !strcmp(e.param, bad[i].param) && unsupported == bad[i].unsupported && e.message[0],
+                 "%s: got %d param '%s' code %s (%s)", body, code, e.param, e.code ? e.code : "null", e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    /* the spec's size: SD_API_MAX_GUIDED_BYTES accepted, one more byte refused before any compile */
+    const size_t n = SD_API_MAX_GUIDED_BYTES, cap = n + 64;
+    char *big = malloc(cap);
+    SD_CHECK(big != NULL, "memory");
+    if (!big) return;
+    for (int over = 0; over < 2; over++) {
+        int k = snprintf(big, cap, "{\"prompt\":\"x\",\"guided_regex\":\"");
+        memset(big + k, 'a', n + (size_t)over);
+        k += (int)(n + (size_t)over);
+        k += snprintf(big + k, cap - (size_t)k, "\"}");
+        sd_api_request r;
+        sd_api_error e;
+        int code = sd_api_parse(big, (size_t)k, 0, "model", &r, &e);
+        SD_CHECK(over ? code == 400 && !strcmp(e.param, "guided_regex") : code == 200 && r.guided.len == n,
+                 "a spec of %zu bytes: %d %s", n + (size_t)over, code, e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    free(big);
+}
+
 /* Fields of the OpenAI / vLLM APIs that specdec does not implement: a value other than the
  * default is refused (400, param = the field, code "unsupported_value", the message says it
  * is not supported), the default is accepted, a value of the wrong type is a 400 naming the
  * field; harmless fields are accepted when well typed; ignore_eos is parsed. */
 static void test_unsupported(void) {
     static const struct { int chat; const char *field, *refused, *accepted, *wrong_type; } cases[] = {
-        {1, "response_format", "{\"type\":\"json_object\"}", "{\"type\":\"text\"}", "\"text\""},
-        {0, "response_format", "{\"type\":\"json_schema\",\"json_schema\":{}}", "{\"type\":\"text\"}", "{}"},
         {1, "tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "[]", "{}"},
         {1, "functions", "[{\"name\":\"f\"}]", "[]", "\"f\""},
         {1, "tool_choice", "\"required\"", "\"none\"", "3"},
@@ -391,11 +507,8 @@ static void test_unsupported(void) {
         {0, "use_beam_search", "true", "false", "\"false\""},
         {0, "allowed_token_ids", "[1,2]", "null", NULL},
         {0, "bad_words", "[\"x\"]", "[]", "\"x\""},
-        {0, "guided_json", "{\"type\":\"object\"}", "null", NULL},
-        {1, "guided_regex", "\"a+\"", "null", NULL},
-        {1, "guided_choice", "[\"a\",\"b\"]", "null", NULL},
         {0, "guided_grammar", "\"root ::= x\"", "null", NULL},
-        {1, "structured_outputs", "{\"regex\":\"a\"}", "null", NULL},
+        {1, "guided_whitespace_pattern", "\"[ ]*\"", "null", "3"},
         {0, "user", NULL, "\"u\"", "5"},
         {1, "metadata", NULL, "{\"k\":\"v\"}", "[]"},
         {1, "store", NULL, "false", "\"no\""},
@@ -979,6 +1092,7 @@ int main(void) {
     test_invalid();
     test_batch();
     test_unsupported();
+    test_guided();
     test_procs();
     test_stop_reason_json();
     test_logprobs_json();

@@ -55,6 +55,9 @@ void cli_sigint_install(void);
 int cli_interrupted(void);
 #define CLI_EXIT_INTERRUPTED 130
 
+/* The whole file at path (malloc'ed, *len bytes, not NUL-terminated); NULL on failure (errno). */
+char *cli_read_file(const char *path, size_t *len);
+
 /* text -> ids with the post-processor's special tokens; *ids malloc'ed (free it). */
 specdec_status cli_encode(const specdec_tokenizer *tok, const char *text, size_t len, int32_t **ids, int32_t *n);
 
@@ -114,6 +117,12 @@ typedef struct cli_gen_opts {
        checks (count, range, vocabulary) apply as to any params */
     specdec_logit_bias *logit_bias;
     int32_t *stop_token_ids;
+    /* structured output (docs/STRUCTURED.md): at most one of --regex PATTERN, --json-schema FILE,
+       --json-object, --choice JSON_ARRAY; compiled once the tokenizer is loaded (cli_grammar_compile) */
+    specdec_grammar_kind grammar_kind; /* 0: none */
+    const char *grammar_arg;           /* the pattern, the schema file's path or the JSON array (argv);
+                                          NULL for --json-object */
+    const char *grammar_opt;           /* the flag that gave it (argv) */
 } cli_gen_opts;
 
 /* Whether the drafter asked for may use the bundled draft model (--drafter auto|model). */
@@ -126,6 +135,13 @@ int cli_gen_bundled_draft(const cli_gen_opts *o);
  * before any model loads; --verify greedy without --temp means temperature 0. */
 cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err *err);
 void cli_gen_opts_free(cli_gen_opts *o);
+
+/* Structured output: o's constraint (--regex, --json-schema, --json-object, --choice) compiled
+ * against tok into *out (NULL when none; free with specdec_grammar_free). 0, or the exit code
+ * after printing "specdec <cmd>: <flag>: ..." to stderr: 2 when the library refuses the
+ * constraint (its message says what and where), 1 when the schema file cannot be read or memory
+ * runs out. */
+int cli_grammar_compile(const char *cmd, const cli_gen_opts *o, const specdec_tokenizer *tok, specdec_grammar **out);
 
 typedef struct cli_batch_opts {
     cli_gen_opts gen;   /* the generate options (gen.prompt stays NULL: -p is refused) */

@@ -1,5 +1,6 @@
 /* cli_common.c — helpers shared by the subcommands. */
 #define _DEFAULT_SOURCE /* readlink, realpath */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,4 +105,52 @@ specdec_status cli_encode(const specdec_tokenizer *tok, const char *text, size_t
         if (st != SPECDEC_ERR_BUFFER_TOO_SMALL || *n <= cap) return st;
         cap = *n;
     }
+}
+
+char *cli_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *p = realloc(buf, cap * 2);
+        if (!p) free(buf);
+        buf = p;
+        cap *= 2;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    if (!buf) errno = ENOMEM;
+    *len = n;
+    return buf;
+}
+
+int cli_grammar_compile(const char *cmd, const cli_gen_opts *o, const specdec_tokenizer *tok, specdec_grammar **out) {
+    *out = NULL;
+    if (!o->grammar_kind) return 0;
+    const char *spec = o->grammar_arg;
+    char *file = NULL;
+    size_t len = spec ? strlen(spec) : 0;
+    if (o->grammar_kind == SPECDEC_GRAMMAR_JSON_SCHEMA) {
+        if (!(file = cli_read_file(o->grammar_arg, &len))) {
+            fprintf(stderr, "specdec %s: %s: cannot read '%s': %s\n", cmd, o->grammar_opt, o->grammar_arg,
+                    strerror(errno));
+            return 1;
+        }
+        spec = file;
+    }
+    specdec_status st = specdec_grammar_compile(tok, o->grammar_kind, spec, len, out);
+    free(file);
+    if (st == SPECDEC_OK) return 0;
+    const int usage = st == SPECDEC_ERR_INVALID_ARGUMENT || st == SPECDEC_ERR_UNSUPPORTED; /* the value's fault */
+    fprintf(stderr, "specdec %s: %s: %s%s%s\n", cmd, o->grammar_opt, usage ? "" : specdec_status_string(st),
+            usage ? "" : ": ", specdec_last_error());
+    return usage ? 2 : 1;
 }

@@ -215,12 +215,35 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     return 1;
 }
 
+/* Structured output: --regex PATTERN, --json-schema FILE, --choice JSON_ARRAY, --json-object (v
+ * NULL). 0: a is none of them; 1: recorded; -1: a second constraint (err->detail says which). */
+static int gen_grammar(cli_gen_opts *o, const char *a, const char *v, cli_parse_err *err) {
+    specdec_grammar_kind k;
+    if (!strcmp(a, "--regex")) k = SPECDEC_GRAMMAR_REGEX;
+    else if (!strcmp(a, "--json-schema")) k = SPECDEC_GRAMMAR_JSON_SCHEMA;
+    else if (!strcmp(a, "--choice")) k = SPECDEC_GRAMMAR_CHOICE;
+    else if (!strcmp(a, "--json-object")) k = SPECDEC_GRAMMAR_JSON_OBJECT;
+    else return 0;
+    if (o->grammar_kind) {
+        snprintf(err->detail, sizeof err->detail,
+                 "%s and %s both constrain the output: give at most one of --regex, --json-schema, --json-object, "
+                 "--choice",
+                 o->grammar_opt, a);
+        return -1;
+    }
+    o->grammar_kind = k;
+    o->grammar_arg = v;
+    o->grammar_opt = a;
+    return 1;
+}
+
 static const char *const gen_value_opts[] = {
     "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
     "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
     "--ngram-cost", "--logprobs", "--prompt-logprobs", "--presence-penalty", "--frequency-penalty",
-    "--repetition-penalty", "--min-tokens", "--stop-token-id", "--logit-bias", NULL};
+    "--repetition-penalty", "--min-tokens", "--stop-token-id", "--logit-bias", "--regex", "--json-schema",
+    "--choice", NULL};
 
 static int gen_takes_value(const char *a) {
     for (int i = 0; gen_value_opts[i]; i++)
@@ -301,10 +324,14 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
         else if (!strcmp(a, "--json")) o->json = 1;
         else if (!strcmp(a, "--trace")) o->trace = 1;
         else if (!strcmp(a, "--baseline")) o->baseline = 1;
-        else if (!gen_takes_value(a)) return cli_err(err, CLI_ERR_UNKNOWN_OPTION, a, NULL);
+        else if (!strcmp(a, "--json-object")) {
+            if (gen_grammar(o, a, NULL, err) < 0) return cli_err(err, CLI_ERR_INVALID, a, NULL);
+        } else if (!gen_takes_value(a)) return cli_err(err, CLI_ERR_UNKNOWN_OPTION, a, NULL);
         else if (i + 1 >= argc) return cli_err(err, CLI_ERR_NEEDS_VALUE, a, NULL);
         else {
-            if (!gen_tree_option(o, a, argv[i + 1], &ok, err)) (void)gen_value(o, a, argv[i + 1], &ok);
+            const int g = gen_grammar(o, a, argv[i + 1], err);
+            if (g < 0) return cli_err(err, CLI_ERR_INVALID, a, NULL);
+            if (!g && !gen_tree_option(o, a, argv[i + 1], &ok, err)) (void)gen_value(o, a, argv[i + 1], &ok);
             if (!ok && (!strcmp(a, "--logprobs") || !strcmp(a, "--prompt-logprobs")))
                 snprintf(err->detail, sizeof err->detail, "the top count, 0..%d", SPECDEC_MAX_TOP_LOGPROBS);
             if (!ok && !strcmp(a, "--logit-bias"))

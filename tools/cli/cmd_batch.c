@@ -48,7 +48,8 @@ static void batch_usage(FILE *f) {
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --presence-penalty,\n"
             "--frequency-penalty, --repetition-penalty, --logit-bias, --min-tokens, --stop-token-id,\n"
             "--draft-max, --tree, --draft-nodes, --drafter, --ngram-min, --ngram-max, --ngram-cost, --verify,\n"
-            "--backend, --ctx, --ignore-eos, --stop) apply to every prompt;\n"
+            "--backend, --ctx, --ignore-eos, --stop, and structured output: --regex, --json-schema,\n"
+            "--json-object, --choice) apply to every prompt;\n"
             "see 'specdec generate --help'. Line i equals `specdec generate --seed S+i` on that line alone.\n"
             "Ctrl-C cancels what has not finished, prints the results so far and exits with 130.\n");
 }
@@ -80,6 +81,7 @@ typedef struct batch_ctx {
     const cli_batch_opts *o;
     cli_pair pair;
     specdec_scheduler *s;
+    specdec_grammar *grammar; /* structured output (--regex, ...): every prompt's; NULL when none */
     char *text;              /* the file, lines NUL-terminated in place */
     batch_item *items;
     int32_t n_items;
@@ -95,6 +97,7 @@ typedef struct batch_ctx {
 
 static void batch_free(batch_ctx *c) {
     specdec_scheduler_free(c->s);
+    specdec_grammar_free(c->grammar);
     for (int32_t i = 0; i < c->n_items; i++) {
         free(c->items[i].out);
         if (c->details) free(c->details[i]);
@@ -203,6 +206,7 @@ static int batch_submit(batch_ctx *c) {
     const cli_gen_opts *g = &c->o->gen;
     specdec_generate_params gp = g->gp;
     gp.tokenizer = c->pair.tok;
+    gp.grammar = c->grammar; /* each request takes its own reference */
     gp.stop_strings = g->n_stops ? g->stops : NULL;
     gp.n_stop_strings = g->n_stops;
     for (int32_t i = 0; i < c->n_items; i++) {
@@ -308,6 +312,8 @@ static int batch_run(batch_ctx *c) {
         if (batch_parse_jsonl(c, i)) return fail("reading the prompts", SPECDEC_ERR_OUT_OF_MEMORY, o->file);
     batch_seeds(c);
     if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, cli_gen_bundled_draft(&o->gen), &c->pair)) return 1;
+    int rc = cli_grammar_compile("batch", &o->gen, c->pair.tok, &c->grammar);
+    if (rc) return rc;
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = o->parallel;
     sp.max_queued = c->n_items > 0 ? c->n_items : 1;

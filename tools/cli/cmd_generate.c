@@ -59,6 +59,13 @@ static void gen_usage(FILE *f) {
             "                   more than max_position_embeddings is refused (default 0)\n"
             "  --ignore-eos     do not stop at EOS\n"
             "  --stop STR       stop when STR appears in the text (repeatable)\n"
+            "  --regex RE       structured output: the whole output matches the regular expression RE\n"
+            "                   (Python re.fullmatch; docs/STRUCTURED.md lists the syntax)\n"
+            "  --json-schema F  structured output: the output is an instance of the JSON Schema in file F\n"
+            "  --json-object    structured output: the output is a JSON object\n"
+            "  --choice JSON    structured output: the output is one of the strings of the JSON array\n"
+            "                   (at most one of these four; the output ends when a whole match is complete\n"
+            "                   and the model picks EOS, or at -n)\n"
             "  --json           print one JSON object (text, ids, statistics, parameters) instead\n"
             "  --logprobs N     log-probabilities of the emitted tokens under the target (raw logits),\n"
             "                   with the N (0..%d) most likely ids each: the \"logprobs\" array of\n"
@@ -136,6 +143,7 @@ typedef struct gen_ctx {
     cJSON *trace;             /* --trace --json: one object per round */
     cJSON *lp;                /* --logprobs --json: one object per emitted token */
     cJSON *plp;               /* --prompt-logprobs --json: null, then one object per prompt token */
+    specdec_grammar *grammar; /* structured output (--regex, ...): NULL when none */
 } gen_ctx;
 
 static void gen_free(gen_ctx *c) {
@@ -143,6 +151,7 @@ static void gen_free(gen_ctx *c) {
     cJSON_Delete(c->lp);
     cJSON_Delete(c->plp);
     specdec_engine_free(c->eng);
+    specdec_grammar_free(c->grammar);
     cli_pair_free(&c->pair);
     free(c->ids);
     free(c->out);
@@ -156,7 +165,7 @@ static int gen_load(gen_ctx *c) {
     const char *prompt = c->o->prompt;
     specdec_status st = cli_encode(c->pair.tok, prompt, strlen(prompt), &c->ids, &c->n_ids);
     if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->pair.tok));
-    return 0;
+    return cli_grammar_compile("generate", c->o, c->pair.tok, &c->grammar);
 }
 
 static cJSON *gen_ids(const int32_t *v, int32_t n) {
@@ -229,6 +238,7 @@ static int gen_run(gen_ctx *c) {
     if (!c->out) return fail("allocating the output", SPECDEC_ERR_OUT_OF_MEMORY, "");
     c->go.json = o->json;
     c->gp.tokenizer = c->pair.tok;
+    c->gp.grammar = c->grammar;
     c->gp.stop_strings = o->n_stops ? o->stops : NULL;
     c->gp.n_stop_strings = o->n_stops;
     c->gp.callback = on_token;
@@ -352,6 +362,10 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
     cJSON_AddBoolToObject(jq, "ignore_eos", gp->ignore_eos != 0);
     cJSON *jstop = cJSON_AddArrayToObject(jq, "stop");
     for (int i = 0; i < o->n_stops; i++) cJSON_AddItemToArray(jstop, cJSON_CreateString(o->stops[i]));
+    static const char *const kinds[] = {NULL, "regex", "json_schema", "json_object", "choice"};
+    const unsigned k = (unsigned)o->grammar_kind;
+    cJSON_AddItemToObject(jq, "structured_output", /* the constraint's kind (specdec_grammar_kind), or null */
+                          k && k < 5 ? cJSON_CreateString(kinds[k]) : cJSON_CreateNull());
 }
 
 /* --json: one object with the text, ids, statistics and parameters. */

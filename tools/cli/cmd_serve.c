@@ -59,8 +59,10 @@ static void serve_usage(FILE *f) {
             "  --prefill-chunk N   prompt tokens prefilled between two decode rounds (chunked prefill: a long\n"
             "                      prompt joins over several rounds while the others keep streaming); 0\n"
             "                      (default) = no limit\n"
+            "  --grammar-cache N   structured output: compiled grammars kept for requests that repeat a\n"
+            "                      constraint (LRU by kind and exact spec), 0..%d (default %d; 0 = none)\n"
             "  --verbose           log requests to stderr\n",
-            SPECDEC_MAX_DRAFT);
+            SPECDEC_MAX_DRAFT, SD_SERVER_GRAMMAR_CACHE_MAX, SD_SERVER_GRAMMAR_CACHE);
 }
 
 static int serve_long(const char *s, long lo, long hi, long *out) {
@@ -120,6 +122,8 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--allowed-hosts")) c->allowed_hosts = v;
     else if (!strcmp(a, "--max-prompt-bytes")) bad = serve_long(v, 0, 1L << 30, &n), c->max_prompt_bytes = (size_t)n;
     else if (!strcmp(a, "--prep-threads")) bad = serve_long(v, 0, 4, &n), c->prep_threads = (int)n;
+    else if (!strcmp(a, "--grammar-cache"))
+        bad = serve_long(v, 0, SD_SERVER_GRAMMAR_CACHE_MAX, &n), c->grammar_cache = (int)n;
     else if (!strcmp(a, "--max-connections")) bad = serve_long(v, 1, 100000, &n), c->max_connections = (int)n;
     else if (!strcmp(a, "--backend")) {
         if (!strcmp(v, "auto")) c->backend = SPECDEC_BACKEND_AUTO;

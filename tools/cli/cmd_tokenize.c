@@ -30,25 +30,6 @@ static void cli_tok_usage(FILE *f) {
             "  --decode          also print the ids decoded back to text\n");
 }
 
-static char *cli_tok_read(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap) break;
-        char *p = realloc(buf, cap * 2);
-        if (!p) { free(buf); buf = NULL; break; }
-        buf = p;
-        cap *= 2;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 /* --chat FILE.json: the conversation and how to render it. */
 typedef struct cli_chat {
     cJSON *root;
@@ -84,7 +65,7 @@ static int cli_chat_messages(const char *path, const cJSON *msgs, cli_chat *c) {
 
 static int cli_chat_load(const char *path, cli_chat *c) {
     size_t len = 0;
-    char *text = cli_tok_read(path, &len);
+    char *text = cli_read_file(path, &len);
     memset(c, 0, sizeof *c);
     c->agp = 1;
     if (!text) return cli_chat_fail(path, "cannot read", -1);
@@ -183,7 +164,7 @@ int cli_cmd_tokenize(int argc, char **argv) {
         cli_chat_free(&chat);
         return 1;
     }
-    if (o.file && !(owned = cli_tok_read(o.file, &len))) {
+    if (o.file && !(owned = cli_read_file(o.file, &len))) {
         fprintf(stderr, "specdec tokenize: cannot read %s\n", o.file);
         return 1;
     }

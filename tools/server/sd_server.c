@@ -31,6 +31,7 @@ void sd_server_config_default(sd_server_config *c) {
     c->shutdown_timeout_s = 30;
     c->max_connections = 256;
     c->prefix_cache = SPECDEC_PREFIX_CACHE_AUTO;
+    c->grammar_cache = SD_SERVER_GRAMMAR_CACHE;
 }
 
 int sd_server_chat_template_known(const char *name) {
@@ -136,6 +137,10 @@ static int sd_server_load(sd_server *srv) {
     int threads = srv->cfg.prep_threads;
     if (threads <= 0) threads = (int)(sysconf(_SC_NPROCESSORS_ONLN) / 2);
     srv->prep = sd_prep_create(threads); /* NULL (no thread could start): prepared on the connection's thread */
+    if (!(srv->grammars = sd_gcache_create(srv->cfg.grammar_cache))) {
+        fprintf(stderr, "specdec serve: creating the grammar cache: out of memory\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -143,6 +148,7 @@ static void sd_server_free(sd_server *srv) {
     sd_http_stop(srv);
     sd_prep_free(srv->prep);
     specdec_scheduler_free(srv->sched);
+    sd_gcache_free(srv->grammars); /* after the scheduler: no request holds an entry any more */
     specdec_tokenizer_free(srv->tok);
     specdec_model_free(srv->draft);
     specdec_model_free(srv->target);

@@ -11,6 +11,7 @@
  *   sd_server_request.c   request heads and bodies: parsing and validation (cJSON), fuzz entry
  *   sd_server_conn.c      connections: the arrival deadline of each request, the limit
  *   sd_server_prep.c      the bounded pool that parses and tokenizes, the prompt's cost
+ *   sd_server_grammar.c   structured output: the cache of compiled grammars
  *   sd_server_gen.c       a generation request: chat prompt (specdec_chat_tokenize: the
  *                         model's Jinja template or a named one) or tokenize, submit, wait
  *                         or stream
@@ -24,6 +25,9 @@
 #include <stdint.h>
 
 #include "specdec.h"
+
+#define SD_SERVER_GRAMMAR_CACHE 64 /* default of sd_server_config.grammar_cache */
+#define SD_SERVER_GRAMMAR_CACHE_MAX 4096
 
 typedef struct sd_server_config {
     const char *target_dir;      /* borrowed; required */
@@ -70,6 +74,9 @@ typedef struct sd_server_config {
                                           (the start fails where they cannot), OFF */
     int32_t prefill_chunk;       /* prompt tokens prefilled between two rounds (chunked prefill; the
                                     scheduler's prefill_chunk): 0 (default) = no limit */
+    int grammar_cache;           /* compiled structured-output grammars kept for reuse (LRU, keyed by
+                                    kind and exact spec; each holds its automaton and up to 16 MiB of
+                                    token masks): 0 = none; default SD_SERVER_GRAMMAR_CACHE */
     int verbose;                 /* 1: log each request to stderr */
     /* Test hook: called once on the main thread after the daemon listens and before the
      * models load (/health answers 503 "loading" meanwhile), so that a test can hold the

@@ -529,6 +529,7 @@ typedef struct sd_gen_prep {
     int n_prompts;       /* chat: 1 */
     int32_t **ids, *n, *n_predict; /* [n_prompts] */
     sd_spec_resolved spec; /* its drafter (speculative_config over the server's) */
+    sd_gentry *grammar;  /* structured output: the compiled constraint (a reference), or NULL */
     sd_api_error e;
     int rc;
 } sd_gen_prep;
@@ -538,6 +539,7 @@ static void sd_gen_prep_free(sd_gen_prep *p) {
     free(p->ids);
     free(p->n);
     free(p->n_predict);
+    sd_gcache_put(p->srv->grammars, p->grammar); /* the submitted choices hold their own references */
     if (p->parsed) sd_api_request_free(&p->req);
 }
 
@@ -593,6 +595,8 @@ static void sd_gen_prep_run(void *arg) {
         p->rc = sd_gen_prompt(srv, &p->req, k, &p->ids[k], &p->n[k], &p->e);
         if (!p->rc) p->rc = sd_gen_budget(srv, &p->req, p->n[k], &p->n_predict[k], &p->e);
     }
+    if (!p->rc && p->req.guided.kind) /* last: the prompts' checks cost less than a compile */
+        p->rc = sd_gcache_get(srv->grammars, srv->tok, &p->req.guided, &p->grammar, &p->e);
 }
 
 /* Make and submit choice index of prompt k. 0, or the HTTP status with *e set. */
@@ -611,6 +615,7 @@ static int sd_gen_submit_one(sd_group *g, const sd_gen_prep *p, int k, int index
     int rc = sd_job_prompt(j, &p->req, k, p->ids[k], e);
     if (rc) return rc;
     specdec_generate_params gp = sd_gen_params(j, &p->req, p->n_predict[k], seed);
+    gp.grammar = sd_gentry_grammar(p->grammar); /* the scheduler takes its own reference */
     j->t_submit = sd_now();
     specdec_status st = specdec_scheduler_submit(srv->sched, p->ids[k], j->n_prompt, &gp, &j->rid);
     if (st != SPECDEC_OK) return sd_gen_submit_error(st, e);

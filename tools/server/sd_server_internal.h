@@ -62,6 +62,7 @@ typedef struct sd_server_metrics {
 enum { SD_STATE_LOADING, SD_STATE_READY, SD_STATE_DRAINING };
 
 typedef struct sd_track sd_track; /* a connection's arrival deadline (sd_server_conn.c) */
+typedef struct sd_gcache sd_gcache; /* compiled grammars of structured output (sd_server_grammar.c) */
 typedef struct sd_prep sd_prep;   /* the bounded pool that parses and tokenizes (sd_server_prep.c) */
 
 typedef struct sd_server {
@@ -98,6 +99,7 @@ typedef struct sd_server {
     char hosts_buf[1024];
     size_t max_prompt_bytes;           /* effective limit (config, or derived from the vocabulary) */
     sd_prep *prep;
+    sd_gcache *grammars;               /* NULL until loaded (then never: creation failing stops the start) */
     sd_server_metrics metrics;
 } sd_server;
 
@@ -151,6 +153,21 @@ int sd_prep_bound(sd_server *srv, sd_bound *b, const char *text, size_t len, con
 /* The default byte limit: 2 x n_ctx x the longest token's text (a prompt longer than
  * n_ctx x that cannot fit; the factor covers normalizers that shrink text). */
 size_t sd_prep_default_bytes(const sd_server *srv);
+
+/* sd_server_grammar.c: the compiled grammars of structured output, an LRU cache of at most
+ * capacity entries keyed by (kind, the spec's exact bytes); thread-safe. sd_gcache_get hands
+ * out an entry holding a reference (cached, or compiled now against tok and cached): 0, or the
+ * HTTP status with *e set (400 naming g->param with the library's message for a spec it
+ * refuses). The request returns it with sd_gcache_put once its choices are submitted (the
+ * scheduler keeps its own references). sd_gcache_free: at shutdown, after every request. */
+typedef struct sd_gentry sd_gentry;
+sd_gcache *sd_gcache_create(int capacity); /* NULL: out of memory; capacity 0: compile every time */
+void sd_gcache_free(sd_gcache *c);
+int sd_gcache_get(sd_gcache *c, const specdec_tokenizer *tok, const sd_api_guided *g, sd_gentry **out,
+                  sd_api_error *e);
+const specdec_grammar *sd_gentry_grammar(const sd_gentry *x);
+void sd_gcache_put(sd_gcache *c, sd_gentry *x);
+void sd_gcache_stats(sd_gcache *c, long *hits, long *misses, int *entries);
 
 /* sd_server_gen.c: a POST to /v1/completions or /v1/chat/completions, body complete. */
 enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len);

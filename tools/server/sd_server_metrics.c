@@ -303,6 +303,22 @@ static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
     sd_buf_printf(b, "specdec_prefix_cache_hits_total %lld\n", (long long)s->prefix_cache_hits);
 }
 
+/* Structured output: lookups of the compiled-grammar cache (a miss compiles) and its size. */
+static void sd_render_grammars(sd_buf *b, sd_gcache *c) {
+    long hits = 0, misses = 0;
+    int entries = 0;
+    if (!c) return;
+    sd_gcache_stats(c, &hits, &misses, &entries);
+    sd_metric(b, "specdec_grammar_cache_lookups_total", "counter",
+              "Structured-output constraints looked up in the compiled-grammar cache: hit, or miss (compiled).");
+    sd_buf_printf(b,
+                  "specdec_grammar_cache_lookups_total{result=\"hit\"} %ld\n"
+                  "specdec_grammar_cache_lookups_total{result=\"miss\"} %ld\n",
+                  hits, misses);
+    sd_metric(b, "specdec_grammar_cache_entries", "gauge", "Compiled grammars kept (--grammar-cache at most).");
+    sd_buf_printf(b, "specdec_grammar_cache_entries %d\n", entries);
+}
+
 int sd_metrics_render(sd_buf *b, sd_server *srv) {
     sd_server_metrics *m = &srv->metrics, snap;
     pthread_mutex_lock(&m->mu);
@@ -312,6 +328,7 @@ int sd_metrics_render(sd_buf *b, sd_server *srv) {
     specdec_scheduler_metrics s;
     if (atomic_load(&srv->state) != SD_STATE_LOADING && specdec_scheduler_get_metrics(srv->sched, &s) == SPECDEC_OK) {
         sd_render_sched(b, &s);
+        sd_render_grammars(b, srv->grammars);
         sd_render_vllm(b, srv, &snap, &s);
     }
     return b->oom ? -1 : 0;

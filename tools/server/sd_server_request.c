@@ -5,9 +5,10 @@
  * stream_options.include_usage, n (1..SD_API_MAX_N), logprobs / top_logprobs, vLLM's ignore_eos,
  * echo (completions), vLLM's prompt_logprobs, the logits processors (presence_penalty,
  * frequency_penalty, logit_bias; vLLM's repetition_penalty, min_tokens, stop_token_ids), and the
- * extensions top_k, min_p, n_draft, verify, tree, draft_nodes. Fields of the OpenAI
- * and vLLM APIs that would change the output but are not implemented (response_format, tools,
- * best_of, echo on chat, bad_words, guided decoding, ...) are refused unless they carry
+ * extensions top_k, min_p, n_draft, verify, tree, draft_nodes, and structured output (OpenAI's
+ * response_format; vLLM's guided_json / guided_regex / guided_choice and structured_outputs:
+ * parse_guided). Fields of the OpenAI and vLLM APIs that would change the output but are not
+ * implemented (tools, best_of, echo on chat, bad_words, ...) are refused unless they carry
  * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
  * temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
@@ -92,6 +93,7 @@ void sd_api_request_free(sd_api_request *r) {
     }
     free(r->messages);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    free(r->guided.spec);
     free(r->logit_bias);
     free(r->stop_token_ids);
     memset(r, 0, sizeof *r);
@@ -437,7 +439,6 @@ typedef enum sd_nf_kind {
     SD_NF_LIST_EMPTY, /* a list: only [] */
     SD_NF_STR_EMPTY,  /* a string: only "" */
     SD_NF_NULL,       /* only null (any value asks for the feature) */
-    SD_NF_FORMAT,     /* {"type": ...}: only "text" */
     SD_NF_CHOICE,     /* "none" | "auto" | "required" | an object: only "none" or "auto" */
     SD_NF_STRING,     /* harmless: a string */
     SD_NF_OBJECT,     /* harmless: an object */
@@ -447,14 +448,12 @@ typedef enum sd_nf_kind {
 
 static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     /* OpenAI */
-    {"response_format", SD_NF_FORMAT}, {"tools", SD_NF_LIST_EMPTY}, {"functions", SD_NF_LIST_EMPTY},
+    {"tools", SD_NF_LIST_EMPTY}, {"functions", SD_NF_LIST_EMPTY},
     {"tool_choice", SD_NF_CHOICE}, {"function_call", SD_NF_CHOICE}, {"best_of", SD_NF_INT_1},
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
     {"include_stop_str_in_output", SD_NF_FALSE},
     {"use_beam_search", SD_NF_FALSE}, {"allowed_token_ids", SD_NF_NULL}, {"bad_words", SD_NF_LIST_EMPTY},
-    {"guided_json", SD_NF_NULL}, {"guided_regex", SD_NF_NULL}, {"guided_choice", SD_NF_NULL},
-    {"guided_grammar", SD_NF_NULL}, {"structured_outputs", SD_NF_NULL},
     /* harmless: no effect on the text */
     {"user", SD_NF_STRING}, {"metadata", SD_NF_OBJECT}, {"store", SD_NF_BOOL}, {"service_tier", SD_NF_STRING},
     {"parallel_tool_calls", SD_NF_BOOL},
@@ -462,10 +461,10 @@ static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
 
 /* What each kind must be, and the one value of it that is accepted (NULL: any). */
 static const char *const sd_nf_type[SD_NF_COUNT] = {
-    "an integer >= 1", "a boolean", "a list", "a string", NULL, "an object with a string \"type\"",
+    "an integer >= 1", "a boolean", "a list", "a string", NULL,
     "\"none\", \"auto\", \"required\" or an object", "a string", "an object", "a boolean"};
 static const char *const sd_nf_default[SD_NF_COUNT] = {
-    "1", "false", "[]", "\"\"", "null", "{\"type\": \"text\"}", "\"none\" or \"auto\"", NULL, NULL, NULL};
+    "1", "false", "[]", "\"\"", "null", "\"none\" or \"auto\"", NULL, NULL, NULL};
 
 static int sd_nf_is_int(const cJSON *v, double lo) {
     return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble) &&
@@ -481,10 +480,6 @@ static int sd_nf_typed(const cJSON *v, sd_nf_kind k, int *dflt) {
     case SD_NF_LIST_EMPTY: return cJSON_IsArray(v) && ((*dflt = v->child == NULL), 1);
     case SD_NF_STR_EMPTY: return cJSON_IsString(v) && ((*dflt = v->valuestring[0] == '\0'), 1);
     case SD_NF_NULL: return (*dflt = 0), 1;
-    case SD_NF_FORMAT: {
-        const cJSON *t = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "type") : NULL;
-        return cJSON_IsString(t) && ((*dflt = !strcmp(t->valuestring, "text")), 1);
-    }
     case SD_NF_CHOICE:
         if (cJSON_IsObject(v)) return (*dflt = 0), 1;
         if (!cJSON_IsString(v)) return 0;
@@ -517,6 +512,176 @@ static int sd_parse_unsupported(const cJSON *root, int chat, sd_api_error *e) {
         return rc;
     }
     return 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* structured output (docs/STRUCTURED.md)                                     */
+/* ------------------------------------------------------------------------- */
+/* The request's constraint from field param: (kind, text[0..len)) copied. A second one is
+ * refused naming both (vLLM refuses several kinds at once as well). */
+static int guided_set(sd_api_guided *g, specdec_grammar_kind kind, const char *text, size_t len, const char *param,
+                      sd_api_error *e) {
+    if (g->kind)
+        return sd_api_fail(e, 400, INVALID, NULL, param,
+                           "'%s' and '%s' both constrain the output: give at most one structured output constraint "
+                           "per request", g->param, param);
+    if (len > SD_API_MAX_GUIDED_BYTES)
+        return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' is %zu bytes long; at most %zu", param, len,
+                           SD_API_MAX_GUIDED_BYTES);
+    if (text) {
+        if (!(g->spec = malloc(len + 1)))
+            return sd_api_fail(e, 500, "server_error", NULL, param, "out of memory copying '%s'", param);
+        memcpy(g->spec, text, len);
+        g->spec[len] = '\0';
+    }
+    g->kind = kind;
+    g->len = len;
+    snprintf(g->param, sizeof g->param, "%s", param);
+    return 0;
+}
+
+/* v serialised without whitespace (a schema object, a choice list) as the constraint. */
+static int guided_print(const cJSON *v, specdec_grammar_kind kind, const char *param, sd_api_guided *g,
+                        sd_api_error *e) {
+    char *t = cJSON_PrintUnformatted(v);
+    if (!t) return sd_api_fail(e, 500, "server_error", NULL, param, "out of memory serialising '%s'", param);
+    int rc = guided_set(g, kind, t, strlen(t), param, e);
+    cJSON_free(t);
+    return rc;
+}
+
+static int guided_unsupported(sd_api_error *e, const char *param, const char *why) {
+    return sd_api_fail(e, 400, INVALID, "unsupported_value", param, "'%s' is not supported by this server: %s", param,
+                       why);
+}
+
+/* A JSON schema: an object (serialised), or a string holding one (passed as given). */
+static int guided_json(const cJSON *v, const char *param, sd_api_guided *g, sd_api_error *e) {
+    if (cJSON_IsString(v))
+        return guided_set(g, SPECDEC_GRAMMAR_JSON_SCHEMA, v->valuestring, strlen(v->valuestring), param, e);
+    if (!cJSON_IsObject(v))
+        return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' must be a JSON schema: an object, or a string holding one",
+                           param);
+    return guided_print(v, SPECDEC_GRAMMAR_JSON_SCHEMA, param, g, e);
+}
+
+static int guided_regex(const cJSON *v, const char *param, sd_api_guided *g, sd_api_error *e) {
+    if (!cJSON_IsString(v))
+        return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' must be a string (a regular expression)", param);
+    return guided_set(g, SPECDEC_GRAMMAR_REGEX, v->valuestring, strlen(v->valuestring), param, e);
+}
+
+/* A non-empty list of strings, passed on as its JSON text. */
+static int guided_choice(const cJSON *v, const char *param, sd_api_guided *g, sd_api_error *e) {
+    if (!cJSON_IsArray(v) || !v->child)
+        return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' must be a non-empty list of strings", param);
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++)
+        if (!cJSON_IsString(c))
+            return sd_api_fail(e, 400, INVALID, NULL, param, "'%s'[%d] must be a string", param, i);
+    return guided_print(v, SPECDEC_GRAMMAR_CHOICE, param, g, e);
+}
+
+/* OpenAI's response_format: {"type": "text"} (no constraint), {"type": "json_object"}, or
+ * {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": ...}}. */
+static int guided_response_format(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
+    static const char P[] = "response_format";
+    const cJSON *rf = field(root, P);
+    if (!rf) return 0;
+    const cJSON *t = cJSON_IsObject(rf) ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+    if (!cJSON_IsString(t))
+        return sd_api_fail(e, 400, INVALID, NULL, P,
+                           "'response_format' must be an object with a string \"type\": text, json_object or "
+                           "json_schema");
+    if (!strcmp(t->valuestring, "text")) return 0;
+    if (!strcmp(t->valuestring, "json_object")) return guided_set(g, SPECDEC_GRAMMAR_JSON_OBJECT, NULL, 0, P, e);
+    if (!strcmp(t->valuestring, "structural_tag"))
+        return guided_unsupported(e, P, "type \"structural_tag\" (tool-call tags) is not implemented");
+    if (strcmp(t->valuestring, "json_schema") != 0)
+        return sd_api_fail(e, 400, INVALID, NULL, P,
+                           "'response_format' type \"%.40s\" is not one of text, json_object, json_schema",
+                           t->valuestring);
+    const cJSON *js = cJSON_GetObjectItemCaseSensitive(rf, "json_schema");
+    const cJSON *name = cJSON_IsObject(js) ? field(js, "name") : NULL, *strict = js ? field(js, "strict") : NULL;
+    const cJSON *schema = cJSON_IsObject(js) ? cJSON_GetObjectItemCaseSensitive(js, "schema") : NULL;
+    if (!cJSON_IsObject(js))
+        return sd_api_fail(e, 400, INVALID, NULL, P,
+                           "'response_format' of type json_schema needs \"json_schema\": {\"name\": ..., \"schema\": "
+                           "{...}}");
+    if ((name && !cJSON_IsString(name)) || (strict && !cJSON_IsBool(strict)))
+        return sd_api_fail(e, 400, INVALID, NULL, P,
+                           "'response_format'.json_schema: \"name\" must be a string and \"strict\" a boolean");
+    if (!cJSON_IsObject(schema))
+        return sd_api_fail(e, 400, INVALID, NULL, P,
+                           "'response_format'.json_schema.schema must be an object (a JSON schema)");
+    return guided_print(schema, SPECDEC_GRAMMAR_JSON_SCHEMA, P, g, e);
+}
+
+/* vLLM's guided decoding fields (before 0.10): guided_json, guided_regex, guided_choice;
+ * guided_grammar and a whitespace pattern refused; guided_decoding_backend only picks vLLM's
+ * implementation, so any string is accepted (specdec has one). */
+static int guided_vllm(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
+    const cJSON *v;
+    int rc = 0;
+    if ((v = field(root, "guided_json")) && (rc = guided_json(v, "guided_json", g, e))) return rc;
+    if ((v = field(root, "guided_regex")) && (rc = guided_regex(v, "guided_regex", g, e))) return rc;
+    if ((v = field(root, "guided_choice")) && (rc = guided_choice(v, "guided_choice", g, e))) return rc;
+    if (field(root, "guided_grammar"))
+        return guided_unsupported(e, "guided_grammar",
+                                  "EBNF / Lark grammars are not implemented; use guided_regex, guided_json or "
+                                  "guided_choice");
+    if ((v = field(root, "guided_decoding_backend")) && !cJSON_IsString(v))
+        return sd_api_fail(e, 400, INVALID, NULL, "guided_decoding_backend", "'guided_decoding_backend' must be a string");
+    if ((v = field(root, "guided_whitespace_pattern")))
+        return cJSON_IsString(v) ? guided_unsupported(e, "guided_whitespace_pattern",
+                                                      "the JSON form is fixed (at most one space after ':' "
+                                                      "and ',', docs/STRUCTURED.md); only null is accepted")
+                                 : sd_api_fail(e, 400, INVALID, NULL, "guided_whitespace_pattern",
+                                               "'guided_whitespace_pattern' must be a string or null");
+    return 0;
+}
+
+/* vLLM's structured_outputs (0.10 and later): an object with one of json, regex, choice or
+ * json_object: true; grammar, structural_tag and whitespace_pattern are refused; its other
+ * keys (options of vLLM's backends) are ignored. */
+static int guided_structured(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
+    const cJSON *so = field(root, "structured_outputs"), *v;
+    if (!so) return 0;
+    if (!cJSON_IsObject(so))
+        return sd_api_fail(e, 400, INVALID, NULL, "structured_outputs",
+                           "'structured_outputs' must be an object with one of json, regex, choice, json_object");
+    if (field(so, "grammar"))
+        return guided_unsupported(e, "structured_outputs.grammar",
+                                  "EBNF / Lark grammars are not implemented; use json, regex or choice");
+    if (field(so, "structural_tag"))
+        return guided_unsupported(e, "structured_outputs.structural_tag", "structural tags are not implemented");
+    if (field(so, "whitespace_pattern"))
+        return guided_unsupported(e, "structured_outputs.whitespace_pattern", "only null is accepted");
+    const specdec_grammar_kind before = g->kind;
+    int rc = 0;
+    if ((v = field(so, "json")) && (rc = guided_json(v, "structured_outputs.json", g, e))) return rc;
+    if ((v = field(so, "regex")) && (rc = guided_regex(v, "structured_outputs.regex", g, e))) return rc;
+    if ((v = field(so, "choice")) && (rc = guided_choice(v, "structured_outputs.choice", g, e))) return rc;
+    if ((v = field(so, "json_object"))) {
+        if (!cJSON_IsBool(v))
+            return sd_api_fail(e, 400, INVALID, NULL, "structured_outputs.json_object",
+                               "'structured_outputs.json_object' must be a boolean");
+        if (cJSON_IsTrue(v) && (rc = guided_set(g, SPECDEC_GRAMMAR_JSON_OBJECT, NULL, 0,
+                                                "structured_outputs.json_object", e)))
+            return rc;
+    }
+    if (g->kind == before)
+        return sd_api_fail(e, 400, INVALID, NULL, "structured_outputs",
+                           "'structured_outputs' gives no constraint: one of json, regex, choice or json_object: true");
+    return 0;
+}
+
+/* At most one constraint among all these fields; none is no structured output. */
+static int parse_guided(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int rc = guided_response_format(root, &r->guided, e);
+    if (!rc) rc = guided_vllm(root, &r->guided, e);
+    if (!rc) rc = guided_structured(root, &r->guided, e);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -646,6 +811,7 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_echo(root, r, e);
     if (!rc) rc = parse_cache_salt(root, r, e);
     if (!rc) rc = parse_procs(root, r, e);
+    if (!rc) rc = parse_guided(root, r, e);
     if (!rc) rc = sd_parse_unsupported(root, chat, e);
     if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
         rc = sd_api_fail(e, 400, INVALID, NULL, "n",

@@ -22,6 +22,10 @@
 #define SD_API_MAX_N 64
 #define SD_API_MAX_PROMPTS 64
 #define SD_API_MAX_CHOICES 64
+/* Structured output: the most bytes of one constraint's spec (a regex, a JSON schema as text, a
+ * choice list as JSON), refused before anything compiles: compile time and the grammar cache's
+ * memory grow with it (the library's own limit is 1 MiB). */
+#define SD_API_MAX_GUIDED_BYTES ((size_t)64 << 10)
 
 /* Endpoints (also the metrics' rows). */
 typedef enum sd_endpoint {
@@ -46,6 +50,17 @@ typedef struct sd_api_prompt {
     int32_t *ids;   /* NULL when given as text */
     int32_t n_ids;
 } sd_api_prompt;
+
+/* A request's structured output constraint (docs/STRUCTURED.md; OpenAI's response_format,
+ * vLLM's guided_* fields and structured_outputs): at most one per request. */
+typedef struct sd_api_guided {
+    specdec_grammar_kind kind; /* 0: none */
+    char *spec;                /* owned, NUL-terminated, len bytes: the regex, the JSON schema or the
+                                  choice list as JSON text; NULL for SPECDEC_GRAMMAR_JSON_OBJECT */
+    size_t len;
+    char param[48];            /* the field it came from, for errors ("guided_regex",
+                                  "response_format", "structured_outputs.json") */
+} sd_api_guided;
 
 typedef struct sd_api_request {
     int chat;                      /* 1: /v1/chat/completions */
@@ -89,6 +104,7 @@ typedef struct sd_api_request {
     int n_tree;                    /* 0: no "tree" */
     int32_t draft_nodes;           /* extension "draft_nodes": 0 (absent) or 1..SPECDEC_MAX_TREE_NODES */
     sd_spec_config spec;           /* extension "speculative_config" (vLLM's keys; sd_server_spec.h) */
+    sd_api_guided guided;          /* structured output (kind 0: none); compiled by the server */
 } sd_api_request;
 
 typedef struct sd_api_error {
