@@ -44,7 +44,7 @@ class _Grammar:
     called (LLM.close) or when the last Python holder lets go (evicted from the cache and no request made
     from it still waits to be submitted); a submitted scheduler request holds its own C reference."""
 
-    __slots__ = ("handle", "key")
+    __slots__ = ("handle", "key", "__weakref__")
 
     def __init__(self, handle, key):
         self.handle = handle
