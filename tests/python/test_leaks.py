@@ -66,6 +66,6 @@ def test_grammar_cache_evictions_rss_bounded(monkeypatch):
                 gc.collect()
                 base = rss_bytes()
         assert len(m._grammars) == 4
-    gc.collect()
-    grown = rss_bytes() - base
+        gc.collect()
+        grown = rss_bytes() - base
     assert grown < BOUND_BYTES, f"RSS grew by {grown / 2**20:.1f} MiB over {N_GRAMMARS - GRAMMAR_CHECK_FROM} grammars"
