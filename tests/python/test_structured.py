@@ -285,3 +285,39 @@ def test_cache_lru_and_lifetime(monkeypatch):
     assert all(g.handle is None for g in kept)  # close() freed them
     with pytest.raises(specdec.ShutDownError):
         m.generate("And God said", params[0], use_tqdm=False)
+
+
+def test_threads_compile_and_generate():
+    """Four threads on a fresh LLM at once: the first grammars of its tokenizer compiled concurrently
+    (the library indexes the vocabulary with the first), each thread's requests constrained by its own
+    spec, plus a shared one compiled by whichever thread comes first and cached once."""
+    import threading
+    specs = [SO(regex=r"[0-9]{2}"), SO(choice=CHOICES), SO(json=SCHEMA), SO(regex=r"(Amen|Selah)!")]
+    checks = [lambda t: re.fullmatch(r"[0-9]{2}", t), lambda t: t in CHOICES, lambda t: check_schema_instance(t) or True,
+              lambda t: re.fullmatch(r"(Amen|Selah)!", t)]
+    shared = SO(choice=["yea", "nay"])
+    errors, texts = [], [None] * len(specs)
+    with specdec.LLM(backend="cpu", max_num_seqs=4) as m:
+        barrier = threading.Barrier(len(specs))
+
+        def work(i):
+            try:
+                barrier.wait()
+                outs = m.generate(PROMPTS, SP(temperature=1.0, seed=i, max_tokens=160, structured_outputs=specs[i]),
+                                  use_tqdm=False)
+                texts[i] = [o.outputs[0].text for o in outs]
+                both = m.generate(PROMPTS[0], SP(temperature=0, max_tokens=8, structured_outputs=shared),
+                                  use_tqdm=False)
+                texts[i].append(both[0].outputs[0].text)
+            except BaseException as e:  # reported by the main thread
+                errors.append(e)
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(len(specs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len([k for k in m._grammars if k[1] == b'["yea", "nay"]']) == 1
+    for i, got in enumerate(texts):
+        assert all(checks[i](t) for t in got[:-1]), (i, got)
+        assert got[-1] in ("yea", "nay") and len({t[-1] for t in texts}) == 1, texts
