@@ -589,12 +589,9 @@ class LLM:
             raise UnsupportedError(f"{where}: this libspecdec ({b.version}) does not define "
                                    "specdec_grammar_compile") from None
         out = b.ffi.new("specdec_grammar **")
-        tok = self.tokenizer.handle
-        st = compile_fn(tok, b.enum_value("specdec_grammar_kind", kind), spec if spec is not None else b.ffi.NULL,
-                        len(spec) if spec is not None else 0, out)
-        # the detail is per thread (specdec_last_error), as for the tokenizer's other const calls
-        b.check(st, lambda: b.lib.specdec_last_error() if b.string(b.lib.specdec_last_error()) else
-                b.lib.specdec_tokenizer_last_error(tok), where)
+        st = compile_fn(self.tokenizer.handle, b.enum_value("specdec_grammar_kind", kind),
+                        spec if spec is not None else b.ffi.NULL, len(spec) if spec is not None else 0, out)
+        self.tokenizer._check(st, where)  # the detail: specdec_last_error, as for the tokenizer's other calls
         fresh = _Grammar(out[0], key)
         with self._grammar_lock:
             g = self._grammars.get(key)
