@@ -218,6 +218,7 @@ def test_library_refusals(llm):
     before = llm.scheduler_metrics()
     cases = [(SO(regex="(ab"), specdec.InvalidArgumentError, "structured_outputs.regex: "),
              (SO(regex="a{3,1}"), specdec.InvalidArgumentError, "structured_outputs.regex: "),
+             (SO(regex=r"(a)\1"), specdec.UnsupportedError, "structured_outputs.regex: "),
              (SO(json="{not json"), specdec.InvalidArgumentError, "structured_outputs.json: "),
              (SO(json={"type": "object", "patternProperties": {"^a": {}}}), specdec.UnsupportedError,
               "patternProperties"),
@@ -261,6 +262,7 @@ def test_cache_same_spec_same_grammar(llm):
     assert llm._compiled_grammar(SO(json_object=True)) is llm._compiled_grammar(SO(json_object=True))
 
 
+@pytest.mark.quick
 def test_cache_lru_and_lifetime(monkeypatch):
     """With a cache of 2, one call of 6 prompts with 6 distinct grammars evicts the first four before their
     requests are submitted (a call compiles all before it submits any): each still constrains its request,
