@@ -78,7 +78,8 @@ static void bench_tok(const char *dir, int reps) {
     for (int c = 0; c < 3; c++) {
         int32_t ids[512], n = 0;
         if (specdec_tokenize(tok, cases[c].text, strlen(cases[c].text), 0, ids, 512, &n) != SPECDEC_OK) continue;
-        for (int r = 0; r < reps; r++) {
+        int r = 0;
+        for (; r < reps; r++) {
             const char *spec = cases[c].spec;
             if (specdec_grammar_compile(tok, cases[c].kind, spec, spec ? strlen(spec) : 0, &g) != SPECDEC_OK) {
                 printf("| %s | %s | compile failed: %s |||||\n", dir, cases[c].name, specdec_last_error());
@@ -88,6 +89,7 @@ static void bench_tok(const char *dir, int reps) {
             tw[r] = walk_us(g, ids, n, row, V, ends);
             specdec_grammar_free(g);
         }
+        if (r < reps) continue;
         const double cold = bench_median(tc, reps), warm = bench_median(tw, reps);
         printf("| %s | %d | %.0f | %s | %d | %.1f | %.1f | %.1f | %.2f |\n", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir,
                (int)V, index_ms, cases[c].name, (int)n, cold, warm, samp, warm / samp);
