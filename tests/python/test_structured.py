@@ -9,8 +9,9 @@ libspecdec 0.5.1's specdec_grammar_compile and specdec_generate_params.grammar (
   (finish "stop" -> json.loads gives a dict). Each request must finish "stop": every pattern here has
   a bounded longest match well inside max_tokens, so a request cut by "length" is a failure too;
 - exactness: greedy speculative tokens under a grammar equal greedy plain decoding's under it;
-- stream() and chat() apply the constraint too, n > 1 gives n constrained samples, and a call mixing
-  constrained and unconstrained prompts constrains only the former;
+- stream() and chat() apply the constraint too, n > 1 gives n constrained samples, a call mixing
+  constrained and unconstrained prompts constrains only the former, one call may mix kinds, and four
+  threads may compile and generate on one fresh LLM at once;
 - errors raise the package's types with the library's message: two constraints or none, wrong types,
   grammar / structural_tag / whitespace_pattern / another backend (UnsupportedError), a malformed regex
   or schema (InvalidArgumentError, the library's detail), an unsupported schema keyword (UnsupportedError
@@ -36,6 +37,7 @@ SO = specdec.StructuredOutputsParams
 PROMPTS = ["And God said", "In the beginning", "The Lord is my shepherd;"]
 
 REGEX = r"[0-9]{3}-[a-z]{2,4}"
+YES_NO = r"(yes|no|the LORD)"
 CHOICES = ["yes", "no", "the LORD", "Moses, the man of God"]
 SCHEMA = {
     "type": "object",
@@ -127,14 +129,16 @@ def test_json_object(engine, temperature):
 
 @pytest.mark.quick
 def test_guided_decoding_alias(llm):
+    """GuidedDecodingParams / guided_decoding and a dict of the fields give what structured_outputs does."""
     assert specdec.GuidedDecodingParams is specdec.StructuredOutputsParams
     c = llm.generate(PROMPTS[0], SP(temperature=0, max_tokens=8,
-                                    guided_decoding=specdec.GuidedDecodingParams(choice=["yes", "no"])),
+                                    guided_decoding=specdec.GuidedDecodingParams(regex=YES_NO)),
                      use_tqdm=False)[0].outputs[0]
-    assert c.finish_reason == "stop" and c.text in ("yes", "no"), c.text
-    d = llm.generate(PROMPTS[0], SP(temperature=0, max_tokens=8, structured_outputs={"choice": ["yes", "no"]}),
-                     use_tqdm=False)[0].outputs[0]
-    assert d.token_ids == c.token_ids
+    assert c.finish_reason == "stop" and re.fullmatch(YES_NO, c.text), c.text
+    for so in ({"regex": YES_NO}, SO(regex=YES_NO)):
+        d = llm.generate(PROMPTS[0], SP(temperature=0, max_tokens=8, structured_outputs=so),
+                         use_tqdm=False)[0].outputs[0]
+        assert d.token_ids == c.token_ids
 
 
 # ---- exactness and the other entry points -------------------------------------------------------------
@@ -147,18 +151,29 @@ def test_greedy_speculative_equals_plain(llm, llm_plain, so):
 
 
 def test_mixed_call_and_n(llm):
-    """One generate call: a regex, a choice with n=3, an unconstrained prompt, a schema."""
+    """One generate call: a regex, another regex with n=3, an unconstrained prompt."""
     params = [SP(temperature=1.0, seed=3, max_tokens=24, structured_outputs=SO(regex=REGEX)),
-              SP(temperature=1.0, seed=4, max_tokens=16, n=3, structured_outputs=SO(choice=CHOICES)),
-              SP(temperature=0, max_tokens=8),
-              SP(temperature=0, max_tokens=160, structured_outputs=SO(json=SCHEMA))]
-    prompts = PROMPTS + ["And Moses said"]
-    outs = llm.generate(prompts, params, use_tqdm=False)
+              SP(temperature=1.0, seed=4, max_tokens=16, n=3, structured_outputs=SO(regex=YES_NO)),
+              SP(temperature=0, max_tokens=8)]
+    outs = llm.generate(PROMPTS, params, use_tqdm=False)
     assert re.fullmatch(REGEX, outs[0].outputs[0].text), outs[0].outputs[0].text
-    assert len(outs[1].outputs) == 3 and all(c.text in CHOICES and c.finish_reason == "stop" for c in outs[1].outputs)
-    free = llm.generate(prompts[2], SP(temperature=0, max_tokens=8), use_tqdm=False)[0].outputs[0]
+    assert len(outs[1].outputs) == 3
+    assert all(re.fullmatch(YES_NO, c.text) and c.finish_reason == "stop" for c in outs[1].outputs), outs[1].outputs
+    free = llm.generate(PROMPTS[2], SP(temperature=0, max_tokens=8), use_tqdm=False)[0].outputs[0]
     assert outs[2].outputs[0].token_ids == free.token_ids  # the unconstrained one is untouched
-    check_schema_instance(outs[3].outputs[0].text)
+
+
+def test_mixed_kinds(llm):
+    """One generate call: a choice with n=3, a schema, a dict-given choice, json_object."""
+    params = [SP(temperature=1.0, seed=4, max_tokens=16, n=3, structured_outputs=SO(choice=CHOICES)),
+              SP(temperature=0, max_tokens=160, structured_outputs=SO(json=SCHEMA)),
+              SP(temperature=0, max_tokens=16, guided_decoding={"choice": ["yes", "no"]}),
+              SP(temperature=0, max_tokens=96, structured_outputs=SO(json_object=True))]
+    outs = llm.generate(PROMPTS + ["And Moses said"], params, use_tqdm=False)
+    assert len(outs[0].outputs) == 3 and all(c.text in CHOICES and c.finish_reason == "stop" for c in outs[0].outputs)
+    check_schema_instance(outs[1].outputs[0].text)
+    assert outs[2].outputs[0].text in ("yes", "no")
+    assert outs[3].outputs[0].text.startswith("{")
 
 
 def test_stream_and_chat(llm):
@@ -173,8 +188,8 @@ def test_stream_and_chat(llm):
     assert "".join(deltas) == out.outputs[0].text and re.fullmatch(REGEX, out.outputs[0].text), deltas
     assert out.outputs[0].token_ids == llm.generate(PROMPTS[1], params, use_tqdm=False)[0].outputs[0].token_ids
     reply = llm.chat([{"role": "user", "content": "Who made the heaven?"}],
-                     SP(temperature=0, max_tokens=16, structured_outputs=SO(choice=CHOICES)), use_tqdm=False)
-    assert reply[0].outputs[0].text in CHOICES, reply[0].outputs[0].text
+                     SP(temperature=0, max_tokens=16, structured_outputs=SO(regex=YES_NO)), use_tqdm=False)
+    assert re.fullmatch(YES_NO, reply[0].outputs[0].text), reply[0].outputs[0].text
 
 
 # ---- errors -------------------------------------------------------------------------------------------
@@ -215,27 +230,40 @@ def test_unsupported_fields(kw):
 def test_library_refusals(llm):
     """A malformed spec is the library's INVALID_ARGUMENT, an unsupported feature its UNSUPPORTED, each with
     its message (naming what and where) after the field's name; nothing is submitted."""
+    check_refusals(llm, [(SO(regex="(ab"), specdec.InvalidArgumentError, "structured_outputs.regex: regex"),
+                         (SO(regex="a{3,1}"), specdec.InvalidArgumentError, "structured_outputs.regex: regex"),
+                         (SO(regex=r"(a)\1"), specdec.UnsupportedError, "structured_outputs.regex: regex")])
+    with pytest.raises(specdec.InvalidArgumentError, match="guided_decoding.regex: "):
+        llm.generate(PROMPTS[0], SP(max_tokens=4, guided_decoding=SO(regex="(ab")), use_tqdm=False)
+
+
+@pytest.mark.quick
+def test_library_refusals_json_choice(llm):
+    check_refusals(llm, [(SO(json="{not json"), specdec.InvalidArgumentError, "structured_outputs.json: "),
+                         (SO(json={"type": "object", "patternProperties": {"^a": {}}}), specdec.UnsupportedError,
+                          "patternProperties"),
+                         (SO(choice=[]), specdec.InvalidArgumentError, "structured_outputs.choice: "),
+                         (SO(json_object=True), None, None)])
+
+
+def check_refusals(llm, cases):
+    """Each (constraint, error class, text in the message) raises before any request is submitted; a
+    case with class None must work. The LLM serves a constrained request afterwards."""
     before = llm.scheduler_metrics()
-    cases = [(SO(regex="(ab"), specdec.InvalidArgumentError, "structured_outputs.regex: "),
-             (SO(regex="a{3,1}"), specdec.InvalidArgumentError, "structured_outputs.regex: "),
-             (SO(regex=r"(a)\1"), specdec.UnsupportedError, "structured_outputs.regex: "),
-             (SO(json="{not json"), specdec.InvalidArgumentError, "structured_outputs.json: "),
-             (SO(json={"type": "object", "patternProperties": {"^a": {}}}), specdec.UnsupportedError,
-              "patternProperties"),
-             (SO(choice=[]), specdec.InvalidArgumentError, "structured_outputs.choice: ")]
     for so, cls, text in cases:
+        if cls is None:
+            llm._compiled_grammar(so)
+            continue
         with pytest.raises(cls) as e:
             llm.generate(PROMPTS, SP(max_tokens=4, structured_outputs=so), use_tqdm=False)
         assert text in e.value.message, (so, e.value.message)
-        detail = e.value.message.split(": ", 1)[1]
+        detail = e.value.message.split(": ", 2)[-1]
         assert detail and detail != e.value.status_name, e.value.message  # the library's own words follow
-    with pytest.raises(specdec.InvalidArgumentError, match="guided_decoding.regex: "):
-        llm.generate(PROMPTS[0], SP(max_tokens=4, guided_decoding=SO(regex="(ab")), use_tqdm=False)
     after = llm.scheduler_metrics()
     assert (after["submitted"], after["rejected"]) == (before["submitted"], before["rejected"])  # refused first
-    c = llm.generate(PROMPTS[0], SP(temperature=0, max_tokens=8, structured_outputs=SO(choice=["yes", "no"])),
+    c = llm.generate(PROMPTS[0], SP(temperature=0, max_tokens=8, structured_outputs=SO(regex=YES_NO)),
                      use_tqdm=False)[0].outputs[0]
-    assert c.text in ("yes", "no")
+    assert re.fullmatch(YES_NO, c.text), c.text
 
 
 def test_older_library_refuses(llm, monkeypatch):
@@ -255,6 +283,10 @@ def test_cache_same_spec_same_grammar(llm):
     assert g.handle is not None and llm._compiled_grammar(SO(regex=REGEX)) is g
     assert llm._compiled_grammar(specdec.GuidedDecodingParams(regex=REGEX)) is g
     assert llm._compiled_grammar(SO(regex=REGEX + "x")) is not g
+
+
+@pytest.mark.quick
+def test_cache_same_spec_same_grammar_json_choice(llm):
     j = llm._compiled_grammar(SO(json=SCHEMA))
     assert llm._compiled_grammar(SO(json=json.dumps(SCHEMA))) is j  # the dict is serialised with json.dumps
     assert llm._compiled_grammar(SO(choice=["yes", "no"])) is llm._compiled_grammar(SO(choice=["yes", "no"]))
@@ -294,10 +326,10 @@ def test_threads_compile_and_generate():
     (the library indexes the vocabulary with the first), each thread's requests constrained by its own
     spec, plus a shared one compiled by whichever thread comes first and cached once."""
     import threading
-    specs = [SO(regex=r"[0-9]{2}"), SO(choice=CHOICES), SO(json=SCHEMA), SO(regex=r"(Amen|Selah)!")]
-    checks = [lambda t: re.fullmatch(r"[0-9]{2}", t), lambda t: t in CHOICES, lambda t: check_schema_instance(t) or True,
-              lambda t: re.fullmatch(r"(Amen|Selah)!", t)]
-    shared = SO(choice=["yea", "nay"])
+    patterns = [r"[0-9]{2}", REGEX, r"(Amen|Selah)!", r"[a-z]{1,6}( [a-z]{1,6})?"]
+    specs = [SO(regex=p) for p in patterns]
+    checks = [lambda t, p=p: re.fullmatch(p, t) for p in patterns]
+    shared = SO(regex="(yea|nay)")
     errors, texts = [], [None] * len(specs)
     with specdec.LLM(backend="cpu", max_num_seqs=4) as m:
         barrier = threading.Barrier(len(specs))
@@ -319,7 +351,7 @@ def test_threads_compile_and_generate():
         for t in threads:
             t.join()
         assert not errors, errors
-        assert len([k for k in m._grammars if k[1] == b'["yea", "nay"]']) == 1
+        assert len([k for k in m._grammars if k[1] == b"(yea|nay)"]) == 1
     for i, got in enumerate(texts):
         assert all(checks[i](t) for t in got[:-1]), (i, got)
         assert got[-1] in ("yea", "nay") and len({t[-1] for t in texts}) == 1, texts
