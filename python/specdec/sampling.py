@@ -98,9 +98,8 @@ class StructuredOutputsParams:
     output is one of them), json_object=True (any JSON object). grammar (EBNF/Lark), structural_tag
     and whitespace_pattern raise UnsupportedError (libspecdec compiles none of them). backend: None,
     "auto" or "specdec" (other backends raise UnsupportedError). disable_fallback,
-    disable_additional_properties: accepted (specdec has no fallback backend; its schemas emit no
-    property the schema does not name, docs/STRUCTURED.md). disable_any_whitespace: accepted
-    (specdec's JSON whitespace rule is fixed, docs/STRUCTURED.md). Types and the number of constraints
+    disable_any_whitespace and disable_additional_properties are accepted and change nothing: specdec
+    has one backend, and its JSON whitespace and extra-property rules are fixed (docs/STRUCTURED.md). Types and the number of constraints
     are checked here (InvalidArgumentError); the spec itself by the library when a request using it is
     made (InvalidArgumentError for a malformed one, UnsupportedError for a feature specdec lacks, with
     the library's message naming what and where).
