@@ -12,7 +12,7 @@ from .errors import *  # noqa: F401,F403  (SpecdecError and one subclass per sta
 from .errors import __all__ as _error_names
 from .llm import LLM
 from .outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
-from .sampling import SamplingParams
+from .sampling import GuidedDecodingParams, SamplingParams, StructuredOutputsParams
 from .tokenizer import Tokenizer
 
 try:
@@ -28,5 +28,5 @@ def library_version() -> str:
     return binding().version
 
 
-__all__ = ["LLM", "SamplingParams", "RequestOutput", "CompletionOutput", "Logprob", "RequestMetrics", "Tokenizer",
+__all__ = ["LLM", "SamplingParams", "StructuredOutputsParams", "GuidedDecodingParams", "RequestOutput", "CompletionOutput", "Logprob", "RequestMetrics", "Tokenizer",
            "bundled_pair", "library_version", *_error_names]

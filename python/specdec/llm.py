@@ -7,6 +7,7 @@ target pass per round). The library guarantees each output equals what specdec_g
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import numbers
 import os
@@ -22,7 +23,7 @@ from ._ffi import binding
 from .errors import (InternalError, InvalidArgumentError, QueueFullError, ShutDownError, SpecdecError,
                      UnsupportedError)
 from .outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
-from .sampling import SamplingParams
+from .sampling import CONSTRAINTS, SamplingParams, StructuredOutputsParams
 from .tokenizer import Tokenizer, token_id_array
 
 # speculative_config "method" -> the specdec_draft_method value it selects (specdec 0.4's
@@ -35,6 +36,30 @@ _SPEC_KEYS = {"method", "model", "num_speculative_tokens", "prompt_lookup_min", 
 # The CLI's names where they are not the enum's lower-cased suffix.
 _ENUM_NAMES = {"SPECDEC_STOP_STRING": "stop_string", "SPECDEC_STOP_TOKEN_ID": "stop_token_id"}
 _POLL_MS = 100  # a wait returns at least this often, so Ctrl-C is seen within it
+GRAMMAR_CACHE_SIZE = 64  # compiled grammars an LLM keeps (least recently used dropped first)
+
+
+class _Grammar:
+    """One compiled specdec_grammar and the LLM's reference to it. The C grammar is freed when free() is
+    called (LLM.close) or when the last Python holder lets go (evicted from the cache and no request made
+    from it still waits to be submitted); a submitted scheduler request holds its own C reference."""
+
+    __slots__ = ("handle", "key", "__weakref__")
+
+    def __init__(self, handle, key):
+        self.handle = handle
+        self.key = key
+
+    def free(self) -> None:
+        h, self.handle = self.handle, None
+        if h is not None:
+            binding().lib.specdec_grammar_free(h)
+
+    def __del__(self):
+        try:
+            self.free()
+        except Exception:
+            pass
 
 
 def cache_salt_hash(salt) -> int:
@@ -172,6 +197,8 @@ class LLM:
         self._lock = threading.Lock()
         self._counter = itertools.count()
         self._decoded = {}  # token id -> its text decoded alone (Logprob.decoded_token)
+        self._grammars = collections.OrderedDict()  # (kind, spec bytes) -> _Grammar, least recently used first
+        self._grammar_lock = threading.Lock()
         spec = self._spec = self._parse_spec(speculative_config)
         target_dir, draft_dir = self._model_dirs(model, draft, spec)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
@@ -366,6 +393,10 @@ class LLM:
                         self._cv.wait()
                     self._sched = None
                 b.lib.specdec_scheduler_free(sched)
+            with self._grammar_lock:  # no request can be submitted any more: every grammar may go
+                grammars, self._grammars = list(self._grammars.values()), collections.OrderedDict()
+            for g in grammars:
+                g.free()
             if self.tokenizer is not None:
                 self.tokenizer.close()
             for m in self._models:
@@ -489,6 +520,7 @@ class LLM:
         if params.logprobs is not None or (params.prompt_logprobs is not None and sample == 0):
             self._want_logprobs(r, gp, params, prompt=sample == 0)
         self._set_processors(r, gp, params)
+        self._set_grammar(r, gp, params)
         if salt:
             if not b.has_field("specdec_generate_params", "cache_salt"):
                 raise UnsupportedError(f"cache_salt: this libspecdec ({b.version}) has no "
@@ -522,6 +554,53 @@ class LLM:
         gp.presence_penalty = params.presence_penalty
         gp.frequency_penalty = params.frequency_penalty
         gp.repetition_penalty = params.repetition_penalty
+
+    def _set_grammar(self, r: _Request, gp, params: SamplingParams) -> None:
+        """specdec_generate_params.grammar from params' structured-output constraint. r keeps the _Grammar
+        until it is collected, so the C grammar outlives the request's submission even if the cache drops it
+        meanwhile (the scheduler holds its own reference from the submission on)."""
+        c = params.constraint
+        if c is None:
+            return
+        g = self._compiled_grammar(c, "structured_outputs" if params.structured_outputs is not None
+                                   else "guided_decoding")
+        r.keep.append(g)
+        gp.grammar = g.handle
+
+    def _compiled_grammar(self, constraint: StructuredOutputsParams, name: str = "structured_outputs") -> _Grammar:
+        """The compiled grammar of a constraint, from the LLM's cache (the GRAMMAR_CACHE_SIZE most recently
+        used, keyed by (kind, spec bytes)) or compiled now with the LLM's tokenizer (specdec_grammar_compile).
+        A spec the library refuses raises its InvalidArgumentError / UnsupportedError with its message."""
+        b = self._b
+        kind, spec = key = constraint.grammar_spec()
+        with self._grammar_lock:
+            g = self._grammars.get(key)
+            if g is not None:
+                self._grammars.move_to_end(key)
+                return g
+        field = next(f for f in CONSTRAINTS if getattr(constraint, f) not in (None, False))
+        where = f"SamplingParams.{name}.{field}"
+        if not b.has_field("specdec_generate_params", "grammar"):
+            raise UnsupportedError(f"{where}: this libspecdec ({b.version}) has no specdec_generate_params.grammar "
+                                   "(since 0.5.1)")
+        try:
+            compile_fn = b.lib.specdec_grammar_compile
+        except AttributeError:  # a header that declares it over a library that does not define it
+            raise UnsupportedError(f"{where}: this libspecdec ({b.version}) does not define "
+                                   "specdec_grammar_compile") from None
+        out = b.ffi.new("specdec_grammar **")
+        st = compile_fn(self.tokenizer.handle, b.enum_value("specdec_grammar_kind", kind),
+                        spec if spec is not None else b.ffi.NULL, len(spec) if spec is not None else 0, out)
+        self.tokenizer._check(st, where)  # the detail: specdec_last_error, as for the tokenizer's other calls
+        fresh = _Grammar(out[0], key)
+        with self._grammar_lock:
+            g = self._grammars.get(key)
+            if g is None:  # another thread may have compiled the same spec meanwhile: keep the first
+                g = self._grammars[key] = fresh
+                while len(self._grammars) > GRAMMAR_CACHE_SIZE:
+                    self._grammars.popitem(last=False)  # freed once no unsubmitted request holds it
+            self._grammars.move_to_end(key)
+        return g
 
     def _want_logprobs(self, r: _Request, gp, params: SamplingParams, prompt: bool = True) -> None:
         """Ask the library for log-probabilities: every emitted token's and its top `logprobs`

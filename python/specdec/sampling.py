@@ -1,12 +1,14 @@
-"""specdec.SamplingParams: vLLM's names and defaults for the fields specdec implements."""
+"""specdec.SamplingParams: vLLM's names and defaults for the fields specdec implements, and
+specdec.StructuredOutputsParams (alias GuidedDecodingParams): vLLM's structured-output constraint."""
 from __future__ import annotations
 
+import json as _json
 import numbers
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import Optional, Union
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedError
 
 # The most top log-probabilities one token may ask for: include/specdec.h's SPECDEC_MAX_TOP_LOGPROBS, which
 # is vLLM's default max_logprobs (tests/python/test_logprobs.py checks the two agree).
@@ -75,6 +77,109 @@ def _stop_token_ids(v):
     return [_token_id("stop_token_ids", t) for t in v]
 
 
+# The constraint fields of StructuredOutputsParams (vLLM's; exactly one is set) and the kinds of
+# include/specdec.h's specdec_grammar_kind that specdec compiles them to (None: not supported).
+CONSTRAINTS = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
+_KINDS = {"json": "SPECDEC_GRAMMAR_JSON_SCHEMA", "regex": "SPECDEC_GRAMMAR_REGEX", "choice": "SPECDEC_GRAMMAR_CHOICE",
+          "json_object": "SPECDEC_GRAMMAR_JSON_OBJECT"}
+# The backends a request may name: specdec has one, its own compiler (vLLM's V1 engine likewise refuses a
+# request-level backend other than the engine's).
+_BACKENDS = (None, "auto", "specdec")
+
+
+@dataclass
+class StructuredOutputsParams:
+    """Constrain the output to a grammar: vLLM's StructuredOutputsParams (vLLM >= 0.10.2, passed as
+    SamplingParams(structured_outputs=...)), also exported as GuidedDecodingParams (vLLM <= 0.10, passed
+    as SamplingParams(guided_decoding=...)); libspecdec's specdec_grammar_compile (docs/STRUCTURED.md).
+
+    Exactly one constraint: json (a JSON Schema as a dict, serialised with json.dumps, or as JSON text),
+    regex (a str the whole output matches, Python re.fullmatch semantics), choice (a list of str: the
+    output is one of them), json_object=True (any JSON object). grammar (EBNF/Lark), structural_tag
+    and whitespace_pattern raise UnsupportedError (libspecdec compiles none of them). backend: None,
+    "auto" or "specdec" (other backends raise UnsupportedError). disable_fallback,
+    disable_any_whitespace and disable_additional_properties are accepted and change nothing: specdec
+    has one backend, and its JSON whitespace and extra-property rules are fixed (docs/STRUCTURED.md). Types and the number of constraints
+    are checked here (InvalidArgumentError); the spec itself by the library when a request using it is
+    made (InvalidArgumentError for a malformed one, UnsupportedError for a feature specdec lacks, with
+    the library's message naming what and where).
+    """
+
+    json: Union[None, str, dict] = None
+    regex: Optional[str] = None
+    choice: Optional[list] = None
+    grammar: Optional[str] = None
+    json_object: Optional[bool] = None
+    disable_fallback: bool = False
+    disable_any_whitespace: bool = False
+    disable_additional_properties: bool = False
+    whitespace_pattern: Optional[str] = None
+    structural_tag: Optional[str] = None
+    backend: Optional[str] = None
+
+    def __post_init__(self):
+        name = type(self).__name__
+        for f in ("disable_fallback", "disable_any_whitespace", "disable_additional_properties"):
+            if not isinstance(getattr(self, f), bool):
+                raise InvalidArgumentError(f"{name}.{f} must be a bool")
+        if self.json_object is not None and not isinstance(self.json_object, bool):
+            raise InvalidArgumentError(f"{name}.json_object must be True, False or None")
+        set_ = [c for c in CONSTRAINTS if getattr(self, c) is not None and getattr(self, c) is not False]
+        if len(set_) != 1:
+            raise InvalidArgumentError(f"{name}: exactly one of {', '.join(CONSTRAINTS)} must be set, "
+                                       f"not {' and '.join(set_) if set_ else 'none'}")
+        for f in ("grammar", "structural_tag", "whitespace_pattern"):
+            if getattr(self, f) is not None:
+                raise UnsupportedError(f"{name}.{f} is not supported by specdec (it compiles json, regex, choice "
+                                       "and json_object constraints only)")
+        if self.backend not in _BACKENDS:
+            raise UnsupportedError(f"{name}.backend = {self.backend!r}: specdec compiles grammars itself "
+                                   "(None, 'auto' or 'specdec')")
+        if self.json is not None and not isinstance(self.json, (str, dict)):
+            raise InvalidArgumentError(f"{name}.json must be a JSON Schema as a dict or a str, "
+                                       f"not {type(self.json).__name__}")
+        if self.regex is not None and not isinstance(self.regex, str):
+            raise InvalidArgumentError(f"{name}.regex must be a str, not {type(self.regex).__name__}")
+        if self.choice is not None and (isinstance(self.choice, (str, bytes)) or
+                                        not isinstance(self.choice, (list, tuple)) or
+                                        not all(isinstance(c, str) for c in self.choice)):
+            raise InvalidArgumentError(f"{name}.choice must be a list of str")
+
+    def grammar_spec(self) -> tuple:
+        """(specdec_grammar_kind name, spec bytes or None): what specdec_grammar_compile is given, and the
+        LLM's cache key."""
+        if self.json_object:
+            return _KINDS["json_object"], None
+        if self.regex is not None:
+            return _KINDS["regex"], _utf8(self.regex, "regex")
+        if self.choice is not None:
+            return _KINDS["choice"], _utf8(_json.dumps(list(self.choice), ensure_ascii=False), "choice")
+        spec = self.json if isinstance(self.json, str) else _json.dumps(self.json, ensure_ascii=False)
+        return _KINDS["json"], _utf8(spec, "json")
+
+
+GuidedDecodingParams = StructuredOutputsParams
+
+
+def _utf8(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(f"StructuredOutputsParams.{what} is not valid Unicode: {e}") from None
+
+
+def _structured(v, name):
+    if v is None or isinstance(v, StructuredOutputsParams):
+        return v
+    if isinstance(v, Mapping):  # the server's JSON shape, {"regex": ...}
+        try:
+            return StructuredOutputsParams(**v)
+        except TypeError as e:
+            raise InvalidArgumentError(f"SamplingParams.{name}: {e}") from None
+    raise InvalidArgumentError(f"SamplingParams.{name} must be a StructuredOutputsParams (GuidedDecodingParams), "
+                               f"a dict of its fields or None, not {type(v).__name__}")
+
+
 @dataclass
 class SamplingParams:
     """How one request samples. Defaults follow vLLM (temperature 1, no top-p/top-k/min-p, 16 tokens).
@@ -110,6 +215,11 @@ class SamplingParams:
     tokens are. stop_token_ids: None or a list of at most 64 ids; generation stops after one of them
     (finish_reason "stop", CompletionOutput.stop_reason = the id; the token stays in token_ids and text).
     A libspecdec older than 0.5 raises UnsupportedError for any of them set (the defaults work).
+    structured_outputs (vLLM >= 0.10.2's name) or guided_decoding (vLLM <= 0.10's): a
+    StructuredOutputsParams (GuidedDecodingParams is the same class) or a dict of its fields; every
+    generated token then continues a match of its constraint and the output ends (EOS or a stop id)
+    only where a whole match is complete (libspecdec 0.5.1's specdec_generate_params.grammar,
+    docs/STRUCTURED.md). Setting both to different constraints raises InvalidArgumentError.
     Types, the seed's range, the two logprob counts' ranges and the processors' ranges are checked here,
     at construction; the other ranges (token ids against the vocabulary, temperature, top_p, ...) by the
     library when the request is submitted (InvalidArgumentError, a ValueError, naming the field either way).
@@ -132,6 +242,8 @@ class SamplingParams:
     logit_bias: Optional[dict] = None
     min_tokens: int = 0
     stop_token_ids: Optional[list] = None
+    structured_outputs: Optional[StructuredOutputsParams] = None
+    guided_decoding: Optional[StructuredOutputsParams] = None
     stop_list: list = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self):
@@ -176,6 +288,17 @@ class SamplingParams:
         if self.min_tokens and self.max_tokens is not None and self.min_tokens > self.max_tokens:
             raise InvalidArgumentError(f"SamplingParams.min_tokens = {self.min_tokens} is more than max_tokens = "
                                        f"{self.max_tokens}")
+        self.structured_outputs = _structured(self.structured_outputs, "structured_outputs")
+        self.guided_decoding = _structured(self.guided_decoding, "guided_decoding")
+        if self.structured_outputs is not None and self.guided_decoding is not None and \
+                self.structured_outputs != self.guided_decoding:
+            raise InvalidArgumentError("SamplingParams: structured_outputs and guided_decoding are two names for one "
+                                       "constraint; set one of them")
+
+    @property
+    def constraint(self) -> Optional[StructuredOutputsParams]:
+        """The structured-output constraint, from structured_outputs or guided_decoding (None: none)."""
+        return self.structured_outputs if self.structured_outputs is not None else self.guided_decoding
 
     def processors_set(self) -> list:
         """The logits-processor fields that are not off (an empty logit_bias / stop_token_ids is off)."""

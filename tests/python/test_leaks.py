@@ -1,11 +1,16 @@
 """No leaks across 1,000 LLM create/close cycles (models, tokenizer, scheduler; every 10th cycle also a
-generate with a stop string, one with logprobs and prompt logprobs and a stream closed early): the
-resident set after cycle 1000 is within 4 MiB of its size after cycle 200 (a leak of 5 KiB per cycle
-would exceed it; one unfreed model, tokenizer or KV pool per cycle is 100s of KiB). ctest python_leaks
-(not under ASan, whose quarantine makes RSS meaningless; the C tests check the library's leaks there)."""
+generate with a stop string, one with logprobs and prompt logprobs, a stream closed early and a generate
+under a structured-output regex, whose grammar the LLM frees at close): the resident set after cycle
+1000 is within 4 MiB of its size after cycle 200 (a leak of 5 KiB per cycle would exceed it; one unfreed
+model, tokenizer or KV pool per cycle is 100s of KiB). Likewise for one LLM's grammar cache: N_GRAMMARS
+distinct specs compiled through a cache of 4, so every grammar but the last four is evicted and freed
+(every 10th also constrains a generate): the resident set after the last is within 4 MiB of its size
+after the first GRAMMAR_CHECK_FROM. ctest python_leaks (not under ASan, whose quarantine makes RSS
+meaningless; the C tests check the library's leaks there)."""
 import gc
 
 import specdec
+import specdec.llm
 
 N_CYCLES = 1000
 CHECK_FROM = 200
@@ -26,6 +31,8 @@ def cycle(i):
             g = m.stream("And God said", specdec.SamplingParams(max_tokens=50))
             next(g)
             g.close()
+            m.generate("And God said", specdec.SamplingParams(
+                max_tokens=4, structured_outputs=specdec.StructuredOutputsParams(regex="[a-z ]{1,12}")), use_tqdm=False)
 
 
 def test_create_free_cycles_rss_bounded():
@@ -38,3 +45,27 @@ def test_create_free_cycles_rss_bounded():
     gc.collect()
     grown = rss_bytes() - base
     assert grown < BOUND_BYTES, f"RSS grew by {grown / 2**20:.1f} MiB over {N_CYCLES - CHECK_FROM} cycles"
+
+
+N_GRAMMARS = 1000
+GRAMMAR_CHECK_FROM = 200
+
+
+def test_grammar_cache_evictions_rss_bounded(monkeypatch):
+    monkeypatch.setattr(specdec.llm, "GRAMMAR_CACHE_SIZE", 4)
+    base = None
+    with specdec.LLM(backend="cpu", n_ctx=64, max_num_seqs=1, seed=1) as m:
+        for i in range(N_GRAMMARS):
+            so = specdec.StructuredOutputsParams(regex=f"(Amen|Selah|[a-z]{{{i % 7 + 1}}}) {i}")
+            m._compiled_grammar(so)
+            if i % 10 == 0:
+                out = m.generate("And God said", specdec.SamplingParams(max_tokens=16, structured_outputs=so),
+                                 use_tqdm=False)[0].outputs[0]
+                assert out.text.endswith(f" {i}"), out.text
+            if i + 1 == GRAMMAR_CHECK_FROM:
+                gc.collect()
+                base = rss_bytes()
+        assert len(m._grammars) == 4
+        gc.collect()
+        grown = rss_bytes() - base
+    assert grown < BOUND_BYTES, f"RSS grew by {grown / 2**20:.1f} MiB over {N_GRAMMARS - GRAMMAR_CHECK_FROM} grammars"

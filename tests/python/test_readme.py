@@ -1,5 +1,6 @@
 """The README's Python example runs as written (a doc test), in a fresh interpreter."""
 import os
+import re
 import subprocess
 import sys
 
@@ -24,3 +25,4 @@ def test_readme_python_example(tmp_path):
     assert "[(' unto', -0.6" in out and "), (',', -1.4" in out and "cumulative -5.2" in out
     assert "SPECDEC_ERR_INVALID_ARGUMENT - request 0" in out and "top_p" in out
     assert "Assistant:" in out
+    assert re.search(r"^[0-9]{3}-[a-z]{2,4}$", out, re.M), out  # the structured-output line
