@@ -133,7 +133,8 @@ static int jf_value_start(const jf_fsm *f, jf_cfg *c, uint8_t b) {
 /* Between tokens (and after the top value). */
 static int jf_between(const jf_fsm *f, jf_cfg *c, uint8_t b) {
     if (jf_is_ws(b)) {
-        if (c->lex == JF_END || c->cnt >= SD_JSON_FSM_MAX_WS) return 0;
+        /* none after the top value, none before it (the output starts with the value) */
+        if (c->lex == JF_END || (c->lex == JF_VALUE && c->depth == 0) || c->cnt >= SD_JSON_FSM_MAX_WS) return 0;
         c->cnt++;
         return 1;
     }

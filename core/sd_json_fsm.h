@@ -5,9 +5,10 @@
  * automaton is finite for a given depth and a model cannot loop on filler:
  *   - nesting depth <= max_depth (a scalar has depth 0, [] and {} depth 1, [[]] depth 2); the
  *     byte that would open a container at max_depth is SD_FSM_DEAD;
- *   - whitespace (" \t\n\r" only) comes in runs of at most SD_JSON_FSM_MAX_WS bytes: before the
- *     top value (leading) and between any two tokens inside it; NO whitespace after the top
- *     value (a complete value is where the model should end, so trailing filler is refused);
+ *   - whitespace (" \t\n\r" only) comes in runs of at most SD_JSON_FSM_MAX_WS bytes between
+ *     any two tokens inside the top value; NO whitespace before the top value (the output starts
+ *     with it: a model left free pads with newlines) nor after it (a complete value is where the
+ *     model should end, so trailing filler is refused);
  *   - numbers follow the JSON grammar -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? with each
  *     of the three digit runs (integer, fraction, exponent) at most SD_JSON_FSM_MAX_DIGITS long;
  *   - strings (values and keys): any well-formed UTF-8 (Unicode Table 3-7, as core/sd_utf8.h:
@@ -39,7 +40,7 @@
 #include "sd_error.h"
 #include "sd_fsm.h"
 
-/* Longest run of consecutive whitespace bytes (leading, or between two tokens). */
+/* Longest run of consecutive whitespace bytes (between two tokens). */
 #define SD_JSON_FSM_MAX_WS 16
 /* Longest digit run of a number's integer part, fraction and exponent (each). */
 #define SD_JSON_FSM_MAX_DIGITS 32

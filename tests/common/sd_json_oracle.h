@@ -4,7 +4,7 @@
  *   - cJSON takes every byte <= 0x20 as whitespace, any bytes (control characters, ill-formed
  *     UTF-8) inside strings, numbers by strtod ("01", "1.", "1.e5", "-.5" pass) and at most 63
  *     number characters; the scan allows only " \t\n\r" in runs of at most SD_JSON_FSM_MAX_WS,
- *     none after the value, well-formed UTF-8 without bytes < 0x20 in strings, the RFC 8259
+ *     none before or after the value, well-formed UTF-8 without bytes < 0x20 in strings, the RFC 8259
  *     number grammar with each digit run at most SD_JSON_FSM_MAX_DIGITS;
  *   - cJSON refuses unpaired escaped surrogates, which the automaton accepts by design, and
  *     numbers over 63 characters: the scan hands cJSON a copy with those escapes as \u0041 and
@@ -126,7 +126,7 @@ static inline int sd_jo_scan(const uint8_t *t, size_t n, uint8_t *cj, size_t *cj
     while (i < n) {
         const uint8_t b = t[i];
         if (sd_jo_ws(b)) {
-            if (++ws > SD_JSON_FSM_MAX_WS) return 0;
+            if (i == 0 || ++ws > SD_JSON_FSM_MAX_WS) return 0; /* none before the top value */
             cj[o++] = b, i++;
             continue;
         }

@@ -134,7 +134,6 @@ static void gen_value(buf *t, int depth, int object) {
 
 static void gen_text(buf *t) {
     t->n = 0;
-    gen_ws(t);
     gen_value(t, 0, (int)rnd(2));
 }
 
