@@ -49,6 +49,18 @@ static double walk_us(const specdec_grammar *g, const int32_t *ids, int32_t n, f
     return (bench_now_s() - t0) / (n + 1) * 1e6;
 }
 
+/* The ids of text as a generation would emit them: a SentencePiece tokenizer gives the first
+ * piece its '\u2581' (a space the grammar refuses), so "x" + text is tokenized and the "x" dropped. */
+static int tokens_of(const specdec_tokenizer *tok, const char *text, int32_t *ids, int32_t *n) {
+    char buf[1024], back[1024];
+    size_t lb = 0;
+    snprintf(buf, sizeof buf, "x%s", text);
+    if (specdec_tokenize(tok, buf, strlen(buf), 0, ids, 512, n) != SPECDEC_OK || *n < 2) return 1;
+    memmove(ids, ids + 1, (size_t)(--*n) * sizeof *ids);
+    if (specdec_detokenize(tok, ids, *n, 1, back, sizeof back, &lb) != SPECDEC_OK) return 1;
+    return lb != strlen(text) || memcmp(back, text, lb) != 0;
+}
+
 static void bench_tok(const char *dir, int reps) {
     specdec_tokenizer *tok = NULL;
     if (specdec_tokenizer_load(dir, &tok) != SPECDEC_OK) {
@@ -77,7 +89,10 @@ static void bench_tok(const char *dir, int reps) {
     const double samp = bench_median(ts, reps);
     for (int c = 0; c < 3; c++) {
         int32_t ids[512], n = 0;
-        if (specdec_tokenize(tok, cases[c].text, strlen(cases[c].text), 0, ids, 512, &n) != SPECDEC_OK) continue;
+        if (tokens_of(tok, cases[c].text, ids, &n)) {
+            printf("| %s | %s | cannot tokenize the text as a mid-text run |||||\n", dir, cases[c].name);
+            continue;
+        }
         int r = 0;
         for (; r < reps; r++) {
             const char *spec = cases[c].spec;
