@@ -8,8 +8,10 @@
 
 #include <stdint.h>
 
-#include "sd_grammar.h"
 #include "specdec.h"
+
+/* core/sd_grammar.h (C only: it uses stdatomic; the CUDA round's C++ sees this header) */
+typedef struct sd_grammar_cursor sd_grammar_cursor;
 
 typedef struct sd_logits_proc {
     const specdec_logit_bias *bias; /* borrowed from the params */

@@ -18,6 +18,7 @@
 #include "specdec.h"
 #include "sd_adapt.h"
 #include "sd_error.h"
+#include "sd_grammar.h"
 #include "sd_round.h"
 
 /* Longest stop string accepted by specdec_generate (bytes). */

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "sd_grammar.h"
 #include "sd_logits_proc.h"
 
 /* counts: n_vocab int32 scratch, all zero on entry and again on return; list: n_vocab int32

@@ -26,7 +26,7 @@
 
 #include "specdec.h"
 
-#define SD_SERVER_GRAMMAR_CACHE 64 /* default of sd_server_config.grammar_cache */
+#define SD_SERVER_GRAMMAR_CACHE 16 /* default of sd_server_config.grammar_cache */
 #define SD_SERVER_GRAMMAR_CACHE_MAX 4096
 
 typedef struct sd_server_config {
