@@ -36,7 +36,7 @@ _SPEC_KEYS = {"method", "model", "num_speculative_tokens", "prompt_lookup_min", 
 # The CLI's names where they are not the enum's lower-cased suffix.
 _ENUM_NAMES = {"SPECDEC_STOP_STRING": "stop_string", "SPECDEC_STOP_TOKEN_ID": "stop_token_id"}
 _POLL_MS = 100  # a wait returns at least this often, so Ctrl-C is seen within it
-GRAMMAR_CACHE_SIZE = 64  # compiled grammars an LLM keeps (least recently used dropped first)
+GRAMMAR_CACHE_SIZE = 16  # compiled grammars an LLM keeps (least recently used dropped first)
 
 
 class _Grammar:
