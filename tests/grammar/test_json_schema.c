@@ -246,7 +246,7 @@ static void test_choices(void) {
     static const char *bp[60000];
     static size_t blen[60000];
     for (int i = 0; i < 60000; i++) {
-        snprintf(big[i], sizeof big[i], "c%09d", i);
+        snprintf(big[i], sizeof big[i], "c%09u", (unsigned)i % 1000000000u);
         bp[i] = big[i];
         blen[i] = 10;
     }
