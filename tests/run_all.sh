@@ -47,7 +47,7 @@ stage "Fresh clone: the README's main job and install commands, Debian's python3
 "$py" tests/docs/test_readme.py fresh-clone README.md "$root"
 
 stage "libFuzzer targets (clang, ASan + UBSan): build, then a short run from the seeds and the corpus"
-# Targets: tests/fuzz/targets.txt. Each runs ${SPECDEC_FUZZ_SECONDS:-20} s from tests/fuzz/seeds/<t> and the
+# Targets: tests/fuzz/targets.txt. Each runs ${SPECDEC_FUZZ_SECONDS:-16} s from tests/fuzz/seeds/<t> and the
 # minimised corpus tests/fuzz/corpus/<t> of the last campaign (tests/fuzz/campaign.sh); new inputs go
 # to a scratch directory. Exit 77 = the target's inputs are absent (tokenizer_real without ../shared);
 # -error_exitcode=1 because libFuzzer's default exit code for a finding is 77 as well.
@@ -62,7 +62,7 @@ fuzz_one() {  # target -> build-fuzz/fuzz_<t>.log and build-fuzz/fuzz_<t>.rc
   inputs=(tests/fuzz/seeds/$t)
   [ -d tests/fuzz/corpus/$t ] && inputs+=(tests/fuzz/corpus/$t)
   rc=0
-  build-fuzz/tests/fuzz/fuzz_$t "$scratch" "${inputs[@]}" -max_total_time=${SPECDEC_FUZZ_SECONDS:-20} -timeout=60 \
+  build-fuzz/tests/fuzz/fuzz_$t "$scratch" "${inputs[@]}" -max_total_time=${SPECDEC_FUZZ_SECONDS:-16} -timeout=60 \
     -error_exitcode=1 -print_final_stats=1 -artifact_prefix=build-fuzz/fuzz_$t- >build-fuzz/fuzz_$t.log 2>&1 || rc=$?
   rm -rf "$scratch"
   echo $rc >build-fuzz/fuzz_$t.rc
