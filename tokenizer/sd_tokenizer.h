@@ -288,6 +288,10 @@ specdec_status sd_tok_encode_raw(const specdec_tokenizer *tok, sd_tok_work *w, c
 /* Decode ids into out (appended, not NUL-terminated). */
 specdec_status sd_tok_decode_into(const specdec_tokenizer *tok, sd_tok_work *w, const int32_t *ids, size_t n,
                                   int skip_special, sd_tok_buf *out, sd_errbuf *eb);
+/* The decoders of d in order (a Sequence flattened) into leaves[0..*n): 0, or -2 past max. */
+int sd_tok_dec_flatten(const sd_tok_dec *d, const sd_tok_dec **leaves, int *n, int max);
+/* "<0xHH>" -> byte (u8::from_str_radix accepts a leading '+'), else -1 (ByteFallback). */
+int sd_tok_byte_token(const char *s, size_t n);
 /* Vocabulary string of id (model or added), or NULL. */
 const char *sd_tok_id_str(const specdec_tokenizer *tok, int32_t id, size_t *len);
 int sd_tok_is_special(const specdec_tokenizer *tok, int32_t id);

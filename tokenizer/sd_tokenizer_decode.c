@@ -37,7 +37,7 @@ static int sd_tok_push_tok(sd_tok_buf *b, sd_tok_spans *s, const char *p, size_t
     return sd_tok_spans_push(s, off, n, -1, 0);
 }
 
-static int sd_tok_dec_flatten(const sd_tok_dec *d, const sd_tok_dec **leaves, int *n, int max) {
+int sd_tok_dec_flatten(const sd_tok_dec *d, const sd_tok_dec **leaves, int *n, int max) {
     if (d->kind != SD_DEC_SEQUENCE) {
         if (*n >= max) return SD_ENGINE;
         leaves[(*n)++] = d;
@@ -55,8 +55,7 @@ static int sd_tok_hexval(char c) {
     return -1;
 }
 
-/* "<0xHH>" -> byte (u8::from_str_radix accepts a leading '+'), else -1. */
-static int sd_tok_byte_token(const char *s, size_t n) {
+int sd_tok_byte_token(const char *s, size_t n) {
     if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>') return -1;
     if (s[3] == '+') return sd_tok_hexval(s[4]);
     int a = sd_tok_hexval(s[3]), b = sd_tok_hexval(s[4]);

@@ -38,23 +38,11 @@ static int sd_tokg_leaf(const sd_tok_dec *d, sd_tok_work *w, sd_tok_buf *in, sd_
     }
     case SD_DEC_METASPACE:
         return sd_tok_replace_all(w, d->rep, d->rep_len, NULL, " ", 1, s, n, out);
-    case SD_DEC_BYTEFALLBACK:
-        if (n == 6 && !memcmp(s, "<0x", 3) && s[5] == '>') {
-            unsigned v = 0;
-            int ok = 1;
-            for (int i = 3; i < 5; i++) {
-                const char c = s[i];
-                const int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-                if (x < 0) ok = 0;
-                v = v * 16 + (unsigned)(x < 0 ? 0 : x);
-            }
-            if (ok) {
-                const char c = (char)v;
-                return sd_tok_buf_put(out, &c, 1);
-            }
-        }
-        return sd_tok_buf_put(out, s, n);
+    case SD_DEC_BYTEFALLBACK: {
+        const int b = sd_tok_byte_token(s, n);
+        const char c = (char)b;
+        return b >= 0 ? sd_tok_buf_put(out, &c, 1) : sd_tok_buf_put(out, s, n);
+    }
     case SD_DEC_REPLACE:
         return sd_tok_replace_all(w, d->str, d->str_len, &d->re, d->content, d->content_len, s, n, out);
     case SD_DEC_BPE:
@@ -62,16 +50,6 @@ static int sd_tokg_leaf(const sd_tok_dec *d, sd_tok_work *w, sd_tok_buf *in, sd_
     default: /* Fuse, Strip */
         return sd_tok_buf_put(out, s, n);
     }
-}
-
-/* The decoders in order (a Sequence flattened), at most max. */
-static void sd_tokg_leaves(const sd_tok_dec *d, const sd_tok_dec **leaves, int *n, int max, int depth) {
-    if (!d || depth > SD_TOK_MAX_DEPTH + 1) return;
-    if (d->kind != SD_DEC_SEQUENCE) {
-        if (*n < max) leaves[(*n)++] = d;
-        return;
-    }
-    for (int i = 0; i < d->n_child; i++) sd_tokg_leaves(&d->child[i], leaves, n, max, depth + 1);
 }
 
 /* Token id's bytes appended to all (with its offset and text flag). */
@@ -103,7 +81,11 @@ static specdec_status sd_tokg_build(const specdec_tokenizer *t, sd_grammar_vocab
     sd_tok_work w = {0};
     const sd_tok_dec *leaves[64];
     int nl = 0;
-    sd_tokg_leaves(t->dec, leaves, &nl, 64, 0);
+    if (t->dec && sd_tok_dec_flatten(t->dec, leaves, &nl, 64)) {
+        sd_free(off);
+        sd_free(text);
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "grammar: the tokenizer has more than 64 decoders");
+    }
     int r = off && text ? 0 : -1;
     for (int32_t id = 0; id < n && !r; id++) {
         off[id] = (uint32_t)all.len;

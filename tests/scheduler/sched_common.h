@@ -61,6 +61,19 @@ static inline void sc_env_free(sc_env *e) {
     memset(e, 0, sizeof *e);
 }
 
+/* The EAGLE-3 head in dir and an engine of e's target with it as the draft: 0 on success; prints
+ * why and returns non-zero otherwise. */
+static inline int sc_head_load(const sc_env *e, const char *dir, specdec_model **head, specdec_engine **eh) {
+    specdec_engine_params ep = sc_engine_params();
+    *head = NULL;
+    *eh = NULL;
+    if (specdec_model_load(dir, NULL, head) || specdec_engine_create(e->tm, *head, &ep, eh)) {
+        fprintf(stderr, "loading the EAGLE-3 head: %s\n", specdec_last_error());
+        return 1;
+    }
+    return 0;
+}
+
 /* 0 on success; prints why and returns non-zero otherwise. */
 static inline int sc_env_load(sc_env *e, const char *tdir, const char *ddir) {
     memset(e, 0, sizeof *e);

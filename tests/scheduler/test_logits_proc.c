@@ -313,13 +313,9 @@ int main(int argc, char **argv) {
     g_quick = argc > 4 + cuda && !strcmp(argv[4 + cuda], "quick");
     sc_env e;
     if (sc_env_load(&e, argv[1 + cuda], argv[2 + cuda])) return 1;
-    specdec_model *head = NULL;
-    specdec_engine *eh = NULL;
-    specdec_engine_params ep = sc_engine_params();
-    if (specdec_model_load(argv[3 + cuda], NULL, &head) || specdec_engine_create(e.tm, head, &ep, &eh)) {
-        fprintf(stderr, "loading the EAGLE-3 head: %s\n", specdec_last_error());
-        return 1;
-    }
+    specdec_model *head;
+    specdec_engine *eh;
+    if (sc_head_load(&e, argv[3 + cuda], &head, &eh)) return 1;
     part1(&e, eh);
     part2(&e);
     part3(&e);
