@@ -1,20 +1,31 @@
 /* bench_cpu_forward.c — decode throughput of the CPU reference backend on a
  * ~12M-parameter synthetic Llama (hidden 384, 6 layers, intermediate 1024, 6 heads /
  * 2 kv heads, vocab 8192, untied; F32, BF16 and F16 weights). Prints tokens/s for
- * 32-token prefill and 1-token decode steps (best of three). A benchmark, not a test:
- * it checks only that the forward calls succeed. Run: build/bench/cpu/bench_cpu_forward */
+ * 32-token prefill and 1-token decode steps (best of three), once per linear-layer path
+ * (kernels/cpu/sd_cpu_matmul.h "ISA paths": the portable loop, then AVX2 when the CPU has it)
+ * in the same run, with the ratio. A benchmark, not a test: it checks only that the forward
+ * calls succeed and that both paths give the same logits bit for bit.
+ * Run: build/bench/cpu/bench_cpu_forward */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench_util.h"
 #include "sd_test.h"
+#include "sd_cpu_matmul.h"
 #include "sd_cpu_runner.h"
 #include "fwd_common.h"
 
 #define N_STEPS 32
 
-static void bench(sd_dtype dt, const char *name) {
+typedef struct fwd_result {
+    double prefill_tps, decode_tps;
+    float *logits; /* the prefill's last row and the last decode step's row, 2 x vocab */
+} fwd_result;
+
+static fwd_result bench(sd_dtype dt, const char *name, const char *path) {
+    fwd_result res = {0, 0, NULL};
     sd_config c = fwd_small_config();
     c.vocab_size = 8192;
     c.hidden_size = 384;
@@ -32,7 +43,7 @@ static void bench(sd_dtype dt, const char *name) {
     SD_CHECK(sd_cpu_runner_create(&m->w, 256, 64, &r, &eb) == SPECDEC_OK, "create: %s", eb.msg);
     if (!r) {
         fwd_model_free(m);
-        return;
+        return res;
     }
     int32_t tok[64];
     uint64_t s = 11;
@@ -51,16 +62,41 @@ static void bench(sd_dtype dt, const char *name) {
         if (b < best) best = b;
     }
     double tps = N_STEPS / best;
-    printf("%s: %.1fM params, prefill 32 tokens %.1f tok/s, decode %.1f tok/s (best of 3 x %d steps)\n", name,
-           (double)np / 1e6, 32.0 / (t1 - t0), tps, N_STEPS);
+    printf("%s %-8s: %.1fM params, prefill 32 tokens %.1f tok/s, decode %.1f tok/s (best of 3 x %d steps)\n", name,
+           path, (double)np / 1e6, 32.0 / (t1 - t0), tps, N_STEPS);
+    res.prefill_tps = 32.0 / (t1 - t0), res.decode_tps = tps;
+    res.logits = malloc(sizeof(float) * 2 * (size_t)c.vocab_size);
+    SD_CHECK(sd_runner_forward(r, tok, 32, 0, lg) == SPECDEC_OK, "%s", r->err.msg);
+    memcpy(res.logits, lg + (size_t)31 * c.vocab_size, sizeof(float) * (size_t)c.vocab_size);
+    SD_CHECK(sd_runner_forward(r, &tok[32], 1, 32, lg) == SPECDEC_OK, "%s", r->err.msg);
+    memcpy(res.logits + c.vocab_size, lg, sizeof(float) * (size_t)c.vocab_size);
     free(lg);
     sd_runner_destroy(r);
     fwd_model_free(m);
+    return res;
+}
+
+static void compare(sd_dtype dt, const char *name) {
+    sd_cpu_matmul_set_isa(SD_CPU_ISA_GENERIC);
+    fwd_result g = bench(dt, name, "portable");
+    if (sd_cpu_matmul_set_isa(SD_CPU_ISA_AVX2) != 0) {
+        printf("%s avx2    : not run (this CPU has no AVX2 + FMA + F16C)\n", name);
+        free(g.logits);
+        return;
+    }
+    fwd_result a = bench(dt, name, "avx2");
+    if (g.logits && a.logits) {
+        SD_CHECK(memcmp(g.logits, a.logits, sizeof(float) * 2 * 8192) == 0, "%s: the two paths' logits differ", name);
+        printf("%s avx2 / portable: prefill x%.2f, decode x%.2f, logits bit-identical: %s\n", name,
+               a.prefill_tps / g.prefill_tps, a.decode_tps / g.decode_tps,
+               memcmp(g.logits, a.logits, sizeof(float) * 2 * 8192) == 0 ? "yes" : "NO");
+    }
+    free(g.logits), free(a.logits);
 }
 
 int main(void) {
-    bench(SD_F32, "f32");
-    bench(SD_BF16, "bf16");
-    bench(SD_F16, "f16");
+    compare(SD_F32, "f32");
+    compare(SD_BF16, "bf16");
+    compare(SD_F16, "f16");
     return sd_test_done();
 }

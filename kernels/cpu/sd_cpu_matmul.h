@@ -11,7 +11,14 @@
  * reproduce this order bit for bit; they are compared with a tolerance.
  *
  * Loop order: weight rows outer, tokens inner, so each weight row is read (and
- * converted) once per call however many tokens are in the batch. */
+ * converted) once per call however many tokens are in the batch.
+ *
+ * ISA paths: on an x86 CPU with AVX2 + FMA + F16C (checked once at run time) the layers run
+ * kernels/cpu/sd_cpu_matmul_x86.c, which keeps the four partial sums in the four lanes of one
+ * register and blocks four weight rows x two tokens; its results are bit-identical to the
+ * portable loop (the file's header says why; tests/forward test_cpu_matmul_isa.c checks it on
+ * every dtype, shape tail and special value). SPECDEC_CPU_ISA=generic in the environment forces
+ * the portable loop. */
 #ifndef SD_CPU_MATMUL_H
 #define SD_CPU_MATMUL_H
 
@@ -42,6 +49,14 @@ static inline double sd_cpu_dot(const float *a, const float *b, int64_t n) {
     }
     return sd_cpu_dot_loop(a, b, n);
 }
+
+typedef enum sd_cpu_isa { SD_CPU_ISA_GENERIC = 0, SD_CPU_ISA_AVX2 = 1 } sd_cpu_isa;
+
+/* The path sd_cpu_matmul takes in this process (chosen at the first call). */
+sd_cpu_isa sd_cpu_matmul_isa(void);
+/* Force a path (tests, benchmarks): -1 if this CPU cannot run it. Not meant to race with
+ * running forward passes. */
+int sd_cpu_matmul_set_isa(sd_cpu_isa isa);
 
 /* bias may be NULL or have data == NULL (no bias). rowbuf: scratch of `in` floats
  * (used when W is not F32). y must not alias x. */

@@ -3,7 +3,9 @@
  * catch what per-element instrumentation caught, one element past the end included:
  *  - AddressSanitizer build: sd_cpu_dot reading one float past a heap buffer (either operand),
  *    reading a freed buffer, and sd_cpu_dequant reading one half past its weights or writing one
- *    float past its output each end the process with ASan's report of that kind;
+ *    float past its output each end the process with ASan's report of that kind; so does
+ *    sd_cpu_matmul on the AVX2 path (kernels/cpu/sd_cpu_matmul_x86.c, when the CPU has it) reading
+ *    one half past its weights, one float past its input, or writing one float past its output;
  *  - ThreadSanitizer build: sd_cpu_dot reading, and sd_cpu_dequant writing, a buffer another
  *    thread wrote without synchronisation each end with a data race report;
  *  - both: the same calls within bounds (and, for TSan, ordered by pthread_join) report nothing
@@ -130,6 +132,23 @@ static void dequant_writes_past(void) {
 }
 #endif
 
+#if defined(SD_CPU_ASAN)
+/* sd_cpu_matmul of 3 rows x N columns of F16 weights, 2 tokens; short = which buffer lacks its
+ * last element (0: none, 1: weights, 2: input, 3: output). */
+static void matmul_case(int short_which) {
+    sd_tensor w = f16_tensor(3 * N - (short_which == 1));
+    w.ndim = 2, w.shape[0] = 3, w.shape[1] = N;
+    float *x = floats(2 * N - (short_which == 2)), *y = malloc((6 - (short_which == 3)) * sizeof(float));
+    float *buf = malloc(N * sizeof(float));
+    sd_cpu_matmul(x, 2, &w, NULL, y, buf);
+    fprintf(stderr, "%g\n", y[0]);
+}
+static void matmul_in_bounds(void) { matmul_case(0); }
+static void matmul_reads_past_w(void) { matmul_case(1); }
+static void matmul_reads_past_x(void) { matmul_case(2); }
+static void matmul_writes_past_y(void) { matmul_case(3); }
+#endif
+
 #if defined(SD_CPU_TSAN)
 static float *shared_buf;
 static atomic_int written;
@@ -187,6 +206,11 @@ int main(void) {
     expect("dot: a freed operand", dot_reads_freed, "heap-use-after-free");
     expect("dequant: one half past the weights", dequant_reads_past, "heap-buffer-overflow");
     expect("dequant: one float past the output", dequant_writes_past, "WRITE of size");
+    printf("matmul path: %s\n", sd_cpu_matmul_isa() == SD_CPU_ISA_AVX2 ? "AVX2" : "portable");
+    expect("matmul within bounds", matmul_in_bounds, NULL);
+    expect("matmul: one half past the weights", matmul_reads_past_w, "heap-buffer-overflow");
+    expect("matmul: one float past the input", matmul_reads_past_x, "heap-buffer-overflow");
+    expect("matmul: one float past the output", matmul_writes_past_y, "WRITE of size");
     return sd_test_done();
 #elif defined(SD_CPU_TSAN)
     expect("dot within bounds", dot_in_bounds, NULL);

@@ -1,0 +1,153 @@
+/* sd_cpu_matmul_x86.c — the linear layers with AVX2 + FMA + F16C, bit-identical to the portable
+ * loop (see sd_cpu_matmul.h, "ISA paths").
+ *
+ * Why the result cannot differ: sd_cpu_dot keeps four double partial sums s_j over i ≡ j (mod 4),
+ * combines them as (s0 + s1) + (s2 + s3), then adds the tail products one by one. Here lane j of
+ * one 256-bit register is s_j, and each step is one fused multiply-add per lane. A product of two
+ * floats is exact in double (24 + 24 significant bits < 53, and its exponent stays far inside
+ * double's range), so fma(a, b, s) rounds exactly what s + a * b rounds: the same sum, in the same
+ * order, to the last bit, including NaN and inf. F16C's half -> float conversion is exact as
+ * sd_f16_to_f32 is, and bf16 -> float is a shift.
+ *
+ * The speed comes from register blocking: four weight rows x two tokens per inner loop, so each
+ * converted weight vector serves two tokens and each token vector four rows, with eight
+ * independent accumulator chains; and from converting the weights in registers instead of
+ * through sd_cpu_row_f32's buffer. */
+#include "sd_cpu_matmul_x86.h"
+
+#if SD_CPU_X86_AVX2
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include "sd_cpu_dequant.h"
+
+/* The helpers below are inlined into the uninstrumented rows_* functions. GCC instruments a
+ * function (UBSan checks, ASan's stack-scope marks) before inlining it, so the helpers carry the
+ * same no_sanitize themselves: with only the caller marked, stale scope poison of their local
+ * arrays was left on the stack and a later frame's variable read as stack-use-after-scope. */
+#if defined(SD_CPU_ASAN)
+#define SD_X86_NOSAN __attribute__((no_sanitize("address", "undefined")))
+#elif defined(SD_CPU_TSAN)
+#define SD_X86_NOSAN __attribute__((no_sanitize("thread")))
+#else
+#define SD_X86_NOSAN
+#endif
+#define SD_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define SD_AVX2_INLINE static inline SD_X86_NOSAN __attribute__((always_inline, target("avx2,fma,f16c")))
+
+/* CPUID: AVX (and the OS saving YMM state: OSXSAVE + XCR0 bits 1-2), FMA and F16C in leaf 1,
+ * AVX2 in leaf 7. Read directly: not every compiler's __builtin_cpu_supports knows "f16c". */
+int sd_cpu_x86_avx2_supported(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned need1 = (1u << 12) | (1u << 27) | (1u << 28) | (1u << 29); /* FMA OSXSAVE AVX F16C */
+    if ((c & need1) != need1) return 0;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 6u) != 6u) return 0; /* XMM and YMM state enabled by the OS */
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b >> 5) & 1u; /* AVX2 */
+}
+
+/* Four consecutive weights from element i of a row, as doubles (dt is a constant at each
+ * instantiation, so the switch folds away). */
+SD_AVX2_INLINE __m256d load_w4(const void *row, int64_t i, sd_dtype dt) {
+    __m128 f;
+    if (dt == SD_F16) {
+        f = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)((const uint16_t *)row + i)));
+    } else if (dt == SD_BF16) {
+        __m128i h = _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)((const uint16_t *)row + i)));
+        f = _mm_castsi128_ps(_mm_slli_epi32(h, 16));
+    } else {
+        f = _mm_loadu_ps((const float *)row + i);
+    }
+    return _mm256_cvtps_pd(f);
+}
+
+SD_AVX2_INLINE float w_elem(const void *row, int64_t i, sd_dtype dt) {
+    if (dt == SD_F16) return _cvtsh_ss(((const uint16_t *)row)[i]);
+    if (dt == SD_BF16) return sd_bf16_to_f32(((const uint16_t *)row)[i]);
+    return ((const float *)row)[i];
+}
+
+/* (s0 + s1) + (s2 + s3) of the four lanes, then the tail products in order. */
+SD_AVX2_INLINE double finish(__m256d acc, const void *wrow, const float *x, int64_t i, int64_t cols, sd_dtype dt) {
+    __m128d lo = _mm256_castpd256_pd128(acc), hi = _mm256_extractf128_pd(acc, 1);
+    double s = (_mm_cvtsd_f64(lo) + _mm_cvtsd_f64(_mm_unpackhi_pd(lo, lo))) +
+               (_mm_cvtsd_f64(hi) + _mm_cvtsd_f64(_mm_unpackhi_pd(hi, hi)));
+    for (; i < cols; i++) s += (double)w_elem(wrow, i, dt) * (double)x[i];
+    return s;
+}
+
+/* y[t][o0 + r] for R rows from o0 and T tokens (R <= 4, T <= 2, both constants at every call so
+ * the loops unroll into registers). */
+SD_AVX2_INLINE void block(const char *w0, size_t row_bytes, int R, const float *const *x, float *const *y, int T,
+                          int64_t cols, int64_t o0, const double *b, sd_dtype dt) {
+    __m256d acc[4][2];
+    const void *wr[4];
+    for (int r = 0; r < R; r++) {
+        wr[r] = w0 + (size_t)r * row_bytes;
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_pd();
+    }
+    int64_t i = 0;
+    for (; i + 4 <= cols; i += 4) {
+        __m256d xv[2];
+        for (int t = 0; t < T; t++) xv[t] = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + i));
+        for (int r = 0; r < R; r++) {
+            __m256d wv = load_w4(wr[r], i, dt);
+            for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_pd(wv, xv[t], acc[r][t]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) y[t][o0 + r] = (float)(finish(acc[r][t], wr[r], x[t], i, cols, dt) + b[r]);
+}
+
+/* All rows for the tokens x[0..n) -> y[0..n) (n <= SD_CPU_X86_TOKEN_CHUNK). */
+SD_AVX2_INLINE void rows_all(const sd_x86_mm *m, const float *const *x, float *const *y, int n, sd_dtype dt) {
+    size_t row_bytes = (size_t)m->cols * sd_dtype_size(dt);
+    const char *w = (const char *)m->w;
+    int64_t o = 0;
+    for (; o + 4 <= m->rows; o += 4) {
+        double b[4];
+        for (int r = 0; r < 4; r++) b[r] = m->bias ? (double)sd_cpu_elem(m->bias, o + r) : 0.0;
+        int t = 0;
+        for (; t + 2 <= n; t += 2) block(w + (size_t)o * row_bytes, row_bytes, 4, x + t, y + t, 2, m->cols, o, b, dt);
+        if (t < n) block(w + (size_t)o * row_bytes, row_bytes, 4, x + t, y + t, 1, m->cols, o, b, dt);
+    }
+    for (; o < m->rows; o++) {
+        double b[1] = {m->bias ? (double)sd_cpu_elem(m->bias, o) : 0.0};
+        int t = 0;
+        for (; t + 2 <= n; t += 2) block(w + (size_t)o * row_bytes, row_bytes, 1, x + t, y + t, 2, m->cols, o, b, dt);
+        if (t < n) block(w + (size_t)o * row_bytes, row_bytes, 1, x + t, y + t, 1, m->cols, o, b, dt);
+    }
+}
+
+/* One instantiation per weight dtype; uninstrumented under the sanitizers (the caller checks
+ * every range this reads and writes: sd_cpu_matmul.c). */
+static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_f32(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
+    rows_all(m, x, y, n, SD_F32);
+}
+static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_f16(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
+    rows_all(m, x, y, n, SD_F16);
+}
+static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_bf16(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
+    rows_all(m, x, y, n, SD_BF16);
+}
+
+void sd_cpu_matmul_x86(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
+    switch (m->dtype) {
+    case SD_F16: rows_f16(m, x, y, n); break;
+    case SD_BF16: rows_bf16(m, x, y, n); break;
+    default: rows_f32(m, x, y, n); break;
+    }
+}
+
+#else
+
+int sd_cpu_x86_avx2_supported(void) { return 0; }
+void sd_cpu_matmul_x86(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
+    (void)m, (void)x, (void)y, (void)n;
+}
+
+#endif
