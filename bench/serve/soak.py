@@ -189,27 +189,29 @@ class Soak:
         self.count("idle closed", None if closed else "idle connection still open")
 
     def burst(self, i):
+        # An error while the server restarts is not a failure (the loop's rule for exceptions);
+        # counted on its own line so a soak shows how many connections the restarts refused.
         socks, codes = [], []
         for _ in range(self.a.max_connections + 4):
             try:
                 socks.append(socket.create_connection(("127.0.0.1", self.port), timeout=10))
             except OSError as e:
-                codes.append(repr(e))
+                codes.append("during restart" if getattr(self, "restarting", False) else repr(e))
         b = json.dumps(self.body(i, False)).encode()
         for s in socks:
             try:
                 s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                           b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(b), b))
             except OSError as e:
-                codes.append(repr(e))
+                codes.append("during restart" if getattr(self, "restarting", False) else repr(e))
         for s in socks:
             try:
                 codes.append(s.recv(16)[9:12].decode())
             except OSError as e:
-                codes.append(repr(e))
+                codes.append("during restart" if getattr(self, "restarting", False) else repr(e))
             s.close()
         for c in codes:
-            self.count("burst %s" % c, None if c in ("200", "503", "429") else c)
+            self.count("burst %s" % c, None if c in ("200", "503", "429", "during restart") else c)
 
     def loop(self, kind, pause):
         fn, i = getattr(self, kind), 0
