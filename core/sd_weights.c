@@ -186,11 +186,20 @@ static specdec_status sd_cfg_special_ids(const sd_config *c, const char *what, s
     return SPECDEC_OK;
 }
 
+/* The mixture of experts: sizes when some layer uses it, nothing when none does. */
+static specdec_status sd_cfg_moe(const sd_config *c, const char *what, sd_errbuf *eb) {
+    if (!sd_cfg_has_moe(c)) return SPECDEC_OK;
+    SD_TRY(sd_cfg_range(what, "num_experts", c->n_experts, 1, SD_CFG_MAX_EXPERTS, eb));
+    SD_TRY(sd_cfg_range(what, "num_experts_per_tok", c->n_experts_used, 1, c->n_experts, eb));
+    return sd_cfg_range(what, "moe_intermediate_size", c->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE, eb);
+}
+
 specdec_status sd_config_validate(const sd_config *cfg, const char *what, sd_errbuf *eb) {
     if (!what) what = "config";
     if (!cfg) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: NULL configuration", what);
     SD_TRY(sd_cfg_sizes(cfg, what, eb));
     SD_TRY(sd_cfg_numbers(cfg, what, eb));
+    SD_TRY(sd_cfg_moe(cfg, what, eb));
     return sd_cfg_special_ids(cfg, what, eb);
 }
 
@@ -214,8 +223,28 @@ static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int3
     return SPECDEC_OK;
 }
 
+/* A MoE layer's router and experts (present exactly when the layer is one). */
+static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
+    const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
+    if (!c->layer_moe[l]) {
+        if (L->router.data || L->experts)
+            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
+                           "weights: layer %d: a router or experts, but the configuration makes its MLP dense", (int)l);
+        return SPECDEC_OK;
+    }
+    SD_TRY(sd_check_tensor(&L->router, "mlp router (gate.weight)", l, E, H, 0, eb));
+    if (!L->experts) return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: experts missing", (int)l);
+    for (int64_t e = 0; e < E; e++) {
+        SD_TRY(sd_check_tensor(&L->experts[e].w_gate, "expert gate projection", l, I, H, 0, eb));
+        SD_TRY(sd_check_tensor(&L->experts[e].w_up, "expert up projection", l, I, H, 0, eb));
+        SD_TRY(sd_check_tensor(&L->experts[e].w_down, "expert down projection", l, H, I, 0, eb));
+    }
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
     const int64_t H = c->hidden_size, I = c->intermediate_size, D = c->head_dim;
+    const int dense = !c->layer_moe[l];
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
     /* Optional tensors must be present exactly when the configuration says so: a bias
      * the forward would ignore is as wrong as one it would miss. */
@@ -238,12 +267,12 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
         {&L->bo, "self_attn.o_proj.bias", H, 0, c->o_bias},
         {&L->attn_post_norm, "post_attention_layernorm.weight (sandwich)", H, 0, c->sandwich_norms},
         {&L->ffn_norm, "pre-MLP norm weight", H, 0, 1},
-        {&L->w_gate, "mlp.gate_proj.weight", I, H, 1},
-        {&L->w_up, "mlp.up_proj.weight", I, H, 1},
-        {&L->w_down, "mlp.down_proj.weight", H, I, 1},
-        {&L->b_gate, "mlp.gate_proj.bias", I, 0, c->mlp_bias},
-        {&L->b_up, "mlp.up_proj.bias", I, 0, c->mlp_bias},
-        {&L->b_down, "mlp.down_proj.bias", H, 0, c->mlp_bias},
+        {&L->w_gate, "mlp.gate_proj.weight", I, H, dense},
+        {&L->w_up, "mlp.up_proj.weight", I, H, dense},
+        {&L->w_down, "mlp.down_proj.weight", H, I, dense},
+        {&L->b_gate, "mlp.gate_proj.bias", I, 0, dense && c->mlp_bias},
+        {&L->b_up, "mlp.up_proj.bias", I, 0, dense && c->mlp_bias},
+        {&L->b_down, "mlp.down_proj.bias", H, 0, dense && c->mlp_bias},
         {&L->ffn_post_norm, "post_feedforward_layernorm.weight", H, 0, c->sandwich_norms},
     };
     for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
@@ -253,7 +282,7 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
                            (int)l, ts[i].name);
         SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
     }
-    return SPECDEC_OK;
+    return sd_check_experts(L, l, c, eb);
 }
 
 specdec_status sd_weights_validate(const sd_weights *w, sd_errbuf *eb) {

@@ -32,6 +32,7 @@ extern "C" {
 #define SD_CFG_MAX_HEAD_DIM 1024
 #define SD_CFG_MAX_VOCAB 16777216
 #define SD_CFG_MAX_POSITIONS 1073741824
+#define SD_CFG_MAX_EXPERTS 512 /* routed experts per MoE layer (Qwen3-MoE: 128, DeepSeek-V3: 256) */
 
 /* The families config.json may name (models/sd_family.c describes each one as data:
  * tensor names, config defaults, which keys it reads). The forward never branches on
@@ -44,7 +45,10 @@ typedef enum sd_arch {
     SD_ARCH_PHI3 = 4,     /* Phi3ForCausalLM (Phi-3, Phi-3.5, Phi-4): fused qkv / gate_up, longrope */
     SD_ARCH_GEMMA = 5,    /* GemmaForCausalLM: GeGLU, (1 + w) norms, sqrt(hidden) embedding scale */
     SD_ARCH_GEMMA2 = 6,   /* Gemma2ForCausalLM: + sandwich norms, soft-capping, alternating windows */
-    SD_ARCH_GEMMA3 = 7    /* Gemma3ForCausalLM (gemma3_text): + q/k norms, local rope theta */
+    SD_ARCH_GEMMA3 = 7,   /* Gemma3ForCausalLM (gemma3_text): + q/k norms, local rope theta */
+    SD_ARCH_MIXTRAL = 8,  /* MixtralForCausalLM: a Mistral whose MLPs are sparse mixtures of experts */
+    SD_ARCH_QWEN3_MOE = 9 /* Qwen3MoeForCausalLM: a Qwen3 with sparse MoE MLPs (decoder_sparse_step,
+                             mlp_only_layers, norm_topk_prob) */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -114,6 +118,16 @@ typedef struct sd_config {
     int32_t attention_bias;        /* q/k/v biases present */
     int32_t o_bias;                /* o_proj bias present (Llama/Qwen3/Gemma attention_bias) */
     int32_t mlp_bias;              /* gate/up/down biases present (Llama mlp_bias) */
+    /* sparse mixture of experts (Mixtral, Qwen3-MoE); n_experts 0 = every MLP is dense. A MoE
+     * layer's MLP: router logits r = h R^T, p = softmax(r) (over all experts), the
+     * n_experts_used largest p (ties: the lower expert id) — divided by their sum when
+     * norm_topk_prob — weigh the outputs of those experts' gated MLPs (moe_intermediate wide),
+     * summed in expert-id order (transformers' MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock). */
+    int32_t n_experts;             /* num_local_experts / num_experts */
+    int32_t n_experts_used;        /* num_experts_per_tok, 1..n_experts */
+    int32_t moe_intermediate;      /* an expert's intermediate size (Mixtral: intermediate_size) */
+    int32_t norm_topk_prob;        /* 1: the chosen probabilities renormalised to sum to 1 */
+    uint8_t layer_moe[SD_CFG_MAX_LAYERS]; /* 1: layer l's MLP is the mixture (else dense, intermediate_size) */
     int32_t bos_id;                /* -1 if none */
     int32_t n_eos;
     int32_t eos_ids[SPECDEC_MAX_EOS];
@@ -160,7 +174,17 @@ typedef struct sd_layer {
     sd_tensor b_down;     /* [hidden] or absent */
     sd_tensor ffn_post_norm; /* [hidden] norm of the MLP output (cfg.sandwich_norms:
                                 post_feedforward_layernorm) or absent */
+    /* cfg.layer_moe[l]: the router and the experts instead of w_gate / w_up / w_down (absent) */
+    sd_tensor router;     /* [n_experts, hidden] (block_sparse_moe.gate / mlp.gate) or absent */
+    const struct sd_expert *experts; /* [n_experts] (owned by the model) or NULL */
 } sd_layer;
+
+/* One expert of a MoE layer: a gated MLP [moe_intermediate, hidden] x2, [hidden, moe_intermediate]. */
+typedef struct sd_expert {
+    sd_tensor w_gate; /* Mixtral w1, Qwen3-MoE gate_proj */
+    sd_tensor w_up;   /* Mixtral w3, Qwen3-MoE up_proj */
+    sd_tensor w_down; /* Mixtral w2, Qwen3-MoE down_proj */
+} sd_expert;
 
 /* Everything a backend needs to run a model: the configuration and the tensors
  * (borrowed views). Filled by the loader (struct specdec_model embeds one). */
@@ -172,6 +196,13 @@ typedef struct sd_weights {
     sd_tensor lm_head;    /* [vocab, hidden]; == tok_embd when tied */
     sd_dtype dtype;       /* dtype of the projection weights */
 } sd_weights;
+
+/* 1 when some layer's MLP is a mixture of experts. */
+static inline int sd_cfg_has_moe(const sd_config *c) {
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if (c->layer_moe[l]) return 1;
+    return 0;
+}
 
 /* The resolved per-model numbers with their "0 =" defaults applied. */
 static inline int32_t sd_cfg_rope_dim(const sd_config *c) { return c->rope_dim > 0 ? c->rope_dim : c->head_dim; }

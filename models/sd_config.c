@@ -481,7 +481,7 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
     if (f->window_rule == SD_WIN_NONE) return SPECDEC_OK;
     double w = 0.0;
     int use = 1;
-    if (f->window_rule == SD_WIN_UPPER)
+    if (f->window_rule == SD_WIN_UPPER || sd_has(f, SD_FAM_USE_WINDOW_KEY))
         TRY(sd_json_get_bool(p->root, "use_sliding_window", 0, 0, &use, p->fname, p->eb));
     if (use) TRY(sd_cfg_opt_num(p, "sliding_window", f->window, 1.0, (double)SD_CFG_MAX_POSITIONS, &w));
     if (w != floor(w))
@@ -508,7 +508,7 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
         if (c->layer_sliding[l] && c->sliding_window < 1)
             return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
                            "%s: layer %d is a sliding_attention layer but sliding_window is null%s", p->fname, (int)l,
-                           f->window_rule == SD_WIN_UPPER && !use ? " (use_sliding_window is false)" : "");
+                           !use ? " (use_sliding_window is false)" : "");
     return SPECDEC_OK;
 }
 
@@ -540,6 +540,56 @@ static specdec_status sd_cfg_special(const cJSON *root, const char *fname, sd_co
     return SPECDEC_OK;
 }
 
+/* ---- mixture of experts -------------------------------------------------------------- */
+
+/* The expert count: "num_local_experts" (Mixtral; transformers 5 saves Qwen3-MoE's under it
+ * too) or "num_experts" (Qwen-MoE checkpoints); both present must agree. */
+static specdec_status sd_cfg_n_experts(const sd_cfgp *p, int32_t *out) {
+    const int has_local = sd_json_member(p->root, "num_local_experts") != NULL;
+    const int has_num = sd_json_member(p->root, "num_experts") != NULL;
+    int32_t a = 0, b = 0;
+    TRY(sd_cfg_i32(p->root, "num_local_experts", 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &a, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "num_experts", 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &b, p->fname, p->eb));
+    if (has_local && has_num && a != b)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: num_local_experts (%d) and num_experts (%d) disagree", p->fname,
+                       (int)a, (int)b);
+    *out = has_local ? a : b;
+    return SPECDEC_OK;
+}
+
+/* Which layers are MoE and their sizes (transformers' Qwen3MoeDecoderLayer: layer l is sparse
+ * unless listed in mlp_only_layers, when num_experts > 0 and (l + 1) % decoder_sparse_step == 0). */
+static specdec_status sd_cfg_moe(const sd_cfgp *p) {
+    const sd_family *f = p->fam;
+    sd_config *c = p->cfg;
+    if (!sd_has(f, SD_FAM_MOE)) return SPECDEC_OK;
+    TRY(sd_cfg_n_experts(p, &c->n_experts));
+    TRY(sd_cfg_i32(p->root, "num_experts_per_tok", 0, f->experts_used, 1, c->n_experts, &c->n_experts_used, p->fname,
+                   p->eb));
+    c->moe_intermediate = c->intermediate_size;
+    c->norm_topk_prob = 1;
+    int32_t step = 1;
+    if (sd_has(f, SD_FAM_MOE_SPARSE_STEP)) {
+        TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, f->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
+                       &c->moe_intermediate, p->fname, p->eb));
+        TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
+        TRY(sd_cfg_i32(p->root, "decoder_sparse_step", 0, 1, 1, SD_CFG_MAX_LAYERS, &step, p->fname, p->eb));
+    }
+    for (int32_t l = 0; l < c->n_layers; l++) c->layer_moe[l] = (l + 1) % step == 0;
+    const cJSON *only = sd_json_member(p->root, "mlp_only_layers");
+    if (!only || cJSON_IsNull(only) || !sd_has(f, SD_FAM_MOE_SPARSE_STEP)) return SPECDEC_OK;
+    if (!cJSON_IsArray(only))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'mlp_only_layers' must be a list of layer indices", p->fname);
+    int i = 0;
+    for (const cJSON *e = only->child; e; e = e->next, i++) {
+        if (!sd_json_is_int(e) || e->valuedouble < 0 || e->valuedouble >= c->n_layers)
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'mlp_only_layers'[%d] must be a layer index in [0, %d)",
+                           p->fname, i, (int)c->n_layers);
+        c->layer_moe[(int32_t)e->valuedouble] = 0;
+    }
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_config *cfg, sd_errbuf *eb) {
     if (!cJSON_IsObject(root)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: top level is not a JSON object", fname);
     TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
@@ -549,6 +599,7 @@ static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_confi
     TRY(sd_cfg_rope(&p));
     TRY(sd_json_get_bool(root, "tie_word_embeddings", 0, p.fam->tie, &cfg->tie_word_embeddings, fname, eb));
     TRY(sd_cfg_layers(&p));
+    TRY(sd_cfg_moe(&p));
     TRY(sd_cfg_windows(&p));
     return sd_cfg_special(root, fname, cfg, eb);
 }

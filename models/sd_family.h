@@ -38,7 +38,11 @@ enum {
     SD_FAM_YARN_IS_LONGROPE = 1u << 14, /* rope_type "yarn"/"su" mean longrope (Phi-3) */
     SD_FAM_GELU_IS_TANH = 1u << 15,  /* hidden_act "gelu" means the tanh approximation (Gemma) */
     SD_FAM_BIDIR_KEY = 1u << 16,     /* use_bidirectional_attention: true is refused */
-    SD_FAM_PATTERN_KEY = 1u << 17    /* sliding_window_pattern read (else the table's pattern) */
+    SD_FAM_PATTERN_KEY = 1u << 17,   /* sliding_window_pattern read (else the table's pattern) */
+    SD_FAM_USE_WINDOW_KEY = 1u << 18, /* SD_WIN_ALL gated by use_sliding_window (Qwen3-MoE) */
+    SD_FAM_MOE = 1u << 19,           /* sparse MoE MLPs (sd_config n_experts ...; tensor names by arch) */
+    SD_FAM_MOE_SPARSE_STEP = 1u << 20 /* decoder_sparse_step / mlp_only_layers / norm_topk_prob read
+                                         (Qwen-MoE); else every layer is MoE, top-k renormalised */
 };
 
 typedef struct sd_family {
@@ -62,6 +66,9 @@ typedef struct sd_family {
     double attn_softcap;       /* attn_logit_softcapping when absent (0 = none) */
     double final_softcap;      /* final_logit_softcapping when absent (0 = none) */
     double query_scalar;       /* query_pre_attn_scalar when absent */
+    /* SD_FAM_MOE: transformers' defaults of num_experts / num_experts_per_tok /
+     * moe_intermediate_size (0: intermediate_size) */
+    int32_t experts, experts_used, moe_intermediate;
 } sd_family;
 
 /* The family named by architectures[0] (or, with arch NULL, by model_type); NULL if none. */

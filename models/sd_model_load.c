@@ -279,7 +279,55 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     return SPECDEC_OK;
 }
 
-/* The norms and the MLP of layer l (fused gate_up_proj split into views). */
+/* Tensor names of a MoE family's router and experts (printf formats over the expert id),
+ * as the checkpoints on the Hub store them (transformers 5 saves this layout too). */
+typedef struct sd_moe_names {
+    sd_arch arch;
+    const char *router, *gate, *up, *down;
+} sd_moe_names;
+
+static const sd_moe_names sd_moe_table[] = {
+    {SD_ARCH_MIXTRAL, "block_sparse_moe.gate.weight", "block_sparse_moe.experts.%d.w1.weight",
+     "block_sparse_moe.experts.%d.w3.weight", "block_sparse_moe.experts.%d.w2.weight"},
+    {SD_ARCH_QWEN3_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
+     "mlp.experts.%d.down_proj.weight"},
+};
+
+/* Owned memory of the model (freed with it): a slot of m->owned. */
+static void *sd_own(sd_loader *L, size_t bytes) {
+    specdec_model *m = L->m;
+    if (m->n_owned >= L->cap_owned) return NULL;
+    void *p = sd_calloc(1, bytes);
+    if (p) m->owned[m->n_owned++] = p;
+    return p;
+}
+
+/* Layer l's router and experts (cfg.layer_moe[l]). */
+static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, I = c->moe_intermediate;
+    const sd_moe_names *nm = NULL;
+    for (size_t i = 0; i < sizeof sd_moe_table / sizeof sd_moe_table[0]; i++)
+        if (sd_moe_table[i].arch == c->arch) nm = &sd_moe_table[i];
+    if (!nm) return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "%s: no MoE tensor names for %s", L->m->path, c->architecture);
+    TRY(sd_layer_tensor(L, l, nm->router, c->n_experts, H, 1, &ly->router));
+    sd_expert *ex = sd_own(L, (size_t)c->n_experts * sizeof *ex);
+    if (!ex) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %d experts", L->m->path, c->n_experts);
+    ly->experts = ex;
+    char name[128];
+    for (int32_t e = 0; e < c->n_experts; e++) {
+        snprintf(name, sizeof name, nm->gate, (int)e);
+        TRY(sd_layer_tensor(L, l, name, I, H, 1, &ex[e].w_gate));
+        snprintf(name, sizeof name, nm->up, (int)e);
+        TRY(sd_layer_tensor(L, l, name, I, H, 1, &ex[e].w_up));
+        snprintf(name, sizeof name, nm->down, (int)e);
+        TRY(sd_layer_tensor(L, l, name, H, I, 1, &ex[e].w_down));
+    }
+    return SPECDEC_OK;
+}
+
+/* The norms and the MLP of layer l (fused gate_up_proj split into views; a MoE layer's
+ * router and experts). */
 static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size;
@@ -291,6 +339,7 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     } else {
         TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
     }
+    if (c->layer_moe[l]) return sd_load_experts(L, l, ly);
     if (c->fused_gate_up) {
         sd_tensor gu;
         TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
@@ -316,7 +365,8 @@ static specdec_status sd_load_weights(sd_loader *L) {
     specdec_model *m = L->m;
     const sd_config *c = &m->w.cfg;
     const int64_t V = c->vocab_size, H = c->hidden_size;
-    L->cap_owned = c->n_layers * SD_LAYER_MAX_TENSORS + 3;
+    /* per layer: its tensors, and for a MoE layer the experts array, its router and 3 per expert */
+    L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 2 + 3 * c->n_experts) + 3;
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);

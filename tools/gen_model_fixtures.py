@@ -33,8 +33,8 @@ try:
     import transformers
     from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig,
                               GemmaForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                              Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
-                              Qwen3ForCausalLM)
+                              MixtralConfig, MixtralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
+                              Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -116,7 +116,33 @@ VARIANTS = {
                 "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
                 "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000.0},
                                     "sliding_attention": {"rope_type": "default", "rope_theta": 50.0}}}, True),
+    # Mixture of experts: every layer sparse, top-2 of 4, renormalised (Mixtral always is)
+    "mixtral": (MixtralConfig, MixtralForCausalLM,
+                {**BASE, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": None}, False),
+    # Qwen3-MoE: a dense layer among sparse ones (mlp_only_layers), top-3 of 6 renormalised,
+    # expert width 24 != intermediate_size 48, attention biases
+    "qwen3_moe": (Qwen3MoeConfig, Qwen3MoeForCausalLM,
+                  {**BASE, "num_hidden_layers": 3, "head_dim": 16, "num_experts": 6, "num_experts_per_tok": 3,
+                   "moe_intermediate_size": 24, "norm_topk_prob": True, "mlp_only_layers": [1],
+                   "attention_bias": True}, False),
+    # Qwen3-MoE: every second layer sparse (decoder_sparse_step 2), top-2 of 4 NOT renormalised;
+    # config.json rewritten as the Hub's checkpoints have it (CONFIG_EDITS)
+    "qwen3_moe_step": (Qwen3MoeConfig, Qwen3MoeForCausalLM,
+                       {**BASE, "num_hidden_layers": 2, "head_dim": 8, "num_experts": 4, "num_experts_per_tok": 2,
+                        "moe_intermediate_size": 16, "norm_topk_prob": False, "decoder_sparse_step": 2}, False),
 }
+
+
+def hub_qwen_moe_config(cfg):
+    """Qwen3-MoE checkpoints on the Hub name the expert count num_experts (transformers 5 saves
+    num_local_experts) and carry max_window_layers, which Qwen3-MoE ignores."""
+    cfg["num_experts"] = cfg.pop("num_local_experts")
+    cfg["max_window_layers"] = 1
+    return cfg
+
+
+# name -> an edit of the saved config.json (the model and its logits are unchanged by it)
+CONFIG_EDITS = {"qwen3_moe_step": hub_qwen_moe_config}
 
 
 def randomize(model, seed, zero_centred_norms):
@@ -133,7 +159,7 @@ def randomize(model, seed, zero_centred_norms):
             elif "embed_tokens" in name:
                 p.copy_(r)
             else:
-                p.copy_(r / p.shape[1] ** 0.5)
+                p.copy_(r / p.shape[-1] ** 0.5)  # fan-in (the last dim; MoE experts are 3-D)
 
 
 def build(name, seed):
@@ -167,6 +193,11 @@ def write_fixture(out, name):
     if os.path.isdir(d):
         shutil.rmtree(d)
     model.save_pretrained(d)
+    if name in CONFIG_EDITS:
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = CONFIG_EDITS[name](json.load(f))
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(cfg, f, indent=2)
     for extra in ("generation_config.json",):
         if os.path.exists(os.path.join(d, extra)):
             os.remove(os.path.join(d, extra))

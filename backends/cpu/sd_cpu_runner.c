@@ -16,6 +16,8 @@
  *               x += o  [o = norm(o, attn_post_norm) first: sandwich norms]
  *               h = norm(x, ffn_norm)
  *               y = (act(h Wg^T [+bg]) * (h Wu^T [+bu])) Wd^T [+bd]    (SwiGLU / GeGLU)
+ *                   [a MoE layer (Mixtral, Qwen3-MoE): y = sum over the token's chosen experts e,
+ *                    in id order, of w_e * (act(h Wg_e^T) * (h Wu_e^T)) Wd_e^T; cpu_moe_block]
  *               x += y  [y = norm(y, ffn_post_norm) first]
  *   logits = norm(x, out_norm) W_lm^T [soft-capped]   (W_lm = tok_embd when tied)
  * Every op computes each token's row with the same loop order whatever n is, so a
@@ -88,6 +90,14 @@ typedef struct sd_cpu_group {
     int32_t *next;               /* [max_batch] then this many logical rows of kext (tree nodes) */
     int32_t *kext;               /* [max_batch][SD_RUNNER_TREE_MAX] a node's ancestors' rows and its own */
     float **lrow;                /* [max_batch] where each token's logits go (NULL: none) */
+    /* mixture of experts (cfg.n_experts > 0; else NULL) */
+    float *moe_logits;           /* [max_batch, n_experts] router logits */
+    int32_t *moe_sel;            /* [max_batch, n_experts_used] chosen experts of each token */
+    double *moe_w;               /* [max_batch, n_experts_used] their weights */
+    int32_t *moe_tok;            /* [max_batch] tokens routed to the expert being run */
+    double *moe_tw;              /* [max_batch] their weights for it */
+    float *moe_x;                /* [max_batch, hidden] those tokens' normed inputs, gathered */
+    double *moe_acc;             /* [max_batch, hidden] each token's weighted sum of expert outputs */
 } sd_cpu_group;
 
 typedef struct sd_cpu_runner {
@@ -102,7 +112,8 @@ static void cpu_group_destroy(sd_runner_group *gb) {
     void *bufs[] = {g->k_cache, g->v_cache, g->x,        g->h,        g->q,      g->k,      g->v,
                     g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
                     g->scores,  g->acc,     g->keys,     g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
-                    g->kpre,    g->next,    g->kext,     (void *)g->lrow};
+                    g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
+                    g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     sd_kv_pool_free(&g->base.pool);
     sd_free(g);
@@ -164,16 +175,82 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
     sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
 }
 
+/* Token t's experts: the n_experts_used largest of p = softmax(router logits) in double (ties:
+ * the lower id, as a stable descending sort), weights p — divided by their sum when
+ * norm_topk_prob (core/sd_weights.h). */
+static void cpu_moe_route(sd_cpu_group *g, int32_t t) {
+    const sd_config *c = &g->cfg;
+    const int32_t E = c->n_experts, K = c->n_experts_used;
+    const float *r = g->moe_logits + (int64_t)t * E;
+    int32_t *sel = g->moe_sel + (int64_t)t * K;
+    double *w = g->moe_w + (int64_t)t * K;
+    double mx = -INFINITY, z = 0.0, sum = 0.0;
+    for (int32_t e = 0; e < E; e++) mx = (double)r[e] > mx ? (double)r[e] : mx;
+    for (int32_t e = 0; e < E; e++) z += exp((double)r[e] - mx);
+    for (int32_t k = 0; k < K; k++) { /* selection: K passes over E (K, E small) */
+        int32_t best = -1;
+        for (int32_t e = 0; e < E; e++) {
+            int taken = 0;
+            for (int32_t j = 0; j < k; j++) taken |= sel[j] == e;
+            if (!taken && (best < 0 || r[e] > r[best])) best = e;
+        }
+        sel[k] = best;
+        w[k] = exp((double)r[best] - mx) / z;
+        sum += w[k];
+    }
+    if (c->norm_topk_prob)
+        for (int32_t k = 0; k < K; k++) w[k] /= sum;
+}
+
+/* The MoE MLP over the n tokens of a pass (x += its output): each expert, in id order, runs
+ * the gated MLP over the tokens routed to it, gathered into one matmul batch; a token's sum
+ * takes its experts in id order. Every value is computed per token row as in a 1-token pass
+ * (matmuls are batch invariant), so the pass stays bitwise a token-by-token run. */
+static void cpu_moe_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
+    const sd_config *c = &g->cfg;
+    const int32_t H = c->hidden_size, I = c->moe_intermediate, K = c->n_experts_used;
+    sd_cpu_matmul(g->h, n, &L->router, NULL, g->moe_logits, g->rowbuf);
+    for (int32_t t = 0; t < n; t++) cpu_moe_route(g, t);
+    memset(g->moe_acc, 0, sizeof(double) * (size_t)n * (size_t)H);
+    for (int32_t e = 0; e < c->n_experts; e++) {
+        int32_t m = 0;
+        for (int32_t t = 0; t < n; t++)
+            for (int32_t k = 0; k < K; k++)
+                if (g->moe_sel[(int64_t)t * K + k] == e) {
+                    g->moe_tok[m] = t;
+                    g->moe_tw[m] = g->moe_w[(int64_t)t * K + k];
+                    memcpy(g->moe_x + (int64_t)m * H, g->h + (int64_t)t * H, sizeof(float) * (size_t)H);
+                    m++;
+                }
+        if (!m) continue;
+        const sd_expert *ex = &L->experts[e];
+        sd_cpu_matmul(g->moe_x, m, &ex->w_gate, NULL, g->gate, g->rowbuf);
+        sd_cpu_matmul(g->moe_x, m, &ex->w_up, NULL, g->up, g->rowbuf);
+        sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)m * I, g->gate);
+        sd_cpu_matmul(g->gate, m, &ex->w_down, NULL, g->moe_x, g->rowbuf);
+        for (int32_t j = 0; j < m; j++) {
+            double *acc = g->moe_acc + (int64_t)g->moe_tok[j] * H;
+            const float *y = g->moe_x + (int64_t)j * H;
+            for (int32_t d = 0; d < H; d++) acc[d] += g->moe_tw[j] * (double)y[d];
+        }
+    }
+    for (int64_t i = 0; i < (int64_t)n * H; i++) g->h[i] = (float)g->moe_acc[i];
+}
+
 /* The MLP block of a layer over the n tokens of a pass (x += its output). */
 static void cpu_mlp_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t hidden = c->hidden_size, inter = c->intermediate_size;
     const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
     sd_cpu_rmsnorm_off(g->x, &L->ffn_norm, off, n, hidden, eps, g->h);
-    sd_cpu_matmul(g->h, n, &L->w_gate, &L->b_gate, g->gate, g->rowbuf);
-    sd_cpu_matmul(g->h, n, &L->w_up, &L->b_up, g->up, g->rowbuf);
-    sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)n * inter, g->gate);
-    sd_cpu_matmul(g->gate, n, &L->w_down, &L->b_down, g->h, g->rowbuf);
+    if (L->experts) {
+        cpu_moe_block(g, L, n);
+    } else {
+        sd_cpu_matmul(g->h, n, &L->w_gate, &L->b_gate, g->gate, g->rowbuf);
+        sd_cpu_matmul(g->h, n, &L->w_up, &L->b_up, g->up, g->rowbuf);
+        sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)n * inter, g->gate);
+        sd_cpu_matmul(g->gate, n, &L->w_down, &L->b_down, g->h, g->rowbuf);
+    }
     if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->ffn_post_norm, off, n, hidden, eps, g->h);
     sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
 }
@@ -377,7 +454,9 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     const size_t B = (size_t)g->base.max_batch, hd = (size_t)c->head_dim, n_ctx = (size_t)g->base.n_ctx;
     size_t row_max = (size_t)c->hidden_size;
     if ((size_t)g->q_dim > row_max) row_max = (size_t)g->q_dim;
-    if ((size_t)c->intermediate_size > row_max) row_max = (size_t)c->intermediate_size;
+    size_t inter = (size_t)c->intermediate_size;
+    if (c->n_experts && (size_t)c->moe_intermediate > inter) inter = (size_t)c->moe_intermediate;
+    if (inter > row_max) row_max = inter;
     size_t elems = (size_t)c->n_layers * (size_t)g->pool_rows;
     int fail = (size_t)g->kv_dim && elems > SIZE_MAX / (size_t)g->kv_dim;
     elems *= (size_t)g->kv_dim;
@@ -390,8 +469,8 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     g->k = alloc_array(B * (size_t)g->kv_dim, sizeof(float), &fail);
     g->v = alloc_array(B * (size_t)g->kv_dim, sizeof(float), &fail);
     g->att = alloc_array(B * (size_t)g->q_dim, sizeof(float), &fail);
-    g->gate = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
-    g->up = alloc_array(B * (size_t)c->intermediate_size, sizeof(float), &fail);
+    g->gate = alloc_array(B * inter, sizeof(float), &fail);
+    g->up = alloc_array(B * inter, sizeof(float), &fail);
     g->rowbuf = alloc_array(row_max, sizeof(float), &fail);
     g->rope_cos = alloc_array(2 * B * (hd / 2), sizeof(float), &fail);
     g->rope_sin = alloc_array(2 * B * (hd / 2), sizeof(float), &fail);
@@ -407,6 +486,16 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     g->next = alloc_array(B, sizeof(int32_t), &fail);
     g->kext = alloc_array(B * SD_RUNNER_TREE_MAX, sizeof(int32_t), &fail);
     g->lrow = alloc_array(B, sizeof(float *), &fail);
+    if (c->n_experts) {
+        const size_t E = (size_t)c->n_experts, K = (size_t)c->n_experts_used, H = (size_t)c->hidden_size;
+        g->moe_logits = alloc_array(B * E, sizeof(float), &fail);
+        g->moe_sel = alloc_array(B * K, sizeof(int32_t), &fail);
+        g->moe_w = alloc_array(B * K, sizeof(double), &fail);
+        g->moe_tok = alloc_array(B, sizeof(int32_t), &fail);
+        g->moe_tw = alloc_array(B, sizeof(double), &fail);
+        g->moe_x = alloc_array(B * H, sizeof(float), &fail);
+        g->moe_acc = alloc_array(B * H, sizeof(double), &fail);
+    }
     return fail;
 }
 

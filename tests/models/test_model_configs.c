@@ -151,6 +151,39 @@ static void families(void) {
     SD_CHECK(c.rope_type == SD_ROPE_DYNAMIC && c.rope_factor == 2.0f, "llama: dynamic");
 }
 
+static int moe_mask(const sd_config *c) {
+    int m = 0;
+    for (int32_t l = 0; l < c->n_layers; l++) m |= (c->layer_moe[l] != 0) << l;
+    return m;
+}
+
+/* Mixture-of-experts families: transformers' class defaults, both spellings of the expert
+ * count, which layers are sparse, and the dense configs untouched. */
+static void moe_families(void) {
+    sd_config c;
+    ok("mixtral defaults", "MixtralForCausalLM", "", &c);
+    SD_CHECK(c.n_experts == 8 && c.n_experts_used == 2 && c.moe_intermediate == 48 && c.norm_topk_prob &&
+             moe_mask(&c) == 0xf && c.sliding_window == 0 && c.rope_theta == 1e6f && c.rms_norm_eps == 1e-5f &&
+             !c.attention_bias, "mixtral: MixtralConfig defaults (8 experts, top 2, renormalised, every layer)");
+    ok("qwen3-moe defaults", "Qwen3MoeForCausalLM", "", &c);
+    SD_CHECK(c.n_experts == 128 && c.n_experts_used == 8 && c.moe_intermediate == 768 && !c.norm_topk_prob &&
+             moe_mask(&c) == 0xf && c.qk_norm && c.head_dim == 8 && c.sliding_window == 0,
+             "qwen3-moe: Qwen3MoeConfig defaults (128 experts, top 8, not renormalised; head_dim from the sizes)");
+    ok("qwen3-moe hub", "Qwen3MoeForCausalLM",
+       "\"num_experts\": 16, \"num_experts_per_tok\": 4, \"moe_intermediate_size\": 24, \"norm_topk_prob\": true, "
+       "\"decoder_sparse_step\": 2, \"mlp_only_layers\": [3], \"max_window_layers\": 2, \"use_sliding_window\": false",
+       &c);
+    SD_CHECK(c.n_experts == 16 && c.n_experts_used == 4 && c.moe_intermediate == 24 && c.norm_topk_prob &&
+             moe_mask(&c) == 0x2 && sliding_mask(&c) == 0,
+             "qwen3-moe: sparse step 2 minus mlp_only_layers (mask %x), max_window_layers ignored", moe_mask(&c));
+    ok("qwen3-moe window", "Qwen3MoeForCausalLM", "\"use_sliding_window\": true, \"sliding_window\": 16", &c);
+    SD_CHECK(c.sliding_window == 16 && sliding_mask(&c) == 0xf, "qwen3-moe: use_sliding_window slides every layer");
+    ok("num_local_experts", "Qwen3MoeForCausalLM", "\"num_local_experts\": 6, \"num_experts_per_tok\": 6", &c);
+    SD_CHECK(c.n_experts == 6 && c.n_experts_used == 6, "qwen3-moe: transformers 5's num_local_experts");
+    ok("llama has no experts", "LlamaForCausalLM", "\"num_experts\": 8", &c);
+    SD_CHECK(c.n_experts == 0 && moe_mask(&c) == 0, "llama: num_experts is not read");
+}
+
 static void bad_configs(void) {
     const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
     /* hidden_size 30 over 4 heads, no head_dim: the head size cannot be derived */
@@ -202,10 +235,21 @@ static void bad_configs(void) {
     bad("yarn original 0", "LlamaForCausalLM", "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 2, "
         "\"original_max_position_embeddings\": 0}", F, "original_max_position_embeddings");
     bad("gemma3 multimodal", "Gemma3ForConditionalGeneration", "", U, "Gemma3ForConditionalGeneration");
+    bad("experts 0", "MixtralForCausalLM", "\"num_local_experts\": 0", F, "num_local_experts");
+    bad("top-k > experts", "MixtralForCausalLM", "\"num_local_experts\": 4, \"num_experts_per_tok\": 5", F,
+        "num_experts_per_tok");
+    bad("too many experts", "Qwen3MoeForCausalLM", "\"num_experts\": 100000", F, "num_experts");
+    bad("expert counts disagree", "Qwen3MoeForCausalLM", "\"num_experts\": 8, \"num_local_experts\": 4", F,
+        "disagree");
+    bad("mlp_only_layers out of range", "Qwen3MoeForCausalLM", "\"mlp_only_layers\": [4]", F, "mlp_only_layers");
+    bad("mlp_only_layers type", "Qwen3MoeForCausalLM", "\"mlp_only_layers\": 1", F, "mlp_only_layers");
+    bad("sparse step 0", "Qwen3MoeForCausalLM", "\"decoder_sparse_step\": 0", F, "decoder_sparse_step");
+    bad("moe width 0", "Qwen3MoeForCausalLM", "\"moe_intermediate_size\": 0", F, "moe_intermediate_size");
 }
 
 int main(void) {
     families();
+    moe_families();
     bad_configs();
     return sd_test_done();
 }

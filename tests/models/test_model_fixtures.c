@@ -17,7 +17,8 @@
  *      cached prefix; then the path compacted and the last two tokens decoded after it.
  * On the CPU 2-5 must also be bitwise the one-call logits (batch invariance, trees ==
  * plain decoding). On CUDA the tree rows must be bitwise the token-by-token rows (both
- * take the batch-invariant GEMM). argv[1] = fixture directory. */
+ * take the batch-invariant GEMM). Mixture-of-experts fixtures (Mixtral, Qwen3-MoE) run on the
+ * CPU; the CUDA backend must refuse them with UNSUPPORTED. argv[1] = fixture directory. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,10 +228,29 @@ static int fx_load_ids(fx_case *c) {
     return n == c->T;
 }
 
+/* A backend without mixture-of-experts kernels (CUDA today) must refuse such a model with
+ * UNSUPPORTED, never run it wrongly: 1 when c is such a case (checked and reported). */
+static int fx_moe_refused(const fx_backend *be, const fx_case *c, const sd_weights *w) {
+    if (be->bitwise || !sd_cfg_has_moe(&w->cfg)) return 0;
+    sd_runner *r = NULL;
+    sd_errbuf eb = {{0}};
+    specdec_status st = be->runner(w, c->n_ctx, c->T, &r, &eb);
+    SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && !r, "%s: the %s backend must refuse a MoE model with UNSUPPORTED (got %d)",
+             c->name, be->name, (int)st);
+    if (r) sd_runner_destroy(r);
+    printf("%-24s %-18s not run on %s: mixture of experts is CPU-only (refused: %s)\n", c->name, w->cfg.architecture,
+           be->name, eb.msg);
+    return 1;
+}
+
 static void fx_run(const fx_backend *be, fx_case *c) {
     specdec_model *m = NULL;
     specdec_status st = specdec_model_load(c->dir, NULL, &m);
     SD_CHECK(st == SPECDEC_OK, "%s: load: %s", c->name, specdec_last_error());
+    if (m && fx_moe_refused(be, c, &m->w)) {
+        specdec_model_free(m);
+        return;
+    }
     c->ref = fx_read(c->dir, "logits.f32", sizeof(float) * (size_t)c->T * (size_t)c->V);
     SD_CHECK(c->ref && fx_load_ids(c), "%s: ids.txt / logits.f32 missing or short", c->name);
     if (m && c->ref && m->w.cfg.vocab_size == c->V) {
