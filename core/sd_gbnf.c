@@ -218,7 +218,7 @@ static int gb_add_range(gb_vec *r, uint32_t lo, uint32_t hi) {
  * and emits its element into seq. An empty class is refused. */
 static specdec_status gb_emit_class(gb_parse *p, gb_vec *tmp, int negate, size_t at, gb_vec *seq) {
     const size_t n = tmp->n / 2;
-    qsort(tmp->v, n, 2 * sizeof(int32_t), gb_cmp_range);
+    if (n > 1) qsort(tmp->v, n, 2 * sizeof(int32_t), gb_cmp_range);
     size_t m = 0; /* merged in place */
     for (size_t k = 0; k < n; k++) {
         const uint32_t lo = (uint32_t)tmp->v[2 * k], hi = (uint32_t)tmp->v[2 * k + 1];
@@ -593,7 +593,7 @@ static int gb_fix(const gb_fsm *f, int cls_ok, uint8_t *mark) {
     for (int32_t a = 0; ok && a < f->n_alts; a++)
         for (int32_t p = f->alt_start[a]; GB_KIND(f, p) != GE_END; p++) {
             if (GB_KIND(f, p) == GE_REF) need[a]++, off[GB_ARG(f, p) + 2]++;
-            else if (!cls_ok) need[a] += 1 << 28; /* never reaches 0 */
+            else if (!cls_ok) need[a] |= 1 << 30; /* never reaches 0 */
         }
     for (int32_t r = 0; ok && r < f->n_rules; r++) off[r + 2] += off[r + 1];
     for (int32_t a = 0; ok && a < f->n_alts; a++)
