@@ -338,6 +338,9 @@ static specdec_status gb_gen_rule(gb_parse *p, const int32_t *a, size_t na, int 
 /* Replaces the one element e (a pair) at the end of seq by its repetition {m, n} (n < 0: no
  * upper bound): m copies, then x* (R ::= e R | "") or the chain R_k ::= e R_{k-1} | "". */
 static specdec_status gb_repeat(gb_parse *p, gb_vec *seq, long m, long n) {
+#ifdef SD_GBNF_MUTANT_STAR_AS_PLUS
+    if (m == 0 && n < 0) m = 1; /* test_gbnf_diff's planted mutant: x* read as x+ (never in the library) */
+#endif
     const int32_t e[2] = {seq->v[seq->n - 2], seq->v[seq->n - 1]};
     seq->n -= 2;
     if (p->el.n / 2 + seq->n / 2 + (size_t)m + 3 * (size_t)(n > m ? n - m : 1) > SD_GBNF_MAX_ELEMENTS) return gb_too_big(p);
