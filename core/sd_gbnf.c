@@ -416,7 +416,7 @@ static specdec_status gb_quantifiers(gb_parse *p, gb_vec *seq, size_t atom) {
         if (st != SPECDEC_OK) return st;
         if (seq->n - atom != 2) { /* group the atom's elements into one rule */
             int32_t r = -1;
-            if ((st = gb_gen_rule(p, seq->v + atom, seq->n - atom, 0, &r)) != SPECDEC_OK) return st;
+            if ((st = gb_gen_rule(p, seq->v ? seq->v + atom : NULL, seq->n - atom, 0, &r)) != SPECDEC_OK) return st;
             seq->n = atom;
             if (!gb_push_el(seq, GE_REF, r)) return gb_oom(p);
         }
