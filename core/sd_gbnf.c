@@ -14,6 +14,7 @@ enum { GE_END, GE_REF, GE_CLASS };
 #define GB_INF (SD_GBNF_MAX_DEPTH + 1)  /* a completion depth past the bound */
 #define GB_UNKNOWN INT32_MIN            /* a transition not computed yet */
 #define GB_SCALAR_MAX 0x10FFFFu
+#define GB_ALL 16                       /* gb_state.rem flag */
 
 /* A growable array of int32 (elements are pairs kind,arg in sequence buffers). */
 typedef struct gb_vec {
@@ -539,7 +540,8 @@ static specdec_status gb_rule(gb_parse *p) {
 typedef struct gb_state {
     int32_t off, n;   /* its stack nodes: pool[off, off + n), sorted */
     uint32_t lo, hi;  /* the code points a half-written one can still become (rem > 0) */
-    int32_t rem;      /* continuation bytes still to come */
+    int32_t rem;      /* continuation bytes still to come; | GB_ALL: every stack's class holds every
+                         code point of [lo, hi], which is then kept relative to its 2^(6 rem) block */
     uint32_t hash;
     int32_t *trans;   /* [256] cached steps (GB_UNKNOWN: not yet), or NULL */
 } gb_state;
@@ -941,10 +943,29 @@ static int gb_cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Step of state s by byte b, not cached. */
+/* 1 if the class of every stack in v[0, n) holds every code point of [lo, hi]. */
+static int gb_all_cover(const gb_fsm *f, const int32_t *v, int32_t n, uint32_t lo, uint32_t hi) {
+    for (int32_t k = 0; k < n; k++) {
+        const int32_t c = GB_ARG(f, f->nodes[v[k]].pos);
+        int32_t a = f->cls[c], z = f->cls[c + 1]; /* the range holding lo, if any */
+        while (a < z) {
+            const int32_t m = a + (z - a) / 2;
+            if ((uint32_t)f->ranges[2 * (size_t)m + 1] < lo) a = m + 1;
+            else z = m;
+        }
+        if (a == f->cls[c + 1] || (uint32_t)f->ranges[2 * (size_t)a] > lo || (uint32_t)f->ranges[2 * (size_t)a + 1] < hi)
+            return 0;
+    }
+    return 1;
+}
+
+/* Step of state s by byte b, not cached. Inside a character's encoding, a state whose stacks all
+ * take every code point the character can still become forgets which one (GB_ALL): its range is
+ * kept relative to its block, so the many prefixes of a vocabulary's characters share states. */
 static int32_t gb_next(gb_fsm *f, int32_t s, uint8_t b) {
     uint32_t lo = f->st[s].lo, hi = f->st[s].hi;
-    int32_t rem = f->st[s].rem;
+    const int all = (f->st[s].rem & GB_ALL) != 0;
+    int32_t rem = f->st[s].rem & ~GB_ALL;
     if (!gb_utf8(&lo, &hi, &rem, b)) return SD_FSM_DEAD;
     const int32_t off = f->st[s].off, n = f->st[s].n;
     f->n_out = 0;
@@ -959,7 +980,7 @@ static int32_t gb_next(gb_fsm *f, int32_t s, uint8_t b) {
         const int32_t node = f->pool[off + k];
         if (node == 0) continue; /* the empty stack takes no byte */
         const int32_t pos = f->nodes[node].pos;
-        if (!gb_class_meets(f, GB_ARG(f, pos), lo, hi)) continue;
+        if (!all && !gb_class_meets(f, GB_ARG(f, pos), lo, hi)) continue;
         if (rem > 0) f->out[f->n_out++] = node; /* still possible: keep it whole */
         else if (gb_expand(f, f->nodes[node].parent, pos + 1) == SD_FSM_FULL) return SD_FSM_FULL;
     }
@@ -971,6 +992,9 @@ static int32_t gb_next(gb_fsm *f, int32_t s, uint8_t b) {
     if (rem == 0) {
         qsort(f->out, (size_t)f->n_out, sizeof(int32_t), gb_cmp_i32);
         lo = hi = 0;
+    } else if (all || gb_all_cover(f, f->out, f->n_out, lo, hi)) {
+        const uint32_t base = (lo >> (6 * rem)) << (6 * rem); /* the known bits; 0 when already relative */
+        lo -= base, hi -= base, rem |= GB_ALL;
     }
     return gb_state_get(f, f->out, f->n_out, lo, hi, rem);
 }
