@@ -578,7 +578,7 @@ typedef struct gb_fsm {
     int accept;
     gb_vec work;
     uint64_t *seen_key;
-    uint32_t *seen_gen, cap_seen, n_seen, gen;
+    uint32_t *seen_gen, cap_seen, n_seen, gen, pushes;
 } gb_fsm;
 
 #define GB_KIND(f, p) ((f)->el[2 * (size_t)(p)])
@@ -931,6 +931,8 @@ static int32_t gb_expand(gb_fsm *f, int32_t node, int32_t pos) {
             continue;
         }
         const int32_t r = GB_ARG(f, pos);
+        f->pushes += (uint32_t)(f->rule_alt[r + 1] - f->rule_alt[r]);
+        if (f->pushes > 16u * SD_GBNF_MAX_WORK) return SD_FSM_FULL; /* bounded time per step */
         for (int32_t a = f->rule_alt[r]; a < f->rule_alt[r + 1]; a++)
             if (!gb_vec_push(&f->work, nb) || !gb_vec_push(&f->work, f->alt_start[a])) return SD_FSM_FULL;
         if (f->work.n > 8u * SD_GBNF_MAX_WORK) return SD_FSM_FULL;
@@ -976,6 +978,7 @@ static int32_t gb_next(gb_fsm *f, int32_t s, uint8_t b) {
         f->gen = 1;
     }
     f->n_seen = 0;
+    f->pushes = 0;
     for (int32_t k = 0; k < n; k++) {
         const int32_t node = f->pool[off + k];
         if (node == 0) continue; /* the empty stack takes no byte */

@@ -42,7 +42,8 @@
  *     half-open). Right recursion through a rule's last element does not add frames.
  *   - a configuration holds at most SD_GBNF_MAX_STACKS stacks (an ambiguous grammar passing it:
  *     step() gives SD_FSM_FULL, never a silently truncated set); one step expands at most
- *     SD_GBNF_MAX_WORK (stack, position) items, and the interned nodes, states and their cached
+ *     SD_GBNF_MAX_WORK distinct (stack, position) items and pushes 16 x SD_GBNF_MAX_WORK, and the
+ *     interned nodes, states and their cached
  *     transitions stay within SD_GBNF_MAX_NODES / max_states / SD_GBNF_MAX_BYTES (else FULL).
  *   - grammar text: SD_GBNF_MAX_TEXT bytes, SD_GBNF_MAX_RULES rules (generated ones included),
  *     SD_GBNF_MAX_ELEMENTS elements, groups nested SD_GBNF_MAX_NESTING deep (else UNSUPPORTED).
@@ -65,7 +66,7 @@
 #define SD_GBNF_MAX_REPEAT 1000
 #define SD_GBNF_MAX_NESTING 100
 #define SD_GBNF_MAX_DEPTH 64
-#define SD_GBNF_MAX_STACKS 512
+#define SD_GBNF_MAX_STACKS 4096 /* a rule of 1000 literal alternatives starts 1000 stacks */
 #define SD_GBNF_MAX_WORK 65536
 #define SD_GBNF_MAX_NODES (1 << 21)
 #define SD_GBNF_MAX_BYTES ((size_t)256 << 20)

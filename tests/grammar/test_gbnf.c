@@ -247,13 +247,22 @@ static void test_full(void) {
     SD_CHECK(got == 'F', "max_states 3: %c", got);
     SD_CHECK(f->vt->n_states(f) == 3, "states %d", f->vt->n_states(f));
     sd_fsm_free(f);
-    /* an ambiguous grammar passing SD_GBNF_MAX_STACKS: after a^n, 2^n pending b/c sequences */
+    /* an ambiguous grammar passing SD_GBNF_MAX_STACKS (4096): after a^n, 3 x 2^n stacks (2^n pending
+     * b/c sequences, each under either "a" alternative or its end) */
     const char *amb = "root ::= \"a\" root \"b\" | \"a\" root \"c\" | \"\"\n";
     f = make(amb, 100000);
     if (!f) return;
     SD_CHECK(walk(f, "aaaaaa", 6) == 'P', "a^6: %c", walk(f, "aaaaaa", 6));
     SD_CHECK(walk(f, "aaaaaacbcbbb", 12) == 'M', "a^6 cbcbbb");
-    SD_CHECK(walk(f, "aaaaaaaaaa", 10) == 'F', "a^10: %c", walk(f, "aaaaaaaaaa", 10));
+    SD_CHECK(walk(f, "aaaaaaaaaa", 10) == 'P', "a^10: %c", walk(f, "aaaaaaaaaa", 10));
+    SD_CHECK(walk(f, "aaaaaaaaaaa", 11) == 'F', "a^11: %c", walk(f, "aaaaaaaaaaa", 11));
+    sd_fsm_free(f);
+    /* 1000 literal alternatives start 1000 stacks */
+    static char words[16384] = "root ::= \"w0\"";
+    for (int k = 1; k < 1000; k++) snprintf(words + strlen(words), sizeof words - strlen(words), " | \"w%d\"", k);
+    f = make(words, 100000);
+    if (!f) return;
+    SD_CHECK(walk(f, "w999", 4) == 'M' && walk(f, "w1000", 5) == 'D' && walk(f, "w5", 2) == 'M', "1000 words");
     sd_fsm_free(f);
 }
 
