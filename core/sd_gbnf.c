@@ -877,7 +877,7 @@ static int gb_seen(gb_fsm *f, int32_t node, int32_t pos) {
     const uint64_t key = (uint64_t)(uint32_t)node << 32 | (uint32_t)pos;
     if (f->n_seen + 1 > f->cap_seen / 2) {
         const uint32_t c = f->cap_seen ? 2 * f->cap_seen : 1024;
-        if (c > 4u * SD_GBNF_MAX_WORK) return -1;
+        if (c > 2u * SD_GBNF_MAX_WORK) return -1; /* at most SD_GBNF_MAX_WORK items */
         uint64_t *k2 = sd_malloc((size_t)c * sizeof(uint64_t));
         uint32_t *g2 = sd_calloc((size_t)c, sizeof(uint32_t));
         if (!k2 || !g2) {

@@ -33,7 +33,10 @@
  * point; stacks are interned as (parent, position) nodes, configurations (the sorted node ids and
  * the pending code-point range) as state ids. A step advances every stack whose class holds the
  * code point and expands rule references to their alternatives. Within a code point's encoding,
- * only the stacks whose class meets the code points that can still follow stay.
+ * only the stacks whose class meets the code points that can still follow stay; when every one
+ * of them takes all of those code points, the state forgets which character it is in (its range
+ * is kept relative to the block), so a vocabulary's many character prefixes share states. Each
+ * state caches its 256 transitions.
  *
  * Bounds (so that every live state can still reach acceptance, and time and memory are bounded):
  *   - a stack is at most SD_GBNF_MAX_DEPTH frames deep; each position's least completion depth
@@ -43,8 +46,8 @@
  *   - a configuration holds at most SD_GBNF_MAX_STACKS stacks (an ambiguous grammar passing it:
  *     step() gives SD_FSM_FULL, never a silently truncated set); one step expands at most
  *     SD_GBNF_MAX_WORK distinct (stack, position) items and pushes 16 x SD_GBNF_MAX_WORK, and the
- *     interned nodes, states and their cached
- *     transitions stay within SD_GBNF_MAX_NODES / max_states / SD_GBNF_MAX_BYTES (else FULL).
+ *     interned nodes, states and their cached transitions stay within SD_GBNF_MAX_NODES /
+ *     max_states / SD_GBNF_MAX_BYTES (else FULL).
  *   - grammar text: SD_GBNF_MAX_TEXT bytes, SD_GBNF_MAX_RULES rules (generated ones included),
  *     SD_GBNF_MAX_ELEMENTS elements, groups nested SD_GBNF_MAX_NESTING deep (else UNSUPPORTED).
  * accepting(s): some stack is empty (root is complete) and no code point is half-written.
