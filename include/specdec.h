@@ -973,7 +973,9 @@ typedef enum specdec_grammar_kind {
     SPECDEC_GRAMMAR_JSON_SCHEMA = 2, /* spec: a JSON Schema (text); the output is an instance of it
                                         in the compact form docs/STRUCTURED.md describes */
     SPECDEC_GRAMMAR_JSON_OBJECT = 3, /* spec: NULL (len 0): any JSON object (OpenAI's "json_object") */
-    SPECDEC_GRAMMAR_CHOICE = 4       /* spec: a JSON array of strings: the output is one of them */
+    SPECDEC_GRAMMAR_CHOICE = 4,      /* spec: a JSON array of strings: the output is one of them */
+    SPECDEC_GRAMMAR_GBNF = 5         /* spec: a context-free grammar in GBNF / xgrammar EBNF (llama.cpp's
+                                        "root ::= ..."; vLLM's guided_grammar): docs/STRUCTURED.md */
 } specdec_grammar_kind;
 
 /* Compile a grammar against tok (the models' tokenizer; the grammar keeps what it needs of

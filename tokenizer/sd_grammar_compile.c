@@ -1,9 +1,10 @@
 /* sd_grammar_compile.c — specdec_grammar_compile (docs/STRUCTURED.md): the automaton of a spec
- * (core/sd_regex.h; core/sd_json_schema.h and a regex; core/sd_json_fsm.h) over the tokenizer's
+ * (core/sd_regex.h; core/sd_json_schema.h and a regex; core/sd_json_fsm.h; core/sd_gbnf.h) over the tokenizer's
  * vocabulary (tokenizer/sd_tokenizer_grammar.c). */
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_gbnf.h"
 #include "sd_grammar.h"
 #include "sd_json.h"
 #include "sd_json_fsm.h"
@@ -60,6 +61,7 @@ static specdec_status sd_tokg_fsm(specdec_grammar_kind kind, const char *spec, s
     case SPECDEC_GRAMMAR_REGEX: return sd_regex_fsm_create(spec, len, SD_GRAMMAR_MAX_STATES, fsm, eb);
     case SPECDEC_GRAMMAR_JSON_OBJECT:
         return sd_json_fsm_create(1, SD_GRAMMAR_JSON_DEPTH, SD_GRAMMAR_MAX_STATES, fsm, eb);
+    case SPECDEC_GRAMMAR_GBNF: return sd_gbnf_fsm_create(spec, len, SD_GRAMMAR_MAX_STATES, fsm, eb);
     case SPECDEC_GRAMMAR_JSON_SCHEMA: st = sd_json_schema_regex(spec, len, &re, &re_len, eb); break;
     case SPECDEC_GRAMMAR_CHOICE: st = sd_tokg_choice(spec, len, &re, &re_len, eb); break;
     default:

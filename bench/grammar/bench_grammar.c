@@ -1,6 +1,7 @@
 /* bench_grammar.c — what structured output (docs/STRUCTURED.md) adds to a row. For each tokenizer
  * given (default: the bundled one; the published ones of ../shared/tokenizers when named), and
- * three grammars (json_object; a JSON schema of a small record; a regex of a date list), it
+ * four grammars (json_object; a JSON schema of a small record; a regex of a date list; a JSON
+ * GBNF grammar of llama.cpp's json.gbnf shape, core/sd_gbnf.h), it
  * tokenizes an output the grammar accepts and walks it token by token as a generation would:
  *   - the first compile of a tokenizer (indexing its vocabulary: every token's bytes, sorted);
  *   - per row, cold: the grammar's state after the tokens so far, then its mask on a row of V
@@ -27,6 +28,14 @@ static const char RECORD[] =
     "{\"name\":\"Ada Lovelace\",\"age\":36,\"email\":\"ada@example.org\",\"tags\":[\"math\",\"poetry\","
     "\"engines\"],\"active\":true}";
 static const char REGEX[] = "\\d{4}-\\d{2}-\\d{2}(, \\d{4}-\\d{2}-\\d{2})*";
+static const char GBNF_JSON[] =
+    "root ::= object\n"
+    "value ::= object | array | string | number | (\"true\" | \"false\" | \"null\") ws\n"
+    "object ::= \"{\" ws (string \":\" ws value (\",\" ws string \":\" ws value)*)? \"}\" ws\n"
+    "array ::= \"[\" ws (value (\",\" ws value)*)? \"]\" ws\n"
+    "string ::= \"\\\"\" ([^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}))* \"\\\"\" ws\n"
+    "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? ([eE] [-+]? [0-9]+)? ws\n"
+    "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
 static const char DATES[] = "1815-12-10, 1843-07-01, 1852-11-27, 2026-11-28";
 
 typedef struct gcase {
@@ -68,9 +77,10 @@ static void bench_tok(const char *dir, int reps) {
         return;
     }
     const int32_t V = specdec_tokenizer_vocab_size(tok), ends[1] = {specdec_tokenizer_eos_id(tok)};
-    const gcase cases[3] = {{"json_object", SPECDEC_GRAMMAR_JSON_OBJECT, NULL, RECORD},
+    const gcase cases[4] = {{"json_object", SPECDEC_GRAMMAR_JSON_OBJECT, NULL, RECORD},
                             {"json schema", SPECDEC_GRAMMAR_JSON_SCHEMA, SCHEMA, RECORD},
-                            {"regex dates", SPECDEC_GRAMMAR_REGEX, REGEX, DATES}};
+                            {"regex dates", SPECDEC_GRAMMAR_REGEX, REGEX, DATES},
+                            {"gbnf json", SPECDEC_GRAMMAR_GBNF, GBNF_JSON, RECORD}};
     float *row = malloc((size_t)V * sizeof *row), *p = malloc((size_t)V * sizeof *p);
     const size_t ss = sd_sampling_scratch_size(V);
     void *scratch = malloc(ss);
@@ -87,7 +97,7 @@ static void bench_tok(const char *dir, int reps) {
         ts[r] = (bench_now_s() - t0) / 20 * 1e6;
     }
     const double samp = bench_median(ts, reps);
-    for (int c = 0; c < 3; c++) {
+    for (int c = 0; c < 4; c++) {
         int32_t ids[512], n = 0;
         if (tokens_of(tok, cases[c].text, ids, &n)) {
             printf("| %s | %s | cannot tokenize the text as a mid-text run |||||\n", dir, cases[c].name);

@@ -588,8 +588,12 @@ class LLM:
         except AttributeError:  # a header that declares it over a library that does not define it
             raise UnsupportedError(f"{where}: this libspecdec ({b.version}) does not define "
                                    "specdec_grammar_compile") from None
+        try:
+            kind_value = b.enum_value("specdec_grammar_kind", kind)
+        except KeyError:  # an older header: e.g. no SPECDEC_GRAMMAR_GBNF before 0.5.2
+            raise UnsupportedError(f"{where}: this libspecdec ({b.version}) has no {kind}") from None
         out = b.ffi.new("specdec_grammar **")
-        st = compile_fn(self.tokenizer.handle, b.enum_value("specdec_grammar_kind", kind),
+        st = compile_fn(self.tokenizer.handle, kind_value,
                         spec if spec is not None else b.ffi.NULL, len(spec) if spec is not None else 0, out)
         self.tokenizer._check(st, where)  # the detail: specdec_last_error, as for the tokenizer's other calls
         fresh = _Grammar(out[0], key)

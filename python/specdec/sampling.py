@@ -81,7 +81,7 @@ def _stop_token_ids(v):
 # include/specdec.h's specdec_grammar_kind that specdec compiles them to (None: not supported).
 CONSTRAINTS = ("json", "regex", "choice", "grammar", "json_object", "structural_tag")
 _KINDS = {"json": "SPECDEC_GRAMMAR_JSON_SCHEMA", "regex": "SPECDEC_GRAMMAR_REGEX", "choice": "SPECDEC_GRAMMAR_CHOICE",
-          "json_object": "SPECDEC_GRAMMAR_JSON_OBJECT"}
+          "json_object": "SPECDEC_GRAMMAR_JSON_OBJECT", "grammar": "SPECDEC_GRAMMAR_GBNF"}
 # The backends a request may name: specdec has one, its own compiler (vLLM's V1 engine likewise refuses a
 # request-level backend other than the engine's).
 _BACKENDS = (None, "auto", "specdec")
@@ -95,8 +95,9 @@ class StructuredOutputsParams:
 
     Exactly one constraint: json (a JSON Schema as a dict, serialised with json.dumps, or as JSON text),
     regex (a str the whole output matches, Python re.fullmatch semantics), choice (a list of str: the
-    output is one of them), json_object=True (any JSON object). grammar (EBNF/Lark), structural_tag
-    and whitespace_pattern raise UnsupportedError (libspecdec compiles none of them). backend: None,
+    output is one of them), json_object=True (any JSON object), grammar (a str: a GBNF / xgrammar EBNF
+    grammar, llama.cpp's "root ::= ..."; Lark is refused by the library). structural_tag and
+    whitespace_pattern raise UnsupportedError (libspecdec compiles neither). backend: None,
     "auto" or "specdec" (other backends raise UnsupportedError). disable_fallback,
     disable_any_whitespace and disable_additional_properties are accepted and change nothing: specdec
     has one backend, and its JSON whitespace and extra-property rules are fixed (docs/STRUCTURED.md). Types and the number of constraints
@@ -128,18 +129,19 @@ class StructuredOutputsParams:
         if len(set_) != 1:
             raise InvalidArgumentError(f"{name}: exactly one of {', '.join(CONSTRAINTS)} must be set, "
                                        f"not {' and '.join(set_) if set_ else 'none'}")
-        for f in ("grammar", "structural_tag", "whitespace_pattern"):
+        for f in ("structural_tag", "whitespace_pattern"):
             if getattr(self, f) is not None:
-                raise UnsupportedError(f"{name}.{f} is not supported by specdec (it compiles json, regex, choice "
-                                       "and json_object constraints only)")
+                raise UnsupportedError(f"{name}.{f} is not supported by specdec (it compiles json, regex, choice, "
+                                       "grammar and json_object constraints only)")
         if self.backend not in _BACKENDS:
             raise UnsupportedError(f"{name}.backend = {self.backend!r}: specdec compiles grammars itself "
                                    "(None, 'auto' or 'specdec')")
         if self.json is not None and not isinstance(self.json, (str, dict)):
             raise InvalidArgumentError(f"{name}.json must be a JSON Schema as a dict or a str, "
                                        f"not {type(self.json).__name__}")
-        if self.regex is not None and not isinstance(self.regex, str):
-            raise InvalidArgumentError(f"{name}.regex must be a str, not {type(self.regex).__name__}")
+        for f in ("regex", "grammar"):
+            if getattr(self, f) is not None and not isinstance(getattr(self, f), str):
+                raise InvalidArgumentError(f"{name}.{f} must be a str, not {type(getattr(self, f)).__name__}")
         if self.choice is not None and (isinstance(self.choice, (str, bytes)) or
                                         not isinstance(self.choice, (list, tuple)) or
                                         not all(isinstance(c, str) for c in self.choice)):
@@ -154,6 +156,8 @@ class StructuredOutputsParams:
             return _KINDS["regex"], _utf8(self.regex, "regex")
         if self.choice is not None:
             return _KINDS["choice"], _utf8(_json.dumps(list(self.choice), ensure_ascii=False), "choice")
+        if self.grammar is not None:
+            return _KINDS["grammar"], _utf8(self.grammar, "grammar")
         spec = self.json if isinstance(self.json, str) else _json.dumps(self.json, ensure_ascii=False)
         return _KINDS["json"], _utf8(spec, "json")
 

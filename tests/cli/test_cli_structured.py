@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Structured output on the command line (`specdec generate` / `specdec batch`: --regex PATTERN,
---json-schema FILE, --json-object, --choice JSON_ARRAY; docs/STRUCTURED.md), bundled pair, CPU
-backend.
+--json-schema FILE, --json-object, --choice JSON_ARRAY, --grammar FILE (GBNF); docs/STRUCTURED.md),
+bundled pair, CPU backend.
 
 Checks:
   - every output satisfies its constraint, with the draft model, plain decoding (--drafter none)
@@ -9,11 +9,13 @@ Checks:
     (Python re.fullmatch, stop_reason eos: each language is finite), --choice (one of the
     strings), --json-schema (a bounded schema, each field checked), --json-object (json.loads is
     a dict when it ends at EOS; when cut at -n, a prefix of a JSON object: the server test's check);
+    --grammar (a GBNF file whose language is finite: an equivalent Python regex, stop_reason eos;
+    three drafter x sampling pairs only, for CI time);
   - --json reports params.structured_output (the kind; null without one);
   - batch with --regex: every line satisfies it and equals generate --seed S+i on that line alone;
   - errors: two constraints exit 2 naming both flags (before any model loads); a regex or schema the
     library refuses exits 2 with the flag and its message; an unreadable schema file exits 1 naming
-    it; --help lists the four flags.
+    it (and a grammar file likewise); --help lists the five flags.
 
 Usage: test_cli_structured.py SPECDEC_BIN MODELS_DIR TMPDIR"""
 import json
@@ -111,6 +113,17 @@ def object_ok(text, eos):
 
 every_mode(["--json-object"], object_ok, n=32, need_eos=False)
 
+GBNF = 'root ::= answer " " num  # finite\nanswer ::= "yes" | "no"\nnum ::= [0-9]{1,3}\n'
+GBNF_RE = r"(yes|no) [0-9]{1,3}"
+gbnf_path = os.path.join(tmp, "answer.gbnf")
+with open(gbnf_path, "w") as f:
+    f.write(GBNF)
+for mode, samp in ((MODES[0], SAMPLING[1]), (MODES[1], SAMPLING[2]), (MODES[2], SAMPLING[0])):
+    g = gen("--grammar", gbnf_path, *mode, *samp)
+    check(g["stats"].get("stop_reason") == "eos" and re.fullmatch(GBNF_RE, g["text"]) is not None,
+          f"--grammar {mode} {samp}: {g['text']!r} ({g['stats'].get('stop_reason')})")
+check(gen("--grammar", gbnf_path, n=2)["params"].get("structured_output") == "gbnf", "--json params: gbnf")
+
 check(gen("--regex", "(yes|no)")["params"].get("structured_output") == "regex" and
       gen("--json-object", n=2)["params"].get("structured_output") == "json_object" and
       "structured_output" in gen(n=2)["params"] and gen(n=2)["params"]["structured_output"] is None,
@@ -133,9 +146,10 @@ for i, p in enumerate(prompts):
           f"batch line {i}: {line.get('text')!r} matches and equals generate alone ({alone['text']!r})")
 
 # errors
-for a, b_ in (("--regex", "--choice"), ("--json-object", "--regex"), ("--json-schema", "--json-object")):
+for a, b_ in (("--regex", "--choice"), ("--json-object", "--regex"), ("--json-schema", "--json-object"),
+              ("--grammar", "--regex")):
     args = {"--regex": ["--regex", "a"], "--choice": ["--choice", '["a"]'], "--json-object": ["--json-object"],
-            "--json-schema": ["--json-schema", schema_path]}
+            "--json-schema": ["--json-schema", schema_path], "--grammar": ["--grammar", gbnf_path]}
     for cmd in ("generate", "batch"):
         extra = ["-p", "x"] if cmd == "generate" else ["-f", path]
         p = run([cmd, "-m", "/nonexistent"] + extra + args[a] + args[b_])
@@ -144,14 +158,21 @@ for a, b_ in (("--regex", "--choice"), ("--json-object", "--regex"), ("--json-sc
 bad_schema = os.path.join(tmp, "bad_schema.json")
 with open(bad_schema, "w") as f:
     f.write('{"type": "object", "patternProperties": {"^a": {}}}')
+bad_gbnf = os.path.join(tmp, "bad.gbnf")
+with open(bad_gbnf, "w") as f:
+    f.write('root ::= root "a" | "b"\n')
 for flags, what in ((["--regex", "(a"], "regex"), (["--choice", "[1]"], "choice"), (["--choice", "nope"], "choice"),
-                    (["--json-schema", bad_schema], "json schema")):
+                    (["--json-schema", bad_schema], "json schema"), (["--grammar", bad_gbnf], "gbnf")):
     p = run(["generate", "-p", "x", "-n", "4"] + COMMON + flags)
     check(p.returncode == 2 and f"specdec generate: {flags[0]}: " in p.stderr and len(p.stderr.strip()) > 30,
           f"{flags}: exit {p.returncode} (2) with the library's message: {p.stderr[:200]}")
 missing = os.path.join(tmp, "no_such_schema.json")
 p = run(["generate", "-p", "x", "-n", "4", "--json-schema", missing] + COMMON)
 check(p.returncode == 1 and missing in p.stderr, f"an unreadable schema file: exit {p.returncode}: {p.stderr[:200]}")
+missing = os.path.join(tmp, "no_such.gbnf")
+p = run(["generate", "-p", "x", "-n", "4", "--grammar", missing] + COMMON)
+check(p.returncode == 1 and missing in p.stderr, f"an unreadable grammar file: exit {p.returncode}: {p.stderr[:200]}")
 h = run(["generate", "--help"]).stdout
-check(all(f in h for f in ("--regex", "--json-schema", "--json-object", "--choice")), "--help lists the flags")
+check(all(f in h for f in ("--regex", "--json-schema", "--json-object", "--choice", "--grammar")),
+      "--help lists the flags")
 sys.exit(done())

@@ -21,7 +21,9 @@
  * Sample count: argv[1] per case (CTest: 100 000 in Release, 20 000 under the sanitizers). Cases:
  * rejection with a draft model (γ = 2, and γ = 4 with top-k/top-p and penalties), match, the
  * n-gram drafter (its drafts are not masked: refused drafts must be rejected) and plain decoding;
- * greedy (γ = 4) must equal the argmax path. Built with SD_GRAMMAR_MUTANT (grammar_mutant.c
+ * greedy (γ = 4) must equal the argmax path. The same language written in GBNF (AB_GBNF,
+ * core/sd_gbnf.h) gives the same masks and transitions along every history of up to 6 tokens and
+ * passes a rejection case (γ = 3) against the same law. Built with SD_GRAMMAR_MUTANT (grammar_mutant.c
  * linked: each row masked with the state of the round's start, the drafts before it left out)
  * the test runs a rejection case and must REJECT it (by the law, or by the loop's check that every
  * committed token obeys the grammar, which fails such generations with SPECDEC_ERR_INTERNAL). */
@@ -36,6 +38,7 @@
 #include "sd_alloc.h"
 #include "sd_cpu_sample.h"
 #include "sd_engine.h"
+#include "sd_gbnf.h"
 #include "sd_grammar.h"
 #include "sd_test.h"
 #include "sd_test_util.h"
@@ -62,7 +65,12 @@ static int32_t fsm_n_states(const sd_fsm *f) { return (void)f, 8; }
 static void fsm_destroy(sd_fsm *f) { sd_free(f); }
 static const sd_fsm_vtable AB_VT = {fsm_step, fsm_accepting, fsm_n_states, fsm_destroy};
 
-static specdec_grammar *make_grammar(void) {
+/* The same language in GBNF (core/sd_gbnf.h): the b's split the text into runs with no "c"
+ * after an "a", i.e. c*a*; one to three b's. */
+static const char AB_GBNF[] = "root ::= p (\"b\" p){1,3}\np ::= \"c\"* \"a\"*\n";
+
+/* The vocabulary above with the hand automaton (gbnf = 0) or the GBNF one. */
+static specdec_grammar *make_grammar_of(int gbnf) {
     uint32_t *off = sd_malloc((V + 1) * sizeof *off);
     uint8_t *bytes = sd_malloc(32), *text = sd_malloc(V);
     uint32_t n = 0;
@@ -75,13 +83,20 @@ static specdec_grammar *make_grammar(void) {
     sd_grammar_vocab *v = NULL;
     specdec_grammar *g = NULL;
     SD_CHECK(sd_grammar_vocab_create(V, off, bytes, text, &v, NULL) == SPECDEC_OK, "vocab: %s", specdec_last_error());
-    sd_fsm *f = sd_malloc(sizeof *f);
-    f->vt = &AB_VT;
-    f->start = 0;
-    SD_CHECK(sd_grammar_create(v, f, &g, NULL) == SPECDEC_OK, "grammar: %s", specdec_last_error());
+    sd_fsm *f = NULL;
+    if (gbnf) {
+        SD_CHECK(sd_gbnf_fsm_create(AB_GBNF, strlen(AB_GBNF), 1000, &f, NULL) == SPECDEC_OK, "gbnf: %s",
+                 specdec_last_error());
+    } else {
+        f = sd_malloc(sizeof *f);
+        f->vt = &AB_VT;
+        f->start = 0;
+    }
+    if (f) SD_CHECK(sd_grammar_create(v, f, &g, NULL) == SPECDEC_OK, "grammar: %s", specdec_last_error());
     sd_grammar_vocab_release(v);
     return g;
 }
+static specdec_grammar *make_grammar(void) { return make_grammar_of(0); }
 
 /* By hand: the state after token t from s. */
 static int32_t walk(int32_t s, int32_t t) {
@@ -144,6 +159,26 @@ typedef struct dcase {
     float top_p;
     float presence, frequency;
 } dcase;
+
+/* The GBNF grammar's masks and transitions equal the hand automaton's along every token
+ * history of up to 6 tokens (its state ids differ: the two are walked side by side). */
+static void part1_gbnf(const specdec_grammar *g, int32_t s_hand, int32_t s_g, int depth, long *bad) {
+    const int32_t ends[1] = {STOP};
+    float row[V];
+    for (int32_t t = 0; t < V; t++) row[t] = (float)t;
+    int only_end = -1;
+    SD_CHECK(sd_grammar_apply(g, s_g, row, V, ends, 1, &only_end, NULL) == SPECDEC_OK, "gbnf apply: %s",
+             specdec_last_error());
+    for (int32_t t = 0; t < V; t++) {
+        const int allowed = t < STOP ? walk(s_hand, t) >= 0 : ab_accepting(s_hand);
+        *bad += allowed ? row[t] != (float)t : row[t] != -INFINITY;
+    }
+    for (int32_t t = 0; depth < 6 && t < STOP; t++) {
+        const int32_t h2 = walk(s_hand, t), g2 = sd_grammar_next(g, s_g, t);
+        *bad += (h2 >= 0) != (g2 >= 0);
+        if (h2 >= 0 && g2 >= 0) part1_gbnf(g, h2, g2, depth + 1, bad);
+    }
+}
 
 /* The grammar's state after the generated tokens hist[2..n) (the stop token keeps it). */
 static int32_t hist_state(const int32_t *hist, int32_t n) {
@@ -324,7 +359,7 @@ int main(int argc, char **argv) {
 #ifdef SD_GRAMMAR_MUTANT
     const dcase mutant = {"MUTANT drafts left out g=4 T=1", 1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f, 0.0f};
     run_case(&mutant, g, N);
-    (void)part1_masks, (void)greedy_case;
+    (void)part1_masks, (void)greedy_case, (void)part1_gbnf, (void)make_grammar_of;
 #else
     part1_masks(g);
     const dcase cases[] = {
@@ -337,6 +372,16 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], g, N);
     greedy_case(g);
+    /* the same language as a GBNF grammar (core/sd_gbnf.h): equal masks, and the loop exact */
+    specdec_grammar *gg = make_grammar_of(1);
+    if (gg) {
+        long bad = 0;
+        part1_gbnf(gg, 0, sd_grammar_start(gg), 0, &bad);
+        SD_CHECK(bad == 0, "gbnf: %ld mask or transition entries differ from the automaton walked by hand", bad);
+        const dcase gc = {"gbnf rejection g=3 T=1", 1, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f, 0.0f};
+        run_case(&gc, gg, N);
+        sd_grammar_release(gg);
+    }
 #endif
     sd_grammar_release(g);
     return sd_test_done();

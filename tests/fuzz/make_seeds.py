@@ -520,7 +520,7 @@ def server_seeds():
     refused = {"tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
                "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2,
                "suffix": "x", "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
-               "bad_words": ["x"], "guided_grammar": "root ::= x"}
+               "bad_words": ["x"]}
     for name, value in refused.items():
         put("server", "bad_unsupported_" + name, req({"prompt": "x", name: value}))
     # structured output (parse_guided): one constraint per request, each field's forms; the parser
@@ -535,7 +535,10 @@ def server_seeds():
                  "structured_outputs_json_object": {"structured_outputs": {"json_object": True}},
                  "structured_outputs_regex": {"structured_outputs": {"regex": "a+", "disable_any_whitespace": True}},
                  "backend_named": {"guided_choice": ["a"], "guided_decoding_backend": "xgrammar",
-                                   "guided_whitespace_pattern": None}}
+                                   "guided_whitespace_pattern": None},
+                 "grammar": {"guided_grammar": "root ::= [a-z]+ (\" \" [a-z]+)*"},
+                 "structured_outputs_grammar": {"structured_outputs": {"grammar": "root ::= \"a\" | \"b\""}},
+                 "llama_grammar": {"grammar": "root ::= x\nx ::= [0-9]{1,3}"}}
     for name, value in guided_ok.items():
         put("server", "ok_guided_" + name, req({"prompt": "x", **value}))
     put("server", "ok_chat_guided_schema", req({"messages": simple, **guided_ok["response_format_schema"]},
@@ -549,7 +552,8 @@ def server_seeds():
                   "format_type": {"response_format": {"type": "xml"}},
                   "structural_tag": {"response_format": {"type": "structural_tag"}},
                   "structured_empty": {"structured_outputs": {}},
-                  "structured_grammar": {"structured_outputs": {"grammar": "root ::= x"}},
+                  "structured_grammar_type": {"structured_outputs": {"grammar": 5}},
+                  "grammar_two": {"guided_regex": "a", "grammar": "root ::= x"},
                   "whitespace": {"guided_json": {}, "guided_whitespace_pattern": " *"},
                   "too_long": {"guided_regex": "a" * (64 * 1024 + 1)}}
     for name, value in guided_bad.items():

@@ -4,7 +4,8 @@ libspecdec 0.5.1's specdec_grammar_compile and specdec_generate_params.grammar (
 
 - every kind constrains the output, on the bundled pair (speculative, the draft model) and the target
   alone (plain decoding), at temperature 0 and 1 (fixed seeds), several prompts per generate call:
-  regex (the text re.fullmatch-es the pattern), choice (the text is one of the choices), JSON schema
+  regex (the text re.fullmatch-es the pattern), choice (the text is one of the choices), a GBNF grammar
+  (grammar=..., vLLM's name; the text re.fullmatch-es an equivalent regex), JSON schema
   with bounded fields (json.loads, then each field's type, enum, length and bounds), json_object
   (finish "stop" -> json.loads gives a dict). Each request must finish "stop": every pattern here has
   a bounded longest match well inside max_tokens, so a request cut by "length" is a failure too;
@@ -13,9 +14,9 @@ libspecdec 0.5.1's specdec_grammar_compile and specdec_generate_params.grammar (
   constrained and unconstrained prompts constrains only the former, one call may mix kinds, and four
   threads may compile and generate on one fresh LLM at once;
 - errors raise the package's types with the library's message: two constraints or none, wrong types,
-  grammar / structural_tag / whitespace_pattern / another backend (UnsupportedError), a malformed regex
-  or schema (InvalidArgumentError, the library's detail), an unsupported schema keyword (UnsupportedError
-  naming it); nothing is submitted and the LLM stays usable;
+  structural_tag / whitespace_pattern / another backend (UnsupportedError), a malformed regex, schema
+  or grammar (InvalidArgumentError, the library's detail), an unsupported schema keyword or grammar
+  feature (UnsupportedError naming it); nothing is submitted and the LLM stays usable;
 - the LLM's grammar cache: the same (kind, spec) gives the same compiled grammar (a dict schema and its
   json.dumps text alike), an LRU bounded by GRAMMAR_CACHE_SIZE; a grammar evicted while requests made
   from it wait to be submitted still serves them, and is freed once they are done; close() frees them all.
@@ -99,6 +100,15 @@ def test_regex_utf8_and_alternatives(engine, temperature):
     for c in run(engine, SO(regex=pattern), temperature, 40):
         assert c.finish_reason == "stop", c.text
         assert re.fullmatch(pattern, c.text), c.text
+
+
+GBNF = 'root ::= answer " " num  # a finite language\nanswer ::= "yes" | "no"\nnum ::= [0-9]{1,3}\n'
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_grammar(engine, temperature):
+    for c in run(engine, SO(grammar=GBNF), temperature, 24):
+        assert c.finish_reason == "stop" and re.fullmatch(r"(yes|no) [0-9]{1,3}", c.text), c.text
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
@@ -240,7 +250,7 @@ def test_constraint_count_and_types():
         SO(json_object=False)
     assert SO(regex="a", json_object=False).grammar_spec() == ("SPECDEC_GRAMMAR_REGEX", b"a")
     for kw, field in [({"regex": 5}, "regex"), ({"choice": "yes"}, "choice"), ({"choice": ["a", 1]}, "choice"),
-                      ({"json": 3}, "json"), ({"json_object": 1}, "json_object"),
+                      ({"json": 3}, "json"), ({"json_object": 1}, "json_object"), ({"grammar": ["x"]}, "grammar"),
                       ({"regex": "a", "disable_fallback": "no"}, "disable_fallback")]:
         with pytest.raises(specdec.InvalidArgumentError, match=field):
             SO(**kw)
@@ -254,7 +264,7 @@ def test_constraint_count_and_types():
 
 
 @pytest.mark.quick
-@pytest.mark.parametrize("kw", [{"grammar": 'root ::= "a"'}, {"structural_tag": "{}"},
+@pytest.mark.parametrize("kw", [{"structural_tag": "{}"},
                                 {"regex": "a", "whitespace_pattern": "[ ]?"}, {"regex": "a", "backend": "xgrammar"}])
 def test_unsupported_fields(kw):
     field = next(k for k in kw if k != "regex")
@@ -280,6 +290,9 @@ def test_library_refusals_json_choice(llm):
                          (SO(json={"type": "object", "patternProperties": {"^a": {}}}), specdec.UnsupportedError,
                           "patternProperties"),
                          (SO(choice=[]), specdec.InvalidArgumentError, "structured_outputs.choice: "),
+                         (SO(grammar='root ::= root "a" | "b"'), specdec.InvalidArgumentError, "left-recursive"),
+                         (SO(grammar='root ::= (= "a") "a"'), specdec.UnsupportedError, "lookahead"),
+                         (SO(grammar=GBNF), None, None),
                          (SO(json_object=True), None, None)])
 
 

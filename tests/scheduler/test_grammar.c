@@ -3,9 +3,12 @@
  * (Exactness in law: tests/engine/test_grammar_dist.c.)
  *  1. Every drafter gives plain decoding's output under a grammar: the draft model's chains and
  *     trees, the n-gram drafter, the EAGLE-3 head's chains and trees; GREEDY and MATCH; a regex,
- *     a choice, a JSON schema and json_object. The output obeys the grammar, checked without it:
+ *     a choice, a JSON schema, json_object and a GBNF grammar (model and EAGLE-3 chains only: CI
+ *     time). The output obeys the grammar, checked without it:
  *     the choice is one of the strings; the schema's output parses (cJSON) with the fields' types
- *     and bounds; json_object parses as an object; the regex's output by a hand-written matcher.
+ *     and bounds; json_object parses as an object; the regex's (and the GBNF grammar's,
+ *     the same language) output by a hand-written matcher. Sampling under the GBNF grammar (rejection,
+ *     T = 1) repeats with its seed.
  *  2. The scheduler (runner groups, several requests per round, with and without grammars) gives
  *     specdec_generate's output; the caller frees each grammar right after submitting (the
  *     requests hold their own references: a use after free would show under ASan).
@@ -19,14 +22,19 @@
 #define NPRED 64
 #define MAXP 64
 
-enum { G_REGEX, G_CHOICE, G_SCHEMA, G_OBJECT, N_G };
-static const char *const G_NAME[N_G] = {"regex", "choice", "json schema", "json_object"};
+enum { G_REGEX, G_CHOICE, G_SCHEMA, G_OBJECT, G_GBNF, N_G };
+static const char *const G_NAME[N_G] = {"regex", "choice", "json schema", "json_object", "gbnf"};
 static const char RE_SPEC[] = "(And|Then) [a-z]+( [a-z]+){0,5}\\.";
 static const char CHOICE_SPEC[] = "[\"the LORD\", \"Moses\", \"Jesus wept.\", \"Καὶ\"]";
 static const char SCHEMA_SPEC[] =
     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"maxLength\":12},"
     "\"age\":{\"type\":\"integer\"},\"ok\":{\"type\":\"boolean\"},"
     "\"kind\":{\"enum\":[\"prophet\",\"king\"]}},\"required\":[\"name\",\"age\",\"ok\",\"kind\"]}";
+/* RE_SPEC's language as a GBNF grammar (core/sd_gbnf.h): its outputs are checked by re_match. */
+static const char GBNF_SPEC[] = "root ::= opener \" \" words \".\"  # a sentence\n"
+                                "opener ::= \"And\" | \"Then\"\n"
+                                "words ::= word (\" \" word){0,5}\n"
+                                "word ::= [a-z]+\n";
 static specdec_grammar *g_gram[N_G];
 
 static int g_quick; /* the sanitizer builds: part 1 with the EAGLE-3 chain drafter only */
@@ -37,6 +45,7 @@ static specdec_status compile(const sc_env *e, int k, specdec_grammar **g) {
     case G_CHOICE: return specdec_grammar_compile(e->tok, SPECDEC_GRAMMAR_CHOICE, CHOICE_SPEC, strlen(CHOICE_SPEC), g);
     case G_SCHEMA:
         return specdec_grammar_compile(e->tok, SPECDEC_GRAMMAR_JSON_SCHEMA, SCHEMA_SPEC, strlen(SCHEMA_SPEC), g);
+    case G_GBNF: return specdec_grammar_compile(e->tok, SPECDEC_GRAMMAR_GBNF, GBNF_SPEC, strlen(GBNF_SPEC), g);
     default: return specdec_grammar_compile(e->tok, SPECDEC_GRAMMAR_JSON_OBJECT, NULL, 0, g);
     }
 }
@@ -87,7 +96,8 @@ static int obeys(const sc_env *e, int k, const int32_t *out, int32_t n, const sp
     if (specdec_detokenize(e->tok, out, n, 1, text, sizeof text, &len) != SPECDEC_OK) return 0;
     if (!ended) return 1; /* cut by n_predict: nothing more to check here than the masks did */
     switch (k) {
-    case G_REGEX: return re_match(text);
+    case G_REGEX:
+    case G_GBNF: return re_match(text);
     case G_CHOICE:
         return !strcmp(text, "the LORD") || !strcmp(text, "Moses") || !strcmp(text, "Jesus wept.") ||
                !strcmp(text, "Καὶ");
@@ -143,6 +153,7 @@ static void part1(sc_env *e, specdec_engine *eh) {
                 ended += rst.stop_reason == SPECDEC_STOP_EOS;
                 runs++;
                 for (int d = g_quick ? 3 : 0; d < (g_quick ? 4 : 5); d++) {
+                    if (k == G_GBNF && d != 0 && d != 3) continue; /* CI time: the two chain drafters */
                     specdec_generate_params g2 = gp;
                     specdec_engine *eng = e->ref;
                     const char *what = drafter(&g2, d, &eng, eh);
@@ -198,6 +209,27 @@ static void part2(sc_env *e) {
     specdec_scheduler_free(s);
 }
 
+/* Seeds: sampled (rejection, T = 1) under the GBNF grammar with the draft model, each seed twice:
+ * the same output again, and it obeys the grammar; different seeds do not all agree. */
+static void part_seeds(sc_env *e) {
+    int32_t prompt[MAXP], out[2][NPRED], first[NPRED], nfirst = -1;
+    const int32_t np = sc_encode(e, SC_PROMPTS[1], prompt, MAXP);
+    int differ = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        specdec_generate_params gp = sc_params(1, seed, NPRED, 3);
+        gp.verify = SPECDEC_VERIFY_REJECTION;
+        gp.temperature = 1.0f;
+        gp.grammar = g_gram[G_GBNF];
+        specdec_stats st[2];
+        const int32_t n0 = gen(e->ref, prompt, np, &gp, out[0], &st[0]), n1 = gen(e->ref, prompt, np, &gp, out[1], &st[1]);
+        SD_CHECK(n0 > 0 && n0 == n1 && sc_same(out[0], out[1], n0), "seeds: seed %d repeats its output", (int)seed);
+        SD_CHECK(n0 > 0 && obeys(e, G_GBNF, out[0], n0, &st[0]), "seeds: seed %d obeys the grammar", (int)seed);
+        if (nfirst < 0) nfirst = n0, memcpy(first, out[0], sizeof first);
+        else differ |= n0 != nfirst || !sc_same(out[0], first, n0);
+    }
+    SD_CHECK(differ, "seeds: three seeds gave one output");
+}
+
 /* Part 3: what compile refuses. */
 static void part3(sc_env *e) {
     static const struct {
@@ -214,6 +246,10 @@ static void part3(sc_env *e) {
         {SPECDEC_GRAMMAR_CHOICE, "[\"a\", 3]", SPECDEC_ERR_INVALID_ARGUMENT},
         {SPECDEC_GRAMMAR_CHOICE, "\"a\"", SPECDEC_ERR_INVALID_ARGUMENT},
         {SPECDEC_GRAMMAR_JSON_OBJECT, "{}", SPECDEC_ERR_INVALID_ARGUMENT},
+        {SPECDEC_GRAMMAR_GBNF, "root ::= root \"a\" | \"b\"", SPECDEC_ERR_INVALID_ARGUMENT},
+        {SPECDEC_GRAMMAR_GBNF, "root ::= x", SPECDEC_ERR_INVALID_ARGUMENT},
+        {SPECDEC_GRAMMAR_GBNF, "root ::= (= \"a\") [a-z]", SPECDEC_ERR_UNSUPPORTED},
+        {SPECDEC_GRAMMAR_GBNF, "start: \"a\"", SPECDEC_ERR_INVALID_ARGUMENT},
         {(specdec_grammar_kind)9, "a", SPECDEC_ERR_INVALID_ARGUMENT},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -253,6 +289,7 @@ int main(int argc, char **argv) {
     if (ok) {
         part1(&e, eh);
         part2(&e);
+        part_seeds(&e);
     }
     part3(&e);
     for (int k = 0; k < N_G; k++) specdec_grammar_free(g_gram[k]);

@@ -514,10 +514,6 @@ def test_unsupported_fields(srv):
     refused = [("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
                ("/v1/completions", {"prompt": "x", "bad_words": ["x"]}, "bad_words"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "echo": True}, "echo"),
-               ("/v1/completions", {"prompt": "x", "guided_grammar": "root ::= \"a\""}, "guided_grammar"),
-               ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
-                                         "structured_outputs": {"grammar": "root ::= \"a\""}},
-                "structured_outputs.grammar"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
                                          "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools")]
     for path, body, param in refused:

@@ -12,9 +12,9 @@
  *  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a
  *    400 "unsupported_value" naming the field, the default is accepted, a wrong type is a
  *    400; harmless fields are type-checked; ignore_eos is parsed;
- *  - structured output (response_format, guided_json / guided_regex / guided_choice,
- *    structured_outputs): each kind's spec text and field; the defaults give none; wrong types,
- *    two constraints, guided_grammar / grammar / structural_tag / a whitespace pattern and a
+ *  - structured output (response_format, guided_json / guided_regex / guided_choice /
+ *    guided_grammar, structured_outputs, llama.cpp's grammar): each kind's spec text and field;
+ *    the defaults give none; wrong types, two constraints, structural_tag / a whitespace pattern and a
  *    spec over SD_API_MAX_GUIDED_BYTES are 400s naming the field;
  *  - logprobs in responses: token text and raw bytes (U+FFFD for half a character), the
  *    chat and completions shapes, -inf as -9999.0, text_offset in code points;
@@ -407,6 +407,11 @@ static void test_guided(void) {
         {0, "\"guided_regex\":\"a\",\"guided_decoding_backend\":\"xgrammar\",\"guided_whitespace_pattern\":null",
          SPECDEC_GRAMMAR_REGEX, "a", "guided_regex"},
         {0, "\"response_format\":{\"type\":\"text\"},\"guided_json\":null,\"structured_outputs\":null", 0, NULL, ""},
+        {0, "\"guided_grammar\":\"root ::= [a-z]+\"", SPECDEC_GRAMMAR_GBNF, "root ::= [a-z]+", "guided_grammar"},
+        {1, "\"structured_outputs\":{\"grammar\":\"root ::= \\\"a\\\"\"}", SPECDEC_GRAMMAR_GBNF, "root ::= \"a\"",
+         "structured_outputs.grammar"},
+        {1, "\"grammar\":\"root ::= x\\nx ::= \\\"b\\\"\"", SPECDEC_GRAMMAR_GBNF, "root ::= x\nx ::= \"b\"", "grammar"},
+        {0, "\"grammar\":null,\"guided_regex\":\"a\"", SPECDEC_GRAMMAR_REGEX, "a", "guided_regex"},
     };
     char body[1024];
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -449,11 +454,13 @@ static void test_guided(void) {
         {0, "\"structured_outputs\":{\"json_object\":false}", "structured_outputs", 0},
         {0, "\"structured_outputs\":{\"json_object\":1}", "structured_outputs.json_object", 0},
         {0, "\"structured_outputs\":[\"regex\"]", "structured_outputs", 0},
-        {1, "\"structured_outputs\":{\"grammar\":\"root ::= x\"}", "structured_outputs.grammar", 1},
+        {1, "\"structured_outputs\":{\"grammar\":5}", "structured_outputs.grammar", 0},
+        {0, "\"guided_regex\":\"a\",\"grammar\":\"root ::= x\"", "grammar", 0},
+        {1, "\"grammar\":[\"root ::= x\"]", "grammar", 0},
         {1, "\"structured_outputs\":{\"structural_tag\":\"{}\"}", "structured_outputs.structural_tag", 1},
         {0, "\"structured_outputs\":{\"regex\":\"a\",\"whitespace_pattern\":\" \"}",
          "structured_outputs.whitespace_pattern", 1},
-        {0, "\"guided_grammar\":\"root ::= x\"", "guided_grammar", 1},
+        {0, "\"guided_grammar\":{\"root\":\"x\"}", "guided_grammar", 0},
         {0, "\"guided_decoding_backend\":3", "guided_decoding_backend", 0},
         {0, "\"guided_regex\":\"a\",\"guided_whitespace_pattern\":\"[ ]+\"", "guided_whitespace_pattern", 1},
     };
@@ -507,7 +514,7 @@ static void test_unsupported(void) {
         {0, "use_beam_search", "true", "false", "\"false\""},
         {0, "allowed_token_ids", "[1,2]", "null", NULL},
         {0, "bad_words", "[\"x\"]", "[]", "\"x\""},
-        {0, "guided_grammar", "\"root ::= x\"", "null", NULL},
+        {0, "guided_grammar", NULL, "null", "5"},
         {1, "guided_whitespace_pattern", "\"[ ]*\"", "null", "3"},
         {0, "user", NULL, "\"u\"", "5"},
         {1, "metadata", NULL, "{\"k\":\"v\"}", "[]"},

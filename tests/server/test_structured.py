@@ -19,6 +19,9 @@ model, plain decoding with "n_draft": 0, prompt lookup with "speculative_config"
     json.loads gives a dict; "length" -> the text is a prefix of some JSON text whose value is an
     object (json_object_prefix: a pushdown check of RFC 8259, itself checked first on prefixes of
     known objects and on texts that are no such prefix; both spellings in the first mode);
+  - GBNF grammars (vLLM's guided_grammar and structured_outputs.grammar, llama.cpp server's
+    grammar; core/sd_gbnf.h): a finite language of three rules, finish_reason "stop" and the
+    text checked with an equivalent Python regex (every spelling in the first mode);
   - with the rest of a request: a streamed request (completions and chat: the deltas concatenate to
     a full match, one finish_reason, [DONE]); n = 3 (every choice satisfies it); a stop string with
     logprobs (the text is the unconstrained-by-stop text cut at the stop string, a logprob per
@@ -26,10 +29,11 @@ model, plain decoding with "n_draft": 0, prompt lookup with "speculative_config"
   - the grammar cache: a repeated constraint is a hit in /metrics (specdec_grammar_cache_lookups_total),
     --grammar-cache 2 evicts the least recently used, --grammar-cache 0 keeps none;
   - errors, each a 400 naming the field (param) while the server keeps serving: a bad regex, an
-    unsupported schema keyword, two constraints, guided_grammar, wrong types;
+    unsupported schema keyword, two constraints, a left-recursive grammar, a lookahead in a grammar,
+    wrong types;
   - hostile constraints, each refused in under a second with the server still serving: a 1 MiB
     schema, a schema nested 10,000 deep (as an object and as a string), a regex `(a{1000}){1000}`,
-    groups nested 5,000 deep.
+    groups nested 5,000 deep (regex and grammar), a grammar of 201 x [a]{1000}.
 
 Usage: test_structured.py SPECDEC_BINARY MODELS_DIR [--quick]
 --quick (the sanitizer builds): the regex and choice kinds with one drafter and the greedy run,
@@ -227,6 +231,23 @@ def test_regex(srv):
         each_mode(one)
 
 
+GBNF = 'root ::= answer " " num  # a finite language\nanswer ::= "yes" | "no"\nnum ::= [0-9]{1,3}\n'
+GBNF_RE = r"(yes|no) [0-9]{1,3}"
+
+
+def test_grammar(srv):
+    first = [True]
+
+    def one(what, chat, extra):  # every spelling of the field in the first mode, the first after
+        fields = [{"guided_grammar": GBNF}, {"structured_outputs": {"grammar": GBNF}}, {"grammar": GBNF}]
+        for field in fields if first[0] else fields[:1]:
+            st, text, finish, r = generate(srv, chat, dict(extra, **field))
+            check(st == 200 and finish == "stop" and re.fullmatch(GBNF_RE, text) is not None,
+                  "grammar (%s, %s): %d %r %s %s" % (what, list(field)[0], st, text, finish, r.get("error")))
+        first[0] = False
+    each_mode(one)
+
+
 def test_choice(srv):
     def one(what, chat, extra):
         for field in ({"guided_choice": CHOICES}, {"structured_outputs": {"choice": CHOICES}}):
@@ -405,12 +426,15 @@ def test_errors(srv):
     expect_400(srv, "two constraints", {"guided_regex": "a", "guided_choice": ["a"]}, "guided_choice")
     expect_400(srv, "response_format + guided_json", {"response_format": {"type": "json_object"},
                                                       "guided_json": {"type": "object"}}, "guided_json", chat=True)
-    expect_400(srv, "guided_grammar", {"guided_grammar": "root ::= \"a\""}, "guided_grammar",
-               code="unsupported_value")
+    expect_400(srv, "a left-recursive grammar", {"guided_grammar": "root ::= root \"a\" | \"b\""}, "guided_grammar")
+    expect_400(srv, "a grammar with a lookahead", {"structured_outputs": {"grammar": "root ::= (= \"a\") [a-z]"}},
+               "structured_outputs.grammar", chat=True, code="unsupported_value")
+    expect_400(srv, "a grammar without root", {"grammar": "start ::= \"a\""}, "grammar")
     expect_400(srv, "a whitespace pattern", {"guided_json": {}, "guided_whitespace_pattern": "[ ]*"},
                "guided_whitespace_pattern", code="unsupported_value")
     for what, body, param in (("guided_regex of the wrong type", {"guided_regex": ["a"]}, "guided_regex"),
                               ("guided_json of the wrong type", {"guided_json": 5}, "guided_json"),
+                              ("grammar of the wrong type", {"grammar": ["root ::= x"]}, "grammar"),
                               ("a json_schema without a schema", {"response_format": {"type": "json_schema",
                                                                                       "json_schema": {"name": "x"}}},
                                "response_format"),
@@ -434,7 +458,10 @@ def test_hostile(srv):
              ("a schema string nested 900 deep", {"guided_json": mid_text}, "guided_json"),
              ("the regex (a{1000}){1000}", {"guided_regex": "(a{1000}){1000}"}, "guided_regex"),
              ("a regex of groups nested 5,000 deep", {"guided_regex": "(" * 5000 + "a" + ")" * 5000}, "guided_regex"),
-             ("a regex of 30 x [^x]{1000}", {"guided_regex": "[^x]{1000}" * 30}, "guided_regex")]
+             ("a regex of 30 x [^x]{1000}", {"guided_regex": "[^x]{1000}" * 30}, "guided_regex"),
+             ("a grammar of groups nested 5,000 deep", {"guided_grammar": "root ::= " + "(" * 5000 + '"a"' + ")" * 5000},
+              "guided_grammar"),
+             ("a grammar of 201 x [a]{1000}", {"guided_grammar": "root ::= " + "[a]{1000} " * 201}, "guided_grammar")]
     for what, body, param in cases:
         expect_400(srv, what, body, param, limit_s=1.0)
 
@@ -443,7 +470,7 @@ def main():
     t0 = time.time()
     test_prefix_checker()
     with ts.Server("--parallel", "4") as srv:
-        tests = [test_regex, test_choice, test_json_schema, test_json_object, test_stream, test_n_stop_logprobs,
+        tests = [test_regex, test_grammar, test_choice, test_json_schema, test_json_object, test_stream, test_n_stop_logprobs,
                  test_cache, test_errors, test_hostile]
         for fn in tests:
             ts.timed(fn, srv)

@@ -138,7 +138,7 @@ int cli_grammar_compile(const char *cmd, const cli_gen_opts *o, const specdec_to
     const char *spec = o->grammar_arg;
     char *file = NULL;
     size_t len = spec ? strlen(spec) : 0;
-    if (o->grammar_kind == SPECDEC_GRAMMAR_JSON_SCHEMA) {
+    if (o->grammar_kind == SPECDEC_GRAMMAR_JSON_SCHEMA || o->grammar_kind == SPECDEC_GRAMMAR_GBNF) { /* a file */
         if (!(file = cli_read_file(o->grammar_arg, &len))) {
             fprintf(stderr, "specdec %s: %s: cannot read '%s': %s\n", cmd, o->grammar_opt, o->grammar_arg,
                     strerror(errno));

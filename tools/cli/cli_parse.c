@@ -215,19 +215,21 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     return 1;
 }
 
-/* Structured output: --regex PATTERN, --json-schema FILE, --choice JSON_ARRAY, --json-object (v
+/* Structured output: --regex PATTERN, --json-schema FILE, --choice JSON_ARRAY, --grammar FILE
+ * (GBNF), --json-object (v
  * NULL). 0: a is none of them; 1: recorded; -1: a second constraint (err->detail says which). */
 static int gen_grammar(cli_gen_opts *o, const char *a, const char *v, cli_parse_err *err) {
     specdec_grammar_kind k;
     if (!strcmp(a, "--regex")) k = SPECDEC_GRAMMAR_REGEX;
     else if (!strcmp(a, "--json-schema")) k = SPECDEC_GRAMMAR_JSON_SCHEMA;
     else if (!strcmp(a, "--choice")) k = SPECDEC_GRAMMAR_CHOICE;
+    else if (!strcmp(a, "--grammar")) k = SPECDEC_GRAMMAR_GBNF;
     else if (!strcmp(a, "--json-object")) k = SPECDEC_GRAMMAR_JSON_OBJECT;
     else return 0;
     if (o->grammar_kind) {
         snprintf(err->detail, sizeof err->detail,
                  "%s and %s both constrain the output: give at most one of --regex, --json-schema, --json-object, "
-                 "--choice",
+                 "--choice, --grammar",
                  o->grammar_opt, a);
         return -1;
     }
@@ -243,7 +245,7 @@ static const char *const gen_value_opts[] = {
     "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
     "--ngram-cost", "--logprobs", "--prompt-logprobs", "--presence-penalty", "--frequency-penalty",
     "--repetition-penalty", "--min-tokens", "--stop-token-id", "--logit-bias", "--regex", "--json-schema",
-    "--choice", NULL};
+    "--choice", "--grammar", NULL};
 
 static int gen_takes_value(const char *a) {
     for (int i = 0; gen_value_opts[i]; i++)

@@ -64,7 +64,9 @@ static void gen_usage(FILE *f) {
             "  --json-schema F  structured output: the output is an instance of the JSON Schema in file F\n"
             "  --json-object    structured output: the output is a JSON object\n"
             "  --choice JSON    structured output: the output is one of the strings of the JSON array\n"
-            "                   (at most one of these four; the output ends when a whole match is complete\n"
+            "  --grammar F      structured output: the output derives from the GBNF grammar in file F\n"
+            "                   (llama.cpp's root ::= ...; docs/STRUCTURED.md)\n"
+            "                   (at most one of these five; the output ends when a whole match is complete\n"
             "                   and the model picks EOS, or at -n)\n"
             "  --json           print one JSON object (text, ids, statistics, parameters) instead\n"
             "  --logprobs N     log-probabilities of the emitted tokens under the target (raw logits),\n"
@@ -362,10 +364,10 @@ static void gen_json_params(cJSON *root, const gen_ctx *c) {
     cJSON_AddBoolToObject(jq, "ignore_eos", gp->ignore_eos != 0);
     cJSON *jstop = cJSON_AddArrayToObject(jq, "stop");
     for (int i = 0; i < o->n_stops; i++) cJSON_AddItemToArray(jstop, cJSON_CreateString(o->stops[i]));
-    static const char *const kinds[] = {NULL, "regex", "json_schema", "json_object", "choice"};
+    static const char *const kinds[] = {NULL, "regex", "json_schema", "json_object", "choice", "gbnf"};
     const unsigned k = (unsigned)o->grammar_kind;
     cJSON_AddItemToObject(jq, "structured_output", /* the constraint's kind (specdec_grammar_kind), or null */
-                          k && k < 5 ? cJSON_CreateString(kinds[k]) : cJSON_CreateNull());
+                          k && k < 6 ? cJSON_CreateString(kinds[k]) : cJSON_CreateNull());
 }
 
 /* --json: one object with the text, ids, statistics and parameters. */

@@ -6,7 +6,8 @@
  * echo (completions), vLLM's prompt_logprobs, the logits processors (presence_penalty,
  * frequency_penalty, logit_bias; vLLM's repetition_penalty, min_tokens, stop_token_ids), and the
  * extensions top_k, min_p, n_draft, verify, tree, draft_nodes, and structured output (OpenAI's
- * response_format; vLLM's guided_json / guided_regex / guided_choice and structured_outputs:
+ * response_format; vLLM's guided_json / guided_regex / guided_choice / guided_grammar and
+ * structured_outputs; llama.cpp server's grammar:
  * parse_guided). Fields of the OpenAI and vLLM APIs that would change the output but are not
  * implemented (tools, best_of, echo on chat, bad_words, ...) are refused unless they carry
  * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
@@ -571,6 +572,13 @@ static int guided_regex(const cJSON *v, const char *param, sd_api_guided *g, sd_
     return guided_set(g, SPECDEC_GRAMMAR_REGEX, v->valuestring, strlen(v->valuestring), param, e);
 }
 
+/* A context-free grammar (GBNF / xgrammar EBNF: core/sd_gbnf.h) as a string. */
+static int guided_grammar(const cJSON *v, const char *param, sd_api_guided *g, sd_api_error *e) {
+    if (!cJSON_IsString(v))
+        return sd_api_fail(e, 400, INVALID, NULL, param, "'%s' must be a string (a GBNF grammar: root ::= ...)", param);
+    return guided_set(g, SPECDEC_GRAMMAR_GBNF, v->valuestring, strlen(v->valuestring), param, e);
+}
+
 /* A non-empty list of strings, passed on as its JSON text. */
 static int guided_choice(const cJSON *v, const char *param, sd_api_guided *g, sd_api_error *e) {
     if (!cJSON_IsArray(v) || !v->child)
@@ -617,8 +625,8 @@ static int guided_response_format(const cJSON *root, sd_api_guided *g, sd_api_er
     return guided_print(schema, SPECDEC_GRAMMAR_JSON_SCHEMA, P, g, e);
 }
 
-/* vLLM's guided decoding fields (before 0.10): guided_json, guided_regex, guided_choice;
- * guided_grammar and a whitespace pattern refused; guided_decoding_backend only picks vLLM's
+/* vLLM's guided decoding fields (before 0.10): guided_json, guided_regex, guided_choice,
+ * guided_grammar (GBNF / EBNF); a whitespace pattern refused; guided_decoding_backend only picks vLLM's
  * implementation, so any string is accepted (specdec has one). */
 static int guided_vllm(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
     const cJSON *v;
@@ -626,10 +634,7 @@ static int guided_vllm(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
     if ((v = field(root, "guided_json")) && (rc = guided_json(v, "guided_json", g, e))) return rc;
     if ((v = field(root, "guided_regex")) && (rc = guided_regex(v, "guided_regex", g, e))) return rc;
     if ((v = field(root, "guided_choice")) && (rc = guided_choice(v, "guided_choice", g, e))) return rc;
-    if (field(root, "guided_grammar"))
-        return guided_unsupported(e, "guided_grammar",
-                                  "EBNF / Lark grammars are not implemented; use guided_regex, guided_json or "
-                                  "guided_choice");
+    if ((v = field(root, "guided_grammar")) && (rc = guided_grammar(v, "guided_grammar", g, e))) return rc;
     if ((v = field(root, "guided_decoding_backend")) && !cJSON_IsString(v))
         return sd_api_fail(e, 400, INVALID, NULL, "guided_decoding_backend", "'guided_decoding_backend' must be a string");
     if ((v = field(root, "guided_whitespace_pattern")))
@@ -641,18 +646,16 @@ static int guided_vllm(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
     return 0;
 }
 
-/* vLLM's structured_outputs (0.10 and later): an object with one of json, regex, choice or
- * json_object: true; grammar, structural_tag and whitespace_pattern are refused; its other
+/* vLLM's structured_outputs (0.10 and later): an object with one of json, regex, choice, grammar
+ * or json_object: true; structural_tag and whitespace_pattern are refused; its other
  * keys (options of vLLM's backends) are ignored. */
 static int guided_structured(const cJSON *root, sd_api_guided *g, sd_api_error *e) {
     const cJSON *so = field(root, "structured_outputs"), *v;
     if (!so) return 0;
     if (!cJSON_IsObject(so))
         return sd_api_fail(e, 400, INVALID, NULL, "structured_outputs",
-                           "'structured_outputs' must be an object with one of json, regex, choice, json_object");
-    if (field(so, "grammar"))
-        return guided_unsupported(e, "structured_outputs.grammar",
-                                  "EBNF / Lark grammars are not implemented; use json, regex or choice");
+                           "'structured_outputs' must be an object with one of json, regex, choice, grammar, "
+                           "json_object");
     if (field(so, "structural_tag"))
         return guided_unsupported(e, "structured_outputs.structural_tag", "structural tags are not implemented");
     if (field(so, "whitespace_pattern"))
@@ -662,6 +665,7 @@ static int guided_structured(const cJSON *root, sd_api_guided *g, sd_api_error *
     if ((v = field(so, "json")) && (rc = guided_json(v, "structured_outputs.json", g, e))) return rc;
     if ((v = field(so, "regex")) && (rc = guided_regex(v, "structured_outputs.regex", g, e))) return rc;
     if ((v = field(so, "choice")) && (rc = guided_choice(v, "structured_outputs.choice", g, e))) return rc;
+    if ((v = field(so, "grammar")) && (rc = guided_grammar(v, "structured_outputs.grammar", g, e))) return rc;
     if ((v = field(so, "json_object"))) {
         if (!cJSON_IsBool(v))
             return sd_api_fail(e, 400, INVALID, NULL, "structured_outputs.json_object",
@@ -672,15 +676,19 @@ static int guided_structured(const cJSON *root, sd_api_guided *g, sd_api_error *
     }
     if (g->kind == before)
         return sd_api_fail(e, 400, INVALID, NULL, "structured_outputs",
-                           "'structured_outputs' gives no constraint: one of json, regex, choice or json_object: true");
+                           "'structured_outputs' gives no constraint: one of json, regex, choice, grammar or "
+                           "json_object: true");
     return 0;
 }
 
-/* At most one constraint among all these fields; none is no structured output. */
+/* At most one constraint among all these fields (llama.cpp server's top-level "grammar" string
+ * too); none is no structured output. */
 static int parse_guided(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *v = field(root, "grammar");
     int rc = guided_response_format(root, &r->guided, e);
     if (!rc) rc = guided_vllm(root, &r->guided, e);
     if (!rc) rc = guided_structured(root, &r->guided, e);
+    if (!rc && v) rc = guided_grammar(v, "grammar", &r->guided, e);
     return rc;
 }
 
