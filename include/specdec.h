@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 1
+#define SPECDEC_VERSION_PATCH 2
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.1"
+#define SPECDEC_VERSION_STRING "0.5.2"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -974,7 +974,7 @@ typedef enum specdec_grammar_kind {
                                         in the compact form docs/STRUCTURED.md describes */
     SPECDEC_GRAMMAR_JSON_OBJECT = 3, /* spec: NULL (len 0): any JSON object (OpenAI's "json_object") */
     SPECDEC_GRAMMAR_CHOICE = 4,      /* spec: a JSON array of strings: the output is one of them */
-    SPECDEC_GRAMMAR_GBNF = 5         /* spec: a context-free grammar in GBNF / xgrammar EBNF (llama.cpp's
+    SPECDEC_GRAMMAR_GBNF = 5         /* since 0.5.2. spec: a context-free grammar in GBNF / xgrammar EBNF (llama.cpp's
                                         "root ::= ..."; vLLM's guided_grammar): docs/STRUCTURED.md */
 } specdec_grammar_kind;
 
