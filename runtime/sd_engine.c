@@ -199,11 +199,15 @@ static specdec_status sd_engine_check_pair(const specdec_model *target, const sp
 /* A context beyond what a model was trained for (max_position_embeddings, which a
  * config with rope scaling states for the scaled positions) is refused: RoPE positions
  * past it were never seen in training and the output degrades without any error. Checked
- * from config.json alone, before any runner (weights converted or uploaded) exists. */
+ * from config.json alone, before any runner (weights converted or uploaded) exists.
+ * Dynamic NTK rope is the exception: its max_position_embeddings is the original length,
+ * and growing theta past it is what the rope type is for (transformers does; the runner
+ * fixes the frequencies of its n_ctx, core/sd_weights.h sd_cfg_rope_params). */
 static specdec_status sd_engine_check_ctx(const specdec_model *target, const specdec_model *draft, int32_t n_ctx) {
     const specdec_model *ms[2] = {target, draft};
     for (int i = 0; i < 2; i++) {
-        const int32_t max_pos = ms[i] ? ms[i]->w.cfg.max_position_embeddings : 0;
+        const int32_t max_pos =
+            ms[i] && ms[i]->w.cfg.rope_type != SD_ROPE_DYNAMIC ? ms[i]->w.cfg.max_position_embeddings : 0;
         if (max_pos > 0 && n_ctx > max_pos)
             return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
                            "n_ctx %d exceeds the %s model's max_position_embeddings %d (%s/config.json): positions "

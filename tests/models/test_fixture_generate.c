@@ -1,5 +1,5 @@
-/* test_moe_generate.c — speculative generation with mixture-of-experts models, end to end
- * through the public API on the CPU backend.
+/* test_fixture_generate.c — generation through the public API (CPU backend) on the family
+ * fixtures: speculative decoding with mixture-of-experts models, and the context limit.
  *
  * The fixtures (tests/models/fixtures, written by transformers) share a vocabulary of 80 ids
  * and bos/eos, so any two form a target/draft pair. Claims (docs: README "Model families";
@@ -83,6 +83,35 @@ out:
     specdec_model_free(t);
 }
 
+/* The engine refuses n_ctx past max_position_embeddings (positions never trained), except for
+ * dynamic NTK rope, whose frequencies grow with the context (its max_position_embeddings is the
+ * original length): llama_rope_dynamic has max_position_embeddings 16, llama_bias 64. */
+static void context_limit(const char *dir) {
+    specdec_model *dyn = load(dir, "llama_rope_dynamic"), *plain = load(dir, "llama_bias");
+    specdec_engine_params ep = specdec_engine_default_params();
+    ep.backend = SPECDEC_BACKEND_CPU;
+    specdec_engine *e = NULL;
+    ep.n_ctx = 48;
+    SD_CHECK(dyn && specdec_engine_create(dyn, NULL, &ep, &e) == SPECDEC_OK,
+             "dynamic rope: n_ctx 48 > max_position_embeddings 16 must be accepted: %s", specdec_last_error());
+    if (e) {
+        specdec_generate_params gp = specdec_generate_default_params();
+        gp.n_predict = 30;
+        gp.ignore_eos = 1;
+        int32_t out[N_OUT];
+        SD_CHECK(gen(e, &gp, out, NULL) == 30, "dynamic rope: 30 tokens past position 16");
+        specdec_engine_free(e);
+        e = NULL;
+    }
+    ep.n_ctx = 65;
+    SD_CHECK(plain && specdec_engine_create(plain, NULL, &ep, &e) == SPECDEC_ERR_INVALID_ARGUMENT && !e &&
+                 strstr(specdec_last_error(), "max_position_embeddings 64"),
+             "default rope: n_ctx 65 > 64 must be refused naming the limit: %s", specdec_last_error());
+    specdec_engine_free(e);
+    specdec_model_free(dyn);
+    specdec_model_free(plain);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -92,5 +121,6 @@ int main(int argc, char **argv) {
     pair(argv[1], "mixtral", "mixtral", 1);
     pair(argv[1], "qwen3_moe", "qwen3", 0);
     pair(argv[1], "qwen3", "qwen3_moe_step", 0);
+    context_limit(argv[1]);
     return sd_test_done();
 }
