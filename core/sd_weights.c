@@ -191,6 +191,8 @@ static specdec_status sd_cfg_moe(const sd_config *c, const char *what, sd_errbuf
     if (!sd_cfg_has_moe(c)) return SPECDEC_OK;
     SD_TRY(sd_cfg_range(what, "num_experts", c->n_experts, 1, SD_CFG_MAX_EXPERTS, eb));
     SD_TRY(sd_cfg_range(what, "num_experts_per_tok", c->n_experts_used, 1, c->n_experts, eb));
+    SD_TRY(sd_cfg_range(what, "shared_expert_intermediate_size", c->shared_expert_intermediate, 0,
+                        SD_CFG_MAX_INTERMEDIATE, eb));
     return sd_cfg_range(what, "moe_intermediate_size", c->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE, eb);
 }
 
@@ -227,10 +229,20 @@ static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int3
 static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
     const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
     if (!c->layer_moe[l]) {
-        if (L->router.data || L->experts)
+        if (L->router.data || L->experts || L->shared || L->shared_gate.data)
             return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
                            "weights: layer %d: a router or experts, but the configuration makes its MLP dense", (int)l);
         return SPECDEC_OK;
+    }
+    const int64_t S = c->shared_expert_intermediate;
+    if (!S != !L->shared || !S != !L->shared_gate.data)
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a shared expert %s", (int)l,
+                       S ? "is missing" : "is present but the configuration has none");
+    if (S) {
+        SD_TRY(sd_check_tensor(&L->shared->w_gate, "mlp.shared_expert.gate_proj.weight", l, S, H, 0, eb));
+        SD_TRY(sd_check_tensor(&L->shared->w_up, "mlp.shared_expert.up_proj.weight", l, S, H, 0, eb));
+        SD_TRY(sd_check_tensor(&L->shared->w_down, "mlp.shared_expert.down_proj.weight", l, H, S, 0, eb));
+        SD_TRY(sd_check_tensor(&L->shared_gate, "mlp.shared_expert_gate.weight", l, 1, H, 0, eb));
     }
     SD_TRY(sd_check_tensor(&L->router, "mlp router (gate.weight)", l, E, H, 0, eb));
     if (!L->experts) return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: experts missing", (int)l);

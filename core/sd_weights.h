@@ -47,8 +47,10 @@ typedef enum sd_arch {
     SD_ARCH_GEMMA2 = 6,   /* Gemma2ForCausalLM: + sandwich norms, soft-capping, alternating windows */
     SD_ARCH_GEMMA3 = 7,   /* Gemma3ForCausalLM (gemma3_text): + q/k norms, local rope theta */
     SD_ARCH_MIXTRAL = 8,  /* MixtralForCausalLM: a Mistral whose MLPs are sparse mixtures of experts */
-    SD_ARCH_QWEN3_MOE = 9 /* Qwen3MoeForCausalLM: a Qwen3 with sparse MoE MLPs (decoder_sparse_step,
-                             mlp_only_layers, norm_topk_prob) */
+    SD_ARCH_QWEN3_MOE = 9, /* Qwen3MoeForCausalLM: a Qwen3 with sparse MoE MLPs (decoder_sparse_step,
+                              mlp_only_layers, norm_topk_prob) */
+    SD_ARCH_QWEN2_MOE = 10 /* Qwen2MoeForCausalLM (Qwen1.5-MoE, Qwen2-57B-A14B): a Qwen2 with sparse
+                              MoE MLPs plus a sigmoid-gated shared expert */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -127,6 +129,8 @@ typedef struct sd_config {
     int32_t n_experts_used;        /* num_experts_per_tok, 1..n_experts */
     int32_t moe_intermediate;      /* an expert's intermediate size (Mixtral: intermediate_size) */
     int32_t norm_topk_prob;        /* 1: the chosen probabilities renormalised to sum to 1 */
+    int32_t shared_expert_intermediate; /* Qwen2-MoE: a shared expert of this width added to every
+                                      MoE layer's output, times sigmoid(h . shared_gate); 0 = none */
     uint8_t layer_moe[SD_CFG_MAX_LAYERS]; /* 1: layer l's MLP is the mixture (else dense, intermediate_size) */
     int32_t bos_id;                /* -1 if none */
     int32_t n_eos;
@@ -177,6 +181,8 @@ typedef struct sd_layer {
     /* cfg.layer_moe[l]: the router and the experts instead of w_gate / w_up / w_down (absent) */
     sd_tensor router;     /* [n_experts, hidden] (block_sparse_moe.gate / mlp.gate) or absent */
     const struct sd_expert *experts; /* [n_experts] (owned by the model) or NULL */
+    const struct sd_expert *shared;  /* cfg.shared_expert_intermediate: mlp.shared_expert (owned) or NULL */
+    sd_tensor shared_gate; /* [1, hidden] mlp.shared_expert_gate or absent */
 } sd_layer;
 
 /* One expert of a MoE layer: a gated MLP [moe_intermediate, hidden] x2, [hidden, moe_intermediate]. */

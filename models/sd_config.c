@@ -423,6 +423,8 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
         c->o_bias = c->attention_bias;
     }
     if (sd_has(f, SD_FAM_MLP_BIAS_KEY)) TRY(sd_json_get_bool(p->root, "mlp_bias", 0, 0, &c->mlp_bias, p->fname, p->eb));
+    if (sd_has(f, SD_FAM_QKV_BIAS_KEY))
+        TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
     c->qk_norm = sd_has(f, SD_FAM_QK_NORM);
     c->sandwich_norms = sd_has(f, SD_FAM_SANDWICH);
     c->norm_offset = sd_has(f, SD_FAM_NORM_PLUS1) ? 1.0f : 0.0f;
@@ -481,7 +483,7 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
     if (f->window_rule == SD_WIN_NONE) return SPECDEC_OK;
     double w = 0.0;
     int use = 1;
-    if (f->window_rule == SD_WIN_UPPER || sd_has(f, SD_FAM_USE_WINDOW_KEY))
+    if (f->window_rule == SD_WIN_UPPER || f->window_rule == SD_WIN_EVEN_LOWER || sd_has(f, SD_FAM_USE_WINDOW_KEY))
         TRY(sd_json_get_bool(p->root, "use_sliding_window", 0, 0, &use, p->fname, p->eb));
     if (use) TRY(sd_cfg_opt_num(p, "sliding_window", f->window, 1.0, (double)SD_CFG_MAX_POSITIONS, &w));
     if (w != floor(w))
@@ -492,11 +494,14 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
         TRY(sd_cfg_layer_types(p, lt));
     } else if (f->window_rule == SD_WIN_ALL) {
         for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0;
-    } else if (f->window_rule == SD_WIN_UPPER) {
+    } else if (f->window_rule == SD_WIN_UPPER || f->window_rule == SD_WIN_EVEN_LOWER) {
         int32_t mwl;
         TRY(sd_cfg_i32(p->root, "max_window_layers", 0, f->max_window_layers, 0, SD_CFG_MAX_LAYERS, &mwl, p->fname,
                        p->eb));
-        for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0 && l >= mwl;
+        /* Qwen2MoeConfig: layer i slides when i is even and below max_window_layers */
+        for (int32_t l = 0; l < c->n_layers; l++)
+            c->layer_sliding[l] = c->sliding_window > 0 && (f->window_rule == SD_WIN_UPPER ? l >= mwl
+                                                                                           : l % 2 == 0 && l < mwl);
     } else {
         int32_t pat = f->window_pattern;
         if (sd_has(f, SD_FAM_PATTERN_KEY))
@@ -575,6 +580,9 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
         TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
         TRY(sd_cfg_i32(p->root, "decoder_sparse_step", 0, 1, 1, SD_CFG_MAX_LAYERS, &step, p->fname, p->eb));
     }
+    if (sd_has(f, SD_FAM_SHARED_EXPERT))
+        TRY(sd_cfg_i32(p->root, "shared_expert_intermediate_size", 0, f->shared_expert, 1, SD_CFG_MAX_INTERMEDIATE,
+                       &c->shared_expert_intermediate, p->fname, p->eb));
     for (int32_t l = 0; l < c->n_layers; l++) c->layer_moe[l] = (l + 1) % step == 0;
     const cJSON *only = sd_json_member(p->root, "mlp_only_layers");
     if (!only || cJSON_IsNull(only) || !sd_has(f, SD_FAM_MOE_SPARSE_STEP)) return SPECDEC_OK;

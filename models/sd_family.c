@@ -11,38 +11,42 @@ static const sd_family sd_families[] = {
     /* arch, model_type, id, flags,
        max_pos, eps, tie, head_dim, theta, local_theta, act_key, act_default,
        window_rule, window, pattern, max_window_layers, attn_softcap, final_softcap, query_scalar,
-       experts, experts_used, moe_intermediate */
+       experts, experts_used, moe_intermediate, shared_expert */
     {"LlamaForCausalLM", "llama", SD_ARCH_LLAMA, F(ATTN_BIAS_KEY) | F(MLP_BIAS_KEY) | F(HEADS_DIVIDE),
-     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0},
+     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
     {"MistralForCausalLM", "mistral", SD_ARCH_MISTRAL, 0,
-     131072, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0},
+     131072, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
     {"Qwen2ForCausalLM", "qwen2", SD_ARCH_QWEN2, F(QKV_BIAS),
-     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0},
+     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0, 0},
     {"Qwen3ForCausalLM", "qwen3", SD_ARCH_QWEN3, F(ATTN_BIAS_KEY) | F(QK_NORM),
-     32768, 1e-6, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0},
+     32768, 1e-6, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0, 0},
     {"Phi3ForCausalLM", "phi3", SD_ARCH_PHI3, F(FUSED) | F(PARTIAL_ROPE) | F(YARN_IS_LONGROPE),
-     4096, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0},
+     4096, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
     {"GemmaForCausalLM", "gemma", SD_ARCH_GEMMA,
      F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(GELU_IS_TANH) | F(BIDIR_KEY),
-     8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_act", "gelu_pytorch_tanh", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0},
+     8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_act", "gelu_pytorch_tanh", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
     {"Gemma2ForCausalLM", "gemma2", SD_ARCH_GEMMA2,
      F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(SANDWICH) | F(SOFTCAP) | F(FINAL_SOFTCAP) |
          F(QUERY_SCALAR) | F(HEADS_DIVIDE) | F(BIDIR_KEY),
      8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_activation", "gelu_pytorch_tanh", SD_WIN_PATTERN, 4096, 2, 0, 50.0,
-     30.0, 256.0, 0, 0, 0},
+     30.0, 256.0, 0, 0, 0, 0},
     /* Gemma 3 keeps attn_logit_softcapping in its config but transformers never applies
      * it (Gemma3Attention passes no softcap): no SOFTCAP flag, the key is ignored. */
     {"Gemma3ForCausalLM", "gemma3_text", SD_ARCH_GEMMA3,
      F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(SANDWICH) | F(QK_NORM) | F(FINAL_SOFTCAP) |
          F(QUERY_SCALAR) | F(HEADS_DIVIDE) | F(LOCAL_ROPE) | F(BIDIR_KEY) | F(PATTERN_KEY),
      131072, 1e-6, 1, 256, 1000000.0, 10000.0, "hidden_activation", "gelu_pytorch_tanh", SD_WIN_PATTERN, 4096, 6, 0,
-     0.0, 0.0, 256.0, 0, 0, 0},
+     0.0, 0.0, 256.0, 0, 0, 0, 0},
     /* MoE families: tensor names in models/sd_model_load.c (sd_moe_names) */
     {"MixtralForCausalLM", "mixtral", SD_ARCH_MIXTRAL, F(MOE),
-     131072, 1e-5, 0, 0, 1000000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 8, 2, 0},
+     131072, 1e-5, 0, 0, 1000000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 8, 2, 0, 0},
     {"Qwen3MoeForCausalLM", "qwen3_moe", SD_ARCH_QWEN3_MOE,
      F(ATTN_BIAS_KEY) | F(QK_NORM) | F(USE_WINDOW_KEY) | F(MOE) | F(MOE_SPARSE_STEP),
-     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 128, 8, 768},
+     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 128, 8, 768, 0},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", SD_ARCH_QWEN2_MOE,
+     F(QKV_BIAS_KEY) | F(MOE) | F(MOE_SPARSE_STEP) | F(SHARED_EXPERT),
+     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_EVEN_LOWER, 4096, 0, 28, 0.0, 0.0, 0.0, 60, 4, 1408,
+     5632},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -61,5 +65,6 @@ const sd_family *sd_family_of(sd_arch id) {
 
 const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
-           "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM";
+           "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
+           "Qwen2MoeForCausalLM";
 }

@@ -17,7 +17,8 @@ typedef enum sd_window_rule {
     SD_WIN_NONE = 0,     /* never (sliding_window is not read) */
     SD_WIN_ALL = 1,      /* every layer when sliding_window is set (Mistral, Phi-3) */
     SD_WIN_UPPER = 2,    /* use_sliding_window: layers >= max_window_layers (Qwen2, Qwen3) */
-    SD_WIN_PATTERN = 3   /* every `pattern`-th layer is global, the others slide (Gemma 2/3) */
+    SD_WIN_PATTERN = 3,  /* every `pattern`-th layer is global, the others slide (Gemma 2/3) */
+    SD_WIN_EVEN_LOWER = 4 /* use_sliding_window: even layers below max_window_layers (Qwen2-MoE) */
 } sd_window_rule;
 
 enum {
@@ -41,8 +42,10 @@ enum {
     SD_FAM_PATTERN_KEY = 1u << 17,   /* sliding_window_pattern read (else the table's pattern) */
     SD_FAM_USE_WINDOW_KEY = 1u << 18, /* SD_WIN_ALL gated by use_sliding_window (Qwen3-MoE) */
     SD_FAM_MOE = 1u << 19,           /* sparse MoE MLPs (sd_config n_experts ...; tensor names by arch) */
-    SD_FAM_MOE_SPARSE_STEP = 1u << 20 /* decoder_sparse_step / mlp_only_layers / norm_topk_prob read
-                                         (Qwen-MoE); else every layer is MoE, top-k renormalised */
+    SD_FAM_MOE_SPARSE_STEP = 1u << 20, /* decoder_sparse_step / mlp_only_layers / norm_topk_prob read
+                                          (Qwen-MoE); else every layer is MoE, top-k renormalised */
+    SD_FAM_QKV_BIAS_KEY = 1u << 21,  /* qkv_bias (default true): q/k/v biases, never o (Qwen2-MoE) */
+    SD_FAM_SHARED_EXPERT = 1u << 22  /* shared_expert_intermediate_size: a gated shared expert */
 };
 
 typedef struct sd_family {
@@ -69,6 +72,7 @@ typedef struct sd_family {
     /* SD_FAM_MOE: transformers' defaults of num_experts / num_experts_per_tok /
      * moe_intermediate_size (0: intermediate_size) */
     int32_t experts, experts_used, moe_intermediate;
+    int32_t shared_expert;     /* SD_FAM_SHARED_EXPERT: shared_expert_intermediate_size default */
 } sd_family;
 
 /* The family named by architectures[0] (or, with arch NULL, by model_type); NULL if none. */

@@ -291,6 +291,8 @@ static const sd_moe_names sd_moe_table[] = {
      "block_sparse_moe.experts.%d.w3.weight", "block_sparse_moe.experts.%d.w2.weight"},
     {SD_ARCH_QWEN3_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight"},
+    {SD_ARCH_QWEN2_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
+     "mlp.experts.%d.down_proj.weight"},
 };
 
 /* Owned memory of the model (freed with it): a slot of m->owned. */
@@ -300,6 +302,19 @@ static void *sd_own(sd_loader *L, size_t bytes) {
     void *p = sd_calloc(1, bytes);
     if (p) m->owned[m->n_owned++] = p;
     return p;
+}
+
+/* Layer l's shared expert and its gate (Qwen2-MoE: cfg.shared_expert_intermediate). */
+static specdec_status sd_load_shared_expert(sd_loader *L, int32_t l, sd_layer *ly) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, S = c->shared_expert_intermediate;
+    sd_expert *sh = sd_own(L, sizeof *sh);
+    if (!sh) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", L->m->path);
+    ly->shared = sh;
+    TRY(sd_layer_tensor(L, l, "mlp.shared_expert.gate_proj.weight", S, H, 1, &sh->w_gate));
+    TRY(sd_layer_tensor(L, l, "mlp.shared_expert.up_proj.weight", S, H, 1, &sh->w_up));
+    TRY(sd_layer_tensor(L, l, "mlp.shared_expert.down_proj.weight", H, S, 1, &sh->w_down));
+    return sd_layer_tensor(L, l, "mlp.shared_expert_gate.weight", 1, H, 1, &ly->shared_gate);
 }
 
 /* Layer l's router and experts (cfg.layer_moe[l]). */
@@ -323,7 +338,7 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
         snprintf(name, sizeof name, nm->down, (int)e);
         TRY(sd_layer_tensor(L, l, name, H, I, 1, &ex[e].w_down));
     }
-    return SPECDEC_OK;
+    return c->shared_expert_intermediate ? sd_load_shared_expert(L, l, ly) : SPECDEC_OK;
 }
 
 /* The norms and the MLP of layer l (fused gate_up_proj split into views; a MoE layer's
@@ -365,8 +380,9 @@ static specdec_status sd_load_weights(sd_loader *L) {
     specdec_model *m = L->m;
     const sd_config *c = &m->w.cfg;
     const int64_t V = c->vocab_size, H = c->hidden_size;
-    /* per layer: its tensors, and for a MoE layer the experts array, its router and 3 per expert */
-    L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 2 + 3 * c->n_experts) + 3;
+    /* per layer: its tensors, and for a MoE layer the experts array, its router, 3 per expert and
+     * the shared expert (its struct, 3 projections and its gate) */
+    L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 7 + 3 * c->n_experts) + 3;
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);

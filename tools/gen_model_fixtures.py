@@ -34,7 +34,8 @@ try:
     from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig,
                               GemmaForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                               MixtralConfig, MixtralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
-                              Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM, Qwen3MoeConfig, Qwen3MoeForCausalLM)
+                              Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
+                              Qwen3MoeConfig, Qwen3MoeForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -130,6 +131,13 @@ VARIANTS = {
     "qwen3_moe_step": (Qwen3MoeConfig, Qwen3MoeForCausalLM,
                        {**BASE, "num_hidden_layers": 2, "head_dim": 8, "num_experts": 4, "num_experts_per_tok": 2,
                         "moe_intermediate_size": 16, "norm_topk_prob": False, "decoder_sparse_step": 2}, False),
+    # Qwen2-MoE: a sigmoid-gated shared expert in every sparse layer, q/k/v biases, a dense layer
+    # (mlp_only_layers), and its window rule (even layers below max_window_layers slide: layer 0)
+    "qwen2_moe_window": (Qwen2MoeConfig, Qwen2MoeForCausalLM,
+                         {**BASE, "num_hidden_layers": 3, "num_experts": 4, "num_experts_per_tok": 2,
+                          "moe_intermediate_size": 16, "shared_expert_intermediate_size": 40,
+                          "norm_topk_prob": False, "mlp_only_layers": [1], "use_sliding_window": True,
+                          "sliding_window": 5, "max_window_layers": 2}, False),
 }
 
 
@@ -141,8 +149,15 @@ def hub_qwen_moe_config(cfg):
     return cfg
 
 
+def without_layer_types(cfg):
+    """As Qwen1.5-MoE / Qwen2-MoE checkpoints on the Hub: no layer_types (transformers 5 writes the
+    list it derived), so the reader must derive the windows from use_sliding_window itself."""
+    del cfg["layer_types"]
+    return cfg
+
+
 # name -> an edit of the saved config.json (the model and its logits are unchanged by it)
-CONFIG_EDITS = {"qwen3_moe_step": hub_qwen_moe_config}
+CONFIG_EDITS = {"qwen3_moe_step": hub_qwen_moe_config, "qwen2_moe_window": without_layer_types}
 
 
 def randomize(model, seed, zero_centred_norms):

@@ -1,6 +1,7 @@
 /* sd_cpu_runner.c — the CPU reference runner: one model's fp32 KV cache and the
  * plain-C forward pass of every family the configuration can describe (core/
- * sd_weights.h sd_config; models/sd_family.c): Llama, Mistral, Qwen2/3, Phi-3, Gemma 1-3.
+ * sd_weights.h sd_config; models/sd_family.c): Llama, Mistral, Qwen2/3, Phi-3, Gemma 1-3,
+ * Mixtral, Qwen2-MoE and Qwen3-MoE.
  *
  * forward(tokens[0..n), pos): for each token t (absolute position p = pos + t); every
  * norm is RMSNorm with weight (norm_offset + w), every bracket only when configured:
@@ -16,8 +17,9 @@
  *               x += o  [o = norm(o, attn_post_norm) first: sandwich norms]
  *               h = norm(x, ffn_norm)
  *               y = (act(h Wg^T [+bg]) * (h Wu^T [+bu])) Wd^T [+bd]    (SwiGLU / GeGLU)
- *                   [a MoE layer (Mixtral, Qwen3-MoE): y = sum over the token's chosen experts e,
- *                    in id order, of w_e * (act(h Wg_e^T) * (h Wu_e^T)) Wd_e^T; cpu_moe_block]
+ *                   [a MoE layer (Mixtral, Qwen2/3-MoE): y = sum over the token's chosen experts e,
+ *                    in id order, of w_e * (act(h Wg_e^T) * (h Wu_e^T)) Wd_e^T, plus Qwen2-MoE's
+ *                    sigmoid(h Wsg^T) * shared expert MLP(h); cpu_moe_block]
  *               x += y  [y = norm(y, ffn_post_norm) first]
  *   logits = norm(x, out_norm) W_lm^T [soft-capped]   (W_lm = tok_embd when tied)
  * Every op computes each token's row with the same loop order whatever n is, so a
@@ -98,6 +100,7 @@ typedef struct sd_cpu_group {
     double *moe_tw;              /* [max_batch] their weights for it */
     float *moe_x;                /* [max_batch, hidden] those tokens' normed inputs, gathered */
     double *moe_acc;             /* [max_batch, hidden] each token's weighted sum of expert outputs */
+    float *moe_sg;               /* [max_batch] shared expert gate logits (Qwen2-MoE) */
 } sd_cpu_group;
 
 typedef struct sd_cpu_runner {
@@ -113,7 +116,7 @@ static void cpu_group_destroy(sd_runner_group *gb) {
                     g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
                     g->scores,  g->acc,     g->keys,     g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
                     g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
-                    g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc};
+                    g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     sd_kv_pool_free(&g->base.pool);
     sd_free(g);
@@ -202,6 +205,24 @@ static void cpu_moe_route(sd_cpu_group *g, int32_t t) {
         for (int32_t k = 0; k < K; k++) w[k] /= sum;
 }
 
+/* Qwen2-MoE's shared expert: every token's acc += sigmoid(h . shared_gate) * shared MLP(h),
+ * after the routed experts (transformers: expert_output + sigmoid(gate) * shared_output). */
+static void cpu_moe_shared(sd_cpu_group *g, const sd_layer *L, int32_t n) {
+    const sd_config *c = &g->cfg;
+    const int32_t H = c->hidden_size;
+    sd_cpu_matmul(g->h, n, &L->shared_gate, NULL, g->moe_sg, g->rowbuf);
+    sd_cpu_matmul(g->h, n, &L->shared->w_gate, NULL, g->gate, g->rowbuf);
+    sd_cpu_matmul(g->h, n, &L->shared->w_up, NULL, g->up, g->rowbuf);
+    sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)n * c->shared_expert_intermediate, g->gate);
+    sd_cpu_matmul(g->gate, n, &L->shared->w_down, NULL, g->moe_x, g->rowbuf);
+    for (int32_t t = 0; t < n; t++) {
+        const double s = 1.0 / (1.0 + exp(-(double)g->moe_sg[t]));
+        double *acc = g->moe_acc + (int64_t)t * H;
+        const float *y = g->moe_x + (int64_t)t * H;
+        for (int32_t d = 0; d < H; d++) acc[d] += s * (double)y[d];
+    }
+}
+
 /* The MoE MLP over the n tokens of a pass (x += its output): each expert, in id order, runs
  * the gated MLP over the tokens routed to it, gathered into one matmul batch; a token's sum
  * takes its experts in id order. Every value is computed per token row as in a 1-token pass
@@ -234,6 +255,7 @@ static void cpu_moe_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
             for (int32_t d = 0; d < H; d++) acc[d] += g->moe_tw[j] * (double)y[d];
         }
     }
+    if (L->shared) cpu_moe_shared(g, L, n);
     for (int64_t i = 0; i < (int64_t)n * H; i++) g->h[i] = (float)g->moe_acc[i];
 }
 
@@ -456,6 +478,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     if ((size_t)g->q_dim > row_max) row_max = (size_t)g->q_dim;
     size_t inter = (size_t)c->intermediate_size;
     if (c->n_experts && (size_t)c->moe_intermediate > inter) inter = (size_t)c->moe_intermediate;
+    if ((size_t)c->shared_expert_intermediate > inter) inter = (size_t)c->shared_expert_intermediate;
     if (inter > row_max) row_max = inter;
     size_t elems = (size_t)c->n_layers * (size_t)g->pool_rows;
     int fail = (size_t)g->kv_dim && elems > SIZE_MAX / (size_t)g->kv_dim;
@@ -495,6 +518,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
         g->moe_tw = alloc_array(B, sizeof(double), &fail);
         g->moe_x = alloc_array(B * H, sizeof(float), &fail);
         g->moe_acc = alloc_array(B * H, sizeof(double), &fail);
+        g->moe_sg = alloc_array(B, sizeof(float), &fail);
     }
     return fail;
 }

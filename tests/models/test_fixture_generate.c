@@ -119,6 +119,7 @@ int main(int argc, char **argv) {
     }
     pair(argv[1], "qwen3_moe", "qwen3_moe", 1);
     pair(argv[1], "mixtral", "mixtral", 1);
+    pair(argv[1], "qwen2_moe_window", "qwen2_moe_window", 1);
     pair(argv[1], "qwen3_moe", "qwen3", 0);
     pair(argv[1], "qwen3", "qwen3_moe_step", 0);
     context_limit(argv[1]);

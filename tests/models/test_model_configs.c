@@ -180,6 +180,15 @@ static void moe_families(void) {
     SD_CHECK(c.sliding_window == 16 && sliding_mask(&c) == 0xf, "qwen3-moe: use_sliding_window slides every layer");
     ok("num_local_experts", "Qwen3MoeForCausalLM", "\"num_local_experts\": 6, \"num_experts_per_tok\": 6", &c);
     SD_CHECK(c.n_experts == 6 && c.n_experts_used == 6, "qwen3-moe: transformers 5's num_local_experts");
+    ok("qwen2-moe defaults", "Qwen2MoeForCausalLM", "", &c);
+    SD_CHECK(c.n_experts == 60 && c.n_experts_used == 4 && c.moe_intermediate == 1408 &&
+             c.shared_expert_intermediate == 5632 && !c.norm_topk_prob && c.attention_bias && !c.o_bias &&
+             moe_mask(&c) == 0xf && sliding_mask(&c) == 0,
+             "qwen2-moe: Qwen2MoeConfig defaults (60 experts, top 4, shared expert 5632, q/k/v biases)");
+    ok("qwen2-moe windows", "Qwen2MoeForCausalLM",
+       "\"use_sliding_window\": true, \"sliding_window\": 16, \"max_window_layers\": 3, \"qkv_bias\": false", &c);
+    SD_CHECK(c.sliding_window == 16 && sliding_mask(&c) == 0x5 && !c.attention_bias,
+             "qwen2-moe: even layers below max_window_layers slide (mask %x), qkv_bias false", sliding_mask(&c));
     ok("llama has no experts", "LlamaForCausalLM", "\"num_experts\": 8", &c);
     SD_CHECK(c.n_experts == 0 && moe_mask(&c) == 0, "llama: num_experts is not read");
 }
@@ -245,6 +254,8 @@ static void bad_configs(void) {
     bad("mlp_only_layers type", "Qwen3MoeForCausalLM", "\"mlp_only_layers\": 1", F, "mlp_only_layers");
     bad("sparse step 0", "Qwen3MoeForCausalLM", "\"decoder_sparse_step\": 0", F, "decoder_sparse_step");
     bad("moe width 0", "Qwen3MoeForCausalLM", "\"moe_intermediate_size\": 0", F, "moe_intermediate_size");
+    bad("shared expert width 0", "Qwen2MoeForCausalLM", "\"shared_expert_intermediate_size\": 0", F,
+        "shared_expert_intermediate_size");
 }
 
 int main(void) {
