@@ -348,6 +348,11 @@ typedef void (*specdec_round_callback)(void *user_data, const specdec_round_info
 /* One entry of specdec_generate_params.logit_bias (since 0.5). */
 #define SPECDEC_MAX_LOGIT_BIAS 1024
 #define SPECDEC_MAX_STOP_TOKEN_IDS 64
+/* specdec_generate_params.allowed_token_ids / bad_words_* limits (since 0.5.2; the bad-words
+ * ones are vLLM's: 128 sequences, 1024 ids in all) */
+#define SPECDEC_MAX_ALLOWED_TOKEN_IDS (1 << 20)
+#define SPECDEC_MAX_BAD_WORDS 128
+#define SPECDEC_MAX_BAD_WORDS_TOKENS 1024
 typedef struct specdec_logit_bias {
     int32_t token; /* 0..vocabulary size - 1 */
     float bias;    /* -100..100 (OpenAI's range; -100 bans the token in practice) */
@@ -487,8 +492,25 @@ typedef struct specdec_generate_params {
      * a sequence's verifier on the host. NULL (default): off. */
     const specdec_grammar *grammar; /* borrowed by specdec_generate; a scheduler request holds
                                       its own reference until it is collected */
-    int32_t reserved_i[8];         /* must be zero */
-    uint64_t reserved[7];          /* must be zero */
+    /* vLLM's allowed_token_ids and bad_words (since 0.5.2; the two counts take 0.5.1's
+     * reserved_i[0..1], the three pointers its reserved[0..2], so the struct keeps its size and
+     * every field its offset; docs/SAMPLING.md). Masks of the target's logits, before logit_bias
+     * (vLLM v1's order); a draft model's chain drafts are masked alike. Zero-initialised = off. */
+    int32_t n_allowed_token_ids;   /* 0 (off) or 1..SPECDEC_MAX_ALLOWED_TOKEN_IDS entries */
+    int32_t n_bad_words;           /* 0 (off) or 1..SPECDEC_MAX_BAD_WORDS token sequences */
+    int32_t reserved_i[6];         /* must be zero */
+    const int32_t *allowed_token_ids; /* borrowed; every id not listed gets -inf (the EOS ids too
+                                      unless listed, as in vLLM); ids in [0, vocabulary) */
+    const int32_t *bad_words_ids;  /* borrowed; sequence i is bad_words_ids[bad_words_offsets[i] ..
+                                      bad_words_offsets[i+1]), >= 1 ids in
+                                      [0, vocabulary), SPECDEC_MAX_BAD_WORDS_TOKENS in all. A
+                                      sequence w of k ids bans w[k-1] (-inf) whenever the output
+                                      so far (not the prompt; drafts of this round included) ends
+                                      with w[0..k-2]; k = 1: always. The caller tokenizes words
+                                      (the server and Python do it as vLLM does) */
+    const int32_t *bad_words_offsets; /* borrowed; n_bad_words + 1 entries: 0, then strictly
+                                      increasing */
+    uint64_t reserved[4];          /* must be zero */
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
