@@ -836,6 +836,19 @@ SPECDEC_API const char *specdec_tokenizer_last_error(const specdec_tokenizer *to
  * the same bound applies to the decoders in specdec_detokenize and the stream. */
 SPECDEC_API specdec_status specdec_tokenize(const specdec_tokenizer *tok, const char *text, size_t len,
                                             int add_special, int32_t *ids, int32_t capacity, int32_t *n_ids);
+
+/* vLLM's bad_words as the token sequences specdec_generate_params.bad_words_* take (since
+ * 0.5.2; vLLM's SamplingParams.update_from_tokenizer, docs/SAMPLING.md): for each word, its
+ * text after leading ASCII white space is tokenized without special tokens (one sequence);
+ * then " " + that text, kept as a second sequence only when its first id differs from the
+ * first sequence's and its length is the same. ids: room for SPECDEC_MAX_BAD_WORDS_TOKENS;
+ * offsets: room for SPECDEC_MAX_BAD_WORDS + 1 (offsets[0] = 0, sequence s is ids[offsets[s] ..
+ * offsets[s+1])); *n_seqs the count. INVALID_ARGUMENT (*n_seqs 0, the word's index in
+ * specdec_last_error()) for a NULL or empty / all-white-space word, a word of no tokens, or more
+ * than SPECDEC_MAX_BAD_WORDS sequences or SPECDEC_MAX_BAD_WORDS_TOKENS ids in all. */
+SPECDEC_API specdec_status specdec_tokenize_bad_words(const specdec_tokenizer *tok, const char *const *words,
+                                                      int32_t n_words, int32_t *ids, int32_t *offsets,
+                                                      int32_t *n_seqs);
 /* Decode ids to UTF-8 text as the tokenizers library's decode(ids, skip_special_tokens):
  * ids outside the vocabulary are skipped. Writes a NUL-terminated string; *len excludes
  * the NUL. BUFFER_TOO_SMALL reports the needed length (without NUL) in *len. */

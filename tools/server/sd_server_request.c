@@ -4,11 +4,12 @@
  * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
  * stream_options.include_usage, n (1..SD_API_MAX_N), logprobs / top_logprobs, vLLM's ignore_eos,
  * echo (completions), vLLM's prompt_logprobs, the logits processors (presence_penalty,
- * frequency_penalty, logit_bias; vLLM's repetition_penalty, min_tokens, stop_token_ids), and the
+ * frequency_penalty, logit_bias; vLLM's repetition_penalty, min_tokens, stop_token_ids,
+ * allowed_token_ids, bad_words, include_stop_str_in_output), and the
  * extensions top_k, min_p, n_draft, verify, tree, draft_nodes, and structured output (OpenAI's
  * response_format; vLLM's guided_json / guided_regex / guided_choice and structured_outputs:
  * parse_guided). Fields of the OpenAI and vLLM APIs that would change the output but are not
- * implemented (tools, best_of, echo on chat, bad_words, ...) are refused unless they carry
+ * implemented (tools, best_of, echo on chat, use_beam_search, ...) are refused unless they carry
  * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
  * temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
@@ -96,6 +97,11 @@ void sd_api_request_free(sd_api_request *r) {
     free(r->guided.spec);
     free(r->logit_bias);
     free(r->stop_token_ids);
+    free(r->allowed_token_ids);
+    for (int32_t i = 0; i < r->n_bad_words; i++) free(r->bad_words[i]);
+    free(r->bad_words);
+    free(r->bad_words_ids);
+    free(r->bad_words_offsets);
     memset(r, 0, sizeof *r);
 }
 
@@ -406,6 +412,52 @@ static int parse_stop_token_ids(const cJSON *root, sd_api_request *r, sd_api_err
     return 0;
 }
 
+/* vLLM's "allowed_token_ids": null (off) or a list of 1..SPECDEC_MAX_ALLOWED_TOKEN_IDS token
+ * ids (vLLM refuses an empty list). */
+static int parse_allowed_token_ids(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    const cJSON *a = field(root, "allowed_token_ids");
+    if (!a) return 0;
+    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 1 || n > SPECDEC_MAX_ALLOWED_TOKEN_IDS)
+        return sd_api_fail(e, 400, INVALID, NULL, "allowed_token_ids",
+                           "'allowed_token_ids' must be null or a list of 1 to %d token ids", SPECDEC_MAX_ALLOWED_TOKEN_IDS);
+    if (!(r->allowed_token_ids = malloc((size_t)n * sizeof *r->allowed_token_ids)))
+        return sd_api_fail(e, 500, "server_error", NULL, "allowed_token_ids", "out of memory copying 'allowed_token_ids'");
+    for (const cJSON *x = a->child; x; x = x->next) {
+        double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+        if (!isfinite(d) || d != floor(d) || d < 0 || d > INT32_MAX)
+            return sd_api_fail(e, 400, INVALID, NULL, "allowed_token_ids",
+                               "'allowed_token_ids'[%d] must be a token id (an integer >= 0)", (int)r->n_allowed_token_ids);
+        r->allowed_token_ids[r->n_allowed_token_ids++] = (int32_t)d;
+    }
+    return 0;
+}
+
+/* vLLM's "bad_words": null or a list of at most SPECDEC_MAX_BAD_WORDS non-empty strings (the
+ * server tokenizes them: sd_server_gen.c); "include_stop_str_in_output": a boolean. */
+static int parse_bad_words(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int rc = get_bool(root, "include_stop_str_in_output", &r->include_stop_str_in_output, e);
+    if (rc) return rc;
+    const cJSON *a = field(root, "bad_words");
+    if (!a) return 0;
+    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 0 || n > SPECDEC_MAX_BAD_WORDS)
+        return sd_api_fail(e, 400, INVALID, NULL, "bad_words", "'bad_words' must be a list of at most %d strings",
+                           SPECDEC_MAX_BAD_WORDS);
+    if (n == 0) return 0;
+    if (!(r->bad_words = calloc((size_t)n, sizeof *r->bad_words)))
+        return sd_api_fail(e, 500, "server_error", NULL, "bad_words", "out of memory copying 'bad_words'");
+    for (const cJSON *x = a->child; x; x = x->next) {
+        const char *w = cJSON_IsString(x) ? x->valuestring : NULL;
+        if (!w || !w[strspn(w, " \t\n\r\f\v")])
+            return sd_api_fail(e, 400, INVALID, NULL, "bad_words",
+                               "'bad_words'[%d] must be a string, not empty or only white space", (int)r->n_bad_words);
+        if ((rc = dup_text(w, "bad_words", &r->bad_words[r->n_bad_words], NULL, e))) return rc;
+        r->n_bad_words++;
+    }
+    return 0;
+}
+
 /* The logits processors (specdec_generate_params; applied in the order of docs/SAMPLING.md
  * "Logits processors"): OpenAI's penalties in [-2, 2] and logit_bias, vLLM's repetition_penalty
  * in (0, 100] (1: off), min_tokens (>= 0, at most max_tokens when given, as vLLM) and
@@ -422,6 +474,8 @@ static int parse_procs(const cJSON *root, sd_api_request *r, sd_api_error *e) {
                            (long long)v, (int)r->max_tokens);
     r->min_tokens = (int32_t)v;
     if ((rc = parse_logit_bias(root, r, e))) return rc;
+    if ((rc = parse_allowed_token_ids(root, r, e))) return rc;
+    if ((rc = parse_bad_words(root, r, e))) return rc;
     return parse_stop_token_ids(root, r, e);
 }
 
@@ -452,8 +506,7 @@ static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     {"tool_choice", SD_NF_CHOICE}, {"function_call", SD_NF_CHOICE}, {"best_of", SD_NF_INT_1},
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
-    {"include_stop_str_in_output", SD_NF_FALSE},
-    {"use_beam_search", SD_NF_FALSE}, {"allowed_token_ids", SD_NF_NULL}, {"bad_words", SD_NF_LIST_EMPTY},
+    {"use_beam_search", SD_NF_FALSE},
     /* harmless: no effect on the text */
     {"user", SD_NF_STRING}, {"metadata", SD_NF_OBJECT}, {"store", SD_NF_BOOL}, {"service_tier", SD_NF_STRING},
     {"parallel_tool_calls", SD_NF_BOOL},
