@@ -350,7 +350,7 @@ typedef void (*specdec_round_callback)(void *user_data, const specdec_round_info
 #define SPECDEC_MAX_STOP_TOKEN_IDS 64
 /* specdec_generate_params.allowed_token_ids / bad_words_* limits (since 0.5.2; the bad-words
  * ones are vLLM's: 128 sequences, 1024 ids in all) */
-#define SPECDEC_MAX_ALLOWED_TOKEN_IDS (1 << 20)
+#define SPECDEC_MAX_ALLOWED_TOKEN_IDS 1048576
 #define SPECDEC_MAX_BAD_WORDS 128
 #define SPECDEC_MAX_BAD_WORDS_TOKENS 1024
 typedef struct specdec_logit_bias {

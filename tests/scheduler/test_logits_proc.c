@@ -17,7 +17,11 @@
  *  6. vLLM's masks (since 0.5.2): allowed_token_ids (two ids in three) and bad words of 1, 2
  *     and 3 ids taken from the masked output; parts 1 and 2 run them as a fifth setting; here,
  *     plain and speculative (greedy, match, rejection): every id is allowed and no bad word
- *     occurs in the output's token sequence, and the bad words changed the output. */
+ *     occurs in the output's token sequence, and the bad words changed the output.
+ *  7. specdec_tokenize_bad_words: each word's sequences by vLLM's rule, computed here from
+ *     specdec_tokenize (lstrip; " " + word kept when its first id differs and its length is
+ *     equal), for words where the rule keeps and drops the spaced variant; the refusals (an
+ *     empty or all-white-space word named by index, 129 sequences). */
 #include "sched_common.h"
 
 #include <math.h>
@@ -406,6 +410,53 @@ static void part6(sc_env *e) {
     }
 }
 
+/* The ids of text without special tokens. */
+static int32_t tok_ids(sc_env *e, const char *text, int32_t *ids) {
+    int32_t n = 0;
+    return specdec_tokenize(e->tok, text, strlen(text), 0, ids, 64, &n) == SPECDEC_OK ? n : -1;
+}
+
+/* Part 7: the words' sequences as vLLM makes them. */
+static void part7(sc_env *e) {
+    static const char *const words[] = {"Jesus", "  Lord", "Lord Jesus", "\tthe"};
+    int32_t ids[SPECDEC_MAX_BAD_WORDS_TOKENS], off[SPECDEC_MAX_BAD_WORDS + 1], n = -1;
+    SD_CHECK(specdec_tokenize_bad_words(e->tok, words, 4, ids, off, &n) == SPECDEC_OK, "part 7: %s",
+             specdec_last_error());
+    int32_t want[64], nw = 0, woff[9] = {0}, ns = 0, kept_spaced = 0, dropped_spaced = 0, per_word0 = 0;
+    for (int i = 0; i < 4; i++) {
+        char sp[32];
+        const char *w = words[i] + strspn(words[i], " \t");
+        snprintf(sp, sizeof sp, " %s", w);
+        int32_t a[64], b[64];
+        const int32_t na = tok_ids(e, w, a), nb = tok_ids(e, sp, b);
+        memcpy(want + nw, a, (size_t)na * sizeof *a);
+        nw += na, woff[++ns] = nw;
+        if (nb == na && b[0] != a[0]) {
+            memcpy(want + nw, b, (size_t)nb * sizeof *b);
+            nw += nb, woff[++ns] = nw, kept_spaced++;
+        } else {
+            dropped_spaced++;
+        }
+        if (i == 0) per_word0 = ns;
+    }
+    SD_CHECK(n == ns && !memcmp(off, woff, (size_t)(ns + 1) * sizeof *off) && !memcmp(ids, want, (size_t)nw * sizeof *ids),
+             "part 7: %d sequences as vLLM's rule gives (%d)", (int)n, (int)ns);
+    SD_CHECK(kept_spaced > 0 && dropped_spaced > 0, "part 7: the words cover both branches (%d kept, %d dropped)",
+             (int)kept_spaced, (int)dropped_spaced);
+    static const char *const empty[] = {"a", " \t "};
+    SD_CHECK(specdec_tokenize_bad_words(e->tok, empty, 2, ids, off, &n) == SPECDEC_ERR_INVALID_ARGUMENT && n == 0 &&
+                 strstr(specdec_last_error(), "words[1]"),
+             "part 7: a white-space word refused, named: %s", specdec_last_error());
+    const char *many[SPECDEC_MAX_BAD_WORDS + 1];
+    for (int i = 0; i <= SPECDEC_MAX_BAD_WORDS; i++) many[i] = "Jesus";
+    SD_CHECK(specdec_tokenize_bad_words(e->tok, many, SPECDEC_MAX_BAD_WORDS / 2, ids, off, &n) == SPECDEC_OK &&
+                 n == SPECDEC_MAX_BAD_WORDS / 2 * per_word0,
+             "part 7: %d words of %d sequences each: at the limit", SPECDEC_MAX_BAD_WORDS / 2, (int)per_word0);
+    SD_CHECK(specdec_tokenize_bad_words(e->tok, many, SPECDEC_MAX_BAD_WORDS + 1, ids, off, &n) ==
+                 SPECDEC_ERR_INVALID_ARGUMENT,
+             "part 7: more than %d sequences refused", SPECDEC_MAX_BAD_WORDS);
+}
+
 int main(int argc, char **argv) {
     const int cuda = sc_backend_arg(argc, argv);
     if (cuda < 0) return sd_test_skip("no CUDA device");
@@ -426,6 +477,7 @@ int main(int argc, char **argv) {
     part4(&e);
     part5(&e);
     part6(&e);
+    part7(&e);
     free(g_allowed);
     specdec_engine_free(eh);
     specdec_model_free(head);
