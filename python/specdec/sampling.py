@@ -71,27 +71,15 @@ def _logit_bias(v):
     return {_token_id("logit_bias", t): _in_range(f"logit_bias[{t!r}]", b, *LOGIT_BIAS_RANGE) for t, b in v.items()}
 
 
-def _stop_token_ids(v):
+def _id_list(name, v, lo, hi):
+    """None, or a list of lo..hi token ids (a tuple too)."""
     if v is None:
         return None
     if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
-        raise InvalidArgumentError(f"SamplingParams.stop_token_ids must be None or a list of token ids, "
-                                   f"not {type(v).__name__}")
-    if len(v) > MAX_STOP_TOKEN_IDS:
-        raise InvalidArgumentError(f"SamplingParams.stop_token_ids has {len(v)} ids (at most {MAX_STOP_TOKEN_IDS})")
-    return [_token_id("stop_token_ids", t) for t in v]
-
-
-def _allowed_token_ids(v):
-    if v is None:
-        return None
-    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
-        raise InvalidArgumentError(f"SamplingParams.allowed_token_ids must be None or a list of token ids, "
-                                   f"not {type(v).__name__}")
-    if not 1 <= len(v) <= MAX_ALLOWED_TOKEN_IDS:  # vLLM refuses an empty list
-        raise InvalidArgumentError(f"SamplingParams.allowed_token_ids has {len(v)} ids (1..{MAX_ALLOWED_TOKEN_IDS}; "
-                                   "None = every id)")
-    return [_token_id("allowed_token_ids", t) for t in v]
+        raise InvalidArgumentError(f"SamplingParams.{name} must be None or a list of token ids, not {type(v).__name__}")
+    if not lo <= len(v) <= hi:
+        raise InvalidArgumentError(f"SamplingParams.{name} has {len(v)} ids ({lo}..{hi}; None = off)")
+    return [_token_id(name, t) for t in v]
 
 
 def _bad_words(v):
@@ -323,8 +311,9 @@ class SamplingParams:
             raise InvalidArgumentError(f"SamplingParams.repetition_penalty = {self.repetition_penalty} is outside "
                                        f"(0, {MAX_REPETITION_PENALTY:g}] (1 = off)")
         self.logit_bias = _logit_bias(self.logit_bias)
-        self.stop_token_ids = _stop_token_ids(self.stop_token_ids)
-        self.allowed_token_ids = _allowed_token_ids(self.allowed_token_ids)
+        self.stop_token_ids = _id_list("stop_token_ids", self.stop_token_ids, 0, MAX_STOP_TOKEN_IDS)
+        # vLLM refuses an empty allowed_token_ids
+        self.allowed_token_ids = _id_list("allowed_token_ids", self.allowed_token_ids, 1, MAX_ALLOWED_TOKEN_IDS)
         self.bad_words = _bad_words(self.bad_words)
         if not isinstance(self.include_stop_str_in_output, bool):
             raise InvalidArgumentError("SamplingParams.include_stop_str_in_output must be a bool")

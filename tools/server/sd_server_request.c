@@ -391,44 +391,23 @@ static int parse_logit_bias(const cJSON *root, sd_api_request *r, sd_api_error *
     return 0;
 }
 
-/* vLLM's "stop_token_ids": a list of at most SPECDEC_MAX_STOP_TOKEN_IDS token ids; [] and null: none. */
-static int parse_stop_token_ids(const cJSON *root, sd_api_request *r, sd_api_error *e) {
-    const cJSON *a = field(root, "stop_token_ids");
+/* A list of lo..hi token ids (integers >= 0) under key: into a new *out, *n of them; null or
+ * absent: none. */
+static int parse_id_list(const cJSON *root, const char *key, int lo, int hi, int32_t **out, int32_t *n,
+                         sd_api_error *e) {
+    const cJSON *a = field(root, key);
     if (!a) return 0;
-    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
-    if (n < 0 || n > SPECDEC_MAX_STOP_TOKEN_IDS)
-        return sd_api_fail(e, 400, INVALID, NULL, "stop_token_ids",
-                           "'stop_token_ids' must be a list of at most %d token ids", SPECDEC_MAX_STOP_TOKEN_IDS);
-    if (n == 0) return 0;
-    if (!(r->stop_token_ids = malloc((size_t)n * sizeof *r->stop_token_ids)))
-        return sd_api_fail(e, 500, "server_error", NULL, "stop_token_ids", "out of memory copying 'stop_token_ids'");
+    const int count = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (count < lo || count > hi)
+        return sd_api_fail(e, 400, INVALID, NULL, key, "'%s' must be null or a list of %d to %d token ids", key, lo, hi);
+    if (count == 0) return 0;
+    if (!(*out = malloc((size_t)count * sizeof **out)))
+        return sd_api_fail(e, 500, "server_error", NULL, key, "out of memory copying '%s'", key);
     for (const cJSON *x = a->child; x; x = x->next) {
         double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
         if (!isfinite(d) || d != floor(d) || d < 0 || d > INT32_MAX)
-            return sd_api_fail(e, 400, INVALID, NULL, "stop_token_ids",
-                               "'stop_token_ids'[%d] must be a token id (an integer >= 0)", (int)r->n_stop_token_ids);
-        r->stop_token_ids[r->n_stop_token_ids++] = (int32_t)d;
-    }
-    return 0;
-}
-
-/* vLLM's "allowed_token_ids": null (off) or a list of 1..SPECDEC_MAX_ALLOWED_TOKEN_IDS token
- * ids (vLLM refuses an empty list). */
-static int parse_allowed_token_ids(const cJSON *root, sd_api_request *r, sd_api_error *e) {
-    const cJSON *a = field(root, "allowed_token_ids");
-    if (!a) return 0;
-    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
-    if (n < 1 || n > SPECDEC_MAX_ALLOWED_TOKEN_IDS)
-        return sd_api_fail(e, 400, INVALID, NULL, "allowed_token_ids",
-                           "'allowed_token_ids' must be null or a list of 1 to %d token ids", SPECDEC_MAX_ALLOWED_TOKEN_IDS);
-    if (!(r->allowed_token_ids = malloc((size_t)n * sizeof *r->allowed_token_ids)))
-        return sd_api_fail(e, 500, "server_error", NULL, "allowed_token_ids", "out of memory copying 'allowed_token_ids'");
-    for (const cJSON *x = a->child; x; x = x->next) {
-        double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
-        if (!isfinite(d) || d != floor(d) || d < 0 || d > INT32_MAX)
-            return sd_api_fail(e, 400, INVALID, NULL, "allowed_token_ids",
-                               "'allowed_token_ids'[%d] must be a token id (an integer >= 0)", (int)r->n_allowed_token_ids);
-        r->allowed_token_ids[r->n_allowed_token_ids++] = (int32_t)d;
+            return sd_api_fail(e, 400, INVALID, NULL, key, "'%s'[%d] must be a token id (an integer >= 0)", key, (int)*n);
+        (*out)[(*n)++] = (int32_t)d;
     }
     return 0;
 }
@@ -474,9 +453,13 @@ static int parse_procs(const cJSON *root, sd_api_request *r, sd_api_error *e) {
                            (long long)v, (int)r->max_tokens);
     r->min_tokens = (int32_t)v;
     if ((rc = parse_logit_bias(root, r, e))) return rc;
-    if ((rc = parse_allowed_token_ids(root, r, e))) return rc;
+    /* vLLM's "allowed_token_ids" (an empty list refused, as vLLM) and "stop_token_ids" ([]: none) */
+    if ((rc = parse_id_list(root, "allowed_token_ids", 1, SPECDEC_MAX_ALLOWED_TOKEN_IDS, &r->allowed_token_ids,
+                            &r->n_allowed_token_ids, e)))
+        return rc;
     if ((rc = parse_bad_words(root, r, e))) return rc;
-    return parse_stop_token_ids(root, r, e);
+    return parse_id_list(root, "stop_token_ids", 0, SPECDEC_MAX_STOP_TOKEN_IDS, &r->stop_token_ids,
+                         &r->n_stop_token_ids, e);
 }
 
 /* ------------------------------------------------------------------------- */
