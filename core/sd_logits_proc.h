@@ -22,6 +22,13 @@ typedef struct sd_logits_proc {
     float presence, frequency;      /* OpenAI's, over the generated tokens */
     float repetition;               /* HF's, over the prompt and the generated tokens; 1 = off */
     int32_t n_prompt;               /* history[0..n_prompt) is the prompt */
+    /* vLLM's masks (since 0.5.2), borrowed from the params: allowed[0..n_allowed) the only ids
+     * kept (n_allowed 0: off); bad word i is bad_ids[bad_offsets[i] .. bad_offsets[i+1]) */
+    const int32_t *allowed;
+    int32_t n_allowed;
+    int32_t n_bad;
+    const int32_t *bad_ids;
+    const int32_t *bad_offsets;
     /* structured output (core/sd_grammar.h): NULL, or the grammar every generated token obeys,
      * applied first; gcur the sequence's place in it (the loop's, mutable); end[0..n_end) the
      * tokens that may end the output at an accepting state (the EOS ids, ignore_eos or not, then
@@ -35,7 +42,8 @@ typedef struct sd_logits_proc {
 /* 1 if p asks for any processor (else the sequence's rows are processed as before). */
 static inline int sd_logits_proc_wanted(const specdec_generate_params *p) {
     return p->n_logit_bias > 0 || p->min_tokens > 0 || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f ||
-           (p->repetition_penalty != 0.0f && p->repetition_penalty != 1.0f) || p->grammar;
+           (p->repetition_penalty != 0.0f && p->repetition_penalty != 1.0f) || p->grammar || p->n_allowed_token_ids > 0 ||
+           p->n_bad_words > 0;
 }
 
 #endif

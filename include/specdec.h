@@ -348,6 +348,11 @@ typedef void (*specdec_round_callback)(void *user_data, const specdec_round_info
 /* One entry of specdec_generate_params.logit_bias (since 0.5). */
 #define SPECDEC_MAX_LOGIT_BIAS 1024
 #define SPECDEC_MAX_STOP_TOKEN_IDS 64
+/* specdec_generate_params.allowed_token_ids / bad_words_* limits (since 0.5.2; the bad-words
+ * ones are vLLM's: 128 sequences, 1024 ids in all) */
+#define SPECDEC_MAX_ALLOWED_TOKEN_IDS 1048576
+#define SPECDEC_MAX_BAD_WORDS 128
+#define SPECDEC_MAX_BAD_WORDS_TOKENS 1024
 typedef struct specdec_logit_bias {
     int32_t token; /* 0..vocabulary size - 1 */
     float bias;    /* -100..100 (OpenAI's range; -100 bans the token in practice) */
@@ -487,8 +492,25 @@ typedef struct specdec_generate_params {
      * a sequence's verifier on the host. NULL (default): off. */
     const specdec_grammar *grammar; /* borrowed by specdec_generate; a scheduler request holds
                                       its own reference until it is collected */
-    int32_t reserved_i[8];         /* must be zero */
-    uint64_t reserved[7];          /* must be zero */
+    /* vLLM's allowed_token_ids and bad_words (since 0.5.2; the two counts take 0.5.1's
+     * reserved_i[0..1], the three pointers its reserved[0..2], so the struct keeps its size and
+     * every field its offset; docs/SAMPLING.md). Masks of the target's logits, before logit_bias
+     * (vLLM v1's order); a draft model's chain drafts are masked alike. Zero-initialised = off. */
+    int32_t n_allowed_token_ids;   /* 0 (off) or 1..SPECDEC_MAX_ALLOWED_TOKEN_IDS entries */
+    int32_t n_bad_words;           /* 0 (off) or 1..SPECDEC_MAX_BAD_WORDS token sequences */
+    int32_t reserved_i[6];         /* must be zero */
+    const int32_t *allowed_token_ids; /* borrowed; every id not listed gets -inf (the EOS ids too
+                                      unless listed, as in vLLM); ids in [0, vocabulary) */
+    const int32_t *bad_words_ids;  /* borrowed; sequence i is bad_words_ids[bad_words_offsets[i] ..
+                                      bad_words_offsets[i+1]), >= 1 ids in
+                                      [0, vocabulary), SPECDEC_MAX_BAD_WORDS_TOKENS in all. A
+                                      sequence w of k ids bans w[k-1] (-inf) whenever the output
+                                      so far (not the prompt; drafts of this round included) ends
+                                      with w[0..k-2]; k = 1: always. The caller tokenizes words
+                                      (the server and Python do it as vLLM does) */
+    const int32_t *bad_words_offsets; /* borrowed; n_bad_words + 1 entries: 0, then strictly
+                                      increasing */
+    uint64_t reserved[4];          /* must be zero */
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);
@@ -814,6 +836,19 @@ SPECDEC_API const char *specdec_tokenizer_last_error(const specdec_tokenizer *to
  * the same bound applies to the decoders in specdec_detokenize and the stream. */
 SPECDEC_API specdec_status specdec_tokenize(const specdec_tokenizer *tok, const char *text, size_t len,
                                             int add_special, int32_t *ids, int32_t capacity, int32_t *n_ids);
+
+/* vLLM's bad_words as the token sequences specdec_generate_params.bad_words_* take (since
+ * 0.5.2; vLLM's SamplingParams.update_from_tokenizer, docs/SAMPLING.md): for each word, its
+ * text after leading ASCII white space is tokenized without special tokens (one sequence);
+ * then " " + that text, kept as a second sequence only when its first id differs from the
+ * first sequence's and its length is the same. ids: room for SPECDEC_MAX_BAD_WORDS_TOKENS;
+ * offsets: room for SPECDEC_MAX_BAD_WORDS + 1 (offsets[0] = 0, sequence s is ids[offsets[s] ..
+ * offsets[s+1])); *n_seqs the count. INVALID_ARGUMENT (*n_seqs 0, the word's index in
+ * specdec_last_error()) for a NULL or empty / all-white-space word, a word of no tokens, or more
+ * than SPECDEC_MAX_BAD_WORDS sequences or SPECDEC_MAX_BAD_WORDS_TOKENS ids in all. */
+SPECDEC_API specdec_status specdec_tokenize_bad_words(const specdec_tokenizer *tok, const char *const *words,
+                                                      int32_t n_words, int32_t *ids, int32_t *offsets,
+                                                      int32_t *n_seqs);
 /* Decode ids to UTF-8 text as the tokenizers library's decode(ids, skip_special_tokens):
  * ids outside the vocabulary are skipped. Writes a NUL-terminated string; *len excludes
  * the NUL. BUFFER_TOO_SMALL reports the needed length (without NUL) in *len. */

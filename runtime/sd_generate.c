@@ -195,6 +195,43 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
     return SPECDEC_OK;
 }
 
+/* allowed_token_ids and bad_words (since 0.5.2); ids against the vocabulary when known. */
+static specdec_status sd_gen_check_masks(const sd_gen_env *env, const specdec_generate_params *p, int models_known,
+                                         const char *fn, sd_errbuf *eb) {
+    const int32_t V = models_known ? env->n_vocab : INT32_MAX;
+    const char *range = models_known ? "outside the vocabulary" : "negative";
+    if (p->n_allowed_token_ids < 0 || p->n_allowed_token_ids > SPECDEC_MAX_ALLOWED_TOKEN_IDS ||
+        (p->n_allowed_token_ids > 0) != (p->allowed_token_ids != NULL))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: n_allowed_token_ids %d (0..%d) with allowed_token_ids %s", fn,
+                       (int)p->n_allowed_token_ids, SPECDEC_MAX_ALLOWED_TOKEN_IDS, p->allowed_token_ids ? "set" : "NULL");
+    for (int32_t i = 0; i < p->n_allowed_token_ids; i++)
+        if (p->allowed_token_ids[i] < 0 || p->allowed_token_ids[i] >= V)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: allowed_token_ids[%d] = %d %s", fn, (int)i,
+                           (int)p->allowed_token_ids[i], range);
+    if (p->n_bad_words < 0 || p->n_bad_words > SPECDEC_MAX_BAD_WORDS ||
+        (p->n_bad_words > 0 && (!p->bad_words_ids || !p->bad_words_offsets)) ||
+        (p->n_bad_words == 0 && (p->bad_words_ids || p->bad_words_offsets)))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "%s: n_bad_words %d (0..%d) with bad_words_ids %s and bad_words_offsets %s", fn, (int)p->n_bad_words,
+                       SPECDEC_MAX_BAD_WORDS, p->bad_words_ids ? "set" : "NULL", p->bad_words_offsets ? "set" : "NULL");
+    if (p->n_bad_words == 0) return SPECDEC_OK;
+    if (p->bad_words_offsets[0] != 0)
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: bad_words_offsets[0] = %d must be 0", fn,
+                       (int)p->bad_words_offsets[0]);
+    for (int32_t i = 0; i < p->n_bad_words; i++) {
+        const int32_t a = p->bad_words_offsets[i], b = p->bad_words_offsets[i + 1];
+        if (b <= a || b > SPECDEC_MAX_BAD_WORDS_TOKENS)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "%s: bad_words_offsets[%d] = %d after %d: sequences are not empty and hold at most %d ids in all",
+                           fn, (int)i + 1, (int)b, (int)a, SPECDEC_MAX_BAD_WORDS_TOKENS);
+        for (int32_t j = a; j < b; j++)
+            if (p->bad_words_ids[j] < 0 || p->bad_words_ids[j] >= V)
+                return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: bad_words_ids[%d] = %d (bad word %d) %s", fn, (int)j,
+                               (int)p->bad_words_ids[j], (int)i, range);
+    }
+    return SPECDEC_OK;
+}
+
 /* The logits processors' fields (since 0.5) and the reserved space; token ids against the
  * vocabulary when the models are known. */
 static specdec_status sd_gen_check_proc(const sd_gen_env *env, const specdec_generate_params *p, int models_known,
@@ -230,6 +267,8 @@ static specdec_status sd_gen_check_proc(const sd_gen_env *env, const specdec_gen
     if (!(p->repetition_penalty == 0.0f || (p->repetition_penalty > 0.0f && p->repetition_penalty <= 100.0f)))
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: repetition_penalty %g: 0 (off) or in (0, 100]", fn,
                        (double)p->repetition_penalty);
+    const specdec_status st = sd_gen_check_masks(env, p, models_known, fn, eb);
+    if (st != SPECDEC_OK) return st;
     for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
         if (p->reserved_i[i])
             return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved_i[%zu] = %d must be zero", fn, i,
@@ -434,6 +473,11 @@ static void sd_gen_proc_init(sd_gen *g, int32_t n_prompt) {
     lp->frequency = p->frequency_penalty;
     lp->repetition = p->repetition_penalty == 0.0f ? 1.0f : p->repetition_penalty;
     lp->n_prompt = n_prompt;
+    lp->allowed = p->allowed_token_ids;
+    lp->n_allowed = p->n_allowed_token_ids;
+    lp->bad_ids = p->bad_words_ids;
+    lp->bad_offsets = p->bad_words_offsets;
+    lp->n_bad = p->n_bad_words;
     lp->grammar = p->grammar;
     lp->n_end = 0;
     if (p->grammar) {

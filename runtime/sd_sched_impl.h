@@ -62,7 +62,8 @@ typedef struct sd_req {
     int32_t n_prompt, cap, n_out;
     int32_t need_blocks;          /* KV blocks reserved per model while it runs */
     char *stop_block;             /* [n_stop] pointers then the strings; NULL without stops */
-    void *proc_block;             /* copies of logit_bias then stop_token_ids; NULL without either */
+    void *proc_block;             /* copies of logit_bias, stop_token_ids, allowed_token_ids, bad_words_ids then
+                                     bad_words_offsets; NULL without any */
     char *text_win;               /* [SD_GEN_TEXT_WIN] with stop strings, else NULL */
     specdec_detok_stream *ds;     /* with a tokenizer, else NULL */
     specdec_generate_params gp;   /* the caller's, stop_strings pointing into stop_block */

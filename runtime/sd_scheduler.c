@@ -99,23 +99,40 @@ static specdec_status sd_req_copy_stops(sd_req *r, const specdec_generate_params
     return SPECDEC_OK;
 }
 
-/* Copy the logits processors' arrays (logit_bias, stop_token_ids) into one block. */
+/* Copy the logits processors' arrays (logit_bias, stop_token_ids, allowed_token_ids,
+ * bad_words_ids, bad_words_offsets) into one block. */
 static specdec_status sd_req_copy_proc(sd_req *r, const specdec_generate_params *p) {
     const size_t nb = p->n_logit_bias > 0 ? (size_t)p->n_logit_bias : 0;
     const size_t ns = p->n_stop_token_ids > 0 ? (size_t)p->n_stop_token_ids : 0;
+    const size_t na = p->n_allowed_token_ids > 0 ? (size_t)p->n_allowed_token_ids : 0;
+    const size_t nw = p->n_bad_words > 0 ? (size_t)p->n_bad_words : 0;
+    const size_t nwi = nw ? (size_t)p->bad_words_offsets[nw] : 0; /* checked by the caller */
     r->gp.logit_bias = NULL;
     r->gp.stop_token_ids = NULL;
-    if (nb + ns == 0) return SPECDEC_OK;
-    const size_t bytes = nb * sizeof(specdec_logit_bias) + ns * sizeof(int32_t);
+    r->gp.allowed_token_ids = r->gp.bad_words_ids = r->gp.bad_words_offsets = NULL;
+    const size_t n_ids = ns + na + nwi + (nw ? nw + 1 : 0);
+    if (nb + n_ids == 0) return SPECDEC_OK;
+    const size_t bytes = nb * sizeof(specdec_logit_bias) + n_ids * sizeof(int32_t);
     if (!(r->proc_block = sd_malloc(bytes)))
-        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "specdec_scheduler_submit: %zu bytes of logit_bias and stop_token_ids",
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY,
+                       "specdec_scheduler_submit: %zu bytes of logit_bias, stop_token_ids, allowed_token_ids and bad_words",
                        bytes);
     specdec_logit_bias *b = r->proc_block;
     int32_t *ids = (int32_t *)(void *)(b + nb);
     if (nb) memcpy(b, p->logit_bias, nb * sizeof *b);
-    if (ns) memcpy(ids, p->stop_token_ids, ns * sizeof *ids);
     r->gp.logit_bias = nb ? b : NULL;
+    if (ns) memcpy(ids, p->stop_token_ids, ns * sizeof *ids);
     r->gp.stop_token_ids = ns ? ids : NULL;
+    ids += ns;
+    if (na) memcpy(ids, p->allowed_token_ids, na * sizeof *ids);
+    r->gp.allowed_token_ids = na ? ids : NULL;
+    ids += na;
+    if (nw) {
+        memcpy(ids, p->bad_words_ids, nwi * sizeof *ids);
+        memcpy(ids + nwi, p->bad_words_offsets, (nw + 1) * sizeof *ids);
+        r->gp.bad_words_ids = ids;
+        r->gp.bad_words_offsets = ids + nwi;
+    }
     return SPECDEC_OK;
 }
 

@@ -5,10 +5,36 @@
 
 #define IN_PROMPT 0x40000000 /* counts[t]: t occurs in the prompt; the low bits count its generations */
 
+/* allowed_token_ids: counts marks the allowed ids (and is cleared again). */
+static void proc_allowed(const sd_logits_proc *lp, float *row, int32_t n_vocab, int32_t *counts) {
+    for (int32_t i = 0; i < lp->n_allowed; i++) counts[lp->allowed[i]] = 1;
+    for (int32_t t = 0; t < n_vocab; t++)
+        if (!counts[t]) row[t] = -INFINITY;
+    for (int32_t i = 0; i < lp->n_allowed; i++) counts[lp->allowed[i]] = 0;
+}
+
+/* bad_words: w bans its last id when the generated tokens end with the rest of w. */
+static void proc_bad_words(const sd_logits_proc *lp, float *row, const int32_t *hist, int32_t n_hist,
+                           const int32_t *path, int32_t n) {
+    for (int32_t i = 0; i < lp->n_bad; i++) {
+        const int32_t *w = lp->bad_ids + lp->bad_offsets[i];
+        const int32_t k = lp->bad_offsets[i + 1] - lp->bad_offsets[i];
+        if (k - 1 > n - lp->n_prompt) continue; /* the output is shorter than the prefix */
+        int32_t j = 0;
+        for (; j < k - 1; j++) {
+            const int32_t at = n - (k - 1) + j;
+            if ((at < n_hist ? hist[at] : path[at - n_hist]) != w[j]) break;
+        }
+        if (j == k - 1) row[w[k - 1]] = -INFINITY;
+    }
+}
+
 void sd_cpu_logits_proc(const sd_logits_proc *lp, float *row, int32_t n_vocab, const int32_t *hist, int32_t n_hist,
                         const int32_t *path, int32_t n_path, int32_t *counts, int32_t *list) {
-    (void)n_vocab; /* every id was checked against the vocabulary when the generation began */
+    /* every id was checked against the vocabulary when the generation began */
     const int32_t n = n_hist + n_path;
+    if (lp->n_allowed > 0) proc_allowed(lp, row, n_vocab, counts);
+    if (lp->n_bad > 0) proc_bad_words(lp, row, hist, n_hist, path, n);
     for (int32_t i = 0; i < lp->n_bias; i++) row[lp->bias[i].token] += lp->bias[i].bias;
     if (n - lp->n_prompt < lp->min_tokens)
         for (int32_t i = 0; i < lp->n_ban; i++) row[lp->ban[i]] = -INFINITY;

@@ -3,7 +3,10 @@
  *
  * The row scores the token at position n = n_hist + n_path, whose history is hist[0..n_hist)
  * followed by path[0..n_path) (a round's drafts before it); history[0..lp->n_prompt) is the
- * prompt, the rest was generated. In order, in float:
+ * prompt, the rest was generated. In order, in float (vLLM v1's order):
+ *   0a. allowed_token_ids (n_allowed > 0): row[t] = -inf for every t not listed;
+ *   0b. bad words: for each sequence w of k ids, row[w[k-1]] = -inf when the generated part
+ *       of the history holds at least k-1 tokens and ends with w[0..k-2] (k = 1: always);
  *   1. row[t] += bias for every logit_bias entry (t, bias);
  *   2. when n - n_prompt < min_tokens: row[t] = -inf for every banned id (EOS, stop_token_ids);
  *   3. repetition r != 1, for every distinct t in the whole history: row[t] = row[t] > 0 ?

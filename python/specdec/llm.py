@@ -23,7 +23,7 @@ from ._ffi import binding
 from .errors import (InternalError, InvalidArgumentError, QueueFullError, ShutDownError, SpecdecError,
                      UnsupportedError)
 from .outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
-from .sampling import CONSTRAINTS, SamplingParams, StructuredOutputsParams
+from .sampling import CONSTRAINTS, MASK_FIELDS, SamplingParams, StructuredOutputsParams
 from .tokenizer import Tokenizer, token_id_array
 
 # speculative_config "method" -> the specdec_draft_method value it selects (specdec 0.4's
@@ -102,12 +102,16 @@ def _enum_short(ctype, value: int):
 
 
 class _StopCutter:
-    """Cuts streamed text before the first stop string, holding back the tail that could still
-    become one. generate() and stream() share it, so both give the same text."""
+    """Cuts streamed text before the first stop string (after it with include: vLLM's
+    include_stop_str_in_output), holding back the tail that could still become one (nothing with
+    include: the stop string stays anyway). generate() and stream() share it, so both give the same
+    text."""
 
-    def __init__(self, stops: list):
+    def __init__(self, stops: list, include: bool = False):
         self.stops = [s for s in stops if s]
-        self.hold = max((len(s) for s in self.stops), default=1) - 1
+        self.include = include
+        self.back = max((len(s) for s in self.stops), default=1) - 1  # a stop may start this far before
+        self.hold = 0 if include else self.back
         self.text = ""
         self.sent = 0
         self.matched: Optional[str] = None
@@ -117,11 +121,13 @@ class _StopCutter:
             return ""
         self.text += piece
         if self.stops:
-            start = max(0, self.sent - self.hold)
+            start = max(0, self.sent - self.back)
             hits = [(i, s) for s in self.stops if (i := self.text.find(s, start)) >= 0]
-            if hits:
-                i, self.matched = min(hits)
-                out, self.sent = self.text[self.sent:i], i
+            if hits:  # the earliest; at one place, the first in the list (as the server)
+                i, self.matched = min(hits, key=lambda h: h[0])
+                if self.include:
+                    i += len(self.matched)
+                out, self.sent = self.text[self.sent:i], max(self.sent, i)
                 self.text = self.text[:i]
                 return out
         end = max(self.sent, len(self.text) - self.hold)
@@ -520,6 +526,7 @@ class LLM:
         if params.logprobs is not None or (params.prompt_logprobs is not None and sample == 0):
             self._want_logprobs(r, gp, params, prompt=sample == 0)
         self._set_processors(r, gp, params)
+        self._set_masks(r, gp, params)
         self._set_grammar(r, gp, params)
         if salt:
             if not b.has_field("specdec_generate_params", "cache_salt"):
@@ -554,6 +561,29 @@ class LLM:
         gp.presence_penalty = params.presence_penalty
         gp.frequency_penalty = params.frequency_penalty
         gp.repetition_penalty = params.repetition_penalty
+
+    def _set_masks(self, r: _Request, gp, params: SamplingParams) -> None:
+        """vLLM's allowed_token_ids and bad_words (specdec_generate_params since 0.5.2; the words tokenized
+        by specdec_tokenize_bad_words); the arrays stay alive in r.keep."""
+        b = self._b
+        for name in params.masks_set():
+            if not b.has_field("specdec_generate_params", MASK_FIELDS[name]):
+                raise UnsupportedError(f"SamplingParams.{name}: this libspecdec ({b.version}) has no "
+                                       f"specdec_generate_params.{MASK_FIELDS[name]} (since 0.5.2)")
+        if params.allowed_token_ids:
+            arr = b.ffi.new("int32_t[]", params.allowed_token_ids)
+            r.keep.append(arr)
+            gp.allowed_token_ids, gp.n_allowed_token_ids = arr, len(params.allowed_token_ids)
+        if params.bad_words:
+            words = [b.ffi.new("char[]", w.encode("utf-8", "surrogatepass")) for w in params.bad_words]
+            ids = b.ffi.new("int32_t[]", b.lib.SPECDEC_MAX_BAD_WORDS_TOKENS)
+            offsets = b.ffi.new("int32_t[]", b.lib.SPECDEC_MAX_BAD_WORDS + 1)
+            n = b.ffi.new("int32_t *")
+            b.check(b.lib.specdec_tokenize_bad_words(self.tokenizer.handle, b.ffi.new("char *[]", words), len(words),
+                                                     ids, offsets, n), lambda: b.lib.specdec_last_error(),
+                    "SamplingParams.bad_words")
+            r.keep += [ids, offsets]
+            gp.bad_words_ids, gp.bad_words_offsets, gp.n_bad_words = ids, offsets, n[0]
 
     def _set_grammar(self, r: _Request, gp, params: SamplingParams) -> None:
         """specdec_generate_params.grammar from params' structured-output constraint. r keeps the _Grammar
@@ -761,15 +791,17 @@ class LLM:
         return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics,
                              prompt_logprobs=prompt_logprobs, num_cached_tokens=int(metrics.get("n_cached_prompt", 0)))
 
-    def _text(self, stream, tokens, stops):
+    def _text(self, stream, tokens, params: SamplingParams, stats):
         """The streamed text of tokens (the library's streaming decoder, as `specdec generate` prints
-        it), cut before the first stop string."""
+        it), cut before the first stop string (after it with include_stop_str_in_output); a
+        stop_token_ids id's text is left out unless include_stop_str_in_output (vLLM's)."""
         b = self._b
-        cut = _StopCutter(stops)
+        cut = _StopCutter(params.stop_list, params.include_stop_str_in_output)
         text = b.ffi.new("char **")
         n = b.ffi.new("size_t *")
         parts = []
-        for t in tokens:
+        by_id = stats.stop_reason == b.enum_value("specdec_stop_reason", "SPECDEC_STOP_TOKEN_ID")
+        for t in tokens[:-1] if by_id and tokens and not params.include_stop_str_in_output else tokens:
             b.check(b.lib.specdec_detok_stream_push(stream, t, text, n))
             parts.append(cut.feed(b.ffi.unpack(text[0], n[0]).decode("utf-8", "replace")))
         b.check(b.lib.specdec_detok_stream_flush(stream, text, n))
@@ -823,7 +855,7 @@ class LLM:
                 if got is None:
                     continue
                 tokens, stats, outcome = got
-                text, matched = self._text(stream[0], tokens, r.params.stop_list)
+                text, matched = self._text(stream[0], tokens, r.params, stats)
                 results[done] = self._output(r, tokens, stats, outcome, text, matched)
                 done += 1
                 n_tokens += len(tokens)
@@ -854,8 +886,15 @@ class LLM:
                 raise InvalidArgumentError(f"stream() yields one sequence: SamplingParams.n = {params.n} (use generate())")
         pieces: queue.SimpleQueue = queue.SimpleQueue()
 
+        drop_after = set() if params.include_stop_str_in_output else set(params.stop_token_ids or ())
+        dropping = []  # a stop id came: its text and what follows are left out (vLLM's)
+
         def on_token(user_data, token, piece, piece_len):
             try:
+                if token in drop_after:
+                    dropping.append(token)
+                if dropping:
+                    piece_len = 0
                 pieces.put(bytes(self._b.ffi.buffer(piece, piece_len)) if piece_len else b"")
             except BaseException:  # never let an exception unwind into the library
                 pass
@@ -867,7 +906,7 @@ class LLM:
         return self._stream(r, pieces)
 
     def _stream(self, r, pieces) -> Iterator[str]:
-        cut = _StopCutter(r.params.stop_list)
+        cut = _StopCutter(r.params.stop_list, r.params.include_stop_str_in_output)
         with self._using():
             self._submit(r)
         try:

@@ -21,6 +21,11 @@ MAX_STOP_TOKEN_IDS = 64
 LOGIT_BIAS_RANGE = (-100.0, 100.0)
 PENALTY_RANGE = (-2.0, 2.0)  # presence_penalty, frequency_penalty
 MAX_REPETITION_PENALTY = 100.0
+# vLLM's masks (libspecdec 0.5.2): SamplingParams field -> the specdec_generate_params field that carries
+# it, and their limits (include/specdec.h's SPECDEC_MAX_ALLOWED_TOKEN_IDS, SPECDEC_MAX_BAD_WORDS).
+MASK_FIELDS = {"allowed_token_ids": "allowed_token_ids", "bad_words": "bad_words_ids"}
+MAX_ALLOWED_TOKEN_IDS = 1 << 20
+MAX_BAD_WORDS = 128
 # The processor fields: name -> the value that leaves them off (the C fields have the same names).
 PROCESSOR_DEFAULTS = {"logit_bias": None, "min_tokens": 0, "stop_token_ids": None, "presence_penalty": 0.0,
                       "frequency_penalty": 0.0, "repetition_penalty": 1.0}
@@ -66,15 +71,29 @@ def _logit_bias(v):
     return {_token_id("logit_bias", t): _in_range(f"logit_bias[{t!r}]", b, *LOGIT_BIAS_RANGE) for t, b in v.items()}
 
 
-def _stop_token_ids(v):
+def _id_list(name, v, lo, hi):
+    """None, or a list of lo..hi token ids (a tuple too)."""
     if v is None:
         return None
     if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
-        raise InvalidArgumentError(f"SamplingParams.stop_token_ids must be None or a list of token ids, "
-                                   f"not {type(v).__name__}")
-    if len(v) > MAX_STOP_TOKEN_IDS:
-        raise InvalidArgumentError(f"SamplingParams.stop_token_ids has {len(v)} ids (at most {MAX_STOP_TOKEN_IDS})")
-    return [_token_id("stop_token_ids", t) for t in v]
+        raise InvalidArgumentError(f"SamplingParams.{name} must be None or a list of token ids, not {type(v).__name__}")
+    if not lo <= len(v) <= hi:
+        raise InvalidArgumentError(f"SamplingParams.{name} has {len(v)} ids ({lo}..{hi}; None = off)")
+    return [_token_id(name, t) for t in v]
+
+
+def _bad_words(v):
+    if v is None:
+        return None
+    if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)):
+        raise InvalidArgumentError(f"SamplingParams.bad_words must be None or a list of str, not {type(v).__name__}")
+    if len(v) > MAX_BAD_WORDS:
+        raise InvalidArgumentError(f"SamplingParams.bad_words has {len(v)} words (at most {MAX_BAD_WORDS})")
+    for i, w in enumerate(v):
+        if not isinstance(w, str) or not w.lstrip(" \t\n\v\f\r"):
+            raise InvalidArgumentError(f"SamplingParams.bad_words[{i}] = {w!r} must be a str, not empty or only "
+                                       "white space")
+    return list(v)
 
 
 # The constraint fields of StructuredOutputsParams (vLLM's; exactly one is set) and the kinds of
@@ -217,8 +236,16 @@ class SamplingParams:
     logit_bias: None or {token id: bias in [-100, 100]} (at most 1024 ids), added to the logits.
     min_tokens >= 0 (<= max_tokens): the EOS ids and stop_token_ids cannot be generated before that many
     tokens are. stop_token_ids: None or a list of at most 64 ids; generation stops after one of them
-    (finish_reason "stop", CompletionOutput.stop_reason = the id; the token stays in token_ids and text).
+    (finish_reason "stop", CompletionOutput.stop_reason = the id; the token stays in token_ids, its text is
+    left out of text unless include_stop_str_in_output, as vLLM's detokenizer does).
     A libspecdec older than 0.5 raises UnsupportedError for any of them set (the defaults work).
+    vLLM's masks (libspecdec 0.5.2, before the processors above): allowed_token_ids: None or a non-empty list
+    of ids, the only ones that can be generated (EOS too unless listed). bad_words: None or a list of at most
+    128 words, tokenized as vLLM does (the word without its leading white space, and " " + it when that
+    starts with another id and is as long; specdec_tokenize_bad_words); a word's last id is banned whenever
+    the output ends with the ids before it (a one-id word: always). Older libraries: UnsupportedError.
+    include_stop_str_in_output: False (default) cuts text before the stop string (and leaves a stop id's text
+    out); True keeps the stop string (the text ends after it) and a stop id's text (vLLM's).
     structured_outputs (vLLM >= 0.10.2's name) or guided_decoding (vLLM <= 0.10's): a
     StructuredOutputsParams (GuidedDecodingParams is the same class) or a dict of its fields; every
     generated token then continues a match of its constraint and the output ends (EOS or a stop id)
@@ -246,6 +273,9 @@ class SamplingParams:
     logit_bias: Optional[dict] = None
     min_tokens: int = 0
     stop_token_ids: Optional[list] = None
+    allowed_token_ids: Optional[list] = None
+    bad_words: Optional[list] = None
+    include_stop_str_in_output: bool = False
     structured_outputs: Optional[StructuredOutputsParams] = None
     guided_decoding: Optional[StructuredOutputsParams] = None
     stop_list: list = field(init=False, repr=False, default_factory=list)
@@ -285,7 +315,12 @@ class SamplingParams:
             raise InvalidArgumentError(f"SamplingParams.repetition_penalty = {self.repetition_penalty} is outside "
                                        f"(0, {MAX_REPETITION_PENALTY:g}] (1 = off)")
         self.logit_bias = _logit_bias(self.logit_bias)
-        self.stop_token_ids = _stop_token_ids(self.stop_token_ids)
+        self.stop_token_ids = _id_list("stop_token_ids", self.stop_token_ids, 0, MAX_STOP_TOKEN_IDS)
+        # vLLM refuses an empty allowed_token_ids
+        self.allowed_token_ids = _id_list("allowed_token_ids", self.allowed_token_ids, 1, MAX_ALLOWED_TOKEN_IDS)
+        self.bad_words = _bad_words(self.bad_words)
+        if not isinstance(self.include_stop_str_in_output, bool):
+            raise InvalidArgumentError("SamplingParams.include_stop_str_in_output must be a bool")
         self.min_tokens = _integer("min_tokens", self.min_tokens)
         if not 0 <= self.min_tokens < 2**31:
             raise InvalidArgumentError(f"SamplingParams.min_tokens = {self.min_tokens} must be >= 0")
@@ -303,6 +338,10 @@ class SamplingParams:
     def constraint(self) -> Optional[StructuredOutputsParams]:
         """The structured-output constraint, from structured_outputs or guided_decoding (None: none)."""
         return self.structured_outputs if self.structured_outputs is not None else self.guided_decoding
+
+    def masks_set(self) -> list:
+        """vLLM's masks that are on (allowed_token_ids given, bad_words not empty)."""
+        return [k for k in MASK_FIELDS if getattr(self, k)]
 
     def processors_set(self) -> list:
         """The logits-processor fields that are not off (an empty logit_bias / stop_token_ids is off)."""

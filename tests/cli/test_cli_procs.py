@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The logits processors on the command line (`specdec generate` / `specdec batch`:
 --logit-bias ID=BIAS, --stop-token-id ID, --min-tokens N, --presence-penalty, --frequency-penalty,
---repetition-penalty; include/specdec.h "Logits processors"), bundled pair, CPU backend, greedy.
+--repetition-penalty, --allowed-token-ids ID,..., --bad-words WORD; include/specdec.h "Logits
+processors"), bundled pair, CPU backend, greedy.
 
 Checks, against the plain greedy output T = t0 t1 ... of the same prompt:
   - --logit-bias t0=-100: the first token is not t0;
@@ -11,6 +12,10 @@ Checks, against the plain greedy output T = t0 t1 ... of the same prompt:
     stop at 1 token and, when it stops on t0, has at least 4;
   - --presence-penalty 2 / --frequency-penalty 2 / --repetition-penalty 3: a greedy output that
     repeats a token changes;
+  - --allowed-token-ids (T's ids but t0, in two lists): every token is one of them, the first is
+    not t0; --bad-words w (a word of T's text): neither of w's sequences as vLLM tokenizes it
+    (`specdec tokenize --no-special` of w and " w") occurs in the output, which changes; a word
+    of white space only exits 2;
   - batch with the options: every line equals generate on that line alone (tokens);
   - bad values exit 2 with the library's message naming the field (before any model loads), a
     malformed --logit-bias names its form; --help lists every flag.
@@ -70,12 +75,40 @@ for opt in ("--presence-penalty", "--frequency-penalty", "--repetition-penalty")
     g = gen(PROMPT, opt, "3" if opt == "--repetition-penalty" else "2")
     check(g["tokens"] != T, f"{opt} changes a repeating greedy output: {g['tokens']}")
 
+allowed = sorted(set(T) - {t0})
+half = len(allowed) // 2
+g = gen(PROMPT, "--allowed-token-ids", ",".join(map(str, allowed[:half])), "--allowed-token-ids",
+        ",".join(map(str, allowed[half:])))
+check(g["tokens"] and g["tokens"][0] != t0 and all(t in allowed for t in g["tokens"]),
+      f"--allowed-token-ids {allowed}: {g['tokens']}")
+
+
+def tokenize(text):
+    p = run(["tokenize", "-m", TARGET, "-p", text, "--no-special"])
+    return [int(x) for x in p.stdout.split()]
+
+
+def has_seq(toks, w):
+    return any(toks[i:i + len(w)] == w for i in range(len(toks) - len(w) + 1))
+
+
+word = max(ref["text"].split(), key=len).strip(",.;:")
+plain, spaced = tokenize(word), tokenize(" " + word)
+seqs = [plain] + ([spaced] if len(spaced) == len(plain) and spaced[0] != plain[0] else [])  # vLLM's rule
+check(any(has_seq(T, w) for w in seqs), f"the bad word {word!r} ({seqs}) is in the reference {T}")
+g = gen(PROMPT, "--bad-words", word)
+check(g["tokens"] != T and not any(has_seq(g["tokens"], w) for w in seqs),
+      f"--bad-words {word!r} ({seqs}): {g['tokens']}")
+p = run(["generate", "-p", "x", "-n", "2"] + COMMON + ["--bad-words", " \t"])
+check(p.returncode == 2 and "--bad-words" in p.stderr and "white space" in p.stderr,
+      f"--bad-words of white space: exit {p.returncode} {p.stderr[-200:]}")
+
 prompts = ["And God said", "In the beginning", "Blessed are the meek"]
 path = os.path.join(tmp, "procs.txt")
 with open(path, "w") as f:
     f.write("\n".join(prompts) + "\n")
 opts = ["--presence-penalty", "0.5", "--logit-bias", f"{t0}=-5", "--stop-token-id", "13", "--min-tokens", "2",
-        "--repetition-penalty", "1.3", "--frequency-penalty", "0.25"]
+        "--repetition-penalty", "1.3", "--frequency-penalty", "0.25", "--bad-words", "Lord"]
 b = run(["batch", "-f", path, "--json", "--no-progress", "--parallel", "3", "-n", "12"] + COMMON + opts)
 lines = [json.loads(x) for x in b.stdout.splitlines() if x.strip()]
 check(b.returncode == 0 and len(lines) == len(prompts) + 1, f"batch: exit {b.returncode}, {len(lines)} lines")
@@ -90,7 +123,8 @@ bad = [(["--presence-penalty", "2.5"], "presence_penalty"), (["--frequency-penal
        (["--stop-token-id", "-1"], "stop_token_ids"), (["--logit-bias", "5=101"], "logit_bias"),
        (["--logit-bias", "-2=1"], "logit_bias"), (["--logit-bias", "5"], "ID=BIAS"), (["--logit-bias", "=1"], "ID=BIAS"),
        (["--logit-bias", "x=1"], "ID=BIAS"), (["--stop-token-id", "x"], "--stop-token-id"),
-       (["--min-tokens", "1.5"], "--min-tokens")]
+       (["--min-tokens", "1.5"], "--min-tokens"), (["--allowed-token-ids", "3,-1"], "allowed_token_ids[1]"),
+       (["--allowed-token-ids", "1,,2"], "--allowed-token-ids"), (["--allowed-token-ids", "x"], "--allowed-token-ids")]
 bad.append(([a for i in range(65) for a in ("--stop-token-id", str(i))], "n_stop_token_ids"))
 for extra, word in bad:
     p = run(["generate", "-p", "x", "-m", "/nonexistent"] + extra)  # refused before the model is loaded
@@ -98,7 +132,7 @@ for extra, word in bad:
                                                   f"{p.stderr.splitlines()[:1]}")
 h = run(["generate", "--help"])
 for flag in ("--presence-penalty", "--frequency-penalty", "--repetition-penalty", "--logit-bias", "--min-tokens",
-             "--stop-token-id"):
+             "--stop-token-id", "--allowed-token-ids", "--bad-words"):
     check(flag in h.stdout + h.stderr, f"generate --help lists {flag}")
 
 sys.exit(done())

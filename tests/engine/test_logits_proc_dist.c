@@ -1,5 +1,10 @@
 /* test_logits_proc_dist.c — logits processors (logit_bias, min_tokens, repetition / frequency /
- * presence penalties; core/sd_logits_proc.h) keep speculative decoding exact.
+ * presence penalties, allowed_token_ids, bad words; core/sd_logits_proc.h) keep speculative
+ * decoding exact.
+ *
+ * Part 0, the masks on hand-made rows: allowed_token_ids keeps exactly its ids; bad words of
+ * 1, 2 and 3 ids ban their last id exactly when the generated tokens end with the rest (at the
+ * end of the history only, across the history / draft path boundary, never from the prompt).
  *
  * Part 1, the row kernel: sd_cpu_logits_proc against the brute-force reference of
  * logits_proc_ref.h (for every token id, count its occurrences in the prompt and in the
@@ -19,7 +24,9 @@
  * G-test over the 512 cells (cells with expected count < 5 pooled), reject at α = 1e-6 per
  * window; a token of exact probability 0 fails at once. Sample count: argv[1] per case
  * (CTest: 200 000 in Release, 20 000 under the sanitizers). Cases: rejection with a draft model
- * (γ = 2 and 4, two sampling settings), match, the n-gram drafter and plain decoding.
+ * (γ = 2 and 4, two sampling settings), match, the n-gram drafter and plain decoding; four of the
+ * six cases add the masks (ALLOWED, BAD_IDS: a k = 3 bad word whose prefix is the prompt
+ * checks that only the output counts).
  * Built with SD_LOGITS_PROC_MUTANT (logits_proc_mutant.c linked: rows processed with the history
  * of the round's start only, the drafts before a row left out) the test runs a rejection case
  * and must REJECT it. min_tokens = 6 with stop_token_ids {7}: token 7 is never generated (and so
@@ -39,6 +46,57 @@
 #include "sd_test_util.h"
 
 static int same_bits(const float *a, const float *b, int32_t n) { return memcmp(a, b, (size_t)n * sizeof(float)) == 0; }
+
+/* The kernel on row 0..9 (row[t] = t) after hist[0..n_hist) + path[0..n_path), n_prompt 2;
+ * returns the banned ids (-inf) as a bit mask, -1 if a kept id changed. */
+static int unit_row(const sd_logits_proc *base, const int32_t *hist, int32_t n_hist, const int32_t *path,
+                    int32_t n_path) {
+    float row[10];
+    int32_t counts[10] = {0}, list[10];
+    for (int t = 0; t < 10; t++) row[t] = (float)t;
+    sd_logits_proc lp = *base;
+    lp.repetition = 1.0f;
+    lp.n_prompt = 2;
+    sd_cpu_logits_proc(&lp, row, 10, hist, n_hist, path, n_path, counts, list);
+    int mask = 0;
+    for (int t = 0; t < 10; t++) {
+        if (row[t] == -INFINITY) mask |= 1 << t;
+        else if (row[t] != (float)t) return -1;
+        if (counts[t]) return -1;
+    }
+    return mask;
+}
+
+/* Part 0: allowed_token_ids and bad words on hand-made rows (expected masks from the rule). */
+static void part0_masks(void) {
+    sd_logits_proc lp;
+    memset(&lp, 0, sizeof lp);
+    const int32_t allowed[3] = {5, 2, 5}; /* a repeat is harmless */
+    lp.allowed = allowed;
+    lp.n_allowed = 3;
+    const int32_t h[6] = {1, 3, 1, 3, 4, 9};
+    SD_CHECK(unit_row(&lp, h, 3, NULL, 0) == (0x3ff & ~((1 << 2) | (1 << 5))), "part 0: allowed {5, 2} keeps only them");
+    lp.n_allowed = 0;
+    /* bad words {7}, {1, 2}, {3, 4, 6} */
+    const int32_t ids[6] = {7, 1, 2, 3, 4, 6}, off[4] = {0, 1, 3, 6};
+    lp.bad_ids = ids;
+    lp.bad_offsets = off;
+    lp.n_bad = 3;
+    const int b7 = 1 << 7, b2 = 1 << 2, b6 = 1 << 6;
+    const int32_t p1[1] = {1}, p4[1] = {4}, p34[2] = {3, 4};
+    SD_CHECK(unit_row(&lp, h, 2, NULL, 0) == b7, "part 0: k=1 bans always (empty output; prompt {1, 3} not counted)");
+    SD_CHECK(unit_row(&lp, h, 3, NULL, 0) == (b7 | b2), "part 0: k=2: output ends with 1 -> 2 banned");
+    SD_CHECK(unit_row(&lp, h, 4, NULL, 0) == b7, "part 0: k=2: 1 not at the end -> nothing more");
+    SD_CHECK(unit_row(&lp, h, 5, NULL, 0) == (b7 | b6), "part 0: k=3: output ends with 3, 4 -> 6 banned");
+    SD_CHECK(unit_row(&lp, h, 6, NULL, 0) == b7, "part 0: k=3: 3, 4 not at the end -> nothing more");
+    SD_CHECK(unit_row(&lp, h, 4, p4, 1) == (b7 | b6), "part 0: k=3 across the draft path (3 | 4) -> 6 banned");
+    SD_CHECK(unit_row(&lp, h, 2, p34, 2) == (b7 | b6), "part 0: k=3 all in the draft path -> 6 banned");
+    SD_CHECK(unit_row(&lp, h, 2, p1, 1) == (b7 | b2), "part 0: k=2 in the draft path -> 2 banned");
+    const int32_t hp[2] = {3, 5}; /* prompt 3 then path 4: the prefix 3 is in the prompt */
+    SD_CHECK(unit_row(&lp, hp, 2, p4, 1) == b7, "part 0: k=3 with its prefix partly in the prompt -> not banned");
+    const int32_t hq[2] = {9, 1};
+    SD_CHECK(unit_row(&lp, hq, 2, NULL, 0) == b7, "part 0: k=2 with its prefix in the prompt -> not banned");
+}
 
 static void part1_kernel(void) {
     enum { KV = 50, MAXH = 40 };
@@ -66,9 +124,23 @@ static void part1_kernel(void) {
         lp.repetition = reps[sd_test_splitmix64(&rng) % 5];
         const int32_t n = 1 + (int32_t)(sd_test_splitmix64(&rng) % MAXH);
         lp.n_prompt = 1 + (int32_t)(sd_test_splitmix64(&rng) % (uint64_t)n);
+        int32_t allowed[8], bad_ids[12], bad_off[5] = {0};
+        if (it % 3 == 0) { /* ids from the same 0..11 as the history, so matches are likely */
+            lp.n_allowed = 1 + (int32_t)(sd_test_splitmix64(&rng) % 8);
+            for (int32_t i = 0; i < lp.n_allowed; i++) allowed[i] = (int32_t)(sd_test_splitmix64(&rng) % 12);
+            lp.allowed = allowed;
+        }
+        lp.n_bad = (int32_t)(sd_test_splitmix64(&rng) % 5);
+        for (int32_t i = 0; i < lp.n_bad; i++) {
+            bad_off[i + 1] = bad_off[i] + 1 + (int32_t)(sd_test_splitmix64(&rng) % 3);
+            for (int32_t j = bad_off[i]; j < bad_off[i + 1]; j++) bad_ids[j] = (int32_t)(sd_test_splitmix64(&rng) % 4);
+        }
+        lp.bad_ids = bad_ids;
+        lp.bad_offsets = bad_off;
         const int32_t n_path = (int32_t)(sd_test_splitmix64(&rng) % (uint64_t)(n - lp.n_prompt + 1));
         int32_t hist[MAXH];
-        for (int32_t j = 0; j < n; j++) hist[j] = (int32_t)(sd_test_splitmix64(&rng) % 12); /* repeats likely */
+        for (int32_t j = 0; j < n; j++) /* repeats likely; ids < 4 in one history in two, for bad words */
+            hist[j] = (int32_t)(sd_test_splitmix64(&rng) % (it % 2 ? 12 : 4));
         float row[KV], want[KV];
         for (int32_t t = 0; t < KV; t++) row[t] = (float)((int)(sd_test_splitmix64(&rng) % 2001) - 1000) / 97.0f;
         if (it % 7 == 0) row[3] = -INFINITY;
@@ -90,6 +162,10 @@ static float g_target[V * V * V], g_draft[V * V];
 static const int32_t PROMPT[2] = {3, 5};
 static const specdec_logit_bias BIAS[3] = {{2, 1.5f}, {6, -100.0f}, {2, 0.25f}}; /* token 2 twice: they add */
 static const int32_t STOP_IDS[1] = {7};
+/* the masks (cases with masks = 1): token 1 not allowed; bad words {4}, {5, 2}, {2, 3, 0} and
+ * {3, 5, 2} (the prompt is [3, 5]: vLLM looks at the output only, so token 2 stays allowed first) */
+static const int32_t ALLOWED[6] = {0, 2, 3, 4, 5, 6};
+static const int32_t BAD_IDS[9] = {4, 5, 2, 2, 3, 0, 3, 5, 2}, BAD_OFF[5] = {0, 1, 3, 6, 9};
 
 typedef struct dcase {
     const char *name;
@@ -100,6 +176,7 @@ typedef struct dcase {
     int32_t top_k;
     float top_p;
     float presence, frequency, repetition;
+    int masks; /* 1: ALLOWED and the bad words too */
 } dcase;
 
 static void fill_proc(const dcase *c, sd_logits_proc *lp) {
@@ -113,6 +190,13 @@ static void fill_proc(const dcase *c, sd_logits_proc *lp) {
     lp->frequency = c->frequency;
     lp->repetition = c->repetition == 0.0f ? 1.0f : c->repetition;
     lp->n_prompt = 2;
+    if (c->masks) {
+        lp->allowed = ALLOWED;
+        lp->n_allowed = 6;
+        lp->bad_ids = BAD_IDS;
+        lp->bad_offsets = BAD_OFF;
+        lp->n_bad = 4;
+    }
 }
 
 /* The processed distribution of the token after hist[0..n) (double, normalised). */
@@ -188,6 +272,13 @@ static void run_case(const dcase *c, long N) {
     gp.presence_penalty = c->presence;
     gp.frequency_penalty = c->frequency;
     gp.repetition_penalty = c->repetition;
+    if (c->masks) {
+        gp.allowed_token_ids = ALLOWED;
+        gp.n_allowed_token_ids = 6;
+        gp.bad_words_ids = BAD_IDS;
+        gp.bad_words_offsets = BAD_OFF;
+        gp.n_bad_words = 4;
+    }
     if (c->draft == 2) {
         gp.draft_method = SPECDEC_DRAFT_NGRAM;
         gp.ngram_min = 1;
@@ -249,19 +340,20 @@ static void run_case(const dcase *c, long N) {
 int main(int argc, char **argv) {
     const long N = argc > 1 ? atol(argv[1]) : 200000;
 #ifdef SD_LOGITS_PROC_MUTANT
-    const dcase mutant = {"MUTANT drafts left out g=4 T=1", 1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 2.0f, 2.0f, 1.0f};
+    const dcase mutant = {"MUTANT drafts left out g=4 T=1", 1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 2.0f, 2.0f, 1.0f, 1};
     run_case(&mutant, N);
-    (void)part1_kernel;
+    (void)part1_kernel, (void)part0_masks;
 #else
+    part0_masks();
     part1_kernel();
     const dcase cases[] = {
-        /* name                              draft mode                       γ  temp  k  top_p pres  freq  rep */
-        {"rejection g=2 T=1 all",             1, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f},
-        {"rejection g=4 T=.7 k5 p.9 freq",    1, SPECDEC_VERIFY_REJECTION, 4, 0.7f, 5, 0.9f, 0.0f, 1.2f, 0.0f},
-        {"rejection g=4 T=1 repetition .5",   1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f, 0.0f, 0.5f},
-        {"match g=3 T=1 all",                 1, SPECDEC_VERIFY_MATCH, 3, 1.0f, 0, 1.0f, -0.6f, 0.7f, 1.2f},
-        {"ngram rejection g=3 T=1 all",       2, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f},
-        {"plain T=1 all",                     0, SPECDEC_VERIFY_AUTO, 0, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f},
+        /* name                              draft mode                       γ  temp  k  top_p pres  freq  rep  masks */
+        {"rejection g=2 T=1 all+masks",       1, SPECDEC_VERIFY_REJECTION, 2, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f, 1},
+        {"rejection g=4 T=.7 k5 p.9 freq",    1, SPECDEC_VERIFY_REJECTION, 4, 0.7f, 5, 0.9f, 0.0f, 1.2f, 0.0f, 0},
+        {"rejection g=4 T=1 repetition .5",   1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f, 0.0f, 0.5f, 0},
+        {"match g=3 T=1 all+masks",           1, SPECDEC_VERIFY_MATCH, 3, 1.0f, 0, 1.0f, -0.6f, 0.7f, 1.2f, 1},
+        {"ngram rejection g=3 T=1 all+masks", 2, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f, 1},
+        {"plain T=1 all+masks",               0, SPECDEC_VERIFY_AUTO, 0, 1.0f, 0, 1.0f, 0.8f, 0.5f, 1.4f, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], N);
 #endif

@@ -501,7 +501,8 @@ def server_seeds():
     # the logits processors: values in range pass (whether an id is in the vocabulary is the
     # server's check, not the parser's); out of range, wrong types and the limits are refused
     procs = {"presence_penalty": 0.5, "frequency_penalty": -1, "repetition_penalty": 1.2,
-             "logit_bias": {"50256": -100, "7": 2.5}, "min_tokens": 3, "stop_token_ids": [2, 13]}
+             "logit_bias": {"50256": -100, "7": 2.5}, "min_tokens": 3, "stop_token_ids": [2, 13],
+             "allowed_token_ids": [1, 5, 50256], "bad_words": [" x", "y z"], "include_stop_str_in_output": True}
     for name, value in procs.items():
         put("server", "ok_proc_" + name, req({"prompt": "x", name: value}))
     put("server", "ok_chat_procs", req({"messages": simple, "max_tokens": 8, **procs}, chat=True))
@@ -512,15 +513,18 @@ def server_seeds():
                  "logit_bias_twice": '{"prompt": "x", "logit_bias": {"5": 1, "5": 2}}',
                  "logit_bias_1025": {"logit_bias": {str(i): -1 for i in range(1025)}},
                  "min_tokens": -1, "min_tokens_over_max": {"min_tokens": 5, "max_tokens": 4},
-                 "stop_token_ids": [-1], "stop_token_ids_65": {"stop_token_ids": list(range(65))}}
+                 "stop_token_ids": [-1], "stop_token_ids_65": {"stop_token_ids": list(range(65))},
+                 "allowed_token_ids": [], "allowed_token_ids_neg": {"allowed_token_ids": [3, -1]},
+                 "allowed_token_ids_str": {"allowed_token_ids": "1"}, "bad_words": [" \t"],
+                 "bad_words_type": {"bad_words": [1]}, "bad_words_129": {"bad_words": ["w"] * 129},
+                 "include_stop_str_in_output": 1}
     for name, value in bad_procs.items():
         body = value if isinstance(value, str) else dict({"prompt": "x"}, **value) if isinstance(value, dict) \
             else {"prompt": "x", name: value}
         put("server", "bad_proc_" + name, req(body))
     refused = {"tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
                "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2,
-               "suffix": "x", "include_stop_str_in_output": True, "use_beam_search": True, "allowed_token_ids": [1],
-               "bad_words": ["x"]}
+               "suffix": "x", "use_beam_search": True}
     for name, value in refused.items():
         put("server", "bad_unsupported_" + name, req({"prompt": "x", name: value}))
     # structured output (parse_guided): one constraint per request, each field's forms; the parser

@@ -21,9 +21,13 @@ Checks:
     --body-timeout) and one sent slowly but in time, a client that disconnects
     mid-stream and one that resets while waiting (both cancelled: metrics);
   - the logits processors (presence / frequency / repetition penalties, logit_bias, min_tokens,
-    stop_token_ids): a -100 logit_bias on the greedy first token changes it; stop_token_ids stops
-    after the id with finish_reason "stop" and stop_reason = the id, streamed and not (the text
-    `specdec generate --stop-token-id`'s); min_tokens holds it off; presence / frequency 2 change a
+    stop_token_ids, vLLM's allowed_token_ids and bad_words): a -100 logit_bias on the greedy first
+    token changes it; stop_token_ids stops after the id with finish_reason "stop" and stop_reason =
+    the id, streamed and not (the text `specdec generate --stop-token-id`'s without the id's text,
+    as vLLM, or with it under include_stop_str_in_output); min_tokens holds it off;
+    allowed_token_ids and bad_words give `specdec generate --allowed-token-ids / --bad-words`'s text
+    (the CLI's ids all allowed, the bad word's sequences absent); include_stop_str_in_output keeps a
+    stop string in the text, streamed and not, both endpoints; presence / frequency 2 change a
     repeating greedy output, equal to `specdec generate` with the same flags; a stop string gives
     its string as stop_reason, EOS / length null; each bad value a 400 naming the field, the
     client's BadRequestError too; --quick: the stop_token_ids case and the 400s;
@@ -512,7 +516,6 @@ def test_unsupported_fields(srv):
     and change nothing; vLLM's ignore_eos is accepted (the bundled pair never emits EOS, so its effect
     is only seen as the text equal to `specdec generate --ignore-eos`)."""
     refused = [("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
-               ("/v1/completions", {"prompt": "x", "bad_words": ["x"]}, "bad_words"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "echo": True}, "echo"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
                                          "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools")]
@@ -552,6 +555,14 @@ def choice_extra(ch, key):
     return extra.get(key, "<absent>")
 
 
+def text_before_stop_id(prompt, want, *extra):
+    """vLLM leaves a stop_token_ids id's text out (unless include_stop_str_in_output): the text of
+    the CLI's tokens before it (the same greedy run, one token shorter)."""
+    if want["stats"].get("stop_reason") != "stop_token_id":
+        return want["text"]
+    return cli_generate(prompt, len(want["tokens"]) - 1, *extra)["text"]
+
+
 def test_logits_processors(srv):
     """The logits processors through the official client, against the greedy reference T of
     `specdec generate` (its ids): stop_token_ids, logit_bias, min_tokens, the penalties; bad values."""
@@ -568,11 +579,16 @@ def test_logits_processors(srv):
     r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
                               extra_body={"stop_token_ids": [T[k], 1_000 if T[k] != 1_000 else 999]})
     ch = r.choices[0]
-    check(ch.text == want["text"] and ch.finish_reason == "stop" and choice_extra(ch, "stop_reason") == T[k] and
+    want_text = text_before_stop_id(prompt, want, "--temp", "0", "--stop-token-id", str(T[k]))
+    check(ch.text == want_text and ch.finish_reason == "stop" and choice_extra(ch, "stop_reason") == T[k] and
           r.usage.completion_tokens == k + 1,
           "stop_token_ids [%d]: %r %s stop_reason %r, %d tokens (want %r, %d)" % (
               T[k], ch.text, ch.finish_reason, choice_extra(ch, "stop_reason"), r.usage.completion_tokens,
-              want["text"], k + 1))
+              want_text, k + 1))
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
+                              extra_body={"stop_token_ids": [T[k]], "include_stop_str_in_output": True})
+    check(r.choices[0].text == want["text"] and want["text"] != want_text,
+          "stop_token_ids with include_stop_str_in_output: the id's text kept: %r" % r.choices[0].text)
     if QUICK:  # the sanitizers: one short end-to-end case, then the refusals (no generation)
         test_logits_processors_bad(srv, oc)
         return
@@ -582,7 +598,7 @@ def test_logits_processors(srv):
     chunks = [json.loads(e[len(b"data: "):]) for e in events if e != b"data: [DONE]"]
     text = "".join(c["choices"][0]["text"] for c in chunks if c["choices"])
     last = chunks[-1]["choices"][0] if chunks and chunks[-1]["choices"] else {}
-    check(st == 200 and text == want["text"] and last.get("finish_reason") == "stop" and
+    check(st == 200 and text == want_text and last.get("finish_reason") == "stop" and
           last.get("stop_reason") == T[k], "streamed stop_token_ids: %r, last chunk %r" % (text, last))
     msgs = [{"role": "user", "content": "Who created the heaven and the earth?"}]
     chat_ref = cli_generate("User: Who created the heaven and the earth?\nAssistant:", 8, "--temp", "0")
@@ -592,9 +608,10 @@ def test_logits_processors(srv):
         sid = chat_ref["tokens"][kc]
         c = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=8, temperature=0,
                                        extra_body={"stop_token_ids": [sid]})
-        want = cli_generate("User: Who created the heaven and the earth?\nAssistant:", 8, "--temp", "0",
-                            "--stop-token-id", str(sid))
-        check(c.choices[0].message.content == want["text"] and c.choices[0].finish_reason == "stop" and
+        chat_prompt = "User: Who created the heaven and the earth?\nAssistant:"
+        want = cli_generate(chat_prompt, 8, "--temp", "0", "--stop-token-id", str(sid))
+        check(c.choices[0].message.content == text_before_stop_id(chat_prompt, want, "--temp", "0", "--stop-token-id",
+                                                                 str(sid)) and c.choices[0].finish_reason == "stop" and
               choice_extra(c.choices[0], "stop_reason") == sid and c.usage.completion_tokens == kc + 1,
               "chat stop_token_ids [%d]: %r %r" % (sid, c.choices[0], c.usage))
         st, _, events = sse_events(srv, "/v1/chat/completions", {"messages": msgs, "max_tokens": 8, "temperature": 0,
@@ -616,6 +633,7 @@ def test_logits_processors(srv):
     check(r.usage.completion_tokens == 1 and choice_extra(r.choices[0], "stop_reason") == T[0],
           "stop on the first token: %d tokens" % r.usage.completion_tokens)
     want = cli_generate(prompt, n_tok, "--temp", "0", "--stop-token-id", str(T[0]), "--min-tokens", "3")
+    want["text"] = text_before_stop_id(prompt, want, "--temp", "0", "--stop-token-id", str(T[0]), "--min-tokens", "3")
     r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
                               extra_body={"stop_token_ids": [T[0]], "min_tokens": 3})
     check(r.usage.completion_tokens >= 3 and r.choices[0].text == want["text"],
@@ -640,7 +658,76 @@ def test_logits_processors(srv):
     r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=2, temperature=0)
     check(r.choices[0].finish_reason == "length" and choice_extra(r.choices[0], "stop_reason") is None,
           "length: stop_reason null: %r" % choice_extra(r.choices[0], "stop_reason"))
+    test_vllm_masks(srv, oc, prompt, n_tok, ref)
+    test_include_stop_str(srv, oc, prompt, n_tok, ref)
     test_logits_processors_bad(srv, oc)
+
+
+def test_vllm_masks(srv, oc, prompt, n_tok, ref):
+    """allowed_token_ids and bad_words against `specdec generate` with the same flags."""
+    T = ref["tokens"]
+    allowed = sorted(set(T) - {T[0]})
+    want = cli_generate(prompt, n_tok, "--temp", "0", "--allowed-token-ids", ",".join(map(str, allowed)))
+    check(want["tokens"] and want["tokens"][0] != T[0] and all(t in allowed for t in want["tokens"]),
+          "the CLI reference keeps to the allowed ids: %r" % want["tokens"])
+    r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0,
+                              extra_body={"allowed_token_ids": allowed})
+    check(r.choices[0].text == want["text"], "allowed_token_ids: %r (want %r)" % (r.choices[0].text, want["text"]))
+    word = max(ref["text"].split(), key=len).strip(",.;:")
+    want = cli_generate(prompt, n_tok, "--temp", "0", "--bad-words", word)
+    check(want["text"] != ref["text"] and (" " + word) not in want["text"],
+          "the CLI reference avoids %r: %r" % (word, want["text"]))
+    for path in ("/v1/completions", "/v1/chat/completions"):
+        body = {"max_tokens": n_tok, "temperature": 0, "bad_words": [word]}
+        body.update({"prompt": prompt} if path == "/v1/completions" else
+                    {"messages": [{"role": "user", "content": "Who created the heaven and the earth?"}]})
+        plain = json.loads(srv.request("POST", path, dict(body, bad_words=None))[1])["choices"][0]
+        st, raw, _ = srv.request("POST", path, body)
+        ch = json.loads(raw)["choices"][0] if st == 200 else {}
+        text = ch.get("text", (ch.get("message") or {}).get("content"))
+        ptext = plain.get("text", (plain.get("message") or {}).get("content"))
+        if path == "/v1/completions":
+            check(text == want["text"], "bad_words [%r]: %r (want %r)" % (word, text, want["text"]))
+        else:  # the word must come in the plain answer for the test to mean anything
+            check(st == 200 and ((" " + word) not in text and (word in ptext) == (text != ptext)),
+                  "chat bad_words [%r]: %r (plain %r)" % (word, text, ptext))
+
+
+def test_include_stop_str(srv, oc, prompt, n_tok, ref):
+    """include_stop_str_in_output: the text ends after the stop string (before it without), streamed
+    and not, both endpoints."""
+    text = ref["text"]
+    stop = text[len(text) // 2: len(text) // 2 + 3]
+    cut = text.index(stop)
+    for include in (False, True):
+        want = text[: cut + len(stop)] if include else text[:cut]
+        r = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=n_tok, temperature=0, stop=[stop],
+                                  extra_body={"include_stop_str_in_output": include})
+        check(r.choices[0].text == want and r.choices[0].finish_reason == "stop",
+              "include_stop_str_in_output %s: %r (want %r)" % (include, r.choices[0].text, want))
+        st, _, events = sse_events(srv, "/v1/completions",
+                                   {"prompt": prompt, "max_tokens": n_tok, "temperature": 0, "stream": True,
+                                    "stop": [stop], "include_stop_str_in_output": include})
+        chunks = [json.loads(e[len(b"data: "):]) for e in events if e != b"data: [DONE]"]
+        got = "".join(c["choices"][0]["text"] for c in chunks if c["choices"])
+        check(st == 200 and got == want, "streamed include_stop_str_in_output %s: %r (want %r)" % (include, got, want))
+    msgs = [{"role": "user", "content": "Who created the heaven and the earth?"}]
+    full = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=12, temperature=0)
+    ctext = full.choices[0].message.content
+    cstop = ctext[len(ctext) // 2: len(ctext) // 2 + 2]
+    if not check(len(cstop) == 2, "a chat answer to cut: %r" % ctext):
+        return
+    want = ctext[: ctext.index(cstop) + 2]
+    c = oc.chat.completions.create(model="kjv-target", messages=msgs, max_tokens=12, temperature=0, stop=[cstop],
+                                   extra_body={"include_stop_str_in_output": True})
+    check(c.choices[0].message.content == want, "chat include_stop_str_in_output: %r (want %r)" % (
+        c.choices[0].message.content, want))
+    st, _, events = sse_events(srv, "/v1/chat/completions", {"messages": msgs, "max_tokens": 12, "temperature": 0,
+                                                             "stream": True, "stop": [cstop],
+                                                             "include_stop_str_in_output": True})
+    chunks = [json.loads(e[len(b"data: "):]) for e in events if e != b"data: [DONE]"]
+    got = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    check(st == 200 and got == want, "chat streamed include_stop_str_in_output: %r (want %r)" % (got, want))
 
 
 def test_logits_processors_bad(srv, oc):
@@ -657,7 +744,13 @@ def test_logits_processors_bad(srv, oc):
                          ({"stop_token_ids": [n_vocab]}, "stop_token_ids"), ({"stop_token_ids": [-1]}, "stop_token_ids"),
                          ({"stop_token_ids": 5}, "stop_token_ids"),
                          ({"stop_token_ids": list(range(65))}, "stop_token_ids"),
-                         ({"logit_bias": {str(i): 1 for i in range(1025)}}, "logit_bias")):
+                         ({"logit_bias": {str(i): 1 for i in range(1025)}}, "logit_bias"),
+                         ({"allowed_token_ids": []}, "allowed_token_ids"),
+                         ({"allowed_token_ids": [n_vocab]}, "allowed_token_ids"),
+                         ({"allowed_token_ids": [3, -1]}, "allowed_token_ids"), ({"bad_words": [" "]}, "bad_words"),
+                         ({"bad_words": "x"}, "bad_words"), ({"bad_words": ["w"] * 129}, "bad_words"),
+                         ({"bad_words": [" ".join(["x"] * 1100)]}, "bad_words"),
+                         ({"include_stop_str_in_output": "yes"}, "include_stop_str_in_output")):
         expect_field_error(srv, "/v1/completions", dict({"prompt": "x"}, **extra), param)
         expect_field_error(srv, "/v1/chat/completions", dict(chat, **extra), param)
     expect_client_refusal(oc, "presence_penalty", presence_penalty=3)

@@ -4,10 +4,10 @@
  *    UTF-8, a tree shape the library refuses) gives its HTTP status, an error message and
  *    the offending param; a valid "tree" / "draft_nodes" is passed through;
  *  - the logits processors (presence / frequency / repetition penalties, logit_bias, min_tokens,
- *    stop_token_ids): values in range are passed in the request, each range's ends, wrong
- *    types, logit_bias's key forms and a token given twice, min_tokens over max_tokens, the
- *    1024 / 64 limits (at the limit accepted, one over refused), null = absent; every refusal
- *    a 400 naming the field; a choice's stop_reason (a stop_token_ids id as an integer, a
+ *    stop_token_ids; vLLM's allowed_token_ids, bad_words, include_stop_str_in_output): values
+ *    in range are passed in the request, each range's ends, wrong types, logit_bias's key forms
+ *    and a token given twice, min_tokens over max_tokens, the 1024 / 64 limits (at the limit
+ *    accepted, one over refused), null = absent; every refusal a 400 naming the field; a choice's stop_reason (a stop_token_ids id as an integer, a
  *    stop string, null) in a whole response and a stream's last chunk;
  *  - fields of the OpenAI / vLLM APIs specdec does not implement: a non-default value is a
  *    400 "unsupported_value" naming the field, the default is accepted, a wrong type is a
@@ -24,7 +24,8 @@
  *  - a NUL in a body (raw, or \u0000 outside an escaped backslash) is a 400;
  *  - sd_api_utf8_valid against a reference decoder on random byte strings (fixed seed);
  *  - the stop filter (sd_stopper): text fed in random pieces releases exactly the text
- *    before the first stop sequence, never more than it, and never takes text back,
+ *    before the first stop sequence (with include_stop_str_in_output, through its end), never
+ *    more than it, and never takes text back,
  *    compared with a direct search on random texts over a small alphabet;
  *  - sd_buf_json_str escapes controls, quotes and NUL;
  *  - usage: a whole response and the stream's usage chunk carry OpenAI's
@@ -510,10 +511,7 @@ static void test_unsupported(void) {
         {0, "best_of", "3", "1", "1.5"},
         {1, "echo", "true", "false", "\"no\""},
         {0, "suffix", "\"x\"", "\"\"", "1"},
-        {0, "include_stop_str_in_output", "true", "false", "1"},
         {0, "use_beam_search", "true", "false", "\"false\""},
-        {0, "allowed_token_ids", "[1,2]", "null", NULL},
-        {0, "bad_words", "[\"x\"]", "[]", "\"x\""},
         {0, "guided_grammar", NULL, "null", "5"},
         {1, "guided_whitespace_pattern", "\"[ ]*\"", "null", "3"},
         {0, "user", NULL, "\"u\"", "5"},
@@ -803,6 +801,14 @@ static void test_procs(void) {
         {0, "\"stop_token_ids\":[1.5]", "stop_token_ids"},    {0, "\"stop_token_ids\":[\"1\"]", "stop_token_ids"},
         {0, "\"stop_token_ids\":[null]", "stop_token_ids"},   {1, "\"stop_token_ids\":[[1]]", "stop_token_ids"},
         {0, "\"stop_token_ids\":[2147483648]", "stop_token_ids"}, {0, "\"stop_token_ids\":{}", "stop_token_ids"},
+        {0, "\"allowed_token_ids\":[]", "allowed_token_ids"},  {1, "\"allowed_token_ids\":[3,-1]", "allowed_token_ids"},
+        {0, "\"allowed_token_ids\":5", "allowed_token_ids"},   {0, "\"allowed_token_ids\":[\"5\"]", "allowed_token_ids"},
+        {0, "\"allowed_token_ids\":[0.5]", "allowed_token_ids"},
+        {0, "\"bad_words\":\"x\"", "bad_words"},               {1, "\"bad_words\":[1]", "bad_words"},
+        {0, "\"bad_words\":[\"\"]", "bad_words"},              {0, "\"bad_words\":[\" \\t\"]", "bad_words"},
+        {0, "\"bad_words\":[\"a\",null]", "bad_words"},
+        {0, "\"include_stop_str_in_output\":1", "include_stop_str_in_output"},
+        {1, "\"include_stop_str_in_output\":\"true\"", "include_stop_str_in_output"},
     };
     char body[256];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -823,6 +829,8 @@ static void test_procs(void) {
         "\"presence_penalty\":null,\"frequency_penalty\":null,\"repetition_penalty\":null,\"logit_bias\":null,"
         "\"min_tokens\":null,\"stop_token_ids\":null",
         "\"max_tokens\":5,\"min_tokens\":5", "\"logit_bias\":{\"0\":-100,\"007\":100}",
+        "\"allowed_token_ids\":null,\"bad_words\":null,\"include_stop_str_in_output\":null",
+        "\"bad_words\":[],\"include_stop_str_in_output\":false",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         for (int chat = 0; chat < 2; chat++) {
@@ -838,8 +846,13 @@ static void test_procs(void) {
     sd_api_error e;
     int code = parse("{\"prompt\":\"x\",\"max_tokens\":9,\"presence_penalty\":0.5,\"frequency_penalty\":-1.25,"
                      "\"repetition_penalty\":1.5,\"min_tokens\":4,\"logit_bias\":{\"50256\":-100,\"3\":2.5},"
-                     "\"stop_token_ids\":[7,0,7]}",
+                     "\"stop_token_ids\":[7,0,7],\"allowed_token_ids\":[9,3],\"bad_words\":[\" a b\",\"c\"],"
+                     "\"include_stop_str_in_output\":true}",
                      0, &r, &e);
+    SD_CHECK(code == 200 && r.n_allowed_token_ids == 2 && r.allowed_token_ids[0] == 9 && r.allowed_token_ids[1] == 3 &&
+                 r.n_bad_words == 2 && !strcmp(r.bad_words[0], " a b") && !strcmp(r.bad_words[1], "c") &&
+                 r.include_stop_str_in_output == 1,
+             "allowed_token_ids, bad_words, include_stop_str_in_output in the request: %d %s", code, e.message);
     SD_CHECK(code == 200 && r.presence_penalty == 0.5f && r.frequency_penalty == -1.25f &&
                  r.repetition_penalty == 1.5f && r.min_tokens == 4 && r.n_logit_bias == 2 &&
                  r.logit_bias[0].token == 50256 && r.logit_bias[0].bias == -100.0f && r.logit_bias[1].token == 3 &&
@@ -850,7 +863,7 @@ static void test_procs(void) {
     code = parse("{\"prompt\":\"x\"}", 0, &r, &e); /* the defaults: every processor off */
     SD_CHECK(code == 200 && r.presence_penalty == 0 && r.frequency_penalty == 0 && r.repetition_penalty == 1.0f &&
                  r.min_tokens == 0 && r.n_logit_bias == 0 && !r.logit_bias && r.n_stop_token_ids == 0 &&
-                 !r.stop_token_ids,
+                 !r.stop_token_ids && r.n_allowed_token_ids == 0 && r.n_bad_words == 0 && !r.include_stop_str_in_output,
              "defaults: %d %s", code, e.message);
     if (code == 200) sd_api_request_free(&r);
     /* the limits: SPECDEC_MAX_LOGIT_BIAS entries and SPECDEC_MAX_STOP_TOKEN_IDS ids; one more refused */
@@ -952,17 +965,18 @@ static void test_utf8(void) {
 }
 
 /* Where the text must end: at the first piece that completes a stop sequence, the
- * earliest start among the sequences it completes (generation stops after that piece). */
-static size_t stop_expect(const char *text, size_t n, char **stops, const size_t *ends, int n_pieces) {
+ * earliest start among the sequences it completes (generation stops after that piece); with
+ * include (include_stop_str_in_output), the end of that sequence (the first of stops there). */
+static size_t stop_expect(const char *text, size_t n, char **stops, const size_t *ends, int n_pieces, int include) {
     size_t old = 0;
     for (int p = 0; p < n_pieces; p++) {
-        size_t best = (size_t)-1;
+        size_t best = (size_t)-1, best_end = 0;
         for (int k = 0; k < 2; k++) {
             size_t l = strlen(stops[k]);
             for (size_t i = 0; i + l <= ends[p]; i++)
-                if (i + l > old && !memcmp(text + i, stops[k], l) && i < best) best = i;
+                if (i + l > old && !memcmp(text + i, stops[k], l) && i < best) best = i, best_end = i + l;
         }
-        if (best != (size_t)-1) return best;
+        if (best != (size_t)-1) return include ? best_end : best;
         old = ends[p];
     }
     return n;
@@ -985,9 +999,10 @@ static void test_stopper(void) {
         for (size_t i = 0; i < l2; i++) s2[i] = "abc"[next() % 3];
         s1[l1] = s2[l2] = '\0';
         char *stops[2] = {s1, s2};
-        size_t want = stop_expect(text, n, stops, ends, n_pieces);
+        const int include = t % 2;
+        size_t want = stop_expect(text, n, stops, ends, n_pieces, include);
         sd_stopper st;
-        sd_stop_init(&st, stops, 2);
+        sd_stop_init(&st, stops, 2, include);
         size_t len = 0, last_safe = 0;
         for (int p = 0; p < n_pieces && st.stop_at == (size_t)-1; p++) {
             sd_stop_scan(&st, text, len, ends[p]);

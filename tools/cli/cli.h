@@ -117,6 +117,12 @@ typedef struct cli_gen_opts {
        checks (count, range, vocabulary) apply as to any params */
     specdec_logit_bias *logit_bias;
     int32_t *stop_token_ids;
+    /* vLLM's masks: --allowed-token-ids ID,ID,... (repeatable, the lists joined: an owned array
+       gp.allowed_token_ids points to) and --bad-words WORD (repeatable: argv pointers, tokenized
+       once the tokenizer is loaded, cli_bad_words) */
+    int32_t *allowed;
+    const char **bad_words;
+    int n_bad_words;
     /* structured output (docs/STRUCTURED.md): at most one of --regex PATTERN, --json-schema FILE,
        --json-object, --choice JSON_ARRAY; compiled once the tokenizer is loaded (cli_grammar_compile) */
     specdec_grammar_kind grammar_kind; /* 0: none */
@@ -142,6 +148,17 @@ void cli_gen_opts_free(cli_gen_opts *o);
  * constraint (its message says what and where), 1 when the schema file cannot be read or memory
  * runs out. */
 int cli_grammar_compile(const char *cmd, const cli_gen_opts *o, const specdec_tokenizer *tok, specdec_grammar **out);
+
+/* --bad-words: o's words as vLLM tokenizes them (specdec_tokenize_bad_words) into bw (bw->n 0
+ * without words). 0, or the exit code after printing "specdec <cmd>: --bad-words: ..." (2 for a
+ * word the library refuses). cli_bad_words_set points gp's bad_words_* at bw's sequences. */
+typedef struct cli_bad_words {
+    int32_t ids[SPECDEC_MAX_BAD_WORDS_TOKENS];
+    int32_t offsets[SPECDEC_MAX_BAD_WORDS + 1];
+    int32_t n;
+} cli_bad_words;
+int cli_bad_words_tokenize(const char *cmd, const cli_gen_opts *o, const specdec_tokenizer *tok, cli_bad_words *bw);
+void cli_bad_words_set(const cli_bad_words *bw, specdec_generate_params *gp);
 
 typedef struct cli_batch_opts {
     cli_gen_opts gen;   /* the generate options (gen.prompt stays NULL: -p is refused) */

@@ -132,6 +132,21 @@ char *cli_read_file(const char *path, size_t *len) {
     return buf;
 }
 
+int cli_bad_words_tokenize(const char *cmd, const cli_gen_opts *o, const specdec_tokenizer *tok, cli_bad_words *bw) {
+    bw->n = 0;
+    if (o->n_bad_words == 0) return 0;
+    const specdec_status st = specdec_tokenize_bad_words(tok, o->bad_words, o->n_bad_words, bw->ids, bw->offsets, &bw->n);
+    if (st == SPECDEC_OK) return 0;
+    fprintf(stderr, "specdec %s: --bad-words: %s\n", cmd, specdec_last_error());
+    return st == SPECDEC_ERR_INVALID_ARGUMENT ? 2 : 1;
+}
+
+void cli_bad_words_set(const cli_bad_words *bw, specdec_generate_params *gp) {
+    gp->bad_words_ids = bw->n ? bw->ids : NULL;
+    gp->bad_words_offsets = bw->n ? bw->offsets : NULL;
+    gp->n_bad_words = bw->n;
+}
+
 int cli_grammar_compile(const char *cmd, const cli_gen_opts *o, const specdec_tokenizer *tok, specdec_grammar **out) {
     *out = NULL;
     if (!o->grammar_kind) return 0;

@@ -181,6 +181,30 @@ static int gen_proc_list(cli_gen_opts *o, const char *a, const char *v) {
     return 0;
 }
 
+/* --allowed-token-ids ID,ID,...: appended to o->allowed (range and count: the library's). 0 = added. */
+static int gen_allowed(cli_gen_opts *o, const char *v) {
+    size_t n = 1;
+    for (const char *p = v; *p; p++) n += *p == ',';
+    const size_t have = (size_t)o->gp.n_allowed_token_ids;
+    if (have + n > (size_t)SPECDEC_MAX_ALLOWED_TOKEN_IDS + 1) return -1; /* the library refuses that many */
+    int32_t *a = realloc(o->allowed, (have + n) * sizeof *a);
+    if (!a) return -1;
+    o->allowed = a;
+    o->gp.allowed_token_ids = a;
+    char num[24];
+    for (const char *p = v;; p++) {
+        const size_t len = strcspn(p, ",");
+        long id = 0;
+        if (len == 0 || len >= sizeof num) return -1;
+        memcpy(num, p, len);
+        num[len] = '\0';
+        if (cli_parse_long(num, INT32_MIN, INT32_MAX, &id)) return -1;
+        a[o->gp.n_allowed_token_ids++] = (int32_t)id;
+        p += len;
+        if (!*p) return 0;
+    }
+}
+
 /* generate: the options that take a value. 1 = a is one of them (then *ok as above). */
 static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     *ok = 1;
@@ -189,6 +213,8 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     else if (cli_is(a, "-p", "--prompt", NULL)) o->prompt = v;
     else if (cli_is(a, "--stop", NULL, NULL)) o->stops[o->n_stops++] = v;
     else if (cli_is(a, "--stop-token-id", "--logit-bias", NULL)) *ok = gen_proc_list(o, a, v) == 0;
+    else if (cli_is(a, "--allowed-token-ids", NULL, NULL)) *ok = gen_allowed(o, v) == 0;
+    else if (cli_is(a, "--bad-words", NULL, NULL)) o->bad_words[o->n_bad_words++] = v;
     else if (cli_is(a, "--verify", NULL, NULL)) {
         if (!strcmp(v, "auto")) o->gp.verify = SPECDEC_VERIFY_AUTO;
         else if (!strcmp(v, "rejection")) o->gp.verify = SPECDEC_VERIFY_REJECTION;
@@ -244,6 +270,7 @@ static const char *const gen_value_opts[] = {
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
     "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
     "--ngram-cost", "--logprobs", "--prompt-logprobs", "--presence-penalty", "--frequency-penalty",
+    "--allowed-token-ids", "--bad-words",
     "--repetition-penalty", "--min-tokens", "--stop-token-id", "--logit-bias", "--regex", "--json-schema",
     "--choice", "--grammar", NULL};
 
@@ -316,7 +343,8 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
     o->stops = calloc(cap, sizeof *o->stops);
     o->logit_bias = calloc(cap, sizeof *o->logit_bias);
     o->stop_token_ids = calloc(cap, sizeof *o->stop_token_ids);
-    if (!o->stops || !o->logit_bias || !o->stop_token_ids) return CLI_PARSE_NOMEM;
+    o->bad_words = calloc(cap, sizeof *o->bad_words);
+    if (!o->stops || !o->logit_bias || !o->stop_token_ids || !o->bad_words) return CLI_PARSE_NOMEM;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int ok = 1;
@@ -338,6 +366,9 @@ cli_parse_rc cli_gen_parse(int argc, char **argv, cli_gen_opts *o, cli_parse_err
                 snprintf(err->detail, sizeof err->detail, "the top count, 0..%d", SPECDEC_MAX_TOP_LOGPROBS);
             if (!ok && !strcmp(a, "--logit-bias"))
                 snprintf(err->detail, sizeof err->detail, "ID=BIAS: a token id and a number");
+            if (!ok && !strcmp(a, "--allowed-token-ids"))
+                snprintf(err->detail, sizeof err->detail, "token ids separated by commas (at most %d in all)",
+                         SPECDEC_MAX_ALLOWED_TOKEN_IDS);
             if (!ok && cli_is(a, "--seed", "-s", NULL))
                 snprintf(err->detail, sizeof err->detail, "-1 (random) or an integer in [0, %llu]",
                          (unsigned long long)SPECDEC_SEED_RANDOM - 1);
@@ -355,6 +386,13 @@ void cli_gen_opts_free(cli_gen_opts *o) {
     free(o->stops);
     free(o->logit_bias);
     free(o->stop_token_ids);
+    free(o->allowed);
+    free(o->bad_words);
+    o->allowed = NULL;
+    o->bad_words = NULL;
+    o->gp.allowed_token_ids = NULL;
+    o->gp.n_allowed_token_ids = 0;
+    o->n_bad_words = 0;
     o->stops = NULL;
     o->logit_bias = NULL;
     o->stop_token_ids = NULL;

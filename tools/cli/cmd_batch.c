@@ -47,6 +47,7 @@ static void batch_usage(FILE *f) {
             "                   lines give independent samples; a --jsonl line's own seed replaces S + i\n"
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --presence-penalty,\n"
             "--frequency-penalty, --repetition-penalty, --logit-bias, --min-tokens, --stop-token-id,\n"
+            "--allowed-token-ids, --bad-words,\n"
             "--draft-max, --tree, --draft-nodes, --drafter, --ngram-min, --ngram-max, --ngram-cost, --verify,\n"
             "--backend, --ctx, --ignore-eos, --stop, and structured output: --regex, --json-schema,\n"
             "--json-object, --choice, --grammar) apply to every prompt;\n"
@@ -82,6 +83,7 @@ typedef struct batch_ctx {
     cli_pair pair;
     specdec_scheduler *s;
     specdec_grammar *grammar; /* structured output (--regex, ...): every prompt's; NULL when none */
+    cli_bad_words bw;         /* --bad-words as token sequences */
     char *text;              /* the file, lines NUL-terminated in place */
     batch_item *items;
     int32_t n_items;
@@ -207,6 +209,7 @@ static int batch_submit(batch_ctx *c) {
     specdec_generate_params gp = g->gp;
     gp.tokenizer = c->pair.tok;
     gp.grammar = c->grammar; /* each request takes its own reference */
+    cli_bad_words_set(&c->bw, &gp);
     gp.stop_strings = g->n_stops ? g->stops : NULL;
     gp.n_stop_strings = g->n_stops;
     for (int32_t i = 0; i < c->n_items; i++) {
@@ -313,6 +316,7 @@ static int batch_run(batch_ctx *c) {
     batch_seeds(c);
     if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, cli_gen_bundled_draft(&o->gen), &c->pair)) return 1;
     int rc = cli_grammar_compile("batch", &o->gen, c->pair.tok, &c->grammar);
+    if (!rc) rc = cli_bad_words_tokenize("batch", &o->gen, c->pair.tok, &c->bw);
     if (rc) return rc;
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = o->parallel;

@@ -38,8 +38,12 @@ static void gen_usage(FILE *f) {
             "  --logit-bias ID=BIAS  add BIAS in [-100,100] to token ID's logit (repeatable, at most %d)\n"
             "  --min-tokens N   EOS and --stop-token-id ids cannot come before N tokens (vLLM's; default 0)\n"
             "  --stop-token-id ID  stop after token ID, which is kept (repeatable, at most %d)\n"
-            "                   (order: logit bias and the min-tokens mask, repetition, frequency and\n"
-            "                   presence penalties, then temperature, top-k, top-p, min-p)\n"
+            "  --allowed-token-ids ID,ID,...  only these ids can be generated (vLLM's; repeatable)\n"
+            "  --bad-words WORD  never generate WORD's tokens in a row (vLLM's: with and without a\n"
+            "                   leading space; repeatable)\n"
+            "                   (order: allowed ids and bad words, logit bias and the min-tokens mask,\n"
+            "                   repetition, frequency and presence penalties, then temperature, top-k,\n"
+            "                   top-p, min-p)\n"
             "  --seed S         RNG seed, -1 = random (default -1; the seed used is printed)\n"
             "  --draft-max G    draft length γ, 1..%d (default 4)\n"
             "  --adaptive       adapt γ each round from the acceptance observed\n"
@@ -146,6 +150,7 @@ typedef struct gen_ctx {
     cJSON *lp;                /* --logprobs --json: one object per emitted token */
     cJSON *plp;               /* --prompt-logprobs --json: null, then one object per prompt token */
     specdec_grammar *grammar; /* structured output (--regex, ...): NULL when none */
+    cli_bad_words bw;         /* --bad-words as token sequences */
 } gen_ctx;
 
 static void gen_free(gen_ctx *c) {
@@ -167,7 +172,8 @@ static int gen_load(gen_ctx *c) {
     const char *prompt = c->o->prompt;
     specdec_status st = cli_encode(c->pair.tok, prompt, strlen(prompt), &c->ids, &c->n_ids);
     if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->pair.tok));
-    return cli_grammar_compile("generate", c->o, c->pair.tok, &c->grammar);
+    const int rc = cli_grammar_compile("generate", c->o, c->pair.tok, &c->grammar);
+    return rc ? rc : cli_bad_words_tokenize("generate", c->o, c->pair.tok, &c->bw);
 }
 
 static cJSON *gen_ids(const int32_t *v, int32_t n) {
@@ -241,6 +247,7 @@ static int gen_run(gen_ctx *c) {
     c->go.json = o->json;
     c->gp.tokenizer = c->pair.tok;
     c->gp.grammar = c->grammar;
+    cli_bad_words_set(&c->bw, &c->gp);
     c->gp.stop_strings = o->n_stops ? o->stops : NULL;
     c->gp.n_stop_strings = o->n_stops;
     c->gp.callback = on_token;

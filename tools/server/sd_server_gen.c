@@ -52,6 +52,7 @@ typedef struct sd_job {
     sd_buf text;                   /* everything generated */
     sd_stopper stopper;
     int32_t n_emitted;
+    int text_done;                 /* a stop_token_ids id came without include_stop: no more text */
     sd_lp_entry *lp;               /* [lp_cap] the emitted tokens' logprobs (logprobs asked for) */
     int32_t n_lp, lp_cap;
     int32_t lp_resolved;           /* lp[0..lp_resolved) know where their text ends */
@@ -97,6 +98,9 @@ struct sd_group {
     long serial;                   /* this server's request number */
     char *stops[SD_API_MAX_STOP];  /* owned, taken from the request; each job's stopper borrows them */
     int n_stop;
+    int include_stop;              /* vLLM's include_stop_str_in_output */
+    int32_t stop_ids[SPECDEC_MAX_STOP_TOKEN_IDS]; /* the request's stop_token_ids (their text is */
+    int n_stop_ids;                /* dropped unless include_stop: vLLM's) */
     int32_t n;                     /* choices per prompt */
     sd_job **jobs;                 /* [n_jobs], by index */
     int n_jobs;
@@ -131,7 +135,7 @@ static sd_job *sd_job_new(sd_group *g, int index) {
     j->stream = g->stream;
     j->index = index;
     j->first_of_prompt = index % g->n == 0;
-    sd_stop_init(&j->stopper, g->stops, g->n_stop);
+    sd_stop_init(&j->stopper, g->stops, g->n_stop, g->include_stop);
     return j;
 }
 
@@ -163,6 +167,9 @@ static sd_group *sd_group_new(sd_server *srv, struct MHD_Connection *c, sd_api_r
     for (int i = 0; i < req->n_stop; i++) g->stops[i] = req->stop[i]; /* moved */
     g->n_stop = req->n_stop;
     req->n_stop = 0;
+    g->include_stop = req->include_stop_str_in_output;
+    g->n_stop_ids = req->n_stop_token_ids;
+    if (g->n_stop_ids) memcpy(g->stop_ids, req->stop_token_ids, (size_t)g->n_stop_ids * sizeof(int32_t));
     return g;
 }
 
@@ -272,7 +279,9 @@ static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len)
     if (tok >= 0) sd_job_step(j);
     pthread_mutex_lock(&j->mu);
     if (tok >= 0 && j->n_emitted++ == 0) j->t_first = sd_now();
-    if (len && j->stopper.stop_at == (size_t)-1) {
+    for (int i = 0; tok >= 0 && !j->g->include_stop && i < j->g->n_stop_ids; i++)
+        j->text_done |= tok == j->g->stop_ids[i]; /* vLLM leaves the stop id's text out */
+    if (len && !j->text_done && j->stopper.stop_at == (size_t)-1) {
         size_t old = j->text.len;
         if (sd_buf_append(&j->text, piece, len) == 0) sd_stop_scan(&j->stopper, j->text.p, old, j->text.len);
         if (j->text.len > old) sd_job_resolve(j);
@@ -426,6 +435,11 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.presence_penalty = req->presence_penalty;
     gp.frequency_penalty = req->frequency_penalty;
     gp.repetition_penalty = req->repetition_penalty;
+    gp.allowed_token_ids = req->allowed_token_ids;
+    gp.n_allowed_token_ids = req->n_allowed_token_ids;
+    gp.bad_words_ids = req->n_bad_seqs ? req->bad_words_ids : NULL;
+    gp.bad_words_offsets = req->n_bad_seqs ? req->bad_words_offsets : NULL;
+    gp.n_bad_words = req->n_bad_seqs;
     j->logprobs = req->logprobs;
     j->verify = req->verify != SPECDEC_VERIFY_AUTO ? req->verify
                 : req->temperature == 0.0f    ? SPECDEC_VERIFY_GREEDY
@@ -565,7 +579,27 @@ static int sd_gen_check_ids(const sd_server *srv, const sd_api_request *req, sd_
             return sd_api_fail(e, 400, "invalid_request_error", NULL, "stop_token_ids",
                                "'stop_token_ids'[%d] = %d is outside the vocabulary of %d", (int)i,
                                (int)req->stop_token_ids[i], (int)srv->n_vocab);
+    for (int32_t i = 0; i < req->n_allowed_token_ids; i++)
+        if (req->allowed_token_ids[i] >= srv->n_vocab)
+            return sd_api_fail(e, 400, "invalid_request_error", NULL, "allowed_token_ids",
+                               "'allowed_token_ids'[%d] = %d is outside the vocabulary of %d", (int)i,
+                               (int)req->allowed_token_ids[i], (int)srv->n_vocab);
     return 0;
+}
+
+/* vLLM's bad_words -> token sequences (specdec_tokenize_bad_words: vLLM's tokenization). */
+static int sd_gen_bad_words(const sd_server *srv, sd_api_request *req, sd_api_error *e) {
+    if (req->n_bad_words == 0) return 0;
+    req->bad_words_ids = malloc(SPECDEC_MAX_BAD_WORDS_TOKENS * sizeof(int32_t));
+    req->bad_words_offsets = malloc((SPECDEC_MAX_BAD_WORDS + 1) * sizeof(int32_t));
+    if (!req->bad_words_ids || !req->bad_words_offsets)
+        return sd_api_fail(e, 500, "server_error", NULL, "bad_words", "out of memory for 'bad_words'");
+    const specdec_status st = specdec_tokenize_bad_words(srv->tok, (const char *const *)req->bad_words, req->n_bad_words,
+                                                         req->bad_words_ids, req->bad_words_offsets, &req->n_bad_seqs);
+    if (st == SPECDEC_OK) return 0;
+    if (st == SPECDEC_ERR_INVALID_ARGUMENT)
+        return sd_api_fail(e, 400, "invalid_request_error", NULL, "bad_words", "'bad_words': %s", specdec_last_error());
+    return sd_api_fail(e, 500, "server_error", NULL, "bad_words", "tokenizing 'bad_words': %s", specdec_last_error());
 }
 
 static void sd_gen_prep_run(void *arg) {
@@ -579,6 +613,7 @@ static void sd_gen_prep_run(void *arg) {
     p->n_prompts = p->chat ? 1 : p->req.n_prompts;
     p->rc = sd_gen_choices_fit(srv, p->n_prompts * p->req.n, &p->e);
     if (!p->rc) p->rc = sd_gen_check_ids(srv, &p->req, &p->e);
+    if (!p->rc) p->rc = sd_gen_bad_words(srv, &p->req, &p->e);
     if (!p->rc)
         p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->draft_head,
                                 srv->cfg.n_draft, p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0,

@@ -4,12 +4,13 @@
  * (max_completion_tokens for chat), temperature, top_p, seed, stop, stream,
  * stream_options.include_usage, n (1..SD_API_MAX_N), logprobs / top_logprobs, vLLM's ignore_eos,
  * echo (completions), vLLM's prompt_logprobs, the logits processors (presence_penalty,
- * frequency_penalty, logit_bias; vLLM's repetition_penalty, min_tokens, stop_token_ids), and the
+ * frequency_penalty, logit_bias; vLLM's repetition_penalty, min_tokens, stop_token_ids,
+ * allowed_token_ids, bad_words, include_stop_str_in_output), and the
  * extensions top_k, min_p, n_draft, verify, tree, draft_nodes, and structured output (OpenAI's
  * response_format; vLLM's guided_json / guided_regex / guided_choice / guided_grammar and
  * structured_outputs; llama.cpp server's grammar:
  * parse_guided). Fields of the OpenAI and vLLM APIs that would change the output but are not
- * implemented (tools, best_of, echo on chat, bad_words, ...) are refused unless they carry
+ * implemented (tools, best_of, echo on chat, use_beam_search, ...) are refused unless they carry
  * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
  * temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
@@ -97,6 +98,11 @@ void sd_api_request_free(sd_api_request *r) {
     free(r->guided.spec);
     free(r->logit_bias);
     free(r->stop_token_ids);
+    free(r->allowed_token_ids);
+    for (int32_t i = 0; i < r->n_bad_words; i++) free(r->bad_words[i]);
+    free(r->bad_words);
+    free(r->bad_words_ids);
+    free(r->bad_words_offsets);
     memset(r, 0, sizeof *r);
 }
 
@@ -386,23 +392,48 @@ static int parse_logit_bias(const cJSON *root, sd_api_request *r, sd_api_error *
     return 0;
 }
 
-/* vLLM's "stop_token_ids": a list of at most SPECDEC_MAX_STOP_TOKEN_IDS token ids; [] and null: none. */
-static int parse_stop_token_ids(const cJSON *root, sd_api_request *r, sd_api_error *e) {
-    const cJSON *a = field(root, "stop_token_ids");
+/* A list of lo..hi token ids (integers >= 0) under key: into a new *out, *n of them; null or
+ * absent: none. */
+static int parse_id_list(const cJSON *root, const char *key, int lo, int hi, int32_t **out, int32_t *n,
+                         sd_api_error *e) {
+    const cJSON *a = field(root, key);
     if (!a) return 0;
-    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
-    if (n < 0 || n > SPECDEC_MAX_STOP_TOKEN_IDS)
-        return sd_api_fail(e, 400, INVALID, NULL, "stop_token_ids",
-                           "'stop_token_ids' must be a list of at most %d token ids", SPECDEC_MAX_STOP_TOKEN_IDS);
-    if (n == 0) return 0;
-    if (!(r->stop_token_ids = malloc((size_t)n * sizeof *r->stop_token_ids)))
-        return sd_api_fail(e, 500, "server_error", NULL, "stop_token_ids", "out of memory copying 'stop_token_ids'");
+    const int count = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (count < lo || count > hi)
+        return sd_api_fail(e, 400, INVALID, NULL, key, "'%s' must be null or a list of %d to %d token ids", key, lo, hi);
+    if (count == 0) return 0;
+    if (!(*out = malloc((size_t)count * sizeof **out)))
+        return sd_api_fail(e, 500, "server_error", NULL, key, "out of memory copying '%s'", key);
     for (const cJSON *x = a->child; x; x = x->next) {
         double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
         if (!isfinite(d) || d != floor(d) || d < 0 || d > INT32_MAX)
-            return sd_api_fail(e, 400, INVALID, NULL, "stop_token_ids",
-                               "'stop_token_ids'[%d] must be a token id (an integer >= 0)", (int)r->n_stop_token_ids);
-        r->stop_token_ids[r->n_stop_token_ids++] = (int32_t)d;
+            return sd_api_fail(e, 400, INVALID, NULL, key, "'%s'[%d] must be a token id (an integer >= 0)", key, (int)*n);
+        (*out)[(*n)++] = (int32_t)d;
+    }
+    return 0;
+}
+
+/* vLLM's "bad_words": null or a list of at most SPECDEC_MAX_BAD_WORDS non-empty strings (the
+ * server tokenizes them: sd_server_gen.c); "include_stop_str_in_output": a boolean. */
+static int parse_bad_words(const cJSON *root, sd_api_request *r, sd_api_error *e) {
+    int rc = get_bool(root, "include_stop_str_in_output", &r->include_stop_str_in_output, e);
+    if (rc) return rc;
+    const cJSON *a = field(root, "bad_words");
+    if (!a) return 0;
+    const int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n < 0 || n > SPECDEC_MAX_BAD_WORDS)
+        return sd_api_fail(e, 400, INVALID, NULL, "bad_words", "'bad_words' must be a list of at most %d strings",
+                           SPECDEC_MAX_BAD_WORDS);
+    if (n == 0) return 0;
+    if (!(r->bad_words = calloc((size_t)n, sizeof *r->bad_words)))
+        return sd_api_fail(e, 500, "server_error", NULL, "bad_words", "out of memory copying 'bad_words'");
+    for (const cJSON *x = a->child; x; x = x->next) {
+        const char *w = cJSON_IsString(x) ? x->valuestring : NULL;
+        if (!w || !w[strspn(w, " \t\n\r\f\v")])
+            return sd_api_fail(e, 400, INVALID, NULL, "bad_words",
+                               "'bad_words'[%d] must be a string, not empty or only white space", (int)r->n_bad_words);
+        if ((rc = dup_text(w, "bad_words", &r->bad_words[r->n_bad_words], NULL, e))) return rc;
+        r->n_bad_words++;
     }
     return 0;
 }
@@ -423,7 +454,13 @@ static int parse_procs(const cJSON *root, sd_api_request *r, sd_api_error *e) {
                            (long long)v, (int)r->max_tokens);
     r->min_tokens = (int32_t)v;
     if ((rc = parse_logit_bias(root, r, e))) return rc;
-    return parse_stop_token_ids(root, r, e);
+    /* vLLM's "allowed_token_ids" (an empty list refused, as vLLM) and "stop_token_ids" ([]: none) */
+    if ((rc = parse_id_list(root, "allowed_token_ids", 1, SPECDEC_MAX_ALLOWED_TOKEN_IDS, &r->allowed_token_ids,
+                            &r->n_allowed_token_ids, e)))
+        return rc;
+    if ((rc = parse_bad_words(root, r, e))) return rc;
+    return parse_id_list(root, "stop_token_ids", 0, SPECDEC_MAX_STOP_TOKEN_IDS, &r->stop_token_ids,
+                         &r->n_stop_token_ids, e);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -453,8 +490,7 @@ static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     {"tool_choice", SD_NF_CHOICE}, {"function_call", SD_NF_CHOICE}, {"best_of", SD_NF_INT_1},
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
-    {"include_stop_str_in_output", SD_NF_FALSE},
-    {"use_beam_search", SD_NF_FALSE}, {"allowed_token_ids", SD_NF_NULL}, {"bad_words", SD_NF_LIST_EMPTY},
+    {"use_beam_search", SD_NF_FALSE},
     /* harmless: no effect on the text */
     {"user", SD_NF_STRING}, {"metadata", SD_NF_OBJECT}, {"store", SD_NF_BOOL}, {"service_tier", SD_NF_STRING},
     {"parallel_tool_calls", SD_NF_BOOL},

@@ -97,6 +97,15 @@ typedef struct sd_api_request {
     int32_t min_tokens;            /* vLLM's, >= 0 (and <= max_tokens when that is given) */
     int32_t *stop_token_ids;       /* vLLM's: [n_stop_token_ids] owned ids >= 0 */
     int32_t n_stop_token_ids;      /* 0..SPECDEC_MAX_STOP_TOKEN_IDS */
+    /* vLLM's masks and include_stop_str_in_output (docs/SAMPLING.md) */
+    int32_t *allowed_token_ids;    /* [n_allowed_token_ids] owned ids >= 0 (vocabulary: sd_server_gen.c) */
+    int32_t n_allowed_token_ids;   /* 0 (absent / null) or 1..SPECDEC_MAX_ALLOWED_TOKEN_IDS */
+    char **bad_words;              /* [n_bad_words] owned strings; the server tokenizes them */
+    int32_t n_bad_words;           /* 0..SPECDEC_MAX_BAD_WORDS */
+    int include_stop_str_in_output; /* 1: the matched stop string (and a stop id's text) stays in the text */
+    int32_t *bad_words_ids;        /* the words' token sequences (sd_server_gen.c, as vLLM tokenizes them), */
+    int32_t *bad_words_offsets;    /* owned: sequence i is bad_words_ids[offsets[i] .. offsets[i+1]) */
+    int32_t n_bad_seqs;            /* 0..SPECDEC_MAX_BAD_WORDS */
     int32_t n_draft;               /* -1: the server's default */
     specdec_verify_mode verify;
     int32_t tree[SD_API_MAX_TREE]; /* extension "tree": children per node at each depth, a shape

@@ -80,9 +80,11 @@ void sd_buf_free(sd_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-void sd_stop_init(sd_stopper *st, char *const *stops, int n) {
+void sd_stop_init(sd_stopper *st, char *const *stops, int n, int include) {
     st->stops = stops;
     st->n = n;
+    st->include = include;
+    st->stop_end = 0;
     st->stop_at = (size_t)-1;
     st->safe = 0;
 }
@@ -101,15 +103,18 @@ void sd_stop_scan(sd_stopper *st, const char *text, size_t old_len, size_t len) 
         size_t nl = strlen(st->stops[i]);
         size_t from = old_len >= nl ? old_len - nl + 1 : 0; /* a new match must end in the new bytes */
         size_t at = sd_find(text, from, len, st->stops[i], nl);
-        if (at < st->stop_at) st->stop_at = at;
+        if (at < st->stop_at) st->stop_at = at, st->stop_end = at + nl;
+        if (st->include) continue; /* what precedes a stop is released either way */
         for (size_t k = nl - 1 < len ? nl - 1 : len; k > hold; k--) /* longest tail that starts this stop */
             if (!memcmp(text + len - k, st->stops[i], k)) {
                 hold = k;
                 break;
             }
     }
-    size_t safe = st->stop_at != (size_t)-1 ? st->stop_at : len - hold;
+    size_t safe = st->stop_at == (size_t)-1 ? len - hold : st->include ? st->stop_end : st->stop_at;
     if (safe > st->safe) st->safe = safe;
 }
 
-void sd_stop_finish(sd_stopper *st, size_t len) { st->safe = st->stop_at != (size_t)-1 ? st->stop_at : len; }
+void sd_stop_finish(sd_stopper *st, size_t len) {
+    st->safe = st->stop_at == (size_t)-1 ? len : st->include ? st->stop_end : st->stop_at;
+}

@@ -38,9 +38,13 @@ typedef struct sd_stopper {
     int n;
     size_t stop_at;     /* offset of the first stop sequence, or (size_t)-1 */
     size_t safe;        /* bytes of the text that can be released */
+    int include;        /* vLLM's include_stop_str_in_output: the text ends after the stop sequence
+                           (stop_end), and nothing is held back while none is found */
+    size_t stop_end;    /* with stop_at: where that stop sequence ends */
 } sd_stopper;
 
-void sd_stop_init(sd_stopper *st, char *const *stops, int n);
+/* include: 1 keeps the stop sequence in the released text (include_stop_str_in_output). */
+void sd_stop_init(sd_stopper *st, char *const *stops, int n, int include);
 /* The text grew from old_len to len bytes: update stop_at and safe. */
 void sd_stop_scan(sd_stopper *st, const char *text, size_t old_len, size_t len);
 /* Generation ended: release everything before the stop (or all of it). */
