@@ -482,7 +482,10 @@ typedef struct specdec_generate_params {
     float repetition_penalty;      /* 0 (default) or 1: off; else (0, 100] (HF / vLLM): the logit of
                                       every token in the prompt or the output is divided by it when
                                       positive, multiplied when not */
-    /* Structured output (since 0.5.1; takes 0.5.0's reserved[0], so the struct keeps its size;
+    /* Structured output (since 0.5.1; 8 bytes of 0.5.0's reserved space: declared before
+     * reserved_i, it lies where 0.5.0 had reserved_i[0..1], and the reserved arrays start 8 bytes
+     * later (reserved lost its last entry). 0.5.0 callers zeroed all of it, so the struct keeps
+     * its size and they run as before;
      * docs/STRUCTURED.md). Every generated token's bytes continue a match of the grammar (and
      * the output ends — EOS or a stop_token_ids id — only where a whole match is complete),
      * by -inf at every other token of the target's logits, before the processors above. The
