@@ -5,7 +5,8 @@
  * by CMake (../shared beside the source tree); without it the target skips (exit 77).
  * Every tokenizer is loaded once (sd_fuzz_init). Input layout:
  *   byte 0        which tokenizer (mod their number)
- *   byte 1        flags: bit 0 add_special, bit 1 skip_special
+ *   byte 1        flags: bit 0 add_special, bit 1 skip_special, bit 2 the text is also a
+ *                 list of bad words (split at '\n'; vLLM's bad_words, specdec_tokenize_bad_words)
  *   bytes 2..3    text length (little endian, clipped to what is left)
  *   text          encoded, then its ids decoded whole and streamed
  *   rest          ids, 4 bytes each: top nibble 0xF = the raw int32 (far outside the
@@ -18,7 +19,10 @@
  * decode(encode(x), skip_special = 0) == x with invalid UTF-8 replaced, which the
  * `tokenizers` library guarantees for them (every byte has a token, nothing is
  * normalised or stripped); for the others decode(encode(x)) is not x in general
- * (Prepend "▁", NFC, added tokens that strip spaces), so it is not asserted. */
+ * (Prepend "▁", NFC, added tokens that strip spaces), so it is not asserted.
+ * Bad words: only OK or INVALID_ARGUMENT; on OK the sequences are well formed (offsets from 0,
+ * increasing, within the documented limits, ids inside the vocabulary), one or two per word, the
+ * first being specdec_tokenize of the word after leading ASCII white space. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdlib.h>
@@ -111,6 +115,43 @@ static void sd_freal_roundtrip(const specdec_tokenizer *tok, const char *text, s
     free(ids);
 }
 
+/* The text split at '\n' into words (NUL-terminated copies), tokenized as bad words. */
+static void sd_freal_bad_words(const specdec_tokenizer *tok, const char *text, size_t len) {
+    enum { MAXW = SPECDEC_MAX_BAD_WORDS + 8 };
+    char *buf = malloc(len + 1);
+    sd_fuzz_require(buf != NULL);
+    if (len) memcpy(buf, text, len);
+    buf[len] = '\0';
+    const char *words[MAXW];
+    int32_t nw = 0;
+    for (char *w = buf; nw < MAXW;) {
+        char *nl = strchr(w, '\n');
+        words[nw++] = w;
+        if (!nl) break;
+        *nl = '\0';
+        w = nl + 1;
+    }
+    static int32_t ids[SPECDEC_MAX_BAD_WORDS_TOKENS], off[SPECDEC_MAX_BAD_WORDS + 1];
+    int32_t n_seqs = -1;
+    specdec_status st = specdec_tokenize_bad_words(tok, words, nw, ids, off, &n_seqs);
+    sd_fuzz_require(st == SPECDEC_OK || st == SPECDEC_ERR_INVALID_ARGUMENT);
+    if (st == SPECDEC_OK) {
+        const int32_t V = specdec_tokenizer_vocab_size(tok);
+        sd_fuzz_require(n_seqs >= nw && n_seqs <= 2 * nw && n_seqs <= SPECDEC_MAX_BAD_WORDS && off[0] == 0);
+        for (int32_t s = 0; s < n_seqs; s++) sd_fuzz_require(off[s + 1] > off[s]);
+        sd_fuzz_require(off[n_seqs] <= SPECDEC_MAX_BAD_WORDS_TOKENS);
+        for (int32_t i = 0; i < off[n_seqs]; i++) sd_fuzz_require(ids[i] >= 0 && ids[i] < V);
+        /* the first word's first sequence is its plain tokenization after leading white space */
+        const char *w0 = words[0];
+        while (*w0 == ' ' || *w0 == '\t' || *w0 == '\n' || *w0 == '\r' || *w0 == '\f' || *w0 == '\v') w0++;
+        int32_t n0 = 0;
+        int32_t *t0 = sd_ftok_encode(tok, w0, strlen(w0), 0, &(sd_ftok_opts){0, 1}, &n0);
+        sd_fuzz_require(t0 != NULL && n0 == off[1] && !memcmp(t0, ids, sizeof(int32_t) * (size_t)n0));
+        free(t0);
+    }
+    free(buf);
+}
+
 int sd_fuzz_one(const uint8_t *data, size_t size) {
     if (sd_freal_n == 0) return 0;
     sd_fuzz_in in = {data, size};
@@ -132,6 +173,7 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_ftok_decode(tok, ids, n, skip, &o);
     free(ids);
     if (sd_freal[which].roundtrip) sd_freal_roundtrip(tok, tl ? text : "", tl, &o);
+    if (flags & 4) sd_freal_bad_words(tok, tl ? text : "", tl);
 
     const int32_t V = specdec_tokenizer_vocab_size(tok);
     const int32_t m = (int32_t)(in.n / 4);
