@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "sd_alloc.h"
+#include "sd_grammar.h"
 
 struct sd_round {
     sd_exec *ex, *fb;         /* borrowed: the executor and its fallback (may be NULL) */
@@ -183,6 +184,39 @@ static sd_exec *slot_exec(const sd_round *rd, const sd_round_slot *x) {
     return rd->fb;
 }
 
+
+/* A deterministic chain (n-gram drafts: q one-hot, no q rows) under a grammar is cut before its
+ * first token the grammar refuses (vLLM's validate_tokens). That token's masked target
+ * probability is 0, so the verifier would reject it for sure and draw position i from the
+ * residual of a one-hot q at a zero-probability token — which is p itself, the draw a cut chain
+ * makes there: the output is distributed (GREEDY / MATCH: equal) as without the cut, and the
+ * target verifies fewer rows. Only text tokens the automaton declares DEAD are cut; an end token
+ * (allowed only where a match is complete) or a state limit stops the walk with the chain as is. */
+static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x) {
+    const sd_round_seq *s = x->s;
+    const sd_logits_proc *lp = s->proc;
+    if (!x->det || x->tree || x->depth <= 0 || !lp || !lp->grammar) return SPECDEC_OK;
+    int32_t st_id = -1;
+    const specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt,
+                                                  s->length - lp->n_prompt, NULL, 0, lp->end, lp->n_end, &st_id,
+                                                  &rd->err);
+    if (st != SPECDEC_OK || st_id < 0) return st;
+    for (int32_t i = 1; i <= x->depth; i++) {
+        const int32_t t = x->vtok[i];
+        int is_end = 0;
+        for (int32_t e = 0; e < lp->n_end; e++) is_end |= lp->end[e] == t;
+        if (is_end) break;
+        const int32_t nx = sd_grammar_next(lp->grammar, st_id, t);
+        if (nx == SD_FSM_DEAD) {
+            x->depth = i - 1;
+            break;
+        }
+        if (nx < 0) break; /* SD_FSM_FULL: the row's own masking reports it */
+        st_id = nx;
+    }
+    return SPECDEC_OK;
+}
+
 /* Resolve sequence s into slot x, check it, plan its proposal (the drafter) and pick
  * its executor. Nothing runs. */
 static specdec_status slot_init(sd_round *rd, sd_round_slot *x, sd_round_seq *s) {
@@ -211,6 +245,7 @@ static specdec_status slot_init(sd_round *rd, sd_round_slot *x, sd_round_seq *s)
             st = sd_fail(&rd->err, SPECDEC_ERR_INTERNAL, "round: the %s drafter planned depth %d of %d",
                          x->dr->ops->name, (int)x->depth, (int)depth);
         if (st != SPECDEC_OK) return st;
+        if ((st = round_grammar_trim(rd, x)) != SPECDEC_OK) return st;
         if (x->depth == 0) x->dr = NULL, x->tree = 0, x->det = 0; /* nothing proposed: a plain step */
     }
     x->ex = slot_exec(rd, x);
