@@ -184,7 +184,6 @@ static sd_exec *slot_exec(const sd_round *rd, const sd_round_slot *x) {
     return rd->fb;
 }
 
-
 /* A deterministic chain (n-gram drafts: q one-hot, no q rows) under a grammar is cut before its
  * first token the grammar refuses (vLLM's validate_tokens). That token's masked target
  * probability is 0, so the verifier would reject it for sure and draw position i from the

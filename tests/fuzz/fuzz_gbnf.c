@@ -11,34 +11,10 @@
  * seeds must compile, bad_* must be refused. */
 #include "fuzz_common.h"
 
-#include "sd_fsm_check.h"
+#include "fuzz_fsm_walk.h"
 #include "sd_gbnf.h"
 
-#define FZ_MAX_STATES 64
 #define FZ_WALK_MAX 512
-
-static void fz_walk(sd_fsm *f, int32_t max_states, const uint8_t *w, size_t n) {
-    static uint8_t checked[FZ_MAX_STATES], seen[FZ_MAX_STATES];
-    static int32_t queue[FZ_MAX_STATES];
-    memset(checked, 0, sizeof checked);
-    int32_t s = f->start, held = f->vt->n_states(f);
-    for (size_t i = 0;; i++) {
-        if (!checked[s]) {
-            checked[s] = 1;
-            long bad = 0;
-            sd_fuzz_require(sd_fsm_can_accept(f, s, max_states, queue, seen, &bad) != 0 && bad == 0);
-        }
-        if (sd_fsm_accepting(f, s)) sd_fuzz_require(sd_fuzz_utf8_ok((const char *)w, i));
-        if (i == n) break;
-        const int32_t t = sd_fsm_step(f, s, w[i]);
-        const int32_t now = f->vt->n_states(f);
-        sd_fuzz_require(now >= held && now <= max_states);
-        held = now;
-        if (t == SD_FSM_DEAD || t == SD_FSM_FULL) break;
-        sd_fuzz_require(t >= 0 && t < now && sd_fsm_step(f, s, w[i]) == t);
-        s = t;
-    }
-}
 
 int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_in in = {data, size};
@@ -61,7 +37,7 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
         return (int)st;
     }
     sd_fuzz_require(f != NULL && f->start == 0 && f->vt->n_states(f) == 1);
-    fz_walk(f, max_states, walk, wlen);
+    fz_walk(f, max_states, walk, wlen, 1);
     sd_fsm_free(f);
     return 0;
 }

@@ -39,7 +39,7 @@ static size_t fz_walk(sd_fsm *f, int32_t max_states, const uint8_t *w, size_t n,
     *full = 0;
     for (; i < n; i++) {
         int bad = 0;
-        const int32_t t = sd_fsm_step_checked(f, s, w[i], max_states, &held, &bad);
+        const int32_t t = sd_fsm_step_checked(f, s, w[i], max_states, 0, &held, &bad);
         sd_fuzz_require(!bad);
         *full = t == SD_FSM_FULL;
         if (t < 0) break;

@@ -8,30 +8,8 @@
  * prefix is valid UTF-8. ok_* seeds must compile, bad_* must be refused. */
 #include "fuzz_common.h"
 
-#include "sd_fsm_check.h"
+#include "fuzz_fsm_walk.h"
 #include "sd_regex.h"
-
-#define FZ_MAX_STATES 64
-
-static void fz_walk(sd_fsm *f, int32_t max_states, const uint8_t *w, size_t n) {
-    uint8_t checked[FZ_MAX_STATES] = {0}, seen[FZ_MAX_STATES];
-    int32_t queue[FZ_MAX_STATES];
-    int32_t s = f->start, held = f->vt->n_states(f);
-    for (size_t i = 0;; i++) {
-        if (!checked[s]) {
-            checked[s] = 1;
-            long bad = 0;
-            sd_fuzz_require(sd_fsm_can_accept(f, s, max_states, queue, seen, &bad) != 0 && bad == 0);
-        }
-        if (sd_fsm_accepting(f, s)) sd_fuzz_require(sd_fuzz_utf8_ok((const char *)w, i));
-        if (i == n) break;
-        int bad = 0;
-        const int32_t t = sd_fsm_step_checked(f, s, w[i], max_states, &held, &bad);
-        sd_fuzz_require(!bad);
-        if (t < 0) break; /* DEAD or FULL */
-        s = t;
-    }
-}
 
 int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_in in = {data, size};
@@ -53,7 +31,7 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     }
     sd_fuzz_require(f != NULL && f->start >= 0 && f->start < f->vt->n_states(f));
     sd_fuzz_require(f->vt->n_states(f) >= 1 && f->vt->n_states(f) <= max_states);
-    fz_walk(f, max_states, walk, wlen);
+    fz_walk(f, max_states, walk, wlen, 0);
     sd_fsm_free(f);
     return 0;
 }
