@@ -644,12 +644,234 @@ static specdec_status js_integer(js_ctx *c, const cJSON *s, int *empty) {
     return js_puts(c, ")");
 }
 
-static specdec_status js_number(js_ctx *c, const cJSON *s) {
-    static const char *const kws[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
-    for (int i = 0; i < 4; i++)
-        if (js_item(s, kws[i]))
-            return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "'%s' on type number is not supported (only on integer)", kws[i]);
-    return js_puts(c, JS_NUMBER);
+/* ---- numbers with bounds ----------------------------------------------------------------------
+ * The texts -?(0|[1-9][0-9]*)(\.[0-9]+)? (no exponent: a subset of the instances, as for integers)
+ * whose exact decimal value lies within the bounds. A bound is read as the shortest decimal that
+ * reads back as its double (what the schema's author wrote: 0.1 is 1/10, not the double nearest
+ * it), and texts are compared with it in exact decimal arithmetic, digit by digit. */
+
+/* A non-negative decimal: integer part ip, fraction digits fr without trailing zeros. */
+typedef struct js_dec {
+    int64_t ip;
+    char fr[SD_JSON_SCHEMA_MAX_FRAC_DIGITS + 1];
+} js_dec;
+
+/* |d| as a js_dec; d is finite with |d| <= SD_JSON_SCHEMA_MAX_INT_BOUND (checked by the caller).
+ * UNSUPPORTED when its shortest decimal has more than SD_JSON_SCHEMA_MAX_FRAC_DIGITS fraction
+ * digits. */
+static specdec_status js_dec_of(js_ctx *c, const char *kw, double d, js_dec *out) {
+    char buf[48], m[24];
+    for (int prec = 1; prec <= 17; prec++) { /* the shortest %.*e that reads back */
+        snprintf(buf, sizeof buf, "%.*e", prec - 1, fabs(d));
+        if (strtod(buf, NULL) == fabs(d)) break;
+    }
+    int nm = 0; /* buf = m[0].m[1..]e<exp>: the value is 0.m * 10^(exp + 1) */
+    const char *p = buf;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9' && nm < (int)sizeof m) m[nm++] = *p;
+    const int point = (*p ? atoi(p + 1) : 0) + 1; /* m[0..point) is the integer part */
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < point; i++) out->ip = out->ip * 10 + (i < nm ? m[i] - '0' : 0);
+    int nf = 0;
+    for (int j = point > 0 ? point : 0; j < nm; j++) {
+        const int pos = j - point; /* the fraction digit m[j] stands at */
+        if (pos >= SD_JSON_SCHEMA_MAX_FRAC_DIGITS)
+            return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "'%s' = %.17g has more than %d fraction digits", kw, d,
+                           SD_JSON_SCHEMA_MAX_FRAC_DIGITS);
+        while (nf < pos) out->fr[nf++] = '0';
+        out->fr[nf++] = m[j];
+    }
+    while (nf > 0 && out->fr[nf - 1] == '0') nf--;
+    out->fr[nf] = '\0';
+    return SPECDEC_OK;
+}
+
+/* Fraction digit strings D (after the point) against bounds on the value 0.D: lo / hi are digit
+ * strings without trailing zeros ("" = 0) or NULL (no bound), ls / hs make them strict. Writes the
+ * regex of the NON-EMPTY strings D satisfying them (*has = 0 and nothing written when there are
+ * none); *e says whether the empty D (value 0) satisfies them. Each level consumes a digit of lo or
+ * hi, so the recursion is at most 2 * SD_JSON_SCHEMA_MAX_FRAC_DIGITS deep. */
+static specdec_status js_frac(js_ctx *c, const char *lo, int ls, const char *hi, int hs, int *has, int *e) {
+    *has = 0;
+    *e = 0;
+    if (lo && !*lo && !ls) lo = NULL; /* >= 0 holds for every D */
+    if (hi && !*hi) {                 /* <= 0 or < 0: only zeros, and only when nothing is needed below */
+        if (hs || lo) return SPECDEC_OK;
+        *has = *e = 1;
+        return js_puts(c, "0+");
+    }
+    if (!lo && !hi) {
+        *has = *e = 1;
+        return js_puts(c, "[0-9]+");
+    }
+    if (lo && !*lo && !hi) { /* > 0: some digit not zero */
+        *has = 1;
+        return js_puts(c, "0*[1-9][0-9]*");
+    }
+    *e = lo == NULL; /* 0 satisfies a positive upper bound, never a lower one left here */
+    const size_t start = c->len;
+    int n = 0;
+    JS_TRY(js_puts(c, "(?:"));
+    char free_a = 0, free_b = 0; /* first digits after which both bounds hold whatever follows */
+    for (char d = '0'; d <= '9'; d++) {
+        const char *lo2 = NULL, *hi2 = NULL; /* the bounds on the rest after digit d; NULL: holds */
+        if (lo && !*lo) { /* > 0 */
+            if (d == '0') lo2 = lo;
+        } else if (lo) {
+            if (d < lo[0]) continue;
+            if (d == lo[0]) lo2 = lo + 1;
+        }
+        if (hi) {
+            if (d > hi[0]) continue;
+            if (d == hi[0]) hi2 = hi + 1;
+        }
+        if (!lo2 && !hi2) {
+            if (!free_a) free_a = d;
+            free_b = d;
+            continue;
+        }
+        const size_t mark = c->len;
+        if (n) JS_TRY(js_puts(c, "|"));
+        JS_TRY(js_put(c, &d, 1));
+        const size_t rest = c->len;
+        JS_TRY(js_puts(c, "(?:"));
+        int has2 = 0, e2 = 0;
+        JS_TRY(js_frac(c, lo2, ls, hi2, hs, &has2, &e2));
+        if (has2) {
+            JS_TRY(js_puts(c, e2 ? ")?" : ")"));
+            n++;
+        } else if (e2) {
+            js_cut(c, rest);
+            n++;
+        } else {
+            js_cut(c, mark);
+        }
+    }
+    if (free_a) { /* one range: the digits strictly between the bounds' digits */
+        char tmp[16];
+        const int k = free_a == free_b ? snprintf(tmp, sizeof tmp, "%s%c[0-9]*", n ? "|" : "", free_a)
+                                       : snprintf(tmp, sizeof tmp, "%s[%c-%c][0-9]*", n ? "|" : "", free_a, free_b);
+        JS_TRY(js_put(c, tmp, (size_t)k));
+        n++;
+    }
+    if (!n) {
+        js_cut(c, start);
+        return SPECDEC_OK;
+    }
+    *has = 1;
+    return js_puts(c, ")");
+}
+
+/* One alternative "<integer part><fraction>" with the fraction bounded as in js_frac; the integer
+ * part was written from `mark` on; the whole alternative is cut when no fraction fits. */
+static specdec_status js_num_frac(js_ctx *c, size_t mark, const char *lo, int ls, const char *hi, int hs, int *n) {
+    const size_t open = c->len;
+    JS_TRY(js_puts(c, "(?:\\."));
+    int has = 0, e = 0;
+    JS_TRY(js_frac(c, lo, ls, hi, hs, &has, &e));
+    if (has) {
+        JS_TRY(js_puts(c, e ? ")?" : ")"));
+    } else if (e) {
+        js_cut(c, open);
+    } else {
+        js_cut(c, mark);
+        return SPECDEC_OK;
+    }
+    (*n)++;
+    return SPECDEC_OK;
+}
+
+/* Non-negative texts with value in [a, b] (as / bs: strict; b NULL: unbounded) as alternatives
+ * added to an open group (*n counts them). */
+static specdec_status js_nonneg_num(js_ctx *c, const js_dec *a, int as, const js_dec *b, int bs, int *n) {
+    char ip[24];
+    size_t mark = c->len;
+    if (*n) JS_TRY(js_puts(c, "|"));
+    JS_TRY(js_put(c, ip, (size_t)snprintf(ip, sizeof ip, "%lld", (long long)a->ip)));
+    if (b && b->ip == a->ip) return js_num_frac(c, mark, a->fr, as, b->fr, bs, n);
+    JS_TRY(js_num_frac(c, mark, a->fr, as, NULL, 0, n));
+    if (!b || a->ip + 1 <= b->ip - 1) {
+        if (*n) JS_TRY(js_puts(c, "|"));
+        JS_TRY(js_nonneg_range(c, a->ip + 1, b ? b->ip - 1 : -1));
+        JS_TRY(js_puts(c, "(?:\\.[0-9]+)?"));
+        (*n)++;
+    }
+    if (!b) return SPECDEC_OK;
+    mark = c->len;
+    if (*n) JS_TRY(js_puts(c, "|"));
+    JS_TRY(js_put(c, ip, (size_t)snprintf(ip, sizeof ip, "%lld", (long long)b->ip)));
+    return js_num_frac(c, mark, NULL, 0, b->fr, bs, n);
+}
+
+/* One bound of a number: the tighter of minimum / exclusiveMinimum (the larger; strict on a tie),
+ * and of maximum / exclusiveMaximum. */
+static specdec_status js_num_bound(js_ctx *c, const cJSON *s, const char *kw, int lower, int excl, int *has, double *v,
+                                   int *strict, const char **which) {
+    const cJSON *b = js_item(s, kw);
+    if (!b) return SPECDEC_OK;
+    if (cJSON_IsBool(b)) return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "a boolean '%s' (draft 4) is not supported", kw);
+    if (!cJSON_IsNumber(b) || !isfinite(b->valuedouble))
+        return js_fail(c, SPECDEC_ERR_INVALID_ARGUMENT, "'%s' must be a number", kw);
+    const double d = b->valuedouble;
+    if (fabs(d) > SD_JSON_SCHEMA_MAX_INT_BOUND)
+        return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "'%s' = %.17g beyond +-1e15 is not supported", kw, d);
+    if (!*has || (lower ? d > *v : d < *v) || (d == *v && excl)) {
+        *v = d;
+        *strict = excl;
+        *which = kw;
+    }
+    *has = 1;
+    return SPECDEC_OK;
+}
+
+static specdec_status js_number(js_ctx *c, const cJSON *s, int *empty) {
+    int has_lo = 0, has_hi = 0, ls = 0, hs = 0;
+    double lo = 0, hi = 0;
+    const char *lo_kw = NULL, *hi_kw = NULL;
+    JS_TRY(js_num_bound(c, s, "minimum", 1, 0, &has_lo, &lo, &ls, &lo_kw));
+    JS_TRY(js_num_bound(c, s, "exclusiveMinimum", 1, 1, &has_lo, &lo, &ls, &lo_kw));
+    JS_TRY(js_num_bound(c, s, "maximum", 0, 0, &has_hi, &hi, &hs, &hi_kw));
+    JS_TRY(js_num_bound(c, s, "exclusiveMaximum", 0, 1, &has_hi, &hi, &hs, &hi_kw));
+    if (!has_lo && !has_hi) return js_puts(c, JS_NUMBER);
+    if (has_lo && has_hi && (lo > hi || (lo == hi && (ls || hs)))) {
+        *empty = 1;
+        return SPECDEC_OK;
+    }
+    js_dec dlo, dhi, zero;
+    memset(&zero, 0, sizeof zero);
+    if (has_lo) JS_TRY(js_dec_of(c, lo_kw, lo, &dlo));
+    if (has_hi) JS_TRY(js_dec_of(c, hi_kw, hi, &dhi));
+    const size_t start = c->len;
+    int n = 0;
+    JS_TRY(js_puts(c, "(?:"));
+    if (!has_lo || lo < 0) { /* x < 0: '-' and y = -x in (0 or -hi, -lo] */
+        const size_t mark = c->len;
+        JS_TRY(js_puts(c, "-(?:"));
+        int m = 0;
+        if (has_hi && hi < 0) JS_TRY(js_nonneg_num(c, &dhi, hs, has_lo ? &dlo : NULL, ls, &m));
+        else JS_TRY(js_nonneg_num(c, &zero, 1, has_lo ? &dlo : NULL, ls, &m));
+        if (m) {
+            JS_TRY(js_puts(c, ")"));
+            n++;
+        } else {
+            js_cut(c, mark);
+        }
+    }
+    if (!has_hi || hi > 0 || (hi == 0 && !hs)) { /* x >= 0 */
+        const size_t mark = c->len;
+        if (n) JS_TRY(js_puts(c, "|"));
+        JS_TRY(js_puts(c, "(?:"));
+        int m = 0;
+        if (has_lo && lo >= 0) JS_TRY(js_nonneg_num(c, &dlo, ls, has_hi ? &dhi : NULL, hs, &m));
+        else JS_TRY(js_nonneg_num(c, &zero, 0, has_hi ? &dhi : NULL, hs, &m));
+        if (m) {
+            JS_TRY(js_puts(c, ")"));
+            n++;
+        } else {
+            js_cut(c, mark);
+        }
+    }
+    return js_alt_close(c, start, n, empty);
 }
 
 /* ---- composition ----------------------------------------------------------------------------- */
@@ -954,7 +1176,7 @@ static specdec_status js_one_type(js_ctx *c, const cJSON *s, unsigned t, int dep
     case T_NULL: return js_puts(c, "null");
     case T_BOOL: return js_puts(c, "(?:true|false)");
     case T_INT: return js_integer(c, s, empty);
-    case T_NUM: return js_number(c, s);
+    case T_NUM: return js_number(c, s, empty);
     case T_STR: return js_string(c, s, empty);
     case T_ARR: return js_array(c, s, depth, empty);
     default: return js_object(c, s, depth, empty);

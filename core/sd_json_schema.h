@@ -38,7 +38,10 @@
  *     RFC 5321 addresses). Only one of pattern / format / lengths at a time.
  *   - integer: -?(0|[1-9][0-9]*) (no fraction or exponent: a subset); minimum, maximum,
  *     exclusiveMinimum, exclusiveMaximum (numbers) are supported on integers, within +-10^15.
- *   - number: the JSON number grammar; minimum / maximum / exclusive* / multipleOf unsupported.
+ *   - number: the JSON number grammar; with minimum / maximum / exclusive* (within +-10^15, at most
+ *     SD_JSON_SCHEMA_MAX_FRAC_DIGITS fraction digits): -?(0|[1-9][0-9]*)(\.[0-9]+)? (no exponent, no
+ *     "-0": a subset) whose exact decimal value is within the bounds, each bound read as the
+ *     shortest decimal that reads back as its double. multipleOf unsupported.
  *   - boolean, null.
  *   - enum / const of any JSON value: its serialisation in the form above (numbers: integers
  *     without fraction, others in the shortest form that reads back: 0.5, 1e-07), alternated;
@@ -80,7 +83,8 @@ extern "C" {
 #define SD_JSON_SCHEMA_ANY_DEPTH 3                   /* nested containers in a value of schema {} */
 #define SD_JSON_SCHEMA_REF_REPEAT 3                  /* expansions of one definition on one path */
 #define SD_JSON_SCHEMA_MAX_REPEAT 1000               /* minItems, maxItems, minLength, maxLength */
-#define SD_JSON_SCHEMA_MAX_INT_BOUND 1e15            /* |minimum|, |maximum| of an integer */
+#define SD_JSON_SCHEMA_MAX_INT_BOUND 1e15            /* |minimum|, |maximum| of an integer or number */
+#define SD_JSON_SCHEMA_MAX_FRAC_DIGITS 20            /* fraction digits of a number's bound */
 #define SD_CHOICE_MAX_N 65536                        /* choices of one sd_choice_regex */
 
 /* The regex of the JSON instances of schema[0..len) (UTF-8 JSON text). On success *regex is an

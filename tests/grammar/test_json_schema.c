@@ -61,6 +61,11 @@ static void test_texts(void) {
     expect_re("{\"type\":\"integer\",\"minimum\":-12,\"maximum\":345}",
               "(?:-(?:(?:[1-9])|1(?:[0-2]))|(?:(?:[0-9])|(?:[1-9][0-9])|(?:[1-2][0-9]{2}|3(?:[0-3][0-9]|4(?:[0-5])))))");
     expect_re("{\"type\":\"integer\",\"exclusiveMinimum\":0}", "(?:(?:(?:[1-9])|[1-9][0-9]{1,}))");
+    /* numbers with bounds: exact decimal comparison digit by digit, no exponent, no "-0" */
+    expect_re("{\"type\":\"number\",\"minimum\":-1.25,\"exclusiveMaximum\":3.5}",
+              "(?:-(?:0(?:\\.0*[1-9][0-9]*)|1(?:\\.(?:2(?:(?:5(?:0+)?|[0-4][0-9]*))?|[0-1][0-9]*))?)|"
+              "(?:0(?:\\.[0-9]+)?|(?:(?:[1-2]))(?:\\.[0-9]+)?|3(?:\\.(?:[0-4][0-9]*))?))");
+    expect_re("{\"type\":\"number\",\"minimum\":0,\"maximum\":0}", "(?:(?:0(?:\\.0+)?))");
     expect_re("{\"type\":\"string\",\"pattern\":\"^[a-z]+$\"}", "\"(?:[a-z]+)\"");
     expect_re("{\"type\":\"string\",\"format\":\"uuid\"}",
               "\"[0-9a-fA-F]{4}[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
@@ -94,7 +99,10 @@ static void test_errors(void) {
     expect_err("{\"properties\":{\"a\":{\"patternProperties\":{}}}}", SPECDEC_ERR_UNSUPPORTED,
                "json schema: 'patternProperties' at /properties/a is not supported");
     expect_err("{\"type\":\"number\",\"multipleOf\":2}", SPECDEC_ERR_UNSUPPORTED, "'multipleOf' at the root");
-    expect_err("{\"type\":\"number\",\"minimum\":2}", SPECDEC_ERR_UNSUPPORTED, "'minimum' on type number");
+    expect_err("{\"type\":\"number\",\"minimum\":1e-21}", SPECDEC_ERR_UNSUPPORTED, "more than 20 fraction digits");
+    expect_err("{\"type\":\"number\",\"maximum\":-2e15}", SPECDEC_ERR_UNSUPPORTED, "beyond +-1e15");
+    expect_err("{\"type\":\"number\",\"maximum\":\"1\"}", SPECDEC_ERR_INVALID_ARGUMENT, "'maximum' must be a number");
+    expect_err("{\"type\":\"number\",\"minimum\":0.5,\"exclusiveMaximum\":0.5}", SPECDEC_ERR_INVALID_ARGUMENT, "no value");
     expect_err("{\"items\":[{\"type\":\"null\"}],\"type\":\"array\"}", SPECDEC_ERR_INVALID_ARGUMENT,
                "a schema must be an object or a boolean at /items");
     expect_err("{\"type\":\"string\",\"format\":\"uri\"}", SPECDEC_ERR_UNSUPPORTED, "format 'uri'");

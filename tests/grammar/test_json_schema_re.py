@@ -3,7 +3,8 @@
 Python's re.fullmatch, the reference of the regex engine (core/sd_regex.h).
 
 For each schema (pydantic-like models with $defs, lists, enums, optional and nullable fields,
-numbers and integer ranges, formats, anyOf/oneOf, recursion, any values; choice lists):
+numbers and integer ranges, formats, anyOf/oneOf, recursion, any values; choice lists; number
+ranges, checked exactly on ~9k decimal texts per run against Python's Fraction):
   valid:    hand-written texts and >= 25 instances generated from the schema (fixed seed),
             serialised in the documented form (compact, at most one space after ':' and ','; the
             spaces drawn at random per position) must match, and jsonschema must call them valid;
@@ -23,6 +24,7 @@ import re
 import subprocess
 import sys
 import uuid
+from fractions import Fraction
 
 import jsonschema
 
@@ -606,6 +608,72 @@ def check_choices(probe, items, mutant, stats, out):
             out.append("non-choice %r matches %r" % (x, rx))
 
 
+# number ranges: every bound kind, signs, zero, fractions, ties of minimum / exclusiveMinimum
+NUMBER_RANGES = [
+    {"minimum": 0}, {"minimum": 0.5}, {"exclusiveMinimum": 0}, {"maximum": 0}, {"exclusiveMaximum": 0},
+    {"minimum": -1.25, "maximum": 3.5}, {"exclusiveMinimum": -1.25, "exclusiveMaximum": 3.5},
+    {"minimum": 0.1, "maximum": 0.1}, {"minimum": 0.105, "maximum": 0.12}, {"minimum": -0.001, "exclusiveMaximum": 0},
+    {"minimum": 10, "maximum": 100.25}, {"exclusiveMinimum": 9.99, "maximum": 10}, {"maximum": -2.5},
+    {"exclusiveMinimum": -3, "exclusiveMaximum": -2}, {"minimum": 1e-05, "maximum": 2e-05}, {"minimum": 0, "maximum": 0},
+    {"minimum": 0.09, "exclusiveMinimum": 0.09}, {"minimum": 123456.789, "maximum": 123457},
+    {"exclusiveMinimum": 0.5, "minimum": 0.2}, {"minimum": -1e15, "maximum": 1e15}, {"exclusiveMaximum": 0.3},
+]
+
+
+def number_in(t, b):
+    v = Fraction(t)
+    tests = {"minimum": v.__ge__, "exclusiveMinimum": v.__gt__, "maximum": v.__le__, "exclusiveMaximum": v.__lt__}
+    return all(tests[k](Fraction(repr(x))) for k, x in b.items())
+
+
+def number_texts(b, r):
+    """Texts in the documented form -?(0|[1-9][0-9]*)(.[0-9]+)? around the bounds: the bounds'
+    own digits mutated, extended and cut, and random small decimals; negative zeros left out."""
+    base = {"0", "1", "-1", "0.5"}
+    for x in b.values():
+        t = repr(x)
+        base |= {t, t.lstrip("-"), "-" + t.lstrip("-")}
+    out = set()
+    for t in sorted(base):
+        out |= {t + "0", t + "1", t + "9", t + "00001", t + ".0", t + ".5"}
+        for _ in range(60):
+            u, i = list(t), r.randrange(len(t) + 1)
+            op = r.randrange(3)
+            if op == 0 and i < len(u) and u[i].isdigit():
+                u[i] = r.choice("0123456789")
+            elif op == 1:
+                u.insert(i, r.choice("0123456789"))
+            elif i < len(u) and u[i].isdigit():
+                del u[i]
+            out.add("".join(u))
+    for _ in range(300):
+        fr = "".join(r.choice("0123456789") for _ in range(r.randint(0, 5)))
+        out.add(r.choice(["", "-"]) + str(r.choice([0, r.randint(0, 200)])) + ("." + fr if fr else ""))
+    form = [t for t in out if re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?", t)]
+    return sorted(t for t in form if not (t.startswith("-") and Fraction(t) == 0))  # "-0": outside the form
+
+
+def check_number_ranges(probe, mutant, stats, out):
+    """Each range's regex must match exactly the texts of the documented form whose value is in the
+    range (exact decimal comparison); exponents and "-0" are outside the form and must not match."""
+    r = random.Random(SEED)
+    for b in NUMBER_RANGES:
+        st, rx = probe.schema(dict(type="number", **b))
+        if st:
+            out.append("number range %r refused (%d %s)" % (b, st, rx))
+            continue
+        cre = re.compile(mutant(rx))
+        for t in number_texts(b, r):
+            want = number_in(t, b)
+            stats["valid" if want else "invalid"] += 1
+            if (cre.fullmatch(t) is not None) != want:
+                out.append("number range %r: %r %s" % (b, t, "does not match" if want else "matches"))
+        for t in ("1e5", "1E-2", "-0", "-0.0", "+1", "01", "1."):
+            stats["outside"] += 1
+            if cre.fullmatch(t):
+                out.append("number range %r: %r outside the form matches" % (b, t))
+
+
 def run(probe, mutant=lambda rx: rx):
     stats = {k: 0 for k in ("valid", "invalid", "outside", "mutant-invalid", "mutant-valid-unjudged",
                             "mutant-valid-matched")}
@@ -614,14 +682,16 @@ def run(probe, mutant=lambda rx: rx):
         check_schema(probe, name, schema, valid, invalid, outside, mutant, stats, out)
     for items in CHOICES:
         check_choices(probe, items, mutant, stats, out)
+    check_number_ranges(probe, mutant, stats, out)
     return stats, out
 
 
 # planted faults the checks must see: control characters allowed raw in strings; the optional
-# space rule widened to any number of spaces
+# space rule widened to any number of spaces; digits after an inclusive bound's last digit allowed
 MUTANTS = {
     "raw-control-chars": lambda rx: rx.replace("\\x00-\\x1f", "\\x00"),
     "spaces": lambda rx: rx.replace("[ ]?", "[ ]*"),
+    "number-bound-tail": lambda rx: rx.replace("(?:0+)?", "(?:[0-9]+)?"),
 }
 
 
