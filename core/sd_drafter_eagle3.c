@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_grammar.h"
 
 /* How x_{j+1} is drawn from q row j: the executor's sampler. tests/eagle3/test_eagle3_mutant.c
  * compiles this file with a broken rule (the argmax) to show the G-test catches it. */
@@ -108,6 +109,60 @@ static sd_eagle3_runner *e3d_head(sd_runner *d, sd_errbuf *eb) {
 }
 
 /* ------------------------------------------------------------------------- */
+/* structured output: drafts the grammar allows                               */
+/* ------------------------------------------------------------------------- */
+/* The grammar state after the output so far and then path[0..n_path) (a chain's drafts), as the
+ * target's rows get it (kernels/cpu/sd_cpu_logits_grammar.c); -1 without a grammar. */
+static specdec_status e3d_gstate(const sd_round_seq *s, const int32_t *path, int32_t n_path, int32_t *gs,
+                                 sd_errbuf *eb) {
+    const sd_logits_proc *lp = s->proc;
+    *gs = -1;
+    if (!lp || !lp->grammar) return SPECDEC_OK;
+    return sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt, s->length - lp->n_prompt, path, n_path,
+                               lp->end, lp->n_end, gs, eb);
+}
+
+/* The state after token t from state gs (not live: stays so); an end token keeps the state, as in
+ * sd_grammar_state_at. */
+static int32_t e3d_gnext(const sd_logits_proc *lp, int32_t gs, int32_t t) {
+    if (gs < 0 || !lp) return -1;
+    for (int32_t i = 0; i < lp->n_end; i++)
+        if (lp->end[i] == t) return gs;
+    return sd_grammar_next(lp->grammar, gs, t);
+}
+
+/* Draft logits lg [Vd] with every token live state gs refuses at -inf (the mask the target's rows
+ * get), so the head proposes only tokens the target can accept: *out = the masked copy
+ * (h->gmask + V). *out = lg when gs is not live. When the state allows no token of the draft
+ * vocabulary (e.g. a complete grammar allows only EOS, which a head's draft vocabulary may lack):
+ * with allow_none (a tree node) the copy is all -inf, so the node gets no children; otherwise (a
+ * chain step, the tree's root: something must be proposed) *out = lg, and that draft is refused
+ * with certainty (exact, only wasted). Exactness is untouched either way: every draft is drawn
+ * from the q row built from *out (or is a deterministic tree child), and the verifier uses that
+ * row (docs/STRUCTURED.md). */
+static specdec_status e3d_mask(sd_eagle3_runner *h, const sd_logits_proc *lp, int32_t gs, const float *lg,
+                               int allow_none, const float **out, sd_errbuf *eb) {
+    *out = lg;
+    if (gs < 0 || !lp || !lp->grammar) return SPECDEC_OK;
+    const int32_t V = h->base.n_vocab, Vd = h->hw->cfg.draft_vocab;
+    if (!h->gmask && !(h->gmask = sd_malloc(((size_t)V + (size_t)Vd) * sizeof(float))))
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 drafter: grammar mask of %d floats", (int)(V + Vd));
+    float *row = h->gmask, *ml = h->gmask + V;
+    memset(row, 0, (size_t)V * sizeof(float));
+    int only_end = 0;
+    const specdec_status st = sd_grammar_apply(lp->grammar, gs, row, V, lp->end, lp->n_end, &only_end, eb);
+    if (st != SPECDEC_OK) return st;
+    int32_t n_ok = 0;
+    for (int32_t i = 0; i < Vd; i++) {
+        const int ok = row[h->hw->d2t[i]] == 0.0f;
+        ml[i] = ok ? lg[i] : -INFINITY;
+        n_ok += ok;
+    }
+    if (n_ok || allow_none) *out = ml;
+    return SPECDEC_OK;
+}
+
+/* ------------------------------------------------------------------------- */
 /* EAGLE-2 dynamic trees (docs/EAGLE3.md §8.1)                                */
 /* ------------------------------------------------------------------------- */
 /* Top-k children per expanded node, by cumulative draft log-probability; the frontier of
@@ -120,18 +175,22 @@ static sd_eagle3_runner *e3d_head(sd_runner *d, sd_errbuf *eb) {
 
 typedef struct e3t_node {
     int32_t token, parent, depth, row; /* parent: pool index (-1: the root); row: head cache row (-1: none) */
+    int32_t gstate;                    /* the grammar state after the node's path (-1: no grammar / not live) */
     double score;
 } e3t_node;
 
 typedef struct e3t {
     e3t_node pool[E3T_POOL];
     int32_t n, k;
+    const sd_logits_proc *lp;          /* the sequence's processors (a grammar masks the children) */
     int32_t order[E3T_POOL];
     int32_t tree_id[E3T_POOL];
 } e3t;
 
-/* The k best draft ids of logits [Vd] as children of pool node `parent` (score base). */
-static void e3t_children(e3t *t, const sd_eagle3_runner *h, const float *lg, int32_t parent, double base, int32_t depth) {
+/* The k best draft ids of logits [Vd] as children of pool node `parent` (score base; gs: the
+ * parent's grammar state, lg already masked by it). */
+static void e3t_children(e3t *t, const sd_eagle3_runner *h, const float *lg, int32_t parent, double base, int32_t depth,
+                         int32_t gs) {
     const int32_t Vd = h->hw->cfg.draft_vocab;
     double mx = lg[0], z = 0;
     for (int32_t i = 1; i < Vd; i++) mx = lg[i] > mx ? lg[i] : mx;
@@ -145,8 +204,9 @@ static void e3t_children(e3t *t, const sd_eagle3_runner *h, const float *lg, int
             for (int32_t q = 0; q < j && !taken; q++) taken = best[q] == i;
             if (!taken && (best[j] < 0 || lg[i] > lg[best[j]])) best[j] = i;
         }
-        if (best[j] < 0 || t->n >= E3T_POOL) return;
-        t->pool[t->n++] = (e3t_node){h->hw->d2t[best[j]], parent, depth, -1, base + (double)lg[best[j]] - lz};
+        if (best[j] < 0 || t->n >= E3T_POOL || lg[best[j]] == -INFINITY) return; /* masked: no more children */
+        const int32_t tok = h->hw->d2t[best[j]];
+        t->pool[t->n++] = (e3t_node){tok, parent, depth, -1, e3d_gnext(t->lp, gs, tok), base + (double)lg[best[j]] - lz};
     }
 }
 
@@ -178,7 +238,10 @@ static specdec_status e3t_level(e3t *t, sd_eagle3_runner *h, int32_t lo, int32_t
     const size_t Vd = (size_t)h->hw->cfg.draft_vocab;
     for (int32_t j = 0; j < nf; j++) {
         t->pool[fr[j]].row = base - N + j;
-        e3t_children(t, h, h->logits + (size_t)j * Vd, fr[j], t->pool[fr[j]].score, d + 1);
+        const float *lg = h->logits + (size_t)j * Vd;
+        const specdec_status ms = e3d_mask(h, t->lp, t->pool[fr[j]].gstate, lg, 1, &lg, &h->base.err);
+        if (ms != SPECDEC_OK) return ms;
+        e3t_children(t, h, lg, fr[j], t->pool[fr[j]].score, d + 1, t->pool[fr[j]].gstate);
     }
     return SPECDEC_OK;
 }
@@ -221,11 +284,17 @@ static specdec_status e3d_tree(sd_eagle3_runner *h, sd_round_slot *x, sd_errbuf 
     t->k = 1;
     for (int32_t d = 0; d < sh->depth; d++) t->k = sh->width[d] > t->k ? sh->width[d] : t->k;
     if (t->k > E3T_K) t->k = E3T_K;
-    e3t_children(t, h, h->root, -1, 0.0, 1);
-    specdec_status st = SPECDEC_OK;
+    t->lp = x->s->proc && x->s->proc->grammar ? x->s->proc : NULL;
+    int32_t gs = -1;
+    const float *lg = h->root;
+    specdec_status st = e3d_gstate(x->s, NULL, 0, &gs, eb);
+    if (st == SPECDEC_OK) st = e3d_mask(h, t->lp, gs, h->root, 0, &lg, eb);
+    if (st != SPECDEC_OK) return st;
+    e3t_children(t, h, lg, -1, 0.0, 1, gs);
     for (int32_t d = 1, lo = 0; d < x->depth && st == SPECDEC_OK; d++) {
         const int32_t hi = t->n, used = sd_runner_kv_len(&h->base) - N;
         if (used + t->k > h->rows || N + used + t->k > h->base.n_ctx) break; /* no room: a shallower tree */
+        if (hi == lo) break; /* no new candidates (a grammar allowed none): nothing to expand */
         st = e3t_level(t, h, lo, hi, N, d);
         lo = hi;
     }
@@ -271,7 +340,14 @@ static specdec_status e3d_chain(sd_eagle3_runner *h, sd_exec *ex, sd_round_slot 
             if (st != SPECDEC_OK) return e3d_fail(h, st, eb);
         }
         float *q = x->q + (size_t)j * (size_t)V;
-        st = h->ops->q(h, j == 0 ? h->root : h->logits, &s->sp, s->mode == SPECDEC_VERIFY_GREEDY, q);
+        const float *lg = j == 0 ? h->root : h->logits;
+        if (s->proc && s->proc->grammar) { /* structured output: draw only what the grammar allows */
+            int32_t gs = -1;
+            st = e3d_gstate(s, x->vtok + 1, j, &gs, eb);
+            if (st == SPECDEC_OK) st = e3d_mask(h, s->proc, gs, lg, 0, &lg, eb);
+            if (st != SPECDEC_OK) return st;
+        }
+        st = h->ops->q(h, lg, &s->sp, s->mode == SPECDEC_VERIFY_GREEDY, q);
         if (st != SPECDEC_OK) return e3d_fail(h, st, eb);
         st = SD_E3_DRAFT_SAMPLE(ex, x, j);
         h->pos[0] = N + j; /* the next row: (x_{j+1}, g_next, position N + j) */

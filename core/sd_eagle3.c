@@ -237,10 +237,11 @@ void sd_eagle3_runner_fini(sd_eagle3_runner *r) {
     sd_eagle3_shared_unref(r->shared);
     r->shared = NULL;
     void *bufs[] = {r->aux_backend ? NULL : r->aux, r->g, r->gnext, r->logits, r->root, r->groot, r->tok, r->pos,
-                    r->work};
+                    r->work, r->gmask};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     if (!r->aux_backend) r->aux = NULL;
     r->g = r->gnext = r->logits = r->root = r->groot = NULL;
     r->tok = r->pos = NULL;
     r->work = NULL;
+    r->gmask = NULL;
 }

@@ -178,6 +178,8 @@ struct sd_eagle3_runner {
     int32_t root_row;               /* the cache row root/groot belong to (-1: none) */
     int32_t *tok, *pos;             /* [rows] */
     void *work;                     /* the drafter's workspace (its trees; allocated once, freed here) */
+    float *gmask;                   /* structured output: [V] a grammar state's mask, then [Vd] masked draft
+                                       logits (the drafter allocates it on first use; freed here) */
 };
 
 /* The runners' vtable (forward refused with UNSUPPORTED, destroy through ops). */

@@ -9,7 +9,11 @@
  *   3. rejection mode emits the target's law: G-test (tests/verify/vstats.h) of tokens 1-3
  *      after the prompt [3, 5] against the exact law of the processed target rows (computed
  *      with a plain CPU runner of the same target), on a V = 16, 8-layer target with a head over
- *      12 of its ids (q zero outside); chains and an EAGLE-2 tree. H0: equal laws; 4096 cells (expected < 5 pooled); reject
+ *      12 of its ids (q zero outside); chains and an EAGLE-2 tree, and both under a grammar (G_REGEX
+ *      over token texts "a".."p": the law then masks each target row with the state after the
+ *      tokens before it, the end token -inf where the state is not accepting, as the engine does;
+ *      the drafter masks the head's logits alike, core/sd_drafter_eagle3.c e3d_mask). H0: equal
+ *      laws; 4096 cells (expected < 5 pooled); reject
  *      at alpha = 1e-6; N samples (argv[3]), fixed seeds. Built with SD_E3_MUTANT (the drafter
  *      drafts the argmax of q but hands the verifier the whole q row:
  *      test_eagle3_mutant.c) the test must REJECT.
@@ -27,8 +31,11 @@
 #include "e3_gen.h"
 #endif
 #include "sd_cpu_runner.h"
+#include "sd_alloc.h"
 #include "sd_cpu_sample.h"
+#include "sd_grammar.h"
 #include "sd_model.h"
+#include "sd_regex.h"
 #include "sd_sample_rules.h"
 #include "sd_test.h"
 #include "specdec.h"
@@ -122,8 +129,48 @@ static void check_ref_drafts(const char *dir, const specdec_model *target) {
 /* 3. rejection mode: the law of tokens 1-3 */
 static const int32_t G_PROMPT[] = {3, 5};
 
-/* the exact law of tokens 1-3: processed target rows from a plain CPU runner */
-static void exact_law(const specdec_model *t, const sd_sampling_params *sp, double *law) {
+/* The grammar of the grammar cases: token t's text is the letter 'a' + t; the first two tokens
+ * one from a-h and one from i-p in either order, the third from a-d or m-p (the mask of each row
+ * depends on the tokens before it), then anything (accepting from the third token on). */
+static const char G_REGEX[] = "(?:[a-h][i-p]|[i-p][a-h])(?:[a-d]|[m-p])[a-p]*";
+
+static specdec_grammar *make_letter_grammar(void) {
+    uint32_t *off = sd_malloc((GV + 1) * sizeof *off);
+    uint8_t *bytes = sd_malloc(GV), *text = sd_malloc(GV);
+    if (!off || !bytes || !text) {
+        sd_free(off), sd_free(bytes), sd_free(text);
+        SD_CHECK(0, "grammar: out of memory");
+        return NULL;
+    }
+    for (int t = 0; t < GV; t++) off[t] = (uint32_t)t, bytes[t] = (uint8_t)('a' + t), text[t] = 1;
+    off[GV] = GV;
+    sd_grammar_vocab *v = NULL;
+    sd_fsm *f = NULL;
+    specdec_grammar *g = NULL;
+    SD_CHECK(sd_grammar_vocab_create(GV, off, bytes, text, &v, NULL) == SPECDEC_OK, "vocab: %s", specdec_last_error());
+    SD_CHECK(sd_regex_fsm_create(G_REGEX, strlen(G_REGEX), 1000, &f, NULL) == SPECDEC_OK, "regex: %s",
+             specdec_last_error());
+    if (v && f) SD_CHECK(sd_grammar_create(v, f, &g, NULL) == SPECDEC_OK, "grammar: %s", specdec_last_error());
+    sd_grammar_vocab_release(v);
+    return g;
+}
+
+/* Row lg masked as the engine masks it under g after the tokens hist[0..n) (no grammar, or a
+ * refused history: as is). */
+static void mask_row(const specdec_grammar *g, const int32_t *ends, int32_t n_ends, const int32_t *hist, int32_t n,
+                     float *lg) {
+    if (!g) return;
+    int32_t s = sd_grammar_start(g);
+    for (int32_t i = 0; i < n && s >= 0; i++) s = sd_grammar_next(g, s, hist[i]);
+    if (s < 0) return; /* a history the grammar refuses: its probability is already 0 */
+    int only_end = 0;
+    SD_CHECK(sd_grammar_apply(g, s, lg, GV, ends, n_ends, &only_end, NULL) == SPECDEC_OK, "mask");
+}
+
+/* the exact law of tokens 1-3: processed target rows from a plain CPU runner (g: masked by it,
+ * ends the model's EOS ids) */
+static void exact_law(const specdec_model *t, const sd_sampling_params *sp, const specdec_grammar *g,
+                      const int32_t *ends, int32_t n_ends, double *law) {
     sd_runner *r = NULL;
     SD_CHECK(sd_cpu_runner_create(&t->w, 8, 8, &r, NULL) == SPECDEC_OK, "runner: %s", specdec_last_error());
     if (!r) return;
@@ -139,15 +186,19 @@ static void exact_law(const specdec_model *t, const sd_sampling_params *sp, doub
         for (int c_ = 0; c_ < GV; c_++) s_ += pr[c_];                                           \
         for (int c_ = 0; c_ < GV; c_++) (dst)[c_] = pr[c_] / s_;                                \
     } while (0)
+    int32_t hist[2];
     SD_CHECK(sd_runner_forward(r, G_PROMPT, 2, 0, lg) == SPECDEC_OK, "prompt");
+    mask_row(g, ends, n_ends, hist, 0, lg + GV);
     ROW(p1, lg + GV);
     for (int a = 0; a < GV; a++) {
-        tok[0] = a;
+        tok[0] = hist[0] = a;
         SD_CHECK(sd_runner_forward(r, tok, 1, 2, lg) == SPECDEC_OK, "t1");
+        mask_row(g, ends, n_ends, hist, 1, lg);
         ROW(p2[a], lg);
         for (int b = 0; b < GV; b++) {
-            tok[0] = b;
+            tok[0] = hist[1] = b;
             SD_CHECK(sd_runner_forward(r, tok, 1, 3, lg) == SPECDEC_OK, "t2");
+            mask_row(g, ends, n_ends, hist, 2, lg);
             ROW(p3, lg);
             for (int c = 0; c < GV; c++) law[(a * GV + b) * GV + c] = p1[a] * p2[a][b] * p3[c];
         }
@@ -160,6 +211,7 @@ static void exact_law(const specdec_model *t, const sd_sampling_params *sp, doub
 typedef struct gcase {
     const char *name;
     int32_t tree;  /* 1: an EAGLE-2 tree of widths 2,2 (deterministic children) instead of a chain */
+    int32_t grammar; /* 1: under G_REGEX */
     int32_t gamma;
     float temp, top_p, min_p;
     int32_t top_k;
@@ -167,12 +219,18 @@ typedef struct gcase {
 
 static void check_gtest(const char *dir, long N) {
     static const gcase cases[] = {
-        {"rejection g3 T1", 0, 3, 1.0f, 1.0f, 0.0f, 0},
-        {"rejection g2 T0.7 filters", 0, 2, 0.7f, 0.9f, 0.05f, 8},
-        {"rejection tree 2,2 T1", 1, 2, 1.0f, 1.0f, 0.0f, 0},
+        {"rejection g3 T1", 0, 0, 3, 1.0f, 1.0f, 0.0f, 0},
+        {"rejection g2 T0.7 filters", 0, 0, 2, 0.7f, 0.9f, 0.05f, 8},
+        {"rejection tree 2,2 T1", 1, 0, 2, 1.0f, 1.0f, 0.0f, 0},
+        {"rejection g3 T1 grammar", 0, 1, 3, 1.0f, 1.0f, 0.0f, 0},
+        {"rejection tree 2,2 grammar", 1, 1, 2, 1.0f, 1.0f, 0.0f, 0},
     };
     specdec_model *t = e3_load(dir, "gtarget"), *h = e3_load(dir, "ghead");
     specdec_engine *e = t && h ? make_engine(t, h) : NULL;
+    specdec_model_info mi;
+    memset(&mi, 0, sizeof mi);
+    if (t) SD_CHECK(specdec_model_get_info(t, &mi) == SPECDEC_OK, "info");
+    specdec_grammar *gram = make_letter_grammar();
     for (size_t k = 0; e && k < sizeof cases / sizeof cases[0]; k++) {
         const gcase *c = &cases[k];
 #ifdef SD_E3_MUTANT
@@ -188,12 +246,13 @@ static void check_gtest(const char *dir, long N) {
         gp.n_draft = c->gamma;
         gp.ignore_eos = 1;
         gp.seed = 0xea63000ull + (uint64_t)k;
+        gp.grammar = c->grammar ? gram : NULL;
         static const int32_t widths[2] = {2, 2};
         if (c->tree) SD_CHECK(specdec_generate_params_set_tree(&gp, widths, 2) == SPECDEC_OK, "tree");
         const sd_sampling_params sp = sd_sampling_params_from(&gp);
         static double law[GV * GV * GV];
         static long cnt[GV * GV * GV];
-        exact_law(t, &sp, law);
+        exact_law(t, &sp, gp.grammar, mi.eos_ids, mi.n_eos, law);
         memset(cnt, 0, sizeof cnt);
         long bad = 0, drafted = 0, accepted = 0;
         for (long i = 0; i < N; i++) {
@@ -223,6 +282,7 @@ static void check_gtest(const char *dir, long N) {
         SD_CHECK(pv > 1e-6, "%s: tokens 1-3 deviate from the target's law: p=%.3g", c->name, pv);
 #endif
     }
+    specdec_grammar_free(gram);
     specdec_engine_free(e);
     specdec_model_free(h);
     specdec_model_free(t);
