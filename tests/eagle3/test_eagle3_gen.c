@@ -186,7 +186,7 @@ static void exact_law(const specdec_model *t, const sd_sampling_params *sp, cons
         for (int c_ = 0; c_ < GV; c_++) s_ += pr[c_];                                           \
         for (int c_ = 0; c_ < GV; c_++) (dst)[c_] = pr[c_] / s_;                                \
     } while (0)
-    int32_t hist[2];
+    int32_t hist[2] = {0, 0};
     SD_CHECK(sd_runner_forward(r, G_PROMPT, 2, 0, lg) == SPECDEC_OK, "prompt");
     mask_row(g, ends, n_ends, hist, 0, lg + GV);
     ROW(p1, lg + GV);
