@@ -297,6 +297,32 @@ specdec_status sd_grammar_apply(const specdec_grammar *cg, int32_t s, float *row
     return st;
 }
 
+specdec_status sd_grammar_forced(const specdec_grammar *cg, int32_t s, int32_t n_row, const int32_t *ends, int32_t n_ends,
+                                 int32_t *token, sd_errbuf *eb) {
+    specdec_grammar *g = (specdec_grammar *)cg;
+    *token = -1;
+    pthread_mutex_lock(&g->lock);
+    const sd_gmask *m = NULL;
+    specdec_status st = sd_gm_mask(g, s, &m, eb);
+    /* the end tokens are allowed where the output may end; otherwise they are -inf even when
+     * their bytes continue the match, so up to n_ends of the allowed text tokens may not count */
+    if (st == SPECDEC_OK && !m->accepting && m->n_allowed > 0 && m->n_allowed <= 1 + n_ends) {
+        const int32_t nv = g->v->n < n_row ? g->v->n : n_row;
+        int32_t found = -1, n = 0;
+        for (int32_t w = 0; w * 64 < nv && n < 2; w++) {
+            for (uint64_t bits = m->bits[w]; bits && n < 2; bits &= bits - 1) {
+                const int32_t t = w * 64 + __builtin_ctzll(bits);
+                if (t >= nv || sd_gm_is_end(t, ends, n_ends)) continue;
+                found = t;
+                n++;
+            }
+        }
+        if (n == 1) *token = found;
+    }
+    pthread_mutex_unlock(&g->lock);
+    return st;
+}
+
 specdec_status sd_grammar_state_at(const specdec_grammar *cg, sd_grammar_cursor *cur, const int32_t *gen, int32_t n_gen,
                                    const int32_t *path, int32_t n_path, const int32_t *ends, int32_t n_ends,
                                    int32_t *state, sd_errbuf *eb) {

@@ -78,6 +78,13 @@ int32_t sd_grammar_next(const specdec_grammar *g, int32_t s, int32_t t);
 specdec_status sd_grammar_apply(const specdec_grammar *g, int32_t s, float *row, int32_t n_row, const int32_t *ends,
                                 int32_t n_ends, int *only_end, sd_errbuf *eb);
 
+/* Jump-forward: *token = the one token live state s allows (what sd_grammar_apply leaves finite
+ * in a row of n_row logits: a single text token, the state not accepting, so no end token
+ * either), else -1. A row masked at s then gives that token probability 1 whatever the sampling
+ * parameters. Same errors as sd_grammar_apply. */
+specdec_status sd_grammar_forced(const specdec_grammar *g, int32_t s, int32_t n_row, const int32_t *ends, int32_t n_ends,
+                                 int32_t *token, sd_errbuf *eb);
+
 /* A sequence's place in its grammar: the state after the first n_done generated tokens. */
 typedef struct sd_grammar_cursor {
     int32_t n_done;

@@ -216,6 +216,42 @@ static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x) {
     return SPECDEC_OK;
 }
 
+/* Jump-forward (SGLang's, exact by construction in a speculative loop): where the grammar allows
+ * exactly one token, that token is proposed as a deterministic draft. Its masked target
+ * probability is 1 (every other entry of its row is -inf, through every processor and sampling
+ * parameter), so each verify mode accepts it whenever the drafts before it were accepted: the
+ * output is distributed as without it (GREEDY / MATCH: equal to plain decoding), with fewer target
+ * passes. It extends deterministic chains (the n-gram drafter's, after its own drafts, unless
+ * they hold an end token) and sequences without a drafter (up to shape.depth tokens); never dense
+ * or tree proposals (a model's masked chain drafts such a token by itself, at probability 1).
+ * Not with allowed_token_ids / bad_words, which may ban the grammar's only token. */
+static specdec_status round_grammar_forced(sd_round *rd, sd_round_slot *x) {
+    const sd_round_seq *s = x->s;
+    const sd_logits_proc *lp = s->proc;
+    if (!lp || !lp->grammar || x->tree || (x->dr && !x->det) || lp->n_allowed > 0 || lp->n_bad > 0 ||
+        x->depth >= s->shape.depth || s->shape.depth > SPECDEC_MAX_DRAFT)
+        return SPECDEC_OK;
+    for (int32_t i = 1; i <= x->depth; i++)
+        for (int32_t e = 0; e < lp->n_end; e++)
+            if (x->vtok[i] == lp->end[e]) return SPECDEC_OK;
+    int32_t gs = -1;
+    specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt, s->length - lp->n_prompt,
+                                            x->vtok + 1, x->depth, lp->end, lp->n_end, &gs, &rd->err);
+    const int32_t n0 = x->depth;
+    while (st == SPECDEC_OK && gs >= 0 && x->depth < s->shape.depth) {
+        int32_t t = -1;
+        st = sd_grammar_forced(lp->grammar, gs, x->t->n_vocab, lp->end, lp->n_end, &t, &rd->err);
+        if (st != SPECDEC_OK || t < 0) break;
+        x->vtok[++x->depth] = t;
+        gs = sd_grammar_next(lp->grammar, gs, t);
+    }
+    if (x->depth > n0) {
+        x->det = 1;
+        x->n_forced = x->depth - n0;
+    }
+    return st;
+}
+
 /* Resolve sequence s into slot x, check it, plan its proposal (the drafter) and pick
  * its executor. Nothing runs. */
 static specdec_status slot_init(sd_round *rd, sd_round_slot *x, sd_round_seq *s) {
@@ -225,9 +261,11 @@ static specdec_status slot_init(sd_round *rd, sd_round_slot *x, sd_round_seq *s)
     x->dr = s->shape.depth > 0 ? s->drafter : NULL;
     x->d = runner_drafter(x->dr) ? seq_draft(rd, s) : NULL;
     s->status = SPECDEC_ERR_INTERNAL; /* until its wave ran */
-    s->depth = s->n_accepted = s->n_drafted = 0;
+    s->depth = s->n_accepted = s->n_drafted = s->n_forced = 0;
     const int32_t depth = s->shape.depth;
-    if (depth < 0 || depth > SPECDEC_MAX_DRAFT || s->length < 1 || !x->t || !s->tokens || (depth > 0 && !s->drafter) ||
+    const int forced_only = !s->drafter && s->proc && s->proc->grammar; /* jump-forward drafts alone */
+    if (depth < 0 || depth > SPECDEC_MAX_DRAFT || s->length < 1 || !x->t || !s->tokens ||
+        (depth > 0 && !s->drafter && !forced_only) ||
         (runner_drafter(x->dr) && !x->d))
         return sd_fail(&rd->err, SPECDEC_ERR_INVALID_ARGUMENT, "round: depth %d, length %d, %s", (int)depth,
                        (int)s->length, !x->t ? "no target" : depth > 0 && !s->drafter ? "no drafter" : "no draft runner");
@@ -247,6 +285,7 @@ static specdec_status slot_init(sd_round *rd, sd_round_slot *x, sd_round_seq *s)
         if ((st = round_grammar_trim(rd, x)) != SPECDEC_OK) return st;
         if (x->depth == 0) x->dr = NULL, x->tree = 0, x->det = 0; /* nothing proposed: a plain step */
     }
+    if ((st = round_grammar_forced(rd, x)) != SPECDEC_OK) return st;
     x->ex = slot_exec(rd, x);
     if (x->ex->ops->check && (st = x->ex->ops->check(x->ex, x)) != SPECDEC_OK) return round_exec_fail(rd, x->ex, st);
     return SPECDEC_OK;
@@ -293,6 +332,7 @@ static specdec_status slot_keep(sd_round *rd, sd_exec *ex, sd_round_slot *x) {
                        (int)x->depth);
     s->depth = x->depth;
     s->n_drafted = x->tree ? x->tr.n - 1 : x->depth;
+    s->n_forced = x->n_forced;
     if (s->trace) slot_trace(x);
     if (x->tree) {
         int32_t keep[SD_RUNNER_TREE_MAX];

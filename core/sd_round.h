@@ -189,6 +189,7 @@ struct sd_round_seq {
     sd_logprob lp[SD_ROUND_MAX_EMIT]; /* with logprobs: out[i]'s record (row: the verify pass's
                                          row of out[i]'s position) */
     int32_t n_drafted;                /* draft tokens proposed (tree nodes) */
+    int32_t n_forced;                 /* of them, proposed because the grammar allowed nothing else */
     sd_round_times t;
     specdec_status status;            /* OK once this sequence's round completed; else what
                                          failed (it must be begun again) */
@@ -208,6 +209,8 @@ struct sd_round_slot {
     int32_t budget;             /* a runner drafter's tree: nodes of its shape */
     int32_t lag;                /* a runner drafter: tokens[L - lag .. L) its runner has not seen */
     int det;                    /* q one-hot on every proposed token (no q rows) */
+    int32_t n_forced;           /* the last n_forced tokens of the chain are the grammar's only choice
+                                   (jump-forward, core/sd_round.c round_grammar_forced) */
     float *aux;                 /* NULL, or (a SD_DRAFTER_TARGET_HIDDEN drafter's plan) where the verify
                                    pass captures the target's hidden states of its rows
                                    (sd_runner_seg.aux, in the target group's memory) */

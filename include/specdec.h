@@ -598,7 +598,13 @@ typedef struct specdec_stats {
     int64_t n_cached_prompt;      /* prompt tokens whose target rows came from a scheduler's prefix
                                      cache (specdec_prefix_cache): not prefilled; 0 for
                                      specdec_generate (OpenAI usage.prompt_tokens_details.cached_tokens) */
-    uint64_t reserved[7];
+    /* since 0.5.3 (was reserved[0]) */
+    int64_t n_forced;             /* structured output: draft tokens proposed because the grammar
+                                     allowed no other token (jump-forward), counted in n_drafted
+                                     too; plain decoding proposes them as well (its rounds then
+                                     verify them in one target pass: n_target_passes drops below
+                                     n_generated; draft_method stays NONE) */
+    uint64_t reserved[6];
 } specdec_stats;
 
 /* Static lower-case names of enum values, as the CLI's --json and the server's

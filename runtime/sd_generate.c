@@ -536,7 +536,10 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
 static sd_draft_shape sd_gen_round_shape(const sd_gen *g) {
     const sd_gen_env *env = g->env;
     const int32_t room = sd_min_i32(g->p->n_predict - g->n_out - 1, env->n_ctx - g->L - 1);
-    if (!g->rs.drafter) return sd_draft_chain(0);
+    if (!g->rs.drafter) { /* plain decoding; with a grammar, the tokens it forces are verified in one pass */
+        const int32_t fit = sd_min_i32(SD_GEN_FORCED_MAX, env->tree_fit_solo);
+        return sd_draft_chain(g->p->grammar && room > 0 && fit > 0 ? sd_min_i32(fit, room) : 0);
+    }
     if (!g->tree) return sd_draft_chain(room < 0 ? 0 : sd_min_i32(g->gamma, room));
     const int32_t fit = g->rs.drafter->ops->caps & SD_DRAFTER_RUNNER ? env->tree_fit : env->tree_fit_solo;
     return sd_tree_round_shape(&g->req, room, sd_min_i32(env->n_ctx - g->L, fit));
@@ -561,6 +564,7 @@ static void sd_gen_account(sd_gen *g) {
     g->st->t_verify_s += s->t.verify;
     g->st->n_rounds++;
     g->st->n_target_passes++;
+    g->st->n_forced += s->n_forced;
     if (s->ngram) sd_adapt_ngram_observe(g->adapt, s->n_drafted + 1, s->t.draft + s->t.target + s->t.verify);
     if (s->depth > 0) {
         g->st->n_draft_rounds++;

@@ -34,6 +34,10 @@ typedef struct sd_engine_special {
 } sd_engine_special;
 
 /* What a generation needs to know of the models it runs on. */
+/* Most tokens a grammar may force in one round of plain decoding (jump-forward,
+ * core/sd_round.c round_grammar_forced); drafters' chains are bounded by their own γ. */
+#define SD_GEN_FORCED_MAX SPECDEC_MAX_DRAFT
+
 typedef struct sd_gen_env {
     int32_t n_ctx;           /* context of every sequence */
     int32_t n_vocab;

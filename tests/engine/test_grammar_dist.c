@@ -23,7 +23,13 @@
  * n-gram drafter (its drafts are not masked: refused drafts must be rejected) and plain decoding;
  * greedy (γ = 4) must equal the argmax path. The same language written in GBNF (AB_GBNF,
  * core/sd_gbnf.h) gives the same masks and transitions along every history of up to 6 tokens and
- * passes a rejection case (γ = 3) against the same law. Built with SD_GRAMMAR_MUTANT (grammar_mutant.c
+ * passes a rejection case (γ = 3) against the same law. Jump-forward (core/sd_round.c
+ * round_grammar_forced): a second language, FORCED_GBNF ("c" then "a" or "b", three times), forces
+ * every "c" (the only token its state allows); plain decoding (T 1, REJECTION) and the n-gram
+ * drafter propose those tokens as drafts, and their law is checked against the exact law computed
+ * with that grammar's masks (sd_grammar_apply along each history: H0 is the loop's exactness,
+ * the masks being the implementation's); the case also checks that tokens were forced and all of
+ * them accepted. Built with SD_GRAMMAR_MUTANT (grammar_mutant.c
  * linked: each row masked with the state of the round's start, the drafts before it left out)
  * the test runs a rejection case and must REJECT it (by the law, or by the loop's check that every
  * committed token obeys the grammar, which fails such generations with SPECDEC_ERR_INTERNAL). */
@@ -69,7 +75,10 @@ static const sd_fsm_vtable AB_VT = {fsm_step, fsm_accepting, fsm_n_states, fsm_d
  * after an "a", i.e. c*a*; one to three b's. */
 static const char AB_GBNF[] = "root ::= p (\"b\" p){1,3}\np ::= \"c\"* \"a\"*\n";
 
-/* The vocabulary above with the hand automaton (gbnf = 0) or the GBNF one. */
+/* Jump-forward's language: every "c" is the only token its state allows. */
+static const char FORCED_GBNF[] = "root ::= (\"c\" (\"a\" | \"b\")){3}\n";
+
+/* The vocabulary above with the hand automaton (gbnf = 0), the GBNF one (1) or FORCED_GBNF (2). */
 static specdec_grammar *make_grammar_of(int gbnf) {
     uint32_t *off = sd_malloc((V + 1) * sizeof *off);
     uint8_t *bytes = sd_malloc(32), *text = sd_malloc(V);
@@ -85,8 +94,8 @@ static specdec_grammar *make_grammar_of(int gbnf) {
     SD_CHECK(sd_grammar_vocab_create(V, off, bytes, text, &v, NULL) == SPECDEC_OK, "vocab: %s", specdec_last_error());
     sd_fsm *f = NULL;
     if (gbnf) {
-        SD_CHECK(sd_gbnf_fsm_create(AB_GBNF, strlen(AB_GBNF), 1000, &f, NULL) == SPECDEC_OK, "gbnf: %s",
-                 specdec_last_error());
+        const char *src = gbnf == 2 ? FORCED_GBNF : AB_GBNF;
+        SD_CHECK(sd_gbnf_fsm_create(src, strlen(src), 1000, &f, NULL) == SPECDEC_OK, "gbnf: %s", specdec_last_error());
     } else {
         f = sd_malloc(sizeof *f);
         f->vt = &AB_VT;
@@ -188,6 +197,9 @@ static int32_t hist_state(const int32_t *hist, int32_t n) {
     return s;
 }
 
+/* NULL: the law masks with the hand automaton; else with this grammar's own masks. */
+static const specdec_grammar *g_law_grammar;
+
 /* The law of the token after hist[0..n) (double, normalised); after the stop token: 7 again. */
 static void exact_row(const dcase *c, const sd_sampling_params *sp, const int32_t *hist, int32_t n, double *out) {
     memset(out, 0, V * sizeof *out);
@@ -198,9 +210,18 @@ static void exact_row(const dcase *c, const sd_sampling_params *sp, const int32_
     float row[V], probs[V];
     static char scratch[1 << 12];
     memcpy(row, g_target + (size_t)(hist[n - 2] * V + hist[n - 1]) * V, sizeof row);
-    const int32_t s = hist_state(hist, n);
-    for (int32_t t = 0; t < V; t++)
-        if (t == STOP ? !ab_accepting(s) : walk(s, t) < 0) row[t] = -INFINITY;
+    if (g_law_grammar) {
+        int32_t s = sd_grammar_start(g_law_grammar);
+        for (int32_t j = 2; j < n && s >= 0; j++)
+            if (hist[j] != STOP) s = sd_grammar_next(g_law_grammar, s, hist[j]);
+        int only_end = 0;
+        SD_CHECK(s >= 0 && sd_grammar_apply(g_law_grammar, s, row, V, STOP_IDS, 1, &only_end, NULL) == SPECDEC_OK,
+                 "law mask");
+    } else {
+        const int32_t s = hist_state(hist, n);
+        for (int32_t t = 0; t < V; t++)
+            if (t == STOP ? !ab_accepting(s) : walk(s, t) < 0) row[t] = -INFINITY;
+    }
     sd_logits_proc lp;
     memset(&lp, 0, sizeof lp);
     lp.presence = c->presence;
@@ -254,8 +275,12 @@ static specdec_generate_params case_params(const dcase *c, const specdec_grammar
     return gp;
 }
 
+/* The tables' share of -inf logits; 0 for FORCED_GBNF, whose forced tokens must be possible in
+ * every context (else plain decoding itself meets rows the grammar leaves empty). */
+static double g_p_ninf = 0.1;
+
 static specdec_engine *make_engine(const dcase *c, mk_runner **mt, mk_runner **md) {
-    mk_fill_table(g_target, V * V, V, 1.2, 0.1, 101);
+    mk_fill_table(g_target, V * V, V, 1.2, g_p_ninf, 101);
     mk_fill_table(g_draft, V, V, 1.2, 0.1, 202);
     *mt = mk_runner_new(2, g_target, V, 64, 64);
     *md = c->draft == 1 ? mk_runner_new(1, g_draft, V, 64, 64) : NULL;
@@ -279,7 +304,7 @@ static void run_case(const dcase *c, const specdec_grammar *g, long N) {
     exact_enum(c, &sp, h, 2, 1.0, pa, pb);
     memset(ca, 0, sizeof ca);
     memset(cb, 0, sizeof cb);
-    long drafted = 0, accepted = 0, bad = 0;
+    long drafted = 0, accepted = 0, bad = 0, forced = 0;
     for (long i = 0; i < N; i++) {
         int32_t out[NP], n = 0;
         specdec_stats stats;
@@ -297,12 +322,16 @@ static void run_case(const dcase *c, const specdec_grammar *g, long N) {
         cb[(out[3] * V + out[4]) * V + out[5]]++;
         drafted += stats.n_drafted;
         accepted += stats.n_accepted;
+        forced += stats.n_forced;
     }
 #ifndef SD_GRAMMAR_MUTANT
     SD_CHECK(bad == 0, "%s: %ld failed generate calls", c->name, bad);
 #endif
     SD_CHECK(mt->violations == 0 && (!md || md->violations == 0), "%s: runner contract violations", c->name);
     if (c->draft) SD_CHECK(drafted > 0 && accepted > 0, "%s: drafted %ld, accepted %ld", c->name, drafted, accepted);
+    if (g_law_grammar) /* jump-forward ran, and a forced token is never rejected */
+        SD_CHECK(forced > 0 && (c->draft || (drafted == forced && accepted == forced)),
+                 "%s: forced %ld, drafted %ld, accepted %ld", c->name, forced, drafted, accepted);
     int df;
     double G;
     const double pva = g_test_pvalue(ca, pa, V * V * V, N - bad, &df, &G);
@@ -381,6 +410,18 @@ int main(int argc, char **argv) {
         const dcase gc = {"gbnf rejection g=3 T=1", 1, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f, 0.0f};
         run_case(&gc, gg, N);
         sd_grammar_release(gg);
+    }
+    /* jump-forward: every "c" of FORCED_GBNF is forced; the law with that grammar's masks */
+    specdec_grammar *gf = make_grammar_of(2);
+    if (gf) {
+        g_law_grammar = gf;
+        g_p_ninf = 0.0;
+        const dcase fc[] = {{"forced: plain rejection T=1", 0, SPECDEC_VERIFY_REJECTION, 0, 1.0f, 0, 1.0f, 0.0f, 0.0f},
+                            {"forced: ngram rejection g=3 T=.8", 2, SPECDEC_VERIFY_REJECTION, 3, 0.8f, 0, 1.0f, 0.0f,
+                             0.0f}};
+        for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) run_case(&fc[i], gf, N);
+        g_law_grammar = NULL;
+        sd_grammar_release(gf);
     }
 #endif
     sd_grammar_release(g);

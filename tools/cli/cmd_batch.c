@@ -374,7 +374,7 @@ static int batch_print_json_line(cJSON *j) {
 /* Totals over the prompts (the count fields of specdec_stats summed). */
 typedef struct batch_sum {
     int32_t failed;
-    int64_t tokens, drafted, accepted, passes;
+    int64_t tokens, drafted, accepted, passes, forced;
     int64_t prompt, cached; /* prompt tokens, and of them those whose KV came from the prefix cache */
     double t_load_s;
 } batch_sum;
@@ -388,6 +388,7 @@ static batch_sum batch_totals(const batch_ctx *c) {
         t.drafted += it->stats.n_drafted;
         t.accepted += it->stats.n_accepted;
         t.passes += it->stats.n_target_passes;
+        t.forced += it->stats.n_forced;
         t.prompt += it->stats.n_prompt;
         t.cached += it->stats.n_cached_prompt;
         t.failed += it->status != SPECDEC_OK;
@@ -425,6 +426,7 @@ static void batch_print_summary(const batch_ctx *c, int json) {
     cJSON_AddNumberToObject(s, "tokens_per_target_pass", tpp);
     cJSON_AddNumberToObject(s, "n_prompt", (double)t.prompt);
     cJSON_AddNumberToObject(s, "n_cached_prompt", (double)t.cached);
+    cJSON_AddNumberToObject(s, "n_forced", (double)t.forced);
     cJSON_AddNumberToObject(s, "t_load_s", t.t_load_s);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);
