@@ -1029,7 +1029,7 @@ SPECDEC_API specdec_status specdec_chat_tokenize(const specdec_tokenizer *tok, c
  * refuses the last two, Python the first two) and "continue_final_message" is UNSUPPORTED. At
  * most 256 keys.
  * template_name as for specdec_chat_apply. "plain" renders role and the normalised content;
- * tools (non-null) or a message with tool_calls are UNSUPPORTED there (the format has no place
+ * a non-empty tools list or a message with tool_calls are UNSUPPORTED there (the format has no place
  * for them); kwargs are accepted and unused, as by a template that does not read them.
  * Output (text, capacity, len) and the other errors as specdec_chat_apply; a JSON text that does
  * not parse, is not valid UTF-8, or has the wrong shape is INVALID_ARGUMENT naming the field

@@ -250,7 +250,7 @@ static specdec_status sd_cj_render(const specdec_tokenizer *tok, const char *nam
     specdec_status st = sd_chat_resolve_name(tok, name, &which);
     if (st) return st;
     if (which == SD_CHAT_FORMAT_PLAIN) {
-        if ((tools && !cJSON_IsNull(tools)) || any_calls)
+        if ((tools && tools->child) || any_calls) /* an empty list renders nothing, as in a template */
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, FN ": the plain chat format has no place for %s",
                            any_calls ? "tool_calls" : "tools");
         const cJSON *a = kw ? cJSON_GetObjectItemCaseSensitive(kw, "add_generation_prompt") : NULL;

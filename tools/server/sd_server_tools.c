@@ -605,7 +605,7 @@ static size_t sd_partial(const char *t, size_t from, size_t n, const char *marke
 static int sd_feed_until(sd_tool_out *o, const char *t, size_t n, int final, const char *marker, sd_buf *out) {
     const char *s = sd_find(t + o->pos, n - o->pos, marker);
     size_t end = s ? (size_t)(s - t) : final ? n : n - sd_partial(t, o->pos, n, marker);
-    if (!o->started) sd_delta_content(out, t + o->pos, end - o->pos);
+    if (!o->n_calls) sd_delta_content(out, t + o->pos, end - o->pos);
     o->pos = end;
     return s != NULL;
 }
@@ -617,7 +617,6 @@ static void sd_feed_hermes(sd_tool_out *o, const char *t, size_t n, int final, s
             if (!sd_feed_until(o, t, n, final, open, out)) return;
             o->pos += sizeof open - 1;
             o->in_block = 1;
-            o->started = 1;
         }
         const char *c = sd_find(t + o->pos, n - o->pos, close);
         if (!c && !final) return; /* the block is read whole */

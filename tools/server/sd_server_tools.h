@@ -66,7 +66,6 @@ typedef struct sd_tool_out {
     int n_calls;            /* calls sent (each a delta with id, type, name) */
     int in_block;           /* hermes: inside <tool_call>...; mistral / llama3_json: holding the rest */
     int plain;              /* llama3_json: decided the output is text */
-    int started;            /* a call block began: later text outside calls is dropped (as vLLM) */
     int depth, in_str, esc; /* "required": the JSON scanner over the array */
     size_t elem;            /* "required": where the current array element started */
     char named_id[48];
