@@ -1028,9 +1028,10 @@ SPECDEC_API specdec_status specdec_chat_tokenize(const specdec_tokenizer *tok, c
  * tokens; "messages", "conversation", "chat_template" and "tokenize" are INVALID_ARGUMENT (vLLM
  * refuses the last two, Python the first two) and "continue_final_message" is UNSUPPORTED. At
  * most 256 keys.
- * template_name as for specdec_chat_apply. "plain" renders role and the normalised content;
- * a non-empty tools list or a message with tool_calls are UNSUPPORTED there (the format has no place
- * for them); kwargs are accepted and unused, as by a template that does not read them.
+ * template_name as for specdec_chat_apply. "plain" renders role and the normalised content, as a
+ * template that reads nothing else: tools, tool_calls and kwargs other than add_generation_prompt
+ * are accepted and do not appear (the built-in family templates likewise ignore what they do not
+ * read).
  * Output (text, capacity, len) and the other errors as specdec_chat_apply; a JSON text that does
  * not parse, is not valid UTF-8, or has the wrong shape is INVALID_ARGUMENT naming the field
  * ("messages[2].tool_calls[0].function"). Tokenize the text with specdec_tokenize() and the

@@ -99,7 +99,7 @@ static specdec_status sd_cj_copy(cJSON *dst, const char *key, const cJSON *v) {
 
 /* An assistant's tool_calls as vLLM keeps them: arguments that are a string parsed as JSON
  * (invalid or empty: {}), anything else that is not a dict or list -> {}. */
-static specdec_status sd_cj_tool_calls(const cJSON *tc, int i, cJSON *msg, int *has_calls) {
+static specdec_status sd_cj_tool_calls(const cJSON *tc, int i, cJSON *msg) {
     if (!tc || cJSON_IsNull(tc)) return SPECDEC_OK;
     if (!cJSON_IsArray(tc))
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, FN ": messages[%d].tool_calls is not a list", i);
@@ -129,12 +129,11 @@ static specdec_status sd_cj_tool_calls(const cJSON *tc, int i, cJSON *msg, int *
         else cJSON_AddItemToObject(f, "arguments", parsed);
     }
     cJSON_AddItemToObject(msg, "tool_calls", d);
-    *has_calls = 1;
     return SPECDEC_OK;
 }
 
 /* One message as vLLM's _parse_chat_message_content + transformers' reasoning aliases leave it. */
-static specdec_status sd_cj_message(const cJSON *m, int i, cJSON **out, int *has_calls) {
+static specdec_status sd_cj_message(const cJSON *m, int i, cJSON **out) {
     *out = NULL;
     if (!cJSON_IsObject(m)) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, FN ": messages[%d] is not an object", i);
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
@@ -155,7 +154,7 @@ static specdec_status sd_cj_message(const cJSON *m, int i, cJSON **out, int *has
     if (reasoning && !cJSON_AddStringToObject(msg, "thinking", reasoning->valuestring)) st = sd_cj_oom();
     if (!st && !cJSON_AddStringToObject(msg, "role", r)) st = sd_cj_oom();
     if (!st) st = sd_cj_content(cJSON_GetObjectItemCaseSensitive(m, "content"), i, msg);
-    if (!st && assistant) st = sd_cj_tool_calls(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), i, msg, has_calls);
+    if (!st && assistant) st = sd_cj_tool_calls(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"), i, msg);
     if (!st && reasoning &&
         (!cJSON_AddStringToObject(msg, "reasoning", reasoning->valuestring) ||
          !cJSON_AddStringToObject(msg, "reasoning_content", reasoning->valuestring)))
@@ -178,8 +177,8 @@ static specdec_status sd_cj_message(const cJSON *m, int i, cJSON **out, int *has
     return SPECDEC_OK;
 }
 
-/* The normalised conversation; *any_calls: some assistant message keeps tool_calls. */
-static specdec_status sd_cj_conversation(const char *messages_json, cJSON **conv, int *any_calls) {
+/* The normalised conversation. */
+static specdec_status sd_cj_conversation(const char *messages_json, cJSON **conv) {
     cJSON *in = NULL;
     *conv = NULL;
     specdec_status st = sd_cj_parse(messages_json, "messages", &in);
@@ -193,7 +192,7 @@ static specdec_status sd_cj_conversation(const char *messages_json, cJSON **conv
     int i = 0;
     for (const cJSON *m = in->child; m && !st; m = m->next, i++) {
         cJSON *msg = NULL;
-        if (!(st = sd_cj_message(m, i, &msg, any_calls))) cJSON_AddItemToArray(out, msg);
+        if (!(st = sd_cj_message(m, i, &msg))) cJSON_AddItemToArray(out, msg);
     }
     cJSON_Delete(in);
     if (st) {
@@ -244,15 +243,12 @@ static specdec_status sd_cj_plain(const cJSON *conv, int agp, sd_tok_buf *out) {
     return st;
 }
 
-static specdec_status sd_cj_render(const specdec_tokenizer *tok, const char *name, const cJSON *conv, int any_calls,
-                                   const cJSON *tools, const cJSON *kw, int agp, sd_tok_buf *out) {
+static specdec_status sd_cj_render(const specdec_tokenizer *tok, const char *name, const cJSON *conv, const cJSON *tools,
+                                   const cJSON *kw, int agp, sd_tok_buf *out) {
     int which = 0;
     specdec_status st = sd_chat_resolve_name(tok, name, &which);
     if (st) return st;
-    if (which == SD_CHAT_FORMAT_PLAIN) {
-        if ((tools && tools->child) || any_calls) /* an empty list renders nothing, as in a template */
-            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, FN ": the plain chat format has no place for %s",
-                           any_calls ? "tool_calls" : "tools");
+    if (which == SD_CHAT_FORMAT_PLAIN) { /* a template that reads role and content only */
         const cJSON *a = kw ? cJSON_GetObjectItemCaseSensitive(kw, "add_generation_prompt") : NULL;
         if (a) agp = cJSON_IsTrue(a) || (cJSON_IsNumber(a) && a->valuedouble != 0) ||
                      (cJSON_IsString(a) && a->valuestring[0]) || (cJSON_IsArray(a) && a->child) ||
@@ -312,8 +308,7 @@ specdec_status specdec_chat_apply_json(const specdec_tokenizer *tok, const char 
     if (!tok || !len || !messages_json || (!text && capacity))
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, FN ": NULL argument");
     cJSON *conv = NULL, *tools = NULL, *kw = NULL;
-    int any_calls = 0;
-    specdec_status st = sd_cj_conversation(messages_json, &conv, &any_calls);
+    specdec_status st = sd_cj_conversation(messages_json, &conv);
     if (!st && tools_json) {
         st = sd_cj_parse(tools_json, "tools", &tools);
         if (!st && !cJSON_IsArray(tools) && !cJSON_IsNull(tools))
@@ -325,7 +320,7 @@ specdec_status specdec_chat_apply_json(const specdec_tokenizer *tok, const char 
     }
     if (!st) st = sd_cj_kwargs(kwargs_json, &kw);
     sd_tok_buf out = {0};
-    if (!st) st = sd_cj_render(tok, template_name, conv, any_calls, tools, kw, add_generation_prompt, &out);
+    if (!st) st = sd_cj_render(tok, template_name, conv, tools, kw, add_generation_prompt, &out);
     if (!st) {
         *len = out.len;
         if (out.len + 1 > capacity)

@@ -224,14 +224,15 @@ def check_refusals(driver, tokenizer, tmp):
         ({"messages": user, "kwargs": {"chat_template": "x"}}, "chatml", INVALID_ARGUMENT, "chat_template"),
         ({"messages": user, "kwargs": {"continue_final_message": True}}, "chatml", UNSUPPORTED, "continue_final"),
         ({"messages": user, "kwargs": {f"k{i}": i for i in range(257)}}, "chatml", INVALID_ARGUMENT, "256"),
-        ({"messages": user, "tools": TOOLS}, None, UNSUPPORTED, "plain chat format"),
-        ({"messages": user + [{"role": "assistant", "tool_calls": [CALL_STR]}]}, None, UNSUPPORTED, "tool_calls"),
         ({"messages": user, "tools": TOOLS}, "nosuch", INVALID_ARGUMENT, "unknown name"),
     ]
     oks = [  # (request, name, text)
         ({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, "b"]},
                        {"role": "assistant", "content": None}], "agp": True}, None, "User: a\nb\nAssistant: \nAssistant:"),
         ({"messages": user, "tools": None, "kwargs": {"add_generation_prompt": False}, "agp": True}, None, "User: hi\n"),
+        # plain reads role and content only: tools and tool calls do not appear
+        ({"messages": user + [{"role": "assistant", "content": None, "tool_calls": [CALL_STR]}], "tools": TOOLS,
+          "agp": False}, None, "User: hi\nAssistant: \n"),
         ({"messages": user, "kwargs": {"enable_thinking": False}, "agp": True}, "chatml",
          "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"),
     ]

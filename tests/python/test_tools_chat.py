@@ -88,8 +88,8 @@ def test_chat_equals_server(qwen3_dir):
 
 @pytest.mark.quick
 def test_errors(llm, qwen3_dir):
-    with pytest.raises(specdec.UnsupportedError):  # the bundled tokenizer has no template: the plain format
-        llm.chat([{"role": "user", "content": "hi"}], tools=TOOLS, use_tqdm=False)
+    # the bundled tokenizer has no template: the plain format, which reads role and content only
+    assert llm.tokenizer.apply_chat_template(CONV, tools=TOOLS) == "User: Weather in Paris?\nAssistant: \nTool: 21 degrees\nAssistant:"
     tok = specdec.Tokenizer(qwen3_dir)
     with pytest.raises(specdec.InvalidArgumentError):
         tok.apply_chat_template(CONV, chat_template_kwargs=["x"])

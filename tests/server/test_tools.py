@@ -20,8 +20,8 @@ is gibberish, so
   - errors, each a 400 naming its field with the server still serving: bad tool shapes,
     duplicate names, an unknown named tool, tool_choice without tools, "auto" on a server without
     a parser, "required" + response_format, kwargs that are not an object or set
-    "chat_template", 129 tools, a schema nested 40 deep, legacy "functions", tools on the plain
-    format (chat_template_unsupported); the server refuses to start with
+    "chat_template", 129 tools, a schema nested 40 deep, legacy "functions"; on the plain format
+    (the bundled pair) tools are not rendered and a named call still works; the server refuses to start with
     --enable-auto-tool-choice alone or an unknown parser.
 The parsers' own adversarial cases are C unit tests (test_server_parse.c).
 
@@ -257,8 +257,14 @@ def test_no_parser(srv):
 
 
 def test_plain(srv):
-    expect_400(srv, "tools on the plain format", {"tools": TOOLS, "tool_choice": "none"}, "messages",
-               "chat_template_unsupported")
+    """The plain format reads role and content only: the tools are not in the prompt, a named call
+    still constrains the output (the README's example)."""
+    n_plain = usage_prompt(srv, dict(messages=USER))
+    check(usage_prompt(srv, dict(messages=USER, tools=TOOLS, tool_choice="none")) == n_plain, "plain: tools not rendered")
+    st, r = post(srv, dict(messages=USER, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "search"}},
+                           max_tokens=40, temperature=0))
+    calls = r["choices"][0]["message"]["tool_calls"] if st == 200 else []
+    check(st == 200 and len(calls) == 1 and search_ok(calls[0]["function"]["arguments"]), "plain, named: %s" % r)
 
 
 def test_start_flags():
