@@ -1140,6 +1140,14 @@ static void test_tools_parse(void) {
                  !strcmp(r.guided.spec, "{\"type\":\"object\",\"properties\":{}}"),
              "named without parameters: %d %s", code, code == 200 ? r.guided.spec : e.message);
     if (code == 200) sd_api_request_free(&r);
+    snprintf(body, sizeof body, "%s,\"tools\":[%s,%s],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"w\"}}}",
+             head, W, S);
+    code = parse(body, 1, &r, &e);
+    SD_CHECK(code == 200 && r.tool_choice == SD_TC_NAMED && r.tool_named == 0 &&
+                 !strcmp(r.guided.spec, "{\"type\":\"object\",\"properties\":{\"c\":{\"type\":\"string\"}},"
+                                        "\"$defs\":{\"d\":{\"type\":\"integer\"}}}"),
+             "named keeps its parameters whole ($defs included): %d %s", code, code == 200 ? r.guided.spec : e.message);
+    if (code == 200) sd_api_request_free(&r);
     snprintf(body, sizeof body, "%s,\"tools\":[%s,%s],\"tool_choice\":\"required\"}", head, W, S);
     code = parse(body, 1, &r, &e);
     SD_CHECK(code == 200 && r.tool_choice == SD_TC_REQUIRED &&

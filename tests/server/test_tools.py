@@ -45,9 +45,10 @@ WEATHER = {"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
                                                     "unit": {"enum": ["celsius", "fahrenheit"]}},
                    "required": ["city", "unit"], "additionalProperties": False}}}
-SEARCH = {"type": "function", "function": {
-    "name": "search", "parameters": {"type": "object", "properties": {"q": {"type": "string", "maxLength": 6}},
-                                     "required": ["q"], "additionalProperties": False}}}
+SEARCH = {"type": "function", "function": {  # a $ref into $defs: kept for a named call, merged for "required"
+    "name": "search", "parameters": {"type": "object", "properties": {"q": {"$ref": "#/$defs/short"}},
+                                     "required": ["q"], "additionalProperties": False,
+                                     "$defs": {"short": {"type": "string", "maxLength": 6}}}}}
 TOOLS = [WEATHER, SEARCH]
 USER = [{"role": "user", "content": "Weather in Paris?"}]
 ID = re.compile(r"chatcmpl-tool-[0-9a-f]{32}")

@@ -90,7 +90,8 @@ static int sd_tool_one(const cJSON *t, int i, cJSON *out, sd_api_request *r, sd_
     return bad ? sd_oom(e, "tools") : 0;
 }
 
-/* The empty-object schema vLLM uses for a tool without parameters. */
+/* A tool's parameters as a schema (the empty-object schema vLLM uses for none or {}); with defs,
+ * its "$defs" are moved there ("required" merges them at the top of its schema). */
 static cJSON *sd_params_schema(const cJSON *par, cJSON *defs, int *conflict) {
     if (!cJSON_IsObject(par) || !par->child) {
         cJSON *s = cJSON_CreateObject();
@@ -98,7 +99,7 @@ static cJSON *sd_params_schema(const cJSON *par, cJSON *defs, int *conflict) {
         return s;
     }
     cJSON *s = cJSON_Duplicate(par, 1);
-    cJSON *d = s ? cJSON_DetachItemFromObjectCaseSensitive(s, "$defs") : NULL;
+    cJSON *d = s && defs ? cJSON_DetachItemFromObjectCaseSensitive(s, "$defs") : NULL; /* named: kept in place */
     for (cJSON *x = d && defs ? d->child : NULL; x; x = x->next) { /* vLLM merges every tool's $defs */
         const cJSON *have = cJSON_GetObjectItemCaseSensitive(defs, x->string);
         if (have && !cJSON_Compare(have, x, 1)) *conflict = 1;
@@ -166,7 +167,8 @@ static int sd_required_schema(const cJSON *tools, sd_api_request *r, sd_api_erro
 static int sd_named_schema(const cJSON *tools, int k, sd_api_request *r, sd_api_error *e) {
     const cJSON *t = cJSON_GetArrayItem(tools, k);
     const cJSON *par = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "function"), "parameters");
-    cJSON *s = sd_params_schema(par, NULL, &k);
+    int unused = 0;
+    cJSON *s = sd_params_schema(par, NULL, &unused);
     char *text = s ? cJSON_PrintUnformatted(s) : NULL;
     cJSON_Delete(s);
     if (!text) return sd_oom(e, "tool_choice");
