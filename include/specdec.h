@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 2
+#define SPECDEC_VERSION_PATCH 3
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.2"
+#define SPECDEC_VERSION_STRING "0.5.3"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -1007,6 +1007,45 @@ SPECDEC_API specdec_status specdec_chat_tokenize(const specdec_tokenizer *tok, c
                                                  const specdec_chat_message *msgs, int32_t n_msgs,
                                                  int add_generation_prompt, int32_t *ids, int32_t capacity,
                                                  int32_t *n_ids);
+
+/* Render an OpenAI-format conversation given as JSON text (since 0.5.3): what vLLM's
+ * /v1/chat/completions and LLM.chat hand to apply_chat_template, with tools and extra template
+ * variables. messages_json: a JSON array of message objects (UTF-8, NUL-terminated, borrowed).
+ * Each message is normalised as vLLM does (vllm/entrypoints/chat_utils.py) before the template
+ * sees it, then as transformers does:
+ *   - "role": a non-empty string (required). "content": a string; null or absent -> ""; a list of
+ *     parts -> the texts of its "text" / "input_text" / "output_text" parts, "refusal" parts and
+ *     "thinking" parts joined with "\n" (vLLM's "string" content format; a part whose text is null
+ *     is skipped); any other part type (images, audio, ...) is UNSUPPORTED.
+ *   - assistant: "tool_calls" (a list, kept as given; an empty list is dropped, null ignored);
+ *     each call's function.arguments given as a string is parsed as JSON (not JSON, or empty:
+ *     {}), any other non-object/non-list value becomes {} (vLLM's _postprocess_messages: tool
+ *     templates expect a dict). "reasoning" (or the older "reasoning_content" when "reasoning" is
+ *     absent) is kept as both "reasoning" and "reasoning_content".
+ *   - tool: "tool_call_id" kept. Any role: "name" (a string) kept; developer: "tools" kept.
+ *     Every other field is dropped, as vLLM drops it.
+ *   - transformers then copies the reasoning into "thinking" and "reasoning_content" (its
+ *     _alias_reasoning_fields).
+ * tools_json: NULL or "null" (tools = None), or a JSON array passed to the template as given (the
+ * server passes vLLM's normalised {"type": "function", "function": {...}} objects).
+ * kwargs_json: NULL, or a JSON object of extra template variables (vLLM's chat_template_kwargs,
+ * e.g. {"enable_thinking": false} for Qwen3). As in vLLM (where they update the keyword arguments
+ * of apply_chat_template), they override add_generation_prompt, tools, documents and the special
+ * tokens; "messages", "conversation", "chat_template" and "tokenize" are INVALID_ARGUMENT (vLLM
+ * refuses the last two, Python the first two) and "continue_final_message" is UNSUPPORTED. At
+ * most 256 keys.
+ * template_name as for specdec_chat_apply. "plain" renders role and the normalised content, as a
+ * template that reads nothing else: tools, tool_calls and kwargs other than add_generation_prompt
+ * are accepted and do not appear (the built-in family templates likewise ignore what they do not
+ * read).
+ * Output (text, capacity, len) and the other errors as specdec_chat_apply; a JSON text that does
+ * not parse, is not valid UTF-8, or has the wrong shape is INVALID_ARGUMENT naming the field
+ * ("messages[2].tool_calls[0].function"). Tokenize the text with specdec_tokenize() and the
+ * add_special of specdec_chat_add_special(). Thread-safe like specdec_chat_apply. */
+SPECDEC_API specdec_status specdec_chat_apply_json(const specdec_tokenizer *tok, const char *template_name,
+                                                   const char *messages_json, const char *tools_json,
+                                                   const char *kwargs_json, int add_generation_prompt, char *text,
+                                                   size_t capacity, size_t *len);
 
 /* ---- structured output (since 0.5.1; docs/STRUCTURED.md) ----------------------------- */
 /* What a grammar constrains the output to (vLLM's structured outputs / guided decoding,

@@ -15,7 +15,7 @@
 /* Index 7 ("jinja") is the tokenizer's own template; 6 is specdec's plain format. */
 static const char *const sd_chat_names[] = {"llama3", "chatml", "llama2", "mistral", "zephyr", "phi3", "plain", "jinja"};
 #define SD_CHAT_N_NAMES ((int32_t)(sizeof sd_chat_names / sizeof sd_chat_names[0]))
-enum { SD_CHAT_PLAIN = 6, SD_CHAT_JINJA = 7 };
+enum { SD_CHAT_PLAIN = SD_CHAT_FORMAT_PLAIN, SD_CHAT_JINJA = SD_CHAT_FORMAT_JINJA };
 
 const char *const sd_chat_special_names[SD_CHAT_N_SPECIAL] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                                               "pad_token", "cls_token", "mask_token"};
@@ -146,7 +146,7 @@ specdec_status sd_chat_render_with(const specdec_tokenizer *tok, const sd_jinja_
 }
 
 /* specdec's plain format (documented in specdec.h). */
-static specdec_status sd_chat_plain(const specdec_chat_message *m, int32_t n, int agp, sd_tok_buf *o) {
+specdec_status sd_chat_render_plain(const specdec_chat_message *m, int32_t n, int agp, sd_tok_buf *o) {
     for (int32_t i = 0; i < n; i++) {
         if (strpbrk(m[i].role, "\r\n"))
             return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "chat template (plain): message %d: role contains a line break", i);
@@ -168,7 +168,7 @@ const char *specdec_tokenizer_chat_template(const specdec_tokenizer *tok) { retu
 
 /* Which template name resolves to: SD_CHAT_PLAIN, SD_CHAT_JINJA (the tokenizer's own), or a
  * family index (its built-in template). */
-static specdec_status sd_chat_resolve(const specdec_tokenizer *tok, const char *name, int *which) {
+specdec_status sd_chat_resolve_name(const specdec_tokenizer *tok, const char *name, int *which) {
     int f = -1;
     if (name) {
         for (int i = 0; i < SD_CHAT_N_NAMES && f < 0; i++)
@@ -190,7 +190,7 @@ specdec_status specdec_chat_template_detect(const specdec_tokenizer *tok, const 
     if (name) *name = NULL;
     if (!tok || !name) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_chat_template_detect: NULL argument");
     int f = SD_CHAT_PLAIN;
-    specdec_status st = sd_chat_resolve(tok, NULL, &f);
+    specdec_status st = sd_chat_resolve_name(tok, NULL, &f);
     if (!st) *name = sd_chat_names[f];
     return st;
 }
@@ -199,7 +199,7 @@ specdec_status specdec_chat_add_special(const specdec_tokenizer *tok, const char
     if (add_special) *add_special = 0;
     if (!tok || !add_special) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_chat_add_special: NULL argument");
     int f = SD_CHAT_PLAIN;
-    specdec_status st = sd_chat_resolve(tok, template_name, &f);
+    specdec_status st = sd_chat_resolve_name(tok, template_name, &f);
     if (!st) *add_special = f == SD_CHAT_PLAIN;
     return st;
 }
@@ -224,9 +224,9 @@ static specdec_status sd_chat_render_tok(const specdec_tokenizer *tok, const cha
                                          int32_t n, int agp, sd_tok_buf *out, int *plain, const char *fn) {
     specdec_status st = sd_chat_check(m, n, fn);
     int f = SD_CHAT_PLAIN;
-    if (st || (st = sd_chat_resolve(tok, name, &f))) return st;
+    if (st || (st = sd_chat_resolve_name(tok, name, &f))) return st;
     *plain = f == SD_CHAT_PLAIN;
-    if (f == SD_CHAT_PLAIN) return sd_chat_plain(m, n, agp, out);
+    if (f == SD_CHAT_PLAIN) return sd_chat_render_plain(m, n, agp, out);
     if (f == SD_CHAT_JINJA) return sd_chat_render_with(tok, tok->chat_tmpl, m, n, agp, SD_JINJA_NOW_SYSTEM, out);
     sd_jinja_tmpl *t = NULL; /* a forced family: its built-in template (parsed in microseconds) */
     const char *text = sd_chat_builtin(sd_chat_names[f]);

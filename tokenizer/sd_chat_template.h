@@ -45,4 +45,12 @@ specdec_status sd_chat_render_with(const specdec_tokenizer *tok, const sd_jinja_
                                    const specdec_chat_message *msgs, int32_t n, int add_generation_prompt,
                                    int64_t now, sd_tok_buf *out);
 
+/* What a template name resolves to: a family index 0..5 (its built-in template),
+ * SD_CHAT_FORMAT_PLAIN or SD_CHAT_FORMAT_JINJA (the tokenizer's own). INVALID_ARGUMENT for an
+ * unknown name, UNSUPPORTED when the tokenizer's template cannot be used. */
+enum { SD_CHAT_FORMAT_PLAIN = 6, SD_CHAT_FORMAT_JINJA = 7 };
+specdec_status sd_chat_resolve_name(const specdec_tokenizer *tok, const char *name, int *which);
+/* specdec's plain format of msgs[0..n) (checked by the caller), appended to o. */
+specdec_status sd_chat_render_plain(const specdec_chat_message *m, int32_t n, int agp, sd_tok_buf *o);
+
 #endif

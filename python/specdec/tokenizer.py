@@ -2,6 +2,7 @@
 and its chat template through specdec_chat_apply / specdec_chat_tokenize."""
 from __future__ import annotations
 
+import json
 import operator
 import os
 from typing import Iterable, Sequence
@@ -147,10 +148,16 @@ class Tokenizer:
         return b.string(name[0])
 
     def apply_chat_template(self, messages, tokenize: bool = False, add_generation_prompt: bool = True,
-                            chat_template: str | None = None):
+                            chat_template: str | None = None, tools=None, chat_template_kwargs=None):
         """As transformers' apply_chat_template: the prompt text, or its ids with tokenize=True.
-        chat_template forces a family by name ("llama3", "chatml", ..., "plain")."""
+        chat_template forces a family by name ("llama3", "chatml", ..., "plain"). Messages in the
+        OpenAI format (tool_calls, tool results, content null or a list of parts, reasoning), tools
+        (a list of {"type": "function", "function": {...}}) and chat_template_kwargs (extra template
+        variables, e.g. {"enable_thinking": False}) go through specdec_chat_apply_json, which
+        normalises the messages as vLLM does."""
         b = binding()
+        if tools is not None or chat_template_kwargs is not None or not _plain_messages(messages):
+            return self._apply_json(messages, tokenize, add_generation_prompt, chat_template, tools, chat_template_kwargs)
         msgs = _Messages(messages)
         tname = b.ffi.new("char[]", chat_template.encode()) if chat_template else b.ffi.NULL
         gen = int(bool(add_generation_prompt))
@@ -162,6 +169,40 @@ class Tokenizer:
         return self._text(lambda buf, cap, length: lib.specdec_chat_apply(self.handle, tname, msgs.arr, msgs.n, gen,
                                                                         buf, cap, length),
                           1024, "applying the chat template")
+
+    def _apply_json(self, messages, tokenize, add_generation_prompt, chat_template, tools, kwargs):
+        b = binding()
+        if isinstance(messages, dict) or not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+            raise InvalidArgumentError("messages must be a list of message dicts")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise InvalidArgumentError("chat_template_kwargs must be a dict")
+        try:
+            texts = [json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogatepass") if v is not None else None
+                     for v in (list(messages), None if tools is None else list(tools), kwargs)]
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(f"messages, tools and chat_template_kwargs must be JSON values: {e}") from None
+        m, t, k = (b.ffi.new("char[]", x) if x is not None else b.ffi.NULL for x in texts)
+        tname = b.ffi.new("char[]", chat_template.encode()) if chat_template else b.ffi.NULL
+        gen = int(bool(add_generation_prompt))
+        lib = b.lib
+        text = self._text(lambda buf, cap, length: lib.specdec_chat_apply_json(self.handle, tname, m, t, k, gen, buf, cap,
+                                                                             length),
+                          1024, "applying the chat template")
+        if not tokenize:
+            return text
+        special = b.ffi.new("int *")
+        self._check(lib.specdec_chat_add_special(self.handle, tname, special), "applying the chat template")
+        return self.encode(text, bool(special[0]))
+
+
+def _plain_messages(messages) -> bool:
+    """Every message is exactly {"role": str, "content": str} (the struct API renders it)."""
+    try:
+        return all(isinstance(m, dict) and set(m) == {"role", "content"} and isinstance(m["content"], str)
+                   for m in messages)
+    except TypeError:
+        return False
+
 
 def token_id_array(token_ids, what: str):
     """An int32_t[] of the ids (None when empty); InvalidArgumentError for non-integers or values

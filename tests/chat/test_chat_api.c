@@ -133,6 +133,43 @@ static void test_bad_input(const specdec_tokenizer *tok) {
              "\"jinja\" without a template is plain: %s", buf);
 }
 
+/* specdec_chat_apply_json on the plain format: arguments, UTF-8, the size protocol. (Renders with
+ * templates, tools and kwargs against transformers: test_chat_json.py.) */
+static void test_json_plain(const specdec_tokenizer *tok) {
+    char buf[64];
+    size_t len = 7;
+    const char *ok = "[{\"role\": \"user\", \"content\": \"hi\"}]";
+    strcpy(buf, "x");
+    expect_invalid(specdec_chat_apply_json(NULL, NULL, ok, NULL, NULL, 1, buf, sizeof buf, &len), buf, "json: NULL tok");
+    expect_invalid(specdec_chat_apply_json(tok, NULL, NULL, NULL, NULL, 1, buf, sizeof buf, &len), buf, "json: NULL msgs");
+    expect_invalid(specdec_chat_apply_json(tok, NULL, ok, NULL, NULL, 1, buf, sizeof buf, NULL), NULL, "json: NULL len");
+    expect_invalid(specdec_chat_apply_json(tok, NULL, ok, NULL, NULL, 1, NULL, 4, &len), NULL, "json: NULL text");
+    expect_invalid(specdec_chat_apply_json(tok, NULL, "[{\"role\": \"user\", \"content\": \"\xff\"}]", NULL, NULL, 1, buf,
+                                           sizeof buf, &len), buf, "json: invalid UTF-8");
+    expect_invalid(specdec_chat_apply_json(tok, NULL, ok, "[\"\xc3\"]", NULL, 1, buf, sizeof buf, &len), buf,
+                   "json: tools not UTF-8");
+    expect_invalid(specdec_chat_apply_json(tok, NULL, ok, NULL, "{} x", 1, buf, sizeof buf, &len), buf,
+                   "json: kwargs with trailing bytes");
+    expect_invalid(specdec_chat_apply_json(tok, NULL, "[{\"role\": \"a\\nb\"}]", NULL, NULL, 1, buf, sizeof buf, &len),
+                   buf, "json: plain role with a newline");
+    const char *want = "User: hi\nAssistant:";
+    SD_CHECK(specdec_chat_apply_json(tok, NULL, ok, "null", "{\"enable_thinking\": false}", 1, NULL, 0, &len) ==
+                     SPECDEC_ERR_BUFFER_TOO_SMALL && len == strlen(want), "json: size %zu", len);
+    SD_CHECK(specdec_chat_apply_json(tok, NULL, ok, "null", NULL, 1, buf, len, &len) == SPECDEC_ERR_BUFFER_TOO_SMALL &&
+                 buf[0] == '\0', "json: one byte short");
+    SD_CHECK(specdec_chat_apply_json(tok, "plain", ok, NULL, NULL, 1, buf, sizeof buf, &len) == SPECDEC_OK &&
+                 !strcmp(buf, want), "json: plain %s", buf);
+    /* the same conversation as specdec_chat_apply renders it, tool result included */
+    const char *conv = "[{\"role\": \"system\", \"content\": [{\"type\": \"text\", \"text\": \"S\"}]},"
+                       " {\"role\": \"user\", \"content\": \"q\", \"unknown\": {\"a\": 1}},"
+                       " {\"role\": \"tool\", \"content\": null, \"tool_call_id\": \"c1\"}]";
+    specdec_chat_message m[] = {MSG("system", "S"), MSG("user", "q"), MSG("tool", "")};
+    char a[128], b[128];
+    SD_CHECK(specdec_chat_apply_json(tok, NULL, conv, NULL, NULL, 0, a, sizeof a, &len) == SPECDEC_OK &&
+                 specdec_chat_apply(tok, NULL, m, 3, 0, b, sizeof b, &len) == SPECDEC_OK && !strcmp(a, b),
+             "json and struct conversations render alike: %s | %s", a, b);
+}
+
 /* ---- templates written next to the bundled tokenizer.json ------------------------------------ */
 static int write_file(const char *name, const char *text) {
     char p[512];
@@ -305,6 +342,21 @@ static void test_alloc_failures(void) {
         }
         SD_CHECK(done && !bad, "%s under allocation failures: done %d bad %d", name, done, bad);
     }
+    /* the JSON entry point: its own buffers and the render's (cJSON's own allocations are not injected) */
+    const char *conv = "[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, \"b\"]},"
+                       " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"function\": {\"name\": \"f\","
+                       " \"arguments\": \"{\\\"x\\\": 1}\"}}]}]";
+    int done = 0, bad = 0;
+    for (long k = 0; tok && k < 1000 && !done; k++) {
+        char buf[512];
+        size_t len;
+        sd_alloc_fail_after(k);
+        specdec_status st = specdec_chat_apply_json(tok, NULL, conv, "[]", "{\"x\": 1}", 1, buf, sizeof buf, &len);
+        sd_alloc_fail_after(-1);
+        if (st == SPECDEC_OK) done = 1;
+        else if (st != SPECDEC_ERR_OUT_OF_MEMORY) bad = 1;
+    }
+    SD_CHECK(done && !bad, "apply_json under allocation failures: done %d bad %d", done, bad);
     specdec_tokenizer_free(tok);
     /* the end of a load: the special tokens, the template and its parse are the last allocations */
     sd_alloc_fail_after(-1);
@@ -335,6 +387,7 @@ int main(int argc, char **argv) {
     }
     test_plain(tok);
     test_bad_input(tok);
+    test_json_plain(tok);
     specdec_tokenizer_free(tok);
 
     static char tokjson[512];

@@ -18,7 +18,10 @@
  * what the client receives) parses back to the same message, type, param and code; a
  * refused body leaves the request empty; both checks are deterministic; a chat request
  * renders or is refused with INVALID_ARGUMENT (the template's objection), never another
- * status, and its ids are in the vocabulary; a completions prompt is one or a batch (texts or
+ * status, and its ids are in the vocabulary; so does its JSON form with tools and
+ * chat_template_kwargs (specdec_chat_apply_json; UNSUPPORTED too, with a message); tool_choice
+ * and the tools count are within range; a chat body's bytes, taken as a model's output, go through
+ * every tool-call parser whole and streamed (sd_fsrv_tool_text); a completions prompt is one or a batch (texts or
  * id lists, not mixed) within SD_API_MAX_PROMPTS, n and prompts x n within their caps; a
  * token-id prompt (the batch's last), taken as generated tokens,
  * goes through the logprobs writers (both shapes parse, every token's text is valid UTF-8).
@@ -32,6 +35,7 @@
 #include "fuzz_common.h"
 #include "sd_server_internal.h"
 #include "sd_server_request.h"
+#include "sd_server_tools.h"
 #include "specdec.h"
 
 #ifndef SD_FUZZ_MODELS_DIR
@@ -179,8 +183,51 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
         for (int32_t k = 0; k < i; k++) sd_fuzz_require(r->logit_bias[k].token != r->logit_bias[i].token);
 }
 
-/* What the server does with a chat request next: the family's prompt ids. */
+/* The tool-call parsers on text (what a model generated): whole and streamed in two pieces,
+ * for a named call and each "required" / "auto" parser: content within the text or the parser's
+ * own, at most SD_TOOLS_MAX_CALLS calls each with an id, a name and arguments, every streamed delta
+ * a JSON object. */
+static void sd_fsrv_tool_text(const char *text, size_t n) {
+    static const int modes[][2] = {{SD_TC_NAMED, SD_TP_NONE},       {SD_TC_REQUIRED, SD_TP_NONE},
+                                   {SD_TC_AUTO, SD_TP_HERMES},      {SD_TC_AUTO, SD_TP_LLAMA3_JSON},
+                                   {SD_TC_AUTO, SD_TP_MISTRAL}};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        sd_tool_out o;
+        sd_tools_out_init(&o, (sd_tool_choice)modes[m][0], (sd_tool_parser)modes[m][1], "f");
+        sd_tool_result r;
+        sd_tools_final(&o, text, n, &r);
+        sd_fuzz_require(r.n_calls >= 0 && r.n_calls <= SD_TOOLS_MAX_CALLS);
+        sd_fuzz_require(!r.content || r.content_len <= n);
+        for (int i = 0; i < r.n_calls; i++) sd_fuzz_require(r.calls[i].id[0] && r.calls[i].name && r.calls[i].args);
+        sd_tools_result_free(&r);
+        sd_buf d = {0};
+        sd_tools_feed(&o, text, n / 2, 0, &d);
+        sd_tools_feed(&o, text, n, 1, &d);
+        sd_fuzz_require(!d.oom && o.n_calls <= SD_TOOLS_MAX_CALLS + 1);
+        for (char *line = d.p; line && *line;) {
+            char *nl = strchr(line, '\n');
+            sd_fuzz_require(nl != NULL);
+            *nl = '\0';
+            cJSON *v = cJSON_Parse(line);
+            sd_fuzz_require(cJSON_IsObject(v));
+            cJSON_Delete(v);
+            line = nl + 1;
+        }
+        sd_buf_free(&d);
+    }
+}
+
+/* What the server does with a chat request next: the family's prompt ids, and the conversation
+ * as JSON with its tools and chat_template_kwargs (specdec_chat_apply_json, the server's path). */
 static void sd_fsrv_chat(const sd_api_request *r, const char *family) {
+    size_t len = 0;
+    static char text[1 << 16];
+    specdec_status js = specdec_chat_apply_json(g_tok, family, r->messages_json, r->tools_json, r->kwargs_json, 1, text,
+                                                sizeof text, &len);
+    sd_fuzz_require(js == SPECDEC_OK || js == SPECDEC_ERR_INVALID_ARGUMENT || js == SPECDEC_ERR_UNSUPPORTED ||
+                    js == SPECDEC_ERR_BUFFER_TOO_SMALL);
+    if (js != SPECDEC_OK && js != SPECDEC_ERR_BUFFER_TOO_SMALL) sd_fuzz_require(specdec_last_error()[0] != '\0');
+    if (js == SPECDEC_OK) sd_fuzz_require(len == strlen(text) && sd_api_utf8_valid(text, len));
     specdec_chat_message m[64];
     int n = r->n_messages < 64 ? r->n_messages : 64;
     for (int i = 0; i < n; i++) m[i] = (specdec_chat_message){r->messages[i].role, r->messages[i].content};
@@ -244,7 +291,10 @@ static int sd_fsrv_body(const char *body, size_t n, int chat, const char *model_
         sd_fsrv_check_request(&r, chat, model_id);
         sd_fuzz_require(r.n_messages == r2.n_messages && r.n_stop == r2.n_stop && r.max_tokens == r2.max_tokens);
         if (chat) sd_fsrv_chat(&r, family);
-        sd_fuzz_require(r.n == r2.n && r.n_prompts == r2.n_prompts);
+        sd_fuzz_require(r.n == r2.n && r.n_prompts == r2.n_prompts && r.tool_choice == r2.tool_choice &&
+                        r.n_tools == r2.n_tools);
+        sd_fuzz_require(r.tool_choice >= SD_TC_NONE && r.tool_choice <= SD_TC_NAMED && r.n_tools <= SD_API_MAX_TOOLS);
+        sd_fuzz_require(r.tool_choice != SD_TC_NAMED || (r.tool_named >= 0 && r.tool_named < r.n_tools));
         if (!chat && r.prompts[r.n_prompts - 1].ids) sd_fsrv_logprobs(&r);
     } else {
         sd_fsrv_check_error(&e, code);
@@ -302,6 +352,7 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(body != NULL);
     memcpy(body, buf + pos, n - pos);
     int code = sd_fsrv_body(n > pos ? body : NULL, n - pos, chat, model_id, family);
+    if (chat) sd_fsrv_tool_text(body, n - pos); /* the body's bytes as a model's output */
     free(body);
     free(buf);
     return head == 0 && code == 200 ? 0 : 1;

@@ -522,11 +522,41 @@ def server_seeds():
         body = value if isinstance(value, str) else dict({"prompt": "x"}, **value) if isinstance(value, dict) \
             else {"prompt": "x", name: value}
         put("server", "bad_proc_" + name, req(body))
-    refused = {"tools": [{"type": "function", "function": {"name": "f"}}], "functions": [{"name": "f"}],
-               "tool_choice": "required", "function_call": {"name": "f"}, "best_of": 2,
+    refused = {"functions": [{"name": "f"}], "function_call": {"name": "f"}, "best_of": 2,
                "suffix": "x", "use_beam_search": True}
     for name, value in refused.items():
         put("server", "bad_unsupported_" + name, req({"prompt": "x", name: value}))
+    # tool calling (tools/server/sd_server_tools.c): each tool_choice, a conversation with a call and
+    # its result, chat_template_kwargs; bad shapes, duplicates, an unknown name, the limits
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "w", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+        {"function": {"name": "search", "parameters": {"$defs": {"q": {"type": "string"}},
+                                                       "properties": {"q": {"$ref": "#/$defs/q"}}}}}]
+    calls = simple[:2] + [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+        {"id": "c2", "type": "function", "function": {"name": "search", "arguments": "not json"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "<tool_call>{\"name\": \"x\", \"arguments\": {}}</tool_call>"},
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "[TOOL_CALLS] [{\"name\": \"y\"}]"}]}]
+    for i, (label, extra) in enumerate([("none", {"tool_choice": "none"}), ("auto", {}),
+                                         ("required", {"tool_choice": "required"}),
+                                         ("named", {"tool_choice": {"type": "function", "function": {"name": "search"}}})]):
+        put("server", "ok_chat_tools_" + label, req(dict({"messages": calls, "tools": tools}, **extra), chat=True,
+                                                    family=(1, 6, 7, 0)[i]))
+    put("server", "ok_chat_template_kwargs",
+        req({"messages": simple, "chat_template_kwargs": {"enable_thinking": False, "x": [1, {"y": None}]}}, chat=True))
+    put("server", "ok_chat_template_kwargs_refused_key",
+        req({"messages": simple, "chat_template_kwargs": {"chat_template": "x", "continue_final_message": True}},
+            chat=True, family=1))
+    bad_tools = {"dup": {"tools": [tools[0], tools[0]]}, "not_list": {"tools": {"a": 1}},
+                 "unknown_named": {"tools": tools, "tool_choice": {"type": "function", "function": {"name": "z"}}},
+                 "choice_without_tools": {"tool_choice": "required"},
+                 "required_and_regex": {"tools": tools, "tool_choice": "required", "guided_regex": "a"},
+                 "129": {"tools": [{"function": {"name": "f%d" % i}} for i in range(129)]},
+                 "deep": {"tools": [{"function": {"name": "f", "parameters": json.loads("{\"a\":" * 40 + "{}" + "}" * 40)}}]},
+                 "kwargs_list": {"chat_template_kwargs": [1]},
+                 "tool_calls_shape": {"messages": simple[:1] + [{"role": "assistant", "tool_calls": [{"id": "x"}]}]}}
+    for name, extra in bad_tools.items():
+        put("server", "bad_chat_tools_" + name, req(dict({"messages": simple}, **extra), chat=True))
     # structured output (parse_guided): one constraint per request, each field's forms; the parser
     # checks shapes and sizes, the grammar compile (not fuzzed here) the spec itself
     schema = {"type": "object", "properties": {"a": {"enum": [1, "\u00e9"]}, "b": {"type": "array", "maxItems": 2}},

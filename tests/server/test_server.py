@@ -518,7 +518,7 @@ def test_unsupported_fields(srv):
     refused = [("/v1/completions", {"prompt": "x", "best_of": 2}, "best_of"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "echo": True}, "echo"),
                ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
-                                         "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools")]
+                                         "functions": [{"name": "f"}]}, "functions")]
     for path, body, param in refused:
         st, raw, _ = srv.request("POST", path, body)
         try:

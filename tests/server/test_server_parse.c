@@ -49,6 +49,7 @@
 #include "sd_server_internal.h"
 #include "sd_server_request.h"
 #include "sd_server_text.h"
+#include "sd_server_tools.h"
 #include "sd_test.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ULL;
@@ -91,7 +92,7 @@ static void test_valid(void) {
                  "[{\"type\":\"text\",\"text\":\"Hi \"},{\"type\":\"text\",\"text\":\"there\"}]},"
                  "{\"role\":\"assistant\",\"content\":null}],\"max_completion_tokens\":5,\"stop\":\"\\n\"}",
                  1, &r, &e);
-    SD_CHECK(code == 200 && r.n_messages == 3 && !strcmp(r.messages[1].content, "Hi there") &&
+    SD_CHECK(code == 200 && r.n_messages == 3 && !strcmp(r.messages[1].content, "Hi \nthere") && /* vLLM joins parts with "\n" */
                  !strcmp(r.messages[2].content, "") && r.max_tokens == 5 && r.n_stop == 1 && !strcmp(r.stop[0], "\n"),
              "chat fields: %d %s", code, e.message);
     if (code == 200) sd_api_request_free(&r);
@@ -502,10 +503,7 @@ static void test_guided(void) {
  * field; harmless fields are accepted when well typed; ignore_eos is parsed. */
 static void test_unsupported(void) {
     static const struct { int chat; const char *field, *refused, *accepted, *wrong_type; } cases[] = {
-        {1, "tools", "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]", "[]", "{}"},
         {1, "functions", "[{\"name\":\"f\"}]", "[]", "\"f\""},
-        {1, "tool_choice", "\"required\"", "\"none\"", "3"},
-        {1, "tool_choice", "{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "\"auto\"", "\"sometimes\""},
         {1, "function_call", "{\"name\":\"f\"}", "\"none\"", "true"},
         {0, "best_of", "2", "1", "0"},
         {0, "best_of", "3", "1", "1.5"},
@@ -1107,6 +1105,325 @@ static void test_nul(void) {
     }
 }
 
+
+/* ---- tool calling (sd_server_tools.c) ------------------------------------------------------ */
+/* The parse of tools / tool_choice / chat_template_kwargs: vLLM's defaults and its errors. */
+static void test_tools_parse(void) {
+    static const char W[] = "{\"type\":\"function\",\"function\":{\"name\":\"w\",\"parameters\":{\"type\":\"object\","
+                            "\"properties\":{\"c\":{\"type\":\"string\"}},\"$defs\":{\"d\":{\"type\":\"integer\"}}},"
+                            "\"strict\":true},\"x_extra\":1}";
+    static const char S[] = "{\"function\":{\"name\":\"s\",\"description\":\"find\"}}";
+    char body[2048];
+    sd_api_request r;
+    sd_api_error e;
+    const char *head = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]";
+    /* absent tool_choice with tools: "auto" (vLLM), none without; the tools as model_dump writes them */
+    snprintf(body, sizeof body, "%s,\"tools\":[%s,%s]}", head, W, S);
+    int code = parse(body, 1, &r, &e);
+    SD_CHECK(code == 200 && r.tool_choice == SD_TC_AUTO && r.n_tools == 2 && !r.guided.kind && r.tools_json &&
+                 !strcmp(r.tools_json, "[{\"type\":\"function\",\"function\":{\"name\":\"w\",\"description\":null,"
+                                       "\"parameters\":{\"type\":\"object\",\"properties\":{\"c\":{\"type\":\"string\"}},"
+                                       "\"$defs\":{\"d\":{\"type\":\"integer\"}}},\"strict\":true},\"x_extra\":1},"
+                                       "{\"type\":\"function\",\"function\":{\"name\":\"s\",\"description\":\"find\","
+                                       "\"parameters\":null}}]"),
+             "tools normalised: %d %s %s", code, e.message, code == 200 ? r.tools_json : "");
+    if (code == 200) sd_api_request_free(&r);
+    code = parse("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[]}", 1, &r, &e);
+    SD_CHECK(code == 200 && r.tool_choice == SD_TC_NONE && r.tools_json && !strcmp(r.tools_json, "[]"), "empty tools");
+    if (code == 200) sd_api_request_free(&r);
+    /* named: the tool's parameters are the constraint; required: vLLM's list schema, $defs merged */
+    snprintf(body, sizeof body, "%s,\"tools\":[%s,%s],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"s\"}}}",
+             head, W, S);
+    code = parse(body, 1, &r, &e);
+    SD_CHECK(code == 200 && r.tool_choice == SD_TC_NAMED && r.tool_named == 1 &&
+                 r.guided.kind == SPECDEC_GRAMMAR_JSON_SCHEMA && !strcmp(r.guided.param, "tool_choice") &&
+                 !strcmp(r.guided.spec, "{\"type\":\"object\",\"properties\":{}}"),
+             "named without parameters: %d %s", code, code == 200 ? r.guided.spec : e.message);
+    if (code == 200) sd_api_request_free(&r);
+    snprintf(body, sizeof body, "%s,\"tools\":[%s,%s],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"w\"}}}",
+             head, W, S);
+    code = parse(body, 1, &r, &e);
+    SD_CHECK(code == 200 && r.tool_choice == SD_TC_NAMED && r.tool_named == 0 &&
+                 !strcmp(r.guided.spec, "{\"type\":\"object\",\"properties\":{\"c\":{\"type\":\"string\"}},"
+                                        "\"$defs\":{\"d\":{\"type\":\"integer\"}}}"),
+             "named keeps its parameters whole ($defs included): %d %s", code, code == 200 ? r.guided.spec : e.message);
+    if (code == 200) sd_api_request_free(&r);
+    snprintf(body, sizeof body, "%s,\"tools\":[%s,%s],\"tool_choice\":\"required\"}", head, W, S);
+    code = parse(body, 1, &r, &e);
+    SD_CHECK(code == 200 && r.tool_choice == SD_TC_REQUIRED &&
+                 !strcmp(r.guided.spec,
+                         "{\"type\":\"array\",\"minItems\":1,\"items\":{\"anyOf\":[{\"type\":\"object\",\"properties\":{"
+                         "\"name\":{\"type\":\"string\",\"enum\":[\"w\"]},\"parameters\":{\"type\":\"object\",\"properties\":"
+                         "{\"c\":{\"type\":\"string\"}}}},\"required\":[\"name\",\"parameters\"]},{\"type\":\"object\","
+                         "\"properties\":{\"name\":{\"type\":\"string\",\"enum\":[\"s\"]},\"parameters\":{\"type\":\"object\","
+                         "\"properties\":{}}},\"required\":[\"name\",\"parameters\"]}]},\"$defs\":{\"d\":{\"type\":\"integer\"}}}"),
+             "required schema: %d %s", code, code == 200 ? r.guided.spec : e.message);
+    if (code == 200) sd_api_request_free(&r);
+    snprintf(body, sizeof body, "%s,\"tools\":[],\"tool_choice\":\"required\"}", head);
+    code = parse(body, 1, &r, &e);
+    SD_CHECK(code == 200 && r.tool_choice == SD_TC_NONE && !r.guided.kind, "required without tools is none");
+    if (code == 200) sd_api_request_free(&r);
+    snprintf(body, sizeof body, "%s,\"chat_template_kwargs\":{\"enable_thinking\":false}}", head);
+    code = parse(body, 1, &r, &e);
+    SD_CHECK(code == 200 && r.kwargs_json && !strcmp(r.kwargs_json, "{\"enable_thinking\":false}") && r.messages_json,
+             "kwargs kept");
+    if (code == 200) sd_api_request_free(&r);
+    /* assistant tool calls and tool results */
+    code = parse("{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":null,"
+                 "\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"w\",\"arguments\":\"{}\"}}]},"
+                 "{\"role\":\"tool\",\"tool_call_id\":\"c\",\"content\":\"r\"}]}", 1, &r, &e);
+    SD_CHECK(code == 200 && r.n_messages == 3, "tool call conversation: %d %s", code, e.message);
+    if (code == 200) sd_api_request_free(&r);
+    /* refusals: (extra fields, the param named) */
+    static const struct { const char *extra, *param; } bad[] = {
+        {"\"tools\":{}", "tools"},
+        {"\"tools\":[1]", "tools"},
+        {"\"tools\":[{\"type\":\"code\",\"function\":{\"name\":\"f\"}}]", "tools"},
+        {"\"tools\":[{\"type\":\"function\"}]", "tools"},
+        {"\"tools\":[{\"function\":{\"name\":5}}]", "tools"},
+        {"\"tools\":[{\"function\":{\"name\":\"\"}}]", "tools"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\",\"description\":3}}]", "tools"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\",\"parameters\":\"{}\"}}]", "tools"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\",\"strict\":\"yes\"}}]", "tools"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\"}},{\"function\":{\"name\":\"f\"}}]", "tools"},
+        {"\"tools\":[{\"function\":{\"name\":\"a\",\"parameters\":{\"$defs\":{\"d\":{\"type\":\"string\"}}}}},"
+         "{\"function\":{\"name\":\"b\",\"parameters\":{\"$defs\":{\"d\":{\"type\":\"integer\"}}}}}],\"tool_choice\":\"required\"",
+         "tools"},
+        {"\"tool_choice\":\"auto\"", "tool_choice"},
+        {"\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", "tool_choice"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"sometimes\"", "tool_choice"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\"}}],\"tool_choice\":3", "tool_choice"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}",
+         "tool_choice"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\",\"function\":{}}", "tool_choice"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"x\",\"function\":{\"name\":\"f\"}}",
+         "tool_choice"},
+        {"\"tools\":[{\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"required\",\"guided_regex\":\"a\"", "tool_choice"},
+        {"\"chat_template_kwargs\":[]", "chat_template_kwargs"},
+        {"\"chat_template_kwargs\":\"x\"", "chat_template_kwargs"},
+        {"\"functions\":[{\"name\":\"f\"}]", "functions"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, "%s,%s}", head, bad[i].extra);
+        code = parse(body, 1, &r, &e);
+        SD_CHECK(code == 400 && !strcmp(e.param, bad[i].param) && e.message[0], "%s: %d param '%s' (%s)", bad[i].extra, code,
+                 e.param, e.message);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    static const char *bad_msgs[] = {
+        "{\"role\":\"assistant\",\"tool_calls\":{}}",
+        "{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{}}]}",
+        "{\"role\":\"assistant\",\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":5}}]}",
+        "{\"role\":\"tool\",\"content\":\"r\",\"tool_call_id\":7}",
+    };
+    for (size_t i = 0; i < sizeof bad_msgs / sizeof bad_msgs[0]; i++) {
+        snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"q\"},%s]}", bad_msgs[i]);
+        code = parse(body, 1, &r, &e);
+        SD_CHECK(code == 400 && !strcmp(e.param, "messages"), "%s: %d %s", bad_msgs[i], code, e.param);
+        if (code == 200) sd_api_request_free(&r);
+    }
+    /* limits: 129 tools; parameters nested 33 deep; 128 tools and 32 deep pass */
+    for (int pass = 0; pass < 4; pass++) {
+        sd_buf b = {0};
+        sd_buf_puts(&b, head);
+        sd_buf_puts(&b, ",\"tool_choice\":\"none\",\"tools\":[");
+        int n = pass == 0 ? 129 : pass == 1 ? 128 : 1;
+        for (int i = 0; i < n; i++) sd_buf_printf(&b, "%s{\"function\":{\"name\":\"f%d\"}}", i ? "," : "", i);
+        if (pass >= 2) {
+            int depth = pass == 2 ? SD_API_MAX_SCHEMA_DEPTH + 1 : SD_API_MAX_SCHEMA_DEPTH;
+            b.len -= 2; /* reopen the function object */
+            sd_buf_puts(&b, ",\"parameters\":");
+            for (int d = 1; d < depth; d++) sd_buf_puts(&b, "{\"a\":");
+            sd_buf_puts(&b, "{}");
+            for (int d = 1; d < depth; d++) sd_buf_puts(&b, "}");
+            sd_buf_puts(&b, "}}");
+        }
+        sd_buf_puts(&b, "]}");
+        code = sd_api_parse(b.p, b.len, 1, "kjv-target", &r, &e);
+        const int want = pass == 0 || pass == 2 ? 400 : 200;
+        SD_CHECK(code == want && (want == 200 || !strcmp(e.param, "tools")), "tool limits pass %d: %d %s", pass, code,
+                 e.message);
+        if (code == 200) sd_api_request_free(&r);
+        sd_buf_free(&b);
+    }
+}
+
+/* Python's json.dumps of parsed values (how vLLM writes a parsed call's arguments). */
+static void test_pydump(void) {
+    static const struct { const char *in, *want; } cases[] = {
+        {"{\"a\":1,\"b\":[true,false,null],\"c\":{}}", "{\"a\": 1, \"b\": [true, false, null], \"c\": {}}"},
+        {"{\"s\":\"\\u00e9\\n\\t\\\"\\\\\\u0001/\"}", "{\"s\": \"\u00e9\\n\\t\\\"\\\\\\u0001/\"}"},
+        {"[0.5,-2,1e-07,1e300,3.25,[]]", "[0.5, -2, 1e-07, 1e+300, 3.25, []]"},
+        {"\"x\"", "\"x\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *v = cJSON_Parse(cases[i].in);
+        sd_buf b = {0};
+        sd_tools_pydump(&b, v);
+        SD_CHECK(b.p && !strcmp(b.p, cases[i].want), "pydump %s: %s", cases[i].in, b.p ? b.p : "");
+        sd_buf_free(&b);
+        cJSON_Delete(v);
+    }
+}
+
+/* Feed text in pieces of k bytes (k = 0: whole, at once): the concatenated content and calls. */
+typedef struct { char content[4096]; char names[8][64]; char args[8][512]; char ids[8][48]; int n; int shapes; } streamed;
+static void feed_all(sd_tool_out *o, const char *text, size_t k, streamed *s) {
+    memset(s, 0, sizeof *s);
+    s->shapes = 1;
+    size_t n = strlen(text);
+    for (size_t end = k ? (k < n ? k : n) : n;; end = end + k < n ? end + k : n) {
+        sd_buf d = {0};
+        sd_tools_feed(o, text, end, end == n, &d);
+        for (char *line = d.p; line && *line;) {
+            char *nl = strchr(line, '\n');
+            *nl = '\0';
+            cJSON *v = cJSON_Parse(line);
+            const cJSON *c = cJSON_GetObjectItem(v, "content"), *tc = cJSON_GetObjectItem(v, "tool_calls");
+            if (cJSON_IsString(c)) strncat(s->content, c->valuestring, sizeof s->content - strlen(s->content) - 1);
+            const cJSON *t = cJSON_GetArrayItem(tc, 0);
+            if (t) {
+                int idx = cJSON_GetObjectItem(t, "index")->valueint;
+                const cJSON *f = cJSON_GetObjectItem(t, "function"), *id = cJSON_GetObjectItem(t, "id");
+                if (idx == s->n && idx < 8) { /* first delta of a call */
+                    s->shapes &= cJSON_IsString(id) && cJSON_IsString(cJSON_GetObjectItem(f, "name"));
+                    if (cJSON_IsString(id)) snprintf(s->ids[idx], sizeof s->ids[idx], "%s", id->valuestring);
+                    snprintf(s->names[idx], sizeof s->names[idx], "%s", cJSON_GetObjectItem(f, "name")->valuestring);
+                    s->n++;
+                } else s->shapes &= !id && idx < s->n;
+                const cJSON *a = cJSON_GetObjectItem(f, "arguments");
+                if (idx < 8 && cJSON_IsString(a)) strncat(s->args[idx], a->valuestring, sizeof s->args[idx] - strlen(s->args[idx]) - 1);
+            }
+            SD_CHECK(v && (c || tc), "delta is a JSON object: %s", line);
+            cJSON_Delete(v);
+            line = nl + 1;
+        }
+        sd_buf_free(&d);
+        if (end == n) break;
+    }
+}
+
+/* The parsers on adversarial text, whole and streamed in pieces of 1, 3 and 7 bytes: the same calls
+ * both ways; what a parser cannot read stays content (never lost, never an error). */
+static void test_tool_parsers(void) {
+    static const struct {
+        int choice, parser;
+        const char *text;
+        int n_calls;             /* calls parsed (whole) */
+        const char *content;     /* whole: content (NULL: null) */
+        const char *args0;       /* first call's arguments */
+        const char *streamed_content; /* streamed: the content (NULL: as whole) */
+    } cases[] = {
+        {SD_TC_AUTO, SD_TP_HERMES, "plain text, no call", 0, "plain text, no call", NULL, NULL},
+        /* a closing tag inside a JSON string ends the block (vLLM's non-greedy regex): not JSON, all text */
+        {SD_TC_AUTO, SD_TP_HERMES, "Sure. <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"}</tool_call>{\"}}</tool_call>",
+         0, "Sure. <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"}</tool_call>{\"}}</tool_call>", NULL, NULL},
+        /* braces and quotes inside strings */
+        {SD_TC_AUTO, SD_TP_HERMES, "Sure. <tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"}}{\\\"[\"}}</tool_call>", 1,
+         "Sure. ", "{\"a\": \"}}{\\\"[\"}", "Sure. "},
+        {SD_TC_AUTO, SD_TP_HERMES,
+         "<tool_call>\n{\"name\":\"f\",\"arguments\":{\"x\":[1,{\"y\":\"<tool_call>\"}]}}\n</tool_call>\n<tool_call>{\"name\":\"g\","
+         "\"arguments\":{}}</tool_call>tail",
+         2, NULL, "{\"x\": [1, {\"y\": \"<tool_call>\"}]}", ""},
+        {SD_TC_AUTO, SD_TP_HERMES, "a <tool_call>{\"name\": \"f\", \"arguments\": {\"k\": 1}}", 1, "a ", "{\"k\": 1}", "a "},
+        {SD_TC_AUTO, SD_TP_HERMES, "a <tool_call>{\"name\": \"f\", \"arguments\": {\"k\": 1}", 0,
+         "a <tool_call>{\"name\": \"f\", \"arguments\": {\"k\": 1}", NULL, NULL},
+        {SD_TC_AUTO, SD_TP_HERMES, "a <tool_call>{not json}</tool_call>", 0, "a <tool_call>{not json}</tool_call>", NULL, NULL},
+        {SD_TC_AUTO, SD_TP_HERMES, "<tool_call>{\"arguments\": {}}</tool_call>", 0, "<tool_call>{\"arguments\": {}}</tool_call>",
+         NULL, NULL},
+        {SD_TC_AUTO, SD_TP_HERMES, "x <tool_ca", 0, "x <tool_ca", NULL, NULL},
+        {SD_TC_AUTO, SD_TP_HERMES, "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call><tool_call>[1]</tool_call>", 0,
+         "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call><tool_call>[1]</tool_call>", NULL,
+         "<tool_call>[1]</tool_call>"},
+        {SD_TC_AUTO, SD_TP_LLAMA3_JSON, "{\"name\": \"f\", \"parameters\": {\"q\": \"a; b\"}}; {\"name\": \"g\", \"arguments\": []}",
+         2, NULL, "{\"q\": \"a; b\"}", NULL},
+        {SD_TC_AUTO, SD_TP_LLAMA3_JSON, "<|python_tag|>{\"name\": \"f\", \"arguments\": {\"z\": null}}", 1, NULL,
+         "{\"z\": null}", NULL},
+        {SD_TC_AUTO, SD_TP_LLAMA3_JSON, " {\"name\": \"f\", \"arguments\": {}}", 0, " {\"name\": \"f\", \"arguments\": {}}", NULL,
+         NULL},
+        {SD_TC_AUTO, SD_TP_LLAMA3_JSON, "{\"name\": \"f\"}", 0, "{\"name\": \"f\"}", NULL, NULL},
+        {SD_TC_AUTO, SD_TP_LLAMA3_JSON, "Hello", 0, "Hello", NULL, NULL},
+        {SD_TC_AUTO, SD_TP_MISTRAL, "Let me. [TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {\"a\": [1, 2]}}]", 1, "Let me. ",
+         "{\"a\": [1, 2]}", NULL},
+        {SD_TC_AUTO, SD_TP_MISTRAL, "[TOOL_CALLS]junk [{\"name\": \"f\", \"arguments\": {}}] more", 1, NULL, "{}", NULL},
+        {SD_TC_AUTO, SD_TP_MISTRAL, "ab [TOOL_CALLS] {broken", 0, "ab  {broken", NULL, "ab {broken"},
+        {SD_TC_REQUIRED, 0, "[{\"name\": \"f\", \"parameters\": {\"s\": \"}]\"}}, {\"name\": \"g\", \"parameters\": {}}]", 2, "",
+         "{\"s\": \"}]\"}", ""},
+        {SD_TC_REQUIRED, 0, "[{\"name\": \"f\", \"parameters\": {\"s\": \"x\"}}, {\"name\": \"g\", \"param", 0,
+         "[{\"name\": \"f\", \"parameters\": {\"s\": \"x\"}}, {\"name\": \"g\", \"param", NULL, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_tool_out o;
+        sd_tools_out_init(&o, (sd_tool_choice)cases[i].choice, (sd_tool_parser)cases[i].parser, NULL);
+        sd_tool_result r;
+        sd_tools_final(&o, cases[i].text, strlen(cases[i].text), &r);
+        const int content_ok = cases[i].content ? r.content && r.content_len == strlen(cases[i].content) &&
+                                                      !memcmp(r.content, cases[i].content, r.content_len)
+                                                : !r.content;
+        SD_CHECK(r.n_calls == cases[i].n_calls && r.called == (cases[i].n_calls > 0) && content_ok &&
+                     (!cases[i].args0 || (r.n_calls && !strcmp(r.calls[0].args, cases[i].args0))),
+                 "parser case %zu: %d calls, content %.*s, args %s", i, r.n_calls, r.content ? (int)r.content_len : 4,
+                 r.content ? r.content : "null", r.n_calls ? r.calls[0].args : "-");
+        for (int c = 0; c < r.n_calls; c++)
+            SD_CHECK(cases[i].parser == SD_TP_MISTRAL ? strlen(r.calls[c].id) == 9
+                                                      : !strncmp(r.calls[c].id, "chatcmpl-tool-", 14) && strlen(r.calls[c].id) == 46,
+                     "case %zu: id %s", i, r.calls[c].id);
+        for (size_t k = 0; k < 4; k++) {
+            static const size_t pieces[] = {0, 1, 3, 7};
+            streamed s;
+            sd_tools_out_init(&o, (sd_tool_choice)cases[i].choice, (sd_tool_parser)cases[i].parser, NULL);
+            feed_all(&o, cases[i].text, pieces[k], &s);
+            const char *want = cases[i].streamed_content ? cases[i].streamed_content : cases[i].content ? cases[i].content : "";
+            int calls_ok = s.shapes && (cases[i].streamed_content && cases[i].n_calls == 0 ? 1 : s.n == r.n_calls);
+            for (int c = 0; calls_ok && c < s.n && c < r.n_calls; c++)
+                calls_ok = !strcmp(s.names[c], r.calls[c].name) && !strcmp(s.args[c], r.calls[c].args);
+            SD_CHECK(!strcmp(s.content, want) && calls_ok && o.n_calls == s.n,
+                     "streamed case %zu in pieces of %zu: content '%s' (want '%s'), %d calls (whole %d)", i, pieces[k],
+                     s.content, want, s.n, r.n_calls);
+        }
+        sd_tools_result_free(&r);
+    }
+    /* a named call: the text is the arguments, streamed as it comes; an empty output still makes the call */
+    for (int empty = 0; empty < 2; empty++) {
+        sd_tool_out o;
+        sd_tools_out_init(&o, SD_TC_NAMED, SD_TP_NONE, "get_weather");
+        const char *t = empty ? "" : "{\"city\": \"Pa";
+        streamed s;
+        feed_all(&o, t, 2, &s);
+        sd_tool_result r;
+        sd_tools_final(&o, t, strlen(t), &r);
+        SD_CHECK(s.n == 1 && !strcmp(s.names[0], "get_weather") && !strcmp(s.args[0], t) && !strcmp(s.ids[0], o.named_id) &&
+                     r.n_calls == 1 && !strcmp(r.calls[0].args, t) && !strcmp(r.calls[0].id, o.named_id) && !r.called &&
+                     r.content && r.content_len == 0 && s.content[0] == '\0',
+                 "named (%s): %d %s", empty ? "empty" : "partial", s.n, s.args[0]);
+        sd_tools_result_free(&r);
+    }
+    /* huge and hostile: 1 MiB of unclosed blocks and of nesting, 100 calls (64 parsed at most) */
+    sd_buf big = {0};
+    for (int i = 0; i < 100; i++) sd_buf_puts(&big, "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>");
+    sd_tool_out o;
+    sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_HERMES, NULL);
+    sd_tool_result r;
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 0 && r.content_len == big.len, "100 calls: more than the limit stay text (%d)", r.n_calls);
+    sd_tools_result_free(&r);
+    big.len = 0;
+    while (big.len < (1u << 20)) sd_buf_puts(&big, "<tool_call>[[[[[[[[[[{\"a\":\"");
+    for (int p = 0; p < 3; p++) {
+        sd_tools_out_init(&o, p == 2 ? SD_TC_REQUIRED : SD_TC_AUTO, p == 0 ? SD_TP_HERMES : SD_TP_MISTRAL, NULL);
+        sd_tools_final(&o, big.p, big.len, &r);
+        SD_CHECK(r.n_calls == 0 && r.content && r.content_len == big.len, "1 MiB hostile text (%d): stays content", p);
+        sd_tools_result_free(&r);
+        sd_buf d = {0};
+        sd_tools_out_init(&o, p == 2 ? SD_TC_REQUIRED : SD_TC_AUTO, p == 0 ? SD_TP_HERMES : SD_TP_MISTRAL, NULL);
+        sd_tools_feed(&o, big.p, big.len / 2, 0, &d);
+        sd_tools_feed(&o, big.p, big.len, 1, &d);
+        SD_CHECK(o.n_calls == 0 && !d.oom, "1 MiB hostile text streamed (%d)", p);
+        sd_buf_free(&d);
+    }
+    sd_buf_free(&big);
+}
+
 int main(void) {
     test_framing();
     test_nul();
@@ -1128,5 +1445,8 @@ int main(void) {
     test_stopper();
     test_json_escape();
     test_mutations();
+    test_tools_parse();
+    test_pydump();
+    test_tool_parsers();
     return sd_test_done();
 }

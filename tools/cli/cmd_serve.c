@@ -39,6 +39,10 @@ static void serve_usage(FILE *f) {
             "  --chat-template T   chat prompts: jinja (the model's own template) | plain | a built-in one:\n"
             "                      llama3|chatml|llama2|mistral|zephyr|phi3 (default: jinja when the model\n"
             "                      has a template, else plain)\n"
+            "  --enable-auto-tool-choice  tool_choice \"auto\" (the default with tools) parses tool calls\n"
+            "                      out of the text with --tool-call-parser; without it \"auto\" is 400\n"
+            "  --tool-call-parser P  hermes (<tool_call>{json}</tool_call>: Qwen2.5/Qwen3/Hermes) |\n"
+            "                      llama3_json | mistral\n"
             "  --alias NAME        model id served and expected in requests (default: the target dir's name)\n"
             "  --max-body BYTES    request body limit, 413 beyond (default 2097152)\n"
             "  --timeout S         per-request limit in seconds; the request is cancelled (default 600)\n"
@@ -91,6 +95,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     if (!strcmp(a, "--verbose")) return c->verbose = 1, 0;
     if (!strcmp(a, "--enable-prefix-caching")) return c->prefix_cache = SPECDEC_PREFIX_CACHE_ON, 0;
     if (!strcmp(a, "--no-enable-prefix-caching")) return c->prefix_cache = SPECDEC_PREFIX_CACHE_OFF, 0;
+    if (!strcmp(a, "--enable-auto-tool-choice")) return c->enable_auto_tool_choice = 1, 0;
     if (!v) return fprintf(stderr, "specdec serve: unknown option or missing value: %s\n", a), -1;
     (*i)++;
     int bad = 0;
@@ -114,6 +119,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
         c->chat_template = v;
     }
     else if (!strcmp(a, "--alias")) c->model_alias = v;
+    else if (!strcmp(a, "--tool-call-parser")) c->tool_call_parser = v;
     else if (!strcmp(a, "--max-body")) bad = serve_long(v, 1, 1L << 30, &n), c->max_body = (size_t)n;
     else if (!strcmp(a, "--timeout")) bad = serve_seconds(v, &c->timeout_s);
     else if (!strcmp(a, "--body-timeout")) bad = serve_seconds(v, &c->body_timeout_s);

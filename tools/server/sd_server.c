@@ -110,6 +110,7 @@ static int sd_server_load(sd_server *srv) {
     if ((st = specdec_tokenizer_load(srv->cfg.target_dir, &srv->tok)))
         return sd_server_fail("loading the tokenizer", st);
     sd_server_chat_setup(srv);
+    srv->tool_parser = srv->cfg.enable_auto_tool_choice ? sd_tools_parser_named(srv->cfg.tool_call_parser) : SD_TP_NONE;
     if ((st = specdec_model_get_info(srv->target, &info))) return sd_server_fail("reading the model", st);
     srv->n_vocab = info.vocab_size;
     specdec_engine_params ep = specdec_engine_default_params();
@@ -196,6 +197,16 @@ int sd_server_run(const sd_server_config *cfg) {
         char names[128];
         sd_server_chat_template_list(names, sizeof names);
         fprintf(stderr, "specdec serve: unknown chat template '%s' (known: %s)\n", cfg->chat_template, names);
+        return 2;
+    }
+    if (cfg->tool_call_parser && sd_tools_parser_named(cfg->tool_call_parser) == SD_TP_NONE) {
+        fprintf(stderr, "specdec serve: unknown tool call parser '%s' (known: hermes, llama3_json, mistral)\n",
+                cfg->tool_call_parser);
+        return 2;
+    }
+    if (cfg->enable_auto_tool_choice && !cfg->tool_call_parser) {
+        fprintf(stderr, "specdec serve: --enable-auto-tool-choice needs --tool-call-parser (hermes, llama3_json, "
+                        "mistral)\n");
         return 2;
     }
     /* Signals are taken by sigwait below: block them before any thread exists so that

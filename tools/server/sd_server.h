@@ -66,6 +66,9 @@ typedef struct sd_server_config {
                                     zephyr, phi3); NULL = the model's own (specdec_chat_template_detect:
                                     "jinja" when its tokenizer directory has a template, else "plain") */
     const char *model_alias;     /* served model id; NULL = the target directory's name */
+    int enable_auto_tool_choice; /* vLLM's --enable-auto-tool-choice: tool_choice "auto" parses calls
+                                    with tool_call_parser (required then); 0: "auto" answers 400 */
+    const char *tool_call_parser; /* "hermes" | "llama3_json" | "mistral"; NULL = none */
     const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
                                        (sd_server_spec.h); NULL = the draft model if any */
     specdec_prefix_cache prefix_cache; /* automatic prefix caching (include/specdec.h specdec_prefix_cache;

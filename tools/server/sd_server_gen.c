@@ -84,6 +84,7 @@ typedef struct sd_job {
     int32_t n_plp;
     size_t *echo_off;              /* [n_prompt] text_offset of the prompt tokens (made once, when shown) */
     int echo_sent;                 /* streamed: the prompt went out in the choice's first chunk */
+    sd_tool_out tools;             /* chat with tool_choice other than "none": its output's parser */
     sd_lp_echo echo_span;
     sd_prompt_lp prompt_lp;
 } sd_job;
@@ -102,6 +103,8 @@ struct sd_group {
     int32_t stop_ids[SPECDEC_MAX_STOP_TOKEN_IDS]; /* the request's stop_token_ids (their text is */
     int n_stop_ids;                /* dropped unless include_stop: vLLM's) */
     int32_t n;                     /* choices per prompt */
+    int tool_choice;               /* sd_tool_choice of the request (SD_TC_NONE: text only) */
+    char *tool_named;              /* owned: SD_TC_NAMED's function */
     sd_job **jobs;                 /* [n_jobs], by index */
     int n_jobs;
     int refused;                   /* admission failed: its submitted jobs are withdrawn, not counted */
@@ -136,6 +139,7 @@ static sd_job *sd_job_new(sd_group *g, int index) {
     j->index = index;
     j->first_of_prompt = index % g->n == 0;
     sd_stop_init(&j->stopper, g->stops, g->n_stop, g->include_stop);
+    sd_tools_out_init(&j->tools, (sd_tool_choice)g->tool_choice, g->srv->tool_parser, g->tool_named);
     return j;
 }
 
@@ -160,6 +164,14 @@ static sd_group *sd_group_new(sd_server *srv, struct MHD_Connection *c, sd_api_r
     g->stream = req->stream;
     g->include_usage = req->include_usage;
     g->n = req->n;
+    g->tool_choice = req->tool_choice;
+    if (req->tool_choice == SD_TC_NAMED && !(g->tool_named = strdup(req->tool_names[req->tool_named]))) {
+        pthread_cond_destroy(&g->cv);
+        pthread_mutex_destroy(&g->mu);
+        free(g->jobs);
+        free(g);
+        return NULL;
+    }
     g->created = (long)time(NULL);
     g->serial = atomic_fetch_add(&srv->next_id, 1);
     snprintf(g->id, sizeof g->id, "%s-%lx%04lx", req->chat ? "chatcmpl" : "cmpl", (unsigned long)g->created,
@@ -205,6 +217,7 @@ static void sd_group_free(sd_group *g) {
     if (!g) return;
     for (int i = 0; i < g->n_jobs; i++) sd_job_free(g->jobs[i], !g->refused);
     for (int i = 0; i < g->n_stop; i++) free(g->stops[i]);
+    free(g->tool_named);
     free(g->jobs);
     sd_buf_free(&g->out);
     pthread_cond_destroy(&g->cv);
@@ -295,12 +308,12 @@ static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len)
 /* ------------------------------------------------------------------------- */
 /* prompt and parameters                                                      */
 /* ------------------------------------------------------------------------- */
-static int sd_gen_tokenize(sd_server *srv, const char *text, size_t len, int32_t **ids, int32_t *n,
-                           sd_api_error *e) {
+static int sd_gen_tokenize_as(sd_server *srv, const char *text, size_t len, int add_special, int32_t **ids,
+                              int32_t *n, sd_api_error *e) {
     int32_t cap = srv->n_ctx + 8; /* a prompt that does not fit here is refused: its count is enough */
     *ids = malloc((size_t)cap * sizeof(int32_t));
     if (!*ids) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the prompt ids");
-    specdec_status st = specdec_tokenize(srv->tok, text, len, 1, *ids, cap, n);
+    specdec_status st = specdec_tokenize(srv->tok, text, len, add_special, *ids, cap, n);
     if (st == SPECDEC_OK) return 0;
     free(*ids);
     *ids = NULL;
@@ -309,40 +322,49 @@ static int sd_gen_tokenize(sd_server *srv, const char *text, size_t len, int32_t
                        specdec_tokenizer_last_error(srv->tok));
 }
 
-/* The chat prompt's ids: the conversation rendered with the server's chat family (the
- * model's own template, or --chat-template) and tokenized as that family needs. */
+/* The chat prompt's ids: the conversation (messages as given, tools, chat_template_kwargs)
+ * rendered with the server's chat family (the model's own template, or --chat-template) by
+ * specdec_chat_apply_json, its bytes and running token count bounded, then tokenized as that
+ * family needs. */
 static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **ids, int32_t *n, sd_api_error *e) {
     if (!srv->chat_family)
         return sd_api_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages",
                            "%s: this server cannot render chat prompts for its model (start it with --chat-template "
                            "NAME); /v1/completions works", srv->chat_problem);
-    specdec_chat_message *m = malloc((size_t)req->n_messages * sizeof *m);
-    if (!m) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the conversation");
-    for (int i = 0; i < req->n_messages; i++) {
-        m[i].role = req->messages[i].role;
-        m[i].content = req->messages[i].content;
+    size_t cap = 65536, len = 0;
+    char *text = malloc(cap);
+    specdec_status st = text ? specdec_chat_apply_json(srv->tok, srv->cfg.chat_template, req->messages_json, req->tools_json,
+                                                       req->kwargs_json, 1, text, cap, &len)
+                             : SPECDEC_ERR_OUT_OF_MEMORY;
+    if (st == SPECDEC_ERR_BUFFER_TOO_SMALL && len <= srv->max_prompt_bytes) { /* else refused below, unrendered */
+        free(text);
+        cap = len + 1;
+        text = malloc(cap);
+        st = text ? specdec_chat_apply_json(srv->tok, srv->cfg.chat_template, req->messages_json, req->tools_json,
+                                            req->kwargs_json, 1, text, cap, &len)
+                  : SPECDEC_ERR_OUT_OF_MEMORY;
     }
-    int32_t cap = srv->n_ctx + 8; /* as sd_gen_tokenize: beyond the context the count is enough */
-    specdec_status st = SPECDEC_ERR_OUT_OF_MEMORY;
-    if ((*ids = malloc((size_t)cap * sizeof(int32_t))))
-        st = specdec_chat_tokenize(srv->tok, srv->cfg.chat_template, m, req->n_messages, 1, *ids, cap, n);
-    free(m);
-    if (st == SPECDEC_OK) return 0;
-    if (st == SPECDEC_ERR_BUFFER_TOO_SMALL) {
-        free(*ids);
-        *ids = NULL;
-        return 0;
-    }
-    free(*ids);
-    *ids = NULL;
-    *n = 0;
-    if (st == SPECDEC_ERR_INVALID_ARGUMENT) /* the template refuses the conversation (its own message) */
-        return sd_api_fail(e, 400, "invalid_request_error", NULL, "messages", "%s", specdec_last_error());
-    if (st == SPECDEC_ERR_UNSUPPORTED)
-        return sd_api_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages", "%s",
-                           specdec_last_error());
-    return sd_api_fail(e, 500, "server_error", NULL, NULL, "rendering the chat prompt: %s: %s",
-                       specdec_status_string(st), specdec_last_error());
+    int rc = 0;
+    if (st == SPECDEC_ERR_BUFFER_TOO_SMALL) rc = sd_prep_bytes(srv, len, "messages", e);
+    else if (st == SPECDEC_ERR_INVALID_ARGUMENT) /* the template refuses the conversation (its own message) */
+        rc = sd_api_fail(e, 400, "invalid_request_error", NULL,
+                         strstr(specdec_last_error(), "chat_template_kwargs") ? "chat_template_kwargs" : "messages", "%s",
+                         specdec_last_error());
+    else if (st == SPECDEC_ERR_UNSUPPORTED)
+        rc = sd_api_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages", "%s",
+                         specdec_last_error());
+    else if (st)
+        rc = sd_api_fail(e, 500, "server_error", NULL, NULL, "rendering the chat prompt: %s: %s", specdec_status_string(st),
+                         specdec_last_error());
+    sd_bound b = {srv->n_ctx - (req->max_tokens > 0 ? req->max_tokens : 1), 0, 0};
+    if (!rc) rc = sd_prep_bytes(srv, len, "messages", e);
+    if (!rc) rc = sd_prep_bound(srv, &b, text, len, "messages", e);
+    int add_special = 0;
+    if (!rc && (st = specdec_chat_add_special(srv->tok, srv->cfg.chat_template, &add_special)))
+        rc = sd_api_fail(e, 500, "server_error", NULL, NULL, "chat template: %s", specdec_last_error());
+    if (!rc) rc = sd_gen_tokenize_as(srv, text, len, add_special, ids, n, e);
+    free(text);
+    return rc;
 }
 
 /* The ids of prompt k (chat: the conversation, k = 0). */
@@ -370,7 +392,7 @@ static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int k, int32
         if ((rc = sd_prep_bytes(srv, pr->len, "prompt", e)) ||
             (rc = sd_prep_bound(srv, &b, pr->text, pr->len, "prompt", e)))
             return rc;
-        return sd_gen_tokenize(srv, pr->text, pr->len, ids, n, e);
+        return sd_gen_tokenize_as(srv, pr->text, pr->len, 1, ids, n, e);
     }
     size_t bytes = 0;
     for (int i = 0; i < req->n_messages; i++) bytes += strlen(req->messages[i].content);
@@ -612,6 +634,9 @@ static void sd_gen_prep_run(void *arg) {
     p->parsed = 1;
     p->n_prompts = p->chat ? 1 : p->req.n_prompts;
     p->rc = sd_gen_choices_fit(srv, p->n_prompts * p->req.n, &p->e);
+    if (!p->rc && p->req.tool_choice == SD_TC_AUTO && srv->tool_parser == SD_TP_NONE) /* vLLM's answer */
+        p->rc = sd_api_fail(&p->e, 400, "invalid_request_error", NULL, "tool_choice",
+                            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
     if (!p->rc) p->rc = sd_gen_check_ids(srv, &p->req, &p->e);
     if (!p->rc) p->rc = sd_gen_bad_words(srv, &p->req, &p->e);
     if (!p->rc)
@@ -887,6 +912,7 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
         if (r->lp) j->span.echo = ec;
     }
     if (j->plp_top >= 0) r->prompt_lp = &j->prompt_lp;
+    if (j->tools.choice != SD_TC_NONE) r->tools = &j->tools;
     return r;
 }
 
@@ -934,6 +960,27 @@ static enum MHD_Result sd_gen_answer(sd_group *g) {
 /* ------------------------------------------------------------------------- */
 /* streamed answer                                                            */
 /* ------------------------------------------------------------------------- */
+/* Tool calling: the deltas of the text released so far (final: the whole text, it ended), one
+ * chunk each; the logprobs of tokens up to entry k go with the first (none made: they wait for
+ * a later chunk or the last one). 1 if a chunk was made. */
+static int sd_job_tool_chunks(sd_job *j, sd_buf *out, int final, int32_t k) {
+    sd_buf d = {0};
+    sd_tools_feed(&j->tools, j->text.p ? j->text.p : "", j->stopper.safe, final, &d);
+    int made = 0;
+    for (size_t at = 0; at < d.len && !d.oom;) {
+        const char *nl = memchr(d.p + at, '\n', d.len - at);
+        size_t end = nl ? (size_t)(nl - d.p) : d.len;
+        const sd_lp_span *lp = !made && j->logprobs && k > j->lp_sent ? sd_job_span(j, j->lp_sent, k, j->stopper.safe) : NULL;
+        sd_resp_delta_chunk(out, j->srv, j->g->id, j->g->created, j->index, d.p + at, end - at, lp);
+        if (lp) j->lp_sent = k;
+        made = 1;
+        at = end + 1;
+    }
+    if (d.oom) out->oom = 1;
+    sd_buf_free(&d);
+    return made;
+}
+
 /* Under j->mu: format the text released since the last chunk, with the logprobs of the
  * tokens whose text ends in it. 1 if a chunk was made. */
 static int sd_job_take_text(sd_job *j, sd_buf *out) {
@@ -942,6 +989,11 @@ static int sd_job_take_text(sd_job *j, sd_buf *out) {
     int32_t k = j->lp_sent;
     while (k < j->lp_resolved && j->lp[k].end <= j->stopper.safe) k++;
     sd_group *g = j->g;
+    if (j->tools.choice != SD_TC_NONE) {
+        int made = sd_job_tool_chunks(j, out, 0, k);
+        j->sent = j->stopper.safe;
+        return made;
+    }
     sd_resp_chunk(out, j->srv, j->chat, g->id, g->created, j->index, j->text.p + j->sent, j->stopper.safe - j->sent,
                   0, NULL, j->logprobs ? sd_job_span(j, j->lp_sent, k, j->stopper.safe) : NULL);
     j->lp_sent = k;
@@ -981,6 +1033,12 @@ static void sd_job_final_chunk(sd_job *j) {
         sd_buf_puts(&g->out, "\n\n");
         g->failed = 1;
         return;
+    }
+    if (j->tools.choice != SD_TC_NONE) { /* what the parser held back, then "tool_calls" when calls went out */
+        sd_job_tool_chunks(j, &g->out, 1, j->lp_sent);
+        if (j->tools.n_calls > 0 && (j->tools.choice == SD_TC_AUTO || j->tools.choice == SD_TC_REQUIRED))
+            r.finish = "tool_calls";
+        r.lp = j->logprobs ? sd_job_span(j, j->lp_sent, j->n_lp, r.len) : NULL;
     }
     sd_resp_chunk(&g->out, j->srv, j->chat, g->id, g->created, j->index, "", 0, 0, &r, r.lp && r.lp->n ? r.lp : NULL);
     j->lp_sent = j->n_lp;

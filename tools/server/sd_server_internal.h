@@ -15,6 +15,7 @@
 #include "sd_server.h"
 #include "sd_server_request.h"
 #include "sd_server_text.h"
+#include "sd_server_tools.h"
 
 #define SD_METRICS_CODES 32 /* distinct status codes tracked (this server answers 15, libmicrohttpd 1 more) */
 #define SD_HIST_MAX 24      /* buckets of a histogram (+Inf not included) */
@@ -82,6 +83,7 @@ typedef struct sd_server {
      * chat_template_unsupported with chat_problem. */
     const char *chat_family;
     char chat_problem[256];
+    sd_tool_parser tool_parser;        /* --enable-auto-tool-choice --tool-call-parser: "auto"'s parser (NONE: "auto" is 400) */
     struct MHD_Daemon *daemon;
     int listen_fd;                     /* bound by us (exact errors), handed to libmicrohttpd */
     atomic_int state;                  /* SD_STATE_*: loading and draining answer 503 */
@@ -237,6 +239,7 @@ typedef struct sd_gen_result {
     specdec_verify_mode verify;
     const sd_lp_span *lp;      /* the tokens' logprobs (NULL: not asked for) */
     const char *echo;          /* completions' echo: the prompt text before text (NULL: none) */
+    const sd_tool_out *tools;  /* chat with tool calling: the text becomes content + tool_calls (NULL: text) */
     size_t echo_len;
     const sd_prompt_lp *prompt_lp; /* vLLM's prompt_logprobs (NULL: not asked for) */
 } sd_gen_result;
@@ -255,6 +258,9 @@ int sd_resp_completion(sd_buf *b, const sd_server *srv, int chat, const char *id
  * chunk carries (NULL: "logprobs": null). */
 int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, long created, int index,
                   const char *text, size_t len, int chat_role, const sd_gen_result *r, const sd_lp_span *lp);
+/* A chat chunk whose "delta" is the JSON object delta[0..n) (tool calling's deltas). */
+int sd_resp_delta_chunk(sd_buf *b, const sd_server *srv, const char *id, long created, int index, const char *delta,
+                        size_t n, const sd_lp_span *lp);
 /* The "logprobs" value of a choice: chat {"content": [{token, logprob, bytes, top_logprobs}]},
  * completions {tokens, token_logprobs, top_logprobs, text_offset} (OpenAI's shapes). */
 int sd_resp_logprobs(sd_buf *b, const sd_server *srv, int chat, const sd_lp_span *lp);

@@ -9,11 +9,13 @@
  * extensions top_k, min_p, n_draft, verify, tree, draft_nodes, and structured output (OpenAI's
  * response_format; vLLM's guided_json / guided_regex / guided_choice / guided_grammar and
  * structured_outputs; llama.cpp server's grammar:
- * parse_guided). Fields of the OpenAI and vLLM APIs that would change the output but are not
- * implemented (tools, best_of, echo on chat, use_beam_search, ...) are refused unless they carry
+ * parse_guided), and for chat tools / tool_choice / chat_template_kwargs (sd_server_tools.c). Fields
+ * of the OpenAI and vLLM APIs that would change the output but are not implemented (the legacy
+ * functions / function_call, best_of, echo on chat, use_beam_search, ...) are refused unless they carry
  * their default (sd_nf_fields); any other field is ignored. Defaults follow OpenAI:
  * temperature 1, top_p 1, no top-k, no min-p. */
 #include "sd_server_request.h"
+#include "sd_server_tools.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -103,6 +105,11 @@ void sd_api_request_free(sd_api_request *r) {
     free(r->bad_words);
     free(r->bad_words_ids);
     free(r->bad_words_offsets);
+    free(r->messages_json);
+    free(r->tools_json);
+    free(r->kwargs_json);
+    for (int i = 0; i < r->n_tools; i++) free(r->tool_names[i]);
+    free(r->tool_names);
     memset(r, 0, sizeof *r);
 }
 
@@ -237,26 +244,49 @@ static int parse_content(const cJSON *c, int i, sd_api_message *m, sd_api_error 
     if (cJSON_IsString(c)) return dup_text(c->valuestring, "messages", &m->content, NULL, e);
     if (!cJSON_IsArray(c))
         return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content must be a string or a list", i);
-    size_t total = 0;
-    for (const cJSON *part = c->child; part; part = part->next) {
+    size_t total = 0, k = 0;
+    for (const cJSON *part = c->child; part; part = part->next, k++) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !cJSON_IsString(text))
             return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content: only text parts are supported",
                                i);
-        total += strlen(text->valuestring);
+        total += strlen(text->valuestring) + (k > 0);
     }
     m->content = malloc(total + 1);
     if (!m->content) return sd_api_fail(e, 500, "server_error", NULL, "messages", "out of memory");
     size_t off = 0;
     for (const cJSON *part = c->child; part; part = part->next) {
         const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        if (part != c->child) m->content[off++] = '\n'; /* vLLM's "string" content format */
         memcpy(m->content + off, t, strlen(t));
         off += strlen(t);
     }
     m->content[off] = '\0';
     if (!sd_api_utf8_valid(m->content, off))
         return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].content is not valid UTF-8", i);
+    return 0;
+}
+
+/* An assistant's tool_calls (a list of {"id", "type", "function": {"name", "arguments"}}); a tool
+ * result's tool_call_id. vLLM renders them with the template (arguments given as a string are
+ * parsed there: specdec_chat_apply_json). */
+static int parse_tool_calls(const cJSON *m, int i, sd_api_error *e) {
+    const cJSON *tc = field(m, "tool_calls"), *id = field(m, "tool_call_id");
+    if (id && !cJSON_IsString(id))
+        return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].tool_call_id must be a string", i);
+    if (!tc) return 0;
+    if (!cJSON_IsArray(tc)) return sd_api_fail(e, 400, INVALID, NULL, "messages", "messages[%d].tool_calls must be a list", i);
+    int k = 0;
+    for (const cJSON *c = tc->child; c; c = c->next, k++) {
+        const cJSON *f = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "function") : NULL;
+        const cJSON *nm = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "name") : NULL;
+        const cJSON *a = cJSON_IsObject(f) ? cJSON_GetObjectItemCaseSensitive(f, "arguments") : NULL;
+        if (!cJSON_IsString(nm) || (a && !cJSON_IsString(a) && !cJSON_IsObject(a) && !cJSON_IsNull(a)))
+            return sd_api_fail(e, 400, INVALID, NULL, "messages",
+                               "messages[%d].tool_calls[%d] needs function.name (a string) and function.arguments (a "
+                               "JSON string)", i, k);
+    }
     return 0;
 }
 
@@ -277,8 +307,11 @@ static int parse_messages(const cJSON *root, sd_api_request *r, sd_api_error *e)
                                "messages[%d] needs a role of system, developer, user, assistant or tool", i);
         int rc = dup_text(role->valuestring, "messages", &r->messages[i].role, NULL, e);
         if (!rc) rc = parse_content(cJSON_GetObjectItemCaseSensitive(m, "content"), i, &r->messages[i], e);
+        if (!rc) rc = parse_tool_calls(m, i, e);
         if (rc) return rc;
     }
+    if (!(r->messages_json = cJSON_PrintUnformatted(ms)))
+        return sd_api_fail(e, 500, "server_error", NULL, "messages", "out of memory");
     return 0;
 }
 
@@ -486,8 +519,7 @@ typedef enum sd_nf_kind {
 
 static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     /* OpenAI */
-    {"tools", SD_NF_LIST_EMPTY}, {"functions", SD_NF_LIST_EMPTY},
-    {"tool_choice", SD_NF_CHOICE}, {"function_call", SD_NF_CHOICE}, {"best_of", SD_NF_INT_1},
+    {"functions", SD_NF_LIST_EMPTY}, {"function_call", SD_NF_CHOICE}, {"best_of", SD_NF_INT_1},
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
     {"use_beam_search", SD_NF_FALSE},
@@ -856,6 +888,7 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_cache_salt(root, r, e);
     if (!rc) rc = parse_procs(root, r, e);
     if (!rc) rc = parse_guided(root, r, e);
+    if (!rc && chat) rc = sd_tools_parse(root, r, e);
     if (!rc) rc = sd_parse_unsupported(root, chat, e);
     if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
         rc = sd_api_fail(e, 400, INVALID, NULL, "n",

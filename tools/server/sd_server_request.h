@@ -40,7 +40,7 @@ typedef enum sd_endpoint {
 
 typedef struct sd_api_message {
     char *role;    /* "system", "developer", "user", "assistant" or "tool" */
-    char *content; /* text (parts concatenated); "" for a null assistant content */
+    char *content; /* text (parts joined by "\n", as vLLM joins them); "" for a null assistant content */
 } sd_api_message;
 
 /* One prompt of /v1/completions: text, or token ids (exactly one of the two). */
@@ -114,6 +114,14 @@ typedef struct sd_api_request {
     int32_t draft_nodes;           /* extension "draft_nodes": 0 (absent) or 1..SPECDEC_MAX_TREE_NODES */
     sd_spec_config spec;           /* extension "speculative_config" (vLLM's keys; sd_server_spec.h) */
     sd_api_guided guided;          /* structured output (kind 0: none); compiled by the server */
+    /* chat: tool calling and template variables (sd_server_tools.h) */
+    char *messages_json;           /* the "messages" list re-printed (specdec_chat_apply_json renders it) */
+    char *tools_json;              /* NULL (no "tools") or the tools as vLLM hands them to the template */
+    char *kwargs_json;             /* "chat_template_kwargs": NULL or a JSON object's text */
+    char **tool_names;             /* [n_tools] owned */
+    int n_tools;                   /* 0..SD_API_MAX_TOOLS */
+    int tool_choice;               /* sd_tool_choice: NONE, AUTO (the default with tools), REQUIRED, NAMED */
+    int tool_named;                /* NAMED: the index of the function in tool_names */
 } sd_api_request;
 
 typedef struct sd_api_error {

@@ -330,10 +330,37 @@ static void sd_finish_fields(sd_buf *b, const sd_gen_result *r) {
     else sd_buf_puts(b, "null");
 }
 
+/* A chat choice's message with tool calling: content (null when the parser says so) and
+ * tool_calls, as vLLM writes them; *finish "tool_calls" when "auto" / "required" parsed calls
+ * ("required" only after a "stop"). */
+static void sd_resp_tool_message(sd_buf *b, const sd_gen_result *r, const char **finish) {
+    sd_tool_result t;
+    sd_tools_final(r->tools, r->text, r->len, &t);
+    sd_buf_puts(b, "\"message\":{\"role\":\"assistant\",\"content\":");
+    if (t.content) sd_buf_json_str(b, t.content, t.content_len);
+    else sd_buf_puts(b, "null");
+    sd_buf_puts(b, ",\"tool_calls\":[");
+    for (int i = 0; i < t.n_calls; i++) {
+        sd_buf_puts(b, i ? ",{\"id\":" : "{\"id\":");
+        sd_buf_json_str(b, t.calls[i].id, strlen(t.calls[i].id));
+        sd_buf_puts(b, ",\"type\":\"function\",\"function\":{\"name\":");
+        sd_buf_json_str(b, t.calls[i].name, strlen(t.calls[i].name));
+        sd_buf_puts(b, ",\"arguments\":");
+        sd_buf_json_str(b, t.calls[i].args, strlen(t.calls[i].args));
+        sd_buf_puts(b, "}}");
+    }
+    sd_buf_puts(b, "]},");
+    if (t.called && (r->tools->choice == SD_TC_AUTO || !strcmp(r->finish, "stop"))) *finish = "tool_calls";
+    sd_tools_result_free(&t);
+}
+
 /* One choice of a whole response; its "speculative" object inside it when spec. */
 static void sd_resp_choice(sd_buf *b, const sd_server *srv, int chat, int index, const sd_gen_result *r, int spec) {
     sd_buf_printf(b, "{\"index\":%d,", index);
-    if (chat) {
+    const char *finish = r->finish;
+    if (chat && r->tools) {
+        sd_resp_tool_message(b, r, &finish);
+    } else if (chat) {
         sd_buf_puts(b, "\"message\":{\"role\":\"assistant\",\"content\":");
         sd_buf_json_str(b, r->text, r->len);
         sd_buf_puts(b, "},");
@@ -344,7 +371,9 @@ static void sd_resp_choice(sd_buf *b, const sd_server *srv, int chat, int index,
     }
     sd_buf_puts(b, "\"logprobs\":");
     sd_resp_logprobs(b, srv, chat, r->lp);
-    sd_finish_fields(b, r);
+    sd_gen_result fr = *r;
+    fr.finish = finish;
+    sd_finish_fields(b, &fr);
     if (!chat && r->prompt_lp) {
         sd_buf_puts(b, ",\"prompt_logprobs\":");
         sd_prompt_lp_write(b, srv, r->prompt_lp);
@@ -401,6 +430,17 @@ int sd_resp_chunk(sd_buf *b, const sd_server *srv, int chat, const char *id, lon
         sd_speculative(b, srv, r);
         return sd_buf_puts(b, "}\n\n");
     }
+    return sd_buf_puts(b, ",\"finish_reason\":null}]}\n\n");
+}
+
+int sd_resp_delta_chunk(sd_buf *b, const sd_server *srv, const char *id, long created, int index, const char *delta,
+                        size_t n, const sd_lp_span *lp) {
+    sd_buf_puts(b, "data: ");
+    sd_head(b, srv, "chat.completion.chunk", id, created);
+    sd_buf_printf(b, ",\"choices\":[{\"index\":%d,\"delta\":", index);
+    sd_buf_append(b, delta, n);
+    sd_buf_puts(b, ",\"logprobs\":");
+    sd_resp_logprobs(b, srv, 1, lp);
     return sd_buf_puts(b, ",\"finish_reason\":null}]}\n\n");
 }
 
