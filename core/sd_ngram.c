@@ -33,6 +33,7 @@
  * per bucket every few dozen rounds. */
 #include <string.h>
 
+#include "sd_grammar.h"
 #include "sd_round.h"
 
 #define NGRAM_TREE_CANDIDATES 64
@@ -120,9 +121,24 @@ typedef struct ngram_trie {
     int8_t bucket[SD_RUNNER_TREE_MAX];           /* of the candidate that created the node */
 } ngram_trie;
 
-/* Insert tokens c[0..len) (a match in bucket b) below the root within the widths and the budget. */
+/* Structured output: the grammar state after a node's path (gs[node]), TRIE_UNCHECKED when not
+ * checked (no grammar, or past an automaton limit); the root's is the output's. A token the grammar refuses
+ * is not inserted, nor anything of its candidate after it (the tree analogue of the chain cut in
+ * core/sd_round.c round_grammar_trim: such a node has target probability 0 and is never
+ * accepted), so the budget goes to tokens the target can accept; an end token keeps the state. */
+#define TRIE_UNCHECKED INT32_MIN /* a node's state when it is not checked (not SD_FSM_DEAD) */
+static int32_t trie_gnext(const sd_logits_proc *lp, int32_t gs, int32_t tok) {
+    if (!lp || gs < 0) return TRIE_UNCHECKED;
+    for (int32_t e = 0; e < lp->n_end; e++)
+        if (lp->end[e] == tok) return gs;
+    const int32_t ns = sd_grammar_next(lp->grammar, gs, tok);
+    return ns == SD_FSM_DEAD ? SD_FSM_DEAD : ns < 0 ? TRIE_UNCHECKED : ns;
+}
+
+/* Insert tokens c[0..len) (a match in bucket b) below the root within the widths and the budget
+ * (lp: the sequence's processors when it has a grammar, gs the nodes' states). */
 static void trie_insert(ngram_trie *t, const int32_t *c, int32_t len, int8_t b, const sd_draft_shape *sh,
-                        int32_t budget) {
+                        int32_t budget, const sd_logits_proc *lp, int32_t *gs) {
     int32_t x = 0;
     for (int32_t d = 0; d < len; d++) {
         int32_t y = -1;
@@ -130,6 +146,9 @@ static void trie_insert(ngram_trie *t, const int32_t *c, int32_t len, int8_t b, 
             if (t->parent[i] == x && t->token[i] == c[d]) y = i;
         if (y < 0) {
             if (t->kids[x] >= sh->width[d] || t->n - 1 >= budget) return;
+            const int32_t ns = trie_gnext(lp, gs[x], c[d]);
+            if (ns == SD_FSM_DEAD) return; /* refused: not proposed */
+            gs[t->n] = ns;
             y = t->n++;
             t->token[y] = c[d];
             t->parent[y] = x;
@@ -209,9 +228,17 @@ static int32_t trie_to_tree(const ngram_trie *t, sd_tree *tr, int8_t *bucket) {
     return depth;
 }
 
-static specdec_status ngram_plan_tree(sd_round_slot *x) {
+static specdec_status ngram_plan_tree(sd_round_slot *x, sd_errbuf *eb) {
     const sd_round_seq *s = x->s;
     const int32_t L = s->length;
+    const sd_logits_proc *lp = s->proc && s->proc->grammar ? s->proc : NULL;
+    int32_t gs[SD_RUNNER_TREE_MAX];
+    gs[0] = TRIE_UNCHECKED;
+    if (lp) {
+        const specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt, L - lp->n_prompt,
+                                                      NULL, 0, lp->end, lp->n_end, &gs[0], eb);
+        if (st != SPECDEC_OK) return st;
+    }
     int32_t ce[NGRAM_TREE_CANDIDATES], cn[NGRAM_TREE_CANDIDATES];
     const int32_t m = ngram_scan(s->tokens, L, s->ngram_min, s->ngram_max, NGRAM_TREE_CANDIDATES, ce, cn);
     ngram_trie t;
@@ -224,7 +251,7 @@ static specdec_status ngram_plan_tree(sd_round_slot *x) {
     for (int32_t i = 0; i < m && t.n - 1 < x->budget; i++) {
         int32_t len = L - 1 - ce[i];
         if (len > s->shape.depth) len = s->shape.depth;
-        trie_insert(&t, s->tokens + ce[i] + 1, len, ngram_bucket(cn[i]), &s->shape, x->budget);
+        trie_insert(&t, s->tokens + ce[i] + 1, len, ngram_bucket(cn[i]), &s->shape, x->budget, lp, gs);
     }
     if (s->ngram && s->ngram->gate && t.n > 1) trie_gate(&t, s->ngram);
     x->depth = t.n > 1 ? trie_to_tree(&t, &x->tr, s->ngram ? s->ngram->bucket : NULL) : 0;
@@ -265,7 +292,7 @@ static specdec_status ngram_plan(sd_drafter *dr, sd_round_slot *x, sd_errbuf *eb
     if (g) ngram_age(g);
     x->det = 1;
     x->lag = 0;
-    if (x->tree) return ngram_plan_tree(x);
+    if (x->tree) return ngram_plan_tree(x, eb);
     ngram_plan_chain(x);
     return SPECDEC_OK;
 }

@@ -1,4 +1,5 @@
-/* test_grammar_ngram.c — n-gram drafts under a grammar (core/sd_round.c round_grammar_trim).
+/* test_grammar_ngram.c — n-gram drafts under a grammar (core/sd_round.c round_grammar_trim for
+ * chains; core/sd_ngram.c trie_insert for trees: a refused token is not inserted).
  *
  * The bundled target, no draft model, the n-gram drafter proposing every match (ngram_cost OFF),
  * a prompt that repeats "In the beginning God created the heaven and the earth." and a grammar
@@ -9,8 +10,10 @@
  *      grammar's own transitions; an end token ends the check of its chain);
  *   2. the cut changes nothing else: GREEDY output == plain greedy decoding under the grammar,
  *      MATCH (T 0.8, three seeds) == plain sampling with the same seed, and the output matches;
- *   3. the drafter still proposed (some rounds drafted tokens), so 1 is not vacuous.
- * Without the cut, the first round drafts " created the ..." (refused) and claim 1 fails. */
+ *   3. the drafter still proposed (some rounds drafted tokens, some of them branching trees), so
+ *      1 is not vacuous.
+ * Chains and trees (widths 3,2,2,1). Without the cut, the first round drafts " created the ..."
+ * (refused) and claim 1 fails, for chains and for trees alike. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,24 +26,31 @@
 typedef struct trace {
     const specdec_grammar *g;
     int32_t eos, state, refused, rounds_drafted;
+    int32_t tree_rounds; /* rounds whose drafts branch (a tree, not a chain) */
 } trace;
 
 static void on_round(void *user, const specdec_round_info *ri) {
     trace *t = user;
-    int32_t s = t->state;
-    for (int32_t i = 0; i < ri->n_drafted && s >= 0; i++) {
-        if (ri->draft_tokens[i] == t->eos) break;
-        s = sd_grammar_next(t->g, s, ri->draft_tokens[i]);
-        if (s == SD_FSM_DEAD) t->refused++;
+    int32_t st[SPECDEC_MAX_TREE_NODES]; /* each drafted node's state (a chain: parent = the previous) */
+    for (int32_t i = 0; i < ri->n_drafted; i++) {
+        const int32_t p = ri->draft_parents[i], from = p < 0 ? t->state : st[p];
+        st[i] = -1;
+        if (from < 0 || ri->draft_tokens[i] == t->eos) continue; /* below an end token: not checked */
+        st[i] = sd_grammar_next(t->g, from, ri->draft_tokens[i]);
+        if (st[i] == SD_FSM_DEAD) t->refused++;
+        if (st[i] < 0) st[i] = -1;
     }
+    if (ri->n_drafted > 1 && ri->draft_parents[ri->n_drafted - 1] != ri->n_drafted - 2) t->tree_rounds++;
     t->rounds_drafted += ri->n_drafted > 0;
     for (int32_t i = 0; i < ri->n_emitted && t->state >= 0; i++)
         if (ri->emitted[i] != t->eos) t->state = sd_grammar_next(t->g, t->state, ri->emitted[i]);
 }
 
 static int32_t run(specdec_engine *e, const int32_t *prompt, int32_t np, specdec_generate_params gp,
-                   specdec_draft_method dm, trace *t, int32_t *out) {
+                   specdec_draft_method dm, int tree, trace *t, int32_t *out) {
+    static const int32_t widths[4] = {3, 2, 2, 1};
     gp.draft_method = dm;
+    if (tree) SD_CHECK(specdec_generate_params_set_tree(&gp, widths, 4) == SPECDEC_OK, "tree");
     gp.ngram_cost = SPECDEC_NGRAM_COST_OFF;
     gp.round_callback = t ? on_round : NULL;
     gp.round_user_data = t;
@@ -75,18 +85,19 @@ int main(int argc, char **argv) {
                                "and void. In the beginning God created the heaven and the earth. In the beginning God";
     int32_t prompt[128], np = 0;
     SD_CHECK(specdec_tokenize(tok, text, strlen(text), 1, prompt, 128, &np) == SPECDEC_OK, "tokenize");
-    trace t = {g, specdec_tokenizer_eos_id(tok), 0, 0, 0};
+    trace t = {g, specdec_tokenizer_eos_id(tok), 0, 0, 0, 0};
     specdec_generate_params gp = specdec_generate_default_params();
     gp.grammar = g;
     gp.n_predict = 40;
     gp.n_draft = 4;
-    for (int mode = 0; mode < 4 && g; mode++) {
-        gp.temperature = mode ? 0.8f : 0.0f;
-        gp.verify = mode ? SPECDEC_VERIFY_MATCH : SPECDEC_VERIFY_GREEDY;
-        gp.seed = 100 + (uint64_t)mode;
+    for (int mode = 0; mode < 8 && g; mode++) { /* modes 4-7: n-gram trees (widths 3,2,2,1) */
+        const int tree = mode >= 4;
+        gp.temperature = mode % 4 ? 0.8f : 0.0f;
+        gp.verify = mode % 4 ? SPECDEC_VERIFY_MATCH : SPECDEC_VERIFY_GREEDY;
+        gp.seed = 100 + (uint64_t)(mode % 4);
         int32_t ref[N_OUT], got[N_OUT];
-        const int32_t nr = run(e, prompt, np, gp, SPECDEC_DRAFT_NONE, NULL, ref);
-        const int32_t ng = run(e, prompt, np, gp, SPECDEC_DRAFT_NGRAM, &t, got);
+        const int32_t nr = run(e, prompt, np, gp, SPECDEC_DRAFT_NONE, 0, NULL, ref);
+        const int32_t ng = run(e, prompt, np, gp, SPECDEC_DRAFT_NGRAM, tree, &t, got);
         SD_CHECK(nr > 0 && ng == nr && !memcmp(ref, got, sizeof(int32_t) * (size_t)nr),
                  "mode %d: n-gram drafts under the grammar changed the output (%d vs %d tokens)", mode, (int)ng,
                  (int)nr);
@@ -98,8 +109,11 @@ int main(int argc, char **argv) {
         printf("mode %d: %.*s\n", mode, (int)len, out);
     }
     SD_CHECK(t.refused == 0, "%d drafted tokens the grammar refuses were proposed", (int)t.refused);
-    SD_CHECK(t.rounds_drafted > 0, "the n-gram drafter never proposed: the check above is vacuous");
-    printf("rounds with drafts: %d, refused drafted tokens: %d\n", (int)t.rounds_drafted, (int)t.refused);
+    SD_CHECK(t.rounds_drafted > 0 && t.tree_rounds > 0,
+             "the n-gram drafter never proposed (%d rounds) or never branched (%d): the check above is vacuous",
+             (int)t.rounds_drafted, (int)t.tree_rounds);
+    printf("rounds with drafts: %d (branching trees: %d), refused drafted tokens: %d\n", (int)t.rounds_drafted,
+           (int)t.tree_rounds, (int)t.refused);
     specdec_grammar_free(g);
     specdec_engine_free(e);
     specdec_tokenizer_free(tok);
