@@ -1,17 +1,25 @@
 /* sd_cpu_pool.c — the persistent thread pool of the CPU forward pass (see sd_cpu_pool.h).
  *
- * Protocol: the caller publishes (fn, arg, n_parts), sets pending = n_workers, bumps the
- * generation and broadcasts `wake`; each worker, seeing a new generation, runs its part (if it
- * has one), decrements pending and signals `done` at zero. Everything shared is read and written
- * under `mu`, so the job's outputs written by a worker happen-before the caller's return (the
- * mutex orders them; ThreadSanitizer sees the same). `run_mu` keeps two callers from sharing
- * the workers: the second runs its parts alone. */
+ * Protocol: the caller publishes (fn, arg, n_parts), sets pending = n_workers and bumps the
+ * generation (a release store), then wakes sleeping workers; each worker, seeing a new generation
+ * (an acquire load), runs its part (if it has one) and decrements pending (acq_rel); the caller
+ * returns once pending is 0 (an acquire load), so every worker's writes happen-before its return
+ * and the next job cannot overwrite (fn, arg, n_parts) before every worker has read them.
+ * ThreadSanitizer understands these atomics and the mutex alike.
+ *
+ * Waiting: idle workers sleep on the condition variable `wake`, a caller whose workers are not done
+ * on `done`; `mu` orders each sleep against its wake-up, so none is lost. No spinning: measured on
+ * the 2-core CI machine shared with other jobs (load ~6), spinning a bounded while before sleeping
+ * made decode 2-9x slower than one thread (a spinning thread takes the core the thread it waits
+ * for needs), sleeping at once kept it at 0.8-1.1x (bench/results/cpu_threads_2026-11-28.md).
+ * `run_mu` keeps two callers from sharing the workers: the second runs its parts alone. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_ISSET */
 #include "sd_cpu_pool.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,14 +35,15 @@ typedef struct sd_cpu_worker {
 
 struct sd_cpu_pool {
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* workers wait for a new generation or stop */
-    pthread_cond_t done; /* the caller waits for pending == 0 */
+    pthread_cond_t wake; /* sleeping workers wait for a new generation or stop */
+    pthread_cond_t done; /* a sleeping caller waits for pending == 0 */
     pthread_mutex_t run_mu;
-    uint64_t gen;        /* under mu */
-    int pending;         /* under mu */
-    int stop;            /* under mu */
+    _Atomic uint64_t gen;
+    atomic_int pending;
+    atomic_int stop;
+    int sleepers;        /* under mu: workers in cond_wait */
     uint64_t jobs;       /* under mu: calls the workers shared */
-    sd_cpu_pool_fn fn;   /* under mu: the current job */
+    sd_cpu_pool_fn fn;   /* the current job: written before gen is bumped */
     void *arg;
     int n_parts;
     int n_workers;       /* started workers (fixed after create) */
@@ -53,31 +62,41 @@ sd_cpu_pool *sd_cpu_pool_bind(sd_cpu_pool *p) {
 
 sd_cpu_pool *sd_cpu_pool_current(void) { return tls_pool; }
 
+/* The next generation after seen (or seen when stopping). */
+static uint64_t worker_wait(sd_cpu_pool *p, uint64_t seen) {
+    uint64_t g;
+    pthread_mutex_lock(&p->mu);
+    p->sleepers++;
+    while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
+           !atomic_load_explicit(&p->stop, memory_order_relaxed))
+        pthread_cond_wait(&p->wake, &p->mu);
+    p->sleepers--;
+    pthread_mutex_unlock(&p->mu);
+    return g;
+}
+
 static void *worker_main(void *a) {
     sd_cpu_worker *w = a;
     sd_cpu_pool *p = w->pool;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->stop && p->gen == seen) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->stop) break;
-        seen = p->gen;
-        sd_cpu_pool_fn fn = p->fn;
-        void *arg = p->arg;
+        seen = worker_wait(p, seen);
+        if (atomic_load_explicit(&p->stop, memory_order_acquire)) break;
         const int n_parts = p->n_parts;
-        pthread_mutex_unlock(&p->mu);
-        if (w->idx < n_parts) fn(arg, w->idx, n_parts, w->scratch);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0) pthread_cond_signal(&p->done);
+        if (w->idx < n_parts) p->fn(p->arg, w->idx, n_parts, w->scratch);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&p->mu); /* the caller may be asleep: see run */
+            pthread_cond_signal(&p->done);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
 /* Stop and join the first n started workers, free everything. */
 static void pool_free(sd_cpu_pool *p, int n_started) {
     pthread_mutex_lock(&p->mu);
-    p->stop = 1;
+    atomic_store_explicit(&p->stop, 1, memory_order_release);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < n_started; i++) pthread_join(p->workers[i].tid, NULL);
@@ -172,19 +191,21 @@ void sd_cpu_pool_run(sd_cpu_pool *p, int n_parts, sd_cpu_pool_fn fn, void *arg, 
         for (int i = 0; i < n_parts; i++) fn(arg, i, n_parts, caller_scratch);
         return;
     }
-    pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->arg = arg;
     p->n_parts = n_parts;
-    p->pending = p->n_workers;
-    p->gen++;
+    atomic_store_explicit(&p->pending, p->n_workers, memory_order_relaxed);
+    pthread_mutex_lock(&p->mu);
     p->jobs++;
-    pthread_cond_broadcast(&p->wake);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    if (p->sleepers) pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, n_parts, caller_scratch);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
     pthread_mutex_unlock(&p->run_mu);
 }
 
