@@ -62,7 +62,7 @@ sd_cpu_pool *sd_cpu_pool_bind(sd_cpu_pool *p) {
 
 sd_cpu_pool *sd_cpu_pool_current(void) { return tls_pool; }
 
-/* The next generation after seen (or seen when stopping). */
+/* Sleep until the generation moves past seen (or the pool stops); the generation seen then. */
 static uint64_t worker_wait(sd_cpu_pool *p, uint64_t seen) {
     uint64_t g;
     pthread_mutex_lock(&p->mu);
@@ -146,8 +146,8 @@ sd_cpu_pool *sd_cpu_pool_create(int n_threads, size_t scratch_floats) {
         return NULL;
     }
     if (started < n) {
-        /* Degrade: keep the workers that run. They read n_workers only through part indices,
-         * which the caller bounds by sd_cpu_pool_threads; pending counts the started ones. */
+        /* Degrade: keep the workers that run (workers never read n_workers; from now on the
+         * callers' part counts and pending count the started ones only). */
         pthread_mutex_lock(&p->mu);
         for (int i = started; i < n; i++) sd_free(p->workers[i].scratch), p->workers[i].scratch = NULL;
         p->n_workers = started;

@@ -8,9 +8,12 @@
  *     the empty string, ignored; an explicit cpu_threads wins over it; unset: the default
  *     (sd_cpu_default_threads(), 1..8);
  *  3. the engine's runners and the scheduler's groups get the resolved count
- *     (sd_engine_make_runner / sd_engine_make_group). */
+ *     (sd_engine_make_runner / sd_engine_make_group);
+ *  4. two engines with 2 threads each generating from two threads at once: the same tokens as
+ *     one thread (label tsan: a race between their pools, or inside one, shows). */
 #define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +35,9 @@ static specdec_status make_engine(const specdec_model *t, const specdec_model *d
     return specdec_engine_create(t, d, &ep, e);
 }
 
-/* Tokens of one generation (count returned) and its acceptance counts. */
-static int32_t generate(specdec_engine *e, int rejection, int32_t *out, specdec_stats *stats) {
+/* Tokens of one generation (count returned, -1 on failure) and its acceptance counts; no SD_CHECK
+ * (the test's counters are not shared between threads). */
+static int32_t generate_raw(specdec_engine *e, int rejection, int32_t *out, specdec_stats *stats) {
     static const int32_t prompt[] = {0, 17, 101, 55, 230, 12, 9, 77};
     specdec_generate_params gp = specdec_generate_default_params();
     gp.n_predict = N_PRED;
@@ -49,7 +53,12 @@ static int32_t generate(specdec_engine *e, int rejection, int32_t *out, specdec_
     int32_t n = -1;
     specdec_status st = specdec_generate(e, prompt, (int32_t)(sizeof prompt / sizeof *prompt), &gp, out, N_PRED, &n,
                                          stats);
-    SD_CHECK(st == SPECDEC_OK, "generate: %s", specdec_engine_last_error(e));
+    return st == SPECDEC_OK ? n : -1;
+}
+
+static int32_t generate(specdec_engine *e, int rejection, int32_t *out, specdec_stats *stats) {
+    int32_t n = generate_raw(e, rejection, out, stats);
+    SD_CHECK(n >= 0, "generate: %s", specdec_engine_last_error(e));
     return n;
 }
 
@@ -79,6 +88,45 @@ static void check_same_output(const specdec_model *t, const specdec_model *d) {
         }
         specdec_engine_free(e);
     }
+}
+
+typedef struct conc_arg {
+    const specdec_model *t, *d;
+    const int32_t *ref;
+    int32_t n_ref;
+    int ok;
+} conc_arg;
+
+static void *conc_main(void *a) {
+    conc_arg *c = a;
+    specdec_engine *e = NULL;
+    c->ok = make_engine(c->t, c->d, 2, &e) == SPECDEC_OK;
+    int32_t got[N_PRED];
+    specdec_stats s;
+    for (int rep = 0; c->ok && rep < 2; rep++) {
+        int32_t n = generate_raw(e, 1, got, &s);
+        c->ok = n == c->n_ref && !memcmp(got, c->ref, sizeof(int32_t) * (size_t)n);
+    }
+    specdec_engine_free(e);
+    return NULL;
+}
+
+static void check_concurrent(const specdec_model *t, const specdec_model *d) {
+    int32_t ref[N_PRED];
+    specdec_stats s;
+    specdec_engine *e = NULL;
+    SD_CHECK(make_engine(t, d, 1, &e) == SPECDEC_OK, "engine: %s", specdec_last_error());
+    if (!e) return;
+    int32_t n = generate(e, 1, ref, &s);
+    specdec_engine_free(e);
+    conc_arg a = {t, d, ref, n, 0}, b = {t, d, ref, n, 0};
+    pthread_t ta, tb;
+    int started = pthread_create(&ta, NULL, conc_main, &a) == 0;
+    started += pthread_create(&tb, NULL, conc_main, &b) == 0;
+    SD_CHECK(started == 2, "could not start two threads");
+    if (started > 0) pthread_join(ta, NULL);
+    if (started > 1) pthread_join(tb, NULL);
+    SD_CHECK(a.ok && b.ok, "two engines of 2 threads at once: tokens differ from one thread (%d %d)", a.ok, b.ok);
 }
 
 static void expect_invalid(const specdec_model *t, int32_t threads, const char *needle, const char *what) {
@@ -146,6 +194,7 @@ int main(int argc, char **argv) {
     SD_CHECK(specdec_model_load(argv[2], NULL, &d) == SPECDEC_OK, "load %s: %s", argv[2], specdec_last_error());
     if (t && d) {
         check_same_output(t, d);
+        check_concurrent(t, d);
         check_values(t);
     }
     specdec_model_free(d);
