@@ -624,4 +624,6 @@ void sd_cpu_group_set_threads(sd_runner_group *gb, int32_t n_threads) {
 
 int32_t sd_cpu_group_threads(const sd_runner_group *gb) { return sd_cpu_pool_threads(((const sd_cpu_group *)gb)->pool); }
 
+sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *gb) { return ((sd_cpu_group *)gb)->pool; }
+
 sd_runner_group *sd_cpu_runner_group(sd_runner *r) { return &((sd_cpu_runner *)r)->g->base; }

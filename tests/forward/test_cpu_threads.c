@@ -17,7 +17,11 @@
  *  3. A whole-model forward (F32, F16, BF16; bias and tied variants; 1-token decode and 9-token
  *     chunks) with 1, 2, 3 and 7 threads: logits bitwise equal.
  *  4. Two runners over the same weights, each with 3 threads, forwarding from two threads at
- *     once: both bitwise equal to one thread (label tsan: a race between the pools shows). */
+ *     once: both bitwise equal to one thread (label tsan: a race between the pools shows).
+ *  5. Every model family of tests/models/fixtures (argv[1]: its directory; Gemma 1-3, Mistral,
+ *     Phi-3/4, Qwen2/3, Mixtral, Qwen2/3-MoE, rope variants) with 3 threads and the threshold at
+ *     0, so every layer of >= 32 rows (attention, MLP, experts, LM head) is split: logits of a
+ *     1-token decode and of one prefill bitwise those of one thread, the workers used. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,7 +350,61 @@ static void check_concurrent_runners(void) {
     fwd_model_free(m);
 }
 
-int main(void) {
+/* Logits [T, V] of tokens decoded one at a time then as one prefill (compared with each other). */
+static int run_fixture(const struct specdec_model *m, int32_t n_ctx, const int32_t *tok, int32_t T, int threads,
+                       float *out, uint64_t *jobs) {
+    sd_errbuf eb = {{0}};
+    sd_runner *r = NULL;
+    if (sd_cpu_runner_create(&m->w, n_ctx, n_ctx, &r, &eb) != SPECDEC_OK) return 0;
+    sd_runner_group *g = sd_cpu_runner_group(r);
+    sd_cpu_group_set_threads(g, threads);
+    sd_cpu_pool_set_min_work(sd_cpu_group_pool(g), 0);
+    const int64_t n = (int64_t)T * m->w.cfg.vocab_size;
+    float *all = malloc(sizeof(float) * (size_t)n);
+    int ok = sd_cpu_group_threads(g) == threads && fwd_run_chunked(r, tok, T, 1, out) == SPECDEC_OK &&
+             fwd_run_chunked(r, tok, T, T, all) == SPECDEC_OK && fwd_first_diff(out, all, n) < 0;
+    *jobs = sd_cpu_pool_jobs(sd_cpu_group_pool(g));
+    free(all);
+    sd_runner_destroy(r);
+    return ok;
+}
+
+static void check_fixtures(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/manifest.txt", dir);
+    FILE *f = fopen(path, "r");
+    SD_CHECK(f != NULL, "no %s", path);
+    if (!f) return;
+    char line[512], name[128];
+    int n_models = 0;
+    while (fgets(line, sizeof line, f)) {
+        int T, V, n_ctx;
+        if (line[0] == '#' || sscanf(line, "%127s %d %d %d", name, &T, &V, &n_ctx) != 4) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        specdec_model *m = NULL;
+        SD_CHECK(specdec_model_load(path, NULL, &m) == SPECDEC_OK, "load %s: %s", path, specdec_last_error());
+        if (!m) continue;
+        int32_t tok[64];
+        if (T > 64) T = 64;
+        if (T > n_ctx) T = n_ctx;
+        uint64_t s = 3;
+        for (int i = 0; i < T; i++) tok[i] = (int32_t)(fwd_rng_next(&s) % (uint64_t)m->w.cfg.vocab_size);
+        const size_t sz = (size_t)T * (size_t)m->w.cfg.vocab_size;
+        float *ref = malloc(sz * sizeof(float)), *got = malloc(sz * sizeof(float));
+        uint64_t j1 = 0, j3 = 0;
+        int ok1 = run_fixture(m, n_ctx, tok, T, 1, ref, &j1), ok3 = run_fixture(m, n_ctx, tok, T, 3, got, &j3);
+        int64_t d = fwd_first_diff(ref, got, (int64_t)sz);
+        SD_CHECK(ok1 && ok3 && d < 0 && j3 > 0, "%s: 3 threads: runs %d %d, logits differ at %lld, %llu calls split",
+                 name, ok1, ok3, (long long)d, (unsigned long long)j3);
+        free(ref), free(got);
+        specdec_model_free(m);
+        n_models++;
+    }
+    fclose(f);
+    SD_CHECK(n_models >= 20, "only %d fixtures in %s", n_models, dir);
+}
+
+int main(int argc, char **argv) {
     check_pool_basics();
     check_pool_stress();
     check_pool_alloc_failures();
@@ -366,5 +424,7 @@ int main(void) {
         check_model("qwen2 bias tied bf16", &q, SD_BF16);
     }
     check_concurrent_runners();
+    if (argc > 1) check_fixtures(argv[1]);
+    else SD_CHECK(0, "usage: forward_cpu_threads FIXTURES_DIR");
     return sd_test_done();
 }
