@@ -45,6 +45,8 @@
 #define SPECDEC_MAX_DRAFT 16
 /* Most draft nodes one round of tree speculation verifies (the pending token excluded). */
 #define SPECDEC_MAX_TREE_NODES 64
+/* Most threads specdec_engine_params.cpu_threads (or SPECDEC_CPU_THREADS) may ask for. */
+#define SPECDEC_MAX_CPU_THREADS 256
 /* Most EOS ids a model config may list. */
 #define SPECDEC_MAX_EOS 8
 
@@ -195,7 +197,17 @@ typedef struct specdec_engine_params {
                                  raised to SPECDEC_MAX_TREE_NODES + 1 (a verify pass is one call) */
     int32_t cuda_device;      /* CUDA device ordinal; default 0 */
     int32_t cuda_keep_f32;    /* CUDA: keep F32 checkpoints in F32 instead of converting to BF16 */
-    int32_t reserved_i[7];
+    /* since 0.5.3 (was reserved_i[0]; the struct keeps its size) */
+    int32_t cpu_threads;      /* CPU backend: threads of each model's forward pass (the calling
+                                 thread included), 1..SPECDEC_MAX_CPU_THREADS; 0 (default) = the
+                                 environment's SPECDEC_CPU_THREADS when set (1..SPECDEC_MAX_CPU_THREADS,
+                                 else INVALID_ARGUMENT), else the physical cores this process may
+                                 use, at most 8. Outputs are bitwise the same for every count
+                                 (each value is computed by one thread in the one-thread order).
+                                 Negative or more than SPECDEC_MAX_CPU_THREADS: INVALID_ARGUMENT.
+                                 Threads that cannot be started are done without (never an error).
+                                 Ignored by the CUDA backend */
+    int32_t reserved_i[6];
     uint64_t reserved[8];
 } specdec_engine_params;
 

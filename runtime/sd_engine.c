@@ -3,10 +3,13 @@
  * the low-level forward / KV-cache API. Generation is in sd_generate.c. */
 #include "sd_engine.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sd_alloc.h"
+#include "sd_cpu_pool.h"
 #include "sd_cpu_runner.h"
 #include "sd_cuda_backend.h"
 #include "sd_eagle3_cpu.h"
@@ -175,6 +178,32 @@ static specdec_status sd_engine_check_params(const specdec_engine_params *p) {
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
                        "specdec_engine_create: negative n_ctx %d / max_batch %d / cuda_device %d", (int)p->n_ctx,
                        (int)p->max_batch, (int)p->cuda_device);
+    if (p->cpu_threads < 0 || p->cpu_threads > SPECDEC_MAX_CPU_THREADS)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "specdec_engine_create: cpu_threads = %d outside [0, %d] (0 = default)", (int)p->cpu_threads,
+                       SPECDEC_MAX_CPU_THREADS);
+    return SPECDEC_OK;
+}
+
+specdec_status sd_engine_cpu_threads(int32_t requested, int32_t *out) {
+    *out = 1;
+    if (requested > 0) {
+        *out = sd_min_i32(requested, SPECDEC_MAX_CPU_THREADS);
+        return SPECDEC_OK;
+    }
+    const char *env = getenv("SPECDEC_CPU_THREADS");
+    if (env && *env) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(env, &end, 10);
+        if (errno || end == env || *end || v < 1 || v > SPECDEC_MAX_CPU_THREADS)
+            return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                           "SPECDEC_CPU_THREADS=\"%.32s\" in the environment: not an integer in [1, %d]", env,
+                           SPECDEC_MAX_CPU_THREADS);
+        *out = (int32_t)v;
+        return SPECDEC_OK;
+    }
+    *out = sd_cpu_default_threads();
     return SPECDEC_OK;
 }
 
@@ -234,7 +263,9 @@ specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be,
     if (m->eagle3) return sd_engine_head_refused(eb);
     if (be == SPECDEC_BACKEND_CUDA)
         return sd_cuda_runner_create(&m->w, n_ctx, max_batch, p->cuda_device, p->cuda_keep_f32, out, eb);
-    return sd_cpu_runner_create(&m->w, n_ctx, max_batch, out, eb);
+    specdec_status st = sd_cpu_runner_create(&m->w, n_ctx, max_batch, out, eb);
+    if (st == SPECDEC_OK) sd_cpu_group_set_threads(sd_cpu_runner_group(*out), p->cpu_threads);
+    return st;
 }
 
 specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
@@ -246,6 +277,7 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
             ? sd_cuda_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, p->cuda_device, p->cuda_keep_f32,
                                    out, eb)
             : sd_cpu_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, out, eb);
+    if (st == SPECDEC_OK && be != SPECDEC_BACKEND_CUDA) sd_cpu_group_set_threads(*out, p->cpu_threads);
     /* all-sliding models give blocks behind the window back (core/sd_runner.h) */
     if (st == SPECDEC_OK && (st = sd_runner_group_set_window(*out, sd_cfg_release_window(&m->w.cfg, n_ctx), eb))) {
         sd_runner_group_destroy(*out); /* cannot happen: the group has no runners yet */
@@ -327,8 +359,11 @@ specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_
     }
     /* A verify pass (γ+1 positions, or a tree's root and nodes) is one call: never go below that. */
     int32_t max_batch = p.max_batch == 0 ? n_ctx : sd_max_i32(p.max_batch, SD_RUNNER_TREE_MAX);
+    int32_t threads = 1;
+    if ((st = sd_engine_cpu_threads(p.cpu_threads, &threads)) != SPECDEC_OK) return st;
     memset(out, 0, sizeof *out);
     out->params = p;
+    out->params.cpu_threads = threads;
     out->n_ctx = n_ctx;
     out->max_batch = sd_min_i32(max_batch, n_ctx);
     out->special.bos_id = tc->bos_id;

@@ -69,12 +69,17 @@ specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft
  * both), max_batch defaulted (n_ctx) and at least one verify pass, the target's
  * special ids. The detail of a failure is in the thread-local buffer. */
 typedef struct sd_engine_plan {
-    specdec_engine_params params;  /* the caller's, or the defaults */
+    specdec_engine_params params;  /* the caller's, or the defaults; cpu_threads resolved (>= 1) */
     int32_t n_ctx, max_batch;
     sd_engine_special special;
 } sd_engine_plan;
 specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_model *draft,
                                      const specdec_engine_params *params, sd_engine_plan *out);
+/* The CPU threads of a model's passes for cpu_threads = requested (include/specdec.h): requested
+ * when > 0, else SPECDEC_CPU_THREADS from the environment (INVALID_ARGUMENT, detail in the
+ * thread-local buffer, when not an integer in [1, SPECDEC_MAX_CPU_THREADS]), else
+ * sd_cpu_default_threads(). */
+specdec_status sd_engine_cpu_threads(int32_t requested, int32_t *out);
 /* Seconds target and draft (may be NULL) took to load (specdec_stats.t_load_s adds the
  * engine's or scheduler's creation to it). */
 double sd_engine_models_load_s(const specdec_model *target, const specdec_model *draft);

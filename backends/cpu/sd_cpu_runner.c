@@ -40,8 +40,11 @@
  * results are bitwise those of running it alone. sd_cpu_runner_create makes a
  * standalone runner: a private group of ceil(n_ctx / 16) blocks that the runner owns.
  * All memory is allocated when the group and its runners are created; a forward
- * allocates nothing. Single-threaded and deterministic: this is the oracle the CUDA
- * backend is checked against. */
+ * allocates nothing. Deterministic: this is the oracle the CUDA backend is checked
+ * against. Threads: a group may own a pool (sd_cpu_group_set_threads; kernels/cpu/
+ * sd_cpu_pool.h), bound for the length of each pass; the linear layers (the LM head and the
+ * experts' included) split their output rows over it, each value computed by one thread as on
+ * one, so every result is bitwise the same for any thread count. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,6 +56,7 @@
 #include "sd_cpu_attention.h"
 #include "sd_cpu_embed.h"
 #include "sd_cpu_matmul.h"
+#include "sd_cpu_pool.h"
 #include "sd_cpu_rmsnorm.h"
 #include "sd_cpu_rope.h"
 #include "sd_cpu_swiglu.h"
@@ -75,6 +79,8 @@ typedef struct sd_cpu_group {
     float *gate;                 /* [max_batch, intermediate] */
     float *up;                   /* [max_batch, intermediate] */
     float *rowbuf;               /* [max(hidden, q_dim, intermediate)] a dequantised weight row */
+    size_t row_max;              /* rowbuf's length (each pool worker has its own) */
+    sd_cpu_pool *pool;           /* NULL: one thread */
     int32_t n_ropes;             /* 1, or 2 when sliding layers have their own rope */
     float *rope_cos;             /* [n_ropes][max_batch, rope_dim/2] */
     float *rope_sin;             /* [n_ropes][max_batch, rope_dim/2] */
@@ -118,6 +124,7 @@ static void cpu_group_destroy(sd_runner_group *gb) {
                     g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
                     g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
+    sd_cpu_pool_destroy(g->pool);
     sd_kv_pool_free(&g->base.pool);
     sd_free(g);
 }
@@ -342,6 +349,7 @@ static void cpu_capture(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_se
 /* One pass over segments whose blocks are held (total tokens <= max_batch): every
  * runner ends at the row its segment ends at. */
 static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs) {
+    sd_cpu_pool *prev = sd_cpu_pool_bind(g->pool);
     const sd_config *c = &g->cfg;
     const sd_weights *m = g->w;
     const int32_t half = sd_cfg_rope_dim(c) / 2;
@@ -369,6 +377,7 @@ static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs)
         s->r->kv_len = s->parent ? s->pos + s->first + s->n : s->pos + s->n;
     }
     cpu_logits(g, segs, n_segs, n);
+    sd_cpu_pool_bind(prev);
 }
 
 static specdec_status cpu_group_forward(sd_runner_group *gb, const sd_runner_seg *segs, int32_t n_segs) {
@@ -480,6 +489,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     if (c->n_experts && (size_t)c->moe_intermediate > inter) inter = (size_t)c->moe_intermediate;
     if ((size_t)c->shared_expert_intermediate > inter) inter = (size_t)c->shared_expert_intermediate;
     if (inter > row_max) row_max = inter;
+    g->row_max = row_max;
     size_t elems = (size_t)c->n_layers * (size_t)g->pool_rows;
     int fail = (size_t)g->kv_dim && elems > SIZE_MAX / (size_t)g->kv_dim;
     elems *= (size_t)g->kv_dim;
@@ -605,3 +615,15 @@ specdec_status sd_cpu_runner_create(const sd_weights *w, int32_t n_ctx, int32_t 
     ((sd_cpu_runner *)*out)->owns_group = 1;
     return SPECDEC_OK;
 }
+
+void sd_cpu_group_set_threads(sd_runner_group *gb, int32_t n_threads) {
+    sd_cpu_group *g = (sd_cpu_group *)gb;
+    sd_cpu_pool_destroy(g->pool);
+    g->pool = sd_cpu_pool_create(n_threads, g->row_max);
+}
+
+int32_t sd_cpu_group_threads(const sd_runner_group *gb) { return sd_cpu_pool_threads(((const sd_cpu_group *)gb)->pool); }
+
+sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *gb) { return ((sd_cpu_group *)gb)->pool; }
+
+sd_runner_group *sd_cpu_runner_group(sd_runner *r) { return &((sd_cpu_runner *)r)->g->base; }

@@ -25,4 +25,15 @@ specdec_status sd_cpu_runner_create(const sd_weights *w, int32_t n_ctx, int32_t 
 specdec_status sd_cpu_group_create(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,
                                    int32_t block_tokens, sd_runner_group **out, sd_errbuf *eb);
 
+/* Run the group's passes on n_threads threads (the calling one included; kernels/cpu/
+ * sd_cpu_pool.h): n_threads <= 1 stops its workers, more than SD_CPU_POOL_MAX_THREADS are
+ * clamped. Results are bitwise the same for every count. Never fails: threads that cannot be
+ * started are done without (sd_cpu_group_threads says how many run). Not during a pass. */
+void sd_cpu_group_set_threads(sd_runner_group *g, int32_t n_threads);
+int32_t sd_cpu_group_threads(const sd_runner_group *g);
+/* Its pool (NULL: one thread), for tests and benchmarks (sd_cpu_pool_set_min_work, _jobs). */
+struct sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *g);
+/* The group of a CPU runner (its private one for sd_cpu_runner_create's). */
+sd_runner_group *sd_cpu_runner_group(sd_runner *r);
+
 #endif

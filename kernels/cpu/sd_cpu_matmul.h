@@ -18,7 +18,12 @@
  * register and blocks four weight rows x two tokens; its results are bit-identical to the
  * portable loop (the file's header says why; tests/forward test_cpu_matmul_isa.c checks it on
  * every dtype, shape tail and special value). SPECDEC_CPU_ISA=generic in the environment forces
- * the portable loop. */
+ * the portable loop.
+ *
+ * Threads: when the calling thread has a pool bound (sd_cpu_pool.h) and the call is at least
+ * sd_cpu_pool_min_work multiply-adds, the output rows o are split into contiguous ranges (whole
+ * multiples of 16 rows), one per thread; each y[t, o] is still computed by one thread with the
+ * code above, so the output is bitwise that of one thread (tests/forward test_cpu_threads.c). */
 #ifndef SD_CPU_MATMUL_H
 #define SD_CPU_MATMUL_H
 
@@ -59,7 +64,9 @@ sd_cpu_isa sd_cpu_matmul_isa(void);
 int sd_cpu_matmul_set_isa(sd_cpu_isa isa);
 
 /* bias may be NULL or have data == NULL (no bias). rowbuf: scratch of `in` floats
- * (used when W is not F32). y must not alias x. */
+ * (used when W is not F32; the calling thread's: workers use the pool's scratch, and a pool
+ * whose scratch is shorter than `in` leaves such a call to the calling thread). y must not
+ * alias x. */
 void sd_cpu_matmul(const float *x, int32_t n, const sd_tensor *w, const sd_tensor *bias, float *y, float *rowbuf);
 
 /* The same, token t's output row at y[t] (NULL: token t is skipped), so tokens of

@@ -103,19 +103,19 @@ SD_AVX2_INLINE void block(const char *w0, size_t row_bytes, int R, const float *
         for (int t = 0; t < T; t++) y[t][o0 + r] = (float)(finish(acc[r][t], wr[r], x[t], i, cols, dt) + b[r]);
 }
 
-/* All rows for the tokens x[0..n) -> y[0..n) (n <= SD_CPU_X86_TOKEN_CHUNK). */
+/* Rows [o_begin, o_end) for the tokens x[0..n) -> y[0..n) (n <= SD_CPU_X86_TOKEN_CHUNK). */
 SD_AVX2_INLINE void rows_all(const sd_x86_mm *m, const float *const *x, float *const *y, int n, sd_dtype dt) {
     size_t row_bytes = (size_t)m->cols * sd_dtype_size(dt);
     const char *w = (const char *)m->w;
-    int64_t o = 0;
-    for (; o + 4 <= m->rows; o += 4) {
+    int64_t o = m->o_begin;
+    for (; o + 4 <= m->o_end; o += 4) {
         double b[4];
         for (int r = 0; r < 4; r++) b[r] = m->bias ? (double)sd_cpu_elem(m->bias, o + r) : 0.0;
         int t = 0;
         for (; t + 2 <= n; t += 2) block(w + (size_t)o * row_bytes, row_bytes, 4, x + t, y + t, 2, m->cols, o, b, dt);
         if (t < n) block(w + (size_t)o * row_bytes, row_bytes, 4, x + t, y + t, 1, m->cols, o, b, dt);
     }
-    for (; o < m->rows; o++) {
+    for (; o < m->o_end; o++) {
         double b[1] = {m->bias ? (double)sd_cpu_elem(m->bias, o) : 0.0};
         int t = 0;
         for (; t + 2 <= n; t += 2) block(w + (size_t)o * row_bytes, row_bytes, 1, x + t, y + t, 2, m->cols, o, b, dt);

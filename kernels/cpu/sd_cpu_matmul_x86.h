@@ -21,12 +21,14 @@ typedef struct sd_x86_mm {
     sd_dtype dtype;
     int64_t rows, cols;
     const sd_tensor *bias; /* NULL: none */
+    int64_t o_begin, o_end; /* the output rows computed: [o_begin, o_end) within [0, rows) */
 } sd_x86_mm;
 
 /* 1 when this CPU has AVX2, FMA and F16C (and this build can use them). */
 int sd_cpu_x86_avx2_supported(void);
 
-/* y[t][o] = (float)(sd_cpu_dot(W[o, :], x[t], cols) + bias[o]) for t < n, o < rows, bit for bit.
+/* y[t][o] = (float)(sd_cpu_dot(W[o, :], x[t], cols) + bias[o]) for t < n, o in [o_begin, o_end),
+ * bit for bit (whatever the range: each value depends on its own row and token only).
  * The caller has checked every range (sd_cpu_sanitize.h). */
 void sd_cpu_matmul_x86(const sd_x86_mm *m, const float *const *x, float *const *y, int n);
 

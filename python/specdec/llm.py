@@ -186,12 +186,15 @@ class LLM:
     prefill_chunk: chunked prefill, the scheduler's prefill_chunk: prompt tokens prefilled between two
     decode rounds, so a long prompt joins over several rounds while the running requests keep
     decoding (0 = no limit: a prompt joins at once). The outputs are the same either way.
+    cpu_threads: CPU backend threads of each model's forward pass (specdec_engine_params.cpu_threads, since
+    libspecdec 0.5.3; llama.cpp's -t): None = the library's default ($SPECDEC_CPU_THREADS, else the physical
+    cores, at most 8), else 1..256. The outputs are the same for every count.
     """
 
     def __init__(self, model: Optional[str] = None, draft: Optional[str] = None,
                  speculative_config: Optional[dict] = None, backend: str = "auto", n_ctx: Optional[int] = None,
                  max_num_seqs: int = 8, seed: Optional[int] = None, enable_prefix_caching: Optional[bool] = None,
-                 prefill_chunk: int = 0):
+                 prefill_chunk: int = 0, cpu_threads: Optional[int] = None):
         b = self._b = binding()
         self._sched = None
         self._models = []
@@ -210,7 +213,7 @@ class LLM:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
             raise InvalidArgumentError(f"LLM(seed={seed!r}): an int in [0, 2**64) or None")
         self._rng = random.Random(seed) if seed is not None else None
-        ep = self._engine_params(backend, n_ctx)
+        ep = self._engine_params(backend, n_ctx, cpu_threads)
         sp = b.ffi.new("specdec_scheduler_params *", b.lib.specdec_scheduler_default_params())
         if isinstance(max_num_seqs, bool) or not isinstance(max_num_seqs, int):
             raise InvalidArgumentError(f"LLM(max_num_seqs={max_num_seqs!r}) must be an int")
@@ -234,7 +237,7 @@ class LLM:
             out = b.ffi.new("specdec_scheduler **")
             b.check(b.lib.specdec_scheduler_create(self._target, self._draft, ep, sp, out), b.lib.specdec_last_error,
                     f"creating the scheduler (max_num_seqs={max_num_seqs}, n_ctx={n_ctx}, backend={backend!r}, "
-                    f"enable_prefix_caching={enable_prefix_caching!r})")
+                    f"enable_prefix_caching={enable_prefix_caching!r}, cpu_threads={cpu_threads!r})")
             self._sched = out[0]
         except BaseException:
             self.close()
@@ -243,6 +246,7 @@ class LLM:
         self.max_num_seqs = max_num_seqs
         self.enable_prefix_caching = enable_prefix_caching
         self.prefill_chunk = prefill_chunk
+        self.cpu_threads = cpu_threads
         self.backend = self._backend_used(ep.backend)
         self._template = self._template_params()
 
@@ -306,7 +310,7 @@ class LLM:
         mode = "AUTO" if enable is None else "ON" if enable else "OFF"
         sp.prefix_cache = b.enum_value("specdec_prefix_cache", "SPECDEC_PREFIX_CACHE_" + mode)
 
-    def _engine_params(self, backend, n_ctx):
+    def _engine_params(self, backend, n_ctx, cpu_threads=None):
         b = self._b
         ep = b.ffi.new("specdec_engine_params *", b.lib.specdec_engine_default_params())
         names = {"auto", "cpu", "cuda"}
@@ -317,6 +321,13 @@ class LLM:
             if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or n_ctx <= 0:
                 raise InvalidArgumentError(f"LLM(n_ctx={n_ctx!r}) must be a positive int or None")
             ep.n_ctx = _c_int(n_ctx, "n_ctx")
+        if cpu_threads is not None:
+            if isinstance(cpu_threads, bool) or not isinstance(cpu_threads, int) or not 1 <= cpu_threads <= 256:
+                raise InvalidArgumentError(f"LLM(cpu_threads={cpu_threads!r}): an int in 1..256 or None")
+            if not b.has_field("specdec_engine_params", "cpu_threads"):
+                raise UnsupportedError(f"LLM(cpu_threads={cpu_threads!r}): this libspecdec ({b.version}) has no "
+                                       "specdec_engine_params.cpu_threads (since 0.5.3)")
+            ep.cpu_threads = cpu_threads
         return ep
 
     def _load_model(self, path, role):

@@ -80,6 +80,8 @@ static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         if (!(r = cli_parse_long(v, INT32_MIN, INT32_MAX, &n))) o->gp.n_draft = (int32_t)n;
     } else if (cli_is(a, "--ctx", "-c", "--ctx-size")) {
         if (!(r = cli_parse_long(v, 0, INT32_MAX, &n))) o->ep.n_ctx = (int32_t)n;
+    } else if (cli_is(a, "--threads", "-t", NULL)) {
+        if (!(r = cli_parse_long(v, 0, SPECDEC_MAX_CPU_THREADS, &n))) o->ep.cpu_threads = (int32_t)n;
     } else if (cli_is(a, "--temp", NULL, NULL)) {
         r = cli_parse_float(v, &o->gp.temperature);
         o->temp_given = 1;
@@ -267,7 +269,8 @@ static int gen_grammar(cli_gen_opts *o, const char *a, const char *v, cli_parse_
 
 static const char *const gen_value_opts[] = {
     "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
-    "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--temp", "--top-p",
+    "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--threads", "-t", "--temp",
+    "--top-p",
     "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
     "--ngram-cost", "--logprobs", "--prompt-logprobs", "--presence-penalty", "--frequency-penalty",
     "--allowed-token-ids", "--bad-words",

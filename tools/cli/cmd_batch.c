@@ -49,7 +49,7 @@ static void batch_usage(FILE *f) {
             "--frequency-penalty, --repetition-penalty, --logit-bias, --min-tokens, --stop-token-id,\n"
             "--allowed-token-ids, --bad-words,\n"
             "--draft-max, --tree, --draft-nodes, --drafter, --ngram-min, --ngram-max, --ngram-cost, --verify,\n"
-            "--backend, --ctx, --ignore-eos, --stop, and structured output: --regex, --json-schema,\n"
+            "--backend, --ctx, --threads, --ignore-eos, --stop, and structured output: --regex, --json-schema,\n"
             "--json-object, --choice, --grammar) apply to every prompt;\n"
             "see 'specdec generate --help'. Line i equals `specdec generate --seed S+i` on that line alone.\n"
             "Ctrl-C cancels what has not finished, prints the results so far and exits with 130.\n");

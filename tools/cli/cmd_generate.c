@@ -61,6 +61,9 @@ static void gen_usage(FILE *f) {
             "  --backend B      auto|cpu|cuda (default auto)\n"
             "  --ctx N          context length, 0 = min(4096, the model's max_position_embeddings);\n"
             "                   more than max_position_embeddings is refused (default 0)\n"
+            "  -t, --threads N  CPU backend: threads of each forward pass, 1..%d; outputs are the same for\n"
+            "                   every count (default 0: $SPECDEC_CPU_THREADS, else the physical cores, at\n"
+            "                   most 8)\n"
             "  --ignore-eos     do not stop at EOS\n"
             "  --stop STR       stop when STR appears in the text (repeatable)\n"
             "  --regex RE       structured output: the whole output matches the regular expression RE\n"
@@ -85,7 +88,7 @@ static void gen_usage(FILE *f) {
             "                   the measured speedup\n"
             "Ctrl-C stops after the current token, prints the statistics and exits with 130.\n",
             SPECDEC_MAX_LOGIT_BIAS, SPECDEC_MAX_STOP_TOKEN_IDS, SPECDEC_MAX_DRAFT, SPECDEC_MAX_TREE_NODES,
-            SPECDEC_MAX_TOP_LOGPROBS, SPECDEC_MAX_TOP_LOGPROBS);
+            SPECDEC_MAX_CPU_THREADS, SPECDEC_MAX_TOP_LOGPROBS, SPECDEC_MAX_TOP_LOGPROBS);
 }
 
 typedef struct gen_out {

@@ -28,6 +28,8 @@ static void serve_usage(FILE *f) {
             "  --queue N           requests waiting beyond those; more get 429 (default 64)\n"
             "  --backend B         auto|cpu|cuda (default auto)\n"
             "  --ctx N             context length, 0 = from the model (default 0)\n"
+            "  -t, --threads N     CPU backend: threads of each model's forward pass, 1..%d (default 0:\n"
+            "                      $SPECDEC_CPU_THREADS, else the physical cores, at most 8)\n"
             "  --draft N           default draft length γ of a request, 0..%d (default 4)\n"
             "  --speculative-config JSON  the requests' default drafter, vLLM's keys: {\"method\":\n"
             "                      \"ngram\"|\"draft_model\"|\"eagle3\", \"num_speculative_tokens\": G,\n"
@@ -66,7 +68,7 @@ static void serve_usage(FILE *f) {
             "  --grammar-cache N   structured output: compiled grammars kept for requests that repeat a\n"
             "                      constraint (LRU by kind and exact spec), 0..%d (default %d; 0 = none)\n"
             "  --verbose           log requests to stderr\n",
-            SPECDEC_MAX_DRAFT, SD_SERVER_GRAMMAR_CACHE_MAX, SD_SERVER_GRAMMAR_CACHE);
+            SPECDEC_MAX_CPU_THREADS, SPECDEC_MAX_DRAFT, SD_SERVER_GRAMMAR_CACHE_MAX, SD_SERVER_GRAMMAR_CACHE);
 }
 
 static int serve_long(const char *s, long lo, long hi, long *out) {
@@ -108,6 +110,8 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--queue")) bad = serve_long(v, 1, 1 << 20, &n), c->queue = (int)n;
     else if (!strcmp(a, "--prefill-chunk")) bad = serve_long(v, 0, 1 << 20, &n), c->prefill_chunk = (int32_t)n;
     else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) bad = serve_long(v, 0, 1 << 30, &n), c->n_ctx = (int)n;
+    else if (!strcmp(a, "--threads") || !strcmp(a, "-t"))
+        bad = serve_long(v, 0, SPECDEC_MAX_CPU_THREADS, &n), c->cpu_threads = (int)n;
     else if (!strcmp(a, "--draft")) bad = serve_long(v, 0, SPECDEC_MAX_DRAFT, &n), c->n_draft = (int)n;
     else if (!strcmp(a, "--speculative-config")) c->speculative_config = v;
     else if (!strcmp(a, "--chat-template")) {

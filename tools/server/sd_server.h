@@ -39,6 +39,8 @@ typedef struct sd_server_config {
     int queue;                   /* requests waiting beyond those (429 when full); default 64 */
     specdec_backend backend;     /* default AUTO */
     int n_ctx;                   /* 0 = from the model */
+    int cpu_threads;             /* CPU backend threads per model (specdec_engine_params.cpu_threads);
+                                    0 = default */
     int n_draft;                 /* default γ of a request (its "n_draft" overrides); default 4 */
     size_t max_body;             /* request body limit in bytes (413 beyond); default 2 MiB */
     double timeout_s;            /* per-request limit from submit to the end; default 600 */
