@@ -236,6 +236,30 @@ static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int3
     return SPECDEC_OK;
 }
 
+/* One expected tensor: present exactly when `want`, then shaped [rows, cols] ([rows] when
+ * cols == 0). Optional tensors must follow the configuration: a bias the forward would
+ * ignore is as wrong as one it would miss. */
+typedef struct sd_want {
+    const sd_tensor *t;
+    const char *name;
+    int64_t rows, cols;
+    int want;
+} sd_want;
+
+/* ts[0..n) of layer l (of its expert `expert`, or -1 for the layer's own tensors). */
+static specdec_status sd_check_wants(const sd_want *ts, size_t n, int32_t l, int64_t expert, sd_errbuf *eb) {
+    char of[32] = "";
+    if (expert >= 0) snprintf(of, sizeof of, " of expert %lld", (long long)expert);
+    for (size_t i = 0; i < n; i++) {
+        if (!ts[i].want && ts[i].t->data)
+            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
+                           "weights: layer %d: tensor %s%s is present but the configuration does not use it", (int)l,
+                           ts[i].name, of);
+        SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
+    }
+    return SPECDEC_OK;
+}
+
 /* A MoE layer's router and experts (present exactly when the layer is one). */
 static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
     const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
@@ -264,12 +288,7 @@ static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_co
     const int fused = c->moe_fused != 0;
     for (int64_t e = 0; e < E; e++) {
         const sd_expert *x = &L->experts[e];
-        const struct {
-            const sd_tensor *t;
-            const char *name;
-            int64_t rows, cols;
-            int want;
-        } ts[] = {
+        const sd_want ts[] = {
             {&x->w_gate, "expert gate projection", I, H, !fused},
             {&x->w_up, "expert up projection", I, H, !fused},
             {&x->w_down, "expert down projection", H, I, 1},
@@ -277,13 +296,7 @@ static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_co
             {&x->b_gate_up, "expert gate_up bias", 2 * I, 0, fused},
             {&x->b_down, "expert down bias", H, 0, fused},
         };
-        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
-            if (!ts[i].want && ts[i].t->data)
-                return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
-                               "weights: layer %d: %s of expert %d is present but the configuration does not use it",
-                               (int)l, ts[i].name, (int)e);
-            SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
-        }
+        SD_TRY(sd_check_wants(ts, sizeof ts / sizeof ts[0], l, e, eb));
     }
     return SPECDEC_OK;
 }
@@ -292,14 +305,7 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
     const int64_t H = c->hidden_size, I = c->intermediate_size, D = c->head_dim;
     const int dense = !c->layer_moe[l];
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
-    /* Optional tensors must be present exactly when the configuration says so: a bias
-     * the forward would ignore is as wrong as one it would miss. */
-    const struct {
-        const sd_tensor *t;
-        const char *name;
-        int64_t rows, cols;
-        int want;
-    } ts[] = {
+    const sd_want ts[] = {
         {&L->attn_norm, "input_layernorm.weight", H, 0, 1},
         {&L->wq, "self_attn.q_proj.weight", Q, H, 1},
         {&L->wk, "self_attn.k_proj.weight", KV, H, 1},
@@ -322,13 +328,7 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
         {&L->b_down, "mlp.down_proj.bias", H, 0, dense && c->mlp_bias},
         {&L->ffn_post_norm, "post_feedforward_layernorm.weight", H, 0, c->sandwich_norms},
     };
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
-        if (!ts[i].want && ts[i].t->data)
-            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
-                           "weights: layer %d: tensor %s is present but the configuration does not use it",
-                           (int)l, ts[i].name);
-        SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
-    }
+    SD_TRY(sd_check_wants(ts, sizeof ts / sizeof ts[0], l, -1, eb));
     return sd_check_experts(L, l, c, eb);
 }
 

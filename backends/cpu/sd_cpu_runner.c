@@ -552,7 +552,8 @@ static void cpu_group_rope(sd_cpu_group *g) {
     g->attn.scale = c->attn_scale > 0.0f ? (double)c->attn_scale : 0.0;
     g->attn.softcap = (double)c->attn_softcap;
     for (int32_t l = 0; g->sinks && l < c->n_layers; l++) /* the sink logits as fp32, once */
-        for (int32_t h = 0; h < c->n_heads; h++) g->sinks[(int64_t)l * c->n_heads + h] = sd_cpu_elem(&g->w->layers[l].sinks, h);
+        for (int32_t h = 0; h < c->n_heads; h++)
+            g->sinks[(int64_t)l * c->n_heads + h] = sd_cpu_elem(&g->w->layers[l].sinks, h);
 }
 
 static specdec_status cpu_group_check(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,

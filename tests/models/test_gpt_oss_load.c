@@ -9,7 +9,10 @@
  *   3. malformed checkpoints (copies of the fixtures with one tensor changed, written here):
  *      blocks / scales of another shape or dtype, a NaN scale, a missing tensor, MXFP4
  *      tensors without quantization_config — each refused with its status naming the tensor;
- *   4. allocation failure at every allocation of an MXFP4 load: OUT_OF_MEMORY, no leak.
+ *   4. allocation failure at every allocation of an MXFP4 load: OUT_OF_MEMORY, no leak;
+ *   5. sd_weights_validate (what every runner checks at creation) on altered copies of the
+ *      loaded description: sinks, router bias and expert tensors present exactly when the
+ *      configuration says so, the clamped SwiGLU's limit, MXFP4 only with fused experts.
  * argv[1] = fixture directory, argv[2] = a scratch directory. */
 #include <math.h>
 #include <stdio.h>
@@ -33,18 +36,20 @@ static void decode_values(void) {
     static uint16_t lut[255 * 16];
     sd_mxfp4_lut(lut);
     uint8_t blocks[16 * 3], scales[3] = {127, 0, 254};
-    for (int j = 0; j < 16; j++) blocks[j] = (uint8_t)((2 * j) % 16 | (((2 * j + 1) % 16) << 4)); /* codes 0..15 twice */
+    for (int j = 0; j < 16; j++) /* codes 0..15, twice */
+        blocks[j] = (uint8_t)((2 * j) % 16 | (((2 * j + 1) % 16) << 4));
     for (int j = 0; j < 16; j++) blocks[16 + j] = 0x21; /* 0.5 (low nibble first), 1.0 at 2^-127 */
     for (int j = 0; j < 16; j++) blocks[32 + j] = 0xF7; /* 6, -6 at 2^127: beyond BF16 */
     uint16_t out[96];
     SD_CHECK(sd_mxfp4_row(blocks, scales, 3, lut, out) == -1, "mxfp4: a valid row reported a NaN scale");
     static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
     for (int i = 0; i < 32; i++)
-        SD_CHECK(sd_bf16_to_f32(out[i]) == e2m1[i % 16] && signbit(sd_bf16_to_f32(out[i])) == signbit(e2m1[i % 16]),
+        SD_CHECK(sd_bf16_to_f32(out[i]) == e2m1[i % 16] &&
+                     signbit(sd_bf16_to_f32(out[i])) == signbit(e2m1[i % 16]),
                  "mxfp4: code %d at scale 2^0 decoded to %g", i % 16, (double)sd_bf16_to_f32(out[i]));
     SD_CHECK(sd_bf16_to_f32(out[32]) == ldexpf(1.0f, -128) && sd_bf16_to_f32(out[33]) == ldexpf(1.0f, -127),
-             "mxfp4: 0.5 (low nibble) and 1 (high) at scale 2^-127 are BF16 subnormals: %g %g", (double)sd_bf16_to_f32(out[32]),
-             (double)sd_bf16_to_f32(out[33]));
+             "mxfp4: 0.5 (low nibble) and 1 (high) at scale 2^-127 are BF16 subnormals: %g %g",
+             (double)sd_bf16_to_f32(out[32]), (double)sd_bf16_to_f32(out[33]));
     SD_CHECK(isinf(sd_bf16_to_f32(out[64])) && sd_bf16_to_f32(out[64]) > 0 && isinf(sd_bf16_to_f32(out[65])) &&
                  sd_bf16_to_f32(out[65]) < 0,
              "mxfp4: 6 * 2^127 must overflow to +inf (and -6 to -inf), as transformers' ldexp in BF16");
@@ -314,7 +319,8 @@ static void malformed(void) {
     bad_copy("fused shape", "gpt_oss", mut_fused_shape, NULL, NULL, M,
              "'model.layers.2.mlp.experts.gate_up_proj': shape [4, 16, 64]");
     bad_copy("fused dtype", "gpt_oss", mut_fused_dtype, NULL, NULL, SPECDEC_ERR_UNSUPPORTED, "dtype I32");
-    bad_copy("sinks missing", "gpt_oss", mut_drop_sinks, NULL, NULL, M, "missing tensor 'model.layers.1.self_attn.sinks'");
+    bad_copy("sinks missing", "gpt_oss", mut_drop_sinks, NULL, NULL, M,
+             "missing tensor 'model.layers.1.self_attn.sinks'");
 }
 
 /* ---- 4. allocation failures ------------------------------------------------------------ */
@@ -341,6 +347,68 @@ static void alloc_failures(const char *name) {
     printf("alloc-failure %s: %d failing points, all OUT_OF_MEMORY\n", name, n_fail);
 }
 
+/* ---- 5. the description's own validation ------------------------------------------------ */
+
+static void expect_invalid(const char *label, const sd_weights *w, specdec_status want, const char *frag) {
+    sd_errbuf eb = {{0}};
+    specdec_status st = sd_weights_validate(w, &eb);
+    SD_CHECK(st == want && strstr(eb.msg, frag), "%s: %s (%s), expected %s with '%s'", label,
+             specdec_status_string(st), eb.msg, specdec_status_string(want), frag);
+}
+
+static void validate_views(void) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/gpt_oss", g_fx);
+    specdec_model *m = load(dir);
+    if (!m) return;
+    sd_errbuf eb = {{0}};
+    SD_CHECK(sd_weights_validate(&m->w, &eb) == SPECDEC_OK, "gpt_oss as loaded: %s", eb.msg);
+    const int32_t nl = m->w.cfg.n_layers, E = m->w.cfg.n_experts;
+    sd_layer *layers = calloc((size_t)nl, sizeof *layers);
+    sd_expert *ex = calloc((size_t)E, sizeof *ex);
+    sd_weights w = m->w;
+    w.layers = layers;
+    const sd_expert *orig = m->w.layers[1].experts;
+#define RESET()                                                        \
+    do {                                                               \
+        w.cfg = m->w.cfg;                                              \
+        memcpy(layers, m->w.layers, (size_t)nl * sizeof *layers);      \
+        memcpy(ex, orig, (size_t)E * sizeof *ex);                      \
+        layers[1].experts = ex;                                        \
+    } while (0)
+    RESET();
+    SD_CHECK(sd_weights_validate(&w, &eb) == SPECDEC_OK, "gpt_oss copy: %s", eb.msg);
+    w.cfg.attn_sinks = 0;
+    expect_invalid("sinks without attn_sinks", &w, SPECDEC_ERR_MODEL_MISMATCH, "self_attn.sinks is present");
+    RESET();
+    layers[2].sinks.data = NULL;
+    expect_invalid("attn_sinks without sinks", &w, SPECDEC_ERR_MODEL_MISMATCH, "layer 2: tensor self_attn.sinks missing");
+    RESET();
+    layers[0].router_bias.data = NULL;
+    expect_invalid("no router bias", &w, SPECDEC_ERR_MODEL_MISMATCH, "layer 0: a router bias is missing");
+    RESET();
+    ex[3].w_gate = ex[3].w_down;
+    expect_invalid("separate gate in fused experts", &w, SPECDEC_ERR_MODEL_MISMATCH,
+                   "expert gate projection of expert 3 is present");
+    RESET();
+    ex[0].b_down.data = NULL;
+    expect_invalid("no down bias", &w, SPECDEC_ERR_MODEL_MISMATCH, "expert down bias missing");
+    RESET();
+    ex[1].w_gate_up.shape[0] = m->w.cfg.moe_intermediate;
+    expect_invalid("gate_up rows", &w, SPECDEC_ERR_MODEL_MISMATCH, "expert fused gate_up projection has shape");
+    RESET();
+    w.cfg.glu_limit = 0.0f;
+    expect_invalid("limit 0", &w, SPECDEC_ERR_FORMAT, "swiglu_limit = 0");
+    RESET();
+    w.cfg.moe_fused = 0;
+    w.cfg.experts_mxfp4 = 1;
+    expect_invalid("mxfp4 unfused", &w, SPECDEC_ERR_FORMAT, "MXFP4 experts are only read in the fused layout");
+#undef RESET
+    free(ex);
+    free(layers);
+    specdec_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s FIXTURE_DIR SCRATCH_DIR\n", argv[0]);
@@ -352,6 +420,7 @@ int main(int argc, char **argv) {
     decode_values();
     fused_views();
     malformed();
+    validate_views();
     alloc_failures("gpt_oss_mxfp4");
     alloc_failures("gpt_oss");
     return sd_test_done();
