@@ -360,6 +360,17 @@ static void sd_transpose(const uint8_t *src, int64_t rows, int64_t cols, size_t 
                     memcpy(dst + (size_t)(c * rows + r) * esz, src + (size_t)(r * cols + c) * esz, esz);
 }
 
+/* Experts e of ex[0..E) get their projection `proj` ("gate_up_proj" or "down_proj") as
+ * views [out, in] of the owned buffer buf, one after the other. */
+static void sd_expert_views(sd_expert *ex, int64_t E, const char *proj, const uint8_t *buf, sd_dtype dt, int64_t out,
+                            int64_t in) {
+    for (int64_t e = 0; e < E; e++) {
+        const sd_tensor v = {buf + (size_t)(e * out * in) * sd_dtype_size(dt), dt, 2, {out, in}};
+        if (!strcmp(proj, "down_proj")) ex[e].w_down = v;
+        else ex[e].w_gate_up = v;
+    }
+}
+
 /* A fused projection of every expert: gate_up_proj [E, hidden, 2I] (x @ W) or down_proj
  * [E, I, hidden], copied once into the nn.Linear layout [out, in] the matmuls read, in the
  * checkpoint's dtype (no view can turn columns into rows). */
@@ -379,12 +390,8 @@ static specdec_status sd_load_fused_proj(sd_loader *L, int32_t l, const char *pr
     if (!buf)
         return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory for %zu bytes", path, nm,
                        (size_t)E * per);
-    for (int64_t e = 0; e < E; e++) {
-        sd_transpose(src + (size_t)e * per, in, out, esz, buf + (size_t)e * per);
-        sd_tensor v = {buf + (size_t)e * per, dt, 2, {out, in}};
-        if (!strcmp(proj, "down_proj")) ex[e].w_down = v;
-        else ex[e].w_gate_up = v;
-    }
+    for (int64_t e = 0; e < E; e++) sd_transpose(src + (size_t)e * per, in, out, esz, buf + (size_t)e * per);
+    sd_expert_views(ex, E, proj, buf, dt, out, in);
     L->m->n_params += (int64_t)t->n_elements;
     return SPECDEC_OK;
 }
@@ -430,11 +437,7 @@ static specdec_status sd_load_mxfp4_proj(sd_loader *L, int32_t l, const char *pr
         }
     }
     sd_free(lut);
-    for (int64_t e = 0; e < E; e++) {
-        sd_tensor v = {buf + (size_t)e * per, SD_BF16, 2, {out, in}};
-        if (!strcmp(proj, "down_proj")) ex[e].w_down = v;
-        else ex[e].w_gate_up = v;
-    }
+    sd_expert_views(ex, E, proj, (const uint8_t *)buf, SD_BF16, out, in);
     L->m->n_params += E * out * in;
     return SPECDEC_OK;
 }
