@@ -13,6 +13,11 @@ fp32, exactly as a user's checkpoint directory), runs one forward over the fixtu
     OUT/<name>/logits.f32                        [T, V] float32 little-endian
     OUT/manifest.txt                             "<name> <T> <V> <n_ctx>" per fixture
 
+An MXFP4 variant (MXFP4 below) has its experts quantized by this script's own encoder before
+the forward; it is saved as the published gpt-oss checkpoints are (`*_blocks` / `*_scales`,
+quantization_config mxfp4) and loaded back with transformers' MXFP4 reader, which must give
+the same expert values and logits (check_mxfp4).
+
 A variant is re-drawn (next seed) until every position's top-2 logit margin exceeds
 MARGIN, so "argmax identical" is a fair requirement on a checker within 1e-4. n_ctx is
 the context the checker must give its runner: T (rope types whose frequencies depend on
@@ -229,7 +234,7 @@ def save(name, model, d):
     model.save_pretrained(d)
     if name not in MXFP4:
         return
-    packed = mxfp4_experts(model)  # idempotent: the experts already hold dequantized values
+    packed = mxfp4_experts(model)  # the experts already hold MXFP4 values: encoded exactly, unchanged
     path = os.path.join(d, "model.safetensors")
     sd = load_file(path)
     for k in packed:
