@@ -188,11 +188,22 @@ static specdec_status sd_cfg_special_ids(const sd_config *c, const char *what, s
 
 /* The mixture of experts: sizes when some layer uses it, nothing when none does. */
 static specdec_status sd_cfg_moe(const sd_config *c, const char *what, sd_errbuf *eb) {
-    if (!sd_cfg_has_moe(c)) return SPECDEC_OK;
+    if (!sd_cfg_has_moe(c)) {
+        if (c->moe_fused || c->experts_mxfp4)
+            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused or MXFP4 experts but no mixture-of-experts layer", what);
+        return SPECDEC_OK;
+    }
+    if (c->experts_mxfp4 && !c->moe_fused)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: MXFP4 experts are only read in the fused layout", what);
     SD_TRY(sd_cfg_range(what, "num_experts", c->n_experts, 1, SD_CFG_MAX_EXPERTS, eb));
     SD_TRY(sd_cfg_range(what, "num_experts_per_tok", c->n_experts_used, 1, c->n_experts, eb));
     SD_TRY(sd_cfg_range(what, "shared_expert_intermediate_size", c->shared_expert_intermediate, 0,
                         SD_CFG_MAX_INTERMEDIATE, eb));
+    if (c->moe_fused && (!(c->glu_limit > 0.0f && c->glu_limit < 1e30f) || !(fabsf(c->glu_alpha) < 1e30f)))
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: swiglu_limit = %g must be positive and swiglu_alpha = %g finite",
+                       what, (double)c->glu_limit, (double)c->glu_alpha);
+    if (c->moe_fused && c->shared_expert_intermediate)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused experts with a shared expert", what);
     return sd_cfg_range(what, "moe_intermediate_size", c->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE, eb);
 }
 
@@ -225,11 +236,35 @@ static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int3
     return SPECDEC_OK;
 }
 
+/* One expected tensor: present exactly when `want`, then shaped [rows, cols] ([rows] when
+ * cols == 0). Optional tensors must follow the configuration: a bias the forward would
+ * ignore is as wrong as one it would miss. */
+typedef struct sd_want {
+    const sd_tensor *t;
+    const char *name;
+    int64_t rows, cols;
+    int want;
+} sd_want;
+
+/* ts[0..n) of layer l (of its expert `expert`, or -1 for the layer's own tensors). */
+static specdec_status sd_check_wants(const sd_want *ts, size_t n, int32_t l, int64_t expert, sd_errbuf *eb) {
+    char of[32] = "";
+    if (expert >= 0) snprintf(of, sizeof of, " of expert %lld", (long long)expert);
+    for (size_t i = 0; i < n; i++) {
+        if (!ts[i].want && ts[i].t->data)
+            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
+                           "weights: layer %d: tensor %s%s is present but the configuration does not use it", (int)l,
+                           ts[i].name, of);
+        SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
+    }
+    return SPECDEC_OK;
+}
+
 /* A MoE layer's router and experts (present exactly when the layer is one). */
 static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
     const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
     if (!c->layer_moe[l]) {
-        if (L->router.data || L->experts || L->shared || L->shared_gate.data)
+        if (L->router.data || L->router_bias.data || L->experts || L->shared || L->shared_gate.data)
             return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
                            "weights: layer %d: a router or experts, but the configuration makes its MLP dense", (int)l);
         return SPECDEC_OK;
@@ -245,11 +280,23 @@ static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_co
         SD_TRY(sd_check_tensor(&L->shared_gate, "mlp.shared_expert_gate.weight", l, 1, H, 0, eb));
     }
     SD_TRY(sd_check_tensor(&L->router, "mlp router (gate.weight)", l, E, H, 0, eb));
+    if (!c->moe_fused != !L->router_bias.data)
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a router bias %s", (int)l,
+                       c->moe_fused ? "is missing" : "is present but the configuration has none");
+    if (c->moe_fused) SD_TRY(sd_check_tensor(&L->router_bias, "mlp.router.bias", l, E, 0, 0, eb));
     if (!L->experts) return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: experts missing", (int)l);
+    const int fused = c->moe_fused != 0;
     for (int64_t e = 0; e < E; e++) {
-        SD_TRY(sd_check_tensor(&L->experts[e].w_gate, "expert gate projection", l, I, H, 0, eb));
-        SD_TRY(sd_check_tensor(&L->experts[e].w_up, "expert up projection", l, I, H, 0, eb));
-        SD_TRY(sd_check_tensor(&L->experts[e].w_down, "expert down projection", l, H, I, 0, eb));
+        const sd_expert *x = &L->experts[e];
+        const sd_want ts[] = {
+            {&x->w_gate, "expert gate projection", I, H, !fused},
+            {&x->w_up, "expert up projection", I, H, !fused},
+            {&x->w_down, "expert down projection", H, I, 1},
+            {&x->w_gate_up, "expert fused gate_up projection", 2 * I, H, fused},
+            {&x->b_gate_up, "expert gate_up bias", 2 * I, 0, fused},
+            {&x->b_down, "expert down bias", H, 0, fused},
+        };
+        SD_TRY(sd_check_wants(ts, sizeof ts / sizeof ts[0], l, e, eb));
     }
     return SPECDEC_OK;
 }
@@ -258,14 +305,7 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
     const int64_t H = c->hidden_size, I = c->intermediate_size, D = c->head_dim;
     const int dense = !c->layer_moe[l];
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
-    /* Optional tensors must be present exactly when the configuration says so: a bias
-     * the forward would ignore is as wrong as one it would miss. */
-    const struct {
-        const sd_tensor *t;
-        const char *name;
-        int64_t rows, cols;
-        int want;
-    } ts[] = {
+    const sd_want ts[] = {
         {&L->attn_norm, "input_layernorm.weight", H, 0, 1},
         {&L->wq, "self_attn.q_proj.weight", Q, H, 1},
         {&L->wk, "self_attn.k_proj.weight", KV, H, 1},
@@ -276,6 +316,7 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
         {&L->q_norm, "self_attn.q_norm.weight", D, 0, c->qk_norm},
         {&L->k_norm, "self_attn.k_norm.weight", D, 0, c->qk_norm},
         {&L->wo, "self_attn.o_proj.weight", H, Q, 1},
+        {&L->sinks, "self_attn.sinks", c->n_heads, 0, c->attn_sinks},
         {&L->bo, "self_attn.o_proj.bias", H, 0, c->o_bias},
         {&L->attn_post_norm, "post_attention_layernorm.weight (sandwich)", H, 0, c->sandwich_norms},
         {&L->ffn_norm, "pre-MLP norm weight", H, 0, 1},
@@ -287,13 +328,7 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
         {&L->b_down, "mlp.down_proj.bias", H, 0, dense && c->mlp_bias},
         {&L->ffn_post_norm, "post_feedforward_layernorm.weight", H, 0, c->sandwich_norms},
     };
-    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
-        if (!ts[i].want && ts[i].t->data)
-            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
-                           "weights: layer %d: tensor %s is present but the configuration does not use it",
-                           (int)l, ts[i].name);
-        SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
-    }
+    SD_TRY(sd_check_wants(ts, sizeof ts / sizeof ts[0], l, -1, eb));
     return sd_check_experts(L, l, c, eb);
 }
 

@@ -49,8 +49,11 @@ typedef enum sd_arch {
     SD_ARCH_MIXTRAL = 8,  /* MixtralForCausalLM: a Mistral whose MLPs are sparse mixtures of experts */
     SD_ARCH_QWEN3_MOE = 9, /* Qwen3MoeForCausalLM: a Qwen3 with sparse MoE MLPs (decoder_sparse_step,
                               mlp_only_layers, norm_topk_prob) */
-    SD_ARCH_QWEN2_MOE = 10 /* Qwen2MoeForCausalLM (Qwen1.5-MoE, Qwen2-57B-A14B): a Qwen2 with sparse
+    SD_ARCH_QWEN2_MOE = 10, /* Qwen2MoeForCausalLM (Qwen1.5-MoE, Qwen2-57B-A14B): a Qwen2 with sparse
                               MoE MLPs plus a sigmoid-gated shared expert */
+    SD_ARCH_GPT_OSS = 11   /* GptOssForCausalLM (gpt-oss-20b / 120b): attention sinks and biases,
+                              alternating sliding / full layers, yarn rope, fused biased experts with
+                              a clamped SwiGLU (MXFP4 checkpoints dequantized at load) */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -132,6 +135,18 @@ typedef struct sd_config {
     int32_t shared_expert_intermediate; /* Qwen2-MoE: a shared expert of this width added to every
                                       MoE layer's output, times sigmoid(h . shared_gate); 0 = none */
     uint8_t layer_moe[SD_CFG_MAX_LAYERS]; /* 1: layer l's MLP is the mixture (else dense, intermediate_size) */
+    /* GPT-OSS (transformers' GptOssExperts / GptOssTopKRouter / GptOssAttention) */
+    int32_t attn_sinks;            /* self_attn.sinks: per head a learned logit s joins the softmax of
+                                      the scores and is dropped: out = sum_j e^(x_j - m) v_j /
+                                      (sum_j e^(x_j - m) + e^(s - m)), m = max(x, s) */
+    int32_t moe_fused;             /* experts stored fused with biases: a router bias; each expert
+                                      y = swiglu_clamped(h Wgu^T + bgu) Wd^T + bd with Wgu [2I, hidden]
+                                      gate and up rows interleaved (gate i = row 2i, up i = row 2i+1);
+                                      weights = softmax over the chosen top-k logits (= norm_topk_prob) */
+    float glu_alpha, glu_limit;    /* moe_fused: act = (clamp(u, -limit, limit) + 1) * g * sigmoid(alpha g),
+                                      g = min(gate, limit) (swiglu_alpha, swiglu_limit) */
+    int32_t experts_mxfp4;         /* moe_fused: the checkpoint stores the experts in MXFP4
+                                      (quantization_config.quant_method "mxfp4"): dequantized to BF16 */
     int32_t bos_id;                /* -1 if none */
     int32_t n_eos;
     int32_t eos_ids[SPECDEC_MAX_EOS];
@@ -183,13 +198,20 @@ typedef struct sd_layer {
     const struct sd_expert *experts; /* [n_experts] (owned by the model) or NULL */
     const struct sd_expert *shared;  /* cfg.shared_expert_intermediate: mlp.shared_expert (owned) or NULL */
     sd_tensor shared_gate; /* [1, hidden] mlp.shared_expert_gate or absent */
+    sd_tensor sinks;      /* [n_heads] self_attn.sinks (cfg.attn_sinks) or absent */
+    sd_tensor router_bias; /* [n_experts] mlp.router.bias (cfg.moe_fused) or absent */
 } sd_layer;
 
-/* One expert of a MoE layer: a gated MLP [moe_intermediate, hidden] x2, [hidden, moe_intermediate]. */
+/* One expert of a MoE layer: a gated MLP [moe_intermediate, hidden] x2, [hidden, moe_intermediate];
+ * with cfg.moe_fused (GPT-OSS) w_gate_up and the biases instead of w_gate / w_up (absent). */
 typedef struct sd_expert {
     sd_tensor w_gate; /* Mixtral w1, Qwen3-MoE gate_proj */
     sd_tensor w_up;   /* Mixtral w3, Qwen3-MoE up_proj */
-    sd_tensor w_down; /* Mixtral w2, Qwen3-MoE down_proj */
+    sd_tensor w_down; /* Mixtral w2, Qwen3-MoE down_proj; GPT-OSS down_proj[e] transposed */
+    sd_tensor w_gate_up; /* [2 * moe_intermediate, hidden] GPT-OSS gate_up_proj[e] transposed
+                            (rows gate 0, up 0, gate 1, ...) or absent */
+    sd_tensor b_gate_up; /* [2 * moe_intermediate] gate_up_proj_bias[e] or absent */
+    sd_tensor b_down;    /* [hidden] down_proj_bias[e] or absent */
 } sd_expert;
 
 /* Everything a backend needs to run a model: the configuration and the tensors

@@ -391,6 +391,16 @@ static specdec_status sd_cfg_rope(const sd_cfgp *p) {
         if (r.d && !cJSON_IsObject(r.d))
             return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be an object", p->fname, r.key);
     }
+    if (!d[0] && !d[1] && p->fam->rope_default) { /* the config class's own rope (GPT-OSS: yarn) */
+        cJSON *def = NULL;
+        TRY(sd_json_parse(p->fam->rope_default, strlen(p->fam->rope_default), "the family's default rope", &def,
+                          p->eb));
+        r.d = def;
+        r.key = "rope_parameters (class default)";
+        specdec_status st = sd_rope_full(&r);
+        cJSON_Delete(def);
+        return st;
+    }
     TRY(sd_rope_full(&r));
     return sd_has(p->fam, SD_FAM_LOCAL_ROPE) ? sd_rope_local(p, nested ? d[0] : NULL) : SPECDEC_OK;
 }
@@ -399,6 +409,10 @@ static specdec_status sd_cfg_rope(const sd_cfgp *p) {
 
 static specdec_status sd_cfg_act(const sd_cfgp *p) {
     const char *key = p->fam->act_key;
+    if (!key) { /* the family's MLP ignores the key (GPT-OSS: its clamped SwiGLU, sd_cfg_moe) */
+        p->cfg->act = SD_ACT_SILU;
+        return SPECDEC_OK;
+    }
     const cJSON *act = sd_json_member(p->root, key);
     if (act && !cJSON_IsString(act))
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be a string", p->fname, key);
@@ -419,13 +433,15 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
     TRY(sd_cfg_act(p));
     c->attention_bias = sd_has(f, SD_FAM_QKV_BIAS);
     if (sd_has(f, SD_FAM_ATTN_BIAS_KEY)) {
-        TRY(sd_json_get_bool(p->root, "attention_bias", 0, 0, &c->attention_bias, p->fname, p->eb));
+        TRY(sd_json_get_bool(p->root, "attention_bias", 0, sd_has(f, SD_FAM_ATTN_BIAS_ON), &c->attention_bias,
+                             p->fname, p->eb));
         c->o_bias = c->attention_bias;
     }
     if (sd_has(f, SD_FAM_MLP_BIAS_KEY)) TRY(sd_json_get_bool(p->root, "mlp_bias", 0, 0, &c->mlp_bias, p->fname, p->eb));
     if (sd_has(f, SD_FAM_QKV_BIAS_KEY))
         TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
     c->qk_norm = sd_has(f, SD_FAM_QK_NORM);
+    c->attn_sinks = sd_has(f, SD_FAM_SINKS);
     c->sandwich_norms = sd_has(f, SD_FAM_SANDWICH);
     c->norm_offset = sd_has(f, SD_FAM_NORM_PLUS1) ? 1.0f : 0.0f;
     c->embed_scale = sd_has(f, SD_FAM_EMBED_SCALE) ? (float)sqrt((double)c->hidden_size) : 0.0f;
@@ -583,6 +599,14 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
     if (sd_has(f, SD_FAM_SHARED_EXPERT))
         TRY(sd_cfg_i32(p->root, "shared_expert_intermediate_size", 0, f->shared_expert, 1, SD_CFG_MAX_INTERMEDIATE,
                        &c->shared_expert_intermediate, p->fname, p->eb));
+    if (sd_has(f, SD_FAM_MOE_FUSED)) { /* GptOssExperts: (clamp(up) + 1) * glu(min(gate, limit)) */
+        double alpha, limit;
+        TRY(sd_json_get_num(p->root, "swiglu_alpha", 0, 1.702, -1e6, 1e6, &alpha, p->fname, p->eb));
+        TRY(sd_json_get_num(p->root, "swiglu_limit", 0, 7.0, 1e-30, 1e30, &limit, p->fname, p->eb));
+        c->moe_fused = 1;
+        c->glu_alpha = (float)alpha;
+        c->glu_limit = (float)limit;
+    }
     for (int32_t l = 0; l < c->n_layers; l++) c->layer_moe[l] = (l + 1) % step == 0;
     const cJSON *only = sd_json_member(p->root, "mlp_only_layers");
     if (!only || cJSON_IsNull(only) || !sd_has(f, SD_FAM_MOE_SPARSE_STEP)) return SPECDEC_OK;
@@ -598,6 +622,26 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
     return SPECDEC_OK;
 }
 
+/* quantization_config: only MXFP4 experts of a fused-experts family (the published gpt-oss
+ * checkpoints), dequantized at load; any other method is refused rather than misread. */
+static specdec_status sd_cfg_quant(const sd_cfgp *p) {
+    const cJSON *q = sd_json_member(p->root, "quantization_config");
+    if (!q) return SPECDEC_OK;
+    if (!cJSON_IsObject(q))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'quantization_config' must be an object or null", p->fname);
+    const cJSON *m = sd_json_member(q, "quant_method");
+    if (!cJSON_IsString(m))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'quantization_config.quant_method' must be a string",
+                       p->fname);
+    if (strcmp(m->valuestring, "mxfp4") != 0 || !sd_has(p->fam, SD_FAM_MOE_FUSED))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: quantization_config.quant_method '%.32s' is not supported for %s (only 'mxfp4' experts of "
+                       "GptOssForCausalLM; or load an unquantized checkpoint)",
+                       p->fname, m->valuestring, p->fam->arch);
+    p->cfg->experts_mxfp4 = 1;
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_config *cfg, sd_errbuf *eb) {
     if (!cJSON_IsObject(root)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: top level is not a JSON object", fname);
     TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
@@ -608,6 +652,7 @@ static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_confi
     TRY(sd_json_get_bool(root, "tie_word_embeddings", 0, p.fam->tie, &cfg->tie_word_embeddings, fname, eb));
     TRY(sd_cfg_layers(&p));
     TRY(sd_cfg_moe(&p));
+    TRY(sd_cfg_quant(&p));
     TRY(sd_cfg_windows(&p));
     return sd_cfg_special(root, fname, cfg, eb);
 }

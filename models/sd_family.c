@@ -11,42 +11,52 @@ static const sd_family sd_families[] = {
     /* arch, model_type, id, flags,
        max_pos, eps, tie, head_dim, theta, local_theta, act_key, act_default,
        window_rule, window, pattern, max_window_layers, attn_softcap, final_softcap, query_scalar,
-       experts, experts_used, moe_intermediate, shared_expert */
+       experts, experts_used, moe_intermediate, shared_expert, rope_default */
     {"LlamaForCausalLM", "llama", SD_ARCH_LLAMA, F(ATTN_BIAS_KEY) | F(MLP_BIAS_KEY) | F(HEADS_DIVIDE),
-     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
+     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
     {"MistralForCausalLM", "mistral", SD_ARCH_MISTRAL, 0,
-     131072, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
+     131072, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
     {"Qwen2ForCausalLM", "qwen2", SD_ARCH_QWEN2, F(QKV_BIAS),
-     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0, 0},
+     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
     {"Qwen3ForCausalLM", "qwen3", SD_ARCH_QWEN3, F(ATTN_BIAS_KEY) | F(QK_NORM),
-     32768, 1e-6, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0, 0},
+     32768, 1e-6, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_UPPER, 4096, 0, 28, 0.0, 0.0, 0.0, 0, 0, 0, 0,
+     NULL},
     {"Phi3ForCausalLM", "phi3", SD_ARCH_PHI3, F(FUSED) | F(PARTIAL_ROPE) | F(YARN_IS_LONGROPE),
-     4096, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
+     4096, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
     {"GemmaForCausalLM", "gemma", SD_ARCH_GEMMA,
      F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(GELU_IS_TANH) | F(BIDIR_KEY),
-     8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_act", "gelu_pytorch_tanh", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0},
+     8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_act", "gelu_pytorch_tanh", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0,
+     NULL},
     {"Gemma2ForCausalLM", "gemma2", SD_ARCH_GEMMA2,
      F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(SANDWICH) | F(SOFTCAP) | F(FINAL_SOFTCAP) |
          F(QUERY_SCALAR) | F(HEADS_DIVIDE) | F(BIDIR_KEY),
      8192, 1e-6, 1, 256, 10000.0, 0.0, "hidden_activation", "gelu_pytorch_tanh", SD_WIN_PATTERN, 4096, 2, 0, 50.0,
-     30.0, 256.0, 0, 0, 0, 0},
+     30.0, 256.0, 0, 0, 0, 0, NULL},
     /* Gemma 3 keeps attn_logit_softcapping in its config but transformers never applies
      * it (Gemma3Attention passes no softcap): no SOFTCAP flag, the key is ignored. */
     {"Gemma3ForCausalLM", "gemma3_text", SD_ARCH_GEMMA3,
      F(ATTN_BIAS_KEY) | F(NORM_PLUS1) | F(EMBED_SCALE) | F(SANDWICH) | F(QK_NORM) | F(FINAL_SOFTCAP) |
          F(QUERY_SCALAR) | F(HEADS_DIVIDE) | F(LOCAL_ROPE) | F(BIDIR_KEY) | F(PATTERN_KEY),
      131072, 1e-6, 1, 256, 1000000.0, 10000.0, "hidden_activation", "gelu_pytorch_tanh", SD_WIN_PATTERN, 4096, 6, 0,
-     0.0, 0.0, 256.0, 0, 0, 0, 0},
+     0.0, 0.0, 256.0, 0, 0, 0, 0, NULL},
     /* MoE families: tensor names in models/sd_model_load.c (sd_moe_names) */
     {"MixtralForCausalLM", "mixtral", SD_ARCH_MIXTRAL, F(MOE),
-     131072, 1e-5, 0, 0, 1000000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 8, 2, 0, 0},
+     131072, 1e-5, 0, 0, 1000000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 8, 2, 0, 0, NULL},
     {"Qwen3MoeForCausalLM", "qwen3_moe", SD_ARCH_QWEN3_MOE,
      F(ATTN_BIAS_KEY) | F(QK_NORM) | F(USE_WINDOW_KEY) | F(MOE) | F(MOE_SPARSE_STEP),
-     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 128, 8, 768, 0},
+     32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 4096, 0, 0, 0.0, 0.0, 0.0, 128, 8, 768, 0,
+     NULL},
     {"Qwen2MoeForCausalLM", "qwen2_moe", SD_ARCH_QWEN2_MOE,
      F(QKV_BIAS_KEY) | F(MOE) | F(MOE_SPARSE_STEP) | F(SHARED_EXPERT),
      32768, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_EVEN_LOWER, 4096, 0, 28, 0.0, 0.0, 0.0, 60, 4, 1408,
-     5632},
+     5632, NULL},
+    /* GptOssConfig: head_dim 64, attention_bias true, layer_types default: even layers slide
+     * (window 128), 128 experts top 4, yarn rope unless configured otherwise; hidden_act unused */
+    {"GptOssForCausalLM", "gpt_oss", SD_ARCH_GPT_OSS,
+     F(ATTN_BIAS_KEY) | F(ATTN_BIAS_ON) | F(SINKS) | F(MOE) | F(MOE_FUSED),
+     131072, 1e-5, 0, 64, 150000.0, 0.0, NULL, NULL, SD_WIN_PATTERN, 128, 2, 0, 0.0, 0.0, 0.0, 128, 4, 0, 0,
+     "{\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, \"beta_slow\": 1.0, \"truncate\": false, "
+     "\"original_max_position_embeddings\": 4096}"},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -66,5 +76,5 @@ const sd_family *sd_family_of(sd_arch id) {
 const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
-           "Qwen2MoeForCausalLM";
+           "Qwen2MoeForCausalLM, GptOssForCausalLM";
 }

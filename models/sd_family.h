@@ -45,7 +45,11 @@ enum {
     SD_FAM_MOE_SPARSE_STEP = 1u << 20, /* decoder_sparse_step / mlp_only_layers / norm_topk_prob read
                                           (Qwen-MoE); else every layer is MoE, top-k renormalised */
     SD_FAM_QKV_BIAS_KEY = 1u << 21,  /* qkv_bias (default true): q/k/v biases, never o (Qwen2-MoE) */
-    SD_FAM_SHARED_EXPERT = 1u << 22  /* shared_expert_intermediate_size: a gated shared expert */
+    SD_FAM_SHARED_EXPERT = 1u << 22, /* shared_expert_intermediate_size: a gated shared expert */
+    SD_FAM_ATTN_BIAS_ON = 1u << 23,  /* attention_bias defaults to true (GPT-OSS) */
+    SD_FAM_SINKS = 1u << 24,         /* self_attn.sinks: attention sinks (GPT-OSS) */
+    SD_FAM_MOE_FUSED = 1u << 25      /* fused biased experts, router bias, clamped SwiGLU (swiglu_alpha,
+                                        swiglu_limit; hidden_act unused), MXFP4 checkpoints (GPT-OSS) */
 };
 
 typedef struct sd_family {
@@ -73,6 +77,8 @@ typedef struct sd_family {
      * moe_intermediate_size (0: intermediate_size) */
     int32_t experts, experts_used, moe_intermediate;
     int32_t shared_expert;     /* SD_FAM_SHARED_EXPERT: shared_expert_intermediate_size default */
+    const char *rope_default;  /* the rope dictionary (JSON) the config class fills in when config.json
+                                  has neither rope_parameters nor rope_scaling; NULL: plain rope */
 } sd_family;
 
 /* The family named by architectures[0] (or, with arch NULL, by model_type); NULL if none. */

@@ -21,6 +21,7 @@
 #include "sd_eagle3_load.h"
 #include "sd_json.h"
 #include "sd_model.h"
+#include "sd_mxfp4.h"
 #include "sd_safetensors.h"
 
 #define SD_CONFIG_MAX_BYTES (16u << 20)
@@ -276,6 +277,7 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     }
     TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, Q, 1, &ly->wo));
     if (c->o_bias) TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
+    if (c->attn_sinks) TRY(sd_layer_tensor(L, l, "self_attn.sinks", c->n_heads, 0, 1, &ly->sinks));
     return SPECDEC_OK;
 }
 
@@ -293,6 +295,7 @@ static const sd_moe_names sd_moe_table[] = {
      "mlp.experts.%d.down_proj.weight"},
     {SD_ARCH_QWEN2_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight"},
+    {SD_ARCH_GPT_OSS, "mlp.router.weight", NULL, NULL, NULL}, /* fused: sd_load_fused_experts */
 };
 
 /* Owned memory of the model (freed with it): a slot of m->owned. */
@@ -317,6 +320,156 @@ static specdec_status sd_load_shared_expert(sd_loader *L, int32_t l, sd_layer *l
     return sd_layer_tensor(L, l, "mlp.shared_expert_gate.weight", 1, H, 1, &ly->shared_gate);
 }
 
+/* ---- GPT-OSS: experts stored fused, as [E, in, out] (x @ W), or in MXFP4 -------------- */
+
+/* The stored tensor model.layers.<l>.<suffix> (name written to nm) with exactly the shape
+ * shape[0..nd): missing is MODEL_MISMATCH, another shape `bad`. */
+static specdec_status sd_layer_raw(sd_loader *L, int32_t l, const char *suffix, int nd, const int64_t *shape,
+                                   specdec_status bad, char nm[160], const sd_st_tensor **t, const uint8_t **data,
+                                   const char **path) {
+    snprintf(nm, 160, "model.layers.%d.%s", (int)l, suffix);
+    const sd_entry *e = sd_find_entry(L, nm);
+    if (!e)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: missing tensor '%s'",
+                       L->index_path[0] ? L->index_path : L->m->files[0]->path, nm);
+    const sd_st_file *f = L->m->files[e->file];
+    int ok = e->t->ndim == nd;
+    for (int i = 0; ok && i < nd; i++) ok = e->t->shape[i] == shape[i];
+    if (!ok) {
+        char have[160], want[160];
+        sd_st_tensor w = {0};
+        w.ndim = nd;
+        for (int i = 0; i < nd; i++) w.shape[i] = shape[i];
+        sd_fmt_shape(have, sizeof have, e->t);
+        sd_fmt_shape(want, sizeof want, &w);
+        return sd_fail(NULL, bad, "%s: tensor '%s': shape %s, but config.json implies %s", f->path, nm, have, want);
+    }
+    *t = e->t;
+    *data = sd_st_data(f, e->t);
+    *path = f->path;
+    return SPECDEC_OK;
+}
+
+/* dst [cols, rows] = src [rows, cols]^T, elements of esz bytes (src may be misaligned), in
+ * 32 x 32 tiles so that both sides stay in cache. */
+static void sd_transpose(const uint8_t *src, int64_t rows, int64_t cols, size_t esz, uint8_t *dst) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 32)
+        for (int64_t c0 = 0; c0 < cols; c0 += 32)
+            for (int64_t r = r0; r < rows && r < r0 + 32; r++)
+                for (int64_t c = c0; c < cols && c < c0 + 32; c++)
+                    memcpy(dst + (size_t)(c * rows + r) * esz, src + (size_t)(r * cols + c) * esz, esz);
+}
+
+/* Experts e of ex[0..E) get their projection `proj` ("gate_up_proj" or "down_proj") as
+ * views [out, in] of the owned buffer buf, one after the other. */
+static void sd_expert_views(sd_expert *ex, int64_t E, const char *proj, const uint8_t *buf, sd_dtype dt, int64_t out,
+                            int64_t in) {
+    for (int64_t e = 0; e < E; e++) {
+        const sd_tensor v = {buf + (size_t)(e * out * in) * sd_dtype_size(dt), dt, 2, {out, in}};
+        if (!strcmp(proj, "down_proj")) ex[e].w_down = v;
+        else ex[e].w_gate_up = v;
+    }
+}
+
+/* A fused projection of every expert: gate_up_proj [E, hidden, 2I] (x @ W) or down_proj
+ * [E, I, hidden], copied once into the nn.Linear layout [out, in] the matmuls read, in the
+ * checkpoint's dtype (no view can turn columns into rows). */
+static specdec_status sd_load_fused_proj(sd_loader *L, int32_t l, const char *proj, int64_t out, int64_t in,
+                                         sd_expert *ex) {
+    const int64_t E = L->m->w.cfg.n_experts, shape[3] = {E, in, out};
+    char nm[160], sfx[64];
+    const sd_st_tensor *t = NULL;
+    const uint8_t *src = NULL;
+    const char *path = NULL;
+    snprintf(sfx, sizeof sfx, "mlp.experts.%s", proj);
+    TRY(sd_layer_raw(L, l, sfx, 3, shape, SPECDEC_ERR_MODEL_MISMATCH, nm, &t, &src, &path));
+    sd_dtype dt;
+    TRY(sd_st_weight_dtype(t, path, nm, &dt));
+    const size_t esz = sd_dtype_size(dt), per = (size_t)(out * in) * esz;
+    uint8_t *buf = sd_own(L, (size_t)E * per);
+    if (!buf)
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory for %zu bytes", path, nm,
+                       (size_t)E * per);
+    for (int64_t e = 0; e < E; e++) sd_transpose(src + (size_t)e * per, in, out, esz, buf + (size_t)e * per);
+    sd_expert_views(ex, E, proj, buf, dt, out, in);
+    L->m->n_params += (int64_t)t->n_elements;
+    return SPECDEC_OK;
+}
+
+/* The same from MXFP4 blocks and scales (sd_mxfp4.h), stored as [E, out, in / 32, 16] and
+ * [E, out, in / 32]: already the [out, in] layout, decoded to BF16 once (4x the bytes of the
+ * blocks). Any other shape or dtype, or a NaN scale, is FORMAT naming the tensor. */
+static specdec_status sd_load_mxfp4_proj(sd_loader *L, int32_t l, const char *proj, int64_t out, int64_t in,
+                                         sd_expert *ex) {
+    const int64_t E = L->m->w.cfg.n_experts, G = in / SD_MXFP4_BLOCK;
+    char nb[160], ns[160], sfx[64];
+    const sd_st_tensor *tb = NULL, *ts = NULL;
+    const uint8_t *blocks = NULL, *scales = NULL;
+    const char *path = NULL;
+    snprintf(sfx, sizeof sfx, "mlp.experts.%s_blocks", proj);
+    if (in % SD_MXFP4_BLOCK)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT,
+                       "%s: model.layers.%d.%s: MXFP4 rows are blocks of %d values, but config.json gives rows of %lld",
+                       L->m->path, (int)l, sfx, SD_MXFP4_BLOCK, (long long)in);
+    const int64_t sb[4] = {E, out, G, SD_MXFP4_BLOCK / 2}, ss[3] = {E, out, G};
+    TRY(sd_layer_raw(L, l, sfx, 4, sb, SPECDEC_ERR_FORMAT, nb, &tb, &blocks, &path));
+    snprintf(sfx, sizeof sfx, "mlp.experts.%s_scales", proj);
+    TRY(sd_layer_raw(L, l, sfx, 3, ss, SPECDEC_ERR_FORMAT, ns, &ts, &scales, &path));
+    if (tb->dtype != SD_ST_U8 || ts->dtype != SD_ST_U8)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: MXFP4 tensors '%s' (%s) and '%s' (%s) must be U8", path, nb,
+                       sd_st_dtype_name(tb->dtype), ns, sd_st_dtype_name(ts->dtype));
+    const size_t per = (size_t)(out * in);
+    uint16_t *buf = sd_own(L, (size_t)E * per * sizeof(uint16_t));
+    uint16_t *lut = sd_malloc(255 * 16 * sizeof *lut);
+    if (!buf || !lut) {
+        sd_free(lut);
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory for %zu bytes of BF16", path,
+                       nb, (size_t)E * per * sizeof(uint16_t));
+    }
+    sd_mxfp4_lut(lut);
+    for (int64_t r = 0; r < E * out; r++) {
+        const int64_t bad = sd_mxfp4_row(blocks + (size_t)(r * G) * (SD_MXFP4_BLOCK / 2), scales + (size_t)(r * G), G,
+                                         lut, buf + (size_t)r * (size_t)in);
+        if (bad >= 0) {
+            sd_free(lut);
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: tensor '%s': expert %lld row %lld block %lld: scale 0xFF "
+                           "(NaN in E8M0)", path, ns, (long long)(r / out), (long long)(r % out), (long long)bad);
+        }
+    }
+    sd_free(lut);
+    sd_expert_views(ex, E, proj, (const uint8_t *)buf, SD_BF16, out, in);
+    L->m->n_params += E * out * in;
+    return SPECDEC_OK;
+}
+
+/* Row e of a loaded 2-D tensor as a 1-D view (a per-expert bias). */
+static sd_tensor sd_row_vec(const sd_tensor *t, int64_t e) {
+    sd_tensor v = sd_row_view(t, e, 1);
+    v.ndim = 1;
+    v.shape[0] = t->shape[1];
+    v.shape[1] = 1;
+    return v;
+}
+
+/* GPT-OSS experts (cfg.moe_fused): biases as views, weights transposed or dequantized. */
+static specdec_status sd_load_fused_experts(sd_loader *L, int32_t l, sd_expert *ex) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
+    sd_tensor gub, db;
+    TRY(sd_layer_tensor(L, l, "mlp.experts.gate_up_proj_bias", E, 2 * I, 1, &gub));
+    TRY(sd_layer_tensor(L, l, "mlp.experts.down_proj_bias", E, H, 1, &db));
+    for (int64_t e = 0; e < E; e++) {
+        ex[e].b_gate_up = sd_row_vec(&gub, e);
+        ex[e].b_down = sd_row_vec(&db, e);
+    }
+    if (c->experts_mxfp4) {
+        TRY(sd_load_mxfp4_proj(L, l, "gate_up_proj", 2 * I, H, ex));
+        return sd_load_mxfp4_proj(L, l, "down_proj", H, I, ex);
+    }
+    TRY(sd_load_fused_proj(L, l, "gate_up_proj", 2 * I, H, ex));
+    return sd_load_fused_proj(L, l, "down_proj", H, I, ex);
+}
+
 /* Layer l's router and experts (cfg.layer_moe[l]). */
 static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
@@ -326,9 +479,11 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
         if (sd_moe_table[i].arch == c->arch) nm = &sd_moe_table[i];
     if (!nm) return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "%s: no MoE tensor names for %s", L->m->path, c->architecture);
     TRY(sd_layer_tensor(L, l, nm->router, c->n_experts, H, 1, &ly->router));
+    if (c->moe_fused) TRY(sd_layer_tensor(L, l, "mlp.router.bias", c->n_experts, 0, 1, &ly->router_bias));
     sd_expert *ex = sd_own(L, (size_t)c->n_experts * sizeof *ex);
     if (!ex) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %d experts", L->m->path, c->n_experts);
     ly->experts = ex;
+    if (c->moe_fused) return sd_load_fused_experts(L, l, ex);
     char name[128];
     for (int32_t e = 0; e < c->n_experts; e++) {
         snprintf(name, sizeof name, nm->gate, (int)e);

@@ -13,6 +13,11 @@ fp32, exactly as a user's checkpoint directory), runs one forward over the fixtu
     OUT/<name>/logits.f32                        [T, V] float32 little-endian
     OUT/manifest.txt                             "<name> <T> <V> <n_ctx>" per fixture
 
+An MXFP4 variant (MXFP4 below) has its experts quantized by this script's own encoder before
+the forward; it is saved as the published gpt-oss checkpoints are (`*_blocks` / `*_scales`,
+quantization_config mxfp4) and loaded back with transformers' MXFP4 reader, which must give
+the same expert values and logits (check_mxfp4).
+
 A variant is re-drawn (next seed) until every position's top-2 logit margin exceeds
 MARGIN, so "argmax identical" is a fair requirement on a checker within 1e-4. n_ctx is
 the context the checker must give its runner: T (rope types whose frequencies depend on
@@ -31,8 +36,9 @@ try:
     import numpy as np
     import torch
     import transformers
+    from safetensors.torch import load_file, save_file
     from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, GemmaConfig,
-                              GemmaForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
+                              GemmaForCausalLM, GptOssConfig, GptOssForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                               MixtralConfig, MixtralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
                               Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                               Qwen3MoeConfig, Qwen3MoeForCausalLM)
@@ -138,7 +144,27 @@ VARIANTS = {
                           "moe_intermediate_size": 16, "shared_expert_intermediate_size": 40,
                           "norm_topk_prob": False, "mlp_only_layers": [1], "use_sliding_window": True,
                           "sliding_window": 5, "max_window_layers": 2}, False),
+    # GPT-OSS: attention sinks, q/k/v/o biases, sliding (window 5) / full layers by layer_types,
+    # yarn rope, a router with a bias, fused interleaved gate/up experts with biases and the
+    # clamped SwiGLU (limit 1.0 so that both clamps bind on these random weights)
+    "gpt_oss": (GptOssConfig, GptOssForCausalLM,
+                {**BASE, "num_hidden_layers": 3, "head_dim": 8, "intermediate_size": 16, "num_local_experts": 4,
+                 "num_experts_per_tok": 2, "sliding_window": 5, "swiglu_limit": 1.0,
+                 "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 500.0, "beta_fast": 8.0,
+                                     "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 8}},
+                False),
+    # GPT-OSS as published: experts in MXFP4 (MXFP4 below), 2 blocks of 32 per row, alpha and
+    # limit off their defaults, explicit layer_types (full first), top-3 of 4
+    "gpt_oss_mxfp4": (GptOssConfig, GptOssForCausalLM,
+                      {**BASE, "hidden_size": 64, "num_hidden_layers": 2, "head_dim": 16, "intermediate_size": 32,
+                       "num_local_experts": 4, "num_experts_per_tok": 3, "sliding_window": 6, "swiglu_alpha": 1.5,
+                       "swiglu_limit": 2.0, "layer_types": ["full_attention", "sliding_attention"],
+                       "rope_parameters": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 1000.0,
+                                           "original_max_position_embeddings": 16}}, False),
 }
+
+# Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.
+MXFP4 = {"gpt_oss_mxfp4"}
 
 
 def hub_qwen_moe_config(cfg):
@@ -158,6 +184,70 @@ def without_layer_types(cfg):
 
 # name -> an edit of the saved config.json (the model and its logits are unchanged by it)
 CONFIG_EDITS = {"qwen3_moe_step": hub_qwen_moe_config, "qwen2_moe_window": without_layer_types}
+
+
+# ---- MXFP4 (OCP Microscaling FP4): written here from the format's definition, independently of
+# transformers' reader, so that loading the result with transformers cross-checks both sides.
+# A block is 32 consecutive values of a row (of the nn.Linear layout [out, in]); it stores
+# one E8M0 scale byte s (2^(s - 127)) and 32 E2M1 codes, two per byte, the even element in
+# the low nibble. E2M1 code c: sign bit 3, magnitude E2M1_VALUES[c & 7].
+E2M1_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def mxfp4_quantize(w):
+    """w [..., rows, cols] (cols % 32 == 0) -> (blocks uint8 [..., rows, cols/32, 16],
+    scales uint8 [..., rows, cols/32], the dequantized values as float64)."""
+    w = np.asarray(w, dtype=np.float64)
+    *lead, rows, cols = w.shape
+    b = w.reshape(*lead, rows, cols // 32, 32)
+    amax = np.abs(b).max(axis=-1)
+    # the smallest power of two that brings the block's largest magnitude within 6
+    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-300) / 6.0)), -127).clip(-127, 127)
+    scaled = b / np.exp2(e)[..., None]
+    mag = np.abs(scaled)
+    code = np.abs(mag[..., None] - E2M1_VALUES).argmin(axis=-1)  # nearest magnitude (ties: the smaller)
+    code = code + 8 * (scaled < 0)
+    deq = np.where(code >= 8, -1.0, 1.0) * E2M1_VALUES[code & 7] * np.exp2(e)[..., None]
+    packed = (code[..., 0::2] | (code[..., 1::2] << 4)).astype(np.uint8)
+    return packed, (e + 127).astype(np.uint8), deq.reshape(w.shape)
+
+
+def mxfp4_experts(model):
+    """Quantize every layer's experts in place (the model then computes with the dequantized
+    values) and return the checkpoint tensors that replace gate_up_proj / down_proj."""
+    out = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if not (name.endswith("mlp.experts.gate_up_proj") or name.endswith("mlp.experts.down_proj")):
+                continue
+            lin = p.detach().double().numpy().transpose(0, 2, 1)  # [E, out, in] (nn.Linear layout)
+            blocks, scales, deq = mxfp4_quantize(lin)
+            p.copy_(torch.from_numpy(deq.transpose(0, 2, 1).copy()))
+            out[name + "_blocks"] = torch.from_numpy(np.ascontiguousarray(blocks))
+            out[name + "_scales"] = torch.from_numpy(np.ascontiguousarray(scales))
+    return out
+
+
+def save(name, model, d):
+    """save_pretrained, and for an MXFP4 variant its experts as the published checkpoints store
+    them (blocks + scales, quantization_config quant_method mxfp4)."""
+    model.save_pretrained(d)
+    if name not in MXFP4:
+        return
+    packed = mxfp4_experts(model)  # the experts already hold MXFP4 values: encoded exactly, unchanged
+    path = os.path.join(d, "model.safetensors")
+    sd = load_file(path)
+    for k in packed:
+        sd.pop(k.rsplit("_", 1)[0], None)
+    sd.update(packed)
+    save_file(sd, path, metadata={"format": "pt"})
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {"quant_method": "mxfp4",
+                                  "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                             "model.embed_tokens", "lm_head"]}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
 
 
 def randomize(model, seed, zero_centred_norms):
@@ -184,6 +274,8 @@ def build(name, seed):
     torch.manual_seed(seed)
     model = model_cls(cfg).to(torch.float32).eval()
     randomize(model, seed, zero_norms)
+    if name in MXFP4:
+        mxfp4_experts(model)
     return model
 
 
@@ -207,7 +299,9 @@ def write_fixture(out, name):
     d = os.path.join(out, name)
     if os.path.isdir(d):
         shutil.rmtree(d)
-    model.save_pretrained(d)
+    save(name, model, d)
+    if name in MXFP4:
+        check_mxfp4(d, model, ids, logits)
     if name in CONFIG_EDITS:
         with open(os.path.join(d, "config.json")) as f:
             cfg = CONFIG_EDITS[name](json.load(f))
@@ -221,6 +315,24 @@ def write_fixture(out, name):
     logits.astype("<f4").tofile(os.path.join(d, "logits.f32"))
     print(f"{name:24s} seed {seed}  T={T} V={V}  |logits| max {np.abs(logits).max():.2f}")
     return f"{name} {T} {V} {T}\n"
+
+
+def check_mxfp4(d, model, ids, logits):
+    """transformers' own MXFP4 reader (dequantized on the CPU) must give back exactly the
+    expert values this script quantized, and the same logits."""
+    from transformers import Mxfp4Config
+    hf = GptOssForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager",
+                                           quantization_config=Mxfp4Config(dequantize=True)).eval()
+    mine = dict(model.named_parameters())
+    for n, p in hf.named_parameters():
+        if "experts" in n and not torch.equal(p.detach().float(), mine[n].detach().float()):
+            sys.exit(f"{d}: transformers reads {n} differently from the MXFP4 this script wrote")
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
+    err = np.abs(theirs - logits).max()
+    if err > 1e-5:
+        sys.exit(f"{d}: transformers' dequantized model differs from the reference logits by {err:g}")
+    print(f"{os.path.basename(d)}: transformers' MXFP4 reader gives the same experts and logits (max diff {err:.1e})")
 
 
 def main():

@@ -4,7 +4,8 @@
 
 --families: every family and variant specdec supports (Llama with biases and each
 rope_scaling type, Mistral with a window, Qwen2/Qwen3 with windows, Phi-3/3.5/4,
-Gemma 1/2/3: tools/gen_model_fixtures.py's variants), written as tiny random
+Gemma 1/2/3, the MoE families, GPT-OSS plain and MXFP4: tools/gen_model_fixtures.py's
+variants), written as tiny random
 checkpoints by transformers into a temporary directory and compared on token ids
 (logits only: one call, two chunks, token by token; rows within --tol and the
 argmax identical). A directory without tokenizer.json is compared the same way.
@@ -401,7 +402,7 @@ def compare_families(sd, tol):
         for i, name in enumerate(sorted(gen.VARIANTS)):
             model = gen.build(name, 1)
             d = os.path.join(tmp, name)
-            model.save_pretrained(d)
+            gen.save(name, model, d)  # MXFP4 variants: experts as the published gpt-oss checkpoints store them
             ids = [1] + list(np.random.default_rng(i).integers(3, gen.V, gen.T - 1))
             try:
                 ok &= compare_ids(sd, d, [int(x) for x in ids], tol, model)

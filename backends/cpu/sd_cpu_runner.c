@@ -1,7 +1,7 @@
 /* sd_cpu_runner.c — the CPU reference runner: one model's fp32 KV cache and the
  * plain-C forward pass of every family the configuration can describe (core/
  * sd_weights.h sd_config; models/sd_family.c): Llama, Mistral, Qwen2/3, Phi-3, Gemma 1-3,
- * Mixtral, Qwen2-MoE and Qwen3-MoE.
+ * Mixtral, Qwen2-MoE, Qwen3-MoE and GPT-OSS.
  *
  * forward(tokens[0..n), pos): for each token t (absolute position p = pos + t); every
  * norm is RMSNorm with weight (norm_offset + w), every bracket only when configured:
@@ -13,13 +13,16 @@
  *               the tables of the layer's kind (sliding layers: rope_local_theta)
  *               K[p], V[p] = k, v   (cache rows of this layer)
  *               o = attention(q over K[f..p], V[f..p]) Wo^T [+bo], f = p - window + 1
- *                   on sliding layers (else 0); scores scaled by attn_scale, [soft-capped]
+ *                   on sliding layers (else 0); scores scaled by attn_scale, [soft-capped],
+ *                   [the head's sink logit in the softmax's denominator: GPT-OSS]
  *               x += o  [o = norm(o, attn_post_norm) first: sandwich norms]
  *               h = norm(x, ffn_norm)
  *               y = (act(h Wg^T [+bg]) * (h Wu^T [+bu])) Wd^T [+bd]    (SwiGLU / GeGLU)
  *                   [a MoE layer (Mixtral, Qwen2/3-MoE): y = sum over the token's chosen experts e,
  *                    in id order, of w_e * (act(h Wg_e^T) * (h Wu_e^T)) Wd_e^T, plus Qwen2-MoE's
- *                    sigmoid(h Wsg^T) * shared expert MLP(h); cpu_moe_block]
+ *                    sigmoid(h Wsg^T) * shared expert MLP(h); GPT-OSS: router and experts
+ *                    with biases, the expert MLP swiglu_clamped(h Wgu_e^T + bgu_e) Wd_e^T + bd_e;
+ *                    cpu_moe_block]
  *               x += y  [y = norm(y, ffn_post_norm) first]
  *   logits = norm(x, out_norm) W_lm^T [soft-capped]   (W_lm = tok_embd when tied)
  * Every op computes each token's row with the same loop order whatever n is, so a
@@ -54,6 +57,7 @@
 #include "sd_kv.h"
 #include "sd_math.h"
 #include "sd_cpu_attention.h"
+#include "sd_cpu_dequant.h"
 #include "sd_cpu_embed.h"
 #include "sd_cpu_matmul.h"
 #include "sd_cpu_pool.h"
@@ -87,6 +91,7 @@ typedef struct sd_cpu_group {
     double *inv_freq;            /* [n_ropes][rope_dim/2] */
     double rope_scale[2];        /* cos/sin multiplier of each rope (yarn, longrope) */
     sd_cpu_attn_opts attn;       /* score scale and soft-cap */
+    float *sinks;                /* [n_layers][n_heads] attention sink logits (cfg.attn_sinks; else NULL) */
     double *scores;              /* [n_ctx] attention scores of one head */
     double *acc;                 /* [head_dim] attention accumulator */
     int64_t *keys;               /* [n_ctx] physical key rows of one token */
@@ -122,7 +127,7 @@ static void cpu_group_destroy(sd_runner_group *gb) {
                     g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
                     g->scores,  g->acc,     g->keys,     g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
                     g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
-                    g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg};
+                    g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg, g->sinks};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     sd_cpu_pool_destroy(g->pool);
     sd_kv_pool_free(&g->base.pool);
@@ -153,8 +158,10 @@ static void cpu_attend(sd_cpu_group *g, int32_t l, int32_t t, const float *kc, c
     int32_t nk = 0;
     for (int32_t j = first; j < npre; j++) g->keys[nk++] = sd_kv_row(tab, bt, j);
     for (int32_t j = first > npre ? first - npre : 0; j < next; j++) g->keys[nk++] = sd_kv_row(tab, bt, ext[j]);
+    sd_cpu_attn_opts opt = g->attn;
+    if (g->sinks) opt.sinks = g->sinks + (int64_t)l * c->n_heads;
     sd_cpu_attention_keys_opt(g->q + (int64_t)t * g->q_dim, kc, vc, g->keys, nk, c->n_heads, c->n_kv_heads,
-                              c->head_dim, &g->attn, g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
+                              c->head_dim, &opt, g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
 }
 
 /* The attention block of layer l over the n tokens of a pass (x += its output). */
@@ -237,7 +244,7 @@ static void cpu_moe_shared(sd_cpu_group *g, const sd_layer *L, int32_t n) {
 static void cpu_moe_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t H = c->hidden_size, I = c->moe_intermediate, K = c->n_experts_used;
-    sd_cpu_matmul(g->h, n, &L->router, NULL, g->moe_logits, g->rowbuf);
+    sd_cpu_matmul(g->h, n, &L->router, &L->router_bias, g->moe_logits, g->rowbuf);
     for (int32_t t = 0; t < n; t++) cpu_moe_route(g, t);
     memset(g->moe_acc, 0, sizeof(double) * (size_t)n * (size_t)H);
     for (int32_t e = 0; e < c->n_experts; e++) {
@@ -252,10 +259,15 @@ static void cpu_moe_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
                 }
         if (!m) continue;
         const sd_expert *ex = &L->experts[e];
-        sd_cpu_matmul(g->moe_x, m, &ex->w_gate, NULL, g->gate, g->rowbuf);
-        sd_cpu_matmul(g->moe_x, m, &ex->w_up, NULL, g->up, g->rowbuf);
-        sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)m * I, g->gate);
-        sd_cpu_matmul(g->gate, m, &ex->w_down, NULL, g->moe_x, g->rowbuf);
+        if (ex->w_gate_up.data) { /* GPT-OSS: one interleaved [m, 2I] projection, clamped SwiGLU */
+            sd_cpu_matmul(g->moe_x, m, &ex->w_gate_up, &ex->b_gate_up, g->gate, g->rowbuf);
+            sd_cpu_swiglu_clamped(g->gate, (int64_t)m * I, (double)c->glu_alpha, (double)c->glu_limit, g->gate);
+        } else {
+            sd_cpu_matmul(g->moe_x, m, &ex->w_gate, NULL, g->gate, g->rowbuf);
+            sd_cpu_matmul(g->moe_x, m, &ex->w_up, NULL, g->up, g->rowbuf);
+            sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)m * I, g->gate);
+        }
+        sd_cpu_matmul(g->gate, m, &ex->w_down, &ex->b_down, g->moe_x, g->rowbuf);
         for (int32_t j = 0; j < m; j++) {
             double *acc = g->moe_acc + (int64_t)g->moe_tok[j] * H;
             const float *y = g->moe_x + (int64_t)j * H;
@@ -486,7 +498,8 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     size_t row_max = (size_t)c->hidden_size;
     if ((size_t)g->q_dim > row_max) row_max = (size_t)g->q_dim;
     size_t inter = (size_t)c->intermediate_size;
-    if (c->n_experts && (size_t)c->moe_intermediate > inter) inter = (size_t)c->moe_intermediate;
+    if (c->n_experts && (size_t)c->moe_intermediate * (c->moe_fused ? 2u : 1u) > inter)
+        inter = (size_t)c->moe_intermediate * (c->moe_fused ? 2u : 1u); /* fused: gate and up in one row */
     if ((size_t)c->shared_expert_intermediate > inter) inter = (size_t)c->shared_expert_intermediate;
     if (inter > row_max) row_max = inter;
     g->row_max = row_max;
@@ -530,6 +543,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
         g->moe_acc = alloc_array(B * H, sizeof(double), &fail);
         g->moe_sg = alloc_array(B, sizeof(float), &fail);
     }
+    if (c->attn_sinks) g->sinks = alloc_array((size_t)c->n_layers * (size_t)c->n_heads, sizeof(float), &fail);
     return fail;
 }
 
@@ -547,6 +561,9 @@ static void cpu_group_rope(sd_cpu_group *g) {
     }
     g->attn.scale = c->attn_scale > 0.0f ? (double)c->attn_scale : 0.0;
     g->attn.softcap = (double)c->attn_softcap;
+    for (int32_t l = 0; g->sinks && l < c->n_layers; l++) /* the sink logits as fp32, once */
+        for (int32_t h = 0; h < c->n_heads; h++)
+            g->sinks[(int64_t)l * c->n_heads + h] = sd_cpu_elem(&g->w->layers[l].sinks, h);
 }
 
 static specdec_status cpu_group_check(const sd_weights *w, int32_t n_ctx, int32_t max_batch, int32_t n_blocks,

@@ -19,17 +19,18 @@ void sd_cpu_attention_keys_opt(const float *q, const float *k_cache, const float
     int64_t row = (int64_t)n_kv_heads * head_dim;
     double scale = opt && opt->scale > 0.0 ? opt->scale : 1.0 / sqrt((double)head_dim);
     const double cap = opt ? opt->softcap : 0.0;
+    const float *sinks = opt ? opt->sinks : NULL;
     for (int32_t h = 0; h < n_heads; h++) {
         const float *qh = q + (int64_t)h * head_dim;
         int64_t off = (int64_t)(h / group) * head_dim;
-        double mx = -INFINITY;
+        double mx = sinks ? (double)sinks[h] : -INFINITY;
         for (int32_t j = 0; j < n_keys; j++) {
             const int64_t kr = keys ? keys[j] : j;
             scores[j] = scale * sd_cpu_dot(qh, k_cache + kr * row + off, head_dim);
             if (cap > 0.0) scores[j] = sd_softcap(scores[j], cap);
             if (scores[j] > mx) mx = scores[j];
         }
-        double z = 0.0;
+        double z = sinks ? exp((double)sinks[h] - mx) : 0.0;
         for (int32_t c = 0; c < head_dim; c++) acc[c] = 0.0;
         for (int32_t j = 0; j < n_keys; j++) {
             double w = exp(scores[j] - mx);

@@ -32,10 +32,14 @@ void sd_cpu_attention_keys(const float *q, const float *k_cache, const float *v_
                            double *acc, float *out);
 
 /* Score options of a model's attention. scale 0 means 1/sqrt(head_dim); softcap > 0
- * caps each scaled score as softcap * tanh(s / softcap) (Gemma 2) before the softmax. */
+ * caps each scaled score as softcap * tanh(s / softcap) (Gemma 2) before the softmax.
+ * sinks (GPT-OSS; NULL: none): head h's logit sinks[h] joins its softmax and is dropped,
+ * so with m = max(max_j s_j, sinks[h]) the weights become
+ *     w_j = exp(s_j - m),  Z = exp(sinks[h] - m) + sum_j w_j   (the sink's term first). */
 typedef struct sd_cpu_attn_opts {
     double scale;
     double softcap;
+    const float *sinks; /* [n_heads] or NULL */
 } sd_cpu_attn_opts;
 
 /* sd_cpu_attention_keys with those options (NULL: the defaults, bitwise the same). A

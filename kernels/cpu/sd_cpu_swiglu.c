@@ -25,3 +25,13 @@ void sd_cpu_scale(float *x, int64_t m, float s) {
 void sd_cpu_add(float *x, const float *y, int64_t m) {
     for (int64_t i = 0; i < m; i++) x[i] += y[i];
 }
+
+void sd_cpu_swiglu_clamped(const float *gu, int64_t m, double alpha, double limit, float *out) {
+    for (int64_t i = 0; i < m; i++) {
+        double g = (double)gu[2 * i], u = (double)gu[2 * i + 1];
+        if (g > limit) g = limit;
+        if (u > limit) u = limit;
+        if (u < -limit) u = -limit;
+        out[i] = (float)((u + 1.0) * g / (1.0 + exp(-alpha * g)));
+    }
+}

@@ -15,6 +15,13 @@ void sd_cpu_swiglu(const float *gate, const float *up, int64_t m, float *out);
  * out[i] = (float)(act(gate[i]) * up[i]) in double; SiLU is sd_cpu_swiglu. */
 void sd_cpu_glu(int32_t act, const float *gate, const float *up, int64_t m, float *out);
 
+/* GPT-OSS's clamped SwiGLU over gate_up [m, 2] (gate and up interleaved: the layout of its
+ * fused expert projection), in double:
+ *     g = min(gu[2i], limit), u = clamp(gu[2i + 1], -limit, limit)
+ *     out[i] = (float)( (u + 1) * g / (1 + exp(-alpha * g)) )
+ * out may alias gu (out[i] is written after gu[2i], gu[2i + 1] are read, and i <= 2i). */
+void sd_cpu_swiglu_clamped(const float *gu, int64_t m, double alpha, double limit, float *out);
+
 /* Soft-capping in place: x[i] = (float)(cap * tanh(x[i] / cap)) in double (cap > 0). */
 void sd_cpu_softcap(float *x, int64_t m, double cap);
 

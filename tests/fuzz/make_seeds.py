@@ -168,6 +168,23 @@ GEMMA3 = {
     "rope_scaling": None, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
     "vocab_size": 262144}
 
+# gpt-oss-20b's config.json (its MXFP4 quantization_config, rope_scaling + rope_theta)
+GPT_OSS = {
+    "architectures": ["GptOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.0, "eos_token_id": 200002,
+    "experts_per_token": 4, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880, "initial_context_length": 4096,
+    "initializer_range": 0.02, "intermediate_size": 2880,
+    "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(24)],
+    "max_position_embeddings": 131072, "model_type": "gpt_oss", "num_attention_heads": 64, "num_experts_per_tok": 4,
+    "num_hidden_layers": 24, "num_key_value_heads": 8, "num_local_experts": 32, "output_router_logits": False,
+    "pad_token_id": 199999,
+    "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                       "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"},
+    "rms_norm_eps": 1e-05, "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                                            "original_max_position_embeddings": 4096, "rope_type": "yarn",
+                                            "truncate": False},
+    "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
+    "tie_word_embeddings": False, "use_cache": True, "vocab_size": 201088}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -180,7 +197,7 @@ def config_seeds():
         json.dumps({**{k: v for k, v in LLAMA.items() if k not in ("rope_theta", "rope_scaling")},
                     "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}}))
     fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
-           "gemma2": GEMMA2, "gemma3": GEMMA3}
+           "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -209,6 +226,9 @@ def config_seeds():
                 d[k] = v
         put("config", "bad_" + name + ".json", json.dumps(d))
     bad("layers_1e9", num_hidden_layers=10**9)
+    bad("gpt_oss_swiglu_limit", GPT_OSS, swiglu_limit=0)
+    bad("gpt_oss_quant_awq", GPT_OSS, quantization_config={"quant_method": "awq", "bits": 4})
+    bad("gpt_oss_layer_types", GPT_OSS, layer_types=["sliding_attention"] * 23)
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

@@ -46,7 +46,7 @@ static void attention_case(ct_rng *rng, int nh, int nkv, int hd, int n, int pos0
     for (size_t i = 0; i < n * od; i++) q[i] = ct_unif(rng, 3.0f);
     double *scores = malloc(sizeof(double) * kv_len), *acc = malloc(sizeof(double) * hd);
     int64_t *keys = malloc(sizeof(int64_t) * kv_len);
-    const sd_cpu_attn_opts opt = {scale, cap};
+    const sd_cpu_attn_opts opt = {scale, cap, NULL};
     for (int m = 0; m < n; m++) {
         const int p = pos0 + m, first = window > 0 && p + 1 > window ? p + 1 - window : 0;
         for (int j = first; j <= p; j++) keys[j - first] = j;

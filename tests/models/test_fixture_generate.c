@@ -1,5 +1,6 @@
 /* test_fixture_generate.c — generation through the public API (CPU backend) on the family
- * fixtures: speculative decoding with mixture-of-experts models, and the context limit.
+ * fixtures: speculative decoding with mixture-of-experts models (GPT-OSS with its sinks and
+ * windows too, MXFP4 or not), and the context limit.
  *
  * The fixtures (tests/models/fixtures, written by transformers) share a vocabulary of 80 ids
  * and bos/eos, so any two form a target/draft pair. Claims (docs: README "Model families";
@@ -122,6 +123,9 @@ int main(int argc, char **argv) {
     pair(argv[1], "qwen2_moe_window", "qwen2_moe_window", 1);
     pair(argv[1], "qwen3_moe", "qwen3", 0);
     pair(argv[1], "qwen3", "qwen3_moe_step", 0);
+    pair(argv[1], "gpt_oss", "gpt_oss", 1);
+    pair(argv[1], "gpt_oss_mxfp4", "gpt_oss", 0);
+    pair(argv[1], "qwen3", "gpt_oss_mxfp4", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

@@ -191,6 +191,49 @@ static void moe_families(void) {
              "qwen2-moe: even layers below max_window_layers slide (mask %x), qkv_bias false", sliding_mask(&c));
     ok("llama has no experts", "LlamaForCausalLM", "\"num_experts\": 8", &c);
     SD_CHECK(c.n_experts == 0 && moe_mask(&c) == 0, "llama: num_experts is not read");
+    SD_CHECK(!c.attn_sinks && !c.moe_fused && !c.experts_mxfp4, "llama: no sinks, no fused experts");
+}
+
+/* GPT-OSS: GptOssConfig's defaults (yarn rope when config.json has none, even layers slide
+ * within 128, q/k/v/o biases, sinks, 128 experts top 4, the clamped SwiGLU's 1.702 / 7.0),
+ * and the published config.json (rope_scaling + rope_theta, MXFP4 quantization_config). */
+static void gpt_oss(void) {
+    sd_config c;
+    ok("gpt-oss defaults", "GptOssForCausalLM", "", &c);
+    SD_CHECK(c.head_dim == 64 && c.n_experts == 128 && c.n_experts_used == 4 && c.moe_intermediate == 48 &&
+                 c.norm_topk_prob && moe_mask(&c) == 0xf && c.sliding_window == 128 && sliding_mask(&c) == 0x5 &&
+                 c.attention_bias && c.o_bias && c.attn_sinks && c.moe_fused && !c.experts_mxfp4 &&
+                 c.glu_alpha == 1.702f && c.glu_limit == 7.0f && c.rms_norm_eps == 1e-5f &&
+                 c.max_position_embeddings == 131072 && !c.tie_word_embeddings,
+             "gpt-oss: GptOssConfig defaults");
+    SD_CHECK(c.rope_type == SD_ROPE_YARN && c.rope_theta == 150000.0f && c.rope_factor == 32.0f &&
+                 c.rope_original_max_pos == 4096 && c.rope_beta_fast == 32.0f && c.rope_beta_slow == 1.0f &&
+                 !c.rope_truncate && fabsf(c.rope_attn_factor - (float)(0.1 * log(32.0) + 1.0)) < 1e-6f,
+             "gpt-oss: no rope dictionary means GptOssConfig's yarn (factor 32, original 4096, no truncation)");
+    ok("gpt-oss theta only", "GptOssForCausalLM", "\"rope_theta\": 1000", &c);
+    SD_CHECK(c.rope_type == SD_ROPE_YARN && c.rope_theta == 1000.0f, "gpt-oss: top-level rope_theta with the yarn");
+    ok("gpt-oss hub", "GptOssForCausalLM",
+       "\"head_dim\": 64, \"rope_theta\": 150000, \"rope_scaling\": {\"beta_fast\": 32.0, \"beta_slow\": 1.0, "
+       "\"factor\": 32.0, \"original_max_position_embeddings\": 4096, \"rope_type\": \"yarn\", \"truncate\": false}, "
+       "\"experts_per_token\": 4, \"num_experts_per_tok\": 4, \"num_local_experts\": 32, \"swiglu_limit\": 7.0, "
+       "\"sliding_window\": 128, \"initial_context_length\": 4096, \"hidden_act\": \"silu\", "
+       "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\"], "
+       "\"quantization_config\": {\"modules_to_not_convert\": [\"model.layers.*.self_attn\", "
+       "\"model.layers.*.mlp.router\", \"model.embed_tokens\", \"lm_head\"], \"quant_method\": \"mxfp4\"}",
+       &c);
+    SD_CHECK(c.n_experts == 32 && c.n_experts_used == 4 && c.experts_mxfp4 && sliding_mask(&c) == 0x5 &&
+                 c.rope_type == SD_ROPE_YARN && !c.rope_truncate && c.rope_factor == 32.0f,
+             "gpt-oss: the published gpt-oss-20b config.json");
+    ok("gpt-oss options", "GptOssForCausalLM",
+       "\"attention_bias\": false, \"hidden_act\": \"gelu\", \"swiglu_alpha\": -0.5, \"swiglu_limit\": 3, "
+       "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 100}, \"sliding_window\": 9, "
+       "\"layer_types\": [\"full_attention\", \"sliding_attention\", \"sliding_attention\", \"full_attention\"], "
+       "\"quantization_config\": null",
+       &c);
+    SD_CHECK(!c.attention_bias && !c.o_bias && c.glu_alpha == -0.5f && c.glu_limit == 3.0f &&
+                 c.rope_type == SD_ROPE_DEFAULT && c.rope_theta == 100.0f && c.sliding_window == 9 &&
+                 sliding_mask(&c) == 0x6 && !c.experts_mxfp4 && c.act == SD_ACT_SILU,
+             "gpt-oss: attention_bias false, alpha / limit / rope / layer_types read, hidden_act unused");
 }
 
 static void bad_configs(void) {
@@ -256,11 +299,23 @@ static void bad_configs(void) {
     bad("moe width 0", "Qwen3MoeForCausalLM", "\"moe_intermediate_size\": 0", F, "moe_intermediate_size");
     bad("shared expert width 0", "Qwen2MoeForCausalLM", "\"shared_expert_intermediate_size\": 0", F,
         "shared_expert_intermediate_size");
+    bad("swiglu_limit 0", "GptOssForCausalLM", "\"swiglu_limit\": 0", F, "swiglu_limit");
+    bad("swiglu_limit string", "GptOssForCausalLM", "\"swiglu_limit\": \"7\"", F, "swiglu_limit");
+    bad("swiglu_alpha huge", "GptOssForCausalLM", "\"swiglu_alpha\": 1e300", F, "swiglu_alpha");
+    bad("gpt-oss null window", "GptOssForCausalLM", "\"sliding_window\": null", F, "sliding_window is null");
+    bad("gpt-oss awq", "GptOssForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\"}", U,
+        "quant_method 'awq'");
+    bad("mxfp4 on llama", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"mxfp4\"}", U,
+        "quant_method 'mxfp4' is not supported for LlamaForCausalLM");
+    bad("quantization_config type", "GptOssForCausalLM", "\"quantization_config\": 4", F, "quantization_config");
+    bad("quant_method missing", "GptOssForCausalLM", "\"quantization_config\": {\"bits\": 4}", F,
+        "quantization_config.quant_method");
 }
 
 int main(void) {
     families();
     moe_families();
+    gpt_oss();
     bad_configs();
     return sd_test_done();
 }

@@ -17,8 +17,8 @@
  *      cached prefix; then the path compacted and the last two tokens decoded after it.
  * On the CPU 2-5 must also be bitwise the one-call logits (batch invariance, trees ==
  * plain decoding). On CUDA the tree rows must be bitwise the token-by-token rows (both
- * take the batch-invariant GEMM). Mixture-of-experts fixtures (Mixtral, Qwen3-MoE) run on the
- * CPU; the CUDA backend must refuse them with UNSUPPORTED. argv[1] = fixture directory. */
+ * take the batch-invariant GEMM). Mixture-of-experts fixtures (Mixtral, Qwen2/3-MoE, GPT-OSS plain
+ * and MXFP4) run on the CPU; the CUDA backend must refuse them with UNSUPPORTED. argv[1] = fixture directory. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
