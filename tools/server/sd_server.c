@@ -188,7 +188,8 @@ static void sd_server_drain(sd_server *srv, const sigset_t *set) {
     for (int i = 0; i < 50 && atomic_load(&srv->active_jobs) > 0; i++) sd_server_wait(srv, set, 0.1);
 }
 
-int sd_server_run(const sd_server_config *cfg) {
+/* The options that need nothing loaded: 0, or 2 with the reason on stderr. */
+static int sd_server_check_config(const sd_server_config *cfg) {
     if (cfg->api_key && !*cfg->api_key) {
         fprintf(stderr, "specdec serve: the API key is empty, which would leave the server open; set "
                         "SPECDEC_API_KEY to a secret, or unset it (and give no --api-key) for no authentication\n");
@@ -210,6 +211,11 @@ int sd_server_run(const sd_server_config *cfg) {
                         "mistral)\n");
         return 2;
     }
+    return 0;
+}
+
+int sd_server_run(const sd_server_config *cfg) {
+    if (sd_server_check_config(cfg)) return 2;
     /* Signals are taken by sigwait below: block them before any thread exists so that
      * every thread (scheduler, daemon, connections) inherits the mask. */
     sigset_t set;
