@@ -26,8 +26,12 @@
 /* Most threads one pool runs (the engine refuses more: include/specdec.h cpu_threads). */
 #define SD_CPU_POOL_MAX_THREADS 256
 /* Jobs below this many multiply-adds run on the calling thread: waking the workers costs more
- * (tens of microseconds on a loaded machine) than they would save. */
-#define SD_CPU_POOL_MIN_WORK ((int64_t)1 << 17)
+ * (tens of microseconds on a loaded machine) than they would save. 2^21: at 2^17 the decode step
+ * of bench_cpu_forward's 15.7M-parameter model ran 0.76-0.83x on 2 threads of an idle 2-core VM
+ * (every matmul split, each worth ~30 us); at 2^21 it runs 0.93-1.14x and prefill 1.1-1.7x
+ * (bench/results/cpu_threads_2026-11-28.md). A 1B model's decode matmuls (2048 x 8192 = 16.8M)
+ * are well above it. */
+#define SD_CPU_POOL_MIN_WORK ((int64_t)1 << 21)
 
 typedef struct sd_cpu_pool sd_cpu_pool;
 

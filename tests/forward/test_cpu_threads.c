@@ -246,7 +246,7 @@ static void check_matmul(void) {
     sd_cpu_pool_set_min_work(narrow, 0);
     sd_tensor w;
     fwd_fill(&w, SD_F16, 704, 256, 0.0, 0.5, &rng);
-    float *x = calloc(256 * 4, sizeof(float)), *y = malloc(sizeof(float) * 704 * 4), buf[256];
+    float *x = calloc(256 * 16, sizeof(float)), *y = malloc(sizeof(float) * 704 * 16), buf[256];
     sd_cpu_matmul_set_isa(SD_CPU_ISA_GENERIC);
     sd_cpu_pool_bind(dflt);
     uint64_t j0 = sd_cpu_pool_jobs(dflt);
@@ -254,7 +254,9 @@ static void check_matmul(void) {
     w40.shape[0] = 40;
     sd_cpu_matmul(x, 4, &w40, NULL, y, buf); /* 40 x 256 x 4 < threshold */
     SD_CHECK(sd_cpu_pool_jobs(dflt) == j0, "a call below SD_CPU_POOL_MIN_WORK woke the workers");
-    sd_cpu_matmul(x, 1, &w, NULL, y, buf); /* 704 x 256 >= threshold */
+    sd_cpu_matmul(x, 1, &w, NULL, y, buf); /* 704 x 256 (a decode step's MLP row block) < threshold */
+    SD_CHECK(sd_cpu_pool_jobs(dflt) == j0, "a one-token call of 180k multiply-adds woke the workers");
+    sd_cpu_matmul(x, 16, &w, NULL, y, buf); /* 704 x 256 x 16 >= threshold */
     SD_CHECK(sd_cpu_pool_jobs(dflt) == j0 + 1, "a call above SD_CPU_POOL_MIN_WORK was not split");
     sd_cpu_pool_bind(narrow);
     sd_cpu_matmul(x, 1, &w, NULL, y, buf);
