@@ -128,13 +128,19 @@ static int fgen_make_engine(sd_fuzz_in *in, fgen_engine *fe) {
     const uint8_t m = sd_fuzz_u8(in);
     ep.max_batch = m < 160 ? 0 : m < 250 ? (int32_t)(m % 40) + 1 : m == 250 ? -5 : INT32_MAX;
     if ((f >> 5) == 7) ep.cuda_device = -1;
-    if ((f >> 5) == 6) ep.reserved_i[b % 7] = 1;
-    if ((f >> 5) == 5) ep.reserved[b % 8] = 1;
+    /* the counts from the struct itself: 0.5.3 took reserved_i[0] for cpu_threads (a literal 7 here
+     * wrote past the array) */
+    if ((f >> 5) == 6) ep.reserved_i[b % (sizeof ep.reserved_i / sizeof ep.reserved_i[0])] = 1;
+    if ((f >> 5) == 5) ep.reserved[b % (sizeof ep.reserved / sizeof ep.reserved[0])] = 1;
     ep.cuda_keep_f32 = (f >> 4) & 1;
+    if ((f >> 5) == 4) { /* CPU threads: 1-3, or out of range (refused) */
+        const int32_t th[6] = {1, 2, 3, -1, SPECDEC_MAX_CPU_THREADS + 1, INT32_MIN};
+        ep.cpu_threads = th[b % 6];
+    }
     const specdec_model *draft = draft_kind == 1 ? g_draft : draft_kind == 2 ? g_draft_other : NULL;
     /* n_ctx beyond max_position_embeddings (FCTX, both models): refused since 0.4 */
     int valid = ep.n_ctx >= 0 && ep.n_ctx <= FCTX && ep.max_batch >= 0 && ep.cuda_device >= 0 && (f >> 5) != 6 &&
-                (f >> 5) != 5 && draft_kind != 2;
+                (f >> 5) != 5 && draft_kind != 2 && ep.cpu_threads >= 0 && ep.cpu_threads <= SPECDEC_MAX_CPU_THREADS;
     int cuda_ok = specdec_cuda_device_count() > 0;
     unsigned allowed = 1u << SPECDEC_ERR_INVALID_ARGUMENT | 1u << SPECDEC_ERR_MODEL_MISMATCH;
     if (ep.backend == SPECDEC_BACKEND_CUDA && !cuda_ok) valid = 0, allowed |= 1u << SPECDEC_ERR_BACKEND_UNAVAILABLE;
