@@ -601,17 +601,28 @@ static specdec_status js_nonneg_range(js_ctx *c, int64_t a, int64_t b) {
     return js_puts(c, ")");
 }
 
-/* One integer bound: minimum (lower, inclusive), exclusiveMinimum, maximum, exclusiveMaximum. */
-static specdec_status js_int_bound(js_ctx *c, const cJSON *s, const char *kw, int lower, int excl, int *has,
-                                   int64_t *v) {
+/* The value of bound keyword kw (minimum, exclusiveMinimum, maximum, exclusiveMaximum) of an
+ * integer or a number: *present = 0 when absent; a finite number within +-1e15, else an error. */
+static specdec_status js_bound(js_ctx *c, const cJSON *s, const char *kw, int *present, double *d) {
     const cJSON *b = js_item(s, kw);
+    *present = b != NULL;
     if (!b) return SPECDEC_OK;
     if (cJSON_IsBool(b)) return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "a boolean '%s' (draft 4) is not supported", kw);
     if (!cJSON_IsNumber(b) || !isfinite(b->valuedouble))
         return js_fail(c, SPECDEC_ERR_INVALID_ARGUMENT, "'%s' must be a number", kw);
-    const double d = b->valuedouble;
-    if (fabs(d) > SD_JSON_SCHEMA_MAX_INT_BOUND)
-        return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "'%s' = %.17g beyond +-1e15 is not supported", kw, d);
+    *d = b->valuedouble;
+    if (fabs(*d) > SD_JSON_SCHEMA_MAX_INT_BOUND)
+        return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "'%s' = %.17g beyond +-1e15 is not supported", kw, *d);
+    return SPECDEC_OK;
+}
+
+/* One integer bound: minimum (lower, inclusive), exclusiveMinimum, maximum, exclusiveMaximum. */
+static specdec_status js_int_bound(js_ctx *c, const cJSON *s, const char *kw, int lower, int excl, int *has,
+                                   int64_t *v) {
+    int present = 0;
+    double d = 0;
+    JS_TRY(js_bound(c, s, kw, &present, &d));
+    if (!present) return SPECDEC_OK;
     const int64_t k = lower ? (int64_t)(excl ? floor(d) + 1 : ceil(d)) : (int64_t)(excl ? ceil(d) - 1 : floor(d));
     if (!*has || (lower ? k > *v : k < *v)) *v = k;
     *has = 1;
@@ -691,6 +702,9 @@ static specdec_status js_dec_of(js_ctx *c, const char *kw, double d, js_dec *out
  * regex of the NON-EMPTY strings D satisfying them (*has = 0 and nothing written when there are
  * none); *e says whether the empty D (value 0) satisfies them. Each level consumes a digit of lo or
  * hi, so the recursion is at most 2 * SD_JSON_SCHEMA_MAX_FRAC_DIGITS deep. */
+static specdec_status js_frac_alt(js_ctx *c, const char *pre, size_t n_pre, const char *opener, const char *lo, int ls,
+                                  const char *hi, int hs, int *n);
+
 static specdec_status js_frac(js_ctx *c, const char *lo, int ls, const char *hi, int hs, int *has, int *e) {
     *has = 0;
     *e = 0;
@@ -730,22 +744,7 @@ static specdec_status js_frac(js_ctx *c, const char *lo, int ls, const char *hi,
             free_b = d;
             continue;
         }
-        const size_t mark = c->len;
-        if (n) JS_TRY(js_puts(c, "|"));
-        JS_TRY(js_put(c, &d, 1));
-        const size_t rest = c->len;
-        JS_TRY(js_puts(c, "(?:"));
-        int has2 = 0, e2 = 0;
-        JS_TRY(js_frac(c, lo2, ls, hi2, hs, &has2, &e2));
-        if (has2) {
-            JS_TRY(js_puts(c, e2 ? ")?" : ")"));
-            n++;
-        } else if (e2) {
-            js_cut(c, rest);
-            n++;
-        } else {
-            js_cut(c, mark);
-        }
+        JS_TRY(js_frac_alt(c, &d, 1, "(?:", lo2, ls, hi2, hs, &n));
     }
     if (free_a) { /* one range: the digits strictly between the bounds' digits */
         char tmp[16];
@@ -762,11 +761,16 @@ static specdec_status js_frac(js_ctx *c, const char *lo, int ls, const char *hi,
     return js_puts(c, ")");
 }
 
-/* One alternative "<integer part><fraction>" with the fraction bounded as in js_frac; the integer
- * part was written from `mark` on; the whole alternative is cut when no fraction fits. */
-static specdec_status js_num_frac(js_ctx *c, size_t mark, const char *lo, int ls, const char *hi, int hs, int *n) {
+/* One alternative of an open group (*n counts them): pre[0..n_pre), then opener, the digit
+ * strings of js_frac's bounds and ")" ("?" when they may be empty; opener and all left out when
+ * only the empty string fits). Nothing when no string fits. */
+static specdec_status js_frac_alt(js_ctx *c, const char *pre, size_t n_pre, const char *opener, const char *lo, int ls,
+                                  const char *hi, int hs, int *n) {
+    const size_t mark = c->len;
+    if (*n) JS_TRY(js_puts(c, "|"));
+    JS_TRY(js_put(c, pre, n_pre));
     const size_t open = c->len;
-    JS_TRY(js_puts(c, "(?:\\."));
+    JS_TRY(js_puts(c, opener));
     int has = 0, e = 0;
     JS_TRY(js_frac(c, lo, ls, hi, hs, &has, &e));
     if (has) {
@@ -781,40 +785,53 @@ static specdec_status js_num_frac(js_ctx *c, size_t mark, const char *lo, int ls
     return SPECDEC_OK;
 }
 
+/* One alternative "<ip>[.<fraction>]", the fraction bounded as in js_frac (see js_frac_alt). */
+static specdec_status js_num_alt(js_ctx *c, int64_t ip, const char *lo, int ls, const char *hi, int hs, int *n) {
+    char t[24];
+    const int k = snprintf(t, sizeof t, "%lld", (long long)ip);
+    return js_frac_alt(c, t, (size_t)k, "(?:\\.", lo, ls, hi, hs, n);
+}
+
 /* Non-negative texts with value in [a, b] (as / bs: strict; b NULL: unbounded) as alternatives
  * added to an open group (*n counts them). */
 static specdec_status js_nonneg_num(js_ctx *c, const js_dec *a, int as, const js_dec *b, int bs, int *n) {
-    char ip[24];
-    size_t mark = c->len;
-    if (*n) JS_TRY(js_puts(c, "|"));
-    JS_TRY(js_put(c, ip, (size_t)snprintf(ip, sizeof ip, "%lld", (long long)a->ip)));
-    if (b && b->ip == a->ip) return js_num_frac(c, mark, a->fr, as, b->fr, bs, n);
-    JS_TRY(js_num_frac(c, mark, a->fr, as, NULL, 0, n));
+    if (b && b->ip == a->ip) return js_num_alt(c, a->ip, a->fr, as, b->fr, bs, n);
+    JS_TRY(js_num_alt(c, a->ip, a->fr, as, NULL, 0, n));
     if (!b || a->ip + 1 <= b->ip - 1) {
         if (*n) JS_TRY(js_puts(c, "|"));
         JS_TRY(js_nonneg_range(c, a->ip + 1, b ? b->ip - 1 : -1));
         JS_TRY(js_puts(c, "(?:\\.[0-9]+)?"));
         (*n)++;
     }
-    if (!b) return SPECDEC_OK;
-    mark = c->len;
+    return b ? js_num_alt(c, b->ip, NULL, 0, b->fr, bs, n) : SPECDEC_OK;
+}
+
+/* One sign's texts (sign "-" or "") with magnitude in [a, b], as one alternative of an open group
+ * (*n counts them); nothing when none fits. */
+static specdec_status js_num_sign(js_ctx *c, const char *sign, const js_dec *a, int as, const js_dec *b, int bs,
+                                  int *n) {
+    const size_t mark = c->len;
     if (*n) JS_TRY(js_puts(c, "|"));
-    JS_TRY(js_put(c, ip, (size_t)snprintf(ip, sizeof ip, "%lld", (long long)b->ip)));
-    return js_num_frac(c, mark, NULL, 0, b->fr, bs, n);
+    JS_TRY(js_puts(c, sign));
+    JS_TRY(js_puts(c, "(?:"));
+    int m = 0;
+    JS_TRY(js_nonneg_num(c, a, as, b, bs, &m));
+    if (!m) {
+        js_cut(c, mark);
+        return SPECDEC_OK;
+    }
+    (*n)++;
+    return js_puts(c, ")");
 }
 
 /* One bound of a number: the tighter of minimum / exclusiveMinimum (the larger; strict on a tie),
  * and of maximum / exclusiveMaximum. */
 static specdec_status js_num_bound(js_ctx *c, const cJSON *s, const char *kw, int lower, int excl, int *has, double *v,
                                    int *strict, const char **which) {
-    const cJSON *b = js_item(s, kw);
-    if (!b) return SPECDEC_OK;
-    if (cJSON_IsBool(b)) return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "a boolean '%s' (draft 4) is not supported", kw);
-    if (!cJSON_IsNumber(b) || !isfinite(b->valuedouble))
-        return js_fail(c, SPECDEC_ERR_INVALID_ARGUMENT, "'%s' must be a number", kw);
-    const double d = b->valuedouble;
-    if (fabs(d) > SD_JSON_SCHEMA_MAX_INT_BOUND)
-        return js_fail(c, SPECDEC_ERR_UNSUPPORTED, "'%s' = %.17g beyond +-1e15 is not supported", kw, d);
+    int present = 0;
+    double d = 0;
+    JS_TRY(js_bound(c, s, kw, &present, &d));
+    if (!present) return SPECDEC_OK;
     if (!*has || (lower ? d > *v : d < *v) || (d == *v && excl)) {
         *v = d;
         *strict = excl;
@@ -844,33 +861,12 @@ static specdec_status js_number(js_ctx *c, const cJSON *s, int *empty) {
     const size_t start = c->len;
     int n = 0;
     JS_TRY(js_puts(c, "(?:"));
-    if (!has_lo || lo < 0) { /* x < 0: '-' and y = -x in (0 or -hi, -lo] */
-        const size_t mark = c->len;
-        JS_TRY(js_puts(c, "-(?:"));
-        int m = 0;
-        if (has_hi && hi < 0) JS_TRY(js_nonneg_num(c, &dhi, hs, has_lo ? &dlo : NULL, ls, &m));
-        else JS_TRY(js_nonneg_num(c, &zero, 1, has_lo ? &dlo : NULL, ls, &m));
-        if (m) {
-            JS_TRY(js_puts(c, ")"));
-            n++;
-        } else {
-            js_cut(c, mark);
-        }
-    }
-    if (!has_hi || hi > 0 || (hi == 0 && !hs)) { /* x >= 0 */
-        const size_t mark = c->len;
-        if (n) JS_TRY(js_puts(c, "|"));
-        JS_TRY(js_puts(c, "(?:"));
-        int m = 0;
-        if (has_lo && lo >= 0) JS_TRY(js_nonneg_num(c, &dlo, ls, has_hi ? &dhi : NULL, hs, &m));
-        else JS_TRY(js_nonneg_num(c, &zero, 0, has_hi ? &dhi : NULL, hs, &m));
-        if (m) {
-            JS_TRY(js_puts(c, ")"));
-            n++;
-        } else {
-            js_cut(c, mark);
-        }
-    }
+    if (!has_lo || lo < 0) /* x < 0: '-' and y = -x in (0 or -hi, -lo] */
+        JS_TRY(js_num_sign(c, "-", has_hi && hi < 0 ? &dhi : &zero, has_hi && hi < 0 ? hs : 1, has_lo ? &dlo : NULL,
+                           ls, &n));
+    if (!has_hi || hi > 0 || (hi == 0 && !hs)) /* x >= 0 */
+        JS_TRY(js_num_sign(c, "", has_lo && lo >= 0 ? &dlo : &zero, has_lo && lo >= 0 ? ls : 0, has_hi ? &dhi : NULL,
+                           hs, &n));
     return js_alt_close(c, start, n, empty);
 }
 

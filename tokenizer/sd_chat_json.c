@@ -255,28 +255,14 @@ static specdec_status sd_cj_render(const specdec_tokenizer *tok, const char *nam
                      (cJSON_IsObject(a) && a->child);
         return sd_cj_plain(conv, agp, out);
     }
-    size_t cap = 4 + SD_CHAT_N_SPECIAL + (size_t)cJSON_GetArraySize(kw);
+    size_t cap = 1 + SD_CHAT_CONTEXT_VARS + (size_t)cJSON_GetArraySize(kw);
     sd_jinja_var *v = sd_malloc(cap * sizeof *v);
     if (!v) return sd_cj_oom();
     memset(v, 0, cap * sizeof *v);
-    size_t nv = 0;
-    v[nv].name = "messages";
-    v[nv].kind = SD_JINJA_JSON;
-    v[nv++].json = conv;
-    v[nv].name = "add_generation_prompt";
-    v[nv].kind = SD_JINJA_BOOL;
-    v[nv++].b = agp != 0;
-    v[nv].name = "tools";
-    v[nv].kind = tools ? SD_JINJA_JSON : SD_JINJA_NONE;
-    v[nv++].json = tools;
-    v[nv].name = "documents";
-    v[nv++].kind = SD_JINJA_NONE;
-    for (int i = 0; i < SD_CHAT_N_SPECIAL; i++) {
-        if (!tok->chat_special[i]) continue;
-        v[nv].name = sd_chat_special_names[i];
-        v[nv].kind = SD_JINJA_STR;
-        v[nv++].s = tok->chat_special[i];
-    }
+    v[0].name = "messages";
+    v[0].kind = SD_JINJA_JSON;
+    v[0].json = conv;
+    size_t nv = 1 + sd_chat_context_vars(tok, agp, tools, v + 1);
     for (const cJSON *e = kw ? kw->child : NULL; e; e = e->next) { /* kwargs update the defaults, as in vLLM */
         size_t k = 0;
         while (k < nv && strcmp(v[k].name, e->string)) k++;
@@ -286,14 +272,9 @@ static specdec_status sd_cj_render(const specdec_tokenizer *tok, const char *nam
         v[k].kind = SD_JINJA_JSON;
         v[k].json = e;
     }
+    const sd_jinja_tmpl *t = NULL;
     sd_jinja_tmpl *own = NULL;
-    const sd_jinja_tmpl *t = tok->chat_tmpl;
-    if (which != SD_CHAT_FORMAT_JINJA) { /* a forced family: its built-in template */
-        const char *text = sd_chat_builtin(specdec_chat_template_name(which));
-        st = text ? sd_jinja_parse(text, strlen(text), &own)
-                  : sd_fail(NULL, SPECDEC_ERR_INTERNAL, "chat template: no built-in text for family %d", which);
-        t = own;
-    }
+    st = sd_chat_template_of(tok, which, &t, &own);
     if (!st) st = sd_jinja_render(t, v, nv, SD_JINJA_NOW_SYSTEM, NULL, out);
     sd_jinja_free(own);
     sd_free(v);
@@ -321,15 +302,7 @@ specdec_status specdec_chat_apply_json(const specdec_tokenizer *tok, const char 
     if (!st) st = sd_cj_kwargs(kwargs_json, &kw);
     sd_tok_buf out = {0};
     if (!st) st = sd_cj_render(tok, template_name, conv, tools, kw, add_generation_prompt, &out);
-    if (!st) {
-        *len = out.len;
-        if (out.len + 1 > capacity)
-            st = sd_fail(NULL, SPECDEC_ERR_BUFFER_TOO_SMALL, FN ": %zu bytes + NUL do not fit in %zu", out.len, capacity);
-        else {
-            if (out.len) memcpy(text, out.p, out.len);
-            text[out.len] = '\0';
-        }
-    }
+    if (!st) st = sd_chat_copy_out(&out, text, capacity, len, FN);
     sd_tok_buf_free(&out);
     cJSON_Delete(conv);
     cJSON_Delete(tools);

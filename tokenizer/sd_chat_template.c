@@ -120,20 +120,15 @@ void sd_chat_free(specdec_tokenizer *t) {
 }
 
 /* ---- rendering ------------------------------------------------------------------------------------------ */
-specdec_status sd_chat_render_with(const specdec_tokenizer *tok, const sd_jinja_tmpl *tmpl, const specdec_chat_message *msgs,
-                                   int32_t n, int agp, int64_t now, sd_tok_buf *out) {
-    sd_jinja_var v[4 + SD_CHAT_N_SPECIAL];
+size_t sd_chat_context_vars(const specdec_tokenizer *tok, int agp, const cJSON *tools, sd_jinja_var *v) {
     size_t nv = 0;
-    memset(v, 0, sizeof v);
-    v[nv].name = "messages";
-    v[nv].kind = SD_JINJA_MESSAGES;
-    v[nv].msgs = msgs;
-    v[nv++].n_msgs = n;
+    memset(v, 0, SD_CHAT_CONTEXT_VARS * sizeof *v);
     v[nv].name = "add_generation_prompt";
     v[nv].kind = SD_JINJA_BOOL;
     v[nv++].b = agp != 0;
     v[nv].name = "tools";
-    v[nv++].kind = SD_JINJA_NONE;
+    v[nv].kind = tools ? SD_JINJA_JSON : SD_JINJA_NONE;
+    v[nv++].json = tools;
     v[nv].name = "documents";
     v[nv++].kind = SD_JINJA_NONE;
     for (int i = 0; i < SD_CHAT_N_SPECIAL; i++) {
@@ -142,7 +137,39 @@ specdec_status sd_chat_render_with(const specdec_tokenizer *tok, const sd_jinja_
         v[nv].kind = SD_JINJA_STR;
         v[nv++].s = tok->chat_special[i];
     }
+    return nv;
+}
+
+specdec_status sd_chat_render_with(const specdec_tokenizer *tok, const sd_jinja_tmpl *tmpl, const specdec_chat_message *msgs,
+                                   int32_t n, int agp, int64_t now, sd_tok_buf *out) {
+    sd_jinja_var v[1 + SD_CHAT_CONTEXT_VARS];
+    memset(v, 0, sizeof v[0]);
+    v[0].name = "messages";
+    v[0].kind = SD_JINJA_MESSAGES;
+    v[0].msgs = msgs;
+    v[0].n_msgs = n;
+    const size_t nv = 1 + sd_chat_context_vars(tok, agp, NULL, v + 1);
     return sd_jinja_render(tmpl, v, nv, now, NULL, out);
+}
+
+specdec_status sd_chat_template_of(const specdec_tokenizer *tok, int which, const sd_jinja_tmpl **t, sd_jinja_tmpl **own) {
+    *own = NULL;
+    *t = tok->chat_tmpl;
+    if (which == SD_CHAT_JINJA) return SPECDEC_OK;
+    const char *text = which >= 0 && which < SD_CHAT_PLAIN ? sd_chat_builtin(sd_chat_names[which]) : NULL;
+    if (!text) return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "chat template: no built-in text for format %d", which);
+    const specdec_status st = sd_jinja_parse(text, strlen(text), own); /* microseconds */
+    *t = *own;
+    return st;
+}
+
+specdec_status sd_chat_copy_out(const sd_tok_buf *out, char *text, size_t capacity, size_t *len, const char *fn) {
+    *len = out->len;
+    if (out->len + 1 > capacity)
+        return sd_fail(NULL, SPECDEC_ERR_BUFFER_TOO_SMALL, "%s: %zu bytes + NUL do not fit in %zu", fn, out->len, capacity);
+    if (out->len) memcpy(text, out->p, out->len);
+    text[out->len] = '\0';
+    return SPECDEC_OK;
 }
 
 /* specdec's plain format (documented in specdec.h). */
@@ -227,13 +254,10 @@ static specdec_status sd_chat_render_tok(const specdec_tokenizer *tok, const cha
     if (st || (st = sd_chat_resolve_name(tok, name, &f))) return st;
     *plain = f == SD_CHAT_PLAIN;
     if (f == SD_CHAT_PLAIN) return sd_chat_render_plain(m, n, agp, out);
-    if (f == SD_CHAT_JINJA) return sd_chat_render_with(tok, tok->chat_tmpl, m, n, agp, SD_JINJA_NOW_SYSTEM, out);
-    sd_jinja_tmpl *t = NULL; /* a forced family: its built-in template (parsed in microseconds) */
-    const char *text = sd_chat_builtin(sd_chat_names[f]);
-    if (!text) return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "chat template: no built-in text for \"%s\"", sd_chat_names[f]);
-    if ((st = sd_jinja_parse(text, strlen(text), &t))) return st;
-    st = sd_chat_render_with(tok, t, m, n, agp, SD_JINJA_NOW_SYSTEM, out);
-    sd_jinja_free(t);
+    const sd_jinja_tmpl *t = NULL;
+    sd_jinja_tmpl *own = NULL;
+    if (!(st = sd_chat_template_of(tok, f, &t, &own))) st = sd_chat_render_with(tok, t, m, n, agp, SD_JINJA_NOW_SYSTEM, out);
+    sd_jinja_free(own);
     return st;
 }
 
@@ -247,16 +271,7 @@ specdec_status specdec_chat_apply(const specdec_tokenizer *tok, const char *temp
     int plain = 0;
     specdec_status st = sd_chat_render_tok(tok, template_name, msgs, n_msgs, add_generation_prompt, &out, &plain,
                                            "specdec_chat_apply");
-    if (!st) {
-        *len = out.len;
-        if (out.len + 1 > capacity)
-            st = sd_fail(NULL, SPECDEC_ERR_BUFFER_TOO_SMALL, "specdec_chat_apply: %zu bytes + NUL do not fit in %zu", out.len,
-                         capacity);
-        else {
-            if (out.len) memcpy(text, out.p, out.len);
-            text[out.len] = '\0';
-        }
-    }
+    if (!st) st = sd_chat_copy_out(&out, text, capacity, len, "specdec_chat_apply");
     sd_tok_buf_free(&out);
     return st;
 }

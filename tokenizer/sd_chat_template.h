@@ -53,4 +53,20 @@ specdec_status sd_chat_resolve_name(const specdec_tokenizer *tok, const char *na
 /* specdec's plain format of msgs[0..n) (checked by the caller), appended to o. */
 specdec_status sd_chat_render_plain(const specdec_chat_message *m, int32_t n, int agp, sd_tok_buf *o);
 
+/* The variables transformers' apply_chat_template passes besides "messages", written from v[0]:
+ * add_generation_prompt, tools (NULL: None), documents = None, the tokenizer's special tokens.
+ * Their count, at most SD_CHAT_CONTEXT_VARS. */
+#define SD_CHAT_CONTEXT_VARS (3 + SD_CHAT_N_SPECIAL)
+size_t sd_chat_context_vars(const specdec_tokenizer *tok, int add_generation_prompt, const struct cJSON *tools,
+                            sd_jinja_var *v);
+
+/* The Jinja template of a resolved name that is not plain (sd_chat_resolve_name): the
+ * tokenizer's own, or a family's built-in one parsed into *own (the caller sd_jinja_free's it). */
+specdec_status sd_chat_template_of(const specdec_tokenizer *tok, int which, const sd_jinja_tmpl **t,
+                                   sd_jinja_tmpl **own);
+
+/* A rendered text to the caller's buffer, as the public renderers answer: *len = its length;
+ * BUFFER_TOO_SMALL (fn named) unless it fits with its NUL. */
+specdec_status sd_chat_copy_out(const sd_tok_buf *out, char *text, size_t capacity, size_t *len, const char *fn);
+
 #endif
