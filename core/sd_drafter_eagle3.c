@@ -122,13 +122,9 @@ static specdec_status e3d_gstate(const sd_round_seq *s, const int32_t *path, int
                                lp->end, lp->n_end, gs, eb);
 }
 
-/* The state after token t from state gs (not live: stays so); an end token keeps the state, as in
- * sd_grammar_state_at. */
+/* The state after token t from state gs (not live: stays so; sd_grammar_step). */
 static int32_t e3d_gnext(const sd_logits_proc *lp, int32_t gs, int32_t t) {
-    if (gs < 0 || !lp) return -1;
-    for (int32_t i = 0; i < lp->n_end; i++)
-        if (lp->end[i] == t) return gs;
-    return sd_grammar_next(lp->grammar, gs, t);
+    return lp ? sd_grammar_step(lp->grammar, gs, t, lp->end, lp->n_end) : -1;
 }
 
 /* Draft logits lg [Vd] with every token live state gs refuses at -inf (the mask the target's rows

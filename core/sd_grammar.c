@@ -260,10 +260,15 @@ static specdec_status sd_gm_mask(specdec_grammar *g, int32_t s, const sd_gmask *
     return SPECDEC_OK;
 }
 
-static int sd_gm_is_end(int32_t t, const int32_t *ends, int32_t n_ends) {
+int sd_grammar_is_end(int32_t t, const int32_t *ends, int32_t n_ends) {
     for (int32_t i = 0; i < n_ends; i++)
         if (ends[i] == t) return 1;
     return 0;
+}
+
+int32_t sd_grammar_step(const specdec_grammar *g, int32_t s, int32_t t, const int32_t *ends, int32_t n_ends) {
+    if (s < 0) return SD_FSM_DEAD;
+    return sd_grammar_is_end(t, ends, n_ends) ? s : sd_grammar_next(g, s, t);
 }
 
 specdec_status sd_grammar_apply(const specdec_grammar *cg, int32_t s, float *row, int32_t n_row, const int32_t *ends,
@@ -312,7 +317,7 @@ specdec_status sd_grammar_forced(const specdec_grammar *cg, int32_t s, int32_t n
         for (int32_t w = 0; w * 64 < nv && n < 2; w++) {
             for (uint64_t bits = m->bits[w]; bits && n < 2; bits &= bits - 1) {
                 const int32_t t = w * 64 + __builtin_ctzll(bits);
-                if (t >= nv || sd_gm_is_end(t, ends, n_ends)) continue;
+                if (t >= nv || sd_grammar_is_end(t, ends, n_ends)) continue;
                 found = t;
                 n++;
             }
@@ -332,7 +337,7 @@ specdec_status sd_grammar_state_at(const specdec_grammar *cg, sd_grammar_cursor 
     if (cur->n_done > n_gen || cur->state < 0) *cur = (sd_grammar_cursor){0, g->fsm->start};
     for (; cur->n_done < n_gen; cur->n_done++) {
         const int32_t t = gen[cur->n_done];
-        if (sd_gm_is_end(t, ends, n_ends)) continue;
+        if (sd_grammar_is_end(t, ends, n_ends)) continue;
         const int32_t x = sd_gm_walk(g, cur->state, t);
         if (x < 0) {
             st = x == SD_FSM_FULL ? sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "grammar: the automaton passed its state limit")
@@ -345,7 +350,7 @@ specdec_status sd_grammar_state_at(const specdec_grammar *cg, sd_grammar_cursor 
     }
     int32_t s = cur->state;
     for (int32_t i = 0; i < n_path && st == SPECDEC_OK && s >= 0; i++)
-        if (!sd_gm_is_end(path[i], ends, n_ends)) s = sd_gm_walk(g, s, path[i]);
+        if (!sd_grammar_is_end(path[i], ends, n_ends)) s = sd_gm_walk(g, s, path[i]);
     if (s == SD_FSM_FULL && st == SPECDEC_OK)
         st = sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "grammar: the automaton passed its state limit");
     pthread_mutex_unlock(&g->lock);

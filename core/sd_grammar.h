@@ -78,6 +78,12 @@ int32_t sd_grammar_next(const specdec_grammar *g, int32_t s, int32_t t);
 specdec_status sd_grammar_apply(const specdec_grammar *g, int32_t s, float *row, int32_t n_row, const int32_t *ends,
                                 int32_t n_ends, int *only_end, sd_errbuf *eb);
 
+/* 1 if t is one of ends[0..n_ends) (the end tokens). */
+int sd_grammar_is_end(int32_t t, const int32_t *ends, int32_t n_ends);
+/* The state after token t from state s on a draft path, as sd_grammar_state_at walks one: an end
+ * token keeps the state, a text token is sd_grammar_next; s not live stays SD_FSM_DEAD. */
+int32_t sd_grammar_step(const specdec_grammar *g, int32_t s, int32_t t, const int32_t *ends, int32_t n_ends);
+
 /* Jump-forward: *token = the one token live state s allows (what sd_grammar_apply leaves finite
  * in a row of n_row logits: a single text token, the state not accepting, so no end token
  * either), else -1. A row masked at s then gives that token probability 1 whatever the sampling

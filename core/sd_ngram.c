@@ -129,9 +129,7 @@ typedef struct ngram_trie {
 #define TRIE_UNCHECKED INT32_MIN /* a node's state when it is not checked (not SD_FSM_DEAD) */
 static int32_t trie_gnext(const sd_logits_proc *lp, int32_t gs, int32_t tok) {
     if (!lp || gs < 0) return TRIE_UNCHECKED;
-    for (int32_t e = 0; e < lp->n_end; e++)
-        if (lp->end[e] == tok) return gs;
-    const int32_t ns = sd_grammar_next(lp->grammar, gs, tok);
+    const int32_t ns = sd_grammar_step(lp->grammar, gs, tok, lp->end, lp->n_end);
     return ns == SD_FSM_DEAD ? SD_FSM_DEAD : ns < 0 ? TRIE_UNCHECKED : ns;
 }
 

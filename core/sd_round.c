@@ -202,9 +202,7 @@ static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x) {
     if (st != SPECDEC_OK || st_id < 0) return st;
     for (int32_t i = 1; i <= x->depth; i++) {
         const int32_t t = x->vtok[i];
-        int is_end = 0;
-        for (int32_t e = 0; e < lp->n_end; e++) is_end |= lp->end[e] == t;
-        if (is_end) break;
+        if (sd_grammar_is_end(t, lp->end, lp->n_end)) break;
         const int32_t nx = sd_grammar_next(lp->grammar, st_id, t);
         if (nx == SD_FSM_DEAD) {
             x->depth = i - 1;
@@ -232,8 +230,7 @@ static specdec_status round_grammar_forced(sd_round *rd, sd_round_slot *x) {
         x->depth >= s->shape.depth || s->shape.depth > SPECDEC_MAX_DRAFT)
         return SPECDEC_OK;
     for (int32_t i = 1; i <= x->depth; i++)
-        for (int32_t e = 0; e < lp->n_end; e++)
-            if (x->vtok[i] == lp->end[e]) return SPECDEC_OK;
+        if (sd_grammar_is_end(x->vtok[i], lp->end, lp->n_end)) return SPECDEC_OK;
     int32_t gs = -1;
     specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt, s->length - lp->n_prompt,
                                             x->vtok + 1, x->depth, lp->end, lp->n_end, &gs, &rd->err);

@@ -18,12 +18,12 @@ import argparse
 import copy
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chat_conversations import RICH_CONVERSATIONS, TOOLS  # noqa: E402
+from chat_driver_util import outcome, run_driver  # noqa: E402
 
 INVALID_ARGUMENT, UNSUPPORTED = 1, 5
 
@@ -106,29 +106,6 @@ def vllm_messages(msgs):
     return out
 
 
-def outcome(ctu, fn):
-    import jinja2
-    try:
-        return ("ok", fn())
-    except jinja2.exceptions.TemplateError as e:
-        return ("raise" if type(e) is jinja2.exceptions.TemplateError else "error", str(e))
-    except Exception as e:  # noqa: BLE001 — whatever the template raises inside jinja2
-        return ("error", "%s: %s" % (type(e).__name__, e))
-
-
-def run_driver(driver, req):
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
-        json.dump(req, f, ensure_ascii=False)
-        path = f.name
-    try:
-        out = subprocess.run([driver, path], capture_output=True, timeout=600, env=dict(os.environ, TZ="UTC"))
-    finally:
-        os.unlink(path)
-    if out.returncode != 0:
-        raise RuntimeError(f"chat_json_driver failed ({out.returncode}): {out.stderr.decode(errors='replace')[-2000:]}")
-    return json.loads(out.stdout.decode("utf-8"))["results"]
-
-
 KWARGS = [None, {"enable_thinking": False}, {"add_generation_prompt": False, "custom_flag": [1, "x"]}]
 
 
@@ -175,7 +152,7 @@ def main():
                             var = dict(m["special_tokens"], add_generation_prompt=agp, tools=copy.deepcopy(tools),
                                        documents=None)
                             var.update(kw or {})
-                            wants.append(outcome(ctu, lambda: ctu.render_jinja_template(
+                            wants.append(outcome(lambda: ctu.render_jinja_template(
                                 conversations=[conv], chat_template=text, **var)[0][0]))
                             rq = {"messages": msgs, "agp": agp}
                             if tools is not None:
@@ -184,7 +161,7 @@ def main():
                                 rq["kwargs"] = kw
                             renders.append(rq)
                             labels.append(f"{m['file']} {name} tools={int(tools is not None)} kwargs={kw} agp={int(agp)}")
-            got = run_driver(args.driver, {"dir": mdir, "name": None, "renders": renders})
+            got = run_driver(args.driver, {"dir": mdir, "name": None, "renders": renders})["results"]
             for label, want, g in zip(labels, wants, got):
                 compared += 1
                 kind, val = want
@@ -240,7 +217,7 @@ def check_refusals(driver, tokenizer, tmp):
     names = [n for _, n, _, _ in cases] + [n for _, n, _ in oks]
     failed = 0
     for i, (rq, name) in enumerate(zip(reqs, names)):
-        g = run_driver(driver, {"dir": plain, "name": name, "renders": [rq]})[0]
+        g = run_driver(driver, {"dir": plain, "name": name, "renders": [rq]})["results"][0]
         if i < len(cases):
             _, _, st, sub = cases[i]
             ok = g["status"] == st and sub in g["error"]

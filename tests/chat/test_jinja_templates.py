@@ -33,6 +33,7 @@ from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chat_conversations import CONVERSATIONS, RICH_CONVERSATIONS, TOOLS  # noqa: E402
+from chat_driver_util import outcome, run_driver  # noqa: E402
 from jinja_snippets import REFUSED, RUNTIME_UNSUPPORTED, SNIPPET_VARS, SNIPPETS  # noqa: E402
 
 NOW = 1751706303  # 2025-07-05 09:05:03 UTC: a one-digit day and hour for %-d / %e / %I
@@ -64,16 +65,6 @@ def template_messages(ctu, msgs):
     if hasattr(ctu, "_alias_reasoning_fields"):
         msgs = ctu._alias_reasoning_fields(msgs)
     return msgs
-
-
-def outcome(fn):
-    import jinja2
-    try:
-        return ("ok", fn())
-    except jinja2.exceptions.TemplateError as e:
-        return ("raise" if type(e) is jinja2.exceptions.TemplateError else "error", str(e))
-    except Exception as e:  # TypeError, ValueError, ... from inside the template
-        return ("error", "%s: %s" % (type(e).__name__, e))
 
 
 def agrees(want, got):
@@ -108,19 +99,6 @@ def render_cases(ctu, text, special):
                 add(f"{name} agp={int(agp)} tools={int(tools is not None)}", msgs, agp, tools)
         add(f"{name} enable_thinking=False", msgs, True, None, {"enable_thinking": False})
     return cases
-
-
-def run_driver(driver, req):
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as f:
-        json.dump(req, f, ensure_ascii=False)
-        path = f.name
-    try:
-        out = subprocess.run([driver, path], capture_output=True, timeout=600, env=dict(os.environ, TZ="UTC"))
-    finally:
-        os.unlink(path)
-    if out.returncode != 0:
-        raise RuntimeError(f"jinja_driver failed ({out.returncode}): {out.stderr.decode(errors='replace')[-2000:]}")
-    return json.loads(out.stdout.decode("utf-8"))
 
 
 CLI_TEMPLATES = ["Qwen__Qwen2.5-7B-Instruct.jinja", "mistralai__Mistral-Large-Instruct-2411.jinja",

@@ -21,9 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sd_grammar.h"
-#include "sd_test.h"
-#include "specdec.h"
+#include "grammar_gen_util.h"
 
 #define N_OUT 48
 
@@ -45,24 +43,15 @@ static int allows_text(trace *t, int32_t s) {
 
 static void on_round(void *user, const specdec_round_info *ri) {
     trace *t = user;
-    int32_t st[SPECDEC_MAX_TREE_NODES];
-    for (int32_t i = 0; i < ri->n_drafted; i++) {
-        const int32_t p = ri->draft_parents[i], from = p < 0 ? t->state : st[p];
-        if (from < 0 || ri->draft_tokens[i] == t->eos) { /* below an end token or a refused one: not checked */
-            st[i] = -1;
-            continue;
-        }
-        st[i] = sd_grammar_next(t->g, from, ri->draft_tokens[i]);
-        if (st[i] == SD_FSM_DEAD) {
-            if (allows_text(t, from)) t->refused++;
-            else t->refused_complete++;
-        }
-        if (st[i] < 0) st[i] = -1;
+    int32_t from[SPECDEC_MAX_TREE_NODES];
+    const int32_t k = gg_refused_drafts(t->g, t->eos, t->state, ri, from);
+    for (int32_t i = 0; i < k; i++) {
+        if (allows_text(t, from[i])) t->refused++;
+        else t->refused_complete++;
     }
     t->rounds_drafted += ri->n_drafted > 0;
     t->accepted += ri->n_accepted;
-    for (int32_t i = 0; i < ri->n_emitted && t->state >= 0; i++)
-        if (ri->emitted[i] != t->eos) t->state = sd_grammar_next(t->g, t->state, ri->emitted[i]);
+    gg_emitted(t->g, t->eos, ri, &t->state);
 }
 
 static int32_t run(specdec_engine *e, const int32_t *prompt, int32_t np, specdec_generate_params gp, int tree,
@@ -88,18 +77,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s TARGET_DIR EAGLE3_HEAD_DIR\n", argv[0]);
         return 2;
     }
-    specdec_model *m = NULL, *head = NULL;
-    specdec_tokenizer *tok = NULL;
+    gg_env env;
+    if (gg_env_load(&env, argv[1], argv[2])) return sd_test_done();
+    specdec_model *m = env.m;
+    specdec_tokenizer *tok = env.tok;
+    specdec_engine *e = env.e;
     specdec_grammar *g = NULL;
-    specdec_engine *e = NULL;
-    specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
-    ep.n_ctx = 256;
-    if (specdec_model_load(argv[1], NULL, &m) != SPECDEC_OK || specdec_model_load(argv[2], NULL, &head) != SPECDEC_OK ||
-        specdec_tokenizer_load(argv[1], &tok) != SPECDEC_OK || specdec_engine_create(m, head, &ep, &e) != SPECDEC_OK) {
-        SD_CHECK(0, "setup: %s", specdec_last_error());
-        return sd_test_done();
-    }
     static const char re[] = " made the [a-z ]+\\.";
     SD_CHECK(specdec_grammar_compile(tok, SPECDEC_GRAMMAR_REGEX, re, strlen(re), &g) == SPECDEC_OK, "compile: %s",
              specdec_last_error());
@@ -145,9 +128,6 @@ int main(int argc, char **argv) {
                tree ? "tree" : "chain", (int)t.rounds_drafted, (int)t.accepted, (int)t.refused, (int)t.refused_complete);
     }
     specdec_grammar_free(g);
-    specdec_engine_free(e);
-    specdec_model_free(head);
-    specdec_tokenizer_free(tok);
-    specdec_model_free(m);
+    gg_env_free(&env);
     return sd_test_done();
 }

@@ -18,9 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sd_grammar.h"
-#include "sd_test.h"
-#include "specdec.h"
+#include "grammar_gen_util.h"
 
 #define N_OUT 96
 
@@ -61,18 +59,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s TARGET_DIR DRAFT_DIR\n", argv[0]);
         return 2;
     }
-    specdec_model *m = NULL, *dm = NULL;
-    specdec_tokenizer *tok = NULL;
+    gg_env env;
+    if (gg_env_load(&env, argv[1], argv[2])) return sd_test_done();
+    specdec_model *m = env.m;
+    specdec_tokenizer *tok = env.tok;
+    specdec_engine *e = env.e;
     specdec_grammar *g = NULL;
-    specdec_engine *e = NULL;
-    specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
-    ep.n_ctx = 256;
-    if (specdec_model_load(argv[1], NULL, &m) != SPECDEC_OK || specdec_model_load(argv[2], NULL, &dm) != SPECDEC_OK ||
-        specdec_tokenizer_load(argv[1], &tok) != SPECDEC_OK || specdec_engine_create(m, dm, &ep, &e) != SPECDEC_OK) {
-        SD_CHECK(0, "setup: %s", specdec_last_error());
-        return sd_test_done();
-    }
     SD_CHECK(specdec_grammar_compile(tok, SPECDEC_GRAMMAR_JSON_SCHEMA, SCHEMA, strlen(SCHEMA), &g) == SPECDEC_OK,
              "compile: %s", specdec_last_error());
     specdec_model_info mi;
@@ -136,9 +128,6 @@ int main(int argc, char **argv) {
            (long long)passes, (long long)forced);
     free(all);
     specdec_grammar_free(g);
-    specdec_engine_free(e);
-    specdec_tokenizer_free(tok);
-    specdec_model_free(dm);
-    specdec_model_free(m);
+    gg_env_free(&env);
     return sd_test_done();
 }

@@ -17,9 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sd_grammar.h"
-#include "sd_test.h"
-#include "specdec.h"
+#include "grammar_gen_util.h"
 
 #define N_OUT 48
 
@@ -31,19 +29,11 @@ typedef struct trace {
 
 static void on_round(void *user, const specdec_round_info *ri) {
     trace *t = user;
-    int32_t st[SPECDEC_MAX_TREE_NODES]; /* each drafted node's state (a chain: parent = the previous) */
-    for (int32_t i = 0; i < ri->n_drafted; i++) {
-        const int32_t p = ri->draft_parents[i], from = p < 0 ? t->state : st[p];
-        st[i] = -1;
-        if (from < 0 || ri->draft_tokens[i] == t->eos) continue; /* below an end token: not checked */
-        st[i] = sd_grammar_next(t->g, from, ri->draft_tokens[i]);
-        if (st[i] == SD_FSM_DEAD) t->refused++;
-        if (st[i] < 0) st[i] = -1;
-    }
+    int32_t from[SPECDEC_MAX_TREE_NODES];
+    t->refused += gg_refused_drafts(t->g, t->eos, t->state, ri, from);
     if (ri->n_drafted > 1 && ri->draft_parents[ri->n_drafted - 1] != ri->n_drafted - 2) t->tree_rounds++;
     t->rounds_drafted += ri->n_drafted > 0;
-    for (int32_t i = 0; i < ri->n_emitted && t->state >= 0; i++)
-        if (ri->emitted[i] != t->eos) t->state = sd_grammar_next(t->g, t->state, ri->emitted[i]);
+    gg_emitted(t->g, t->eos, ri, &t->state);
 }
 
 static int32_t run(specdec_engine *e, const int32_t *prompt, int32_t np, specdec_generate_params gp,
@@ -66,18 +56,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
         return 2;
     }
-    specdec_model *m = NULL;
-    specdec_tokenizer *tok = NULL;
+    gg_env env;
+    if (gg_env_load(&env, argv[1], NULL)) return sd_test_done();
+    specdec_tokenizer *tok = env.tok;
+    specdec_engine *e = env.e;
     specdec_grammar *g = NULL;
-    specdec_engine *e = NULL;
-    specdec_engine_params ep = specdec_engine_default_params();
-    ep.backend = SPECDEC_BACKEND_CPU;
-    ep.n_ctx = 256;
-    if (specdec_model_load(argv[1], NULL, &m) != SPECDEC_OK || specdec_tokenizer_load(argv[1], &tok) != SPECDEC_OK ||
-        specdec_engine_create(m, NULL, &ep, &e) != SPECDEC_OK) {
-        SD_CHECK(0, "setup: %s", specdec_last_error());
-        return sd_test_done();
-    }
     static const char re[] = " made the [a-z ]+\\.";
     SD_CHECK(specdec_grammar_compile(tok, SPECDEC_GRAMMAR_REGEX, re, strlen(re), &g) == SPECDEC_OK, "compile: %s",
              specdec_last_error());
@@ -115,8 +98,6 @@ int main(int argc, char **argv) {
     printf("rounds with drafts: %d (branching trees: %d), refused drafted tokens: %d\n", (int)t.rounds_drafted,
            (int)t.tree_rounds, (int)t.refused);
     specdec_grammar_free(g);
-    specdec_engine_free(e);
-    specdec_tokenizer_free(tok);
-    specdec_model_free(m);
+    gg_env_free(&env);
     return sd_test_done();
 }

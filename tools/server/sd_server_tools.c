@@ -406,6 +406,18 @@ static int sd_call_from(const cJSON *obj, const char *args_key, const char *alt_
     return c->args != NULL;
 }
 
+/* Calls from v (taken and freed), a JSON list of call objects (sd_call_from with args_key):
+ * appended to calls[*nc..]; 0 when v is not such a list or holds more than SD_TOOLS_MAX_CALLS. */
+static int sd_calls_from_list(cJSON *v, const char *args_key, int mistral, sd_tool_call *calls, int *nc) {
+    int ok = cJSON_IsArray(v);
+    for (const cJSON *x = ok ? v->child : NULL; x && ok; x = x->next) {
+        ok = *nc < SD_TOOLS_MAX_CALLS && sd_call_from(x, args_key, NULL, mistral, &calls[*nc]);
+        if (ok) (*nc)++;
+    }
+    cJSON_Delete(v);
+    return ok;
+}
+
 /* hermes: every <tool_call>...</tool_call> block (the last may be unterminated) holds
  * {"name", "arguments"}; all or nothing (vLLM: one that fails makes the whole output content). */
 static int sd_hermes_all(const char *t, size_t n, sd_tool_call *calls, int *nc) {
@@ -480,26 +492,13 @@ static int sd_mistral_all(const char *t, size_t n, sd_tool_call *calls, int *nc,
         for (const char *q = s; q && (q = sd_find(q, m - (size_t)(q - c), "}]")); q++) e = q;
         if (s && e && e >= s) v = sd_parse_n(s, (size_t)(e + 2 - s));
     }
-    int ok = cJSON_IsArray(v);
-    for (const cJSON *x = ok ? v->child : NULL; x && ok; x = x->next) {
-        ok = *nc < SD_TOOLS_MAX_CALLS && sd_call_from(x, "arguments", NULL, 1, &calls[*nc]);
-        if (ok) (*nc)++;
-    }
-    cJSON_Delete(v);
-    return ok;
+    return sd_calls_from_list(v, "arguments", 1, calls, nc);
 }
 
 /* "required": the output is a JSON list of {"name", "parameters"}. */
 static int sd_required_all(const char *t, size_t n, sd_tool_call *calls, int *nc) {
-    cJSON *v = sd_parse_n(t, n);
-    int ok = cJSON_IsArray(v);
     *nc = 0;
-    for (const cJSON *x = ok ? v->child : NULL; x && ok; x = x->next) {
-        ok = *nc < SD_TOOLS_MAX_CALLS && sd_call_from(x, "parameters", NULL, 0, &calls[*nc]);
-        if (ok) (*nc)++;
-    }
-    cJSON_Delete(v);
-    return ok;
+    return sd_calls_from_list(sd_parse_n(t, n), "parameters", 0, calls, nc);
 }
 
 void sd_tools_result_free(sd_tool_result *r) {
