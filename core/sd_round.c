@@ -184,17 +184,22 @@ static sd_exec *slot_exec(const sd_round *rd, const sd_round_slot *x) {
     return rd->fb;
 }
 
-/* A deterministic chain (n-gram drafts: q one-hot, no q rows) under a grammar is cut before its
+/* A deterministic chain (n-gram drafts: q one-hot, no q rows; or none yet) under a grammar: *gs =
+ * the grammar state after the output and the chain, -1 when nothing may be appended (no grammar,
+ * a tree or dense drafts proposed, an end token or a state limit in the chain; a proposal of
+ * nothing becomes a plain step, which may be extended). The chain is cut before its
  * first token the grammar refuses (vLLM's validate_tokens). That token's masked target
  * probability is 0, so the verifier would reject it for sure and draw position i from the
  * residual of a one-hot q at a zero-probability token — which is p itself, the draw a cut chain
  * makes there: the output is distributed (GREEDY / MATCH: equal) as without the cut, and the
  * target verifies fewer rows. Only text tokens the automaton declares DEAD are cut; an end token
- * (allowed only where a match is complete) or a state limit stops the walk with the chain as is. */
-static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x) {
+ * (allowed only where a match is complete) or a state limit stops the walk with the chain as is
+ * (a state limit: the row's own masking reports it). */
+static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x, int32_t *gs) {
     const sd_round_seq *s = x->s;
     const sd_logits_proc *lp = s->proc;
-    if (!x->det || x->tree || x->depth <= 0 || !lp || !lp->grammar) return SPECDEC_OK;
+    *gs = -1;
+    if (!lp || !lp->grammar || (x->depth > 0 && (x->tree || (x->dr && !x->det)))) return SPECDEC_OK;
     int32_t st_id = -1;
     const specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt,
                                                   s->length - lp->n_prompt, NULL, 0, lp->end, lp->n_end, &st_id,
@@ -202,15 +207,16 @@ static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x) {
     if (st != SPECDEC_OK || st_id < 0) return st;
     for (int32_t i = 1; i <= x->depth; i++) {
         const int32_t t = x->vtok[i];
-        if (sd_grammar_is_end(t, lp->end, lp->n_end)) break;
+        if (sd_grammar_is_end(t, lp->end, lp->n_end)) return SPECDEC_OK;
         const int32_t nx = sd_grammar_next(lp->grammar, st_id, t);
         if (nx == SD_FSM_DEAD) {
             x->depth = i - 1;
             break;
         }
-        if (nx < 0) break; /* SD_FSM_FULL: the row's own masking reports it */
+        if (nx < 0) return SPECDEC_OK;
         st_id = nx;
     }
+    *gs = st_id;
     return SPECDEC_OK;
 }
 
@@ -219,23 +225,17 @@ static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x) {
  * probability is 1 (every other entry of its row is -inf, through every processor and sampling
  * parameter), so each verify mode accepts it whenever the drafts before it were accepted: the
  * output is distributed as without it (GREEDY / MATCH: equal to plain decoding), with fewer target
- * passes. It extends deterministic chains (the n-gram drafter's, after its own drafts, unless
- * they hold an end token) and sequences without a drafter (up to shape.depth tokens); never dense
- * or tree proposals (a model's masked chain drafts such a token by itself, at probability 1).
- * Not with allowed_token_ids / bad_words, which may ban the grammar's only token. */
-static specdec_status round_grammar_forced(sd_round *rd, sd_round_slot *x) {
+ * passes. It extends, from state gs (round_grammar_trim), deterministic chains (the n-gram
+ * drafter's, after its own drafts) and sequences without a drafter (up to shape.depth tokens);
+ * never dense or tree proposals (a model's masked chain drafts such a token by itself, at
+ * probability 1). Not with allowed_token_ids / bad_words, which may ban the grammar's only token. */
+static specdec_status round_grammar_forced(sd_round *rd, sd_round_slot *x, int32_t gs) {
     const sd_round_seq *s = x->s;
     const sd_logits_proc *lp = s->proc;
-    if (!lp || !lp->grammar || x->tree || (x->dr && !x->det) || lp->n_allowed > 0 || lp->n_bad > 0 ||
-        x->depth >= s->shape.depth || s->shape.depth > SPECDEC_MAX_DRAFT)
-        return SPECDEC_OK;
-    for (int32_t i = 1; i <= x->depth; i++)
-        if (sd_grammar_is_end(x->vtok[i], lp->end, lp->n_end)) return SPECDEC_OK;
-    int32_t gs = -1;
-    specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt, s->length - lp->n_prompt,
-                                            x->vtok + 1, x->depth, lp->end, lp->n_end, &gs, &rd->err);
+    if (gs < 0 || lp->n_allowed > 0 || lp->n_bad > 0 || s->shape.depth > SPECDEC_MAX_DRAFT) return SPECDEC_OK;
     const int32_t n0 = x->depth;
-    while (st == SPECDEC_OK && gs >= 0 && x->depth < s->shape.depth) {
+    specdec_status st = SPECDEC_OK;
+    while (gs >= 0 && x->depth < s->shape.depth) {
         int32_t t = -1;
         st = sd_grammar_forced(lp->grammar, gs, x->t->n_vocab, lp->end, lp->n_end, &t, &rd->err);
         if (st != SPECDEC_OK || t < 0) break;
@@ -279,10 +279,11 @@ static specdec_status slot_init(sd_round *rd, sd_round_slot *x, sd_round_seq *s)
             st = sd_fail(&rd->err, SPECDEC_ERR_INTERNAL, "round: the %s drafter planned depth %d of %d",
                          x->dr->ops->name, (int)x->depth, (int)depth);
         if (st != SPECDEC_OK) return st;
-        if ((st = round_grammar_trim(rd, x)) != SPECDEC_OK) return st;
-        if (x->depth == 0) x->dr = NULL, x->tree = 0, x->det = 0; /* nothing proposed: a plain step */
     }
-    if ((st = round_grammar_forced(rd, x)) != SPECDEC_OK) return st;
+    int32_t gs = -1;
+    if ((st = round_grammar_trim(rd, x, &gs)) != SPECDEC_OK) return st;
+    if (x->dr && x->depth == 0) x->dr = NULL, x->tree = 0, x->det = 0; /* nothing proposed: a plain step */
+    if ((st = round_grammar_forced(rd, x, gs)) != SPECDEC_OK) return st;
     x->ex = slot_exec(rd, x);
     if (x->ex->ops->check && (st = x->ex->ops->check(x->ex, x)) != SPECDEC_OK) return round_exec_fail(rd, x->ex, st);
     return SPECDEC_OK;
