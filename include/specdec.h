@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 3
+#define SPECDEC_VERSION_PATCH 4
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.3"
+#define SPECDEC_VERSION_STRING "0.5.4"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -616,7 +616,10 @@ typedef struct specdec_stats {
                                      too; plain decoding proposes them as well (its rounds then
                                      verify them in one target pass: n_target_passes drops below
                                      n_generated; draft_method stays NONE) */
-    uint64_t reserved[6];
+    /* since 0.5.4 (was reserved[0]) */
+    int64_t n_preemptions;        /* a scheduler's request: times it was preempted and recomputed its
+                                     rows (specdec_kv_admission OPTIMISTIC); 0 for specdec_generate */
+    uint64_t reserved[5];
 } specdec_stats;
 
 /* Static lower-case names of enum values, as the CLI's --json and the server's
@@ -656,7 +659,18 @@ SPECDEC_API specdec_status specdec_generate(specdec_engine *engine, const int32_
  * own verifier — and requests join and leave between rounds (continuous batching).
  * Each model is one instance (weights once) with a paged KV cache: a pool of
  * kv_pool_blocks blocks of kv_block_tokens tokens, a block table per sequence. A
- * request is admitted when a slot is free and its reservation fits the pool: the
+ * request is admitted when a slot is free and its blocks fit the pool. How much a request
+ * claims is specdec_kv_admission (since 0.5.4): by default (OPTIMISTIC, vLLM's way) the
+ * blocks of its prompt and of one round's growth, beside what the running requests may take
+ * in their next round; when a round's growth does not fit, the newest running request is
+ * preempted (its blocks given back; with the prefix cache its rows stay cached) and resumes
+ * later, oldest first and before any newer request starts, by recomputing its prompt and
+ * output so far (stats.n_preemptions); its output does not change: a resumed sequence's
+ * rows are bitwise those it had (batch-invariant kernels) and its random numbers are
+ * addressed by position (in rejection mode a draft model's or EAGLE-3 head's proposals
+ * after a resume may differ, and with them which of the equally distributed outputs comes
+ * out; greedy and match modes, and the n-gram drafter, are unaffected). With RESERVE
+ * (0.5.3's way) a request claims its reservation: the
  * blocks of min(n_ctx, n_prompt + n_predict) tokens (+ SPECDEC_MAX_TREE_NODES with a
  * draft tree), per model — for a model whose every layer has a sliding window (since
  * 0.4), at most a window's worth, as its sequences give the blocks behind the window
@@ -700,15 +714,27 @@ typedef enum specdec_prefix_cache {
                                       runner groups) */
 } specdec_prefix_cache;
 
+/* How a scheduler admits requests into its KV pool (since 0.5.4; see the scheduler's
+ * description above). Stable numbers. */
+typedef enum specdec_kv_admission {
+    SPECDEC_KV_ADMISSION_AUTO = 0,       /* default: OPTIMISTIC with runner groups (one paged pool per
+                                            model), else RESERVE */
+    SPECDEC_KV_ADMISSION_RESERVE = 1,    /* a request claims every block it may ever hold; never
+                                            preempted (0.5.3's way) */
+    SPECDEC_KV_ADMISSION_OPTIMISTIC = 2  /* a request claims its prompt and one round; preemption
+                                            (recompute) when the pool runs short; specdec_scheduler_create
+                                            fails with UNSUPPORTED without runner groups */
+} specdec_kv_admission;
+
 typedef struct specdec_scheduler_params {
     int32_t max_active;      /* most sequences decoded at once (in one round), 1..256; default 8 */
     int32_t max_queued;      /* most requests waiting to start, 1..1048576; a submit beyond it gets
                                 SPECDEC_ERR_QUEUE_FULL; default 1024 */
     int32_t kv_block_tokens; /* tokens per KV-cache block (paged KV), 1..4096; default 16 */
     int32_t kv_pool_blocks;  /* KV blocks per model, >= 0; 0 = enough for max_active full contexts.
-                                A request whose reservation (see above) does not fit what is free
-                                waits in the queue; one that cannot fit even in the whole pool is
-                                refused at submit with CONTEXT_FULL. */
+                                A request whose claim (kv_admission, see above) does not fit what is
+                                free waits in the queue; one whose reservation cannot fit even in the
+                                whole pool is refused at submit with CONTEXT_FULL. */
     /* since 0.4.1 (was reserved_i[0]; zero-initialised = AUTO): automatic prefix caching,
      * see specdec_prefix_cache above */
     int32_t prefix_cache;    /* a specdec_prefix_cache */
@@ -721,7 +747,10 @@ typedef struct specdec_scheduler_params {
      * drafting with an EAGLE-3 head, and a draft model's prefill, are not split. Outputs
      * do not depend on it. */
     int32_t prefill_chunk;
-    int32_t reserved_i[6];
+    /* since 0.5.4 (was reserved_i[0]; zero-initialised = AUTO): what admission claims of
+     * the KV pool, a specdec_kv_admission (above) */
+    int32_t kv_admission;
+    int32_t reserved_i[5];
     uint64_t reserved[8];
 } specdec_scheduler_params;
 
@@ -802,7 +831,10 @@ typedef struct specdec_scheduler_metrics {
     int64_t prefix_cache_hits;    /* of them, tokens whose rows came from the cache */
     int32_t kv_blocks_cached;     /* target blocks only the cache holds now (reusable at once) */
     int32_t draft_kv_blocks_cached; /* the draft model's */
-    uint64_t reserved[5];
+    /* since 0.5.4 (were reserved[0..1]): specdec_kv_admission OPTIMISTIC */
+    int64_t preemptions;          /* requests preempted since create (a request may count several times) */
+    int64_t preempted;            /* requests preempted now, waiting to resume (counted in `active`) */
+    uint64_t reserved[3];
 } specdec_scheduler_metrics;
 /* A consistent snapshot (taken under the scheduler's lock). */
 SPECDEC_API specdec_status specdec_scheduler_get_metrics(const specdec_scheduler *s, specdec_scheduler_metrics *m);

@@ -37,6 +37,15 @@ specdec_status sd_driver_begin_step(sd_driver *dv, sd_gen *g, int first, int32_t
     return st;
 }
 
+specdec_status sd_driver_resume_step(sd_driver *dv, sd_gen *g, int first, int32_t budget, int *done) {
+    const specdec_status st = sd_round_begin_step(dv->rd, &g->rs, first, budget, done);
+    if (st != SPECDEC_OK) {
+        sd_fail(g->err, st, "resuming a preempted sequence: %s", sd_round_err(dv->rd));
+        g->status = st;
+    }
+    return st;
+}
+
 int32_t sd_driver_round(sd_driver *dv, sd_gen *const *gens, int32_t n) {
     int32_t k = 0;
     for (int32_t i = 0; i < n; i++) {

@@ -30,6 +30,9 @@ specdec_status sd_driver_begin(sd_driver *dv, sd_gen *g);
 /* The same in steps (core/sd_round.h sd_round_begin_step: first call first = 1, at most
  * `budget` target rows per call, *done once begun); the statistics are set when done. */
 specdec_status sd_driver_begin_step(sd_driver *dv, sd_gen *g, int first, int32_t budget, int *done);
+/* The same for a generation that had run rounds and lost its caches (the scheduler's
+ * preemption): tokens[0..length) prefilled again; its statistics are left alone. */
+specdec_status sd_driver_resume_step(sd_driver *dv, sd_gen *g, int first, int32_t budget, int *done);
 
 /* One round over gens[0..n) (n <= cap, each begun): a generation whose plan says it is
  * over (g->reason set) does not run; the others run together and absorb their tokens.

@@ -25,7 +25,21 @@
  * blocks held now (shared ones once) + what each running request may still take
  * (reservation - held) + its own reservation <= the pool (sd_sched_loop.c admit_fits);
  * per-slot runners: the sum of the reservations. Either way the pool never runs dry
- * mid-generation.
+ * mid-generation. That is specdec_kv_admission RESERVE.
+ *
+ * OPTIMISTIC admission (the default with runner groups) claims less: a slot's demand is the
+ * blocks it may take before the loop looks again — an unbegun or restarting one its whole
+ * (remaining) prefill plus one round, a running one one round (its round_rows),
+ * never beyond its reservation, minus what it holds. The queue head joins when the pool's
+ * used blocks + every running slot's demand + its own fit (sd_sched_loop.c sched_fits). Before
+ * each round (sched_make_room) the loop checks the same sum; while it does not fit, the
+ * newest running request is preempted: its rows are published to the prefix cache (when on),
+ * its caches truncated to nothing, and its slot parked (it keeps the slot, its generation
+ * and its output). Parked slots resume oldest first when their demand fits, before any
+ * queued request joins, by a prefill over the sequence so far (sd_driver_resume_step: a
+ * first begin step on tokens[0..length), which leaves its statistics alone). A lone running
+ * request always fits (its demand is within its reservation, which fits the pool), so the
+ * loop never stalls.
  *
  * Locking: `mu` guards the queue, the id table, request states, the reservation count
  * and the metrics. A running request's other fields are written only by the loop
@@ -61,6 +75,8 @@ typedef struct sd_req {
     int32_t *out;                 /* prompt + n_prompt */
     int32_t n_prompt, cap, n_out;
     int32_t need_blocks;          /* KV blocks reserved per model while it runs */
+    int32_t round_rows;           /* most rows one round adds beyond its kv length: the pending token and
+                                     a tree's nodes or a chain's tokens, + 1 (OPTIMISTIC admission) */
     char *stop_block;             /* [n_stop] pointers then the strings; NULL without stops */
     void *proc_block;             /* copies of logit_bias, stop_token_ids, allowed_token_ids, bad_words_ids then
                                      bad_words_offsets; NULL without any */
@@ -79,6 +95,9 @@ typedef struct sd_sched_seq {
     int begun;                    /* the request's prefill started (its generation is initialised) */
     int prefilling;               /* begun, its prefill not done yet (chunked prefill): no rounds */
     int finished;                 /* the request ended this round (the loop retires it) */
+    int parked;                   /* OPTIMISTIC admission: preempted, holds no blocks, waits to resume */
+    int restart;                  /* its caches were dropped: its next begin step is a first call */
+    int resume;                   /* ... over a sequence that had run rounds (its prefill statistics stay) */
     sd_gen g;
     sd_adapt adapt;
     int64_t counted_tokens, counted_rounds, counted_drafted, counted_accepted; /* in the metrics already */
@@ -108,6 +127,8 @@ struct specdec_scheduler {
     sd_sched_seq **batch_of;      /* [p.max_active] their slots */
     int32_t pool_blocks;          /* KV blocks per model the admission control hands out */
     int32_t reserved;             /* blocks reserved by running requests (per model) */
+    int optimistic;               /* specdec_kv_admission OPTIMISTIC in effect (runner groups) */
+    int64_t preemptions;          /* preemptions so far (loop thread; copied into m under the lock) */
     pthread_t thread;
     int started;
     sd_req **buckets;             /* [n_buckets] id table, intrusive chains */

@@ -39,19 +39,70 @@ static int admit_fits(const specdec_scheduler *s, int32_t need) {
     return !s->gd || (int64_t)sd_kv_pool_used(&s->gd->pool) + future_blocks(s, 1) + need <= s->pool_blocks;
 }
 
-/* Move queued requests (oldest first) into free slots while their reservations fit. */
+/* ---- OPTIMISTIC admission (sd_sched_impl.h) ---- */
+/* The blocks a request claims of one model's pool when its caches reach `rows` rows: those
+ * rows' blocks within its reservation (a sliding-window group's sequences release blocks
+ * behind the window, so there its reservation, the most they hold at once). */
+static int32_t claim_blocks(const specdec_scheduler *s, const sd_req *r, int draft, int32_t rows) {
+    const sd_runner_group *g = draft ? s->gd : s->gt;
+    if (g->kv_window > 0) return r->need_blocks;
+    const int32_t b = sd_kv_blocks_for(rows, s->p.kv_block_tokens);
+    return b < r->need_blocks ? b : r->need_blocks;
+}
+
+/* Rows slot q's caches may reach before the loop looks again: its (remaining) prefill and
+ * one round; a request not begun yet: its prompt's. */
+static int32_t next_rows(const sd_sched_seq *q) {
+    const int64_t len = q->begun ? q->g.L : q->req->n_prompt;
+    const int64_t rows = len - 1 + q->req->round_rows;
+    return rows > INT32_MAX ? INT32_MAX : (int32_t)rows;
+}
+
+/* What slot q may still take from a model's pool (parked: nothing; it holds nothing). */
+static int64_t seq_demand(const specdec_scheduler *s, const sd_sched_seq *q, int draft) {
+    if (q->parked || q->finished) return 0;
+    const int32_t held = sd_kv_held(draft ? &q->d->kv : &q->t->kv);
+    const int32_t want = claim_blocks(s, q->req, draft, next_rows(q));
+    return want > held ? want - held : 0;
+}
+
+/* Whether every running slot's demand, plus `extra` (NULL: nothing; a parked slot about to
+ * resume; a queued request about to join), fits each pool beside its used blocks. */
+static int sched_fits(const specdec_scheduler *s, const sd_sched_seq *extra, const sd_req *joining) {
+    for (int draft = 0; draft <= (s->gd != NULL); draft++) {
+        const sd_runner_group *g = draft ? s->gd : s->gt;
+        int64_t need = sd_kv_pool_used(&g->pool);
+        for (int32_t i = 0; i < s->p.max_active; i++)
+            if (s->seqs[i].req) need += seq_demand(s, &s->seqs[i], draft);
+        if (extra) need += claim_blocks(s, extra->req, draft, next_rows(extra)); /* it holds nothing */
+        if (joining) need += claim_blocks(s, joining, draft, joining->n_prompt - 1 + joining->round_rows);
+        if (need > s->pool_blocks) return 0;
+    }
+    return 1;
+}
+
+static int any_parked(const specdec_scheduler *s) {
+    for (int32_t i = 0; i < s->p.max_active; i++)
+        if (s->seqs[i].req && s->seqs[i].parked) return 1;
+    return 0;
+}
+
+/* Move queued requests (oldest first) into free slots while their reservations fit (OPTIMISTIC:
+ * their claims, and only once no preempted request waits to resume: they are older). */
 static void sched_admit(specdec_scheduler *s) {
     while (s->q_head && !s->stopping && !s->dead) {
         sd_sched_seq *q = free_slot(s);
         sd_req *r = s->q_head;
-        if (!q || !admit_fits(s, r->need_blocks)) return; /* the head waits: FIFO */
+        if (!q) return;
+        if (s->optimistic ? any_parked(s) || !sched_fits(s, NULL, r) : !admit_fits(s, r->need_blocks))
+            return; /* the head waits: FIFO */
         sd_queue_remove(s, r);
         r->state = SD_REQ_RUNNING;
         s->reserved += r->need_blocks;
         s->m.active++;
         q->req = r;
         q->begun = q->prefilling = 0;
-        q->finished = 0;
+        q->finished = q->parked = q->restart = q->resume = 0;
         q->counted_tokens = q->counted_rounds = q->counted_drafted = q->counted_accepted = 0;
         q->counted_draft_rounds = 0;
         q->counted_prefix = 0;
@@ -104,6 +155,10 @@ static void sched_retire(specdec_scheduler *s) {
         if (!s->gt) used += seq_blocks(s, q->t);
         if (q->d && !s->head && !s->gd) dused += seq_blocks(s, q->d); /* a head's cache is in no pool */
     }
+    int64_t parked = 0;
+    for (int32_t i = 0; i < s->p.max_active; i++) parked += s->seqs[i].req && s->seqs[i].parked;
+    s->m.preempted = parked;
+    s->m.preemptions = s->preemptions;
     s->m.kv_blocks_used = s->gt ? sd_kv_pool_used(&s->gt->pool) : used;
     s->m.draft_kv_blocks_used = s->gd ? sd_kv_pool_used(&s->gd->pool) : dused;
     s->m.kv_blocks_cached = s->gt ? sd_kv_cached(&s->gt->pool) : 0;
@@ -132,8 +187,8 @@ static void seq_end(specdec_scheduler *s, sd_sched_seq *q, specdec_status st) {
  * first starts its generation. *used: the target rows it prefilled. */
 static specdec_status seq_begin_step(specdec_scheduler *s, sd_sched_seq *q, int32_t budget, int32_t *used) {
     sd_req *r = q->req;
-    const int first = !q->begun;
-    if (first) {
+    const int first = !q->begun || q->restart;
+    if (!q->begun) {
         const sd_gen_io io = {r->prompt, r->out, r->text_win, &q->adapt, r->ds, &r->stats, sd_thread_err()};
         sd_gen_init(&q->g, &s->env, &r->gp, r->prompt, r->n_prompt, &io);
         q->g.cancel = &r->cancel;
@@ -143,9 +198,13 @@ static specdec_status seq_begin_step(specdec_scheduler *s, sd_sched_seq *q, int3
         q->g.rs.prefix_salt = r->gp.cache_salt;
         q->begun = q->prefilling = 1;
     }
+    if (q->restart) q->g.rs.length = q->g.L; /* the sequence so far (the last round's tokens are in L only) */
     const int32_t before = first ? 0 : sd_runner_kv_len(q->t);
     int done = 0;
-    const specdec_status st = sd_driver_begin_step(&s->driver, &q->g, first, budget, &done);
+    const specdec_status st = q->resume ? sd_driver_resume_step(&s->driver, &q->g, first, budget, &done)
+                                        : sd_driver_begin_step(&s->driver, &q->g, first, budget, &done);
+    q->restart = 0;
+    if (done || st != SPECDEC_OK) q->resume = 0;
     const int32_t after = sd_runner_kv_len(q->t), from = first ? q->g.rs.prefix_hit : before;
     *used = after > from ? after - from : 0;
     if (done || st != SPECDEC_OK) q->prefilling = 0;
@@ -157,7 +216,9 @@ static sd_sched_seq *oldest_prefill(specdec_scheduler *s) {
     sd_sched_seq *best = NULL;
     for (int32_t i = 0; i < s->p.max_active; i++) {
         sd_sched_seq *q = &s->seqs[i];
-        if (q->req && !q->finished && (!q->begun || q->prefilling) && (!best || q->req->id < best->req->id)) best = q;
+        if (q->req && !q->finished && !q->parked && (!q->begun || q->prefilling) &&
+            (!best || q->req->id < best->req->id))
+            best = q;
     }
     return best;
 }
@@ -190,7 +251,7 @@ static int32_t sched_gather(specdec_scheduler *s) {
     sched_prefill(s);
     for (int32_t i = 0; i < s->p.max_active; i++) {
         sd_sched_seq *q = &s->seqs[i];
-        if (!q->req || q->finished || !q->begun || q->prefilling) continue;
+        if (!q->req || q->finished || q->parked || !q->begun || q->prefilling) continue;
         if (atomic_load_explicit(&q->req->cancel, memory_order_acquire) && q->g.reason == SPECDEC_STOP_NONE) {
             q->g.reason = SPECDEC_STOP_CALLBACK;
             q->g.cancelled = 1;
@@ -210,6 +271,70 @@ static void sched_run(specdec_scheduler *s, int32_t n) {
         if (q->g.status != SPECDEC_OK || q->g.reason != SPECDEC_STOP_NONE) seq_end(s, q, q->g.status);
     }
     if (sd_round_device_lost(s->round)) s->dead = 1;
+}
+
+/* OPTIMISTIC: preempt slot q (its caches dropped, its rows left to the prefix cache when on;
+ * its generation and output kept) and park it until it fits again. */
+static void seq_preempt(specdec_scheduler *s, sd_sched_seq *q) {
+    if (q->begun) {
+        sd_req *r = q->req;
+        if (sd_sched_prefix_on(s)) { /* rows of seq[0..L-1): the resume may find them cached */
+            const int32_t rows = q->g.L - 1;
+            sd_runner_prefix_publish(q->t, r->prompt, rows, r->gp.cache_salt);
+            if (q->d && !s->head) sd_runner_prefix_publish(q->d, r->prompt, rows, r->gp.cache_salt);
+        }
+        sd_runner_truncate(q->t, 0);
+        if (q->d) sd_runner_truncate(q->d, 0);
+        if (!q->prefilling) q->resume = 1; /* it had run rounds: a resume, not its prefill */
+        q->prefilling = q->restart = 1;
+        r->stats.n_preemptions++;
+    }
+    q->parked = 1;
+    s->preemptions++;
+}
+
+/* OPTIMISTIC, before a round: parked requests whose client left end now; while the running
+ * slots' demand does not fit, the newest running request is preempted (never the last one:
+ * alone it fits); then parked ones resume, oldest first, while they fit. */
+static void sched_make_room(specdec_scheduler *s) {
+    int32_t running = 0;
+    for (int32_t i = 0; i < s->p.max_active; i++) {
+        sd_sched_seq *q = &s->seqs[i];
+        if (!q->req || q->finished) continue;
+        if (q->parked && atomic_load_explicit(&q->req->cancel, memory_order_acquire)) {
+            q->parked = 0;
+            if (q->begun) {
+                q->g.reason = SPECDEC_STOP_CALLBACK;
+                q->g.cancelled = 1;
+                q->prefilling = 0;
+                seq_end(s, q, SPECDEC_OK);
+            } else {
+                q->req->outcome = SPECDEC_ERR_CANCELLED;
+                q->finished = 1;
+            }
+            continue;
+        }
+        running += !q->parked;
+    }
+    while (running > 1 && !sched_fits(s, NULL, NULL)) {
+        sd_sched_seq *victim = NULL;
+        for (int32_t i = 0; i < s->p.max_active; i++) {
+            sd_sched_seq *q = &s->seqs[i];
+            if (q->req && !q->finished && !q->parked && (!victim || q->req->id > victim->req->id)) victim = q;
+        }
+        seq_preempt(s, victim);
+        running--;
+    }
+    for (;;) {
+        sd_sched_seq *oldest = NULL;
+        for (int32_t i = 0; i < s->p.max_active; i++) {
+            sd_sched_seq *q = &s->seqs[i];
+            if (q->req && !q->finished && q->parked && (!oldest || q->req->id < oldest->req->id)) oldest = q;
+        }
+        if (!oldest || (running > 0 && !sched_fits(s, oldest, NULL))) return;
+        oldest->parked = 0;
+        running++;
+    }
 }
 
 /* Under the lock after a lost device: every request fails. */
@@ -243,6 +368,7 @@ void *sd_sched_loop(void *arg) {
             continue;
         }
         pthread_mutex_unlock(&s->mu);
+        if (s->optimistic) sched_make_room(s);
         const int32_t n = sched_gather(s);
         if (n > 0) sched_run(s, n);
         pthread_mutex_lock(&s->mu);

@@ -202,6 +202,16 @@ static int32_t sd_sched_need_blocks(const specdec_scheduler *s, int32_t n_prompt
     return t > d ? t : d;
 }
 
+/* Most rows one round of the request adds beyond its kv length (OPTIMISTIC admission's step,
+ * sd_sched_impl.h): the pending token and a tree's nodes, or a chain's (or jump-forward's)
+ * tokens, + 1 of margin. */
+static int32_t sd_sched_round_rows(const specdec_generate_params *p) {
+    sd_draft_shape req;
+    int tree = 0;
+    (void)sd_tree_request(p, 1, &req, &tree, NULL); /* the request was checked */
+    return 2 + (tree ? SPECDEC_MAX_TREE_NODES : SPECDEC_MAX_DRAFT);
+}
+
 static specdec_status sd_sched_check_request(const specdec_scheduler *s, const int32_t *prompt, int32_t n_prompt,
                                              const specdec_generate_params *p) {
     const char *fn = "specdec_scheduler_submit";
@@ -234,6 +244,9 @@ static specdec_status sd_sched_check_create(const specdec_scheduler_params *p) {
     if (p->prefix_cache < SPECDEC_PREFIX_CACHE_AUTO || p->prefix_cache > SPECDEC_PREFIX_CACHE_ON)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prefix_cache %d is not a specdec_prefix_cache (0..2)", fn,
                        (int)p->prefix_cache);
+    if (p->kv_admission < SPECDEC_KV_ADMISSION_AUTO || p->kv_admission > SPECDEC_KV_ADMISSION_OPTIMISTIC)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: kv_admission %d is not a specdec_kv_admission (0..2)",
+                       fn, (int)p->kv_admission);
     for (size_t i = 0; i < sizeof p->reserved_i / sizeof p->reserved_i[0]; i++)
         if (p->reserved_i[i]) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: reserved_i[%zu] != 0", fn, i);
     for (size_t i = 0; i < sizeof p->reserved / sizeof p->reserved[0]; i++)
@@ -408,6 +421,12 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     s->env.tree_fit_solo = plan.max_batch - 1;
     s->prefill_budget = s->p.prefill_chunk > 0 ? s->p.prefill_chunk : INT32_MAX; /* 0: whole prompts (0.4.0's way) */
     s->env.special = plan.special;
+    /* KV admission (specdec_kv_admission): OPTIMISTIC needs the target's paged pool */
+    if (s->p.kv_admission == SPECDEC_KV_ADMISSION_OPTIMISTIC && !s->gt)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED,
+                       "specdec_scheduler_create: kv_admission OPTIMISTIC needs runner groups (a paged KV pool); "
+                       "this backend has a cache per slot");
+    s->optimistic = s->gt && s->p.kv_admission != SPECDEC_KV_ADMISSION_RESERVE;
     s->m.kv_blocks_total = s->pool_blocks;
     s->m.draft_kv_blocks_total = draft && !s->head ? s->pool_blocks : 0; /* a head's cache is per slot */
     return SPECDEC_OK;
@@ -572,6 +591,7 @@ specdec_status specdec_scheduler_submit(specdec_scheduler *s, const int32_t *pro
     r->id = ++s->last_id;
     r->state = SD_REQ_QUEUED;
     r->need_blocks = sd_sched_need_blocks(s, n_prompt, params);
+    r->round_rows = sd_sched_round_rows(params);
     r->hnext = *sd_sched_slot(s, r->id); /* NULL: ids are new */
     *sd_sched_slot(s, r->id) = r;
     sd_queue_push(s, r);

@@ -189,12 +189,21 @@ class LLM:
     cpu_threads: CPU backend threads of each model's forward pass (specdec_engine_params.cpu_threads, since
     libspecdec 0.5.3; llama.cpp's -t): None = the library's default ($SPECDEC_CPU_THREADS, else the physical
     cores, at most 8), else 1..256. The outputs are the same for every count.
+    num_gpu_blocks_override, block_size (vLLM's names; any backend): the KV pool's blocks per model and
+    tokens per block (the scheduler's kv_pool_blocks / kv_block_tokens; None = every slot's full context,
+    16). kv_admission (libspecdec 0.5.4): how a request claims the pool, "optimistic" (its prompt and one
+    round; the newest request is preempted and recomputed when the pool runs short: vLLM's way) or
+    "reserve" (every block it may ever hold); None = the library's default (optimistic where the pool is
+    paged). RequestOutput.metrics["n_preemptions"] counts a request's preemptions; the outputs are the
+    same either way.
     """
 
     def __init__(self, model: Optional[str] = None, draft: Optional[str] = None,
                  speculative_config: Optional[dict] = None, backend: str = "auto", n_ctx: Optional[int] = None,
                  max_num_seqs: int = 8, seed: Optional[int] = None, enable_prefix_caching: Optional[bool] = None,
-                 prefill_chunk: int = 0, cpu_threads: Optional[int] = None):
+                 prefill_chunk: int = 0, cpu_threads: Optional[int] = None,
+                 num_gpu_blocks_override: Optional[int] = None, block_size: Optional[int] = None,
+                 kv_admission: Optional[str] = None):
         b = self._b = binding()
         self._sched = None
         self._models = []
@@ -226,6 +235,7 @@ class LLM:
                 raise UnsupportedError(f"LLM(prefill_chunk={prefill_chunk!r}): this libspecdec ({b.version}) has no "
                                        "specdec_scheduler_params.prefill_chunk (since 0.4.1)")
             sp.prefill_chunk = _c_int(prefill_chunk, "prefill_chunk")
+        self._set_kv(sp, num_gpu_blocks_override, block_size, kv_admission)
         try:
             self.model = target_dir
             self.draft = draft_dir
@@ -247,6 +257,9 @@ class LLM:
         self.enable_prefix_caching = enable_prefix_caching
         self.prefill_chunk = prefill_chunk
         self.cpu_threads = cpu_threads
+        self.num_gpu_blocks_override = num_gpu_blocks_override
+        self.block_size = block_size
+        self.kv_admission = kv_admission
         self.backend = self._backend_used(ep.backend)
         self._template = self._template_params()
 
@@ -296,6 +309,25 @@ class LLM:
         if method == "eagle3" and draft is None:
             raise InvalidArgumentError("speculative_config method 'eagle3' needs 'model': the EAGLE-3 head's directory")
         return os.fspath(model), (os.fspath(draft) if draft is not None else None)
+
+    def _set_kv(self, sp, blocks, block_size, admission) -> None:
+        """The scheduler's KV pool: kv_pool_blocks, kv_block_tokens, kv_admission (see the class)."""
+        for name, v, lo, hi in (("num_gpu_blocks_override", blocks, 1, 2**31 - 1), ("block_size", block_size, 1, 4096)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi):
+                raise InvalidArgumentError(f"LLM({name}={v!r}): an int in [{lo}, {hi}] or None")
+        if blocks is not None:
+            sp.kv_pool_blocks = blocks
+        if block_size is not None:
+            sp.kv_block_tokens = block_size
+        if admission is None:
+            return
+        if admission not in ("optimistic", "reserve"):
+            raise InvalidArgumentError(f"LLM(kv_admission={admission!r}): \"optimistic\", \"reserve\" or None")
+        b = self._b
+        if not b.has_field("specdec_scheduler_params", "kv_admission"):
+            raise UnsupportedError(f"LLM(kv_admission={admission!r}): this libspecdec ({b.version}) has no "
+                                   "specdec_scheduler_params.kv_admission (since 0.5.4)")
+        sp.kv_admission = b.enum_value("specdec_kv_admission", "SPECDEC_KV_ADMISSION_" + admission.upper())
 
     def _set_prefix_cache(self, sp, enable) -> None:
         """specdec_scheduler_params.prefix_cache from enable_prefix_caching: None = AUTO, True = ON, False = OFF."""

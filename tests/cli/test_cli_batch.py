@@ -17,6 +17,10 @@ report n_cached_prompt > 0 (line 0: 0), with --no-enable-prefix-caching every li
 generate's alone either way, greedy and match mode (the exactness claim); the summary's n_prompt and
 n_cached_prompt are the lines' sums; --help lists both options. Chunked prefill (--prefill-chunk 5,
 and 3 with the cache off): the same tokens and hits; --prefill-chunk -1 is a usage error.
+KV pool (--kv-blocks 22 --kv-block-size 8, --kv-admission optimistic / reserve): four lines of 80
+greedy tokens (--ignore-eos), --parallel 4, in a pool that holds one at a time: the tokens are
+generate's alone; optimistic preempts (the summary's n_preemptions, the lines' sum, > 0), reserve
+does not; bad values of the three options are usage errors naming them.
 
 Usage: test_cli_batch.py SPECDEC_BIN MODELS_DIR TMPDIR"""
 import json
@@ -120,9 +124,33 @@ for mode in (["--temp", "0"], ["--verify", "match", "--temp", "0.8"]):
         s = lines[-1]["summary"]
         check(s.get("n_cached_prompt") == sum(c or 0 for c in cached) and
               s.get("n_prompt") == sum(x["n_prompt"] for x in lines[:-1]), f"prefix cache {opt}: summary {s}")
+# KV pool: four long greedy lines in a pool of 22 blocks of 8 tokens (one line's ~90 rows at a time).
+kv_prompts = ["And God said", "In the beginning", "The LORD is my shepherd", "Blessed are the"]
+kv_path = os.path.join(tmp, "kv.txt")
+with open(kv_path, "w") as f:
+    f.write("\n".join(kv_prompts) + "\n")
+common = ["-m", TARGET, "-md", DRAFT, "-n", "80", "--temp", "0", "--ignore-eos", "--backend", "cpu"]
+alone = [run(["generate", "-p", p, "--json"] + common, 0) for p in kv_prompts]
+alone = [json.loads(g.stdout)["tokens"] if g.returncode == 0 else None for g in alone]
+for adm in ("optimistic", "reserve"):
+    b = run(["batch", "-f", kv_path, "--parallel", "4", "--json", "--kv-blocks", "22", "--kv-block-size", "8",
+             "--kv-admission", adm] + common, 0)
+    lines = [json.loads(x) for x in b.stdout.decode().splitlines() if x.strip()]
+    if not lines or "summary" not in lines[-1]:
+        check(False, f"kv {adm}: no summary: {b.stderr[-300:]!r}")
+        continue
+    check([x["tokens"] for x in lines[:-1]] == alone, f"kv {adm}: tokens == generate alone")
+    pre = [x.get("n_preemptions") for x in lines[:-1]]
+    s = lines[-1]["summary"]
+    check(s.get("n_preemptions") == sum(pre) and (sum(pre) > 0 if adm == "optimistic" else sum(pre) == 0),
+          f"kv {adm}: n_preemptions {pre}, summary {s.get('n_preemptions')}")
+for args in (["--kv-blocks", "-1"], ["--kv-block-size", "0"], ["--kv-admission", "eager"], ["--kv-blocks"]):
+    p = run(["batch", "-f", kv_path] + args, 2)
+    check(args[0].encode() in p.stderr, f"batch {args}: {p.stderr[:300]!r}")
+
 h = run(["batch", "--help"], 0).stdout
-check(b"--enable-prefix-caching" in h and b"--no-enable-prefix-caching" in h and b"--prefill-chunk" in h,
-      "batch --help lists the prefix cache and --prefill-chunk")
+check(b"--enable-prefix-caching" in h and b"--no-enable-prefix-caching" in h and b"--prefill-chunk" in h and
+      b"--kv-blocks" in h and b"--kv-admission" in h, "batch --help lists the prefix cache, --prefill-chunk and the KV pool")
 
 for args, rc, word in ((["batch"], 2, b"-f PROMPTS is required"), (["batch", "-f", path, "-p", "x"], 2, b"-p is not"),
                        (["batch", "-f", path, "--parallel", "0"], 2, b"--parallel"),

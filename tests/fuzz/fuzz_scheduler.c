@@ -7,7 +7,9 @@
  * Each input is decoded (sd_fuzz_in) into scheduler params (max_active, max_queued, KV
  * block size and a pool from "plenty" down to a few blocks, sometimes out of range; the
  * prefix cache AUTO, ON or OFF: with blocks of 1..16 tokens and short fuzzed prompts,
- * requests share cached blocks often; chunked prefill of 1..7 rows or max_batch),
+ * requests share cached blocks often; chunked prefill of 1..7 rows or max_batch; KV admission
+ * AUTO, RESERVE or OPTIMISTIC: with small pools OPTIMISTIC preempts and resumes requests, whose
+ * outputs are still checked against specdec_generate's),
  * engine params (n_ctx; the scheduler's draft: none, the draft model or the EAGLE-3 head)
  * and up to 12 operations: submit (fuzzed prompt, ids sometimes outside the vocabulary,
  * verify mode greedy / match / rejection, n_predict, γ, a tree shape or node budget,
@@ -240,6 +242,7 @@ static int fz_create(sd_fuzz_in *in, fz_state *z, specdec_engine_params *ep) {
     z->sp.kv_block_tokens = b == 255 ? 0 : 1 + b % 16;
     z->sp.kv_pool_blocks = p == 255 ? -1 : p < 100 ? 0 : p % 48;
     z->sp.prefill_chunk = (q >> 3) & 7; /* 0: max_batch; 1..7 rows between rounds */
+    z->sp.kv_admission = (a >> 6) % 3; /* AUTO (= OPTIMISTIC here), RESERVE, OPTIMISTIC: small pools preempt */
     z->sp.prefix_cache = (b >> 5) == 6 ? SPECDEC_PREFIX_CACHE_OFF : (b >> 5) == 5 ? SPECDEC_PREFIX_CACHE_ON
                                                                                     : SPECDEC_PREFIX_CACHE_AUTO;
     *ep = specdec_engine_default_params();

@@ -105,6 +105,8 @@ typedef struct req {
 typedef struct monitor {
     specdec_scheduler *s;
     int32_t max_active, max_used, total, over;
+    int32_t max_running;   /* active - preempted (specdec_kv_admission OPTIMISTIC) */
+    int64_t preemptions;
 } monitor;
 
 static int on_token(void *ud, int32_t token, const char *piece, size_t len) {
@@ -115,6 +117,8 @@ static int on_token(void *ud, int32_t token, const char *piece, size_t len) {
     specdec_scheduler_metrics mt;
     if (specdec_scheduler_get_metrics(m->s, &mt) != SPECDEC_OK) return 0;
     if (mt.active > m->max_active) m->max_active = mt.active;
+    if (mt.active - mt.preempted > m->max_running) m->max_running = (int32_t)(mt.active - mt.preempted);
+    if (mt.preemptions > m->preemptions) m->preemptions = mt.preemptions;
     if (mt.kv_blocks_used > m->max_used) m->max_used = mt.kv_blocks_used;
     if (mt.kv_blocks_used > mt.kv_blocks_total || mt.draft_kv_blocks_used > mt.draft_kv_blocks_total) m->over++;
     m->total = mt.kv_blocks_total;
@@ -147,9 +151,10 @@ static void make_requests(req *r) {
     }
 }
 
-/* Run the requests through a scheduler with a pool of n_blocks: 0 when every submit
+/* Run the requests through a scheduler with a pool of n_blocks admitting as `adm`: 0 when every submit
  * was accepted (outputs in r), 1 when one was refused with `refused` set to its status. */
-static int run_sched(const pair *p, int32_t n_blocks, req *r, monitor *mon, specdec_status *refused) {
+static int run_sched(const pair *p, int32_t n_blocks, specdec_kv_admission adm, req *r, monitor *mon,
+                     specdec_status *refused) {
     specdec_engine_params ep = specdec_engine_default_params();
     ep.backend = g_backend;
     ep.n_ctx = N_CTX;
@@ -157,6 +162,7 @@ static int run_sched(const pair *p, int32_t n_blocks, req *r, monitor *mon, spec
     sp.max_active = N_REQ;
     sp.kv_block_tokens = BT;
     sp.kv_pool_blocks = n_blocks;
+    sp.kv_admission = adm;
     specdec_scheduler *s = NULL;
     specdec_status st = specdec_scheduler_create(p->t, p->d, &ep, &sp, &s);
     SD_CHECK(st == SPECDEC_OK, "scheduler: %s", specdec_last_error());
@@ -204,7 +210,7 @@ static void long_generations(const pair *win, req *r) {
     references(win, r);
     monitor mon;
     specdec_status refused;
-    SD_CHECK(run_sched(win, SMALL_POOL, r, &mon, &refused) == 0, "windowed: a request refused (%s)",
+    SD_CHECK(run_sched(win, SMALL_POOL, SPECDEC_KV_ADMISSION_AUTO, r, &mon, &refused) == 0, "windowed: a request refused (%s)",
              specdec_status_string(refused));
     const char *what[N_REQ] = {"greedy chain", "rejection chain (seed 77)", "greedy tree"};
     for (int i = 0; i < N_REQ; i++) {
@@ -228,15 +234,41 @@ static void long_generations(const pair *win, req *r) {
 static void admission(const pair *win, const pair *full, req *r) {
     monitor mon;
     specdec_status refused;
-    SD_CHECK(run_sched(full, SMALL_POOL, r, &mon, &refused) == 1 && refused == SPECDEC_ERR_CONTEXT_FULL,
-             "no window: a request of %d rows is refused by a pool of %d (%s)", N_PROMPT + N_PREDICT, SMALL_POOL * BT,
-             specdec_status_string(refused));
-    SD_CHECK(run_sched(full, MID_POOL, r, &mon, &refused) == 0 && mon.max_active == 1,
-             "no window, pool of %d blocks: one request at a time (max active %d)", MID_POOL, mon.max_active);
+    for (int a = 0; a < 2; a++) /* a request that cannot fit the whole pool is refused however admission claims */
+        SD_CHECK(run_sched(full, SMALL_POOL, a ? SPECDEC_KV_ADMISSION_OPTIMISTIC : SPECDEC_KV_ADMISSION_RESERVE, r, &mon,
+                           &refused) == 1 &&
+                     refused == SPECDEC_ERR_CONTEXT_FULL,
+                 "no window (%s): a request of %d rows is refused by a pool of %d (%s)", a ? "optimistic" : "reserve",
+                 N_PROMPT + N_PREDICT, SMALL_POOL * BT, specdec_status_string(refused));
+    SD_CHECK(run_sched(full, MID_POOL, SPECDEC_KV_ADMISSION_RESERVE, r, &mon, &refused) == 0 && mon.max_active == 1 &&
+                 mon.preemptions == 0,
+             "no window, reserve, pool of %d blocks: one request at a time (max active %d, %lld preemptions)", MID_POOL,
+             mon.max_active, (long long)mon.preemptions);
     const int32_t full_active = mon.max_active;
-    SD_CHECK(run_sched(win, MID_POOL, r, &mon, &refused) == 0 && mon.max_active == N_REQ,
+    SD_CHECK(run_sched(win, MID_POOL, SPECDEC_KV_ADMISSION_RESERVE, r, &mon, &refused) == 0 && mon.max_active == N_REQ,
              "window, pool of %d blocks: all %d at once (max active %d)", MID_POOL, N_REQ, mon.max_active);
     printf("admission in %d blocks: %d at once without release, %d with\n", MID_POOL, full_active, mon.max_active);
+    /* OPTIMISTIC (the default): all three start at once in the same pool, the newest are preempted
+     * when it runs short and resume by recomputing; every output and its rounds are those of a
+     * reference run alone (greedy chain, seeded rejection chain with the draft model, greedy tree) */
+    references(full, r);
+    SD_CHECK(run_sched(full, MID_POOL, SPECDEC_KV_ADMISSION_AUTO, r, &mon, &refused) == 0 && mon.max_running == N_REQ &&
+                 mon.preemptions > 0 && mon.over == 0,
+             "no window, optimistic, pool of %d blocks: %d running at once (want %d), %lld preemptions (want > 0), "
+             "pool exceeded %d times",
+             MID_POOL, mon.max_running, N_REQ, (long long)mon.preemptions, mon.over);
+    int64_t n_pre = 0;
+    const char *what[N_REQ] = {"greedy chain", "rejection chain (seed 77)", "greedy tree"};
+    for (int i = 0; i < N_REQ; i++) {
+        SD_CHECK(r[i].n_out == N_PREDICT && r[i].n_ref == N_PREDICT && memcmp(r[i].out, r[i].ref, sizeof r[i].out) == 0,
+                 "optimistic, %s: %d tokens vs the reference's %d, not identical", what[i], r[i].n_out, r[i].n_ref);
+        n_pre += r[i].stats.n_preemptions;
+        SD_CHECK(r[i].ref_stats.n_preemptions == 0, "specdec_generate counts no preemption");
+    }
+    SD_CHECK(n_pre == mon.preemptions, "the requests' n_preemptions add up to the metric: %lld vs %lld",
+             (long long)n_pre, (long long)mon.preemptions);
+    printf("optimistic admission in %d blocks: %d running at once, %lld preemptions, outputs identical\n", MID_POOL,
+           mon.max_running, (long long)mon.preemptions);
 }
 
 static void cleanup(void) {

@@ -14,8 +14,13 @@
  * with INVALID_ARGUMENT. Three submitter threads each submit their share and wait for it, twice:
  *   1. 4 sequences at a time, the default KV pool;
  *   2. 6 at a time on a pool of 24 blocks of 8 tokens, smaller than 6 requests'
- *      reservations: requests wait for blocks (admission control) and a monitor thread
- *      checks every few milliseconds that the pool is never exceeded.
+ *      reservations, admission RESERVE: requests wait for blocks (admission control) and a
+ *      monitor thread checks every few milliseconds that the pool is never exceeded;
+ *   3. the same pool with admission OPTIMISTIC (the default): more requests start, the
+ *      newest are preempted when a round's growth does not fit and resume by recomputing
+ *      their rows (at least one preemption with the full N_PREDICT 24, n_preemptions summing
+ *      to the metric), and every output, text and statistic is still the reference's
+ *      (tests/scheduler/test_preemption.c forces preemptions in every configuration).
  * With --cuda (ctest scheduler_equal_cuda, label gpu) the schedulers and the reference
  * engine run on CUDA: the scheduler's runner groups with the batched device round
  * (backends/cuda/sd_cuda_batch_round.cu) against specdec_generate on a CUDA engine (the
@@ -180,7 +185,7 @@ static void check_metrics(specdec_scheduler *s, const req *reqs, int32_t pool) {
 /* Samples the metrics while the requests run: the pool is never exceeded. */
 typedef struct monitor {
     specdec_scheduler *s;
-    int stop, samples, over, max_used, max_active, max_queued;
+    int stop, samples, over, max_used, max_active, max_queued, max_preempted;
     pthread_mutex_t mu;
 } monitor;
 
@@ -198,6 +203,7 @@ static void *monitor_run(void *arg) {
             if (m.kv_blocks_used > mo->max_used) mo->max_used = m.kv_blocks_used;
             if (m.active > mo->max_active) mo->max_active = m.active;
             if (m.queued > mo->max_queued) mo->max_queued = m.queued;
+            if (m.preempted > mo->max_preempted) mo->max_preempted = (int)m.preempted;
         }
         sc_sleep_us(2000);
     }
@@ -205,7 +211,8 @@ static void *monitor_run(void *arg) {
 }
 
 /* One scheduler over every request (see the top of the file). */
-static void run_case(sc_env *e, req *reqs, int32_t max_active, int32_t block_tokens, int32_t pool_blocks) {
+static void run_case(sc_env *e, req *reqs, int32_t max_active, int32_t block_tokens, int32_t pool_blocks,
+                     specdec_kv_admission adm) {
     for (int i = 0; i < N_REQ; i++) {
         reqs[i].text_len = 0;
         reqs[i].text[0] = '\0';
@@ -216,11 +223,12 @@ static void run_case(sc_env *e, req *reqs, int32_t max_active, int32_t block_tok
     sp.max_active = max_active;
     sp.kv_block_tokens = block_tokens;
     sp.kv_pool_blocks = pool_blocks;
+    sp.kv_admission = adm;
     specdec_scheduler *s = NULL;
     specdec_status st = specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s);
     SD_CHECK(st == SPECDEC_OK, "create: %s", specdec_last_error());
     if (st != SPECDEC_OK) return;
-    monitor mo = {s, 0, 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+    monitor mo = {s, 0, 0, 0, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
     pthread_t mt, th[N_THREADS];
     pthread_create(&mt, NULL, monitor_run, &mo);
     job jobs[N_THREADS];
@@ -237,10 +245,22 @@ static void run_case(sc_env *e, req *reqs, int32_t max_active, int32_t block_tok
     const int32_t pool = pool_blocks > 0 ? pool_blocks : max_active * ((specdec_scheduler_n_ctx(s) + block_tokens - 1) / block_tokens);
     check_metrics(s, reqs, pool);
     check_other_method(e, s);
+    specdec_scheduler_metrics m;
+    int64_t n_pre = 0;
+    for (int i = 0; i < N_REQ; i++) n_pre += reqs[i].stats.n_preemptions;
+    SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK && m.preemptions == n_pre && m.preempted == 0,
+             "preemptions: the metric %lld, the requests' sum %lld, %lld preempted at the end", (long long)m.preemptions,
+             (long long)n_pre, (long long)m.preempted);
+    if (adm == SPECDEC_KV_ADMISSION_RESERVE) SD_CHECK(n_pre == 0, "RESERVE preempts nothing (%lld)", (long long)n_pre);
+    if (adm == SPECDEC_KV_ADMISSION_OPTIMISTIC && N_PREDICT == MAX_PREDICT) /* shorter outputs never outgrow their claim */
+        SD_CHECK(n_pre > 0, "OPTIMISTIC in a pool of %d blocks preempted nothing: the case tests nothing", (int)pool_blocks);
     SD_CHECK(mo.over == 0 && mo.max_active <= max_active, "pool exceeded in %d of %d samples (max used %d of %d), "
              "active up to %d", mo.over, mo.samples, mo.max_used, (int)pool, mo.max_active);
-    printf("max_active %d, pool %d blocks of %d: %d samples, up to %d blocks used, %d active, %d queued\n",
-           (int)max_active, (int)pool, (int)block_tokens, mo.samples, mo.max_used, mo.max_active, mo.max_queued);
+    static const char *const adm_names[] = {"auto", "reserve", "optimistic"};
+    printf("max_active %d, pool %d blocks of %d, admission %s: %d samples, up to %d blocks used, %d active, %d queued, "
+           "%d preempted at once, %lld preemptions\n",
+           (int)max_active, (int)pool, (int)block_tokens, adm_names[adm], mo.samples, mo.max_used, mo.max_active,
+           mo.max_queued, mo.max_preempted, (long long)n_pre);
     specdec_scheduler_free(s);
 }
 
@@ -266,10 +286,13 @@ int main(int argc, char **argv) {
         sc_env_free(&e);
         return 1;
     }
-    run_case(&e, reqs, 4, 16, 0);
+    run_case(&e, reqs, 4, 16, 0, SPECDEC_KV_ADMISSION_AUTO);
     /* each request reserves min(n_ctx, prompt + n_predict (+ 64 with a tree)) rows: with
      * 24 blocks of 8 tokens only a few run at once although 6 slots are free */
-    run_case(&e, reqs, 6, 8, 24);
+    run_case(&e, reqs, 6, 8, 24, SPECDEC_KV_ADMISSION_RESERVE);
+    /* each claims its prompt and one round (+ 18 rows, + 66 with a tree): more start, and
+     * the pool runs short as they grow */
+    run_case(&e, reqs, 6, 8, 24, SPECDEC_KV_ADMISSION_OPTIMISTIC);
     sc_env_free(&e);
     return sd_test_done();
 }

@@ -1631,6 +1631,47 @@ def test_queue_and_timeout():
         check(srv.metrics()["specdec_request_timeouts_total"] >= 1, "timeouts counted")
 
 
+def test_kv_preemption():
+    """--kv-blocks 22 --kv-block-size 8 (the default --kv-admission optimistic): four concurrent greedy
+    completions of 96 tokens (ignore_eos), which the pool holds one at a time, run together; the
+    newest are preempted and resume (speculative.n_preemptions > 0 in sum, specdec_preemptions_total
+    and vllm:num_preemptions_total equal to it) and each text is the one the same request gets alone.
+    A bad --kv-admission / --kv-blocks value stops the start with a usage error naming it."""
+    prompts = PROMPTS + ["The LORD is my shepherd"]
+    body = lambda p: {"prompt": p, "max_tokens": 96, "temperature": 0, "ignore_eos": True}
+    with Server("--parallel", "4", "--kv-blocks", "22", "--kv-block-size", "8") as srv:
+        alone = []
+        for p in prompts:
+            st, raw, _ = srv.request("POST", "/v1/completions", body(p))
+            check(st == 200, "alone: %d %r" % (st, raw[:200]))
+            alone.append(json.loads(raw))
+        got = [None] * len(prompts)
+
+        def one(i):
+            got[i] = srv.request("POST", "/v1/completions", body(prompts[i]))
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(600)
+        together = [json.loads(g[1]) if g and g[0] == 200 else None for g in got]
+        check(all(together), "together: %r" % [g[0] if g else None for g in got])
+        if all(together):
+            check([d["choices"][0]["text"] for d in together] == [d["choices"][0]["text"] for d in alone],
+                  "the texts run together equal those run alone")
+            n = sum(d["speculative"]["n_preemptions"] for d in together + alone)
+            m = srv.metrics()
+            vllm = [x for k, x in m.items() if k.startswith("vllm:num_preemptions_total{")]
+            check(n > 0 and m.get("specdec_preemptions_total") == n and vllm == [n] and
+                  m.get("specdec_preempted_requests") == 0,
+                  "preemptions: %r in the responses, %r / %r in the metrics" %
+                  (n, m.get("specdec_preemptions_total"), vllm))
+    for args, name in ((("--kv-admission", "eager"), "--kv-admission"), (("--kv-blocks", "-3"), "--kv-blocks")):
+        r = subprocess.run([SPECDEC, "serve", "--port", "0", *args], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 2 and name in r.stderr, "%s: exit %r, %r" % (" ".join(args), r.returncode, r.stderr[-300:]))
+
+
 def test_sigterm_mid_stream():
     srv = Server("--parallel", "2", "--shutdown-timeout", "1")
     got = {}
@@ -1677,7 +1718,7 @@ def main():
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)
     for fn in (test_chat_templates, test_api_key, test_prefix_cache_modes, test_queue_and_timeout, test_n_admission,
-               test_sigterm_mid_stream):
+               test_kv_preemption, test_sigterm_mid_stream):
         if not CONCURRENCY or fn in CONCURRENCY_TESTS:
             timed(fn)
     print("server tests took %.1f s" % (time.time() - t0))

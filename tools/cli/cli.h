@@ -160,6 +160,21 @@ typedef struct cli_bad_words {
 int cli_bad_words_tokenize(const char *cmd, const cli_gen_opts *o, const specdec_tokenizer *tok, cli_bad_words *bw);
 void cli_bad_words_set(const cli_bad_words *bw, specdec_generate_params *gp);
 
+/* The scheduler's KV pool options of batch and serve: --kv-blocks N (kv_pool_blocks; 0 = enough
+ * for every slot's full context), --kv-block-size N (kv_block_tokens, 1..4096; 0 = the default),
+ * --kv-admission auto|optimistic|reserve (a specdec_kv_admission). */
+typedef struct cli_kv_opts {
+    int32_t pool_blocks, block_tokens, admission;
+} cli_kv_opts;
+
+/* If `a` is one of those options: 0 with its value `v` (may be NULL) stored, 1 when v is missing or
+ * bad; -1: not one of them. */
+int cli_kv_option(const char *a, const char *v, cli_kv_opts *o);
+/* Copies the options set into sp. */
+void cli_kv_apply(const cli_kv_opts *o, specdec_scheduler_params *sp);
+/* The usage lines of those options (indented for a column of `width`). */
+void cli_kv_usage(FILE *f, int width);
+
 typedef struct cli_batch_opts {
     cli_gen_opts gen;   /* the generate options (gen.prompt stays NULL: -p is refused) */
     const char *file;   /* -f PROMPTS: one prompt per line, required */
@@ -170,6 +185,7 @@ typedef struct cli_batch_opts {
     int32_t prefix_cache; /* a specdec_prefix_cache: AUTO (default), ON (--enable-prefix-caching), OFF
                            (--no-enable-prefix-caching); vLLM's option names */
     int32_t prefill_chunk; /* --prefill-chunk N: the scheduler's prefill_chunk (0: no limit) */
+    cli_kv_opts kv;     /* --kv-blocks, --kv-block-size, --kv-admission */
     char **gen_argv;    /* owned: argv without the batch options, what gen was parsed from */
 } cli_batch_opts;
 

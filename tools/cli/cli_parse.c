@@ -405,8 +405,47 @@ void cli_gen_opts_free(cli_gen_opts *o) {
     o->n_stops = 0;
 }
 
+int cli_kv_option(const char *a, const char *v, cli_kv_opts *o) {
+    long n = 0;
+    if (!strcmp(a, "--kv-blocks")) {
+        if (!v || cli_parse_long(v, 0, INT32_MAX, &n)) return 1;
+        o->pool_blocks = (int32_t)n;
+        return 0;
+    }
+    if (!strcmp(a, "--kv-block-size")) {
+        if (!v || cli_parse_long(v, 1, 4096, &n)) return 1;
+        o->block_tokens = (int32_t)n;
+        return 0;
+    }
+    if (!strcmp(a, "--kv-admission")) {
+        static const char *const names[] = {"auto", "reserve", "optimistic"}; /* by specdec_kv_admission value */
+        for (int32_t i = 0; v && i < 3; i++)
+            if (!strcmp(v, names[i])) return o->admission = i, 0;
+        return 1;
+    }
+    return -1;
+}
+
+void cli_kv_apply(const cli_kv_opts *o, specdec_scheduler_params *sp) {
+    sp->kv_pool_blocks = o->pool_blocks;
+    if (o->block_tokens > 0) sp->kv_block_tokens = o->block_tokens;
+    sp->kv_admission = o->admission;
+}
+
+void cli_kv_usage(FILE *f, int width) {
+    fprintf(f,
+            "  %-*s KV-cache blocks per model (default 0: every slot's full context)\n"
+            "  %-*s tokens per KV-cache block, 1..4096 (default 16)\n"
+            "  %-*s how a request claims the pool: optimistic (its prompt and one round; the\n"
+            "  %-*s newest request is preempted and recomputed when the pool runs short; vLLM's\n"
+            "  %-*s way) or reserve (every block it may ever hold; never preempted); default auto:\n"
+            "  %-*s optimistic where the pool is paged\n",
+            width, "--kv-blocks N", width, "--kv-block-size N", width, "--kv-admission A", width, "", width, "",
+            width, "");
+}
+
 /* batch: takes its own options (-f, --parallel, --jsonl, --no-progress, the prefix cache's,
- * --prefill-chunk) out
+ * --prefill-chunk, the KV pool's) out
  * of argv, then parses the rest as generate's options; -p is refused (the prompts come from the
  * file). */
 cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse_err *err) {
@@ -433,6 +472,13 @@ cli_parse_rc cli_batch_parse(int argc, char **argv, cli_batch_opts *o, cli_parse
         }
         if (i > 0 && (!strcmp(a, "--enable-prefix-caching") || !strcmp(a, "--no-enable-prefix-caching"))) {
             o->prefix_cache = a[2] == 'e' ? SPECDEC_PREFIX_CACHE_ON : SPECDEC_PREFIX_CACHE_OFF;
+            continue;
+        }
+        const int kv = i > 0 ? cli_kv_option(a, i + 1 < argc ? argv[i + 1] : NULL, &o->kv) : -1;
+        if (kv == 1) return cli_err(err, i + 1 < argc ? CLI_ERR_BAD_VALUE : CLI_ERR_NEEDS_VALUE, a,
+                                    i + 1 < argc ? argv[i + 1] : NULL);
+        if (kv == 0) {
+            i++;
             continue;
         }
         if (!is_f && !is_par && !is_chunk) {

@@ -58,7 +58,8 @@ int cli_stats_json(cJSON *obj, const specdec_stats *s) {
         {"prompt_tokens_per_second", s->prompt_tokens_per_second},
         {"n_target_passes", (double)s->n_target_passes}, {"tokens_per_target_pass", s->tokens_per_target_pass},
         {"n_draft", s->n_draft}, {"adaptive_draft", s->adaptive_draft}, {"draft_nodes", s->draft_nodes},
-        {"n_cached_prompt", (double)s->n_cached_prompt}, {"n_forced", (double)s->n_forced}};
+        {"n_cached_prompt", (double)s->n_cached_prompt}, {"n_forced", (double)s->n_forced},
+        {"n_preemptions", (double)s->n_preemptions}};
     for (size_t i = 0; i < sizeof num / sizeof num[0]; i++)
         if (!cJSON_AddNumberToObject(obj, num[i].name, num[i].v)) return -1;
     char seed[32];

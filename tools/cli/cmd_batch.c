@@ -42,7 +42,9 @@ static void batch_usage(FILE *f) {
             "  --no-enable-prefix-caching  every prompt prefills all its tokens\n"
             "  --prefill-chunk N  prompt tokens prefilled between two decode rounds (chunked prefill: a long\n"
             "                   prompt joins over several rounds while the others decode); 0 (default) = no\n"
-            "                   limit\n"
+            "                   limit\n");
+    cli_kv_usage(f, 16);
+    fprintf(f,
             "  --seed S         line i samples with seed S + i (default -1: a random S, printed), so identical\n"
             "                   lines give independent samples; a --jsonl line's own seed replaces S + i\n"
             "The generate options (-n, --temp, --top-k, --top-p, --min-p, --presence-penalty,\n"
@@ -323,6 +325,7 @@ static int batch_run(batch_ctx *c) {
     sp.max_queued = c->n_items > 0 ? c->n_items : 1;
     sp.prefix_cache = o->prefix_cache;
     sp.prefill_chunk = o->prefill_chunk;
+    cli_kv_apply(&o->kv, &sp);
     specdec_status st = specdec_scheduler_create(c->pair.target, c->pair.draft, &o->gen.ep, &sp, &c->s);
     if (st != SPECDEC_OK)
         return fail(st == SPECDEC_ERR_UNSUPPORTED && o->prefix_cache == SPECDEC_PREFIX_CACHE_ON
@@ -374,7 +377,7 @@ static int batch_print_json_line(cJSON *j) {
 /* Totals over the prompts (the count fields of specdec_stats summed). */
 typedef struct batch_sum {
     int32_t failed;
-    int64_t tokens, drafted, accepted, passes, forced;
+    int64_t tokens, drafted, accepted, passes, forced, preemptions;
     int64_t prompt, cached; /* prompt tokens, and of them those whose KV came from the prefix cache */
     double t_load_s;
 } batch_sum;
@@ -389,6 +392,7 @@ static batch_sum batch_totals(const batch_ctx *c) {
         t.accepted += it->stats.n_accepted;
         t.passes += it->stats.n_target_passes;
         t.forced += it->stats.n_forced;
+        t.preemptions += it->stats.n_preemptions;
         t.prompt += it->stats.n_prompt;
         t.cached += it->stats.n_cached_prompt;
         t.failed += it->status != SPECDEC_OK;
@@ -427,6 +431,7 @@ static void batch_print_summary(const batch_ctx *c, int json) {
     cJSON_AddNumberToObject(s, "n_prompt", (double)t.prompt);
     cJSON_AddNumberToObject(s, "n_cached_prompt", (double)t.cached);
     cJSON_AddNumberToObject(s, "n_forced", (double)t.forced);
+    cJSON_AddNumberToObject(s, "n_preemptions", (double)t.preemptions);
     cJSON_AddNumberToObject(s, "t_load_s", t.t_load_s);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)c->seed);

@@ -64,11 +64,14 @@ static void serve_usage(FILE *f) {
             "  --no-enable-prefix-caching  every request prefills its whole prompt\n"
             "  --prefill-chunk N   prompt tokens prefilled between two decode rounds (chunked prefill: a long\n"
             "                      prompt joins over several rounds while the others keep streaming); 0\n"
-            "                      (default) = no limit\n"
+            "                      (default) = no limit\n",
+            SPECDEC_MAX_CPU_THREADS, SPECDEC_MAX_DRAFT);
+    cli_kv_usage(f, 19);
+    fprintf(f,
             "  --grammar-cache N   structured output: compiled grammars kept for requests that repeat a\n"
             "                      constraint (LRU by kind and exact spec), 0..%d (default %d; 0 = none)\n"
             "  --verbose           log requests to stderr\n",
-            SPECDEC_MAX_CPU_THREADS, SPECDEC_MAX_DRAFT, SD_SERVER_GRAMMAR_CACHE_MAX, SD_SERVER_GRAMMAR_CACHE);
+            SD_SERVER_GRAMMAR_CACHE_MAX, SD_SERVER_GRAMMAR_CACHE);
 }
 
 static int serve_long(const char *s, long lo, long hi, long *out) {
@@ -109,6 +112,15 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) bad = serve_long(v, 1, 256, &n), c->parallel = (int)n;
     else if (!strcmp(a, "--queue")) bad = serve_long(v, 1, 1 << 20, &n), c->queue = (int)n;
     else if (!strcmp(a, "--prefill-chunk")) bad = serve_long(v, 0, 1 << 20, &n), c->prefill_chunk = (int32_t)n;
+    else if (!strncmp(a, "--kv-", 5)) {
+        cli_kv_opts kv = {c->kv_pool_blocks, c->kv_block_tokens, c->kv_admission};
+        const int r = cli_kv_option(a, v, &kv);
+        if (r < 0) return fprintf(stderr, "specdec serve: unknown option: %s\n", a), -1;
+        bad = r;
+        c->kv_pool_blocks = kv.pool_blocks;
+        c->kv_block_tokens = kv.block_tokens;
+        c->kv_admission = kv.admission;
+    }
     else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) bad = serve_long(v, 0, 1 << 30, &n), c->n_ctx = (int)n;
     else if (!strcmp(a, "--threads") || !strcmp(a, "-t"))
         bad = serve_long(v, 0, SPECDEC_MAX_CPU_THREADS, &n), c->cpu_threads = (int)n;

@@ -79,6 +79,9 @@ typedef struct sd_server_config {
                                           (the start fails where they cannot), OFF */
     int32_t prefill_chunk;       /* prompt tokens prefilled between two rounds (chunked prefill; the
                                     scheduler's prefill_chunk): 0 (default) = no limit */
+    int32_t kv_pool_blocks;      /* the scheduler's kv_pool_blocks: 0 (default) = every slot's full context */
+    int32_t kv_block_tokens;     /* the scheduler's kv_block_tokens: 0 (default) = its default (16) */
+    int32_t kv_admission;        /* a specdec_kv_admission: AUTO (default), RESERVE, OPTIMISTIC */
     int grammar_cache;           /* compiled structured-output grammars kept for reuse (LRU, keyed by
                                     kind and exact spec; each holds its automaton and up to 16 MiB of
                                     token masks): 0 = none; default SD_SERVER_GRAMMAR_CACHE */

@@ -234,10 +234,13 @@ static void sd_render_vllm(sd_buf *b, sd_server *srv, const sd_server_metrics *m
     static const char *const reasons[SD_FIN_COUNT] = {"stop", "length", "abort", "error"};
     char lb[sizeof srv->model_id * 2 + 32];
     sd_vllm_labels(lb, sizeof lb, srv->model_id);
+    /* as vLLM counts them: a preempted request waits (specdec_kv_admission OPTIMISTIC) */
     sd_metric(b, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.");
-    sd_buf_printf(b, "vllm:num_requests_running{%s} %d\n", lb, (int)s->active);
+    sd_buf_printf(b, "vllm:num_requests_running{%s} %lld\n", lb, (long long)(s->active - s->preempted));
     sd_metric(b, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.");
-    sd_buf_printf(b, "vllm:num_requests_waiting{%s} %d\n", lb, (int)s->queued);
+    sd_buf_printf(b, "vllm:num_requests_waiting{%s} %lld\n", lb, (long long)(s->queued + s->preempted));
+    sd_metric(b, "vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.");
+    sd_buf_printf(b, "vllm:num_preemptions_total{%s} %lld\n", lb, (long long)s->preemptions);
     sd_metric(b, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.");
     sd_buf_printf(b, "vllm:kv_cache_usage_perc{%s} %.6g\n", lb,
                   s->kv_blocks_total ? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0.0);
@@ -281,8 +284,14 @@ static void sd_render_sched(sd_buf *b, const specdec_scheduler_metrics *s) {
                   s->rounds ? (double)s->tokens_generated / (double)s->rounds : 0.0);
     sd_metric(b, "specdec_queue_depth", "gauge", "Requests waiting to start.");
     sd_buf_printf(b, "specdec_queue_depth %d\n", (int)s->queued);
-    sd_metric(b, "specdec_active_requests", "gauge", "Requests being decoded.");
+    sd_metric(b, "specdec_active_requests", "gauge", "Requests being decoded (the preempted ones included).");
     sd_buf_printf(b, "specdec_active_requests %d\n", (int)s->active);
+    sd_metric(b, "specdec_preempted_requests", "gauge",
+              "Of the active requests, those preempted now (their KV given back), waiting to resume.");
+    sd_buf_printf(b, "specdec_preempted_requests %lld\n", (long long)s->preempted);
+    sd_metric(b, "specdec_preemptions_total", "counter",
+              "Requests preempted when the KV pool ran short (--kv-admission optimistic); each resumes by recomputing.");
+    sd_buf_printf(b, "specdec_preemptions_total %lld\n", (long long)s->preemptions);
     sd_metric(b, "specdec_kv_blocks", "gauge", "KV-cache pool blocks per model: the pool, and those holding rows after the last round.");
     sd_buf_printf(b,
                   "specdec_kv_blocks{model=\"target\",state=\"total\"} %d\nspecdec_kv_blocks{model=\"target\","

@@ -58,11 +58,12 @@ static void sd_speculative(sd_buf *b, const sd_server *srv, const sd_gen_result 
                   "\"t_load_s\":%.6g,\"t_first_token_s\":%.6g,\"prompt_tokens_per_second\":%.6g,"
                   "\"n_target_passes\":%lld,\"tokens_per_target_pass\":%.6g,\"seed\":%llu,\"draft_method\":\"%s\","
                   "\"verify\":\"%s\",\"n_draft\":%d,\"adaptive_draft\":%d,\"draft_nodes\":%d,\"n_cached_prompt\":%lld,"
-                  "\"n_forced\":%lld,",
+                  "\"n_forced\":%lld,\"n_preemptions\":%lld,",
                   sd_finite(s->t_load_s), sd_finite(s->t_first_token_s), sd_finite(s->prompt_tokens_per_second),
                   (long long)s->n_target_passes, sd_finite(s->tokens_per_target_pass), (unsigned long long)s->seed,
                   specdec_draft_method_name(s->draft_method), specdec_verify_mode_name(r->verify), (int)s->n_draft,
-                  (int)s->adaptive_draft, (int)s->draft_nodes, (long long)s->n_cached_prompt, (long long)s->n_forced);
+                  (int)s->adaptive_draft, (int)s->draft_nodes, (long long)s->n_cached_prompt, (long long)s->n_forced,
+                  (long long)s->n_preemptions);
     int64_t w[SPECDEC_MAX_DRAFT];
     int nw = 0, depth = 0;
     while (nw < SPECDEC_MAX_DRAFT && s->tree_width[nw]) w[nw] = s->tree_width[nw], nw++;

@@ -1,0 +1,288 @@
+/* test_preemption.c — specdec_kv_admission OPTIMISTIC (runtime/sd_sched_loop.c
+ * sched_make_room): requests claim their prompt and one round of the KV pool, the newest is
+ * preempted when the running ones' growth does not fit, and resumes by recomputing its rows.
+ * On the bundled pair, four long requests in a pool that holds the largest one alone:
+ *   1. greedy chain (draft model), seeded rejection chain (draft model), match-mode n-gram
+ *      chain, greedy tree: with the prefix cache on and off, and with chunked prefill, the four
+ *      start together, preemptions happen, and every output and its round statistics are
+ *      specdec_generate's alone; n_preemptions add up to the metric; the pool is never
+ *      exceeded (sampled from the token callback); nothing is held at the end;
+ *   2. RESERVE on the same pool: no preemption, fewer at once, the same outputs;
+ *   3. the newest request cancelled while requests are preempted: it ends CANCELLED, the
+ *      others complete as the reference, nothing is held or parked at the end;
+ *   4. shutdown while requests are preempted: it returns, every request ends OK or CANCELLED;
+ *   5. create: kv_admission outside the enum is INVALID_ARGUMENT naming it.
+ * Usage: test_preemption TARGET_DIR DRAFT_DIR [N_PREDICT (16..160)] */
+#define _POSIX_C_SOURCE 200809L
+#include "sched_common.h"
+
+#define N_REQ 4
+#define MAX_PREDICT 160
+#define BT 8
+static int32_t N_PREDICT = 96;
+
+typedef struct req {
+    int32_t prompt[64], n_prompt;
+    specdec_generate_params gp;
+    int32_t ref[MAX_PREDICT], n_ref;
+    specdec_stats ref_stats;
+    int32_t out[MAX_PREDICT], n_out;
+    specdec_stats stats;
+    specdec_status outcome;
+    specdec_request_id id;
+} req;
+
+/* What the token callback sees of the scheduler's metrics. */
+typedef struct monitor {
+    specdec_scheduler *s;
+    int32_t max_running, over;
+    int64_t max_preempted;
+} monitor;
+
+static int on_token(void *ud, int32_t tok, const char *piece, size_t len) {
+    (void)tok;
+    (void)piece;
+    (void)len;
+    monitor *m = ud;
+    specdec_scheduler_metrics mt;
+    if (specdec_scheduler_get_metrics(m->s, &mt) != SPECDEC_OK) return 0;
+    if (mt.active - mt.preempted > m->max_running) m->max_running = (int32_t)(mt.active - mt.preempted);
+    if (mt.preempted > m->max_preempted) m->max_preempted = mt.preempted;
+    if (mt.kv_blocks_used > mt.kv_blocks_total || mt.draft_kv_blocks_used > mt.draft_kv_blocks_total) m->over++;
+    return 0;
+}
+
+static int prepare(sc_env *e, req *r) {
+    static const char *const what[N_REQ] = {"greedy chain", "rejection chain", "n-gram match", "greedy tree"};
+    for (int i = 0; i < N_REQ; i++) {
+        r[i].n_prompt = sc_encode(e, SC_PROMPTS[i % SC_N_PROMPTS], r[i].prompt, 64);
+        if (r[i].n_prompt < 1) return 1;
+        specdec_generate_params gp = sc_params(i == 2, 5 + (uint64_t)i, N_PREDICT, 4);
+        gp.ignore_eos = 1;
+        if (i == 1) { /* rejection sampling, fixed seed: the draft model's proposals decide with the uniforms */
+            gp.temperature = 0.9f;
+            gp.verify = SPECDEC_VERIFY_REJECTION;
+            gp.n_draft = 3;
+        } else if (i == 2) {
+            gp.draft_method = SPECDEC_DRAFT_NGRAM;
+            gp.ngram_cost = SPECDEC_NGRAM_COST_FIXED;
+        } else if (i == 3) {
+            const int32_t widths[3] = {2, 2, 2};
+            if (specdec_generate_params_set_tree(&gp, widths, 3) != SPECDEC_OK) return 1;
+        }
+        r[i].gp = gp;
+        r[i].n_ref = sc_reference(e, r[i].prompt, r[i].n_prompt, &gp, r[i].ref, MAX_PREDICT, &r[i].ref_stats);
+        SD_CHECK(r[i].n_ref == N_PREDICT, "%s: reference of %d tokens", what[i], (int)r[i].n_ref);
+        if (r[i].n_ref < 0) return 1;
+    }
+    return 0;
+}
+
+/* The pool: what the largest request (the tree: its nodes on top) may hold alone. */
+static int32_t pool_blocks(const req *r) {
+    int32_t most = 0;
+    for (int i = 0; i < N_REQ; i++) {
+        const int32_t rows = r[i].n_prompt + N_PREDICT + (i == 3 ? SPECDEC_MAX_TREE_NODES : 0);
+        const int32_t b = (rows + BT - 1) / BT;
+        if (b > most) most = b;
+    }
+    return most;
+}
+
+static specdec_scheduler *make(sc_env *e, const req *r, specdec_kv_admission adm, specdec_prefix_cache pc,
+                               int32_t chunk) {
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = N_REQ;
+    sp.kv_block_tokens = BT;
+    sp.kv_pool_blocks = pool_blocks(r);
+    sp.kv_admission = adm;
+    sp.prefix_cache = pc;
+    sp.prefill_chunk = chunk;
+    specdec_scheduler *s = NULL;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_OK, "create: %s", specdec_last_error());
+    return s;
+}
+
+static void submit_all(specdec_scheduler *s, req *r, monitor *mon) {
+    memset(mon, 0, sizeof *mon);
+    mon->s = s;
+    for (int i = 0; i < N_REQ; i++) {
+        specdec_generate_params gp = r[i].gp;
+        gp.callback = on_token;
+        gp.user_data = mon;
+        r[i].id = 0;
+        SD_CHECK(specdec_scheduler_submit(s, r[i].prompt, r[i].n_prompt, &gp, &r[i].id) == SPECDEC_OK, "submit %d: %s",
+                 i, specdec_last_error());
+    }
+}
+
+static void wait_all(specdec_scheduler *s, req *r) {
+    for (int i = 0; i < N_REQ; i++) {
+        r[i].n_out = 0;
+        r[i].outcome = SPECDEC_ERR_INTERNAL;
+        if (!r[i].id) continue;
+        SD_CHECK(specdec_scheduler_wait(s, r[i].id, -1, r[i].out, MAX_PREDICT, &r[i].n_out, &r[i].stats,
+                                        &r[i].outcome) == SPECDEC_OK,
+                 "wait %d: %s", i, specdec_last_error());
+    }
+}
+
+/* Every request's tokens and round statistics are the reference's. */
+static void same_as_reference(const req *r, const char *what) {
+    for (int i = 0; i < N_REQ; i++) {
+        SD_CHECK(r[i].outcome == SPECDEC_OK && r[i].n_out == r[i].n_ref && sc_same(r[i].out, r[i].ref, r[i].n_ref),
+                 "%s, request %d: outcome %s, %d tokens vs %d, identical %d", what, i, specdec_status_string(r[i].outcome),
+                 (int)r[i].n_out, (int)r[i].n_ref, r[i].n_out == r[i].n_ref && sc_same(r[i].out, r[i].ref, r[i].n_ref));
+        SD_CHECK(r[i].stats.n_rounds == r[i].ref_stats.n_rounds && r[i].stats.n_drafted == r[i].ref_stats.n_drafted &&
+                     r[i].stats.n_accepted == r[i].ref_stats.n_accepted,
+                 "%s, request %d: rounds/drafted/accepted %lld/%lld/%lld vs %lld/%lld/%lld", what, i,
+                 (long long)r[i].stats.n_rounds, (long long)r[i].stats.n_drafted, (long long)r[i].stats.n_accepted,
+                 (long long)r[i].ref_stats.n_rounds, (long long)r[i].ref_stats.n_drafted,
+                 (long long)r[i].ref_stats.n_accepted);
+    }
+}
+
+/* At the end: nothing queued, active, preempted or held; the preemptions add up. Returns them. */
+static int64_t check_end(specdec_scheduler *s, const req *r, const char *what) {
+    specdec_scheduler_metrics m;
+    SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK, "metrics");
+    int64_t n = 0;
+    for (int i = 0; i < N_REQ; i++) n += r[i].stats.n_preemptions;
+    SD_CHECK(m.queued == 0 && m.active == 0 && m.preempted == 0 && m.kv_blocks_used == 0 && m.draft_kv_blocks_used == 0,
+             "%s: at the end queued %d active %d preempted %lld used %d/%d", what, (int)m.queued, (int)m.active,
+             (long long)m.preempted, (int)m.kv_blocks_used, (int)m.draft_kv_blocks_used);
+    SD_CHECK(m.preemptions == n, "%s: metric %lld preemptions, the requests' sum %lld", what, (long long)m.preemptions,
+             (long long)n);
+    return n;
+}
+
+static void equal_runs(sc_env *e, req *r) {
+    static const struct {
+        const char *what;
+        specdec_prefix_cache pc;
+        int32_t chunk;
+    } cases[] = {{"optimistic, prefix cache on", SPECDEC_PREFIX_CACHE_ON, 0},
+                 {"optimistic, prefix cache off", SPECDEC_PREFIX_CACHE_OFF, 0},
+                 {"optimistic, chunked prefill 8", SPECDEC_PREFIX_CACHE_AUTO, 8}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        specdec_scheduler *s = make(e, r, SPECDEC_KV_ADMISSION_AUTO, cases[c].pc, cases[c].chunk);
+        if (!s) return;
+        monitor mon;
+        submit_all(s, r, &mon);
+        wait_all(s, r);
+        same_as_reference(r, cases[c].what);
+        const int64_t n = check_end(s, r, cases[c].what);
+        SD_CHECK(n > 0 && mon.max_running == N_REQ && mon.over == 0,
+                 "%s: %lld preemptions (want > 0), %d running at once (want %d), pool exceeded %d times", cases[c].what,
+                 (long long)n, (int)mon.max_running, N_REQ, mon.over);
+        printf("%s: pool %d blocks of %d, %d running at once, %lld preemptions, up to %lld preempted at once\n",
+               cases[c].what, (int)pool_blocks(r), BT, (int)mon.max_running, (long long)n,
+               (long long)mon.max_preempted);
+        specdec_scheduler_free(s);
+    }
+    specdec_scheduler *s = make(e, r, SPECDEC_KV_ADMISSION_RESERVE, SPECDEC_PREFIX_CACHE_AUTO, 0);
+    if (!s) return;
+    monitor mon;
+    submit_all(s, r, &mon);
+    wait_all(s, r);
+    same_as_reference(r, "reserve");
+    SD_CHECK(check_end(s, r, "reserve") == 0 && mon.max_preempted == 0 && mon.max_running < N_REQ && mon.over == 0,
+             "reserve: no preemption, fewer than %d at once (%d), pool exceeded %d times", N_REQ, (int)mon.max_running,
+             mon.over);
+    printf("reserve: %d running at once, no preemption\n", (int)mon.max_running);
+    specdec_scheduler_free(s);
+}
+
+/* Wait (up to 60 s) until a request is preempted; 1 if one was. */
+static int wait_preempted(specdec_scheduler *s) {
+    for (int k = 0; k < 60000; k++) {
+        specdec_scheduler_metrics m;
+        if (specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK && m.preempted > 0) return 1;
+        if (m.active == 0 && m.queued == 0) return 0;
+        sc_sleep_us(1000);
+    }
+    return 0;
+}
+
+static void cancel_parked(sc_env *e, req *r) {
+    specdec_scheduler *s = make(e, r, SPECDEC_KV_ADMISSION_OPTIMISTIC, SPECDEC_PREFIX_CACHE_AUTO, 0);
+    if (!s) return;
+    monitor mon;
+    submit_all(s, r, &mon);
+    const int seen = wait_preempted(s);
+    SD_CHECK(seen, "cancel: no request was preempted");
+    /* the newest is the first one preempted; it may have resumed by now, either way it stops */
+    SD_CHECK(specdec_scheduler_cancel(s, r[N_REQ - 1].id) == SPECDEC_OK, "cancel: %s", specdec_last_error());
+    wait_all(s, r);
+    SD_CHECK(r[N_REQ - 1].outcome == SPECDEC_ERR_CANCELLED && r[N_REQ - 1].n_out < N_PREDICT &&
+                 sc_same(r[N_REQ - 1].out, r[N_REQ - 1].ref, r[N_REQ - 1].n_out),
+             "cancel: the newest request %s with %d tokens (a prefix of the reference's)",
+             specdec_status_string(r[N_REQ - 1].outcome), (int)r[N_REQ - 1].n_out);
+    for (int i = 0; i < N_REQ - 1; i++)
+        SD_CHECK(r[i].outcome == SPECDEC_OK && r[i].n_out == r[i].n_ref && sc_same(r[i].out, r[i].ref, r[i].n_ref),
+                 "cancel: request %d %s, %d tokens, as the reference: %d", i, specdec_status_string(r[i].outcome),
+                 (int)r[i].n_out, r[i].n_out == r[i].n_ref && sc_same(r[i].out, r[i].ref, r[i].n_ref));
+    (void)check_end(s, r, "cancel");
+    specdec_scheduler_metrics m;
+    SD_CHECK(specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK && m.cancelled == 1 && m.finished == N_REQ - 1,
+             "cancel: %lld cancelled, %lld finished", (long long)m.cancelled, (long long)m.finished);
+    printf("cancel while preempted: the newest request cancelled after %d tokens (preempted %lld times)\n",
+           (int)r[N_REQ - 1].n_out, (long long)r[N_REQ - 1].stats.n_preemptions);
+    specdec_scheduler_free(s);
+}
+
+static void shutdown_parked(sc_env *e, req *r) {
+    specdec_scheduler *s = make(e, r, SPECDEC_KV_ADMISSION_OPTIMISTIC, SPECDEC_PREFIX_CACHE_AUTO, 0);
+    if (!s) return;
+    monitor mon;
+    submit_all(s, r, &mon);
+    SD_CHECK(wait_preempted(s), "shutdown: no request was preempted");
+    specdec_scheduler_shutdown(s);
+    wait_all(s, r);
+    int cancelled = 0;
+    for (int i = 0; i < N_REQ; i++) {
+        SD_CHECK(r[i].outcome == SPECDEC_OK || r[i].outcome == SPECDEC_ERR_CANCELLED, "shutdown: request %d %s", i,
+                 specdec_status_string(r[i].outcome));
+        SD_CHECK(sc_same(r[i].out, r[i].ref, r[i].n_out), "shutdown: request %d's %d tokens a prefix of the reference",
+                 i, (int)r[i].n_out);
+        cancelled += r[i].outcome == SPECDEC_ERR_CANCELLED;
+    }
+    SD_CHECK(cancelled > 0, "shutdown: nothing was cancelled");
+    (void)check_end(s, r, "shutdown");
+    printf("shutdown while preempted: %d of %d cancelled\n", cancelled, N_REQ);
+    specdec_scheduler_free(s);
+}
+
+static void bad_create(sc_env *e) {
+    specdec_engine_params ep = sc_engine_params();
+    for (int v = -1; v <= 3; v += 4) {
+        specdec_scheduler_params sp = specdec_scheduler_default_params();
+        sp.kv_admission = v;
+        specdec_scheduler *s = NULL;
+        const specdec_status st = specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s);
+        SD_CHECK(st == SPECDEC_ERR_INVALID_ARGUMENT && !s && strstr(specdec_last_error(), "kv_admission"),
+                 "kv_admission %d: %s (%s)", v, specdec_status_string(st), specdec_last_error());
+        specdec_scheduler_free(s);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s TARGET_DIR DRAFT_DIR [N_PREDICT]\n", argv[0]);
+        return 2;
+    }
+    if (argc > 3) N_PREDICT = atoi(argv[3]);
+    if (N_PREDICT < 16 || N_PREDICT > MAX_PREDICT) N_PREDICT = 96;
+    sc_env e;
+    if (sc_env_load(&e, argv[1], argv[2])) return 1;
+    static req r[N_REQ];
+    if (prepare(&e, r) == 0) {
+        equal_runs(&e, r);
+        cancel_parked(&e, r);
+        shutdown_parked(&e, r);
+        bad_create(&e);
+    }
+    sc_env_free(&e);
+    return sd_test_done();
+}
