@@ -95,6 +95,12 @@ typedef struct sd_cpu_group {
     double *scores;              /* [n_ctx] attention scores of one head */
     double *acc;                 /* [head_dim] attention accumulator */
     int64_t *keys;               /* [n_ctx] physical key rows of one token */
+    /* the pool's workers' own attention scratch (cpu_attend_all): worker w (1..attn_parts-1) has
+     * scores/acc/keys at (w - 1) * n_ctx (acc: * head_dim); attn_parts 1: attention on the caller */
+    int32_t attn_parts;
+    int attn_serial;             /* sd_cpu_group_set_attn_split(0): attention on the caller */
+    double *w_scores, *w_acc;
+    int64_t *w_keys;
     int32_t *tok;                /* [max_batch] token ids of a pass */
     int32_t *tpos;               /* [max_batch] absolute position of each token */
     int64_t *wrow;               /* [max_batch] physical row each token's K/V is written to */
@@ -125,7 +131,7 @@ static void cpu_group_destroy(sd_runner_group *gb) {
     if (!g) return;
     void *bufs[] = {g->k_cache, g->v_cache, g->x,        g->h,        g->q,      g->k,      g->v,
                     g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
-                    g->scores,  g->acc,     g->keys,     g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
+                    g->scores,  g->acc,     g->keys,     g->w_scores, g->w_acc,  g->w_keys, g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
                     g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
                     g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg, g->sinks};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
@@ -148,20 +154,63 @@ static void cpu_destroy(sd_runner *base) {
  * each mapped through the sequence's block table. That virtual key sequence holds
  * positions 0 .. p in order (p = tpos[t]), so layer l's window keeps its tail: the
  * keys of positions >= sd_cfg_first_key(l, p), the same keys in the same order for a
- * chain token and a tree node at the same place of the same path. */
-static void cpu_attend(sd_cpu_group *g, int32_t l, int32_t t, const float *kc, const float *vc) {
-    const sd_config *c = &g->cfg;
+ * chain token and a tree node at the same place of the same path. Writes them to keys;
+ * returns their count. */
+static int32_t cpu_attn_keys(const sd_cpu_group *g, int32_t l, int32_t t, int64_t *keys) {
     const sd_kv_table *tab = g->ttab[t];
     const int32_t bt = g->base.pool.block_tokens, npre = g->kpre[t], next = g->next[t];
-    const int32_t first = sd_cfg_first_key(c, l, g->tpos[t]);
+    const int32_t first = sd_cfg_first_key(&g->cfg, l, g->tpos[t]);
     const int32_t *ext = g->kext + (int64_t)t * SD_RUNNER_TREE_MAX;
     int32_t nk = 0;
-    for (int32_t j = first; j < npre; j++) g->keys[nk++] = sd_kv_row(tab, bt, j);
-    for (int32_t j = first > npre ? first - npre : 0; j < next; j++) g->keys[nk++] = sd_kv_row(tab, bt, ext[j]);
+    for (int32_t j = first; j < npre; j++) keys[nk++] = sd_kv_row(tab, bt, j);
+    for (int32_t j = first > npre ? first - npre : 0; j < next; j++) keys[nk++] = sd_kv_row(tab, bt, ext[j]);
+    return nk;
+}
+
+/* One layer's attention over the n tokens of a pass, as units (token t, head h) = t * n_heads + h;
+ * part `part` of n_parts takes the units u with u % n_parts == part (interleaved: a causal
+ * prefill's long and short rows spread evenly), each head with sd_cpu_attention_heads' exact
+ * arithmetic, so g->att is bitwise that of one thread. */
+typedef struct cpu_attn_job {
+    sd_cpu_group *g;
+    int32_t l, n;
+    const float *kc, *vc;
+} cpu_attn_job;
+
+static void cpu_attn_part(void *arg, int part, int n_parts, float *scratch) {
+    (void)scratch;
+    const cpu_attn_job *j = arg;
+    sd_cpu_group *g = j->g;
+    const sd_config *c = &g->cfg;
+    const int64_t cap = g->base.n_ctx;
+    double *scores = part ? g->w_scores + (part - 1) * cap : g->scores;
+    double *acc = part ? g->w_acc + (int64_t)(part - 1) * c->head_dim : g->acc;
+    int64_t *keys = part ? g->w_keys + (part - 1) * cap : g->keys;
     sd_cpu_attn_opts opt = g->attn;
-    if (g->sinks) opt.sinks = g->sinks + (int64_t)l * c->n_heads;
-    sd_cpu_attention_keys_opt(g->q + (int64_t)t * g->q_dim, kc, vc, g->keys, nk, c->n_heads, c->n_kv_heads,
-                              c->head_dim, &opt, g->scores, g->acc, g->att + (int64_t)t * g->q_dim);
+    if (g->sinks) opt.sinks = g->sinks + (int64_t)j->l * c->n_heads;
+    for (int32_t t = 0; t < j->n; t++) {
+        const int64_t u0 = (int64_t)t * c->n_heads; /* this part's first head of token t */
+        const int32_t h0 = (int32_t)(((part - u0) % n_parts + n_parts) % n_parts);
+        if (h0 >= c->n_heads) continue;
+        const int32_t nk = cpu_attn_keys(g, j->l, t, keys);
+        sd_cpu_attention_heads(g->q + (int64_t)t * g->q_dim, j->kc, j->vc, keys, nk, c->n_heads, c->n_kv_heads,
+                               c->head_dim, &opt, h0, c->n_heads, n_parts, scores, acc, g->att + (int64_t)t * g->q_dim);
+    }
+}
+
+/* Layer l's attention for the pass's n tokens: split over the pool's threads when the work
+ * (key rows x heads x head_dim over the tokens) reaches its threshold, else on the caller. */
+static void cpu_attend_all(sd_cpu_group *g, int32_t l, int32_t n, const float *kc, const float *vc) {
+    cpu_attn_job job = {g, l, n, kc, vc};
+    int parts = g->pool ? sd_cpu_pool_threads(g->pool) : 1;
+    if (g->attn_serial) parts = 1;
+    else if (parts > g->attn_parts) parts = g->attn_parts;
+    if (parts > n * g->cfg.n_heads) parts = n * g->cfg.n_heads;
+    int64_t work = 0;
+    for (int32_t t = 0; t < n && parts > 1; t++) work += (int64_t)g->kpre[t] + g->next[t];
+    work *= (int64_t)g->cfg.n_heads * g->cfg.head_dim;
+    if (parts > 1 && work >= sd_cpu_pool_min_work(g->pool)) sd_cpu_pool_run(g->pool, parts, cpu_attn_part, &job, NULL);
+    else cpu_attn_part(&job, 0, 1, NULL);
 }
 
 /* The attention block of layer l over the n tokens of a pass (x += its output). */
@@ -186,7 +235,7 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
         memcpy(kc + g->wrow[t] * kv_dim, g->k + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
         memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
     }
-    for (int32_t t = 0; t < n; t++) cpu_attend(g, l, t, kc, vc);
+    cpu_attend_all(g, l, n, kc, vc);
     sd_cpu_matmul(g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
     if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->attn_post_norm, off, n, hidden, eps, g->h);
     sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
@@ -637,7 +686,21 @@ void sd_cpu_group_set_threads(sd_runner_group *gb, int32_t n_threads) {
     sd_cpu_group *g = (sd_cpu_group *)gb;
     sd_cpu_pool_destroy(g->pool);
     g->pool = sd_cpu_pool_create(n_threads, g->row_max);
+    /* the workers' attention scratch; without it attention stays on the caller (same results) */
+    sd_free(g->w_scores), sd_free(g->w_acc), sd_free(g->w_keys);
+    g->w_scores = g->w_acc = NULL;
+    g->w_keys = NULL;
+    g->attn_parts = 1;
+    const size_t workers = (size_t)sd_cpu_pool_threads(g->pool) - 1, cap = (size_t)g->base.n_ctx;
+    if (!workers) return;
+    int fail = 0;
+    g->w_scores = alloc_array(workers * cap, sizeof(double), &fail);
+    g->w_acc = alloc_array(workers * (size_t)g->cfg.head_dim, sizeof(double), &fail);
+    g->w_keys = alloc_array(workers * cap, sizeof(int64_t), &fail);
+    if (!fail) g->attn_parts = (int32_t)workers + 1;
 }
+
+void sd_cpu_group_set_attn_split(sd_runner_group *gb, int on) { ((sd_cpu_group *)gb)->attn_serial = !on; }
 
 int32_t sd_cpu_group_threads(const sd_runner_group *gb) { return sd_cpu_pool_threads(((const sd_cpu_group *)gb)->pool); }
 

@@ -33,6 +33,10 @@ void sd_cpu_group_set_threads(sd_runner_group *g, int32_t n_threads);
 int32_t sd_cpu_group_threads(const sd_runner_group *g);
 /* Its pool (NULL: one thread), for tests and benchmarks (sd_cpu_pool_set_min_work, _jobs). */
 struct sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *g);
+/* Whether a pass's attention is split over the pool's threads (1, the default, when the pool has
+ * workers; 0: on the calling thread alone, the benchmark's baseline: bench/cpu/bench_cpu_forward
+ * --ctx). The results are bitwise the same either way. Set it between passes. */
+void sd_cpu_group_set_attn_split(sd_runner_group *g, int on);
 /* The group of a CPU runner (its private one for sd_cpu_runner_create's). */
 sd_runner_group *sd_cpu_runner_group(sd_runner *r);
 

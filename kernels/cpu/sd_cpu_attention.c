@@ -15,12 +15,20 @@ void sd_cpu_attention_keys(const float *q, const float *k_cache, const float *v_
 void sd_cpu_attention_keys_opt(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
                                int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                                const sd_cpu_attn_opts *opt, double *scores, double *acc, float *out) {
+    sd_cpu_attention_heads(q, k_cache, v_cache, keys, n_keys, n_heads, n_kv_heads, head_dim, opt, 0, n_heads, 1, scores,
+                           acc, out);
+}
+
+void sd_cpu_attention_heads(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
+                            int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                            const sd_cpu_attn_opts *opt, int32_t h0, int32_t h1, int32_t h_step, double *scores,
+                            double *acc, float *out) {
     int32_t group = n_heads / n_kv_heads;
     int64_t row = (int64_t)n_kv_heads * head_dim;
     double scale = opt && opt->scale > 0.0 ? opt->scale : 1.0 / sqrt((double)head_dim);
     const double cap = opt ? opt->softcap : 0.0;
     const float *sinks = opt ? opt->sinks : NULL;
-    for (int32_t h = 0; h < n_heads; h++) {
+    for (int32_t h = h0; h < h1; h += h_step) {
         const float *qh = q + (int64_t)h * head_dim;
         int64_t off = (int64_t)(h / group) * head_dim;
         double mx = sinks ? (double)sinks[h] : -INFINITY;

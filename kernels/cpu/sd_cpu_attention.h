@@ -49,4 +49,12 @@ void sd_cpu_attention_keys_opt(const float *q, const float *k_cache, const float
                                int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
                                const sd_cpu_attn_opts *opt, double *scores, double *acc, float *out);
 
+/* Heads h0, h0 + h_step, ... (< h1) of sd_cpu_attention_keys_opt (h_step >= 1), each head with
+ * exactly its arithmetic: the threaded CPU runner hands different heads of one token to different
+ * threads (backends/cpu/sd_cpu_runner.c cpu_attend_all) and the output is bitwise the same. */
+void sd_cpu_attention_heads(const float *q, const float *k_cache, const float *v_cache, const int64_t *keys,
+                            int32_t n_keys, int32_t n_heads, int32_t n_kv_heads, int32_t head_dim,
+                            const sd_cpu_attn_opts *opt, int32_t h0, int32_t h1, int32_t h_step, double *scores,
+                            double *acc, float *out);
+
 #endif

@@ -205,6 +205,18 @@ static void test_norm_act_attention(void) {
         }
     }
     SD_CHECK(worst < 1e-6, "attention error %g", worst);
+    /* the heads split as the threaded runner splits them (every n-th head from each start, with
+     * sinks and a soft-cap): together bitwise the whole call */
+    const float sinks[NH] = {0.5f, -1.0f, 2.0f, 0.0f, -3.0f, 1.0f};
+    const sd_cpu_attn_opts opt = {0.3, 5.0, sinks};
+    float whole[NH * HD], split[NH * HD];
+    sd_cpu_attention_keys_opt(q, kc, vc, NULL, NK, NH, NKV, HD, &opt, sc, acc, whole);
+    for (int step = 1; step <= NH + 1; step++) {
+        memset(split, 0xff, sizeof split);
+        for (int h0 = 0; h0 < step; h0++) sd_cpu_attention_heads(q, kc, vc, NULL, NK, NH, NKV, HD, &opt, h0, NH, step, sc,
+                                                                 acc, split);
+        SD_CHECK(memcmp(whole, split, sizeof whole) == 0, "heads every %d: not bitwise the whole call", step);
+    }
 }
 
 int main(void) {

@@ -20,8 +20,10 @@
  *     once: both bitwise equal to one thread (label tsan: a race between the pools shows).
  *  5. Every model family of tests/models/fixtures (argv[1]: its directory; Gemma 1-3, Mistral,
  *     Phi-3/4, Qwen2/3, Mixtral, Qwen2/3-MoE, rope variants) with 3 threads and the threshold at
- *     0, so every layer of >= 32 rows (attention, MLP, experts, LM head) is split: logits of a
- *     1-token decode and of one prefill bitwise those of one thread, the workers used. */
+ *     0, so every layer of >= 32 rows (attention, MLP, experts, LM head) is split, and so is
+ *     every layer's attention (its (token, head) units interleaved over the threads, sliding
+ *     windows, sinks and soft-caps included): logits of a 1-token decode and of one prefill
+ *     bitwise those of one thread, the workers used. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
