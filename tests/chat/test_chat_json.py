@@ -13,11 +13,15 @@ keyword precedence (chat_template_kwargs update add_generation_prompt/tools/spec
 The text must be byte-identical; where transformers raises, specdec must fail with
 INVALID_ARGUMENT (the template's own message for raise_exception). Also: refusals of bad JSON
 shapes, kwargs specdec refuses, and the plain format. Exit 77 without jinja2/transformers.
+With --specdec: `specdec tokenize -m DIR --chat FILE.json [--text]` on the tool round with tools,
+with and without chat_template_kwargs, for every template: the text is transformers' and the ids
+are the `tokenizers` library's encoding of it without special tokens (where it is installed).
 """
 import argparse
 import copy
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -114,6 +118,7 @@ def main():
     ap.add_argument("--driver", required=True)
     ap.add_argument("--templates", required=True)
     ap.add_argument("--tokenizer", required=True, help="a tokenizer.json to load the templates with")
+    ap.add_argument("--specdec", help="the specdec program: also check `specdec tokenize --chat` with tools")
     args = ap.parse_args()
     os.environ["TZ"] = "UTC"
     with tempfile.TemporaryDirectory() as tmp:  # specdec alone: refusals and the plain format
@@ -129,7 +134,12 @@ def main():
         return 77
     with open(os.path.join(args.templates, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
-    failed = compared = 0
+    failed = compared = cli_runs = 0
+    try:
+        from tokenizers import Tokenizer
+        raw = Tokenizer.from_file(args.tokenizer)
+    except ImportError:
+        raw = None
     with tempfile.TemporaryDirectory() as tmp:
         for m in manifest:
             if m.get("refused"):  # outside the interpreter's subset: test_jinja_templates checks the refusal
@@ -162,6 +172,11 @@ def main():
                             renders.append(rq)
                             labels.append(f"{m['file']} {name} tools={int(tools is not None)} kwargs={kw} agp={int(agp)}")
             got = run_driver(args.driver, {"dir": mdir, "name": None, "renders": renders})["results"]
+            if args.specdec:
+                for rq, label, want in zip(renders, labels, wants):
+                    if label.split()[1] == "openai_tool_round" and "tools" in rq and rq["agp"]:
+                        cli_runs += 1
+                        failed += check_cli(args.specdec, mdir, rq, want, label, raw, tmp)
             for label, want, g in zip(labels, wants, got):
                 compared += 1
                 kind, val = want
@@ -173,8 +188,32 @@ def main():
                     if failed <= 15:
                         print(f"FAIL {label}\n    transformers {kind}: {val!r:.500}\n"
                               f"    specdec      {g['status']}: {g.get('text', g['error'])!r:.500}")
-    print(f"{compared} renders compared with transformers over {len(manifest)} templates; {failed} failures")
+    print(f"{compared} renders compared with transformers over {len(manifest)} templates, {cli_runs} through "
+          f"`specdec tokenize --chat`; {failed} failures")
     return 1 if failed else 0
+
+
+def check_cli(specdec, mdir, rq, want, label, raw, tmp):
+    """`specdec tokenize --chat` with tools (and kwargs) against transformers' render; 1 on failure."""
+    conv = {"messages": rq["messages"], "tools": rq["tools"], "add_generation_prompt": rq["agp"]}
+    if "kwargs" in rq:
+        conv["chat_template_kwargs"] = rq["kwargs"]
+    cfile = os.path.join(tmp, "conv.json")
+    with open(cfile, "w", encoding="utf-8") as f:
+        json.dump(conv, f, ensure_ascii=False)
+    outs = [subprocess.run([specdec, "tokenize", "-m", mdir, "--chat", cfile] + extra, capture_output=True, timeout=60)
+            for extra in (["--text"], [])]
+    kind, val = want
+    if kind != "ok":
+        ok = all(o.returncode == 1 for o in outs)
+    else:
+        ok = outs[0].returncode == 0 and outs[0].stdout.decode("utf-8") == val and outs[1].returncode == 0
+        if ok and raw is not None:
+            ok = [int(i) for i in outs[1].stdout.split()] == raw.encode(val, add_special_tokens=False).ids
+    if not ok:
+        print(f"FAIL specdec tokenize --chat: {label}: exit {[o.returncode for o in outs]}, "
+              f"{outs[0].stdout[:300]!r} {outs[0].stderr[:300]!r}\n    transformers {kind}: {val!r:.300}")
+    return 0 if ok else 1
 
 
 def check_refusals(driver, tokenizer, tmp):

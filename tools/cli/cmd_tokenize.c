@@ -1,9 +1,9 @@
 /* cmd_tokenize.c — `specdec tokenize -m DIR -p TEXT [--pieces] [--no-special]`:
  * prints the ids of TEXT (space-separated), or with --pieces one "id<TAB>piece" line
  * per token, using DIR/tokenizer.json. -f FILE reads the text from a file instead.
- * --chat FILE.json renders a conversation with the model's chat template (as the server's
- * /v1/chat/completions does) and prints its ids, or with --text the rendered prompt itself,
- * byte for byte, so a user can check a template against transformers' apply_chat_template. */
+ * --chat FILE.json renders a conversation (OpenAI-format messages, tools, chat_template_kwargs:
+ * specdec_chat_apply_json) with the model's chat template (as the server's /v1/chat/completions
+ * does) and prints its ids, or with --text the rendered prompt itself, byte for byte, so a user can check a template against transformers' apply_chat_template. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,47 +20,30 @@ static void cli_tok_usage(FILE *f) {
             "  -m, --model DIR   directory with tokenizer.json (or the file itself)\n"
             "  -p, --prompt TEXT text to encode\n"
             "  -f, --file FILE   read the text from FILE (bytes, as is)\n"
-            "  --chat FILE       a conversation (JSON): [{\"role\": ..., \"content\": ...}, ...], or\n"
-            "                    {\"messages\": [...], \"add_generation_prompt\": true, \"template\": NAME}\n"
-            "                    (defaults: true, the model's own template); rendered with the chat\n"
-            "                    template and tokenized as the server does (--no-special is ignored)\n"
+            "  --chat FILE       a conversation (JSON): OpenAI-format messages [{\"role\": ..., \"content\": ...},\n"
+            "                    ...] (tool_calls, tool results, content parts as the server takes them),\n"
+            "                    or {\"messages\": [...], \"tools\": [...], \"chat_template_kwargs\": {...},\n"
+            "                    \"add_generation_prompt\": true, \"template\": NAME} (defaults: no tools,\n"
+            "                    true, the model's own template); rendered with the chat template and\n"
+            "                    tokenized as the server does (--no-special is ignored)\n"
             "  --text            with --chat: print the rendered prompt (exact bytes) instead of ids\n"
             "  --pieces          print one line per token: id, TAB, vocabulary string\n"
             "  --no-special      do not apply the post-processor (no BOS/EOS)\n"
             "  --decode          also print the ids decoded back to text\n");
 }
 
-/* --chat FILE.json: the conversation and how to render it. */
+/* --chat FILE.json: the conversation and how to render it (specdec_chat_apply_json: OpenAI-format
+ * messages as the server takes them, tools and chat_template_kwargs). */
 typedef struct cli_chat {
     cJSON *root;
-    specdec_chat_message *m;
-    int32_t n;
+    char *messages, *tools, *kwargs; /* JSON texts (tools, kwargs: NULL when absent) */
     int agp;
     const char *name; /* NULL: the tokenizer's own template (or plain) */
 } cli_chat;
 
-static int cli_chat_fail(const char *path, const char *what, int i) {
-    if (i >= 0) fprintf(stderr, "specdec tokenize: %s: message %d: %s\n", path, i, what);
-    else fprintf(stderr, "specdec tokenize: %s: %s\n", path, what);
+static int cli_chat_fail(const char *path, const char *what) {
+    fprintf(stderr, "specdec tokenize: %s: %s\n", path, what);
     return 1;
-}
-
-/* Messages of the array msgs; each an object with string "role" and "content" and nothing else. */
-static int cli_chat_messages(const char *path, const cJSON *msgs, cli_chat *c) {
-    if (!cJSON_IsArray(msgs)) return cli_chat_fail(path, "expected a list of messages", -1);
-    c->n = cJSON_GetArraySize(msgs);
-    if (!(c->m = calloc((size_t)(c->n ? c->n : 1), sizeof *c->m))) return cli_chat_fail(path, "out of memory", -1);
-    int32_t i = 0;
-    for (const cJSON *e = msgs->child; e; e = e->next, i++) {
-        const cJSON *r = cJSON_GetObjectItemCaseSensitive(e, "role"), *t = cJSON_GetObjectItemCaseSensitive(e, "content");
-        if (!cJSON_IsString(r) || !cJSON_IsString(t)) return cli_chat_fail(path, "needs a string \"role\" and \"content\"", i);
-        for (const cJSON *k = e->child; k; k = k->next)
-            if (strcmp(k->string, "role") && strcmp(k->string, "content"))
-                return cli_chat_fail(path, "only \"role\" and \"content\" are supported (the C API's messages)", i);
-        c->m[i].role = r->valuestring;
-        c->m[i].content = t->valuestring;
-    }
-    return 0;
 }
 
 static int cli_chat_load(const char *path, cli_chat *c) {
@@ -68,43 +51,58 @@ static int cli_chat_load(const char *path, cli_chat *c) {
     char *text = cli_read_file(path, &len);
     memset(c, 0, sizeof *c);
     c->agp = 1;
-    if (!text) return cli_chat_fail(path, "cannot read", -1);
+    if (!text) return cli_chat_fail(path, "cannot read");
     c->root = cJSON_ParseWithLength(text, len);
     free(text);
-    if (!c->root) return cli_chat_fail(path, "not valid JSON", -1);
-    if (cJSON_IsArray(c->root)) return cli_chat_messages(path, c->root, c);
-    const cJSON *agp = cJSON_GetObjectItemCaseSensitive(c->root, "add_generation_prompt"),
-                *name = cJSON_GetObjectItemCaseSensitive(c->root, "template");
-    if (agp && !cJSON_IsBool(agp)) return cli_chat_fail(path, "add_generation_prompt must be true or false", -1);
-    if (name && !cJSON_IsString(name)) return cli_chat_fail(path, "template must be a name", -1);
-    c->agp = !agp || cJSON_IsTrue(agp);
-    c->name = name ? name->valuestring : NULL;
-    return cli_chat_messages(path, cJSON_GetObjectItemCaseSensitive(c->root, "messages"), c);
+    if (!c->root) return cli_chat_fail(path, "not valid JSON");
+    const cJSON *msgs = c->root, *tools = NULL, *kw = NULL;
+    if (!cJSON_IsArray(c->root)) {
+        const cJSON *agp = cJSON_GetObjectItemCaseSensitive(c->root, "add_generation_prompt"),
+                    *name = cJSON_GetObjectItemCaseSensitive(c->root, "template");
+        msgs = cJSON_GetObjectItemCaseSensitive(c->root, "messages");
+        tools = cJSON_GetObjectItemCaseSensitive(c->root, "tools");
+        kw = cJSON_GetObjectItemCaseSensitive(c->root, "chat_template_kwargs");
+        if (agp && !cJSON_IsBool(agp)) return cli_chat_fail(path, "add_generation_prompt must be true or false");
+        if (name && !cJSON_IsString(name)) return cli_chat_fail(path, "template must be a name");
+        if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools)) return cli_chat_fail(path, "tools must be a list");
+        if (kw && !cJSON_IsObject(kw)) return cli_chat_fail(path, "chat_template_kwargs must be an object");
+        c->agp = !agp || cJSON_IsTrue(agp);
+        c->name = name ? name->valuestring : NULL;
+    }
+    if (!cJSON_IsArray(msgs)) return cli_chat_fail(path, "expected a list of messages");
+    c->messages = cJSON_PrintUnformatted(msgs);
+    if (tools && !cJSON_IsNull(tools)) c->tools = cJSON_PrintUnformatted(tools);
+    if (kw) c->kwargs = cJSON_PrintUnformatted(kw);
+    if (!c->messages || (tools && !cJSON_IsNull(tools) && !c->tools) || (kw && !c->kwargs))
+        return cli_chat_fail(path, "out of memory");
+    return 0;
 }
 
 static void cli_chat_free(cli_chat *c) {
-    free(c->m);
+    cJSON_free(c->messages);
+    cJSON_free(c->tools);
+    cJSON_free(c->kwargs);
     cJSON_Delete(c->root);
 }
 
-/* The rendered text to stdout (--text), or the ids in *ids / *n. */
+static specdec_status cli_tok_ids(const specdec_tokenizer *tok, const char *text, size_t len, int special, int32_t **ids,
+                                  int32_t *n);
+
+/* The rendered text to stdout (--text), or its ids (tokenized with the template's add_special, as
+ * the server does) in *ids / *n. */
 static specdec_status cli_chat_run(const specdec_tokenizer *tok, const cli_chat *c, int text_out, int32_t **ids,
                                    int32_t *n) {
     size_t len = 0;
-    specdec_status st;
-    if (text_out) {
-        st = specdec_chat_apply(tok, c->name, c->m, c->n, c->agp, NULL, 0, &len);
-        if (st != SPECDEC_ERR_BUFFER_TOO_SMALL) return st ? st : SPECDEC_ERR_INTERNAL;
-        char *text = malloc(len + 1);
-        if (!text) return SPECDEC_ERR_OUT_OF_MEMORY;
-        if (!(st = specdec_chat_apply(tok, c->name, c->m, c->n, c->agp, text, len + 1, &len))) fwrite(text, 1, len, stdout);
-        free(text);
-        return st;
-    }
-    st = specdec_chat_tokenize(tok, c->name, c->m, c->n, c->agp, NULL, 0, n);
-    if (st && st != SPECDEC_ERR_BUFFER_TOO_SMALL) return st;
-    if (!(*ids = malloc(((size_t)*n + 1) * sizeof **ids))) return SPECDEC_ERR_OUT_OF_MEMORY;
-    return specdec_chat_tokenize(tok, c->name, c->m, c->n, c->agp, *ids, *n, n);
+    specdec_status st = specdec_chat_apply_json(tok, c->name, c->messages, c->tools, c->kwargs, c->agp, NULL, 0, &len);
+    if (st != SPECDEC_ERR_BUFFER_TOO_SMALL) return st ? st : SPECDEC_ERR_INTERNAL;
+    char *text = malloc(len + 1);
+    if (!text) return SPECDEC_ERR_OUT_OF_MEMORY;
+    st = specdec_chat_apply_json(tok, c->name, c->messages, c->tools, c->kwargs, c->agp, text, len + 1, &len);
+    int special = 0;
+    if (!st && text_out) fwrite(text, 1, len, stdout);
+    else if (!st && !(st = specdec_chat_add_special(tok, c->name, &special))) st = cli_tok_ids(tok, text, len, special, ids, n);
+    free(text);
+    return st;
 }
 
 /* The ids of text[0..len) (special: the post-processor's tokens). */
