@@ -513,7 +513,12 @@ typedef struct specdec_generate_params {
      * (vLLM v1's order); a draft model's chain drafts are masked alike. Zero-initialised = off. */
     int32_t n_allowed_token_ids;   /* 0 (off) or 1..SPECDEC_MAX_ALLOWED_TOKEN_IDS entries */
     int32_t n_bad_words;           /* 0 (off) or 1..SPECDEC_MAX_BAD_WORDS token sequences */
-    int32_t reserved_i[6];         /* must be zero */
+    int32_t reserved_i[5];         /* must be zero */
+    /* since 0.5.4 (was reserved_i[5]; zero-initialised = 0): a scheduler request's priority under
+     * specdec_scheduling_policy PRIORITY (vLLM's): lower values are admitted, resumed and kept
+     * first (ties: the older request); any other value than 0 is INVALID_ARGUMENT at submit under
+     * FCFS. specdec_generate ignores it. */
+    int32_t priority;
     const int32_t *allowed_token_ids; /* borrowed; every id not listed gets -inf (the EOS ids too
                                       unless listed, as in vLLM); ids in [0, vocabulary) */
     const int32_t *bad_words_ids;  /* borrowed; sequence i is bad_words_ids[bad_words_offsets[i] ..
@@ -726,6 +731,19 @@ typedef enum specdec_kv_admission {
                                             fails with UNSUPPORTED without runner groups */
 } specdec_kv_admission;
 
+/* The order a scheduler serves requests in (since 0.5.4; vLLM's --scheduling-policy). Stable
+ * numbers. */
+typedef enum specdec_scheduling_policy {
+    SPECDEC_SCHEDULING_FCFS = 0,     /* default: first come, first served (a request's priority must
+                                        be 0) */
+    SPECDEC_SCHEDULING_PRIORITY = 1  /* by specdec_generate_params.priority, lower first, then by
+                                        arrival: the queue is kept in that order; a preempted request
+                                        resumes before any queued one of a later (priority, arrival);
+                                        the running request of the latest is preempted first
+                                        (OPTIMISTIC admission), also to make room for a queued request
+                                        of an earlier (priority, arrival) that does not fit */
+} specdec_scheduling_policy;
+
 typedef struct specdec_scheduler_params {
     int32_t max_active;      /* most sequences decoded at once (in one round), 1..256; default 8 */
     int32_t max_queued;      /* most requests waiting to start, 1..1048576; a submit beyond it gets
@@ -750,7 +768,10 @@ typedef struct specdec_scheduler_params {
     /* since 0.5.4 (was reserved_i[0]; zero-initialised = AUTO): what admission claims of
      * the KV pool, a specdec_kv_admission (above) */
     int32_t kv_admission;
-    int32_t reserved_i[5];
+    /* since 0.5.4 (was reserved_i[1]; zero-initialised = FCFS): the order requests are served
+     * in, a specdec_scheduling_policy (above) */
+    int32_t scheduling_policy;
+    int32_t reserved_i[4];
     uint64_t reserved[8];
 } specdec_scheduler_params;
 

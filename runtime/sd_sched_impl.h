@@ -39,7 +39,9 @@
  * queued request joins, by a prefill over the sequence so far (sd_driver_resume_step: a
  * first begin step on tokens[0..length), which leaves its statistics alone). A lone running
  * request always fits (its demand is within its reservation, which fits the pool), so the
- * loop never stalls.
+ * loop never stalls. Order (specdec_scheduling_policy): every "oldest" / "newest" here is by
+ * sd_req_before — arrival under FCFS, (priority, arrival) under PRIORITY, where a queued request
+ * that waits for room also has the running ones served after it preempted, latest first.
  *
  * Locking: `mu` guards the queue, the id table, request states, the reservation count
  * and the metrics. A running request's other fields are written only by the loop
@@ -128,6 +130,11 @@ struct specdec_scheduler {
     int32_t pool_blocks;          /* KV blocks per model the admission control hands out */
     int32_t reserved;             /* blocks reserved by running requests (per model) */
     int optimistic;               /* specdec_kv_admission OPTIMISTIC in effect (runner groups) */
+    const sd_req *blocked;        /* loop thread: the queue head the last admission left waiting for room
+                                     (NULL: none), as blocked_copy: a copy taken under the lock, since a
+                                     queued request may be cancelled and collected once it is released
+                                     (sched_make_room reads its id, priority and claim only) */
+    sd_req blocked_copy;
     int64_t preemptions;          /* preemptions so far (loop thread; copied into m under the lock) */
     pthread_t thread;
     int started;
@@ -141,6 +148,12 @@ struct specdec_scheduler {
     int64_t draft_rounds;                          /* specdec_scheduler_get_acceptance */
     int64_t accepted_at[SPECDEC_MAX_DRAFT];
 };
+
+/* Whether request a is served before b: FCFS by id (arrival); PRIORITY by (priority, id) (the
+ * priority of FCFS requests is 0). */
+static inline int sd_req_before(const sd_req *a, const sd_req *b) {
+    return a->gp.priority != b->gp.priority ? a->gp.priority < b->gp.priority : a->id < b->id;
+}
 
 /* The target's group has a prefix cache (specdec_prefix_cache): requests take cached prompt
  * rows and leave theirs (docs/BATCHING.md "Prefix cache"). */

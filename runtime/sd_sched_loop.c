@@ -81,21 +81,29 @@ static int sched_fits(const specdec_scheduler *s, const sd_sched_seq *extra, con
     return 1;
 }
 
-static int any_parked(const specdec_scheduler *s) {
+/* Whether a preempted request waits that is served before r (sd_req_before). */
+static int parked_before(const specdec_scheduler *s, const sd_req *r) {
     for (int32_t i = 0; i < s->p.max_active; i++)
-        if (s->seqs[i].req && s->seqs[i].parked) return 1;
+        if (s->seqs[i].req && s->seqs[i].parked && !s->seqs[i].finished && sd_req_before(s->seqs[i].req, r)) return 1;
     return 0;
 }
 
-/* Move queued requests (oldest first) into free slots while their reservations fit (OPTIMISTIC:
- * their claims, and only once no preempted request waits to resume: they are older). */
+/* Move queued requests (in queue order: FCFS, or by priority) into free slots while their
+ * reservations fit (OPTIMISTIC: their claims, and only once no preempted request served before
+ * them waits to resume). A head left waiting for room is s->blocked (sched_make_room). */
 static void sched_admit(specdec_scheduler *s) {
+    s->blocked = NULL;
     while (s->q_head && !s->stopping && !s->dead) {
         sd_sched_seq *q = free_slot(s);
         sd_req *r = s->q_head;
-        if (!q) return;
-        if (s->optimistic ? any_parked(s) || !sched_fits(s, NULL, r) : !admit_fits(s, r->need_blocks))
-            return; /* the head waits: FIFO */
+        if (s->optimistic && parked_before(s, r)) return; /* they resume first */
+        if (!q || (s->optimistic ? !sched_fits(s, NULL, r) : !admit_fits(s, r->need_blocks))) {
+            if (q) { /* waiting for room (not for a slot) */
+                s->blocked_copy = *r;
+                s->blocked = &s->blocked_copy;
+            }
+            return;                    /* the head waits: queue order */
+        }
         sd_queue_remove(s, r);
         r->state = SD_REQ_RUNNING;
         s->reserved += r->need_blocks;
@@ -293,9 +301,21 @@ static void seq_preempt(specdec_scheduler *s, sd_sched_seq *q) {
     s->preemptions++;
 }
 
+/* The running (not parked) slot served last (sd_req_before), NULL when none. */
+static sd_sched_seq *last_running(specdec_scheduler *s) {
+    sd_sched_seq *victim = NULL;
+    for (int32_t i = 0; i < s->p.max_active; i++) {
+        sd_sched_seq *q = &s->seqs[i];
+        if (q->req && !q->finished && !q->parked && (!victim || sd_req_before(victim->req, q->req))) victim = q;
+    }
+    return victim;
+}
+
 /* OPTIMISTIC, before a round: parked requests whose client left end now; while the running
- * slots' demand does not fit, the newest running request is preempted (never the last one:
- * alone it fits); then parked ones resume, oldest first, while they fit. */
+ * slots' demand does not fit, the running request served last is preempted (never the last one:
+ * alone it fits); under PRIORITY, while the queue head waits for room and a running request is
+ * served after it, that one is preempted too (the head joins at the next admission); then parked
+ * ones resume, first served first, while they fit and are served before the queue head. */
 static void sched_make_room(specdec_scheduler *s) {
     int32_t running = 0;
     for (int32_t i = 0; i < s->p.max_active; i++) {
@@ -317,22 +337,26 @@ static void sched_make_room(specdec_scheduler *s) {
         running += !q->parked;
     }
     while (running > 1 && !sched_fits(s, NULL, NULL)) {
-        sd_sched_seq *victim = NULL;
-        for (int32_t i = 0; i < s->p.max_active; i++) {
-            sd_sched_seq *q = &s->seqs[i];
-            if (q->req && !q->finished && !q->parked && (!victim || q->req->id > victim->req->id)) victim = q;
-        }
-        seq_preempt(s, victim);
+        seq_preempt(s, last_running(s));
         running--;
     }
+    const sd_req *head = s->blocked;
+    if (head && s->p.scheduling_policy == SPECDEC_SCHEDULING_PRIORITY) {
+        sd_sched_seq *victim;
+        while (running > 0 && !sched_fits(s, NULL, head) && (victim = last_running(s)) && sd_req_before(head, victim->req)) {
+            seq_preempt(s, victim);
+            running--;
+        }
+        if (sched_fits(s, NULL, head)) return; /* room made: it joins before anything resumes */
+    }
     for (;;) {
-        sd_sched_seq *oldest = NULL;
+        sd_sched_seq *first = NULL;
         for (int32_t i = 0; i < s->p.max_active; i++) {
             sd_sched_seq *q = &s->seqs[i];
-            if (q->req && !q->finished && q->parked && (!oldest || q->req->id < oldest->req->id)) oldest = q;
+            if (q->req && !q->finished && q->parked && (!first || sd_req_before(q->req, first->req))) first = q;
         }
-        if (!oldest || (running > 0 && !sched_fits(s, oldest, NULL))) return;
-        oldest->parked = 0;
+        if (!first || (head && sd_req_before(head, first->req)) || (running > 0 && !sched_fits(s, first, NULL))) return;
+        first->parked = 0;
         running++;
     }
 }

@@ -46,12 +46,18 @@ static void sd_sched_unlink_id(specdec_scheduler *s, sd_req *r) {
     if (*pp == r) *pp = r->hnext;
 }
 
+/* FCFS: at the tail. PRIORITY: before the first queued request of a later (priority, id) (its id
+ * is the newest, so after every one of its priority): the queue stays in sd_req_before order. */
 static void sd_queue_push(specdec_scheduler *s, sd_req *r) {
-    r->qnext = NULL;
-    r->qprev = s->q_tail;
-    if (s->q_tail) s->q_tail->qnext = r;
+    sd_req *next = NULL;
+    if (s->p.scheduling_policy == SPECDEC_SCHEDULING_PRIORITY)
+        for (next = s->q_head; next && !sd_req_before(r, next);) next = next->qnext;
+    r->qnext = next;
+    r->qprev = next ? next->qprev : s->q_tail;
+    if (r->qprev) r->qprev->qnext = r;
     else s->q_head = r;
-    s->q_tail = r;
+    if (next) next->qprev = r;
+    else s->q_tail = r;
     s->m.queued++;
 }
 
@@ -218,6 +224,10 @@ static specdec_status sd_sched_check_request(const specdec_scheduler *s, const i
     specdec_status st = sd_gen_check_prompt(&s->env, prompt, n_prompt, fn, NULL);
     if (st == SPECDEC_OK) st = sd_gen_check_params(&s->env, p, fn, NULL);
     if (st != SPECDEC_OK) return st;
+    if (p->priority != 0 && s->p.scheduling_policy != SPECDEC_SCHEDULING_PRIORITY)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "%s: priority %d needs a scheduler created with scheduling_policy PRIORITY (this one serves "
+                       "first come, first served)", fn, (int)p->priority);
     const int32_t blocks = sd_sched_need_blocks(s, n_prompt, p);
     if (blocks > s->pool_blocks)
         return sd_fail(NULL, SPECDEC_ERR_CONTEXT_FULL,
@@ -244,6 +254,10 @@ static specdec_status sd_sched_check_create(const specdec_scheduler_params *p) {
     if (p->prefix_cache < SPECDEC_PREFIX_CACHE_AUTO || p->prefix_cache > SPECDEC_PREFIX_CACHE_ON)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: prefix_cache %d is not a specdec_prefix_cache (0..2)", fn,
                        (int)p->prefix_cache);
+    if (p->scheduling_policy != SPECDEC_SCHEDULING_FCFS && p->scheduling_policy != SPECDEC_SCHEDULING_PRIORITY)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "%s: scheduling_policy %d is not a specdec_scheduling_policy (0..1)", fn,
+                       (int)p->scheduling_policy);
     if (p->kv_admission < SPECDEC_KV_ADMISSION_AUTO || p->kv_admission > SPECDEC_KV_ADMISSION_OPTIMISTIC)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: kv_admission %d is not a specdec_kv_admission (0..2)",
                        fn, (int)p->kv_admission);

@@ -195,7 +195,8 @@ class LLM:
     round; the newest request is preempted and recomputed when the pool runs short: vLLM's way) or
     "reserve" (every block it may ever hold); None = the library's default (optimistic where the pool is
     paged). RequestOutput.metrics["n_preemptions"] counts a request's preemptions; the outputs are the
-    same either way.
+    same either way. scheduling_policy (vLLM's; libspecdec 0.5.4): "fcfs" (first come, first served) or
+    "priority": generate(..., priority=[...]) then orders the queue (lower first) and who is preempted.
     """
 
     def __init__(self, model: Optional[str] = None, draft: Optional[str] = None,
@@ -203,7 +204,7 @@ class LLM:
                  max_num_seqs: int = 8, seed: Optional[int] = None, enable_prefix_caching: Optional[bool] = None,
                  prefill_chunk: int = 0, cpu_threads: Optional[int] = None,
                  num_gpu_blocks_override: Optional[int] = None, block_size: Optional[int] = None,
-                 kv_admission: Optional[str] = None):
+                 kv_admission: Optional[str] = None, scheduling_policy: str = "fcfs"):
         b = self._b = binding()
         self._sched = None
         self._models = []
@@ -236,6 +237,13 @@ class LLM:
                                        "specdec_scheduler_params.prefill_chunk (since 0.4.1)")
             sp.prefill_chunk = _c_int(prefill_chunk, "prefill_chunk")
         self._set_kv(sp, num_gpu_blocks_override, block_size, kv_admission)
+        if scheduling_policy not in ("fcfs", "priority"):
+            raise InvalidArgumentError(f"LLM(scheduling_policy={scheduling_policy!r}): \"fcfs\" or \"priority\"")
+        if scheduling_policy == "priority":
+            if not b.has_field("specdec_scheduler_params", "scheduling_policy"):
+                raise UnsupportedError(f"LLM(scheduling_policy='priority'): this libspecdec ({b.version}) has no "
+                                       "specdec_scheduler_params.scheduling_policy (since 0.5.4)")
+            sp.scheduling_policy = b.enum_value("specdec_scheduling_policy", "SPECDEC_SCHEDULING_PRIORITY")
         try:
             self.model = target_dir
             self.draft = draft_dir
@@ -260,6 +268,7 @@ class LLM:
         self.num_gpu_blocks_override = num_gpu_blocks_override
         self.block_size = block_size
         self.kv_admission = kv_admission
+        self.scheduling_policy = scheduling_policy
         self.backend = self._backend_used(ep.backend)
         self._template = self._template_params()
 
@@ -525,11 +534,26 @@ class LLM:
                 raise InvalidArgumentError(f"prompts[{i}] is a {type(p).__name__}: a str or a list of token ids")
         return out
 
-    def _requests(self, index, prompt, ids, params, salt: int = 0) -> list:
+    def _requests(self, index, prompt, ids, params, salt: int = 0, priority: int = 0) -> list:
         """The params.n requests of one prompt: one seed, sequence_id = the sample's index."""
         first = self._request(index, prompt, ids, params, salt=salt)
-        return [first] + [self._request(index, prompt, ids, params, sample=j, seed=first.gp.seed, salt=salt)
+        reqs = [first] + [self._request(index, prompt, ids, params, sample=j, seed=first.gp.seed, salt=salt)
                           for j in range(1, params.n)]
+        if priority:
+            for r in reqs:
+                r.gp.priority = priority
+        return reqs
+
+    def _priorities(self, priority, n: int) -> list:
+        """generate(priority=): None (all 0) or one int per prompt, 0 unless scheduling_policy='priority'."""
+        if priority is None:
+            return [0] * n
+        if isinstance(priority, (str, bytes)) or not isinstance(priority, Sequence) or len(priority) != n or any(
+                isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31 for v in priority):
+            raise InvalidArgumentError(f"priority must be a list of {n} ints (one per prompt) or None")
+        if any(priority) and self.scheduling_policy != "priority":
+            raise InvalidArgumentError("priority other than 0 needs LLM(scheduling_policy='priority')")
+        return list(priority)
 
     def _request(self, index, prompt, ids, params, callback=None, sample: int = 0, seed=None,
                  salt: int = 0) -> _Request:
@@ -864,15 +888,17 @@ class LLM:
         raise InvalidArgumentError("sampling_params must be a SamplingParams, a list of them, or None")
 
     # ---- public API -----------------------------------------------------------------------------
-    def generate(self, prompts, sampling_params=None, use_tqdm: bool = True) -> list:
+    def generate(self, prompts, sampling_params=None, use_tqdm: bool = True, priority=None) -> list:
         """Generate for one prompt or many (str, token-id list, or a list of those), all through the
-        scheduler at once; returns one RequestOutput per prompt, in order. Ctrl-C cancels every
+        scheduler at once; returns one RequestOutput per prompt, in order. priority (vLLM's): one int per
+        prompt, lower served first, with LLM(scheduling_policy="priority"). Ctrl-C cancels every
         request of the call and re-raises KeyboardInterrupt."""
         with self._using():
             items = self._prompts(prompts)
             params = self._params_list(sampling_params, len(items))
+            prios = self._priorities(priority, len(items))
             reqs = [r for i, ((p, ids, salt), sp) in enumerate(zip(items, params))
-                    for r in self._requests(i, p, ids, sp, salt)]
+                    for r in self._requests(i, p, ids, sp, salt, prios[i])]
             return _by_prompt(self._run(reqs, use_tqdm), reqs)
 
     def _run(self, reqs, use_tqdm) -> list:

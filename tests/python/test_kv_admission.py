@@ -51,3 +51,25 @@ def test_pool_too_small_for_a_request():
     with specdec.LLM(backend="cpu", max_num_seqs=1, num_gpu_blocks_override=2, block_size=8) as m:
         with pytest.raises(specdec.ContextFullError, match="KV blocks"):
             m.generate(["And God said"], GREEDY)
+
+
+@pytest.mark.quick
+def test_priority_reaches_the_scheduler():
+    """LLM(scheduling_policy="priority", max_num_seqs=1): generate(..., priority=[5, 1, 3, 1]) reaches the
+    scheduler (the order it serves them in is checked by the C test scheduler_preemption and the
+    server's test_priority_scheduling) and gives the fcfs run's outputs. Priorities other than 0
+    without the policy, a wrong count or non-ints raise InvalidArgumentError; a bad policy name too."""
+    prompts = ["And God said", "In the beginning", "Blessed are the", "The LORD is my"]
+    params = specdec.SamplingParams(temperature=0, max_tokens=4)
+    with specdec.LLM(backend="cpu", max_num_seqs=1) as m:
+        ref = [o.outputs[0].token_ids for o in m.generate(prompts, params)]
+        with pytest.raises(specdec.InvalidArgumentError, match="scheduling_policy"):
+            m.generate(prompts, params, priority=[0, 1, 0, 0])
+    with specdec.LLM(backend="cpu", max_num_seqs=1, scheduling_policy="priority") as m:
+        outs = m.generate(prompts, params, priority=[5, 1, 3, 1])
+        assert [o.outputs[0].token_ids for o in outs] == ref
+        for bad in ([1, 2], ["a", 1, 1, 1], [True, 0, 0, 0], 3):
+            with pytest.raises(specdec.InvalidArgumentError, match="priority"):
+                m.generate(prompts, params, priority=bad)
+    with pytest.raises(specdec.InvalidArgumentError, match="scheduling_policy"):
+        specdec.LLM(backend="cpu", max_num_seqs=1, scheduling_policy="lottery")

@@ -15,7 +15,12 @@
  *   6. the state a resume must keep besides the tokens: a JSON-schema grammar (its cursor), a
  *      presence penalty and repetition penalty (the output's history), top-2 logprobs (every
  *      record bitwise), a stop string (the text window) and min_tokens: four such requests
- *      preempted and resumed give specdec_generate's tokens, records and stop reasons.
+ *      preempted and resumed give specdec_generate's tokens, records and stop reasons;
+ *   7. scheduling_policy PRIORITY: one slot, a running request and four queued ones of priorities
+ *      5, 1, 3, 1 start in the order 1, 1 (by arrival), 3, 5; under FCFS a priority other than 0
+ *      is INVALID_ARGUMENT naming it, as is a policy outside the enum; in the tight pool, a
+ *      priority-0 request submitted while three of priority 5 fill it is never preempted (they
+ *      are, for it and for each other) and every output is still the reference's.
  * Usage: test_preemption TARGET_DIR DRAFT_DIR [N_PREDICT (16..160)] */
 #define _POSIX_C_SOURCE 200809L
 #include "sched_common.h"
@@ -352,6 +357,130 @@ static void feature_mix(sc_env *e) {
     specdec_grammar_free(gr);
 }
 
+/* ---- 7. priority ---- */
+typedef struct order_rec {
+    int first[8];   /* request index by the order of its first token */
+    int n_first;
+    int seen[8];
+} order_rec;
+
+typedef struct order_ud {
+    order_rec *rec;
+    int idx;
+} order_ud;
+
+static int on_first(void *ud, int32_t tok, const char *piece, size_t len) {
+    (void)tok, (void)piece, (void)len;
+    order_ud *u = ud;
+    if (!u->rec->seen[u->idx]) {
+        u->rec->seen[u->idx] = 1;
+        u->rec->first[u->rec->n_first++] = u->idx;
+    }
+    return 0;
+}
+
+static void priority_order(sc_env *e) {
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = 1;
+    sp.scheduling_policy = SPECDEC_SCHEDULING_PRIORITY;
+    specdec_scheduler *s = NULL;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_OK, "priority create: %s",
+             specdec_last_error());
+    if (!s) return;
+    static order_rec rec;
+    memset(&rec, 0, sizeof rec);
+    order_ud ud[5];
+    static const int32_t prio[5] = {0, 5, 1, 3, 1};
+    specdec_request_id id[5] = {0};
+    int32_t prompt[64];
+    const int32_t n = sc_encode(e, SC_PROMPTS[0], prompt, 64);
+    for (int i = 0; i < 5; i++) {
+        specdec_generate_params gp = sc_params(0, 1, i == 0 ? N_PREDICT : 4, 3);
+        gp.ignore_eos = 1;
+        gp.priority = prio[i];
+        ud[i] = (order_ud){&rec, i};
+        gp.callback = on_first;
+        gp.user_data = &ud[i];
+        SD_CHECK(specdec_scheduler_submit(s, prompt, n, &gp, &id[i]) == SPECDEC_OK, "priority submit %d: %s", i,
+                 specdec_last_error());
+        if (i == 0) /* the first one runs before the others queue */
+            for (int k = 0; k < 60000; k++) {
+                specdec_scheduler_metrics m;
+                if (specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK && m.active == 1 && m.queued == 0) break;
+                sc_sleep_us(1000);
+            }
+    }
+    for (int i = 0; i < 5; i++) {
+        int32_t out[MAX_PREDICT], n_out = 0;
+        specdec_status oc = SPECDEC_OK;
+        SD_CHECK(id[i] && specdec_scheduler_wait(s, id[i], -1, out, MAX_PREDICT, &n_out, NULL, &oc) == SPECDEC_OK &&
+                     oc == SPECDEC_OK,
+                 "priority wait %d", i);
+    }
+    static const int want[5] = {0, 2, 4, 3, 1};
+    SD_CHECK(rec.n_first == 5 && memcmp(rec.first, want, sizeof want) == 0,
+             "priority: started in the order %d %d %d %d %d (want 0 2 4 3 1)", rec.first[0], rec.first[1], rec.first[2],
+             rec.first[3], rec.first[4]);
+    specdec_scheduler_free(s);
+    /* FCFS refuses priorities; a policy outside the enum is refused at create */
+    sp.scheduling_policy = SPECDEC_SCHEDULING_FCFS;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_OK, "fcfs create");
+    specdec_generate_params gp = sc_params(0, 1, 4, 3);
+    gp.priority = -2;
+    specdec_request_id rid = 0;
+    SD_CHECK(s && specdec_scheduler_submit(s, prompt, n, &gp, &rid) == SPECDEC_ERR_INVALID_ARGUMENT && rid == 0 &&
+                 strstr(specdec_last_error(), "priority"),
+             "FCFS with priority -2: %s", specdec_last_error());
+    specdec_scheduler_free(s);
+    s = NULL;
+    sp.scheduling_policy = 2;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_ERR_INVALID_ARGUMENT && !s &&
+                 strstr(specdec_last_error(), "scheduling_policy"),
+             "scheduling_policy 2: %s", specdec_last_error());
+    printf("priority: started in the order 0 2 4 3 1 (priorities 0, then 1 1 3 5); FCFS refuses a priority\n");
+}
+
+static void priority_preemption(sc_env *e, req *r) {
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = N_REQ;
+    sp.kv_block_tokens = BT;
+    sp.kv_pool_blocks = pool_blocks(r);
+    sp.scheduling_policy = SPECDEC_SCHEDULING_PRIORITY;
+    specdec_scheduler *s = NULL;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_OK, "create: %s", specdec_last_error());
+    if (!s) return;
+    monitor mon;
+    memset(&mon, 0, sizeof mon);
+    mon.s = s;
+    for (int i = 0; i < N_REQ; i++) { /* three of priority 5; the last, priority 0, once they have filled the pool */
+        specdec_generate_params gp = r[i].gp;
+        gp.callback = on_token;
+        gp.user_data = &mon;
+        gp.priority = i == N_REQ - 1 ? 0 : 5;
+        if (i == N_REQ - 1)
+            for (int k = 0; k < 60000; k++) {
+                specdec_scheduler_metrics m;
+                if (specdec_scheduler_get_metrics(s, &m) == SPECDEC_OK &&
+                    (m.kv_blocks_used * 2 >= m.kv_blocks_total || m.active == 0))
+                    break;
+                sc_sleep_us(1000);
+            }
+        r[i].id = 0;
+        SD_CHECK(specdec_scheduler_submit(s, r[i].prompt, r[i].n_prompt, &gp, &r[i].id) == SPECDEC_OK, "submit %d: %s",
+                 i, specdec_last_error());
+    }
+    wait_all(s, r);
+    same_as_reference(r, "priority preemption");
+    const int64_t n = check_end(s, r, "priority preemption");
+    SD_CHECK(n > 0 && r[N_REQ - 1].stats.n_preemptions == 0,
+             "priority preemption: %lld preemptions (want > 0), the priority-0 request preempted %lld times (want 0)",
+             (long long)n, (long long)r[N_REQ - 1].stats.n_preemptions);
+    printf("priority preemption: %lld preemptions, none of the priority-0 request\n", (long long)n);
+    specdec_scheduler_free(s);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s TARGET_DIR DRAFT_DIR [N_PREDICT]\n", argv[0]);
@@ -369,6 +498,8 @@ int main(int argc, char **argv) {
         bad_create(&e);
     }
     feature_mix(&e);
+    priority_order(&e);
+    if (prepare(&e, r) == 0) priority_preemption(&e, r);
     sc_env_free(&e);
     return sd_test_done();
 }

@@ -1672,6 +1672,52 @@ def test_kv_preemption():
         check(r.returncode == 2 and name in r.stderr, "%s: exit %r, %r" % (" ".join(args), r.returncode, r.stderr[-300:]))
 
 
+def test_priority_scheduling():
+    """vLLM's "priority": on a default (fcfs) server any value but 0 is a 400 naming it (a non-integer
+    too), 0 is served; with --scheduling-policy priority --parallel 1, while a stream runs, a request
+    of priority 5 and then one of priority -1 queue, and once the stream's client leaves the -1 one
+    completes first."""
+    with Server("--parallel", "1") as srv:
+        for v in (1, -3, "high", 1.5):
+            st, raw, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2, "priority": v})
+            err = json.loads(raw).get("error", {})
+            check(st == 400 and err.get("param") == "priority", "fcfs, priority %r: %d %r" % (v, st, err))
+        st, _, _ = srv.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2, "priority": 0})
+        check(st == 200, "fcfs, priority 0: %d" % st)
+    with Server("--parallel", "1", "--scheduling-policy", "priority") as srv:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+        body = json.dumps({"prompt": PROMPTS[1], "max_tokens": 480, "temperature": 0, "stream": True,
+                           "ignore_eos": True}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        s.recv(4096)  # the first event: it runs
+        done = []
+        lock = threading.Lock()
+
+        def one(name, prio):
+            st = srv.request("POST", "/v1/completions", {"prompt": PROMPTS[0], "max_tokens": 8, "temperature": 0,
+                                                         "priority": prio})[0]
+            with lock:
+                done.append((name, st))
+
+        threads = []
+        for name, prio in (("low", 5), ("high", -1)):
+            threads.append(threading.Thread(target=one, args=(name, prio)))
+            threads[-1].start()
+            deadline = time.time() + 30
+            while time.time() < deadline and waiting(srv.metrics()) < len(threads):
+                time.sleep(0.01)
+        queued = waiting(srv.metrics())
+        s.close()  # the stream's client leaves: the queue runs, in priority order
+        for t in threads:
+            t.join(600)
+        check(queued == 2 and done == [("high", 200), ("low", 200)],
+              "priority: %r queued, completed %r (want high then low)" % (queued, done))
+    r = subprocess.run([SPECDEC, "serve", "--port", "0", "--scheduling-policy", "lottery"], capture_output=True,
+                       text=True, timeout=60)
+    check(r.returncode == 2 and "--scheduling-policy" in r.stderr, "--scheduling-policy lottery: %r" % r.returncode)
+
+
 def test_sigterm_mid_stream():
     srv = Server("--parallel", "2", "--shutdown-timeout", "1")
     got = {}
@@ -1718,7 +1764,7 @@ def main():
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)
     for fn in (test_chat_templates, test_api_key, test_prefix_cache_modes, test_queue_and_timeout, test_n_admission,
-               test_kv_preemption, test_sigterm_mid_stream):
+               test_kv_preemption, test_priority_scheduling, test_sigterm_mid_stream):
         if not CONCURRENCY or fn in CONCURRENCY_TESTS:
             timed(fn)
     print("server tests took %.1f s" % (time.time() - t0))

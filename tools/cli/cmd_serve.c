@@ -68,6 +68,9 @@ static void serve_usage(FILE *f) {
             SPECDEC_MAX_CPU_THREADS, SPECDEC_MAX_DRAFT);
     cli_kv_usage(f, 19);
     fprintf(f,
+            "  --scheduling-policy P  fcfs (default: first come, first served) or priority (vLLM's: a request's\n"
+            "                      \"priority\", lower first, orders the queue and who is preempted; fcfs\n"
+            "                      answers 400 to a priority other than 0)\n"
             "  --grammar-cache N   structured output: compiled grammars kept for requests that repeat a\n"
             "                      constraint (LRU by kind and exact spec), 0..%d (default %d; 0 = none)\n"
             "  --verbose           log requests to stderr\n",
@@ -112,6 +115,10 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) bad = serve_long(v, 1, 256, &n), c->parallel = (int)n;
     else if (!strcmp(a, "--queue")) bad = serve_long(v, 1, 1 << 20, &n), c->queue = (int)n;
     else if (!strcmp(a, "--prefill-chunk")) bad = serve_long(v, 0, 1 << 20, &n), c->prefill_chunk = (int32_t)n;
+    else if (!strcmp(a, "--scheduling-policy")) {
+        bad = strcmp(v, "fcfs") && strcmp(v, "priority");
+        c->scheduling_policy = !strcmp(v, "priority") ? SPECDEC_SCHEDULING_PRIORITY : SPECDEC_SCHEDULING_FCFS;
+    }
     else if (!strncmp(a, "--kv-", 5)) {
         cli_kv_opts kv = {c->kv_pool_blocks, c->kv_block_tokens, c->kv_admission};
         const int r = cli_kv_option(a, v, &kv);

@@ -125,6 +125,7 @@ static int sd_server_load(sd_server *srv) {
     sp.kv_pool_blocks = srv->cfg.kv_pool_blocks;
     if (srv->cfg.kv_block_tokens > 0) sp.kv_block_tokens = srv->cfg.kv_block_tokens;
     sp.kv_admission = srv->cfg.kv_admission;
+    sp.scheduling_policy = srv->cfg.scheduling_policy;
     if ((st = specdec_scheduler_create(srv->target, srv->draft, &ep, &sp, &srv->sched))) {
         if (st == SPECDEC_ERR_UNSUPPORTED && srv->cfg.prefix_cache == SPECDEC_PREFIX_CACHE_ON) {
             fprintf(stderr, "specdec serve: --enable-prefix-caching: this model and backend cannot cache prefixes: "

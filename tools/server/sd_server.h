@@ -82,6 +82,8 @@ typedef struct sd_server_config {
     int32_t kv_pool_blocks;      /* the scheduler's kv_pool_blocks: 0 (default) = every slot's full context */
     int32_t kv_block_tokens;     /* the scheduler's kv_block_tokens: 0 (default) = its default (16) */
     int32_t kv_admission;        /* a specdec_kv_admission: AUTO (default), RESERVE, OPTIMISTIC */
+    int32_t scheduling_policy;   /* a specdec_scheduling_policy: FCFS (default) or PRIORITY (vLLM's
+                                    --scheduling-policy; requests' "priority" needs it) */
     int grammar_cache;           /* compiled structured-output grammars kept for reuse (LRU, keyed by
                                     kind and exact spec; each holds its automaton and up to 16 MiB of
                                     token masks): 0 = none; default SD_SERVER_GRAMMAR_CACHE */

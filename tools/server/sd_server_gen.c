@@ -443,6 +443,7 @@ static specdec_generate_params sd_gen_params(sd_job *j, const sd_api_request *re
     gp.top_k = req->top_k;
     gp.min_p = req->min_p;
     gp.ignore_eos = req->ignore_eos;
+    gp.priority = req->priority;
     gp.seed = seed;
     gp.sequence_id = (uint64_t)(j->index % j->g->n);
     gp.cache_salt = req->cache_salt;
@@ -637,6 +638,10 @@ static void sd_gen_prep_run(void *arg) {
     if (!p->rc && p->req.tool_choice == SD_TC_AUTO && srv->tool_parser == SD_TP_NONE) /* vLLM's answer */
         p->rc = sd_api_fail(&p->e, 400, "invalid_request_error", NULL, "tool_choice",
                             "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
+    if (!p->rc && p->req.priority != 0 && srv->cfg.scheduling_policy != SPECDEC_SCHEDULING_PRIORITY) /* vLLM's */
+        p->rc = sd_api_fail(&p->e, 400, "invalid_request_error", NULL, "priority",
+                            "Got priority %d but priority scheduling is not enabled (start the server with "
+                            "--scheduling-policy priority)", (int)p->req.priority);
     if (!p->rc) p->rc = sd_gen_check_ids(srv, &p->req, &p->e);
     if (!p->rc) p->rc = sd_gen_bad_words(srv, &p->req, &p->e);
     if (!p->rc)

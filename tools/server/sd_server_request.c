@@ -804,6 +804,8 @@ static int parse_sampling(const cJSON *root, sd_api_request *r, sd_api_error *e)
     if (have) r->n_draft = (int32_t)v;
     if ((rc = get_int(root, "n", 1, SD_API_MAX_N, &v, &have, e))) return rc;
     if (have) r->n = (int32_t)v;
+    if ((rc = get_int(root, "priority", INT32_MIN, INT32_MAX, &v, &have, e))) return rc; /* vLLM's extension */
+    if (have) r->priority = (int32_t)v;
     return 0;
 }
 

@@ -79,6 +79,8 @@ typedef struct sd_api_request {
     int n_stop;
     int stream, include_usage;
     int ignore_eos;                /* vLLM's "ignore_eos": 1 = do not stop at the model's EOS */
+    int32_t priority;              /* vLLM's "priority" (any int32; lower first): needs the server's
+                                      --scheduling-policy priority unless 0 (sd_server_gen.c) */
     int logprobs;                  /* 1: report the emitted tokens' logprobs ("logprobs" given) */
     int32_t top_logprobs;          /* 0..SPECDEC_MAX_TOP_LOGPROBS alternatives per token */
     int echo;                      /* completions "echo": the prompt before the completion (and its
