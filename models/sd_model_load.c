@@ -271,9 +271,9 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
         TRY(sd_layer_tensor(L, l, "self_attn.k_proj.bias", KV, 0, 1, &ly->bk));
         TRY(sd_layer_tensor(L, l, "self_attn.v_proj.bias", KV, 0, 1, &ly->bv));
     }
-    if (c->qk_norm) {
-        TRY(sd_layer_tensor(L, l, "self_attn.q_norm.weight", D, 0, 1, &ly->q_norm));
-        TRY(sd_layer_tensor(L, l, "self_attn.k_norm.weight", D, 0, 1, &ly->k_norm));
+    if (c->qk_norm || c->qk_norm_whole) { /* per head [head_dim], or the whole projection */
+        TRY(sd_layer_tensor(L, l, "self_attn.q_norm.weight", c->qk_norm ? D : Q, 0, 1, &ly->q_norm));
+        TRY(sd_layer_tensor(L, l, "self_attn.k_norm.weight", c->qk_norm ? D : KV, 0, 1, &ly->k_norm));
     }
     TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, Q, 1, &ly->wo));
     if (c->o_bias) TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
@@ -296,6 +296,8 @@ static const sd_moe_names sd_moe_table[] = {
     {SD_ARCH_QWEN2_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight"},
     {SD_ARCH_GPT_OSS, "mlp.router.weight", NULL, NULL, NULL}, /* fused: sd_load_fused_experts */
+    {SD_ARCH_OLMOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
+     "mlp.experts.%d.down_proj.weight"},
 };
 
 /* Owned memory of the model (freed with it): a slot of m->owned. */
@@ -501,12 +503,16 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
 static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size;
-    TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
-    if (c->sandwich_norms) {
+    if (c->post_norms_only) { /* OLMo-2: the sublayers' outputs are normed, not their inputs */
+        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
+        TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
+    } else if (c->sandwich_norms) {
+        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
         TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
         TRY(sd_layer_tensor(L, l, "pre_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_norm));
         TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
     } else {
+        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
         TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
     }
     if (c->layer_moe[l]) return sd_load_experts(L, l, ly);
