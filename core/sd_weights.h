@@ -59,8 +59,10 @@ typedef enum sd_arch {
     SD_ARCH_GRANITE = 13,  /* GraniteForCausalLM (Granite 3.x): embedding / residual / attention
                               multipliers, logits divided by logits_scaling */
     SD_ARCH_SMOLLM3 = 14,  /* SmolLM3ForCausalLM: a Llama whose no_rope_layers skip RoPE */
-    SD_ARCH_OLMOE = 15     /* OlmoeForCausalLM (OLMoE): q/k norms over the whole projection, optional
+    SD_ARCH_OLMOE = 15,    /* OlmoeForCausalLM (OLMoE): q/k norms over the whole projection, optional
                               clip_qkv, sparse MoE MLPs (softmax, top-k, norm_topk_prob) */
+    SD_ARCH_GRANITE_MOE = 16 /* GraniteMoeForCausalLM (Granite 3.x MoE): Granite's multipliers, experts
+                              stacked per layer ([E, 2I, hidden], [E, hidden, I]), top-k renormalised */
 } sd_arch;
 
 typedef enum sd_rope_type {

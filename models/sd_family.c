@@ -70,6 +70,9 @@ static const sd_family sd_families[] = {
     {"OlmoeForCausalLM", "olmoe", SD_ARCH_OLMOE,
      F(ATTN_BIAS_KEY) | F(QK_NORM_WHOLE) | F(CLIP_QKV) | F(MOE) | F(TOPK_NORM_KEY),
      4096, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 64, 8, 0, 0, NULL},
+    /* GraniteMoeConfig: Granite's multipliers, 8 experts top 2 (softmax of the top-k logits) */
+    {"GraniteMoeForCausalLM", "granitemoe", SD_ARCH_GRANITE_MOE, F(ATTN_BIAS_KEY) | F(MULTIPLIERS) | F(MOE),
+     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 8, 2, 0, 0, NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -90,5 +93,5 @@ const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
-           "OlmoeForCausalLM";
+           "OlmoeForCausalLM, GraniteMoeForCausalLM";
 }

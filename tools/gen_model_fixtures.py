@@ -42,7 +42,8 @@ try:
                               MixtralConfig, MixtralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
                               Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                               Qwen3MoeConfig, Qwen3MoeForCausalLM, Olmo2Config, Olmo2ForCausalLM, GraniteConfig,
-                              GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM)
+                              GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
+                              GraniteMoeConfig, GraniteMoeForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -182,6 +183,11 @@ VARIANTS = {
     "olmoe": (OlmoeConfig, OlmoeForCausalLM,
               {**BASE, "intermediate_size": 24, "num_experts": 6, "num_experts_per_tok": 3, "norm_topk_prob": False,
                "clip_qkv": 1.5}, False),
+    # Granite-MoE: Granite's multipliers, stacked experts (input_linear / output_linear), top-2 of 4
+    "granite_moe": (GraniteMoeConfig, GraniteMoeForCausalLM,
+                    {**BASE, "intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2,
+                     "embedding_multiplier": 1.5, "residual_multiplier": 0.6, "attention_multiplier": 0.2,
+                     "logits_scaling": 2.0}, False),
 }
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.

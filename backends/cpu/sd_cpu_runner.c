@@ -1,7 +1,7 @@
 /* sd_cpu_runner.c — the CPU reference runner: one model's fp32 KV cache and the
  * plain-C forward pass of every family the configuration can describe (core/
  * sd_weights.h sd_config; models/sd_family.c): Llama, Mistral, Qwen2/3, Phi-3, Gemma 1-3,
- * Mixtral, Qwen2-MoE, Qwen3-MoE, GPT-OSS, OLMo-2, OLMoE, Granite and SmolLM3.
+ * Mixtral, Qwen2-MoE, Qwen3-MoE, GPT-OSS, OLMo-2, OLMoE, Granite, Granite-MoE and SmolLM3.
  *
  * forward(tokens[0..n), pos): for each token t (absolute position p = pos + t); every
  * norm is RMSNorm with weight (norm_offset + w), every bracket only when configured:

@@ -220,6 +220,14 @@ OLMOE = {
     "rope_scaling": None, "rope_theta": 10000.0, "router_aux_loss_coef": 0.01, "tie_word_embeddings": False,
     "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 50304}
 
+# granite-3.1-3b-a800m-instruct's form: Granite's multipliers, 40 experts top 8
+GRANITE_MOE = {
+    **{k: v for k, v in GRANITE.items() if k not in ("intermediate_size", "num_hidden_layers", "hidden_size")},
+    "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe", "hidden_size": 1536,
+    "intermediate_size": 512, "num_hidden_layers": 32, "num_attention_heads": 24, "num_key_value_heads": 8,
+    "num_local_experts": 40, "num_experts_per_tok": 8, "attention_multiplier": 0.015625, "logits_scaling": 6.0,
+    "output_router_logits": False, "router_aux_loss_coef": 0.0}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -233,7 +241,7 @@ def config_seeds():
                     "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}}))
     fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
            "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS, "olmo2_7b": OLMO2, "granite31_8b": GRANITE,
-           "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE}
+           "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -270,6 +278,7 @@ def config_seeds():
     bad("olmoe_clip_negative", OLMOE, clip_qkv=-8.0)
     bad("olmoe_head_dim", OLMOE, head_dim=64)
     bad("olmo2_rope_unknown", OLMO2, rope_scaling={"rope_type": "mrope"})
+    bad("granite_moe_topk", GRANITE_MOE, num_experts_per_tok=41)
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

@@ -1,9 +1,10 @@
-/* test_family_weights.c — the model descriptions of OLMo-2, OLMoE, Granite and SmolLM3 as the
+/* test_family_weights.c — the model descriptions of OLMo-2, OLMoE, Granite(-MoE) and SmolLM3 as the
  * loader builds them from the transformers-written fixtures, and what every runner checks of
  * them at creation (sd_weights_validate, core/sd_weights.c):
  *   1. the loaded layers: OLMo-2 without input / pre-MLP norms and with its post-sublayer norms,
  *      whole-projection q/k norms ([n_heads * head_dim], [n_kv_heads * head_dim]) on OLMo-2 and
- *      OLMoE, OLMoE's experts in every layer;
+ *      OLMoE, OLMoE's experts in every layer, Granite-MoE's experts as views of its stacked
+ *      input_linear / output_linear;
  *   2. altered copies of the loaded description refused naming the tensor or value: a per-head
  *      q_norm where the whole projection is normed, a pre-norm present in a post-norm model, a
  *      post norm missing, both kinds of q/k norm, post-only norms without post norms, a negative
@@ -130,6 +131,27 @@ static void granite_smollm3(void) {
         alt_init(&a, m);
         a.w.cfg.residual_scale = INFINITY;
         refused("granite infinite residual multiplier", &a, SPECDEC_ERR_FORMAT, "residual multiplier");
+        specdec_model_free(m);
+    }
+    m = load("granite_moe");
+    if (m) { /* each expert's gate rows, then its up rows, of the stacked input_linear: views */
+        const sd_config *c = &m->w.cfg;
+        const size_t esz = sd_dtype_size(m->w.dtype), gate = (size_t)c->moe_intermediate * c->hidden_size * esz;
+        int views = 1;
+        for (int32_t l = 0; l < c->n_layers; l++)
+            for (int32_t e = 0; e < c->n_experts; e++) {
+                const sd_expert *x = &m->w.layers[l].experts[e], *x0 = &m->w.layers[l].experts[0];
+                views &= (const char *)x->w_up.data == (const char *)x->w_gate.data + gate &&
+                         (const char *)x->w_gate.data == (const char *)x0->w_gate.data + 2 * gate * (size_t)e &&
+                         x->w_down.shape[0] == c->hidden_size && x->w_down.shape[1] == c->moe_intermediate;
+            }
+        SD_CHECK(views && c->n_experts == 4 && c->norm_topk_prob && c->residual_scale == 0.6f,
+                 "granite-moe: experts as views of input_linear [E, 2I, hidden] (gate rows, then up rows)");
+        SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "granite-moe: the loaded description validates");
+        alt a;
+        alt_init(&a, m);
+        a.layers[0].router.data = NULL;
+        refused("granite-moe router missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "router");
         specdec_model_free(m);
     }
     m = load("smollm3_window");

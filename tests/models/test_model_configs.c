@@ -310,6 +310,21 @@ static void more_families(void) {
              "olmoe: norm_topk_prob and clip_qkv read; Qwen-MoE's sparse-step keys are not");
     ok("olmoe clip null", "OlmoeForCausalLM", "\"clip_qkv\": null", &c);
     SD_CHECK(c.clip_qkv == 0.0f, "olmoe: clip_qkv null is none");
+
+    ok("granite-moe defaults", "GraniteMoeForCausalLM", "", &c);
+    SD_CHECK(c.n_experts == 8 && c.n_experts_used == 2 && c.moe_intermediate == 48 && c.norm_topk_prob &&
+                 moe_mask(&c) == 0xf && c.embed_scale == 1.0f && c.residual_scale == 1.0f && c.attn_scale == 1.0f &&
+                 c.logits_divisor == 1.0f && !c.attention_bias && !c.qk_norm_whole,
+             "granite-moe: GraniteMoeConfig defaults (8 experts, top 2 renormalised, every multiplier 1)");
+    ok("granite-moe 3.1", "GraniteMoeForCausalLM",
+       "\"num_local_experts\": 40, \"num_experts_per_tok\": 8, \"embedding_multiplier\": 12.0, "
+       "\"residual_multiplier\": 0.22, \"attention_multiplier\": 0.015625, \"logits_scaling\": 6.0, "
+       "\"norm_topk_prob\": false, \"tie_word_embeddings\": true",
+       &c);
+    SD_CHECK(c.n_experts == 40 && c.n_experts_used == 8 && c.norm_topk_prob && c.embed_scale == 12.0f &&
+                 c.attn_scale == 0.015625f && c.logits_divisor == 6.0f && c.tie_word_embeddings,
+             "granite-moe: the published granite-3.1-3b-a800m values; norm_topk_prob is not read (always renormalised)");
+    SD_CHECK(sd_cfg_cpu_only(&c) != NULL, "granite-moe: CPU-only");
 }
 
 static void bad_configs(void) {
@@ -408,6 +423,9 @@ static void bad_configs(void) {
     bad("olmoe head_dim", "OlmoeForCausalLM", "\"head_dim\": 16", F,
         "num_attention_heads (4) x head_dim (16) must equal hidden_size (32)");
     bad("olmoe experts 0", "OlmoeForCausalLM", "\"num_experts\": 0", F, "num_experts");
+    bad("granite-moe multiplier 0", "GraniteMoeForCausalLM", "\"logits_scaling\": 0", F, "logits_scaling");
+    bad("granite-moe top-k > experts", "GraniteMoeForCausalLM", "\"num_local_experts\": 4, \"num_experts_per_tok\": 6",
+        F, "num_experts_per_tok");
     bad("olmo2 rope type", "Olmo2ForCausalLM", "\"rope_scaling\": {\"rope_type\": \"mrope\"}", U, "mrope");
     bad("olmo2 activation", "Olmo2ForCausalLM", "\"hidden_act\": \"relu2\"", U, "hidden_act");
     bad("olmo2 partial rotary", "Olmo2ForCausalLM", "\"partial_rotary_factor\": 0.5", U, "partial_rotary_factor");
