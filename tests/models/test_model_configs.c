@@ -77,11 +77,15 @@ static void bad(const char *what, const char *arch, const char *extra, specdec_s
     bad_over(what, arch, "", extra, want, key);
 }
 
-static int sliding_mask(const sd_config *c) {
+/* Bit l set when per_layer[l] (layer_sliding, layer_moe, layer_no_rope) is. */
+static int layer_mask(const sd_config *c, const uint8_t *per_layer) {
     int m = 0;
-    for (int32_t l = 0; l < c->n_layers; l++) m |= (c->layer_sliding[l] != 0) << l;
+    for (int32_t l = 0; l < c->n_layers; l++) m |= (per_layer[l] != 0) << l;
     return m;
 }
+#define sliding_mask(c) layer_mask((c), (c)->layer_sliding)
+#define moe_mask(c) layer_mask((c), (c)->layer_moe)
+#define no_rope_mask(c) layer_mask((c), (c)->layer_no_rope)
 
 static void families(void) {
     sd_config c;
@@ -149,12 +153,6 @@ static void families(void) {
              "gemma3: nested rope_parameters, yarn defaults");
     ok("llama dynamic", "LlamaForCausalLM", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}", &c);
     SD_CHECK(c.rope_type == SD_ROPE_DYNAMIC && c.rope_factor == 2.0f, "llama: dynamic");
-}
-
-static int moe_mask(const sd_config *c) {
-    int m = 0;
-    for (int32_t l = 0; l < c->n_layers; l++) m |= (c->layer_moe[l] != 0) << l;
-    return m;
 }
 
 /* Mixture-of-experts families: transformers' class defaults, both spellings of the expert
@@ -234,12 +232,6 @@ static void gpt_oss(void) {
                  c.rope_type == SD_ROPE_DEFAULT && c.rope_theta == 100.0f && c.sliding_window == 9 &&
                  sliding_mask(&c) == 0x6 && !c.experts_mxfp4 && c.act == SD_ACT_SILU,
              "gpt-oss: attention_bias false, alpha / limit / rope / layer_types read, hidden_act unused");
-}
-
-static int no_rope_mask(const sd_config *c) {
-    int m = 0;
-    for (int32_t l = 0; l < c->n_layers; l++) m |= (c->layer_no_rope[l] != 0) << l;
-    return m;
 }
 
 /* OLMo-2, Granite, SmolLM3, OLMoE: their config classes' defaults, the keys each reads, and
