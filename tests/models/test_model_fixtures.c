@@ -323,6 +323,6 @@ int main(int argc, char **argv) {
         n++;
     }
     fclose(f);
-    SD_CHECK(n >= 18, "only %d fixtures in the manifest", n);
+    SD_CHECK(n >= 29, "only %d fixtures in the manifest", n);
     return sd_test_done();
 }
