@@ -111,6 +111,9 @@ static specdec_status sd_cfg_numbers(const sd_config *c, const char *what, sd_er
         {"final_logit_softcapping", c->final_softcap},
         {"embedding scale", c->embed_scale},
         {"norm offset", c->norm_offset},
+        {"residual multiplier", c->residual_scale},
+        {"logits_scaling", c->logits_divisor},
+        {"clip_qkv", c->clip_qkv},
     };
     for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++)
         if (!(caps[i].v >= 0.0f && caps[i].v < 1e30f))
@@ -118,6 +121,11 @@ static specdec_status sd_cfg_numbers(const sd_config *c, const char *what, sd_er
                            (double)caps[i].v);
     if ((unsigned)c->act > (unsigned)SD_ACT_GELU)
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: activation %d unknown", what, (int)c->act);
+    if (c->qk_norm && c->qk_norm_whole)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: per-head and whole-projection q/k norms together", what);
+    if (c->post_norms_only && !c->sandwich_norms)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: post-only norms need the post-sublayer norms (sandwich_norms)",
+                       what);
     int any_sliding = 0;
     for (int32_t l = 0; l < c->n_layers; l++) any_sliding |= c->layer_sliding[l] != 0;
     if (any_sliding && c->sliding_window < 1)
@@ -205,6 +213,18 @@ static specdec_status sd_cfg_moe(const sd_config *c, const char *what, sd_errbuf
     if (c->moe_fused && c->shared_expert_intermediate)
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused experts with a shared expert", what);
     return sd_cfg_range(what, "moe_intermediate_size", c->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE, eb);
+}
+
+const char *sd_cfg_cpu_only(const sd_config *c) {
+    if (sd_cfg_has_moe(c)) return "mixture-of-experts layers";
+    if (c->qk_norm_whole) return "q/k norms over the whole projection";
+    if (c->post_norms_only) return "post-norm blocks without pre-norms";
+    if (c->residual_scale > 0.0f) return "a residual multiplier";
+    if (c->logits_divisor > 0.0f) return "logits_scaling";
+    if (c->clip_qkv > 0.0f) return "clip_qkv";
+    for (int32_t l = 0; l < c->n_layers; l++)
+        if (c->layer_no_rope[l]) return "layers without rotary embeddings (no_rope_layers)";
+    return NULL;
 }
 
 specdec_status sd_config_validate(const sd_config *cfg, const char *what, sd_errbuf *eb) {
@@ -305,21 +325,22 @@ static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_conf
     const int64_t H = c->hidden_size, I = c->intermediate_size, D = c->head_dim;
     const int dense = !c->layer_moe[l];
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
+    const int pre = !c->post_norms_only, whole = c->qk_norm_whole != 0;
     const sd_want ts[] = {
-        {&L->attn_norm, "input_layernorm.weight", H, 0, 1},
+        {&L->attn_norm, "input_layernorm.weight", H, 0, pre},
         {&L->wq, "self_attn.q_proj.weight", Q, H, 1},
         {&L->wk, "self_attn.k_proj.weight", KV, H, 1},
         {&L->wv, "self_attn.v_proj.weight", KV, H, 1},
         {&L->bq, "self_attn.q_proj.bias", Q, 0, c->attention_bias},
         {&L->bk, "self_attn.k_proj.bias", KV, 0, c->attention_bias},
         {&L->bv, "self_attn.v_proj.bias", KV, 0, c->attention_bias},
-        {&L->q_norm, "self_attn.q_norm.weight", D, 0, c->qk_norm},
-        {&L->k_norm, "self_attn.k_norm.weight", D, 0, c->qk_norm},
+        {&L->q_norm, "self_attn.q_norm.weight", whole ? Q : D, 0, c->qk_norm || whole},
+        {&L->k_norm, "self_attn.k_norm.weight", whole ? KV : D, 0, c->qk_norm || whole},
         {&L->wo, "self_attn.o_proj.weight", H, Q, 1},
         {&L->sinks, "self_attn.sinks", c->n_heads, 0, c->attn_sinks},
         {&L->bo, "self_attn.o_proj.bias", H, 0, c->o_bias},
         {&L->attn_post_norm, "post_attention_layernorm.weight (sandwich)", H, 0, c->sandwich_norms},
-        {&L->ffn_norm, "pre-MLP norm weight", H, 0, 1},
+        {&L->ffn_norm, "pre-MLP norm weight", H, 0, pre},
         {&L->w_gate, "mlp.gate_proj.weight", I, H, dense},
         {&L->w_up, "mlp.up_proj.weight", I, H, dense},
         {&L->w_down, "mlp.down_proj.weight", H, I, dense},

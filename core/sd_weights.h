@@ -51,9 +51,18 @@ typedef enum sd_arch {
                               mlp_only_layers, norm_topk_prob) */
     SD_ARCH_QWEN2_MOE = 10, /* Qwen2MoeForCausalLM (Qwen1.5-MoE, Qwen2-57B-A14B): a Qwen2 with sparse
                               MoE MLPs plus a sigmoid-gated shared expert */
-    SD_ARCH_GPT_OSS = 11   /* GptOssForCausalLM (gpt-oss-20b / 120b): attention sinks and biases,
+    SD_ARCH_GPT_OSS = 11,  /* GptOssForCausalLM (gpt-oss-20b / 120b): attention sinks and biases,
                               alternating sliding / full layers, yarn rope, fused biased experts with
                               a clamped SwiGLU (MXFP4 checkpoints dequantized at load) */
+    SD_ARCH_OLMO2 = 12,    /* Olmo2ForCausalLM (OLMo-2): post-norm blocks (no pre-norms), q/k norms over
+                              the whole projection */
+    SD_ARCH_GRANITE = 13,  /* GraniteForCausalLM (Granite 3.x): embedding / residual / attention
+                              multipliers, logits divided by logits_scaling */
+    SD_ARCH_SMOLLM3 = 14,  /* SmolLM3ForCausalLM: a Llama whose no_rope_layers skip RoPE */
+    SD_ARCH_OLMOE = 15,    /* OlmoeForCausalLM (OLMoE): q/k norms over the whole projection, optional
+                              clip_qkv, sparse MoE MLPs (softmax, top-k, norm_topk_prob) */
+    SD_ARCH_GRANITE_MOE = 16 /* GraniteMoeForCausalLM (Granite 3.x MoE): Granite's multipliers, experts
+                              stacked per layer ([E, 2I, hidden], [E, hidden, I]), top-k renormalised */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -108,15 +117,27 @@ typedef struct sd_config {
     /* attention */
     int32_t sliding_window;        /* keys a sliding layer's query sees, itself included; 0 = none */
     uint8_t layer_sliding[SD_CFG_MAX_LAYERS]; /* 1: layer l attends within sliding_window */
-    float attn_scale;              /* softmax scale (query_pre_attn_scalar^-1/2); 0 = head_dim^-1/2 */
+    float attn_scale;              /* softmax scale (query_pre_attn_scalar^-1/2, Granite attention_multiplier);
+                                      0 = head_dim^-1/2 */
     float attn_softcap;            /* scores = cap * tanh(scores / cap); 0 = none */
     float final_softcap;           /* logits = cap * tanh(logits / cap); 0 = none */
     int32_t qk_norm;               /* per-head RMSNorm of q and k before RoPE (q_norm, k_norm) */
+    int32_t qk_norm_whole;         /* RMSNorm of the whole projected q [n_heads*head_dim] and k
+                                      [n_kv_heads*head_dim] before RoPE (OLMo-2, OLMoE); excludes qk_norm */
+    float clip_qkv;                /* q, k, v clamped to [-clip, clip] after the q/k norms (OLMoE); 0 = none */
+    uint8_t layer_no_rope[SD_CFG_MAX_LAYERS]; /* 1: layer l applies no rotary embedding (SmolLM3) */
     /* layer structure */
     sd_act act;                    /* gated MLP activation */
     float norm_offset;             /* RMSNorm multiplies by (offset + w): 1 for Gemma, else 0 */
-    float embed_scale;             /* embeddings times this (Gemma: sqrt(hidden_size)); 0 = 1 */
+    float embed_scale;             /* embeddings times this (Gemma: sqrt(hidden_size); Granite:
+                                      embedding_multiplier); 0 = 1 */
     int32_t sandwich_norms;        /* Gemma 2/3: post-attention and pre/post-feed-forward norms */
+    int32_t post_norms_only;       /* OLMo-2: no input / pre-MLP norms; each sublayer's output is normed
+                                      (post_attention_layernorm, post_feedforward_layernorm) before the
+                                      residual add */
+    float residual_scale;          /* x += residual_scale * sublayer output (Granite residual_multiplier);
+                                      0 = 1 */
+    float logits_divisor;          /* logits divided by this (Granite logits_scaling); 0 = 1 */
     int32_t fused_qkv;             /* tensors: self_attn.qkv_proj (Phi-3), else q/k/v_proj */
     int32_t fused_gate_up;         /* tensors: mlp.gate_up_proj (Phi-3), else gate/up_proj */
     int32_t tie_word_embeddings;
@@ -224,6 +245,11 @@ typedef struct sd_weights {
     sd_tensor lm_head;    /* [vocab, hidden]; == tok_embd when tied */
     sd_dtype dtype;       /* dtype of the projection weights */
 } sd_weights;
+
+/* Why the CUDA backend cannot run c (a description of the first such feature), or NULL: it has
+ * no kernels for mixtures of experts, whole-projection q/k norms, post-only norms, residual or
+ * logit multipliers, clip_qkv or layers without rope; those models run on the CPU backend. */
+const char *sd_cfg_cpu_only(const sd_config *c);
 
 /* 1 when some layer's MLP is a mixture of experts. */
 static inline int sd_cfg_has_moe(const sd_config *c) {

@@ -427,6 +427,49 @@ static specdec_status sd_cfg_act(const sd_cfgp *p) {
     return SPECDEC_OK;
 }
 
+/* Granite's multipliers (GraniteConfig: each defaults to 1.0): the embeddings times
+ * embedding_multiplier, every sublayer output times residual_multiplier before the residual
+ * add, attention_multiplier as the softmax scale (instead of head_dim^-1/2), logits divided by
+ * logits_scaling. Positive and finite (0 or a negative value is no model). */
+static specdec_status sd_cfg_multipliers(const sd_cfgp *p) {
+    sd_config *c = p->cfg;
+    static const char *const keys[4] = {"embedding_multiplier", "residual_multiplier", "attention_multiplier",
+                                        "logits_scaling"};
+    float *const out[4] = {&c->embed_scale, &c->residual_scale, &c->attn_scale, &c->logits_divisor};
+    for (int i = 0; i < 4; i++) {
+        double v;
+        TRY(sd_json_get_num(p->root, keys[i], 0, 1.0, 1e-30, 1e30, &v, p->fname, p->eb));
+        *out[i] = (float)v;
+    }
+    return SPECDEC_OK;
+}
+
+/* SmolLM3's layers without rope: no_rope_layers lists per layer 1 (rope) or 0 (none); absent
+ * or null, every no_rope_layer_interval-th layer (l + 1 divisible) has none (SmolLM3Config). */
+static specdec_status sd_cfg_no_rope(const sd_cfgp *p) {
+    sd_config *c = p->cfg;
+    const cJSON *nr = sd_json_member(p->root, "no_rope_layers");
+    if (!nr) {
+        int32_t every;
+        TRY(sd_cfg_i32(p->root, "no_rope_layer_interval", 0, 4, 1, SD_CFG_MAX_LAYERS, &every, p->fname, p->eb));
+        for (int32_t l = 0; l < c->n_layers; l++) c->layer_no_rope[l] = (l + 1) % every == 0;
+        return SPECDEC_OK;
+    }
+    if (!cJSON_IsArray(nr) || cJSON_GetArraySize(nr) != c->n_layers)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: key 'no_rope_layers' must be a list of num_hidden_layers (%d) entries 0 or 1", p->fname,
+                       (int)c->n_layers);
+    int l = 0;
+    for (const cJSON *e = nr->child; e; e = e->next, l++) {
+        const int is01 = cJSON_IsBool(e) || (sd_json_is_int(e) && (e->valuedouble == 0 || e->valuedouble == 1));
+        if (!is01)
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'no_rope_layers'[%d] must be 0 or 1 (1: the layer uses "
+                           "rope)", p->fname, l);
+        c->layer_no_rope[l] = cJSON_IsBool(e) ? cJSON_IsFalse(e) : e->valuedouble == 0;
+    }
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_cfg_layers(const sd_cfgp *p) {
     const sd_family *f = p->fam;
     sd_config *c = p->cfg;
@@ -441,8 +484,16 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
     if (sd_has(f, SD_FAM_QKV_BIAS_KEY))
         TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
     c->qk_norm = sd_has(f, SD_FAM_QK_NORM);
+    c->qk_norm_whole = sd_has(f, SD_FAM_QK_NORM_WHOLE);
+    /* OlmoeAttention sizes q_norm by hidden_size: the projection must be that wide */
+    if (c->qk_norm_whole && f->id == SD_ARCH_OLMOE && (int64_t)c->n_heads * c->head_dim != c->hidden_size)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: num_attention_heads (%d) x head_dim (%d) must equal hidden_size (%d) for %s (its q_norm "
+                       "is hidden_size wide)",
+                       p->fname, (int)c->n_heads, (int)c->head_dim, (int)c->hidden_size, f->arch);
     c->attn_sinks = sd_has(f, SD_FAM_SINKS);
-    c->sandwich_norms = sd_has(f, SD_FAM_SANDWICH);
+    c->sandwich_norms = sd_has(f, SD_FAM_SANDWICH) || sd_has(f, SD_FAM_POST_NORMS);
+    c->post_norms_only = sd_has(f, SD_FAM_POST_NORMS);
     c->norm_offset = sd_has(f, SD_FAM_NORM_PLUS1) ? 1.0f : 0.0f;
     c->embed_scale = sd_has(f, SD_FAM_EMBED_SCALE) ? (float)sqrt((double)c->hidden_size) : 0.0f;
     c->fused_qkv = c->fused_gate_up = sd_has(f, SD_FAM_FUSED);
@@ -467,7 +518,12 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
         TRY(sd_cfg_opt_num(p, "final_logit_softcapping", f->final_softcap, 1e-30, 1e30, &v));
         c->final_softcap = (float)v;
     }
-    return SPECDEC_OK;
+    if (sd_has(f, SD_FAM_CLIP_QKV)) { /* absent or null: no clipping */
+        TRY(sd_cfg_opt_num(p, "clip_qkv", 0.0, 1e-30, 1e30, &v));
+        c->clip_qkv = (float)v;
+    }
+    if (sd_has(f, SD_FAM_MULTIPLIERS)) TRY(sd_cfg_multipliers(p));
+    return sd_has(f, SD_FAM_NO_ROPE_KEY) ? sd_cfg_no_rope(p) : SPECDEC_OK;
 }
 
 /* ---- sliding windows ----------------------------------------------------------------- */
@@ -499,7 +555,8 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
     if (f->window_rule == SD_WIN_NONE) return SPECDEC_OK;
     double w = 0.0;
     int use = 1;
-    if (f->window_rule == SD_WIN_UPPER || f->window_rule == SD_WIN_EVEN_LOWER || sd_has(f, SD_FAM_USE_WINDOW_KEY))
+    if (f->window_rule == SD_WIN_UPPER || f->window_rule == SD_WIN_EVEN_LOWER || f->window_rule == SD_WIN_NOPE ||
+        sd_has(f, SD_FAM_USE_WINDOW_KEY))
         TRY(sd_json_get_bool(p->root, "use_sliding_window", 0, 0, &use, p->fname, p->eb));
     if (use) TRY(sd_cfg_opt_num(p, "sliding_window", f->window, 1.0, (double)SD_CFG_MAX_POSITIONS, &w));
     if (w != floor(w))
@@ -518,6 +575,8 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
         for (int32_t l = 0; l < c->n_layers; l++)
             c->layer_sliding[l] = c->sliding_window > 0 && (f->window_rule == SD_WIN_UPPER ? l >= mwl
                                                                                            : l % 2 == 0 && l < mwl);
+    } else if (f->window_rule == SD_WIN_NOPE) { /* SmolLM3Config: the layers without rope slide */
+        for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0 && c->layer_no_rope[l];
     } else {
         int32_t pat = f->window_pattern;
         if (sd_has(f, SD_FAM_PATTERN_KEY))
@@ -589,6 +648,8 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
                    p->eb));
     c->moe_intermediate = c->intermediate_size;
     c->norm_topk_prob = 1;
+    if (sd_has(f, SD_FAM_TOPK_NORM_KEY))
+        TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
     int32_t step = 1;
     if (sd_has(f, SD_FAM_MOE_SPARSE_STEP)) {
         TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, f->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,

@@ -57,6 +57,22 @@ static const sd_family sd_families[] = {
      131072, 1e-5, 0, 64, 150000.0, 0.0, NULL, NULL, SD_WIN_PATTERN, 128, 2, 0, 0.0, 0.0, 0.0, 128, 4, 0, 0,
      "{\"rope_type\": \"yarn\", \"factor\": 32.0, \"beta_fast\": 32.0, \"beta_slow\": 1.0, \"truncate\": false, "
      "\"original_max_position_embeddings\": 4096}"},
+    /* Olmo2Config: post-norm blocks, q/k norms over the whole projection, no MLP biases */
+    {"Olmo2ForCausalLM", "olmo2", SD_ARCH_OLMO2, F(ATTN_BIAS_KEY) | F(QK_NORM_WHOLE) | F(POST_NORMS),
+     2048, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
+    /* GraniteConfig: a Llama with four multipliers (their defaults 1.0) */
+    {"GraniteForCausalLM", "granite", SD_ARCH_GRANITE, F(ATTN_BIAS_KEY) | F(MLP_BIAS_KEY) | F(MULTIPLIERS),
+     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
+    /* SmolLM3Config: every no_rope_layer_interval-th layer (default 4) without rope, theta 2e6, tied */
+    {"SmolLM3ForCausalLM", "smollm3", SD_ARCH_SMOLLM3, F(ATTN_BIAS_KEY) | F(MLP_BIAS_KEY) | F(NO_ROPE_KEY),
+     32768, 1e-6, 1, 0, 2000000.0, 0.0, "hidden_act", "silu", SD_WIN_NOPE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
+    /* OlmoeConfig: every layer sparse, top-8 of 64 of the softmax, not renormalised by default */
+    {"OlmoeForCausalLM", "olmoe", SD_ARCH_OLMOE,
+     F(ATTN_BIAS_KEY) | F(QK_NORM_WHOLE) | F(CLIP_QKV) | F(MOE) | F(TOPK_NORM_KEY),
+     4096, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 64, 8, 0, 0, NULL},
+    /* GraniteMoeConfig: Granite's multipliers, 8 experts top 2 (softmax of the top-k logits) */
+    {"GraniteMoeForCausalLM", "granitemoe", SD_ARCH_GRANITE_MOE, F(ATTN_BIAS_KEY) | F(MULTIPLIERS) | F(MOE),
+     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 8, 2, 0, 0, NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -76,5 +92,6 @@ const sd_family *sd_family_of(sd_arch id) {
 const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
-           "Qwen2MoeForCausalLM, GptOssForCausalLM";
+           "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
+           "OlmoeForCausalLM, GraniteMoeForCausalLM";
 }

@@ -18,7 +18,9 @@ typedef enum sd_window_rule {
     SD_WIN_ALL = 1,      /* every layer when sliding_window is set (Mistral, Phi-3) */
     SD_WIN_UPPER = 2,    /* use_sliding_window: layers >= max_window_layers (Qwen2, Qwen3) */
     SD_WIN_PATTERN = 3,  /* every `pattern`-th layer is global, the others slide (Gemma 2/3) */
-    SD_WIN_EVEN_LOWER = 4 /* use_sliding_window: even layers below max_window_layers (Qwen2-MoE) */
+    SD_WIN_EVEN_LOWER = 4, /* use_sliding_window: even layers below max_window_layers (Qwen2-MoE) */
+    SD_WIN_NOPE = 5      /* layer_types, else (use_sliding_window and a window) the layers without
+                            rope slide (SmolLM3Config) */
 } sd_window_rule;
 
 enum {
@@ -48,8 +50,16 @@ enum {
     SD_FAM_SHARED_EXPERT = 1u << 22, /* shared_expert_intermediate_size: a gated shared expert */
     SD_FAM_ATTN_BIAS_ON = 1u << 23,  /* attention_bias defaults to true (GPT-OSS) */
     SD_FAM_SINKS = 1u << 24,         /* self_attn.sinks: attention sinks (GPT-OSS) */
-    SD_FAM_MOE_FUSED = 1u << 25      /* fused biased experts, router bias, clamped SwiGLU (swiglu_alpha,
+    SD_FAM_MOE_FUSED = 1u << 25,     /* fused biased experts, router bias, clamped SwiGLU (swiglu_alpha,
                                         swiglu_limit; hidden_act unused), MXFP4 checkpoints (GPT-OSS) */
+    SD_FAM_QK_NORM_WHOLE = 1u << 26, /* self_attn.q_norm / k_norm over the whole projection (OLMo-2, OLMoE) */
+    SD_FAM_POST_NORMS = 1u << 27,    /* no pre-norms: post_attention / post_feedforward_layernorm of the
+                                        sublayer outputs (OLMo-2) */
+    SD_FAM_MULTIPLIERS = 1u << 28,   /* embedding_multiplier, residual_multiplier, attention_multiplier,
+                                        logits_scaling (Granite) */
+    SD_FAM_NO_ROPE_KEY = 1u << 29,   /* no_rope_layers / no_rope_layer_interval (SmolLM3) */
+    SD_FAM_CLIP_QKV = 1u << 30,      /* clip_qkv: q, k, v clamped (OLMoE) */
+    SD_FAM_TOPK_NORM_KEY = 1u << 31  /* norm_topk_prob read (default false) without the Qwen-MoE keys (OLMoE) */
 };
 
 typedef struct sd_family {

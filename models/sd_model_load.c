@@ -271,9 +271,9 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
         TRY(sd_layer_tensor(L, l, "self_attn.k_proj.bias", KV, 0, 1, &ly->bk));
         TRY(sd_layer_tensor(L, l, "self_attn.v_proj.bias", KV, 0, 1, &ly->bv));
     }
-    if (c->qk_norm) {
-        TRY(sd_layer_tensor(L, l, "self_attn.q_norm.weight", D, 0, 1, &ly->q_norm));
-        TRY(sd_layer_tensor(L, l, "self_attn.k_norm.weight", D, 0, 1, &ly->k_norm));
+    if (c->qk_norm || c->qk_norm_whole) { /* per head [head_dim], or the whole projection */
+        TRY(sd_layer_tensor(L, l, "self_attn.q_norm.weight", c->qk_norm ? D : Q, 0, 1, &ly->q_norm));
+        TRY(sd_layer_tensor(L, l, "self_attn.k_norm.weight", c->qk_norm ? D : KV, 0, 1, &ly->k_norm));
     }
     TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, Q, 1, &ly->wo));
     if (c->o_bias) TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
@@ -286,16 +286,20 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
 typedef struct sd_moe_names {
     sd_arch arch;
     const char *router, *gate, *up, *down;
+    const char *stacked; /* every expert in one tensor per projection under this prefix (Granite-MoE) */
 } sd_moe_names;
 
 static const sd_moe_names sd_moe_table[] = {
     {SD_ARCH_MIXTRAL, "block_sparse_moe.gate.weight", "block_sparse_moe.experts.%d.w1.weight",
-     "block_sparse_moe.experts.%d.w3.weight", "block_sparse_moe.experts.%d.w2.weight"},
+     "block_sparse_moe.experts.%d.w3.weight", "block_sparse_moe.experts.%d.w2.weight", NULL},
     {SD_ARCH_QWEN3_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
-     "mlp.experts.%d.down_proj.weight"},
+     "mlp.experts.%d.down_proj.weight", NULL},
     {SD_ARCH_QWEN2_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
-     "mlp.experts.%d.down_proj.weight"},
-    {SD_ARCH_GPT_OSS, "mlp.router.weight", NULL, NULL, NULL}, /* fused: sd_load_fused_experts */
+     "mlp.experts.%d.down_proj.weight", NULL},
+    {SD_ARCH_GPT_OSS, "mlp.router.weight", NULL, NULL, NULL, NULL}, /* fused: sd_load_fused_experts */
+    {SD_ARCH_OLMOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
+     "mlp.experts.%d.down_proj.weight", NULL},
+    {SD_ARCH_GRANITE_MOE, "block_sparse_moe.router.layer.weight", NULL, NULL, NULL, "block_sparse_moe"},
 };
 
 /* Owned memory of the model (freed with it): a slot of m->owned. */
@@ -470,6 +474,45 @@ static specdec_status sd_load_fused_experts(sd_loader *L, int32_t l, sd_expert *
     return sd_load_fused_proj(L, l, "down_proj", H, I, ex);
 }
 
+/* Granite-MoE's stacked experts: <prefix>.input_linear.weight [E, 2I, hidden] (each expert's gate
+ * rows then its up rows) and <prefix>.output_linear.weight [E, hidden, I], already the [out, in]
+ * layout: views into the mapping (copied once when misaligned for the dtype). */
+static specdec_status sd_load_stacked_experts(sd_loader *L, int32_t l, const char *prefix, sd_expert *ex) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
+    for (int k = 0; k < 2; k++) {
+        const int64_t out = k ? H : 2 * I, in = k ? I : H, shape[3] = {E, out, in};
+        char nm[160], sfx[96];
+        const sd_st_tensor *t = NULL;
+        const uint8_t *src = NULL;
+        const char *path = NULL;
+        snprintf(sfx, sizeof sfx, "%s.%s.weight", prefix, k ? "output_linear" : "input_linear");
+        TRY(sd_layer_raw(L, l, sfx, 3, shape, SPECDEC_ERR_MODEL_MISMATCH, nm, &t, &src, &path));
+        sd_dtype dt;
+        TRY(sd_st_weight_dtype(t, path, nm, &dt));
+        const size_t esz = sd_dtype_size(dt), bytes = (size_t)(E * out * in) * esz;
+        if ((uintptr_t)src % esz) { /* safetensors does not promise alignment */
+            uint8_t *copy = sd_own(L, bytes);
+            if (!copy)
+                return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory for %zu bytes", path,
+                               nm, bytes);
+            memcpy(copy, src, bytes);
+            src = copy;
+        }
+        for (int64_t e = 0; e < E; e++) {
+            const sd_tensor v = {src + (size_t)(e * out * in) * esz, dt, 2, {out, in}};
+            if (k) {
+                ex[e].w_down = v;
+            } else {
+                ex[e].w_gate = sd_row_view(&v, 0, I);
+                ex[e].w_up = sd_row_view(&v, I, I);
+            }
+        }
+        L->m->n_params += (int64_t)t->n_elements;
+    }
+    return SPECDEC_OK;
+}
+
 /* Layer l's router and experts (cfg.layer_moe[l]). */
 static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
@@ -484,6 +527,7 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     if (!ex) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %d experts", L->m->path, c->n_experts);
     ly->experts = ex;
     if (c->moe_fused) return sd_load_fused_experts(L, l, ex);
+    if (nm->stacked) return sd_load_stacked_experts(L, l, nm->stacked, ex);
     char name[128];
     for (int32_t e = 0; e < c->n_experts; e++) {
         snprintf(name, sizeof name, nm->gate, (int)e);
@@ -501,12 +545,16 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
 static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size;
-    TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
-    if (c->sandwich_norms) {
+    if (c->post_norms_only) { /* OLMo-2: the sublayers' outputs are normed, not their inputs */
+        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
+        TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
+    } else if (c->sandwich_norms) {
+        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
         TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
         TRY(sd_layer_tensor(L, l, "pre_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_norm));
         TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
     } else {
+        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
         TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
     }
     if (c->layer_moe[l]) return sd_load_experts(L, l, ly);

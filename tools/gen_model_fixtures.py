@@ -41,7 +41,9 @@ try:
                               GemmaForCausalLM, GptOssConfig, GptOssForCausalLM, LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
                               MixtralConfig, MixtralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
                               Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
-                              Qwen3MoeConfig, Qwen3MoeForCausalLM)
+                              Qwen3MoeConfig, Qwen3MoeForCausalLM, Olmo2Config, Olmo2ForCausalLM, GraniteConfig,
+                              GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
+                              GraniteMoeConfig, GraniteMoeForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -161,6 +163,31 @@ VARIANTS = {
                        "swiglu_limit": 2.0, "layer_types": ["full_attention", "sliding_attention"],
                        "rope_parameters": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 1000.0,
                                            "original_max_position_embeddings": 16}}, False),
+    # OLMo-2: post-norm blocks (no pre-norms), q/k norms over the whole projection, GQA
+    "olmo2": (Olmo2Config, Olmo2ForCausalLM,
+              {**BASE, "num_hidden_layers": 3, "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}},
+              False),
+    # Granite 3.x: the four multipliers off 1 (attention_multiplier replaces head_dim^-1/2), tied
+    "granite": (GraniteConfig, GraniteForCausalLM,
+                {**BASE, "tie_word_embeddings": True, "embedding_multiplier": 2.5, "residual_multiplier": 0.4,
+                 "attention_multiplier": 0.3, "logits_scaling": 3.0,
+                 "rope_parameters": {"rope_type": "default", "rope_theta": 300.0}}, False),
+    # SmolLM3: every 2nd layer without rope, and those layers slide (window 5); config.json
+    # without the derived no_rope_layers / layer_types (CONFIG_EDITS): the reader derives them
+    "smollm3_window": (SmolLM3Config, SmolLM3ForCausalLM,
+                       {**BASE, "num_hidden_layers": 4, "no_rope_layer_interval": 2, "use_sliding_window": True,
+                        "sliding_window": 5, "tie_word_embeddings": True,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}, False),
+    # OLMoE: whole-projection q/k norms, clip_qkv (1.5: binds on these weights), top-3 of 6 of the
+    # softmax, not renormalised
+    "olmoe": (OlmoeConfig, OlmoeForCausalLM,
+              {**BASE, "intermediate_size": 24, "num_experts": 6, "num_experts_per_tok": 3, "norm_topk_prob": False,
+               "clip_qkv": 1.5}, False),
+    # Granite-MoE: Granite's multipliers, stacked experts (input_linear / output_linear), top-2 of 4
+    "granite_moe": (GraniteMoeConfig, GraniteMoeForCausalLM,
+                    {**BASE, "intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2,
+                     "embedding_multiplier": 1.5, "residual_multiplier": 0.6, "attention_multiplier": 0.2,
+                     "logits_scaling": 2.0}, False),
 }
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.
@@ -182,8 +209,16 @@ def without_layer_types(cfg):
     return cfg
 
 
+def without_derived_layers(cfg):
+    """SmolLM3Config derives no_rope_layers (from no_rope_layer_interval) and layer_types (the
+    layers without rope slide when use_sliding_window); drop both so the reader derives them."""
+    del cfg["no_rope_layers"], cfg["layer_types"]
+    return cfg
+
+
 # name -> an edit of the saved config.json (the model and its logits are unchanged by it)
-CONFIG_EDITS = {"qwen3_moe_step": hub_qwen_moe_config, "qwen2_moe_window": without_layer_types}
+CONFIG_EDITS = {"qwen3_moe_step": hub_qwen_moe_config, "qwen2_moe_window": without_layer_types,
+                "smollm3_window": without_derived_layers}
 
 
 # ---- MXFP4 (OCP Microscaling FP4): written here from the format's definition, independently of

@@ -1,30 +1,34 @@
 /* sd_cpu_runner.c — the CPU reference runner: one model's fp32 KV cache and the
  * plain-C forward pass of every family the configuration can describe (core/
  * sd_weights.h sd_config; models/sd_family.c): Llama, Mistral, Qwen2/3, Phi-3, Gemma 1-3,
- * Mixtral, Qwen2-MoE, Qwen3-MoE and GPT-OSS.
+ * Mixtral, Qwen2-MoE, Qwen3-MoE, GPT-OSS, OLMo-2, OLMoE, Granite, Granite-MoE and SmolLM3.
  *
  * forward(tokens[0..n), pos): for each token t (absolute position p = pos + t); every
  * norm is RMSNorm with weight (norm_offset + w), every bracket only when configured:
  *   x = embed(token) [* embed_scale]
- *   per layer l: h = norm(x, attn_norm)
+ *   per layer l: h = norm(x, attn_norm)   [h = x: post_norms_only (OLMo-2)]
  *               q, k, v = h Wq^T [+bq], h Wk^T [+bk], h Wv^T [+bv]
- *               [q, k = per-head norm(q, q_norm), norm(k, k_norm)]
+ *               [q, k = per-head norm(q, q_norm), norm(k, k_norm); or one norm over the whole
+ *                projected q and k (qk_norm_whole: OLMo-2, OLMoE)]  [q, k, v clamped: clip_qkv]
  *               rope(q, p), rope(k, p) over the first rope_dim dims of each head, with
  *               the tables of the layer's kind (sliding layers: rope_local_theta)
+ *               [none on layer_no_rope layers (SmolLM3)]
  *               K[p], V[p] = k, v   (cache rows of this layer)
  *               o = attention(q over K[f..p], V[f..p]) Wo^T [+bo], f = p - window + 1
  *                   on sliding layers (else 0); scores scaled by attn_scale, [soft-capped],
  *                   [the head's sink logit in the softmax's denominator: GPT-OSS]
  *               x += o  [o = norm(o, attn_post_norm) first: sandwich norms]
- *               h = norm(x, ffn_norm)
+ *                       [o times residual_scale first (Granite)]
+ *               h = norm(x, ffn_norm)   [h = x: post_norms_only]
  *               y = (act(h Wg^T [+bg]) * (h Wu^T [+bu])) Wd^T [+bd]    (SwiGLU / GeGLU)
  *                   [a MoE layer (Mixtral, Qwen2/3-MoE): y = sum over the token's chosen experts e,
  *                    in id order, of w_e * (act(h Wg_e^T) * (h Wu_e^T)) Wd_e^T, plus Qwen2-MoE's
  *                    sigmoid(h Wsg^T) * shared expert MLP(h); GPT-OSS: router and experts
  *                    with biases, the expert MLP swiglu_clamped(h Wgu_e^T + bgu_e) Wd_e^T + bd_e;
  *                    cpu_moe_block]
- *               x += y  [y = norm(y, ffn_post_norm) first]
- *   logits = norm(x, out_norm) W_lm^T [soft-capped]   (W_lm = tok_embd when tied)
+ *               x += y  [y = norm(y, ffn_post_norm) first]  [y times residual_scale first]
+ *   logits = norm(x, out_norm) W_lm^T [/ logits_divisor (Granite)] [soft-capped]
+ *            (W_lm = tok_embd when tied)
  * Every op computes each token's row with the same loop order whatever n is, so a
  * position's logits are bitwise identical in a 1-token call and inside a k-token
  * call. Tree calls (core/sd_runner.h "Trees") run the same code with per-token
@@ -213,32 +217,65 @@ static void cpu_attend_all(sd_cpu_group *g, int32_t l, int32_t n, const float *k
     else cpu_attn_part(&job, 0, 1, NULL);
 }
 
+/* x += the sublayer output in h [n, hidden], times residual_scale when set (Granite). */
+static void cpu_residual(sd_cpu_group *g, int32_t n) {
+    const int64_t m = (int64_t)n * g->cfg.hidden_size;
+    const float s = g->cfg.residual_scale;
+    if (s > 0.0f) sd_cpu_scale(g->h, m, s);
+    sd_cpu_add(g->x, g->h, m);
+}
+
+/* A sublayer's input: norm(x) in h, or x itself when the family has no pre-norms (OLMo-2). */
+static const float *cpu_sublayer_in(sd_cpu_group *g, const sd_tensor *norm, int32_t n) {
+    const sd_config *c = &g->cfg;
+    if (c->post_norms_only) return g->x;
+    sd_cpu_rmsnorm_off(g->x, norm, (double)c->norm_offset, n, c->hidden_size, (double)c->rms_norm_eps, g->h);
+    return g->h;
+}
+
+/* q, k (and v) after the projections: per-head or whole-projection norms, clip_qkv. */
+static void cpu_qkv_post(sd_cpu_group *g, const sd_layer *L, int32_t n) {
+    const sd_config *c = &g->cfg;
+    const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
+    if (c->qk_norm) { /* q [n * n_heads, hd] and k [n * n_kv, hd] row by row */
+        sd_cpu_rmsnorm_off(g->q, &L->q_norm, off, n * c->n_heads, c->head_dim, eps, g->q);
+        sd_cpu_rmsnorm_off(g->k, &L->k_norm, off, n * c->n_kv_heads, c->head_dim, eps, g->k);
+    } else if (c->qk_norm_whole) { /* q [n, q_dim] and k [n, kv_dim]: one norm per token */
+        sd_cpu_rmsnorm_off(g->q, &L->q_norm, off, n, g->q_dim, eps, g->q);
+        sd_cpu_rmsnorm_off(g->k, &L->k_norm, off, n, g->kv_dim, eps, g->k);
+    }
+    if (c->clip_qkv > 0.0f) {
+        sd_cpu_clamp(g->q, (int64_t)n * g->q_dim, c->clip_qkv);
+        sd_cpu_clamp(g->k, (int64_t)n * g->kv_dim, c->clip_qkv);
+        sd_cpu_clamp(g->v, (int64_t)n * g->kv_dim, c->clip_qkv);
+    }
+}
+
 /* The attention block of layer l over the n tokens of a pass (x += its output). */
 static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float *kc, float *vc, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t hidden = c->hidden_size, hd = c->head_dim, rd = sd_cfg_rope_dim(c), half = rd / 2;
     const int32_t q_dim = g->q_dim, kv_dim = g->kv_dim;
     const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
-    sd_cpu_rmsnorm_off(g->x, &L->attn_norm, off, n, hidden, eps, g->h);
-    sd_cpu_matmul(g->h, n, &L->wq, &L->bq, g->q, g->rowbuf);
-    sd_cpu_matmul(g->h, n, &L->wk, &L->bk, g->k, g->rowbuf);
-    sd_cpu_matmul(g->h, n, &L->wv, &L->bv, g->v, g->rowbuf);
-    if (c->qk_norm) { /* q [n * n_heads, hd] and k [n * n_kv, hd] row by row */
-        sd_cpu_rmsnorm_off(g->q, &L->q_norm, off, n * c->n_heads, hd, eps, g->q);
-        sd_cpu_rmsnorm_off(g->k, &L->k_norm, off, n * c->n_kv_heads, hd, eps, g->k);
-    }
+    const float *in = cpu_sublayer_in(g, &L->attn_norm, n);
+    sd_cpu_matmul(in, n, &L->wq, &L->bq, g->q, g->rowbuf);
+    sd_cpu_matmul(in, n, &L->wk, &L->bk, g->k, g->rowbuf);
+    sd_cpu_matmul(in, n, &L->wv, &L->bv, g->v, g->rowbuf);
+    cpu_qkv_post(g, L, n);
     const int64_t tab = (g->n_ropes > 1 && c->layer_sliding[l]) ? (int64_t)g->base.max_batch * half : 0;
     for (int32_t t = 0; t < n; t++) {
         const float *ct = g->rope_cos + tab + (int64_t)t * half, *st = g->rope_sin + tab + (int64_t)t * half;
-        sd_cpu_rope_part(g->q + (int64_t)t * q_dim, c->n_heads, hd, rd, ct, st);
-        sd_cpu_rope_part(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, rd, ct, st);
+        if (!c->layer_no_rope[l]) {
+            sd_cpu_rope_part(g->q + (int64_t)t * q_dim, c->n_heads, hd, rd, ct, st);
+            sd_cpu_rope_part(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, rd, ct, st);
+        }
         memcpy(kc + g->wrow[t] * kv_dim, g->k + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
         memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
     }
     cpu_attend_all(g, l, n, kc, vc);
     sd_cpu_matmul(g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
     if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->attn_post_norm, off, n, hidden, eps, g->h);
-    sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
+    cpu_residual(g, n);
 }
 
 /* Token t's experts: the n_experts_used largest of p = softmax(router logits) in double (ties:
@@ -332,7 +369,8 @@ static void cpu_mlp_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t hidden = c->hidden_size, inter = c->intermediate_size;
     const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
-    sd_cpu_rmsnorm_off(g->x, &L->ffn_norm, off, n, hidden, eps, g->h);
+    if (c->post_norms_only) memcpy(g->h, g->x, sizeof(float) * (size_t)n * (size_t)hidden);
+    else sd_cpu_rmsnorm_off(g->x, &L->ffn_norm, off, n, hidden, eps, g->h);
     if (L->experts) {
         cpu_moe_block(g, L, n);
     } else {
@@ -342,7 +380,7 @@ static void cpu_mlp_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
         sd_cpu_matmul(g->gate, n, &L->w_down, &L->b_down, g->h, g->rowbuf);
     }
     if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->ffn_post_norm, off, n, hidden, eps, g->h);
-    sd_cpu_add(g->x, g->h, (int64_t)n * hidden);
+    cpu_residual(g, n);
 }
 
 /* Lay out segment s's tokens from index t0 of the pass: ids, positions, the rows
@@ -388,6 +426,9 @@ static void cpu_logits(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_seg
     sd_cpu_rmsnorm_off(g->x, &g->w->out_norm, (double)c->norm_offset, n, c->hidden_size, (double)c->rms_norm_eps,
                        g->h);
     sd_cpu_matmul_rows(g->h, n, &g->w->lm_head, NULL, g->lrow, g->rowbuf);
+    if (c->logits_divisor > 0.0f) /* Granite: logits / logits_scaling */
+        for (int32_t t = 0; t < n; t++)
+            if (g->lrow[t]) sd_cpu_div(g->lrow[t], c->vocab_size, c->logits_divisor);
     if (c->final_softcap > 0.0f)
         for (int32_t t = 0; t < n; t++)
             if (g->lrow[t]) sd_cpu_softcap(g->lrow[t], c->vocab_size, (double)c->final_softcap);

@@ -1216,10 +1216,12 @@ extern "C" specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ct
                        (void *)out);
     specdec_status st = sd_weights_validate(w, eb);
     if (st != SPECDEC_OK) return st;
-    if (sd_cfg_has_moe(&w->cfg)) /* README "Models": MoE runs on the CPU backend; no CUDA kernels yet */
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED,
-                       "%s: mixture-of-experts layers are not supported by the CUDA backend yet (use --backend cpu)",
-                       w->cfg.architecture);
+    /* README "Model families": MoE, OLMo-2, OLMoE, Granite and SmolLM3's features run on the CPU
+     * backend only; no CUDA kernels for them yet */
+    const char *cpu_only = sd_cfg_cpu_only(&w->cfg);
+    if (cpu_only)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s are not supported by the CUDA backend yet (use --backend cpu)",
+                       w->cfg.architecture, cpu_only);
     const sd_group_spec sp = sd_spec_of(w, n_ctx, max_batch, n_blocks, block_tokens, device, keep_f32);
     sd_cuda_group *g = NULL;
     st = sd_create_common(&w->cfg, &sp, &g, eb);

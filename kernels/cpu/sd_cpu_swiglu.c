@@ -22,6 +22,14 @@ void sd_cpu_scale(float *x, int64_t m, float s) {
     for (int64_t i = 0; i < m; i++) x[i] *= s;
 }
 
+void sd_cpu_div(float *x, int64_t m, float d) {
+    for (int64_t i = 0; i < m; i++) x[i] /= d;
+}
+
+void sd_cpu_clamp(float *x, int64_t m, float lim) {
+    for (int64_t i = 0; i < m; i++) x[i] = x[i] < -lim ? -lim : (x[i] > lim ? lim : x[i]);
+}
+
 void sd_cpu_add(float *x, const float *y, int64_t m) {
     for (int64_t i = 0; i < m; i++) x[i] += y[i];
 }

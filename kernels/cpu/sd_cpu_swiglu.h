@@ -28,6 +28,12 @@ void sd_cpu_softcap(float *x, int64_t m, double cap);
 /* Scaling in place: x[i] = x[i] * s in fp32 (the embedding scale of Gemma). */
 void sd_cpu_scale(float *x, int64_t m, float s);
 
+/* Division in place: x[i] = x[i] / d in fp32 (Granite's logits / logits_scaling). */
+void sd_cpu_div(float *x, int64_t m, float d);
+
+/* Clamping in place: x[i] = min(max(x[i], -lim), lim) (OLMoE's clip_qkv; lim > 0). */
+void sd_cpu_clamp(float *x, int64_t m, float lim);
+
 /* Residual connection: x[i] += y[i] for i < m (in fp32, as the model adds in its dtype). */
 void sd_cpu_add(float *x, const float *y, int64_t m);
 

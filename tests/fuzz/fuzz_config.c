@@ -2,7 +2,8 @@
  * successful parse must give sizes within the documented bounds and consistent heads,
  * and a model description the forward can run: rotary dimensions even and within the
  * head, rope parameters of its type usable, a window >= 1 on every sliding layer,
- * finite non-negative scales and caps, a known activation. */
+ * finite non-negative scales, caps, multipliers and clips, one kind of q/k norm, post-only
+ * norms only with their post-sublayer norms, a known activation. */
 #include "fuzz_common.h"
 #include <math.h>
 
@@ -39,6 +40,9 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(c.attn_scale >= 0 && isfinite(c.attn_scale) && c.attn_softcap >= 0 && isfinite(c.attn_softcap));
     sd_fuzz_require(c.final_softcap >= 0 && isfinite(c.final_softcap) && c.embed_scale >= 0 && isfinite(c.embed_scale));
     sd_fuzz_require((unsigned)c.act <= (unsigned)SD_ACT_GELU);
+    sd_fuzz_require(c.residual_scale >= 0 && isfinite(c.residual_scale) && c.logits_divisor >= 0 &&
+                    isfinite(c.logits_divisor) && c.clip_qkv >= 0 && isfinite(c.clip_qkv));
+    sd_fuzz_require(!(c.qk_norm && c.qk_norm_whole) && (!c.post_norms_only || c.sandwich_norms));
     /* the frequencies of both layer kinds at two context sizes are finite and positive */
     const int32_t ctxs[2] = {1, 1 << 20};
     for (int k = 0; k < 2; k++)

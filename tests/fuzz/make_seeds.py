@@ -185,6 +185,49 @@ GPT_OSS = {
     "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0,
     "tie_word_embeddings": False, "use_cache": True, "vocab_size": 201088}
 
+# The newer families, in the form of their published config.json files (OLMo-2-1124-7B,
+# granite-3.1-8b-instruct, SmolLM3-3B, OLMoE-1B-7B-0924)
+OLMO2 = {
+    "architectures": ["Olmo2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "eos_token_id": 100257,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 11008,
+    "max_position_embeddings": 4096, "model_type": "olmo2", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 32, "pad_token_id": 100277, "rms_norm_eps": 1e-06, "rope_scaling": None,
+    "rope_theta": 500000, "tie_word_embeddings": False, "torch_dtype": "float32", "use_cache": True,
+    "vocab_size": 100352}
+GRANITE = {
+    "architectures": ["GraniteForCausalLM"], "attention_bias": False, "attention_dropout": 0.1,
+    "attention_multiplier": 0.0078125, "bos_token_id": 0, "embedding_multiplier": 12.0, "eos_token_id": 0,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 12800,
+    "logits_scaling": 16.0, "max_position_embeddings": 131072, "mlp_bias": False, "model_type": "granite",
+    "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8, "pad_token_id": 0,
+    "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000000.0,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 49155}
+SMOLLM3 = {
+    "architectures": ["SmolLM3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": None,
+    "eos_token_id": 128012, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 11008, "layer_types": ["full_attention"] * 36, "max_position_embeddings": 65536,
+    "max_window_layers": 28, "mlp_bias": False, "model_type": "smollm3", "no_rope_layer_interval": 4,
+    "no_rope_layers": [1, 1, 1, 0] * 9, "num_attention_heads": 16, "num_hidden_layers": 36, "num_key_value_heads": 4,
+    "pad_token_id": 128004, "pretraining_tp": 2, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 5000000.0,
+    "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_cache": False,
+    "use_sliding_window": False, "vocab_size": 128256}
+OLMOE = {
+    "architectures": ["OlmoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0, "clip_qkv": None,
+    "eos_token_id": 50279, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 1024, "max_position_embeddings": 4096, "model_type": "olmoe", "norm_topk_prob": False,
+    "num_attention_heads": 16, "num_experts": 64, "num_experts_per_tok": 8, "num_hidden_layers": 16,
+    "num_key_value_heads": 16, "output_router_logits": False, "pad_token_id": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": None, "rope_theta": 10000.0, "router_aux_loss_coef": 0.01, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 50304}
+
+# granite-3.1-3b-a800m-instruct's form: Granite's multipliers, 40 experts top 8
+GRANITE_MOE = {
+    **{k: v for k, v in GRANITE.items() if k not in ("intermediate_size", "num_hidden_layers", "hidden_size")},
+    "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe", "hidden_size": 1536,
+    "intermediate_size": 512, "num_hidden_layers": 32, "num_attention_heads": 24, "num_key_value_heads": 8,
+    "num_local_experts": 40, "num_experts_per_tok": 8, "attention_multiplier": 0.015625, "logits_scaling": 6.0,
+    "output_router_logits": False, "router_aux_loss_coef": 0.0}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -197,7 +240,8 @@ def config_seeds():
         json.dumps({**{k: v for k, v in LLAMA.items() if k not in ("rope_theta", "rope_scaling")},
                     "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}}))
     fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
-           "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS}
+           "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS, "olmo2_7b": OLMO2, "granite31_8b": GRANITE,
+           "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -229,6 +273,12 @@ def config_seeds():
     bad("gpt_oss_swiglu_limit", GPT_OSS, swiglu_limit=0)
     bad("gpt_oss_quant_awq", GPT_OSS, quantization_config={"quant_method": "awq", "bits": 4})
     bad("gpt_oss_layer_types", GPT_OSS, layer_types=["sliding_attention"] * 23)
+    bad("granite_residual_zero", GRANITE, residual_multiplier=0)
+    bad("smollm3_no_rope_short", SMOLLM3, no_rope_layers=[1, 1, 1, 0])
+    bad("olmoe_clip_negative", OLMOE, clip_qkv=-8.0)
+    bad("olmoe_head_dim", OLMOE, head_dim=64)
+    bad("olmo2_rope_unknown", OLMO2, rope_scaling={"rope_type": "mrope"})
+    bad("granite_moe_topk", GRANITE_MOE, num_experts_per_tok=41)
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

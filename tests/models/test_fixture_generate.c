@@ -1,6 +1,7 @@
 /* test_fixture_generate.c — generation through the public API (CPU backend) on the family
  * fixtures: speculative decoding with mixture-of-experts models (GPT-OSS with its sinks and
- * windows too, MXFP4 or not), and the context limit.
+ * windows too, MXFP4 or not; OLMoE, Granite-MoE), with OLMo-2 (post-norms), Granite (multipliers) and SmolLM3
+ * (layers without rope that slide), and the context limit.
  *
  * The fixtures (tests/models/fixtures, written by transformers) share a vocabulary of 80 ids
  * and bos/eos, so any two form a target/draft pair. Claims (docs: README "Model families";
@@ -126,6 +127,14 @@ int main(int argc, char **argv) {
     pair(argv[1], "gpt_oss", "gpt_oss", 1);
     pair(argv[1], "gpt_oss_mxfp4", "gpt_oss", 0);
     pair(argv[1], "qwen3", "gpt_oss_mxfp4", 0);
+    pair(argv[1], "olmo2", "olmo2", 1);
+    pair(argv[1], "granite", "granite", 1);
+    pair(argv[1], "smollm3_window", "smollm3_window", 1);
+    pair(argv[1], "olmoe", "olmoe", 1);
+    pair(argv[1], "granite_moe", "granite_moe", 1);
+    pair(argv[1], "granite", "granite_moe", 0);
+    pair(argv[1], "olmo2", "granite", 0);
+    pair(argv[1], "smollm3_window", "olmoe", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

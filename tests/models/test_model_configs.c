@@ -77,11 +77,15 @@ static void bad(const char *what, const char *arch, const char *extra, specdec_s
     bad_over(what, arch, "", extra, want, key);
 }
 
-static int sliding_mask(const sd_config *c) {
+/* Bit l set when per_layer[l] (layer_sliding, layer_moe, layer_no_rope) is. */
+static int layer_mask(const sd_config *c, const uint8_t *per_layer) {
     int m = 0;
-    for (int32_t l = 0; l < c->n_layers; l++) m |= (c->layer_sliding[l] != 0) << l;
+    for (int32_t l = 0; l < c->n_layers; l++) m |= (per_layer[l] != 0) << l;
     return m;
 }
+#define sliding_mask(c) layer_mask((c), (c)->layer_sliding)
+#define moe_mask(c) layer_mask((c), (c)->layer_moe)
+#define no_rope_mask(c) layer_mask((c), (c)->layer_no_rope)
 
 static void families(void) {
     sd_config c;
@@ -149,12 +153,6 @@ static void families(void) {
              "gemma3: nested rope_parameters, yarn defaults");
     ok("llama dynamic", "LlamaForCausalLM", "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}", &c);
     SD_CHECK(c.rope_type == SD_ROPE_DYNAMIC && c.rope_factor == 2.0f, "llama: dynamic");
-}
-
-static int moe_mask(const sd_config *c) {
-    int m = 0;
-    for (int32_t l = 0; l < c->n_layers; l++) m |= (c->layer_moe[l] != 0) << l;
-    return m;
 }
 
 /* Mixture-of-experts families: transformers' class defaults, both spellings of the expert
@@ -236,6 +234,91 @@ static void gpt_oss(void) {
              "gpt-oss: attention_bias false, alpha / limit / rope / layer_types read, hidden_act unused");
 }
 
+/* OLMo-2, Granite, SmolLM3, OLMoE: their config classes' defaults, the keys each reads, and
+ * which features the CUDA backend must refuse (sd_cfg_cpu_only). */
+static void more_families(void) {
+    sd_config c;
+    ok("olmo2 defaults", "Olmo2ForCausalLM", "\"mlp_bias\": true", &c);
+    SD_CHECK(c.qk_norm_whole && !c.qk_norm && c.post_norms_only && c.sandwich_norms && !c.attention_bias &&
+                 !c.o_bias && !c.mlp_bias && c.rms_norm_eps == 1e-5f && c.max_position_embeddings == 2048 &&
+                 c.rope_theta == 10000.0f && !c.tie_word_embeddings && c.act == SD_ACT_SILU && c.attn_scale == 0.0f,
+             "olmo2: Olmo2Config defaults (post-norms, whole q/k norms; mlp_bias not read)");
+    SD_CHECK(sd_cfg_cpu_only(&c) != NULL, "olmo2: CPU-only");
+    ok("olmo2 biases", "Olmo2ForCausalLM", "\"attention_bias\": true, \"rope_theta\": 500000", &c);
+    SD_CHECK(c.attention_bias && c.o_bias && c.rope_theta == 500000.0f, "olmo2: attention_bias, rope_theta");
+
+    ok("granite defaults", "GraniteForCausalLM", "", &c);
+    SD_CHECK(c.embed_scale == 1.0f && c.residual_scale == 1.0f && c.attn_scale == 1.0f && c.logits_divisor == 1.0f &&
+                 c.rms_norm_eps == 1e-6f && c.max_position_embeddings == 2048 && !c.tie_word_embeddings &&
+                 !c.qk_norm_whole && !c.post_norms_only,
+             "granite: GraniteConfig defaults (every multiplier 1; attention_multiplier replaces head_dim^-1/2)");
+    ok("granite 3.1", "GraniteForCausalLM",
+       "\"embedding_multiplier\": 12.0, \"residual_multiplier\": 0.22, \"attention_multiplier\": 0.0078125, "
+       "\"logits_scaling\": 16.0, \"attention_bias\": false, \"mlp_bias\": false, \"tie_word_embeddings\": true, "
+       "\"rope_theta\": 10000000.0, \"max_position_embeddings\": 131072",
+       &c);
+    SD_CHECK(c.embed_scale == 12.0f && c.residual_scale == 0.22f && c.attn_scale == 0.0078125f &&
+                 c.logits_divisor == 16.0f && c.tie_word_embeddings && c.rope_theta == 1e7f,
+             "granite: the published granite-3.1 multipliers");
+    SD_CHECK(sd_cfg_cpu_only(&c) != NULL, "granite: CPU-only");
+
+    ok("smollm3 defaults", "SmolLM3ForCausalLM", "", &c);
+    SD_CHECK(no_rope_mask(&c) == 0x8 && sliding_mask(&c) == 0 && c.rope_theta == 2000000.0f && c.tie_word_embeddings &&
+                 c.max_position_embeddings == 32768 && c.rms_norm_eps == 1e-6f,
+             "smollm3: SmolLM3Config defaults (layer 3 of 4 without rope, theta 2e6, tied; mask %x)",
+             no_rope_mask(&c));
+    SD_CHECK(sd_cfg_cpu_only(&c) != NULL, "smollm3: CPU-only");
+    ok("smollm3 interval + window", "SmolLM3ForCausalLM",
+       "\"no_rope_layer_interval\": 2, \"use_sliding_window\": true, \"sliding_window\": 8", &c);
+    SD_CHECK(no_rope_mask(&c) == 0xa && sliding_mask(&c) == 0xa && c.sliding_window == 8,
+             "smollm3: every 2nd layer without rope, and those slide (rope %x, sliding %x)", no_rope_mask(&c),
+             sliding_mask(&c));
+    ok("smollm3 window off", "SmolLM3ForCausalLM", "\"sliding_window\": 8", &c);
+    SD_CHECK(sliding_mask(&c) == 0 && c.sliding_window == 0, "smollm3: use_sliding_window false: no window");
+    ok("smollm3 hub", "SmolLM3ForCausalLM",
+       "\"no_rope_layers\": [1, 0, true, false], \"no_rope_layer_interval\": 4, \"use_sliding_window\": false, "
+       "\"sliding_window\": null, \"layer_types\": [\"full_attention\", \"full_attention\", \"full_attention\", "
+       "\"full_attention\"], \"rope_theta\": 5000000.0",
+       &c);
+    SD_CHECK(no_rope_mask(&c) == 0xa && sliding_mask(&c) == 0 && c.rope_theta == 5e6f,
+             "smollm3: an explicit no_rope_layers list (1 = rope) wins over the interval (mask %x)", no_rope_mask(&c));
+    ok("smollm3 all rope", "SmolLM3ForCausalLM", "\"no_rope_layers\": [1, 1, 1, 1]", &c);
+    SD_CHECK(no_rope_mask(&c) == 0, "smollm3: every layer with rope");
+    ok("llama ignores no_rope", "LlamaForCausalLM", "\"no_rope_layers\": [0, 0, 0, 0]", &c);
+    SD_CHECK(no_rope_mask(&c) == 0 && sd_cfg_cpu_only(&c) == NULL, "llama: no_rope_layers not read; CUDA runs it");
+
+    ok("olmoe defaults", "OlmoeForCausalLM", "", &c);
+    SD_CHECK(c.n_experts == 64 && c.n_experts_used == 8 && c.moe_intermediate == 48 && !c.norm_topk_prob &&
+                 moe_mask(&c) == 0xf && c.qk_norm_whole && !c.post_norms_only && !c.sandwich_norms &&
+                 c.clip_qkv == 0.0f && c.max_position_embeddings == 4096 && c.rms_norm_eps == 1e-5f &&
+                 !c.shared_expert_intermediate,
+             "olmoe: OlmoeConfig defaults (64 experts, top 8, not renormalised, experts intermediate_size wide)");
+    ok("olmoe options", "OlmoeForCausalLM",
+       "\"num_experts\": 16, \"num_experts_per_tok\": 2, \"norm_topk_prob\": true, \"clip_qkv\": 8, "
+       "\"decoder_sparse_step\": 2, \"mlp_only_layers\": [0], \"moe_intermediate_size\": 8",
+       &c);
+    SD_CHECK(c.n_experts == 16 && c.n_experts_used == 2 && c.norm_topk_prob && c.clip_qkv == 8.0f &&
+                 moe_mask(&c) == 0xf && c.moe_intermediate == 48,
+             "olmoe: norm_topk_prob and clip_qkv read; Qwen-MoE's sparse-step keys are not");
+    ok("olmoe clip null", "OlmoeForCausalLM", "\"clip_qkv\": null", &c);
+    SD_CHECK(c.clip_qkv == 0.0f, "olmoe: clip_qkv null is none");
+
+    ok("granite-moe defaults", "GraniteMoeForCausalLM", "", &c);
+    SD_CHECK(c.n_experts == 8 && c.n_experts_used == 2 && c.moe_intermediate == 48 && c.norm_topk_prob &&
+                 moe_mask(&c) == 0xf && c.embed_scale == 1.0f && c.residual_scale == 1.0f && c.attn_scale == 1.0f &&
+                 c.logits_divisor == 1.0f && !c.attention_bias && !c.qk_norm_whole,
+             "granite-moe: GraniteMoeConfig defaults (8 experts, top 2 renormalised, every multiplier 1)");
+    ok("granite-moe 3.1", "GraniteMoeForCausalLM",
+       "\"num_local_experts\": 40, \"num_experts_per_tok\": 8, \"embedding_multiplier\": 12.0, "
+       "\"residual_multiplier\": 0.22, \"attention_multiplier\": 0.015625, \"logits_scaling\": 6.0, "
+       "\"norm_topk_prob\": false, \"tie_word_embeddings\": true",
+       &c);
+    SD_CHECK(c.n_experts == 40 && c.n_experts_used == 8 && c.norm_topk_prob && c.embed_scale == 12.0f &&
+                 c.attn_scale == 0.015625f && c.logits_divisor == 6.0f && c.tie_word_embeddings,
+             "granite-moe: the published granite-3.1-3b-a800m values; norm_topk_prob is not read (always renormalised)");
+    SD_CHECK(sd_cfg_cpu_only(&c) != NULL, "granite-moe: CPU-only");
+}
+
 static void bad_configs(void) {
     const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
     /* hidden_size 30 over 4 heads, no head_dim: the head size cannot be derived */
@@ -310,12 +393,41 @@ static void bad_configs(void) {
     bad("quantization_config type", "GptOssForCausalLM", "\"quantization_config\": 4", F, "quantization_config");
     bad("quant_method missing", "GptOssForCausalLM", "\"quantization_config\": {\"bits\": 4}", F,
         "quantization_config.quant_method");
+    bad("granite multiplier 0", "GraniteForCausalLM", "\"residual_multiplier\": 0", F, "residual_multiplier");
+    bad("granite multiplier < 0", "GraniteForCausalLM", "\"attention_multiplier\": -0.5", F, "attention_multiplier");
+    bad("granite logits_scaling string", "GraniteForCausalLM", "\"logits_scaling\": \"16\"", F, "logits_scaling");
+    bad("granite embedding_multiplier huge", "GraniteForCausalLM", "\"embedding_multiplier\": 1e31", F,
+        "embedding_multiplier");
+    bad("smollm3 no_rope_layers length", "SmolLM3ForCausalLM", "\"no_rope_layers\": [1, 0]", F,
+        "'no_rope_layers' must be a list of num_hidden_layers (4)");
+    bad("smollm3 no_rope_layers value", "SmolLM3ForCausalLM", "\"no_rope_layers\": [1, 2, 1, 1]", F,
+        "'no_rope_layers'[1] must be 0 or 1");
+    bad("smollm3 no_rope_layers type", "SmolLM3ForCausalLM", "\"no_rope_layers\": 4", F, "no_rope_layers");
+    bad("smollm3 interval 0", "SmolLM3ForCausalLM", "\"no_rope_layer_interval\": 0", F, "no_rope_layer_interval");
+    bad("smollm3 sliding, no window", "SmolLM3ForCausalLM", "\"use_sliding_window\": true, \"layer_types\": "
+        "[\"full_attention\", \"sliding_attention\", \"full_attention\", \"full_attention\"]", F,
+        "sliding_window is null");
+    bad("smollm3 layer_types value", "SmolLM3ForCausalLM", "\"layer_types\": [\"full_attention\", "
+        "\"chunked_attention\", \"full_attention\", \"full_attention\"]", U, "chunked_attention");
+    bad("olmoe clip 0", "OlmoeForCausalLM", "\"clip_qkv\": 0", F, "clip_qkv");
+    bad("olmoe clip < 0", "OlmoeForCausalLM", "\"clip_qkv\": -1", F, "clip_qkv");
+    bad("olmoe norm_topk_prob type", "OlmoeForCausalLM", "\"norm_topk_prob\": \"yes\"", F, "norm_topk_prob");
+    bad("olmoe head_dim", "OlmoeForCausalLM", "\"head_dim\": 16", F,
+        "num_attention_heads (4) x head_dim (16) must equal hidden_size (32)");
+    bad("olmoe experts 0", "OlmoeForCausalLM", "\"num_experts\": 0", F, "num_experts");
+    bad("granite-moe multiplier 0", "GraniteMoeForCausalLM", "\"logits_scaling\": 0", F, "logits_scaling");
+    bad("granite-moe top-k > experts", "GraniteMoeForCausalLM", "\"num_local_experts\": 4, \"num_experts_per_tok\": 6",
+        F, "num_experts_per_tok");
+    bad("olmo2 rope type", "Olmo2ForCausalLM", "\"rope_scaling\": {\"rope_type\": \"mrope\"}", U, "mrope");
+    bad("olmo2 activation", "Olmo2ForCausalLM", "\"hidden_act\": \"relu2\"", U, "hidden_act");
+    bad("olmo2 partial rotary", "Olmo2ForCausalLM", "\"partial_rotary_factor\": 0.5", U, "partial_rotary_factor");
 }
 
 int main(void) {
     families();
     moe_families();
     gpt_oss();
+    more_families();
     bad_configs();
     return sd_test_done();
 }

@@ -18,7 +18,8 @@
  * On the CPU 2-5 must also be bitwise the one-call logits (batch invariance, trees ==
  * plain decoding). On CUDA the tree rows must be bitwise the token-by-token rows (both
  * take the batch-invariant GEMM). Mixture-of-experts fixtures (Mixtral, Qwen2/3-MoE, GPT-OSS plain
- * and MXFP4) run on the CPU; the CUDA backend must refuse them with UNSUPPORTED. argv[1] = fixture directory. */
+ * and MXFP4, OLMoE) and OLMo-2, Granite and SmolLM3 run on the CPU; the CUDA backend must refuse
+ * them with UNSUPPORTED (sd_cfg_cpu_only). argv[1] = fixture directory. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,18 +229,21 @@ static int fx_load_ids(fx_case *c) {
     return n == c->T;
 }
 
-/* A backend without mixture-of-experts kernels (CUDA today) must refuse such a model with
- * UNSUPPORTED, never run it wrongly: 1 when c is such a case (checked and reported). */
-static int fx_moe_refused(const fx_backend *be, const fx_case *c, const sd_weights *w) {
-    if (be->bitwise || !sd_cfg_has_moe(&w->cfg)) return 0;
+/* A backend without kernels for some feature of the model (CUDA: mixtures of experts, OLMo-2's
+ * and OLMoE's whole-projection q/k norms and post-norms, Granite's multipliers, SmolLM3's layers
+ * without rope; core/sd_weights.h sd_cfg_cpu_only) must refuse it with UNSUPPORTED, never run
+ * it wrongly: 1 when c is such a case (checked and reported). */
+static int fx_cpu_only_refused(const fx_backend *be, const fx_case *c, const sd_weights *w) {
+    const char *why = sd_cfg_cpu_only(&w->cfg);
+    if (be->bitwise || !why) return 0;
     sd_runner *r = NULL;
     sd_errbuf eb = {{0}};
     specdec_status st = be->runner(w, c->n_ctx, c->T, &r, &eb);
-    SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && !r, "%s: the %s backend must refuse a MoE model with UNSUPPORTED (got %d)",
-             c->name, be->name, (int)st);
+    SD_CHECK(st == SPECDEC_ERR_UNSUPPORTED && !r, "%s: the %s backend must refuse a model with %s with UNSUPPORTED "
+             "(got %d)", c->name, be->name, why, (int)st);
     if (r) sd_runner_destroy(r);
-    printf("%-24s %-18s not run on %s: mixture of experts is CPU-only (refused: %s)\n", c->name, w->cfg.architecture,
-           be->name, eb.msg);
+    printf("%-24s %-18s not run on %s: %s are CPU-only (refused: %s)\n", c->name, w->cfg.architecture, be->name, why,
+           eb.msg);
     return 1;
 }
 
@@ -247,7 +251,7 @@ static void fx_run(const fx_backend *be, fx_case *c) {
     specdec_model *m = NULL;
     specdec_status st = specdec_model_load(c->dir, NULL, &m);
     SD_CHECK(st == SPECDEC_OK, "%s: load: %s", c->name, specdec_last_error());
-    if (m && fx_moe_refused(be, c, &m->w)) {
+    if (m && fx_cpu_only_refused(be, c, &m->w)) {
         specdec_model_free(m);
         return;
     }
@@ -319,6 +323,6 @@ int main(int argc, char **argv) {
         n++;
     }
     fclose(f);
-    SD_CHECK(n >= 18, "only %d fixtures in the manifest", n);
+    SD_CHECK(n >= 29, "only %d fixtures in the manifest", n);
     return sd_test_done();
 }

@@ -1,0 +1,189 @@
+/* test_family_weights.c — the model descriptions of OLMo-2, OLMoE, Granite(-MoE) and SmolLM3 as the
+ * loader builds them from the transformers-written fixtures, and what every runner checks of
+ * them at creation (sd_weights_validate, core/sd_weights.c):
+ *   1. the loaded layers: OLMo-2 without input / pre-MLP norms and with its post-sublayer norms,
+ *      whole-projection q/k norms ([n_heads * head_dim], [n_kv_heads * head_dim]) on OLMo-2 and
+ *      OLMoE, OLMoE's experts in every layer, Granite-MoE's experts as views of its stacked
+ *      input_linear / output_linear;
+ *   2. altered copies of the loaded description refused naming the tensor or value: a per-head
+ *      q_norm where the whole projection is normed, a pre-norm present in a post-norm model, a
+ *      post norm missing, both kinds of q/k norm, post-only norms without post norms, a negative
+ *      logits_scaling or residual multiplier, a NaN clip_qkv;
+ *   3. sd_cfg_cpu_only names the feature the CUDA backend lacks for each new family, and
+ *      nothing for a Llama (which the CUDA backend runs).
+ * argv[1] = fixture directory. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sd_model.h"
+#include "sd_test.h"
+#include "specdec.h"
+
+#define MAX_LAYERS 8
+
+static const char *g_fx;
+
+static specdec_model *load(const char *name) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", g_fx, name);
+    specdec_model *m = NULL;
+    SD_CHECK(specdec_model_load(p, NULL, &m) == SPECDEC_OK, "load %s: %s", p, specdec_last_error());
+    return m;
+}
+
+/* A copy of m's description whose layers are a copy too (alter freely; views still borrowed). */
+typedef struct alt {
+    sd_weights w;
+    sd_layer layers[MAX_LAYERS];
+} alt;
+
+static void alt_init(alt *a, const specdec_model *m) {
+    a->w = m->w;
+    SD_CHECK(m->w.cfg.n_layers <= MAX_LAYERS, "fixture has %d layers", (int)m->w.cfg.n_layers);
+    memcpy(a->layers, m->w.layers, sizeof(sd_layer) * (size_t)m->w.cfg.n_layers);
+    a->w.layers = a->layers;
+}
+
+static void refused(const char *what, const alt *a, specdec_status want, const char *fragment) {
+    sd_errbuf eb = {{0}};
+    specdec_status st = sd_weights_validate(&a->w, &eb);
+    SD_CHECK(st == want && strstr(eb.msg, fragment) != NULL, "%s: status %s (expected %s), message '%s' lacks '%s'",
+             what, specdec_status_string(st), specdec_status_string(want), eb.msg, fragment);
+}
+
+static void olmo2(void) {
+    specdec_model *m = load("olmo2");
+    if (!m) return;
+    const sd_config *c = &m->w.cfg;
+    const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
+    for (int32_t l = 0; l < c->n_layers; l++) {
+        const sd_layer *L = &m->w.layers[l];
+        SD_CHECK(!L->attn_norm.data && !L->ffn_norm.data && L->attn_post_norm.data && L->ffn_post_norm.data,
+                 "olmo2 layer %d: post norms only", (int)l);
+        SD_CHECK(L->q_norm.shape[0] == Q && L->k_norm.shape[0] == KV && Q != c->head_dim,
+                 "olmo2 layer %d: q_norm [%lld], k_norm [%lld]: the whole projections (%lld, %lld)", (int)l,
+                 (long long)L->q_norm.shape[0], (long long)L->k_norm.shape[0], (long long)Q, (long long)KV);
+    }
+    SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "olmo2: the loaded description validates");
+    const char *why = sd_cfg_cpu_only(c);
+    SD_CHECK(why && strstr(why, "whole projection"), "olmo2: CPU-only for its q/k norms (%s)", why ? why : "NULL");
+    alt a;
+    alt_init(&a, m);
+    a.layers[1].q_norm.shape[0] = c->head_dim;
+    refused("olmo2 per-head q_norm", &a, SPECDEC_ERR_MODEL_MISMATCH, "self_attn.q_norm.weight has shape");
+    alt_init(&a, m);
+    a.layers[0].attn_norm = a.layers[0].attn_post_norm;
+    refused("olmo2 input norm present", &a, SPECDEC_ERR_MODEL_MISMATCH,
+            "input_layernorm.weight is present but the configuration does not use it");
+    alt_init(&a, m);
+    a.layers[2].ffn_post_norm.data = NULL;
+    refused("olmo2 post norm missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "post_feedforward_layernorm.weight missing");
+    alt_init(&a, m);
+    a.w.cfg.qk_norm = 1;
+    refused("olmo2 both q/k norms", &a, SPECDEC_ERR_FORMAT, "per-head and whole-projection q/k norms");
+    alt_init(&a, m);
+    a.w.cfg.sandwich_norms = 0;
+    refused("olmo2 post-only without post norms", &a, SPECDEC_ERR_FORMAT, "post-only norms need");
+    alt_init(&a, m);
+    a.w.cfg.post_norms_only = 0; /* a Gemma-2-style sandwich then needs the pre-norms */
+    refused("olmo2 read as sandwich", &a, SPECDEC_ERR_MODEL_MISMATCH, "input_layernorm.weight missing");
+    specdec_model_free(m);
+}
+
+static void olmoe(void) {
+    specdec_model *m = load("olmoe");
+    if (!m) return;
+    const sd_config *c = &m->w.cfg;
+    SD_CHECK(c->qk_norm_whole && c->clip_qkv == 1.5f && !c->norm_topk_prob && c->n_experts == 6 &&
+                 c->n_experts_used == 3,
+             "olmoe: the fixture's configuration");
+    for (int32_t l = 0; l < c->n_layers; l++)
+        SD_CHECK(m->w.layers[l].experts && m->w.layers[l].attn_norm.data &&
+                     m->w.layers[l].k_norm.shape[0] == (int64_t)c->n_kv_heads * c->head_dim,
+                 "olmoe layer %d: experts, a pre-norm block, k_norm over the whole k", (int)l);
+    SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "olmoe: the loaded description validates");
+    SD_CHECK(sd_cfg_cpu_only(c) != NULL, "olmoe: CPU-only");
+    alt a;
+    alt_init(&a, m);
+    a.layers[0].k_norm.shape[0] = c->head_dim;
+    refused("olmoe per-head k_norm", &a, SPECDEC_ERR_MODEL_MISMATCH, "self_attn.k_norm.weight has shape");
+    alt_init(&a, m);
+    a.w.cfg.clip_qkv = NAN;
+    refused("olmoe NaN clip", &a, SPECDEC_ERR_FORMAT, "clip_qkv");
+    specdec_model_free(m);
+}
+
+static void granite_smollm3(void) {
+    specdec_model *m = load("granite");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        SD_CHECK(c->embed_scale == 2.5f && c->residual_scale == 0.4f && c->attn_scale == 0.3f &&
+                     c->logits_divisor == 3.0f,
+                 "granite: the fixture's multipliers");
+        const char *why = sd_cfg_cpu_only(c);
+        SD_CHECK(why && strstr(why, "residual"), "granite: CPU-only for its residual multiplier (%s)",
+                 why ? why : "NULL");
+        alt a;
+        alt_init(&a, m);
+        a.w.cfg.logits_divisor = -3.0f;
+        refused("granite negative logits_scaling", &a, SPECDEC_ERR_FORMAT, "logits_scaling");
+        alt_init(&a, m);
+        a.w.cfg.residual_scale = INFINITY;
+        refused("granite infinite residual multiplier", &a, SPECDEC_ERR_FORMAT, "residual multiplier");
+        specdec_model_free(m);
+    }
+    m = load("granite_moe");
+    if (m) { /* each expert's gate rows, then its up rows, of the stacked input_linear: views */
+        const sd_config *c = &m->w.cfg;
+        const size_t esz = sd_dtype_size(m->w.dtype), gate = (size_t)c->moe_intermediate * c->hidden_size * esz;
+        int views = 1;
+        for (int32_t l = 0; l < c->n_layers; l++)
+            for (int32_t e = 0; e < c->n_experts; e++) {
+                const sd_expert *x = &m->w.layers[l].experts[e], *x0 = &m->w.layers[l].experts[0];
+                views &= (const char *)x->w_up.data == (const char *)x->w_gate.data + gate &&
+                         (const char *)x->w_gate.data == (const char *)x0->w_gate.data + 2 * gate * (size_t)e &&
+                         x->w_down.shape[0] == c->hidden_size && x->w_down.shape[1] == c->moe_intermediate;
+            }
+        SD_CHECK(views && c->n_experts == 4 && c->norm_topk_prob && c->residual_scale == 0.6f,
+                 "granite-moe: experts as views of input_linear [E, 2I, hidden] (gate rows, then up rows)");
+        SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "granite-moe: the loaded description validates");
+        alt a;
+        alt_init(&a, m);
+        a.layers[0].router.data = NULL;
+        refused("granite-moe router missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "router");
+        specdec_model_free(m);
+    }
+    m = load("smollm3_window");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        int rope = 0, slide = 0;
+        for (int32_t l = 0; l < c->n_layers; l++) {
+            rope |= (c->layer_no_rope[l] != 0) << l;
+            slide |= (c->layer_sliding[l] != 0) << l;
+        }
+        SD_CHECK(rope == 0xa && slide == 0xa && c->sliding_window == 5,
+                 "smollm3_window: layers 1 and 3 without rope, sliding within 5 (rope %x, sliding %x)", rope, slide);
+        const char *why = sd_cfg_cpu_only(c);
+        SD_CHECK(why && strstr(why, "no_rope_layers"), "smollm3: CPU-only for its layers without rope (%s)",
+                 why ? why : "NULL");
+        specdec_model_free(m);
+    }
+    m = load("llama_bias");
+    if (m) {
+        SD_CHECK(sd_cfg_cpu_only(&m->w.cfg) == NULL, "llama: nothing CPU-only");
+        specdec_model_free(m);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
+        return 2;
+    }
+    g_fx = argv[1];
+    olmo2();
+    olmoe();
+    granite_smollm3();
+    return sd_test_done();
+}
