@@ -119,12 +119,12 @@ static specdec_status e3d_gstate(const sd_round_seq *s, const int32_t *path, int
     *gs = -1;
     if (!lp || !lp->grammar) return SPECDEC_OK;
     return sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt, s->length - lp->n_prompt, path, n_path,
-                               lp->end, lp->n_end, gs, eb);
+                               lp->end, lp->n_end, &lp->gate, gs, eb);
 }
 
 /* The state after token t from state gs (not live: stays so; sd_grammar_step). */
 static int32_t e3d_gnext(const sd_logits_proc *lp, int32_t gs, int32_t t) {
-    return lp ? sd_grammar_step(lp->grammar, gs, t, lp->end, lp->n_end) : -1;
+    return lp ? sd_grammar_step(lp->grammar, gs, t, lp->end, lp->n_end, &lp->gate) : -1;
 }
 
 /* Draft logits lg [Vd] with every token live state gs refuses at -inf (the mask the target's rows
@@ -139,7 +139,7 @@ static int32_t e3d_gnext(const sd_logits_proc *lp, int32_t gs, int32_t t) {
 static specdec_status e3d_mask(sd_eagle3_runner *h, const sd_logits_proc *lp, int32_t gs, const float *lg,
                                int allow_none, const float **out, sd_errbuf *eb) {
     *out = lg;
-    if (gs < 0 || !lp || !lp->grammar) return SPECDEC_OK;
+    if (gs < 0 || sd_grammar_gated(gs) || !lp || !lp->grammar) return SPECDEC_OK; /* gated: nothing masked */
     const int32_t V = h->base.n_vocab, Vd = h->hw->cfg.draft_vocab;
     if (!h->gmask && !(h->gmask = sd_malloc(((size_t)V + (size_t)Vd) * sizeof(float))))
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 drafter: grammar mask of %d floats", (int)(V + Vd));

@@ -167,7 +167,7 @@ int32_t sd_grammar_start(const specdec_grammar *g) { return g->fsm->start; }
 /* Token t's bytes from state s (the lock held). */
 static int32_t sd_gm_walk(specdec_grammar *g, int32_t s, int32_t t) {
     const sd_grammar_vocab *v = g->v;
-    if (t < 0 || t >= v->n || !v->text[t]) return SD_FSM_DEAD;
+    if (t < 0 || t >= v->n || !v->text[t] || sd_grammar_gated(s)) return SD_FSM_DEAD;
     for (uint32_t i = v->off[t]; i < v->off[t + 1] && s >= 0; i++) s = sd_fsm_step(g->fsm, s, v->bytes[i]);
     return s;
 }
@@ -266,14 +266,34 @@ int sd_grammar_is_end(int32_t t, const int32_t *ends, int32_t n_ends) {
     return 0;
 }
 
-int32_t sd_grammar_step(const specdec_grammar *g, int32_t s, int32_t t, const int32_t *ends, int32_t n_ends) {
+int32_t sd_grammar_initial(const specdec_grammar *g, const sd_grammar_gate *gate) {
+    return gate && gate->n > 0 ? SD_GRAMMAR_GATED : g->fsm->start;
+}
+
+/* From gated state s (k = s - SD_GRAMMAR_GATED marker tokens matched) after text token t: the
+ * longest prefix of the marker that ends the output (KMP without a table: markers are short), the
+ * automaton's start once the whole marker is there. */
+static int32_t sd_gm_gate_step(const specdec_grammar *g, const sd_grammar_gate *gate, int32_t s, int32_t t) {
+    const int32_t k = s - SD_GRAMMAR_GATED, n = gate ? gate->n : 0;
+    if (k < 0 || k >= n) return SD_FSM_DEAD; /* a gated state without its gate: never */
+    for (int32_t j = k + 1; j > 0; j--) /* gate[0..j) == gate[k-j+1..k) then t */
+        if (gate->tok[j - 1] == t && !memcmp(gate->tok, gate->tok + k - j + 1, (size_t)(j - 1) * sizeof(int32_t)))
+            return j == n ? g->fsm->start : SD_GRAMMAR_GATED + j;
+    return SD_GRAMMAR_GATED;
+}
+
+int32_t sd_grammar_step(const specdec_grammar *g, int32_t s, int32_t t, const int32_t *ends, int32_t n_ends,
+                        const sd_grammar_gate *gate) {
     if (s < 0) return SD_FSM_DEAD;
-    return sd_grammar_is_end(t, ends, n_ends) ? s : sd_grammar_next(g, s, t);
+    if (sd_grammar_is_end(t, ends, n_ends)) return s;
+    return sd_grammar_gated(s) ? sd_gm_gate_step(g, gate, s, t) : sd_grammar_next(g, s, t);
 }
 
 specdec_status sd_grammar_apply(const specdec_grammar *cg, int32_t s, float *row, int32_t n_row, const int32_t *ends,
                                 int32_t n_ends, int *only_end, sd_errbuf *eb) {
     specdec_grammar *g = (specdec_grammar *)cg;
+    *only_end = 0;
+    if (sd_grammar_gated(s)) return SPECDEC_OK; /* before the marker: the row as it is */
     if (n_ends > SD_GRAMMAR_MAX_ENDS)
         return sd_fail(eb, SPECDEC_ERR_INTERNAL, "grammar: %d end tokens (at most %d)", (int)n_ends, SD_GRAMMAR_MAX_ENDS);
     float saved[SD_GRAMMAR_MAX_ENDS];
@@ -306,6 +326,7 @@ specdec_status sd_grammar_forced(const specdec_grammar *cg, int32_t s, int32_t n
                                  int32_t *token, sd_errbuf *eb) {
     specdec_grammar *g = (specdec_grammar *)cg;
     *token = -1;
+    if (sd_grammar_gated(s)) return SPECDEC_OK;
     pthread_mutex_lock(&g->lock);
     const sd_gmask *m = NULL;
     specdec_status st = sd_gm_mask(g, s, &m, eb);
@@ -330,15 +351,16 @@ specdec_status sd_grammar_forced(const specdec_grammar *cg, int32_t s, int32_t n
 
 specdec_status sd_grammar_state_at(const specdec_grammar *cg, sd_grammar_cursor *cur, const int32_t *gen, int32_t n_gen,
                                    const int32_t *path, int32_t n_path, const int32_t *ends, int32_t n_ends,
-                                   int32_t *state, sd_errbuf *eb) {
+                                   const sd_grammar_gate *gate, int32_t *state, sd_errbuf *eb) {
     specdec_grammar *g = (specdec_grammar *)cg;
     specdec_status st = SPECDEC_OK;
     pthread_mutex_lock(&g->lock);
-    if (cur->n_done > n_gen || cur->state < 0) *cur = (sd_grammar_cursor){0, g->fsm->start};
+    if (cur->n_done > n_gen || cur->state < 0) *cur = (sd_grammar_cursor){0, sd_grammar_initial(g, gate)};
     for (; cur->n_done < n_gen; cur->n_done++) {
         const int32_t t = gen[cur->n_done];
         if (sd_grammar_is_end(t, ends, n_ends)) continue;
-        const int32_t x = sd_gm_walk(g, cur->state, t);
+        const int32_t x = sd_grammar_gated(cur->state) ? sd_gm_gate_step(g, gate, cur->state, t)
+                                                       : sd_gm_walk(g, cur->state, t);
         if (x < 0) {
             st = x == SD_FSM_FULL ? sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "grammar: the automaton passed its state limit")
                                   : sd_fail(eb, SPECDEC_ERR_INTERNAL,
@@ -350,7 +372,8 @@ specdec_status sd_grammar_state_at(const specdec_grammar *cg, sd_grammar_cursor 
     }
     int32_t s = cur->state;
     for (int32_t i = 0; i < n_path && st == SPECDEC_OK && s >= 0; i++)
-        if (!sd_grammar_is_end(path[i], ends, n_ends)) s = sd_gm_walk(g, s, path[i]);
+        if (!sd_grammar_is_end(path[i], ends, n_ends))
+            s = sd_grammar_gated(s) ? sd_gm_gate_step(g, gate, s, path[i]) : sd_gm_walk(g, s, path[i]);
     if (s == SD_FSM_FULL && st == SPECDEC_OK)
         st = sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "grammar: the automaton passed its state limit");
     pthread_mutex_unlock(&g->lock);

@@ -28,6 +28,7 @@
 
 #include "sd_error.h"
 #include "sd_fsm.h"
+#include "sd_logits_proc.h" /* sd_grammar_gate */
 #include "specdec.h"
 
 /* Most bytes one token may have for structured output (longer ones are never allowed). */
@@ -69,7 +70,8 @@ int32_t sd_grammar_start(const specdec_grammar *g);
  * a match, t is not a text token or not in the vocabulary) or SD_FSM_FULL. */
 int32_t sd_grammar_next(const specdec_grammar *g, int32_t s, int32_t t);
 
-/* What live state s allows, applied to a row of n_row logits: every token it does not allow
+/* What live state s allows (a gated state: everything, the row unchanged, *only_end = 0),
+ * applied to a row of n_row logits: every token it does not allow
  * becomes -inf (ids >= the vocabulary included); ends[0..n_ends) (the end tokens) stay as they
  * are when s is accepting or allows no other token, else become -inf. *only_end = 1 when s
  * allows no text token (then nothing but an end token can follow: callers let it through
@@ -80,11 +82,27 @@ specdec_status sd_grammar_apply(const specdec_grammar *g, int32_t s, float *row,
 
 /* 1 if t is one of ends[0..n_ends) (the end tokens). */
 int sd_grammar_is_end(int32_t t, const int32_t *ends, int32_t n_ends);
-/* The state after token t from state s on a draft path, as sd_grammar_state_at walks one: an end
- * token keeps the state, a text token is sd_grammar_next; s not live stays SD_FSM_DEAD. */
-int32_t sd_grammar_step(const specdec_grammar *g, int32_t s, int32_t t, const int32_t *ends, int32_t n_ends);
 
-/* Jump-forward: *token = the one token live state s allows (what sd_grammar_apply leaves finite
+/* A gated grammar (specdec_generate_params.grammar_after_tokens, since 0.5.4): the sequence's
+ * marker tokens gate[0..n_gate) (n_gate 0: no gate). Until the output contains the marker the
+ * grammar is inactive: the state is SD_GRAMMAR_GATED + k, k the marker tokens matched at the end
+ * of the output so far (0..n_gate-1; such a state counts as live, >= 0). The marker's last token
+ * leads to the automaton's start state, and the grammar acts from the next row on. A gated state
+ * masks nothing (sd_grammar_apply leaves the row as it is), forces nothing (sd_grammar_forced)
+ * and refuses nothing (sd_grammar_step). */
+#define SD_GRAMMAR_GATED 0x7f000000 /* far above any automaton's state limit */
+static inline int sd_grammar_gated(int32_t s) { return s >= SD_GRAMMAR_GATED; }
+/* The state before any output: SD_GRAMMAR_GATED with a gate, else the automaton's start. */
+int32_t sd_grammar_initial(const specdec_grammar *g, const sd_grammar_gate *gate);
+
+/* The state after token t from state s on a draft path, as sd_grammar_state_at walks one: an end
+ * token keeps the state, a text token is sd_grammar_next (from a gated state: the marker's
+ * progress, the start state once it is complete); s not live stays SD_FSM_DEAD. gate may be NULL. */
+int32_t sd_grammar_step(const specdec_grammar *g, int32_t s, int32_t t, const int32_t *ends, int32_t n_ends,
+                        const sd_grammar_gate *gate);
+
+/* Jump-forward: *token = the one token live state s allows (-1 for a gated state; what
+ * sd_grammar_apply leaves finite
  * in a row of n_row logits: a single text token, the state not accepting, so no end token
  * either), else -1. A row masked at s then gives that token probability 1 whatever the sampling
  * parameters. Same errors as sd_grammar_apply. */
@@ -101,9 +119,10 @@ typedef struct sd_grammar_cursor {
  * advancing the cursor over gen (a sequence only grows while it generates). A generated token
  * that the grammar refuses is SPECDEC_ERR_INTERNAL (every row it was drawn from was masked); a
  * refused path token gives *state = SD_FSM_DEAD. An end token (ends[]) keeps the state: with
- * ignore_eos an EOS may be generated and the output goes on. */
+ * ignore_eos an EOS may be generated and the output goes on. gate (NULL: none) as for
+ * sd_grammar_step: the marker may end anywhere in gen or path. */
 specdec_status sd_grammar_state_at(const specdec_grammar *g, sd_grammar_cursor *cur, const int32_t *gen, int32_t n_gen,
                                    const int32_t *path, int32_t n_path, const int32_t *ends, int32_t n_ends,
-                                   int32_t *state, sd_errbuf *eb);
+                                   const sd_grammar_gate *gate, int32_t *state, sd_errbuf *eb);
 
 #endif

@@ -12,6 +12,12 @@
 
 /* core/sd_grammar.h (C only: it uses stdatomic; the CUDA round's C++ sees this header) */
 typedef struct sd_grammar_cursor sd_grammar_cursor;
+/* A grammar's activation marker (core/sd_grammar.h "gated grammar"; the params'
+ * grammar_after_tokens, since 0.5.4). */
+typedef struct sd_grammar_gate {
+    const int32_t *tok; /* borrowed; NULL / n 0: the grammar is active from the first token */
+    int32_t n;          /* 0..SPECDEC_MAX_GRAMMAR_AFTER_TOKENS */
+} sd_grammar_gate;
 
 typedef struct sd_logits_proc {
     const specdec_logit_bias *bias; /* borrowed from the params */
@@ -35,6 +41,7 @@ typedef struct sd_logits_proc {
      * stop_token_ids) */
     const specdec_grammar *grammar;
     sd_grammar_cursor *gcur;
+    sd_grammar_gate gate;           /* the grammar acts only after this marker (n 0: from the start) */
     int32_t n_end;
     int32_t end[SPECDEC_MAX_EOS + SPECDEC_MAX_STOP_TOKEN_IDS];
 } sd_logits_proc;

@@ -129,7 +129,7 @@ typedef struct ngram_trie {
 #define TRIE_UNCHECKED INT32_MIN /* a node's state when it is not checked (not SD_FSM_DEAD) */
 static int32_t trie_gnext(const sd_logits_proc *lp, int32_t gs, int32_t tok) {
     if (!lp || gs < 0) return TRIE_UNCHECKED;
-    const int32_t ns = sd_grammar_step(lp->grammar, gs, tok, lp->end, lp->n_end);
+    const int32_t ns = sd_grammar_step(lp->grammar, gs, tok, lp->end, lp->n_end, &lp->gate);
     return ns == SD_FSM_DEAD ? SD_FSM_DEAD : ns < 0 ? TRIE_UNCHECKED : ns;
 }
 
@@ -234,7 +234,7 @@ static specdec_status ngram_plan_tree(sd_round_slot *x, sd_errbuf *eb) {
     gs[0] = TRIE_UNCHECKED;
     if (lp) {
         const specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt, L - lp->n_prompt,
-                                                      NULL, 0, lp->end, lp->n_end, &gs[0], eb);
+                                                      NULL, 0, lp->end, lp->n_end, &lp->gate, &gs[0], eb);
         if (st != SPECDEC_OK) return st;
     }
     int32_t ce[NGRAM_TREE_CANDIDATES], cn[NGRAM_TREE_CANDIDATES];

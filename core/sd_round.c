@@ -202,13 +202,14 @@ static specdec_status round_grammar_trim(sd_round *rd, sd_round_slot *x, int32_t
     if (!lp || !lp->grammar || (x->depth > 0 && (x->tree || (x->dr && !x->det)))) return SPECDEC_OK;
     int32_t st_id = -1;
     const specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, s->tokens + lp->n_prompt,
-                                                  s->length - lp->n_prompt, NULL, 0, lp->end, lp->n_end, &st_id,
-                                                  &rd->err);
+                                                  s->length - lp->n_prompt, NULL, 0, lp->end, lp->n_end, &lp->gate,
+                                                  &st_id, &rd->err);
     if (st != SPECDEC_OK || st_id < 0) return st;
     for (int32_t i = 1; i <= x->depth; i++) {
         const int32_t t = x->vtok[i];
         if (sd_grammar_is_end(t, lp->end, lp->n_end)) return SPECDEC_OK;
-        const int32_t nx = sd_grammar_next(lp->grammar, st_id, t);
+        const int32_t nx = sd_grammar_step(lp->grammar, st_id, t, lp->end, lp->n_end, &lp->gate); /* a gated
+                                                     state follows the marker, refusing nothing */
         if (nx == SD_FSM_DEAD) {
             x->depth = i - 1;
             break;

@@ -365,6 +365,8 @@ typedef void (*specdec_round_callback)(void *user_data, const specdec_round_info
 #define SPECDEC_MAX_ALLOWED_TOKEN_IDS 1048576
 #define SPECDEC_MAX_BAD_WORDS 128
 #define SPECDEC_MAX_BAD_WORDS_TOKENS 1024
+/* Most ids of specdec_generate_params.grammar_after_tokens (since 0.5.4). */
+#define SPECDEC_MAX_GRAMMAR_AFTER_TOKENS 32
 typedef struct specdec_logit_bias {
     int32_t token; /* 0..vocabulary size - 1 */
     float bias;    /* -100..100 (OpenAI's range; -100 bans the token in practice) */
@@ -513,7 +515,20 @@ typedef struct specdec_generate_params {
      * (vLLM v1's order); a draft model's chain drafts are masked alike. Zero-initialised = off. */
     int32_t n_allowed_token_ids;   /* 0 (off) or 1..SPECDEC_MAX_ALLOWED_TOKEN_IDS entries */
     int32_t n_bad_words;           /* 0 (off) or 1..SPECDEC_MAX_BAD_WORDS token sequences */
-    int32_t reserved_i[5];         /* must be zero */
+    /* Structured output after a marker (since 0.5.4; the count is 0.5.3's reserved_i[0], the
+     * pointer its reserved[0], so the struct keeps its size and every field its offset;
+     * vLLM's structured outputs with a reasoning parser: the grammar constrains only the answer
+     * after the end of the thinking). With a grammar and n_grammar_after_tokens > 0, the grammar
+     * starts inactive: the target's rows are not masked (nor drafts checked or forced against it)
+     * until the output first contains the token sequence grammar_after_tokens (e.g. the id of
+     * "</think>"); from the row after the marker's last token on, the grammar is active from its
+     * start state, exactly as a grammar set alone. The marker is looked for in the generated
+     * tokens only (a prompt that already ended the thinking: leave this off). Exact as before:
+     * speculative output is distributed as plain decoding under the same gating, also when a
+     * draft chain holds the marker. Zero-initialised = off (the grammar is active from the
+     * first token). */
+    int32_t n_grammar_after_tokens; /* 0 (off) or 1..SPECDEC_MAX_GRAMMAR_AFTER_TOKENS; needs grammar */
+    int32_t reserved_i[4];         /* must be zero */
     /* since 0.5.4 (was reserved_i[5]; zero-initialised = 0): a scheduler request's priority under
      * specdec_scheduling_policy PRIORITY (vLLM's): lower values are admitted, resumed and kept
      * first (ties: the older request); any other value than 0 is INVALID_ARGUMENT at submit under
@@ -530,7 +545,9 @@ typedef struct specdec_generate_params {
                                       (the server and Python do it as vLLM does) */
     const int32_t *bad_words_offsets; /* borrowed; n_bad_words + 1 entries: 0, then strictly
                                       increasing */
-    uint64_t reserved[4];          /* must be zero */
+    const int32_t *grammar_after_tokens; /* borrowed; n_grammar_after_tokens ids in [0, vocabulary)
+                                      (since 0.5.4, see n_grammar_after_tokens) */
+    uint64_t reserved[3];          /* must be zero */
 } specdec_generate_params;
 
 SPECDEC_API specdec_generate_params specdec_generate_default_params(void);

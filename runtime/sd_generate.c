@@ -214,6 +214,17 @@ static specdec_status sd_gen_check_masks(const sd_gen_env *env, const specdec_ge
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
                        "%s: n_bad_words %d (0..%d) with bad_words_ids %s and bad_words_offsets %s", fn, (int)p->n_bad_words,
                        SPECDEC_MAX_BAD_WORDS, p->bad_words_ids ? "set" : "NULL", p->bad_words_offsets ? "set" : "NULL");
+    /* grammar_after_tokens (since 0.5.4): a marker for a grammar */
+    if (p->n_grammar_after_tokens < 0 || p->n_grammar_after_tokens > SPECDEC_MAX_GRAMMAR_AFTER_TOKENS ||
+        (p->n_grammar_after_tokens > 0) != (p->grammar_after_tokens != NULL) || (p->n_grammar_after_tokens > 0 && !p->grammar))
+        return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "%s: n_grammar_after_tokens %d (0..%d) with grammar_after_tokens %s and grammar %s", fn,
+                       (int)p->n_grammar_after_tokens, SPECDEC_MAX_GRAMMAR_AFTER_TOKENS,
+                       p->grammar_after_tokens ? "set" : "NULL", p->grammar ? "set" : "NULL (needed)");
+    for (int32_t i = 0; i < p->n_grammar_after_tokens; i++)
+        if (p->grammar_after_tokens[i] < 0 || p->grammar_after_tokens[i] >= V)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: grammar_after_tokens[%d] = %d %s", fn, (int)i,
+                           (int)p->grammar_after_tokens[i], range);
     if (p->n_bad_words == 0) return SPECDEC_OK;
     if (p->bad_words_offsets[0] != 0)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: bad_words_offsets[0] = %d must be 0", fn,
@@ -483,7 +494,8 @@ static void sd_gen_proc_init(sd_gen *g, int32_t n_prompt) {
     if (p->grammar) {
         for (int32_t i = 0; i < g->env->special.n_eos; i++) lp->end[lp->n_end++] = g->env->special.eos_ids[i];
         for (int32_t i = 0; i < p->n_stop_token_ids; i++) lp->end[lp->n_end++] = p->stop_token_ids[i];
-        g->gcur = (sd_grammar_cursor){0, sd_grammar_start(p->grammar)};
+        lp->gate = (sd_grammar_gate){p->grammar_after_tokens, p->n_grammar_after_tokens}; /* since 0.5.4 */
+        g->gcur = (sd_grammar_cursor){0, sd_grammar_initial(p->grammar, &lp->gate)};
         lp->gcur = &g->gcur;
     }
     g->rs.proc = lp;

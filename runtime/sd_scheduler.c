@@ -106,17 +106,18 @@ static specdec_status sd_req_copy_stops(sd_req *r, const specdec_generate_params
 }
 
 /* Copy the logits processors' arrays (logit_bias, stop_token_ids, allowed_token_ids,
- * bad_words_ids, bad_words_offsets) into one block. */
+ * bad_words_ids, bad_words_offsets; since 0.5.4 grammar_after_tokens) into one block. */
 static specdec_status sd_req_copy_proc(sd_req *r, const specdec_generate_params *p) {
     const size_t nb = p->n_logit_bias > 0 ? (size_t)p->n_logit_bias : 0;
     const size_t ns = p->n_stop_token_ids > 0 ? (size_t)p->n_stop_token_ids : 0;
     const size_t na = p->n_allowed_token_ids > 0 ? (size_t)p->n_allowed_token_ids : 0;
     const size_t nw = p->n_bad_words > 0 ? (size_t)p->n_bad_words : 0;
     const size_t nwi = nw ? (size_t)p->bad_words_offsets[nw] : 0; /* checked by the caller */
+    const size_t ng = p->n_grammar_after_tokens > 0 ? (size_t)p->n_grammar_after_tokens : 0;
     r->gp.logit_bias = NULL;
     r->gp.stop_token_ids = NULL;
-    r->gp.allowed_token_ids = r->gp.bad_words_ids = r->gp.bad_words_offsets = NULL;
-    const size_t n_ids = ns + na + nwi + (nw ? nw + 1 : 0);
+    r->gp.allowed_token_ids = r->gp.bad_words_ids = r->gp.bad_words_offsets = r->gp.grammar_after_tokens = NULL;
+    const size_t n_ids = ns + na + nwi + (nw ? nw + 1 : 0) + ng;
     if (nb + n_ids == 0) return SPECDEC_OK;
     const size_t bytes = nb * sizeof(specdec_logit_bias) + n_ids * sizeof(int32_t);
     if (!(r->proc_block = sd_malloc(bytes)))
@@ -138,7 +139,10 @@ static specdec_status sd_req_copy_proc(sd_req *r, const specdec_generate_params 
         memcpy(ids + nwi, p->bad_words_offsets, (nw + 1) * sizeof *ids);
         r->gp.bad_words_ids = ids;
         r->gp.bad_words_offsets = ids + nwi;
+        ids += nwi + nw + 1;
     }
+    if (ng) memcpy(ids, p->grammar_after_tokens, ng * sizeof *ids);
+    r->gp.grammar_after_tokens = ng ? ids : NULL;
     return SPECDEC_OK;
 }
 

@@ -52,7 +52,7 @@ static double walk_us(const specdec_grammar *g, const int32_t *ids, int32_t n, f
     for (int32_t i = 0; i <= n; i++) {
         int32_t s;
         int only_end;
-        if (sd_grammar_state_at(g, &cur, ids, i, NULL, 0, ends, 1, &s, NULL) != SPECDEC_OK || s < 0) return NAN;
+        if (sd_grammar_state_at(g, &cur, ids, i, NULL, 0, ends, 1, NULL, &s, NULL) != SPECDEC_OK || s < 0) return NAN;
         if (sd_grammar_apply(g, s, row, V, ends, 1, &only_end, NULL) != SPECDEC_OK) return NAN;
     }
     return (bench_now_s() - t0) / (n + 1) * 1e6;

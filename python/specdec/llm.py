@@ -663,6 +663,15 @@ class LLM:
                                    else "guided_decoding")
         r.keep.append(g)
         gp.grammar = g.handle
+        after = params.structured_outputs_after
+        if after:
+            b = binding()
+            if not b.has_field("specdec_generate_params", "grammar_after_tokens"):
+                raise UnsupportedError(f"SamplingParams.structured_outputs_after: this libspecdec ({b.version}) has no "
+                                       "specdec_generate_params.grammar_after_tokens (libspecdec 0.5.4)")
+            arr = b.ffi.new("int32_t[]", after)
+            r.keep.append(arr)
+            gp.grammar_after_tokens, gp.n_grammar_after_tokens = arr, len(after)
 
     def _compiled_grammar(self, constraint: StructuredOutputsParams, name: str = "structured_outputs") -> _Grammar:
         """The compiled grammar of a constraint, from the LLM's cache (the GRAMMAR_CACHE_SIZE most recently

@@ -23,6 +23,7 @@ PENALTY_RANGE = (-2.0, 2.0)  # presence_penalty, frequency_penalty
 MAX_REPETITION_PENALTY = 100.0
 # vLLM's masks (libspecdec 0.5.2): SamplingParams field -> the specdec_generate_params field that carries
 # it, and their limits (include/specdec.h's SPECDEC_MAX_ALLOWED_TOKEN_IDS, SPECDEC_MAX_BAD_WORDS).
+MAX_GRAMMAR_AFTER_TOKENS = 32  # SPECDEC_MAX_GRAMMAR_AFTER_TOKENS
 MASK_FIELDS = {"allowed_token_ids": "allowed_token_ids", "bad_words": "bad_words_ids"}
 MAX_ALLOWED_TOKEN_IDS = 1 << 20
 MAX_BAD_WORDS = 128
@@ -251,6 +252,11 @@ class SamplingParams:
     generated token then continues a match of its constraint and the output ends (EOS or a stop id)
     only where a whole match is complete (libspecdec 0.5.1's specdec_generate_params.grammar,
     docs/STRUCTURED.md). Setting both to different constraints raises InvalidArgumentError.
+    structured_outputs_after (specdec's; libspecdec 0.5.4's grammar_after_tokens): None, or a list of 1..32
+    token ids, with a constraint: the constraint acts only after the output first holds that id sequence
+    (e.g. the id of "</think>": vLLM's structured outputs with a reasoning parser constrain the answer, not
+    the thinking); before it the output is unconstrained. Without a constraint: InvalidArgumentError; an
+    older library: UnsupportedError.
     Types, the seed's range, the two logprob counts' ranges and the processors' ranges are checked here,
     at construction; the other ranges (token ids against the vocabulary, temperature, top_p, ...) by the
     library when the request is submitted (InvalidArgumentError, a ValueError, naming the field either way).
@@ -278,6 +284,7 @@ class SamplingParams:
     include_stop_str_in_output: bool = False
     structured_outputs: Optional[StructuredOutputsParams] = None
     guided_decoding: Optional[StructuredOutputsParams] = None
+    structured_outputs_after: Optional[list] = None
     stop_list: list = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self):
@@ -333,6 +340,11 @@ class SamplingParams:
                 self.structured_outputs != self.guided_decoding:
             raise InvalidArgumentError("SamplingParams: structured_outputs and guided_decoding are two names for one "
                                        "constraint; set one of them")
+        self.structured_outputs_after = _id_list("structured_outputs_after", self.structured_outputs_after, 1,
+                                                 MAX_GRAMMAR_AFTER_TOKENS)
+        if self.structured_outputs_after is not None and self.constraint is None:
+            raise InvalidArgumentError("SamplingParams.structured_outputs_after needs structured_outputs (or "
+                                       "guided_decoding): it says when the constraint starts")
 
     @property
     def constraint(self) -> Optional[StructuredOutputsParams]:

@@ -9,7 +9,7 @@ specdec_status sd_cpu_logits_grammar(const sd_logits_proc *lp, float *row, int32
     *only_end = 0;
     int32_t s;
     specdec_status st = sd_grammar_state_at(lp->grammar, lp->gcur, hist + lp->n_prompt, n_hist - lp->n_prompt, NULL, 0,
-                                            lp->end, lp->n_end, &s, eb);
+                                            lp->end, lp->n_end, &lp->gate, &s, eb);
     if (st != SPECDEC_OK || s < 0) return st;
     return sd_grammar_apply(lp->grammar, s, row, n_vocab, lp->end, lp->n_end, only_end, eb);
 }

@@ -29,7 +29,14 @@
  * drafter propose those tokens as drafts, and their law is checked against the exact law computed
  * with that grammar's masks (sd_grammar_apply along each history: H0 is the loop's exactness,
  * the masks being the implementation's); the case also checks that tokens were forced and all of
- * them accepted. Built with SD_GRAMMAR_MUTANT (grammar_mutant.c
+ * them accepted. Gated grammars (grammar_after_tokens, since 0.5.4): the gate's walk
+ * (sd_grammar_step, sd_grammar_state_at with the marker split anywhere between the generated
+ * tokens and a path) against a naive suffix check over every sequence of up to 7 tokens from
+ * {b, ab, x}, self-overlapping markers included; then the loop with marker {x} (draft model,
+ * rejection γ = 4) and {x, b} (n-gram γ = 3, match γ = 3 with a penalty, plain) against the exact
+ * law in which rows are unmasked until the generated tokens end with the marker and masked from
+ * the grammar's start after it (H0, test and α as above; at least 2% of the samples on each side
+ * of the marker, so chains of drafts cross it). Built with SD_GRAMMAR_MUTANT (grammar_mutant.c
  * linked: each row masked with the state of the round's start, the drafts before it left out)
  * the test runs a rejection case and must REJECT it (by the law, or by the loop's check that every
  * committed token obeys the grammar, which fails such generations with SPECDEC_ERR_INTERNAL). */
@@ -189,11 +196,25 @@ static void part1_gbnf(const specdec_grammar *g, int32_t s_hand, int32_t s_g, in
     }
 }
 
-/* The grammar's state after the generated tokens hist[2..n) (the stop token keeps it). */
+/* The gate (specdec_generate_params.grammar_after_tokens) of the gated cases; n 0: none. */
+static const int32_t *g_gate;
+static int32_t g_n_gate;
+#define HAND_GATED (-100) /* hist_state: the marker has not appeared, nothing is masked */
+
+/* The grammar's state after the generated tokens hist[2..n) (the stop token keeps it); with a
+ * gate, HAND_GATED until the generated tokens end with the marker (checked naively, at every
+ * position), then the automaton from its start. */
 static int32_t hist_state(const int32_t *hist, int32_t n) {
-    int32_t s = 0;
-    for (int32_t j = 2; j < n && s >= 0; j++)
-        if (hist[j] != STOP) s = walk(s, hist[j]);
+    int32_t s = g_n_gate ? HAND_GATED : 0;
+    for (int32_t j = 2; j < n && s != SD_FSM_DEAD; j++) {
+        if (hist[j] == STOP) continue;
+        if (s != HAND_GATED) {
+            s = walk(s, hist[j]);
+            continue;
+        }
+        if (j + 1 - 2 >= g_n_gate && !memcmp(hist + j + 1 - g_n_gate, g_gate, (size_t)g_n_gate * sizeof(int32_t)))
+            s = 0;
+    }
     return s;
 }
 
@@ -219,7 +240,7 @@ static void exact_row(const dcase *c, const sd_sampling_params *sp, const int32_
                  "law mask");
     } else {
         const int32_t s = hist_state(hist, n);
-        for (int32_t t = 0; t < V; t++)
+        for (int32_t t = 0; t < V && s != HAND_GATED; t++)
             if (t == STOP ? !ab_accepting(s) : walk(s, t) < 0) row[t] = -INFINITY;
     }
     sd_logits_proc lp;
@@ -250,6 +271,53 @@ static void exact_enum(const dcase *c, const sd_sampling_params *sp, int32_t *h,
         if (r[h[n]] > 0) exact_enum(c, sp, h, n + 1, p * r[h[n]], pa, pb);
 }
 
+/* The gate's walk (sd_grammar_step, sd_grammar_state_at) against the naive check of hist_state
+ * over every token sequence of up to 7 tokens from {1, 2, 6} (all splits gen / path), markers
+ * that overlap themselves ({1, 1, 6}: "1 1 1 6" must activate) and one of a single token. */
+static void part1_gate(const specdec_grammar *g) {
+    static const int32_t G1[3] = {1, 1, 6}, G2[1] = {6}, G3[4] = {1, 2, 1, 6}, ALPHA[3] = {1, 2, 6};
+    const int32_t *gates[3] = {G1, G2, G3}, ng[3] = {3, 1, 4}, ends[1] = {STOP};
+    long bad = 0, n_open = 0;
+    for (int gi = 0; gi < 3; gi++) {
+        g_gate = gates[gi], g_n_gate = ng[gi];
+        const sd_grammar_gate gate = {gates[gi], ng[gi]};
+        for (int32_t len = 1; len <= 7; len++) {
+            long n_seq = 1;
+            for (int32_t i = 0; i < len; i++) n_seq *= 3;
+            for (long code = 0; code < n_seq; code++) {
+                int32_t h[2 + 7] = {PROMPT[0], PROMPT[1]};
+                long c = code;
+                for (int32_t i = 0; i < len; i++, c /= 3) h[2 + i] = ALPHA[c % 3];
+                const int32_t want = hist_state(h, 2 + len);
+                int32_t s = sd_grammar_initial(g, &gate);
+                for (int32_t i = 0; i < len; i++) s = sd_grammar_step(g, s, h[2 + i], ends, 1, &gate);
+                const int32_t got = sd_grammar_gated(s) ? HAND_GATED : s;
+                bad += got != (want < 0 && want != HAND_GATED ? SD_FSM_DEAD : want);
+                n_open += want != HAND_GATED;
+                for (int32_t k = 0; k <= len; k++) { /* the marker split across generated tokens and a path */
+                    sd_grammar_cursor cur = {0, -1};
+                    int32_t s2 = -7;
+                    bad += sd_grammar_state_at(g, &cur, h + 2, k, h + 2 + k, len - k, ends, 1, &gate, &s2, NULL) !=
+                               SPECDEC_OK && want != SD_FSM_DEAD;
+                    if (want != SD_FSM_DEAD) bad += (sd_grammar_gated(s2) ? HAND_GATED : s2) != want;
+                }
+            }
+        }
+    }
+    g_gate = NULL, g_n_gate = 0;
+    SD_CHECK(bad == 0 && n_open > 0, "part 1: %ld gated states differ from the naive marker check (%ld open)", bad,
+             n_open);
+    /* a gated state masks and forces nothing */
+    float row[V];
+    for (int32_t t = 0; t < V; t++) row[t] = (float)t;
+    int only_end = -1;
+    int32_t tok = 0;
+    SD_CHECK(sd_grammar_apply(g, SD_GRAMMAR_GATED, row, V, ends, 1, &only_end, NULL) == SPECDEC_OK && only_end == 0 &&
+                 row[6] == 6.0f && row[STOP] == (float)STOP &&
+                 sd_grammar_forced(g, SD_GRAMMAR_GATED + 1, V, ends, 1, &tok, NULL) == SPECDEC_OK && tok == -1,
+             "part 1: a gated state changed the row or forced token %d", (int)tok);
+}
+
 static specdec_generate_params case_params(const dcase *c, const specdec_grammar *g) {
     specdec_generate_params gp = specdec_generate_default_params();
     gp.n_predict = NP;
@@ -265,6 +333,8 @@ static specdec_generate_params case_params(const dcase *c, const specdec_grammar
     gp.presence_penalty = c->presence;
     gp.frequency_penalty = c->frequency;
     gp.grammar = g;
+    gp.grammar_after_tokens = g_gate;
+    gp.n_grammar_after_tokens = g_n_gate;
     if (c->draft == 2) {
         gp.draft_method = SPECDEC_DRAFT_NGRAM;
         gp.ngram_min = 1;
@@ -304,7 +374,7 @@ static void run_case(const dcase *c, const specdec_grammar *g, long N) {
     exact_enum(c, &sp, h, 2, 1.0, pa, pb);
     memset(ca, 0, sizeof ca);
     memset(cb, 0, sizeof cb);
-    long drafted = 0, accepted = 0, bad = 0, forced = 0;
+    long drafted = 0, accepted = 0, bad = 0, forced = 0, n_gated_open = 0;
     for (long i = 0; i < N; i++) {
         int32_t out[NP], n = 0;
         specdec_stats stats;
@@ -318,6 +388,11 @@ static void run_case(const dcase *c, const specdec_grammar *g, long N) {
             continue;
         }
         for (int32_t j = n; j < NP; j++) out[j] = STOP;
+        if (g_n_gate) { /* samples whose output holds the marker (then masked after it) */
+            int32_t hh[2 + NP] = {PROMPT[0], PROMPT[1]};
+            memcpy(hh + 2, out, sizeof out);
+            n_gated_open += hist_state(hh, 2 + NP) != HAND_GATED;
+        }
         ca[(out[0] * V + out[1]) * V + out[2]]++;
         cb[(out[3] * V + out[4]) * V + out[5]]++;
         drafted += stats.n_drafted;
@@ -329,6 +404,11 @@ static void run_case(const dcase *c, const specdec_grammar *g, long N) {
 #endif
     SD_CHECK(mt->violations == 0 && (!md || md->violations == 0), "%s: runner contract violations", c->name);
     if (c->draft) SD_CHECK(drafted > 0 && accepted > 0, "%s: drafted %ld, accepted %ld", c->name, drafted, accepted);
+    if (g_n_gate) { /* both sides of the marker were sampled */
+        printf("%s: %ld of %ld samples reached the marker\n", c->name, n_gated_open, N - bad);
+        SD_CHECK(n_gated_open > N / 50 && n_gated_open < N - N / 50, "%s: %ld of %ld samples reached the marker",
+                 c->name, n_gated_open, N - bad);
+    }
     if (g_law_grammar) /* jump-forward ran, and a forced token is never rejected */
         SD_CHECK(forced > 0 && (c->draft || (drafted == forced && accepted == forced)),
                  "%s: forced %ld, drafted %ld, accepted %ld", c->name, forced, drafted, accepted);
@@ -388,7 +468,7 @@ int main(int argc, char **argv) {
 #ifdef SD_GRAMMAR_MUTANT
     const dcase mutant = {"MUTANT drafts left out g=4 T=1", 1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f, 0.0f};
     run_case(&mutant, g, N);
-    (void)part1_masks, (void)greedy_case, (void)part1_gbnf, (void)make_grammar_of;
+    (void)part1_masks, (void)greedy_case, (void)part1_gbnf, (void)make_grammar_of, (void)part1_gate;
 #else
     part1_masks(g);
     const dcase cases[] = {
@@ -401,6 +481,19 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i], g, N);
     greedy_case(g);
+    /* grammar_after_tokens (since 0.5.4): the grammar acts only after the marker, which a chain
+     * of drafts may hold anywhere; "x" (6), which the grammar never allows, is a marker token */
+    part1_gate(g);
+    static const int32_t GATE1[1] = {6}, GATE2[2] = {6, 1};
+    const dcase gated[] = {{"gated {x}: rejection g=4 T=1", 1, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f, 0.0f},
+                           {"gated {x,b}: ngram rejection g=3", 2, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f, 0.0f},
+                           {"gated {x,b}: match g=3 T=.8 pen", 1, SPECDEC_VERIFY_MATCH, 3, 0.8f, 0, 1.0f, 0.5f, 0.0f},
+                           {"gated {x,b}: plain T=1", 0, SPECDEC_VERIFY_AUTO, 0, 1.0f, 0, 1.0f, 0.0f, 0.0f}};
+    for (size_t i = 0; i < sizeof gated / sizeof gated[0]; i++) {
+        g_gate = i == 0 ? GATE1 : GATE2, g_n_gate = i == 0 ? 1 : 2;
+        run_case(&gated[i], g, N);
+    }
+    g_gate = NULL, g_n_gate = 0;
     /* the same language as a GBNF grammar (core/sd_gbnf.h): equal masks, and the loop exact */
     specdec_grammar *gg = make_grammar_of(1);
     if (gg) {

@@ -9,7 +9,8 @@
  * prefix cache AUTO, ON or OFF: with blocks of 1..16 tokens and short fuzzed prompts,
  * requests share cached blocks often; chunked prefill of 1..7 rows or max_batch; KV admission
  * AUTO, RESERVE or OPTIMISTIC: with small pools OPTIMISTIC preempts and resumes requests, whose
- * outputs are still checked against specdec_generate's),
+ * outputs are still checked against specdec_generate's; scheduling FCFS (a priority other than 0
+ * refused) or PRIORITY with priorities -1, 0, 1),
  * engine params (n_ctx; the scheduler's draft: none, the draft model or the EAGLE-3 head)
  * and up to 12 operations: submit (fuzzed prompt, ids sometimes outside the vocabulary,
  * verify mode greedy / match / rejection, n_predict, γ, a tree shape or node budget,
@@ -243,6 +244,7 @@ static int fz_create(sd_fuzz_in *in, fz_state *z, specdec_engine_params *ep) {
     z->sp.kv_pool_blocks = p == 255 ? -1 : p < 100 ? 0 : p % 48;
     z->sp.prefill_chunk = (q >> 3) & 7; /* 0: max_batch; 1..7 rows between rounds */
     z->sp.kv_admission = (a >> 6) % 3; /* AUTO (= OPTIMISTIC here), RESERVE, OPTIMISTIC: small pools preempt */
+    z->sp.scheduling_policy = (p >> 6) & 1; /* FCFS, PRIORITY (requests' priorities -1, 0, 1) */
     z->sp.prefix_cache = (b >> 5) == 6 ? SPECDEC_PREFIX_CACHE_OFF : (b >> 5) == 5 ? SPECDEC_PREFIX_CACHE_ON
                                                                                     : SPECDEC_PREFIX_CACHE_AUTO;
     *ep = specdec_engine_default_params();
@@ -347,6 +349,9 @@ static specdec_status fz_make_request(sd_fuzz_in *in, const fz_state *z, fz_req 
     r->gp.temperature = m % 3 == 0 ? 0.0f : 0.8f;
     r->gp.seed = (uint64_t)(m >> 2);
     r->gp.n_predict = n == 255 ? 0 : 1 + n % FMAX_PREDICT;
+    /* PRIORITY: -1, 0 or 1; FCFS: 0, or 7 (refused) once in a while */
+    r->gp.priority = z->sp.scheduling_policy == SPECDEC_SCHEDULING_PRIORITY ? (int32_t)((m >> 2) % 3) - 1 : m == 254 ? 7 : 0;
+    if (r->gp.priority && z->sp.scheduling_policy != SPECDEC_SCHEDULING_PRIORITY) want = SPECDEC_ERR_INVALID_ARGUMENT;
     r->gp.n_draft = g % 6;
     int tree = 0;
     if ((g >> 3) % 8 == 1) {

@@ -217,6 +217,32 @@ static void sd_fsrv_tool_text(const char *text, size_t n) {
     }
 }
 
+/* The reasoning split (sd_server_reasoning.c) on text: for each parser, enable_thinking on and
+ * off, streamed in three pieces, the reasoning and content deltas are within the text, in order,
+ * never overlap, and add up to the whole split (but qwen3's "no end tag with thinking off: all
+ * content", which streaming cannot know before the end: vLLM's streaming sends it as reasoning). */
+static void sd_fsrv_reasoning_text(const char *text, size_t n) {
+    for (int m = 0; m < 4; m++) {
+        sd_reasoning r;
+        sd_reasoning_init(&r, m < 2 ? SD_RP_QWEN3 : SD_RP_DEEPSEEK_R1, NULL, NULL, m & 1, 0);
+        sd_reasoning_split w;
+        sd_reasoning_whole(&r, text, n, &w);
+        sd_fuzz_require(!w.has_r || w.r_off + w.r_len <= n);
+        sd_fuzz_require(!w.has_c || w.c_off + w.c_len <= n);
+        size_t r_sum = 0, c_sum = 0, last = 0, cuts[3] = {n / 3, 2 * n / 3, n};
+        for (int k = 0; k < 3; k++) {
+            size_t ra, rb, ca, cb;
+            sd_reasoning_feed(&r, text, cuts[k], k == 2, &ra, &rb, &ca, &cb);
+            sd_fuzz_require(ra <= rb && rb <= cuts[k] && ca <= cb && cb <= cuts[k]);
+            sd_fuzz_require((ra == rb || ra >= last) && (ca == cb || (ca >= last && ca >= rb)));
+            if (rb > ra) r_sum += rb - ra, last = rb;
+            if (cb > ca) c_sum += cb - ca, last = cb;
+        }
+        if (w.has_r) sd_fuzz_require(r_sum == w.r_len && c_sum == (w.has_c ? w.c_len : 0));
+        else sd_fuzz_require(r.phase != 2 || c_sum == w.c_len);
+    }
+}
+
 /* What the server does with a chat request next: the family's prompt ids, and the conversation
  * as JSON with its tools and chat_template_kwargs (specdec_chat_apply_json, the server's path). */
 static void sd_fsrv_chat(const sd_api_request *r, const char *family) {
@@ -352,7 +378,8 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(body != NULL);
     memcpy(body, buf + pos, n - pos);
     int code = sd_fsrv_body(n > pos ? body : NULL, n - pos, chat, model_id, family);
-    if (chat) sd_fsrv_tool_text(body, n - pos); /* the body's bytes as a model's output */
+    if (chat) sd_fsrv_tool_text(body, n - pos), sd_fsrv_reasoning_text(body, n - pos); /* the body's bytes as a
+                                                                                          model's output */
     free(body);
     free(buf);
     return head == 0 && code == 200 ? 0 : 1;

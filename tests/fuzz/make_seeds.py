@@ -617,6 +617,14 @@ def server_seeds():
     put("server", "ok_chat_template_kwargs_refused_key",
         req({"messages": simple, "chat_template_kwargs": {"chat_template": "x", "continue_final_message": True}},
             chat=True, family=1))
+    # reasoning outputs (tools/server/sd_server_reasoning.c): the body's bytes also run through the
+    # split as a model's output, so bodies holding think tags, split and unclosed, and tool calls
+    for label, text in [("closed", "<think>a</think>b"), ("unclosed", "<think>plan <tool_call>{}"),
+                        ("no_start", "x</think><tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"),
+                        ("partial", "<thi</thin</think"), ("twice", "</think></think><think>")]:
+        put("server", "ok_chat_reasoning_" + label,
+            req({"messages": [{"role": "user", "content": text}], "chat_template_kwargs": {"enable_thinking": False},
+                 "response_format": {"type": "json_object"}}, chat=True))
     bad_tools = {"dup": {"tools": [tools[0], tools[0]]}, "not_list": {"tools": {"a": 1}},
                  "unknown_named": {"tools": tools, "tool_choice": {"type": "function", "function": {"name": "z"}}},
                  "choice_without_tools": {"tool_choice": "required"},

@@ -199,6 +199,27 @@ def test_greedy_speculative_equals_plain(llm, llm_plain, so):
     assert all(o.metrics.n_drafted == o.metrics.n_forced == o.metrics.n_accepted for o in plain)
 
 
+def test_structured_outputs_after(llm, llm_plain):
+    """structured_outputs_after (libspecdec 0.5.4): unconstrained through the first marker (here ",", a
+    token the model writes mid-output), the regex after it; speculative equals plain; refusals."""
+    comma = llm.get_tokenizer().encode(",", add_special_tokens=False)
+    assert len(comma) == 1
+    free = llm_plain.generate(PROMPTS[0], SP(temperature=0, max_tokens=48), use_tqdm=False)[0].outputs[0]
+    at = free.token_ids.index(comma[0])
+    params = SP(temperature=0, max_tokens=80, structured_outputs=SO(regex=" (yes|no)\\."), structured_outputs_after=comma)
+    spec, plain = (m.generate(PROMPTS[0], params, use_tqdm=False)[0].outputs[0] for m in (llm, llm_plain))
+    assert spec.token_ids == plain.token_ids
+    assert list(plain.token_ids[:at + 1]) == list(free.token_ids[:at + 1])
+    head, _, tail = plain.text.partition(",")
+    assert free.text.startswith(head + ",") and tail in (" yes.", " no.") and plain.finish_reason == "stop", plain.text
+    with pytest.raises(specdec.InvalidArgumentError, match="structured_outputs_after"):
+        SP(structured_outputs_after=comma)  # no constraint to start
+    with pytest.raises(specdec.InvalidArgumentError, match="structured_outputs_after"):
+        SP(structured_outputs=SO(regex="a"), structured_outputs_after=[])
+    with pytest.raises(specdec.InvalidArgumentError, match="structured_outputs_after"):
+        SP(structured_outputs=SO(regex="a"), structured_outputs_after=list(range(33)))
+
+
 def test_mixed_call_and_n(llm):
     """One generate call: a regex, another regex with n=3, an unconstrained prompt."""
     params = [SP(temperature=1.0, seed=3, max_tokens=24, structured_outputs=SO(regex=REGEX)),

@@ -12,6 +12,13 @@
  *  2. The scheduler (runner groups, several requests per round, with and without grammars) gives
  *     specdec_generate's output; the caller frees each grammar right after submitting (the
  *     requests hold their own references: a use after free would show under ASan).
+ *  4. Gated grammars (grammar_after_tokens, since 0.5.4; the server's reasoning parsers): with the
+ *     marker "," (a token the model writes mid-output), plain decoding gives the unconstrained
+ *     output through the first marker, then text obeying the regex; every drafter (model chain and
+ *     tree, n-gram, EAGLE-3 chain and tree; greedy and match) equals it, and some round emits
+ *     tokens past the marker (a chain crossed it); a marker that never comes leaves the output
+ *     unconstrained; the scheduler equals specdec_generate; a marker without a grammar, an id
+ *     outside the vocabulary or more than SPECDEC_MAX_GRAMMAR_AFTER_TOKENS ids are refused.
  *  3. specdec_grammar_compile refuses what it must: a malformed regex / schema / choice list is
  *     INVALID_ARGUMENT, a schema keyword it does not support UNSUPPORTED, json_object with a spec,
  *     an unknown kind, NULL arguments. */
@@ -230,6 +237,104 @@ static void part_seeds(sc_env *e) {
     SD_CHECK(differ, "seeds: three seeds gave one output");
 }
 
+/* Part 4: gated grammars. A round that emitted tokens after the marker's (a chain crossed it). */
+static int32_t g_marker;
+static long g_crossed;
+static void on_round(void *ud, const specdec_round_info *ri) {
+    (void)ud;
+    for (int32_t i = 0; i + 1 < ri->n_emitted; i++) g_crossed += ri->emitted[i] == g_marker;
+}
+
+static void part_gate(sc_env *e, specdec_engine *eh) {
+    int32_t prompt[MAXP], free_out[NPRED], ref[NPRED], out[NPRED];
+    const int32_t np = sc_encode(e, SC_PROMPTS[0], prompt, MAXP);
+    int32_t n_m = 0;
+    SD_CHECK(specdec_tokenize(e->tok, ",", 1, 0, &g_marker, 1, &n_m) == SPECDEC_OK && n_m == 1, "gate: ',' is one token");
+    specdec_stats st;
+    long runs = 0;
+    for (int mode = 0; mode < 2; mode++) {
+        specdec_generate_params gp = sc_params(mode, 0x9a7e, NPRED, 4);
+        gp.draft_method = SPECDEC_DRAFT_NONE;
+        const int32_t nf = gen(e->ref, prompt, np, &gp, free_out, &st);
+        int32_t at = -1; /* the first marker of the unconstrained output */
+        for (int32_t i = 0; i < nf && at < 0; i++) at = free_out[i] == g_marker ? i : -1;
+        SD_CHECK(at > 0 && at + 8 < NPRED, "gate: the unconstrained output holds ',' early (at %d)", (int)at);
+        if (at <= 0) return;
+        gp.grammar = g_gram[G_REGEX];
+        gp.grammar_after_tokens = &g_marker;
+        gp.n_grammar_after_tokens = 1;
+        specdec_stats rst;
+        const int32_t nr = gen(e->ref, prompt, np, &gp, ref, &rst);
+        SD_CHECK(nr > at && sc_same(ref, free_out, at + 1), "gate %d: unconstrained through the marker", mode);
+        SD_CHECK(nr > at && obeys(e, G_REGEX, ref + at + 1, nr - at - 1, &rst) && ref[at + 1] != free_out[at + 1],
+                 "gate %d: the regex after the marker", mode);
+        for (int d = g_quick ? 3 : 0; d < (g_quick ? 4 : 5); d++) {
+            specdec_generate_params g2 = gp;
+            specdec_engine *eng = e->ref;
+            const char *what = drafter(&g2, d, &eng, eh);
+            g2.round_callback = on_round;
+            const int32_t n = gen(eng, prompt, np, &g2, out, &st);
+            SD_CHECK(n == nr && sc_same(out, ref, n) && st.stop_reason == rst.stop_reason,
+                     "gate %d, %s: equals plain decoding (%d vs %d tokens)", mode, what, (int)n, (int)nr);
+            runs++;
+        }
+        /* a marker that never comes: the unconstrained output */
+        const int32_t never = free_out[0] == 7 ? 8 : 7;
+        int32_t never_seen = 1;
+        for (int32_t i = 0; i < nf; i++) never_seen &= free_out[i] != never;
+        gp.grammar_after_tokens = &never;
+        const int32_t nn = gen(e->ref, prompt, np, &gp, out, &st);
+        SD_CHECK(!never_seen || (nn == nf && sc_same(out, free_out, nf)), "gate %d: an absent marker constrains nothing",
+                 mode);
+    }
+    printf("part 4: %ld drafted runs equal plain decoding; %ld rounds emitted tokens past the marker\n", runs,
+           g_crossed);
+    SD_CHECK(g_crossed > 0, "gate: no round's chain crossed the marker");
+    /* the scheduler: gated requests among others equal specdec_generate */
+    specdec_engine_params ep = sc_engine_params();
+    specdec_scheduler_params sp = specdec_scheduler_default_params();
+    sp.max_active = 3;
+    specdec_scheduler *s = NULL;
+    SD_CHECK(specdec_scheduler_create(e->tm, e->dm, &ep, &sp, &s) == SPECDEC_OK, "gate: scheduler");
+    if (!s) return;
+    enum { NR = 4 };
+    specdec_generate_params gp[NR];
+    int32_t want[NR][NPRED], nw[NR];
+    specdec_request_id id[NR];
+    for (int i = 0; i < NR; i++) {
+        gp[i] = sc_params(i % 2, 5 + (uint64_t)i, NPRED, 3);
+        gp[i].grammar = g_gram[i % 2 ? G_OBJECT : G_REGEX];
+        int32_t marker = g_marker; /* the scheduler copies it at submit */
+        gp[i].grammar_after_tokens = i == 3 ? NULL : &marker;
+        gp[i].n_grammar_after_tokens = i == 3 ? 0 : 1;
+        nw[i] = gen(e->ref, prompt, np, &gp[i], want[i], &st);
+        SD_CHECK(specdec_scheduler_submit(s, prompt, np, &gp[i], &id[i]) == SPECDEC_OK, "gate: submit %d", i);
+        marker = -1;
+    }
+    for (int i = 0; i < NR; i++) {
+        int32_t n = 0;
+        specdec_status outcome = SPECDEC_OK;
+        SD_CHECK(specdec_scheduler_wait(s, id[i], -1, out, NPRED, &n, &st, &outcome) == SPECDEC_OK && outcome == SPECDEC_OK &&
+                     n == nw[i] && sc_same(out, want[i], n),
+                 "gate: scheduler request %d equals specdec_generate", i);
+    }
+    specdec_scheduler_free(s);
+    /* refusals */
+    specdec_generate_params bad = sc_params(0, 1, NPRED, 3);
+    int32_t ids[SPECDEC_MAX_GRAMMAR_AFTER_TOKENS + 1] = {0};
+    bad.grammar_after_tokens = ids, bad.n_grammar_after_tokens = 1;
+    int32_t n = 0;
+    SD_CHECK(specdec_generate(e->ref, prompt, np, &bad, out, NPRED, &n, &st) == SPECDEC_ERR_INVALID_ARGUMENT &&
+                 strstr(specdec_engine_last_error(e->ref), "grammar_after_tokens"),
+             "gate: a marker without a grammar is refused");
+    bad.grammar = g_gram[G_REGEX];
+    ids[0] = 1 << 30;
+    SD_CHECK(specdec_generate(e->ref, prompt, np, &bad, out, NPRED, &n, &st) == SPECDEC_ERR_INVALID_ARGUMENT,
+             "gate: an id outside the vocabulary is refused");
+    ids[0] = 0, bad.n_grammar_after_tokens = SPECDEC_MAX_GRAMMAR_AFTER_TOKENS + 1;
+    SD_CHECK(specdec_generate_params_validate(&bad) == SPECDEC_ERR_INVALID_ARGUMENT, "gate: too many ids are refused");
+}
+
 /* Part 3: what compile refuses. */
 static void part3(sc_env *e) {
     static const struct {
@@ -290,6 +395,7 @@ int main(int argc, char **argv) {
         part1(&e, eh);
         part2(&e);
         part_seeds(&e);
+        part_gate(&e, eh);
     }
     part3(&e);
     for (int k = 0; k < N_G; k++) specdec_grammar_free(g_gram[k]);

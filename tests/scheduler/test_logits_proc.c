@@ -296,7 +296,7 @@ static void part5(sc_env *e) {
         case 12: gp.repetition_penalty = NAN, what = "repetition NaN"; break;
         case 13: gp.repetition_penalty = 101.0f, what = "repetition 101"; break;
         case 14: gp.reserved_i[3] = 1, what = "reserved_i[3]"; break;
-        case 15: gp.reserved[3] = 1, what = "reserved[3]"; break;
+        case 15: gp.reserved[2] = 1, what = "reserved[2]"; break;
         case 16: gp.n_allowed_token_ids = 1, what = "allowed_token_ids NULL"; break;
         case 17: gp.allowed_token_ids = ids, what = "allowed_token_ids with n 0"; break;
         case 18: gp.allowed_token_ids = neg, gp.n_allowed_token_ids = 2, what = "allowed_token_ids[1] -1"; break;

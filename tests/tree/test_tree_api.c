@@ -116,14 +116,17 @@ _Static_assert(offsetof(specdec_generate_params, logit_bias) == sizeof(v01_gener
                "0.5's fields start where 0.4's struct ended");
 /* 0.5.1: grammar, then int32_t reserved_i[8] and uint64_t reserved[7]; 0.5.2:
  * n_allowed_token_ids and n_bad_words take 0.5.1's reserved_i[0..1], the three mask pointers its
- * reserved[0..2]; the size is 0.5.0's */
+ * reserved[0..2]; 0.5.4: n_grammar_after_tokens takes 0.5.3's reserved_i[0], grammar_after_tokens
+ * its reserved[0]; the size is 0.5.0's */
 #define GP_OFF(f) offsetof(specdec_generate_params, f)
 _Static_assert(GP_OFF(n_allowed_token_ids) == GP_OFF(grammar) + 8 && GP_OFF(n_bad_words) == GP_OFF(grammar) + 12 &&
-                   GP_OFF(reserved_i) == GP_OFF(grammar) + 16 &&
+                   GP_OFF(n_grammar_after_tokens) == GP_OFF(grammar) + 16 &&
+                   GP_OFF(reserved_i) == GP_OFF(grammar) + 20 &&
                    GP_OFF(allowed_token_ids) == GP_OFF(grammar) + 8 + 8 * 4 &&
                    GP_OFF(bad_words_ids) == GP_OFF(allowed_token_ids) + 8 &&
                    GP_OFF(bad_words_offsets) == GP_OFF(allowed_token_ids) + 16 &&
-                   GP_OFF(reserved) == GP_OFF(allowed_token_ids) + 24 &&
+                   GP_OFF(grammar_after_tokens) == GP_OFF(allowed_token_ids) + 24 &&
+                   GP_OFF(reserved) == GP_OFF(allowed_token_ids) + 32 &&
                    sizeof(specdec_generate_params) == GP_OFF(grammar) + 8 + 8 * 4 + 7 * 8 &&
                    GP_OFF(grammar) == GP_OFF(repetition_penalty) + 4,
                "0.5.2's masks take reserved space; the struct keeps 0.5.0's size");

@@ -45,6 +45,9 @@ static void serve_usage(FILE *f) {
             "                      out of the text with --tool-call-parser; without it \"auto\" is 400\n"
             "  --tool-call-parser P  hermes (<tool_call>{json}</tool_call>: Qwen2.5/Qwen3/Hermes) |\n"
             "                      llama3_json | mistral\n"
+            "  --reasoning-parser P  qwen3 | deepseek_r1: chat outputs split into \"reasoning\" (the\n"
+            "                      <think>...</think> text) and \"content\"; response_format and\n"
+            "                      tool_choice grammars act after the thinking\n"
             "  --alias NAME        model id served and expected in requests (default: the target dir's name)\n"
             "  --max-body BYTES    request body limit, 413 beyond (default 2097152)\n"
             "  --timeout S         per-request limit in seconds; the request is cancelled (default 600)\n"
@@ -143,6 +146,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     }
     else if (!strcmp(a, "--alias")) c->model_alias = v;
     else if (!strcmp(a, "--tool-call-parser")) c->tool_call_parser = v;
+    else if (!strcmp(a, "--reasoning-parser")) c->reasoning_parser = v;
     else if (!strcmp(a, "--max-body")) bad = serve_long(v, 1, 1L << 30, &n), c->max_body = (size_t)n;
     else if (!strcmp(a, "--timeout")) bad = serve_seconds(v, &c->timeout_s);
     else if (!strcmp(a, "--body-timeout")) bad = serve_seconds(v, &c->body_timeout_s);
@@ -168,6 +172,7 @@ int cli_cmd_serve(int argc, char **argv) {
     sd_server_config c;
     sd_server_config_default(&c);
     c.api_key = getenv("SPECDEC_API_KEY");
+    c.reasoning_tags = getenv("SPECDEC_REASONING_TAGS"); /* "START END"; tests use words the bundled model writes */
     for (int i = 1; i < argc; i++) {
         int rc = serve_option(&c, argc, argv, &i);
         if (rc) {

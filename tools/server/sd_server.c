@@ -111,6 +111,19 @@ static int sd_server_load(sd_server *srv) {
         return sd_server_fail("loading the tokenizer", st);
     sd_server_chat_setup(srv);
     srv->tool_parser = srv->cfg.enable_auto_tool_choice ? sd_tools_parser_named(srv->cfg.tool_call_parser) : SD_TP_NONE;
+    if ((srv->reasoning = sd_reasoning_parser_named(srv->cfg.reasoning_parser)) != SD_RP_NONE) {
+        sd_server_reasoning_tags(srv->cfg.reasoning_tags ? srv->cfg.reasoning_tags : "<think> </think>", srv->rs_start,
+                                 srv->rs_end);
+        /* the marker that activates a request's grammar: the end tag's ids (one added token for
+           Qwen3 / DeepSeek-R1's "</think>") */
+        st = specdec_tokenize(srv->tok, srv->rs_end, strlen(srv->rs_end), 0, srv->rs_marker, SPECDEC_MAX_GRAMMAR_AFTER_TOKENS,
+                              &srv->n_rs_marker);
+        if (st || srv->n_rs_marker < 1) {
+            fprintf(stderr, "specdec serve: the reasoning end tag '%s' is not 1..%d tokens\n", srv->rs_end,
+                    SPECDEC_MAX_GRAMMAR_AFTER_TOKENS);
+            return 2;
+        }
+    }
     if ((st = specdec_model_get_info(srv->target, &info))) return sd_server_fail("reading the model", st);
     srv->n_vocab = info.vocab_size;
     specdec_engine_params ep = specdec_engine_default_params();
@@ -208,6 +221,16 @@ static int sd_server_check_config(const sd_server_config *cfg) {
     if (cfg->tool_call_parser && sd_tools_parser_named(cfg->tool_call_parser) == SD_TP_NONE) {
         fprintf(stderr, "specdec serve: unknown tool call parser '%s' (known: hermes, llama3_json, mistral)\n",
                 cfg->tool_call_parser);
+        return 2;
+    }
+    if (cfg->reasoning_parser && sd_reasoning_parser_named(cfg->reasoning_parser) == SD_RP_NONE) {
+        fprintf(stderr, "specdec serve: unknown reasoning parser '%s' (known: " SD_REASONING_PARSER_NAMES ")\n",
+                cfg->reasoning_parser);
+        return 2;
+    }
+    if (cfg->reasoning_tags && sd_server_reasoning_tags(cfg->reasoning_tags, NULL, NULL)) {
+        fprintf(stderr, "specdec serve: reasoning tags '%s': two tags of 1..%d bytes separated by one space\n",
+                cfg->reasoning_tags, SD_REASONING_TAG_MAX);
         return 2;
     }
     if (cfg->enable_auto_tool_choice && !cfg->tool_call_parser) {

@@ -71,6 +71,12 @@ typedef struct sd_server_config {
     int enable_auto_tool_choice; /* vLLM's --enable-auto-tool-choice: tool_choice "auto" parses calls
                                     with tool_call_parser (required then); 0: "auto" answers 400 */
     const char *tool_call_parser; /* "hermes" | "llama3_json" | "mistral"; NULL = none */
+    const char *reasoning_parser; /* vLLM's --reasoning-parser: "qwen3" | "deepseek_r1" (chat outputs split
+                                     into reasoning and content; response_format / tool_choice grammars
+                                     act after the thinking); NULL = none */
+    const char *reasoning_tags;   /* the thinking's start and end tags, separated by one space;
+                                     NULL = "<think> </think>" (SPECDEC_REASONING_TAGS in the
+                                     environment sets it for `specdec serve`) */
     const char *speculative_config; /* vLLM's speculative_config JSON: the requests' default drafter
                                        (sd_server_spec.h); NULL = the draft model if any */
     specdec_prefix_cache prefix_cache; /* automatic prefix caching (include/specdec.h specdec_prefix_cache;

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "sd_server_internal.h"
 
 #define SD_POLL_MS 20 /* how often a waiting connection checks its client and its deadline */
@@ -85,6 +87,7 @@ typedef struct sd_job {
     size_t *echo_off;              /* [n_prompt] text_offset of the prompt tokens (made once, when shown) */
     int echo_sent;                 /* streamed: the prompt went out in the choice's first chunk */
     sd_tool_out tools;             /* chat with tool_choice other than "none": its output's parser */
+    sd_reasoning rsn;              /* chat with --reasoning-parser: the split (streaming: its state) */
     sd_lp_echo echo_span;
     sd_prompt_lp prompt_lp;
 } sd_job;
@@ -326,7 +329,8 @@ static int sd_gen_tokenize_as(sd_server *srv, const char *text, size_t len, int 
  * rendered with the server's chat family (the model's own template, or --chat-template) by
  * specdec_chat_apply_json, its bytes and running token count bounded, then tokenized as that
  * family needs. */
-static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **ids, int32_t *n, sd_api_error *e) {
+static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **ids, int32_t *n, int *rs_ended,
+                           sd_api_error *e) {
     if (!srv->chat_family)
         return sd_api_fail(e, 400, "invalid_request_error", "chat_template_unsupported", "messages",
                            "%s: this server cannot render chat prompts for its model (start it with --chat-template "
@@ -363,12 +367,17 @@ static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **
     if (!rc && (st = specdec_chat_add_special(srv->tok, srv->cfg.chat_template, &add_special)))
         rc = sd_api_fail(e, 500, "server_error", NULL, NULL, "chat template: %s", specdec_last_error());
     if (!rc) rc = sd_gen_tokenize_as(srv, text, len, add_special, ids, n, e);
+    if (!rc && srv->reasoning != SD_RP_NONE) { /* the template closed the thinking (enable_thinking false) */
+        sd_reasoning r;
+        sd_reasoning_init(&r, srv->reasoning, srv->rs_start, srv->rs_end, 0, 0);
+        *rs_ended = sd_reasoning_prompt_ended(&r, text, len);
+    }
     free(text);
     return rc;
 }
 
 /* The ids of prompt k (chat: the conversation, k = 0). */
-static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int k, int32_t **ids, int32_t *n,
+static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int k, int32_t **ids, int32_t *n, int *rs_ended,
                          sd_api_error *e) {
     *ids = NULL;
     *n = 0;
@@ -400,7 +409,7 @@ static int sd_gen_prompt(sd_server *srv, const sd_api_request *req, int k, int32
     for (int i = 0; i < req->n_messages; i++)
         if ((rc = sd_prep_bound(srv, &b, req->messages[i].content, strlen(req->messages[i].content), "messages", e)))
             return rc;
-    return sd_gen_chat_ids(srv, req, ids, n, e);
+    return sd_gen_chat_ids(srv, req, ids, n, rs_ended, e);
 }
 
 /* max_tokens against the context; the default when absent (16 for completions as
@@ -567,6 +576,8 @@ typedef struct sd_gen_prep {
     int32_t **ids, *n, *n_predict; /* [n_prompts] */
     sd_spec_resolved spec; /* its drafter (speculative_config over the server's) */
     sd_gentry *grammar;  /* structured output: the compiled constraint (a reference), or NULL */
+    int rs_ended;        /* chat with --reasoning-parser: the prompt closed the thinking */
+    int rs_off;          /* chat_template_kwargs.enable_thinking is false */
     sd_api_error e;
     int rc;
 } sd_gen_prep;
@@ -657,8 +668,13 @@ static void sd_gen_prep_run(void *arg) {
         return;
     }
     for (int k = 0; k < p->n_prompts && !p->rc; k++) {
-        p->rc = sd_gen_prompt(srv, &p->req, k, &p->ids[k], &p->n[k], &p->e);
+        p->rc = sd_gen_prompt(srv, &p->req, k, &p->ids[k], &p->n[k], &p->rs_ended, &p->e);
         if (!p->rc) p->rc = sd_gen_budget(srv, &p->req, p->n[k], &p->n_predict[k], &p->e);
+    }
+    if (!p->rc && p->chat && p->req.kwargs_json) { /* qwen3's switch (the template also sees it) */
+        cJSON *kw = cJSON_Parse(p->req.kwargs_json);
+        p->rs_off = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(kw, "enable_thinking"));
+        cJSON_Delete(kw);
     }
     if (!p->rc && p->req.guided.kind) /* last: the prompts' checks cost less than a compile */
         p->rc = sd_gcache_get(srv->grammars, srv->tok, &p->req.guided, &p->grammar, &p->e);
@@ -681,6 +697,13 @@ static int sd_gen_submit_one(sd_group *g, const sd_gen_prep *p, int k, int index
     if (rc) return rc;
     specdec_generate_params gp = sd_gen_params(j, &p->req, p->n_predict[k], seed);
     gp.grammar = sd_gentry_grammar(p->grammar); /* the scheduler takes its own reference */
+    if (j->chat && srv->reasoning != SD_RP_NONE) {
+        sd_reasoning_init(&j->rsn, srv->reasoning, srv->rs_start, srv->rs_end, p->rs_off, p->rs_ended);
+        if (gp.grammar && !p->rs_ended) { /* vLLM: the constraint applies after the thinking */
+            gp.grammar_after_tokens = srv->rs_marker;
+            gp.n_grammar_after_tokens = srv->n_rs_marker;
+        }
+    }
     j->t_submit = sd_now();
     specdec_status st = specdec_scheduler_submit(srv->sched, p->ids[k], j->n_prompt, &gp, &j->rid);
     if (st != SPECDEC_OK) return sd_gen_submit_error(st, e);
@@ -918,6 +941,7 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
     }
     if (j->plp_top >= 0) r->prompt_lp = &j->prompt_lp;
     if (j->tools.choice != SD_TC_NONE) r->tools = &j->tools;
+    if (j->rsn.parser != SD_RP_NONE) r->rsn = &j->rsn;
     return r;
 }
 
@@ -968,9 +992,10 @@ static enum MHD_Result sd_gen_answer(sd_group *g) {
 /* Tool calling: the deltas of the text released so far (final: the whole text, it ended), one
  * chunk each; the logprobs of tokens up to entry k go with the first (none made: they wait for
  * a later chunk or the last one). 1 if a chunk was made. */
-static int sd_job_tool_chunks(sd_job *j, sd_buf *out, int final, int32_t k) {
+static int sd_job_tool_chunks(sd_job *j, sd_buf *out, int final, int32_t k, size_t base) {
     sd_buf d = {0};
-    sd_tools_feed(&j->tools, j->text.p ? j->text.p : "", j->stopper.safe, final, &d);
+    sd_tools_feed(&j->tools, (j->text.p ? j->text.p : "") + base, j->stopper.safe - base, final, &d); /* base: where
+                                                                        the content begins (reasoning) */
     int made = 0;
     for (size_t at = 0; at < d.len && !d.oom;) {
         const char *nl = memchr(d.p + at, '\n', d.len - at);
@@ -986,6 +1011,41 @@ static int sd_job_tool_chunks(sd_job *j, sd_buf *out, int final, int32_t k) {
     return made;
 }
 
+/* With --reasoning-parser (under j->mu, or after the job ended; final: it did): the text released
+ * so far split (sd_reasoning_feed) into a {"reasoning", "reasoning_content"} delta and then
+ * content deltas (through the tool parser when tools are on), never a tag in either; the
+ * logprobs of tokens up to entry k go with the first chunk. 1 if a chunk was made. */
+static int sd_job_take_reasoning(sd_job *j, sd_buf *out, int final, int32_t k) {
+    const char *text = j->text.p ? j->text.p : "";
+    size_t ra, rb, ca, cb;
+    sd_reasoning_feed(&j->rsn, text, j->stopper.safe, final, &ra, &rb, &ca, &cb);
+    int made = 0;
+    if (rb > ra) {
+        sd_buf d = {0};
+        for (int f = 0; f < 2; f++) {
+            sd_buf_puts(&d, f ? ",\"reasoning_content\":" : "{\"reasoning\":");
+            sd_buf_json_str(&d, text + ra, rb - ra);
+        }
+        sd_buf_puts(&d, "}");
+        const sd_lp_span *lp = j->logprobs && k > j->lp_sent ? sd_job_span(j, j->lp_sent, k, j->stopper.safe) : NULL;
+        sd_resp_delta_chunk(out, j->srv, j->g->id, j->g->created, j->index, d.p ? d.p : "{}", d.len ? d.len : 2, lp);
+        if (d.oom) out->oom = 1;
+        sd_buf_free(&d);
+        if (lp) j->lp_sent = k;
+        made = 1;
+    }
+    if (j->rsn.phase == 2 && j->tools.choice != SD_TC_NONE) {
+        made |= sd_job_tool_chunks(j, out, final, k, j->rsn.content_at);
+    } else if (cb > ca) {
+        sd_resp_chunk(out, j->srv, 1, j->g->id, j->g->created, j->index, text + ca, cb - ca, 0, NULL,
+                      j->logprobs && k > j->lp_sent ? sd_job_span(j, j->lp_sent, k, j->stopper.safe) : NULL);
+        if (k > j->lp_sent) j->lp_sent = k;
+        made = 1;
+    }
+    j->sent = j->stopper.safe;
+    return made;
+}
+
 /* Under j->mu: format the text released since the last chunk, with the logprobs of the
  * tokens whose text ends in it. 1 if a chunk was made. */
 static int sd_job_take_text(sd_job *j, sd_buf *out) {
@@ -994,8 +1054,9 @@ static int sd_job_take_text(sd_job *j, sd_buf *out) {
     int32_t k = j->lp_sent;
     while (k < j->lp_resolved && j->lp[k].end <= j->stopper.safe) k++;
     sd_group *g = j->g;
+    if (j->rsn.parser != SD_RP_NONE) return sd_job_take_reasoning(j, out, 0, k);
     if (j->tools.choice != SD_TC_NONE) {
-        int made = sd_job_tool_chunks(j, out, 0, k);
+        int made = sd_job_tool_chunks(j, out, 0, k, 0);
         j->sent = j->stopper.safe;
         return made;
     }
@@ -1039,12 +1100,14 @@ static void sd_job_final_chunk(sd_job *j) {
         g->failed = 1;
         return;
     }
-    if (j->tools.choice != SD_TC_NONE) { /* what the parser held back, then "tool_calls" when calls went out */
-        sd_job_tool_chunks(j, &g->out, 1, j->lp_sent);
-        if (j->tools.n_calls > 0 && (j->tools.choice == SD_TC_AUTO || j->tools.choice == SD_TC_REQUIRED))
-            r.finish = "tool_calls";
+    /* what the reasoning split (a tag's first bytes) and the tool parser held back */
+    if (j->rsn.parser != SD_RP_NONE) sd_job_take_reasoning(j, &g->out, 1, j->lp_sent);
+    else if (j->tools.choice != SD_TC_NONE) sd_job_tool_chunks(j, &g->out, 1, j->lp_sent, 0);
+    if (j->tools.choice != SD_TC_NONE && j->tools.n_calls > 0 &&
+        (j->tools.choice == SD_TC_AUTO || j->tools.choice == SD_TC_REQUIRED)) /* "tool_calls" when calls went out */
+        r.finish = "tool_calls";
+    if (j->rsn.parser != SD_RP_NONE || j->tools.choice != SD_TC_NONE)
         r.lp = j->logprobs ? sd_job_span(j, j->lp_sent, j->n_lp, r.len) : NULL;
-    }
     sd_resp_chunk(&g->out, j->srv, j->chat, g->id, g->created, j->index, "", 0, 0, &r, r.lp && r.lp->n ? r.lp : NULL);
     j->lp_sent = j->n_lp;
     sd_group_add_usage(g, j, &r);

@@ -15,6 +15,7 @@
 #include "sd_server.h"
 #include "sd_server_request.h"
 #include "sd_server_text.h"
+#include "sd_server_reasoning.h"
 #include "sd_server_tools.h"
 
 #define SD_METRICS_CODES 32 /* distinct status codes tracked (this server answers 15, libmicrohttpd 1 more) */
@@ -84,6 +85,10 @@ typedef struct sd_server {
     const char *chat_family;
     char chat_problem[256];
     sd_tool_parser tool_parser;        /* --enable-auto-tool-choice --tool-call-parser: "auto"'s parser (NONE: "auto" is 400) */
+    sd_reasoning_parser reasoning;     /* --reasoning-parser (NONE: chat outputs are all content) */
+    char rs_start[SD_REASONING_TAG_MAX + 1], rs_end[SD_REASONING_TAG_MAX + 1]; /* its tags */
+    int32_t rs_marker[SPECDEC_MAX_GRAMMAR_AFTER_TOKENS]; /* the end tag's ids: a grammar acts after them */
+    int32_t n_rs_marker;
     struct MHD_Daemon *daemon;
     int listen_fd;                     /* bound by us (exact errors), handed to libmicrohttpd */
     atomic_int state;                  /* SD_STATE_*: loading and draining answer 503 */
@@ -240,6 +245,7 @@ typedef struct sd_gen_result {
     const sd_lp_span *lp;      /* the tokens' logprobs (NULL: not asked for) */
     const char *echo;          /* completions' echo: the prompt text before text (NULL: none) */
     const sd_tool_out *tools;  /* chat with tool calling: the text becomes content + tool_calls (NULL: text) */
+    const sd_reasoning *rsn;   /* chat with --reasoning-parser: the text splits into reasoning + content */
     size_t echo_len;
     const sd_prompt_lp *prompt_lp; /* vLLM's prompt_logprobs (NULL: not asked for) */
 } sd_gen_result;

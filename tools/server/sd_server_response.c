@@ -331,13 +331,13 @@ static void sd_finish_fields(sd_buf *b, const sd_gen_result *r) {
     else sd_buf_puts(b, "null");
 }
 
-/* A chat choice's message with tool calling: content (null when the parser says so) and
- * tool_calls, as vLLM writes them; *finish "tool_calls" when "auto" / "required" parsed calls
+/* A chat message's content with tool calling (text[0..len): the content part of the output):
+ * content (null when the parser says so), then tool_calls, as vLLM writes them; *finish "tool_calls" when "auto" / "required" parsed calls
  * ("required" only after a "stop"). */
-static void sd_resp_tool_message(sd_buf *b, const sd_gen_result *r, const char **finish) {
+static void sd_resp_tool_message(sd_buf *b, const sd_gen_result *r, const char *text, size_t len,
+                                 const char **finish) {
     sd_tool_result t;
-    sd_tools_final(r->tools, r->text, r->len, &t);
-    sd_buf_puts(b, "\"message\":{\"role\":\"assistant\",\"content\":");
+    sd_tools_final(r->tools, text, len, &t);
     if (t.content) sd_buf_json_str(b, t.content, t.content_len);
     else sd_buf_puts(b, "null");
     sd_buf_puts(b, ",\"tool_calls\":[");
@@ -350,7 +350,7 @@ static void sd_resp_tool_message(sd_buf *b, const sd_gen_result *r, const char *
         sd_buf_json_str(b, t.calls[i].args, strlen(t.calls[i].args));
         sd_buf_puts(b, "}}");
     }
-    sd_buf_puts(b, "]},");
+    sd_buf_puts(b, "]");
     if (t.called && (r->tools->choice == SD_TC_AUTO || !strcmp(r->finish, "stop"))) *finish = "tool_calls";
     sd_tools_result_free(&t);
 }
@@ -359,11 +359,23 @@ static void sd_resp_tool_message(sd_buf *b, const sd_gen_result *r, const char *
 static void sd_resp_choice(sd_buf *b, const sd_server *srv, int chat, int index, const sd_gen_result *r, int spec) {
     sd_buf_printf(b, "{\"index\":%d,", index);
     const char *finish = r->finish;
-    if (chat && r->tools) {
-        sd_resp_tool_message(b, r, &finish);
-    } else if (chat) {
-        sd_buf_puts(b, "\"message\":{\"role\":\"assistant\",\"content\":");
-        sd_buf_json_str(b, r->text, r->len);
+    if (chat) {
+        /* with a reasoning parser: the thinking in "reasoning" (vLLM's current field) and
+           "reasoning_content" (its former one), the content (and tool calls) from the rest */
+        sd_reasoning_split sp = {0, 0, 0, r->len, 0, 1};
+        if (r->rsn) sd_reasoning_whole(r->rsn, r->text, r->len, &sp);
+        sd_buf_puts(b, "\"message\":{\"role\":\"assistant\",");
+        if (r->rsn)
+            for (int k = 0; k < 2; k++) {
+                sd_buf_puts(b, k ? "\"reasoning_content\":" : "\"reasoning\":");
+                if (sp.has_r) sd_buf_json_str(b, r->text + sp.r_off, sp.r_len);
+                else sd_buf_puts(b, "null");
+                sd_buf_puts(b, ",");
+            }
+        sd_buf_puts(b, "\"content\":");
+        if (r->tools) sd_resp_tool_message(b, r, sp.has_c ? r->text + sp.c_off : "", sp.has_c ? sp.c_len : 0, &finish);
+        else if (sp.has_c) sd_buf_json_str(b, r->text + sp.c_off, sp.c_len);
+        else sd_buf_puts(b, "null");
         sd_buf_puts(b, "},");
     } else {
         sd_buf_puts(b, "\"text\":");
