@@ -33,7 +33,7 @@ typedef struct sd_cfgp {
     sd_errbuf *eb;
 } sd_cfgp;
 
-static int sd_has(const sd_family *f, uint32_t flag) { return (f->flags & flag) != 0; }
+static int sd_has(const sd_family *f, uint64_t flag) { return (f->flags & flag) != 0; }
 
 /* The raw member, null included (sd_json_member folds null into absent). */
 static const cJSON *sd_raw(const cJSON *o, const char *key) {

@@ -23,50 +23,50 @@ typedef enum sd_window_rule {
                             rope slide (SmolLM3Config) */
 } sd_window_rule;
 
-enum {
-    SD_FAM_QKV_BIAS = 1u << 0,       /* q/k/v biases always (Qwen2) */
-    SD_FAM_ATTN_BIAS_KEY = 1u << 1,  /* attention_bias: q/k/v and o biases */
-    SD_FAM_MLP_BIAS_KEY = 1u << 2,   /* mlp_bias: gate/up/down biases */
-    SD_FAM_QK_NORM = 1u << 3,        /* self_attn.q_norm / k_norm (per head, before RoPE) */
-    SD_FAM_SANDWICH = 1u << 4,       /* post-attention + pre/post-feed-forward norms */
-    SD_FAM_NORM_PLUS1 = 1u << 5,     /* RMSNorm multiplies by (1 + w) */
-    SD_FAM_EMBED_SCALE = 1u << 6,    /* embeddings times sqrt(hidden_size) */
-    SD_FAM_FUSED = 1u << 7,          /* self_attn.qkv_proj and mlp.gate_up_proj */
-    SD_FAM_SOFTCAP = 1u << 8,        /* attn_logit_softcapping applied */
-    SD_FAM_FINAL_SOFTCAP = 1u << 9,  /* final_logit_softcapping applied */
-    SD_FAM_QUERY_SCALAR = 1u << 10,  /* softmax scale query_pre_attn_scalar^-1/2 */
-    SD_FAM_PARTIAL_ROPE = 1u << 11,  /* partial_rotary_factor rotates the first dims only */
-    SD_FAM_HEADS_DIVIDE = 1u << 12,  /* hidden_size % num_attention_heads == 0 required */
-    SD_FAM_LOCAL_ROPE = 1u << 13,    /* sliding layers: default rope of their own theta */
-    SD_FAM_YARN_IS_LONGROPE = 1u << 14, /* rope_type "yarn"/"su" mean longrope (Phi-3) */
-    SD_FAM_GELU_IS_TANH = 1u << 15,  /* hidden_act "gelu" means the tanh approximation (Gemma) */
-    SD_FAM_BIDIR_KEY = 1u << 16,     /* use_bidirectional_attention: true is refused */
-    SD_FAM_PATTERN_KEY = 1u << 17,   /* sliding_window_pattern read (else the table's pattern) */
-    SD_FAM_USE_WINDOW_KEY = 1u << 18, /* SD_WIN_ALL gated by use_sliding_window (Qwen3-MoE) */
-    SD_FAM_MOE = 1u << 19,           /* sparse MoE MLPs (sd_config n_experts ...; tensor names by arch) */
-    SD_FAM_MOE_SPARSE_STEP = 1u << 20, /* decoder_sparse_step / mlp_only_layers / norm_topk_prob read
+/* Family traits, bits of sd_family.flags (64 bits: 32 were an enum, which the 32nd trait filled;
+ * the next trait takes bit 32). */
+#define SD_FAM_QKV_BIAS (UINT64_C(1) << 0) /* q/k/v biases always (Qwen2) */
+#define SD_FAM_ATTN_BIAS_KEY (UINT64_C(1) << 1) /* attention_bias: q/k/v and o biases */
+#define SD_FAM_MLP_BIAS_KEY (UINT64_C(1) << 2) /* mlp_bias: gate/up/down biases */
+#define SD_FAM_QK_NORM (UINT64_C(1) << 3) /* self_attn.q_norm / k_norm (per head, before RoPE) */
+#define SD_FAM_SANDWICH (UINT64_C(1) << 4) /* post-attention + pre/post-feed-forward norms */
+#define SD_FAM_NORM_PLUS1 (UINT64_C(1) << 5) /* RMSNorm multiplies by (1 + w) */
+#define SD_FAM_EMBED_SCALE (UINT64_C(1) << 6) /* embeddings times sqrt(hidden_size) */
+#define SD_FAM_FUSED (UINT64_C(1) << 7) /* self_attn.qkv_proj and mlp.gate_up_proj */
+#define SD_FAM_SOFTCAP (UINT64_C(1) << 8) /* attn_logit_softcapping applied */
+#define SD_FAM_FINAL_SOFTCAP (UINT64_C(1) << 9) /* final_logit_softcapping applied */
+#define SD_FAM_QUERY_SCALAR (UINT64_C(1) << 10) /* softmax scale query_pre_attn_scalar^-1/2 */
+#define SD_FAM_PARTIAL_ROPE (UINT64_C(1) << 11) /* partial_rotary_factor rotates the first dims only */
+#define SD_FAM_HEADS_DIVIDE (UINT64_C(1) << 12) /* hidden_size % num_attention_heads == 0 required */
+#define SD_FAM_LOCAL_ROPE (UINT64_C(1) << 13) /* sliding layers: default rope of their own theta */
+#define SD_FAM_YARN_IS_LONGROPE (UINT64_C(1) << 14) /* rope_type "yarn"/"su" mean longrope (Phi-3) */
+#define SD_FAM_GELU_IS_TANH (UINT64_C(1) << 15) /* hidden_act "gelu" means the tanh approximation (Gemma) */
+#define SD_FAM_BIDIR_KEY (UINT64_C(1) << 16) /* use_bidirectional_attention: true is refused */
+#define SD_FAM_PATTERN_KEY (UINT64_C(1) << 17) /* sliding_window_pattern read (else the table's pattern) */
+#define SD_FAM_USE_WINDOW_KEY (UINT64_C(1) << 18) /* SD_WIN_ALL gated by use_sliding_window (Qwen3-MoE) */
+#define SD_FAM_MOE (UINT64_C(1) << 19) /* sparse MoE MLPs (sd_config n_experts ...; tensor names by arch) */
+#define SD_FAM_MOE_SPARSE_STEP (UINT64_C(1) << 20) /* decoder_sparse_step / mlp_only_layers / norm_topk_prob read
                                           (Qwen-MoE); else every layer is MoE, top-k renormalised */
-    SD_FAM_QKV_BIAS_KEY = 1u << 21,  /* qkv_bias (default true): q/k/v biases, never o (Qwen2-MoE) */
-    SD_FAM_SHARED_EXPERT = 1u << 22, /* shared_expert_intermediate_size: a gated shared expert */
-    SD_FAM_ATTN_BIAS_ON = 1u << 23,  /* attention_bias defaults to true (GPT-OSS) */
-    SD_FAM_SINKS = 1u << 24,         /* self_attn.sinks: attention sinks (GPT-OSS) */
-    SD_FAM_MOE_FUSED = 1u << 25,     /* fused biased experts, router bias, clamped SwiGLU (swiglu_alpha,
+#define SD_FAM_QKV_BIAS_KEY (UINT64_C(1) << 21) /* qkv_bias (default true): q/k/v biases, never o (Qwen2-MoE) */
+#define SD_FAM_SHARED_EXPERT (UINT64_C(1) << 22) /* shared_expert_intermediate_size: a gated shared expert */
+#define SD_FAM_ATTN_BIAS_ON (UINT64_C(1) << 23) /* attention_bias defaults to true (GPT-OSS) */
+#define SD_FAM_SINKS (UINT64_C(1) << 24) /* self_attn.sinks: attention sinks (GPT-OSS) */
+#define SD_FAM_MOE_FUSED (UINT64_C(1) << 25) /* fused biased experts, router bias, clamped SwiGLU (swiglu_alpha,
                                         swiglu_limit; hidden_act unused), MXFP4 checkpoints (GPT-OSS) */
-    SD_FAM_QK_NORM_WHOLE = 1u << 26, /* self_attn.q_norm / k_norm over the whole projection (OLMo-2, OLMoE) */
-    SD_FAM_POST_NORMS = 1u << 27,    /* no pre-norms: post_attention / post_feedforward_layernorm of the
+#define SD_FAM_QK_NORM_WHOLE (UINT64_C(1) << 26) /* self_attn.q_norm / k_norm over the whole projection (OLMo-2, OLMoE) */
+#define SD_FAM_POST_NORMS (UINT64_C(1) << 27) /* no pre-norms: post_attention / post_feedforward_layernorm of the
                                         sublayer outputs (OLMo-2) */
-    SD_FAM_MULTIPLIERS = 1u << 28,   /* embedding_multiplier, residual_multiplier, attention_multiplier,
+#define SD_FAM_MULTIPLIERS (UINT64_C(1) << 28) /* embedding_multiplier, residual_multiplier, attention_multiplier,
                                         logits_scaling (Granite) */
-    SD_FAM_NO_ROPE_KEY = 1u << 29,   /* no_rope_layers / no_rope_layer_interval (SmolLM3) */
-    SD_FAM_CLIP_QKV = 1u << 30,      /* clip_qkv: q, k, v clamped (OLMoE) */
-    SD_FAM_TOPK_NORM_KEY = 1u << 31  /* norm_topk_prob read (default false) without the Qwen-MoE keys (OLMoE) */
-};
+#define SD_FAM_NO_ROPE_KEY (UINT64_C(1) << 29) /* no_rope_layers / no_rope_layer_interval (SmolLM3) */
+#define SD_FAM_CLIP_QKV (UINT64_C(1) << 30) /* clip_qkv: q, k, v clamped (OLMoE) */
+#define SD_FAM_TOPK_NORM_KEY (UINT64_C(1) << 31) /* norm_topk_prob read (default false) without the Qwen-MoE keys (OLMoE) */
 
 typedef struct sd_family {
     const char *arch;          /* architectures[0] */
     const char *model_type;    /* model_type (used when architectures is absent) */
     sd_arch id;
-    uint32_t flags;            /* SD_FAM_* */
+    uint64_t flags;            /* SD_FAM_* */
     /* transformers' defaults for absent keys */
     int32_t max_pos;           /* max_position_embeddings */
     double rms_eps;            /* rms_norm_eps */
