@@ -191,6 +191,20 @@ static void seq_end(specdec_scheduler *s, sd_sched_seq *q, specdec_status st) {
     q->finished = 1;
 }
 
+/* The request in q was cancelled outside a round (between prefill chunks, or preempted): it
+ * ends CANCELLED with the tokens it has; one not begun yet has none. */
+static void seq_end_cancelled(specdec_scheduler *s, sd_sched_seq *q) {
+    if (!q->begun) {
+        q->req->outcome = SPECDEC_ERR_CANCELLED;
+        q->finished = 1;
+        return;
+    }
+    q->g.reason = SPECDEC_STOP_CALLBACK;
+    q->g.cancelled = 1;
+    q->prefilling = 0;
+    seq_end(s, q, SPECDEC_OK);
+}
+
 /* One step of a request's prefill (chunked prefill: at most `budget` target rows): the
  * first starts its generation. *used: the target rows it prefilled. */
 static specdec_status seq_begin_step(specdec_scheduler *s, sd_sched_seq *q, int32_t budget, int32_t *used) {
@@ -239,10 +253,7 @@ static void sched_prefill(specdec_scheduler *s) {
     sd_sched_seq *q;
     while (budget > 0 && (q = oldest_prefill(s)) != NULL) {
         if (q->begun && atomic_load_explicit(&q->req->cancel, memory_order_acquire)) { /* between chunks */
-            q->g.reason = SPECDEC_STOP_CALLBACK;
-            q->g.cancelled = 1;
-            q->prefilling = 0;
-            seq_end(s, q, SPECDEC_OK);
+            seq_end_cancelled(s, q);
             continue;
         }
         int32_t used = 0;
@@ -323,15 +334,7 @@ static void sched_make_room(specdec_scheduler *s) {
         if (!q->req || q->finished) continue;
         if (q->parked && atomic_load_explicit(&q->req->cancel, memory_order_acquire)) {
             q->parked = 0;
-            if (q->begun) {
-                q->g.reason = SPECDEC_STOP_CALLBACK;
-                q->g.cancelled = 1;
-                q->prefilling = 0;
-                seq_end(s, q, SPECDEC_OK);
-            } else {
-                q->req->outcome = SPECDEC_ERR_CANCELLED;
-                q->finished = 1;
-            }
+            seq_end_cancelled(s, q);
             continue;
         }
         running += !q->parked;

@@ -32,8 +32,8 @@ typedef struct fwd_result {
     float *logits; /* the prefill's last row and the last decode step's row, 2 x vocab */
 } fwd_result;
 
-static fwd_result bench(sd_dtype dt, const char *name, const char *path, int threads) {
-    fwd_result res = {0, 0, NULL};
+/* The benchmark's synthetic Llama (see the top of the file). */
+static sd_config bench_config(void) {
     sd_config c = fwd_small_config();
     c.vocab_size = 8192;
     c.hidden_size = 384;
@@ -42,6 +42,12 @@ static fwd_result bench(sd_dtype dt, const char *name, const char *path, int thr
     c.n_heads = 6;
     c.n_kv_heads = 2;
     c.head_dim = 64;
+    return c;
+}
+
+static fwd_result bench(sd_dtype dt, const char *name, const char *path, int threads) {
+    fwd_result res = {0, 0, NULL};
+    sd_config c = bench_config();
     struct specdec_model *m = fwd_model_make(&c, dt, 1);
     int64_t np = (int64_t)c.vocab_size * c.hidden_size * 2 +
                  (int64_t)c.n_layers * ((int64_t)c.hidden_size * c.head_dim * (2 * c.n_heads + 2 * c.n_kv_heads) +
@@ -92,19 +98,13 @@ static fwd_result bench(sd_dtype dt, const char *name, const char *path, int thr
 /* Long context: prefill `ctx` tokens (chunks of 256), then N_STEPS decode steps at ctx; best of 2. */
 static fwd_result bench_ctx(int32_t ctx, int threads, int split, const char *label) {
     fwd_result res = {0, 0, NULL};
-    sd_config c = fwd_small_config();
-    c.vocab_size = 8192;
-    c.hidden_size = 384;
-    c.intermediate_size = 1024;
-    c.n_layers = 6;
-    c.n_heads = 6;
-    c.n_kv_heads = 2;
-    c.head_dim = 64;
+    sd_config c = bench_config();
     c.max_position_embeddings = ctx + 64;
     struct specdec_model *m = fwd_model_make(&c, SD_F32, 1);
     sd_errbuf eb = {{0}};
     sd_runner *r = NULL;
-    SD_CHECK(sd_cpu_runner_create(&m->w, ctx + 64, 256, &r, &eb) == SPECDEC_OK, "create: %s", eb.msg);
+    const int32_t max_batch = ctx + 64 < 256 ? ctx + 64 : 256; /* a runner's batch fits its context */
+    SD_CHECK(sd_cpu_runner_create(&m->w, ctx + 64, max_batch, &r, &eb) == SPECDEC_OK, "create: %s", eb.msg);
     if (!r) {
         fwd_model_free(m);
         return res;
