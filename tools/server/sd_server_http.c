@@ -154,6 +154,7 @@ static enum MHD_Result sd_http_begin(sd_server *srv, struct MHD_Connection *c, c
     sd_conn *cc = calloc(1, sizeof *cc);
     if (!cc) return MHD_NO;
     *con_cls = cc;
+    atomic_fetch_add(&srv->open_requests, 1); /* until sd_http_completed */
     cc->t_start = sd_now();
     cc->ep = sd_api_endpoint_of(url); /* refusals at the door count under the target's path */
     sd_api_head h = {method,
@@ -285,6 +286,7 @@ static void sd_http_completed(void *cls, struct MHD_Connection *c, void **con_cl
     sd_buf_free(&cc->body);
     free(cc);
     *con_cls = NULL;
+    atomic_fetch_sub(&srv->open_requests, 1);
 }
 
 /* Bind and listen ourselves (no SO_REUSEPORT: a second server on a busy port must fail,

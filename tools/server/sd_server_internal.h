@@ -95,6 +95,8 @@ typedef struct sd_server {
     atomic_int cancel_all;             /* the drain's time is up: waits cancel their requests */
     atomic_long next_id;               /* response ids */
     atomic_int active_jobs;            /* generation requests not yet answered (drained at shutdown) */
+    atomic_int open_requests;          /* HTTP requests begun and not completed: a job's answer may still
+                                          be on its way out after the job ended (drained at shutdown) */
     /* connections: each tracked from accept to close (sd_server_conn.c), under conn_mu */
     pthread_mutex_t conn_mu;
     sd_track *tracks;
