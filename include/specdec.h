@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 4
+#define SPECDEC_VERSION_PATCH 5
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.4"
+#define SPECDEC_VERSION_STRING "0.5.5"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -848,6 +848,17 @@ SPECDEC_API specdec_status specdec_scheduler_cancel(specdec_scheduler *s, specde
 SPECDEC_API specdec_status specdec_scheduler_wait(specdec_scheduler *s, specdec_request_id id, int32_t timeout_ms,
                                                   int32_t *out_tokens, int32_t capacity, int32_t *n_out,
                                                   specdec_stats *stats, specdec_status *request_status);
+/* Wait until some request has finished (since 0.5.5; timeout_ms as specdec_scheduler_wait):
+ * *out_id = the id of the earliest-finished request not reported by an earlier call and not
+ * collected yet; it is NOT collected (specdec_scheduler_wait(id, 0, ...) then collects it at
+ * once). Each finished request is reported once, whichever thread asks, so one collector thread
+ * can serve any number of requests (an asyncio front end, a serving loop). TIMEOUT when none
+ * finished within the time; SHUT_DOWN (DEVICE_LOST) once the scheduler is shut down (lost its
+ * device) and every request that finished has been reported: nothing can finish any more.
+ * *out_id is 0 unless OK. Requests collected by specdec_scheduler_wait before being reported
+ * are never reported. */
+SPECDEC_API specdec_status specdec_scheduler_wait_any(specdec_scheduler *s, int32_t timeout_ms,
+                                                      specdec_request_id *out_id);
 
 typedef struct specdec_scheduler_metrics {
     int64_t submitted, finished, cancelled, failed, rejected; /* request counts since create: submits

@@ -71,6 +71,9 @@ typedef struct sd_req {
     specdec_request_id id;
     struct sd_req *hnext;         /* chain of the id table bucket */
     struct sd_req *qprev, *qnext; /* FIFO links while queued */
+    struct sd_req *dprev, *dnext; /* the finished list, while finished and neither reported by
+                                     specdec_scheduler_wait_any nor collected */
+    int in_done_list;
     sd_req_state state;           /* under the scheduler's lock */
     atomic_int cancel;            /* set by cancel/shutdown; read by the loop */
     int32_t *prompt;              /* [n_prompt + cap]: the prompt, then the output (the sequence) */
@@ -141,6 +144,8 @@ struct specdec_scheduler {
     sd_req **buckets;             /* [n_buckets] id table, intrusive chains */
     size_t n_buckets;             /* power of two */
     sd_req *q_head, *q_tail;      /* FIFO of queued requests */
+    sd_req *d_head, *d_tail;      /* finished requests specdec_scheduler_wait_any has not reported yet, in
+                                     the order they finished */
     specdec_request_id last_id;
     int stopping, join_claimed, joined;
     int dead;                     /* the device was lost: every request fails */

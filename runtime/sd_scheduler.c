@@ -276,10 +276,27 @@ static specdec_status sd_sched_check_create(const specdec_scheduler_params *p) {
  * loop as they happened). */
 void sd_sched_done(specdec_scheduler *s, sd_req *r) {
     r->state = SD_REQ_DONE;
+    r->dnext = NULL; /* the finished list's tail, for specdec_scheduler_wait_any */
+    r->dprev = s->d_tail;
+    if (s->d_tail) s->d_tail->dnext = r;
+    else s->d_head = r;
+    s->d_tail = r;
+    r->in_done_list = 1;
     if (r->outcome == SPECDEC_OK) s->m.finished++;
     else if (r->outcome == SPECDEC_ERR_CANCELLED) s->m.cancelled++;
     else s->m.failed++;
     pthread_cond_broadcast(&s->done_cv);
+}
+
+/* Under the lock: take r off the finished list (reported by wait_any, or collected). */
+static void sd_done_list_remove(specdec_scheduler *s, sd_req *r) {
+    if (!r->in_done_list) return;
+    if (r->dprev) r->dprev->dnext = r->dnext;
+    else s->d_head = r->dnext;
+    if (r->dnext) r->dnext->dprev = r->dprev;
+    else s->d_tail = r->dprev;
+    r->dprev = r->dnext = NULL;
+    r->in_done_list = 0;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -693,7 +710,10 @@ specdec_status specdec_scheduler_wait(specdec_scheduler *s, specdec_request_id i
         return sd_fail(NULL, SPECDEC_ERR_BUFFER_TOO_SMALL, "specdec_scheduler_wait: %d tokens, capacity %d",
                        (int)r->n_out, (int)capacity);
     }
-    if (r) sd_sched_unlink_id(s, r);
+    if (r) {
+        sd_sched_unlink_id(s, r);
+        sd_done_list_remove(s, r);
+    }
     pthread_mutex_unlock(&s->mu);
     if (!r) return st;
     if (r->n_out > 0) memcpy(out_tokens, r->out, (size_t)r->n_out * sizeof(int32_t));
@@ -702,6 +722,46 @@ specdec_status specdec_scheduler_wait(specdec_scheduler *s, specdec_request_id i
     *request_status = r->outcome;
     sd_req_free(r);
     return SPECDEC_OK;
+}
+
+specdec_status specdec_scheduler_wait_any(specdec_scheduler *s, int32_t timeout_ms, specdec_request_id *out_id) {
+    if (out_id) *out_id = 0;
+    if (!s || !out_id)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_scheduler_wait_any: %s is NULL",
+                       !s ? "scheduler" : "out_id");
+    const struct timespec dl = sd_deadline(timeout_ms > 0 ? timeout_ms : 0);
+    specdec_status st = SPECDEC_OK;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        sd_req *r = s->d_head;
+        if (r) {
+            sd_done_list_remove(s, r);
+            *out_id = r->id;
+            break;
+        }
+        if ((s->stopping || s->dead) && s->m.queued == 0 && s->m.active == 0) { /* nothing can finish any more */
+            st = s->stopping ? sd_fail(NULL, SPECDEC_ERR_SHUT_DOWN,
+                                       "specdec_scheduler_wait_any: shut down, every finished request reported")
+                             : sd_fail(NULL, SPECDEC_ERR_DEVICE_LOST,
+                                       "specdec_scheduler_wait_any: the device was lost, every request reported");
+            break;
+        }
+        int rc = 0;
+        if (timeout_ms < 0) pthread_cond_wait(&s->done_cv, &s->mu);
+        else if (timeout_ms > 0) rc = pthread_cond_timedwait(&s->done_cv, &s->mu, &dl);
+        if (timeout_ms == 0 || rc == ETIMEDOUT) {
+            if ((r = s->d_head) != NULL) {
+                sd_done_list_remove(s, r);
+                *out_id = r->id;
+            } else {
+                st = sd_fail(NULL, SPECDEC_ERR_TIMEOUT, "specdec_scheduler_wait_any: no request finished within %d ms",
+                             (int)timeout_ms);
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return st;
 }
 
 specdec_status specdec_scheduler_get_metrics(const specdec_scheduler *s, specdec_scheduler_metrics *m) {

@@ -10,9 +10,10 @@ The binding goes through libspecdec's public C ABI only (include/specdec.h, read
 from ._paths import bundled_pair
 from .errors import *  # noqa: F401,F403  (SpecdecError and one subclass per status)
 from .errors import __all__ as _error_names
+from .async_llm import AsyncEngineArgs, AsyncLLM
 from .llm import LLM
 from .outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
-from .sampling import GuidedDecodingParams, SamplingParams, StructuredOutputsParams
+from .sampling import GuidedDecodingParams, RequestOutputKind, SamplingParams, StructuredOutputsParams
 from .tokenizer import Tokenizer
 
 try:
@@ -28,5 +29,5 @@ def library_version() -> str:
     return binding().version
 
 
-__all__ = ["LLM", "SamplingParams", "StructuredOutputsParams", "GuidedDecodingParams", "RequestOutput", "CompletionOutput", "Logprob", "RequestMetrics", "Tokenizer",
+__all__ = ["LLM", "AsyncLLM", "AsyncEngineArgs", "RequestOutputKind", "SamplingParams", "StructuredOutputsParams", "GuidedDecodingParams", "RequestOutput", "CompletionOutput", "Logprob", "RequestMetrics", "Tokenizer",
            "bundled_pair", "library_version", *_error_names]

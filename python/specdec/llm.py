@@ -848,7 +848,9 @@ class LLM:
         m["backend"] = self.backend
         return m
 
-    def _output(self, r: _Request, tokens, stats, outcome, text: str, matched) -> RequestOutput:
+    def _output(self, r: _Request, tokens, stats, outcome, text: str, matched, lp=None) -> RequestOutput:
+        """r's RequestOutput. lp: (logprobs, cumulative_logprob, prompt_logprobs) already built by
+        _lp_parts (AsyncLLM builds them on its collector thread, while the tokenizer is surely open)."""
         b = self._b
         metrics = self._metrics(stats)
         if outcome == b.status_values["SPECDEC_ERR_CANCELLED"]:
@@ -860,12 +862,17 @@ class LLM:
             finish = "length" if stop in ("n_predict", "context_full") else "stop"
             # vLLM's stop_reason: the stop string or the stop token id; None for EOS and the rest
             reason = matched if stop == "stop_string" else tokens[-1] if stop == "stop_token_id" and tokens else None
-        logprobs, cumulative = self._logprobs(r, tokens)
+        logprobs, cumulative, prompt_logprobs = lp if lp is not None else self._lp_parts(r, tokens, outcome)
         comp = CompletionOutput(r.sample, text, tokens, cumulative_logprob=cumulative, logprobs=logprobs,
                                 finish_reason=finish, stop_reason=reason)
-        prompt_logprobs = self._prompt_logprobs(r, finish == "abort")
         return RequestOutput(str(next(self._counter)), r.prompt, list(r.ids), [comp], metrics=metrics,
                              prompt_logprobs=prompt_logprobs, num_cached_tokens=int(metrics.get("n_cached_prompt", 0)))
+
+    def _lp_parts(self, r: _Request, tokens, outcome) -> tuple:
+        """(CompletionOutput.logprobs, cumulative_logprob, RequestOutput.prompt_logprobs) of a finished r."""
+        logprobs, cumulative = self._logprobs(r, tokens)
+        cancelled = outcome == self._b.status_values["SPECDEC_ERR_CANCELLED"]
+        return logprobs, cumulative, self._prompt_logprobs(r, cancelled)
 
     def _text(self, stream, tokens, params: SamplingParams, stats):
         """The streamed text of tokens (the library's streaming decoder, as `specdec generate` prints

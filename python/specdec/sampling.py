@@ -2,6 +2,7 @@
 specdec.StructuredOutputsParams (alias GuidedDecodingParams): vLLM's structured-output constraint."""
 from __future__ import annotations
 
+import enum
 import json as _json
 import numbers
 from dataclasses import dataclass, field
@@ -27,6 +28,16 @@ MAX_GRAMMAR_AFTER_TOKENS = 32  # SPECDEC_MAX_GRAMMAR_AFTER_TOKENS
 MASK_FIELDS = {"allowed_token_ids": "allowed_token_ids", "bad_words": "bad_words_ids"}
 MAX_ALLOWED_TOKEN_IDS = 1 << 20
 MAX_BAD_WORDS = 128
+
+
+class RequestOutputKind(enum.IntEnum):
+    """vLLM's RequestOutputKind (SamplingParams.output_kind): what AsyncLLM.generate's outputs hold. LLM's
+    calls return final outputs whatever it says."""
+    CUMULATIVE = 0  # everything so far
+    DELTA = 1  # what is new since the previous output
+    FINAL_ONLY = 2  # only the final output
+
+
 # The processor fields: name -> the value that leaves them off (the C fields have the same names).
 PROCESSOR_DEFAULTS = {"logit_bias": None, "min_tokens": 0, "stop_token_ids": None, "presence_penalty": 0.0,
                       "frequency_penalty": 0.0, "repetition_penalty": 1.0}
@@ -257,6 +268,8 @@ class SamplingParams:
     (e.g. the id of "</think>": vLLM's structured outputs with a reasoning parser constrain the answer, not
     the thinking); before it the output is unconstrained. Without a constraint: InvalidArgumentError; an
     older library: UnsupportedError.
+    output_kind (vLLM's RequestOutputKind): what AsyncLLM.generate yields, CUMULATIVE (default: the outputs
+    so far), DELTA (what is new) or FINAL_ONLY; LLM's calls ignore it (they return final outputs).
     Types, the seed's range, the two logprob counts' ranges and the processors' ranges are checked here,
     at construction; the other ranges (token ids against the vocabulary, temperature, top_p, ...) by the
     library when the request is submitted (InvalidArgumentError, a ValueError, naming the field either way).
@@ -285,6 +298,7 @@ class SamplingParams:
     structured_outputs: Optional[StructuredOutputsParams] = None
     guided_decoding: Optional[StructuredOutputsParams] = None
     structured_outputs_after: Optional[list] = None
+    output_kind: RequestOutputKind = RequestOutputKind.CUMULATIVE
     stop_list: list = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self):
@@ -340,6 +354,11 @@ class SamplingParams:
                 self.structured_outputs != self.guided_decoding:
             raise InvalidArgumentError("SamplingParams: structured_outputs and guided_decoding are two names for one "
                                        "constraint; set one of them")
+        if isinstance(self.output_kind, bool) or not isinstance(self.output_kind, int) or \
+                self.output_kind not in tuple(RequestOutputKind):
+            raise InvalidArgumentError(f"SamplingParams.output_kind = {self.output_kind!r}: a RequestOutputKind "
+                                       "(CUMULATIVE, DELTA, FINAL_ONLY)")
+        self.output_kind = RequestOutputKind(self.output_kind)
         self.structured_outputs_after = _id_list("structured_outputs_after", self.structured_outputs_after, 1,
                                                  MAX_GRAMMAR_AFTER_TOKENS)
         if self.structured_outputs_after is not None and self.constraint is None:

@@ -69,3 +69,62 @@ def test_grammar_cache_evictions_rss_bounded(monkeypatch):
         gc.collect()
         grown = rss_bytes() - base
     assert grown < BOUND_BYTES, f"RSS grew by {grown / 2**20:.1f} MiB over {N_GRAMMARS - GRAMMAR_CHECK_FROM} grammars"
+
+
+N_ASYNC = 1200
+ASYNC_CHECK_FROM = 240
+
+
+def test_async_requests_rss_bounded():
+    """AsyncLLM: N_ASYNC requests (every 3rd left after its first output, every 5th aborted), 8 at a time;
+    the resident set after the last is within 4 MiB of its size after ASYNC_CHECK_FROM; nothing stays in
+    the engine's tables; 20 create/shutdown cycles leave no thread behind."""
+    import asyncio
+    import threading
+    sp = specdec.SamplingParams(temperature=0, max_tokens=6)
+    spl = specdec.SamplingParams(temperature=0, max_tokens=60, ignore_eos=True)
+    base = None
+    with_threads = threading.active_count()
+    eng = specdec.AsyncLLM(backend="cpu", n_ctx=128, max_num_seqs=4)
+    try:
+        async def one(i):
+            if i % 3 == 0:
+                gen = eng.generate("And God said", spl, f"r{i}")
+                await gen.__anext__()
+                await gen.aclose()
+                return
+            if i % 5 == 0:
+                async def later():
+                    await asyncio.sleep(0.002)
+                    await eng.abort(f"r{i}")
+                t = asyncio.create_task(later())
+                async for _ in eng.generate("And God said", spl, f"r{i}"):
+                    pass
+                await t
+                return
+            async for o in eng.generate("And God said", sp, f"r{i}"):
+                last = o
+            assert last.finished and len(last.outputs[0].token_ids) == 6
+
+        async def batch(lo, hi):
+            await asyncio.gather(*[one(i) for i in range(lo, hi)])
+
+        for lo in range(0, N_ASYNC, 8):
+            asyncio.run(batch(lo, lo + 8))
+            if base is None and lo + 8 >= ASYNC_CHECK_FROM:
+                gc.collect()
+                base = rss_bytes()
+        for _ in range(200):  # the requests left early are collected once they end
+            if not eng._by_cid:
+                break
+            asyncio.run(asyncio.sleep(0.01))
+        assert not eng._streams and not eng._by_cid
+        gc.collect()
+        grown = rss_bytes() - base
+        assert grown < BOUND_BYTES, f"RSS grew by {grown / 2**20:.1f} MiB over {N_ASYNC - ASYNC_CHECK_FROM} requests"
+    finally:
+        eng.shutdown()
+    for _ in range(20):
+        with specdec.AsyncLLM(backend="cpu", n_ctx=64, max_num_seqs=1) as e:
+            assert e.is_running
+    assert threading.active_count() == with_threads

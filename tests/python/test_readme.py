@@ -26,3 +26,18 @@ def test_readme_python_example(tmp_path):
     assert "SPECDEC_ERR_INVALID_ARGUMENT - request 0" in out and "top_p" in out
     assert "Assistant:" in out
     assert re.search(r"^[0-9]{3}-[a-z]{2,4}$", out, re.M), out  # the structured-output line
+
+
+def test_readme_async_example(tmp_path):
+    blocks = readme_example.extract_all(os.path.join(ROOT, "README.md"))
+    assert len(blocks) == 2 and "specdec.AsyncLLM(" in blocks[1]
+    env = dict(os.environ)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.abspath(specdec.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([pkg_parent, *filter(None, [env.get("PYTHONPATH")])])
+    r = subprocess.run([sys.executable, "-c", blocks[1]], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    with specdec.LLM() as llm:
+        want = [llm.generate(p, specdec.SamplingParams(temperature=0, max_tokens=16))[0].outputs[0].text
+                for p in ("And God said", "In the beginning")]
+    assert r.stdout.strip() == repr(want)

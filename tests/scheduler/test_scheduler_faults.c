@@ -11,6 +11,9 @@
  *  - cancel of an unknown, finished-but-uncollected and collected id; of a queued and of
  *    a running request (tokens so far kept, a prefix of the reference);
  *  - wait: timeouts, a buffer too small (nothing collected), bad arguments;
+ *  - wait_any (0.5.5): bad arguments, TIMEOUT, each finished request reported once in the
+ *    order it finished (cancelled queued ones included), never one collected by wait, a
+ *    collector thread serving requests submitted meanwhile, SHUT_DOWN once all are reported;
  *  - a callback that asks to stop; shutdown and free with requests queued and running.
  * A "gate" callback blocks the single worker inside a request's first token so that
  * states (running, queued) are deterministic.
@@ -371,6 +374,104 @@ static void test_shutdown(ctx *c) {
     SD_CHECK(sc_now() - t0 < 30.0, "free with requests in flight took %.1f s", sc_now() - t0);
 }
 
+/* A collector thread: wait_any then collect, for want requests (ids in order of report). */
+typedef struct collector {
+    specdec_scheduler *s;
+    int want, got;
+    specdec_request_id ids[16];
+    int32_t n[16];
+    specdec_status outcome[16], last;
+} collector;
+
+static void *collector_thread(void *arg) {
+    collector *k = arg;
+    while (k->got < k->want) {
+        specdec_request_id id = -1;
+        specdec_status st = specdec_scheduler_wait_any(k->s, 5000, &id);
+        if (st != SPECDEC_OK) {
+            k->last = st;
+            return NULL;
+        }
+        int32_t out[NP];
+        if (specdec_scheduler_wait(k->s, id, 0, out, NP, &k->n[k->got], NULL, &k->outcome[k->got]) != SPECDEC_OK) {
+            k->last = SPECDEC_ERR_INTERNAL; /* reported but not collectable at once */
+            return NULL;
+        }
+        k->ids[k->got++] = id;
+    }
+    k->last = SPECDEC_OK;
+    return NULL;
+}
+
+static void test_wait_any(ctx *c) {
+    specdec_scheduler *s = make(c, 1, 8);
+    if (!s) return;
+    specdec_request_id id = -1;
+    SD_CHECK(specdec_scheduler_wait_any(NULL, 0, &id) == SPECDEC_ERR_INVALID_ARGUMENT && id == 0, "wait_any NULL s");
+    SD_CHECK(specdec_scheduler_wait_any(s, 0, NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "wait_any NULL out_id");
+    id = -1;
+    SD_CHECK(specdec_scheduler_wait_any(s, 0, &id) == SPECDEC_ERR_TIMEOUT && id == 0, "nothing finished: TIMEOUT");
+    double t0 = sc_now();
+    SD_CHECK(specdec_scheduler_wait_any(s, 30, &id) == SPECDEC_ERR_TIMEOUT && sc_now() - t0 >= 0.025,
+             "a 30 ms wait_any lasted %.3f s", sc_now() - t0);
+    /* a gated running request a, queued b, c2, d: cancel d (finishes first), collect b by wait
+     * before any report: reports are d, a (cancelled), c2 */
+    gate g;
+    gate_init(&g);
+    specdec_generate_params gated = sc_params(0, 0, NP, 4), gp = sc_params(0, 0, NP, 4);
+    gated.callback = gate_cb;
+    gated.user_data = &g;
+    specdec_request_id a, b, c2, d;
+    SD_CHECK(specdec_scheduler_submit(s, c->prompt, c->n_prompt, &gated, &a) == SPECDEC_OK, "submit gated");
+    gate_wait_entered(&g);
+    SD_CHECK(specdec_scheduler_submit(s, c->prompt, c->n_prompt, &gp, &b) == SPECDEC_OK &&
+                 specdec_scheduler_submit(s, c->prompt, c->n_prompt, &gp, &c2) == SPECDEC_OK &&
+                 specdec_scheduler_submit(s, c->prompt, c->n_prompt, &gp, &d) == SPECDEC_OK, "queue b, c, d");
+    SD_CHECK(specdec_scheduler_cancel(s, d) == SPECDEC_OK, "cancel queued d");
+    SD_CHECK(specdec_scheduler_wait_any(s, 0, &id) == SPECDEC_OK && id == d, "first report: d (got %lld)",
+             (long long)id);
+    SD_CHECK(specdec_scheduler_wait_any(s, 0, &id) == SPECDEC_ERR_TIMEOUT, "d reported once");
+    SD_CHECK(specdec_scheduler_cancel(s, a) == SPECDEC_OK, "cancel running a");
+    gate_open(&g);
+    int32_t out[NP], n = -1;
+    specdec_status os = SPECDEC_OK;
+    SD_CHECK(specdec_scheduler_wait(s, b, -1, out, NP, &n, NULL, &os) == SPECDEC_OK && os == SPECDEC_OK &&
+                 sc_same(out, c->ref, n) && n == c->n_ref, "b collected by wait");
+    SD_CHECK(specdec_scheduler_wait(s, c2, -1, out, NP, &n, NULL, &os) == SPECDEC_OK, "c collected by wait");
+    SD_CHECK(specdec_scheduler_wait_any(s, 1000, &id) == SPECDEC_OK && id == a, "then a (got %lld)", (long long)id);
+    SD_CHECK(specdec_scheduler_wait_any(s, 0, &id) == SPECDEC_ERR_TIMEOUT && id == 0,
+             "b and c, collected by wait, are never reported");
+    SD_CHECK(specdec_scheduler_wait(s, a, 0, out, NP, &n, NULL, &os) == SPECDEC_OK && os == SPECDEC_ERR_CANCELLED,
+             "a collectable at once after its report: outcome %d", os);
+    SD_CHECK(specdec_scheduler_wait(s, d, 0, out, NP, &n, NULL, &os) == SPECDEC_OK && os == SPECDEC_ERR_CANCELLED &&
+                 n == 0, "d collectable after its report");
+    gate_destroy(&g);
+
+    /* a collector thread blocked in wait_any serves requests submitted after it started */
+    collector k = {.s = s, .want = 4, .last = SPECDEC_ERR_INTERNAL};
+    pthread_t th;
+    pthread_create(&th, NULL, collector_thread, &k);
+    sc_sleep_us(20000);
+    specdec_request_id sub[4];
+    for (int i = 0; i < 4; i++)
+        SD_CHECK(specdec_scheduler_submit(s, c->prompt, c->n_prompt, &gp, &sub[i]) == SPECDEC_OK, "submit %d", i);
+    pthread_join(th, NULL);
+    SD_CHECK(k.last == SPECDEC_OK && k.got == 4, "collector: %d of 4, last status %d", k.got, k.last);
+    for (int i = 0; i < k.got; i++) /* one slot: FCFS, so they finish in submission order */
+        SD_CHECK(k.ids[i] == sub[i] && k.outcome[i] == SPECDEC_OK && k.n[i] == c->n_ref,
+                 "collected %d: id %lld (want %lld) outcome %d n %d", i, (long long)k.ids[i], (long long)sub[i],
+                 k.outcome[i], (int)k.n[i]);
+
+    /* shutdown: the requests it cancels are reported, then SHUT_DOWN (a blocked wait_any too) */
+    SD_CHECK(specdec_scheduler_submit(s, c->prompt, c->n_prompt, &gp, &b) == SPECDEC_OK, "submit before shutdown");
+    specdec_scheduler_shutdown(s);
+    SD_CHECK(specdec_scheduler_wait_any(s, -1, &id) == SPECDEC_OK && id == b, "the last request reported");
+    SD_CHECK(specdec_scheduler_wait_any(s, -1, &id) == SPECDEC_ERR_SHUT_DOWN && id == 0,
+             "then SHUT_DOWN, without waiting");
+    SD_CHECK(specdec_scheduler_wait(s, b, 0, out, NP, &n, NULL, &os) == SPECDEC_OK, "collect it after shutdown");
+    specdec_scheduler_free(s);
+}
+
 /* The small draft model serves as both target and draft here: every allocation point of
  * a two-engine speculative scheduler, at a fraction of the cost (ASan pass). */
 static void test_alloc_create(ctx *c) {
@@ -477,6 +578,7 @@ int main(int argc, char **argv) {
     test_callback_stop(&c);
     test_cancel_and_queue(&c);
     test_shutdown(&c);
+    test_wait_any(&c);
     test_alloc_create(&c);
     test_alloc_submit(&c);
     sc_env_free(&c.e);
