@@ -748,3 +748,7 @@ int32_t sd_cpu_group_threads(const sd_runner_group *gb) { return sd_cpu_pool_thr
 sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *gb) { return ((sd_cpu_group *)gb)->pool; }
 
 sd_runner_group *sd_cpu_runner_group(sd_runner *r) { return &((sd_cpu_runner *)r)->g->base; }
+
+sd_cpu_pool *sd_cpu_runner_pool(sd_runner *r) {
+    return r && r->vt == &sd_cpu_vtbl ? ((sd_cpu_runner *)r)->g->pool : NULL;
+}

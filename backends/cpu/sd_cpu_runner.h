@@ -39,5 +39,8 @@ struct sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *g);
 void sd_cpu_group_set_attn_split(sd_runner_group *g, int on);
 /* The group of a CPU runner (its private one for sd_cpu_runner_create's). */
 sd_runner_group *sd_cpu_runner_group(sd_runner *r);
+/* The thread pool of a CPU runner's group; NULL for one thread, and for a runner that is not a
+ * CPU runner (the EAGLE-3 head runner binds its target's pool for its own linear layers). */
+struct sd_cpu_pool *sd_cpu_runner_pool(sd_runner *r);
 
 #endif

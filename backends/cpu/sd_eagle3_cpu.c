@@ -10,6 +10,8 @@
 #include "sd_cpu_dequant.h"
 #include "sd_cpu_embed.h"
 #include "sd_cpu_matmul.h"
+#include "sd_cpu_pool.h"
+#include "sd_cpu_runner.h"
 #include "sd_cpu_rmsnorm.h"
 #include "sd_cpu_rope.h"
 #include "sd_cpu_sample.h"
@@ -308,9 +310,15 @@ typedef struct e3c_runner {
     size_t scratch_size;
 } e3c_runner;
 
+/* The head's linear layers (fc, q/k/v/o, the MLP, the LM head over the draft vocabulary) run on
+ * the threads of its target's pool (sd_cpu_runner_pool; LLM(cpu_threads=)): the head and the
+ * target never run at once (a round drafts, then verifies), and sd_cpu_matmul's results do not
+ * depend on the thread count. Attention stays on the calling thread. */
 static specdec_status e3c_r_fuse(sd_eagle3_runner *r, const float *aux, int32_t n, float *g) {
     e3c_runner *c = (e3c_runner *)r;
+    sd_cpu_pool *prev = sd_cpu_pool_bind(sd_cpu_runner_pool(r->target));
     const specdec_status st = sd_eagle3_cpu_fuse(c->e, aux, n, g);
+    sd_cpu_pool_bind(prev);
     return st == SPECDEC_OK ? SPECDEC_OK : sd_fail(&r->base.err, st, "%s", c->e->err.msg);
 }
 
@@ -321,7 +329,9 @@ static specdec_status e3c_r_step(sd_eagle3_runner *r, const int32_t *tokens, con
     if (r->base.kv_len != c->e->n_cached)
         return sd_fail(&r->base.err, SPECDEC_ERR_INTERNAL, "EAGLE-3 head: kv_len %d but %d cache rows",
                        (int)r->base.kv_len, (int)c->e->n_cached);
+    sd_cpu_pool *prev = sd_cpu_pool_bind(sd_cpu_runner_pool(r->target));
     const specdec_status st = sd_eagle3_cpu_step(c->e, tokens, g, pos, n, parents, n_shared, logits, g_next);
+    sd_cpu_pool_bind(prev);
     if (st != SPECDEC_OK) return sd_fail(&r->base.err, st, "%s", c->e->err.msg);
     r->base.kv_len = c->e->n_cached;
     return SPECDEC_OK;

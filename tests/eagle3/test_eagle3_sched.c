@@ -19,7 +19,11 @@
  *   4. the head's weights are made once per scheduler: with the F16 and the BF16 head on 4
  *      slots every slot's head runner holds the same shared object and its forward reads the
  *      same widened F32 matrices (one copy, not four), while each has its own buffers; the
- *      runners of two schedulers do not share.
+ *      runners of two schedulers do not share;
+ *   5. the head's linear layers run on its target's threads: a head runner bound to a CPU target
+ *      runner of 3 threads (the pool's threshold at 0, so every layer of >= 32 rows splits) fuses
+ *      and steps (logits and g_next) bitwise as one bound to a 1-thread target, and the pool's
+ *      workers were used by those calls alone.
  *
  *     test_eagle3_sched FIXTURE_DIR [MAX_PREDICT]   (MAX_PREDICT: the largest n_predict, default 40) */
 #define _POSIX_C_SOURCE 200809L
@@ -28,6 +32,8 @@
 #include <string.h>
 
 #include "e3_test.h"
+#include "sd_cpu_pool.h"
+#include "sd_cpu_runner.h"
 #include "sd_engine.h"
 #include "sd_eagle3_cpu.h"
 #include "sd_eagle3_load.h"
@@ -319,6 +325,60 @@ static void check_shared_weights(const char *name, const specdec_model *t, const
     if (sd_test_fail_count == failed_before) printf("%-28s 4 slots read one F32 copy of the head's matrices\n", name);
 }
 
+/* 5. fuse + one step of a fresh head runner over target runner tr: g [H], logits [Vd], g_next [H] */
+static int head_calls(const specdec_model *t, const specdec_model *h, sd_runner *tr, float *g, float *logits,
+                      float *gnext, uint64_t *jobs) {
+    sd_errbuf eb = {{0}};
+    sd_runner *hr = NULL;
+    specdec_status st = sd_engine_make_head(t, h, SPECDEC_BACKEND_CPU, tr, N_CTX, NULL, &hr, &eb);
+    SD_CHECK(st == SPECDEC_OK && hr, "head runner: %s", eb.msg);
+    if (!hr) return 1;
+    sd_eagle3_runner *r = sd_eagle3_runner_of(hr);
+    const int32_t tH = h->eagle3->w.cfg.target_hidden;
+    float *aux = calloc((size_t)3 * tH, sizeof(float));
+    for (int32_t i = 0; aux && i < 3 * tH; i++) aux[i] = (float)((i * 37 % 101) - 50) / 25.0f;
+    const uint64_t before = sd_cpu_pool_jobs(sd_cpu_runner_pool(tr));
+    int32_t tok = 5, pos = 0;
+    st = aux ? r->ops->fuse(r, aux, 1, g) : SPECDEC_ERR_OUT_OF_MEMORY;
+    if (st == SPECDEC_OK) st = r->ops->step(r, &tok, g, &pos, 1, NULL, 0, logits, gnext);
+    *jobs = sd_cpu_pool_jobs(sd_cpu_runner_pool(tr)) - before;
+    SD_CHECK(st == SPECDEC_OK, "head fuse + step: %s (%s)", specdec_status_string(st), hr->err.msg);
+    free(aux);
+    sd_runner_destroy(hr);
+    return st != SPECDEC_OK;
+}
+
+static void check_head_threads(const char *name, const specdec_model *t, const specdec_model *h) {
+    sd_errbuf eb = {{0}};
+    sd_runner *t1 = NULL, *t3 = NULL;
+    specdec_status st = sd_cpu_runner_create(&t->w, N_CTX, 16, &t1, &eb);
+    if (st == SPECDEC_OK) st = sd_cpu_runner_create(&t->w, N_CTX, 16, &t3, &eb);
+    SD_CHECK(st == SPECDEC_OK, "%s: target runners: %s", name, eb.msg);
+    const int32_t H = h->eagle3->w.cfg.layer.hidden_size, Vd = h->eagle3->w.cfg.draft_vocab;
+    float *buf = calloc((size_t)2 * (2 * H + Vd), sizeof(float));
+    if (st == SPECDEC_OK && buf) {
+        sd_cpu_group_set_threads(sd_cpu_runner_group(t1), 1);
+        sd_cpu_group_set_threads(sd_cpu_runner_group(t3), 3);
+        sd_cpu_pool *pool = sd_cpu_runner_pool(t3);
+        SD_CHECK(pool && sd_cpu_pool_threads(pool) == 3, "%s: a 3-thread target pool", name);
+        if (pool) sd_cpu_pool_set_min_work(pool, 0);
+        float *a = buf, *b = buf + 2 * H + Vd;
+        uint64_t jobs1 = 0, jobs3 = 0;
+        if (!head_calls(t, h, t1, a, a + H, a + H + Vd, &jobs1) && !head_calls(t, h, t3, b, b + H, b + H + Vd, &jobs3)) {
+            SD_CHECK(memcmp(a, b, (size_t)(2 * H + Vd) * sizeof(float)) == 0,
+                     "%s: the head on 3 threads differs from 1 thread", name);
+            SD_CHECK(jobs3 > 0 && jobs1 == 0, "%s: pool jobs during the head's calls: %llu (3 threads), %llu (1)", name,
+                     (unsigned long long)jobs3, (unsigned long long)jobs1);
+            if (jobs3 > 0)
+                printf("%-28s the head's fuse + step on the target's 3 threads: bitwise, %llu pool jobs\n", name,
+                       (unsigned long long)jobs3);
+        }
+    }
+    free(buf);
+    sd_runner_destroy(t3);
+    sd_runner_destroy(t1);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2 && argc != 3) {
         fprintf(stderr, "usage: test_eagle3_sched FIXTURE_DIR [MAX_PREDICT]\n");
@@ -338,6 +398,7 @@ int main(int argc, char **argv) {
         if (e) check_mixed(heads[i], t, h, e);
         if (e) check_one_slot(heads[i], t, h, e);
         if (h && i == 0) check_cuda_scheduler(t, h);
+        if (h) check_head_threads(heads[i], t, h);
         if (h && h->eagle3->w.dtype != SD_F32) {
             check_shared_weights(heads[i], t, h);
             n_shared_checked++;
