@@ -237,15 +237,23 @@ specdec_status sd_config_validate(const sd_config *cfg, const char *what, sd_err
 }
 
 /* A 2-D weight must be present with exactly [rows, cols]; a 1-D one [rows]. */
-static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int32_t layer, int64_t rows, int64_t cols,
-                                      int optional, sd_errbuf *eb) {
+/* mxfp4_ok: an SD_MXFP4 matrix is accepted (GPT-OSS experts of an MXFP4 checkpoint): 2-D, with
+ * its scales, cols a multiple of 32. */
+static specdec_status sd_check_tensor_q(const sd_tensor *t, const char *name, int32_t layer, int64_t rows,
+                                        int64_t cols, int optional, int mxfp4_ok, sd_errbuf *eb) {
     if (!t->data) {
         if (optional) return SPECDEC_OK;
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: tensor %s missing", (int)layer, name);
     }
-    if (t->dtype != SD_F32 && t->dtype != SD_F16 && t->dtype != SD_BF16)
+    if (t->dtype == SD_MXFP4 && mxfp4_ok) {
+        if (t->ndim != 2 || !t->scales || t->shape[1] % 32)
+            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
+                           "weights: layer %d: MXFP4 tensor %s needs 2 dimensions, scales and rows of 32k values",
+                           (int)layer, name);
+    } else if (t->dtype != SD_F32 && t->dtype != SD_F16 && t->dtype != SD_BF16) {
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "weights: layer %d: tensor %s has dtype %d", (int)layer, name,
                        (int)t->dtype);
+    }
     int ok = cols ? (t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols)
                   : ((t->ndim == 1 || (t->ndim == 2 && t->shape[1] == 1)) && t->shape[0] == rows);
     if (!ok)
@@ -254,6 +262,11 @@ static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int3
                        (long long)t->shape[0], (long long)(t->ndim == 2 ? t->shape[1] : 0), (long long)rows,
                        cols ? ", " : "", (long long)(cols ? cols : 0));
     return SPECDEC_OK;
+}
+
+static specdec_status sd_check_tensor(const sd_tensor *t, const char *name, int32_t layer, int64_t rows, int64_t cols,
+                                      int optional, sd_errbuf *eb) {
+    return sd_check_tensor_q(t, name, layer, rows, cols, optional, 0, eb);
 }
 
 /* One expected tensor: present exactly when `want`, then shaped [rows, cols] ([rows] when
@@ -267,7 +280,9 @@ typedef struct sd_want {
 } sd_want;
 
 /* ts[0..n) of layer l (of its expert `expert`, or -1 for the layer's own tensors). */
-static specdec_status sd_check_wants(const sd_want *ts, size_t n, int32_t l, int64_t expert, sd_errbuf *eb) {
+/* mxfp4_ok: the tensors may be SD_MXFP4 (sd_check_tensor_q). */
+static specdec_status sd_check_wants_q(const sd_want *ts, size_t n, int32_t l, int64_t expert, int mxfp4_ok,
+                                       sd_errbuf *eb) {
     char of[32] = "";
     if (expert >= 0) snprintf(of, sizeof of, " of expert %lld", (long long)expert);
     for (size_t i = 0; i < n; i++) {
@@ -275,9 +290,13 @@ static specdec_status sd_check_wants(const sd_want *ts, size_t n, int32_t l, int
             return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
                            "weights: layer %d: tensor %s%s is present but the configuration does not use it", (int)l,
                            ts[i].name, of);
-        SD_TRY(sd_check_tensor(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, eb));
+        SD_TRY(sd_check_tensor_q(ts[i].t, ts[i].name, l, ts[i].rows, ts[i].cols, !ts[i].want, mxfp4_ok, eb));
     }
     return SPECDEC_OK;
+}
+
+static specdec_status sd_check_wants(const sd_want *ts, size_t n, int32_t l, int64_t expert, sd_errbuf *eb) {
+    return sd_check_wants_q(ts, n, l, expert, 0, eb);
 }
 
 /* A MoE layer's router and experts (present exactly when the layer is one). */
@@ -305,14 +324,17 @@ static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_co
                        c->moe_fused ? "is missing" : "is present but the configuration has none");
     if (c->moe_fused) SD_TRY(sd_check_tensor(&L->router_bias, "mlp.router.bias", l, E, 0, 0, eb));
     if (!L->experts) return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: experts missing", (int)l);
-    const int fused = c->moe_fused != 0;
+    const int fused = c->moe_fused != 0, q = fused && c->experts_mxfp4;
     for (int64_t e = 0; e < E; e++) {
         const sd_expert *x = &L->experts[e];
+        const sd_want mats[] = { /* MXFP4 (q) or any float dtype */
+            {&x->w_down, "expert down projection", H, I, 1},
+            {&x->w_gate_up, "expert fused gate_up projection", 2 * I, H, fused},
+        };
+        SD_TRY(sd_check_wants_q(mats, sizeof mats / sizeof mats[0], l, e, q, eb));
         const sd_want ts[] = {
             {&x->w_gate, "expert gate projection", I, H, !fused},
             {&x->w_up, "expert up projection", I, H, !fused},
-            {&x->w_down, "expert down projection", H, I, 1},
-            {&x->w_gate_up, "expert fused gate_up projection", 2 * I, H, fused},
             {&x->b_gate_up, "expert gate_up bias", 2 * I, 0, fused},
             {&x->b_down, "expert down bias", H, 0, fused},
         };

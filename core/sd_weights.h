@@ -167,7 +167,9 @@ typedef struct sd_config {
     float glu_alpha, glu_limit;    /* moe_fused: act = (clamp(u, -limit, limit) + 1) * g * sigmoid(alpha g),
                                       g = min(gate, limit) (swiglu_alpha, swiglu_limit) */
     int32_t experts_mxfp4;         /* moe_fused: the checkpoint stores the experts in MXFP4
-                                      (quantization_config.quant_method "mxfp4"): dequantized to BF16 */
+                                      (quantization_config.quant_method "mxfp4"): the expert weights
+                                      stay MXFP4 (SD_MXFP4 views of the mapping; the CPU backend's
+                                      linear layers decode a row at a time) */
     int32_t bos_id;                /* -1 if none */
     int32_t n_eos;
     int32_t eos_ids[SPECDEC_MAX_EOS];
@@ -176,7 +178,13 @@ typedef struct sd_config {
 typedef enum sd_dtype {
     SD_F32 = SPECDEC_DTYPE_F32,
     SD_F16 = SPECDEC_DTYPE_F16,
-    SD_BF16 = SPECDEC_DTYPE_BF16
+    SD_BF16 = SPECDEC_DTYPE_BF16,
+    /* Internal, never a public dtype: MXFP4 (OCP microscaling, models/sd_mxfp4.h), a 2-D
+     * [rows, cols] matrix with cols a multiple of 32: data = rows x cols / 32 blocks of 16 bytes
+     * of E2M1 codes, scales = rows x cols / 32 E8M0 bytes (none 0xFF: the loader refuses NaN).
+     * Only GPT-OSS experts (cfg.experts_mxfp4) and only the CPU backend's linear layers read it:
+     * each row decodes to exactly the floats transformers' BF16 dequantisation gives. */
+    SD_MXFP4 = 64
 } sd_dtype;
 
 /* A 1-D or 2-D weight. data == NULL means absent (optional tensors only). */
@@ -185,6 +193,7 @@ typedef struct sd_tensor {
     sd_dtype dtype;
     int32_t ndim;       /* 1 or 2 */
     int64_t shape[2];   /* [rows, cols] for 2-D; [n, 1] for 1-D */
+    const uint8_t *scales; /* SD_MXFP4 only: [rows, cols / 32] scale bytes (else NULL) */
 } sd_tensor;
 
 /* One decoder layer. A fused checkpoint tensor (Phi-3 qkv_proj, gate_up_proj) is
@@ -288,8 +297,11 @@ int32_t sd_cfg_release_window(const sd_config *c, int32_t n_ctx);
  * any sequence while n_ctx stays within the original length. rp->ext_factor points into c. */
 void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_spec *rp);
 
-/* Element size in bytes of a dtype. */
+/* Element size in bytes of a dtype (F32 / F16 / BF16; SD_MXFP4 has no whole-byte element: its
+ * readers use sd_mxfp4_row_bytes). */
 static inline size_t sd_dtype_size(sd_dtype t) { return t == SD_F32 ? 4u : 2u; }
+/* Bytes of one SD_MXFP4 row of `cols` values in data (its scales: cols / 32 bytes). */
+static inline size_t sd_mxfp4_row_bytes(int64_t cols) { return (size_t)(cols / 32) * 16u; }
 
 /* Check cfg's values: sizes in [1, SD_CFG_MAX_*], n_heads a multiple of n_kv_heads,
  * head_dim even (RoPE rotates pairs), rope_dim even and <= head_dim, rms_norm_eps > 0,

@@ -369,7 +369,7 @@ static void sd_transpose(const uint8_t *src, int64_t rows, int64_t cols, size_t 
 static void sd_expert_views(sd_expert *ex, int64_t E, const char *proj, const uint8_t *buf, sd_dtype dt, int64_t out,
                             int64_t in) {
     for (int64_t e = 0; e < E; e++) {
-        const sd_tensor v = {buf + (size_t)(e * out * in) * sd_dtype_size(dt), dt, 2, {out, in}};
+        const sd_tensor v = {buf + (size_t)(e * out * in) * sd_dtype_size(dt), dt, 2, {out, in}, NULL};
         if (!strcmp(proj, "down_proj")) ex[e].w_down = v;
         else ex[e].w_gate_up = v;
     }
@@ -401,8 +401,10 @@ static specdec_status sd_load_fused_proj(sd_loader *L, int32_t l, const char *pr
 }
 
 /* The same from MXFP4 blocks and scales (sd_mxfp4.h), stored as [E, out, in / 32, 16] and
- * [E, out, in / 32]: already the [out, in] layout, decoded to BF16 once (4x the bytes of the
- * blocks). Any other shape or dtype, or a NaN scale, is FORMAT naming the tensor. */
+ * [E, out, in / 32]: already the [out, in] layout, so each expert is an SD_MXFP4 view of the
+ * mapping (4.25 bits a weight; nothing is copied or decoded at load: the CPU linear layers
+ * decode a row at a time, to the floats transformers' BF16 dequantisation gives). Any other
+ * shape or dtype, or a NaN scale (0xFF), is FORMAT naming the tensor and where. */
 static specdec_status sd_load_mxfp4_proj(sd_loader *L, int32_t l, const char *proj, int64_t out, int64_t in,
                                          sd_expert *ex) {
     const int64_t E = L->m->w.cfg.n_experts, G = in / SD_MXFP4_BLOCK;
@@ -422,26 +424,19 @@ static specdec_status sd_load_mxfp4_proj(sd_loader *L, int32_t l, const char *pr
     if (tb->dtype != SD_ST_U8 || ts->dtype != SD_ST_U8)
         return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: MXFP4 tensors '%s' (%s) and '%s' (%s) must be U8", path, nb,
                        sd_st_dtype_name(tb->dtype), ns, sd_st_dtype_name(ts->dtype));
-    const size_t per = (size_t)(out * in);
-    uint16_t *buf = sd_own(L, (size_t)E * per * sizeof(uint16_t));
-    uint16_t *lut = sd_malloc(255 * 16 * sizeof *lut);
-    if (!buf || !lut) {
-        sd_free(lut);
-        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory for %zu bytes of BF16", path,
-                       nb, (size_t)E * per * sizeof(uint16_t));
+    const void *hit = memchr(scales, 0xFF, (size_t)(E * out * G));
+    if (hit) {
+        const int64_t at = (const uint8_t *)hit - scales;
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: tensor '%s': expert %lld row %lld block %lld: scale 0xFF "
+                       "(NaN in E8M0)", path, ns, (long long)(at / (out * G)), (long long)(at / G % out),
+                       (long long)(at % G));
     }
-    sd_mxfp4_lut(lut);
-    for (int64_t r = 0; r < E * out; r++) {
-        const int64_t bad = sd_mxfp4_row(blocks + (size_t)(r * G) * (SD_MXFP4_BLOCK / 2), scales + (size_t)(r * G), G,
-                                         lut, buf + (size_t)r * (size_t)in);
-        if (bad >= 0) {
-            sd_free(lut);
-            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: tensor '%s': expert %lld row %lld block %lld: scale 0xFF "
-                           "(NaN in E8M0)", path, ns, (long long)(r / out), (long long)(r % out), (long long)bad);
-        }
+    for (int64_t e = 0; e < E; e++) {
+        const sd_tensor v = {blocks + (size_t)(e * out) * sd_mxfp4_row_bytes(in), SD_MXFP4, 2, {out, in},
+                             scales + (size_t)(e * out * G)};
+        if (!strcmp(proj, "down_proj")) ex[e].w_down = v;
+        else ex[e].w_gate_up = v;
     }
-    sd_free(lut);
-    sd_expert_views(ex, E, proj, (const uint8_t *)buf, SD_BF16, out, in);
     L->m->n_params += E * out * in;
     return SPECDEC_OK;
 }
@@ -500,7 +495,7 @@ static specdec_status sd_load_stacked_experts(sd_loader *L, int32_t l, const cha
             src = copy;
         }
         for (int64_t e = 0; e < E; e++) {
-            const sd_tensor v = {src + (size_t)(e * out * in) * esz, dt, 2, {out, in}};
+            const sd_tensor v = {src + (size_t)(e * out * in) * esz, dt, 2, {out, in}, NULL};
             if (k) {
                 ex[e].w_down = v;
             } else {

@@ -1066,6 +1066,9 @@ extern "C" specdec_status sd_cuda_upload(void *dst, sd_dtype dt, const sd_tensor
     if (!t->data)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "CUDA upload: tensor %s of layer %d is missing", what,
                        (int)layer);
+    if (t->dtype == SD_MXFP4 || dt == SD_MXFP4) /* GPT-OSS experts: CPU only (refused at load before this) */
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "CUDA upload: tensor %s of layer %d is MXFP4 (CPU backend only)",
+                       what, (int)layer);
     const size_t have = (size_t)t->shape[0] * (size_t)(t->ndim == 2 ? t->shape[1] : 1);
     if (have != count)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
@@ -1107,7 +1110,7 @@ extern "C" specdec_status sd_cuda_upload_norm(float *dst, const sd_tensor *t, si
         else v = ((const float *)t->data)[i];
         stage[i] = offset != 0.0f ? offset + v : v; /* no offset: the bits as stored (-0 stays -0) */
     }
-    const sd_tensor host = {stage, SD_F32, 1, {(int64_t)count, 1}};
+    const sd_tensor host = {stage, SD_F32, 1, {(int64_t)count, 1}, NULL};
     return sd_cuda_upload(dst, SD_F32, &host, count, what, layer, NULL, 0, eb); /* same dtype: one copy, no staging */
 }
 

@@ -17,7 +17,57 @@ static SD_CPU_UNINSTRUMENTED void dequant_loop(sd_dtype dtype, const void *src, 
     }
 }
 
+/* The 16 E2M1 code values and the 255 scales 2^(s - 127) (s = 0..254; 0xFF, NaN, never reaches
+ * here: the loader refuses it), as exact floats: 2^-127 is a float subnormal. */
+static const float e2m1_value[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                     -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+static float mxfp4_scale(uint8_t s) {
+    /* 2^(s - 127) built from its bits: normal for s >= 1 (exponent field s), subnormal 2^-127 for 0 */
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    v.u = s ? (uint32_t)s << 23 : 0x00400000u;
+    return v.f;
+}
+
+static SD_CPU_UNINSTRUMENTED void mxfp4_loop(const uint8_t *blocks, const uint8_t *scales, int64_t n_blocks,
+                                             float *out) {
+    for (int64_t g = 0; g < n_blocks; g++) {
+        const float sc = mxfp4_scale(scales[g]);
+        const uint8_t *b = blocks + g * 16;
+        float *o = out + g * 32;
+        for (int j = 0; j < 16; j++) {
+            o[2 * j] = e2m1_value[b[j] & 15] * sc;
+            o[2 * j + 1] = e2m1_value[b[j] >> 4] * sc;
+        }
+    }
+}
+
+void sd_cpu_mxfp4_row(const sd_tensor *t, int64_t row, float *out) {
+    const int64_t cols = t->shape[1], G = cols / 32;
+    const uint8_t *blocks = (const uint8_t *)t->data + (size_t)row * sd_mxfp4_row_bytes(cols);
+    const uint8_t *scales = t->scales + (size_t)(row * G);
+    if (G > 0) {
+        sd_cpu_check_read(blocks, (size_t)G * 16);
+        sd_cpu_check_read(scales, (size_t)G);
+        sd_cpu_check_write(out, (size_t)cols * sizeof(float));
+    }
+    mxfp4_loop(blocks, scales, G, out);
+}
+
+float sd_cpu_mxfp4_elem(const sd_tensor *t, int64_t idx) {
+    const int64_t cols = t->shape[1], row = idx / cols, col = idx % cols;
+    const uint8_t byte = ((const uint8_t *)t->data)[(size_t)row * sd_mxfp4_row_bytes(cols) + (size_t)(col / 2)];
+    return e2m1_value[(col & 1) ? byte >> 4 : byte & 15] * mxfp4_scale(t->scales[row * (cols / 32) + col / 32]);
+}
+
 void sd_cpu_dequant(const sd_tensor *t, int64_t first, int64_t n, float *out) {
+    if (t->dtype == SD_MXFP4) { /* element by element: any range (whole rows go through sd_cpu_mxfp4_row) */
+        for (int64_t i = 0; i < n; i++) out[i] = sd_cpu_mxfp4_elem(t, first + i);
+        return;
+    }
     size_t elem = t->dtype == SD_F16 || t->dtype == SD_BF16 ? sizeof(uint16_t) : sizeof(float); /* as the loop reads */
     const char *src = (const char *)t->data + (size_t)first * elem;
     if (n > 0) {
@@ -30,6 +80,10 @@ void sd_cpu_dequant(const sd_tensor *t, int64_t first, int64_t n, float *out) {
 const float *sd_cpu_row_f32(const sd_tensor *t, int64_t row, float *buf) {
     int64_t cols = sd_cpu_cols(t);
     if (t->dtype == SD_F32) return (const float *)t->data + row * cols;
+    if (t->dtype == SD_MXFP4) {
+        sd_cpu_mxfp4_row(t, row, buf);
+        return buf;
+    }
     sd_cpu_dequant(t, row * cols, cols, buf);
     return buf;
 }

@@ -10,17 +10,27 @@
 #include "sd_weights.h"
 #include "sd_math.h"
 
+/* Value idx of an SD_MXFP4 matrix t (flat, row-major; see sd_weights.h). */
+float sd_cpu_mxfp4_elem(const sd_tensor *t, int64_t idx);
+
 /* Element idx (flat, row-major) of t as fp32. */
 static inline float sd_cpu_elem(const sd_tensor *t, int64_t idx) {
     switch (t->dtype) {
     case SD_F16: return sd_f16_to_f32(((const uint16_t *)t->data)[idx]);
     case SD_BF16: return sd_bf16_to_f32(((const uint16_t *)t->data)[idx]);
+    case SD_MXFP4: return sd_cpu_mxfp4_elem(t, idx);
     default: return ((const float *)t->data)[idx];
     }
 }
 
 /* Columns of a 2-D tensor; the length of a 1-D one. */
 static inline int64_t sd_cpu_cols(const sd_tensor *t) { return t->ndim == 2 ? t->shape[1] : t->shape[0]; }
+
+/* Row `row` of an SD_MXFP4 matrix t as cols floats: code c of a block with scale byte s is
+ * e2m1(c) * 2^(s - 127), one exact IEEE product (a code has at most 2 significant bits and the
+ * scale is a power of two; 6 * 2^127 overflows to inf), so every value is the float of
+ * transformers' BF16 dequantisation (models/sd_mxfp4.h). */
+void sd_cpu_mxfp4_row(const sd_tensor *t, int64_t row, float *out);
 
 /* out[0..n) = t[flat offset first .. first+n) as fp32. */
 void sd_cpu_dequant(const sd_tensor *t, int64_t first, int64_t n, float *out);

@@ -52,9 +52,16 @@ static float *mm_out(const mm_job *j, int32_t t) {
  * reports exactly what it reads and writes), then chunks of SD_CPU_X86_TOKEN_CHUNK tokens. */
 static void matmul_x86(const mm_job *j, int64_t o0, int64_t o1) {
     const sd_tensor *w = j->w;
-    sd_x86_mm m = {w->data, w->dtype, w->shape[0], w->shape[1], j->bias, o0, o1};
-    const size_t es = sd_dtype_size(w->dtype);
-    sd_cpu_check_read((const char *)w->data + (size_t)o0 * (size_t)m.cols * es, (size_t)(o1 - o0) * (size_t)m.cols * es);
+    sd_x86_mm m = {w->data, w->dtype, w->shape[0], w->shape[1], j->bias, o0, o1, w->scales};
+    if (w->dtype == SD_MXFP4) { /* code blocks and scales of rows [o0, o1) */
+        const size_t rb = sd_mxfp4_row_bytes(m.cols), g = (size_t)(m.cols / 32);
+        sd_cpu_check_read((const char *)w->data + (size_t)o0 * rb, (size_t)(o1 - o0) * rb);
+        sd_cpu_check_read(w->scales + (size_t)o0 * g, (size_t)(o1 - o0) * g);
+    } else {
+        const size_t es = sd_dtype_size(w->dtype);
+        sd_cpu_check_read((const char *)w->data + (size_t)o0 * (size_t)m.cols * es,
+                          (size_t)(o1 - o0) * (size_t)m.cols * es);
+    }
     if (m.bias) {
         const size_t bs = sd_dtype_size(m.bias->dtype);
         sd_cpu_check_read((const char *)m.bias->data + (size_t)o0 * bs, (size_t)(o1 - o0) * bs);
@@ -110,7 +117,8 @@ static void mm_run(const float *x, int32_t n, const sd_tensor *w, const sd_tenso
     const int64_t rows = w->shape[0], cols = w->shape[1];
     sd_cpu_pool *p = sd_cpu_pool_current();
     const int nt = sd_cpu_pool_threads(p);
-    /* workers convert rows into their own scratch unless the weights are F32 */
+    /* workers convert rows into their own scratch unless the weights are F32 (the AVX2 path
+     * converts F16 / BF16 / MXFP4 in registers) */
     const int scratch_ok = j.isa == SD_CPU_ISA_AVX2 || w->dtype == SD_F32 || sd_cpu_pool_scratch(p) >= (size_t)cols;
     if (nt > 1 && scratch_ok && rows >= 2 * MM_ROW_ALIGN && n > 0 && rows * (cols > 0 ? cols : 1) * n >= sd_cpu_pool_min_work(p)) {
         int64_t chunk = (rows + nt - 1) / nt;

@@ -1,7 +1,9 @@
 /* sd_cpu_matmul.h — y = x W^T (+ b): the linear layers (nn.Linear layout).
  *
  * Shapes: x [n, in] fp32 row-major; W [out, in] (PyTorch nn.Linear weight) in F32,
- * F16 or BF16, converted exactly to fp32 on the fly; b [out] optional (any dtype);
+ * F16 or BF16, converted exactly to fp32 on the fly, or SD_MXFP4 (GPT-OSS experts), each row
+ * decoded into rowbuf to the floats of its BF16 dequantisation (so the result is the BF16
+ * matrix's, bit for bit); b [out] optional (any float dtype);
  * y [n, out] fp32.
  *     y[t, o] = (float)( sd_cpu_dot(W[o, :], x[t, :], in) + b[o] )
  * sd_cpu_dot accumulates products in double in one fixed order (four interleaved

@@ -14,6 +14,10 @@
  *     rows of matmul_rows. The workers must have been used (sd_cpu_pool_jobs). Below the default
  *     threshold a call stays on the caller; a pool whose scratch is too short for a converted
  *     row leaves the portable path's call to the caller.
+ *  2b. SD_MXFP4 weights (GPT-OSS experts): random codes and scales (the extremes too) against the
+ *     same matrix decoded to BF16: sd_cpu_matmul / _rows bitwise equal on both ISA paths, alone and
+ *     on 2, 3 and 7 threads; a pool too narrow for a decoded row leaves the portable path's call to
+ *     the caller (the AVX2 path decodes in registers).
  *  3. A whole-model forward (F32, F16, BF16; bias and tied variants; 1-token decode and 9-token
  *     chunks) with 1, 2, 3 and 7 threads: logits bitwise equal.
  *  4. Two runners over the same weights, each with 3 threads, forwarding from two threads at
@@ -34,6 +38,7 @@
 #include "sd_cpu_matmul.h"
 #include "sd_cpu_pool.h"
 #include "sd_cpu_runner.h"
+#include "sd_mxfp4.h"
 #include "sd_test.h"
 
 /* ---- 1. the pool ---- */
@@ -269,6 +274,102 @@ static void check_matmul(void) {
     for (int k = 0; k < 3; k++) sd_cpu_pool_destroy(pools[k]);
 }
 
+/* ---- 2b. MXFP4 weights (GPT-OSS experts) ---- */
+
+/* An SD_MXFP4 [rows, cols] matrix of random codes and scales (mostly 2^-8..2^4; with `extremes`,
+ * also the smallest scale 2^-127 and the largest, whose 6 * 2^127 overflows to inf) against the
+ * same matrix decoded to BF16 (models/sd_mxfp4.h, what the loader used to store): on each ISA path,
+ * alone and on pools of 2, 3 and 7 threads, sd_cpu_matmul and sd_cpu_matmul_rows give the BF16
+ * matrix's outputs bit for bit. */
+static void mm_mxfp4(sd_cpu_isa isa, sd_cpu_pool *const *pools, int n_pools, int rows, int cols, int n, int bias_kind,
+                     int extremes, uint64_t *rng) {
+    static uint16_t lut[255 * 16];
+    if (!lut[16 * 127 + 2]) sd_mxfp4_lut(lut);
+    const int64_t G = cols / 32;
+    uint8_t *blk = malloc((size_t)(rows * G * 16) + 1), *sc = malloc((size_t)(rows * G) + 1);
+    uint16_t *bf = malloc(sizeof(uint16_t) * (size_t)(rows * cols + 1));
+    for (int64_t i = 0; i < rows * G * 16; i++) blk[i] = (uint8_t)(fwd_rng_next(rng) >> 56);
+    for (int64_t i = 0; i < rows * G; i++) {
+        const uint64_t r = fwd_rng_next(rng);
+        sc[i] = (uint8_t)(119 + r % 13);
+        if (extremes && r % 17 == 0) sc[i] = (r >> 8) % 2 ? 0 : 254;
+    }
+    for (int r = 0; r < rows; r++) sd_mxfp4_row(blk + (size_t)r * G * 16, sc + (size_t)r * G, G, lut, bf + (size_t)r * cols);
+    const sd_tensor wq = {blk, SD_MXFP4, 2, {rows, cols}, sc}, wb = {bf, SD_BF16, 2, {rows, cols}, NULL};
+    sd_tensor b;
+    fwd_fill(&b, bias_kind == 2 ? SD_BF16 : SD_F32, rows, 0, 0.0, 0.5, rng);
+    const sd_tensor *bp = bias_kind ? &b : NULL;
+    float *x = malloc(sizeof(float) * (size_t)(n * cols));
+    for (int i = 0; i < n * cols; i++) x[i] = (float)fwd_rng_normal(rng);
+    const size_t ny = (size_t)n * (size_t)rows;
+    float *ref = malloc(ny * sizeof(float)), *got = malloc(ny * sizeof(float)), *buf = malloc(sizeof(float) * (size_t)cols);
+    float **yr = malloc(sizeof(float *) * (size_t)n);
+    sd_cpu_matmul_set_isa(isa);
+    sd_cpu_pool_bind(NULL);
+    memset(ref, 0xcd, ny * sizeof(float));
+    sd_cpu_matmul(x, n, &wb, bp, ref, buf);
+    for (int k = -1; k < n_pools; k++) {
+        sd_cpu_pool_bind(k < 0 ? NULL : pools[k]);
+        memset(got, 0xcd, ny * sizeof(float));
+        sd_cpu_matmul(x, n, &wq, bp, got, buf);
+        int64_t d = fwd_first_diff(ref, got, (int64_t)ny);
+        memset(got, 0xab, ny * sizeof(float));
+        for (int t = 0; t < n; t++) yr[t] = got + (size_t)t * rows;
+        sd_cpu_matmul_rows(x, n, &wq, bp, yr, buf);
+        const int64_t dr = fwd_first_diff(ref, got, (int64_t)ny);
+        sd_cpu_pool_bind(NULL);
+        SD_CHECK(d < 0 && dr < 0, "mxfp4, isa %d, %d threads, rows %d cols %d n %d bias %d extremes %d: differs from "
+                 "BF16 at %lld (matmul), %lld (matmul_rows)", (int)isa, k < 0 ? 1 : sd_cpu_pool_threads(pools[k]), rows,
+                 cols, n, bias_kind, extremes, (long long)d, (long long)dr);
+        g_mm_shapes++;
+    }
+    free(blk), free(sc), free(bf), free(x), free(ref), free(got), free(buf), free(yr), free((void *)b.data);
+}
+
+static void check_matmul_mxfp4(void) {
+    enum { SCRATCH = 260 };
+    sd_cpu_pool *pools[3] = {sd_cpu_pool_create(2, SCRATCH), sd_cpu_pool_create(3, SCRATCH),
+                             sd_cpu_pool_create(7, SCRATCH)};
+    SD_CHECK(pools[0] && pools[1] && pools[2], "pools of 2, 3, 7 threads not created");
+    if (!pools[0] || !pools[1] || !pools[2]) return;
+    for (int k = 0; k < 3; k++) sd_cpu_pool_set_min_work(pools[k], 0);
+    static const int rows_set[] = {1, 5, 32, 45, 100};
+    static const int cols_set[] = {32, 64, 96, 256};
+    static const int n_set[] = {1, 2, 3, 65};
+    const int n_isa = sd_cpu_matmul_set_isa(SD_CPU_ISA_AVX2) == 0 ? 2 : 1;
+    uint64_t rng = 20261129;
+    const int before = g_mm_shapes;
+    for (int i = 0; i < n_isa; i++)
+        for (size_t r = 0; r < sizeof rows_set / sizeof *rows_set; r++)
+            for (size_t c = 0; c < sizeof cols_set / sizeof *cols_set; c++)
+                for (size_t k = 0; k < sizeof n_set / sizeof *n_set; k++)
+                    mm_mxfp4((sd_cpu_isa)i, pools, 3, rows_set[r], cols_set[c], n_set[k], (int)((r + c + k) % 3),
+                             (int)((r + k) % 2), &rng);
+    /* a GPT-OSS-like expert block: gate_up 2 x 64 rows of 96 inputs, 4 tokens */
+    for (int i = 0; i < n_isa; i++) mm_mxfp4((sd_cpu_isa)i, pools, 3, 128, 96, 4, 1, 1, &rng);
+    /* a pool whose scratch is shorter than a decoded row leaves the portable path's call to the caller
+     * (the AVX2 path decodes in registers and splits it) */
+    sd_cpu_pool *narrow = sd_cpu_pool_create(2, 16);
+    sd_cpu_pool_set_min_work(narrow, 0);
+    uint8_t blk[64 * 2 * 16] = {0}, sc[64 * 2];
+    memset(sc, 127, sizeof sc);
+    const sd_tensor wq = {blk, SD_MXFP4, 2, {64, 64}, sc};
+    float x[64] = {0}, y[64], buf[64];
+    sd_cpu_matmul_set_isa(SD_CPU_ISA_GENERIC);
+    sd_cpu_pool_bind(narrow);
+    sd_cpu_matmul(x, 1, &wq, NULL, y, buf);
+    SD_CHECK(sd_cpu_pool_jobs(narrow) == 0, "mxfp4: a pool with 16 floats of scratch decoded 64-value rows");
+    if (n_isa == 2) {
+        sd_cpu_matmul_set_isa(SD_CPU_ISA_AVX2);
+        sd_cpu_matmul(x, 1, &wq, NULL, y, buf);
+        SD_CHECK(sd_cpu_pool_jobs(narrow) == 1, "mxfp4: the AVX2 path needs no scratch, yet did not split");
+    }
+    sd_cpu_pool_bind(NULL);
+    sd_cpu_pool_destroy(narrow);
+    for (int k = 0; k < 3; k++) sd_cpu_pool_destroy(pools[k]);
+    printf("mxfp4 linear layers: %d calls bitwise equal to the BF16 matrix's\n", g_mm_shapes - before);
+}
+
 /* ---- 3. and 4. whole-model forwards ---- */
 
 #define T_SEQ 18
@@ -414,6 +515,7 @@ int main(int argc, char **argv) {
     check_pool_alloc_failures();
     check_pool_two_callers();
     check_matmul();
+    check_matmul_mxfp4();
     sd_cpu_matmul_set_isa(sd_cpu_matmul_set_isa(SD_CPU_ISA_AVX2) == 0 ? SD_CPU_ISA_AVX2 : SD_CPU_ISA_GENERIC);
     for (int generic = 0; generic < 2; generic++) {
         if (generic) sd_cpu_matmul_set_isa(SD_CPU_ISA_GENERIC);

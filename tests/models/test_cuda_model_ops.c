@@ -145,7 +145,7 @@ static void test_head_norm(ct_rng *rng) {
     }
     for (int i = 0; i < n * ld; i++) qkv[i] = ct_unif(rng, 3.0f);
     memcpy(ref, qkv, sizeof(float) * n * ld);
-    const sd_tensor tq = {wq, SD_F32, 1, {hd, 1}}, tk = {wk, SD_F32, 1, {hd, 1}};
+    const sd_tensor tq = {wq, SD_F32, 1, {hd, 1}, NULL}, tk = {wk, SD_F32, 1, {hd, 1}, NULL};
     for (int m = 0; m < n; m++) {
         sd_cpu_rmsnorm_off(ref + (size_t)m * ld, &tq, 0.0, nh, hd, 1e-6, ref + (size_t)m * ld);
         sd_cpu_rmsnorm_off(ref + (size_t)m * ld + nh * hd, &tk, 0.0, nkv, hd, 1e-6, ref + (size_t)m * ld + nh * hd);

@@ -5,7 +5,8 @@
  *      (subnormal BF16), overflow to inf, and a 0xFF scale refused;
  *   2. the loaded views: expert e's w_gate_up[r][c] == gate_up_proj[e][c][r] and
  *      w_down[h][i] == down_proj[e][i][h] (the [E, in, out] checkpoint transposed), biases
- *      rows of the stored [E, n] tensors; the MXFP4 experts decoded from the stored bytes;
+ *      rows of the stored [E, n] tensors; the MXFP4 experts are SD_MXFP4 views of the mapping
+ *      whose rows decode (sd_cpu_mxfp4_row, sd_cpu_elem) to the BF16 dequantisation's floats;
  *   3. malformed checkpoints (copies of the fixtures with one tensor changed, written here):
  *      blocks / scales of another shape or dtype, a NaN scale, a missing tensor, MXFP4
  *      tensors without quantization_config — each refused with its status naming the tensor;
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "sd_alloc.h"
+#include "sd_cpu_dequant.h"
 #include "sd_json.h"
 #include "sd_model.h"
 #include "sd_mxfp4.h"
@@ -42,6 +44,34 @@ static void decode_values(void) {
     for (int j = 0; j < 16; j++) blocks[32 + j] = 0xF7; /* 6, -6 at 2^127: beyond BF16 */
     uint16_t out[96];
     SD_CHECK(sd_mxfp4_row(blocks, scales, 3, lut, out) == -1, "mxfp4: a valid row reported a NaN scale");
+    { /* the CPU linear layers' decoding (sd_cpu_mxfp4_row, sd_cpu_elem) gives the same floats, bitwise */
+        const sd_tensor t = {blocks, SD_MXFP4, 2, {1, 96}, scales};
+        float f[96];
+        sd_cpu_mxfp4_row(&t, 0, f);
+        int diff = 0;
+        for (int i = 0; i < 96; i++) {
+            const float want = sd_bf16_to_f32(out[i]), e = sd_cpu_elem(&t, i);
+            diff += memcmp(&f[i], &want, sizeof want) != 0 || memcmp(&e, &want, sizeof want) != 0;
+        }
+        SD_CHECK(diff == 0, "mxfp4: %d of 96 values decoded by sd_cpu_mxfp4_row / sd_cpu_elem differ from BF16's", diff);
+        /* every (scale, code) pair: block s has scale s and the codes 0..15 twice */
+        static uint8_t all_b[255 * 16], all_s[255];
+        static uint16_t all_ref[255 * 32];
+        static float all_f[255 * 32];
+        for (int g = 0; g < 255; g++) {
+            all_s[g] = (uint8_t)g;
+            for (int j = 0; j < 16; j++) all_b[g * 16 + j] = (uint8_t)((2 * j) % 16 | (((2 * j + 1) % 16) << 4));
+        }
+        sd_mxfp4_row(all_b, all_s, 255, lut, all_ref);
+        const sd_tensor ta = {all_b, SD_MXFP4, 2, {1, 255 * 32}, all_s};
+        sd_cpu_mxfp4_row(&ta, 0, all_f);
+        diff = 0;
+        for (int i = 0; i < 255 * 32; i++) {
+            const float want = sd_bf16_to_f32(all_ref[i]);
+            diff += memcmp(&all_f[i], &want, sizeof want) != 0;
+        }
+        SD_CHECK(diff == 0, "mxfp4: %d of the 255 x 16 (scale, code) values differ from the BF16 table's", diff);
+    }
     static const float e2m1[16] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6, -0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6};
     for (int i = 0; i < 32; i++)
         SD_CHECK(sd_bf16_to_f32(out[i]) == e2m1[i % 16] &&
@@ -78,7 +108,6 @@ static float f32_at(const uint8_t *p, int64_t i) {
     return v;
 }
 
-static float bf16_at(const sd_tensor *t, int64_t i) { return sd_bf16_to_f32(((const uint16_t *)t->data)[i]); }
 
 static void fused_views(void) {
     char dir[4200];
@@ -136,17 +165,27 @@ static void fused_views(void) {
     const sd_st_tensor *ts = stored(m, "model.layers.1.mlp.experts.down_proj_scales", &sc);
     if (!tb || !ts) return;
     const int64_t H2 = c->hidden_size, I2 = c->moe_intermediate, G = I2 / 32;
-    for (int64_t e = 0; e < c->n_experts; e++) {
+    float *row = malloc((size_t)I2 * sizeof(float));
+    int views = 0;
+    for (int64_t e = 0; row && e < c->n_experts; e++) {
         const sd_tensor *wd = &m->w.layers[1].experts[e].w_down;
-        SD_CHECK(wd->dtype == SD_BF16, "gpt_oss_mxfp4: experts decoded to BF16");
-        for (int64_t h = 0; h < H2; h++)
+        /* an SD_MXFP4 view of the mapping itself: nothing copied or decoded at load */
+        views += wd->dtype == SD_MXFP4 && wd->data == blk + (size_t)(e * H2 * G * 16) &&
+                 wd->scales == sc + (size_t)(e * H2 * G) && wd->shape[0] == H2 && wd->shape[1] == I2;
+        for (int64_t h = 0; h < H2; h++) {
+            sd_cpu_mxfp4_row(wd, h, row);
             for (int64_t i = 0; i < I2; i++) {
-                const int64_t row = e * H2 + h, g = i / 32, j = i % 32;
-                const uint8_t byte = blk[(row * G + g) * 16 + j / 2];
-                const float want = sd_bf16_to_f32(lut[sc[row * G + g] * 16 + ((j % 2) ? byte >> 4 : byte & 15)]);
-                bad += bf16_at(wd, h * I2 + i) != want;
+                const int64_t r = e * H2 + h, g = i / 32, j = i % 32;
+                const uint8_t byte = blk[(r * G + g) * 16 + j / 2];
+                const float want = sd_bf16_to_f32(lut[sc[r * G + g] * 16 + ((j % 2) ? byte >> 4 : byte & 15)]);
+                /* the BF16 dequantisation's float, bit for bit (the sign of a zero too) */
+                bad += memcmp(&row[i], &want, sizeof want) != 0 || sd_cpu_elem(wd, h * I2 + i) != want;
             }
+        }
     }
+    free(row);
+    SD_CHECK(views == c->n_experts, "gpt_oss_mxfp4: %d of %d experts' down_proj are SD_MXFP4 views of the mapping",
+             views, (int)c->n_experts);
     SD_CHECK(bad == 0, "gpt_oss_mxfp4: %d decoded down_proj values differ from the stored blocks", bad);
     specdec_model_free(m);
 }
