@@ -18,6 +18,9 @@ test_tools.py builds it). It never writes "<think>" or "</think>", so two kinds 
     output) and a named tool call's schema; "auto" tool calls (hermes) are parsed from the content
     only; streamed, reasoning deltas come first, never hold the tag, and add up to the
     non-streamed fields, with and without n-gram drafts crossing the marker;
+  - usage.completion_tokens_details.reasoning_tokens (whole and streamed, n = 1 and 2): every
+    completion token without an end tag, none with thinking off, with the comma tag the tokens whose
+    text begins before the content (counted independently from the logprobs' bytes);
   - /v1/completions is not parsed; a server without the flag has no reasoning fields; unknown
     parser names and malformed tags stop the start with the known names.
 
@@ -67,8 +70,51 @@ def msg(srv, body):
     return (r["choices"][0]["message"], r["choices"][0]["finish_reason"]) if st == 200 else ({}, None)
 
 
+def usage_of(srv, body):
+    """(usage of the whole answer, usage of the streamed one's include_usage chunk)."""
+    st, r = tt.post(srv, body)
+    check(st == 200, "usage: %d %s" % (st, r))
+    st2, _, events = ts.sse_events(srv, "/v1/chat/completions",
+                                   dict(body, stream=True, stream_options={"include_usage": True}))
+    chunks = [json.loads(ev[len(b"data: "):]) for ev in events[:-1]] if st2 == 200 else []
+    streamed = [c["usage"] for c in chunks if c.get("usage")]
+    check(len(streamed) == 1, "one usage chunk: %s" % streamed)
+    return (r.get("usage") if st == 200 else {}), (streamed[0] if streamed else {})
+
+
+def reasoning_tokens_by_bytes(srv, body, c_off):
+    """The tokens whose text begins before byte c_off of the output, from the logprobs' "bytes"."""
+    st, r = tt.post(srv, dict(body, logprobs=True))
+    check(st == 200, "logprobs: %d %s" % (st, r))
+    at, k = 0, 0
+    for t in (r["choices"][0]["logprobs"]["content"] if st == 200 else []):
+        k += at < c_off
+        at += len(t["bytes"])
+    return k
+
+
+def test_reasoning_usage(srv, expect):
+    """usage.completion_tokens_details.reasoning_tokens, whole and streamed, n = 1 and n = 2 (summed);
+    expect(usage) -> the reasoning tokens of one choice."""
+    body = dict(messages=USER, max_tokens=30, temperature=0)
+    for n in (1, 2):
+        whole, streamed = usage_of(srv, dict(body, n=n))
+        for u, how in ((whole, "whole"), (streamed, "streamed")):
+            want = n * expect(dict(u, completion_tokens=u.get("completion_tokens", 0) // n))
+            got = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
+            check(got == want, "n=%d %s: reasoning_tokens %s, expected %s (usage %s)" % (n, how, got, want, u))
+
+
 def test_default_tags(srv, plain_text):
     body = dict(messages=USER, max_tokens=30, temperature=0)
+    # no end tag: every completion token is reasoning; thinking off: none
+    test_reasoning_usage(srv, lambda u: u["completion_tokens"])
+    off_usage, _ = usage_of(srv, dict(body, chat_template_kwargs={"enable_thinking": False}))
+    check((off_usage.get("completion_tokens_details") or {}).get("reasoning_tokens") == 0,
+          "thinking off: 0 reasoning tokens: %s" % off_usage)
+    st, raw, _ = srv.request("POST", "/v1/completions", dict(prompt="And God said", max_tokens=4, temperature=0))
+    check(st == 200 and "completion_tokens_details" not in json.loads(raw).get("usage", {}),
+          "completions: no completion_tokens_details")
     m, _ = msg(srv, body)
     check(m.get("reasoning") == plain_text and m.get("reasoning_content") == plain_text and m.get("content") is None,
           "no end tag: all reasoning, content null: %s" % m)
@@ -94,6 +140,11 @@ def test_comma_tags(srv, plain_text):
     head, _, tail = plain_text.partition(",")
     check(tail != "", "the unconstrained text holds the end tag: %r" % plain_text)
     body = dict(messages=USER, max_tokens=30, temperature=0)
+    # the tokens whose text begins before the content (the end tag's included): counted independently
+    # from the logprobs' bytes, and strictly between none and all
+    k = reasoning_tokens_by_bytes(srv, body, len(head.encode()) + 1)
+    check(0 < k < 30, "the comma splits the 30 tokens: %d reasoning" % k)
+    test_reasoning_usage(srv, lambda u: k)
     m, _ = msg(srv, body)
     check(m.get("reasoning") == head and m.get("content") == tail, "split at the first end tag: %s" % m)
     for extra in ({}, {"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}}):
@@ -154,6 +205,8 @@ def main():
             m, _ = msg(srv, dict(messages=USER, max_tokens=30, temperature=0))
             plain = m.get("content") or ""
             check("reasoning" not in m and "reasoning_content" not in m, "no parser, no fields: %s" % m)
+            u, _ = usage_of(srv, dict(messages=USER, max_tokens=8, temperature=0))
+            check("completion_tokens_details" not in u, "no parser: no completion_tokens_details: %s" % u)
         with ts.Server("-m", d, "--reasoning-parser", "qwen3") as srv:
             ts.timed(test_default_tags, srv, plain)
         with ts.Server("-m", d, "--reasoning-parser", "deepseek_r1") as srv:

@@ -82,6 +82,7 @@ Prints "N passed, N failed"; exit status 0 only when nothing failed.
 import http.client
 import json
 import math
+import re
 import os
 import select
 import signal
@@ -1577,9 +1578,77 @@ def test_metrics_endpoint(srv):
     check([m.id for m in srv.client().models.list()] == ["kjv-target"], "models through the client")
 
 
+def tok(srv, body, status=200):
+    st, raw, _ = srv.request("POST", "/tokenize", body)
+    check(st == status, "/tokenize %s: %d %r" % (body, st, raw[:200]))
+    return json.loads(raw) if st == 200 else {}
+
+
+def test_utility_endpoints(srv):
+    """vLLM's /tokenize, /detokenize, /version, /ping: the ids are those generation gets."""
+    oc = srv.client()
+    prompt = "And God said, Let there be light"
+    t = tok(srv, {"model": "kjv-target", "prompt": prompt, "return_token_strs": True})
+    c = oc.completions.create(model="kjv-target", prompt=prompt, max_tokens=1, temperature=0)
+    check(t.get("count") == c.usage.prompt_tokens == len(t.get("tokens", [])) and t.get("max_model_len") == 512,
+          "/tokenize count %s = the completion's prompt_tokens %d" % (t.get("count"), c.usage.prompt_tokens))
+    check(len(t.get("token_strs") or []) == t.get("count") and t["token_strs"][1] == "And", "token_strs: %s" % t)
+    plain = tok(srv, {"prompt": prompt, "add_special_tokens": False})
+    check(plain.get("tokens") == t.get("tokens", [])[1:] and plain.get("token_strs") is None,
+          "add_special_tokens false drops the BOS: %s" % plain)
+    check(plain.get("tokens") == tokenize_plain(prompt), "the ids are `specdec tokenize --no-special`'s")
+    st, raw, _ = srv.request("POST", "/v1/detokenize", {"tokens": plain.get("tokens")})
+    check(st == 200 and json.loads(raw) == {"prompt": prompt}, "detokenize(tokenize(p)) = p: %d %r" % (st, raw))
+    st, raw, _ = srv.request("POST", "/detokenize", {"tokens": t.get("tokens")})
+    check(st == 200 and json.loads(raw)["prompt"].endswith(prompt), "detokenize keeps special tokens: %r" % raw)
+    # the chat form: the conversation the chat endpoint renders (its kwargs too)
+    for kw in ({}, {"chat_template_kwargs": {"enable_thinking": False}}):
+        ct = tok(srv, dict({"messages": CHAT_MSGS}, **kw))
+        r = oc.chat.completions.create(model="kjv-target", messages=CHAT_MSGS, max_tokens=1, temperature=0,
+                                       extra_body=kw)
+        check(ct.get("count") == r.usage.prompt_tokens, "chat /tokenize %s: %s vs prompt_tokens %d" %
+              (kw, ct.get("count"), r.usage.prompt_tokens))
+    no_gp = tok(srv, {"messages": CHAT_MSGS, "add_generation_prompt": False})
+    check(0 < no_gp.get("count", 0) < ct.get("count", 0) and ct["tokens"][:no_gp["count"]] == no_gp["tokens"],
+          "add_generation_prompt false: a prefix: %s" % no_gp)
+    # refusals, each in the server's error shape, the server still serving
+    for what, body, status, param in (
+            ("tokens not a list", {"tokens": 5}, 400, "tokens"),
+            ("a negative id", {"tokens": [1, -1]}, 400, "tokens"),
+            ("an id past the vocabulary", {"tokens": [4096]}, 400, "tokens"),
+            ("a fractional id", {"tokens": [1.5]}, 400, "tokens"),
+            ("a bool id", {"tokens": [True]}, 400, "tokens"),
+            ("another model", {"tokens": [1], "model": "gpt-4"}, 404, "model")):
+        expect_error(srv, "/detokenize " + what, status, "POST", "/detokenize", body)
+        st, raw, _ = srv.request("POST", "/detokenize", body)
+        check(json.loads(raw)["error"]["param"] == param, "%s names %s: %r" % (what, param, raw[:200]))
+    for what, body, status in (
+            ("no prompt", {}, 400), ("a list prompt", {"prompt": ["a", "b"]}, 400),
+            ("token ids", {"prompt": [1, 2]}, 400), ("a bad add_special_tokens", {"prompt": "a", "add_special_tokens": 1}, 400),
+            ("another model", {"prompt": "a", "model": "gpt-4"}, 404),
+            ("continue_final_message", {"messages": CHAT_MSGS, "continue_final_message": True}, 400),
+            ("a request chat_template", {"messages": CHAT_MSGS, "chat_template": "{{ messages }}"}, 400),
+            ("a bad role", {"messages": [{"role": "robot", "content": "x"}]}, 400),
+            ("invalid JSON", '{"prompt": ', 400), ("a JSON list", [1, 2], 400)):
+        expect_error(srv, "/tokenize " + what, status, "POST", "/tokenize", body)
+    expect_error(srv, "GET /tokenize", 405, "GET", "/tokenize", None)
+    expect_error(srv, "GET /detokenize", 405, "GET", "/v1/detokenize", None)
+    st, raw, _ = srv.request("GET", "/version")
+    check(st == 200 and re.fullmatch(r"\d+\.\d+\.\d+", json.loads(raw).get("version", "")), "/version: %r" % raw)
+    for method in ("GET", "POST"):
+        st, raw, _ = srv.request(method, "/ping", None, {})
+        check(st == 200 and json.loads(raw) == {"status": "ok"}, "%s /ping: %d %r" % (method, st, raw))
+    text = srv.request("GET", "/metrics")[1].decode()
+    for ep in ("/tokenize", "/detokenize", "/version", "/ping"):
+        check('endpoint="%s",code="200"' % ep in text, "/metrics counts %s" % ep)
+
+
 def test_api_key():
     with Server("--api-key", "s3cret", "--parallel", "1") as srv:
         check(srv.request("GET", "/health")[0] == 200, "/health needs no key")
+        check(srv.request("GET", "/ping", None, {})[0] == 200, "/ping needs no key (a health check)")
+        check(srv.request("POST", "/tokenize", {"prompt": "And"})[0] == 401, "/tokenize needs the key")
+        check(srv.request("GET", "/version")[0] == 401, "/version needs the key")
         expect_auth = [(None, 401), ("Bearer nope", 401), ("s3cret", 401), ("Bearer s3cret", 200)]
         for h, want in expect_auth:
             hdr = {"Content-Type": "application/json"}
@@ -1760,7 +1829,8 @@ def main():
         print("  %-24s %6.1f s" % ("server start", time.time() - t0), flush=True)
         for fn in (test_completions, test_chat, test_tree, test_stop, test_concurrent, test_malformed,
                    test_unsupported_fields, test_logits_processors, test_logprobs, test_echo_prompt_logprobs, test_batch_prompts, test_n_choices, test_n_stream,
-                   test_n_disconnect, test_n_limits, test_prefix_cache, test_cache_salt, test_metrics_endpoint):
+                   test_n_disconnect, test_n_limits, test_prefix_cache, test_cache_salt, test_metrics_endpoint,
+                   test_utility_endpoints):
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)
     for fn in (test_chat_templates, test_api_key, test_prefix_cache_modes, test_queue_and_timeout, test_n_admission,

@@ -159,6 +159,20 @@ static void test_head(void) {
         {"POST", "/v1/completions", NULL, "101", NULL, 413, SD_EP_COMPLETIONS, NULL, NULL},
         {"POST", "/v1/completions", NULL, "100", NULL, 0, SD_EP_COMPLETIONS, NULL, NULL},
         {"POST", "/v1/completions", NULL, "99999999999999999999999", NULL, 413, SD_EP_COMPLETIONS, NULL, NULL},
+        /* vLLM's utility endpoints: /ping as /health (no key, GET or POST, any Content-Type) */
+        {"POST", "/tokenize", "Bearer k", NULL, "k", 0, SD_EP_TOKENIZE, NULL, NULL},
+        {"POST", "/v1/tokenize", NULL, NULL, "k", 401, SD_EP_TOKENIZE, NULL, NULL},
+        {"POST", "/tokenize", NULL, NULL, NULL, 415, SD_EP_TOKENIZE, "text/plain", NULL},
+        {"GET", "/tokenize", NULL, NULL, NULL, 405, SD_EP_OTHER, NULL, NULL},
+        {"POST", "/detokenize", NULL, NULL, NULL, 0, SD_EP_DETOKENIZE, NULL, NULL},
+        {"POST", "/v1/detokenize", NULL, NULL, NULL, 0, SD_EP_DETOKENIZE, NULL, NULL},
+        {"GET", "/version", NULL, NULL, NULL, 0, SD_EP_VERSION, NULL, NULL},
+        {"GET", "/version", NULL, NULL, "k", 401, SD_EP_VERSION, NULL, NULL},
+        {"POST", "/version", NULL, NULL, NULL, 405, SD_EP_OTHER, NULL, NULL},
+        {"GET", "/ping", NULL, NULL, "k", 0, SD_EP_PING, NULL, NULL},
+        {"POST", "/ping", NULL, NULL, "k", 0, SD_EP_PING, "", NULL},
+        {"POST", "/ping", NULL, NULL, NULL, 0, SD_EP_PING, "text/plain", NULL},
+        {"PUT", "/ping", NULL, NULL, NULL, 405, SD_EP_OTHER, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         static const char *const hosts[] = {"localhost", "127.0.0.1", "[::1]"};

@@ -88,6 +88,8 @@ typedef struct sd_job {
     int echo_sent;                 /* streamed: the prompt went out in the choice's first chunk */
     sd_tool_out tools;             /* chat with tool_choice other than "none": its output's parser */
     sd_reasoning rsn;              /* chat with --reasoning-parser: the split (streaming: its state) */
+    size_t *tok_at;                /* chat with --reasoning-parser: [cap] where each token's text begins in
+                                      text (under mu; sd_job_reasoning_tokens) */
     sd_lp_echo echo_span;
     sd_prompt_lp prompt_lp;
 } sd_job;
@@ -120,6 +122,7 @@ struct sd_group {
     int cancelled, disconnected, failed;
     int32_t usage_prompt, usage_completion; /* summed as the choices end (streaming) */
     int32_t usage_cached;          /* prompt tokens from the prefix cache, counted with usage_prompt */
+    int32_t usage_reasoning;       /* chat with --reasoning-parser: reasoning_tokens, summed as usage_completion */
     int phase;
     sd_buf out;                    /* SSE bytes not yet handed to libmicrohttpd */
     size_t out_pos;
@@ -206,6 +209,7 @@ static void sd_job_free(sd_job *j, int counted) {
         atomic_fetch_sub(&j->srv->active_jobs, 1);
     }
     free(j->tokens);
+    free(j->tok_at);
     free(j->lp);
     free(j->prompt_ids);
     free(j->echo_text);
@@ -294,6 +298,7 @@ static int sd_job_on_token(void *ud, int32_t tok, const char *piece, size_t len)
     sd_job *j = ud;
     if (tok >= 0) sd_job_step(j);
     pthread_mutex_lock(&j->mu);
+    if (tok >= 0 && j->tok_at && j->n_emitted < j->cap) j->tok_at[j->n_emitted] = j->text.len; /* its text starts */
     if (tok >= 0 && j->n_emitted++ == 0) j->t_first = sd_now();
     for (int i = 0; tok >= 0 && !j->g->include_stop && i < j->g->n_stop_ids; i++)
         j->text_done |= tok == j->g->stop_ids[i]; /* vLLM leaves the stop id's text out */
@@ -692,7 +697,9 @@ static int sd_gen_submit_one(sd_group *g, const sd_gen_prep *p, int k, int index
     j->n_prompt = p->n[k];
     j->cap = p->n_predict[k] < srv->n_ctx - j->n_prompt ? p->n_predict[k] : srv->n_ctx - j->n_prompt;
     j->tokens = malloc((size_t)j->cap * sizeof(int32_t));
-    if (!j->tokens) return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
+    if (j->chat && srv->reasoning != SD_RP_NONE) j->tok_at = malloc((size_t)(j->cap > 0 ? j->cap : 1) * sizeof(size_t));
+    if (!j->tokens || (j->chat && srv->reasoning != SD_RP_NONE && !j->tok_at))
+        return sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory");
     int rc = sd_job_prompt(j, &p->req, k, p->ids[k], e);
     if (rc) return rc;
     specdec_generate_params gp = sd_gen_params(j, &p->req, p->n_predict[k], seed);
@@ -903,6 +910,23 @@ static const sd_lp_echo *sd_job_echo(sd_job *j) {
     return &j->echo_span;
 }
 
+/* usage.completion_tokens_details.reasoning_tokens of a finished chat choice with a reasoning parser:
+ * the tokens whose text begins before the content (sd_reasoning_whole's split of the returned text),
+ * so the start tag, the thinking and the end tag count, and a token that ends the thinking and
+ * begins the content counts as reasoning; without content (no end tag, or nothing after it) every
+ * token; without reasoning (the prompt closed the thinking; qwen3 with enable_thinking false and no
+ * end tag) none. */
+static int32_t sd_job_reasoning_tokens(const sd_job *j, size_t len) {
+    sd_reasoning_split s;
+    sd_reasoning_whole(&j->rsn, j->text.p ? j->text.p : "", len, &s);
+    if (!s.has_r) return 0;
+    const int32_t n = j->n_emitted < j->cap ? j->n_emitted : j->cap;
+    if (!s.has_c) return n;
+    int32_t k = 0;
+    while (k < n && j->tok_at[k] < s.c_off) k++;
+    return k;
+}
+
 /* The outcome as a result for the response writers; NULL with *e set for a failure. */
 static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_error *e) {
     if (j->text.oom || j->lp_oom || (j->outcome != SPECDEC_OK && j->outcome != SPECDEC_ERR_CANCELLED)) {
@@ -942,6 +966,10 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
     if (j->plp_top >= 0) r->prompt_lp = &j->prompt_lp;
     if (j->tools.choice != SD_TC_NONE) r->tools = &j->tools;
     if (j->rsn.parser != SD_RP_NONE) r->rsn = &j->rsn;
+    if (j->tok_at) {
+        r->has_reasoning = 1;
+        r->n_reasoning = sd_job_reasoning_tokens(j, r->len);
+    }
     return r;
 }
 
@@ -956,6 +984,7 @@ static const sd_gen_result *sd_job_result(sd_job *j, sd_gen_result *r, sd_api_er
 static void sd_group_add_usage(sd_group *g, const sd_job *j, const sd_gen_result *r) {
     if (j->first_of_prompt) g->usage_prompt += r->n_prompt, g->usage_cached += r->n_cached;
     g->usage_completion += r->n_completion;
+    g->usage_reasoning += r->n_reasoning;
     sd_metrics_usage(&g->srv->metrics, r->n_prompt, r->n_completion, j->n_emitted ? j->t_first - j->t_submit : -1);
 }
 
@@ -977,7 +1006,8 @@ static enum MHD_Result sd_gen_answer(sd_group *g) {
         }
     for (int i = 0; i < g->n_jobs; i++) sd_group_add_usage(g, g->jobs[i], &r[i]);
     sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion,
-                           .n_cached = g->usage_cached};
+                           .n_cached = g->usage_cached, .has_reasoning = r[0].has_reasoning,
+                           .n_reasoning = g->usage_reasoning};
     sd_buf b = {0};
     sd_resp_completion(&b, srv, g->chat, g->id, g->created, r, g->n_jobs, &usage);
     free(r);
@@ -1159,7 +1189,8 @@ static int sd_group_next(sd_group *g) {
 static void sd_group_final_events(sd_group *g) {
     if (g->include_usage && !g->failed) {
         sd_gen_result usage = {.n_prompt = g->usage_prompt, .n_completion = g->usage_completion,
-                               .n_cached = g->usage_cached};
+                               .n_cached = g->usage_cached, .n_reasoning = g->usage_reasoning,
+                               .has_reasoning = g->chat && g->srv->reasoning != SD_RP_NONE};
         sd_resp_usage_chunk(&g->out, g->srv, g->chat, g->id, g->created, &usage);
     }
     sd_buf_puts(&g->out, "data: [DONE]\n\n");

@@ -139,10 +139,10 @@ static int sd_http_door(sd_server *srv, struct MHD_Connection *c, const char *ur
     return 0;
 }
 
-/* While loading or draining only /health and /metrics are served. 0 or *e filled. */
+/* While loading or draining only /health, /ping and /metrics are served. 0 or *e filled. */
 static int sd_http_state(sd_server *srv, sd_endpoint ep, sd_api_error *e) {
     int st = atomic_load(&srv->state);
-    if (st == SD_STATE_READY || ep == SD_EP_HEALTH || ep == SD_EP_METRICS) return 0;
+    if (st == SD_STATE_READY || ep == SD_EP_HEALTH || ep == SD_EP_PING || ep == SD_EP_METRICS) return 0;
     sd_api_fail(e, 503, "server_error", NULL, NULL, st == SD_STATE_LOADING ? "the model is loading: retry"
                                                                            : "the server is shutting down");
     e->close = st == SD_STATE_DRAINING;
@@ -205,7 +205,14 @@ static enum MHD_Result sd_http_dispatch(sd_server *srv, struct MHD_Connection *c
     switch (cc->ep) {
     case SD_EP_COMPLETIONS:
     case SD_EP_CHAT: return sd_gen_handle(srv, c, cc->ep == SD_EP_CHAT, cc->body.p, cc->body.len);
-    case SD_EP_HEALTH: return sd_http_health(srv, c, cc->ep);
+    case SD_EP_HEALTH:
+    case SD_EP_PING: return sd_http_health(srv, c, cc->ep);
+    case SD_EP_TOKENIZE:
+    case SD_EP_DETOKENIZE: return sd_tok_handle(srv, c, cc->ep, cc->body.p, cc->body.len);
+    case SD_EP_VERSION:
+        sd_buf_printf(&b, "{\"version\":\"%s\"}", specdec_version_string());
+        if (!b.oom) ok = sd_http_reply(srv, c, cc->ep, 200, "application/json", b.p, b.len);
+        break;
     case SD_EP_MODELS:
         sd_resp_models(&b, srv);
         if (!b.oom) ok = sd_http_reply(srv, c, cc->ep, 200, "application/json", b.p, b.len);

@@ -180,6 +180,8 @@ void sd_gcache_stats(sd_gcache *c, long *hits, long *misses, int *entries);
 
 /* sd_server_gen.c: a POST to /v1/completions or /v1/chat/completions, body complete. */
 enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len);
+/* POST /tokenize and /detokenize (sd_server_tokenize.c): vLLM's forms and answers. */
+enum MHD_Result sd_tok_handle(sd_server *srv, struct MHD_Connection *c, sd_endpoint ep, const char *body, size_t len);
 
 /* sd_server_response.c */
 /* One emitted token's log-probabilities (the library's specdec_token_logprobs, copied). */
@@ -250,6 +252,8 @@ typedef struct sd_gen_result {
     const sd_reasoning *rsn;   /* chat with --reasoning-parser: the text splits into reasoning + content */
     size_t echo_len;
     const sd_prompt_lp *prompt_lp; /* vLLM's prompt_logprobs (NULL: not asked for) */
+    int has_reasoning;         /* chat with --reasoning-parser: usage.completion_tokens_details is written */
+    int32_t n_reasoning;       /* ... its reasoning_tokens (sd_job_reasoning_tokens; summed by the caller) */
 } sd_gen_result;
 /* Whole (non-streamed) response body: choices r[0..n_choices), choice i with "index" i
  * (completions: text = echo + text, "prompt_logprobs" per choice; chat: r[0]'s at the top);

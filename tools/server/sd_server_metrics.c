@@ -12,7 +12,8 @@
 
 static const char *const sd_out_names[SD_OUT_COUNT] = {"stop", "length", "timeout", "disconnect", "shutdown", "error"};
 static const char *const sd_ep_names[SD_EP_COUNT] = {"/v1/completions", "/v1/chat/completions", "/v1/models",
-                                                     "/health", "/metrics", "other"};
+                                                     "/health", "/metrics", "/tokenize", "/detokenize",
+                                                     "/version", "/ping", "other"};
 
 int sd_metrics_init(sd_server_metrics *m) {
     memset(m, 0, sizeof *m);

@@ -962,6 +962,10 @@ static const struct { const char *path; const char *method; sd_endpoint ep; } sd
     {"/v1/chat/completions", "POST", SD_EP_CHAT},   {"/chat/completions", "POST", SD_EP_CHAT},
     {"/v1/models", "GET", SD_EP_MODELS},            {"/models", "GET", SD_EP_MODELS},
     {"/health", "GET", SD_EP_HEALTH},               {"/metrics", "GET", SD_EP_METRICS},
+    {"/tokenize", "POST", SD_EP_TOKENIZE},          {"/v1/tokenize", "POST", SD_EP_TOKENIZE},
+    {"/detokenize", "POST", SD_EP_DETOKENIZE},      {"/v1/detokenize", "POST", SD_EP_DETOKENIZE},
+    {"/version", "GET", SD_EP_VERSION},             {"/ping", "GET", SD_EP_PING},
+    {"/ping", "POST", SD_EP_PING},
 };
 
 sd_endpoint sd_api_endpoint_of(const char *target) {
@@ -1066,12 +1070,12 @@ int sd_api_check_head(const sd_api_head *h, const char *api_key, size_t max_body
     if (h->n_allowed_hosts > 0 && h->host && !sd_api_host_allowed(h->host, h->allowed_hosts, h->n_allowed_hosts))
         return sd_api_fail(e, 403, INVALID, "host_not_allowed", NULL,
                            "Host header not allowed on this loopback server (see --allowed-hosts)");
-    if (*ep != SD_EP_HEALTH && !sd_auth_ok(api_key, h->authorization))
+    if (*ep != SD_EP_HEALTH && *ep != SD_EP_PING && !sd_auth_ok(api_key, h->authorization))
         return sd_api_fail(e, 401, "authentication_error", "invalid_api_key", NULL,
                            "missing or incorrect API key (Bearer token)");
     if (code == 404) return sd_api_fail(e, 404, INVALID, NULL, NULL, "no such endpoint");
     if (code == 405) return sd_api_fail(e, 405, INVALID, NULL, NULL, "method not allowed here");
-    if (h->method && !strcmp(h->method, "POST") && !sd_json_type(h->content_type))
+    if (h->method && !strcmp(h->method, "POST") && *ep != SD_EP_PING && !sd_json_type(h->content_type))
         return sd_api_fail(e, 415, INVALID, NULL, NULL, "Content-Type must be application/json");
     if (h->content_length && sd_length_over(h->content_length, max_body))
         return sd_api_fail(e, 413, INVALID, NULL, NULL, "request body over the limit of %zu bytes", max_body);

@@ -34,6 +34,10 @@ typedef enum sd_endpoint {
     SD_EP_MODELS,
     SD_EP_HEALTH,
     SD_EP_METRICS,
+    SD_EP_TOKENIZE,   /* vLLM's utility endpoints (sd_server_tokenize.c) */
+    SD_EP_DETOKENIZE,
+    SD_EP_VERSION,
+    SD_EP_PING,       /* as /health (vLLM's SageMaker-style alias), GET or POST */
     SD_EP_OTHER,
     SD_EP_COUNT
 } sd_endpoint;

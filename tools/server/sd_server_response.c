@@ -22,8 +22,11 @@ static void sd_head(sd_buf *b, const sd_server *srv, const char *object, const c
 static void sd_usage(sd_buf *b, const sd_gen_result *r) {
     sd_buf_printf(b,
                   "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d,"
-                  "\"prompt_tokens_details\":{\"cached_tokens\":%d}}",
+                  "\"prompt_tokens_details\":{\"cached_tokens\":%d}",
                   (int)r->n_prompt, (int)r->n_completion, (int)(r->n_prompt + r->n_completion), (int)r->n_cached);
+    /* chat with --reasoning-parser: OpenAI's completion_tokens_details.reasoning_tokens */
+    if (r->has_reasoning) sd_buf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%d}", (int)r->n_reasoning);
+    sd_buf_puts(b, "}");
 }
 
 /* "name":[v0,v1,...], the first n of v (doubles printed as %.6g, counts as integers). */
