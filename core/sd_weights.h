@@ -61,8 +61,10 @@ typedef enum sd_arch {
     SD_ARCH_SMOLLM3 = 14,  /* SmolLM3ForCausalLM: a Llama whose no_rope_layers skip RoPE */
     SD_ARCH_OLMOE = 15,    /* OlmoeForCausalLM (OLMoE): q/k norms over the whole projection, optional
                               clip_qkv, sparse MoE MLPs (softmax, top-k, norm_topk_prob) */
-    SD_ARCH_GRANITE_MOE = 16 /* GraniteMoeForCausalLM (Granite 3.x MoE): Granite's multipliers, experts
+    SD_ARCH_GRANITE_MOE = 16, /* GraniteMoeForCausalLM (Granite 3.x MoE): Granite's multipliers, experts
                               stacked per layer ([E, 2I, hidden], [E, hidden, I]), top-k renormalised */
+    SD_ARCH_ERNIE4_5 = 17  /* Ernie4_5ForCausalLM (ERNIE-4.5-0.3B): a Llama with interleaved rotary pairs
+                              and use_bias (every projection biased or none) */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -111,6 +113,9 @@ typedef struct sd_config {
     float rope_beta_fast, rope_beta_slow; /* yarn (resolved defaults 32 / 1) */
     int32_t rope_truncate;         /* yarn: floor/ceil the correction range (transformers' default 1) */
     int32_t rope_dim;              /* rotary dimensions (partial_rotary_factor * head_dim, even); 0 = head_dim */
+    int32_t rope_interleaved;      /* 1: the rotary pairs are (2i, 2i + 1), GPT-J / GLM style (transformers'
+                                      ERNIE 4.5 / GLM rotate_half over x[0::2], x[1::2] with each frequency
+                                      repeated twice); 0: (i, i + rope_dim / 2), the rotate_half default */
     float rope_short_factor[SD_CFG_MAX_ROPE_PAIRS]; /* longrope: rope_dim / 2 factors */
     float rope_long_factor[SD_CFG_MAX_ROPE_PAIRS];
     float rope_local_theta;        /* sliding layers: plain rope with this theta (Gemma 3); 0 = as full layers */

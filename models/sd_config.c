@@ -481,6 +481,12 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
         c->o_bias = c->attention_bias;
     }
     if (sd_has(f, SD_FAM_MLP_BIAS_KEY)) TRY(sd_json_get_bool(p->root, "mlp_bias", 0, 0, &c->mlp_bias, p->fname, p->eb));
+    if (sd_has(f, SD_FAM_USE_BIAS_KEY)) { /* Ernie4_5Config: every projection biased, or none; null = false */
+        if (!cJSON_IsNull(sd_json_member(p->root, "use_bias")))
+            TRY(sd_json_get_bool(p->root, "use_bias", 0, 0, &c->attention_bias, p->fname, p->eb));
+        c->o_bias = c->mlp_bias = c->attention_bias;
+    }
+    c->rope_interleaved = sd_has(f, SD_FAM_ROPE_INTERLEAVED);
     if (sd_has(f, SD_FAM_QKV_BIAS_KEY))
         TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
     c->qk_norm = sd_has(f, SD_FAM_QK_NORM);

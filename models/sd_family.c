@@ -73,6 +73,9 @@ static const sd_family sd_families[] = {
     /* GraniteMoeConfig: Granite's multipliers, 8 experts top 2 (softmax of the top-k logits) */
     {"GraniteMoeForCausalLM", "granitemoe", SD_ARCH_GRANITE_MOE, F(ATTN_BIAS_KEY) | F(MULTIPLIERS) | F(MOE),
      2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 8, 2, 0, 0, NULL},
+    /* Ernie4_5Config: head_dim 128, tied, eps 1e-5; interleaved rotary pairs over the whole head */
+    {"Ernie4_5ForCausalLM", "ernie4_5", SD_ARCH_ERNIE4_5, F(ROPE_INTERLEAVED) | F(USE_BIAS_KEY),
+     131072, 1e-5, 1, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -93,5 +96,5 @@ const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
-           "OlmoeForCausalLM, GraniteMoeForCausalLM";
+           "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM";
 }

@@ -61,6 +61,8 @@ typedef enum sd_window_rule {
 #define SD_FAM_NO_ROPE_KEY (UINT64_C(1) << 29) /* no_rope_layers / no_rope_layer_interval (SmolLM3) */
 #define SD_FAM_CLIP_QKV (UINT64_C(1) << 30) /* clip_qkv: q, k, v clamped (OLMoE) */
 #define SD_FAM_TOPK_NORM_KEY (UINT64_C(1) << 31) /* norm_topk_prob read (default false) without the Qwen-MoE keys (OLMoE) */
+#define SD_FAM_ROPE_INTERLEAVED (UINT64_C(1) << 32) /* rotary pairs (2i, 2i + 1) (ERNIE 4.5, GLM) */
+#define SD_FAM_USE_BIAS_KEY (UINT64_C(1) << 33) /* use_bias (default false): q/k/v/o and MLP biases (ERNIE 4.5) */
 
 typedef struct sd_family {
     const char *arch;          /* architectures[0] */

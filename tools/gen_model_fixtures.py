@@ -43,7 +43,7 @@ try:
                               Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                               Qwen3MoeConfig, Qwen3MoeForCausalLM, Olmo2Config, Olmo2ForCausalLM, GraniteConfig,
                               GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
-                              GraniteMoeConfig, GraniteMoeForCausalLM)
+                              GraniteMoeConfig, GraniteMoeForCausalLM, Ernie4_5Config, Ernie4_5ForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -188,6 +188,10 @@ VARIANTS = {
                     {**BASE, "intermediate_size": 16, "num_local_experts": 4, "num_experts_per_tok": 2,
                      "embedding_multiplier": 1.5, "residual_multiplier": 0.6, "attention_multiplier": 0.2,
                      "logits_scaling": 2.0}, False),
+    # ERNIE 4.5: interleaved rotary pairs over the whole head, use_bias (q/k/v/o and MLP biases), tied
+    "ernie4_5": (Ernie4_5Config, Ernie4_5ForCausalLM,
+                 {**BASE, "head_dim": 8, "use_bias": True, "tie_word_embeddings": True,
+                  "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}}, False),
 }
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.

@@ -265,7 +265,10 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
     const int64_t tab = (g->n_ropes > 1 && c->layer_sliding[l]) ? (int64_t)g->base.max_batch * half : 0;
     for (int32_t t = 0; t < n; t++) {
         const float *ct = g->rope_cos + tab + (int64_t)t * half, *st = g->rope_sin + tab + (int64_t)t * half;
-        if (!c->layer_no_rope[l]) {
+        if (!c->layer_no_rope[l] && c->rope_interleaved) {
+            sd_cpu_rope_part_interleaved(g->q + (int64_t)t * q_dim, c->n_heads, hd, rd, ct, st);
+            sd_cpu_rope_part_interleaved(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, rd, ct, st);
+        } else if (!c->layer_no_rope[l]) {
             sd_cpu_rope_part(g->q + (int64_t)t * q_dim, c->n_heads, hd, rd, ct, st);
             sd_cpu_rope_part(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, rd, ct, st);
         }

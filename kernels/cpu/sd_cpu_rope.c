@@ -48,3 +48,16 @@ void sd_cpu_rope_part(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_d
         }
     }
 }
+
+void sd_cpu_rope_part_interleaved(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
+                                  const float *sin_t) {
+    int32_t half = rot_dim / 2;
+    for (int32_t h = 0; h < n_heads; h++) {
+        float *v = x + (int64_t)h * head_dim;
+        for (int32_t i = 0; i < half; i++) {
+            double a = v[2 * i], b = v[2 * i + 1], c = cos_t[i], s = sin_t[i];
+            v[2 * i] = (float)(a * c - b * s);
+            v[2 * i + 1] = (float)(b * c + a * s);
+        }
+    }
+}

@@ -32,6 +32,12 @@ void sd_cpu_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t
 void sd_cpu_rope_part(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
                       const float *sin_t);
 
+/* The same with interleaved pairs (cfg.rope_interleaved: ERNIE 4.5, GLM): pair i is (2i, 2i + 1),
+ * i < rot_dim / 2, rotated by the tables' entry i, in the same arithmetic (transformers: the
+ * frequencies repeat_interleave'd, rotate_half over x[0::2], x[1::2]); the rest pass through. */
+void sd_cpu_rope_part_interleaved(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
+                                  const float *sin_t);
+
 /* The tables with transformers' attention scaling (yarn, longrope): cos[i] =
  * (float)(cos(p * inv_freq[i]) * scale), sin likewise; scale 1 is sd_cpu_rope_table. */
 void sd_cpu_rope_table_scaled(const double *inv_freq, int32_t half, int32_t pos, double scale, float *cos_out,

@@ -43,6 +43,8 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(c.residual_scale >= 0 && isfinite(c.residual_scale) && c.logits_divisor >= 0 &&
                     isfinite(c.logits_divisor) && c.clip_qkv >= 0 && isfinite(c.clip_qkv));
     sd_fuzz_require(!(c.qk_norm && c.qk_norm_whole) && (!c.post_norms_only || c.sandwich_norms));
+    /* interleaved rotary pairs: a flag, and a CPU-only feature (the CUDA backend refuses it at load) */
+    sd_fuzz_require((c.rope_interleaved == 0 || c.rope_interleaved == 1) && (!c.rope_interleaved || sd_cfg_cpu_only(&c)));
     /* the frequencies of both layer kinds at two context sizes are finite and positive */
     const int32_t ctxs[2] = {1, 1 << 20};
     for (int k = 0; k < 2; k++)

@@ -228,6 +228,14 @@ GRANITE_MOE = {
     "num_local_experts": 40, "num_experts_per_tok": 8, "attention_multiplier": 0.015625, "logits_scaling": 6.0,
     "output_router_logits": False, "router_aux_loss_coef": 0.0}
 
+# ERNIE-4.5-0.3B-PT's form: interleaved rope (implied by the family), use_bias, tied, head_dim 128
+ERNIE = {
+    "architectures": ["Ernie4_5ForCausalLM"], "bos_token_id": 1, "eos_token_id": 2, "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3072, "max_position_embeddings": 131072,
+    "model_type": "ernie4_5", "num_attention_heads": 16, "num_hidden_layers": 18, "num_key_value_heads": 2,
+    "pad_token_id": 0, "rms_norm_eps": 1e-05, "rope_theta": 500000, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16", "use_bias": False, "use_cache": False, "vocab_size": 103424}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -241,7 +249,7 @@ def config_seeds():
                     "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}}))
     fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
            "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS, "olmo2_7b": OLMO2, "granite31_8b": GRANITE,
-           "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE}
+           "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE, "ernie45_0p3b": ERNIE}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -279,6 +287,7 @@ def config_seeds():
     bad("olmoe_head_dim", OLMOE, head_dim=64)
     bad("olmo2_rope_unknown", OLMO2, rope_scaling={"rope_type": "mrope"})
     bad("granite_moe_topk", GRANITE_MOE, num_experts_per_tok=41)
+    bad("ernie_use_bias_string", ERNIE, use_bias="yes")
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

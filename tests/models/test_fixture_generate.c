@@ -135,6 +135,8 @@ int main(int argc, char **argv) {
     pair(argv[1], "granite", "granite_moe", 0);
     pair(argv[1], "olmo2", "granite", 0);
     pair(argv[1], "smollm3_window", "olmoe", 0);
+    pair(argv[1], "ernie4_5", "ernie4_5", 1);
+    pair(argv[1], "ernie4_5", "granite", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

@@ -423,8 +423,35 @@ static void bad_configs(void) {
     bad("olmo2 partial rotary", "Olmo2ForCausalLM", "\"partial_rotary_factor\": 0.5", U, "partial_rotary_factor");
 }
 
+/* ERNIE 4.5: Ernie4_5Config's defaults, the published ERNIE-4.5-0.3B-PT values, use_bias. */
+static void ernie(void) {
+    const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
+    sd_config c;
+    ok("ernie4_5 defaults", "Ernie4_5ForCausalLM", "", &c);
+    SD_CHECK(c.rope_interleaved && c.head_dim == 128 && c.tie_word_embeddings && c.rms_norm_eps == 1e-5f &&
+                 c.max_position_embeddings == 131072 && c.rope_theta == 10000.0f && !c.attention_bias && !c.o_bias &&
+                 !c.mlp_bias && !c.qk_norm && !c.sandwich_norms && c.act == SD_ACT_SILU,
+             "ernie4_5: Ernie4_5Config defaults (interleaved rope, head_dim 128, tied, no biases)");
+    SD_CHECK(sd_cfg_cpu_only(&c) && strstr(sd_cfg_cpu_only(&c), "interleaved"), "ernie4_5: CPU-only (interleaved rope)");
+    ok("ernie4_5 0.3B", "Ernie4_5ForCausalLM",
+       "\"head_dim\": 128, \"rope_theta\": 500000, \"use_bias\": false, \"tie_word_embeddings\": true, "
+       "\"max_position_embeddings\": 131072, \"rms_norm_eps\": 1e-05, \"use_cache\": false",
+       &c);
+    SD_CHECK(c.rope_theta == 500000.0f && !c.attention_bias && c.tie_word_embeddings, "ernie4_5: the 0.3B values");
+    ok("ernie4_5 use_bias", "Ernie4_5ForCausalLM", "\"use_bias\": true", &c);
+    SD_CHECK(c.attention_bias && c.o_bias && c.mlp_bias, "ernie4_5: use_bias biases every projection");
+    ok("ernie4_5 use_bias null", "Ernie4_5ForCausalLM", "\"use_bias\": null", &c);
+    SD_CHECK(!c.attention_bias && !c.mlp_bias, "ernie4_5: use_bias null is false");
+    ok("llama not interleaved", "LlamaForCausalLM", "", &c);
+    SD_CHECK(!c.rope_interleaved, "llama: rotate_half pairs");
+    bad("ernie4_5 use_bias type", "Ernie4_5ForCausalLM", "\"use_bias\": 1", F, "use_bias");
+    bad("ernie4_5 rope type", "Ernie4_5ForCausalLM", "\"rope_scaling\": {\"rope_type\": \"mrope\"}", U, "mrope");
+    bad("ernie4_5 activation", "Ernie4_5ForCausalLM", "\"hidden_act\": \"relu2\"", U, "hidden_act");
+}
+
 int main(void) {
     families();
+    ernie();
     moe_families();
     gpt_oss();
     more_families();
