@@ -63,8 +63,11 @@ typedef enum sd_arch {
                               clip_qkv, sparse MoE MLPs (softmax, top-k, norm_topk_prob) */
     SD_ARCH_GRANITE_MOE = 16, /* GraniteMoeForCausalLM (Granite 3.x MoE): Granite's multipliers, experts
                               stacked per layer ([E, 2I, hidden], [E, hidden, I]), top-k renormalised */
-    SD_ARCH_ERNIE4_5 = 17  /* Ernie4_5ForCausalLM (ERNIE-4.5-0.3B): a Llama with interleaved rotary pairs
+    SD_ARCH_ERNIE4_5 = 17, /* Ernie4_5ForCausalLM (ERNIE-4.5-0.3B): a Llama with interleaved rotary pairs
                               and use_bias (every projection biased or none) */
+    SD_ARCH_GLM4 = 18      /* Glm4ForCausalLM (GLM-4-0414, GLM-Z1): sandwich norms under GLM's names,
+                              fused gate_up_proj, q/k/v biases, interleaved rotary pairs on half of
+                              each head (partial_rotary_factor 0.5) */
 } sd_arch;
 
 typedef enum sd_rope_type {

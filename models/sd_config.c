@@ -305,7 +305,8 @@ static specdec_status sd_rope_partial(const sd_ropep *r) {
     const sd_cfgp *p = r->p;
     const cJSON *src = sd_json_member(r->d, "partial_rotary_factor") ? r->d : p->root;
     double prf;
-    TRY(sd_json_get_num(src, "partial_rotary_factor", 0, 1.0, 1e-6, 1.0, &prf, p->fname, p->eb));
+    const double dflt = p->fam->id == SD_ARCH_GLM4 ? 0.5 : 1.0; /* Glm4Config sets 0.5 when absent */
+    TRY(sd_json_get_num(src, "partial_rotary_factor", 0, dflt, 1e-6, 1.0, &prf, p->fname, p->eb));
     p->cfg->rope_dim = (int32_t)((double)p->cfg->head_dim * prf); /* Python's int(): truncation */
     if (p->cfg->rope_dim == p->cfg->head_dim) return SPECDEC_OK;
     if (!sd_has(p->fam, SD_FAM_PARTIAL_ROPE))
@@ -486,6 +487,8 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
             TRY(sd_json_get_bool(p->root, "use_bias", 0, 0, &c->attention_bias, p->fname, p->eb));
         c->o_bias = c->mlp_bias = c->attention_bias;
     }
+    if (sd_has(f, SD_FAM_ATTN_BIAS_QKV)) /* Glm4Attention: q/k/v_proj biased by attention_bias, o_proj never */
+        TRY(sd_json_get_bool(p->root, "attention_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
     c->rope_interleaved = sd_has(f, SD_FAM_ROPE_INTERLEAVED);
     if (sd_has(f, SD_FAM_QKV_BIAS_KEY))
         TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
@@ -502,7 +505,8 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
     c->post_norms_only = sd_has(f, SD_FAM_POST_NORMS);
     c->norm_offset = sd_has(f, SD_FAM_NORM_PLUS1) ? 1.0f : 0.0f;
     c->embed_scale = sd_has(f, SD_FAM_EMBED_SCALE) ? (float)sqrt((double)c->hidden_size) : 0.0f;
-    c->fused_qkv = c->fused_gate_up = sd_has(f, SD_FAM_FUSED);
+    c->fused_qkv = sd_has(f, SD_FAM_FUSED);
+    c->fused_gate_up = sd_has(f, SD_FAM_FUSED) || sd_has(f, SD_FAM_FUSED_MLP);
     if (sd_has(f, SD_FAM_BIDIR_KEY)) {
         int bidir = 0;
         TRY(sd_json_get_bool(p->root, "use_bidirectional_attention", 0, 0, &bidir, p->fname, p->eb));

@@ -76,6 +76,12 @@ static const sd_family sd_families[] = {
     /* Ernie4_5Config: head_dim 128, tied, eps 1e-5; interleaved rotary pairs over the whole head */
     {"Ernie4_5ForCausalLM", "ernie4_5", SD_ARCH_ERNIE4_5, F(ROPE_INTERLEAVED) | F(USE_BIAS_KEY),
      131072, 1e-5, 1, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
+    /* Glm4Config: head_dim 128, eps 1.5625e-7, partial_rotary_factor 0.5 (interleaved pairs), q/k/v
+     * biases (attention_bias default true), sandwich norms, fused gate_up_proj */
+    {"Glm4ForCausalLM", "glm4", SD_ARCH_GLM4,
+     F(SANDWICH) | F(FUSED_MLP) | F(ATTN_BIAS_QKV) | F(PARTIAL_ROPE) | F(ROPE_INTERLEAVED),
+     131072, 1.5625e-7, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0,
+     NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -96,5 +102,5 @@ const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
-           "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM";
+           "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM";
 }

@@ -63,6 +63,8 @@ typedef enum sd_window_rule {
 #define SD_FAM_TOPK_NORM_KEY (UINT64_C(1) << 31) /* norm_topk_prob read (default false) without the Qwen-MoE keys (OLMoE) */
 #define SD_FAM_ROPE_INTERLEAVED (UINT64_C(1) << 32) /* rotary pairs (2i, 2i + 1) (ERNIE 4.5, GLM) */
 #define SD_FAM_USE_BIAS_KEY (UINT64_C(1) << 33) /* use_bias (default false): q/k/v/o and MLP biases (ERNIE 4.5) */
+#define SD_FAM_FUSED_MLP (UINT64_C(1) << 34) /* mlp.gate_up_proj only (q/k/v separate: GLM-4) */
+#define SD_FAM_ATTN_BIAS_QKV (UINT64_C(1) << 35) /* attention_bias (default true): q/k/v biases, never o (GLM-4) */
 
 typedef struct sd_family {
     const char *arch;          /* architectures[0] */

@@ -543,6 +543,11 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->post_norms_only) { /* OLMo-2: the sublayers' outputs are normed, not their inputs */
         TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
         TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
+    } else if (c->sandwich_norms && c->arch == SD_ARCH_GLM4) { /* the same four norms under GLM's names */
+        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
+        TRY(sd_layer_tensor(L, l, "post_self_attn_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
+        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
+        TRY(sd_layer_tensor(L, l, "post_mlp_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
     } else if (c->sandwich_norms) {
         TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
         TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));

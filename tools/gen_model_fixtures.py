@@ -43,7 +43,8 @@ try:
                               Qwen2ForCausalLM, Qwen2MoeConfig, Qwen2MoeForCausalLM, Qwen3Config, Qwen3ForCausalLM,
                               Qwen3MoeConfig, Qwen3MoeForCausalLM, Olmo2Config, Olmo2ForCausalLM, GraniteConfig,
                               GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
-                              GraniteMoeConfig, GraniteMoeForCausalLM, Ernie4_5Config, Ernie4_5ForCausalLM)
+                              GraniteMoeConfig, GraniteMoeForCausalLM, Ernie4_5Config, Ernie4_5ForCausalLM,
+                              Glm4Config, Glm4ForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -192,6 +193,10 @@ VARIANTS = {
     "ernie4_5": (Ernie4_5Config, Ernie4_5ForCausalLM,
                  {**BASE, "head_dim": 8, "use_bias": True, "tie_word_embeddings": True,
                   "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}}, False),
+    # GLM-4-0414: sandwich norms (GLM's names), fused gate_up_proj, q/k/v biases (no o bias),
+    # interleaved rotary pairs on half of each head (partial_rotary_factor 0.5: the class default)
+    "glm4": (Glm4Config, Glm4ForCausalLM,
+             {**BASE, "head_dim": 8, "rope_parameters": {"rope_type": "default", "rope_theta": 700.0}}, False),
 }
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.

@@ -236,6 +236,15 @@ ERNIE = {
     "pad_token_id": 0, "rms_norm_eps": 1e-05, "rope_theta": 500000, "tie_word_embeddings": True,
     "torch_dtype": "bfloat16", "use_bias": False, "use_cache": False, "vocab_size": 103424}
 
+# GLM-4-9B-0414's form: sandwich norms, fused gate_up, q/k/v biases, half-head interleaved rope
+GLM4 = {
+    "architectures": ["Glm4ForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+    "eos_token_id": [151329, 151336, 151338], "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 13696, "max_position_embeddings": 32768, "model_type": "glm4",
+    "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 2, "pad_token_id": 151329,
+    "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 151552}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -249,7 +258,8 @@ def config_seeds():
                     "rope_parameters": {"rope_type": "default", "rope_theta": 50000.0}}))
     fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
            "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS, "olmo2_7b": OLMO2, "granite31_8b": GRANITE,
-           "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE, "ernie45_0p3b": ERNIE}
+           "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE, "ernie45_0p3b": ERNIE,
+           "glm4_9b_0414": GLM4}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -288,6 +298,7 @@ def config_seeds():
     bad("olmo2_rope_unknown", OLMO2, rope_scaling={"rope_type": "mrope"})
     bad("granite_moe_topk", GRANITE_MOE, num_experts_per_tok=41)
     bad("ernie_use_bias_string", ERNIE, use_bias="yes")
+    bad("glm4_rotary_odd", GLM4, partial_rotary_factor=0.0079)
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

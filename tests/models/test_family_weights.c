@@ -9,7 +9,9 @@
  *      q_norm where the whole projection is normed, a pre-norm present in a post-norm model, a
  *      post norm missing, both kinds of q/k norm, post-only norms without post norms, a negative
  *      logits_scaling or residual multiplier, a NaN clip_qkv;
- *   3. sd_cfg_cpu_only names the feature the CUDA backend lacks for each new family, and
+ *   3. GLM-4's sandwich norms under GLM's names and gate_up_proj views, q/k/v biases without an o
+ *      bias (a missing post-MLP norm and an o bias refused); ERNIE's biases on every projection;
+ *   4. sd_cfg_cpu_only names the feature the CUDA backend lacks for each new family, and
  *      nothing for a Llama (which the CUDA backend runs).
  * argv[1] = fixture directory. */
 #include <math.h>
@@ -176,6 +178,41 @@ static void granite_smollm3(void) {
     }
 }
 
+/* GLM-4 and ERNIE 4.5: the sandwich norms read under GLM's names, gate_up_proj as two views of one
+ * tensor, q/k/v biases without an o bias; ERNIE's biases on every projection. */
+static void glm4_ernie(void) {
+    specdec_model *m = load("glm4");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        const int64_t I = c->intermediate_size, H = c->hidden_size;
+        for (int32_t l = 0; l < c->n_layers; l++) {
+            const sd_layer *L = &m->w.layers[l];
+            SD_CHECK(L->attn_norm.data && L->attn_post_norm.data && L->ffn_norm.data && L->ffn_post_norm.data &&
+                         L->bq.data && L->bk.data && L->bv.data && !L->bo.data && !L->b_gate.data,
+                     "glm4 layer %d: four norms, q/k/v biases, no o / MLP bias", (int)l);
+            SD_CHECK(L->w_up.data == (const char *)L->w_gate.data + (size_t)(I * H) * sd_dtype_size(L->w_gate.dtype),
+                     "glm4 layer %d: gate and up are the two halves of gate_up_proj", (int)l);
+        }
+        SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "glm4: the loaded description validates");
+        alt a;
+        alt_init(&a, m);
+        a.layers[1].ffn_post_norm.data = NULL;
+        refused("glm4 post_mlp_layernorm missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "post_feedforward_layernorm");
+        alt_init(&a, m);
+        a.layers[0].bo = a.layers[0].bq;
+        refused("glm4 o bias present", &a, SPECDEC_ERR_MODEL_MISMATCH, "o_proj.bias");
+        specdec_model_free(m);
+    }
+    m = load("ernie4_5");
+    if (m) {
+        const sd_layer *L = &m->w.layers[0];
+        SD_CHECK(L->bq.data && L->bo.data && L->b_gate.data && L->b_up.data && L->b_down.data &&
+                     m->w.lm_head.data == m->w.tok_embd.data && m->w.cfg.rope_interleaved,
+                 "ernie4_5: use_bias biases every projection, tied embeddings, interleaved rope");
+        specdec_model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -185,5 +222,6 @@ int main(int argc, char **argv) {
     olmo2();
     olmoe();
     granite_smollm3();
+    glm4_ernie();
     return sd_test_done();
 }

@@ -137,6 +137,8 @@ int main(int argc, char **argv) {
     pair(argv[1], "smollm3_window", "olmoe", 0);
     pair(argv[1], "ernie4_5", "ernie4_5", 1);
     pair(argv[1], "ernie4_5", "granite", 0);
+    pair(argv[1], "glm4", "glm4", 1);
+    pair(argv[1], "glm4", "ernie4_5", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

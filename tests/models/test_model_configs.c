@@ -447,6 +447,28 @@ static void ernie(void) {
     bad("ernie4_5 use_bias type", "Ernie4_5ForCausalLM", "\"use_bias\": 1", F, "use_bias");
     bad("ernie4_5 rope type", "Ernie4_5ForCausalLM", "\"rope_scaling\": {\"rope_type\": \"mrope\"}", U, "mrope");
     bad("ernie4_5 activation", "Ernie4_5ForCausalLM", "\"hidden_act\": \"relu2\"", U, "hidden_act");
+
+    /* GLM-4-0414: Glm4Config's defaults and the published GLM-4-9B-0414 values */
+    ok("glm4 defaults", "Glm4ForCausalLM", "", &c);
+    SD_CHECK(c.rope_interleaved && c.head_dim == 128 && c.rope_dim == 64 && c.rms_norm_eps == 1.5625e-7f &&
+                 c.attention_bias && !c.o_bias && !c.mlp_bias && c.sandwich_norms && !c.post_norms_only &&
+                 c.fused_gate_up && !c.fused_qkv && !c.tie_word_embeddings && c.max_position_embeddings == 131072 &&
+                 c.norm_offset == 0.0f && c.embed_scale == 0.0f,
+             "glm4: Glm4Config defaults (partial_rotary_factor 0.5 interleaved, q/k/v biases, sandwich norms, fused "
+             "gate_up)");
+    SD_CHECK(sd_cfg_cpu_only(&c) && strstr(sd_cfg_cpu_only(&c), "interleaved"), "glm4: CPU-only (interleaved rope)");
+    ok("glm4 9b-0414", "Glm4ForCausalLM",
+       "\"head_dim\": 128, \"partial_rotary_factor\": 0.5, \"rope_theta\": 10000.0, \"attention_bias\": true, "
+       "\"rms_norm_eps\": 1e-05, \"max_position_embeddings\": 32768, \"eos_token_id\": [61, 62, 63], "
+       "\"pad_token_id\": 61, \"attention_dropout\": 0.0",
+       &c);
+    SD_CHECK(c.rope_dim == 64 && c.rms_norm_eps == 1e-5f && c.n_eos == 3 && c.eos_ids[2] == 63,
+             "glm4: the 9B-0414 values (three eos ids, as its list; the ids of the test's vocabulary)");
+    ok("glm4 no biases, whole rotary", "Glm4ForCausalLM", "\"attention_bias\": false, \"partial_rotary_factor\": 1.0",
+       &c);
+    SD_CHECK(!c.attention_bias && c.rope_dim == 128, "glm4: attention_bias false, partial_rotary_factor 1");
+    bad("glm4 attention_bias type", "Glm4ForCausalLM", "\"attention_bias\": \"yes\"", F, "attention_bias");
+    bad("glm4 rotary dims odd", "Glm4ForCausalLM", "\"partial_rotary_factor\": 0.01", F, "must be even");
 }
 
 int main(void) {
