@@ -1611,6 +1611,16 @@ def test_utility_endpoints(srv):
     no_gp = tok(srv, {"messages": CHAT_MSGS, "add_generation_prompt": False})
     check(0 < no_gp.get("count", 0) < ct.get("count", 0) and ct["tokens"][:no_gp["count"]] == no_gp["tokens"],
           "add_generation_prompt false: a prefix: %s" % no_gp)
+    # the chat endpoint reads add_generation_prompt too (vLLM's), and refuses what it does not offer
+    r = oc.chat.completions.create(model="kjv-target", messages=CHAT_MSGS, max_tokens=1, temperature=0,
+                                   extra_body={"add_generation_prompt": False})
+    check(r.usage.prompt_tokens == no_gp.get("count"), "chat add_generation_prompt false: %d prompt tokens, /tokenize "
+          "%s" % (r.usage.prompt_tokens, no_gp.get("count")))
+    for field, value in (("continue_final_message", True), ("chat_template", "{{ messages }}"),
+                         ("add_generation_prompt", "yes")):
+        body = {"messages": CHAT_MSGS, "max_tokens": 1, field: value}
+        code = None if field == "add_generation_prompt" else "unsupported_value"
+        expect_error(srv, "chat %s %r" % (field, value), 400, "POST", "/v1/chat/completions", body, code=code)
     # refusals, each in the server's error shape, the server still serving
     for what, body, status, param in (
             ("tokens not a list", {"tokens": 5}, 400, "tokens"),

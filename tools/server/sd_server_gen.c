@@ -343,14 +343,14 @@ static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **
     size_t cap = 65536, len = 0;
     char *text = malloc(cap);
     specdec_status st = text ? specdec_chat_apply_json(srv->tok, srv->cfg.chat_template, req->messages_json, req->tools_json,
-                                                       req->kwargs_json, 1, text, cap, &len)
+                                                       req->kwargs_json, req->add_generation_prompt, text, cap, &len)
                              : SPECDEC_ERR_OUT_OF_MEMORY;
     if (st == SPECDEC_ERR_BUFFER_TOO_SMALL && len <= srv->max_prompt_bytes) { /* else refused below, unrendered */
         free(text);
         cap = len + 1;
         text = malloc(cap);
         st = text ? specdec_chat_apply_json(srv->tok, srv->cfg.chat_template, req->messages_json, req->tools_json,
-                                            req->kwargs_json, 1, text, cap, &len)
+                                            req->kwargs_json, req->add_generation_prompt, text, cap, &len)
                   : SPECDEC_ERR_OUT_OF_MEMORY;
     }
     int rc = 0;

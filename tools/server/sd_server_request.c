@@ -523,6 +523,9 @@ static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
     {"use_beam_search", SD_NF_FALSE},
+    /* vLLM's chat extensions this server does not offer (refused, never ignored): continuing the last
+     * assistant message, a request's own Jinja template */
+    {"continue_final_message", SD_NF_FALSE}, {"chat_template", SD_NF_NULL},
     /* harmless: no effect on the text */
     {"user", SD_NF_STRING}, {"metadata", SD_NF_OBJECT}, {"store", SD_NF_BOOL}, {"service_tier", SD_NF_STRING},
     {"parallel_tool_calls", SD_NF_BOOL},
@@ -891,6 +894,7 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_procs(root, r, e);
     if (!rc) rc = parse_guided(root, r, e);
     if (!rc && chat) rc = sd_tools_parse(root, r, e);
+    if (!rc && chat) rc = get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e); /* vLLM's */
     if (!rc) rc = sd_parse_unsupported(root, chat, e);
     if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
         rc = sd_api_fail(e, 400, INVALID, NULL, "n",
@@ -924,6 +928,7 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
     out->prompt_logprobs = -1;
     out->n = 1;
     out->verify = SPECDEC_VERIFY_AUTO;
+    out->add_generation_prompt = 1;
     if (!body || len == 0) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the request body is empty");
     if (!sd_api_utf8_valid(body, len)) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");
     if (sd_has_nul(body, len))

@@ -69,6 +69,7 @@ typedef struct sd_api_guided {
 typedef struct sd_api_request {
     int chat;                      /* 1: /v1/chat/completions */
     char *model;                   /* NULL when absent */
+    int add_generation_prompt;     /* chat: vLLM's "add_generation_prompt" (default true), given to the template */
     sd_api_prompt *prompts;        /* completions: [n_prompts] (a batch: a list of several) */
     int n_prompts;                 /* completions: 1..SD_API_MAX_PROMPTS; chat: 0 */
     int32_t n;                     /* choices per prompt, 1..SD_API_MAX_N (prompts x n <= SD_API_MAX_CHOICES) */

@@ -10,11 +10,12 @@
  * the generation endpoints' own parser and prompt path (sd_api_parse; the chat form rendered by
  * specdec_chat_apply_json with the server's template), so the ids are exactly those a generation
  * request with the same fields gets, and the same refusals apply (model, messages, tools, kwargs).
- * Differences from generation, all vLLM's: "add_generation_prompt" is read (generation always
- * adds it); "add_special_tokens" defaults to true for a prompt and, for chat, to what the template
- * needs (specdec_chat_add_special, as generation); "continue_final_message" true and a request
- * "chat_template" are refused (unsupported_value); no context limit applies (a count may exceed
- * max_model_len: that is what a client asks /tokenize for), only the server's prompt byte limit.
+ * "add_generation_prompt" (default true) is read as for /v1/chat/completions, and
+ * "continue_final_message" true and a request "chat_template" are refused (unsupported_value) there
+ * too. Differences from generation, vLLM's: "add_special_tokens" defaults to true for a prompt and,
+ * for chat, to what the template needs (specdec_chat_add_special, as generation); no context limit
+ * applies (a count may exceed max_model_len: that is what a client asks /tokenize for), only the
+ * server's prompt byte limit.
  * /detokenize: {"model", "tokens": [ids]} -> {"prompt": text} (special tokens kept, as vLLM's
  * tokenizer.decode); an id outside the vocabulary is a 400 naming "tokens".
  * Both run on the preparation pool (sd_prep_run), as generation's parsing does: bounded memory. */
@@ -132,7 +133,7 @@ static int tok_answer(sd_server *srv, const int32_t *ids, int32_t n, int strs, s
 static int tok_tokenize(sd_tok_job *j, const cJSON *root) {
     sd_server *srv = j->srv;
     const int chat = cJSON_GetObjectItemCaseSensitive(root, "messages") != NULL;
-    int agp = 1, strs = 0, cont = 0, add_special = -1, rc;
+    int strs = 0, add_special = -1, rc;
     const cJSON *as = cJSON_GetObjectItemCaseSensitive(root, "add_special_tokens");
     if (as && !cJSON_IsNull(as)) {
         if (!cJSON_IsBool(as))
@@ -140,15 +141,8 @@ static int tok_tokenize(sd_tok_job *j, const cJSON *root) {
         add_special = cJSON_IsTrue(as);
     }
     if ((rc = tok_bool(root, "return_token_strs", 0, &strs, &j->e))) return rc;
-    if (chat && (rc = tok_bool(root, "add_generation_prompt", 1, &agp, &j->e))) return rc;
-    if (chat && (rc = tok_bool(root, "continue_final_message", 0, &cont, &j->e))) return rc;
-    if (cont)
-        return sd_api_fail(&j->e, 400, INVALID, "unsupported_value", "continue_final_message",
-                           "'continue_final_message' true is not supported by this server");
-    const cJSON *tpl = chat ? cJSON_GetObjectItemCaseSensitive(root, "chat_template") : NULL;
-    if (tpl && !cJSON_IsNull(tpl))
-        return sd_api_fail(&j->e, 400, INVALID, "unsupported_value", "chat_template",
-                           "a request's own 'chat_template' is not supported: the server renders with its template");
+    /* add_generation_prompt, and the refusals of continue_final_message true and a request's own
+     * chat_template: the generation parser's (sd_api_parse), as for /v1/chat/completions */
     sd_api_request req;
     if ((rc = sd_api_parse(j->body, j->len, chat, srv->model_id, &req, &j->e)) != 200) return rc;
     int32_t *ids = NULL, n = 0;
@@ -156,7 +150,7 @@ static int tok_tokenize(sd_tok_job *j, const cJSON *root) {
     if (chat) {
         char *text = NULL;
         size_t len = 0;
-        rc = tok_chat_text(srv, &req, agp, &text, &len, &j->e);
+        rc = tok_chat_text(srv, &req, req.add_generation_prompt, &text, &len, &j->e);
         if (!rc && add_special < 0 && specdec_chat_add_special(srv->tok, srv->cfg.chat_template, &add_special))
             rc = sd_api_fail(&j->e, 500, "server_error", NULL, NULL, "chat template: %s", specdec_last_error());
         if (!rc) rc = tok_ids(srv, text, len, add_special, &ids, &n, &j->e);
