@@ -418,12 +418,31 @@ def check_chatml(srv, model, what):
                                                                    c.choices[0].text))
 
 
+def check_continue_final(srv, model):
+    """vLLM's continue_final_message (transformers' rule): the ChatML prompt ends right after the last
+    message's stripped content, the model continues it; /tokenize's chat form gives the same ids."""
+    msgs = CHAT_MSGS + [{"role": "assistant", "content": " In the beginning \n"}]
+    want = tokenize_plain(CHATML_TEXT + " In the beginning")  # the content's leading space stays (transformers)
+    body = {"model": model, "messages": msgs, "add_generation_prompt": False, "continue_final_message": True}
+    st, raw, _ = srv.request("POST", "/tokenize", body)
+    got = json.loads(raw).get("tokens") if st == 200 else None
+    check(got == want, "continue_final_message /tokenize: %s, want the ChatML text cut after the content %s" %
+          (got, want))
+    st, raw, _ = srv.request("POST", "/v1/chat/completions", dict(body, max_tokens=N_TOK, temperature=0))
+    r = json.loads(raw) if st == 200 else {}
+    c = srv.client().completions.create(model=model, prompt=want, max_tokens=N_TOK, temperature=0)
+    check(st == 200 and r["usage"]["prompt_tokens"] == len(want) and
+          r["choices"][0]["message"]["content"] == c.choices[0].text,
+          "continue_final_message chat: %d %s vs the completion of those ids %r" % (st, raw[:200], c.choices[0].text))
+
+
 def test_chat_templates():
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         chatml_dir = model_copy(tmp, "kjv-chatml", CHATML)
         with Server("-m", chatml_dir, "--parallel", "1") as srv:
             check_chatml(srv, "kjv-chatml", "the model's own ChatML template")
+            check_continue_final(srv, "kjv-chatml")
             meta = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]
             check(meta.get("chat_template") == "jinja", "/v1/models names the model's own template: %r" % meta)
             expect_error(srv, "a tree without a draft model", 400, "POST", "/v1/completions",
@@ -1616,11 +1635,13 @@ def test_utility_endpoints(srv):
                                    extra_body={"add_generation_prompt": False})
     check(r.usage.prompt_tokens == no_gp.get("count"), "chat add_generation_prompt false: %d prompt tokens, /tokenize "
           "%s" % (r.usage.prompt_tokens, no_gp.get("count")))
-    for field, value in (("continue_final_message", True), ("chat_template", "{{ messages }}"),
-                         ("add_generation_prompt", "yes")):
+    for field, value in (("chat_template", "{{ messages }}"), ("add_generation_prompt", "yes"),
+                         ("continue_final_message", 1)):
         body = {"messages": CHAT_MSGS, "max_tokens": 1, field: value}
-        code = None if field == "add_generation_prompt" else "unsupported_value"
+        code = "unsupported_value" if field == "chat_template" else None
         expect_error(srv, "chat %s %r" % (field, value), 400, "POST", "/v1/chat/completions", body, code=code)
+    expect_error(srv, "continue_final_message with add_generation_prompt", 400, "POST", "/v1/chat/completions",
+                 {"messages": CHAT_MSGS, "max_tokens": 1, "continue_final_message": True})
     # refusals, each in the server's error shape, the server still serving
     for what, body, status, param in (
             ("tokens not a list", {"tokens": 5}, 400, "tokens"),
@@ -1636,7 +1657,8 @@ def test_utility_endpoints(srv):
             ("no prompt", {}, 400), ("a list prompt", {"prompt": ["a", "b"]}, 400),
             ("token ids", {"prompt": [1, 2]}, 400), ("a bad add_special_tokens", {"prompt": "a", "add_special_tokens": 1}, 400),
             ("another model", {"prompt": "a", "model": "gpt-4"}, 404),
-            ("continue_final_message", {"messages": CHAT_MSGS, "continue_final_message": True}, 400),
+            ("continue_final_message with add_generation_prompt", {"messages": CHAT_MSGS, "continue_final_message": True},
+             400),
             ("a request chat_template", {"messages": CHAT_MSGS, "chat_template": "{{ messages }}"}, 400),
             ("a bad role", {"messages": [{"role": "robot", "content": "x"}]}, 400),
             ("invalid JSON", '{"prompt": ', 400), ("a JSON list", [1, 2], 400)):

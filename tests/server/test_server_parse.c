@@ -1438,7 +1438,53 @@ static void test_tool_parsers(void) {
     sd_buf_free(&big);
 }
 
+/* vLLM's add_generation_prompt / continue_final_message: parsed (chat), the two together refused, and
+ * sd_gen_continue_final's cut of a rendered prompt (transformers' rule: after the last occurrence of
+ * the last message's stripped content; empty cuts nothing; absent is a 400). */
+static void test_continue_final(void) {
+    sd_api_request r;
+    sd_api_error e;
+    static const char *const msgs = "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+                                    "{\"role\":\"assistant\",\"content\":\" ab \\n\"}]";
+    char body[512];
+    snprintf(body, sizeof body, "{%s}", msgs);
+    SD_CHECK(parse(body, 1, &r, &e) == 200 && r.add_generation_prompt == 1 && r.continue_final_message == 0,
+             "defaults: add_generation_prompt true, continue_final_message false");
+    sd_api_request_free(&r);
+    snprintf(body, sizeof body, "{%s, \"add_generation_prompt\": false, \"continue_final_message\": true}", msgs);
+    SD_CHECK(parse(body, 1, &r, &e) == 200 && !r.add_generation_prompt && r.continue_final_message, "both read");
+    static const struct { const char *text; size_t want; int code; } cuts[] = {
+        {"<u>hi</u><a> ab \n</a>", 15, 0},      /* after "ab" (the content stripped) */
+        {"ab ab <a> ab </a>", 12, 0},           /* the last occurrence */
+        {"<u>hi</u><a></a>", 0, 400},            /* the template did not write it */
+        {"", 0, 400},
+    };
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        size_t len = strlen(cuts[i].text);
+        int code = sd_gen_continue_final(&r, cuts[i].text, &len, &e);
+        SD_CHECK(code == cuts[i].code && (code || len == cuts[i].want) &&
+                     (!code || (e.http == 400 && strstr(e.message, "final message"))),
+                 "cut %zu: code %d len %zu, want %d %zu", i, code, len, cuts[i].code, cuts[i].want);
+    }
+    r.continue_final_message = 0; /* off: no cut */
+    size_t len = 5;
+    SD_CHECK(sd_gen_continue_final(&r, "hello", &len, &e) == 0 && len == 5, "off: no cut");
+    sd_api_request_free(&r);
+    snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"assistant\",\"content\":\" \\t\"}], "
+             "\"add_generation_prompt\": false, \"continue_final_message\": true}");
+    SD_CHECK(parse(body, 1, &r, &e) == 200, "a white-space content parses");
+    len = 7;
+    SD_CHECK(sd_gen_continue_final(&r, "<a> \t</a>", &len, &e) == 0 && len == 7, "empty after stripping: no cut");
+    sd_api_request_free(&r);
+    snprintf(body, sizeof body, "{%s, \"continue_final_message\": true}", msgs);
+    SD_CHECK(parse(body, 1, &r, &e) == 400 && !strcmp(e.param, "continue_final_message"),
+             "continue_final_message with add_generation_prompt (default true): 400");
+    snprintf(body, sizeof body, "{%s, \"continue_final_message\": \"yes\"}", msgs);
+    SD_CHECK(parse(body, 1, &r, &e) == 400, "continue_final_message not a boolean: 400");
+}
+
 int main(void) {
+    test_continue_final();
     test_framing();
     test_nul();
     test_valid();

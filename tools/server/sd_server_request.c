@@ -523,9 +523,9 @@ static const struct { const char *name; sd_nf_kind kind; } sd_nf_fields[] = {
     {"echo", SD_NF_FALSE}, {"suffix", SD_NF_STR_EMPTY},
     /* vLLM's sampling extensions */
     {"use_beam_search", SD_NF_FALSE},
-    /* vLLM's chat extensions this server does not offer (refused, never ignored): continuing the last
-     * assistant message, a request's own Jinja template */
-    {"continue_final_message", SD_NF_FALSE}, {"chat_template", SD_NF_NULL},
+    /* vLLM's chat extension this server does not offer (refused, never ignored): a request's own Jinja
+     * template */
+    {"chat_template", SD_NF_NULL},
     /* harmless: no effect on the text */
     {"user", SD_NF_STRING}, {"metadata", SD_NF_OBJECT}, {"store", SD_NF_BOOL}, {"service_tier", SD_NF_STRING},
     {"parallel_tool_calls", SD_NF_BOOL},
@@ -895,6 +895,10 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
     if (!rc) rc = parse_guided(root, r, e);
     if (!rc && chat) rc = sd_tools_parse(root, r, e);
     if (!rc && chat) rc = get_bool(root, "add_generation_prompt", &r->add_generation_prompt, e); /* vLLM's */
+    if (!rc && chat) rc = get_bool(root, "continue_final_message", &r->continue_final_message, e);
+    if (!rc && r->continue_final_message && r->add_generation_prompt) /* vLLM's check */
+        rc = sd_api_fail(e, 400, INVALID, NULL, "continue_final_message",
+                         "Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
     if (!rc) rc = sd_parse_unsupported(root, chat, e);
     if (!rc && (r->n_prompts > 1 ? r->n_prompts : 1) * r->n > SD_API_MAX_CHOICES)
         rc = sd_api_fail(e, 400, INVALID, NULL, "n",

@@ -70,6 +70,8 @@ typedef struct sd_api_request {
     int chat;                      /* 1: /v1/chat/completions */
     char *model;                   /* NULL when absent */
     int add_generation_prompt;     /* chat: vLLM's "add_generation_prompt" (default true), given to the template */
+    int continue_final_message;    /* chat: vLLM's "continue_final_message": the rendered prompt ends right after
+                                      the last message's content (sd_gen_continue_final) */
     sd_api_prompt *prompts;        /* completions: [n_prompts] (a batch: a list of several) */
     int n_prompts;                 /* completions: 1..SD_API_MAX_PROMPTS; chat: 0 */
     int32_t n;                     /* choices per prompt, 1..SD_API_MAX_N (prompts x n <= SD_API_MAX_CHOICES) */

@@ -10,9 +10,8 @@
  * the generation endpoints' own parser and prompt path (sd_api_parse; the chat form rendered by
  * specdec_chat_apply_json with the server's template), so the ids are exactly those a generation
  * request with the same fields gets, and the same refusals apply (model, messages, tools, kwargs).
- * "add_generation_prompt" (default true) is read as for /v1/chat/completions, and
- * "continue_final_message" true and a request "chat_template" are refused (unsupported_value) there
- * too. Differences from generation, vLLM's: "add_special_tokens" defaults to true for a prompt and,
+ * "add_generation_prompt" (default true) and "continue_final_message" are read as for
+ * /v1/chat/completions, and a request "chat_template" is refused (unsupported_value) there too. Differences from generation, vLLM's: "add_special_tokens" defaults to true for a prompt and,
  * for chat, to what the template needs (specdec_chat_add_special, as generation); no context limit
  * applies (a count may exceed max_model_len: that is what a client asks /tokenize for), only the
  * server's prompt byte limit.
@@ -94,7 +93,15 @@ static int tok_chat_text(sd_server *srv, const sd_api_request *req, int agp, cha
             cap = *len + 1;
         }
     }
-    if (st == SPECDEC_OK) return sd_prep_bytes(srv, *len, "messages", e);
+    if (st == SPECDEC_OK) {
+        int rc = sd_prep_bytes(srv, *len, "messages", e);
+        if (!rc) rc = sd_gen_continue_final(req, *text, len, e);
+        if (rc) {
+            free(*text);
+            *text = NULL;
+        }
+        return rc;
+    }
     free(*text);
     *text = NULL;
     if (st == SPECDEC_ERR_INVALID_ARGUMENT)
