@@ -1018,14 +1018,17 @@ class LLM:
         return self._output(r, tokens, stats, outcome, cut.text, cut.matched)
 
     def chat(self, messages, sampling_params=None, use_tqdm: bool = True, add_generation_prompt: bool = True,
-             chat_template: Optional[str] = None, tools=None, chat_template_kwargs=None) -> list:
+             chat_template: Optional[str] = None, tools=None, chat_template_kwargs=None,
+             continue_final_message: bool = False) -> list:
         """Generate replies to one conversation ([{"role", "content"}, ...]) or a list of them, the
         prompt rendered with the model's chat template (specdec_chat_tokenize; chat_template forces a
         family by name). As vLLM's LLM.chat, messages may carry tool calls (arguments as JSON text
         or dicts), tool results, content null or a list of text parts and reasoning; tools (OpenAI's
         [{"type": "function", "function": {...}}]) and chat_template_kwargs (e.g. {"enable_thinking":
         False}) reach the template (specdec_chat_apply_json). RequestOutput.prompt is the rendered
-        text. The output is text: tool calls in it are not parsed (vLLM's LLM.chat neither)."""
+        text. The output is text: tool calls in it are not parsed (vLLM's LLM.chat neither).
+        continue_final_message (vLLM's; with add_generation_prompt=False): the prompt ends right after the last
+        message's content, so the model continues it (Tokenizer.apply_chat_template)."""
         with self._using():
             convs = [messages] if messages and isinstance(messages[0], dict) else messages
             if not isinstance(convs, Sequence) or not convs:
@@ -1034,9 +1037,9 @@ class LLM:
             reqs = []
             for i, (conv, sp) in enumerate(zip(convs, params)):
                 text = self.tokenizer.apply_chat_template(conv, False, add_generation_prompt, chat_template, tools,
-                                                          chat_template_kwargs)
+                                                          chat_template_kwargs, continue_final_message)
                 ids = self.tokenizer.apply_chat_template(conv, True, add_generation_prompt, chat_template, tools,
-                                                         chat_template_kwargs)
+                                                         chat_template_kwargs, continue_final_message)
                 reqs += self._requests(i, text, ids, sp)
             return _by_prompt(self._run(reqs, use_tqdm), reqs)
 

@@ -148,14 +148,21 @@ class Tokenizer:
         return b.string(name[0])
 
     def apply_chat_template(self, messages, tokenize: bool = False, add_generation_prompt: bool = True,
-                            chat_template: str | None = None, tools=None, chat_template_kwargs=None):
+                            chat_template: str | None = None, tools=None, chat_template_kwargs=None,
+                            continue_final_message: bool = False):
         """As transformers' apply_chat_template: the prompt text, or its ids with tokenize=True.
         chat_template forces a family by name ("llama3", "chatml", ..., "plain"). Messages in the
         OpenAI format (tool_calls, tool results, content null or a list of parts, reasoning), tools
         (a list of {"type": "function", "function": {...}}) and chat_template_kwargs (extra template
         variables, e.g. {"enable_thinking": False}) go through specdec_chat_apply_json, which
-        normalises the messages as vLLM does."""
+        normalises the messages as vLLM does. continue_final_message (transformers' and vLLM's; with
+        add_generation_prompt False, else InvalidArgumentError): the text ends right after the last
+        message's content, stripped of white space (its last occurrence in the rendering; InvalidArgumentError
+        when the template does not write it), so a model continues that message."""
         b = binding()
+        if continue_final_message:
+            return self._continue_final(messages, tokenize, add_generation_prompt, chat_template, tools,
+                                        chat_template_kwargs)
         if tools is not None or chat_template_kwargs is not None or not _plain_messages(messages):
             return self._apply_json(messages, tokenize, add_generation_prompt, chat_template, tools, chat_template_kwargs)
         msgs = _Messages(messages)
@@ -169,6 +176,31 @@ class Tokenizer:
         return self._text(lambda buf, cap, length: lib.specdec_chat_apply(self.handle, tname, msgs.arr, msgs.n, gen,
                                                                         buf, cap, length),
                           1024, "applying the chat template")
+
+    def _continue_final(self, messages, tokenize, add_generation_prompt, chat_template, tools, kwargs):
+        if add_generation_prompt:
+            raise InvalidArgumentError("continue_final_message and add_generation_prompt are not compatible: set "
+                                       "add_generation_prompt=False to continue the final message")
+        if isinstance(messages, dict) or not isinstance(messages, Sequence) or not messages or \
+                not isinstance(messages[-1], dict):
+            raise InvalidArgumentError("messages must be a non-empty list of message dicts")
+        content = messages[-1].get("content")
+        if isinstance(content, (list, tuple)):  # vLLM joins the text parts with "\n" before rendering
+            content = "\n".join(p if isinstance(p, str) else (p.get("text") or "") for p in content
+                                if isinstance(p, str) or (isinstance(p, dict) and p.get("text") is not None))
+        final = (content or "").strip()
+        text = self._apply_json(messages, False, False, chat_template, tools, kwargs)
+        if final not in text:
+            raise InvalidArgumentError("continue_final_message is set but the final message does not appear in the "
+                                       "chat after applying the chat template")
+        text = text[:text.rindex(final) + len(final)]
+        if not tokenize:
+            return text
+        b = binding()
+        tname = b.ffi.new("char[]", chat_template.encode()) if chat_template else b.ffi.NULL
+        special = b.ffi.new("int *")
+        self._check(b.lib.specdec_chat_add_special(self.handle, tname, special), "applying the chat template")
+        return self.encode(text, bool(special[0]))
 
     def _apply_json(self, messages, tokenize, add_generation_prompt, chat_template, tools, kwargs):
         b = binding()

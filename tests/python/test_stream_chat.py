@@ -74,6 +74,35 @@ def test_chat_equals_server(llm):
     assert len(outs) == 2
 
 
+def test_chat_continue_final(llm):
+    """continue_final_message: the ChatML prompt ends right after the last message's stripped content (its
+    leading space kept, transformers' rule); LLM.chat and `specdec serve`'s /tokenize and chat completions (the
+    C implementation) agree; add_generation_prompt with it raises (the C cut's "not written" case: server_parse)."""
+    conv = [{"role": "user", "content": "Who made the heaven?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "In the"}, {"type": "text", "text": "beginning "}]}]
+    tok = llm.get_tokenizer()
+    text = tok.apply_chat_template(conv, add_generation_prompt=False, chat_template="chatml", continue_final_message=True)
+    assert text == ("<|im_start|>user\nWho made the heaven?<|im_end|>\n<|im_start|>assistant\nIn the\nbeginning")
+    with pytest.raises(specdec.InvalidArgumentError, match="add_generation_prompt"):
+        tok.apply_chat_template(conv, chat_template="chatml", continue_final_message=True)
+    sp = specdec.SamplingParams(temperature=0, max_tokens=8)
+    ours = llm.chat(conv, sp, use_tqdm=False, add_generation_prompt=False, chat_template="chatml",
+                    continue_final_message=True)[0]
+    assert ours.prompt == text and ours.prompt_token_ids == tok.apply_chat_template(
+        conv, tokenize=True, add_generation_prompt=False, chat_template="chatml", continue_final_message=True)
+    if os.environ.get("SPECDEC_TEST_NO_SERVER"):
+        pytest.skip("built without `specdec serve` (SPECDEC_SERVER=OFF)")
+    srv = Server("--chat-template", "chatml")
+    try:
+        body = {"messages": conv, "add_generation_prompt": False, "continue_final_message": True}
+        status, t = srv.post("/tokenize", body)
+        assert status == 200 and t["tokens"] == ours.prompt_token_ids, t
+        status, r = srv.post("/v1/chat/completions", dict(body, max_tokens=8, temperature=0))
+        assert status == 200 and r["choices"][0]["message"]["content"] == ours.outputs[0].text, r
+    finally:
+        assert srv.stop() == 0
+
+
 @pytest.mark.quick
 def test_tokenizer(llm):
     tok = llm.get_tokenizer()
