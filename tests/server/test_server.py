@@ -1675,6 +1675,19 @@ def test_utility_endpoints(srv):
         check('endpoint="%s",code="200"' % ep in text, "/metrics counts %s" % ep)
 
 
+def test_served_model_name():
+    """--served-model-name (vLLM's) and --alias (llama.cpp's): the id /v1/models lists, answers carry and
+    requests must name; the directory's name is then refused (404 model_not_found)."""
+    for flag, name in (("--served-model-name", "gpt-test/Model-1"), ("--alias", "kjv-alias")):
+        with Server(flag, name, "--parallel", "1") as srv:
+            st, raw, _ = srv.request("GET", "/v1/models")
+            check(st == 200 and [d["id"] for d in json.loads(raw)["data"]] == [name], "%s: /v1/models %r" % (flag, raw))
+            st, raw, _ = srv.request("POST", "/v1/completions", {"model": name, "prompt": "And", "max_tokens": 1})
+            check(st == 200 and json.loads(raw)["model"] == name, "%s: a request naming it: %d %r" % (flag, st, raw[:200]))
+            expect_error(srv, "%s: the directory's name" % flag, 404, "POST", "/v1/completions",
+                         {"model": "kjv-target", "prompt": "And", "max_tokens": 1}, code="model_not_found")
+
+
 def test_api_key():
     with Server("--api-key", "s3cret", "--parallel", "1") as srv:
         check(srv.request("GET", "/health")[0] == 200, "/health needs no key")
@@ -1865,7 +1878,7 @@ def main():
                    test_utility_endpoints):
             if not CONCURRENCY or fn in CONCURRENCY_TESTS:
                 timed(fn, srv)
-    for fn in (test_chat_templates, test_api_key, test_prefix_cache_modes, test_queue_and_timeout, test_n_admission,
+    for fn in (test_chat_templates, test_served_model_name, test_api_key, test_prefix_cache_modes, test_queue_and_timeout, test_n_admission,
                test_kv_preemption, test_priority_scheduling, test_sigterm_mid_stream):
         if not CONCURRENCY or fn in CONCURRENCY_TESTS:
             timed(fn)

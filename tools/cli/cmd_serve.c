@@ -48,7 +48,8 @@ static void serve_usage(FILE *f) {
             "  --reasoning-parser P  qwen3 | deepseek_r1: chat outputs split into \"reasoning\" (the\n"
             "                      <think>...</think> text) and \"content\"; response_format and\n"
             "                      tool_choice grammars act after the thinking\n"
-            "  --alias NAME        model id served and expected in requests (default: the target dir's name)\n"
+            "  --alias NAME, --served-model-name NAME\n"
+            "                      model id served and expected in requests (default: the target dir's name)\n"
             "  --max-body BYTES    request body limit, 413 beyond (default 2097152)\n"
             "  --timeout S         per-request limit in seconds; the request is cancelled (default 600)\n"
             "  --body-timeout S    a request (headers and body) must arrive within S seconds of the accept or\n"
@@ -144,7 +145,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
         }
         c->chat_template = v;
     }
-    else if (!strcmp(a, "--alias")) c->model_alias = v;
+    else if (!strcmp(a, "--alias") || !strcmp(a, "--served-model-name")) c->model_alias = v; /* llama.cpp's, vLLM's */
     else if (!strcmp(a, "--tool-call-parser")) c->tool_call_parser = v;
     else if (!strcmp(a, "--reasoning-parser")) c->reasoning_parser = v;
     else if (!strcmp(a, "--max-body")) bad = serve_long(v, 1, 1L << 30, &n), c->max_body = (size_t)n;
