@@ -632,8 +632,9 @@ specdec_status specdec_scheduler_submit(specdec_scheduler *s, const int32_t *pro
     sd_queue_push(s, r);
     s->m.submitted++;
     pthread_cond_signal(&s->work_cv);
+    const specdec_request_id id = r->id; /* once unlocked r may finish and be collected (wait_any) */
     pthread_mutex_unlock(&s->mu);
-    *out_id = r->id;
+    *out_id = id;
     return SPECDEC_OK;
 }
 
@@ -705,10 +706,11 @@ specdec_status specdec_scheduler_wait(specdec_scheduler *s, specdec_request_id i
     pthread_mutex_lock(&s->mu);
     sd_req *r = sd_sched_wait_done(s, id, timeout_ms, &st);
     if (r && r->n_out > capacity) {
-        *n_out = r->n_out;
+        const int32_t n = r->n_out; /* r stays uncollected: once unlocked another thread may collect it */
+        *n_out = n;
         pthread_mutex_unlock(&s->mu);
-        return sd_fail(NULL, SPECDEC_ERR_BUFFER_TOO_SMALL, "specdec_scheduler_wait: %d tokens, capacity %d",
-                       (int)r->n_out, (int)capacity);
+        return sd_fail(NULL, SPECDEC_ERR_BUFFER_TOO_SMALL, "specdec_scheduler_wait: %d tokens, capacity %d", (int)n,
+                       (int)capacity);
     }
     if (r) {
         sd_sched_unlink_id(s, r);
