@@ -1686,6 +1686,18 @@ def test_served_model_name():
             check(st == 200 and json.loads(raw)["model"] == name, "%s: a request naming it: %d %r" % (flag, st, raw[:200]))
             expect_error(srv, "%s: the directory's name" % flag, 404, "POST", "/v1/completions",
                          {"model": "kjv-target", "prompt": "And", "max_tokens": 1}, code="model_not_found")
+    # vLLM's option names for ours (a `vllm serve` command line carries over)
+    with Server("--served-model-name", "m", "--max-model-len", "256", "--max-num-seqs", "2", "--block-size", "8",
+                "--num-gpu-blocks-override", "40") as srv:
+        meta = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]
+        text = srv.request("GET", "/metrics")[1].decode()
+        check(meta["n_ctx"] == 256 and meta["parallel"] == 2 and 'specdec_kv_blocks{model="target",state="total"} 40' in text,
+              "vLLM's names: n_ctx %s, parallel %s, kv blocks %r" % (meta["n_ctx"], meta["parallel"],
+                                                                   [l for l in text.splitlines() if "kv_blocks{" in l]))
+    out = subprocess.run([SPECDEC, "serve", "--port", "0", "--max-model-len", "lots"], capture_output=True, text=True,
+                         timeout=60)
+    check(out.returncode == 2 and "'lots' for --max-model-len" in out.stderr, "a bad value names the flag as typed: %r" %
+          out.stderr[-200:])
 
 
 def test_api_key():

@@ -77,7 +77,10 @@ static void serve_usage(FILE *f) {
             "                      answers 400 to a priority other than 0)\n"
             "  --grammar-cache N   structured output: compiled grammars kept for requests that repeat a\n"
             "                      constraint (LRU by kind and exact spec), 0..%d (default %d; 0 = none)\n"
-            "  --verbose           log requests to stderr\n",
+            "  --verbose           log requests to stderr\n"
+            "vLLM's names are accepted too: --max-model-len (--ctx), --max-num-seqs (--parallel),\n"
+            "--served-model-name (--alias), --num-gpu-blocks-override (--kv-blocks), --block-size\n"
+            "(--kv-block-size).\n",
             SD_SERVER_GRAMMAR_CACHE_MAX, SD_SERVER_GRAMMAR_CACHE);
 }
 
@@ -99,9 +102,20 @@ static int serve_seconds(const char *s, double *out) {
     return 0;
 }
 
+/* vLLM's names of options this command has under its own (so `vllm serve` command lines carry over). */
+static const char *serve_vllm_alias(const char *a) {
+    static const struct { const char *vllm, *ours; } names[] = {
+        {"--max-model-len", "--ctx"}, {"--max-num-seqs", "--parallel"},
+        {"--num-gpu-blocks-override", "--kv-blocks"}, {"--block-size", "--kv-block-size"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!strcmp(a, names[k].vllm)) return names[k].ours;
+    return a;
+}
+
 /* One option at argv[*i] (its value at argv[*i + 1]); 0 ok, 1 help, -1 usage error. */
 static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
-    const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    const char *a = serve_vllm_alias(argv[*i]), *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     long n = 0;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
     if (!strcmp(a, "--verbose")) return c->verbose = 1, 0;
@@ -165,7 +179,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
         else if (!strcmp(v, "cuda")) c->backend = SPECDEC_BACKEND_CUDA;
         else bad = 1;
     } else return fprintf(stderr, "specdec serve: unknown option '%s'\n", a), -1;
-    if (bad) return fprintf(stderr, "specdec serve: bad value '%s' for %s\n", v, a), -1;
+    if (bad) return fprintf(stderr, "specdec serve: bad value '%s' for %s\n", v, argv[*i - 1]), -1; /* as typed */
     return 0;
 }
 
