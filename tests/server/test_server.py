@@ -1691,6 +1691,9 @@ def test_served_model_name():
                 "--num-gpu-blocks-override", "40") as srv:
         meta = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]["meta"]
         text = srv.request("GET", "/metrics")[1].decode()
+        card = json.loads(srv.request("GET", "/v1/models")[1])["data"][0]
+        check(card.get("max_model_len") == 256 and card.get("parent", 0) is None and isinstance(card.get("root"), str),
+              "vLLM's model card fields: %s" % card)
         check(meta["n_ctx"] == 256 and meta["parallel"] == 2 and 'specdec_kv_blocks{model="target",state="total"} 40' in text,
               "vLLM's names: n_ctx %s, parallel %s, kv blocks %r" % (meta["n_ctx"], meta["parallel"],
                                                                    [l for l in text.splitlines() if "kv_blocks{" in l]))

@@ -486,6 +486,11 @@ int sd_resp_error_json(sd_buf *b, const sd_api_error *e) {
 int sd_resp_models(sd_buf *b, const sd_server *srv) {
     sd_buf_puts(b, "{\"object\":\"list\",\"data\":[{\"id\":");
     sd_buf_json_str(b, srv->model_id, strlen(srv->model_id));
+    /* vLLM's model card fields: root (the model as given), parent (null), max_model_len */
+    sd_buf_puts(b, ",\"root\":");
+    sd_buf_json_str(b, srv->cfg.target_dir ? srv->cfg.target_dir : srv->model_id,
+                    strlen(srv->cfg.target_dir ? srv->cfg.target_dir : srv->model_id));
+    sd_buf_printf(b, ",\"parent\":null,\"max_model_len\":%d", (int)srv->n_ctx);
     sd_buf_printf(b, ",\"object\":\"model\",\"created\":0,\"owned_by\":\"specdec\",\"meta\":{\"n_ctx\":%d,"
                   "\"n_vocab\":%d,\"backend\":\"%s\",\"speculative\":%s,\"parallel\":%d,\"chat_template\":",
                   (int)srv->n_ctx, (int)srv->n_vocab, srv->backend_name, srv->draft ? "true" : "false",
