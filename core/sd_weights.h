@@ -65,9 +65,12 @@ typedef enum sd_arch {
                               stacked per layer ([E, 2I, hidden], [E, hidden, I]), top-k renormalised */
     SD_ARCH_ERNIE4_5 = 17, /* Ernie4_5ForCausalLM (ERNIE-4.5-0.3B): a Llama with interleaved rotary pairs
                               and use_bias (every projection biased or none) */
-    SD_ARCH_GLM4 = 18      /* Glm4ForCausalLM (GLM-4-0414, GLM-Z1): sandwich norms under GLM's names,
+    SD_ARCH_GLM4 = 18,     /* Glm4ForCausalLM (GLM-4-0414, GLM-Z1): sandwich norms under GLM's names,
                               fused gate_up_proj, q/k/v biases, interleaved rotary pairs on half of
                               each head (partial_rotary_factor 0.5) */
+    SD_ARCH_EXAONE4 = 19   /* Exaone4ForCausalLM (EXAONE 4.0): OLMo-2's post-norm blocks, per-head q/k
+                              norms, local/global layers (sliding_window_pattern) whose global layers
+                              apply no rope when the model has a window */
 } sd_arch;
 
 typedef enum sd_rope_type {

@@ -573,7 +573,11 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'sliding_window' must be an integer, got %g", p->fname, w);
     c->sliding_window = (int32_t)w;
     const cJSON *lt = sd_json_member(p->root, "layer_types");
-    if (lt && f->window_rule != SD_WIN_ALL) {
+    if (sd_has(f, SD_FAM_NOPE_GLOBAL) && c->sliding_window == 0) {
+        /* Exaone4Config: sliding_window null sets the pattern to 0: no local layer (layer_types, when
+         * given, must agree: a sliding layer without a window is refused below) */
+        if (lt) TRY(sd_cfg_layer_types(p, lt));
+    } else if (lt && f->window_rule != SD_WIN_ALL) {
         TRY(sd_cfg_layer_types(p, lt));
     } else if (f->window_rule == SD_WIN_ALL) {
         for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0;
@@ -599,6 +603,9 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
             return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
                            "%s: layer %d is a sliding_attention layer but sliding_window is null%s", p->fname, (int)l,
                            !use ? " (use_sliding_window is false)" : "");
+    /* Exaone4Attention: rope only where `sliding_window is None or is_sliding` */
+    if (sd_has(f, SD_FAM_NOPE_GLOBAL) && c->sliding_window > 0)
+        for (int32_t l = 0; l < c->n_layers; l++) c->layer_no_rope[l] = !c->layer_sliding[l];
     return SPECDEC_OK;
 }
 

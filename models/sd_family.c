@@ -82,6 +82,10 @@ static const sd_family sd_families[] = {
      F(SANDWICH) | F(FUSED_MLP) | F(ATTN_BIAS_QKV) | F(PARTIAL_ROPE) | F(ROPE_INTERLEAVED),
      131072, 1.5625e-7, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0,
      NULL},
+    /* Exaone4Config: post-norm blocks, per-head q/k norms, window 4096 on 3 of every 4 layers
+     * (sliding_window_pattern 4; layer_types when given), the global ones without rope */
+    {"Exaone4ForCausalLM", "exaone4", SD_ARCH_EXAONE4, F(QK_NORM) | F(POST_NORMS) | F(PATTERN_KEY) | F(NOPE_GLOBAL),
+     2048, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_PATTERN, 4096, 4, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -102,5 +106,5 @@ const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
-           "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM";
+           "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM, Exaone4ForCausalLM";
 }

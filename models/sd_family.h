@@ -65,6 +65,8 @@ typedef enum sd_window_rule {
 #define SD_FAM_USE_BIAS_KEY (UINT64_C(1) << 33) /* use_bias (default false): q/k/v/o and MLP biases (ERNIE 4.5) */
 #define SD_FAM_FUSED_MLP (UINT64_C(1) << 34) /* mlp.gate_up_proj only (q/k/v separate: GLM-4) */
 #define SD_FAM_ATTN_BIAS_QKV (UINT64_C(1) << 35) /* attention_bias (default true): q/k/v biases, never o (GLM-4) */
+#define SD_FAM_NOPE_GLOBAL (UINT64_C(1) << 36) /* with a sliding window, the full-attention layers apply no rope;
+                                                  sliding_window null: every layer full, with rope (EXAONE 4) */
 
 typedef struct sd_family {
     const char *arch;          /* architectures[0] */

@@ -44,7 +44,7 @@ try:
                               Qwen3MoeConfig, Qwen3MoeForCausalLM, Olmo2Config, Olmo2ForCausalLM, GraniteConfig,
                               GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
                               GraniteMoeConfig, GraniteMoeForCausalLM, Ernie4_5Config, Ernie4_5ForCausalLM,
-                              Glm4Config, Glm4ForCausalLM)
+                              Glm4Config, Glm4ForCausalLM, Exaone4Config, Exaone4ForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -197,6 +197,11 @@ VARIANTS = {
     # interleaved rotary pairs on half of each head (partial_rotary_factor 0.5: the class default)
     "glm4": (Glm4Config, Glm4ForCausalLM,
              {**BASE, "head_dim": 8, "rope_parameters": {"rope_type": "default", "rope_theta": 700.0}}, False),
+    # EXAONE 4: post-norm blocks, per-head q/k norms; layers 0 and 2 slide (window 5), 1 and 3 are
+    # global without rope (sliding_window_pattern 2; config.json keeps transformers' layer_types)
+    "exaone4_window": (Exaone4Config, Exaone4ForCausalLM,
+                       {**BASE, "num_hidden_layers": 4, "sliding_window": 5, "sliding_window_pattern": 2,
+                        "rope_parameters": {"rope_type": "default", "rope_theta": 800.0}}, False),
 }
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.

@@ -245,6 +245,18 @@ GLM4 = {
     "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False,
     "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 151552}
 
+# EXAONE-4.0-32B's form: post-norms, q/k norms, layer_types (3 local : 1 global), llama3 rope
+EXAONE4 = {
+    "architectures": ["Exaone4ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 361,
+    "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "initializer_range": 0.02,
+    "intermediate_size": 27392, "layer_types": ["sliding_attention"] * 3 + ["full_attention"] + (
+        ["sliding_attention"] * 3 + ["full_attention"]) * 15, "max_position_embeddings": 131072,
+    "model_type": "exaone4", "num_attention_heads": 40, "num_hidden_layers": 64, "num_key_value_heads": 8,
+    "pad_token_id": 0, "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 16.0, "high_freq_factor": 4.0,
+    "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}, "rope_theta": 1000000,
+    "sliding_window": 4096, "sliding_window_pattern": "LLLG", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_cache": True, "vocab_size": 102400}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -259,7 +271,7 @@ def config_seeds():
     fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
            "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS, "olmo2_7b": OLMO2, "granite31_8b": GRANITE,
            "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE, "ernie45_0p3b": ERNIE,
-           "glm4_9b_0414": GLM4}
+           "glm4_9b_0414": GLM4, "exaone4_32b": EXAONE4}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -299,6 +311,7 @@ def config_seeds():
     bad("granite_moe_topk", GRANITE_MOE, num_experts_per_tok=41)
     bad("ernie_use_bias_string", ERNIE, use_bias="yes")
     bad("glm4_rotary_odd", GLM4, partial_rotary_factor=0.0079)
+    bad("exaone4_pattern_string_alone", EXAONE4, layer_types=...)
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

@@ -139,6 +139,8 @@ int main(int argc, char **argv) {
     pair(argv[1], "ernie4_5", "granite", 0);
     pair(argv[1], "glm4", "glm4", 1);
     pair(argv[1], "glm4", "ernie4_5", 0);
+    pair(argv[1], "exaone4_window", "exaone4_window", 1);
+    pair(argv[1], "exaone4_window", "olmo2", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

@@ -469,6 +469,35 @@ static void ernie(void) {
     SD_CHECK(!c.attention_bias && c.rope_dim == 128, "glm4: attention_bias false, partial_rotary_factor 1");
     bad("glm4 attention_bias type", "Glm4ForCausalLM", "\"attention_bias\": \"yes\"", F, "attention_bias");
     bad("glm4 rotary dims odd", "Glm4ForCausalLM", "\"partial_rotary_factor\": 0.01", F, "must be even");
+
+    /* EXAONE 4: Exaone4Config's defaults (4 layers here: 0-2 local, 3 global without rope), the window
+     * off, layer_types */
+    ok("exaone4 defaults", "Exaone4ForCausalLM", "", &c);
+    SD_CHECK(c.post_norms_only && c.sandwich_norms && c.qk_norm && !c.qk_norm_whole && c.sliding_window == 4096 &&
+                 sliding_mask(&c) == 0x7 && no_rope_mask(&c) == 0x8 && !c.attention_bias && !c.mlp_bias &&
+                 c.max_position_embeddings == 2048 && c.rms_norm_eps == 1e-5f && !c.tie_word_embeddings,
+             "exaone4: Exaone4Config defaults (post-norms, q/k norms, window 4096 on 3 of 4 layers, the global one "
+             "without rope): sliding 0x%x no-rope 0x%x", sliding_mask(&c), no_rope_mask(&c));
+    SD_CHECK(sd_cfg_cpu_only(&c) != NULL, "exaone4: CPU-only");
+    ok("exaone4 window null", "Exaone4ForCausalLM", "\"sliding_window\": null", &c);
+    SD_CHECK(c.sliding_window == 0 && sliding_mask(&c) == 0 && no_rope_mask(&c) == 0,
+             "exaone4: sliding_window null: every layer global, with rope");
+    ok("exaone4 pattern 2", "Exaone4ForCausalLM", "\"sliding_window_pattern\": 2, \"sliding_window\": 128", &c);
+    SD_CHECK(sliding_mask(&c) == 0x5 && no_rope_mask(&c) == 0xa && c.sliding_window == 128, "exaone4: pattern 2");
+    ok("exaone4 32B form", "Exaone4ForCausalLM",
+       "\"sliding_window\": 4096, \"sliding_window_pattern\": \"LLLG\", \"layer_types\": [\"sliding_attention\", "
+       "\"full_attention\", \"sliding_attention\", \"full_attention\"], \"rope_scaling\": {\"rope_type\": "
+       "\"llama3\", \"factor\": 16.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+       "\"original_max_position_embeddings\": 8192}, \"rope_theta\": 1000000, \"max_position_embeddings\": 131072",
+       &c);
+    SD_CHECK(sliding_mask(&c) == 0x5 && no_rope_mask(&c) == 0xa && c.rope_type == SD_ROPE_LLAMA3,
+             "exaone4: layer_types given (the string pattern beside them unread), llama3 rope");
+    bad("exaone4 pattern 0", "Exaone4ForCausalLM", "\"sliding_window_pattern\": 0", F, "sliding_window_pattern");
+    bad("exaone4 string pattern alone", "Exaone4ForCausalLM", "\"sliding_window_pattern\": \"LLLG\"", F,
+        "sliding_window_pattern");
+    bad("exaone4 sliding layer, window null", "Exaone4ForCausalLM",
+        "\"sliding_window\": null, \"layer_types\": [\"sliding_attention\", \"full_attention\", \"full_attention\", "
+        "\"full_attention\"]", F, "sliding_window is null");
 }
 
 int main(void) {
