@@ -1693,7 +1693,9 @@ def test_utility_endpoints(srv):
     expect_error(srv, "GET /tokenize", 405, "GET", "/tokenize", None)
     expect_error(srv, "GET /detokenize", 405, "GET", "/v1/detokenize", None)
     st, raw, _ = srv.request("GET", "/version")
-    check(st == 200 and re.fullmatch(r"\d+\.\d+\.\d+", json.loads(raw).get("version", "")), "/version: %r" % raw)
+    cli = subprocess.run([SPECDEC, "--version"], capture_output=True, text=True, timeout=60).stdout.split()
+    check(st == 200 and re.fullmatch(r"\d+\.\d+\.\d+", json.loads(raw).get("version", "")) and
+          cli[:2] == ["specdec", json.loads(raw)["version"]], "/version: %r, specdec --version %r" % (raw, cli))
     for method in ("GET", "POST"):
         st, raw, _ = srv.request(method, "/ping", None, {})
         check(st == 200 and json.loads(raw) == {"status": "ok"}, "%s /ping: %d %r" % (method, st, raw))
