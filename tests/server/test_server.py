@@ -1715,6 +1715,11 @@ def test_served_model_name():
             check(st == 200 and json.loads(raw)["model"] == name, "%s: a request naming it: %d %r" % (flag, st, raw[:200]))
             expect_error(srv, "%s: the directory's name" % flag, 404, "POST", "/v1/completions",
                          {"model": "kjv-target", "prompt": "And", "max_tokens": 1}, code="model_not_found")
+            for path, body in (("/tokenize", {"prompt": "And"}), ("/detokenize", {"tokens": [1]})):
+                st = srv.request("POST", path, dict(body, model=name))[0]
+                check(st == 200, "%s: %s naming it: %d" % (flag, path, st))
+                expect_error(srv, "%s: %s naming the directory" % (flag, path), 404, "POST", path,
+                             dict(body, model="kjv-target"), code="model_not_found")
     # vLLM's option names for ours (a `vllm serve` command line carries over)
     with Server("--served-model-name", "m", "--max-model-len", "256", "--max-num-seqs", "2", "--block-size", "8",
                 "--num-gpu-blocks-override", "40") as srv:
