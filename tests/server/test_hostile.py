@@ -291,6 +291,14 @@ def test_loading():
             check(all(h == (503, b'{"status":"loading"}') for h in held),
                   "loading: /health answers 503 {\"status\":\"loading\"} before the models load: %r" % held)
             check(st == 503 and b"loading" in body, "loading: a completion gets 503 (loading): %d %r" % (st, body[:80]))
+            # vLLM's utility endpoints: /ping is /health; /tokenize, /detokenize and /version wait for the load
+            for method in ("GET", "POST"):
+                got = srv.request(method, "/ping", None, {})[:2]
+                check(got == (503, b'{"status":"loading"}'), "loading: %s /ping answers as /health: %r" % (method, got))
+            for method, path, body in (("POST", "/tokenize", {"prompt": "And"}), ("POST", "/detokenize", {"tokens": [1]}),
+                                       ("GET", "/version", None)):
+                got = srv.request(method, path, body)[:2]
+                check(got[0] == 503 and b"loading" in got[1], "loading: %s gets 503 (loading): %r" % (path, got))
             open(gate, "w").close()
             seen, deadline = [], time.time() + ts.START_TIMEOUT
             while time.time() < deadline and (not seen or seen[-1][0] != 200):
@@ -302,6 +310,8 @@ def test_loading():
                   "loading: then 503 loading until 200 ok, nothing else: %r" % codes[-5:])
             st, body, _ = srv.request("POST", "/v1/completions", json.loads(BODY))
             check(st == 200 and b'"usage"' in body, "loading: once ready, a completion is answered: %d" % st)
+            st, body, _ = srv.request("POST", "/tokenize", {"prompt": "And"})
+            check(st == 200 and json.loads(body).get("count", 0) > 0, "loading: once ready, /tokenize answers: %d" % st)
         finally:  # a gated server takes SIGTERM only once it has loaded: open the gate before stopping it
             if not os.path.exists(gate):
                 open(gate, "w").close()
@@ -738,6 +748,8 @@ def test_drain():
     time.sleep(0.3)
     st_h, raw_h, _ = srv.request("GET", "/health")
     st_n = srv.request("POST", "/v1/completions", BODY)[0]
+    st_p, raw_p, _ = srv.request("GET", "/ping", None, {})  # answered at the door: no time taken from the drain
+    st_t = srv.request("POST", "/tokenize", {"prompt": "And"})[0]
     t.join(300)
     st, d = out.get("r", (0, {}))
     rc = srv.proc.wait(120)
@@ -745,6 +757,8 @@ def test_drain():
     os.unlink(srv.log.name)
     check(st_h == 503 and b"draining" in raw_h, "/health while draining: %d %r" % (st_h, raw_h))
     check(st_n == 503, "a new request while draining: %d" % st_n)
+    check(st_p == 503 and b"draining" in raw_p, "/ping while draining answers as /health: %d %r" % (st_p, raw_p))
+    check(st_t == 503, "/tokenize while draining: %d" % st_t)
     fin = (d.get("choices") or [{}])[0].get("finish_reason")
     check(st == 200 and (fin == "stop" or (fin == "length" and d["usage"]["completion_tokens"] == n_tok)),
           "the running request finished during the drain: %d %r %r" % (st, fin, d.get("usage")))

@@ -145,6 +145,16 @@ def test_comma_tags(srv, plain_text):
     k = reasoning_tokens_by_bytes(srv, body, len(head.encode()) + 1)
     check(0 < k < 30, "the comma splits the 30 tokens: %d reasoning" % k)
     test_reasoning_usage(srv, lambda u: k)
+    # a stop string in the thinking cuts it before its end tag: every token is reasoning; one in the
+    # content keeps the split: still k (the count follows the returned text, not the generated one)
+    word = tail.strip()[-5:]
+    check(len(word) == 5 and plain_text.find(word) > len(head), "a stop string of the content: %r" % word)
+    for stop, expect in ((",", None), (word, k)):
+        for u, how in zip(usage_of(srv, dict(body, stop=[stop])), ("whole", "streamed")):
+            want = u.get("completion_tokens") if expect is None else expect
+            got = (u.get("completion_tokens_details") or {}).get("reasoning_tokens")
+            check(got == want and 0 < got <= u.get("completion_tokens", 0),
+                  "stop %r, %s: reasoning_tokens %s, expected %s (usage %s)" % (stop, how, got, want, u))
     m, _ = msg(srv, body)
     check(m.get("reasoning") == head and m.get("content") == tail, "split at the first end tag: %s" % m)
     for extra in ({}, {"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}}):

@@ -1663,10 +1663,39 @@ def test_utility_endpoints(srv):
             ("a bad role", {"messages": [{"role": "robot", "content": "x"}]}, 400),
             ("invalid JSON", '{"prompt": ', 400), ("a JSON list", [1, 2], 400)):
         expect_error(srv, "/tokenize " + what, status, "POST", "/tokenize", body)
+    # the generation endpoints' hostile-input rules: body limit, wrong JSON types, bad bytes, Content-Type
+    big = {"prompt": "x" * 300000}
+    for path in ("/tokenize", "/v1/tokenize", "/detokenize", "/v1/detokenize"):
+        expect_error(srv, path + " oversized body", 413, "POST", path, dict(big, tokens=[1] * 4))
+        expect_error(srv, path + " invalid UTF-8", 400, "POST", path, b'{"prompt": "\xff\xfe x", "tokens": [1]}')
+        expect_error(srv, path + " empty body", 400, "POST", path, b"")
+        expect_error(srv, path + " a model of the wrong type", 400, "POST", path, {"prompt": "a", "tokens": [1], "model": 5})
+        st = srv.request("POST", path, {"prompt": "a", "tokens": [1]}, {"Content-Type": "text/plain"})[0]
+        check(st == 415, "%s text/plain: %d (want 415)" % (path, st))
+        expect_error(srv, path + " PUT", 405, "PUT", path, None)
+    for what, body, param in (
+            ("a string prompt of the wrong type", {"prompt": 5}, "prompt"),
+            ("messages of the wrong type", {"messages": "hi"}, "messages"),
+            ("a bad return_token_strs", {"prompt": "a", "return_token_strs": "yes"}, "return_token_strs"),
+            ("a bad chat_template_kwargs", {"messages": CHAT_MSGS, "chat_template_kwargs": [1]}, "chat_template_kwargs"),
+            ("a NUL in the prompt", {"prompt": "a\u0000b"}, None), ("a NUL in a message", {"messages": [
+                {"role": "user", "content": "hi\u0000"}]}, None)):
+        expect_error(srv, "/tokenize " + what, 400, "POST", "/tokenize", body)
+        if param:
+            err = json.loads(srv.request("POST", "/tokenize", body)[1])["error"]
+            check(err.get("param") == param, "/tokenize %s names %s: %r" % (what, param, err))
+    for what, body in (("tokens a string", {"tokens": "1 2"}), ("tokens null", {"tokens": None}),
+                       ("a nested list", {"tokens": [[1]]}), ("a huge id", {"tokens": [1e300]}),
+                       ("an id as a string", {"tokens": ["1"]})):
+        expect_error(srv, "/detokenize " + what, 400, "POST", "/detokenize", body)
+    st, raw, _ = srv.request("POST", "/detokenize", {"tokens": []})
+    check(st == 200 and json.loads(raw) == {"prompt": ""}, "/detokenize of no tokens: %d %r" % (st, raw))
     expect_error(srv, "GET /tokenize", 405, "GET", "/tokenize", None)
     expect_error(srv, "GET /detokenize", 405, "GET", "/v1/detokenize", None)
     st, raw, _ = srv.request("GET", "/version")
-    check(st == 200 and re.fullmatch(r"\d+\.\d+\.\d+", json.loads(raw).get("version", "")), "/version: %r" % raw)
+    cli = subprocess.run([SPECDEC, "--version"], capture_output=True, text=True, timeout=60).stdout.split()
+    check(st == 200 and re.fullmatch(r"\d+\.\d+\.\d+", json.loads(raw).get("version", "")) and
+          cli[:2] == ["specdec", json.loads(raw)["version"]], "/version: %r, specdec --version %r" % (raw, cli))
     for method in ("GET", "POST"):
         st, raw, _ = srv.request(method, "/ping", None, {})
         check(st == 200 and json.loads(raw) == {"status": "ok"}, "%s /ping: %d %r" % (method, st, raw))
@@ -1686,6 +1715,11 @@ def test_served_model_name():
             check(st == 200 and json.loads(raw)["model"] == name, "%s: a request naming it: %d %r" % (flag, st, raw[:200]))
             expect_error(srv, "%s: the directory's name" % flag, 404, "POST", "/v1/completions",
                          {"model": "kjv-target", "prompt": "And", "max_tokens": 1}, code="model_not_found")
+            for path, body in (("/tokenize", {"prompt": "And"}), ("/detokenize", {"tokens": [1]})):
+                st = srv.request("POST", path, dict(body, model=name))[0]
+                check(st == 200, "%s: %s naming it: %d" % (flag, path, st))
+                expect_error(srv, "%s: %s naming the directory" % (flag, path), 404, "POST", path,
+                             dict(body, model="kjv-target"), code="model_not_found")
     # vLLM's option names for ours (a `vllm serve` command line carries over)
     with Server("--served-model-name", "m", "--max-model-len", "256", "--max-num-seqs", "2", "--block-size", "8",
                 "--num-gpu-blocks-override", "40") as srv:

@@ -189,6 +189,31 @@ def usage_prompt(srv, body):
     return r["usage"]["prompt_tokens"] if st == 200 else -1
 
 
+def tokenize_same(srv, model, body, prompt_tokens):
+    """/tokenize's chat form of body (messages, tools, chat_template_kwargs): the count is the chat
+    completion's prompt_tokens and the ids are `specdec tokenize --chat`'s (the CLI's renderer). The
+    server gives the template each tool as vLLM's model_dump writes it (description and parameters
+    null when absent) and the CLI as written, so the CLI gets them in that form."""
+    st, raw, _ = srv.request("POST", "/tokenize", body)
+    got = json.loads(raw) if st == 200 else {}
+    dumped = dict(body)
+    if "tools" in body:
+        dumped["tools"] = [{"type": "function", "function": dict(
+            {"name": t["function"]["name"], "description": t["function"].get("description"),
+             "parameters": t["function"].get("parameters")}, **t["function"])} for t in body["tools"]]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(dumped, f)
+    try:
+        cli = subprocess.run([SPECDEC, "tokenize", "-m", model, "--chat", f.name], capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        os.unlink(f.name)
+    ids = [int(x) for x in cli.stdout.split()] if cli.returncode == 0 else None
+    check(st == 200 and got.get("count") == prompt_tokens == len(got.get("tokens", [])) and got["tokens"] == ids,
+          "/tokenize %s: %d, count %s, prompt_tokens %d, CLI %s" % (list(body), st, got.get("count"), prompt_tokens,
+                                                                   cli.stderr[-200:] or "%d ids" % len(ids or [])))
+
+
 def test_render(srv):
     plain = usage_prompt(srv, dict(messages=USER))
     with_tools = usage_prompt(srv, dict(messages=USER, tools=TOOLS, tool_choice="none"))
@@ -201,6 +226,10 @@ def test_render(srv):
                    {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees"}]
     n = usage_prompt(srv, dict(messages=conv, tools=TOOLS, tool_choice="none"))
     check(n > with_tools, "a tool call and its result rendered: %d tokens" % n)
+    for body, count in ((dict(messages=USER), plain), (dict(messages=USER, tools=TOOLS), with_tools),
+                        (dict(messages=USER, chat_template_kwargs={"enable_thinking": False}), no_think),
+                        (dict(messages=conv, tools=TOOLS), n)):
+        tokenize_same(srv, srv.model_dir, body, count)
 
 
 def expect_400(srv, what, body, param, code=None):
@@ -299,6 +328,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = model_dir(tmp)
         with ts.Server("-m", d, "--enable-auto-tool-choice", "--tool-call-parser", "hermes") as srv:
+            srv.model_dir = d
             for fn in (test_named, test_required, test_auto, test_render, test_errors):
                 ts.timed(fn, srv)
         with ts.Server("-m", d) as srv:
