@@ -212,6 +212,23 @@ static specdec_status sd_cfg_moe(const sd_config *c, const char *what, sd_errbuf
                        what, (double)c->glu_limit, (double)c->glu_alpha);
     if (c->moe_fused && c->shared_expert_intermediate)
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused experts with a shared expert", what);
+    if (c->moe_fused && c->moe_sigmoid)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused experts with sigmoid routing", what);
+    if (c->shared_ungated && !c->shared_expert_intermediate)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: an ungated shared expert of width 0", what);
+    if (c->moe_sigmoid) {
+        SD_TRY(sd_cfg_range(what, "n_group", c->n_group, 1, c->n_experts, eb));
+        SD_TRY(sd_cfg_range(what, "topk_group", c->topk_group, 1, c->n_group, eb));
+        if (c->n_experts % c->n_group || c->n_experts / c->n_group < 2 ||
+            (int64_t)c->topk_group * (c->n_experts / c->n_group) < c->n_experts_used)
+            return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                           "%s: %d experts in n_group = %d groups (of >= 2), topk_group = %d of them competing for "
+                           "num_experts_per_tok = %d",
+                           what, (int)c->n_experts, (int)c->n_group, (int)c->topk_group, (int)c->n_experts_used);
+        if (!(c->routed_scaling > 0.0f && c->routed_scaling < 1e30f))
+            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: routed_scaling_factor = %g must be positive and finite", what,
+                           (double)c->routed_scaling);
+    }
     return sd_cfg_range(what, "moe_intermediate_size", c->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE, eb);
 }
 
@@ -304,22 +321,32 @@ static specdec_status sd_check_wants(const sd_want *ts, size_t n, int32_t l, int
 static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
     const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
     if (!c->layer_moe[l]) {
-        if (L->router.data || L->router_bias.data || L->experts || L->shared || L->shared_gate.data)
+        if (L->router.data || L->router_bias.data || L->router_score_bias.data || L->experts || L->shared ||
+            L->shared_gate.data)
             return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
                            "weights: layer %d: a router or experts, but the configuration makes its MLP dense", (int)l);
         return SPECDEC_OK;
     }
     const int64_t S = c->shared_expert_intermediate;
-    if (!S != !L->shared || !S != !L->shared_gate.data)
+    const int gated = S && !c->shared_ungated;
+    if (!S != !L->shared)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a shared expert %s", (int)l,
                        S ? "is missing" : "is present but the configuration has none");
+    if (gated != !!L->shared_gate.data)
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a shared expert gate %s", (int)l,
+                       gated ? "is missing" : "is present but the configuration has none");
     if (S) {
-        SD_TRY(sd_check_tensor(&L->shared->w_gate, "mlp.shared_expert.gate_proj.weight", l, S, H, 0, eb));
-        SD_TRY(sd_check_tensor(&L->shared->w_up, "mlp.shared_expert.up_proj.weight", l, S, H, 0, eb));
-        SD_TRY(sd_check_tensor(&L->shared->w_down, "mlp.shared_expert.down_proj.weight", l, H, S, 0, eb));
-        SD_TRY(sd_check_tensor(&L->shared_gate, "mlp.shared_expert_gate.weight", l, 1, H, 0, eb));
+        SD_TRY(sd_check_tensor(&L->shared->w_gate, "shared expert gate_proj", l, S, H, 0, eb));
+        SD_TRY(sd_check_tensor(&L->shared->w_up, "shared expert up_proj", l, S, H, 0, eb));
+        SD_TRY(sd_check_tensor(&L->shared->w_down, "shared expert down_proj", l, H, S, 0, eb));
+        if (gated) SD_TRY(sd_check_tensor(&L->shared_gate, "mlp.shared_expert_gate.weight", l, 1, H, 0, eb));
     }
     SD_TRY(sd_check_tensor(&L->router, "mlp router (gate.weight)", l, E, H, 0, eb));
+    if (!c->moe_sigmoid != !L->router_score_bias.data)
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a router score bias %s", (int)l,
+                       c->moe_sigmoid ? "is missing" : "is present but the configuration has none");
+    if (c->moe_sigmoid)
+        SD_TRY(sd_check_tensor(&L->router_score_bias, "mlp.gate.e_score_correction_bias", l, E, 0, 0, eb));
     if (!c->moe_fused != !L->router_bias.data)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a router bias %s", (int)l,
                        c->moe_fused ? "is missing" : "is present but the configuration has none");

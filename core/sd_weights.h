@@ -68,9 +68,14 @@ typedef enum sd_arch {
     SD_ARCH_GLM4 = 18,     /* Glm4ForCausalLM (GLM-4-0414, GLM-Z1): sandwich norms under GLM's names,
                               fused gate_up_proj, q/k/v biases, interleaved rotary pairs on half of
                               each head (partial_rotary_factor 0.5) */
-    SD_ARCH_EXAONE4 = 19   /* Exaone4ForCausalLM (EXAONE 4.0): OLMo-2's post-norm blocks, per-head q/k
+    SD_ARCH_EXAONE4 = 19,  /* Exaone4ForCausalLM (EXAONE 4.0): OLMo-2's post-norm blocks, per-head q/k
                               norms, local/global layers (sliding_window_pattern) whose global layers
                               apply no rope when the model has a window */
+    SD_ARCH_GLM4_MOE = 20  /* Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6): first_k_dense_replace
+                              dense layers, then sparse MoE MLPs with DeepSeek-V3's routing (sigmoid
+                              scores, e_score_correction_bias, grouped top-k, routed_scaling_factor)
+                              plus ungated shared experts; optional q/k norms, partial rope (halves);
+                              the checkpoint's MTP layers (num_nextn_predict_layers) are not read */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -181,6 +186,20 @@ typedef struct sd_config {
                                       (quantization_config.quant_method "mxfp4"): the expert weights
                                       stay MXFP4 (SD_MXFP4 views of the mapping; the CPU backend's
                                       linear layers decode a row at a time) */
+    /* DeepSeek-V3 / GLM-4.5 routing (transformers' Glm4MoeTopkRouter, DeepseekV3TopkRouter) instead
+     * of the softmax: s = sigmoid(router logits) (all experts); c = s + e_score_correction_bias
+     * ranks the choice. The experts form n_group equal groups; a group's score is the sum of its
+     * two largest c; only the topk_group best groups (ties: the lower group id) compete, and the
+     * n_experts_used largest c among their experts are chosen (ties: the lower expert id). Their
+     * weights are s (not c), divided by (their sum + 1e-20) when norm_topk_prob, then times
+     * routed_scaling_factor. */
+    int32_t moe_sigmoid;           /* 1: this routing (a score bias per MoE layer) */
+    int32_t n_group, topk_group;   /* moe_sigmoid: expert groups and how many compete (1 <= topk_group <=
+                                      n_group, n_group divides n_experts in groups of >= 2) */
+    float routed_scaling;          /* moe_sigmoid: routed_scaling_factor (> 0) */
+    int32_t shared_ungated;        /* the shared expert is added as is, without shared_expert_gate
+                                      (GLM-4.5 mlp.shared_experts, n_shared_experts x moe_intermediate
+                                      wide) */
     int32_t bos_id;                /* -1 if none */
     int32_t n_eos;
     int32_t eos_ids[SPECDEC_MAX_EOS];
@@ -237,10 +256,13 @@ typedef struct sd_layer {
     /* cfg.layer_moe[l]: the router and the experts instead of w_gate / w_up / w_down (absent) */
     sd_tensor router;     /* [n_experts, hidden] (block_sparse_moe.gate / mlp.gate) or absent */
     const struct sd_expert *experts; /* [n_experts] (owned by the model) or NULL */
-    const struct sd_expert *shared;  /* cfg.shared_expert_intermediate: mlp.shared_expert (owned) or NULL */
-    sd_tensor shared_gate; /* [1, hidden] mlp.shared_expert_gate or absent */
+    const struct sd_expert *shared;  /* cfg.shared_expert_intermediate: mlp.shared_expert (GLM-4.5:
+                                        mlp.shared_experts) (owned) or NULL */
+    sd_tensor shared_gate; /* [1, hidden] mlp.shared_expert_gate (absent with cfg.shared_ungated) or absent */
     sd_tensor sinks;      /* [n_heads] self_attn.sinks (cfg.attn_sinks) or absent */
     sd_tensor router_bias; /* [n_experts] mlp.router.bias (cfg.moe_fused) or absent */
+    sd_tensor router_score_bias; /* [n_experts] mlp.gate.e_score_correction_bias (cfg.moe_sigmoid): added
+                                    to the sigmoid scores for the choice only, or absent */
 } sd_layer;
 
 /* One expert of a MoE layer: a gated MLP [moe_intermediate, hidden] x2, [hidden, moe_intermediate];

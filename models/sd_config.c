@@ -305,7 +305,8 @@ static specdec_status sd_rope_partial(const sd_ropep *r) {
     const sd_cfgp *p = r->p;
     const cJSON *src = sd_json_member(r->d, "partial_rotary_factor") ? r->d : p->root;
     double prf;
-    const double dflt = p->fam->id == SD_ARCH_GLM4 ? 0.5 : 1.0; /* Glm4Config sets 0.5 when absent */
+    /* Glm4Config and Glm4MoeConfig set 0.5 when absent */
+    const double dflt = p->fam->id == SD_ARCH_GLM4 || p->fam->id == SD_ARCH_GLM4_MOE ? 0.5 : 1.0;
     TRY(sd_json_get_num(src, "partial_rotary_factor", 0, dflt, 1e-6, 1.0, &prf, p->fname, p->eb));
     p->cfg->rope_dim = (int32_t)((double)p->cfg->head_dim * prf); /* Python's int(): truncation */
     if (p->cfg->rope_dim == p->cfg->head_dim) return SPECDEC_OK;
@@ -488,11 +489,14 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
         c->o_bias = c->mlp_bias = c->attention_bias;
     }
     if (sd_has(f, SD_FAM_ATTN_BIAS_QKV)) /* Glm4Attention: q/k/v_proj biased by attention_bias, o_proj never */
-        TRY(sd_json_get_bool(p->root, "attention_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
+        TRY(sd_json_get_bool(p->root, "attention_bias", 0, sd_has(f, SD_FAM_ATTN_BIAS_ON), &c->attention_bias,
+                             p->fname, p->eb));
     c->rope_interleaved = sd_has(f, SD_FAM_ROPE_INTERLEAVED);
     if (sd_has(f, SD_FAM_QKV_BIAS_KEY))
         TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
     c->qk_norm = sd_has(f, SD_FAM_QK_NORM);
+    if (sd_has(f, SD_FAM_QK_NORM_KEY)) /* Glm4MoeAttention: q_norm / k_norm per head when use_qk_norm */
+        TRY(sd_json_get_bool(p->root, "use_qk_norm", 0, 0, &c->qk_norm, p->fname, p->eb));
     c->qk_norm_whole = sd_has(f, SD_FAM_QK_NORM_WHOLE);
     /* OlmoeAttention sizes q_norm by hidden_size: the projection must be that wide */
     if (c->qk_norm_whole && f->id == SD_ARCH_OLMOE && (int64_t)c->n_heads * c->head_dim != c->hidden_size)
@@ -640,17 +644,57 @@ static specdec_status sd_cfg_special(const cJSON *root, const char *fname, sd_co
 /* ---- mixture of experts -------------------------------------------------------------- */
 
 /* The expert count: "num_local_experts" (Mixtral; transformers 5 saves Qwen3-MoE's under it
- * too) or "num_experts" (Qwen-MoE checkpoints); both present must agree. */
+ * too) or "num_experts" (Qwen-MoE checkpoints); DeepSeek-style configs (GLM-4.5) name it
+ * "n_routed_experts", which num_local_experts maps to (Glm4MoeConfig.attribute_map). Both
+ * names present must agree. */
 static specdec_status sd_cfg_n_experts(const sd_cfgp *p, int32_t *out) {
+    const char *other = sd_has(p->fam, SD_FAM_MOE_SIGMOID) ? "n_routed_experts" : "num_experts";
     const int has_local = sd_json_member(p->root, "num_local_experts") != NULL;
-    const int has_num = sd_json_member(p->root, "num_experts") != NULL;
+    const int has_num = sd_json_member(p->root, other) != NULL;
     int32_t a = 0, b = 0;
     TRY(sd_cfg_i32(p->root, "num_local_experts", 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &a, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "num_experts", 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &b, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, other, 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &b, p->fname, p->eb));
     if (has_local && has_num && a != b)
-        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: num_local_experts (%d) and num_experts (%d) disagree", p->fname,
-                       (int)a, (int)b);
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: num_local_experts (%d) and %s (%d) disagree", p->fname, (int)a,
+                       other, (int)b);
     *out = has_local ? a : b;
+    return SPECDEC_OK;
+}
+
+/* DeepSeek-V3's routing as Glm4MoeConfig reads it: the first first_k_dense_replace layers dense
+ * (intermediate_size), the others sparse; n_shared_experts ungated shared experts of
+ * moe_intermediate_size each (one MLP n_shared_experts times as wide; 0: none); the group
+ * sizes and scaling of the sigmoid routing (core/sd_weights.h, moe_sigmoid). */
+static specdec_status sd_cfg_moe_sigmoid(const sd_cfgp *p) {
+    sd_config *c = p->cfg;
+    int32_t dense, n_shared;
+    double scale;
+    TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, p->fam->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
+                   &c->moe_intermediate, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "first_k_dense_replace", 0, 1, 0, SD_CFG_MAX_LAYERS, &dense, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "n_shared_experts", 0, 1, 0, SD_CFG_MAX_INTERMEDIATE, &n_shared, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "n_group", 0, 1, 1, c->n_experts, &c->n_group, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "topk_group", 0, 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
+    TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 1, &c->norm_topk_prob, p->fname, p->eb));
+    TRY(sd_json_get_num(p->root, "routed_scaling_factor", 0, 1.0, 1e-30, 1e30, &scale, p->fname, p->eb));
+    if ((int64_t)n_shared * c->moe_intermediate > SD_CFG_MAX_INTERMEDIATE)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: n_shared_experts (%d) x moe_intermediate_size (%d) exceeds %d",
+                       p->fname, (int)n_shared, (int)c->moe_intermediate, SD_CFG_MAX_INTERMEDIATE);
+    if (c->n_experts % c->n_group || c->n_experts / c->n_group < 2)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: n_group (%d) must divide the %d routed experts into groups of at least 2 (a group's score "
+                       "is its top-2 sum)",
+                       p->fname, (int)c->n_group, (int)c->n_experts);
+    if ((int64_t)c->topk_group * (c->n_experts / c->n_group) < c->n_experts_used)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: num_experts_per_tok (%d) exceeds the %d experts of the topk_group (%d) groups that compete",
+                       p->fname, (int)c->n_experts_used, (int)(c->topk_group * (c->n_experts / c->n_group)),
+                       (int)c->topk_group);
+    c->moe_sigmoid = 1;
+    c->routed_scaling = (float)scale;
+    c->shared_expert_intermediate = n_shared * c->moe_intermediate;
+    c->shared_ungated = n_shared > 0;
+    for (int32_t l = 0; l < c->n_layers; l++) c->layer_moe[l] = l >= dense;
     return SPECDEC_OK;
 }
 
@@ -665,6 +709,7 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
                    p->eb));
     c->moe_intermediate = c->intermediate_size;
     c->norm_topk_prob = 1;
+    if (sd_has(f, SD_FAM_MOE_SIGMOID)) return sd_cfg_moe_sigmoid(p);
     if (sd_has(f, SD_FAM_TOPK_NORM_KEY))
         TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
     int32_t step = 1;

@@ -79,13 +79,20 @@ static const sd_family sd_families[] = {
     /* Glm4Config: head_dim 128, eps 1.5625e-7, partial_rotary_factor 0.5 (interleaved pairs), q/k/v
      * biases (attention_bias default true), sandwich norms, fused gate_up_proj */
     {"Glm4ForCausalLM", "glm4", SD_ARCH_GLM4,
-     F(SANDWICH) | F(FUSED_MLP) | F(ATTN_BIAS_QKV) | F(PARTIAL_ROPE) | F(ROPE_INTERLEAVED),
+     F(SANDWICH) | F(FUSED_MLP) | F(ATTN_BIAS_QKV) | F(ATTN_BIAS_ON) | F(PARTIAL_ROPE) | F(ROPE_INTERLEAVED),
      131072, 1.5625e-7, 0, 128, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0,
      NULL},
     /* Exaone4Config: post-norm blocks, per-head q/k norms, window 4096 on 3 of every 4 layers
      * (sliding_window_pattern 4; layer_types when given), the global ones without rope */
     {"Exaone4ForCausalLM", "exaone4", SD_ARCH_EXAONE4, F(QK_NORM) | F(POST_NORMS) | F(PATTERN_KEY) | F(NOPE_GLOBAL),
      2048, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_PATTERN, 4096, 4, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0, NULL},
+    /* Glm4MoeConfig: q/k/v biases by attention_bias (default false), use_qk_norm, partial_rotary_factor
+     * 0.5 (rotate-half pairs), 128 routed experts top 8 (width 1408), first_k_dense_replace 1, one
+     * shared expert, DeepSeek-V3's sigmoid routing; head_dim hidden / heads unless given */
+    {"Glm4MoeForCausalLM", "glm4_moe", SD_ARCH_GLM4_MOE,
+     F(ATTN_BIAS_QKV) | F(QK_NORM_KEY) | F(PARTIAL_ROPE) | F(MOE) | F(MOE_SIGMOID),
+     131072, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 128, 8, 1408, 0,
+     NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -106,5 +113,6 @@ const char *sd_family_list(void) {
     return "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, "
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
-           "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM, Exaone4ForCausalLM";
+           "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM, Exaone4ForCausalLM, "
+           "Glm4MoeForCausalLM";
 }

@@ -300,6 +300,8 @@ static const sd_moe_names sd_moe_table[] = {
     {SD_ARCH_OLMOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight", NULL},
     {SD_ARCH_GRANITE_MOE, "block_sparse_moe.router.layer.weight", NULL, NULL, NULL, "block_sparse_moe"},
+    {SD_ARCH_GLM4_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
+     "mlp.experts.%d.down_proj.weight", NULL},
 };
 
 /* Owned memory of the model (freed with it): a slot of m->owned. */
@@ -311,16 +313,23 @@ static void *sd_own(sd_loader *L, size_t bytes) {
     return p;
 }
 
-/* Layer l's shared expert and its gate (Qwen2-MoE: cfg.shared_expert_intermediate). */
+/* Layer l's shared expert and its gate (Qwen2-MoE: cfg.shared_expert_intermediate); GLM-4.5's
+ * ungated n_shared_experts live under mlp.shared_experts (cfg.shared_ungated). */
 static specdec_status sd_load_shared_expert(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, S = c->shared_expert_intermediate;
+    const char *pre = c->shared_ungated ? "mlp.shared_experts" : "mlp.shared_expert";
+    char nm[64];
     sd_expert *sh = sd_own(L, sizeof *sh);
     if (!sh) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", L->m->path);
     ly->shared = sh;
-    TRY(sd_layer_tensor(L, l, "mlp.shared_expert.gate_proj.weight", S, H, 1, &sh->w_gate));
-    TRY(sd_layer_tensor(L, l, "mlp.shared_expert.up_proj.weight", S, H, 1, &sh->w_up));
-    TRY(sd_layer_tensor(L, l, "mlp.shared_expert.down_proj.weight", H, S, 1, &sh->w_down));
+    snprintf(nm, sizeof nm, "%s.gate_proj.weight", pre);
+    TRY(sd_layer_tensor(L, l, nm, S, H, 1, &sh->w_gate));
+    snprintf(nm, sizeof nm, "%s.up_proj.weight", pre);
+    TRY(sd_layer_tensor(L, l, nm, S, H, 1, &sh->w_up));
+    snprintf(nm, sizeof nm, "%s.down_proj.weight", pre);
+    TRY(sd_layer_tensor(L, l, nm, H, S, 1, &sh->w_down));
+    if (c->shared_ungated) return SPECDEC_OK;
     return sd_layer_tensor(L, l, "mlp.shared_expert_gate.weight", 1, H, 1, &ly->shared_gate);
 }
 
@@ -518,6 +527,8 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     if (!nm) return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "%s: no MoE tensor names for %s", L->m->path, c->architecture);
     TRY(sd_layer_tensor(L, l, nm->router, c->n_experts, H, 1, &ly->router));
     if (c->moe_fused) TRY(sd_layer_tensor(L, l, "mlp.router.bias", c->n_experts, 0, 1, &ly->router_bias));
+    if (c->moe_sigmoid)
+        TRY(sd_layer_tensor(L, l, "mlp.gate.e_score_correction_bias", c->n_experts, 0, 1, &ly->router_score_bias));
     sd_expert *ex = sd_own(L, (size_t)c->n_experts * sizeof *ex);
     if (!ex) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %d experts", L->m->path, c->n_experts);
     ly->experts = ex;

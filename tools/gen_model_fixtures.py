@@ -44,7 +44,8 @@ try:
                               Qwen3MoeConfig, Qwen3MoeForCausalLM, Olmo2Config, Olmo2ForCausalLM, GraniteConfig,
                               GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
                               GraniteMoeConfig, GraniteMoeForCausalLM, Ernie4_5Config, Ernie4_5ForCausalLM,
-                              Glm4Config, Glm4ForCausalLM, Exaone4Config, Exaone4ForCausalLM)
+                              Glm4Config, Glm4ForCausalLM, Exaone4Config, Exaone4ForCausalLM,
+                              Glm4MoeConfig, Glm4MoeForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -202,7 +203,29 @@ VARIANTS = {
     "exaone4_window": (Exaone4Config, Exaone4ForCausalLM,
                        {**BASE, "num_hidden_layers": 4, "sliding_window": 5, "sliding_window_pattern": 2,
                         "rope_parameters": {"rope_type": "default", "rope_theta": 800.0}}, False),
+    # GLM-4.5: layer 0 dense (first_k_dense_replace 1), then 8 routed experts in 4 groups, 2 groups
+    # compete, top-3 by sigmoid + e_score_correction_bias, renormalised, times 2.5; two shared
+    # experts (one MLP 2 x 16 wide); q/k norms, q/k/v biases, rope on half of each head (the class
+    # default 0.5, rotate-half pairs); an MTP layer in the checkpoint that must not be read (MTP)
+    "glm4_moe": (Glm4MoeConfig, Glm4MoeForCausalLM,
+                 {**BASE, "num_hidden_layers": 3, "head_dim": 8, "n_routed_experts": 8, "num_experts_per_tok": 3,
+                  "moe_intermediate_size": 16, "n_shared_experts": 2, "n_group": 4, "topk_group": 2,
+                  "first_k_dense_replace": 1, "routed_scaling_factor": 2.5, "norm_topk_prob": True,
+                  "use_qk_norm": True, "attention_bias": True, "num_nextn_predict_layers": 1,
+                  "rope_parameters": {"rope_type": "default", "rope_theta": 600.0}}, False),
+    # GLM-4.5 routing without groups: every layer sparse, top-2 of 6 NOT renormalised, no shared
+    # expert, no q/k norms or biases, the whole head rotated (partial_rotary_factor 1.0)
+    "glm4_moe_flat": (Glm4MoeConfig, Glm4MoeForCausalLM,
+                      {**BASE, "n_routed_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                       "n_shared_experts": 0, "first_k_dense_replace": 0, "norm_topk_prob": False,
+                       "routed_scaling_factor": 0.75, "partial_rotary_factor": 1.0,
+                       "rope_parameters": {"rope_type": "default", "rope_theta": 900.0}}, False),
 }
+
+# Variants whose checkpoint also carries num_nextn_predict_layers MTP layers after the decoder
+# layers (as GLM-4.5's does: model.layers.<num_hidden_layers>.*): transformers ignores them and so
+# must specdec. Their shapes here are deliberately not a decoder layer's.
+MTP = {"glm4_moe"}
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.
 MXFP4 = {"gpt_oss_mxfp4"}
@@ -281,6 +304,8 @@ def save(name, model, d):
     """save_pretrained, and for an MXFP4 variant its experts as the published checkpoints store
     them (blocks + scales, quantization_config quant_method mxfp4)."""
     model.save_pretrained(d)
+    if name in MTP:
+        add_mtp_layer(model, d)
     if name not in MXFP4:
         return
     packed = mxfp4_experts(model)  # the experts already hold MXFP4 values: encoded exactly, unchanged
@@ -299,6 +324,19 @@ def save(name, model, d):
         json.dump(cfg, f, indent=2)
 
 
+def add_mtp_layer(model, d):
+    """GLM-4.5's MTP block as its checkpoints name it (eh_proj, enorm, hnorm, shared_head and a
+    decoder layer), at index num_hidden_layers, with shapes no decoder layer has."""
+    n, h = model.config.num_hidden_layers, model.config.hidden_size
+    path = os.path.join(d, "model.safetensors")
+    sd = load_file(path)
+    for k, shape in (("eh_proj.weight", (h, 2 * h)), ("enorm.weight", (h,)), ("hnorm.weight", (h,)),
+                     ("shared_head.norm.weight", (h,)), ("self_attn.q_proj.weight", (3, 5)),
+                     ("mlp.gate.weight", (2, 2)), ("input_layernorm.weight", (7,))):
+        sd[f"model.layers.{n}.{k}"] = torch.ones(shape, dtype=torch.float32)
+    save_file(sd, path, metadata={"format": "pt"})
+
+
 def randomize(model, seed, zero_centred_norms):
     """Every parameter from a seeded generator: matrices N(0, 1/fan_in), embeddings N(0, 1),
     biases N(0, 0.2^2), norm weights around 1 (around 0 for (1 + w) norms)."""
@@ -314,6 +352,9 @@ def randomize(model, seed, zero_centred_norms):
                 p.copy_(r)
             else:
                 p.copy_(r / p.shape[-1] ** 0.5)  # fan-in (the last dim; MoE experts are 3-D)
+        for name, b in model.named_buffers():  # DeepSeek-style routers' score bias (a buffer)
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.2 * torch.randn(b.shape, generator=g, dtype=torch.float32))
 
 
 def build(name, seed):

@@ -308,18 +308,66 @@ static void cpu_moe_route(sd_cpu_group *g, int32_t t) {
         for (int32_t k = 0; k < K; k++) w[k] /= sum;
 }
 
+/* DeepSeek-V3 / GLM-4.5 routing (core/sd_weights.h, moe_sigmoid) of token t, in double: scores
+ * s = sigmoid(r), choice values s + the layer's score bias; the topk_group groups of the best
+ * top-2 sums (ties: the lower group), then the n_experts_used best choice values inside them
+ * (ties: the lower id); weights s / (sum + 1e-20) when norm_topk_prob, times the scaling. */
+static void cpu_moe_route_sigmoid(sd_cpu_group *g, const sd_layer *L, int32_t t) {
+    const sd_config *c = &g->cfg;
+    const int32_t E = c->n_experts, K = c->n_experts_used, G = c->n_group, per = E / G;
+    const float *r = g->moe_logits + (int64_t)t * E;
+    int32_t *sel = g->moe_sel + (int64_t)t * K;
+    double *w = g->moe_w + (int64_t)t * K;
+    double sc[SD_CFG_MAX_EXPERTS], ch[SD_CFG_MAX_EXPERTS], gs[SD_CFG_MAX_EXPERTS];
+    uint8_t open[SD_CFG_MAX_EXPERTS], gopen[SD_CFG_MAX_EXPERTS];
+    for (int32_t e = 0; e < E; e++) {
+        sc[e] = 1.0 / (1.0 + exp(-(double)r[e]));
+        ch[e] = sc[e] + (double)sd_cpu_elem(&L->router_score_bias, e);
+        open[e] = 0;
+    }
+    for (int32_t q = 0; q < G; q++) { /* a group's score: its two largest choice values */
+        double a = -INFINITY, b = -INFINITY;
+        for (int32_t e = q * per; e < (q + 1) * per; e++) {
+            if (ch[e] > a) b = a, a = ch[e];
+            else if (ch[e] > b) b = ch[e];
+        }
+        gs[q] = a + b;
+        gopen[q] = 0;
+    }
+    for (int32_t k = 0; k < c->topk_group; k++) {
+        int32_t best = -1;
+        for (int32_t q = 0; q < G; q++)
+            if (!gopen[q] && (best < 0 || gs[q] > gs[best])) best = q;
+        gopen[best] = 1;
+        for (int32_t e = best * per; e < (best + 1) * per; e++) open[e] = 1;
+    }
+    double sum = 0.0;
+    for (int32_t k = 0; k < K; k++) { /* open experts >= K (sd_config_validate) */
+        int32_t best = -1;
+        for (int32_t e = 0; e < E; e++)
+            if (open[e] && (best < 0 || ch[e] > ch[best])) best = e;
+        open[best] = 0;
+        sel[k] = best;
+        w[k] = sc[best];
+        sum += w[k];
+    }
+    const double scale = (double)c->routed_scaling;
+    for (int32_t k = 0; k < K; k++) w[k] = (c->norm_topk_prob ? w[k] / (sum + 1e-20) : w[k]) * scale;
+}
+
 /* Qwen2-MoE's shared expert: every token's acc += sigmoid(h . shared_gate) * shared MLP(h),
- * after the routed experts (transformers: expert_output + sigmoid(gate) * shared_output). */
+ * after the routed experts (transformers: expert_output + sigmoid(gate) * shared_output);
+ * GLM-4.5's (cfg.shared_ungated) is added as is. */
 static void cpu_moe_shared(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t H = c->hidden_size;
-    sd_cpu_matmul(g->h, n, &L->shared_gate, NULL, g->moe_sg, g->rowbuf);
+    if (!c->shared_ungated) sd_cpu_matmul(g->h, n, &L->shared_gate, NULL, g->moe_sg, g->rowbuf);
     sd_cpu_matmul(g->h, n, &L->shared->w_gate, NULL, g->gate, g->rowbuf);
     sd_cpu_matmul(g->h, n, &L->shared->w_up, NULL, g->up, g->rowbuf);
     sd_cpu_glu((int32_t)c->act, g->gate, g->up, (int64_t)n * c->shared_expert_intermediate, g->gate);
     sd_cpu_matmul(g->gate, n, &L->shared->w_down, NULL, g->moe_x, g->rowbuf);
     for (int32_t t = 0; t < n; t++) {
-        const double s = 1.0 / (1.0 + exp(-(double)g->moe_sg[t]));
+        const double s = c->shared_ungated ? 1.0 : 1.0 / (1.0 + exp(-(double)g->moe_sg[t]));
         double *acc = g->moe_acc + (int64_t)t * H;
         const float *y = g->moe_x + (int64_t)t * H;
         for (int32_t d = 0; d < H; d++) acc[d] += s * (double)y[d];
@@ -334,7 +382,10 @@ static void cpu_moe_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t H = c->hidden_size, I = c->moe_intermediate, K = c->n_experts_used;
     sd_cpu_matmul(g->h, n, &L->router, &L->router_bias, g->moe_logits, g->rowbuf);
-    for (int32_t t = 0; t < n; t++) cpu_moe_route(g, t);
+    for (int32_t t = 0; t < n; t++) {
+        if (c->moe_sigmoid) cpu_moe_route_sigmoid(g, L, t);
+        else cpu_moe_route(g, t);
+    }
     memset(g->moe_acc, 0, sizeof(double) * (size_t)n * (size_t)H);
     for (int32_t e = 0; e < c->n_experts; e++) {
         int32_t m = 0;

@@ -3,7 +3,8 @@
  * and a model description the forward can run: rotary dimensions even and within the
  * head, rope parameters of its type usable, a window >= 1 on every sliding layer,
  * finite non-negative scales, caps, multipliers and clips, one kind of q/k norm, post-only
- * norms only with their post-sublayer norms, a known activation. */
+ * norms only with their post-sublayer norms, a known activation, a sigmoid router's groups that
+ * can fill its top-k, MoE layers only where the CUDA backend refuses them. */
 #include "fuzz_common.h"
 #include <math.h>
 
@@ -45,6 +46,15 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(!(c.qk_norm && c.qk_norm_whole) && (!c.post_norms_only || c.sandwich_norms));
     /* interleaved rotary pairs: a flag, and a CPU-only feature (the CUDA backend refuses it at load) */
     sd_fuzz_require((c.rope_interleaved == 0 || c.rope_interleaved == 1) && (!c.rope_interleaved || sd_cfg_cpu_only(&c)));
+    /* DeepSeek-V3 / GLM-4.5 routing: groups of >= 2 experts dividing them, enough experts in the
+     * competing groups, a positive finite scale, an ungated shared expert of positive width */
+    if (c.moe_sigmoid)
+        sd_fuzz_require(c.n_experts >= 2 && c.n_group >= 1 && c.n_experts % c.n_group == 0 &&
+                        c.n_experts / c.n_group >= 2 && c.topk_group >= 1 && c.topk_group <= c.n_group &&
+                        (int64_t)c.topk_group * (c.n_experts / c.n_group) >= c.n_experts_used &&
+                        c.routed_scaling > 0 && isfinite(c.routed_scaling));
+    sd_fuzz_require(!c.shared_ungated || c.shared_expert_intermediate > 0);
+    for (int32_t l = 0; l < c.n_layers; l++) sd_fuzz_require(!c.layer_moe[l] || sd_cfg_cpu_only(&c));
     /* the frequencies of both layer kinds at two context sizes are finite and positive */
     const int32_t ctxs[2] = {1, 1 << 20};
     for (int k = 0; k < 2; k++)

@@ -257,6 +257,19 @@ EXAONE4 = {
     "sliding_window": 4096, "sliding_window_pattern": "LLLG", "tie_word_embeddings": False, "torch_dtype": "bfloat16",
     "use_cache": True, "vocab_size": 102400}
 
+# GLM-4.5-Air's form: a dense first layer, 128 routed experts top 8, sigmoid routing, one shared
+# expert, q/k/v biases, half-head rope, one MTP layer in the checkpoint
+GLM45_AIR = {
+    "architectures": ["Glm4MoeForCausalLM"], "attention_bias": True, "attention_dropout": 0.0,
+    "pad_token_id": 151329, "eos_token_id": [151329, 151336, 151338], "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 4096, "partial_rotary_factor": 0.5, "initializer_range": 0.02, "intermediate_size": 10944,
+    "max_position_embeddings": 131072, "model_type": "glm4_moe", "moe_intermediate_size": 1408,
+    "norm_topk_prob": True, "num_attention_heads": 96, "n_group": 1, "topk_group": 1, "n_routed_experts": 128,
+    "n_shared_experts": 1, "routed_scaling_factor": 1.0, "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+    "num_hidden_layers": 46, "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 1000000, "num_nextn_predict_layers": 1, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "use_cache": True, "use_qk_norm": False, "vocab_size": 151552}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -271,7 +284,9 @@ def config_seeds():
     fam = {"qwen3": QWEN3, "phi3_mini": PHI3, "phi35_longrope": PHI35, "phi4_mini": PHI4_MINI, "gemma": GEMMA,
            "gemma2": GEMMA2, "gemma3": GEMMA3, "gpt_oss_20b": GPT_OSS, "olmo2_7b": OLMO2, "granite31_8b": GRANITE,
            "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE, "ernie45_0p3b": ERNIE,
-           "glm4_9b_0414": GLM4, "exaone4_32b": EXAONE4}
+           "glm4_9b_0414": GLM4, "exaone4_32b": EXAONE4, "glm45_air": GLM45_AIR,
+           "glm45_grouped": {**GLM45_AIR, "n_group": 8, "topk_group": 4, "routed_scaling_factor": 2.5,
+                             "use_qk_norm": True, "first_k_dense_replace": 3}}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -312,6 +327,8 @@ def config_seeds():
     bad("ernie_use_bias_string", ERNIE, use_bias="yes")
     bad("glm4_rotary_odd", GLM4, partial_rotary_factor=0.0079)
     bad("exaone4_pattern_string_alone", EXAONE4, layer_types=...)
+    bad("glm45_groups_of_one", GLM45_AIR, n_group=128)
+    bad("glm45_topk_group", GLM45_AIR, n_group=4, topk_group=5)
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

@@ -12,7 +12,10 @@
  *   3. GLM-4's sandwich norms under GLM's names and gate_up_proj views, q/k/v biases without an o
  *      bias (a missing post-MLP norm and an o bias refused); ERNIE's biases on every projection;
  *   4. sd_cfg_cpu_only names the feature the CUDA backend lacks for each new family, and
- *      nothing for a Llama (which the CUDA backend runs).
+ *      nothing for a Llama (which the CUDA backend runs);
+ *   5. GLM-4.5: a dense first layer, then router + e_score_correction_bias + experts + an ungated
+ *      shared expert (mlp.shared_experts), the checkpoint's MTP layer not read (a missing score
+ *      bias, a score bias on a softmax router, a shared gate where there is none refused).
  * argv[1] = fixture directory. */
 #include <math.h>
 #include <stdio.h>
@@ -213,6 +216,49 @@ static void glm4_ernie(void) {
     }
 }
 
+/* GLM-4.5 (fixture glm4_moe: 3 layers, first_k_dense_replace 1, 2 shared experts of 16, an MTP
+ * layer 3 with shapes no decoder layer has). */
+static void glm4_moe(void) {
+    specdec_model *m = load("glm4_moe");
+    if (!m) return;
+    const sd_config *c = &m->w.cfg;
+    SD_CHECK(c->n_layers == 3 && c->shared_expert_intermediate == 32 && c->shared_ungated && c->moe_sigmoid,
+             "glm4_moe: 3 decoder layers (the MTP layer is not one), shared experts 2 x 16 wide");
+    const sd_layer *L0 = &m->w.layers[0];
+    SD_CHECK(!L0->experts && !L0->router.data && !L0->router_score_bias.data && L0->w_gate.data,
+             "glm4_moe layer 0: dense (first_k_dense_replace 1)");
+    for (int32_t l = 1; l < c->n_layers; l++) {
+        const sd_layer *L = &m->w.layers[l];
+        SD_CHECK(L->experts && L->router.data && L->router_score_bias.data && L->router_score_bias.shape[0] == 8 &&
+                     L->shared && L->shared->w_down.shape[1] == 32 && !L->shared_gate.data && !L->router_bias.data &&
+                     L->q_norm.data && L->bq.data && !L->bo.data,
+                 "glm4_moe layer %d: router, score bias [8], experts, ungated shared expert, q/k norms and biases",
+                 (int)l);
+    }
+    SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "glm4_moe: the loaded description validates");
+    SD_CHECK(sd_cfg_cpu_only(c) != NULL, "glm4_moe: CPU-only");
+    alt a;
+    alt_init(&a, m);
+    a.layers[2].router_score_bias.data = NULL;
+    refused("glm4_moe score bias missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "router score bias is missing");
+    alt_init(&a, m);
+    a.layers[1].shared_gate = a.layers[1].router;
+    refused("glm4_moe shared gate present", &a, SPECDEC_ERR_MODEL_MISMATCH, "shared expert gate is present");
+    alt_init(&a, m);
+    a.layers[1].shared = NULL;
+    refused("glm4_moe shared expert missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "shared expert is missing");
+    alt_init(&a, m);
+    a.w.cfg.moe_sigmoid = 0; /* a softmax router given a score bias */
+    refused("glm4_moe score bias on a softmax router", &a, SPECDEC_ERR_MODEL_MISMATCH, "router score bias is present");
+    alt_init(&a, m);
+    a.layers[1].router_score_bias.shape[0] = 7;
+    refused("glm4_moe score bias shape", &a, SPECDEC_ERR_MODEL_MISMATCH, "e_score_correction_bias");
+    alt_init(&a, m);
+    a.layers[0].router_score_bias = a.layers[1].router_score_bias;
+    refused("glm4_moe score bias on a dense layer", &a, SPECDEC_ERR_MODEL_MISMATCH, "makes its MLP dense");
+    specdec_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -223,5 +269,6 @@ int main(int argc, char **argv) {
     olmoe();
     granite_smollm3();
     glm4_ernie();
+    glm4_moe();
     return sd_test_done();
 }

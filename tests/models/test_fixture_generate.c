@@ -141,6 +141,8 @@ int main(int argc, char **argv) {
     pair(argv[1], "glm4", "ernie4_5", 0);
     pair(argv[1], "exaone4_window", "exaone4_window", 1);
     pair(argv[1], "exaone4_window", "olmo2", 0);
+    pair(argv[1], "glm4_moe", "glm4_moe", 1);
+    pair(argv[1], "glm4_moe", "glm4_moe_flat", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

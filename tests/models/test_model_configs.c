@@ -500,12 +500,100 @@ static void ernie(void) {
         "\"full_attention\"]", F, "sliding_window is null");
 }
 
+/* GLM-4.5: Glm4MoeConfig's defaults, the published GLM-4.5-Air / GLM-4.5 routing values (on the
+ * test's small sizes), the ungrouped form, and the refusals of the grouped routing's sizes. */
+static void glm4_moe(void) {
+    const specdec_status F = SPECDEC_ERR_FORMAT;
+    sd_config c;
+    ok("glm4_moe defaults", "Glm4MoeForCausalLM", "", &c);
+    SD_CHECK(c.moe_sigmoid && c.n_experts == 128 && c.n_experts_used == 8 && c.moe_intermediate == 1408 &&
+                 c.n_group == 1 && c.topk_group == 1 && c.routed_scaling == 1.0f && c.norm_topk_prob &&
+                 c.shared_expert_intermediate == 1408 && c.shared_ungated && moe_mask(&c) == 0xe && !c.qk_norm &&
+                 !c.attention_bias && !c.o_bias && !c.mlp_bias && !c.rope_interleaved && c.head_dim == 8 &&
+                 c.rope_dim == 4 && c.rms_norm_eps == 1e-5f && c.max_position_embeddings == 131072 &&
+                 !c.tie_word_embeddings && !c.sandwich_norms && !c.fused_gate_up,
+             "glm4_moe: Glm4MoeConfig defaults (128 experts top 8 of width 1408, one ungated shared expert, layer 0 "
+             "dense, no q/k norms or biases, half of each head rotated by halves)");
+    SD_CHECK(sd_cfg_cpu_only(&c) && strstr(sd_cfg_cpu_only(&c), "mixture"), "glm4_moe: CPU-only (experts)");
+    ok("glm4_moe air", "Glm4MoeForCausalLM",
+       "\"attention_bias\": true, \"attention_dropout\": 0.0, \"pad_token_id\": 61, \"eos_token_id\": [61, 62, 63], "
+       "\"head_dim\": 128, \"hidden_act\": \"silu\", \"partial_rotary_factor\": 0.5, \"initializer_range\": 0.02, "
+       "\"max_position_embeddings\": 131072, \"model_type\": \"glm4_moe\", \"moe_intermediate_size\": 1408, "
+       "\"norm_topk_prob\": true, \"n_group\": 1, \"topk_group\": 1, \"n_routed_experts\": 128, "
+       "\"n_shared_experts\": 1, \"routed_scaling_factor\": 1.0, \"num_experts_per_tok\": 8, "
+       "\"first_k_dense_replace\": 1, \"rms_norm_eps\": 1e-05, \"rope_scaling\": null, \"rope_theta\": 1000000, "
+       "\"num_nextn_predict_layers\": 1, \"tie_word_embeddings\": false, \"use_qk_norm\": false",
+       &c);
+    SD_CHECK(c.attention_bias && !c.o_bias && c.head_dim == 128 && c.rope_dim == 64 && c.rope_theta == 1e6f &&
+                 c.n_eos == 3 && moe_mask(&c) == 0xe && c.shared_expert_intermediate == 1408,
+             "glm4_moe: GLM-4.5-Air's values (q/k/v biases without an o bias, 64 of 128 dims rotated, MTP key "
+             "ignored)");
+    ok("glm4_moe 355b routing", "Glm4MoeForCausalLM",
+       "\"n_routed_experts\": 160, \"num_experts_per_tok\": 8, \"first_k_dense_replace\": 3, "
+       "\"routed_scaling_factor\": 2.5, \"use_qk_norm\": true, \"moe_intermediate_size\": 1536, "
+       "\"n_shared_experts\": 1, \"n_group\": 1, \"topk_group\": 1",
+       &c);
+    SD_CHECK(c.n_experts == 160 && moe_mask(&c) == 0x8 && c.routed_scaling == 2.5f && c.qk_norm &&
+                 c.shared_expert_intermediate == 1536,
+             "glm4_moe: GLM-4.5's routing (3 dense layers, scaling 2.5, q/k norms)");
+    ok("glm4_moe groups", "Glm4MoeForCausalLM",
+       "\"n_routed_experts\": 16, \"num_experts_per_tok\": 4, \"n_group\": 4, \"topk_group\": 2, "
+       "\"n_shared_experts\": 3, \"moe_intermediate_size\": 20, \"norm_topk_prob\": false, "
+       "\"first_k_dense_replace\": 0",
+       &c);
+    SD_CHECK(c.n_group == 4 && c.topk_group == 2 && !c.norm_topk_prob && c.shared_expert_intermediate == 60 &&
+                 moe_mask(&c) == 0xf,
+             "glm4_moe: groups, three shared experts as one MLP 3 x 20 wide, every layer sparse");
+    ok("glm4_moe no shared, all dense", "Glm4MoeForCausalLM",
+       "\"n_shared_experts\": 0, \"first_k_dense_replace\": 9", &c);
+    SD_CHECK(!c.shared_expert_intermediate && !c.shared_ungated && moe_mask(&c) == 0 && sd_cfg_cpu_only(&c) == NULL,
+             "glm4_moe: no shared expert; first_k_dense_replace past the last layer leaves every MLP dense");
+    ok("glm4_moe num_local_experts", "Glm4MoeForCausalLM", "\"num_local_experts\": 32, \"n_routed_experts\": 32",
+       &c);
+    SD_CHECK(c.n_experts == 32, "glm4_moe: num_local_experts (Glm4MoeConfig's attribute_map name)");
+    bad("glm4_moe expert names disagree", "Glm4MoeForCausalLM", "\"num_local_experts\": 32, \"n_routed_experts\": 16",
+        F, "disagree");
+    bad("glm4_moe groups don't divide", "Glm4MoeForCausalLM", "\"n_routed_experts\": 10, \"n_group\": 4", F,
+        "n_group (4) must divide");
+    bad("glm4_moe groups of one", "Glm4MoeForCausalLM", "\"n_routed_experts\": 8, \"n_group\": 8", F,
+        "groups of at least 2");
+    bad("glm4_moe topk_group > n_group", "Glm4MoeForCausalLM", "\"n_group\": 2, \"topk_group\": 3", F,
+        "topk_group");
+    bad("glm4_moe too few competing", "Glm4MoeForCausalLM",
+        "\"n_routed_experts\": 16, \"n_group\": 8, \"topk_group\": 1, \"num_experts_per_tok\": 4", F,
+        "exceeds the 2 experts");
+    bad("glm4_moe scaling 0", "Glm4MoeForCausalLM", "\"routed_scaling_factor\": 0", F, "routed_scaling_factor");
+    bad("glm4_moe scaling type", "Glm4MoeForCausalLM", "\"routed_scaling_factor\": \"2.5\"", F,
+        "routed_scaling_factor");
+    bad("glm4_moe use_qk_norm type", "Glm4MoeForCausalLM", "\"use_qk_norm\": 1", F, "use_qk_norm");
+    bad("glm4_moe negative dense layers", "Glm4MoeForCausalLM", "\"first_k_dense_replace\": -1", F,
+        "first_k_dense_replace");
+    bad("glm4_moe negative shared", "Glm4MoeForCausalLM", "\"n_shared_experts\": -1", F, "n_shared_experts");
+    bad("glm4_moe shared too wide", "Glm4MoeForCausalLM", "\"n_shared_experts\": 100000", F, "n_shared_experts");
+    /* the validator catches a resolved description that the parser could never produce */
+    ok("glm4_moe groups", "Glm4MoeForCausalLM", "\"n_routed_experts\": 16, \"n_group\": 4, \"topk_group\": 2", &c);
+    sd_config v = c;
+    v.topk_group = 1; /* 1 group of 4 experts for top 8 */
+    sd_errbuf eb = {{0}};
+    SD_CHECK(sd_config_validate(&v, "cfg", &eb) == SPECDEC_ERR_FORMAT && strstr(eb.msg, "topk_group = 1"),
+             "glm4_moe: validate refuses fewer competing experts than num_experts_per_tok: %s", eb.msg);
+    v = c;
+    v.routed_scaling = NAN;
+    SD_CHECK(sd_config_validate(&v, "cfg", &eb) == SPECDEC_ERR_FORMAT && strstr(eb.msg, "routed_scaling_factor"),
+             "glm4_moe: validate refuses a NaN scaling: %s", eb.msg);
+    v = c;
+    v.shared_expert_intermediate = 0;
+    SD_CHECK(sd_config_validate(&v, "cfg", &eb) == SPECDEC_ERR_FORMAT && strstr(eb.msg, "ungated shared expert"),
+             "glm4_moe: validate refuses an ungated shared expert of width 0: %s", eb.msg);
+}
+
 int main(void) {
     families();
     ernie();
     moe_families();
     gpt_oss();
     more_families();
+    glm4_moe();
     bad_configs();
     return sd_test_done();
 }
