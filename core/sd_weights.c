@@ -232,7 +232,30 @@ static specdec_status sd_cfg_moe(const sd_config *c, const char *what, sd_errbuf
     return sd_cfg_range(what, "moe_intermediate_size", c->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE, eb);
 }
 
+/* Multi-head latent attention: its widths and the layout the runners use (sd_weights.h). */
+static specdec_status sd_cfg_mla(const sd_config *c, const char *what, sd_errbuf *eb) {
+    if (!c->mla) {
+        if (c->q_lora_rank || c->kv_lora_rank || c->qk_nope_dim || c->v_head_dim)
+            return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: latent attention widths without latent attention", what);
+        return SPECDEC_OK;
+    }
+    SD_TRY(sd_cfg_range(what, "q_lora_rank", c->q_lora_rank, 0, SD_CFG_MAX_HIDDEN, eb));
+    SD_TRY(sd_cfg_range(what, "kv_lora_rank", c->kv_lora_rank, 1, SD_CFG_MAX_HIDDEN, eb));
+    SD_TRY(sd_cfg_range(what, "qk_nope_head_dim", c->qk_nope_dim, 1, SD_CFG_MAX_HEAD_DIM, eb));
+    SD_TRY(sd_cfg_range(what, "v_head_dim", c->v_head_dim, 1, c->head_dim, eb));
+    if (c->n_kv_heads != c->n_heads || sd_cfg_rope_dim(c) + c->qk_nope_dim != c->head_dim)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT,
+                       "%s: latent attention: %d key/value heads for %d heads, head_dim %d = rope %d + nope %d "
+                       "required",
+                       what, (int)c->n_kv_heads, (int)c->n_heads, (int)c->head_dim, (int)sd_cfg_rope_dim(c),
+                       (int)c->qk_nope_dim);
+    if (c->fused_qkv || c->qk_norm || c->qk_norm_whole || c->clip_qkv > 0.0f || c->attn_sinks)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: latent attention with another attention variant", what);
+    return SPECDEC_OK;
+}
+
 const char *sd_cfg_cpu_only(const sd_config *c) {
+    if (c->mla) return "multi-head latent attention (DeepSeek)";
     if (sd_cfg_has_moe(c)) return "mixture-of-experts layers";
     if (c->qk_norm_whole) return "q/k norms over the whole projection";
     if (c->post_norms_only) return "post-norm blocks without pre-norms";
@@ -251,6 +274,7 @@ specdec_status sd_config_validate(const sd_config *cfg, const char *what, sd_err
     SD_TRY(sd_cfg_sizes(cfg, what, eb));
     SD_TRY(sd_cfg_numbers(cfg, what, eb));
     SD_TRY(sd_cfg_moe(cfg, what, eb));
+    SD_TRY(sd_cfg_mla(cfg, what, eb));
     return sd_cfg_special_ids(cfg, what, eb);
 }
 
@@ -371,22 +395,44 @@ static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_co
     return SPECDEC_OK;
 }
 
+/* Layer l's latent attention tensors (cfg.mla; sd_weights.h): exactly these, no k/v ones (q_proj
+ * only when q_lora_rank is 0, checked with the others). */
+static specdec_status sd_check_mla(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
+    const int64_t H = c->hidden_size, Q = (int64_t)c->n_heads * c->head_dim, QL = c->q_lora_rank;
+    const int64_t KL = c->kv_lora_rank, R = sd_cfg_rope_dim(c);
+    const int64_t KVB = (int64_t)c->n_heads * (c->qk_nope_dim + c->v_head_dim);
+    const int lora = QL > 0, on = c->mla != 0;
+    const sd_want ts[] = {
+        {&L->wq_a, "self_attn.q_a_proj.weight", QL, H, on && lora},
+        {&L->bq_a, "self_attn.q_a_proj.bias", QL, 0, on && lora && c->attention_bias},
+        {&L->q_a_norm, "self_attn.q_a_layernorm.weight", QL, 0, on && lora},
+        {&L->wq_b, "self_attn.q_b_proj.weight", Q, QL, on && lora},
+        {&L->wkv_a, "self_attn.kv_a_proj_with_mqa.weight", KL + R, H, on},
+        {&L->bkv_a, "self_attn.kv_a_proj_with_mqa.bias", KL + R, 0, on && c->attention_bias},
+        {&L->kv_a_norm, "self_attn.kv_a_layernorm.weight", KL, 0, on},
+        {&L->wkv_b, "self_attn.kv_b_proj.weight", KVB, KL, on},
+    };
+    return sd_check_wants(ts, sizeof ts / sizeof ts[0], l, -1, eb);
+}
+
 static specdec_status sd_check_layer(const sd_layer *L, int32_t l, const sd_config *c, sd_errbuf *eb) {
     const int64_t H = c->hidden_size, I = c->intermediate_size, D = c->head_dim;
-    const int dense = !c->layer_moe[l];
+    const int dense = !c->layer_moe[l], qkv = !c->mla;
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
+    const int64_t O = c->mla ? (int64_t)c->n_heads * c->v_head_dim : Q; /* o_proj's input width */
     const int pre = !c->post_norms_only, whole = c->qk_norm_whole != 0;
+    SD_TRY(sd_check_mla(L, l, c, eb));
     const sd_want ts[] = {
         {&L->attn_norm, "input_layernorm.weight", H, 0, pre},
-        {&L->wq, "self_attn.q_proj.weight", Q, H, 1},
-        {&L->wk, "self_attn.k_proj.weight", KV, H, 1},
-        {&L->wv, "self_attn.v_proj.weight", KV, H, 1},
-        {&L->bq, "self_attn.q_proj.bias", Q, 0, c->attention_bias},
-        {&L->bk, "self_attn.k_proj.bias", KV, 0, c->attention_bias},
-        {&L->bv, "self_attn.v_proj.bias", KV, 0, c->attention_bias},
+        {&L->wq, "self_attn.q_proj.weight", Q, H, qkv || !c->q_lora_rank},
+        {&L->wk, "self_attn.k_proj.weight", KV, H, qkv},
+        {&L->wv, "self_attn.v_proj.weight", KV, H, qkv},
+        {&L->bq, "self_attn.q_proj.bias", Q, 0, qkv && c->attention_bias},
+        {&L->bk, "self_attn.k_proj.bias", KV, 0, qkv && c->attention_bias},
+        {&L->bv, "self_attn.v_proj.bias", KV, 0, qkv && c->attention_bias},
         {&L->q_norm, "self_attn.q_norm.weight", whole ? Q : D, 0, c->qk_norm || whole},
         {&L->k_norm, "self_attn.k_norm.weight", whole ? KV : D, 0, c->qk_norm || whole},
-        {&L->wo, "self_attn.o_proj.weight", H, Q, 1},
+        {&L->wo, "self_attn.o_proj.weight", H, O, 1},
         {&L->sinks, "self_attn.sinks", c->n_heads, 0, c->attn_sinks},
         {&L->bo, "self_attn.o_proj.bias", H, 0, c->o_bias},
         {&L->attn_post_norm, "post_attention_layernorm.weight (sandwich)", H, 0, c->sandwich_norms},

@@ -71,11 +71,14 @@ typedef enum sd_arch {
     SD_ARCH_EXAONE4 = 19,  /* Exaone4ForCausalLM (EXAONE 4.0): OLMo-2's post-norm blocks, per-head q/k
                               norms, local/global layers (sliding_window_pattern) whose global layers
                               apply no rope when the model has a window */
-    SD_ARCH_GLM4_MOE = 20  /* Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6): first_k_dense_replace
+    SD_ARCH_GLM4_MOE = 20, /* Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6): first_k_dense_replace
                               dense layers, then sparse MoE MLPs with DeepSeek-V3's routing (sigmoid
                               scores, e_score_correction_bias, grouped top-k, routed_scaling_factor)
                               plus ungated shared experts; optional q/k norms, partial rope (halves);
                               the checkpoint's MTP layers (num_nextn_predict_layers) are not read */
+    SD_ARCH_DEEPSEEK_V3 = 21 /* DeepseekV3ForCausalLM (DeepSeek-V3 / R1, Kimi K2, Moonlight): multi-head
+                              latent attention (cfg.mla) and GLM-4.5's MoE (first_k_dense_replace, sigmoid
+                              grouped routing, ungated shared experts); MTP layers not read */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -197,6 +200,22 @@ typedef struct sd_config {
     int32_t n_group, topk_group;   /* moe_sigmoid: expert groups and how many compete (1 <= topk_group <=
                                       n_group, n_group divides n_experts in groups of >= 2) */
     float routed_scaling;          /* moe_sigmoid: routed_scaling_factor (> 0) */
+    /* DeepSeek's multi-head latent attention (transformers' DeepseekV3Attention), run as plain
+     * attention over expanded keys: q = q_b(norm(q_a(h))) (or q_proj(h) when q_lora_rank is 0),
+     * [n_heads, qk_nope_dim + rope_dim] per token; c = kv_a_proj_with_mqa(h) = [latent kv_lora_rank |
+     * k_pe rope_dim]; kv_b(norm(latent)) = per head [k_nope qk_nope_dim | v v_head_dim]; a head's
+     * key is [k_nope | rope(k_pe)] (k_pe shared by every head), its value v. The runners keep each
+     * head as head_dim = rope_dim + qk_nope_dim values, the rotary part FIRST ([rope(q_pe) | q_nope],
+     * [rope(k_pe) | k_nope]: the same dot product as transformers' [nope | pe]) so the partial rope
+     * of the first rope_dim dims applies; the value is v padded with zeros to head_dim, and the
+     * first v_head_dim of each head's output feed o_proj [hidden, n_heads * v_head_dim]. The
+     * q_a / kv_a norms use eps 1e-6 (DeepseekV3RMSNorm's default, not rms_norm_eps).
+     * n_kv_heads = n_heads. */
+    int32_t mla;                   /* 1: this attention */
+    int32_t q_lora_rank;           /* mla: q_a_proj width; 0 = q_proj */
+    int32_t kv_lora_rank;          /* mla: the latent width */
+    int32_t qk_nope_dim;           /* mla: head_dim - rope_dim */
+    int32_t v_head_dim;            /* mla: 1 .. head_dim */
     int32_t shared_ungated;        /* the shared expert is added as is, without shared_expert_gate
                                       (GLM-4.5 mlp.shared_experts, n_shared_experts x moe_intermediate
                                       wide) */
@@ -263,6 +282,15 @@ typedef struct sd_layer {
     sd_tensor router_bias; /* [n_experts] mlp.router.bias (cfg.moe_fused) or absent */
     sd_tensor router_score_bias; /* [n_experts] mlp.gate.e_score_correction_bias (cfg.moe_sigmoid): added
                                     to the sigmoid scores for the choice only, or absent */
+    /* cfg.mla (wq is q_proj when q_lora_rank is 0; wk / wv absent; wo [hidden, n_heads * v_head_dim]) */
+    sd_tensor wq_a;       /* [q_lora_rank, hidden] self_attn.q_a_proj.weight or absent */
+    sd_tensor bq_a;       /* [q_lora_rank] its bias (attention_bias) or absent */
+    sd_tensor q_a_norm;   /* [q_lora_rank] self_attn.q_a_layernorm.weight or absent */
+    sd_tensor wq_b;       /* [n_heads * head_dim, q_lora_rank] self_attn.q_b_proj.weight or absent */
+    sd_tensor wkv_a;      /* [kv_lora_rank + rope_dim, hidden] self_attn.kv_a_proj_with_mqa.weight */
+    sd_tensor bkv_a;      /* [kv_lora_rank + rope_dim] its bias (attention_bias) or absent */
+    sd_tensor kv_a_norm;  /* [kv_lora_rank] self_attn.kv_a_layernorm.weight */
+    sd_tensor wkv_b;      /* [n_heads * (qk_nope_dim + v_head_dim), kv_lora_rank] self_attn.kv_b_proj.weight */
 } sd_layer;
 
 /* One expert of a MoE layer: a gated MLP [moe_intermediate, hidden] x2, [hidden, moe_intermediate];

@@ -669,14 +669,17 @@ static specdec_status sd_cfg_moe_sigmoid(const sd_cfgp *p) {
     sd_config *c = p->cfg;
     int32_t dense, n_shared;
     double scale;
+    /* the class defaults: Glm4MoeConfig 1 dense layer, no groups, scaling 1; DeepseekV3Config 3, 8 groups
+     * of which 4 compete, 2.5 */
+    const int ds = p->fam->id == SD_ARCH_DEEPSEEK_V3;
     TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, p->fam->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
                    &c->moe_intermediate, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "first_k_dense_replace", 0, 1, 0, SD_CFG_MAX_LAYERS, &dense, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "first_k_dense_replace", 0, ds ? 3 : 1, 0, SD_CFG_MAX_LAYERS, &dense, p->fname, p->eb));
     TRY(sd_cfg_i32(p->root, "n_shared_experts", 0, 1, 0, SD_CFG_MAX_INTERMEDIATE, &n_shared, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "n_group", 0, 1, 1, c->n_experts, &c->n_group, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "topk_group", 0, 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "n_group", 0, ds ? 8 : 1, 1, c->n_experts, &c->n_group, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "topk_group", 0, ds ? 4 : 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
     TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 1, &c->norm_topk_prob, p->fname, p->eb));
-    TRY(sd_json_get_num(p->root, "routed_scaling_factor", 0, 1.0, 1e-30, 1e30, &scale, p->fname, p->eb));
+    TRY(sd_json_get_num(p->root, "routed_scaling_factor", 0, ds ? 2.5 : 1.0, 1e-30, 1e30, &scale, p->fname, p->eb));
     if ((int64_t)n_shared * c->moe_intermediate > SD_CFG_MAX_INTERMEDIATE)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: n_shared_experts (%d) x moe_intermediate_size (%d) exceeds %d",
                        p->fname, (int)n_shared, (int)c->moe_intermediate, SD_CFG_MAX_INTERMEDIATE);
@@ -765,15 +768,90 @@ static specdec_status sd_cfg_quant(const sd_cfgp *p) {
     return SPECDEC_OK;
 }
 
+/* ---- DeepSeek's multi-head latent attention ------------------------------------------- */
+
+/* Its widths (DeepseekV3Config: q_lora_rank 1536, null = q_proj; kv_lora_rank 512;
+ * qk_rope_head_dim 64; qk_nope_head_dim 128; v_head_dim 128). transformers sets head_dim =
+ * qk_rope_head_dim for its rope, whatever config.json says: so does this, until
+ * sd_cfg_mla_layout widens the head to the runners' rope + nope (core/sd_weights.h). */
+static specdec_status sd_cfg_mla_widths(const sd_cfgp *p) {
+    sd_config *c = p->cfg;
+    if (!sd_has(p->fam, SD_FAM_MLA)) return SPECDEC_OK;
+    int32_t rope;
+    const cJSON *ql = sd_raw(p->root, "q_lora_rank");
+    if (ql && cJSON_IsNull(ql)) c->q_lora_rank = 0;
+    else TRY(sd_cfg_i32(p->root, "q_lora_rank", 0, 1536, 1, SD_CFG_MAX_HIDDEN, &c->q_lora_rank, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "kv_lora_rank", 0, 512, 1, SD_CFG_MAX_HIDDEN, &c->kv_lora_rank, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "qk_rope_head_dim", 0, 64, 2, SD_CFG_MAX_HEAD_DIM, &rope, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "qk_nope_head_dim", 0, 128, 1, SD_CFG_MAX_HEAD_DIM, &c->qk_nope_dim, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "v_head_dim", 0, 128, 1, SD_CFG_MAX_HEAD_DIM, &c->v_head_dim, p->fname, p->eb));
+    if (rope % 2)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: qk_rope_head_dim (%d) must be even (rotary pairs)", p->fname,
+                       (int)rope);
+    if (rope + c->qk_nope_dim > SD_CFG_MAX_HEAD_DIM)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: qk_rope_head_dim + qk_nope_head_dim = %d exceeds %d", p->fname,
+                       (int)(rope + c->qk_nope_dim), SD_CFG_MAX_HEAD_DIM);
+    if (c->v_head_dim > rope + c->qk_nope_dim)
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: v_head_dim (%d) wider than the query/key head (%d) is not supported", p->fname,
+                       (int)c->v_head_dim, (int)(rope + c->qk_nope_dim));
+    if (c->n_kv_heads != c->n_heads) /* every head has its own key and value (DeepseekV3Attention) */
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                       "%s: num_key_value_heads (%d) must equal num_attention_heads (%d) for latent attention",
+                       p->fname, (int)c->n_kv_heads, (int)c->n_heads);
+    /* keys of DeepSeek's own modeling code that transformers' DeepseekV3 does not read: accepted
+     * only with the values it implies (sigmoid, noaux_tc, every layer past the dense ones sparse) */
+    static const char *const fixed[3][2] = {{"scoring_func", "sigmoid"}, {"topk_method", "noaux_tc"},
+                                            {"moe_layer_freq", NULL}};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *v = sd_json_member(p->root, fixed[i][0]);
+        if (!v) continue;
+        const int same = fixed[i][1] ? cJSON_IsString(v) && !strcmp(v->valuestring, fixed[i][1])
+                                     : sd_json_is_int(v) && v->valuedouble == 1;
+        if (!same)
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                           "%s: %s other than %s is not supported (DeepseekV3ForCausalLM routes as transformers' "
+                           "DeepseekV3TopkRouter does)",
+                           p->fname, fixed[i][0], fixed[i][1] ? fixed[i][1] : "1");
+    }
+    c->mla = 1;
+    c->head_dim = rope;
+    return SPECDEC_OK;
+}
+
+/* The runners' head (rope first, then nope), rope_interleave (default true), and the softmax
+ * scale: qk_head_dim^-1/2, times mscale^2 when a non-default rope has mscale_all_dim
+ * (transformers' yarn_apply_mscale: mscale = 0.1 mscale_all_dim ln(factor) + 1 for factor > 1). */
+static specdec_status sd_cfg_mla_layout(const sd_cfgp *p) {
+    sd_config *c = p->cfg;
+    if (!c->mla) return SPECDEC_OK;
+    TRY(sd_json_get_bool(p->root, "rope_interleave", 0, 1, &c->rope_interleaved, p->fname, p->eb));
+    const int32_t rope = c->head_dim;
+    c->rope_dim = rope;
+    c->head_dim = rope + c->qk_nope_dim;
+    const cJSON *d = sd_json_member(p->root, "rope_scaling");
+    if (!d) d = sd_json_member(p->root, "rope_parameters");
+    double msa = 0.0;
+    if (c->rope_type != SD_ROPE_DEFAULT && cJSON_IsObject(d))
+        TRY(sd_json_get_num(d, "mscale_all_dim", 0, 0.0, -1e6, 1e6, &msa, p->fname, p->eb));
+    if (msa != 0.0) {
+        const double m = sd_yarn_mscale((double)c->rope_factor, msa);
+        c->attn_scale = (float)(m * m / sqrt((double)c->head_dim));
+    }
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_config *cfg, sd_errbuf *eb) {
     if (!cJSON_IsObject(root)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: top level is not a JSON object", fname);
     TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
     sd_cfgp p = {root, fname, NULL, cfg, eb};
     TRY(sd_cfg_family(root, fname, &p.fam, cfg, eb));
     TRY(sd_cfg_sizes(&p));
+    TRY(sd_cfg_mla_widths(&p));
     TRY(sd_cfg_rope(&p));
     TRY(sd_json_get_bool(root, "tie_word_embeddings", 0, p.fam->tie, &cfg->tie_word_embeddings, fname, eb));
     TRY(sd_cfg_layers(&p));
+    TRY(sd_cfg_mla_layout(&p)); /* after the layers' rope_interleaved */
     TRY(sd_cfg_moe(&p));
     TRY(sd_cfg_quant(&p));
     TRY(sd_cfg_windows(&p));

@@ -93,6 +93,12 @@ static const sd_family sd_families[] = {
      F(ATTN_BIAS_QKV) | F(QK_NORM_KEY) | F(PARTIAL_ROPE) | F(MOE) | F(MOE_SIGMOID),
      131072, 1e-5, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 128, 8, 1408, 0,
      NULL},
+    /* DeepseekV3Config: latent attention (q_lora_rank 1536, kv_lora_rank 512, rope 64 + nope 128, v 128,
+     * interleaved rope pairs), attention_bias on q_a / kv_a / o; 256 routed experts top 8 (width 2048) in
+     * 8 groups of which 4 compete, scaling 2.5, 3 dense layers, one shared expert; eps 1e-6 */
+    {"DeepseekV3ForCausalLM", "deepseek_v3", SD_ARCH_DEEPSEEK_V3, F(ATTN_BIAS_KEY) | F(MOE) | F(MOE_SIGMOID) | F(MLA),
+     4096, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 256, 8, 2048, 0,
+     NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -114,5 +120,5 @@ const char *sd_family_list(void) {
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
            "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM, Exaone4ForCausalLM, "
-           "Glm4MoeForCausalLM";
+           "Glm4MoeForCausalLM, DeepseekV3ForCausalLM";
 }

@@ -24,7 +24,7 @@ typedef enum sd_window_rule {
 } sd_window_rule;
 
 /* Family traits, bits of sd_family.flags (64 bits: 32 were an enum, which the 32nd trait filled;
- * the next trait takes bit 39). */
+ * the next trait takes bit 40). */
 #define SD_FAM_QKV_BIAS (UINT64_C(1) << 0) /* q/k/v biases always (Qwen2) */
 #define SD_FAM_ATTN_BIAS_KEY (UINT64_C(1) << 1) /* attention_bias: q/k/v and o biases */
 #define SD_FAM_MLP_BIAS_KEY (UINT64_C(1) << 2) /* mlp_bias: gate/up/down biases */
@@ -72,6 +72,9 @@ typedef enum sd_window_rule {
                                         moe_intermediate_size, first_k_dense_replace, n_group, topk_group,
                                         norm_topk_prob, routed_scaling_factor, n_shared_experts ungated
                                         shared experts (GLM-4.5) */
+#define SD_FAM_MLA (UINT64_C(1) << 39) /* multi-head latent attention (sd_config.mla): q_lora_rank, kv_lora_rank,
+                                        qk_rope_head_dim, qk_nope_head_dim, v_head_dim, rope_interleave
+                                        (DeepSeek-V3) */
 
 typedef struct sd_family {
     const char *arch;          /* architectures[0] */

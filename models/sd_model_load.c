@@ -251,10 +251,34 @@ static specdec_status sd_layer_tensor(sd_loader *L, int32_t l, const char *suffi
 
 /* The attention block's tensors of layer l: q/k/v (fused qkv_proj split into views),
  * their biases, q/k norms, o and its bias, as the configuration says. */
+/* DeepSeek's latent attention tensors of layer l (cfg.mla, core/sd_weights.h). */
+static specdec_status sd_load_mla(sd_loader *L, int32_t l, sd_layer *ly) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, Q = (int64_t)c->n_heads * c->head_dim, QL = c->q_lora_rank;
+    const int64_t KL = c->kv_lora_rank, R = sd_cfg_rope_dim(c);
+    if (QL) {
+        TRY(sd_layer_tensor(L, l, "self_attn.q_a_proj.weight", QL, H, 1, &ly->wq_a));
+        if (c->attention_bias) TRY(sd_layer_tensor(L, l, "self_attn.q_a_proj.bias", QL, 0, 1, &ly->bq_a));
+        TRY(sd_layer_tensor(L, l, "self_attn.q_a_layernorm.weight", QL, 0, 1, &ly->q_a_norm));
+        TRY(sd_layer_tensor(L, l, "self_attn.q_b_proj.weight", Q, QL, 1, &ly->wq_b));
+    } else {
+        TRY(sd_layer_tensor(L, l, "self_attn.q_proj.weight", Q, H, 1, &ly->wq));
+    }
+    TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.weight", KL + R, H, 1, &ly->wkv_a));
+    if (c->attention_bias) TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.bias", KL + R, 0, 1, &ly->bkv_a));
+    TRY(sd_layer_tensor(L, l, "self_attn.kv_a_layernorm.weight", KL, 0, 1, &ly->kv_a_norm));
+    TRY(sd_layer_tensor(L, l, "self_attn.kv_b_proj.weight", (int64_t)c->n_heads * (c->qk_nope_dim + c->v_head_dim),
+                        KL, 1, &ly->wkv_b));
+    TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, (int64_t)c->n_heads * c->v_head_dim, 1, &ly->wo));
+    if (c->o_bias) TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, D = c->head_dim;
     const int64_t Q = (int64_t)c->n_heads * c->head_dim, KV = (int64_t)c->n_kv_heads * c->head_dim;
+    if (c->mla) return sd_load_mla(L, l, ly);
     if (c->fused_qkv) {
         sd_tensor qkv;
         TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
@@ -301,6 +325,8 @@ static const sd_moe_names sd_moe_table[] = {
      "mlp.experts.%d.down_proj.weight", NULL},
     {SD_ARCH_GRANITE_MOE, "block_sparse_moe.router.layer.weight", NULL, NULL, NULL, "block_sparse_moe"},
     {SD_ARCH_GLM4_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
+     "mlp.experts.%d.down_proj.weight", NULL},
+    {SD_ARCH_DEEPSEEK_V3, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight", NULL},
 };
 
@@ -588,7 +614,7 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
 }
 
 /* Most tensors one layer reads (sd_load_attention + sd_load_mlp). */
-#define SD_LAYER_MAX_TENSORS 20
+#define SD_LAYER_MAX_TENSORS 24
 
 static specdec_status sd_load_weights(sd_loader *L) {
     specdec_model *m = L->m;
@@ -612,7 +638,7 @@ static specdec_status sd_load_weights(sd_loader *L) {
     } else {
         TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
     }
-    m->w.dtype = m->w.layers[0].wq.dtype;
+    m->w.dtype = m->w.layers[0].wo.dtype; /* o_proj: every family has one (MLA may have no q_proj) */
     return SPECDEC_OK;
 }
 

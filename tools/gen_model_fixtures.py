@@ -45,7 +45,7 @@ try:
                               GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
                               GraniteMoeConfig, GraniteMoeForCausalLM, Ernie4_5Config, Ernie4_5ForCausalLM,
                               Glm4Config, Glm4ForCausalLM, Exaone4Config, Exaone4ForCausalLM,
-                              Glm4MoeConfig, Glm4MoeForCausalLM)
+                              Glm4MoeConfig, Glm4MoeForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -220,12 +220,36 @@ VARIANTS = {
                        "n_shared_experts": 0, "first_k_dense_replace": 0, "norm_topk_prob": False,
                        "routed_scaling_factor": 0.75, "partial_rotary_factor": 1.0,
                        "rope_parameters": {"rope_type": "default", "rope_theta": 900.0}}, False),
+    # DeepSeek-V3: latent attention (q through a rank-12 latent, kv through rank 10; heads of rope 4 +
+    # nope 6, values 5 wide), interleaved rope pairs, yarn with mscale != mscale_all_dim (the softmax
+    # scale times mscale^2); GLM-4.5's routing (8 experts in 4 groups, 2 compete, top 3, scaling 2.5),
+    # layer 0 dense, one shared expert; an MTP layer in the checkpoint (MTP)
+    "deepseek_v3": (DeepseekV3Config, DeepseekV3ForCausalLM,
+                    {**BASE, "num_hidden_layers": 3, "num_key_value_heads": 4, "q_lora_rank": 12, "kv_lora_rank": 10,
+                     "qk_rope_head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 5, "n_routed_experts": 8,
+                     "num_experts_per_tok": 3, "moe_intermediate_size": 16, "n_shared_experts": 1, "n_group": 4,
+                     "topk_group": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 2.5,
+                     "num_nextn_predict_layers": 1,
+                     "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.8, "mscale_all_dim": 0.6,
+                                         "original_max_position_embeddings": 8, "rope_theta": 500.0,
+                                         "beta_fast": 8.0, "beta_slow": 1.0}}, False),
+    # DeepSeek-V3 without the q latent (q_proj), rotate-half rope (rope_interleave false), attention
+    # biases on kv_a and o, values wider than the nope part (8 > 6), plain rope; every layer sparse,
+    # no groups, top-2 of 4 not renormalised; rms_norm_eps 0.3, which the q_a / kv_a norms must NOT
+    # use (their eps is DeepseekV3RMSNorm's default 1e-6)
+    "deepseek_v3_plain": (DeepseekV3Config, DeepseekV3ForCausalLM,
+                          {**BASE, "num_key_value_heads": 4, "rms_norm_eps": 0.3, "q_lora_rank": None, "kv_lora_rank": 12,
+                           "qk_rope_head_dim": 6, "qk_nope_head_dim": 6, "v_head_dim": 8, "rope_interleave": False,
+                           "attention_bias": True, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                           "moe_intermediate_size": 16, "n_shared_experts": 1, "n_group": 1, "topk_group": 1,
+                           "first_k_dense_replace": 0, "norm_topk_prob": False, "routed_scaling_factor": 1.5,
+                           "rope_parameters": {"rope_type": "default", "rope_theta": 700.0}}, False),
 }
 
 # Variants whose checkpoint also carries num_nextn_predict_layers MTP layers after the decoder
 # layers (as GLM-4.5's does: model.layers.<num_hidden_layers>.*): transformers ignores them and so
 # must specdec. Their shapes here are deliberately not a decoder layer's.
-MTP = {"glm4_moe"}
+MTP = {"glm4_moe", "deepseek_v3"}
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.
 MXFP4 = {"gpt_oss_mxfp4"}

@@ -1,13 +1,17 @@
 /* sd_cpu_runner.c — the CPU reference runner: one model's fp32 KV cache and the
  * plain-C forward pass of every family the configuration can describe (core/
  * sd_weights.h sd_config; models/sd_family.c): Llama, Mistral, Qwen2/3, Phi-3, Gemma 1-3,
- * Mixtral, Qwen2-MoE, Qwen3-MoE, GPT-OSS, OLMo-2, OLMoE, Granite, Granite-MoE and SmolLM3.
+ * Mixtral, Qwen2-MoE, Qwen3-MoE, GPT-OSS, OLMo-2, OLMoE, Granite, Granite-MoE, SmolLM3, ERNIE 4.5,
+ * GLM-4, EXAONE 4, GLM-4.5 and DeepSeek-V3.
  *
  * forward(tokens[0..n), pos): for each token t (absolute position p = pos + t); every
  * norm is RMSNorm with weight (norm_offset + w), every bracket only when configured:
  *   x = embed(token) [* embed_scale]
  *   per layer l: h = norm(x, attn_norm)   [h = x: post_norms_only (OLMo-2)]
  *               q, k, v = h Wq^T [+bq], h Wk^T [+bk], h Wv^T [+bv]
+ *               [DeepSeek's latent attention instead (cfg.mla, cpu_mla_qkv): q from the q latent,
+ *                k = [k_pe | k_nope], v = [v | 0] from the kv latent; o from each head's first
+ *                v_head_dim outputs (cpu_mla_out)]
  *               [q, k = per-head norm(q, q_norm), norm(k, k_norm); or one norm over the whole
  *                projected q and k (qk_norm_whole: OLMo-2, OLMoE)]  [q, k, v clamped: clip_qkv]
  *               rope(q, p), rope(k, p) over the first rope_dim dims of each head, with
@@ -25,7 +29,8 @@
  *                    in id order, of w_e * (act(h Wg_e^T) * (h Wu_e^T)) Wd_e^T, plus Qwen2-MoE's
  *                    sigmoid(h Wsg^T) * shared expert MLP(h); GPT-OSS: router and experts
  *                    with biases, the expert MLP swiglu_clamped(h Wgu_e^T + bgu_e) Wd_e^T + bd_e;
- *                    cpu_moe_block]
+ *                    GLM-4.5 / DeepSeek-V3: sigmoid grouped routing (cpu_moe_route_sigmoid) and an
+ *                    ungated shared expert; cpu_moe_block]
  *               x += y  [y = norm(y, ffn_post_norm) first]  [y times residual_scale first]
  *   logits = norm(x, out_norm) W_lm^T [/ logits_divisor (Granite)] [soft-capped]
  *            (W_lm = tok_embd when tied)
@@ -122,6 +127,10 @@ typedef struct sd_cpu_group {
     float *moe_x;                /* [max_batch, hidden] those tokens' normed inputs, gathered */
     double *moe_acc;             /* [max_batch, hidden] each token's weighted sum of expert outputs */
     float *moe_sg;               /* [max_batch] shared expert gate logits (Qwen2-MoE) */
+    /* DeepSeek's latent attention (cfg.mla; else NULL) */
+    float *mla_a;                /* [max_batch, max(q_lora_rank, kv_lora_rank + rope_dim)] */
+    float *mla_b;                /* [max_batch, n_heads * max(head_dim, qk_nope_dim + v_head_dim)] */
+    float *mla_c;                /* [max_batch, kv_lora_rank] the normed latents */
 } sd_cpu_group;
 
 typedef struct sd_cpu_runner {
@@ -137,7 +146,8 @@ static void cpu_group_destroy(sd_runner_group *gb) {
                     g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
                     g->scores,  g->acc,     g->keys,     g->w_scores, g->w_acc,  g->w_keys, g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
                     g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
-                    g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg, g->sinks};
+                    g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg, g->sinks,
+                    g->mla_a,   g->mla_b,   g->mla_c};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     sd_cpu_pool_destroy(g->pool);
     sd_kv_pool_free(&g->base.pool);
@@ -251,6 +261,57 @@ static void cpu_qkv_post(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     }
 }
 
+/* DeepSeek's latent attention projections of the pass's n tokens (core/sd_weights.h, mla) into
+ * q, k, v in the runners' layout: per head [q_pe | q_nope], [k_pe | k_nope] (k_pe shared by the
+ * heads) and [v | 0 ...]; the rope then rotates the first rope_dim values as for any family. */
+static void cpu_mla_qkv(sd_cpu_group *g, const sd_layer *L, const float *in, int32_t n) {
+    const sd_config *c = &g->cfg;
+    const int32_t nh = c->n_heads, hd = c->head_dim, R = sd_cfg_rope_dim(c), N = c->qk_nope_dim;
+    const int32_t VD = c->v_head_dim, KL = c->kv_lora_rank, QL = c->q_lora_rank, KVB = N + VD;
+    const double eps = 1e-6; /* DeepseekV3RMSNorm's default: the q_a / kv_a norms never read rms_norm_eps */
+    float *qf = g->mla_b;    /* [n, nh * hd], each head as transformers lays it out: [nope | pe] */
+    if (QL) {
+        sd_cpu_matmul(in, n, &L->wq_a, &L->bq_a, g->mla_a, g->rowbuf);
+        sd_cpu_rmsnorm_off(g->mla_a, &L->q_a_norm, 0.0, n, QL, eps, g->mla_a);
+        sd_cpu_matmul(g->mla_a, n, &L->wq_b, NULL, qf, g->rowbuf);
+    } else {
+        sd_cpu_matmul(in, n, &L->wq, NULL, qf, g->rowbuf);
+    }
+    for (int64_t th = 0; th < (int64_t)n * nh; th++) {
+        const float *src = qf + th * hd;
+        float *dst = g->q + th * hd;
+        memcpy(dst, src + N, sizeof(float) * (size_t)R);
+        memcpy(dst + R, src, sizeof(float) * (size_t)N);
+    }
+    sd_cpu_matmul(in, n, &L->wkv_a, &L->bkv_a, g->mla_a, g->rowbuf); /* [n, KL + R]: latent | k_pe */
+    for (int32_t t = 0; t < n; t++)
+        sd_cpu_rmsnorm_off(g->mla_a + (int64_t)t * (KL + R), &L->kv_a_norm, 0.0, 1, KL, eps,
+                           g->mla_c + (int64_t)t * KL);
+    sd_cpu_matmul(g->mla_c, n, &L->wkv_b, NULL, g->mla_b, g->rowbuf); /* [n, nh * (N + VD)] */
+    for (int32_t t = 0; t < n; t++) {
+        const float *pe = g->mla_a + (int64_t)t * (KL + R) + KL;
+        for (int32_t h = 0; h < nh; h++) {
+            const int64_t th = (int64_t)t * nh + h;
+            const float *kv = g->mla_b + th * KVB;
+            float *k = g->k + th * hd, *v = g->v + th * hd;
+            memcpy(k, pe, sizeof(float) * (size_t)R);
+            memcpy(k + R, kv, sizeof(float) * (size_t)N);
+            memcpy(v, kv + N, sizeof(float) * (size_t)VD);
+            memset(v + VD, 0, sizeof(float) * (size_t)(hd - VD));
+        }
+    }
+}
+
+/* The first v_head_dim values of each head's attention output (the rest are the zero padding's),
+ * packed [n, n_heads * v_head_dim] into q (free after the attention) for o_proj. */
+static const float *cpu_mla_out(sd_cpu_group *g, int32_t n) {
+    const sd_config *c = &g->cfg;
+    const int32_t hd = c->head_dim, VD = c->v_head_dim;
+    for (int64_t th = 0; th < (int64_t)n * c->n_heads; th++)
+        memmove(g->q + th * VD, g->att + th * hd, sizeof(float) * (size_t)VD);
+    return g->q;
+}
+
 /* The attention block of layer l over the n tokens of a pass (x += its output). */
 static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float *kc, float *vc, int32_t n) {
     const sd_config *c = &g->cfg;
@@ -258,10 +319,14 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
     const int32_t q_dim = g->q_dim, kv_dim = g->kv_dim;
     const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
     const float *in = cpu_sublayer_in(g, &L->attn_norm, n);
-    sd_cpu_matmul(in, n, &L->wq, &L->bq, g->q, g->rowbuf);
-    sd_cpu_matmul(in, n, &L->wk, &L->bk, g->k, g->rowbuf);
-    sd_cpu_matmul(in, n, &L->wv, &L->bv, g->v, g->rowbuf);
-    cpu_qkv_post(g, L, n);
+    if (c->mla) {
+        cpu_mla_qkv(g, L, in, n);
+    } else {
+        sd_cpu_matmul(in, n, &L->wq, &L->bq, g->q, g->rowbuf);
+        sd_cpu_matmul(in, n, &L->wk, &L->bk, g->k, g->rowbuf);
+        sd_cpu_matmul(in, n, &L->wv, &L->bv, g->v, g->rowbuf);
+        cpu_qkv_post(g, L, n);
+    }
     const int64_t tab = (g->n_ropes > 1 && c->layer_sliding[l]) ? (int64_t)g->base.max_batch * half : 0;
     for (int32_t t = 0; t < n; t++) {
         const float *ct = g->rope_cos + tab + (int64_t)t * half, *st = g->rope_sin + tab + (int64_t)t * half;
@@ -276,7 +341,7 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
         memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
     }
     cpu_attend_all(g, l, n, kc, vc);
-    sd_cpu_matmul(g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
+    sd_cpu_matmul(c->mla ? cpu_mla_out(g, n) : g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
     if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->attn_post_norm, off, n, hidden, eps, g->h);
     cpu_residual(g, n);
 }
@@ -646,6 +711,8 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
         inter = (size_t)c->moe_intermediate * (c->moe_fused ? 2u : 1u); /* fused: gate and up in one row */
     if ((size_t)c->shared_expert_intermediate > inter) inter = (size_t)c->shared_expert_intermediate;
     if (inter > row_max) row_max = inter;
+    if ((size_t)c->q_lora_rank > row_max) row_max = (size_t)c->q_lora_rank; /* latent inputs (cfg.mla) */
+    if ((size_t)c->kv_lora_rank > row_max) row_max = (size_t)c->kv_lora_rank;
     g->row_max = row_max;
     size_t elems = (size_t)c->n_layers * (size_t)g->pool_rows;
     int fail = (size_t)g->kv_dim && elems > SIZE_MAX / (size_t)g->kv_dim;
@@ -688,6 +755,13 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
         g->moe_sg = alloc_array(B, sizeof(float), &fail);
     }
     if (c->attn_sinks) g->sinks = alloc_array((size_t)c->n_layers * (size_t)c->n_heads, sizeof(float), &fail);
+    if (c->mla) {
+        const size_t QL = (size_t)c->q_lora_rank, KA = (size_t)c->kv_lora_rank + (size_t)sd_cfg_rope_dim(c);
+        const size_t KVB = (size_t)c->qk_nope_dim + (size_t)c->v_head_dim;
+        g->mla_a = alloc_array(B * (QL > KA ? QL : KA), sizeof(float), &fail);
+        g->mla_b = alloc_array(B * (size_t)c->n_heads * (hd > KVB ? hd : KVB), sizeof(float), &fail);
+        g->mla_c = alloc_array(B * (size_t)c->kv_lora_rank, sizeof(float), &fail);
+    }
     return fail;
 }
 

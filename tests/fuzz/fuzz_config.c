@@ -4,7 +4,8 @@
  * head, rope parameters of its type usable, a window >= 1 on every sliding layer,
  * finite non-negative scales, caps, multipliers and clips, one kind of q/k norm, post-only
  * norms only with their post-sublayer norms, a known activation, a sigmoid router's groups that
- * can fill its top-k, MoE layers only where the CUDA backend refuses them. */
+ * can fill its top-k, MoE layers only where the CUDA backend refuses them, latent attention widths
+ * that make up the head. */
 #include "fuzz_common.h"
 #include <math.h>
 
@@ -54,6 +55,14 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
                         (int64_t)c.topk_group * (c.n_experts / c.n_group) >= c.n_experts_used &&
                         c.routed_scaling > 0 && isfinite(c.routed_scaling));
     sd_fuzz_require(!c.shared_ungated || c.shared_expert_intermediate > 0);
+    /* latent attention: rope + nope = head_dim, values within the head, one key/value head per head,
+     * positive latents, CPU only */
+    if (c.mla)
+        sd_fuzz_require(rd + c.qk_nope_dim == c.head_dim && c.v_head_dim >= 1 && c.v_head_dim <= c.head_dim &&
+                        c.n_kv_heads == c.n_heads && c.kv_lora_rank >= 1 && c.q_lora_rank >= 0 &&
+                        sd_cfg_cpu_only(&c) != NULL);
+    else
+        sd_fuzz_require(!c.q_lora_rank && !c.kv_lora_rank && !c.qk_nope_dim && !c.v_head_dim);
     for (int32_t l = 0; l < c.n_layers; l++) sd_fuzz_require(!c.layer_moe[l] || sd_cfg_cpu_only(&c));
     /* the frequencies of both layer kinds at two context sizes are finite and positive */
     const int32_t ctxs[2] = {1, 1 << 20};

@@ -270,6 +270,23 @@ GLM45_AIR = {
     "rope_theta": 1000000, "num_nextn_predict_layers": 1, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
     "use_cache": True, "use_qk_norm": False, "vocab_size": 151552}
 
+# DeepSeek-V3's form: latent attention, yarn with mscale_all_dim, grouped sigmoid routing, the keys
+# of DeepSeek's own code (scoring_func, topk_method, moe_layer_freq), an FP8-free copy
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3, "hidden_act": "silu",
+    "hidden_size": 7168, "initializer_range": 0.02, "intermediate_size": 18432, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "model_type": "deepseek_v3", "moe_intermediate_size": 2048,
+    "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True,
+    "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128,
+    "num_nextn_predict_layers": 1, "pretraining_tp": 1, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06, "rope_scaling": {
+        "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+        "original_max_position_embeddings": 4096, "type": "yarn"}, "rope_theta": 10000,
+    "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "seq_aux": True, "tie_word_embeddings": False,
+    "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "use_cache": True, "v_head_dim": 128,
+    "vocab_size": 129280}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -286,7 +303,12 @@ def config_seeds():
            "smollm3_3b": SMOLLM3, "olmoe_1b_7b": OLMOE, "granite31_moe_3b": GRANITE_MOE, "ernie45_0p3b": ERNIE,
            "glm4_9b_0414": GLM4, "exaone4_32b": EXAONE4, "glm45_air": GLM45_AIR,
            "glm45_grouped": {**GLM45_AIR, "n_group": 8, "topk_group": 4, "routed_scaling_factor": 2.5,
-                             "use_qk_norm": True, "first_k_dense_replace": 3}}
+                             "use_qk_norm": True, "first_k_dense_replace": 3},
+           "deepseek_v3": DEEPSEEK_V3,
+           "moonlight": {**DEEPSEEK_V3, "q_lora_rank": None, "n_group": 1, "topk_group": 1, "n_routed_experts": 64,
+                         "num_experts_per_tok": 6, "first_k_dense_replace": 1, "n_shared_experts": 2,
+                         "num_attention_heads": 16, "num_key_value_heads": 16, "hidden_size": 2048,
+                         "rope_scaling": None, "rope_theta": 50000.0}}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -329,6 +351,9 @@ def config_seeds():
     bad("exaone4_pattern_string_alone", EXAONE4, layer_types=...)
     bad("glm45_groups_of_one", GLM45_AIR, n_group=128)
     bad("glm45_topk_group", GLM45_AIR, n_group=4, topk_group=5)
+    bad("deepseek_v3_kv_heads", DEEPSEEK_V3, num_key_value_heads=8)
+    bad("deepseek_v3_scoring_softmax", DEEPSEEK_V3, scoring_func="softmax")
+    bad("deepseek_v3_fp8", DEEPSEEK_V3, quantization_config={"quant_method": "fp8", "fmt": "e4m3"})
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

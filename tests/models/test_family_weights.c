@@ -15,7 +15,9 @@
  *      nothing for a Llama (which the CUDA backend runs);
  *   5. GLM-4.5: a dense first layer, then router + e_score_correction_bias + experts + an ungated
  *      shared expert (mlp.shared_experts), the checkpoint's MTP layer not read (a missing score
- *      bias, a score bias on a softmax router, a shared gate where there is none refused).
+ *      bias, a score bias on a softmax router, a shared gate where there is none refused);
+ *   6. DeepSeek-V3's latent attention tensors (q through its latent or q_proj, kv_a / kv_b, o over
+ *      n_heads x v_head_dim; no k/v projections), altered copies refused naming the tensor.
  * argv[1] = fixture directory. */
 #include <math.h>
 #include <stdio.h>
@@ -259,6 +261,63 @@ static void glm4_moe(void) {
     specdec_model_free(m);
 }
 
+/* DeepSeek-V3 (fixtures deepseek_v3: q latent of 12, kv latent of 10, heads rope 4 + nope 6, values 5;
+ * deepseek_v3_plain: q_proj, attention biases). */
+static void deepseek_v3(void) {
+    specdec_model *m = load("deepseek_v3");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        SD_CHECK(c->mla && c->head_dim == 10 && sd_cfg_rope_dim(c) == 4 && c->q_lora_rank == 12 &&
+                     c->kv_lora_rank == 10 && c->v_head_dim == 5 && c->n_layers == 3,
+                 "deepseek_v3: latent attention widths, 3 decoder layers (the MTP layer is not one)");
+        for (int32_t l = 0; l < c->n_layers; l++) {
+            const sd_layer *L = &m->w.layers[l];
+            SD_CHECK(!L->wq.data && !L->wk.data && !L->wv.data && L->wq_a.shape[0] == 12 && L->q_a_norm.data &&
+                         L->wq_b.shape[0] == 40 && L->wq_b.shape[1] == 12 && L->wkv_a.shape[0] == 14 &&
+                         L->kv_a_norm.shape[0] == 10 && L->wkv_b.shape[0] == 44 && L->wo.shape[1] == 20 &&
+                         !L->bq_a.data && !L->bkv_a.data && !L->bo.data,
+                     "deepseek_v3 layer %d: q_a [12] -> q_b [4 x 10], kv_a [10 + 4], kv_b [4 x (6 + 5)], o over 4 x 5",
+                     (int)l);
+        }
+        SD_CHECK(!m->w.layers[0].experts && m->w.layers[1].experts && m->w.layers[1].router_score_bias.data,
+                 "deepseek_v3: layer 0 dense, the others sparse with a score bias");
+        SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "deepseek_v3: the loaded description validates");
+        alt a;
+        alt_init(&a, m);
+        a.layers[1].wkv_b.data = NULL;
+        refused("deepseek_v3 kv_b missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "kv_b_proj");
+        alt_init(&a, m);
+        a.layers[0].wk = a.layers[0].wq_b;
+        refused("deepseek_v3 k_proj present", &a, SPECDEC_ERR_MODEL_MISMATCH, "k_proj.weight is present");
+        alt_init(&a, m);
+        a.layers[2].wq = a.layers[2].wq_b;
+        refused("deepseek_v3 q_proj beside the q latent", &a, SPECDEC_ERR_MODEL_MISMATCH, "q_proj.weight is present");
+        alt_init(&a, m);
+        a.layers[0].wo.shape[1] = 40; /* o over n_heads x head_dim instead of x v_head_dim */
+        refused("deepseek_v3 o_proj width", &a, SPECDEC_ERR_MODEL_MISMATCH, "o_proj");
+        alt_init(&a, m);
+        a.layers[1].q_a_norm.data = NULL;
+        refused("deepseek_v3 q_a_layernorm missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "q_a_layernorm");
+        specdec_model_free(m);
+    }
+    m = load("deepseek_v3_plain");
+    if (m) {
+        const sd_layer *L = &m->w.layers[0];
+        SD_CHECK(L->wq.data && !L->wq_a.data && !L->wq_b.data && L->bkv_a.data && L->bo.data && !L->bq_a.data &&
+                     m->w.cfg.q_lora_rank == 0 && !m->w.cfg.rope_interleaved,
+                 "deepseek_v3_plain: q_proj, kv_a and o biases, rotate-half rope");
+        SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "deepseek_v3_plain: validates");
+        alt a;
+        alt_init(&a, m);
+        a.layers[0].wq_a = a.layers[0].wq;
+        refused("deepseek_v3_plain q latent without q_lora_rank", &a, SPECDEC_ERR_MODEL_MISMATCH, "q_a_proj");
+        alt_init(&a, m);
+        a.layers[0].bkv_a.data = NULL;
+        refused("deepseek_v3_plain kv_a bias missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "kv_a_proj_with_mqa.bias");
+        specdec_model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -270,5 +329,6 @@ int main(int argc, char **argv) {
     granite_smollm3();
     glm4_ernie();
     glm4_moe();
+    deepseek_v3();
     return sd_test_done();
 }

@@ -143,6 +143,8 @@ int main(int argc, char **argv) {
     pair(argv[1], "exaone4_window", "olmo2", 0);
     pair(argv[1], "glm4_moe", "glm4_moe", 1);
     pair(argv[1], "glm4_moe", "glm4_moe_flat", 0);
+    pair(argv[1], "deepseek_v3", "deepseek_v3", 1);
+    pair(argv[1], "deepseek_v3_plain", "glm4_moe", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

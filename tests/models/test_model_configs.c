@@ -587,6 +587,99 @@ static void glm4_moe(void) {
              "glm4_moe: validate refuses an ungated shared expert of width 0: %s", eb.msg);
 }
 
+/* DeepSeek-V3: DeepseekV3Config's defaults, the published DeepSeek-V3 / Kimi-K2 / Moonlight forms (on
+ * the test's small sizes), the latent attention's layout, and its refusals. */
+/* DeepSeek's configs: the base sizes with as many key/value heads as heads (latent attention). */
+#define DS_KV "\"num_key_value_heads\": 4"
+static void ok_ds(const char *what, const char *extra, sd_config *c) {
+    sd_errbuf eb = {{0}};
+    specdec_status st = parse_over("DeepseekV3ForCausalLM", DS_KV, extra, c, &eb);
+    SD_CHECK(st == SPECDEC_OK, "%s: %s", what, eb.msg);
+}
+
+static void deepseek_v3(void) {
+    const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
+    sd_config c;
+    ok_ds("deepseek_v3 defaults", "", &c);
+    SD_CHECK(c.mla && c.q_lora_rank == 1536 && c.kv_lora_rank == 512 && c.qk_nope_dim == 128 && c.v_head_dim == 128 &&
+                 c.head_dim == 192 && sd_cfg_rope_dim(&c) == 64 && c.rope_interleaved && c.attn_scale == 0.0f &&
+                 c.n_experts == 256 && c.n_experts_used == 8 && c.moe_intermediate == 2048 && c.n_group == 8 &&
+                 c.topk_group == 4 && c.routed_scaling == 2.5f && c.moe_sigmoid && c.shared_ungated &&
+                 c.shared_expert_intermediate == 2048 && moe_mask(&c) == 0x8 && !c.attention_bias && !c.o_bias &&
+                 c.rms_norm_eps == 1e-6f && c.max_position_embeddings == 4096 && c.n_kv_heads == c.n_heads,
+             "deepseek_v3: DeepseekV3Config defaults (q/kv latents 1536/512, heads rope 64 + nope 128, v 128, "
+             "interleaved rope; 256 experts top 8 in 8 groups of which 4 compete, scaling 2.5, 3 dense layers)");
+    SD_CHECK(sd_cfg_cpu_only(&c) && strstr(sd_cfg_cpu_only(&c), "latent"), "deepseek_v3: CPU-only (latent attention)");
+    ok_ds("deepseek_v3 published",
+       "\"attention_bias\": false, \"bos_token_id\": 0, \"eos_token_id\": 1, \"ep_size\": 1, "
+       "\"first_k_dense_replace\": 3, \"kv_lora_rank\": 512, \"max_position_embeddings\": 163840, "
+       "\"model_type\": \"deepseek_v3\", \"moe_intermediate_size\": 2048, \"moe_layer_freq\": 1, \"n_group\": 8, "
+       "\"n_routed_experts\": 256, \"n_shared_experts\": 1, \"norm_topk_prob\": true, \"num_experts_per_tok\": 8, "
+       "\"num_nextn_predict_layers\": 1, \"pretraining_tp\": 1, \"q_lora_rank\": 1536, \"qk_nope_head_dim\": 128, "
+       "\"qk_rope_head_dim\": 64, \"rms_norm_eps\": 1e-06, \"rope_scaling\": {\"beta_fast\": 32, \"beta_slow\": 1, "
+       "\"factor\": 40, \"mscale\": 1.0, \"mscale_all_dim\": 1.0, \"original_max_position_embeddings\": 4096, "
+       "\"type\": \"yarn\"}, \"rope_theta\": 10000, \"routed_scaling_factor\": 2.5, \"scoring_func\": \"sigmoid\", "
+       "\"seq_aux\": true, \"topk_group\": 4, \"topk_method\": \"noaux_tc\", \"v_head_dim\": 128",
+       &c);
+    /* softmax scale 192^-1/2 * mscale^2, mscale = 0.1 * 1.0 * ln(40) + 1 */
+    const double m = 0.1 * log(40.0) + 1.0, want = m * m / sqrt(192.0);
+    SD_CHECK(c.rope_type == SD_ROPE_YARN && fabs((double)c.attn_scale - want) < 1e-7 * want &&
+                 c.rope_attn_factor == 1.0f && c.bos_id == 0 && c.n_eos == 1 && c.eos_ids[0] == 1,
+             "deepseek_v3: the published values (yarn 40, softmax scale %g, expected %g)", (double)c.attn_scale, want);
+    ok_ds("deepseek_v3 moonlight",
+       "\"q_lora_rank\": null, \"n_group\": 1, \"topk_group\": 1, \"n_routed_experts\": 64, "
+       "\"num_experts_per_tok\": 6, \"first_k_dense_replace\": 1, \"n_shared_experts\": 2, "
+       "\"moe_intermediate_size\": 1408, \"routed_scaling_factor\": 2.446, \"rope_theta\": 50000.0",
+       &c);
+    SD_CHECK(c.q_lora_rank == 0 && c.n_group == 1 && c.shared_expert_intermediate == 2816 && moe_mask(&c) == 0xe &&
+                 c.rope_type == SD_ROPE_DEFAULT && c.attn_scale == 0.0f,
+             "deepseek_v3: Moonlight's form (q_proj without a latent, no groups, two shared experts)");
+    ok_ds("deepseek_v3 kimi k2 rope",
+       "\"rope_scaling\": {\"beta_fast\": 1.0, \"beta_slow\": 1.0, \"factor\": 32.0, \"mscale\": 1.0, "
+       "\"mscale_all_dim\": 1.0, \"original_max_position_embeddings\": 4096, \"type\": \"yarn\"}, "
+       "\"n_group\": 1, \"topk_group\": 1, \"n_routed_experts\": 384, \"first_k_dense_replace\": 1, "
+       "\"routed_scaling_factor\": 2.827",
+       &c);
+    SD_CHECK(c.n_experts == 384 && c.rope_beta_fast == 1.0f && c.attn_scale > 0.0f, "deepseek_v3: Kimi K2's form");
+    ok_ds("deepseek_v3 rotate-half, biases",
+       "\"rope_interleave\": false, \"attention_bias\": true, \"qk_rope_head_dim\": 32, \"qk_nope_head_dim\": 64, "
+       "\"v_head_dim\": 96, \"head_dim\": 999",
+       &c);
+    SD_CHECK(!c.rope_interleaved && c.attention_bias && c.o_bias && c.head_dim == 96 && sd_cfg_rope_dim(&c) == 32 &&
+                 c.v_head_dim == 96,
+             "deepseek_v3: rope_interleave false, q_a / kv_a / o biases, head 32 + 64 (a head_dim key ignored, as "
+             "transformers overrides it)");
+    bad("deepseek_v3 kv heads", "DeepseekV3ForCausalLM", "", F, "must equal"); /* the base: 2 of 4 */
+    bad_over("deepseek_v3 odd rope", "DeepseekV3ForCausalLM", DS_KV, "\"qk_rope_head_dim\": 63", F, "must be even");
+    bad_over("deepseek_v3 v too wide", "DeepseekV3ForCausalLM", DS_KV, "\"v_head_dim\": 200", U, "v_head_dim");
+    bad_over("deepseek_v3 head too wide", "DeepseekV3ForCausalLM", DS_KV, "\"qk_nope_head_dim\": 1000", F, "exceeds");
+    bad_over("deepseek_v3 kv_lora 0", "DeepseekV3ForCausalLM", DS_KV, "\"kv_lora_rank\": 0", F, "kv_lora_rank");
+    bad_over("deepseek_v3 softmax scoring", "DeepseekV3ForCausalLM", DS_KV, "\"scoring_func\": \"softmax\"", U, "scoring_func");
+    bad_over("deepseek_v3 greedy topk", "DeepseekV3ForCausalLM", DS_KV, "\"topk_method\": \"greedy\"", U, "topk_method");
+    bad_over("deepseek_v3 moe_layer_freq 2", "DeepseekV3ForCausalLM", DS_KV, "\"moe_layer_freq\": 2", U, "moe_layer_freq");
+    bad_over("deepseek_v3 fp8 checkpoint", "DeepseekV3ForCausalLM", DS_KV,
+        "\"quantization_config\": {\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": \"fp8\", "
+        "\"weight_block_size\": [128, 128]}", U, "'fp8'");
+    bad_over("deepseek_v3 partial rope", "DeepseekV3ForCausalLM", DS_KV, "\"partial_rotary_factor\": 0.5", U,
+        "partial_rotary_factor");
+    /* the validator: latent widths without latent attention, and a head that does not add up */
+    ok_ds("deepseek_v3 defaults", "", &c);
+    sd_config v = c;
+    sd_errbuf eb = {{0}};
+    v.qk_nope_dim = 100;
+    SD_CHECK(sd_config_validate(&v, "cfg", &eb) == SPECDEC_ERR_FORMAT && strstr(eb.msg, "head_dim 192"),
+             "deepseek_v3: validate refuses rope + nope != head_dim: %s", eb.msg);
+    v = c;
+    v.mla = 0;
+    v.attn_scale = 0.0f;
+    SD_CHECK(sd_config_validate(&v, "cfg", &eb) == SPECDEC_ERR_FORMAT && strstr(eb.msg, "without latent"),
+             "deepseek_v3: validate refuses latent widths without latent attention: %s", eb.msg);
+    v = c;
+    v.qk_norm = 1;
+    SD_CHECK(sd_config_validate(&v, "cfg", &eb) == SPECDEC_ERR_FORMAT && strstr(eb.msg, "another attention"),
+             "deepseek_v3: validate refuses latent attention with q/k norms: %s", eb.msg);
+}
+
 int main(void) {
     families();
     ernie();
@@ -594,6 +687,7 @@ int main(void) {
     gpt_oss();
     more_families();
     glm4_moe();
+    deepseek_v3();
     bad_configs();
     return sd_test_done();
 }
