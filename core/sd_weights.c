@@ -212,19 +212,23 @@ static specdec_status sd_cfg_moe(const sd_config *c, const char *what, sd_errbuf
                        what, (double)c->glu_limit, (double)c->glu_alpha);
     if (c->moe_fused && c->shared_expert_intermediate)
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused experts with a shared expert", what);
-    if (c->moe_fused && c->moe_sigmoid)
-        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused experts with sigmoid routing", what);
+    if ((unsigned)c->moe_route > SD_ROUTE_SOFTMAX_GROUPED)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: unknown expert routing %d", what, (int)c->moe_route);
+    if (c->moe_fused && c->moe_route != SD_ROUTE_SOFTMAX)
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: fused experts with grouped routing", what);
     if (c->shared_ungated && !c->shared_expert_intermediate)
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: an ungated shared expert of width 0", what);
-    if (c->moe_sigmoid) {
+    if (c->moe_route != SD_ROUTE_SOFTMAX) {
+        const int32_t min_group = c->moe_route == SD_ROUTE_SIGMOID_GROUPED ? 2 : 1; /* top-2 sums / maxima */
         SD_TRY(sd_cfg_range(what, "n_group", c->n_group, 1, c->n_experts, eb));
         SD_TRY(sd_cfg_range(what, "topk_group", c->topk_group, 1, c->n_group, eb));
-        if (c->n_experts % c->n_group || c->n_experts / c->n_group < 2 ||
+        if (c->n_experts % c->n_group || c->n_experts / c->n_group < min_group ||
             (int64_t)c->topk_group * (c->n_experts / c->n_group) < c->n_experts_used)
             return sd_fail(eb, SPECDEC_ERR_FORMAT,
-                           "%s: %d experts in n_group = %d groups (of >= 2), topk_group = %d of them competing for "
+                           "%s: %d experts in n_group = %d groups (of >= %d), topk_group = %d of them competing for "
                            "num_experts_per_tok = %d",
-                           what, (int)c->n_experts, (int)c->n_group, (int)c->topk_group, (int)c->n_experts_used);
+                           what, (int)c->n_experts, (int)c->n_group, (int)min_group, (int)c->topk_group,
+                           (int)c->n_experts_used);
         if (!(c->routed_scaling > 0.0f && c->routed_scaling < 1e30f))
             return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: routed_scaling_factor = %g must be positive and finite", what,
                            (double)c->routed_scaling);
@@ -366,10 +370,11 @@ static specdec_status sd_check_experts(const sd_layer *L, int32_t l, const sd_co
         if (gated) SD_TRY(sd_check_tensor(&L->shared_gate, "mlp.shared_expert_gate.weight", l, 1, H, 0, eb));
     }
     SD_TRY(sd_check_tensor(&L->router, "mlp router (gate.weight)", l, E, H, 0, eb));
-    if (!c->moe_sigmoid != !L->router_score_bias.data)
+    const int scored = c->moe_route == SD_ROUTE_SIGMOID_GROUPED;
+    if (!scored != !L->router_score_bias.data)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a router score bias %s", (int)l,
-                       c->moe_sigmoid ? "is missing" : "is present but the configuration has none");
-    if (c->moe_sigmoid)
+                       scored ? "is missing" : "is present but the configuration has none");
+    if (scored)
         SD_TRY(sd_check_tensor(&L->router_score_bias, "mlp.gate.e_score_correction_bias", l, E, 0, 0, eb));
     if (!c->moe_fused != !L->router_bias.data)
         return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: layer %d: a router bias %s", (int)l,

@@ -76,9 +76,11 @@ typedef enum sd_arch {
                               scores, e_score_correction_bias, grouped top-k, routed_scaling_factor)
                               plus ungated shared experts; optional q/k norms, partial rope (halves);
                               the checkpoint's MTP layers (num_nextn_predict_layers) are not read */
-    SD_ARCH_DEEPSEEK_V3 = 21 /* DeepseekV3ForCausalLM (DeepSeek-V3 / R1, Kimi K2, Moonlight): multi-head
+    SD_ARCH_DEEPSEEK_V3 = 21, /* DeepseekV3ForCausalLM (DeepSeek-V3 / R1, Kimi K2, Moonlight): multi-head
                               latent attention (cfg.mla) and GLM-4.5's MoE (first_k_dense_replace, sigmoid
                               grouped routing, ungated shared experts); MTP layers not read */
+    SD_ARCH_DEEPSEEK_V2 = 22 /* DeepseekV2ForCausalLM (DeepSeek-V2 / V2-Lite, DeepSeek-Coder-V2): V3's latent
+                              attention, softmax routing (greedy or group-limited), ungated shared experts */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -189,17 +191,10 @@ typedef struct sd_config {
                                       (quantization_config.quant_method "mxfp4"): the expert weights
                                       stay MXFP4 (SD_MXFP4 views of the mapping; the CPU backend's
                                       linear layers decode a row at a time) */
-    /* DeepSeek-V3 / GLM-4.5 routing (transformers' Glm4MoeTopkRouter, DeepseekV3TopkRouter) instead
-     * of the softmax: s = sigmoid(router logits) (all experts); c = s + e_score_correction_bias
-     * ranks the choice. The experts form n_group equal groups; a group's score is the sum of its
-     * two largest c; only the topk_group best groups (ties: the lower group id) compete, and the
-     * n_experts_used largest c among their experts are chosen (ties: the lower expert id). Their
-     * weights are s (not c), divided by (their sum + 1e-20) when norm_topk_prob, then times
-     * routed_scaling_factor. */
-    int32_t moe_sigmoid;           /* 1: this routing (a score bias per MoE layer) */
-    int32_t n_group, topk_group;   /* moe_sigmoid: expert groups and how many compete (1 <= topk_group <=
-                                      n_group, n_group divides n_experts in groups of >= 2) */
-    float routed_scaling;          /* moe_sigmoid: routed_scaling_factor (> 0) */
+    int32_t moe_route;             /* sd_moe_route: how the router chooses and weighs the experts */
+    int32_t n_group, topk_group;   /* grouped routes: expert groups and how many compete (1 <= topk_group <=
+                                      n_group, n_group divides n_experts; SIGMOID_GROUPED: groups of >= 2) */
+    float routed_scaling;          /* grouped routes: routed_scaling_factor (> 0) */
     /* DeepSeek's multi-head latent attention (transformers' DeepseekV3Attention), run as plain
      * attention over expanded keys: q = q_b(norm(q_a(h))) (or q_proj(h) when q_lora_rank is 0),
      * [n_heads, qk_nope_dim + rope_dim] per token; c = kv_a_proj_with_mqa(h) = [latent kv_lora_rank |
@@ -223,6 +218,25 @@ typedef struct sd_config {
     int32_t n_eos;
     int32_t eos_ids[SPECDEC_MAX_EOS];
 } sd_config;
+
+/* How a MoE router chooses and weighs the experts (sd_config.moe_route). */
+typedef enum sd_moe_route {
+    /* p = softmax(router logits) over all experts; the n_experts_used largest (ties: the lower id),
+     * weights p, divided by their sum when norm_topk_prob (Mixtral, Qwen-MoE, OLMoE, GPT-OSS) */
+    SD_ROUTE_SOFTMAX = 0,
+    /* DeepSeek-V3 / GLM-4.5 (transformers' DeepseekV3TopkRouter, Glm4MoeTopkRouter): s = sigmoid(router
+     * logits); c = s + e_score_correction_bias ranks the choice. The experts form n_group equal groups;
+     * a group's score is the sum of its two largest c; only the topk_group best groups (ties: the lower
+     * group id) compete, and the n_experts_used largest c among their experts are chosen (ties: the
+     * lower id). Weights s (not c), divided by (their sum + 1e-20) when norm_topk_prob, then times
+     * routed_scaling_factor. A score bias per MoE layer. */
+    SD_ROUTE_SIGMOID_GROUPED = 1,
+    /* DeepSeek-V2 (DeepseekV2TopkRouter): p = softmax over all experts; with n_group > 1 a group's score
+     * is its largest p and only the topk_group best groups compete (topk_method group_limited_greedy;
+     * greedy: n_group 1); the n_experts_used largest p among them, weights p times
+     * routed_scaling_factor, never renormalised. */
+    SD_ROUTE_SOFTMAX_GROUPED = 2
+} sd_moe_route;
 
 typedef enum sd_dtype {
     SD_F32 = SPECDEC_DTYPE_F32,
@@ -280,7 +294,7 @@ typedef struct sd_layer {
     sd_tensor shared_gate; /* [1, hidden] mlp.shared_expert_gate (absent with cfg.shared_ungated) or absent */
     sd_tensor sinks;      /* [n_heads] self_attn.sinks (cfg.attn_sinks) or absent */
     sd_tensor router_bias; /* [n_experts] mlp.router.bias (cfg.moe_fused) or absent */
-    sd_tensor router_score_bias; /* [n_experts] mlp.gate.e_score_correction_bias (cfg.moe_sigmoid): added
+    sd_tensor router_score_bias; /* [n_experts] mlp.gate.e_score_correction_bias (SIGMOID_GROUPED): added
                                     to the sigmoid scores for the choice only, or absent */
     /* cfg.mla (wq is q_proj when q_lora_rank is 0; wk / wv absent; wo [hidden, n_heads * v_head_dim]) */
     sd_tensor wq_a;       /* [q_lora_rank, hidden] self_attn.q_a_proj.weight or absent */

@@ -648,52 +648,93 @@ static specdec_status sd_cfg_special(const cJSON *root, const char *fname, sd_co
  * "n_routed_experts", which num_local_experts maps to (Glm4MoeConfig.attribute_map). Both
  * names present must agree. */
 static specdec_status sd_cfg_n_experts(const sd_cfgp *p, int32_t *out) {
-    const char *other = sd_has(p->fam, SD_FAM_MOE_SIGMOID) ? "n_routed_experts" : "num_experts";
-    const int has_local = sd_json_member(p->root, "num_local_experts") != NULL;
+    const int ds = sd_has(p->fam, SD_FAM_MOE_SIGMOID) || sd_has(p->fam, SD_FAM_MOE_GREEDY);
+    /* DeepseekV2Config maps num_experts to n_routed_experts, the others num_local_experts */
+    const char *local = sd_has(p->fam, SD_FAM_MOE_GREEDY) ? "num_experts" : "num_local_experts";
+    const char *other = ds ? "n_routed_experts" : "num_experts";
+    const int has_local = sd_json_member(p->root, local) != NULL;
     const int has_num = sd_json_member(p->root, other) != NULL;
     int32_t a = 0, b = 0;
-    TRY(sd_cfg_i32(p->root, "num_local_experts", 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &a, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, local, 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &a, p->fname, p->eb));
     TRY(sd_cfg_i32(p->root, other, 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &b, p->fname, p->eb));
     if (has_local && has_num && a != b)
-        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: num_local_experts (%d) and %s (%d) disagree", p->fname, (int)a,
-                       other, (int)b);
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: %s (%d) and %s (%d) disagree", p->fname, local, (int)a, other,
+                       (int)b);
     *out = has_local ? a : b;
     return SPECDEC_OK;
 }
 
-/* DeepSeek-V3's routing as Glm4MoeConfig reads it: the first first_k_dense_replace layers dense
- * (intermediate_size), the others sparse; n_shared_experts ungated shared experts of
- * moe_intermediate_size each (one MLP n_shared_experts times as wide; 0: none); the group
- * sizes and scaling of the sigmoid routing (core/sd_weights.h, moe_sigmoid). */
-static specdec_status sd_cfg_moe_sigmoid(const sd_cfgp *p) {
+/* DeepSeek-V2's topk_method: "greedy" (every expert competes) or "group_limited_greedy" (n_group and
+ * topk_group required); scoring_func, when given, must be its softmax, and norm_topk_prob false
+ * (transformers' DeepseekV2TopkRouter never renormalises, as DeepSeek's code would with true). */
+static specdec_status sd_cfg_moe_greedy(const sd_cfgp *p) {
+    sd_config *c = p->cfg;
+    const cJSON *m = sd_json_member(p->root, "topk_method");
+    const cJSON *sf = sd_json_member(p->root, "scoring_func");
+    if (m && !cJSON_IsString(m))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'topk_method' must be a string", p->fname);
+    const char *method = m ? m->valuestring : "greedy";
+    if (strcmp(method, "greedy") != 0 && strcmp(method, "group_limited_greedy") != 0)
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: topk_method '%.32s' is not supported for %s (greedy, group_limited_greedy)", p->fname,
+                       method, p->fam->arch);
+    if (sf && (!cJSON_IsString(sf) || strcmp(sf->valuestring, "softmax") != 0))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: scoring_func other than softmax is not supported for %s",
+                       p->fname, p->fam->arch);
+    if (c->norm_topk_prob)
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: norm_topk_prob = true is not supported for %s (transformers' router ignores it)",
+                       p->fname, p->fam->arch);
+    if (!strcmp(method, "greedy")) {
+        c->n_group = c->topk_group = 1;
+    } else {
+        TRY(sd_cfg_i32(p->root, "n_group", 1, 0, 1, c->n_experts, &c->n_group, p->fname, p->eb));
+        TRY(sd_cfg_i32(p->root, "topk_group", 1, 0, 1, c->n_group, &c->topk_group, p->fname, p->eb));
+    }
+    c->moe_route = SD_ROUTE_SOFTMAX_GROUPED;
+    return SPECDEC_OK;
+}
+
+/* DeepSeek's routing as Glm4MoeConfig / DeepseekV3Config / DeepseekV2Config read it: the first
+ * first_k_dense_replace layers dense (intermediate_size), the others sparse; n_shared_experts
+ * ungated shared experts of moe_intermediate_size each (one MLP n_shared_experts times as wide;
+ * 0: none); the groups and scaling of the route (core/sd_weights.h, sd_moe_route). */
+static specdec_status sd_cfg_moe_deepseek(const sd_cfgp *p) {
     sd_config *c = p->cfg;
     int32_t dense, n_shared;
     double scale;
     /* the class defaults: Glm4MoeConfig 1 dense layer, no groups, scaling 1; DeepseekV3Config 3, 8 groups
-     * of which 4 compete, 2.5 */
-    const int ds = p->fam->id == SD_ARCH_DEEPSEEK_V3;
+     * of which 4 compete, 2.5; DeepseekV2Config no dense layer, 2 shared experts, greedy, scaling 1 */
+    const int v3 = p->fam->id == SD_ARCH_DEEPSEEK_V3, v2 = sd_has(p->fam, SD_FAM_MOE_GREEDY);
     TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, p->fam->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
                    &c->moe_intermediate, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "first_k_dense_replace", 0, ds ? 3 : 1, 0, SD_CFG_MAX_LAYERS, &dense, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "n_shared_experts", 0, 1, 0, SD_CFG_MAX_INTERMEDIATE, &n_shared, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "n_group", 0, ds ? 8 : 1, 1, c->n_experts, &c->n_group, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "topk_group", 0, ds ? 4 : 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
-    TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 1, &c->norm_topk_prob, p->fname, p->eb));
-    TRY(sd_json_get_num(p->root, "routed_scaling_factor", 0, ds ? 2.5 : 1.0, 1e-30, 1e30, &scale, p->fname, p->eb));
+    TRY(sd_cfg_i32(p->root, "first_k_dense_replace", 0, v3 ? 3 : v2 ? 0 : 1, 0, SD_CFG_MAX_LAYERS, &dense, p->fname,
+                   p->eb));
+    TRY(sd_cfg_i32(p->root, "n_shared_experts", 0, v2 ? 2 : 1, 0, SD_CFG_MAX_INTERMEDIATE, &n_shared, p->fname,
+                   p->eb));
+    TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, !v2, &c->norm_topk_prob, p->fname, p->eb));
+    TRY(sd_json_get_num(p->root, "routed_scaling_factor", 0, v3 ? 2.5 : 1.0, 1e-30, 1e30, &scale, p->fname, p->eb));
     if ((int64_t)n_shared * c->moe_intermediate > SD_CFG_MAX_INTERMEDIATE)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: n_shared_experts (%d) x moe_intermediate_size (%d) exceeds %d",
                        p->fname, (int)n_shared, (int)c->moe_intermediate, SD_CFG_MAX_INTERMEDIATE);
-    if (c->n_experts % c->n_group || c->n_experts / c->n_group < 2)
+    const int32_t min_group = v2 ? 1 : 2; /* a group's score: its maximum (V2), its top-2 sum (V3) */
+    if (v2) {
+        TRY(sd_cfg_moe_greedy(p));
+    } else {
+        TRY(sd_cfg_i32(p->root, "n_group", 0, v3 ? 8 : 1, 1, c->n_experts, &c->n_group, p->fname, p->eb));
+        TRY(sd_cfg_i32(p->root, "topk_group", 0, v3 ? 4 : 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
+        c->moe_route = SD_ROUTE_SIGMOID_GROUPED;
+    }
+    if (c->n_experts % c->n_group || c->n_experts / c->n_group < min_group)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
-                       "%s: n_group (%d) must divide the %d routed experts into groups of at least 2 (a group's score "
-                       "is its top-2 sum)",
-                       p->fname, (int)c->n_group, (int)c->n_experts);
+                       "%s: n_group (%d) must divide the %d routed experts into groups of at least %d%s", p->fname,
+                       (int)c->n_group, (int)c->n_experts, (int)min_group,
+                       v2 ? "" : " (a group's score is its top-2 sum)");
     if ((int64_t)c->topk_group * (c->n_experts / c->n_group) < c->n_experts_used)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
                        "%s: num_experts_per_tok (%d) exceeds the %d experts of the topk_group (%d) groups that compete",
                        p->fname, (int)c->n_experts_used, (int)(c->topk_group * (c->n_experts / c->n_group)),
                        (int)c->topk_group);
-    c->moe_sigmoid = 1;
     c->routed_scaling = (float)scale;
     c->shared_expert_intermediate = n_shared * c->moe_intermediate;
     c->shared_ungated = n_shared > 0;
@@ -708,11 +749,12 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
     sd_config *c = p->cfg;
     if (!sd_has(f, SD_FAM_MOE)) return SPECDEC_OK;
     TRY(sd_cfg_n_experts(p, &c->n_experts));
-    TRY(sd_cfg_i32(p->root, "num_experts_per_tok", 0, f->experts_used, 1, c->n_experts, &c->n_experts_used, p->fname,
-                   p->eb));
+    /* DeepseekV2Config has no default (None, which its router cannot run): required there */
+    TRY(sd_cfg_i32(p->root, "num_experts_per_tok", sd_has(f, SD_FAM_MOE_GREEDY), f->experts_used, 1, c->n_experts,
+                   &c->n_experts_used, p->fname, p->eb));
     c->moe_intermediate = c->intermediate_size;
     c->norm_topk_prob = 1;
-    if (sd_has(f, SD_FAM_MOE_SIGMOID)) return sd_cfg_moe_sigmoid(p);
+    if (sd_has(f, SD_FAM_MOE_SIGMOID) || sd_has(f, SD_FAM_MOE_GREEDY)) return sd_cfg_moe_deepseek(p);
     if (sd_has(f, SD_FAM_TOPK_NORM_KEY))
         TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
     int32_t step = 1;
@@ -801,31 +843,34 @@ static specdec_status sd_cfg_mla_widths(const sd_cfgp *p) {
                        p->fname, (int)c->n_kv_heads, (int)c->n_heads);
     /* keys of DeepSeek's own modeling code that transformers' DeepseekV3 does not read: accepted
      * only with the values it implies (sigmoid, noaux_tc, every layer past the dense ones sparse) */
-    static const char *const fixed[3][2] = {{"scoring_func", "sigmoid"}, {"topk_method", "noaux_tc"},
-                                            {"moe_layer_freq", NULL}};
-    for (int i = 0; i < 3; i++) {
+    static const char *const fixed[3][2] = {{"moe_layer_freq", NULL}, {"scoring_func", "sigmoid"},
+                                            {"topk_method", "noaux_tc"}};
+    const int n_fixed = sd_has(p->fam, SD_FAM_MOE_GREEDY) ? 1 : 3; /* V2's own: sd_cfg_moe_greedy */
+    for (int i = 0; i < n_fixed; i++) {
         const cJSON *v = sd_json_member(p->root, fixed[i][0]);
         if (!v) continue;
         const int same = fixed[i][1] ? cJSON_IsString(v) && !strcmp(v->valuestring, fixed[i][1])
                                      : sd_json_is_int(v) && v->valuedouble == 1;
         if (!same)
             return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
-                           "%s: %s other than %s is not supported (DeepseekV3ForCausalLM routes as transformers' "
-                           "DeepseekV3TopkRouter does)",
-                           p->fname, fixed[i][0], fixed[i][1] ? fixed[i][1] : "1");
+                           "%s: %s other than %s is not supported (%s routes and places its experts as "
+                           "transformers does)",
+                           p->fname, fixed[i][0], fixed[i][1] ? fixed[i][1] : "1", p->fam->arch);
     }
     c->mla = 1;
     c->head_dim = rope;
     return SPECDEC_OK;
 }
 
-/* The runners' head (rope first, then nope), rope_interleave (default true), and the softmax
+/* The runners' head (rope first, then nope), rope_interleave (default true; DeepSeek-V2 always
+ * rotates interleaved pairs, as complex numbers), and the softmax
  * scale: qk_head_dim^-1/2, times mscale^2 when a non-default rope has mscale_all_dim
  * (transformers' yarn_apply_mscale: mscale = 0.1 mscale_all_dim ln(factor) + 1 for factor > 1). */
 static specdec_status sd_cfg_mla_layout(const sd_cfgp *p) {
     sd_config *c = p->cfg;
     if (!c->mla) return SPECDEC_OK;
-    TRY(sd_json_get_bool(p->root, "rope_interleave", 0, 1, &c->rope_interleaved, p->fname, p->eb));
+    if (p->fam->id == SD_ARCH_DEEPSEEK_V2) c->rope_interleaved = 1; /* its complex rotation: pairs, no key */
+    else TRY(sd_json_get_bool(p->root, "rope_interleave", 0, 1, &c->rope_interleaved, p->fname, p->eb));
     const int32_t rope = c->head_dim;
     c->rope_dim = rope;
     c->head_dim = rope + c->qk_nope_dim;

@@ -99,6 +99,13 @@ static const sd_family sd_families[] = {
     {"DeepseekV3ForCausalLM", "deepseek_v3", SD_ARCH_DEEPSEEK_V3, F(ATTN_BIAS_KEY) | F(MOE) | F(MOE_SIGMOID) | F(MLA),
      4096, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 256, 8, 2048, 0,
      NULL},
+    /* DeepseekV2Config (DeepSeek-V2 / V2-Lite, DeepSeek-Coder-V2): V3's latent attention; 64 routed experts
+     * (num_experts_per_tok required), width 1407, softmax routing greedy or group_limited_greedy, never
+     * renormalised, two shared experts, no dense layer by default; hidden_size divisible by the heads */
+    {"DeepseekV2ForCausalLM", "deepseek_v2", SD_ARCH_DEEPSEEK_V2,
+     F(ATTN_BIAS_KEY) | F(MOE) | F(MOE_GREEDY) | F(MLA) | F(HEADS_DIVIDE),
+     2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 64, 0, 1407, 0,
+     NULL},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -120,5 +127,5 @@ const char *sd_family_list(void) {
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
            "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM, Exaone4ForCausalLM, "
-           "Glm4MoeForCausalLM, DeepseekV3ForCausalLM";
+           "Glm4MoeForCausalLM, DeepseekV3ForCausalLM, DeepseekV2ForCausalLM";
 }

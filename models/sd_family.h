@@ -24,7 +24,7 @@ typedef enum sd_window_rule {
 } sd_window_rule;
 
 /* Family traits, bits of sd_family.flags (64 bits: 32 were an enum, which the 32nd trait filled;
- * the next trait takes bit 40). */
+ * the next trait takes bit 41). */
 #define SD_FAM_QKV_BIAS (UINT64_C(1) << 0) /* q/k/v biases always (Qwen2) */
 #define SD_FAM_ATTN_BIAS_KEY (UINT64_C(1) << 1) /* attention_bias: q/k/v and o biases */
 #define SD_FAM_MLP_BIAS_KEY (UINT64_C(1) << 2) /* mlp_bias: gate/up/down biases */
@@ -68,10 +68,13 @@ typedef enum sd_window_rule {
 #define SD_FAM_NOPE_GLOBAL (UINT64_C(1) << 36) /* with a sliding window, the full-attention layers apply no rope;
                                                   sliding_window null: every layer full, with rope (EXAONE 4) */
 #define SD_FAM_QK_NORM_KEY (UINT64_C(1) << 37) /* use_qk_norm (default false): per-head q/k norms (GLM-4.5) */
-#define SD_FAM_MOE_SIGMOID (UINT64_C(1) << 38) /* DeepSeek-V3 routing (sd_config.moe_sigmoid): n_routed_experts,
+#define SD_FAM_MOE_SIGMOID (UINT64_C(1) << 38) /* DeepSeek-V3 routing (SD_ROUTE_SIGMOID_GROUPED): n_routed_experts,
                                         moe_intermediate_size, first_k_dense_replace, n_group, topk_group,
                                         norm_topk_prob, routed_scaling_factor, n_shared_experts ungated
                                         shared experts (GLM-4.5) */
+#define SD_FAM_MOE_GREEDY (UINT64_C(1) << 40) /* DeepSeek-V2 routing (SD_ROUTE_SOFTMAX_GROUPED): n_routed_experts /
+                                        num_experts, topk_method greedy / group_limited_greedy, n_group, topk_group,
+                                        routed_scaling_factor, first_k_dense_replace, n_shared_experts */
 #define SD_FAM_MLA (UINT64_C(1) << 39) /* multi-head latent attention (sd_config.mla): q_lora_rank, kv_lora_rank,
                                         qk_rope_head_dim, qk_nope_head_dim, v_head_dim, rope_interleave
                                         (DeepSeek-V3) */

@@ -328,6 +328,8 @@ static const sd_moe_names sd_moe_table[] = {
      "mlp.experts.%d.down_proj.weight", NULL},
     {SD_ARCH_DEEPSEEK_V3, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight", NULL},
+    {SD_ARCH_DEEPSEEK_V2, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
+     "mlp.experts.%d.down_proj.weight", NULL},
 };
 
 /* Owned memory of the model (freed with it): a slot of m->owned. */
@@ -553,7 +555,7 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     if (!nm) return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "%s: no MoE tensor names for %s", L->m->path, c->architecture);
     TRY(sd_layer_tensor(L, l, nm->router, c->n_experts, H, 1, &ly->router));
     if (c->moe_fused) TRY(sd_layer_tensor(L, l, "mlp.router.bias", c->n_experts, 0, 1, &ly->router_bias));
-    if (c->moe_sigmoid)
+    if (c->moe_route == SD_ROUTE_SIGMOID_GROUPED)
         TRY(sd_layer_tensor(L, l, "mlp.gate.e_score_correction_bias", c->n_experts, 0, 1, &ly->router_score_bias));
     sd_expert *ex = sd_own(L, (size_t)c->n_experts * sizeof *ex);
     if (!ex) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %d experts", L->m->path, c->n_experts);

@@ -45,7 +45,8 @@ try:
                               GraniteForCausalLM, SmolLM3Config, SmolLM3ForCausalLM, OlmoeConfig, OlmoeForCausalLM,
                               GraniteMoeConfig, GraniteMoeForCausalLM, Ernie4_5Config, Ernie4_5ForCausalLM,
                               Glm4Config, Glm4ForCausalLM, Exaone4Config, Exaone4ForCausalLM,
-                              Glm4MoeConfig, Glm4MoeForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM)
+                              Glm4MoeConfig, Glm4MoeForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM,
+                              DeepseekV2Config, DeepseekV2ForCausalLM)
 except ImportError as e:
     sys.exit(f"gen_model_fixtures.py: needs torch, transformers and numpy ({e})")
 
@@ -244,6 +245,27 @@ VARIANTS = {
                            "moe_intermediate_size": 16, "n_shared_experts": 1, "n_group": 1, "topk_group": 1,
                            "first_k_dense_replace": 0, "norm_topk_prob": False, "routed_scaling_factor": 1.5,
                            "rope_parameters": {"rope_type": "default", "rope_theta": 700.0}}, False),
+    # DeepSeek-V2-Lite's form: latent attention with q_proj, interleaved (complex) rope, yarn with
+    # mscale = mscale_all_dim (softmax scale times mscale^2); softmax routing, greedy top-3 of 8, weights
+    # times 1.7 (never renormalised), two shared experts, layer 0 dense
+    "deepseek_v2_lite": (DeepseekV2Config, DeepseekV2ForCausalLM,
+                         {**BASE, "num_hidden_layers": 3, "num_key_value_heads": 4, "q_lora_rank": None,
+                          "kv_lora_rank": 10, "qk_rope_head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 6,
+                          "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 12,
+                          "n_shared_experts": 2, "first_k_dense_replace": 1, "topk_method": "greedy",
+                          "routed_scaling_factor": 1.7,
+                          "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.707,
+                                              "mscale_all_dim": 0.707, "original_max_position_embeddings": 8,
+                                              "rope_theta": 400.0, "beta_fast": 8.0, "beta_slow": 1.0}}, False),
+    # DeepSeek-V2's grouped routing: group_limited_greedy, 8 experts in 4 groups (score: the group's
+    # maximum), 2 compete, top-3, scaling 2.0; the q latent, attention biases, every layer sparse
+    "deepseek_v2_grouped": (DeepseekV2Config, DeepseekV2ForCausalLM,
+                            {**BASE, "num_key_value_heads": 4, "q_lora_rank": 12, "kv_lora_rank": 8,
+                             "qk_rope_head_dim": 4, "qk_nope_head_dim": 4, "v_head_dim": 6, "attention_bias": True,
+                             "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 16,
+                             "n_shared_experts": 1, "first_k_dense_replace": 0, "topk_method": "group_limited_greedy",
+                             "n_group": 4, "topk_group": 2, "routed_scaling_factor": 2.0,
+                             "rope_parameters": {"rope_type": "default", "rope_theta": 650.0}}, False),
 }
 
 # Variants whose checkpoint also carries num_nextn_predict_layers MTP layers after the decoder

@@ -4,7 +4,7 @@
 
 --families: every family and variant specdec supports (Llama with biases and each
 rope_scaling type, Mistral with a window, Qwen2/Qwen3 with windows, Phi-3/3.5/4,
-Gemma 1/2/3, the MoE families, GPT-OSS plain and MXFP4, OLMo-2, Granite(-MoE), SmolLM3, OLMoE, ERNIE 4.5, GLM-4, EXAONE 4, GLM-4.5, DeepSeek-V3:
+Gemma 1/2/3, the MoE families, GPT-OSS plain and MXFP4, OLMo-2, Granite(-MoE), SmolLM3, OLMoE, ERNIE 4.5, GLM-4, EXAONE 4, GLM-4.5, DeepSeek-V2/V3:
 tools/gen_model_fixtures.py's variants), written as tiny random
 checkpoints by transformers into a temporary directory and compared on token ids
 (logits only: one call, two chunks, token by token; rows within --tol and the

@@ -348,7 +348,9 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
 
 /* Token t's experts: the n_experts_used largest of p = softmax(router logits) in double (ties:
  * the lower id, as a stable descending sort), weights p — divided by their sum when
- * norm_topk_prob (core/sd_weights.h). */
+ * norm_topk_prob (core/sd_weights.h). DeepSeek-V2 (SD_ROUTE_SOFTMAX_GROUPED): only the experts of
+ * the topk_group groups with the largest maxima compete (n_group > 1), and the weights are p
+ * times routed_scaling_factor. */
 static void cpu_moe_route(sd_cpu_group *g, int32_t t) {
     const sd_config *c = &g->cfg;
     const int32_t E = c->n_experts, K = c->n_experts_used;
@@ -356,24 +358,43 @@ static void cpu_moe_route(sd_cpu_group *g, int32_t t) {
     int32_t *sel = g->moe_sel + (int64_t)t * K;
     double *w = g->moe_w + (int64_t)t * K;
     double mx = -INFINITY, z = 0.0, sum = 0.0;
+    uint8_t open[SD_CFG_MAX_EXPERTS];
     for (int32_t e = 0; e < E; e++) mx = (double)r[e] > mx ? (double)r[e] : mx;
     for (int32_t e = 0; e < E; e++) z += exp((double)r[e] - mx);
-    for (int32_t k = 0; k < K; k++) { /* selection: K passes over E (K, E small) */
-        int32_t best = -1;
-        for (int32_t e = 0; e < E; e++) {
-            int taken = 0;
-            for (int32_t j = 0; j < k; j++) taken |= sel[j] == e;
-            if (!taken && (best < 0 || r[e] > r[best])) best = e;
+    const int grouped = c->moe_route == SD_ROUTE_SOFTMAX_GROUPED && c->n_group > 1;
+    memset(open, !grouped, (size_t)E);
+    if (grouped) { /* the topk_group groups of the largest maxima (p is monotone in r); ties: the lower group */
+        const int32_t G = c->n_group, per = E / G;
+        uint8_t gtaken[SD_CFG_MAX_EXPERTS] = {0};
+        for (int32_t k = 0; k < c->topk_group; k++) {
+            int32_t best = -1;
+            float bmax = 0.0f;
+            for (int32_t q = 0; q < G; q++) {
+                if (gtaken[q]) continue;
+                float m = r[q * per];
+                for (int32_t e = q * per + 1; e < (q + 1) * per; e++) m = r[e] > m ? r[e] : m;
+                if (best < 0 || m > bmax) best = q, bmax = m;
+            }
+            gtaken[best] = 1;
+            memset(open + best * per, 1, (size_t)per);
         }
+    }
+    for (int32_t k = 0; k < K; k++) { /* selection: K passes over E (K, E small); open experts >= K */
+        int32_t best = -1;
+        for (int32_t e = 0; e < E; e++)
+            if (open[e] && (best < 0 || r[e] > r[best])) best = e;
+        open[best] = 0;
         sel[k] = best;
         w[k] = exp((double)r[best] - mx) / z;
         sum += w[k];
     }
     if (c->norm_topk_prob)
         for (int32_t k = 0; k < K; k++) w[k] /= sum;
+    if (c->moe_route == SD_ROUTE_SOFTMAX_GROUPED)
+        for (int32_t k = 0; k < K; k++) w[k] *= (double)c->routed_scaling;
 }
 
-/* DeepSeek-V3 / GLM-4.5 routing (core/sd_weights.h, moe_sigmoid) of token t, in double: scores
+/* DeepSeek-V3 / GLM-4.5 routing (core/sd_weights.h, SD_ROUTE_SIGMOID_GROUPED) of token t, in double: scores
  * s = sigmoid(r), choice values s + the layer's score bias; the topk_group groups of the best
  * top-2 sums (ties: the lower group), then the n_experts_used best choice values inside them
  * (ties: the lower id); weights s / (sum + 1e-20) when norm_topk_prob, times the scaling. */
@@ -448,7 +469,7 @@ static void cpu_moe_block(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const int32_t H = c->hidden_size, I = c->moe_intermediate, K = c->n_experts_used;
     sd_cpu_matmul(g->h, n, &L->router, &L->router_bias, g->moe_logits, g->rowbuf);
     for (int32_t t = 0; t < n; t++) {
-        if (c->moe_sigmoid) cpu_moe_route_sigmoid(g, L, t);
+        if (c->moe_route == SD_ROUTE_SIGMOID_GROUPED) cpu_moe_route_sigmoid(g, L, t);
         else cpu_moe_route(g, t);
     }
     memset(g->moe_acc, 0, sizeof(double) * (size_t)n * (size_t)H);

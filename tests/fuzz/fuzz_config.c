@@ -49,9 +49,10 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require((c.rope_interleaved == 0 || c.rope_interleaved == 1) && (!c.rope_interleaved || sd_cfg_cpu_only(&c)));
     /* DeepSeek-V3 / GLM-4.5 routing: groups of >= 2 experts dividing them, enough experts in the
      * competing groups, a positive finite scale, an ungated shared expert of positive width */
-    if (c.moe_sigmoid)
-        sd_fuzz_require(c.n_experts >= 2 && c.n_group >= 1 && c.n_experts % c.n_group == 0 &&
-                        c.n_experts / c.n_group >= 2 && c.topk_group >= 1 && c.topk_group <= c.n_group &&
+    if (c.moe_route != SD_ROUTE_SOFTMAX)
+        sd_fuzz_require(c.n_group >= 1 && c.n_experts % c.n_group == 0 &&
+                        c.n_experts / c.n_group >= (c.moe_route == SD_ROUTE_SIGMOID_GROUPED ? 2 : 1) &&
+                        c.topk_group >= 1 && c.topk_group <= c.n_group &&
                         (int64_t)c.topk_group * (c.n_experts / c.n_group) >= c.n_experts_used &&
                         c.routed_scaling > 0 && isfinite(c.routed_scaling));
     sd_fuzz_require(!c.shared_ungated || c.shared_expert_intermediate > 0);

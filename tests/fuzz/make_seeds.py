@@ -287,6 +287,21 @@ DEEPSEEK_V3 = {
     "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "use_cache": True, "v_head_dim": 128,
     "vocab_size": 129280}
 
+# DeepSeek-V2-Lite's form: latent attention with q_proj, yarn (mscale 0.707), greedy softmax routing
+DEEPSEEK_V2_LITE = {
+    "architectures": ["DeepseekV2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "aux_loss_alpha": 0.001, "bos_token_id": 100000, "eos_token_id": 100001, "first_k_dense_replace": 1,
+    "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 10944,
+    "kv_lora_rank": 512, "max_position_embeddings": 163840, "model_type": "deepseek_v2", "moe_intermediate_size": 1408,
+    "moe_layer_freq": 1, "n_group": 1, "n_routed_experts": 64, "n_shared_experts": 2, "norm_topk_prob": False,
+    "num_attention_heads": 16, "num_experts_per_tok": 6, "num_hidden_layers": 27, "num_key_value_heads": 16,
+    "pretraining_tp": 1, "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
+    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707, "mscale_all_dim": 0.707,
+                     "original_max_position_embeddings": 4096, "type": "yarn"}, "rope_theta": 10000,
+    "routed_scaling_factor": 1.0, "scoring_func": "softmax", "seq_aux": True, "tie_word_embeddings": False,
+    "topk_group": 1, "topk_method": "greedy", "torch_dtype": "bfloat16", "use_cache": True, "v_head_dim": 128,
+    "vocab_size": 102400}
+
 
 def config_seeds():
     put("config", "ok_tinyllama.json", json.dumps(LLAMA, indent=2))
@@ -308,7 +323,12 @@ def config_seeds():
            "moonlight": {**DEEPSEEK_V3, "q_lora_rank": None, "n_group": 1, "topk_group": 1, "n_routed_experts": 64,
                          "num_experts_per_tok": 6, "first_k_dense_replace": 1, "n_shared_experts": 2,
                          "num_attention_heads": 16, "num_key_value_heads": 16, "hidden_size": 2048,
-                         "rope_scaling": None, "rope_theta": 50000.0}}
+                         "rope_scaling": None, "rope_theta": 50000.0},
+           "deepseek_v2_lite": DEEPSEEK_V2_LITE,
+           "deepseek_v2": {**DEEPSEEK_V2_LITE, "q_lora_rank": 1536, "n_group": 8, "topk_group": 3,
+                           "topk_method": "group_limited_greedy", "routed_scaling_factor": 16.0,
+                           "n_routed_experts": 160, "num_attention_heads": 128, "num_key_value_heads": 128,
+                           "hidden_size": 5120}}
     for name, d in fam.items():
         put("config", "ok_" + name + ".json", json.dumps(d, indent=2))
     put("config", "ok_mistral_window.json", json.dumps({**MISTRAL, "sliding_window": 4096}))
@@ -354,6 +374,8 @@ def config_seeds():
     bad("deepseek_v3_kv_heads", DEEPSEEK_V3, num_key_value_heads=8)
     bad("deepseek_v3_scoring_softmax", DEEPSEEK_V3, scoring_func="softmax")
     bad("deepseek_v3_fp8", DEEPSEEK_V3, quantization_config={"quant_method": "fp8", "fmt": "e4m3"})
+    bad("deepseek_v2_topk_missing", DEEPSEEK_V2_LITE, num_experts_per_tok=...)
+    bad("deepseek_v2_noaux", DEEPSEEK_V2_LITE, topk_method="noaux_tc")
     bad("layers_negative", num_hidden_layers=-1)
     bad("vocab_huge", vocab_size=2**40)
     bad("hidden_string", hidden_size="2048")

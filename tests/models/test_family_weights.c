@@ -224,7 +224,7 @@ static void glm4_moe(void) {
     specdec_model *m = load("glm4_moe");
     if (!m) return;
     const sd_config *c = &m->w.cfg;
-    SD_CHECK(c->n_layers == 3 && c->shared_expert_intermediate == 32 && c->shared_ungated && c->moe_sigmoid,
+    SD_CHECK(c->n_layers == 3 && c->shared_expert_intermediate == 32 && c->shared_ungated && c->moe_route == SD_ROUTE_SIGMOID_GROUPED,
              "glm4_moe: 3 decoder layers (the MTP layer is not one), shared experts 2 x 16 wide");
     const sd_layer *L0 = &m->w.layers[0];
     SD_CHECK(!L0->experts && !L0->router.data && !L0->router_score_bias.data && L0->w_gate.data,
@@ -250,7 +250,7 @@ static void glm4_moe(void) {
     a.layers[1].shared = NULL;
     refused("glm4_moe shared expert missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "shared expert is missing");
     alt_init(&a, m);
-    a.w.cfg.moe_sigmoid = 0; /* a softmax router given a score bias */
+    a.w.cfg.moe_route = SD_ROUTE_SOFTMAX; /* a softmax router given a score bias */
     refused("glm4_moe score bias on a softmax router", &a, SPECDEC_ERR_MODEL_MISMATCH, "router score bias is present");
     alt_init(&a, m);
     a.layers[1].router_score_bias.shape[0] = 7;
@@ -314,6 +314,20 @@ static void deepseek_v3(void) {
         alt_init(&a, m);
         a.layers[0].bkv_a.data = NULL;
         refused("deepseek_v3_plain kv_a bias missing", &a, SPECDEC_ERR_MODEL_MISMATCH, "kv_a_proj_with_mqa.bias");
+        specdec_model_free(m);
+    }
+    m = load("deepseek_v2_grouped"); /* softmax routing: no score bias; the shared expert as V3's */
+    if (m) {
+        const sd_layer *L = &m->w.layers[1];
+        SD_CHECK(m->w.cfg.moe_route == SD_ROUTE_SOFTMAX_GROUPED && L->experts && !L->router_score_bias.data &&
+                     L->shared && !L->shared_gate.data && L->wq_a.data && L->bq_a.data && L->bkv_a.data,
+                 "deepseek_v2_grouped: softmax router without a score bias, ungated shared expert, q latent with "
+                 "biases");
+        SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "deepseek_v2_grouped: validates");
+        alt a;
+        alt_init(&a, m);
+        a.layers[0].router_score_bias = a.layers[0].bq_a;
+        refused("deepseek_v2 score bias present", &a, SPECDEC_ERR_MODEL_MISMATCH, "router score bias is present");
         specdec_model_free(m);
     }
 }

@@ -145,6 +145,8 @@ int main(int argc, char **argv) {
     pair(argv[1], "glm4_moe", "glm4_moe_flat", 0);
     pair(argv[1], "deepseek_v3", "deepseek_v3", 1);
     pair(argv[1], "deepseek_v3_plain", "glm4_moe", 0);
+    pair(argv[1], "deepseek_v2_grouped", "deepseek_v2_grouped", 1);
+    pair(argv[1], "deepseek_v2_lite", "deepseek_v3", 0);
     context_limit(argv[1]);
     return sd_test_done();
 }

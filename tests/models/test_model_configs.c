@@ -506,7 +506,7 @@ static void glm4_moe(void) {
     const specdec_status F = SPECDEC_ERR_FORMAT;
     sd_config c;
     ok("glm4_moe defaults", "Glm4MoeForCausalLM", "", &c);
-    SD_CHECK(c.moe_sigmoid && c.n_experts == 128 && c.n_experts_used == 8 && c.moe_intermediate == 1408 &&
+    SD_CHECK(c.moe_route == SD_ROUTE_SIGMOID_GROUPED && c.n_experts == 128 && c.n_experts_used == 8 && c.moe_intermediate == 1408 &&
                  c.n_group == 1 && c.topk_group == 1 && c.routed_scaling == 1.0f && c.norm_topk_prob &&
                  c.shared_expert_intermediate == 1408 && c.shared_ungated && moe_mask(&c) == 0xe && !c.qk_norm &&
                  !c.attention_bias && !c.o_bias && !c.mlp_bias && !c.rope_interleaved && c.head_dim == 8 &&
@@ -604,7 +604,7 @@ static void deepseek_v3(void) {
     SD_CHECK(c.mla && c.q_lora_rank == 1536 && c.kv_lora_rank == 512 && c.qk_nope_dim == 128 && c.v_head_dim == 128 &&
                  c.head_dim == 192 && sd_cfg_rope_dim(&c) == 64 && c.rope_interleaved && c.attn_scale == 0.0f &&
                  c.n_experts == 256 && c.n_experts_used == 8 && c.moe_intermediate == 2048 && c.n_group == 8 &&
-                 c.topk_group == 4 && c.routed_scaling == 2.5f && c.moe_sigmoid && c.shared_ungated &&
+                 c.topk_group == 4 && c.routed_scaling == 2.5f && c.moe_route == SD_ROUTE_SIGMOID_GROUPED && c.shared_ungated &&
                  c.shared_expert_intermediate == 2048 && moe_mask(&c) == 0x8 && !c.attention_bias && !c.o_bias &&
                  c.rms_norm_eps == 1e-6f && c.max_position_embeddings == 4096 && c.n_kv_heads == c.n_heads,
              "deepseek_v3: DeepseekV3Config defaults (q/kv latents 1536/512, heads rope 64 + nope 128, v 128, "
@@ -680,6 +680,68 @@ static void deepseek_v3(void) {
              "deepseek_v3: validate refuses latent attention with q/k norms: %s", eb.msg);
 }
 
+/* DeepSeek-V2: DeepseekV2Config's defaults (num_experts_per_tok required), the published V2-Lite and V2
+ * forms, and the refusals of what its router cannot run as configured. */
+static void deepseek_v2(void) {
+    const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
+    const char *A = "DeepseekV2ForCausalLM";
+    sd_config c;
+    sd_errbuf eb = {{0}};
+    SD_CHECK(parse_over(A, DS_KV, "", &c, &eb) == F && strstr(eb.msg, "num_experts_per_tok"),
+             "deepseek_v2: num_experts_per_tok has no default (DeepseekV2Config: None): %s", eb.msg);
+    SD_CHECK(parse_over(A, DS_KV, "\"num_experts_per_tok\": 6", &c, &eb) == SPECDEC_OK, "deepseek_v2 defaults: %s",
+             eb.msg);
+    SD_CHECK(c.mla && c.moe_route == SD_ROUTE_SOFTMAX_GROUPED && c.n_group == 1 && c.topk_group == 1 &&
+                 c.n_experts == 64 && c.moe_intermediate == 1407 && c.shared_expert_intermediate == 2 * 1407 &&
+                 moe_mask(&c) == 0xf && !c.norm_topk_prob && c.routed_scaling == 1.0f && c.rope_interleaved &&
+                 c.head_dim == 192 && c.max_position_embeddings == 2048,
+             "deepseek_v2: DeepseekV2Config defaults (64 experts of 1407, greedy, 2 shared experts, every layer "
+             "sparse, interleaved rope)");
+    SD_CHECK(parse_over(A, DS_KV,
+                        "\"attention_bias\": false, \"bos_token_id\": 0, \"eos_token_id\": 1, "
+                        "\"first_k_dense_replace\": 1, \"kv_lora_rank\": 512, \"max_position_embeddings\": 163840, "
+                        "\"model_type\": \"deepseek_v2\", \"moe_intermediate_size\": 1408, \"moe_layer_freq\": 1, "
+                        "\"n_group\": 1, \"n_routed_experts\": 64, \"n_shared_experts\": 2, \"norm_topk_prob\": false, "
+                        "\"num_experts_per_tok\": 6, \"q_lora_rank\": null, \"qk_nope_head_dim\": 128, "
+                        "\"qk_rope_head_dim\": 64, \"rms_norm_eps\": 1e-06, \"rope_scaling\": {\"beta_fast\": 32, "
+                        "\"beta_slow\": 1, \"factor\": 40, \"mscale\": 0.707, \"mscale_all_dim\": 0.707, "
+                        "\"original_max_position_embeddings\": 4096, \"type\": \"yarn\"}, \"rope_theta\": 10000, "
+                        "\"routed_scaling_factor\": 1.0, \"scoring_func\": \"softmax\", \"seq_aux\": true, "
+                        "\"topk_group\": 1, \"topk_method\": \"greedy\", \"v_head_dim\": 128, \"rope_interleave\": false",
+                        &c, &eb) == SPECDEC_OK,
+             "deepseek_v2 lite: %s", eb.msg);
+    const double m = 0.1 * 0.707 * log(40.0) + 1.0, want = m * m / sqrt(192.0);
+    SD_CHECK(c.q_lora_rank == 0 && moe_mask(&c) == 0xe && c.n_experts_used == 6 && c.n_group == 1 &&
+                 fabs((double)c.attn_scale - want) < 1e-7 * want && c.rope_interleaved,
+             "deepseek_v2: V2-Lite's values (q_proj, layer 0 dense, softmax scale %g expected %g, interleaved "
+             "whatever rope_interleave says)", (double)c.attn_scale, want);
+    SD_CHECK(parse_over(A, DS_KV,
+                        "\"num_experts_per_tok\": 6, \"n_routed_experts\": 160, \"n_group\": 8, \"topk_group\": 3, "
+                        "\"topk_method\": \"group_limited_greedy\", \"routed_scaling_factor\": 16.0, "
+                        "\"first_k_dense_replace\": 1",
+                        &c, &eb) == SPECDEC_OK &&
+                 c.n_group == 8 && c.topk_group == 3 && c.routed_scaling == 16.0f,
+             "deepseek_v2: V2's group-limited routing (8 groups, 3 compete, scaling 16): %s", eb.msg);
+    bad_over("deepseek_v2 noaux_tc", A, DS_KV, "\"num_experts_per_tok\": 6, \"topk_method\": \"noaux_tc\"", U,
+             "topk_method 'noaux_tc'");
+    bad_over("deepseek_v2 sigmoid", A, DS_KV, "\"num_experts_per_tok\": 6, \"scoring_func\": \"sigmoid\"", U,
+             "scoring_func");
+    bad_over("deepseek_v2 renormalised", A, DS_KV, "\"num_experts_per_tok\": 6, \"norm_topk_prob\": true", U,
+             "norm_topk_prob");
+    bad_over("deepseek_v2 groups missing", A, DS_KV,
+             "\"num_experts_per_tok\": 6, \"topk_method\": \"group_limited_greedy\"", F, "n_group");
+    bad_over("deepseek_v2 too few competing", A, DS_KV,
+             "\"num_experts_per_tok\": 6, \"topk_method\": \"group_limited_greedy\", \"n_group\": 16, "
+             "\"topk_group\": 1",
+             F, "exceeds the 4 experts");
+    bad_over("deepseek_v2 moe_layer_freq", A, DS_KV, "\"num_experts_per_tok\": 6, \"moe_layer_freq\": 2", U,
+             "moe_layer_freq");
+    bad_over("deepseek_v2 heads divide", A, "\"num_key_value_heads\": 3, \"num_attention_heads\": 3",
+             "\"num_experts_per_tok\": 6", F, "not a multiple");
+    bad_over("deepseek_v2 num_experts disagree", A, DS_KV,
+             "\"num_experts_per_tok\": 6, \"num_experts\": 8, \"n_routed_experts\": 16", F, "disagree");
+}
+
 int main(void) {
     families();
     ernie();
@@ -688,6 +750,7 @@ int main(void) {
     more_families();
     glm4_moe();
     deepseek_v3();
+    deepseek_v2();
     bad_configs();
     return sd_test_done();
 }
