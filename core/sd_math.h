@@ -213,4 +213,18 @@ SD_HD double sd_act_eval(int32_t act, double g) {
 /* Soft-capping: cap * tanh(x / cap) (cap > 0). */
 SD_HD double sd_softcap(double x, double cap) { return cap * tanh(x / cap); }
 
+/* RoPE's pairs and rotation, shared by the CPU reference (kernels/cpu/sd_cpu_rope.c) and the CUDA
+ * kernel (kernels/cuda/sd_cuda_rope.cu), so both rotate the same elements with the same arithmetic.
+ * Pair i (< half = rot_dim / 2) of a head is (i, i + half) in transformers' rotate_half convention,
+ * (2i, 2i + 1) when interleaved (ERNIE 4.5, GLM-4, DeepSeek); it turns by the tables' entry i:
+ * y0 = x0 cos - x1 sin, y1 = x1 cos + x0 sin, in double, each rounded once to fp32. */
+SD_HD void sd_rope_pair(int32_t i, int32_t half, int interleaved, int32_t *i0, int32_t *i1) {
+    *i0 = interleaved ? 2 * i : i;
+    *i1 = interleaved ? 2 * i + 1 : i + half;
+}
+SD_HD void sd_rope_turn(float x0, float x1, float c, float s, float *y0, float *y1) {
+    *y0 = (float)((double)x0 * (double)c - (double)x1 * (double)s);
+    *y1 = (float)((double)x1 * (double)c + (double)x0 * (double)s);
+}
+
 #endif

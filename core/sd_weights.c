@@ -268,7 +268,6 @@ const char *sd_cfg_cpu_only(const sd_config *c) {
     if (c->clip_qkv > 0.0f) return "clip_qkv";
     for (int32_t l = 0; l < c->n_layers; l++)
         if (c->layer_no_rope[l]) return "layers without rotary embeddings (no_rope_layers)";
-    if (c->rope_interleaved) return "interleaved rotary pairs (ERNIE / GLM style)";
     return NULL;
 }
 

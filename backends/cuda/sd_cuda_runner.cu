@@ -358,6 +358,7 @@ static specdec_status sd_attend(sd_cuda_group *g, int32_t l, const sd_cuda_fwd *
     ra.cos_t = g->rope_cos + tab;
     ra.sin_t = g->rope_sin + tab;
     ra.rot_dim = sd_cfg_rope_dim(c);
+    ra.interleaved = c->rope_interleaved;
     ra.k_cache = L->kc;
     ra.v_cache = L->vc;
     ra.kv_dt = g->kv_dt;

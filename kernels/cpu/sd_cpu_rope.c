@@ -36,28 +36,26 @@ void sd_cpu_rope(float *x, int32_t n_heads, int32_t head_dim, const float *cos_t
     sd_cpu_rope_part(x, n_heads, head_dim, head_dim, cos_t, sin_t);
 }
 
-void sd_cpu_rope_part(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
-                      const float *sin_t) {
-    int32_t half = rot_dim / 2;
+/* Both pair conventions through core/sd_math.h's sd_rope_pair / sd_rope_turn (the CUDA kernel's). */
+static void cpu_rope_pairs(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, int interleaved,
+                           const float *cos_t, const float *sin_t) {
+    const int32_t half = rot_dim / 2;
     for (int32_t h = 0; h < n_heads; h++) {
         float *v = x + (int64_t)h * head_dim;
         for (int32_t i = 0; i < half; i++) {
-            double a = v[i], b = v[i + half], c = cos_t[i], s = sin_t[i];
-            v[i] = (float)(a * c - b * s);
-            v[i + half] = (float)(b * c + a * s);
+            int32_t i0, i1;
+            sd_rope_pair(i, half, interleaved, &i0, &i1);
+            sd_rope_turn(v[i0], v[i1], cos_t[i], sin_t[i], &v[i0], &v[i1]);
         }
     }
 }
 
+void sd_cpu_rope_part(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
+                      const float *sin_t) {
+    cpu_rope_pairs(x, n_heads, head_dim, rot_dim, 0, cos_t, sin_t);
+}
+
 void sd_cpu_rope_part_interleaved(float *x, int32_t n_heads, int32_t head_dim, int32_t rot_dim, const float *cos_t,
                                   const float *sin_t) {
-    int32_t half = rot_dim / 2;
-    for (int32_t h = 0; h < n_heads; h++) {
-        float *v = x + (int64_t)h * head_dim;
-        for (int32_t i = 0; i < half; i++) {
-            double a = v[2 * i], b = v[2 * i + 1], c = cos_t[i], s = sin_t[i];
-            v[2 * i] = (float)(a * c - b * s);
-            v[2 * i + 1] = (float)(b * c + a * s);
-        }
-    }
+    cpu_rope_pairs(x, n_heads, head_dim, rot_dim, 1, cos_t, sin_t);
 }

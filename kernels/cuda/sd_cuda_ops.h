@@ -91,6 +91,7 @@ typedef struct sd_cuda_rope_args {
     int32_t cache_rows;     /* physical rows per kv head (n_blocks * block_tokens) */
     int32_t rot_dim;        /* rotary dims of a head (partial rotary: the first rot_dim rotate,
                                pairs i, i + rot_dim/2; tables [n_ctx, rot_dim/2]); 0 = hd */
+    int32_t interleaved;    /* 1: pairs (2i, 2i + 1) of the first rot_dim (cfg.rope_interleaved) */
 } sd_cuda_rope_args;
 specdec_status sd_cuda_rope_kv(const sd_cuda_rope_args *a, cudaStream_t stream, sd_errbuf *eb);
 

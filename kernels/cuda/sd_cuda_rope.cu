@@ -11,7 +11,9 @@
  *   (in double, rounded once to fp32)
  * then k_cache[g][phys(w)] = k'_g, v_cache[g][phys(w)] = v_g (rounded to kv_dt), phys
  * through the token's block table. Partial rotary (rot_dim < hd, Phi-3/4): h = rot_dim/2
- * and the tables hold rot_dim/2 angles; dims [rot_dim, hd) pass through.
+ * and the tables hold rot_dim/2 angles; dims [rot_dim, hd) pass through. interleaved (ERNIE 4.5,
+ * GLM-4): pair i is (2i, 2i + 1) instead of (i, i + h), the same angles (core/sd_math.h
+ * sd_rope_pair / sd_rope_turn, the CPU reference's own functions).
  * Launch: grid n, 256 threads; thread t handles rotary pairs and v elements strided.
  * The kernel takes the launcher's argument struct by value and names its fields as
  * __restrict__ locals, so the aliasing facts (and the generated code) are those of
@@ -38,20 +40,19 @@ static __global__ void sd_rope_kv_kernel(const __grid_constant__ sd_cuda_rope_ar
     for (int t = threadIdx.x; t < n_pairs; t += blockDim.x) {
         const int head = t / half; /* 0..n_heads-1: q heads; then k heads */
         const int i = t - head * half;
+        int32_t i0, i1; /* (i, i + half), or (2i, 2i + 1) interleaved: core/sd_math.h, as the CPU reference */
+        sd_rope_pair(i, half, a.interleaved, &i0, &i1);
         float *x = row + (size_t)head * hd;
-        const float x0 = x[i], x1 = x[i + half];
-        const float c = cs[i], s = sn[i];
-        /* In double, rounded once, as the CPU reference. */
-        const float y0 = (float)((double)x0 * c - (double)x1 * s);
-        const float y1 = (float)((double)x1 * c + (double)x0 * s);
+        float y0, y1; /* in double, rounded once */
+        sd_rope_turn(x[i0], x[i1], cs[i], sn[i], &y0, &y1);
         if (head < n_heads) {
-            x[i] = y0;
-            x[i + half] = y1;
+            x[i0] = y0;
+            x[i1] = y1;
         } else {
             const int g = head - n_heads;
             const size_t dst = ((size_t)g * rows + w) * hd;
-            sd_st_dt(k_cache, kv_dt, dst + i, y0);
-            sd_st_dt(k_cache, kv_dt, dst + i + half, y1);
+            sd_st_dt(k_cache, kv_dt, dst + i0, y0);
+            sd_st_dt(k_cache, kv_dt, dst + i1, y1);
         }
     }
     if (rot < hd) /* k's dims past the rotary ones, unchanged */

@@ -130,14 +130,17 @@ static void test_swiglu(ct_rng *rng) {
     }
 }
 
-/* RoPE + cache append vs sd_cpu_rope (default and llama3 scaling, odd head counts). */
+/* RoPE + cache append vs sd_cpu_rope_part (default and llama3 scaling, odd head counts, partial rotary,
+ * interleaved pairs: ERNIE 4.5 whole-head, GLM-4 half-head), bitwise within 1e-6. */
 static void test_rope_kv(ct_rng *rng) {
-    struct { int nh, nkv, hd, n, pos0, llama3; } cases[] = {{4, 2, 64, 3, 5, 0}, {6, 2, 10, 17, 0, 1}, {32, 8, 128, 1, 300, 1}};
+    struct { int nh, nkv, hd, n, pos0, llama3, rot, il; } cases[] = {
+        {4, 2, 64, 3, 5, 0, 64, 0},  {6, 2, 10, 17, 0, 1, 10, 0}, {32, 8, 128, 1, 300, 1, 128, 0},
+        {4, 2, 64, 5, 9, 0, 32, 0},  {4, 2, 64, 3, 5, 0, 64, 1},  {6, 2, 128, 7, 200, 0, 64, 1}};
     const int n_ctx = 320;
-    for (size_t ci = 0; ci < 3; ci++) {
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const int nh = cases[ci].nh, nkv = cases[ci].nkv, hd = cases[ci].hd, n = cases[ci].n, pos0 = cases[ci].pos0;
-        const int half = hd / 2, ld = (nh + 2 * nkv) * hd;
-        sd_rope_params rp = {hd, cases[ci].llama3 ? 500000.0 : 10000.0, cases[ci].llama3, 8.0, 1.0, 4.0, 64.0};
+        const int rot = cases[ci].rot, il = cases[ci].il, half = rot / 2, ld = (nh + 2 * nkv) * hd;
+        sd_rope_params rp = {rot, cases[ci].llama3 ? 500000.0 : 10000.0, cases[ci].llama3, 8.0, 1.0, 4.0, 64.0};
         double *inv = malloc(sizeof(double) * half);
         float *cs = malloc(sizeof(float) * n_ctx * half), *sn = malloc(sizeof(float) * n_ctx * half);
         sd_cpu_rope_inv_freq(&rp, inv);
@@ -147,8 +150,10 @@ static void test_rope_kv(ct_rng *rng) {
         memcpy(ref, qkv, sizeof(float) * n * ld);
         for (int m = 0; m < n; m++) {
             const float *c = cs + (size_t)(pos0 + m) * half, *s = sn + (size_t)(pos0 + m) * half;
-            sd_cpu_rope(ref + (size_t)m * ld, nh, hd, c, s);
-            sd_cpu_rope(ref + (size_t)m * ld + nh * hd, nkv, hd, c, s);
+            void (*rope)(float *, int32_t, int32_t, int32_t, const float *, const float *) =
+                il ? sd_cpu_rope_part_interleaved : sd_cpu_rope_part;
+            rope(ref + (size_t)m * ld, nh, hd, rot, c, s);
+            rope(ref + (size_t)m * ld + nh * hd, nkv, hd, rot, c, s);
         }
         float *d_cs = ct_dev_upload(cs, sizeof(float) * n_ctx * half), *d_sn = ct_dev_upload(sn, sizeof(float) * n_ctx * half);
         float *d_qkv = ct_dev_upload(qkv, sizeof(float) * n * ld);
@@ -158,7 +163,7 @@ static void test_rope_kv(ct_rng *rng) {
         const sd_cuda_rope_args ra = {.qkv = d_qkv, .ldqkv = ld, .n = n, .map = {.pos0 = pos0, .block_tokens = 1},
                                       .n_heads = nh, .n_kv = nkv, .hd = hd, .cos_t = d_cs, .sin_t = d_sn,
                                       .k_cache = d_kc, .v_cache = d_vc, .kv_dt = SD_F32, .n_ctx = n_ctx,
-                                      .cache_rows = n_ctx};
+                                      .cache_rows = n_ctx, .rot_dim = rot, .interleaved = il};
         SD_CHECK(sd_cuda_rope_kv(&ra, 0, &eb) == SPECDEC_OK, "%s", eb.msg);
         CT_CUDA(cudaMemcpy(got, d_qkv, sizeof(float) * n * ld, cudaMemcpyDeviceToHost));
         /* q rotated in place (compare only the q part; k/v columns are read from the cache) */
@@ -181,7 +186,8 @@ static void test_rope_kv(ct_rng *rng) {
                 }
         }
         char what[80];
-        snprintf(what, sizeof what, "rope q nh=%d hd=%d n=%d pos0=%d llama3=%d", nh, hd, n, pos0, cases[ci].llama3);
+        snprintf(what, sizeof what, "rope q nh=%d hd=%d rot=%d il=%d n=%d pos0=%d llama3=%d", nh, hd, rot, il, n, pos0,
+                 cases[ci].llama3);
         SD_CHECK(ct_compare(what, gq, rq, (size_t)n * nh * hd, 1e-6, 1e-6, -1), "rope q");
         snprintf(what, sizeof what, "rope k + v cache nkv=%d hd=%d", nkv, hd);
         SD_CHECK(ct_compare(what, gk, rk, (size_t)n * nkv * hd * 2, 1e-6, 1e-6, -1), "rope k / v cache");

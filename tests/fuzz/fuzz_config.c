@@ -45,8 +45,8 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(c.residual_scale >= 0 && isfinite(c.residual_scale) && c.logits_divisor >= 0 &&
                     isfinite(c.logits_divisor) && c.clip_qkv >= 0 && isfinite(c.clip_qkv));
     sd_fuzz_require(!(c.qk_norm && c.qk_norm_whole) && (!c.post_norms_only || c.sandwich_norms));
-    /* interleaved rotary pairs: a flag, and a CPU-only feature (the CUDA backend refuses it at load) */
-    sd_fuzz_require((c.rope_interleaved == 0 || c.rope_interleaved == 1) && (!c.rope_interleaved || sd_cfg_cpu_only(&c)));
+    /* interleaved rotary pairs: a flag (both backends rotate them, core/sd_math.h sd_rope_pair) */
+    sd_fuzz_require(c.rope_interleaved == 0 || c.rope_interleaved == 1);
     /* DeepSeek-V3 / GLM-4.5 routing: groups of >= 2 experts dividing them, enough experts in the
      * competing groups, a positive finite scale, an ungated shared expert of positive width */
     if (c.moe_route != SD_ROUTE_SOFTMAX)
