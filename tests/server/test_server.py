@@ -1684,6 +1684,24 @@ def test_utility_endpoints(srv):
         if param:
             err = json.loads(srv.request("POST", "/tokenize", body)[1])["error"]
             check(err.get("param") == param, "/tokenize %s names %s: %r" % (what, param, err))
+    # vLLM's tokenize models have no generation fields: any value of one is ignored, not refused
+    junk = {"n": 1000, "temperature": "hot", "max_tokens": -5, "stream": "x", "logprobs": "many", "stop": 7,
+            "response_format": 3, "tool_choice": 7, "seed": -1.5, "best_of": [1]}
+    base = tok(srv, {"prompt": prompt})
+    check(tok(srv, dict(junk, prompt=prompt)).get("tokens") == base.get("tokens") != None,
+          "/tokenize ignores generation-only fields of any type (prompt form)")
+    base = tok(srv, {"messages": CHAT_MSGS})
+    check(tok(srv, dict(junk, messages=CHAT_MSGS)).get("tokens") == base.get("tokens") != None,
+          "/tokenize ignores generation-only fields of any type (chat form)")
+    for what, body, param in (("tools not a list", {"messages": CHAT_MSGS, "tools": "x"}, "tools"),
+                              ("add_generation_prompt a string", {"messages": CHAT_MSGS, "add_generation_prompt": "y"},
+                               "add_generation_prompt"),
+                              ("add_special_tokens a number", {"prompt": "a", "add_special_tokens": 1},
+                               "add_special_tokens")):
+        st, raw, _ = srv.request("POST", "/tokenize", body)
+        err = json.loads(raw).get("error", {}) if st == 400 else {}
+        check(st == 400 and err.get("param") == param, "/tokenize %s: still refused naming %s: %d %s" % (what, param,
+                                                                                                       st, raw[:200]))
     for what, body in (("tokens a string", {"tokens": "1 2"}), ("tokens null", {"tokens": None}),
                        ("a nested list", {"tokens": [[1]]}), ("a huge id", {"tokens": [1e300]}),
                        ("an id as a string", {"tokens": ["1"]})):

@@ -191,18 +191,13 @@ def usage_prompt(srv, body):
 
 def tokenize_same(srv, model, body, prompt_tokens):
     """/tokenize's chat form of body (messages, tools, chat_template_kwargs): the count is the chat
-    completion's prompt_tokens and the ids are `specdec tokenize --chat`'s (the CLI's renderer). The
-    server gives the template each tool as vLLM's model_dump writes it (description and parameters
-    null when absent) and the CLI as written, so the CLI gets them in that form."""
+    completion's prompt_tokens and the ids are `specdec tokenize --chat`'s for the same file. Both
+    give the template each tool as vLLM's model_dump writes it (description and parameters null when
+    absent: the CLI through the server's sd_tools_parse)."""
     st, raw, _ = srv.request("POST", "/tokenize", body)
     got = json.loads(raw) if st == 200 else {}
-    dumped = dict(body)
-    if "tools" in body:
-        dumped["tools"] = [{"type": "function", "function": dict(
-            {"name": t["function"]["name"], "description": t["function"].get("description"),
-             "parameters": t["function"].get("parameters")}, **t["function"])} for t in body["tools"]]
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(dumped, f)
+        json.dump(body, f)
     try:
         cli = subprocess.run([SPECDEC, "tokenize", "-m", model, "--chat", f.name], capture_output=True, text=True,
                              timeout=120)
@@ -226,9 +221,13 @@ def test_render(srv):
                    {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees"}]
     n = usage_prompt(srv, dict(messages=conv, tools=TOOLS, tool_choice="none"))
     check(n > with_tools, "a tool call and its result rendered: %d tokens" % n)
+    # a tool with neither description nor parameters, and one with an extra key: model_dump's form
+    bare = [{"type": "function", "function": {"name": "ping"}},
+            {"type": "function", "function": dict(WEATHER["function"], strict=True)}]
+    n_bare = usage_prompt(srv, dict(messages=USER, tools=bare, tool_choice="none"))
     for body, count in ((dict(messages=USER), plain), (dict(messages=USER, tools=TOOLS), with_tools),
                         (dict(messages=USER, chat_template_kwargs={"enable_thinking": False}), no_think),
-                        (dict(messages=conv, tools=TOOLS), n)):
+                        (dict(messages=conv, tools=TOOLS), n), (dict(messages=USER, tools=bare), n_bare)):
         tokenize_same(srv, srv.model_dir, body, count)
 
 

@@ -3,7 +3,10 @@
  * per token, using DIR/tokenizer.json. -f FILE reads the text from a file instead.
  * --chat FILE.json renders a conversation (OpenAI-format messages, tools, chat_template_kwargs:
  * specdec_chat_apply_json) with the model's chat template (as the server's /v1/chat/completions
- * does) and prints its ids, or with --text the rendered prompt itself, byte for byte, so a user can check a template against transformers' apply_chat_template. */
+ * does) and prints its ids, or with --text the rendered prompt itself, byte for byte, so a user can check a template against transformers' apply_chat_template.
+ * The tools and chat_template_kwargs go through the server's own checks and normalisation
+ * (sd_tools_parse: vLLM's model_dump of each tool) when the program has the server, so the ids
+ * are /tokenize's and usage.prompt_tokens' for the same conversation. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,10 @@
 
 #include "cli.h"
 #include "specdec.h"
+#ifdef SPECDEC_WITH_SERVER
+#include "sd_server_request.h"
+#include "sd_server_tools.h"
+#endif
 
 static void cli_tok_usage(FILE *f) {
     fprintf(f,
@@ -46,6 +53,32 @@ static int cli_chat_fail(const char *path, const char *what) {
     return 1;
 }
 
+#ifdef SPECDEC_WITH_SERVER
+/* tools and chat_template_kwargs as the server hands them to the template (sd_tools_parse: each tool
+ * checked and written as vLLM's model_dump writes it, description and parameters null when absent),
+ * so --chat renders exactly what /v1/chat/completions and /tokenize render. */
+static int cli_chat_as_server(const char *path, cli_chat *c, const cJSON *tools, const cJSON *kw) {
+    cJSON *req = cJSON_CreateObject();
+    sd_api_request r;
+    sd_api_error e;
+    memset(&r, 0, sizeof r);
+    memset(&e, 0, sizeof e);
+    int bad = !req || (tools && !cJSON_AddItemReferenceToObject(req, "tools", (cJSON *)tools)) ||
+              (kw && !cJSON_AddItemReferenceToObject(req, "chat_template_kwargs", (cJSON *)kw));
+    int rc = bad ? 500 : sd_tools_parse(req, &r, &e);
+    if (!rc) {
+        cJSON_free(c->tools);
+        cJSON_free(c->kwargs);
+        c->tools = r.tools_json; /* both cJSON_PrintUnformatted texts, now the chat's */
+        c->kwargs = r.kwargs_json;
+        r.tools_json = r.kwargs_json = NULL;
+    }
+    sd_api_request_free(&r);
+    cJSON_Delete(req);
+    return rc ? cli_chat_fail(path, bad ? "out of memory" : e.message) : 0;
+}
+#endif
+
 static int cli_chat_load(const char *path, cli_chat *c) {
     size_t len = 0;
     char *text = cli_read_file(path, &len);
@@ -75,8 +108,13 @@ static int cli_chat_load(const char *path, cli_chat *c) {
     if (kw) c->kwargs = cJSON_PrintUnformatted(kw);
     if (!c->messages || (tools && !cJSON_IsNull(tools) && !c->tools) || (kw && !c->kwargs))
         return cli_chat_fail(path, "out of memory");
+#ifdef SPECDEC_WITH_SERVER
+    return cli_chat_as_server(path, c, tools && !cJSON_IsNull(tools) ? tools : NULL, kw);
+#else
     return 0;
+#endif
 }
+
 
 static void cli_chat_free(cli_chat *c) {
     cJSON_free(c->messages);

@@ -909,7 +909,7 @@ static int parse_root(const cJSON *root, int chat, const char *model_id, sd_api_
 
 /* 1 if the JSON text has a NUL: a raw byte, or the escape \u0000 (a backslash outside
  * strings is no valid JSON, so every backslash starts an escape of one string). */
-static int sd_has_nul(const char *s, size_t n) {
+int sd_api_has_nul(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '\0') return 1;
         if (s[i] != '\\' || i + 1 >= n) continue;
@@ -935,7 +935,7 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
     out->add_generation_prompt = 1;
     if (!body || len == 0) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the request body is empty");
     if (!sd_api_utf8_valid(body, len)) return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");
-    if (sd_has_nul(body, len))
+    if (sd_api_has_nul(body, len))
         return sd_api_fail(err, 400, INVALID, NULL, NULL, "the body contains a NUL character (raw or \\u0000)");
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);

@@ -160,6 +160,8 @@ int sd_api_fail(sd_api_error *e, int http, const char *type, const char *code, c
 int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, sd_api_request *out,
                  sd_api_error *err);
 void sd_api_request_free(sd_api_request *r);
+/* 1 if the JSON text s[0..n) has a NUL: a raw byte, or the escape \u0000 (sd_api_parse refuses it). */
+int sd_api_has_nul(const char *s, size_t n);
 
 /* The request line and headers that decide a request before its body arrives. */
 typedef struct sd_api_head {
