@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 5
+#define SPECDEC_VERSION_PATCH 6
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.5"
+#define SPECDEC_VERSION_STRING "0.5.6"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -172,9 +172,22 @@ typedef struct specdec_model_info {
                                        before the final norm); all -1 = the default rule 2, L/2, L-3 of
                                        the target's L layers; else 0 */
     int32_t eagle3_own_embedding;   /* head: 1 = ships embed_tokens, 0 = uses the target's; else 0 */
-    int32_t reserved_i[1];
+    /* since 0.5.6 (was reserved_i[0]; the struct keeps its size): the rope scaling of the full-attention
+     * layers, a specdec_rope_type (rope_scaling_llama3 stays 1 exactly when this is LLAMA3) */
+    int32_t rope_type;
     uint64_t reserved[4];
 } specdec_model_info;
+
+/* specdec_model_info.rope_type: config.json's rope_scaling / rope_parameters type, resolved as
+ * transformers resolves it (Phi-3's "su" is LONGROPE). */
+typedef enum specdec_rope_type {
+    SPECDEC_ROPE_DEFAULT = 0,  /* none */
+    SPECDEC_ROPE_LLAMA3 = 1,
+    SPECDEC_ROPE_LINEAR = 2,
+    SPECDEC_ROPE_DYNAMIC = 3,  /* dynamic NTK */
+    SPECDEC_ROPE_YARN = 4,
+    SPECDEC_ROPE_LONGROPE = 5
+} specdec_rope_type;
 
 SPECDEC_API specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_info *info);
 

@@ -729,6 +729,11 @@ const char *specdec_model_last_error(const specdec_model *model) {
     return model ? model->err.msg : specdec_last_error();
 }
 
+_Static_assert((int)SD_ROPE_DEFAULT == SPECDEC_ROPE_DEFAULT && (int)SD_ROPE_LLAMA3 == SPECDEC_ROPE_LLAMA3 &&
+                   (int)SD_ROPE_LINEAR == SPECDEC_ROPE_LINEAR && (int)SD_ROPE_DYNAMIC == SPECDEC_ROPE_DYNAMIC &&
+                   (int)SD_ROPE_YARN == SPECDEC_ROPE_YARN && (int)SD_ROPE_LONGROPE == SPECDEC_ROPE_LONGROPE,
+               "specdec_model_info.rope_type carries sd_rope_type's numbers");
+
 specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_info *info) {
     if (!model || !info)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "specdec_model_get_info: %s is NULL",
@@ -747,6 +752,7 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->rms_norm_eps = c->rms_norm_eps;
     info->rope_theta = c->rope_theta;
     info->rope_scaling_llama3 = c->rope_type == SD_ROPE_LLAMA3;
+    info->rope_type = (int32_t)c->rope_type; /* SD_ROPE_* numbers are SPECDEC_ROPE_*'s (static asserts below) */
     info->tie_word_embeddings = c->tie_word_embeddings;
     info->attention_bias = c->attention_bias;
     info->dtype = (specdec_dtype)model->w.dtype;

@@ -81,6 +81,8 @@ static void check_valid(const char *label, ck_spec s) {
         SD_CHECK(info.rms_norm_eps == 1e-5f, "%s eps", label);
         SD_CHECK(info.rope_theta == (s.llama3 ? 500000.0f : 10000.0f), "%s theta", label);
         SD_CHECK(info.rope_scaling_llama3 == s.llama3, "%s llama3 flag", label);
+        SD_CHECK(info.rope_type == (s.llama3 ? SPECDEC_ROPE_LLAMA3 : SPECDEC_ROPE_DEFAULT), "%s rope_type %d", label,
+                 (int)info.rope_type);
         SD_CHECK(info.tie_word_embeddings == s.tie, "%s tie", label);
         SD_CHECK(info.attention_bias == (s.bias || qwen), "%s bias", label);
         SD_CHECK((int)info.dtype == specdec_dtype_of(s.wdtype), "%s dtype", label);

@@ -282,6 +282,10 @@ static void deepseek_v3(void) {
         SD_CHECK(!m->w.layers[0].experts && m->w.layers[1].experts && m->w.layers[1].router_score_bias.data,
                  "deepseek_v3: layer 0 dense, the others sparse with a score bias");
         SD_CHECK(sd_weights_validate(&m->w, NULL) == SPECDEC_OK, "deepseek_v3: the loaded description validates");
+        specdec_model_info info;
+        SD_CHECK(specdec_model_get_info(m, &info) == SPECDEC_OK && info.rope_type == SPECDEC_ROPE_YARN &&
+                     !info.rope_scaling_llama3 && info.head_dim == 10,
+                 "deepseek_v3: model info gives the yarn rope (rope_type %d)", (int)info.rope_type);
         alt a;
         alt_init(&a, m);
         a.layers[1].wkv_b.data = NULL;

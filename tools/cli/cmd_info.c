@@ -93,7 +93,9 @@ int cli_cmd_info(int argc, char **argv) {
     printf("max_position_embeddings: %d\n", in.max_position_embeddings);
     printf("rms_norm_eps:            %g\n", (double)in.rms_norm_eps);
     printf("rope_theta:              %g\n", (double)in.rope_theta);
-    printf("rope_scaling:            %s\n", in.rope_scaling_llama3 ? "llama3" : "none");
+    static const char *const rope_names[] = {"none", "llama3", "linear", "dynamic", "yarn", "longrope"};
+    printf("rope_scaling:            %s\n",
+           in.rope_type >= 0 && in.rope_type <= SPECDEC_ROPE_LONGROPE ? rope_names[in.rope_type] : "?");
     printf("tie_word_embeddings:     %s\n", in.tie_word_embeddings ? "true" : "false");
     printf("attention_bias:          %s\n", in.attention_bias ? "true" : "false");
     printf("dtype:                   %s\n", info_dtype_name(in.dtype));
