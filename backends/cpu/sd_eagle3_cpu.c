@@ -42,6 +42,10 @@ struct sd_eagle3_cpu {
     double *acc;              /* [hd] */
     int64_t *keys;            /* [n_ctx] */
     int32_t *chain;           /* [n_ctx] ancestors, leaf-first */
+    /* attention on the bound pool's threads (e3c_attend): parts 1..w_parts-1 have their own
+     * scores [n_ctx] and acc [hd] at (part - 1) * n_ctx / * hd; grown on first use, never an error */
+    int32_t w_parts;
+    double *w_scores, *w_acc;
     sd_errbuf err;
 };
 
@@ -180,7 +184,7 @@ void sd_eagle3_cpu_destroy(sd_eagle3_cpu *e) {
     if (!e) return;
     void *p[] = {e->e, e->hn, e->u, e->q, e->attn, e->h1, e->xn, e->gate, e->up, e->tmp, e->h, e->aux, e->rowbuf,
                  e->rope_cos, e->rope_sin, e->k_cache, e->v_cache, e->inv_freq, e->scores, e->acc, e->keys,
-                 e->parent, e->chain};
+                 e->parent, e->chain, e->w_scores, e->w_acc};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) sd_free(p[i]);
     sd_eagle3_shared_unref(e->sh);
     sd_free(e);
@@ -256,6 +260,42 @@ static void e3c_tail(sd_eagle3_cpu *e, const float *g, int32_t n, float *logits,
     if (g_next) memcpy(g_next, hw->cfg.norm_output ? e->xn : e->h, (size_t)nH * sizeof(float));
 }
 
+/* One token's attention split over the heads: part p takes heads p, p + n_parts, ... with
+ * sd_cpu_attention_heads' exact arithmetic, so the output is bitwise the one-thread result. */
+typedef struct e3c_attn_job {
+    sd_eagle3_cpu *e;
+    const float *q;
+    float *out;
+    int32_t nk;
+} e3c_attn_job;
+
+static void e3c_attn_part(void *arg, int part, int n_parts, float *scratch) {
+    (void)scratch;
+    const e3c_attn_job *j = arg;
+    sd_eagle3_cpu *e = j->e;
+    double *scores = part ? e->w_scores + (int64_t)(part - 1) * e->n_ctx : e->scores;
+    double *acc = part ? e->w_acc + (int64_t)(part - 1) * e->hd : e->acc;
+    sd_cpu_attention_heads(j->q, e->k_cache, e->v_cache, e->keys, j->nk, e->nH, e->nKV, e->hd, NULL, part, e->nH,
+                           n_parts, scores, acc, j->out);
+}
+
+/* Parts the bound pool can run the attention in (1: the calling thread alone): the workers'
+ * scratch is grown to the pool's threads on first use; an allocation that fails keeps what there is. */
+static int e3c_attn_parts(sd_eagle3_cpu *e, int32_t nk) {
+    sd_cpu_pool *pool = sd_cpu_pool_current();
+    int parts = sd_cpu_pool_threads(pool);
+    if (parts > e->nH) parts = e->nH;
+    if (parts <= 1 || (int64_t)nk * e->nH * e->hd < sd_cpu_pool_min_work(pool)) return 1;
+    if (parts > e->w_parts) {
+        double *ws = sd_realloc(e->w_scores, (size_t)(parts - 1) * (size_t)e->n_ctx * sizeof(double));
+        if (ws) e->w_scores = ws;
+        double *wa = ws ? sd_realloc(e->w_acc, (size_t)(parts - 1) * (size_t)e->hd * sizeof(double)) : NULL;
+        if (wa) e->w_acc = wa;
+        if (ws && wa) e->w_parts = parts;
+    }
+    return parts < e->w_parts ? parts : e->w_parts > 1 ? e->w_parts : 1;
+}
+
 specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const float *g, const int32_t *pos,
                                   int32_t n, const int32_t *parents, int32_t n_shared, float *logits, float *g_next) {
     if (!e || !tokens || !g || !pos)
@@ -280,8 +320,10 @@ specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const
         e->parent[r] = parents ? parents[t] : r - 1;
         if (kv_only) continue;
         const int32_t nk = e3c_keys(e, r, parents != NULL, n_shared);
-        sd_cpu_attention_keys(e->q + (int64_t)t * e->Q, e->k_cache, e->v_cache, e->keys, nk, e->nH, e->nKV, e->hd,
-                              e->scores, e->acc, e->attn + (int64_t)t * e->Q);
+        e3c_attn_job job = {e, e->q + (int64_t)t * e->Q, e->attn + (int64_t)t * e->Q, nk};
+        const int parts = e3c_attn_parts(e, nk);
+        if (parts > 1) sd_cpu_pool_run(sd_cpu_pool_current(), parts, e3c_attn_part, &job, NULL);
+        else e3c_attn_part(&job, 0, 1, NULL);
     }
     e->n_cached += n;
     if (!kv_only) e3c_tail(e, g, n, logits, g_next);
@@ -310,10 +352,10 @@ typedef struct e3c_runner {
     size_t scratch_size;
 } e3c_runner;
 
-/* The head's linear layers (fc, q/k/v/o, the MLP, the LM head over the draft vocabulary) run on
- * the threads of its target's pool (sd_cpu_runner_pool; LLM(cpu_threads=)): the head and the
- * target never run at once (a round drafts, then verifies), and sd_cpu_matmul's results do not
- * depend on the thread count. Attention stays on the calling thread. */
+/* The head's linear layers (fc, q/k/v/o, the MLP, the LM head over the draft vocabulary) and its
+ * attention (split over the heads, e3c_attn_part) run on the threads of its target's pool
+ * (sd_cpu_runner_pool; LLM(cpu_threads=)): the head and the target never run at once (a round
+ * drafts, then verifies), and neither result depends on the thread count. */
 static specdec_status e3c_r_fuse(sd_eagle3_runner *r, const float *aux, int32_t n, float *g) {
     e3c_runner *c = (e3c_runner *)r;
     sd_cpu_pool *prev = sd_cpu_pool_bind(sd_cpu_runner_pool(r->target));

@@ -20,7 +20,8 @@
  *      slots every slot's head runner holds the same shared object and its forward reads the
  *      same widened F32 matrices (one copy, not four), while each has its own buffers; the
  *      runners of two schedulers do not share;
- *   5. the head's linear layers run on its target's threads: a head runner bound to a CPU target
+ *   5. the head's linear layers and attention (split over the heads) run on its target's threads: a
+ *      head runner bound to a CPU target
  *      runner of 3 threads (the pool's threshold at 0, so every layer of >= 32 rows splits) fuses
  *      and steps (logits and g_next) bitwise as one bound to a 1-thread target, and the pool's
  *      workers were used by those calls alone.
@@ -338,9 +339,11 @@ static int head_calls(const specdec_model *t, const specdec_model *h, sd_runner 
     float *aux = calloc((size_t)3 * tH, sizeof(float));
     for (int32_t i = 0; aux && i < 3 * tH; i++) aux[i] = (float)((i * 37 % 101) - 50) / 25.0f;
     const uint64_t before = sd_cpu_pool_jobs(sd_cpu_runner_pool(tr));
-    int32_t tok = 5, pos = 0;
+    int32_t tok[2] = {5, 6}, pos[2] = {0, 1};
     st = aux ? r->ops->fuse(r, aux, 1, g) : SPECDEC_ERR_OUT_OF_MEMORY;
-    if (st == SPECDEC_OK) st = r->ops->step(r, &tok, g, &pos, 1, NULL, 0, logits, gnext);
+    /* a cache row first (no output), then a row that attends to two keys over every head */
+    if (st == SPECDEC_OK) st = r->ops->step(r, &tok[0], g, &pos[0], 1, NULL, 0, NULL, NULL);
+    if (st == SPECDEC_OK) st = r->ops->step(r, &tok[1], g, &pos[1], 1, NULL, 0, logits, gnext);
     *jobs = sd_cpu_pool_jobs(sd_cpu_runner_pool(tr)) - before;
     SD_CHECK(st == SPECDEC_OK, "head fuse + step: %s (%s)", specdec_status_string(st), hr->err.msg);
     free(aux);
@@ -364,7 +367,8 @@ static void check_head_threads(const char *name, const specdec_model *t, const s
         if (pool) sd_cpu_pool_set_min_work(pool, 0);
         float *a = buf, *b = buf + 2 * H + Vd;
         uint64_t jobs1 = 0, jobs3 = 0;
-        if (!head_calls(t, h, t1, a, a + H, a + H + Vd, &jobs1) && !head_calls(t, h, t3, b, b + H, b + H + Vd, &jobs3)) {
+        /* the threaded run first: its attention scratch is fresh memory, not the 1-thread run's freed buffers */
+        if (!head_calls(t, h, t3, b, b + H, b + H + Vd, &jobs3) && !head_calls(t, h, t1, a, a + H, a + H + Vd, &jobs1)) {
             SD_CHECK(memcmp(a, b, (size_t)(2 * H + Vd) * sizeof(float)) == 0,
                      "%s: the head on 3 threads differs from 1 thread", name);
             SD_CHECK(jobs3 > 0 && jobs1 == 0, "%s: pool jobs during the head's calls: %llu (3 threads), %llu (1)", name,
