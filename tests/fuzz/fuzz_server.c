@@ -24,7 +24,9 @@
  * every tool-call parser whole and streamed (sd_fsrv_tool_text); a completions prompt is one or a batch (texts or
  * id lists, not mixed) within SD_API_MAX_PROMPTS, n and prompts x n within their caps; a
  * token-id prompt (the batch's last), taken as generated tokens,
- * goes through the logprobs writers (both shapes parse, every token's text is valid UTF-8).
+ * goes through the logprobs writers (both shapes parse, every token's text is valid UTF-8); the
+ * body as POST /tokenize reads it (sd_api_tokenize_body) parses or is a well-formed 4xx, and a body
+ * the generation endpoint takes gives /tokenize the same conversation.
  * No leak (ASan). Returns 0 when the head and
  * body both pass, 1 otherwise (the seed runner's ok_ / bad_ names). */
 #include <math.h>
@@ -307,6 +309,38 @@ static void sd_fsrv_logprobs(const sd_api_request *r) {
     }
 }
 
+static int sd_fsrv_streq(const char *a, const char *b) {
+    return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* POST /tokenize's view of the body (sd_api_tokenize_body: vLLM's tokenize fields only, then
+ * sd_api_parse): 200 or a 4xx with a well-formed error; a body the generation endpoint takes is
+ * taken here too, with the same conversation (messages, tools, kwargs, add_generation_prompt). */
+static void sd_fsrv_tokenize_view(const char *body, size_t n, int chat, const char *model_id, const sd_api_request *full,
+                                  int full_code) {
+    cJSON *root = cJSON_ParseWithLength(body, n);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return;
+    }
+    char *kept = sd_api_tokenize_body(root, chat);
+    cJSON_Delete(root);
+    if (!kept) return; /* out of memory */
+    sd_api_request r;
+    sd_api_error e;
+    int code = sd_api_parse(kept, strlen(kept), chat, model_id, &r, &e);
+    cJSON_free(kept);
+    if (code != 200) sd_fsrv_check_error(&e, code);
+    if (full_code == 200) {
+        sd_fuzz_require(code == 200);
+        sd_fuzz_require(sd_fsrv_streq(r.messages_json, full->messages_json) && sd_fsrv_streq(r.tools_json, full->tools_json) &&
+                        sd_fsrv_streq(r.kwargs_json, full->kwargs_json) &&
+                        r.add_generation_prompt == full->add_generation_prompt &&
+                        r.continue_final_message == full->continue_final_message);
+    }
+    if (code == 200) sd_api_request_free(&r);
+}
+
 static int sd_fsrv_body(const char *body, size_t n, int chat, const char *model_id, const char *family) {
     sd_api_request r, r2;
     sd_api_error e, e2;
@@ -328,6 +362,7 @@ static int sd_fsrv_body(const char *body, size_t n, int chat, const char *model_
         if (code == 404) sd_fuzz_require(model_id && !strcmp(e.param, "model"));
         sd_fuzz_require(!r.model && !r.prompts && r.n_prompts == 0 && !r.messages && r.n_messages == 0 && r.n_stop == 0);
     }
+    sd_fsrv_tokenize_view(body, n, chat, model_id, &r, code);
     sd_api_request_free(&r);
     sd_api_request_free(&r2);
     return code;

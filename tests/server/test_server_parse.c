@@ -1439,7 +1439,7 @@ static void test_tool_parsers(void) {
 }
 
 /* vLLM's add_generation_prompt / continue_final_message: parsed (chat), the two together refused, and
- * sd_gen_continue_final's cut of a rendered prompt (transformers' rule: after the last occurrence of
+ * sd_api_continue_final's cut of a rendered prompt (transformers' rule: after the last occurrence of
  * the last message's stripped content; empty cuts nothing; absent is a 400). */
 static void test_continue_final(void) {
     sd_api_request r;
@@ -1461,20 +1461,20 @@ static void test_continue_final(void) {
     };
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         size_t len = strlen(cuts[i].text);
-        int code = sd_gen_continue_final(&r, cuts[i].text, &len, &e);
+        int code = sd_api_continue_final(&r, cuts[i].text, &len, &e);
         SD_CHECK(code == cuts[i].code && (code || len == cuts[i].want) &&
                      (!code || (e.http == 400 && strstr(e.message, "final message"))),
                  "cut %zu: code %d len %zu, want %d %zu", i, code, len, cuts[i].code, cuts[i].want);
     }
     r.continue_final_message = 0; /* off: no cut */
     size_t len = 5;
-    SD_CHECK(sd_gen_continue_final(&r, "hello", &len, &e) == 0 && len == 5, "off: no cut");
+    SD_CHECK(sd_api_continue_final(&r, "hello", &len, &e) == 0 && len == 5, "off: no cut");
     sd_api_request_free(&r);
     snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"assistant\",\"content\":\" \\t\"}], "
              "\"add_generation_prompt\": false, \"continue_final_message\": true}");
     SD_CHECK(parse(body, 1, &r, &e) == 200, "a white-space content parses");
     len = 7;
-    SD_CHECK(sd_gen_continue_final(&r, "<a> \t</a>", &len, &e) == 0 && len == 7, "empty after stripping: no cut");
+    SD_CHECK(sd_api_continue_final(&r, "<a> \t</a>", &len, &e) == 0 && len == 7, "empty after stripping: no cut");
     sd_api_request_free(&r);
     snprintf(body, sizeof body, "{%s, \"continue_final_message\": true}", msgs);
     SD_CHECK(parse(body, 1, &r, &e) == 400 && !strcmp(e.param, "continue_final_message"),
@@ -1483,8 +1483,78 @@ static void test_continue_final(void) {
     SD_CHECK(parse(body, 1, &r, &e) == 400, "continue_final_message not a boolean: 400");
 }
 
+/* sd_api_tokenize_body: exactly the fields of vLLM's TokenizeChatRequest / TokenizeCompletionRequest
+ * survive, so sd_api_parse ignores generation-only fields of any type (a 400 on the whole body) and
+ * still refuses a malformed field that /tokenize reads. */
+static void test_tokenize_body(void) {
+    static const char *const junk = "\"n\": 1000, \"temperature\": \"hot\", \"max_tokens\": -5, \"stream\": \"x\", "
+                                    "\"logprobs\": \"many\", \"stop\": 7, \"seed\": -1.5, \"best_of\": [1], "
+                                    "\"response_format\": 3, \"tool_choice\": 7, \"speculative_config\": 1";
+    static const char *const chat_fields[] = {"model", "messages", "add_generation_prompt", "continue_final_message",
+                                              "add_special_tokens", "chat_template", "chat_template_kwargs", "tools",
+                                              "return_token_strs"};
+    static const char *const prompt_fields[] = {"model", "prompt", "add_special_tokens", "return_token_strs"};
+    char body[1024];
+    for (int chat = 0; chat < 2; chat++) {
+        snprintf(body, sizeof body,
+                 "{%s, \"model\": \"kjv-target\", \"prompt\": \"p\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+                 "\"add_generation_prompt\": true, \"continue_final_message\": false, \"add_special_tokens\": true, "
+                 "\"chat_template\": null, \"chat_template_kwargs\": {\"a\": 1}, \"tools\": [], "
+                 "\"return_token_strs\": true}", junk);
+        cJSON *root = cJSON_Parse(body);
+        char *kept = sd_api_tokenize_body(root, chat);
+        cJSON *k = kept ? cJSON_Parse(kept) : NULL;
+        const char *const *want = chat ? chat_fields : prompt_fields;
+        const int n_want = chat ? (int)(sizeof chat_fields / sizeof *chat_fields) : 4;
+        SD_CHECK(k && cJSON_GetArraySize(k) == n_want, "%s: %d fields kept, want %d", chat ? "chat" : "prompt",
+                 k ? cJSON_GetArraySize(k) : -1, n_want);
+        for (int i = 0; k && i < n_want; i++)
+            SD_CHECK(cJSON_Compare(cJSON_GetObjectItemCaseSensitive(k, want[i]),
+                                   cJSON_GetObjectItemCaseSensitive(root, want[i]), 1),
+                     "%s: %s kept as given", chat ? "chat" : "prompt", want[i]);
+        sd_api_request r;
+        sd_api_error e;
+        SD_CHECK(parse(body, chat, &r, &e) == 400, "%s: the whole body is refused (a junk field)", chat ? "chat" : "prompt");
+        SD_CHECK(kept && parse(kept, chat, &r, &e) == 200, "%s: the kept fields parse: %s", chat ? "chat" : "prompt",
+                 e.message);
+        if (kept) sd_api_request_free(&r);
+        cJSON_free(kept);
+        cJSON_Delete(k);
+        cJSON_Delete(root);
+    }
+    /* a read field still checked, whatever junk comes with it */
+    static const struct { const char *field; const char *param; } bad[] = {
+        {"\"tools\": \"x\"", "tools"},
+        {"\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": 3}}]", "tools"},
+        {"\"add_generation_prompt\": \"y\"", "add_generation_prompt"},
+        {"\"continue_final_message\": 1", "continue_final_message"},
+        {"\"chat_template_kwargs\": []", "chat_template_kwargs"},
+        {"\"chat_template\": \"{{ x }}\"", "chat_template"},
+        {"\"model\": 5", "model"},
+        {"\"messages\": [{\"role\": \"bogus\", \"content\": \"x\"}]", "messages"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(body, sizeof body, "{%s, %s, \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}", junk,
+                 bad[i].field); /* the bad field first: cJSON reads the first of two equal keys */
+        cJSON *root = cJSON_Parse(body);
+        char *kept = sd_api_tokenize_body(root, 1);
+        sd_api_request r;
+        sd_api_error e;
+        int code = kept ? parse(kept, 1, &r, &e) : 0;
+        SD_CHECK(code == 400 && !strcmp(e.param, bad[i].param), "%s: %d naming '%s', want 400 '%s'", bad[i].field, code,
+                 code == 400 ? e.param : "", bad[i].param);
+        if (code == 200) sd_api_request_free(&r);
+        cJSON_free(kept);
+        cJSON_Delete(root);
+    }
+    char *none = sd_api_tokenize_body(NULL, 1);
+    SD_CHECK(none && !strcmp(none, "{}"), "a NULL root: an empty object, %s", none ? none : "NULL");
+    cJSON_free(none);
+}
+
 int main(void) {
     test_continue_final();
+    test_tokenize_body();
     test_framing();
     test_nul();
     test_valid();

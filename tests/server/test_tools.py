@@ -189,20 +189,25 @@ def usage_prompt(srv, body):
     return r["usage"]["prompt_tokens"] if st == 200 else -1
 
 
-def tokenize_same(srv, model, body, prompt_tokens):
-    """/tokenize's chat form of body (messages, tools, chat_template_kwargs): the count is the chat
-    completion's prompt_tokens and the ids are `specdec tokenize --chat`'s for the same file. Both
-    give the template each tool as vLLM's model_dump writes it (description and parameters null when
-    absent: the CLI through the server's sd_tools_parse)."""
-    st, raw, _ = srv.request("POST", "/tokenize", body)
-    got = json.loads(raw) if st == 200 else {}
+def cli_tokenize(model, body):
+    """`specdec tokenize -m model --chat FILE` of body written to FILE (the completed process)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(body, f)
     try:
-        cli = subprocess.run([SPECDEC, "tokenize", "-m", model, "--chat", f.name], capture_output=True, text=True,
-                             timeout=120)
+        return subprocess.run([SPECDEC, "tokenize", "-m", model, "--chat", f.name], capture_output=True, text=True,
+                              timeout=120)
     finally:
         os.unlink(f.name)
+
+
+def tokenize_same(srv, model, body, prompt_tokens):
+    """/tokenize's chat form of body (messages, tools, chat_template_kwargs): the count is the chat
+    completion's prompt_tokens and the ids are `specdec tokenize --chat`'s for the same file: both read
+    it through the request layer (sd_api_tokenize_body + sd_api_parse: messages checked, each tool as
+    vLLM's model_dump writes it, continue_final_message, generation-only fields ignored)."""
+    st, raw, _ = srv.request("POST", "/tokenize", body)
+    got = json.loads(raw) if st == 200 else {}
+    cli = cli_tokenize(model, body)
     ids = [int(x) for x in cli.stdout.split()] if cli.returncode == 0 else None
     check(st == 200 and got.get("count") == prompt_tokens == len(got.get("tokens", [])) and got["tokens"] == ids,
           "/tokenize %s: %d, count %s, prompt_tokens %d, CLI %s" % (list(body), st, got.get("count"), prompt_tokens,
@@ -225,10 +230,35 @@ def test_render(srv):
     bare = [{"type": "function", "function": {"name": "ping"}},
             {"type": "function", "function": dict(WEATHER["function"], strict=True)}]
     n_bare = usage_prompt(srv, dict(messages=USER, tools=bare, tool_choice="none"))
-    for body, count in ((dict(messages=USER), plain), (dict(messages=USER, tools=TOOLS), with_tools),
+    # content parts, a call's arguments as an object, continue_final_message, generation-only fields
+    parts = [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+             {"role": "user", "content": [{"type": "text", "text": "Weather"}, {"type": "text", "text": "in Paris?"}]}]
+    conv_obj = [dict(m) for m in conv]
+    conv_obj[1] = dict(conv[1], tool_calls=[dict(conv[1]["tool_calls"][0], function={
+        "name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}})])
+    cont = dict(messages=USER + [{"role": "assistant", "content": "Let me check the "}], add_generation_prompt=False,
+                continue_final_message=True)
+    junk = dict(messages=USER, tools=bare, n=1000, temperature="hot", max_tokens=-5, stream="x")
+    extra = [(dict(messages=parts), usage_prompt(srv, dict(messages=parts))),
+             (dict(messages=conv_obj, tools=bare), usage_prompt(srv, dict(messages=conv_obj, tools=bare))),
+             (cont, usage_prompt(srv, cont)), (junk, n_bare)]
+    for body, count in [(dict(messages=USER), plain), (dict(messages=USER, tools=TOOLS), with_tools),
                         (dict(messages=USER, chat_template_kwargs={"enable_thinking": False}), no_think),
-                        (dict(messages=conv, tools=TOOLS), n), (dict(messages=USER, tools=bare), n_bare)):
+                        (dict(messages=conv, tools=TOOLS), n), (dict(messages=USER, tools=bare), n_bare)] + extra:
         tokenize_same(srv, srv.model_dir, body, count)
+    # what the server refuses, the CLI refuses naming the same field
+    for what, body, param in (("an unknown role", dict(messages=[{"role": "bogus", "content": "x"}]), "messages"),
+                              ("an image part", dict(messages=[{"role": "user", "content": [
+                                  {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]), "messages"),
+                              ("a tool of another type", dict(messages=USER, tools=[{"type": "x", "function": {
+                                  "name": "f"}}]), "tools"),
+                              ("continue_final_message with add_generation_prompt",
+                               dict(messages=USER, continue_final_message=True), "continue_final_message")):
+        st, raw, _ = srv.request("POST", "/tokenize", body)
+        err = json.loads(raw).get("error", {}) if st == 400 else {}
+        cli = cli_tokenize(srv.model_dir, body)
+        check(st == 400 and err.get("param") == param and cli.returncode == 1 and param in cli.stderr and not cli.stdout,
+              "%s: /tokenize %d %s; CLI %d %r" % (what, st, err.get("param"), cli.returncode, cli.stderr[-200:]))
 
 
 def expect_400(srv, what, body, param, code=None):

@@ -4,9 +4,11 @@
  * --chat FILE.json renders a conversation (OpenAI-format messages, tools, chat_template_kwargs:
  * specdec_chat_apply_json) with the model's chat template (as the server's /v1/chat/completions
  * does) and prints its ids, or with --text the rendered prompt itself, byte for byte, so a user can check a template against transformers' apply_chat_template.
- * The tools and chat_template_kwargs go through the server's own checks and normalisation
- * (sd_tools_parse: vLLM's model_dump of each tool) when the program has the server, so the ids
- * are /tokenize's and usage.prompt_tokens' for the same conversation. */
+ * The file is read as POST /tokenize reads its body (sd_api_tokenize_body + sd_api_parse, the
+ * server's request layer, linked with or without the server): the same checks of messages, tools in
+ * vLLM's model_dump form, chat_template_kwargs, add_generation_prompt and continue_final_message,
+ * so the ids are /tokenize's and usage.prompt_tokens' for the same conversation. */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +16,8 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
-#include "specdec.h"
-#ifdef SPECDEC_WITH_SERVER
 #include "sd_server_request.h"
-#include "sd_server_tools.h"
-#endif
+#include "specdec.h"
 
 static void cli_tok_usage(FILE *f) {
     fprintf(f,
@@ -30,22 +29,25 @@ static void cli_tok_usage(FILE *f) {
             "  --chat FILE       a conversation (JSON): OpenAI-format messages [{\"role\": ..., \"content\": ...},\n"
             "                    ...] (tool_calls, tool results, content parts as the server takes them),\n"
             "                    or {\"messages\": [...], \"tools\": [...], \"chat_template_kwargs\": {...},\n"
-            "                    \"add_generation_prompt\": true, \"template\": NAME} (defaults: no tools,\n"
-            "                    true, the model's own template); rendered with the chat template and\n"
-            "                    tokenized as the server does (--no-special is ignored)\n"
+            "                    \"add_generation_prompt\": true, \"continue_final_message\": false,\n"
+            "                    \"template\": NAME} (defaults: no tools, true, false, the model's own\n"
+            "                    template); read as the server's POST /tokenize reads its body (other\n"
+            "                    fields ignored), rendered with the chat template and tokenized as the\n"
+            "                    server does (--no-special is ignored)\n"
             "  --text            with --chat: print the rendered prompt (exact bytes) instead of ids\n"
             "  --pieces          print one line per token: id, TAB, vocabulary string\n"
             "  --no-special      do not apply the post-processor (no BOS/EOS)\n"
             "  --decode          also print the ids decoded back to text\n");
 }
 
-/* --chat FILE.json: the conversation and how to render it (specdec_chat_apply_json: OpenAI-format
- * messages as the server takes them, tools and chat_template_kwargs). */
+/* --chat FILE.json: the conversation as the server reads it (sd_api_tokenize_body + sd_api_parse,
+ * as POST /tokenize: messages checked, tools in vLLM's model_dump form, chat_template_kwargs,
+ * add_generation_prompt, continue_final_message) and the template to render it with. */
 typedef struct cli_chat {
-    cJSON *root;
-    char *messages, *tools, *kwargs; /* JSON texts (tools, kwargs: NULL when absent) */
-    int agp;
-    const char *name; /* NULL: the tokenizer's own template (or plain) */
+    sd_api_request req; /* messages_json, tools_json, kwargs_json: what the template gets */
+    int parsed;         /* req filled (free it) */
+    char *name;         /* NULL: the tokenizer's own template (or plain) */
+    int reported;       /* an error already printed */
 } cli_chat;
 
 static int cli_chat_fail(const char *path, const char *what) {
@@ -53,89 +55,70 @@ static int cli_chat_fail(const char *path, const char *what) {
     return 1;
 }
 
-#ifdef SPECDEC_WITH_SERVER
-/* tools and chat_template_kwargs as the server hands them to the template (sd_tools_parse: each tool
- * checked and written as vLLM's model_dump writes it, description and parameters null when absent),
- * so --chat renders exactly what /v1/chat/completions and /tokenize render. */
-static int cli_chat_as_server(const char *path, cli_chat *c, const cJSON *tools, const cJSON *kw) {
-    cJSON *req = cJSON_CreateObject();
-    sd_api_request r;
-    sd_api_error e;
-    memset(&r, 0, sizeof r);
-    memset(&e, 0, sizeof e);
-    int bad = !req || (tools && !cJSON_AddItemReferenceToObject(req, "tools", (cJSON *)tools)) ||
-              (kw && !cJSON_AddItemReferenceToObject(req, "chat_template_kwargs", (cJSON *)kw));
-    int rc = bad ? 500 : sd_tools_parse(req, &r, &e);
-    if (!rc) {
-        cJSON_free(c->tools);
-        cJSON_free(c->kwargs);
-        c->tools = r.tools_json; /* both cJSON_PrintUnformatted texts, now the chat's */
-        c->kwargs = r.kwargs_json;
-        r.tools_json = r.kwargs_json = NULL;
-    }
-    sd_api_request_free(&r);
-    cJSON_Delete(req);
-    return rc ? cli_chat_fail(path, bad ? "out of memory" : e.message) : 0;
-}
-#endif
-
 static int cli_chat_load(const char *path, cli_chat *c) {
     size_t len = 0;
     char *text = cli_read_file(path, &len);
     memset(c, 0, sizeof *c);
-    c->agp = 1;
     if (!text) return cli_chat_fail(path, "cannot read");
-    c->root = cJSON_ParseWithLength(text, len);
+    cJSON *root = cJSON_ParseWithLength(text, len);
     free(text);
-    if (!c->root) return cli_chat_fail(path, "not valid JSON");
-    const cJSON *msgs = c->root, *tools = NULL, *kw = NULL;
-    if (!cJSON_IsArray(c->root)) {
-        const cJSON *agp = cJSON_GetObjectItemCaseSensitive(c->root, "add_generation_prompt"),
-                    *name = cJSON_GetObjectItemCaseSensitive(c->root, "template");
-        msgs = cJSON_GetObjectItemCaseSensitive(c->root, "messages");
-        tools = cJSON_GetObjectItemCaseSensitive(c->root, "tools");
-        kw = cJSON_GetObjectItemCaseSensitive(c->root, "chat_template_kwargs");
-        if (agp && !cJSON_IsBool(agp)) return cli_chat_fail(path, "add_generation_prompt must be true or false");
-        if (name && !cJSON_IsString(name)) return cli_chat_fail(path, "template must be a name");
-        if (tools && !cJSON_IsArray(tools) && !cJSON_IsNull(tools)) return cli_chat_fail(path, "tools must be a list");
-        if (kw && !cJSON_IsObject(kw)) return cli_chat_fail(path, "chat_template_kwargs must be an object");
-        c->agp = !agp || cJSON_IsTrue(agp);
-        c->name = name ? name->valuestring : NULL;
+    if (!root) return cli_chat_fail(path, "not valid JSON");
+    const cJSON *name = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "template") : NULL;
+    if (name && !cJSON_IsString(name)) {
+        cJSON_Delete(root);
+        return cli_chat_fail(path, "template must be a name");
     }
-    if (!cJSON_IsArray(msgs)) return cli_chat_fail(path, "expected a list of messages");
-    c->messages = cJSON_PrintUnformatted(msgs);
-    if (tools && !cJSON_IsNull(tools)) c->tools = cJSON_PrintUnformatted(tools);
-    if (kw) c->kwargs = cJSON_PrintUnformatted(kw);
-    if (!c->messages || (tools && !cJSON_IsNull(tools) && !c->tools) || (kw && !c->kwargs))
+    if (name && !(c->name = strdup(name->valuestring))) {
+        cJSON_Delete(root);
         return cli_chat_fail(path, "out of memory");
-#ifdef SPECDEC_WITH_SERVER
-    return cli_chat_as_server(path, c, tools && !cJSON_IsNull(tools) ? tools : NULL, kw);
-#else
+    }
+    /* a bare list is the messages of a body with only them */
+    cJSON *wrap = cJSON_IsArray(root) ? cJSON_CreateObject() : NULL;
+    int oom = cJSON_IsArray(root) && !(wrap && cJSON_AddItemReferenceToObject(wrap, "messages", root));
+    char *body = oom ? NULL : sd_api_tokenize_body(wrap ? wrap : root, 1);
+    cJSON_Delete(wrap);
+    cJSON_Delete(root);
+    if (!body) return cli_chat_fail(path, "out of memory");
+    sd_api_error e;
+    int rc = sd_api_parse(body, strlen(body), 1, NULL, &c->req, &e);
+    cJSON_free(body);
+    if (rc != 200) {
+        fprintf(stderr, "specdec tokenize: %s: %s%s%s\n", path, e.param[0] ? e.param : "", e.param[0] ? ": " : "",
+                e.message);
+        return 1;
+    }
+    c->parsed = 1;
     return 0;
-#endif
 }
 
-
 static void cli_chat_free(cli_chat *c) {
-    cJSON_free(c->messages);
-    cJSON_free(c->tools);
-    cJSON_free(c->kwargs);
-    cJSON_Delete(c->root);
+    if (c->parsed) sd_api_request_free(&c->req);
+    free(c->name);
 }
 
 static specdec_status cli_tok_ids(const specdec_tokenizer *tok, const char *text, size_t len, int special, int32_t **ids,
                                   int32_t *n);
 
 /* The rendered text to stdout (--text), or its ids (tokenized with the template's add_special, as
- * the server does) in *ids / *n. */
-static specdec_status cli_chat_run(const specdec_tokenizer *tok, const cli_chat *c, int text_out, int32_t **ids,
+ * the server does) in *ids / *n; continue_final_message cuts the text as the server cuts it. */
+static specdec_status cli_chat_run(const specdec_tokenizer *tok, cli_chat *c, int text_out, int32_t **ids,
                                    int32_t *n) {
+    const sd_api_request *r = &c->req;
     size_t len = 0;
-    specdec_status st = specdec_chat_apply_json(tok, c->name, c->messages, c->tools, c->kwargs, c->agp, NULL, 0, &len);
+    specdec_status st = specdec_chat_apply_json(tok, c->name, r->messages_json, r->tools_json, r->kwargs_json,
+                                                r->add_generation_prompt, NULL, 0, &len);
     if (st != SPECDEC_ERR_BUFFER_TOO_SMALL) return st ? st : SPECDEC_ERR_INTERNAL;
     char *text = malloc(len + 1);
     if (!text) return SPECDEC_ERR_OUT_OF_MEMORY;
-    st = specdec_chat_apply_json(tok, c->name, c->messages, c->tools, c->kwargs, c->agp, text, len + 1, &len);
+    st = specdec_chat_apply_json(tok, c->name, r->messages_json, r->tools_json, r->kwargs_json, r->add_generation_prompt,
+                                 text, len + 1, &len);
+    sd_api_error e;
+    memset(&e, 0, sizeof e);
+    if (!st && sd_api_continue_final(r, text, &len, &e)) {
+        fprintf(stderr, "specdec tokenize: %s\n", e.message);
+        c->reported = 1;
+        st = SPECDEC_ERR_INVALID_ARGUMENT;
+    }
     int special = 0;
     if (!st && text_out) fwrite(text, 1, len, stdout);
     else if (!st && !(st = specdec_chat_add_special(tok, c->name, &special))) st = cli_tok_ids(tok, text, len, special, ids, n);
@@ -211,7 +194,7 @@ int cli_cmd_tokenize(int argc, char **argv) {
     if (!st && o.chat) st = cli_chat_run(tok, &chat, o.chat_text, &ids, &n);
     else if (!st) st = cli_tok_ids(tok, owned ? owned : o.text, len, o.special, &ids, &n);
     if (!st && !(o.chat && o.chat_text)) st = cli_tok_print(tok, ids, n, o.pieces, o.decode);
-    if (st) fprintf(stderr, "specdec tokenize: %s\n", specdec_last_error());
+    if (st && !chat.reported) fprintf(stderr, "specdec tokenize: %s\n", specdec_last_error());
     free(ids);
     free(owned);
     cli_chat_free(&chat);

@@ -330,29 +330,6 @@ static int sd_gen_tokenize_as(sd_server *srv, const char *text, size_t len, int 
                        specdec_tokenizer_last_error(srv->tok));
 }
 
-/* vLLM's continue_final_message (transformers' apply_chat_template): the rendered text[0..*len) is cut
- * right after the last occurrence of the last message's content with its ASCII white space stripped
- * (Python's str.strip also strips other Unicode white space), so the model continues that message; a
- * content that is empty after stripping cuts nothing; one the template does not write is a 400 (the
- * ValueError transformers raises). 0 or the HTTP status with *e set. */
-int sd_gen_continue_final(const sd_api_request *req, const char *text, size_t *len, sd_api_error *e) {
-    if (!req->continue_final_message || req->n_messages < 1) return 0;
-    const char *c = req->messages[req->n_messages - 1].content;
-    size_t a = 0, b = strlen(c);
-    while (a < b && strchr(" \t\n\r\f\v", c[a])) a++;
-    while (b > a && strchr(" \t\n\r\f\v", c[b - 1])) b--;
-    const size_t n = b - a;
-    if (n == 0) return 0;
-    for (size_t i = *len >= n ? *len - n + 1 : 0; i-- > 0;)
-        if (!memcmp(text + i, c + a, n)) {
-            *len = i + n;
-            return 0;
-        }
-    return sd_api_fail(e, 400, "invalid_request_error", NULL, "continue_final_message",
-                       "continue_final_message is set but the final message does not appear in the chat after "
-                       "applying the chat template");
-}
-
 /* The chat prompt's ids: the conversation (messages as given, tools, chat_template_kwargs)
  * rendered with the server's chat family (the model's own template, or --chat-template) by
  * specdec_chat_apply_json, its bytes and running token count bounded, then tokenized as that
@@ -390,7 +367,7 @@ static int sd_gen_chat_ids(sd_server *srv, const sd_api_request *req, int32_t **
                          specdec_last_error());
     sd_bound b = {srv->n_ctx - (req->max_tokens > 0 ? req->max_tokens : 1), 0, 0};
     if (!rc) rc = sd_prep_bytes(srv, len, "messages", e);
-    if (!rc) rc = sd_gen_continue_final(req, text, &len, e);
+    if (!rc) rc = sd_api_continue_final(req, text, &len, e);
     if (!rc) rc = sd_prep_bound(srv, &b, text, len, "messages", e);
     int add_special = 0;
     if (!rc && (st = specdec_chat_add_special(srv->tok, srv->cfg.chat_template, &add_special)))

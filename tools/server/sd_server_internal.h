@@ -181,7 +181,6 @@ void sd_gcache_stats(sd_gcache *c, long *hits, long *misses, int *entries);
 /* sd_server_gen.c: a POST to /v1/completions or /v1/chat/completions, body complete. */
 enum MHD_Result sd_gen_handle(sd_server *srv, struct MHD_Connection *c, int chat, const char *body, size_t len);
 /* vLLM's continue_final_message on a rendered chat prompt (sd_server_gen.c): *len cut. 0 or a 400. */
-int sd_gen_continue_final(const sd_api_request *req, const char *text, size_t *len, sd_api_error *e);
 /* POST /tokenize and /detokenize (sd_server_tokenize.c): vLLM's forms and answers. */
 enum MHD_Result sd_tok_handle(sd_server *srv, struct MHD_Connection *c, sd_endpoint ep, const char *body, size_t len);
 

@@ -919,6 +919,42 @@ int sd_api_has_nul(const char *s, size_t n) {
     return 0;
 }
 
+char *sd_api_tokenize_body(const cJSON *root, int chat) {
+    static const char *const completion[] = {"model", "prompt", "add_special_tokens", "return_token_strs"};
+    static const char *const conversation[] = {"model", "messages", "add_generation_prompt", "continue_final_message",
+                                               "add_special_tokens", "chat_template", "chat_template_kwargs", "tools",
+                                               "return_token_strs"};
+    const char *const *keep = chat ? conversation : completion;
+    const size_t n_keep = chat ? sizeof conversation / sizeof *conversation : sizeof completion / sizeof *completion;
+    cJSON *o = cJSON_CreateObject();
+    int bad = !o;
+    for (size_t i = 0; i < n_keep && !bad; i++) {
+        const cJSON *v = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, keep[i]) : NULL;
+        if (v) bad = !cJSON_AddItemReferenceToObject(o, keep[i], (cJSON *)v);
+    }
+    char *text = bad ? NULL : cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+int sd_api_continue_final(const sd_api_request *req, const char *text, size_t *len, sd_api_error *e) {
+    if (!req->continue_final_message || req->n_messages < 1) return 0;
+    const char *c = req->messages[req->n_messages - 1].content;
+    size_t a = 0, b = strlen(c);
+    while (a < b && strchr(" \t\n\r\f\v", c[a])) a++;
+    while (b > a && strchr(" \t\n\r\f\v", c[b - 1])) b--;
+    const size_t n = b - a;
+    if (n == 0) return 0;
+    for (size_t i = *len >= n ? *len - n + 1 : 0; i-- > 0;)
+        if (!memcmp(text + i, c + a, n)) {
+            *len = i + n;
+            return 0;
+        }
+    return sd_api_fail(e, 400, INVALID, NULL, "continue_final_message",
+                       "continue_final_message is set but the final message does not appear in the chat after "
+                       "applying the chat template");
+}
+
 int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, sd_api_request *out,
                  sd_api_error *err) {
     memset(out, 0, sizeof *out);

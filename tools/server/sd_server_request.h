@@ -71,7 +71,7 @@ typedef struct sd_api_request {
     char *model;                   /* NULL when absent */
     int add_generation_prompt;     /* chat: vLLM's "add_generation_prompt" (default true), given to the template */
     int continue_final_message;    /* chat: vLLM's "continue_final_message": the rendered prompt ends right after
-                                      the last message's content (sd_gen_continue_final) */
+                                      the last message's content (sd_api_continue_final) */
     sd_api_prompt *prompts;        /* completions: [n_prompts] (a batch: a list of several) */
     int n_prompts;                 /* completions: 1..SD_API_MAX_PROMPTS; chat: 0 */
     int32_t n;                     /* choices per prompt, 1..SD_API_MAX_N (prompts x n <= SD_API_MAX_CHOICES) */
@@ -162,6 +162,25 @@ int sd_api_parse(const char *body, size_t len, int chat, const char *model_id, s
 void sd_api_request_free(sd_api_request *r);
 /* 1 if the JSON text s[0..n) has a NUL: a raw byte, or the escape \u0000 (sd_api_parse refuses it). */
 int sd_api_has_nul(const char *s, size_t n);
+
+/* struct cJSON, for the functions below (callers include <cjson/cJSON.h>). */
+struct cJSON;
+/* vLLM's tokenize request models: of the object root, only the fields of TokenizeChatRequest
+ * (chat: model, messages, add_generation_prompt, continue_final_message, add_special_tokens,
+ * chat_template, chat_template_kwargs, tools, return_token_strs) or of TokenizeCompletionRequest
+ * (model, prompt, add_special_tokens, return_token_strs), as JSON text for sd_api_parse (cJSON_free
+ * it; NULL: out of memory). sd_api_parse then checks exactly those fields, and any other ("n",
+ * "temperature", "max_tokens", "stream", ...) is ignored whatever its value, as vLLM ignores it.
+ * POST /tokenize and `specdec tokenize --chat` both read a conversation through it, so both see
+ * the same messages, tools (sd_tools_parse: vLLM's model_dump) and template arguments. */
+char *sd_api_tokenize_body(const struct cJSON *root, int chat);
+/* vLLM's continue_final_message (transformers' apply_chat_template): the rendered text[0..*len) is
+ * cut right after the last occurrence of the last message's content with its ASCII white space
+ * stripped (Python's str.strip also strips other Unicode white space), so the model continues that
+ * message; a content that is empty after stripping cuts nothing; one the template does not write is
+ * a 400 (the ValueError transformers raises). Nothing when req->continue_final_message is 0. 0 or
+ * the HTTP status with *e set. */
+int sd_api_continue_final(const sd_api_request *req, const char *text, size_t *len, sd_api_error *e);
 
 /* The request line and headers that decide a request before its body arrives. */
 typedef struct sd_api_head {

@@ -14,7 +14,7 @@
  * /v1/chat/completions, and a request "chat_template" is refused (unsupported_value) there too. Differences from generation, vLLM's: "add_special_tokens" defaults to true for a prompt and,
  * for chat, to what the template needs (specdec_chat_add_special, as generation); no context limit
  * applies (a count may exceed max_model_len: that is what a client asks /tokenize for), only the
- * server's prompt byte limit. Only the fields of vLLM's two request models are read (tok_fields):
+ * server's prompt byte limit. Only the fields of vLLM's two request models are read (sd_api_tokenize_body):
  * any other ("n", "temperature", "stream", ...) is ignored, whatever its value, as vLLM does.
  * /detokenize: {"model", "tokens": [ids]} -> {"prompt": text} (special tokens kept, as vLLM's
  * tokenizer.decode); an id outside the vocabulary is a 400 naming "tokens".
@@ -96,7 +96,7 @@ static int tok_chat_text(sd_server *srv, const sd_api_request *req, int agp, cha
     }
     if (st == SPECDEC_OK) {
         int rc = sd_prep_bytes(srv, *len, "messages", e);
-        if (!rc) rc = sd_gen_continue_final(req, *text, len, e);
+        if (!rc) rc = sd_api_continue_final(req, *text, len, e);
         if (rc) {
             free(*text);
             *text = NULL;
@@ -138,27 +138,6 @@ static int tok_answer(sd_server *srv, const int32_t *ids, int32_t n, int strs, s
     return b->oom ? sd_api_fail(e, 500, "server_error", NULL, NULL, "out of memory for the answer") : 0;
 }
 
-/* The body's fields of vLLM's TokenizeCompletionRequest / TokenizeChatRequest only, as JSON text
- * (cJSON_free it; NULL: out of memory): the generation parser then reads and checks exactly those,
- * and a generation-only field ("n", "temperature", "max_tokens", "stream", ...) is ignored whatever
- * its value, as vLLM's tokenize models do not have it. */
-static char *tok_fields(const cJSON *root, int chat) {
-    static const char *const keep[] = {"model", "prompt", "add_special_tokens", "return_token_strs", "messages",
-                                       "add_generation_prompt", "continue_final_message", "chat_template",
-                                       "chat_template_kwargs", "tools"};
-    const size_t n_keep = chat ? sizeof keep / sizeof keep[0] : 4; /* completion: the first four */
-    cJSON *o = cJSON_CreateObject();
-    int bad = !o;
-    for (size_t i = 0; i < n_keep && !bad; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, keep[i]);
-        if (v && !(chat && i == 1)) /* "prompt" is no field of the chat form */
-            bad = !cJSON_AddItemReferenceToObject(o, keep[i], (cJSON *)v);
-    }
-    char *text = bad ? NULL : cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return text;
-}
-
 static int tok_tokenize(sd_tok_job *j, const cJSON *root) {
     sd_server *srv = j->srv;
     const int chat = cJSON_GetObjectItemCaseSensitive(root, "messages") != NULL;
@@ -173,7 +152,7 @@ static int tok_tokenize(sd_tok_job *j, const cJSON *root) {
     /* add_generation_prompt, and the refusals of continue_final_message true and a request's own
      * chat_template: the generation parser's (sd_api_parse), as for /v1/chat/completions */
     sd_api_request req;
-    char *fields = tok_fields(root, chat);
+    char *fields = sd_api_tokenize_body(root, chat);
     if (!fields) return sd_api_fail(&j->e, 500, "server_error", NULL, NULL, "out of memory");
     rc = sd_api_parse(fields, strlen(fields), chat, srv->model_id, &req, &j->e);
     cJSON_free(fields);
@@ -263,7 +242,7 @@ static void tok_run(void *arg) {
         j->rc = sd_api_fail(&j->e, 400, INVALID, NULL, NULL, "the body is not valid UTF-8");
         return;
     }
-    if (!j->detok && sd_api_has_nul(j->body, j->len)) { /* before tok_fields re-prints what it keeps */
+    if (!j->detok && sd_api_has_nul(j->body, j->len)) { /* before sd_api_tokenize_body re-prints what it keeps */
         j->rc = sd_api_fail(&j->e, 400, INVALID, NULL, NULL, "the body contains a NUL character (raw or \\u0000)");
         return;
     }
