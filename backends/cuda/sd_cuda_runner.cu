@@ -57,6 +57,8 @@
  * destroyed. */
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
+
+#include "sd_cublas_dl.h"
 #include <string.h>
 
 #include "sd_cuda_common.cuh"
@@ -189,7 +191,7 @@ static void cuda_group_destroy(sd_runner_group *gb) {
      * else to do; the handle must still be releasable. */
     (void)cudaSetDevice(g->device);
     if (g->stream) (void)cudaStreamSynchronize(g->stream);
-    if (g->blas) (void)cublasDestroy(g->blas);
+    if (g->blas) (void)sd_cublas()->destroy(g->blas); /* a handle exists only once cuBLAS loaded */
     if (g->stream) (void)cudaStreamDestroy(g->stream);
     if (g->w_arena) (void)cudaFree(g->w_arena);
     if (g->kv_arena) (void)cudaFree(g->kv_arena);
@@ -997,9 +999,11 @@ static specdec_status sd_create_arenas(sd_cuda_group *g, int tied, sd_errbuf *eb
 /* cuBLAS on the group's stream with our own workspace (it then never allocates while
  * a forward runs). */
 static specdec_status sd_create_blas(sd_cuda_group *g, sd_errbuf *eb) {
-    cublasStatus_t bs = cublasCreate(&g->blas);
-    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(g->blas, g->stream);
-    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetWorkspace(g->blas, g->blas_ws, SD_CUDA_BLAS_WS_BYTES);
+    const sd_cublas_fns *blas = sd_cublas(); /* loaded here, by the first CUDA runner group */
+    if (!blas) return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "CUDA runner: %s", sd_cublas_load_error());
+    cublasStatus_t bs = blas->create(&g->blas);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = blas->set_stream(g->blas, g->stream);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = blas->set_workspace(g->blas, g->blas_ws, SD_CUDA_BLAS_WS_BYTES);
     if (bs != CUBLAS_STATUS_SUCCESS)
         return sd_cublas_fail(eb, bs, "cublasCreate/SetStream/SetWorkspace", __FILE__, __LINE__);
     return SPECDEC_OK;

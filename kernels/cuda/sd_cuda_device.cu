@@ -4,6 +4,8 @@
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 
+#include "sd_cublas_dl.h"
+
 #include "sd_cuda_common.cuh"
 
 extern "C" int specdec_has_cuda(void) { return 1; }
@@ -63,8 +65,9 @@ extern "C" specdec_status sd_cublas_fail(sd_errbuf *eb, cublasStatus_t s, const 
         specdec_status cst = sd_cuda_status_of(cudaPeekAtLastError());
         if (cst == SPECDEC_ERR_DEVICE_LOST) st = cst;
     }
-    return sd_fail(eb, st, "%s:%d: %s: cuBLAS %s (%s)", file, line, stmt, cublasGetStatusName(s),
-                   cublasGetStatusString(s));
+    const sd_cublas_fns *f = sd_cublas();
+    if (!f) return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "%s:%d: %s: %s", file, line, stmt, sd_cublas_load_error());
+    return sd_fail(eb, st, "%s:%d: %s: cuBLAS %s (%s)", file, line, stmt, f->status_name(s), f->status_string(s));
 }
 
 static __global__ void sd_fault_kernel(int *p) { p[threadIdx.x] = 1; }

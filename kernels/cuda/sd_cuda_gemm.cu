@@ -32,6 +32,8 @@
 #include <cuda_fp16.h>
 #include <cublas_v2.h>
 
+#include "sd_cublas_dl.h"
+
 #include "sd_cuda_common.cuh"
 
 #define SD_GEMM_WARPS 8
@@ -246,7 +248,9 @@ extern "C" specdec_status sd_cuda_gemm_blas(cublasHandle_t blas, const sd_cuda_g
     }
     const float alpha = 1.0f, beta = 0.0f;
     /* Column-major view: W is k x n_out (lda k), x is k x n (ldb k), y is n_out x n. */
-    SD_CUBLAS_TRY(eb, cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, n_out, n, k_in, &alpha, a->w, type, k_in, b, type,
+    const sd_cublas_fns *bl = sd_cublas(); /* loaded already when the caller made blas with it */
+    if (!bl) return sd_fail(eb, SPECDEC_ERR_BACKEND_UNAVAILABLE, "sd_cuda_gemm_blas: %s", sd_cublas_load_error());
+    SD_CUBLAS_TRY(eb, bl->gemm_ex(blas, CUBLAS_OP_T, CUBLAS_OP_N, n_out, n, k_in, &alpha, a->w, type, k_in, b, type,
                                    k_in, &beta, a->y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     if (a->bias) {
         dim3 grid(sd_cdiv((size_t)n_out, 256), (unsigned)n);
