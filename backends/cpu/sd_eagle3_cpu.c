@@ -42,8 +42,8 @@ struct sd_eagle3_cpu {
     double *acc;              /* [hd] */
     int64_t *keys;            /* [n_ctx] */
     int32_t *chain;           /* [n_ctx] ancestors, leaf-first */
-    /* attention on the bound pool's threads (e3c_attend): parts 1..w_parts-1 have their own
-     * scores [n_ctx] and acc [hd] at (part - 1) * n_ctx / * hd; grown on first use, never an error */
+    /* attention on the bound pool's threads (e3c_attn_part): parts 1..w_parts-1 have their own
+     * scores [n_ctx] and acc [hd] at (part - 1) * n_ctx / * hd (e3c_reserve_parts, at creation) */
     int32_t w_parts;
     double *w_scores, *w_acc;
     sd_errbuf err;
@@ -279,21 +279,26 @@ static void e3c_attn_part(void *arg, int part, int n_parts, float *scratch) {
                            n_parts, scores, acc, j->out);
 }
 
-/* Parts the bound pool can run the attention in (1: the calling thread alone): the workers'
- * scratch is grown to the pool's threads on first use; an allocation that fails keeps what there is. */
-static int e3c_attn_parts(sd_eagle3_cpu *e, int32_t nk) {
-    sd_cpu_pool *pool = sd_cpu_pool_current();
+/* Parts the bound pool can run the attention in (1: the calling thread alone): at most the heads and
+ * the parts whose scratch the runner reserved at creation (e3c_reserve_parts; nothing is allocated
+ * here, in the decode loop). */
+static int e3c_attn_parts(const sd_eagle3_cpu *e, int32_t nk) {
+    const sd_cpu_pool *pool = sd_cpu_pool_current();
     int parts = sd_cpu_pool_threads(pool);
     if (parts > e->nH) parts = e->nH;
+    if (parts > e->w_parts) parts = e->w_parts;
     if (parts <= 1 || (int64_t)nk * e->nH * e->hd < sd_cpu_pool_min_work(pool)) return 1;
-    if (parts > e->w_parts) {
-        double *ws = sd_realloc(e->w_scores, (size_t)(parts - 1) * (size_t)e->n_ctx * sizeof(double));
-        if (ws) e->w_scores = ws;
-        double *wa = ws ? sd_realloc(e->w_acc, (size_t)(parts - 1) * (size_t)e->hd * sizeof(double)) : NULL;
-        if (wa) e->w_acc = wa;
-        if (ws && wa) e->w_parts = parts;
-    }
-    return parts < e->w_parts ? parts : e->w_parts > 1 ? e->w_parts : 1;
+    return parts;
+}
+
+/* The workers' attention scratch for a pool of `threads` (the target's, bound around every call);
+ * an allocation that fails keeps the head on fewer parts, never an error. */
+static void e3c_reserve_parts(sd_eagle3_cpu *e, int threads) {
+    const int parts = threads < e->nH ? threads : e->nH;
+    if (parts <= 1) return;
+    e->w_scores = sd_malloc((size_t)(parts - 1) * (size_t)e->n_ctx * sizeof(double));
+    e->w_acc = e->w_scores ? sd_malloc((size_t)(parts - 1) * (size_t)e->hd * sizeof(double)) : NULL;
+    e->w_parts = e->w_acc ? parts : 0;
 }
 
 specdec_status sd_eagle3_cpu_step(sd_eagle3_cpu *e, const int32_t *tokens, const float *g, const int32_t *pos,
@@ -409,6 +414,7 @@ specdec_status sd_eagle3_cpu_runner_create(sd_eagle3_shared *sh, const sd_tensor
     c->r.shared = sd_eagle3_shared_ref(sh);
     c->r.base.vt = &sd_eagle3_runner_vtbl;
     specdec_status st = sd_eagle3_cpu_create_shared(sh, embed, n_ctx, rows, &c->e, eb);
+    if (st == SPECDEC_OK) e3c_reserve_parts(c->e, sd_cpu_pool_threads(sd_cpu_runner_pool(target)));
     if (st == SPECDEC_OK) st = sd_eagle3_runner_init(&c->r, target, target_cfg, n_ctx, rows, eb);
     if (st == SPECDEC_OK) {
         c->scratch_size = sd_sampling_scratch_size(sh->hw->cfg.layer.vocab_size);
