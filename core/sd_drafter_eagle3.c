@@ -48,8 +48,8 @@ static specdec_status e3d_fail(const sd_eagle3_runner *h, specdec_status st, sd_
  * of consecutive source rows. aux is the target group's memory (device memory for a CUDA
  * head): only the head's fuse reads it, never this file. */
 static specdec_status e3d_fuse_rows(sd_eagle3_runner *h, const int32_t *src, int32_t n) {
-    const size_t W = (size_t)SD_EAGLE3_N_AUX * (size_t)h->hw->cfg.target_hidden;
-    const size_t H = (size_t)h->hw->cfg.layer.hidden_size;
+    const size_t W = (size_t)h->aux_w;
+    const size_t H = (size_t)h->hid;
     specdec_status st = SPECDEC_OK;
     for (int32_t i = 0, j; i < n && st == SPECDEC_OK; i = j) {
         const int32_t r0 = src ? src[i] : i;
@@ -63,7 +63,7 @@ static specdec_status e3d_fuse_rows(sd_eagle3_runner *h, const int32_t *src, int
  * tokens tok[0..n), the last row's logits and g_next become the root. */
 static specdec_status e3d_extend(sd_eagle3_runner *h, const int32_t *tok, const int32_t *src, int32_t p0, int32_t n,
                                  sd_errbuf *eb) {
-    const int32_t H = h->hw->cfg.layer.hidden_size;
+    const int32_t H = h->hid;
     specdec_status st = e3d_fuse_rows(h, src, n);
     for (int32_t i = 0; i < n; i++) h->pos[i] = p0 + i;
     /* rows 0 .. n-2 only enter the cache (k, v); the last row gives the root */
@@ -92,7 +92,7 @@ static specdec_status e3d_catch_up(sd_eagle3_runner *h, const sd_round_seq *s, s
     if (s->prompt_buf && chunk > SD_ROUND_PROMPT_ROWS) chunk = SD_ROUND_PROMPT_ROWS; /* begin, prompt logprobs */
     while (kv < N) {
         const int32_t n = N - kv < chunk ? N - kv : chunk;
-        const sd_runner_seg seg = {t, s->tokens + kv, n, kv, NULL, 0, s->prompt_buf, h->aux};
+        const sd_runner_seg seg = {t, s->tokens + kv, n, kv, NULL, 0, s->prompt_buf, h->aux, NULL};
         specdec_status st = sd_runner_forward_batch(&seg, 1, eb);
         if (st != SPECDEC_OK) return st;
         if (s->prompt_buf) s->prompt_rows(s->prompt_ctx, s->prompt_buf, t->n_vocab, kv, n);
@@ -140,7 +140,7 @@ static specdec_status e3d_mask(sd_eagle3_runner *h, const sd_logits_proc *lp, in
                                int allow_none, const float **out, sd_errbuf *eb) {
     *out = lg;
     if (gs < 0 || sd_grammar_gated(gs) || !lp || !lp->grammar) return SPECDEC_OK; /* gated: nothing masked */
-    const int32_t V = h->base.n_vocab, Vd = h->hw->cfg.draft_vocab;
+    const int32_t V = h->base.n_vocab, Vd = h->vd;
     if (!h->gmask && !(h->gmask = sd_malloc(((size_t)V + (size_t)Vd) * sizeof(float))))
         return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "eagle3 drafter: grammar mask of %d floats", (int)(V + Vd));
     float *row = h->gmask, *ml = h->gmask + V;
@@ -150,7 +150,7 @@ static specdec_status e3d_mask(sd_eagle3_runner *h, const sd_logits_proc *lp, in
     if (st != SPECDEC_OK) return st;
     int32_t n_ok = 0;
     for (int32_t i = 0; i < Vd; i++) {
-        const int ok = row[h->hw->d2t[i]] == 0.0f;
+        const int ok = row[h->d2t[i]] == 0.0f;
         ml[i] = ok ? lg[i] : -INFINITY;
         n_ok += ok;
     }
@@ -187,7 +187,7 @@ typedef struct e3t {
  * parent's grammar state, lg already masked by it). */
 static void e3t_children(e3t *t, const sd_eagle3_runner *h, const float *lg, int32_t parent, double base, int32_t depth,
                          int32_t gs) {
-    const int32_t Vd = h->hw->cfg.draft_vocab;
+    const int32_t Vd = h->vd;
     double mx = lg[0], z = 0;
     for (int32_t i = 1; i < Vd; i++) mx = lg[i] > mx ? lg[i] : mx;
     for (int32_t i = 0; i < Vd; i++) z += exp((double)lg[i] - mx);
@@ -201,7 +201,7 @@ static void e3t_children(e3t *t, const sd_eagle3_runner *h, const float *lg, int
             if (!taken && (best[j] < 0 || lg[i] > lg[best[j]])) best[j] = i;
         }
         if (best[j] < 0 || t->n >= E3T_POOL || lg[best[j]] == -INFINITY) return; /* masked: no more children */
-        const int32_t tok = h->hw->d2t[best[j]];
+        const int32_t tok = h->d2t[best[j]];
         t->pool[t->n++] = (e3t_node){tok, parent, depth, -1, e3d_gnext(t->lp, gs, tok), base + (double)lg[best[j]] - lz};
     }
 }
@@ -217,7 +217,7 @@ static specdec_status e3t_level(e3t *t, sd_eagle3_runner *h, int32_t lo, int32_t
         while (j > 0 && t->pool[fr[j - 1]].score < t->pool[i].score) fr[j] = fr[j - 1], j--;
         fr[j] = i;
     }
-    const int32_t H = h->hw->cfg.layer.hidden_size, base = sd_runner_kv_len(&h->base);
+    const int32_t H = h->hid, base = sd_runner_kv_len(&h->base);
     int32_t par[E3T_K];
     for (int32_t j = 0; j < nf; j++) {
         const e3t_node *nd = &t->pool[fr[j]];
@@ -231,7 +231,7 @@ static specdec_status e3t_level(e3t *t, sd_eagle3_runner *h, int32_t lo, int32_t
     const specdec_status st = h->ops->step(h, h->tok, h->g, h->pos, nf, par, N, h->logits,
                                            h->gnext + (size_t)(base - N) * (size_t)H);
     if (st != SPECDEC_OK) return st;
-    const size_t Vd = (size_t)h->hw->cfg.draft_vocab;
+    const size_t Vd = (size_t)h->vd;
     for (int32_t j = 0; j < nf; j++) {
         t->pool[fr[j]].row = base - N + j;
         const float *lg = h->logits + (size_t)j * Vd;
@@ -401,3 +401,12 @@ static const sd_drafter_ops eagle3_ops = {"eagle3",   SPECDEC_DRAFT_EAGLE3, SD_D
 static sd_drafter eagle3_drafter = {&eagle3_ops};
 
 sd_drafter *sd_drafter_eagle3(void) { return &eagle3_drafter; }
+
+/* "mtp": the same drafting over an MTP layer's head runner (backends/cpu/sd_mtp_cpu.h); only what
+ * statistics report differs. */
+static const sd_drafter_ops mtp_ops = {"mtp",       SPECDEC_DRAFT_MTP, SD_DRAFTER_RUNNER | SD_DRAFTER_TARGET_HIDDEN,
+                                       e3d_begin,   e3d_plan,          e3d_draft,
+                                       e3d_observe, e3d_settle,        NULL};
+static sd_drafter mtp_drafter = {&mtp_ops};
+
+sd_drafter *sd_drafter_mtp(void) { return &mtp_drafter; }

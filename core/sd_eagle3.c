@@ -190,27 +190,28 @@ sd_eagle3_runner *sd_eagle3_runner_of(sd_runner *r) {
     return r && r->vt == &sd_eagle3_runner_vtbl ? (sd_eagle3_runner *)r : NULL;
 }
 
-specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, const sd_config *target_cfg,
-                                     int32_t n_ctx, int32_t rows, sd_errbuf *eb) {
-    const sd_eagle3_config *c = &r->hw->cfg;
-    SD_TRY(sd_eagle3_check_target(r->hw, target_cfg, "EAGLE-3 head", eb));
-    SD_TRY(sd_eagle3_aux_layers(c, target_cfg->n_layers, r->aux_ids, eb));
+specdec_status sd_head_runner_init(sd_eagle3_runner *r, sd_runner *target, const int32_t *capture, int32_t n_capture,
+                                   int32_t V, int32_t hid, int32_t aux_w, int32_t vd, const int32_t *d2t, int32_t n_ctx,
+                                   int32_t rows, sd_errbuf *eb) {
     if (!target->group)
-        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "EAGLE-3 head: the target runner captures no hidden states");
-    SD_TRY(sd_runner_group_set_capture(target->group, r->aux_ids, SD_EAGLE3_N_AUX, eb));
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "draft head: the target runner captures no hidden states");
+    SD_TRY(sd_runner_group_set_capture(target->group, capture, n_capture, eb));
     if (rows < SD_RUNNER_TREE_MAX) rows = SD_RUNNER_TREE_MAX;
     r->base.vt = &sd_eagle3_runner_vtbl;
     r->base.backend = target->backend;
-    r->base.n_vocab = c->layer.vocab_size;
+    r->base.n_vocab = V;
     r->base.n_ctx = n_ctx;
     r->base.max_batch = rows;
     r->base.kv_len = 0;
     r->target = target;
     r->rows = rows;
     r->root_row = -1;
-    const size_t R = (size_t)rows, H = (size_t)c->layer.hidden_size, tH = (size_t)c->target_hidden;
-    const size_t Vd = (size_t)c->draft_vocab;
-    if (!r->aux_backend) r->aux = sd_malloc(R * 3 * tH * sizeof(float));
+    r->hid = hid;
+    r->aux_w = aux_w;
+    r->vd = vd;
+    r->d2t = d2t;
+    const size_t R = (size_t)rows, H = (size_t)hid, Vd = (size_t)vd;
+    if (!r->aux_backend) r->aux = sd_malloc(R * (size_t)aux_w * sizeof(float));
     r->g = sd_malloc(R * H * sizeof(float));
     r->gnext = sd_malloc(R * H * sizeof(float));
     r->logits = sd_malloc(R * Vd * sizeof(float));
@@ -219,8 +220,17 @@ specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, con
     r->tok = sd_malloc(R * sizeof(int32_t));
     r->pos = sd_malloc(R * sizeof(int32_t));
     if (!r->aux || !r->g || !r->gnext || !r->logits || !r->root || !r->groot || !r->tok || !r->pos)
-        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "EAGLE-3 head: buffers of %d rows", (int)rows);
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "draft head: buffers of %d rows", (int)rows);
     return SPECDEC_OK;
+}
+
+specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, const sd_config *target_cfg,
+                                     int32_t n_ctx, int32_t rows, sd_errbuf *eb) {
+    const sd_eagle3_config *c = &r->hw->cfg;
+    SD_TRY(sd_eagle3_check_target(r->hw, target_cfg, "EAGLE-3 head", eb));
+    SD_TRY(sd_eagle3_aux_layers(c, target_cfg->n_layers, r->aux_ids, eb));
+    return sd_head_runner_init(r, target, r->aux_ids, SD_EAGLE3_N_AUX, c->layer.vocab_size, c->layer.hidden_size,
+                               SD_EAGLE3_N_AUX * c->target_hidden, c->draft_vocab, r->hw->d2t, n_ctx, rows, eb);
 }
 
 sd_eagle3_shared *sd_eagle3_shared_ref(sd_eagle3_shared *s) {

@@ -176,6 +176,13 @@ struct sd_eagle3_runner {
     float *root;                    /* [Vd] draft logits of cache row kv_len - 1 (the next token's) */
     float *groot;                   /* [H] g_next of cache row kv_len - 1 */
     int32_t root_row;               /* the cache row root/groot belong to (-1: none) */
+    /* What the drafter reads (set by sd_head_runner_init): an EAGLE-3 head's from hw; an MTP layer's
+     * (hw NULL, backends/cpu/sd_mtp_cpu.h) from the target's configuration. */
+    int32_t hid;                    /* H: floats of a g / g_next row */
+    int32_t aux_w;                  /* floats of one captured row: 3 tH (EAGLE-3), H (MTP) */
+    int32_t vd;                     /* draft vocabulary: floats of a logits row */
+    const int32_t *d2t;             /* [vd] the target id of each draft id (borrowed) */
+    int mtp;                        /* 1: an MTP layer's runner */
     int32_t *tok, *pos;             /* [rows] */
     void *work;                     /* the drafter's workspace (its trees; allocated once, freed here) */
     float *gmask;                   /* structured output: [V] a grammar state's mask, then [Vd] masked draft
@@ -193,13 +200,21 @@ sd_eagle3_runner *sd_eagle3_runner_of(sd_runner *r);
  * (UNSUPPORTED), OUT_OF_MEMORY, the head does not fit it (sd_eagle3_check_target). */
 specdec_status sd_eagle3_runner_init(sd_eagle3_runner *r, sd_runner *target, const sd_config *target_cfg,
                                      int32_t n_ctx, int32_t rows, sd_errbuf *eb);
+/* The common part for any head (EAGLE-3 or MTP): the target's group captures hs[capture[0..n_capture))
+ * (sd_runner_group_set_capture), V the target vocabulary, hid / aux_w / vd / d2t as the fields
+ * above; buffers as sd_eagle3_runner_init. */
+specdec_status sd_head_runner_init(sd_eagle3_runner *r, sd_runner *target, const int32_t *capture, int32_t n_capture,
+                                   int32_t V, int32_t hid, int32_t aux_w, int32_t vd, const int32_t *d2t, int32_t n_ctx,
+                                   int32_t rows, sd_errbuf *eb);
 /* Free what sd_eagle3_runner_init allocated and drop the reference to `shared` (a backend whose
  * device work may still read the shared weights waits for it before calling this). */
 void sd_eagle3_runner_fini(sd_eagle3_runner *r);
 
-/* The "eagle3" drafter (core/sd_drafter_eagle3.c): chains from a head runner. */
+/* The "eagle3" drafter (core/sd_drafter_eagle3.c): chains and trees from a head runner; "mtp" is
+ * the same over an MTP layer's runner (statistics report SPECDEC_DRAFT_MTP). */
 struct sd_drafter;
 struct sd_drafter *sd_drafter_eagle3(void);
+struct sd_drafter *sd_drafter_mtp(void);
 
 #ifdef __cplusplus
 }

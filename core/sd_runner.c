@@ -65,7 +65,14 @@ void sd_runner_prefix_publish(sd_runner *r, const int32_t *tokens, int32_t rows,
     (void)sd_kv_prefix_publish(&r->kv, &r->group->pool, tokens, rows < r->kv_len ? rows : r->kv_len, salt);
 }
 
+/* A runner whose rows need hidden inputs runs only through batched segments carrying them. */
+static specdec_status hin_refused(sd_runner *r, const char *what) {
+    return sd_fail(&r->err, SPECDEC_ERR_UNSUPPORTED,
+                   "%s: this runner's rows need hidden states (an MTP layer): only batched segments with hin run", what);
+}
+
 specdec_status sd_runner_forward(sd_runner *r, const int32_t *tokens, int32_t n, int32_t pos, float *logits_out) {
+    if (r->group && r->group->hin_width > 0) return hin_refused(r, "forward");
     specdec_status st = sd_runner_check_len(r, pos, "forward");
     if (st != SPECDEC_OK) return st;
     r->tree.n = 0;
@@ -201,6 +208,7 @@ static specdec_status tree_finish(sd_runner *r, specdec_status st, int32_t base,
 
 specdec_status sd_runner_forward_tree(sd_runner *r, const int32_t *tokens, int32_t n, int32_t base, int32_t first,
                                       const int32_t *parent, float *logits) {
+    if (r->group && r->group->hin_width > 0) return hin_refused(r, "forward_tree");
     specdec_status st = tree_check(r, tokens, n, base, first, parent);
     if (st != SPECDEC_OK) return st;
     tree_record(r, tokens, n, base, first, parent);
@@ -332,6 +340,10 @@ static specdec_status batch_check(const sd_runner_seg *segs, int32_t n_segs, sd_
         if (segs[i].aux && (!gr || gr->n_capture < 1 || !gr->vt->forward_batch))
             return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "batch forward: segment %d asks for hidden states its runner %s",
                            (int)i, gr && gr->capture_max > 0 ? "was not set to capture" : "cannot capture");
+        if ((gr && gr->hin_width > 0) != (segs[i].hin != NULL))
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "batch forward: segment %d %s", (int)i,
+                           segs[i].hin ? "carries hidden inputs (hin) its runner does not take"
+                                       : "lacks the hidden inputs (hin) its runner's rows need");
         specdec_status st;
         if (segs[i].parent) {
             st = tree_check(segs[i].r, segs[i].tokens, segs[i].n, segs[i].pos, segs[i].first, segs[i].parent);
@@ -382,7 +394,7 @@ static specdec_status batch_native(sd_runner_group *g, const sd_runner_seg *segs
 static specdec_status batch_emulate(const sd_runner_seg *segs, int32_t n_segs, sd_errbuf *eb) {
     for (int32_t i = 0; i < n_segs; i++) {
         const sd_runner_seg *g = &segs[i];
-        if (g->aux) {
+        if (g->aux || g->hin) {
             sd_err_clear(&g->r->group->err);
             const specdec_status st = batch_native(g->r->group, g, 1, NULL, NULL, eb);
             if (st != SPECDEC_OK) return st;

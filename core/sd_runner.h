@@ -68,7 +68,8 @@
  * (sd_runner_group_set_capture) to capture the residual stream at chosen boundaries:
  * hs[0] = the embeddings (after any embedding scale), hs[i] for 0 < i < n_layers = the
  * stream entering layer i (before its input norm), hs[n_layers] = the last layer's output
- * before the final norm. A segment with aux set then receives, for each of its tokens in
+ * before the final norm, hs[n_layers + 1] = after it (what the LM head reads: an MTP layer's
+ * input; CPU groups only, whose capture_max is n_layers + 1). A segment with aux set then receives, for each of its tokens in
  * order, one row of n_capture * hidden fp32: concat(hs[capture[0]], hs[capture[1]], ...)
  * (ids increasing). aux lives in the group's memory: host memory for a CPU group (one memcpy
  * per state and token in cpu_pass), device memory for a CUDA group (standalone runners'
@@ -166,6 +167,9 @@ typedef struct sd_runner_seg {
     float *logits;           /* n rows of n_vocab fp32 (host), or NULL */
     float *aux;              /* NULL, or n rows of n_capture * hidden fp32 captured hidden states, in
                                 the group's memory (see "Captured hidden states" above) */
+    const float *hin;        /* n rows of group->hin_width fp32 host floats entering with the tokens (an
+                                MTP layer's runner: core/sd_weights.h), exactly when the group has
+                                hin_width > 0; else NULL */
 } sd_runner_seg;
 
 typedef struct sd_runner_group_vtbl {
@@ -197,6 +201,9 @@ struct sd_runner_group {
     int32_t capture_width;    /* set by the backend: floats of one captured state (hidden size) */
     int32_t n_capture;        /* states captured per token (0: capture off) */
     int32_t capture[SD_RUNNER_MAX_CAPTURE]; /* their hs indices, increasing */
+    int32_t hin_width;        /* > 0: every row also enters with this many floats (sd_runner_seg.hin; an
+                                 MTP layer): only batched segments carrying them run (forward() and
+                                 forward_tree() are refused with UNSUPPORTED) */
 };
 
 struct sd_runner {

@@ -463,5 +463,12 @@ specdec_status sd_weights_validate(const sd_weights *w, sd_errbuf *eb) {
     SD_TRY(sd_check_tensor(&w->out_norm, "model.norm.weight", -1, H, 0, 0, eb));
     SD_TRY(sd_check_tensor(&w->lm_head, "lm_head.weight", -1, V, H, 0, eb));
     for (int32_t l = 0; l < c->n_layers; l++) SD_TRY(sd_check_layer(&w->layers[l], l, c, eb));
+    /* an MTP layer's front: all three or none */
+    const int mtp = w->mtp_eh_proj.data != NULL;
+    SD_TRY(sd_check_tensor(&w->mtp_enorm, "enorm.weight (MTP)", -1, H, 0, !mtp, eb));
+    SD_TRY(sd_check_tensor(&w->mtp_hnorm, "hnorm.weight (MTP)", -1, H, 0, !mtp, eb));
+    SD_TRY(sd_check_tensor(&w->mtp_eh_proj, "eh_proj.weight (MTP)", -1, H, 2 * H, !mtp, eb));
+    if (!mtp && (w->mtp_enorm.data || w->mtp_hnorm.data))
+        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH, "weights: MTP norms without eh_proj.weight");
     return SPECDEC_OK;
 }

@@ -211,6 +211,12 @@ typedef struct sd_config {
     int32_t kv_lora_rank;          /* mla: the latent width */
     int32_t qk_nope_dim;           /* mla: head_dim - rope_dim */
     int32_t v_head_dim;            /* mla: 1 .. head_dim */
+    int32_t mtp_layers;            /* num_nextn_predict_layers (GLM-4.5, DeepSeek-V3): multi-token-prediction
+                                      layers stored after the decoder layers (model.layers.<n_layers + i>.*);
+                                      the target never runs them, an MTP draft model (specdec_model_params
+                                      .mtp) is layer n_layers alone; 0 = none */
+    int32_t mtp_moe;               /* mtp_layers: 1 when that layer's MLP is the mixture (it comes after the
+                                      first_k_dense_replace dense layers) */
     int32_t shared_ungated;        /* the shared expert is added as is, without shared_expert_gate
                                       (GLM-4.5 mlp.shared_experts, n_shared_experts x moe_intermediate
                                       wide) */
@@ -328,6 +334,15 @@ typedef struct sd_weights {
     sd_tensor out_norm;   /* [hidden] model.norm.weight */
     sd_tensor lm_head;    /* [vocab, hidden]; == tok_embd when tied */
     sd_dtype dtype;       /* dtype of the projection weights */
+    /* An MTP layer run as a draft model (GLM-4.5 / DeepSeek-V3 model.layers.<L>.*, vLLM's
+     * DeepSeekMultiTokenPredictorLayer), or all absent for a plain model. Then layers[0] is the
+     * MTP block, tok_embd its embed_tokens (or the model's), out_norm shared_head.norm, lm_head
+     * shared_head.head (or the model's lm_head), and every row enters with a hidden state h
+     * (sd_runner_seg.hin): x = eh_proj([RMSNorm(e; enorm) ; RMSNorm(h; hnorm)]), e = the token's
+     * embedding, zero at position 0 (vLLM masks it: not needed by MTP). */
+    sd_tensor mtp_enorm;   /* [hidden] */
+    sd_tensor mtp_hnorm;   /* [hidden] */
+    sd_tensor mtp_eh_proj; /* [hidden, 2 * hidden] */
 } sd_weights;
 
 /* Why the CUDA backend cannot run c (a description of the first such feature), or NULL: it has

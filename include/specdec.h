@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 6
+#define SPECDEC_VERSION_PATCH 7
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.6"
+#define SPECDEC_VERSION_STRING "0.5.7"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -122,7 +122,13 @@ typedef enum specdec_dtype {
 
 typedef struct specdec_model_params {
     int32_t use_mmap;      /* 1 (default): memory-map the safetensors files; 0: read them into memory */
-    int32_t reserved_i[7];
+    /* since 0.5.7 (was reserved_i[0]): 1 = load the checkpoint's multi-token-prediction layer
+     * (GLM-4.5 / DeepSeek-V3 `num_nextn_predict_layers`, model.layers.<num_hidden_layers>.*) as an
+     * MTP draft model: model_kind SPECDEC_DRAFT_MTP, n_layers 1. It drafts over an engine's or
+     * scheduler's target loaded from the same checkpoint (draft_method SPECDEC_DRAFT_MTP; CPU
+     * backend). MODEL_MISMATCH when the checkpoint has none. 0 (default): the model itself. */
+    int32_t mtp;
+    int32_t reserved_i[6];
     uint64_t reserved[8];
 } specdec_model_params;
 
@@ -175,7 +181,12 @@ typedef struct specdec_model_info {
     /* since 0.5.6 (was reserved_i[0]; the struct keeps its size): the rope scaling of the full-attention
      * layers, a specdec_rope_type (rope_scaling_llama3 stays 1 exactly when this is LLAMA3) */
     int32_t rope_type;
-    uint64_t reserved[4];
+    /* since 0.5.7 (was the first half of reserved[0]; the struct keeps its size): MTP layers the
+     * checkpoint ships (config.json num_nextn_predict_layers: GLM-4.5, DeepSeek-V3); >= 1 means it
+     * can draft for itself (specdec_model_params.mtp, draft_method SPECDEC_DRAFT_MTP); 0 = none */
+    int32_t mtp_layers;
+    int32_t reserved_i2;
+    uint64_t reserved[3];
 } specdec_model_info;
 
 /* specdec_model_info.rope_type: config.json's rope_scaling / rope_parameters type, resolved as
@@ -282,7 +293,10 @@ typedef enum specdec_draft_method {
     SPECDEC_DRAFT_MODEL = 1,   /* a separate draft model (the engine's draft) */
     SPECDEC_DRAFT_NGRAM = 2,   /* prompt lookup over the sequence so far; no draft model */
     SPECDEC_DRAFT_EAGLE3 = 3,  /* an EAGLE-3 head reading the target's hidden states */
-    SPECDEC_DRAFT_NONE = 4     /* plain decoding (what statistics report when nothing drafted) */
+    SPECDEC_DRAFT_NONE = 4,    /* plain decoding (what statistics report when nothing drafted) */
+    SPECDEC_DRAFT_MTP = 5      /* since 0.5.7: the target checkpoint's own multi-token-prediction layer
+                                  (a model loaded with specdec_model_params.mtp) reading the target's
+                                  last hidden states, as vLLM's "mtp" / "deepseek_mtp" method */
 } specdec_draft_method;
 
 /* When the n-gram drafter proposes what it found (since 0.4; generate params `ngram_cost`,

@@ -739,6 +739,10 @@ static specdec_status sd_cfg_moe_deepseek(const sd_cfgp *p) {
     c->shared_expert_intermediate = n_shared * c->moe_intermediate;
     c->shared_ungated = n_shared > 0;
     for (int32_t l = 0; l < c->n_layers; l++) c->layer_moe[l] = l >= dense;
+    /* the MTP layers follow the decoder layers (index n_layers + i): sparse past the dense ones.
+     * DeepSeek-V2 has none (its config has no such key) */
+    if (!v2) TRY(sd_cfg_i32(p->root, "num_nextn_predict_layers", 0, 0, 0, 16, &c->mtp_layers, p->fname, p->eb));
+    c->mtp_moe = c->n_layers >= dense;
     return SPECDEC_OK;
 }
 

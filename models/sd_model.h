@@ -33,4 +33,9 @@ struct specdec_model {
     double t_load_s;      /* seconds specdec_model_load took (specdec_stats.t_load_s) */
 };
 
+/* An MTP layer loaded as a draft (specdec_model_params.mtp: w is that one layer with its front). */
+static inline int sd_model_is_mtp(const struct specdec_model *m) { return m && m->w.mtp_eh_proj.data != NULL; }
+/* A draft that runs as a head runner over the target's hidden states (EAGLE-3 head or MTP layer). */
+static inline int sd_model_is_head(const struct specdec_model *m) { return m && (m->eagle3 || sd_model_is_mtp(m)); }
+
 #endif

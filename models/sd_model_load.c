@@ -42,6 +42,8 @@ typedef struct sd_loader {
     sd_entry *entries;     /* sorted by name */
     size_t n_entries;
     int32_t cap_owned;
+    int mtp;               /* load the MTP layer as a one-layer draft model (specdec_model_params.mtp) */
+    int32_t layer_base;    /* checkpoint index of layers[0]: 0, or num_hidden_layers for the MTP layer */
 } sd_loader;
 
 specdec_model_params specdec_model_default_params(void) {
@@ -245,7 +247,7 @@ static sd_tensor sd_row_view(const sd_tensor *t, int64_t r0, int64_t rows) {
 static specdec_status sd_layer_tensor(sd_loader *L, int32_t l, const char *suffix, int64_t rows, int64_t cols, int req,
                                       sd_tensor *out) {
     char nm[160];
-    snprintf(nm, sizeof nm, "model.layers.%d.%s", (int)l, suffix);
+    snprintf(nm, sizeof nm, "model.layers.%d.%s", (int)(l + L->layer_base), suffix);
     return sd_get_tensor(L, nm, rows, cols, req, NULL, out);
 }
 
@@ -368,7 +370,7 @@ static specdec_status sd_load_shared_expert(sd_loader *L, int32_t l, sd_layer *l
 static specdec_status sd_layer_raw(sd_loader *L, int32_t l, const char *suffix, int nd, const int64_t *shape,
                                    specdec_status bad, char nm[160], const sd_st_tensor **t, const uint8_t **data,
                                    const char **path) {
-    snprintf(nm, 160, "model.layers.%d.%s", (int)l, suffix);
+    snprintf(nm, 160, "model.layers.%d.%s", (int)(l + L->layer_base), suffix);
     const sd_entry *e = sd_find_entry(L, nm);
     if (!e)
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: missing tensor '%s'",
@@ -618,27 +620,75 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
 /* Most tensors one layer reads (sd_load_attention + sd_load_mlp). */
 #define SD_LAYER_MAX_TENSORS 24
 
+/* The MTP layer's own tensors (core/sd_weights.h "An MTP layer run as a draft model"): the
+ * block's embedding and LM head when the checkpoint ships copies (DeepSeek-V3 and GLM-4.5 do),
+ * else the model's. Layer names are relative to layer_base (the MTP layer). */
+static specdec_status sd_load_mtp_io(sd_loader *L) {
+    specdec_model *m = L->m;
+    const sd_config *c = &m->w.cfg;
+    const int64_t V = c->vocab_size, H = c->hidden_size;
+    TRY(sd_layer_tensor(L, 0, "enorm.weight", H, 0, 1, &m->w.mtp_enorm));
+    TRY(sd_layer_tensor(L, 0, "hnorm.weight", H, 0, 1, &m->w.mtp_hnorm));
+    TRY(sd_layer_tensor(L, 0, "eh_proj.weight", H, 2 * H, 1, &m->w.mtp_eh_proj));
+    TRY(sd_layer_tensor(L, 0, "shared_head.norm.weight", H, 0, 1, &m->w.out_norm));
+    TRY(sd_layer_tensor(L, 0, "embed_tokens.weight", V, H, 0, &m->w.tok_embd));
+    if (!m->w.tok_embd.data) TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
+    TRY(sd_layer_tensor(L, 0, "shared_head.head.weight", V, H, 0, &m->w.lm_head));
+    if (m->w.lm_head.data) return SPECDEC_OK;
+    if (c->tie_word_embeddings) m->w.lm_head = m->w.tok_embd;
+    else TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
+    return SPECDEC_OK;
+}
+
+/* specdec_model_params.mtp: the configuration of the checkpoint's first MTP layer run alone (one
+ * layer, at checkpoint index num_hidden_layers, sparse when the decoder's later layers are). */
+static specdec_status sd_mtp_config(sd_loader *L) {
+    sd_config *c = &L->m->w.cfg;
+    if (c->mtp_layers < 1)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
+                       "%s: the checkpoint has no MTP layer (config.json num_nextn_predict_layers is %d; MTP drafting "
+                       "needs a GLM-4.5 / DeepSeek-V3 style checkpoint that ships one)",
+                       L->m->path, (int)c->mtp_layers);
+    L->layer_base = c->n_layers;
+    c->n_layers = 1;
+    c->layer_moe[0] = (uint8_t)c->mtp_moe;
+    c->layer_sliding[0] = 0;
+    c->layer_no_rope[0] = 0;
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_load_weights(sd_loader *L) {
     specdec_model *m = L->m;
     const sd_config *c = &m->w.cfg;
     const int64_t V = c->vocab_size, H = c->hidden_size;
     /* per layer: its tensors, and for a MoE layer the experts array, its router, 3 per expert and
-     * the shared expert (its struct, 3 projections and its gate) */
-    L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 7 + 3 * c->n_experts) + 3;
+     * the shared expert (its struct, 3 projections and its gate); the MTP layer's 7 more */
+    L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 7 + 3 * c->n_experts) + 3 + (L->mtp ? 7 : 0);
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
 
-    TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
+    if (!L->mtp) TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
+    char nm[96];
+    snprintf(nm, sizeof nm, "model.layers.%d.eh_proj.weight", (int)L->layer_base);
+    if (L->mtp && !sd_find_entry(L, nm))
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
+                       "%s: config.json has num_nextn_predict_layers %d, but the checkpoint has no MTP layer (no tensor "
+                       "'%s': this copy was saved without it)",
+                       m->path, (int)c->mtp_layers, nm);
     for (int32_t l = 0; l < c->n_layers; l++) {
         TRY(sd_load_attention(L, l, &m->w.layers[l]));
         TRY(sd_load_mlp(L, l, &m->w.layers[l]));
     }
-    TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
-    if (c->tie_word_embeddings) {
-        m->w.lm_head = m->w.tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
+    if (L->mtp) {
+        TRY(sd_load_mtp_io(L));
     } else {
-        TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
+        TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
+        if (c->tie_word_embeddings) {
+            m->w.lm_head = m->w.tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
+        } else {
+            TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
+        }
     }
     m->w.dtype = m->w.layers[0].wo.dtype; /* o_proj: every family has one (MLA may have no q_proj) */
     return SPECDEC_OK;
@@ -654,6 +704,7 @@ static specdec_status sd_load(sd_loader *L) {
     specdec_status st = sd_config_parse(text, len, p, &m->w.cfg, NULL);
     sd_free(text);
     if (st) return st;
+    if (L->mtp) TRY(sd_mtp_config(L));
 
     snprintf(L->index_path, sizeof L->index_path, "%s/model.safetensors.index.json", m->path);
     if (sd_is_file(L->index_path)) {
@@ -700,8 +751,11 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
     memset(&L, 0, sizeof L);
     L.m = m;
     L.use_mmap = params->use_mmap != 0;
+    L.mtp = params->mtp != 0;
     int is_head = 0;
     specdec_status st = sd_eagle3_model_load(m, L.use_mmap, &is_head);
+    if (!st && is_head && L.mtp)
+        st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s is an EAGLE-3 head: it has no MTP layer", m->path);
     if (!st && !is_head) st = sd_load(&L);
     sd_free(L.entries);
     if (st) {
@@ -752,7 +806,8 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->rms_norm_eps = c->rms_norm_eps;
     info->rope_theta = c->rope_theta;
     info->rope_scaling_llama3 = c->rope_type == SD_ROPE_LLAMA3;
-    info->rope_type = (int32_t)c->rope_type; /* SD_ROPE_* numbers are SPECDEC_ROPE_*'s (static asserts below) */
+    info->rope_type = (int32_t)c->rope_type;
+    info->mtp_layers = c->mtp_layers; /* SD_ROPE_* numbers are SPECDEC_ROPE_*'s (static asserts below) */
     info->tie_word_embeddings = c->tie_word_embeddings;
     info->attention_bias = c->attention_bias;
     info->dtype = (specdec_dtype)model->w.dtype;
@@ -761,5 +816,6 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->n_eos = c->n_eos;
     for (int i = 0; i < c->n_eos && i < SPECDEC_MAX_EOS; i++) info->eos_ids[i] = c->eos_ids[i];
     sd_eagle3_model_info(model, info);
+    if (model->w.mtp_eh_proj.data) info->model_kind = SPECDEC_DRAFT_MTP;
     return SPECDEC_OK;
 }

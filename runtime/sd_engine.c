@@ -14,6 +14,7 @@
 #include "sd_cuda_backend.h"
 #include "sd_eagle3_cpu.h"
 #include "sd_eagle3_load.h"
+#include "sd_mtp_cpu.h"
 #include "sd_host_round.h"
 #include "sd_math.h"
 #include "sd_model.h"
@@ -116,6 +117,7 @@ specdec_status sd_engine_create_from_runners(sd_runner *target, sd_runner *draft
     e->env.n_vocab = e->n_vocab;
     e->env.has_draft = draft != NULL;
     e->env.has_eagle3 = sd_eagle3_runner_of(draft) != NULL;
+    e->env.has_mtp = e->env.has_eagle3 && sd_eagle3_runner_of(draft)->mtp;
     e->env.tree_fit = draft ? sd_min_i32(target->max_batch - 1, draft->max_batch) : 0;
     e->env.tree_fit_solo = target->max_batch - 1;
     e->env.special = e->special;
@@ -253,14 +255,15 @@ specdec_backend sd_engine_pick_backend(specdec_backend requested) {
 
 /* A head is no model runner: the engine and the scheduler make its runner over a target
  * runner with sd_engine_make_head. */
-static specdec_status sd_engine_head_refused(sd_errbuf *eb) {
+static specdec_status sd_engine_head_refused(const specdec_model *m, sd_errbuf *eb) {
     return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT,
-                   "an EAGLE-3 head has no runner of its own (it drafts over a target runner: sd_engine_make_head)");
+                   "%s has no runner of its own (it drafts over a target runner: sd_engine_make_head)",
+                   m->eagle3 ? "an EAGLE-3 head" : "an MTP layer");
 }
 
 specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                      int32_t n_ctx, int32_t max_batch, sd_runner **out, sd_errbuf *eb) {
-    if (m->eagle3) return sd_engine_head_refused(eb);
+    if (sd_model_is_head(m)) return sd_engine_head_refused(m, eb);
     if (be == SPECDEC_BACKEND_CUDA)
         return sd_cuda_runner_create(&m->w, n_ctx, max_batch, p->cuda_device, p->cuda_keep_f32, out, eb);
     specdec_status st = sd_cpu_runner_create(&m->w, n_ctx, max_batch, out, eb);
@@ -271,7 +274,7 @@ specdec_status sd_engine_make_runner(const specdec_model *m, specdec_backend be,
 specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, const specdec_engine_params *p,
                                     int32_t n_ctx, int32_t max_batch, int32_t n_blocks, int32_t block_tokens,
                                     sd_runner_group **out, sd_errbuf *eb) {
-    if (m->eagle3) return sd_engine_head_refused(eb);
+    if (sd_model_is_head(m)) return sd_engine_head_refused(m, eb);
     specdec_status st =
         be == SPECDEC_BACKEND_CUDA
             ? sd_cuda_group_create(&m->w, n_ctx, max_batch, n_blocks, block_tokens, p->cuda_device, p->cuda_keep_f32,
@@ -293,6 +296,8 @@ specdec_status sd_engine_make_group(const specdec_model *m, specdec_backend be, 
 #define SD_ENGINE_HEAD_ROWS 128 /* a tree level pass and a prefill chunk */
 specdec_status sd_engine_make_head_shared(const specdec_model *target, const specdec_model *head, specdec_backend be,
                                           sd_runner *t, int32_t n_ctx, sd_eagle3_shared **out, sd_errbuf *eb) {
+    *out = NULL;
+    if (sd_model_is_mtp(head)) return SPECDEC_OK; /* each MTP runner reads the model's weights directly */
     const sd_eagle3_weights *hw = &head->eagle3->w;
     if (be == SPECDEC_BACKEND_CUDA) return sd_cuda_eagle3_shared_create(hw, t, &target->w.cfg, n_ctx, out, eb);
     return sd_eagle3_cpu_shared_create(hw, out, eb);
@@ -302,6 +307,10 @@ specdec_status sd_engine_make_head(const specdec_model *target, const specdec_mo
                                    sd_runner *t, int32_t n_ctx, sd_eagle3_shared *shared, sd_runner **out,
                                    sd_errbuf *eb) {
     *out = NULL;
+    if (sd_model_is_mtp(head)) /* the CPU backend's layers (MoE, latent attention) */
+        return be == SPECDEC_BACKEND_CUDA
+                   ? sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "MTP drafting runs on the CPU backend only (use --backend cpu)")
+                   : sd_mtp_cpu_runner_create(&head->w, t, &target->w.cfg, n_ctx, SD_ENGINE_HEAD_ROWS, out, eb);
     sd_eagle3_shared *own = NULL;
     specdec_status st = shared ? SPECDEC_OK : sd_engine_make_head_shared(target, head, be, t, n_ctx, &own, eb);
     if (st != SPECDEC_OK) return st;
@@ -329,7 +338,7 @@ static specdec_status sd_engine_make_runners(const specdec_model *target, const 
     }
     if (st != SPECDEC_OK) return sd_fail(NULL, st, "target model %s: %s", target->path, eb.msg);
     if (!draft) return SPECDEC_OK;
-    st = draft->eagle3 ? sd_engine_make_head(target, draft, be, *rt, n_ctx, NULL, rd, &eb)
+    st = sd_model_is_head(draft) ? sd_engine_make_head(target, draft, be, *rt, n_ctx, NULL, rd, &eb)
                        : sd_engine_make_runner(draft, be, p, n_ctx, max_batch, rd, &eb);
     if (st == SPECDEC_OK) return SPECDEC_OK;
     sd_runner_destroy(*rt);
@@ -341,12 +350,23 @@ specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_
                                      const specdec_engine_params *params, sd_engine_plan *out) {
     const specdec_engine_params p = params ? *params : specdec_engine_default_params();
     specdec_status st = sd_engine_check_params(&p);
+    if (st == SPECDEC_OK && sd_model_is_mtp(target))
+        st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
+                     "%s was loaded as its MTP layer (specdec_model_params.mtp), not as a target model", target->path);
     if (st == SPECDEC_OK && target->eagle3)
         st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s is an EAGLE-3 draft head, not a target model", target->path);
     if (st == SPECDEC_OK && draft && draft->eagle3) /* the head's own checks first (fc width, vocabulary, ids) */
         st = sd_eagle3_check_target(&draft->eagle3->w, &target->w.cfg, draft->path, NULL);
     if (st != SPECDEC_OK) return st;
-    if (draft && draft->eagle3) draft = NULL; /* a head has no pair checks and no context of its own */
+    if (st == SPECDEC_OK && sd_model_is_mtp(draft) &&
+        (draft->w.cfg.hidden_size != target->w.cfg.hidden_size || draft->w.cfg.vocab_size != target->w.cfg.vocab_size))
+        st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
+                     "MTP layer %s: hidden size %d and vocabulary %d, but the target %s has %d and %d (an MTP layer "
+                     "drafts for the model of its own checkpoint)",
+                     draft->path, (int)draft->w.cfg.hidden_size, (int)draft->w.cfg.vocab_size, target->path,
+                     (int)target->w.cfg.hidden_size, (int)target->w.cfg.vocab_size);
+    if (st != SPECDEC_OK) return st;
+    if (sd_model_is_head(draft)) draft = NULL; /* a head has no pair checks and no context of its own */
     if (draft) st = sd_engine_check_pair(target, draft);
     if (st != SPECDEC_OK) return st;
     const sd_config *tc = &target->w.cfg;

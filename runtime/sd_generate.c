@@ -71,7 +71,7 @@ const char *specdec_stop_reason_name(specdec_stop_reason reason) {
 }
 
 const char *specdec_draft_method_name(specdec_draft_method method) {
-    static const char *const names[] = {"auto", "model", "ngram", "eagle3", "none"};
+    static const char *const names[] = {"auto", "model", "ngram", "eagle3", "none", "mtp"};
     return (unsigned)method < sizeof names / sizeof names[0] ? names[method] : "?";
 }
 
@@ -159,13 +159,16 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
     specdec_draft_method m = p->draft_method;
     *out = NULL;
     *method = SPECDEC_DRAFT_NONE;
+    const char *head = env->has_mtp ? "an MTP layer" : "an EAGLE-3 head";
     if (m == SPECDEC_DRAFT_AUTO)
-        m = env->has_eagle3 ? SPECDEC_DRAFT_EAGLE3 : env->has_draft ? SPECDEC_DRAFT_MODEL : SPECDEC_DRAFT_NONE;
+        m = env->has_mtp      ? SPECDEC_DRAFT_MTP
+            : env->has_eagle3 ? SPECDEC_DRAFT_EAGLE3
+            : env->has_draft  ? SPECDEC_DRAFT_MODEL
+                              : SPECDEC_DRAFT_NONE;
     switch (m) {
     case SPECDEC_DRAFT_MODEL:
         if (env->has_eagle3)
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method MODEL, but the draft is an EAGLE-3 head",
-                           fn);
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method MODEL, but the draft is %s", fn, head);
         if (!env->has_draft)
             return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method MODEL needs a draft model", fn);
         *out = sd_drafter_model();
@@ -177,11 +180,19 @@ specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_para
         break;
     }
     case SPECDEC_DRAFT_EAGLE3:
-        if (!env->has_eagle3)
-            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method EAGLE3 needs an EAGLE-3 head as the draft%s",
-                           fn, env->has_draft ? ", and the draft is a draft model (draft_method MODEL)" : " (none given)");
-        *out = sd_drafter_eagle3();
+    case SPECDEC_DRAFT_MTP: {
+        const int want_mtp = m == SPECDEC_DRAFT_MTP;
+        if (!env->has_eagle3 || env->has_mtp != want_mtp)
+            return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: draft_method %s needs %s as the draft%s", fn,
+                           want_mtp ? "MTP" : "EAGLE3",
+                           want_mtp ? "an MTP layer (a model loaded with specdec_model_params.mtp)" : "an EAGLE-3 head",
+                           env->has_eagle3 ? (env->has_mtp ? ", and the draft is an MTP layer (draft_method MTP)"
+                                                           : ", and the draft is an EAGLE-3 head (draft_method EAGLE3)")
+                           : env->has_draft ? ", and the draft is a draft model (draft_method MODEL)"
+                                            : " (none given)");
+        *out = want_mtp ? sd_drafter_mtp() : sd_drafter_eagle3();
         break;
+    }
     case SPECDEC_DRAFT_NONE: break;
     default:
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: unknown draft_method %d", fn, (int)p->draft_method);
@@ -327,7 +338,9 @@ specdec_status specdec_generate_params_validate(const specdec_generate_params *p
     sd_gen_env env;
     memset(&env, 0, sizeof env);
     env.has_draft = 1;
-    env.has_eagle3 = params->draft_method == SPECDEC_DRAFT_EAGLE3; /* the draft is unknown: what the method needs */
+    /* the draft is unknown: what the method needs */
+    env.has_eagle3 = params->draft_method == SPECDEC_DRAFT_EAGLE3 || params->draft_method == SPECDEC_DRAFT_MTP;
+    env.has_mtp = params->draft_method == SPECDEC_DRAFT_MTP;
     return sd_gen_check_params_ex(&env, params, 0, fn, NULL);
 }
 

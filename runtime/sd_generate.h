@@ -42,7 +42,8 @@ typedef struct sd_gen_env {
     int32_t n_ctx;           /* context of every sequence */
     int32_t n_vocab;
     int has_draft;           /* a draft model: the "model" drafter */
-    int has_eagle3;          /* the draft is an EAGLE-3 head: the "eagle3" drafter (not "model") */
+    int has_eagle3;          /* the draft is a head runner (core/sd_eagle3.h): the "eagle3" drafter (not "model") */
+    int has_mtp;             /* with has_eagle3: the head is an MTP layer (the "mtp" drafter, same code) */
     int32_t tree_fit;        /* most tree nodes one round of the model drafter may verify (one call of each runner) */
     int32_t tree_fit_solo;   /* the same for a drafter without a runner (one target call: max_batch - 1) */
     sd_engine_special special;
@@ -102,7 +103,7 @@ specdec_status sd_gen_check_params(const sd_gen_env *env, const specdec_generate
 /* The drafter checked params ask for on env (*method; *out NULL: plain decoding):
  * AUTO the draft model when there is one, MODEL (needs one), NGRAM (ngram_min >= 1,
  * ngram_min <= ngram_max <= SD_NGRAM_MAX), NONE; EAGLE3 needs an EAGLE-3 head (env->has_eagle3:
- * AUTO picks it then, and MODEL is refused);
+ * AUTO picks it then, and MODEL is refused), MTP an MTP layer (env->has_mtp; AUTO picks it);
  * n_draft 0 without a tree is plain decoding. INVALID_ARGUMENT naming the field. */
 specdec_status sd_gen_drafter(const sd_gen_env *env, const specdec_generate_params *p, const char *fn,
                               sd_drafter **out, specdec_draft_method *method, sd_errbuf *eb);

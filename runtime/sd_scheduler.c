@@ -421,7 +421,8 @@ static specdec_status sd_sched_make_heads(specdec_scheduler *s, const specdec_mo
         st = sd_engine_make_head(target, head, be, s->seqs[i].t, plan->n_ctx, sh, &s->seqs[i].d, &eb);
     sd_eagle3_shared_unref(sh);
     if (st != SPECDEC_OK)
-        return sd_fail(NULL, st, "specdec_scheduler_create: EAGLE-3 head %s: %s", head->path, eb.msg);
+        return sd_fail(NULL, st, "specdec_scheduler_create: %s %s: %s", head->eagle3 ? "EAGLE-3 head" : "MTP layer",
+                       head->path, eb.msg);
     s->head = 1;
     return SPECDEC_OK;
 }
@@ -439,7 +440,7 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     specdec_backend be = sd_engine_pick_backend(plan.params.backend);
     st = sd_sched_make_model(s, target, &plan, &be, &s->gt, 0);
     if (st == SPECDEC_OK && draft)
-        st = draft->eagle3 ? sd_sched_make_heads(s, target, draft, &plan, be)
+        st = sd_model_is_head(draft) ? sd_sched_make_heads(s, target, draft, &plan, be)
                            : sd_sched_make_model(s, draft, &plan, &be, &s->gd, 1);
     sd_errbuf eb;
     sd_err_clear(&eb);
@@ -450,6 +451,7 @@ static specdec_status sd_sched_make_models(specdec_scheduler *s, const specdec_m
     s->env.n_vocab = s->n_vocab;
     s->env.has_draft = s->has_draft;
     s->env.has_eagle3 = s->head;
+    s->env.has_mtp = s->head && sd_model_is_mtp(draft);
     /* one call of each model: the root and the nodes (as the engine: a head's rows bound it) */
     const int32_t d_rows = draft ? s->seqs[0].d->max_batch : 0;
     s->env.tree_fit = draft ? sd_min_i32(plan.max_batch - 1, d_rows) : 0;

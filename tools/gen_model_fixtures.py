@@ -13,6 +13,10 @@ fp32, exactly as a user's checkpoint directory), runs one forward over the fixtu
     OUT/<name>/logits.f32                        [T, V] float32 little-endian
     OUT/manifest.txt                             "<name> <T> <V> <n_ctx>" per fixture
 
+An MTP variant (MTP below) also gets its checkpoint's MTP layer with vLLM's MTP reference
+(mtp_logits.f32, mtp.txt: add_mtp_layer) and a tokenizer.json of its 80 ids (write_tiny_tokenizer)
+so that it runs end to end through the CLI, the server and the Python API.
+
 An MXFP4 variant (MXFP4 below) has its experts quantized by this script's own encoder before
 the forward; it is saved as the published gpt-oss checkpoints are (`*_blocks` / `*_scales`,
 quantization_config mxfp4) and loaded back with transformers' MXFP4 reader, which must give
@@ -207,7 +211,7 @@ VARIANTS = {
     # GLM-4.5: layer 0 dense (first_k_dense_replace 1), then 8 routed experts in 4 groups, 2 groups
     # compete, top-3 by sigmoid + e_score_correction_bias, renormalised, times 2.5; two shared
     # experts (one MLP 2 x 16 wide); q/k norms, q/k/v biases, rope on half of each head (the class
-    # default 0.5, rotate-half pairs); an MTP layer in the checkpoint that must not be read (MTP)
+    # default 0.5, rotate-half pairs); an MTP layer (MTP: the target never reads it)
     "glm4_moe": (Glm4MoeConfig, Glm4MoeForCausalLM,
                  {**BASE, "num_hidden_layers": 3, "head_dim": 8, "n_routed_experts": 8, "num_experts_per_tok": 3,
                   "moe_intermediate_size": 16, "n_shared_experts": 2, "n_group": 4, "topk_group": 2,
@@ -269,8 +273,9 @@ VARIANTS = {
 }
 
 # Variants whose checkpoint also carries num_nextn_predict_layers MTP layers after the decoder
-# layers (as GLM-4.5's does: model.layers.<num_hidden_layers>.*): transformers ignores them and so
-# must specdec. Their shapes here are deliberately not a decoder layer's.
+# layers (as GLM-4.5's and DeepSeek-V3's do: model.layers.<num_hidden_layers>.*): transformers and
+# specdec's target loader ignore them; specdec's MTP drafter reads them (add_mtp_layer writes its
+# reference).
 MTP = {"glm4_moe", "deepseek_v3"}
 
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.
@@ -346,12 +351,13 @@ def mxfp4_experts(model):
     return out
 
 
-def save(name, model, d):
-    """save_pretrained, and for an MXFP4 variant its experts as the published checkpoints store
-    them (blocks + scales, quantization_config quant_method mxfp4)."""
+def save(name, model, d, ids, seed):
+    """save_pretrained, for an MTP variant its MTP layer, and for an MXFP4 variant its experts as
+    the published checkpoints store them (blocks + scales, quantization_config quant_method mxfp4)."""
     model.save_pretrained(d)
     if name in MTP:
-        add_mtp_layer(model, d)
+        add_mtp_layer(model, d, ids, seed)
+        write_tiny_tokenizer(d)
     if name not in MXFP4:
         return
     packed = mxfp4_experts(model)  # the experts already hold MXFP4 values: encoded exactly, unchanged
@@ -370,17 +376,103 @@ def save(name, model, d):
         json.dump(cfg, f, indent=2)
 
 
-def add_mtp_layer(model, d):
-    """GLM-4.5's MTP block as its checkpoints name it (eh_proj, enorm, hnorm, shared_head and a
-    decoder layer), at index num_hidden_layers, with shapes no decoder layer has."""
-    n, h = model.config.num_hidden_layers, model.config.hidden_size
+def add_mtp_layer(model, d, ids, seed):
+    """The checkpoint's MTP layer (GLM-4.5 / DeepSeek-V3 name it model.layers.<L>.*, L =
+    num_hidden_layers: eh_proj, enorm, hnorm, shared_head.{norm,head}, embed_tokens and a decoder
+    layer of the model's own kind, here a MoE one), with random weights, and the reference of what
+    an MTP drafter computes with it, by vLLM's DeepSeekMultiTokenPredictorLayer /
+    Glm4MoeMultiTokenPredictorLayer:
+        row p (p = 0 .. T-2): token ids[p+1], hidden h_p = the target's output after its final norm
+        at position p, RoPE position p; the embedding is zeroed at position 0;
+        x = eh_proj([enorm(embed(token)) ; hnorm(h)]); y = decoder_layer(x) (causal over the rows,
+        the residual added); logits = shared_head.head(shared_head.norm(y)).
+    Row T-1 is a second draft step: token = the argmax of row T-2's logits, hidden = y[T-2] (the
+    layer's output BEFORE shared_head.norm, as vLLM chains MTP steps), position T-1.
+    Writes mtp_logits.f32 [T, V] and mtp.txt (that token). transformers itself never reads these
+    tensors (nor may specdec's target loader)."""
+    cfg = model.config
+    n, h = cfg.num_hidden_layers, cfg.hidden_size
+    big_cfg = type(cfg)(**{**cfg.to_dict(), "num_hidden_layers": n + 1})
+    big_cfg._attn_implementation = "eager"
+    big = type(model)(big_cfg).to(torch.float32).eval()
+    randomize(big, 7000 + seed, False)
+    missing = big.load_state_dict(model.state_dict(), strict=False).missing_keys
+    assert all(k.startswith(f"model.layers.{n}.") for k in missing), missing
+    g = torch.Generator().manual_seed(9000 + seed)
+    norm_cls = type(big.model.norm)
+    mods = {k: norm_cls(h, eps=cfg.rms_norm_eps) for k in ("enorm", "hnorm", "shared_head.norm")}
+    with torch.no_grad():
+        for m in mods.values():
+            m.weight.copy_(0.3 * torch.randn(h, generator=g) + 1.0)
+        eh = torch.randn(h, 2 * h, generator=g) / (2 * h) ** 0.5
+        x_ids = torch.from_numpy(ids[None].astype(np.int64))
+        hid = model.model(input_ids=x_ids).last_hidden_state[0]  # after the final norm
+        tok = torch.from_numpy(ids[1:].astype(np.int64))
+        emb = model.model.embed_tokens.weight
+        lm = model.lm_head.weight
+        layer = big.model.layers[n]
+
+        def run(tokens, hiddens):
+            e = emb[tokens].clone()
+            e[0] = 0.0  # position 0
+            u = torch.cat([mods["enorm"](e), mods["hnorm"](hiddens)], dim=-1)
+            x = (u @ eh.T)[None]
+            T_ = x.shape[1]
+            pos = torch.arange(T_)[None]
+            pe = big.model.rotary_emb(x, pos)
+            mask = torch.full((T_, T_), float("-inf")).triu(1)[None, None]
+            out = layer(x, attention_mask=mask, position_ids=pos, position_embeddings=pe)
+            y = (out[0] if isinstance(out, tuple) else out)[0]
+            return y, mods["shared_head.norm"](y) @ lm.T
+
+        y, logits = run(tok, hid[:-1])
+        step_tok = int(torch.argmax(logits[-1]))
+        y2, logits2 = run(torch.cat([tok, torch.tensor([step_tok])]), torch.cat([hid[:-1], y[-1:]]))
+        assert torch.allclose(logits2[:-1], logits, atol=1e-5)  # causal: the new row changes no earlier one
+    tmp = d + ".mtp-tmp"
+    big.save_pretrained(tmp)
+    layer_sd = {k: v for k, v in load_file(os.path.join(tmp, "model.safetensors")).items()
+                if k.startswith(f"model.layers.{n}.")}
+    shutil.rmtree(tmp)
     path = os.path.join(d, "model.safetensors")
     sd = load_file(path)
-    for k, shape in (("eh_proj.weight", (h, 2 * h)), ("enorm.weight", (h,)), ("hnorm.weight", (h,)),
-                     ("shared_head.norm.weight", (h,)), ("self_attn.q_proj.weight", (3, 5)),
-                     ("mlp.gate.weight", (2, 2)), ("input_layernorm.weight", (7,))):
-        sd[f"model.layers.{n}.{k}"] = torch.ones(shape, dtype=torch.float32)
+    sd.update(layer_sd)
+    pre = f"model.layers.{n}."
+    sd[pre + "eh_proj.weight"] = eh.contiguous()
+    for k, m in mods.items():
+        sd[pre + k + ".weight"] = m.weight.detach().clone()
+    sd[pre + "embed_tokens.weight"] = emb.detach().clone()  # the checkpoints ship copies of both
+    sd[pre + "shared_head.head.weight"] = lm.detach().clone()
     save_file(sd, path, metadata={"format": "pt"})
+    logits2.numpy().astype("<f4").tofile(os.path.join(d, "mtp_logits.f32"))
+    with open(os.path.join(d, "mtp.txt"), "w") as f:
+        f.write(f"{step_tok}\n")
+    top2 = np.sort(logits2.numpy(), axis=-1)[:, -2:]
+    print(f"{os.path.basename(d)}: MTP layer {n}, reference rows {T}, min top-2 margin {(top2[:, 1] - top2[:, 0]).min():.2e}")
+
+
+def write_tiny_tokenizer(d):
+    """A byte-level BPE tokenizer.json of exactly the fixtures' V = 80 ids (<pad> 0, <s> 1, </s> 2,
+    then single characters: space, letters, digits, punctuation, newline; no merges), so the CLI,
+    the server and the Python API can run a fixture end to end on text of those characters."""
+    chars = [" "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+    chars += [str(i) for i in range(10)] + list(".,!?'-:;\n()\"/&")
+    assert len(chars) == V - 3
+    byte_char = {ord(" "): "\u0120", ord("\n"): "\u010a"}  # GPT-2's byte-level symbols of space and newline
+    vocab = {"<pad>": 0, "<s>": 1, "</s>": 2}
+    for c in chars:
+        vocab[byte_char.get(ord(c), c)] = len(vocab)
+    special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+                "special": True} for t, i in (("<pad>", 0), ("<s>", 1), ("</s>", 2))]
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special, "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+           "post_processor": None,
+           "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                     "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                     "vocab": vocab, "merges": []}}
+    with open(os.path.join(d, "tokenizer.json"), "w") as f:
+        json.dump(tok, f, indent=1)
 
 
 def randomize(model, seed, zero_centred_norms):
@@ -435,7 +527,7 @@ def write_fixture(out, name):
     d = os.path.join(out, name)
     if os.path.isdir(d):
         shutil.rmtree(d)
-    save(name, model, d)
+    save(name, model, d, ids, seed)
     if name in MXFP4:
         check_mxfp4(d, model, ids, logits)
     if name in CONFIG_EDITS:

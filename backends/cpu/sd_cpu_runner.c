@@ -131,6 +131,7 @@ typedef struct sd_cpu_group {
     float *mla_a;                /* [max_batch, max(q_lora_rank, kv_lora_rank + rope_dim)] */
     float *mla_b;                /* [max_batch, n_heads * max(head_dim, qk_nope_dim + v_head_dim)] */
     float *mla_c;                /* [max_batch, kv_lora_rank] the normed latents */
+    float *mtp_u;                /* an MTP layer (w->mtp_eh_proj): [max_batch, 2 * hidden] [enorm(e) ; hnorm(h)] */
 } sd_cpu_group;
 
 typedef struct sd_cpu_runner {
@@ -147,7 +148,7 @@ static void cpu_group_destroy(sd_runner_group *gb) {
                     g->scores,  g->acc,     g->keys,     g->w_scores, g->w_acc,  g->w_keys, g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
                     g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
                     g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg, g->sinks,
-                    g->mla_a,   g->mla_b,   g->mla_c};
+                    g->mla_a,   g->mla_b,   g->mla_c,    g->mtp_u};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     sd_cpu_pool_destroy(g->pool);
     sd_kv_pool_free(&g->base.pool);
@@ -575,17 +576,40 @@ static void cpu_logits(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_seg
 }
 
 /* The capture hook (core/sd_runner.h "Captured hidden states"): the residual stream x
- * is hs[level]; every token of a segment with aux set gets it in its row's block k
- * (capture[k] == level). */
-static void cpu_capture(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t level) {
+ * is hs[level] (level n_layers + 1: x after the final norm, computed into h); every token
+ * of a segment with aux set gets it in its row's block k (capture[k] == level). */
+static void cpu_capture(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t level, int32_t n) {
     const sd_runner_group *b = &g->base;
-    const int32_t H = g->cfg.hidden_size, nc = b->n_capture;
+    const sd_config *c = &g->cfg;
+    const int32_t H = c->hidden_size, nc = b->n_capture;
     for (int32_t k = 0; k < nc; k++) {
         if (b->capture[k] != level) continue;
+        const float *src = g->x;
+        if (level > c->n_layers) {
+            sd_cpu_rmsnorm_off(g->x, &g->w->out_norm, (double)c->norm_offset, n, H, (double)c->rms_norm_eps, g->h);
+            src = g->h;
+        }
         for (int32_t i = 0, t = 0; i < n_segs; t += segs[i].n, i++)
             for (int32_t j = 0; segs[i].aux && j < segs[i].n; j++)
-                memcpy(segs[i].aux + ((int64_t)j * nc + k) * H, g->x + (int64_t)(t + j) * H, sizeof(float) * (size_t)H);
+                memcpy(segs[i].aux + ((int64_t)j * nc + k) * H, src + (int64_t)(t + j) * H, sizeof(float) * (size_t)H);
     }
+}
+
+/* An MTP layer's input (core/sd_weights.h): x = eh_proj([enorm(e) ; hnorm(h)]) for each token, e
+ * its embedding in x (zeroed at position 0, as vLLM masks it), h its segment's hidden row. */
+static void cpu_mtp_front(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs, int32_t n) {
+    const sd_config *c = &g->cfg;
+    const int32_t H = c->hidden_size;
+    const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
+    for (int32_t t = 0; t < n; t++)
+        if (g->tpos[t] == 0) memset(g->x + (int64_t)t * H, 0, sizeof(float) * (size_t)H);
+    for (int32_t i = 0, t = 0; i < n_segs; t += segs[i].n, i++)
+        for (int32_t j = 0; j < segs[i].n; j++) {
+            float *u = g->mtp_u + (int64_t)(t + j) * 2 * H;
+            sd_cpu_rmsnorm_off(g->x + (int64_t)(t + j) * H, &g->w->mtp_enorm, off, 1, H, eps, u);
+            sd_cpu_rmsnorm_off(segs[i].hin + (int64_t)j * H, &g->w->mtp_hnorm, off, 1, H, eps, u + H);
+        }
+    sd_cpu_matmul(g->mtp_u, n, &g->w->mtp_eh_proj, NULL, g->x, g->rowbuf);
 }
 
 /* One pass over segments whose blocks are held (total tokens <= max_batch): every
@@ -604,16 +628,21 @@ static void cpu_pass(sd_cpu_group *g, const sd_runner_seg *segs, int32_t n_segs)
                                      g->rope_cos + k * tab + (int64_t)t * half, g->rope_sin + k * tab + (int64_t)t * half);
     sd_cpu_embed(&m->tok_embd, g->tok, n, g->x);
     if (c->embed_scale > 0.0f) sd_cpu_scale(g->x, (int64_t)n * c->hidden_size, c->embed_scale);
-    /* The layers, one after the other; the capture hook takes hs[l] before layer l and
-     * hs[n_layers] after the last (hidden states for a drafter head). */
+    if (m->mtp_eh_proj.data) cpu_mtp_front(g, segs, n_segs, n);
+    /* The layers, one after the other; the capture hook takes hs[l] before layer l,
+     * hs[n_layers] after the last and hs[n_layers + 1] after the final norm (hidden states for
+     * a drafter head). */
     const int capture = g->base.n_capture > 0;
     for (int32_t l = 0; l < c->n_layers; l++) {
-        if (capture) cpu_capture(g, segs, n_segs, l);
+        if (capture) cpu_capture(g, segs, n_segs, l, n);
         float *kc = g->k_cache + l * layer_stride, *vc = g->v_cache + l * layer_stride;
         cpu_attn_block(g, l, &m->layers[l], kc, vc, n);
         cpu_mlp_block(g, &m->layers[l], n);
     }
-    if (capture) cpu_capture(g, segs, n_segs, c->n_layers);
+    if (capture) {
+        cpu_capture(g, segs, n_segs, c->n_layers, n);
+        cpu_capture(g, segs, n_segs, c->n_layers + 1, n);
+    }
     for (int32_t i = 0; i < n_segs; i++) {
         const sd_runner_seg *s = &segs[i];
         s->r->kv_len = s->parent ? s->pos + s->first + s->n : s->pos + s->n;
@@ -650,7 +679,7 @@ static specdec_status cpu_forward(sd_runner *base, const int32_t *tokens, int32_
     sd_runner_truncate(base, pos);
     specdec_status st = sd_runner_hold(base, pos + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits, NULL};
+    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits, NULL, NULL};
     cpu_pass(r->g, &seg, 1);
     return SPECDEC_OK;
 }
@@ -662,7 +691,7 @@ static specdec_status cpu_forward_tree(sd_runner *base, int32_t first, int32_t n
     const sd_runner_tree *tr = &base->tree;
     specdec_status st = sd_runner_hold(base, tr->base + first + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits, NULL};
+    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits, NULL, NULL};
     cpu_pass(r->g, &seg, 1);
     return SPECDEC_OK;
 }
@@ -734,6 +763,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     if (inter > row_max) row_max = inter;
     if ((size_t)c->q_lora_rank > row_max) row_max = (size_t)c->q_lora_rank; /* latent inputs (cfg.mla) */
     if ((size_t)c->kv_lora_rank > row_max) row_max = (size_t)c->kv_lora_rank;
+    if (g->w->mtp_eh_proj.data && 2 * (size_t)c->hidden_size > row_max) row_max = 2 * (size_t)c->hidden_size;
     g->row_max = row_max;
     size_t elems = (size_t)c->n_layers * (size_t)g->pool_rows;
     int fail = (size_t)g->kv_dim && elems > SIZE_MAX / (size_t)g->kv_dim;
@@ -783,6 +813,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
         g->mla_b = alloc_array(B * (size_t)c->n_heads * (hd > KVB ? hd : KVB), sizeof(float), &fail);
         g->mla_c = alloc_array(B * (size_t)c->kv_lora_rank, sizeof(float), &fail);
     }
+    if (g->w->mtp_eh_proj.data) g->mtp_u = alloc_array(B * 2 * (size_t)c->hidden_size, sizeof(float), &fail);
     return fail;
 }
 
@@ -837,8 +868,9 @@ specdec_status sd_cpu_group_create(const sd_weights *w, int32_t n_ctx, int32_t m
     g->q_dim = c->n_heads * c->head_dim;
     g->kv_dim = c->n_kv_heads * c->head_dim;
     g->pool_rows = (int64_t)n_blocks * block_tokens;
-    g->base.capture_max = c->n_layers;
+    g->base.capture_max = c->n_layers + 1; /* n_layers + 1: after the final norm (an MTP layer's input) */
     g->base.capture_width = c->hidden_size;
+    g->base.hin_width = w->mtp_eh_proj.data ? c->hidden_size : 0;
     size_t cache_elems = 0;
     if ((st = sd_kv_pool_init(&g->base.pool, n_blocks, block_tokens, eb)) != SPECDEC_OK) {
         cpu_group_destroy(&g->base);

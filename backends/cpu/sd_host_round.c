@@ -135,8 +135,8 @@ static specdec_status host_draft_forward(sd_exec *ex, sd_round_slot *const *xs, 
         if (step == 0 && sd_runner_kv_len(x->d) != dkv)
             return sd_fail(&ex->err, SPECDEC_ERR_INTERNAL, "host round at length %d: draft cache holds %d tokens",
                            (int)L, (int)sd_runner_kv_len(x->d));
-        h->segs[i] = step == 0 ? (sd_runner_seg){x->d, x->s->tokens + dkv, x->lag, dkv, NULL, 0, x->p, NULL}
-                               : (sd_runner_seg){x->d, x->vtok + step, 1, L + step - 1, NULL, 0, x->q + (size_t)step * V, NULL};
+        h->segs[i] = step == 0 ? (sd_runner_seg){x->d, x->s->tokens + dkv, x->lag, dkv, NULL, 0, x->p, NULL, NULL}
+                               : (sd_runner_seg){x->d, x->vtok + step, 1, L + step - 1, NULL, 0, x->q + (size_t)step * V, NULL, NULL};
     }
     specdec_status st = sd_host_forward_segs(h, n, "draft");
     for (int32_t i = 0; i < n && st == SPECDEC_OK; i++) {
@@ -174,9 +174,9 @@ static specdec_status host_verify_pass(sd_exec *ex, sd_round_slot *const *xs, in
                 x->vtok[j] = x->tr.token[j];
                 x->vpar[j] = x->tr.parent[j];
             }
-            h->segs[i] = (sd_runner_seg){x->t, x->vtok, x->tr.n, L - 1, x->vpar, 0, x->p, x->aux};
+            h->segs[i] = (sd_runner_seg){x->t, x->vtok, x->tr.n, L - 1, x->vpar, 0, x->p, x->aux, NULL};
         } else {
-            h->segs[i] = (sd_runner_seg){x->t, x->vtok, x->depth + 1, L - 1, NULL, 0, x->p, x->aux};
+            h->segs[i] = (sd_runner_seg){x->t, x->vtok, x->depth + 1, L - 1, NULL, 0, x->p, x->aux, NULL};
         }
     }
     return sd_host_forward_segs(h, k, "target");

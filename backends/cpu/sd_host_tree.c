@@ -107,7 +107,7 @@ static int32_t tree_level_seg(sd_host_exec *h, sd_round_slot *sl, int32_t depth,
     ts->level_n = n;
     if (n == 0) return 0;
     float *rows = sl->q + (size_t)(1 + ts->n_exp) * (size_t)h->V;
-    h->segs[j] = (sd_runner_seg){sl->d, sl->vtok, n, L, sl->vpar, ts->n_exp, rows, NULL};
+    h->segs[j] = (sd_runner_seg){sl->d, sl->vtok, n, L, sl->vpar, ts->n_exp, rows, NULL, NULL};
     return n;
 }
 

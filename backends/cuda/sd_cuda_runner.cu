@@ -680,7 +680,7 @@ static specdec_status cuda_forward(sd_runner *base, const int32_t *tokens, int32
     sd_runner_truncate(base, pos); /* truncate first: a failure below leaves the cache at pos */
     specdec_status st = sd_runner_hold(base, pos + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits_out, NULL};
+    const sd_runner_seg seg = {base, tokens, n, pos, NULL, 0, logits_out, NULL, NULL};
     return sd_pass(r->g, &seg, 1, NULL, &base->err);
 }
 
@@ -691,7 +691,7 @@ static specdec_status cuda_forward_tree(sd_runner *base, int32_t first, int32_t 
     const sd_runner_tree *tr = &base->tree;
     specdec_status st = sd_runner_hold(base, tr->base + first + n);
     if (st != SPECDEC_OK) return st;
-    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits, NULL};
+    const sd_runner_seg seg = {base, tr->token + first, n, tr->base, tr->parent + first, first, logits, NULL, NULL};
     return sd_pass(r->g, &seg, 1, NULL, &base->err);
 }
 
@@ -1226,7 +1226,7 @@ extern "C" specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ct
     if (st != SPECDEC_OK) return st;
     /* README "Model families": MoE, OLMo-2, OLMoE, Granite and SmolLM3's features run on the CPU
      * backend only; no CUDA kernels for them yet */
-    const char *cpu_only = sd_cfg_cpu_only(&w->cfg);
+    const char *cpu_only = w->mtp_eh_proj.data ? "an MTP layer (its rows enter with hidden states)" : sd_cfg_cpu_only(&w->cfg);
     if (cpu_only)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s are not supported by the CUDA backend yet (use --backend cpu)",
                        w->cfg.architecture, cpu_only);

@@ -127,7 +127,7 @@ static void validate(specdec_engine *e, const opts *o, int32_t *plain, int32_t *
 /* One target pass at position ctx: a chain of m tokens, or a tree (par set). */
 static double t_target(sd_runner *t, sd_eagle3_runner *h, const opts *o, int32_t m, const int32_t *par, float *lg) {
     double v[64];
-    const sd_runner_seg s = {t, g_prompt + o->ctx, m, o->ctx, par, 0, lg, h->aux};
+    const sd_runner_seg s = {t, g_prompt + o->ctx, m, o->ctx, par, 0, lg, h->aux, NULL};
     sd_errbuf eb;
     for (int r = -1; r < o->reps * 4 && r < 63; r++) {
         const double t0 = bench_now_s();
@@ -156,7 +156,7 @@ static void head_prefill(sd_runner *t, sd_eagle3_runner *h, const opts *o) {
     sd_runner_truncate(&h->base, 0);
     for (int32_t kv = 0; kv < o->ctx;) {
         const int32_t n = o->ctx - kv < h->rows ? o->ctx - kv : h->rows;
-        const sd_runner_seg s = {t, g_prompt + kv, n, kv, NULL, 0, NULL, h->aux};
+        const sd_runner_seg s = {t, g_prompt + kv, n, kv, NULL, 0, NULL, h->aux, NULL};
         TRY("prefill", sd_runner_forward_batch(&s, 1, &eb), eb.msg);
         TRY("fuse", h->ops->fuse(h, h->aux, n, h->g), h->base.err.msg);
         for (int32_t i = 0; i < n; i++) h->pos[i] = kv + i;

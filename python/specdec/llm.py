@@ -30,7 +30,10 @@ from .tokenizer import Tokenizer, token_id_array
 # specdec_generate_params.draft_method; a libspecdec without the field offers 'draft_model' only and
 # the other methods raise UnsupportedError).
 _DRAFT_METHODS = {"draft_model": "SPECDEC_DRAFT_MODEL", "ngram": "SPECDEC_DRAFT_NGRAM",
-                  "eagle3": "SPECDEC_DRAFT_EAGLE3"}
+                  "eagle3": "SPECDEC_DRAFT_EAGLE3", "mtp": "SPECDEC_DRAFT_MTP",
+                  # vLLM's model-specific names of the checkpoint's own MTP layer (it maps them to "mtp")
+                  "deepseek_mtp": "SPECDEC_DRAFT_MTP", "glm4_moe_mtp": "SPECDEC_DRAFT_MTP"}
+_MTP_METHODS = {"mtp", "deepseek_mtp", "glm4_moe_mtp"}
 _SPEC_KEYS = {"method", "model", "num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "tree",
               "draft_nodes", "verify"}
 # The CLI's names where they are not the enum's lower-cased suffix.
@@ -172,8 +175,10 @@ class LLM:
 
     model: a Hugging Face model directory; None = the bundled KJV target (and, unless told
     otherwise, its draft). draft: a draft model or EAGLE-3 head directory (as speculative_config["model"]).
-    speculative_config: {"method": "draft_model"|"ngram"|"eagle3" (absent: the draft given drafts, a head
-    as eagle3; "eagle3" needs a head, "draft_model" a draft model), "model": DIR,
+    speculative_config: {"method": "draft_model"|"ngram"|"eagle3"|"mtp" (absent: the draft given drafts, a head
+    as eagle3; "eagle3" needs a head, "draft_model" a draft model; "mtp" (or vLLM's "deepseek_mtp",
+    "glm4_moe_mtp") drafts with the target checkpoint's own MTP layer: GLM-4.5, DeepSeek-V3, CPU backend;
+    "model" then defaults to the target's directory), "model": DIR,
     "num_speculative_tokens": γ, "prompt_lookup_min"/"prompt_lookup_max": N (ngram), "tree": [4, 2, 1],
     "draft_nodes": N, "verify": "auto"|"rejection"|"greedy"|"match"}.
     backend: "auto" (CUDA when a device is usable), "cpu" or "cuda". n_ctx: context length (None =
@@ -248,7 +253,9 @@ class LLM:
             self.model = target_dir
             self.draft = draft_dir
             self._target = self._load_model(target_dir, "target")
-            self._draft = self._load_model(draft_dir, "draft") if draft_dir else b.ffi.NULL
+            mtp = spec.get("method") in _MTP_METHODS
+            self._draft = self._load_model(draft_dir, "MTP layer of the" if mtp else "draft", mtp) if draft_dir \
+                else b.ffi.NULL
             if draft_dir:
                 self._check_draft_kind(draft_dir, spec)
             self.tokenizer = Tokenizer(target_dir)
@@ -317,6 +324,8 @@ class LLM:
                 draft = bundled_draft
         if method == "eagle3" and draft is None:
             raise InvalidArgumentError("speculative_config method 'eagle3' needs 'model': the EAGLE-3 head's directory")
+        if method in _MTP_METHODS and draft is None:
+            draft = model  # the target checkpoint's own MTP layer
         return os.fspath(model), (os.fspath(draft) if draft is not None else None)
 
     def _set_kv(self, sp, blocks, block_size, admission) -> None:
@@ -371,10 +380,17 @@ class LLM:
             ep.cpu_threads = cpu_threads
         return ep
 
-    def _load_model(self, path, role):
+    def _load_model(self, path, role, mtp=False):
         b = self._b
         out = b.ffi.new("specdec_model **")
-        b.check(b.lib.specdec_model_load(os.fsencode(path), b.ffi.NULL, out), b.lib.specdec_last_error,
+        params = b.ffi.NULL
+        if mtp:
+            if not b.has_field("specdec_model_params", "mtp"):
+                raise UnsupportedError(f"speculative_config method 'mtp': this libspecdec ({b.version}) has no "
+                                       "specdec_model_params.mtp (since 0.5.7)")
+            params = b.ffi.new("specdec_model_params *", b.lib.specdec_model_default_params())
+            params.mtp = 1
+        b.check(b.lib.specdec_model_load(os.fsencode(path), params, out), b.lib.specdec_last_error,
                 f"loading the {role} model {path}")
         self._models.append(out[0])
         return out[0]
@@ -389,6 +405,8 @@ class LLM:
         b.check(b.lib.specdec_model_get_info(self._draft, info), b.lib.specdec_last_error, f"reading {draft_dir}")
         head = info.model_kind == b.enum_value("specdec_draft_method", "SPECDEC_DRAFT_EAGLE3")
         method = spec.get("method")
+        if method in _MTP_METHODS:
+            return  # loaded as the MTP layer (specdec_model_load refuses a checkpoint without one)
         if method == "eagle3" and not head:
             raise InvalidArgumentError(f"speculative_config method 'eagle3': {draft_dir} is not an EAGLE-3 head "
                                        "(use 'draft_model')")

@@ -311,7 +311,7 @@ static void check_forward_device_case(const struct specdec_model *tm, int32_t ma
     SD_CHECK(ok && back && dev, "max_batch %d: setup failed", (int)max_batch);
     sd_runner_seg seg[FD_MAX_SEGS];
     for (int i = 0; i < ns; i++)
-        seg[i] = (sd_runner_seg){r[i], tok[i] + pre[i], n[i], pre[i], NULL, 0, want[i] ? host[i] : NULL, NULL};
+        seg[i] = (sd_runner_seg){r[i], tok[i] + pre[i], n[i], pre[i], NULL, 0, want[i] ? host[i] : NULL, NULL, NULL};
     if (ok && back && dev)
         SD_CHECK(sd_runner_forward_batch(seg, ns, &eb) == SPECDEC_OK, "host batch (max_batch %d): %s", (int)max_batch,
                  eb.msg);

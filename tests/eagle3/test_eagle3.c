@@ -225,16 +225,18 @@ static void test_capture(const specdec_model *target) {
     static float A[6 * 192], LA[6 * 200], L0[6 * 200], B[3 * 192], LB[3 * 200], C[6 * 192], D[2 * 192];
     sd_errbuf eb;
     /* without capture first: the reference logits */
-    sd_runner_seg s0 = {a, tok, 6, 0, NULL, 0, L0, NULL};
+    sd_runner_seg s0 = {a, tok, 6, 0, NULL, 0, L0, NULL, NULL};
     SD_CHECK(sd_runner_forward_batch(&s0, 1, &eb) == SPECDEC_OK, "plain pass: %s", eb.msg);
     s0.aux = A;
     SD_CHECK(sd_runner_forward_batch(&s0, 1, &eb) == SPECDEC_ERR_UNSUPPORTED, "aux without capture is refused");
-    const int32_t bad1[2] = {3, 2}, bad2[1] = {9}, ids[3] = {0, 3, 8};
+    const int32_t bad1[2] = {3, 2}, bad2[1] = {10}, ids[3] = {0, 3, 8};
     SD_CHECK(sd_runner_group_set_capture(g, bad1, 2, &eb) == SPECDEC_ERR_INVALID_ARGUMENT, "decreasing ids");
-    SD_CHECK(sd_runner_group_set_capture(g, bad2, 1, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(eb.msg, "9"),
-             "id past L: %s", eb.msg);
+    /* 9 = L + 1 (after the final norm: an MTP layer's input) is the last a CPU group captures */
+    SD_CHECK(sd_runner_group_set_capture(g, bad2, 1, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(eb.msg, "10") &&
+                 strstr(eb.msg, "[0, 9]"),
+             "id past L + 1: %s", eb.msg);
     SD_CHECK(sd_runner_group_set_capture(g, ids, 3, &eb) == SPECDEC_OK, "capture: %s", eb.msg);
-    const sd_runner_seg sa = {a, tok, 6, 0, NULL, 0, LA, A};
+    const sd_runner_seg sa = {a, tok, 6, 0, NULL, 0, LA, A, NULL};
     SD_CHECK(sd_runner_forward_batch(&sa, 1, &eb) == SPECDEC_OK, "chain: %s", eb.msg);
     SD_CHECK(!memcmp(LA, L0, sizeof(float) * 6 * (size_t)V), "a capture changes no logits");
     /* hs[0] = embeddings; hs[L] -> final norm -> lm_head = logits */
@@ -255,15 +257,15 @@ static void test_capture(const specdec_model *target) {
     }
     SD_CHECK(worst < 1e-4, "hs[L] through the final norm and lm_head: error %.3g", worst);
     /* a tree over tokens 0..3: nodes {tok[4] (root), tok[5], 11} with parents {-1, 0, 0} */
-    const sd_runner_seg pre = {b, tok, 4, 0, NULL, 0, NULL, NULL};
+    const sd_runner_seg pre = {b, tok, 4, 0, NULL, 0, NULL, NULL, NULL};
     SD_CHECK(sd_runner_forward_batch(&pre, 1, &eb) == SPECDEC_OK, "prefill: %s", eb.msg);
     const int32_t ttok[3] = {tok[4], tok[5], 11}, par[3] = {-1, 0, 0};
-    const sd_runner_seg st = {b, ttok, 3, 4, par, 0, LB, B};
+    const sd_runner_seg st = {b, ttok, 3, 4, par, 0, LB, B, NULL};
     SD_CHECK(sd_runner_forward_batch(&st, 1, &eb) == SPECDEC_OK, "tree: %s", eb.msg);
     SD_CHECK(!memcmp(B, A + 4 * W, sizeof(float) * 2 * (size_t)W) && !memcmp(LB, LA + 4 * V, sizeof(float) * 2 * (size_t)V),
              "tree rows equal the chain's");
     /* a batched pass of two sequences (prefill chunks alike) */
-    const sd_runner_seg two[2] = {{d, tok, 6, 0, NULL, 0, NULL, C}, {a, tok + 2, 2, 2, NULL, 0, NULL, D}};
+    const sd_runner_seg two[2] = {{d, tok, 6, 0, NULL, 0, NULL, C, NULL}, {a, tok + 2, 2, 2, NULL, 0, NULL, D, NULL}};
     SD_CHECK(sd_runner_forward_batch(two, 2, &eb) == SPECDEC_OK, "batched: %s", eb.msg);
     SD_CHECK(!memcmp(C, A, sizeof(float) * 6 * (size_t)W) && !memcmp(D, A + 2 * W, sizeof(float) * 2 * (size_t)W),
              "batched rows equal the chain's");
@@ -273,7 +275,7 @@ static void test_capture(const specdec_model *target) {
     SD_CHECK(sd_cpu_runner_create(&target->w, 32, 16, &solo, NULL) == SPECDEC_OK &&
                  sd_runner_group_set_capture(solo->group, ids, 3, &eb) == SPECDEC_OK,
              "standalone runner");
-    const sd_runner_seg mix[2] = {{solo, tok, 6, 0, NULL, 0, NULL, SE}, {a, tok, 2, 0, NULL, 0, NULL, SF}};
+    const sd_runner_seg mix[2] = {{solo, tok, 6, 0, NULL, 0, NULL, SE, NULL}, {a, tok, 2, 0, NULL, 0, NULL, SF, NULL}};
     SD_CHECK(solo && sd_runner_forward_batch(mix, 2, &eb) == SPECDEC_OK, "two groups: %s", eb.msg);
     SD_CHECK(!memcmp(SE, A, sizeof(float) * 6 * (size_t)W) && !memcmp(SF, A, sizeof(float) * 2 * (size_t)W),
              "rows of a call over two groups equal the chain's");

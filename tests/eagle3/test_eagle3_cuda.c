@@ -94,14 +94,14 @@ static void capture_case(const specdec_model *target, int keep_f32, double tol) 
     static float A[6 * 192], PA[6 * 192], B[3 * 192], C[8 * 192], HX[6 * 192], E40[40 * 192], P40[40 * 192];
     static float L0[6 * 200], LA[6 * 200];
     /* the chain: without, then with capture (logits bitwise the same); vs the CPU */
-    sd_runner_seg s = {E.c[0], tok, 6, 0, NULL, 0, L0, NULL};
+    sd_runner_seg s = {E.c[0], tok, 6, 0, NULL, 0, L0, NULL, NULL};
     SD_CHECK(sd_runner_forward_batch(&s, 1, &eb) == SPECDEC_OK, "plain chain: %s", eb.msg);
     cudaMemset(E.dev, 0xFF, sizeof(float) * N_CTX * (size_t)W);
     s.logits = LA, s.aux = E.dev;
     SD_CHECK(sd_runner_forward_batch(&s, 1, &eb) == SPECDEC_OK, "chain: %s", eb.msg);
     fetch(A, E.dev, 6, W);
     SD_CHECK(!memcmp(L0, LA, sizeof(float) * 6 * (size_t)V), "%s: a capture changes no logits", what);
-    const sd_runner_seg sp = {E.p[0], tok, 6, 0, NULL, 0, NULL, PA};
+    const sd_runner_seg sp = {E.p[0], tok, 6, 0, NULL, 0, NULL, PA, NULL};
     SD_CHECK(sd_runner_forward_batch(&sp, 1, &eb) == SPECDEC_OK, "cpu chain: %s", eb.msg);
     const double ea = row_err(A, PA, 6, W);
     SD_CHECK(ea < tol, "%s: chain capture vs CPU: %.3g (tolerance %.3g)", what, ea, tol);
@@ -110,27 +110,27 @@ static void capture_case(const specdec_model *target, int keep_f32, double tol) 
             SD_CHECK(!memcmp(A + (size_t)t * W, (const float *)target->w.tok_embd.data + (size_t)tok[t] * H,
                              sizeof(float) * (size_t)H), "hs[0] row %d", t);
     /* a tree over tokens 0..3: nodes {tok[4], tok[5], 11}, parents {-1, 0, 0} */
-    const sd_runner_seg pre = {E.c[1], tok, 4, 0, NULL, 0, NULL, NULL};
+    const sd_runner_seg pre = {E.c[1], tok, 4, 0, NULL, 0, NULL, NULL, NULL};
     const int32_t ttok[3] = {tok[4], tok[5], 11}, par[3] = {-1, 0, 0};
-    const sd_runner_seg st = {E.c[1], ttok, 3, 4, par, 0, NULL, E.dev};
+    const sd_runner_seg st = {E.c[1], ttok, 3, 4, par, 0, NULL, E.dev, NULL};
     SD_CHECK(sd_runner_forward_batch(&pre, 1, &eb) == SPECDEC_OK && sd_runner_forward_batch(&st, 1, &eb) == SPECDEC_OK,
              "tree: %s", eb.msg);
     fetch(B, E.dev, 3, W);
     SD_CHECK(!memcmp(B, A + 4 * (size_t)W, sizeof(float) * 2 * (size_t)W), "%s: tree rows bitwise the chain's", what);
     /* a batched pass of two sequences: rows bitwise the chain's */
-    const sd_runner_seg two[2] = {{E.c[2], tok, 6, 0, NULL, 0, NULL, E.dev},
-                                  {E.c[0], tok + 2, 2, 2, NULL, 0, NULL, E.dev + 6 * (size_t)W}};
+    const sd_runner_seg two[2] = {{E.c[2], tok, 6, 0, NULL, 0, NULL, E.dev, NULL},
+                                  {E.c[0], tok + 2, 2, 2, NULL, 0, NULL, E.dev + 6 * (size_t)W, NULL}};
     SD_CHECK(sd_runner_forward_batch(two, 2, &eb) == SPECDEC_OK, "batched: %s", eb.msg);
     fetch(C, E.dev, 8, W);
     SD_CHECK(!memcmp(C, A, sizeof(float) * 6 * (size_t)W) && !memcmp(C + 6 * (size_t)W, A + 2 * (size_t)W,
                                                                     sizeof(float) * 2 * (size_t)W),
              "%s: batched rows bitwise the chain's", what);
     /* host aux (cudaMemcpyDefault) */
-    const sd_runner_seg sh = {E.c[2], tok, 6, 0, NULL, 0, NULL, HX};
+    const sd_runner_seg sh = {E.c[2], tok, 6, 0, NULL, 0, NULL, HX, NULL};
     SD_CHECK(sd_runner_forward_batch(&sh, 1, &eb) == SPECDEC_OK && !memcmp(HX, A, sizeof(float) * 6 * (size_t)W),
              "%s: host aux rows", what);
     /* a prefill chunk of 40 (cuBLAS above 17 rows): vs the CPU */
-    const sd_runner_seg se = {E.c[3], tok, 40, 0, NULL, 0, NULL, E.dev}, pe = {E.p[1], tok, 40, 0, NULL, 0, NULL, P40};
+    const sd_runner_seg se = {E.c[3], tok, 40, 0, NULL, 0, NULL, E.dev, NULL}, pe = {E.p[1], tok, 40, 0, NULL, 0, NULL, P40, NULL};
     SD_CHECK(sd_runner_forward_batch(&se, 1, &eb) == SPECDEC_OK && sd_runner_forward_batch(&pe, 1, &eb) == SPECDEC_OK,
              "prefill: %s", eb.msg);
     fetch(E40, E.dev, 40, W);

@@ -26,7 +26,7 @@ static inline void fwd_check_pool_exhaustion(sd_runner_group *g, const sd_config
     for (int i = 0; i < 16; i++) tok[i] = (i * 7 + 3) % cfg->vocab_size;
     float *la = malloc(sizeof(float) * 16 * (size_t)cfg->vocab_size), *lb = malloc(sizeof(float) * 16 * (size_t)cfg->vocab_size);
     SD_CHECK(sd_runner_forward(a, tok, 12, 0, NULL) == SPECDEC_OK, "%s", a->err.msg); /* 3 blocks */
-    sd_runner_seg segs[2] = {{a, tok + 12, 1, 12, NULL, 0, la, NULL}, {b, tok, 8, 0, NULL, 0, lb, NULL}};
+    sd_runner_seg segs[2] = {{a, tok + 12, 1, 12, NULL, 0, la, NULL, NULL}, {b, tok, 8, 0, NULL, 0, lb, NULL, NULL}};
     SD_CHECK(sd_runner_forward_batch(segs, 2, &eb) == SPECDEC_ERR_CONTEXT_FULL, "pool exhaustion not reported");
     SD_CHECK(strstr(eb.msg, "pool") != NULL, "detail: %s", eb.msg);
     SD_CHECK(a->kv_len == 12 && b->kv_len == 0 && sd_kv_pool_used(&g->pool) == 3, "state after: %d %d %d",

@@ -169,7 +169,7 @@ static void check_random_schedules(void) {
     }
     /* no allocation in a batched forward */
     int32_t t1[2] = {3, 4}, t2[1] = {5};
-    sd_runner_seg s2[2] = {{c.g_r[0], t1, 2, 0, NULL, 0, c.lg, NULL}, {c.g_r[1], t2, 1, 0, NULL, 0, NULL, NULL}};
+    sd_runner_seg s2[2] = {{c.g_r[0], t1, 2, 0, NULL, 0, c.lg, NULL, NULL}, {c.g_r[1], t2, 1, 0, NULL, 0, NULL, NULL, NULL}};
     sd_alloc_fail_after(-1);
     SD_CHECK(sd_runner_forward_batch(s2, 2, &eb) == SPECDEC_OK && sd_alloc_count() == 0,
              "batched forward allocated %ld times (%s)", sd_alloc_count(), eb.msg);
@@ -218,11 +218,11 @@ static void check_bad_and_mixed(void) {
         sd_runner_seg s[2];
         int n;
     } cases[] = {
-        {"shared runner", {{a, tok, 1, 3, NULL, 0, NULL, NULL}, {a, tok, 1, 3, NULL, 0, NULL, NULL}}, 2},
-        {"too long", {{a, tok, 5, 3, NULL, 0, NULL, NULL}, {b, tok, 1, 0, NULL, 0, NULL, NULL}}, 2},
-        {"pos past kv_len", {{b, tok, 1, 0, NULL, 0, NULL, NULL}, {a, tok, 1, 4, NULL, 0, NULL, NULL}}, 2},
-        {"bad id", {{b, bad, 2, 0, NULL, 0, NULL, NULL}}, 1},
-        {"no runner", {{NULL, tok, 1, 0, NULL, 0, NULL, NULL}}, 1},
+        {"shared runner", {{a, tok, 1, 3, NULL, 0, NULL, NULL, NULL}, {a, tok, 1, 3, NULL, 0, NULL, NULL, NULL}}, 2},
+        {"too long", {{a, tok, 5, 3, NULL, 0, NULL, NULL, NULL}, {b, tok, 1, 0, NULL, 0, NULL, NULL, NULL}}, 2},
+        {"pos past kv_len", {{b, tok, 1, 0, NULL, 0, NULL, NULL, NULL}, {a, tok, 1, 4, NULL, 0, NULL, NULL, NULL}}, 2},
+        {"bad id", {{b, bad, 2, 0, NULL, 0, NULL, NULL, NULL}}, 1},
+        {"no runner", {{NULL, tok, 1, 0, NULL, 0, NULL, NULL, NULL}}, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         eb.msg[0] = 0;
@@ -233,7 +233,7 @@ static void check_bad_and_mixed(void) {
     }
     SD_CHECK(sd_runner_forward_batch(NULL, 1, &eb) == SPECDEC_ERR_INVALID_ARGUMENT, "NULL segments");
     /* mixed: a grouped and a standalone runner -> one call each, same logits */
-    sd_runner_seg mix[2] = {{b, tok, 4, 0, NULL, 0, l1, NULL}, {solo, tok, 4, 0, NULL, 0, l2, NULL}};
+    sd_runner_seg mix[2] = {{b, tok, 4, 0, NULL, 0, l1, NULL, NULL}, {solo, tok, 4, 0, NULL, 0, l2, NULL, NULL}};
     SD_CHECK(sd_runner_forward_batch(mix, 2, &eb) == SPECDEC_OK, "mixed: %s", eb.msg);
     SD_CHECK(sd_runner_forward(ref, tok, 4, 0, NULL) == SPECDEC_OK, "%s", ref->err.msg);
     SD_CHECK(fwd_first_diff(l1, l2, 4 * (int64_t)V) < 0, "mixed batch: grouped and standalone rows differ");
@@ -321,8 +321,8 @@ static void check_failed_pass(void) {
     for (int i = 0; i < 3; i++) SD_CHECK(sd_runner_group_add(&fg.base, &r[i], &eb) == SPECDEC_OK, "add %d", i);
     int32_t tok[4] = {1, 2, 3, 4}, par[2] = {-1, 0};
     /* three segments of 3 + 2 + 4 tokens: passes {0, 1} then {2}; the second pass fails */
-    sd_runner_seg segs[3] = {{r[0], tok, 3, 0, NULL, 0, NULL, NULL}, {r[1], tok, 2, 0, NULL, 0, NULL, NULL},
-                             {r[2], tok, 4, 0, NULL, 0, NULL, NULL}};
+    sd_runner_seg segs[3] = {{r[0], tok, 3, 0, NULL, 0, NULL, NULL, NULL}, {r[1], tok, 2, 0, NULL, 0, NULL, NULL, NULL},
+                             {r[2], tok, 4, 0, NULL, 0, NULL, NULL, NULL}};
     SD_CHECK(sd_runner_forward_batch(segs, 3, &eb) == SPECDEC_ERR_DEVICE_LOST, "the failure is reported: %s", eb.msg);
     SD_CHECK(strstr(eb.msg, "injected") != NULL, "detail: %s", eb.msg);
     SD_CHECK(r[0]->kv_len == 3 && r[1]->kv_len == 2 && r[2]->kv_len == 0, "kv_len %d %d %d", (int)r[0]->kv_len,
@@ -331,7 +331,7 @@ static void check_failed_pass(void) {
              "%d used", (int)r[2]->kv.n, (int)sd_kv_pool_used(&fg.base.pool));
     /* a tree segment that never ran ends its tree at its start */
     fg.calls = 0;
-    sd_runner_seg t2[2] = {{r[0], tok, 4, 3, NULL, 0, NULL, NULL}, {r[1], tok, 2, 2, par, 0, NULL, NULL}};
+    sd_runner_seg t2[2] = {{r[0], tok, 4, 3, NULL, 0, NULL, NULL, NULL}, {r[1], tok, 2, 2, par, 0, NULL, NULL, NULL}};
     t2[0].n = 1;
     fg.base.max_batch = 2;
     SD_CHECK(sd_runner_forward_batch(t2, 2, &eb) == SPECDEC_ERR_DEVICE_LOST, "tree batch failure reported");

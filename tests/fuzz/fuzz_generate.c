@@ -300,7 +300,7 @@ static void fgen_decode_sampling(sd_fuzz_in *in, fgen_call *c) {
     const uint8_t a = sd_fuzz_u8(in);
     gp->adaptive_draft = a % 4 == 1 ? 1 : a % 4 == 2 ? (int32_t)a : 0;
     gp->ignore_eos = (a >> 2) & 1;
-    if ((m & 128) && (a >> 3) % 16 == 0) gp->draft_method = (specdec_draft_method)((a >> 7) ? 7 : a % 5);
+    if ((m & 128) && (a >> 3) % 16 == 0) gp->draft_method = (specdec_draft_method)((a >> 7) ? 7 : a % 6);
     if ((m & 128) && (a >> 3) % 16 == 2) {
         gp->draft_method = SPECDEC_DRAFT_NGRAM;
         gp->ngram_min = a % 3;
@@ -413,7 +413,9 @@ static unsigned fgen_expected(const fgen_engine *fe, const fgen_call *c, const s
         BAD(!s || !*s || strlen(s) > FMAX_STOP, inval);
     }
     const int dm = (int)p->draft_method;
-    BAD(dm < SPECDEC_DRAFT_AUTO || dm > SPECDEC_DRAFT_NONE || dm == SPECDEC_DRAFT_EAGLE3, inval);
+    /* these engines have no head: EAGLE3 and MTP need one */
+    BAD(dm < SPECDEC_DRAFT_AUTO || dm > SPECDEC_DRAFT_MTP || dm == SPECDEC_DRAFT_EAGLE3 || dm == SPECDEC_DRAFT_MTP,
+        inval);
     BAD(dm == SPECDEC_DRAFT_MODEL && !fe->has_draft, inval);
     if (dm == SPECDEC_DRAFT_NGRAM)
         BAD(p->ngram_min < 1 || p->ngram_max < p->ngram_min || p->ngram_max > 64 || p->adaptive_draft ||

@@ -243,7 +243,7 @@ static void below_window(sd_runner *a) {
              a->err.msg);
     SD_CHECK(sd_runner_forward_tree(a, tok, 2, 1, 0, parent, NULL) == SPECDEC_ERR_INVALID_ARGUMENT, "tree below: %s",
              a->err.msg);
-    sd_runner_seg seg = {a, tok, 2, min - 1, NULL, 0, NULL, NULL};
+    sd_runner_seg seg = {a, tok, 2, min - 1, NULL, 0, NULL, NULL, NULL};
     sd_errbuf eb = {{0}};
     SD_CHECK(sd_runner_forward_batch(&seg, 1, &eb) == SPECDEC_ERR_INVALID_ARGUMENT && strstr(eb.msg, "sliding window"),
              "batch segment below: %s", eb.msg);

@@ -134,10 +134,10 @@ static void fx_batch(const fx_backend *be, const fx_case *c, const float *whole,
     SD_CHECK(sd_runner_group_add(g, &a, &eb) == SPECDEC_OK, "%s: add: %s", c->name, eb.msg);
     float *bl = malloc(sizeof(float) * (size_t)(nb * V)), *bref = malloc(sizeof(float) * (size_t)(nb * V));
     if (a && b) {
-        sd_runner_seg s1[2] = {{b, other, kb, 0, NULL, 0, bl, NULL}, {a, c->ids, ka, 0, NULL, 0, tmp, NULL}};
+        sd_runner_seg s1[2] = {{b, other, kb, 0, NULL, 0, bl, NULL, NULL}, {a, c->ids, ka, 0, NULL, 0, tmp, NULL, NULL}};
         SD_CHECK(sd_runner_forward_batch(s1, 2, &eb) == SPECDEC_OK, "%s: batch pass 1: %s", c->name, eb.msg);
-        sd_runner_seg s2[2] = {{a, c->ids + ka, T - ka, ka, NULL, 0, tmp + (int64_t)ka * V, NULL},
-                               {b, other + kb, nb - kb, kb, NULL, 0, bl + (int64_t)kb * V, NULL}};
+        sd_runner_seg s2[2] = {{a, c->ids + ka, T - ka, ka, NULL, 0, tmp + (int64_t)ka * V, NULL, NULL},
+                               {b, other + kb, nb - kb, kb, NULL, 0, bl + (int64_t)kb * V, NULL, NULL}};
         SD_CHECK(sd_runner_forward_batch(s2, 2, &eb) == SPECDEC_OK, "%s: batch pass 2: %s", c->name, eb.msg);
         fx_compare(c, "paged batch", tmp, 0, T);
         if (be->bitwise) fx_same_bits(c, "paged batch", tmp, whole, T);

@@ -247,7 +247,8 @@ static void names(void) {
              "stop names");
     SD_CHECK(!strcmp(specdec_draft_method_name(SPECDEC_DRAFT_NONE), "none") &&
                  !strcmp(specdec_draft_method_name(SPECDEC_DRAFT_EAGLE3), "eagle3") &&
-                 !strcmp(specdec_draft_method_name((specdec_draft_method)5), "?"),
+                 !strcmp(specdec_draft_method_name(SPECDEC_DRAFT_MTP), "mtp") &&
+                 !strcmp(specdec_draft_method_name((specdec_draft_method)6), "?"),
              "draft method names");
 }
 

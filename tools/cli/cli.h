@@ -35,7 +35,8 @@ typedef struct cli_pair {
 /* Loads target_dir (NULL: the bundled pair, its draft too unless draft_dir or
  * !bundled_draft), draft_dir (NULL: none) and the target's tokenizer. 0, or 1 after
  * printing why; free with cli_pair_free either way. */
-int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, cli_pair *p);
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, int mtp,
+                  cli_pair *p);
 void cli_pair_free(cli_pair *p);
 
 /* ---- statistics (cli_stats.c), the same names everywhere ------------------ */

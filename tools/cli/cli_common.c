@@ -66,7 +66,8 @@ static int cli_pair_dirs(const char *cmd, int bundled_draft, cli_pair *p) {
     return 0;
 }
 
-int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, cli_pair *p) {
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, int mtp,
+                  cli_pair *p) {
     memset(p, 0, sizeof *p);
     p->target_dir = target_dir;
     p->draft_dir = draft_dir;
@@ -75,8 +76,11 @@ int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir
     specdec_model_params mp = specdec_model_default_params();
     if ((st = specdec_model_load(p->target_dir, &mp, &p->target)) != SPECDEC_OK)
         return cli_fail(cmd, "loading the target model", st, specdec_last_error());
-    if (p->draft_dir && (st = specdec_model_load(p->draft_dir, &mp, &p->draft)) != SPECDEC_OK)
-        return cli_fail(cmd, "loading the draft model", st, specdec_last_error());
+    if (mtp && !p->draft_dir) p->draft_dir = p->target_dir; /* the checkpoint's own MTP layer */
+    specdec_model_params dp = mp;
+    dp.mtp = mtp;
+    if (p->draft_dir && (st = specdec_model_load(p->draft_dir, &dp, &p->draft)) != SPECDEC_OK)
+        return cli_fail(cmd, mtp ? "loading the MTP layer" : "loading the draft model", st, specdec_last_error());
     if ((st = specdec_tokenizer_load(p->target_dir, &p->tok)) != SPECDEC_OK)
         return cli_fail(cmd, "loading the tokenizer", st, specdec_last_error());
     return 0;

@@ -228,6 +228,7 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         else if (!strcmp(v, "model")) o->gp.draft_method = SPECDEC_DRAFT_MODEL;
         else if (!strcmp(v, "ngram")) o->gp.draft_method = SPECDEC_DRAFT_NGRAM;
         else if (!strcmp(v, "eagle3")) o->gp.draft_method = SPECDEC_DRAFT_EAGLE3;
+        else if (!strcmp(v, "mtp")) o->gp.draft_method = SPECDEC_DRAFT_MTP;
         else if (!strcmp(v, "none")) o->gp.draft_method = SPECDEC_DRAFT_NONE;
         else *ok = 0;
     } else if (cli_is(a, "--ngram-cost", NULL, NULL)) {
@@ -288,9 +289,11 @@ int cli_gen_bundled_draft(const cli_gen_opts *o) {
 }
 
 /* A drafter that needs no draft model with one given (-md): refused, naming both (eagle3
- * drafts with -md: an EAGLE-3 head). */
+ * drafts with -md: an EAGLE-3 head; mtp with -md: the checkpoint whose MTP layer drafts). */
 static cli_parse_rc gen_check_drafter(cli_gen_opts *o, int argc, char **argv, cli_parse_err *err) {
-    if (cli_gen_bundled_draft(o) || o->gp.draft_method == SPECDEC_DRAFT_EAGLE3 || !o->draft_dir) return CLI_PARSE_OK;
+    if (cli_gen_bundled_draft(o) || o->gp.draft_method == SPECDEC_DRAFT_EAGLE3 ||
+        o->gp.draft_method == SPECDEC_DRAFT_MTP || !o->draft_dir)
+        return CLI_PARSE_OK;
     for (int i = argc - 2; i > 0; i--)
         if (!strcmp(argv[i], "--drafter")) {
             snprintf(err->detail, sizeof err->detail, "a draft model is given (-md %s); this drafter uses none",

@@ -49,9 +49,10 @@ static void gen_usage(FILE *f) {
             "  --adaptive       adapt γ each round from the acceptance observed\n"
             "  --tree B1,B2,..  draft tree: up to Bd children per node at depth d (at most %d nodes)\n"
             "  --draft-nodes N  draft tree of N nodes grown best-first by draft probability (within --tree)\n"
-            "  --drafter D      auto|model|ngram|eagle3|none: who drafts (default auto: the draft model if\n"
-            "                   any; an EAGLE-3 head given as -md drafts as eagle3);\n"
-            "                   ngram = prompt lookup over the text so far, no draft model (-md) needed\n"
+            "  --drafter D      auto|model|ngram|eagle3|mtp|none: who drafts (default auto: the draft model\n"
+            "                   if any; an EAGLE-3 head given as -md drafts as eagle3);\n"
+            "                   ngram = prompt lookup over the text so far, no draft model (-md) needed;\n"
+            "                   mtp = the target checkpoint's own MTP layer (GLM-4.5, DeepSeek-V3; CPU)\n"
             "  --ngram-min N    ngram: shortest suffix looked up (default 1)\n"
             "  --ngram-max N    ngram: longest suffix looked up, tried first, at most 64 (default 4)\n"
             "  --ngram-cost C   ngram: measured|off|fixed:X: propose what pays by the measured round\n"
@@ -171,7 +172,9 @@ static void gen_free(gen_ctx *c) {
 
 /* Models, tokenizer and the prompt's ids. */
 static int gen_load(gen_ctx *c) {
-    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, cli_gen_bundled_draft(c->o), &c->pair)) return 1;
+    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, cli_gen_bundled_draft(c->o),
+                      c->o->gp.draft_method == SPECDEC_DRAFT_MTP, &c->pair))
+        return 1;
     const char *prompt = c->o->prompt;
     specdec_status st = cli_encode(c->pair.tok, prompt, strlen(prompt), &c->ids, &c->n_ids);
     if (st != SPECDEC_OK) return fail("encoding the prompt", st, specdec_tokenizer_last_error(c->pair.tok));

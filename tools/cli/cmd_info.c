@@ -83,6 +83,8 @@ int cli_cmd_info(int argc, char **argv) {
     printf("model:                   %s\n", dir);
     printf("architecture:            %s\n", in.architecture);
     if (in.model_kind == SPECDEC_DRAFT_EAGLE3) info_eagle3(&in);
+    if (in.mtp_layers > 0)
+        printf("mtp_layers:              %d (drafts for itself: --drafter mtp, CPU backend)\n", in.mtp_layers);
     printf("vocab_size:              %d\n", in.vocab_size);
     printf("hidden_size:             %d\n", in.hidden_size);
     printf("intermediate_size:       %d\n", in.intermediate_size);

@@ -97,11 +97,17 @@ static int sd_server_fail(const char *what, specdec_status st) {
 static int sd_server_load(sd_server *srv) {
     specdec_status st = specdec_model_load(srv->cfg.target_dir, NULL, &srv->target);
     if (st) return sd_server_fail("loading the target model", st);
-    if (srv->cfg.draft_dir && (st = specdec_model_load(srv->cfg.draft_dir, NULL, &srv->draft)))
-        return sd_server_fail("loading the draft model", st);
+    /* "mtp": the draft is the checkpoint's own MTP layer (-md's, else the target's) */
+    specdec_model_params dp = specdec_model_default_params();
+    dp.mtp = srv->spec.method == SPECDEC_DRAFT_MTP;
+    if (dp.mtp && !srv->cfg.draft_dir) srv->cfg.draft_dir = srv->cfg.target_dir;
+    if (srv->cfg.draft_dir && (st = specdec_model_load(srv->cfg.draft_dir, &dp, &srv->draft)))
+        return sd_server_fail(dp.mtp ? "loading the MTP layer" : "loading the draft model", st);
     specdec_model_info info;
     if (srv->draft && (st = specdec_model_get_info(srv->draft, &info))) return sd_server_fail("reading the draft", st);
-    srv->draft_head = srv->draft && info.model_kind == SPECDEC_DRAFT_EAGLE3;
+    srv->draft_head = srv->draft && (info.model_kind == SPECDEC_DRAFT_EAGLE3 || info.model_kind == SPECDEC_DRAFT_MTP)
+                          ? info.model_kind
+                          : 0;
     char msg[600];
     if (sd_spec_check_loaded(&srv->spec, srv->cfg.draft_dir, srv->draft_head, msg, sizeof msg)) {
         fprintf(stderr, "specdec serve: --speculative-config: %s\n", msg);

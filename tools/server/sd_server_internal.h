@@ -72,7 +72,8 @@ typedef struct sd_server {
     sd_spec_config spec;               /* --speculative-config (cfg.draft_dir may come from its "model") */
     char model_id[256];                /* the id served in /v1/models and matched in "model" */
     specdec_model *target, *draft;
-    int draft_head;                    /* draft is an EAGLE-3 head (the eagle3 drafter) */
+    int draft_head;                    /* the draft is a head: SPECDEC_DRAFT_EAGLE3 (the eagle3 drafter) or
+                                          SPECDEC_DRAFT_MTP (the target's MTP layer); 0: a draft model or none */
     specdec_tokenizer *tok;
     specdec_scheduler *sched;
     int32_t n_ctx, n_vocab;

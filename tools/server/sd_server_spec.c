@@ -33,9 +33,12 @@ static int spec_method(const cJSON *o, sd_spec_config *out, sd_api_error *e) {
     if (s && !strcmp(s, "ngram")) out->method = SPECDEC_DRAFT_NGRAM;
     else if (s && !strcmp(s, "draft_model")) out->method = SPECDEC_DRAFT_MODEL;
     else if (s && !strcmp(s, "eagle3")) out->method = SPECDEC_DRAFT_EAGLE3;
+    /* vLLM's names of the checkpoint's own MTP layer (it maps the model-specific ones to "mtp") */
+    else if (s && (!strcmp(s, "mtp") || !strcmp(s, "deepseek_mtp") || !strcmp(s, "glm4_moe_mtp")))
+        out->method = SPECDEC_DRAFT_MTP;
     else
         return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
-                           "'speculative_config.method' must be \"ngram\", \"draft_model\" or \"eagle3\"");
+                           "'speculative_config.method' must be \"ngram\", \"draft_model\", \"eagle3\" or \"mtp\"");
     return 0;
 }
 
@@ -97,11 +100,17 @@ int sd_spec_server_config(const char *json, const char *draft_dir, sd_spec_confi
 
 int sd_spec_check_loaded(const sd_spec_config *srv, const char *draft_dir, int draft_head, char *msg, size_t cap) {
     if (srv->method == SPECDEC_DRAFT_MODEL && draft_head) {
-        snprintf(msg, cap, "method \"draft_model\", but %s is an EAGLE-3 head (use \"eagle3\")", draft_dir);
+        snprintf(msg, cap, "method \"draft_model\", but %s is %s", draft_dir,
+                 draft_head == SPECDEC_DRAFT_MTP ? "an MTP layer (use \"mtp\")" : "an EAGLE-3 head (use \"eagle3\")");
         return -1;
     }
-    if (srv->method == SPECDEC_DRAFT_EAGLE3 && !draft_head) {
+    if (srv->method == SPECDEC_DRAFT_EAGLE3 && draft_head != SPECDEC_DRAFT_EAGLE3) {
         snprintf(msg, cap, "method \"eagle3\", but %s is not an EAGLE-3 head (use \"draft_model\")",
+                 draft_dir ? draft_dir : "the server's draft");
+        return -1;
+    }
+    if (srv->method == SPECDEC_DRAFT_MTP && draft_head != SPECDEC_DRAFT_MTP) {
+        snprintf(msg, cap, "method \"mtp\", but %s was not loaded as its MTP layer",
                  draft_dir ? draft_dir : "the server's draft");
         return -1;
     }
@@ -127,12 +136,22 @@ static int spec_method_fits(specdec_draft_method m, const char *draft_name, int 
                            "the draft_model method needs a draft model; this server has none (no -md)");
     if (m == SPECDEC_DRAFT_MODEL && draft_head)
         return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
-                           "the draft_model method needs a draft model; this server's draft (%s) is an EAGLE-3 head: "
-                           "use \"eagle3\"", draft_name);
-    if (m == SPECDEC_DRAFT_EAGLE3 && !draft_head)
+                           "the draft_model method needs a draft model; this server's draft (%s) is %s", draft_name,
+                           draft_head == SPECDEC_DRAFT_MTP ? "an MTP layer: use \"mtp\""
+                                                           : "an EAGLE-3 head: use \"eagle3\"");
+    const char *have = !draft_name                     ? "none (no -md)"
+                       : draft_head == SPECDEC_DRAFT_MTP ? "an MTP layer"
+                       : draft_head                      ? "an EAGLE-3 head"
+                                                         : "a draft model";
+    if (m == SPECDEC_DRAFT_EAGLE3 && draft_head != SPECDEC_DRAFT_EAGLE3)
         return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
-                           "the eagle3 method needs an EAGLE-3 head; this server has %s%s",
-                           draft_name ? "the draft model " : "none (no -md)", draft_name ? draft_name : "");
+                           "the eagle3 method needs an EAGLE-3 head; this server has %s%s%s", have,
+                           draft_name ? ": " : "", draft_name ? draft_name : "");
+    if (m == SPECDEC_DRAFT_MTP && draft_head != SPECDEC_DRAFT_MTP)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
+                           "the mtp method needs the server started with --speculative-config '{\"method\": \"mtp\"}' "
+                           "(it loads the target checkpoint's MTP layer); this server has %s%s%s", have,
+                           draft_name ? ": " : "", draft_name ? draft_name : "");
     return 0;
 }
 
@@ -141,7 +160,7 @@ int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const 
     const int m = req->method >= 0 ? req->method : srv->method >= 0 ? srv->method : -1;
     out->method = m >= 0             ? (specdec_draft_method)m
                   : !draft_name      ? SPECDEC_DRAFT_NONE
-                  : draft_head       ? SPECDEC_DRAFT_EAGLE3
+                  : draft_head       ? (specdec_draft_method)draft_head
                                      : SPECDEC_DRAFT_MODEL;
     const int rc = spec_method_fits(out->method, draft_name, draft_head, e);
     if (rc) return rc;

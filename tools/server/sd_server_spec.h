@@ -48,17 +48,19 @@ int sd_spec_parse_text(const char *json, sd_spec_config *out, char *msg, size_t 
 int sd_spec_server_config(const char *json, const char *draft_dir, sd_spec_config *out, int *model_from_spec,
                           char *msg, size_t cap);
 
-/* The server's method against the draft it loaded (draft_dir NULL: none; draft_head: it is
- * an EAGLE-3 head): "draft_model" with a head or "eagle3" without one is refused. 0, or -1
- * with the reason in msg. */
+/* The server's method against the draft it loaded (draft_dir NULL: none; draft_head: 0 for a
+ * draft model or none, SPECDEC_DRAFT_EAGLE3 for an EAGLE-3 head, SPECDEC_DRAFT_MTP for the
+ * target checkpoint's MTP layer): "draft_model" with a head, "eagle3" without an EAGLE-3 head,
+ * "mtp" without an MTP layer are refused. 0, or -1 with the reason in msg. */
 int sd_spec_check_loaded(const sd_spec_config *srv, const char *draft_dir, int draft_head, char *msg, size_t cap);
 
 /* The drafter of a request: its own object over the server's (srv) over the defaults
- * (the loaded draft: eagle3 for an EAGLE-3 head, else the draft model; γ = n_draft_default,
- * lookup 1..4); n_draft_req the request's "n_draft" extension (-1: absent;
+ * (the loaded draft: eagle3 for an EAGLE-3 head, mtp for an MTP layer, else the draft model;
+ * γ = n_draft_default, lookup 1..4); n_draft_req the request's "n_draft" extension (-1: absent;
  * "num_speculative_tokens" wins); draft_name the loaded draft's directory (NULL: none),
- * draft_head 1 when it is an EAGLE-3 head; tree: a "tree" or "draft_nodes" was asked for.
- * "draft_model" with a head, "eagle3" without one: 400 naming speculative_config.method.
+ * draft_head as sd_spec_check_loaded's; tree: a "tree" or "draft_nodes" was asked for.
+ * "draft_model" with a head, "eagle3" / "mtp" without that head: 400 naming
+ * speculative_config.method.
  * 0, or 400 with *e naming the field. */
 int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int draft_head,
                     int32_t n_draft_default, int32_t n_draft_req, int tree, sd_spec_resolved *out,
