@@ -195,17 +195,15 @@ typedef struct sd_config {
     int32_t n_group, topk_group;   /* grouped routes: expert groups and how many compete (1 <= topk_group <=
                                       n_group, n_group divides n_experts; SIGMOID_GROUPED: groups of >= 2) */
     float routed_scaling;          /* grouped routes: routed_scaling_factor (> 0) */
-    /* DeepSeek's multi-head latent attention (transformers' DeepseekV3Attention), run as plain
-     * attention over expanded keys: q = q_b(norm(q_a(h))) (or q_proj(h) when q_lora_rank is 0),
-     * [n_heads, qk_nope_dim + rope_dim] per token; c = kv_a_proj_with_mqa(h) = [latent kv_lora_rank |
-     * k_pe rope_dim]; kv_b(norm(latent)) = per head [k_nope qk_nope_dim | v v_head_dim]; a head's
-     * key is [k_nope | rope(k_pe)] (k_pe shared by every head), its value v. The runners keep each
-     * head as head_dim = rope_dim + qk_nope_dim values, the rotary part FIRST ([rope(q_pe) | q_nope],
-     * [rope(k_pe) | k_nope]: the same dot product as transformers' [nope | pe]) so the partial rope
-     * of the first rope_dim dims applies; the value is v padded with zeros to head_dim, and the
-     * first v_head_dim of each head's output feed o_proj [hidden, n_heads * v_head_dim]. The
+    /* DeepSeek's multi-head latent attention (transformers' DeepseekV3Attention): q = q_b(norm(q_a(h)))
+     * (or q_proj(h) when q_lora_rank is 0), [n_heads, qk_nope_dim + rope_dim] per token ([nope | pe]);
+     * kv_a_proj_with_mqa(h) = [latent kv_lora_rank | k_pe rope_dim]; kv_b(norm(latent)) = per head
+     * [k_nope qk_nope_dim | v v_head_dim]; a head's key is [k_nope | rope(k_pe)] (k_pe shared by every
+     * head), its value v; softmax scale head_dim^-1/2 (head_dim = qk_nope_dim + rope_dim) unless
+     * attn_scale says otherwise; o_proj [hidden, n_heads * v_head_dim] reads the heads' outputs. The
      * q_a / kv_a norms use eps 1e-6 (DeepseekV3RMSNorm's default, not rms_norm_eps).
-     * n_kv_heads = n_heads. */
+     * n_kv_heads = n_heads. The CPU backend caches the normed latent c and rope(k_pe) only, with
+     * kv_b's parts absorbed (backends/cpu/sd_cpu_runner.c cpu_mla_qkv). */
     int32_t mla;                   /* 1: this attention */
     int32_t q_lora_rank;           /* mla: q_a_proj width; 0 = q_proj */
     int32_t kv_lora_rank;          /* mla: the latent width */

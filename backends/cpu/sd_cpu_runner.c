@@ -9,9 +9,11 @@
  *   x = embed(token) [* embed_scale]
  *   per layer l: h = norm(x, attn_norm)   [h = x: post_norms_only (OLMo-2)]
  *               q, k, v = h Wq^T [+bq], h Wk^T [+bk], h Wv^T [+bv]
- *               [DeepSeek's latent attention instead (cfg.mla, cpu_mla_qkv): q from the q latent,
- *                k = [k_pe | k_nope], v = [v | 0] from the kv latent; o from each head's first
- *                v_head_dim outputs (cpu_mla_out)]
+ *               [DeepSeek's latent attention instead (cfg.mla, cpu_mla_qkv), with W_UK_h / W_UV_h
+ *                head h's key / value rows of kv_b_proj absorbed: one cached key per token,
+ *                k = [c | k_pe] (c the normed kv latent), also its value; head h's query
+ *                [W_UK_h^T q_nope | q_pe]; o from W_UV_h (the latent part of each head's
+ *                output) (cpu_mla_out)]
  *               [q, k = per-head norm(q, q_norm), norm(k, k_norm); or one norm over the whole
  *                projected q and k (qk_norm_whole: OLMo-2, OLMoE)]  [q, k, v clamped: clip_qkv]
  *               rope(q, p), rope(k, p) over the first rope_dim dims of each head, with
@@ -78,8 +80,12 @@ typedef struct sd_cpu_group {
     sd_runner_group base;        /* must be first: core sees an sd_runner_group * */
     const sd_weights *w;         /* borrowed */
     sd_config cfg;
-    int32_t q_dim;               /* n_heads * head_dim */
-    int32_t kv_dim;              /* n_kv_heads * head_dim */
+    int32_t q_dim;               /* n_heads * a_hd */
+    int32_t kv_dim;              /* a_kvh * a_hd */
+    int32_t a_hd, a_kvh;         /* the attention's head width and key/value heads: head_dim and n_kv_heads,
+                                    or for latent attention (cfg.mla) kv_lora_rank + rope_dim and 1 */
+    int latent;                  /* cfg.mla: the cache holds [c | k_pe] per token and layer, one row serving
+                                    as key and value (v_cache == k_cache) */
     int64_t pool_rows;           /* n_blocks * block_tokens */
     float *k_cache;              /* [n_layers][pool_rows][kv_dim] */
     float *v_cache;              /* [n_layers][pool_rows][kv_dim] */
@@ -130,7 +136,8 @@ typedef struct sd_cpu_group {
     /* DeepSeek's latent attention (cfg.mla; else NULL) */
     float *mla_a;                /* [max_batch, max(q_lora_rank, kv_lora_rank + rope_dim)] */
     float *mla_b;                /* [max_batch, n_heads * max(head_dim, qk_nope_dim + v_head_dim)] */
-    float *mla_c;                /* [max_batch, kv_lora_rank] the normed latents */
+    float *mla_c;                /* [max_batch, kv_lora_rank] one head's latent outputs, gathered */
+    double *mla_acc;             /* [max_batch, kv_lora_rank] W_UK_h^T q_nope being accumulated */
     float *mtp_u;                /* an MTP layer (w->mtp_eh_proj): [max_batch, 2 * hidden] [enorm(e) ; hnorm(h)] */
 } sd_cpu_group;
 
@@ -143,12 +150,13 @@ typedef struct sd_cpu_runner {
 static void cpu_group_destroy(sd_runner_group *gb) {
     sd_cpu_group *g = (sd_cpu_group *)gb;
     if (!g) return;
+    if (g->latent) g->v_cache = NULL; /* the keys are the values */
     void *bufs[] = {g->k_cache, g->v_cache, g->x,        g->h,        g->q,      g->k,      g->v,
                     g->att,     g->gate,    g->up,       g->rowbuf,   g->rope_cos, g->rope_sin, g->inv_freq,
                     g->scores,  g->acc,     g->keys,     g->w_scores, g->w_acc,  g->w_keys, g->tok,      g->tpos,   g->wrow,   (void *)g->ttab,
                     g->kpre,    g->next,    g->kext,     (void *)g->lrow, g->moe_logits, g->moe_sel, g->moe_w,
                     g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg, g->sinks,
-                    g->mla_a,   g->mla_b,   g->mla_c,    g->mtp_u};
+                    g->mla_a,   g->mla_b,   g->mla_c,    g->mla_acc, g->mtp_u};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
     sd_cpu_pool_destroy(g->pool);
     sd_kv_pool_free(&g->base.pool);
@@ -199,7 +207,7 @@ static void cpu_attn_part(void *arg, int part, int n_parts, float *scratch) {
     const sd_config *c = &g->cfg;
     const int64_t cap = g->base.n_ctx;
     double *scores = part ? g->w_scores + (part - 1) * cap : g->scores;
-    double *acc = part ? g->w_acc + (int64_t)(part - 1) * c->head_dim : g->acc;
+    double *acc = part ? g->w_acc + (int64_t)(part - 1) * g->a_hd : g->acc;
     int64_t *keys = part ? g->w_keys + (part - 1) * cap : g->keys;
     sd_cpu_attn_opts opt = g->attn;
     if (g->sinks) opt.sinks = g->sinks + (int64_t)j->l * c->n_heads;
@@ -208,8 +216,8 @@ static void cpu_attn_part(void *arg, int part, int n_parts, float *scratch) {
         const int32_t h0 = (int32_t)(((part - u0) % n_parts + n_parts) % n_parts);
         if (h0 >= c->n_heads) continue;
         const int32_t nk = cpu_attn_keys(g, j->l, t, keys);
-        sd_cpu_attention_heads(g->q + (int64_t)t * g->q_dim, j->kc, j->vc, keys, nk, c->n_heads, c->n_kv_heads,
-                               c->head_dim, &opt, h0, c->n_heads, n_parts, scores, acc, g->att + (int64_t)t * g->q_dim);
+        sd_cpu_attention_heads(g->q + (int64_t)t * g->q_dim, j->kc, j->vc, keys, nk, c->n_heads, g->a_kvh, g->a_hd,
+                               &opt, h0, c->n_heads, n_parts, scores, acc, g->att + (int64_t)t * g->q_dim);
     }
 }
 
@@ -223,7 +231,7 @@ static void cpu_attend_all(sd_cpu_group *g, int32_t l, int32_t n, const float *k
     if (parts > n * g->cfg.n_heads) parts = n * g->cfg.n_heads;
     int64_t work = 0;
     for (int32_t t = 0; t < n && parts > 1; t++) work += (int64_t)g->kpre[t] + g->next[t];
-    work *= (int64_t)g->cfg.n_heads * g->cfg.head_dim;
+    work *= (int64_t)g->cfg.n_heads * g->a_hd;
     if (parts > 1 && work >= sd_cpu_pool_min_work(g->pool)) sd_cpu_pool_run(g->pool, parts, cpu_attn_part, &job, NULL);
     else cpu_attn_part(&job, 0, 1, NULL);
 }
@@ -262,13 +270,17 @@ static void cpu_qkv_post(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     }
 }
 
-/* DeepSeek's latent attention projections of the pass's n tokens (core/sd_weights.h, mla) into
- * q, k, v in the runners' layout: per head [q_pe | q_nope], [k_pe | k_nope] (k_pe shared by the
- * heads) and [v | 0 ...]; the rope then rotates the first rope_dim values as for any family. */
+/* DeepSeek's latent attention (core/sd_weights.h, mla) of the pass's n tokens, absorbed: kv_b_proj's
+ * rows of head h are W_UK_h [qk_nope_dim, KL] (its key part) then W_UV_h [v_head_dim, KL]; a head's
+ * transformers key is [W_UK_h c | k_pe] and its value W_UV_h c, so its score is
+ * (W_UK_h^T q_nope) . c + q_pe . k_pe and its output W_UV_h (sum_j p_j c_j). The cache keeps one row
+ * per token, k = [c | k_pe] (KL + R floats, c = the normed kv latent), the value too (its last R
+ * outputs are ignored); head h's query is [W_UK_h^T q_nope_h | q_pe_h]; the rope rotates the last R
+ * values (cpu_attn_block). Writes q [n, n_heads, KL + R] and k [n, KL + R]. */
 static void cpu_mla_qkv(sd_cpu_group *g, const sd_layer *L, const float *in, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t nh = c->n_heads, hd = c->head_dim, R = sd_cfg_rope_dim(c), N = c->qk_nope_dim;
-    const int32_t VD = c->v_head_dim, KL = c->kv_lora_rank, QL = c->q_lora_rank, KVB = N + VD;
+    const int32_t VD = c->v_head_dim, KL = c->kv_lora_rank, QL = c->q_lora_rank, AH = g->a_hd;
     const double eps = 1e-6; /* DeepseekV3RMSNorm's default: the q_a / kv_a norms never read rms_norm_eps */
     float *qf = g->mla_b;    /* [n, nh * hd], each head as transformers lays it out: [nope | pe] */
     if (QL) {
@@ -278,45 +290,58 @@ static void cpu_mla_qkv(sd_cpu_group *g, const sd_layer *L, const float *in, int
     } else {
         sd_cpu_matmul(in, n, &L->wq, NULL, qf, g->rowbuf);
     }
-    for (int64_t th = 0; th < (int64_t)n * nh; th++) {
-        const float *src = qf + th * hd;
-        float *dst = g->q + th * hd;
-        memcpy(dst, src + N, sizeof(float) * (size_t)R);
-        memcpy(dst + R, src, sizeof(float) * (size_t)N);
+    /* q_lat = W_UK_h^T q_nope per head, each W row read once for the pass (double sums, i in order) */
+    for (int32_t h = 0; h < nh; h++) {
+        memset(g->mla_acc, 0, sizeof(double) * (size_t)n * (size_t)KL);
+        for (int32_t i = 0; i < N; i++) {
+            const float *w = sd_cpu_row_f32(&L->wkv_b, (int64_t)h * (N + VD) + i, g->rowbuf);
+            for (int32_t t = 0; t < n; t++) {
+                const double qi = (double)qf[((int64_t)t * nh + h) * hd + i];
+                double *acc = g->mla_acc + (int64_t)t * KL;
+                for (int32_t j = 0; j < KL; j++) acc[j] += qi * (double)w[j];
+            }
+        }
+        for (int32_t t = 0; t < n; t++) {
+            float *dst = g->q + ((int64_t)t * nh + h) * AH;
+            const double *acc = g->mla_acc + (int64_t)t * KL;
+            for (int32_t j = 0; j < KL; j++) dst[j] = (float)acc[j];
+            memcpy(dst + KL, qf + ((int64_t)t * nh + h) * hd + N, sizeof(float) * (size_t)R);
+        }
     }
     sd_cpu_matmul(in, n, &L->wkv_a, &L->bkv_a, g->mla_a, g->rowbuf); /* [n, KL + R]: latent | k_pe */
-    for (int32_t t = 0; t < n; t++)
-        sd_cpu_rmsnorm_off(g->mla_a + (int64_t)t * (KL + R), &L->kv_a_norm, 0.0, 1, KL, eps,
-                           g->mla_c + (int64_t)t * KL);
-    sd_cpu_matmul(g->mla_c, n, &L->wkv_b, NULL, g->mla_b, g->rowbuf); /* [n, nh * (N + VD)] */
     for (int32_t t = 0; t < n; t++) {
-        const float *pe = g->mla_a + (int64_t)t * (KL + R) + KL;
-        for (int32_t h = 0; h < nh; h++) {
-            const int64_t th = (int64_t)t * nh + h;
-            const float *kv = g->mla_b + th * KVB;
-            float *k = g->k + th * hd, *v = g->v + th * hd;
-            memcpy(k, pe, sizeof(float) * (size_t)R);
-            memcpy(k + R, kv, sizeof(float) * (size_t)N);
-            memcpy(v, kv + N, sizeof(float) * (size_t)VD);
-            memset(v + VD, 0, sizeof(float) * (size_t)(hd - VD));
-        }
+        const float *a = g->mla_a + (int64_t)t * (KL + R);
+        float *k = g->k + (int64_t)t * AH;
+        sd_cpu_rmsnorm_off(a, &L->kv_a_norm, 0.0, 1, KL, eps, k);
+        memcpy(k + KL, a + KL, sizeof(float) * (size_t)R);
     }
 }
 
-/* The first v_head_dim values of each head's attention output (the rest are the zero padding's),
- * packed [n, n_heads * v_head_dim] into q (free after the attention) for o_proj. */
-static const float *cpu_mla_out(sd_cpu_group *g, int32_t n) {
+/* Each head's output W_UV_h (the first KL values of its attention output), [n, n_heads * v_head_dim]
+ * into q (free after the attention) for o_proj: per head, its n latent outputs gathered, one pass
+ * over W_UV_h's rows. */
+static const float *cpu_mla_out(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
-    const int32_t hd = c->head_dim, VD = c->v_head_dim;
-    for (int64_t th = 0; th < (int64_t)n * c->n_heads; th++)
-        memmove(g->q + th * VD, g->att + th * hd, sizeof(float) * (size_t)VD);
+    const int32_t nh = c->n_heads, N = c->qk_nope_dim, VD = c->v_head_dim, KL = c->kv_lora_rank, AH = g->a_hd;
+    sd_tensor wuv = L->wkv_b; /* rows h * (N + VD) + N .. + VD of kv_b_proj */
+    wuv.shape[0] = VD;
+    const size_t esz = sd_dtype_size(L->wkv_b.dtype);
+    for (int32_t h = 0; h < nh; h++) {
+        for (int32_t t = 0; t < n; t++) {
+            memcpy(g->mla_c + (int64_t)t * KL, g->att + ((int64_t)t * nh + h) * AH, sizeof(float) * (size_t)KL);
+            g->lrow[t] = g->q + ((int64_t)t * nh + h) * VD;
+        }
+        wuv.data = (const char *)L->wkv_b.data + (size_t)((int64_t)h * (N + VD) + N) * (size_t)KL * esz;
+        sd_cpu_matmul_rows(g->mla_c, n, &wuv, NULL, g->lrow, g->rowbuf);
+    }
     return g->q;
 }
 
 /* The attention block of layer l over the n tokens of a pass (x += its output). */
 static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float *kc, float *vc, int32_t n) {
     const sd_config *c = &g->cfg;
-    const int32_t hidden = c->hidden_size, hd = c->head_dim, rd = sd_cfg_rope_dim(c), half = rd / 2;
+    const int32_t hidden = c->hidden_size, hd = g->a_hd, rd = sd_cfg_rope_dim(c), half = rd / 2;
+    const int32_t ro = g->latent ? c->kv_lora_rank : 0; /* where each head's rotary values start */
     const int32_t q_dim = g->q_dim, kv_dim = g->kv_dim;
     const double eps = (double)c->rms_norm_eps, off = (double)c->norm_offset;
     const float *in = cpu_sublayer_in(g, &L->attn_norm, n);
@@ -332,17 +357,17 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
     for (int32_t t = 0; t < n; t++) {
         const float *ct = g->rope_cos + tab + (int64_t)t * half, *st = g->rope_sin + tab + (int64_t)t * half;
         if (!c->layer_no_rope[l] && c->rope_interleaved) {
-            sd_cpu_rope_part_interleaved(g->q + (int64_t)t * q_dim, c->n_heads, hd, rd, ct, st);
-            sd_cpu_rope_part_interleaved(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, rd, ct, st);
+            sd_cpu_rope_part_interleaved(g->q + (int64_t)t * q_dim + ro, c->n_heads, hd, rd, ct, st);
+            sd_cpu_rope_part_interleaved(g->k + (int64_t)t * kv_dim + ro, g->a_kvh, hd, rd, ct, st);
         } else if (!c->layer_no_rope[l]) {
-            sd_cpu_rope_part(g->q + (int64_t)t * q_dim, c->n_heads, hd, rd, ct, st);
-            sd_cpu_rope_part(g->k + (int64_t)t * kv_dim, c->n_kv_heads, hd, rd, ct, st);
+            sd_cpu_rope_part(g->q + (int64_t)t * q_dim + ro, c->n_heads, hd, rd, ct, st);
+            sd_cpu_rope_part(g->k + (int64_t)t * kv_dim + ro, g->a_kvh, hd, rd, ct, st);
         }
         memcpy(kc + g->wrow[t] * kv_dim, g->k + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
-        memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
+        if (!g->latent) memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
     }
     cpu_attend_all(g, l, n, kc, vc);
-    sd_cpu_matmul(c->mla ? cpu_mla_out(g, n) : g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
+    sd_cpu_matmul(c->mla ? cpu_mla_out(g, L, n) : g->att, n, &L->wo, &L->bo, g->h, g->rowbuf);
     if (c->sandwich_norms) sd_cpu_rmsnorm_off(g->h, &L->attn_post_norm, off, n, hidden, eps, g->h);
     cpu_residual(g, n);
 }
@@ -770,10 +795,14 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     elems *= (size_t)g->kv_dim;
     *cache_elems = elems;
     g->k_cache = alloc_array(elems, sizeof(float), &fail);
-    g->v_cache = alloc_array(elems, sizeof(float), &fail);
+    g->v_cache = g->latent ? g->k_cache : alloc_array(elems, sizeof(float), &fail);
     g->x = alloc_array(B * (size_t)c->hidden_size, sizeof(float), &fail);
     g->h = alloc_array(B * (size_t)c->hidden_size, sizeof(float), &fail);
-    g->q = alloc_array(B * (size_t)g->q_dim, sizeof(float), &fail);
+    /* latent attention: q also takes the heads' v_head_dim outputs for o_proj (cpu_mla_out) */
+    const size_t q_cols = (size_t)g->q_dim > (size_t)c->n_heads * (size_t)c->v_head_dim
+                              ? (size_t)g->q_dim
+                              : (size_t)c->n_heads * (size_t)c->v_head_dim;
+    g->q = alloc_array(B * q_cols, sizeof(float), &fail);
     g->k = alloc_array(B * (size_t)g->kv_dim, sizeof(float), &fail);
     g->v = alloc_array(B * (size_t)g->kv_dim, sizeof(float), &fail);
     g->att = alloc_array(B * (size_t)g->q_dim, sizeof(float), &fail);
@@ -784,7 +813,7 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     g->rope_sin = alloc_array(2 * B * (hd / 2), sizeof(float), &fail);
     g->inv_freq = alloc_array(2 * (hd / 2), sizeof(double), &fail);
     g->scores = alloc_array(n_ctx, sizeof(double), &fail);
-    g->acc = alloc_array(hd, sizeof(double), &fail);
+    g->acc = alloc_array((size_t)g->a_hd, sizeof(double), &fail);
     g->keys = alloc_array(n_ctx, sizeof(int64_t), &fail);
     g->tok = alloc_array(B, sizeof(int32_t), &fail);
     g->tpos = alloc_array(B, sizeof(int32_t), &fail);
@@ -808,10 +837,10 @@ static int cpu_group_alloc(sd_cpu_group *g, size_t *cache_elems) {
     if (c->attn_sinks) g->sinks = alloc_array((size_t)c->n_layers * (size_t)c->n_heads, sizeof(float), &fail);
     if (c->mla) {
         const size_t QL = (size_t)c->q_lora_rank, KA = (size_t)c->kv_lora_rank + (size_t)sd_cfg_rope_dim(c);
-        const size_t KVB = (size_t)c->qk_nope_dim + (size_t)c->v_head_dim;
         g->mla_a = alloc_array(B * (QL > KA ? QL : KA), sizeof(float), &fail);
-        g->mla_b = alloc_array(B * (size_t)c->n_heads * (hd > KVB ? hd : KVB), sizeof(float), &fail);
+        g->mla_b = alloc_array(B * (size_t)c->n_heads * hd, sizeof(float), &fail);
         g->mla_c = alloc_array(B * (size_t)c->kv_lora_rank, sizeof(float), &fail);
+        g->mla_acc = alloc_array(B * (size_t)c->kv_lora_rank, sizeof(double), &fail);
     }
     if (g->w->mtp_eh_proj.data) g->mtp_u = alloc_array(B * 2 * (size_t)c->hidden_size, sizeof(float), &fail);
     return fail;
@@ -829,7 +858,8 @@ static void cpu_group_rope(sd_cpu_group *g) {
         sd_cpu_rope_spec_inv_freq(&rp, g->inv_freq + k * half);
         g->rope_scale[k] = rp.attn_factor;
     }
-    g->attn.scale = c->attn_scale > 0.0f ? (double)c->attn_scale : 0.0;
+    /* latent attention's head width is not the model's: its default scale is head_dim^-1/2 all the same */
+    g->attn.scale = c->attn_scale > 0.0f ? (double)c->attn_scale : g->latent ? 1.0 / sqrt((double)c->head_dim) : 0.0;
     g->attn.softcap = (double)c->attn_softcap;
     for (int32_t l = 0; g->sinks && l < c->n_layers; l++) /* the sink logits as fp32, once */
         for (int32_t h = 0; h < c->n_heads; h++)
@@ -865,8 +895,11 @@ specdec_status sd_cpu_group_create(const sd_weights *w, int32_t n_ctx, int32_t m
     g->base.max_batch = max_batch;
     g->w = w;
     g->cfg = *c;
-    g->q_dim = c->n_heads * c->head_dim;
-    g->kv_dim = c->n_kv_heads * c->head_dim;
+    g->latent = c->mla != 0;
+    g->a_hd = g->latent ? c->kv_lora_rank + sd_cfg_rope_dim(c) : c->head_dim;
+    g->a_kvh = g->latent ? 1 : c->n_kv_heads;
+    g->q_dim = c->n_heads * g->a_hd;
+    g->kv_dim = g->a_kvh * g->a_hd;
     g->pool_rows = (int64_t)n_blocks * block_tokens;
     g->base.capture_max = c->n_layers + 1; /* n_layers + 1: after the final norm (an MTP layer's input) */
     g->base.capture_width = c->hidden_size;
@@ -917,9 +950,14 @@ void sd_cpu_group_set_threads(sd_runner_group *gb, int32_t n_threads) {
     if (!workers) return;
     int fail = 0;
     g->w_scores = alloc_array(workers * cap, sizeof(double), &fail);
-    g->w_acc = alloc_array(workers * (size_t)g->cfg.head_dim, sizeof(double), &fail);
+    g->w_acc = alloc_array(workers * (size_t)g->a_hd, sizeof(double), &fail);
     g->w_keys = alloc_array(workers * cap, sizeof(int64_t), &fail);
     if (!fail) g->attn_parts = (int32_t)workers + 1;
+}
+
+int64_t sd_cpu_group_kv_floats(const sd_runner_group *gb) {
+    const sd_cpu_group *g = (const sd_cpu_group *)gb;
+    return (g->latent ? 1 : 2) * (int64_t)g->kv_dim;
 }
 
 void sd_cpu_group_set_attn_split(sd_runner_group *gb, int on) { ((sd_cpu_group *)gb)->attn_serial = !on; }

@@ -37,6 +37,10 @@ struct sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *g);
  * workers; 0: on the calling thread alone, the benchmark's baseline: bench/cpu/bench_cpu_forward
  * --ctx). The results are bitwise the same either way. Set it between passes. */
 void sd_cpu_group_set_attn_split(sd_runner_group *g, int on);
+/* Floats the group's KV cache holds per token and layer (keys and values together): 2 x n_kv_heads x
+ * head_dim, or for DeepSeek's latent attention (cfg.mla) kv_lora_rank + rope_dim, its one row serving
+ * as key and value. */
+int64_t sd_cpu_group_kv_floats(const sd_runner_group *g);
 /* The group of a CPU runner (its private one for sd_cpu_runner_create's). */
 sd_runner_group *sd_cpu_runner_group(sd_runner *r);
 /* The thread pool of a CPU runner's group; NULL for one thread, and for a runner that is not a

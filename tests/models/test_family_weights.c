@@ -17,12 +17,15 @@
  *      shared expert (mlp.shared_experts), the checkpoint's MTP layer not read (a missing score
  *      bias, a score bias on a softmax router, a shared gate where there is none refused);
  *   6. DeepSeek-V3's latent attention tensors (q through its latent or q_proj, kv_a / kv_b, o over
- *      n_heads x v_head_dim; no k/v projections), altered copies refused naming the tensor.
+ *      n_heads x v_head_dim; no k/v projections), altered copies refused naming the tensor; the CPU
+ *      cache holds the latent (kv_lora_rank + rope_dim floats per token and layer, not the
+ *      2 x n_heads x head_dim of the expanded keys and values).
  * argv[1] = fixture directory. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "sd_cpu_runner.h"
 #include "sd_model.h"
 #include "sd_test.h"
 #include "specdec.h"
@@ -286,6 +289,12 @@ static void deepseek_v3(void) {
         SD_CHECK(specdec_model_get_info(m, &info) == SPECDEC_OK && info.rope_type == SPECDEC_ROPE_YARN &&
                      !info.rope_scaling_llama3 && info.head_dim == 10,
                  "deepseek_v3: model info gives the yarn rope (rope_type %d)", (int)info.rope_type);
+        sd_runner_group *g = NULL;
+        SD_CHECK(sd_cpu_group_create(&m->w, 16, 8, 1, 16, &g, NULL) == SPECDEC_OK && sd_cpu_group_kv_floats(g) == 14,
+                 "deepseek_v3: the CPU cache holds the latent, 10 + 4 floats per token and layer (got %lld; expanded: "
+                 "2 x 4 x 10)",
+                 g ? (long long)sd_cpu_group_kv_floats(g) : -1LL);
+        sd_runner_group_destroy(g);
         alt a;
         alt_init(&a, m);
         a.layers[1].wkv_b.data = NULL;
