@@ -100,6 +100,7 @@ typedef struct sd_cpu_group {
     float *rowbuf;               /* [max(hidden, q_dim, intermediate)] a dequantised weight row */
     size_t row_max;              /* rowbuf's length (each pool worker has its own) */
     sd_cpu_pool *pool;           /* NULL: one thread */
+    int pool_borrowed;           /* sd_cpu_group_use_pool: another group's pool, never destroyed here */
     int32_t n_ropes;             /* 1, or 2 when sliding layers have their own rope */
     float *rope_cos;             /* [n_ropes][max_batch, rope_dim/2] */
     float *rope_sin;             /* [n_ropes][max_batch, rope_dim/2] */
@@ -158,7 +159,7 @@ static void cpu_group_destroy(sd_runner_group *gb) {
                     g->moe_tok, g->moe_tw,  g->moe_x,    g->moe_acc,  g->moe_sg, g->sinks,
                     g->mla_a,   g->mla_b,   g->mla_c,    g->mla_acc, g->mtp_u};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sd_free(bufs[i]);
-    sd_cpu_pool_destroy(g->pool);
+    if (!g->pool_borrowed) sd_cpu_pool_destroy(g->pool);
     sd_kv_pool_free(&g->base.pool);
     sd_free(g);
 }
@@ -937,11 +938,8 @@ specdec_status sd_cpu_runner_create(const sd_weights *w, int32_t n_ctx, int32_t 
     return SPECDEC_OK;
 }
 
-void sd_cpu_group_set_threads(sd_runner_group *gb, int32_t n_threads) {
-    sd_cpu_group *g = (sd_cpu_group *)gb;
-    sd_cpu_pool_destroy(g->pool);
-    g->pool = sd_cpu_pool_create(n_threads, g->row_max);
-    /* the workers' attention scratch; without it attention stays on the caller (same results) */
+/* The attention scratch of g->pool's workers; without it attention stays on the caller (same results). */
+static void cpu_group_reserve_workers(sd_cpu_group *g) {
     sd_free(g->w_scores), sd_free(g->w_acc), sd_free(g->w_keys);
     g->w_scores = g->w_acc = NULL;
     g->w_keys = NULL;
@@ -953,6 +951,22 @@ void sd_cpu_group_set_threads(sd_runner_group *gb, int32_t n_threads) {
     g->w_acc = alloc_array(workers * (size_t)g->a_hd, sizeof(double), &fail);
     g->w_keys = alloc_array(workers * cap, sizeof(int64_t), &fail);
     if (!fail) g->attn_parts = (int32_t)workers + 1;
+}
+
+void sd_cpu_group_set_threads(sd_runner_group *gb, int32_t n_threads) {
+    sd_cpu_group *g = (sd_cpu_group *)gb;
+    if (!g->pool_borrowed) sd_cpu_pool_destroy(g->pool);
+    g->pool_borrowed = 0;
+    g->pool = sd_cpu_pool_create(n_threads, g->row_max);
+    cpu_group_reserve_workers(g);
+}
+
+void sd_cpu_group_use_pool(sd_runner_group *gb, struct sd_cpu_pool *pool) {
+    sd_cpu_group *g = (sd_cpu_group *)gb;
+    if (!g->pool_borrowed) sd_cpu_pool_destroy(g->pool);
+    g->pool = pool;
+    g->pool_borrowed = pool != NULL;
+    cpu_group_reserve_workers(g);
 }
 
 int64_t sd_cpu_group_kv_floats(const sd_runner_group *gb) {

@@ -31,6 +31,11 @@ specdec_status sd_cpu_group_create(const sd_weights *w, int32_t n_ctx, int32_t m
  * started are done without (sd_cpu_group_threads says how many run). Not during a pass. */
 void sd_cpu_group_set_threads(sd_runner_group *g, int32_t n_threads);
 int32_t sd_cpu_group_threads(const sd_runner_group *g);
+struct sd_cpu_pool;
+/* Run the group's passes on another group's pool (NULL: one thread), borrowed: it must outlive the
+ * group's passes and is never destroyed by it (a draft head's layer on its target's threads: the two
+ * never run at once). Its own workers, if any, are stopped. Results are bitwise the same. */
+void sd_cpu_group_use_pool(sd_runner_group *g, struct sd_cpu_pool *pool);
 /* Its pool (NULL: one thread), for tests and benchmarks (sd_cpu_pool_set_min_work, _jobs). */
 struct sd_cpu_pool *sd_cpu_group_pool(sd_runner_group *g);
 /* Whether a pass's attention is split over the pool's threads (1, the default, when the pool has

@@ -119,7 +119,7 @@ specdec_status sd_mtp_cpu_runner_create(const sd_weights *mtp, sd_runner *target
     const int32_t V = c->vocab_size, after_norm = target_cfg->n_layers + 1, layer_out = 1;
     specdec_status st = sd_cpu_runner_create(mtp, n_ctx, rows, &m->inner, eb);
     if (st == SPECDEC_OK) {
-        sd_cpu_group_set_threads(sd_cpu_runner_group(m->inner), sd_cpu_group_threads(target->group));
+        sd_cpu_group_use_pool(sd_cpu_runner_group(m->inner), sd_cpu_runner_pool(target));
         st = sd_runner_group_set_capture(sd_cpu_runner_group(m->inner), &layer_out, 1, eb);
     }
     if (st == SPECDEC_OK) {

@@ -12,7 +12,8 @@
  *      position 0) and of a chained draft step (the previous row's pre-norm MTP output as the
  *      hidden): max |diff| <= 1e-4, argmax equal on every row.
  *   3. A tree row over the verified prefix (the inner runner's tree) gives bitwise the chained
- *      step's logits, and a sibling beside it does not disturb it.
+ *      step's logits, and a sibling beside it does not disturb it. The layer runs on the target
+ *      runner's thread pool (2 threads here: the same results), starting none of its own.
  *   4. Through the public API, an engine and a scheduler drafting with the MTP layer
  *      (draft_method MTP, and AUTO, which picks it) produce exactly plain decoding's tokens in
  *      GREEDY and MATCH (temperature 0.9, top-p 0.95) over 3 seeds x 40 tokens, chains of 3 and a
@@ -93,9 +94,13 @@ static void reference(const char *dir, const char *name) {
     sd_errbuf eb;
     sd_err_clear(&eb);
     SD_CHECK(sd_cpu_runner_create(&t->w, T + 8, T, &tr, &eb) == SPECDEC_OK, "%s: target runner: %s", name, eb.msg);
+    if (tr) sd_cpu_group_set_threads(sd_cpu_runner_group(tr), 2); /* the layer runs on these threads too */
     SD_CHECK(tr && sd_mtp_cpu_runner_create(&m->w, tr, &t->w.cfg, T + 8, 64, &hr, &eb) == SPECDEC_OK,
              "%s: MTP head: %s", name, eb.msg);
     if (!tr || !hr) goto out;
+    SD_CHECK(sd_mtp_cpu_inner(hr) && sd_cpu_runner_pool(sd_mtp_cpu_inner(hr)) == sd_cpu_runner_pool(tr) &&
+                 sd_cpu_runner_pool(tr) != NULL,
+             "%s: the MTP layer runs on the target's pool", name);
     sd_eagle3_runner *h = sd_eagle3_runner_of(hr);
     SD_CHECK(h && h->mtp && h->hid == 32 && h->aux_w == 32 && h->vd == V, "%s: head fields", name);
     /* forward() of the layer's runner alone is refused */
