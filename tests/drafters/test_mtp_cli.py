@@ -6,8 +6,8 @@ with its checkpoint's MTP layer, random weights, an 80-id tokenizer: tools/gen_m
     test_mtp_cli.py SPECDEC_BINARY FIXTURE_DIR [--quick] [--no-server]
 
 Checks: greedy output with the MTP layer drafting equals plain decoding (--drafter none) token for
-token, in match mode too (temperature 0.9, same seed), and as a tree; the statistics name the
-drafter "mtp" and it drafted; -md naming the same checkpoint is accepted; --drafter mtp on a model
+token, in match mode too (temperature 0.9, same seed), and as a tree, and under a --regex grammar
+(chain and tree); the statistics name the drafter "mtp" and it drafted; -md naming the same checkpoint is accepted; --drafter mtp on a model
 without an MTP layer (glm4_moe_flat) exits 1 naming the missing layer. The server started with
 {"method": "mtp"} (vLLM's "deepseek_mtp" spelling too) answers completions equal to plain decoding
 with "speculative": {"draft_method": "mtp"}; a request asking "eagle3" there, or "mtp" on a server
@@ -55,6 +55,14 @@ for mode in (["--temp", "0"],) + (() if QUICK else (["--temp", "0.9", "--verify"
                   f"mtp {mode} {extra}: output differs from plain decoding")
             check(d["stats"]["draft_method"] == "mtp" and d["stats"]["n_drafted"] > 0,
                   f"mtp {mode} {extra}: stats {d['stats']}")
+# structured output: the drafts are masked by the grammar as the target's rows are; still plain's output
+RE = "[a-z]{2,8}( [a-z]{2,8}){1,6}[.]"
+for extra in (["--draft-max", "3"], ["--tree", "2,2"]):
+    con = generate("--temp", "0", "--regex", RE, "--drafter", "none")
+    d = generate("--temp", "0", "--regex", RE, "--drafter", "mtp", *extra)
+    if isinstance(d, dict) and isinstance(con, dict):
+        check(d["tokens"] == con["tokens"] and d["stats"]["draft_method"] == "mtp",
+              f"mtp with --regex {extra}: {d['text']!r} vs plain {con['text']!r}")
 p = generate("--drafter", "mtp", expect_rc=1, model=FLAT)
 check(isinstance(p, subprocess.CompletedProcess) and "MTP layer" in p.stderr and "eh_proj" in p.stderr,
       f"no MTP layer: {getattr(p, 'stderr', '')[-300:]!r}")
