@@ -259,6 +259,7 @@ static specdec_status sd_cfg_mla(const sd_config *c, const char *what, sd_errbuf
 }
 
 const char *sd_cfg_cpu_only(const sd_config *c) {
+    if (c->fp8_block[0] > 0) return "FP8 weights (quantization_config fp8)";
     if (c->mla) return "multi-head latent attention (DeepSeek)";
     if (sd_cfg_has_moe(c)) return "mixture-of-experts layers";
     if (c->qk_norm_whole) return "q/k norms over the whole projection";
@@ -295,6 +296,12 @@ static specdec_status sd_check_tensor_q(const sd_tensor *t, const char *name, in
             return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
                            "weights: layer %d: MXFP4 tensor %s needs 2 dimensions, scales and rows of 32k values",
                            (int)layer, name);
+    } else if (t->dtype == SD_FP8) { /* any matrix of an FP8 checkpoint (core/sd_weights.h SD_FP8) */
+        const float *sc = t->ndim == 2 ? sd_fp8_scales(t) : NULL;
+        if (!sc || !(sc[0] >= 1.0f && sc[0] <= 65536.0f && sc[1] >= 1.0f && sc[1] <= 65536.0f))
+            return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
+                           "weights: layer %d: FP8 tensor %s needs 2 dimensions and its block scales", (int)layer,
+                           name);
     } else if (t->dtype != SD_F32 && t->dtype != SD_F16 && t->dtype != SD_BF16) {
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "weights: layer %d: tensor %s has dtype %d", (int)layer, name,
                        (int)t->dtype);

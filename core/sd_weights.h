@@ -187,6 +187,8 @@ typedef struct sd_config {
                                       weights = softmax over the chosen top-k logits (= norm_topk_prob) */
     float glu_alpha, glu_limit;    /* moe_fused: act = (clamp(u, -limit, limit) + 1) * g * sigmoid(alpha g),
                                       g = min(gate, limit) (swiglu_alpha, swiglu_limit) */
+    int32_t fp8_block[2];          /* quantization_config quant_method "fp8": weight_block_size [bm, bn] (its
+                                      float8_e4m3fn tensors load as SD_FP8); 0 = none */
     int32_t experts_mxfp4;         /* moe_fused: the checkpoint stores the experts in MXFP4
                                       (quantization_config.quant_method "mxfp4"): the expert weights
                                       stay MXFP4 (SD_MXFP4 views of the mapping; the CPU backend's
@@ -251,7 +253,14 @@ typedef enum sd_dtype {
      * of E2M1 codes, scales = rows x cols / 32 E8M0 bytes (none 0xFF: the loader refuses NaN).
      * Only GPT-OSS experts (cfg.experts_mxfp4) and only the CPU backend's linear layers read it:
      * each row decodes to exactly the floats transformers' BF16 dequantisation gives. */
-    SD_MXFP4 = 64
+    SD_MXFP4 = 64,
+    /* Internal: fine-grained FP8 (quantization_config quant_method "fp8": DeepSeek-V3 / R1, Kimi K2,
+     * Qwen3-*-FP8, GLM-4.5-FP8), a 2-D [rows, cols] matrix of float8_e4m3fn codes, one byte each;
+     * scales points to floats (sd_fp8_scales): bm, bn (weight_block_size), then the
+     * ceil(rows / bm) x ceil(cols / bn) block scales (weight_scale_inv) row-major. Value (r, c) =
+     * e4m3(code) x scale[r / bm][c / bn], the weight-only dequantisation (activations stay fp32).
+     * Only the CPU backend reads it (sd_cfg_cpu_only). */
+    SD_FP8 = 65
 } sd_dtype;
 
 /* A 1-D or 2-D weight. data == NULL means absent (optional tensors only). */
@@ -387,7 +396,9 @@ void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_
 
 /* Element size in bytes of a dtype (F32 / F16 / BF16; SD_MXFP4 has no whole-byte element: its
  * readers use sd_mxfp4_row_bytes). */
-static inline size_t sd_dtype_size(sd_dtype t) { return t == SD_F32 ? 4u : 2u; }
+static inline size_t sd_dtype_size(sd_dtype t) { return t == SD_F32 ? 4u : t == SD_FP8 ? 1u : 2u; }
+/* An SD_FP8 tensor's scales (core/sd_weights.h SD_FP8): [0] bm, [1] bn, then the block scales. */
+static inline const float *sd_fp8_scales(const sd_tensor *t) { return (const float *)(const void *)t->scales; }
 /* Bytes of one SD_MXFP4 row of `cols` values in data (its scales: cols / 32 bytes). */
 static inline size_t sd_mxfp4_row_bytes(int64_t cols) { return (size_t)(cols / 32) * 16u; }
 

@@ -117,7 +117,9 @@ typedef struct specdec_grammar specdec_grammar; /* structured output (since 0.5.
 typedef enum specdec_dtype {
     SPECDEC_DTYPE_F32 = 0,
     SPECDEC_DTYPE_F16 = 1,
-    SPECDEC_DTYPE_BF16 = 2
+    SPECDEC_DTYPE_BF16 = 2,
+    SPECDEC_DTYPE_FP8_E4M3 = 3  /* since 0.5.7: block-scaled float8_e4m3fn weights (quantization_config
+                                   "fp8": DeepSeek-V3, Qwen3-*-FP8, ...), CPU backend; model_info only */
 } specdec_dtype;
 
 typedef struct specdec_model_params {

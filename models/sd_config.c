@@ -794,8 +794,39 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
     return SPECDEC_OK;
 }
 
-/* quantization_config: only MXFP4 experts of a fused-experts family (the published gpt-oss
- * checkpoints), dequantized at load; any other method is refused rather than misread. */
+/* quantization_config "fp8" (transformers' FineGrainedFP8Config, as DeepSeek-V3, Kimi K2, Qwen3-*-FP8
+ * and GLM-4.5-FP8 ship it): float8_e4m3fn weights with a weight_scale_inv per weight_block_size block
+ * (default [128, 128]), any family; loaded as SD_FP8 and dequantized by the CPU backend's linear
+ * layers (weights only: activations stay fp32, where vLLM quantizes them too). */
+static specdec_status sd_cfg_quant_fp8(const sd_cfgp *p, const cJSON *q) {
+    const cJSON *fmt = sd_json_member(q, "fmt");
+    if (fmt && !(cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "e4m3")))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: quantization_config.fmt must be \"e4m3\" (float8_e4m3fn weights); others are not supported",
+                       p->fname);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size"); /* null is not "absent" here */
+    int32_t bm = 128, bn = 128;
+    if (b && !cJSON_IsNull(b)) {
+        const cJSON *b0 = cJSON_IsArray(b) && cJSON_GetArraySize(b) == 2 ? cJSON_GetArrayItem(b, 0) : NULL;
+        const cJSON *b1 = b0 ? cJSON_GetArrayItem(b, 1) : NULL;
+        if (!b0 || !sd_json_is_int(b0) || !sd_json_is_int(b1) || b0->valuedouble < 1 || b0->valuedouble > 65536 ||
+            b1->valuedouble < 1 || b1->valuedouble > 65536)
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
+                           "%s: quantization_config.weight_block_size must be [rows, cols], integers in 1..65536",
+                           p->fname);
+        bm = (int32_t)b0->valuedouble, bn = (int32_t)b1->valuedouble;
+    } else if (b) { /* null: per-tensor scales (one block) are not what the checkpoints here ship */
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
+                       "%s: quantization_config fp8 without weight_block_size (per-tensor scales) is not supported",
+                       p->fname);
+    }
+    p->cfg->fp8_block[0] = bm;
+    p->cfg->fp8_block[1] = bn;
+    return SPECDEC_OK;
+}
+
+/* quantization_config: MXFP4 experts of a fused-experts family (the published gpt-oss checkpoints) or
+ * fine-grained FP8 weights (sd_cfg_quant_fp8); any other method is refused rather than misread. */
 static specdec_status sd_cfg_quant(const sd_cfgp *p) {
     const cJSON *q = sd_json_member(p->root, "quantization_config");
     if (!q) return SPECDEC_OK;
@@ -805,10 +836,11 @@ static specdec_status sd_cfg_quant(const sd_cfgp *p) {
     if (!cJSON_IsString(m))
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'quantization_config.quant_method' must be a string",
                        p->fname);
+    if (!strcmp(m->valuestring, "fp8")) return sd_cfg_quant_fp8(p, q);
     if (strcmp(m->valuestring, "mxfp4") != 0 || !sd_has(p->fam, SD_FAM_MOE_FUSED))
         return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
-                       "%s: quantization_config.quant_method '%.32s' is not supported for %s (only 'mxfp4' experts of "
-                       "GptOssForCausalLM; or load an unquantized checkpoint)",
+                       "%s: quantization_config.quant_method '%.32s' is not supported for %s (only 'fp8' block-scaled "
+                       "weights, and 'mxfp4' experts of GptOssForCausalLM; or load an unquantized checkpoint)",
                        p->fname, m->valuestring, p->fam->arch);
     p->cfg->experts_mxfp4 = 1;
     return SPECDEC_OK;

@@ -9,6 +9,7 @@
  * backends can trust the struct. Extra tensors (rotary_emb.inv_freq, ...) are ignored. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "sd_config.h"
 #include "sd_eagle3_load.h"
 #include "sd_json.h"
+#include "sd_math.h"
 #include "sd_model.h"
 #include "sd_mxfp4.h"
 #include "sd_safetensors.h"
@@ -180,6 +182,54 @@ static void sd_fmt_shape(char *buf, size_t cap, const sd_st_tensor *t) {
 
 /* Loads `name` into *out, checking dtype and shape ([rows] when cols == 0, else
  * [rows, cols]). A missing tensor is an error when `required`, else *out stays absent. */
+/* An FP8 matrix's "<name>_scale_inv" (weight_scale_inv: [ceil(rows / bm), ceil(cols / bn)], F32, BF16
+ * or F16) as the owned float array core/sd_weights.h SD_FP8 describes (bm, bn, then the scales);
+ * every scale finite and > 0. */
+static specdec_status sd_load_fp8_scales(sd_loader *L, const char *name, sd_tensor *w) {
+    specdec_model *m = L->m;
+    const int64_t bm = m->w.cfg.fp8_block[0], bn = m->w.cfg.fp8_block[1];
+    const int64_t sr = (w->shape[0] + bm - 1) / bm, sc = (w->shape[1] + bn - 1) / bn;
+    char sname[200];
+    snprintf(sname, sizeof sname, "%s_scale_inv", name);
+    const sd_entry *e = sd_find_entry(L, sname);
+    const char *where = L->index_path[0] ? L->index_path : m->files[0]->path;
+    if (!e)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: missing tensor '%s' (the scales of float8 '%s')", where,
+                       sname, name);
+    const sd_st_file *f = m->files[e->file];
+    const sd_st_tensor *t = e->t;
+    sd_dtype dt;
+    const specdec_status st = sd_st_weight_dtype(t, f->path, sname, &dt);
+    if (st != SPECDEC_OK) return st;
+    if (t->ndim != 2 || t->shape[0] != sr || t->shape[1] != sc)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
+                       "%s: tensor '%s' must be [%lld, %lld] (weight_block_size [%lld, %lld] over [%lld, %lld])",
+                       f->path, sname, (long long)sr, (long long)sc, (long long)bm, (long long)bn,
+                       (long long)w->shape[0], (long long)w->shape[1]);
+    if (m->n_owned >= L->cap_owned)
+        return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "%s: tensor '%s': owned-copy table full", f->path, sname);
+    float *sc_out = sd_malloc((size_t)(2 + sr * sc) * sizeof(float));
+    if (!sc_out) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory", f->path, sname);
+    m->owned[m->n_owned++] = sc_out;
+    sc_out[0] = (float)bm, sc_out[1] = (float)bn;
+    const uint8_t *src = sd_st_data(f, t);
+    for (int64_t i = 0; i < sr * sc; i++) {
+        float v;
+        if (dt == SD_F32) memcpy(&v, src + 4 * i, 4);
+        else {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            v = dt == SD_BF16 ? sd_bf16_to_f32(h) : sd_f16_to_f32(h);
+        }
+        if (!(v > 0.0f) || !isfinite(v))
+            return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s': scale %lld is %g (must be finite, > 0)",
+                           f->path, sname, (long long)i, (double)v);
+        sc_out[2 + i] = v;
+    }
+    w->scales = (const uint8_t *)(const void *)sc_out;
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows, int64_t cols, int required,
                                     const char *why, sd_tensor *out) {
     specdec_model *m = L->m;
@@ -194,8 +244,13 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
     const sd_st_file *f = m->files[e->file];
     const sd_st_tensor *t = e->t;
     sd_dtype dt;
-    specdec_status st = sd_st_weight_dtype(t, f->path, name, &dt);
+    const int fp8 = t->dtype == SD_ST_F8_E4M3 && m->w.cfg.fp8_block[0] > 0;
+    specdec_status st = fp8 ? SPECDEC_OK : sd_st_weight_dtype(t, f->path, name, &dt);
     if (st != SPECDEC_OK) return st;
+    if (fp8 && !cols)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' is float8_e4m3fn, but only matrices may be",
+                       f->path, name);
+    if (fp8) dt = SD_FP8;
     int want_nd = cols ? 2 : 1;
     if (t->ndim != want_nd || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char have[160], want[64];
@@ -226,7 +281,7 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
     out->shape[0] = rows;
     out->shape[1] = cols ? cols : 1;
     m->n_params += (int64_t)t->n_elements;
-    return SPECDEC_OK;
+    return fp8 ? sd_load_fp8_scales(L, name, out) : SPECDEC_OK;
 }
 
 #define TRY(x)                                \
@@ -241,6 +296,12 @@ static sd_tensor sd_row_view(const sd_tensor *t, int64_t r0, int64_t rows) {
     v.data = (const char *)t->data + (size_t)(r0 * t->shape[1]) * sd_dtype_size(t->dtype);
     v.shape[0] = rows;
     return v;
+}
+
+/* A fused projection is split into row views; an FP8 one's block scales are not (yet). */
+static specdec_status sd_fp8_fused_refused(const sd_loader *L, int32_t l, const char *suffix) {
+    return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: layer %d: float8 fused projection '%s' is not supported", L->m->path,
+                   (int)l, suffix);
 }
 
 /* Loads "model.layers.<l>.<suffix>" into *out (required unless req == 0). */
@@ -284,6 +345,7 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_qkv) {
         sd_tensor qkv;
         TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
+        if (qkv.dtype == SD_FP8) return sd_fp8_fused_refused(L, l, "self_attn.qkv_proj.weight");
         ly->wq = sd_row_view(&qkv, 0, Q);
         ly->wk = sd_row_view(&qkv, Q, KV);
         ly->wv = sd_row_view(&qkv, Q + KV, KV);
@@ -602,6 +664,7 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_gate_up) {
         sd_tensor gu;
         TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
+        if (gu.dtype == SD_FP8) return sd_fp8_fused_refused(L, l, "mlp.gate_up_proj.weight");
         ly->w_gate = sd_row_view(&gu, 0, I);
         ly->w_up = sd_row_view(&gu, I, I);
     } else {
@@ -664,6 +727,7 @@ static specdec_status sd_load_weights(sd_loader *L) {
     /* per layer: its tensors, and for a MoE layer the experts array, its router, 3 per expert and
      * the shared expert (its struct, 3 projections and its gate); the MTP layer's 7 more */
     L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 7 + 3 * c->n_experts) + 3 + (L->mtp ? 7 : 0);
+    if (c->fp8_block[0] > 0) L->cap_owned *= 2; /* each FP8 matrix's scales too */
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
@@ -810,7 +874,7 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->mtp_layers = c->mtp_layers; /* SD_ROPE_* numbers are SPECDEC_ROPE_*'s (static asserts below) */
     info->tie_word_embeddings = c->tie_word_embeddings;
     info->attention_bias = c->attention_bias;
-    info->dtype = (specdec_dtype)model->w.dtype;
+    info->dtype = model->w.dtype == SD_FP8 ? SPECDEC_DTYPE_FP8_E4M3 : (specdec_dtype)model->w.dtype;
     info->n_params = model->n_params;
     info->bos_id = c->bos_id;
     info->n_eos = c->n_eos;

@@ -100,6 +100,10 @@ VARIANTS = {
                      {**BASE, "num_hidden_layers": 3, "use_sliding_window": True, "sliding_window": 6,
                       "max_window_layers": 1, "tie_word_embeddings": True}, False),
     "qwen3": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    # Qwen3 saved as the published "-FP8" checkpoints are (FP8 below): every decoder projection in
+    # float8_e4m3fn with a float32 weight_scale_inv per 16 x 16 block (2-4 blocks each way; transformers'
+    # dequantizer needs whole blocks: partial ones, as DeepSeek-V3's kv_a_proj has, are tested in C)
+    "qwen3_fp8": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
     "qwen3_window_bias": (Qwen3Config, Qwen3ForCausalLM,
                           {**BASE, "num_hidden_layers": 3, "head_dim": 16, "attention_bias": True,
                            "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 2}, False),
@@ -281,6 +285,11 @@ MTP = {"glm4_moe", "deepseek_v3"}
 # Variants saved with their experts quantized to MXFP4 as the published gpt-oss checkpoints are.
 MXFP4 = {"gpt_oss_mxfp4"}
 
+# Variants saved with fine-grained FP8 weights (DeepSeek-V3 / Qwen3-FP8 / GLM-4.5-FP8 style:
+# quantization_config quant_method "fp8", weight_block_size) and the block size used.
+FP8 = {"qwen3_fp8": (16, 16)}
+FP8_MAX = 448.0  # float8_e4m3fn's largest finite value
+
 
 def hub_qwen_moe_config(cfg):
     """Qwen3-MoE checkpoints on the Hub name the expert count num_experts (transformers 5 saves
@@ -351,6 +360,81 @@ def mxfp4_experts(model):
     return out
 
 
+def fp8_linears(model):
+    """The decoder layers' projections (what the published FP8 checkpoints quantize; embeddings, norms,
+    lm_head stay as they are)."""
+    return [(n, p) for n, p in model.named_parameters()
+            if ".layers." in n and n.endswith("proj.weight") and p.dim() == 2]
+
+
+def fp8_quantize(w, bm, bn):
+    """w [out, in] -> (float8_e4m3fn codes [out, in], float32 weight_scale_inv [ceil(out/bm), ceil(in/bn)],
+    the dequantized float32 weights): per block scale = absmax / 448, codes = round(w / scale)."""
+    rows, cols = w.shape
+    sr, sc = -(-rows // bm), -(-cols // bn)
+    scale = torch.zeros(sr, sc, dtype=torch.float32)
+    codes = torch.zeros(rows, cols, dtype=torch.float8_e4m3fn)
+    deq = torch.zeros(rows, cols, dtype=torch.float32)
+    for i in range(sr):
+        for j in range(sc):
+            blk = w[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn].double()
+            s_ = float(blk.abs().max()) / FP8_MAX or 1.0
+            scale[i, j] = s_
+            q = (blk / scale[i, j].double()).float().to(torch.float8_e4m3fn)
+            codes[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] = q
+            deq[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] = q.float() * scale[i, j]
+    return codes, scale, deq
+
+
+def fp8_weights(model, bm, bn):
+    """Quantize the model's projections in place (their values become the dequantized ones, so the
+    reference logits are those of the FP8 weights); returns {name: (codes, scale_inv)}."""
+    out = {}
+    with torch.no_grad():
+        for n, p in fp8_linears(model):
+            codes, scale, deq = fp8_quantize(p.detach(), bm, bn)
+            p.copy_(deq)
+            out[n] = (codes, scale)
+    return out
+
+
+def save_fp8(name, model, d):
+    """Rewrite the saved projections as float8_e4m3fn codes + weight_scale_inv and declare
+    quantization_config as the published FP8 checkpoints do."""
+    bm, bn = FP8[name]
+    packed = fp8_weights(model, bm, bn)  # already FP8 values: re-quantizing gives the same codes
+    path = os.path.join(d, "model.safetensors")
+    sd = load_file(path)
+    for n, (codes, scale) in packed.items():
+        sd[n] = codes
+        sd[n + "_scale_inv"] = scale
+    save_file(sd, path, metadata={"format": "pt"})
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                  "weight_block_size": [bm, bn]}
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def check_fp8(d, model, ids, logits):
+    """transformers' own fine-grained FP8 reader, dequantizing on the CPU, must give back exactly the
+    weights this script wrote and the same logits."""
+    from transformers import FineGrainedFP8Config
+    hf = type(model).from_pretrained(d, dtype=torch.float32, attn_implementation="eager",
+                                     quantization_config=FineGrainedFP8Config(dequantize=True)).eval()
+    mine = dict(model.named_parameters())
+    for n, p in hf.named_parameters():
+        if n in mine and not torch.equal(p.detach().float(), mine[n].detach().float()):
+            sys.exit(f"{d}: transformers reads {n} differently from the FP8 this script wrote")
+    with torch.no_grad():
+        theirs = hf(input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
+    err = np.abs(theirs - logits).max()
+    if err > 1e-5:
+        sys.exit(f"{d}: transformers' dequantized FP8 model differs from the reference logits by {err:g}")
+    print(f"{os.path.basename(d)}: transformers' FP8 reader gives the same weights and logits (max diff {err:.1e})")
+
+
 def save(name, model, d, ids, seed):
     """save_pretrained, for an MTP variant its MTP layer, and for an MXFP4 variant its experts as
     the published checkpoints store them (blocks + scales, quantization_config quant_method mxfp4)."""
@@ -358,6 +442,8 @@ def save(name, model, d, ids, seed):
     if name in MTP:
         add_mtp_layer(model, d, ids, seed)
         write_tiny_tokenizer(d)
+    if name in FP8:
+        save_fp8(name, model, d)
     if name not in MXFP4:
         return
     packed = mxfp4_experts(model)  # the experts already hold MXFP4 values: encoded exactly, unchanged
@@ -504,6 +590,8 @@ def build(name, seed):
     randomize(model, seed, zero_norms)
     if name in MXFP4:
         mxfp4_experts(model)
+    if name in FP8:
+        fp8_weights(model, *FP8[name])
     return model
 
 
@@ -530,6 +618,8 @@ def write_fixture(out, name):
     save(name, model, d, ids, seed)
     if name in MXFP4:
         check_mxfp4(d, model, ids, logits)
+    if name in FP8:
+        check_fp8(d, model, ids, logits)
     if name in CONFIG_EDITS:
         with open(os.path.join(d, "config.json")) as f:
             cfg = CONFIG_EDITS[name](json.load(f))

@@ -324,6 +324,16 @@ static void cpu_mla_qkv(sd_cpu_group *g, const sd_layer *L, const float *in, int
 static const float *cpu_mla_out(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t nh = c->n_heads, N = c->qk_nope_dim, VD = c->v_head_dim, KL = c->kv_lora_rank, AH = g->a_hd;
+    if (L->wkv_b.dtype == SD_FP8) { /* its block scales make no row view: one decoded row at a time */
+        for (int32_t h = 0; h < nh; h++)
+            for (int32_t v = 0; v < VD; v++) {
+                const float *w = sd_cpu_row_f32(&L->wkv_b, (int64_t)h * (N + VD) + N + v, g->rowbuf);
+                for (int32_t t = 0; t < n; t++)
+                    g->q[((int64_t)t * nh + h) * VD + v] =
+                        (float)sd_cpu_dot(w, g->att + ((int64_t)t * nh + h) * AH, KL);
+            }
+        return g->q;
+    }
     sd_tensor wuv = L->wkv_b; /* rows h * (N + VD) + N .. + VD of kv_b_proj */
     wuv.shape[0] = VD;
     const size_t esz = sd_dtype_size(L->wkv_b.dtype);

@@ -57,6 +57,43 @@ void sd_cpu_mxfp4_row(const sd_tensor *t, int64_t row, float *out) {
     mxfp4_loop(blocks, scales, G, out);
 }
 
+float sd_cpu_fp8_e4m3(uint8_t b) {
+    /* float8_e4m3fn: sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities, S.1111.111 NaN */
+    const uint32_t sign = (uint32_t)(b >> 7) << 31, e = (b >> 3) & 15u, m = b & 7u;
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    if (e == 15 && m == 7) {
+        v.u = sign | 0x7fc00000u;
+    } else if (e == 0) { /* subnormal: m x 2^-9, exact */
+        v.f = (float)m * 0x1p-9f;
+        v.u |= sign;
+    } else {
+        v.u = sign | ((e + 120u) << 23) | (m << 20); /* (1 + m/8) 2^(e - 7) */
+    }
+    return v.f;
+}
+
+/* Row `row` of an SD_FP8 matrix (core/sd_weights.h): code x its block's scale, cols floats. */
+static void fp8_row(const sd_tensor *t, int64_t row, float *out) {
+    const int64_t cols = t->shape[1];
+    const float *sc = sd_fp8_scales(t);
+    const int64_t bm = (int64_t)sc[0], bn = (int64_t)sc[1], scols = (cols + bn - 1) / bn;
+    const float *srow = sc + 2 + (row / bm) * scols;
+    const uint8_t *codes = (const uint8_t *)t->data + (size_t)(row * cols);
+    sd_cpu_check_read(codes, (size_t)cols);
+    sd_cpu_check_write(out, (size_t)cols * sizeof(float));
+    for (int64_t c = 0; c < cols; c++) out[c] = sd_cpu_fp8_e4m3(codes[c]) * srow[c / bn];
+}
+
+float sd_cpu_fp8_elem(const sd_tensor *t, int64_t idx) {
+    const int64_t cols = t->shape[1], row = idx / cols, col = idx % cols;
+    const float *sc = sd_fp8_scales(t);
+    const int64_t bm = (int64_t)sc[0], bn = (int64_t)sc[1], scols = (cols + bn - 1) / bn;
+    return sd_cpu_fp8_e4m3(((const uint8_t *)t->data)[idx]) * sc[2 + (row / bm) * scols + col / bn];
+}
+
 float sd_cpu_mxfp4_elem(const sd_tensor *t, int64_t idx) {
     const int64_t cols = t->shape[1], row = idx / cols, col = idx % cols;
     const uint8_t byte = ((const uint8_t *)t->data)[(size_t)row * sd_mxfp4_row_bytes(cols) + (size_t)(col / 2)];
@@ -64,6 +101,10 @@ float sd_cpu_mxfp4_elem(const sd_tensor *t, int64_t idx) {
 }
 
 void sd_cpu_dequant(const sd_tensor *t, int64_t first, int64_t n, float *out) {
+    if (t->dtype == SD_FP8) {
+        for (int64_t i = 0; i < n; i++) out[i] = sd_cpu_fp8_elem(t, first + i);
+        return;
+    }
     if (t->dtype == SD_MXFP4) { /* element by element: any range (whole rows go through sd_cpu_mxfp4_row) */
         for (int64_t i = 0; i < n; i++) out[i] = sd_cpu_mxfp4_elem(t, first + i);
         return;
@@ -82,6 +123,10 @@ const float *sd_cpu_row_f32(const sd_tensor *t, int64_t row, float *buf) {
     if (t->dtype == SD_F32) return (const float *)t->data + row * cols;
     if (t->dtype == SD_MXFP4) {
         sd_cpu_mxfp4_row(t, row, buf);
+        return buf;
+    }
+    if (t->dtype == SD_FP8) {
+        fp8_row(t, row, buf);
         return buf;
     }
     sd_cpu_dequant(t, row * cols, cols, buf);

@@ -12,6 +12,10 @@
 
 /* Value idx of an SD_MXFP4 matrix t (flat, row-major; see sd_weights.h). */
 float sd_cpu_mxfp4_elem(const sd_tensor *t, int64_t idx);
+/* float8_e4m3fn code b as a float (exact; S.1111.111 is NaN) and element idx of an SD_FP8 matrix
+ * (code x its block's scale, core/sd_weights.h). */
+float sd_cpu_fp8_e4m3(uint8_t b);
+float sd_cpu_fp8_elem(const sd_tensor *t, int64_t idx);
 
 /* Element idx (flat, row-major) of t as fp32. */
 static inline float sd_cpu_elem(const sd_tensor *t, int64_t idx) {
@@ -19,6 +23,7 @@ static inline float sd_cpu_elem(const sd_tensor *t, int64_t idx) {
     case SD_F16: return sd_f16_to_f32(((const uint16_t *)t->data)[idx]);
     case SD_BF16: return sd_bf16_to_f32(((const uint16_t *)t->data)[idx]);
     case SD_MXFP4: return sd_cpu_mxfp4_elem(t, idx);
+    case SD_FP8: return sd_cpu_fp8_elem(t, idx);
     default: return ((const float *)t->data)[idx];
     }
 }

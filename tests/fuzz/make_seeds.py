@@ -320,6 +320,8 @@ def config_seeds():
            "glm45_grouped": {**GLM45_AIR, "n_group": 8, "topk_group": 4, "routed_scaling_factor": 2.5,
                              "use_qk_norm": True, "first_k_dense_replace": 3},
            "deepseek_v3": DEEPSEEK_V3,
+           "deepseek_v3_fp8": {**DEEPSEEK_V3, "quantization_config": {
+               "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}},
            "moonlight": {**DEEPSEEK_V3, "q_lora_rank": None, "n_group": 1, "topk_group": 1, "n_routed_experts": 64,
                          "num_experts_per_tok": 6, "first_k_dense_replace": 1, "n_shared_experts": 2,
                          "num_attention_heads": 16, "num_key_value_heads": 16, "hidden_size": 2048,
@@ -373,7 +375,7 @@ def config_seeds():
     bad("glm45_topk_group", GLM45_AIR, n_group=4, topk_group=5)
     bad("deepseek_v3_kv_heads", DEEPSEEK_V3, num_key_value_heads=8)
     bad("deepseek_v3_scoring_softmax", DEEPSEEK_V3, scoring_func="softmax")
-    bad("deepseek_v3_fp8", DEEPSEEK_V3, quantization_config={"quant_method": "fp8", "fmt": "e4m3"})
+    bad("deepseek_v3_fp8_e5m2", DEEPSEEK_V3, quantization_config={"quant_method": "fp8", "fmt": "e5m2"})
     bad("deepseek_v2_topk_missing", DEEPSEEK_V2_LITE, num_experts_per_tok=...)
     bad("deepseek_v2_noaux", DEEPSEEK_V2_LITE, topk_method="noaux_tc")
     bad("layers_negative", num_hidden_layers=-1)

@@ -657,9 +657,26 @@ static void deepseek_v3(void) {
     bad_over("deepseek_v3 softmax scoring", "DeepseekV3ForCausalLM", DS_KV, "\"scoring_func\": \"softmax\"", U, "scoring_func");
     bad_over("deepseek_v3 greedy topk", "DeepseekV3ForCausalLM", DS_KV, "\"topk_method\": \"greedy\"", U, "topk_method");
     bad_over("deepseek_v3 moe_layer_freq 2", "DeepseekV3ForCausalLM", DS_KV, "\"moe_layer_freq\": 2", U, "moe_layer_freq");
-    bad_over("deepseek_v3 fp8 checkpoint", "DeepseekV3ForCausalLM", DS_KV,
-        "\"quantization_config\": {\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": \"fp8\", "
-        "\"weight_block_size\": [128, 128]}", U, "'fp8'");
+    /* the published FP8 checkpoint's quantization_config: block-scaled float8_e4m3fn, CPU only */
+    sd_config q;
+    ok_ds("deepseek_v3 fp8 checkpoint",
+          "\"quantization_config\": {\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": \"fp8\", "
+          "\"weight_block_size\": [128, 64]}",
+          &q);
+    SD_CHECK(q.fp8_block[0] == 128 && q.fp8_block[1] == 64 && sd_cfg_cpu_only(&q) && strstr(sd_cfg_cpu_only(&q), "FP8"),
+             "deepseek_v3 fp8: weight_block_size [128, 64], CPU only");
+    ok_ds("deepseek_v3 fp8 default block", "\"quantization_config\": {\"quant_method\": \"fp8\"}", &q);
+    SD_CHECK(q.fp8_block[0] == 128 && q.fp8_block[1] == 128, "deepseek_v3 fp8: weight_block_size defaults to [128, 128]");
+    bad_over("deepseek_v3 fp8 e5m2", "DeepseekV3ForCausalLM", DS_KV,
+             "\"quantization_config\": {\"quant_method\": \"fp8\", \"fmt\": \"e5m2\"}", U, "fmt");
+    bad_over("deepseek_v3 fp8 block 0", "DeepseekV3ForCausalLM", DS_KV,
+             "\"quantization_config\": {\"quant_method\": \"fp8\", \"weight_block_size\": [0, 128]}", F,
+             "weight_block_size");
+    bad_over("deepseek_v3 fp8 per-tensor", "DeepseekV3ForCausalLM", DS_KV,
+             "\"quantization_config\": {\"quant_method\": \"fp8\", \"weight_block_size\": null}", U,
+             "weight_block_size");
+    bad_over("deepseek_v3 awq", "DeepseekV3ForCausalLM", DS_KV, "\"quantization_config\": {\"quant_method\": \"awq\"}",
+             U, "'awq'");
     bad_over("deepseek_v3 partial rope", "DeepseekV3ForCausalLM", DS_KV, "\"partial_rotary_factor\": 0.5", U,
         "partial_rotary_factor");
     /* the validator: latent widths without latent attention, and a head that does not add up */

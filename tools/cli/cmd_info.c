@@ -11,6 +11,7 @@ static const char *info_dtype_name(specdec_dtype d) {
     case SPECDEC_DTYPE_F32: return "F32";
     case SPECDEC_DTYPE_F16: return "F16";
     case SPECDEC_DTYPE_BF16: return "BF16";
+    case SPECDEC_DTYPE_FP8_E4M3: return "FP8_E4M3 (block-scaled; CPU backend)";
     }
     return "?";
 }
