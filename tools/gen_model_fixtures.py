@@ -242,6 +242,18 @@ VARIANTS = {
                      "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.8, "mscale_all_dim": 0.6,
                                          "original_max_position_embeddings": 8, "rope_theta": 500.0,
                                          "beta_fast": 8.0, "beta_slow": 1.0}}, False),
+    # DeepSeek-V3 as its published FP8 checkpoint (FP8 below), 2 x 2 blocks so every matrix of the
+    # tiny latent attention splits into whole blocks (transformers' dequantizer needs them): q_a, q_b,
+    # kv_a, kv_b (read row by row by the absorbed attention), o, the dense and shared MLPs
+    "deepseek_v3_fp8": (DeepseekV3Config, DeepseekV3ForCausalLM,
+                    {**BASE, "num_hidden_layers": 3, "num_key_value_heads": 4, "q_lora_rank": 12, "kv_lora_rank": 10,
+                     "qk_rope_head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 5, "n_routed_experts": 8,
+                     "num_experts_per_tok": 3, "moe_intermediate_size": 16, "n_shared_experts": 1, "n_group": 4,
+                     "topk_group": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 2.5,
+                     "num_nextn_predict_layers": 0,
+                     "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.8, "mscale_all_dim": 0.6,
+                                         "original_max_position_embeddings": 8, "rope_theta": 500.0,
+                                         "beta_fast": 8.0, "beta_slow": 1.0}}, False),
     # DeepSeek-V3 without the q latent (q_proj), rotate-half rope (rope_interleave false), attention
     # biases on kv_a and o, values wider than the nope part (8 > 6), plain rope; every layer sparse,
     # no groups, top-2 of 4 not renormalised; rms_norm_eps 0.3, which the q_a / kv_a norms must NOT
@@ -287,7 +299,7 @@ MXFP4 = {"gpt_oss_mxfp4"}
 
 # Variants saved with fine-grained FP8 weights (DeepSeek-V3 / Qwen3-FP8 / GLM-4.5-FP8 style:
 # quantization_config quant_method "fp8", weight_block_size) and the block size used.
-FP8 = {"qwen3_fp8": (16, 16)}
+FP8 = {"qwen3_fp8": (16, 16), "deepseek_v3_fp8": (2, 2)}
 FP8_MAX = 448.0  # float8_e4m3fn's largest finite value
 
 
