@@ -96,7 +96,7 @@ static void matmul_generic(const mm_job *j, int64_t o0, int64_t o1, float *rowbu
 
 static void mm_range(const mm_job *j, int64_t o0, int64_t o1, float *rowbuf) {
     if (o0 >= o1 || j->n <= 0) return;
-    if (j->isa == SD_CPU_ISA_AVX2 && j->w->dtype != SD_FP8) matmul_x86(j, o0, o1); /* FP8: rows decoded */
+    if (j->isa == SD_CPU_ISA_AVX2) matmul_x86(j, o0, o1);
     else matmul_generic(j, o0, o1, rowbuf);
 }
 
@@ -118,9 +118,8 @@ static void mm_run(const float *x, int32_t n, const sd_tensor *w, const sd_tenso
     sd_cpu_pool *p = sd_cpu_pool_current();
     const int nt = sd_cpu_pool_threads(p);
     /* workers convert rows into their own scratch unless the weights are F32 (the AVX2 path
-     * converts F16 / BF16 / MXFP4 in registers) */
-    const int scratch_ok = (j.isa == SD_CPU_ISA_AVX2 && w->dtype != SD_FP8) || w->dtype == SD_F32 ||
-                           sd_cpu_pool_scratch(p) >= (size_t)cols;
+     * converts F16 / BF16 / MXFP4 / FP8 in registers) */
+    const int scratch_ok = j.isa == SD_CPU_ISA_AVX2 || w->dtype == SD_F32 || sd_cpu_pool_scratch(p) >= (size_t)cols;
     if (nt > 1 && scratch_ok && rows >= 2 * MM_ROW_ALIGN && n > 0 && rows * (cols > 0 ? cols : 1) * n >= sd_cpu_pool_min_work(p)) {
         int64_t chunk = (rows + nt - 1) / nt;
         chunk = (chunk + MM_ROW_ALIGN - 1) / MM_ROW_ALIGN * MM_ROW_ALIGN;

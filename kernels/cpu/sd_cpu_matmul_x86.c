@@ -199,6 +199,93 @@ static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_mxfp4(const sd_x86_mm *m, const f
     }
 }
 
+/* ---- FP8 (block-scaled float8_e4m3fn, core/sd_weights.h SD_FP8): decoded in registers, 32 columns
+ * of four rows at a time ----
+ * (c & 0x7f) << 20 read as a float is the code's magnitude times 2^-120, normal and subnormal codes
+ * alike (the 4 exponent bits land in the float's exponent field, the 3 mantissa bits on top of its
+ * mantissa), so one exact multiply by 2^120 gives it; bit 7 is the sign; 0x7f / 0xff are NaN as
+ * sd_cpu_fp8_e4m3 returns them. Each value is then multiplied by its block's scale in float: the
+ * float sd_cpu_fp8_elem gives, and the sums run exactly as block()'s (lane j over i = j mod 4, the
+ * last cols % 4 products one by one). */
+SD_AVX2_INLINE __m256 f8_decode8(__m128i codes8) {
+    const __m256i c = _mm256_cvtepu8_epi32(codes8), seven = _mm256_set1_epi32(0x7f);
+    const __m256i mag = _mm256_and_si256(c, seven), sign = _mm256_slli_epi32(_mm256_srli_epi32(c, 7), 31);
+    const __m256 v = _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(mag, 20)), _mm256_set1_ps(0x1p120f));
+    const __m256i nan = _mm256_set1_epi32(0x7fc00000), isnan = _mm256_cmpeq_epi32(mag, seven);
+    const __m256i bits = _mm256_blendv_epi8(_mm256_castps_si256(v), nan, isnan);
+    return _mm256_castsi256_ps(_mm256_or_si256(bits, sign));
+}
+
+/* Columns [c0, c0 + k) of `row` (k <= 32) as floats: codes decoded, times their blocks' scales. */
+SD_AVX2_INLINE void f8_decode(const sd_x86_mm *m, int64_t row, int64_t c0, int k, float *out) {
+    const float *sc = (const float *)(const void *)m->scales;
+    const int64_t bm = (int64_t)sc[0], bn = (int64_t)sc[1], scols = (m->cols + bn - 1) / bn;
+    const float *srow = sc + 2 + (row / bm) * scols;
+    const uint8_t *codes = (const uint8_t *)m->w + (size_t)row * (size_t)m->cols + (size_t)c0;
+    int j = 0;
+    if (bn % 8 == 0 && c0 % 8 == 0) { /* 8 columns never straddle two blocks (128 x 128: the chunk never does) */
+        const int one = bn % 32 == 0 && c0 % 32 == 0;
+        const __m256 s1 = _mm256_set1_ps(srow[c0 / bn]);
+        for (; j + 8 <= k; j += 8) {
+            const __m256 sv = one ? s1 : _mm256_set1_ps(srow[(c0 + j) / bn]);
+            _mm256_storeu_ps(out + j, _mm256_mul_ps(f8_decode8(_mm_loadl_epi64((const __m128i *)(codes + j))), sv));
+        }
+        for (; j < k; j++) out[j] = sd_cpu_fp8_e4m3(codes[j]) * srow[(c0 + j) / bn];
+        return;
+    }
+    for (; j + 8 <= k; j += 8) _mm256_storeu_ps(out + j, f8_decode8(_mm_loadl_epi64((const __m128i *)(codes + j))));
+    for (; j < k; j++) out[j] = sd_cpu_fp8_e4m3(codes[j]);
+    int64_t blk = c0 / bn, left = bn - c0 % bn; /* the block of column c0 + j, and its columns from there */
+    for (j = 0; j < k; j++, left--) {
+        if (!left) blk++, left = bn;
+        out[j] *= srow[blk];
+    }
+}
+
+/* y[t][o0 + r] for R rows from o0 and T tokens (R <= 4, T <= 2), as block() for F32 rows. */
+SD_AVX2_INLINE void f8_block(const sd_x86_mm *m, int64_t o0, int R, const float *const *x, float *const *y, int T,
+                             const double *b) {
+    const int64_t cols = m->cols, end4 = cols & ~(int64_t)3;
+    __m256d acc[4][2];
+    float dec[4][32];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_pd();
+    for (int64_t c0 = 0; c0 < end4; c0 += 32) {
+        const int k = (int)(end4 - c0 < 32 ? end4 - c0 : 32); /* a multiple of 4 */
+        for (int r = 0; r < R; r++) f8_decode(m, o0 + r, c0, k, dec[r]);
+        for (int q = 0; q < k / 4; q++) {
+            __m256d xv[2];
+            for (int t = 0; t < T; t++) xv[t] = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + c0 + 4 * q));
+            for (int r = 0; r < R; r++) {
+                const __m256d wv = _mm256_cvtps_pd(_mm_loadu_ps(dec[r] + 4 * q));
+                for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_pd(wv, xv[t], acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        float tail[32]; /* f8_decode stores 8 at a time: room for that, though at most 3 are used */
+        f8_decode(m, o0 + r, end4, (int)(cols - end4), tail);
+        for (int t = 0; t < T; t++) y[t][o0 + r] = (float)(finish(acc[r][t], tail, x[t] + end4, 0, cols - end4, SD_F32) + b[r]);
+    }
+}
+
+static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_fp8(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
+    int64_t o = m->o_begin;
+    for (; o + 4 <= m->o_end; o += 4) {
+        double b[4];
+        for (int r = 0; r < 4; r++) b[r] = m->bias ? (double)sd_cpu_elem(m->bias, o + r) : 0.0;
+        int t = 0;
+        for (; t + 2 <= n; t += 2) f8_block(m, o, 4, x + t, y + t, 2, b);
+        if (t < n) f8_block(m, o, 4, x + t, y + t, 1, b);
+    }
+    for (; o < m->o_end; o++) {
+        double b[1] = {m->bias ? (double)sd_cpu_elem(m->bias, o) : 0.0};
+        int t = 0;
+        for (; t + 2 <= n; t += 2) f8_block(m, o, 1, x + t, y + t, 2, b);
+        if (t < n) f8_block(m, o, 1, x + t, y + t, 1, b);
+    }
+}
+
 /* One instantiation per weight dtype; uninstrumented under the sanitizers (the caller checks
  * every range this reads and writes: sd_cpu_matmul.c). */
 static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_f32(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
@@ -216,6 +303,7 @@ void sd_cpu_matmul_x86(const sd_x86_mm *m, const float *const *x, float *const *
     case SD_F16: rows_f16(m, x, y, n); break;
     case SD_BF16: rows_bf16(m, x, y, n); break;
     case SD_MXFP4: rows_mxfp4(m, x, y, n); break;
+    case SD_FP8: rows_fp8(m, x, y, n); break;
     default: rows_f32(m, x, y, n); break;
     }
 }
