@@ -190,12 +190,19 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
  * own, at most SD_TOOLS_MAX_CALLS calls each with an id, a name and arguments, every streamed delta
  * a JSON object. */
 static void sd_fsrv_tool_text(const char *text, size_t n) {
-    static const int modes[][2] = {{SD_TC_NAMED, SD_TP_NONE},       {SD_TC_REQUIRED, SD_TP_NONE},
-                                   {SD_TC_AUTO, SD_TP_HERMES},      {SD_TC_AUTO, SD_TP_LLAMA3_JSON},
-                                   {SD_TC_AUTO, SD_TP_MISTRAL}};
+    static const int modes[][2] = {{SD_TC_NAMED, SD_TP_NONE},  {SD_TC_REQUIRED, SD_TP_NONE}, {SD_TC_AUTO, SD_TP_HERMES},
+                                   {SD_TC_AUTO, SD_TP_LLAMA3_JSON}, {SD_TC_AUTO, SD_TP_MISTRAL}, {SD_TC_AUTO, SD_TP_GLM45},
+                                   {SD_TC_AUTO, SD_TP_GLM45}};
+    /* the typed parsers read the request's tools: a string, an integer, a bad property schema */
+    static cJSON *tools;
+    if (!tools)
+        tools = cJSON_Parse("[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\","
+                            "\"properties\":{\"s\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"},\"x\":true}}}},"
+                            "{\"type\":\"function\",\"function\":{\"name\":\"g\",\"parameters\":null}}]");
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
         sd_tool_out o;
         sd_tools_out_init(&o, (sd_tool_choice)modes[m][0], (sd_tool_parser)modes[m][1], "f");
+        if (m > 0 && modes[m][1] == modes[m - 1][1]) o.tools = tools; /* the second run of a typed parser */
         sd_tool_result r;
         sd_tools_final(&o, text, n, &r);
         sd_fuzz_require(r.n_calls >= 0 && r.n_calls <= SD_TOOLS_MAX_CALLS);

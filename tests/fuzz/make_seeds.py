@@ -722,6 +722,14 @@ def server_seeds():
         put("server", "ok_chat_reasoning_" + label,
             req({"messages": [{"role": "user", "content": text}], "chat_template_kwargs": {"enable_thinking": False},
                  "response_format": {"type": "json_object"}}, chat=True))
+    # tool-call formats with tagged arguments (tools/server/sd_server_tools_xml.c): the body's bytes
+    # after the JSON, as a model's output (the body itself is then refused)
+    for label, text in [("glm45", "a<tool_call>f\n<arg_key>s</arg_key>\n<arg_value> x </arg_value><arg_key>n"
+                                  "</arg_key><arg_value>{'k': (1, 0x1f, 1e400)}</arg_value></tool_call>"),
+                        ("glm45_cut", "<tool_call>g\n<arg_key>a</arg_key>x<arg_key>b</arg_key> <arg_value>[1, \"\\u00e9\""
+                                      "</arg_value></tool_call><tool_call>f\n<arg_key>x</arg_key><arg_value>1</arg_va")]:
+        put("server", "any_chat_tools_text_" + label,
+            req(json.dumps({"messages": simple}) + "\n" + text, chat=True))
     bad_tools = {"dup": {"tools": [tools[0], tools[0]]}, "not_list": {"tools": {"a": 1}},
                  "unknown_named": {"tools": tools, "tool_choice": {"type": "function", "function": {"name": "z"}}},
                  "choice_without_tools": {"tool_choice": "required"},

@@ -1438,6 +1438,113 @@ static void test_tool_parsers(void) {
     sd_buf_free(&big);
 }
 
+/* glm45 (vLLM's glm4_moe_tool_parser: GLM-4.5 / 4.6): the expected values are what vLLM's
+ * extract_tool_calls returns for each text with the tools below (string-typed values kept as written,
+ * others json.loads, else ast.literal_eval, else the stripped text; a block without "\n" skipped; a
+ * schema or value Python raises on makes the whole output content). Whole, and streamed in pieces of
+ * 1, 3 and 7 bytes: the same calls, the content before the first block (whitespace only: null). */
+static void test_glm45_parser(void) {
+    static const char tools_json[] =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"},\"opts\":{\"type\":\"object\"}}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"bad\",\"parameters\":{\"properties\":{\"x\":true}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"noparams\",\"parameters\":null}}]";
+    static const struct {
+        const char *text;
+        int n_calls;
+        const char *content; /* NULL: null */
+        const char *names[3], *args[3];
+    } cases[] = {
+    {"I'll check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value> Paris </arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+     1, "I'll check.\n", {"get_weather"}, {"{\"city\": \" Paris \", \"days\": 3}"}},
+    {"\n\n<tool_call>get_weather\n<arg_key>days</arg_key><arg_value>1.0</arg_value></tool_call>\nand\n<tool_call>other_fn\n<arg_key>q</arg_key>\n<arg_value>{'a': (1, 2), \"b\": True, 3: None, 2.5: 'x'}</arg_value>\n<arg_key>q</arg_key><arg_value>[1e400, -0x1F, 0o17, 1_000, 0b101]</arg_value>\n<arg_key>p</arg_key><arg_value>{'a': (1, 2), \"b\": True, 3: None, 2.5: 'x', -1: 1e5, 'a': []}</arg_value><arg_key>r</arg_key><arg_value>h\303\251llo \"w\"</arg_value>\n</tool_call>",
+     2, NULL, {"get_weather", "other_fn"}, {"{\"days\": 1.0}", "{\"q\": [Infinity, -31, 15, 1000, 5], \"p\": {\"a\": [], \"b\": true, \"3\": null, \"2.5\": \"x\", \"-1\": 100000.0}, \"r\": \"h\303\251llo \\\"w\\\"\"}"}},
+    {"<tool_call>get_weather</tool_call>",
+     0, "<tool_call>get_weather</tool_call>", {}, {}},
+    {"<tool_call>x</tool_call> <tool_call>get_weather\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{}"}},
+    {"text <tool_call>get_weather\n<arg_key>city</arg_key><arg_value>Rome",
+     0, "text <tool_call>get_weather\n<arg_key>city</arg_key><arg_value>Rome", {}, {}},
+    {"<tool_call>bad\n<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>",
+     0, "<tool_call>bad\n<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>", {}, {}},
+    {"ok <tool_call>f\n<arg_key>s</arg_key><arg_value>{1, 2}</arg_value></tool_call>",
+     0, "ok <tool_call>f\n<arg_key>s</arg_key><arg_value>{1, 2}</arg_value></tool_call>", {}, {}},
+    {"<tool_call>f\n<arg_key>s</arg_key><arg_value>b'xy'</arg_value></tool_call>",
+     0, "<tool_call>f\n<arg_key>s</arg_key><arg_value>b'xy'</arg_value></tool_call>", {}, {}},
+    {"<tool_call>f\n<arg_key> a </arg_key>  <arg_value> 'it\\'s' </arg_value><arg_key>b</arg_key><arg_value>NaN</arg_value><arg_key>c</arg_key><arg_value>nope</arg_value><arg_key>d</arg_key><arg_value>-5</arg_value><arg_key>e</arg_key><arg_value>{\"k\": [1, 2.50, \"\\u00e9\\ud83d\\ude00\"], \"k\": -0.0}</arg_value><arg_key>f</arg_key><arg_value>007</arg_value><arg_key>g</arg_key><arg_value>1e16</arg_value><arg_key>h</arg_key><arg_value>0.00001</arg_value><arg_key>i</arg_key><arg_value>123456789012345678901234567890</arg_value><arg_key>j</arg_key><arg_value>1e22</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a\": \"it's\", \"b\": NaN, \"c\": \"nope\", \"d\": -5, \"e\": {\"k\": -0.0}, \"f\": \"007\", \"g\": 1e+16, \"h\": 1e-05, \"i\": 123456789012345678901234567890, \"j\": 1e+22}"}},
+    {"<tool_call>f\n<arg_key>a</arg_key>x<arg_key>b</arg_key>\n<arg_value>2</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a</arg_key>x<arg_key>b\": 2}"}},
+    {"<tool_call>noparams\n<arg_key>city</arg_key><arg_value>true</arg_value></tool_call>",
+     1, NULL, {"noparams"}, {"{\"city\": true}"}},
+    {"Hi <tool_call>  get_weather \t\n<arg_key>city</arg_key><arg_value>\n\nLyon\n</arg_value><arg_key>opts</arg_key><arg_value>{\"u\": \"C\"}</arg_value></tool_call>",
+     1, "Hi ", {"get_weather"}, {"{\"city\": \"\\n\\nLyon\\n\", \"opts\": {\"u\": \"C\"}}"}},
+    {"<tool_call>f\n<arg_key>a</arg_key><arg_value>(1,)</arg_value><arg_key>b</arg_key><arg_value>u'x' \"y\"</arg_value><arg_key>c</arg_key><arg_value>{}</arg_value><arg_key>d</arg_key><arg_value>[1, 2,]</arg_value><arg_key>e</arg_key><arg_value>'''t\nq'''</arg_value><arg_key>g</arg_key><arg_value>r'\\d+'</arg_value><arg_key>h</arg_key><arg_value>'\\x41\\101\\u00e9\\q'</arg_value><arg_key>i</arg_key><arg_value>.5</arg_value><arg_key>j</arg_key><arg_value>[1,]</arg_value><arg_key>k</arg_key><arg_value>\"a\\u0000b\\u001f\"</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a\": [1], \"b\": \"xy\", \"c\": {}, \"d\": [1, 2], \"e\": \"t\\nq\", \"g\": \"\\\\d+\", \"h\": \"AA\303\251\\\\q\", \"i\": 0.5, \"j\": [1], \"k\": \"a\\u0000b\\u001f\"}"}},
+    {"<tool_call>f\n<arg_key>a</arg_key><arg_value>True False</arg_value><arg_key>b</arg_key><arg_value>-True</arg_value><arg_key>c</arg_key><arg_value>1_</arg_value><arg_key>d</arg_key><arg_value>0x</arg_value><arg_key>e</arg_key><arg_value>[1, 2</arg_value><arg_key>f</arg_key><arg_value>'x\ny'</arg_value><arg_key>g</arg_key><arg_value>{'a' 1}</arg_value><arg_key>h</arg_key><arg_value>1abc</arg_value><arg_key>i</arg_key><arg_value>--1</arg_value><arg_key>j</arg_key><arg_value>\"\\x41\"</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a\": \"True False\", \"b\": \"-True\", \"c\": \"1_\", \"d\": \"0x\", \"e\": \"[1, 2\", \"f\": \"'x\\ny'\", \"g\": \"{'a' 1}\", \"h\": \"1abc\", \"i\": \"--1\", \"j\": \"A\"}"}},
+    };
+    cJSON *tools = cJSON_Parse(tools_json);
+    SD_CHECK(tools != NULL, "glm45 tools parse");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sd_tool_out o;
+        sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_GLM45, NULL);
+        o.tools = tools;
+        sd_tool_result r;
+        sd_tools_final(&o, cases[i].text, strlen(cases[i].text), &r);
+        const char *want = cases[i].content;
+        int ok = r.n_calls == cases[i].n_calls && r.called == (r.n_calls > 0) &&
+                 (want ? r.content && r.content_len == strlen(want) && !memcmp(r.content, want, r.content_len) : !r.content);
+        for (int c = 0; ok && c < r.n_calls && c < 3; c++)
+            ok = !strcmp(r.calls[c].name, cases[i].names[c]) && !strcmp(r.calls[c].args, cases[i].args[c]) &&
+                 !strncmp(r.calls[c].id, "chatcmpl-tool-", 14);
+        SD_CHECK(ok, "glm45 case %zu: %d calls, content %.*s, args %s", i, r.n_calls, r.content ? (int)r.content_len : 4,
+                 r.content ? r.content : "null", r.n_calls ? r.calls[0].args : "-");
+        for (size_t k = 0; k < 4; k++) {
+            static const size_t pieces[] = {0, 1, 3, 7};
+            streamed s;
+            sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_GLM45, NULL);
+            o.tools = tools;
+            feed_all(&o, cases[i].text, pieces[k], &s);
+            int calls_ok = s.shapes && s.n == r.n_calls;
+            for (int c = 0; calls_ok && c < s.n; c++)
+                calls_ok = !strcmp(s.names[c], r.calls[c].name) && !strcmp(s.args[c], r.calls[c].args);
+            SD_CHECK(!strcmp(s.content, want ? want : "") && calls_ok,
+                     "glm45 streamed case %zu in pieces of %zu: content '%s', %d calls (whole %d)", i, pieces[k], s.content,
+                     s.n, r.n_calls);
+        }
+        sd_tools_result_free(&r);
+    }
+    /* no tools at all: nothing is string-typed; 65 calls: more than the limit stay text */
+    sd_tool_out o;
+    sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_GLM45, NULL);
+    sd_tool_result r;
+    static const char untyped[] = "<tool_call>get_weather\n<arg_key>city</arg_key><arg_value> 12 </arg_value></tool_call>";
+    sd_tools_final(&o, untyped, strlen(untyped), &r);
+    SD_CHECK(r.n_calls == 1 && !strcmp(r.calls[0].args, "{\"city\": 12}"), "glm45 without tools: %s",
+             r.n_calls ? r.calls[0].args : "-");
+    sd_tools_result_free(&r);
+    sd_buf big = {0};
+    for (int i = 0; i <= SD_TOOLS_MAX_CALLS; i++) sd_buf_puts(&big, "<tool_call>f\n</tool_call>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 0 && r.content_len == big.len, "glm45: %d calls past the limit", r.n_calls);
+    sd_tools_result_free(&r);
+    /* hostile: 1 MiB of open tags and of nesting, whole and streamed */
+    big.len = 0;
+    while (big.len < (1u << 20)) sd_buf_puts(&big, "<tool_call>f\n<arg_key>k</arg_key><arg_value>[[[[[{(((<arg_key>");
+    sd_buf_puts(&big, "</tool_call>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 1 && !strcmp(r.calls[0].args, "{}"), "glm45 1 MiB: %d calls", r.n_calls);
+    sd_tools_result_free(&r);
+    sd_buf d = {0};
+    sd_tools_feed(&o, big.p, big.len / 2, 0, &d);
+    sd_tools_feed(&o, big.p, big.len, 1, &d);
+    SD_CHECK(o.n_calls == 1 && !d.oom, "glm45 1 MiB streamed: %d calls", o.n_calls);
+    sd_buf_free(&d);
+    sd_buf_free(&big);
+    cJSON_Delete(tools);
+}
+
 /* vLLM's add_generation_prompt / continue_final_message: parsed (chat), the two together refused, and
  * sd_api_continue_final's cut of a rendered prompt (transformers' rule: after the last occurrence of
  * the last message's stripped content; empty cuts nothing; absent is a 400). */
@@ -1577,6 +1684,7 @@ int main(void) {
     test_mutations();
     test_tools_parse();
     test_pydump();
+    test_glm45_parser();
     test_tool_parsers();
     return sd_test_done();
 }

@@ -45,7 +45,7 @@ static void serve_usage(FILE *f) {
             "  --enable-auto-tool-choice  tool_choice \"auto\" (the default with tools) parses tool calls\n"
             "                      out of the text with --tool-call-parser; without it \"auto\" is 400\n"
             "  --tool-call-parser P  hermes (<tool_call>{json}</tool_call>: Qwen2.5/Qwen3/Hermes) |\n"
-            "                      llama3_json | mistral\n"
+            "                      llama3_json | mistral | glm45 (<tool_call>NAME<arg_key>..: GLM-4.5/4.6)\n"
             "  --reasoning-parser P  qwen3 | deepseek_r1: chat outputs split into \"reasoning\" (the\n"
             "                      <think>...</think> text) and \"content\"; response_format and\n"
             "                      tool_choice grammars act after the thinking\n"
