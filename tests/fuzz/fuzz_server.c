@@ -229,11 +229,15 @@ static void sd_fsrv_tool_text(const char *text, size_t n) {
 /* The reasoning split (sd_server_reasoning.c) on text: for each parser, enable_thinking on and
  * off, streamed in three pieces, the reasoning and content deltas are within the text, in order,
  * never overlap, and add up to the whole split (but qwen3's "no end tag with thinking off: all
- * content", which streaming cannot know before the end: vLLM's streaming sends it as reasoning). */
+ * content", which streaming cannot know before the end: vLLM's streaming sends it as reasoning;
+ * glm45, with and without a prompt that closed the thinking: an output streamed as all content adds
+ * up to the text, one streamed as reasoning to the whole split where that has reasoning). */
 static void sd_fsrv_reasoning_text(const char *text, size_t n) {
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < 6; m++) {
         sd_reasoning r;
-        sd_reasoning_init(&r, m < 2 ? SD_RP_QWEN3 : SD_RP_DEEPSEEK_R1, NULL, NULL, m & 1, 0);
+        const int glm = m >= 4;
+        sd_reasoning_init(&r, m < 2 ? SD_RP_QWEN3 : glm ? SD_RP_GLM45 : SD_RP_DEEPSEEK_R1, NULL, NULL, m & 1,
+                          glm && (m & 1));
         sd_reasoning_split w;
         sd_reasoning_whole(&r, text, n, &w);
         sd_fuzz_require(!w.has_r || w.r_off + w.r_len <= n);
@@ -247,8 +251,9 @@ static void sd_fsrv_reasoning_text(const char *text, size_t n) {
             if (rb > ra) r_sum += rb - ra, last = rb;
             if (cb > ca) c_sum += cb - ca, last = cb;
         }
-        if (w.has_r) sd_fuzz_require(r_sum == w.r_len && c_sum == (w.has_c ? w.c_len : 0));
-        else sd_fuzz_require(r.phase != 2 || c_sum == w.c_len);
+        if (glm && r.phase == 2 && r.content_at == 0) sd_fuzz_require(r_sum == 0 && c_sum == n);
+        else if (w.has_r) sd_fuzz_require(r_sum == w.r_len && c_sum == (w.has_c ? w.c_len : 0));
+        else if (!glm) sd_fuzz_require(r.phase != 2 || c_sum == w.c_len);
     }
 }
 

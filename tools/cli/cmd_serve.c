@@ -46,7 +46,7 @@ static void serve_usage(FILE *f) {
             "                      out of the text with --tool-call-parser; without it \"auto\" is 400\n"
             "  --tool-call-parser P  hermes (<tool_call>{json}</tool_call>: Qwen2.5/Qwen3/Hermes) |\n"
             "                      llama3_json | mistral | glm45 (<tool_call>NAME<arg_key>..: GLM-4.5/4.6)\n"
-            "  --reasoning-parser P  qwen3 | deepseek_r1: chat outputs split into \"reasoning\" (the\n"
+            "  --reasoning-parser P  qwen3 | deepseek_r1 | glm45: chat outputs split into \"reasoning\" (the\n"
             "                      <think>...</think> text) and \"content\"; response_format and\n"
             "                      tool_choice grammars act after the thinking\n"
             "  --alias NAME, --served-model-name NAME\n"
