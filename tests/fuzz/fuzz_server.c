@@ -192,13 +192,16 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
 static void sd_fsrv_tool_text(const char *text, size_t n) {
     static const int modes[][2] = {{SD_TC_NAMED, SD_TP_NONE},  {SD_TC_REQUIRED, SD_TP_NONE}, {SD_TC_AUTO, SD_TP_HERMES},
                                    {SD_TC_AUTO, SD_TP_LLAMA3_JSON}, {SD_TC_AUTO, SD_TP_MISTRAL}, {SD_TC_AUTO, SD_TP_GLM45},
-                                   {SD_TC_AUTO, SD_TP_GLM45}};
-    /* the typed parsers read the request's tools: a string, an integer, a bad property schema */
+                                   {SD_TC_AUTO, SD_TP_GLM45}, {SD_TC_AUTO, SD_TP_QWEN3_CODER}, {SD_TC_AUTO, SD_TP_QWEN3_CODER}};
+    /* the typed parsers read the request's tools: string, integer, number, boolean, object types, a
+       bad property schema, properties that are a list */
     static cJSON *tools;
     if (!tools)
         tools = cJSON_Parse("[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\","
-                            "\"properties\":{\"s\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"},\"x\":true}}}},"
-                            "{\"type\":\"function\",\"function\":{\"name\":\"g\",\"parameters\":null}}]");
+                            "\"properties\":{\"s\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"},\"x\":true,"
+                            "\"r\":{\"type\":\"number\"},\"b\":{\"type\":\"boolean\"},\"o\":{\"type\":\"object\"}}}}},"
+                            "{\"type\":\"function\",\"function\":{\"name\":\"g\",\"parameters\":null}},"
+                            "{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{\"properties\":[\"q\"]}}}]");
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
         sd_tool_out o;
         sd_tools_out_init(&o, (sd_tool_choice)modes[m][0], (sd_tool_parser)modes[m][1], "f");

@@ -727,7 +727,11 @@ def server_seeds():
     for label, text in [("glm45", "a<tool_call>f\n<arg_key>s</arg_key>\n<arg_value> x </arg_value><arg_key>n"
                                   "</arg_key><arg_value>{'k': (1, 0x1f, 1e400)}</arg_value></tool_call>"),
                         ("glm45_cut", "<tool_call>g\n<arg_key>a</arg_key>x<arg_key>b</arg_key> <arg_value>[1, \"\\u00e9\""
-                                      "</arg_value></tool_call><tool_call>f\n<arg_key>x</arg_key><arg_value>1</arg_va")]:
+                                      "</arg_value></tool_call><tool_call>f\n<arg_key>x</arg_key><arg_value>1</arg_va"),
+                        ("qwen3_coder", "a<tool_call>\n<function=f>\n<parameter=n>\n 0_7 \n</parameter>\n<parameter=r>\n2.5"
+                                        "\n</parameter>\n<parameter=o>\n{'k': (1, b'x')}\n</parameter>\n</function>\n</tool_call>"),
+                        ("qwen3_coder_cut", "<function=h>\n<parameter=q>\n1<parameter=b>TRUE</function><tool_call>"
+                                            "<function=g><parameter=z>\n[1, {2}]\n")]:
         put("server", "any_chat_tools_text_" + label,
             req(json.dumps({"messages": simple}) + "\n" + text, chat=True))
     bad_tools = {"dup": {"tools": [tools[0], tools[0]]}, "not_list": {"tools": {"a": 1}},

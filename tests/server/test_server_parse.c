@@ -1438,6 +1438,47 @@ static void test_tool_parsers(void) {
     sd_buf_free(&big);
 }
 
+/* A parser that reads the request's tools, on cases whose expected values come from vLLM: whole,
+ * and streamed in pieces of 1, 3 and 7 bytes (the same calls, the same content). */
+typedef struct typed_case {
+    const char *text;
+    int n_calls;
+    const char *content; /* NULL: null */
+    const char *names[3], *args[3];
+} typed_case;
+
+static void check_typed_parser(sd_tool_parser parser, const cJSON *tools, const typed_case *cases, size_t n_cases) {
+    for (size_t i = 0; i < n_cases; i++) {
+        sd_tool_out o;
+        sd_tools_out_init(&o, SD_TC_AUTO, parser, NULL);
+        o.tools = tools;
+        sd_tool_result r;
+        sd_tools_final(&o, cases[i].text, strlen(cases[i].text), &r);
+        const char *want = cases[i].content;
+        int ok = r.n_calls == cases[i].n_calls && r.called == (r.n_calls > 0) &&
+                 (want ? r.content && r.content_len == strlen(want) && !memcmp(r.content, want, r.content_len) : !r.content);
+        for (int c = 0; ok && c < r.n_calls && c < 3; c++)
+            ok = !strcmp(r.calls[c].name, cases[i].names[c]) && !strcmp(r.calls[c].args, cases[i].args[c]) &&
+                 !strncmp(r.calls[c].id, "chatcmpl-tool-", 14);
+        SD_CHECK(ok, "parser %d case %zu: %d calls, content %.*s, args %s", (int)parser, i, r.n_calls,
+                 r.content ? (int)r.content_len : 4, r.content ? r.content : "null", r.n_calls ? r.calls[0].args : "-");
+        for (size_t k = 0; k < 4; k++) {
+            static const size_t pieces[] = {0, 1, 3, 7};
+            streamed s;
+            sd_tools_out_init(&o, SD_TC_AUTO, parser, NULL);
+            o.tools = tools;
+            feed_all(&o, cases[i].text, pieces[k], &s);
+            int calls_ok = s.shapes && s.n == r.n_calls;
+            for (int c = 0; calls_ok && c < s.n; c++)
+                calls_ok = !strcmp(s.names[c], r.calls[c].name) && !strcmp(s.args[c], r.calls[c].args);
+            SD_CHECK(!strcmp(s.content, want ? want : "") && calls_ok,
+                     "parser %d streamed case %zu in pieces of %zu: content '%s', %d calls (whole %d)", (int)parser, i,
+                     pieces[k], s.content, s.n, r.n_calls);
+        }
+        sd_tools_result_free(&r);
+    }
+}
+
 /* glm45 (vLLM's glm4_moe_tool_parser: GLM-4.5 / 4.6): the expected values are what vLLM's
  * extract_tool_calls returns for each text with the tools below (string-typed values kept as written,
  * others json.loads, else ast.literal_eval, else the stripped text; a block without "\n" skipped; a
@@ -1449,12 +1490,7 @@ static void test_glm45_parser(void) {
         "\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"},\"opts\":{\"type\":\"object\"}}}}},"
         "{\"type\":\"function\",\"function\":{\"name\":\"bad\",\"parameters\":{\"properties\":{\"x\":true}}}},"
         "{\"type\":\"function\",\"function\":{\"name\":\"noparams\",\"parameters\":null}}]";
-    static const struct {
-        const char *text;
-        int n_calls;
-        const char *content; /* NULL: null */
-        const char *names[3], *args[3];
-    } cases[] = {
+    static const typed_case cases[] = {
     {"I'll check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value> Paris </arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
      1, "I'll check.\n", {"get_weather"}, {"{\"city\": \" Paris \", \"days\": 3}"}},
     {"\n\n<tool_call>get_weather\n<arg_key>days</arg_key><arg_value>1.0</arg_value></tool_call>\nand\n<tool_call>other_fn\n<arg_key>q</arg_key>\n<arg_value>{'a': (1, 2), \"b\": True, 3: None, 2.5: 'x'}</arg_value>\n<arg_key>q</arg_key><arg_value>[1e400, -0x1F, 0o17, 1_000, 0b101]</arg_value>\n<arg_key>p</arg_key><arg_value>{'a': (1, 2), \"b\": True, 3: None, 2.5: 'x', -1: 1e5, 'a': []}</arg_value><arg_key>r</arg_key><arg_value>h\303\251llo \"w\"</arg_value>\n</tool_call>",
@@ -1486,35 +1522,7 @@ static void test_glm45_parser(void) {
     };
     cJSON *tools = cJSON_Parse(tools_json);
     SD_CHECK(tools != NULL, "glm45 tools parse");
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sd_tool_out o;
-        sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_GLM45, NULL);
-        o.tools = tools;
-        sd_tool_result r;
-        sd_tools_final(&o, cases[i].text, strlen(cases[i].text), &r);
-        const char *want = cases[i].content;
-        int ok = r.n_calls == cases[i].n_calls && r.called == (r.n_calls > 0) &&
-                 (want ? r.content && r.content_len == strlen(want) && !memcmp(r.content, want, r.content_len) : !r.content);
-        for (int c = 0; ok && c < r.n_calls && c < 3; c++)
-            ok = !strcmp(r.calls[c].name, cases[i].names[c]) && !strcmp(r.calls[c].args, cases[i].args[c]) &&
-                 !strncmp(r.calls[c].id, "chatcmpl-tool-", 14);
-        SD_CHECK(ok, "glm45 case %zu: %d calls, content %.*s, args %s", i, r.n_calls, r.content ? (int)r.content_len : 4,
-                 r.content ? r.content : "null", r.n_calls ? r.calls[0].args : "-");
-        for (size_t k = 0; k < 4; k++) {
-            static const size_t pieces[] = {0, 1, 3, 7};
-            streamed s;
-            sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_GLM45, NULL);
-            o.tools = tools;
-            feed_all(&o, cases[i].text, pieces[k], &s);
-            int calls_ok = s.shapes && s.n == r.n_calls;
-            for (int c = 0; calls_ok && c < s.n; c++)
-                calls_ok = !strcmp(s.names[c], r.calls[c].name) && !strcmp(s.args[c], r.calls[c].args);
-            SD_CHECK(!strcmp(s.content, want ? want : "") && calls_ok,
-                     "glm45 streamed case %zu in pieces of %zu: content '%s', %d calls (whole %d)", i, pieces[k], s.content,
-                     s.n, r.n_calls);
-        }
-        sd_tools_result_free(&r);
-    }
+    check_typed_parser(SD_TP_GLM45, tools, cases, sizeof cases / sizeof cases[0]);
     /* no tools at all: nothing is string-typed; 65 calls: more than the limit stay text */
     sd_tool_out o;
     sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_GLM45, NULL);
@@ -1540,6 +1548,74 @@ static void test_glm45_parser(void) {
     sd_tools_feed(&o, big.p, big.len / 2, 0, &d);
     sd_tools_feed(&o, big.p, big.len, 1, &d);
     SD_CHECK(o.n_calls == 1 && !d.oom, "glm45 1 MiB streamed: %d calls", o.n_calls);
+    sd_buf_free(&d);
+    sd_buf_free(&big);
+    cJSON_Delete(tools);
+}
+
+/* qwen3_coder (vLLM's qwen3coder_tool_parser: Qwen3-Coder): expected values are what vLLM's
+ * extract_tool_calls returns with the tools below (types converted as declared, including a
+ * "parameters" without "properties" read as the properties, "null" for any type, int() / float()
+ * / bool / json.loads / ast.literal_eval and their fallbacks to the text; an unclosed block or
+ * function running to the end; a function or parameter without ">" or a "properties" list naming
+ * the parameter, where vLLM raises, making the output content; nan kept as text, inf raising). */
+static void test_qwen3_coder_parser(void) {
+    static const char tools_json[] = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \" Integer \"}, \"temp\": {\"type\": \"number\"}, \"ok\": {\"type\": \"boolean\"}, \"opts\": {\"type\": \"object\"}, \"tags\": {\"type\": \"array\"}, \"any\": {\"type\": \"whatever\"}, \"nt\": {\"type\": [\"string\", \"null\"]}, \"u\": {\"enum\": [\"a\"]}}}}}, {\"type\": \"function\", \"function\": {\"name\": \"flat\", \"parameters\": {\"type\": \"object\", \"x\": {\"type\": \"integer\"}}}}, {\"type\": \"function\", \"function\": {\"name\": \"badprops\", \"parameters\": {\"properties\": [\"q\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"noparams\", \"parameters\": null}}]";
+    static const typed_case cases[] = {
+    {"Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n 0_07 \n</parameter>\n</function>\n</tool_call>",
+     1, "Let me check.\n", {"get_weather"}, {"{\"city\": \"Paris\", \"days\": 7}"}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n2.50\n</parameter>\n<parameter=ok>\nTRUE\n</parameter>\n<parameter=opts>\n{\"a\": [1, 2.0]}\n</parameter>\n<parameter=tags>\n['x', (1, 2)]\n</parameter>\n<parameter=any>\n0x1F\n</parameter>\n<parameter=city>\nNull\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=flat>\n<parameter=x>\n12\n</parameter>\n<parameter=type>\n5\n</parameter>\n</function>\n</tool_call>",
+     2, NULL, {"get_weather", "flat"}, {"{\"temp\": 2.5, \"ok\": true, \"opts\": {\"a\": [1, 2.0]}, \"tags\": [\"x\", [1, 2]], \"any\": 31, \"city\": null}", "{\"x\": 12, \"type\": \"5\"}"}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n1e3\n</parameter>\n<parameter=days>\nseven\n</parameter>\n<parameter=ok>\nyes\n</parameter>\n<parameter=opts>\nnot json\n</parameter>\n<parameter=nt>\n[1]\n</parameter>\n<parameter=u>\n7\n</parameter>\n<parameter=unknown>\n\n two lines \n\n</parameter>\n</function>\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{\"temp\": 1000, \"days\": \"seven\", \"ok\": false, \"opts\": \"not json\", \"nt\": [1], \"u\": \"7\", \"unknown\": \"\\n two lines \\n\"}"}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=city>\nRome\n<parameter=days>\n3\n</function>\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{\"city\": \"Rome\", \"days\": 3}"}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n",
+     1, NULL, {"get_weather"}, {"{\"city\": \"Oslo\"}"}},
+    {"text <function=noparams>\n<parameter=a>\n1\n</parameter>\n</function> and <tool_call><function=get_weather></function></tool_call>",
+     1, "text <function=noparams>\n<parameter=a>\n1\n</parameter>\n</function> and ", {"get_weather"}, {"{}"}},
+    {"no call here <tool_call> at all",
+     0, "no call here <tool_call> at all", {}, {}},
+    {"<tool_call>\n<function=get_weather\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather\n</function>\n</tool_call>", {}, {}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=city\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather>\n<parameter=city\n</parameter>\n</function>\n</tool_call>", {}, {}},
+    {"<tool_call>\n<function=badprops>\n<parameter=q>\n1\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=badprops>\n<parameter=q>\n1\n</parameter>\n</function>\n</tool_call>", {}, {}},
+    {"<tool_call>\n<function=badprops>\n<parameter=r>\n1\n</parameter>\n</function>\n</tool_call>",
+     1, NULL, {"badprops"}, {"{\"r\": \"1\"}"}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\nnan\n</parameter>\n</function>\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{\"temp\": \"nan\"}"}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n-inf\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather>\n<parameter=temp>\n-inf\n</parameter>\n</function>\n</tool_call>", {}, {}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=any>\n{1, 2}\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather>\n<parameter=any>\n{1, 2}\n</parameter>\n</function>\n</tool_call>", {}, {}},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n 1_0.5e1 \n</parameter>\n<parameter=days>\n-0\n</parameter>\n<parameter=temp>\n1e20\n</parameter>\n</function>\n</tool_call>\n",
+     1, NULL, {"get_weather"}, {"{\"temp\": 100000000000000000000, \"days\": 0}"}},
+    };
+    cJSON *tools = cJSON_Parse(tools_json);
+    SD_CHECK(tools != NULL, "qwen3_coder tools parse");
+    check_typed_parser(SD_TP_QWEN3_CODER, tools, cases, sizeof cases / sizeof cases[0]);
+    /* 65 calls: more than the limit stay text; 1 MiB of open tags, whole and streamed */
+    sd_tool_out o;
+    sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_QWEN3_CODER, NULL);
+    o.tools = tools;
+    sd_tool_result r;
+    sd_buf big = {0};
+    for (int i = 0; i <= SD_TOOLS_MAX_CALLS; i++) sd_buf_puts(&big, "<tool_call><function=f></function></tool_call>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 0 && r.content_len == big.len, "qwen3_coder: %d calls past the limit", r.n_calls);
+    sd_tools_result_free(&r);
+    big.len = 0;
+    sd_buf_puts(&big, "<tool_call><function=get_weather>");
+    while (big.len < (1u << 20)) sd_buf_puts(&big, "<parameter=opts>[[[[{(<parameter=tags>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 1, "qwen3_coder 1 MiB: %d calls", r.n_calls);
+    sd_tools_result_free(&r);
+    sd_buf d = {0};
+    sd_tools_feed(&o, big.p, big.len / 2, 0, &d);
+    sd_tools_feed(&o, big.p, big.len, 1, &d);
+    SD_CHECK(o.n_calls == 1 && !d.oom, "qwen3_coder 1 MiB streamed: %d calls", o.n_calls);
     sd_buf_free(&d);
     sd_buf_free(&big);
     cJSON_Delete(tools);
@@ -1685,6 +1761,7 @@ int main(void) {
     test_tools_parse();
     test_pydump();
     test_glm45_parser();
+    test_qwen3_coder_parser();
     test_tool_parsers();
     return sd_test_done();
 }

@@ -110,7 +110,8 @@ struct sd_group {
     int32_t n;                     /* choices per prompt */
     int tool_choice;               /* sd_tool_choice of the request (SD_TC_NONE: text only) */
     char *tool_named;              /* owned: SD_TC_NAMED's function */
-    cJSON *tool_defs;              /* owned, NULL = not needed: the request's tools (glm45 reads their types) */
+    cJSON *tool_defs;              /* owned, NULL = not needed: the request's tools (glm45 / qwen3_coder read
+                                      their types) */
     sd_job **jobs;                 /* [n_jobs], by index */
     int n_jobs;
     int refused;                   /* admission failed: its submitted jobs are withdrawn, not counted */
@@ -173,7 +174,8 @@ static sd_group *sd_group_new(sd_server *srv, struct MHD_Connection *c, sd_api_r
     g->include_usage = req->include_usage;
     g->n = req->n;
     g->tool_choice = req->tool_choice;
-    const int typed = req->tool_choice == SD_TC_AUTO && srv->tool_parser == SD_TP_GLM45 && req->tools_json;
+    const int typed = req->tool_choice == SD_TC_AUTO && req->tools_json &&
+                      (srv->tool_parser == SD_TP_GLM45 || srv->tool_parser == SD_TP_QWEN3_CODER);
     if ((req->tool_choice == SD_TC_NAMED && !(g->tool_named = strdup(req->tool_names[req->tool_named]))) ||
         (typed && !(g->tool_defs = cJSON_Parse(req->tools_json)))) {
         free(g->tool_named);

@@ -20,6 +20,7 @@ sd_tool_parser sd_tools_parser_named(const char *name) {
     if (!strcmp(name, "llama3_json")) return SD_TP_LLAMA3_JSON;
     if (!strcmp(name, "mistral")) return SD_TP_MISTRAL;
     if (!strcmp(name, "glm45")) return SD_TP_GLM45;
+    if (!strcmp(name, "qwen3_coder")) return SD_TP_QWEN3_CODER;
     return SD_TP_NONE;
 }
 
@@ -543,6 +544,8 @@ void sd_tools_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_re
         if ((ok = sd_llama3_all(text, n, r->calls, &r->n_calls))) r->content = NULL, r->content_len = 0;
     } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_GLM45) {
         ok = sd_tools_glm45_final(o, text, n, r);
+    } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_QWEN3_CODER) {
+        ok = sd_tools_qwen3_coder_final(o, text, n, r);
     } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_MISTRAL) {
         const char *s = sd_tools_find(text, n, "[TOOL_CALLS]");
         if (!s) return;
@@ -722,6 +725,7 @@ void sd_tools_feed(sd_tool_out *o, const char *t, size_t n, int final, sd_buf *o
         if (o->parser == SD_TP_HERMES) sd_feed_hermes(o, t, n, final, out);
         else if (o->parser == SD_TP_LLAMA3_JSON || o->parser == SD_TP_MISTRAL) sd_feed_held(o, t, n, final, out);
         else if (o->parser == SD_TP_GLM45) sd_tools_glm45_feed(o, t, n, final, out);
+        else if (o->parser == SD_TP_QWEN3_CODER) sd_tools_qwen3_coder_feed(o, t, n, final, out);
         else sd_tools_delta_content(out, t + o->pos, n - o->pos), o->pos = n;
         return;
     default: sd_tools_delta_content(out, t + o->pos, n - o->pos); o->pos = n; return;

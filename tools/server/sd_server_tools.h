@@ -16,7 +16,8 @@
  * "auto": hermes (<tool_call>{json}</tool_call>), llama3_json ({"name", "parameters" |
  * "arguments"} objects separated by "; ", optionally after <|python_tag|>), mistral
  * ([TOOL_CALLS] followed by a JSON list), glm45 (<tool_call>NAME\n<arg_key>K</arg_key><arg_value>V
- * </arg_value>...</tool_call>, GLM-4.5 / 4.6: sd_server_tools_xml.c). Text a parser cannot read
+ * </arg_value>...</tool_call>, GLM-4.5 / 4.6) and qwen3_coder (<function=NAME><parameter=P>V
+ * </parameter>...</function>, Qwen3-Coder; both in sd_server_tools_xml.c). Text a parser cannot read
  * stays content: never an error.
  * Pure (no model, no sockets): tests/server/test_server_parse.c drives it with adversarial text. */
 #ifndef SD_SERVER_TOOLS_H
@@ -36,8 +37,15 @@ struct cJSON;
 #define SD_TOOLS_MAX_CALLS 64       /* calls parsed from one output; more stay content */
 
 typedef enum sd_tool_choice { SD_TC_NONE = 0, SD_TC_AUTO, SD_TC_REQUIRED, SD_TC_NAMED } sd_tool_choice;
-typedef enum sd_tool_parser { SD_TP_NONE = 0, SD_TP_HERMES, SD_TP_LLAMA3_JSON, SD_TP_MISTRAL, SD_TP_GLM45 } sd_tool_parser;
-#define SD_TOOL_PARSER_NAMES "hermes, llama3_json, mistral, glm45"
+typedef enum sd_tool_parser {
+    SD_TP_NONE = 0,
+    SD_TP_HERMES,
+    SD_TP_LLAMA3_JSON,
+    SD_TP_MISTRAL,
+    SD_TP_GLM45,
+    SD_TP_QWEN3_CODER
+} sd_tool_parser;
+#define SD_TOOL_PARSER_NAMES "hermes, llama3_json, mistral, glm45, qwen3_coder"
 
 /* A name of SD_TOOL_PARSER_NAMES -> the parser, SD_TP_NONE for any other name. */
 sd_tool_parser sd_tools_parser_named(const char *name);
@@ -65,7 +73,8 @@ typedef struct sd_tool_out {
     sd_tool_parser parser;  /* SD_TC_AUTO only */
     const char *named;      /* SD_TC_NAMED: the function's name (borrowed from the request) */
     const struct cJSON *tools; /* borrowed, NULL = none: the request's tools as sd_tools_parse normalised
-                                  them (glm45 reads the declared parameter types); set after init */
+                                  them (glm45, qwen3_coder read the declared parameter types); set
+                                  after init */
     /* streaming */
     size_t pos;             /* text before it is decided: sent as content, part of a call sent, or dropped */
     int n_calls;            /* calls sent (each a delta with id, type, name) */
@@ -115,5 +124,7 @@ void sd_tools_pystr(sd_buf *b, const char *s, size_t n);            /* json.dump
  * 0: not a call output, everything content) and the streaming step. */
 int sd_tools_glm45_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_result *r);
 void sd_tools_glm45_feed(sd_tool_out *o, const char *text, size_t n, int final, sd_buf *out);
+int sd_tools_qwen3_coder_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_result *r);
+void sd_tools_qwen3_coder_feed(sd_tool_out *o, const char *text, size_t n, int final, sd_buf *out);
 
 #endif

@@ -11,6 +11,7 @@
  * "properties" or property is not an object; a value json.dumps cannot write: a set, bytes, a
  * complex number) the whole output is content. Content is the text before the first <tool_call>,
  * null when only whitespace. */
+#define _GNU_SOURCE /* memmem */
 #include "sd_server_tools.h"
 
 #include <math.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 
@@ -117,7 +119,11 @@ static void sd_utf8(sd_buf *b, uint32_t c) {
 /* json.loads and a subset of ast.literal_eval (strings with the common prefixes and escapes,
  * adjacent strings joined, ints in every base with "_", floats, True / False / None, lists, tuples,
  * dicts, a sign on a number): outside it the text counts as not a literal. */
-enum { PV_FAIL = 0, PV_OK = 1, PV_EXC = -1 }; /* not a value here; a value; Python raises past the fallbacks */
+/* Not a value here; a value; Python raises past the fallbacks; a value json.dumps will raise on (a
+ * set, bytes, a complex number, an int over 4300 digits: an error only if it stays in the
+ * arguments, a repeated key can replace it). */
+enum { PV_FAIL = 0, PV_OK = 1, PV_EXC = -1, PV_UNSER = -2, PV_TERR = -3 }; /* TERR: a TypeError evaluating it
+                                                                            (an unhashable key / set element) */
 #define PV_MAX_DIGITS 4300                    /* Python's int <-> str conversion limit */
 #define PV_JSON_DEPTH 900                     /* json.loads hits the recursion limit (RecursionError) */
 #define PV_LIT_DEPTH 200                      /* the tokenizer's "too many nested parentheses" */
@@ -127,6 +133,8 @@ typedef struct sd_pv {
     size_t n, i;
     int lit;   /* 0: json.loads, 1: ast.literal_eval */
     int depth;
+    int value_error_caught; /* json.loads: the caller catches ValueError (an int of too many digits) */
+    int type_error_caught;  /* literal_eval: the caller catches TypeError (an unhashable key) */
 } sd_pv;
 
 static int sd_pv_value(sd_pv *p, sd_buf *out);
@@ -138,6 +146,8 @@ static void sd_pv_ws(sd_pv *p) {
         const char c = p->s[p->i];
         if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || (p->lit && c == '\f')) p->i++;
         else if (p->lit && c == '\\' && p->i + 1 < p->n && p->s[p->i + 1] == '\n') p->i += 2; /* a continued line */
+        else if (p->lit && c == '#') /* a comment, to the end of the line */
+            while (p->i < p->n && p->s[p->i] != '\n') p->i++;
         else break;
     }
 }
@@ -188,7 +198,7 @@ static int sd_pv_json_str(sd_pv *p, sd_buf *dec) {
 
 /* Python string literals (one or several adjacent), decoded into dec. */
 static int sd_pv_py_str(sd_pv *p, sd_buf *dec) {
-    int any = 0;
+    int any = 0, any_bytes = 0;
     for (;;) {
         size_t i = p->i;
         int raw = 0, bytes = 0;
@@ -198,8 +208,9 @@ static int sd_pv_py_str(sd_pv *p, sd_buf *dec) {
             bytes |= c == 'b' || c == 'B';
             if (c == 'f' || c == 'F' || i - p->i >= 2) return PV_FAIL; /* f-strings are not literals */
         }
-        if (i >= p->n || (p->s[i] != '\'' && p->s[i] != '"')) return any ? PV_OK : PV_FAIL;
-        if (bytes) return PV_EXC; /* bytes: json.dumps raises */
+        if (i >= p->n || (p->s[i] != '\'' && p->s[i] != '"')) return !any ? PV_FAIL : any_bytes ? PV_UNSER : PV_OK;
+        if (any && bytes != any_bytes) return PV_FAIL; /* bytes and str joined: a syntax error */
+        any_bytes = bytes;
         const char q = p->s[i];
         const int triple = p->n - i >= 3 && p->s[i + 1] == q && p->s[i + 2] == q;
         i += triple ? 3 : 1;
@@ -298,7 +309,11 @@ static int sd_pv_number(sd_pv *p, int neg, sd_buf *out) {
         if (ne <= 0) goto done;
         is_float = 1;
     }
-    if (p->lit && p->i < p->n && (p->s[p->i] == 'j' || p->s[p->i] == 'J')) { rc = PV_EXC; goto done; } /* complex */
+    if (p->lit && p->i < p->n && (p->s[p->i] == 'j' || p->s[p->i] == 'J')) { /* complex */
+        p->i++;
+        rc = p->i < p->n && sd_pv_idchar(p->s[p->i]) ? PV_FAIL : PV_UNSER;
+        goto done;
+    }
     if (p->lit && p->i < p->n && sd_pv_idchar(p->s[p->i])) goto done; /* "1abc": a syntax error */
     if (!p->lit && nd > 1 && dig.p[0] == 0) goto done; /* JSON: no leading zeros */
     if (is_float) {
@@ -314,7 +329,7 @@ static int sd_pv_number(sd_pv *p, int neg, sd_buf *out) {
         long z = 0;
         while (z + 1 < nd && dig.p[z] == 0) z++;
         if (z > 0 && dig.p[z] != 0) goto done; /* "007": Python 3 refuses leading zeros ("000" is 0) */
-        if (nd > PV_MAX_DIGITS) { rc = p->lit ? PV_FAIL : PV_EXC; goto done; } /* json.loads: a ValueError it does not catch */
+        if (nd > PV_MAX_DIGITS) { rc = p->lit || p->value_error_caught ? PV_FAIL : PV_EXC; goto done; } /* a ValueError */
         if (neg && !(nd - z == 1 && dig.p[z] == 0)) sd_buf_puts(out, "-");
         for (long k = z; k < nd; k++) sd_buf_printf(out, "%c", '0' + dig.p[k]);
         rc = PV_OK;
@@ -322,7 +337,7 @@ static int sd_pv_number(sd_pv *p, int neg, sd_buf *out) {
     }
     /* another base: converted to decimal limbs (10^9 each, least significant first) */
     const int bits = base == 16 ? 4 : base == 8 ? 3 : 1;
-    if ((long)bits * nd > 14400) { rc = PV_EXC; goto done; } /* over 4300 digits: json.dumps raises */
+    if ((long)bits * nd > 14400) { rc = PV_UNSER; goto done; } /* over 4300 digits: json.dumps raises */
     uint32_t limb[1700];
     int nl = 1;
     limb[0] = 0;
@@ -338,7 +353,7 @@ static int sd_pv_number(sd_pv *p, int neg, sd_buf *out) {
     sd_buf_printf(&txt, "%u", limb[nl - 1]);
     for (int l = nl - 2; l >= 0; l--) sd_buf_printf(&txt, "%09u", limb[l]);
     if (txt.oom || !txt.p) goto done;
-    if (txt.len > PV_MAX_DIGITS) { rc = PV_EXC; goto done; }
+    if (txt.len > PV_MAX_DIGITS) { rc = PV_UNSER; goto done; }
     if (neg && strcmp(txt.p, "0")) sd_buf_puts(out, "-");
     sd_buf_puts(out, txt.p);
     rc = PV_OK;
@@ -349,7 +364,7 @@ done:
 }
 
 /* One member of a dict being built: its json.dumps key and value. */
-typedef struct sd_pv_member { char *k, *v; size_t kl, vl; } sd_pv_member;
+typedef struct sd_pv_member { char *k, *v; size_t kl, vl; int bad; /* json.dumps raises on v */ } sd_pv_member;
 
 static void sd_pv_members_free(sd_pv_member *m, int n) {
     for (int i = 0; i < n; i++) free(m[i].k), free(m[i].v);
@@ -357,11 +372,11 @@ static void sd_pv_members_free(sd_pv_member *m, int n) {
 }
 
 /* Add key / value (taken) to the members: a repeated key keeps its place and takes the new value. */
-static int sd_pv_member_put(sd_pv_member **m, int *n, int *cap, sd_buf *k, sd_buf *v) {
+static int sd_pv_member_put(sd_pv_member **m, int *n, int *cap, sd_buf *k, sd_buf *v, int bad) {
     for (int i = 0; i < *n; i++)
         if ((*m)[i].kl == k->len && !memcmp((*m)[i].k, k->p, k->len)) {
             free((*m)[i].v);
-            (*m)[i].v = v->p, (*m)[i].vl = v->len;
+            (*m)[i].v = v->p, (*m)[i].vl = v->len, (*m)[i].bad = bad;
             sd_buf_free(k);
             memset(v, 0, sizeof *v);
             return 1;
@@ -372,15 +387,17 @@ static int sd_pv_member_put(sd_pv_member **m, int *n, int *cap, sd_buf *k, sd_bu
         if (!g) return 0;
         *m = g, *cap = nc;
     }
-    (*m)[*n].k = k->p, (*m)[*n].kl = k->len, (*m)[*n].v = v->p, (*m)[*n].vl = v->len;
+    (*m)[*n].k = k->p, (*m)[*n].kl = k->len, (*m)[*n].v = v->p, (*m)[*n].vl = v->len, (*m)[*n].bad = bad;
     (*n)++;
     memset(k, 0, sizeof *k);
     memset(v, 0, sizeof *v);
     return 1;
 }
 
-/* The members as json.dumps writes a dict. */
-static void sd_pv_members_dump(sd_buf *out, const sd_pv_member *m, int n) {
+/* The members as json.dumps writes a dict: PV_OK, or PV_UNSER when a value it raises on is left. */
+static int sd_pv_members_dump(sd_buf *out, const sd_pv_member *m, int n) {
+    for (int i = 0; i < n; i++)
+        if (m[i].bad) return PV_UNSER;
     sd_buf_puts(out, "{");
     for (int i = 0; i < n; i++) {
         if (i) sd_buf_puts(out, ", ");
@@ -389,35 +406,45 @@ static void sd_pv_members_dump(sd_buf *out, const sd_pv_member *m, int n) {
         sd_buf_append(out, m[i].v ? m[i].v : "", m[i].vl);
     }
     sd_buf_puts(out, "}");
+    return PV_OK;
 }
 
 /* One dict member "k: v" (lit: a set element when is_set, no colon) added to m, or a list / tuple
- * element to items. */
+ * element to items (*unser set when json.dumps would raise on it). */
 static int sd_pv_element(sd_pv *p, int dict_like, int *is_set, int first, sd_pv_member **m, int *nm, int *cap,
-                         sd_buf *items) {
+                         sd_buf *items, int *unser, int *terr) {
     sd_buf k = {0}, v = {0};
-    int rc = sd_pv_value(p, &k);
+    sd_pv_ws(p);
+    const int unhashable = p->lit && p->i < p->n && (p->s[p->i] == '[' || p->s[p->i] == '{'); /* a list, dict or set */
+    const int krc = sd_pv_value(p, &k);
+    int rc = krc == PV_UNSER || krc == PV_TERR ? PV_OK : krc;
+    *terr |= krc == PV_TERR;
     if (rc == PV_OK && dict_like) {
         sd_pv_ws(p);
         const int colon = p->i < p->n && p->s[p->i] == ':';
-        if (p->lit && ((first && !colon) || *is_set)) *is_set = 1; /* a set: json.dumps raises once it is read */
-        else if (!colon) rc = PV_FAIL;
+        if (p->lit && ((first && !colon) || *is_set)) { /* a set (json.dumps raises once it is read) */
+            *is_set = 1;
+            *terr |= unhashable; /* TypeError building it */
+        } else if (!colon) rc = PV_FAIL;
         else {
             p->i++;
-            rc = sd_pv_value(p, &v);
-        }
-        if (rc == PV_OK && !*is_set && k.p[0] != '"') { /* a key that is not a string */
-            if (!p->lit) rc = PV_FAIL;
-            else if (k.p[0] == '[' || k.p[0] == '{') rc = PV_EXC; /* unhashable, or a tuple json.dumps refuses */
-            else { /* json.dumps writes int / float / bool / None keys as strings */
+            const int vrc = sd_pv_value(p, &v);
+            int bad = vrc == PV_UNSER;
+            rc = bad || vrc == PV_TERR ? PV_OK : vrc;
+            *terr |= vrc == PV_TERR || unhashable; /* unhashable: TypeError building the dict */
+            if (rc == PV_OK && !p->lit && k.p[0] != '"') rc = PV_FAIL; /* JSON keys are strings */
+            else if (rc == PV_OK && unhashable) bad = 1;
+            else if (rc == PV_OK && (krc == PV_UNSER || k.p[0] == '[')) bad = 1; /* a tuple / bytes key: json.dumps raises */
+            else if (rc == PV_OK && k.p[0] != '"') { /* json.dumps writes int / float / bool / None keys as strings */
                 sd_buf q = {0};
                 sd_tools_pystr(&q, k.p, k.len);
                 sd_buf_free(&k);
                 k = q;
             }
+            if (rc == PV_OK && (k.oom || v.oom || !sd_pv_member_put(m, nm, cap, &k, &v, bad))) rc = PV_EXC;
         }
-        if (rc == PV_OK && !*is_set && (k.oom || v.oom || !sd_pv_member_put(m, nm, cap, &k, &v))) rc = PV_EXC;
     } else if (rc == PV_OK) {
+        *unser |= krc == PV_UNSER;
         if (!first) sd_buf_puts(items, ", ");
         sd_buf_append(items, k.p, k.len);
     }
@@ -433,12 +460,12 @@ static int sd_pv_container(sd_pv *p, char close, sd_buf *out) {
     p->i++;
     const int dict_like = close == '}';
     sd_pv_member *m = NULL;
-    int nm = 0, cap = 0, rc = PV_OK, n_el = 0, comma = 0, is_set = 0;
+    int nm = 0, cap = 0, rc = PV_OK, n_el = 0, comma = 0, is_set = 0, unser = 0, terr = 0;
     sd_buf items = {0};
     for (;;) {
         sd_pv_ws(p);
         if (p->i < p->n && p->s[p->i] == close && (n_el == 0 || p->lit)) { p->i++; break; } /* empty, or a trailing "," */
-        rc = sd_pv_element(p, dict_like, &is_set, n_el == 0, &m, &nm, &cap, &items);
+        rc = sd_pv_element(p, dict_like, &is_set, n_el == 0, &m, &nm, &cap, &items, &unser, &terr);
         if (rc != PV_OK) break;
         n_el++;
         sd_pv_ws(p);
@@ -448,10 +475,11 @@ static int sd_pv_container(sd_pv *p, char close, sd_buf *out) {
         rc = PV_FAIL;
         break;
     }
-    if (rc == PV_OK && is_set) rc = PV_EXC;
     if (rc == PV_OK && items.oom) rc = PV_EXC;
+    if (rc == PV_OK && terr) rc = PV_TERR;
+    if (rc == PV_OK && (is_set || unser)) rc = PV_UNSER; /* a set, or an element json.dumps raises on */
     if (rc == PV_OK) {
-        if (dict_like) sd_pv_members_dump(out, m, nm);
+        if (dict_like) rc = sd_pv_members_dump(out, m, nm);
         else if (close == ')' && n_el == 1 && !comma) sd_buf_append(out, items.p, items.len);
         else {
             sd_buf_puts(out, "[");
@@ -491,6 +519,15 @@ static int sd_pv_value(sd_pv *p, sd_buf *out) {
         if (sd_pv_word(p, "True")) return sd_buf_puts(out, "true"), PV_OK;
         if (sd_pv_word(p, "False")) return sd_buf_puts(out, "false"), PV_OK;
         if (sd_pv_word(p, "None")) return sd_buf_puts(out, "null"), PV_OK;
+        if (sd_pv_word(p, "set")) { /* set(): literal_eval's one call, a set json.dumps raises on */
+            sd_pv_ws(p);
+            if (p->i >= p->n || p->s[p->i] != '(') return PV_FAIL;
+            p->i++;
+            sd_pv_ws(p);
+            if (p->i >= p->n || p->s[p->i] != ')') return PV_FAIL;
+            p->i++;
+            return PV_UNSER;
+        }
     }
     int neg = 0;
     if (c == '-' || (p->lit && c == '+')) {
@@ -503,15 +540,17 @@ static int sd_pv_value(sd_pv *p, sd_buf *out) {
     return PV_FAIL;
 }
 
-/* s[0..n) read as json.loads (lit 0) or ast.literal_eval (lit 1): the whole text one value. */
+/* s[0..n) read as json.loads (lit 0; 2: ValueError caught) or ast.literal_eval (lit 1; 3: TypeError
+ * caught): the whole text one value. */
 static int sd_pv_parse(const char *s, size_t n, int lit, sd_buf *out) {
-    sd_pv p = {s, n, 0, lit, 0};
+    sd_pv p = {s, n, 0, lit == 1 || lit == 3, 0, lit == 2, lit == 3};
     size_t mark = out->len;
     int rc = sd_pv_value(&p, out);
-    if (rc == PV_OK) {
+    if (rc == PV_OK || rc == PV_UNSER || rc == PV_TERR) {
         sd_pv_ws(&p);
         if (p.i != n) rc = PV_FAIL;
     }
+    if (rc == PV_TERR) rc = p.type_error_caught ? PV_FAIL : PV_EXC;
     if (rc == PV_OK && out->oom) rc = PV_EXC;
     if (rc != PV_OK && out->p) out->len = mark, out->p[mark] = '\0';
     return rc;
@@ -608,18 +647,20 @@ static int sd_glm_block(const sd_tool_out *o, const char *b, size_t n, sd_tool_c
         sd_buf k = {0}, v = {0};
         sd_tools_pystr(&k, a + k0, k1 - k0);
         const int str = sd_glm_is_string(params, a + k0, k1 - k0);
+        int bad = PV_OK;
         if (str == PV_EXC) rc = GLM_EXC;
         else if (str) sd_tools_pystr(&v, a + v0, v1 - v0); /* as written, not stripped */
         else {
             sd_py_strip(a, &v0, &v1);
-            if (sd_py_deserialize(a + v0, v1 - v0, &v) != PV_OK) rc = GLM_EXC;
+            bad = sd_py_deserialize(a + v0, v1 - v0, &v);
+            if (bad == PV_EXC) rc = GLM_EXC;
         }
-        if (rc == GLM_CALL && (k.oom || v.oom || !sd_pv_member_put(&m, &nm, &cap, &k, &v))) rc = GLM_EXC;
+        if (rc == GLM_CALL && (k.oom || v.oom || !sd_pv_member_put(&m, &nm, &cap, &k, &v, bad == PV_UNSER))) rc = GLM_EXC;
         sd_buf_free(&k);
         sd_buf_free(&v);
     }
     sd_buf args = {0};
-    if (rc == GLM_CALL) sd_pv_members_dump(&args, m, nm);
+    if (rc == GLM_CALL && sd_pv_members_dump(&args, m, nm) != PV_OK) rc = GLM_EXC; /* json.dumps raises */
     sd_pv_members_free(m, nm);
     char *name = rc == GLM_CALL ? malloc(f1 - f0 + 1) : NULL;
     if (rc != GLM_CALL || !name || args.oom) {
@@ -699,4 +740,289 @@ void sd_tools_glm45_feed(sd_tool_out *o, const char *t, size_t n, int final, sd_
         if (o->n_calls == 0) sd_tools_delta_content(out, t + o->held, n - o->held);
         o->pos = n;
     }
+}
+
+/* ------------------------------------------------------------------------- */
+/* qwen3_coder                                                                */
+/* ------------------------------------------------------------------------- */
+/* vLLM's qwen3coder_tool_parser (Qwen3-Coder):
+ *   <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n...</function>\n</tool_call>
+ * Blocks are <tool_call>...</tool_call>, a last unclosed one running to the end (before a final
+ * "\n"); with no <tool_call> at all the whole text is one block. In a block each
+ * <function=...</function> (a last unclosed one: to the block's end) is a call: NAME up to its
+ * first ">"; each <parameter=... runs to </parameter>, the next <parameter=, </function> or the
+ * end, its name up to its first ">", its value after it less one leading and one trailing "\n".
+ * Values by the declared type of the parameter (the tool's "properties", or its whole
+ * "parameters" without them): "null" (any case) is null; undeclared or string-like types keep
+ * the text; int* / uint* / long* / short* / unsigned* Python's int(); num* / float* float()
+ * (integral values written as ints); boolean / bool / binary: "true" (any case) or false;
+ * object / array / arr / dict* / list* json.loads, else ast.literal_eval; any other type
+ * ast.literal_eval; what does not convert stays text. Content: the text before the first
+ * <tool_call> (else the first <function=), null when empty. A function or parameter without ">"
+ * (vLLM raises) makes the whole output content. */
+static const char QC_FUNC[] = "<function=", QC_FUNC_END[] = "</function>", QC_PAR[] = "<parameter=",
+                  QC_PAR_END[] = "</parameter>";
+
+static int sd_at(const char *s, size_t i, size_t n, const char *tag) {
+    const size_t m = strlen(tag);
+    return n - i >= m && !memcmp(s + i, tag, m);
+}
+
+/* Python's int(text) in base 10: an optional sign, digits with single "_" between them, whitespace
+ * around. Written in decimal; 0 when Python raises ValueError. */
+static int sd_py_int(const char *s, size_t n, sd_buf *out) {
+    size_t a = 0, b = n;
+    sd_py_strip(s, &a, &b);
+    int neg = 0;
+    if (a < b && (s[a] == '+' || s[a] == '-')) neg = s[a++] == '-';
+    sd_buf d = {0};
+    for (size_t i = a; i < b; i++) {
+        if (s[i] == '_' && i > a && i + 1 < b && s[i - 1] != '_' && s[i + 1] >= '0' && s[i + 1] <= '9') continue;
+        if (s[i] < '0' || s[i] > '9') { sd_buf_free(&d); return 0; }
+        if (d.len || s[i] != '0') sd_buf_append(&d, s + i, 1);
+    }
+    const int ok = b > a && d.len <= PV_MAX_DIGITS && !d.oom;
+    if (ok) sd_buf_puts(out, d.len && neg ? "-" : ""), sd_buf_puts(out, d.len ? d.p : "0");
+    sd_buf_free(&d);
+    return ok;
+}
+
+/* Python's float(text) (sign, inf / infinity / nan, decimal with "_" between digits, whitespace
+ * around), then vLLM's "an integral value as int": PV_OK, PV_FAIL (not a float, or NaN: int()
+ * raises ValueError) or PV_EXC (infinite: int() raises OverflowError, which vLLM does not catch). */
+static int sd_py_float_num(const char *s, size_t n, sd_buf *out) {
+    size_t a = 0, b = n;
+    sd_py_strip(s, &a, &b);
+    char t[400];
+    size_t k = 0;
+    if (a < b && (s[a] == '+' || s[a] == '-')) t[k++] = s[a++];
+    if (b - a == 3 && !strncasecmp(s + a, "nan", 3)) return PV_FAIL;
+    if ((b - a == 3 && !strncasecmp(s + a, "inf", 3)) || (b - a == 8 && !strncasecmp(s + a, "infinity", 8))) return PV_EXC;
+    int digits = 0, dot = 0, ex = 0;
+    for (size_t i = a; i < b; i++) {
+        const char c = s[i];
+        const int dg = c >= '0' && c <= '9';
+        if (c == '_' && i > a && i + 1 < b && s[i - 1] >= '0' && s[i - 1] <= '9' && s[i + 1] >= '0' && s[i + 1] <= '9') continue;
+        if (dg) digits += !ex;
+        else if (c == '.' && !dot && !ex) dot = 1;
+        else if ((c == 'e' || c == 'E') && digits && !ex) {
+            ex = 1;
+            if (k + 2 >= sizeof t) return PV_FAIL;
+            t[k++] = c;
+            if (i + 1 < b && (s[i + 1] == '+' || s[i + 1] == '-')) t[k++] = s[++i];
+            if (i + 1 >= b || s[i + 1] < '0' || s[i + 1] > '9') return PV_FAIL; /* digits must follow */
+            continue;
+        } else return PV_FAIL;
+        if (k + 1 >= sizeof t) return PV_FAIL; /* longer than any float needs: refused, not cut */
+        t[k++] = c;
+    }
+    t[k] = '\0';
+    if (!digits) return PV_FAIL;
+    const double x = strtod(t, NULL);
+    if (isinf(x)) return PV_EXC;
+    if (x != floor(x)) sd_py_float(out, x);
+    else sd_buf_printf(out, "%.0f", x == 0 ? 0.0 : x); /* int(x): the double's exact integer */
+    return PV_OK;
+}
+
+static int sd_ascii_ieq(const char *s, size_t n, const char *w) {
+    return strlen(w) == n && !strncasecmp(s, w, n);
+}
+
+/* The declared type of parameter p[0..pl) (vLLM's str(type).strip().lower(); "string" when the
+ * parameter's schema is not an object with "type"), into ty; 0, 1 when the parameter is not
+ * declared, PV_EXC where vLLM raises (a "properties" that is not an object). */
+static int sd_qc_type(const cJSON *config, const char *p, size_t pl, char *ty, size_t cap) {
+    if (!config) return 1;
+    const cJSON *x = NULL;
+    if (cJSON_IsObject(config)) {
+        for (const cJSON *c = config->child; c && !x; c = c->next)
+            if (sd_name_is(c->string, p, pl)) x = c;
+        if (!x) return 1;
+    } else if (cJSON_IsArray(config)) { /* `name in list`, then list[name]: TypeError */
+        for (const cJSON *c = config->child; c; c = c->next)
+            if (cJSON_IsString(c) && sd_name_is(c->valuestring, p, pl)) return PV_EXC;
+        return 1;
+    } else if (cJSON_IsString(config)) { /* a substring test, then str[name]: TypeError */
+        return memmem(config->valuestring, strlen(config->valuestring), p, pl) ? PV_EXC : 1;
+    } else return PV_EXC; /* `in` on a number, a bool or None */
+    const cJSON *t = cJSON_IsObject(x) ? cJSON_GetObjectItemCaseSensitive(x, "type") : NULL;
+    if (!t) { snprintf(ty, cap, "string"); return 0; }
+    if (!cJSON_IsString(t)) { snprintf(ty, cap, "?"); return 0; } /* str() of a non-string: no listed type */
+    size_t a = 0, b = strlen(t->valuestring);
+    sd_py_strip(t->valuestring, &a, &b);
+    size_t k = 0;
+    for (size_t i = a; i < b && k + 1 < cap; i++) {
+        const char c = t->valuestring[i];
+        ty[k++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+    }
+    ty[k] = '\0';
+    return 0;
+}
+
+static int sd_starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+/* vLLM's _convert_param_value, written as json.dumps writes the result. PV_OK or PV_EXC. */
+static int sd_qc_value(const cJSON *config, const char *p, size_t pl, const char *v, size_t vl, sd_buf *out) {
+    if (sd_ascii_ieq(v, vl, "null")) return sd_buf_puts(out, "null"), PV_OK;
+    char ty[64];
+    const int und = sd_qc_type(config, p, pl, ty, sizeof ty);
+    if (und == PV_EXC) return PV_EXC;
+    static const char *const strs[] = {"string", "str", "text", "varchar", "char", "enum"};
+    int is_str = und == 1;
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0] && !is_str; i++) is_str = !strcmp(ty, strs[i]);
+    int rc = PV_FAIL;
+    if (is_str) rc = PV_FAIL;
+    else if (sd_starts(ty, "int") || sd_starts(ty, "uint") || sd_starts(ty, "long") || sd_starts(ty, "short") ||
+             sd_starts(ty, "unsigned"))
+        rc = sd_py_int(v, vl, out) ? PV_OK : PV_FAIL;
+    else if (sd_starts(ty, "num") || sd_starts(ty, "float")) rc = sd_py_float_num(v, vl, out);
+    else if (!strcmp(ty, "boolean") || !strcmp(ty, "bool") || !strcmp(ty, "binary"))
+        return sd_buf_puts(out, sd_ascii_ieq(v, vl, "true") ? "true" : "false"), PV_OK;
+    else {
+        const int container = !strcmp(ty, "object") || !strcmp(ty, "array") || !strcmp(ty, "arr") ||
+                              sd_starts(ty, "dict") || sd_starts(ty, "list");
+        if (container) rc = sd_pv_parse(v, vl, 2, out);
+        if (rc == PV_FAIL) rc = sd_pv_parse(v, vl, 3, out);
+    }
+    if (rc == PV_FAIL) sd_tools_pystr(out, v, vl), rc = PV_OK; /* degenerates to the text */
+    return rc;
+}
+
+/* The properties vLLM's _get_arguments_config gives for function fn[0..fl): NULL for {}. */
+static const cJSON *sd_qc_config(const cJSON *tools, const char *fn, size_t fl) {
+    int found;
+    const cJSON *par = sd_tool_params(tools, fn, fl, &found);
+    if (!par) return NULL;
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(par, "properties");
+    return props ? props : par;
+}
+
+/* One function string f[0..n) (after "<function=") into c: GLM_CALL or GLM_EXC. */
+static int sd_qc_function(const sd_tool_out *o, const char *f, size_t n, sd_tool_call *c) {
+    const char *gt = memchr(f, '>', n);
+    if (!gt) return GLM_EXC;
+    const size_t nl = (size_t)(gt - f);
+    const cJSON *config = sd_qc_config(o->tools, f, nl);
+    const char *P = gt + 1;
+    const size_t m = n - nl - 1;
+    sd_pv_member *mem = NULL;
+    int nm = 0, cap = 0, rc = GLM_CALL;
+    for (size_t q = 0; rc == GLM_CALL;) {
+        const char *s = q < m ? sd_tools_find(P + q, m - q, QC_PAR) : NULL;
+        if (!s) break;
+        const size_t v0 = (size_t)(s - P) + GLM_LEN(QC_PAR);
+        size_t k = v0, end;
+        for (;; k++) { /* the lazy group's first stop */
+            if (sd_at(P, k, m, QC_PAR_END)) { end = k + GLM_LEN(QC_PAR_END); break; }
+            if (sd_at(P, k, m, QC_PAR) || sd_at(P, k, m, QC_FUNC_END) || k == m || (k + 1 == m && P[k] == '\n')) {
+                end = k;
+                break;
+            }
+        }
+        q = end;
+        const char *pg = memchr(P + v0, '>', k - v0);
+        if (!pg) { rc = GLM_EXC; break; }
+        size_t a = (size_t)(pg - P) + 1, b = k;
+        if (a < b && P[a] == '\n') a++;
+        if (b > a && P[b - 1] == '\n') b--;
+        sd_buf kb = {0}, vb = {0};
+        sd_tools_pystr(&kb, P + v0, (size_t)(pg - P) - v0);
+        const int vr = sd_qc_value(config, P + v0, (size_t)(pg - P) - v0, P + a, b - a, &vb);
+        if (vr == PV_EXC) rc = GLM_EXC;
+        if (rc == GLM_CALL && (kb.oom || vb.oom || !sd_pv_member_put(&mem, &nm, &cap, &kb, &vb, vr == PV_UNSER))) rc = GLM_EXC;
+        sd_buf_free(&kb);
+        sd_buf_free(&vb);
+    }
+    sd_buf args = {0};
+    if (rc == GLM_CALL && sd_pv_members_dump(&args, mem, nm) != PV_OK) rc = GLM_EXC; /* json.dumps raises */
+    sd_pv_members_free(mem, nm);
+    char *name = rc == GLM_CALL ? malloc(nl + 1) : NULL;
+    if (!name || args.oom) {
+        free(name);
+        sd_buf_free(&args);
+        return GLM_EXC;
+    }
+    memcpy(name, f, nl);
+    name[nl] = '\0';
+    sd_tools_new_id(c->id, sizeof c->id, 0);
+    c->name = name;
+    c->args = args.p;
+    return GLM_CALL;
+}
+
+/* The calls of block t[a..b) appended to r; 0 when vLLM would raise (or past the limit). */
+static int sd_qc_block(const sd_tool_out *o, const char *t, size_t a, size_t b, sd_tool_result *r) {
+    while (a < b) {
+        const char *s = sd_tools_find(t + a, b - a, QC_FUNC);
+        if (!s) break;
+        const size_t f = (size_t)(s - t) + GLM_LEN(QC_FUNC);
+        const char *e = sd_tools_find(t + f, b - f, QC_FUNC_END);
+        const size_t fe = e ? (size_t)(e - t) : b; /* unclosed: to the block's end */
+        sd_tool_call call;
+        memset(&call, 0, sizeof call);
+        if (r->n_calls >= SD_TOOLS_MAX_CALLS || sd_qc_function(o, t + f, fe - f, &call) != GLM_CALL) return 0;
+        r->calls[r->n_calls++] = call;
+        a = e ? fe + GLM_LEN(QC_FUNC_END) : b;
+    }
+    return 1;
+}
+
+int sd_tools_qwen3_coder_final(const sd_tool_out *o, const char *t, size_t n, sd_tool_result *r) {
+    if (!sd_tools_find(t, n, QC_FUNC)) return 0;
+    int any = 0, ok = 1;
+    for (size_t p = 0; ok && p < n;) {
+        const char *s = sd_tools_find(t + p, n - p, GLM_OPEN);
+        if (!s) break;
+        any = 1;
+        const size_t a = (size_t)(s - t) + GLM_LEN(GLM_OPEN);
+        const char *c = sd_tools_find(t + a, n - a, GLM_CLOSE);
+        /* unclosed: the lazy group stops where "$" first matches, before a final "\n" */
+        const size_t b = c ? (size_t)(c - t) : n > a && t[n - 1] == '\n' ? n - 1 : n;
+        ok = sd_qc_block(o, t, a, b, r);
+        p = c ? b + GLM_LEN(GLM_CLOSE) : n;
+    }
+    if (ok && !any) ok = sd_qc_block(o, t, 0, n, r);
+    if (!ok || r->n_calls == 0) {
+        sd_tools_calls_free(r->calls, r->n_calls);
+        r->n_calls = 0;
+        return 0;
+    }
+    const char *s = sd_tools_find(t, n, GLM_OPEN);
+    if (!s) s = sd_tools_find(t, n, QC_FUNC);
+    r->content = t;
+    r->content_len = (size_t)(s - t);
+    if (!r->content_len) r->content = NULL;
+    return 1;
+}
+
+/* Streaming: content until a <tool_call> or <function= may have begun, then held and parsed at
+ * the end (a later block can still turn the whole output into content). */
+void sd_tools_qwen3_coder_feed(sd_tool_out *o, const char *t, size_t n, int final, sd_buf *out) {
+    if (!o->in_block) {
+        const char *s1 = sd_tools_find(t + o->pos, n - o->pos, GLM_OPEN), *s2 = sd_tools_find(t + o->pos, n - o->pos, QC_FUNC);
+        const char *s = s1 && (!s2 || s1 < s2) ? s1 : s2;
+        size_t end = s ? (size_t)(s - t) : n;
+        if (!s && !final) {
+            const size_t h1 = sd_tools_partial(t, o->pos, n, GLM_OPEN), h2 = sd_tools_partial(t, o->pos, n, QC_FUNC);
+            end = n - (h1 > h2 ? h1 : h2);
+        }
+        sd_tools_delta_content(out, t + o->pos, end - o->pos);
+        o->pos = end;
+        if (!s) return;
+        o->in_block = 1;
+    }
+    if (!final) return;
+    sd_tool_result r;
+    memset(&r, 0, sizeof r);
+    if (sd_tools_qwen3_coder_final(o, t, n, &r)) {
+        /* the whole answer's content may reach past where streaming stopped (a <function= before
+           the first <tool_call>) */
+        const size_t ce = r.content ? r.content_len : 0;
+        if (ce > o->pos) sd_tools_delta_content(out, t + o->pos, ce - o->pos);
+        sd_tools_delta_calls(o, r.calls, r.n_calls, out);
+        r.n_calls = 0;
+    } else sd_tools_delta_content(out, t + o->pos, n - o->pos);
+    sd_tools_result_free(&r);
+    o->pos = n;
 }
