@@ -192,7 +192,8 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
 static void sd_fsrv_tool_text(const char *text, size_t n) {
     static const int modes[][2] = {{SD_TC_NAMED, SD_TP_NONE},  {SD_TC_REQUIRED, SD_TP_NONE}, {SD_TC_AUTO, SD_TP_HERMES},
                                    {SD_TC_AUTO, SD_TP_LLAMA3_JSON}, {SD_TC_AUTO, SD_TP_MISTRAL}, {SD_TC_AUTO, SD_TP_GLM45},
-                                   {SD_TC_AUTO, SD_TP_GLM45}, {SD_TC_AUTO, SD_TP_QWEN3_CODER}, {SD_TC_AUTO, SD_TP_QWEN3_CODER}};
+                                   {SD_TC_AUTO, SD_TP_GLM45}, {SD_TC_AUTO, SD_TP_QWEN3_CODER}, {SD_TC_AUTO, SD_TP_QWEN3_CODER},
+                                   {SD_TC_AUTO, SD_TP_DEEPSEEK_V3}};
     /* the typed parsers read the request's tools: string, integer, number, boolean, object types, a
        bad property schema, properties that are a list */
     static cJSON *tools;

@@ -731,7 +731,10 @@ def server_seeds():
                         ("qwen3_coder", "a<tool_call>\n<function=f>\n<parameter=n>\n 0_7 \n</parameter>\n<parameter=r>\n2.5"
                                         "\n</parameter>\n<parameter=o>\n{'k': (1, b'x')}\n</parameter>\n</function>\n</tool_call>"),
                         ("qwen3_coder_cut", "<function=h>\n<parameter=q>\n1<parameter=b>TRUE</function><tool_call>"
-                                            "<function=g><parameter=z>\n[1, {2}]\n")]:
+                                            "<function=g><parameter=z>\n[1, {2}]\n"),
+                        ("deepseek_v3", "a<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>function"
+                                        "<\uff5ctool\u2581sep\uff5c>f\n```json\n{\"a\": 1}\n```<\uff5ctool\u2581call\u2581end\uff5c>"
+                                        "<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>g\n```json\n")]:
         put("server", "any_chat_tools_text_" + label,
             req(json.dumps({"messages": simple}) + "\n" + text, chat=True))
     bad_tools = {"dup": {"tools": [tools[0], tools[0]]}, "not_list": {"tools": {"a": 1}},

@@ -21,6 +21,7 @@ sd_tool_parser sd_tools_parser_named(const char *name) {
     if (!strcmp(name, "mistral")) return SD_TP_MISTRAL;
     if (!strcmp(name, "glm45")) return SD_TP_GLM45;
     if (!strcmp(name, "qwen3_coder")) return SD_TP_QWEN3_CODER;
+    if (!strcmp(name, "deepseek_v3")) return SD_TP_DEEPSEEK_V3;
     return SD_TP_NONE;
 }
 
@@ -546,6 +547,8 @@ void sd_tools_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_re
         ok = sd_tools_glm45_final(o, text, n, r);
     } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_QWEN3_CODER) {
         ok = sd_tools_qwen3_coder_final(o, text, n, r);
+    } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_DEEPSEEK_V3) {
+        ok = sd_tools_deepseek_v3_final(o, text, n, r);
     } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_MISTRAL) {
         const char *s = sd_tools_find(text, n, "[TOOL_CALLS]");
         if (!s) return;
@@ -726,6 +729,7 @@ void sd_tools_feed(sd_tool_out *o, const char *t, size_t n, int final, sd_buf *o
         else if (o->parser == SD_TP_LLAMA3_JSON || o->parser == SD_TP_MISTRAL) sd_feed_held(o, t, n, final, out);
         else if (o->parser == SD_TP_GLM45) sd_tools_glm45_feed(o, t, n, final, out);
         else if (o->parser == SD_TP_QWEN3_CODER) sd_tools_qwen3_coder_feed(o, t, n, final, out);
+        else if (o->parser == SD_TP_DEEPSEEK_V3) sd_tools_deepseek_v3_feed(o, t, n, final, out);
         else sd_tools_delta_content(out, t + o->pos, n - o->pos), o->pos = n;
         return;
     default: sd_tools_delta_content(out, t + o->pos, n - o->pos); o->pos = n; return;

@@ -17,7 +17,8 @@
  * "arguments"} objects separated by "; ", optionally after <|python_tag|>), mistral
  * ([TOOL_CALLS] followed by a JSON list), glm45 (<tool_call>NAME\n<arg_key>K</arg_key><arg_value>V
  * </arg_value>...</tool_call>, GLM-4.5 / 4.6) and qwen3_coder (<function=NAME><parameter=P>V
- * </parameter>...</function>, Qwen3-Coder; both in sd_server_tools_xml.c). Text a parser cannot read
+ * </parameter>...</function>, Qwen3-Coder), deepseek_v3 (<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+ * and a ```json block, DeepSeek-V3; these three in sd_server_tools_xml.c). Text a parser cannot read
  * stays content: never an error.
  * Pure (no model, no sockets): tests/server/test_server_parse.c drives it with adversarial text. */
 #ifndef SD_SERVER_TOOLS_H
@@ -43,9 +44,10 @@ typedef enum sd_tool_parser {
     SD_TP_LLAMA3_JSON,
     SD_TP_MISTRAL,
     SD_TP_GLM45,
-    SD_TP_QWEN3_CODER
+    SD_TP_QWEN3_CODER,
+    SD_TP_DEEPSEEK_V3
 } sd_tool_parser;
-#define SD_TOOL_PARSER_NAMES "hermes, llama3_json, mistral, glm45, qwen3_coder"
+#define SD_TOOL_PARSER_NAMES "hermes, llama3_json, mistral, glm45, qwen3_coder, deepseek_v3"
 
 /* A name of SD_TOOL_PARSER_NAMES -> the parser, SD_TP_NONE for any other name. */
 sd_tool_parser sd_tools_parser_named(const char *name);
@@ -126,5 +128,7 @@ int sd_tools_glm45_final(const sd_tool_out *o, const char *text, size_t n, sd_to
 void sd_tools_glm45_feed(sd_tool_out *o, const char *text, size_t n, int final, sd_buf *out);
 int sd_tools_qwen3_coder_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_result *r);
 void sd_tools_qwen3_coder_feed(sd_tool_out *o, const char *text, size_t n, int final, sd_buf *out);
+int sd_tools_deepseek_v3_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_result *r);
+void sd_tools_deepseek_v3_feed(sd_tool_out *o, const char *text, size_t n, int final, sd_buf *out);
 
 #endif

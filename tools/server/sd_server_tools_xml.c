@@ -1026,3 +1026,89 @@ void sd_tools_qwen3_coder_feed(sd_tool_out *o, const char *t, size_t n, int fina
     sd_tools_result_free(&r);
     o->pos = n;
 }
+
+/* ------------------------------------------------------------------------- */
+/* deepseek_v3                                                                */
+/* ------------------------------------------------------------------------- */
+/* vLLM's deepseekv3_tool_parser (DeepSeek-V3 / R1-0528): after <｜tool▁calls▁begin｜>, every
+ *   <｜tool▁call▁begin｜>TYPE<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>
+ * with NAME and ARGS each one line (the regex has no DOTALL) is a call whose arguments are ARGS as
+ * written; TYPE runs to the line's last separator and must be "function" (else vLLM's ToolCall
+ * refuses it and the output is content). Content: the text before the calls' begin tag, null when
+ * empty; a begin tag with no well-formed call still counts as called (vLLM's tools_called). */
+#define DS_BAR "\xef\xbd\x9c" /* U+FF5C */
+#define DS_SP "\xe2\x96\x81"  /* U+2581 */
+static const char DS_CALLS[] = "<" DS_BAR "tool" DS_SP "calls" DS_SP "begin" DS_BAR ">",
+                  DS_CALL[] = "<" DS_BAR "tool" DS_SP "call" DS_SP "begin" DS_BAR ">", DS_SEP[] = "<" DS_BAR "tool" DS_SP "sep" DS_BAR ">",
+                  DS_END[] = "\n```<" DS_BAR "tool" DS_SP "call" DS_SP "end" DS_BAR ">", DS_JSON[] = "\n```json\n";
+
+static char *sd_dup_n(const char *s, size_t n) {
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n), d[n] = '\0';
+    return d;
+}
+
+int sd_tools_deepseek_v3_final(const sd_tool_out *o, const char *t, size_t n, sd_tool_result *r) {
+    (void)o;
+    const char *calls = sd_tools_find(t, n, DS_CALLS);
+    if (!calls) return 0;
+    int ok = 1;
+    for (size_t p = 0; ok && p < n;) {
+        const char *b = sd_tools_find(t + p, n - p, DS_CALL);
+        if (!b) break;
+        const size_t i = (size_t)(b - t) + GLM_LEN(DS_CALL);
+        const char *nl = memchr(t + i, '\n', n - i);
+        const size_t le = nl ? (size_t)(nl - t) : n;
+        /* the match is decided by this line and the next two: a failure here fails every later
+           begin tag on the line too, so the search goes on from the line's end */
+        const char *sep = NULL;
+        for (const char *s = t + i; (s = sd_tools_find(s, le - (size_t)(s - t), DS_SEP)); s++) sep = s;
+        const size_t a0 = le + GLM_LEN(DS_JSON);
+        const char *nl2 = sep && sd_at(t, le, n, DS_JSON) ? memchr(t + a0, '\n', n - a0) : NULL;
+        if (!nl2 || !sd_at(t, (size_t)(nl2 - t), n, DS_END)) {
+            p = le > (size_t)(b - t) ? le : (size_t)(b - t) + 1;
+            continue;
+        }
+        const size_t ae = (size_t)(nl2 - t), ns = (size_t)(sep - t) + GLM_LEN(DS_SEP);
+        if ((size_t)(sep - t) - i != 8 || memcmp(t + i, "function", 8) || r->n_calls >= SD_TOOLS_MAX_CALLS) ok = 0;
+        else {
+            sd_tool_call *c = &r->calls[r->n_calls];
+            c->name = sd_dup_n(t + ns, le - ns);
+            c->args = sd_dup_n(t + a0, ae - a0);
+            sd_tools_new_id(c->id, sizeof c->id, 0);
+            r->n_calls++;
+            ok = c->name && c->args;
+        }
+        p = ae + GLM_LEN(DS_END);
+    }
+    if (!ok) {
+        sd_tools_calls_free(r->calls, r->n_calls);
+        r->n_calls = 0;
+        return 0;
+    }
+    r->content = t;
+    r->content_len = (size_t)(calls - t);
+    if (!r->content_len) r->content = NULL;
+    return 1;
+}
+
+/* Streaming: content until the calls' begin tag may have begun, then held and parsed at the end. */
+void sd_tools_deepseek_v3_feed(sd_tool_out *o, const char *t, size_t n, int final, sd_buf *out) {
+    if (!o->in_block) {
+        const char *s = sd_tools_find(t + o->pos, n - o->pos, DS_CALLS);
+        const size_t end = s ? (size_t)(s - t) : final ? n : n - sd_tools_partial(t, o->pos, n, DS_CALLS);
+        sd_tools_delta_content(out, t + o->pos, end - o->pos);
+        o->pos = end;
+        if (!s) return;
+        o->in_block = 1;
+    }
+    if (!final) return;
+    sd_tool_result r;
+    memset(&r, 0, sizeof r);
+    if (sd_tools_deepseek_v3_final(o, t, n, &r)) {
+        sd_tools_delta_calls(o, r.calls, r.n_calls, out);
+        r.n_calls = 0;
+    } else sd_tools_delta_content(out, t + o->pos, n - o->pos);
+    sd_tools_result_free(&r);
+    o->pos = n;
+}
