@@ -1,5 +1,8 @@
-/* sd_server_tools_xml.c — tool-call parsers for formats that write arguments as tagged key / value
- * text rather than JSON (sd_server_tools.h), and the Python value conversions they rely on.
+/* sd_server_tools_xml.c — tool-call parsers for formats that are not a JSON object per call
+ * (sd_server_tools.h): glm45 and qwen3_coder (arguments as tagged key / value text, converted by
+ * the request's declared parameter types) and deepseek_v3 (special-token tags around JSON), and
+ * the Python value conversions vLLM's parsers rely on (json.loads, ast.literal_eval, int(),
+ * float(), json.dumps), checked against vLLM's code re-run in Python (tests/server/test_server_parse.c).
  *
  * glm45 (vLLM's vllm/tool_parsers/glm4_moe_tool_parser.py, GLM-4.5 / 4.6):
  *   <tool_call>NAME\n<arg_key>K</arg_key>\s*<arg_value>V</arg_value>...</tool_call>
@@ -8,8 +11,8 @@
  * the text as written, any other is stripped and read as json.loads, else ast.literal_eval, else
  * kept as the stripped text; the arguments are json.dumps(dict, ensure_ascii=False) (a repeated key:
  * the last value at the first key's place). Where vLLM's code raises (a tool schema whose
- * "properties" or property is not an object; a value json.dumps cannot write: a set, bytes, a
- * complex number) the whole output is content. Content is the text before the first <tool_call>,
+ * "properties" or property is not an object; a value json.dumps cannot write left in the
+ * arguments: a set, bytes, a complex number) the whole output is content. Content is the text before the first <tool_call>,
  * null when only whitespace. */
 #define _GNU_SOURCE /* memmem */
 #include "sd_server_tools.h"
@@ -571,13 +574,11 @@ static int sd_name_is(const char *have, const char *s, size_t n) { return strlen
 
 /* The tool named fn[0..fl) of the request's (normalised) tools: its "parameters", NULL when there is no
  * such tool or it has none (vLLM: parameters None). */
-static const cJSON *sd_tool_params(const cJSON *tools, const char *fn, size_t fl, int *found) {
-    *found = 0;
+static const cJSON *sd_tool_params(const cJSON *tools, const char *fn, size_t fl) {
     for (const cJSON *t = cJSON_IsArray(tools) ? tools->child : NULL; t; t = t->next) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
         const cJSON *nm = cJSON_GetObjectItemCaseSensitive(f, "name");
         if (cJSON_IsString(nm) && sd_name_is(nm->valuestring, fn, fl)) {
-            *found = 1;
             const cJSON *par = cJSON_GetObjectItemCaseSensitive(f, "parameters");
             return cJSON_IsObject(par) ? par : NULL;
         }
@@ -637,8 +638,7 @@ static int sd_glm_block(const sd_tool_out *o, const char *b, size_t n, sd_tool_c
     sd_py_strip(b, &f0, &f1);
     const char *a = nl + 1;
     const size_t an = n - (size_t)(a - b);
-    int found;
-    const cJSON *params = sd_tool_params(o->tools, b + f0, f1 - f0, &found);
+    const cJSON *params = sd_tool_params(o->tools, b + f0, f1 - f0);
     sd_pv_member *m = NULL;
     int nm = 0, cap = 0, rc = GLM_CALL;
     size_t pos = 0, k0, k1, v0, v1;
@@ -891,8 +891,7 @@ static int sd_qc_value(const cJSON *config, const char *p, size_t pl, const char
 
 /* The properties vLLM's _get_arguments_config gives for function fn[0..fl): NULL for {}. */
 static const cJSON *sd_qc_config(const cJSON *tools, const char *fn, size_t fl) {
-    int found;
-    const cJSON *par = sd_tool_params(tools, fn, fl, &found);
+    const cJSON *par = sd_tool_params(tools, fn, fl);
     if (!par) return NULL;
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(par, "properties");
     return props ? props : par;
