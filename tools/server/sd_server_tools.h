@@ -16,8 +16,8 @@
  * "auto": hermes (<tool_call>{json}</tool_call>), llama3_json ({"name", "parameters" |
  * "arguments"} objects separated by "; ", optionally after <|python_tag|>), mistral
  * ([TOOL_CALLS] followed by a JSON list), glm45 (<tool_call>NAME\n<arg_key>K</arg_key><arg_value>V
- * </arg_value>...</tool_call>, GLM-4.5 / 4.6) and qwen3_coder (<function=NAME><parameter=P>V
- * </parameter>...</function>, Qwen3-Coder), deepseek_v3 (<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
+ * </arg_value>...</tool_call>, GLM-4.5 / 4.6), qwen3_coder (<function=NAME><parameter=P>V
+ * </parameter>...</function>, Qwen3-Coder) and deepseek_v3 (<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME
  * and a ```json block, DeepSeek-V3; these three in sd_server_tools_xml.c). Text a parser cannot read
  * stays content: never an error.
  * Pure (no model, no sockets): tests/server/test_server_parse.c drives it with adversarial text. */
@@ -80,9 +80,12 @@ typedef struct sd_tool_out {
     /* streaming */
     size_t pos;             /* text before it is decided: sent as content, part of a call sent, or dropped */
     int n_calls;            /* calls sent (each a delta with id, type, name) */
-    int in_block;           /* hermes: inside <tool_call>...; mistral / llama3_json: holding the rest */
-    int plain;              /* llama3_json: decided the output is text */
-    int depth, in_str, esc; /* "required": the JSON scanner over the array */
+    int in_block;           /* hermes: inside <tool_call>...; glm45: past the first <tool_call>; mistral /
+                               llama3_json / qwen3_coder / deepseek_v3: holding the rest */
+    int plain;              /* llama3_json: decided the output is text; glm45: content (not only
+                               whitespace) went out */
+    int depth, in_str, esc; /* "required": the JSON scanner over the array; glm45 esc: a block made
+                               vLLM raise before any call went out (the rest is content) */
     size_t elem;            /* "required": where the current array element started; glm45: scanned up to */
     size_t held;            /* glm45: text[held..) is held (from the first block) until a call is parsed */
     size_t scan;            /* glm45: the open block's end tag is not before text[scan] */
