@@ -190,12 +190,23 @@ static void sd_fsrv_check_request(const sd_api_request *r, int chat, const char 
  * own, at most SD_TOOLS_MAX_CALLS calls each with an id, a name and arguments, every streamed delta
  * a JSON object. */
 static void sd_fsrv_tool_text(const char *text, size_t n) {
-    static const int modes[][2] = {{SD_TC_NAMED, SD_TP_NONE},       {SD_TC_REQUIRED, SD_TP_NONE},
-                                   {SD_TC_AUTO, SD_TP_HERMES},      {SD_TC_AUTO, SD_TP_LLAMA3_JSON},
-                                   {SD_TC_AUTO, SD_TP_MISTRAL}};
+    static const int modes[][2] = {{SD_TC_NAMED, SD_TP_NONE},  {SD_TC_REQUIRED, SD_TP_NONE}, {SD_TC_AUTO, SD_TP_HERMES},
+                                   {SD_TC_AUTO, SD_TP_LLAMA3_JSON}, {SD_TC_AUTO, SD_TP_MISTRAL}, {SD_TC_AUTO, SD_TP_GLM45},
+                                   {SD_TC_AUTO, SD_TP_GLM45}, {SD_TC_AUTO, SD_TP_QWEN3_CODER}, {SD_TC_AUTO, SD_TP_QWEN3_CODER},
+                                   {SD_TC_AUTO, SD_TP_DEEPSEEK_V3}};
+    /* the typed parsers read the request's tools: string, integer, number, boolean, object types, a
+       bad property schema, properties that are a list */
+    static cJSON *tools;
+    if (!tools)
+        tools = cJSON_Parse("[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\","
+                            "\"properties\":{\"s\":{\"type\":\"string\"},\"n\":{\"type\":\"integer\"},\"x\":true,"
+                            "\"r\":{\"type\":\"number\"},\"b\":{\"type\":\"boolean\"},\"o\":{\"type\":\"object\"}}}}},"
+                            "{\"type\":\"function\",\"function\":{\"name\":\"g\",\"parameters\":null}},"
+                            "{\"type\":\"function\",\"function\":{\"name\":\"h\",\"parameters\":{\"properties\":[\"q\"]}}}]");
     for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
         sd_tool_out o;
         sd_tools_out_init(&o, (sd_tool_choice)modes[m][0], (sd_tool_parser)modes[m][1], "f");
+        if (m > 0 && modes[m][1] == modes[m - 1][1]) o.tools = tools; /* the second run of a typed parser */
         sd_tool_result r;
         sd_tools_final(&o, text, n, &r);
         sd_fuzz_require(r.n_calls >= 0 && r.n_calls <= SD_TOOLS_MAX_CALLS);
@@ -222,11 +233,15 @@ static void sd_fsrv_tool_text(const char *text, size_t n) {
 /* The reasoning split (sd_server_reasoning.c) on text: for each parser, enable_thinking on and
  * off, streamed in three pieces, the reasoning and content deltas are within the text, in order,
  * never overlap, and add up to the whole split (but qwen3's "no end tag with thinking off: all
- * content", which streaming cannot know before the end: vLLM's streaming sends it as reasoning). */
+ * content", which streaming cannot know before the end: vLLM's streaming sends it as reasoning;
+ * glm45, with and without a prompt that closed the thinking: an output streamed as all content adds
+ * up to the text, one streamed as reasoning to the whole split where that has reasoning). */
 static void sd_fsrv_reasoning_text(const char *text, size_t n) {
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < 6; m++) {
         sd_reasoning r;
-        sd_reasoning_init(&r, m < 2 ? SD_RP_QWEN3 : SD_RP_DEEPSEEK_R1, NULL, NULL, m & 1, 0);
+        const int glm = m >= 4;
+        sd_reasoning_init(&r, m < 2 ? SD_RP_QWEN3 : glm ? SD_RP_GLM45 : SD_RP_DEEPSEEK_R1, NULL, NULL, m & 1,
+                          glm && (m & 1));
         sd_reasoning_split w;
         sd_reasoning_whole(&r, text, n, &w);
         sd_fuzz_require(!w.has_r || w.r_off + w.r_len <= n);
@@ -240,8 +255,9 @@ static void sd_fsrv_reasoning_text(const char *text, size_t n) {
             if (rb > ra) r_sum += rb - ra, last = rb;
             if (cb > ca) c_sum += cb - ca, last = cb;
         }
-        if (w.has_r) sd_fuzz_require(r_sum == w.r_len && c_sum == (w.has_c ? w.c_len : 0));
-        else sd_fuzz_require(r.phase != 2 || c_sum == w.c_len);
+        if (glm && r.phase == 2 && r.content_at == 0) sd_fuzz_require(r_sum == 0 && c_sum == n);
+        else if (w.has_r) sd_fuzz_require(r_sum == w.r_len && c_sum == (w.has_c ? w.c_len : 0));
+        else if (!glm) sd_fuzz_require(r.phase != 2 || c_sum == w.c_len);
     }
 }
 

@@ -724,6 +724,21 @@ def server_seeds():
         put("server", "ok_chat_reasoning_" + label,
             req({"messages": [{"role": "user", "content": text}], "chat_template_kwargs": {"enable_thinking": False},
                  "response_format": {"type": "json_object"}}, chat=True))
+    # tool-call formats with tagged arguments (tools/server/sd_server_tools_xml.c): the body's bytes
+    # after the JSON, as a model's output (the body itself is then refused)
+    for label, text in [("glm45", "a<tool_call>f\n<arg_key>s</arg_key>\n<arg_value> x </arg_value><arg_key>n"
+                                  "</arg_key><arg_value>{'k': (1, 0x1f, 1e400)}</arg_value></tool_call>"),
+                        ("glm45_cut", "<tool_call>g\n<arg_key>a</arg_key>x<arg_key>b</arg_key> <arg_value>[1, \"\\u00e9\""
+                                      "</arg_value></tool_call><tool_call>f\n<arg_key>x</arg_key><arg_value>1</arg_va"),
+                        ("qwen3_coder", "a<tool_call>\n<function=f>\n<parameter=n>\n 0_7 \n</parameter>\n<parameter=r>\n2.5"
+                                        "\n</parameter>\n<parameter=o>\n{'k': (1, b'x')}\n</parameter>\n</function>\n</tool_call>"),
+                        ("qwen3_coder_cut", "<function=h>\n<parameter=q>\n1<parameter=b>TRUE</function><tool_call>"
+                                            "<function=g><parameter=z>\n[1, {2}]\n"),
+                        ("deepseek_v3", "a<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>function"
+                                        "<\uff5ctool\u2581sep\uff5c>f\n```json\n{\"a\": 1}\n```<\uff5ctool\u2581call\u2581end\uff5c>"
+                                        "<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>g\n```json\n")]:
+        put("server", "any_chat_tools_text_" + label,
+            req(json.dumps({"messages": simple}) + "\n" + text, chat=True))
     bad_tools = {"dup": {"tools": [tools[0], tools[0]]}, "not_list": {"tools": {"a": 1}},
                  "unknown_named": {"tools": tools, "tool_choice": {"type": "function", "function": {"name": "z"}}},
                  "choice_without_tools": {"tool_choice": "required"},

@@ -1,5 +1,5 @@
 /* test_reasoning.c — the reasoning split of chat outputs (tools/server/sd_server_reasoning.c,
- * vLLM's --reasoning-parser qwen3 / deepseek_r1):
+ * vLLM's --reasoning-parser qwen3 / deepseek_r1 / glm45):
  *  - whole outputs (non-streamed) against a table written from vLLM's parsers: both tags, a
  *    missing start tag (the template put it in the prompt), no end tag (deepseek_r1 and qwen3:
  *    all reasoning; qwen3 with enable_thinking false: all content), an end tag right at the end
@@ -10,7 +10,12 @@
  *    the content deltas, concatenated, equal the whole split (where vLLM's streaming and whole
  *    answers agree), come in order, and no delta holds a tag or a part of one that the other
  *    side holds the rest of (a tag split across pieces is held back until it is decided);
- *  - the prompt check (last end tag after the last start tag) and the tag option's parser. */
+ *    glm45 (vLLM's glm4_moe_reasoning_parser) streams an output that begins with a start tag (after
+ *    whitespace) as reasoning up to the end tag, any other as content; its whole answer needs both
+ *    tags (else all content) and drops what precedes the first start tag: streamed and whole agree
+ *    where the output begins with the start tag and has an end tag, or has not both tags;
+ *  - the prompt check (last end tag after the last start tag; glm45: after the last
+ *    "<|assistant|>") and the tag option's parser. */
 #define _DEFAULT_SOURCE /* rand_r */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +53,20 @@ static const rcase CASES[] = {
     {SD_RP_QWEN3, 0, 0, "a</thin", "a</thin", NULL},
     {SD_RP_QWEN3, 0, 0, "", "", NULL},
     {SD_RP_NONE, 0, 0, "<think>a</think>b", NULL, "<think>a</think>b"},
+    /* glm45: vLLM's glm4_moe_reasoning_parser.extract_reasoning */
+    {SD_RP_GLM45, 0, 0, "\n<think>plan</think>\nanswer", "plan", "\nanswer"},
+    {SD_RP_GLM45, 0, 0, "<think>plan</think>", "plan", NULL},
+    {SD_RP_GLM45, 0, 0, "no thinking at all", NULL, "no thinking at all"},
+    {SD_RP_GLM45, 0, 0, "<think>cut by max_tokens", NULL, "<think>cut by max_tokens"}, /* needs both tags */
+    {SD_RP_GLM45, 0, 0, "plan</think>answer", NULL, "plan</think>answer"},
+    {SD_RP_GLM45, 0, 0, "Sure<think>a</think>b", "a", "b"},      /* the text before the start tag dropped */
+    {SD_RP_GLM45, 0, 0, "a</think>b<think>c", NULL, "c"},        /* no end tag after the start tag */
+    {SD_RP_GLM45, 0, 0, "</think><think>", NULL, ""},
+    {SD_RP_GLM45, 0, 0, "<think></think>x", "", "x"},
+    {SD_RP_GLM45, 0, 0, "  <think>a</think>b</think>c", "a", "b</think>c"},
+    {SD_RP_GLM45, 0, 0, "", NULL, ""},
+    {SD_RP_GLM45, 1, 0, "<think>a</think>b", "a", "b"},          /* no enable_thinking switch of its own */
+    {SD_RP_GLM45, 0, 1, "<think>a</think>b", NULL, "<think>a</think>b"}, /* the prompt closed it */
 };
 
 static int same(const char *text, int has, size_t off, size_t len, const char *want) {
@@ -86,12 +105,28 @@ static void check_stream(const rcase *c, const char *text, size_t n, long *bad, 
     static char rs[4096], cs[4096];
     static const int sizes[] = {1, 3, 7, 0, 0};
     unsigned seed = 7u + (unsigned)n;
+    size_t lead = 0; /* glm45: whitespace and the start tag that open the output, 0 when it does not so begin */
+    while (lead < n && strchr(" \t\r\n", text[lead]) && text[lead]) lead++;
+    lead = n - lead >= 7 && !memcmp(text + lead, "<think>", 7) ? lead + 7 : 0;
+    const char *lead_end = lead ? strstr(text + lead, "</think>") : NULL; /* (texts hold no NUL) */
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t rn, cn;
         int ended;
         int ok = stream(c, text, n, sizes[s], &seed, rs, &rn, cs, &cn, &ended);
-        /* where vLLM's streaming and whole answers agree: all but qwen3 / thinking off / no end tag */
-        if (w.has_r || ended || c->prompt_ended || c->p == SD_RP_NONE) {
+        if (c->p == SD_RP_GLM45 && !c->prompt_ended) {
+            /* streamed: reasoning after a leading start tag up to the end tag, the rest content; any
+               other output all content. The whole answer agrees where both tags exist and the output
+               began with the start tag, or where the output has not both tags (the whole answer is
+               then all content, and a leading start tag's text goes out as reasoning, as vLLM's
+               streaming sends it) */
+            const size_t re = lead_end ? (size_t)(lead_end - text) : n, co = lead_end ? re + 8 : n;
+            ok &= lead ? rn == re - lead && !memcmp(rs, text + lead, rn) && cn == n - co && !memcmp(cs, text + co, cn)
+                       : rn == 0 && cn == n && !memcmp(cs, text, n);
+            const int both = strstr(text, "<think>") && strstr(text, "</think>");
+            if (lead && lead_end) ok &= w.has_r && w.r_len == rn && w.r_off == lead && (w.has_c ? w.c_len : 0) == cn;
+            if (!both) ok &= !w.has_r && w.has_c && w.c_off == 0 && w.c_len == n;
+        } else if (w.has_r || ended || c->prompt_ended || c->p == SD_RP_NONE) {
+            /* where vLLM's streaming and whole answers agree: all but qwen3 / thinking off / no end tag */
             ok &= (w.has_r ? rn == w.r_len && !memcmp(rs, text + w.r_off, rn) : rn == 0);
             ok &= (w.has_c ? cn == w.c_len && !memcmp(cs, text + w.c_off, cn) : cn == 0);
         } else {
@@ -134,18 +169,20 @@ int main(void) {
             n += strlen(p);
         }
         text[n] = '\0';
-        for (int m = 0; m < 5; m++) {
-            const rcase c = {m < 2 ? SD_RP_QWEN3 : m < 4 ? SD_RP_DEEPSEEK_R1 : SD_RP_QWEN3, m & 1, m == 4, text, NULL,
-                             NULL};
+        for (int m = 0; m < 7; m++) {
+            const rcase c = {m < 2 ? SD_RP_QWEN3 : m < 4 ? SD_RP_DEEPSEEK_R1 : m == 4 ? SD_RP_QWEN3 : SD_RP_GLM45, m & 1,
+                             m == 4 || m == 6, text, NULL, NULL};
             check_stream(&c, text, n, &bad, &runs);
             /* whole: no tag in the content's first bytes that the split should have taken */
             sd_reasoning cfg;
             sd_reasoning_init(&cfg, c.p, NULL, NULL, c.off, c.prompt_ended);
             sd_reasoning_split w;
             sd_reasoning_whole(&cfg, text, n, &w);
-            const char *e = strstr(text, "</think>");
+            const char *st = strstr(text, "<think>"); /* glm45: the first end tag after the first start tag */
+            const char *e = c.p == SD_RP_GLM45 ? (st ? strstr(st + 7, "</think>") : NULL) : strstr(text, "</think>");
             if (w.has_r && e) /* the reasoning ends at the first end tag (after a leading start tag) */
                 bad += w.r_off + w.r_len != (size_t)(e - text);
+            bad += c.p == SD_RP_GLM45 && !c.prompt_ended && w.has_r != (st && e); /* both tags, in that order */
         }
     }
     SD_CHECK(bad == 0, "%ld of %ld streamed runs differ from the whole split", bad, runs);
@@ -161,6 +198,21 @@ int main(void) {
     for (size_t i = 0; i < sizeof PROMPTS / sizeof PROMPTS[0]; i++)
         SD_CHECK(sd_reasoning_prompt_ended(&r, PROMPTS[i].p, strlen(PROMPTS[i].p)) == PROMPTS[i].want,
                  "prompt '%s' should %sclose the thinking", PROMPTS[i].p, PROMPTS[i].want ? "" : "not ");
+    /* glm45 (vLLM's Glm4MoeModelReasoningParser.is_reasoning_end): an end tag after the last
+       "<|assistant|>"; GLM-4.5's template writes "<think></think>" after every earlier assistant turn,
+       and after the last one when enable_thinking is false */
+    sd_reasoning_init(&r, SD_RP_GLM45, NULL, NULL, 0, 0);
+    static const struct {
+        const char *p;
+        int want;
+    } GLM_PROMPTS[] = {{"[gMASK]<sop><|user|>hi<|assistant|>\n<think></think>", 1},
+                       {"<|user|>hi<|assistant|>", 0},
+                       {"<|assistant|>\n<think></think>old<|user|>q<|assistant|>", 0},
+                       {"<|user|>hi<|assistant|></think>x<think>", 1},
+                       {"", 0}};
+    for (size_t i = 0; i < sizeof GLM_PROMPTS / sizeof GLM_PROMPTS[0]; i++)
+        SD_CHECK(sd_reasoning_prompt_ended(&r, GLM_PROMPTS[i].p, strlen(GLM_PROMPTS[i].p)) == GLM_PROMPTS[i].want,
+                 "glm45 prompt '%s' should %sclose the thinking", GLM_PROMPTS[i].p, GLM_PROMPTS[i].want ? "" : "not ");
     /* tags set by the option (the server's tests use words the bundled model writes) */
     char s[SD_REASONING_TAG_MAX + 1], e[SD_REASONING_TAG_MAX + 1];
     SD_CHECK(sd_server_reasoning_tags("And God", s, e) == 0 && !strcmp(s, "And") && !strcmp(e, "God"), "tags");
@@ -172,7 +224,8 @@ int main(void) {
     sd_reasoning_whole(&r, "And the earth. God said", 23, &w);
     SD_CHECK(w.has_r && w.r_len == 12 && w.has_c && w.c_len == 5, "custom tags split");
     SD_CHECK(sd_reasoning_parser_named("qwen3") == SD_RP_QWEN3 && sd_reasoning_parser_named("deepseek_r1") ==
-                 SD_RP_DEEPSEEK_R1 && sd_reasoning_parser_named("qwen") == SD_RP_NONE &&
+                 SD_RP_DEEPSEEK_R1 && sd_reasoning_parser_named("glm45") == SD_RP_GLM45 &&
+                 sd_reasoning_parser_named("qwen") == SD_RP_NONE &&
                  sd_reasoning_parser_named(NULL) == SD_RP_NONE,
              "parser names");
     printf("%zu whole cases, %ld streamed runs (pieces of 1, 3, 7 and random bytes)\n", sizeof CASES / sizeof CASES[0],

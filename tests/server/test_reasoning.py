@@ -202,7 +202,7 @@ def test_start_flags(model):
         p = subprocess.run([SPECDEC, "serve", "-m", model, "--port", "0", "--backend", "cpu", *args], capture_output=True,
                            text=True, timeout=60, env=dict(os.environ, **env))
         check(p.returncode == 2 and "reasoning" in p.stderr and (what != "unknown parser" or
-                                                                 "qwen3, deepseek_r1" in p.stderr),
+                                                                 "qwen3, deepseek_r1, glm45" in p.stderr),
               "serve with %s: %d %r" % (what, p.returncode, p.stderr[-300:]))
 
 

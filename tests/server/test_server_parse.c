@@ -1438,6 +1438,238 @@ static void test_tool_parsers(void) {
     sd_buf_free(&big);
 }
 
+/* A parser that reads the request's tools, on cases whose expected values come from vLLM: whole,
+ * and streamed in pieces of 1, 3 and 7 bytes (the same calls, the same content). */
+typedef struct typed_case {
+    const char *text;
+    int n_calls;
+    const char *content; /* NULL: null */
+    const char *names[3], *args[3];
+    int called; /* called (finish_reason "tool_calls") even without calls: deepseek_v3's begin tag alone */
+} typed_case;
+
+static void check_typed_parser(sd_tool_parser parser, const cJSON *tools, const typed_case *cases, size_t n_cases) {
+    for (size_t i = 0; i < n_cases; i++) {
+        sd_tool_out o;
+        sd_tools_out_init(&o, SD_TC_AUTO, parser, NULL);
+        o.tools = tools;
+        sd_tool_result r;
+        sd_tools_final(&o, cases[i].text, strlen(cases[i].text), &r);
+        const char *want = cases[i].content;
+        int ok = r.n_calls == cases[i].n_calls && r.called == (r.n_calls > 0 || cases[i].called) &&
+                 (want ? r.content && r.content_len == strlen(want) && !memcmp(r.content, want, r.content_len) : !r.content);
+        for (int c = 0; ok && c < r.n_calls && c < 3; c++)
+            ok = !strcmp(r.calls[c].name, cases[i].names[c]) && !strcmp(r.calls[c].args, cases[i].args[c]) &&
+                 !strncmp(r.calls[c].id, "chatcmpl-tool-", 14);
+        SD_CHECK(ok, "parser %d case %zu: %d calls, content %.*s, args %s", (int)parser, i, r.n_calls,
+                 r.content ? (int)r.content_len : 4, r.content ? r.content : "null", r.n_calls ? r.calls[0].args : "-");
+        for (size_t k = 0; k < 4; k++) {
+            static const size_t pieces[] = {0, 1, 3, 7};
+            streamed s;
+            sd_tools_out_init(&o, SD_TC_AUTO, parser, NULL);
+            o.tools = tools;
+            feed_all(&o, cases[i].text, pieces[k], &s);
+            int calls_ok = s.shapes && s.n == r.n_calls;
+            for (int c = 0; calls_ok && c < s.n; c++)
+                calls_ok = !strcmp(s.names[c], r.calls[c].name) && !strcmp(s.args[c], r.calls[c].args);
+            SD_CHECK(!strcmp(s.content, want ? want : "") && calls_ok,
+                     "parser %d streamed case %zu in pieces of %zu: content '%s', %d calls (whole %d)", (int)parser, i,
+                     pieces[k], s.content, s.n, r.n_calls);
+        }
+        sd_tools_result_free(&r);
+    }
+}
+
+/* glm45 (vLLM's glm4_moe_tool_parser: GLM-4.5 / 4.6): the expected values are what vLLM's
+ * extract_tool_calls returns for each text with the tools below (string-typed values kept as written,
+ * others json.loads, else ast.literal_eval, else the stripped text; a block without "\n" skipped; a
+ * schema or value Python raises on makes the whole output content). Whole, and streamed in pieces of
+ * 1, 3 and 7 bytes: the same calls, the content before the first block (whitespace only: null). */
+static void test_glm45_parser(void) {
+    static const char tools_json[] =
+        "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":\"object\","
+        "\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"},\"opts\":{\"type\":\"object\"}}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"bad\",\"parameters\":{\"properties\":{\"x\":true}}}},"
+        "{\"type\":\"function\",\"function\":{\"name\":\"noparams\",\"parameters\":null}}]";
+    static const typed_case cases[] = {
+    {"I'll check.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value> Paris </arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+     1, "I'll check.\n", {"get_weather"}, {"{\"city\": \" Paris \", \"days\": 3}"}, 0},
+    {"\n\n<tool_call>get_weather\n<arg_key>days</arg_key><arg_value>1.0</arg_value></tool_call>\nand\n<tool_call>other_fn\n<arg_key>q</arg_key>\n<arg_value>{'a': (1, 2), \"b\": True, 3: None, 2.5: 'x'}</arg_value>\n<arg_key>q</arg_key><arg_value>[1e400, -0x1F, 0o17, 1_000, 0b101]</arg_value>\n<arg_key>p</arg_key><arg_value>{'a': (1, 2), \"b\": True, 3: None, 2.5: 'x', -1: 1e5, 'a': []}</arg_value><arg_key>r</arg_key><arg_value>h\303\251llo \"w\"</arg_value>\n</tool_call>",
+     2, NULL, {"get_weather", "other_fn"}, {"{\"days\": 1.0}", "{\"q\": [Infinity, -31, 15, 1000, 5], \"p\": {\"a\": [], \"b\": true, \"3\": null, \"2.5\": \"x\", \"-1\": 100000.0}, \"r\": \"h\303\251llo \\\"w\\\"\"}"}, 0},
+    {"<tool_call>get_weather</tool_call>",
+     0, "<tool_call>get_weather</tool_call>", {}, {}, 0},
+    {"<tool_call>x</tool_call> <tool_call>get_weather\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{}"}, 0},
+    {"text <tool_call>get_weather\n<arg_key>city</arg_key><arg_value>Rome",
+     0, "text <tool_call>get_weather\n<arg_key>city</arg_key><arg_value>Rome", {}, {}, 0},
+    {"<tool_call>bad\n<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>",
+     0, "<tool_call>bad\n<arg_key>x</arg_key><arg_value>1</arg_value></tool_call>", {}, {}, 0},
+    {"ok <tool_call>f\n<arg_key>s</arg_key><arg_value>{1, 2}</arg_value></tool_call>",
+     0, "ok <tool_call>f\n<arg_key>s</arg_key><arg_value>{1, 2}</arg_value></tool_call>", {}, {}, 0},
+    {"<tool_call>f\n<arg_key>s</arg_key><arg_value>b'xy'</arg_value></tool_call>",
+     0, "<tool_call>f\n<arg_key>s</arg_key><arg_value>b'xy'</arg_value></tool_call>", {}, {}, 0},
+    {"<tool_call>f\n<arg_key> a </arg_key>  <arg_value> 'it\\'s' </arg_value><arg_key>b</arg_key><arg_value>NaN</arg_value><arg_key>c</arg_key><arg_value>nope</arg_value><arg_key>d</arg_key><arg_value>-5</arg_value><arg_key>e</arg_key><arg_value>{\"k\": [1, 2.50, \"\\u00e9\\ud83d\\ude00\"], \"k\": -0.0}</arg_value><arg_key>f</arg_key><arg_value>007</arg_value><arg_key>g</arg_key><arg_value>1e16</arg_value><arg_key>h</arg_key><arg_value>0.00001</arg_value><arg_key>i</arg_key><arg_value>123456789012345678901234567890</arg_value><arg_key>j</arg_key><arg_value>1e22</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a\": \"it's\", \"b\": NaN, \"c\": \"nope\", \"d\": -5, \"e\": {\"k\": -0.0}, \"f\": \"007\", \"g\": 1e+16, \"h\": 1e-05, \"i\": 123456789012345678901234567890, \"j\": 1e+22}"}, 0},
+    {"<tool_call>f\n<arg_key>a</arg_key>x<arg_key>b</arg_key>\n<arg_value>2</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a</arg_key>x<arg_key>b\": 2}"}, 0},
+    {"<tool_call>noparams\n<arg_key>city</arg_key><arg_value>true</arg_value></tool_call>",
+     1, NULL, {"noparams"}, {"{\"city\": true}"}, 0},
+    {"Hi <tool_call>  get_weather \t\n<arg_key>city</arg_key><arg_value>\n\nLyon\n</arg_value><arg_key>opts</arg_key><arg_value>{\"u\": \"C\"}</arg_value></tool_call>",
+     1, "Hi ", {"get_weather"}, {"{\"city\": \"\\n\\nLyon\\n\", \"opts\": {\"u\": \"C\"}}"}, 0},
+    {"<tool_call>f\n<arg_key>a</arg_key><arg_value>(1,)</arg_value><arg_key>b</arg_key><arg_value>u'x' \"y\"</arg_value><arg_key>c</arg_key><arg_value>{}</arg_value><arg_key>d</arg_key><arg_value>[1, 2,]</arg_value><arg_key>e</arg_key><arg_value>'''t\nq'''</arg_value><arg_key>g</arg_key><arg_value>r'\\d+'</arg_value><arg_key>h</arg_key><arg_value>'\\x41\\101\\u00e9\\q'</arg_value><arg_key>i</arg_key><arg_value>.5</arg_value><arg_key>j</arg_key><arg_value>[1,]</arg_value><arg_key>k</arg_key><arg_value>\"a\\u0000b\\u001f\"</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a\": [1], \"b\": \"xy\", \"c\": {}, \"d\": [1, 2], \"e\": \"t\\nq\", \"g\": \"\\\\d+\", \"h\": \"AA\303\251\\\\q\", \"i\": 0.5, \"j\": [1], \"k\": \"a\\u0000b\\u001f\"}"}, 0},
+    {"<tool_call>f\n<arg_key>a</arg_key><arg_value>True False</arg_value><arg_key>b</arg_key><arg_value>-True</arg_value><arg_key>c</arg_key><arg_value>1_</arg_value><arg_key>d</arg_key><arg_value>0x</arg_value><arg_key>e</arg_key><arg_value>[1, 2</arg_value><arg_key>f</arg_key><arg_value>'x\ny'</arg_value><arg_key>g</arg_key><arg_value>{'a' 1}</arg_value><arg_key>h</arg_key><arg_value>1abc</arg_value><arg_key>i</arg_key><arg_value>--1</arg_value><arg_key>j</arg_key><arg_value>\"\\x41\"</arg_value></tool_call>",
+     1, NULL, {"f"}, {"{\"a\": \"True False\", \"b\": \"-True\", \"c\": \"1_\", \"d\": \"0x\", \"e\": \"[1, 2\", \"f\": \"'x\\ny'\", \"g\": \"{'a' 1}\", \"h\": \"1abc\", \"i\": \"--1\", \"j\": \"A\"}"}, 0},
+    };
+    cJSON *tools = cJSON_Parse(tools_json);
+    SD_CHECK(tools != NULL, "glm45 tools parse");
+    check_typed_parser(SD_TP_GLM45, tools, cases, sizeof cases / sizeof cases[0]);
+    /* no tools at all: nothing is string-typed; 65 calls: more than the limit stay text */
+    sd_tool_out o;
+    sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_GLM45, NULL);
+    sd_tool_result r;
+    static const char untyped[] = "<tool_call>get_weather\n<arg_key>city</arg_key><arg_value> 12 </arg_value></tool_call>";
+    sd_tools_final(&o, untyped, strlen(untyped), &r);
+    SD_CHECK(r.n_calls == 1 && !strcmp(r.calls[0].args, "{\"city\": 12}"), "glm45 without tools: %s",
+             r.n_calls ? r.calls[0].args : "-");
+    sd_tools_result_free(&r);
+    sd_buf big = {0};
+    for (int i = 0; i <= SD_TOOLS_MAX_CALLS; i++) sd_buf_puts(&big, "<tool_call>f\n</tool_call>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 0 && r.content_len == big.len, "glm45: %d calls past the limit", r.n_calls);
+    sd_tools_result_free(&r);
+    /* hostile: 1 MiB of open tags and of nesting, whole and streamed */
+    big.len = 0;
+    while (big.len < (1u << 20)) sd_buf_puts(&big, "<tool_call>f\n<arg_key>k</arg_key><arg_value>[[[[[{(((<arg_key>");
+    sd_buf_puts(&big, "</tool_call>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 1 && !strcmp(r.calls[0].args, "{}"), "glm45 1 MiB: %d calls", r.n_calls);
+    sd_tools_result_free(&r);
+    sd_buf d = {0};
+    sd_tools_feed(&o, big.p, big.len / 2, 0, &d);
+    sd_tools_feed(&o, big.p, big.len, 1, &d);
+    SD_CHECK(o.n_calls == 1 && !d.oom, "glm45 1 MiB streamed: %d calls", o.n_calls);
+    sd_buf_free(&d);
+    sd_buf_free(&big);
+    cJSON_Delete(tools);
+}
+
+/* qwen3_coder (vLLM's qwen3coder_tool_parser: Qwen3-Coder): expected values are what vLLM's
+ * extract_tool_calls returns with the tools below (types converted as declared, including a
+ * "parameters" without "properties" read as the properties, "null" for any type, int() / float()
+ * / bool / json.loads / ast.literal_eval and their fallbacks to the text; an unclosed block or
+ * function running to the end; a function or parameter without ">" or a "properties" list naming
+ * the parameter, where vLLM raises, making the output content; nan kept as text, inf raising). */
+static void test_qwen3_coder_parser(void) {
+    static const char tools_json[] = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \" Integer \"}, \"temp\": {\"type\": \"number\"}, \"ok\": {\"type\": \"boolean\"}, \"opts\": {\"type\": \"object\"}, \"tags\": {\"type\": \"array\"}, \"any\": {\"type\": \"whatever\"}, \"nt\": {\"type\": [\"string\", \"null\"]}, \"u\": {\"enum\": [\"a\"]}}}}}, {\"type\": \"function\", \"function\": {\"name\": \"flat\", \"parameters\": {\"type\": \"object\", \"x\": {\"type\": \"integer\"}}}}, {\"type\": \"function\", \"function\": {\"name\": \"badprops\", \"parameters\": {\"properties\": [\"q\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"noparams\", \"parameters\": null}}]";
+    static const typed_case cases[] = {
+    {"Let me check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n<parameter=days>\n 0_07 \n</parameter>\n</function>\n</tool_call>",
+     1, "Let me check.\n", {"get_weather"}, {"{\"city\": \"Paris\", \"days\": 7}"}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n2.50\n</parameter>\n<parameter=ok>\nTRUE\n</parameter>\n<parameter=opts>\n{\"a\": [1, 2.0]}\n</parameter>\n<parameter=tags>\n['x', (1, 2)]\n</parameter>\n<parameter=any>\n0x1F\n</parameter>\n<parameter=city>\nNull\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=flat>\n<parameter=x>\n12\n</parameter>\n<parameter=type>\n5\n</parameter>\n</function>\n</tool_call>",
+     2, NULL, {"get_weather", "flat"}, {"{\"temp\": 2.5, \"ok\": true, \"opts\": {\"a\": [1, 2.0]}, \"tags\": [\"x\", [1, 2]], \"any\": 31, \"city\": null}", "{\"x\": 12, \"type\": \"5\"}"}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n1e3\n</parameter>\n<parameter=days>\nseven\n</parameter>\n<parameter=ok>\nyes\n</parameter>\n<parameter=opts>\nnot json\n</parameter>\n<parameter=nt>\n[1]\n</parameter>\n<parameter=u>\n7\n</parameter>\n<parameter=unknown>\n\n two lines \n\n</parameter>\n</function>\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{\"temp\": 1000, \"days\": \"seven\", \"ok\": false, \"opts\": \"not json\", \"nt\": [1], \"u\": \"7\", \"unknown\": \"\\n two lines \\n\"}"}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=city>\nRome\n<parameter=days>\n3\n</function>\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{\"city\": \"Rome\", \"days\": 3}"}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n",
+     1, NULL, {"get_weather"}, {"{\"city\": \"Oslo\"}"}, 0},
+    {"text <function=noparams>\n<parameter=a>\n1\n</parameter>\n</function> and <tool_call><function=get_weather></function></tool_call>",
+     1, "text <function=noparams>\n<parameter=a>\n1\n</parameter>\n</function> and ", {"get_weather"}, {"{}"}, 0},
+    {"no call here <tool_call> at all",
+     0, "no call here <tool_call> at all", {}, {}, 0},
+    {"<tool_call>\n<function=get_weather\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather\n</function>\n</tool_call>", {}, {}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=city\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather>\n<parameter=city\n</parameter>\n</function>\n</tool_call>", {}, {}, 0},
+    {"<tool_call>\n<function=badprops>\n<parameter=q>\n1\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=badprops>\n<parameter=q>\n1\n</parameter>\n</function>\n</tool_call>", {}, {}, 0},
+    {"<tool_call>\n<function=badprops>\n<parameter=r>\n1\n</parameter>\n</function>\n</tool_call>",
+     1, NULL, {"badprops"}, {"{\"r\": \"1\"}"}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\nnan\n</parameter>\n</function>\n</tool_call>",
+     1, NULL, {"get_weather"}, {"{\"temp\": \"nan\"}"}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n-inf\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather>\n<parameter=temp>\n-inf\n</parameter>\n</function>\n</tool_call>", {}, {}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=any>\n{1, 2}\n</parameter>\n</function>\n</tool_call>",
+     0, "<tool_call>\n<function=get_weather>\n<parameter=any>\n{1, 2}\n</parameter>\n</function>\n</tool_call>", {}, {}, 0},
+    {"<tool_call>\n<function=get_weather>\n<parameter=temp>\n 1_0.5e1 \n</parameter>\n<parameter=days>\n-0\n</parameter>\n<parameter=temp>\n1e20\n</parameter>\n</function>\n</tool_call>\n",
+     1, NULL, {"get_weather"}, {"{\"temp\": 100000000000000000000, \"days\": 0}"}, 0},
+    };
+    cJSON *tools = cJSON_Parse(tools_json);
+    SD_CHECK(tools != NULL, "qwen3_coder tools parse");
+    check_typed_parser(SD_TP_QWEN3_CODER, tools, cases, sizeof cases / sizeof cases[0]);
+    /* 65 calls: more than the limit stay text; 1 MiB of open tags, whole and streamed */
+    sd_tool_out o;
+    sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_QWEN3_CODER, NULL);
+    o.tools = tools;
+    sd_tool_result r;
+    sd_buf big = {0};
+    for (int i = 0; i <= SD_TOOLS_MAX_CALLS; i++) sd_buf_puts(&big, "<tool_call><function=f></function></tool_call>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 0 && r.content_len == big.len, "qwen3_coder: %d calls past the limit", r.n_calls);
+    sd_tools_result_free(&r);
+    big.len = 0;
+    sd_buf_puts(&big, "<tool_call><function=get_weather>");
+    while (big.len < (1u << 20)) sd_buf_puts(&big, "<parameter=opts>[[[[{(<parameter=tags>");
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.n_calls == 1, "qwen3_coder 1 MiB: %d calls", r.n_calls);
+    sd_tools_result_free(&r);
+    sd_buf d = {0};
+    sd_tools_feed(&o, big.p, big.len / 2, 0, &d);
+    sd_tools_feed(&o, big.p, big.len, 1, &d);
+    SD_CHECK(o.n_calls == 1 && !d.oom, "qwen3_coder 1 MiB streamed: %d calls", o.n_calls);
+    sd_buf_free(&d);
+    sd_buf_free(&big);
+    cJSON_Delete(tools);
+}
+
+/* deepseek_v3 (vLLM's deepseekv3_tool_parser: DeepSeek-V3): expected values are what vLLM's
+ * extract_tool_calls returns (one-line names and arguments, the arguments as written; a type other
+ * than "function", which vLLM's ToolCall refuses, makes the output content; the calls' begin tag
+ * alone still counts as called). */
+static void test_deepseek_v3_parser(void) {
+    static const typed_case cases[] = {
+    {"Let me look.<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>get_weather\n```json\n{\"city\": \"Paris\", \"n\": 1.0}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>\n<\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>search\n```json\n{\"q\": \"\303\251\"}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234><\357\275\234tool\342\226\201calls\342\226\201end\357\275\234>",
+     2, "Let me look.", {"get_weather", "search"}, {"{\"city\": \"Paris\", \"n\": 1.0}", "{\"q\": \"\303\251\"}"}, 1},
+    {"<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\n{\"a\":\n1}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234><\357\275\234tool\342\226\201calls\342\226\201end\357\275\234>",
+     0, NULL, {}, {}, 1},
+    {"<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>a<\357\275\234tool\342\226\201sep\357\275\234>b\n```json\n{}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>",
+     0, "<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>a<\357\275\234tool\342\226\201sep\357\275\234>b\n```json\n{}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>", {}, {}, 0},
+    {"<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>tool<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\n{}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>",
+     0, "<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>tool<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\n{}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>", {}, {}, 0},
+    {"no calls <\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\n{}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>",
+     0, "no calls <\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\n{}\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>", {}, {}, 0},
+    {"<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234>nothing well-formed",
+     0, NULL, {}, {}, 1},
+    {"<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\nnot json at all\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>g\n```json\n[]\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>",
+     0, "<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\nnot json at all\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>g\n```json\n[]\n```<\357\275\234tool\342\226\201call\342\226\201end\357\275\234>", {}, {}, 0},
+    {"<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234><\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function<\357\275\234tool\342\226\201sep\357\275\234>f\n```json\n{}\n```",
+     0, NULL, {}, {}, 1},
+    };
+    check_typed_parser(SD_TP_DEEPSEEK_V3, NULL, cases, sizeof cases / sizeof cases[0]);
+    /* 1 MiB of call tags, most on one line: no call, in linear time */
+    sd_buf big = {0};
+    sd_buf_puts(&big, "<\357\275\234tool\342\226\201calls\342\226\201begin\357\275\234>");
+    static const char call[] = "<\357\275\234tool\342\226\201call\342\226\201begin\357\275\234>function"
+                               "<\357\275\234tool\342\226\201sep\357\275\234>f";
+    for (int k = 0; big.len < (1u << 20); k++) sd_buf_puts(&big, k % 1000 ? call : "\n```json\n");
+    sd_tool_out o;
+    sd_tools_out_init(&o, SD_TC_AUTO, SD_TP_DEEPSEEK_V3, NULL);
+    sd_tool_result r;
+    sd_tools_final(&o, big.p, big.len, &r);
+    SD_CHECK(r.called && r.n_calls == 0 && !r.content, "deepseek_v3 1 MiB: %d calls", r.n_calls);
+    sd_tools_result_free(&r);
+    sd_buf_free(&big);
+    /* the --tool-call-parser names */
+    static const struct { const char *name; sd_tool_parser p; } names[] = {
+        {"hermes", SD_TP_HERMES}, {"llama3_json", SD_TP_LLAMA3_JSON}, {"mistral", SD_TP_MISTRAL}, {"glm45", SD_TP_GLM45},
+        {"qwen3_coder", SD_TP_QWEN3_CODER}, {"deepseek_v3", SD_TP_DEEPSEEK_V3}, {"deepseekv3", SD_TP_NONE},
+        {"glm4_moe", SD_TP_NONE}, {"", SD_TP_NONE}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        SD_CHECK(sd_tools_parser_named(names[i].name) == names[i].p &&
+                     (names[i].p == SD_TP_NONE || strstr(SD_TOOL_PARSER_NAMES, names[i].name)),
+                 "parser name '%s'", names[i].name);
+}
+
 /* vLLM's add_generation_prompt / continue_final_message: parsed (chat), the two together refused, and
  * sd_api_continue_final's cut of a rendered prompt (transformers' rule: after the last occurrence of
  * the last message's stripped content; empty cuts nothing; absent is a 400). */
@@ -1577,6 +1809,9 @@ int main(void) {
     test_mutations();
     test_tools_parse();
     test_pydump();
+    test_glm45_parser();
+    test_qwen3_coder_parser();
+    test_deepseek_v3_parser();
     test_tool_parsers();
     return sd_test_done();
 }

@@ -13,6 +13,9 @@ is gibberish, so
     guided_regex that forces "Sure. <tool_call>{...}</tool_call>": content "Sure. ", the call
     parsed, finish_reason "tool_calls"; streamed: content then one call delta; without the
     constraint the text stays content (tool_calls []);
+  - "auto" with --tool-call-parser glm45: a guided_regex forces GLM-4.5's tagged call; the declared
+    string argument keeps its spaces (the parser read the request's tools); likewise qwen3_coder with
+    Qwen3-Coder's <function=...><parameter=...> call;
   - "none" (and tools rendered): the prompt grows by the tools' text; chat_template_kwargs
     {"enable_thinking": false} adds Qwen3's empty think block to the prompt;
   - a conversation with an assistant tool call (arguments as a JSON string) and a tool result is
@@ -181,6 +184,49 @@ def test_auto(srv):
     c = r["choices"][0] if st == 200 else {}
     check(st == 200 and c["message"]["tool_calls"] == [] and c["message"]["content"] and
           c["finish_reason"] in ("stop", "length"), "auto without a call: %s" % r)
+
+
+GLM_REGEX = (r'Sure\. <tool_call>get_weather\n<arg_key>city</arg_key><arg_value> (Paris|Rome) </arg_value>'
+             r'<arg_key>unit</arg_key><arg_value>celsius</arg_value></tool_call>')
+
+
+def test_auto_glm45(srv):
+    """--tool-call-parser glm45 reads the request's tools: "city" is declared a string, so it stays as
+    written (" Paris ", spaces kept), "unit" is not, so it is stripped and, being neither JSON nor a
+    Python literal, kept as text."""
+    body = dict(messages=USER, tools=TOOLS, max_tokens=200, temperature=0, guided_regex=GLM_REGEX)
+    st, r = post(srv, body)
+    c = r["choices"][0] if st == 200 else {}
+    calls = c.get("message", {}).get("tool_calls") or []
+    check(st == 200 and c["message"]["content"] == "Sure. " and len(calls) == 1 and ID.fullmatch(calls[0]["id"]) and
+          calls[0]["function"]["name"] == "get_weather" and c["finish_reason"] == "tool_calls" and
+          re.fullmatch(r'\{"city": " (Paris|Rome) ", "unit": "celsius"\}', calls[0]["function"]["arguments"]),
+          "auto (glm45): %d %s" % (st, r))
+    content, scalls, finish, shapes = stream(srv, body)
+    check(content == "Sure. " and shapes and list(scalls) == [0] and calls and
+          scalls[0][1:] == [calls[0]["function"]["name"], calls[0]["function"]["arguments"]] and finish == "tool_calls",
+          "auto (glm45) streamed: %r %s %s" % (content, scalls, finish))
+
+
+QC_REGEX = (r'Sure\. <tool_call>\n<function=get_weather>\n<parameter=city>\n(Paris|Rome)\n</parameter>\n'
+            r'<parameter=unit>\ncelsius\n</parameter>\n</function>\n</tool_call>')
+
+
+def test_auto_qwen3_coder(srv):
+    """--tool-call-parser qwen3_coder: Qwen3-Coder's tagged call, each value converted by its declared type
+    ("city" a string; "unit", an enum without a type, kept as text)."""
+    body = dict(messages=USER, tools=TOOLS, max_tokens=200, temperature=0, guided_regex=QC_REGEX)
+    st, r = post(srv, body)
+    c = r["choices"][0] if st == 200 else {}
+    calls = c.get("message", {}).get("tool_calls") or []
+    check(st == 200 and c["message"]["content"] == "Sure. " and len(calls) == 1 and ID.fullmatch(calls[0]["id"]) and
+          calls[0]["function"]["name"] == "get_weather" and c["finish_reason"] == "tool_calls" and
+          re.fullmatch(r'\{"city": "(Paris|Rome)", "unit": "celsius"\}', calls[0]["function"]["arguments"]),
+          "auto (qwen3_coder): %d %s" % (st, r))
+    content, scalls, finish, shapes = stream(srv, body)
+    check(content == "Sure. " and shapes and list(scalls) == [0] and calls and
+          scalls[0][1:] == [calls[0]["function"]["name"], calls[0]["function"]["arguments"]] and finish == "tool_calls",
+          "auto (qwen3_coder) streamed: %r %s %s" % (content, scalls, finish))
 
 
 def usage_prompt(srv, body):
@@ -360,6 +406,10 @@ def main():
             srv.model_dir = d
             for fn in (test_named, test_required, test_auto, test_render, test_errors):
                 ts.timed(fn, srv)
+        with ts.Server("-m", d, "--enable-auto-tool-choice", "--tool-call-parser", "glm45") as srv:
+            ts.timed(test_auto_glm45, srv)
+        with ts.Server("-m", d, "--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder") as srv:
+            ts.timed(test_auto_qwen3_coder, srv)
         with ts.Server("-m", d) as srv:
             ts.timed(test_no_parser, srv)
     with ts.Server() as srv:  # the bundled pair: no template, the plain format

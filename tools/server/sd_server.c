@@ -229,7 +229,7 @@ static int sd_server_check_config(const sd_server_config *cfg) {
         return 2;
     }
     if (cfg->tool_call_parser && sd_tools_parser_named(cfg->tool_call_parser) == SD_TP_NONE) {
-        fprintf(stderr, "specdec serve: unknown tool call parser '%s' (known: hermes, llama3_json, mistral)\n",
+        fprintf(stderr, "specdec serve: unknown tool call parser '%s' (known: " SD_TOOL_PARSER_NAMES ")\n",
                 cfg->tool_call_parser);
         return 2;
     }
@@ -244,8 +244,7 @@ static int sd_server_check_config(const sd_server_config *cfg) {
         return 2;
     }
     if (cfg->enable_auto_tool_choice && !cfg->tool_call_parser) {
-        fprintf(stderr, "specdec serve: --enable-auto-tool-choice needs --tool-call-parser (hermes, llama3_json, "
-                        "mistral)\n");
+        fprintf(stderr, "specdec serve: --enable-auto-tool-choice needs --tool-call-parser (" SD_TOOL_PARSER_NAMES ")\n");
         return 2;
     }
     return 0;

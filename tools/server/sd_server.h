@@ -70,8 +70,8 @@ typedef struct sd_server_config {
     const char *model_alias;     /* served model id; NULL = the target directory's name */
     int enable_auto_tool_choice; /* vLLM's --enable-auto-tool-choice: tool_choice "auto" parses calls
                                     with tool_call_parser (required then); 0: "auto" answers 400 */
-    const char *tool_call_parser; /* "hermes" | "llama3_json" | "mistral"; NULL = none */
-    const char *reasoning_parser; /* vLLM's --reasoning-parser: "qwen3" | "deepseek_r1" (chat outputs split
+    const char *tool_call_parser; /* one of SD_TOOL_PARSER_NAMES (sd_server_tools.h); NULL = none */
+    const char *reasoning_parser; /* vLLM's --reasoning-parser: SD_REASONING_PARSER_NAMES (chat outputs split
                                      into reasoning and content; response_format / tool_choice grammars
                                      act after the thinking); NULL = none */
     const char *reasoning_tags;   /* the thinking's start and end tags, separated by one space;

@@ -110,6 +110,8 @@ struct sd_group {
     int32_t n;                     /* choices per prompt */
     int tool_choice;               /* sd_tool_choice of the request (SD_TC_NONE: text only) */
     char *tool_named;              /* owned: SD_TC_NAMED's function */
+    cJSON *tool_defs;              /* owned, NULL = not needed: the request's tools (glm45 / qwen3_coder read
+                                      their types) */
     sd_job **jobs;                 /* [n_jobs], by index */
     int n_jobs;
     int refused;                   /* admission failed: its submitted jobs are withdrawn, not counted */
@@ -146,6 +148,7 @@ static sd_job *sd_job_new(sd_group *g, int index) {
     j->first_of_prompt = index % g->n == 0;
     sd_stop_init(&j->stopper, g->stops, g->n_stop, g->include_stop);
     sd_tools_out_init(&j->tools, (sd_tool_choice)g->tool_choice, g->srv->tool_parser, g->tool_named);
+    j->tools.tools = g->tool_defs;
     return j;
 }
 
@@ -171,7 +174,11 @@ static sd_group *sd_group_new(sd_server *srv, struct MHD_Connection *c, sd_api_r
     g->include_usage = req->include_usage;
     g->n = req->n;
     g->tool_choice = req->tool_choice;
-    if (req->tool_choice == SD_TC_NAMED && !(g->tool_named = strdup(req->tool_names[req->tool_named]))) {
+    const int typed = req->tool_choice == SD_TC_AUTO && req->tools_json &&
+                      (srv->tool_parser == SD_TP_GLM45 || srv->tool_parser == SD_TP_QWEN3_CODER);
+    if ((req->tool_choice == SD_TC_NAMED && !(g->tool_named = strdup(req->tool_names[req->tool_named]))) ||
+        (typed && !(g->tool_defs = cJSON_Parse(req->tools_json)))) {
+        free(g->tool_named);
         pthread_cond_destroy(&g->cv);
         pthread_mutex_destroy(&g->mu);
         free(g->jobs);
@@ -225,6 +232,7 @@ static void sd_group_free(sd_group *g) {
     for (int i = 0; i < g->n_jobs; i++) sd_job_free(g->jobs[i], !g->refused);
     for (int i = 0; i < g->n_stop; i++) free(g->stops[i]);
     free(g->tool_named);
+    cJSON_Delete(g->tool_defs);
     free(g->jobs);
     sd_buf_free(&g->out);
     pthread_cond_destroy(&g->cv);

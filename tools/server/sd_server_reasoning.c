@@ -7,6 +7,7 @@ sd_reasoning_parser sd_reasoning_parser_named(const char *name) {
     if (!name) return SD_RP_NONE;
     if (!strcmp(name, "qwen3")) return SD_RP_QWEN3;
     if (!strcmp(name, "deepseek_r1")) return SD_RP_DEEPSEEK_R1;
+    if (!strcmp(name, "glm45")) return SD_RP_GLM45;
     return SD_RP_NONE;
 }
 
@@ -46,7 +47,16 @@ static long sd_rs_last(const char *s, size_t n, const char *tag) {
 
 int sd_reasoning_prompt_ended(const sd_reasoning *r, const char *text, size_t n) {
     const long e = sd_rs_last(text, n, r->end);
-    return e >= 0 && e > sd_rs_last(text, n, r->start);
+    const char *other = r->parser == SD_RP_GLM45 ? SD_REASONING_GLM_TURN : r->start;
+    return e >= 0 && e > sd_rs_last(text, n, other);
+}
+
+/* The first occurrence of tag in s[from..n), or -1. */
+static long sd_rs_first(const char *s, size_t from, size_t n, const char *tag) {
+    const size_t m = strlen(tag);
+    for (size_t i = from; i + m <= n; i++)
+        if (!memcmp(s + i, tag, m)) return (long)i;
+    return -1;
 }
 
 void sd_reasoning_feed(sd_reasoning *r, const char *text, size_t n, int final, size_t *ra, size_t *rb, size_t *ca,
@@ -55,10 +65,13 @@ void sd_reasoning_feed(sd_reasoning *r, const char *text, size_t n, int final, s
     if (n < r->pos) return; /* never: the text only grows */
     if (r->parser == SD_RP_NONE || r->prompt_ended) r->phase = 2;
     if (r->phase == 0) { /* a leading start tag (the model opened the thinking itself) is dropped */
-        const size_t ls = strlen(r->start), k = n < ls ? n : ls;
-        if (!memcmp(text, r->start, k) && k < ls && !final) return; /* may still become the tag */
-        r->pos = k == ls && !memcmp(text, r->start, ls) ? ls : 0;
-        r->phase = 1;
+        size_t w = 0; /* glm45: after whitespace (GLM writes "\n<think>") */
+        while (r->parser == SD_RP_GLM45 && w < n && text[w] && strchr(" \t\r\n", text[w])) w++;
+        const size_t ls = strlen(r->start), k = n - w < ls ? n - w : ls;
+        if (!memcmp(text + w, r->start, k) && k < ls && !final) return; /* may still become the tag */
+        const int tag = k == ls && !memcmp(text + w, r->start, ls);
+        r->pos = tag ? w + ls : 0;
+        r->phase = !tag && r->parser == SD_RP_GLM45 ? 2 : 1; /* glm45 without it: all content */
         *ra = *rb = r->pos;
     }
     if (r->phase == 1) {
@@ -84,7 +97,26 @@ void sd_reasoning_feed(sd_reasoning *r, const char *text, size_t n, int final, s
     r->pos = n;
 }
 
+/* vLLM's glm4_moe extract_reasoning. */
+static void sd_rs_glm_whole(const sd_reasoning *cfg, const char *text, size_t n, sd_reasoning_split *s) {
+    const long st = sd_rs_first(text, 0, n, cfg->start);
+    s->has_c = 1, s->c_len = n;
+    if (st < 0 || sd_rs_first(text, 0, n, cfg->end) < 0) return; /* both tags, or all content */
+    const size_t a = (size_t)st + strlen(cfg->start);
+    const long e = sd_rs_first(text, a, n, cfg->end);
+    s->c_off = a, s->c_len = n - a;
+    if (e < 0) return; /* the end tag only before the start tag: the rest is content */
+    s->has_r = 1, s->r_off = a, s->r_len = (size_t)e - a;
+    s->c_off = (size_t)e + strlen(cfg->end), s->c_len = n - s->c_off;
+    s->has_c = s->c_len > 0;
+}
+
 void sd_reasoning_whole(const sd_reasoning *cfg, const char *text, size_t n, sd_reasoning_split *s) {
+    if (cfg->parser == SD_RP_GLM45 && !cfg->prompt_ended) {
+        memset(s, 0, sizeof *s);
+        sd_rs_glm_whole(cfg, text, n, s);
+        return;
+    }
     sd_reasoning r = *cfg;
     r.phase = 0, r.pos = 0, r.content_at = 0;
     size_t ra, rb, ca, cb;

@@ -19,6 +19,9 @@ sd_tool_parser sd_tools_parser_named(const char *name) {
     if (!strcmp(name, "hermes")) return SD_TP_HERMES;
     if (!strcmp(name, "llama3_json")) return SD_TP_LLAMA3_JSON;
     if (!strcmp(name, "mistral")) return SD_TP_MISTRAL;
+    if (!strcmp(name, "glm45")) return SD_TP_GLM45;
+    if (!strcmp(name, "qwen3_coder")) return SD_TP_QWEN3_CODER;
+    if (!strcmp(name, "deepseek_v3")) return SD_TP_DEEPSEEK_V3;
     return SD_TP_NONE;
 }
 
@@ -268,9 +271,9 @@ int sd_tools_parse(const cJSON *root, sd_api_request *r, sd_api_error *e) {
 /* ------------------------------------------------------------------------- */
 /* Python's json.dumps                                                        */
 /* ------------------------------------------------------------------------- */
-static void sd_py_str(sd_buf *b, const char *s) {
+void sd_tools_pystr(sd_buf *b, const char *s, size_t n) {
     sd_buf_puts(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s, *e = p + n; p < e; p++) {
         switch (*p) {
         case '"': sd_buf_puts(b, "\\\""); break;
         case '\\': sd_buf_puts(b, "\\\\"); break;
@@ -308,13 +311,13 @@ void sd_tools_pydump(sd_buf *b, const cJSON *v) {
     else if (cJSON_IsTrue(v)) sd_buf_puts(b, "true");
     else if (cJSON_IsFalse(v)) sd_buf_puts(b, "false");
     else if (cJSON_IsNumber(v)) sd_py_num(b, v->valuedouble);
-    else if (cJSON_IsString(v)) sd_py_str(b, v->valuestring);
+    else if (cJSON_IsString(v)) sd_tools_pystr(b, v->valuestring, strlen(v->valuestring));
     else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
         const int obj = cJSON_IsObject(v);
         sd_buf_puts(b, obj ? "{" : "[");
         for (const cJSON *c = v->child; c; c = c->next) {
             if (c != v->child) sd_buf_puts(b, ", ");
-            if (obj) sd_py_str(b, c->string), sd_buf_puts(b, ": ");
+            if (obj) sd_tools_pystr(b, c->string, strlen(c->string)), sd_buf_puts(b, ": ");
             sd_tools_pydump(b, c);
         }
         sd_buf_puts(b, obj ? "}" : "]");
@@ -339,7 +342,7 @@ static void sd_random_bytes(unsigned char *p, size_t n) {
 }
 
 /* vLLM's ids: "chatcmpl-tool-" + a uuid4's hex; mistral's: 9 letters and digits. */
-static void sd_tool_id(char *id, size_t cap, int mistral) {
+void sd_tools_new_id(char *id, size_t cap, int mistral) {
     unsigned char r[16];
     sd_random_bytes(r, sizeof r);
     if (mistral) {
@@ -357,7 +360,7 @@ void sd_tools_out_init(sd_tool_out *o, sd_tool_choice choice, sd_tool_parser par
     o->choice = choice;
     o->parser = choice == SD_TC_AUTO ? parser : SD_TP_NONE;
     o->named = named;
-    if (choice == SD_TC_NAMED) sd_tool_id(o->named_id, sizeof o->named_id, 0);
+    if (choice == SD_TC_NAMED) sd_tools_new_id(o->named_id, sizeof o->named_id, 0);
 }
 
 void sd_tools_calls_free(sd_tool_call *calls, int n) {
@@ -367,7 +370,7 @@ void sd_tools_calls_free(sd_tool_call *calls, int n) {
     }
 }
 
-static const char *sd_find(const char *s, size_t n, const char *pat) {
+const char *sd_tools_find(const char *s, size_t n, const char *pat) {
     size_t m = strlen(pat);
     for (size_t i = 0; i + m <= n; i++)
         if (s[i] == pat[0] && !memcmp(s + i, pat, m)) return s + i;
@@ -400,7 +403,7 @@ static int sd_call_from(const cJSON *obj, const char *args_key, const char *alt_
         free(nm);
         return 0;
     }
-    sd_tool_id(c->id, sizeof c->id, mistral);
+    sd_tools_new_id(c->id, sizeof c->id, mistral);
     c->name = nm;
     c->args = b.p ? b.p : strdup("");
     return c->args != NULL;
@@ -424,9 +427,9 @@ static int sd_hermes_all(const char *t, size_t n, sd_tool_call *calls, int *nc) 
     static const char open[] = "<tool_call>", close[] = "</tool_call>";
     const char *p = t, *end = t + n;
     *nc = 0;
-    for (const char *s; (s = sd_find(p, (size_t)(end - p), open));) {
+    for (const char *s; (s = sd_tools_find(p, (size_t)(end - p), open));) {
         s += sizeof open - 1;
-        const char *c = sd_find(s, (size_t)(end - s), close);
+        const char *c = sd_tools_find(s, (size_t)(end - s), close);
         const char *stop = c ? c : end;
         cJSON *v = sd_parse_n(s, (size_t)(stop - s));
         int ok = v && *nc < SD_TOOLS_MAX_CALLS && sd_call_from(v, "arguments", NULL, 0, &calls[*nc]);
@@ -487,9 +490,9 @@ static int sd_mistral_all(const char *t, size_t n, sd_tool_call *calls, int *nc,
     *tc_len = m;
     cJSON *v = memchr(c, '\0', m) ? NULL : cJSON_ParseWithOpts(c, NULL, 1);
     if (!v) { /* the regex \[{.*}\] (greedy, across lines) */
-        const char *s = sd_find(c, m, "[{");
+        const char *s = sd_tools_find(c, m, "[{");
         const char *e = NULL;
-        for (const char *q = s; q && (q = sd_find(q, m - (size_t)(q - c), "}]")); q++) e = q;
+        for (const char *q = s; q && (q = sd_tools_find(q, m - (size_t)(q - c), "}]")); q++) e = q;
         if (s && e && e >= s) v = sd_parse_n(s, (size_t)(e + 2 - s));
     }
     return sd_calls_from_list(v, "arguments", 1, calls, nc);
@@ -532,7 +535,7 @@ void sd_tools_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_re
         ok = sd_required_all(text, n, r->calls, &r->n_calls);
         if (ok) r->content_len = 0;
     } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_HERMES) {
-        const char *s = sd_find(text, n, "<tool_call>");
+        const char *s = sd_tools_find(text, n, "<tool_call>");
         if (!s) return;
         if ((ok = sd_hermes_all(text, n, r->calls, &r->n_calls))) {
             r->content_len = (size_t)(s - text);
@@ -540,8 +543,14 @@ void sd_tools_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_re
         }
     } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_LLAMA3_JSON) {
         if ((ok = sd_llama3_all(text, n, r->calls, &r->n_calls))) r->content = NULL, r->content_len = 0;
+    } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_GLM45) {
+        ok = sd_tools_glm45_final(o, text, n, r);
+    } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_QWEN3_CODER) {
+        ok = sd_tools_qwen3_coder_final(o, text, n, r);
+    } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_DEEPSEEK_V3) {
+        ok = sd_tools_deepseek_v3_final(o, text, n, r);
     } else if (o->choice == SD_TC_AUTO && o->parser == SD_TP_MISTRAL) {
-        const char *s = sd_find(text, n, "[TOOL_CALLS]");
+        const char *s = sd_tools_find(text, n, "[TOOL_CALLS]");
         if (!s) return;
         size_t tl = 0;
         if ((ok = sd_mistral_all(text, n, r->calls, &r->n_calls, &r->own, &tl))) {
@@ -562,7 +571,7 @@ void sd_tools_final(const sd_tool_out *o, const char *text, size_t n, sd_tool_re
 /* ------------------------------------------------------------------------- */
 /* streaming                                                                  */
 /* ------------------------------------------------------------------------- */
-static void sd_delta_content(sd_buf *out, const char *s, size_t n) {
+void sd_tools_delta_content(sd_buf *out, const char *s, size_t n) {
     if (!n) return;
     sd_buf_puts(out, "{\"content\":");
     sd_buf_json_str(out, s, n);
@@ -586,14 +595,14 @@ static void sd_delta_args(sd_buf *out, int index, const char *args, size_t n) {
     sd_buf_puts(out, "}}]}\n");
 }
 
-static void sd_delta_calls(sd_tool_out *o, sd_tool_call *c, int nc, sd_buf *out) {
+void sd_tools_delta_calls(sd_tool_out *o, sd_tool_call *c, int nc, sd_buf *out) {
     for (int i = 0; i < nc; i++, o->n_calls++)
         sd_delta_call(out, o->n_calls, c[i].id, c[i].name, c[i].args, strlen(c[i].args));
     sd_tools_calls_free(c, nc);
 }
 
 /* The bytes at the end of t[from..n) that could begin marker (held back until the next text). */
-static size_t sd_partial(const char *t, size_t from, size_t n, const char *marker) {
+size_t sd_tools_partial(const char *t, size_t from, size_t n, const char *marker) {
     size_t m = strlen(marker);
     for (size_t k = m - 1 < n - from ? m - 1 : n - from; k > 0; k--)
         if (!memcmp(t + n - k, marker, k)) return k;
@@ -604,9 +613,9 @@ static size_t sd_partial(const char *t, size_t from, size_t n, const char *marke
  * before the first call), holding back what could begin it. 1 when the marker was found (o->pos
  * is then at it). */
 static int sd_feed_until(sd_tool_out *o, const char *t, size_t n, int final, const char *marker, sd_buf *out) {
-    const char *s = sd_find(t + o->pos, n - o->pos, marker);
-    size_t end = s ? (size_t)(s - t) : final ? n : n - sd_partial(t, o->pos, n, marker);
-    if (!o->n_calls) sd_delta_content(out, t + o->pos, end - o->pos);
+    const char *s = sd_tools_find(t + o->pos, n - o->pos, marker);
+    size_t end = s ? (size_t)(s - t) : final ? n : n - sd_tools_partial(t, o->pos, n, marker);
+    if (!o->n_calls) sd_tools_delta_content(out, t + o->pos, end - o->pos);
     o->pos = end;
     return s != NULL;
 }
@@ -619,13 +628,13 @@ static void sd_feed_hermes(sd_tool_out *o, const char *t, size_t n, int final, s
             o->pos += sizeof open - 1;
             o->in_block = 1;
         }
-        const char *c = sd_find(t + o->pos, n - o->pos, close);
+        const char *c = sd_tools_find(t + o->pos, n - o->pos, close);
         if (!c && !final) return; /* the block is read whole */
         size_t end = c ? (size_t)(c - t) : n;
         sd_tool_call call;
         memset(&call, 0, sizeof call);
         cJSON *v = sd_parse_n(t + o->pos, end - o->pos);
-        if (v && o->n_calls < SD_TOOLS_MAX_CALLS && sd_call_from(v, "arguments", NULL, 0, &call)) sd_delta_calls(o, &call, 1, out);
+        if (v && o->n_calls < SD_TOOLS_MAX_CALLS && sd_call_from(v, "arguments", NULL, 0, &call)) sd_tools_delta_calls(o, &call, 1, out);
         else { /* not a call: the block stays text */
             sd_buf_puts(out, "{\"content\":\"");
             sd_buf_json_chars(out, open, sizeof open - 1);
@@ -650,7 +659,7 @@ static void sd_feed_held(sd_tool_out *o, const char *t, size_t n, int final, sd_
         else o->plain = 1;
     }
     if (o->parser == SD_TP_LLAMA3_JSON && o->plain) {
-        sd_delta_content(out, t + o->pos, n - o->pos);
+        sd_tools_delta_content(out, t + o->pos, n - o->pos);
         o->pos = n;
         return;
     }
@@ -664,10 +673,10 @@ static void sd_feed_held(sd_tool_out *o, const char *t, size_t n, int final, sd_
     whole.choice = SD_TC_AUTO;
     sd_tools_final(&whole, t + o->pos, n - o->pos, &r);
     if (r.called) {
-        sd_delta_calls(o, r.calls, r.n_calls, out);
+        sd_tools_delta_calls(o, r.calls, r.n_calls, out);
         r.n_calls = 0;
     } else if (r.content) {
-        sd_delta_content(out, r.content, r.content_len);
+        sd_tools_delta_content(out, r.content, r.content_len);
     }
     sd_tools_result_free(&r);
     o->pos = n;
@@ -694,7 +703,7 @@ static void sd_feed_required(sd_tool_out *o, const char *t, size_t n, sd_buf *ou
                 memset(&call, 0, sizeof call);
                 cJSON *v = sd_parse_n(t + o->elem, i + 1 - o->elem);
                 if (v && o->n_calls < SD_TOOLS_MAX_CALLS && sd_call_from(v, "parameters", NULL, 0, &call))
-                    sd_delta_calls(o, &call, 1, out);
+                    sd_tools_delta_calls(o, &call, 1, out);
                 cJSON_Delete(v);
             }
         }
@@ -718,8 +727,11 @@ void sd_tools_feed(sd_tool_out *o, const char *t, size_t n, int final, sd_buf *o
     case SD_TC_AUTO:
         if (o->parser == SD_TP_HERMES) sd_feed_hermes(o, t, n, final, out);
         else if (o->parser == SD_TP_LLAMA3_JSON || o->parser == SD_TP_MISTRAL) sd_feed_held(o, t, n, final, out);
-        else sd_delta_content(out, t + o->pos, n - o->pos), o->pos = n;
+        else if (o->parser == SD_TP_GLM45) sd_tools_glm45_feed(o, t, n, final, out);
+        else if (o->parser == SD_TP_QWEN3_CODER) sd_tools_qwen3_coder_feed(o, t, n, final, out);
+        else if (o->parser == SD_TP_DEEPSEEK_V3) sd_tools_deepseek_v3_feed(o, t, n, final, out);
+        else sd_tools_delta_content(out, t + o->pos, n - o->pos), o->pos = n;
         return;
-    default: sd_delta_content(out, t + o->pos, n - o->pos); o->pos = n; return;
+    default: sd_tools_delta_content(out, t + o->pos, n - o->pos); o->pos = n; return;
     }
 }
