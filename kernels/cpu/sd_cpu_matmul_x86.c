@@ -200,7 +200,7 @@ static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_mxfp4(const sd_x86_mm *m, const f
 }
 
 /* ---- FP8 (block-scaled float8_e4m3fn, core/sd_weights.h SD_FP8): decoded in registers, 32 columns
- * of four rows at a time ----
+ * of four rows at a time, once for all the call's tokens ----
  * (c & 0x7f) << 20 read as a float is the code's magnitude times 2^-120, normal and subnormal codes
  * alike (the 4 exponent bits land in the float's exponent field, the 3 mantissa bits on top of its
  * mantissa), so one exact multiply by 2^120 gives it; bit 7 is the sign; 0x7f / 0xff are NaN as
@@ -242,30 +242,34 @@ SD_AVX2_INLINE void f8_decode(const sd_x86_mm *m, int64_t row, int64_t c0, int k
     }
 }
 
-/* y[t][o0 + r] for R rows from o0 and T tokens (R <= 4, T <= 2), as block() for F32 rows. */
-SD_AVX2_INLINE void f8_block(const sd_x86_mm *m, int64_t o0, int R, const float *const *x, float *const *y, int T,
-                             const double *b) {
+/* y[t][o0 + r] for R rows from o0 (R <= 4) and all n tokens (n <= SD_CPU_X86_TOKEN_CHUNK): each 32-column
+ * chunk of the rows is decoded once and serves every token (decoding costs more than the products);
+ * per (row, token) the fused multiply-adds run in column order, as block()'s for F32 rows. */
+SD_AVX2_INLINE void f8_rows(const sd_x86_mm *m, int64_t o0, int R, const float *const *x, float *const *y, int n,
+                            const double *b) {
     const int64_t cols = m->cols, end4 = cols & ~(int64_t)3;
-    __m256d acc[4][2];
+    __m256d acc[4][SD_CPU_X86_TOKEN_CHUNK];
     float dec[4][32];
     for (int r = 0; r < R; r++)
-        for (int t = 0; t < T; t++) acc[r][t] = _mm256_setzero_pd();
+        for (int t = 0; t < n; t++) acc[r][t] = _mm256_setzero_pd();
     for (int64_t c0 = 0; c0 < end4; c0 += 32) {
-        const int k = (int)(end4 - c0 < 32 ? end4 - c0 : 32); /* a multiple of 4 */
-        for (int r = 0; r < R; r++) f8_decode(m, o0 + r, c0, k, dec[r]);
-        for (int q = 0; q < k / 4; q++) {
-            __m256d xv[2];
-            for (int t = 0; t < T; t++) xv[t] = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + c0 + 4 * q));
-            for (int r = 0; r < R; r++) {
-                const __m256d wv = _mm256_cvtps_pd(_mm_loadu_ps(dec[r] + 4 * q));
-                for (int t = 0; t < T; t++) acc[r][t] = _mm256_fmadd_pd(wv, xv[t], acc[r][t]);
-            }
+        const int k = (int)(end4 - c0 < 32 ? end4 - c0 : 32), nq = k / 4; /* k: a multiple of 4 */
+        __m256d wv[4][8];
+        for (int r = 0; r < R; r++) {
+            f8_decode(m, o0 + r, c0, k, dec[r]);
+            for (int q = 0; q < nq; q++) wv[r][q] = _mm256_cvtps_pd(_mm_loadu_ps(dec[r] + 4 * q));
         }
+        for (int t = 0; t < n; t++)
+            for (int q = 0; q < nq; q++) {
+                const __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + c0 + 4 * q));
+                for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_pd(wv[r][q], xv, acc[r][t]);
+            }
     }
     for (int r = 0; r < R; r++) {
         float tail[32]; /* f8_decode stores 8 at a time: room for that, though at most 3 are used */
         f8_decode(m, o0 + r, end4, (int)(cols - end4), tail);
-        for (int t = 0; t < T; t++) y[t][o0 + r] = (float)(finish(acc[r][t], tail, x[t] + end4, 0, cols - end4, SD_F32) + b[r]);
+        for (int t = 0; t < n; t++)
+            y[t][o0 + r] = (float)(finish(acc[r][t], tail, x[t] + end4, 0, cols - end4, SD_F32) + b[r]);
     }
 }
 
@@ -274,15 +278,11 @@ static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_fp8(const sd_x86_mm *m, const flo
     for (; o + 4 <= m->o_end; o += 4) {
         double b[4];
         for (int r = 0; r < 4; r++) b[r] = m->bias ? (double)sd_cpu_elem(m->bias, o + r) : 0.0;
-        int t = 0;
-        for (; t + 2 <= n; t += 2) f8_block(m, o, 4, x + t, y + t, 2, b);
-        if (t < n) f8_block(m, o, 4, x + t, y + t, 1, b);
+        f8_rows(m, o, 4, x, y, n, b);
     }
     for (; o < m->o_end; o++) {
         double b[1] = {m->bias ? (double)sd_cpu_elem(m->bias, o) : 0.0};
-        int t = 0;
-        for (; t + 2 <= n; t += 2) f8_block(m, o, 1, x + t, y + t, 2, b);
-        if (t < n) f8_block(m, o, 1, x + t, y + t, 1, b);
+        f8_rows(m, o, 1, x, y, n, b);
     }
 }
 

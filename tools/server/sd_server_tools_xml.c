@@ -281,6 +281,37 @@ static long sd_pv_digits(sd_pv *p, int base, sd_buf *dig) {
 }
 
 /* A number token (no sign): int written as Python's str(int), float as repr. */
+/* Digits dig[0..nd) of an integer in base 16, 8 or 2 written in decimal to out (a leading "-" when neg
+ * and not 0): converted to decimal limbs (10^9 each, least significant first). */
+static int sd_pv_based_int(const char *dig, long nd, int base, int neg, sd_buf *out) {
+    const int bits = base == 16 ? 4 : base == 8 ? 3 : 1;
+    if ((long)bits * nd > 14400) return PV_UNSER; /* over 4300 digits: json.dumps raises */
+    uint32_t limb[1700];
+    int nl = 1;
+    limb[0] = 0;
+    for (long k = 0; k < nd; k++) {
+        uint64_t carry = (uint64_t)dig[k];
+        for (int l = 0; l < nl; l++) {
+            const uint64_t v = (uint64_t)limb[l] * (uint64_t)base + carry;
+            limb[l] = (uint32_t)(v % 1000000000u);
+            carry = v / 1000000000u;
+        }
+        if (carry) limb[nl++] = (uint32_t)carry;
+    }
+    sd_buf txt = {0};
+    sd_buf_printf(&txt, "%u", limb[nl - 1]);
+    for (int l = nl - 2; l >= 0; l--) sd_buf_printf(&txt, "%09u", limb[l]);
+    int rc = PV_FAIL;
+    if (!txt.oom && txt.p && txt.len > PV_MAX_DIGITS) rc = PV_UNSER;
+    else if (!txt.oom && txt.p) {
+        if (neg && strcmp(txt.p, "0")) sd_buf_puts(out, "-");
+        sd_buf_puts(out, txt.p);
+        rc = PV_OK;
+    }
+    sd_buf_free(&txt);
+    return rc;
+}
+
 static int sd_pv_number(sd_pv *p, int neg, sd_buf *out) {
     sd_buf dig = {0}, txt = {0};
     int rc = PV_FAIL;
@@ -338,28 +369,7 @@ static int sd_pv_number(sd_pv *p, int neg, sd_buf *out) {
         rc = PV_OK;
         goto done;
     }
-    /* another base: converted to decimal limbs (10^9 each, least significant first) */
-    const int bits = base == 16 ? 4 : base == 8 ? 3 : 1;
-    if ((long)bits * nd > 14400) { rc = PV_UNSER; goto done; } /* over 4300 digits: json.dumps raises */
-    uint32_t limb[1700];
-    int nl = 1;
-    limb[0] = 0;
-    for (long k = 0; k < nd; k++) {
-        uint64_t carry = (uint64_t)dig.p[k];
-        for (int l = 0; l < nl; l++) {
-            const uint64_t v = (uint64_t)limb[l] * (uint64_t)base + carry;
-            limb[l] = (uint32_t)(v % 1000000000u);
-            carry = v / 1000000000u;
-        }
-        if (carry) limb[nl++] = (uint32_t)carry;
-    }
-    sd_buf_printf(&txt, "%u", limb[nl - 1]);
-    for (int l = nl - 2; l >= 0; l--) sd_buf_printf(&txt, "%09u", limb[l]);
-    if (txt.oom || !txt.p) goto done;
-    if (txt.len > PV_MAX_DIGITS) { rc = PV_UNSER; goto done; }
-    if (neg && strcmp(txt.p, "0")) sd_buf_puts(out, "-");
-    sd_buf_puts(out, txt.p);
-    rc = PV_OK;
+    rc = sd_pv_based_int(dig.p, nd, base, neg, out);
 done:
     sd_buf_free(&dig);
     sd_buf_free(&txt);
