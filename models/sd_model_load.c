@@ -683,24 +683,27 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
 /* Most tensors one layer reads (sd_load_attention + sd_load_mlp). */
 #define SD_LAYER_MAX_TENSORS 24
 
-/* The MTP layer's own tensors (core/sd_weights.h "An MTP layer run as a draft model"): the
- * block's embedding and LM head when the checkpoint ships copies (DeepSeek-V3 and GLM-4.5 do),
- * else the model's. Layer names are relative to layer_base (the MTP layer). */
+/* The MTP layer's own tensors (core/sd_weights.h "An MTP layer run as a draft model"): its front,
+ * shared_head.norm as the final norm, and the block's embedding and LM head when the checkpoint ships
+ * copies (DeepSeek-V3 and GLM-4.5 do; else sd_load_weights takes the model's). Layer names are relative
+ * to layer_base (the MTP layer). */
 static specdec_status sd_load_mtp_io(sd_loader *L) {
     specdec_model *m = L->m;
     const sd_config *c = &m->w.cfg;
     const int64_t V = c->vocab_size, H = c->hidden_size;
+    char nm[96];
+    snprintf(nm, sizeof nm, "model.layers.%d.eh_proj.weight", (int)L->layer_base);
+    if (!sd_find_entry(L, nm))
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
+                       "%s: config.json has num_nextn_predict_layers %d, but the checkpoint has no MTP layer (no tensor "
+                       "'%s': this copy was saved without it)",
+                       m->path, (int)c->mtp_layers, nm);
     TRY(sd_layer_tensor(L, 0, "enorm.weight", H, 0, 1, &m->w.mtp_enorm));
     TRY(sd_layer_tensor(L, 0, "hnorm.weight", H, 0, 1, &m->w.mtp_hnorm));
     TRY(sd_layer_tensor(L, 0, "eh_proj.weight", H, 2 * H, 1, &m->w.mtp_eh_proj));
     TRY(sd_layer_tensor(L, 0, "shared_head.norm.weight", H, 0, 1, &m->w.out_norm));
     TRY(sd_layer_tensor(L, 0, "embed_tokens.weight", V, H, 0, &m->w.tok_embd));
-    if (!m->w.tok_embd.data) TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
-    TRY(sd_layer_tensor(L, 0, "shared_head.head.weight", V, H, 0, &m->w.lm_head));
-    if (m->w.lm_head.data) return SPECDEC_OK;
-    if (c->tie_word_embeddings) m->w.lm_head = m->w.tok_embd;
-    else TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
-    return SPECDEC_OK;
+    return sd_layer_tensor(L, 0, "shared_head.head.weight", V, H, 0, &m->w.lm_head);
 }
 
 /* specdec_model_params.mtp: the configuration of the checkpoint's first MTP layer run alone (one
@@ -732,28 +735,17 @@ static specdec_status sd_load_weights(sd_loader *L) {
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
 
-    if (!L->mtp) TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
-    char nm[96];
-    snprintf(nm, sizeof nm, "model.layers.%d.eh_proj.weight", (int)L->layer_base);
-    if (L->mtp && !sd_find_entry(L, nm))
-        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
-                       "%s: config.json has num_nextn_predict_layers %d, but the checkpoint has no MTP layer (no tensor "
-                       "'%s': this copy was saved without it)",
-                       m->path, (int)c->mtp_layers, nm);
+    if (L->mtp) TRY(sd_load_mtp_io(L)); /* what it lacks is the model's, as below */
+    if (!m->w.tok_embd.data) TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
     for (int32_t l = 0; l < c->n_layers; l++) {
         TRY(sd_load_attention(L, l, &m->w.layers[l]));
         TRY(sd_load_mlp(L, l, &m->w.layers[l]));
     }
-    if (L->mtp) {
-        TRY(sd_load_mtp_io(L));
-    } else {
-        TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
-        if (c->tie_word_embeddings) {
-            m->w.lm_head = m->w.tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
-        } else {
-            TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
-        }
-    }
+    if (!m->w.out_norm.data) TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
+    if (!m->w.lm_head.data && c->tie_word_embeddings) /* (an MTP layer's shared_head.head is loaded) */
+        m->w.lm_head = m->w.tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
+    else if (!m->w.lm_head.data)
+        TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
     m->w.dtype = m->w.layers[0].wo.dtype; /* o_proj: every family has one (MLA may have no q_proj) */
     return SPECDEC_OK;
 }

@@ -357,14 +357,8 @@ specdec_status sd_engine_plan_params(const specdec_model *target, const specdec_
         st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s is an EAGLE-3 draft head, not a target model", target->path);
     if (st == SPECDEC_OK && draft && draft->eagle3) /* the head's own checks first (fc width, vocabulary, ids) */
         st = sd_eagle3_check_target(&draft->eagle3->w, &target->w.cfg, draft->path, NULL);
-    if (st != SPECDEC_OK) return st;
-    if (st == SPECDEC_OK && sd_model_is_mtp(draft) &&
-        (draft->w.cfg.hidden_size != target->w.cfg.hidden_size || draft->w.cfg.vocab_size != target->w.cfg.vocab_size))
-        st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
-                     "MTP layer %s: hidden size %d and vocabulary %d, but the target %s has %d and %d (an MTP layer "
-                     "drafts for the model of its own checkpoint)",
-                     draft->path, (int)draft->w.cfg.hidden_size, (int)draft->w.cfg.vocab_size, target->path,
-                     (int)target->w.cfg.hidden_size, (int)target->w.cfg.vocab_size);
+    if (st == SPECDEC_OK && sd_model_is_mtp(draft)) /* as the head's: before any runner is made */
+        st = sd_mtp_check_target(&draft->w.cfg, &target->w.cfg, draft->path, NULL);
     if (st != SPECDEC_OK) return st;
     if (sd_model_is_head(draft)) draft = NULL; /* a head has no pair checks and no context of its own */
     if (draft) st = sd_engine_check_pair(target, draft);

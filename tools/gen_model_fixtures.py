@@ -242,18 +242,6 @@ VARIANTS = {
                      "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.8, "mscale_all_dim": 0.6,
                                          "original_max_position_embeddings": 8, "rope_theta": 500.0,
                                          "beta_fast": 8.0, "beta_slow": 1.0}}, False),
-    # DeepSeek-V3 as its published FP8 checkpoint (FP8 below), 2 x 2 blocks so every matrix of the
-    # tiny latent attention splits into whole blocks (transformers' dequantizer needs them): q_a, q_b,
-    # kv_a, kv_b (read row by row by the absorbed attention), o, the dense and shared MLPs
-    "deepseek_v3_fp8": (DeepseekV3Config, DeepseekV3ForCausalLM,
-                    {**BASE, "num_hidden_layers": 3, "num_key_value_heads": 4, "q_lora_rank": 12, "kv_lora_rank": 10,
-                     "qk_rope_head_dim": 4, "qk_nope_head_dim": 6, "v_head_dim": 5, "n_routed_experts": 8,
-                     "num_experts_per_tok": 3, "moe_intermediate_size": 16, "n_shared_experts": 1, "n_group": 4,
-                     "topk_group": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 2.5,
-                     "num_nextn_predict_layers": 0,
-                     "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.8, "mscale_all_dim": 0.6,
-                                         "original_max_position_embeddings": 8, "rope_theta": 500.0,
-                                         "beta_fast": 8.0, "beta_slow": 1.0}}, False),
     # DeepSeek-V3 without the q latent (q_proj), rotate-half rope (rope_interleave false), attention
     # biases on kv_a and o, values wider than the nope part (8 > 6), plain rope; every layer sparse,
     # no groups, top-2 of 4 not renormalised; rms_norm_eps 0.3, which the q_a / kv_a norms must NOT
@@ -287,6 +275,12 @@ VARIANTS = {
                              "n_group": 4, "topk_group": 2, "routed_scaling_factor": 2.0,
                              "rope_parameters": {"rope_type": "default", "rope_theta": 650.0}}, False),
 }
+
+# DeepSeek-V3 as its published FP8 checkpoint (FP8 below), 2 x 2 blocks so every matrix of the
+# tiny latent attention splits into whole blocks (transformers' dequantizer needs them): q_a, q_b,
+# kv_a, kv_b (read row by row by the absorbed attention), o, the dense and shared MLPs
+VARIANTS["deepseek_v3_fp8"] = (DeepseekV3Config, DeepseekV3ForCausalLM,
+                               {**VARIANTS["deepseek_v3"][2], "num_nextn_predict_layers": 0}, False)
 
 # Variants whose checkpoint also carries num_nextn_predict_layers MTP layers after the decoder
 # layers (as GLM-4.5's and DeepSeek-V3's do: model.layers.<num_hidden_layers>.*): transformers and
@@ -549,17 +543,22 @@ def add_mtp_layer(model, d, ids, seed):
     print(f"{os.path.basename(d)}: MTP layer {n}, reference rows {T}, min top-2 margin {(top2[:, 1] - top2[:, 0]).min():.2e}")
 
 
-def write_tiny_tokenizer(d):
-    """A byte-level BPE tokenizer.json of exactly the fixtures' V = 80 ids (<pad> 0, <s> 1, </s> 2,
-    then single characters: space, letters, digits, punctuation, newline; no merges), so the CLI,
-    the server and the Python API can run a fixture end to end on text of those characters."""
-    chars = [" "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
-    chars += [str(i) for i in range(10)] + list(".,!?'-:;\n()\"/&")
-    assert len(chars) == V - 3
+TINY_CHARS = ([" "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]
+              + [str(i) for i in range(10)] + list(".,!?'-:;\n()\"/&"))
+
+
+def write_tiny_tokenizer(d, chars=TINY_CHARS, size=V):
+    """A byte-level BPE tokenizer.json of `size` ids (<pad> 0, <s> 1, </s> 2, then the single characters
+    `chars` — by default the fixtures' V = 80: space, letters, digits, punctuation, newline — then
+    <unusedN> fillers; no merges), so the CLI, the server and the Python API can run a checkpoint end
+    to end on text of those characters (also bench/mla/make_mla_checkpoint.py's)."""
+    assert len(chars) <= size - 3
     byte_char = {ord(" "): "\u0120", ord("\n"): "\u010a"}  # GPT-2's byte-level symbols of space and newline
     vocab = {"<pad>": 0, "<s>": 1, "</s>": 2}
     for c in chars:
         vocab[byte_char.get(ord(c), c)] = len(vocab)
+    for i in range(len(vocab), size):  # ids the tokenizer never produces (the model's vocabulary is larger)
+        vocab[f"<unused{i}>"] = i
     special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
                 "special": True} for t, i in (("<pad>", 0), ("<s>", 1), ("</s>", 2))]
     tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special, "normalizer": None,

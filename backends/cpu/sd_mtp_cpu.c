@@ -97,18 +97,23 @@ static void mtp_destroy(sd_eagle3_runner *r) {
 
 static const sd_eagle3_runner_ops mtp_ops = {mtp_fuse, mtp_step, mtp_q, mtp_destroy};
 
+specdec_status sd_mtp_check_target(const sd_config *mtp, const sd_config *target, const char *what, sd_errbuf *eb) {
+    if (mtp->hidden_size == target->hidden_size && mtp->vocab_size == target->vocab_size) return SPECDEC_OK;
+    return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
+                   "%s: hidden size %d and vocabulary %d, but the target has %d and %d (an MTP layer drafts for the "
+                   "model of its own checkpoint)",
+                   what, (int)mtp->hidden_size, (int)mtp->vocab_size, (int)target->hidden_size,
+                   (int)target->vocab_size);
+}
+
 specdec_status sd_mtp_cpu_runner_create(const sd_weights *mtp, sd_runner *target, const sd_config *target_cfg,
                                         int32_t n_ctx, int32_t rows, sd_runner **out, sd_errbuf *eb) {
     *out = NULL;
     if (!mtp || !mtp->mtp_eh_proj.data)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "MTP head: the draft is not an MTP layer");
     const sd_config *c = &mtp->cfg;
-    if (c->hidden_size != target_cfg->hidden_size || c->vocab_size != target_cfg->vocab_size)
-        return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
-                       "MTP layer: hidden size %d and vocabulary %d, but the target has %d and %d (an MTP layer drafts "
-                       "for the model of its own checkpoint)",
-                       (int)c->hidden_size, (int)c->vocab_size, (int)target_cfg->hidden_size,
-                       (int)target_cfg->vocab_size);
+    const specdec_status fit = sd_mtp_check_target(c, target_cfg, "MTP layer", eb);
+    if (fit != SPECDEC_OK) return fit;
     if (rows < SD_RUNNER_TREE_MAX) rows = SD_RUNNER_TREE_MAX;
     if (rows > n_ctx) rows = n_ctx;
     mtp_runner *m = sd_calloc(1, sizeof *m);

@@ -20,6 +20,10 @@
 #include "sd_eagle3.h"
 #include "sd_weights.h"
 
+/* The MTP layer (config mtp) fits the target: the same hidden size and vocabulary (MODEL_MISMATCH naming
+ * both, prefixed by `what`, otherwise). */
+specdec_status sd_mtp_check_target(const sd_config *mtp, const sd_config *target, const char *what, sd_errbuf *eb);
+
 /* A head runner over the MTP layer mtp (borrowed: it must outlive the runner) drafting for
  * `target` (a CPU runner of target_cfg, whose group is set to capture hs[n_layers + 1]). The
  * layer must fit the target: the same hidden size and vocabulary (MODEL_MISMATCH naming both

@@ -7,12 +7,14 @@ byte-level tokenizer.json of single characters, so `specdec generate` runs it.
 
     make_mla_checkpoint.py OUT_DIR      (needs torch + transformers)
 """
-import json
 import os
 import sys
 
 import torch
 from transformers import DeepseekV2Config, DeepseekV2ForCausalLM
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from gen_model_fixtures import write_tiny_tokenizer  # noqa: E402
 
 out = sys.argv[1]
 V = 2048
@@ -25,22 +27,5 @@ cfg = DeepseekV2Config(vocab_size=V, hidden_size=512, intermediate_size=1024, mo
 torch.manual_seed(0)
 model = DeepseekV2ForCausalLM(cfg).to(torch.bfloat16).eval()
 model.save_pretrained(out)
-vocab = {"<pad>": 0, "<s>": 1, "</s>": 2}
-byte_sym = {32: "\u0120", 10: "\u010a"}
-for b in range(32, 127):
-    vocab[byte_sym.get(b, chr(b))] = len(vocab)
-vocab[byte_sym[10]] = len(vocab)
-for i in range(len(vocab), V):  # filler ids the tokenizer never produces (the model's vocabulary is V)
-    vocab[f"<unused{i}>"] = i
-special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-            "special": True} for t, i in (("<pad>", 0), ("<s>", 1), ("</s>", 2))]
-tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": special, "normalizer": None,
-       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
-       "post_processor": None,
-       "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
-       "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-                 "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                 "vocab": vocab, "merges": []}}
-with open(os.path.join(out, "tokenizer.json"), "w") as f:
-    json.dump(tok, f)
+write_tiny_tokenizer(out, chars=[chr(b) for b in range(32, 127)] + ["\n"], size=V)
 print(f"{out}: DeepSeek-V2-Lite attention, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters")

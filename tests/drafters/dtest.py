@@ -1,6 +1,11 @@
 """dtest.py — what the drafter tests' Python scripts share: the counted check, the
-arguments (SPECDEC_BINARY MODELS_DIR [--quick]) and the exit status."""
+arguments (SPECDEC_BINARY MODELS_DIR [--quick]), a `specdec serve` on loopback and the exit status."""
+import http.client
+import json
+import select
+import subprocess
 import sys
+import time
 
 BIN, MODELS = sys.argv[1], sys.argv[2]
 QUICK = "--quick" in sys.argv[3:]
@@ -45,3 +50,50 @@ def check_trace(d, what, tree, drafters):
 def finish():
     print(f"{counts['passed']} passed, {counts['failed']} failed")
     sys.exit(1 if counts["failed"] else 0)
+
+
+class Server:
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([BIN, "serve", "--port", "0", "--backend", "cpu", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.port = None
+        deadline = time.time() + 60
+        while time.time() < deadline and self.proc.poll() is None and self.port is None:
+            if select.select([self.proc.stdout], [], [], 0.5)[0]:
+                line = self.proc.stdout.readline()
+                if "listening on http://" in line:
+                    self.port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+        if self.port is None:
+            self.stop()
+            raise RuntimeError("server did not start")
+        while time.time() < deadline:  # it listens before its models are loaded: wait for /health 200
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            try:
+                c.request("GET", "/health")
+                if c.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            finally:
+                c.close()
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("server never became healthy")
+
+    def post(self, body):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            return r.status, json.loads(r.read())
+        finally:
+            c.close()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -15,29 +15,18 @@ with "speculative": {"draft_method": "mtp"}; a request asking "eagle3" there, or
 without the MTP layer, is a 400 naming speculative_config.method. --quick (sanitizer builds): 8
 tokens, no match mode, one server. --no-server: the CLI checks only (a build without the server).
 """
-import http.client
 import json
 import os
-import select
 import subprocess
 import sys
-import time
 
-BIN, FIX = sys.argv[1], sys.argv[2]
-QUICK = "--quick" in sys.argv[3:]
+from dtest import BIN, QUICK, Server, check, finish
+
+FIX = sys.argv[2]
 SERVER = "--no-server" not in sys.argv[3:]  # a build without `specdec serve`
 GLM, FLAT = os.path.join(FIX, "glm4_moe"), os.path.join(FIX, "glm4_moe_flat")
 N = 8 if QUICK else 24
 PROMPT = "The ark rested, and Noah said"
-counts = {"passed": 0, "failed": 0}
-
-
-def check(cond, what):
-    counts["passed" if cond else "failed"] += 1
-    if not cond:
-        print(f"FAIL: {what}", file=sys.stderr)
-
-
 def generate(*args, expect_rc=0, model=GLM):
     p = subprocess.run([BIN, "generate", "-m", model, "-p", PROMPT, "-n", str(N), "--backend", "cpu", "--json",
                         "--ignore-eos", *map(str, args)], capture_output=True, text=True, timeout=300)
@@ -92,52 +81,12 @@ if b.returncode == 0:
           f"batch: no output equal to plain decoding: {b.stdout[:400]!r}")
 
 
-class Server:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([BIN, "serve", "-m", GLM, "--port", "0", "--backend", "cpu", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.port = None
-        deadline = time.time() + 60
-        while time.time() < deadline and self.proc.poll() is None and self.port is None:
-            if select.select([self.proc.stdout], [], [], 0.5)[0]:
-                line = self.proc.stdout.readline()
-                if "listening on http://" in line:
-                    self.port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
-        while self.port and time.time() < deadline:
-            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-            try:
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            finally:
-                c.close()
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"server did not start: {self.proc.stderr.read()[-400:]!r}")
-
-    def post(self, body):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        try:
-            c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            return r.status, json.loads(r.read())
-        finally:
-            c.close()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=30)
-
-
 def completion(extra=None):
     return dict({"prompt": PROMPT, "max_tokens": N, "temperature": 0, "ignore_eos": True}, **(extra or {}))
 
 
 for method in () if not SERVER else ("mtp",) if QUICK else ("mtp", "deepseek_mtp"):
-    srv = Server("--speculative-config", json.dumps({"method": method, "num_speculative_tokens": 3}))
+    srv = Server("-m", GLM, "--speculative-config", json.dumps({"method": method, "num_speculative_tokens": 3}))
     try:
         st, r = srv.post(completion())
         sp = r.get("speculative", {}) if st == 200 else {}
@@ -152,12 +101,11 @@ for method in () if not SERVER else ("mtp",) if QUICK else ("mtp", "deepseek_mtp
     finally:
         srv.stop()
 if SERVER and not QUICK:
-    srv = Server()
+    srv = Server("-m", GLM)
     try:
         st, r = srv.post(completion({"speculative_config": {"method": "mtp"}}))
         check(st == 400 and r["error"]["param"] == "speculative_config.method" and "mtp" in r["error"]["message"],
               f"mtp request on a server without the layer: {st} {r}")
     finally:
         srv.stop()
-print(f"{counts['passed']} passed, {counts['failed']} failed")
-sys.exit(1 if counts["failed"] else 0)
+finish()

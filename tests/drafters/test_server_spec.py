@@ -18,64 +18,14 @@ speculative_config.method, as {"method": "eagle3"} is on a server with a draft m
 whose method does not fit the draft exits 2. --quick (sanitizer builds): 4 tokens, the first
 server and the head server only.
 """
-import http.client
 import json
-import select
 import subprocess
-import time
 
-from dtest import BIN, DRAFT, MODELS, QUICK, TARGET, check, finish
+from dtest import BIN, DRAFT, MODELS, QUICK, TARGET, Server, check, finish
 
 N = 4 if QUICK else 16
 PROMPT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
           "In the beginning God created the heaven and the earth. And the earth was")
-
-
-class Server:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([BIN, "serve", "--port", "0", "--backend", "cpu", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.port = None
-        deadline = time.time() + 60
-        while time.time() < deadline and self.proc.poll() is None and self.port is None:
-            if select.select([self.proc.stdout], [], [], 0.5)[0]:
-                line = self.proc.stdout.readline()
-                if "listening on http://" in line:
-                    self.port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
-        if self.port is None:
-            self.stop()
-            raise RuntimeError("server did not start")
-        while time.time() < deadline:  # it listens before its models are loaded: wait for /health 200
-            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-            try:
-                c.request("GET", "/health")
-                if c.getresponse().status == 200:
-                    return
-            except OSError:
-                pass
-            finally:
-                c.close()
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("server never became healthy")
-
-    def post(self, body):
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        try:
-            c.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            return r.status, json.loads(r.read())
-        finally:
-            c.close()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def completion(extra):
