@@ -22,6 +22,12 @@ the forward; it is saved as the published gpt-oss checkpoints are (`*_blocks` / 
 quantization_config mxfp4) and loaded back with transformers' MXFP4 reader, which must give
 the same expert values and logits (check_mxfp4).
 
+A GPTQ / AWQ variant (INT4 below) has its decoder projections quantized to 4 bits by this script's own
+packer before the forward (the reference logits are those of the dequantized weights); it is saved as
+the published GPTQ (v1 zeros, act-order g_idx) / AWQ GEMM checkpoints are (qweight / qzeros / scales,
+quantization_config) and read back with transformers' GPTQ / AWQ loader, whose gptqmodel kernels must
+dequantize every module to exactly the weights written (check_int4).
+
 A variant is re-drawn (next seed) until every position's top-2 logit margin exceeds
 MARGIN, so "argmax identical" is a fair requirement on a checker within 1e-4. n_ctx is
 the context the checker must give its runner: T (rope types whose frequencies depend on
@@ -29,12 +35,14 @@ the length — dynamic, longrope — match transformers' whole-sequence forward 
 
 Needs torch + transformers (run by hand; CI reads the committed fixtures):
     /work/venv-torch/bin/python tools/gen_model_fixtures.py [--out tests/models/fixtures] [NAME ...]
+(the INT4 variants' check also needs gptqmodel and optimum: transformers' GPTQ / AWQ loaders)
 """
 import argparse
 import json
 import os
 import shutil
 import sys
+import zlib
 
 try:
     import numpy as np
@@ -104,6 +112,11 @@ VARIANTS = {
     # float8_e4m3fn with a float32 weight_scale_inv per 16 x 16 block (2-4 blocks each way; transformers'
     # dequantizer needs whole blocks: partial ones, as DeepSeek-V3's kv_a_proj has, are tested in C)
     "qwen3_fp8": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    # GPTQ / AWQ 4-bit checkpoints (INT4 below): every decoder projection as packed int32 codes with a
+    # float16 scale and a 4-bit zero per 16 inputs; the reference logits are those of the dequantized weights
+    "llama_gptq": (*llama(), False),
+    "qwen2_gptq_actorder": (Qwen2Config, Qwen2ForCausalLM, dict(BASE), False),  # q/k/v biases stay float32
+    "qwen3_awq": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
     "qwen3_window_bias": (Qwen3Config, Qwen3ForCausalLM,
                           {**BASE, "num_hidden_layers": 3, "head_dim": 16, "attention_bias": True,
                            "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 2}, False),
@@ -441,6 +454,184 @@ def check_fp8(d, model, ids, logits):
     print(f"{os.path.basename(d)}: transformers' FP8 reader gives the same weights and logits (max diff {err:.1e})")
 
 
+# ---- GPTQ / AWQ 4-bit (weight-only, group-wise): written here from the formats' definitions; check_int4
+# reads the result back with transformers' GPTQ / AWQ loaders (gptqmodel's kernels on the CPU). Each decoder
+# projection of nn.Linear layout [out, in] becomes codes q(o, i) in 0..15, and per (group, output) a float16
+# scale s and a zero z in 0..15; the weight is float32(s[g(i), o]) * (q(o, i) - z[g(i), o]), exact in float32.
+# GPTQ: qweight int32 [in/8, out] (nibble k of word [r, o]: input 8r + k), qzeros int32 [groups, out/8] (nibble
+# k of word [g, c]: output 8c + k), scales float16 [groups, out], g_idx int32 [in] (the group of each input).
+# checkpoint_format "gptq" (v1, also when the key is absent) stores each zero minus one: (z - 1) & 15.
+# AWQ GEMM: qweight int32 [in, out/8] and qzeros int32 [groups, out/8] with the outputs of a word interleaved
+# (nibble k holds output 8c + AWQ_ORDER[k]), zeros stored as they are, scales float16 [groups, out], no g_idx.
+# name -> the checkpoint's quantization_config
+INT4 = {
+    # sym: every zero 8
+    "llama_gptq": {"quant_method": "gptq", "bits": 4, "group_size": 16, "desc_act": False, "sym": True,
+                   "checkpoint_format": "gptq", "lm_head": False, "damp_percent": 0.01, "true_sequential": True,
+                   "static_groups": False},
+    # act-order: input i belongs to group perm[i] // 16 for a random permutation (g_idx not monotonic);
+    # asymmetric zeros 0..15 (stored 15 and 14 included), no checkpoint_format (v1)
+    "qwen2_gptq_actorder": {"quant_method": "gptq", "bits": 4, "group_size": 16, "desc_act": True, "sym": False,
+                            "damp_percent": 0.01, "true_sequential": True},
+    # layer 1's MLP left in float32 (modules_to_not_convert): both kinds of projection in one checkpoint
+    "qwen3_awq": {"quant_method": "awq", "bits": 4, "group_size": 16, "zero_point": True, "version": "gemm",
+                  "modules_to_not_convert": ["model.layers.1.mlp"]},
+}
+AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
+
+
+def int4_linears(model, qcfg):
+    """The projections a 4-bit checkpoint quantizes: fp8_linears less modules_to_not_convert."""
+    skip = tuple(m + "." for m in qcfg.get("modules_to_not_convert") or ())
+    return [(n, p) for n, p in fp8_linears(model) if not n.startswith(skip)]
+
+
+def int4_quantize(w, qcfg, rng):
+    """w [out, in] -> (q [out, in], z [groups, out], float16 scales [groups, out], g_idx [in], the dequantized
+    float32 weights). sym: z = 8 and s = absmax / 7.5; otherwise z is drawn in 0..15 (one 0 and one 15 at
+    least) and s = absmax / max(z, 15 - z), so that the codes span the group's values on z's side."""
+    rows, cols = w.shape
+    gs = qcfg["group_size"]
+    groups = cols // gs
+    g_idx = (rng.permutation(cols) if qcfg.get("desc_act") else np.arange(cols)) // gs
+    if qcfg.get("sym"):
+        z = np.full((groups, rows), 8)
+        span = np.full((groups, rows), 7.5)
+    else:
+        z = rng.integers(0, 16, (groups, rows))
+        z.flat[rng.choice(z.size, 2, replace=False)] = (0, 15)
+        span = np.maximum(z, 15 - z).astype(np.float64)
+    wd = w.double().numpy()
+    amax = np.stack([np.abs(wd[:, g_idx == g]).max(axis=1) for g in range(groups)])  # [groups, out]
+    scale = (amax / span).astype(np.float16)
+    s_oi = scale.astype(np.float32)[g_idx].T  # [out, in]
+    z_oi = z[g_idx].T
+    q = np.clip(np.rint(wd / s_oi) + z_oi, 0, 15).astype(np.int64)
+    deq = s_oi * (q - z_oi).astype(np.float32)  # float32 throughout: exact
+    return q, z, scale, g_idx, deq
+
+
+def pack_nibbles(v, axis):
+    """Values 0..15 -> int32 words along `axis`: element 8c + k of that axis in bits 4k..4k+3 of word c."""
+    v = np.moveaxis(np.asarray(v), axis, -1)
+    v = v.reshape(*v.shape[:-1], v.shape[-1] // 8, 8).astype(np.uint32)
+    words = np.bitwise_or.reduce(v << (4 * np.arange(8, dtype=np.uint32)), axis=-1)
+    return torch.from_numpy(np.ascontiguousarray(np.moveaxis(words, -1, axis)).view(np.int32))
+
+
+def int4_weights(model, qcfg, seed):
+    """Quantize the model's projections in place (their values become the dequantized ones, so the reference
+    logits are those of the 4-bit weights); returns {module name: {tensor suffix: checkpoint tensor}}."""
+    rng = np.random.default_rng(5000 + seed)
+    out = {}
+    with torch.no_grad():
+        for n, p in int4_linears(model, qcfg):
+            q, z, scale, g_idx, deq = int4_quantize(p.detach(), qcfg, rng)
+            p.copy_(torch.from_numpy(deq))
+            if qcfg["quant_method"] == "awq":
+                cols = (8 * np.arange(q.shape[0] // 8)[:, None] + np.array(AWQ_ORDER)).ravel()
+                t = {"qweight": pack_nibbles(q.T[:, cols], 1), "qzeros": pack_nibbles(z[:, cols], 1)}
+            else:  # v1 zeros (INT4's GPTQ variants are all checkpoint_format "gptq")
+                t = {"qweight": pack_nibbles(q.T, 0), "qzeros": pack_nibbles((z - 1) & 15, 1),
+                     "g_idx": torch.from_numpy(g_idx.astype(np.int32))}
+            t["scales"] = torch.from_numpy(scale)
+            out[n[:-len(".weight")]] = t
+    return out
+
+
+def save_int4(name, model, d):
+    """Replace the saved projections' weights by their 4-bit tensors (int4_weights' result, kept by build)
+    and declare the variant's quantization_config."""
+    path = os.path.join(d, "model.safetensors")
+    sd = load_file(path)
+    for mod, tensors in model.int4_tensors.items():
+        del sd[mod + ".weight"]
+        sd.update({f"{mod}.{k}": v for k, v in tensors.items()})
+    save_file(sd, path, metadata={"format": "pt"})
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["quantization_config"] = INT4[name]
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def check_int4(d, model, ids, logits, qcfg):
+    """Read the checkpoint back with transformers' own GPTQ / AWQ loader (gptqmodel's torch kernels on the CPU):
+    every 4-bit module, dequantized in float32 by gptqmodel, must equal the weights this script wrote, every
+    other parameter must be as saved, and the forward must give the same logits. GPTQ: TorchLinear's
+    dequantize_weight, its zeros converted from v1 by gptqmodel's _correct_gptq_v1_qzeros ((stored + 1) & 15
+    per field). transformers' own load converts them with a packed-word add (+0x11111111), which carries a
+    stored 15 (z = 0) into the next output's zero: the check requires that to differ exactly in those words,
+    then puts the per-field zeros in. AWQ: packing_utils.dequantize_gemm on the loaded qweight / qzeros /
+    scales. gptqmodel holds a 4-bit module's bias in float16 (here: the float32 one put back after checking
+    that it is the same, rounded)."""
+    from gptqmodel.quantization.awq.utils.packing_utils import dequantize_gemm
+    from gptqmodel.utils.model_dequant import _correct_gptq_v1_qzeros
+    from transformers import AwqConfig, GPTQConfig
+    torch._dynamo.config.disable = True  # gptqmodel compiles its kernels: plain eager code here
+    # gptqmodel's plain torch kernels (dequantize_weight, then a float matmul): its fused CPU kernel
+    # (aten _weight_int4pack_mm) takes groups of 32 and more only
+    awq = qcfg["quant_method"] == "awq"
+    load = AwqConfig(backend="torch_awq") if awq else GPTQConfig(bits=qcfg["bits"], backend="torch")
+    hf = type(model).from_pretrained(d, dtype=torch.float32, attn_implementation="eager", device_map="cpu",
+                                     quantization_config=load).eval()
+    saved = load_file(os.path.join(d, "model.safetensors"))
+    mine = dict(model.named_parameters())
+    n_int4 = carried = 0
+    x_ids = torch.from_numpy(ids[None].astype(np.int64))
+    with torch.no_grad():
+        as_loaded = np.abs(hf(input_ids=x_ids).logits[0].float().numpy() - logits).max()
+        for n, mod in list(hf.named_modules()):
+            if not hasattr(mod, "qweight"):
+                continue
+            mod.scales = mod.scales.float()  # float16 * code is exact in float32, not in float16
+            bias = None
+            if mod.bias is not None:  # gptqmodel keeps it in a float16 buffer: the saved float32 one put back
+                bias = saved[n + ".bias"]
+                if not (torch.equal(bias, mine[n + ".bias"]) and torch.equal(mod.bias, bias.to(mod.bias.dtype))):
+                    sys.exit(f"{d}: transformers reads {n}.bias differently from what this script wrote")
+                mod.bias = bias
+            if awq:
+                w = dequantize_gemm(mod.qweight, mod.qzeros, mod.scales, qcfg["bits"], qcfg["group_size"])
+                # its kernel computes in float16 whatever the input: a float32 Linear of its weights instead
+                lin = torch.nn.Linear(w.shape[0], w.shape[1], bias=bias is not None)
+                lin.weight.copy_(w.T)
+                if bias is not None:
+                    lin.bias.copy_(bias)
+                parent, child = n.rsplit(".", 1)
+                setattr(hf.get_submodule(parent), child, lin)
+            else:
+                stored = saved[n + ".qzeros"]
+                per_field = _correct_gptq_v1_qzeros(stored.clone(), qcfg["bits"])
+                low15 = ((stored.numpy().view(np.uint32)[..., None] >> (4 * np.arange(7, dtype=np.uint32))) & 15
+                         == 15).any(-1)  # a stored 15 below the top nibble: the packed add carries
+                if not np.array_equal((mod.qzeros != per_field).numpy(), low15):
+                    sys.exit(f"{d}: transformers' v1 zeros of {n} differ from (stored + 1) & 15 elsewhere than "
+                             f"after a stored 15")
+                carried += int(low15.sum())
+                mod.qzeros.copy_(per_field)
+                mod.clear_weight_cache()
+                w = mod.dequantize_weight()
+            diff = (w.T.float() - mine[n + ".weight"]).abs()
+            if diff.max() != 0:
+                bad = diff.nonzero()
+                sys.exit(f"{d}: gptqmodel dequantizes {n} differently from what this script wrote at {len(bad)} of "
+                         f"{diff.numel()} places, e.g. [out, in] {bad[:4].tolist()}")
+            n_int4 += 1
+        if n_int4 != len(model.int4_tensors):
+            sys.exit(f"{d}: transformers loaded {n_int4} 4-bit modules, this script wrote {len(model.int4_tensors)}")
+        for n, p in hf.named_parameters():
+            if n in mine and not torch.equal(p.detach().float(), mine[n].detach()):
+                sys.exit(f"{d}: transformers reads {n} differently from what this script wrote")
+        theirs = hf(input_ids=x_ids).logits[0].float().numpy()
+    err = np.abs(theirs - logits).max()
+    if err > 1e-5:
+        sys.exit(f"{d}: transformers' {qcfg['quant_method']} model differs from the reference logits by {err:g}")
+    print(f"{os.path.basename(d)}: gptqmodel dequantizes the {n_int4} 4-bit modules transformers loaded exactly as "
+          f"written, other weights and logits the same (max diff {err:.1e}; as loaded, with its float16 parts"
+          f"{' and carried zeros (' + str(carried) + ' words)' if carried else ''}: {as_loaded:.1e})")
+
+
 def save(name, model, d, ids, seed):
     """save_pretrained, for an MTP variant its MTP layer, and for an MXFP4 variant its experts as
     the published checkpoints store them (blocks + scales, quantization_config quant_method mxfp4)."""
@@ -450,6 +641,8 @@ def save(name, model, d, ids, seed):
         write_tiny_tokenizer(d)
     if name in FP8:
         save_fp8(name, model, d)
+    if name in INT4:
+        save_int4(name, model, d)
     if name not in MXFP4:
         return
     packed = mxfp4_experts(model)  # the experts already hold MXFP4 values: encoded exactly, unchanged
@@ -603,6 +796,8 @@ def build(name, seed):
         mxfp4_experts(model)
     if name in FP8:
         fp8_weights(model, *FP8[name])
+    if name in INT4:
+        model.int4_tensors = int4_weights(model, INT4[name], seed)
     return model
 
 
@@ -612,7 +807,11 @@ def margins_ok(logits):
 
 
 def write_fixture(out, name):
-    rng = np.random.default_rng(1000 + sorted(VARIANTS).index(name))
+    # the ids' seed: the variant's place among the others (INT4's excluded: adding them changed no fixture)
+    if name in INT4:
+        rng = np.random.default_rng(1000 + zlib.crc32(name.encode()) % 100000)
+    else:
+        rng = np.random.default_rng(1000 + sorted(n for n in VARIANTS if n not in INT4).index(name))
     ids = rng.integers(3, V, T)
     ids[0] = 1  # bos
     for seed in range(1, 50):
@@ -631,6 +830,8 @@ def write_fixture(out, name):
         check_mxfp4(d, model, ids, logits)
     if name in FP8:
         check_fp8(d, model, ids, logits)
+    if name in INT4:
+        check_int4(d, model, ids, logits, INT4[name])
     if name in CONFIG_EDITS:
         with open(os.path.join(d, "config.json")) as f:
             cfg = CONFIG_EDITS[name](json.load(f))
