@@ -189,6 +189,10 @@ typedef struct sd_config {
                                       g = min(gate, limit) (swiglu_alpha, swiglu_limit) */
     int32_t fp8_block[2];          /* quantization_config quant_method "fp8": weight_block_size [bm, bn] (its
                                       float8_e4m3fn tensors load as SD_FP8); 0 = none */
+    int32_t int4_fmt;              /* sd_int4_fmt: quantization_config "gptq" / "awq" 4-bit weights (a
+                                      projection stored as qweight / qzeros / scales loads as SD_INT4); 0 = none */
+    int32_t int4_group;            /* int4_fmt: group_size (input columns per scale; -1 in the config, one
+                                      group per column of the whole input, is stored as 0 here) */
     int32_t experts_mxfp4;         /* moe_fused: the checkpoint stores the experts in MXFP4
                                       (quantization_config.quant_method "mxfp4"): the expert weights
                                       stay MXFP4 (SD_MXFP4 views of the mapping; the CPU backend's
@@ -260,8 +264,37 @@ typedef enum sd_dtype {
      * ceil(rows / bm) x ceil(cols / bn) block scales (weight_scale_inv) row-major. Value (r, c) =
      * e4m3(code) x scale[r / bm][c / bn], the weight-only dequantisation (activations stay fp32).
      * Only the CPU backend reads it (sd_cfg_cpu_only). */
-    SD_FP8 = 65
+    SD_FP8 = 65,
+    /* Internal: 4-bit integer weights with a scale and a zero point per group of input columns (GPTQ
+     * and AWQ checkpoints, cfg.int4_fmt), a 2-D [rows, cols] matrix, cols even: data = rows x cols / 2
+     * owned bytes, row-major, column 2j in the low nibble of byte j and 2j + 1 in the high one (the
+     * loader repacks the checkpoint's int32 words into this); scales points to an sd_int4_meta. Value
+     * (r, c) = (float)(q - zero[r][g]) * scale[r][g], g = gidx ? gidx[c] : c / group: exact in float
+     * (a 5-bit integer times an fp16 / bf16 scale). Only the CPU backend reads it (sd_cfg_cpu_only). */
+    SD_INT4 = 66
 } sd_dtype;
+
+/* cfg.int4_fmt: how a checkpoint packs its 4-bit weights (models/sd_model_load.c sd_load_int4). */
+typedef enum sd_int4_fmt {
+    SD_INT4_NONE = 0,
+    SD_INT4_GPTQ = 1,    /* qweight int32 [in / 8, out] (nibble k of word [r, o]: input 8r + k), qzeros int32
+                            [groups, out / 8] holding zero - 1 (the v1 format; read back (stored + 1) & 15, as
+                            transformers' GPTQ loader does), scales [groups, out], g_idx int32 [in] */
+    SD_INT4_GPTQ_V2 = 2, /* as GPTQ, checkpoint_format "gptq_v2": qzeros hold the zeros themselves */
+    SD_INT4_AWQ = 3      /* AWQ GEMM: qweight int32 [in, out / 8], nibble k of word [i, c] holds output
+                            8c + {0, 2, 4, 6, 1, 3, 5, 7}[k]; qzeros [in / group, out / 8] likewise, no offset;
+                            scales [in / group, out] */
+} sd_int4_fmt;
+
+/* An SD_INT4 matrix's groups (core/sd_weights.h SD_INT4), owned by the model with its codes. */
+typedef struct sd_int4_meta {
+    int32_t group;       /* columns per group when gidx is NULL (the last group may be shorter) */
+    int32_t n_groups;    /* groups per row */
+    const int32_t *gidx; /* NULL (groups of `group` consecutive columns) or [cols]: each column's group
+                            (GPTQ act-order, desc_act: not monotonic) */
+    const float *scale;  /* [rows, n_groups] */
+    const int32_t *zero; /* [rows, n_groups], 0..15 (32-bit: the AVX2 path gathers them by g_idx) */
+} sd_int4_meta;
 
 /* A 1-D or 2-D weight. data == NULL means absent (optional tensors only). */
 typedef struct sd_tensor {
@@ -399,6 +432,10 @@ void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_
 static inline size_t sd_dtype_size(sd_dtype t) { return t == SD_F32 ? 4u : t == SD_FP8 ? 1u : 2u; }
 /* An SD_FP8 tensor's scales (core/sd_weights.h SD_FP8): [0] bm, [1] bn, then the block scales. */
 static inline const float *sd_fp8_scales(const sd_tensor *t) { return (const float *)(const void *)t->scales; }
+/* An SD_INT4 tensor's groups. */
+static inline const sd_int4_meta *sd_int4_meta_of(const sd_tensor *t) {
+    return (const sd_int4_meta *)(const void *)t->scales;
+}
 /* Bytes of one SD_MXFP4 row of `cols` values in data (its scales: cols / 32 bytes). */
 static inline size_t sd_mxfp4_row_bytes(int64_t cols) { return (size_t)(cols / 32) * 16u; }
 

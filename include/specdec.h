@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 7
+#define SPECDEC_VERSION_PATCH 8
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.7"
+#define SPECDEC_VERSION_STRING "0.5.8"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -118,8 +118,10 @@ typedef enum specdec_dtype {
     SPECDEC_DTYPE_F32 = 0,
     SPECDEC_DTYPE_F16 = 1,
     SPECDEC_DTYPE_BF16 = 2,
-    SPECDEC_DTYPE_FP8_E4M3 = 3  /* since 0.5.7: block-scaled float8_e4m3fn weights (quantization_config
+    SPECDEC_DTYPE_FP8_E4M3 = 3, /* since 0.5.7: block-scaled float8_e4m3fn weights (quantization_config
                                    "fp8": DeepSeek-V3, Qwen3-*-FP8, ...), CPU backend; model_info only */
+    SPECDEC_DTYPE_INT4 = 4      /* since 0.5.8: 4-bit integer weights with group scales and zero points
+                                   (quantization_config "gptq" / "awq"), CPU backend; model_info only */
 } specdec_dtype;
 
 typedef struct specdec_model_params {

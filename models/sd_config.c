@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sd_family.h"
 #include "sd_json.h"
@@ -825,8 +826,47 @@ static specdec_status sd_cfg_quant_fp8(const sd_cfgp *p, const cJSON *q) {
     return SPECDEC_OK;
 }
 
-/* quantization_config: MXFP4 experts of a fused-experts family (the published gpt-oss checkpoints) or
- * fine-grained FP8 weights (sd_cfg_quant_fp8); any other method is refused rather than misread. */
+/* quantization_config "gptq" / "awq": 4-bit integer weights with a scale and zero point per group of
+ * group_size input columns (GPTQ: AutoGPTQ / GPTQModel checkpoints, v1 or checkpoint_format gptq_v2,
+ * act-order included; AWQ: AutoAWQ's GEMM layout), any family; the projections stored as qweight /
+ * qzeros / scales load as SD_INT4 (models/sd_int4.h), the rest as they are. */
+static specdec_status sd_cfg_quant_int4(const sd_cfgp *p, const cJSON *q, int awq) {
+    const char *what = awq ? "awq" : "gptq";
+    const cJSON *bits = sd_json_member(q, "bits"), *gs = sd_json_member(q, "group_size");
+    if (!sd_json_is_int(bits) || bits->valuedouble != 4)
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.bits must be 4 for %s (others are not "
+                       "supported)", p->fname, what);
+    if (!sd_json_is_int(gs) || !(gs->valuedouble == -1 || (gs->valuedouble >= 1 && gs->valuedouble <= 65536)) ||
+        (awq && gs->valuedouble == -1))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.group_size must be an integer in 1..65536%s",
+                       p->fname, awq ? "" : " or -1");
+    p->cfg->int4_group = gs->valuedouble == -1 ? 0 : (int32_t)gs->valuedouble;
+    if (awq) {
+        const cJSON *v = sd_json_member(q, "version"), *zp = sd_json_member(q, "zero_point");
+        if (v && !(cJSON_IsString(v) && !strcasecmp(v->valuestring, "gemm")))
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.version must be \"gemm\" for awq "
+                           "(the GEMV / Marlin / exllama layouts are not supported)", p->fname);
+        if (zp && !cJSON_IsTrue(zp))
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.zero_point must be true (AWQ without zero "
+                           "points is not supported)",
+                           p->fname);
+        p->cfg->int4_fmt = SD_INT4_AWQ;
+        return SPECDEC_OK;
+    }
+    const cJSON *fmt = sd_json_member(q, "checkpoint_format"), *lm = sd_json_member(q, "lm_head");
+    if (fmt && !(cJSON_IsString(fmt) && (!strcmp(fmt->valuestring, "gptq") || !strcmp(fmt->valuestring, "gptq_v2"))))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.checkpoint_format must be \"gptq\" or "
+                       "\"gptq_v2\" (Marlin / BitBLAS repacks are not supported)", p->fname);
+    if (lm && !cJSON_IsFalse(lm))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.lm_head true (a quantized LM head) is "
+                       "not supported", p->fname);
+    p->cfg->int4_fmt = fmt && !strcmp(fmt->valuestring, "gptq_v2") ? SD_INT4_GPTQ_V2 : SD_INT4_GPTQ;
+    return SPECDEC_OK;
+}
+
+/* quantization_config: MXFP4 experts of a fused-experts family (the published gpt-oss checkpoints),
+ * fine-grained FP8 weights (sd_cfg_quant_fp8) or GPTQ / AWQ 4-bit weights (sd_cfg_quant_int4); any
+ * other method is refused rather than misread. */
 static specdec_status sd_cfg_quant(const sd_cfgp *p) {
     const cJSON *q = sd_json_member(p->root, "quantization_config");
     if (!q) return SPECDEC_OK;
@@ -837,10 +877,13 @@ static specdec_status sd_cfg_quant(const sd_cfgp *p) {
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'quantization_config.quant_method' must be a string",
                        p->fname);
     if (!strcmp(m->valuestring, "fp8")) return sd_cfg_quant_fp8(p, q);
+    if (!strcmp(m->valuestring, "gptq") || !strcmp(m->valuestring, "awq"))
+        return sd_cfg_quant_int4(p, q, m->valuestring[0] == 'a');
     if (strcmp(m->valuestring, "mxfp4") != 0 || !sd_has(p->fam, SD_FAM_MOE_FUSED))
         return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
                        "%s: quantization_config.quant_method '%.32s' is not supported for %s (only 'fp8' block-scaled "
-                       "weights, and 'mxfp4' experts of GptOssForCausalLM; or load an unquantized checkpoint)",
+                       "weights, 4-bit 'gptq' / 'awq', and 'mxfp4' experts of GptOssForCausalLM; or load an "
+                       "unquantized checkpoint)",
                        p->fname, m->valuestring, p->fam->arch);
     p->cfg->experts_mxfp4 = 1;
     return SPECDEC_OK;

@@ -20,6 +20,7 @@
 #include "sd_alloc.h"
 #include "sd_config.h"
 #include "sd_eagle3_load.h"
+#include "sd_int4.h"
 #include "sd_json.h"
 #include "sd_math.h"
 #include "sd_model.h"
@@ -230,11 +231,92 @@ static specdec_status sd_load_fp8_scales(sd_loader *L, const char *name, sd_tens
     return SPECDEC_OK;
 }
 
+#define TRY(x)                                \
+    do {                                      \
+        specdec_status sd_try_st_ = (x);      \
+        if (sd_try_st_) return sd_try_st_;    \
+    } while (0)
+
+/* Owned memory of the model (freed with it): a slot of m->owned. */
+static void *sd_own(sd_loader *L, size_t bytes) {
+    specdec_model *m = L->m;
+    if (m->n_owned >= L->cap_owned) return NULL;
+    void *p = sd_calloc(1, bytes);
+    if (p) m->owned[m->n_owned++] = p;
+    return p;
+}
+
+/* One of a 4-bit projection's tensors, `<prefix>.<part>`: must exist with dtype dt and the given 2-D
+ * (cols > 0) or 1-D shape; its bytes in *data. */
+static specdec_status sd_int4_part(sd_loader *L, const char *prefix, const char *part, const sd_st_dtype *dts,
+                                   int64_t rows, int64_t cols, const uint8_t **data, sd_st_dtype *dt) {
+    char nm[200];
+    snprintf(nm, sizeof nm, "%.180s.%s", prefix, part);
+    const sd_entry *e = sd_find_entry(L, nm);
+    const char *where = L->index_path[0] ? L->index_path : L->m->files[0]->path;
+    if (!e) return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: missing tensor '%s' (of 4-bit '%s')", where, nm, prefix);
+    const sd_st_file *f = L->m->files[e->file];
+    const sd_st_tensor *t = e->t;
+    int ok_dt = 0;
+    for (int i = 0; i < 3; i++) ok_dt |= t->dtype == dts[i];
+    if (!ok_dt)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s': dtype %s (expected %s)", f->path, nm,
+                       sd_st_dtype_name(t->dtype), dts[0] == SD_ST_I32 ? "I32" : "F16, BF16 or F32");
+    if (t->ndim != (cols ? 2 : 1) || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        char have[160];
+        sd_fmt_shape(have, sizeof have, t);
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
+                       "%s: tensor '%s': shape %s, but config.json and quantization_config imply [%lld%s%lld]", f->path,
+                       nm, have, (long long)rows, cols ? ", " : "", (long long)(cols ? cols : 0));
+    }
+    *data = sd_st_data(f, t);
+    if (dt) *dt = t->dtype;
+    return SPECDEC_OK;
+}
+
+/* `<prefix>.weight` [rows, cols] of a GPTQ / AWQ checkpoint stored as `<prefix>.qweight` etc.
+ * (models/sd_int4.h), repacked into an owned SD_INT4 tensor. */
+static specdec_status sd_load_int4(sd_loader *L, const char *prefix, int64_t rows, int64_t cols, sd_tensor *out) {
+    const sd_config *c = &L->m->w.cfg;
+    const int awq = c->int4_fmt == SD_INT4_AWQ;
+    const int32_t group = c->int4_group ? c->int4_group : (int32_t)cols;
+    const int64_t G = sd_int4_groups(cols, group);
+    if (rows % 8 || cols % 8 || (awq && cols % group))
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: 4-bit '%s' is [%lld, %lld]: both sides must be multiples "
+                       "of 8%s", L->m->path, prefix, (long long)rows, (long long)cols,
+                       awq ? " and the input a multiple of group_size" : "");
+    static const sd_st_dtype i32[3] = {SD_ST_I32, SD_ST_I32, SD_ST_I32}, fl[3] = {SD_ST_F16, SD_ST_BF16, SD_ST_F32};
+    sd_int4_src s = {(sd_int4_fmt)c->int4_fmt, rows, cols, group, NULL, NULL, NULL, SD_F16, NULL};
+    sd_st_dtype sdt;
+    TRY(sd_int4_part(L, prefix, "qweight", i32, awq ? cols : cols / 8, awq ? rows / 8 : rows, &s.qweight, NULL));
+    TRY(sd_int4_part(L, prefix, "qzeros", i32, G, rows / 8, &s.qzeros, NULL));
+    TRY(sd_int4_part(L, prefix, "scales", fl, G, rows, &s.scales, &sdt));
+    s.scales_dt = sdt == SD_ST_F32 ? SD_F32 : sdt == SD_ST_BF16 ? SD_BF16 : SD_F16;
+    char nm[200];
+    snprintf(nm, sizeof nm, "%.180s.g_idx", prefix);
+    if (!awq && sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "g_idx", i32, cols, 0, &s.g_idx, NULL));
+    void *buf = sd_own(L, sd_int4_bytes(rows, cols, group));
+    if (!buf)
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: 4-bit '%s': out of memory", L->m->path, prefix);
+    char why[160];
+    if (!sd_int4_repack(&s, buf, out, why, sizeof why))
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: 4-bit '%s': %s", L->m->path, prefix, why);
+    L->m->n_params += rows * cols;
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows, int64_t cols, int required,
                                     const char *why, sd_tensor *out) {
     specdec_model *m = L->m;
     memset(out, 0, sizeof *out);
     const sd_entry *e = sd_find_entry(L, name);
+    const size_t nl = strlen(name);
+    if (!e && m->w.cfg.int4_fmt && cols && nl > 7 && nl < 190 && !strcmp(name + nl - 7, ".weight")) {
+        char prefix[200], qn[200];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(nl - 7), name);
+        snprintf(qn, sizeof qn, "%.180s.qweight", prefix);
+        if (sd_find_entry(L, qn)) return sd_load_int4(L, prefix, rows, cols, out);
+    }
     if (!e) {
         if (!required) return SPECDEC_OK;
         const char *where = L->index_path[0] ? L->index_path : m->files[0]->path;
@@ -284,12 +366,6 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
     return fp8 ? sd_load_fp8_scales(L, name, out) : SPECDEC_OK;
 }
 
-#define TRY(x)                                \
-    do {                                      \
-        specdec_status sd_try_st_ = (x);      \
-        if (sd_try_st_) return sd_try_st_;    \
-    } while (0)
-
 /* Row blocks [r0, r0 + rows) of a loaded 2-D tensor as a view (a fused projection). */
 static sd_tensor sd_row_view(const sd_tensor *t, int64_t r0, int64_t rows) {
     sd_tensor v = *t;
@@ -299,9 +375,9 @@ static sd_tensor sd_row_view(const sd_tensor *t, int64_t r0, int64_t rows) {
 }
 
 /* A fused projection is split into row views; an FP8 one's block scales are not (yet). */
-static specdec_status sd_fp8_fused_refused(const sd_loader *L, int32_t l, const char *suffix) {
-    return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: layer %d: float8 fused projection '%s' is not supported", L->m->path,
-                   (int)l, suffix);
+static specdec_status sd_quant_fused_refused(const sd_loader *L, int32_t l, const char *suffix) {
+    return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: layer %d: quantized (float8 / 4-bit) fused projection '%s' is not "
+                   "supported", L->m->path, (int)l, suffix);
 }
 
 /* Loads "model.layers.<l>.<suffix>" into *out (required unless req == 0). */
@@ -345,7 +421,7 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_qkv) {
         sd_tensor qkv;
         TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
-        if (qkv.dtype == SD_FP8) return sd_fp8_fused_refused(L, l, "self_attn.qkv_proj.weight");
+        if (qkv.dtype == SD_FP8 || qkv.dtype == SD_INT4) return sd_quant_fused_refused(L, l, "self_attn.qkv_proj.weight");
         ly->wq = sd_row_view(&qkv, 0, Q);
         ly->wk = sd_row_view(&qkv, Q, KV);
         ly->wv = sd_row_view(&qkv, Q + KV, KV);
@@ -395,15 +471,6 @@ static const sd_moe_names sd_moe_table[] = {
     {SD_ARCH_DEEPSEEK_V2, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight", NULL},
 };
-
-/* Owned memory of the model (freed with it): a slot of m->owned. */
-static void *sd_own(sd_loader *L, size_t bytes) {
-    specdec_model *m = L->m;
-    if (m->n_owned >= L->cap_owned) return NULL;
-    void *p = sd_calloc(1, bytes);
-    if (p) m->owned[m->n_owned++] = p;
-    return p;
-}
 
 /* Layer l's shared expert and its gate (Qwen2-MoE: cfg.shared_expert_intermediate); GLM-4.5's
  * ungated n_shared_experts live under mlp.shared_experts (cfg.shared_ungated). */
@@ -664,7 +731,7 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_gate_up) {
         sd_tensor gu;
         TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
-        if (gu.dtype == SD_FP8) return sd_fp8_fused_refused(L, l, "mlp.gate_up_proj.weight");
+        if (gu.dtype == SD_FP8 || gu.dtype == SD_INT4) return sd_quant_fused_refused(L, l, "mlp.gate_up_proj.weight");
         ly->w_gate = sd_row_view(&gu, 0, I);
         ly->w_up = sd_row_view(&gu, I, I);
     } else {
@@ -731,6 +798,7 @@ static specdec_status sd_load_weights(sd_loader *L) {
      * the shared expert (its struct, 3 projections and its gate); the MTP layer's 7 more */
     L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 7 + 3 * c->n_experts) + 3 + (L->mtp ? 7 : 0);
     if (c->fp8_block[0] > 0) L->cap_owned *= 2; /* each FP8 matrix's scales too */
+    /* (a 4-bit projection takes one slot: sd_load_int4's buffer) */
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
@@ -866,7 +934,9 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->mtp_layers = c->mtp_layers; /* SD_ROPE_* numbers are SPECDEC_ROPE_*'s (static asserts below) */
     info->tie_word_embeddings = c->tie_word_embeddings;
     info->attention_bias = c->attention_bias;
-    info->dtype = model->w.dtype == SD_FP8 ? SPECDEC_DTYPE_FP8_E4M3 : (specdec_dtype)model->w.dtype;
+    info->dtype = model->w.dtype == SD_FP8    ? SPECDEC_DTYPE_FP8_E4M3
+                  : model->w.dtype == SD_INT4 ? SPECDEC_DTYPE_INT4
+                                              : (specdec_dtype)model->w.dtype;
     info->n_params = model->n_params;
     info->bos_id = c->bos_id;
     info->n_eos = c->n_eos;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "bench_matmul_util.h"
 #include "sd_cpu_dequant.h"
 #include "sd_cpu_matmul.h"
 #include "sd_cpu_pool.h"
@@ -21,30 +22,9 @@
 
 #define BLK 128
 
-static double median_us(const float *x, int n, const sd_tensor *w, float *y, float *buf, int reps) {
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    sd_cpu_matmul(x, n, w, NULL, y, buf); /* warm-up */
-    for (int r = 0; r < reps; r++) {
-        const double t0 = bench_now_s();
-        sd_cpu_matmul(x, n, w, NULL, y, buf);
-        t[r] = (bench_now_s() - t0) * 1e6;
-    }
-    const double m = bench_median(t, reps);
-    free(t);
-    return m;
-}
-
 int main(int argc, char **argv) {
     int reps = 9, threads = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: %s [--reps N] [--threads N]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (reps < 1) reps = 1;
+    if (bench_matmul_args(argc, argv, &reps, &threads)) return 2;
     sd_cpu_pool *pool = threads > 1 ? sd_cpu_pool_create(threads, 7168) : NULL;
     sd_cpu_pool_bind(pool);
     static const struct {
@@ -78,8 +58,8 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 16 * cols; i++) x[i] = (float)((int)(sd_test_splitmix64(&rng) % 2001) - 1000) / 1000.0f;
         for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
             const int n = ns[k];
-            const double tb = median_us(x, n, &wb, y1, buf, reps), tf = median_us(x, n, &wf, y1, buf, reps);
-            const double tq = median_us(x, n, &w8, y2, buf, reps);
+            const double tb = bench_matmul_median_us(x, n, &wb, y1, buf, reps), tf = bench_matmul_median_us(x, n, &wf, y1, buf, reps);
+            const double tq = bench_matmul_median_us(x, n, &w8, y2, buf, reps);
             bad += memcmp(y1, y2, sizeof(float) * (size_t)n * rows) != 0;
             printf("| %s %dx%d | %d | %.0f | %.0f | %.0f | %.2f | %.2f |\n", shapes[s].name, rows, cols, n, tb, tf, tq,
                    tq / tb, tq / tf);

@@ -14,35 +14,15 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "bench_matmul_util.h"
 #include "sd_cpu_matmul.h"
 #include "sd_cpu_pool.h"
 #include "sd_mxfp4.h"
 #include "sd_test_util.h"
 
-static double median_us(const float *x, int n, const sd_tensor *w, float *y, float *buf, int reps) {
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    sd_cpu_matmul(x, n, w, NULL, y, buf); /* warm-up */
-    for (int r = 0; r < reps; r++) {
-        const double t0 = bench_now_s();
-        sd_cpu_matmul(x, n, w, NULL, y, buf);
-        t[r] = (bench_now_s() - t0) * 1e6;
-    }
-    const double m = bench_median(t, reps);
-    free(t);
-    return m;
-}
-
 int main(int argc, char **argv) {
     int reps = 15, threads = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: %s [--reps N] [--threads N]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (reps < 1) reps = 1;
+    if (bench_matmul_args(argc, argv, &reps, &threads)) return 2;
     sd_cpu_pool *pool = threads > 1 ? sd_cpu_pool_create(threads, 2880) : NULL;
     sd_cpu_pool_bind(pool);
     static uint16_t lut[255 * 16];
@@ -71,7 +51,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 16 * cols; i++) x[i] = (float)((int)(sd_test_splitmix64(&rng) % 2001) - 1000) / 1000.0f;
         for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
             const int n = ns[k];
-            const double tb = median_us(x, n, &wb, y1, buf, reps), tq = median_us(x, n, &wq, y2, buf, reps);
+            const double tb = bench_matmul_median_us(x, n, &wb, y1, buf, reps), tq = bench_matmul_median_us(x, n, &wq, y2, buf, reps);
             bad += memcmp(y1, y2, sizeof(float) * (size_t)n * rows) != 0;
             const double bytes_b = (double)rows * cols * 2, bytes_q = (double)rows * G * 17;
             printf("| %s %dx%d | %d | %.0f | %.0f | %.2f | %.1f | %.1f |\n", shapes[s].name, rows, cols, n, tb, tq, tq / tb,

@@ -19,6 +19,7 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
+#include <string.h>
 #include "sd_cpu_dequant.h"
 
 /* The helpers below are inlined into the uninstrumented rows_* functions. GCC instruments a
@@ -216,73 +217,206 @@ SD_AVX2_INLINE __m256 f8_decode8(__m128i codes8) {
     return _mm256_castsi256_ps(_mm256_or_si256(bits, sign));
 }
 
-/* Columns [c0, c0 + k) of `row` (k <= 32) as floats: codes decoded, times their blocks' scales. */
-SD_AVX2_INLINE void f8_decode(const sd_x86_mm *m, int64_t row, int64_t c0, int k, float *out) {
-    const float *sc = (const float *)(const void *)m->scales;
-    const int64_t bm = (int64_t)sc[0], bn = (int64_t)sc[1], scols = (m->cols + bn - 1) / bn;
-    const float *srow = sc + 2 + (row / bm) * scols;
-    const uint8_t *codes = (const uint8_t *)m->w + (size_t)row * (size_t)m->cols + (size_t)c0;
+/* What every chunk of up to four rows of an FP8 or INT4 matrix needs, found once per q_rows call (no
+ * division per chunk: a block or group of a power-of-two width is found by a shift). */
+typedef struct q_ctx {
+    int64_t unit;  /* FP8: bn (columns per block); INT4: columns per group */
+    int shift;     /* log2(unit) when unit is a power of two, else -1 */
+    const int32_t *gidx;      /* INT4 act-order: each column's group, else NULL */
+    const uint8_t *codes[4];  /* each row's codes */
+    const float *scale[4];    /* FP8: the scales of the row's block row; INT4: the row's group scales */
+    const int32_t *zero[4];   /* INT4: the row's group zeros */
+} q_ctx;
+
+SD_AVX2_INLINE int64_t q_unit_of(const q_ctx *q, int64_t c) { return q->shift >= 0 ? c >> q->shift : c / q->unit; }
+
+SD_AVX2_INLINE void q_ctx_init(const sd_x86_mm *m, int64_t o0, int R, q_ctx *q) {
+    int64_t unit, G;
+    q->gidx = NULL;
+    if (m->dtype == SD_INT4) {
+        const sd_int4_meta *im = (const sd_int4_meta *)(const void *)m->scales;
+        unit = im->group, G = im->n_groups, q->gidx = im->gidx;
+        for (int r = 0; r < R; r++) {
+            q->codes[r] = (const uint8_t *)m->w + (size_t)(o0 + r) * (size_t)(m->cols / 2);
+            q->scale[r] = im->scale + (o0 + r) * G;
+            q->zero[r] = im->zero + (o0 + r) * G;
+        }
+    } else {
+        const float *sc = (const float *)(const void *)m->scales;
+        const int64_t bm = (int64_t)sc[0];
+        unit = (int64_t)sc[1], G = (m->cols + unit - 1) / unit;
+        for (int r = 0; r < R; r++) {
+            q->codes[r] = (const uint8_t *)m->w + (size_t)(o0 + r) * (size_t)m->cols;
+            q->scale[r] = sc + 2 + ((o0 + r) / bm) * G;
+            q->zero[r] = NULL;
+        }
+    }
+    q->unit = unit;
+    q->shift = -1;
+    for (int b = 0; b < 31; b++)
+        if ((int64_t)1 << b == unit) q->shift = b;
+}
+
+/* Columns [c0, c0 + k) of row r (k <= 32) of an FP8 matrix as floats: codes decoded, times their
+ * blocks' scales. */
+SD_AVX2_INLINE void f8_decode(const q_ctx *q, int r, int64_t c0, int k, float *out) {
+    const float *srow = q->scale[r];
+    const uint8_t *codes = q->codes[r] + c0;
+    const int64_t bn = q->unit;
     int j = 0;
     if (bn % 8 == 0 && c0 % 8 == 0) { /* 8 columns never straddle two blocks (128 x 128: the chunk never does) */
-        const int one = bn % 32 == 0 && c0 % 32 == 0;
-        const __m256 s1 = _mm256_set1_ps(srow[c0 / bn]);
-        for (; j + 8 <= k; j += 8) {
-            const __m256 sv = one ? s1 : _mm256_set1_ps(srow[(c0 + j) / bn]);
+        int64_t blk = q_unit_of(q, c0), left = (blk + 1) * bn - c0; /* the block of column c0 + j, its columns left */
+        for (; j + 8 <= k; j += 8, left -= 8) {
+            if (!left) blk++, left = bn;
+            const __m256 sv = _mm256_set1_ps(srow[blk]);
             _mm256_storeu_ps(out + j, _mm256_mul_ps(f8_decode8(_mm_loadl_epi64((const __m128i *)(codes + j))), sv));
         }
-        for (; j < k; j++) out[j] = sd_cpu_fp8_e4m3(codes[j]) * srow[(c0 + j) / bn];
+        for (; j < k; j++) out[j] = sd_cpu_fp8_e4m3(codes[j]) * srow[q_unit_of(q, c0 + j)];
         return;
     }
     for (; j + 8 <= k; j += 8) _mm256_storeu_ps(out + j, f8_decode8(_mm_loadl_epi64((const __m128i *)(codes + j))));
     for (; j < k; j++) out[j] = sd_cpu_fp8_e4m3(codes[j]);
-    int64_t blk = c0 / bn, left = bn - c0 % bn; /* the block of column c0 + j, and its columns from there */
+    int64_t blk = q_unit_of(q, c0), left = bn - (c0 - blk * bn); /* the block of column c0 + j, its columns left */
     for (j = 0; j < k; j++, left--) {
         if (!left) blk++, left = bn;
         out[j] *= srow[blk];
     }
 }
 
-/* y[t][o0 + r] for R rows from o0 (R <= 4) and all n tokens (n <= SD_CPU_X86_TOKEN_CHUNK): each 32-column
- * chunk of the rows is decoded once and serves every token (decoding costs more than the products);
- * per (row, token) the fused multiply-adds run in column order, as block()'s for F32 rows. */
-SD_AVX2_INLINE void f8_rows(const sd_x86_mm *m, int64_t o0, int R, const float *const *x, float *const *y, int n,
-                            const double *b) {
+/* ---- INT4 (GPTQ / AWQ, core/sd_weights.h SD_INT4): eight codes of a row from one 32-bit load, lane j
+ * shifted right by 4j and masked, minus the group's zero as integers, converted (exact: |q - z| < 16)
+ * and multiplied by the group's scale: the float sd_cpu_int4_value gives. Groups of a multiple of 8
+ * columns in order (no g_idx) take this path; others decode column by column. */
+SD_AVX2_INLINE void i4_decode(const q_ctx *q, int r, int64_t c0, int k, float *out) {
+    const uint8_t *codes = q->codes[r];
+    const float *sc = q->scale[r];
+    const int32_t *zr = q->zero[r];
+    int j = 0;
+    if (!q->gidx && q->unit % 8 == 0 && c0 % 8 == 0) {
+        const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mask = _mm256_set1_epi32(15);
+        int64_t g = q_unit_of(q, c0), left = (g + 1) * q->unit - c0; /* the group of column c0 + j, its columns left */
+        for (; j + 8 <= k; j += 8, left -= 8) {
+            if (!left) g++, left = q->unit;
+            uint32_t w;
+            memcpy(&w, codes + (c0 + j) / 2, 4);
+            const __m256i v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+            const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_set1_epi32(zr[g])));
+            _mm256_storeu_ps(out + j, _mm256_mul_ps(f, _mm256_set1_ps(sc[g])));
+        }
+    }
+    for (; j < k; j++) {
+        const int64_t c = c0 + j, g = q->gidx ? q->gidx[c] : q_unit_of(q, c);
+        const int v = (c & 1) ? codes[c / 2] >> 4 : codes[c / 2] & 15;
+        out[j] = (float)(v - (int)zr[g]) * sc[g];
+    }
+}
+
+/* Eight columns [c, c + 8) of row r as floats, in registers: the values f8_decode / i4_decode store. u is
+ * the block / group of all eight (units of a multiple of 8 columns), except with an INT4 g_idx, where
+ * each lane's group scale and zero are gathered by its column's group. */
+SD_AVX2_INLINE __m256 q_decode8(const sd_x86_mm *m, const q_ctx *q, int r, int64_t c, int64_t u) {
+    if (m->dtype == SD_INT4) {
+        const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mask = _mm256_set1_epi32(15);
+        uint32_t w;
+        memcpy(&w, q->codes[r] + c / 2, 4);
+        const __m256i v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+        __m256i z;
+        __m256 s;
+        if (q->gidx) {
+            const __m256i gi = _mm256_loadu_si256((const __m256i *)(const void *)(q->gidx + c));
+            z = _mm256_i32gather_epi32((const int *)q->zero[r], gi, 4);
+            s = _mm256_i32gather_ps(q->scale[r], gi, 4);
+        } else {
+            z = _mm256_set1_epi32(q->zero[r][u]);
+            s = _mm256_set1_ps(q->scale[r][u]);
+        }
+        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, z)), s);
+    }
+    return _mm256_mul_ps(f8_decode8(_mm_loadl_epi64((const __m128i *)(q->codes[r] + c))), _mm256_set1_ps(q->scale[r][u]));
+}
+
+#ifndef SD_Q_ROWS8_MAX_TOKENS
+#define SD_Q_ROWS8_MAX_TOKENS 8
+#endif
+/* The fast path of q_rows: columns [0, end8) eight at a time, decoded in registers (no store of the
+ * decoded values), each 8 columns of the R rows serving every token; per (row, token) the fused
+ * multiply-adds in column order, four columns per step: block()'s sums. */
+SD_AVX2_INLINE void q_rows8(const sd_x86_mm *m, const q_ctx *q, int R, const float *const *x, int n, int64_t end8,
+                            __m256d acc[4][SD_CPU_X86_TOKEN_CHUNK]) {
+    int64_t u = 0, left = q->unit; /* (with a g_idx, u is not used) */
+    for (int64_t c = 0; c < end8; c += 8, left -= 8) {
+        if (left <= 0) u++, left = q->unit;
+        __m256d lo[4], hi[4];
+        for (int r = 0; r < R; r++) {
+            const __m256 f = q_decode8(m, q, r, c, u);
+            lo[r] = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+            hi[r] = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
+        }
+        for (int t = 0; t < n; t++) {
+            const __m256d xl = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + c)), xh = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + c + 4));
+            for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_pd(hi[r], xh, _mm256_fmadd_pd(lo[r], xl, acc[r][t]));
+        }
+    }
+}
+
+/* Columns [c0, c0 + k) of row r (k <= 32) of an FP8 or INT4 matrix as floats. */
+SD_AVX2_INLINE void q_decode(const sd_x86_mm *m, const q_ctx *q, int r, int64_t c0, int k, float *out) {
+    if (m->dtype == SD_INT4) i4_decode(q, r, c0, k, out);
+    else f8_decode(q, r, c0, k, out);
+}
+
+/* y[t][o0 + r] for R rows from o0 (R <= 4) and all n tokens (n <= SD_CPU_X86_TOKEN_CHUNK) of an FP8 or
+ * INT4 matrix: each 32-column chunk of the rows is decoded once and serves every token (decoding costs
+ * more than the products); per (row, token) the fused multiply-adds run in column order, as block()'s
+ * for F32 rows. */
+SD_AVX2_INLINE void q_rows(const sd_x86_mm *m, int64_t o0, int R, const float *const *x, float *const *y, int n,
+                           const double *b) {
     const int64_t cols = m->cols, end4 = cols & ~(int64_t)3;
     __m256d acc[4][SD_CPU_X86_TOKEN_CHUNK];
     float dec[4][32];
+    q_ctx q;
+    q_ctx_init(m, o0, R, &q);
     for (int r = 0; r < R; r++)
         for (int t = 0; t < n; t++) acc[r][t] = _mm256_setzero_pd();
-    for (int64_t c0 = 0; c0 < end4; c0 += 32) {
+    int64_t from = 0; /* the columns q_rows8 did */
+    if ((q.unit % 8 == 0 || q.gidx) && n <= SD_Q_ROWS8_MAX_TOKENS) { /* (a g_idx: any width, gathered per lane) */
+        from = cols & ~(int64_t)7;
+        if (n == 1) q_rows8(m, &q, R, x, 1, from, acc); /* one token (a decode step): its sums in registers */
+        else q_rows8(m, &q, R, x, n, from, acc);
+    }
+    for (int64_t c0 = from; c0 < end4; c0 += 32) {
         const int k = (int)(end4 - c0 < 32 ? end4 - c0 : 32), nq = k / 4; /* k: a multiple of 4 */
         __m256d wv[4][8];
         for (int r = 0; r < R; r++) {
-            f8_decode(m, o0 + r, c0, k, dec[r]);
-            for (int q = 0; q < nq; q++) wv[r][q] = _mm256_cvtps_pd(_mm_loadu_ps(dec[r] + 4 * q));
+            q_decode(m, &q, r, c0, k, dec[r]);
+            for (int i = 0; i < nq; i++) wv[r][i] = _mm256_cvtps_pd(_mm_loadu_ps(dec[r] + 4 * i));
         }
         for (int t = 0; t < n; t++)
-            for (int q = 0; q < nq; q++) {
-                const __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + c0 + 4 * q));
-                for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_pd(wv[r][q], xv, acc[r][t]);
+            for (int i = 0; i < nq; i++) {
+                const __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(x[t] + c0 + 4 * i));
+                for (int r = 0; r < R; r++) acc[r][t] = _mm256_fmadd_pd(wv[r][i], xv, acc[r][t]);
             }
     }
     for (int r = 0; r < R; r++) {
-        float tail[32]; /* f8_decode stores 8 at a time: room for that, though at most 3 are used */
-        f8_decode(m, o0 + r, end4, (int)(cols - end4), tail);
+        float tail[32]; /* q_decode stores 8 at a time: room for that, though at most 3 are used */
+        q_decode(m, &q, r, end4, (int)(cols - end4), tail);
         for (int t = 0; t < n; t++)
             y[t][o0 + r] = (float)(finish(acc[r][t], tail, x[t] + end4, 0, cols - end4, SD_F32) + b[r]);
     }
 }
 
-static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_fp8(const sd_x86_mm *m, const float *const *x, float *const *y, int n) {
+/* FP8 and INT4 rows (q_rows). */
+static SD_CPU_UNINSTRUMENTED SD_AVX2 void rows_quant(const sd_x86_mm *m, const float *const *x, float *const *y,
+                                                    int n) {
     int64_t o = m->o_begin;
     for (; o + 4 <= m->o_end; o += 4) {
         double b[4];
         for (int r = 0; r < 4; r++) b[r] = m->bias ? (double)sd_cpu_elem(m->bias, o + r) : 0.0;
-        f8_rows(m, o, 4, x, y, n, b);
+        q_rows(m, o, 4, x, y, n, b);
     }
     for (; o < m->o_end; o++) {
         double b[1] = {m->bias ? (double)sd_cpu_elem(m->bias, o) : 0.0};
-        f8_rows(m, o, 1, x, y, n, b);
+        q_rows(m, o, 1, x, y, n, b);
     }
 }
 
@@ -303,7 +437,8 @@ void sd_cpu_matmul_x86(const sd_x86_mm *m, const float *const *x, float *const *
     case SD_F16: rows_f16(m, x, y, n); break;
     case SD_BF16: rows_bf16(m, x, y, n); break;
     case SD_MXFP4: rows_mxfp4(m, x, y, n); break;
-    case SD_FP8: rows_fp8(m, x, y, n); break;
+    case SD_FP8:
+    case SD_INT4: rows_quant(m, x, y, n); break;
     default: rows_f32(m, x, y, n); break;
     }
 }

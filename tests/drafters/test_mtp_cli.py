@@ -8,7 +8,7 @@ with its checkpoint's MTP layer, random weights, an 80-id tokenizer: tools/gen_m
 Checks: greedy output with the MTP layer drafting equals plain decoding (--drafter none) token for
 token, in match mode too (temperature 0.9, same seed), and as a tree, and under a --regex grammar
 (chain and tree); the statistics name the drafter "mtp" and it drafted; `specdec info` prints mtp_layers for the checkpoint (and the FP8 dtype
-of qwen3_fp8, which has no such layer); -md naming the same checkpoint is accepted; --drafter mtp on a model
+of qwen3_fp8, which has no such layer; INT4 for qwen3_awq); -md naming the same checkpoint is accepted; --drafter mtp on a model
 without an MTP layer (glm4_moe_flat) exits 1 naming the missing layer. The server started with
 {"method": "mtp"} (vLLM's "deepseek_mtp" spelling too) answers completions equal to plain decoding
 with "speculative": {"draft_method": "mtp"}; a request asking "eagle3" there, or "mtp" on a server
@@ -64,6 +64,9 @@ check(info.returncode == 0 and "mtp_layers:              1 (drafts for itself: -
 info = subprocess.run([BIN, "info", "-m", os.path.join(FIX, "qwen3_fp8")], capture_output=True, text=True, timeout=60)
 check(info.returncode == 0 and "mtp_layers" not in info.stdout and "dtype:                   FP8_E4M3" in info.stdout,
       f"info of an FP8 model without an MTP layer: {info.stdout[-400:]!r}")
+info = subprocess.run([BIN, "info", "-m", os.path.join(FIX, "qwen3_awq")], capture_output=True, text=True, timeout=60)
+check(info.returncode == 0 and "dtype:                   INT4 (GPTQ / AWQ" in info.stdout,
+      f"info of a 4-bit AWQ model: {info.stdout[-400:]!r}")
 
 # batch: the scheduler (2 sequences at once) with the MTP layer, greedy
 prompts = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mtp_prompts_{os.getpid()}.txt")

@@ -5,9 +5,10 @@
  *      values: 0, ±subnormals m x 2^-9, 1.0, 448, S.1111.111 NaN) and 254 of 256 codes are finite;
  *   2. a hand-built 20 x 37 matrix with 8 x 16 blocks (partial blocks both ways, as DeepSeek-V3's
  *      kv_a_proj [576 = 4.5 x 128] has): sd_cpu_elem, sd_cpu_row_f32, sd_cpu_dequant and sd_cpu_matmul
- *      (1 and 4 tokens, both ISA paths, 1 and 2 threads) equal the decode computed here in double,
- *      bitwise for the elements and within 1e-6 relative for the products; the AVX2 path (codes
- *      decoded in registers) gives bitwise the portable path's products, on any thread count;
+ *      (1, 4 and 12 tokens, both ISA paths, 1 and 2 threads) equal the decode computed here in double,
+ *      bitwise for the elements and within 1e-6 relative for the products; the
+ *      AVX2 path (codes decoded in registers: up to 8 tokens without storing them, more a chunk at a
+ *      time) gives bitwise the portable path's products, on any thread count;
  *   3. the qwen3_fp8 fixture (transformers wrote it; tools/gen_model_fixtures.py checks its own FP8
  *      reader agrees) loads its projections as SD_FP8 with their block scales, reports
  *      SPECDEC_DTYPE_FP8_E4M3, and a copy whose scales are missing, mis-shaped or not positive, whose
@@ -27,6 +28,7 @@
 #include "sd_cpu_pool.h"
 #include "sd_model.h"
 #include "sd_test.h"
+#include "sd_test_files.h"
 #include "specdec.h"
 
 static void codes(void) {
@@ -80,8 +82,8 @@ static void blocks(void) {
     sd_cpu_dequant(&w, 3 * C + 5, C + 5, rng); /* a range across a row boundary */
     for (int i = 0; i < C + 5; i++) bad += (double)rng[i] != (double)(float)ref[3 * C + 5 + i];
     SD_CHECK(bad == 0, "FP8 decode over partial blocks: %d values differ", bad);
-    float x[4 * C], y[4 * R], y0[2][4 * R], rowbuf[C];
-    for (int i = 0; i < 4 * C; i++) x[i] = (float)sin(0.37 * i);
+    float x[12 * C], y[12 * R], y0[2][12 * R], rowbuf[C];
+    for (int i = 0; i < 12 * C; i++) x[i] = (float)sin(0.37 * i);
     int paths = 0;
     for (int isa = 0; isa < 2; isa++) {
         if (sd_cpu_matmul_set_isa((sd_cpu_isa)isa) != 0) continue;
@@ -89,7 +91,7 @@ static void blocks(void) {
             sd_cpu_pool *pool = th > 1 ? sd_cpu_pool_create(th, C) : NULL;
             if (pool) sd_cpu_pool_set_min_work(pool, 1);
             sd_cpu_pool *prev = sd_cpu_pool_bind(pool);
-            for (int n = 1; n <= 4; n += 3) {
+            for (int n = 1; n <= 12; n = n == 1 ? 4 : n == 4 ? 12 : 13) { /* > 8 tokens: the chunked AVX2 path */
                 sd_cpu_matmul(x, n, &w, NULL, y, rowbuf);
                 double worst = 0;
                 for (int t = 0; t < n; t++)
@@ -99,8 +101,8 @@ static void blocks(void) {
                         worst = fmax(worst, fabs(d - y[t * R + r]) / (mag + 1e-30));
                     }
                 SD_CHECK(worst < 1e-6, "FP8 matmul, isa %d, %d threads, %d tokens: relative error %.3g", isa, th, n, worst);
-                if (n == 4 && th == 1) memcpy(y0[isa], y, sizeof y), paths |= 1 << isa;
-                if (n == 4 && th == 2) SD_CHECK(!memcmp(y0[isa], y, sizeof y), "FP8 matmul isa %d: 2 threads differ", isa);
+                if (n == 12 && th == 1) memcpy(y0[isa], y, sizeof y), paths |= 1 << isa;
+                if (n == 12 && th == 2) SD_CHECK(!memcmp(y0[isa], y, sizeof y), "FP8 matmul isa %d: 2 threads differ", isa);
             }
             sd_cpu_pool_bind(prev);
             sd_cpu_pool_destroy(pool);
@@ -112,58 +114,32 @@ static void blocks(void) {
 }
 
 /* ---- the fixture and altered copies ---- */
-static char *slurp(const char *p, size_t *n) {
-    FILE *f = fopen(p, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)len + 1);
-    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) free(b), b = NULL;
-    fclose(f);
-    if (b) b[len] = 0, *n = (size_t)len;
-    return b;
-}
-
-static void put(const char *p, const void *b, size_t n) {
-    FILE *f = fopen(p, "wb");
-    SD_CHECK(f && fwrite(b, 1, n, f) == n, "write %s", p);
-    if (f) fclose(f);
-}
-
 /* A copy of the fixture in scratch/name with its safetensors header edited: the JSON text `from`
  * replaced by `to` (same length, so the data offsets hold), and config.json's by cfg_from -> cfg_to. */
 static specdec_status altered(const char *fx, const char *scratch, const char *name, const char *from, const char *to,
                               const char *cfg_from, const char *cfg_to, const char *negate) {
-    char src[4400], dst[4300];
+    char src[4200], dst[4300];
+    snprintf(src, sizeof src, "%.4096s/qwen3_fp8", fx);
     snprintf(dst, sizeof dst, "%.4096s/%s", scratch, name);
     mkdir(scratch, 0755);
     mkdir(dst, 0755);
     size_t n = 0;
-    for (int k = 0; k < 2; k++) {
-        const char *file = k ? "config.json" : "model.safetensors";
-        snprintf(src, sizeof src, "%.4096s/qwen3_fp8/%s", fx, file);
-        char *b = slurp(src, &n);
-        SD_CHECK(b != NULL, "read %s", src);
-        if (!b) return SPECDEC_ERR_IO;
-        const char *f = k ? cfg_from : from, *t = k ? cfg_to : to;
-        char *at = f ? memmem(b, n, f, strlen(f)) : NULL; /* binary: the header follows 8 length bytes */
-        SD_CHECK(!f || (at && strlen(f) == strlen(t)), "%s: %s not found", name, f ? f : "");
-        if (at) memcpy(at, t, strlen(t));
-        if (!k && negate) { /* the first float of tensor `negate` becomes -1 */
-            uint64_t hlen = 0;
-            memcpy(&hlen, b, 8);
-            const char *key = memmem(b, n, negate, strlen(negate));
-            const char *off = key ? strstr(key, "data_offsets") : NULL;
-            long begin = -1;
-            SD_CHECK(off && sscanf(off, "data_offsets\":[%ld", &begin) == 1, "%s: offsets of %s", name, negate);
-            const float neg = -1.0f;
-            if (begin >= 0 && 8 + hlen + (uint64_t)begin + 4 <= n) memcpy(b + 8 + hlen + begin, &neg, 4);
-        }
-        snprintf(src, sizeof src, "%.4300s/%s", dst, file);
-        put(src, b, n);
-        free(b);
+    char *b = sd_test_copy_edited(src, dst, "model.safetensors", from, to, &n);
+    if (b && negate) { /* the first float of tensor `negate` becomes -1 */
+        uint64_t hlen = 0;
+        memcpy(&hlen, b, 8);
+        const char *key = memmem(b, n, negate, strlen(negate));
+        const char *off = key ? strstr(key, "data_offsets") : NULL;
+        long begin = -1;
+        SD_CHECK(off && sscanf(off, "data_offsets\":[%ld", &begin) == 1, "%s: offsets of %s", name, negate);
+        const float neg = -1.0f;
+        if (begin >= 0 && 8 + hlen + (uint64_t)begin + 4 <= n) memcpy(b + 8 + hlen + begin, &neg, 4);
+        char p[4400];
+        snprintf(p, sizeof p, "%.4300s/model.safetensors", dst);
+        sd_test_put(p, b, n);
     }
+    free(b);
+    free(sd_test_copy_edited(src, dst, "config.json", cfg_from, cfg_to, &n));
     specdec_model *m = NULL;
     const specdec_status st = specdec_model_load(dst, NULL, &m);
     specdec_model_free(m);

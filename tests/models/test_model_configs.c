@@ -319,6 +319,38 @@ static void more_families(void) {
     SD_CHECK(sd_cfg_cpu_only(&c) != NULL, "granite-moe: CPU-only");
 }
 
+/* GPTQ / AWQ 4-bit (models/sd_int4.h): the format and group read, what they cannot load refused */
+static void int4_configs(void) {
+    const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
+    sd_config c;
+    ok("gptq", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128, "
+       "\"desc_act\": true, \"sym\": false}", &c);
+    SD_CHECK(c.int4_fmt == SD_INT4_GPTQ && c.int4_group == 128 && sd_cfg_cpu_only(&c) && strstr(sd_cfg_cpu_only(&c), "GPTQ"),
+             "gptq: v1 format, group 128, CPU only");
+    ok("gptq v2 per column", "Qwen3ForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, "
+       "\"group_size\": -1, \"checkpoint_format\": \"gptq_v2\", \"lm_head\": false}", &c);
+    SD_CHECK(c.int4_fmt == SD_INT4_GPTQ_V2 && c.int4_group == 0, "gptq_v2, group_size -1 (one group) read as 0");
+    ok("awq", "Qwen2ForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, \"group_size\": 64, "
+       "\"zero_point\": true, \"version\": \"GEMM\", \"modules_to_not_convert\": [\"visual\"]}", &c);
+    SD_CHECK(c.int4_fmt == SD_INT4_AWQ && c.int4_group == 64, "awq: GEMM (any case), group 64");
+    bad("gptq 8 bits", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 8, "
+        "\"group_size\": 128}", U, "bits must be 4 for gptq");
+    bad("gptq no group", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4}", F,
+        "group_size must be an integer in 1..65536 or -1");
+    bad("gptq group 0", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, "
+        "\"group_size\": 0}", F, "group_size");
+    bad("awq group -1", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, "
+        "\"group_size\": -1}", F, "group_size must be an integer in 1..65536");
+    bad("gptq marlin", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, "
+        "\"group_size\": 128, \"checkpoint_format\": \"marlin\"}", U, "checkpoint_format");
+    bad("gptq lm_head", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, "
+        "\"group_size\": 128, \"lm_head\": true}", U, "lm_head true");
+    bad("awq gemv", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, "
+        "\"group_size\": 128, \"version\": \"gemv\"}", U, "version must be");
+    bad("awq no zero point", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, "
+        "\"group_size\": 128, \"zero_point\": false}", U, "zero_point must be true");
+}
+
 static void bad_configs(void) {
     const specdec_status F = SPECDEC_ERR_FORMAT, U = SPECDEC_ERR_UNSUPPORTED;
     /* hidden_size 30 over 4 heads, no head_dim: the head size cannot be derived */
@@ -386,8 +418,8 @@ static void bad_configs(void) {
     bad("swiglu_limit string", "GptOssForCausalLM", "\"swiglu_limit\": \"7\"", F, "swiglu_limit");
     bad("swiglu_alpha huge", "GptOssForCausalLM", "\"swiglu_alpha\": 1e300", F, "swiglu_alpha");
     bad("gpt-oss null window", "GptOssForCausalLM", "\"sliding_window\": null", F, "sliding_window is null");
-    bad("gpt-oss awq", "GptOssForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\"}", U,
-        "quant_method 'awq'");
+    bad("gpt-oss bitsandbytes", "GptOssForCausalLM", "\"quantization_config\": {\"quant_method\": \"bitsandbytes\"}",
+        U, "quant_method 'bitsandbytes'");
     bad("mxfp4 on llama", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"mxfp4\"}", U,
         "quant_method 'mxfp4' is not supported for LlamaForCausalLM");
     bad("quantization_config type", "GptOssForCausalLM", "\"quantization_config\": 4", F, "quantization_config");
@@ -675,8 +707,8 @@ static void deepseek_v3(void) {
     bad_over("deepseek_v3 fp8 per-tensor", "DeepseekV3ForCausalLM", DS_KV,
              "\"quantization_config\": {\"quant_method\": \"fp8\", \"weight_block_size\": null}", U,
              "weight_block_size");
-    bad_over("deepseek_v3 awq", "DeepseekV3ForCausalLM", DS_KV, "\"quantization_config\": {\"quant_method\": \"awq\"}",
-             U, "'awq'");
+    bad_over("deepseek_v3 hqq", "DeepseekV3ForCausalLM", DS_KV, "\"quantization_config\": {\"quant_method\": \"hqq\"}",
+             U, "'hqq'");
     bad_over("deepseek_v3 partial rope", "DeepseekV3ForCausalLM", DS_KV, "\"partial_rotary_factor\": 0.5", U,
         "partial_rotary_factor");
     /* the validator: latent widths without latent attention, and a head that does not add up */
@@ -769,5 +801,6 @@ int main(void) {
     deepseek_v3();
     deepseek_v2();
     bad_configs();
+    int4_configs();
     return sd_test_done();
 }

@@ -1,0 +1,293 @@
+/* test_int4.c — GPTQ / AWQ 4-bit weights (quantization_config "gptq" / "awq"; core/sd_weights.h
+ * SD_INT4, models/sd_int4.h), the CPU backend's weight-only dequantisation:
+ *   1. repacking: matrices with known codes, zeros and fp16 scales, packed HERE into the checkpoints'
+ *      int32 words from the formats' description (GPTQ v1 with its zero - 1 offset, including the
+ *      stored 15 that means zero 0; gptq_v2; AWQ's 0 2 4 6 1 3 5 7 interleave; act-order g_idx;
+ *      group_size -1), read back through sd_int4_repack: sd_cpu_elem, sd_cpu_row_f32 and
+ *      sd_cpu_dequant give (q - z) x scale exactly; a trivial g_idx is dropped, a permuted one
+ *      kept; a g_idx out of range and a NaN scale are refused;
+ *   2. sd_cpu_matmul over those matrices (1, 3 and 12 tokens; both ISA paths; 1 and 2 threads):
+ *      within 1e-6 relative of the product computed here in double, and the AVX2 path (codes
+ *      decoded in registers for up to 8 tokens, else a chunk at a time; act-order scales and zeros
+ *      gathered per lane; groups of 12 column by column in the chunked path) bitwise the portable one;
+ *   3. the llama_gptq / qwen2_gptq_actorder / qwen3_awq fixtures load their projections as
+ *      SD_INT4 (layer 1's MLP of qwen3_awq stays F32: modules_to_not_convert), report
+ *      SPECDEC_DTYPE_INT4, and altered copies are refused naming the key or tensor.
+ * (the fixtures' logits: tests/models/test_model_fixtures.c.)
+ * argv[1] = fixture directory, argv[2] = a scratch directory. */
+#define _GNU_SOURCE /* memmem */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sd_cpu_dequant.h"
+#include "sd_cpu_matmul.h"
+#include "sd_cpu_pool.h"
+#include "sd_int4.h"
+#include "sd_math.h"
+#include "sd_model.h"
+#include "sd_test.h"
+#include "sd_test_files.h"
+#include "specdec.h"
+
+#define MAXR 24
+#define MAXC 48
+
+typedef struct q4case {
+    const char *name;
+    sd_int4_fmt fmt;
+    int rows, cols, group; /* group 0: -1 in the config (one group) */
+    int act_order;
+} q4case;
+
+static unsigned rng_state = 777;
+static unsigned rnd(unsigned n) {
+    rng_state = rng_state * 1103515245u + 12345u;
+    return (rng_state >> 16) % n;
+}
+
+/* The checkpoint words of a [rows, cols] matrix with codes q[o][i], zeros z[g][o] (0..15), written
+ * from the formats' description (not from sd_int4.c). */
+static void pack(const q4case *k, const uint8_t *q, const uint8_t *z, int G, uint32_t *qweight, uint32_t *qzeros) {
+    static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* AWQ: nibble j holds output 8c + order[j] */
+    const int R = k->rows, C = k->cols;
+    if (k->fmt == SD_INT4_AWQ) {
+        for (int i = 0; i < C; i++)
+            for (int c = 0; c < R / 8; c++) {
+                uint32_t w = 0;
+                for (int j = 0; j < 8; j++) w |= (uint32_t)q[(8 * c + order[j]) * C + i] << (4 * j);
+                qweight[i * (R / 8) + c] = w;
+            }
+    } else {
+        for (int r = 0; r < C / 8; r++)
+            for (int o = 0; o < R; o++) {
+                uint32_t w = 0;
+                for (int j = 0; j < 8; j++) w |= (uint32_t)q[o * C + 8 * r + j] << (4 * j);
+                qweight[r * R + o] = w;
+            }
+    }
+    for (int g = 0; g < G; g++)
+        for (int c = 0; c < R / 8; c++) {
+            uint32_t w = 0;
+            for (int j = 0; j < 8; j++) {
+                const int o = 8 * c + (k->fmt == SD_INT4_AWQ ? order[j] : j);
+                const uint32_t stored = k->fmt == SD_INT4_GPTQ ? (uint32_t)(z[g * R + o] + 15) & 15u : z[g * R + o];
+                w |= stored << (4 * j);
+            }
+            qzeros[g * (R / 8) + c] = w;
+        }
+}
+
+static void matmul_paths(const q4case *k, const sd_tensor *w, const double *ref) {
+    const int R = k->rows, C = k->cols;
+    enum { NT = 12 }; /* up to 8 tokens take the in-register path, more the chunked one */
+    float x[NT * MAXC], y[NT * MAXR], y0[2][NT * MAXR], rowbuf[MAXC];
+    for (int i = 0; i < NT * C; i++) x[i] = (float)sin(0.37 * i + 0.1);
+    int paths = 0;
+    for (int isa = 0; isa < 2; isa++) {
+        if (sd_cpu_matmul_set_isa((sd_cpu_isa)isa) != 0) continue;
+        for (int th = 1; th <= 2; th++) {
+            sd_cpu_pool *pool = th > 1 ? sd_cpu_pool_create(th, C) : NULL;
+            if (pool) sd_cpu_pool_set_min_work(pool, 1);
+            sd_cpu_pool *prev = sd_cpu_pool_bind(pool);
+            for (int n = 1; n <= NT; n = n == 1 ? 3 : n == 3 ? NT : NT + 1) {
+                sd_cpu_matmul(x, n, w, NULL, y, rowbuf);
+                double worst = 0;
+                for (int t = 0; t < n; t++)
+                    for (int r = 0; r < R; r++) {
+                        double d = 0, mag = 0;
+                        for (int c = 0; c < C; c++)
+                            d += ref[r * C + c] * x[t * C + c], mag += fabs(ref[r * C + c] * x[t * C + c]);
+                        worst = fmax(worst, fabs(d - y[t * R + r]) / (mag + 1e-30));
+                    }
+                SD_CHECK(worst < 1e-6, "%s: matmul isa %d, %d threads, %d tokens: relative error %.3g", k->name, isa,
+                         th, n, worst);
+                if (n == NT && th == 1) memcpy(y0[isa], y, sizeof y), paths |= 1 << isa;
+                if (n == NT && th == 2)
+                    SD_CHECK(!memcmp(y0[isa], y, (size_t)(NT * R) * sizeof(float)), "%s: isa %d: 2 threads differ",
+                             k->name, isa);
+            }
+            sd_cpu_pool_bind(prev);
+            sd_cpu_pool_destroy(pool);
+        }
+    }
+    SD_CHECK(paths != 3 || !memcmp(y0[0], y0[1], (size_t)(NT * R) * sizeof(float)),
+             "%s: the AVX2 path differs from the portable one", k->name);
+    if (paths != 3) printf("%s: the AVX2 path is not available here (portable path only)\n", k->name);
+    sd_cpu_matmul_set_isa(sd_cpu_matmul_isa());
+}
+
+static void one_case(const q4case *k) {
+    const int R = k->rows, C = k->cols, group = k->group ? k->group : C, G = (C + group - 1) / group;
+    static uint8_t q[MAXR * MAXC], z[MAXC * MAXR];
+    static uint16_t s16[MAXC * MAXR];
+    static uint32_t qweight[MAXR * MAXC / 8], qzeros[MAXC * MAXR / 8];
+    static int32_t gidx[MAXC];
+    int perm[MAXC];
+    for (int i = 0; i < C; i++) perm[i] = i;
+    for (int i = C - 1; k->act_order && i > 0; i--) {
+        const int j = (int)rnd((unsigned)i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    for (int i = 0; i < C; i++) gidx[i] = perm[i] / group;
+    for (int i = 0; i < R * C; i++) q[i] = (uint8_t)rnd(16);
+    for (int i = 0; i < G * R; i++) {
+        z[i] = (uint8_t)(i % 7 == 0 ? 0 : i % 11 == 0 ? 15 : rnd(16)); /* zero 0: GPTQ v1 stores 15 */
+        s16[i] = sd_f32_to_f16((float)(0.001 + 0.01 * rnd(100) / (1.0 + (i % 3))));
+    }
+    pack(k, q, z, G, qweight, qzeros);
+    const sd_int4_src src = {k->fmt, R, C, group, (const uint8_t *)qweight, (const uint8_t *)qzeros,
+                             (const uint8_t *)s16, SD_F16, k->fmt == SD_INT4_AWQ ? NULL : (const uint8_t *)gidx};
+    void *buf = calloc(1, sd_int4_bytes(R, C, group));
+    sd_tensor w;
+    char why[160] = "";
+    SD_CHECK(buf && sd_int4_repack(&src, buf, &w, why, sizeof why), "%s: repack: %s", k->name, why);
+    if (!buf) return;
+    const sd_int4_meta *meta = sd_int4_meta_of(&w);
+    SD_CHECK((meta->gidx != NULL) == (k->act_order != 0) && meta->n_groups == G && meta->group == group,
+             "%s: g_idx kept only when permuted (%p), %d groups of %d", k->name, (const void *)meta->gidx,
+             (int)meta->n_groups, (int)meta->group);
+    static double ref[MAXR * MAXC];
+    for (int o = 0; o < R; o++)
+        for (int i = 0; i < C; i++) {
+            const int g = gidx[i] * R + o;
+            ref[o * C + i] = ((double)q[o * C + i] - (double)z[g]) * (double)sd_f16_to_f32(s16[g]);
+        }
+    int bad = 0;
+    float row[MAXC], rng[MAXC + 5];
+    for (int r = 0; r < R; r++) {
+        const float *p = sd_cpu_row_f32(&w, r, row);
+        for (int c = 0; c < C; c++) bad += (double)p[c] != ref[r * C + c];
+        for (int c = 0; c < C; c++) bad += (double)sd_cpu_elem(&w, (int64_t)r * C + c) != ref[r * C + c];
+    }
+    sd_cpu_dequant(&w, 2 * C + 5, C + 5, rng); /* across a row boundary */
+    for (int i = 0; i < C + 5; i++) bad += (double)rng[i] != ref[2 * C + 5 + i];
+    SD_CHECK(bad == 0, "%s: %d decoded values differ from (q - z) x scale", k->name, bad);
+    matmul_paths(k, &w, ref);
+    free(buf);
+}
+
+static void refusals(void) {
+    enum { R = 8, C = 16 };
+    static uint32_t qw[R * C / 8], qz[2 * R / 8];
+    static uint16_t s16[2 * R];
+    static int32_t gi[C];
+    for (int i = 0; i < 2 * R; i++) s16[i] = sd_f32_to_f16(0.5f);
+    for (int i = 0; i < C; i++) gi[i] = i / 8;
+    gi[5] = 2;
+    sd_int4_src src = {SD_INT4_GPTQ, R, C, 8, (const uint8_t *)qw, (const uint8_t *)qz, (const uint8_t *)s16, SD_F16,
+                       (const uint8_t *)gi};
+    void *buf = calloc(1, sd_int4_bytes(R, C, 8));
+    sd_tensor w;
+    char why[160] = "";
+    SD_CHECK(buf && !sd_int4_repack(&src, buf, &w, why, sizeof why) && strstr(why, "g_idx[5] is 2"),
+             "a g_idx entry past the groups is refused (%s)", why);
+    gi[5] = 0;
+    s16[3] = 0x7e00; /* fp16 NaN */
+    memset(buf, 0, sd_int4_bytes(R, C, 8));
+    SD_CHECK(buf && !sd_int4_repack(&src, buf, &w, why, sizeof why) && strstr(why, "scale [0, 3] is nan"),
+             "a NaN scale is refused (%s)", why);
+    free(buf);
+}
+
+/* ---- the fixtures and altered copies ---- */
+/* A copy of fixture `fx/base` in scratch/name, its safetensors header's text `from` replaced by `to`
+ * (same length: the data offsets hold) and config.json's cfg_from by cfg_to; loaded. */
+static specdec_status altered(const char *fx, const char *base, const char *scratch, const char *name,
+                              const char *from, const char *to, const char *cfg_from, const char *cfg_to) {
+    char src[4200], dst[4300];
+    snprintf(src, sizeof src, "%.4000s/%s", fx, base);
+    snprintf(dst, sizeof dst, "%.4096s/%s", scratch, name);
+    mkdir(scratch, 0755);
+    mkdir(dst, 0755);
+    size_t n = 0;
+    free(sd_test_copy_edited(src, dst, "model.safetensors", from, to, &n));
+    free(sd_test_copy_edited(src, dst, "config.json", cfg_from, cfg_to, &n));
+    specdec_model *m = NULL;
+    const specdec_status st = specdec_model_load(dst, NULL, &m);
+    specdec_model_free(m);
+    return st;
+}
+
+static specdec_model *load_fixture(const char *fx, const char *name) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", fx, name);
+    specdec_model *m = NULL;
+    SD_CHECK(specdec_model_load(p, NULL, &m) == SPECDEC_OK, "load %s: %s", p, specdec_last_error());
+    if (!m) return NULL;
+    specdec_model_info info;
+    SD_CHECK(specdec_model_get_info(m, &info) == SPECDEC_OK && info.dtype == SPECDEC_DTYPE_INT4,
+             "%s: model_info.dtype INT4 (%d)", name, (int)info.dtype);
+    return m;
+}
+
+static void fixtures(const char *fx, const char *scratch) {
+    specdec_model *m = load_fixture(fx, "llama_gptq");
+    if (m) {
+        const sd_layer *L = &m->w.layers[1];
+        const sd_int4_meta *q = L->w_down.dtype == SD_INT4 ? sd_int4_meta_of(&L->w_down) : NULL;
+        SD_CHECK(L->wq.dtype == SD_INT4 && L->wk.dtype == SD_INT4 && L->wo.dtype == SD_INT4 &&
+                     L->w_gate.dtype == SD_INT4 && q && q->group == 16 && !q->gidx && m->w.tok_embd.dtype == SD_F32 &&
+                     m->w.lm_head.dtype == SD_F32 && L->attn_norm.dtype == SD_F32,
+                 "llama_gptq: the projections are INT4 in groups of 16 (g_idx trivial: dropped), the rest F32");
+        specdec_model_free(m);
+    }
+    m = load_fixture(fx, "qwen2_gptq_actorder");
+    if (m) {
+        const sd_layer *L = &m->w.layers[0];
+        SD_CHECK(L->wq.dtype == SD_INT4 && sd_int4_meta_of(&L->wq)->gidx && L->bq.dtype == SD_F32,
+                 "qwen2_gptq_actorder: q_proj INT4 with its act-order g_idx kept, its bias F32");
+        specdec_model_free(m);
+    }
+    m = load_fixture(fx, "qwen3_awq");
+    if (m) {
+        SD_CHECK(m->w.layers[0].w_up.dtype == SD_INT4 && m->w.layers[1].wq.dtype == SD_INT4 &&
+                     m->w.layers[1].w_up.dtype == SD_F32 && m->w.layers[1].w_down.dtype == SD_F32,
+                 "qwen3_awq: layer 1's MLP (modules_to_not_convert) F32, the other projections INT4");
+        specdec_model_free(m);
+    }
+    struct {
+        const char *base, *name, *from, *to, *cfg_from, *cfg_to, *needle;
+        specdec_status want;
+    } cases[] = {
+        {"llama_gptq", "no_qzeros", "layers.0.mlp.down_proj.qzeros", "layers.0.mlp.down_proj.qzeroX", NULL, NULL,
+         "missing tensor 'model.layers.0.mlp.down_proj.qzeros'", SPECDEC_ERR_MODEL_MISMATCH},
+        {"llama_gptq", "bits_8", NULL, NULL, "\"bits\": 4", "\"bits\": 8", "bits must be 4", SPECDEC_ERR_UNSUPPORTED},
+        {"llama_gptq", "group_32", NULL, NULL, "\"group_size\": 16", "\"group_size\": 32",
+         "q_proj.qzeros': shape [2, 4]", SPECDEC_ERR_MODEL_MISMATCH},
+        {"llama_gptq", "marlin", NULL, NULL, "\"checkpoint_format\": \"gptq\"", "\"checkpoint_format\": \"mrln\"",
+         "checkpoint_format must be", SPECDEC_ERR_UNSUPPORTED},
+        {"llama_gptq", "lm_head", NULL, NULL, "\"lm_head\": false", "\"lm_head\": true ", "lm_head true",
+         SPECDEC_ERR_UNSUPPORTED},
+        {"qwen3_awq", "gemv", NULL, NULL, "\"version\": \"gemm\"", "\"version\": \"gemv\"", "version must be",
+         SPECDEC_ERR_UNSUPPORTED},
+        {"qwen3_awq", "zero_point", NULL, NULL, "\"zero_point\": true", "\"zero_point\": 0   ",
+         "zero_point must be true", SPECDEC_ERR_UNSUPPORTED},
+        {"qwen3_awq", "scales_i32", "\"dtype\":\"F16\",\"shape\":[2,32]", "\"dtype\":\"I32\",\"shape\":[1,32]", NULL,
+         NULL, "dtype I32 (expected F16, BF16 or F32)", SPECDEC_ERR_MODEL_MISMATCH},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const specdec_status st = altered(fx, cases[i].base, scratch, cases[i].name, cases[i].from, cases[i].to,
+                                          cases[i].cfg_from, cases[i].cfg_to);
+        SD_CHECK(st == cases[i].want && strstr(specdec_last_error(), cases[i].needle), "%s: %s (%s)", cases[i].name,
+                 specdec_status_string(st), specdec_last_error());
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s FIXTURE_DIR SCRATCH_DIR\n", argv[0]);
+        return 2;
+    }
+    static const q4case cases[] = {
+        {"gptq_v1_g16", SD_INT4_GPTQ, 24, 48, 16, 0},   {"gptq_v2_g12_actorder", SD_INT4_GPTQ_V2, 16, 48, 12, 1},
+        {"awq_g16", SD_INT4_AWQ, 24, 48, 16, 0},        {"gptq_v1_per_column", SD_INT4_GPTQ, 8, 40, 0, 0},
+        {"awq_g8_narrow", SD_INT4_AWQ, 8, 16, 8, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) one_case(&cases[i]);
+    refusals();
+    fixtures(argv[1], argv[2]);
+    return sd_test_done();
+}
