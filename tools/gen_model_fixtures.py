@@ -28,6 +28,11 @@ the published GPTQ (v1 zeros, act-order g_idx) / AWQ GEMM checkpoints are (qweig
 quantization_config) and read back with transformers' GPTQ / AWQ loader, whose gptqmodel kernels must
 dequantize every module to exactly the weights written (check_int4).
 
+A compressed-tensors variant (CT below: llm-compressor's W4A16 "pack-quantized" format) has its decoder
+projections quantized to signed 4-bit codes with bfloat16 group scales by this script, packed by
+compressed-tensors' own PackedQuantizationCompressor, its quantization_config written by compressed-tensors'
+ModelCompressor, and read back with transformers' compressed-tensors loader (check_ct).
+
 A variant is re-drawn (next seed) until every position's top-2 logit margin exceeds
 MARGIN, so "argmax identical" is a fair requirement on a checker within 1e-4. n_ctx is
 the context the checker must give its runner: T (rope types whose frequencies depend on
@@ -35,7 +40,8 @@ the length — dynamic, longrope — match transformers' whole-sequence forward 
 
 Needs torch + transformers (run by hand; CI reads the committed fixtures):
     /work/venv-torch/bin/python tools/gen_model_fixtures.py [--out tests/models/fixtures] [NAME ...]
-(the INT4 variants' check also needs gptqmodel and optimum: transformers' GPTQ / AWQ loaders)
+(the INT4 variants' check also needs gptqmodel and optimum: transformers' GPTQ / AWQ loaders; the CT
+variants need compressed-tensors, which writes and reads them)
 """
 import argparse
 import json
@@ -117,6 +123,10 @@ VARIANTS = {
     "llama_gptq": (*llama(), False),
     "qwen2_gptq_actorder": (Qwen2Config, Qwen2ForCausalLM, dict(BASE), False),  # q/k/v biases stay float32
     "qwen3_awq": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    # compressed-tensors pack-quantized 4-bit checkpoints (CT below): every decoder projection as int32
+    # words of 8 signed 4-bit codes with a bfloat16 scale (and, asymmetric, a 4-bit zero) per 16 inputs
+    "llama_ct_w4a16": (*llama(), False),
+    "qwen3_ct_w4a16_asym": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
     "qwen3_window_bias": (Qwen3Config, Qwen3ForCausalLM,
                           {**BASE, "num_hidden_layers": 3, "head_dim": 16, "attention_bias": True,
                            "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 2}, False),
@@ -632,6 +642,173 @@ def check_int4(d, model, ids, logits, qcfg):
           f"{' and carried zeros (' + str(carried) + ' words)' if carried else ''}: {as_loaded:.1e})")
 
 
+# ---- compressed-tensors pack-quantized 4-bit (llm-compressor's W4A16; weight-only, group-wise). The codes
+# and scales are drawn here; compressed-tensors' own PackedQuantizationCompressor packs them and its
+# ModelCompressor writes quantization_config; check_ct decodes the tensors by the layout below with this
+# script's own code, then reads the checkpoint back with transformers' compressed-tensors loader. Each
+# quantized projection (nn.Linear layout [out, in]) has signed codes q(o, i) in -8..7 and per (output, group)
+# a bfloat16 scale s and a signed zero z in -8..7 (0 when symmetric); its weight is
+# float32(s[o, i / 16]) * (q(o, i) - z[o, i / 16]), exact in float32. Tensors of projection P:
+#   P.weight_packed      int32 [out, in/8]: code of input 8j + k in bits 4k..4k+3 of word [o, j], as q + 8
+#   P.weight_scale       bfloat16 [out, in/16]
+#   P.weight_zero_point  int32 [out/8, in/16] (asymmetric only), packed along the OUTPUT dim: zero of output
+#                        8w + k in bits 4k..4k+3 of word [w, g], as z + 8
+#   P.weight_shape       int64 [2] = [out, in]
+# compressed-tensors 0.20.1 has no g_idx: actorder "group" (llm-compressor's old weight_g_idx checkpoints)
+# is rejected by its config validator and nothing reads weight_g_idx; actorder "weight" changes only how
+# GPTQ calibrates, not the format. name -> the scheme's settings (group size 16) and `ignore`.
+CT = {
+    "llama_ct_w4a16": {"symmetric": True, "actorder": None, "ignore": ["lm_head"]},
+    # zeros -8..7 (both ends at least once, so every stored nibble occurs); layer 1's o_proj stays float32
+    "qwen3_ct_w4a16_asym": {"symmetric": False, "actorder": "weight",
+                            "ignore": ["lm_head", "model.layers.1.self_attn.o_proj"]},
+}
+CT_GROUP = 16
+
+
+def ct_scheme(spec):
+    """The variant's compressed-tensors QuantizationConfig (as llm-compressor's W4A16 recipe sets it) and its
+    one scheme."""
+    from compressed_tensors.quantization import QuantizationArgs, QuantizationConfig, QuantizationScheme
+    args = dict(num_bits=4, type="int", symmetric=spec["symmetric"], strategy="group", group_size=CT_GROUP,
+                observer="minmax")
+    if spec["actorder"]:
+        args["actorder"] = spec["actorder"]
+    scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(**args), format="pack-quantized")
+    qc = QuantizationConfig(config_groups={"group_0": scheme}, format="pack-quantized",
+                            quantization_status="compressed", ignore=list(spec["ignore"]))
+    return qc, scheme
+
+
+def ct_linears(model, spec):
+    """The projections a CT checkpoint quantizes: fp8_linears less `ignore`."""
+    return [(n, p) for n, p in fp8_linears(model) if n[:-len(".weight")] not in spec["ignore"]]
+
+
+def ct_weights(model, spec, seed):
+    """Quantize the model's projections in place (their values become the dequantized ones, so the reference
+    logits are those of the 4-bit weights); returns ({module: {tensor suffix: checkpoint tensor}}, {module:
+    (codes [out, in], zeros [out, groups]) as drawn}). Symmetric: z = 0, s = absmax / 7.5 (compressed-tensors'
+    minmax range); asymmetric: z drawn in -8..7 (one -8 and one 7 at least), s = absmax / max(8 + z, 7 - z)."""
+    from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
+    _, scheme = ct_scheme(spec)
+    rng = np.random.default_rng(6000 + seed)
+    tensors, codes = {}, {}
+    with torch.no_grad():
+        for n, p in ct_linears(model, spec):
+            w = p.detach().double().numpy()
+            rows, cols = w.shape
+            groups = cols // CT_GROUP
+            if spec["symmetric"]:
+                z = np.zeros((rows, groups), dtype=np.int64)
+                span = np.full((rows, groups), 7.5)
+            else:
+                z = rng.integers(-8, 8, (rows, groups))
+                z.flat[rng.choice(z.size, 2, replace=False)] = (-8, 7)
+                span = np.maximum(8 + z, 7 - z).astype(np.float64)
+            amax = np.abs(w.reshape(rows, groups, CT_GROUP)).max(axis=2)
+            scale = torch.from_numpy(amax / span).to(torch.bfloat16)  # [out, groups]
+            s_oi = np.repeat(scale.float().numpy(), CT_GROUP, axis=1)
+            z_oi = np.repeat(z, CT_GROUP, axis=1)
+            q = np.clip(np.rint(w / s_oi) + z_oi, -8, 7).astype(np.int64)
+            deq = torch.from_numpy(s_oi * (q - z_oi).astype(np.float32))  # float32 throughout: exact
+            p.copy_(deq)
+            sd = {"weight": deq.clone(), "weight_scale": scale}
+            if not spec["symmetric"]:
+                sd["weight_zero_point"] = torch.from_numpy(z.astype(np.int8))
+            mod = n[:-len(".weight")]
+            tensors[mod] = PackedQuantizationCompressor.compress(sd, scheme)
+            codes[mod] = (q, z)
+    return tensors, codes
+
+
+def save_ct(name, model, d):
+    """Replace the saved projections' weights by their compressed tensors (ct_weights' result, kept by build);
+    quantization_config as compressed-tensors' ModelCompressor writes it (what llm-compressor saves)."""
+    from compressed_tensors.compressors import ModelCompressor
+    path = os.path.join(d, "model.safetensors")
+    sd = load_file(path)
+    for mod, tensors in model.ct_tensors.items():
+        del sd[mod + ".weight"]
+        sd.update({f"{mod}.{k}": v.contiguous() for k, v in tensors.items()})
+    save_file(sd, path, metadata={"format": "pt"})
+    ModelCompressor(quantization_config=ct_scheme(CT[name])[0]).update_config(d)
+
+
+def ct_unpack(words, axis):
+    """int32 words -> signed 4-bit values along `axis`: element 8j + k of that axis from bits 4k..4k+3 of
+    word j, stored as value + 8 (this script's reading of the format, independent of compressed-tensors')."""
+    v = np.moveaxis(words.numpy().view(np.uint32), axis, -1)
+    v = (v[..., None] >> (4 * np.arange(8, dtype=np.uint32))) & 15
+    return np.moveaxis(v.reshape(*v.shape[:-2], -1).astype(np.int64) - 8, -1, axis)
+
+
+def check_ct(d, model, ids, logits, spec):
+    """(1) The saved tensors, decoded by ct_unpack, hold exactly the codes and zeros drawn (names, dtypes and
+    shapes as the comment above CT says; no g_idx); the ignored projections are float32 `.weight`s.
+    (2) transformers' compressed-tensors loader (CompressedTensorsConfig(dequantize=True): compressed-tensors'
+    PackedQuantizationCompressor.decompress on each module) gives every quantized projection the weights
+    written, rounded to bfloat16: it dequantizes in the scale's dtype. (3) That same decompress, given the
+    scales in float32, gives them exactly; with those in place, every other parameter is as written and the
+    forward gives the reference logits."""
+    from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
+    from transformers import CompressedTensorsConfig
+    _, scheme = ct_scheme(spec)
+    saved = load_file(os.path.join(d, "model.safetensors"))
+    mine = dict(model.named_parameters())
+    nibbles = set()
+    for mod, (q, z) in model.ct_codes.items():
+        rows, cols = q.shape
+        want = {"weight_packed": (torch.int32, (rows, cols // 8)), "weight_scale": (torch.bfloat16, (rows, cols // 16)),
+                "weight_shape": (torch.int64, (2,))}
+        if not spec["symmetric"]:
+            want["weight_zero_point"] = (torch.int32, (rows // 8, cols // 16))
+        got = {k[len(mod) + 1:]: v for k, v in saved.items() if k.startswith(mod + ".")}
+        if {k: (v.dtype, tuple(v.shape)) for k, v in got.items()} != want:
+            sys.exit(f"{d}: {mod} is saved as {[(k, v.dtype, tuple(v.shape)) for k, v in got.items()]}")
+        if got["weight_shape"].tolist() != [rows, cols] or not np.array_equal(ct_unpack(got["weight_packed"], 1), q):
+            sys.exit(f"{d}: {mod}.weight_packed / weight_shape do not hold the codes drawn")
+        if not spec["symmetric"] and not np.array_equal(ct_unpack(got["weight_zero_point"], 0), z):
+            sys.exit(f"{d}: {mod}.weight_zero_point does not hold the zeros drawn")
+        nibbles |= set((q + 8).ravel().tolist()) | (set((z + 8).ravel().tolist()) if not spec["symmetric"] else set())
+    for mod in spec["ignore"]:
+        if mod + ".weight" not in mine or not torch.equal(saved.get(mod + ".weight", torch.empty(0)),
+                                                          mine[mod + ".weight"]):
+            sys.exit(f"{d}: {mod} (ignored) is not saved as its float32 weight")
+    hf = type(model).from_pretrained(d, dtype=torch.float32, attn_implementation="eager", device_map="cpu",
+                                     quantization_config=CompressedTensorsConfig(dequantize=True)).eval()
+    x_ids = torch.from_numpy(ids[None].astype(np.int64))
+    exact = 0
+    with torch.no_grad():
+        as_loaded = np.abs(hf(input_ids=x_ids).logits[0].float().numpy() - logits).max()
+        for mod in model.ct_codes:
+            w = mine[mod + ".weight"]
+            loaded = hf.get_parameter(mod + ".weight")
+            exact += int(torch.equal(loaded, w))
+            if not torch.equal(loaded, w.to(torch.bfloat16).float()):
+                sys.exit(f"{d}: transformers decompresses {mod} to other values than the weights written in bfloat16")
+            sd = {k[len(mod) + 1:]: v for k, v in saved.items() if k.startswith(mod + ".")}
+            sd["weight_scale"] = sd["weight_scale"].float()
+            dec = PackedQuantizationCompressor.decompress(sd, scheme)["weight"]
+            if not torch.equal(dec, w):
+                sys.exit(f"{d}: compressed-tensors decompresses {mod} (float32 scales) differently from what this "
+                         f"script wrote at {int((dec != w).sum())} places")
+            loaded.copy_(dec)
+        for n, p in hf.named_parameters():
+            if n not in mine or not torch.equal(p.detach(), mine[n].detach()):
+                sys.exit(f"{d}: transformers reads {n} differently from what this script wrote")
+        if len(list(hf.named_parameters())) != len(mine):
+            sys.exit(f"{d}: transformers' model has other parameters than this script's")
+        theirs = hf(input_ids=x_ids).logits[0].float().numpy()
+    err = np.abs(theirs - logits).max()
+    if err > 1e-5:
+        sys.exit(f"{d}: transformers' compressed-tensors model differs from the reference logits by {err:g}")
+    print(f"{os.path.basename(d)}: {len(model.ct_codes)} pack-quantized modules decode to the codes drawn "
+          f"(stored nibbles {min(nibbles)}..{max(nibbles)}, {len(nibbles)} values); transformers decompresses them "
+          f"to the weights written in bfloat16 ({exact} exactly), in float32 exactly: logits max diff {err:.1e} "
+          f"(as loaded, bfloat16: {as_loaded:.1e})")
+
+
 def save(name, model, d, ids, seed):
     """save_pretrained, for an MTP variant its MTP layer, and for an MXFP4 variant its experts as
     the published checkpoints store them (blocks + scales, quantization_config quant_method mxfp4)."""
@@ -643,6 +820,8 @@ def save(name, model, d, ids, seed):
         save_fp8(name, model, d)
     if name in INT4:
         save_int4(name, model, d)
+    if name in CT:
+        save_ct(name, model, d)
     if name not in MXFP4:
         return
     packed = mxfp4_experts(model)  # the experts already hold MXFP4 values: encoded exactly, unchanged
@@ -798,6 +977,8 @@ def build(name, seed):
         fp8_weights(model, *FP8[name])
     if name in INT4:
         model.int4_tensors = int4_weights(model, INT4[name], seed)
+    if name in CT:
+        model.ct_tensors, model.ct_codes = ct_weights(model, CT[name], seed)
     return model
 
 
@@ -807,11 +988,12 @@ def margins_ok(logits):
 
 
 def write_fixture(out, name):
-    # the ids' seed: the variant's place among the others (INT4's excluded: adding them changed no fixture)
-    if name in INT4:
+    # the ids' seed: the variant's place among the others (INT4's and CT's excluded: adding them changed no
+    # fixture)
+    if name in INT4 or name in CT:
         rng = np.random.default_rng(1000 + zlib.crc32(name.encode()) % 100000)
     else:
-        rng = np.random.default_rng(1000 + sorted(n for n in VARIANTS if n not in INT4).index(name))
+        rng = np.random.default_rng(1000 + sorted(n for n in VARIANTS if n not in INT4 and n not in CT).index(name))
     ids = rng.integers(3, V, T)
     ids[0] = 1  # bos
     for seed in range(1, 50):
@@ -832,6 +1014,8 @@ def write_fixture(out, name):
         check_fp8(d, model, ids, logits)
     if name in INT4:
         check_int4(d, model, ids, logits, INT4[name])
+    if name in CT:
+        check_ct(d, model, ids, logits, CT[name])
     if name in CONFIG_EDITS:
         with open(os.path.join(d, "config.json")) as f:
             cfg = CONFIG_EDITS[name](json.load(f))
