@@ -189,10 +189,13 @@ typedef struct sd_config {
                                       g = min(gate, limit) (swiglu_alpha, swiglu_limit) */
     int32_t fp8_block[2];          /* quantization_config quant_method "fp8": weight_block_size [bm, bn] (its
                                       float8_e4m3fn tensors load as SD_FP8); 0 = none */
-    int32_t int4_fmt;              /* sd_int4_fmt: quantization_config "gptq" / "awq" 4-bit weights (a
-                                      projection stored as qweight / qzeros / scales loads as SD_INT4); 0 = none */
+    int32_t int4_fmt;              /* sd_int4_fmt: quantization_config "gptq" / "awq" / "compressed-tensors"
+                                      4-bit weights (a projection stored as qweight / qzeros / scales, or
+                                      weight_packed / weight_scale, loads as SD_INT4); 0 = none */
     int32_t int4_group;            /* int4_fmt: group_size (input columns per scale; -1 in the config, one
                                       group per column of the whole input, is stored as 0 here) */
+    int32_t int4_zero_points;      /* SD_INT4_CT: 1 every config group asymmetric (weight_zero_point required),
+                                      0 every group symmetric (none allowed), -1 both kinds (either) */
     int32_t experts_mxfp4;         /* moe_fused: the checkpoint stores the experts in MXFP4
                                       (quantization_config.quant_method "mxfp4"): the expert weights
                                       stay MXFP4 (SD_MXFP4 views of the mapping; the CPU backend's
@@ -281,9 +284,14 @@ typedef enum sd_int4_fmt {
                             [groups, out / 8] holding zero - 1 (the v1 format; read back (stored + 1) & 15, as
                             transformers' GPTQ loader does), scales [groups, out], g_idx int32 [in] */
     SD_INT4_GPTQ_V2 = 2, /* as GPTQ, checkpoint_format "gptq_v2": qzeros hold the zeros themselves */
-    SD_INT4_AWQ = 3      /* AWQ GEMM: qweight int32 [in, out / 8], nibble k of word [i, c] holds output
+    SD_INT4_AWQ = 3,     /* AWQ GEMM: qweight int32 [in, out / 8], nibble k of word [i, c] holds output
                             8c + {0, 2, 4, 6, 1, 3, 5, 7}[k]; qzeros [in / group, out / 8] likewise, no offset;
                             scales [in / group, out] */
+    SD_INT4_CT = 4       /* compressed-tensors "pack-quantized" (llm-compressor W4A16): weight_packed int32
+                            [out, in / 8] row-major (element 8j + k of a row at bits 4k of word j, stored q + 8:
+                            the SD_INT4 byte order already), weight_scale [out, groups], weight_zero_point int32
+                            [out / 8, groups] packed along the outputs (stored zp + 8) or none (symmetric: 8),
+                            weight_g_idx int32 [in] when written with activation ordering */
 } sd_int4_fmt;
 
 /* An SD_INT4 matrix's groups (core/sd_weights.h SD_INT4), owned by the model with its codes. */

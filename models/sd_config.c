@@ -864,6 +864,83 @@ static specdec_status sd_cfg_quant_int4(const sd_cfgp *p, const cJSON *q, int aw
     return SPECDEC_OK;
 }
 
+/* One config group's "weights" of a compressed-tensors checkpoint: 4-bit ints, static, per group or
+ * channel; the group size in *group (0: the whole input, "channel"). */
+static specdec_status sd_cfg_ct_weights(const sd_cfgp *p, const cJSON *w, const char *gname, int32_t *group) {
+    const cJSON *bits = sd_json_member(w, "num_bits"), *type = sd_json_member(w, "type");
+    const cJSON *strat = sd_json_member(w, "strategy"), *gs = sd_json_member(w, "group_size");
+    const cJSON *dyn = sd_json_member(w, "dynamic");
+    if (!sd_json_is_int(bits) || bits->valuedouble != 4 || !cJSON_IsString(type) || strcmp(type->valuestring, "int"))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights: only 4-bit "
+                       "\"int\" weights are supported", p->fname, gname);
+    if (dyn && !cJSON_IsFalse(dyn))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights.dynamic "
+                       "must be false", p->fname, gname);
+    if (cJSON_IsString(strat) && !strcmp(strat->valuestring, "channel")) {
+        *group = 0;
+        return SPECDEC_OK;
+    }
+    if (!cJSON_IsString(strat) || strcmp(strat->valuestring, "group"))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights.strategy must "
+                       "be \"group\" or \"channel\"", p->fname, gname);
+    if (!sd_json_is_int(gs) || gs->valuedouble < 1 || gs->valuedouble > 65536)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups.%.32s.weights.group_size must be "
+                       "an integer in 1..65536", p->fname, gname);
+    *group = (int32_t)gs->valuedouble;
+    return SPECDEC_OK;
+}
+
+/* quantization_config "compressed-tensors" with format "pack-quantized" (llm-compressor's W4A16:
+ * RedHatAI's / neuralmagic's "-quantized.w4a16" models): every config group's weights 4-bit ints of
+ * one group size, no activation, output or KV-cache quantization, no sparsity or transforms; the
+ * projections stored as weight_packed / weight_scale load as SD_INT4 (models/sd_int4.h). */
+static specdec_status sd_cfg_quant_ct(const sd_cfgp *p, const cJSON *q) {
+    const cJSON *fmt = sd_json_member(q, "format"), *groups = sd_json_member(q, "config_groups");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pack-quantized"))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.format must be \"pack-quantized\" for "
+                       "compressed-tensors (4-bit W4A16; FP8, INT8 and NVFP4 formats are not supported)", p->fname);
+    static const char *const off[] = {"kv_cache_scheme", "sparsity_config", "transform_config"};
+    for (int i = 0; i < 3; i++) {
+        const cJSON *v = sd_json_member(q, off[i]);
+        if (v && !cJSON_IsNull(v) && !(cJSON_IsObject(v) && !v->child))
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.%s is not supported", p->fname,
+                           off[i]);
+    }
+    if (!cJSON_IsObject(groups) || !groups->child)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups must be a non-empty object",
+                       p->fname);
+    int32_t group = -1, n_sym = 0, n_asym = 0;
+    for (const cJSON *g = groups->child; g; g = g->next) {
+        const cJSON *w = sd_json_member(g, "weights"), *in = sd_json_member(g, "input_activations");
+        const cJSON *out = sd_json_member(g, "output_activations"), *gf = sd_json_member(g, "format");
+        if (!cJSON_IsObject(w))
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups.%.32s.weights must be an "
+                           "object", p->fname, g->string);
+        if ((in && !cJSON_IsNull(in)) || (out && !cJSON_IsNull(out)))
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s quantizes "
+                           "activations (W4A8 / W8A8), which is not supported", p->fname, g->string);
+        if (gf && !cJSON_IsNull(gf) && !(cJSON_IsString(gf) && !strcmp(gf->valuestring, "pack-quantized")))
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.format must be "
+                           "\"pack-quantized\"", p->fname, g->string);
+        int32_t gs = 0;
+        TRY(sd_cfg_ct_weights(p, w, g->string, &gs));
+        if (group >= 0 && gs != group)
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups: groups of different "
+                           "sizes are not supported", p->fname);
+        group = gs;
+        const cJSON *sym = sd_json_member(w, "symmetric"); /* compressed-tensors' default: true */
+        if (sym && !cJSON_IsBool(sym))
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups.%.32s.weights.symmetric "
+                           "must be true or false", p->fname, g->string);
+        if (sym && cJSON_IsFalse(sym)) n_asym++;
+        else n_sym++;
+    }
+    p->cfg->int4_zero_points = n_sym && n_asym ? -1 : n_asym ? 1 : 0;
+    p->cfg->int4_fmt = SD_INT4_CT;
+    p->cfg->int4_group = group;
+    return SPECDEC_OK;
+}
+
 /* quantization_config: MXFP4 experts of a fused-experts family (the published gpt-oss checkpoints),
  * fine-grained FP8 weights (sd_cfg_quant_fp8) or GPTQ / AWQ 4-bit weights (sd_cfg_quant_int4); any
  * other method is refused rather than misread. */
@@ -879,11 +956,12 @@ static specdec_status sd_cfg_quant(const sd_cfgp *p) {
     if (!strcmp(m->valuestring, "fp8")) return sd_cfg_quant_fp8(p, q);
     if (!strcmp(m->valuestring, "gptq") || !strcmp(m->valuestring, "awq"))
         return sd_cfg_quant_int4(p, q, m->valuestring[0] == 'a');
+    if (!strcmp(m->valuestring, "compressed-tensors")) return sd_cfg_quant_ct(p, q);
     if (strcmp(m->valuestring, "mxfp4") != 0 || !sd_has(p->fam, SD_FAM_MOE_FUSED))
         return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
                        "%s: quantization_config.quant_method '%.32s' is not supported for %s (only 'fp8' block-scaled "
-                       "weights, 4-bit 'gptq' / 'awq', and 'mxfp4' experts of GptOssForCausalLM; or load an "
-                       "unquantized checkpoint)",
+                       "weights, 4-bit 'gptq' / 'awq' / 'compressed-tensors', and 'mxfp4' experts of GptOssForCausalLM; or load "
+                       "an unquantized checkpoint)",
                        p->fname, m->valuestring, p->fam->arch);
     p->cfg->experts_mxfp4 = 1;
     return SPECDEC_OK;

@@ -50,6 +50,10 @@ size_t sd_int4_bytes(int64_t rows, int64_t cols, int32_t group) { return layout(
  * AWQ word [i, c] holds column i of rows 8c + awq_order[k]. */
 static void repack_codes(const sd_int4_src *s, uint8_t *codes) {
     const int64_t rows = s->rows, cols = s->cols, rb = cols / 2;
+    if (s->fmt == SD_INT4_CT) { /* already row-major, low nibble first; stored q + 8, read with zero + 8 */
+        memcpy(codes, s->qweight, (size_t)(rows * rb));
+        return;
+    }
     if (s->fmt == SD_INT4_AWQ) {
         for (int64_t i = 0; i < cols; i++)
             for (int64_t c = 0; c < rows / 8; c++) {
@@ -66,6 +70,12 @@ static void repack_codes(const sd_int4_src *s, uint8_t *codes) {
 }
 
 static void repack_zeros(const sd_int4_src *s, int64_t G, int32_t *zero) {
+    if (s->fmt == SD_INT4_CT) { /* word [w, g]: outputs 8w..8w+7 of group g, zp + 8; none: symmetric */
+        for (int64_t o = 0; o < s->rows; o++)
+            for (int64_t g = 0; g < G; g++)
+                zero[o * G + g] = s->qzeros ? (int32_t)((word_at(s->qzeros, (o / 8) * G + g) >> (4 * (o % 8))) & 15u) : 8;
+        return;
+    }
     for (int64_t g = 0; g < G; g++)
         for (int64_t c = 0; c < s->rows / 8; c++) {
             const uint32_t w = word_at(s->qzeros, g * (s->rows / 8) + c);
@@ -88,10 +98,10 @@ int sd_int4_repack(const sd_int4_src *s, void *buf, sd_tensor *out, char *why, s
     int32_t *zero = (int32_t *)(void *)(b + l.zero);
     for (int64_t g = 0; g < G; g++)
         for (int64_t o = 0; o < rows; o++) {
-            const float v = scale_at(s, g * rows + o);
+            const float v = scale_at(s, s->fmt == SD_INT4_CT ? o * G + g : g * rows + o);
             if (!isfinite(v)) {
-                snprintf(why, why_cap, "scale [%lld, %lld] is %g (must be finite)", (long long)g, (long long)o,
-                         (double)v);
+                snprintf(why, why_cap, "the scale of group %lld, output %lld is %g (must be finite)", (long long)g,
+                         (long long)o, (double)v);
                 return 0;
             }
             scale[o * G + g] = v;

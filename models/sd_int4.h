@@ -1,10 +1,13 @@
-/* sd_int4.h — GPTQ and AWQ 4-bit checkpoints' projections repacked into SD_INT4 (core/sd_weights.h).
+/* sd_int4.h — GPTQ, AWQ and compressed-tensors 4-bit checkpoints' projections repacked into SD_INT4
+ * (core/sd_weights.h).
  *
  * A quantized projection `P` is stored as `P.qweight` (int32 words of eight 4-bit codes),
  * `P.qzeros` (int32 words of eight 4-bit zero points per group), `P.scales` (one F16 / BF16 / F32
- * scale per group and output) and, for GPTQ, `P.g_idx` (int32: each input column's group). The
- * word layouts are sd_int4_fmt's (core/sd_weights.h). Value (out o, in i) = scale[g][o] x
- * (q(o, i) - zero[g][o]), g = g_idx[i] (GPTQ) or i / group_size.
+ * scale per group and output) and, for GPTQ, `P.g_idx` (int32: each input column's group); by
+ * compressed-tensors as `P.weight_packed`, `P.weight_scale`, `P.weight_zero_point` (asymmetric only),
+ * `P.weight_g_idx` (activation ordering only) and `P.weight_shape`. The word layouts are
+ * sd_int4_fmt's (core/sd_weights.h). Value (out o, in i) = scale[g][o] x (q(o, i) - zero[g][o]),
+ * g = g_idx[i] or i / group_size.
  *
  * sd_int4_repack turns these into one owned buffer: the sd_int4_meta, its scales and zeros as
  * [rows, n_groups], the column groups when they are not i / group (act-order), and the codes
@@ -23,11 +26,11 @@ typedef struct sd_int4_src {
     sd_int4_fmt fmt;
     int64_t rows, cols;     /* out_features (a multiple of 8), in_features (a multiple of 8) */
     int32_t group;          /* input columns per group; n_groups = ceil(cols / group) */
-    const uint8_t *qweight; /* GPTQ [cols / 8, rows], AWQ [cols, rows / 8] int32 */
-    const uint8_t *qzeros;  /* [n_groups, rows / 8] int32 */
-    const uint8_t *scales;  /* [n_groups, rows] of scales_dt */
+    const uint8_t *qweight; /* GPTQ [cols / 8, rows], AWQ [cols, rows / 8], CT [rows, cols / 8] int32 */
+    const uint8_t *qzeros;  /* [n_groups, rows / 8] int32 (CT: [rows / 8, n_groups]; NULL: symmetric, zero 8) */
+    const uint8_t *scales;  /* [n_groups, rows] of scales_dt (CT: [rows, n_groups]) */
     sd_dtype scales_dt;     /* SD_F16, SD_BF16 or SD_F32 */
-    const uint8_t *g_idx;   /* GPTQ: int32 [cols], or NULL (then i / group) */
+    const uint8_t *g_idx;   /* GPTQ, CT: int32 [cols], or NULL (then i / group) */
 } sd_int4_src;
 
 /* Groups of a [rows, cols] projection in groups of `group` columns. */

@@ -261,7 +261,7 @@ static specdec_status sd_int4_part(sd_loader *L, const char *prefix, const char 
     for (int i = 0; i < 3; i++) ok_dt |= t->dtype == dts[i];
     if (!ok_dt)
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s': dtype %s (expected %s)", f->path, nm,
-                       sd_st_dtype_name(t->dtype), dts[0] == SD_ST_I32 ? "I32" : "F16, BF16 or F32");
+                       sd_st_dtype_name(t->dtype), dts[0] == SD_ST_I32 ? "I32" : dts[0] == SD_ST_I64 ? "I64 or I32" : "F16, BF16 or F32");
     if (t->ndim != (cols ? 2 : 1) || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char have[160];
         sd_fmt_shape(have, sizeof have, t);
@@ -274,7 +274,27 @@ static specdec_status sd_int4_part(sd_loader *L, const char *prefix, const char 
     return SPECDEC_OK;
 }
 
-/* `<prefix>.weight` [rows, cols] of a GPTQ / AWQ checkpoint stored as `<prefix>.qweight` etc.
+/* compressed-tensors' `<prefix>.weight_shape` (I64 or I32 [2]) must say [rows, cols]. */
+static specdec_status sd_int4_ct_shape(sd_loader *L, const char *prefix, int64_t rows, int64_t cols) {
+    static const sd_st_dtype ints[3] = {SD_ST_I64, SD_ST_I32, SD_ST_I64};
+    const uint8_t *d = NULL;
+    sd_st_dtype dt;
+    TRY(sd_int4_part(L, prefix, "weight_shape", ints, 2, 0, &d, &dt));
+    int64_t v[2];
+    for (int i = 0; i < 2; i++) {
+        int32_t w;
+        if (dt == SD_ST_I64) memcpy(&v[i], d + 8 * i, 8);
+        else memcpy(&w, d + 4 * i, 4), v[i] = w;
+    }
+    if (v[0] != rows || v[1] != cols)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s.weight_shape' is [%lld, %lld], but config.json "
+                       "implies [%lld, %lld]", L->m->path, prefix, (long long)v[0], (long long)v[1], (long long)rows,
+                       (long long)cols);
+    return SPECDEC_OK;
+}
+
+/* `<prefix>.weight` [rows, cols] of a GPTQ / AWQ checkpoint stored as `<prefix>.qweight` etc., or of a
+ * compressed-tensors one stored as `<prefix>.weight_packed` etc.
  * (models/sd_int4.h), repacked into an owned SD_INT4 tensor. */
 static specdec_status sd_load_int4(sd_loader *L, const char *prefix, int64_t rows, int64_t cols, sd_tensor *out) {
     const sd_config *c = &L->m->w.cfg;
@@ -288,13 +308,28 @@ static specdec_status sd_load_int4(sd_loader *L, const char *prefix, int64_t row
     static const sd_st_dtype i32[3] = {SD_ST_I32, SD_ST_I32, SD_ST_I32}, fl[3] = {SD_ST_F16, SD_ST_BF16, SD_ST_F32};
     sd_int4_src s = {(sd_int4_fmt)c->int4_fmt, rows, cols, group, NULL, NULL, NULL, SD_F16, NULL};
     sd_st_dtype sdt;
-    TRY(sd_int4_part(L, prefix, "qweight", i32, awq ? cols : cols / 8, awq ? rows / 8 : rows, &s.qweight, NULL));
-    TRY(sd_int4_part(L, prefix, "qzeros", i32, G, rows / 8, &s.qzeros, NULL));
-    TRY(sd_int4_part(L, prefix, "scales", fl, G, rows, &s.scales, &sdt));
-    s.scales_dt = sdt == SD_ST_F32 ? SD_F32 : sdt == SD_ST_BF16 ? SD_BF16 : SD_F16;
     char nm[200];
-    snprintf(nm, sizeof nm, "%.180s.g_idx", prefix);
-    if (!awq && sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "g_idx", i32, cols, 0, &s.g_idx, NULL));
+    if (s.fmt == SD_INT4_CT) { /* compressed-tensors: scales [rows, G], zeros (asymmetric only) [rows / 8, G] */
+        TRY(sd_int4_ct_shape(L, prefix, rows, cols));
+        TRY(sd_int4_part(L, prefix, "weight_packed", i32, rows, cols / 8, &s.qweight, NULL));
+        TRY(sd_int4_part(L, prefix, "weight_scale", fl, rows, G, &s.scales, &sdt));
+        snprintf(nm, sizeof nm, "%.180s.weight_zero_point", prefix);
+        const int has_zp = sd_find_entry(L, nm) != NULL;
+        if (has_zp != c->int4_zero_points && c->int4_zero_points >= 0) /* never read asymmetric as symmetric */
+            return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' %s, but quantization_config says the "
+                           "weights are %s", L->m->path, nm, has_zp ? "is present" : "is missing",
+                           has_zp ? "symmetric" : "asymmetric");
+        if (has_zp) TRY(sd_int4_part(L, prefix, "weight_zero_point", i32, rows / 8, G, &s.qzeros, NULL));
+        snprintf(nm, sizeof nm, "%.180s.weight_g_idx", prefix);
+        if (sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "weight_g_idx", i32, cols, 0, &s.g_idx, NULL));
+    } else {
+        TRY(sd_int4_part(L, prefix, "qweight", i32, awq ? cols : cols / 8, awq ? rows / 8 : rows, &s.qweight, NULL));
+        TRY(sd_int4_part(L, prefix, "qzeros", i32, G, rows / 8, &s.qzeros, NULL));
+        TRY(sd_int4_part(L, prefix, "scales", fl, G, rows, &s.scales, &sdt));
+        snprintf(nm, sizeof nm, "%.180s.g_idx", prefix);
+        if (!awq && sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "g_idx", i32, cols, 0, &s.g_idx, NULL));
+    }
+    s.scales_dt = sdt == SD_ST_F32 ? SD_F32 : sdt == SD_ST_BF16 ? SD_BF16 : SD_F16;
     void *buf = sd_own(L, sd_int4_bytes(rows, cols, group));
     if (!buf)
         return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: 4-bit '%s': out of memory", L->m->path, prefix);
@@ -314,7 +349,7 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
     if (!e && m->w.cfg.int4_fmt && cols && nl > 7 && nl < 190 && !strcmp(name + nl - 7, ".weight")) {
         char prefix[200], qn[200];
         snprintf(prefix, sizeof prefix, "%.*s", (int)(nl - 7), name);
-        snprintf(qn, sizeof qn, "%.180s.qweight", prefix);
+        snprintf(qn, sizeof qn, "%.180s.%s", prefix, m->w.cfg.int4_fmt == SD_INT4_CT ? "weight_packed" : "qweight");
         if (sd_find_entry(L, qn)) return sd_load_int4(L, prefix, rows, cols, out);
     }
     if (!e) {

@@ -3,16 +3,20 @@
  *   1. repacking: matrices with known codes, zeros and fp16 scales, packed HERE into the checkpoints'
  *      int32 words from the formats' description (GPTQ v1 with its zero - 1 offset, including the
  *      stored 15 that means zero 0; gptq_v2; AWQ's 0 2 4 6 1 3 5 7 interleave; act-order g_idx;
- *      group_size -1), read back through sd_int4_repack: sd_cpu_elem, sd_cpu_row_f32 and
+ *      group_size -1; compressed-tensors' row-major weight_packed with weight_zero_point packed along
+ *      the outputs or none (symmetric), bf16 weight_scale [out, groups], channel strategy, weight_g_idx),
+ *      read back through sd_int4_repack: sd_cpu_elem, sd_cpu_row_f32 and
  *      sd_cpu_dequant give (q - z) x scale exactly; a trivial g_idx is dropped, a permuted one
  *      kept; a g_idx out of range and a NaN scale are refused;
  *   2. sd_cpu_matmul over those matrices (1, 3 and 12 tokens; both ISA paths; 1 and 2 threads):
  *      within 1e-6 relative of the product computed here in double, and the AVX2 path (codes
  *      decoded in registers for up to 8 tokens, else a chunk at a time; act-order scales and zeros
  *      gathered per lane; groups of 12 column by column in the chunked path) bitwise the portable one;
- *   3. the llama_gptq / qwen2_gptq_actorder / qwen3_awq fixtures load their projections as
- *      SD_INT4 (layer 1's MLP of qwen3_awq stays F32: modules_to_not_convert), report
- *      SPECDEC_DTYPE_INT4, and altered copies are refused naming the key or tensor.
+ *   3. the llama_gptq / qwen2_gptq_actorder / qwen3_awq / llama_ct_w4a16 / qwen3_ct_w4a16_asym fixtures
+ *      load their projections as SD_INT4 (layer 1's MLP of qwen3_awq stays F32: modules_to_not_convert;
+ *      layer 1's o_proj of qwen3_ct_w4a16_asym: ignore), report SPECDEC_DTYPE_INT4, and altered copies
+ *      are refused naming the key or tensor (an asymmetric compressed-tensors checkpoint without its
+ *      zero points is never read as symmetric).
  * (the fixtures' logits: tests/models/test_model_fixtures.c.)
  * argv[1] = fixture directory, argv[2] = a scratch directory. */
 #define _GNU_SOURCE /* memmem */
@@ -40,6 +44,7 @@ typedef struct q4case {
     sd_int4_fmt fmt;
     int rows, cols, group; /* group 0: -1 in the config (one group) */
     int act_order;
+    int sym; /* zeros all 8 (compressed-tensors: no weight_zero_point tensor) */
 } q4case;
 
 static unsigned rng_state = 777;
@@ -53,6 +58,21 @@ static unsigned rnd(unsigned n) {
 static void pack(const q4case *k, const uint8_t *q, const uint8_t *z, int G, uint32_t *qweight, uint32_t *qzeros) {
     static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* AWQ: nibble j holds output 8c + order[j] */
     const int R = k->rows, C = k->cols;
+    if (k->fmt == SD_INT4_CT) { /* weight_packed [R, C / 8]: element 8j + k of a row at bits 4k of word j */
+        for (int o = 0; o < R; o++)
+            for (int j = 0; j < C / 8; j++) {
+                uint32_t w = 0;
+                for (int b = 0; b < 8; b++) w |= (uint32_t)q[o * C + 8 * j + b] << (4 * b);
+                qweight[o * (C / 8) + j] = w;
+            }
+        for (int w8 = 0; w8 < R / 8; w8++) /* weight_zero_point [R / 8, G], packed along the outputs */
+            for (int g = 0; g < G; g++) {
+                uint32_t w = 0;
+                for (int b = 0; b < 8; b++) w |= (uint32_t)z[g * R + 8 * w8 + b] << (4 * b);
+                qzeros[w8 * G + g] = w;
+            }
+        return;
+    }
     if (k->fmt == SD_INT4_AWQ) {
         for (int i = 0; i < C; i++)
             for (int c = 0; c < R / 8; c++) {
@@ -133,13 +153,19 @@ static void one_case(const q4case *k) {
     }
     for (int i = 0; i < C; i++) gidx[i] = perm[i] / group;
     for (int i = 0; i < R * C; i++) q[i] = (uint8_t)rnd(16);
+    static uint16_t s_ct[MAXR * MAXC]; /* compressed-tensors' weight_scale is [R, G] (bf16 here) */
     for (int i = 0; i < G * R; i++) {
-        z[i] = (uint8_t)(i % 7 == 0 ? 0 : i % 11 == 0 ? 15 : rnd(16)); /* zero 0: GPTQ v1 stores 15 */
-        s16[i] = sd_f32_to_f16((float)(0.001 + 0.01 * rnd(100) / (1.0 + (i % 3))));
+        z[i] = (uint8_t)(k->sym ? 8 : i % 7 == 0 ? 0 : i % 11 == 0 ? 15 : rnd(16)); /* zero 0: GPTQ v1 stores 15 */
+        const float sv = (float)(0.001 + 0.01 * rnd(100) / (1.0 + (i % 3)));
+        s16[i] = k->fmt == SD_INT4_CT ? sd_f32_to_bf16(sv) : sd_f32_to_f16(sv);
+        s_ct[(i % R) * G + i / R] = s16[i];
     }
     pack(k, q, z, G, qweight, qzeros);
-    const sd_int4_src src = {k->fmt, R, C, group, (const uint8_t *)qweight, (const uint8_t *)qzeros,
-                             (const uint8_t *)s16, SD_F16, k->fmt == SD_INT4_AWQ ? NULL : (const uint8_t *)gidx};
+    const int ct = k->fmt == SD_INT4_CT;
+    const sd_int4_src src = {k->fmt, R, C, group, (const uint8_t *)qweight,
+                             ct && k->sym ? NULL : (const uint8_t *)qzeros, (const uint8_t *)(ct ? s_ct : s16),
+                             ct ? SD_BF16 : SD_F16,
+                             k->fmt == SD_INT4_AWQ || (ct && !k->act_order) ? NULL : (const uint8_t *)gidx};
     void *buf = calloc(1, sd_int4_bytes(R, C, group));
     sd_tensor w;
     char why[160] = "";
@@ -153,7 +179,8 @@ static void one_case(const q4case *k) {
     for (int o = 0; o < R; o++)
         for (int i = 0; i < C; i++) {
             const int g = gidx[i] * R + o;
-            ref[o * C + i] = ((double)q[o * C + i] - (double)z[g]) * (double)sd_f16_to_f32(s16[g]);
+            const double sc = k->fmt == SD_INT4_CT ? (double)sd_bf16_to_f32(s16[g]) : (double)sd_f16_to_f32(s16[g]);
+            ref[o * C + i] = ((double)q[o * C + i] - (double)z[g]) * sc;
         }
     int bad = 0;
     float row[MAXC], rng[MAXC + 5];
@@ -187,7 +214,7 @@ static void refusals(void) {
     gi[5] = 0;
     s16[3] = 0x7e00; /* fp16 NaN */
     memset(buf, 0, sd_int4_bytes(R, C, 8));
-    SD_CHECK(buf && !sd_int4_repack(&src, buf, &w, why, sizeof why) && strstr(why, "scale [0, 3] is nan"),
+    SD_CHECK(buf && !sd_int4_repack(&src, buf, &w, why, sizeof why) && strstr(why, "scale of group 0, output 3 is nan"),
              "a NaN scale is refused (%s)", why);
     free(buf);
 }
@@ -248,6 +275,22 @@ static void fixtures(const char *fx, const char *scratch) {
                  "qwen3_awq: layer 1's MLP (modules_to_not_convert) F32, the other projections INT4");
         specdec_model_free(m);
     }
+    m = load_fixture(fx, "llama_ct_w4a16");
+    if (m) {
+        const sd_layer *L = &m->w.layers[0];
+        const sd_int4_meta *q = L->wv.dtype == SD_INT4 ? sd_int4_meta_of(&L->wv) : NULL;
+        SD_CHECK(q && q->group == 16 && q->zero[0] == 8 && q->zero[q->n_groups * L->wv.shape[0] - 1] == 8 &&
+                     m->w.layers[1].w_down.dtype == SD_INT4 && m->w.lm_head.dtype == SD_F32,
+                 "llama_ct_w4a16: symmetric (every zero 8) groups of 16, lm_head (ignored) F32");
+        specdec_model_free(m);
+    }
+    m = load_fixture(fx, "qwen3_ct_w4a16_asym");
+    if (m) {
+        SD_CHECK(m->w.layers[1].wo.dtype == SD_F32 && m->w.layers[1].wq.dtype == SD_INT4 &&
+                     m->w.layers[0].wo.dtype == SD_INT4,
+                 "qwen3_ct_w4a16_asym: layer 1's o_proj (in ignore) F32, the other projections INT4");
+        specdec_model_free(m);
+    }
     struct {
         const char *base, *name, *from, *to, *cfg_from, *cfg_to, *needle;
         specdec_status want;
@@ -267,6 +310,22 @@ static void fixtures(const char *fx, const char *scratch) {
          "zero_point must be true", SPECDEC_ERR_UNSUPPORTED},
         {"qwen3_awq", "scales_i32", "\"dtype\":\"F16\",\"shape\":[2,32]", "\"dtype\":\"I32\",\"shape\":[1,32]", NULL,
          NULL, "dtype I32 (expected F16, BF16 or F32)", SPECDEC_ERR_MODEL_MISMATCH},
+        {"qwen3_ct_w4a16_asym", "ct_no_zero_point", "layers.0.mlp.down_proj.weight_zero_point",
+         "layers.0.mlp.down_proj.weight_zero_poinX", NULL, NULL,
+         "down_proj.weight_zero_point' is missing, but quantization_config says the weights are asymmetric",
+         SPECDEC_ERR_MODEL_MISMATCH},
+        {"qwen3_ct_w4a16_asym", "ct_said_symmetric", NULL, NULL, "\"symmetric\": false", "\"symmetric\": true ",
+         "weight_zero_point' is present, but quantization_config says the weights are symmetric",
+         SPECDEC_ERR_MODEL_MISMATCH},
+        {"qwen3_ct_w4a16_asym", "ct_no_scale", "layers.0.self_attn.k_proj.weight_scale",
+         "layers.0.self_attn.k_proj.weight_scalX", NULL, NULL,
+         "missing tensor 'model.layers.0.self_attn.k_proj.weight_scale'", SPECDEC_ERR_MODEL_MISMATCH},
+        {"qwen3_ct_w4a16_asym", "ct_scale_shape", "\"dtype\":\"BF16\",\"shape\":[32,2],\"data_offsets\":[40688",
+         "\"dtype\":\"BF16\",\"shape\":[16,4],\"data_offsets\":[40688", NULL, NULL,
+         "k_proj.weight_scale': shape [16, 4]", SPECDEC_ERR_MODEL_MISMATCH},
+        {"llama_ct_w4a16", "ct_fp8_format", NULL, NULL, "\"format\": \"pack-quantized\",\n    \"global",
+         "\"format\":\"float-quantized\",\n    \"global", "format must be \"pack-quantized\"",
+         SPECDEC_ERR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const specdec_status st = altered(fx, cases[i].base, scratch, cases[i].name, cases[i].from, cases[i].to,
@@ -282,9 +341,14 @@ int main(int argc, char **argv) {
         return 2;
     }
     static const q4case cases[] = {
-        {"gptq_v1_g16", SD_INT4_GPTQ, 24, 48, 16, 0},   {"gptq_v2_g12_actorder", SD_INT4_GPTQ_V2, 16, 48, 12, 1},
-        {"awq_g16", SD_INT4_AWQ, 24, 48, 16, 0},        {"gptq_v1_per_column", SD_INT4_GPTQ, 8, 40, 0, 0},
-        {"awq_g8_narrow", SD_INT4_AWQ, 8, 16, 8, 0},
+        {"gptq_v1_g16", SD_INT4_GPTQ, 24, 48, 16, 0, 0},
+        {"gptq_v2_g12_actorder", SD_INT4_GPTQ_V2, 16, 48, 12, 1, 0},
+        {"awq_g16", SD_INT4_AWQ, 24, 48, 16, 0, 0},
+        {"gptq_v1_per_column", SD_INT4_GPTQ, 8, 40, 0, 0, 0},
+        {"awq_g8_narrow", SD_INT4_AWQ, 8, 16, 8, 0, 0},
+        {"ct_sym_g16", SD_INT4_CT, 24, 48, 16, 0, 1},
+        {"ct_asym_g16_actorder", SD_INT4_CT, 16, 48, 16, 1, 0},
+        {"ct_channel", SD_INT4_CT, 8, 40, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) one_case(&cases[i]);
     refusals();

@@ -349,6 +349,51 @@ static void int4_configs(void) {
         "\"group_size\": 128, \"version\": \"gemv\"}", U, "version must be");
     bad("awq no zero point", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, "
         "\"group_size\": 128, \"zero_point\": false}", U, "zero_point must be true");
+    /* compressed-tensors pack-quantized (W4A16) */
+#define CT_Q(fmt, weights, grp, top)                                                                                \
+    "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"" fmt "\", "                 \
+    "\"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], " weights grp "}}" top "}"
+#define CT_W(bits, strat, dyn)                                                                                      \
+    "\"weights\": {\"num_bits\": " bits ", \"type\": \"int\", \"symmetric\": true, " strat ", \"dynamic\": " dyn "}"
+#define CT_NOACT ", \"input_activations\": null, \"output_activations\": null"
+#define CT_G64 "\"strategy\": \"group\", \"group_size\": 64"
+    ok("ct w4a16", "LlamaForCausalLM", CT_Q("pack-quantized", CT_W("4", CT_G64, "false"), CT_NOACT, ""), &c);
+    SD_CHECK(c.int4_fmt == SD_INT4_CT && c.int4_group == 64 && c.int4_zero_points == 0,
+             "compressed-tensors: pack-quantized, group 64, symmetric (no zero points)");
+    ok("ct mixed symmetry", "LlamaForCausalLM",
+       "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"pack-quantized\", "
+       "\"config_groups\": {\"a\": {\"weights\": {\"num_bits\": 4, \"type\": \"int\", \"symmetric\": false, " CT_G64 "}}, "
+       "\"b\": {" CT_W("4", CT_G64, "false") "}}}", &c);
+    SD_CHECK(c.int4_zero_points == -1, "compressed-tensors: symmetric and asymmetric groups: zero points either way");
+    bad("ct symmetric type", "LlamaForCausalLM",
+        "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"pack-quantized\", "
+        "\"config_groups\": {\"a\": {\"weights\": {\"num_bits\": 4, \"type\": \"int\", \"symmetric\": 0, " CT_G64 "}}}}",
+        F, "symmetric must be true or false");
+    ok("ct channel", "LlamaForCausalLM",
+       CT_Q("pack-quantized", CT_W("4", "\"strategy\": \"channel\"", "false"), CT_NOACT, ""), &c);
+    SD_CHECK(c.int4_fmt == SD_INT4_CT && c.int4_group == 0, "compressed-tensors: channel strategy read as one group");
+    bad("ct fp8", "LlamaForCausalLM", CT_Q("float-quantized", CT_W("4", CT_G64, "false"), CT_NOACT, ""), U,
+        "format must be \"pack-quantized\"");
+    bad("ct w4a8", "LlamaForCausalLM",
+        CT_Q("pack-quantized", CT_W("4", CT_G64, "false"), ", \"input_activations\": {\"num_bits\": 8}", ""), U,
+        "quantizes activations");
+    bad("ct 8 bits", "LlamaForCausalLM", CT_Q("pack-quantized", CT_W("8", CT_G64, "false"), CT_NOACT, ""), U,
+        "only 4-bit \"int\" weights");
+    bad("ct tensor", "LlamaForCausalLM",
+        CT_Q("pack-quantized", CT_W("4", "\"strategy\": \"tensor\"", "false"), CT_NOACT, ""), U, "strategy must be");
+    bad("ct dynamic", "LlamaForCausalLM", CT_Q("pack-quantized", CT_W("4", CT_G64, "true"), CT_NOACT, ""), U,
+        "dynamic must be false");
+    bad("ct kv cache", "LlamaForCausalLM",
+        CT_Q("pack-quantized", CT_W("4", CT_G64, "false"), CT_NOACT, ", \"kv_cache_scheme\": {\"num_bits\": 8}"), U,
+        "kv_cache_scheme is not supported");
+    bad("ct two sizes", "LlamaForCausalLM",
+        "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"pack-quantized\", "
+        "\"config_groups\": {\"a\": {" CT_W("4", CT_G64, "false") "}, \"b\": {"
+        CT_W("4", "\"strategy\": \"group\", \"group_size\": 32", "false") "}}}", U, "groups of different sizes");
+#undef CT_Q
+#undef CT_W
+#undef CT_NOACT
+#undef CT_G64
 }
 
 static void bad_configs(void) {
