@@ -31,7 +31,10 @@ dequantize every module to exactly the weights written (check_int4).
 A compressed-tensors variant (CT below: llm-compressor's W4A16 "pack-quantized" format) has its decoder
 projections quantized to signed 4-bit codes with bfloat16 group scales by this script, packed by
 compressed-tensors' own PackedQuantizationCompressor, its quantization_config written by compressed-tensors'
-ModelCompressor, and read back with transformers' compressed-tensors loader (check_ct).
+ModelCompressor, and read back with transformers' compressed-tensors loader (check_ct). A CT_FP8 variant
+(its "float-quantized" FP8 format: llm-compressor's FP8_DYNAMIC / FP8_BLOCK / FP8 presets) has them as
+float8_e4m3fn codes with a scale per output row / block / matrix, written by compressed-tensors'
+FloatQuantizationCompressor, read weight-only (activations unquantized) and checked alike (check_ct_fp8).
 
 A variant is re-drawn (next seed) until every position's top-2 logit margin exceeds
 MARGIN, so "argmax identical" is a fair requirement on a checker within 1e-4. n_ctx is
@@ -127,6 +130,11 @@ VARIANTS = {
     # words of 8 signed 4-bit codes with a bfloat16 scale (and, asymmetric, a 4-bit zero) per 16 inputs
     "llama_ct_w4a16": (*llama(), False),
     "qwen3_ct_w4a16_asym": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    # compressed-tensors float-quantized FP8 checkpoints (CT_FP8 below): every decoder projection not ignored
+    # as float8_e4m3fn codes with a scale per output row / 16 x 16 block / matrix
+    "llama_ct_fp8_channel": (*llama(), False),
+    "qwen3_ct_fp8_block": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    "mistral_ct_fp8_tensor": (MistralConfig, MistralForCausalLM, {**BASE, "sliding_window": None}, False),
     "qwen3_window_bias": (Qwen3Config, Qwen3ForCausalLM,
                           {**BASE, "num_hidden_layers": 3, "head_dim": 16, "attention_bias": True,
                            "use_sliding_window": True, "sliding_window": 4, "max_window_layers": 2}, False),
@@ -396,9 +404,10 @@ def fp8_linears(model):
             if ".layers." in n and n.endswith("proj.weight") and p.dim() == 2]
 
 
-def fp8_quantize(w, bm, bn):
-    """w [out, in] -> (float8_e4m3fn codes [out, in], float32 weight_scale_inv [ceil(out/bm), ceil(in/bn)],
-    the dequantized float32 weights): per block scale = absmax / 448, codes = round(w / scale)."""
+def fp8_quantize(w, bm, bn, scale_dtype=torch.float32):
+    """w [out, in] -> (float8_e4m3fn codes [out, in], weight_scale_inv [ceil(out/bm), ceil(in/bn)] in
+    scale_dtype, the dequantized float32 weights): per block scale = absmax / 448 (rounded to scale_dtype),
+    codes = round(w / scale) (at most 448 in magnitude)."""
     rows, cols = w.shape
     sr, sc = -(-rows // bm), -(-cols // bn)
     scale = torch.zeros(sr, sc, dtype=torch.float32)
@@ -408,11 +417,11 @@ def fp8_quantize(w, bm, bn):
         for j in range(sc):
             blk = w[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn].double()
             s_ = float(blk.abs().max()) / FP8_MAX or 1.0
-            scale[i, j] = s_
-            q = (blk / scale[i, j].double()).float().to(torch.float8_e4m3fn)
+            scale[i, j] = torch.tensor(s_).to(scale_dtype).float()
+            q = (blk / scale[i, j].double()).clamp(-FP8_MAX, FP8_MAX).float().to(torch.float8_e4m3fn)
             codes[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] = q
             deq[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn] = q.float() * scale[i, j]
-    return codes, scale, deq
+    return codes, scale.to(scale_dtype), deq
 
 
 def fp8_weights(model, bm, bn):
@@ -732,7 +741,8 @@ def save_ct(name, model, d):
         del sd[mod + ".weight"]
         sd.update({f"{mod}.{k}": v.contiguous() for k, v in tensors.items()})
     save_file(sd, path, metadata={"format": "pt"})
-    ModelCompressor(quantization_config=ct_scheme(CT[name])[0]).update_config(d)
+    qc = ct_scheme(CT[name])[0] if name in CT else ct_fp8_scheme(CT_FP8[name])[0]
+    ModelCompressor(quantization_config=qc).update_config(d)
 
 
 def ct_unpack(words, axis):
@@ -752,10 +762,8 @@ def check_ct(d, model, ids, logits, spec):
     scales in float32, gives them exactly; with those in place, every other parameter is as written and the
     forward gives the reference logits."""
     from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
-    from transformers import CompressedTensorsConfig
     _, scheme = ct_scheme(spec)
     saved = load_file(os.path.join(d, "model.safetensors"))
-    mine = dict(model.named_parameters())
     nibbles = set()
     for mod, (q, z) in model.ct_codes.items():
         rows, cols = q.shape
@@ -771,6 +779,23 @@ def check_ct(d, model, ids, logits, spec):
         if not spec["symmetric"] and not np.array_equal(ct_unpack(got["weight_zero_point"], 0), z):
             sys.exit(f"{d}: {mod}.weight_zero_point does not hold the zeros drawn")
         nibbles |= set((q + 8).ravel().tolist()) | (set((z + 8).ravel().tolist()) if not spec["symmetric"] else set())
+    exact, as_loaded, err = ct_reload(d, model, ids, logits, spec, saved, PackedQuantizationCompressor, scheme)
+    print(f"{os.path.basename(d)}: {len(model.ct_codes)} pack-quantized modules decode to the codes drawn "
+          f"(stored nibbles {min(nibbles)}..{max(nibbles)}, {len(nibbles)} values); transformers decompresses them "
+          f"to the weights written in bfloat16 ({exact} exactly), in float32 exactly: logits max diff {err:.1e} "
+          f"(as loaded, bfloat16: {as_loaded:.1e})")
+
+
+def ct_reload(d, model, ids, logits, spec, saved, compressor, scheme):
+    """check_ct's and check_ct_fp8's steps after decoding: the ignored projections are saved as their float32
+    `.weight`s; transformers' compressed-tensors loader (CompressedTensorsConfig(dequantize=True): `compressor`'s
+    decompress on each module) gives every quantized projection the weights written, rounded to the
+    weight_scale's dtype (it dequantizes in that dtype); that same decompress, given the scales in float32,
+    gives them exactly; with those in place, every other parameter is as written and the forward gives the
+    reference logits within 1e-5. Returns (projections loaded exactly, logits' max diff as loaded, with the
+    float32 decompress)."""
+    from transformers import CompressedTensorsConfig
+    mine = dict(model.named_parameters())
     for mod in spec["ignore"]:
         if mod + ".weight" not in mine or not torch.equal(saved.get(mod + ".weight", torch.empty(0)),
                                                           mine[mod + ".weight"]):
@@ -785,11 +810,12 @@ def check_ct(d, model, ids, logits, spec):
             w = mine[mod + ".weight"]
             loaded = hf.get_parameter(mod + ".weight")
             exact += int(torch.equal(loaded, w))
-            if not torch.equal(loaded, w.to(torch.bfloat16).float()):
-                sys.exit(f"{d}: transformers decompresses {mod} to other values than the weights written in bfloat16")
+            scale_dtype = saved[mod + ".weight_scale"].dtype
+            if not torch.equal(loaded, w.to(scale_dtype).float()):
+                sys.exit(f"{d}: transformers decompresses {mod} to other values than the weights written in {scale_dtype}")
             sd = {k[len(mod) + 1:]: v for k, v in saved.items() if k.startswith(mod + ".")}
             sd["weight_scale"] = sd["weight_scale"].float()
-            dec = PackedQuantizationCompressor.decompress(sd, scheme)["weight"]
+            dec = compressor.decompress(sd, scheme)["weight"]
             if not torch.equal(dec, w):
                 sys.exit(f"{d}: compressed-tensors decompresses {mod} (float32 scales) differently from what this "
                          f"script wrote at {int((dec != w).sum())} places")
@@ -803,10 +829,118 @@ def check_ct(d, model, ids, logits, spec):
     err = np.abs(theirs - logits).max()
     if err > 1e-5:
         sys.exit(f"{d}: transformers' compressed-tensors model differs from the reference logits by {err:g}")
-    print(f"{os.path.basename(d)}: {len(model.ct_codes)} pack-quantized modules decode to the codes drawn "
-          f"(stored nibbles {min(nibbles)}..{max(nibbles)}, {len(nibbles)} values); transformers decompresses them "
-          f"to the weights written in bfloat16 ({exact} exactly), in float32 exactly: logits max diff {err:.1e} "
-          f"(as loaded, bfloat16: {as_loaded:.1e})")
+    return exact, as_loaded, err
+
+
+# ---- compressed-tensors float-quantized FP8 (llm-compressor's FP8_DYNAMIC / FP8_BLOCK / FP8 presets; read
+# weight-only: the activation scheme is written in the config but the reference does not quantize
+# activations). fp8_quantize draws the codes and scales (scale = absmax / 448 per row / block / matrix);
+# compressed-tensors' own FloatQuantizationCompressor writes the tensors and its ModelCompressor the
+# quantization_config (format "float-quantized"). Each quantized projection P ([out, in]) is saved as
+#   P.weight        float8_e4m3fn [out, in]: the codes q(o, i)
+#   P.weight_scale  strategy "channel" [out, 1], "block" [ceil(out/16), ceil(in/16)], "tensor" [1], in the
+#                   dtype given below (llm-compressor writes the model's dtype)
+#   P.input_scale   float32 [1], only with static (dynamic false) tensor-wise input activations
+# and nothing else (compressed-tensors drops the symmetric zero points); its weight is float32(q(o, i)) *
+# float32(s) with the scale s of (o, i), exact in float32. name -> llm-compressor's preset (its weight strategy
+# and input activations), the scale's dtype, FP8_BLOCK's block (also the activations' group size), `ignore`.
+CT_FP8 = {
+    # RedHat's "-FP8-dynamic" checkpoints: a bfloat16 scale per output row, dynamic per-token activations
+    "llama_ct_fp8_channel": {"preset": "FP8_DYNAMIC", "scale_dtype": torch.bfloat16, "ignore": ["lm_head"]},
+    # FP8_BLOCK with 16 x 16 blocks (2-3 each way) and dynamic activation groups of 16; layer 1's down_proj
+    # stays float32
+    "qwen3_ct_fp8_block": {"preset": "FP8_BLOCK", "scale_dtype": torch.float32, "block": [16, 16],
+                           "ignore": ["lm_head", "model.layers.1.mlp.down_proj"]},
+    # FP8 (static): one scale per matrix and a static input_scale per projection
+    "mistral_ct_fp8_tensor": {"preset": "FP8", "scale_dtype": torch.float32, "ignore": ["lm_head"]},
+}
+
+
+def ct_fp8_scheme(spec):
+    """The variant's compressed-tensors QuantizationConfig and its one scheme: llm-compressor's preset, for
+    FP8_BLOCK with the weights' block_structure and the activations' group_size set to spec["block"]."""
+    from compressed_tensors.quantization import QuantizationConfig, QuantizationScheme
+    from compressed_tensors.quantization.quant_scheme import preset_name_to_scheme
+    scheme = preset_name_to_scheme(spec["preset"], ["Linear"])
+    if "block" in spec:
+        w = scheme.weights.model_dump()
+        a = scheme.input_activations.model_dump()
+        scheme = QuantizationScheme(targets=["Linear"], weights={**w, "block_structure": list(spec["block"])},
+                                    input_activations={**a, "group_size": spec["block"][1]})
+    scheme = QuantizationScheme(**{**scheme.model_dump(), "format": "float-quantized"})
+    qc = QuantizationConfig(config_groups={"group_0": scheme}, format="float-quantized",
+                            quantization_status="compressed", ignore=list(spec["ignore"]))
+    return qc, scheme
+
+
+def ct_fp8_blocks(scheme, rows, cols):
+    """The rows and columns a weight_scale of an [rows, cols] projection covers, and its shape as saved."""
+    strategy = scheme.weights.strategy
+    bm, bn = (1, cols) if strategy == "channel" else (rows, cols) if strategy == "tensor" else \
+        tuple(scheme.weights.block_structure)
+    return bm, bn, (1,) if strategy == "tensor" else (-(-rows // bm), -(-cols // bn))
+
+
+def ct_fp8_weights(model, spec, seed):
+    """Quantize the model's projections in place (fp8_quantize per row / block / matrix; their values become
+    the dequantized ones, so the reference logits are those of the FP8 weights with float activations);
+    returns ({module: {tensor suffix: checkpoint tensor}}, {module: (codes, scale as stored)})."""
+    from compressed_tensors.compressors.naive_quantized.base import FloatQuantizationCompressor
+    _, scheme = ct_fp8_scheme(spec)
+    rng = np.random.default_rng(6000 + seed)
+    tensors, codes = {}, {}
+    with torch.no_grad():
+        for n, p in ct_linears(model, spec):
+            bm, bn, shape = ct_fp8_blocks(scheme, *p.shape)
+            q, scale, deq = fp8_quantize(p.detach(), bm, bn, spec["scale_dtype"])
+            scale = scale.reshape(shape)
+            p.copy_(deq)
+            sd = {"weight": deq.clone(), "weight_scale": scale}
+            if not scheme.input_activations.dynamic:
+                sd["input_scale"] = torch.tensor([rng.uniform(0.01, 0.1)], dtype=torch.float32)
+            mod = n[:-len(".weight")]
+            tensors[mod] = FloatQuantizationCompressor.compress(sd, scheme)
+            codes[mod] = (q, scale)
+    return tensors, codes
+
+
+def check_ct_fp8(d, model, ids, logits, spec):
+    """(1) The saved tensors of each quantized projection are exactly those the comment above CT_FP8 lists (no
+    zero points), weight holds the codes drawn and weight_scale the scales, and this script's own decoding
+    (float32(code) * float32(scale), the scale of (o, i) at [o / bm, i / bn]) gives the weights written;
+    (2)-(3) as check_ct (ct_reload): transformers' loader gives them rounded to the scale's dtype and drops
+    input_scale (its float32 model does not quantize activations), compressed-tensors' decompress with
+    float32 scales gives them exactly and the forward the reference logits."""
+    from compressed_tensors.compressors.naive_quantized.base import FloatQuantizationCompressor
+    _, scheme = ct_fp8_scheme(spec)
+    saved = load_file(os.path.join(d, "model.safetensors"))
+    mine = dict(model.named_parameters())
+    static = not scheme.input_activations.dynamic
+    codes = set()
+    for mod, (q, scale) in model.ct_codes.items():
+        rows, cols = q.shape
+        bm, bn, shape = ct_fp8_blocks(scheme, rows, cols)
+        want = {"weight": (torch.float8_e4m3fn, (rows, cols)), "weight_scale": (spec["scale_dtype"], shape)}
+        if static:
+            want["input_scale"] = (torch.float32, (1,))
+        got = {k[len(mod) + 1:]: v for k, v in saved.items() if k.startswith(mod + ".")}
+        if {k: (v.dtype, tuple(v.shape)) for k, v in got.items()} != want:
+            sys.exit(f"{d}: {mod} is saved as {[(k, v.dtype, tuple(v.shape)) for k, v in got.items()]}")
+        if not torch.equal(got["weight"].view(torch.uint8), q.view(torch.uint8)) or \
+                not torch.equal(got["weight_scale"], scale):
+            sys.exit(f"{d}: {mod}.weight / weight_scale do not hold the codes and scales drawn")
+        if static and not got["input_scale"].item() > 0:
+            sys.exit(f"{d}: {mod}.input_scale is not positive")
+        s_oi = got["weight_scale"].float().reshape(-(-rows // bm), -(-cols // bn))
+        s_oi = s_oi.repeat_interleave(bm, 0)[:rows].repeat_interleave(bn, 1)[:, :cols]
+        if not torch.equal(got["weight"].float() * s_oi, mine[mod + ".weight"]):
+            sys.exit(f"{d}: {mod} decodes to other weights than those written")
+        codes |= set(got["weight"].view(torch.uint8).ravel().tolist())
+    exact, as_loaded, err = ct_reload(d, model, ids, logits, spec, saved, FloatQuantizationCompressor, scheme)
+    print(f"{os.path.basename(d)}: {len(model.ct_codes)} float-quantized ({scheme.weights.strategy}) modules decode "
+          f"to the weights written ({len(codes)} distinct e4m3 codes); transformers decompresses them to those in "
+          f"{spec['scale_dtype']} ({exact} exactly), in float32 exactly: logits max diff {err:.1e} (as loaded: "
+          f"{as_loaded:.1e})")
 
 
 def save(name, model, d, ids, seed):
@@ -820,7 +954,7 @@ def save(name, model, d, ids, seed):
         save_fp8(name, model, d)
     if name in INT4:
         save_int4(name, model, d)
-    if name in CT:
+    if name in CT or name in CT_FP8:
         save_ct(name, model, d)
     if name not in MXFP4:
         return
@@ -979,6 +1113,8 @@ def build(name, seed):
         model.int4_tensors = int4_weights(model, INT4[name], seed)
     if name in CT:
         model.ct_tensors, model.ct_codes = ct_weights(model, CT[name], seed)
+    if name in CT_FP8:
+        model.ct_tensors, model.ct_codes = ct_fp8_weights(model, CT_FP8[name], seed)
     return model
 
 
@@ -988,12 +1124,13 @@ def margins_ok(logits):
 
 
 def write_fixture(out, name):
-    # the ids' seed: the variant's place among the others (INT4's and CT's excluded: adding them changed no
-    # fixture)
-    if name in INT4 or name in CT:
+    # the ids' seed: the variant's place among the others (INT4's, CT's and CT_FP8's excluded: adding them
+    # changed no fixture)
+    by_crc = {**INT4, **CT, **CT_FP8}
+    if name in by_crc:
         rng = np.random.default_rng(1000 + zlib.crc32(name.encode()) % 100000)
     else:
-        rng = np.random.default_rng(1000 + sorted(n for n in VARIANTS if n not in INT4 and n not in CT).index(name))
+        rng = np.random.default_rng(1000 + sorted(n for n in VARIANTS if n not in by_crc).index(name))
     ids = rng.integers(3, V, T)
     ids[0] = 1  # bos
     for seed in range(1, 50):
@@ -1016,6 +1153,8 @@ def write_fixture(out, name):
         check_int4(d, model, ids, logits, INT4[name])
     if name in CT:
         check_ct(d, model, ids, logits, CT[name])
+    if name in CT_FP8:
+        check_ct_fp8(d, model, ids, logits, CT_FP8[name])
     if name in CONFIG_EDITS:
         with open(os.path.join(d, "config.json")) as f:
             cfg = CONFIG_EDITS[name](json.load(f))
