@@ -259,7 +259,7 @@ static specdec_status sd_cfg_mla(const sd_config *c, const char *what, sd_errbuf
 }
 
 const char *sd_cfg_cpu_only(const sd_config *c) {
-    if (c->fp8_block[0] > 0) return "FP8 weights (quantization_config fp8)";
+    if (c->fp8_fmt) return "FP8 weights (quantization_config fp8 / compressed-tensors float-quantized)";
     if (c->int4_fmt) return "4-bit GPTQ / AWQ weights (quantization_config gptq / awq)";
     if (c->mla) return "multi-head latent attention (DeepSeek)";
     if (sd_cfg_has_moe(c)) return "mixture-of-experts layers";

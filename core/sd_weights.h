@@ -187,8 +187,10 @@ typedef struct sd_config {
                                       weights = softmax over the chosen top-k logits (= norm_topk_prob) */
     float glu_alpha, glu_limit;    /* moe_fused: act = (clamp(u, -limit, limit) + 1) * g * sigmoid(alpha g),
                                       g = min(gate, limit) (swiglu_alpha, swiglu_limit) */
-    int32_t fp8_block[2];          /* quantization_config quant_method "fp8": weight_block_size [bm, bn] (its
-                                      float8_e4m3fn tensors load as SD_FP8); 0 = none */
+    int32_t fp8_fmt;               /* sd_fp8_fmt: how a checkpoint's float8_e4m3fn matrices are scaled (they
+                                      load as SD_FP8); 0 = none */
+    int32_t fp8_block[2];          /* SD_FP8_BLOCK_INV / SD_FP8_CT_BLOCK: the block [bm, bn] (weight_block_size,
+                                      block_structure) */
     int32_t int4_fmt;              /* sd_int4_fmt: quantization_config "gptq" / "awq" / "compressed-tensors"
                                       4-bit weights (a projection stored as qweight / qzeros / scales, or
                                       weight_packed / weight_scale, loads as SD_INT4); 0 = none */
@@ -276,6 +278,16 @@ typedef enum sd_dtype {
      * (a 5-bit integer times an fp16 / bf16 scale). Only the CPU backend reads it (sd_cfg_cpu_only). */
     SD_INT4 = 66
 } sd_dtype;
+
+/* cfg.fp8_fmt: where an FP8 matrix `<p>.weight`'s scales are and what they cover (models/sd_model_load.c
+ * sd_load_fp8_scales); each becomes SD_FP8's [bm, bn] blocks. */
+typedef enum sd_fp8_fmt {
+    SD_FP8_NONE = 0,
+    SD_FP8_BLOCK_INV = 1,  /* quantization_config "fp8": `<p>.weight_scale_inv` per cfg.fp8_block block */
+    SD_FP8_CT_BLOCK = 2,   /* compressed-tensors "float-quantized", strategy block: `<p>.weight_scale` per block */
+    SD_FP8_CT_CHANNEL = 3, /* ... strategy channel: `<p>.weight_scale` [rows, 1], one per output (blocks [1, cols]) */
+    SD_FP8_CT_TENSOR = 4   /* ... strategy tensor: one `<p>.weight_scale` for the matrix (one block [rows, cols]) */
+} sd_fp8_fmt;
 
 /* cfg.int4_fmt: how a checkpoint packs its 4-bit weights (models/sd_model_load.c sd_load_int4). */
 typedef enum sd_int4_fmt {

@@ -821,6 +821,7 @@ static specdec_status sd_cfg_quant_fp8(const sd_cfgp *p, const cJSON *q) {
                        "%s: quantization_config fp8 without weight_block_size (per-tensor scales) is not supported",
                        p->fname);
     }
+    p->cfg->fp8_fmt = SD_FP8_BLOCK_INV;
     p->cfg->fp8_block[0] = bm;
     p->cfg->fp8_block[1] = bn;
     return SPECDEC_OK;
@@ -890,38 +891,105 @@ static specdec_status sd_cfg_ct_weights(const sd_cfgp *p, const cJSON *w, const 
     return SPECDEC_OK;
 }
 
-/* quantization_config "compressed-tensors" with format "pack-quantized" (llm-compressor's W4A16:
- * RedHatAI's / neuralmagic's "-quantized.w4a16" models): every config group's weights 4-bit ints of
- * one group size, no activation, output or KV-cache quantization, no sparsity or transforms; the
- * projections stored as weight_packed / weight_scale load as SD_INT4 (models/sd_int4.h). */
+/* One config group's "weights" of a compressed-tensors FP8 checkpoint ("float-quantized"): 8-bit floats,
+ * static, symmetric, per channel, tensor or block; k = {sd_fp8_fmt, bm, bn}. */
+static specdec_status sd_cfg_ct_fp8_weights(const sd_cfgp *p, const cJSON *w, const char *gname, int32_t k[3]) {
+    const cJSON *bits = sd_json_member(w, "num_bits"), *type = sd_json_member(w, "type");
+    const cJSON *strat = sd_json_member(w, "strategy"), *dyn = sd_json_member(w, "dynamic");
+    const cJSON *sym = sd_json_member(w, "symmetric"), *bs = sd_json_member(w, "block_structure");
+    if (!sd_json_is_int(bits) || bits->valuedouble != 8 || !cJSON_IsString(type) || strcmp(type->valuestring, "float"))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights: only 8-bit "
+                       "\"float\" weights are supported in float-quantized", p->fname, gname);
+    if ((dyn && !cJSON_IsFalse(dyn)) || (sym && !cJSON_IsTrue(sym)))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights must be "
+                       "static (dynamic false) and symmetric", p->fname, gname);
+    const char *st = cJSON_IsString(strat) ? strat->valuestring : "";
+    k[1] = k[2] = 0;
+    if (!strcmp(st, "channel")) k[0] = SD_FP8_CT_CHANNEL;
+    else if (!strcmp(st, "tensor")) k[0] = SD_FP8_CT_TENSOR;
+    else if (!strcmp(st, "block")) k[0] = SD_FP8_CT_BLOCK;
+    else
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights.strategy must "
+                       "be \"channel\", \"tensor\" or \"block\"", p->fname, gname);
+    if (k[0] != SD_FP8_CT_BLOCK) return SPECDEC_OK;
+    const cJSON *b0 = cJSON_IsArray(bs) && cJSON_GetArraySize(bs) == 2 ? cJSON_GetArrayItem(bs, 0) : NULL;
+    const cJSON *b1 = b0 ? cJSON_GetArrayItem(bs, 1) : NULL;
+    if (!b0 || !sd_json_is_int(b0) || !sd_json_is_int(b1) || b0->valuedouble < 1 || b0->valuedouble > 65536 ||
+        b1->valuedouble < 1 || b1->valuedouble > 65536)
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups.%.32s.weights.block_structure "
+                       "must be [rows, cols], integers in 1..65536", p->fname, gname);
+    k[1] = (int32_t)b0->valuedouble, k[2] = (int32_t)b1->valuedouble;
+    return SPECDEC_OK;
+}
+
+/* A config group of a compressed-tensors checkpoint in format `fmt`: weights an object, no output
+ * quantization, its own format (if any) the checkpoint's; activations unquantized for pack-quantized,
+ * and for float-quantized unquantized or 8-bit floats (FP8-dynamic / static: the weight-only
+ * dequantisation leaves them in fp32, as for quantization_config "fp8"). */
+static specdec_status sd_cfg_ct_group(const sd_cfgp *p, const cJSON *g, const char *fmt, int fp8) {
+    const cJSON *w = sd_json_member(g, "weights"), *in = sd_json_member(g, "input_activations");
+    const cJSON *out = sd_json_member(g, "output_activations"), *gf = sd_json_member(g, "format");
+    if (!cJSON_IsObject(w))
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups.%.32s.weights must be an object",
+                       p->fname, g->string);
+    const cJSON *ib = in ? sd_json_member(in, "num_bits") : NULL, *it = in ? sd_json_member(in, "type") : NULL;
+    const int in_fp8 = ib && it && sd_json_is_int(ib) && ib->valuedouble == 8 && cJSON_IsString(it) &&
+                       !strcmp(it->valuestring, "float");
+    if ((in && !(fp8 && in_fp8)) || out)
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s quantizes "
+                       "activations (%s), which is not supported", p->fname, g->string,
+                       out ? "output_activations" : fp8 ? "other than as 8-bit floats" : "W4A8 / W8A8");
+    if (gf && !(cJSON_IsString(gf) && !strcmp(gf->valuestring, fmt)))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.format must be "
+                       "\"%s\"", p->fname, g->string, fmt);
+    return SPECDEC_OK;
+}
+
+/* compressed-tensors' FP8 ("float-quantized"): every group the same scheme (sd_cfg_ct_fp8_weights). */
+static specdec_status sd_cfg_quant_ct_fp8(const sd_cfgp *p, const cJSON *groups) {
+    int32_t k[3] = {0, 0, 0};
+    for (const cJSON *g = groups->child; g; g = g->next) {
+        int32_t kg[3];
+        TRY(sd_cfg_ct_group(p, g, "float-quantized", 1));
+        TRY(sd_cfg_ct_fp8_weights(p, sd_json_member(g, "weights"), g->string, kg));
+        if (k[0] && memcmp(k, kg, sizeof k))
+            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups: groups of different "
+                           "schemes are not supported", p->fname);
+        memcpy(k, kg, sizeof k);
+    }
+    p->cfg->fp8_fmt = k[0];
+    p->cfg->fp8_block[0] = k[1];
+    p->cfg->fp8_block[1] = k[2];
+    return SPECDEC_OK;
+}
+
+/* quantization_config "compressed-tensors" (llm-compressor's checkpoints, RedHatAI's / neuralmagic's
+ * models), format "pack-quantized" (W4A16: every config group's weights 4-bit ints of one group size,
+ * no activation quantization; the projections stored as weight_packed / weight_scale load as SD_INT4,
+ * models/sd_int4.h) or "float-quantized" (FP8 weights per channel, tensor or block: SD_FP8,
+ * sd_cfg_quant_ct_fp8); no output or KV-cache quantization, no sparsity or transforms. */
 static specdec_status sd_cfg_quant_ct(const sd_cfgp *p, const cJSON *q) {
     const cJSON *fmt = sd_json_member(q, "format"), *groups = sd_json_member(q, "config_groups");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pack-quantized"))
-        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.format must be \"pack-quantized\" for "
-                       "compressed-tensors (4-bit W4A16; FP8, INT8 and NVFP4 formats are not supported)", p->fname);
+    const int fp8 = cJSON_IsString(fmt) && !strcmp(fmt->valuestring, "float-quantized");
+    if (!fp8 && (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "pack-quantized")))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.format must be \"pack-quantized\" or "
+                       "\"float-quantized\" for compressed-tensors (4-bit W4A16, FP8; INT8 and NVFP4 formats are not "
+                       "supported)", p->fname);
     static const char *const off[] = {"kv_cache_scheme", "sparsity_config", "transform_config"};
     for (int i = 0; i < 3; i++) {
         const cJSON *v = sd_json_member(q, off[i]);
-        if (v && !cJSON_IsNull(v) && !(cJSON_IsObject(v) && !v->child))
+        if (v && !(cJSON_IsObject(v) && !v->child))
             return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.%s is not supported", p->fname,
                            off[i]);
     }
     if (!cJSON_IsObject(groups) || !groups->child)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups must be a non-empty object",
                        p->fname);
+    if (fp8) return sd_cfg_quant_ct_fp8(p, groups);
     int32_t group = -1, n_sym = 0, n_asym = 0;
     for (const cJSON *g = groups->child; g; g = g->next) {
-        const cJSON *w = sd_json_member(g, "weights"), *in = sd_json_member(g, "input_activations");
-        const cJSON *out = sd_json_member(g, "output_activations"), *gf = sd_json_member(g, "format");
-        if (!cJSON_IsObject(w))
-            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups.%.32s.weights must be an "
-                           "object", p->fname, g->string);
-        if ((in && !cJSON_IsNull(in)) || (out && !cJSON_IsNull(out)))
-            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s quantizes "
-                           "activations (W4A8 / W8A8), which is not supported", p->fname, g->string);
-        if (gf && !cJSON_IsNull(gf) && !(cJSON_IsString(gf) && !strcmp(gf->valuestring, "pack-quantized")))
-            return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.format must be "
-                           "\"pack-quantized\"", p->fname, g->string);
+        TRY(sd_cfg_ct_group(p, g, "pack-quantized", 0));
+        const cJSON *w = sd_json_member(g, "weights");
         int32_t gs = 0;
         TRY(sd_cfg_ct_weights(p, w, g->string, &gs));
         if (group >= 0 && gs != group)

@@ -73,7 +73,8 @@ static void repack_zeros(const sd_int4_src *s, int64_t G, int32_t *zero) {
     if (s->fmt == SD_INT4_CT) { /* word [w, g]: outputs 8w..8w+7 of group g, zp + 8; none: symmetric */
         for (int64_t o = 0; o < s->rows; o++)
             for (int64_t g = 0; g < G; g++)
-                zero[o * G + g] = s->qzeros ? (int32_t)((word_at(s->qzeros, (o / 8) * G + g) >> (4 * (o % 8))) & 15u) : 8;
+                zero[o * G + g] =
+                    s->qzeros ? (int32_t)((word_at(s->qzeros, (o / 8) * G + g) >> (4 * (o % 8))) & 15u) : 8;
         return;
     }
     for (int64_t g = 0; g < G; g++)

@@ -183,15 +183,19 @@ static void sd_fmt_shape(char *buf, size_t cap, const sd_st_tensor *t) {
 
 /* Loads `name` into *out, checking dtype and shape ([rows] when cols == 0, else
  * [rows, cols]). A missing tensor is an error when `required`, else *out stays absent. */
-/* An FP8 matrix's "<name>_scale_inv" (weight_scale_inv: [ceil(rows / bm), ceil(cols / bn)], F32, BF16
- * or F16) as the owned float array core/sd_weights.h SD_FP8 describes (bm, bn, then the scales);
- * every scale finite and > 0. */
+/* An FP8 matrix's scales ("<name>_scale_inv" for quantization_config "fp8", "<name>_scale" for
+ * compressed-tensors: [ceil(rows / bm), ceil(cols / bn)], F32, BF16 or F16; the blocks by cfg.fp8_fmt:
+ * cfg.fp8_block, [1, cols] per channel, [rows, cols] per tensor, whose one scale may also be stored as
+ * [1] or a scalar) as the owned float array core/sd_weights.h SD_FP8 describes (bm, bn, then the
+ * scales); every scale finite and > 0. */
 static specdec_status sd_load_fp8_scales(sd_loader *L, const char *name, sd_tensor *w) {
     specdec_model *m = L->m;
-    const int64_t bm = m->w.cfg.fp8_block[0], bn = m->w.cfg.fp8_block[1];
+    const int32_t fmt = m->w.cfg.fp8_fmt;
+    const int64_t bm = fmt == SD_FP8_CT_CHANNEL ? 1 : fmt == SD_FP8_CT_TENSOR ? w->shape[0] : m->w.cfg.fp8_block[0];
+    const int64_t bn = fmt == SD_FP8_CT_CHANNEL || fmt == SD_FP8_CT_TENSOR ? w->shape[1] : m->w.cfg.fp8_block[1];
     const int64_t sr = (w->shape[0] + bm - 1) / bm, sc = (w->shape[1] + bn - 1) / bn;
     char sname[200];
-    snprintf(sname, sizeof sname, "%s_scale_inv", name);
+    snprintf(sname, sizeof sname, "%s%s", name, fmt == SD_FP8_BLOCK_INV ? "_scale_inv" : "_scale");
     const sd_entry *e = sd_find_entry(L, sname);
     const char *where = L->index_path[0] ? L->index_path : m->files[0]->path;
     if (!e)
@@ -202,7 +206,8 @@ static specdec_status sd_load_fp8_scales(sd_loader *L, const char *name, sd_tens
     sd_dtype dt;
     const specdec_status st = sd_st_weight_dtype(t, f->path, sname, &dt);
     if (st != SPECDEC_OK) return st;
-    if (t->ndim != 2 || t->shape[0] != sr || t->shape[1] != sc)
+    const int one = sr * sc == 1 && t->n_elements == 1 && t->ndim <= 1; /* a per-tensor scale as [1] or [] */
+    if (!one && (t->ndim != 2 || t->shape[0] != sr || t->shape[1] != sc))
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH,
                        "%s: tensor '%s' must be [%lld, %lld] (weight_block_size [%lld, %lld] over [%lld, %lld])",
                        f->path, sname, (long long)sr, (long long)sc, (long long)bm, (long long)bn,
@@ -261,7 +266,8 @@ static specdec_status sd_int4_part(sd_loader *L, const char *prefix, const char 
     for (int i = 0; i < 3; i++) ok_dt |= t->dtype == dts[i];
     if (!ok_dt)
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s': dtype %s (expected %s)", f->path, nm,
-                       sd_st_dtype_name(t->dtype), dts[0] == SD_ST_I32 ? "I32" : dts[0] == SD_ST_I64 ? "I64 or I32" : "F16, BF16 or F32");
+                       sd_st_dtype_name(t->dtype),
+                       dts[0] == SD_ST_I32 ? "I32" : dts[0] == SD_ST_I64 ? "I64 or I32" : "F16, BF16 or F32");
     if (t->ndim != (cols ? 2 : 1) || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
         char have[160];
         sd_fmt_shape(have, sizeof have, t);
@@ -361,7 +367,7 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
     const sd_st_file *f = m->files[e->file];
     const sd_st_tensor *t = e->t;
     sd_dtype dt;
-    const int fp8 = t->dtype == SD_ST_F8_E4M3 && m->w.cfg.fp8_block[0] > 0;
+    const int fp8 = t->dtype == SD_ST_F8_E4M3 && m->w.cfg.fp8_fmt;
     specdec_status st = fp8 ? SPECDEC_OK : sd_st_weight_dtype(t, f->path, name, &dt);
     if (st != SPECDEC_OK) return st;
     if (fp8 && !cols)
@@ -832,7 +838,7 @@ static specdec_status sd_load_weights(sd_loader *L) {
     /* per layer: its tensors, and for a MoE layer the experts array, its router, 3 per expert and
      * the shared expert (its struct, 3 projections and its gate); the MTP layer's 7 more */
     L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 7 + 3 * c->n_experts) + 3 + (L->mtp ? 7 : 0);
-    if (c->fp8_block[0] > 0) L->cap_owned *= 2; /* each FP8 matrix's scales too */
+    if (c->fp8_fmt) L->cap_owned *= 2; /* each FP8 matrix's scales too */
     /* (a 4-bit projection takes one slot: sd_load_int4's buffer) */
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);

@@ -113,7 +113,8 @@ static void int4_row(const sd_tensor *t, int64_t row, float *out) {
 
 void sd_cpu_dequant(const sd_tensor *t, int64_t first, int64_t n, float *out) {
     if (t->dtype == SD_INT4) {
-        for (int64_t i = 0; i < n; i++) out[i] = sd_cpu_int4_value(t, (first + i) / t->shape[1], (first + i) % t->shape[1]);
+        const int64_t cols = t->shape[1];
+        for (int64_t i = 0; i < n; i++) out[i] = sd_cpu_int4_value(t, (first + i) / cols, (first + i) % cols);
         return;
     }
     if (t->dtype == SD_FP8) {

@@ -14,7 +14,11 @@
  *      SPECDEC_DTYPE_FP8_E4M3, and a copy whose scales are missing, mis-shaped or not positive, whose
  *      quantization_config names another method, or that has none, is refused naming the tensor, the
  *      method or the dtype.
- * (the fixture's logits against transformers: tests/models/test_model_fixtures.c, 3.7e-7.)
+ *   4. the compressed-tensors FP8 fixtures (llama_ct_fp8_channel, qwen3_ct_fp8_block,
+ *      mistral_ct_fp8_tensor: llm-compressor's FP8-dynamic, FP8-block and static FP8 schemes) load their
+ *      projections as SD_FP8 in [1, cols], [16, 16] and [rows, cols] blocks (the ignored layer in
+ *      float), and copies with a missing or mis-shaped weight_scale are refused naming it.
+ * (the fixtures' logits against transformers: tests/models/test_model_fixtures.c.)
  * argv[1] = fixture directory, argv[2] = a scratch directory. */
 #define _GNU_SOURCE /* memmem */
 #include <math.h>
@@ -186,6 +190,60 @@ static void fixture(const char *fx, const char *scratch) {
     }
 }
 
+/* compressed-tensors' FP8 ("float-quantized"): the three strategies as SD_FP8 blocks, the ignored layer
+ * in float, refusals of altered copies (tensor names and shapes as compressed-tensors writes them). */
+static void ct_fixtures(const char *fx, const char *scratch) {
+    static const struct {
+        const char *name;
+        int bm, bn; /* of layer 0's k_proj [KV, H]; 0: the whole side */
+    } fx3[] = {{"llama_ct_fp8_channel", 1, 0}, {"qwen3_ct_fp8_block", 16, 16}, {"mistral_ct_fp8_tensor", 0, 0}};
+    for (int i = 0; i < 3; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", fx, fx3[i].name);
+        specdec_model *m = NULL;
+        SD_CHECK(specdec_model_load(p, NULL, &m) == SPECDEC_OK, "load %s: %s", p, specdec_last_error());
+        if (!m) continue;
+        const sd_tensor *k = &m->w.layers[0].wk;
+        const float *sc = k->dtype == SD_FP8 ? sd_fp8_scales(k) : NULL;
+        const float bm = fx3[i].bm ? (float)fx3[i].bm : (float)k->shape[0];
+        const float bn = fx3[i].bn ? (float)fx3[i].bn : (float)k->shape[1];
+        specdec_model_info info;
+        SD_CHECK(sc && sc[0] == bm && sc[1] == bn && sc[2] > 0.0f && m->w.lm_head.dtype == SD_F32 &&
+                     specdec_model_get_info(m, &info) == SPECDEC_OK && info.dtype == SPECDEC_DTYPE_FP8_E4M3,
+                 "%s: k_proj FP8 in [%g, %g] blocks, lm_head F32, model_info FP8_E4M3", fx3[i].name, (double)bm,
+                 (double)bn);
+        if (i == 1)
+            SD_CHECK(m->w.layers[1].w_down.dtype == SD_F32 && m->w.layers[1].w_up.dtype == SD_FP8,
+                     "qwen3_ct_fp8_block: layer 1's down_proj (in ignore) F32");
+        specdec_model_free(m);
+    }
+    struct {
+        const char *base, *name, *from, *to, *needle;
+    } cases[] = {
+        {"llama_ct_fp8_channel", "ct_fp8_no_scale", "layers.0.self_attn.k_proj.weight_scale",
+         "layers.0.self_attn.k_proj.weight_scalX", "missing tensor 'model.layers.0.self_attn.k_proj.weight_scale'"},
+        {"llama_ct_fp8_channel", "ct_fp8_channel_shape", "\"dtype\":\"BF16\",\"shape\":[16,1],\"data_offsets\":[21376",
+         "\"dtype\":\"BF16\",\"shape\":[1,16],\"data_offsets\":[21376", "k_proj.weight_scale' must be [16, 1]"},
+        {"mistral_ct_fp8_tensor", "ct_fp8_tensor_no_scale", "layers.1.mlp.up_proj.weight_scale",
+         "layers.1.mlp.up_proj.weight_scalX", "missing tensor 'model.layers.1.mlp.up_proj.weight_scale'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char src[4200], dst[4300];
+        snprintf(src, sizeof src, "%.4000s/%s", fx, cases[i].base);
+        snprintf(dst, sizeof dst, "%.4096s/%s", scratch, cases[i].name);
+        mkdir(scratch, 0755);
+        mkdir(dst, 0755);
+        size_t n = 0;
+        free(sd_test_copy_edited(src, dst, "model.safetensors", cases[i].from, cases[i].to, &n));
+        free(sd_test_copy_edited(src, dst, "config.json", NULL, NULL, &n));
+        specdec_model *m = NULL;
+        const specdec_status st = specdec_model_load(dst, NULL, &m);
+        specdec_model_free(m);
+        SD_CHECK(st == SPECDEC_ERR_MODEL_MISMATCH && strstr(specdec_last_error(), cases[i].needle), "%s: %s (%s)",
+                 cases[i].name, specdec_status_string(st), specdec_last_error());
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s FIXTURE_DIR SCRATCH_DIR\n", argv[0]);
@@ -194,5 +252,6 @@ int main(int argc, char **argv) {
     codes();
     blocks();
     fixture(argv[1], argv[2]);
+    ct_fixtures(argv[1], argv[2]);
     return sd_test_done();
 }

@@ -323,8 +323,8 @@ static void fixtures(const char *fx, const char *scratch) {
         {"qwen3_ct_w4a16_asym", "ct_scale_shape", "\"dtype\":\"BF16\",\"shape\":[32,2],\"data_offsets\":[40688",
          "\"dtype\":\"BF16\",\"shape\":[16,4],\"data_offsets\":[40688", NULL, NULL,
          "k_proj.weight_scale': shape [16, 4]", SPECDEC_ERR_MODEL_MISMATCH},
-        {"llama_ct_w4a16", "ct_fp8_format", NULL, NULL, "\"format\": \"pack-quantized\",\n    \"global",
-         "\"format\":\"float-quantized\",\n    \"global", "format must be \"pack-quantized\"",
+        {"llama_ct_w4a16", "ct_formats_differ", NULL, NULL, "\"format\": \"pack-quantized\",\n    \"global",
+         "\"format\":\"float-quantized\",\n    \"global", "group_0.format must be \"float-quantized\"",
          SPECDEC_ERR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

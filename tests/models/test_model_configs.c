@@ -372,8 +372,40 @@ static void int4_configs(void) {
     ok("ct channel", "LlamaForCausalLM",
        CT_Q("pack-quantized", CT_W("4", "\"strategy\": \"channel\"", "false"), CT_NOACT, ""), &c);
     SD_CHECK(c.int4_fmt == SD_INT4_CT && c.int4_group == 0, "compressed-tensors: channel strategy read as one group");
-    bad("ct fp8", "LlamaForCausalLM", CT_Q("float-quantized", CT_W("4", CT_G64, "false"), CT_NOACT, ""), U,
-        "format must be \"pack-quantized\"");
+    bad("ct int8", "LlamaForCausalLM", CT_Q("naive-quantized", CT_W("4", CT_G64, "false"), CT_NOACT, ""), U,
+        "format must be \"pack-quantized\" or \"float-quantized\"");
+    bad("ct 4-bit as float-quantized", "LlamaForCausalLM",
+        CT_Q("float-quantized", CT_W("4", CT_G64, "false"), CT_NOACT, ""), U, "only 8-bit \"float\" weights");
+    /* compressed-tensors float-quantized (FP8 / FP8-dynamic / FP8-block) */
+#define CT_F(strat, extra) "\"weights\": {\"num_bits\": 8, \"type\": \"float\", \"symmetric\": true, " strat extra "}"
+#define CT_FDYN ", \"input_activations\": {\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"token\", \"dynamic\": true}"
+    ok("ct fp8 dynamic", "LlamaForCausalLM",
+       CT_Q("float-quantized", CT_F("\"strategy\": \"channel\"", ", \"dynamic\": false"), CT_FDYN, ""), &c);
+    SD_CHECK(c.fp8_fmt == SD_FP8_CT_CHANNEL && !c.int4_fmt && sd_cfg_cpu_only(&c),
+             "compressed-tensors FP8-dynamic: per-channel scales, activations left unquantized, CPU only");
+    ok("ct fp8 tensor", "LlamaForCausalLM", CT_Q("float-quantized", CT_F("\"strategy\": \"tensor\"", ""), "", ""), &c);
+    SD_CHECK(c.fp8_fmt == SD_FP8_CT_TENSOR, "compressed-tensors FP8 per tensor");
+    ok("ct fp8 block", "LlamaForCausalLM",
+       CT_Q("float-quantized", CT_F("\"strategy\": \"block\"", ", \"block_structure\": [128, 64]"), CT_FDYN, ""), &c);
+    SD_CHECK(c.fp8_fmt == SD_FP8_CT_BLOCK && c.fp8_block[0] == 128 && c.fp8_block[1] == 64,
+             "compressed-tensors FP8 block [128, 64]");
+    bad("ct fp8 block without structure", "LlamaForCausalLM",
+        CT_Q("float-quantized", CT_F("\"strategy\": \"block\"", ""), "", ""), F, "block_structure must be");
+    bad("ct fp8 group", "LlamaForCausalLM",
+        CT_Q("float-quantized", CT_F("\"strategy\": \"group\"", ", \"group_size\": 128"), "", ""), U,
+        "strategy must be \"channel\", \"tensor\" or \"block\"");
+    bad("ct fp8 dynamic weights", "LlamaForCausalLM",
+        CT_Q("float-quantized", CT_F("\"strategy\": \"channel\"", ", \"dynamic\": true"), "", ""), U,
+        "must be static (dynamic false) and symmetric");
+    bad("ct fp8 int8 activations", "LlamaForCausalLM",
+        CT_Q("float-quantized", CT_F("\"strategy\": \"channel\"", ""),
+             ", \"input_activations\": {\"num_bits\": 8, \"type\": \"int\"}", ""), U, "other than as 8-bit floats");
+    bad("ct fp8 two schemes", "LlamaForCausalLM",
+        "\"quantization_config\": {\"quant_method\": \"compressed-tensors\", \"format\": \"float-quantized\", "
+        "\"config_groups\": {\"a\": {" CT_F("\"strategy\": \"channel\"", "") "}, \"b\": {"
+        CT_F("\"strategy\": \"tensor\"", "") "}}}", U, "groups of different schemes");
+#undef CT_F
+#undef CT_FDYN
     bad("ct w4a8", "LlamaForCausalLM",
         CT_Q("pack-quantized", CT_W("4", CT_G64, "false"), ", \"input_activations\": {\"num_bits\": 8}", ""), U,
         "quantizes activations");
