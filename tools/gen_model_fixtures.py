@@ -22,18 +22,18 @@ the forward; it is saved as the published gpt-oss checkpoints are (`*_blocks` / 
 quantization_config mxfp4) and loaded back with transformers' MXFP4 reader, which must give
 the same expert values and logits (check_mxfp4).
 
-A GPTQ / AWQ variant (INT4 below) has its decoder projections quantized to 4 bits by this script's own
-packer before the forward (the reference logits are those of the dequantized weights); it is saved as
+A GPTQ / AWQ variant (INT4 below) has its decoder projections quantized to 4 bits (GPTQ also 8) by this
+script's own packer before the forward (the reference logits are those of the dequantized weights); it is saved as
 the published GPTQ (v1 zeros, act-order g_idx) / AWQ GEMM checkpoints are (qweight / qzeros / scales,
 quantization_config) and read back with transformers' GPTQ / AWQ loader, whose gptqmodel kernels must
 dequantize every module to exactly the weights written (check_int4).
 
-A compressed-tensors variant (CT below: llm-compressor's W4A16 "pack-quantized" format) has its decoder
-projections quantized to signed 4-bit codes with bfloat16 group scales by this script, packed by
-compressed-tensors' own PackedQuantizationCompressor, its quantization_config written by compressed-tensors'
-ModelCompressor, and read back with transformers' compressed-tensors loader (check_ct). A CT_FP8 variant
-(its "float-quantized" FP8 format: llm-compressor's FP8_DYNAMIC / FP8_BLOCK / FP8 presets) has them as
-float8_e4m3fn codes with a scale per output row / block / matrix, written by compressed-tensors'
+A compressed-tensors variant (CT below: llm-compressor's W4A16 / W8A16 "pack-quantized" format) has its decoder
+projections quantized to signed 4-bit codes with bfloat16 group scales (or 8-bit ones, a scale per row) by
+this script, packed by compressed-tensors' own PackedQuantizationCompressor, its quantization_config written by
+compressed-tensors' ModelCompressor, and read back with transformers' compressed-tensors loader (check_ct).
+A CT_FP8 variant (its "float-quantized" FP8 format: llm-compressor's FP8_DYNAMIC / FP8_BLOCK / FP8 presets)
+has them as float8_e4m3fn codes with a scale per output row / block / matrix, written by compressed-tensors'
 FloatQuantizationCompressor, read weight-only (activations unquantized) and checked alike (check_ct_fp8).
 
 A variant is re-drawn (next seed) until every position's top-2 logit margin exceeds
@@ -126,10 +126,14 @@ VARIANTS = {
     "llama_gptq": (*llama(), False),
     "qwen2_gptq_actorder": (Qwen2Config, Qwen2ForCausalLM, dict(BASE), False),  # q/k/v biases stay float32
     "qwen3_awq": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    # Qwen's "-GPTQ-Int8" releases: 8-bit codes, four to a word, an 8-bit zero per 16 inputs (INT4 below)
+    "qwen2_gptq_int8": (Qwen2Config, Qwen2ForCausalLM, dict(BASE), False),  # q/k/v biases stay float32
     # compressed-tensors pack-quantized 4-bit checkpoints (CT below): every decoder projection as int32
     # words of 8 signed 4-bit codes with a bfloat16 scale (and, asymmetric, a 4-bit zero) per 16 inputs
     "llama_ct_w4a16": (*llama(), False),
     "qwen3_ct_w4a16_asym": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    # llm-compressor's W8A16: int32 words of 4 signed 8-bit codes, a bfloat16 scale per output row (CT below)
+    "llama_ct_w8a16": (*llama(), False),
     # compressed-tensors float-quantized FP8 checkpoints (CT_FP8 below): every decoder projection not ignored
     # as float8_e4m3fn codes with a scale per output row / 16 x 16 block / matrix
     "llama_ct_fp8_channel": (*llama(), False),
@@ -477,9 +481,10 @@ def check_fp8(d, model, ids, logits):
 # reads the result back with transformers' GPTQ / AWQ loaders (gptqmodel's kernels on the CPU). Each decoder
 # projection of nn.Linear layout [out, in] becomes codes q(o, i) in 0..15, and per (group, output) a float16
 # scale s and a zero z in 0..15; the weight is float32(s[g(i), o]) * (q(o, i) - z[g(i), o]), exact in float32.
-# GPTQ: qweight int32 [in/8, out] (nibble k of word [r, o]: input 8r + k), qzeros int32 [groups, out/8] (nibble
-# k of word [g, c]: output 8c + k), scales float16 [groups, out], g_idx int32 [in] (the group of each input).
-# checkpoint_format "gptq" (v1, also when the key is absent) stores each zero minus one: (z - 1) & 15.
+# GPTQ (b = bits 4 or 8, f = 32 / b codes a word): qweight int32 [in/f, out] (bits bk..bk+b-1 of word [r, o]:
+# input fr + k), qzeros int32 [groups, out/f] (field k of word [g, c]: output fc + k), scales float16 [groups, out],
+# g_idx int32 [in] (the group of each input). Codes and zeros are 0..2^b - 1. checkpoint_format "gptq" (v1, also
+# when the key is absent) stores each zero minus one: (z - 1) & (2^b - 1).
 # AWQ GEMM: qweight int32 [in, out/8] and qzeros int32 [groups, out/8] with the outputs of a word interleaved
 # (nibble k holds output 8c + AWQ_ORDER[k]), zeros stored as they are, scales float16 [groups, out], no g_idx.
 # name -> the checkpoint's quantization_config
@@ -495,6 +500,10 @@ INT4 = {
     # layer 1's MLP left in float32 (modules_to_not_convert): both kinds of projection in one checkpoint
     "qwen3_awq": {"quant_method": "awq", "bits": 4, "group_size": 16, "zero_point": True, "version": "gemm",
                   "modules_to_not_convert": ["model.layers.1.mlp"]},
+    # 8 bits: asymmetric zeros 0..255 (stored 255 and 254 included), groups in order
+    "qwen2_gptq_int8": {"quant_method": "gptq", "bits": 8, "group_size": 16, "desc_act": False, "sym": False,
+                        "checkpoint_format": "gptq", "lm_head": False, "damp_percent": 0.01, "true_sequential": True,
+                        "static_groups": False},
 }
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
 
@@ -507,40 +516,44 @@ def int4_linears(model, qcfg):
 
 def int4_quantize(w, qcfg, rng):
     """w [out, in] -> (q [out, in], z [groups, out], float16 scales [groups, out], g_idx [in], the dequantized
-    float32 weights). sym: z = 8 and s = absmax / 7.5; otherwise z is drawn in 0..15 (one 0 and one 15 at
-    least) and s = absmax / max(z, 15 - z), so that the codes span the group's values on z's side."""
+    float32 weights), with m = 2^bits - 1: sym: z = (m + 1) / 2 and s = absmax / (m / 2); otherwise z is drawn
+    in 0..m (one 0 and one m at least) and s = absmax / max(z, m - z), so that the codes span the group's values
+    on z's side."""
     rows, cols = w.shape
     gs = qcfg["group_size"]
     groups = cols // gs
+    maxq = (1 << qcfg["bits"]) - 1
     g_idx = (rng.permutation(cols) if qcfg.get("desc_act") else np.arange(cols)) // gs
     if qcfg.get("sym"):
-        z = np.full((groups, rows), 8)
-        span = np.full((groups, rows), 7.5)
+        z = np.full((groups, rows), (maxq + 1) // 2)
+        span = np.full((groups, rows), maxq / 2)
     else:
-        z = rng.integers(0, 16, (groups, rows))
-        z.flat[rng.choice(z.size, 2, replace=False)] = (0, 15)
-        span = np.maximum(z, 15 - z).astype(np.float64)
+        z = rng.integers(0, maxq + 1, (groups, rows))
+        z.flat[rng.choice(z.size, 2, replace=False)] = (0, maxq)
+        span = np.maximum(z, maxq - z).astype(np.float64)
     wd = w.double().numpy()
     amax = np.stack([np.abs(wd[:, g_idx == g]).max(axis=1) for g in range(groups)])  # [groups, out]
     scale = (amax / span).astype(np.float16)
     s_oi = scale.astype(np.float32)[g_idx].T  # [out, in]
     z_oi = z[g_idx].T
-    q = np.clip(np.rint(wd / s_oi) + z_oi, 0, 15).astype(np.int64)
+    q = np.clip(np.rint(wd / s_oi) + z_oi, 0, maxq).astype(np.int64)
     deq = s_oi * (q - z_oi).astype(np.float32)  # float32 throughout: exact
     return q, z, scale, g_idx, deq
 
 
-def pack_nibbles(v, axis):
-    """Values 0..15 -> int32 words along `axis`: element 8c + k of that axis in bits 4k..4k+3 of word c."""
+def pack_fields(v, axis, bits=4):
+    """Values 0..2^bits - 1 -> int32 words along `axis`: element fc + k of that axis (f = 32 / bits) in bits
+    bits * k .. bits * (k + 1) - 1 of word c."""
+    f = 32 // bits
     v = np.moveaxis(np.asarray(v), axis, -1)
-    v = v.reshape(*v.shape[:-1], v.shape[-1] // 8, 8).astype(np.uint32)
-    words = np.bitwise_or.reduce(v << (4 * np.arange(8, dtype=np.uint32)), axis=-1)
+    v = v.reshape(*v.shape[:-1], v.shape[-1] // f, f).astype(np.uint32)
+    words = np.bitwise_or.reduce(v << (bits * np.arange(f, dtype=np.uint32)), axis=-1)
     return torch.from_numpy(np.ascontiguousarray(np.moveaxis(words, -1, axis)).view(np.int32))
 
 
 def int4_weights(model, qcfg, seed):
     """Quantize the model's projections in place (their values become the dequantized ones, so the reference
-    logits are those of the 4-bit weights); returns {module name: {tensor suffix: checkpoint tensor}}."""
+    logits are those of the 4- / 8-bit weights); returns {module name: {tensor suffix: checkpoint tensor}}."""
     rng = np.random.default_rng(5000 + seed)
     out = {}
     with torch.no_grad():
@@ -549,9 +562,10 @@ def int4_weights(model, qcfg, seed):
             p.copy_(torch.from_numpy(deq))
             if qcfg["quant_method"] == "awq":
                 cols = (8 * np.arange(q.shape[0] // 8)[:, None] + np.array(AWQ_ORDER)).ravel()
-                t = {"qweight": pack_nibbles(q.T[:, cols], 1), "qzeros": pack_nibbles(z[:, cols], 1)}
+                t = {"qweight": pack_fields(q.T[:, cols], 1), "qzeros": pack_fields(z[:, cols], 1)}
             else:  # v1 zeros (INT4's GPTQ variants are all checkpoint_format "gptq")
-                t = {"qweight": pack_nibbles(q.T, 0), "qzeros": pack_nibbles((z - 1) & 15, 1),
+                bits = qcfg["bits"]
+                t = {"qweight": pack_fields(q.T, 0, bits), "qzeros": pack_fields((z - 1) & ((1 << bits) - 1), 1, bits),
                      "g_idx": torch.from_numpy(g_idx.astype(np.int32))}
             t["scales"] = torch.from_numpy(scale)
             out[n[:-len(".weight")]] = t
@@ -574,14 +588,48 @@ def save_int4(name, model, d):
         json.dump(cfg, f, indent=2)
 
 
+def unpack_fields(words, axis, bits):
+    """pack_fields' inverse, this script's own reading of the layout: int32 words -> values 0..2^bits - 1 along
+    `axis` (element fc + k from bits bits * k .. of word c)."""
+    f = 32 // bits
+    v = np.moveaxis(words.numpy().view(np.uint32), axis, -1)
+    v = (v[..., None] >> (bits * np.arange(f, dtype=np.uint32))) & ((1 << bits) - 1)
+    return np.moveaxis(v.reshape(*v.shape[:-2], -1).astype(np.int64), -1, axis)
+
+
+def gptq_decode(d, saved, mine, mods, bits, gs):
+    """A GPTQ checkpoint's tensors, decoded by this script's own unpack_fields: names, dtypes and shapes as the
+    comment above INT4 says, g_idx as the weights were drawn with it, float32(scale) * (q - ((stored + 1) & m))
+    the weights written. Returns the stored zero fields seen."""
+    f, maxq = 32 // bits, (1 << bits) - 1
+    zeros = set()
+    for mod in mods:
+        rows, cols = mine[mod + ".weight"].shape
+        want = {"qweight": (torch.int32, (cols // f, rows)), "qzeros": (torch.int32, (cols // gs, rows // f)),
+                "scales": (torch.float16, (cols // gs, rows)), "g_idx": (torch.int32, (cols,))}
+        got = {k[len(mod) + 1:]: v for k, v in saved.items() if k.startswith(mod + ".") and not k.endswith(".bias")}
+        if {k: (v.dtype, tuple(v.shape)) for k, v in got.items()} != want:
+            sys.exit(f"{d}: {mod} is saved as {[(k, v.dtype, tuple(v.shape)) for k, v in got.items()]}")
+        g_idx = got["g_idx"].numpy().astype(np.int64)
+        stored = unpack_fields(got["qzeros"], 1, bits)  # [groups, out]
+        zeros |= set(stored.ravel().tolist())
+        z_oi = ((stored + 1) & maxq)[g_idx].T
+        s_oi = got["scales"].numpy().astype(np.float32)[g_idx].T
+        w = torch.from_numpy(s_oi * (unpack_fields(got["qweight"], 0, bits).T - z_oi).astype(np.float32))
+        if not torch.equal(w, mine[mod + ".weight"]):
+            sys.exit(f"{d}: {mod}'s saved tensors decode to other weights than those written")
+    return zeros
+
+
 def check_int4(d, model, ids, logits, qcfg):
     """Read the checkpoint back with transformers' own GPTQ / AWQ loader (gptqmodel's torch kernels on the CPU):
-    every 4-bit module, dequantized in float32 by gptqmodel, must equal the weights this script wrote, every
+    every 4- / 8-bit module, dequantized in float32 by gptqmodel, must equal the weights this script wrote, every
     other parameter must be as saved, and the forward must give the same logits. GPTQ: TorchLinear's
-    dequantize_weight, its zeros converted from v1 by gptqmodel's _correct_gptq_v1_qzeros ((stored + 1) & 15
-    per field). transformers' own load converts them with a packed-word add (+0x11111111), which carries a
-    stored 15 (z = 0) into the next output's zero: the check requires that to differ exactly in those words,
-    then puts the per-field zeros in. AWQ: packing_utils.dequantize_gemm on the loaded qweight / qzeros /
+    dequantize_weight, its zeros converted from v1 by gptqmodel's _correct_gptq_v1_qzeros ((stored + 1) & m
+    per field, m = 2^bits - 1). transformers' own load converts them with a packed-word add (+0x11111111,
+    8 bits: +0x01010101), which carries a stored m (z = 0) into the next output's zero: the check requires that
+    to differ exactly in those words, then puts the per-field zeros in. The saved tensors are also decoded
+    by this script's own code (gptq_decode). AWQ: packing_utils.dequantize_gemm on the loaded qweight / qzeros /
     scales. gptqmodel holds a 4-bit module's bias in float16 (here: the float32 one put back after checking
     that it is the same, rounded)."""
     from gptqmodel.quantization.awq.utils.packing_utils import dequantize_gemm
@@ -597,6 +645,9 @@ def check_int4(d, model, ids, logits, qcfg):
     saved = load_file(os.path.join(d, "model.safetensors"))
     mine = dict(model.named_parameters())
     n_int4 = carried = 0
+    bits, maxq = qcfg["bits"], (1 << qcfg["bits"]) - 1
+    if not awq:
+        zeros = gptq_decode(d, saved, mine, model.int4_tensors, bits, qcfg["group_size"])
     x_ids = torch.from_numpy(ids[None].astype(np.int64))
     with torch.no_grad():
         as_loaded = np.abs(hf(input_ids=x_ids).logits[0].float().numpy() - logits).max()
@@ -621,13 +672,13 @@ def check_int4(d, model, ids, logits, qcfg):
                 setattr(hf.get_submodule(parent), child, lin)
             else:
                 stored = saved[n + ".qzeros"]
-                per_field = _correct_gptq_v1_qzeros(stored.clone(), qcfg["bits"])
-                low15 = ((stored.numpy().view(np.uint32)[..., None] >> (4 * np.arange(7, dtype=np.uint32))) & 15
-                         == 15).any(-1)  # a stored 15 below the top nibble: the packed add carries
-                if not np.array_equal((mod.qzeros != per_field).numpy(), low15):
-                    sys.exit(f"{d}: transformers' v1 zeros of {n} differ from (stored + 1) & 15 elsewhere than "
-                             f"after a stored 15")
-                carried += int(low15.sum())
+                per_field = _correct_gptq_v1_qzeros(stored.clone(), bits)
+                low_max = (unpack_fields(stored, 1, bits).reshape(*stored.shape, 32 // bits)[..., :-1]
+                           == maxq).any(-1)  # a stored m below the top field: the packed add carries
+                if not np.array_equal((mod.qzeros != per_field).numpy(), low_max):
+                    sys.exit(f"{d}: transformers' v1 zeros of {n} differ from (stored + 1) & {maxq} elsewhere than "
+                             f"after a stored {maxq}")
+                carried += int(low_max.sum())
                 mod.qzeros.copy_(per_field)
                 mod.clear_weight_cache()
                 w = mod.dequantize_weight()
@@ -638,7 +689,8 @@ def check_int4(d, model, ids, logits, qcfg):
                          f"{diff.numel()} places, e.g. [out, in] {bad[:4].tolist()}")
             n_int4 += 1
         if n_int4 != len(model.int4_tensors):
-            sys.exit(f"{d}: transformers loaded {n_int4} 4-bit modules, this script wrote {len(model.int4_tensors)}")
+            sys.exit(f"{d}: transformers loaded {n_int4} {bits}-bit modules, this script wrote "
+                     f"{len(model.int4_tensors)}")
         for n, p in hf.named_parameters():
             if n in mine and not torch.equal(p.detach().float(), mine[n].detach()):
                 sys.exit(f"{d}: transformers reads {n} differently from what this script wrote")
@@ -646,31 +698,39 @@ def check_int4(d, model, ids, logits, qcfg):
     err = np.abs(theirs - logits).max()
     if err > 1e-5:
         sys.exit(f"{d}: transformers' {qcfg['quant_method']} model differs from the reference logits by {err:g}")
-    print(f"{os.path.basename(d)}: gptqmodel dequantizes the {n_int4} 4-bit modules transformers loaded exactly as "
-          f"written, other weights and logits the same (max diff {err:.1e}; as loaded, with its float16 parts"
+    own = "" if awq else f"decoded here (stored zeros {min(zeros)}..{max(zeros)}, {len(zeros)} values) and "
+    print(f"{os.path.basename(d)}: {own}gptqmodel dequantizes the {n_int4} {bits}-bit modules transformers loaded "
+          f"exactly as written, other weights and logits the same (max diff {err:.1e}; as loaded, with its float16 "
+          f"parts"
           f"{' and carried zeros (' + str(carried) + ' words)' if carried else ''}: {as_loaded:.1e})")
 
 
-# ---- compressed-tensors pack-quantized 4-bit (llm-compressor's W4A16; weight-only, group-wise). The codes
-# and scales are drawn here; compressed-tensors' own PackedQuantizationCompressor packs them and its
-# ModelCompressor writes quantization_config; check_ct decodes the tensors by the layout below with this
-# script's own code, then reads the checkpoint back with transformers' compressed-tensors loader. Each
-# quantized projection (nn.Linear layout [out, in]) has signed codes q(o, i) in -8..7 and per (output, group)
-# a bfloat16 scale s and a signed zero z in -8..7 (0 when symmetric); its weight is
-# float32(s[o, i / 16]) * (q(o, i) - z[o, i / 16]), exact in float32. Tensors of projection P:
-#   P.weight_packed      int32 [out, in/8]: code of input 8j + k in bits 4k..4k+3 of word [o, j], as q + 8
-#   P.weight_scale       bfloat16 [out, in/16]
-#   P.weight_zero_point  int32 [out/8, in/16] (asymmetric only), packed along the OUTPUT dim: zero of output
-#                        8w + k in bits 4k..4k+3 of word [w, g], as z + 8
+# ---- compressed-tensors pack-quantized 4-bit (llm-compressor's W4A16; weight-only, group-wise) and 8-bit
+# (W8A16: a scale per output row, strategy "channel"). The codes and scales are drawn here; compressed-tensors'
+# own PackedQuantizationCompressor packs them and its ModelCompressor writes quantization_config; check_ct
+# decodes the tensors by the layout below with this script's own code, then reads the checkpoint back with
+# transformers' compressed-tensors loader. Each quantized projection (nn.Linear layout [out, in]) has signed
+# b-bit codes q(o, i) in -2^(b-1)..2^(b-1) - 1 (b = num_bits 4 or 8, f = 32 / b codes a word) and per (output,
+# group of G inputs: 16, or all of them for "channel") a bfloat16 scale s and a signed zero z in the same range
+# (0 when symmetric); its weight is float32(s[o, i / G]) * (q(o, i) - z[o, i / G]), exact in float32. Tensors of
+# projection P:
+#   P.weight_packed      int32 [out, in/f]: code of input fj + k in bits bk..bk+b-1 of word [o, j], as
+#                        q + 2^(b-1)
+#   P.weight_scale       bfloat16 [out, in/G]
+#   P.weight_zero_point  int32 [out/f, in/G] (asymmetric only), packed along the OUTPUT dim: zero of output
+#                        fw + k in bits bk..bk+b-1 of word [w, g], as z + 2^(b-1)
 #   P.weight_shape       int64 [2] = [out, in]
 # compressed-tensors 0.20.1 has no g_idx: actorder "group" (llm-compressor's old weight_g_idx checkpoints)
 # is rejected by its config validator and nothing reads weight_g_idx; actorder "weight" changes only how
-# GPTQ calibrates, not the format. name -> the scheme's settings (group size 16) and `ignore`.
+# GPTQ calibrates, not the format. name -> the scheme's settings (num_bits 4 and group size 16 unless given)
+# and `ignore`.
 CT = {
     "llama_ct_w4a16": {"symmetric": True, "actorder": None, "ignore": ["lm_head"]},
     # zeros -8..7 (both ends at least once, so every stored nibble occurs); layer 1's o_proj stays float32
     "qwen3_ct_w4a16_asym": {"symmetric": False, "actorder": "weight",
                             "ignore": ["lm_head", "model.layers.1.self_attn.o_proj"]},
+    # llm-compressor's W8A16 preset: symmetric 8-bit codes (stored 0..255), a bfloat16 scale per output row
+    "llama_ct_w8a16": {"bits": 8, "strategy": "channel", "symmetric": True, "actorder": None, "ignore": ["lm_head"]},
 }
 CT_GROUP = 16
 
@@ -679,8 +739,10 @@ def ct_scheme(spec):
     """The variant's compressed-tensors QuantizationConfig (as llm-compressor's W4A16 recipe sets it) and its
     one scheme."""
     from compressed_tensors.quantization import QuantizationArgs, QuantizationConfig, QuantizationScheme
-    args = dict(num_bits=4, type="int", symmetric=spec["symmetric"], strategy="group", group_size=CT_GROUP,
-                observer="minmax")
+    args = dict(num_bits=spec.get("bits", 4), type="int", symmetric=spec["symmetric"],
+                strategy=spec.get("strategy", "group"), observer="minmax")
+    if args["strategy"] == "group":
+        args["group_size"] = CT_GROUP
     if spec["actorder"]:
         args["actorder"] = spec["actorder"]
     scheme = QuantizationScheme(targets=["Linear"], weights=QuantizationArgs(**args), format="pack-quantized")
@@ -694,11 +756,17 @@ def ct_linears(model, spec):
     return [(n, p) for n, p in fp8_linears(model) if n[:-len(".weight")] not in spec["ignore"]]
 
 
+def ct_group(spec, cols):
+    """The inputs a scale covers: CT_GROUP, or all of a row's for strategy "channel"."""
+    return cols if spec.get("strategy") == "channel" else CT_GROUP
+
+
 def ct_weights(model, spec, seed):
     """Quantize the model's projections in place (their values become the dequantized ones, so the reference
-    logits are those of the 4-bit weights); returns ({module: {tensor suffix: checkpoint tensor}}, {module:
-    (codes [out, in], zeros [out, groups]) as drawn}). Symmetric: z = 0, s = absmax / 7.5 (compressed-tensors'
-    minmax range); asymmetric: z drawn in -8..7 (one -8 and one 7 at least), s = absmax / max(8 + z, 7 - z)."""
+    logits are those of the 4- / 8-bit weights); returns ({module: {tensor suffix: checkpoint tensor}}, {module:
+    (codes [out, in], zeros [out, groups]) as drawn}). With h = 2^(bits-1): symmetric: z = 0, s = absmax / (h - 0.5)
+    (compressed-tensors' minmax range); asymmetric: z drawn in -h..h-1 (one -h and one h - 1 at least),
+    s = absmax / max(h + z, h - 1 - z)."""
     from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
     _, scheme = ct_scheme(spec)
     rng = np.random.default_rng(6000 + seed)
@@ -707,19 +775,20 @@ def ct_weights(model, spec, seed):
         for n, p in ct_linears(model, spec):
             w = p.detach().double().numpy()
             rows, cols = w.shape
-            groups = cols // CT_GROUP
+            gs, h = ct_group(spec, cols), 1 << (spec.get("bits", 4) - 1)
+            groups = cols // gs
             if spec["symmetric"]:
                 z = np.zeros((rows, groups), dtype=np.int64)
-                span = np.full((rows, groups), 7.5)
+                span = np.full((rows, groups), h - 0.5)
             else:
-                z = rng.integers(-8, 8, (rows, groups))
-                z.flat[rng.choice(z.size, 2, replace=False)] = (-8, 7)
-                span = np.maximum(8 + z, 7 - z).astype(np.float64)
-            amax = np.abs(w.reshape(rows, groups, CT_GROUP)).max(axis=2)
+                z = rng.integers(-h, h, (rows, groups))
+                z.flat[rng.choice(z.size, 2, replace=False)] = (-h, h - 1)
+                span = np.maximum(h + z, h - 1 - z).astype(np.float64)
+            amax = np.abs(w.reshape(rows, groups, gs)).max(axis=2)
             scale = torch.from_numpy(amax / span).to(torch.bfloat16)  # [out, groups]
-            s_oi = np.repeat(scale.float().numpy(), CT_GROUP, axis=1)
-            z_oi = np.repeat(z, CT_GROUP, axis=1)
-            q = np.clip(np.rint(w / s_oi) + z_oi, -8, 7).astype(np.int64)
+            s_oi = np.repeat(scale.float().numpy(), gs, axis=1)
+            z_oi = np.repeat(z, gs, axis=1)
+            q = np.clip(np.rint(w / s_oi) + z_oi, -h, h - 1).astype(np.int64)
             deq = torch.from_numpy(s_oi * (q - z_oi).astype(np.float32))  # float32 throughout: exact
             p.copy_(deq)
             sd = {"weight": deq.clone(), "weight_scale": scale}
@@ -745,12 +814,11 @@ def save_ct(name, model, d):
     ModelCompressor(quantization_config=qc).update_config(d)
 
 
-def ct_unpack(words, axis):
-    """int32 words -> signed 4-bit values along `axis`: element 8j + k of that axis from bits 4k..4k+3 of
-    word j, stored as value + 8 (this script's reading of the format, independent of compressed-tensors')."""
-    v = np.moveaxis(words.numpy().view(np.uint32), axis, -1)
-    v = (v[..., None] >> (4 * np.arange(8, dtype=np.uint32))) & 15
-    return np.moveaxis(v.reshape(*v.shape[:-2], -1).astype(np.int64) - 8, -1, axis)
+def ct_unpack(words, axis, bits):
+    """int32 words -> signed b-bit values along `axis`: element fj + k of that axis (f = 32 / b) from bits
+    bk..bk+b-1 of word j, stored as value + 2^(b-1) (unpack_fields: this script's reading of the format,
+    independent of compressed-tensors')."""
+    return unpack_fields(words, axis, bits) - (1 << (bits - 1))
 
 
 def check_ct(d, model, ids, logits, spec):
@@ -764,24 +832,34 @@ def check_ct(d, model, ids, logits, spec):
     from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
     _, scheme = ct_scheme(spec)
     saved = load_file(os.path.join(d, "model.safetensors"))
+    bits = spec.get("bits", 4)
+    f, h = 32 // bits, 1 << (bits - 1)
     nibbles = set()
     for mod, (q, z) in model.ct_codes.items():
         rows, cols = q.shape
-        want = {"weight_packed": (torch.int32, (rows, cols // 8)), "weight_scale": (torch.bfloat16, (rows, cols // 16)),
+        groups = cols // ct_group(spec, cols)
+        want = {"weight_packed": (torch.int32, (rows, cols // f)), "weight_scale": (torch.bfloat16, (rows, groups)),
                 "weight_shape": (torch.int64, (2,))}
         if not spec["symmetric"]:
-            want["weight_zero_point"] = (torch.int32, (rows // 8, cols // 16))
+            want["weight_zero_point"] = (torch.int32, (rows // f, groups))
         got = {k[len(mod) + 1:]: v for k, v in saved.items() if k.startswith(mod + ".")}
         if {k: (v.dtype, tuple(v.shape)) for k, v in got.items()} != want:
             sys.exit(f"{d}: {mod} is saved as {[(k, v.dtype, tuple(v.shape)) for k, v in got.items()]}")
-        if got["weight_shape"].tolist() != [rows, cols] or not np.array_equal(ct_unpack(got["weight_packed"], 1), q):
+        if got["weight_shape"].tolist() != [rows, cols] or \
+                not np.array_equal(ct_unpack(got["weight_packed"], 1, bits), q):
             sys.exit(f"{d}: {mod}.weight_packed / weight_shape do not hold the codes drawn")
-        if not spec["symmetric"] and not np.array_equal(ct_unpack(got["weight_zero_point"], 0), z):
+        if not spec["symmetric"] and not np.array_equal(ct_unpack(got["weight_zero_point"], 0, bits), z):
             sys.exit(f"{d}: {mod}.weight_zero_point does not hold the zeros drawn")
-        nibbles |= set((q + 8).ravel().tolist()) | (set((z + 8).ravel().tolist()) if not spec["symmetric"] else set())
+        s_oi = np.repeat(got["weight_scale"].float().numpy(), cols // groups, axis=1)
+        z_oi = np.repeat(z, cols // groups, axis=1)
+        own = s_oi * (ct_unpack(got["weight_packed"], 1, bits) - z_oi).astype(np.float32)
+        if not torch.equal(torch.from_numpy(own), model.get_parameter(mod + ".weight")):
+            sys.exit(f"{d}: {mod}'s saved tensors decode to other weights than those written")
+        nibbles |= set((q + h).ravel().tolist()) | (set((z + h).ravel().tolist()) if not spec["symmetric"] else set())
     exact, as_loaded, err = ct_reload(d, model, ids, logits, spec, saved, PackedQuantizationCompressor, scheme)
-    print(f"{os.path.basename(d)}: {len(model.ct_codes)} pack-quantized modules decode to the codes drawn "
-          f"(stored nibbles {min(nibbles)}..{max(nibbles)}, {len(nibbles)} values); transformers decompresses them "
+    print(f"{os.path.basename(d)}: {len(model.ct_codes)} pack-quantized {bits}-bit modules decode to the codes drawn "
+          f"and weights written (stored fields {min(nibbles)}..{max(nibbles)}, {len(nibbles)} values); transformers "
+          f"decompresses them "
           f"to the weights written in bfloat16 ({exact} exactly), in float32 exactly: logits max diff {err:.1e} "
           f"(as loaded, bfloat16: {as_loaded:.1e})")
 
