@@ -260,7 +260,7 @@ static specdec_status sd_cfg_mla(const sd_config *c, const char *what, sd_errbuf
 
 const char *sd_cfg_cpu_only(const sd_config *c) {
     if (c->fp8_fmt) return "FP8 weights (quantization_config fp8 / compressed-tensors float-quantized)";
-    if (c->int4_fmt) return "4-bit GPTQ / AWQ weights (quantization_config gptq / awq)";
+    if (c->int4_fmt) return "4- / 8-bit integer weights (GPTQ / AWQ / compressed-tensors)";
     if (c->mla) return "multi-head latent attention (DeepSeek)";
     if (sd_cfg_has_moe(c)) return "mixture-of-experts layers";
     if (c->qk_norm_whole) return "q/k norms over the whole projection";
@@ -303,11 +303,12 @@ static specdec_status sd_check_tensor_q(const sd_tensor *t, const char *name, in
             return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
                            "weights: layer %d: FP8 tensor %s needs 2 dimensions and its block scales", (int)layer,
                            name);
-    } else if (t->dtype == SD_INT4) { /* a GPTQ / AWQ projection (core/sd_weights.h SD_INT4) */
+    } else if (sd_dtype_is_int(t->dtype)) { /* a GPTQ / AWQ / compressed-tensors projection (SD_INT4, SD_INT8) */
         const sd_int4_meta *q = t->ndim == 2 ? sd_int4_meta_of(t) : NULL;
-        if (!q || q->group < 1 || q->n_groups != (t->shape[1] + q->group - 1) / q->group || t->shape[1] % 2)
+        if (!q || q->group < 1 || q->n_groups != (t->shape[1] + q->group - 1) / q->group || t->shape[1] % 2 ||
+            q->bits != (t->dtype == SD_INT8 ? 8 : 4))
             return sd_fail(eb, SPECDEC_ERR_MODEL_MISMATCH,
-                           "weights: layer %d: 4-bit tensor %s needs 2 dimensions, an even width and its groups",
+                           "weights: layer %d: integer tensor %s needs 2 dimensions, an even width and its groups",
                            (int)layer, name);
     } else if (t->dtype != SD_F32 && t->dtype != SD_F16 && t->dtype != SD_BF16) {
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "weights: layer %d: tensor %s has dtype %d", (int)layer, name,

@@ -194,6 +194,7 @@ typedef struct sd_config {
     int32_t int4_fmt;              /* sd_int4_fmt: quantization_config "gptq" / "awq" / "compressed-tensors"
                                       4-bit weights (a projection stored as qweight / qzeros / scales, or
                                       weight_packed / weight_scale, loads as SD_INT4); 0 = none */
+    int32_t int4_bits;             /* int4_fmt: 4 (SD_INT4) or 8 (SD_INT8: GPTQ bits 8, compressed-tensors W8A16) */
     int32_t int4_group;            /* int4_fmt: group_size (input columns per scale; -1 in the config, one
                                       group per column of the whole input, is stored as 0 here) */
     int32_t int4_zero_points;      /* SD_INT4_CT: 1 every config group asymmetric (weight_zero_point required),
@@ -276,7 +277,11 @@ typedef enum sd_dtype {
      * loader repacks the checkpoint's int32 words into this); scales points to an sd_int4_meta. Value
      * (r, c) = (float)(q - zero[r][g]) * scale[r][g], g = gidx ? gidx[c] : c / group: exact in float
      * (a 5-bit integer times an fp16 / bf16 scale). Only the CPU backend reads it (sd_cfg_cpu_only). */
-    SD_INT4 = 66
+    SD_INT4 = 66,
+    /* Internal: as SD_INT4 with 8-bit codes (GPTQ bits 8: Qwen's -GPTQ-Int8; compressed-tensors W8A16), one
+     * byte per code, row-major; the same sd_int4_meta (bits 8). Value (r, c) = (float)(q - zero) x scale,
+     * exact for fp16 / bf16 scales (|q - z| < 256). */
+    SD_INT8 = 67
 } sd_dtype;
 
 /* cfg.fp8_fmt: where an FP8 matrix `<p>.weight`'s scales are and what they cover (models/sd_model_load.c
@@ -308,12 +313,13 @@ typedef enum sd_int4_fmt {
 
 /* An SD_INT4 matrix's groups (core/sd_weights.h SD_INT4), owned by the model with its codes. */
 typedef struct sd_int4_meta {
+    int32_t bits;        /* 4 (SD_INT4) or 8 (SD_INT8) */
     int32_t group;       /* columns per group when gidx is NULL (the last group may be shorter) */
     int32_t n_groups;    /* groups per row */
     const int32_t *gidx; /* NULL (groups of `group` consecutive columns) or [cols]: each column's group
                             (GPTQ act-order, desc_act: not monotonic) */
     const float *scale;  /* [rows, n_groups] */
-    const int32_t *zero; /* [rows, n_groups], 0..15 (32-bit: the AVX2 path gathers them by g_idx) */
+    const int32_t *zero; /* [rows, n_groups], 0..2^bits - 1 (32-bit: the AVX2 path gathers them by g_idx) */
 } sd_int4_meta;
 
 /* A 1-D or 2-D weight. data == NULL means absent (optional tensors only). */
@@ -452,7 +458,11 @@ void sd_cfg_rope_params(const sd_config *c, int32_t n_ctx, int sliding, sd_rope_
 static inline size_t sd_dtype_size(sd_dtype t) { return t == SD_F32 ? 4u : t == SD_FP8 ? 1u : 2u; }
 /* An SD_FP8 tensor's scales (core/sd_weights.h SD_FP8): [0] bm, [1] bn, then the block scales. */
 static inline const float *sd_fp8_scales(const sd_tensor *t) { return (const float *)(const void *)t->scales; }
-/* An SD_INT4 tensor's groups. */
+/* 1 for the integer-quantized dtypes (SD_INT4, SD_INT8), which carry an sd_int4_meta. */
+static inline int sd_dtype_is_int(sd_dtype t) { return t == SD_INT4 || t == SD_INT8; }
+/* Bytes of one row of `cols` codes of an SD_INT4 / SD_INT8 matrix. */
+static inline size_t sd_int_row_bytes(sd_dtype t, int64_t cols) { return (size_t)(t == SD_INT8 ? cols : cols / 2); }
+/* An SD_INT4 / SD_INT8 tensor's groups. */
 static inline const sd_int4_meta *sd_int4_meta_of(const sd_tensor *t) {
     return (const sd_int4_meta *)(const void *)t->scales;
 }

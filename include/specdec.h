@@ -120,9 +120,11 @@ typedef enum specdec_dtype {
     SPECDEC_DTYPE_BF16 = 2,
     SPECDEC_DTYPE_FP8_E4M3 = 3, /* since 0.5.7: block-scaled float8_e4m3fn weights (quantization_config
                                    "fp8": DeepSeek-V3, Qwen3-*-FP8, ...), CPU backend; model_info only */
-    SPECDEC_DTYPE_INT4 = 4      /* since 0.5.8: 4-bit integer weights with group scales and zero points
+    SPECDEC_DTYPE_INT4 = 4,     /* since 0.5.8: 4-bit integer weights with group scales and zero points
                                    (quantization_config "gptq" / "awq" / compressed-tensors
                                    "pack-quantized"), CPU backend; model_info only */
+    SPECDEC_DTYPE_INT8 = 5      /* since 0.5.8: the same with 8-bit integers (GPTQ bits 8, compressed-tensors
+                                   W8A16), CPU backend; model_info only */
 } specdec_dtype;
 
 typedef struct specdec_model_params {

@@ -834,9 +834,10 @@ static specdec_status sd_cfg_quant_fp8(const sd_cfgp *p, const cJSON *q) {
 static specdec_status sd_cfg_quant_int4(const sd_cfgp *p, const cJSON *q, int awq) {
     const char *what = awq ? "awq" : "gptq";
     const cJSON *bits = sd_json_member(q, "bits"), *gs = sd_json_member(q, "group_size");
-    if (!sd_json_is_int(bits) || bits->valuedouble != 4)
-        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.bits must be 4 for %s (others are not "
-                       "supported)", p->fname, what);
+    if (!sd_json_is_int(bits) || !(bits->valuedouble == 4 || (!awq && bits->valuedouble == 8)))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.bits must be %s for %s (others are not "
+                       "supported)", p->fname, awq ? "4" : "4 or 8", what);
+    p->cfg->int4_bits = (int32_t)bits->valuedouble;
     if (!sd_json_is_int(gs) || !(gs->valuedouble == -1 || (gs->valuedouble >= 1 && gs->valuedouble <= 65536)) ||
         (awq && gs->valuedouble == -1))
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.group_size must be an integer in 1..65536%s",
@@ -865,15 +866,18 @@ static specdec_status sd_cfg_quant_int4(const sd_cfgp *p, const cJSON *q, int aw
     return SPECDEC_OK;
 }
 
-/* One config group's "weights" of a compressed-tensors checkpoint: 4-bit ints, static, per group or
- * channel; the group size in *group (0: the whole input, "channel"). */
-static specdec_status sd_cfg_ct_weights(const sd_cfgp *p, const cJSON *w, const char *gname, int32_t *group) {
+/* One config group's "weights" of a compressed-tensors checkpoint: 4- or 8-bit ints (*nbits), static, per
+ * group or channel; the group size in *group (0: the whole input, "channel"). */
+static specdec_status sd_cfg_ct_weights(const sd_cfgp *p, const cJSON *w, const char *gname, int32_t *group,
+                                        int32_t *nbits) {
     const cJSON *bits = sd_json_member(w, "num_bits"), *type = sd_json_member(w, "type");
     const cJSON *strat = sd_json_member(w, "strategy"), *gs = sd_json_member(w, "group_size");
     const cJSON *dyn = sd_json_member(w, "dynamic");
-    if (!sd_json_is_int(bits) || bits->valuedouble != 4 || !cJSON_IsString(type) || strcmp(type->valuestring, "int"))
-        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights: only 4-bit "
-                       "\"int\" weights are supported", p->fname, gname);
+    if (!sd_json_is_int(bits) || (bits->valuedouble != 4 && bits->valuedouble != 8) || !cJSON_IsString(type) ||
+        strcmp(type->valuestring, "int"))
+        return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights: only 4- or "
+                       "8-bit \"int\" weights are supported", p->fname, gname);
+    *nbits = (int32_t)bits->valuedouble;
     if (dyn && !cJSON_IsFalse(dyn))
         return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups.%.32s.weights.dynamic "
                        "must be false", p->fname, gname);
@@ -986,16 +990,16 @@ static specdec_status sd_cfg_quant_ct(const sd_cfgp *p, const cJSON *q) {
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups must be a non-empty object",
                        p->fname);
     if (fp8) return sd_cfg_quant_ct_fp8(p, groups);
-    int32_t group = -1, n_sym = 0, n_asym = 0;
+    int32_t group = -1, nbits = 0, n_sym = 0, n_asym = 0;
     for (const cJSON *g = groups->child; g; g = g->next) {
         TRY(sd_cfg_ct_group(p, g, "pack-quantized", 0));
         const cJSON *w = sd_json_member(g, "weights");
-        int32_t gs = 0;
-        TRY(sd_cfg_ct_weights(p, w, g->string, &gs));
-        if (group >= 0 && gs != group)
+        int32_t gs = 0, nb = 0;
+        TRY(sd_cfg_ct_weights(p, w, g->string, &gs, &nb));
+        if ((group >= 0 && gs != group) || (nbits && nb != nbits))
             return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups: groups of different "
-                           "sizes are not supported", p->fname);
-        group = gs;
+                           "sizes or bit widths are not supported", p->fname);
+        group = gs, nbits = nb;
         const cJSON *sym = sd_json_member(w, "symmetric"); /* compressed-tensors' default: true */
         if (sym && !cJSON_IsBool(sym))
             return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: quantization_config.config_groups.%.32s.weights.symmetric "
@@ -1005,6 +1009,7 @@ static specdec_status sd_cfg_quant_ct(const sd_cfgp *p, const cJSON *q) {
     }
     p->cfg->int4_zero_points = n_sym && n_asym ? -1 : n_asym ? 1 : 0;
     p->cfg->int4_fmt = SD_INT4_CT;
+    p->cfg->int4_bits = nbits;
     p->cfg->int4_group = group;
     return SPECDEC_OK;
 }

@@ -32,25 +32,27 @@ typedef struct int4_layout {
     size_t scale, gidx, zero, codes, total;
 } int4_layout;
 
-static int4_layout layout(int64_t rows, int64_t cols, int32_t group) {
+static int4_layout layout(int32_t bits, int64_t rows, int64_t cols, int32_t group) {
     const int64_t G = sd_int4_groups(cols, group);
     int4_layout l;
     l.scale = (sizeof(sd_int4_meta) + 7) & ~(size_t)7;
     l.gidx = l.scale + (size_t)(rows * G) * sizeof(float);
     l.zero = l.gidx + (size_t)cols * sizeof(int32_t);
     l.codes = (l.zero + (size_t)(rows * G) * sizeof(int32_t) + 63) & ~(size_t)63;
-    l.total = l.codes + (size_t)(rows * (cols / 2));
+    l.total = l.codes + (size_t)(rows * (bits == 8 ? cols : cols / 2));
     return l;
 }
 
-size_t sd_int4_bytes(int64_t rows, int64_t cols, int32_t group) { return layout(rows, cols, group).total; }
+size_t sd_int4_bytes(int32_t bits, int64_t rows, int64_t cols, int32_t group) {
+    return layout(bits, rows, cols, group).total;
+}
 
 /* Codes: GPTQ word [r, o] holds columns 8r..8r+7 of row o, nibble k at bits 4k, which are the
  * word's little-endian bytes in the SD_INT4 order (column 2j low, 2j + 1 high): a 4-byte copy.
  * AWQ word [i, c] holds column i of rows 8c + awq_order[k]. */
 static void repack_codes(const sd_int4_src *s, uint8_t *codes) {
-    const int64_t rows = s->rows, cols = s->cols, rb = cols / 2;
-    if (s->fmt == SD_INT4_CT) { /* already row-major, low nibble first; stored q + 8, read with zero + 8 */
+    const int64_t rows = s->rows, cols = s->cols, rb = s->bits == 8 ? cols : cols / 2;
+    if (s->fmt == SD_INT4_CT) { /* already row-major, low bits first; stored q + 2^(bits-1), read with that zero */
         memcpy(codes, s->qweight, (size_t)(rows * rb));
         return;
     }
@@ -65,25 +67,28 @@ static void repack_codes(const sd_int4_src *s, uint8_t *codes) {
             }
         return;
     }
-    for (int64_t r = 0; r < cols / 8; r++)
+    const int64_t per = 32 / s->bits; /* GPTQ: word [r, o] holds inputs per * r .. per * r + per - 1 of row o */
+    for (int64_t r = 0; r < cols / per; r++)
         for (int64_t o = 0; o < rows; o++) memcpy(codes + o * rb + 4 * r, s->qweight + 4 * (r * rows + o), 4);
 }
 
 static void repack_zeros(const sd_int4_src *s, int64_t G, int32_t *zero) {
-    if (s->fmt == SD_INT4_CT) { /* word [w, g]: outputs 8w..8w+7 of group g, zp + 8; none: symmetric */
+    const int b = s->bits, per = 32 / b;
+    const uint32_t mask = (1u << b) - 1u;
+    if (s->fmt == SD_INT4_CT) { /* word [w, g]: outputs per * w .. of group g, zp + 2^(b-1); none: symmetric */
         for (int64_t o = 0; o < s->rows; o++)
             for (int64_t g = 0; g < G; g++)
-                zero[o * G + g] =
-                    s->qzeros ? (int32_t)((word_at(s->qzeros, (o / 8) * G + g) >> (4 * (o % 8))) & 15u) : 8;
+                zero[o * G + g] = s->qzeros ? (int32_t)((word_at(s->qzeros, (o / per) * G + g) >> (b * (o % per))) & mask)
+                                            : 1 << (b - 1);
         return;
     }
     for (int64_t g = 0; g < G; g++)
-        for (int64_t c = 0; c < s->rows / 8; c++) {
-            const uint32_t w = word_at(s->qzeros, g * (s->rows / 8) + c);
-            for (int k = 0; k < 8; k++) {
-                uint32_t z = (w >> (4 * k)) & 15u;
-                if (s->fmt == SD_INT4_GPTQ) z = (z + 1) & 15u; /* v1 stores zero - 1 */
-                const int64_t o = 8 * c + (s->fmt == SD_INT4_AWQ ? awq_order[k] : k);
+        for (int64_t c = 0; c < s->rows / per; c++) {
+            const uint32_t w = word_at(s->qzeros, g * (s->rows / per) + c);
+            for (int k = 0; k < per; k++) {
+                uint32_t z = (w >> (b * k)) & mask;
+                if (s->fmt == SD_INT4_GPTQ) z = (z + 1) & mask; /* v1 stores zero - 1 */
+                const int64_t o = per * c + (s->fmt == SD_INT4_AWQ ? awq_order[k] : k);
                 zero[o * G + g] = (int32_t)z;
             }
         }
@@ -91,7 +96,7 @@ static void repack_zeros(const sd_int4_src *s, int64_t G, int32_t *zero) {
 
 int sd_int4_repack(const sd_int4_src *s, void *buf, sd_tensor *out, char *why, size_t why_cap) {
     const int64_t rows = s->rows, cols = s->cols, G = sd_int4_groups(cols, s->group);
-    const int4_layout l = layout(rows, cols, s->group);
+    const int4_layout l = layout(s->bits, rows, cols, s->group);
     uint8_t *b = buf;
     sd_int4_meta *meta = buf;
     float *scale = (float *)(void *)(b + l.scale);
@@ -119,6 +124,7 @@ int sd_int4_repack(const sd_int4_src *s, void *buf, sd_tensor *out, char *why, s
     }
     repack_zeros(s, G, zero);
     repack_codes(s, b + l.codes);
+    meta->bits = s->bits;
     meta->group = s->group;
     meta->n_groups = (int32_t)G;
     meta->gidx = s->g_idx && !trivial ? gidx : NULL;
@@ -126,7 +132,7 @@ int sd_int4_repack(const sd_int4_src *s, void *buf, sd_tensor *out, char *why, s
     meta->zero = zero;
     memset(out, 0, sizeof *out);
     out->data = b + l.codes;
-    out->dtype = SD_INT4;
+    out->dtype = s->bits == 8 ? SD_INT8 : SD_INT4;
     out->ndim = 2;
     out->shape[0] = rows;
     out->shape[1] = cols;

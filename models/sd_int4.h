@@ -24,10 +24,11 @@
 /* One projection's checkpoint tensors (raw little-endian bytes, shapes checked by the caller). */
 typedef struct sd_int4_src {
     sd_int4_fmt fmt;
+    int32_t bits;           /* 4 (eight codes per int32 word: SD_INT4) or 8 (four: SD_INT8; not AWQ) */
     int64_t rows, cols;     /* out_features (a multiple of 8), in_features (a multiple of 8) */
     int32_t group;          /* input columns per group; n_groups = ceil(cols / group) */
-    const uint8_t *qweight; /* GPTQ [cols / 8, rows], AWQ [cols, rows / 8], CT [rows, cols / 8] int32 */
-    const uint8_t *qzeros;  /* [n_groups, rows / 8] int32 (CT: [rows / 8, n_groups]; NULL: symmetric, zero 8) */
+    const uint8_t *qweight; /* GPTQ [cols / p, rows], AWQ [cols, rows / p], CT [rows, cols / p] int32, p = 32 / bits */
+    const uint8_t *qzeros;  /* [n_groups, rows / p] int32 (CT: [rows / p, n_groups]; NULL: symmetric, zero 2^(bits-1)) */
     const uint8_t *scales;  /* [n_groups, rows] of scales_dt (CT: [rows, n_groups]) */
     sd_dtype scales_dt;     /* SD_F16, SD_BF16 or SD_F32 */
     const uint8_t *g_idx;   /* GPTQ, CT: int32 [cols], or NULL (then i / group) */
@@ -36,10 +37,10 @@ typedef struct sd_int4_src {
 /* Groups of a [rows, cols] projection in groups of `group` columns. */
 static inline int64_t sd_int4_groups(int64_t cols, int32_t group) { return (cols + group - 1) / group; }
 
-/* Bytes of the buffer sd_int4_repack fills (the g_idx array counted in case it is kept). */
-size_t sd_int4_bytes(int64_t rows, int64_t cols, int32_t group);
+/* Bytes of the buffer sd_int4_repack fills for bits-bit codes (the g_idx array counted in case it is kept). */
+size_t sd_int4_bytes(int32_t bits, int64_t rows, int64_t cols, int32_t group);
 
-/* Fills buf (sd_int4_bytes of zeroed memory, 8-byte aligned) and *out (an SD_INT4 [rows, cols]
+/* Fills buf (sd_int4_bytes of zeroed memory, 8-byte aligned) and *out (an SD_INT4 / SD_INT8 [rows, cols]
  * tensor pointing into buf). Refuses (SPECDEC_ERR_MODEL_MISMATCH, the reason in why) a scale that
  * is not finite or a g_idx entry outside [0, n_groups). g_idx equal to i / group is dropped (the
  * fast path). */

@@ -259,7 +259,7 @@ static specdec_status sd_int4_part(sd_loader *L, const char *prefix, const char 
     snprintf(nm, sizeof nm, "%.180s.%s", prefix, part);
     const sd_entry *e = sd_find_entry(L, nm);
     const char *where = L->index_path[0] ? L->index_path : L->m->files[0]->path;
-    if (!e) return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: missing tensor '%s' (of 4-bit '%s')", where, nm, prefix);
+    if (!e) return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: missing tensor '%s' (of quantized '%s')", where, nm, prefix);
     const sd_st_file *f = L->m->files[e->file];
     const sd_st_tensor *t = e->t;
     int ok_dt = 0;
@@ -308,16 +308,17 @@ static specdec_status sd_load_int4(sd_loader *L, const char *prefix, int64_t row
     const int32_t group = c->int4_group ? c->int4_group : (int32_t)cols;
     const int64_t G = sd_int4_groups(cols, group);
     if (rows % 8 || cols % 8 || (awq && cols % group))
-        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: 4-bit '%s' is [%lld, %lld]: both sides must be multiples "
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: quantized '%s' is [%lld, %lld]: both sides must be multiples "
                        "of 8%s", L->m->path, prefix, (long long)rows, (long long)cols,
                        awq ? " and the input a multiple of group_size" : "");
     static const sd_st_dtype i32[3] = {SD_ST_I32, SD_ST_I32, SD_ST_I32}, fl[3] = {SD_ST_F16, SD_ST_BF16, SD_ST_F32};
-    sd_int4_src s = {(sd_int4_fmt)c->int4_fmt, rows, cols, group, NULL, NULL, NULL, SD_F16, NULL};
+    const int64_t per = 32 / c->int4_bits; /* codes per int32 word */
+    sd_int4_src s = {(sd_int4_fmt)c->int4_fmt, c->int4_bits, rows, cols, group, NULL, NULL, NULL, SD_F16, NULL};
     sd_st_dtype sdt;
     char nm[200];
     if (s.fmt == SD_INT4_CT) { /* compressed-tensors: scales [rows, G], zeros (asymmetric only) [rows / 8, G] */
         TRY(sd_int4_ct_shape(L, prefix, rows, cols));
-        TRY(sd_int4_part(L, prefix, "weight_packed", i32, rows, cols / 8, &s.qweight, NULL));
+        TRY(sd_int4_part(L, prefix, "weight_packed", i32, rows, cols / per, &s.qweight, NULL));
         TRY(sd_int4_part(L, prefix, "weight_scale", fl, rows, G, &s.scales, &sdt));
         snprintf(nm, sizeof nm, "%.180s.weight_zero_point", prefix);
         const int has_zp = sd_find_entry(L, nm) != NULL;
@@ -325,23 +326,23 @@ static specdec_status sd_load_int4(sd_loader *L, const char *prefix, int64_t row
             return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' %s, but quantization_config says the "
                            "weights are %s", L->m->path, nm, has_zp ? "is present" : "is missing",
                            has_zp ? "symmetric" : "asymmetric");
-        if (has_zp) TRY(sd_int4_part(L, prefix, "weight_zero_point", i32, rows / 8, G, &s.qzeros, NULL));
+        if (has_zp) TRY(sd_int4_part(L, prefix, "weight_zero_point", i32, rows / per, G, &s.qzeros, NULL));
         snprintf(nm, sizeof nm, "%.180s.weight_g_idx", prefix);
         if (sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "weight_g_idx", i32, cols, 0, &s.g_idx, NULL));
     } else {
-        TRY(sd_int4_part(L, prefix, "qweight", i32, awq ? cols : cols / 8, awq ? rows / 8 : rows, &s.qweight, NULL));
-        TRY(sd_int4_part(L, prefix, "qzeros", i32, G, rows / 8, &s.qzeros, NULL));
+        TRY(sd_int4_part(L, prefix, "qweight", i32, awq ? cols : cols / per, awq ? rows / per : rows, &s.qweight, NULL));
+        TRY(sd_int4_part(L, prefix, "qzeros", i32, G, rows / per, &s.qzeros, NULL));
         TRY(sd_int4_part(L, prefix, "scales", fl, G, rows, &s.scales, &sdt));
         snprintf(nm, sizeof nm, "%.180s.g_idx", prefix);
         if (!awq && sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "g_idx", i32, cols, 0, &s.g_idx, NULL));
     }
     s.scales_dt = sdt == SD_ST_F32 ? SD_F32 : sdt == SD_ST_BF16 ? SD_BF16 : SD_F16;
-    void *buf = sd_own(L, sd_int4_bytes(rows, cols, group));
+    void *buf = sd_own(L, sd_int4_bytes(c->int4_bits, rows, cols, group));
     if (!buf)
-        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: 4-bit '%s': out of memory", L->m->path, prefix);
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: quantized '%s': out of memory", L->m->path, prefix);
     char why[160];
     if (!sd_int4_repack(&s, buf, out, why, sizeof why))
-        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: 4-bit '%s': %s", L->m->path, prefix, why);
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: quantized '%s': %s", L->m->path, prefix, why);
     L->m->n_params += rows * cols;
     return SPECDEC_OK;
 }
@@ -462,7 +463,8 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_qkv) {
         sd_tensor qkv;
         TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
-        if (qkv.dtype == SD_FP8 || qkv.dtype == SD_INT4) return sd_quant_fused_refused(L, l, "self_attn.qkv_proj.weight");
+        if (qkv.dtype == SD_FP8 || sd_dtype_is_int(qkv.dtype))
+            return sd_quant_fused_refused(L, l, "self_attn.qkv_proj.weight");
         ly->wq = sd_row_view(&qkv, 0, Q);
         ly->wk = sd_row_view(&qkv, Q, KV);
         ly->wv = sd_row_view(&qkv, Q + KV, KV);
@@ -772,7 +774,8 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_gate_up) {
         sd_tensor gu;
         TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
-        if (gu.dtype == SD_FP8 || gu.dtype == SD_INT4) return sd_quant_fused_refused(L, l, "mlp.gate_up_proj.weight");
+        if (gu.dtype == SD_FP8 || sd_dtype_is_int(gu.dtype))
+            return sd_quant_fused_refused(L, l, "mlp.gate_up_proj.weight");
         ly->w_gate = sd_row_view(&gu, 0, I);
         ly->w_up = sd_row_view(&gu, I, I);
     } else {
@@ -977,6 +980,7 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->attention_bias = c->attention_bias;
     info->dtype = model->w.dtype == SD_FP8    ? SPECDEC_DTYPE_FP8_E4M3
                   : model->w.dtype == SD_INT4 ? SPECDEC_DTYPE_INT4
+                  : model->w.dtype == SD_INT8 ? SPECDEC_DTYPE_INT8
                                               : (specdec_dtype)model->w.dtype;
     info->n_params = model->n_params;
     info->bos_id = c->bos_id;

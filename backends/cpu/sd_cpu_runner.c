@@ -324,7 +324,8 @@ static void cpu_mla_qkv(sd_cpu_group *g, const sd_layer *L, const float *in, int
 static const float *cpu_mla_out(sd_cpu_group *g, const sd_layer *L, int32_t n) {
     const sd_config *c = &g->cfg;
     const int32_t nh = c->n_heads, N = c->qk_nope_dim, VD = c->v_head_dim, KL = c->kv_lora_rank, AH = g->a_hd;
-    if (L->wkv_b.dtype == SD_FP8) { /* its block scales make no row view: one decoded row at a time */
+    if (L->wkv_b.dtype == SD_FP8 || sd_dtype_is_int(L->wkv_b.dtype)) {
+        /* quantized: its scales make no row view, one decoded row at a time */
         for (int32_t h = 0; h < nh; h++)
             for (int32_t v = 0; v < VD; v++) {
                 const float *w = sd_cpu_row_f32(&L->wkv_b, (int64_t)h * (N + VD) + N + v, g->rowbuf);

@@ -5,7 +5,8 @@
  * Llama-3-8B's MLP shapes (intermediate 14336, hidden 4096):
  *   gate/up  [14336, 4096]   down  [4096, 14336]
  * for n = 1, 4, 8 and 16 tokens, 1 thread or --threads N, and the same gate matrix with a GPTQ
- * act-order g_idx (each column's group from a permutation: decoded column by column). Prints the
+ * act-order g_idx (each column's group from a permutation: scales and zeros gathered per lane) and with
+ * 8-bit codes (SD_INT8: GPTQ-Int8, W8A16; the INT4 columns then hold INT8's times). Prints the
  * median of REPS timed calls (after a warm-up) in microseconds and the ratios INT4 / BF16 and
  * INT4 / F32; fails when INT4 and F32 differ.
  *
@@ -25,16 +26,16 @@
 
 #define GROUP 128
 
-/* A random [rows, cols] GPTQ (v2: zeros as stored) projection in a buffer of sd_int4_bytes. */
-static void *make_int4(int rows, int cols, int act_order, uint64_t *rng, sd_tensor *w) {
-    const int G = cols / GROUP;
-    uint32_t *qw = malloc(sizeof(uint32_t) * (size_t)rows * (size_t)(cols / 8));
-    uint32_t *qz = malloc(sizeof(uint32_t) * (size_t)G * (size_t)(rows / 8));
+/* A random [rows, cols] GPTQ (v2: zeros as stored) projection of bits-bit codes in a buffer of sd_int4_bytes. */
+static void *make_int4(int bits, int rows, int cols, int act_order, uint64_t *rng, sd_tensor *w) {
+    const int G = cols / GROUP, per = 32 / bits;
+    uint32_t *qw = malloc(sizeof(uint32_t) * (size_t)rows * (size_t)(cols / per));
+    uint32_t *qz = malloc(sizeof(uint32_t) * (size_t)G * (size_t)(rows / per));
     uint16_t *sc = malloc(sizeof(uint16_t) * (size_t)G * (size_t)rows);
     int32_t *gi = malloc(sizeof(int32_t) * (size_t)cols);
-    void *buf = calloc(1, sd_int4_bytes(rows, cols, GROUP));
-    for (size_t i = 0; i < (size_t)rows * (size_t)(cols / 8); i++) qw[i] = (uint32_t)sd_test_splitmix64(rng);
-    for (size_t i = 0; i < (size_t)G * (size_t)(rows / 8); i++) qz[i] = (uint32_t)sd_test_splitmix64(rng);
+    void *buf = calloc(1, sd_int4_bytes(bits, rows, cols, GROUP));
+    for (size_t i = 0; i < (size_t)rows * (size_t)(cols / per); i++) qw[i] = (uint32_t)sd_test_splitmix64(rng);
+    for (size_t i = 0; i < (size_t)G * (size_t)(rows / per); i++) qz[i] = (uint32_t)sd_test_splitmix64(rng);
     for (size_t i = 0; i < (size_t)G * (size_t)rows; i++)
         sc[i] = sd_f32_to_f16(1e-3f * (float)(1 + (int)(sd_test_splitmix64(rng) % 100)));
     for (int i = 0; i < cols; i++) gi[i] = i;
@@ -43,7 +44,7 @@ static void *make_int4(int rows, int cols, int act_order, uint64_t *rng, sd_tens
         gi[i] = gi[j], gi[j] = t;
     }
     for (int i = 0; i < cols; i++) gi[i] /= GROUP;
-    const sd_int4_src src = {SD_INT4_GPTQ_V2, rows, cols, GROUP, (const uint8_t *)qw, (const uint8_t *)qz,
+    const sd_int4_src src = {SD_INT4_GPTQ_V2, bits, rows, cols, GROUP, (const uint8_t *)qw, (const uint8_t *)qz,
                              (const uint8_t *)sc, SD_F16, (const uint8_t *)gi};
     char why[160];
     if (!buf || !sd_int4_repack(&src, buf, w, why, sizeof why)) free(buf), buf = NULL;
@@ -58,8 +59,11 @@ int main(int argc, char **argv) {
     sd_cpu_pool_bind(pool);
     static const struct {
         const char *name;
-        int rows, cols, act_order;
-    } shapes[] = {{"gate", 14336, 4096, 0}, {"down", 4096, 14336, 0}, {"gate act-order", 14336, 4096, 1}};
+        int rows, cols, act_order, bits;
+    } shapes[] = {{"gate", 14336, 4096, 0, 4},
+                  {"down", 4096, 14336, 0, 4},
+                  {"gate act-order", 14336, 4096, 1, 4},
+                  {"gate INT8", 14336, 4096, 0, 8}};
     static const int ns[] = {1, 4, 8, 16};
     uint64_t rng = 13;
     printf("isa %s, %d thread(s), median of %d calls\n", sd_cpu_matmul_isa() == SD_CPU_ISA_AVX2 ? "avx2" : "generic",
@@ -70,7 +74,7 @@ int main(int argc, char **argv) {
         const int rows = shapes[s].rows, cols = shapes[s].cols;
         const size_t nw = (size_t)rows * cols;
         sd_tensor w4;
-        void *q = make_int4(rows, cols, shapes[s].act_order, &rng, &w4);
+        void *q = make_int4(shapes[s].bits, rows, cols, shapes[s].act_order, &rng, &w4);
         float *w32 = malloc(sizeof(float) * nw);
         uint16_t *bf = malloc(sizeof(uint16_t) * nw);
         float *x = malloc(sizeof(float) * 16 * (size_t)cols), *y1 = malloc(sizeof(float) * 16 * (size_t)rows),

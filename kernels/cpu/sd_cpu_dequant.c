@@ -100,11 +100,12 @@ float sd_cpu_mxfp4_elem(const sd_tensor *t, int64_t idx) {
     return e2m1_value[(col & 1) ? byte >> 4 : byte & 15] * mxfp4_scale(t->scales[row * (cols / 32) + col / 32]);
 }
 
-/* Row `row` of an SD_INT4 matrix: its codes, scales and zeros checked as read (sd_cpu_sanitize.h). */
+/* Row `row` of an SD_INT4 / SD_INT8 matrix: its codes, scales and zeros checked as read (sd_cpu_sanitize.h). */
 static void int4_row(const sd_tensor *t, int64_t row, float *out) {
     const int64_t cols = t->shape[1];
     const sd_int4_meta *q = sd_int4_meta_of(t);
-    sd_cpu_check_read((const uint8_t *)t->data + row * (cols / 2), (size_t)(cols / 2));
+    const size_t rb = sd_int_row_bytes(t->dtype, cols);
+    sd_cpu_check_read((const uint8_t *)t->data + (size_t)row * rb, rb);
     sd_cpu_check_read(q->scale + row * q->n_groups, (size_t)q->n_groups * sizeof(float));
     sd_cpu_check_read(q->zero + row * q->n_groups, (size_t)q->n_groups * sizeof(int32_t));
     sd_cpu_check_write(out, (size_t)cols * sizeof(float));
@@ -112,7 +113,7 @@ static void int4_row(const sd_tensor *t, int64_t row, float *out) {
 }
 
 void sd_cpu_dequant(const sd_tensor *t, int64_t first, int64_t n, float *out) {
-    if (t->dtype == SD_INT4) {
+    if (sd_dtype_is_int(t->dtype)) {
         const int64_t cols = t->shape[1];
         for (int64_t i = 0; i < n; i++) out[i] = sd_cpu_int4_value(t, (first + i) / cols, (first + i) % cols);
         return;
@@ -145,7 +146,7 @@ const float *sd_cpu_row_f32(const sd_tensor *t, int64_t row, float *buf) {
         fp8_row(t, row, buf);
         return buf;
     }
-    if (t->dtype == SD_INT4) {
+    if (sd_dtype_is_int(t->dtype)) {
         int4_row(t, row, buf);
         return buf;
     }

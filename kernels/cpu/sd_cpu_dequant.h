@@ -17,13 +17,20 @@ float sd_cpu_mxfp4_elem(const sd_tensor *t, int64_t idx);
 float sd_cpu_fp8_e4m3(uint8_t b);
 float sd_cpu_fp8_elem(const sd_tensor *t, int64_t idx);
 
-/* Value (row, col) of an SD_INT4 matrix (core/sd_weights.h): (float)(code - zero) x scale of the
- * column's group, exact. */
+/* Value (row, col) of an SD_INT4 / SD_INT8 matrix (core/sd_weights.h): (float)(code - zero) x scale of
+ * the column's group, exact. */
 static inline float sd_cpu_int4_value(const sd_tensor *t, int64_t row, int64_t col) {
     const sd_int4_meta *q = sd_int4_meta_of(t);
-    const uint8_t byte = ((const uint8_t *)t->data)[row * (t->shape[1] / 2) + col / 2];
+    const uint8_t *codes = t->data;
+    int v;
+    if (q->bits == 8) {
+        v = codes[row * t->shape[1] + col];
+    } else {
+        const uint8_t byte = codes[row * (t->shape[1] / 2) + col / 2];
+        v = (col & 1) ? byte >> 4 : byte & 15;
+    }
     const int64_t g = row * q->n_groups + (q->gidx ? q->gidx[col] : col / q->group);
-    return (float)((int)((col & 1) ? byte >> 4 : byte & 15) - (int)q->zero[g]) * q->scale[g];
+    return (float)(v - (int)q->zero[g]) * q->scale[g];
 }
 
 /* Element idx (flat, row-major) of t as fp32. */
@@ -33,7 +40,8 @@ static inline float sd_cpu_elem(const sd_tensor *t, int64_t idx) {
     case SD_BF16: return sd_bf16_to_f32(((const uint16_t *)t->data)[idx]);
     case SD_MXFP4: return sd_cpu_mxfp4_elem(t, idx);
     case SD_FP8: return sd_cpu_fp8_elem(t, idx);
-    case SD_INT4: return sd_cpu_int4_value(t, idx / t->shape[1], idx % t->shape[1]);
+    case SD_INT4:
+    case SD_INT8: return sd_cpu_int4_value(t, idx / t->shape[1], idx % t->shape[1]);
     default: return ((const float *)t->data)[idx];
     }
 }

@@ -57,9 +57,9 @@ static void matmul_x86(const mm_job *j, int64_t o0, int64_t o1) {
         const size_t rb = sd_mxfp4_row_bytes(m.cols), g = (size_t)(m.cols / 32);
         sd_cpu_check_read((const char *)w->data + (size_t)o0 * rb, (size_t)(o1 - o0) * rb);
         sd_cpu_check_read(w->scales + (size_t)o0 * g, (size_t)(o1 - o0) * g);
-    } else if (w->dtype == SD_INT4) { /* codes, scales and zeros of rows [o0, o1) */
+    } else if (sd_dtype_is_int(w->dtype)) { /* codes, scales and zeros of rows [o0, o1) */
         const sd_int4_meta *q = sd_int4_meta_of(w);
-        const size_t rb = (size_t)(m.cols / 2), G = (size_t)q->n_groups;
+        const size_t rb = sd_int_row_bytes(w->dtype, m.cols), G = (size_t)q->n_groups;
         sd_cpu_check_read((const char *)w->data + (size_t)o0 * rb, (size_t)(o1 - o0) * rb);
         sd_cpu_check_read(q->scale + (size_t)o0 * G, (size_t)(o1 - o0) * G * sizeof(float));
         sd_cpu_check_read(q->zero + (size_t)o0 * G, (size_t)(o1 - o0) * G * sizeof(int32_t));

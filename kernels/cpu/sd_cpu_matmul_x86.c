@@ -222,6 +222,7 @@ SD_AVX2_INLINE __m256 f8_decode8(__m128i codes8) {
 typedef struct q_ctx {
     int64_t unit;  /* FP8: bn (columns per block); INT4: columns per group */
     int shift;     /* log2(unit) when unit is a power of two, else -1 */
+    int bits;      /* INT4 / INT8: 4 or 8 (codes two per byte or one) */
     const int32_t *gidx;      /* INT4 act-order: each column's group, else NULL */
     const uint8_t *codes[4];  /* each row's codes */
     const float *scale[4];    /* FP8: the scales of the row's block row; INT4: the row's group scales */
@@ -233,11 +234,12 @@ SD_AVX2_INLINE int64_t q_unit_of(const q_ctx *q, int64_t c) { return q->shift >=
 SD_AVX2_INLINE void q_ctx_init(const sd_x86_mm *m, int64_t o0, int R, q_ctx *q) {
     int64_t unit, G;
     q->gidx = NULL;
-    if (m->dtype == SD_INT4) {
+    q->bits = 0;
+    if (sd_dtype_is_int(m->dtype)) {
         const sd_int4_meta *im = (const sd_int4_meta *)(const void *)m->scales;
-        unit = im->group, G = im->n_groups, q->gidx = im->gidx;
+        unit = im->group, G = im->n_groups, q->gidx = im->gidx, q->bits = im->bits;
         for (int r = 0; r < R; r++) {
-            q->codes[r] = (const uint8_t *)m->w + (size_t)(o0 + r) * (size_t)(m->cols / 2);
+            q->codes[r] = (const uint8_t *)m->w + (size_t)(o0 + r) * sd_int_row_bytes(m->dtype, m->cols);
             q->scale[r] = im->scale + (o0 + r) * G;
             q->zero[r] = im->zero + (o0 + r) * G;
         }
@@ -283,10 +285,11 @@ SD_AVX2_INLINE void f8_decode(const q_ctx *q, int r, int64_t c0, int k, float *o
     }
 }
 
-/* ---- INT4 (GPTQ / AWQ, core/sd_weights.h SD_INT4): eight codes of a row from one 32-bit load, lane j
- * shifted right by 4j and masked, minus the group's zero as integers, converted (exact: |q - z| < 16)
- * and multiplied by the group's scale: the float sd_cpu_int4_value gives. Groups of a multiple of 8
- * columns in order (no g_idx) take this path; others decode column by column. */
+/* ---- INT4 / INT8 (GPTQ / AWQ / compressed-tensors, core/sd_weights.h SD_INT4, SD_INT8): eight codes of a
+ * row from one 32-bit load, lane j shifted right by 4j and masked (INT8: eight bytes zero-extended),
+ * minus the group's zero as integers, converted (exact: |q - z| < 256) and multiplied by the group's
+ * scale: the float sd_cpu_int4_value gives. Groups of a multiple of 8 columns in order (no g_idx) take
+ * this path; others decode column by column. */
 SD_AVX2_INLINE void i4_decode(const q_ctx *q, int r, int64_t c0, int k, float *out) {
     const uint8_t *codes = q->codes[r];
     const float *sc = q->scale[r];
@@ -297,16 +300,21 @@ SD_AVX2_INLINE void i4_decode(const q_ctx *q, int r, int64_t c0, int k, float *o
         int64_t g = q_unit_of(q, c0), left = (g + 1) * q->unit - c0; /* the group of column c0 + j, its columns left */
         for (; j + 8 <= k; j += 8, left -= 8) {
             if (!left) g++, left = q->unit;
-            uint32_t w;
-            memcpy(&w, codes + (c0 + j) / 2, 4);
-            const __m256i v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+            __m256i v;
+            if (q->bits == 8) {
+                v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(codes + c0 + j)));
+            } else {
+                uint32_t w;
+                memcpy(&w, codes + (c0 + j) / 2, 4);
+                v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+            }
             const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_set1_epi32(zr[g])));
             _mm256_storeu_ps(out + j, _mm256_mul_ps(f, _mm256_set1_ps(sc[g])));
         }
     }
     for (; j < k; j++) {
         const int64_t c = c0 + j, g = q->gidx ? q->gidx[c] : q_unit_of(q, c);
-        const int v = (c & 1) ? codes[c / 2] >> 4 : codes[c / 2] & 15;
+        const int v = q->bits == 8 ? codes[c] : (c & 1) ? codes[c / 2] >> 4 : codes[c / 2] & 15;
         out[j] = (float)(v - (int)zr[g]) * sc[g];
     }
 }
@@ -315,11 +323,16 @@ SD_AVX2_INLINE void i4_decode(const q_ctx *q, int r, int64_t c0, int k, float *o
  * the block / group of all eight (units of a multiple of 8 columns), except with an INT4 g_idx, where
  * each lane's group scale and zero are gathered by its column's group. */
 SD_AVX2_INLINE __m256 q_decode8(const sd_x86_mm *m, const q_ctx *q, int r, int64_t c, int64_t u) {
-    if (m->dtype == SD_INT4) {
-        const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mask = _mm256_set1_epi32(15);
-        uint32_t w;
-        memcpy(&w, q->codes[r] + c / 2, 4);
-        const __m256i v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+    if (sd_dtype_is_int(m->dtype)) {
+        __m256i v;
+        if (m->dtype == SD_INT8) {
+            v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(q->codes[r] + c)));
+        } else {
+            const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mask = _mm256_set1_epi32(15);
+            uint32_t w;
+            memcpy(&w, q->codes[r] + c / 2, 4);
+            v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+        }
         __m256i z;
         __m256 s;
         if (q->gidx) {
@@ -361,7 +374,7 @@ SD_AVX2_INLINE void q_rows8(const sd_x86_mm *m, const q_ctx *q, int R, const flo
 
 /* Columns [c0, c0 + k) of row r (k <= 32) of an FP8 or INT4 matrix as floats. */
 SD_AVX2_INLINE void q_decode(const sd_x86_mm *m, const q_ctx *q, int r, int64_t c0, int k, float *out) {
-    if (m->dtype == SD_INT4) i4_decode(q, r, c0, k, out);
+    if (sd_dtype_is_int(m->dtype)) i4_decode(q, r, c0, k, out);
     else f8_decode(q, r, c0, k, out);
 }
 
@@ -438,7 +451,8 @@ void sd_cpu_matmul_x86(const sd_x86_mm *m, const float *const *x, float *const *
     case SD_BF16: rows_bf16(m, x, y, n); break;
     case SD_MXFP4: rows_mxfp4(m, x, y, n); break;
     case SD_FP8:
-    case SD_INT4: rows_quant(m, x, y, n); break;
+    case SD_INT4:
+    case SD_INT8: rows_quant(m, x, y, n); break;
     default: rows_f32(m, x, y, n); break;
     }
 }

@@ -23,7 +23,7 @@ typedef struct sd_x86_mm {
     const sd_tensor *bias; /* NULL: none */
     int64_t o_begin, o_end; /* the output rows computed: [o_begin, o_end) within [0, rows) */
     const uint8_t *scales;  /* SD_MXFP4: [rows, cols / 32] (w: the code blocks); SD_FP8: its float block scales;
-                               SD_INT4: its sd_int4_meta (core/sd_weights.h); else NULL */
+                               SD_INT4 / SD_INT8: its sd_int4_meta (core/sd_weights.h); else NULL */
 } sd_x86_mm;
 
 /* 1 when this CPU has AVX2, FMA and F16C (and this build can use them). */

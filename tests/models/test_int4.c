@@ -1,5 +1,6 @@
-/* test_int4.c — GPTQ / AWQ 4-bit weights (quantization_config "gptq" / "awq"; core/sd_weights.h
- * SD_INT4, models/sd_int4.h), the CPU backend's weight-only dequantisation:
+/* test_int4.c — GPTQ / AWQ / compressed-tensors 4- and 8-bit weights (quantization_config "gptq" / "awq" /
+ * "compressed-tensors" pack-quantized; core/sd_weights.h SD_INT4, SD_INT8, models/sd_int4.h), the CPU
+ * backend's weight-only dequantisation (every case below in 4 bits, and GPTQ / compressed-tensors ones in 8):
  *   1. repacking: matrices with known codes, zeros and fp16 scales, packed HERE into the checkpoints'
  *      int32 words from the formats' description (GPTQ v1 with its zero - 1 offset, including the
  *      stored 15 that means zero 0; gptq_v2; AWQ's 0 2 4 6 1 3 5 7 interleave; act-order g_idx;
@@ -13,7 +14,8 @@
  *      decoded in registers for up to 8 tokens, else a chunk at a time; act-order scales and zeros
  *      gathered per lane; groups of 12 column by column in the chunked path) bitwise the portable one;
  *   3. the llama_gptq / qwen2_gptq_actorder / qwen3_awq / llama_ct_w4a16 / qwen3_ct_w4a16_asym fixtures
- *      load their projections as SD_INT4 (layer 1's MLP of qwen3_awq stays F32: modules_to_not_convert;
+ *      (and the 8-bit qwen2_gptq_int8 / llama_ct_w8a16 as SD_INT8, SPECDEC_DTYPE_INT8) load their projections
+ *      as SD_INT4 (layer 1's MLP of qwen3_awq stays F32: modules_to_not_convert;
  *      layer 1's o_proj of qwen3_ct_w4a16_asym: ignore), report SPECDEC_DTYPE_INT4, and altered copies
  *      are refused naming the key or tensor (an asymmetric compressed-tensors checkpoint without its
  *      zero points is never read as symmetric).
@@ -44,7 +46,8 @@ typedef struct q4case {
     sd_int4_fmt fmt;
     int rows, cols, group; /* group 0: -1 in the config (one group) */
     int act_order;
-    int sym; /* zeros all 8 (compressed-tensors: no weight_zero_point tensor) */
+    int sym;  /* zeros all 2^(bits-1) (compressed-tensors: no weight_zero_point tensor) */
+    int bits; /* 4 or 8 */
 } q4case;
 
 static unsigned rng_state = 777;
@@ -53,50 +56,40 @@ static unsigned rnd(unsigned n) {
     return (rng_state >> 16) % n;
 }
 
-/* The checkpoint words of a [rows, cols] matrix with codes q[o][i], zeros z[g][o] (0..15), written
- * from the formats' description (not from sd_int4.c). */
+/* Element e of a packed vector: value v at bits b * (e % per) of word e / per. */
+static void put_bits(uint32_t *words, int e, int b, uint32_t v) { words[e / (32 / b)] |= v << (b * (e % (32 / b))); }
+
+/* The checkpoint words of a [rows, cols] matrix with codes q[o][i], zeros z[g][o] (0..2^bits - 1),
+ * written from the formats' description (not from sd_int4.c): per = 32 / bits codes per word. */
 static void pack(const q4case *k, const uint8_t *q, const uint8_t *z, int G, uint32_t *qweight, uint32_t *qzeros) {
     static const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7}; /* AWQ: nibble j holds output 8c + order[j] */
-    const int R = k->rows, C = k->cols;
-    if (k->fmt == SD_INT4_CT) { /* weight_packed [R, C / 8]: element 8j + k of a row at bits 4k of word j */
+    const int R = k->rows, C = k->cols, b = k->bits, per = 32 / b;
+    const uint32_t mask = (1u << b) - 1u;
+    memset(qweight, 0, sizeof(uint32_t) * (size_t)(R * C / per));
+    memset(qzeros, 0, sizeof(uint32_t) * (size_t)(G * R / per));
+    if (k->fmt == SD_INT4_CT) { /* weight_packed [R, C / per] row by row; weight_zero_point [R / per, G] */
         for (int o = 0; o < R; o++)
-            for (int j = 0; j < C / 8; j++) {
-                uint32_t w = 0;
-                for (int b = 0; b < 8; b++) w |= (uint32_t)q[o * C + 8 * j + b] << (4 * b);
-                qweight[o * (C / 8) + j] = w;
-            }
-        for (int w8 = 0; w8 < R / 8; w8++) /* weight_zero_point [R / 8, G], packed along the outputs */
-            for (int g = 0; g < G; g++) {
-                uint32_t w = 0;
-                for (int b = 0; b < 8; b++) w |= (uint32_t)z[g * R + 8 * w8 + b] << (4 * b);
-                qzeros[w8 * G + g] = w;
-            }
+            for (int i = 0; i < C; i++) put_bits(qweight + o * (C / per), i, b, q[o * C + i]);
+        for (int g = 0; g < G; g++) /* packed along the outputs: word [o / per, g] */
+            for (int o = 0; o < R; o++) qzeros[(o / per) * G + g] |= (uint32_t)z[g * R + o] << (b * (o % per));
         return;
     }
-    if (k->fmt == SD_INT4_AWQ) {
+    if (k->fmt == SD_INT4_AWQ) { /* qweight [C, R / 8] with the interleave; qzeros [G, R / 8] likewise */
         for (int i = 0; i < C; i++)
-            for (int c = 0; c < R / 8; c++) {
-                uint32_t w = 0;
-                for (int j = 0; j < 8; j++) w |= (uint32_t)q[(8 * c + order[j]) * C + i] << (4 * j);
-                qweight[i * (R / 8) + c] = w;
-            }
-    } else {
-        for (int r = 0; r < C / 8; r++)
-            for (int o = 0; o < R; o++) {
-                uint32_t w = 0;
-                for (int j = 0; j < 8; j++) w |= (uint32_t)q[o * C + 8 * r + j] << (4 * j);
-                qweight[r * R + o] = w;
-            }
+            for (int c = 0; c < R / 8; c++)
+                for (int j = 0; j < 8; j++) qweight[i * (R / 8) + c] |= (uint32_t)q[(8 * c + order[j]) * C + i] << (4 * j);
+        for (int g = 0; g < G; g++)
+            for (int c = 0; c < R / 8; c++)
+                for (int j = 0; j < 8; j++) qzeros[g * (R / 8) + c] |= (uint32_t)z[g * R + 8 * c + order[j]] << (4 * j);
+        return;
     }
+    /* GPTQ: qweight [C / per, R] (word [r, o]: inputs per * r ..), qzeros [G, R / per], v1 stores zero - 1 */
+    for (int i = 0; i < C; i++)
+        for (int o = 0; o < R; o++) qweight[(i / per) * R + o] |= (uint32_t)q[o * C + i] << (b * (i % per));
     for (int g = 0; g < G; g++)
-        for (int c = 0; c < R / 8; c++) {
-            uint32_t w = 0;
-            for (int j = 0; j < 8; j++) {
-                const int o = 8 * c + (k->fmt == SD_INT4_AWQ ? order[j] : j);
-                const uint32_t stored = k->fmt == SD_INT4_GPTQ ? (uint32_t)(z[g * R + o] + 15) & 15u : z[g * R + o];
-                w |= stored << (4 * j);
-            }
-            qzeros[g * (R / 8) + c] = w;
+        for (int o = 0; o < R; o++) {
+            const uint32_t stored = k->fmt == SD_INT4_GPTQ ? (uint32_t)(z[g * R + o] + mask) & mask : z[g * R + o];
+            put_bits(qzeros + g * (R / per), o, b, stored);
         }
 }
 
@@ -143,7 +136,7 @@ static void one_case(const q4case *k) {
     const int R = k->rows, C = k->cols, group = k->group ? k->group : C, G = (C + group - 1) / group;
     static uint8_t q[MAXR * MAXC], z[MAXC * MAXR];
     static uint16_t s16[MAXC * MAXR];
-    static uint32_t qweight[MAXR * MAXC / 8], qzeros[MAXC * MAXR / 8];
+    static uint32_t qweight[MAXR * MAXC / 4], qzeros[MAXC * MAXR / 4];
     static int32_t gidx[MAXC];
     int perm[MAXC];
     for (int i = 0; i < C; i++) perm[i] = i;
@@ -152,29 +145,31 @@ static void one_case(const q4case *k) {
         perm[i] = perm[j], perm[j] = t;
     }
     for (int i = 0; i < C; i++) gidx[i] = perm[i] / group;
-    for (int i = 0; i < R * C; i++) q[i] = (uint8_t)rnd(16);
+    const unsigned levels = 1u << k->bits; /* codes and zeros 0 .. levels - 1 */
+    for (int i = 0; i < R * C; i++) q[i] = (uint8_t)rnd(levels);
     static uint16_t s_ct[MAXR * MAXC]; /* compressed-tensors' weight_scale is [R, G] (bf16 here) */
     for (int i = 0; i < G * R; i++) {
-        z[i] = (uint8_t)(k->sym ? 8 : i % 7 == 0 ? 0 : i % 11 == 0 ? 15 : rnd(16)); /* zero 0: GPTQ v1 stores 15 */
+        z[i] = (uint8_t)(k->sym ? levels / 2 : i % 7 == 0 ? 0 : i % 11 == 0 ? levels - 1 : rnd(levels)); /* zero 0: v1 stores all ones */
         const float sv = (float)(0.001 + 0.01 * rnd(100) / (1.0 + (i % 3)));
         s16[i] = k->fmt == SD_INT4_CT ? sd_f32_to_bf16(sv) : sd_f32_to_f16(sv);
         s_ct[(i % R) * G + i / R] = s16[i];
     }
     pack(k, q, z, G, qweight, qzeros);
     const int ct = k->fmt == SD_INT4_CT;
-    const sd_int4_src src = {k->fmt, R, C, group, (const uint8_t *)qweight,
+    const sd_int4_src src = {k->fmt, k->bits, R, C, group, (const uint8_t *)qweight,
                              ct && k->sym ? NULL : (const uint8_t *)qzeros, (const uint8_t *)(ct ? s_ct : s16),
                              ct ? SD_BF16 : SD_F16,
                              k->fmt == SD_INT4_AWQ || (ct && !k->act_order) ? NULL : (const uint8_t *)gidx};
-    void *buf = calloc(1, sd_int4_bytes(R, C, group));
+    void *buf = calloc(1, sd_int4_bytes(k->bits, R, C, group));
     sd_tensor w;
     char why[160] = "";
     SD_CHECK(buf && sd_int4_repack(&src, buf, &w, why, sizeof why), "%s: repack: %s", k->name, why);
     if (!buf) return;
     const sd_int4_meta *meta = sd_int4_meta_of(&w);
-    SD_CHECK((meta->gidx != NULL) == (k->act_order != 0) && meta->n_groups == G && meta->group == group,
-             "%s: g_idx kept only when permuted (%p), %d groups of %d", k->name, (const void *)meta->gidx,
-             (int)meta->n_groups, (int)meta->group);
+    SD_CHECK((meta->gidx != NULL) == (k->act_order != 0) && meta->n_groups == G && meta->group == group &&
+                 meta->bits == k->bits && w.dtype == (k->bits == 8 ? SD_INT8 : SD_INT4),
+             "%s: g_idx kept only when permuted (%p), %d groups of %d, %d-bit", k->name, (const void *)meta->gidx,
+             (int)meta->n_groups, (int)meta->group, (int)meta->bits);
     static double ref[MAXR * MAXC];
     for (int o = 0; o < R; o++)
         for (int i = 0; i < C; i++) {
@@ -204,16 +199,16 @@ static void refusals(void) {
     for (int i = 0; i < 2 * R; i++) s16[i] = sd_f32_to_f16(0.5f);
     for (int i = 0; i < C; i++) gi[i] = i / 8;
     gi[5] = 2;
-    sd_int4_src src = {SD_INT4_GPTQ, R, C, 8, (const uint8_t *)qw, (const uint8_t *)qz, (const uint8_t *)s16, SD_F16,
+    sd_int4_src src = {SD_INT4_GPTQ, 4, R, C, 8, (const uint8_t *)qw, (const uint8_t *)qz, (const uint8_t *)s16, SD_F16,
                        (const uint8_t *)gi};
-    void *buf = calloc(1, sd_int4_bytes(R, C, 8));
+    void *buf = calloc(1, sd_int4_bytes(4, R, C, 8));
     sd_tensor w;
     char why[160] = "";
     SD_CHECK(buf && !sd_int4_repack(&src, buf, &w, why, sizeof why) && strstr(why, "g_idx[5] is 2"),
              "a g_idx entry past the groups is refused (%s)", why);
     gi[5] = 0;
     s16[3] = 0x7e00; /* fp16 NaN */
-    memset(buf, 0, sd_int4_bytes(R, C, 8));
+    memset(buf, 0, sd_int4_bytes(4, R, C, 8));
     SD_CHECK(buf && !sd_int4_repack(&src, buf, &w, why, sizeof why) && strstr(why, "scale of group 0, output 3 is nan"),
              "a NaN scale is refused (%s)", why);
     free(buf);
@@ -238,16 +233,20 @@ static specdec_status altered(const char *fx, const char *base, const char *scra
     return st;
 }
 
-static specdec_model *load_fixture(const char *fx, const char *name) {
+static specdec_model *load_fixture_as(const char *fx, const char *name, specdec_dtype want) {
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", fx, name);
     specdec_model *m = NULL;
     SD_CHECK(specdec_model_load(p, NULL, &m) == SPECDEC_OK, "load %s: %s", p, specdec_last_error());
     if (!m) return NULL;
     specdec_model_info info;
-    SD_CHECK(specdec_model_get_info(m, &info) == SPECDEC_OK && info.dtype == SPECDEC_DTYPE_INT4,
-             "%s: model_info.dtype INT4 (%d)", name, (int)info.dtype);
+    SD_CHECK(specdec_model_get_info(m, &info) == SPECDEC_OK && info.dtype == want, "%s: model_info.dtype %d (want %d)",
+             name, (int)info.dtype, (int)want);
     return m;
+}
+
+static specdec_model *load_fixture(const char *fx, const char *name) {
+    return load_fixture_as(fx, name, SPECDEC_DTYPE_INT4);
 }
 
 static void fixtures(const char *fx, const char *scratch) {
@@ -291,13 +290,35 @@ static void fixtures(const char *fx, const char *scratch) {
                  "qwen3_ct_w4a16_asym: layer 1's o_proj (in ignore) F32, the other projections INT4");
         specdec_model_free(m);
     }
+    m = load_fixture_as(fx, "qwen2_gptq_int8", SPECDEC_DTYPE_INT8);
+    if (m) {
+        const sd_layer *L = &m->w.layers[1];
+        const sd_int4_meta *q = L->w_gate.dtype == SD_INT8 ? sd_int4_meta_of(&L->w_gate) : NULL;
+        SD_CHECK(q && q->bits == 8 && q->group == 16 && !q->gidx && L->wq.dtype == SD_INT8 && L->bq.dtype == SD_F32,
+                 "qwen2_gptq_int8: 8-bit projections in groups of 16, biases F32");
+        specdec_model_free(m);
+    }
+    m = load_fixture_as(fx, "llama_ct_w8a16", SPECDEC_DTYPE_INT8);
+    if (m) {
+        const sd_tensor *w = &m->w.layers[0].wo;
+        const sd_int4_meta *q = w->dtype == SD_INT8 ? sd_int4_meta_of(w) : NULL;
+        SD_CHECK(q && q->n_groups == 1 && q->group == w->shape[1] && q->zero[0] == 128,
+                 "llama_ct_w8a16: one group per row (channel), symmetric zero 128");
+        specdec_model_free(m);
+    }
     struct {
         const char *base, *name, *from, *to, *cfg_from, *cfg_to, *needle;
         specdec_status want;
     } cases[] = {
+        {"qwen2_gptq_int8", "int8_as_4", NULL, NULL, "\"bits\": 8", "\"bits\": 4",
+         "q_proj.qweight': shape [8, 32], but config.json and quantization_config imply [4, 32]",
+         SPECDEC_ERR_MODEL_MISMATCH},
         {"llama_gptq", "no_qzeros", "layers.0.mlp.down_proj.qzeros", "layers.0.mlp.down_proj.qzeroX", NULL, NULL,
          "missing tensor 'model.layers.0.mlp.down_proj.qzeros'", SPECDEC_ERR_MODEL_MISMATCH},
-        {"llama_gptq", "bits_8", NULL, NULL, "\"bits\": 4", "\"bits\": 8", "bits must be 4", SPECDEC_ERR_UNSUPPORTED},
+        {"llama_gptq", "bits_3", NULL, NULL, "\"bits\": 4", "\"bits\": 3", "bits must be 4 or 8",
+         SPECDEC_ERR_UNSUPPORTED},
+        {"llama_gptq", "bits_8", NULL, NULL, "\"bits\": 4", "\"bits\": 8", "q_proj.qweight': shape [4, 32], but",
+         SPECDEC_ERR_MODEL_MISMATCH},
         {"llama_gptq", "group_32", NULL, NULL, "\"group_size\": 16", "\"group_size\": 32",
          "q_proj.qzeros': shape [2, 4]", SPECDEC_ERR_MODEL_MISMATCH},
         {"llama_gptq", "marlin", NULL, NULL, "\"checkpoint_format\": \"gptq\"", "\"checkpoint_format\": \"mrln\"",
@@ -341,14 +362,18 @@ int main(int argc, char **argv) {
         return 2;
     }
     static const q4case cases[] = {
-        {"gptq_v1_g16", SD_INT4_GPTQ, 24, 48, 16, 0, 0},
-        {"gptq_v2_g12_actorder", SD_INT4_GPTQ_V2, 16, 48, 12, 1, 0},
-        {"awq_g16", SD_INT4_AWQ, 24, 48, 16, 0, 0},
-        {"gptq_v1_per_column", SD_INT4_GPTQ, 8, 40, 0, 0, 0},
-        {"awq_g8_narrow", SD_INT4_AWQ, 8, 16, 8, 0, 0},
-        {"ct_sym_g16", SD_INT4_CT, 24, 48, 16, 0, 1},
-        {"ct_asym_g16_actorder", SD_INT4_CT, 16, 48, 16, 1, 0},
-        {"ct_channel", SD_INT4_CT, 8, 40, 0, 0, 1},
+        {"gptq_v1_g16", SD_INT4_GPTQ, 24, 48, 16, 0, 0, 4},
+        {"gptq_v2_g12_actorder", SD_INT4_GPTQ_V2, 16, 48, 12, 1, 0, 4},
+        {"awq_g16", SD_INT4_AWQ, 24, 48, 16, 0, 0, 4},
+        {"gptq_v1_per_column", SD_INT4_GPTQ, 8, 40, 0, 0, 0, 4},
+        {"awq_g8_narrow", SD_INT4_AWQ, 8, 16, 8, 0, 0, 4},
+        {"ct_sym_g16", SD_INT4_CT, 24, 48, 16, 0, 1, 4},
+        {"ct_asym_g16_actorder", SD_INT4_CT, 16, 48, 16, 1, 0, 4},
+        {"ct_channel", SD_INT4_CT, 8, 40, 0, 0, 1, 4},
+        {"gptq8_v1_g16", SD_INT4_GPTQ, 24, 48, 16, 0, 0, 8},
+        {"gptq8_v2_g12_actorder", SD_INT4_GPTQ_V2, 16, 48, 12, 1, 0, 8},
+        {"ct8_sym_channel", SD_INT4_CT, 8, 40, 0, 0, 1, 8},
+        {"ct8_asym_g16", SD_INT4_CT, 16, 48, 16, 0, 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) one_case(&cases[i]);
     refusals();

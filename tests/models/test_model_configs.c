@@ -325,16 +325,22 @@ static void int4_configs(void) {
     sd_config c;
     ok("gptq", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, \"group_size\": 128, "
        "\"desc_act\": true, \"sym\": false}", &c);
-    SD_CHECK(c.int4_fmt == SD_INT4_GPTQ && c.int4_group == 128 && sd_cfg_cpu_only(&c) && strstr(sd_cfg_cpu_only(&c), "GPTQ"),
-             "gptq: v1 format, group 128, CPU only");
+    SD_CHECK(c.int4_fmt == SD_INT4_GPTQ && c.int4_group == 128 && c.int4_bits == 4 && sd_cfg_cpu_only(&c) &&
+                 strstr(sd_cfg_cpu_only(&c), "GPTQ"),
+             "gptq: v1 format, 4 bits, group 128, CPU only");
     ok("gptq v2 per column", "Qwen3ForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, "
        "\"group_size\": -1, \"checkpoint_format\": \"gptq_v2\", \"lm_head\": false}", &c);
     SD_CHECK(c.int4_fmt == SD_INT4_GPTQ_V2 && c.int4_group == 0, "gptq_v2, group_size -1 (one group) read as 0");
     ok("awq", "Qwen2ForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, \"group_size\": 64, "
        "\"zero_point\": true, \"version\": \"GEMM\", \"modules_to_not_convert\": [\"visual\"]}", &c);
     SD_CHECK(c.int4_fmt == SD_INT4_AWQ && c.int4_group == 64, "awq: GEMM (any case), group 64");
-    bad("gptq 8 bits", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 8, "
-        "\"group_size\": 128}", U, "bits must be 4 for gptq");
+    ok("gptq 8 bits", "Qwen2ForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 8, "
+       "\"group_size\": 128}", &c);
+    SD_CHECK(c.int4_fmt == SD_INT4_GPTQ && c.int4_bits == 8, "gptq bits 8 (Qwen's -GPTQ-Int8)");
+    bad("gptq 3 bits", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 3, "
+        "\"group_size\": 128}", U, "bits must be 4 or 8 for gptq");
+    bad("awq 8 bits", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 8, "
+        "\"group_size\": 128}", U, "bits must be 4 for awq");
     bad("gptq no group", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4}", F,
         "group_size must be an integer in 1..65536 or -1");
     bad("gptq group 0", "LlamaForCausalLM", "\"quantization_config\": {\"quant_method\": \"gptq\", \"bits\": 4, "
@@ -409,8 +415,10 @@ static void int4_configs(void) {
     bad("ct w4a8", "LlamaForCausalLM",
         CT_Q("pack-quantized", CT_W("4", CT_G64, "false"), ", \"input_activations\": {\"num_bits\": 8}", ""), U,
         "quantizes activations");
-    bad("ct 8 bits", "LlamaForCausalLM", CT_Q("pack-quantized", CT_W("8", CT_G64, "false"), CT_NOACT, ""), U,
-        "only 4-bit \"int\" weights");
+    ok("ct 8 bits", "LlamaForCausalLM", CT_Q("pack-quantized", CT_W("8", CT_G64, "false"), CT_NOACT, ""), &c);
+    SD_CHECK(c.int4_fmt == SD_INT4_CT && c.int4_bits == 8, "compressed-tensors W8A16: 8-bit ints");
+    bad("ct 2 bits", "LlamaForCausalLM", CT_Q("pack-quantized", CT_W("2", CT_G64, "false"), CT_NOACT, ""), U,
+        "only 4- or 8-bit \"int\" weights");
     bad("ct tensor", "LlamaForCausalLM",
         CT_Q("pack-quantized", CT_W("4", "\"strategy\": \"tensor\"", "false"), CT_NOACT, ""), U, "strategy must be");
     bad("ct dynamic", "LlamaForCausalLM", CT_Q("pack-quantized", CT_W("4", CT_G64, "true"), CT_NOACT, ""), U,

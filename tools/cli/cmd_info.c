@@ -13,6 +13,7 @@ static const char *info_dtype_name(specdec_dtype d) {
     case SPECDEC_DTYPE_BF16: return "BF16";
     case SPECDEC_DTYPE_FP8_E4M3: return "FP8_E4M3 (block-scaled; CPU backend)";
     case SPECDEC_DTYPE_INT4: return "INT4 (GPTQ / AWQ / compressed-tensors, group-quantized; CPU backend)";
+    case SPECDEC_DTYPE_INT8: return "INT8 (GPTQ / compressed-tensors, group-quantized; CPU backend)";
     }
     return "?";
 }
