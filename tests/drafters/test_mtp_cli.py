@@ -8,7 +8,8 @@ with its checkpoint's MTP layer, random weights, an 80-id tokenizer: tools/gen_m
 Checks: greedy output with the MTP layer drafting equals plain decoding (--drafter none) token for
 token, in match mode too (temperature 0.9, same seed), and as a tree, and under a --regex grammar
 (chain and tree); the statistics name the drafter "mtp" and it drafted; `specdec info` prints mtp_layers for the checkpoint (and the FP8 dtype
-of qwen3_fp8, which has no such layer; INT4 for qwen3_awq); -md naming the same checkpoint is accepted; --drafter mtp on a model
+of qwen3_fp8, which has no such layer; INT4 for qwen3_awq, INT8 for qwen2_gptq_int8, FP8 for a
+compressed-tensors FP8-dynamic model); -md naming the same checkpoint is accepted; --drafter mtp on a model
 without an MTP layer (glm4_moe_flat) exits 1 naming the missing layer. The server started with
 {"method": "mtp"} (vLLM's "deepseek_mtp" spelling too) answers completions equal to plain decoding
 with "speculative": {"draft_method": "mtp"}; a request asking "eagle3" there, or "mtp" on a server
@@ -67,6 +68,14 @@ check(info.returncode == 0 and "mtp_layers" not in info.stdout and "dtype:      
 info = subprocess.run([BIN, "info", "-m", os.path.join(FIX, "qwen3_awq")], capture_output=True, text=True, timeout=60)
 check(info.returncode == 0 and "dtype:                   INT4 (GPTQ / AWQ" in info.stdout,
       f"info of a 4-bit AWQ model: {info.stdout[-400:]!r}")
+info = subprocess.run([BIN, "info", "-m", os.path.join(FIX, "qwen2_gptq_int8")], capture_output=True, text=True,
+                      timeout=60)
+check(info.returncode == 0 and "dtype:                   INT8 (GPTQ" in info.stdout,
+      f"info of an 8-bit GPTQ model: {info.stdout[-400:]!r}")
+info = subprocess.run([BIN, "info", "-m", os.path.join(FIX, "llama_ct_fp8_channel")], capture_output=True, text=True,
+                      timeout=60)
+check(info.returncode == 0 and "dtype:                   FP8_E4M3 (scaled per block, channel" in info.stdout,
+      f"info of a compressed-tensors FP8-dynamic model: {info.stdout[-400:]!r}")
 
 # batch: the scheduler (2 sequences at once) with the MTP layer, greedy
 prompts = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"mtp_prompts_{os.getpid()}.txt")

@@ -11,7 +11,7 @@ static const char *info_dtype_name(specdec_dtype d) {
     case SPECDEC_DTYPE_F32: return "F32";
     case SPECDEC_DTYPE_F16: return "F16";
     case SPECDEC_DTYPE_BF16: return "BF16";
-    case SPECDEC_DTYPE_FP8_E4M3: return "FP8_E4M3 (block-scaled; CPU backend)";
+    case SPECDEC_DTYPE_FP8_E4M3: return "FP8_E4M3 (scaled per block, channel or tensor; CPU backend)";
     case SPECDEC_DTYPE_INT4: return "INT4 (GPTQ / AWQ / compressed-tensors, group-quantized; CPU backend)";
     case SPECDEC_DTYPE_INT8: return "INT8 (GPTQ / compressed-tensors, group-quantized; CPU backend)";
     }
