@@ -459,6 +459,21 @@ def save_fp8(name, model, d):
         json.dump(cfg, f, indent=2)
 
 
+def logits_diff(hf, ids, logits):
+    """Max |logit| difference between transformers' model hf on the prompt ids and the reference logits."""
+    with torch.no_grad():
+        return np.abs(hf(input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
+                      - logits).max()
+
+
+def require_logits(d, hf, ids, logits, what):
+    """logits_diff, which must be within 1e-5 (else the script stops naming `what`)."""
+    err = logits_diff(hf, ids, logits)
+    if err > 1e-5:
+        sys.exit(f"{d}: transformers' {what} differs from the reference logits by {err:g}")
+    return err
+
+
 def check_fp8(d, model, ids, logits):
     """transformers' own fine-grained FP8 reader, dequantizing on the CPU, must give back exactly the
     weights this script wrote and the same logits."""
@@ -469,11 +484,7 @@ def check_fp8(d, model, ids, logits):
     for n, p in hf.named_parameters():
         if n in mine and not torch.equal(p.detach().float(), mine[n].detach().float()):
             sys.exit(f"{d}: transformers reads {n} differently from the FP8 this script wrote")
-    with torch.no_grad():
-        theirs = hf(input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
-    err = np.abs(theirs - logits).max()
-    if err > 1e-5:
-        sys.exit(f"{d}: transformers' dequantized FP8 model differs from the reference logits by {err:g}")
+    err = require_logits(d, hf, ids, logits, "dequantized FP8 model")
     print(f"{os.path.basename(d)}: transformers' FP8 reader gives the same weights and logits (max diff {err:.1e})")
 
 
@@ -648,9 +659,8 @@ def check_int4(d, model, ids, logits, qcfg):
     bits, maxq = qcfg["bits"], (1 << qcfg["bits"]) - 1
     if not awq:
         zeros = gptq_decode(d, saved, mine, model.int4_tensors, bits, qcfg["group_size"])
-    x_ids = torch.from_numpy(ids[None].astype(np.int64))
+    as_loaded = logits_diff(hf, ids, logits)
     with torch.no_grad():
-        as_loaded = np.abs(hf(input_ids=x_ids).logits[0].float().numpy() - logits).max()
         for n, mod in list(hf.named_modules()):
             if not hasattr(mod, "qweight"):
                 continue
@@ -694,10 +704,7 @@ def check_int4(d, model, ids, logits, qcfg):
         for n, p in hf.named_parameters():
             if n in mine and not torch.equal(p.detach().float(), mine[n].detach()):
                 sys.exit(f"{d}: transformers reads {n} differently from what this script wrote")
-        theirs = hf(input_ids=x_ids).logits[0].float().numpy()
-    err = np.abs(theirs - logits).max()
-    if err > 1e-5:
-        sys.exit(f"{d}: transformers' {qcfg['quant_method']} model differs from the reference logits by {err:g}")
+    err = require_logits(d, hf, ids, logits, f"{qcfg['quant_method']} model")
     own = "" if awq else f"decoded here (stored zeros {min(zeros)}..{max(zeros)}, {len(zeros)} values) and "
     print(f"{os.path.basename(d)}: {own}gptqmodel dequantizes the {n_int4} {bits}-bit modules transformers loaded "
           f"exactly as written, other weights and logits the same (max diff {err:.1e}; as loaded, with its float16 "
@@ -880,10 +887,9 @@ def ct_reload(d, model, ids, logits, spec, saved, compressor, scheme):
             sys.exit(f"{d}: {mod} (ignored) is not saved as its float32 weight")
     hf = type(model).from_pretrained(d, dtype=torch.float32, attn_implementation="eager", device_map="cpu",
                                      quantization_config=CompressedTensorsConfig(dequantize=True)).eval()
-    x_ids = torch.from_numpy(ids[None].astype(np.int64))
     exact = 0
+    as_loaded = logits_diff(hf, ids, logits)
     with torch.no_grad():
-        as_loaded = np.abs(hf(input_ids=x_ids).logits[0].float().numpy() - logits).max()
         for mod in model.ct_codes:
             w = mine[mod + ".weight"]
             loaded = hf.get_parameter(mod + ".weight")
@@ -903,10 +909,7 @@ def ct_reload(d, model, ids, logits, spec, saved, compressor, scheme):
                 sys.exit(f"{d}: transformers reads {n} differently from what this script wrote")
         if len(list(hf.named_parameters())) != len(mine):
             sys.exit(f"{d}: transformers' model has other parameters than this script's")
-        theirs = hf(input_ids=x_ids).logits[0].float().numpy()
-    err = np.abs(theirs - logits).max()
-    if err > 1e-5:
-        sys.exit(f"{d}: transformers' compressed-tensors model differs from the reference logits by {err:g}")
+    err = require_logits(d, hf, ids, logits, "compressed-tensors model")
     return exact, as_loaded, err
 
 
@@ -1258,11 +1261,7 @@ def check_mxfp4(d, model, ids, logits):
     for n, p in hf.named_parameters():
         if "experts" in n and not torch.equal(p.detach().float(), mine[n].detach().float()):
             sys.exit(f"{d}: transformers reads {n} differently from the MXFP4 this script wrote")
-    with torch.no_grad():
-        theirs = hf(input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
-    err = np.abs(theirs - logits).max()
-    if err > 1e-5:
-        sys.exit(f"{d}: transformers' dequantized model differs from the reference logits by {err:g}")
+    err = require_logits(d, hf, ids, logits, "dequantized model")
     print(f"{os.path.basename(d)}: transformers' MXFP4 reader gives the same experts and logits (max diff {err:.1e})")
 
 

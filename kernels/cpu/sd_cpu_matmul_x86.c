@@ -217,12 +217,12 @@ SD_AVX2_INLINE __m256 f8_decode8(__m128i codes8) {
     return _mm256_castsi256_ps(_mm256_or_si256(bits, sign));
 }
 
-/* What every chunk of up to four rows of an FP8 or INT4 matrix needs, found once per q_rows call (no
+/* What every chunk of up to four rows of an FP8, INT4 or INT8 matrix needs, found once per q_rows call (no
  * division per chunk: a block or group of a power-of-two width is found by a shift). */
 typedef struct q_ctx {
     int64_t unit;  /* FP8: bn (columns per block); INT4: columns per group */
     int shift;     /* log2(unit) when unit is a power of two, else -1 */
-    int bits;      /* INT4 / INT8: 4 or 8 (codes two per byte or one) */
+    int bits;      /* INT4 / INT8: 4 or 8 (codes two per byte or one); FP8: 0 */
     const int32_t *gidx;      /* INT4 act-order: each column's group, else NULL */
     const uint8_t *codes[4];  /* each row's codes */
     const float *scale[4];    /* FP8: the scales of the row's block row; INT4: the row's group scales */
@@ -259,6 +259,39 @@ SD_AVX2_INLINE void q_ctx_init(const sd_x86_mm *m, int64_t o0, int R, q_ctx *q) 
         if ((int64_t)1 << b == unit) q->shift = b;
 }
 
+/* Eight columns [c, c + 8) of row r as floats, in registers: the values sd_cpu_fp8_elem / sd_cpu_int4_value
+ * give. u is the block / group of all eight (units of a multiple of 8 columns), except with an INT g_idx,
+ * where each lane's group scale and zero are gathered by its column's group.
+ * FP8: (c & 0x7f) << 20 read as a float is the code's magnitude times 2^-120 (f8_decode8), times the block's
+ * scale. INT4 / INT8 (GPTQ / AWQ / compressed-tensors, SD_INT4, SD_INT8): eight codes from one 32-bit load,
+ * lane j shifted right by 4j and masked (INT8: eight bytes zero-extended), minus the group's zero as
+ * integers, converted (exact: |q - z| < 256), times the group's scale. */
+SD_AVX2_INLINE __m256 q_decode8(const q_ctx *q, int r, int64_t c, int64_t u) {
+    if (!q->bits)
+        return _mm256_mul_ps(f8_decode8(_mm_loadl_epi64((const __m128i *)(q->codes[r] + c))),
+                             _mm256_set1_ps(q->scale[r][u]));
+    __m256i v;
+    if (q->bits == 8) {
+        v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(q->codes[r] + c)));
+    } else {
+        const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mask = _mm256_set1_epi32(15);
+        uint32_t w;
+        memcpy(&w, q->codes[r] + c / 2, 4);
+        v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
+    }
+    __m256i z;
+    __m256 s;
+    if (q->gidx) {
+        const __m256i gi = _mm256_loadu_si256((const __m256i *)(const void *)(q->gidx + c));
+        z = _mm256_i32gather_epi32((const int *)q->zero[r], gi, 4);
+        s = _mm256_i32gather_ps(q->scale[r], gi, 4);
+    } else {
+        z = _mm256_set1_epi32(q->zero[r][u]);
+        s = _mm256_set1_ps(q->scale[r][u]);
+    }
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, z)), s);
+}
+
 /* Columns [c0, c0 + k) of row r (k <= 32) of an FP8 matrix as floats: codes decoded, times their
  * blocks' scales. */
 SD_AVX2_INLINE void f8_decode(const q_ctx *q, int r, int64_t c0, int k, float *out) {
@@ -270,8 +303,7 @@ SD_AVX2_INLINE void f8_decode(const q_ctx *q, int r, int64_t c0, int k, float *o
         int64_t blk = q_unit_of(q, c0), left = (blk + 1) * bn - c0; /* the block of column c0 + j, its columns left */
         for (; j + 8 <= k; j += 8, left -= 8) {
             if (!left) blk++, left = bn;
-            const __m256 sv = _mm256_set1_ps(srow[blk]);
-            _mm256_storeu_ps(out + j, _mm256_mul_ps(f8_decode8(_mm_loadl_epi64((const __m128i *)(codes + j))), sv));
+            _mm256_storeu_ps(out + j, q_decode8(q, r, c0 + j, blk));
         }
         for (; j < k; j++) out[j] = sd_cpu_fp8_e4m3(codes[j]) * srow[q_unit_of(q, c0 + j)];
         return;
@@ -285,31 +317,18 @@ SD_AVX2_INLINE void f8_decode(const q_ctx *q, int r, int64_t c0, int k, float *o
     }
 }
 
-/* ---- INT4 / INT8 (GPTQ / AWQ / compressed-tensors, core/sd_weights.h SD_INT4, SD_INT8): eight codes of a
- * row from one 32-bit load, lane j shifted right by 4j and masked (INT8: eight bytes zero-extended),
- * minus the group's zero as integers, converted (exact: |q - z| < 256) and multiplied by the group's
- * scale: the float sd_cpu_int4_value gives. Groups of a multiple of 8 columns in order (no g_idx) take
- * this path; others decode column by column. */
+/* Columns [c0, c0 + k) of row r (k <= 32) of an INT4 / INT8 matrix as floats: eight at a time (q_decode8)
+ * where groups of a multiple of 8 columns come in order (no g_idx), else column by column. */
 SD_AVX2_INLINE void i4_decode(const q_ctx *q, int r, int64_t c0, int k, float *out) {
     const uint8_t *codes = q->codes[r];
     const float *sc = q->scale[r];
     const int32_t *zr = q->zero[r];
     int j = 0;
     if (!q->gidx && q->unit % 8 == 0 && c0 % 8 == 0) {
-        const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mask = _mm256_set1_epi32(15);
         int64_t g = q_unit_of(q, c0), left = (g + 1) * q->unit - c0; /* the group of column c0 + j, its columns left */
         for (; j + 8 <= k; j += 8, left -= 8) {
             if (!left) g++, left = q->unit;
-            __m256i v;
-            if (q->bits == 8) {
-                v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(codes + c0 + j)));
-            } else {
-                uint32_t w;
-                memcpy(&w, codes + (c0 + j) / 2, 4);
-                v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
-            }
-            const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(v, _mm256_set1_epi32(zr[g])));
-            _mm256_storeu_ps(out + j, _mm256_mul_ps(f, _mm256_set1_ps(sc[g])));
+            _mm256_storeu_ps(out + j, q_decode8(q, r, c0 + j, g));
         }
     }
     for (; j < k; j++) {
@@ -319,49 +338,21 @@ SD_AVX2_INLINE void i4_decode(const q_ctx *q, int r, int64_t c0, int k, float *o
     }
 }
 
-/* Eight columns [c, c + 8) of row r as floats, in registers: the values f8_decode / i4_decode store. u is
- * the block / group of all eight (units of a multiple of 8 columns), except with an INT4 g_idx, where
- * each lane's group scale and zero are gathered by its column's group. */
-SD_AVX2_INLINE __m256 q_decode8(const sd_x86_mm *m, const q_ctx *q, int r, int64_t c, int64_t u) {
-    if (sd_dtype_is_int(m->dtype)) {
-        __m256i v;
-        if (m->dtype == SD_INT8) {
-            v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(q->codes[r] + c)));
-        } else {
-            const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28), mask = _mm256_set1_epi32(15);
-            uint32_t w;
-            memcpy(&w, q->codes[r] + c / 2, 4);
-            v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
-        }
-        __m256i z;
-        __m256 s;
-        if (q->gidx) {
-            const __m256i gi = _mm256_loadu_si256((const __m256i *)(const void *)(q->gidx + c));
-            z = _mm256_i32gather_epi32((const int *)q->zero[r], gi, 4);
-            s = _mm256_i32gather_ps(q->scale[r], gi, 4);
-        } else {
-            z = _mm256_set1_epi32(q->zero[r][u]);
-            s = _mm256_set1_ps(q->scale[r][u]);
-        }
-        return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, z)), s);
-    }
-    return _mm256_mul_ps(f8_decode8(_mm_loadl_epi64((const __m128i *)(q->codes[r] + c))), _mm256_set1_ps(q->scale[r][u]));
-}
-
-#ifndef SD_Q_ROWS8_MAX_TOKENS
+/* Up to this many tokens q_rows decodes in registers (q_rows8); more keep each chunk decoded once in a buffer
+ * for all of them (bench/cpu/bench_matmul_int4: 8 tokens 0.85x BF16's time in registers, 16 tokens faster
+ * through the buffer). */
 #define SD_Q_ROWS8_MAX_TOKENS 8
-#endif
 /* The fast path of q_rows: columns [0, end8) eight at a time, decoded in registers (no store of the
  * decoded values), each 8 columns of the R rows serving every token; per (row, token) the fused
  * multiply-adds in column order, four columns per step: block()'s sums. */
-SD_AVX2_INLINE void q_rows8(const sd_x86_mm *m, const q_ctx *q, int R, const float *const *x, int n, int64_t end8,
+SD_AVX2_INLINE void q_rows8(const q_ctx *q, int R, const float *const *x, int n, int64_t end8,
                             __m256d acc[4][SD_CPU_X86_TOKEN_CHUNK]) {
     int64_t u = 0, left = q->unit; /* (with a g_idx, u is not used) */
     for (int64_t c = 0; c < end8; c += 8, left -= 8) {
         if (left <= 0) u++, left = q->unit;
         __m256d lo[4], hi[4];
         for (int r = 0; r < R; r++) {
-            const __m256 f = q_decode8(m, q, r, c, u);
+            const __m256 f = q_decode8(q, r, c, u);
             lo[r] = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
             hi[r] = _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1));
         }
@@ -372,9 +363,9 @@ SD_AVX2_INLINE void q_rows8(const sd_x86_mm *m, const q_ctx *q, int R, const flo
     }
 }
 
-/* Columns [c0, c0 + k) of row r (k <= 32) of an FP8 or INT4 matrix as floats. */
-SD_AVX2_INLINE void q_decode(const sd_x86_mm *m, const q_ctx *q, int r, int64_t c0, int k, float *out) {
-    if (sd_dtype_is_int(m->dtype)) i4_decode(q, r, c0, k, out);
+/* Columns [c0, c0 + k) of row r (k <= 32) of an FP8, INT4 or INT8 matrix as floats. */
+SD_AVX2_INLINE void q_decode(const q_ctx *q, int r, int64_t c0, int k, float *out) {
+    if (q->bits) i4_decode(q, r, c0, k, out);
     else f8_decode(q, r, c0, k, out);
 }
 
@@ -394,14 +385,14 @@ SD_AVX2_INLINE void q_rows(const sd_x86_mm *m, int64_t o0, int R, const float *c
     int64_t from = 0; /* the columns q_rows8 did */
     if ((q.unit % 8 == 0 || q.gidx) && n <= SD_Q_ROWS8_MAX_TOKENS) { /* (a g_idx: any width, gathered per lane) */
         from = cols & ~(int64_t)7;
-        if (n == 1) q_rows8(m, &q, R, x, 1, from, acc); /* one token (a decode step): its sums in registers */
-        else q_rows8(m, &q, R, x, n, from, acc);
+        if (n == 1) q_rows8(&q, R, x, 1, from, acc); /* one token (a decode step): its sums in registers */
+        else q_rows8(&q, R, x, n, from, acc);
     }
     for (int64_t c0 = from; c0 < end4; c0 += 32) {
         const int k = (int)(end4 - c0 < 32 ? end4 - c0 : 32), nq = k / 4; /* k: a multiple of 4 */
         __m256d wv[4][8];
         for (int r = 0; r < R; r++) {
-            q_decode(m, &q, r, c0, k, dec[r]);
+            q_decode(&q, r, c0, k, dec[r]);
             for (int i = 0; i < nq; i++) wv[r][i] = _mm256_cvtps_pd(_mm_loadu_ps(dec[r] + 4 * i));
         }
         for (int t = 0; t < n; t++)
@@ -412,7 +403,7 @@ SD_AVX2_INLINE void q_rows(const sd_x86_mm *m, int64_t o0, int R, const float *c
     }
     for (int r = 0; r < R; r++) {
         float tail[32]; /* q_decode stores 8 at a time: room for that, though at most 3 are used */
-        q_decode(m, &q, r, end4, (int)(cols - end4), tail);
+        q_decode(&q, r, end4, (int)(cols - end4), tail);
         for (int t = 0; t < n; t++)
             y[t][o0 + r] = (float)(finish(acc[r][t], tail, x[t] + end4, 0, cols - end4, SD_F32) + b[r]);
     }

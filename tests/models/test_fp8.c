@@ -28,11 +28,10 @@
 #include <sys/stat.h>
 
 #include "sd_cpu_dequant.h"
-#include "sd_cpu_matmul.h"
-#include "sd_cpu_pool.h"
 #include "sd_model.h"
 #include "sd_test.h"
 #include "sd_test_files.h"
+#include "quant_matmul_check.h"
 #include "specdec.h"
 
 static void codes(void) {
@@ -86,35 +85,8 @@ static void blocks(void) {
     sd_cpu_dequant(&w, 3 * C + 5, C + 5, rng); /* a range across a row boundary */
     for (int i = 0; i < C + 5; i++) bad += (double)rng[i] != (double)(float)ref[3 * C + 5 + i];
     SD_CHECK(bad == 0, "FP8 decode over partial blocks: %d values differ", bad);
-    float x[12 * C], y[12 * R], y0[2][12 * R], rowbuf[C];
-    for (int i = 0; i < 12 * C; i++) x[i] = (float)sin(0.37 * i);
-    int paths = 0;
-    for (int isa = 0; isa < 2; isa++) {
-        if (sd_cpu_matmul_set_isa((sd_cpu_isa)isa) != 0) continue;
-        for (int th = 1; th <= 2; th++) {
-            sd_cpu_pool *pool = th > 1 ? sd_cpu_pool_create(th, C) : NULL;
-            if (pool) sd_cpu_pool_set_min_work(pool, 1);
-            sd_cpu_pool *prev = sd_cpu_pool_bind(pool);
-            for (int n = 1; n <= 12; n = n == 1 ? 4 : n == 4 ? 12 : 13) { /* > 8 tokens: the chunked AVX2 path */
-                sd_cpu_matmul(x, n, &w, NULL, y, rowbuf);
-                double worst = 0;
-                for (int t = 0; t < n; t++)
-                    for (int r = 0; r < R; r++) {
-                        double d = 0, mag = 0;
-                        for (int c = 0; c < C; c++) d += ref[r * C + c] * x[t * C + c], mag += fabs(ref[r * C + c] * x[t * C + c]);
-                        worst = fmax(worst, fabs(d - y[t * R + r]) / (mag + 1e-30));
-                    }
-                SD_CHECK(worst < 1e-6, "FP8 matmul, isa %d, %d threads, %d tokens: relative error %.3g", isa, th, n, worst);
-                if (n == 12 && th == 1) memcpy(y0[isa], y, sizeof y), paths |= 1 << isa;
-                if (n == 12 && th == 2) SD_CHECK(!memcmp(y0[isa], y, sizeof y), "FP8 matmul isa %d: 2 threads differ", isa);
-            }
-            sd_cpu_pool_bind(prev);
-            sd_cpu_pool_destroy(pool);
-        }
-    }
-    SD_CHECK(paths != 3 || !memcmp(y0[0], y0[1], sizeof y0[0]), "FP8 matmul: the AVX2 path differs from the portable one");
-    if (paths != 3) printf("FP8 matmul: the AVX2 path is not available here (compared the portable path only)\n");
-    sd_cpu_matmul_set_isa(sd_cpu_matmul_isa());
+    static const int ns[3] = {1, 4, 12}; /* > 8 tokens: the chunked AVX2 path */
+    quant_matmul_check("FP8", &w, ref, R, C, ns, 0.0);
 }
 
 /* ---- the fixture and altered copies ---- */

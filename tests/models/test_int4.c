@@ -29,13 +29,12 @@
 #include <sys/stat.h>
 
 #include "sd_cpu_dequant.h"
-#include "sd_cpu_matmul.h"
-#include "sd_cpu_pool.h"
 #include "sd_int4.h"
 #include "sd_math.h"
 #include "sd_model.h"
 #include "sd_test.h"
 #include "sd_test_files.h"
+#include "quant_matmul_check.h"
 #include "specdec.h"
 
 #define MAXR 24
@@ -93,45 +92,6 @@ static void pack(const q4case *k, const uint8_t *q, const uint8_t *z, int G, uin
         }
 }
 
-static void matmul_paths(const q4case *k, const sd_tensor *w, const double *ref) {
-    const int R = k->rows, C = k->cols;
-    enum { NT = 12 }; /* up to 8 tokens take the in-register path, more the chunked one */
-    float x[NT * MAXC], y[NT * MAXR], y0[2][NT * MAXR], rowbuf[MAXC];
-    for (int i = 0; i < NT * C; i++) x[i] = (float)sin(0.37 * i + 0.1);
-    int paths = 0;
-    for (int isa = 0; isa < 2; isa++) {
-        if (sd_cpu_matmul_set_isa((sd_cpu_isa)isa) != 0) continue;
-        for (int th = 1; th <= 2; th++) {
-            sd_cpu_pool *pool = th > 1 ? sd_cpu_pool_create(th, C) : NULL;
-            if (pool) sd_cpu_pool_set_min_work(pool, 1);
-            sd_cpu_pool *prev = sd_cpu_pool_bind(pool);
-            for (int n = 1; n <= NT; n = n == 1 ? 3 : n == 3 ? NT : NT + 1) {
-                sd_cpu_matmul(x, n, w, NULL, y, rowbuf);
-                double worst = 0;
-                for (int t = 0; t < n; t++)
-                    for (int r = 0; r < R; r++) {
-                        double d = 0, mag = 0;
-                        for (int c = 0; c < C; c++)
-                            d += ref[r * C + c] * x[t * C + c], mag += fabs(ref[r * C + c] * x[t * C + c]);
-                        worst = fmax(worst, fabs(d - y[t * R + r]) / (mag + 1e-30));
-                    }
-                SD_CHECK(worst < 1e-6, "%s: matmul isa %d, %d threads, %d tokens: relative error %.3g", k->name, isa,
-                         th, n, worst);
-                if (n == NT && th == 1) memcpy(y0[isa], y, sizeof y), paths |= 1 << isa;
-                if (n == NT && th == 2)
-                    SD_CHECK(!memcmp(y0[isa], y, (size_t)(NT * R) * sizeof(float)), "%s: isa %d: 2 threads differ",
-                             k->name, isa);
-            }
-            sd_cpu_pool_bind(prev);
-            sd_cpu_pool_destroy(pool);
-        }
-    }
-    SD_CHECK(paths != 3 || !memcmp(y0[0], y0[1], (size_t)(NT * R) * sizeof(float)),
-             "%s: the AVX2 path differs from the portable one", k->name);
-    if (paths != 3) printf("%s: the AVX2 path is not available here (portable path only)\n", k->name);
-    sd_cpu_matmul_set_isa(sd_cpu_matmul_isa());
-}
-
 static void one_case(const q4case *k) {
     const int R = k->rows, C = k->cols, group = k->group ? k->group : C, G = (C + group - 1) / group;
     static uint8_t q[MAXR * MAXC], z[MAXC * MAXR];
@@ -187,7 +147,8 @@ static void one_case(const q4case *k) {
     sd_cpu_dequant(&w, 2 * C + 5, C + 5, rng); /* across a row boundary */
     for (int i = 0; i < C + 5; i++) bad += (double)rng[i] != ref[2 * C + 5 + i];
     SD_CHECK(bad == 0, "%s: %d decoded values differ from (q - z) x scale", k->name, bad);
-    matmul_paths(k, &w, ref);
+    static const int ns[3] = {1, 3, 12}; /* up to 8 tokens take the in-register path, more the chunked one */
+    quant_matmul_check(k->name, &w, ref, R, C, ns, 0.1);
     free(buf);
 }
 

@@ -960,6 +960,19 @@ static int sd_qc_function(const sd_tool_out *o, const char *f, size_t n, sd_tool
     return GLM_CALL;
 }
 
+/* The end of a whole-output parse: ok, the calls stay and the content is t[0..content_end) (none when
+ * empty), 1; else the calls parsed so far are dropped, 0 (the whole output is content). */
+static int sd_xml_result(sd_tool_result *r, int ok, const char *t, size_t content_end) {
+    if (!ok) {
+        sd_tools_calls_free(r->calls, r->n_calls);
+        r->n_calls = 0;
+        return 0;
+    }
+    r->content = content_end ? t : NULL;
+    r->content_len = content_end;
+    return 1;
+}
+
 /* The calls of block t[a..b) appended to r; 0 when vLLM would raise (or past the limit). */
 static int sd_qc_block(const sd_tool_out *o, const char *t, size_t a, size_t b, sd_tool_result *r) {
     while (a < b) {
@@ -992,17 +1005,9 @@ int sd_tools_qwen3_coder_final(const sd_tool_out *o, const char *t, size_t n, sd
         p = c ? b + GLM_LEN(GLM_CLOSE) : n;
     }
     if (ok && !any) ok = sd_qc_block(o, t, 0, n, r);
-    if (!ok || r->n_calls == 0) {
-        sd_tools_calls_free(r->calls, r->n_calls);
-        r->n_calls = 0;
-        return 0;
-    }
     const char *s = sd_tools_find(t, n, GLM_OPEN);
     if (!s) s = sd_tools_find(t, n, QC_FUNC);
-    r->content = t;
-    r->content_len = (size_t)(s - t);
-    if (!r->content_len) r->content = NULL;
-    return 1;
+    return sd_xml_result(r, ok && r->n_calls > 0, t, (size_t)(s - t));
 }
 
 /* Streaming: content until a <tool_call> or <function= may have begun, then held and parsed at
@@ -1090,15 +1095,7 @@ int sd_tools_deepseek_v3_final(const sd_tool_out *o, const char *t, size_t n, sd
         }
         p = ae + GLM_LEN(DS_END);
     }
-    if (!ok) {
-        sd_tools_calls_free(r->calls, r->n_calls);
-        r->n_calls = 0;
-        return 0;
-    }
-    r->content = t;
-    r->content_len = (size_t)(calls - t);
-    if (!r->content_len) r->content = NULL;
-    return 1;
+    return sd_xml_result(r, ok, t, (size_t)(calls - t));
 }
 
 /* Streaming: content until the calls' begin tag may have begun, then held and parsed at the end. */
