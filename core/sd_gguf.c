@@ -1,4 +1,4 @@
-/* sd_gguf.c — GGUF parsing (models/sd_gguf.h). A cursor walks the file with every read bounds-checked;
+/* sd_gguf.c — GGUF parsing (core/sd_gguf.h). A cursor walks the file with every read bounds-checked;
  * keys and tensor names are copied (NUL-terminated) into one owned block, values stay in the file. */
 #include "sd_gguf.h"
 
