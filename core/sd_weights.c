@@ -260,6 +260,7 @@ static specdec_status sd_cfg_mla(const sd_config *c, const char *what, sd_errbuf
 
 const char *sd_cfg_cpu_only(const sd_config *c) {
     if (c->fp8_fmt) return "FP8 weights (quantization_config fp8 / compressed-tensors float-quantized)";
+    if (c->int4_fmt == SD_INT4_GGUF) return "GGUF block-quantized weights (Q4_0 .. Q8_0, Q2_K .. Q6_K)";
     if (c->int4_fmt) return "4- / 8-bit integer weights (GPTQ / AWQ / compressed-tensors)";
     if (c->mla) return "multi-head latent attention (DeepSeek)";
     if (sd_cfg_has_moe(c)) return "mixture-of-experts layers";

@@ -304,11 +304,15 @@ typedef enum sd_int4_fmt {
     SD_INT4_AWQ = 3,     /* AWQ GEMM: qweight int32 [in, out / 8], nibble k of word [i, c] holds output
                             8c + {0, 2, 4, 6, 1, 3, 5, 7}[k]; qzeros [in / group, out / 8] likewise, no offset;
                             scales [in / group, out] */
-    SD_INT4_CT = 4       /* compressed-tensors "pack-quantized" (llm-compressor W4A16): weight_packed int32
+    SD_INT4_CT = 4,      /* compressed-tensors "pack-quantized" (llm-compressor W4A16): weight_packed int32
                             [out, in / 8] row-major (element 8j + k of a row at bits 4k of word j, stored q + 8:
                             the SD_INT4 byte order already), weight_scale [out, groups], weight_zero_point int32
                             [out / 8, groups] packed along the outputs (stored zp + 8) or none (symmetric: 8),
                             weight_g_idx int32 [in] when written with activation ordering */
+    SD_INT4_GGUF = 5     /* a GGUF file's ggml block-quantized matrices (Q4_0 .. Q8_0, Q2_K .. Q6_K: models/
+                            sd_ggml.h), each repacked from its blocks: codes of up to 4 bits as SD_INT4, 5 to 8
+                            as SD_INT8, a scale and zero (and for the types with a minimum, a bias) per block
+                            or sub-block */
 } sd_int4_fmt;
 
 /* An SD_INT4 matrix's groups (core/sd_weights.h SD_INT4), owned by the model with its codes. */
@@ -320,6 +324,8 @@ typedef struct sd_int4_meta {
                             (GPTQ act-order, desc_act: not monotonic) */
     const float *scale;  /* [rows, n_groups] */
     const int32_t *zero; /* [rows, n_groups], 0..2^bits - 1 (32-bit: the AVX2 path gathers them by g_idx) */
+    const float *bias;   /* NULL, or [rows, n_groups] subtracted after the scale (GGUF's Q4_1, Q5_1, Q2_K, Q4_K,
+                            Q5_K: value = (float)(q - zero) x scale - bias, the order ggml dequantizes in) */
 } sd_int4_meta;
 
 /* A 1-D or 2-D weight. data == NULL means absent (optional tensors only). */

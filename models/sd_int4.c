@@ -130,6 +130,7 @@ int sd_int4_repack(const sd_int4_src *s, void *buf, sd_tensor *out, char *why, s
     meta->gidx = s->g_idx && !trivial ? gidx : NULL;
     meta->scale = scale;
     meta->zero = zero;
+    meta->bias = NULL;
     memset(out, 0, sizeof *out);
     out->data = b + l.codes;
     out->dtype = s->bits == 8 ? SD_INT8 : SD_INT4;

@@ -20,6 +20,9 @@
 #include "sd_alloc.h"
 #include "sd_config.h"
 #include "sd_eagle3_load.h"
+#include "sd_ggml.h"
+#include "sd_gguf.h"
+#include "sd_gguf_load.h"
 #include "sd_int4.h"
 #include "sd_json.h"
 #include "sd_math.h"
@@ -45,6 +48,7 @@ typedef struct sd_loader {
     sd_entry *entries;     /* sorted by name */
     size_t n_entries;
     int32_t cap_owned;
+    uint8_t *used;         /* [n_entries]: 1 once loaded (a GGUF file must have no tensor left unread) */
     int mtp;               /* load the MTP layer as a one-layer draft model (specdec_model_params.mtp) */
     int32_t layer_base;    /* checkpoint index of layers[0]: 0, or num_hidden_layers for the MTP layer */
 } sd_loader;
@@ -63,6 +67,10 @@ static int sd_cmp_entry(const void *a, const void *b) {
 static const sd_entry *sd_find_entry(const sd_loader *L, const char *name) {
     sd_entry key = {name, 0, NULL};
     return L->n_entries ? bsearch(&key, L->entries, L->n_entries, sizeof key, sd_cmp_entry) : NULL;
+}
+
+static void sd_mark_used(const sd_loader *L, const sd_entry *e) {
+    if (L->used) L->used[e - L->entries] = 1;
 }
 
 static int sd_is_file(const char *p) {
@@ -347,6 +355,27 @@ static specdec_status sd_load_int4(sd_loader *L, const char *prefix, int64_t row
     return SPECDEC_OK;
 }
 
+/* A GGUF block-quantized matrix (sd_st_tensor.gguf_quant) repacked into an owned SD_INT4 / SD_INT8 tensor. */
+static specdec_status sd_load_ggml(sd_loader *L, const sd_st_file *f, const sd_st_tensor *t, const char *name,
+                                   int64_t rows, int64_t cols, sd_tensor *out) {
+    const uint32_t type = t->gguf_quant - 1;
+    if (!cols || t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
+        char have[160];
+        sd_fmt_shape(have, sizeof have, t);
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' (%s): shape %s, but the metadata implies "
+                       "[%lld, %lld]", f->path, name, sd_ggml_type_info_of(type).name, have, (long long)rows,
+                       (long long)cols);
+    }
+    void *buf = sd_own(L, sd_ggml_bytes(type, rows, cols));
+    if (!buf) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory", f->path, name);
+    char why[160];
+    if (!sd_ggml_repack(type, sd_st_data(f, t), rows, cols, buf, out, why, sizeof why))
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' (%s): %s", f->path, name,
+                       sd_ggml_type_info_of(type).name, why);
+    L->m->n_params += rows * cols;
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows, int64_t cols, int required,
                                     const char *why, sd_tensor *out) {
     specdec_model *m = L->m;
@@ -367,6 +396,8 @@ static specdec_status sd_get_tensor(sd_loader *L, const char *name, int64_t rows
     }
     const sd_st_file *f = m->files[e->file];
     const sd_st_tensor *t = e->t;
+    sd_mark_used(L, e);
+    if (t->gguf_quant) return sd_load_ggml(L, f, t, name, rows, cols, out);
     sd_dtype dt;
     const int fp8 = t->dtype == SD_ST_F8_E4M3 && m->w.cfg.fp8_fmt;
     specdec_status st = fp8 ? SPECDEC_OK : sd_st_weight_dtype(t, f->path, name, &dt);
@@ -562,6 +593,7 @@ static specdec_status sd_layer_raw(sd_loader *L, int32_t l, const char *suffix, 
     *t = e->t;
     *data = sd_st_data(f, e->t);
     *path = f->path;
+    sd_mark_used(L, e);
     return SPECDEC_OK;
 }
 
@@ -862,8 +894,31 @@ static specdec_status sd_load_weights(sd_loader *L) {
     return SPECDEC_OK;
 }
 
+/* A GGUF file (models/sd_gguf_load.h): one file, its tensors under their Hugging Face names. */
+static specdec_status sd_load_gguf(sd_loader *L) {
+    specdec_model *m = L->m;
+    if (L->mtp)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: a GGUF file has no MTP layer specdec reads", m->path);
+    L->index_path[0] = '\0';
+    m->files = sd_calloc(1, sizeof *m->files);
+    if (!m->files) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
+    TRY(sd_gguf_open_model(m, L->use_mmap, &m->files[0]));
+    m->n_files = 1;
+    TRY(sd_build_entries(L));
+    L->used = sd_calloc(L->n_entries + 1, 1);
+    if (!L->used) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
+    TRY(sd_load_weights(L));
+    for (size_t i = 0; i < L->n_entries; i++) /* a tensor the configuration does not read would be dropped silently */
+        if (!L->used[i])
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%s' (as named in the Hugging Face "
+                           "checkpoint) is not read by the configuration its metadata gives", m->path,
+                           L->entries[i].name);
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_load(sd_loader *L) {
     specdec_model *m = L->m;
+    if (sd_gguf_path(m->path)) return sd_load_gguf(L);
     char p[4400];
     snprintf(p, sizeof p, "%s/config.json", m->path);
     char *text = NULL;
@@ -926,6 +981,7 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
         st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s is an EAGLE-3 head: it has no MTP layer", m->path);
     if (!st && !is_head) st = sd_load(&L);
     sd_free(L.entries);
+    sd_free(L.used);
     if (st) {
         specdec_model_free(m);
         return st;

@@ -324,7 +324,7 @@ void sd_st_close(sd_st_file *f) {
     sd_free(f);
 }
 
-specdec_status sd_st_open(const char *path, int use_mmap, sd_st_file **out, sd_errbuf *eb) {
+specdec_status sd_st_map(const char *path, int use_mmap, sd_st_file **out, sd_errbuf *eb) {
     *out = NULL;
     sd_st_file *f = sd_calloc(1, sizeof *f);
     if (!f) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -379,13 +379,22 @@ specdec_status sd_st_open(const char *path, int use_mmap, sd_st_file **out, sd_e
         }
     }
     close(fd);
-    fd = -1;
-    st = sd_st_parse_header(f->base, f->size, path, &f->hdr, eb);
-    if (st) goto fail;
     *out = f;
     return SPECDEC_OK;
 fail:
     if (fd >= 0) close(fd);
     sd_st_close(f);
+    return st;
+}
+
+specdec_status sd_st_open(const char *path, int use_mmap, sd_st_file **out, sd_errbuf *eb) {
+    sd_st_file *f = NULL;
+    specdec_status st = sd_st_map(path, use_mmap, &f, eb);
+    if (!st) st = sd_st_parse_header(f->base, f->size, path, &f->hdr, eb);
+    if (st) {
+        sd_st_close(f);
+        f = NULL;
+    }
+    *out = f;
     return st;
 }

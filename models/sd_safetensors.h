@@ -38,6 +38,8 @@ typedef struct sd_st_tensor {
     int64_t shape[SD_ST_MAX_DIMS];
     uint64_t n_elements;         /* product of shape (1 for a scalar) */
     uint64_t begin, end;         /* byte offsets in the data region */
+    uint32_t gguf_quant;         /* 0, or 1 + the ggml type (core/sd_gguf.h) of a GGUF block-quantized tensor
+                                    (dtype SD_ST_U8, shape the logical [rows, cols]: models/sd_gguf_load.c) */
 } sd_st_tensor;
 
 typedef struct sd_st_header {
@@ -73,6 +75,9 @@ typedef struct sd_st_file {
     sd_st_header hdr;
 } sd_st_file;
 
+/* Open and map (use_mmap=1) or read (0) `path`, header not parsed (hdr zeroed; a GGUF file's loader
+ * fills it). On failure *out = NULL. */
+specdec_status sd_st_map(const char *path, int use_mmap, sd_st_file **out, sd_errbuf *eb);
 /* Open, map (use_mmap=1) or read (0), and validate `path`. On failure *out = NULL. */
 specdec_status sd_st_open(const char *path, int use_mmap, sd_st_file **out, sd_errbuf *eb);
 void sd_st_close(sd_st_file *f);

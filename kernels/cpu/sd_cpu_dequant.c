@@ -108,6 +108,7 @@ static void int4_row(const sd_tensor *t, int64_t row, float *out) {
     sd_cpu_check_read((const uint8_t *)t->data + (size_t)row * rb, rb);
     sd_cpu_check_read(q->scale + row * q->n_groups, (size_t)q->n_groups * sizeof(float));
     sd_cpu_check_read(q->zero + row * q->n_groups, (size_t)q->n_groups * sizeof(int32_t));
+    if (q->bias) sd_cpu_check_read(q->bias + row * q->n_groups, (size_t)q->n_groups * sizeof(float));
     sd_cpu_check_write(out, (size_t)cols * sizeof(float));
     for (int64_t c = 0; c < cols; c++) out[c] = sd_cpu_int4_value(t, row, c);
 }

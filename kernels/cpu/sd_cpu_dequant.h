@@ -30,7 +30,8 @@ static inline float sd_cpu_int4_value(const sd_tensor *t, int64_t row, int64_t c
         v = (col & 1) ? byte >> 4 : byte & 15;
     }
     const int64_t g = row * q->n_groups + (q->gidx ? q->gidx[col] : col / q->group);
-    return (float)(v - (int)q->zero[g]) * q->scale[g];
+    const float x = (float)(v - (int)q->zero[g]) * q->scale[g];
+    return q->bias ? x - q->bias[g] : x;
 }
 
 /* Element idx (flat, row-major) of t as fp32. */

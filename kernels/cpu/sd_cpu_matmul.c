@@ -63,6 +63,7 @@ static void matmul_x86(const mm_job *j, int64_t o0, int64_t o1) {
         sd_cpu_check_read((const char *)w->data + (size_t)o0 * rb, (size_t)(o1 - o0) * rb);
         sd_cpu_check_read(q->scale + (size_t)o0 * G, (size_t)(o1 - o0) * G * sizeof(float));
         sd_cpu_check_read(q->zero + (size_t)o0 * G, (size_t)(o1 - o0) * G * sizeof(int32_t));
+        if (q->bias) sd_cpu_check_read(q->bias + (size_t)o0 * G, (size_t)(o1 - o0) * G * sizeof(float));
     } else {
         const size_t es = sd_dtype_size(w->dtype);
         sd_cpu_check_read((const char *)w->data + (size_t)o0 * (size_t)m.cols * es,

@@ -227,6 +227,7 @@ typedef struct q_ctx {
     const uint8_t *codes[4];  /* each row's codes */
     const float *scale[4];    /* FP8: the scales of the row's block row; INT4: the row's group scales */
     const int32_t *zero[4];   /* INT4: the row's group zeros */
+    const float *bias[4];     /* INT4 with a bias (GGUF's Q4_K, ...): the row's group biases, else NULL */
 } q_ctx;
 
 SD_AVX2_INLINE int64_t q_unit_of(const q_ctx *q, int64_t c) { return q->shift >= 0 ? c >> q->shift : c / q->unit; }
@@ -242,6 +243,7 @@ SD_AVX2_INLINE void q_ctx_init(const sd_x86_mm *m, int64_t o0, int R, q_ctx *q) 
             q->codes[r] = (const uint8_t *)m->w + (size_t)(o0 + r) * sd_int_row_bytes(m->dtype, m->cols);
             q->scale[r] = im->scale + (o0 + r) * G;
             q->zero[r] = im->zero + (o0 + r) * G;
+            q->bias[r] = im->bias ? im->bias + (o0 + r) * G : NULL;
         }
     } else {
         const float *sc = (const float *)(const void *)m->scales;
@@ -251,6 +253,7 @@ SD_AVX2_INLINE void q_ctx_init(const sd_x86_mm *m, int64_t o0, int R, q_ctx *q) 
             q->codes[r] = (const uint8_t *)m->w + (size_t)(o0 + r) * (size_t)m->cols;
             q->scale[r] = sc + 2 + ((o0 + r) / bm) * G;
             q->zero[r] = NULL;
+            q->bias[r] = NULL;
         }
     }
     q->unit = unit;
@@ -280,16 +283,19 @@ SD_AVX2_INLINE __m256 q_decode8(const q_ctx *q, int r, int64_t c, int64_t u) {
         v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int)w), shifts), mask);
     }
     __m256i z;
-    __m256 s;
+    __m256 s, b = _mm256_setzero_ps();
     if (q->gidx) {
         const __m256i gi = _mm256_loadu_si256((const __m256i *)(const void *)(q->gidx + c));
         z = _mm256_i32gather_epi32((const int *)q->zero[r], gi, 4);
         s = _mm256_i32gather_ps(q->scale[r], gi, 4);
+        if (q->bias[r]) b = _mm256_i32gather_ps(q->bias[r], gi, 4);
     } else {
         z = _mm256_set1_epi32(q->zero[r][u]);
         s = _mm256_set1_ps(q->scale[r][u]);
+        if (q->bias[r]) b = _mm256_set1_ps(q->bias[r][u]);
     }
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, z)), s);
+    const __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(v, z)), s);
+    return q->bias[r] ? _mm256_sub_ps(x, b) : x; /* separate rounding, as ggml: (q - z) x scale, then - bias */
 }
 
 /* Columns [c0, c0 + k) of row r (k <= 32) of an FP8 matrix as floats: codes decoded, times their
@@ -334,7 +340,8 @@ SD_AVX2_INLINE void i4_decode(const q_ctx *q, int r, int64_t c0, int k, float *o
     for (; j < k; j++) {
         const int64_t c = c0 + j, g = q->gidx ? q->gidx[c] : q_unit_of(q, c);
         const int v = q->bits == 8 ? codes[c] : (c & 1) ? codes[c / 2] >> 4 : codes[c / 2] & 15;
-        out[j] = (float)(v - (int)zr[g]) * sc[g];
+        const float x = (float)(v - (int)zr[g]) * sc[g];
+        out[j] = q->bias[r] ? x - q->bias[r][g] : x;
     }
 }
 

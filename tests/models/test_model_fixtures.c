@@ -249,7 +249,11 @@ static int fx_cpu_only_refused(const fx_backend *be, const fx_case *c, const sd_
 
 static void fx_run(const fx_backend *be, fx_case *c) {
     specdec_model *m = NULL;
-    specdec_status st = specdec_model_load(c->dir, NULL, &m);
+    char gguf[4200]; /* a GGUF fixture (tools/gen_gguf_fixtures.py): DIR/model.gguf is the model */
+    snprintf(gguf, sizeof gguf, "%s/model.gguf", c->dir);
+    FILE *gf = fopen(gguf, "rb");
+    if (gf) fclose(gf);
+    specdec_status st = specdec_model_load(gf ? gguf : c->dir, NULL, &m);
     SD_CHECK(st == SPECDEC_OK, "%s: load: %s", c->name, specdec_last_error());
     if (m && fx_cpu_only_refused(be, c, &m->w)) {
         specdec_model_free(m);

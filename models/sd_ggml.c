@@ -1,0 +1,226 @@
+/* sd_ggml.c — ggml blocks to SD_INT4 / SD_INT8 (see sd_ggml.h). The block layouts are ggml's
+ * (ggml-common.h), as GGUF stores them; decoded block by block into codes and per-group numbers. */
+#include "sd_ggml.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sd_gguf.h"
+#include "sd_math.h"
+
+#define QK_K 256
+
+typedef struct ggml_q_kind {
+    int32_t group;   /* values per scale */
+    int32_t bits;    /* storage: 4 (SD_INT4) or 8 (SD_INT8) */
+    int32_t zero;    /* the codes' offset */
+    int32_t bias;    /* 1: a bias per group */
+} ggml_q_kind;
+
+static int kind_of(uint32_t type, ggml_q_kind *k) {
+    switch (type) {
+    case SD_GGML_Q4_0: *k = (ggml_q_kind){32, 4, 8, 0}; return 1;
+    case SD_GGML_Q4_1: *k = (ggml_q_kind){32, 4, 0, 1}; return 1;
+    case SD_GGML_Q5_0: *k = (ggml_q_kind){32, 8, 16, 0}; return 1;
+    case SD_GGML_Q5_1: *k = (ggml_q_kind){32, 8, 0, 1}; return 1;
+    case SD_GGML_Q8_0: *k = (ggml_q_kind){32, 8, 128, 0}; return 1;
+    case SD_GGML_Q2_K: *k = (ggml_q_kind){16, 4, 0, 1}; return 1;
+    case SD_GGML_Q3_K: *k = (ggml_q_kind){16, 4, 4, 0}; return 1;
+    case SD_GGML_Q4_K: *k = (ggml_q_kind){32, 4, 0, 1}; return 1;
+    case SD_GGML_Q5_K: *k = (ggml_q_kind){32, 8, 0, 1}; return 1;
+    case SD_GGML_Q6_K: *k = (ggml_q_kind){16, 8, 32, 0}; return 1;
+    default: return 0;
+    }
+}
+
+int sd_ggml_repackable(uint32_t type) {
+    ggml_q_kind k;
+    return kind_of(type, &k);
+}
+
+static float half_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return sd_f16_to_f32(h);
+}
+
+typedef struct ggml_layout {
+    size_t scale, zero, bias, codes, total;
+} ggml_layout;
+
+static ggml_layout layout(const ggml_q_kind *k, int64_t rows, int64_t cols) {
+    const size_t n = (size_t)(rows * (cols / k->group));
+    ggml_layout l;
+    l.scale = (sizeof(sd_int4_meta) + 7) & ~(size_t)7;
+    l.zero = l.scale + n * sizeof(float);
+    l.bias = l.zero + n * sizeof(int32_t);
+    l.codes = (l.bias + (k->bias ? n * sizeof(float) : 0) + 63) & ~(size_t)63;
+    l.total = l.codes + (size_t)(rows * (k->bits == 8 ? cols : cols / 2));
+    return l;
+}
+
+size_t sd_ggml_bytes(uint32_t type, int64_t rows, int64_t cols) {
+    ggml_q_kind k;
+    return kind_of(type, &k) ? layout(&k, rows, cols).total : 0;
+}
+
+/* Q4_K / Q5_K: the 6-bit scale and min of sub-block j from the 12 packed bytes. */
+static void scale_min_k4(int j, const uint8_t *q, int *sc, int *mn) {
+    if (j < 4) {
+        *sc = q[j] & 63, *mn = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+        *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+}
+
+/* Q3_K: the 16 signed 6-bit scales (stored + 32) from the 12 packed bytes: low nibbles of bytes 0..7
+ * (scales 0..7) and their high nibbles (8..15), the top two bits from bytes 8..11. */
+static void scales_q3k(const uint8_t *p, int *sc) {
+    for (int j = 0; j < 16; j++) {
+        const int lo = j < 8 ? p[j] & 15 : p[j - 8] >> 4;
+        const int hi = (p[8 + j % 4] >> (2 * (j / 4))) & 3;
+        sc[j] = (lo | (hi << 4)) - 32;
+    }
+}
+
+/* One block at b: its QK values' codes into q, each group's scale and bias into sc / bi. */
+static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc, float *bi) {
+    switch (type) {
+    case SD_GGML_Q4_0: case SD_GGML_Q4_1: { /* d [, m], qs[16]: value j low nibble of qs[j], j + 16 high */
+        const int m = type == SD_GGML_Q4_1;
+        const uint8_t *qs = b + 2 + 2 * m;
+        for (int j = 0; j < 16; j++) q[j] = qs[j] & 15, q[j + 16] = qs[j] >> 4;
+        sc[0] = half_at(b);
+        if (m) bi[0] = -half_at(b + 2);
+        return;
+    }
+    case SD_GGML_Q5_0: case SD_GGML_Q5_1: { /* d [, m], qh (32 fifth bits), qs[16] */
+        const int m = type == SD_GGML_Q5_1;
+        uint32_t qh;
+        memcpy(&qh, b + 2 + 2 * m, 4);
+        const uint8_t *qs = b + 6 + 2 * m;
+        for (int j = 0; j < 16; j++) {
+            q[j] = (uint8_t)((qs[j] & 15) | (((qh >> j) & 1u) << 4));
+            q[j + 16] = (uint8_t)((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+        }
+        sc[0] = half_at(b);
+        if (m) bi[0] = -half_at(b + 2);
+        return;
+    }
+    case SD_GGML_Q8_0: /* d, qs[32] int8 (stored + 128) */
+        for (int j = 0; j < 32; j++) q[j] = (uint8_t)((int8_t)b[2 + j] + 128);
+        sc[0] = half_at(b);
+        return;
+    case SD_GGML_Q2_K: { /* scales[16] (scale | min << 4), qs[64], d, dmin */
+        const uint8_t *scales = b, *qs = b + 16;
+        const float d = half_at(b + 80), dmin = half_at(b + 82);
+        for (int e = 0; e < QK_K; e++) { /* e = 128 h + 32 j + l: bits 2j of qs[32 h + l] */
+            const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+            q[e] = (uint8_t)((qs[32 * h + l] >> (2 * j)) & 3);
+        }
+        for (int g = 0; g < 16; g++) sc[g] = d * (float)(scales[g] & 15), bi[g] = dmin * (float)(scales[g] >> 4);
+        return;
+    }
+    case SD_GGML_Q3_K: { /* hmask[32], qs[64], scales[12], d: code = low 2 bits + 4 x the hmask bit, zero 4 */
+        const uint8_t *hm = b, *qs = b + 32;
+        const float d = half_at(b + 108);
+        int s[16];
+        scales_q3k(b + 96, s);
+        for (int e = 0; e < QK_K; e++) {
+            const int h = e / 128, j = (e % 128) / 32, l = e % 32;
+            const int lo = (qs[32 * h + l] >> (2 * j)) & 3, hi = (hm[l] >> (4 * h + j)) & 1;
+            q[e] = (uint8_t)(lo | (hi << 2));
+        }
+        for (int g = 0; g < 16; g++) sc[g] = d * (float)s[g];
+        return;
+    }
+    case SD_GGML_Q4_K: case SD_GGML_Q5_K: { /* d, dmin, scales[12], [qh[32],] qs[128] */
+        const int five = type == SD_GGML_Q5_K;
+        const float d = half_at(b), dmin = half_at(b + 2);
+        const uint8_t *qh = b + 16, *qs = b + 16 + 32 * five;
+        for (int e = 0; e < QK_K; e++) { /* e = 64 c + 32 s + l: nibble s of qs[32 c + l], fifth bit 2c + s of qh[l] */
+            const int c = e / 64, s = (e % 64) / 32, l = e % 32;
+            const int nib = s ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
+            q[e] = (uint8_t)(five ? nib | (((qh[l] >> (2 * c + s)) & 1) << 4) : nib);
+        }
+        for (int g = 0; g < 8; g++) {
+            int s, mn;
+            scale_min_k4(g, b + 4, &s, &mn);
+            sc[g] = d * (float)s, bi[g] = dmin * (float)mn;
+        }
+        return;
+    }
+    case SD_GGML_Q6_K: { /* ql[128], qh[64], scales[16] int8, d */
+        const uint8_t *ql = b, *qh = b + 128;
+        const float d = half_at(b + 208);
+        for (int e = 0; e < QK_K; e++) { /* e = 128 h + 32 k + l */
+            const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+            const uint8_t lb = ql[64 * h + 32 * (k & 1) + l];
+            const int lo = k >= 2 ? lb >> 4 : lb & 15, hi = (qh[32 * h + l] >> (2 * k)) & 3;
+            q[e] = (uint8_t)(lo | (hi << 4));
+        }
+        for (int g = 0; g < 16; g++) sc[g] = d * (float)(int8_t)b[192 + g];
+        return;
+    }
+    default: return;
+    }
+}
+
+int sd_ggml_repack(uint32_t type, const uint8_t *src, int64_t rows, int64_t cols, void *buf, sd_tensor *out, char *why,
+                   size_t why_cap) {
+    ggml_q_kind k;
+    const sd_ggml_type_info ti = sd_ggml_type_info_of(type);
+    if (!kind_of(type, &k) || cols % ti.block) {
+        snprintf(why, why_cap, "ggml type %u cannot be read as integer codes here", (unsigned)type);
+        return 0;
+    }
+    const ggml_layout l = layout(&k, rows, cols);
+    const int64_t G = cols / k.group, per = (int64_t)ti.block / k.group, nb = cols / ti.block;
+    uint8_t *bb = buf;
+    sd_int4_meta *meta = buf;
+    float *scale = (float *)(void *)(bb + l.scale), *bias = k.bias ? (float *)(void *)(bb + l.bias) : NULL;
+    int32_t *zero = (int32_t *)(void *)(bb + l.zero);
+    uint8_t *codes = bb + l.codes;
+    const size_t rb = (size_t)(k.bits == 8 ? cols : cols / 2);
+    uint8_t q[QK_K];
+    float sc[16], bi[16];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t blk = 0; blk < nb; blk++) {
+            memset(bi, 0, sizeof bi);
+            block_decode(type, src + (size_t)(r * nb + blk) * ti.bytes, q, sc, bi);
+            for (int64_t g = 0; g < per; g++) {
+                const int64_t i = r * G + blk * per + g;
+                if (!isfinite(sc[g]) || !isfinite(bi[g])) {
+                    snprintf(why, why_cap, "row %lld, block %lld: scale %g, min %g (must be finite)", (long long)r,
+                             (long long)blk, (double)sc[g], (double)bi[g]);
+                    return 0;
+                }
+                scale[i] = sc[g], zero[i] = k.zero;
+                if (bias) bias[i] = bi[g];
+            }
+            uint8_t *row = codes + (size_t)r * rb;
+            const int64_t c0 = blk * (int64_t)ti.block;
+            for (uint32_t j = 0; j < ti.block; j++) {
+                const int64_t c = c0 + j;
+                if (k.bits == 8) row[c] = q[j];
+                else row[c / 2] |= (uint8_t)(q[j] << (4 * (c & 1)));
+            }
+        }
+    meta->bits = k.bits;
+    meta->group = k.group;
+    meta->n_groups = (int32_t)G;
+    meta->gidx = NULL;
+    meta->scale = scale;
+    meta->zero = zero;
+    meta->bias = bias;
+    memset(out, 0, sizeof *out);
+    out->data = codes;
+    out->dtype = k.bits == 8 ? SD_INT8 : SD_INT4;
+    out->ndim = 2;
+    out->shape[0] = rows;
+    out->shape[1] = cols;
+    out->scales = buf;
+    return 1;
+}

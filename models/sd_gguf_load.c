@@ -1,0 +1,318 @@
+/* sd_gguf_load.c — a GGUF file as the model loader's input (see sd_gguf_load.h). The metadata becomes
+ * the config.json text the Hugging Face checkpoint would have (then sd_config_parse checks it like any
+ * other), the tensor table an sd_st_header of Hugging Face names over the mapped file. */
+#define _POSIX_C_SOURCE 200809L
+#include "sd_gguf_load.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sd_alloc.h"
+#include "sd_config.h"
+#include "sd_ggml.h"
+#include "sd_gguf.h"
+#include "sd_json.h"
+
+int sd_gguf_path(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    unsigned char magic[4];
+    const int ok = fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
+    fclose(f);
+    return ok;
+}
+
+typedef struct gguf_arch {
+    const char *name, *cls, *model_type;
+    int interleaved; /* llama.cpp's converter permuted attn_q / attn_k for ggml's adjacent-pair rope */
+} gguf_arch;
+
+static const gguf_arch gguf_archs[] = {
+    {"llama", "LlamaForCausalLM", "llama", 1},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", 0},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", 0},
+};
+
+static const char *const gguf_global[][2] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+
+static const char *const gguf_layer[][2] = {
+    {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},         {"attn_k", "self_attn.k_proj"},
+    {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},    {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},  {"ffn_norm", "post_attention_layernorm"}, {"ffn_gate", "mlp.gate_proj"},
+    {"ffn_up", "mlp.up_proj"},            {"ffn_down", "mlp.down_proj"},
+};
+
+#define TRY(x)                                \
+    do {                                      \
+        specdec_status sd_try_st_ = (x);      \
+        if (sd_try_st_) return sd_try_st_;    \
+    } while (0)
+
+/* The Hugging Face name of GGUF tensor `name` into hf (1), or 0 when specdec does not map it. */
+static int gguf_hf_name(const char *name, int64_t n_layers, char *hf, size_t cap) {
+    for (size_t i = 0; i < sizeof gguf_global / sizeof gguf_global[0]; i++)
+        if (!strcmp(name, gguf_global[i][0])) return snprintf(hf, cap, "%s", gguf_global[i][1]) > 0;
+    if (strncmp(name, "blk.", 4)) return 0;
+    char *end = NULL;
+    const char *p = name + 4;
+    if (*p < '0' || *p > '9') return 0;
+    const long l = strtol(p, &end, 10);
+    if (*end != '.' || l < 0 || l >= n_layers || (p[0] == '0' && end != p + 1)) return 0;
+    const char *part = end + 1, *dot = strrchr(part, '.');
+    if (!dot || (strcmp(dot, ".weight") && strcmp(dot, ".bias"))) return 0;
+    for (size_t i = 0; i < sizeof gguf_layer / sizeof gguf_layer[0]; i++)
+        if (strlen(gguf_layer[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_layer[i][0], (size_t)(dot - part)))
+            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_layer[i][1], dot) > 0;
+    return 0;
+}
+
+typedef struct gguf_ctx {
+    const sd_gguf *g;
+    const char *path, *arch;
+    cJSON *cfg;
+} gguf_ctx;
+
+/* `<arch>.<key>` as an integer in [lo, hi] into cfg[json] (required, or skipped when absent). */
+static specdec_status gguf_int(gguf_ctx *x, const char *key, const char *json, int required, int64_t lo, int64_t hi,
+                               int64_t *out) {
+    char k[160];
+    snprintf(k, sizeof k, "%s.%s", x->arch, key);
+    const sd_gguf_kv *kv = sd_gguf_find(x->g, k);
+    int64_t v = 0;
+    if (!kv) {
+        if (required) return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' is missing", x->path, k);
+        return SPECDEC_OK;
+    }
+    if (kv->type == SD_GGUF_ARRAY)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' is a per-layer array (layers of different "
+                       "shapes are not supported)", x->path, k);
+    if (!sd_gguf_get_i64(x->g, k, &v) || v < lo || v > hi)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be an integer in [%lld, %lld]", x->path, k,
+                       (long long)lo, (long long)hi);
+    if (json) cJSON_AddNumberToObject(x->cfg, json, (double)v);
+    if (out) *out = v;
+    return SPECDEC_OK;
+}
+
+static specdec_status gguf_num(gguf_ctx *x, const char *key, const char *json, int required, double *out) {
+    char k[160];
+    snprintf(k, sizeof k, "%s.%s", x->arch, key);
+    double v = 0.0;
+    if (!sd_gguf_find(x->g, k)) {
+        if (required) return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' is missing", x->path, k);
+        return SPECDEC_OK;
+    }
+    if (!sd_gguf_get_f64(x->g, k, &v) || !(v > 0.0) || !(v < 1e30))
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a positive number", x->path, k);
+    if (json) cJSON_AddNumberToObject(x->cfg, json, v);
+    if (out) *out = v;
+    return SPECDEC_OK;
+}
+
+/* rope: rope.freq_base, rope.dimension_count (must be the head), rope.scaling.type none / linear, and
+ * rope_freqs.weight (F32 [head_dim / 2]: per-pair divisors of the frequencies). */
+static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, const uint8_t *data) {
+    TRY(gguf_num(x, "rope.freq_base", "rope_theta", 0, NULL));
+    int64_t rd = head_dim;
+    TRY(gguf_int(x, "rope.dimension_count", NULL, 0, 2, 65536, &rd));
+    if (rd != head_dim)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s.rope.dimension_count' is %lld, the head "
+                       "%lld (partial rotary embeddings are not supported for '%s')", x->path, x->arch, (long long)rd,
+                       (long long)head_dim, x->arch);
+    char k[160];
+    snprintf(k, sizeof k, "%s.rope.scaling.type", x->arch);
+    sd_gguf_str ty = {"none", 4};
+    if (sd_gguf_find(x->g, k) && !sd_gguf_get_str(x->g, k, &ty))
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a string", x->path, k);
+    const sd_gguf_tensor *ff = sd_gguf_find_tensor(x->g, "rope_freqs.weight");
+    const int linear = ty.len == 6 && !memcmp(ty.s, "linear", 6);
+    if (!(ty.len == 4 && !memcmp(ty.s, "none", 4)) && !linear)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' is '%.*s' (none and linear are "
+                       "supported)", x->path, k, (int)(ty.len < 40 ? ty.len : 40), ty.s);
+    if (linear && ff)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF has both linear rope scaling and rope_freqs.weight",
+                       x->path);
+    cJSON *rs = NULL;
+    if (linear) {
+        double f = 1.0;
+        TRY(gguf_num(x, "rope.scaling.factor", NULL, 1, &f));
+        rs = cJSON_AddObjectToObject(x->cfg, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        cJSON_AddNumberToObject(rs, "factor", f);
+    } else if (ff) {
+        if (ff->type != SD_GGML_F32 || ff->ndim != 1 || ff->ne[0] != head_dim / 2)
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF tensor 'rope_freqs.weight' must be F32 [%lld] (one "
+                           "divisor per rotary pair)", x->path, (long long)(head_dim / 2));
+        rs = cJSON_AddObjectToObject(x->cfg, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "longrope");
+        cJSON *sf = cJSON_AddArrayToObject(rs, "short_factor"), *lf = cJSON_AddArrayToObject(rs, "long_factor");
+        for (int64_t i = 0; i < head_dim / 2; i++) {
+            float v;
+            memcpy(&v, data + ff->offset + 4 * (uint64_t)i, 4);
+            cJSON_AddItemToArray(sf, cJSON_CreateNumber((double)v));
+            cJSON_AddItemToArray(lf, cJSON_CreateNumber((double)v));
+        }
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", (double)max_pos);
+        cJSON_AddNumberToObject(rs, "attention_factor", 1.0);
+    }
+    return SPECDEC_OK;
+}
+
+/* The token ids config.json would carry (tokenizer.ggml.bos_token_id / eos_token_id), when present. */
+static void gguf_special_ids(gguf_ctx *x, int64_t vocab) {
+    static const char *const keys[2][2] = {{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                                           {"tokenizer.ggml.eos_token_id", "eos_token_id"}};
+    for (int i = 0; i < 2; i++) {
+        int64_t v;
+        if (sd_gguf_get_i64(x->g, keys[i][0], &v) && v >= 0 && v < vocab)
+            cJSON_AddNumberToObject(x->cfg, keys[i][1], (double)v);
+    }
+}
+
+/* config.json's fields from the metadata (the names llama.cpp's converter writes them under). */
+static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t *data) {
+    const sd_gguf_tensor *emb = sd_gguf_find_tensor(x->g, "token_embd.weight");
+    if (!emb || emb->ndim != 2)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF tensor 'token_embd.weight' is missing or not 2-D", x->path);
+    cJSON *arr = cJSON_AddArrayToObject(x->cfg, "architectures");
+    cJSON_AddItemToArray(arr, cJSON_CreateString(a->cls));
+    cJSON_AddStringToObject(x->cfg, "model_type", a->model_type);
+    int64_t hidden = 0, heads = 0, kv = 0, head_dim = 0, vdim = 0, max_pos = 0;
+    TRY(gguf_int(x, "embedding_length", "hidden_size", 1, 1, 1 << 20, &hidden));
+    TRY(gguf_int(x, "block_count", "num_hidden_layers", 1, 1, 4096, NULL));
+    TRY(gguf_int(x, "feed_forward_length", "intermediate_size", 1, 1, 1 << 22, NULL));
+    TRY(gguf_int(x, "attention.head_count", "num_attention_heads", 1, 1, 65536, &heads));
+    kv = heads;
+    TRY(gguf_int(x, "attention.head_count_kv", NULL, 0, 1, 65536, &kv));
+    cJSON_AddNumberToObject(x->cfg, "num_key_value_heads", (double)kv);
+    TRY(gguf_int(x, "context_length", "max_position_embeddings", 1, 1, (int64_t)1 << 30, &max_pos));
+    head_dim = hidden / heads;
+    TRY(gguf_int(x, "attention.key_length", NULL, 0, 1, 65536, &head_dim));
+    vdim = head_dim;
+    TRY(gguf_int(x, "attention.value_length", NULL, 0, 1, 65536, &vdim));
+    if (vdim != head_dim)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF key_length %lld differs from value_length %lld",
+                       x->path, (long long)head_dim, (long long)vdim);
+    cJSON_AddNumberToObject(x->cfg, "head_dim", (double)head_dim);
+    TRY(gguf_num(x, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1, NULL));
+    cJSON_AddNumberToObject(x->cfg, "vocab_size", (double)emb->ne[1]);
+    cJSON_AddBoolToObject(x->cfg, "tie_word_embeddings", !sd_gguf_find_tensor(x->g, "output.weight"));
+    if (strcmp(a->name, "qwen2")) /* Llama, Qwen3: q/k/v/o biases together (attention_bias); Qwen2: q/k/v always */
+        cJSON_AddBoolToObject(x->cfg, "attention_bias", sd_gguf_find_tensor(x->g, "blk.0.attn_q.bias") != NULL);
+    gguf_special_ids(x, emb->ne[1]);
+    return gguf_rope(x, head_dim, max_pos, data);
+}
+
+static int gguf_cmp_tensor(const void *a, const void *b) {
+    return strcmp(((const sd_st_tensor *)a)->name, ((const sd_st_tensor *)b)->name);
+}
+
+/* The header: every tensor under its Hugging Face name; rope_freqs.weight is read into the config. */
+static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, int *quantized,
+                                  sd_st_header *h) {
+    memset(h, 0, sizeof *h);
+    h->tensors = sd_calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof *h->tensors);
+    h->names = sd_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * 96);
+    if (!h->tensors || !h->names) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    h->data_start = g->data_start;
+    h->data_size = g->data_size;
+    char *names = h->names;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const sd_gguf_tensor *t = &g->tensors[i];
+        if (!strcmp(t->name, "rope_freqs.weight")) continue;
+        char hf[96];
+        if (!gguf_hf_name(t->name, n_layers, hf, sizeof hf))
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is not one specdec knows for this "
+                           "architecture (a feature it would silently drop)", path, t->name);
+        const sd_ggml_type_info ti = sd_ggml_type_info_of(t->type);
+        sd_st_tensor *o = &h->tensors[h->n_tensors++];
+        o->dtype = t->type == SD_GGML_F32 ? SD_ST_F32 : t->type == SD_GGML_F16 ? SD_ST_F16
+                   : t->type == SD_GGML_BF16 ? SD_ST_BF16 : SD_ST_U8;
+        if (o->dtype == SD_ST_U8) {
+            if (!sd_ggml_repackable(t->type))
+                return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has type %s (specdec reads F32, "
+                               "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K)", path,
+                               t->name, ti.name);
+            if (t->ndim != 2)
+                return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is a %d-D %s tensor (only "
+                               "matrices may be block-quantized)", path, t->name, (int)t->ndim, ti.name);
+            o->gguf_quant = 1 + (uint32_t)t->type;
+            *quantized = 1;
+        }
+        if (t->ndim > 2)
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has %d dimensions", path, t->name,
+                           (int)t->ndim);
+        o->ndim = t->ndim;
+        o->shape[0] = t->ndim == 2 ? t->ne[1] : t->ne[0];
+        o->shape[1] = t->ndim == 2 ? t->ne[0] : 0;
+        o->n_elements = t->n_elements;
+        o->begin = t->offset;
+        o->end = t->offset + t->nbytes;
+        snprintf(names, 96, "%s", hf);
+        o->name = names;
+        names += 96;
+    }
+    qsort(h->tensors, (size_t)h->n_tensors, sizeof *h->tensors, gguf_cmp_tensor);
+    return SPECDEC_OK;
+}
+
+static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const gguf_arch **out) {
+    sd_gguf_str s;
+    if (!sd_gguf_get_str(g, "general.architecture", &s))
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata 'general.architecture' is missing or not a string",
+                       path);
+    for (size_t i = 0; i < sizeof gguf_archs / sizeof gguf_archs[0]; i++)
+        if (strlen(gguf_archs[i].name) == s.len && !memcmp(gguf_archs[i].name, s.s, s.len)) {
+            *out = &gguf_archs[i];
+            return SPECDEC_OK;
+        }
+    return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
+                   "qwen2 and qwen3 GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   (int)(s.len < 64 ? s.len : 64), s.s);
+}
+
+static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g) {
+    TRY(sd_gguf_parse(f->base ? f->base : (const uint8_t *)"", f->base ? f->size : 0, m->path, g, NULL));
+    const gguf_arch *a = NULL;
+    TRY(gguf_arch_of(g, m->path, &a));
+    char arch[32];
+    snprintf(arch, sizeof arch, "%s", a->name);
+    gguf_ctx x = {g, m->path, arch, cJSON_CreateObject()};
+    if (!x.cfg) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
+    specdec_status st = gguf_config(&x, a, f->base + g->data_start);
+    char *text = st ? NULL : cJSON_PrintUnformatted(x.cfg);
+    cJSON_Delete(x.cfg);
+    if (!st && !text) st = sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
+    if (!st) st = sd_config_parse(text, strlen(text), m->path, &m->w.cfg, NULL);
+    cJSON_free(text);
+    if (st) return st;
+    m->w.cfg.rope_interleaved = a->interleaved;
+    int quantized = 0;
+    TRY(gguf_header(g, m->path, m->w.cfg.n_layers, &quantized, &f->hdr));
+    if (quantized) m->w.cfg.int4_fmt = SD_INT4_GGUF;
+    return SPECDEC_OK;
+}
+
+specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file **out) {
+    *out = NULL;
+    sd_st_file *f = NULL;
+    TRY(sd_st_map(m->path, use_mmap, &f, NULL));
+    sd_gguf g;
+    memset(&g, 0, sizeof g);
+    const specdec_status st = gguf_open(m, f, &g);
+    sd_gguf_free(&g);
+    if (st) {
+        sd_st_close(f);
+        return st;
+    }
+    *out = f;
+    return SPECDEC_OK;
+}

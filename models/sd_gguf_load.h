@@ -1,0 +1,25 @@
+/* sd_gguf_load.h — a GGUF file (llama.cpp's single-file checkpoint) as the model loader's input: the
+ * configuration its metadata implies (as the config.json of the Hugging Face checkpoint it was
+ * converted from) and its tensors under their Hugging Face names, so models/sd_model_load.c loads it
+ * like a safetensors file. Architectures "llama" (Llama 1-3, Mistral, TinyLlama, ...), "qwen2" and
+ * "qwen3"; tensors F32, F16, BF16 (views of the mapped file) and the block types models/sd_ggml.h
+ * repacks. llama.cpp's converter permutes the rows of a "llama" model's attn_q / attn_k so that ggml's
+ * rope turns adjacent pairs; specdec keeps the rows and turns adjacent pairs (cfg.rope_interleaved),
+ * the same attention. A `rope_freqs.weight` (Llama 3.1's rope scaling, per-pair frequency divisors)
+ * becomes per-pair rope factors (the longrope machinery with one factor list and attention factor 1). */
+#ifndef SD_GGUF_LOAD_H
+#define SD_GGUF_LOAD_H
+
+#include "sd_model.h"
+#include "sd_safetensors.h"
+
+/* 1 when `path` is a regular file that starts with the GGUF magic. */
+int sd_gguf_path(const char *path);
+
+/* Maps the GGUF file m->path (use_mmap as specdec_model_params) into *out: its tensors renamed to the
+ * Hugging Face names (block-quantized ones flagged by sd_st_tensor.gguf_quant), and parses the
+ * configuration into m->w.cfg. Unsupported architectures, metadata and tensor types are
+ * SPECDEC_ERR_UNSUPPORTED naming the key, tensor or type; malformed ones SPECDEC_ERR_FORMAT. */
+specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file **out);
+
+#endif
