@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 8
+#define SPECDEC_VERSION_PATCH 9
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.8"
+#define SPECDEC_VERSION_STRING "0.5.9"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -142,7 +142,10 @@ typedef struct specdec_model_params {
 SPECDEC_API specdec_model_params specdec_model_default_params(void);
 
 /* Load a model directory (config.json plus model.safetensors, or the shards named by
- * model.safetensors.index.json). `path` is borrowed. On success *out_model owns the
+ * model.safetensors.index.json), or (since 0.5.9) a GGUF file: llama.cpp's single-file format,
+ * architectures llama / qwen2 / qwen3, tensors F32, F16, BF16 and the block types Q4_0, Q4_1, Q5_0,
+ * Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (block-quantized ones: CPU backend; README "GGUF files").
+ * `path` is borrowed. On success *out_model owns the
  * mapping of the files; free it with specdec_model_free(). On failure *out_model is
  * set to NULL and specdec_last_error() names the file and the tensor or key. */
 SPECDEC_API specdec_status specdec_model_load(const char *path, const specdec_model_params *params,
@@ -192,9 +195,18 @@ typedef struct specdec_model_info {
      * checkpoint ships (config.json num_nextn_predict_layers: GLM-4.5, DeepSeek-V3); >= 1 means it
      * can draft for itself (specdec_model_params.mtp, draft_method SPECDEC_DRAFT_MTP); 0 = none */
     int32_t mtp_layers;
-    int32_t reserved_i2;
+    /* since 0.5.9 (was reserved_i2; the struct keeps its size): what was loaded, a specdec_file_format:
+     * SPECDEC_FILE_HF (0) a Hugging Face directory, SPECDEC_FILE_GGUF (1) a GGUF file (llama.cpp's format;
+     * its block-quantized matrices report SPECDEC_DTYPE_INT4 / INT8) */
+    int32_t file_format;
     uint64_t reserved[3];
 } specdec_model_info;
+
+/* specdec_model_info.file_format (since 0.5.9). */
+typedef enum specdec_file_format {
+    SPECDEC_FILE_HF = 0,  /* config.json + safetensors */
+    SPECDEC_FILE_GGUF = 1 /* one .gguf file (specdec_model_load's path names the file) */
+} specdec_file_format;
 
 /* specdec_model_info.rope_type: config.json's rope_scaling / rope_parameters type, resolved as
  * transformers resolves it (Phi-3's "su" is LONGROPE). */

@@ -31,6 +31,7 @@ struct specdec_model {
      * decoder-layer config (w.layers == NULL: no runner accepts it as a model). */
     struct sd_eagle3_head *eagle3;
     double t_load_s;      /* seconds specdec_model_load took (specdec_stats.t_load_s) */
+    int32_t file_format;  /* specdec_file_format: SPECDEC_FILE_GGUF when path is a GGUF file */
 };
 
 /* An MTP layer loaded as a draft (specdec_model_params.mtp: w is that one layer with its front). */

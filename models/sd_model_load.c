@@ -904,6 +904,7 @@ static specdec_status sd_load_gguf(sd_loader *L) {
     if (!m->files) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
     TRY(sd_gguf_open_model(m, L->use_mmap, &m->files[0]));
     m->n_files = 1;
+    m->file_format = SPECDEC_FILE_GGUF;
     TRY(sd_build_entries(L));
     L->used = sd_calloc(L->n_entries + 1, 1);
     if (!L->used) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
@@ -919,6 +920,11 @@ static specdec_status sd_load_gguf(sd_loader *L) {
 static specdec_status sd_load(sd_loader *L) {
     specdec_model *m = L->m;
     if (sd_gguf_path(m->path)) return sd_load_gguf(L);
+    const size_t pl = strlen(m->path);
+    if (pl > 5 && !strcmp(m->path + pl - 5, ".gguf")) /* meant as a GGUF file: say what is wrong with it */
+        return sd_is_file(m->path)
+                   ? sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not a GGUF file (it does not start with 'GGUF')", m->path)
+                   : sd_fail(NULL, SPECDEC_ERR_IO, "%s: no such GGUF file", m->path);
     char p[4400];
     snprintf(p, sizeof p, "%s/config.json", m->path);
     char *text = NULL;
@@ -1031,7 +1037,8 @@ specdec_status specdec_model_get_info(const specdec_model *model, specdec_model_
     info->rope_theta = c->rope_theta;
     info->rope_scaling_llama3 = c->rope_type == SD_ROPE_LLAMA3;
     info->rope_type = (int32_t)c->rope_type;
-    info->mtp_layers = c->mtp_layers; /* SD_ROPE_* numbers are SPECDEC_ROPE_*'s (static asserts below) */
+    info->mtp_layers = c->mtp_layers;
+    info->file_format = model->file_format; /* SD_ROPE_* numbers are SPECDEC_ROPE_*'s (static asserts below) */
     info->tie_word_embeddings = c->tie_word_embeddings;
     info->attention_bias = c->attention_bias;
     info->dtype = model->w.dtype == SD_FP8    ? SPECDEC_DTYPE_FP8_E4M3

@@ -559,7 +559,8 @@ static void loader(const char *dir) {
                      strstr(sd_cfg_cpu_only(c), "GGUF") && c->n_layers == 2 && c->n_kv_heads == NKV &&
                      c->head_dim == HD && c->vocab_size == V && !c->tie_word_embeddings && c->rope_theta == 10000.0f &&
                      c->max_position_embeddings == 64 && m->w.layers[0].wq.dtype == SD_INT4 &&
-                     m->w.layers[1].w_up.dtype == SD_INT8 && m->w.layers[0].wk.dtype == SD_F32,
+                     m->w.layers[1].w_up.dtype == SD_INT8 && m->w.layers[0].wk.dtype == SD_F32 &&
+                     info.file_format == SPECDEC_FILE_GGUF && info.dtype == SPECDEC_DTYPE_F32,
                  "the tiny llama GGUF's config and dtypes (%s)", c->architecture);
         specdec_model_free(m);
     }
@@ -613,6 +614,14 @@ static void loader(const char *dir) {
     m = NULL;
     SD_CHECK(specdec_model_load(p, &mp, &m) == SPECDEC_ERR_MODEL_MISMATCH && !m, "MTP from a GGUF is refused");
     specdec_model_free(m);
+    /* a .gguf path that is missing, or not GGUF */
+    snprintf(p, sizeof p, "%s/missing.gguf", dir);
+    SD_CHECK(specdec_model_load(p, NULL, &m) == SPECDEC_ERR_IO && strstr(specdec_last_error(), "no such GGUF file"),
+             "a missing .gguf: IO (%s)", specdec_last_error());
+    snprintf(p, sizeof p, "%s/text.gguf", dir);
+    sd_test_put(p, "GGUX not really", 15);
+    SD_CHECK(specdec_model_load(p, NULL, &m) == SPECDEC_ERR_FORMAT && strstr(specdec_last_error(), "not a GGUF file"),
+             "a .gguf without the magic: FORMAT (%s)", specdec_last_error());
 }
 
 int main(int argc, char **argv) {

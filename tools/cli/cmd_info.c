@@ -6,7 +6,11 @@
 #include "cli.h"
 #include "specdec.h"
 
-static const char *info_dtype_name(specdec_dtype d) {
+static const char *info_dtype_name(specdec_dtype d, int32_t file_format) {
+    if (file_format == SPECDEC_FILE_GGUF && d == SPECDEC_DTYPE_INT4)
+        return "INT4 (GGUF Q4_0 / Q4_1 / Q2_K / Q3_K / Q4_K blocks; CPU backend)";
+    if (file_format == SPECDEC_FILE_GGUF && d == SPECDEC_DTYPE_INT8)
+        return "INT8 (GGUF Q5_0 / Q5_1 / Q8_0 / Q5_K / Q6_K blocks; CPU backend)";
     switch (d) {
     case SPECDEC_DTYPE_F32: return "F32";
     case SPECDEC_DTYPE_F16: return "F16";
@@ -47,7 +51,7 @@ static void info_eagle3(const specdec_model_info *in) {
 
 static void info_usage(FILE *f) {
     fprintf(f, "usage: specdec info -m DIR [--no-mmap]\n"
-               "  -m, --model DIR   Hugging Face model directory (config.json + safetensors)\n"
+               "  -m, --model DIR   Hugging Face model directory (config.json + safetensors) or GGUF file\n"
                "  --no-mmap         read the weights into memory instead of mapping them\n");
 }
 
@@ -85,6 +89,8 @@ int cli_cmd_info(int argc, char **argv) {
     info_human(human, sizeof human, (long long)in.n_params);
     printf("model:                   %s\n", dir);
     printf("architecture:            %s\n", in.architecture);
+    if (in.file_format == SPECDEC_FILE_GGUF)
+        printf("format:                  GGUF (llama.cpp; configuration from its metadata, Hugging Face names)\n");
     if (in.model_kind == SPECDEC_DRAFT_EAGLE3) info_eagle3(&in);
     if (in.mtp_layers > 0)
         printf("mtp_layers:              %d (drafts for itself: --drafter mtp, CPU backend)\n", in.mtp_layers);
@@ -103,7 +109,7 @@ int cli_cmd_info(int argc, char **argv) {
            in.rope_type >= 0 && in.rope_type <= SPECDEC_ROPE_LONGROPE ? rope_names[in.rope_type] : "?");
     printf("tie_word_embeddings:     %s\n", in.tie_word_embeddings ? "true" : "false");
     printf("attention_bias:          %s\n", in.attention_bias ? "true" : "false");
-    printf("dtype:                   %s\n", info_dtype_name(in.dtype));
+    printf("dtype:                   %s\n", info_dtype_name(in.dtype, in.file_format));
     printf("parameters:              %s (%lld)\n", human, (long long)in.n_params);
     if (in.bos_id >= 0) printf("bos_id:                  %d\n", in.bos_id);
     else printf("bos_id:                  none\n");
