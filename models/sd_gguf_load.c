@@ -35,6 +35,8 @@ static const gguf_arch gguf_archs[] = {
     {"llama", "LlamaForCausalLM", "llama", 1},
     {"qwen2", "Qwen2ForCausalLM", "qwen2", 0},
     {"qwen3", "Qwen3ForCausalLM", "qwen3", 0},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", 0},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", 0},
 };
 
 static const char *const gguf_global[][2] = {
@@ -48,6 +50,14 @@ static const char *const gguf_layer[][2] = {
     {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},    {"attn_q_norm", "self_attn.q_norm"},
     {"attn_k_norm", "self_attn.k_norm"},  {"ffn_norm", "post_attention_layernorm"}, {"ffn_gate", "mlp.gate_proj"},
     {"ffn_up", "mlp.up_proj"},            {"ffn_down", "mlp.down_proj"},
+    {"ffn_gate_inp", "mlp.gate"},         {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
+    {"ffn_up_shexp", "mlp.shared_expert.up_proj"}, {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+};
+
+/* A mixture of experts' stacked experts: [E, rows, cols] (ne = {cols, rows, E}), split into E matrices. */
+static const char *const gguf_experts[][2] = {
+    {"ffn_gate_exps", "gate_proj"}, {"ffn_up_exps", "up_proj"}, {"ffn_down_exps", "down_proj"},
 };
 
 #define TRY(x)                                \
@@ -71,6 +81,23 @@ static int gguf_hf_name(const char *name, int64_t n_layers, char *hf, size_t cap
     for (size_t i = 0; i < sizeof gguf_layer / sizeof gguf_layer[0]; i++)
         if (strlen(gguf_layer[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_layer[i][0], (size_t)(dot - part)))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_layer[i][1], dot) > 0;
+    return 0;
+}
+
+/* The experts' projection of a stacked GGUF tensor `name` (blk.N.ffn_*_exps.weight) into *proj and its
+ * layer into *layer (1), or 0. */
+static int gguf_experts_of(const char *name, int64_t n_layers, const char **proj, long *layer) {
+    char *end = NULL;
+    if (strncmp(name, "blk.", 4) || name[4] < '0' || name[4] > '9') return 0;
+    const long l = strtol(name + 4, &end, 10);
+    if (*end != '.' || l < 0 || l >= n_layers) return 0;
+    for (size_t i = 0; i < sizeof gguf_experts / sizeof gguf_experts[0]; i++) {
+        const size_t n = strlen(gguf_experts[i][0]);
+        if (!strncmp(end + 1, gguf_experts[i][0], n) && !strcmp(end + 1 + n, ".weight")) {
+            *proj = gguf_experts[i][1], *layer = l;
+            return 1;
+        }
+    }
     return 0;
 }
 
@@ -177,6 +204,34 @@ static void gguf_special_ids(gguf_ctx *x, int64_t vocab) {
     }
 }
 
+/* A mixture of experts (qwen2moe, qwen3moe): expert_count, expert_used_count, expert_feed_forward_length,
+ * (qwen2moe) expert_shared_feed_forward_length; the top-k weights renormalised as llama.cpp does
+ * (`expert_weights_norm` when present, else qwen3moe yes, qwen2moe no); layers without a router
+ * (blk.N.ffn_gate_inp.weight) are dense: mlp_only_layers. */
+static specdec_status gguf_moe(gguf_ctx *x, const gguf_arch *a) {
+    int64_t n_layers = 0;
+    TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &n_layers));
+    TRY(gguf_int(x, "expert_count", "num_experts", 1, 1, 4096, NULL));
+    TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+    TRY(gguf_int(x, "expert_feed_forward_length", "moe_intermediate_size", 1, 1, 1 << 22, NULL));
+    const int v2 = !strcmp(a->name, "qwen2moe");
+    if (v2) TRY(gguf_int(x, "expert_shared_feed_forward_length", "shared_expert_intermediate_size", 1, 1, 1 << 22, NULL));
+    char k[160];
+    snprintf(k, sizeof k, "%s.expert_weights_norm", x->arch);
+    int norm = !v2;
+    if (sd_gguf_find(x->g, k) && !sd_gguf_get_bool(x->g, k, &norm))
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a bool", x->path, k);
+    cJSON_AddBoolToObject(x->cfg, "norm_topk_prob", norm);
+    cJSON_AddNumberToObject(x->cfg, "decoder_sparse_step", 1);
+    cJSON *only = cJSON_AddArrayToObject(x->cfg, "mlp_only_layers");
+    for (int64_t l = 0; l < n_layers; l++) {
+        char t[64];
+        snprintf(t, sizeof t, "blk.%lld.ffn_gate_inp.weight", (long long)l);
+        if (!sd_gguf_find_tensor(x->g, t)) cJSON_AddItemToArray(only, cJSON_CreateNumber((double)l));
+    }
+    return SPECDEC_OK;
+}
+
 /* config.json's fields from the metadata (the names llama.cpp's converter writes them under). */
 static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t *data) {
     const sd_gguf_tensor *emb = sd_gguf_find_tensor(x->g, "token_embd.weight");
@@ -205,9 +260,12 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     TRY(gguf_num(x, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1, NULL));
     cJSON_AddNumberToObject(x->cfg, "vocab_size", (double)emb->ne[1]);
     cJSON_AddBoolToObject(x->cfg, "tie_word_embeddings", !sd_gguf_find_tensor(x->g, "output.weight"));
-    if (strcmp(a->name, "qwen2")) /* Llama, Qwen3: q/k/v/o biases together (attention_bias); Qwen2: q/k/v always */
-        cJSON_AddBoolToObject(x->cfg, "attention_bias", sd_gguf_find_tensor(x->g, "blk.0.attn_q.bias") != NULL);
+    /* biases: Llama, Qwen3(-MoE) q/k/v/o together (attention_bias); Qwen2 q/k/v always; Qwen2-MoE q/k/v (qkv_bias) */
+    const int has_bias = sd_gguf_find_tensor(x->g, "blk.0.attn_q.bias") != NULL;
+    if (!strcmp(a->name, "qwen2moe")) cJSON_AddBoolToObject(x->cfg, "qkv_bias", has_bias);
+    else if (strcmp(a->name, "qwen2")) cJSON_AddBoolToObject(x->cfg, "attention_bias", has_bias);
     gguf_special_ids(x, emb->ne[1]);
+    if (strstr(a->name, "moe")) TRY(gguf_moe(x, a));
     return gguf_rope(x, head_dim, max_pos, data);
 }
 
@@ -219,8 +277,18 @@ static int gguf_cmp_tensor(const void *a, const void *b) {
 static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, int *quantized,
                                   sd_st_header *h) {
     memset(h, 0, sizeof *h);
-    h->tensors = sd_calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof *h->tensors);
-    h->names = sd_malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * 96);
+    uint64_t n = 0; /* entries: a stacked experts tensor gives one per expert */
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const char *proj;
+        long l;
+        const int split = g->tensors[i].ndim == 3 && gguf_experts_of(g->tensors[i].name, n_layers, &proj, &l);
+        n += split ? (uint64_t)g->tensors[i].ne[2] : 1;
+    }
+    if (n > SD_GGUF_MAX_TENSORS)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF holds %llu matrices (experts counted), more than %u", path,
+                       (unsigned long long)n, SD_GGUF_MAX_TENSORS);
+    h->tensors = sd_calloc((size_t)(n ? n : 1), sizeof *h->tensors);
+    h->names = sd_malloc((size_t)(n ? n : 1) * 96);
     if (!h->tensors || !h->names) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     h->data_start = g->data_start;
     h->data_size = g->data_size;
@@ -228,8 +296,11 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const sd_gguf_tensor *t = &g->tensors[i];
         if (!strcmp(t->name, "rope_freqs.weight")) continue;
-        char hf[96];
-        if (!gguf_hf_name(t->name, n_layers, hf, sizeof hf))
+        char hf[96] = "";
+        const char *proj = NULL;
+        long layer = 0;
+        const int split = t->ndim == 3 && gguf_experts_of(t->name, n_layers, &proj, &layer);
+        if (!split && !gguf_hf_name(t->name, n_layers, hf, sizeof hf))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is not one specdec knows for this "
                            "architecture (a feature it would silently drop)", path, t->name);
         const sd_ggml_type_info ti = sd_ggml_type_info_of(t->type);
@@ -241,24 +312,35 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
                 return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has type %s (specdec reads F32, "
                                "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K)", path,
                                t->name, ti.name);
-            if (t->ndim != 2)
+            if (t->ndim != 2 && !split)
                 return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is a %d-D %s tensor (only "
                                "matrices may be block-quantized)", path, t->name, (int)t->ndim, ti.name);
             o->gguf_quant = 1 + (uint32_t)t->type;
             *quantized = 1;
         }
-        if (t->ndim > 2)
+        if (t->ndim > (split ? 3 : 2))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has %d dimensions", path, t->name,
                            (int)t->ndim);
-        o->ndim = t->ndim;
-        o->shape[0] = t->ndim == 2 ? t->ne[1] : t->ne[0];
-        o->shape[1] = t->ndim == 2 ? t->ne[0] : 0;
-        o->n_elements = t->n_elements;
-        o->begin = t->offset;
-        o->end = t->offset + t->nbytes;
-        snprintf(names, 96, "%s", hf);
-        o->name = names;
-        names += 96;
+        const int gate_vec = strstr(hf, "shared_expert_gate.") != NULL && t->ne[1] == 1; /* HF [1, H] */
+        o->ndim = t->ndim == 1 && !gate_vec ? 1 : 2;
+        o->shape[0] = gate_vec ? 1 : t->ndim >= 2 ? t->ne[1] : t->ne[0];
+        o->shape[1] = gate_vec ? t->ne[0] : t->ndim >= 2 ? t->ne[0] : 0;
+        const int64_t E = split ? t->ne[2] : 1;
+        const uint64_t per = t->nbytes / (uint64_t)E;
+        for (int64_t e = 0; e < E; e++) {
+            if (e) { /* the next expert: a copy of the previous entry, further along */
+                const sd_st_tensor *prev = o;
+                o = &h->tensors[h->n_tensors++];
+                *o = *prev;
+            }
+            o->n_elements = t->n_elements / (uint64_t)E;
+            o->begin = t->offset + per * (uint64_t)e;
+            o->end = o->begin + per;
+            if (split) snprintf(names, 96, "model.layers.%ld.mlp.experts.%lld.%s.weight", layer, (long long)e, proj);
+            else snprintf(names, 96, "%s", hf);
+            o->name = names;
+            names += 96;
+        }
     }
     qsort(h->tensors, (size_t)h->n_tensors, sizeof *h->tensors, gguf_cmp_tensor);
     return SPECDEC_OK;
@@ -275,7 +357,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2 and qwen3 GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   "qwen2, qwen3, qwen2moe and qwen3moe GGUF files load; other families load from their Hugging Face "
+                   "checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 
