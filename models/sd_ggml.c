@@ -116,10 +116,9 @@ static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc,
     case SD_GGML_Q2_K: { /* scales[16] (scale | min << 4), qs[64], d, dmin */
         const uint8_t *scales = b, *qs = b + 16;
         const float d = half_at(b + 80), dmin = half_at(b + 82);
-        for (int e = 0; e < QK_K; e++) { /* e = 128 h + 32 j + l: bits 2j of qs[32 h + l] */
-            const int h = e / 128, j = (e % 128) / 32, l = e % 32;
-            q[e] = (uint8_t)((qs[32 * h + l] >> (2 * j)) & 3);
-        }
+        for (int h = 0; h < 2; h++) /* value 128 h + 32 j + l: bits 2j of qs[32 h + l] */
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 32; l++) q[128 * h + 32 * j + l] = (uint8_t)((qs[32 * h + l] >> (2 * j)) & 3);
         for (int g = 0; g < 16; g++) sc[g] = d * (float)(scales[g] & 15), bi[g] = dmin * (float)(scales[g] >> 4);
         return;
     }
@@ -128,11 +127,11 @@ static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc,
         const float d = half_at(b + 108);
         int s[16];
         scales_q3k(b + 96, s);
-        for (int e = 0; e < QK_K; e++) {
-            const int h = e / 128, j = (e % 128) / 32, l = e % 32;
-            const int lo = (qs[32 * h + l] >> (2 * j)) & 3, hi = (hm[l] >> (4 * h + j)) & 1;
-            q[e] = (uint8_t)(lo | (hi << 2));
-        }
+        for (int h = 0; h < 2; h++) /* value 128 h + 32 j + l: bits 2j of qs[32 h + l], bit 4h + j of hm[l] */
+            for (int j = 0; j < 4; j++)
+                for (int l = 0; l < 32; l++)
+                    q[128 * h + 32 * j + l] =
+                        (uint8_t)(((qs[32 * h + l] >> (2 * j)) & 3) | (((hm[l] >> (4 * h + j)) & 1) << 2));
         for (int g = 0; g < 16; g++) sc[g] = d * (float)s[g];
         return;
     }
@@ -140,11 +139,12 @@ static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc,
         const int five = type == SD_GGML_Q5_K;
         const float d = half_at(b), dmin = half_at(b + 2);
         const uint8_t *qh = b + 16, *qs = b + 16 + 32 * five;
-        for (int e = 0; e < QK_K; e++) { /* e = 64 c + 32 s + l: nibble s of qs[32 c + l], fifth bit 2c + s of qh[l] */
-            const int c = e / 64, s = (e % 64) / 32, l = e % 32;
-            const int nib = s ? qs[32 * c + l] >> 4 : qs[32 * c + l] & 15;
-            q[e] = (uint8_t)(five ? nib | (((qh[l] >> (2 * c + s)) & 1) << 4) : nib);
-        }
+        for (int c = 0; c < 4; c++) /* value 64 c + 32 s + l: nibble s of qs[32 c + l], fifth bit 2c + s of qh[l] */
+            for (int l = 0; l < 32; l++) {
+                const uint8_t b8 = qs[32 * c + l], h5 = five ? qh[l] : 0;
+                q[64 * c + l] = (uint8_t)((b8 & 15) | (((h5 >> (2 * c)) & 1) << 4));
+                q[64 * c + 32 + l] = (uint8_t)((b8 >> 4) | (((h5 >> (2 * c + 1)) & 1) << 4));
+            }
         for (int g = 0; g < 8; g++) {
             int s, mn;
             scale_min_k4(g, b + 4, &s, &mn);
@@ -155,12 +155,14 @@ static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc,
     case SD_GGML_Q6_K: { /* ql[128], qh[64], scales[16] int8, d */
         const uint8_t *ql = b, *qh = b + 128;
         const float d = half_at(b + 208);
-        for (int e = 0; e < QK_K; e++) { /* e = 128 h + 32 k + l */
-            const int h = e / 128, k = (e % 128) / 32, l = e % 32;
-            const uint8_t lb = ql[64 * h + 32 * (k & 1) + l];
-            const int lo = k >= 2 ? lb >> 4 : lb & 15, hi = (qh[32 * h + l] >> (2 * k)) & 3;
-            q[e] = (uint8_t)(lo | (hi << 4));
-        }
+        for (int h = 0; h < 2; h++) /* value 128 h + 32 k + l: a nibble of ql[64 h + 32 (k & 1) + l], bits 2k of qh */
+            for (int l = 0; l < 32; l++) {
+                const uint8_t a = ql[64 * h + l], b8 = ql[64 * h + 32 + l], hb = qh[32 * h + l];
+                q[128 * h + l] = (uint8_t)((a & 15) | ((hb & 3) << 4));
+                q[128 * h + 32 + l] = (uint8_t)((b8 & 15) | (((hb >> 2) & 3) << 4));
+                q[128 * h + 64 + l] = (uint8_t)((a >> 4) | (((hb >> 4) & 3) << 4));
+                q[128 * h + 96 + l] = (uint8_t)((b8 >> 4) | (((hb >> 6) & 3) << 4));
+            }
         for (int g = 0; g < 16; g++) sc[g] = d * (float)(int8_t)b[192 + g];
         return;
     }
@@ -200,13 +202,10 @@ int sd_ggml_repack(uint32_t type, const uint8_t *src, int64_t rows, int64_t cols
                 scale[i] = sc[g], zero[i] = k.zero;
                 if (bias) bias[i] = bi[g];
             }
-            uint8_t *row = codes + (size_t)r * rb;
-            const int64_t c0 = blk * (int64_t)ti.block;
-            for (uint32_t j = 0; j < ti.block; j++) {
-                const int64_t c = c0 + j;
-                if (k.bits == 8) row[c] = q[j];
-                else row[c / 2] |= (uint8_t)(q[j] << (4 * (c & 1)));
-            }
+            uint8_t *dst = codes + (size_t)r * rb + (size_t)(blk * (int64_t)ti.block) / (k.bits == 8 ? 1 : 2);
+            if (k.bits == 8) memcpy(dst, q, ti.block);
+            else /* blocks are 32 or 256 values: whole bytes, column 2j low */
+                for (uint32_t j = 0; j < ti.block / 2; j++) dst[j] = (uint8_t)(q[2 * j] | (q[2 * j + 1] << 4));
         }
     meta->bits = k.bits;
     meta->group = k.group;
