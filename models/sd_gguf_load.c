@@ -37,6 +37,7 @@ static const gguf_arch gguf_archs[] = {
     {"qwen3", "Qwen3ForCausalLM", "qwen3", 0},
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", 0},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", 0},
+    {"llama", "MixtralForCausalLM", "mixtral", 1}, /* "llama" with llama.expert_count > 0 (gguf_arch_of) */
 };
 
 static const char *const gguf_global[][2] = {
@@ -83,6 +84,11 @@ static int gguf_hf_name(const char *name, int64_t n_layers, char *hf, size_t cap
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_layer[i][1], dot) > 0;
     return 0;
 }
+
+/* Mixtral's names for the router and the experts' gate / up / down. */
+static const char *const gguf_mixtral[][2] = {
+    {"mlp.gate", "block_sparse_moe.gate"}, {"gate_proj", "w1"}, {"up_proj", "w3"}, {"down_proj", "w2"},
+};
 
 /* The experts' projection of a stacked GGUF tensor `name` (blk.N.ffn_*_exps.weight) into *proj and its
  * layer into *layer (1), or 0. */
@@ -266,7 +272,27 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     else if (strcmp(a->name, "qwen2")) cJSON_AddBoolToObject(x->cfg, "attention_bias", has_bias);
     gguf_special_ids(x, emb->ne[1]);
     if (strstr(a->name, "moe")) TRY(gguf_moe(x, a));
+    if (!strcmp(a->cls, "MixtralForCausalLM")) { /* experts of feed_forward_length, top-k renormalised */
+        TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
+        TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+    }
     return gguf_rope(x, head_dim, max_pos, data);
+}
+
+/* Mixtral's names: the router "mlp.gate" in hf becomes "block_sparse_moe.gate", an expert projection
+ * gate_proj / up_proj / down_proj w1 / w3 / w2. */
+static void gguf_mixtral_names(char *hf, size_t cap, const char **proj) {
+    char *p = strstr(hf, ".mlp.gate.");
+    if (p) {
+        char tail[96];
+        snprintf(tail, sizeof tail, "%s", p + strlen(".mlp.gate"));
+        snprintf(p, cap - (size_t)(p - hf), ".%s%s", gguf_mixtral[0][1], tail);
+    }
+    for (size_t i = 1; *proj && i < sizeof gguf_mixtral / sizeof gguf_mixtral[0]; i++)
+        if (!strcmp(*proj, gguf_mixtral[i][0])) {
+            *proj = gguf_mixtral[i][1];
+            break;
+        }
 }
 
 static int gguf_cmp_tensor(const void *a, const void *b) {
@@ -274,8 +300,8 @@ static int gguf_cmp_tensor(const void *a, const void *b) {
 }
 
 /* The header: every tensor under its Hugging Face name; rope_freqs.weight is read into the config. */
-static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, int *quantized,
-                                  sd_st_header *h) {
+static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, int mixtral,
+                                  int *quantized, sd_st_header *h) {
     memset(h, 0, sizeof *h);
     uint64_t n = 0; /* entries: a stacked experts tensor gives one per expert */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -303,6 +329,7 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
         if (!split && !gguf_hf_name(t->name, n_layers, hf, sizeof hf))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is not one specdec knows for this "
                            "architecture (a feature it would silently drop)", path, t->name);
+        if (mixtral) gguf_mixtral_names(hf, sizeof hf, &proj);
         const sd_ggml_type_info ti = sd_ggml_type_info_of(t->type);
         sd_st_tensor *o = &h->tensors[h->n_tensors++];
         o->dtype = t->type == SD_GGML_F32 ? SD_ST_F32 : t->type == SD_GGML_F16 ? SD_ST_F16
@@ -336,7 +363,9 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
             o->n_elements = t->n_elements / (uint64_t)E;
             o->begin = t->offset + per * (uint64_t)e;
             o->end = o->begin + per;
-            if (split) snprintf(names, 96, "model.layers.%ld.mlp.experts.%lld.%s.weight", layer, (long long)e, proj);
+            if (split)
+                snprintf(names, 96, "model.layers.%ld.%s.%lld.%s.weight", layer,
+                         mixtral ? "block_sparse_moe.experts" : "mlp.experts", (long long)e, proj);
             else snprintf(names, 96, "%s", hf);
             o->name = names;
             names += 96;
@@ -351,8 +380,12 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
     if (!sd_gguf_get_str(g, "general.architecture", &s))
         return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata 'general.architecture' is missing or not a string",
                        path);
+    int64_t experts = 0; /* llama.cpp writes Mixtral as "llama" with experts */
+    const int moe = s.len == 5 && !memcmp(s.s, "llama", 5) && sd_gguf_get_i64(g, "llama.expert_count", &experts) &&
+                    experts > 0;
     for (size_t i = 0; i < sizeof gguf_archs / sizeof gguf_archs[0]; i++)
-        if (strlen(gguf_archs[i].name) == s.len && !memcmp(gguf_archs[i].name, s.s, s.len)) {
+        if (strlen(gguf_archs[i].name) == s.len && !memcmp(gguf_archs[i].name, s.s, s.len) &&
+            (strcmp(gguf_archs[i].cls, "MixtralForCausalLM") == 0) == moe) {
             *out = &gguf_archs[i];
             return SPECDEC_OK;
         }
@@ -379,7 +412,7 @@ static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g) {
     if (st) return st;
     m->w.cfg.rope_interleaved = a->interleaved;
     int quantized = 0;
-    TRY(gguf_header(g, m->path, m->w.cfg.n_layers, &quantized, &f->hdr));
+    TRY(gguf_header(g, m->path, m->w.cfg.n_layers, m->w.cfg.arch == SD_ARCH_MIXTRAL, &quantized, &f->hdr));
     if (quantized) m->w.cfg.int4_fmt = SD_INT4_GGUF;
     return SPECDEC_OK;
 }
