@@ -3,13 +3,17 @@
 #include "sd_ggml.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "sd_cpu_pool.h"
 #include "sd_gguf.h"
 #include "sd_math.h"
 
 #define QK_K 256
+/* Most threads a repack uses (sd_cpu_default_threads, itself at most 8). */
+#define SD_GGML_REPACK_THREADS 8
 
 typedef struct ggml_q_kind {
     int32_t group;   /* values per scale */
@@ -170,8 +174,55 @@ static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc,
     }
 }
 
-int sd_ggml_repack(uint32_t type, const uint8_t *src, int64_t rows, int64_t cols, void *buf, sd_tensor *out, char *why,
-                   size_t why_cap) {
+/* One thread's share of a repack: rows [r0, r1). bad_row: the first row with a non-finite scale or min
+ * (its reason in why), else -1. */
+typedef struct ggml_job {
+    uint32_t type;
+    ggml_q_kind k;
+    sd_ggml_type_info ti;
+    const uint8_t *src;
+    int64_t cols, r0, r1;
+    float *scale, *bias;
+    int32_t *zero;
+    uint8_t *codes;
+    int64_t bad_row;
+    char why[160];
+} ggml_job;
+
+static void *ggml_rows(void *arg) {
+    ggml_job *j = arg;
+    const ggml_q_kind k = j->k;
+    const sd_ggml_type_info ti = j->ti;
+    const int64_t G = j->cols / k.group, per = (int64_t)ti.block / k.group, nb = j->cols / ti.block;
+    const size_t rb = (size_t)(k.bits == 8 ? j->cols : j->cols / 2);
+    uint8_t q[QK_K];
+    float sc[16], bi[16];
+    j->bad_row = -1;
+    for (int64_t r = j->r0; r < j->r1; r++)
+        for (int64_t blk = 0; blk < nb; blk++) {
+            memset(bi, 0, sizeof bi);
+            block_decode(j->type, j->src + (size_t)(r * nb + blk) * ti.bytes, q, sc, bi);
+            for (int64_t g = 0; g < per; g++) {
+                const int64_t i = r * G + blk * per + g;
+                if (!isfinite(sc[g]) || !isfinite(bi[g])) {
+                    snprintf(j->why, sizeof j->why, "row %lld, block %lld: scale %g, min %g (must be finite)",
+                             (long long)r, (long long)blk, (double)sc[g], (double)bi[g]);
+                    j->bad_row = r;
+                    return NULL;
+                }
+                j->scale[i] = sc[g], j->zero[i] = k.zero;
+                if (j->bias) j->bias[i] = bi[g];
+            }
+            uint8_t *dst = j->codes + (size_t)r * rb + (size_t)(blk * (int64_t)ti.block) / (k.bits == 8 ? 1 : 2);
+            if (k.bits == 8) memcpy(dst, q, ti.block);
+            else /* blocks are 32 or 256 values: whole bytes, column 2j low */
+                for (uint32_t c = 0; c < ti.block / 2; c++) dst[c] = (uint8_t)(q[2 * c] | (q[2 * c + 1] << 4));
+        }
+    return NULL;
+}
+
+int sd_ggml_repack(uint32_t type, const uint8_t *src, int64_t rows, int64_t cols, int threads, void *buf,
+                   sd_tensor *out, char *why, size_t why_cap) {
     ggml_q_kind k;
     const sd_ggml_type_info ti = sd_ggml_type_info_of(type);
     if (!kind_of(type, &k) || cols % ti.block) {
@@ -179,37 +230,35 @@ int sd_ggml_repack(uint32_t type, const uint8_t *src, int64_t rows, int64_t cols
         return 0;
     }
     const ggml_layout l = layout(&k, rows, cols);
-    const int64_t G = cols / k.group, per = (int64_t)ti.block / k.group, nb = cols / ti.block;
     uint8_t *bb = buf;
     sd_int4_meta *meta = buf;
     float *scale = (float *)(void *)(bb + l.scale), *bias = k.bias ? (float *)(void *)(bb + l.bias) : NULL;
     int32_t *zero = (int32_t *)(void *)(bb + l.zero);
     uint8_t *codes = bb + l.codes;
-    const size_t rb = (size_t)(k.bits == 8 ? cols : cols / 2);
-    uint8_t q[QK_K];
-    float sc[16], bi[16];
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t blk = 0; blk < nb; blk++) {
-            memset(bi, 0, sizeof bi);
-            block_decode(type, src + (size_t)(r * nb + blk) * ti.bytes, q, sc, bi);
-            for (int64_t g = 0; g < per; g++) {
-                const int64_t i = r * G + blk * per + g;
-                if (!isfinite(sc[g]) || !isfinite(bi[g])) {
-                    snprintf(why, why_cap, "row %lld, block %lld: scale %g, min %g (must be finite)", (long long)r,
-                             (long long)blk, (double)sc[g], (double)bi[g]);
-                    return 0;
-                }
-                scale[i] = sc[g], zero[i] = k.zero;
-                if (bias) bias[i] = bi[g];
-            }
-            uint8_t *dst = codes + (size_t)r * rb + (size_t)(blk * (int64_t)ti.block) / (k.bits == 8 ? 1 : 2);
-            if (k.bits == 8) memcpy(dst, q, ti.block);
-            else /* blocks are 32 or 256 values: whole bytes, column 2j low */
-                for (uint32_t j = 0; j < ti.block / 2; j++) dst[j] = (uint8_t)(q[2 * j] | (q[2 * j + 1] << 4));
+    /* rows split over up to SD_GGML_REPACK_THREADS threads when the matrix is large (a thread that cannot
+     * start: its rows run here); every row is written by one thread, so the result does not depend on it */
+    ggml_job jobs[SD_GGML_REPACK_THREADS];
+    pthread_t tid[SD_GGML_REPACK_THREADS];
+    int T = threads > 0 ? threads : rows * cols >= ((int64_t)1 << 22) ? sd_cpu_default_threads() : 1;
+    if (T > SD_GGML_REPACK_THREADS) T = SD_GGML_REPACK_THREADS;
+    if (T < 1 || T > rows) T = 1;
+    int started[SD_GGML_REPACK_THREADS] = {0};
+    for (int t = 0; t < T; t++) {
+        jobs[t] = (ggml_job){type, k, ti, src, cols, rows * t / T, rows * (t + 1) / T, scale, bias, zero, codes, -1, ""};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, ggml_rows, &jobs[t]) == 0;
+    }
+    for (int t = 0; t < T; t++)
+        if (!started[t]) ggml_rows(&jobs[t]);
+    for (int t = 0; t < T; t++)
+        if (started[t]) pthread_join(tid[t], NULL);
+    for (int t = 0; t < T; t++) /* the first bad row of the matrix, whatever the split */
+        if (jobs[t].bad_row >= 0) {
+            snprintf(why, why_cap, "%s", jobs[t].why);
+            return 0;
         }
     meta->bits = k.bits;
     meta->group = k.group;
-    meta->n_groups = (int32_t)G;
+    meta->n_groups = (int32_t)(cols / k.group);
     meta->gidx = NULL;
     meta->scale = scale;
     meta->zero = zero;

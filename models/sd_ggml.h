@@ -31,9 +31,11 @@ int sd_ggml_repackable(uint32_t type);
 /* Bytes of the buffer sd_ggml_repack fills for a [rows, cols] matrix (cols a multiple of the type's block). */
 size_t sd_ggml_bytes(uint32_t type, int64_t rows, int64_t cols);
 /* Fills buf (sd_ggml_bytes of zeroed, 8-byte aligned memory) from src (rows x cols / block blocks, row-major,
- * little-endian) and *out (SD_INT4 / SD_INT8 [rows, cols] pointing into buf). 0 (the reason in why) when a
- * scale, min or product is not finite. */
-int sd_ggml_repack(uint32_t type, const uint8_t *src, int64_t rows, int64_t cols, void *buf, sd_tensor *out, char *why,
-                   size_t why_cap);
+ * little-endian) and *out (SD_INT4 / SD_INT8 [rows, cols] pointing into buf). 0 (the reason in why: the
+ * first such row) when a scale or min is not finite. threads: rows split over that many threads (at most
+ * 8); 0 = one per physical core (sd_cpu_default_threads) for matrices of 4M values or more, else one. The
+ * result is the same for any split (each row written by one thread). */
+int sd_ggml_repack(uint32_t type, const uint8_t *src, int64_t rows, int64_t cols, int threads, void *buf,
+                   sd_tensor *out, char *why, size_t why_cap);
 
 #endif

@@ -369,7 +369,7 @@ static specdec_status sd_load_ggml(sd_loader *L, const sd_st_file *f, const sd_s
     void *buf = sd_own(L, sd_ggml_bytes(type, rows, cols));
     if (!buf) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: tensor '%s': out of memory", f->path, name);
     char why[160];
-    if (!sd_ggml_repack(type, sd_st_data(f, t), rows, cols, buf, out, why, sizeof why))
+    if (!sd_ggml_repack(type, sd_st_data(f, t), rows, cols, 0, buf, out, why, sizeof why))
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' (%s): %s", f->path, name,
                        sd_ggml_type_info_of(type).name, why);
     L->m->n_params += rows * cols;

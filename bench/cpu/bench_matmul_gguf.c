@@ -37,7 +37,7 @@ static void *make_gguf(uint32_t type, int rows, int cols, uint64_t *rng, sd_tens
             memcpy(src + b * ti.bytes + off0 + 2 * k, &h, 2);
         }
     char why[160];
-    if (!sd_ggml_repack(type, src, rows, cols, buf, w, why, sizeof why)) free(buf), buf = NULL;
+    if (!sd_ggml_repack(type, src, rows, cols, 0, buf, w, why, sizeof why)) free(buf), buf = NULL;
     free(src);
     return buf;
 }

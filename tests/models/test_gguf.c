@@ -8,7 +8,8 @@
  *      (fixed seed, fp16 scales set to ordinary values) repacked by sd_ggml_repack read back through
  *      sd_cpu_elem / sd_cpu_row_f32 bitwise equal to ggml's dequantisation as written in ggml's own loop
  *      order HERE (an independent transcription: pointers walking the block, not sd_ggml.c's index
- *      maths); sd_cpu_matmul over them (1, 3 and 12 tokens, both ISA paths, 1 and 2 threads) within
+ *      maths); a repack split over 1, 3, 8 threads or the automatic count writes the same bytes and names
+ *      the same first bad row (the TSan stage runs this test); sd_cpu_matmul over them (1, 3 and 12 tokens, both ISA paths, 1 and 2 threads) within
  *      1e-6 of the product in double, the AVX2 path bitwise the portable one; a NaN scale is refused;
  *   3. the loader: a tiny "llama" GGUF (F32 with one Q4_0 and one Q6_K-free Q8_0 matrix) loads as
  *      LlamaForCausalLM with adjacent-pair rope, SD_INT4_GGUF (CPU only) and its shapes; an all-F16
@@ -408,7 +409,7 @@ static void block_types(void) {
         void *buf = calloc(1, sd_ggml_bytes(ty, R, C));
         sd_tensor w;
         char why[160] = "";
-        SD_CHECK(buf && sd_ggml_repack(ty, src, R, C, buf, &w, why, sizeof why), "%s: repack: %s", ti.name, why);
+        SD_CHECK(buf && sd_ggml_repack(ty, src, R, C, 1, buf, &w, why, sizeof why), "%s: repack: %s", ti.name, why);
         int bad = 0;
         float row[C];
         for (int r = 0; r < R; r++) {
@@ -428,11 +429,47 @@ static void block_types(void) {
         const uint16_t nan16 = 0x7e00;
         memcpy(src + (ty == SD_GGML_Q6_K ? 208 : ty == SD_GGML_Q3_K ? 108 : ty == SD_GGML_Q2_K ? 80 : 0), &nan16, 2);
         memset(buf, 0, sd_ggml_bytes(ty, R, C));
-        SD_CHECK(!sd_ggml_repack(ty, src, R, C, buf, &w, why, sizeof why) && strstr(why, "must be finite"),
+        SD_CHECK(!sd_ggml_repack(ty, src, R, C, 1, buf, &w, why, sizeof why) && strstr(why, "must be finite"),
                  "%s: a NaN scale is refused (%s)", ti.name, why);
         free(buf);
     }
     SD_CHECK(!sd_ggml_repackable(SD_GGML_IQ2_XXS) && !sd_ggml_repackable(SD_GGML_F16), "other types are not repacked");
+}
+
+/* A repack split over 1, 3 and 8 threads (and the automatic choice, a matrix of 4M values) writes the same
+ * bytes; a NaN scale in a late row gives the same first-bad-row reason whatever the split. */
+static void threaded_repack(void) {
+    enum { R = 2048, C = 2048 };
+    const uint32_t ty = SD_GGML_Q4_K;
+    const sd_ggml_type_info ti = sd_ggml_type_info_of(ty);
+    const size_t nb = (size_t)R * (C / ti.block), bytes = sd_ggml_bytes(ty, R, C);
+    uint8_t *src = malloc(nb * ti.bytes);
+    uint8_t *b1 = calloc(1, bytes), *b2 = calloc(1, bytes);
+    SD_CHECK(src && b1 && b2, "out of memory");
+    if (!src || !b1 || !b2) return free(src), free(b1), free(b2);
+    for (size_t i = 0; i < nb * ti.bytes; i++) src[i] = (uint8_t)rnd(256);
+    for (size_t b = 0; b < nb; b++) set_scales(ty, src + b * ti.bytes);
+    sd_tensor w1, w2;
+    char why1[160] = "", why2[160] = "";
+    SD_CHECK(sd_ggml_repack(ty, src, R, C, 1, b1, &w1, why1, sizeof why1), "1 thread: %s", why1);
+    static const int ts[3] = {3, 8, 0};
+    for (int i = 0; i < 3; i++) {
+        memset(b2, 0, bytes);
+        SD_CHECK(sd_ggml_repack(ty, src, R, C, ts[i], b2, &w2, why2, sizeof why2), "%d threads: %s", ts[i], why2);
+        /* the meta holds pointers into its own buffer: compare what follows it */
+        const size_t skip = (sizeof(sd_int4_meta) + 7) & ~(size_t)7;
+        SD_CHECK(!memcmp(b1 + skip, b2 + skip, bytes - skip) && w2.dtype == w1.dtype, "%d threads: the same bytes as 1",
+                 ts[i]);
+    }
+    const uint16_t nan16 = 0x7e00;
+    memcpy(src + (size_t)(1500 * (C / ti.block)) * ti.bytes, &nan16, 2); /* row 1500, block 0 */
+    memcpy(src + (size_t)(1900 * (C / ti.block)) * ti.bytes, &nan16, 2); /* and row 1900 */
+    for (int i = 0; i < 3; i++) {
+        memset(b2, 0, bytes);
+        SD_CHECK(!sd_ggml_repack(ty, src, R, C, ts[i], b2, &w2, why2, sizeof why2) && strstr(why2, "row 1500, block 0"),
+                 "%d threads: the first bad row named (%s)", ts[i], why2);
+    }
+    free(src), free(b1), free(b2);
 }
 
 /* ---- 3. the loader ------------------------------------------------------------------------------ */
@@ -631,6 +668,7 @@ int main(int argc, char **argv) {
     }
     parser();
     block_types();
+    threaded_repack();
     loader(argv[1]);
     return sd_test_done();
 }
