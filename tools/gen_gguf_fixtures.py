@@ -36,10 +36,12 @@ Checks, each printed with its max |delta| (the script stops if one fails):
   - the fixture discriminates: forgetting llama's Q/K un-permutation or the rope factors changes
     the logits by far more than the C test's tolerance (1e-4 relative per row);
   - llama3 rope: transformers' inverse frequencies == base frequencies / rope_freqs;
-  - the embedded tokenizer: transformers' GGUF tokenizer and tokenizer.json encode a sample alike.
+  - the embedded tokenizer: transformers' GGUF tokenizer and tokenizer.json encode a sample alike;
+  - with --llama-cpp (needs llama-cpp-python): llama.cpp itself on an F32 twin of each file gives
+    logits.f32 within 1e-4 (check_llama_cpp) and tokenizes the sample as tokenizer.json does.
 
 Needs torch, transformers and gguf (run by hand; CI reads the committed files):
-    /tmp/ht-venv/bin/python tools/gen_gguf_fixtures.py [--out tests/models/fixtures] [NAME ...]
+    /tmp/ht-venv/bin/python tools/gen_gguf_fixtures.py [--out tests/models/fixtures] [--llama-cpp] [NAME ...]
 """
 import importlib.metadata
 import json
@@ -71,6 +73,8 @@ REL_TOL = 1e-4    # tests/models/test_model_fixtures.c: ||row - ref|| / ||ref||
 # part a single character or an earlier result ("\u0120" is GPT-2's byte-level symbol of the space).
 MERGES = ["\u0120 t", "h e", "\u0120 a", "i n", "\u0120t he", "e r", "o n", "\u0120 s", "r e", "a t", "e n",
           "\u0120 o", "n d", "\u0120 w", "in g", "\u0120a nd"]
+
+SAMPLE = "the cat and the ring, where 42 went: Then we sat on a red mat!\nAnd (so) on."  # tokenizer checks
 
 # The published pre-tokenizers named by tokenizer.ggml.pre (Llama 3's and Qwen2's tokenizer.json).
 PRE_REGEX = {
@@ -219,7 +223,7 @@ def encode(w, qtype, rng):
 def tiny_tokenizer(d, spec):
     """write_tiny_tokenizer's 80 ids (specials, single characters) + MERGES' results as ids 80..95 and
     the published pre-tokenizer of spec["pre"] (Llama 3: BOS added by the post-processor, ignore_merges;
-    Qwen2: NFC). Writes d/tokenizer.json and returns the document."""
+    Qwen2: NFC). Writes d/tokenizer.json."""
     gmf.write_tiny_tokenizer(d, size=V)
     path = os.path.join(d, "tokenizer.json")
     with open(path) as f:
@@ -254,14 +258,15 @@ def tiny_tokenizer(d, spec):
     tok["model"]["vocab"] = dict(sorted(tok["model"]["vocab"].items(), key=lambda kv: kv[1]))
     with open(path, "w") as f:
         json.dump(tok, f, indent=1, ensure_ascii=False)
-    return tok
 
 
-def add_tokenizer(writer, d, tok, spec):
+def add_tokenizer(writer, d, spec):
     """tokenizer.ggml.* as convert_hf_to_gguf.py's _set_vocab_gpt2 writes them: tokens by id, type
     CONTROL for the special added tokens and NORMAL otherwise, then gguf-py's SpecialVocab (what the
     converter runs) for the merges, special ids and add_bos / add_eos from tokenizer.json and a
-    tokenizer_config.json (written to a scratch directory, not kept)."""
+    tokenizer_config.json (written to a scratch directory, not kept). d: the directory of tokenizer.json."""
+    with open(os.path.join(d, "tokenizer.json")) as f:
+        tok = json.load(f)
     specials = {a["id"] for a in tok["added_tokens"] if a["special"]}
     tokens = sorted(tok["model"]["vocab"], key=tok["model"]["vocab"].get)
     writer.add_tokenizer_model("gpt2")
@@ -336,7 +341,7 @@ def build(name, seed):
     return model, tensors
 
 
-def write_gguf(path, name, model, tensors, d, tok):
+def write_gguf(path, name, model, tensors, d):
     """The file, metadata in the converter's order (general.*, then TextModel / LlamaModel's
     set_gguf_parameters, the quantization version, the vocabulary)."""
     spec, cfg = FIXTURES[name], model.config
@@ -361,7 +366,7 @@ def write_gguf(path, name, model, tensors, d, tok):
         w.add_vocab_size(cfg.vocab_size)
         w.add_rope_dimension_count(cfg.head_dim)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    add_tokenizer(w, d, tok, spec)
+    add_tokenizer(w, d, spec)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -481,11 +486,46 @@ def check_discriminates(model, tensors, ids, logits, spec):
 def check_tokenizer(d):
     """transformers' tokenizer from the GGUF metadata vs tokenizer.json, on a sample of the characters."""
     from tokenizers import Tokenizer
-    text = "the cat and the ring, where 42 went: Then we sat on a red mat!\nAnd (so) on."
-    ref = Tokenizer.from_file(os.path.join(d, "tokenizer.json")).encode(text).ids
-    got = transformers.AutoTokenizer.from_pretrained(d, gguf_file="model.gguf").encode(text)
+    ref = Tokenizer.from_file(os.path.join(d, "tokenizer.json")).encode(SAMPLE).ids
+    got = transformers.AutoTokenizer.from_pretrained(d, gguf_file="model.gguf").encode(SAMPLE)
     merged = sum(1 for i in ref if i >= V - len(MERGES))
     return ref == got, len(ref), merged, (ref, got)
+
+
+def check_llama_cpp(d, name, model, tensors, ids, logits):
+    """--llama-cpp (needs llama-cpp-python): llama.cpp itself, F32 KV cache, on an F32 twin of model.gguf
+    (the decoded weights stored as F32 in the same layout, same metadata and tokenizer) must give
+    logits.f32 within the C test's tolerance: its own reading of the metadata, tensor names, Q/K order,
+    rope_freqs, q/k norms. On model.gguf itself the error is only printed (ggml's CPU matmul rounds the
+    activations to Q8 / F16 / BF16 for quantized / half weights: ~1e-2). Its tokenizer must encode
+    SAMPLE as tokenizer.json does."""
+    import llama_cpp
+    from tokenizers import Tokenizer
+    cfg, out = model.config, {}
+    twin = {}
+    for g, (hf_name, _, _, deq) in tensors.items():
+        w = deq
+        if FIXTURES[name]["arch"] == "llama" and (".attn_q." in g or ".attn_k." in g):
+            w = permute_qk(deq, cfg.num_attention_heads if ".attn_q." in g else cfg.num_key_value_heads)
+        twin[g] = (hf_name, Q.F32, np.ascontiguousarray(w, dtype=np.float32), deq)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_gguf(os.path.join(tmp, "model.gguf"), name, model, twin, d)
+        for what, path in (("f32_twin", os.path.join(tmp, "model.gguf")), ("model_gguf", os.path.join(d, "model.gguf"))):
+            llm = llama_cpp.Llama(model_path=path, n_ctx=2 * T, n_batch=2 * T, logits_all=True, type_k=0, type_v=0,
+                                  n_threads=1, verbose=False)
+            llm.eval([int(i) for i in ids])
+            got = np.array(llm.scores[:T], dtype=np.float32)
+            out[f"llama_cpp_{what}_row_error"] = row_error(got, logits)
+            out[f"llama_cpp_{what}_argmax_differs"] = int((got.argmax(1) != logits.argmax(1)).sum())
+            if what == "f32_twin":
+                toks = llm.tokenize(SAMPLE.encode(), add_bos=False, special=False)
+                if toks != Tokenizer.from_file(os.path.join(d, "tokenizer.json")).encode(SAMPLE, add_special_tokens=False).ids:
+                    sys.exit(f"{name}: llama.cpp tokenizes the sample as {toks}")
+                out["llama_cpp_tokenizer"] = "== tokenizer.json on the sample"
+            del llm
+    if out["llama_cpp_f32_twin_row_error"] > REL_TOL:
+        sys.exit(f"{name}: llama.cpp on the F32 twin: row error {out['llama_cpp_f32_twin_row_error']:g}")
+    return out
 
 
 def contents(name, model, tensors, reader, checks):
@@ -515,7 +555,7 @@ def contents(name, model, tensors, reader, checks):
     return "\n".join(lines) + "\n"
 
 
-def write_fixture(out, name):
+def write_fixture(out, name, llama_cpp=False):
     spec = FIXTURES[name]
     rng = np.random.default_rng(2000 + zlib.crc32(name.encode()) % 100000)
     ids = rng.integers(3, V, T)
@@ -525,9 +565,9 @@ def write_fixture(out, name):
     if os.path.isdir(d):
         shutil.rmtree(d)
     os.makedirs(d)
-    tok = tiny_tokenizer(d, spec)
+    tiny_tokenizer(d, spec)
     path = os.path.join(d, "model.gguf")
-    write_gguf(path, name, model, tensors, d, tok)
+    write_gguf(path, name, model, tensors, d)
     with open(os.path.join(d, "ids.txt"), "w") as f:
         f.write(" ".join(str(int(i)) for i in ids) + "\n")
     logits.astype("<f4").tofile(os.path.join(d, "logits.f32"))
@@ -541,6 +581,8 @@ def write_fixture(out, name):
     if not same:
         sys.exit(f"{name}: transformers' GGUF tokenizer encodes {got}, tokenizer.json {ref}")
     checks["tokenizer"] = f"transformers' GGUF tokenizer == tokenizer.json on a {n_tok}-token sample ({merged} merged)"
+    if llama_cpp:
+        checks.update(check_llama_cpp(d, name, model, tensors, ids, logits))
     top2 = np.sort(logits, axis=-1)[:, -2:]
     checks["seed"] = seed
     checks["min_top2_margin"] = float((top2[:, 1] - top2[:, 0]).min())
@@ -555,8 +597,9 @@ def write_fixture(out, name):
 
 
 def main():
-    out, names = gmf.fixture_args(__doc__, FIXTURES)
-    lines = {n: write_fixture(out, n) for n in names}
+    out, names, opts = gmf.fixture_args(__doc__, FIXTURES, {
+        "llama-cpp": "also run llama.cpp (llama-cpp-python) on each file and its F32 twin (check_llama_cpp)"})
+    lines = {n: write_fixture(out, n, opts.llama_cpp) for n in names}
     gmf.write_manifest(os.path.join(out, "gguf_manifest.txt"), lines, FIXTURES,
                        "name T V n_ctx; <name>/model.gguf (tools/gen_gguf_fixtures.py)")
     print(f"{len(names)} fixtures in {out}")

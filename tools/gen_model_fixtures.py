@@ -1271,17 +1271,20 @@ def check_mxfp4(d, model, ids, logits):
 
 
 def main():
-    out, names = fixture_args(__doc__, VARIANTS)
+    out, names, _ = fixture_args(__doc__, VARIANTS)
     lines = {n: write_fixture(out, n) for n in names}
     write_manifest(os.path.join(out, "manifest.txt"), lines, VARIANTS, "name T V n_ctx (tools/gen_model_fixtures.py)")
     print(f"{len(names)} fixtures in {out}")
 
 
-def fixture_args(doc, known):
+def fixture_args(doc, known, flags=None):
     """The command line of a fixture script: (output directory, created; the names to write: those
-    given, else all of `known`). Uses one torch thread."""
+    given, else all of `known`; the parsed options, with a boolean --NAME per flags {NAME: help}).
+    Uses one torch thread."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "models", "fixtures"))
+    for flag, help_ in (flags or {}).items():
+        ap.add_argument(f"--{flag}", action="store_true", help=help_)
     ap.add_argument("names", nargs="*", help="fixtures to (re)write (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -1290,7 +1293,7 @@ def fixture_args(doc, known):
     if unknown:
         sys.exit(f"unknown fixtures {unknown}; known: {sorted(known)}")
     os.makedirs(args.out, exist_ok=True)
-    return args.out, names
+    return args.out, names, args
 
 
 def write_manifest(path, lines, known, what):
