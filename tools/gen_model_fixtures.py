@@ -1204,6 +1204,18 @@ def margins_ok(logits):
     return bool((top2[:, 1] - top2[:, 0] > MARGIN).all())
 
 
+def first_seed(name, ids, make):
+    """(seed, *make(seed), logits) for the first seed 1..49 whose model (make(seed)[0]) gives finite
+    logits on ids with every top-2 margin above MARGIN."""
+    for seed in range(1, 50):
+        made = make(seed)
+        with torch.no_grad():
+            logits = made[0](input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
+        if np.isfinite(logits).all() and margins_ok(logits):
+            return (seed, *made, logits)
+    sys.exit(f"{name}: no seed gave top-2 margins above {MARGIN}")
+
+
 def write_fixture(out, name):
     # the ids' seed: the variant's place among the others (INT4's, CT's and CT_FP8's excluded: adding them
     # changed no fixture)
@@ -1214,14 +1226,7 @@ def write_fixture(out, name):
         rng = np.random.default_rng(1000 + sorted(n for n in VARIANTS if n not in by_crc).index(name))
     ids = rng.integers(3, V, T)
     ids[0] = 1  # bos
-    for seed in range(1, 50):
-        model = build(name, seed)
-        with torch.no_grad():
-            logits = model(input_ids=torch.from_numpy(ids[None].astype(np.int64))).logits[0].float().numpy()
-        if np.isfinite(logits).all() and margins_ok(logits):
-            break
-    else:
-        sys.exit(f"{name}: no seed gave top-2 margins above {MARGIN}")
+    seed, model, logits = first_seed(name, ids, lambda s: (build(name, s),))
     d = os.path.join(out, name)
     if os.path.isdir(d):
         shutil.rmtree(d)
@@ -1266,28 +1271,44 @@ def check_mxfp4(d, model, ids, logits):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    out, names, _ = fixture_args(__doc__, VARIANTS)
+    lines = {n: write_fixture(out, n) for n in names}
+    write_manifest(os.path.join(out, "manifest.txt"), lines, VARIANTS, "name T V n_ctx (tools/gen_model_fixtures.py)")
+    print(f"{len(names)} fixtures in {out}")
+
+
+def fixture_args(doc, known, flags=None):
+    """The command line of a fixture script: (output directory, created; the names to write: those
+    given, else all of `known`; the parsed options, with a boolean --NAME per flags {NAME: help}).
+    Uses one torch thread."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(ROOT, "tests", "models", "fixtures"))
-    ap.add_argument("names", nargs="*", help="variants to (re)write (default: all)")
+    for flag, help_ in (flags or {}).items():
+        ap.add_argument(f"--{flag}", action="store_true", help=help_)
+    ap.add_argument("names", nargs="*", help="fixtures to (re)write (default: all)")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    names = args.names or sorted(VARIANTS)
-    unknown = [n for n in names if n not in VARIANTS]
+    names = args.names or sorted(known)
+    unknown = [n for n in names if n not in known]
     if unknown:
-        sys.exit(f"unknown variants {unknown}; known: {sorted(VARIANTS)}")
+        sys.exit(f"unknown fixtures {unknown}; known: {sorted(known)}")
     os.makedirs(args.out, exist_ok=True)
-    lines = {n: write_fixture(args.out, n) for n in names}
-    mpath = os.path.join(args.out, "manifest.txt")
-    if os.path.exists(mpath):  # keep the other variants' lines
-        with open(mpath) as f:
+    return args.out, names, args
+
+
+def write_manifest(path, lines, known, what):
+    """path: a comment naming the versions and `what`, then the manifest line of each fixture: those in
+    lines ({name: line}), and the other `known` fixtures' lines kept from the existing file."""
+    lines = dict(lines)
+    if os.path.exists(path):
+        with open(path) as f:
             for line in f:
-                if line.strip() and line.split()[0] not in lines and line.split()[0] in VARIANTS:
+                if line.strip() and not line.startswith("#") and line.split()[0] not in lines \
+                        and line.split()[0] in known:
                     lines[line.split()[0]] = line
-    with open(mpath, "w") as f:
-        f.write(f"# transformers {transformers.__version__}, torch {torch.__version__}: "
-                f"name T V n_ctx (tools/gen_model_fixtures.py)\n")
+    with open(path, "w") as f:
+        f.write(f"# transformers {transformers.__version__}, torch {torch.__version__}: {what}\n")
         f.writelines(lines[n] for n in sorted(lines))
-    print(f"{len(names)} fixtures in {args.out}")
 
 
 if __name__ == "__main__":
