@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""gen_gguf_moe_fixtures.py — GGUF (llama.cpp) twins of the mixture-of-experts fixtures, with transformers'
+fp32 logits.
+
+Each fixture converts one of tests/models/fixtures' tiny MoE checkpoints (written by gen_model_fixtures.py)
+as llama.cpp's convert_hf_to_gguf.py does for its architecture: Qwen3-MoE as "qwen3moe", Qwen2-MoE as
+"qwen2moe" (shared expert, its gate stored 1-D), Mixtral as "llama" with llama.expert_count (q / k rows
+permuted for ggml's rope); every expert's gate / up / down stacked into one [E, rows, cols] tensor
+(blk.N.ffn_{gate,up,down}_exps), the router as blk.N.ffn_gate_inp, a dense layer (mlp_only_layers) as
+plain ffn_gate / ffn_up / ffn_down. Matrices are encoded in the ggml types FIXTURES assigns (gguf-py's
+quantizer; a type whose block does not divide the rows stays F16); 1-D tensors F32. Then
+
+    OUT/<name>/model.gguf        the checkpoint (no tokenizer: the source fixtures have none)
+    OUT/<name>/ids.txt           the source fixture's ids
+    OUT/<name>/logits.f32        transformers' logits for them, from the weights gguf-py decodes from the
+                                 file (llama's q / k un-permuted), saved in the source's layout and loaded
+                                 with from_pretrained (transformers fuses the experts itself)
+    OUT/gguf_moe_manifest.txt    "<name> <T> <V> <n_ctx>" per fixture
+
+Checks (printed; the script stops when one fails): every tensor read back by GGUFReader decodes to the
+weights the reference used; the logits differ from the source fixture's (quantization happened) and each
+position's top-2 margin exceeds gen_model_fixtures.MARGIN; where llama.cpp's routing differs from a plain
+reading (qwen3moe renormalises the top-k weights, so does Mixtral), the logits without it differ by more
+than the C test's tolerance.
+
+Needs torch, transformers and gguf (run by hand; CI reads the committed files):
+    /tmp/ht-venv/bin/python tools/gen_gguf_moe_fixtures.py [--out tests/models/fixtures]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_gguf_fixtures as ggf  # noqa: E402  (exits with a message without torch / transformers / gguf)
+
+gguf, gmf, np, torch, transformers = ggf.gguf, ggf.gmf, ggf.np, ggf.torch, ggf.transformers
+Q = gguf.GGMLQuantizationType
+
+# name -> source fixture, gguf architecture, config edits for the reference (keys the GGUF cannot carry,
+# set to what llama.cpp runs), {projection kind: ggml type}
+FIXTURES = {
+    "gguf_qwen3_moe": dict(src="qwen3_moe", arch="qwen3moe", edits={},
+                           types={"attn": Q.Q8_0, "exps_gate": Q.Q4_0, "exps_up": Q.Q8_0, "exps_down": Q.Q5_1,
+                                  "dense": Q.Q5_0, "router": Q.F32, "out": Q.Q8_0}),
+    "gguf_qwen2_moe": dict(src="qwen2_moe_window", arch="qwen2moe",
+                           edits={"use_sliding_window": False, "sliding_window": None},
+                           types={"attn": Q.Q4_1, "exps_gate": Q.Q8_0, "exps_up": Q.Q5_0, "exps_down": Q.Q8_0,
+                                  "dense": Q.Q8_0, "shexp": Q.Q4_0, "router": Q.F32, "out": Q.F16}),
+    "gguf_mixtral": dict(src="mixtral", arch="llama", edits={},
+                         types={"attn": Q.Q5_1, "exps_gate": Q.Q4_1, "exps_up": Q.Q8_0, "exps_down": Q.BF16,
+                                "router": Q.F32, "out": Q.Q8_0}),
+}
+
+LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+         "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+         "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+         "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+         "mlp.gate": "ffn_gate_inp", "block_sparse_moe.gate": "ffn_gate_inp",
+         "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
+         "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
+GLOBAL = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+          "lm_head.weight": "output.weight"}
+EXPERT = re.compile(r"model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight")
+PROJ = {"gate_proj": "gate", "up_proj": "up", "down_proj": "down", "w1": "gate", "w3": "up", "w2": "down"}
+
+
+def kind_of(g):
+    """The FIXTURES type key of gguf tensor g."""
+    part = g.split(".")[-2] if g.startswith("blk.") else g.split(".")[0]
+    if part.endswith("_exps"):
+        return "exps_" + part[4:-5]
+    if part.endswith("_shexp"):
+        return "shexp"
+    if part == "ffn_gate_inp":
+        return "router"
+    if part in ("ffn_gate", "ffn_up", "ffn_down"):
+        return "dense"
+    return "out" if part in ("token_embd", "output") else "attn"
+
+
+def encode(w, qtype):
+    """w float32 [..., rows, cols] -> (stored array, ggml type): F16 when qtype's block does not divide cols."""
+    if qtype in (Q.F32, Q.F16, Q.BF16) or w.shape[-1] % gguf.GGML_QUANT_SIZES[qtype][0]:
+        qtype = Q.F16 if qtype != Q.F32 and qtype != Q.BF16 else qtype
+    if qtype == Q.F32:
+        return w, qtype
+    if qtype == Q.F16:
+        return w.astype(np.float16), qtype
+    return gguf.quants.quantize(w, qtype), qtype
+
+
+def gguf_tensors(src_dir, spec, cfg):
+    """{gguf name: (ggml type, stored array, decoded float32 in the HF layout, [HF names])}."""
+    from safetensors.numpy import load_file
+    state = load_file(os.path.join(src_dir, "model.safetensors"))
+    n_head, n_kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    experts, out = {}, {}
+    for name, w in state.items():
+        w = w.astype(np.float32)
+        m = EXPERT.fullmatch(name)
+        if m:
+            experts.setdefault((int(m[1]), PROJ[m[3]]), {})[int(m[2])] = (name, w)
+            continue
+        if name in GLOBAL:
+            g = GLOBAL[name]
+        else:
+            p = name.split(".")
+            g = f"blk.{p[2]}.{LAYER['.'.join(p[3:-1])]}.{p[-1]}"
+        heads = None
+        if spec["arch"] == "llama" and (".q_proj." in name or ".k_proj." in name):
+            heads = n_head if ".q_proj." in name else n_kv
+            w = ggf.permute_qk(w, heads)
+        if g.endswith("ffn_gate_inp_shexp.weight"):
+            w = w.reshape(-1)  # the converter stores the shared expert's gate 1-D
+        data, qt = encode(w, spec["types"][kind_of(g)]) if w.ndim > 1 else (w, Q.F32)
+        deq = gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape)
+        if heads is not None:
+            deq = ggf.unpermute_qk(deq, heads)
+        out[g] = (qt, data, deq.reshape(state[name].shape), [name])
+    for (layer, proj), es in sorted(experts.items()):
+        names = [es[e][0] for e in sorted(es)]
+        w = np.stack([es[e][1] for e in sorted(es)])
+        g = f"blk.{layer}.ffn_{proj}_exps.weight"
+        data, qt = encode(w, spec["types"][kind_of(g)])
+        out[g] = (qt, data, gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape), names)
+    return out
+
+
+def write_gguf(path, spec, cfg, tensors):
+    """The file, metadata as the converter writes it for the architecture."""
+    w = gguf.GGUFWriter(path, spec["arch"])
+    for g, (qt, data, _, _) in tensors.items():
+        w.add_tensor(g, data, raw_dtype=qt)
+    w.add_type(gguf.GGUFType.MODEL)
+    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
+    if cfg.get("head_dim"):
+        w.add_key_length(cfg["head_dim"])
+        w.add_value_length(cfg["head_dim"])
+    w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
+    w.add_expert_used_count(cfg["num_experts_per_tok"])
+    if spec["arch"] != "llama":
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+    if spec["arch"] == "qwen2moe":
+        w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
+    if spec["arch"] == "llama":
+        w.add_vocab_size(cfg["vocab_size"])
+        w.add_rope_dimension_count(cfg["hidden_size"] // cfg["num_attention_heads"])
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def reference(tmp, cfg, tensors, ids, **edits):
+    """transformers' logits for ids from the decoded weights, saved in the source layout."""
+    from safetensors.numpy import save_file
+    with open(os.path.join(tmp, "config.json"), "w") as f:
+        json.dump({**cfg, **edits}, f)
+    st = {}
+    for _, _, deq, names in tensors.values():
+        for i, n in enumerate(names):
+            st[n] = np.ascontiguousarray(deq[i] if len(names) > 1 else deq)
+    save_file(st, os.path.join(tmp, "model.safetensors"))
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+
+
+def write_fixture(out, name, src_root):
+    spec = FIXTURES[name]
+    src = os.path.join(src_root, spec["src"])
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = {**json.load(f), **spec["edits"]}
+    ids = [int(x) for x in open(os.path.join(src, "ids.txt")).read().split()]
+    tensors = gguf_tensors(src, spec, cfg)
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "model.gguf")
+    write_gguf(path, spec, cfg, tensors)
+    reader = gguf.GGUFReader(path)
+    worst = 0.0
+    for t in reader.tensors:
+        qt, _, deq, names = tensors[t.name]
+        back = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        if spec["arch"] == "llama" and (".attn_q." in t.name or ".attn_k." in t.name):
+            back = ggf.unpermute_qk(back, cfg["num_attention_heads" if ".attn_q." in t.name else "num_key_value_heads"])
+        worst = max(worst, float(np.abs(back.reshape(deq.shape) - deq).max()))
+    if worst != 0.0 or len(reader.tensors) != len(tensors):
+        sys.exit(f"{name}: the file reads back to other weights (max |delta| {worst:g})")
+    with tempfile.TemporaryDirectory() as tmp:
+        logits = reference(tmp, cfg, tensors, ids)
+        src_logits = np.fromfile(os.path.join(src, "logits.f32"), dtype=np.float32).reshape(logits.shape)
+        quant = ggf.row_error(logits, src_logits)
+        if quant < 1e-4:
+            sys.exit(f"{name}: the encoded weights give the source's logits ({quant:.2e}): nothing quantized")
+        top2 = np.sort(logits, axis=1)[:, -2:]
+        if (top2[:, 1] - top2[:, 0]).min() <= gmf.MARGIN:
+            sys.exit(f"{name}: a top-2 logit margin {float((top2[:, 1] - top2[:, 0]).min()):.3g} <= {gmf.MARGIN}")
+        plain = ggf.row_error(reference(tmp, cfg, tensors, ids, norm_topk_prob=False), logits) \
+            if spec["arch"] == "qwen3moe" else None
+        if plain is not None and plain < 1e-3:
+            sys.exit(f"{name}: renormalising the top-k weights does not change the logits ({plain:.2e})")
+    logits.astype("<f4").tofile(os.path.join(d, "logits.f32"))
+    with open(os.path.join(d, "ids.txt"), "w") as f:
+        f.write(" ".join(str(i) for i in ids) + "\n")
+    types = sorted({qt.name for qt, _, _, _ in tensors.values()})
+    print(f"{name}: {len(tensors)} tensors ({', '.join(types)}); re-read |delta| {worst:g}; vs the unquantized "
+          f"source {quant:.2e}" + (f"; without top-k renormalisation {plain:.2e}" if plain is not None else ""))
+    return f"{name} {len(ids)} {cfg['vocab_size']} {len(ids)}\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--out", default=os.path.join(here, "..", "tests", "models", "fixtures"))
+    ap.add_argument("names", nargs="*", default=sorted(FIXTURES))
+    a = ap.parse_args()
+    lines = {n: write_fixture(a.out, n, a.out) for n in a.names}
+    gmf.write_manifest(os.path.join(a.out, "gguf_moe_manifest.txt"), lines, FIXTURES,
+                       "name T V n_ctx; <name>/model.gguf (tools/gen_gguf_moe_fixtures.py)")
+
+
+if __name__ == "__main__":
+    main()
