@@ -431,8 +431,8 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
         int in_vocab = t != GT_CONTROL && t != GT_USER, is_added = t == GT_CONTROL || t == GT_USER || (spm && t == GT_UNKNOWN);
         if (in_vocab && !sd_gt_add(vocab, s, cJSON_CreateNumber((double)i))) ok = 0;
         if (is_added) {
-            int rstrip = phi3 && ((t == GT_CONTROL && strcmp(s, "<unk>") && strcmp(s, "<s>") && strcmp(s, "<|endoftext|>")) ||
-                                  !strcmp(s, "</s>"));
+            /* llama.cpp's rule: every special-cache token (CONTROL, USER_DEFINED, UNKNOWN) but three, and </s> */
+            int rstrip = phi3 && (strcmp(s, "<unk>") && strcmp(s, "<s>") && strcmp(s, "<|endoftext|>"));
             cJSON *a = cJSON_CreateObject();
             ok = ok && sd_gt_add(added, NULL, a) && cJSON_AddNumberToObject(a, "id", (double)i) &&
                  cJSON_AddStringToObject(a, "content", s) && cJSON_AddBoolToObject(a, "single_word", 0) &&

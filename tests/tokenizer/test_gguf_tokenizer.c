@@ -132,6 +132,7 @@ static unsigned char *spm_file(mut m, size_t *len) {
     static const float scores[] = {0, 0, 0, -10, -11, -12, -1, -3, 0, 0};
     gw w = {0};
     kv_str(&w, "general.architecture", "llama");
+    if (m.field == F_NONE && m.variant == 2) kv_str(&w, "general.name", "Phi3 Mini"); /* llama.cpp's rstrip rule */
     kv_str(&w, "tokenizer.ggml.model", "llama");
     kv_strs(&w, "tokenizer.ggml.tokens", toks, 10);
     if (m.field == F_SCORES) {
@@ -266,11 +267,21 @@ int main(void) {
         expect_ids(t, "b c", 0, IDS(3, 5, 3, 8));
         expect_ids(t, "x", 0, IDS(3, 0));
         expect_ids(t, "a<tool>b", 0, IDS(6, 9, 3, 5));
+        expect_ids(t, "a<tool> b", 0, IDS(6, 9, 3, 3, 5));
         char buf[64];
         size_t bl = 0;
         int32_t ids[] = {1, 6, 5, 3, 8, 2};
         SD_CHECK(!specdec_detokenize(t, ids, 6, 1, buf, sizeof buf, &bl) && bl == 4 && !memcmp(buf, "ab c", 4),
                  "spm decode: \"%.*s\"", (int)bl, buf);
+        specdec_tokenizer_free(t);
+    }
+    free(f);
+    f = spm_file((mut){F_NONE, 2}, &len);
+    st = sd_gguf_tokenizer_parse(f, len, "phi3.gguf", &t);
+    SD_CHECK(st == SPECDEC_OK, "llama GGUF named Phi-3 loads: %s", specdec_last_error());
+    if (!st) {
+        expect_ids(t, "a<tool> b", 0, IDS(6, 9, 3, 5)); /* Phi-3's tokens strip the white space after them */
+        expect_ids(t, "a<s> b", 0, IDS(6, 1, 3, 3, 5)); /* except <s>, <unk>, <|endoftext|> */
         specdec_tokenizer_free(t);
     }
     free(f);
