@@ -108,8 +108,7 @@ static specdec_status sd_gt_array(const sd_gt *gt, const char *key, sd_gguf_vtyp
     int ok = kv->type == SD_GGUF_ARRAY;
     if (ok && want == SD_GGUF_STRING) ok = kv->arr_type == SD_GGUF_STRING;
     else if (ok && want == SD_GGUF_F32) ok = kv->arr_type == SD_GGUF_F32 || kv->arr_type == SD_GGUF_F64;
-    else if (ok) ok = kv->arr_type <= SD_GGUF_I32 && kv->arr_type != SD_GGUF_F32 ? 1
-                      : kv->arr_type == SD_GGUF_U64 || kv->arr_type == SD_GGUF_I64;
+    else if (ok) ok = kv->arr_type <= SD_GGUF_I32 || kv->arr_type == SD_GGUF_U64 || kv->arr_type == SD_GGUF_I64;
     if (!ok)
         return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key %s must be an array of %s", gt->what, key,
                        want == SD_GGUF_STRING ? "strings" : want == SD_GGUF_F32 ? "floats" : "integers");
@@ -355,6 +354,12 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     if (!spm && !(model.len == 4 && !memcmp(model.s, "gpt2", 4)))
         return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tokenizer.ggml.model \"%.*s\" is not supported (gpt2 and llama are)",
                        gt->what, (int)(model.len > 64 ? 64 : model.len), model.s);
+    sd_gguf_str arch;
+    /* Gemma's "llama" vocabularies spell runs of spaces as spaces and rank merges by file order, not by
+     * score (transformers' converter special-cases both): not verified here, so refused */
+    if (spm && sd_gguf_get_str(g, "general.architecture", &arch) && arch.len >= 5 && !memcmp(arch.s, "gemma", 5))
+        return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: the GGUF tokenizer of architecture \"%.*s\" (a Gemma SentencePiece "
+                       "vocabulary) is not supported", gt->what, (int)(arch.len > 32 ? 32 : arch.len), arch.s);
     sd_gt_pre pre = PRE_GPT2;
     if (!spm) {
         sd_gguf_str p = {"default", 7};
