@@ -82,7 +82,8 @@ static unsigned char *gpt2_file(mut m, size_t *len) {
     } else {
         kv_str(&w, "tokenizer.ggml.model", "gpt2");
     }
-    if (m.field == F_PRE) kv_str(&w, "tokenizer.ggml.pre", m.variant ? "made-up-pre" : "llama-bpe");
+    static const char *pres[] = {"llama-bpe", "made-up-pre", "smollm", "qwen2", "deepseek-r1-qwen", "llama3"};
+    if (m.field == F_PRE) kv_str(&w, "tokenizer.ggml.pre", pres[m.variant]);
     else kv_str(&w, "tokenizer.ggml.pre", "gpt-2");
     if (m.field == F_TOKENS) {
         if (m.variant == 0) kv_i32s(&w, "tokenizer.ggml.tokens", types, 10);
@@ -268,6 +269,19 @@ int main(void) {
     SD_CHECK(completed && bad_status == 0, "allocation failures: completed %d, %d other statuses", completed, bad_status);
     printf("allocation failure injected at %ld points\n", k);
     free(f);
+
+    /* every known pre-tokenizer loads (its regex compiles) and splits "abc ab" as GPT-2's does */
+    for (int v = 0; v < 6; v++) {
+        if (v == 1) continue;
+        f = gpt2_file((mut){F_PRE, v}, &len);
+        st = sd_gguf_tokenizer_parse(f, len, "pre.gguf", &t);
+        SD_CHECK(st == SPECDEC_OK, "pre variant %d loads: %s", v, specdec_last_error());
+        if (!st) {
+            expect_ids(t, "abc ab", 0, IDS(4, 5, 3));
+            specdec_tokenizer_free(t);
+        }
+        free(f);
+    }
 
     /* SentencePiece: merges from the scores (▁a outranks ab), byte fallback, BOS, USER_DEFINED added */
     f = spm_file((mut){F_NONE, 0}, &len);
