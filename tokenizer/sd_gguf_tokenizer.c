@@ -321,7 +321,8 @@ static specdec_status sd_gt_cfg_token(sd_gt *gt, cJSON *cfg, const char *name, i
     return cJSON_AddStringToObject(cfg, name, s) ? SPECDEC_OK : GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
 }
 
-static cJSON *sd_gt_template(const sd_gt *gt, int64_t bos, int64_t eos) {
+/* TemplateProcessing: [bos] $A [eos] (an id < 0 left out). */
+static cJSON *sd_gt_template(int64_t bos, int64_t eos) {
     cJSON *o = sd_gt_obj("TemplateProcessing"), *single = cJSON_CreateArray(), *sp = cJSON_CreateObject();
     int ok = sd_gt_add(o, "single", single) && sd_gt_add(o, "special_tokens", sp);
     const int64_t ids[3] = {bos, -2, eos};
@@ -337,7 +338,6 @@ static cJSON *sd_gt_template(const sd_gt *gt, int64_t bos, int64_t eos) {
                  sd_gt_add(idl, NULL, cJSON_CreateNumber((double)ids[i]));
         }
     }
-    (void)gt;
     if (!ok) { cJSON_Delete(o); return NULL; }
     return o;
 }
@@ -493,7 +493,7 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     if (norm && !sd_gt_add(root, "normalizer", norm)) ok = 0;
     if (pt && !sd_gt_add(root, "pre_tokenizer", pt)) ok = 0;
     if (!sd_gt_add(root, "decoder", dec)) ok = 0;
-    if (ok && (add_bos || add_eos)) ok = sd_gt_add(root, "post_processor", sd_gt_template(gt, add_bos ? bos : -1, add_eos ? eos : -1));
+    if (ok && (add_bos || add_eos)) ok = sd_gt_add(root, "post_processor", sd_gt_template(add_bos ? bos : -1, add_eos ? eos : -1));
     if (!ok) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
 
     /* tokenizer_config.json's fields */
