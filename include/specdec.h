@@ -960,8 +960,11 @@ SPECDEC_API specdec_status specdec_scheduler_get_acceptance(const specdec_schedu
 
 /* Load `path`: a directory holding tokenizer.json (and optionally tokenizer_config.json,
  * which supplies bos_token, eos_token and add_bos_token), or a tokenizer.json file
- * (tokenizer_config.json is then looked for next to it). On failure *out is NULL and
- * specdec_last_error() names the file, key and value. */
+ * (tokenizer_config.json is then looked for next to it), or a GGUF file (recognised by its
+ * "GGUF" magic, whatever its name): the tokenizer its metadata embeds
+ * (tokenizer.ggml.model "gpt2" or "llama"; README "Tokenizers from GGUF files"), read from
+ * the header only. On failure *out is NULL and specdec_last_error() names the file, key
+ * and value. */
 SPECDEC_API specdec_status specdec_tokenizer_load(const char *path, specdec_tokenizer **out);
 SPECDEC_API void specdec_tokenizer_free(specdec_tokenizer *tok);
 /* Detail of the last failed call on this thread (tokenizer calls are const and

@@ -311,5 +311,10 @@ int sd_tok_cp_to_byte(int32_t cp); /* -1 if cp is not in the table */
  * for the tokenizer.json fuzz target. On failure *out is NULL and the thread-local
  * error says why. */
 specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *dir, specdec_tokenizer **out);
+/* Build a tokenizer from a tokenizer.json document already parsed (root; strings hold no masked NUL)
+ * and the tokenizer_config.json fields cfg (may be NULL); `what` names the source in messages. The
+ * GGUF tokenizer (sd_gguf_tokenizer.c) writes both from a GGUF file's metadata. */
+struct cJSON;
+specdec_status sd_tokenizer_load_doc(struct cJSON *root, const struct cJSON *cfg, const char *what, specdec_tokenizer **out);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "sd_alloc.h"
 #include "sd_chat_template.h"
+#include "sd_gguf_tokenizer.h"
 #include "sd_grammar.h"
 #include "sd_tokenizer.h"
 
@@ -897,29 +898,11 @@ static char *sd_tok_read_file(const char *path, size_t *len, specdec_status *st,
     return buf;
 }
 
-specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *dir, specdec_tokenizer **out) {
-    if (!out) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "tokenizer: out is NULL");
-    *out = NULL;
-    if (!json) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "tokenizer: json is NULL");
-    char what[320];
-    snprintf(what, sizeof what, "%s%stokenizer.json", dir ? dir : "", dir ? "/" : "");
-    sd_tok_ld ld = {.what = what};
-    if (!sd_utf8_valid((const unsigned char *)json, len)) /* the library reads the file as a UTF-8 string too */
-        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not valid UTF-8", what);
-    size_t mlen = 0;
-    int merr = 0;
-    char *masked = sd_tok_mask_nul(json, len, &mlen, &merr);
-    if (merr == 1) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
-    if (merr == 2)
-        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: holds both \\u0000 and U+F0000, which specdec cannot tell apart", what);
-    ld.nul_masked = masked != NULL;
-    cJSON *root = masked ? cJSON_ParseWithLength(masked, mlen) : cJSON_ParseWithLength(json, len);
-    sd_free(masked);
-    if (!root) {
-        const char *ep = cJSON_GetErrorPtr();
-        size_t at = ep && ep >= json && ep <= json + len ? (size_t)(ep - json) : 0;
-        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not valid JSON (error near byte %zu)", what, at);
-    }
+/* Builds the tokenizer from a parsed tokenizer.json document. cfg: the tokenizer_config fields, or NULL to read
+ * dir/tokenizer_config.json (when dir is given). dir also locates chat_template.jinja. */
+static specdec_status sd_tok_load_tree(cJSON *root, int nul_masked, const char *what, const cJSON *cfg_in,
+                                       const char *dir, specdec_tokenizer **out) {
+    sd_tok_ld ld = {.what = what, .nul_masked = nul_masked};
     cJSON *cfg = NULL;
     specdec_status st = SPECDEC_OK;
     specdec_tokenizer *t = sd_calloc(1, sizeof *t);
@@ -957,7 +940,7 @@ specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *
             goto done;
         }
     }
-    if (dir) {
+    if (!cfg_in && dir) {
         char cpath[4200];
         snprintf(cpath, sizeof cpath, "%s/tokenizer_config.json", dir);
         size_t clen = 0;
@@ -969,11 +952,10 @@ specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *
             if (!cfg || !cJSON_IsObject(cfg)) { st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not a valid JSON object", cpath); goto done; }
         }
     }
-    sd_tok_specials(t, cfg);
-    if ((st = sd_chat_load(t, cfg, dir))) goto done;
+    sd_tok_specials(t, cfg_in ? cfg_in : cfg);
+    if ((st = sd_chat_load(t, cfg_in ? cfg_in : cfg, dir))) goto done;
 done:
     sd_tok_work_free(&ld.w);
-    cJSON_Delete(root);
     cJSON_Delete(cfg);
     if (st) {
         specdec_tokenizer_free(t);
@@ -981,6 +963,39 @@ done:
     }
     *out = t;
     return SPECDEC_OK;
+}
+
+specdec_status sd_tokenizer_load_doc(cJSON *root, const cJSON *cfg, const char *what, specdec_tokenizer **out) {
+    if (!out) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "tokenizer: out is NULL");
+    *out = NULL;
+    return sd_tok_load_tree(root, 0, what, cfg, NULL, out);
+}
+
+specdec_status sd_tokenizer_load_json(const char *json, size_t len, const char *dir, specdec_tokenizer **out) {
+    if (!out) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "tokenizer: out is NULL");
+    *out = NULL;
+    if (!json) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "tokenizer: json is NULL");
+    char what[320];
+    snprintf(what, sizeof what, "%s%stokenizer.json", dir ? dir : "", dir ? "/" : "");
+    if (!sd_utf8_valid((const unsigned char *)json, len)) /* the library reads the file as a UTF-8 string too */
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not valid UTF-8", what);
+    size_t mlen = 0;
+    int merr = 0;
+    char *masked = sd_tok_mask_nul(json, len, &mlen, &merr);
+    if (merr == 1) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
+    if (merr == 2)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: holds both \\u0000 and U+F0000, which specdec cannot tell apart", what);
+    cJSON *root = masked ? cJSON_ParseWithLength(masked, mlen) : cJSON_ParseWithLength(json, len);
+    int nul_masked = masked != NULL;
+    sd_free(masked);
+    if (!root) {
+        const char *ep = cJSON_GetErrorPtr();
+        size_t at = ep && ep >= json && ep <= json + len ? (size_t)(ep - json) : 0;
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: not valid JSON (error near byte %zu)", what, at);
+    }
+    specdec_status st = sd_tok_load_tree(root, nul_masked, what, NULL, dir, out);
+    cJSON_Delete(root);
+    return st;
 }
 
 specdec_status specdec_tokenizer_load(const char *path, specdec_tokenizer **out) {
@@ -995,6 +1010,8 @@ specdec_status specdec_tokenizer_load(const char *path, specdec_tokenizer **out)
         snprintf(dir, sizeof dir, "%s", path);
         while (pl > 1 && dir[pl - 1] == '/') dir[--pl] = '\0';
         snprintf(file, sizeof file, "%s/tokenizer.json", dir);
+    } else if (sd_gguf_tokenizer_is(path)) { /* by the magic, whatever the file's name */
+        return sd_gguf_tokenizer_load(path, out);
     } else {
         snprintf(file, sizeof file, "%s", path);
         snprintf(dir, sizeof dir, "%s", path);

@@ -1,4 +1,5 @@
-"""specdec.Tokenizer: a model directory's tokenizer.json through specdec_tokenize / specdec_detokenize,
+"""specdec.Tokenizer: a model directory's tokenizer.json (or a GGUF file's embedded tokenizer: the path
+goes to specdec_tokenizer_load as given) through specdec_tokenize / specdec_detokenize,
 and its chat template through specdec_chat_apply / specdec_chat_tokenize."""
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 /* fuzz_tokenizer.c — fuzz target: tokenizer.json text through the tokenizer loader's
- * internal entry sd_tokenizer_load_json() (tokenizer/sd_tokenizer.h). A refused file
+ * internal entry sd_tokenizer_load_json() (tokenizer/sd_tokenizer.h), or, for an input that
+ * starts with the GGUF magic, a GGUF file through sd_gguf_tokenizer_parse() (the tokenizer
+ * a GGUF embeds, tokenizer/sd_gguf_tokenizer.h; seeds *_gguf_*). A refused file
  * leaves no tokenizer; a loaded one must encode a fixed text and decode (whole and
  * streamed) both the ids it produced and the first ids of its vocabulary plus ids
  * outside it, keeping the contract checked in fuzz_tok_check.h. */
@@ -7,12 +9,14 @@
 
 #include "fuzz_common.h"
 #include "fuzz_tok_check.h"
+#include "sd_gguf_tokenizer.h"
 #include "sd_tokenizer.h"
 #include "specdec.h"
 
 int sd_fuzz_one(const uint8_t *data, size_t size) {
     specdec_tokenizer *tok = NULL;
-    specdec_status st = sd_tokenizer_load_json((const char *)data, size, NULL, &tok);
+    specdec_status st = size >= 4 && !memcmp(data, "GGUF", 4) ? sd_gguf_tokenizer_parse(data, size, "fuzz.gguf", &tok)
+                                                               : sd_tokenizer_load_json((const char *)data, size, NULL, &tok);
     if (st != SPECDEC_OK) {
         sd_fuzz_require(tok == NULL);
         return (int)st;

@@ -1,0 +1,355 @@
+/* test_gguf_tokenizer.c — tokenizers embedded in GGUF files (tokenizer/sd_gguf_tokenizer.c).
+ *
+ * GGUF files are written here, key by key: a small byte-level ("gpt2") and a small SentencePiece
+ * ("llama") vocabulary load and encode as the published tokenizers' rules say (merges ranked by the
+ * scores, byte fallback, BOS, added tokens, chat template), found by the magic whatever the file's
+ * name; then hostile metadata (missing / mistyped keys, counts that disagree, ids out of range, merges
+ * naming unknown tokens, invalid UTF-8, NUL bytes, huge strings, unknown models and pre-tokenizers,
+ * every truncation of a valid file, an allocation failure at every point) gives a status and a
+ * message naming the key, never a crash. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sd_alloc.h"
+#include "sd_gguf_tokenizer.h"
+#include "sd_test.h"
+#include "specdec.h"
+
+/* ---- a GGUF writer ------------------------------------------------------------------------------ */
+typedef struct { unsigned char *p; size_t n, cap; uint64_t n_kv; } gw;
+
+static void put(gw *w, const void *s, size_t n) {
+    if (w->n + n > w->cap) {
+        w->cap = (w->n + n) * 2 + 256;
+        w->p = realloc(w->p, w->cap);
+        if (!w->p) { fprintf(stderr, "out of memory\n"); exit(2); }
+    }
+    memcpy(w->p + w->n, s, n);
+    w->n += n;
+}
+static void u32(gw *w, uint32_t v) { put(w, &v, 4); }
+static void u64(gw *w, uint64_t v) { put(w, &v, 8); }
+static void strn(gw *w, const char *s, size_t n) { u64(w, n); put(w, s, n); }
+static void str(gw *w, const char *s) { strn(w, s, strlen(s)); }
+static void key(gw *w, const char *k, uint32_t type) { str(w, k); u32(w, type); w->n_kv++; }
+static void kv_str(gw *w, const char *k, const char *v) { key(w, k, 8); str(w, v); }
+static void kv_u32(gw *w, const char *k, uint32_t v) { key(w, k, 4); u32(w, v); }
+static void kv_bool(gw *w, const char *k, int v) { key(w, k, 7); unsigned char b = (unsigned char)v; put(w, &b, 1); }
+static void kv_strs(gw *w, const char *k, const char *const *v, size_t n) {
+    key(w, k, 9); u32(w, 8); u64(w, n);
+    for (size_t i = 0; i < n; i++) str(w, v[i]);
+}
+static void kv_i32s(gw *w, const char *k, const int32_t *v, size_t n) {
+    key(w, k, 9); u32(w, 5); u64(w, n);
+    put(w, v, n * 4);
+}
+static void kv_f32s(gw *w, const char *k, const float *v, size_t n) {
+    key(w, k, 9); u32(w, 6); u64(w, n);
+    put(w, v, n * 4);
+}
+/* The finished file: header (version 3, no tensors) + the entries. */
+static unsigned char *finish(gw *w, size_t *len) {
+    gw h = {0};
+    put(&h, "GGUF", 4);
+    u32(&h, 3);
+    u64(&h, 0);
+    u64(&h, w->n_kv);
+    put(&h, w->p, w->n);
+    free(w->p);
+    *len = h.n;
+    return h.p;
+}
+
+/* ---- the two vocabularies (a field set to skip / replace is written differently) ----------------- */
+enum { F_NONE, F_MODEL, F_PRE, F_TOKENS, F_TYPES, F_SCORES, F_MERGES, F_BOS, F_ADD_BOS, F_TEMPLATE };
+typedef struct { int field; int variant; } mut;
+
+/* byte-level: a b c ab abc Ġ Ġa <|eot|>(CONTROL) <x>(USER_DEFINED) [PAD9](UNUSED) */
+static unsigned char *gpt2_file(mut m, size_t *len) {
+    static const char *toks[] = {"a", "b", "c", "ab", "abc", "\xc4\xa0", "\xc4\xa0" "a", "<|eot|>", "<x>", "[PAD9]"};
+    static const int32_t types[] = {1, 1, 1, 1, 1, 1, 1, 3, 4, 5};
+    static const char *merges[] = {"a b", "ab c", "\xc4\xa0 a"};
+    gw w = {0};
+    if (m.field == F_MODEL) {
+        if (m.variant == 0) {} /* missing */
+        else if (m.variant == 1) kv_u32(&w, "tokenizer.ggml.model", 7);
+        else kv_str(&w, "tokenizer.ggml.model", "bert");
+    } else {
+        kv_str(&w, "tokenizer.ggml.model", "gpt2");
+    }
+    static const char *pres[] = {"llama-bpe", "made-up-pre", "smollm", "qwen2", "deepseek-r1-qwen", "llama3"};
+    if (m.field == F_PRE) kv_str(&w, "tokenizer.ggml.pre", pres[m.variant]);
+    else kv_str(&w, "tokenizer.ggml.pre", "gpt-2");
+    if (m.field == F_TOKENS) {
+        if (m.variant == 0) kv_i32s(&w, "tokenizer.ggml.tokens", types, 10);
+        else if (m.variant == 1) { const char *t2[10]; memcpy(t2, toks, sizeof t2); t2[4] = "a\xff"; kv_strs(&w, "tokenizer.ggml.tokens", t2, 10); }
+        else if (m.variant == 2) { key(&w, "tokenizer.ggml.tokens", 9); u32(&w, 8); u64(&w, 10); for (int i = 0; i < 10; i++) strn(&w, i == 2 ? "c\0d" : toks[i], i == 2 ? 3 : strlen(toks[i])); }
+        else if (m.variant == 3) { const char *t2[10]; memcpy(t2, toks, sizeof t2); t2[2] = "a"; kv_strs(&w, "tokenizer.ggml.tokens", t2, 10); }
+        else if (m.variant == 4) { char *big = malloc(70001); memset(big, 'z', 70000); big[70000] = 0; const char *t2[10]; memcpy(t2, toks, sizeof t2); t2[2] = big; kv_strs(&w, "tokenizer.ggml.tokens", t2, 10); free(big); }
+        else kv_strs(&w, "tokenizer.ggml.tokens", toks, 0);
+    } else {
+        kv_strs(&w, "tokenizer.ggml.tokens", toks, 10);
+    }
+    if (m.field == F_TYPES) {
+        int32_t t2[10];
+        memcpy(t2, types, sizeof t2);
+        if (m.variant == 0) kv_i32s(&w, "tokenizer.ggml.token_type", types, 9);
+        else { t2[3] = m.variant == 1 ? 9 : -1; kv_i32s(&w, "tokenizer.ggml.token_type", t2, 10); }
+    } else {
+        kv_i32s(&w, "tokenizer.ggml.token_type", types, 10);
+    }
+    if (m.field == F_MERGES) {
+        const char *m2[3] = {"a b", m.variant == 0 ? "ab q" : m.variant == 1 ? "a b c" : "<|eot|> a", "\xc4\xa0 a"};
+        if (m.variant == 3) kv_i32s(&w, "tokenizer.ggml.merges", types, 3);
+        else kv_strs(&w, "tokenizer.ggml.merges", m2, 3);
+    } else {
+        kv_strs(&w, "tokenizer.ggml.merges", merges, 3);
+    }
+    if (m.field == F_BOS) {
+        if (m.variant == 0) kv_u32(&w, "tokenizer.ggml.bos_token_id", 10);
+        else if (m.variant == 1) kv_str(&w, "tokenizer.ggml.bos_token_id", "7");
+        else kv_u32(&w, "tokenizer.ggml.bos_token_id", 9); /* an UNUSED token */
+    } else {
+        kv_u32(&w, "tokenizer.ggml.bos_token_id", 7);
+    }
+    kv_u32(&w, "tokenizer.ggml.eos_token_id", 7);
+    if (m.field == F_ADD_BOS) kv_str(&w, "tokenizer.ggml.add_bos_token", "yes");
+    else kv_bool(&w, "tokenizer.ggml.add_bos_token", 1);
+    if (m.field == F_TEMPLATE) kv_str(&w, "tokenizer.chat_template", "{{ bos_token }}\xc3");
+    else kv_str(&w, "tokenizer.chat_template", "{% for m in messages %}{{ m['content'] }}{{ eos_token }}{% endfor %}");
+    return finish(&w, len);
+}
+
+/* SentencePiece: <unk> <s> </s> ▁ a b ▁a ab <0x63> <tool>(USER_DEFINED); scores rank ▁a before ab */
+#define SP "\xe2\x96\x81"
+static unsigned char *spm_file(mut m, size_t *len) {
+    static const char *toks[] = {"<unk>", "<s>", "</s>", SP, "a", "b", SP "a", "ab", "<0x63>", "<tool>"};
+    static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 6, 4};
+    static const float scores[] = {0, 0, 0, -10, -11, -12, -1, -3, 0, 0};
+    gw w = {0};
+    kv_str(&w, "general.architecture", m.field == F_MODEL ? "gemma2" : "llama");
+    if (m.field == F_NONE && m.variant == 2) kv_str(&w, "general.name", "Phi3 Mini"); /* llama.cpp's rstrip rule */
+    kv_str(&w, "tokenizer.ggml.model", "llama");
+    kv_strs(&w, "tokenizer.ggml.tokens", toks, 10);
+    if (m.field == F_SCORES) {
+        float s2[10];
+        memcpy(s2, scores, sizeof s2);
+        if (m.variant == 1) kv_f32s(&w, "tokenizer.ggml.scores", scores, 11 - 2);
+        else if (m.variant == 2) { s2[6] = NAN; kv_f32s(&w, "tokenizer.ggml.scores", s2, 10); }
+        else if (m.variant == 3) kv_strs(&w, "tokenizer.ggml.scores", toks, 10);
+        /* variant 0: missing */
+    } else if (m.field == F_NONE && m.variant == 1) {
+        float s2[10];
+        memcpy(s2, scores, sizeof s2);
+        s2[6] = -5; /* now ab (-3) outranks ▁a (-5) */
+        kv_f32s(&w, "tokenizer.ggml.scores", s2, 10);
+    } else {
+        kv_f32s(&w, "tokenizer.ggml.scores", scores, 10);
+    }
+    kv_i32s(&w, "tokenizer.ggml.token_type", types, 10);
+    kv_u32(&w, "tokenizer.ggml.bos_token_id", 1);
+    kv_u32(&w, "tokenizer.ggml.eos_token_id", 2);
+    kv_u32(&w, "tokenizer.ggml.unknown_token_id", 0);
+    return finish(&w, len);
+}
+
+static char tmpdir[256];
+
+static specdec_status load_bytes(const unsigned char *p, size_t n, const char *fname, specdec_tokenizer **t) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, fname);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n) { fprintf(stderr, "cannot write %s\n", path); exit(2); }
+    fclose(f);
+    specdec_status st = specdec_tokenizer_load(path, t);
+    unlink(path);
+    return st;
+}
+
+static int enc(const specdec_tokenizer *t, const char *s, int special, int32_t *ids) {
+    int32_t n = -1;
+    if (specdec_tokenize(t, s, strlen(s), special, ids, 32, &n)) return -1;
+    return n;
+}
+
+#define IDS(...) ((const int32_t[]){__VA_ARGS__}), (int)(sizeof((const int32_t[]){__VA_ARGS__}) / 4)
+static void expect_ids(const specdec_tokenizer *t, const char *s, int special, const int32_t *want, int nw) {
+    int32_t got[32];
+    int n = enc(t, s, special, got);
+    int ok = n == nw && !memcmp(got, want, (size_t)nw * 4);
+    SD_CHECK(ok, "encode(\"%s\", %d): got %d ids [%d %d %d ...], want %d", s, special, n, n > 0 ? got[0] : -1,
+             n > 1 ? got[1] : -1, n > 2 ? got[2] : -1, nw);
+}
+
+static void expect_fail(const char *name, unsigned char *file, size_t len, specdec_status want, const char *needle) {
+    specdec_tokenizer *t = (specdec_tokenizer *)1;
+    specdec_status st = sd_gguf_tokenizer_parse(file, len, "bad.gguf", &t);
+    const char *msg = specdec_last_error();
+    SD_CHECK(st == want, "%s: status %d, want %d (%s)", name, st, want, msg);
+    SD_CHECK(t == NULL, "%s: *out not NULL after failure", name);
+    SD_CHECK(!needle || strstr(msg, needle), "%s: message \"%s\" lacks \"%s\"", name, msg, needle);
+    if (st == SPECDEC_OK) specdec_tokenizer_free(t);
+    free(file);
+}
+
+/* The SentencePiece file's variant v loaded (NULL, failure recorded, when it does not load). */
+static specdec_tokenizer *spm_variant(int v) {
+    size_t len = 0;
+    unsigned char *f = spm_file((mut){F_NONE, v}, &len);
+    specdec_tokenizer *t = NULL;
+    specdec_status st = sd_gguf_tokenizer_parse(f, len, "spm.gguf", &t);
+    SD_CHECK(st == SPECDEC_OK, "llama GGUF variant %d loads: %s", v, specdec_last_error());
+    free(f);
+    return t;
+}
+
+/* (the file is built first: its length is an output of the builder) */
+static void expect_bad(const char *name, int spm, mut m, specdec_status want, const char *needle) {
+    size_t len = 0;
+    unsigned char *f = spm ? spm_file(m, &len) : gpt2_file(m, &len);
+    expect_fail(name, f, len, want, needle);
+}
+
+int main(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/sd_gguf_tok_XXXXXX");
+    if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
+    size_t len;
+    specdec_tokenizer *t = NULL;
+
+    /* byte-level: merges, added tokens (CONTROL special, USER_DEFINED not), UNUSED left out, BOS, template;
+     * found by the magic in a file not named .gguf */
+    unsigned char *f = gpt2_file((mut){F_NONE, 0}, &len);
+    specdec_status st = load_bytes(f, len, "vocab.bin", &t);
+    SD_CHECK(st == SPECDEC_OK, "gpt2 GGUF loads: %s", specdec_last_error());
+    if (!st) {
+        expect_ids(t, "abc ab", 0, IDS(4, 5, 3));
+        expect_ids(t, "abc", 1, IDS(7, 4));
+        expect_ids(t, "a<|eot|>b<x>c", 0, IDS(0, 7, 1, 8, 2));
+        SD_CHECK(specdec_tokenizer_vocab_size(t) == 9, "UNUSED [PAD9] is not an id (vocab %d)", specdec_tokenizer_vocab_size(t));
+        SD_CHECK(specdec_tokenizer_bos_id(t) == 7 && specdec_tokenizer_eos_id(t) == 7 && specdec_tokenizer_add_bos(t) == 1,
+                 "gpt2 specials %d %d %d", specdec_tokenizer_bos_id(t), specdec_tokenizer_eos_id(t), specdec_tokenizer_add_bos(t));
+        char buf[64];
+        size_t bl = 0;
+        int32_t ids[] = {7, 4, 8};
+        SD_CHECK(!specdec_detokenize(t, ids, 3, 1, buf, sizeof buf, &bl) && bl == 6 && !memcmp(buf, "abc<x>", 6),
+                 "skip_special drops CONTROL, keeps USER_DEFINED: \"%.*s\"", (int)bl, buf);
+        specdec_chat_message msg = {"user", "hi"};
+        SD_CHECK(!specdec_chat_apply(t, NULL, &msg, 1, 0, buf, sizeof buf, &bl) && !strcmp(buf, "hi<|eot|>"),
+                 "chat template from tokenizer.chat_template: \"%s\"", buf);
+        specdec_tokenizer_free(t);
+    }
+    /* every truncation of the file fails cleanly */
+    int trunc_bad = 0;
+    for (size_t cut = 0; cut < len; cut++) {
+        t = (specdec_tokenizer *)1;
+        st = sd_gguf_tokenizer_parse(f, cut, "cut.gguf", &t);
+        if (st == SPECDEC_OK || t) trunc_bad++;
+    }
+    SD_CHECK(trunc_bad == 0, "%d truncations loaded", trunc_bad);
+    /* allocation failure at every point */
+    int completed = 0, bad_status = 0;
+    long k;
+    for (k = 0; k < 20000 && !completed; k++) {
+        sd_alloc_fail_after(k);
+        t = NULL;
+        st = sd_gguf_tokenizer_parse(f, len, "oom.gguf", &t);
+        sd_alloc_fail_after(-1);
+        if (st) {
+            if (st != SPECDEC_ERR_OUT_OF_MEMORY || t) bad_status++;
+            continue;
+        }
+        completed = 1;
+        specdec_tokenizer_free(t);
+    }
+    SD_CHECK(completed && bad_status == 0, "allocation failures: completed %d, %d other statuses", completed, bad_status);
+    printf("allocation failure injected at %ld points\n", k);
+    free(f);
+
+    /* every known pre-tokenizer loads (its regex compiles) and splits "abc ab" as GPT-2's does */
+    for (int v = 0; v < 6; v++) {
+        if (v == 1) continue;
+        f = gpt2_file((mut){F_PRE, v}, &len);
+        st = sd_gguf_tokenizer_parse(f, len, "pre.gguf", &t);
+        SD_CHECK(st == SPECDEC_OK, "pre variant %d loads: %s", v, specdec_last_error());
+        if (!st) {
+            expect_ids(t, "abc ab", 0, IDS(4, 5, 3));
+            specdec_tokenizer_free(t);
+        }
+        free(f);
+    }
+
+    /* SentencePiece: merges from the scores (▁a outranks ab), byte fallback, BOS, USER_DEFINED added */
+    f = spm_file((mut){F_NONE, 0}, &len);
+    st = load_bytes(f, len, "spm.gguf", &t);
+    SD_CHECK(st == SPECDEC_OK, "llama GGUF loads: %s", specdec_last_error());
+    if (!st) {
+        expect_ids(t, "ab", 0, IDS(6, 5));
+        expect_ids(t, "ab", 1, IDS(1, 6, 5));
+        expect_ids(t, "b c", 0, IDS(3, 5, 3, 8));
+        expect_ids(t, "x", 0, IDS(3, 0));
+        expect_ids(t, "a<tool>b", 0, IDS(6, 9, 3, 5));
+        expect_ids(t, "a<tool> b", 0, IDS(6, 9, 3, 3, 5));
+        char buf[64];
+        size_t bl = 0;
+        int32_t ids[] = {1, 6, 5, 3, 8, 2};
+        SD_CHECK(!specdec_detokenize(t, ids, 6, 1, buf, sizeof buf, &bl) && bl == 4 && !memcmp(buf, "ab c", 4),
+                 "spm decode: \"%.*s\"", (int)bl, buf);
+        specdec_tokenizer_free(t);
+    }
+    free(f);
+    if ((t = spm_variant(2))) { /* named Phi-3 */
+        expect_ids(t, "a<tool> b", 0, IDS(6, 9, 3, 5)); /* Phi-3's tokens strip the white space after them */
+        expect_ids(t, "a<s> b", 0, IDS(6, 1, 3, 3, 5)); /* except <s>, <unk>, <|endoftext|> */
+        specdec_tokenizer_free(t);
+    }
+    if ((t = spm_variant(1))) { /* ab scores above ▁a */
+        expect_ids(t, "ab", 0, IDS(3, 7));
+        specdec_tokenizer_free(t);
+    }
+
+    /* hostile metadata */
+    expect_bad("no model", 0, (mut){F_MODEL, 0}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.model");
+    expect_bad("model not a string", 0, (mut){F_MODEL, 1}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.model");
+    expect_bad("model bert", 0, (mut){F_MODEL, 2}, SPECDEC_ERR_UNSUPPORTED, "\"bert\"");
+    expect_bad("unknown pre", 0, (mut){F_PRE, 1}, SPECDEC_ERR_UNSUPPORTED, "made-up-pre");
+    expect_bad("tokens not strings", 0, (mut){F_TOKENS, 0}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.tokens");
+    expect_bad("token invalid UTF-8", 0, (mut){F_TOKENS, 1}, SPECDEC_ERR_FORMAT, "UTF-8");
+    expect_bad("token with NUL", 0, (mut){F_TOKENS, 2}, SPECDEC_ERR_UNSUPPORTED, "NUL");
+    expect_bad("duplicate token", 0, (mut){F_TOKENS, 3}, SPECDEC_ERR_FORMAT, "twice");
+    expect_bad("huge token", 0, (mut){F_TOKENS, 4}, SPECDEC_ERR_FORMAT, "bytes long");
+    expect_bad("no tokens", 0, (mut){F_TOKENS, 5}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.t");
+    expect_bad("types count", 0, (mut){F_TYPES, 0}, SPECDEC_ERR_FORMAT, "token_type");
+    expect_bad("type 9", 0, (mut){F_TYPES, 1}, SPECDEC_ERR_FORMAT, "token_type[3]");
+    expect_bad("type -1", 0, (mut){F_TYPES, 2}, SPECDEC_ERR_FORMAT, "token_type[3]");
+    expect_bad("merge unknown token", 0, (mut){F_MERGES, 0}, SPECDEC_ERR_FORMAT, "merges[1]");
+    expect_bad("merge of three", 0, (mut){F_MERGES, 1}, SPECDEC_ERR_FORMAT, "merges[1]");
+    expect_bad("merge names a control token", 0, (mut){F_MERGES, 2}, SPECDEC_ERR_FORMAT, "merges[1]");
+    expect_bad("merges not strings", 0, (mut){F_MERGES, 3}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.merges");
+    expect_bad("bos out of range", 0, (mut){F_BOS, 0}, SPECDEC_ERR_FORMAT, "bos_token_id");
+    expect_bad("bos a string", 0, (mut){F_BOS, 1}, SPECDEC_ERR_FORMAT, "bos_token_id");
+    expect_bad("bos an unused token", 0, (mut){F_BOS, 2}, SPECDEC_ERR_FORMAT, "id 9");
+    expect_bad("add_bos a string", 0, (mut){F_ADD_BOS, 0}, SPECDEC_ERR_FORMAT, "add_bos_token");
+    expect_bad("template invalid UTF-8", 0, (mut){F_TEMPLATE, 0}, SPECDEC_ERR_FORMAT, "chat_template");
+    expect_bad("gemma", 1, (mut){F_MODEL, 0}, SPECDEC_ERR_UNSUPPORTED, "gemma2");
+    expect_bad("llama without scores", 1, (mut){F_SCORES, 0}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.scores");
+    expect_bad("scores count", 1, (mut){F_SCORES, 1}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.scores");
+    expect_bad("score NaN", 1, (mut){F_SCORES, 2}, SPECDEC_ERR_FORMAT, "scores[6]");
+    expect_bad("scores not numbers", 1, (mut){F_SCORES, 3}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.scores");
+    {
+        gw w = {0};
+        kv_str(&w, "general.architecture", "llama");
+        unsigned char *nt = finish(&w, &len);
+        expect_fail("a GGUF without a tokenizer", nt, len, SPECDEC_ERR_FORMAT, "holds no tokenizer");
+    }
+    /* a file of another kind is still read as tokenizer.json; a missing one is an I/O error */
+    char path[512];
+    snprintf(path, sizeof path, "%s/none.gguf", tmpdir);
+    SD_CHECK(specdec_tokenizer_load(path, &t) == SPECDEC_ERR_IO && !t, "missing .gguf -> IO");
+    rmdir(tmpdir);
+    return sd_test_done();
+}

@@ -1,0 +1,570 @@
+/* sd_gguf_tokenizer.c — the tokenizer a GGUF file embeds -> specdec_tokenizer.
+ *
+ * A GGUF (llama.cpp's single-file checkpoint) stores its tokenizer as metadata under llama.cpp's key
+ * names (tokenizer.ggml.*). This file reads those keys (the header only: tensor data is never read,
+ * the file is memory-mapped and only the metadata pages are touched) and writes the tokenizer.json
+ * document and tokenizer_config fields the published tokenizer of that model has, then hands them to
+ * the tokenizer.json loader, so added tokens, decoding and chat templates work unchanged.
+ *
+ *   "gpt2"  byte-level BPE: vocabulary = the tokens, merges = tokenizer.ggml.merges ("a b"), the
+ *           pre-tokenizer of the published tokenizer.json picked by tokenizer.ggml.pre.
+ *   "llama" SentencePiece BPE with byte fallback (Llama 2, Mistral, TinyLlama, Phi-3): the file has
+ *           no merges (unless it lists some), so they are recovered from the scores: every split of
+ *           a NORMAL token into two NORMAL tokens is a merge, ranked by the merged token's score
+ *           (best first). This is SentencePiece's own rule (llama.cpp's SPM tokenizer merges the
+ *           adjacent pair whose concatenation scores best) and the one the `tokenizers` converter
+ *           used to write those models' tokenizer.json. Normalizer Prepend("▁") + Replace(" ", "▁"),
+ *           decoder Replace + ByteFallback + Fuse + Strip, as those files have them.
+ * Token types (llama.cpp's): 1 NORMAL, 2 UNKNOWN, 3 CONTROL, 4 USER_DEFINED, 5 UNUSED, 6 BYTE
+ * (0 read as NORMAL). CONTROL tokens become special added tokens, USER_DEFINED ones plain added
+ * tokens (both matched on the raw text, as llama.cpp does); UNUSED ones (the converter's [PADn]
+ * fillers) are left out. Everything is validated: counts, types, ids, UTF-8, NUL bytes. */
+#define _POSIX_C_SOURCE 200809L /* open flags, mmap under -std=c11 */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "sd_alloc.h"
+#include "sd_gguf.h"
+#include "sd_gguf_tokenizer.h"
+#include "sd_tokenizer.h"
+
+enum { GT_UNDEFINED = 0, GT_NORMAL = 1, GT_UNKNOWN = 2, GT_CONTROL = 3, GT_USER = 4, GT_UNUSED = 5, GT_BYTE = 6 };
+
+/* Split regexes of the published tokenizer.json files (facts about those tokenizers). */
+static const char SD_GT_LLAMA3_RE[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
+    "|\\s+(?!\\S)|\\s+";
+static const char SD_GT_QWEN2_RE[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
+    "|\\s+(?!\\S)|\\s+";
+
+typedef enum { PRE_GPT2, PRE_LLAMA3, PRE_QWEN2, PRE_SMOLLM } sd_gt_pre;
+
+/* tokenizer.ggml.pre -> the published pre-tokenizer. */
+static const struct { const char *name; sd_gt_pre pre; } sd_gt_pres[] = {
+    {"default", PRE_GPT2}, {"gpt-2", PRE_GPT2}, {"gpt2", PRE_GPT2},
+    {"llama-bpe", PRE_LLAMA3}, {"llama3", PRE_LLAMA3}, {"llama-v3", PRE_LLAMA3},
+    {"qwen2", PRE_QWEN2}, {"deepseek-r1-qwen", PRE_QWEN2},
+    {"smollm", PRE_SMOLLM},
+};
+
+typedef struct sd_gt {
+    const sd_gguf *g;
+    const char *what;
+    uint64_t n;                 /* token count */
+    const sd_gguf_str *tok;     /* [n] */
+    uint8_t *type;              /* [n] */
+    double *score;              /* [n] (llama) */
+    char *buf;                  /* NUL-terminated scratch copy */
+    size_t buf_cap;
+} sd_gt;
+
+#define GT_FAIL(st, ...) sd_fail(NULL, st, __VA_ARGS__)
+
+/* s as a NUL-terminated string in gt->buf; NULL (and the error set) when it holds a NUL byte or
+ * invalid UTF-8. */
+static const char *sd_gt_cstr(sd_gt *gt, sd_gguf_str s, const char *key, uint64_t idx, specdec_status *st) {
+    if (s.len > SD_TOK_MAX_TOKEN_BYTES && strcmp(key, "tokenizer.chat_template")) {
+        *st = GT_FAIL(SPECDEC_ERR_FORMAT, "%s: %s[%llu] is %llu bytes long (max %d)", gt->what, key, (unsigned long long)idx,
+                      (unsigned long long)s.len, SD_TOK_MAX_TOKEN_BYTES);
+        return NULL;
+    }
+    if (s.len >= gt->buf_cap) {
+        size_t cap = (size_t)s.len + 1 > 256 ? (size_t)s.len + 1 : 256;
+        char *p = sd_realloc(gt->buf, cap);
+        if (!p) { *st = GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what); return NULL; }
+        gt->buf = p;
+        gt->buf_cap = cap;
+    }
+    if (s.len && memchr(s.s, '\0', (size_t)s.len)) {
+        *st = GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: %s[%llu] holds a NUL byte", gt->what, key, (unsigned long long)idx);
+        return NULL;
+    }
+    if (!sd_utf8_valid((const unsigned char *)s.s, (size_t)s.len)) {
+        *st = GT_FAIL(SPECDEC_ERR_FORMAT, "%s: %s[%llu] is not valid UTF-8", gt->what, key, (unsigned long long)idx);
+        return NULL;
+    }
+    if (s.len) memcpy(gt->buf, s.s, (size_t)s.len);
+    gt->buf[s.len] = '\0';
+    return gt->buf;
+}
+
+/* An array entry of element type want (any integer type when want is SD_GGUF_I32, F32/F64 for
+ * SD_GGUF_F32) with n elements; NULL when absent; error when mistyped. */
+static specdec_status sd_gt_array(const sd_gt *gt, const char *key, sd_gguf_vtype want, int required, uint64_t n,
+                                  const sd_gguf_kv **out) {
+    const sd_gguf_kv *kv = sd_gguf_find(gt->g, key);
+    *out = NULL;
+    if (!kv) return required ? GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key %s is missing", gt->what, key) : SPECDEC_OK;
+    int ok = kv->type == SD_GGUF_ARRAY;
+    if (ok && want == SD_GGUF_STRING) ok = kv->arr_type == SD_GGUF_STRING;
+    else if (ok && want == SD_GGUF_F32) ok = kv->arr_type == SD_GGUF_F32 || kv->arr_type == SD_GGUF_F64;
+    else if (ok) ok = kv->arr_type <= SD_GGUF_I32 || kv->arr_type == SD_GGUF_U64 || kv->arr_type == SD_GGUF_I64;
+    if (!ok)
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key %s must be an array of %s", gt->what, key,
+                       want == SD_GGUF_STRING ? "strings" : want == SD_GGUF_F32 ? "floats" : "integers");
+    if (n != UINT64_MAX && kv->n != n)
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key %s has %llu elements but tokenizer.ggml.tokens has %llu",
+                       gt->what, key, (unsigned long long)kv->n, (unsigned long long)n);
+    *out = kv;
+    return SPECDEC_OK;
+}
+
+/* Optional token id key: -1 when absent; an error when mistyped or not a token. */
+static specdec_status sd_gt_id(const sd_gt *gt, const char *key, int64_t *id) {
+    *id = -1;
+    const sd_gguf_kv *kv = sd_gguf_find(gt->g, key);
+    if (!kv) return SPECDEC_OK;
+    int64_t v;
+    if (!sd_gguf_get_i64(gt->g, key, &v))
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key %s must be an integer", gt->what, key);
+    if (v < 0 || (uint64_t)v >= gt->n)
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key %s = %lld is not a token id (the vocabulary has %llu)", gt->what,
+                       key, (long long)v, (unsigned long long)gt->n);
+    *id = v;
+    return SPECDEC_OK;
+}
+
+static specdec_status sd_gt_bool(const sd_gt *gt, const char *key, int def, int *out) {
+    *out = def;
+    if (!sd_gguf_find(gt->g, key)) return SPECDEC_OK;
+    if (!sd_gguf_get_bool(gt->g, key, out)) return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key %s must be a boolean", gt->what, key);
+    return SPECDEC_OK;
+}
+
+/* ---- small cJSON builders (NULL on out of memory) ------------------------------------------- */
+static cJSON *sd_gt_obj(const char *type) {
+    cJSON *o = cJSON_CreateObject();
+    if (o && type && !cJSON_AddStringToObject(o, "type", type)) { cJSON_Delete(o); return NULL; }
+    return o;
+}
+
+static int sd_gt_add(cJSON *parent, const char *key, cJSON *child) {
+    if (!parent || !child) { cJSON_Delete(child); return 0; }
+    if (key ? !cJSON_AddItemToObject(parent, key, child) : !cJSON_AddItemToArray(parent, child)) {
+        cJSON_Delete(child);
+        return 0;
+    }
+    return 1;
+}
+
+static cJSON *sd_gt_bytelevel(int prefix, int trim, int regex) {
+    cJSON *o = sd_gt_obj("ByteLevel");
+    if (o && (!cJSON_AddBoolToObject(o, "add_prefix_space", prefix) || !cJSON_AddBoolToObject(o, "trim_offsets", trim) ||
+              !cJSON_AddBoolToObject(o, "use_regex", regex))) { cJSON_Delete(o); return NULL; }
+    return o;
+}
+
+static cJSON *sd_gt_split(const char *regex) {
+    cJSON *o = sd_gt_obj("Split"), *p = cJSON_CreateObject();
+    if (!sd_gt_add(p, "Regex", cJSON_CreateString(regex)) || !sd_gt_add(o, "pattern", p)) { cJSON_Delete(o); return NULL; }
+    if (!cJSON_AddStringToObject(o, "behavior", "Isolated") || !cJSON_AddBoolToObject(o, "invert", 0)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+static cJSON *sd_gt_seq(const char *type, const char *key, cJSON *a, cJSON *b, cJSON *c, cJSON *d) {
+    cJSON *o = sd_gt_obj(type), *arr = cJSON_CreateArray();
+    cJSON *items[4] = {a, b, c, d};
+    int ok = sd_gt_add(o, key, arr);
+    for (int i = 0; i < 4; i++) {
+        if (!items[i]) continue;
+        if (ok) ok = sd_gt_add(arr, NULL, items[i]);
+        else cJSON_Delete(items[i]);
+    }
+    if (!ok) { cJSON_Delete(o); return NULL; }
+    return o;
+}
+
+static cJSON *sd_gt_replace(const char *from, const char *to) {
+    cJSON *o = sd_gt_obj("Replace"), *p = cJSON_CreateObject();
+    if (!sd_gt_add(p, "String", cJSON_CreateString(from)) || !sd_gt_add(o, "pattern", p) ||
+        !cJSON_AddStringToObject(o, "content", to)) { cJSON_Delete(o); return NULL; }
+    return o;
+}
+
+/* ---- merges recovered from the scores ("llama") ----------------------------------------------- */
+typedef struct { double score; int32_t id, left, right; } sd_gt_merge;
+
+/* string -> id of NORMAL tokens (open addressing) */
+typedef struct { int32_t *slot; size_t mask; const sd_gt *gt; } sd_gt_map;
+
+static uint64_t sd_gt_hash(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static int32_t sd_gt_map_get(const sd_gt_map *m, const char *s, size_t n) {
+    for (size_t i = sd_gt_hash(s, n) & m->mask;; i = (i + 1) & m->mask) {
+        int32_t id = m->slot[i];
+        if (id < 0) return -1;
+        const sd_gguf_str *t = &m->gt->tok[id];
+        if (t->len == n && !memcmp(t->s, s, n)) return id;
+    }
+}
+
+static int sd_gt_merge_cmp(const void *pa, const void *pb) {
+    const sd_gt_merge *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    if (a->id != b->id) return a->id < b->id ? -1 : 1;
+    if (a->left != b->left) return a->left < b->left ? -1 : 1;
+    return 0;
+}
+
+static int sd_gt_is_normal(uint8_t t) { return t == GT_NORMAL || t == GT_UNDEFINED; }
+
+/* Tokens longer than this never result from a recovered merge (keeps a crafted vocabulary of huge
+ * tokens from costing quadratic time; SentencePiece pieces are a few dozen bytes). */
+#define SD_GT_MERGE_MAX_BYTES 512
+
+static specdec_status sd_gt_derive_merges(sd_gt *gt, cJSON *arr) {
+    size_t cap = 16;
+    while (cap < gt->n * 2) cap *= 2;
+    sd_gt_map m = {sd_malloc(cap * sizeof(int32_t)), cap - 1, gt};
+    sd_gt_merge *v = NULL;
+    size_t nv = 0, vcap = 0;
+    specdec_status st = SPECDEC_OK;
+    if (!m.slot) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    for (size_t i = 0; i < cap; i++) m.slot[i] = -1;
+    for (uint64_t i = 0; i < gt->n; i++) {
+        if (!sd_gt_is_normal(gt->type[i])) continue;
+        const sd_gguf_str *t = &gt->tok[i];
+        size_t k = sd_gt_hash(t->s, (size_t)t->len) & m.mask;
+        while (m.slot[k] >= 0) {
+            const sd_gguf_str *o = &gt->tok[m.slot[k]];
+            if (o->len == t->len && !memcmp(o->s, t->s, (size_t)t->len)) break; /* a duplicate: the loader names it */
+            k = (k + 1) & m.mask;
+        }
+        if (m.slot[k] < 0) m.slot[k] = (int32_t)i;
+    }
+    for (uint64_t i = 0; i < gt->n && !st; i++) {
+        const sd_gguf_str *t = &gt->tok[i];
+        if (!sd_gt_is_normal(gt->type[i]) || t->len < 2 || t->len > SD_GT_MERGE_MAX_BYTES) continue;
+        size_t at = 0;
+        int32_t cp;
+        at += sd_utf8_next(t->s, (size_t)t->len, &cp);
+        for (; at < t->len; at += sd_utf8_next(t->s + at, (size_t)t->len - at, &cp)) {
+            int32_t l = sd_gt_map_get(&m, t->s, at);
+            if (l < 0) continue;
+            int32_t r = sd_gt_map_get(&m, t->s + at, (size_t)t->len - at);
+            if (r < 0) continue;
+            if (nv == vcap) {
+                vcap = vcap ? vcap * 2 : 4096;
+                sd_gt_merge *p = sd_realloc(v, vcap * sizeof *v);
+                if (!p) { st = GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for the merges", gt->what); break; }
+                v = p;
+            }
+            v[nv++] = (sd_gt_merge){gt->score[i], (int32_t)i, l, r};
+        }
+    }
+    if (!st && nv) qsort(v, nv, sizeof *v, sd_gt_merge_cmp);
+    for (size_t i = 0; i < nv && !st; i++) {
+        cJSON *pair = cJSON_CreateArray();
+        const sd_gguf_str *l = &gt->tok[v[i].left], *r = &gt->tok[v[i].right];
+        const char *s = sd_gt_cstr(gt, *l, "tokenizer.ggml.tokens", (uint64_t)v[i].left, &st);
+        if (s && !sd_gt_add(pair, NULL, cJSON_CreateString(s))) s = NULL;
+        if (s) s = sd_gt_cstr(gt, *r, "tokenizer.ggml.tokens", (uint64_t)v[i].right, &st);
+        if (s && !sd_gt_add(pair, NULL, cJSON_CreateString(s))) s = NULL;
+        if (!s || !sd_gt_add(arr, NULL, pair)) {
+            if (s) pair = NULL;
+            cJSON_Delete(pair);
+            if (!st) st = GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+        }
+    }
+    sd_free(v);
+    sd_free(m.slot);
+    return st;
+}
+
+/* ---- the document ----------------------------------------------------------------------------- */
+static int sd_gt_lower_has(const sd_gguf_str *s, const char *needle) {
+    size_t nl = strlen(needle);
+    for (size_t i = 0; i + nl <= s->len; i++) {
+        size_t k = 0;
+        while (k < nl && (s->s[i + k] >= 'A' && s->s[i + k] <= 'Z' ? s->s[i + k] + 32 : s->s[i + k]) == needle[k]) k++;
+        if (k == nl) return 1;
+    }
+    return 0;
+}
+
+/* Phi-3's published tokenizer.json right-strips its chat tokens and </s>; a GGUF cannot say so, and
+ * llama.cpp restores it by model name (general.name holding "phi-3"/"phi3", or architecture phi3). */
+static int sd_gt_is_phi3(const sd_gguf *g) {
+    sd_gguf_str s;
+    if (sd_gguf_get_str(g, "general.architecture", &s) && s.len == 4 && !memcmp(s.s, "phi3", 4)) return 1;
+    return sd_gguf_get_str(g, "general.name", &s) && (sd_gt_lower_has(&s, "phi-3") || sd_gt_lower_has(&s, "phi3"));
+}
+
+typedef struct sd_gt_out {
+    cJSON *root, *cfg;
+    int64_t bos, eos;
+    int add_bos;
+} sd_gt_out;
+
+static specdec_status sd_gt_cfg_token(sd_gt *gt, cJSON *cfg, const char *name, int64_t id) {
+    specdec_status st = SPECDEC_OK;
+    if (id < 0) return cJSON_AddNullToObject(cfg, name) ? SPECDEC_OK : GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    const char *s = sd_gt_cstr(gt, gt->tok[id], "tokenizer.ggml.tokens", (uint64_t)id, &st);
+    if (!s) return st;
+    return cJSON_AddStringToObject(cfg, name, s) ? SPECDEC_OK : GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+}
+
+/* TemplateProcessing: [bos] $A [eos] (an id < 0 left out). */
+static cJSON *sd_gt_template(int64_t bos, int64_t eos) {
+    cJSON *o = sd_gt_obj("TemplateProcessing"), *single = cJSON_CreateArray(), *sp = cJSON_CreateObject();
+    int ok = sd_gt_add(o, "single", single) && sd_gt_add(o, "special_tokens", sp);
+    const int64_t ids[3] = {bos, -2, eos};
+    for (int i = 0; ok && i < 3; i++) {
+        cJSON *piece = cJSON_CreateObject(), *inner = cJSON_CreateObject();
+        if (ids[i] == -1) { cJSON_Delete(piece); cJSON_Delete(inner); continue; }
+        const char *name = ids[i] == -2 ? "A" : i == 0 ? "bos" : "eos";
+        ok = sd_gt_add(single, NULL, piece) && sd_gt_add(piece, ids[i] == -2 ? "Sequence" : "SpecialToken", inner) &&
+             cJSON_AddStringToObject(inner, "id", name) && cJSON_AddNumberToObject(inner, "type_id", 0);
+        if (ok && ids[i] >= 0) {
+            cJSON *def = cJSON_CreateObject(), *idl = cJSON_CreateArray();
+            ok = sd_gt_add(sp, name, def) && cJSON_AddStringToObject(def, "id", name) && sd_gt_add(def, "ids", idl) &&
+                 sd_gt_add(idl, NULL, cJSON_CreateNumber((double)ids[i]));
+        }
+    }
+    if (!ok) { cJSON_Delete(o); return NULL; }
+    return o;
+}
+
+static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
+    const sd_gguf *g = gt->g;
+    specdec_status st;
+    sd_gguf_str model;
+    if (!sd_gguf_find(g, "tokenizer.ggml.model"))
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key tokenizer.ggml.model is missing: the file holds no tokenizer", gt->what);
+    if (!sd_gguf_get_str(g, "tokenizer.ggml.model", &model))
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key tokenizer.ggml.model must be a string", gt->what);
+    int spm = model.len == 5 && !memcmp(model.s, "llama", 5);
+    if (!spm && !(model.len == 4 && !memcmp(model.s, "gpt2", 4)))
+        return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tokenizer.ggml.model \"%.*s\" is not supported (gpt2 and llama are)",
+                       gt->what, (int)(model.len > 64 ? 64 : model.len), model.s);
+    sd_gguf_str arch;
+    /* Gemma's "llama" vocabularies spell runs of spaces as spaces and rank merges by file order, not by
+     * score (transformers' converter special-cases both): not verified here, so refused */
+    if (spm && sd_gguf_get_str(g, "general.architecture", &arch) && arch.len >= 5 && !memcmp(arch.s, "gemma", 5))
+        return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: the GGUF tokenizer of architecture \"%.*s\" (a Gemma SentencePiece "
+                       "vocabulary) is not supported", gt->what, (int)(arch.len > 32 ? 32 : arch.len), arch.s);
+    sd_gt_pre pre = PRE_GPT2;
+    if (!spm) {
+        sd_gguf_str p = {"default", 7};
+        if (sd_gguf_find(g, "tokenizer.ggml.pre") && !sd_gguf_get_str(g, "tokenizer.ggml.pre", &p))
+            return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key tokenizer.ggml.pre must be a string", gt->what);
+        size_t i = 0, np = sizeof sd_gt_pres / sizeof *sd_gt_pres;
+        while (i < np && !(strlen(sd_gt_pres[i].name) == p.len && !memcmp(sd_gt_pres[i].name, p.s, (size_t)p.len))) i++;
+        if (i == np)
+            return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tokenizer.ggml.pre \"%.*s\" is not supported (known: default, "
+                           "gpt-2, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, smollm)", gt->what,
+                           (int)(p.len > 64 ? 64 : p.len), p.s);
+        pre = sd_gt_pres[i].pre;
+    }
+    const sd_gguf_kv *tokens, *types, *scores, *merges;
+    if ((st = sd_gt_array(gt, "tokenizer.ggml.tokens", SD_GGUF_STRING, 1, UINT64_MAX, &tokens))) return st;
+    gt->n = tokens->n;
+    gt->tok = tokens->strs;
+    if (gt->n == 0 || gt->n > SD_TOK_MAX_ID)
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries (1..%d accepted)", gt->what,
+                       (unsigned long long)gt->n, SD_TOK_MAX_ID);
+    if ((st = sd_gt_array(gt, "tokenizer.ggml.token_type", SD_GGUF_I32, 0, gt->n, &types))) return st;
+    if ((st = sd_gt_array(gt, "tokenizer.ggml.scores", SD_GGUF_F32, 0, gt->n, &scores))) return st;
+    /* gguf-py never writes an empty array, so a byte-level vocabulary without merges has no key */
+    if ((st = sd_gt_array(gt, "tokenizer.ggml.merges", SD_GGUF_STRING, 0, UINT64_MAX, &merges))) return st;
+    if (spm && !merges && !scores)
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key tokenizer.ggml.scores is missing: a \"llama\" tokenizer without "
+                       "merges needs the scores to recover them", gt->what);
+    if (merges && merges->n > (uint64_t)INT32_MAX)
+        return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: tokenizer.ggml.merges has %llu entries", gt->what, (unsigned long long)merges->n);
+    gt->type = sd_malloc((size_t)gt->n);
+    gt->score = sd_malloc((size_t)gt->n * sizeof *gt->score);
+    if (!gt->type || !gt->score) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    for (uint64_t i = 0; i < gt->n; i++) {
+        int64_t t = GT_NORMAL;
+        if (types && (!sd_gguf_arr_i64(types, i, &t) || t < 0 || t > GT_BYTE))
+            return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: tokenizer.ggml.token_type[%llu] = %lld is not a token type (0..6)",
+                           gt->what, (unsigned long long)i, (long long)t);
+        gt->type[i] = (uint8_t)t;
+        double s = 0;
+        if (scores && (!sd_gguf_arr_f64(scores, i, &s) || !isfinite(s)))
+            return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: tokenizer.ggml.scores[%llu] is not a finite number", gt->what,
+                           (unsigned long long)i);
+        gt->score[i] = s;
+    }
+    int64_t bos, eos, unk, pad;
+    if ((st = sd_gt_id(gt, "tokenizer.ggml.bos_token_id", &bos)) || (st = sd_gt_id(gt, "tokenizer.ggml.eos_token_id", &eos)) ||
+        (st = sd_gt_id(gt, "tokenizer.ggml.unknown_token_id", &unk)) ||
+        (st = sd_gt_id(gt, "tokenizer.ggml.padding_token_id", &pad)))
+        return st;
+    if (spm && unk < 0)
+        for (uint64_t i = 0; i < gt->n && unk < 0; i++)
+            if (gt->type[i] == GT_UNKNOWN) unk = (int64_t)i;
+    /* llama.cpp's defaults: BOS for SentencePiece and Llama 3's byte-level files, not for the others */
+    int add_bos, add_eos, space_prefix;
+    if ((st = sd_gt_bool(gt, "tokenizer.ggml.add_bos_token", spm || pre == PRE_LLAMA3, &add_bos)) ||
+        (st = sd_gt_bool(gt, "tokenizer.ggml.add_eos_token", 0, &add_eos)) ||
+        (st = sd_gt_bool(gt, "tokenizer.ggml.add_space_prefix", 1, &space_prefix)))
+        return st;
+    if (bos < 0) add_bos = 0;
+    if (eos < 0) add_eos = 0;
+
+    cJSON *root = out->root = cJSON_CreateObject(), *cfg = out->cfg = cJSON_CreateObject();
+    cJSON *m = sd_gt_obj("BPE"), *vocab = cJSON_CreateObject(), *marr = cJSON_CreateArray(), *added = cJSON_CreateArray();
+    int ok = cfg && sd_gt_add(root, "model", m) && sd_gt_add(m, "vocab", vocab) && sd_gt_add(m, "merges", marr) &&
+             sd_gt_add(root, "added_tokens", added) && cJSON_AddBoolToObject(m, "byte_fallback", spm) &&
+             cJSON_AddBoolToObject(m, "fuse_unk", spm) && cJSON_AddBoolToObject(m, "ignore_merges", pre == PRE_LLAMA3 && !spm);
+    if (!ok) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    int phi3 = spm && sd_gt_is_phi3(g);
+    for (uint64_t i = 0; i < gt->n; i++) {
+        uint8_t t = gt->type[i];
+        if (t == GT_UNUSED) continue;
+        const char *s = sd_gt_cstr(gt, gt->tok[i], "tokenizer.ggml.tokens", i, &st);
+        if (!s) return st;
+        int in_vocab = t != GT_CONTROL && t != GT_USER, is_added = t == GT_CONTROL || t == GT_USER || (spm && t == GT_UNKNOWN);
+        if (in_vocab && !sd_gt_add(vocab, s, cJSON_CreateNumber((double)i))) ok = 0;
+        if (is_added) {
+            /* llama.cpp's rule: every special-cache token (CONTROL, USER_DEFINED, UNKNOWN) but three, and </s> */
+            int rstrip = phi3 && (strcmp(s, "<unk>") && strcmp(s, "<s>") && strcmp(s, "<|endoftext|>"));
+            cJSON *a = cJSON_CreateObject();
+            ok = ok && sd_gt_add(added, NULL, a) && cJSON_AddNumberToObject(a, "id", (double)i) &&
+                 cJSON_AddStringToObject(a, "content", s) && cJSON_AddBoolToObject(a, "single_word", 0) &&
+                 cJSON_AddBoolToObject(a, "lstrip", 0) && cJSON_AddBoolToObject(a, "rstrip", rstrip) &&
+                 cJSON_AddBoolToObject(a, "normalized", 0) && cJSON_AddBoolToObject(a, "special", t != GT_USER);
+        }
+        if (!ok) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    }
+    if (unk >= 0) {
+        const char *s = sd_gt_cstr(gt, gt->tok[unk], "tokenizer.ggml.tokens", (uint64_t)unk, &st);
+        if (!s) return st;
+        if (spm && !cJSON_AddStringToObject(m, "unk_token", s)) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    }
+    if (merges) {
+        for (uint64_t i = 0; i < merges->n; i++) {
+            const char *s = sd_gt_cstr(gt, merges->strs[i], "tokenizer.ggml.merges", i, &st);
+            if (!s) return st;
+            if (!sd_gt_add(marr, NULL, cJSON_CreateString(s))) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+        }
+    } else if (spm && (st = sd_gt_derive_merges(gt, marr))) {
+        return st;
+    }
+
+    cJSON *norm = NULL, *pt = NULL, *dec = NULL;
+    if (spm) {
+        cJSON *prep = NULL, *strip = NULL;
+        if (space_prefix) {
+            prep = sd_gt_obj("Prepend");
+            if (prep && !cJSON_AddStringToObject(prep, "prepend", "\xe2\x96\x81")) { cJSON_Delete(prep); prep = NULL; }
+            strip = sd_gt_obj("Strip");
+            if (strip && (!cJSON_AddStringToObject(strip, "content", " ") || !cJSON_AddNumberToObject(strip, "start", 1) ||
+                          !cJSON_AddNumberToObject(strip, "stop", 0))) { cJSON_Delete(strip); strip = NULL; }
+            ok = prep && strip;
+        }
+        norm = sd_gt_seq("Sequence", "normalizers", prep, sd_gt_replace(" ", "\xe2\x96\x81"), NULL, NULL);
+        dec = sd_gt_seq("Sequence", "decoders", sd_gt_replace("\xe2\x96\x81", " "), sd_gt_obj("ByteFallback"),
+                        sd_gt_obj("Fuse"), strip);
+        ok = ok && norm && dec;
+    } else {
+        if (pre == PRE_QWEN2) ok = (norm = sd_gt_obj("NFC")) != NULL;
+        if (pre == PRE_GPT2) pt = sd_gt_bytelevel(0, 1, 1);
+        else if (pre == PRE_LLAMA3) pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(SD_GT_LLAMA3_RE), sd_gt_bytelevel(0, 1, 0), NULL, NULL);
+        else if (pre == PRE_QWEN2) pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(SD_GT_QWEN2_RE), sd_gt_bytelevel(0, 0, 0), NULL, NULL);
+        else {
+            cJSON *digits = sd_gt_obj("Digits");
+            if (digits && !cJSON_AddBoolToObject(digits, "individual_digits", 1)) { cJSON_Delete(digits); digits = NULL; }
+            pt = sd_gt_seq("Sequence", "pretokenizers", digits, sd_gt_bytelevel(0, 1, 1), NULL, NULL);
+        }
+        dec = sd_gt_bytelevel(1, 1, 1);
+        ok = ok && pt && dec;
+    }
+    /* sd_gt_add takes each child (freeing it on failure), so every one is handed over */
+    if (norm && !sd_gt_add(root, "normalizer", norm)) ok = 0;
+    if (pt && !sd_gt_add(root, "pre_tokenizer", pt)) ok = 0;
+    if (!sd_gt_add(root, "decoder", dec)) ok = 0;
+    if (ok && (add_bos || add_eos)) ok = sd_gt_add(root, "post_processor", sd_gt_template(add_bos ? bos : -1, add_eos ? eos : -1));
+    if (!ok) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+
+    /* tokenizer_config.json's fields */
+    if ((st = sd_gt_cfg_token(gt, cfg, "bos_token", bos)) || (st = sd_gt_cfg_token(gt, cfg, "eos_token", eos)) ||
+        (st = sd_gt_cfg_token(gt, cfg, "unk_token", unk)) || (st = sd_gt_cfg_token(gt, cfg, "pad_token", pad)))
+        return st;
+    if (!cJSON_AddBoolToObject(cfg, "add_bos_token", add_bos) || !cJSON_AddBoolToObject(cfg, "add_eos_token", add_eos))
+        return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    const sd_gguf_kv *tmpl = sd_gguf_find(g, "tokenizer.chat_template");
+    if (tmpl) {
+        sd_gguf_str ts;
+        if (!sd_gguf_get_str(g, "tokenizer.chat_template", &ts))
+            return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key tokenizer.chat_template must be a string", gt->what);
+        const char *s = sd_gt_cstr(gt, ts, "tokenizer.chat_template", 0, &st);
+        if (!s) return st;
+        if (!cJSON_AddStringToObject(cfg, "chat_template", s)) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    }
+    out->bos = bos;
+    out->eos = eos;
+    out->add_bos = add_bos;
+    return SPECDEC_OK;
+}
+
+specdec_status sd_gguf_tokenizer_parse(const uint8_t *data, size_t size, const char *fname, specdec_tokenizer **out) {
+    if (!out) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "tokenizer: out is NULL");
+    *out = NULL;
+    sd_gguf g;
+    specdec_status st = sd_gguf_parse(data, size, fname, &g, NULL);
+    if (st) return st;
+    sd_gt gt = {.g = &g, .what = fname};
+    sd_gt_out o = {NULL, NULL, -1, -1, 0};
+    st = sd_gt_build(&gt, &o);
+    sd_free(gt.type);
+    sd_free(gt.score);
+    sd_free(gt.buf);
+    sd_gguf_free(&g);
+    if (!st) st = sd_tokenizer_load_doc(o.root, o.cfg, fname, out);
+    cJSON_Delete(o.root);
+    cJSON_Delete(o.cfg);
+    if (st) return st;
+    /* the file's ids, not a look-up by text (a text may name two ids) */
+    specdec_tokenizer *t = *out;
+    t->bos_id = o.bos >= 0 && o.bos < t->n_ids && t->id_entry[o.bos] != -1 ? (int32_t)o.bos : -1;
+    t->eos_id = o.eos >= 0 && o.eos < t->n_ids && t->id_entry[o.eos] != -1 ? (int32_t)o.eos : -1;
+    t->add_bos = o.add_bos && t->bos_id >= 0;
+    return SPECDEC_OK;
+}
+
+int sd_gguf_tokenizer_is(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    unsigned char magic[4];
+    ssize_t r = read(fd, magic, 4);
+    close(fd);
+    return r == 4 && sd_gguf_is(magic, 4);
+}
+
+specdec_status sd_gguf_tokenizer_load(const char *path, specdec_tokenizer **out) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return sd_fail(NULL, SPECDEC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0) {
+        close(fd);
+        return sd_fail(NULL, SPECDEC_ERR_IO, "%s: not a readable regular file", path);
+    }
+    /* mapped, not read: only the header's pages are touched, never the tensor data */
+    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return sd_fail(NULL, SPECDEC_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
+    specdec_status st = sd_gguf_tokenizer_parse(map, (size_t)sb.st_size, path, out);
+    munmap(map, (size_t)sb.st_size);
+    return st;
+}

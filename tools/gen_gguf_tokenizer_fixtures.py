@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""gen_gguf_tokenizer_fixtures.py — vocab-only GGUF files (no tensors) holding the tokenizer of a
+tokenizer.json, written the way llama.cpp's convert_hf_to_gguf.py writes them (gguf-py's GGUFWriter:
+tokenizer.ggml.model / pre / tokens / token_type / merges or scores, the special ids, add_bos_token,
+add_eos_token and the chat template from tokenizer_config.json).
+
+  byte-level BPE ("gpt2": GPT-2, Llama 3, Qwen2.5): tokens in id order; an added token is CONTROL when
+    special or when it looks special ("<|...|>"), else USER_DEFINED (convert_hf_to_gguf's
+    get_vocab_base); merges as "a b" strings; `pre` as convert_hf_to_gguf's hash table names it.
+  SentencePiece BPE ("llama": Mistral v1, TinyLlama, Phi-3): convert_hf_to_gguf reads tokenizer.model,
+    which only the published tokenizer.json stands in for here. SentencePiece orders a BPE vocabulary
+    by score, a merge result scoring by when it was learnt; so each NORMAL token gets score
+    -(rank of the first merge producing it), the single characters after all merges (-(merges + id)),
+    and types UNKNOWN / CONTROL / BYTE / NORMAL as sentencepiece marks them; tokens past the
+    sentencepiece vocabulary (Phi-3's chat tokens) are CONTROL when special, else USER_DEFINED.
+
+usage:
+  gen_gguf_tokenizer_fixtures.py --shared ../shared/tokenizers --out DIR [--names a,b]
+      one DIR/NAME.gguf per published tokenizer (prints "skipped: ..." and exits 77 without --shared)
+  gen_gguf_tokenizer_fixtures.py --tiny tests/tokenizer/fixtures/gguf
+      the committed tiny fixtures: tiny-gpt2/ (tools/gen_model_fixtures.py's tokenizer) and tiny-spm/
+      (a small SentencePiece-style vocabulary), each a tokenizer.json (+ tokenizer_config.json) and
+      the tokenizer.gguf made from it
+"""
+import argparse
+import importlib.util
+import json
+import os
+import re
+import sys
+
+import gguf
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# GPT-2 publishes no tokenizer_config.json: convert_hf_to_gguf takes its special ids from config.json
+CONFIG_IDS = {"gpt2": {"bos_token": 50256, "eos_token": 50256}}
+
+# name -> (architecture, tokenizer.ggml.pre or None for SentencePiece, general.name)
+PUBLISHED = {
+    "gpt2": ("gpt2", "gpt-2", "GPT-2"),
+    "llama-3-8b": ("llama", "llama-bpe", "Meta Llama 3 8B"),
+    "qwen2.5-1.5b-instruct": ("qwen2", "qwen2", "Qwen2.5 1.5B Instruct"),
+    "mistral-v1-mixtral-8x22b": ("llama", None, "Mixtral 8x22B v0.1"),
+    "tinyllama-1.1b-chat-v1.0": ("llama", None, "TinyLlama 1.1B Chat v1.0"),
+    "phi-3-mini": ("phi3", None, "Phi 3 Mini 4k Instruct"),
+}
+
+BYTE_RE = re.compile(r"<0x[0-9A-Fa-f]{2}>$")
+
+
+def looks_special(t):
+    """convert_hf_to_gguf's does_token_look_special."""
+    return (t in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or (t.startswith("<|") and t.endswith("|>"))
+            or (t.startswith("<\uff5c") and t.endswith("\uff5c>")) or (t.startswith("<unused") and t.endswith(">")))
+
+
+def merge_pairs(model):
+    return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+
+
+def load_dir(d):
+    tj = json.load(open(os.path.join(d, "tokenizer.json"), encoding="utf-8"))
+    cp = os.path.join(d, "tokenizer_config.json")
+    cfg = json.load(open(cp, encoding="utf-8")) if os.path.exists(cp) else {}
+    return tj, cfg
+
+
+def cfg_text(v):
+    return v.get("content") if isinstance(v, dict) else v
+
+
+def vocab_gpt2(tj):
+    """Tokens and types in id order (get_vocab_base); gaps become [PADn] UNUSED."""
+    rev = {i: t for t, i in tj["model"]["vocab"].items()}
+    added = {a["id"]: a for a in tj["added_tokens"]}
+    n = max(list(rev) + list(added)) + 1
+    toks, types = [], []
+    for i in range(n):
+        if i in added:
+            a = added[i]
+            toks.append(a["content"])
+            types.append(gguf.TokenType.CONTROL if a["special"] or looks_special(a["content"])
+                         else gguf.TokenType.USER_DEFINED)
+        elif i in rev:
+            toks.append(rev[i])
+            types.append(gguf.TokenType.NORMAL)
+        else:
+            toks.append("[PAD%d]" % i)
+            types.append(gguf.TokenType.UNUSED)
+    return toks, types
+
+
+def vocab_spm(tj, cfg):
+    """Tokens, scores and types as sentencepiece's model would give them (see the module comment)."""
+    m = tj["model"]
+    rev = {i: t for t, i in m["vocab"].items()}
+    added = {a["id"]: a for a in tj["added_tokens"]}
+    first = {}
+    for r, (a, b) in enumerate(merge_pairs(m)):
+        first.setdefault(a + b, r)
+    n_merges = len(m["merges"])
+    control = {cfg_text(cfg.get(k)) for k in ("bos_token", "eos_token")} | {"<s>", "</s>"}
+    unk = m.get("unk_token")
+    n = max(list(rev) + list(added)) + 1
+    toks, scores, types = [], [], []
+    for i in range(n):
+        if i in rev:
+            t = rev[i]
+            toks.append(t)
+            if t == unk:
+                types.append(gguf.TokenType.UNKNOWN)
+                scores.append(0.0)
+            elif BYTE_RE.match(t):
+                types.append(gguf.TokenType.BYTE)
+                scores.append(0.0)
+            elif t in control and i in added:
+                types.append(gguf.TokenType.CONTROL)
+                scores.append(0.0)
+            else:
+                types.append(gguf.TokenType.NORMAL)
+                scores.append(-float(first[t]) if t in first else -float(n_merges + i))
+        elif i in added:
+            a = added[i]
+            toks.append(a["content"])
+            types.append(gguf.TokenType.CONTROL if a["special"] else gguf.TokenType.USER_DEFINED)
+            scores.append(-1000.0)
+        else:
+            toks.append("[PAD%d]" % i)
+            types.append(gguf.TokenType.UNUSED)
+            scores.append(-1000.0)
+    return toks, scores, types
+
+
+def write_gguf(path, tj, cfg, arch, pre, name, config_ids=None):
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name(name)
+    if pre is not None:
+        toks, types = vocab_gpt2(tj)
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre(pre)
+        w.add_token_list(toks)
+        w.add_token_types(types)
+        w.add_token_merges([a + " " + b for a, b in merge_pairs(tj["model"])])
+    else:
+        toks, scores, types = vocab_spm(tj, cfg)
+        w.add_tokenizer_model("llama")
+        w.add_tokenizer_pre("default")
+        w.add_token_list(toks)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+    index = {}
+    for i, t in enumerate(toks):
+        index.setdefault(t, i)
+    for key, fn in (("bos_token", w.add_bos_token_id), ("eos_token", w.add_eos_token_id),
+                    ("unk_token", w.add_unk_token_id), ("pad_token", w.add_pad_token_id)):
+        t = cfg_text(cfg.get(key))
+        if t is not None and t in index:
+            fn(index[t])
+        elif config_ids and key in config_ids:
+            fn(config_ids[key])
+    if pre is None and cfg_text(cfg.get("unk_token")) is None and tj["model"].get("unk_token") in index:
+        w.add_unk_token_id(index[tj["model"]["unk_token"]])
+    for key, fn in (("add_bos_token", w.add_add_bos_token), ("add_eos_token", w.add_add_eos_token)):
+        if isinstance(cfg.get(key), bool):
+            fn(cfg[key])
+    if isinstance(cfg.get("chat_template"), str):
+        w.add_chat_template(cfg["chat_template"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def published(shared, out, names):
+    os.makedirs(out, exist_ok=True)
+    for name in names:
+        arch, pre, gname = PUBLISHED[name]
+        tj, cfg = load_dir(os.path.join(shared, name))
+        write_gguf(os.path.join(out, name + ".gguf"), tj, cfg, arch, pre, gname, CONFIG_IDS.get(name))
+        print("wrote", os.path.join(out, name + ".gguf"))
+
+
+def tiny_spm_json():
+    """A small SentencePiece-style BPE tokenizer.json (Llama 2 layout): <unk> <s> </s>, the 256 byte
+    tokens, then merge results and single characters; merges from the vocabulary by transformers'
+    generate_merges (an implementation independent of specdec's)."""
+    from transformers.tokenization_utils_base import generate_merges
+    words = ["\u2581the", "\u2581a", "\u2581of", "\u2581and", "\u2581to", "\u2581in", "ing", "\u2581is", "er", "\u2581that",
+             "\u2581speculative", "\u2581decoding", "\u2581\u2581", "\u2581\u2581\u2581\u2581", "\u2581\u4e16\u754c"]
+    vocab = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    pieces = set()
+    for w_ in words:  # every prefix of a word is a piece, so merges chain
+        for k in range(2, len(w_) + 1):
+            pieces.add(w_[:k])
+    merged = sorted(pieces, key=lambda p: (len(p), p))
+    chars = sorted({c for w_ in words for c in w_} | set("bcdefghjklmnopqrsuvwxyz.,!?'0123456789ABCT"))
+    vocab += merged + [c for c in chars if c not in merged]
+    ids = {t: i for i, t in enumerate(vocab)}
+    scores = {t: (0.0 if i < 259 else -float(i)) for t, i in ids.items()}
+    normal = {t: i for t, i in ids.items() if i >= 259}
+    merges = generate_merges(normal, {t: scores[t] for t in normal})
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for i, t in enumerate(["<unk>", "<s>", "</s>"])]
+    added.append({"id": len(vocab), "content": "<tool>", "single_word": False, "lstrip": False, "rstrip": False,
+                  "normalized": False, "special": False})
+    tj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+          "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                                                             {"type": "Replace", "pattern": {"String": " "},
+                                                              "content": "\u2581"}]},
+          "pre_tokenizer": None,
+          "post_processor": {"type": "TemplateProcessing",
+                             "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                        {"Sequence": {"id": "A", "type_id": 0}}],
+                             "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+          "decoder": {"type": "Sequence", "decoders": [
+              {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "}, {"type": "ByteFallback"},
+              {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+          "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                    "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True,
+                    "vocab": ids, "merges": [a + " " + b for a, b in merges]}}
+    cfg = {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+           "chat_template": "{% for m in messages %}{{ bos_token }}[{{ m['role'] }}] {{ m['content'] }}{{ eos_token }}"
+                            "{% endfor %}"}
+    return tj, cfg
+
+
+def tiny(out):
+    spec = importlib.util.spec_from_file_location("gmf", os.path.join(HERE, "gen_model_fixtures.py"))
+    gmf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gmf)
+    d = os.path.join(out, "tiny-gpt2")
+    os.makedirs(d, exist_ok=True)
+    gmf.write_tiny_tokenizer(d)
+    tj, _ = load_dir(d)
+    cfg = {"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": False}
+    json.dump(cfg, open(os.path.join(d, "tokenizer_config.json"), "w"), indent=1)
+    write_gguf(os.path.join(d, "tokenizer.gguf"), tj, cfg, "llama", "gpt-2", "tiny gpt2")
+    d = os.path.join(out, "tiny-spm")
+    os.makedirs(d, exist_ok=True)
+    tj, cfg = tiny_spm_json()
+    json.dump(tj, open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8"), ensure_ascii=False, indent=1)
+    json.dump(cfg, open(os.path.join(d, "tokenizer_config.json"), "w"), indent=1)
+    write_gguf(os.path.join(d, "tokenizer.gguf"), tj, cfg, "llama", None, "tiny spm")
+    for n in ("tiny-gpt2", "tiny-spm"):
+        print("wrote", os.path.join(out, n), os.path.getsize(os.path.join(out, n, "tokenizer.gguf")), "bytes")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shared")
+    ap.add_argument("--out")
+    ap.add_argument("--names", default=",".join(PUBLISHED))
+    ap.add_argument("--tiny")
+    a = ap.parse_args()
+    if a.tiny:
+        tiny(a.tiny)
+        return 0
+    if not a.shared or not os.path.isdir(a.shared):
+        print("skipped: ../shared not found (%s)" % a.shared)
+        return 77
+    published(a.shared, a.out, a.names.split(","))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
