@@ -1,4 +1,4 @@
-"""specdec.Tokenizer takes a GGUF file's path as it takes a tokenizer directory (the path goes to
+"""specdec.Tokenizer (and specdec.LLM) take a GGUF file's path as they take a directory (the path goes to
 specdec_tokenizer_load unchanged): the committed tiny GGUF fixtures encode, decode and render their chat
 template exactly as the tokenizer.json they were made from."""
 import os
@@ -29,3 +29,18 @@ def test_gguf_bad(tmp_path):
     p.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 16)  # a valid GGUF without a tokenizer
     with pytest.raises(specdec.SpecdecError, match="tokenizer.ggml.model"):
         specdec.Tokenizer(p)
+
+
+MODELS = os.path.join(os.path.dirname(__file__), "..", "models", "fixtures")
+
+
+@pytest.mark.quick
+def test_gguf_llm():
+    """specdec.LLM(model=FILE.gguf): the model and its tokenizer from one file; drafting for itself (the same
+    file as the speculative model) gives plain decoding's greedy output."""
+    m = os.path.join(MODELS, "gguf_qwen3", "model.gguf")
+    sp = specdec.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    plain = specdec.LLM(model=m).generate(["the cat and the"], sp)[0].outputs[0]
+    spec = specdec.LLM(model=m, speculative_config={"model": m, "num_speculative_tokens": 3})
+    out = spec.generate(["the cat and the"], sp)[0].outputs[0]
+    assert len(plain.token_ids) == 12 and out.token_ids == plain.token_ids and out.text == plain.text
