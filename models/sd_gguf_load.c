@@ -199,14 +199,25 @@ static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, 
     return SPECDEC_OK;
 }
 
-/* The token ids config.json would carry (tokenizer.ggml.bos_token_id / eos_token_id), when present. */
+/* The token ids config.json (and generation_config.json) would carry: bos_token_id from
+ * tokenizer.ggml.bos_token_id; eos_token_id the list of tokenizer.ggml.eos_token_id, eot_token_id and
+ * eom_token_id (end of turn / of message: llama.cpp ends generation at each), when present and in range. */
 static void gguf_special_ids(gguf_ctx *x, int64_t vocab) {
-    static const char *const keys[2][2] = {{"tokenizer.ggml.bos_token_id", "bos_token_id"},
-                                           {"tokenizer.ggml.eos_token_id", "eos_token_id"}};
-    for (int i = 0; i < 2; i++) {
-        int64_t v;
-        if (sd_gguf_get_i64(x->g, keys[i][0], &v) && v >= 0 && v < vocab)
-            cJSON_AddNumberToObject(x->cfg, keys[i][1], (double)v);
+    static const char *const eos_keys[3] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                            "tokenizer.ggml.eom_token_id"};
+    int64_t v, ids[3];
+    int n = 0;
+    if (sd_gguf_get_i64(x->g, "tokenizer.ggml.bos_token_id", &v) && v >= 0 && v < vocab)
+        cJSON_AddNumberToObject(x->cfg, "bos_token_id", (double)v);
+    for (int i = 0; i < 3; i++) {
+        int dup = 0;
+        if (!sd_gguf_get_i64(x->g, eos_keys[i], &v) || v < 0 || v >= vocab) continue;
+        for (int j = 0; j < n; j++) dup |= ids[j] == v;
+        if (!dup) ids[n++] = v;
+    }
+    if (n) {
+        cJSON *a = cJSON_AddArrayToObject(x->cfg, "eos_token_id");
+        for (int j = 0; j < n; j++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)ids[j]));
     }
 }
 

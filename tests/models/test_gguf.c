@@ -11,8 +11,9 @@
  *      maths); a repack split over 1, 3, 8 threads or the automatic count writes the same bytes and names
  *      the same first bad row (the TSan stage runs this test); sd_cpu_matmul over them (1, 3 and 12 tokens, both ISA paths, 1 and 2 threads) within
  *      1e-6 of the product in double, the AVX2 path bitwise the portable one; a NaN scale is refused;
- *   3. the loader: a tiny "llama" GGUF (F32 with one Q4_0 and one Q6_K-free Q8_0 matrix) loads as
- *      LlamaForCausalLM with adjacent-pair rope, SD_INT4_GGUF (CPU only) and its shapes; an all-F16
+ *   3. the loader: a tiny "llama" GGUF (F32 with one Q4_0 and one Q8_0 matrix) loads as
+ *      LlamaForCausalLM with adjacent-pair rope, SD_INT4_GGUF (CPU only), its shapes, BOS and the end ids
+ *      (eos, eot, eom: llama.cpp's end-of-generation tokens, repeats dropped); an all-F16
  *      "qwen2" one needs no quantization (CUDA may run it); refused, naming the key, tensor or type: an
  *      unknown architecture, an unknown tensor, an unsupported block type (IQ2_XXS), a missing required
  *      key, rope scaling "yarn", a tensor the configuration does not read (a q bias on one layer only),
@@ -486,6 +487,7 @@ typedef struct tiny_opts {
     const char *extra_tensor;
     uint32_t q_type_override;
     int nan_scale;
+    int special_ids;     /* bos 1, eos 2, eot 5, eom 2 (a repeat), and an out-of-range pad */
 } tiny_opts;
 
 static float fbuf[2][V * I * 2];
@@ -519,6 +521,13 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
         kv_str(&w, k, o->rope_type);
         snprintf(k, sizeof k, "%s.rope.scaling.factor", a);
         kv_f32(&w, k, 2.0f);
+    }
+    if (o->special_ids) {
+        kv_u32(&w, "tokenizer.ggml.bos_token_id", 1);
+        kv_u32(&w, "tokenizer.ggml.eos_token_id", 2);
+        kv_u32(&w, "tokenizer.ggml.eot_token_id", 5);
+        kv_u32(&w, "tokenizer.ggml.eom_token_id", 2);
+        kv_u32(&w, "tokenizer.ggml.padding_token_id", 9999);
     }
     for (size_t i = 0; i < sizeof fbuf[0] / sizeof(float); i++) fbuf[0][i] = 0.02f * (float)sin(0.1 * (double)i), fbuf[1][i] = 1.0f;
     for (size_t i = 0; i < sizeof hbuf / 2; i++) hbuf[i] = sd_f32_to_f16(fbuf[0][i]);
@@ -586,7 +595,7 @@ static specdec_model *load_tiny(const char *dir, const tiny_opts *o, specdec_sta
 }
 
 static void loader(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1};
     specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama Q4_0 / Q8_0");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -597,16 +606,17 @@ static void loader(const char *dir) {
                      c->head_dim == HD && c->vocab_size == V && !c->tie_word_embeddings && c->rope_theta == 10000.0f &&
                      c->max_position_embeddings == 64 && m->w.layers[0].wq.dtype == SD_INT4 &&
                      m->w.layers[1].w_up.dtype == SD_INT8 && m->w.layers[0].wk.dtype == SD_F32 &&
-                     info.file_format == SPECDEC_FILE_GGUF && info.dtype == SPECDEC_DTYPE_F32,
+                     info.file_format == SPECDEC_FILE_GGUF && info.dtype == SPECDEC_DTYPE_F32 && c->bos_id == 1 &&
+                     c->n_eos == 2 && c->eos_ids[0] == 2 && c->eos_ids[1] == 5,
                  "the tiny llama GGUF's config and dtypes (%s)", c->architecture);
         specdec_model_free(m);
     }
-    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0};
+    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0};
     /* qwen2 needs its q/k/v biases: refused without them */
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_proj.bias", "qwen2 without its biases");
-    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0};
+    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_norm", "qwen3 without its q/k norms");
-    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "rope_freqs", "linear scaling and rope_freqs together");
     o.rope_freqs = 0;
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama F16, linear rope");
@@ -616,7 +626,7 @@ static void loader(const char *dir) {
                  "an unquantized GGUF is not CPU-only; linear rope read");
         specdec_model_free(m);
     }
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0};
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama with rope_freqs");
     if (m) {
         SD_CHECK(m->w.cfg.rope_type == SD_ROPE_LONGROPE && m->w.cfg.rope_short_factor[3] == 1.0f &&
@@ -625,24 +635,24 @@ static void loader(const char *dir) {
     }
     o.rope_freqs = 3;
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "rope_freqs.weight", "rope_freqs of the wrong size");
-    o = (tiny_opts){"gemma2", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0};
+    o = (tiny_opts){"gemma2", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "gemma2", "an unsupported architecture");
-    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "llama.embedding_length", "a missing required key");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "yarn", "yarn scaling");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "q_proj.bias", "a tensor the configuration does not read");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "attn_post_norm", "an unknown tensor");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "blk.2", "a layer past block_count");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "IQ4_NL", "an unsupported block type");
-    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1};
+    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "must be finite", "a NaN block scale");
     /* MTP from a GGUF */
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0};
     char p[4200];
     snprintf(p, sizeof p, "%s/tiny.gguf", dir);
     tiny_gguf(p, &o);
