@@ -15,6 +15,9 @@
 #include "sd_gguf.h"
 #include "sd_json.h"
 
+/* Most files of a split GGUF (llama.cpp's gguf-split: split.count). */
+#define SD_GGUF_MAX_SHARDS 1024
+
 int sd_gguf_path(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
@@ -406,8 +409,16 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 
-static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g) {
+/* The configuration (from the first file's metadata) and the first file's header. */
+static specdec_status gguf_split_of(const sd_gguf *g, const char *path, int64_t *no, int64_t *count);
+
+static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int *quantized) {
     TRY(sd_gguf_parse(f->base ? f->base : (const uint8_t *)"", f->base ? f->size : 0, m->path, g, NULL));
+    int64_t no = 0, count = 1;
+    TRY(gguf_split_of(g, m->path, &no, &count));
+    if (no != 0)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: this is file %lld of a GGUF split into %lld: pass the first",
+                       m->path, (long long)(no + 1), (long long)count);
     const gguf_arch *a = NULL;
     TRY(gguf_arch_of(g, m->path, &a));
     char arch[32];
@@ -422,24 +433,89 @@ static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g) {
     cJSON_free(text);
     if (st) return st;
     m->w.cfg.rope_interleaved = a->interleaved;
-    int quantized = 0;
-    TRY(gguf_header(g, m->path, m->w.cfg.n_layers, m->w.cfg.arch == SD_ARCH_MIXTRAL, &quantized, &f->hdr));
-    if (quantized) m->w.cfg.int4_fmt = SD_INT4_GGUF;
+    return gguf_header(g, m->path, m->w.cfg.n_layers, m->w.cfg.arch == SD_ARCH_MIXTRAL, quantized, &f->hdr);
+}
+
+/* split.no / split.count of a file (0 / 1 when it is not split); FORMAT when they are malformed. */
+static specdec_status gguf_split_of(const sd_gguf *g, const char *path, int64_t *no, int64_t *count) {
+    *no = 0, *count = 1;
+    const int has_no = sd_gguf_find(g, "split.no") != NULL, has_count = sd_gguf_find(g, "split.count") != NULL;
+    if (!has_no && !has_count) return SPECDEC_OK;
+    if (!sd_gguf_get_i64(g, "split.no", no) || !sd_gguf_get_i64(g, "split.count", count) || *count < 1 ||
+        *count > SD_GGUF_MAX_SHARDS || *no < 0 || *no >= *count)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF split.no / split.count missing or out of range (at most "
+                       "%d shards)", path, SD_GGUF_MAX_SHARDS);
     return SPECDEC_OK;
 }
 
-specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file **out) {
-    *out = NULL;
+/* Shard k's path from the first one's, PREFIX-00001-of-NNNNN.gguf (llama.cpp's gguf-split naming). */
+static specdec_status gguf_shard_path(const char *first, int64_t k, int64_t count, char *out, size_t cap) {
+    const size_t n = strlen(first), tail = strlen("-00001-of-00000.gguf");
+    char want[48];
+    snprintf(want, sizeof want, "-00001-of-%05d.gguf", (int)count); /* count <= SD_GGUF_MAX_SHARDS */
+    if (n <= tail || strcmp(first + n - tail, want))
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: a GGUF split into %lld files: pass its first file, named "
+                       "PREFIX%s", first, (long long)count, want);
+    if (n + 1 > cap) return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT, "%s: path too long", first);
+    snprintf(out, cap, "%.*s-%05d-of-%05d.gguf", (int)(n - tail), first, (int)(k + 1), (int)count);
+    return SPECDEC_OK;
+}
+
+/* Shards 1 .. count - 1 of a split GGUF into files[1..]: each with its split.no, the same count, tensors
+ * under their Hugging Face names; the tensor total must be split.tensors.count when given. */
+static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t count, uint64_t n0, int64_t want,
+                                       sd_st_file **files, int32_t *n_files, int *quantized) {
+    uint64_t total = n0;
+    for (int64_t k = 1; k < count; k++) {
+        char p[sizeof m->path + 32];
+        TRY(gguf_shard_path(m->path, k, count, p, sizeof p));
+        TRY(sd_st_map(p, use_mmap, &files[k], NULL));
+        (*n_files)++;
+        sd_gguf g;
+        specdec_status st = sd_gguf_parse(files[k]->base ? files[k]->base : (const uint8_t *)"",
+                                          files[k]->base ? files[k]->size : 0, p, &g, NULL);
+        int64_t no = 0, c = 0;
+        if (!st) st = gguf_split_of(&g, p, &no, &c);
+        if (!st && (no != k || c != count))
+            st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF split.no %lld of %lld, expected %lld of %lld", p,
+                         (long long)no, (long long)c, (long long)k, (long long)count);
+        if (!st)
+            st = gguf_header(&g, p, m->w.cfg.n_layers, m->w.cfg.arch == SD_ARCH_MIXTRAL, quantized, &files[k]->hdr);
+        total += g.n_tensors;
+        sd_gguf_free(&g);
+        if (st) return st;
+    }
+    if (want >= 0 && (uint64_t)want != total)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF split.tensors.count is %lld, the %lld files hold %llu",
+                       m->path, (long long)want, (long long)count, (unsigned long long)total);
+    return SPECDEC_OK;
+}
+
+specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***out, int32_t *n_out) {
+    *out = NULL, *n_out = 0;
     sd_st_file *f = NULL;
     TRY(sd_st_map(m->path, use_mmap, &f, NULL));
     sd_gguf g;
     memset(&g, 0, sizeof g);
-    const specdec_status st = gguf_open(m, f, &g);
+    int quantized = 0;
+    int64_t no = 0, count = 1;
+    specdec_status st = gguf_open(m, f, &g, &quantized);
+    if (!st) st = gguf_split_of(&g, m->path, &no, &count);
+    const uint64_t n0 = g.n_tensors;
+    int64_t want = -1; /* split.tensors.count: every file's tensors together */
+    if (!st && sd_gguf_find(&g, "split.tensors.count") && (!sd_gguf_get_i64(&g, "split.tensors.count", &want) || want < 0))
+        st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF split.tensors.count must be a count", m->path);
     sd_gguf_free(&g);
+    sd_st_file **files = st ? NULL : sd_calloc((size_t)count, sizeof *files);
+    if (!st && !files) st = sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
     if (st) {
         sd_st_close(f);
         return st;
     }
-    *out = f;
-    return SPECDEC_OK;
+    files[0] = f;
+    int32_t n = 1;
+    st = gguf_open_shards(m, use_mmap, count, n0, want, files, &n, &quantized);
+    if (quantized) m->w.cfg.int4_fmt = SD_INT4_GGUF;
+    *out = files, *n_out = n; /* the caller closes them, on failure too */
+    return st;
 }

@@ -17,10 +17,13 @@
 /* 1 when `path` is a regular file that starts with the GGUF magic. */
 int sd_gguf_path(const char *path);
 
-/* Maps the GGUF file m->path (use_mmap as specdec_model_params) into *out: its tensors renamed to the
- * Hugging Face names (block-quantized ones flagged by sd_st_tensor.gguf_quant), and parses the
- * configuration into m->w.cfg. Unsupported architectures, metadata and tensor types are
- * SPECDEC_ERR_UNSUPPORTED naming the key, tensor or type; malformed ones SPECDEC_ERR_FORMAT. */
-specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file **out);
+/* Maps the GGUF file m->path (use_mmap as specdec_model_params) and, when it is the first of a split GGUF
+ * (llama.cpp's gguf-split: split.count files named PREFIX-0000k-of-NNNNN.gguf), the others, into *out
+ * (*n_out files, allocated; the caller closes them and frees the array, on failure too): their tensors
+ * renamed to the Hugging Face names (block-quantized ones flagged by sd_st_tensor.gguf_quant); parses the
+ * configuration the first file's metadata implies into m->w.cfg. Unsupported architectures, metadata and
+ * tensor types are SPECDEC_ERR_UNSUPPORTED naming the key, tensor or type; malformed ones (a shard
+ * missing, out of order, a tensor count that does not add up) SPECDEC_ERR_FORMAT. */
+specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***out, int32_t *n_out);
 
 #endif

@@ -900,10 +900,7 @@ static specdec_status sd_load_gguf(sd_loader *L) {
     if (L->mtp)
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: a GGUF file has no MTP layer specdec reads", m->path);
     L->index_path[0] = '\0';
-    m->files = sd_calloc(1, sizeof *m->files);
-    if (!m->files) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
-    TRY(sd_gguf_open_model(m, L->use_mmap, &m->files[0]));
-    m->n_files = 1;
+    TRY(sd_gguf_open_model(m, L->use_mmap, &m->files, &m->n_files)); /* one file, or a split GGUF's */
     m->file_format = SPECDEC_FILE_GGUF;
     TRY(sd_build_entries(L));
     L->used = sd_calloc(L->n_entries + 1, 1);

@@ -17,7 +17,10 @@
  *      "qwen2" one needs no quantization (CUDA may run it); refused, naming the key, tensor or type: an
  *      unknown architecture, an unknown tensor, an unsupported block type (IQ2_XXS), a missing required
  *      key, rope scaling "yarn", a tensor the configuration does not read (a q bias on one layer only),
- *      a rope_freqs.weight of the wrong size, a NaN block scale, and MTP loading.
+ *      a rope_freqs.weight of the wrong size, a NaN block scale, and MTP loading;
+ *   4. split files (llama.cpp's gguf-split): two files load from the first; the second passed, a missing
+ *      one, a renamed first file, a tensor count that does not add up, a tensor in both files and a file
+ *      out of order are refused.
  * (logits against transformers: the gguf_* fixtures in tests/models/test_model_fixtures.c.)
  * argv[1] = a scratch directory. */
 #define _GNU_SOURCE /* memmem */
@@ -488,6 +491,9 @@ typedef struct tiny_opts {
     uint32_t q_type_override;
     int nan_scale;
     int special_ids;     /* bos 1, eos 2, eot 5, eom 2 (a repeat), and an out-of-range pad */
+    int split;           /* write it as llama.cpp's gguf-split does, in two files (path: PREFIX-00001-of-00002.gguf):
+                            1 as is, 2 split.tensors.count off by one, 3 a tensor in both files, 4 the second file
+                            saying split.no 0 */
 } tiny_opts;
 
 static float fbuf[2][V * I * 2];
@@ -574,10 +580,69 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
     if (o->rope_freqs) add_t(&w, "rope_freqs.weight", SD_GGML_F32, 1, (uint64_t)o->rope_freqs, 1, fbuf[1], 4 * (size_t)o->rope_freqs);
 #undef KU
     gb b;
+    if (o->split) { /* the second half of the tensors in file 2, which holds only the split.* keys */
+        gguf_w w2;
+        memset(&w2, 0, sizeof w2);
+        const int half = w.n_t / 2, total = w.n_t;
+        for (int i = half - (o->split == 3); i < w.n_t; i++) w2.t[w2.n_t++] = w.t[i];
+        w.n_t = half;
+        kv_u32(&w, "split.no", 0), kv_u32(&w, "split.count", 2);
+        kv_u32(&w, "split.tensors.count", (uint32_t)(total + (o->split == 2 || o->split == 3))); /* 3: counted twice */
+        kv_u32(&w2, "split.no", o->split == 4 ? 0 : 1), kv_u32(&w2, "split.count", 2);
+        gguf_bytes(&w2, &b);
+        char p2[4200];
+        snprintf(p2, sizeof p2, "%s", path);
+        char *at = strstr(p2, "-00001-of-");
+        if (at) memcpy(at, "-00002-of-", 10);
+        sd_test_put(p2, b.p, b.n);
+        free(b.p);
+        free(w2.kv.p);
+    }
     gguf_bytes(&w, &b);
     sd_test_put(path, b.p, b.n);
     free(b.p);
     free(w.kv.p);
+}
+
+/* A GGUF split in two files (llama.cpp's gguf-split): loads from its first file as the whole file does;
+ * the second file passed, a missing second file, a first file not named PREFIX-00001-of-00002.gguf, a
+ * split.tensors.count that does not add up, a tensor in both files and a second file that says it is the
+ * first are refused. */
+static void split_files(const char *dir) {
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 1};
+    char p[4200], p2[4200], q[4200];
+    snprintf(p, sizeof p, "%s/split-00001-of-00002.gguf", dir);
+    snprintf(p2, sizeof p2, "%s/split-00002-of-00002.gguf", dir);
+    tiny_gguf(p, &o);
+    specdec_model *m = NULL;
+    specdec_status st = specdec_model_load(p, NULL, &m);
+    SD_CHECK(st == SPECDEC_OK && m && m->n_files == 2 && m->w.layers[1].w_down.data && m->w.cfg.n_layers == 2 &&
+                 m->w.layers[0].wq.dtype == SD_INT4,
+             "a GGUF split in two files loads from its first: %s", st ? specdec_last_error() : "");
+    specdec_model_free(m);
+    m = NULL;
+    SD_CHECK(specdec_model_load(p2, NULL, &m) == SPECDEC_ERR_FORMAT && strstr(specdec_last_error(), "pass the first"),
+             "the second file of a split refused (%s)", specdec_last_error());
+    snprintf(q, sizeof q, "%s/alone.gguf", dir);
+    size_t n = 0;
+    char *bytes = sd_test_slurp(p, &n);
+    if (bytes) sd_test_put(q, bytes, n), free(bytes);
+    SD_CHECK(specdec_model_load(q, NULL, &m) == SPECDEC_ERR_FORMAT && strstr(specdec_last_error(), "-00001-of-00002"),
+             "a split's first file under another name refused (%s)", specdec_last_error());
+    remove(p2);
+    SD_CHECK(specdec_model_load(p, NULL, &m) == SPECDEC_ERR_IO && !m, "a missing second file: IO (%s)",
+             specdec_last_error());
+    static const struct { int v; const char *needle; } bad[] = {
+        {2, "split.tensors.count"}, {3, "two shards"}, {4, "split.no 0 of 2, expected 1 of 2"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.split = bad[i].v;
+        tiny_gguf(p, &o);
+        st = specdec_model_load(p, NULL, &m);
+        SD_CHECK(st == SPECDEC_ERR_FORMAT && !m && strstr(specdec_last_error(), bad[i].needle),
+                 "split variant %d refused naming %s (%d: %s)", bad[i].v, bad[i].needle, (int)st, specdec_last_error());
+        specdec_model_free(m);
+        m = NULL;
+    }
 }
 
 static specdec_model *load_tiny(const char *dir, const tiny_opts *o, specdec_status want, const char *needle,
@@ -595,7 +660,7 @@ static specdec_model *load_tiny(const char *dir, const tiny_opts *o, specdec_sta
 }
 
 static void loader(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 0};
     specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama Q4_0 / Q8_0");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -611,12 +676,12 @@ static void loader(const char *dir) {
                  "the tiny llama GGUF's config and dtypes (%s)", c->architecture);
         specdec_model_free(m);
     }
-    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
     /* qwen2 needs its q/k/v biases: refused without them */
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_proj.bias", "qwen2 without its biases");
-    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_norm", "qwen3 without its q/k norms");
-    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "rope_freqs", "linear scaling and rope_freqs together");
     o.rope_freqs = 0;
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama F16, linear rope");
@@ -626,7 +691,7 @@ static void loader(const char *dir) {
                  "an unquantized GGUF is not CPU-only; linear rope read");
         specdec_model_free(m);
     }
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0, 0};
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama with rope_freqs");
     if (m) {
         SD_CHECK(m->w.cfg.rope_type == SD_ROPE_LONGROPE && m->w.cfg.rope_short_factor[3] == 1.0f &&
@@ -635,24 +700,24 @@ static void loader(const char *dir) {
     }
     o.rope_freqs = 3;
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "rope_freqs.weight", "rope_freqs of the wrong size");
-    o = (tiny_opts){"gemma2", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"gemma2", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "gemma2", "an unsupported architecture");
-    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "llama.embedding_length", "a missing required key");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "yarn", "yarn scaling");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "q_proj.bias", "a tensor the configuration does not read");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "attn_post_norm", "an unknown tensor");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "blk.2", "a layer past block_count");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "IQ4_NL", "an unsupported block type");
-    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0};
+    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "must be finite", "a NaN block scale");
     /* MTP from a GGUF */
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
     char p[4200];
     snprintf(p, sizeof p, "%s/tiny.gguf", dir);
     tiny_gguf(p, &o);
@@ -680,5 +745,6 @@ int main(int argc, char **argv) {
     block_types();
     threaded_repack();
     loader(argv[1]);
+    split_files(argv[1]);
     return sd_test_done();
 }
