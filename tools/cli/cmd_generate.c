@@ -20,9 +20,10 @@
 static void gen_usage(FILE *f) {
     fprintf(f,
             "usage: specdec generate [-m TARGET_DIR] [-md DRAFT_DIR] -p PROMPT [options]\n"
-            "  -m DIR           target model directory (config.json, safetensors, tokenizer.json);\n"
-            "                   default: the bundled pair kjv-target + kjv-draft\n"
-            "  -md DIR          draft model directory (speculative decoding); none: plain decoding\n"
+            "  -m DIR           target model directory (config.json, safetensors, tokenizer.json) or a\n"
+            "                   .gguf file (model, tokenizer and chat template); default: the bundled pair\n"
+            "                   kjv-target + kjv-draft\n"
+            "  -md DIR          draft model directory or .gguf file (speculative decoding); none: plain decoding\n"
             "  -p TEXT          prompt (encoded with the target's tokenizer, BOS as its post-processor says)\n"
             "  -n N             tokens to generate (default 128; 0 with --prompt-logprobs: score the prompt only)\n"
             "  --temp T         temperature, 0 = greedy (default 0.8)\n"

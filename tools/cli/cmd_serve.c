@@ -17,7 +17,8 @@ int cli_cmd_serve(int argc, char **argv);
 static void serve_usage(FILE *f) {
     fprintf(f,
             "usage: specdec serve [-m TARGET_DIR] [-md DRAFT_DIR] [options]\n"
-            "  -m DIR              target model directory; default: the bundled pair kjv-target + kjv-draft\n"
+            "  -m DIR              target model directory or .gguf file; default: the bundled pair kjv-target +\n"
+            "                      kjv-draft\n"
             "  -md DIR             draft model or EAGLE-3 head directory (speculative decoding; a head\n"
             "                      drafts as eagle3, CPU backend); none: plain decoding\n"
             "  --host ADDR         bind address (default 127.0.0.1: loopback only)\n"

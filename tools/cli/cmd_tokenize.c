@@ -23,7 +23,7 @@ static void cli_tok_usage(FILE *f) {
     fprintf(f,
             "usage: specdec tokenize -m DIR (-p TEXT | -f FILE | --chat FILE.json [--text]) [--pieces] [--no-special]\n"
             "                [--decode]\n"
-            "  -m, --model DIR   directory with tokenizer.json (or the file itself)\n"
+            "  -m, --model DIR   directory with tokenizer.json (or the file itself, or a .gguf file)\n"
             "  -p, --prompt TEXT text to encode\n"
             "  -f, --file FILE   read the text from FILE (bytes, as is)\n"
             "  --chat FILE       a conversation (JSON): OpenAI-format messages [{\"role\": ..., \"content\": ...},\n"
