@@ -143,7 +143,7 @@ SPECDEC_API specdec_model_params specdec_model_default_params(void);
 
 /* Load a model directory (config.json plus model.safetensors, or the shards named by
  * model.safetensors.index.json), or (since 0.5.9) a GGUF file: llama.cpp's single-file format,
- * architectures llama (and Mixtral) / qwen2 / qwen3 / qwen2moe / qwen3moe, tensors F32, F16, BF16 and the block types Q4_0, Q4_1, Q5_0,
+ * architectures llama (and Mixtral) / qwen2 / qwen3 / qwen2moe / qwen3moe / phi3, tensors F32, F16, BF16 and the block types Q4_0, Q4_1, Q5_0,
  * Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (block-quantized ones: CPU backend; README "GGUF files").
  * `path` is borrowed. On success *out_model owns the
  * mapping of the files; free it with specdec_model_free(). On failure *out_model is

@@ -41,7 +41,14 @@ static const gguf_arch gguf_archs[] = {
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", 0},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", 0},
     {"llama", "MixtralForCausalLM", "mixtral", 1}, /* "llama" with llama.expert_count > 0 (gguf_arch_of) */
+    {"phi3", "Phi3ForCausalLM", "phi3", 0},        /* fused attn_qkv and ffn_up (gate and up), longrope */
 };
+
+/* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
+static int gguf_config_tensor(const char *name) {
+    return !strcmp(name, "rope_freqs.weight") || !strcmp(name, "rope_factors_long.weight") ||
+           !strcmp(name, "rope_factors_short.weight");
+}
 
 static const char *const gguf_global[][2] = {
     {"token_embd.weight", "model.embed_tokens.weight"},
@@ -56,7 +63,7 @@ static const char *const gguf_layer[][2] = {
     {"ffn_up", "mlp.up_proj"},            {"ffn_down", "mlp.down_proj"},
     {"ffn_gate_inp", "mlp.gate"},         {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
     {"ffn_up_shexp", "mlp.shared_expert.up_proj"}, {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
-    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"},
+    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"}, {"attn_qkv", "self_attn.qkv_proj"},
 };
 
 /* A mixture of experts' stacked experts: [E, rows, cols] (ne = {cols, rows, E}), split into E matrices. */
@@ -153,16 +160,51 @@ static specdec_status gguf_num(gguf_ctx *x, const char *key, const char *json, i
     return SPECDEC_OK;
 }
 
+/* Phi-3's longrope (Phi-3-*-128k, Phi-3.5, Phi-4-mini): rope_factors_short / rope_factors_long (F32, one
+ * per rotary pair), phi3.rope.scaling.original_context_length and phi3.rope.scaling.attn_factor (the cos /
+ * sin multiplier the converter computed, as transformers does). */
+static specdec_status gguf_longrope(gguf_ctx *x, int64_t rd, const uint8_t *data) {
+    static const char *const names[2][2] = {{"rope_factors_short.weight", "short_factor"},
+                                            {"rope_factors_long.weight", "long_factor"}};
+    cJSON *rs = cJSON_AddObjectToObject(x->cfg, "rope_scaling");
+    cJSON_AddStringToObject(rs, "rope_type", "longrope");
+    for (int i = 0; i < 2; i++) {
+        const sd_gguf_tensor *t = sd_gguf_find_tensor(x->g, names[i][0]);
+        if (!t || t->type != SD_GGML_F32 || t->ndim != 1 || t->ne[0] != rd / 2)
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF tensor '%s' must be F32 [%lld] (one factor per rotary "
+                           "pair)", x->path, names[i][0], (long long)(rd / 2));
+        cJSON *a = cJSON_AddArrayToObject(rs, names[i][1]);
+        for (int64_t j = 0; j < rd / 2; j++) {
+            float v;
+            memcpy(&v, data + t->offset + 4 * (uint64_t)j, 4);
+            cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v));
+        }
+    }
+    double orig = 0.0, af = 1.0;
+    TRY(gguf_num(x, "rope.scaling.original_context_length", NULL, 1, &orig));
+    TRY(gguf_num(x, "rope.scaling.attn_factor", NULL, 0, &af));
+    cJSON_AddNumberToObject(rs, "original_max_position_embeddings", orig);
+    cJSON_AddNumberToObject(rs, "attention_factor", af);
+    /* Phi3Config's own key (default 4096) is what picks the long factors beyond it (transformers' rule) */
+    cJSON_AddNumberToObject(x->cfg, "original_max_position_embeddings", orig);
+    return SPECDEC_OK;
+}
+
 /* rope: rope.freq_base, rope.dimension_count (must be the head), rope.scaling.type none / linear, and
  * rope_freqs.weight (F32 [head_dim / 2]: per-pair divisors of the frequencies). */
 static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, const uint8_t *data) {
     TRY(gguf_num(x, "rope.freq_base", "rope_theta", 0, NULL));
     int64_t rd = head_dim;
+    const int phi3 = !strcmp(x->arch, "phi3");
     TRY(gguf_int(x, "rope.dimension_count", NULL, 0, 2, 65536, &rd));
-    if (rd != head_dim)
+    if (rd != head_dim && !phi3)
         return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s.rope.dimension_count' is %lld, the head "
                        "%lld (partial rotary embeddings are not supported for '%s')", x->path, x->arch, (long long)rd,
                        (long long)head_dim, x->arch);
+    if (phi3) /* Phi-4-mini: 96 of 128 dimensions */
+        cJSON_AddNumberToObject(x->cfg, "partial_rotary_factor", (double)rd / (double)head_dim);
+    if (phi3 && (sd_gguf_find_tensor(x->g, "rope_factors_long.weight") || sd_gguf_find_tensor(x->g, "rope_factors_short.weight")))
+        return gguf_longrope(x, rd, data);
     char k[160];
     snprintf(k, sizeof k, "%s.rope.scaling.type", x->arch);
     sd_gguf_str ty = {"none", 4};
@@ -285,6 +327,12 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     if (!strcmp(a->name, "qwen2moe")) cJSON_AddBoolToObject(x->cfg, "qkv_bias", has_bias);
     else if (strcmp(a->name, "qwen2")) cJSON_AddBoolToObject(x->cfg, "attention_bias", has_bias);
     gguf_special_ids(x, emb->ne[1]);
+    if (!strcmp(a->name, "phi3")) { /* its window as the checkpoint defines it (llama.cpp currently ignores it) */
+        int64_t win = 0;
+        TRY(gguf_int(x, "attention.sliding_window", NULL, 0, 0, (int64_t)1 << 30, &win));
+        if (win > 0) cJSON_AddNumberToObject(x->cfg, "sliding_window", (double)win);
+        else cJSON_AddNullToObject(x->cfg, "sliding_window");
+    }
     if (strstr(a->name, "moe")) TRY(gguf_moe(x, a));
     if (!strcmp(a->cls, "MixtralForCausalLM")) { /* experts of feed_forward_length, top-k renormalised */
         TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
@@ -314,8 +362,9 @@ static int gguf_cmp_tensor(const void *a, const void *b) {
 }
 
 /* The header: every tensor under its Hugging Face name; rope_freqs.weight is read into the config. */
-static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, int mixtral,
+static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, sd_arch fam,
                                   int *quantized, sd_st_header *h) {
+    const int mixtral = fam == SD_ARCH_MIXTRAL, phi3 = fam == SD_ARCH_PHI3;
     memset(h, 0, sizeof *h);
     uint64_t n = 0; /* entries: a stacked experts tensor gives one per expert */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -335,7 +384,7 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
     char *names = h->names;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const sd_gguf_tensor *t = &g->tensors[i];
-        if (!strcmp(t->name, "rope_freqs.weight")) continue;
+        if (gguf_config_tensor(t->name)) continue;
         char hf[96] = "";
         const char *proj = NULL;
         long layer = 0;
@@ -344,6 +393,12 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is not one specdec knows for this "
                            "architecture (a feature it would silently drop)", path, t->name);
         if (mixtral) gguf_mixtral_names(hf, sizeof hf, &proj);
+        char *up = phi3 ? strstr(hf, ".mlp.up_proj.") : NULL; /* Phi-3's ffn_up holds gate and up */
+        if (up) {
+            char suffix[16];
+            snprintf(suffix, sizeof suffix, "%s", up + strlen(".mlp.up_proj."));
+            snprintf(up, sizeof hf - (size_t)(up - hf), ".mlp.gate_up_proj.%s", suffix);
+        }
         const sd_ggml_type_info ti = sd_ggml_type_info_of(t->type);
         sd_st_tensor *o = &h->tensors[h->n_tensors++];
         o->dtype = t->type == SD_GGML_F32 ? SD_ST_F32 : t->type == SD_GGML_F16 ? SD_ST_F16
@@ -404,8 +459,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe and qwen3moe GGUF files load; other families load from their Hugging Face "
-                   "checkpoint)", path,
+                   "qwen2, qwen3, qwen2moe, qwen3moe and phi3 GGUF files load; other families load from their Hugging "
+                   "Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 
@@ -433,7 +488,7 @@ static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int
     cJSON_free(text);
     if (st) return st;
     m->w.cfg.rope_interleaved = a->interleaved;
-    return gguf_header(g, m->path, m->w.cfg.n_layers, m->w.cfg.arch == SD_ARCH_MIXTRAL, quantized, &f->hdr);
+    return gguf_header(g, m->path, m->w.cfg.n_layers, m->w.cfg.arch, quantized, &f->hdr);
 }
 
 /* split.no / split.count of a file (0 / 1 when it is not split); FORMAT when they are malformed. */
@@ -480,7 +535,7 @@ static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t c
             st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF split.no %lld of %lld, expected %lld of %lld", p,
                          (long long)no, (long long)c, (long long)k, (long long)count);
         if (!st)
-            st = gguf_header(&g, p, m->w.cfg.n_layers, m->w.cfg.arch == SD_ARCH_MIXTRAL, quantized, &files[k]->hdr);
+            st = gguf_header(&g, p, m->w.cfg.n_layers, m->w.cfg.arch, quantized, &files[k]->hdr);
         total += g.n_tensors;
         sd_gguf_free(&g);
         if (st) return st;

@@ -3,7 +3,7 @@
  * converted from) and its tensors under their Hugging Face names, so models/sd_model_load.c loads it
  * like a safetensors file. Architectures "llama" (Llama 1-3, Mistral, TinyLlama, ...), "qwen2", "qwen3",
  * "qwen2moe" and "qwen3moe" (stacked experts split into per-expert slices; "llama" with experts is
- * Mixtral); tensors F32, F16, BF16 (views of the mapped file) and the block types models/sd_ggml.h
+ * Mixtral), "phi3" (fused qkv / gate_up, partial rotary, longrope factor tensors); tensors F32, F16, BF16 (views of the mapped file) and the block types models/sd_ggml.h
  * repacks. llama.cpp's converter permutes the rows of a "llama" model's attn_q / attn_k so that ggml's
  * rope turns adjacent pairs; specdec keeps the rows and turns adjacent pairs (cfg.rope_interleaved),
  * the same attention. A `rope_freqs.weight` (Llama 3.1's rope scaling, per-pair frequency divisors)

@@ -449,8 +449,28 @@ static sd_tensor sd_row_view(const sd_tensor *t, int64_t r0, int64_t rows) {
 
 /* A fused projection is split into row views; an FP8 one's block scales are not (yet). */
 static specdec_status sd_quant_fused_refused(const sd_loader *L, int32_t l, const char *suffix) {
-    return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: layer %d: quantized (float8 / 4-bit) fused projection '%s' is not "
-                   "supported", L->m->path, (int)l, suffix);
+    return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: layer %d: float8 fused projection '%s' is not supported",
+                   L->m->path, (int)l, suffix);
+}
+
+/* Rows [r0, r0 + rows) of a loaded 2-D tensor as a view; an SD_INT4 / SD_INT8 one (GPTQ / AWQ / GGUF Phi-3's
+ * fused qkv / gate_up) gets an owned copy of its groups' description starting at row r0. */
+static specdec_status sd_fused_view(sd_loader *L, const sd_tensor *t, int64_t r0, int64_t rows, sd_tensor *out) {
+    if (!sd_dtype_is_int(t->dtype)) {
+        *out = sd_row_view(t, r0, rows);
+        return SPECDEC_OK;
+    }
+    const sd_int4_meta *q = sd_int4_meta_of(t);
+    sd_int4_meta *v = sd_own(L, sizeof *v);
+    if (!v) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for a fused view", L->m->path);
+    const int64_t G = q->n_groups;
+    *v = *q;
+    v->scale = q->scale + r0 * G, v->zero = q->zero + r0 * G, v->bias = q->bias ? q->bias + r0 * G : NULL;
+    *out = *t;
+    out->data = (const uint8_t *)t->data + (size_t)r0 * sd_int_row_bytes(t->dtype, t->shape[1]);
+    out->shape[0] = rows;
+    out->scales = (const uint8_t *)(const void *)v;
+    return SPECDEC_OK;
 }
 
 /* Loads "model.layers.<l>.<suffix>" into *out (required unless req == 0). */
@@ -494,11 +514,10 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_qkv) {
         sd_tensor qkv;
         TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
-        if (qkv.dtype == SD_FP8 || sd_dtype_is_int(qkv.dtype))
-            return sd_quant_fused_refused(L, l, "self_attn.qkv_proj.weight");
-        ly->wq = sd_row_view(&qkv, 0, Q);
-        ly->wk = sd_row_view(&qkv, Q, KV);
-        ly->wv = sd_row_view(&qkv, Q + KV, KV);
+        if (qkv.dtype == SD_FP8) return sd_quant_fused_refused(L, l, "self_attn.qkv_proj.weight");
+        TRY(sd_fused_view(L, &qkv, 0, Q, &ly->wq));
+        TRY(sd_fused_view(L, &qkv, Q, KV, &ly->wk));
+        TRY(sd_fused_view(L, &qkv, Q + KV, KV, &ly->wv));
     } else {
         TRY(sd_layer_tensor(L, l, "self_attn.q_proj.weight", Q, H, 1, &ly->wq));
         TRY(sd_layer_tensor(L, l, "self_attn.k_proj.weight", KV, H, 1, &ly->wk));
@@ -806,10 +825,9 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->fused_gate_up) {
         sd_tensor gu;
         TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
-        if (gu.dtype == SD_FP8 || sd_dtype_is_int(gu.dtype))
-            return sd_quant_fused_refused(L, l, "mlp.gate_up_proj.weight");
-        ly->w_gate = sd_row_view(&gu, 0, I);
-        ly->w_up = sd_row_view(&gu, I, I);
+        if (gu.dtype == SD_FP8) return sd_quant_fused_refused(L, l, "mlp.gate_up_proj.weight");
+        TRY(sd_fused_view(L, &gu, 0, I, &ly->w_gate));
+        TRY(sd_fused_view(L, &gu, I, I, &ly->w_up));
     } else {
         TRY(sd_layer_tensor(L, l, "mlp.gate_proj.weight", I, H, 1, &ly->w_gate));
         TRY(sd_layer_tensor(L, l, "mlp.up_proj.weight", I, H, 1, &ly->w_up));
@@ -874,6 +892,7 @@ static specdec_status sd_load_weights(sd_loader *L) {
      * the shared expert (its struct, 3 projections and its gate); the MTP layer's 7 more */
     L->cap_owned = c->n_layers * (SD_LAYER_MAX_TENSORS + 7 + 3 * c->n_experts) + 3 + (L->mtp ? 7 : 0);
     if (c->fp8_fmt) L->cap_owned *= 2; /* each FP8 matrix's scales too */
+    if (c->int4_fmt) L->cap_owned += 5 * c->n_layers; /* fused qkv / gate_up views' group descriptions */
     /* (a 4-bit projection takes one slot: sd_load_int4's buffer) */
     m->owned = sd_calloc((size_t)L->cap_owned, sizeof *m->owned);
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);

@@ -20,7 +20,7 @@
  * take the batch-invariant GEMM). Mixture-of-experts fixtures (Mixtral, Qwen2/3-MoE, GPT-OSS plain
  * and MXFP4, OLMoE) and OLMo-2, Granite and SmolLM3 run on the CPU; the CUDA backend must refuse
  * them with UNSUPPORTED (sd_cfg_cpu_only). GGUF fixtures (tools/gen_gguf_fixtures.py: DIR/<name>/model.gguf,
- * listed in gguf_manifest.txt; tools/gen_gguf_moe_fixtures.py: gguf_moe_manifest.txt) run the same checks; their block-quantized weights are CPU-only.
+ * listed in gguf_manifest.txt; tools/gen_gguf_twin_fixtures.py: gguf_twin_manifest.txt) run the same checks; their block-quantized weights are CPU-only.
  * argv[1] = fixture directory, argv[2] = cpu | cuda, argv[3] (optional) = the manifest's name (default
  * manifest.txt: at least 29 fixtures; another: at least 3). */
 #include <math.h>

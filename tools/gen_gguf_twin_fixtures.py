@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""gen_gguf_moe_fixtures.py — GGUF (llama.cpp) twins of the mixture-of-experts fixtures, with transformers'
-fp32 logits.
+"""gen_gguf_twin_fixtures.py — GGUF (llama.cpp) twins of the mixture-of-experts and Phi-3 fixtures, with
+transformers' fp32 logits.
 
-Each fixture converts one of tests/models/fixtures' tiny MoE checkpoints (written by gen_model_fixtures.py)
-as llama.cpp's convert_hf_to_gguf.py does for its architecture: Qwen3-MoE as "qwen3moe", Qwen2-MoE as
+Each fixture converts one of tests/models/fixtures' tiny checkpoints (written by gen_model_fixtures.py) as
+llama.cpp's convert_hf_to_gguf.py does for its architecture: Qwen3-MoE as "qwen3moe", Qwen2-MoE as
 "qwen2moe" (shared expert, its gate stored 1-D), Mixtral as "llama" with llama.expert_count (q / k rows
 permuted for ggml's rope); every expert's gate / up / down stacked into one [E, rows, cols] tensor
 (blk.N.ffn_{gate,up,down}_exps), the router as blk.N.ffn_gate_inp, a dense layer (mlp_only_layers) as
-plain ffn_gate / ffn_up / ffn_down. Matrices are encoded in the ggml types FIXTURES assigns (gguf-py's
+plain ffn_gate / ffn_up / ffn_down. Phi-3 as "phi3": the fused qkv_proj as attn_qkv and gate_up_proj as
+ffn_up (quantized whole: specdec splits the repacked matrix into row views), rope.dimension_count the
+rotary part (Phi-4-mini's partial rotary), longrope as rope_factors_short / rope_factors_long tensors with
+phi3.rope.scaling.original_context_length and .attn_factor, the window as phi3.attention.sliding_window. Matrices are encoded in the ggml types FIXTURES assigns (gguf-py's
 quantizer; a type whose block does not divide the rows stays F16); 1-D tensors F32. Then
 
     OUT/<name>/model.gguf        the checkpoint (no tokenizer: the source fixtures have none)
@@ -15,7 +18,7 @@ quantizer; a type whose block does not divide the rows stays F16); 1-D tensors F
     OUT/<name>/logits.f32        transformers' logits for them, from the weights gguf-py decodes from the
                                  file (llama's q / k un-permuted), saved in the source's layout and loaded
                                  with from_pretrained (transformers fuses the experts itself)
-    OUT/gguf_moe_manifest.txt    "<name> <T> <V> <n_ctx>" per fixture
+    OUT/gguf_twin_manifest.txt   "<name> <T> <V> <n_ctx>" per fixture
 
 Checks (printed; the script stops when one fails): every tensor read back by GGUFReader decodes to the
 weights the reference used; the logits differ from the source fixture's (quantization happened) and each
@@ -24,10 +27,11 @@ reading (qwen3moe renormalises the top-k weights, so does Mixtral), the logits w
 than the C test's tolerance.
 
 Needs torch, transformers and gguf (run by hand; CI reads the committed files):
-    /tmp/ht-venv/bin/python tools/gen_gguf_moe_fixtures.py [--out tests/models/fixtures]
+    /tmp/ht-venv/bin/python tools/gen_gguf_twin_fixtures.py [--out tests/models/fixtures]
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -54,6 +58,15 @@ FIXTURES = {
     "gguf_mixtral": dict(src="mixtral", arch="llama", edits={},
                          types={"attn": Q.Q5_1, "exps_gate": Q.Q4_1, "exps_up": Q.Q8_0, "exps_down": Q.BF16,
                                 "router": Q.F32, "out": Q.Q8_0}),
+    # Phi-3: fused qkv / gate_up quantized whole, a sliding window (7 < 24 tokens)
+    "gguf_phi3": dict(src="phi3_window", arch="phi3", edits={},
+                      types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q5_0}),
+    # Phi-3.5: longrope (the long factors: 64 positions > 16 original), no window
+    "gguf_phi35": dict(src="phi35_longrope", arch="phi3", edits={},
+                       types={"attn": Q.Q8_0, "dense": Q.Q5_1, "out": Q.Q8_0}),
+    # Phi-4-mini: partial rotary (12 of 16 dimensions), longrope, tied embeddings
+    "gguf_phi4_mini": dict(src="phi4_mini", arch="phi3", edits={},
+                           types={"attn": Q.Q8_0, "dense": Q.Q8_0, "out": Q.Q4_0}),
 }
 
 LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
@@ -62,7 +75,8 @@ LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
          "mlp.gate": "ffn_gate_inp", "block_sparse_moe.gate": "ffn_gate_inp",
          "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
-         "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
+         "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
+         "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
 GLOBAL = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
           "lm_head.weight": "output.weight"}
 EXPERT = re.compile(r"model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight")
@@ -78,7 +92,7 @@ def kind_of(g):
         return "shexp"
     if part == "ffn_gate_inp":
         return "router"
-    if part in ("ffn_gate", "ffn_up", "ffn_down"):
+    if part in ("ffn_gate", "ffn_up", "ffn_down"):  # (Phi-3's ffn_up: gate and up)
         return "dense"
     return "out" if part in ("token_embd", "output") else "attn"
 
@@ -131,11 +145,35 @@ def gguf_tensors(src_dir, spec, cfg):
     return out
 
 
+def phi3_rope(w, cfg):
+    """Phi3MiniModel's rope metadata: the rotary dimensions, and for longrope the factor tensors, the
+    original context and the attention factor (1 when not extended, else sqrt(1 + ln(s) / ln(original)))."""
+    rp = cfg["rope_parameters"]
+    hd = cfg["hidden_size"] // cfg["num_attention_heads"]
+    rot = int(rp.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0)) * cfg["hidden_size"]) \
+        // cfg["num_attention_heads"]
+    w.add_rope_dimension_count(rot)
+    if cfg.get("sliding_window"):
+        w.add_sliding_window(cfg["sliding_window"])
+    if rp.get("rope_type") != "longrope":
+        return
+    orig = rp["original_max_position_embeddings"]
+    scale = cfg["max_position_embeddings"] / orig
+    w.add_rope_scaling_attn_factors(1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(orig)))
+    w.add_rope_scaling_orig_ctx_len(orig)
+    w.add_tensor("rope_factors_long.weight", np.asarray(rp["long_factor"], dtype=np.float32))
+    w.add_tensor("rope_factors_short.weight", np.asarray(rp["short_factor"], dtype=np.float32))
+    if len(rp["long_factor"]) != rot // 2 or hd < rot:
+        sys.exit(f"phi3: {len(rp['long_factor'])} factors for {rot} rotary dimensions")
+
+
 def write_gguf(path, spec, cfg, tensors):
     """The file, metadata as the converter writes it for the architecture."""
     w = gguf.GGUFWriter(path, spec["arch"])
     for g, (qt, data, _, _) in tensors.items():
         w.add_tensor(g, data, raw_dtype=qt)
+    if spec["arch"] == "phi3":
+        phi3_rope(w, cfg)
     w.add_type(gguf.GGUFType.MODEL)
     w.add_block_count(cfg["num_hidden_layers"])
     w.add_context_length(cfg["max_position_embeddings"])
@@ -148,9 +186,10 @@ def write_gguf(path, spec, cfg, tensors):
     if cfg.get("head_dim"):
         w.add_key_length(cfg["head_dim"])
         w.add_value_length(cfg["head_dim"])
-    w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
-    w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] != "llama":
+    if spec["arch"] != "phi3":
+        w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+    if spec["arch"] not in ("llama", "phi3"):
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
@@ -194,13 +233,19 @@ def write_fixture(out, name, src_root):
     write_gguf(path, spec, cfg, tensors)
     reader = gguf.GGUFReader(path)
     worst = 0.0
+    rope = cfg["rope_parameters"]
+    extra = {"rope_factors_long.weight": rope.get("long_factor"), "rope_factors_short.weight": rope.get("short_factor")}
     for t in reader.tensors:
+        if t.name in extra:  # Phi-3's longrope factors: the config's lists, exactly
+            if not np.array_equal(np.asarray(t.data, dtype=np.float32), np.asarray(extra[t.name], dtype=np.float32)):
+                sys.exit(f"{name}: {t.name} reads back as {t.data}")
+            continue
         qt, _, deq, names = tensors[t.name]
         back = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
         if spec["arch"] == "llama" and (".attn_q." in t.name or ".attn_k." in t.name):
             back = ggf.unpermute_qk(back, cfg["num_attention_heads" if ".attn_q." in t.name else "num_key_value_heads"])
         worst = max(worst, float(np.abs(back.reshape(deq.shape) - deq).max()))
-    if worst != 0.0 or len(reader.tensors) != len(tensors):
+    if worst != 0.0 or len([t for t in reader.tensors if t.name not in extra]) != len(tensors):
         sys.exit(f"{name}: the file reads back to other weights (max |delta| {worst:g})")
     with tempfile.TemporaryDirectory() as tmp:
         logits = reference(tmp, cfg, tensors, ids)
@@ -231,8 +276,8 @@ def main():
     ap.add_argument("names", nargs="*", default=sorted(FIXTURES))
     a = ap.parse_args()
     lines = {n: write_fixture(a.out, n, a.out) for n in a.names}
-    gmf.write_manifest(os.path.join(a.out, "gguf_moe_manifest.txt"), lines, FIXTURES,
-                       "name T V n_ctx; <name>/model.gguf (tools/gen_gguf_moe_fixtures.py)")
+    gmf.write_manifest(os.path.join(a.out, "gguf_twin_manifest.txt"), lines, FIXTURES,
+                       "name T V n_ctx; <name>/model.gguf (tools/gen_gguf_twin_fixtures.py)")
 
 
 if __name__ == "__main__":
