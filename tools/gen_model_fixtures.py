@@ -126,6 +126,8 @@ VARIANTS = {
     "llama_gptq": (*llama(), False),
     "qwen2_gptq_actorder": (Qwen2Config, Qwen2ForCausalLM, dict(BASE), False),  # q/k/v biases stay float32
     "qwen3_awq": (Qwen3Config, Qwen3ForCausalLM, {**BASE, "head_dim": 16}, False),
+    # a GPTQ Phi-3 (Phi-3 / Phi-4 GPTQ releases): the fused qkv_proj and gate_up_proj quantized whole
+    "phi3_gptq": (Phi3Config, Phi3ForCausalLM, {**BASE, "original_max_position_embeddings": 64}, False),
     # Qwen's "-GPTQ-Int8" releases: 8-bit codes, four to a word, an 8-bit zero per 16 inputs (INT4 below)
     "qwen2_gptq_int8": (Qwen2Config, Qwen2ForCausalLM, dict(BASE), False),  # q/k/v biases stay float32
     # compressed-tensors pack-quantized 4-bit checkpoints (CT below): every decoder projection as int32
@@ -511,6 +513,10 @@ INT4 = {
     # layer 1's MLP left in float32 (modules_to_not_convert): both kinds of projection in one checkpoint
     "qwen3_awq": {"quant_method": "awq", "bits": 4, "group_size": 16, "zero_point": True, "version": "gemm",
                   "modules_to_not_convert": ["model.layers.1.mlp"]},
+    # Phi-3's fused projections, asymmetric (v1 zeros), groups in order
+    "phi3_gptq": {"quant_method": "gptq", "bits": 4, "group_size": 16, "desc_act": False, "sym": False,
+                  "checkpoint_format": "gptq", "lm_head": False, "damp_percent": 0.01, "true_sequential": True,
+                  "static_groups": False},
     # 8 bits: asymmetric zeros 0..255 (stored 255 and 254 included), groups in order
     "qwen2_gptq_int8": {"quant_method": "gptq", "bits": 8, "group_size": 16, "desc_act": False, "sym": False,
                         "checkpoint_format": "gptq", "lm_head": False, "damp_percent": 0.01, "true_sequential": True,
