@@ -7,12 +7,6 @@
 
 #include "sd_alloc.h"
 
-#define SD_TRY(x)                             \
-    do {                                      \
-        specdec_status sd_try_st_ = (x);      \
-        if (sd_try_st_) return sd_try_st_;    \
-    } while (0)
-
 specdec_status sd_eagle3_aux_layers(const sd_eagle3_config *cfg, int32_t target_layers, int32_t out[SD_EAGLE3_N_AUX],
                                     sd_errbuf *eb) {
     const int32_t L = target_layers;

@@ -31,6 +31,13 @@ typedef struct sd_errbuf {
  * Also copies the message to the thread-local buffer so specdec_last_error() always
  * holds the most recent failure on this thread. */
 specdec_status sd_fail(sd_errbuf *eb, specdec_status st, const char *fmt, ...) SD_PRINTF(3, 4);
+/* Returns the status of x from the enclosing function when it is not SPECDEC_OK (its detail already
+ * recorded by whatever failed). */
+#define SD_TRY(x)                                  \
+    do {                                           \
+        const specdec_status sd_try_st_ = (x);     \
+        if (sd_try_st_ != SPECDEC_OK) return sd_try_st_; \
+    } while (0)
 specdec_status sd_vfail(sd_errbuf *eb, specdec_status st, const char *fmt, va_list ap);
 /* Copy the message of `from` into `to` (either may be NULL = thread-local). */
 void sd_err_copy(sd_errbuf *to, const sd_errbuf *from);

@@ -102,15 +102,9 @@ static specdec_status sd_cur_str(sd_cur *c, sd_gguf_str *s, const char *what) {
     return SPECDEC_OK;
 }
 
-#define TRY(x)                                \
-    do {                                      \
-        specdec_status sd_try_st_ = (x);      \
-        if (sd_try_st_) return sd_try_st_;    \
-    } while (0)
-
 /* A key or tensor name: 1..65535 bytes, no NUL. */
 static specdec_status sd_cur_name(sd_cur *c, sd_gguf_str *s, const char *what, uint64_t idx) {
-    TRY(sd_cur_str(c, s, what));
+    SD_TRY(sd_cur_str(c, s, what));
     if (s->len == 0 || s->len > SD_GGUF_MAX_KEY || memchr(s->s, 0, (size_t)s->len))
         return sd_fail(c->eb, SPECDEC_ERR_FORMAT, "%s: GGUF %s %llu is empty, longer than %u bytes or holds a NUL",
                        c->fname, what, (unsigned long long)idx, SD_GGUF_MAX_KEY);
@@ -124,7 +118,7 @@ static specdec_status sd_cur_value(sd_cur *c, sd_gguf_kv *kv) {
     kv->data = c->d + c->pos;
     if (kv->type == SD_GGUF_STRING) {
         sd_gguf_str s;
-        TRY(sd_cur_str(c, &s, kv->key));
+        SD_TRY(sd_cur_str(c, &s, kv->key));
         kv->data = (const uint8_t *)s.s, kv->len = s.len;
         return SPECDEC_OK;
     }
@@ -139,8 +133,8 @@ static specdec_status sd_cur_value(sd_cur *c, sd_gguf_kv *kv) {
     }
     uint32_t at = 0;
     uint64_t n = 0;
-    TRY(sd_cur_u32(c, &at, kv->key));
-    TRY(sd_cur_u64(c, &n, kv->key));
+    SD_TRY(sd_cur_u32(c, &at, kv->key));
+    SD_TRY(sd_cur_u64(c, &n, kv->key));
     kv->arr_type = (sd_gguf_vtype)at;
     kv->n = n;
     kv->data = c->d + c->pos;
@@ -148,7 +142,7 @@ static specdec_status sd_cur_value(sd_cur *c, sd_gguf_kv *kv) {
         if (n > (c->size - c->pos) / 8) return sd_cur_short(c, kv->key); /* each string takes >= 8 bytes */
         kv->strs = sd_malloc((size_t)(n ? n : 1) * sizeof *kv->strs);
         if (!kv->strs) return sd_fail(c->eb, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for '%.200s'", c->fname, kv->key);
-        for (uint64_t i = 0; i < n; i++) TRY(sd_cur_str(c, &kv->strs[i], kv->key));
+        for (uint64_t i = 0; i < n; i++) SD_TRY(sd_cur_str(c, &kv->strs[i], kv->key));
         return SPECDEC_OK;
     }
     const uint32_t sz = sd_gguf_scalar_size(at);
@@ -174,9 +168,9 @@ static specdec_status sd_gguf_unique(const char **names, uint64_t n, const char 
 
 /* One tensor's info; its bytes are checked against the data region later. */
 static specdec_status sd_cur_tensor(sd_cur *c, sd_gguf_tensor *t, sd_gguf_str *name, uint64_t idx) {
-    TRY(sd_cur_name(c, name, "tensor name", idx));
+    SD_TRY(sd_cur_name(c, name, "tensor name", idx));
     uint32_t nd = 0, type = 0;
-    TRY(sd_cur_u32(c, &nd, "a tensor's dimension count"));
+    SD_TRY(sd_cur_u32(c, &nd, "a tensor's dimension count"));
     if (nd < 1 || nd > SD_GGUF_MAX_DIMS)
         return sd_fail(c->eb, SPECDEC_ERR_FORMAT, "%s: GGUF tensor %llu has %u dimensions (1..%d)", c->fname,
                        (unsigned long long)idx, (unsigned)nd, SD_GGUF_MAX_DIMS);
@@ -185,7 +179,7 @@ static specdec_status sd_cur_tensor(sd_cur *c, sd_gguf_tensor *t, sd_gguf_str *n
     for (int i = 0; i < SD_GGUF_MAX_DIMS; i++) t->ne[i] = 1;
     for (uint32_t i = 0; i < nd; i++) {
         uint64_t e = 0;
-        TRY(sd_cur_u64(c, &e, "a tensor's extent"));
+        SD_TRY(sd_cur_u64(c, &e, "a tensor's extent"));
         if (e == 0 || e > ((uint64_t)1 << 40) || n > (((uint64_t)1 << 50) / e))
             return sd_fail(c->eb, SPECDEC_ERR_FORMAT, "%s: GGUF tensor %llu has extent %llu in dimension %u (0, or "
                            "its element count is past 2^50)", c->fname, (unsigned long long)idx, (unsigned long long)e,
@@ -194,7 +188,7 @@ static specdec_status sd_cur_tensor(sd_cur *c, sd_gguf_tensor *t, sd_gguf_str *n
         n *= e;
     }
     t->n_elements = n;
-    TRY(sd_cur_u32(c, &type, "a tensor's type"));
+    SD_TRY(sd_cur_u32(c, &type, "a tensor's type"));
     const sd_ggml_type_info ti = sd_ggml_type_info_of(type);
     if (!ti.block)
         return sd_fail(c->eb, SPECDEC_ERR_FORMAT, "%s: GGUF tensor %llu has ggml type %u (not a known type)", c->fname,
@@ -223,8 +217,8 @@ static specdec_status sd_gguf_read(sd_cur *c, sd_gguf *g, sd_gguf_str *knames, s
     for (uint64_t i = 0; i < g->n_kv; i++) {
         sd_gguf_kv *kv = &g->kv[i];
         uint32_t type = 0;
-        TRY(sd_cur_name(c, &knames[i], "key", i));
-        TRY(sd_cur_u32(c, &type, "a value type"));
+        SD_TRY(sd_cur_name(c, &knames[i], "key", i));
+        SD_TRY(sd_cur_u32(c, &type, "a value type"));
         char key[208]; /* the key in messages until the names are copied */
         snprintf(key, sizeof key, "%.*s", (int)(knames[i].len < 200 ? knames[i].len : 200), knames[i].s);
         kv->type = (sd_gguf_vtype)type;
@@ -235,7 +229,7 @@ static specdec_status sd_gguf_read(sd_cur *c, sd_gguf *g, sd_gguf_str *knames, s
         total += knames[i].len + 1;
     }
     for (uint64_t i = 0; i < g->n_tensors; i++) {
-        TRY(sd_cur_tensor(c, &g->tensors[i], &tnames[i], i));
+        SD_TRY(sd_cur_tensor(c, &g->tensors[i], &tnames[i], i));
         total += tnames[i].len + 1;
     }
     g->names = sd_malloc((size_t)total);
@@ -292,12 +286,12 @@ specdec_status sd_gguf_parse(const uint8_t *data, size_t size, const char *fname
     c.pos = 4;
     sd_gguf g;
     memset(&g, 0, sizeof g);
-    TRY(sd_cur_u32(&c, &g.version, "the version"));
+    SD_TRY(sd_cur_u32(&c, &g.version, "the version"));
     if (g.version != 2 && g.version != 3)
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: GGUF version %u (versions 2 and 3 are read; a big-endian file "
                        "reads as a huge version)", fname, (unsigned)g.version);
-    TRY(sd_cur_u64(&c, &g.n_tensors, "the tensor count"));
-    TRY(sd_cur_u64(&c, &g.n_kv, "the metadata count"));
+    SD_TRY(sd_cur_u64(&c, &g.n_tensors, "the tensor count"));
+    SD_TRY(sd_cur_u64(&c, &g.n_kv, "the metadata count"));
     /* each tensor info takes >= 8 + 1 + 4 + 8 + 4 + 8 bytes, each entry >= 8 + 1 + 4 + 1 */
     if (g.n_tensors > SD_GGUF_MAX_TENSORS || g.n_kv > SD_GGUF_MAX_KV || g.n_tensors * 33 + g.n_kv * 14 > size)
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: GGUF claims %llu tensors and %llu metadata entries: more than "

@@ -14,12 +14,6 @@ static specdec_status sd_cfg_range(const char *what, const char *key, int64_t v,
                    (long long)lo, (long long)hi);
 }
 
-#define SD_TRY(x)                               \
-    do {                                        \
-        specdec_status sd_try_st_ = (x);        \
-        if (sd_try_st_ != SPECDEC_OK) return sd_try_st_; \
-    } while (0)
-
 static specdec_status sd_cfg_sizes(const sd_config *c, const char *what, sd_errbuf *eb) {
     SD_TRY(sd_cfg_range(what, "vocab_size", c->vocab_size, 1, SD_CFG_MAX_VOCAB, eb));
     SD_TRY(sd_cfg_range(what, "hidden_size", c->hidden_size, 1, SD_CFG_MAX_HIDDEN, eb));

@@ -19,12 +19,6 @@
 #include "sd_family.h"
 #include "sd_json.h"
 
-#define TRY(x)                                \
-    do {                                      \
-        specdec_status sd_try_st_ = (x);      \
-        if (sd_try_st_) return sd_try_st_;    \
-    } while (0)
-
 /* Where the parser is: the file and the family being read. */
 typedef struct sd_cfgp {
     const cJSON *root;
@@ -69,7 +63,7 @@ static specdec_status sd_cfg_family(const cJSON *root, const char *fname, const 
 static specdec_status sd_cfg_i32(const cJSON *o, const char *key, int required, int64_t def, int64_t lo, int64_t hi,
                                  int32_t *out, const char *fname, sd_errbuf *eb) {
     int64_t v;
-    TRY(sd_json_get_int(o, key, required, def, lo, hi, &v, fname, eb));
+    SD_TRY(sd_json_get_int(o, key, required, def, lo, hi, &v, fname, eb));
     *out = (int32_t)v;
     return SPECDEC_OK;
 }
@@ -94,19 +88,19 @@ static specdec_status sd_cfg_sizes(const sd_cfgp *p) {
     const char *fname = p->fname;
     sd_config *cfg = p->cfg;
     sd_errbuf *eb = p->eb;
-    TRY(sd_cfg_i32(root, "vocab_size", 1, 0, 1, SD_CFG_MAX_VOCAB, &cfg->vocab_size, fname, eb));
-    TRY(sd_cfg_i32(root, "hidden_size", 1, 0, 1, SD_CFG_MAX_HIDDEN, &cfg->hidden_size, fname, eb));
-    TRY(sd_cfg_i32(root, "intermediate_size", 1, 0, 1, SD_CFG_MAX_INTERMEDIATE, &cfg->intermediate_size, fname, eb));
-    TRY(sd_cfg_i32(root, "num_hidden_layers", 1, 0, 1, SD_CFG_MAX_LAYERS, &cfg->n_layers, fname, eb));
-    TRY(sd_cfg_i32(root, "num_attention_heads", 1, 0, 1, SD_CFG_MAX_HEADS, &cfg->n_heads, fname, eb));
-    TRY(sd_cfg_i32(root, "num_key_value_heads", 0, cfg->n_heads, 1, cfg->n_heads, &cfg->n_kv_heads, fname, eb));
+    SD_TRY(sd_cfg_i32(root, "vocab_size", 1, 0, 1, SD_CFG_MAX_VOCAB, &cfg->vocab_size, fname, eb));
+    SD_TRY(sd_cfg_i32(root, "hidden_size", 1, 0, 1, SD_CFG_MAX_HIDDEN, &cfg->hidden_size, fname, eb));
+    SD_TRY(sd_cfg_i32(root, "intermediate_size", 1, 0, 1, SD_CFG_MAX_INTERMEDIATE, &cfg->intermediate_size, fname, eb));
+    SD_TRY(sd_cfg_i32(root, "num_hidden_layers", 1, 0, 1, SD_CFG_MAX_LAYERS, &cfg->n_layers, fname, eb));
+    SD_TRY(sd_cfg_i32(root, "num_attention_heads", 1, 0, 1, SD_CFG_MAX_HEADS, &cfg->n_heads, fname, eb));
+    SD_TRY(sd_cfg_i32(root, "num_key_value_heads", 0, cfg->n_heads, 1, cfg->n_heads, &cfg->n_kv_heads, fname, eb));
     const int divides = cfg->hidden_size % cfg->n_heads == 0;
     if (sd_has(p->fam, SD_FAM_HEADS_DIVIDE) && !divides) /* transformers' validate_architecture raises */
         return sd_fail(eb, SPECDEC_ERR_FORMAT,
                        "%s: hidden_size (%d) is not a multiple of num_attention_heads (%d), which %s requires",
                        fname, cfg->hidden_size, cfg->n_heads, p->fam->arch);
     if (sd_json_member(root, "head_dim")) {
-        TRY(sd_cfg_i32(root, "head_dim", 1, 0, 1, SD_CFG_MAX_HEAD_DIM, &cfg->head_dim, fname, eb));
+        SD_TRY(sd_cfg_i32(root, "head_dim", 1, 0, 1, SD_CFG_MAX_HEAD_DIM, &cfg->head_dim, fname, eb));
     } else if (p->fam->head_dim) {
         cfg->head_dim = p->fam->head_dim;
     } else {
@@ -120,10 +114,10 @@ static specdec_status sd_cfg_sizes(const sd_cfgp *p) {
             return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: head_dim = hidden_size / num_attention_heads = %d exceeds %d",
                            fname, cfg->head_dim, SD_CFG_MAX_HEAD_DIM);
     }
-    TRY(sd_cfg_i32(root, "max_position_embeddings", 0, p->fam->max_pos, 1, SD_CFG_MAX_POSITIONS,
+    SD_TRY(sd_cfg_i32(root, "max_position_embeddings", 0, p->fam->max_pos, 1, SD_CFG_MAX_POSITIONS,
                    &cfg->max_position_embeddings, fname, eb));
     double eps;
-    TRY(sd_json_get_num(root, "rms_norm_eps", 0, p->fam->rms_eps, 1e-30, 1.0, &eps, fname, eb));
+    SD_TRY(sd_json_get_num(root, "rms_norm_eps", 0, p->fam->rms_eps, 1e-30, 1.0, &eps, fname, eb));
     cfg->rms_norm_eps = (float)eps;
     return SPECDEC_OK;
 }
@@ -163,7 +157,7 @@ static specdec_status sd_rope_orig_max(const sd_ropep *r, int32_t *out) {
     const sd_cfgp *p = r->p;
     int64_t v;
     if (sd_json_member(p->root, "original_max_position_embeddings") || p->fam->id == SD_ARCH_PHI3) {
-        TRY(sd_json_get_int(p->root, "original_max_position_embeddings", 0, 4096, 1, SD_CFG_MAX_POSITIONS, &v,
+        SD_TRY(sd_json_get_int(p->root, "original_max_position_embeddings", 0, 4096, 1, SD_CFG_MAX_POSITIONS, &v,
                             p->fname, p->eb));
     } else {
         char key[96];
@@ -181,10 +175,10 @@ static specdec_status sd_rope_orig_max(const sd_ropep *r, int32_t *out) {
 static specdec_status sd_rope_llama3(const sd_ropep *r) {
     sd_config *c = r->p->cfg;
     double factor, lo, hi;
-    TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
-    TRY(sd_rope_num(r, "low_freq_factor", 1, 0, 1e-6, 1e6, &lo));
-    TRY(sd_rope_num(r, "high_freq_factor", 1, 0, 1e-6, 1e6, &hi));
-    TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
+    SD_TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
+    SD_TRY(sd_rope_num(r, "low_freq_factor", 1, 0, 1e-6, 1e6, &lo));
+    SD_TRY(sd_rope_num(r, "high_freq_factor", 1, 0, 1e-6, 1e6, &hi));
+    SD_TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
     /* The llama3 ramp divides by (high - low). */
     if (!(hi > lo))
         return sd_fail(r->p->eb, SPECDEC_ERR_FORMAT, "%s: %s.high_freq_factor (%g) must exceed low_freq_factor (%g)",
@@ -201,20 +195,20 @@ static double sd_yarn_mscale(double scale, double m) { return scale <= 1.0 ? 1.0
 static specdec_status sd_rope_yarn(const sd_ropep *r) {
     sd_config *c = r->p->cfg;
     double factor, af, ms, msa, bf, bs;
-    TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
-    TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
-    TRY(sd_rope_num(r, "mscale", 0, 0, -1e6, 1e6, &ms));
-    TRY(sd_rope_num(r, "mscale_all_dim", 0, 0, -1e6, 1e6, &msa));
+    SD_TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
+    SD_TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
+    SD_TRY(sd_rope_num(r, "mscale", 0, 0, -1e6, 1e6, &ms));
+    SD_TRY(sd_rope_num(r, "mscale_all_dim", 0, 0, -1e6, 1e6, &msa));
     if (sd_json_member(r->d, "attention_factor")) {
-        TRY(sd_rope_num(r, "attention_factor", 1, 0, 1e-6, 1e6, &af));
+        SD_TRY(sd_rope_num(r, "attention_factor", 1, 0, 1e-6, 1e6, &af));
     } else {
         af = (ms != 0.0 && msa != 0.0) ? sd_yarn_mscale(factor, ms) / sd_yarn_mscale(factor, msa)
                                         : sd_yarn_mscale(factor, 1.0);
     }
-    TRY(sd_rope_num(r, "beta_fast", 0, 0, 0.0, 1e6, &bf));
-    TRY(sd_rope_num(r, "beta_slow", 0, 0, 0.0, 1e6, &bs));
+    SD_TRY(sd_rope_num(r, "beta_fast", 0, 0, 0.0, 1e6, &bf));
+    SD_TRY(sd_rope_num(r, "beta_slow", 0, 0, 0.0, 1e6, &bs));
     int truncate = 1;
-    TRY(sd_json_get_bool(r->d, "truncate", 0, 1, &truncate, r->p->fname, r->p->eb));
+    SD_TRY(sd_json_get_bool(r->d, "truncate", 0, 1, &truncate, r->p->fname, r->p->eb));
     c->rope_factor = (float)factor;
     c->rope_attn_factor = (float)af;
     c->rope_beta_fast = (float)(bf != 0.0 ? bf : 32.0); /* Python's `or`: 0 means the default too */
@@ -248,13 +242,13 @@ static specdec_status sd_rope_list(const sd_ropep *r, const char *name, float *o
 /* longrope: transformers' _compute_longrope_parameters; the attention factor resolved here. */
 static specdec_status sd_rope_longrope(const sd_ropep *r) {
     sd_config *c = r->p->cfg;
-    TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
-    TRY(sd_rope_list(r, "short_factor", c->rope_short_factor));
-    TRY(sd_rope_list(r, "long_factor", c->rope_long_factor));
+    SD_TRY(sd_rope_orig_max(r, &c->rope_original_max_pos));
+    SD_TRY(sd_rope_list(r, "short_factor", c->rope_short_factor));
+    SD_TRY(sd_rope_list(r, "long_factor", c->rope_long_factor));
     double factor, af;
-    TRY(sd_rope_num(r, "factor", 0, (double)c->max_position_embeddings / c->rope_original_max_pos, 1e-6, 1e6, &factor));
+    SD_TRY(sd_rope_num(r, "factor", 0, (double)c->max_position_embeddings / c->rope_original_max_pos, 1e-6, 1e6, &factor));
     if (sd_json_member(r->d, "attention_factor")) {
-        TRY(sd_rope_num(r, "attention_factor", 1, 0, 1e-6, 1e6, &af));
+        SD_TRY(sd_rope_num(r, "attention_factor", 1, 0, 1e-6, 1e6, &af));
     } else {
         af = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)c->rope_original_max_pos));
     }
@@ -308,7 +302,7 @@ static specdec_status sd_rope_partial(const sd_ropep *r) {
     double prf;
     /* Glm4Config and Glm4MoeConfig set 0.5 when absent */
     const double dflt = p->fam->id == SD_ARCH_GLM4 || p->fam->id == SD_ARCH_GLM4_MOE ? 0.5 : 1.0;
-    TRY(sd_json_get_num(src, "partial_rotary_factor", 0, dflt, 1e-6, 1.0, &prf, p->fname, p->eb));
+    SD_TRY(sd_json_get_num(src, "partial_rotary_factor", 0, dflt, 1e-6, 1.0, &prf, p->fname, p->eb));
     p->cfg->rope_dim = (int32_t)((double)p->cfg->head_dim * prf); /* Python's int(): truncation */
     if (p->cfg->rope_dim == p->cfg->head_dim) return SPECDEC_OK;
     if (!sd_has(p->fam, SD_FAM_PARTIAL_ROPE))
@@ -328,10 +322,10 @@ static specdec_status sd_rope_full(const sd_ropep *r) {
     sd_config *c = p->cfg;
     double theta;
     const cJSON *src = sd_json_member(r->d, "rope_theta") ? r->d : p->root;
-    TRY(sd_json_get_num(src, "rope_theta", 0, p->fam->theta, 1.0, 1e12, &theta, p->fname, p->eb));
+    SD_TRY(sd_json_get_num(src, "rope_theta", 0, p->fam->theta, 1.0, 1e12, &theta, p->fname, p->eb));
     c->rope_theta = (float)theta;
-    TRY(sd_rope_partial(r));
-    TRY(sd_rope_type_of(r, &c->rope_type));
+    SD_TRY(sd_rope_partial(r));
+    SD_TRY(sd_rope_type_of(r, &c->rope_type));
     switch (c->rope_type) {
     case SD_ROPE_LLAMA3: return sd_rope_llama3(r);
     case SD_ROPE_YARN: return sd_rope_yarn(r);
@@ -339,7 +333,7 @@ static specdec_status sd_rope_full(const sd_ropep *r) {
     case SD_ROPE_LINEAR:
     case SD_ROPE_DYNAMIC: {
         double factor;
-        TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
+        SD_TRY(sd_rope_num(r, "factor", 1, 0, 1e-6, 1e6, &factor));
         c->rope_factor = (float)factor;
         return SPECDEC_OK;
     }
@@ -354,15 +348,15 @@ static specdec_status sd_rope_local(const sd_cfgp *p, const cJSON *nested) {
     if (r.d && !cJSON_IsObject(r.d))
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s' must be an object", p->fname, r.key);
     sd_rope_type t;
-    TRY(sd_rope_type_of(&r, &t));
+    SD_TRY(sd_rope_type_of(&r, &t));
     if (t != SD_ROPE_DEFAULT)
         return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s.rope_type '%s': the sliding layers' rope must be default",
                        p->fname, r.key, sd_rope_names[t].name);
     double theta;
     if (sd_json_member(r.d, "rope_theta"))
-        TRY(sd_json_get_num(r.d, "rope_theta", 1, 0, 1.0, 1e12, &theta, p->fname, p->eb));
+        SD_TRY(sd_json_get_num(r.d, "rope_theta", 1, 0, 1.0, 1e12, &theta, p->fname, p->eb));
     else
-        TRY(sd_json_get_num(p->root, "rope_local_base_freq", 0, p->fam->local_theta, 1.0, 1e12, &theta, p->fname,
+        SD_TRY(sd_json_get_num(p->root, "rope_local_base_freq", 0, p->fam->local_theta, 1.0, 1e12, &theta, p->fname,
                             p->eb));
     p->cfg->rope_local_theta = (float)theta;
     return SPECDEC_OK;
@@ -396,7 +390,7 @@ static specdec_status sd_cfg_rope(const sd_cfgp *p) {
     }
     if (!d[0] && !d[1] && p->fam->rope_default) { /* the config class's own rope (GPT-OSS: yarn) */
         cJSON *def = NULL;
-        TRY(sd_json_parse(p->fam->rope_default, strlen(p->fam->rope_default), "the family's default rope", &def,
+        SD_TRY(sd_json_parse(p->fam->rope_default, strlen(p->fam->rope_default), "the family's default rope", &def,
                           p->eb));
         r.d = def;
         r.key = "rope_parameters (class default)";
@@ -404,7 +398,7 @@ static specdec_status sd_cfg_rope(const sd_cfgp *p) {
         cJSON_Delete(def);
         return st;
     }
-    TRY(sd_rope_full(&r));
+    SD_TRY(sd_rope_full(&r));
     return sd_has(p->fam, SD_FAM_LOCAL_ROPE) ? sd_rope_local(p, nested ? d[0] : NULL) : SPECDEC_OK;
 }
 
@@ -441,7 +435,7 @@ static specdec_status sd_cfg_multipliers(const sd_cfgp *p) {
     float *const out[4] = {&c->embed_scale, &c->residual_scale, &c->attn_scale, &c->logits_divisor};
     for (int i = 0; i < 4; i++) {
         double v;
-        TRY(sd_json_get_num(p->root, keys[i], 0, 1.0, 1e-30, 1e30, &v, p->fname, p->eb));
+        SD_TRY(sd_json_get_num(p->root, keys[i], 0, 1.0, 1e-30, 1e30, &v, p->fname, p->eb));
         *out[i] = (float)v;
     }
     return SPECDEC_OK;
@@ -454,7 +448,7 @@ static specdec_status sd_cfg_no_rope(const sd_cfgp *p) {
     const cJSON *nr = sd_json_member(p->root, "no_rope_layers");
     if (!nr) {
         int32_t every;
-        TRY(sd_cfg_i32(p->root, "no_rope_layer_interval", 0, 4, 1, SD_CFG_MAX_LAYERS, &every, p->fname, p->eb));
+        SD_TRY(sd_cfg_i32(p->root, "no_rope_layer_interval", 0, 4, 1, SD_CFG_MAX_LAYERS, &every, p->fname, p->eb));
         for (int32_t l = 0; l < c->n_layers; l++) c->layer_no_rope[l] = (l + 1) % every == 0;
         return SPECDEC_OK;
     }
@@ -476,28 +470,28 @@ static specdec_status sd_cfg_no_rope(const sd_cfgp *p) {
 static specdec_status sd_cfg_layers(const sd_cfgp *p) {
     const sd_family *f = p->fam;
     sd_config *c = p->cfg;
-    TRY(sd_cfg_act(p));
+    SD_TRY(sd_cfg_act(p));
     c->attention_bias = sd_has(f, SD_FAM_QKV_BIAS);
     if (sd_has(f, SD_FAM_ATTN_BIAS_KEY)) {
-        TRY(sd_json_get_bool(p->root, "attention_bias", 0, sd_has(f, SD_FAM_ATTN_BIAS_ON), &c->attention_bias,
+        SD_TRY(sd_json_get_bool(p->root, "attention_bias", 0, sd_has(f, SD_FAM_ATTN_BIAS_ON), &c->attention_bias,
                              p->fname, p->eb));
         c->o_bias = c->attention_bias;
     }
-    if (sd_has(f, SD_FAM_MLP_BIAS_KEY)) TRY(sd_json_get_bool(p->root, "mlp_bias", 0, 0, &c->mlp_bias, p->fname, p->eb));
+    if (sd_has(f, SD_FAM_MLP_BIAS_KEY)) SD_TRY(sd_json_get_bool(p->root, "mlp_bias", 0, 0, &c->mlp_bias, p->fname, p->eb));
     if (sd_has(f, SD_FAM_USE_BIAS_KEY)) { /* Ernie4_5Config: every projection biased, or none; null = false */
         if (!cJSON_IsNull(sd_json_member(p->root, "use_bias")))
-            TRY(sd_json_get_bool(p->root, "use_bias", 0, 0, &c->attention_bias, p->fname, p->eb));
+            SD_TRY(sd_json_get_bool(p->root, "use_bias", 0, 0, &c->attention_bias, p->fname, p->eb));
         c->o_bias = c->mlp_bias = c->attention_bias;
     }
     if (sd_has(f, SD_FAM_ATTN_BIAS_QKV)) /* Glm4Attention: q/k/v_proj biased by attention_bias, o_proj never */
-        TRY(sd_json_get_bool(p->root, "attention_bias", 0, sd_has(f, SD_FAM_ATTN_BIAS_ON), &c->attention_bias,
+        SD_TRY(sd_json_get_bool(p->root, "attention_bias", 0, sd_has(f, SD_FAM_ATTN_BIAS_ON), &c->attention_bias,
                              p->fname, p->eb));
     c->rope_interleaved = sd_has(f, SD_FAM_ROPE_INTERLEAVED);
     if (sd_has(f, SD_FAM_QKV_BIAS_KEY))
-        TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
+        SD_TRY(sd_json_get_bool(p->root, "qkv_bias", 0, 1, &c->attention_bias, p->fname, p->eb));
     c->qk_norm = sd_has(f, SD_FAM_QK_NORM);
     if (sd_has(f, SD_FAM_QK_NORM_KEY)) /* Glm4MoeAttention: q_norm / k_norm per head when use_qk_norm */
-        TRY(sd_json_get_bool(p->root, "use_qk_norm", 0, 0, &c->qk_norm, p->fname, p->eb));
+        SD_TRY(sd_json_get_bool(p->root, "use_qk_norm", 0, 0, &c->qk_norm, p->fname, p->eb));
     c->qk_norm_whole = sd_has(f, SD_FAM_QK_NORM_WHOLE);
     /* OlmoeAttention sizes q_norm by hidden_size: the projection must be that wide */
     if (c->qk_norm_whole && f->id == SD_ARCH_OLMOE && (int64_t)c->n_heads * c->head_dim != c->hidden_size)
@@ -514,7 +508,7 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
     c->fused_gate_up = sd_has(f, SD_FAM_FUSED) || sd_has(f, SD_FAM_FUSED_MLP);
     if (sd_has(f, SD_FAM_BIDIR_KEY)) {
         int bidir = 0;
-        TRY(sd_json_get_bool(p->root, "use_bidirectional_attention", 0, 0, &bidir, p->fname, p->eb));
+        SD_TRY(sd_json_get_bool(p->root, "use_bidirectional_attention", 0, 0, &bidir, p->fname, p->eb));
         if (bidir)
             return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED,
                            "%s: use_bidirectional_attention = true is not supported (an encoder, not a decoder)",
@@ -522,22 +516,22 @@ static specdec_status sd_cfg_layers(const sd_cfgp *p) {
     }
     double v;
     if (sd_has(f, SD_FAM_QUERY_SCALAR)) {
-        TRY(sd_json_get_num(p->root, "query_pre_attn_scalar", 0, f->query_scalar, 1e-30, 1e30, &v, p->fname, p->eb));
+        SD_TRY(sd_json_get_num(p->root, "query_pre_attn_scalar", 0, f->query_scalar, 1e-30, 1e30, &v, p->fname, p->eb));
         c->attn_scale = (float)(1.0 / sqrt(v));
     }
     if (sd_has(f, SD_FAM_SOFTCAP)) {
-        TRY(sd_cfg_opt_num(p, "attn_logit_softcapping", f->attn_softcap, 1e-30, 1e30, &v));
+        SD_TRY(sd_cfg_opt_num(p, "attn_logit_softcapping", f->attn_softcap, 1e-30, 1e30, &v));
         c->attn_softcap = (float)v;
     }
     if (sd_has(f, SD_FAM_FINAL_SOFTCAP)) {
-        TRY(sd_cfg_opt_num(p, "final_logit_softcapping", f->final_softcap, 1e-30, 1e30, &v));
+        SD_TRY(sd_cfg_opt_num(p, "final_logit_softcapping", f->final_softcap, 1e-30, 1e30, &v));
         c->final_softcap = (float)v;
     }
     if (sd_has(f, SD_FAM_CLIP_QKV)) { /* absent or null: no clipping */
-        TRY(sd_cfg_opt_num(p, "clip_qkv", 0.0, 1e-30, 1e30, &v));
+        SD_TRY(sd_cfg_opt_num(p, "clip_qkv", 0.0, 1e-30, 1e30, &v));
         c->clip_qkv = (float)v;
     }
-    if (sd_has(f, SD_FAM_MULTIPLIERS)) TRY(sd_cfg_multipliers(p));
+    if (sd_has(f, SD_FAM_MULTIPLIERS)) SD_TRY(sd_cfg_multipliers(p));
     return sd_has(f, SD_FAM_NO_ROPE_KEY) ? sd_cfg_no_rope(p) : SPECDEC_OK;
 }
 
@@ -572,8 +566,8 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
     int use = 1;
     if (f->window_rule == SD_WIN_UPPER || f->window_rule == SD_WIN_EVEN_LOWER || f->window_rule == SD_WIN_NOPE ||
         sd_has(f, SD_FAM_USE_WINDOW_KEY))
-        TRY(sd_json_get_bool(p->root, "use_sliding_window", 0, 0, &use, p->fname, p->eb));
-    if (use) TRY(sd_cfg_opt_num(p, "sliding_window", f->window, 1.0, (double)SD_CFG_MAX_POSITIONS, &w));
+        SD_TRY(sd_json_get_bool(p->root, "use_sliding_window", 0, 0, &use, p->fname, p->eb));
+    if (use) SD_TRY(sd_cfg_opt_num(p, "sliding_window", f->window, 1.0, (double)SD_CFG_MAX_POSITIONS, &w));
     if (w != floor(w))
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key 'sliding_window' must be an integer, got %g", p->fname, w);
     c->sliding_window = (int32_t)w;
@@ -581,14 +575,14 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
     if (sd_has(f, SD_FAM_NOPE_GLOBAL) && c->sliding_window == 0) {
         /* Exaone4Config: sliding_window null sets the pattern to 0: no local layer (layer_types, when
          * given, must agree: a sliding layer without a window is refused below) */
-        if (lt) TRY(sd_cfg_layer_types(p, lt));
+        if (lt) SD_TRY(sd_cfg_layer_types(p, lt));
     } else if (lt && f->window_rule != SD_WIN_ALL) {
-        TRY(sd_cfg_layer_types(p, lt));
+        SD_TRY(sd_cfg_layer_types(p, lt));
     } else if (f->window_rule == SD_WIN_ALL) {
         for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0;
     } else if (f->window_rule == SD_WIN_UPPER || f->window_rule == SD_WIN_EVEN_LOWER) {
         int32_t mwl;
-        TRY(sd_cfg_i32(p->root, "max_window_layers", 0, f->max_window_layers, 0, SD_CFG_MAX_LAYERS, &mwl, p->fname,
+        SD_TRY(sd_cfg_i32(p->root, "max_window_layers", 0, f->max_window_layers, 0, SD_CFG_MAX_LAYERS, &mwl, p->fname,
                        p->eb));
         /* Qwen2MoeConfig: layer i slides when i is even and below max_window_layers */
         for (int32_t l = 0; l < c->n_layers; l++)
@@ -599,7 +593,7 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
     } else {
         int32_t pat = f->window_pattern;
         if (sd_has(f, SD_FAM_PATTERN_KEY))
-            TRY(sd_cfg_i32(p->root, "sliding_window_pattern", 0, f->window_pattern, 1, SD_CFG_MAX_LAYERS, &pat,
+            SD_TRY(sd_cfg_i32(p->root, "sliding_window_pattern", 0, f->window_pattern, 1, SD_CFG_MAX_LAYERS, &pat,
                            p->fname, p->eb));
         for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = (l + 1) % pat != 0;
     }
@@ -616,13 +610,13 @@ static specdec_status sd_cfg_windows(const sd_cfgp *p) {
 
 static specdec_status sd_cfg_special(const cJSON *root, const char *fname, sd_config *cfg, sd_errbuf *eb) {
     int64_t v;
-    TRY(sd_json_get_int(root, "bos_token_id", 0, -1, 0, cfg->vocab_size - 1, &v, fname, eb));
+    SD_TRY(sd_json_get_int(root, "bos_token_id", 0, -1, 0, cfg->vocab_size - 1, &v, fname, eb));
     cfg->bos_id = (int32_t)v;
     cfg->n_eos = 0;
     const cJSON *eos = sd_json_member(root, "eos_token_id");
     if (!eos) return SPECDEC_OK;
     if (cJSON_IsNumber(eos)) {
-        TRY(sd_json_get_int(root, "eos_token_id", 1, 0, 0, cfg->vocab_size - 1, &v, fname, eb));
+        SD_TRY(sd_json_get_int(root, "eos_token_id", 1, 0, 0, cfg->vocab_size - 1, &v, fname, eb));
         cfg->eos_ids[cfg->n_eos++] = (int32_t)v;
         return SPECDEC_OK;
     }
@@ -656,8 +650,8 @@ static specdec_status sd_cfg_n_experts(const sd_cfgp *p, int32_t *out) {
     const int has_local = sd_json_member(p->root, local) != NULL;
     const int has_num = sd_json_member(p->root, other) != NULL;
     int32_t a = 0, b = 0;
-    TRY(sd_cfg_i32(p->root, local, 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &a, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, other, 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &b, p->fname, p->eb));
+    SD_TRY(sd_cfg_i32(p->root, local, 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &a, p->fname, p->eb));
+    SD_TRY(sd_cfg_i32(p->root, other, 0, p->fam->experts, 1, SD_CFG_MAX_EXPERTS, &b, p->fname, p->eb));
     if (has_local && has_num && a != b)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: %s (%d) and %s (%d) disagree", p->fname, local, (int)a, other,
                        (int)b);
@@ -689,8 +683,8 @@ static specdec_status sd_cfg_moe_greedy(const sd_cfgp *p) {
     if (!strcmp(method, "greedy")) {
         c->n_group = c->topk_group = 1;
     } else {
-        TRY(sd_cfg_i32(p->root, "n_group", 1, 0, 1, c->n_experts, &c->n_group, p->fname, p->eb));
-        TRY(sd_cfg_i32(p->root, "topk_group", 1, 0, 1, c->n_group, &c->topk_group, p->fname, p->eb));
+        SD_TRY(sd_cfg_i32(p->root, "n_group", 1, 0, 1, c->n_experts, &c->n_group, p->fname, p->eb));
+        SD_TRY(sd_cfg_i32(p->root, "topk_group", 1, 0, 1, c->n_group, &c->topk_group, p->fname, p->eb));
     }
     c->moe_route = SD_ROUTE_SOFTMAX_GROUPED;
     return SPECDEC_OK;
@@ -707,23 +701,23 @@ static specdec_status sd_cfg_moe_deepseek(const sd_cfgp *p) {
     /* the class defaults: Glm4MoeConfig 1 dense layer, no groups, scaling 1; DeepseekV3Config 3, 8 groups
      * of which 4 compete, 2.5; DeepseekV2Config no dense layer, 2 shared experts, greedy, scaling 1 */
     const int v3 = p->fam->id == SD_ARCH_DEEPSEEK_V3, v2 = sd_has(p->fam, SD_FAM_MOE_GREEDY);
-    TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, p->fam->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
+    SD_TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, p->fam->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
                    &c->moe_intermediate, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "first_k_dense_replace", 0, v3 ? 3 : v2 ? 0 : 1, 0, SD_CFG_MAX_LAYERS, &dense, p->fname,
+    SD_TRY(sd_cfg_i32(p->root, "first_k_dense_replace", 0, v3 ? 3 : v2 ? 0 : 1, 0, SD_CFG_MAX_LAYERS, &dense, p->fname,
                    p->eb));
-    TRY(sd_cfg_i32(p->root, "n_shared_experts", 0, v2 ? 2 : 1, 0, SD_CFG_MAX_INTERMEDIATE, &n_shared, p->fname,
+    SD_TRY(sd_cfg_i32(p->root, "n_shared_experts", 0, v2 ? 2 : 1, 0, SD_CFG_MAX_INTERMEDIATE, &n_shared, p->fname,
                    p->eb));
-    TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, !v2, &c->norm_topk_prob, p->fname, p->eb));
-    TRY(sd_json_get_num(p->root, "routed_scaling_factor", 0, v3 ? 2.5 : 1.0, 1e-30, 1e30, &scale, p->fname, p->eb));
+    SD_TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, !v2, &c->norm_topk_prob, p->fname, p->eb));
+    SD_TRY(sd_json_get_num(p->root, "routed_scaling_factor", 0, v3 ? 2.5 : 1.0, 1e-30, 1e30, &scale, p->fname, p->eb));
     if ((int64_t)n_shared * c->moe_intermediate > SD_CFG_MAX_INTERMEDIATE)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: n_shared_experts (%d) x moe_intermediate_size (%d) exceeds %d",
                        p->fname, (int)n_shared, (int)c->moe_intermediate, SD_CFG_MAX_INTERMEDIATE);
     const int32_t min_group = v2 ? 1 : 2; /* a group's score: its maximum (V2), its top-2 sum (V3) */
     if (v2) {
-        TRY(sd_cfg_moe_greedy(p));
+        SD_TRY(sd_cfg_moe_greedy(p));
     } else {
-        TRY(sd_cfg_i32(p->root, "n_group", 0, v3 ? 8 : 1, 1, c->n_experts, &c->n_group, p->fname, p->eb));
-        TRY(sd_cfg_i32(p->root, "topk_group", 0, v3 ? 4 : 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
+        SD_TRY(sd_cfg_i32(p->root, "n_group", 0, v3 ? 8 : 1, 1, c->n_experts, &c->n_group, p->fname, p->eb));
+        SD_TRY(sd_cfg_i32(p->root, "topk_group", 0, v3 ? 4 : 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
         c->moe_route = SD_ROUTE_SIGMOID_GROUPED;
     }
     if (c->n_experts % c->n_group || c->n_experts / c->n_group < min_group)
@@ -742,7 +736,7 @@ static specdec_status sd_cfg_moe_deepseek(const sd_cfgp *p) {
     for (int32_t l = 0; l < c->n_layers; l++) c->layer_moe[l] = l >= dense;
     /* the MTP layers follow the decoder layers (index n_layers + i): sparse past the dense ones.
      * DeepSeek-V2 has none (its config has no such key) */
-    if (!v2) TRY(sd_cfg_i32(p->root, "num_nextn_predict_layers", 0, 0, 0, 16, &c->mtp_layers, p->fname, p->eb));
+    if (!v2) SD_TRY(sd_cfg_i32(p->root, "num_nextn_predict_layers", 0, 0, 0, 16, &c->mtp_layers, p->fname, p->eb));
     c->mtp_moe = c->n_layers >= dense;
     return SPECDEC_OK;
 }
@@ -753,29 +747,29 @@ static specdec_status sd_cfg_moe(const sd_cfgp *p) {
     const sd_family *f = p->fam;
     sd_config *c = p->cfg;
     if (!sd_has(f, SD_FAM_MOE)) return SPECDEC_OK;
-    TRY(sd_cfg_n_experts(p, &c->n_experts));
+    SD_TRY(sd_cfg_n_experts(p, &c->n_experts));
     /* DeepseekV2Config has no default (None, which its router cannot run): required there */
-    TRY(sd_cfg_i32(p->root, "num_experts_per_tok", sd_has(f, SD_FAM_MOE_GREEDY), f->experts_used, 1, c->n_experts,
+    SD_TRY(sd_cfg_i32(p->root, "num_experts_per_tok", sd_has(f, SD_FAM_MOE_GREEDY), f->experts_used, 1, c->n_experts,
                    &c->n_experts_used, p->fname, p->eb));
     c->moe_intermediate = c->intermediate_size;
     c->norm_topk_prob = 1;
     if (sd_has(f, SD_FAM_MOE_SIGMOID) || sd_has(f, SD_FAM_MOE_GREEDY)) return sd_cfg_moe_deepseek(p);
     if (sd_has(f, SD_FAM_TOPK_NORM_KEY))
-        TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
+        SD_TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
     int32_t step = 1;
     if (sd_has(f, SD_FAM_MOE_SPARSE_STEP)) {
-        TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, f->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
+        SD_TRY(sd_cfg_i32(p->root, "moe_intermediate_size", 0, f->moe_intermediate, 1, SD_CFG_MAX_INTERMEDIATE,
                        &c->moe_intermediate, p->fname, p->eb));
-        TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
-        TRY(sd_cfg_i32(p->root, "decoder_sparse_step", 0, 1, 1, SD_CFG_MAX_LAYERS, &step, p->fname, p->eb));
+        SD_TRY(sd_json_get_bool(p->root, "norm_topk_prob", 0, 0, &c->norm_topk_prob, p->fname, p->eb));
+        SD_TRY(sd_cfg_i32(p->root, "decoder_sparse_step", 0, 1, 1, SD_CFG_MAX_LAYERS, &step, p->fname, p->eb));
     }
     if (sd_has(f, SD_FAM_SHARED_EXPERT))
-        TRY(sd_cfg_i32(p->root, "shared_expert_intermediate_size", 0, f->shared_expert, 1, SD_CFG_MAX_INTERMEDIATE,
+        SD_TRY(sd_cfg_i32(p->root, "shared_expert_intermediate_size", 0, f->shared_expert, 1, SD_CFG_MAX_INTERMEDIATE,
                        &c->shared_expert_intermediate, p->fname, p->eb));
     if (sd_has(f, SD_FAM_MOE_FUSED)) { /* GptOssExperts: (clamp(up) + 1) * glu(min(gate, limit)) */
         double alpha, limit;
-        TRY(sd_json_get_num(p->root, "swiglu_alpha", 0, 1.702, -1e6, 1e6, &alpha, p->fname, p->eb));
-        TRY(sd_json_get_num(p->root, "swiglu_limit", 0, 7.0, 1e-30, 1e30, &limit, p->fname, p->eb));
+        SD_TRY(sd_json_get_num(p->root, "swiglu_alpha", 0, 1.702, -1e6, 1e6, &alpha, p->fname, p->eb));
+        SD_TRY(sd_json_get_num(p->root, "swiglu_limit", 0, 7.0, 1e-30, 1e30, &limit, p->fname, p->eb));
         c->moe_fused = 1;
         c->glu_alpha = (float)alpha;
         c->glu_limit = (float)limit;
@@ -954,8 +948,8 @@ static specdec_status sd_cfg_quant_ct_fp8(const sd_cfgp *p, const cJSON *groups)
     int32_t k[3] = {0, 0, 0};
     for (const cJSON *g = groups->child; g; g = g->next) {
         int32_t kg[3];
-        TRY(sd_cfg_ct_group(p, g, "float-quantized", 1));
-        TRY(sd_cfg_ct_fp8_weights(p, sd_json_member(g, "weights"), g->string, kg));
+        SD_TRY(sd_cfg_ct_group(p, g, "float-quantized", 1));
+        SD_TRY(sd_cfg_ct_fp8_weights(p, sd_json_member(g, "weights"), g->string, kg));
         if (k[0] && memcmp(k, kg, sizeof k))
             return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups: groups of different "
                            "schemes are not supported", p->fname);
@@ -992,10 +986,10 @@ static specdec_status sd_cfg_quant_ct(const sd_cfgp *p, const cJSON *q) {
     if (fp8) return sd_cfg_quant_ct_fp8(p, groups);
     int32_t group = -1, nbits = 0, n_sym = 0, n_asym = 0;
     for (const cJSON *g = groups->child; g; g = g->next) {
-        TRY(sd_cfg_ct_group(p, g, "pack-quantized", 0));
+        SD_TRY(sd_cfg_ct_group(p, g, "pack-quantized", 0));
         const cJSON *w = sd_json_member(g, "weights");
         int32_t gs = 0, nb = 0;
-        TRY(sd_cfg_ct_weights(p, w, g->string, &gs, &nb));
+        SD_TRY(sd_cfg_ct_weights(p, w, g->string, &gs, &nb));
         if ((group >= 0 && gs != group) || (nbits && nb != nbits))
             return sd_fail(p->eb, SPECDEC_ERR_UNSUPPORTED, "%s: quantization_config.config_groups: groups of different "
                            "sizes or bit widths are not supported", p->fname);
@@ -1052,11 +1046,11 @@ static specdec_status sd_cfg_mla_widths(const sd_cfgp *p) {
     int32_t rope;
     const cJSON *ql = sd_raw(p->root, "q_lora_rank");
     if (ql && cJSON_IsNull(ql)) c->q_lora_rank = 0;
-    else TRY(sd_cfg_i32(p->root, "q_lora_rank", 0, 1536, 1, SD_CFG_MAX_HIDDEN, &c->q_lora_rank, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "kv_lora_rank", 0, 512, 1, SD_CFG_MAX_HIDDEN, &c->kv_lora_rank, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "qk_rope_head_dim", 0, 64, 2, SD_CFG_MAX_HEAD_DIM, &rope, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "qk_nope_head_dim", 0, 128, 1, SD_CFG_MAX_HEAD_DIM, &c->qk_nope_dim, p->fname, p->eb));
-    TRY(sd_cfg_i32(p->root, "v_head_dim", 0, 128, 1, SD_CFG_MAX_HEAD_DIM, &c->v_head_dim, p->fname, p->eb));
+    else SD_TRY(sd_cfg_i32(p->root, "q_lora_rank", 0, 1536, 1, SD_CFG_MAX_HIDDEN, &c->q_lora_rank, p->fname, p->eb));
+    SD_TRY(sd_cfg_i32(p->root, "kv_lora_rank", 0, 512, 1, SD_CFG_MAX_HIDDEN, &c->kv_lora_rank, p->fname, p->eb));
+    SD_TRY(sd_cfg_i32(p->root, "qk_rope_head_dim", 0, 64, 2, SD_CFG_MAX_HEAD_DIM, &rope, p->fname, p->eb));
+    SD_TRY(sd_cfg_i32(p->root, "qk_nope_head_dim", 0, 128, 1, SD_CFG_MAX_HEAD_DIM, &c->qk_nope_dim, p->fname, p->eb));
+    SD_TRY(sd_cfg_i32(p->root, "v_head_dim", 0, 128, 1, SD_CFG_MAX_HEAD_DIM, &c->v_head_dim, p->fname, p->eb));
     if (rope % 2)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: qk_rope_head_dim (%d) must be even (rotary pairs)", p->fname,
                        (int)rope);
@@ -1100,7 +1094,7 @@ static specdec_status sd_cfg_mla_layout(const sd_cfgp *p) {
     sd_config *c = p->cfg;
     if (!c->mla) return SPECDEC_OK;
     if (p->fam->id == SD_ARCH_DEEPSEEK_V2) c->rope_interleaved = 1; /* its complex rotation: pairs, no key */
-    else TRY(sd_json_get_bool(p->root, "rope_interleave", 0, 1, &c->rope_interleaved, p->fname, p->eb));
+    else SD_TRY(sd_json_get_bool(p->root, "rope_interleave", 0, 1, &c->rope_interleaved, p->fname, p->eb));
     const int32_t rope = c->head_dim;
     c->rope_dim = rope;
     c->head_dim = rope + c->qk_nope_dim;
@@ -1108,7 +1102,7 @@ static specdec_status sd_cfg_mla_layout(const sd_cfgp *p) {
     if (!d) d = sd_json_member(p->root, "rope_parameters");
     double msa = 0.0;
     if (c->rope_type != SD_ROPE_DEFAULT && cJSON_IsObject(d))
-        TRY(sd_json_get_num(d, "mscale_all_dim", 0, 0.0, -1e6, 1e6, &msa, p->fname, p->eb));
+        SD_TRY(sd_json_get_num(d, "mscale_all_dim", 0, 0.0, -1e6, 1e6, &msa, p->fname, p->eb));
     if (msa != 0.0) {
         const double m = sd_yarn_mscale((double)c->rope_factor, msa);
         c->attn_scale = (float)(m * m / sqrt((double)c->head_dim));
@@ -1118,18 +1112,18 @@ static specdec_status sd_cfg_mla_layout(const sd_cfgp *p) {
 
 static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_config *cfg, sd_errbuf *eb) {
     if (!cJSON_IsObject(root)) return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: top level is not a JSON object", fname);
-    TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
+    SD_TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
     sd_cfgp p = {root, fname, NULL, cfg, eb};
-    TRY(sd_cfg_family(root, fname, &p.fam, cfg, eb));
-    TRY(sd_cfg_sizes(&p));
-    TRY(sd_cfg_mla_widths(&p));
-    TRY(sd_cfg_rope(&p));
-    TRY(sd_json_get_bool(root, "tie_word_embeddings", 0, p.fam->tie, &cfg->tie_word_embeddings, fname, eb));
-    TRY(sd_cfg_layers(&p));
-    TRY(sd_cfg_mla_layout(&p)); /* after the layers' rope_interleaved */
-    TRY(sd_cfg_moe(&p));
-    TRY(sd_cfg_quant(&p));
-    TRY(sd_cfg_windows(&p));
+    SD_TRY(sd_cfg_family(root, fname, &p.fam, cfg, eb));
+    SD_TRY(sd_cfg_sizes(&p));
+    SD_TRY(sd_cfg_mla_widths(&p));
+    SD_TRY(sd_cfg_rope(&p));
+    SD_TRY(sd_json_get_bool(root, "tie_word_embeddings", 0, p.fam->tie, &cfg->tie_word_embeddings, fname, eb));
+    SD_TRY(sd_cfg_layers(&p));
+    SD_TRY(sd_cfg_mla_layout(&p)); /* after the layers' rope_interleaved */
+    SD_TRY(sd_cfg_moe(&p));
+    SD_TRY(sd_cfg_quant(&p));
+    SD_TRY(sd_cfg_windows(&p));
     return sd_cfg_special(root, fname, cfg, eb);
 }
 
@@ -1138,7 +1132,7 @@ specdec_status sd_config_parse(const char *json, size_t len, const char *fname, 
     memset(cfg, 0, sizeof *cfg);
     if (!json && len) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: NULL text", fname);
     cJSON *root = NULL;
-    TRY(sd_json_parse(json ? json : "", len, fname, &root, eb));
+    SD_TRY(sd_json_parse(json ? json : "", len, fname, &root, eb));
     specdec_status st = sd_cfg_fill(root, fname, cfg, eb);
     cJSON_Delete(root);
     /* value consistency (heads, head_dim, rope, windows, special ids): the one shared check */

@@ -22,12 +22,6 @@
 
 #define E3_CONFIG_MAX_BYTES (16u << 20)
 
-#define TRY(x)                                \
-    do {                                      \
-        specdec_status sd_try_st_ = (x);      \
-        if (sd_try_st_) return sd_try_st_;    \
-    } while (0)
-
 typedef struct e3_loader {
     specdec_model *m;
     sd_eagle3_head *h;
@@ -102,7 +96,7 @@ static specdec_status e3_layer_tensors(e3_loader *E) {
     char nm[160];
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
         snprintf(nm, sizeof nm, "%s%s", E->pfx, tab[i].suffix);
-        TRY(e3_get(E, nm, dim[tab[i].kind], dim[tab[i].cols], 1, (sd_tensor *)((char *)w + tab[i].off)));
+        SD_TRY(e3_get(E, nm, dim[tab[i].kind], dim[tab[i].cols], 1, (sd_tensor *)((char *)w + tab[i].off)));
     }
     return SPECDEC_OK;
 }
@@ -171,19 +165,19 @@ static specdec_status e3_tensors(e3_loader *E) {
     E->h->cap_owned = 24;
     E->h->owned = sd_calloc((size_t)E->h->cap_owned, sizeof *E->h->owned);
     if (!E->h->owned) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", E->f->path);
-    TRY(e3_get(E, "fc.weight", H, 3 * tH, 1, &w->fc));
-    TRY(e3_get(E, "fc.bias", H, 0, 0, &w->fc_bias));
+    SD_TRY(e3_get(E, "fc.weight", H, 3 * tH, 1, &w->fc));
+    SD_TRY(e3_get(E, "fc.bias", H, 0, 0, &w->fc_bias));
     char nm[64];
     for (int i = 0; c->fc_norm && i < SD_EAGLE3_N_AUX; i++) {
         snprintf(nm, sizeof nm, "fc_norm.%d.weight", i);
-        TRY(e3_get(E, nm, tH, 0, 1, &w->fc_norm[i]));
+        SD_TRY(e3_get(E, nm, tH, 0, 1, &w->fc_norm[i]));
     }
-    if (c->norm_before_fc) TRY(e3_get(E, "input_norm.weight", 3 * tH, 0, 1, &w->input_norm));
-    TRY(e3_get(E, "embed_tokens.weight", V, H, 0, &w->embed));
-    TRY(e3_layer_tensors(E));
-    TRY(e3_get(E, "norm.weight", H, 0, 1, &w->norm));
-    TRY(e3_get(E, "lm_head.weight", c->draft_vocab, H, 1, &w->lm_head));
-    TRY(e3_vocab_map(E));
+    if (c->norm_before_fc) SD_TRY(e3_get(E, "input_norm.weight", 3 * tH, 0, 1, &w->input_norm));
+    SD_TRY(e3_get(E, "embed_tokens.weight", V, H, 0, &w->embed));
+    SD_TRY(e3_layer_tensors(E));
+    SD_TRY(e3_get(E, "norm.weight", H, 0, 1, &w->norm));
+    SD_TRY(e3_get(E, "lm_head.weight", c->draft_vocab, H, 1, &w->lm_head));
+    SD_TRY(e3_vocab_map(E));
     w->dtype = w->wq.dtype;
     return sd_eagle3_validate(w, E->f->path, NULL);
 }
@@ -259,7 +253,7 @@ static specdec_status e3_aux_config(e3_loader *E) {
     if (ec && !cJSON_IsObject(ec)) return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: key 'eagle_config' must be an object", fn);
     if (ec) {
         int use_aux = 1;
-        TRY(sd_json_get_bool(ec, "use_aux_hidden_state", 0, 1, &use_aux, fn, NULL));
+        SD_TRY(sd_json_get_bool(ec, "use_aux_hidden_state", 0, 1, &use_aux, fn, NULL));
         if (!use_aux)
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED,
                            "%s: eagle_config.use_aux_hidden_state = false (an EAGLE-1 style head) is not supported", fn);
@@ -268,7 +262,7 @@ static specdec_status e3_aux_config(e3_loader *E) {
     const cJSON *nested = ec ? sd_json_member(ec, "eagle_aux_hidden_state_layer_ids") : NULL;
     if (top) return e3_id_list(top, "eagle_aux_hidden_state_layer_ids", fn, c->aux_ids); /* hs indices */
     if (nested) {
-        TRY(e3_id_list(nested, "eagle_config.eagle_aux_hidden_state_layer_ids", fn, c->aux_ids));
+        SD_TRY(e3_id_list(nested, "eagle_config.eagle_aux_hidden_state_layer_ids", fn, c->aux_ids));
         if (c->aux_ids[0] == 1) /* SpecForge's output-of-layer numbering, as sglang reads it */
             for (int i = 0; i < SD_EAGLE3_N_AUX; i++) c->aux_ids[i]++;
     }
@@ -280,15 +274,15 @@ static specdec_status e3_flags(e3_loader *E, int nested) {
     const cJSON *root = E->cfg_root;
     const char *fn = E->cfg_path;
     int64_t v;
-    TRY(sd_json_get_int(root, "target_hidden_size", 0, c->layer.hidden_size, 1, SD_CFG_MAX_HIDDEN, &v, fn, NULL));
+    SD_TRY(sd_json_get_int(root, "target_hidden_size", 0, c->layer.hidden_size, 1, SD_CFG_MAX_HIDDEN, &v, fn, NULL));
     c->target_hidden = (int32_t)v;
-    TRY(sd_json_get_int(root, "draft_vocab_size", 0, c->layer.vocab_size, 1, c->layer.vocab_size, &v, fn, NULL));
+    SD_TRY(sd_json_get_int(root, "draft_vocab_size", 0, c->layer.vocab_size, 1, c->layer.vocab_size, &v, fn, NULL));
     c->draft_vocab = (int32_t)v;
     /* vLLM's speculators adapter defaults norm_before_residual to true, flat configs to false */
-    TRY(sd_json_get_bool(root, "norm_before_residual", 0, nested, &c->norm_before_residual, fn, NULL));
-    TRY(sd_json_get_bool(root, "norm_output", 0, 0, &c->norm_output, fn, NULL));
-    TRY(sd_json_get_bool(root, "norm_before_fc", 0, 0, &c->norm_before_fc, fn, NULL));
-    TRY(sd_json_get_bool(root, "fc_norm", 0, 0, &c->fc_norm, fn, NULL));
+    SD_TRY(sd_json_get_bool(root, "norm_before_residual", 0, nested, &c->norm_before_residual, fn, NULL));
+    SD_TRY(sd_json_get_bool(root, "norm_output", 0, 0, &c->norm_output, fn, NULL));
+    SD_TRY(sd_json_get_bool(root, "norm_before_fc", 0, 0, &c->norm_before_fc, fn, NULL));
+    SD_TRY(sd_json_get_bool(root, "fc_norm", 0, 0, &c->fc_norm, fn, NULL));
     return e3_aux_config(E);
 }
 
@@ -297,7 +291,7 @@ static specdec_status e3_config(e3_loader *E) {
     snprintf(E->cfg_path, sizeof E->cfg_path, "%s/config.json", m->path);
     char *text = NULL;
     size_t len = 0;
-    TRY(sd_read_file(E->cfg_path, E3_CONFIG_MAX_BYTES, &text, &len, NULL));
+    SD_TRY(sd_read_file(E->cfg_path, E3_CONFIG_MAX_BYTES, &text, &len, NULL));
     cJSON *root = NULL;
     specdec_status st = sd_json_parse(text, len, E->cfg_path, &root, NULL);
     sd_free(text);
@@ -337,7 +331,7 @@ specdec_status sd_eagle3_model_load(specdec_model *m, int use_mmap, int *is_head
     snprintf(p, sizeof p, "%s/model.safetensors", m->path);
     if (stat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) return SPECDEC_OK; /* the model loader says what is missing */
     sd_st_file *f = NULL;
-    TRY(sd_st_open(p, use_mmap, &f, NULL));
+    SD_TRY(sd_st_open(p, use_mmap, &f, NULL));
     const char *pfx = e3_prefix(&f->hdr);
     if (!pfx) {
         sd_st_close(f);
@@ -353,8 +347,8 @@ specdec_status sd_eagle3_model_load(specdec_model *m, int use_mmap, int *is_head
     m->files[0] = f;
     m->n_files = 1;
     e3_loader E = {.m = m, .h = m->eagle3, .f = f, .pfx = pfx};
-    TRY(e3_config(&E));
-    TRY(e3_tensors(&E));
+    SD_TRY(e3_config(&E));
+    SD_TRY(e3_tensors(&E));
     m->w.cfg = m->eagle3->w.cfg.layer;
     m->w.dtype = m->eagle3->w.dtype;
     return SPECDEC_OK;

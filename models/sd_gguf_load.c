@@ -71,12 +71,6 @@ static const char *const gguf_experts[][2] = {
     {"ffn_gate_exps", "gate_proj"}, {"ffn_up_exps", "up_proj"}, {"ffn_down_exps", "down_proj"},
 };
 
-#define TRY(x)                                \
-    do {                                      \
-        specdec_status sd_try_st_ = (x);      \
-        if (sd_try_st_) return sd_try_st_;    \
-    } while (0)
-
 /* The Hugging Face name of GGUF tensor `name` into hf (1), or 0 when specdec does not map it. */
 static int gguf_hf_name(const char *name, int64_t n_layers, char *hf, size_t cap) {
     for (size_t i = 0; i < sizeof gguf_global / sizeof gguf_global[0]; i++)
@@ -181,8 +175,8 @@ static specdec_status gguf_longrope(gguf_ctx *x, int64_t rd, const uint8_t *data
         }
     }
     double orig = 0.0, af = 1.0;
-    TRY(gguf_num(x, "rope.scaling.original_context_length", NULL, 1, &orig));
-    TRY(gguf_num(x, "rope.scaling.attn_factor", NULL, 0, &af));
+    SD_TRY(gguf_num(x, "rope.scaling.original_context_length", NULL, 1, &orig));
+    SD_TRY(gguf_num(x, "rope.scaling.attn_factor", NULL, 0, &af));
     cJSON_AddNumberToObject(rs, "original_max_position_embeddings", orig);
     cJSON_AddNumberToObject(rs, "attention_factor", af);
     /* Phi3Config's own key (default 4096) is what picks the long factors beyond it (transformers' rule) */
@@ -193,10 +187,10 @@ static specdec_status gguf_longrope(gguf_ctx *x, int64_t rd, const uint8_t *data
 /* rope: rope.freq_base, rope.dimension_count (must be the head), rope.scaling.type none / linear, and
  * rope_freqs.weight (F32 [head_dim / 2]: per-pair divisors of the frequencies). */
 static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, const uint8_t *data) {
-    TRY(gguf_num(x, "rope.freq_base", "rope_theta", 0, NULL));
+    SD_TRY(gguf_num(x, "rope.freq_base", "rope_theta", 0, NULL));
     int64_t rd = head_dim;
     const int phi3 = !strcmp(x->arch, "phi3");
-    TRY(gguf_int(x, "rope.dimension_count", NULL, 0, 2, 65536, &rd));
+    SD_TRY(gguf_int(x, "rope.dimension_count", NULL, 0, 2, 65536, &rd));
     if (rd != head_dim && !phi3)
         return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s.rope.dimension_count' is %lld, the head "
                        "%lld (partial rotary embeddings are not supported for '%s')", x->path, x->arch, (long long)rd,
@@ -221,7 +215,7 @@ static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, 
     cJSON *rs = NULL;
     if (linear) {
         double f = 1.0;
-        TRY(gguf_num(x, "rope.scaling.factor", NULL, 1, &f));
+        SD_TRY(gguf_num(x, "rope.scaling.factor", NULL, 1, &f));
         rs = cJSON_AddObjectToObject(x->cfg, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "linear");
         cJSON_AddNumberToObject(rs, "factor", f);
@@ -272,12 +266,12 @@ static void gguf_special_ids(gguf_ctx *x, int64_t vocab) {
  * (blk.N.ffn_gate_inp.weight) are dense: mlp_only_layers. */
 static specdec_status gguf_moe(gguf_ctx *x, const gguf_arch *a) {
     int64_t n_layers = 0;
-    TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &n_layers));
-    TRY(gguf_int(x, "expert_count", "num_experts", 1, 1, 4096, NULL));
-    TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
-    TRY(gguf_int(x, "expert_feed_forward_length", "moe_intermediate_size", 1, 1, 1 << 22, NULL));
+    SD_TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &n_layers));
+    SD_TRY(gguf_int(x, "expert_count", "num_experts", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "expert_feed_forward_length", "moe_intermediate_size", 1, 1, 1 << 22, NULL));
     const int v2 = !strcmp(a->name, "qwen2moe");
-    if (v2) TRY(gguf_int(x, "expert_shared_feed_forward_length", "shared_expert_intermediate_size", 1, 1, 1 << 22, NULL));
+    if (v2) SD_TRY(gguf_int(x, "expert_shared_feed_forward_length", "shared_expert_intermediate_size", 1, 1, 1 << 22, NULL));
     char k[160];
     snprintf(k, sizeof k, "%s.expert_weights_norm", x->arch);
     int norm = !v2;
@@ -303,23 +297,23 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     cJSON_AddItemToArray(arr, cJSON_CreateString(a->cls));
     cJSON_AddStringToObject(x->cfg, "model_type", a->model_type);
     int64_t hidden = 0, heads = 0, kv = 0, head_dim = 0, vdim = 0, max_pos = 0;
-    TRY(gguf_int(x, "embedding_length", "hidden_size", 1, 1, 1 << 20, &hidden));
-    TRY(gguf_int(x, "block_count", "num_hidden_layers", 1, 1, 4096, NULL));
-    TRY(gguf_int(x, "feed_forward_length", "intermediate_size", 1, 1, 1 << 22, NULL));
-    TRY(gguf_int(x, "attention.head_count", "num_attention_heads", 1, 1, 65536, &heads));
+    SD_TRY(gguf_int(x, "embedding_length", "hidden_size", 1, 1, 1 << 20, &hidden));
+    SD_TRY(gguf_int(x, "block_count", "num_hidden_layers", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "feed_forward_length", "intermediate_size", 1, 1, 1 << 22, NULL));
+    SD_TRY(gguf_int(x, "attention.head_count", "num_attention_heads", 1, 1, 65536, &heads));
     kv = heads;
-    TRY(gguf_int(x, "attention.head_count_kv", NULL, 0, 1, 65536, &kv));
+    SD_TRY(gguf_int(x, "attention.head_count_kv", NULL, 0, 1, 65536, &kv));
     cJSON_AddNumberToObject(x->cfg, "num_key_value_heads", (double)kv);
-    TRY(gguf_int(x, "context_length", "max_position_embeddings", 1, 1, (int64_t)1 << 30, &max_pos));
+    SD_TRY(gguf_int(x, "context_length", "max_position_embeddings", 1, 1, (int64_t)1 << 30, &max_pos));
     head_dim = hidden / heads;
-    TRY(gguf_int(x, "attention.key_length", NULL, 0, 1, 65536, &head_dim));
+    SD_TRY(gguf_int(x, "attention.key_length", NULL, 0, 1, 65536, &head_dim));
     vdim = head_dim;
-    TRY(gguf_int(x, "attention.value_length", NULL, 0, 1, 65536, &vdim));
+    SD_TRY(gguf_int(x, "attention.value_length", NULL, 0, 1, 65536, &vdim));
     if (vdim != head_dim)
         return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF key_length %lld differs from value_length %lld",
                        x->path, (long long)head_dim, (long long)vdim);
     cJSON_AddNumberToObject(x->cfg, "head_dim", (double)head_dim);
-    TRY(gguf_num(x, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1, NULL));
+    SD_TRY(gguf_num(x, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1, NULL));
     cJSON_AddNumberToObject(x->cfg, "vocab_size", (double)emb->ne[1]);
     cJSON_AddBoolToObject(x->cfg, "tie_word_embeddings", !sd_gguf_find_tensor(x->g, "output.weight"));
     /* biases: Llama, Qwen3(-MoE) q/k/v/o together (attention_bias); Qwen2 q/k/v always; Qwen2-MoE q/k/v (qkv_bias) */
@@ -329,14 +323,14 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     gguf_special_ids(x, emb->ne[1]);
     if (!strcmp(a->name, "phi3")) { /* its window as the checkpoint defines it (llama.cpp currently ignores it) */
         int64_t win = 0;
-        TRY(gguf_int(x, "attention.sliding_window", NULL, 0, 0, (int64_t)1 << 30, &win));
+        SD_TRY(gguf_int(x, "attention.sliding_window", NULL, 0, 0, (int64_t)1 << 30, &win));
         if (win > 0) cJSON_AddNumberToObject(x->cfg, "sliding_window", (double)win);
         else cJSON_AddNullToObject(x->cfg, "sliding_window");
     }
-    if (strstr(a->name, "moe")) TRY(gguf_moe(x, a));
+    if (strstr(a->name, "moe")) SD_TRY(gguf_moe(x, a));
     if (!strcmp(a->cls, "MixtralForCausalLM")) { /* experts of feed_forward_length, top-k renormalised */
-        TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
-        TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+        SD_TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
+        SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
     }
     return gguf_rope(x, head_dim, max_pos, data);
 }
@@ -468,14 +462,14 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
 static specdec_status gguf_split_of(const sd_gguf *g, const char *path, int64_t *no, int64_t *count);
 
 static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int *quantized) {
-    TRY(sd_gguf_parse(f->base ? f->base : (const uint8_t *)"", f->base ? f->size : 0, m->path, g, NULL));
+    SD_TRY(sd_gguf_parse(f->base ? f->base : (const uint8_t *)"", f->base ? f->size : 0, m->path, g, NULL));
     int64_t no = 0, count = 1;
-    TRY(gguf_split_of(g, m->path, &no, &count));
+    SD_TRY(gguf_split_of(g, m->path, &no, &count));
     if (no != 0)
         return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: this is file %lld of a GGUF split into %lld: pass the first",
                        m->path, (long long)(no + 1), (long long)count);
     const gguf_arch *a = NULL;
-    TRY(gguf_arch_of(g, m->path, &a));
+    SD_TRY(gguf_arch_of(g, m->path, &a));
     char arch[32];
     snprintf(arch, sizeof arch, "%s", a->name);
     gguf_ctx x = {g, m->path, arch, cJSON_CreateObject()};
@@ -523,8 +517,8 @@ static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t c
     uint64_t total = n0;
     for (int64_t k = 1; k < count; k++) {
         char p[sizeof m->path + 32];
-        TRY(gguf_shard_path(m->path, k, count, p, sizeof p));
-        TRY(sd_st_map(p, use_mmap, &files[k], NULL));
+        SD_TRY(gguf_shard_path(m->path, k, count, p, sizeof p));
+        SD_TRY(sd_st_map(p, use_mmap, &files[k], NULL));
         (*n_files)++;
         sd_gguf g;
         specdec_status st = sd_gguf_parse(files[k]->base ? files[k]->base : (const uint8_t *)"",
@@ -549,7 +543,7 @@ static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t c
 specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***out, int32_t *n_out) {
     *out = NULL, *n_out = 0;
     sd_st_file *f = NULL;
-    TRY(sd_st_map(m->path, use_mmap, &f, NULL));
+    SD_TRY(sd_st_map(m->path, use_mmap, &f, NULL));
     sd_gguf g;
     memset(&g, 0, sizeof g);
     int quantized = 0;

@@ -244,12 +244,6 @@ static specdec_status sd_load_fp8_scales(sd_loader *L, const char *name, sd_tens
     return SPECDEC_OK;
 }
 
-#define TRY(x)                                \
-    do {                                      \
-        specdec_status sd_try_st_ = (x);      \
-        if (sd_try_st_) return sd_try_st_;    \
-    } while (0)
-
 /* Owned memory of the model (freed with it): a slot of m->owned. */
 static void *sd_own(sd_loader *L, size_t bytes) {
     specdec_model *m = L->m;
@@ -293,7 +287,7 @@ static specdec_status sd_int4_ct_shape(sd_loader *L, const char *prefix, int64_t
     static const sd_st_dtype ints[3] = {SD_ST_I64, SD_ST_I32, SD_ST_I64};
     const uint8_t *d = NULL;
     sd_st_dtype dt;
-    TRY(sd_int4_part(L, prefix, "weight_shape", ints, 2, 0, &d, &dt));
+    SD_TRY(sd_int4_part(L, prefix, "weight_shape", ints, 2, 0, &d, &dt));
     int64_t v[2];
     for (int i = 0; i < 2; i++) {
         int32_t w;
@@ -325,24 +319,24 @@ static specdec_status sd_load_int4(sd_loader *L, const char *prefix, int64_t row
     sd_st_dtype sdt;
     char nm[200];
     if (s.fmt == SD_INT4_CT) { /* compressed-tensors: scales [rows, G], zeros (asymmetric only) [rows / 8, G] */
-        TRY(sd_int4_ct_shape(L, prefix, rows, cols));
-        TRY(sd_int4_part(L, prefix, "weight_packed", i32, rows, cols / per, &s.qweight, NULL));
-        TRY(sd_int4_part(L, prefix, "weight_scale", fl, rows, G, &s.scales, &sdt));
+        SD_TRY(sd_int4_ct_shape(L, prefix, rows, cols));
+        SD_TRY(sd_int4_part(L, prefix, "weight_packed", i32, rows, cols / per, &s.qweight, NULL));
+        SD_TRY(sd_int4_part(L, prefix, "weight_scale", fl, rows, G, &s.scales, &sdt));
         snprintf(nm, sizeof nm, "%.180s.weight_zero_point", prefix);
         const int has_zp = sd_find_entry(L, nm) != NULL;
         if (has_zp != c->int4_zero_points && c->int4_zero_points >= 0) /* never read asymmetric as symmetric */
             return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' %s, but quantization_config says the "
                            "weights are %s", L->m->path, nm, has_zp ? "is present" : "is missing",
                            has_zp ? "symmetric" : "asymmetric");
-        if (has_zp) TRY(sd_int4_part(L, prefix, "weight_zero_point", i32, rows / per, G, &s.qzeros, NULL));
+        if (has_zp) SD_TRY(sd_int4_part(L, prefix, "weight_zero_point", i32, rows / per, G, &s.qzeros, NULL));
         snprintf(nm, sizeof nm, "%.180s.weight_g_idx", prefix);
-        if (sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "weight_g_idx", i32, cols, 0, &s.g_idx, NULL));
+        if (sd_find_entry(L, nm)) SD_TRY(sd_int4_part(L, prefix, "weight_g_idx", i32, cols, 0, &s.g_idx, NULL));
     } else {
-        TRY(sd_int4_part(L, prefix, "qweight", i32, awq ? cols : cols / per, awq ? rows / per : rows, &s.qweight, NULL));
-        TRY(sd_int4_part(L, prefix, "qzeros", i32, G, rows / per, &s.qzeros, NULL));
-        TRY(sd_int4_part(L, prefix, "scales", fl, G, rows, &s.scales, &sdt));
+        SD_TRY(sd_int4_part(L, prefix, "qweight", i32, awq ? cols : cols / per, awq ? rows / per : rows, &s.qweight, NULL));
+        SD_TRY(sd_int4_part(L, prefix, "qzeros", i32, G, rows / per, &s.qzeros, NULL));
+        SD_TRY(sd_int4_part(L, prefix, "scales", fl, G, rows, &s.scales, &sdt));
         snprintf(nm, sizeof nm, "%.180s.g_idx", prefix);
-        if (!awq && sd_find_entry(L, nm)) TRY(sd_int4_part(L, prefix, "g_idx", i32, cols, 0, &s.g_idx, NULL));
+        if (!awq && sd_find_entry(L, nm)) SD_TRY(sd_int4_part(L, prefix, "g_idx", i32, cols, 0, &s.g_idx, NULL));
     }
     s.scales_dt = sdt == SD_ST_F32 ? SD_F32 : sdt == SD_ST_BF16 ? SD_BF16 : SD_F16;
     void *buf = sd_own(L, sd_int4_bytes(c->int4_bits, rows, cols, group));
@@ -489,20 +483,20 @@ static specdec_status sd_load_mla(sd_loader *L, int32_t l, sd_layer *ly) {
     const int64_t H = c->hidden_size, Q = (int64_t)c->n_heads * c->head_dim, QL = c->q_lora_rank;
     const int64_t KL = c->kv_lora_rank, R = sd_cfg_rope_dim(c);
     if (QL) {
-        TRY(sd_layer_tensor(L, l, "self_attn.q_a_proj.weight", QL, H, 1, &ly->wq_a));
-        if (c->attention_bias) TRY(sd_layer_tensor(L, l, "self_attn.q_a_proj.bias", QL, 0, 1, &ly->bq_a));
-        TRY(sd_layer_tensor(L, l, "self_attn.q_a_layernorm.weight", QL, 0, 1, &ly->q_a_norm));
-        TRY(sd_layer_tensor(L, l, "self_attn.q_b_proj.weight", Q, QL, 1, &ly->wq_b));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.q_a_proj.weight", QL, H, 1, &ly->wq_a));
+        if (c->attention_bias) SD_TRY(sd_layer_tensor(L, l, "self_attn.q_a_proj.bias", QL, 0, 1, &ly->bq_a));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.q_a_layernorm.weight", QL, 0, 1, &ly->q_a_norm));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.q_b_proj.weight", Q, QL, 1, &ly->wq_b));
     } else {
-        TRY(sd_layer_tensor(L, l, "self_attn.q_proj.weight", Q, H, 1, &ly->wq));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.q_proj.weight", Q, H, 1, &ly->wq));
     }
-    TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.weight", KL + R, H, 1, &ly->wkv_a));
-    if (c->attention_bias) TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.bias", KL + R, 0, 1, &ly->bkv_a));
-    TRY(sd_layer_tensor(L, l, "self_attn.kv_a_layernorm.weight", KL, 0, 1, &ly->kv_a_norm));
-    TRY(sd_layer_tensor(L, l, "self_attn.kv_b_proj.weight", (int64_t)c->n_heads * (c->qk_nope_dim + c->v_head_dim),
+    SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.weight", KL + R, H, 1, &ly->wkv_a));
+    if (c->attention_bias) SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.bias", KL + R, 0, 1, &ly->bkv_a));
+    SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_a_layernorm.weight", KL, 0, 1, &ly->kv_a_norm));
+    SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_b_proj.weight", (int64_t)c->n_heads * (c->qk_nope_dim + c->v_head_dim),
                         KL, 1, &ly->wkv_b));
-    TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, (int64_t)c->n_heads * c->v_head_dim, 1, &ly->wo));
-    if (c->o_bias) TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
+    SD_TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, (int64_t)c->n_heads * c->v_head_dim, 1, &ly->wo));
+    if (c->o_bias) SD_TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
     return SPECDEC_OK;
 }
 
@@ -513,28 +507,28 @@ static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     if (c->mla) return sd_load_mla(L, l, ly);
     if (c->fused_qkv) {
         sd_tensor qkv;
-        TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.qkv_proj.weight", Q + 2 * KV, H, 1, &qkv));
         if (qkv.dtype == SD_FP8) return sd_quant_fused_refused(L, l, "self_attn.qkv_proj.weight");
-        TRY(sd_fused_view(L, &qkv, 0, Q, &ly->wq));
-        TRY(sd_fused_view(L, &qkv, Q, KV, &ly->wk));
-        TRY(sd_fused_view(L, &qkv, Q + KV, KV, &ly->wv));
+        SD_TRY(sd_fused_view(L, &qkv, 0, Q, &ly->wq));
+        SD_TRY(sd_fused_view(L, &qkv, Q, KV, &ly->wk));
+        SD_TRY(sd_fused_view(L, &qkv, Q + KV, KV, &ly->wv));
     } else {
-        TRY(sd_layer_tensor(L, l, "self_attn.q_proj.weight", Q, H, 1, &ly->wq));
-        TRY(sd_layer_tensor(L, l, "self_attn.k_proj.weight", KV, H, 1, &ly->wk));
-        TRY(sd_layer_tensor(L, l, "self_attn.v_proj.weight", KV, H, 1, &ly->wv));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.q_proj.weight", Q, H, 1, &ly->wq));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.k_proj.weight", KV, H, 1, &ly->wk));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.v_proj.weight", KV, H, 1, &ly->wv));
     }
     if (c->attention_bias) {
-        TRY(sd_layer_tensor(L, l, "self_attn.q_proj.bias", Q, 0, 1, &ly->bq));
-        TRY(sd_layer_tensor(L, l, "self_attn.k_proj.bias", KV, 0, 1, &ly->bk));
-        TRY(sd_layer_tensor(L, l, "self_attn.v_proj.bias", KV, 0, 1, &ly->bv));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.q_proj.bias", Q, 0, 1, &ly->bq));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.k_proj.bias", KV, 0, 1, &ly->bk));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.v_proj.bias", KV, 0, 1, &ly->bv));
     }
     if (c->qk_norm || c->qk_norm_whole) { /* per head [head_dim], or the whole projection */
-        TRY(sd_layer_tensor(L, l, "self_attn.q_norm.weight", c->qk_norm ? D : Q, 0, 1, &ly->q_norm));
-        TRY(sd_layer_tensor(L, l, "self_attn.k_norm.weight", c->qk_norm ? D : KV, 0, 1, &ly->k_norm));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.q_norm.weight", c->qk_norm ? D : Q, 0, 1, &ly->q_norm));
+        SD_TRY(sd_layer_tensor(L, l, "self_attn.k_norm.weight", c->qk_norm ? D : KV, 0, 1, &ly->k_norm));
     }
-    TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, Q, 1, &ly->wo));
-    if (c->o_bias) TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
-    if (c->attn_sinks) TRY(sd_layer_tensor(L, l, "self_attn.sinks", c->n_heads, 0, 1, &ly->sinks));
+    SD_TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, Q, 1, &ly->wo));
+    if (c->o_bias) SD_TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
+    if (c->attn_sinks) SD_TRY(sd_layer_tensor(L, l, "self_attn.sinks", c->n_heads, 0, 1, &ly->sinks));
     return SPECDEC_OK;
 }
 
@@ -576,11 +570,11 @@ static specdec_status sd_load_shared_expert(sd_loader *L, int32_t l, sd_layer *l
     if (!sh) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", L->m->path);
     ly->shared = sh;
     snprintf(nm, sizeof nm, "%s.gate_proj.weight", pre);
-    TRY(sd_layer_tensor(L, l, nm, S, H, 1, &sh->w_gate));
+    SD_TRY(sd_layer_tensor(L, l, nm, S, H, 1, &sh->w_gate));
     snprintf(nm, sizeof nm, "%s.up_proj.weight", pre);
-    TRY(sd_layer_tensor(L, l, nm, S, H, 1, &sh->w_up));
+    SD_TRY(sd_layer_tensor(L, l, nm, S, H, 1, &sh->w_up));
     snprintf(nm, sizeof nm, "%s.down_proj.weight", pre);
-    TRY(sd_layer_tensor(L, l, nm, H, S, 1, &sh->w_down));
+    SD_TRY(sd_layer_tensor(L, l, nm, H, S, 1, &sh->w_down));
     if (c->shared_ungated) return SPECDEC_OK;
     return sd_layer_tensor(L, l, "mlp.shared_expert_gate.weight", 1, H, 1, &ly->shared_gate);
 }
@@ -648,9 +642,9 @@ static specdec_status sd_load_fused_proj(sd_loader *L, int32_t l, const char *pr
     const uint8_t *src = NULL;
     const char *path = NULL;
     snprintf(sfx, sizeof sfx, "mlp.experts.%s", proj);
-    TRY(sd_layer_raw(L, l, sfx, 3, shape, SPECDEC_ERR_MODEL_MISMATCH, nm, &t, &src, &path));
+    SD_TRY(sd_layer_raw(L, l, sfx, 3, shape, SPECDEC_ERR_MODEL_MISMATCH, nm, &t, &src, &path));
     sd_dtype dt;
-    TRY(sd_st_weight_dtype(t, path, nm, &dt));
+    SD_TRY(sd_st_weight_dtype(t, path, nm, &dt));
     const size_t esz = sd_dtype_size(dt), per = (size_t)(out * in) * esz;
     uint8_t *buf = sd_own(L, (size_t)E * per);
     if (!buf)
@@ -680,9 +674,9 @@ static specdec_status sd_load_mxfp4_proj(sd_loader *L, int32_t l, const char *pr
                        "%s: model.layers.%d.%s: MXFP4 rows are blocks of %d values, but config.json gives rows of %lld",
                        L->m->path, (int)l, sfx, SD_MXFP4_BLOCK, (long long)in);
     const int64_t sb[4] = {E, out, G, SD_MXFP4_BLOCK / 2}, ss[3] = {E, out, G};
-    TRY(sd_layer_raw(L, l, sfx, 4, sb, SPECDEC_ERR_FORMAT, nb, &tb, &blocks, &path));
+    SD_TRY(sd_layer_raw(L, l, sfx, 4, sb, SPECDEC_ERR_FORMAT, nb, &tb, &blocks, &path));
     snprintf(sfx, sizeof sfx, "mlp.experts.%s_scales", proj);
-    TRY(sd_layer_raw(L, l, sfx, 3, ss, SPECDEC_ERR_FORMAT, ns, &ts, &scales, &path));
+    SD_TRY(sd_layer_raw(L, l, sfx, 3, ss, SPECDEC_ERR_FORMAT, ns, &ts, &scales, &path));
     if (tb->dtype != SD_ST_U8 || ts->dtype != SD_ST_U8)
         return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: MXFP4 tensors '%s' (%s) and '%s' (%s) must be U8", path, nb,
                        sd_st_dtype_name(tb->dtype), ns, sd_st_dtype_name(ts->dtype));
@@ -717,17 +711,17 @@ static specdec_status sd_load_fused_experts(sd_loader *L, int32_t l, sd_expert *
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
     sd_tensor gub, db;
-    TRY(sd_layer_tensor(L, l, "mlp.experts.gate_up_proj_bias", E, 2 * I, 1, &gub));
-    TRY(sd_layer_tensor(L, l, "mlp.experts.down_proj_bias", E, H, 1, &db));
+    SD_TRY(sd_layer_tensor(L, l, "mlp.experts.gate_up_proj_bias", E, 2 * I, 1, &gub));
+    SD_TRY(sd_layer_tensor(L, l, "mlp.experts.down_proj_bias", E, H, 1, &db));
     for (int64_t e = 0; e < E; e++) {
         ex[e].b_gate_up = sd_row_vec(&gub, e);
         ex[e].b_down = sd_row_vec(&db, e);
     }
     if (c->experts_mxfp4) {
-        TRY(sd_load_mxfp4_proj(L, l, "gate_up_proj", 2 * I, H, ex));
+        SD_TRY(sd_load_mxfp4_proj(L, l, "gate_up_proj", 2 * I, H, ex));
         return sd_load_mxfp4_proj(L, l, "down_proj", H, I, ex);
     }
-    TRY(sd_load_fused_proj(L, l, "gate_up_proj", 2 * I, H, ex));
+    SD_TRY(sd_load_fused_proj(L, l, "gate_up_proj", 2 * I, H, ex));
     return sd_load_fused_proj(L, l, "down_proj", H, I, ex);
 }
 
@@ -744,9 +738,9 @@ static specdec_status sd_load_stacked_experts(sd_loader *L, int32_t l, const cha
         const uint8_t *src = NULL;
         const char *path = NULL;
         snprintf(sfx, sizeof sfx, "%s.%s.weight", prefix, k ? "output_linear" : "input_linear");
-        TRY(sd_layer_raw(L, l, sfx, 3, shape, SPECDEC_ERR_MODEL_MISMATCH, nm, &t, &src, &path));
+        SD_TRY(sd_layer_raw(L, l, sfx, 3, shape, SPECDEC_ERR_MODEL_MISMATCH, nm, &t, &src, &path));
         sd_dtype dt;
-        TRY(sd_st_weight_dtype(t, path, nm, &dt));
+        SD_TRY(sd_st_weight_dtype(t, path, nm, &dt));
         const size_t esz = sd_dtype_size(dt), bytes = (size_t)(E * out * in) * esz;
         if ((uintptr_t)src % esz) { /* safetensors does not promise alignment */
             uint8_t *copy = sd_own(L, bytes);
@@ -778,10 +772,10 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     for (size_t i = 0; i < sizeof sd_moe_table / sizeof sd_moe_table[0]; i++)
         if (sd_moe_table[i].arch == c->arch) nm = &sd_moe_table[i];
     if (!nm) return sd_fail(NULL, SPECDEC_ERR_INTERNAL, "%s: no MoE tensor names for %s", L->m->path, c->architecture);
-    TRY(sd_layer_tensor(L, l, nm->router, c->n_experts, H, 1, &ly->router));
-    if (c->moe_fused) TRY(sd_layer_tensor(L, l, "mlp.router.bias", c->n_experts, 0, 1, &ly->router_bias));
+    SD_TRY(sd_layer_tensor(L, l, nm->router, c->n_experts, H, 1, &ly->router));
+    if (c->moe_fused) SD_TRY(sd_layer_tensor(L, l, "mlp.router.bias", c->n_experts, 0, 1, &ly->router_bias));
     if (c->moe_route == SD_ROUTE_SIGMOID_GROUPED)
-        TRY(sd_layer_tensor(L, l, "mlp.gate.e_score_correction_bias", c->n_experts, 0, 1, &ly->router_score_bias));
+        SD_TRY(sd_layer_tensor(L, l, "mlp.gate.e_score_correction_bias", c->n_experts, 0, 1, &ly->router_score_bias));
     sd_expert *ex = sd_own(L, (size_t)c->n_experts * sizeof *ex);
     if (!ex) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %d experts", L->m->path, c->n_experts);
     ly->experts = ex;
@@ -790,11 +784,11 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     char name[128];
     for (int32_t e = 0; e < c->n_experts; e++) {
         snprintf(name, sizeof name, nm->gate, (int)e);
-        TRY(sd_layer_tensor(L, l, name, I, H, 1, &ex[e].w_gate));
+        SD_TRY(sd_layer_tensor(L, l, name, I, H, 1, &ex[e].w_gate));
         snprintf(name, sizeof name, nm->up, (int)e);
-        TRY(sd_layer_tensor(L, l, name, I, H, 1, &ex[e].w_up));
+        SD_TRY(sd_layer_tensor(L, l, name, I, H, 1, &ex[e].w_up));
         snprintf(name, sizeof name, nm->down, (int)e);
-        TRY(sd_layer_tensor(L, l, name, H, I, 1, &ex[e].w_down));
+        SD_TRY(sd_layer_tensor(L, l, name, H, I, 1, &ex[e].w_down));
     }
     return c->shared_expert_intermediate ? sd_load_shared_expert(L, l, ly) : SPECDEC_OK;
 }
@@ -805,38 +799,38 @@ static specdec_status sd_load_mlp(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, I = c->intermediate_size;
     if (c->post_norms_only) { /* OLMo-2: the sublayers' outputs are normed, not their inputs */
-        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
-        TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
     } else if (c->sandwich_norms && c->arch == SD_ARCH_GLM4) { /* the same four norms under GLM's names */
-        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
-        TRY(sd_layer_tensor(L, l, "post_self_attn_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
-        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
-        TRY(sd_layer_tensor(L, l, "post_mlp_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
+        SD_TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_self_attn_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_mlp_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
     } else if (c->sandwich_norms) {
-        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
-        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
-        TRY(sd_layer_tensor(L, l, "pre_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_norm));
-        TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
+        SD_TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->attn_post_norm));
+        SD_TRY(sd_layer_tensor(L, l, "pre_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_feedforward_layernorm.weight", H, 0, 1, &ly->ffn_post_norm));
     } else {
-        TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
-        TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
+        SD_TRY(sd_layer_tensor(L, l, "input_layernorm.weight", H, 0, 1, &ly->attn_norm));
+        SD_TRY(sd_layer_tensor(L, l, "post_attention_layernorm.weight", H, 0, 1, &ly->ffn_norm));
     }
     if (c->layer_moe[l]) return sd_load_experts(L, l, ly);
     if (c->fused_gate_up) {
         sd_tensor gu;
-        TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
+        SD_TRY(sd_layer_tensor(L, l, "mlp.gate_up_proj.weight", 2 * I, H, 1, &gu));
         if (gu.dtype == SD_FP8) return sd_quant_fused_refused(L, l, "mlp.gate_up_proj.weight");
-        TRY(sd_fused_view(L, &gu, 0, I, &ly->w_gate));
-        TRY(sd_fused_view(L, &gu, I, I, &ly->w_up));
+        SD_TRY(sd_fused_view(L, &gu, 0, I, &ly->w_gate));
+        SD_TRY(sd_fused_view(L, &gu, I, I, &ly->w_up));
     } else {
-        TRY(sd_layer_tensor(L, l, "mlp.gate_proj.weight", I, H, 1, &ly->w_gate));
-        TRY(sd_layer_tensor(L, l, "mlp.up_proj.weight", I, H, 1, &ly->w_up));
+        SD_TRY(sd_layer_tensor(L, l, "mlp.gate_proj.weight", I, H, 1, &ly->w_gate));
+        SD_TRY(sd_layer_tensor(L, l, "mlp.up_proj.weight", I, H, 1, &ly->w_up));
     }
-    TRY(sd_layer_tensor(L, l, "mlp.down_proj.weight", H, I, 1, &ly->w_down));
+    SD_TRY(sd_layer_tensor(L, l, "mlp.down_proj.weight", H, I, 1, &ly->w_down));
     if (c->mlp_bias) {
-        TRY(sd_layer_tensor(L, l, "mlp.gate_proj.bias", I, 0, 1, &ly->b_gate));
-        TRY(sd_layer_tensor(L, l, "mlp.up_proj.bias", I, 0, 1, &ly->b_up));
-        TRY(sd_layer_tensor(L, l, "mlp.down_proj.bias", H, 0, 1, &ly->b_down));
+        SD_TRY(sd_layer_tensor(L, l, "mlp.gate_proj.bias", I, 0, 1, &ly->b_gate));
+        SD_TRY(sd_layer_tensor(L, l, "mlp.up_proj.bias", I, 0, 1, &ly->b_up));
+        SD_TRY(sd_layer_tensor(L, l, "mlp.down_proj.bias", H, 0, 1, &ly->b_down));
     }
     return SPECDEC_OK;
 }
@@ -859,11 +853,11 @@ static specdec_status sd_load_mtp_io(sd_loader *L) {
                        "%s: config.json has num_nextn_predict_layers %d, but the checkpoint has no MTP layer (no tensor "
                        "'%s': this copy was saved without it)",
                        m->path, (int)c->mtp_layers, nm);
-    TRY(sd_layer_tensor(L, 0, "enorm.weight", H, 0, 1, &m->w.mtp_enorm));
-    TRY(sd_layer_tensor(L, 0, "hnorm.weight", H, 0, 1, &m->w.mtp_hnorm));
-    TRY(sd_layer_tensor(L, 0, "eh_proj.weight", H, 2 * H, 1, &m->w.mtp_eh_proj));
-    TRY(sd_layer_tensor(L, 0, "shared_head.norm.weight", H, 0, 1, &m->w.out_norm));
-    TRY(sd_layer_tensor(L, 0, "embed_tokens.weight", V, H, 0, &m->w.tok_embd));
+    SD_TRY(sd_layer_tensor(L, 0, "enorm.weight", H, 0, 1, &m->w.mtp_enorm));
+    SD_TRY(sd_layer_tensor(L, 0, "hnorm.weight", H, 0, 1, &m->w.mtp_hnorm));
+    SD_TRY(sd_layer_tensor(L, 0, "eh_proj.weight", H, 2 * H, 1, &m->w.mtp_eh_proj));
+    SD_TRY(sd_layer_tensor(L, 0, "shared_head.norm.weight", H, 0, 1, &m->w.out_norm));
+    SD_TRY(sd_layer_tensor(L, 0, "embed_tokens.weight", V, H, 0, &m->w.tok_embd));
     return sd_layer_tensor(L, 0, "shared_head.head.weight", V, H, 0, &m->w.lm_head);
 }
 
@@ -898,17 +892,17 @@ static specdec_status sd_load_weights(sd_loader *L) {
     m->w.layers = sd_calloc((size_t)c->n_layers, sizeof *m->w.layers);
     if (!m->owned || !m->w.layers) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
 
-    if (L->mtp) TRY(sd_load_mtp_io(L)); /* what it lacks is the model's, as below */
-    if (!m->w.tok_embd.data) TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
+    if (L->mtp) SD_TRY(sd_load_mtp_io(L)); /* what it lacks is the model's, as below */
+    if (!m->w.tok_embd.data) SD_TRY(sd_get_tensor(L, "model.embed_tokens.weight", V, H, 1, NULL, &m->w.tok_embd));
     for (int32_t l = 0; l < c->n_layers; l++) {
-        TRY(sd_load_attention(L, l, &m->w.layers[l]));
-        TRY(sd_load_mlp(L, l, &m->w.layers[l]));
+        SD_TRY(sd_load_attention(L, l, &m->w.layers[l]));
+        SD_TRY(sd_load_mlp(L, l, &m->w.layers[l]));
     }
-    if (!m->w.out_norm.data) TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
+    if (!m->w.out_norm.data) SD_TRY(sd_get_tensor(L, "model.norm.weight", H, 0, 1, NULL, &m->w.out_norm));
     if (!m->w.lm_head.data && c->tie_word_embeddings) /* (an MTP layer's shared_head.head is loaded) */
         m->w.lm_head = m->w.tok_embd; /* a stored lm_head.weight is ignored, as transformers does */
     else if (!m->w.lm_head.data)
-        TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
+        SD_TRY(sd_get_tensor(L, "lm_head.weight", V, H, 1, "(tie_word_embeddings is false)", &m->w.lm_head));
     m->w.dtype = m->w.layers[0].wo.dtype; /* o_proj: every family has one (MLA may have no q_proj) */
     return SPECDEC_OK;
 }
@@ -919,12 +913,12 @@ static specdec_status sd_load_gguf(sd_loader *L) {
     if (L->mtp)
         return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: a GGUF file has no MTP layer specdec reads", m->path);
     L->index_path[0] = '\0';
-    TRY(sd_gguf_open_model(m, L->use_mmap, &m->files, &m->n_files)); /* one file, or a split GGUF's */
+    SD_TRY(sd_gguf_open_model(m, L->use_mmap, &m->files, &m->n_files)); /* one file, or a split GGUF's */
     m->file_format = SPECDEC_FILE_GGUF;
-    TRY(sd_build_entries(L));
+    SD_TRY(sd_build_entries(L));
     L->used = sd_calloc(L->n_entries + 1, 1);
     if (!L->used) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
-    TRY(sd_load_weights(L));
+    SD_TRY(sd_load_weights(L));
     for (size_t i = 0; i < L->n_entries; i++) /* a tensor the configuration does not read would be dropped silently */
         if (!L->used[i])
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%s' (as named in the Hugging Face "
@@ -945,11 +939,11 @@ static specdec_status sd_load(sd_loader *L) {
     snprintf(p, sizeof p, "%s/config.json", m->path);
     char *text = NULL;
     size_t len = 0;
-    TRY(sd_read_file(p, SD_CONFIG_MAX_BYTES, &text, &len, NULL));
+    SD_TRY(sd_read_file(p, SD_CONFIG_MAX_BYTES, &text, &len, NULL));
     specdec_status st = sd_config_parse(text, len, p, &m->w.cfg, NULL);
     sd_free(text);
     if (st) return st;
-    if (L->mtp) TRY(sd_mtp_config(L));
+    if (L->mtp) SD_TRY(sd_mtp_config(L));
 
     snprintf(L->index_path, sizeof L->index_path, "%s/model.safetensors.index.json", m->path);
     if (sd_is_file(L->index_path)) {
@@ -968,9 +962,9 @@ static specdec_status sd_load(sd_loader *L) {
                            "%s: no model.safetensors or model.safetensors.index.json in this directory", m->path);
         m->files = sd_calloc(1, sizeof *m->files);
         if (!m->files) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", p);
-        TRY(sd_st_open(p, L->use_mmap, &m->files[0], NULL));
+        SD_TRY(sd_st_open(p, L->use_mmap, &m->files[0], NULL));
         m->n_files = 1;
-        TRY(sd_build_entries(L));
+        SD_TRY(sd_build_entries(L));
     }
     return sd_load_weights(L);
 }

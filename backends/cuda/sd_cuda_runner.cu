@@ -223,12 +223,6 @@ static void cuda_destroy(sd_runner *base) {
 
 /* ---- the forward pass --------------------------------------------------------- */
 
-#define SD_TRY(expr)                                  \
-    do {                                              \
-        specdec_status sd_st_ = (expr);               \
-        if (sd_st_ != SPECDEC_OK) return sd_st_;      \
-    } while (0)
-
 /* One body chunk: rows [first, first + n) of the token buffer. */
 typedef struct sd_cuda_fwd {
     int32_t first, n;
