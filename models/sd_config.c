@@ -720,6 +720,9 @@ static specdec_status sd_cfg_moe_deepseek(const sd_cfgp *p) {
         SD_TRY(sd_cfg_i32(p->root, "topk_group", 0, v3 ? 4 : 1, 1, c->n_group, &c->topk_group, p->fname, p->eb));
         c->moe_route = SD_ROUTE_SIGMOID_GROUPED;
     }
+    if (c->topk_group > c->n_group) /* (the class default 4 with a smaller n_group given: transformers' topk fails) */
+        return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: topk_group (%d) exceeds n_group (%d)", p->fname,
+                       (int)c->topk_group, (int)c->n_group);
     if (c->n_experts % c->n_group || c->n_experts / c->n_group < min_group)
         return sd_fail(p->eb, SPECDEC_ERR_FORMAT,
                        "%s: n_group (%d) must divide the %d routed experts into groups of at least %d%s", p->fname,
