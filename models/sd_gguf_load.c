@@ -32,16 +32,20 @@ int sd_gguf_path(const char *path) {
 typedef struct gguf_arch {
     const char *name, *cls, *model_type;
     int interleaved; /* llama.cpp's converter permuted attn_q / attn_k for ggml's adjacent-pair rope */
+    int norm_shifted; /* Gemma: the converter stored every RMSNorm weight as (1 + w), which llama.cpp multiplies by */
 } gguf_arch;
 
 static const gguf_arch gguf_archs[] = {
-    {"llama", "LlamaForCausalLM", "llama", 1},
-    {"qwen2", "Qwen2ForCausalLM", "qwen2", 0},
-    {"qwen3", "Qwen3ForCausalLM", "qwen3", 0},
-    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", 0},
-    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", 0},
-    {"llama", "MixtralForCausalLM", "mixtral", 1}, /* "llama" with llama.expert_count > 0 (gguf_arch_of) */
-    {"phi3", "Phi3ForCausalLM", "phi3", 0},        /* fused attn_qkv and ffn_up (gate and up), longrope */
+    {"llama", "LlamaForCausalLM", "llama", 1, 0},
+    {"qwen2", "Qwen2ForCausalLM", "qwen2", 0, 0},
+    {"qwen3", "Qwen3ForCausalLM", "qwen3", 0, 0},
+    {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", 0, 0},
+    {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", 0, 0},
+    {"llama", "MixtralForCausalLM", "mixtral", 1, 0}, /* "llama" with llama.expert_count > 0 (gguf_arch_of) */
+    {"phi3", "Phi3ForCausalLM", "phi3", 0, 0},        /* fused attn_qkv and ffn_up (gate and up), longrope */
+    {"gemma", "GemmaForCausalLM", "gemma", 0, 1},
+    {"gemma2", "Gemma2ForCausalLM", "gemma2", 0, 1}, /* sandwich norms, soft-capping, a window on even layers */
+    {"gemma3", "Gemma3ForCausalLM", "gemma3_text", 0, 1}, /* the text model of Gemma 3 (1B-27B; not 3n) */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -66,13 +70,19 @@ static const char *const gguf_layer[][2] = {
     {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"}, {"attn_qkv", "self_attn.qkv_proj"},
 };
 
+/* Gemma 2 / 3's four norms a layer (gguf-py's names for them): ffn_norm is the one before the MLP there. */
+static const char *const gguf_sandwich[][2] = {
+    {"post_attention_norm", "post_attention_layernorm"}, {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+
 /* A mixture of experts' stacked experts: [E, rows, cols] (ne = {cols, rows, E}), split into E matrices. */
 static const char *const gguf_experts[][2] = {
     {"ffn_gate_exps", "gate_proj"}, {"ffn_up_exps", "up_proj"}, {"ffn_down_exps", "down_proj"},
 };
 
 /* The Hugging Face name of GGUF tensor `name` into hf (1), or 0 when specdec does not map it. */
-static int gguf_hf_name(const char *name, int64_t n_layers, char *hf, size_t cap) {
+static int gguf_hf_name(const char *name, int64_t n_layers, int sandwich, char *hf, size_t cap) {
     for (size_t i = 0; i < sizeof gguf_global / sizeof gguf_global[0]; i++)
         if (!strcmp(name, gguf_global[i][0])) return snprintf(hf, cap, "%s", gguf_global[i][1]) > 0;
     if (strncmp(name, "blk.", 4)) return 0;
@@ -83,6 +93,9 @@ static int gguf_hf_name(const char *name, int64_t n_layers, char *hf, size_t cap
     if (*end != '.' || l < 0 || l >= n_layers || (p[0] == '0' && end != p + 1)) return 0;
     const char *part = end + 1, *dot = strrchr(part, '.');
     if (!dot || (strcmp(dot, ".weight") && strcmp(dot, ".bias"))) return 0;
+    for (size_t i = 0; sandwich && i < sizeof gguf_sandwich / sizeof gguf_sandwich[0]; i++)
+        if (strlen(gguf_sandwich[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_sandwich[i][0], (size_t)(dot - part)))
+            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_sandwich[i][1], dot) > 0;
     for (size_t i = 0; i < sizeof gguf_layer / sizeof gguf_layer[0]; i++)
         if (strlen(gguf_layer[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_layer[i][0], (size_t)(dot - part)))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_layer[i][1], dot) > 0;
@@ -288,6 +301,32 @@ static specdec_status gguf_moe(gguf_ctx *x, const gguf_arch *a) {
     return SPECDEC_OK;
 }
 
+/* Gemma 2 / Gemma 3 as llama.cpp runs them (its converter writes neither query_pre_attn_scalar nor the layer
+ * pattern): the attention scale 1 / sqrt(head_dim), but 1 / sqrt(hidden / heads) on the 27B models, which
+ * llama.cpp knows by their 46 (Gemma 2) / 62 (Gemma 3) layers; a window on layer l when l % 2 < 1 (Gemma 2)
+ * / l % 6 < 5 (Gemma 3); Gemma 2's soft-capping (absent keys: the class defaults, 50 / 30, llama.cpp's too);
+ * Gemma 3's sliding layers turn with base rope.freq_base_swa, else 10000, unscaled (rope.freq_base and the
+ * linear scaling are the global layers'). Gemma 1: nothing beyond the common keys. */
+static specdec_status gguf_gemma(gguf_ctx *x, int64_t hidden, int64_t heads, int64_t head_dim) {
+    const int v2 = !strcmp(x->arch, "gemma2"), v3 = !strcmp(x->arch, "gemma3");
+    if (!v2 && !v3) return SPECDEC_OK;
+    int64_t n_layers = 0;
+    SD_TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &n_layers));
+    SD_TRY(gguf_int(x, "attention.sliding_window", "sliding_window", 1, 1, (int64_t)1 << 30, NULL));
+    const int big = n_layers == (v2 ? 46 : 62);
+    cJSON_AddNumberToObject(x->cfg, "query_pre_attn_scalar", (double)(big ? hidden / heads : head_dim));
+    const int64_t pat = v2 ? 2 : 6;
+    cJSON *lt = cJSON_AddArrayToObject(x->cfg, "layer_types");
+    for (int64_t l = 0; l < n_layers; l++)
+        cJSON_AddItemToArray(lt, cJSON_CreateString(l % pat < pat - 1 ? "sliding_attention" : "full_attention"));
+    SD_TRY(gguf_num(x, "final_logit_softcapping", "final_logit_softcapping", 0, NULL));
+    if (v2) return gguf_num(x, "attn_logit_softcapping", "attn_logit_softcapping", 0, NULL);
+    double local = 10000.0;
+    SD_TRY(gguf_num(x, "rope.freq_base_swa", NULL, 0, &local));
+    cJSON_AddNumberToObject(x->cfg, "rope_local_base_freq", local);
+    return SPECDEC_OK;
+}
+
 /* config.json's fields from the metadata (the names llama.cpp's converter writes them under). */
 static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t *data) {
     const sd_gguf_tensor *emb = sd_gguf_find_tensor(x->g, "token_embd.weight");
@@ -328,6 +367,7 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
         else cJSON_AddNullToObject(x->cfg, "sliding_window");
     }
     if (strstr(a->name, "moe")) SD_TRY(gguf_moe(x, a));
+    SD_TRY(gguf_gemma(x, hidden, heads, head_dim));
     if (!strcmp(a->cls, "MixtralForCausalLM")) { /* experts of feed_forward_length, top-k renormalised */
         SD_TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
         SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
@@ -383,7 +423,7 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
         const char *proj = NULL;
         long layer = 0;
         const int split = t->ndim == 3 && gguf_experts_of(t->name, n_layers, &proj, &layer);
-        if (!split && !gguf_hf_name(t->name, n_layers, hf, sizeof hf))
+        if (!split && !gguf_hf_name(t->name, n_layers, fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3, hf, sizeof hf))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is not one specdec knows for this "
                            "architecture (a feature it would silently drop)", path, t->name);
         if (mixtral) gguf_mixtral_names(hf, sizeof hf, &proj);
@@ -453,9 +493,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe, qwen3moe and phi3 GGUF files load; other families load from their Hugging "
-                   "Face checkpoint)", path,
-                   (int)(s.len < 64 ? s.len : 64), s.s);
+                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2 and gemma3 GGUF files load; other families "
+                   "load from their Hugging Face checkpoint)", path, (int)(s.len < 64 ? s.len : 64), s.s);
 }
 
 /* The configuration (from the first file's metadata) and the first file's header. */
@@ -482,6 +521,7 @@ static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int
     cJSON_free(text);
     if (st) return st;
     m->w.cfg.rope_interleaved = a->interleaved;
+    if (a->norm_shifted) m->w.cfg.norm_offset = 0.0f; /* the (1 + w) already in the stored weights */
     return gguf_header(g, m->path, m->w.cfg.n_layers, m->w.cfg.arch, quantized, &f->hdr);
 }
 

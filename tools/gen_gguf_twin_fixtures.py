@@ -10,8 +10,15 @@ permuted for ggml's rope); every expert's gate / up / down stacked into one [E, 
 plain ffn_gate / ffn_up / ffn_down. Phi-3 as "phi3": the fused qkv_proj as attn_qkv and gate_up_proj as
 ffn_up (quantized whole: specdec splits the repacked matrix into row views), rope.dimension_count the
 rotary part (Phi-4-mini's partial rotary), longrope as rope_factors_short / rope_factors_long tensors with
-phi3.rope.scaling.original_context_length and .attn_factor, the window as phi3.attention.sliding_window. Matrices are encoded in the ggml types FIXTURES assigns (gguf-py's
-quantizer; a type whose block does not divide the rows stays F16); 1-D tensors F32. Then
+phi3.rope.scaling.original_context_length and .attn_factor, the window as phi3.attention.sliding_window.
+Gemma / Gemma 2 / Gemma 3 as "gemma" / "gemma2" / "gemma3": every RMSNorm weight stored as (1 + w) (the
+converter's norm shift), Gemma 2 / 3's four norms a layer (attn_norm, post_attention_norm, ffn_norm = the
+pre-MLP one, post_ffw_norm), soft-capping and the window as metadata, Gemma 3's global rope base and linear
+scaling; what the file cannot say is set in the reference to what llama.cpp runs (query_pre_attn_scalar =
+head_dim, the window on layer l when l % 2 < 1 / l % 6 < 5, Gemma 3's sliding layers at base 10000): so
+gguf_gemma3 converts a 7-layer source built here (SOURCES), whose sixth layer is global. Matrices are
+encoded in the ggml types FIXTURES assigns (gguf-py's quantizer; a type whose block does not divide the
+rows stays F16); 1-D tensors F32. Then
 
     OUT/<name>/model.gguf        the checkpoint (no tokenizer: the source fixtures have none)
     OUT/<name>/ids.txt           the source fixture's ids
@@ -67,7 +74,28 @@ FIXTURES = {
     # Phi-4-mini: partial rotary (12 of 16 dimensions), longrope, tied embeddings
     "gguf_phi4_mini": dict(src="phi4_mini", arch="phi3", edits={},
                            types={"attn": Q.Q8_0, "dense": Q.Q8_0, "out": Q.Q4_0}),
+    # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
+    "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
+                       types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
+    # Gemma 2: soft-capping 2 / 15, window 4 on layers 0 and 2; llama.cpp's attention scale (head_dim)
+    "gguf_gemma2": dict(src="gemma2", arch="gemma2", edits={"query_pre_attn_scalar": 16},
+                        types={"attn": Q.Q8_0, "dense": Q.Q5_0, "out": Q.F16}),
+    # Gemma 3: q / k norms, 7 layers (the sixth global: linear scaling 2, base 1000; the others base 10000)
+    "gguf_gemma3": dict(src="gemma3_swa6", arch="gemma3", edits={},
+                        types={"attn": Q.Q5_1, "dense": Q.Q8_0, "out": Q.Q4_0}),
 }
+
+# Sources built here (not in tests/models/fixtures): name -> gen_model_fixtures VARIANTS entry
+SOURCES = {
+    "gemma3_swa6": lambda: (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM,
+                            {**gmf.BASE, "num_hidden_layers": 7, "head_dim": 16, "tie_word_embeddings": True,
+                             "sliding_window": 4, "query_pre_attn_scalar": 16, "final_logit_softcapping": None,
+                             "layer_types": ["sliding_attention"] * 5 + ["full_attention", "sliding_attention"],
+                             "rope_parameters": {
+                                 "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000.0},
+                                 "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}, True),
+}
+GEMMA = ("gemma", "gemma2", "gemma3")
 
 LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -77,6 +105,8 @@ LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
          "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
          "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
+SANDWICH = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+            "post_feedforward_layernorm": "post_ffw_norm"}  # Gemma 2 / 3
 GLOBAL = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
           "lm_head.weight": "output.weight"}
 EXPERT = re.compile(r"model\.layers\.(\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight")
@@ -124,7 +154,12 @@ def gguf_tensors(src_dir, spec, cfg):
             g = GLOBAL[name]
         else:
             p = name.split(".")
-            g = f"blk.{p[2]}.{LAYER['.'.join(p[3:-1])]}.{p[-1]}"
+            part = ".".join(p[3:-1])
+            g = f"blk.{p[2]}.{SANDWICH.get(part) if spec['arch'] in GEMMA[1:] and part in SANDWICH else LAYER[part]}.{p[-1]}"
+        if spec["arch"] in GEMMA and name.endswith("norm.weight"):
+            stored = w + np.float32(1.0)  # the converter's norm shift; the reference gets stored - 1
+            out[g] = (Q.F32, stored, (stored - np.float32(1.0)).reshape(state[name].shape), [name])
+            continue
         heads = None
         if spec["arch"] == "llama" and (".q_proj." in name or ".k_proj." in name):
             heads = n_head if ".q_proj." in name else n_kv
@@ -181,15 +216,27 @@ def write_gguf(path, spec, cfg, tensors):
     w.add_feed_forward_length(cfg["intermediate_size"])
     w.add_head_count(cfg["num_attention_heads"])
     w.add_head_count_kv(cfg["num_key_value_heads"])
-    w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    if spec["arch"] == "gemma3":  # the global layers' base and scaling; the sliding ones' base is llama.cpp's 10000
+        full = cfg["rope_parameters"]["full_attention"]
+        w.add_rope_freq_base(full["rope_theta"])
+        if full["rope_type"] == "linear":
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(full["factor"])
+    elif spec["arch"] not in GEMMA:  # (Gemma 1 / 2: the converter writes no base; 10000 is the default)
+        w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+    if spec["arch"] in ("gemma2", "gemma3"):
+        w.add_sliding_window(cfg["sliding_window"])
+    if spec["arch"] == "gemma2":
+        w.add_attn_logit_softcapping(cfg["attn_logit_softcapping"])
+        w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
     if cfg.get("head_dim"):
         w.add_key_length(cfg["head_dim"])
         w.add_value_length(cfg["head_dim"])
-    if spec["arch"] != "phi3":
+    if spec["arch"] not in ("phi3",) + GEMMA:
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("llama", "phi3"):
+    if spec["arch"] not in ("llama", "phi3") + GEMMA:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
@@ -220,9 +267,22 @@ def reference(tmp, cfg, tensors, ids, **edits):
         return model(input_ids=torch.tensor([ids])).logits[0].float().numpy()
 
 
+def source_dir(spec, src_root, tmp):
+    """The source fixture's directory: tests/models/fixtures' own, or one built into tmp (SOURCES)."""
+    if spec["src"] not in SOURCES:
+        return os.path.join(src_root, spec["src"])
+    gmf.VARIANTS[spec["src"]] = SOURCES[spec["src"]]()
+    gmf.write_fixture(tmp, spec["src"])
+    return os.path.join(tmp, spec["src"])
+
+
 def write_fixture(out, name, src_root):
+    with tempfile.TemporaryDirectory() as tmp:
+        return write_fixture_from(out, name, source_dir(FIXTURES[name], src_root, tmp))
+
+
+def write_fixture_from(out, name, src):
     spec = FIXTURES[name]
-    src = os.path.join(src_root, spec["src"])
     with open(os.path.join(src, "config.json")) as f:
         cfg = {**json.load(f), **spec["edits"]}
     ids = [int(x) for x in open(os.path.join(src, "ids.txt")).read().split()]
@@ -242,6 +302,8 @@ def write_fixture(out, name, src_root):
             continue
         qt, _, deq, names = tensors[t.name]
         back = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        if spec["arch"] in GEMMA and t.name.endswith("norm.weight"):
+            back = back - np.float32(1.0)
         if spec["arch"] == "llama" and (".attn_q." in t.name or ".attn_k." in t.name):
             back = ggf.unpermute_qk(back, cfg["num_attention_heads" if ".attn_q." in t.name else "num_key_value_heads"])
         worst = max(worst, float(np.abs(back.reshape(deq.shape) - deq).max()))

@@ -79,7 +79,7 @@ typedef struct gt { /* one tensor to write */
 typedef struct gguf_w {
     gb kv;       /* serialized metadata entries */
     uint64_t n_kv;
-    gt t[64];
+    gt t[1024]; /* Gemma 3 with 62 layers: 13 tensors a layer */
     int n_t;
     uint32_t version;
 } gguf_w;
@@ -494,17 +494,24 @@ typedef struct tiny_opts {
     int split;           /* write it as llama.cpp's gguf-split does, in two files (path: PREFIX-00001-of-00002.gguf):
                             1 as is, 2 split.tensors.count off by one, 3 a tensor in both files, 4 the second file
                             saying split.no 0 */
+    int layers;          /* block_count (0: 2) */
+    int hd;              /* the head dimension (0: HD; else written as attention.key_length / value_length) */
+    int swa_base;        /* gemma3: rope.freq_base_swa written (that value) */
 } tiny_opts;
 
 static float fbuf[2][V * I * 2];
+static float nbuf[5][I]; /* norm weights 1, 2, 3, 4, 5: which norm a tensor became */
 static uint16_t hbuf[V * I * 2];
 static uint8_t qbuf[2][I * H * 2];
+enum { MAX_L = 64 };
 
 static void tiny_gguf(const char *path, const tiny_opts *o) {
     gguf_w w;
     memset(&w, 0, sizeof w);
     char k[128];
     const char *a = o->arch;
+    const int nl = o->layers ? o->layers : 2, hd = o->hd ? o->hd : HD;
+    const int gemma2 = !strcmp(a, "gemma2"), gemma3 = !strcmp(a, "gemma3");
     kv_str(&w, "general.architecture", a);
 #define KU(key, v)                                          \
     do {                                                    \
@@ -513,11 +520,20 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
     } while (0)
     KU("context_length", 64);
     KU("embedding_length", H);
-    KU("block_count", 2);
+    KU("block_count", (uint32_t)nl);
     KU("feed_forward_length", I);
     KU("attention.head_count", NH);
     KU("attention.head_count_kv", NKV);
-    KU("rope.dimension_count", HD);
+    KU("rope.dimension_count", (uint32_t)hd);
+    if (hd != HD) {
+        KU("attention.key_length", (uint32_t)hd);
+        KU("attention.value_length", (uint32_t)hd);
+    }
+    if (gemma2 || gemma3) KU("attention.sliding_window", 4);
+    if (o->swa_base) {
+        snprintf(k, sizeof k, "%s.rope.freq_base_swa", a);
+        kv_f32(&w, k, (float)o->swa_base);
+    }
     snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
     if (!o->skip_key || strcmp(o->skip_key, "attention.layer_norm_rms_epsilon")) kv_f32(&w, k, 1e-5f);
     snprintf(k, sizeof k, "%s.rope.freq_base", a);
@@ -536,6 +552,8 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
         kv_u32(&w, "tokenizer.ggml.padding_token_id", 9999);
     }
     for (size_t i = 0; i < sizeof fbuf[0] / sizeof(float); i++) fbuf[0][i] = 0.02f * (float)sin(0.1 * (double)i), fbuf[1][i] = 1.0f;
+    for (int j = 0; j < 5; j++)
+        for (int i = 0; i < I; i++) nbuf[j][i] = (float)(j + 1);
     for (size_t i = 0; i < sizeof hbuf / 2; i++) hbuf[i] = sd_f32_to_f16(fbuf[0][i]);
     const int f16 = o->mat_type == SD_GGML_F16;
     const void *mat = f16 ? (const void *)hbuf : (const void *)fbuf[0];
@@ -544,15 +562,20 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
     add_t(&w, "token_embd.weight", mt, 2, H, V, mat, es * V * H);
     add_t(&w, "output_norm.weight", SD_GGML_F32, 1, H, 1, fbuf[1], 4 * H);
     add_t(&w, "output.weight", mt, 2, H, V, mat, es * V * H);
-    static char names[2][16][48];
-    for (int l = 0; l < 2; l++) {
-        const struct { const char *n; int rows, cols; } m[] = {
-            {"attn_norm", H, 0}, {"attn_q", NH * HD, H}, {"attn_k", NKV * HD, H}, {"attn_v", NKV * HD, H},
-            {"attn_output", H, NH * HD}, {"ffn_norm", H, 0}, {"ffn_gate", I, H}, {"ffn_up", I, H}, {"ffn_down", H, I}};
-        for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+    static char names[MAX_L][16][48];
+    for (int l = 0; l < nl && l < MAX_L; l++) {
+        /* norms: attn_norm 1, ffn_norm 2; Gemma 2 / 3's post_attention_norm 3, post_ffw_norm 4; q / k norms 5 */
+        const struct { const char *n; int rows, cols, norm; } m[] = {
+            {"attn_norm", H, 0, 1}, {"attn_q", NH * hd, H, 0}, {"attn_k", NKV * hd, H, 0}, {"attn_v", NKV * hd, H, 0},
+            {"attn_output", H, NH * hd, 0}, {"ffn_norm", H, 0, 2}, {"ffn_gate", I, H, 0}, {"ffn_up", I, H, 0},
+            {"ffn_down", H, I, 0}, {"post_attention_norm", H, 0, 3}, {"post_ffw_norm", H, 0, 4},
+            {"attn_q_norm", hd, 0, 5}, {"attn_k_norm", hd, 0, 5}};
+        const size_t n_m = gemma3 ? 13 : gemma2 ? 11 : 9;
+        for (size_t i = 0; i < n_m; i++) {
             snprintf(names[l][i], 48, "blk.%d.%s.weight", l, m[i].n);
             if (!m[i].cols) {
-                add_t(&w, names[l][i], SD_GGML_F32, 1, (uint64_t)m[i].rows, 1, fbuf[1], 4 * (size_t)m[i].rows);
+                add_t(&w, names[l][i], SD_GGML_F32, 1, (uint64_t)m[i].rows, 1, nbuf[m[i].norm - 1],
+                      4 * (size_t)m[i].rows);
                 continue;
             }
             uint32_t qt = 0;
@@ -609,7 +632,7 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
  * split.tensors.count that does not add up, a tensor in both files and a second file that says it is the
  * first are refused. */
 static void split_files(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 1};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 1, 0, 0, 0};
     char p[4200], p2[4200], q[4200];
     snprintf(p, sizeof p, "%s/split-00001-of-00002.gguf", dir);
     snprintf(p2, sizeof p2, "%s/split-00002-of-00002.gguf", dir);
@@ -659,8 +682,66 @@ static specdec_model *load_tiny(const char *dir, const tiny_opts *o, specdec_sta
     return m;
 }
 
+/* norm tensor t's first weight (the tiny files' norms are constant: which GGUF norm it was) */
+static float norm_id(const sd_tensor *t) { return t->data && t->dtype == SD_F32 ? ((const float *)t->data)[0] : -1.0f; }
+
+/* Gemma, Gemma 2, Gemma 3 GGUFs: the (1 + w) norms used as stored (norm_offset 0); Gemma 2 / 3's ffn_norm is
+ * the pre-MLP norm, post_attention_norm / post_ffw_norm the sandwich's; llama.cpp's attention scale (head_dim,
+ * hidden / heads on the 46 / 62-layer 27B models), window patterns (2 / 6) and Gemma 3's sliding-layer base
+ * (rope.freq_base_swa, else 10000). */
+static void gemma(const char *dir) {
+    tiny_opts o = {"gemma", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "gemma");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        SD_CHECK(!strcmp(c->architecture, "GemmaForCausalLM") && c->norm_offset == 0.0f && !c->sandwich_norms &&
+                     c->embed_scale == (float)sqrt((double)H) && norm_id(&m->w.layers[1].ffn_norm) == 2.0f &&
+                     !c->rope_interleaved && c->rope_theta == 10000.0f,
+                 "gemma: norms as stored, ffn_norm before the MLP, embeddings scaled (offset %g)", (double)c->norm_offset);
+        specdec_model_free(m);
+    }
+    static const struct { const char *arch; int layers, hd; float scalar; } cases[] = {
+        {"gemma2", 2, 16, 16.0f}, {"gemma2", 46, 16, (float)(H / NH)}, {"gemma3", 3, 16, 16.0f},
+        {"gemma3", 62, 16, (float)(H / NH)}, {"gemma3", 46, 16, 16.0f}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        o = (tiny_opts){cases[i].arch, SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+        o.layers = cases[i].layers, o.hd = cases[i].hd;
+        const int v3 = !strcmp(cases[i].arch, "gemma3");
+        if (v3 && i == 2) o.swa_base = 500;
+        m = load_tiny(dir, &o, SPECDEC_OK, NULL, cases[i].arch);
+        if (!m) continue;
+        const sd_config *c = &m->w.cfg;
+        const sd_layer *L = &m->w.layers[0];
+        const int pat = v3 ? 6 : 2;
+        int windows = c->sliding_window == 4;
+        for (int l = 0; l < c->n_layers; l++) windows &= c->layer_sliding[l] == (l % pat < pat - 1);
+        SD_CHECK(c->norm_offset == 0.0f && c->sandwich_norms && norm_id(&L->attn_norm) == 1.0f &&
+                     norm_id(&L->ffn_norm) == 2.0f && norm_id(&L->attn_post_norm) == 3.0f &&
+                     norm_id(&L->ffn_post_norm) == 4.0f && (!v3 || (c->qk_norm && norm_id(&L->q_norm) == 5.0f)) &&
+                     c->head_dim == cases[i].hd && fabsf(c->attn_scale - 1.0f / sqrtf(cases[i].scalar)) < 1e-7f &&
+                     windows && c->n_layers == cases[i].layers,
+                 "%s with %d layers: norms, attention scale 1/sqrt(%g) (got %g), windows every %d", cases[i].arch,
+                 cases[i].layers, (double)cases[i].scalar, (double)c->attn_scale, pat);
+        if (!v3)
+            SD_CHECK(c->attn_softcap == 50.0f && c->final_softcap == 30.0f,
+                     "gemma2 without soft-capping keys: the defaults 50 / 30 (got %g / %g)", (double)c->attn_softcap,
+                     (double)c->final_softcap);
+        else
+            SD_CHECK(c->rope_local_theta == (i == 2 ? 500.0f : 10000.0f) && c->final_softcap == 0.0f &&
+                         c->attn_softcap == 0.0f,
+                     "gemma3: the sliding layers' base %g (rope.freq_base_swa or 10000), no soft-capping",
+                     (double)c->rope_local_theta);
+        specdec_model_free(m);
+    }
+    /* Gemma 2 / 3 need their window; a Gemma 2 tensor in a Gemma 1 file is unknown there */
+    o = (tiny_opts){"gemma2", SD_GGML_F32, "attention.sliding_window", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "gemma2.attention.sliding_window", "gemma2 without its window");
+    o = (tiny_opts){"gemma", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.post_ffw_norm.weight", 0, 0, 0, 0, 0, 0, 0};
+    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "post_ffw_norm", "a sandwich norm in a gemma (1) file");
+}
+
 static void loader(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 0};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 0, 0, 0, 0};
     specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama Q4_0 / Q8_0");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -676,12 +757,12 @@ static void loader(const char *dir) {
                  "the tiny llama GGUF's config and dtypes (%s)", c->architecture);
         specdec_model_free(m);
     }
-    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     /* qwen2 needs its q/k/v biases: refused without them */
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_proj.bias", "qwen2 without its biases");
-    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_norm", "qwen3 without its q/k norms");
-    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "rope_freqs", "linear scaling and rope_freqs together");
     o.rope_freqs = 0;
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama F16, linear rope");
@@ -691,7 +772,7 @@ static void loader(const char *dir) {
                  "an unquantized GGUF is not CPU-only; linear rope read");
         specdec_model_free(m);
     }
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama with rope_freqs");
     if (m) {
         SD_CHECK(m->w.cfg.rope_type == SD_ROPE_LONGROPE && m->w.cfg.rope_short_factor[3] == 1.0f &&
@@ -700,24 +781,25 @@ static void loader(const char *dir) {
     }
     o.rope_freqs = 3;
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "rope_freqs.weight", "rope_freqs of the wrong size");
-    o = (tiny_opts){"gemma2", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
-    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "gemma2", "an unsupported architecture");
-    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"gemma3n", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "gemma3n", "an unsupported architecture");
+    gemma(dir);
+    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "llama.embedding_length", "a missing required key");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "yarn", "yarn scaling");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "q_proj.bias", "a tensor the configuration does not read");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "attn_post_norm", "an unknown tensor");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "blk.2", "a layer past block_count");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "IQ4_NL", "an unsupported block type");
-    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "must be finite", "a NaN block scale");
     /* MTP from a GGUF */
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
     char p[4200];
     snprintf(p, sizeof p, "%s/tiny.gguf", dir);
     tiny_gguf(p, &o);
