@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "sd_gguf_load.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,7 +198,40 @@ static specdec_status gguf_longrope(gguf_ctx *x, int64_t rd, const uint8_t *data
     return SPECDEC_OK;
 }
 
-/* rope: rope.freq_base, rope.dimension_count (must be the head), rope.scaling.type none / linear, and
+/* yarn (Qwen2.5 / Qwen3 long-context files): rope.scaling.factor, .original_context_length and the optional
+ * .yarn_beta_fast / .yarn_beta_slow (transformers' defaults 32 / 1 otherwise), as llama.cpp runs them: the
+ * ramp between the floor / ceil correction dimensions, extrapolation factor 1, and cos / sin scaled by
+ * 0.1 ln(factor) + 1 — transformers' yarn without attention_factor. The keys that would change that
+ * (.yarn_ext_factor other than 1, .attn_factor, .yarn_log_multiplier other than 0: DeepSeek's mscale, where
+ * llama.cpp's and transformers' conventions differ) are refused, naming the key. */
+static specdec_status gguf_yarn(gguf_ctx *x) {
+    static const char *const odd[] = {"rope.scaling.yarn_ext_factor", "rope.scaling.attn_factor",
+                                      "rope.scaling.yarn_attn_factor", "rope.scaling.yarn_log_multiplier"};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        char k[160];
+        double v = 0.0;
+        snprintf(k, sizeof k, "%s.%s", x->arch, odd[i]);
+        if (!sd_gguf_find(x->g, k)) continue;
+        const double neutral = i == 0 ? 1.0 : i == 3 ? 0.0 : NAN;
+        if (!sd_gguf_get_f64(x->g, k, &v) || !(v == neutral))
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' with yarn rope scaling is not "
+                           "supported (llama.cpp's reading of it is not transformers')", x->path, k);
+    }
+    double f = 1.0, orig = 0.0, bf = 32.0, bs = 1.0;
+    SD_TRY(gguf_num(x, "rope.scaling.factor", NULL, 1, &f));
+    SD_TRY(gguf_num(x, "rope.scaling.original_context_length", NULL, 1, &orig));
+    SD_TRY(gguf_num(x, "rope.scaling.yarn_beta_fast", NULL, 0, &bf));
+    SD_TRY(gguf_num(x, "rope.scaling.yarn_beta_slow", NULL, 0, &bs));
+    cJSON *rs = cJSON_AddObjectToObject(x->cfg, "rope_scaling");
+    cJSON_AddStringToObject(rs, "rope_type", "yarn");
+    cJSON_AddNumberToObject(rs, "factor", f);
+    cJSON_AddNumberToObject(rs, "original_max_position_embeddings", orig);
+    cJSON_AddNumberToObject(rs, "beta_fast", bf);
+    cJSON_AddNumberToObject(rs, "beta_slow", bs);
+    return SPECDEC_OK;
+}
+
+/* rope: rope.freq_base, rope.dimension_count (must be the head), rope.scaling.type none / linear / yarn, and
  * rope_freqs.weight (F32 [head_dim / 2]: per-pair divisors of the frequencies). */
 static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, const uint8_t *data) {
     SD_TRY(gguf_num(x, "rope.freq_base", "rope_theta", 0, NULL));
@@ -218,14 +252,15 @@ static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, 
     if (sd_gguf_find(x->g, k) && !sd_gguf_get_str(x->g, k, &ty))
         return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a string", x->path, k);
     const sd_gguf_tensor *ff = sd_gguf_find_tensor(x->g, "rope_freqs.weight");
-    const int linear = ty.len == 6 && !memcmp(ty.s, "linear", 6);
-    if (!(ty.len == 4 && !memcmp(ty.s, "none", 4)) && !linear)
-        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' is '%.*s' (none and linear are "
+    const int linear = ty.len == 6 && !memcmp(ty.s, "linear", 6), yarn = ty.len == 4 && !memcmp(ty.s, "yarn", 4);
+    if (!(ty.len == 4 && !memcmp(ty.s, "none", 4)) && !linear && !yarn)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' is '%.*s' (none, linear and yarn are "
                        "supported)", x->path, k, (int)(ty.len < 40 ? ty.len : 40), ty.s);
-    if (linear && ff)
-        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF has both linear rope scaling and rope_freqs.weight",
-                       x->path);
+    if ((linear || yarn) && ff)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF has both %s rope scaling and rope_freqs.weight",
+                       x->path, linear ? "linear" : "yarn");
     cJSON *rs = NULL;
+    if (yarn) return gguf_yarn(x);
     if (linear) {
         double f = 1.0;
         SD_TRY(gguf_num(x, "rope.scaling.factor", NULL, 1, &f));

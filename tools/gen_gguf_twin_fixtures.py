@@ -74,6 +74,9 @@ FIXTURES = {
     # Phi-4-mini: partial rotary (12 of 16 dimensions), longrope, tied embeddings
     "gguf_phi4_mini": dict(src="phi4_mini", arch="phi3", edits={},
                            types={"attn": Q.Q8_0, "dense": Q.Q8_0, "out": Q.Q4_0}),
+    # Llama with yarn rope (factor 4 over 16 original positions, beta_fast 8, beta_slow 0.5), q / k permuted
+    "gguf_llama_yarn": dict(src="llama_rope_yarn", arch="llama", edits={}, moe=False,
+                            types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -223,7 +226,16 @@ def write_gguf(path, spec, cfg, tensors):
             w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
             w.add_rope_scaling_factor(full["factor"])
     elif spec["arch"] not in GEMMA:  # (Gemma 1 / 2: the converter writes no base; 10000 is the default)
-        w.add_rope_freq_base(cfg["rope_parameters"]["rope_theta"])
+        rp = cfg["rope_parameters"]
+        w.add_rope_freq_base(rp["rope_theta"])
+        if rp.get("rope_type") == "yarn":  # TextModel.set_gguf_parameters: the keys the rope dictionary has
+            w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+            w.add_rope_scaling_factor(rp["factor"])
+            w.add_rope_scaling_orig_ctx_len(rp["original_max_position_embeddings"])
+            if "beta_fast" in rp:
+                w.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
+            if "beta_slow" in rp:
+                w.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
     if spec["arch"] in ("gemma2", "gemma3"):
         w.add_sliding_window(cfg["sliding_window"])
     if spec["arch"] == "gemma2":
@@ -233,7 +245,7 @@ def write_gguf(path, spec, cfg, tensors):
     if cfg.get("head_dim"):
         w.add_key_length(cfg["head_dim"])
         w.add_value_length(cfg["head_dim"])
-    if spec["arch"] not in ("phi3",) + GEMMA:
+    if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
     if spec["arch"] not in ("llama", "phi3") + GEMMA:
@@ -322,12 +334,19 @@ def write_fixture_from(out, name, src):
             if spec["arch"] == "qwen3moe" else None
         if plain is not None and plain < 1e-3:
             sys.exit(f"{name}: renormalising the top-k weights does not change the logits ({plain:.2e})")
+        rp = cfg["rope_parameters"]
+        if rp.get("rope_type") == "yarn":  # the betas the file carries matter (transformers' defaults: 32 / 1)
+            plain = ggf.row_error(reference(tmp, cfg, tensors, ids, rope_parameters={
+                k: v for k, v in rp.items() if k not in ("beta_fast", "beta_slow")}), logits)
+            if plain < 1e-3:
+                sys.exit(f"{name}: the yarn betas do not change the logits ({plain:.2e})")
     logits.astype("<f4").tofile(os.path.join(d, "logits.f32"))
     with open(os.path.join(d, "ids.txt"), "w") as f:
         f.write(" ".join(str(i) for i in ids) + "\n")
     types = sorted({qt.name for qt, _, _, _ in tensors.values()})
     print(f"{name}: {len(tensors)} tensors ({', '.join(types)}); re-read |delta| {worst:g}; vs the unquantized "
-          f"source {quant:.2e}" + (f"; without top-k renormalisation {plain:.2e}" if plain is not None else ""))
+          f"source {quant:.2e}" + (f"; without top-k renormalisation / the yarn betas {plain:.2e}"
+                                   if plain is not None else ""))
     return f"{name} {len(ids)} {cfg['vocab_size']} {len(ids)}\n"
 
 

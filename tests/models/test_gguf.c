@@ -497,6 +497,7 @@ typedef struct tiny_opts {
     int layers;          /* block_count (0: 2) */
     int hd;              /* the head dimension (0: HD; else written as attention.key_length / value_length) */
     int swa_base;        /* gemma3: rope.freq_base_swa written (that value) */
+    int yarn_log_mul;    /* rope.scaling.yarn_log_multiplier 0.1 written (DeepSeek's yarn mscale) */
 } tiny_opts;
 
 static float fbuf[2][V * I * 2];
@@ -543,6 +544,11 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
         kv_str(&w, k, o->rope_type);
         snprintf(k, sizeof k, "%s.rope.scaling.factor", a);
         kv_f32(&w, k, 2.0f);
+        if (!strcmp(o->rope_type, "yarn")) KU("rope.scaling.original_context_length", 32);
+        if (o->yarn_log_mul) {
+            snprintf(k, sizeof k, "%s.rope.scaling.yarn_log_multiplier", a);
+            kv_f32(&w, k, 0.1f);
+        }
     }
     if (o->special_ids) {
         kv_u32(&w, "tokenizer.ggml.bos_token_id", 1);
@@ -632,7 +638,7 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
  * split.tensors.count that does not add up, a tensor in both files and a second file that says it is the
  * first are refused. */
 static void split_files(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 1, 0, 0, 0};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 1, 0, 0, 0, 0};
     char p[4200], p2[4200], q[4200];
     snprintf(p, sizeof p, "%s/split-00001-of-00002.gguf", dir);
     snprintf(p2, sizeof p2, "%s/split-00002-of-00002.gguf", dir);
@@ -690,7 +696,7 @@ static float norm_id(const sd_tensor *t) { return t->data && t->dtype == SD_F32 
  * hidden / heads on the 46 / 62-layer 27B models), window patterns (2 / 6) and Gemma 3's sliding-layer base
  * (rope.freq_base_swa, else 10000). */
 static void gemma(const char *dir) {
-    tiny_opts o = {"gemma", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    tiny_opts o = {"gemma", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "gemma");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -704,7 +710,7 @@ static void gemma(const char *dir) {
         {"gemma2", 2, 16, 16.0f}, {"gemma2", 46, 16, (float)(H / NH)}, {"gemma3", 3, 16, 16.0f},
         {"gemma3", 62, 16, (float)(H / NH)}, {"gemma3", 46, 16, 16.0f}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        o = (tiny_opts){cases[i].arch, SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+        o = (tiny_opts){cases[i].arch, SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
         o.layers = cases[i].layers, o.hd = cases[i].hd;
         const int v3 = !strcmp(cases[i].arch, "gemma3");
         if (v3 && i == 2) o.swa_base = 500;
@@ -734,14 +740,14 @@ static void gemma(const char *dir) {
         specdec_model_free(m);
     }
     /* Gemma 2 / 3 need their window; a Gemma 2 tensor in a Gemma 1 file is unknown there */
-    o = (tiny_opts){"gemma2", SD_GGML_F32, "attention.sliding_window", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"gemma2", SD_GGML_F32, "attention.sliding_window", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "gemma2.attention.sliding_window", "gemma2 without its window");
-    o = (tiny_opts){"gemma", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.post_ffw_norm.weight", 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"gemma", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.post_ffw_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "post_ffw_norm", "a sandwich norm in a gemma (1) file");
 }
 
 static void loader(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 0, 0, 0, 0};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 0, 0, 0, 0, 0};
     specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama Q4_0 / Q8_0");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -757,12 +763,12 @@ static void loader(const char *dir) {
                  "the tiny llama GGUF's config and dtypes (%s)", c->architecture);
         specdec_model_free(m);
     }
-    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     /* qwen2 needs its q/k/v biases: refused without them */
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_proj.bias", "qwen2 without its biases");
-    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_norm", "qwen3 without its q/k norms");
-    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "rope_freqs", "linear scaling and rope_freqs together");
     o.rope_freqs = 0;
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama F16, linear rope");
@@ -772,7 +778,7 @@ static void loader(const char *dir) {
                  "an unquantized GGUF is not CPU-only; linear rope read");
         specdec_model_free(m);
     }
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama with rope_freqs");
     if (m) {
         SD_CHECK(m->w.cfg.rope_type == SD_ROPE_LONGROPE && m->w.cfg.rope_short_factor[3] == 1.0f &&
@@ -781,25 +787,43 @@ static void loader(const char *dir) {
     }
     o.rope_freqs = 3;
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "rope_freqs.weight", "rope_freqs of the wrong size");
-    o = (tiny_opts){"gemma3n", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"gemma3n", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "gemma3n", "an unsupported architecture");
     gemma(dir);
-    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "llama.embedding_length", "a missing required key");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
-    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "yarn", "yarn scaling");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0, 0, 0, 0, 0};
+    /* yarn: factor, original context, transformers' betas when the file has none; a missing original
+     * context (FORMAT) and DeepSeek's log multiplier (UNSUPPORTED) refused */
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    m = load_tiny(dir, &o, SPECDEC_OK, NULL, "yarn scaling");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        SD_CHECK(c->rope_type == SD_ROPE_YARN && c->rope_factor == 2.0f && c->rope_original_max_pos == 32 &&
+                     c->rope_beta_fast == 32.0f && c->rope_beta_slow == 1.0f &&
+                     fabsf(c->rope_attn_factor - (float)(0.1 * log(2.0) + 1.0)) < 1e-6f,
+                 "yarn read: factor %g, original %d, betas %g / %g, attention factor %g", (double)c->rope_factor,
+                 (int)c->rope_original_max_pos, (double)c->rope_beta_fast, (double)c->rope_beta_slow,
+                 (double)c->rope_attn_factor);
+        specdec_model_free(m);
+    }
+    o.skip_key = "rope.scaling.original_context_length";
+    load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "llama.rope.scaling.original_context_length", "yarn without its context");
+    o.skip_key = NULL, o.yarn_log_mul = 1;
+    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "yarn_log_multiplier", "yarn with DeepSeek's log multiplier");
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "longrope", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "longrope", "longrope scaling named in the metadata");
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "q_proj.bias", "a tensor the configuration does not read");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "attn_post_norm", "an unknown tensor");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "blk.2", "a layer past block_count");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "IQ4_NL", "an unsupported block type");
-    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "must be finite", "a NaN block scale");
     /* MTP from a GGUF */
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
     char p[4200];
     snprintf(p, sizeof p, "%s/tiny.gguf", dir);
     tiny_gguf(p, &o);
