@@ -47,6 +47,7 @@ static const gguf_arch gguf_archs[] = {
     {"gemma", "GemmaForCausalLM", "gemma", 0, 1},
     {"gemma2", "Gemma2ForCausalLM", "gemma2", 0, 1}, /* sandwich norms, soft-capping, a window on even layers */
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", 0, 1}, /* the text model of Gemma 3 (1B-27B; not 3n) */
+    {"gpt-oss", "GptOssForCausalLM", "gpt_oss", 0, 0}, /* MXFP4 experts (repacked at load), sinks, biases */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -77,13 +78,22 @@ static const char *const gguf_sandwich[][2] = {
     {"post_ffw_norm", "post_feedforward_layernorm"},
 };
 
+/* GPT-OSS's names: the pre-MLP norm, the router, the attention sinks (no ".weight" in transformers' name) and
+ * the experts' biases; its stacked MXFP4 experts stay whole, `mlp.experts.{gate,up,down}_proj.weight`
+ * [E, rows, cols] (the loader interleaves gate and up into transformers' gate_up_proj). */
+static const char *const gguf_oss[][2] = {
+    {"post_attention_norm", "post_attention_layernorm"}, {"ffn_gate_inp", "mlp.router"},
+    {"attn_sinks", "self_attn.sinks"}, {"ffn_gate_exps", "mlp.experts.gate_proj"},
+    {"ffn_up_exps", "mlp.experts.up_proj"}, {"ffn_down_exps", "mlp.experts.down_proj"},
+};
+
 /* A mixture of experts' stacked experts: [E, rows, cols] (ne = {cols, rows, E}), split into E matrices. */
 static const char *const gguf_experts[][2] = {
     {"ffn_gate_exps", "gate_proj"}, {"ffn_up_exps", "up_proj"}, {"ffn_down_exps", "down_proj"},
 };
 
 /* The Hugging Face name of GGUF tensor `name` into hf (1), or 0 when specdec does not map it. */
-static int gguf_hf_name(const char *name, int64_t n_layers, int sandwich, char *hf, size_t cap) {
+static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *hf, size_t cap) {
     for (size_t i = 0; i < sizeof gguf_global / sizeof gguf_global[0]; i++)
         if (!strcmp(name, gguf_global[i][0])) return snprintf(hf, cap, "%s", gguf_global[i][1]) > 0;
     if (strncmp(name, "blk.", 4)) return 0;
@@ -94,9 +104,15 @@ static int gguf_hf_name(const char *name, int64_t n_layers, int sandwich, char *
     if (*end != '.' || l < 0 || l >= n_layers || (p[0] == '0' && end != p + 1)) return 0;
     const char *part = end + 1, *dot = strrchr(part, '.');
     if (!dot || (strcmp(dot, ".weight") && strcmp(dot, ".bias"))) return 0;
+    const size_t n_part = (size_t)(dot - part);
+    const int sandwich = fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3, oss = fam == SD_ARCH_GPT_OSS;
     for (size_t i = 0; sandwich && i < sizeof gguf_sandwich / sizeof gguf_sandwich[0]; i++)
-        if (strlen(gguf_sandwich[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_sandwich[i][0], (size_t)(dot - part)))
+        if (strlen(gguf_sandwich[i][0]) == n_part && !strncmp(part, gguf_sandwich[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_sandwich[i][1], dot) > 0;
+    for (size_t i = 0; oss && i < sizeof gguf_oss / sizeof gguf_oss[0]; i++)
+        if (strlen(gguf_oss[i][0]) == n_part && !strncmp(part, gguf_oss[i][0], n_part))
+            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_oss[i][1],
+                            strcmp(gguf_oss[i][0], "attn_sinks") ? dot : "") > 0;
     for (size_t i = 0; i < sizeof gguf_layer / sizeof gguf_layer[0]; i++)
         if (strlen(gguf_layer[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_layer[i][0], (size_t)(dot - part)))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_layer[i][1], dot) > 0;
@@ -362,6 +378,31 @@ static specdec_status gguf_gemma(gguf_ctx *x, int64_t hidden, int64_t heads, int
     return SPECDEC_OK;
 }
 
+/* GPT-OSS as llama.cpp runs it: experts expert_count / expert_used_count of expert_feed_forward_length, the
+ * window attention.sliding_window on the even layers, MXFP4 experts (quantization_config mxfp4), the clamped
+ * SwiGLU's constants transformers' defaults (1.702, 7), which llama.cpp hard-codes (a file that states
+ * swiglu_clamp_exp is refused); yarn from the rope keys (gguf_rope). */
+static specdec_status gguf_gpt_oss(gguf_ctx *x) {
+    int64_t n_layers = 0;
+    SD_TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &n_layers));
+    SD_TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+    cJSON_DeleteItemFromObject(x->cfg, "intermediate_size");
+    SD_TRY(gguf_int(x, "expert_feed_forward_length", "intermediate_size", 1, 1, 1 << 22, NULL));
+    SD_TRY(gguf_int(x, "attention.sliding_window", "sliding_window", 1, 1, (int64_t)1 << 30, NULL));
+    char k[160];
+    snprintf(k, sizeof k, "%s.swiglu_clamp_exp", x->arch);
+    if (sd_gguf_find(x->g, k))
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' is not supported (GPT-OSS's clamp is 7)",
+                       x->path, k);
+    cJSON *lt = cJSON_AddArrayToObject(x->cfg, "layer_types");
+    for (int64_t l = 0; l < n_layers; l++)
+        cJSON_AddItemToArray(lt, cJSON_CreateString(l % 2 == 0 ? "sliding_attention" : "full_attention"));
+    cJSON *q = cJSON_AddObjectToObject(x->cfg, "quantization_config");
+    cJSON_AddStringToObject(q, "quant_method", "mxfp4");
+    return SPECDEC_OK;
+}
+
 /* config.json's fields from the metadata (the names llama.cpp's converter writes them under). */
 static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t *data) {
     const sd_gguf_tensor *emb = sd_gguf_find_tensor(x->g, "token_embd.weight");
@@ -403,6 +444,7 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     }
     if (strstr(a->name, "moe")) SD_TRY(gguf_moe(x, a));
     SD_TRY(gguf_gemma(x, hidden, heads, head_dim));
+    if (!strcmp(a->name, "gpt-oss")) SD_TRY(gguf_gpt_oss(x));
     if (!strcmp(a->cls, "MixtralForCausalLM")) { /* experts of feed_forward_length, top-k renormalised */
         SD_TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
         SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
@@ -435,11 +477,12 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
                                   int *quantized, sd_st_header *h) {
     const int mixtral = fam == SD_ARCH_MIXTRAL, phi3 = fam == SD_ARCH_PHI3;
     memset(h, 0, sizeof *h);
+    const int oss = fam == SD_ARCH_GPT_OSS; /* its experts stay stacked */
     uint64_t n = 0; /* entries: a stacked experts tensor gives one per expert */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const char *proj;
         long l;
-        const int split = g->tensors[i].ndim == 3 && gguf_experts_of(g->tensors[i].name, n_layers, &proj, &l);
+        const int split = !oss && g->tensors[i].ndim == 3 && gguf_experts_of(g->tensors[i].name, n_layers, &proj, &l);
         n += split ? (uint64_t)g->tensors[i].ne[2] : 1;
     }
     if (n > SD_GGUF_MAX_TENSORS)
@@ -457,8 +500,9 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
         char hf[96] = "";
         const char *proj = NULL;
         long layer = 0;
-        const int split = t->ndim == 3 && gguf_experts_of(t->name, n_layers, &proj, &layer);
-        if (!split && !gguf_hf_name(t->name, n_layers, fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3, hf, sizeof hf))
+        const int stacked = t->ndim == 3 && gguf_experts_of(t->name, n_layers, &proj, &layer);
+        const int split = stacked && !oss;
+        if (!split && !gguf_hf_name(t->name, n_layers, fam, hf, sizeof hf))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is not one specdec knows for this "
                            "architecture (a feature it would silently drop)", path, t->name);
         if (mixtral) gguf_mixtral_names(hf, sizeof hf, &proj);
@@ -470,6 +514,19 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
         }
         const sd_ggml_type_info ti = sd_ggml_type_info_of(t->type);
         sd_st_tensor *o = &h->tensors[h->n_tensors++];
+        if (oss && stacked) { /* [E, rows, cols] MXFP4 blocks, as the file has them */
+            if (t->type != SD_GGML_MXFP4)
+                return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has type %s (GPT-OSS experts "
+                               "load in MXFP4, as published)", path, t->name, ti.name);
+            *o = (sd_st_tensor){.dtype = SD_ST_U8, .ndim = 3, .shape = {t->ne[2], t->ne[1], t->ne[0]},
+                                .n_elements = t->n_elements, .begin = t->offset, .end = t->offset + t->nbytes,
+                                .gguf_quant = 1 + (uint32_t)t->type};
+            snprintf(names, 96, "%s", hf);
+            o->name = names;
+            names += 96;
+            *quantized = 1;
+            continue;
+        }
         o->dtype = t->type == SD_GGML_F32 ? SD_ST_F32 : t->type == SD_GGML_F16 ? SD_ST_F16
                    : t->type == SD_GGML_BF16 ? SD_ST_BF16 : SD_ST_U8;
         if (o->dtype == SD_ST_U8) {
@@ -528,8 +585,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2 and gemma3 GGUF files load; other families "
-                   "load from their Hugging Face checkpoint)", path, (int)(s.len < 64 ? s.len : 64), s.s);
+                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3 and gpt-oss GGUF files load; other "
+                   "families load from their Hugging Face checkpoint)", path, (int)(s.len < 64 ? s.len : 64), s.s);
 }
 
 /* The configuration (from the first file's metadata) and the first file's header. */

@@ -706,10 +706,84 @@ static sd_tensor sd_row_vec(const sd_tensor *t, int64_t e) {
     return v;
 }
 
+/* A GGUF's GPT-OSS experts (models/sd_gguf_load.c): mlp.experts.{gate,up,down}_proj.weight [E, rows, cols] in
+ * ggml's MXFP4 blocks and their biases [E, rows], repacked once into transformers' layout — gate and up rows
+ * interleaved into one gate_up projection (gate row i at 2i, up row i at 2i + 1), the same for the biases —
+ * as SD_MXFP4 tensors (4.25 bits a weight, as the file). A NaN scale (0xFF) is FORMAT naming where. */
+static specdec_status sd_load_gguf_oss_experts(sd_loader *L, int32_t l, sd_expert *ex) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
+    static const char *const proj[3] = {"gate_proj", "up_proj", "down_proj"};
+    const uint8_t *src[3];
+    char nm[3][160];
+    const char *path = NULL;
+    for (int k = 0; k < 3; k++) {
+        const int64_t rows = k == 2 ? H : I, cols = k == 2 ? I : H, shape[3] = {E, rows, cols};
+        const sd_st_tensor *t = NULL;
+        char sfx[64];
+        snprintf(sfx, sizeof sfx, "mlp.experts.%s.weight", proj[k]);
+        SD_TRY(sd_layer_raw(L, l, sfx, 3, shape, SPECDEC_ERR_MODEL_MISMATCH, nm[k], &t, &src[k], &path));
+        if (cols % SD_MXFP4_BLOCK || t->gguf_quant != 1 + SD_GGML_MXFP4)
+            return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: tensor '%s' must be MXFP4 with rows of whole blocks "
+                           "of %d", path, nm[k], SD_MXFP4_BLOCK);
+    }
+    /* gate_up: [E, 2I] rows of H / 32 blocks; down: [E, H] rows of I / 32 */
+    const int64_t Gu = H / SD_MXFP4_BLOCK, Gd = I / SD_MXFP4_BLOCK, rb = 1 + SD_MXFP4_BLOCK / 2;
+    uint8_t *gu = sd_own(L, (size_t)(E * 2 * I * Gu) * 17), *dn = sd_own(L, (size_t)(E * H * Gd) * 17);
+    if (!gu || !dn) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for layer %d's experts", path, (int)l);
+    uint8_t *gu_s = gu + (size_t)(E * 2 * I * Gu) * 16, *dn_s = dn + (size_t)(E * H * Gd) * 16;
+    for (int64_t e = 0; e < E; e++) {
+        for (int64_t r = 0; r < 2 * I; r++) { /* row r of gate_up: gate row r / 2 or up row r / 2 */
+            const uint8_t *row = src[r & 1] + (size_t)((e * I + r / 2) * Gu * rb);
+            const int64_t o = e * 2 * I + r;
+            sd_mxfp4_from_ggml(row, Gu, gu + (size_t)(o * Gu) * 16, gu_s + (size_t)(o * Gu));
+        }
+        for (int64_t r = 0; r < H; r++) {
+            const int64_t o = e * H + r;
+            sd_mxfp4_from_ggml(src[2] + (size_t)(o * Gd * rb), Gd, dn + (size_t)(o * Gd) * 16, dn_s + (size_t)(o * Gd));
+        }
+    }
+    const uint8_t *sc[2] = {gu_s, dn_s};
+    const int64_t n_sc[2] = {E * 2 * I * Gu, E * H * Gd}, G[2] = {Gu, Gd}, R[2] = {2 * I, H};
+    for (int k = 0; k < 2; k++) {
+        const void *hit = memchr(sc[k], 0xFF, (size_t)n_sc[k]);
+        if (!hit) continue;
+        const int64_t at = (const uint8_t *)hit - sc[k], row = at / G[k] % R[k];
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: tensor '%s': expert %lld row %lld block %lld: scale 0xFF (NaN "
+                       "in E8M0)", path, k ? nm[2] : nm[row & 1], (long long)(at / G[k] / R[k]),
+                       (long long)(k ? row : row / 2), (long long)(at % G[k]));
+    }
+    sd_tensor gb, ub, db;
+    SD_TRY(sd_layer_tensor(L, l, "mlp.experts.gate_proj.bias", E, I, 1, &gb));
+    SD_TRY(sd_layer_tensor(L, l, "mlp.experts.up_proj.bias", E, I, 1, &ub));
+    SD_TRY(sd_layer_tensor(L, l, "mlp.experts.down_proj.bias", E, H, 1, &db));
+    if (gb.dtype != ub.dtype)
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: layer %d: the experts' gate and up biases differ in "
+                       "dtype", path, (int)l);
+    const size_t esz = sd_dtype_size(gb.dtype);
+    uint8_t *bias = sd_own(L, (size_t)(E * 2 * I) * esz);
+    if (!bias) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for layer %d's biases", path, (int)l);
+    for (int64_t i = 0; i < E * 2 * I; i++)
+        memcpy(bias + (size_t)i * esz, (const uint8_t *)(i & 1 ? ub.data : gb.data) + (size_t)(i / 2) * esz, esz);
+    const sd_tensor gub = {bias, gb.dtype, 2, {E, 2 * I}, NULL};
+    for (int64_t e = 0; e < E; e++) {
+        ex[e].w_gate_up = (sd_tensor){gu + (size_t)(e * 2 * I * Gu) * 16, SD_MXFP4, 2, {2 * I, H},
+                                      gu_s + (size_t)(e * 2 * I * Gu)};
+        ex[e].w_down = (sd_tensor){dn + (size_t)(e * H * Gd) * 16, SD_MXFP4, 2, {H, I}, dn_s + (size_t)(e * H * Gd)};
+        ex[e].b_gate_up = sd_row_vec(&gub, e);
+        ex[e].b_down = sd_row_vec(&db, e);
+    }
+    L->m->n_params += E * 3 * I * H;
+    return SPECDEC_OK;
+}
+
 /* GPT-OSS experts (cfg.moe_fused): biases as views, weights transposed or dequantized. */
 static specdec_status sd_load_fused_experts(sd_loader *L, int32_t l, sd_expert *ex) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, I = c->moe_intermediate, E = c->n_experts;
+    char gguf_name[160];
+    snprintf(gguf_name, sizeof gguf_name, "model.layers.%d.mlp.experts.gate_proj.weight", (int)(l + L->layer_base));
+    if (sd_find_entry(L, gguf_name)) return sd_load_gguf_oss_experts(L, l, ex);
     sd_tensor gub, db;
     SD_TRY(sd_layer_tensor(L, l, "mlp.experts.gate_up_proj_bias", E, 2 * I, 1, &gub));
     SD_TRY(sd_layer_tensor(L, l, "mlp.experts.down_proj_bias", E, H, 1, &db));

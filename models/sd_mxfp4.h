@@ -48,4 +48,19 @@ static inline int64_t sd_mxfp4_row(const uint8_t *blocks, const uint8_t *scales,
     return -1;
 }
 
+/* ggml's MXFP4 blocks (GGUF type 39: per block the scale byte, then 16 bytes whose low nibbles are elements
+ * 0-15 and high nibbles 16-31) of one row into the layout above: blocks[g * 16 ..] and scales[g]. */
+static inline void sd_mxfp4_from_ggml(const uint8_t *src, int64_t n_blocks, uint8_t *blocks, uint8_t *scales) {
+    for (int64_t g = 0; g < n_blocks; g++) {
+        const uint8_t *b = src + g * (1 + SD_MXFP4_BLOCK / 2), *qs = b + 1;
+        uint8_t *o = blocks + g * (SD_MXFP4_BLOCK / 2);
+        scales[g] = b[0];
+        for (int j = 0; j < SD_MXFP4_BLOCK / 2; j++) { /* elements 2j and 2j + 1 */
+            const int k0 = 2 * j, k1 = 2 * j + 1;
+            const int c0 = k0 < 16 ? qs[k0] & 15 : qs[k0 - 16] >> 4, c1 = k1 < 16 ? qs[k1] & 15 : qs[k1 - 16] >> 4;
+            o[j] = (uint8_t)(c0 | c1 << 4);
+        }
+    }
+}
+
 #endif

@@ -16,7 +16,11 @@ converter's norm shift), Gemma 2 / 3's four norms a layer (attn_norm, post_atten
 pre-MLP one, post_ffw_norm), soft-capping and the window as metadata, Gemma 3's global rope base and linear
 scaling; what the file cannot say is set in the reference to what llama.cpp runs (query_pre_attn_scalar =
 head_dim, the window on layer l when l % 2 < 1 / l % 6 < 5, Gemma 3's sliding layers at base 10000): so
-gguf_gemma3 converts a 7-layer source built here (SOURCES), whose sixth layer is global. Matrices are
+gguf_gemma3 converts a 7-layer source built here (SOURCES), whose sixth layer is global. GPT-OSS as
+"gpt-oss": the source's MXFP4 expert codes unchanged, repacked into ggml's blocks (scale byte, elements 0-15
+in the low nibbles, 16-31 in the high ones), gate_up split into ffn_gate_exps / ffn_up_exps (even / odd rows)
+with their biases, the sinks as attn_sinks.weight; the reference at llama.cpp's window pattern and SwiGLU
+constants, with the experts gguf-py decodes from the file. Matrices are
 encoded in the ggml types FIXTURES assigns (gguf-py's quantizer; a type whose block does not divide the
 rows stays F16); 1-D tensors F32. Then
 
@@ -77,6 +81,12 @@ FIXTURES = {
     # Llama with yarn rope (factor 4 over 16 original positions, beta_fast 8, beta_slow 0.5), q / k permuted
     "gguf_llama_yarn": dict(src="llama_rope_yarn", arch="llama", edits={}, moe=False,
                             types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q8_0}),
+    # GPT-OSS: MXFP4 experts (the source's codes, repacked into ggml's blocks, gate / up split), sinks,
+    # biases, yarn; llama.cpp's window pattern (layer 0 slides) and SwiGLU constants (1.702, 7)
+    "gguf_gpt_oss": dict(src="gpt_oss_mxfp4", arch="gpt-oss", moe=False,
+                         edits={"layer_types": ["sliding_attention", "full_attention"], "swiglu_alpha": 1.702,
+                                "swiglu_limit": 7.0},
+                         types={"attn": Q.Q8_0, "router": Q.F32, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -108,6 +118,7 @@ LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
          "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
          "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
+OSS = {"post_attention_layernorm": "post_attention_norm", "mlp.router": "ffn_gate_inp", "self_attn.sinks": "attn_sinks"}
 SANDWICH = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
             "post_feedforward_layernorm": "post_ffw_norm"}  # Gemma 2 / 3
 GLOBAL = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
@@ -183,6 +194,61 @@ def gguf_tensors(src_dir, spec, cfg):
     return out
 
 
+def mxfp4_codes(blocks):
+    """transformers' MXFP4 bytes [..., 16] (element 2j in byte j's low nibble, 2j + 1 in its high one) ->
+    the 32 codes of each block [..., 32]."""
+    return np.stack([blocks & 15, blocks >> 4], axis=-1).reshape(*blocks.shape[:-1], 32)
+
+
+def ggml_mxfp4(blocks, scales):
+    """[..., G, 16] codes + [..., G] scales -> ggml's MXFP4 rows [..., G * 17]: per block the scale byte, then
+    16 bytes whose low nibbles are elements 0-15 and high nibbles 16-31."""
+    c = mxfp4_codes(blocks)
+    qs = (c[..., :16] | (c[..., 16:] << 4)).astype(np.uint8)
+    return np.concatenate([scales[..., None], qs], axis=-1).reshape(*scales.shape[:-1], -1)
+
+
+def oss_tensors(src_dir, spec):
+    """GPT-OSS as llama.cpp's converter writes it: {gguf name: (type, stored, decoded HF-layout float, [HF
+    names])}, the experts' entries with no HF name, plus the experts in transformers' float layout
+    (gate_up_proj [E, H, 2I] with gate / up columns interleaved, down_proj [E, I, H]) for the reference."""
+    from safetensors.numpy import load_file
+    state = load_file(os.path.join(src_dir, "model.safetensors"))
+    out, experts = {}, {}
+    for name, w in state.items():
+        p = name.split(".")
+        if ".mlp.experts." in name:
+            experts.setdefault(int(p[2]), {})[p[-1]] = w
+            continue
+        if name in GLOBAL:
+            g = GLOBAL[name]
+        else:
+            part = ".".join(p[3:-1]) if p[-1] in ("weight", "bias") else ".".join(p[3:])
+            g = f"blk.{p[2]}.{OSS.get(part) or LAYER[part]}.{p[-1] if p[-1] in ('weight', 'bias') else 'weight'}"
+        w = w.astype(np.float32)
+        data, qt = encode(w, spec["types"][kind_of(g)]) if w.ndim > 1 else (w, Q.F32)
+        out[g] = (qt, data, gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape), [name])
+    hf = {}
+    for layer, t in sorted(experts.items()):
+        pre = f"model.layers.{layer}.mlp.experts."
+        for proj, rows in (("gate", slice(0, None, 2)), ("up", slice(1, None, 2)), ("down", slice(None))):
+            fused = "down_proj" if proj == "down" else "gate_up_proj"
+            data = ggml_mxfp4(t[fused + "_blocks"][:, rows], t[fused + "_scales"][:, rows])
+            deq = gguf.quants.dequantize(data, Q.MXFP4).astype(np.float32)  # [E, rows, cols]
+            out[f"blk.{layer}.ffn_{proj}_exps.weight"] = (Q.MXFP4, data, deq, [])
+            out[f"blk.{layer}.ffn_{proj}_exps.bias"] = (Q.F32, t[fused + "_bias"][:, rows].astype(np.float32),
+                                                        t[fused + "_bias"][:, rows].astype(np.float32), [])
+            hf[(layer, proj)] = deq
+        gate, up = hf.pop((layer, "gate")), hf.pop((layer, "up"))
+        gu = np.empty((gate.shape[0], 2 * gate.shape[1], gate.shape[2]), dtype=np.float32)
+        gu[:, 0::2], gu[:, 1::2] = gate, up
+        hf[pre + "gate_up_proj"] = np.ascontiguousarray(gu.transpose(0, 2, 1))
+        hf[pre + "gate_up_proj_bias"] = t["gate_up_proj_bias"].astype(np.float32)
+        hf[pre + "down_proj"] = np.ascontiguousarray(hf.pop((layer, "down")).transpose(0, 2, 1))
+        hf[pre + "down_proj_bias"] = t["down_proj_bias"].astype(np.float32)
+    return out, hf
+
+
 def phi3_rope(w, cfg):
     """Phi3MiniModel's rope metadata: the rotary dimensions, and for longrope the factor tensors, the
     original context and the attention factor (1 when not extended, else sqrt(1 + ln(s) / ln(original)))."""
@@ -236,8 +302,12 @@ def write_gguf(path, spec, cfg, tensors):
                 w.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
             if "beta_slow" in rp:
                 w.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
-    if spec["arch"] in ("gemma2", "gemma3"):
+    if spec["arch"] in ("gemma2", "gemma3", "gpt-oss"):
         w.add_sliding_window(cfg["sliding_window"])
+    if spec["arch"] == "gpt-oss":  # GptOssModel: the experts' width as expert_feed_forward_length too
+        w.add_expert_count(cfg["num_local_experts"])
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(cfg["intermediate_size"])
     if spec["arch"] == "gemma2":
         w.add_attn_logit_softcapping(cfg["attn_logit_softcapping"])
         w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
@@ -248,7 +318,7 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("llama", "phi3") + GEMMA:
+    if spec["arch"] not in ("llama", "phi3", "gpt-oss") + GEMMA:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
@@ -263,12 +333,13 @@ def write_gguf(path, spec, cfg, tensors):
     w.close()
 
 
-def reference(tmp, cfg, tensors, ids, **edits):
-    """transformers' logits for ids from the decoded weights, saved in the source layout."""
+def reference(tmp, cfg, tensors, ids, hf=None, **edits):
+    """transformers' logits for ids from the decoded weights, saved in the source layout (hf: more
+    tensors, already in it); a quantization_config is dropped (the weights are decoded floats)."""
     from safetensors.numpy import save_file
     with open(os.path.join(tmp, "config.json"), "w") as f:
-        json.dump({**cfg, **edits}, f)
-    st = {}
+        json.dump({k: v for k, v in {**cfg, **edits}.items() if k != "quantization_config"}, f)
+    st = dict(hf or {})
     for _, _, deq, names in tensors.values():
         for i, n in enumerate(names):
             st[n] = np.ascontiguousarray(deq[i] if len(names) > 1 else deq)
@@ -298,7 +369,7 @@ def write_fixture_from(out, name, src):
     with open(os.path.join(src, "config.json")) as f:
         cfg = {**json.load(f), **spec["edits"]}
     ids = [int(x) for x in open(os.path.join(src, "ids.txt")).read().split()]
-    tensors = gguf_tensors(src, spec, cfg)
+    tensors, hf = oss_tensors(src, spec) if spec["arch"] == "gpt-oss" else (gguf_tensors(src, spec, cfg), None)
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.gguf")
@@ -322,7 +393,7 @@ def write_fixture_from(out, name, src):
     if worst != 0.0 or len([t for t in reader.tensors if t.name not in extra]) != len(tensors):
         sys.exit(f"{name}: the file reads back to other weights (max |delta| {worst:g})")
     with tempfile.TemporaryDirectory() as tmp:
-        logits = reference(tmp, cfg, tensors, ids)
+        logits = reference(tmp, cfg, tensors, ids, hf)
         src_logits = np.fromfile(os.path.join(src, "logits.f32"), dtype=np.float32).reshape(logits.shape)
         quant = ggf.row_error(logits, src_logits)
         if quant < 1e-4:
@@ -330,13 +401,13 @@ def write_fixture_from(out, name, src):
         top2 = np.sort(logits, axis=1)[:, -2:]
         if (top2[:, 1] - top2[:, 0]).min() <= gmf.MARGIN:
             sys.exit(f"{name}: a top-2 logit margin {float((top2[:, 1] - top2[:, 0]).min()):.3g} <= {gmf.MARGIN}")
-        plain = ggf.row_error(reference(tmp, cfg, tensors, ids, norm_topk_prob=False), logits) \
+        plain = ggf.row_error(reference(tmp, cfg, tensors, ids, hf, norm_topk_prob=False), logits) \
             if spec["arch"] == "qwen3moe" else None
         if plain is not None and plain < 1e-3:
             sys.exit(f"{name}: renormalising the top-k weights does not change the logits ({plain:.2e})")
         rp = cfg["rope_parameters"]
-        if rp.get("rope_type") == "yarn":  # the betas the file carries matter (transformers' defaults: 32 / 1)
-            plain = ggf.row_error(reference(tmp, cfg, tensors, ids, rope_parameters={
+        if rp.get("rope_type") == "yarn" and "beta_fast" in rp:  # the betas the file carries matter (transformers' defaults: 32 / 1)
+            plain = ggf.row_error(reference(tmp, cfg, tensors, ids, hf, rope_parameters={
                 k: v for k, v in rp.items() if k not in ("beta_fast", "beta_slow")}), logits)
             if plain < 1e-3:
                 sys.exit(f"{name}: the yarn betas do not change the logits ({plain:.2e})")

@@ -11,7 +11,9 @@ Checks: greedy output with the file drafting for itself (-md the same .gguf) equ
 at temperature 0.9; a GGUF target with its safetensors-free twin as a draft across two files (qwen3 target,
 qwen3 draft copy); `specdec info` names the format and the block types; `specdec tokenize -m FILE.gguf` gives
 the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over two prompts equals the
-single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding.
+single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
+gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts or a NaN MXFP4
+scale it is refused naming the cause.
 --quick (sanitizer builds): 8 tokens, no match mode. --no-server: a build without `specdec serve`.
 """
 import json
@@ -98,6 +100,54 @@ if b.returncode == 0 and plain.get("gguf_llama"):
     items = [x for x in (json.loads(line) for line in b.stdout.splitlines() if line.startswith("{")) if "index" in x]
     check(len(items) == 2 and items[0]["tokens"] == plain["gguf_llama"]["tokens"] and items[1]["n_generated"] == N,
           f"batch: {b.stdout[:400]!r}")
+
+
+
+def oss_variant(path, extra_key=False, f16_gate=False, nan_scale=False):
+    """The gguf_gpt_oss fixture rewritten by gguf-py with one change: a swiglu_clamp_exp key, layer 0's gate
+    experts stored F16 (decoded), or a NaN scale (0xFF) in layer 0's first up block."""
+    import gguf as gg
+    import numpy as np
+    r = gg.GGUFReader(gguf("gguf_gpt_oss"))
+    w = gg.GGUFWriter(path, "gpt-oss")
+    for f in r.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue
+        t = f.types[0]
+        if t == gg.GGUFValueType.STRING:
+            w.add_string(f.name, f.contents())
+        elif t == gg.GGUFValueType.ARRAY:
+            w.add_array(f.name, f.contents())
+        else:
+            w.add_key_value(f.name, f.contents(), t)
+    if extra_key:
+        w.add_float32("gpt-oss.swiglu_clamp_exp", 7.0)
+    for t in r.tensors:
+        data, qt = np.array(t.data), t.tensor_type
+        if f16_gate and t.name == "blk.0.ffn_gate_exps.weight":
+            data, qt = gg.quants.dequantize(data, qt).astype(np.float16), gg.GGMLQuantizationType.F16
+        if nan_scale and t.name == "blk.0.ffn_up_exps.weight":
+            data.reshape(-1)[0] = 0xFF
+        w.add_tensor(t.name, data, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+# GPT-OSS: its MXFP4 experts repacked (the fixture's logits: model_fixtures_gguf_twin); what is refused
+info = run("info", "-m", gguf("gguf_gpt_oss")).stdout
+check("GptOssForCausalLM" in info and "yarn" in info, f"info gguf_gpt_oss: {info!r}")
+with tempfile.TemporaryDirectory() as tmp:
+    same = os.path.join(tmp, "same.gguf")
+    oss_variant(same)
+    check("GptOssForCausalLM" in run("info", "-m", same).stdout, "gpt-oss rewritten unchanged by gguf-py loads")
+    for kw, needle in ((dict(extra_key=True), "swiglu_clamp_exp"), (dict(f16_gate=True), "load in MXFP4"),
+                       (dict(nan_scale=True), "scale 0xFF")):
+        bad = os.path.join(tmp, "bad.gguf")
+        oss_variant(bad, **kw)
+        p = subprocess.run([BIN, "info", "-m", bad], capture_output=True, text=True, timeout=60)
+        check(p.returncode != 0 and needle in p.stderr, f"gpt-oss {kw}: refused naming {needle!r}: {p.stderr[-300:]!r}")
 
 if SERVER:
     srv = Server("-m", gguf("gguf_qwen3"), "-md", gguf("gguf_qwen3"))
