@@ -34,6 +34,7 @@ static int kind_of(uint32_t type, ggml_q_kind *k) {
     case SD_GGML_Q4_K: *k = (ggml_q_kind){32, 4, 0, 1}; return 1;
     case SD_GGML_Q5_K: *k = (ggml_q_kind){32, 8, 0, 1}; return 1;
     case SD_GGML_Q6_K: *k = (ggml_q_kind){16, 8, 32, 0}; return 1;
+    case SD_GGML_IQ4_NL: case SD_GGML_IQ4_XS: *k = (ggml_q_kind){32, 8, 128, 0}; return 1;
     default: return 0;
     }
 }
@@ -67,6 +68,15 @@ static ggml_layout layout(const ggml_q_kind *k, int64_t rows, int64_t cols) {
 size_t sd_ggml_bytes(uint32_t type, int64_t rows, int64_t cols) {
     ggml_q_kind k;
     return kind_of(type, &k) ? layout(&k, rows, cols).total : 0;
+}
+
+/* IQ4_NL / IQ4_XS: a 4-bit index into ggml's non-linear table (kvalues_iq4nl); stored as the int8 value + 128
+ * (zero 128), so the value is (code - 128) x scale, the product ggml forms. */
+static const int8_t iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+static void iq4_codes(const uint8_t *qs, uint8_t *q) { /* 16 bytes: element j low nibble of qs[j], j + 16 high */
+    for (int j = 0; j < 16; j++)
+        q[j] = (uint8_t)(iq4_values[qs[j] & 15] + 128), q[j + 16] = (uint8_t)(iq4_values[qs[j] >> 4] + 128);
 }
 
 /* Q4_K / Q5_K: the 6-bit scale and min of sub-block j from the 12 packed bytes. */
@@ -168,6 +178,20 @@ static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc,
                 q[128 * h + 96 + l] = (uint8_t)((b8 >> 4) | (((hb >> 6) & 3) << 4));
             }
         for (int g = 0; g < 16; g++) sc[g] = d * (float)(int8_t)b[192 + g];
+        return;
+    }
+    case SD_GGML_IQ4_NL: /* d, qs[16] */
+        iq4_codes(b + 2, q);
+        sc[0] = half_at(b);
+        return;
+    case SD_GGML_IQ4_XS: { /* d, scales_h (2 high bits a sub-block), scales_l[4] (4 low bits), qs[128] */
+        const float d = half_at(b);
+        const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+        for (int ib = 0; ib < 8; ib++) { /* sub-block ib of 32: scale d x (ls - 32) */
+            const int ls = ((b[4 + ib / 2] >> 4 * (ib % 2)) & 15) | (int)((sh >> 2 * ib) & 3) << 4;
+            sc[ib] = d * (float)(ls - 32);
+            iq4_codes(b + 8 + 16 * ib, q + 32 * ib);
+        }
         return;
     }
     default: return;

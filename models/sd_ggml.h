@@ -14,7 +14,9 @@
  *   Q5_0   32    5-bit  16    -           Q4_K   32    4-bit   0    dmin x min
  *   Q5_1   32    5-bit   0    -m          Q5_K   32    5-bit   0    dmin x min
  *   Q8_0   32    8-bit 128    -           Q6_K   16    6-bit  32    -
- * (Q8_0's signed codes are stored + 128.) Codes of up to 4 bits take SD_INT4 (two per byte), wider
+ *   IQ4_NL 32    8-bit 128    -           IQ4_XS 32    8-bit 128    -
+ * (Q8_0's signed codes are stored + 128; IQ4_NL / IQ4_XS's 4-bit indices into ggml's non-linear table
+ * kvalues_iq4nl are stored as the table's int8 value + 128, their scale d / d x (ls - 32).) Codes of up to 4 bits take SD_INT4 (two per byte), wider
  * ones SD_INT8. The layout: the meta, scales, zeros and biases as [rows, groups] floats / int32, then
  * the codes row-major, 64-byte aligned. This file has no I/O; the loader (models/sd_gguf_load.c) checks
  * shapes and sizes. */

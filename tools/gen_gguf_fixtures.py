@@ -136,8 +136,10 @@ FIXTURES = {
 
 # Byte offsets of the fp16 super-block scale d and min dmin in ggml's K-quant blocks (block_q2_K:
 # scales[16] qs[64] d dmin; block_q3_K: hmask[32] qs[64] scales[12] d; block_q4_K / q5_K: d dmin
-# scales[12] (qh[32]) qs; block_q6_K: ql[128] qh[64] scales[16] d). kquant_random checks them.
-KQ_FP16 = {Q.Q2_K: (80, 82), Q.Q3_K: (108, None), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208, None)}
+# scales[12] (qh[32]) qs; block_q6_K: ql[128] qh[64] scales[16] d; block_iq4_nl: d qs[16]; block_iq4_xs: d
+# scales_h scales_l[4] qs[128]). kquant_random checks them. (gguf-py quantizes none of these types.)
+KQ_FP16 = {Q.Q2_K: (80, 82), Q.Q3_K: (108, None), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208, None),
+           Q.IQ4_NL: (0, None), Q.IQ4_XS: (0, None)}
 
 
 def permute_qk(w, n_head):

@@ -93,9 +93,10 @@ FIXTURES = {
     # Gemma 2: soft-capping 2 / 15, window 4 on layers 0 and 2; llama.cpp's attention scale (head_dim)
     "gguf_gemma2": dict(src="gemma2", arch="gemma2", edits={"query_pre_attn_scalar": 16},
                         types={"attn": Q.Q8_0, "dense": Q.Q5_0, "out": Q.F16}),
-    # Gemma 3: q / k norms, 7 layers (the sixth global: linear scaling 2, base 1000; the others base 10000)
+    # Gemma 3: q / k norms, 7 layers (the sixth global: linear scaling 2, base 1000; the others base 10000);
+    # the MLP in IQ4_NL (random blocks: gguf-py does not quantize to it)
     "gguf_gemma3": dict(src="gemma3_swa6", arch="gemma3", edits={},
-                        types={"attn": Q.Q5_1, "dense": Q.Q8_0, "out": Q.Q4_0}),
+                        types={"attn": Q.Q5_1, "dense": Q.IQ4_NL, "out": Q.Q4_0}),
 }
 
 # Sources built here (not in tests/models/fixtures): name -> gen_model_fixtures VARIANTS entry
@@ -142,13 +143,20 @@ def kind_of(g):
 
 
 def encode(w, qtype):
-    """w float32 [..., rows, cols] -> (stored array, ggml type): F16 when qtype's block does not divide cols."""
+    """w float32 [..., rows, cols] -> (stored array, ggml type): F16 when qtype's block does not divide cols;
+    a type gguf-py cannot quantize (ggf.KQ_FP16: K-quants, IQ4_NL / IQ4_XS) as random blocks of w's size
+    (ggf.kquant_random, seeded by the matrix's shape and first value), which replace w."""
     if qtype in (Q.F32, Q.F16, Q.BF16) or w.shape[-1] % gguf.GGML_QUANT_SIZES[qtype][0]:
         qtype = Q.F16 if qtype != Q.F32 and qtype != Q.BF16 else qtype
     if qtype == Q.F32:
         return w, qtype
     if qtype == Q.F16:
         return w.astype(np.float16), qtype
+    if qtype in ggf.KQ_FP16:
+        rows, cols = int(np.prod(w.shape[:-1])), w.shape[-1]
+        rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(w).tobytes()[:64]))
+        raw = ggf.kquant_random(rows, cols, qtype, 1.0 / math.sqrt(cols), rng)
+        return raw.reshape(*w.shape[:-1], -1), qtype
     return gguf.quants.quantize(w, qtype), qtype
 
 

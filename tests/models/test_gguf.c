@@ -375,6 +375,32 @@ static void ggml_ref(uint32_t type, const uint8_t *x, float *y) {
         }
         return;
     }
+    case SD_GGML_IQ4_NL: case SD_GGML_IQ4_XS: { /* dequantize_row_iq4_nl / _xs */
+        static const int8_t kvalues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+        const float d = h2f(x);
+        if (type == SD_GGML_IQ4_NL) {
+            const uint8_t *qs = x + 2;
+            for (int j = 0; j < 16; ++j) {
+                y[j + 0] = d * (float)kvalues[qs[j] & 0xf];
+                y[j + 16] = d * (float)kvalues[qs[j] >> 4];
+            }
+            return;
+        }
+        uint16_t scales_h;
+        memcpy(&scales_h, x + 2, 2);
+        const uint8_t *scales_l = x + 4, *qs = x + 8;
+        for (int ib = 0; ib < 8; ++ib) {
+            const int ls = ((scales_l[ib / 2] >> 4 * (ib % 2)) & 0xf) | (((scales_h >> 2 * ib) & 3) << 4);
+            const float dl = d * (float)(ls - 32);
+            for (int j = 0; j < 16; ++j) {
+                y[j + 0] = dl * (float)kvalues[qs[j] & 0xf];
+                y[j + 16] = dl * (float)kvalues[qs[j] >> 4];
+            }
+            y += 32;
+            qs += 16;
+        }
+        return;
+    }
     default: return;
     }
 }
@@ -398,7 +424,8 @@ static void set_scales(uint32_t type, uint8_t *blk) {
 
 static void block_types(void) {
     static const uint32_t types[] = {SD_GGML_Q4_0, SD_GGML_Q4_1, SD_GGML_Q5_0, SD_GGML_Q5_1, SD_GGML_Q8_0,
-                                     SD_GGML_Q2_K, SD_GGML_Q3_K, SD_GGML_Q4_K, SD_GGML_Q5_K, SD_GGML_Q6_K};
+                                     SD_GGML_Q2_K, SD_GGML_Q3_K, SD_GGML_Q4_K, SD_GGML_Q5_K, SD_GGML_Q6_K,
+                                     SD_GGML_IQ4_NL, SD_GGML_IQ4_XS};
     enum { R = 6, C = 512 };
     static uint8_t src[R * (C / 256) * 210 * 8];
     static float ref[C];
@@ -818,8 +845,8 @@ static void loader(const char *dir) {
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "attn_post_norm", "an unknown tensor");
     o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "blk.2", "a layer past block_count");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_IQ4_NL, 0, 0, 0, 0, 0, 0, 0};
-    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "IQ4_NL", "an unsupported block type");
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_Q8_1, 0, 0, 0, 0, 0, 0, 0};
+    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "Q8_1", "an unsupported block type");
     o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "must be finite", "a NaN block scale");
     /* MTP from a GGUF */
