@@ -48,6 +48,9 @@ static const gguf_arch gguf_archs[] = {
     {"gemma2", "Gemma2ForCausalLM", "gemma2", 0, 1}, /* sandwich norms, soft-capping, a window on even layers */
     {"gemma3", "Gemma3ForCausalLM", "gemma3_text", 0, 1}, /* the text model of Gemma 3 (1B-27B; not 3n) */
     {"gpt-oss", "GptOssForCausalLM", "gpt_oss", 0, 0}, /* MXFP4 experts (repacked at load), sinks, biases */
+    {"smollm3", "SmolLM3ForCausalLM", "smollm3", 1, 0}, /* llama's q / k permutation; every 4th layer no rope */
+    {"olmo2", "Olmo2ForCausalLM", "olmo2", 0, 0},      /* post-norm blocks, whole-projection q / k norms */
+    {"granite", "GraniteForCausalLM", "granite", 1, 0}, /* llama's q / k permutation; four multipliers */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -72,7 +75,8 @@ static const char *const gguf_layer[][2] = {
     {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"}, {"attn_qkv", "self_attn.qkv_proj"},
 };
 
-/* Gemma 2 / 3's four norms a layer (gguf-py's names for them): ffn_norm is the one before the MLP there. */
+/* Gemma 2 / 3's four norms a layer (gguf-py's names for them): ffn_norm is the one before the MLP there;
+ * OLMo 2's two (post-norm blocks) are the post ones. */
 static const char *const gguf_sandwich[][2] = {
     {"post_attention_norm", "post_attention_layernorm"}, {"ffn_norm", "pre_feedforward_layernorm"},
     {"post_ffw_norm", "post_feedforward_layernorm"},
@@ -105,7 +109,8 @@ static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *h
     const char *part = end + 1, *dot = strrchr(part, '.');
     if (!dot || (strcmp(dot, ".weight") && strcmp(dot, ".bias"))) return 0;
     const size_t n_part = (size_t)(dot - part);
-    const int sandwich = fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3, oss = fam == SD_ARCH_GPT_OSS;
+    const int sandwich = fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3 || fam == SD_ARCH_OLMO2,
+              oss = fam == SD_ARCH_GPT_OSS;
     for (size_t i = 0; sandwich && i < sizeof gguf_sandwich / sizeof gguf_sandwich[0]; i++)
         if (strlen(gguf_sandwich[i][0]) == n_part && !strncmp(part, gguf_sandwich[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_sandwich[i][1], dot) > 0;
@@ -403,6 +408,34 @@ static specdec_status gguf_gpt_oss(gguf_ctx *x) {
     return SPECDEC_OK;
 }
 
+/* SmolLM3, OLMo 2 and Granite as llama.cpp runs them. SmolLM3: no rope on every 4th layer (llama.cpp's fixed
+ * step; no key says it), no window. OLMo 2: no window (an OLMo 3 file, which has one, is refused). Granite:
+ * attention.scale, embedding_scale, residual_scale and logit_scale are the config's attention_multiplier,
+ * embedding_multiplier, residual_multiplier and logits_scaling; absent, llama.cpp scales by nothing but
+ * the attention by 1 / sqrt(head_dim), which is what is set then. */
+static specdec_status gguf_small_families(gguf_ctx *x, int64_t head_dim) {
+    if (!strcmp(x->arch, "smollm3")) {
+        cJSON_AddNumberToObject(x->cfg, "no_rope_layer_interval", 4);
+        cJSON_AddBoolToObject(x->cfg, "use_sliding_window", 0);
+        return SPECDEC_OK;
+    }
+    if (!strcmp(x->arch, "olmo2")) {
+        char k[160];
+        snprintf(k, sizeof k, "%s.attention.sliding_window", x->arch);
+        if (sd_gguf_find(x->g, k))
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s': an OLMo 3 file (its sliding window) "
+                           "is not supported", x->path, k);
+        return SPECDEC_OK;
+    }
+    if (strcmp(x->arch, "granite")) return SPECDEC_OK;
+    double att = 1.0 / sqrt((double)head_dim);
+    SD_TRY(gguf_num(x, "attention.scale", NULL, 0, &att));
+    cJSON_AddNumberToObject(x->cfg, "attention_multiplier", att);
+    SD_TRY(gguf_num(x, "embedding_scale", "embedding_multiplier", 0, NULL));
+    SD_TRY(gguf_num(x, "residual_scale", "residual_multiplier", 0, NULL));
+    return gguf_num(x, "logit_scale", "logits_scaling", 0, NULL);
+}
+
 /* config.json's fields from the metadata (the names llama.cpp's converter writes them under). */
 static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t *data) {
     const sd_gguf_tensor *emb = sd_gguf_find_tensor(x->g, "token_embd.weight");
@@ -445,6 +478,7 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     if (strstr(a->name, "moe")) SD_TRY(gguf_moe(x, a));
     SD_TRY(gguf_gemma(x, hidden, heads, head_dim));
     if (!strcmp(a->name, "gpt-oss")) SD_TRY(gguf_gpt_oss(x));
+    SD_TRY(gguf_small_families(x, head_dim));
     if (!strcmp(a->cls, "MixtralForCausalLM")) { /* experts of feed_forward_length, top-k renormalised */
         SD_TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
         SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
@@ -585,7 +619,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3 and gpt-oss GGUF files load; other "
+                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2 and granite "
+                   "GGUF files load; other "
                    "families load from their Hugging Face checkpoint)", path, (int)(s.len < 64 ? s.len : 64), s.s);
 }
 

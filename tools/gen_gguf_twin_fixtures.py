@@ -87,6 +87,16 @@ FIXTURES = {
                          edits={"layer_types": ["sliding_attention", "full_attention"], "swiglu_alpha": 1.702,
                                 "swiglu_limit": 7.0},
                          types={"attn": Q.Q8_0, "router": Q.F32, "out": Q.Q8_0}),
+    # SmolLM3: q / k permuted, llama.cpp's no-rope step 4 (layer 3 of 4) and no window
+    "gguf_smollm3": dict(src="smollm3_window", arch="smollm3", moe=False,
+                         edits={"no_rope_layer_interval": 4, "use_sliding_window": False, "sliding_window": None},
+                         types={"attn": Q.Q8_0, "dense": Q.Q4_1, "out": Q.Q8_0}),
+    # OLMo 2: post-norm blocks, whole-projection q / k norms
+    "gguf_olmo2": dict(src="olmo2", arch="olmo2", edits={}, moe=False,
+                       types={"attn": Q.Q5_0, "dense": Q.Q8_0, "out": Q.F16}),
+    # Granite: q / k permuted, the four multipliers as *_scale keys, tied
+    "gguf_granite": dict(src="granite", arch="granite", edits={}, moe=False,
+                         types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -110,6 +120,7 @@ SOURCES = {
                                  "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}, True),
 }
 GEMMA = ("gemma", "gemma2", "gemma3")
+LLAMA_LIKE = ("llama", "smollm3", "granite")  # LlamaModel's converters: q / k rows permuted for ggml's rope
 
 LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -177,13 +188,14 @@ def gguf_tensors(src_dir, spec, cfg):
         else:
             p = name.split(".")
             part = ".".join(p[3:-1])
-            g = f"blk.{p[2]}.{SANDWICH.get(part) if spec['arch'] in GEMMA[1:] and part in SANDWICH else LAYER[part]}.{p[-1]}"
+            post = spec["arch"] in GEMMA[1:] + ("olmo2",) and part in SANDWICH
+            g = f"blk.{p[2]}.{SANDWICH[part] if post else LAYER[part]}.{p[-1]}"
         if spec["arch"] in GEMMA and name.endswith("norm.weight"):
             stored = w + np.float32(1.0)  # the converter's norm shift; the reference gets stored - 1
             out[g] = (Q.F32, stored, (stored - np.float32(1.0)).reshape(state[name].shape), [name])
             continue
         heads = None
-        if spec["arch"] == "llama" and (".q_proj." in name or ".k_proj." in name):
+        if spec["arch"] in LLAMA_LIKE and (".q_proj." in name or ".k_proj." in name):
             heads = n_head if ".q_proj." in name else n_kv
             w = ggf.permute_qk(w, heads)
         if g.endswith("ffn_gate_inp_shexp.weight"):
@@ -326,11 +338,16 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("llama", "phi3", "gpt-oss") + GEMMA:
+    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2") + GEMMA + LLAMA_LIKE:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
-    if spec["arch"] == "llama":
+    if spec["arch"] == "granite":  # GraniteModel: the multipliers as *_scale keys
+        w.add_attention_scale(cfg["attention_multiplier"])
+        w.add_embedding_scale(cfg["embedding_multiplier"])
+        w.add_residual_scale(cfg["residual_multiplier"])
+        w.add_logit_scale(cfg["logits_scaling"])
+    if spec["arch"] in LLAMA_LIKE:
         w.add_vocab_size(cfg["vocab_size"])
         w.add_rope_dimension_count(cfg["hidden_size"] // cfg["num_attention_heads"])
     w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
@@ -395,7 +412,7 @@ def write_fixture_from(out, name, src):
         back = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
         if spec["arch"] in GEMMA and t.name.endswith("norm.weight"):
             back = back - np.float32(1.0)
-        if spec["arch"] == "llama" and (".attn_q." in t.name or ".attn_k." in t.name):
+        if spec["arch"] in LLAMA_LIKE and (".attn_q." in t.name or ".attn_k." in t.name):
             back = ggf.unpermute_qk(back, cfg["num_attention_heads" if ".attn_q." in t.name else "num_key_value_heads"])
         worst = max(worst, float(np.abs(back.reshape(deq.shape) - deq).max()))
     if worst != 0.0 or len([t for t in reader.tensors if t.name not in extra]) != len(tensors):

@@ -525,6 +525,7 @@ typedef struct tiny_opts {
     int hd;              /* the head dimension (0: HD; else written as attention.key_length / value_length) */
     int swa_base;        /* gemma3: rope.freq_base_swa written (that value) */
     int yarn_log_mul;    /* rope.scaling.yarn_log_multiplier 0.1 written (DeepSeek's yarn mscale) */
+    int window;          /* attention.sliding_window 4 written (always for gemma2 / gemma3) */
 } tiny_opts;
 
 static float fbuf[2][V * I * 2];
@@ -557,7 +558,7 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
         KU("attention.key_length", (uint32_t)hd);
         KU("attention.value_length", (uint32_t)hd);
     }
-    if (gemma2 || gemma3) KU("attention.sliding_window", 4);
+    if (gemma2 || gemma3 || o->window) KU("attention.sliding_window", 4);
     if (o->swa_base) {
         snprintf(k, sizeof k, "%s.rope.freq_base_swa", a);
         kv_f32(&w, k, (float)o->swa_base);
@@ -665,7 +666,7 @@ static void tiny_gguf(const char *path, const tiny_opts *o) {
  * split.tensors.count that does not add up, a tensor in both files and a second file that says it is the
  * first are refused. */
 static void split_files(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 1, 0, 0, 0, 0};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 1, 0, 0, 0, 0, 0};
     char p[4200], p2[4200], q[4200];
     snprintf(p, sizeof p, "%s/split-00001-of-00002.gguf", dir);
     snprintf(p2, sizeof p2, "%s/split-00002-of-00002.gguf", dir);
@@ -723,7 +724,7 @@ static float norm_id(const sd_tensor *t) { return t->data && t->dtype == SD_F32 
  * hidden / heads on the 46 / 62-layer 27B models), window patterns (2 / 6) and Gemma 3's sliding-layer base
  * (rope.freq_base_swa, else 10000). */
 static void gemma(const char *dir) {
-    tiny_opts o = {"gemma", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    tiny_opts o = {"gemma", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "gemma");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -737,7 +738,7 @@ static void gemma(const char *dir) {
         {"gemma2", 2, 16, 16.0f}, {"gemma2", 46, 16, (float)(H / NH)}, {"gemma3", 3, 16, 16.0f},
         {"gemma3", 62, 16, (float)(H / NH)}, {"gemma3", 46, 16, 16.0f}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        o = (tiny_opts){cases[i].arch, SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+        o = (tiny_opts){cases[i].arch, SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         o.layers = cases[i].layers, o.hd = cases[i].hd;
         const int v3 = !strcmp(cases[i].arch, "gemma3");
         if (v3 && i == 2) o.swa_base = 500;
@@ -767,14 +768,40 @@ static void gemma(const char *dir) {
         specdec_model_free(m);
     }
     /* Gemma 2 / 3 need their window; a Gemma 2 tensor in a Gemma 1 file is unknown there */
-    o = (tiny_opts){"gemma2", SD_GGML_F32, "attention.sliding_window", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"gemma2", SD_GGML_F32, "attention.sliding_window", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "gemma2.attention.sliding_window", "gemma2 without its window");
-    o = (tiny_opts){"gemma", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.post_ffw_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"gemma", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.post_ffw_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "post_ffw_norm", "a sandwich norm in a gemma (1) file");
 }
 
+/* SmolLM3 (no rope on every 4th layer, q / k permuted), Granite (absent multipliers: llama.cpp's defaults, the
+ * attention at 1 / sqrt(head_dim)) and an OLMo 3 file (a window: refused). */
+static void small_families(const char *dir) {
+    tiny_opts o = {"smollm3", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    o.layers = 8;
+    specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "smollm3");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        int nope = c->n_layers == 8 && c->rope_interleaved;
+        for (int l = 0; l < c->n_layers; l++) nope &= c->layer_no_rope[l] == ((l + 1) % 4 == 0) && !c->layer_sliding[l];
+        SD_CHECK(nope && !strcmp(c->architecture, "SmolLM3ForCausalLM"), "smollm3: layers 3 and 7 without rope, no window");
+        specdec_model_free(m);
+    }
+    o = (tiny_opts){"granite", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    m = load_tiny(dir, &o, SPECDEC_OK, NULL, "granite without its scale keys");
+    if (m) {
+        const sd_config *c = &m->w.cfg;
+        SD_CHECK(fabsf(c->attn_scale - 1.0f / sqrtf((float)HD)) < 1e-7f && sd_cfg_embed_scale(c) == 1.0 &&
+                     c->rope_interleaved, "granite without scale keys: attention 1/sqrt(head_dim) (got %g)",
+                 (double)c->attn_scale);
+        specdec_model_free(m);
+    }
+    o = (tiny_opts){"olmo2", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "OLMo 3", "an olmo2 file with a window (OLMo 3)");
+}
+
 static void loader(const char *dir) {
-    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 0, 0, 0, 0, 0};
+    tiny_opts o = {"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 0, 1, 0, 0, 0, 0, 0, 0};
     specdec_model *m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama Q4_0 / Q8_0");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -790,12 +817,12 @@ static void loader(const char *dir) {
                  "the tiny llama GGUF's config and dtypes (%s)", c->architecture);
         specdec_model_free(m);
     }
-    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"qwen2", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     /* qwen2 needs its q/k/v biases: refused without them */
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_proj.bias", "qwen2 without its biases");
-    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"qwen3", SD_GGML_F16, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "q_norm", "qwen3 without its q/k norms");
-    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F16, NULL, "linear", 4, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "rope_freqs", "linear scaling and rope_freqs together");
     o.rope_freqs = 0;
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama F16, linear rope");
@@ -805,7 +832,7 @@ static void loader(const char *dir) {
                  "an unquantized GGUF is not CPU-only; linear rope read");
         specdec_model_free(m);
     }
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, HD / 2, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "llama with rope_freqs");
     if (m) {
         SD_CHECK(m->w.cfg.rope_type == SD_ROPE_LONGROPE && m->w.cfg.rope_short_factor[3] == 1.0f &&
@@ -814,14 +841,15 @@ static void loader(const char *dir) {
     }
     o.rope_freqs = 3;
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "rope_freqs.weight", "rope_freqs of the wrong size");
-    o = (tiny_opts){"gemma3n", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"gemma3n", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "gemma3n", "an unsupported architecture");
     gemma(dir);
-    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    small_families(dir);
+    o = (tiny_opts){"llama", SD_GGML_F32, "embedding_length", NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "llama.embedding_length", "a missing required key");
     /* yarn: factor, original context, transformers' betas when the file has none; a missing original
      * context (FORMAT) and DeepSeek's log multiplier (UNSUPPORTED) refused */
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "yarn", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     m = load_tiny(dir, &o, SPECDEC_OK, NULL, "yarn scaling");
     if (m) {
         const sd_config *c = &m->w.cfg;
@@ -837,20 +865,20 @@ static void loader(const char *dir) {
     load_tiny(dir, &o, SPECDEC_ERR_FORMAT, "llama.rope.scaling.original_context_length", "yarn without its context");
     o.skip_key = NULL, o.yarn_log_mul = 1;
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "yarn_log_multiplier", "yarn with DeepSeek's log multiplier");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "longrope", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, "longrope", 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "longrope", "longrope scaling named in the metadata");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 1, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "q_proj.bias", "a tensor the configuration does not read");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.0.attn_post_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "attn_post_norm", "an unknown tensor");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, "blk.2.attn_norm.weight", 0, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "blk.2", "a layer past block_count");
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_Q8_1, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, SD_GGML_Q8_1, 0, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_UNSUPPORTED, "Q8_1", "an unsupported block type");
-    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_Q4_0, NULL, NULL, 0, 0, NULL, 0, 1, 0, 0, 0, 0, 0, 0, 0};
     load_tiny(dir, &o, SPECDEC_ERR_MODEL_MISMATCH, "must be finite", "a NaN block scale");
     /* MTP from a GGUF */
-    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0};
+    o = (tiny_opts){"llama", SD_GGML_F32, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char p[4200];
     snprintf(p, sizeof p, "%s/tiny.gguf", dir);
     tiny_gguf(p, &o);
