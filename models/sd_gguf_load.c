@@ -51,6 +51,7 @@ static const gguf_arch gguf_archs[] = {
     {"smollm3", "SmolLM3ForCausalLM", "smollm3", 1, 0}, /* llama's q / k permutation; every 4th layer no rope */
     {"olmo2", "Olmo2ForCausalLM", "olmo2", 0, 0},      /* post-norm blocks, whole-projection q / k norms */
     {"granite", "GraniteForCausalLM", "granite", 1, 0}, /* llama's q / k permutation; four multipliers */
+    {"glm4moe", "Glm4MoeForCausalLM", "glm4_moe", 0, 0}, /* GLM-4.5 / 4.6 / Air; its MTP block is not loaded */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -91,6 +92,14 @@ static const char *const gguf_oss[][2] = {
     {"ffn_up_exps", "mlp.experts.up_proj"}, {"ffn_down_exps", "mlp.experts.down_proj"},
 };
 
+/* GLM-4.5's names: the pre-MLP norm, the ungated shared experts (plural), the router's score bias (no
+ * ".bias" in transformers' name). */
+static const char *const gguf_glm4moe[][2] = {
+    {"post_attention_norm", "post_attention_layernorm"}, {"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
+    {"ffn_up_shexp", "mlp.shared_experts.up_proj"},      {"ffn_down_shexp", "mlp.shared_experts.down_proj"},
+    {"exp_probs_b", "mlp.gate.e_score_correction_bias"},
+};
+
 /* A mixture of experts' stacked experts: [E, rows, cols] (ne = {cols, rows, E}), split into E matrices. */
 static const char *const gguf_experts[][2] = {
     {"ffn_gate_exps", "gate_proj"}, {"ffn_up_exps", "up_proj"}, {"ffn_down_exps", "down_proj"},
@@ -118,6 +127,10 @@ static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *h
         if (strlen(gguf_oss[i][0]) == n_part && !strncmp(part, gguf_oss[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_oss[i][1],
                             strcmp(gguf_oss[i][0], "attn_sinks") ? dot : "") > 0;
+    for (size_t i = 0; fam == SD_ARCH_GLM4_MOE && i < sizeof gguf_glm4moe / sizeof gguf_glm4moe[0]; i++)
+        if (strlen(gguf_glm4moe[i][0]) == n_part && !strncmp(part, gguf_glm4moe[i][0], n_part))
+            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_glm4moe[i][1],
+                            strcmp(gguf_glm4moe[i][0], "exp_probs_b") ? dot : "") > 0;
     for (size_t i = 0; i < sizeof gguf_layer / sizeof gguf_layer[0]; i++)
         if (strlen(gguf_layer[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_layer[i][0], (size_t)(dot - part)))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_layer[i][1], dot) > 0;
@@ -257,13 +270,13 @@ static specdec_status gguf_yarn(gguf_ctx *x) {
 static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, const uint8_t *data) {
     SD_TRY(gguf_num(x, "rope.freq_base", "rope_theta", 0, NULL));
     int64_t rd = head_dim;
-    const int phi3 = !strcmp(x->arch, "phi3");
+    const int phi3 = !strcmp(x->arch, "phi3"), partial = phi3 || !strcmp(x->arch, "glm4moe");
     SD_TRY(gguf_int(x, "rope.dimension_count", NULL, 0, 2, 65536, &rd));
-    if (rd != head_dim && !phi3)
+    if (rd != head_dim && !partial)
         return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s.rope.dimension_count' is %lld, the head "
                        "%lld (partial rotary embeddings are not supported for '%s')", x->path, x->arch, (long long)rd,
                        (long long)head_dim, x->arch);
-    if (phi3) /* Phi-4-mini: 96 of 128 dimensions */
+    if (partial) /* Phi-4-mini: 96 of 128 dimensions; GLM-4.5: half */
         cJSON_AddNumberToObject(x->cfg, "partial_rotary_factor", (double)rd / (double)head_dim);
     if (phi3 && (sd_gguf_find_tensor(x->g, "rope_factors_long.weight") || sd_gguf_find_tensor(x->g, "rope_factors_short.weight")))
         return gguf_longrope(x, rd, data);
@@ -436,6 +449,42 @@ static specdec_status gguf_small_families(gguf_ctx *x, int64_t head_dim) {
     return gguf_num(x, "logit_scale", "logits_scaling", 0, NULL);
 }
 
+/* GLM-4.5 (glm4moe): block_count counts the nextn_predict_layers MTP blocks at the end, which are not
+ * loaded (num_hidden_layers the others; gguf_header skips their tensors); experts expert_count /
+ * expert_used_count of expert_feed_forward_length, expert_shared_count ungated shared experts,
+ * leading_dense_block_count dense layers, sigmoid routing (expert_gating_func 2) with the score bias,
+ * expert_weights_scale and _norm, groups expert_group_count / _used_count (else 1); q / k norms when the file
+ * has them; the rotary part rope.dimension_count (gguf_rope). */
+static specdec_status gguf_glm4moe_cfg(gguf_ctx *x) {
+    int64_t blocks = 0, nextn = 0, func = 2, groups = 1, used_groups = 1;
+    SD_TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &blocks));
+    SD_TRY(gguf_int(x, "nextn_predict_layers", NULL, 0, 0, blocks - 1, &nextn));
+    cJSON_ReplaceItemInObject(x->cfg, "num_hidden_layers", cJSON_CreateNumber((double)(blocks - nextn)));
+    cJSON_AddNumberToObject(x->cfg, "num_nextn_predict_layers", 0);
+    SD_TRY(gguf_int(x, "expert_count", "n_routed_experts", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "expert_feed_forward_length", "moe_intermediate_size", 1, 1, 1 << 22, NULL));
+    SD_TRY(gguf_int(x, "expert_shared_count", "n_shared_experts", 0, 0, 4096, NULL));
+    SD_TRY(gguf_int(x, "leading_dense_block_count", "first_k_dense_replace", 0, 0, blocks - nextn, NULL));
+    SD_TRY(gguf_num(x, "expert_weights_scale", "routed_scaling_factor", 0, NULL));
+    SD_TRY(gguf_int(x, "expert_gating_func", NULL, 0, 0, 16, &func));
+    if (func != 2)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s.expert_gating_func' is %lld (GLM-4.5 "
+                       "routes by the sigmoid, 2)", x->path, x->arch, (long long)func);
+    SD_TRY(gguf_int(x, "expert_group_count", NULL, 0, 1, 4096, &groups));
+    SD_TRY(gguf_int(x, "expert_group_used_count", NULL, 0, 1, 4096, &used_groups));
+    cJSON_AddNumberToObject(x->cfg, "n_group", (double)groups);
+    cJSON_AddNumberToObject(x->cfg, "topk_group", (double)used_groups);
+    char k[160];
+    snprintf(k, sizeof k, "%s.expert_weights_norm", x->arch);
+    int norm = 0;
+    if (sd_gguf_find(x->g, k) && !sd_gguf_get_bool(x->g, k, &norm))
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a bool", x->path, k);
+    cJSON_AddBoolToObject(x->cfg, "norm_topk_prob", norm);
+    cJSON_AddBoolToObject(x->cfg, "use_qk_norm", sd_gguf_find_tensor(x->g, "blk.0.attn_q_norm.weight") != NULL);
+    return SPECDEC_OK;
+}
+
 /* config.json's fields from the metadata (the names llama.cpp's converter writes them under). */
 static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t *data) {
     const sd_gguf_tensor *emb = sd_gguf_find_tensor(x->g, "token_embd.weight");
@@ -475,10 +524,11 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
         if (win > 0) cJSON_AddNumberToObject(x->cfg, "sliding_window", (double)win);
         else cJSON_AddNullToObject(x->cfg, "sliding_window");
     }
-    if (strstr(a->name, "moe")) SD_TRY(gguf_moe(x, a));
+    if (!strcmp(a->name, "qwen2moe") || !strcmp(a->name, "qwen3moe")) SD_TRY(gguf_moe(x, a));
     SD_TRY(gguf_gemma(x, hidden, heads, head_dim));
     if (!strcmp(a->name, "gpt-oss")) SD_TRY(gguf_gpt_oss(x));
     SD_TRY(gguf_small_families(x, head_dim));
+    if (!strcmp(a->name, "glm4moe")) SD_TRY(gguf_glm4moe_cfg(x));
     if (!strcmp(a->cls, "MixtralForCausalLM")) { /* experts of feed_forward_length, top-k renormalised */
         SD_TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
         SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
@@ -506,8 +556,17 @@ static int gguf_cmp_tensor(const void *a, const void *b) {
     return strcmp(((const sd_st_tensor *)a)->name, ((const sd_st_tensor *)b)->name);
 }
 
-/* The header: every tensor under its Hugging Face name; rope_freqs.weight is read into the config. */
-static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, sd_arch fam,
+/* 1 when tensor `name` belongs to a block in [from, to): the MTP blocks a GLM-4.5 file ends with, not loaded. */
+static int gguf_skipped_block(const char *name, int64_t from, int64_t to) {
+    if (from >= to || strncmp(name, "blk.", 4) || name[4] < '0' || name[4] > '9') return 0;
+    char *end = NULL;
+    const long l = strtol(name + 4, &end, 10);
+    return *end == '.' && l >= from && l < to;
+}
+
+/* The header: every tensor under its Hugging Face name; rope_freqs.weight is read into the config. Blocks
+ * n_layers .. n_blocks - 1 (GLM-4.5's MTP blocks) are left out. */
+static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, int64_t n_blocks, sd_arch fam,
                                   int *quantized, sd_st_header *h) {
     const int mixtral = fam == SD_ARCH_MIXTRAL, phi3 = fam == SD_ARCH_PHI3;
     memset(h, 0, sizeof *h);
@@ -516,6 +575,7 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const char *proj;
         long l;
+        if (gguf_skipped_block(g->tensors[i].name, n_layers, n_blocks)) continue;
         const int split = !oss && g->tensors[i].ndim == 3 && gguf_experts_of(g->tensors[i].name, n_layers, &proj, &l);
         n += split ? (uint64_t)g->tensors[i].ne[2] : 1;
     }
@@ -530,7 +590,7 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
     char *names = h->names;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const sd_gguf_tensor *t = &g->tensors[i];
-        if (gguf_config_tensor(t->name)) continue;
+        if (gguf_config_tensor(t->name) || gguf_skipped_block(t->name, n_layers, n_blocks)) continue;
         char hf[96] = "";
         const char *proj = NULL;
         long layer = 0;
@@ -619,15 +679,15 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2 and granite "
-                   "GGUF files load; other "
-                   "families load from their Hugging Face checkpoint)", path, (int)(s.len < 64 ? s.len : 64), s.s);
+                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, granite "
+                   "and glm4moe GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   (int)(s.len < 64 ? s.len : 64), s.s);
 }
 
 /* The configuration (from the first file's metadata) and the first file's header. */
 static specdec_status gguf_split_of(const sd_gguf *g, const char *path, int64_t *no, int64_t *count);
 
-static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int *quantized) {
+static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int *quantized, int64_t *n_blocks) {
     SD_TRY(sd_gguf_parse(f->base ? f->base : (const uint8_t *)"", f->base ? f->size : 0, m->path, g, NULL));
     int64_t no = 0, count = 1;
     SD_TRY(gguf_split_of(g, m->path, &no, &count));
@@ -649,7 +709,11 @@ static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int
     if (st) return st;
     m->w.cfg.rope_interleaved = a->interleaved;
     if (a->norm_shifted) m->w.cfg.norm_offset = 0.0f; /* the (1 + w) already in the stored weights */
-    return gguf_header(g, m->path, m->w.cfg.n_layers, m->w.cfg.arch, quantized, &f->hdr);
+    *n_blocks = m->w.cfg.n_layers; /* GLM-4.5: its MTP blocks follow */
+    char key[64];
+    snprintf(key, sizeof key, "%s.block_count", a->name);
+    if (m->w.cfg.arch == SD_ARCH_GLM4_MOE) sd_gguf_get_i64(g, key, n_blocks);
+    return gguf_header(g, m->path, m->w.cfg.n_layers, *n_blocks, m->w.cfg.arch, quantized, &f->hdr);
 }
 
 /* split.no / split.count of a file (0 / 1 when it is not split); FORMAT when they are malformed. */
@@ -680,7 +744,7 @@ static specdec_status gguf_shard_path(const char *first, int64_t k, int64_t coun
 /* Shards 1 .. count - 1 of a split GGUF into files[1..]: each with its split.no, the same count, tensors
  * under their Hugging Face names; the tensor total must be split.tensors.count when given. */
 static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t count, uint64_t n0, int64_t want,
-                                       sd_st_file **files, int32_t *n_files, int *quantized) {
+                                       int64_t n_blocks, sd_st_file **files, int32_t *n_files, int *quantized) {
     uint64_t total = n0;
     for (int64_t k = 1; k < count; k++) {
         char p[sizeof m->path + 32];
@@ -696,7 +760,7 @@ static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t c
             st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF split.no %lld of %lld, expected %lld of %lld", p,
                          (long long)no, (long long)c, (long long)k, (long long)count);
         if (!st)
-            st = gguf_header(&g, p, m->w.cfg.n_layers, m->w.cfg.arch, quantized, &files[k]->hdr);
+            st = gguf_header(&g, p, m->w.cfg.n_layers, n_blocks, m->w.cfg.arch, quantized, &files[k]->hdr);
         total += g.n_tensors;
         sd_gguf_free(&g);
         if (st) return st;
@@ -715,7 +779,8 @@ specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***
     memset(&g, 0, sizeof g);
     int quantized = 0;
     int64_t no = 0, count = 1;
-    specdec_status st = gguf_open(m, f, &g, &quantized);
+    int64_t n_blocks = 0;
+    specdec_status st = gguf_open(m, f, &g, &quantized, &n_blocks);
     if (!st) st = gguf_split_of(&g, m->path, &no, &count);
     const uint64_t n0 = g.n_tensors;
     int64_t want = -1; /* split.tensors.count: every file's tensors together */
@@ -730,7 +795,7 @@ specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***
     }
     files[0] = f;
     int32_t n = 1;
-    st = gguf_open_shards(m, use_mmap, count, n0, want, files, &n, &quantized);
+    st = gguf_open_shards(m, use_mmap, count, n0, want, n_blocks, files, &n, &quantized);
     if (quantized) m->w.cfg.int4_fmt = SD_INT4_GGUF;
     *out = files, *n_out = n; /* the caller closes them, on failure too */
     return st;

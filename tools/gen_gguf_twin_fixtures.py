@@ -97,6 +97,11 @@ FIXTURES = {
     # Granite: q / k permuted, the four multipliers as *_scale keys, tied
     "gguf_granite": dict(src="granite", arch="granite", edits={}, moe=False,
                          types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q8_0}),
+    # GLM-4.5: sigmoid routing with the score bias, 2 shared experts, a dense first layer, half rotary, q / k
+    # norms, biases; the MTP block (blk.3) in the file, not loaded; llama.cpp routes without groups
+    "gguf_glm4_moe": dict(src="glm4_moe", arch="glm4moe", moe=False, edits={"n_group": 1, "topk_group": 1},
+                          types={"attn": Q.Q8_0, "exps_gate": Q.Q4_0, "exps_up": Q.Q8_0, "exps_down": Q.F16,
+                                 "shexp": Q.Q5_0, "dense": Q.Q8_0, "router": Q.F32, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -131,6 +136,13 @@ LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
          "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
 OSS = {"post_attention_layernorm": "post_attention_norm", "mlp.router": "ffn_gate_inp", "self_attn.sinks": "attn_sinks"}
+# GLM-4.5 (Glm4MoeModel): the pre-MLP norm, the ungated shared experts, the router's score bias, the MTP
+# block's own tensors (nextn.*)
+GLM = {"post_attention_layernorm": "post_attention_norm", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+       "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp",
+       "e_score_correction_bias": "exp_probs_b.bias", "eh_proj": "nextn.eh_proj", "enorm": "nextn.enorm",
+       "hnorm": "nextn.hnorm", "shared_head.head": "nextn.shared_head_head",
+       "shared_head.norm": "nextn.shared_head_norm", "embed_tokens": "nextn.embed_tokens"}
 SANDWICH = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
             "post_feedforward_layernorm": "post_ffw_norm"}  # Gemma 2 / 3
 GLOBAL = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
@@ -183,10 +195,13 @@ def gguf_tensors(src_dir, spec, cfg):
         if m:
             experts.setdefault((int(m[1]), PROJ[m[3]]), {})[int(m[2])] = (name, w)
             continue
+        p = name.split(".")
         if name in GLOBAL:
             g = GLOBAL[name]
+        elif spec["arch"] == "glm4moe" and (".".join(p[3:-1]) in GLM or p[-1] == "e_score_correction_bias"):
+            g = f"blk.{p[2]}.{GLM[p[-1] if p[-1] == 'e_score_correction_bias' else '.'.join(p[3:-1])]}"
+            g += "" if g.endswith(".bias") else "." + p[-1]
         else:
-            p = name.split(".")
             part = ".".join(p[3:-1])
             post = spec["arch"] in GEMMA[1:] + ("olmo2",) and part in SANDWICH
             g = f"blk.{p[2]}.{SANDWICH[part] if post else LAYER[part]}.{p[-1]}"
@@ -299,7 +314,20 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] == "phi3":
         phi3_rope(w, cfg)
     w.add_type(gguf.GGUFType.MODEL)
-    w.add_block_count(cfg["num_hidden_layers"])
+    w.add_block_count(cfg["num_hidden_layers"] + (cfg.get("num_nextn_predict_layers") or 0
+                                                  if spec["arch"] == "glm4moe" else 0))
+    if spec["arch"] == "glm4moe":  # Glm4MoeModel.set_gguf_parameters
+        hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+        w.add_rope_dimension_count(int(hd * cfg["rope_parameters"].get("partial_rotary_factor", 0.5)))
+        w.add_expert_count(cfg["n_routed_experts"])
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        w.add_expert_shared_count(cfg["n_shared_experts"])
+        w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+        w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+        w.add_expert_weights_norm(cfg["norm_topk_prob"])
+        w.add_nextn_predict_layers(cfg["num_nextn_predict_layers"])
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
     w.add_feed_forward_length(cfg["intermediate_size"])
@@ -338,7 +366,7 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2") + GEMMA + LLAMA_LIKE:
+    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "glm4moe") + GEMMA + LLAMA_LIKE:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])

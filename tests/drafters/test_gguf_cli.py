@@ -13,7 +13,8 @@ qwen3 draft copy); `specdec info` names the format and the block types; `specdec
 the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over two prompts equals the
 single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
 gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts or a NaN MXFP4
-scale it is refused naming the cause.
+scale it is refused naming the cause; gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
+an undeclared MTP block or softmax gating are refused.
 --quick (sanitizer builds): 8 tokens, no match mode. --no-server: a build without `specdec serve`.
 """
 import json
@@ -103,51 +104,87 @@ if b.returncode == 0 and plain.get("gguf_llama"):
 
 
 
-def oss_variant(path, extra_key=False, f16_gate=False, nan_scale=False):
-    """The gguf_gpt_oss fixture rewritten by gguf-py with one change: a swiglu_clamp_exp key, layer 0's gate
-    experts stored F16 (decoded), or a NaN scale (0xFF) in layer 0's first up block."""
+def rewrite(name, path, keys=None, tensor=None, extra=None):
+    """Fixture `name`'s model.gguf rewritten by gguf-py into path with changes: keys {key: (value, GGUFValueType)}
+    replace / add metadata, tensor(name, data, type) -> (data, type) edits each tensor, extra {name: array}
+    adds F32 tensors."""
     import gguf as gg
     import numpy as np
-    r = gg.GGUFReader(gguf("gguf_gpt_oss"))
-    w = gg.GGUFWriter(path, "gpt-oss")
+    r = gg.GGUFReader(gguf(name))
+    arch = r.fields["general.architecture"].contents()
+    w = gg.GGUFWriter(path, arch)
+    keys = dict(keys or {})
     for f in r.fields.values():
         if f.name.startswith("GGUF.") or f.name == "general.architecture":
             continue
         t = f.types[0]
+        if f.name in keys:
+            continue
         if t == gg.GGUFValueType.STRING:
             w.add_string(f.name, f.contents())
         elif t == gg.GGUFValueType.ARRAY:
             w.add_array(f.name, f.contents())
         else:
             w.add_key_value(f.name, f.contents(), t)
-    if extra_key:
-        w.add_float32("gpt-oss.swiglu_clamp_exp", 7.0)
+    for k, (v, t) in keys.items():
+        w.add_key_value(k, v, t)
     for t in r.tensors:
         data, qt = np.array(t.data), t.tensor_type
-        if f16_gate and t.name == "blk.0.ffn_gate_exps.weight":
-            data, qt = gg.quants.dequantize(data, qt).astype(np.float16), gg.GGMLQuantizationType.F16
-        if nan_scale and t.name == "blk.0.ffn_up_exps.weight":
-            data.reshape(-1)[0] = 0xFF
+        if tensor:
+            data, qt = tensor(t.name, data, qt)
         w.add_tensor(t.name, data, raw_dtype=qt)
+    for n, a in (extra or {}).items():
+        w.add_tensor(n, np.asarray(a, dtype=np.float32))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
 
 
-# GPT-OSS: its MXFP4 experts repacked (the fixture's logits: model_fixtures_gguf_twin); what is refused
+def oss_tensor(f16_gate=False, nan_scale=False):
+    """gpt-oss edits: layer 0's gate experts stored F16 (decoded), or a NaN scale (0xFF) in layer 0's first up
+    block."""
+    import gguf as gg
+    import numpy as np
+
+    def edit(name, data, qt):
+        if f16_gate and name == "blk.0.ffn_gate_exps.weight":
+            return gg.quants.dequantize(data, qt).astype(np.float16), gg.GGMLQuantizationType.F16
+        if nan_scale and name == "blk.0.ffn_up_exps.weight":
+            data.reshape(-1)[0] = 0xFF
+        return data, qt
+    return edit
+
+
+def refused(path, needle, what):
+    p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and needle in p.stderr, f"{what}: refused naming {needle!r}: {p.stderr[-300:]!r}")
+
+
+# GPT-OSS: its MXFP4 experts repacked (the fixture's logits: model_fixtures_gguf_twin); what is refused. GLM-4.5:
+# its MTP block (blk.3) left out, a block beyond it or another gating function refused.
 info = run("info", "-m", gguf("gguf_gpt_oss")).stdout
 check("GptOssForCausalLM" in info and "yarn" in info, f"info gguf_gpt_oss: {info!r}")
+info = run("info", "-m", gguf("gguf_glm4_moe")).stdout
+check("Glm4MoeForCausalLM" in info and "layers:                  3" in info, f"info gguf_glm4_moe: {info!r}")
 with tempfile.TemporaryDirectory() as tmp:
+    import gguf as gg
     same = os.path.join(tmp, "same.gguf")
-    oss_variant(same)
+    rewrite("gguf_gpt_oss", same)
     check("GptOssForCausalLM" in run("info", "-m", same).stdout, "gpt-oss rewritten unchanged by gguf-py loads")
-    for kw, needle in ((dict(extra_key=True), "swiglu_clamp_exp"), (dict(f16_gate=True), "load in MXFP4"),
-                       (dict(nan_scale=True), "scale 0xFF")):
-        bad = os.path.join(tmp, "bad.gguf")
-        oss_variant(bad, **kw)
-        p = subprocess.run([BIN, "info", "-m", bad], capture_output=True, text=True, timeout=60)
-        check(p.returncode != 0 and needle in p.stderr, f"gpt-oss {kw}: refused naming {needle!r}: {p.stderr[-300:]!r}")
+    bad = os.path.join(tmp, "bad.gguf")
+    rewrite("gguf_gpt_oss", bad, keys={"gpt-oss.swiglu_clamp_exp": (7.0, gg.GGUFValueType.FLOAT32)})
+    refused(bad, "swiglu_clamp_exp", "gpt-oss with swiglu_clamp_exp")
+    rewrite("gguf_gpt_oss", bad, tensor=oss_tensor(f16_gate=True))
+    refused(bad, "load in MXFP4", "gpt-oss with F16 experts")
+    rewrite("gguf_gpt_oss", bad, tensor=oss_tensor(nan_scale=True))
+    refused(bad, "scale 0xFF", "gpt-oss with a NaN MXFP4 scale")
+    rewrite("gguf_glm4_moe", bad, keys={"glm4moe.expert_gating_func": (1, gg.GGUFValueType.UINT32)})
+    refused(bad, "expert_gating_func", "glm4moe routing by the softmax")
+    rewrite("gguf_glm4_moe", bad, extra={"blk.4.attn_norm.weight": [1.0] * 32})
+    refused(bad, "blk.4.attn_norm", "glm4moe with a block past its MTP block")
+    rewrite("gguf_glm4_moe", bad, keys={"glm4moe.nextn_predict_layers": (0, gg.GGUFValueType.UINT32)})
+    refused(bad, "nextn", "glm4moe whose MTP block is not declared")
 
 if SERVER:
     srv = Server("-m", gguf("gguf_qwen3"), "-md", gguf("gguf_qwen3"))
