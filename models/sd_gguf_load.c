@@ -52,6 +52,7 @@ static const gguf_arch gguf_archs[] = {
     {"olmo2", "Olmo2ForCausalLM", "olmo2", 0, 0},      /* post-norm blocks, whole-projection q / k norms */
     {"granite", "GraniteForCausalLM", "granite", 1, 0}, /* llama's q / k permutation; four multipliers */
     {"glm4moe", "Glm4MoeForCausalLM", "glm4_moe", 0, 0}, /* GLM-4.5 / 4.6 / Air; its MTP block is not loaded */
+    {"glm4", "Glm4ForCausalLM", "glm4", 1, 0},           /* GLM-4-0414 / Z1: GLM's adjacent-pair rope, fused up */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -92,6 +93,12 @@ static const char *const gguf_oss[][2] = {
     {"ffn_up_exps", "mlp.experts.up_proj"}, {"ffn_down_exps", "mlp.experts.down_proj"},
 };
 
+/* GLM-4-0414's names: its sandwich norms, the fused gate_up (as Phi-3's ffn_up). */
+static const char *const gguf_glm4[][2] = {
+    {"post_attention_norm", "post_self_attn_layernorm"}, {"post_ffw_norm", "post_mlp_layernorm"},
+    {"ffn_up", "mlp.gate_up_proj"},
+};
+
 /* GLM-4.5's names: the pre-MLP norm, the ungated shared experts (plural), the router's score bias (no
  * ".bias" in transformers' name). */
 static const char *const gguf_glm4moe[][2] = {
@@ -127,6 +134,9 @@ static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *h
         if (strlen(gguf_oss[i][0]) == n_part && !strncmp(part, gguf_oss[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_oss[i][1],
                             strcmp(gguf_oss[i][0], "attn_sinks") ? dot : "") > 0;
+    for (size_t i = 0; fam == SD_ARCH_GLM4 && i < sizeof gguf_glm4 / sizeof gguf_glm4[0]; i++)
+        if (strlen(gguf_glm4[i][0]) == n_part && !strncmp(part, gguf_glm4[i][0], n_part))
+            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_glm4[i][1], dot) > 0;
     for (size_t i = 0; fam == SD_ARCH_GLM4_MOE && i < sizeof gguf_glm4moe / sizeof gguf_glm4moe[0]; i++)
         if (strlen(gguf_glm4moe[i][0]) == n_part && !strncmp(part, gguf_glm4moe[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_glm4moe[i][1],
@@ -270,13 +280,13 @@ static specdec_status gguf_yarn(gguf_ctx *x) {
 static specdec_status gguf_rope(gguf_ctx *x, int64_t head_dim, int64_t max_pos, const uint8_t *data) {
     SD_TRY(gguf_num(x, "rope.freq_base", "rope_theta", 0, NULL));
     int64_t rd = head_dim;
-    const int phi3 = !strcmp(x->arch, "phi3"), partial = phi3 || !strcmp(x->arch, "glm4moe");
+    const int phi3 = !strcmp(x->arch, "phi3"), partial = phi3 || !strncmp(x->arch, "glm4", 4);
     SD_TRY(gguf_int(x, "rope.dimension_count", NULL, 0, 2, 65536, &rd));
     if (rd != head_dim && !partial)
         return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s.rope.dimension_count' is %lld, the head "
                        "%lld (partial rotary embeddings are not supported for '%s')", x->path, x->arch, (long long)rd,
                        (long long)head_dim, x->arch);
-    if (partial) /* Phi-4-mini: 96 of 128 dimensions; GLM-4.5: half */
+    if (partial) /* Phi-4-mini: 96 of 128 dimensions; GLM-4 / 4.5: half */
         cJSON_AddNumberToObject(x->cfg, "partial_rotary_factor", (double)rd / (double)head_dim);
     if (phi3 && (sd_gguf_find_tensor(x->g, "rope_factors_long.weight") || sd_gguf_find_tensor(x->g, "rope_factors_short.weight")))
         return gguf_longrope(x, rd, data);
@@ -679,8 +689,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, granite "
-                   "and glm4moe GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, granite, "
+                   "glm4 and glm4moe GGUF files load; other families load from their Hugging Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 

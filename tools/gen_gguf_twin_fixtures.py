@@ -102,6 +102,9 @@ FIXTURES = {
     "gguf_glm4_moe": dict(src="glm4_moe", arch="glm4moe", moe=False, edits={"n_group": 1, "topk_group": 1},
                           types={"attn": Q.Q8_0, "exps_gate": Q.Q4_0, "exps_up": Q.Q8_0, "exps_down": Q.F16,
                                  "shexp": Q.Q5_0, "dense": Q.Q8_0, "router": Q.F32, "out": Q.Q8_0}),
+    # GLM-4-0414: sandwich norms under GLM's names, the fused gate_up as ffn_up, half rotary (adjacent pairs)
+    "gguf_glm4": dict(src="glm4", arch="glm4", edits={}, moe=False,
+                      types={"attn": Q.Q8_0, "dense": Q.Q5_1, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -143,6 +146,8 @@ GLM = {"post_attention_layernorm": "post_attention_norm", "mlp.shared_experts.ga
        "e_score_correction_bias": "exp_probs_b.bias", "eh_proj": "nextn.eh_proj", "enorm": "nextn.enorm",
        "hnorm": "nextn.hnorm", "shared_head.head": "nextn.shared_head_head",
        "shared_head.norm": "nextn.shared_head_norm", "embed_tokens": "nextn.embed_tokens"}
+GLM4 = {"post_self_attn_layernorm": "post_attention_norm", "post_mlp_layernorm": "post_ffw_norm",
+        "mlp.gate_up_proj": "ffn_up"}  # Glm4Model (gguf-py's GLM4 names)
 SANDWICH = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
             "post_feedforward_layernorm": "post_ffw_norm"}  # Gemma 2 / 3
 GLOBAL = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
@@ -204,7 +209,8 @@ def gguf_tensors(src_dir, spec, cfg):
         else:
             part = ".".join(p[3:-1])
             post = spec["arch"] in GEMMA[1:] + ("olmo2",) and part in SANDWICH
-            g = f"blk.{p[2]}.{SANDWICH[part] if post else LAYER[part]}.{p[-1]}"
+            glm = spec["arch"] == "glm4" and part in GLM4
+            g = f"blk.{p[2]}.{GLM4[part] if glm else SANDWICH[part] if post else LAYER[part]}.{p[-1]}"
         if spec["arch"] in GEMMA and name.endswith("norm.weight"):
             stored = w + np.float32(1.0)  # the converter's norm shift; the reference gets stored - 1
             out[g] = (Q.F32, stored, (stored - np.float32(1.0)).reshape(state[name].shape), [name])
@@ -316,9 +322,10 @@ def write_gguf(path, spec, cfg, tensors):
     w.add_type(gguf.GGUFType.MODEL)
     w.add_block_count(cfg["num_hidden_layers"] + (cfg.get("num_nextn_predict_layers") or 0
                                                   if spec["arch"] == "glm4moe" else 0))
-    if spec["arch"] == "glm4moe":  # Glm4MoeModel.set_gguf_parameters
+    if spec["arch"] in ("glm4", "glm4moe"):  # Glm4Model / Glm4MoeModel: the rotary part
         hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
         w.add_rope_dimension_count(int(hd * cfg["rope_parameters"].get("partial_rotary_factor", 0.5)))
+    if spec["arch"] == "glm4moe":  # Glm4MoeModel.set_gguf_parameters
         w.add_expert_count(cfg["n_routed_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
@@ -366,7 +373,7 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "glm4moe") + GEMMA + LLAMA_LIKE:
+    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "glm4", "glm4moe") + GEMMA + LLAMA_LIKE:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
