@@ -53,6 +53,7 @@ static const gguf_arch gguf_archs[] = {
     {"granite", "GraniteForCausalLM", "granite", 1, 0}, /* llama's q / k permutation; four multipliers */
     {"glm4moe", "Glm4MoeForCausalLM", "glm4_moe", 0, 0}, /* GLM-4.5 / 4.6 / Air; its MTP block is not loaded */
     {"glm4", "Glm4ForCausalLM", "glm4", 1, 0},           /* GLM-4-0414 / Z1: GLM's adjacent-pair rope, fused up */
+    {"olmoe", "OlmoeForCausalLM", "olmoe", 0, 0},        /* OLMoE: whole-projection q / k norms, top-k unnormalised */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -431,7 +432,9 @@ static specdec_status gguf_gpt_oss(gguf_ctx *x) {
     return SPECDEC_OK;
 }
 
-/* SmolLM3, OLMo 2 and Granite as llama.cpp runs them. SmolLM3: no rope on every 4th layer (llama.cpp's fixed
+/* SmolLM3, OLMo 2, OLMoE and Granite as llama.cpp runs them. OLMoE: experts expert_count / expert_used_count
+ * of feed_forward_length, top-k weights renormalised only when expert_weights_norm says so (llama.cpp: no),
+ * a clip of q / k / v (attention.clamp_kqv) refused. SmolLM3: no rope on every 4th layer (llama.cpp's fixed
  * step; no key says it), no window. OLMo 2: no window (an OLMo 3 file, which has one, is refused). Granite:
  * attention.scale, embedding_scale, residual_scale and logit_scale are the config's attention_multiplier,
  * embedding_multiplier, residual_multiplier and logits_scaling; absent, llama.cpp scales by nothing but
@@ -448,6 +451,20 @@ static specdec_status gguf_small_families(gguf_ctx *x, int64_t head_dim) {
         if (sd_gguf_find(x->g, k))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s': an OLMo 3 file (its sliding window) "
                            "is not supported", x->path, k);
+        return SPECDEC_OK;
+    }
+    if (!strcmp(x->arch, "olmoe")) { /* experts of feed_forward_length; a clamp (attention.clamp_kqv) refused */
+        char k[160];
+        snprintf(k, sizeof k, "%s.attention.clamp_kqv", x->arch);
+        if (sd_gguf_find(x->g, k))
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' is not supported", x->path, k);
+        SD_TRY(gguf_int(x, "expert_count", "num_experts", 1, 1, 4096, NULL));
+        SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+        snprintf(k, sizeof k, "%s.expert_weights_norm", x->arch);
+        int norm = 0;
+        if (sd_gguf_find(x->g, k) && !sd_gguf_get_bool(x->g, k, &norm))
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a bool", x->path, k);
+        cJSON_AddBoolToObject(x->cfg, "norm_topk_prob", norm);
         return SPECDEC_OK;
     }
     if (strcmp(x->arch, "granite")) return SPECDEC_OK;
@@ -689,8 +706,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, granite, "
-                   "glm4 and glm4moe GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, olmoe, "
+                   "granite, glm4 and glm4moe GGUF files load; other families load from their Hugging Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 

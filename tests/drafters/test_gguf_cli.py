@@ -14,7 +14,7 @@ the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over
 single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
 gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts or a NaN MXFP4
 scale it is refused naming the cause; gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
-an undeclared MTP block or softmax gating are refused.
+an undeclared MTP block or softmax gating are refused; so is an olmoe file with attention.clamp_kqv.
 --quick (sanitizer builds): 8 tokens, no match mode. --no-server: a build without `specdec serve`.
 """
 import json
@@ -185,6 +185,8 @@ with tempfile.TemporaryDirectory() as tmp:
     refused(bad, "blk.4.attn_norm", "glm4moe with a block past its MTP block")
     rewrite("gguf_glm4_moe", bad, keys={"glm4moe.nextn_predict_layers": (0, gg.GGUFValueType.UINT32)})
     refused(bad, "nextn", "glm4moe whose MTP block is not declared")
+    rewrite("gguf_olmoe", bad, keys={"olmoe.attention.clamp_kqv": (8.0, gg.GGUFValueType.FLOAT32)})
+    refused(bad, "clamp_kqv", "olmoe with a q / k / v clamp")
 
 if SERVER:
     srv = Server("-m", gguf("gguf_qwen3"), "-md", gguf("gguf_qwen3"))
