@@ -54,6 +54,7 @@ static const gguf_arch gguf_archs[] = {
     {"glm4moe", "Glm4MoeForCausalLM", "glm4_moe", 0, 0}, /* GLM-4.5 / 4.6 / Air; its MTP block is not loaded */
     {"glm4", "Glm4ForCausalLM", "glm4", 1, 0},           /* GLM-4-0414 / Z1: GLM's adjacent-pair rope, fused up */
     {"olmoe", "OlmoeForCausalLM", "olmoe", 0, 0},        /* OLMoE: whole-projection q / k norms, top-k unnormalised */
+    {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", 1, 0}, /* ERNIE-4.5 dense (0.3B): adjacent-pair rope */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -543,6 +544,7 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     /* biases: Llama, Qwen3(-MoE) q/k/v/o together (attention_bias); Qwen2 q/k/v always; Qwen2-MoE q/k/v (qkv_bias) */
     const int has_bias = sd_gguf_find_tensor(x->g, "blk.0.attn_q.bias") != NULL;
     if (!strcmp(a->name, "qwen2moe")) cJSON_AddBoolToObject(x->cfg, "qkv_bias", has_bias);
+    else if (!strcmp(a->name, "ernie4_5")) cJSON_AddBoolToObject(x->cfg, "use_bias", has_bias);
     else if (strcmp(a->name, "qwen2")) cJSON_AddBoolToObject(x->cfg, "attention_bias", has_bias);
     gguf_special_ids(x, emb->ne[1]);
     if (!strcmp(a->name, "phi3")) { /* its window as the checkpoint defines it (llama.cpp currently ignores it) */
@@ -707,7 +709,7 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
                    "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, olmoe, "
-                   "granite, glm4 and glm4moe GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   "granite, glm4, glm4moe and ernie4_5 GGUF files load; other families load from their Hugging Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 

@@ -109,6 +109,9 @@ FIXTURES = {
     "gguf_olmoe": dict(src="olmoe", arch="olmoe", edits={"clip_qkv": None},
                        types={"attn": Q.Q8_0, "exps_gate": Q.Q4_1, "exps_up": Q.Q8_0, "exps_down": Q.F16,
                               "router": Q.F32, "out": Q.Q8_0}),
+    # ERNIE-4.5 dense: biases (use_bias), adjacent-pair rope, tied
+    "gguf_ernie4_5": dict(src="ernie4_5", arch="ernie4_5", edits={}, moe=False,
+                          types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -377,7 +380,7 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe") + GEMMA + LLAMA_LIKE:
+    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe", "ernie4_5") + GEMMA + LLAMA_LIKE:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
