@@ -258,6 +258,38 @@ static void expect_bad(const char *name, int spm, mut m, specdec_status want, co
     expect_fail(name, f, len, want, needle);
 }
 
+/* Every truncation of file f fails cleanly, and an allocation failure at every point gives
+ * OUT_OF_MEMORY and no tokenizer until the load completes. Frees f. */
+static void truncations_and_oom(const char *name, unsigned char *f, size_t len) {
+    specdec_tokenizer *t;
+    specdec_status st;
+    int trunc_bad = 0;
+    for (size_t cut = 0; cut < len; cut++) {
+        t = (specdec_tokenizer *)1;
+        st = sd_gguf_tokenizer_parse(f, cut, "cut.gguf", &t);
+        if (st == SPECDEC_OK || t) trunc_bad++;
+    }
+    SD_CHECK(trunc_bad == 0, "%s: %d truncations loaded", name, trunc_bad);
+    int completed = 0, bad_status = 0;
+    long k;
+    for (k = 0; k < 20000 && !completed; k++) {
+        sd_alloc_fail_after(k);
+        t = NULL;
+        st = sd_gguf_tokenizer_parse(f, len, "oom.gguf", &t);
+        sd_alloc_fail_after(-1);
+        if (st) {
+            if (st != SPECDEC_ERR_OUT_OF_MEMORY || t) bad_status++;
+            continue;
+        }
+        completed = 1;
+        specdec_tokenizer_free(t);
+    }
+    SD_CHECK(completed && bad_status == 0, "%s: allocation failures: completed %d, %d other statuses", name, completed,
+             bad_status);
+    printf("%s: allocation failure injected at %ld points\n", name, k);
+    free(f);
+}
+
 static void expect_bad_gemma(const char *name, int variant, specdec_status want, const char *needle) {
     size_t len = 0;
     unsigned char *f = gemma_file("gemma3", variant, &len);
@@ -292,32 +324,7 @@ int main(void) {
                  "chat template from tokenizer.chat_template: \"%s\"", buf);
         specdec_tokenizer_free(t);
     }
-    /* every truncation of the file fails cleanly */
-    int trunc_bad = 0;
-    for (size_t cut = 0; cut < len; cut++) {
-        t = (specdec_tokenizer *)1;
-        st = sd_gguf_tokenizer_parse(f, cut, "cut.gguf", &t);
-        if (st == SPECDEC_OK || t) trunc_bad++;
-    }
-    SD_CHECK(trunc_bad == 0, "%d truncations loaded", trunc_bad);
-    /* allocation failure at every point */
-    int completed = 0, bad_status = 0;
-    long k;
-    for (k = 0; k < 20000 && !completed; k++) {
-        sd_alloc_fail_after(k);
-        t = NULL;
-        st = sd_gguf_tokenizer_parse(f, len, "oom.gguf", &t);
-        sd_alloc_fail_after(-1);
-        if (st) {
-            if (st != SPECDEC_ERR_OUT_OF_MEMORY || t) bad_status++;
-            continue;
-        }
-        completed = 1;
-        specdec_tokenizer_free(t);
-    }
-    SD_CHECK(completed && bad_status == 0, "allocation failures: completed %d, %d other statuses", completed, bad_status);
-    printf("allocation failure injected at %ld points\n", k);
-    free(f);
+    truncations_and_oom("gpt2", f, len);
 
     /* every known pre-tokenizer loads (its regex compiles) and splits "abc ab" as GPT-2's does */
     for (int v = 0; v < 6; v++) {
@@ -390,30 +397,9 @@ int main(void) {
                  "%s: skip_special drops <bos> and <mask>: \"%.*s\"", gemma_archs[a], (int)bl, buf);
         specdec_tokenizer_free(t);
     }
-    /* every truncation and an allocation failure at every point (the respelt copy included) */
+    /* (the respelt copy of the tokens included) */
     f = gemma_file("gemma3", 0, &len);
-    trunc_bad = 0;
-    for (size_t cut = 0; cut < len; cut++) {
-        t = (specdec_tokenizer *)1;
-        st = sd_gguf_tokenizer_parse(f, cut, "cut.gguf", &t);
-        if (st == SPECDEC_OK || t) trunc_bad++;
-    }
-    SD_CHECK(trunc_bad == 0, "gemma: %d truncations loaded", trunc_bad);
-    completed = 0, bad_status = 0;
-    for (k = 0; k < 20000 && !completed; k++) {
-        sd_alloc_fail_after(k);
-        t = NULL;
-        st = sd_gguf_tokenizer_parse(f, len, "oom.gguf", &t);
-        sd_alloc_fail_after(-1);
-        if (st) {
-            if (st != SPECDEC_ERR_OUT_OF_MEMORY || t) bad_status++;
-            continue;
-        }
-        completed = 1;
-        specdec_tokenizer_free(t);
-    }
-    SD_CHECK(completed && bad_status == 0, "gemma allocation failures: completed %d, %d other statuses", completed, bad_status);
-    free(f);
+    truncations_and_oom("gemma", f, len);
     /* an empty token (a white-space run of length 0) is an ordinary, if useless, vocabulary entry; the
      * scores are not needed (the merges follow the file) */
     for (int v = 1; v <= 6; v += 5) {
