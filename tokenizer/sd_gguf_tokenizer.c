@@ -20,7 +20,8 @@
  *           white space holding a space ("  ", stored so by the converter) is respelt as that many "▁";
  *           every token (any type) is in the vocabulary and may be a merge's part or result, ranked by
  *           file position (not score; ties within a token: the longer left part first); no prefix
- *           space whatever add_space_prefix says; decoder Replace + ByteFallback + Fuse (no Strip).
+ *           space whatever add_space_prefix says; decoder Replace + ByteFallback + Fuse (no Strip); of
+ *           tokens spelt alike the last is the token (the others: no vocabulary entry).
  *           Other "gemma*" architectures (gemma3n, gemma-embedding, ...) are refused: unverified.
  * Token types (llama.cpp's): 1 NORMAL, 2 UNKNOWN, 3 CONTROL, 4 USER_DEFINED, 5 UNUSED, 6 BYTE
  * (0 read as NORMAL). CONTROL tokens become special added tokens, USER_DEFINED ones plain added
@@ -73,6 +74,8 @@ typedef struct sd_gt {
     sd_gguf_str *own_tok;       /* Gemma's respelt copy of the array (tok), or NULL */
     char *own_blob;             /* the respelt tokens' bytes */
     int gemma;                  /* Gemma's rules (see the file comment) */
+    int32_t *alias;             /* Gemma: [n] the last index spelt as token i (i when none later) */
+    uint8_t *gflag;             /* Gemma: [n] 1 special, 2 added, from every token spelt as token i */
     uint8_t *type;              /* [n] */
     double *score;              /* [n] (llama) */
     char *buf;                  /* NUL-terminated scratch copy */
@@ -226,6 +229,28 @@ static int32_t sd_gt_map_get(const sd_gt_map *m, const char *s, size_t n) {
     }
 }
 
+/* An empty map with room for every token; 0 when out of memory. */
+static int sd_gt_map_init(sd_gt_map *m, const sd_gt *gt) {
+    size_t cap = 16;
+    while (cap < gt->n * 2) cap *= 2;
+    *m = (sd_gt_map){sd_malloc(cap * sizeof(int32_t)), cap - 1, gt};
+    if (!m->slot) return 0;
+    for (size_t i = 0; i < cap; i++) m->slot[i] = -1;
+    return 1;
+}
+
+/* Token i added unless a token spelt alike is there already; returns the id the map holds. */
+static int32_t sd_gt_map_put(sd_gt_map *m, uint64_t i) {
+    const sd_gguf_str *t = &m->gt->tok[i];
+    size_t k = sd_gt_hash(t->s, (size_t)t->len) & m->mask;
+    while (m->slot[k] >= 0) {
+        const sd_gguf_str *o = &m->gt->tok[m->slot[k]];
+        if (o->len == t->len && !memcmp(o->s, t->s, (size_t)t->len)) return m->slot[k];
+        k = (k + 1) & m->mask;
+    }
+    return m->slot[k] = (int32_t)i;
+}
+
 static int sd_gt_merge_cmp(const void *pa, const void *pb) {
     const sd_gt_merge *a = pa, *b = pb;
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
@@ -245,33 +270,23 @@ static int sd_gt_merge_cmp_gemma(const void *pa, const void *pb) {
 
 static int sd_gt_is_normal(uint8_t t) { return t == GT_NORMAL || t == GT_UNDEFINED; }
 
-/* a token that takes part in the recovered merges: NORMAL ones; for Gemma every one */
-static int sd_gt_mergeable(const sd_gt *gt, uint64_t i) { return gt->gemma || sd_gt_is_normal(gt->type[i]); }
+/* a token that takes part in the recovered merges: NORMAL ones; for Gemma every one not spelt again later */
+static int sd_gt_mergeable(const sd_gt *gt, uint64_t i) {
+    return gt->gemma ? gt->alias[i] == (int32_t)i : sd_gt_is_normal(gt->type[i]);
+}
 
 /* Tokens longer than this never result from a recovered merge (keeps a crafted vocabulary of huge
  * tokens from costing quadratic time; SentencePiece pieces are a few dozen bytes). */
 #define SD_GT_MERGE_MAX_BYTES 512
 
 static specdec_status sd_gt_derive_merges(sd_gt *gt, cJSON *arr) {
-    size_t cap = 16;
-    while (cap < gt->n * 2) cap *= 2;
-    sd_gt_map m = {sd_malloc(cap * sizeof(int32_t)), cap - 1, gt};
+    sd_gt_map m;
     sd_gt_merge *v = NULL;
     size_t nv = 0, vcap = 0;
     specdec_status st = SPECDEC_OK;
-    if (!m.slot) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
-    for (size_t i = 0; i < cap; i++) m.slot[i] = -1;
-    for (uint64_t i = 0; i < gt->n; i++) {
-        if (!sd_gt_mergeable(gt, i)) continue;
-        const sd_gguf_str *t = &gt->tok[i];
-        size_t k = sd_gt_hash(t->s, (size_t)t->len) & m.mask;
-        while (m.slot[k] >= 0) {
-            const sd_gguf_str *o = &gt->tok[m.slot[k]];
-            if (o->len == t->len && !memcmp(o->s, t->s, (size_t)t->len)) break; /* a duplicate: the loader names it */
-            k = (k + 1) & m.mask;
-        }
-        if (m.slot[k] < 0) m.slot[k] = (int32_t)i;
-    }
+    if (!sd_gt_map_init(&m, gt)) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    for (uint64_t i = 0; i < gt->n; i++)
+        if (sd_gt_mergeable(gt, i)) sd_gt_map_put(&m, i); /* a duplicate stays out: the loader names it */
     for (uint64_t i = 0; i < gt->n && !st; i++) {
         const sd_gguf_str *t = &gt->tok[i];
         if (!sd_gt_mergeable(gt, i) || t->len < 2 || t->len > SD_GT_MERGE_MAX_BYTES) continue;
@@ -362,6 +377,21 @@ static specdec_status sd_gt_gemma_respell(sd_gt *gt) {
 }
 
 static int sd_gt_respelt(const sd_gt *gt, uint64_t i) { return gt->tok[i].s != gt->file_tok[i].s; }
+
+/* transformers' Gemma vocabulary is a dict filled in file order, so of tokens spelt alike (after the
+ * respelling: "  " and a NORMAL "▁▁", say) the last one is the token; gt->alias maps each to it. */
+static specdec_status sd_gt_gemma_alias(sd_gt *gt) {
+    sd_gt_map m;
+    gt->alias = sd_malloc((size_t)gt->n * sizeof *gt->alias);
+    if (!gt->alias || !sd_gt_map_init(&m, gt)) {
+        sd_free(gt->alias);
+        gt->alias = NULL;
+        return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    }
+    for (uint64_t i = gt->n; i-- > 0;) gt->alias[i] = sd_gt_map_put(&m, i);
+    sd_free(m.slot);
+    return SPECDEC_OK;
+}
 
 /* ---- the document ----------------------------------------------------------------------------- */
 static int sd_gt_lower_has(const sd_gguf_str *s, const char *needle) {
@@ -459,7 +489,7 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     if (gt->n == 0 || gt->n > SD_TOK_MAX_ID)
         return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries (1..%d accepted)", gt->what,
                        (unsigned long long)gt->n, SD_TOK_MAX_ID);
-    if (gt->gemma && (st = sd_gt_gemma_respell(gt))) return st;
+    if (gt->gemma && ((st = sd_gt_gemma_respell(gt)) || (st = sd_gt_gemma_alias(gt)))) return st;
     if ((st = sd_gt_array(gt, "tokenizer.ggml.token_type", SD_GGUF_I32, 0, gt->n, &types))) return st;
     if ((st = sd_gt_array(gt, "tokenizer.ggml.scores", SD_GGUF_F32, 0, gt->n, &scores))) return st;
     /* gguf-py never writes an empty array, so a byte-level vocabulary without merges has no key */
@@ -492,6 +522,12 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     if (spm && unk < 0)
         for (uint64_t i = 0; i < gt->n && unk < 0; i++)
             if (gt->type[i] == GT_UNKNOWN) unk = (int64_t)i;
+    if (gt->gemma) { /* transformers names these tokens by their text: the last token so spelt */
+        int64_t *named[4] = {&bos, &eos, &unk, &pad};
+        for (int k = 0; k < 4; k++)
+            if (*named[k] >= 0) *named[k] = gt->alias[*named[k]];
+        if (!(gt->gflag = sd_calloc((size_t)gt->n, 1))) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    }
     /* llama.cpp's defaults: BOS for SentencePiece and Llama 3's byte-level files, not for the others */
     int add_bos, add_eos, space_prefix;
     if ((st = sd_gt_bool(gt, "tokenizer.ggml.add_bos_token", spm || pre == PRE_LLAMA3, &add_bos)) ||
@@ -516,17 +552,21 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
         int in_vocab = t != GT_CONTROL && t != GT_USER, is_added = t == GT_CONTROL || t == GT_USER || (spm && t == GT_UNKNOWN);
         int special = t != GT_USER;
         if (gt->gemma) {
-            /* transformers: every token is in the vocabulary; CONTROL tokens and the named ones (the
-             * file's bos / eos / unk / pad, GemmaTokenizer's "<mask>") are special, USER_DEFINED ones
-             * plain added tokens unless respelt (their file spelling is then no vocabulary entry) */
-            int64_t id = (int64_t)i;
-            int named = id == bos || id == eos || id == unk || id == pad || !strcmp(s, "<mask>");
-            special = t == GT_CONTROL || t == GT_UNKNOWN || named;
-            in_vocab = 1;
-            is_added = special || (t == GT_USER && !sd_gt_respelt(gt, i));
-            if (special && sd_gt_respelt(gt, i))
+            /* transformers: every token is in the vocabulary (the last of those spelt alike); CONTROL
+             * tokens and the named ones (the file's bos / eos / unk / pad, GemmaTokenizer's "<mask>") are
+             * special, USER_DEFINED ones plain added tokens unless respelt (their file spelling is then
+             * no vocabulary entry); a token spelt again later lends these to that one */
+            int32_t last = gt->alias[i];
+            int named = last == bos || last == eos || last == unk || last == pad || !strcmp(s, "<mask>");
+            int sp = t == GT_CONTROL || t == GT_UNKNOWN || named;
+            if (sp && sd_gt_respelt(gt, i))
                 return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: tokenizer.ggml.tokens[%llu], a special token, is white space only "
                                "(transformers would give its file spelling a new id)", gt->what, (unsigned long long)i);
+            gt->gflag[last] |= (uint8_t)(sp ? 1 : 0) | (uint8_t)(t == GT_USER && !sd_gt_respelt(gt, i) ? 2 : 0);
+            if (last != (int32_t)i) continue;
+            special = gt->gflag[i] & 1;
+            in_vocab = 1;
+            is_added = gt->gflag[i] != 0;
         }
         if (in_vocab && !sd_gt_add(vocab, s, cJSON_CreateNumber((double)i))) ok = 0;
         if (is_added) {
@@ -632,6 +672,8 @@ specdec_status sd_gguf_tokenizer_parse(const uint8_t *data, size_t size, const c
     sd_free(gt.buf);
     sd_free(gt.own_tok);
     sd_free(gt.own_blob);
+    sd_free(gt.alias);
+    sd_free(gt.gflag);
     sd_gguf_free(&g);
     if (!st) st = sd_tokenizer_load_doc(o.root, o.cfg, fname, out);
     cJSON_Delete(o.root);

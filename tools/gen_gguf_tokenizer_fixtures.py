@@ -230,13 +230,16 @@ def tiny_spm_json():
 # tiny-gemma: a Gemma-like "llama" vocabulary in the layout convert_hf_to_gguf.py (GemmaModel /
 # Gemma2Model / Gemma3Model) writes from Google's tokenizer.model: pad 0, eos 1, bos 2, unk 3, CONTROL
 # turn tokens, white-space runs stored with real spaces as USER_DEFINED tokens, the 256 BYTE tokens,
-# then NORMAL pieces and single characters; add_space_prefix false, add_bos true.
+# then NORMAL pieces and single characters; add_space_prefix false, add_bos true. Two tokens are spelt
+# again later ("    " as the NORMAL "▁▁▁▁" once respelt, the USER_DEFINED "<b>" as a NORMAL "<b>"):
+# transformers keeps the later id, lent the earlier one's added-token status.
 GEMMA_HEAD = [("<pad>", 3), ("<eos>", 3), ("<bos>", 3), ("<unk>", 2), ("<mask>", 3), ("<start_of_turn>", 3),
-              ("<end_of_turn>", 3), ("<unused0>", 5), ("  ", 4), ("   ", 4), ("\t\t", 4), ("<table>", 4)]
+              ("<end_of_turn>", 3), ("<unused0>", 5), ("  ", 4), ("   ", 4), ("\t\t", 4), ("<table>", 4), ("    ", 4),
+              ("<b>", 4)]
 GEMMA_WORDS = ["\u2581the", "\u2581speculative", "\u2581decoding", "\u2581of", "\u2581and", "\u2581world", "Hello",
                "\u2581is", "\u2581a", "ing", "user", "model", "\u2581\u4e16\u754c", "\u2581there", "\u2581here"]
 GEMMA_PAIRS = ["he", "er", "th", "re", "in", "an", "nd", "on", "or", "ld", "de", "co", "at", "iv", "\n\n",
-               "\u2581\n"]
+               "\u2581\n", "\u2581\u2581\u2581\u2581", "<b>"]
 GEMMA_CHARS = "\n\u2581abcdefghijklmnopqrstuvwxyzHTW0123456789.,!?'():-<>/_\u4e16\u754c"
 GEMMA_TEMPLATE = ("{{ bos_token }}{% for message in messages %}<start_of_turn>"
                   "{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
@@ -247,7 +250,7 @@ GEMMA_SAMPLE = [
     "the  world   is    here", "there here her other", "hereby thereof", "trailing   ", "\n", "\n\n\n",
     " \n \n", "tabs\tand\t\ttabs\t\t\t", "a\r\nb", "CJK \u4e16\u754c \u4f60\u597d\u4e16", "emoji \U0001f600\U0001f44d\U0001f3fd",
     "\u00e9t\u00e9 na\u00efve \u00c5", "<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n",
-    "<bos>x<eos> <pad><unk> <mask>", "<table><tr> <table>", "<unused0> <unused1>", "  <end_of_turn>  ",
+    "<bos>x<eos> <pad><unk> <mask>", "<table><tr> <table>", "<b>bold</b> <b>", "a    b     c", "<unused0> <unused1>", "  <end_of_turn>  ",
     "ab12 345.6, 7890!", "def f(x):\n    return x ** 2\n", "\u2581already \u2581\u2581marked", "Z~`|\\^",
     "a" * 40, " " * 17 + "x", "\t \t  \n", "\u3000ideographic\u3000space",
 ]

@@ -163,7 +163,7 @@ static unsigned char *spm_file(mut m, size_t *len) {
 /* Gemma (transformers' rules): <pad> <eos> <bos> <unk>, "  " and "\t<space>U+3000" (USER_DEFINED white space,
  * respelt ▁▁ / ▁▁▁), "\t\t" (USER_DEFINED, kept), ▁ a b ab ba (ba scores above ab; ab comes first in
  * the file), <0x63>, <mask> (USER_DEFINED, special by name), <unused0> (UNUSED). Variants: 1 "" as a
- * token (an empty white-space run), 2 " " (respelt ▁: ▁ twice), 3 "  " a CONTROL token, 4 a run of
+ * token (an empty white-space run), 2 " " for "\t\t" (respelt ▁: ▁ twice), 3 "  " a CONTROL token, 4 a run of
  * 30,000 spaces (90,000 bytes respelt), 5 "\xff " (invalid UTF-8 holding a space), 6 no scores. */
 static unsigned char *gemma_file(const char *arch, int variant, size_t *len) {
     static const char *toks[] = {"<pad>", "<eos>", "<bos>", "<unk>", "  ", "\t \xe3\x80\x80", "\t\t", SP, "a", "b", "ab",
@@ -412,7 +412,22 @@ int main(void) {
         }
         free(f);
     }
-    expect_bad_gemma("gemma \" \" respelt as \"\xe2\x96\x81\"", 2, SPECDEC_ERR_FORMAT, "twice");
+    /* " " (USER_DEFINED, id 6) respelt "▁" like the NORMAL id 7: the later one is the token, id 6 decodes to
+     * nothing (transformers' dict; ids and decode checked with transformers 5.24) */
+    f = gemma_file("gemma3", 2, &len);
+    st = sd_gguf_tokenizer_parse(f, len, "gemma.gguf", &t);
+    SD_CHECK(st == SPECDEC_OK, "gemma with \" \" and \"\xe2\x96\x81\": %s", specdec_last_error());
+    if (!st) {
+        expect_ids(t, " a", 0, IDS(7, 8));
+        expect_ids(t, " ", 0, IDS(7));
+        char buf[64];
+        size_t bl = 0;
+        int32_t ids[] = {6, 7, 4, 5};
+        SD_CHECK(!specdec_detokenize(t, ids, 4, 0, buf, sizeof buf, &bl) && bl == 6 && !memcmp(buf, "      ", 6),
+                 "the shadowed id decodes to nothing: \"%.*s\"", (int)bl, buf);
+        specdec_tokenizer_free(t);
+    }
+    free(f);
     expect_bad_gemma("gemma white-space CONTROL token", 3, SPECDEC_ERR_UNSUPPORTED, "tokens[4], a special token, is white space only");
     expect_bad_gemma("gemma huge white-space run", 4, SPECDEC_ERR_FORMAT, "tokens[4] (30000");
     expect_bad_gemma("gemma invalid UTF-8 with a space", 5, SPECDEC_ERR_FORMAT, "UTF-8");
