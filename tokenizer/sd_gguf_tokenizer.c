@@ -15,6 +15,14 @@
  *           adjacent pair whose concatenation scores best) and the one the `tokenizers` converter
  *           used to write those models' tokenizer.json. Normalizer Prepend("▁") + Replace(" ", "▁"),
  *           decoder Replace + ByteFallback + Fuse + Strip, as those files have them.
+ *   "llama" of architecture gemma / gemma2 / gemma3: transformers' GGUF Gemma tokenizer (GemmaTokenizer,
+ *           what Hugging Face checks against Google's tokenizer.model), whose rules differ: a token of
+ *           white space holding a space ("  ", stored so by the converter) is respelt as that many "▁";
+ *           every token (any type) is in the vocabulary and may be a merge's part or result, ranked by
+ *           file position (not score; ties within a token: the longer left part first); no prefix
+ *           space whatever add_space_prefix says; decoder Replace + ByteFallback + Fuse (no Strip); of
+ *           tokens spelt alike the last is the token (the others: no vocabulary entry).
+ *           Other "gemma*" architectures (gemma3n, gemma-embedding, ...) are refused: unverified.
  * Token types (llama.cpp's): 1 NORMAL, 2 UNKNOWN, 3 CONTROL, 4 USER_DEFINED, 5 UNUSED, 6 BYTE
  * (0 read as NORMAL). CONTROL tokens become special added tokens, USER_DEFINED ones plain added
  * tokens (both matched on the raw text, as llama.cpp does); UNUSED ones (the converter's [PADn]
@@ -61,7 +69,13 @@ typedef struct sd_gt {
     const sd_gguf *g;
     const char *what;
     uint64_t n;                 /* token count */
-    const sd_gguf_str *tok;     /* [n] */
+    const sd_gguf_str *tok;     /* [n] as the tokenizer spells them (Gemma: respelt) */
+    const sd_gguf_str *file_tok; /* [n] as the file spells them */
+    sd_gguf_str *own_tok;       /* Gemma's respelt copy of the array (tok), or NULL */
+    char *own_blob;             /* the respelt tokens' bytes */
+    int gemma;                  /* Gemma's rules (see the file comment) */
+    int32_t *alias;             /* Gemma: [n] the last index spelt as token i (i when none later) */
+    uint8_t *gflag;             /* Gemma: [n] 1 special, 2 added, from every token spelt as token i */
     uint8_t *type;              /* [n] */
     double *score;              /* [n] (llama) */
     char *buf;                  /* NUL-terminated scratch copy */
@@ -195,9 +209,9 @@ static cJSON *sd_gt_replace(const char *from, const char *to) {
 }
 
 /* ---- merges recovered from the scores ("llama") ----------------------------------------------- */
-typedef struct { double score; int32_t id, left, right; } sd_gt_merge;
+typedef struct { double score; int32_t id, left, right; uint64_t left_len; } sd_gt_merge;
 
-/* string -> id of NORMAL tokens (open addressing) */
+/* string -> id of the tokens that take part in merges (open addressing) */
 typedef struct { int32_t *slot; size_t mask; const sd_gt *gt; } sd_gt_map;
 
 static uint64_t sd_gt_hash(const char *s, size_t n) {
@@ -215,6 +229,28 @@ static int32_t sd_gt_map_get(const sd_gt_map *m, const char *s, size_t n) {
     }
 }
 
+/* An empty map with room for every token; 0 when out of memory. */
+static int sd_gt_map_init(sd_gt_map *m, const sd_gt *gt) {
+    size_t cap = 16;
+    while (cap < gt->n * 2) cap *= 2;
+    *m = (sd_gt_map){sd_malloc(cap * sizeof(int32_t)), cap - 1, gt};
+    if (!m->slot) return 0;
+    for (size_t i = 0; i < cap; i++) m->slot[i] = -1;
+    return 1;
+}
+
+/* Token i added unless a token spelt alike is there already; returns the id the map holds. */
+static int32_t sd_gt_map_put(sd_gt_map *m, uint64_t i) {
+    const sd_gguf_str *t = &m->gt->tok[i];
+    size_t k = sd_gt_hash(t->s, (size_t)t->len) & m->mask;
+    while (m->slot[k] >= 0) {
+        const sd_gguf_str *o = &m->gt->tok[m->slot[k]];
+        if (o->len == t->len && !memcmp(o->s, t->s, (size_t)t->len)) return m->slot[k];
+        k = (k + 1) & m->mask;
+    }
+    return m->slot[k] = (int32_t)i;
+}
+
 static int sd_gt_merge_cmp(const void *pa, const void *pb) {
     const sd_gt_merge *a = pa, *b = pb;
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
@@ -223,35 +259,37 @@ static int sd_gt_merge_cmp(const void *pa, const void *pb) {
     return 0;
 }
 
+/* Gemma (transformers' generate_merges with the file position as the score): by the merged token's
+ * position, then the longer left part first */
+static int sd_gt_merge_cmp_gemma(const void *pa, const void *pb) {
+    const sd_gt_merge *a = pa, *b = pb;
+    if (a->id != b->id) return a->id < b->id ? -1 : 1;
+    if (a->left_len != b->left_len) return a->left_len > b->left_len ? -1 : 1;
+    return 0;
+}
+
 static int sd_gt_is_normal(uint8_t t) { return t == GT_NORMAL || t == GT_UNDEFINED; }
+
+/* a token that takes part in the recovered merges: NORMAL ones; for Gemma every one not spelt again later */
+static int sd_gt_mergeable(const sd_gt *gt, uint64_t i) {
+    return gt->gemma ? gt->alias[i] == (int32_t)i : sd_gt_is_normal(gt->type[i]);
+}
 
 /* Tokens longer than this never result from a recovered merge (keeps a crafted vocabulary of huge
  * tokens from costing quadratic time; SentencePiece pieces are a few dozen bytes). */
 #define SD_GT_MERGE_MAX_BYTES 512
 
 static specdec_status sd_gt_derive_merges(sd_gt *gt, cJSON *arr) {
-    size_t cap = 16;
-    while (cap < gt->n * 2) cap *= 2;
-    sd_gt_map m = {sd_malloc(cap * sizeof(int32_t)), cap - 1, gt};
+    sd_gt_map m;
     sd_gt_merge *v = NULL;
     size_t nv = 0, vcap = 0;
     specdec_status st = SPECDEC_OK;
-    if (!m.slot) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
-    for (size_t i = 0; i < cap; i++) m.slot[i] = -1;
-    for (uint64_t i = 0; i < gt->n; i++) {
-        if (!sd_gt_is_normal(gt->type[i])) continue;
-        const sd_gguf_str *t = &gt->tok[i];
-        size_t k = sd_gt_hash(t->s, (size_t)t->len) & m.mask;
-        while (m.slot[k] >= 0) {
-            const sd_gguf_str *o = &gt->tok[m.slot[k]];
-            if (o->len == t->len && !memcmp(o->s, t->s, (size_t)t->len)) break; /* a duplicate: the loader names it */
-            k = (k + 1) & m.mask;
-        }
-        if (m.slot[k] < 0) m.slot[k] = (int32_t)i;
-    }
+    if (!sd_gt_map_init(&m, gt)) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    for (uint64_t i = 0; i < gt->n; i++)
+        if (sd_gt_mergeable(gt, i)) sd_gt_map_put(&m, i); /* a duplicate stays out: the loader names it */
     for (uint64_t i = 0; i < gt->n && !st; i++) {
         const sd_gguf_str *t = &gt->tok[i];
-        if (!sd_gt_is_normal(gt->type[i]) || t->len < 2 || t->len > SD_GT_MERGE_MAX_BYTES) continue;
+        if (!sd_gt_mergeable(gt, i) || t->len < 2 || t->len > SD_GT_MERGE_MAX_BYTES) continue;
         size_t at = 0;
         int32_t cp;
         at += sd_utf8_next(t->s, (size_t)t->len, &cp);
@@ -266,10 +304,10 @@ static specdec_status sd_gt_derive_merges(sd_gt *gt, cJSON *arr) {
                 if (!p) { st = GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for the merges", gt->what); break; }
                 v = p;
             }
-            v[nv++] = (sd_gt_merge){gt->score[i], (int32_t)i, l, r};
+            v[nv++] = (sd_gt_merge){gt->score[i], (int32_t)i, l, r, (uint64_t)at};
         }
     }
-    if (!st && nv) qsort(v, nv, sizeof *v, sd_gt_merge_cmp);
+    if (!st && nv) qsort(v, nv, sizeof *v, gt->gemma ? sd_gt_merge_cmp_gemma : sd_gt_merge_cmp);
     for (size_t i = 0; i < nv && !st; i++) {
         cJSON *pair = cJSON_CreateArray();
         const sd_gguf_str *l = &gt->tok[v[i].left], *r = &gt->tok[v[i].right];
@@ -286,6 +324,73 @@ static specdec_status sd_gt_derive_merges(sd_gt *gt, cJSON *arr) {
     sd_free(v);
     sd_free(m.slot);
     return st;
+}
+
+/* ---- Gemma's white-space tokens -------------------------------------------------------------- */
+/* Python's str.isspace(), which transformers' test (`" " in t and not t.strip()`) uses */
+static int sd_gt_py_space(int32_t c) {
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* The code points of s when s holds a space and nothing but white space, else 0 (invalid UTF-8 is
+ * left for sd_gt_cstr to name). */
+static uint64_t sd_gt_space_run(const sd_gguf_str *s) {
+    if (!s->len || !memchr(s->s, ' ', (size_t)s->len) || !sd_utf8_valid((const unsigned char *)s->s, (size_t)s->len))
+        return 0;
+    uint64_t n = 0;
+    int32_t cp;
+    for (size_t at = 0; at < s->len; n++) {
+        at += sd_utf8_next(s->s + at, (size_t)s->len - at, &cp);
+        if (!sd_gt_py_space(cp)) return 0;
+    }
+    return n;
+}
+
+/* Gemma's GGUF files store its white-space tokens ("  ", "   ", ...) with real spaces, while the
+ * model is looked up as "▁▁", "▁▁▁": gt->tok becomes a copy with each such token spelt as one "▁" per
+ * code point (transformers' gemma_tokenizer). */
+static specdec_status sd_gt_gemma_respell(sd_gt *gt) {
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < gt->n; i++) {
+        uint64_t c = sd_gt_space_run(&gt->tok[i]);
+        if (c > SD_TOK_MAX_TOKEN_BYTES / 3)
+            return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: tokenizer.ggml.tokens[%llu] (%llu white-space characters) is longer than "
+                           "%d bytes spelt with \"\xe2\x96\x81\"", gt->what, (unsigned long long)i, (unsigned long long)c,
+                           SD_TOK_MAX_TOKEN_BYTES);
+        total += 3 * c;
+    }
+    if (!total) return SPECDEC_OK;
+    gt->own_tok = sd_malloc((size_t)gt->n * sizeof *gt->own_tok);
+    gt->own_blob = sd_malloc((size_t)total);
+    if (!gt->own_tok || !gt->own_blob) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    char *p = gt->own_blob;
+    for (uint64_t i = 0; i < gt->n; i++) {
+        uint64_t c = sd_gt_space_run(&gt->tok[i]);
+        gt->own_tok[i] = gt->tok[i];
+        if (!c) continue;
+        gt->own_tok[i] = (sd_gguf_str){p, 3 * c};
+        for (uint64_t k = 0; k < c; k++, p += 3) memcpy(p, "\xe2\x96\x81", 3);
+    }
+    gt->tok = gt->own_tok;
+    return SPECDEC_OK;
+}
+
+static int sd_gt_respelt(const sd_gt *gt, uint64_t i) { return gt->tok[i].s != gt->file_tok[i].s; }
+
+/* transformers' Gemma vocabulary is a dict filled in file order, so of tokens spelt alike (after the
+ * respelling: "  " and a NORMAL "▁▁", say) the last one is the token; gt->alias maps each to it. */
+static specdec_status sd_gt_gemma_alias(sd_gt *gt) {
+    sd_gt_map m;
+    gt->alias = sd_malloc((size_t)gt->n * sizeof *gt->alias);
+    if (!gt->alias || !sd_gt_map_init(&m, gt)) {
+        sd_free(gt->alias);
+        gt->alias = NULL;
+        return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    }
+    for (uint64_t i = gt->n; i-- > 0;) gt->alias[i] = sd_gt_map_put(&m, i);
+    sd_free(m.slot);
+    return SPECDEC_OK;
 }
 
 /* ---- the document ----------------------------------------------------------------------------- */
@@ -355,11 +460,15 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
         return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tokenizer.ggml.model \"%.*s\" is not supported (gpt2 and llama are)",
                        gt->what, (int)(model.len > 64 ? 64 : model.len), model.s);
     sd_gguf_str arch;
-    /* Gemma's "llama" vocabularies spell runs of spaces as spaces and rank merges by file order, not by
-     * score (transformers' converter special-cases both): not verified here, so refused */
-    if (spm && sd_gguf_get_str(g, "general.architecture", &arch) && arch.len >= 5 && !memcmp(arch.s, "gemma", 5))
-        return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: the GGUF tokenizer of architecture \"%.*s\" (a Gemma SentencePiece "
-                       "vocabulary) is not supported", gt->what, (int)(arch.len > 32 ? 32 : arch.len), arch.s);
+    /* Gemma's "llama" vocabularies follow their own rules (see the file comment), checked against
+     * transformers for gemma, gemma2 and gemma3; another Gemma (gemma3n, gemma-embedding, ...) is not */
+    if (spm && sd_gguf_get_str(g, "general.architecture", &arch) && arch.len >= 5 && !memcmp(arch.s, "gemma", 5)) {
+        gt->gemma = (arch.len == 5) || (arch.len == 6 && (arch.s[5] == '2' || arch.s[5] == '3'));
+        if (!gt->gemma)
+            return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: the GGUF tokenizer of architecture \"%.*s\" is not supported (of "
+                           "the Gemma SentencePiece vocabularies, those of gemma, gemma2 and gemma3 are)", gt->what,
+                           (int)(arch.len > 32 ? 32 : arch.len), arch.s);
+    }
     sd_gt_pre pre = PRE_GPT2;
     if (!spm) {
         sd_gguf_str p = {"default", 7};
@@ -376,15 +485,16 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     const sd_gguf_kv *tokens, *types, *scores, *merges;
     if ((st = sd_gt_array(gt, "tokenizer.ggml.tokens", SD_GGUF_STRING, 1, UINT64_MAX, &tokens))) return st;
     gt->n = tokens->n;
-    gt->tok = tokens->strs;
+    gt->tok = gt->file_tok = tokens->strs;
     if (gt->n == 0 || gt->n > SD_TOK_MAX_ID)
         return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: tokenizer.ggml.tokens has %llu entries (1..%d accepted)", gt->what,
                        (unsigned long long)gt->n, SD_TOK_MAX_ID);
+    if (gt->gemma && ((st = sd_gt_gemma_respell(gt)) || (st = sd_gt_gemma_alias(gt)))) return st;
     if ((st = sd_gt_array(gt, "tokenizer.ggml.token_type", SD_GGUF_I32, 0, gt->n, &types))) return st;
     if ((st = sd_gt_array(gt, "tokenizer.ggml.scores", SD_GGUF_F32, 0, gt->n, &scores))) return st;
     /* gguf-py never writes an empty array, so a byte-level vocabulary without merges has no key */
     if ((st = sd_gt_array(gt, "tokenizer.ggml.merges", SD_GGUF_STRING, 0, UINT64_MAX, &merges))) return st;
-    if (spm && !merges && !scores)
+    if (spm && !merges && !scores && !gt->gemma) /* Gemma's merges follow the file order */
         return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key tokenizer.ggml.scores is missing: a \"llama\" tokenizer without "
                        "merges needs the scores to recover them", gt->what);
     if (merges && merges->n > (uint64_t)INT32_MAX)
@@ -412,6 +522,12 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     if (spm && unk < 0)
         for (uint64_t i = 0; i < gt->n && unk < 0; i++)
             if (gt->type[i] == GT_UNKNOWN) unk = (int64_t)i;
+    if (gt->gemma) { /* transformers names these tokens by their text: the last token so spelt */
+        int64_t *named[4] = {&bos, &eos, &unk, &pad};
+        for (int k = 0; k < 4; k++)
+            if (*named[k] >= 0) *named[k] = gt->alias[*named[k]];
+        if (!(gt->gflag = sd_calloc((size_t)gt->n, 1))) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
+    }
     /* llama.cpp's defaults: BOS for SentencePiece and Llama 3's byte-level files, not for the others */
     int add_bos, add_eos, space_prefix;
     if ((st = sd_gt_bool(gt, "tokenizer.ggml.add_bos_token", spm || pre == PRE_LLAMA3, &add_bos)) ||
@@ -430,10 +546,28 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     int phi3 = spm && sd_gt_is_phi3(g);
     for (uint64_t i = 0; i < gt->n; i++) {
         uint8_t t = gt->type[i];
-        if (t == GT_UNUSED) continue;
+        if (t == GT_UNUSED && !gt->gemma) continue;
         const char *s = sd_gt_cstr(gt, gt->tok[i], "tokenizer.ggml.tokens", i, &st);
         if (!s) return st;
         int in_vocab = t != GT_CONTROL && t != GT_USER, is_added = t == GT_CONTROL || t == GT_USER || (spm && t == GT_UNKNOWN);
+        int special = t != GT_USER;
+        if (gt->gemma) {
+            /* transformers: every token is in the vocabulary (the last of those spelt alike); CONTROL
+             * tokens and the named ones (the file's bos / eos / unk / pad, GemmaTokenizer's "<mask>") are
+             * special, USER_DEFINED ones plain added tokens unless respelt (their file spelling is then
+             * no vocabulary entry); a token spelt again later lends these to that one */
+            int32_t last = gt->alias[i];
+            int named = last == bos || last == eos || last == unk || last == pad || !strcmp(s, "<mask>");
+            int sp = t == GT_CONTROL || t == GT_UNKNOWN || named;
+            if (sp && sd_gt_respelt(gt, i))
+                return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: tokenizer.ggml.tokens[%llu], a special token, is white space only "
+                               "(transformers would give its file spelling a new id)", gt->what, (unsigned long long)i);
+            gt->gflag[last] |= (uint8_t)(sp ? 1 : 0) | (uint8_t)(t == GT_USER && !sd_gt_respelt(gt, i) ? 2 : 0);
+            if (last != (int32_t)i) continue;
+            special = gt->gflag[i] & 1;
+            in_vocab = 1;
+            is_added = gt->gflag[i] != 0;
+        }
         if (in_vocab && !sd_gt_add(vocab, s, cJSON_CreateNumber((double)i))) ok = 0;
         if (is_added) {
             /* llama.cpp's rule: every special-cache token (CONTROL, USER_DEFINED, UNKNOWN) but three, and </s> */
@@ -442,7 +576,7 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
             ok = ok && sd_gt_add(added, NULL, a) && cJSON_AddNumberToObject(a, "id", (double)i) &&
                  cJSON_AddStringToObject(a, "content", s) && cJSON_AddBoolToObject(a, "single_word", 0) &&
                  cJSON_AddBoolToObject(a, "lstrip", 0) && cJSON_AddBoolToObject(a, "rstrip", rstrip) &&
-                 cJSON_AddBoolToObject(a, "normalized", 0) && cJSON_AddBoolToObject(a, "special", t != GT_USER);
+                 cJSON_AddBoolToObject(a, "normalized", 0) && cJSON_AddBoolToObject(a, "special", special);
         }
         if (!ok) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
     }
@@ -462,7 +596,14 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     }
 
     cJSON *norm = NULL, *pt = NULL, *dec = NULL;
-    if (spm) {
+    if (gt->gemma) {
+        /* GemmaTokenizer: no prefix space; its Split(" ", MergedWithPrevious) pre-tokenizer finds no space
+         * left after the normalizer, so it is left out */
+        norm = sd_gt_replace(" ", "\xe2\x96\x81");
+        dec = sd_gt_seq("Sequence", "decoders", sd_gt_replace("\xe2\x96\x81", " "), sd_gt_obj("ByteFallback"),
+                        sd_gt_obj("Fuse"), NULL);
+        ok = norm && dec;
+    } else if (spm) {
         cJSON *prep = NULL, *strip = NULL;
         if (space_prefix) {
             prep = sd_gt_obj("Prepend");
@@ -529,6 +670,10 @@ specdec_status sd_gguf_tokenizer_parse(const uint8_t *data, size_t size, const c
     sd_free(gt.type);
     sd_free(gt.score);
     sd_free(gt.buf);
+    sd_free(gt.own_tok);
+    sd_free(gt.own_blob);
+    sd_free(gt.alias);
+    sd_free(gt.gflag);
     sd_gguf_free(&g);
     if (!st) st = sd_tokenizer_load_doc(o.root, o.cfg, fname, out);
     cJSON_Delete(o.root);

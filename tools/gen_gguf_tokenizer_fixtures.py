@@ -20,7 +20,9 @@ usage:
   gen_gguf_tokenizer_fixtures.py --tiny tests/tokenizer/fixtures/gguf
       the committed tiny fixtures: tiny-gpt2/ (tools/gen_model_fixtures.py's tokenizer) and tiny-spm/
       (a small SentencePiece-style vocabulary), each a tokenizer.json (+ tokenizer_config.json) and
-      the tokenizer.gguf made from it
+      the tokenizer.gguf made from it; tiny-gemma/ (see tiny_gemma: a Gemma-like GGUF and what
+      transformers' GGUF tokenizer makes of it, expected.json; needs transformers, so run it with
+      /tmp/ht-venv/bin/python or any Python that has transformers + gguf)
 """
 import argparse
 import importlib.util
@@ -225,6 +227,123 @@ def tiny_spm_json():
     return tj, cfg
 
 
+# tiny-gemma: a Gemma-like "llama" vocabulary in the layout convert_hf_to_gguf.py (GemmaModel /
+# Gemma2Model / Gemma3Model) writes from Google's tokenizer.model: pad 0, eos 1, bos 2, unk 3, CONTROL
+# turn tokens, white-space runs stored with real spaces as USER_DEFINED tokens, the 256 BYTE tokens,
+# then NORMAL pieces and single characters; add_space_prefix false, add_bos true. Two tokens are spelt
+# again later ("    " as the NORMAL "▁▁▁▁" once respelt, the USER_DEFINED "<b>" as a NORMAL "<b>"):
+# transformers keeps the later id, lent the earlier one's added-token status.
+GEMMA_HEAD = [("<pad>", 3), ("<eos>", 3), ("<bos>", 3), ("<unk>", 2), ("<mask>", 3), ("<start_of_turn>", 3),
+              ("<end_of_turn>", 3), ("<unused0>", 5), ("  ", 4), ("   ", 4), ("\t\t", 4), ("<table>", 4), ("    ", 4),
+              ("<b>", 4)]
+GEMMA_WORDS = ["\u2581the", "\u2581speculative", "\u2581decoding", "\u2581of", "\u2581and", "\u2581world", "Hello",
+               "\u2581is", "\u2581a", "ing", "user", "model", "\u2581\u4e16\u754c", "\u2581there", "\u2581here"]
+GEMMA_PAIRS = ["he", "er", "th", "re", "in", "an", "nd", "on", "or", "ld", "de", "co", "at", "iv", "\n\n",
+               "\u2581\n", "\u2581\u2581\u2581\u2581", "<b>"]
+GEMMA_CHARS = "\n\u2581abcdefghijklmnopqrstuvwxyzHTW0123456789.,!?'():-<>/_\u4e16\u754c"
+GEMMA_TEMPLATE = ("{{ bos_token }}{% for message in messages %}<start_of_turn>"
+                  "{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
+                  "{{ message['content'] | trim }}<end_of_turn>\n{% endfor %}"
+                  "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+GEMMA_SAMPLE = [
+    "", " ", "  ", "   ", "    ", "      ", "Hello world", " Hello world", "  the speculative decoding",
+    "the  world   is    here", "there here her other", "hereby thereof", "trailing   ", "\n", "\n\n\n",
+    " \n \n", "tabs\tand\t\ttabs\t\t\t", "a\r\nb", "CJK \u4e16\u754c \u4f60\u597d\u4e16", "emoji \U0001f600\U0001f44d\U0001f3fd",
+    "\u00e9t\u00e9 na\u00efve \u00c5", "<start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n",
+    "<bos>x<eos> <pad><unk> <mask>", "<table><tr> <table>", "<b>bold</b> <b>", "a    b     c", "<unused0> <unused1>", "  <end_of_turn>  ",
+    "ab12 345.6, 7890!", "def f(x):\n    return x ** 2\n", "\u2581already \u2581\u2581marked", "Z~`|\\^",
+    "a" * 40, " " * 17 + "x", "\t \t  \n", "\u3000ideographic\u3000space",
+]
+
+
+def gemma_vocab():
+    """(tokens, scores, types): GEMMA_HEAD, the bytes, then every prefix of the words and the pairs
+    (by length, then text), then the single characters. Scores are shuffled so that ordering the
+    recovered merges by score gives other ids than ordering them by file position (what Gemma needs)."""
+    import random
+    pieces = set(GEMMA_PAIRS)
+    for w_ in GEMMA_WORDS:
+        for k in range(2, len(w_) + 1):
+            pieces.add(w_[:k])
+    normal = sorted(pieces, key=lambda p: (len(p), p)) + [c for c in GEMMA_CHARS if c not in pieces]
+    toks = [t for t, _ in GEMMA_HEAD] + ["<0x%02X>" % b for b in range(256)] + normal
+    types = [k for _, k in GEMMA_HEAD] + [6] * 256 + [1] * len(normal)
+    ranks = list(range(len(normal)))
+    random.Random(20261129).shuffle(ranks)
+    scores = [0.0] * (len(GEMMA_HEAD) + 256) + [-float(r) for r in ranks]
+    return toks, scores, types
+
+
+def write_gemma_gguf(path, toks, scores, types):
+    w = gguf.GGUFWriter(path, "gemma3")
+    w.add_name("tiny gemma")
+    w.add_tokenizer_model("llama")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(toks)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_add_space_prefix(False)
+    w.add_bos_token_id(2)
+    w.add_eos_token_id(1)
+    w.add_unk_token_id(3)
+    w.add_pad_token_id(0)
+    w.add_eot_token_id(toks.index("<end_of_turn>"))
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    w.add_chat_template(GEMMA_TEMPLATE)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def score_ranked_changes(hf, toks, scores, sample):
+    """How many sample encodings change when the recovered merges are ranked by score instead of by
+    file position (the same tokenizer otherwise)."""
+    from tokenizers import Tokenizer
+    from transformers.tokenization_utils_base import generate_merges
+    spelled = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in toks]
+    vocab = {t: i for i, t in enumerate(spelled)}
+    doc = json.loads(hf.backend_tokenizer.to_str())
+    doc["model"]["merges"] = [[a, b] for a, b in generate_merges(vocab, dict(zip(spelled, scores)))]
+    alt = Tokenizer.from_str(json.dumps(doc))
+    return sum(alt.encode(s).ids != hf.backend_tokenizer.encode(s).ids for s in sample)
+
+
+def tiny_gemma(out):
+    """tiny-gemma/tokenizer.gguf and expected.json: transformers' GGUF tokenizer's ids (with and
+    without BOS) and decodes (with and without special tokens) of GEMMA_SAMPLE, and one chat
+    rendering, for tests/tokenizer/test_gguf_gemma.c to require without Python."""
+    import transformers
+    from transformers import AutoTokenizer
+    d = os.path.join(out, "tiny-gemma")
+    os.makedirs(d, exist_ok=True)
+    toks, scores, types = gemma_vocab()
+    write_gemma_gguf(os.path.join(d, "tokenizer.gguf"), toks, scores, types)
+    hf = AutoTokenizer.from_pretrained(d, gguf_file="tokenizer.gguf")
+    changed = score_ranked_changes(hf, toks, scores, GEMMA_SAMPLE)
+    print("tiny-gemma: %d of %d sample encodings change when merges are ranked by score, not file order"
+          % (changed, len(GEMMA_SAMPLE)))
+    if changed == 0:
+        raise SystemExit("tiny-gemma: the scores do not tell the two merge orders apart on the sample")
+    cases = []
+    for s in GEMMA_SAMPLE:
+        ids = hf.encode(s, add_special_tokens=True)
+        cases.append({"text": s, "ids": ids, "ids_plain": hf.encode(s, add_special_tokens=False),
+                      "decode": hf.decode(ids, skip_special_tokens=False),
+                      "decode_skip": hf.decode(ids, skip_special_tokens=True)})
+    msgs = [{"role": "user", "content": "Hi there "}, {"role": "assistant", "content": "Hello!"},
+            {"role": "user", "content": "the world"}]
+    chat = hf.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    doc = {"generator": "tools/gen_gguf_tokenizer_fixtures.py --tiny (transformers %s, AutoTokenizer gguf_file=)"
+                        % transformers.__version__,
+           "score_ranked_changes": changed, "vocab_size": len(toks), "cases": cases,
+           "chat": {"messages": msgs, "add_generation_prompt": True, "text": chat}}
+    with open(os.path.join(d, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+
+
 def tiny(out):
     spec = importlib.util.spec_from_file_location("gmf", os.path.join(HERE, "gen_model_fixtures.py"))
     gmf = importlib.util.module_from_spec(spec)
@@ -242,7 +361,8 @@ def tiny(out):
     json.dump(tj, open(os.path.join(d, "tokenizer.json"), "w", encoding="utf-8"), ensure_ascii=False, indent=1)
     json.dump(cfg, open(os.path.join(d, "tokenizer_config.json"), "w"), indent=1)
     write_gguf(os.path.join(d, "tokenizer.gguf"), tj, cfg, "llama", None, "tiny spm")
-    for n in ("tiny-gpt2", "tiny-spm"):
+    tiny_gemma(out)
+    for n in ("tiny-gpt2", "tiny-spm", "tiny-gemma"):
         print("wrote", os.path.join(out, n), os.path.getsize(os.path.join(out, n, "tokenizer.gguf")), "bytes")
 
 

@@ -3,7 +3,8 @@
  * GGUF files are written here, key by key: a small byte-level ("gpt2") and a small SentencePiece
  * ("llama") vocabulary load and encode as the published tokenizers' rules say (merges ranked by the
  * scores, byte fallback, BOS, added tokens, chat template), found by the magic whatever the file's
- * name; then hostile metadata (missing / mistyped keys, counts that disagree, ids out of range, merges
+ * name; a Gemma one by transformers' Gemma rules (white-space tokens respelt, merges by file position,
+ * no prefix space, UNUSED tokens kept); then hostile metadata (missing / mistyped keys, counts that disagree, ids out of range, merges
  * naming unknown tokens, invalid UTF-8, NUL bytes, huge strings, unknown models and pre-tokenizers,
  * every truncation of a valid file, an allocation failure at every point) gives a status and a
  * message naming the key, never a crash. */
@@ -132,7 +133,8 @@ static unsigned char *spm_file(mut m, size_t *len) {
     static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 6, 4};
     static const float scores[] = {0, 0, 0, -10, -11, -12, -1, -3, 0, 0};
     gw w = {0};
-    kv_str(&w, "general.architecture", m.field == F_MODEL ? "gemma2" : "llama");
+    static const char *other_gemmas[] = {"gemma3n", "gemma-embedding"};
+    kv_str(&w, "general.architecture", m.field == F_MODEL ? other_gemmas[m.variant] : "llama");
     if (m.field == F_NONE && m.variant == 2) kv_str(&w, "general.name", "Phi3 Mini"); /* llama.cpp's rstrip rule */
     kv_str(&w, "tokenizer.ggml.model", "llama");
     kv_strs(&w, "tokenizer.ggml.tokens", toks, 10);
@@ -155,6 +157,47 @@ static unsigned char *spm_file(mut m, size_t *len) {
     kv_u32(&w, "tokenizer.ggml.bos_token_id", 1);
     kv_u32(&w, "tokenizer.ggml.eos_token_id", 2);
     kv_u32(&w, "tokenizer.ggml.unknown_token_id", 0);
+    return finish(&w, len);
+}
+
+/* Gemma (transformers' rules): <pad> <eos> <bos> <unk>, "  " and "\t<space>U+3000" (USER_DEFINED white space,
+ * respelt ▁▁ / ▁▁▁), "\t\t" (USER_DEFINED, kept), ▁ a b ab ba (ba scores above ab; ab comes first in
+ * the file), <0x63>, <mask> (USER_DEFINED, special by name), <unused0> (UNUSED). Variants: 1 "" as a
+ * token (an empty white-space run), 2 " " for "\t\t" (respelt ▁: ▁ twice), 3 "  " a CONTROL token, 4 a run of
+ * 30,000 spaces (90,000 bytes respelt), 5 "\xff " (invalid UTF-8 holding a space), 6 no scores. */
+static unsigned char *gemma_file(const char *arch, int variant, size_t *len) {
+    static const char *toks[] = {"<pad>", "<eos>", "<bos>", "<unk>", "  ", "\t \xe3\x80\x80", "\t\t", SP, "a", "b", "ab",
+                                 "ba", "<0x63>", "<mask>", "<unused0>"};
+    static const int32_t types[] = {3, 3, 3, 2, 4, 4, 4, 1, 1, 1, 1, 1, 6, 4, 5};
+    static const float scores[] = {0, 0, 0, 0, 0, 0, 0, -9, -10, -11, -5, -1, 0, 0, 0};
+    const char *t2[15];
+    int32_t y2[15];
+    memcpy(t2, toks, sizeof t2);
+    memcpy(y2, types, sizeof y2);
+    char *run = NULL;
+    if (variant == 1) t2[6] = "";
+    else if (variant == 2) t2[6] = " ";
+    else if (variant == 3) y2[4] = 3;
+    else if (variant == 4) {
+        run = malloc(30001);
+        if (!run) { fprintf(stderr, "out of memory\n"); exit(2); }
+        memset(run, ' ', 30000);
+        run[30000] = 0;
+        t2[4] = run;
+    } else if (variant == 5) t2[6] = "\xff ";
+    gw w = {0};
+    kv_str(&w, "general.architecture", arch);
+    kv_str(&w, "tokenizer.ggml.model", "llama");
+    kv_str(&w, "tokenizer.ggml.pre", "default");
+    kv_strs(&w, "tokenizer.ggml.tokens", t2, 15);
+    if (variant != 6) kv_f32s(&w, "tokenizer.ggml.scores", scores, 15);
+    kv_i32s(&w, "tokenizer.ggml.token_type", y2, 15);
+    kv_bool(&w, "tokenizer.ggml.add_space_prefix", 1); /* ignored for Gemma, as transformers does */
+    kv_u32(&w, "tokenizer.ggml.bos_token_id", 2);
+    kv_u32(&w, "tokenizer.ggml.eos_token_id", 1);
+    kv_u32(&w, "tokenizer.ggml.unknown_token_id", 3);
+    kv_u32(&w, "tokenizer.ggml.padding_token_id", 0);
+    free(run);
     return finish(&w, len);
 }
 
@@ -215,6 +258,44 @@ static void expect_bad(const char *name, int spm, mut m, specdec_status want, co
     expect_fail(name, f, len, want, needle);
 }
 
+/* Every truncation of file f fails cleanly, and an allocation failure at every point gives
+ * OUT_OF_MEMORY and no tokenizer until the load completes. Frees f. */
+static void truncations_and_oom(const char *name, unsigned char *f, size_t len) {
+    specdec_tokenizer *t;
+    specdec_status st;
+    int trunc_bad = 0;
+    for (size_t cut = 0; cut < len; cut++) {
+        t = (specdec_tokenizer *)1;
+        st = sd_gguf_tokenizer_parse(f, cut, "cut.gguf", &t);
+        if (st == SPECDEC_OK || t) trunc_bad++;
+    }
+    SD_CHECK(trunc_bad == 0, "%s: %d truncations loaded", name, trunc_bad);
+    int completed = 0, bad_status = 0;
+    long k;
+    for (k = 0; k < 20000 && !completed; k++) {
+        sd_alloc_fail_after(k);
+        t = NULL;
+        st = sd_gguf_tokenizer_parse(f, len, "oom.gguf", &t);
+        sd_alloc_fail_after(-1);
+        if (st) {
+            if (st != SPECDEC_ERR_OUT_OF_MEMORY || t) bad_status++;
+            continue;
+        }
+        completed = 1;
+        specdec_tokenizer_free(t);
+    }
+    SD_CHECK(completed && bad_status == 0, "%s: allocation failures: completed %d, %d other statuses", name, completed,
+             bad_status);
+    printf("%s: allocation failure injected at %ld points\n", name, k);
+    free(f);
+}
+
+static void expect_bad_gemma(const char *name, int variant, specdec_status want, const char *needle) {
+    size_t len = 0;
+    unsigned char *f = gemma_file("gemma3", variant, &len);
+    expect_fail(name, f, len, want, needle);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sd_gguf_tok_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -243,32 +324,7 @@ int main(void) {
                  "chat template from tokenizer.chat_template: \"%s\"", buf);
         specdec_tokenizer_free(t);
     }
-    /* every truncation of the file fails cleanly */
-    int trunc_bad = 0;
-    for (size_t cut = 0; cut < len; cut++) {
-        t = (specdec_tokenizer *)1;
-        st = sd_gguf_tokenizer_parse(f, cut, "cut.gguf", &t);
-        if (st == SPECDEC_OK || t) trunc_bad++;
-    }
-    SD_CHECK(trunc_bad == 0, "%d truncations loaded", trunc_bad);
-    /* allocation failure at every point */
-    int completed = 0, bad_status = 0;
-    long k;
-    for (k = 0; k < 20000 && !completed; k++) {
-        sd_alloc_fail_after(k);
-        t = NULL;
-        st = sd_gguf_tokenizer_parse(f, len, "oom.gguf", &t);
-        sd_alloc_fail_after(-1);
-        if (st) {
-            if (st != SPECDEC_ERR_OUT_OF_MEMORY || t) bad_status++;
-            continue;
-        }
-        completed = 1;
-        specdec_tokenizer_free(t);
-    }
-    SD_CHECK(completed && bad_status == 0, "allocation failures: completed %d, %d other statuses", completed, bad_status);
-    printf("allocation failure injected at %ld points\n", k);
-    free(f);
+    truncations_and_oom("gpt2", f, len);
 
     /* every known pre-tokenizer loads (its regex compiles) and splits "abc ab" as GPT-2's does */
     for (int v = 0; v < 6; v++) {
@@ -312,6 +368,70 @@ int main(void) {
         specdec_tokenizer_free(t);
     }
 
+    /* Gemma: merges by file position (ab before ba although ba scores higher), white-space runs respelt
+     * (Python's white space: tab, U+3000), no prefix space although add_space_prefix says one, USER_DEFINED
+     * "\t\t" whole, respelt "  " not an added token, "<mask>" special by name, UNUSED kept */
+    static const char *gemma_archs[] = {"gemma", "gemma2", "gemma3"};
+    for (int a = 0; a < 3; a++) {
+        f = gemma_file(gemma_archs[a], 0, &len);
+        st = sd_gguf_tokenizer_parse(f, len, "gemma.gguf", &t);
+        SD_CHECK(st == SPECDEC_OK, "%s GGUF loads: %s", gemma_archs[a], specdec_last_error());
+        free(f);
+        if (st) continue;
+        expect_ids(t, "aba", 0, IDS(10, 8));
+        expect_ids(t, "a", 1, IDS(2, 8));
+        expect_ids(t, "  a", 0, IDS(4, 8));
+        expect_ids(t, "   ", 0, IDS(5));
+        expect_ids(t, "b\t\tc", 0, IDS(9, 6, 12));
+        expect_ids(t, "x<mask><bos>", 0, IDS(3, 13, 2));
+        SD_CHECK(specdec_tokenizer_vocab_size(t) == 15, "%s: UNUSED <unused0> is an id (vocab %d)", gemma_archs[a],
+                 specdec_tokenizer_vocab_size(t));
+        char buf[64];
+        size_t bl = 0;
+        SD_CHECK(!specdec_token_to_piece(t, 5, buf, sizeof buf, &bl) && bl == 9 && !memcmp(buf, SP SP SP, 9),
+                 "%s: \"\\t U+3000\" is looked up as three \"\xe2\x96\x81\" (%zu bytes)", gemma_archs[a], bl);
+        int32_t ids[] = {2, 4, 8, 13, 5, 6, 12};
+        SD_CHECK(!specdec_detokenize(t, ids, 7, 0, buf, sizeof buf, &bl) && bl == 20 && !memcmp(buf, "<bos>  a<mask>   \t\tc", 20),
+                 "%s: decode \"%.*s\"", gemma_archs[a], (int)bl, buf);
+        SD_CHECK(!specdec_detokenize(t, ids, 7, 1, buf, sizeof buf, &bl) && bl == 9 && !memcmp(buf, "  a   \t\tc", 9),
+                 "%s: skip_special drops <bos> and <mask>: \"%.*s\"", gemma_archs[a], (int)bl, buf);
+        specdec_tokenizer_free(t);
+    }
+    /* (the respelt copy of the tokens included) */
+    f = gemma_file("gemma3", 0, &len);
+    truncations_and_oom("gemma", f, len);
+    /* an empty token (a white-space run of length 0) is an ordinary, if useless, vocabulary entry; the
+     * scores are not needed (the merges follow the file) */
+    for (int v = 1; v <= 6; v += 5) {
+        f = gemma_file("gemma3", v, &len);
+        st = sd_gguf_tokenizer_parse(f, len, "gemma.gguf", &t);
+        SD_CHECK(st == SPECDEC_OK, "gemma variant %d: %s", v, specdec_last_error());
+        if (!st) {
+            expect_ids(t, "aba  ", 0, IDS(10, 8, 4));
+            specdec_tokenizer_free(t);
+        }
+        free(f);
+    }
+    /* " " (USER_DEFINED, id 6) respelt "▁" like the NORMAL id 7: the later one is the token, id 6 decodes to
+     * nothing (transformers' dict; ids and decode checked with transformers 5.24) */
+    f = gemma_file("gemma3", 2, &len);
+    st = sd_gguf_tokenizer_parse(f, len, "gemma.gguf", &t);
+    SD_CHECK(st == SPECDEC_OK, "gemma with \" \" and \"\xe2\x96\x81\": %s", specdec_last_error());
+    if (!st) {
+        expect_ids(t, " a", 0, IDS(7, 8));
+        expect_ids(t, " ", 0, IDS(7));
+        char buf[64];
+        size_t bl = 0;
+        int32_t ids[] = {6, 7, 4, 5};
+        SD_CHECK(!specdec_detokenize(t, ids, 4, 0, buf, sizeof buf, &bl) && bl == 6 && !memcmp(buf, "      ", 6),
+                 "the shadowed id decodes to nothing: \"%.*s\"", (int)bl, buf);
+        specdec_tokenizer_free(t);
+    }
+    free(f);
+    expect_bad_gemma("gemma white-space CONTROL token", 3, SPECDEC_ERR_UNSUPPORTED, "tokens[4], a special token, is white space only");
+    expect_bad_gemma("gemma huge white-space run", 4, SPECDEC_ERR_FORMAT, "tokens[4] (30000");
+    expect_bad_gemma("gemma invalid UTF-8 with a space", 5, SPECDEC_ERR_FORMAT, "UTF-8");
+
     /* hostile metadata */
     expect_bad("no model", 0, (mut){F_MODEL, 0}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.model");
     expect_bad("model not a string", 0, (mut){F_MODEL, 1}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.model");
@@ -335,7 +455,8 @@ int main(void) {
     expect_bad("bos an unused token", 0, (mut){F_BOS, 2}, SPECDEC_ERR_FORMAT, "id 9");
     expect_bad("add_bos a string", 0, (mut){F_ADD_BOS, 0}, SPECDEC_ERR_FORMAT, "add_bos_token");
     expect_bad("template invalid UTF-8", 0, (mut){F_TEMPLATE, 0}, SPECDEC_ERR_FORMAT, "chat_template");
-    expect_bad("gemma", 1, (mut){F_MODEL, 0}, SPECDEC_ERR_UNSUPPORTED, "gemma2");
+    expect_bad("gemma3n", 1, (mut){F_MODEL, 0}, SPECDEC_ERR_UNSUPPORTED, "\"gemma3n\" is not supported");
+    expect_bad("gemma-embedding", 1, (mut){F_MODEL, 1}, SPECDEC_ERR_UNSUPPORTED, "gemma-embedding");
     expect_bad("llama without scores", 1, (mut){F_SCORES, 0}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.scores");
     expect_bad("scores count", 1, (mut){F_SCORES, 1}, SPECDEC_ERR_FORMAT, "tokenizer.ggml.scores");
     expect_bad("score NaN", 1, (mut){F_SCORES, 2}, SPECDEC_ERR_FORMAT, "scores[6]");
