@@ -55,15 +55,33 @@ static const char SD_GT_QWEN2_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+"
     "|\\s+(?!\\S)|\\s+";
 
-typedef enum { PRE_GPT2, PRE_LLAMA3, PRE_QWEN2, PRE_SMOLLM } sd_gt_pre;
+/* Mistral's tekken (Mistral Nemo, Small 3.x, Devstral, Magistral) and OpenAI's o200k (gpt-oss): split by letter
+ * case, digits one at a time (tekken) or up to three (o200k). */
+static const char SD_GT_TEKKEN_RE[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char SD_GT_GPT4O_RE[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-/* tokenizer.ggml.pre -> the published pre-tokenizer. */
+typedef enum { PRE_GPT2, PRE_LLAMA3, PRE_QWEN2, PRE_SMOLLM, PRE_TEKKEN, PRE_GPT4O } sd_gt_pre;
+
+/* tokenizer.ggml.pre -> the published pre-tokenizer (smaug-bpe and falcon3: Llama 3's). */
 static const struct { const char *name; sd_gt_pre pre; } sd_gt_pres[] = {
     {"default", PRE_GPT2}, {"gpt-2", PRE_GPT2}, {"gpt2", PRE_GPT2},
     {"llama-bpe", PRE_LLAMA3}, {"llama3", PRE_LLAMA3}, {"llama-v3", PRE_LLAMA3},
+    {"smaug-bpe", PRE_LLAMA3}, {"falcon3", PRE_LLAMA3},
     {"qwen2", PRE_QWEN2}, {"deepseek-r1-qwen", PRE_QWEN2},
-    {"smollm", PRE_SMOLLM},
+    {"smollm", PRE_SMOLLM}, {"tekken", PRE_TEKKEN}, {"gpt-4o", PRE_GPT4O},
 };
+
+/* The tiktoken-derived vocabularies whose tokenizer.json takes a pre-token found whole in the vocabulary
+ * before any merge (ignore_merges, as transformers' tiktoken converter writes them). */
+static int sd_gt_whole_first(sd_gt_pre pre) { return pre == PRE_LLAMA3 || pre == PRE_TEKKEN || pre == PRE_GPT4O; }
 
 typedef struct sd_gt {
     const sd_gguf *g;
@@ -478,7 +496,8 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
         while (i < np && !(strlen(sd_gt_pres[i].name) == p.len && !memcmp(sd_gt_pres[i].name, p.s, (size_t)p.len))) i++;
         if (i == np)
             return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tokenizer.ggml.pre \"%.*s\" is not supported (known: default, "
-                           "gpt-2, llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, smollm)", gt->what,
+                           "gpt-2, llama-bpe, llama3, llama-v3, smaug-bpe, falcon3, qwen2, deepseek-r1-qwen, smollm, tekken, "
+                           "gpt-4o)", gt->what,
                            (int)(p.len > 64 ? 64 : p.len), p.s);
         pre = sd_gt_pres[i].pre;
     }
@@ -530,7 +549,7 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     }
     /* llama.cpp's defaults: BOS for SentencePiece and Llama 3's byte-level files, not for the others */
     int add_bos, add_eos, space_prefix;
-    if ((st = sd_gt_bool(gt, "tokenizer.ggml.add_bos_token", spm || pre == PRE_LLAMA3, &add_bos)) ||
+    if ((st = sd_gt_bool(gt, "tokenizer.ggml.add_bos_token", spm || pre == PRE_LLAMA3 || pre == PRE_TEKKEN, &add_bos)) ||
         (st = sd_gt_bool(gt, "tokenizer.ggml.add_eos_token", 0, &add_eos)) ||
         (st = sd_gt_bool(gt, "tokenizer.ggml.add_space_prefix", 1, &space_prefix)))
         return st;
@@ -541,7 +560,7 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     cJSON *m = sd_gt_obj("BPE"), *vocab = cJSON_CreateObject(), *marr = cJSON_CreateArray(), *added = cJSON_CreateArray();
     int ok = cfg && sd_gt_add(root, "model", m) && sd_gt_add(m, "vocab", vocab) && sd_gt_add(m, "merges", marr) &&
              sd_gt_add(root, "added_tokens", added) && cJSON_AddBoolToObject(m, "byte_fallback", spm) &&
-             cJSON_AddBoolToObject(m, "fuse_unk", spm) && cJSON_AddBoolToObject(m, "ignore_merges", pre == PRE_LLAMA3 && !spm);
+             cJSON_AddBoolToObject(m, "fuse_unk", spm) && cJSON_AddBoolToObject(m, "ignore_merges", sd_gt_whole_first(pre) && !spm);
     if (!ok) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
     int phi3 = spm && sd_gt_is_phi3(g);
     for (uint64_t i = 0; i < gt->n; i++) {
@@ -622,6 +641,9 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
         if (pre == PRE_GPT2) pt = sd_gt_bytelevel(0, 1, 1);
         else if (pre == PRE_LLAMA3) pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(SD_GT_LLAMA3_RE), sd_gt_bytelevel(0, 1, 0), NULL, NULL);
         else if (pre == PRE_QWEN2) pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(SD_GT_QWEN2_RE), sd_gt_bytelevel(0, 0, 0), NULL, NULL);
+        else if (pre == PRE_TEKKEN || pre == PRE_GPT4O)
+            pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(pre == PRE_TEKKEN ? SD_GT_TEKKEN_RE : SD_GT_GPT4O_RE),
+                           sd_gt_bytelevel(0, 1, 0), NULL, NULL);
         else {
             cJSON *digits = sd_gt_obj("Digits");
             if (digits && !cJSON_AddBoolToObject(digits, "individual_digits", 1)) { cJSON_Delete(digits); digits = NULL; }

@@ -296,6 +296,47 @@ static void expect_bad_gemma(const char *name, int variant, specdec_status want,
     expect_fail(name, f, len, want, needle);
 }
 
+/* A byte-level vocabulary with pre-tokenizer `pre`: a b c 1 2 12 ca <s>, the one merge "1 2" ("ca" has none). */
+static unsigned char *pre_file(const char *pre, size_t *len) {
+    static const char *toks[] = {"a", "b", "c", "1", "2", "12", "ca", "<s>"};
+    static const int32_t types[] = {1, 1, 1, 1, 1, 1, 1, 3};
+    static const char *merges[] = {"1 2"};
+    gw w = {0};
+    kv_str(&w, "tokenizer.ggml.model", "gpt2");
+    kv_str(&w, "tokenizer.ggml.pre", pre);
+    kv_strs(&w, "tokenizer.ggml.tokens", toks, 8);
+    kv_i32s(&w, "tokenizer.ggml.token_type", types, 8);
+    kv_strs(&w, "tokenizer.ggml.merges", merges, 1);
+    kv_u32(&w, "tokenizer.ggml.bos_token_id", 7);
+    kv_u32(&w, "tokenizer.ggml.eos_token_id", 7);
+    kv_bool(&w, "tokenizer.ggml.add_bos_token", 0);
+    return finish(&w, len);
+}
+
+/* The pre-tokenizers' splits and merge rules: digits one at a time (tekken) or up to three (the others); a
+ * pre-token found whole in the vocabulary taken as is (ignore_merges: the tiktoken-derived tekken, o200k and
+ * Llama 3 families) or merged (GPT-2's, which has no merge making "ca"). */
+static void pre_tokenizers(void) {
+    static const struct { const char *pre; int digits_split, whole; } cases[] = {
+        {"tekken", 1, 1}, {"gpt-4o", 0, 1}, {"llama-bpe", 0, 1}, {"smaug-bpe", 0, 1}, {"falcon3", 0, 1},
+        {"gpt-2", 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t len;
+        unsigned char *f = pre_file(cases[i].pre, &len);
+        specdec_tokenizer *t = NULL;
+        const specdec_status st = sd_gguf_tokenizer_parse(f, len, "pre.gguf", &t);
+        SD_CHECK(st == SPECDEC_OK, "pre %s loads: %s", cases[i].pre, specdec_last_error());
+        if (!st) {
+            if (cases[i].digits_split) expect_ids(t, "12", 0, IDS(3, 4));
+            else expect_ids(t, "12", 0, IDS(5));
+            if (cases[i].whole) expect_ids(t, "ca", 0, IDS(6));
+            else expect_ids(t, "ca", 0, IDS(2, 0));
+            specdec_tokenizer_free(t);
+        }
+        free(f);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/sd_gguf_tok_XXXXXX");
     if (!mkdtemp(tmpdir)) { perror("mkdtemp"); return 2; }
@@ -325,6 +366,8 @@ int main(void) {
         specdec_tokenizer_free(t);
     }
     truncations_and_oom("gpt2", f, len);
+
+    pre_tokenizers();
 
     /* every known pre-tokenizer loads (its regex compiles) and splits "abc ab" as GPT-2's does */
     for (int v = 0; v < 6; v++) {
