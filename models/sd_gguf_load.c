@@ -55,6 +55,7 @@ static const gguf_arch gguf_archs[] = {
     {"glm4", "Glm4ForCausalLM", "glm4", 1, 0},           /* GLM-4-0414 / Z1: GLM's adjacent-pair rope, fused up */
     {"olmoe", "OlmoeForCausalLM", "olmoe", 0, 0},        /* OLMoE: whole-projection q / k norms, top-k unnormalised */
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", 1, 0}, /* ERNIE-4.5 dense (0.3B): adjacent-pair rope */
+    {"exaone4", "Exaone4ForCausalLM", "exaone4", 0, 0},  /* EXAONE 4.0: post norms, windows by layer, NoPE global */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -80,7 +81,7 @@ static const char *const gguf_layer[][2] = {
 };
 
 /* Gemma 2 / 3's four norms a layer (gguf-py's names for them): ffn_norm is the one before the MLP there;
- * OLMo 2's two (post-norm blocks) are the post ones. */
+ * OLMo 2's and EXAONE 4's two (post-norm blocks) are the post ones. */
 static const char *const gguf_sandwich[][2] = {
     {"post_attention_norm", "post_attention_layernorm"}, {"ffn_norm", "pre_feedforward_layernorm"},
     {"post_ffw_norm", "post_feedforward_layernorm"},
@@ -127,7 +128,7 @@ static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *h
     const char *part = end + 1, *dot = strrchr(part, '.');
     if (!dot || (strcmp(dot, ".weight") && strcmp(dot, ".bias"))) return 0;
     const size_t n_part = (size_t)(dot - part);
-    const int sandwich = fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3 || fam == SD_ARCH_OLMO2,
+    const int sandwich = fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3 || fam == SD_ARCH_OLMO2 || fam == SD_ARCH_EXAONE4,
               oss = fam == SD_ARCH_GPT_OSS;
     for (size_t i = 0; sandwich && i < sizeof gguf_sandwich / sizeof gguf_sandwich[0]; i++)
         if (strlen(gguf_sandwich[i][0]) == n_part && !strncmp(part, gguf_sandwich[i][0], n_part))
@@ -433,7 +434,9 @@ static specdec_status gguf_gpt_oss(gguf_ctx *x) {
     return SPECDEC_OK;
 }
 
-/* SmolLM3, OLMo 2, OLMoE and Granite as llama.cpp runs them. OLMoE: experts expert_count / expert_used_count
+/* SmolLM3, OLMo 2, OLMoE, EXAONE 4 and Granite as llama.cpp runs them. EXAONE 4: the window
+ * attention.sliding_window on the layers attention.sliding_window_pattern (one bool a layer) marks, the
+ * others global without rope (its config's rule); no window: every layer global, with rope. OLMoE: experts expert_count / expert_used_count
  * of feed_forward_length, top-k weights renormalised only when expert_weights_norm says so (llama.cpp: no),
  * a clip of q / k / v (attention.clamp_kqv) refused. SmolLM3: no rope on every 4th layer (llama.cpp's fixed
  * step; no key says it), no window. OLMo 2: no window (an OLMo 3 file, which has one, is refused). Granite:
@@ -466,6 +469,27 @@ static specdec_status gguf_small_families(gguf_ctx *x, int64_t head_dim) {
         if (sd_gguf_find(x->g, k) && !sd_gguf_get_bool(x->g, k, &norm))
             return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a bool", x->path, k);
         cJSON_AddBoolToObject(x->cfg, "norm_topk_prob", norm);
+        return SPECDEC_OK;
+    }
+    if (!strcmp(x->arch, "exaone4")) { /* the window on the layers attention.sliding_window_pattern marks */
+        int64_t n_layers = 0, win = 0;
+        SD_TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &n_layers));
+        SD_TRY(gguf_int(x, "attention.sliding_window", NULL, 0, 0, (int64_t)1 << 30, &win));
+        char k[160];
+        snprintf(k, sizeof k, "%s.attention.sliding_window_pattern", x->arch);
+        const sd_gguf_kv *pat = sd_gguf_find(x->g, k);
+        if (win <= 0) {
+            if (pat) return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' without a window", x->path, k);
+            cJSON_AddNullToObject(x->cfg, "sliding_window");
+            return SPECDEC_OK;
+        }
+        if (!pat || pat->type != SD_GGUF_ARRAY || pat->arr_type != SD_GGUF_BOOL || pat->n != (uint64_t)n_layers)
+            return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be one bool per layer (%lld)", x->path,
+                           k, (long long)n_layers);
+        cJSON_AddNumberToObject(x->cfg, "sliding_window", (double)win);
+        cJSON *lt = cJSON_AddArrayToObject(x->cfg, "layer_types");
+        for (int64_t l = 0; l < n_layers; l++)
+            cJSON_AddItemToArray(lt, cJSON_CreateString(pat->data[l] ? "sliding_attention" : "full_attention"));
         return SPECDEC_OK;
     }
     if (strcmp(x->arch, "granite")) return SPECDEC_OK;
@@ -709,7 +733,7 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
                    "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, olmoe, "
-                   "granite, glm4, glm4moe and ernie4_5 GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   "granite, glm4, glm4moe, ernie4_5 and exaone4 GGUF files load; other families load from their Hugging Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 

@@ -112,6 +112,9 @@ FIXTURES = {
     # ERNIE-4.5 dense: biases (use_bias), adjacent-pair rope, tied
     "gguf_ernie4_5": dict(src="ernie4_5", arch="ernie4_5", edits={}, moe=False,
                           types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q8_0}),
+    # EXAONE 4: post norms, per-head q / k norms, window 5 on the layers the pattern marks, NoPE global
+    "gguf_exaone4": dict(src="exaone4_window", arch="exaone4", edits={}, moe=False,
+                         types={"attn": Q.Q8_0, "dense": Q.Q8_0, "out": Q.Q4_1}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -215,7 +218,7 @@ def gguf_tensors(src_dir, spec, cfg):
             g += "" if g.endswith(".bias") else "." + p[-1]
         else:
             part = ".".join(p[3:-1])
-            post = spec["arch"] in GEMMA[1:] + ("olmo2",) and part in SANDWICH
+            post = spec["arch"] in GEMMA[1:] + ("olmo2", "exaone4") and part in SANDWICH
             glm = spec["arch"] == "glm4" and part in GLM4
             g = f"blk.{p[2]}.{GLM4[part] if glm else SANDWICH[part] if post else LAYER[part]}.{p[-1]}"
         if spec["arch"] in GEMMA and name.endswith("norm.weight"):
@@ -364,8 +367,11 @@ def write_gguf(path, spec, cfg, tensors):
                 w.add_rope_scaling_yarn_beta_fast(rp["beta_fast"])
             if "beta_slow" in rp:
                 w.add_rope_scaling_yarn_beta_slow(rp["beta_slow"])
-    if spec["arch"] in ("gemma2", "gemma3", "gpt-oss"):
+    if spec["arch"] in ("gemma2", "gemma3", "gpt-oss", "exaone4"):
         w.add_sliding_window(cfg["sliding_window"])
+    if spec["arch"] == "exaone4":  # Exaone4Model: the pattern from layer_types, one bool a layer
+        w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg["layer_types"]])
+        w.add_vocab_size(cfg["vocab_size"])
     if spec["arch"] == "gpt-oss":  # GptOssModel: the experts' width as expert_feed_forward_length too
         w.add_expert_count(cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
@@ -380,7 +386,8 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe", "ernie4_5") + GEMMA + LLAMA_LIKE:
+    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe", "ernie4_5", "exaone4") + GEMMA \
+            + LLAMA_LIKE:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])

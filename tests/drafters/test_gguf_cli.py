@@ -14,7 +14,8 @@ the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over
 single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
 gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts or a NaN MXFP4
 scale it is refused naming the cause; gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
-an undeclared MTP block or softmax gating are refused; so is an olmoe file with attention.clamp_kqv.
+an undeclared MTP block or softmax gating are refused; so are an olmoe file with attention.clamp_kqv and an exaone4 file whose window pattern does not
+cover its layers.
 --quick (sanitizer builds): 8 tokens, no match mode. --no-server: a build without `specdec serve`.
 """
 import json
@@ -127,7 +128,10 @@ def rewrite(name, path, keys=None, tensor=None, extra=None):
         else:
             w.add_key_value(f.name, f.contents(), t)
     for k, (v, t) in keys.items():
-        w.add_key_value(k, v, t)
+        if t == gg.GGUFValueType.ARRAY:
+            w.add_array(k, v)
+        else:
+            w.add_key_value(k, v, t)
     for t in r.tensors:
         data, qt = np.array(t.data), t.tensor_type
         if tensor:
@@ -187,6 +191,8 @@ with tempfile.TemporaryDirectory() as tmp:
     refused(bad, "nextn", "glm4moe whose MTP block is not declared")
     rewrite("gguf_olmoe", bad, keys={"olmoe.attention.clamp_kqv": (8.0, gg.GGUFValueType.FLOAT32)})
     refused(bad, "clamp_kqv", "olmoe with a q / k / v clamp")
+    rewrite("gguf_exaone4", bad, keys={"exaone4.attention.sliding_window_pattern": ([True, False], gg.GGUFValueType.ARRAY)})
+    refused(bad, "one bool per layer", "exaone4 with a window pattern of 2 for 4 layers")
 
 if SERVER:
     srv = Server("-m", gguf("gguf_qwen3"), "-md", gguf("gguf_qwen3"))
