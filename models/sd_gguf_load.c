@@ -56,6 +56,7 @@ static const gguf_arch gguf_archs[] = {
     {"olmoe", "OlmoeForCausalLM", "olmoe", 0, 0},        /* OLMoE: whole-projection q / k norms, top-k unnormalised */
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", 1, 0}, /* ERNIE-4.5 dense (0.3B): adjacent-pair rope */
     {"exaone4", "Exaone4ForCausalLM", "exaone4", 0, 0},  /* EXAONE 4.0: post norms, windows by layer, NoPE global */
+    {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", 1, 0}, /* Granite 3.x MoE: the multipliers, experts */
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -137,6 +138,8 @@ static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *h
         if (strlen(gguf_oss[i][0]) == n_part && !strncmp(part, gguf_oss[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_oss[i][1],
                             strcmp(gguf_oss[i][0], "attn_sinks") ? dot : "") > 0;
+    if (fam == SD_ARCH_GRANITE_MOE && n_part == strlen("ffn_gate_inp") && !strncmp(part, "ffn_gate_inp", n_part))
+        return snprintf(hf, cap, "model.layers.%ld.block_sparse_moe.router.layer%s", l, dot) > 0;
     for (size_t i = 0; fam == SD_ARCH_GLM4 && i < sizeof gguf_glm4 / sizeof gguf_glm4[0]; i++)
         if (strlen(gguf_glm4[i][0]) == n_part && !strncmp(part, gguf_glm4[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_glm4[i][1], dot) > 0;
@@ -434,7 +437,8 @@ static specdec_status gguf_gpt_oss(gguf_ctx *x) {
     return SPECDEC_OK;
 }
 
-/* SmolLM3, OLMo 2, OLMoE, EXAONE 4 and Granite as llama.cpp runs them. EXAONE 4: the window
+/* SmolLM3, OLMo 2, OLMoE, EXAONE 4 and Granite (dense and MoE: expert_count / expert_used_count experts
+ * of feed_forward_length, the router ffn_gate_inp) as llama.cpp runs them. EXAONE 4: the window
  * attention.sliding_window on the layers attention.sliding_window_pattern (one bool a layer) marks, the
  * others global without rope (its config's rule); no window: every layer global, with rope. OLMoE: experts expert_count / expert_used_count
  * of feed_forward_length, top-k weights renormalised only when expert_weights_norm says so (llama.cpp: no),
@@ -492,7 +496,17 @@ static specdec_status gguf_small_families(gguf_ctx *x, int64_t head_dim) {
             cJSON_AddItemToArray(lt, cJSON_CreateString(pat->data[l] ? "sliding_attention" : "full_attention"));
         return SPECDEC_OK;
     }
-    if (strcmp(x->arch, "granite")) return SPECDEC_OK;
+    if (!strcmp(x->arch, "granitemoe")) { /* the experts (of feed_forward_length), then Granite's multipliers */
+        char k[160];
+        snprintf(k, sizeof k, "%s.expert_shared_feed_forward_length", x->arch);
+        if (sd_gguf_find(x->g, k))
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s': Granite MoE's shared expert "
+                           "(GraniteMoeShared) is not supported", x->path, k);
+        SD_TRY(gguf_int(x, "expert_count", "num_local_experts", 1, 1, 4096, NULL));
+        SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+    } else if (strcmp(x->arch, "granite")) {
+        return SPECDEC_OK;
+    }
     double att = 1.0 / sqrt((double)head_dim);
     SD_TRY(gguf_num(x, "attention.scale", NULL, 0, &att));
     cJSON_AddNumberToObject(x->cfg, "attention_multiplier", att);
@@ -733,7 +747,7 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
                    "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, olmoe, "
-                   "granite, glm4, glm4moe, ernie4_5 and exaone4 GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   "granite, granitemoe, glm4, glm4moe, ernie4_5 and exaone4 GGUF files load; other families load from their Hugging Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 

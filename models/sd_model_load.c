@@ -550,7 +550,9 @@ static const sd_moe_names sd_moe_table[] = {
     {SD_ARCH_GPT_OSS, "mlp.router.weight", NULL, NULL, NULL, NULL}, /* fused: sd_load_fused_experts */
     {SD_ARCH_OLMOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight", NULL},
-    {SD_ARCH_GRANITE_MOE, "block_sparse_moe.router.layer.weight", NULL, NULL, NULL, "block_sparse_moe"},
+    /* stacked input_linear / output_linear; a GGUF's experts come one by one (models/sd_gguf_load.c) */
+    {SD_ARCH_GRANITE_MOE, "block_sparse_moe.router.layer.weight", "mlp.experts.%d.gate_proj.weight",
+     "mlp.experts.%d.up_proj.weight", "mlp.experts.%d.down_proj.weight", "block_sparse_moe"},
     {SD_ARCH_GLM4_MOE, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
      "mlp.experts.%d.down_proj.weight", NULL},
     {SD_ARCH_DEEPSEEK_V3, "mlp.gate.weight", "mlp.experts.%d.gate_proj.weight", "mlp.experts.%d.up_proj.weight",
@@ -854,7 +856,10 @@ static specdec_status sd_load_experts(sd_loader *L, int32_t l, sd_layer *ly) {
     if (!ex) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %d experts", L->m->path, c->n_experts);
     ly->experts = ex;
     if (c->moe_fused) return sd_load_fused_experts(L, l, ex);
-    if (nm->stacked) return sd_load_stacked_experts(L, l, nm->stacked, ex);
+    char stacked[160];
+    snprintf(stacked, sizeof stacked, "model.layers.%d.%s.input_linear.weight", (int)(l + L->layer_base),
+             nm->stacked ? nm->stacked : "");
+    if (nm->stacked && (!nm->gate || sd_find_entry(L, stacked))) return sd_load_stacked_experts(L, l, nm->stacked, ex);
     char name[128];
     for (int32_t e = 0; e < c->n_experts; e++) {
         snprintf(name, sizeof name, nm->gate, (int)e);

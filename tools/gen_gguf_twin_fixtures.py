@@ -115,6 +115,10 @@ FIXTURES = {
     # EXAONE 4: post norms, per-head q / k norms, window 5 on the layers the pattern marks, NoPE global
     "gguf_exaone4": dict(src="exaone4_window", arch="exaone4", edits={}, moe=False,
                          types={"attn": Q.Q8_0, "dense": Q.Q8_0, "out": Q.Q4_1}),
+    # Granite MoE: 4 experts top 2 (input_linear split into gate / up), the four multipliers, q / k permuted
+    "gguf_granite_moe": dict(src="granite_moe", arch="granitemoe", edits={},
+                             types={"attn": Q.Q8_0, "exps_gate": Q.Q4_0, "exps_up": Q.Q8_0, "exps_down": Q.F16,
+                                    "router": Q.F32, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -138,13 +142,13 @@ SOURCES = {
                                  "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}, True),
 }
 GEMMA = ("gemma", "gemma2", "gemma3")
-LLAMA_LIKE = ("llama", "smollm3", "granite")  # LlamaModel's converters: q / k rows permuted for ggml's rope
+LLAMA_LIKE = ("llama", "smollm3", "granite", "granitemoe")  # LlamaModel's converters: q / k rows permuted for ggml's rope
 
 LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
          "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
          "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
          "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
-         "mlp.gate": "ffn_gate_inp", "block_sparse_moe.gate": "ffn_gate_inp",
+         "mlp.gate": "ffn_gate_inp", "block_sparse_moe.gate": "ffn_gate_inp", "block_sparse_moe.router.layer": "ffn_gate_inp",
          "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
          "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp",
          "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
@@ -300,6 +304,34 @@ def oss_tensors(src_dir, spec):
     return out, hf
 
 
+def granitemoe_tensors(src_dir, spec, cfg):
+    """Granite MoE as GraniteMoeModel writes it: the stacked input_linear [E, 2I, H] split into ffn_gate_exps /
+    ffn_up_exps (first / second I rows), output_linear as ffn_down_exps, router.layer as ffn_gate_inp; the
+    rest as gguf_tensors does (q / k permuted). Returns (tensors, the experts in transformers' layout)."""
+    from safetensors.numpy import load_file, save_file
+    state = load_file(os.path.join(src_dir, "model.safetensors"))
+    stacked = {n: w for n, w in state.items() if ".block_sparse_moe.input_linear." in n
+               or ".block_sparse_moe.output_linear." in n}
+    with tempfile.TemporaryDirectory() as tmp:  # the rest through the common path
+        save_file({n: w for n, w in state.items() if n not in stacked}, os.path.join(tmp, "model.safetensors"))
+        out = gguf_tensors(tmp, spec, cfg)
+    hf = {}
+    for n, w in sorted(stacked.items()):
+        layer = int(n.split(".")[2])
+        w = w.astype(np.float32)
+        parts = (("gate", w[:, :w.shape[1] // 2]), ("up", w[:, w.shape[1] // 2:])) if "input_linear" in n \
+            else (("down", w),)
+        decoded = []
+        for proj, part in parts:
+            g = f"blk.{layer}.ffn_{proj}_exps.weight"
+            data, qt = encode(np.ascontiguousarray(part), spec["types"][kind_of(g)])
+            deq = gguf.quants.dequantize(data, qt).astype(np.float32).reshape(part.shape)
+            out[g] = (qt, data, deq, [])
+            decoded.append(deq)
+        hf[n] = np.ascontiguousarray(np.concatenate(decoded, axis=1))
+    return out, hf
+
+
 def phi3_rope(w, cfg):
     """Phi3MiniModel's rope metadata: the rotary dimensions, and for longrope the factor tensors, the
     original context and the attention factor (1 when not extended, else sqrt(1 + ln(s) / ln(original)))."""
@@ -391,7 +423,7 @@ def write_gguf(path, spec, cfg, tensors):
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
-    if spec["arch"] == "granite":  # GraniteModel: the multipliers as *_scale keys
+    if spec["arch"] in ("granite", "granitemoe"):  # GraniteModel: the multipliers as *_scale keys
         w.add_attention_scale(cfg["attention_multiplier"])
         w.add_embedding_scale(cfg["embedding_multiplier"])
         w.add_residual_scale(cfg["residual_multiplier"])
@@ -443,7 +475,12 @@ def write_fixture_from(out, name, src):
     with open(os.path.join(src, "config.json")) as f:
         cfg = {**json.load(f), **spec["edits"]}
     ids = [int(x) for x in open(os.path.join(src, "ids.txt")).read().split()]
-    tensors, hf = oss_tensors(src, spec) if spec["arch"] == "gpt-oss" else (gguf_tensors(src, spec, cfg), None)
+    if spec["arch"] == "gpt-oss":
+        tensors, hf = oss_tensors(src, spec)
+    elif spec["arch"] == "granitemoe":
+        tensors, hf = granitemoe_tensors(src, spec, cfg)
+    else:
+        tensors, hf = gguf_tensors(src, spec, cfg), None
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.gguf")
