@@ -57,6 +57,8 @@ static const gguf_arch gguf_archs[] = {
     {"ernie4_5", "Ernie4_5ForCausalLM", "ernie4_5", 1, 0}, /* ERNIE-4.5 dense (0.3B): adjacent-pair rope */
     {"exaone4", "Exaone4ForCausalLM", "exaone4", 0, 0},  /* EXAONE 4.0: post norms, windows by layer, NoPE global */
     {"granitemoe", "GraniteMoeForCausalLM", "granitemoe", 1, 0}, /* Granite 3.x MoE: the multipliers, experts */
+    /* DeepSeek-V2 / V3 (and Kimi K2, Moonlight): latent attention; the V3 class when routing by the sigmoid */
+    {"deepseek2", "DeepseekV2ForCausalLM", "deepseek_v2", 1, 0},
 };
 
 /* Tensors read into the configuration, not loaded: Llama 3.1's rope divisors, Phi-3's longrope factors. */
@@ -95,6 +97,17 @@ static const char *const gguf_oss[][2] = {
     {"post_attention_norm", "post_attention_layernorm"}, {"ffn_gate_inp", "mlp.router"},
     {"attn_sinks", "self_attn.sinks"}, {"ffn_gate_exps", "mlp.experts.gate_proj"},
     {"ffn_up_exps", "mlp.experts.up_proj"}, {"ffn_down_exps", "mlp.experts.down_proj"},
+};
+
+/* DeepSeek's latent attention and shared experts; attn_k_b / attn_v_b (the converter's split of kv_b_proj)
+ * are put back together by the loader (models/sd_model_load.c). */
+static const char *const gguf_ds2_names[][2] = {
+    {"attn_q_a", "self_attn.q_a_proj"},       {"attn_q_a_norm", "self_attn.q_a_layernorm"},
+    {"attn_q_b", "self_attn.q_b_proj"},       {"attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa"},
+    {"attn_kv_a_norm", "self_attn.kv_a_layernorm"}, {"attn_kv_b", "self_attn.kv_b_proj"},
+    {"attn_k_b", "self_attn.k_b_proj"},       {"attn_v_b", "self_attn.v_b_proj"},
+    {"ffn_gate_shexp", "mlp.shared_experts.gate_proj"}, {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
+    {"ffn_down_shexp", "mlp.shared_experts.down_proj"}, {"exp_probs_b", "mlp.gate.e_score_correction_bias"},
 };
 
 /* GLM-4-0414's names: its sandwich norms, the fused gate_up (as Phi-3's ffn_up). */
@@ -140,6 +153,11 @@ static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *h
                             strcmp(gguf_oss[i][0], "attn_sinks") ? dot : "") > 0;
     if (fam == SD_ARCH_GRANITE_MOE && n_part == strlen("ffn_gate_inp") && !strncmp(part, "ffn_gate_inp", n_part))
         return snprintf(hf, cap, "model.layers.%ld.block_sparse_moe.router.layer%s", l, dot) > 0;
+    const int ds = fam == SD_ARCH_DEEPSEEK_V2 || fam == SD_ARCH_DEEPSEEK_V3;
+    for (size_t i = 0; ds && i < sizeof gguf_ds2_names / sizeof gguf_ds2_names[0]; i++)
+        if (strlen(gguf_ds2_names[i][0]) == n_part && !strncmp(part, gguf_ds2_names[i][0], n_part))
+            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_ds2_names[i][1],
+                            strcmp(gguf_ds2_names[i][0], "exp_probs_b") ? dot : "") > 0;
     for (size_t i = 0; fam == SD_ARCH_GLM4 && i < sizeof gguf_glm4 / sizeof gguf_glm4[0]; i++)
         if (strlen(gguf_glm4[i][0]) == n_part && !strncmp(part, gguf_glm4[i][0], n_part))
             return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_glm4[i][1], dot) > 0;
@@ -252,16 +270,26 @@ static specdec_status gguf_longrope(gguf_ctx *x, int64_t rd, const uint8_t *data
  * .yarn_beta_fast / .yarn_beta_slow (transformers' defaults 32 / 1 otherwise), as llama.cpp runs them: the
  * ramp between the floor / ceil correction dimensions, extrapolation factor 1, and cos / sin scaled by
  * 0.1 ln(factor) + 1 — transformers' yarn without attention_factor. The keys that would change that
- * (.yarn_ext_factor other than 1, .attn_factor, .yarn_log_multiplier other than 0: DeepSeek's mscale, where
- * llama.cpp's and transformers' conventions differ) are refused, naming the key. */
+ * (.yarn_ext_factor other than 1, .attn_factor, .yarn_log_multiplier other than 0 outside deepseek2, where
+ * llama.cpp's and transformers' conventions differ) are refused, naming the key; deepseek2's log multiplier is
+ * 0.1 x mscale_all_dim (and mscale the same: llama.cpp's softmax scale mscale^2 / sqrt(head), cos / sin
+ * unscaled). */
 static specdec_status gguf_yarn(gguf_ctx *x) {
     static const char *const odd[] = {"rope.scaling.yarn_ext_factor", "rope.scaling.attn_factor",
                                       "rope.scaling.yarn_attn_factor", "rope.scaling.yarn_log_multiplier"};
+    const int mla = !strcmp(x->arch, "deepseek2");
+    double log_mul = 0.0;
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         char k[160];
         double v = 0.0;
         snprintf(k, sizeof k, "%s.%s", x->arch, odd[i]);
         if (!sd_gguf_find(x->g, k)) continue;
+        if (i == 3 && mla) { /* DeepSeek: 0.1 x mscale_all_dim (llama.cpp scales the softmax by its square) */
+            if (!sd_gguf_get_f64(x->g, k, &log_mul) || !(log_mul >= 0.0) || !(log_mul < 100.0))
+                return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a number in [0, 100)",
+                               x->path, k);
+            continue;
+        }
         const double neutral = i == 0 ? 1.0 : i == 3 ? 0.0 : NAN;
         if (!sd_gguf_get_f64(x->g, k, &v) || !(v == neutral))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s' with yarn rope scaling is not "
@@ -278,6 +306,10 @@ static specdec_status gguf_yarn(gguf_ctx *x) {
     cJSON_AddNumberToObject(rs, "original_max_position_embeddings", orig);
     cJSON_AddNumberToObject(rs, "beta_fast", bf);
     cJSON_AddNumberToObject(rs, "beta_slow", bs);
+    if (mla && log_mul > 0.0) { /* llama.cpp leaves cos / sin unscaled: transformers' mscale == mscale_all_dim */
+        cJSON_AddNumberToObject(rs, "mscale_all_dim", log_mul / 0.1);
+        cJSON_AddNumberToObject(rs, "mscale", log_mul / 0.1);
+    }
     return SPECDEC_OK;
 }
 
@@ -551,6 +583,66 @@ static specdec_status gguf_glm4moe_cfg(gguf_ctx *x) {
     return SPECDEC_OK;
 }
 
+/* DeepSeek-V2 / V3 (deepseek2): the converter writes the latent attention as MQA — head_count_kv 1, key_length
+ * kv_lora_rank + the rotary part, value_length kv_lora_rank — with the heads' own sizes in key_length_mla /
+ * value_length_mla (older files: in key_length / value_length, with kv_b_proj whole); rope.dimension_count
+ * the rotary part, attention.q_lora_rank when q is low-rank, attention.kv_lora_rank; experts expert_count /
+ * expert_used_count of expert_feed_forward_length, expert_shared_count, leading_dense_block_count,
+ * expert_weights_scale / _norm, groups expert_group_count / _used_count (else 1); expert_gating_func 2 (the
+ * sigmoid with the score bias: DeepSeek-V3's class), else the softmax (V2's). *rope_dim: the rotary part. */
+static specdec_status gguf_deepseek2(gguf_ctx *x, int64_t heads, int64_t *rope_dim) {
+    int64_t kl = 0, ql = 0, qk = 0, v = 0, rd = 0, func = 1, groups = 1, used_groups = 1, blocks = 0;
+    SD_TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &blocks));
+    SD_TRY(gguf_int(x, "attention.kv_lora_rank", "kv_lora_rank", 1, 1, 65536, &kl));
+    SD_TRY(gguf_int(x, "attention.q_lora_rank", NULL, 0, 1, 65536, &ql));
+    if (ql) cJSON_AddNumberToObject(x->cfg, "q_lora_rank", (double)ql);
+    else cJSON_AddNullToObject(x->cfg, "q_lora_rank");
+    SD_TRY(gguf_int(x, "rope.dimension_count", NULL, 1, 2, 65536, &rd));
+    char k[160];
+    snprintf(k, sizeof k, "%s.attention.key_length_mla", x->arch);
+    const int split = sd_gguf_find(x->g, k) != NULL;
+    SD_TRY(gguf_int(x, split ? "attention.key_length_mla" : "attention.key_length", NULL, 1, 1, 65536, &qk));
+    SD_TRY(gguf_int(x, split ? "attention.value_length_mla" : "attention.value_length", NULL, 1, 1, 65536, &v));
+    if (qk <= rd)
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF: the heads' key width %lld must exceed the rotary part %lld",
+                       x->path, (long long)qk, (long long)rd);
+    cJSON_ReplaceItemInObject(x->cfg, "num_key_value_heads", cJSON_CreateNumber((double)heads));
+    cJSON_AddNumberToObject(x->cfg, "qk_rope_head_dim", (double)rd);
+    cJSON_AddNumberToObject(x->cfg, "qk_nope_head_dim", (double)(qk - rd));
+    cJSON_AddNumberToObject(x->cfg, "v_head_dim", (double)v);
+    cJSON_AddNumberToObject(x->cfg, "head_dim", (double)rd);
+    SD_TRY(gguf_int(x, "expert_count", "n_routed_experts", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
+    SD_TRY(gguf_int(x, "expert_feed_forward_length", "moe_intermediate_size", 1, 1, 1 << 22, NULL));
+    SD_TRY(gguf_int(x, "expert_shared_count", "n_shared_experts", 0, 0, 4096, NULL));
+    SD_TRY(gguf_int(x, "leading_dense_block_count", "first_k_dense_replace", 0, 0, blocks, NULL));
+    SD_TRY(gguf_num(x, "expert_weights_scale", "routed_scaling_factor", 0, NULL));
+    SD_TRY(gguf_int(x, "expert_gating_func", NULL, 0, 0, 16, &func));
+    SD_TRY(gguf_int(x, "expert_group_count", NULL, 0, 1, 4096, &groups));
+    SD_TRY(gguf_int(x, "expert_group_used_count", NULL, 0, 1, 4096, &used_groups));
+    if (func != 0 && func != 1 && func != 2)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF metadata '%s.expert_gating_func' is %lld (1 softmax, 2 "
+                       "sigmoid)", x->path, x->arch, (long long)func);
+    snprintf(k, sizeof k, "%s.expert_weights_norm", x->arch);
+    int norm = 0;
+    if (sd_gguf_find(x->g, k) && !sd_gguf_get_bool(x->g, k, &norm))
+        return sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF metadata '%s' must be a bool", x->path, k);
+    cJSON_AddBoolToObject(x->cfg, "norm_topk_prob", norm);
+    cJSON_AddNumberToObject(x->cfg, "n_group", (double)groups);
+    cJSON_AddNumberToObject(x->cfg, "topk_group", (double)used_groups);
+    cJSON_AddNumberToObject(x->cfg, "num_nextn_predict_layers", 0);
+    if (func == 2) { /* DeepSeek-V3: sigmoid scores, the score bias, groups by their two best */
+        cJSON *arr = cJSON_CreateArray();
+        cJSON_AddItemToArray(arr, cJSON_CreateString("DeepseekV3ForCausalLM"));
+        cJSON_ReplaceItemInObject(x->cfg, "architectures", arr);
+        cJSON_ReplaceItemInObject(x->cfg, "model_type", cJSON_CreateString("deepseek_v3"));
+    } else {
+        cJSON_AddStringToObject(x->cfg, "topk_method", groups > 1 ? "group_limited_greedy" : "greedy");
+    }
+    *rope_dim = rd;
+    return SPECDEC_OK;
+}
+
 /* config.json's fields from the metadata (the names llama.cpp's converter writes them under). */
 static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t *data) {
     const sd_gguf_tensor *emb = sd_gguf_find_tensor(x->g, "token_embd.weight");
@@ -568,14 +660,19 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     SD_TRY(gguf_int(x, "attention.head_count_kv", NULL, 0, 1, 65536, &kv));
     cJSON_AddNumberToObject(x->cfg, "num_key_value_heads", (double)kv);
     SD_TRY(gguf_int(x, "context_length", "max_position_embeddings", 1, 1, (int64_t)1 << 30, &max_pos));
-    head_dim = hidden / heads;
-    SD_TRY(gguf_int(x, "attention.key_length", NULL, 0, 1, 65536, &head_dim));
-    vdim = head_dim;
-    SD_TRY(gguf_int(x, "attention.value_length", NULL, 0, 1, 65536, &vdim));
-    if (vdim != head_dim)
-        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF key_length %lld differs from value_length %lld",
-                       x->path, (long long)head_dim, (long long)vdim);
-    cJSON_AddNumberToObject(x->cfg, "head_dim", (double)head_dim);
+    const int mla = !strcmp(a->name, "deepseek2");
+    if (mla) {
+        SD_TRY(gguf_deepseek2(x, heads, &head_dim));
+    } else {
+        head_dim = hidden / heads;
+        SD_TRY(gguf_int(x, "attention.key_length", NULL, 0, 1, 65536, &head_dim));
+        vdim = head_dim;
+        SD_TRY(gguf_int(x, "attention.value_length", NULL, 0, 1, 65536, &vdim));
+        if (vdim != head_dim)
+            return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF key_length %lld differs from value_length %lld",
+                           x->path, (long long)head_dim, (long long)vdim);
+        cJSON_AddNumberToObject(x->cfg, "head_dim", (double)head_dim);
+    }
     SD_TRY(gguf_num(x, "attention.layer_norm_rms_epsilon", "rms_norm_eps", 1, NULL));
     cJSON_AddNumberToObject(x->cfg, "vocab_size", (double)emb->ne[1]);
     cJSON_AddBoolToObject(x->cfg, "tie_word_embeddings", !sd_gguf_find_tensor(x->g, "output.weight"));
@@ -663,6 +760,8 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
         long layer = 0;
         const int stacked = t->ndim == 3 && gguf_experts_of(t->name, n_layers, &proj, &layer);
         const int split = stacked && !oss;
+        const int flat3 = t->ndim == 3 && (fam == SD_ARCH_DEEPSEEK_V2 || fam == SD_ARCH_DEEPSEEK_V3) &&
+                          (strstr(t->name, ".attn_k_b.") || strstr(t->name, ".attn_v_b."));
         if (!split && !gguf_hf_name(t->name, n_layers, fam, hf, sizeof hf))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is not one specdec knows for this "
                            "architecture (a feature it would silently drop)", path, t->name);
@@ -695,16 +794,24 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
                 return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has type %s (specdec reads F32, "
                                "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path,
                                t->name, ti.name);
-            if (t->ndim != 2 && !split)
+            if (t->ndim != 2 && !split && !flat3)
                 return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is a %d-D %s tensor (only "
                                "matrices may be block-quantized)", path, t->name, (int)t->ndim, ti.name);
             o->gguf_quant = 1 + (uint32_t)t->type;
             *quantized = 1;
         }
-        if (t->ndim > (split ? 3 : 2))
+        if (t->ndim > (split || flat3 ? 3 : 2))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has %d dimensions", path, t->name,
                            (int)t->ndim);
         const int gate_vec = strstr(hf, "shared_expert_gate.") != NULL && t->ne[1] == 1; /* HF [1, H] */
+        if (flat3) { /* DeepSeek's attn_k_b / attn_v_b [heads, rows, cols] as [heads x rows, cols] */
+            o->ndim = 2, o->shape[0] = t->ne[1] * t->ne[2], o->shape[1] = t->ne[0];
+            o->n_elements = t->n_elements, o->begin = t->offset, o->end = t->offset + t->nbytes;
+            snprintf(names, 96, "%s", hf);
+            o->name = names;
+            names += 96;
+            continue;
+        }
         o->ndim = t->ndim == 1 && !gate_vec ? 1 : 2;
         o->shape[0] = gate_vec ? 1 : t->ndim >= 2 ? t->ne[1] : t->ne[0];
         o->shape[1] = gate_vec ? t->ne[0] : t->ndim >= 2 ? t->ne[0] : 0;
@@ -747,7 +854,7 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
                    "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, olmoe, "
-                   "granite, granitemoe, glm4, glm4moe, ernie4_5 and exaone4 GGUF files load; other families load from their Hugging Face checkpoint)", path,
+                   "granite, granitemoe, glm4, glm4moe, ernie4_5, exaone4 and deepseek2 GGUF files load; other families load from their Hugging Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }
 

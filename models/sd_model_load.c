@@ -478,6 +478,50 @@ static specdec_status sd_layer_tensor(sd_loader *L, int32_t l, const char *suffi
 /* The attention block's tensors of layer l: q/k/v (fused qkv_proj split into views),
  * their biases, q/k norms, o and its bias, as the configuration says. */
 /* DeepSeek's latent attention tensors of layer l (cfg.mla, core/sd_weights.h). */
+/* Element (r, c) of a loaded 2-D tensor in float (F32 / F16 / BF16, or the integer codes a GGUF block type
+ * was repacked into: (q - zero) x scale - bias). */
+static float sd_tensor_value(const sd_tensor *t, int64_t r, int64_t c) {
+    const int64_t cols = t->shape[1], i = r * cols + c;
+    switch (t->dtype) {
+    case SD_F32: return ((const float *)t->data)[i];
+    case SD_F16: return sd_f16_to_f32(((const uint16_t *)t->data)[i]);
+    case SD_BF16: return sd_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    default: break;
+    }
+    const sd_int4_meta *q = sd_int4_meta_of(t);
+    const uint8_t *codes = t->data;
+    const int v = q->bits == 8 ? codes[i] : (c & 1) ? codes[r * (cols / 2) + c / 2] >> 4 : codes[r * (cols / 2) + c / 2] & 15;
+    const int64_t g = r * q->n_groups + (q->gidx ? q->gidx[c] : c / q->group);
+    const float x = (float)(v - (int)q->zero[g]) * q->scale[g];
+    return q->bias ? x - q->bias[g] : x;
+}
+
+/* llama.cpp's converter splits DeepSeek's kv_b_proj for its absorbed attention: attn_k_b [heads, kv_lora, nope]
+ * (each head's key part transposed) and attn_v_b [heads, v, kv_lora], read here as the 2-D [heads x kv_lora,
+ * nope] and [heads x v, kv_lora] (models/sd_gguf_load.c). kv_b_proj [heads x (nope + v), kv_lora] is put back
+ * together in F32: head h's rows are its key part (k_b[h] transposed), then its value part. */
+static specdec_status sd_load_kv_b_split(sd_loader *L, int32_t l, sd_tensor *out) {
+    const sd_config *c = &L->m->w.cfg;
+    const int64_t NH = c->n_heads, KL = c->kv_lora_rank, N = c->qk_nope_dim, V = c->v_head_dim;
+    sd_tensor kb, vb;
+    SD_TRY(sd_layer_tensor(L, l, "self_attn.k_b_proj.weight", NH * KL, N, 1, &kb));
+    SD_TRY(sd_layer_tensor(L, l, "self_attn.v_b_proj.weight", NH * V, KL, 1, &vb));
+    if (kb.dtype == SD_FP8 || vb.dtype == SD_FP8 || kb.dtype == SD_MXFP4 || vb.dtype == SD_MXFP4)
+        return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: layer %d: attn_k_b / attn_v_b of this dtype", L->m->path,
+                       (int)l);
+    float *w = sd_own(L, (size_t)(NH * (N + V) * KL) * sizeof(float));
+    if (!w) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for layer %d's kv_b", L->m->path, (int)l);
+    for (int64_t h = 0; h < NH; h++) {
+        float *rows = w + (size_t)(h * (N + V) * KL);
+        for (int64_t i = 0; i < N; i++)
+            for (int64_t k = 0; k < KL; k++) rows[i * KL + k] = sd_tensor_value(&kb, h * KL + k, i);
+        for (int64_t j = 0; j < V; j++)
+            for (int64_t k = 0; k < KL; k++) rows[(N + j) * KL + k] = sd_tensor_value(&vb, h * V + j, k);
+    }
+    *out = (sd_tensor){w, SD_F32, 2, {NH * (N + V), KL}, NULL};
+    return SPECDEC_OK;
+}
+
 static specdec_status sd_load_mla(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, Q = (int64_t)c->n_heads * c->head_dim, QL = c->q_lora_rank;
@@ -493,8 +537,11 @@ static specdec_status sd_load_mla(sd_loader *L, int32_t l, sd_layer *ly) {
     SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.weight", KL + R, H, 1, &ly->wkv_a));
     if (c->attention_bias) SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_a_proj_with_mqa.bias", KL + R, 0, 1, &ly->bkv_a));
     SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_a_layernorm.weight", KL, 0, 1, &ly->kv_a_norm));
-    SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_b_proj.weight", (int64_t)c->n_heads * (c->qk_nope_dim + c->v_head_dim),
-                        KL, 1, &ly->wkv_b));
+    char split[160];
+    snprintf(split, sizeof split, "model.layers.%d.self_attn.k_b_proj.weight", (int)(l + L->layer_base));
+    if (sd_find_entry(L, split)) SD_TRY(sd_load_kv_b_split(L, l, &ly->wkv_b));
+    else SD_TRY(sd_layer_tensor(L, l, "self_attn.kv_b_proj.weight", (int64_t)c->n_heads * (c->qk_nope_dim + c->v_head_dim),
+                                KL, 1, &ly->wkv_b));
     SD_TRY(sd_layer_tensor(L, l, "self_attn.o_proj.weight", H, (int64_t)c->n_heads * c->v_head_dim, 1, &ly->wo));
     if (c->o_bias) SD_TRY(sd_layer_tensor(L, l, "self_attn.o_proj.bias", H, 0, 1, &ly->bo));
     return SPECDEC_OK;

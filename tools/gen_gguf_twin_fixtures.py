@@ -119,6 +119,21 @@ FIXTURES = {
     "gguf_granite_moe": dict(src="granite_moe", arch="granitemoe", edits={},
                              types={"attn": Q.Q8_0, "exps_gate": Q.Q4_0, "exps_up": Q.Q8_0, "exps_down": Q.F16,
                                     "router": Q.F32, "out": Q.Q8_0}),
+    # DeepSeek-V2-Lite: q_proj (no q lora), softmax routing, 2 shared experts, a dense layer, yarn with
+    # mscale_all_dim; kv_b_proj whole (attn_kv_b, as older converters wrote it)
+    "gguf_deepseek_v2_lite": dict(src="deepseek_v2_lite", arch="deepseek2", edits={}, moe=False,
+                                  types={"attn": Q.Q8_0, "exps_gate": Q.Q8_0, "exps_up": Q.Q8_0, "exps_down": Q.F16,
+                                         "shexp": Q.F16, "dense": Q.Q8_0, "router": Q.F32, "out": Q.Q8_0}),
+    # DeepSeek-V3: q lora, sigmoid routing with the score bias (llama.cpp: no groups), yarn (mscale equal to
+    # mscale_all_dim: the only one the file carries), kv_b_proj split into attn_k_b / attn_v_b, MTP layer left out
+    "gguf_deepseek_v3": dict(src="deepseek_v3", arch="deepseek2", kv_b_split=True, moe=False,
+                             edits={"n_group": 1, "topk_group": 1,
+                                    "rope_parameters": {"beta_fast": 8.0, "beta_slow": 1.0, "factor": 4.0,
+                                                        "mscale": 0.6, "mscale_all_dim": 0.6,
+                                                        "original_max_position_embeddings": 8, "rope_theta": 500.0,
+                                                        "rope_type": "yarn"}},
+                             types={"attn": Q.Q8_0, "exps_gate": Q.Q4_0, "exps_up": Q.Q8_0, "exps_down": Q.F16,
+                                    "shexp": Q.F16, "dense": Q.Q8_0, "router": Q.F32, "out": Q.Q8_0}),
     # Gemma: (1 + w) norms stored shifted, tied embeddings quantized
     "gguf_gemma": dict(src="gemma", arch="gemma", edits={},
                        types={"attn": Q.Q4_1, "dense": Q.Q8_0, "out": Q.Q8_0}),
@@ -332,6 +347,55 @@ def granitemoe_tensors(src_dir, spec, cfg):
     return out, hf
 
 
+DS = {"self_attn.q_a_proj": "attn_q_a", "self_attn.q_a_layernorm": "attn_q_a_norm", "self_attn.q_b_proj": "attn_q_b",
+      "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa", "self_attn.kv_a_layernorm": "attn_kv_a_norm",
+      "self_attn.kv_b_proj": "attn_kv_b", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+      "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp"}
+
+
+def ds_tensors(src_dir, spec, cfg):
+    """DeepSeek as DeepseekV2Model writes it: MTP layers (>= num_hidden_layers) left out, the experts stacked,
+    the score bias as exp_probs_b.bias; with spec["kv_b_split"] kv_b_proj split per head into attn_k_b
+    [heads, kv_lora, nope] (the key part transposed) and attn_v_b [heads, v, kv_lora], else kept whole
+    (attn_kv_b, older files). Returns (tensors, kv_b_proj put back together from the decoded parts)."""
+    from safetensors.numpy import load_file, save_file
+    state = load_file(os.path.join(src_dir, "model.safetensors"))
+    L, NH = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    N, V, KL = cfg["qk_nope_head_dim"], cfg["v_head_dim"], cfg["kv_lora_rank"]
+    keep, special, hf = {}, {}, {}
+    for n, w in state.items():
+        p = n.split(".")
+        if n.startswith("model.layers.") and int(p[2]) >= L:
+            continue  # the MTP layer: skip_mtp
+        if n.startswith("model.layers.") and (".".join(p[3:-1]) in DS or p[-1] == "e_score_correction_bias"):
+            special[n] = w.astype(np.float32)
+        else:
+            keep[n] = w
+    with tempfile.TemporaryDirectory() as tmp:
+        save_file(keep, os.path.join(tmp, "model.safetensors"))
+        out = gguf_tensors(tmp, spec, cfg)
+    for n, w in sorted(special.items()):
+        p = n.split(".")
+        if p[-1] == "e_score_correction_bias":
+            out[f"blk.{p[2]}.exp_probs_b.bias"] = (Q.F32, w, w, [n])
+            continue
+        part, g = ".".join(p[3:-1]), f"blk.{p[2]}.{DS['.'.join(p[3:-1])]}.{p[-1]}"
+        if part == "self_attn.kv_b_proj" and spec.get("kv_b_split"):
+            kv = w.reshape(NH, N + V, KL)
+            k_b, v_b = np.ascontiguousarray(kv[:, :N].transpose(0, 2, 1)), np.ascontiguousarray(kv[:, N:])
+            dec = []
+            for name, a in ((f"blk.{p[2]}.attn_k_b.weight", k_b), (f"blk.{p[2]}.attn_v_b.weight", v_b)):
+                data, qt = encode(a, spec["types"]["attn"])
+                d = gguf.quants.dequantize(data, qt).astype(np.float32).reshape(a.shape)
+                out[name] = (qt, data, d, [])
+                dec.append(d)
+            hf[n] = np.ascontiguousarray(np.concatenate([dec[0].transpose(0, 2, 1), dec[1]], axis=1).reshape(w.shape))
+            continue
+        data, qt = encode(w, spec["types"][kind_of(g)]) if w.ndim > 1 else (w, Q.F32)
+        out[g] = (qt, data, gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape), [n])
+    return out, hf
+
+
 def phi3_rope(w, cfg):
     """Phi3MiniModel's rope metadata: the rotary dimensions, and for longrope the factor tensors, the
     original context and the attention factor (1 when not extended, else sqrt(1 + ln(s) / ln(original)))."""
@@ -364,6 +428,26 @@ def write_gguf(path, spec, cfg, tensors):
     w.add_type(gguf.GGUFType.MODEL)
     w.add_block_count(cfg["num_hidden_layers"] + (cfg.get("num_nextn_predict_layers") or 0
                                                   if spec["arch"] == "glm4moe" else 0))
+    if spec["arch"] == "deepseek2":  # DeepseekV2Model.set_gguf_parameters (older files: the heads' sizes direct)
+        rope_dim, kl = cfg["qk_rope_head_dim"], cfg["kv_lora_rank"]
+        w.add_kv_lora_rank(kl)
+        if cfg.get("q_lora_rank"):
+            w.add_q_lora_rank(cfg["q_lora_rank"])
+        w.add_rope_dimension_count(rope_dim)
+        w.add_leading_dense_block_count(cfg["first_k_dense_replace"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        w.add_expert_count(cfg["n_routed_experts"])
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        w.add_expert_shared_count(cfg["n_shared_experts"])
+        w.add_expert_weights_scale(cfg["routed_scaling_factor"])
+        if cfg.get("norm_topk_prob"):
+            w.add_expert_weights_norm(True)
+        w.add_vocab_size(cfg["vocab_size"])
+        if cfg["model_type"] == "deepseek_v3":
+            w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        rp = cfg["rope_parameters"]
+        if rp.get("mscale_all_dim") is not None:
+            w.add_rope_scaling_yarn_log_mul(0.1 * rp["mscale_all_dim"])
     if spec["arch"] in ("glm4", "glm4moe"):  # Glm4Model / Glm4MoeModel: the rotary part
         hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
         w.add_rope_dimension_count(int(hd * cfg["rope_parameters"].get("partial_rotary_factor", 0.5)))
@@ -381,7 +465,7 @@ def write_gguf(path, spec, cfg, tensors):
     w.add_embedding_length(cfg["hidden_size"])
     w.add_feed_forward_length(cfg["intermediate_size"])
     w.add_head_count(cfg["num_attention_heads"])
-    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_head_count_kv(1 if spec.get("kv_b_split") else cfg["num_key_value_heads"])  # MLA as MQA (split files)
     if spec["arch"] == "gemma3":  # the global layers' base and scaling; the sliding ones' base is llama.cpp's 10000
         full = cfg["rope_parameters"]["full_attention"]
         w.add_rope_freq_base(full["rope_theta"])
@@ -412,13 +496,23 @@ def write_gguf(path, spec, cfg, tensors):
         w.add_attn_logit_softcapping(cfg["attn_logit_softcapping"])
         w.add_final_logit_softcapping(cfg["final_logit_softcapping"])
     w.add_layer_norm_rms_eps(cfg["rms_norm_eps"])
-    if cfg.get("head_dim"):
+    if spec["arch"] == "deepseek2":
+        qk = cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"]
+        if spec.get("kv_b_split"):
+            w.add_key_length(cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"])
+            w.add_value_length(cfg["kv_lora_rank"])
+            w.add_key_length_mla(qk)
+            w.add_value_length_mla(cfg["v_head_dim"])
+        else:
+            w.add_key_length(qk)
+            w.add_value_length(cfg["v_head_dim"])
+    elif cfg.get("head_dim"):
         w.add_key_length(cfg["head_dim"])
         w.add_value_length(cfg["head_dim"])
     if spec["arch"] not in ("phi3",) + GEMMA and spec.get("moe", True):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
-    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe", "ernie4_5", "exaone4") + GEMMA \
+    if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe", "ernie4_5", "exaone4", "deepseek2") + GEMMA \
             + LLAMA_LIKE:
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
@@ -479,6 +573,8 @@ def write_fixture_from(out, name, src):
         tensors, hf = oss_tensors(src, spec)
     elif spec["arch"] == "granitemoe":
         tensors, hf = granitemoe_tensors(src, spec, cfg)
+    elif spec["arch"] == "deepseek2":
+        tensors, hf = ds_tensors(src, spec, cfg)
     else:
         tensors, hf = gguf_tensors(src, spec, cfg), None
     d = os.path.join(out, name)
@@ -517,7 +613,8 @@ def write_fixture_from(out, name, src):
         if plain is not None and plain < 1e-3:
             sys.exit(f"{name}: renormalising the top-k weights does not change the logits ({plain:.2e})")
         rp = cfg["rope_parameters"]
-        if rp.get("rope_type") == "yarn" and "beta_fast" in rp:  # the betas the file carries matter (transformers' defaults: 32 / 1)
+        if rp.get("rope_type") == "yarn" and "beta_fast" in rp and spec["arch"] != "deepseek2":  # the betas matter
+            # (DeepSeek's 2 rotary pairs: both betas' correction range clamps to the same) (transformers' defaults: 32 / 1)
             plain = ggf.row_error(reference(tmp, cfg, tensors, ids, hf, rope_parameters={
                 k: v for k, v in rp.items() if k not in ("beta_fast", "beta_slow")}), logits)
             if plain < 1e-3:

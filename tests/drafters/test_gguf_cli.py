@@ -14,8 +14,8 @@ the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over
 single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
 gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts or a NaN MXFP4
 scale it is refused naming the cause; gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
-an undeclared MTP block or softmax gating are refused; so are an olmoe file with attention.clamp_kqv and an exaone4 file whose window pattern does not
-cover its layers.
+an undeclared MTP block or softmax gating are refused; so are an olmoe file with attention.clamp_kqv, an exaone4 file whose window pattern does not
+cover its layers and deepseek2 files with an unknown gating function or no non-rotary key part.
 --quick (sanitizer builds): 8 tokens, no match mode. --no-server: a build without `specdec serve`.
 """
 import json
@@ -191,6 +191,10 @@ with tempfile.TemporaryDirectory() as tmp:
     refused(bad, "nextn", "glm4moe whose MTP block is not declared")
     rewrite("gguf_olmoe", bad, keys={"olmoe.attention.clamp_kqv": (8.0, gg.GGUFValueType.FLOAT32)})
     refused(bad, "clamp_kqv", "olmoe with a q / k / v clamp")
+    rewrite("gguf_deepseek_v3", bad, keys={"deepseek2.expert_gating_func": (5, gg.GGUFValueType.UINT32)})
+    refused(bad, "expert_gating_func", "deepseek2 with an unknown gating function")
+    rewrite("gguf_deepseek_v3", bad, keys={"deepseek2.attention.key_length_mla": (4, gg.GGUFValueType.UINT32)})
+    refused(bad, "must exceed the rotary part", "deepseek2 whose key width is the rotary part")
     rewrite("gguf_exaone4", bad, keys={"exaone4.attention.sliding_window_pattern": ([True, False], gg.GGUFValueType.ARRAY)})
     refused(bad, "one bool per layer", "exaone4 with a window pattern of 2 for 4 layers")
 
