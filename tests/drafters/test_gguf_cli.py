@@ -13,7 +13,8 @@ qwen3 draft copy); `specdec info` names the format and the block types; `specdec
 the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over two prompts equals the
 single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
 gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts or a NaN MXFP4
-scale it is refused naming the cause; gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
+scale it is refused naming the cause; --tokenizer gives a GGUF without one the tokenizer.json of its twin;
+gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
 an undeclared MTP block or softmax gating are refused; so are an olmoe file with attention.clamp_kqv, an exaone4 file whose window pattern does not
 cover its layers and deepseek2 files with an unknown gating function or no non-rotary key part.
 --quick (sanitizer builds): 8 tokens, no match mode. --no-server: a build without `specdec serve`.
@@ -164,6 +165,17 @@ def refused(path, needle, what):
     p = subprocess.run([BIN, "info", "-m", path], capture_output=True, text=True, timeout=60)
     check(p.returncode != 0 and needle in p.stderr, f"{what}: refused naming {needle!r}: {p.stderr[-300:]!r}")
 
+
+# --tokenizer: a GGUF without a tokenizer (gguf_deepseek_v3) runs with its Hugging Face twin's tokenizer.json,
+# drafting (n-gram) equal to plain decoding; without it the tokenizer is missing
+tok = os.path.join(FIX, "deepseek_v3", "tokenizer.json")
+a = generate(gguf("gguf_deepseek_v3"), "--tokenizer", tok, "--temp", "0", "--drafter", "none")
+b = generate(gguf("gguf_deepseek_v3"), "--tokenizer", tok, "--temp", "0", "--drafter", "ngram")
+check(a is not None and b is not None and len(a["tokens"]) == N and a["tokens"] == b["tokens"],
+      "--tokenizer: a GGUF without a tokenizer generates with a tokenizer.json")
+p = subprocess.run([BIN, "generate", "-m", gguf("gguf_deepseek_v3"), "-p", PROMPT, "-n", "2", "--backend", "cpu"],
+                   capture_output=True, text=True, timeout=60)
+check(p.returncode != 0 and "holds no tokenizer" in p.stderr, f"no --tokenizer: {p.stderr[-200:]!r}")
 
 # GPT-OSS: its MXFP4 experts repacked (the fixture's logits: model_fixtures_gguf_twin); what is refused. GLM-4.5:
 # its MTP block (blk.3) left out, a block beyond it or another gating function refused.

@@ -33,10 +33,11 @@ typedef struct cli_pair {
 } cli_pair;
 
 /* Loads target_dir (NULL: the bundled pair, its draft too unless draft_dir or
- * !bundled_draft), draft_dir (NULL: none) and the target's tokenizer. 0, or 1 after
+ * !bundled_draft), draft_dir (NULL: none) and the tokenizer: tokenizer_path (--tokenizer: a
+ * tokenizer.json, a directory holding one, or a .gguf) or else the target's. 0, or 1 after
  * printing why; free with cli_pair_free either way. */
-int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, int mtp,
-                  cli_pair *p);
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, const char *tokenizer_path,
+                  int bundled_draft, int mtp, cli_pair *p);
 void cli_pair_free(cli_pair *p);
 
 /* ---- statistics (cli_stats.c), the same names everywhere ------------------ */
@@ -99,6 +100,7 @@ void cli_parse_err_print(FILE *f, const char *cmd, const cli_parse_err *e);
 typedef struct cli_gen_opts {
     const char *target_dir; /* -m; NULL = the bundled pair */
     const char *draft_dir;  /* -md; NULL = none (or the bundled draft without -m) */
+    const char *tokenizer;  /* --tokenizer; NULL = the target's (its directory or .gguf) */
     const char *prompt;     /* -p, required */
     specdec_generate_params gp; /* gp.seed: SPECDEC_SEED_RANDOM for --seed -1 (the default) */
     specdec_engine_params ep;

@@ -66,8 +66,8 @@ static int cli_pair_dirs(const char *cmd, int bundled_draft, cli_pair *p) {
     return 0;
 }
 
-int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, int bundled_draft, int mtp,
-                  cli_pair *p) {
+int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir, const char *tokenizer_path,
+                  int bundled_draft, int mtp, cli_pair *p) {
     memset(p, 0, sizeof *p);
     p->target_dir = target_dir;
     p->draft_dir = draft_dir;
@@ -81,7 +81,7 @@ int cli_pair_load(const char *cmd, const char *target_dir, const char *draft_dir
     dp.mtp = mtp;
     if (p->draft_dir && (st = specdec_model_load(p->draft_dir, &dp, &p->draft)) != SPECDEC_OK)
         return cli_fail(cmd, mtp ? "loading the MTP layer" : "loading the draft model", st, specdec_last_error());
-    if ((st = specdec_tokenizer_load(p->target_dir, &p->tok)) != SPECDEC_OK)
+    if ((st = specdec_tokenizer_load(tokenizer_path ? tokenizer_path : p->target_dir, &p->tok)) != SPECDEC_OK)
         return cli_fail(cmd, "loading the tokenizer", st, specdec_last_error());
     return 0;
 }

@@ -212,6 +212,7 @@ static int gen_value(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     *ok = 1;
     if (cli_is(a, "-m", "--model", NULL)) o->target_dir = v;
     else if (cli_is(a, "-md", "--model-draft", NULL)) o->draft_dir = v;
+    else if (cli_is(a, "--tokenizer", NULL, NULL)) o->tokenizer = v;
     else if (cli_is(a, "-p", "--prompt", NULL)) o->prompt = v;
     else if (cli_is(a, "--stop", NULL, NULL)) o->stops[o->n_stops++] = v;
     else if (cli_is(a, "--stop-token-id", "--logit-bias", NULL)) *ok = gen_proc_list(o, a, v) == 0;
@@ -269,7 +270,7 @@ static int gen_grammar(cli_gen_opts *o, const char *a, const char *v, cli_parse_
 }
 
 static const char *const gen_value_opts[] = {
-    "-m", "--model", "-md", "--model-draft", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
+    "-m", "--model", "-md", "--model-draft", "--tokenizer", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--threads", "-t", "--temp",
     "--top-p",
     "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",

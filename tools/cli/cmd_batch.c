@@ -316,8 +316,8 @@ static int batch_run(batch_ctx *c) {
     for (int32_t i = 0; o->jsonl && i < c->n_items; i++)
         if (batch_parse_jsonl(c, i)) return fail("reading the prompts", SPECDEC_ERR_OUT_OF_MEMORY, o->file);
     batch_seeds(c);
-    if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, cli_gen_bundled_draft(&o->gen),
-                      o->gen.gp.draft_method == SPECDEC_DRAFT_MTP, &c->pair))
+    if (cli_pair_load("batch", o->gen.target_dir, o->gen.draft_dir, o->gen.tokenizer,
+                      cli_gen_bundled_draft(&o->gen), o->gen.gp.draft_method == SPECDEC_DRAFT_MTP, &c->pair))
         return 1;
     int rc = cli_grammar_compile("batch", &o->gen, c->pair.tok, &c->grammar);
     if (!rc) rc = cli_bad_words_tokenize("batch", &o->gen, c->pair.tok, &c->bw);

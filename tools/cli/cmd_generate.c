@@ -24,6 +24,8 @@ static void gen_usage(FILE *f) {
             "                   .gguf file (model, tokenizer and chat template); default: the bundled pair\n"
             "                   kjv-target + kjv-draft\n"
             "  -md DIR          draft model directory or .gguf file (speculative decoding); none: plain decoding\n"
+            "  --tokenizer PATH the tokenizer (tokenizer.json, its directory or a .gguf) instead of the target's,\n"
+            "                   e.g. a GGUF whose own tokenizer specdec does not read\n"
             "  -p TEXT          prompt (encoded with the target's tokenizer, BOS as its post-processor says)\n"
             "  -n N             tokens to generate (default 128; 0 with --prompt-logprobs: score the prompt only)\n"
             "  --temp T         temperature, 0 = greedy (default 0.8)\n"
@@ -173,8 +175,8 @@ static void gen_free(gen_ctx *c) {
 
 /* Models, tokenizer and the prompt's ids. */
 static int gen_load(gen_ctx *c) {
-    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, cli_gen_bundled_draft(c->o),
-                      c->o->gp.draft_method == SPECDEC_DRAFT_MTP, &c->pair))
+    if (cli_pair_load("generate", c->o->target_dir, c->o->draft_dir, c->o->tokenizer,
+                      cli_gen_bundled_draft(c->o), c->o->gp.draft_method == SPECDEC_DRAFT_MTP, &c->pair))
         return 1;
     const char *prompt = c->o->prompt;
     specdec_status st = cli_encode(c->pair.tok, prompt, strlen(prompt), &c->ids, &c->n_ids);
