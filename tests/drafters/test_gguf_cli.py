@@ -218,4 +218,11 @@ if SERVER:
               f"server -m FILE.gguf: {st} {r}")
     finally:
         srv.stop()
+    srv = Server("-m", gguf("gguf_deepseek_v3"), "--tokenizer", tok)  # a GGUF without a tokenizer, given one
+    try:
+        st, r = srv.post({"prompt": PROMPT, "max_tokens": N, "temperature": 0, "ignore_eos": True})
+        check(st == 200 and a is not None and r["choices"][0]["text"] == a["text"],
+              f"server -m FILE.gguf --tokenizer tokenizer.json: {st} {r}")
+    finally:
+        srv.stop()
 finish()

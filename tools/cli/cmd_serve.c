@@ -21,6 +21,8 @@ static void serve_usage(FILE *f) {
             "                      kjv-draft\n"
             "  -md DIR             draft model or EAGLE-3 head directory (speculative decoding; a head\n"
             "                      drafts as eagle3, CPU backend); none: plain decoding\n"
+            "  --tokenizer PATH    the tokenizer (tokenizer.json, its directory or a .gguf) instead of the\n"
+            "                      target's, e.g. a GGUF whose own tokenizer specdec does not read\n"
             "  --host ADDR         bind address (default 127.0.0.1: loopback only)\n"
             "  --port N            port, 0 = any free one (printed); default 8080\n"
             "  --api-key KEY       require 'Authorization: Bearer KEY' (default: $SPECDEC_API_KEY, else none;\n"
@@ -131,6 +133,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     int bad = 0;
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) c->target_dir = v;
     else if (!strcmp(a, "-md") || !strcmp(a, "--model-draft")) c->draft_dir = v;
+    else if (!strcmp(a, "--tokenizer")) c->tokenizer_path = v;
     else if (!strcmp(a, "--host")) c->host = v;
     else if (!strcmp(a, "--port")) bad = serve_long(v, 0, 65535, &n), c->port = (int)n;
     else if (!strcmp(a, "--api-key")) c->api_key = v;

@@ -113,7 +113,8 @@ static int sd_server_load(sd_server *srv) {
         fprintf(stderr, "specdec serve: --speculative-config: %s\n", msg);
         return 2; /* a usage error, as the config's own */
     }
-    if ((st = specdec_tokenizer_load(srv->cfg.target_dir, &srv->tok)))
+    if ((st = specdec_tokenizer_load(srv->cfg.tokenizer_path ? srv->cfg.tokenizer_path : srv->cfg.target_dir,
+                                     &srv->tok)))
         return sd_server_fail("loading the tokenizer", st);
     sd_server_chat_setup(srv);
     srv->tool_parser = srv->cfg.enable_auto_tool_choice ? sd_tools_parser_named(srv->cfg.tool_call_parser) : SD_TP_NONE;

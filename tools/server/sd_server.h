@@ -32,6 +32,7 @@
 typedef struct sd_server_config {
     const char *target_dir;      /* borrowed; required */
     const char *draft_dir;       /* borrowed; NULL = plain decoding */
+    const char *tokenizer_path;  /* borrowed; NULL = the target's (--tokenizer: a tokenizer.json, its directory, a .gguf) */
     const char *host;            /* bind address; default "127.0.0.1" (loopback only) */
     int port;                    /* 0 = any free port (printed); default 8080 */
     const char *api_key;         /* NULL = no authentication; else "Authorization: Bearer KEY" */
