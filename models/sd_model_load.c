@@ -806,9 +806,9 @@ static specdec_status sd_load_gguf_oss_experts(sd_loader *L, int32_t l, sd_exper
     SD_TRY(sd_layer_tensor(L, l, "mlp.experts.gate_proj.bias", E, I, 1, &gb));
     SD_TRY(sd_layer_tensor(L, l, "mlp.experts.up_proj.bias", E, I, 1, &ub));
     SD_TRY(sd_layer_tensor(L, l, "mlp.experts.down_proj.bias", E, H, 1, &db));
-    if (gb.dtype != ub.dtype)
-        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: layer %d: the experts' gate and up biases differ in "
-                       "dtype", path, (int)l);
+    if (gb.dtype != ub.dtype || (gb.dtype != SD_F32 && gb.dtype != SD_F16 && gb.dtype != SD_BF16))
+        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: layer %d: the experts' gate and up biases must be "
+                       "F32, F16 or BF16, both alike", path, (int)l);
     const size_t esz = sd_dtype_size(gb.dtype);
     uint8_t *bias = sd_own(L, (size_t)(E * 2 * I) * esz);
     if (!bias) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for layer %d's biases", path, (int)l);

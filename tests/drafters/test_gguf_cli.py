@@ -12,8 +12,8 @@ at temperature 0.9; a GGUF target with its safetensors-free twin as a draft acro
 qwen3 draft copy); `specdec info` names the format and the block types; `specdec tokenize -m FILE.gguf` gives
 the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over two prompts equals the
 single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
-gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts or a NaN MXFP4
-scale it is refused naming the cause; --tokenizer gives a GGUF without one the tokenizer.json of its twin;
+gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts, a NaN MXFP4
+scale or Q8_0 expert biases it is refused naming the cause; --tokenizer gives a GGUF without one the tokenizer.json of its twin;
 gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
 an undeclared MTP block or softmax gating are refused; so are an olmoe file with attention.clamp_kqv, an exaone4 file whose window pattern does not
 cover its layers and deepseek2 files with an unknown gating function or no non-rotary key part.
@@ -146,13 +146,16 @@ def rewrite(name, path, keys=None, tensor=None, extra=None):
     w.close()
 
 
-def oss_tensor(f16_gate=False, nan_scale=False):
-    """gpt-oss edits: layer 0's gate experts stored F16 (decoded), or a NaN scale (0xFF) in layer 0's first up
-    block."""
+def oss_tensor(f16_gate=False, nan_scale=False, q8_bias=False):
+    """gpt-oss edits: layer 0's gate experts stored F16 (decoded), a NaN scale (0xFF) in layer 0's first up
+    block, or layer 0's gate biases stored Q8_0."""
     import gguf as gg
     import numpy as np
 
     def edit(name, data, qt):
+        if q8_bias and name == "blk.0.ffn_gate_exps.bias":
+            return gg.quants.quantize(np.zeros((data.shape[0], 32), dtype=np.float32), gg.GGMLQuantizationType.Q8_0), \
+                gg.GGMLQuantizationType.Q8_0
         if f16_gate and name == "blk.0.ffn_gate_exps.weight":
             return gg.quants.dequantize(data, qt).astype(np.float16), gg.GGMLQuantizationType.F16
         if nan_scale and name == "blk.0.ffn_up_exps.weight":
@@ -195,6 +198,8 @@ with tempfile.TemporaryDirectory() as tmp:
     refused(bad, "load in MXFP4", "gpt-oss with F16 experts")
     rewrite("gguf_gpt_oss", bad, tensor=oss_tensor(nan_scale=True))
     refused(bad, "scale 0xFF", "gpt-oss with a NaN MXFP4 scale")
+    rewrite("gguf_gpt_oss", bad, tensor=oss_tensor(q8_bias=True))
+    refused(bad, "must be F32, F16 or BF16", "gpt-oss with block-quantized expert biases")
     rewrite("gguf_glm4_moe", bad, keys={"glm4moe.expert_gating_func": (1, gg.GGUFValueType.UINT32)})
     refused(bad, "expert_gating_func", "glm4moe routing by the softmax")
     rewrite("gguf_glm4_moe", bad, extra={"blk.4.attn_norm.weight": [1.0] * 32})
