@@ -472,6 +472,22 @@ static inline size_t sd_int_row_bytes(sd_dtype t, int64_t cols) { return (size_t
 static inline const sd_int4_meta *sd_int4_meta_of(const sd_tensor *t) {
     return (const sd_int4_meta *)(const void *)t->scales;
 }
+/* Value (row, col) of an SD_INT4 / SD_INT8 matrix: (float)(code - zero) x scale of the column's group, exact,
+ * minus the group's bias when there is one (GGUF's types with a minimum), as ggml dequantizes. */
+static inline float sd_int_value(const sd_tensor *t, int64_t row, int64_t col) {
+    const sd_int4_meta *q = sd_int4_meta_of(t);
+    const uint8_t *codes = (const uint8_t *)t->data;
+    int v;
+    if (q->bits == 8) {
+        v = codes[row * t->shape[1] + col];
+    } else {
+        const uint8_t byte = codes[row * (t->shape[1] / 2) + col / 2];
+        v = (col & 1) ? byte >> 4 : byte & 15;
+    }
+    const int64_t g = row * q->n_groups + (q->gidx ? q->gidx[col] : col / q->group);
+    const float x = (float)(v - (int)q->zero[g]) * q->scale[g];
+    return q->bias ? x - q->bias[g] : x;
+}
 /* Bytes of one SD_MXFP4 row of `cols` values in data (its scales: cols / 32 bytes). */
 static inline size_t sd_mxfp4_row_bytes(int64_t cols) { return (size_t)(cols / 32) * 16u; }
 

@@ -73,56 +73,88 @@ static const char *const gguf_global[][2] = {
     {"output.weight", "lm_head.weight"},
 };
 
-static const char *const gguf_layer[][2] = {
-    {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},         {"attn_k", "self_attn.k_proj"},
-    {"attn_v", "self_attn.v_proj"},       {"attn_output", "self_attn.o_proj"},    {"attn_q_norm", "self_attn.q_norm"},
-    {"attn_k_norm", "self_attn.k_norm"},  {"ffn_norm", "post_attention_layernorm"}, {"ffn_gate", "mlp.gate_proj"},
-    {"ffn_up", "mlp.up_proj"},            {"ffn_down", "mlp.down_proj"},
-    {"ffn_gate_inp", "mlp.gate"},         {"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
-    {"ffn_up_shexp", "mlp.shared_expert.up_proj"}, {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
-    {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"}, {"attn_qkv", "self_attn.qkv_proj"},
+/* A GGUF tensor name part (blk.N.<gguf>.weight) and its Hugging Face one (model.layers.N.<hf>.weight); bare:
+ * transformers' name has no ".weight" / ".bias" (GPT-OSS's sinks, DeepSeek's score bias). */
+typedef struct gguf_name {
+    const char *gguf, *hf;
+    int bare;
+} gguf_name;
+#define GN(g, h) {g, h, 0}
+#define GN_BARE(g, h) {g, h, 1}
+
+static const gguf_name gguf_layer[] = {
+    GN("attn_norm", "input_layernorm"),     GN("attn_q", "self_attn.q_proj"),         GN("attn_k", "self_attn.k_proj"),
+    GN("attn_v", "self_attn.v_proj"),       GN("attn_output", "self_attn.o_proj"),    GN("attn_q_norm", "self_attn.q_norm"),
+    GN("attn_k_norm", "self_attn.k_norm"),  GN("ffn_norm", "post_attention_layernorm"), GN("ffn_gate", "mlp.gate_proj"),
+    GN("ffn_up", "mlp.up_proj"),            GN("ffn_down", "mlp.down_proj"),
+    GN("ffn_gate_inp", "mlp.gate"),         GN("ffn_gate_shexp", "mlp.shared_expert.gate_proj"),
+    GN("ffn_up_shexp", "mlp.shared_expert.up_proj"), GN("ffn_down_shexp", "mlp.shared_expert.down_proj"),
+    GN("ffn_gate_inp_shexp", "mlp.shared_expert_gate"), GN("attn_qkv", "self_attn.qkv_proj"),
 };
 
 /* Gemma 2 / 3's four norms a layer (gguf-py's names for them): ffn_norm is the one before the MLP there;
  * OLMo 2's and EXAONE 4's two (post-norm blocks) are the post ones. */
-static const char *const gguf_sandwich[][2] = {
-    {"post_attention_norm", "post_attention_layernorm"}, {"ffn_norm", "pre_feedforward_layernorm"},
-    {"post_ffw_norm", "post_feedforward_layernorm"},
+static const gguf_name gguf_sandwich[] = {
+    GN("post_attention_norm", "post_attention_layernorm"), GN("ffn_norm", "pre_feedforward_layernorm"),
+    GN("post_ffw_norm", "post_feedforward_layernorm"),
 };
 
-/* GPT-OSS's names: the pre-MLP norm, the router, the attention sinks (no ".weight" in transformers' name) and
- * the experts' biases; its stacked MXFP4 experts stay whole, `mlp.experts.{gate,up,down}_proj.weight`
- * [E, rows, cols] (the loader interleaves gate and up into transformers' gate_up_proj). */
-static const char *const gguf_oss[][2] = {
-    {"post_attention_norm", "post_attention_layernorm"}, {"ffn_gate_inp", "mlp.router"},
-    {"attn_sinks", "self_attn.sinks"}, {"ffn_gate_exps", "mlp.experts.gate_proj"},
-    {"ffn_up_exps", "mlp.experts.up_proj"}, {"ffn_down_exps", "mlp.experts.down_proj"},
+/* GPT-OSS's names: the pre-MLP norm, the router, the attention sinks and the experts' biases; its stacked MXFP4
+ * experts stay whole, `mlp.experts.{gate,up,down}_proj.weight` [E, rows, cols] (the loader interleaves gate
+ * and up into transformers' gate_up_proj). */
+static const gguf_name gguf_oss[] = {
+    GN("post_attention_norm", "post_attention_layernorm"), GN("ffn_gate_inp", "mlp.router"),
+    GN_BARE("attn_sinks", "self_attn.sinks"), GN("ffn_gate_exps", "mlp.experts.gate_proj"),
+    GN("ffn_up_exps", "mlp.experts.up_proj"), GN("ffn_down_exps", "mlp.experts.down_proj"),
 };
 
 /* DeepSeek's latent attention and shared experts; attn_k_b / attn_v_b (the converter's split of kv_b_proj)
  * are put back together by the loader (models/sd_model_load.c). */
-static const char *const gguf_ds2_names[][2] = {
-    {"attn_q_a", "self_attn.q_a_proj"},       {"attn_q_a_norm", "self_attn.q_a_layernorm"},
-    {"attn_q_b", "self_attn.q_b_proj"},       {"attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa"},
-    {"attn_kv_a_norm", "self_attn.kv_a_layernorm"}, {"attn_kv_b", "self_attn.kv_b_proj"},
-    {"attn_k_b", "self_attn.k_b_proj"},       {"attn_v_b", "self_attn.v_b_proj"},
-    {"ffn_gate_shexp", "mlp.shared_experts.gate_proj"}, {"ffn_up_shexp", "mlp.shared_experts.up_proj"},
-    {"ffn_down_shexp", "mlp.shared_experts.down_proj"}, {"exp_probs_b", "mlp.gate.e_score_correction_bias"},
+static const gguf_name gguf_ds2_names[] = {
+    GN("attn_q_a", "self_attn.q_a_proj"),       GN("attn_q_a_norm", "self_attn.q_a_layernorm"),
+    GN("attn_q_b", "self_attn.q_b_proj"),       GN("attn_kv_a_mqa", "self_attn.kv_a_proj_with_mqa"),
+    GN("attn_kv_a_norm", "self_attn.kv_a_layernorm"), GN("attn_kv_b", "self_attn.kv_b_proj"),
+    GN("attn_k_b", "self_attn.k_b_proj"),       GN("attn_v_b", "self_attn.v_b_proj"),
+    GN("ffn_gate_shexp", "mlp.shared_experts.gate_proj"), GN("ffn_up_shexp", "mlp.shared_experts.up_proj"),
+    GN("ffn_down_shexp", "mlp.shared_experts.down_proj"), GN_BARE("exp_probs_b", "mlp.gate.e_score_correction_bias"),
 };
 
 /* GLM-4-0414's names: its sandwich norms, the fused gate_up (as Phi-3's ffn_up). */
-static const char *const gguf_glm4[][2] = {
-    {"post_attention_norm", "post_self_attn_layernorm"}, {"post_ffw_norm", "post_mlp_layernorm"},
-    {"ffn_up", "mlp.gate_up_proj"},
+static const gguf_name gguf_glm4[] = {
+    GN("post_attention_norm", "post_self_attn_layernorm"), GN("post_ffw_norm", "post_mlp_layernorm"),
+    GN("ffn_up", "mlp.gate_up_proj"),
 };
 
-/* GLM-4.5's names: the pre-MLP norm, the ungated shared experts (plural), the router's score bias (no
- * ".bias" in transformers' name). */
-static const char *const gguf_glm4moe[][2] = {
-    {"post_attention_norm", "post_attention_layernorm"}, {"ffn_gate_shexp", "mlp.shared_experts.gate_proj"},
-    {"ffn_up_shexp", "mlp.shared_experts.up_proj"},      {"ffn_down_shexp", "mlp.shared_experts.down_proj"},
-    {"exp_probs_b", "mlp.gate.e_score_correction_bias"},
+/* GLM-4.5's names: the pre-MLP norm, the ungated shared experts (plural), the router's score bias. */
+static const gguf_name gguf_glm4moe[] = {
+    GN("post_attention_norm", "post_attention_layernorm"), GN("ffn_gate_shexp", "mlp.shared_experts.gate_proj"),
+    GN("ffn_up_shexp", "mlp.shared_experts.up_proj"),      GN("ffn_down_shexp", "mlp.shared_experts.down_proj"),
+    GN_BARE("exp_probs_b", "mlp.gate.e_score_correction_bias"),
 };
+
+/* Granite MoE's router. */
+static const gguf_name gguf_granitemoe[] = {GN("ffn_gate_inp", "block_sparse_moe.router.layer")};
+
+#define GN_TABLE(t) t, sizeof t / sizeof t[0]
+/* The names a family reads differently from gguf_layer's, looked up first. */
+static const struct {
+    sd_arch fam;
+    const gguf_name *names;
+    size_t n;
+} gguf_family_names[] = {
+    {SD_ARCH_GEMMA2, GN_TABLE(gguf_sandwich)},      {SD_ARCH_GEMMA3, GN_TABLE(gguf_sandwich)},
+    {SD_ARCH_OLMO2, GN_TABLE(gguf_sandwich)},       {SD_ARCH_EXAONE4, GN_TABLE(gguf_sandwich)},
+    {SD_ARCH_GPT_OSS, GN_TABLE(gguf_oss)},          {SD_ARCH_GRANITE_MOE, GN_TABLE(gguf_granitemoe)},
+    {SD_ARCH_DEEPSEEK_V2, GN_TABLE(gguf_ds2_names)}, {SD_ARCH_DEEPSEEK_V3, GN_TABLE(gguf_ds2_names)},
+    {SD_ARCH_GLM4, GN_TABLE(gguf_glm4)},            {SD_ARCH_GLM4_MOE, GN_TABLE(gguf_glm4moe)},
+};
+
+/* The entry of names[0..n) for the name part [part, part + len), or NULL. */
+static const gguf_name *gguf_name_find(const gguf_name *names, size_t n, const char *part, size_t len) {
+    for (size_t i = 0; i < n; i++)
+        if (strlen(names[i].gguf) == len && !strncmp(part, names[i].gguf, len)) return &names[i];
+    return NULL;
+}
 
 /* A mixture of experts' stacked experts: [E, rows, cols] (ne = {cols, rows, E}), split into E matrices. */
 static const char *const gguf_experts[][2] = {
@@ -142,32 +174,12 @@ static int gguf_hf_name(const char *name, int64_t n_layers, sd_arch fam, char *h
     const char *part = end + 1, *dot = strrchr(part, '.');
     if (!dot || (strcmp(dot, ".weight") && strcmp(dot, ".bias"))) return 0;
     const size_t n_part = (size_t)(dot - part);
-    const int sandwich = fam == SD_ARCH_GEMMA2 || fam == SD_ARCH_GEMMA3 || fam == SD_ARCH_OLMO2 || fam == SD_ARCH_EXAONE4,
-              oss = fam == SD_ARCH_GPT_OSS;
-    for (size_t i = 0; sandwich && i < sizeof gguf_sandwich / sizeof gguf_sandwich[0]; i++)
-        if (strlen(gguf_sandwich[i][0]) == n_part && !strncmp(part, gguf_sandwich[i][0], n_part))
-            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_sandwich[i][1], dot) > 0;
-    for (size_t i = 0; oss && i < sizeof gguf_oss / sizeof gguf_oss[0]; i++)
-        if (strlen(gguf_oss[i][0]) == n_part && !strncmp(part, gguf_oss[i][0], n_part))
-            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_oss[i][1],
-                            strcmp(gguf_oss[i][0], "attn_sinks") ? dot : "") > 0;
-    if (fam == SD_ARCH_GRANITE_MOE && n_part == strlen("ffn_gate_inp") && !strncmp(part, "ffn_gate_inp", n_part))
-        return snprintf(hf, cap, "model.layers.%ld.block_sparse_moe.router.layer%s", l, dot) > 0;
-    const int ds = fam == SD_ARCH_DEEPSEEK_V2 || fam == SD_ARCH_DEEPSEEK_V3;
-    for (size_t i = 0; ds && i < sizeof gguf_ds2_names / sizeof gguf_ds2_names[0]; i++)
-        if (strlen(gguf_ds2_names[i][0]) == n_part && !strncmp(part, gguf_ds2_names[i][0], n_part))
-            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_ds2_names[i][1],
-                            strcmp(gguf_ds2_names[i][0], "exp_probs_b") ? dot : "") > 0;
-    for (size_t i = 0; fam == SD_ARCH_GLM4 && i < sizeof gguf_glm4 / sizeof gguf_glm4[0]; i++)
-        if (strlen(gguf_glm4[i][0]) == n_part && !strncmp(part, gguf_glm4[i][0], n_part))
-            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_glm4[i][1], dot) > 0;
-    for (size_t i = 0; fam == SD_ARCH_GLM4_MOE && i < sizeof gguf_glm4moe / sizeof gguf_glm4moe[0]; i++)
-        if (strlen(gguf_glm4moe[i][0]) == n_part && !strncmp(part, gguf_glm4moe[i][0], n_part))
-            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_glm4moe[i][1],
-                            strcmp(gguf_glm4moe[i][0], "exp_probs_b") ? dot : "") > 0;
-    for (size_t i = 0; i < sizeof gguf_layer / sizeof gguf_layer[0]; i++)
-        if (strlen(gguf_layer[i][0]) == (size_t)(dot - part) && !strncmp(part, gguf_layer[i][0], (size_t)(dot - part)))
-            return snprintf(hf, cap, "model.layers.%ld.%s%s", l, gguf_layer[i][1], dot) > 0;
+    const gguf_name *e = NULL;
+    for (size_t i = 0; !e && i < sizeof gguf_family_names / sizeof gguf_family_names[0]; i++)
+        if (gguf_family_names[i].fam == fam)
+            e = gguf_name_find(gguf_family_names[i].names, gguf_family_names[i].n, part, n_part);
+    if (!e) e = gguf_name_find(gguf_layer, sizeof gguf_layer / sizeof gguf_layer[0], part, n_part);
+    if (e) return snprintf(hf, cap, "model.layers.%ld.%s%s", l, e->hf, e->bare ? "" : dot) > 0;
     return 0;
 }
 

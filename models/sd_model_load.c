@@ -475,9 +475,6 @@ static specdec_status sd_layer_tensor(sd_loader *L, int32_t l, const char *suffi
     return sd_get_tensor(L, nm, rows, cols, req, NULL, out);
 }
 
-/* The attention block's tensors of layer l: q/k/v (fused qkv_proj split into views),
- * their biases, q/k norms, o and its bias, as the configuration says. */
-/* DeepSeek's latent attention tensors of layer l (cfg.mla, core/sd_weights.h). */
 /* Element (r, c) of a loaded 2-D tensor in float (F32 / F16 / BF16, or the integer codes a GGUF block type
  * was repacked into: (q - zero) x scale - bias). */
 static float sd_tensor_value(const sd_tensor *t, int64_t r, int64_t c) {
@@ -488,12 +485,7 @@ static float sd_tensor_value(const sd_tensor *t, int64_t r, int64_t c) {
     case SD_BF16: return sd_bf16_to_f32(((const uint16_t *)t->data)[i]);
     default: break;
     }
-    const sd_int4_meta *q = sd_int4_meta_of(t);
-    const uint8_t *codes = t->data;
-    const int v = q->bits == 8 ? codes[i] : (c & 1) ? codes[r * (cols / 2) + c / 2] >> 4 : codes[r * (cols / 2) + c / 2] & 15;
-    const int64_t g = r * q->n_groups + (q->gidx ? q->gidx[c] : c / q->group);
-    const float x = (float)(v - (int)q->zero[g]) * q->scale[g];
-    return q->bias ? x - q->bias[g] : x;
+    return sd_int_value(t, r, c);
 }
 
 /* llama.cpp's converter splits DeepSeek's kv_b_proj for its absorbed attention: attn_k_b [heads, kv_lora, nope]
@@ -522,6 +514,7 @@ static specdec_status sd_load_kv_b_split(sd_loader *L, int32_t l, sd_tensor *out
     return SPECDEC_OK;
 }
 
+/* DeepSeek's latent attention tensors of layer l (cfg.mla, core/sd_weights.h). */
 static specdec_status sd_load_mla(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, Q = (int64_t)c->n_heads * c->head_dim, QL = c->q_lora_rank;
@@ -547,6 +540,8 @@ static specdec_status sd_load_mla(sd_loader *L, int32_t l, sd_layer *ly) {
     return SPECDEC_OK;
 }
 
+/* The attention block's tensors of layer l: q/k/v (fused qkv_proj split into views),
+ * their biases, q/k norms, o and its bias, as the configuration says. */
 static specdec_status sd_load_attention(sd_loader *L, int32_t l, sd_layer *ly) {
     const sd_config *c = &L->m->w.cfg;
     const int64_t H = c->hidden_size, D = c->head_dim;

@@ -32,20 +32,12 @@ def manifest(name):
 
 def f32_twin(src, dst):
     import gguf
+    from gguf_fields import copy_fields
     r = gguf.GGUFReader(src)
     arch = r.fields["general.architecture"].contents()
     w = gguf.GGUFWriter(dst, arch)
     has_tok = "tokenizer.ggml.model" in r.fields
-    for f in r.fields.values():
-        if f.name.startswith("GGUF.") or f.name == "general.architecture":
-            continue
-        t = f.types[0]
-        if t == gguf.GGUFValueType.STRING:
-            w.add_string(f.name, f.contents())
-        elif t == gguf.GGUFValueType.ARRAY:
-            w.add_array(f.name, f.contents())
-        else:
-            w.add_key_value(f.name, f.contents(), t)
+    copy_fields(r, w)
     if not has_tok:  # no tokenizer: llama.cpp then takes the vocabulary size from <arch>.vocab_size
         w.add_string("tokenizer.ggml.model", "none")
         if f"{arch}.vocab_size" not in r.fields:

@@ -19,20 +19,7 @@ float sd_cpu_fp8_elem(const sd_tensor *t, int64_t idx);
 
 /* Value (row, col) of an SD_INT4 / SD_INT8 matrix (core/sd_weights.h): (float)(code - zero) x scale of
  * the column's group, exact. */
-static inline float sd_cpu_int4_value(const sd_tensor *t, int64_t row, int64_t col) {
-    const sd_int4_meta *q = sd_int4_meta_of(t);
-    const uint8_t *codes = t->data;
-    int v;
-    if (q->bits == 8) {
-        v = codes[row * t->shape[1] + col];
-    } else {
-        const uint8_t byte = codes[row * (t->shape[1] / 2) + col / 2];
-        v = (col & 1) ? byte >> 4 : byte & 15;
-    }
-    const int64_t g = row * q->n_groups + (q->gidx ? q->gidx[col] : col / q->group);
-    const float x = (float)(v - (int)q->zero[g]) * q->scale[g];
-    return q->bias ? x - q->bias[g] : x;
-}
+static inline float sd_cpu_int4_value(const sd_tensor *t, int64_t row, int64_t col) { return sd_int_value(t, row, col); }
 
 /* Element idx (flat, row-major) of t as fp32. */
 static inline float sd_cpu_elem(const sd_tensor *t, int64_t idx) {

@@ -112,22 +112,13 @@ def rewrite(name, path, keys=None, tensor=None, extra=None):
     adds F32 tensors."""
     import gguf as gg
     import numpy as np
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+    from gguf_fields import copy_fields
     r = gg.GGUFReader(gguf(name))
     arch = r.fields["general.architecture"].contents()
     w = gg.GGUFWriter(path, arch)
     keys = dict(keys or {})
-    for f in r.fields.values():
-        if f.name.startswith("GGUF.") or f.name == "general.architecture":
-            continue
-        t = f.types[0]
-        if f.name in keys:
-            continue
-        if t == gg.GGUFValueType.STRING:
-            w.add_string(f.name, f.contents())
-        elif t == gg.GGUFValueType.ARRAY:
-            w.add_array(f.name, f.contents())
-        else:
-            w.add_key_value(f.name, f.contents(), t)
+    copy_fields(r, w, skip=keys)
     for k, (v, t) in keys.items():
         if t == gg.GGUFValueType.ARRAY:
             w.add_array(k, v)
