@@ -125,11 +125,15 @@ static const gguf_name gguf_glm4[] = {
     GN("ffn_up", "mlp.gate_up_proj"),
 };
 
-/* GLM-4.5's names: the pre-MLP norm, the ungated shared experts (plural), the router's score bias. */
+/* GLM-4.5's names: the pre-MLP norm, the ungated shared experts (plural), the router's score bias; the MTP
+ * block's front and head (gguf-py's NEXTN_* names; embed_tokens and shared_head_head are optional copies). */
 static const gguf_name gguf_glm4moe[] = {
     GN("post_attention_norm", "post_attention_layernorm"), GN("ffn_gate_shexp", "mlp.shared_experts.gate_proj"),
     GN("ffn_up_shexp", "mlp.shared_experts.up_proj"),      GN("ffn_down_shexp", "mlp.shared_experts.down_proj"),
     GN_BARE("exp_probs_b", "mlp.gate.e_score_correction_bias"),
+    GN("nextn.eh_proj", "eh_proj"),                        GN("nextn.enorm", "enorm"),
+    GN("nextn.hnorm", "hnorm"),                            GN("nextn.shared_head_norm", "shared_head.norm"),
+    GN("nextn.shared_head_head", "shared_head.head"),      GN("nextn.embed_tokens", "embed_tokens"),
 };
 
 /* Granite MoE's router. */
@@ -559,8 +563,8 @@ static specdec_status gguf_small_families(gguf_ctx *x, int64_t head_dim) {
     return gguf_num(x, "logit_scale", "logits_scaling", 0, NULL);
 }
 
-/* GLM-4.5 (glm4moe): block_count counts the nextn_predict_layers MTP blocks at the end, which are not
- * loaded (num_hidden_layers the others; gguf_header skips their tensors); experts expert_count /
+/* GLM-4.5 (glm4moe): block_count counts the nextn_predict_layers MTP blocks at the end (num_hidden_layers
+ * the others; num_nextn_predict_layers, so a load with specdec_model_params.mtp drafts with the first); experts expert_count /
  * expert_used_count of expert_feed_forward_length, expert_shared_count ungated shared experts,
  * leading_dense_block_count dense layers, sigmoid routing (expert_gating_func 2) with the score bias,
  * expert_weights_scale and _norm, groups expert_group_count / _used_count (else 1); q / k norms when the file
@@ -568,9 +572,9 @@ static specdec_status gguf_small_families(gguf_ctx *x, int64_t head_dim) {
 static specdec_status gguf_glm4moe_cfg(gguf_ctx *x) {
     int64_t blocks = 0, nextn = 0, func = 2, groups = 1, used_groups = 1;
     SD_TRY(gguf_int(x, "block_count", NULL, 1, 1, 4096, &blocks));
-    SD_TRY(gguf_int(x, "nextn_predict_layers", NULL, 0, 0, blocks - 1, &nextn));
+    SD_TRY(gguf_int(x, "nextn_predict_layers", NULL, 0, 0, blocks - 1 < 16 ? blocks - 1 : 16, &nextn));
     cJSON_ReplaceItemInObject(x->cfg, "num_hidden_layers", cJSON_CreateNumber((double)(blocks - nextn)));
-    cJSON_AddNumberToObject(x->cfg, "num_nextn_predict_layers", 0);
+    cJSON_AddNumberToObject(x->cfg, "num_nextn_predict_layers", (double)nextn);
     SD_TRY(gguf_int(x, "expert_count", "n_routed_experts", 1, 1, 4096, NULL));
     SD_TRY(gguf_int(x, "expert_used_count", "num_experts_per_tok", 1, 1, 4096, NULL));
     SD_TRY(gguf_int(x, "expert_feed_forward_length", "moe_intermediate_size", 1, 1, 1 << 22, NULL));
@@ -732,18 +736,25 @@ static int gguf_cmp_tensor(const void *a, const void *b) {
     return strcmp(((const sd_st_tensor *)a)->name, ((const sd_st_tensor *)b)->name);
 }
 
-/* 1 when tensor `name` belongs to a block in [from, to): the MTP blocks a GLM-4.5 file ends with, not loaded. */
-static int gguf_skipped_block(const char *name, int64_t from, int64_t to) {
-    if (from >= to || strncmp(name, "blk.", 4) || name[4] < '0' || name[4] > '9') return 0;
+/* The blocks a load reads, [lo, hi), of the file's n_blocks: a target's decoder layers [0, n_layers) (a GLM-4.5
+ * file's MTP blocks follow them), or specdec_model_params.mtp's first MTP block [n_layers, n_layers + 1). */
+typedef struct gguf_blocks {
+    int64_t lo, hi, n;
+} gguf_blocks;
+
+/* 1 when tensor `name` belongs to a block of the file that this load leaves out. */
+static int gguf_skipped_block(const char *name, gguf_blocks b) {
+    if (strncmp(name, "blk.", 4) || name[4] < '0' || name[4] > '9') return 0;
     char *end = NULL;
     const long l = strtol(name + 4, &end, 10);
-    return *end == '.' && l >= from && l < to;
+    return *end == '.' && l >= 0 && l < b.n && (l < b.lo || l >= b.hi);
 }
 
 /* The header: every tensor under its Hugging Face name; rope_freqs.weight is read into the config. Blocks
- * n_layers .. n_blocks - 1 (GLM-4.5's MTP blocks) are left out. */
-static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_layers, int64_t n_blocks, sd_arch fam,
-                                  int *quantized, sd_st_header *h) {
+ * outside [b.lo, b.hi) are left out. */
+static specdec_status gguf_header(const sd_gguf *g, const char *path, gguf_blocks b, sd_arch fam, int *quantized,
+                                  sd_st_header *h) {
+    const int64_t n_layers = b.hi; /* the names of blocks past it are not the model's */
     const int mixtral = fam == SD_ARCH_MIXTRAL, phi3 = fam == SD_ARCH_PHI3;
     memset(h, 0, sizeof *h);
     const int oss = fam == SD_ARCH_GPT_OSS; /* its experts stay stacked */
@@ -751,7 +762,7 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const char *proj;
         long l;
-        if (gguf_skipped_block(g->tensors[i].name, n_layers, n_blocks)) continue;
+        if (gguf_skipped_block(g->tensors[i].name, b)) continue;
         const int split = !oss && g->tensors[i].ndim == 3 && gguf_experts_of(g->tensors[i].name, n_layers, &proj, &l);
         n += split ? (uint64_t)g->tensors[i].ne[2] : 1;
     }
@@ -766,7 +777,7 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, int64_t n_
     char *names = h->names;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const sd_gguf_tensor *t = &g->tensors[i];
-        if (gguf_config_tensor(t->name) || gguf_skipped_block(t->name, n_layers, n_blocks)) continue;
+        if (gguf_config_tensor(t->name) || gguf_skipped_block(t->name, b)) continue;
         char hf[96] = "";
         const char *proj = NULL;
         long layer = 0;
@@ -873,7 +884,8 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
 /* The configuration (from the first file's metadata) and the first file's header. */
 static specdec_status gguf_split_of(const sd_gguf *g, const char *path, int64_t *no, int64_t *count);
 
-static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int *quantized, int64_t *n_blocks) {
+static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int mtp, int *quantized,
+                                gguf_blocks *b) {
     SD_TRY(sd_gguf_parse(f->base ? f->base : (const uint8_t *)"", f->base ? f->size : 0, m->path, g, NULL));
     int64_t no = 0, count = 1;
     SD_TRY(gguf_split_of(g, m->path, &no, &count));
@@ -895,11 +907,18 @@ static specdec_status gguf_open(specdec_model *m, sd_st_file *f, sd_gguf *g, int
     if (st) return st;
     m->w.cfg.rope_interleaved = a->interleaved;
     if (a->norm_shifted) m->w.cfg.norm_offset = 0.0f; /* the (1 + w) already in the stored weights */
-    *n_blocks = m->w.cfg.n_layers; /* GLM-4.5: its MTP blocks follow */
+    *b = (gguf_blocks){0, m->w.cfg.n_layers, m->w.cfg.n_layers};
     char key[64];
     snprintf(key, sizeof key, "%s.block_count", a->name);
-    if (m->w.cfg.arch == SD_ARCH_GLM4_MOE) sd_gguf_get_i64(g, key, n_blocks);
-    return gguf_header(g, m->path, m->w.cfg.n_layers, *n_blocks, m->w.cfg.arch, quantized, &f->hdr);
+    if (m->w.cfg.arch == SD_ARCH_GLM4_MOE) sd_gguf_get_i64(g, key, &b->n); /* GLM-4.5: its MTP blocks follow */
+    if (mtp) {
+        if (m->w.cfg.mtp_layers < 1)
+            return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: this GGUF has no MTP block (MTP drafting reads a "
+                           "GLM-4.5 file's %s.nextn_predict_layers blocks; DeepSeek's converter leaves its MTP "
+                           "layer out)", m->path, a->name);
+        b->lo = m->w.cfg.n_layers, b->hi = b->lo + 1;
+    }
+    return gguf_header(g, m->path, *b, m->w.cfg.arch, quantized, &f->hdr);
 }
 
 /* split.no / split.count of a file (0 / 1 when it is not split); FORMAT when they are malformed. */
@@ -930,7 +949,7 @@ static specdec_status gguf_shard_path(const char *first, int64_t k, int64_t coun
 /* Shards 1 .. count - 1 of a split GGUF into files[1..]: each with its split.no, the same count, tensors
  * under their Hugging Face names; the tensor total must be split.tensors.count when given. */
 static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t count, uint64_t n0, int64_t want,
-                                       int64_t n_blocks, sd_st_file **files, int32_t *n_files, int *quantized) {
+                                       gguf_blocks b, sd_st_file **files, int32_t *n_files, int *quantized) {
     uint64_t total = n0;
     for (int64_t k = 1; k < count; k++) {
         char p[sizeof m->path + 32];
@@ -946,7 +965,7 @@ static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t c
             st = sd_fail(NULL, SPECDEC_ERR_FORMAT, "%s: GGUF split.no %lld of %lld, expected %lld of %lld", p,
                          (long long)no, (long long)c, (long long)k, (long long)count);
         if (!st)
-            st = gguf_header(&g, p, m->w.cfg.n_layers, n_blocks, m->w.cfg.arch, quantized, &files[k]->hdr);
+            st = gguf_header(&g, p, b, m->w.cfg.arch, quantized, &files[k]->hdr);
         total += g.n_tensors;
         sd_gguf_free(&g);
         if (st) return st;
@@ -957,7 +976,7 @@ static specdec_status gguf_open_shards(specdec_model *m, int use_mmap, int64_t c
     return SPECDEC_OK;
 }
 
-specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***out, int32_t *n_out) {
+specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, int mtp, sd_st_file ***out, int32_t *n_out) {
     *out = NULL, *n_out = 0;
     sd_st_file *f = NULL;
     SD_TRY(sd_st_map(m->path, use_mmap, &f, NULL));
@@ -965,8 +984,8 @@ specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***
     memset(&g, 0, sizeof g);
     int quantized = 0;
     int64_t no = 0, count = 1;
-    int64_t n_blocks = 0;
-    specdec_status st = gguf_open(m, f, &g, &quantized, &n_blocks);
+    gguf_blocks b = {0, 0, 0};
+    specdec_status st = gguf_open(m, f, &g, mtp, &quantized, &b);
     if (!st) st = gguf_split_of(&g, m->path, &no, &count);
     const uint64_t n0 = g.n_tensors;
     int64_t want = -1; /* split.tensors.count: every file's tensors together */
@@ -981,7 +1000,7 @@ specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***
     }
     files[0] = f;
     int32_t n = 1;
-    st = gguf_open_shards(m, use_mmap, count, n0, want, n_blocks, files, &n, &quantized);
+    st = gguf_open_shards(m, use_mmap, count, n0, want, b, files, &n, &quantized);
     if (quantized) m->w.cfg.int4_fmt = SD_INT4_GGUF;
     *out = files, *n_out = n; /* the caller closes them, on failure too */
     return st;

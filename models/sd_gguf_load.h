@@ -21,9 +21,11 @@ int sd_gguf_path(const char *path);
  * (llama.cpp's gguf-split: split.count files named PREFIX-0000k-of-NNNNN.gguf), the others, into *out
  * (*n_out files, allocated; the caller closes them and frees the array, on failure too): their tensors
  * renamed to the Hugging Face names (block-quantized ones flagged by sd_st_tensor.gguf_quant); parses the
- * configuration the first file's metadata implies into m->w.cfg. Unsupported architectures, metadata and
+ * configuration the first file's metadata implies into m->w.cfg. With `mtp` (specdec_model_params.mtp) only
+ * the first MTP block's tensors (a GLM-4.5 file's block n_layers: its decoder layer and nextn.*) and the
+ * global ones are kept, the other blocks left out; else the MTP blocks are. Unsupported architectures, metadata and
  * tensor types are SPECDEC_ERR_UNSUPPORTED naming the key, tensor or type; malformed ones (a shard
  * missing, out of order, a tensor count that does not add up) SPECDEC_ERR_FORMAT. */
-specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, sd_st_file ***out, int32_t *n_out);
+specdec_status sd_gguf_open_model(specdec_model *m, int use_mmap, int mtp, sd_st_file ***out, int32_t *n_out);
 
 #endif

@@ -1028,20 +1028,23 @@ static specdec_status sd_load_weights(sd_loader *L) {
     return SPECDEC_OK;
 }
 
-/* A GGUF file (models/sd_gguf_load.h): one file, its tensors under their Hugging Face names. */
+/* A GGUF file (models/sd_gguf_load.h): one file, its tensors under their Hugging Face names. With L->mtp, a
+ * GLM-4.5 file's first MTP block as a one-layer draft (sd_mtp_config), the model's embedding, final norm and
+ * head there to stand in for copies the block lacks. */
 static specdec_status sd_load_gguf(sd_loader *L) {
     specdec_model *m = L->m;
-    if (L->mtp)
-        return sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s: a GGUF file has no MTP layer specdec reads", m->path);
     L->index_path[0] = '\0';
-    SD_TRY(sd_gguf_open_model(m, L->use_mmap, &m->files, &m->n_files)); /* one file, or a split GGUF's */
+    SD_TRY(sd_gguf_open_model(m, L->use_mmap, L->mtp, &m->files, &m->n_files)); /* one file, or a split GGUF's */
     m->file_format = SPECDEC_FILE_GGUF;
+    if (L->mtp) SD_TRY(sd_mtp_config(L));
     SD_TRY(sd_build_entries(L));
     L->used = sd_calloc(L->n_entries + 1, 1);
     if (!L->used) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", m->path);
     SD_TRY(sd_load_weights(L));
+    char block[48]; /* MTP: the block's own tensors must all be read; the model's global ones may stand unused */
+    const int nb = snprintf(block, sizeof block, "model.layers.%d.", (int)L->layer_base);
     for (size_t i = 0; i < L->n_entries; i++) /* a tensor the configuration does not read would be dropped silently */
-        if (!L->used[i])
+        if (!L->used[i] && (!L->mtp || !strncmp(L->entries[i].name, block, (size_t)nb)))
             return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%s' (as named in the Hugging Face "
                            "checkpoint) is not read by the configuration its metadata gives", m->path,
                            L->entries[i].name);

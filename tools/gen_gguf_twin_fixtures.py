@@ -29,6 +29,8 @@ rows stays F16); 1-D tensors F32. Then
     OUT/<name>/logits.f32        transformers' logits for them, from the weights gguf-py decodes from the
                                  file (llama's q / k un-permuted), saved in the source's layout and loaded
                                  with from_pretrained (transformers fuses the experts itself)
+    OUT/<name>/mtp_logits.f32, mtp.txt   gguf_glm4_moe: the MTP drafter's reference on the MTP block's decoded
+                                 weights (gen_model_fixtures.mtp_reference; tests/models/test_mtp.c reads them)
     OUT/gguf_twin_manifest.txt   "<name> <T> <V> <n_ctx>" per fixture
 
 Checks (printed; the script stops when one fails): every tensor read back by GGUFReader decodes to the
@@ -98,7 +100,8 @@ FIXTURES = {
     "gguf_granite": dict(src="granite", arch="granite", edits={}, moe=False,
                          types={"attn": Q.Q8_0, "dense": Q.Q4_0, "out": Q.Q8_0}),
     # GLM-4.5: sigmoid routing with the score bias, 2 shared experts, a dense first layer, half rotary, q / k
-    # norms, biases; the MTP block (blk.3) in the file, not loaded; llama.cpp routes without groups
+    # norms, biases; the MTP block (blk.3: its layer and nextn.*), which the target leaves out and an MTP load
+    # reads (mtp_logits.f32 / mtp.txt: mtp_twin_reference); llama.cpp routes without groups
     "gguf_glm4_moe": dict(src="glm4_moe", arch="glm4moe", moe=False, edits={"n_group": 1, "topk_group": 1},
                           types={"attn": Q.Q8_0, "exps_gate": Q.Q4_0, "exps_up": Q.Q8_0, "exps_down": Q.F16,
                                  "shexp": Q.Q5_0, "dense": Q.Q8_0, "router": Q.F32, "out": Q.Q8_0}),
@@ -550,6 +553,39 @@ def reference(tmp, cfg, tensors, ids, hf=None, **edits):
         return model(input_ids=torch.tensor([ids])).logits[0].float().numpy()
 
 
+def mtp_twin_reference(tmp, cfg, ids):
+    """The MTP drafter's reference (gen_model_fixtures.mtp_reference) on the weights reference() decoded into
+    tmp: the target, and its MTP block (model.layers.<num_hidden_layers>.*: the decoder layer, eh_proj, the
+    three norms and the block's own embedding and head copies, as specdec loads them from nextn.*)."""
+    from safetensors.numpy import load_file
+    st = load_file(os.path.join(tmp, "model.safetensors"))
+    n, h = cfg["num_hidden_layers"], cfg["hidden_size"]
+    pre = f"model.layers.{n}."
+    model = transformers.AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    big_dir = os.path.join(tmp, "with-mtp")  # the same weights read as n + 1 layers (transformers fuses the experts)
+    os.makedirs(big_dir, exist_ok=True)
+    with open(os.path.join(tmp, "config.json")) as f:
+        big_cfg = {**json.load(f), "num_hidden_layers": n + 1}
+    with open(os.path.join(big_dir, "config.json"), "w") as f:
+        json.dump(big_cfg, f)
+    shutil.copy(os.path.join(tmp, "model.safetensors"), big_dir)
+    big, info = transformers.AutoModelForCausalLM.from_pretrained(big_dir, dtype=torch.float32, attn_implementation="eager",
+                                                                  output_loading_info=True)
+    big.eval()
+    if info["missing_keys"]:
+        sys.exit(f"the MTP reference lacks {sorted(info['missing_keys'])[:4]}")
+    shutil.rmtree(big_dir)
+    mods = {}
+    for k in ("enorm", "hnorm", "shared_head.norm"):
+        mods[k] = type(big.model.norm)(h, eps=cfg["rms_norm_eps"])
+        with torch.no_grad():
+            mods[k].weight.copy_(torch.from_numpy(st[pre + k + ".weight"]))
+    t = {k: torch.from_numpy(st[pre + k + ".weight"]) for k in ("eh_proj", "embed_tokens", "shared_head.head")}
+    logits, step_tok = gmf.mtp_reference(model, big, mods, t["eh_proj"], t["embed_tokens"], t["shared_head.head"], ids)
+    return logits.numpy(), step_tok
+
+
 def source_dir(spec, src_root, tmp):
     """The source fixture's directory: tests/models/fixtures' own, or one built into tmp (SOURCES)."""
     if spec["src"] not in SOURCES:
@@ -601,6 +637,14 @@ def write_fixture_from(out, name, src):
         sys.exit(f"{name}: the file reads back to other weights (max |delta| {worst:g})")
     with tempfile.TemporaryDirectory() as tmp:
         logits = reference(tmp, cfg, tensors, ids, hf)
+        mtp = mtp_twin_reference(tmp, cfg, ids) if spec["arch"] == "glm4moe" else None
+        if mtp is not None:  # the MTP block: quantized too, its rows apart
+            src_mtp = np.fromfile(os.path.join(src, "mtp_logits.f32"), dtype=np.float32).reshape(mtp[0].shape)
+            if ggf.row_error(mtp[0], src_mtp) < 1e-4:
+                sys.exit(f"{name}: the MTP block's encoded weights give the source's MTP logits: nothing quantized")
+            top2 = np.sort(mtp[0], axis=1)[:, -2:]
+            if (top2[:, 1] - top2[:, 0]).min() <= gmf.MARGIN:
+                sys.exit(f"{name}: an MTP top-2 logit margin <= {gmf.MARGIN}")
         src_logits = np.fromfile(os.path.join(src, "logits.f32"), dtype=np.float32).reshape(logits.shape)
         quant = ggf.row_error(logits, src_logits)
         if quant < 1e-4:
@@ -620,6 +664,10 @@ def write_fixture_from(out, name, src):
             if plain < 1e-3:
                 sys.exit(f"{name}: the yarn betas do not change the logits ({plain:.2e})")
     logits.astype("<f4").tofile(os.path.join(d, "logits.f32"))
+    if mtp is not None:  # test_mtp's reference files (gen_model_fixtures.add_mtp_layer's layout)
+        mtp[0].astype("<f4").tofile(os.path.join(d, "mtp_logits.f32"))
+        with open(os.path.join(d, "mtp.txt"), "w") as f:
+            f.write(f"{mtp[1]}\n")
     with open(os.path.join(d, "ids.txt"), "w") as f:
         f.write(" ".join(str(i) for i in ids) + "\n")
     types = sorted({qt.name for qt, _, _, _ in tensors.values()})

@@ -1090,30 +1090,8 @@ def add_mtp_layer(model, d, ids, seed):
         for m in mods.values():
             m.weight.copy_(0.3 * torch.randn(h, generator=g) + 1.0)
         eh = torch.randn(h, 2 * h, generator=g) / (2 * h) ** 0.5
-        x_ids = torch.from_numpy(ids[None].astype(np.int64))
-        hid = model.model(input_ids=x_ids).last_hidden_state[0]  # after the final norm
-        tok = torch.from_numpy(ids[1:].astype(np.int64))
-        emb = model.model.embed_tokens.weight
-        lm = model.lm_head.weight
-        layer = big.model.layers[n]
-
-        def run(tokens, hiddens):
-            e = emb[tokens].clone()
-            e[0] = 0.0  # position 0
-            u = torch.cat([mods["enorm"](e), mods["hnorm"](hiddens)], dim=-1)
-            x = (u @ eh.T)[None]
-            T_ = x.shape[1]
-            pos = torch.arange(T_)[None]
-            pe = big.model.rotary_emb(x, pos)
-            mask = torch.full((T_, T_), float("-inf")).triu(1)[None, None]
-            out = layer(x, attention_mask=mask, position_ids=pos, position_embeddings=pe)
-            y = (out[0] if isinstance(out, tuple) else out)[0]
-            return y, mods["shared_head.norm"](y) @ lm.T
-
-        y, logits = run(tok, hid[:-1])
-        step_tok = int(torch.argmax(logits[-1]))
-        y2, logits2 = run(torch.cat([tok, torch.tensor([step_tok])]), torch.cat([hid[:-1], y[-1:]]))
-        assert torch.allclose(logits2[:-1], logits, atol=1e-5)  # causal: the new row changes no earlier one
+        emb, lm = model.model.embed_tokens.weight, model.lm_head.weight
+    logits2, step_tok = mtp_reference(model, big, mods, eh, emb, lm, ids)
     tmp = d + ".mtp-tmp"
     big.save_pretrained(tmp)
     layer_sd = {k: v for k, v in load_file(os.path.join(tmp, "model.safetensors")).items()
@@ -1134,6 +1112,38 @@ def add_mtp_layer(model, d, ids, seed):
         f.write(f"{step_tok}\n")
     top2 = np.sort(logits2.numpy(), axis=-1)[:, -2:]
     print(f"{os.path.basename(d)}: MTP layer {n}, reference rows {T}, min top-2 margin {(top2[:, 1] - top2[:, 0]).min():.2e}")
+
+
+def mtp_reference(model, big, mods, eh, emb, lm, ids):
+    """What an MTP drafter computes (add_mtp_layer's docstring) with the decoder layer big.model.layers[n]
+    (n = model's num_hidden_layers), the norms mods {"enorm", "hnorm", "shared_head.norm"}, eh_proj eh
+    [h, 2h], the embedding emb and the head lm, over the target model's post-norm states for ids:
+    returns (logits [T, V]: rows 0..T-2 and the chained step, that step's token). Also used by
+    gen_gguf_twin_fixtures.py on the weights decoded from a GGUF's MTP block."""
+    layer = big.model.layers[model.config.num_hidden_layers]
+    with torch.no_grad():
+        x_ids = torch.from_numpy(np.asarray(ids)[None].astype(np.int64))
+        hid = model.model(input_ids=x_ids).last_hidden_state[0]  # after the final norm
+        tok = torch.from_numpy(np.asarray(ids)[1:].astype(np.int64))
+
+        def run(tokens, hiddens):
+            e = emb[tokens].clone()
+            e[0] = 0.0  # position 0
+            u = torch.cat([mods["enorm"](e), mods["hnorm"](hiddens)], dim=-1)
+            x = (u @ eh.T)[None]
+            T_ = x.shape[1]
+            pos = torch.arange(T_)[None]
+            pe = big.model.rotary_emb(x, pos)
+            mask = torch.full((T_, T_), float("-inf")).triu(1)[None, None]
+            out = layer(x, attention_mask=mask, position_ids=pos, position_embeddings=pe)
+            y = (out[0] if isinstance(out, tuple) else out)[0]
+            return y, mods["shared_head.norm"](y) @ lm.T
+
+        y, logits = run(tok, hid[:-1])
+        step_tok = int(torch.argmax(logits[-1]))
+        y2, logits2 = run(torch.cat([tok, torch.tensor([step_tok])]), torch.cat([hid[:-1], y[-1:]]))
+        assert torch.allclose(logits2[:-1], logits, atol=1e-5)  # causal: the new row changes no earlier one
+    return logits2, step_tok
 
 
 TINY_CHARS = ([" "] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + [chr(c) for c in range(ord("A"), ord("Z") + 1)]

@@ -14,7 +14,8 @@ the ids `specdec tokenize` gives from the fixture's tokenizer.json; `batch` over
 single runs; the server started with -m FILE.gguf answers a completion equal to plain decoding; the
 gguf_gpt_oss fixture rewritten by gguf-py loads, and with a swiglu_clamp_exp key, F16 experts, a NaN MXFP4
 scale or Q8_0 expert biases it is refused naming the cause; --tokenizer gives a GGUF without one the tokenizer.json of its twin;
-gguf_glm4_moe loads without its MTP block (blk.3), and a block past it,
+gguf_glm4_moe loads without its MTP block (blk.3) and drafts with it (--drafter mtp == plain; without the block's
+embedding / head copies too; without its eh_proj refused), and a block past it,
 an undeclared MTP block or softmax gating are refused; so are an olmoe file with attention.clamp_kqv, an exaone4 file whose window pattern does not
 cover its layers and deepseek2 files with an unknown gating function or no non-rotary key part.
 --quick (sanitizer builds): 8 tokens, no match mode. --no-server: a build without `specdec serve`.
@@ -106,10 +107,10 @@ if b.returncode == 0 and plain.get("gguf_llama"):
 
 
 
-def rewrite(name, path, keys=None, tensor=None, extra=None):
+def rewrite(name, path, keys=None, tensor=None, extra=None, drop=()):
     """Fixture `name`'s model.gguf rewritten by gguf-py into path with changes: keys {key: (value, GGUFValueType)}
     replace / add metadata, tensor(name, data, type) -> (data, type) edits each tensor, extra {name: array}
-    adds F32 tensors."""
+    adds F32 tensors, the tensors named in drop are left out."""
     import gguf as gg
     import numpy as np
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
@@ -125,6 +126,8 @@ def rewrite(name, path, keys=None, tensor=None, extra=None):
         else:
             w.add_key_value(k, v, t)
     for t in r.tensors:
+        if t.name in drop:
+            continue
         data, qt = np.array(t.data), t.tensor_type
         if tensor:
             data, qt = tensor(t.name, data, qt)
@@ -172,11 +175,25 @@ p = subprocess.run([BIN, "generate", "-m", gguf("gguf_deepseek_v3"), "-p", PROMP
 check(p.returncode != 0 and "holds no tokenizer" in p.stderr, f"no --tokenizer: {p.stderr[-200:]!r}")
 
 # GPT-OSS: its MXFP4 experts repacked (the fixture's logits: model_fixtures_gguf_twin); what is refused. GLM-4.5:
-# its MTP block (blk.3) left out, a block beyond it or another gating function refused.
+# its MTP block (blk.3) left out of the target, a block beyond it or another gating function refused; the block
+# drafts for the file (--drafter mtp: its logits are mtp_draft's claim), greedy output equal to plain decoding.
 info = run("info", "-m", gguf("gguf_gpt_oss")).stdout
 check("GptOssForCausalLM" in info and "yarn" in info, f"info gguf_gpt_oss: {info!r}")
 info = run("info", "-m", gguf("gguf_glm4_moe")).stdout
-check("Glm4MoeForCausalLM" in info and "layers:                  3" in info, f"info gguf_glm4_moe: {info!r}")
+check("Glm4MoeForCausalLM" in info and "layers:                  3" in info and "mtp_layers:              1" in info,
+      f"info gguf_glm4_moe: {info!r}")
+glm_tok = os.path.join(FIX, "glm4_moe", "tokenizer.json")
+
+
+def glm_mtp(model, drafter):
+    return generate(model, "--tokenizer", glm_tok, "--temp", "0", "--drafter", drafter, "--draft-max", "3")
+
+
+glm_plain = glm_mtp(gguf("gguf_glm4_moe"), "none")
+glm = glm_mtp(gguf("gguf_glm4_moe"), "mtp")
+check(glm_plain is not None and glm is not None and len(glm["tokens"]) == N and glm["tokens"] == glm_plain["tokens"]
+      and glm["stats"]["draft_method"] == "mtp" and glm["stats"]["n_drafted"] > 0,
+      f"gguf_glm4_moe --drafter mtp: greedy == plain, drafting: {glm and glm['stats']}")
 with tempfile.TemporaryDirectory() as tmp:
     import gguf as gg
     same = os.path.join(tmp, "same.gguf")
@@ -196,7 +213,21 @@ with tempfile.TemporaryDirectory() as tmp:
     rewrite("gguf_glm4_moe", bad, extra={"blk.4.attn_norm.weight": [1.0] * 32})
     refused(bad, "blk.4.attn_norm", "glm4moe with a block past its MTP block")
     rewrite("gguf_glm4_moe", bad, keys={"glm4moe.nextn_predict_layers": (0, gg.GGUFValueType.UINT32)})
-    refused(bad, "nextn", "glm4moe whose MTP block is not declared")
+    refused(bad, "model.layers.3.eh_proj", "glm4moe whose MTP block is not declared")
+    # the MTP block without its own embedding and head copies (llama.cpp reads them as optional): the model's
+    # stand in; without eh_proj, an MTP load is refused naming it (the target still loads)
+    rewrite("gguf_glm4_moe", bad, drop={"blk.3.nextn.embed_tokens.weight", "blk.3.nextn.shared_head_head.weight"})
+    g2 = glm_mtp(bad, "mtp")
+    check(g2 is not None and glm_plain is not None and g2["tokens"] == glm_plain["tokens"] and g2["stats"]["n_drafted"] > 0,
+          "glm4moe MTP block without embed_tokens / shared_head_head copies drafts, greedy == plain")
+    rewrite("gguf_glm4_moe", bad, drop={"blk.3.nextn.eh_proj.weight"})
+    p = subprocess.run([BIN, "generate", "-m", bad, "--tokenizer", glm_tok, "--drafter", "mtp", "-p", PROMPT, "-n",
+                        "2", "--backend", "cpu"], capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and "model.layers.3.eh_proj" in p.stderr, f"MTP block without eh_proj: {p.stderr[-300:]!r}")
+    check("Glm4MoeForCausalLM" in run("info", "-m", bad).stdout, "the target loads without the MTP block's eh_proj")
+    p = subprocess.run([BIN, "generate", "-m", gguf("gguf_qwen3"), "--drafter", "mtp", "-p", PROMPT, "-n", "2",
+                        "--backend", "cpu"], capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and "no MTP block" in p.stderr, f"--drafter mtp on a GGUF without one: {p.stderr[-300:]!r}")
     rewrite("gguf_olmoe", bad, keys={"olmoe.attention.clamp_kqv": (8.0, gg.GGUFValueType.FLOAT32)})
     refused(bad, "clamp_kqv", "olmoe with a q / k / v clamp")
     rewrite("gguf_deepseek_v3", bad, keys={"deepseek2.expert_gating_func": (5, gg.GGUFValueType.UINT32)})
@@ -219,6 +250,15 @@ if SERVER:
         st, r = srv.post({"prompt": PROMPT, "max_tokens": N, "temperature": 0, "ignore_eos": True})
         check(st == 200 and a is not None and r["choices"][0]["text"] == a["text"],
               f"server -m FILE.gguf --tokenizer tokenizer.json: {st} {r}")
+    finally:
+        srv.stop()
+    srv = Server("-m", gguf("gguf_glm4_moe"), "--tokenizer", glm_tok, "--speculative-config",
+                 '{"method": "mtp", "num_speculative_tokens": 3}')  # the file's MTP block drafts
+    try:
+        st, r = srv.post({"prompt": PROMPT, "max_tokens": N, "temperature": 0, "ignore_eos": True})
+        check(st == 200 and glm_plain is not None and r["choices"][0]["text"] == glm_plain["text"] and
+              r["speculative"]["draft_method"] == "mtp" and r["speculative"]["n_drafted"] > 0,
+              f"server -m FILE.gguf with its MTP block drafting: {st} {r}")
     finally:
         srv.stop()
 finish()

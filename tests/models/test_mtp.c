@@ -4,8 +4,13 @@
  * DeepSeekMultiTokenPredictorLayer semantics computed with transformers' own decoder layer).
  *
  * Claims:
+ * The same claims hold for gguf_glm4_moe (tools/gen_gguf_twin_fixtures.py): glm4_moe converted as llama.cpp
+ * does, its MTP block blk.3 quantized (its layer and nextn.*), the reference computed by the same code on
+ * the weights gguf-py decodes from the file.
+ *
  *   1. Loading with specdec_model_params.mtp gives a one-layer model of kind SPECDEC_DRAFT_MTP; a
- *      checkpoint without an MTP layer (glm4_moe_flat) is refused with MODEL_MISMATCH; the MTP
+ *      checkpoint without an MTP layer (glm4_moe_flat; a GGUF without one: gguf_qwen3_moe) is refused with
+ *      MODEL_MISMATCH; the MTP
  *      model is refused as a target, and its runner refuses forward() (rows need hidden states).
  *   2. The head runner over the target's captured post-norm states reproduces the reference
  *      logits of rows 0..T-2 (token t_{p+1}, target hidden h_p, position p; embedding zeroed at
@@ -40,9 +45,13 @@
 #define V 80
 #define N_OUT 40
 
+/* Fixture `name`: its model.gguf when it has one (gguf_glm4_moe), else its directory. */
 static specdec_model *load(const char *dir, const char *name, int mtp) {
     char p[4200];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    snprintf(p, sizeof p, "%s/%s/model.gguf", dir, name);
+    FILE *gguf = fopen(p, "rb");
+    if (gguf) fclose(gguf);
+    else snprintf(p, sizeof p, "%s/%s", dir, name);
     specdec_model_params mp = specdec_model_default_params();
     mp.mtp = mtp;
     specdec_model *m = NULL;
@@ -327,10 +336,13 @@ int main(int argc, char **argv) {
     }
     reference(argv[1], "glm4_moe");
     reference(argv[1], "deepseek_v3");
+    reference(argv[1], "gguf_glm4_moe");
     engine_exact(argv[1], "glm4_moe");
     engine_exact(argv[1], "deepseek_v3");
+    engine_exact(argv[1], "gguf_glm4_moe");
     sched_exact(argv[1], "glm4_moe");
     sched_exact(argv[1], "deepseek_v3");
+    sched_exact(argv[1], "gguf_glm4_moe");
     alloc_failures(argv[1]);
     specdec_model_params mp = specdec_model_default_params();
     mp.mtp = 1;
@@ -340,5 +352,9 @@ int main(int argc, char **argv) {
     SD_CHECK(specdec_model_load(p, &mp, &m) == SPECDEC_ERR_MODEL_MISMATCH && !m &&
                  strstr(specdec_last_error(), "no MTP layer") && strstr(specdec_last_error(), "model.layers.2.eh_proj"),
              "a checkpoint without an MTP layer must be refused: %s", specdec_last_error());
+    snprintf(p, sizeof p, "%s/gguf_qwen3_moe/model.gguf", argv[1]); /* a GGUF without nextn_predict_layers */
+    SD_CHECK(specdec_model_load(p, &mp, &m) == SPECDEC_ERR_MODEL_MISMATCH && !m &&
+                 strstr(specdec_last_error(), "no MTP block"),
+             "a GGUF without an MTP block must be refused: %s", specdec_last_error());
     return sd_test_done();
 }
