@@ -1,8 +1,9 @@
 /* fuzz_gguf.c — fuzz target: a whole GGUF file through sd_gguf_parse() and, when it parses, through
  * specdec_model_load() (models/sd_gguf_load.c: the metadata becomes a configuration, tensors are
- * renamed, block-quantized ones repacked). A successful parse must describe tensors inside the data
- * region at aligned offsets, findable by name, with sizes matching type x extents; a load either
- * fails with a message or gives a model whose info reads back. */
+ * renamed, block-quantized ones repacked) and, when the model announces MTP blocks, again as its MTP draft
+ * (specdec_model_params.mtp). A successful parse must describe tensors inside the data region at aligned
+ * offsets, findable by name, with sizes matching type x extents; a load either fails with a message or
+ * gives a model whose info reads back (the MTP draft: one layer of kind SPECDEC_DRAFT_MTP). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -46,15 +47,27 @@ int sd_fuzz_one(const uint8_t *data, size_t size) {
     sd_fuzz_require(wrote);
     specdec_model *m = NULL;
     st = specdec_model_load(path, NULL, &m);
-    unlink(path);
     if (st != SPECDEC_OK) {
+        unlink(path);
         sd_fuzz_require(m == NULL && specdec_last_error()[0] != '\0');
         return (int)st;
     }
     specdec_model_info info;
     sd_fuzz_require(specdec_model_get_info(m, &info) == SPECDEC_OK && info.n_layers >= 1 && info.vocab_size >= 1);
     specdec_model_free(m);
-    return 0;
+    if (info.mtp_layers > 0) { /* a GLM-4.5 file's MTP block as its one-layer draft */
+        specdec_model_params mp = specdec_model_default_params();
+        mp.mtp = 1;
+        m = NULL;
+        st = specdec_model_load(path, &mp, &m);
+        sd_fuzz_require(st == SPECDEC_OK ? m != NULL : m == NULL && specdec_last_error()[0] != '\0');
+        if (m)
+            sd_fuzz_require(specdec_model_get_info(m, &info) == SPECDEC_OK && info.n_layers == 1 &&
+                            info.model_kind == SPECDEC_DRAFT_MTP);
+        specdec_model_free(m);
+    }
+    unlink(path);
+    return st == SPECDEC_OK ? 0 : (int)st;
 }
 
 SD_FUZZ_DEFINE_ENTRY
