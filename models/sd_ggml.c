@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sd_cpu_pool.h"
+#include "sd_ggml_iq_grids.h"
 #include "sd_gguf.h"
 #include "sd_math.h"
 
@@ -35,6 +36,10 @@ static int kind_of(uint32_t type, ggml_q_kind *k) {
     case SD_GGML_Q5_K: *k = (ggml_q_kind){32, 8, 0, 1}; return 1;
     case SD_GGML_Q6_K: *k = (ggml_q_kind){16, 8, 32, 0}; return 1;
     case SD_GGML_IQ4_NL: case SD_GGML_IQ4_XS: *k = (ggml_q_kind){32, 8, 128, 0}; return 1;
+    case SD_GGML_IQ2_XXS: case SD_GGML_IQ3_XXS: case SD_GGML_IQ3_S: case SD_GGML_IQ1_S:
+        *k = (ggml_q_kind){32, 8, 128, 0};
+        return 1;
+    case SD_GGML_IQ2_XS: case SD_GGML_IQ2_S: case SD_GGML_IQ1_M: *k = (ggml_q_kind){16, 8, 128, 0}; return 1;
     default: return 0;
     }
 }
@@ -78,6 +83,55 @@ static void iq4_codes(const uint8_t *qs, uint8_t *q) { /* 16 bytes: element j lo
     for (int j = 0; j < 16; j++)
         q[j] = (uint8_t)(iq4_values[qs[j] & 15] + 128), q[j + 16] = (uint8_t)(iq4_values[qs[j] >> 4] + 128);
 }
+
+/* IQ1 / IQ2 / IQ3: each grid index stands for 8 (IQ1 / IQ2) or 4 (IQ3) magnitudes of the type's codebook
+ * (sd_ggml_iq_grids.h), with a sign per value; the codes are the signed values + 128 (zero 128), the scale the
+ * sub-block's d x (0.5 + ls) x 0.25 (IQ2), x 0.5 (IQ3_XXS), d x (1 + 2 ls) (IQ3_S), as ggml forms them, so the
+ * value (code - 128) x scale is ggml's product. IQ1_S / IQ1_M's values are dl x (g + delta), g in {-1, 0, 1},
+ * delta = +-1/8: stored as the integer 8 g +- 1 with scale dl / 8, the same exact product. */
+typedef struct iq_grid {
+    const uint8_t *bytes;
+    const int8_t *map;
+    int bits, width;
+} iq_grid;
+
+static const iq_grid iq2xxs = {sd_iq2xxs_grid, sd_iq2xxs_map, 2, 8}, iq2xs = {sd_iq2xs_grid, sd_iq2xs_map, 2, 8},
+                     iq2s = {sd_iq2s_grid, sd_iq2s_map, 2, 8}, iq3xxs = {sd_iq3xxs_grid, sd_iq3xxs_map, 4, 4},
+                     iq3s = {sd_iq3s_grid, sd_iq3s_map, 4, 4}, iq1s = {sd_iq1s_grid, sd_iq1s_map, 2, 8};
+
+/* Element e of grid row `row`. */
+static int iq_value(const iq_grid *g, int row, int e) {
+    const int k = row * g->width + e, per = 8 / g->bits;
+    return g->map[(g->bytes[k / per] >> (g->bits * (k % per))) & ((1 << g->bits) - 1)];
+}
+
+/* ggml's ksigns_iq2xs: 7 sign bits and an eighth that makes the count of minus signs even. */
+static unsigned iq_signs7(unsigned i) {
+    unsigned p = i;
+    p ^= p >> 4, p ^= p >> 2, p ^= p >> 1;
+    return (i & 127) | (p & 1) << 7;
+}
+
+/* n values of grid row `row` into q, value e negative when bit e of `signs` is set. */
+static void iq_row(const iq_grid *g, int row, unsigned signs, int n, uint8_t *q) {
+    for (int e = 0; e < n; e++) {
+        const int v = iq_value(g, row, e);
+        q[e] = (uint8_t)(128 + ((signs >> e) & 1 ? -v : v));
+    }
+}
+
+/* IQ1_S / IQ1_M: 8 values of iq1s row `row`, delta -1/8 when neg_delta: codes 8 g +- 1 (+ 128). */
+static void iq1_row(int row, int neg_delta, uint8_t *q) {
+    for (int e = 0; e < 8; e++) q[e] = (uint8_t)(128 + 8 * iq_value(&iq1s, row, e) + (neg_delta ? -1 : 1));
+}
+
+static uint32_t u32_at(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static unsigned u16_at(const uint8_t *p) { return (unsigned)p[0] | (unsigned)p[1] << 8; }
 
 /* Q4_K / Q5_K: the 6-bit scale and min of sub-block j from the 12 packed bytes. */
 static void scale_min_k4(int j, const uint8_t *q, int *sc, int *mn) {
@@ -192,6 +246,73 @@ static void block_decode(uint32_t type, const uint8_t *b, uint8_t *q, float *sc,
             sc[ib] = d * (float)(ls - 32);
             iq4_codes(b + 8 + 16 * ib, q + 32 * ib);
         }
+        return;
+    }
+    case SD_GGML_IQ2_XXS: /* d, then per 32 values two uint32: 4 grid rows (bytes); 4 x 7 sign bits, ls in 28..31 */
+    case SD_GGML_IQ3_XXS: { /* d, qs[64] (grid rows of 4), per 32 values a uint32: 4 x 7 sign bits, ls */
+        const int three = type == SD_GGML_IQ3_XXS;
+        const float d = half_at(b);
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *rows = b + 2 + 8 * ib; /* IQ2_XXS: the first uint32; IQ3_XXS: 8 of qs */
+            const uint32_t aux = u32_at(three ? b + 66 + 4 * ib : b + 2 + 8 * ib + 4);
+            sc[ib] = d * (0.5f + (float)(aux >> 28)) * (three ? 0.5f : 0.25f);
+            for (int l = 0; l < 4; l++) {
+                const unsigned sg = iq_signs7((aux >> (7 * l)) & 127);
+                uint8_t *o = q + 32 * ib + 8 * l;
+                if (three) iq_row(&iq3xxs, rows[2 * l], sg, 4, o), iq_row(&iq3xxs, rows[2 * l + 1], sg >> 4, 4, o + 4);
+                else iq_row(&iq2xxs, rows[l], sg, 8, o);
+            }
+        }
+        return;
+    }
+    case SD_GGML_IQ2_XS: { /* d, qs uint16[32] (9-bit row, 7 sign bits), scales[8] (a nibble per 16 values) */
+        const float d = half_at(b);
+        for (int k = 0; k < 32; k++) {
+            const unsigned v = u16_at(b + 2 + 2 * k);
+            iq_row(&iq2xs, (int)(v & 511), iq_signs7(v >> 9), 8, q + 8 * k);
+        }
+        for (int g = 0; g < 16; g++) sc[g] = d * (0.5f + (float)((b[66 + g / 2] >> 4 * (g % 2)) & 15)) * 0.25f;
+        return;
+    }
+    case SD_GGML_IQ2_S: { /* d, qs[32] (row low bits), signs[32] (a bit a value), qh[8] (2 high bits a row), scales[8] */
+        const float d = half_at(b);
+        for (int k = 0; k < 32; k++) {
+            const int row = b[2 + k] | ((b[66 + k / 4] >> (2 * (k % 4))) & 3) << 8;
+            iq_row(&iq2s, row, b[34 + k], 8, q + 8 * k);
+        }
+        for (int g = 0; g < 16; g++) sc[g] = d * (0.5f + (float)((b[74 + g / 2] >> 4 * (g % 2)) & 15)) * 0.25f;
+        return;
+    }
+    case SD_GGML_IQ3_S: { /* d, qs[64] (row low bits), qh[8] (a ninth bit a row), signs[32], scales[4] (nibbles) */
+        const float d = half_at(b);
+        for (int k = 0; k < 64; k++) {
+            const int row = b[2 + k] | ((b[66 + k / 8] >> (k % 8)) & 1) << 8;
+            iq_row(&iq3s, row, (unsigned)b[74 + k / 2] >> (4 * (k % 2)), 4, q + 4 * k);
+        }
+        for (int g = 0; g < 8; g++) sc[g] = d * (float)(1 + 2 * ((b[106 + g / 2] >> 4 * (g % 2)) & 15));
+        return;
+    }
+    case SD_GGML_IQ1_S: { /* d, qs[32] (row low bits), qh uint16[8]: 4 x 3 high bits, ls in 12..14, delta sign 15 */
+        const float d = half_at(b);
+        for (int ib = 0; ib < 8; ib++) {
+            const unsigned h = u16_at(b + 34 + 2 * ib);
+            sc[ib] = d * (float)(2 * ((h >> 12) & 7) + 1) * 0.125f;
+            for (int l = 0; l < 4; l++)
+                iq1_row(b[2 + 4 * ib + l] | (int)((h >> (3 * l)) & 7) << 8, (h & 0x8000) != 0, q + 32 * ib + 8 * l);
+        }
+        return;
+    }
+    case SD_GGML_IQ1_M: { /* qs[32], qh[16] (a nibble a row: 3 high bits, delta sign), scales uint16[4]: 3-bit
+                           * scales a 16 values, d's fp16 bits in their top nibbles */
+        unsigned s4[4];
+        for (int i = 0; i < 4; i++) s4[i] = u16_at(b + 48 + 2 * i);
+        const uint16_t dh = (uint16_t)((s4[0] >> 12) | ((s4[1] >> 8) & 0xF0) | ((s4[2] >> 4) & 0xF00) | (s4[3] & 0xF000));
+        const float d = sd_f16_to_f32(dh);
+        for (int k = 0; k < 32; k++) {
+            const unsigned nib = (unsigned)(b[32 + k / 2] >> (4 * (k % 2))) & 15;
+            iq1_row(b[k] | (int)(nib & 7) << 8, (nib & 8) != 0, q + 8 * k);
+        }
+        for (int g = 0; g < 16; g++) sc[g] = d * (float)(2 * ((s4[g / 4] >> (3 * (g % 4))) & 7) + 1) * 0.125f;
         return;
     }
     default: return;

@@ -15,8 +15,14 @@
  *   Q5_1   32    5-bit   0    -m          Q5_K   32    5-bit   0    dmin x min
  *   Q8_0   32    8-bit 128    -           Q6_K   16    6-bit  32    -
  *   IQ4_NL 32    8-bit 128    -           IQ4_XS 32    8-bit 128    -
+ *   IQ2_XXS 32   8-bit 128    -           IQ2_XS 16    8-bit 128    -
+ *   IQ2_S  16    8-bit 128    -           IQ3_XXS 32   8-bit 128    -
+ *   IQ3_S  32    8-bit 128    -           IQ1_S  32    8-bit 128    -
+ *   IQ1_M  16    8-bit 128    -
  * (Q8_0's signed codes are stored + 128; IQ4_NL / IQ4_XS's 4-bit indices into ggml's non-linear table
- * kvalues_iq4nl are stored as the table's int8 value + 128, their scale d / d x (ls - 32).) Codes of up to 4 bits take SD_INT4 (two per byte), wider
+ * kvalues_iq4nl are stored as the table's int8 value + 128, their scale d / d x (ls - 32); IQ1-IQ3's grid
+ * indices as the signed codebook values + 128 (sd_ggml_iq_grids.h), IQ1's g + delta as 8 g +- 1 with the
+ * scale / 8.) Codes of up to 4 bits take SD_INT4 (two per byte), wider
  * ones SD_INT8. The layout: the meta, scales, zeros and biases as [rows, groups] floats / int32, then
  * the codes row-major, 64-byte aligned. This file has no I/O; the loader (models/sd_gguf_load.c) checks
  * shapes and sizes. */

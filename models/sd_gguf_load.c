@@ -815,7 +815,8 @@ static specdec_status gguf_header(const sd_gguf *g, const char *path, gguf_block
         if (o->dtype == SD_ST_U8) {
             if (!sd_ggml_repackable(t->type))
                 return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' has type %s (specdec reads F32, "
-                               "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path,
+                               "F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, "
+                               "IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL and IQ4_XS)", path,
                                t->name, ti.name);
             if (t->ndim != 2 && !split && !flat3)
                 return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tensor '%.200s' is a %d-D %s tensor (only "

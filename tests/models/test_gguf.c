@@ -10,12 +10,13 @@
  *      order HERE (an independent transcription: pointers walking the block, not sd_ggml.c's index
  *      maths); a repack split over 1, 3, 8 threads or the automatic count writes the same bytes and names
  *      the same first bad row (the TSan stage runs this test); sd_cpu_matmul over them (1, 3 and 12 tokens, both ISA paths, 1 and 2 threads) within
- *      1e-6 of the product in double, the AVX2 path bitwise the portable one; a NaN scale is refused;
+ *      1e-6 of the product in double, the AVX2 path bitwise the portable one; a NaN scale is refused; the
+ *      codebook types IQ1_S .. IQ3_S the same way, their values against gguf-py's (ggml_blocks_vs_gguf_py);
  *   3. the loader: a tiny "llama" GGUF (F32 with one Q4_0 and one Q8_0 matrix) loads as
  *      LlamaForCausalLM with adjacent-pair rope, SD_INT4_GGUF (CPU only), its shapes, BOS and the end ids
  *      (eos, eot, eom: llama.cpp's end-of-generation tokens, repeats dropped); an all-F16
  *      "qwen2" one needs no quantization (CUDA may run it); refused, naming the key, tensor or type: an
- *      unknown architecture, an unknown tensor, an unsupported block type (IQ2_XXS), a missing required
+ *      unknown architecture, an unknown tensor, an unsupported block type (Q8_1), a missing required
  *      key, rope scaling "yarn", a tensor the configuration does not read (a q bias on one layer only),
  *      a rope_freqs.weight of the wrong size, a NaN block scale, and MTP loading;
  *   4. split files (llama.cpp's gguf-split): two files load from the first; the second passed, a missing
@@ -464,7 +465,60 @@ static void block_types(void) {
                  "%s: a NaN scale is refused (%s)", ti.name, why);
         free(buf);
     }
-    SD_CHECK(!sd_ggml_repackable(SD_GGML_IQ2_XXS) && !sd_ggml_repackable(SD_GGML_F16), "other types are not repacked");
+    SD_CHECK(!sd_ggml_repackable(SD_GGML_TQ1_0) && !sd_ggml_repackable(SD_GGML_Q8_1) && !sd_ggml_repackable(SD_GGML_F16),
+             "other types are not repacked");
+}
+
+/* The codebook types IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (their values against gguf-py's:
+ * ggml_blocks_vs_gguf_py): random blocks repack; sd_cpu_elem and sd_cpu_row_f32 agree bitwise; sd_cpu_matmul
+ * over them as for the other types; a NaN d is refused. */
+static void codebook_types(void) {
+    static const uint32_t types[] = {SD_GGML_IQ1_S,   SD_GGML_IQ1_M,   SD_GGML_IQ2_XXS, SD_GGML_IQ2_XS,
+                                     SD_GGML_IQ2_S,   SD_GGML_IQ3_XXS, SD_GGML_IQ3_S};
+    enum { R = 6, C = 512 };
+    static uint8_t src[R * (C / 256) * 110];
+    static double refd[R * C];
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        const uint32_t ty = types[k];
+        const sd_ggml_type_info ti = sd_ggml_type_info_of(ty);
+        const int nb = C / (int)ti.block;
+        for (size_t i = 0; i < (size_t)(R * nb) * ti.bytes; i++) src[i] = (uint8_t)rnd(256);
+        for (int b = 0; b < R * nb; b++) { /* d: an ordinary fp16 (IQ1_M: in the scales' top nibbles) */
+            uint8_t *blk = src + (size_t)b * ti.bytes;
+            const uint16_t h = sd_f32_to_f16((float)(1 + rnd(200)) * 1e-4f * (rnd(4) ? 1.0f : -1.0f));
+            if (ty == SD_GGML_IQ1_M)
+                for (int i = 0; i < 4; i++) blk[48 + 2 * i + 1] = (uint8_t)((blk[48 + 2 * i + 1] & 15) | ((h >> 4 * i) & 15) << 4);
+            else memcpy(blk, &h, 2);
+        }
+        SD_CHECK(sd_ggml_repackable(ty), "%s is repackable", ti.name);
+        void *buf = calloc(1, sd_ggml_bytes(ty, R, C));
+        sd_tensor w;
+        char why[160] = "";
+        SD_CHECK(buf && sd_ggml_repack(ty, src, R, C, 1, buf, &w, why, sizeof why), "%s: repack: %s", ti.name, why);
+        int bad = 0, zero = 0;
+        float row[C];
+        for (int r = 0; r < R; r++) {
+            const float *p = sd_cpu_row_f32(&w, r, row);
+            for (int c = 0; c < C; c++) {
+                const float e = sd_cpu_elem(&w, (int64_t)r * C + c);
+                bad += memcmp(&p[c], &e, 4) != 0;
+                zero += e == 0.0f; /* no codebook value is 0 (IQ1: g + delta, delta = +-1/8) */
+                refd[r * C + c] = e;
+            }
+        }
+        SD_CHECK(bad == 0 && zero == 0, "%s: %d values differ between the read paths, %d are zero", ti.name, bad, zero);
+        static const int ns[3] = {1, 3, 12};
+        quant_matmul_check(ti.name, &w, refd, R, C, ns, 0.2);
+        const uint16_t nan16 = 0x7e00;
+        if (ty == SD_GGML_IQ1_M) /* d = 0x7e00: top nibbles 0, 0, e, 7 */
+            src[48 + 1] &= 15, src[50 + 1] &= 15, src[52 + 1] = (uint8_t)((src[53] & 15) | 0xe0),
+                src[54 + 1] = (uint8_t)((src[55] & 15) | 0x70);
+        else memcpy(src, &nan16, 2);
+        memset(buf, 0, sd_ggml_bytes(ty, R, C));
+        SD_CHECK(!sd_ggml_repack(ty, src, R, C, 1, buf, &w, why, sizeof why) && strstr(why, "must be finite"),
+                 "%s: a NaN d is refused (%s)", ti.name, why);
+        free(buf);
+    }
 }
 
 /* A repack split over 1, 3 and 8 threads (and the automatic choice, a matrix of 4M values) writes the same
@@ -904,6 +958,7 @@ int main(int argc, char **argv) {
     }
     parser();
     block_types();
+    codebook_types();
     threaded_repack();
     loader(argv[1]);
     split_files(argv[1]);

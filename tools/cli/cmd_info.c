@@ -10,7 +10,7 @@ static const char *info_dtype_name(specdec_dtype d, int32_t file_format) {
     if (file_format == SPECDEC_FILE_GGUF && d == SPECDEC_DTYPE_INT4)
         return "INT4 (GGUF Q4_0 / Q4_1 / Q2_K / Q3_K / Q4_K blocks; CPU backend)";
     if (file_format == SPECDEC_FILE_GGUF && d == SPECDEC_DTYPE_INT8)
-        return "INT8 (GGUF Q5_0 / Q5_1 / Q8_0 / Q5_K / Q6_K / IQ4_NL / IQ4_XS blocks; CPU backend)";
+        return "INT8 (GGUF Q5_0 / Q5_1 / Q8_0 / Q5_K / Q6_K / IQ1-IQ4 blocks; CPU backend)";
     switch (d) {
     case SPECDEC_DTYPE_F32: return "F32";
     case SPECDEC_DTYPE_F16: return "F16";
