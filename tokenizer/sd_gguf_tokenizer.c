@@ -68,20 +68,94 @@ static const char SD_GT_GPT4O_RE[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
     "|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
-typedef enum { PRE_GPT2, PRE_LLAMA3, PRE_QWEN2, PRE_SMOLLM, PRE_TEKKEN, PRE_GPT4O } sd_gt_pre;
+/* DeepSeek-V3 / R1 (tokenizer.json of deepseek-ai/DeepSeek-V3): digit runs of up to three, then CJK and kana
+ * runs, then the main split, each an Isolated Split of its own. */
+static const char SD_GT_DIGITS3_RE[] = "\\p{N}{1,3}";
+static const char SD_GT_DEEPSEEK3_CJK_RE[] = "[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+";
+static const char SD_GT_DEEPSEEK3_RE[] =
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+    "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
 
-/* tokenizer.ggml.pre -> the published pre-tokenizer (smaug-bpe and falcon3: Llama 3's). */
-static const struct { const char *name; sd_gt_pre pre; } sd_gt_pres[] = {
-    {"default", PRE_GPT2}, {"gpt-2", PRE_GPT2}, {"gpt2", PRE_GPT2},
-    {"llama-bpe", PRE_LLAMA3}, {"llama3", PRE_LLAMA3}, {"llama-v3", PRE_LLAMA3},
-    {"smaug-bpe", PRE_LLAMA3}, {"falcon3", PRE_LLAMA3},
-    {"qwen2", PRE_QWEN2}, {"deepseek-r1-qwen", PRE_QWEN2},
-    {"smollm", PRE_SMOLLM}, {"tekken", PRE_TEKKEN}, {"gpt-4o", PRE_GPT4O},
+/* DeepSeek LLM / V2 / V2-Lite / Coder-V2 ("deepseek-llm") and DeepSeek Coder 1.x ("deepseek-coder"): line
+ * breaks alone, then letters (DeepSeek LLM: a list of the cased letters, U+1F7D, U+1FBE, U+1FD3, U+1FDB,
+ * U+2126 and U+212A as the tokenizer.json has them, not their NFC forms) or punctuation with one leading
+ * white-space character, trailing white space, CJK runs; digits one by one (a Digits step). */
+static const char SD_GT_NEWLINE_RE[] = "[\r\n]";
+static const char SD_GT_DSLLM_LETTERS_RE[] =
+    "\\s?[A-Za-z\xc2\xb5\xc3\x80-\xc3\x96\xc3\x98-\xc3\xb6\xc3\xb8-\xc6\xba\xc6\xbc-\xc6\xbf\xc7\x84-\xca\x93\xca\x95-\xca\xaf"
+    "\xcd\xb0-\xcd\xb3\xcd\xb6\xcd\xb7\xcd\xbb-\xcd\xbd\xcd\xbf\xce\x86\xce\x88-\xce\x8a\xce\x8c\xce\x8e-\xce\xa1\xce\xa3-\xcf\xb5"
+    "\xcf\xb7-\xd2\x81\xd2\x8a-\xd4\xaf\xd4\xb1-\xd5\x96\xe1\x82\xa0-\xe1\x83\x85\xe1\x8e\xa0-\xe1\x8f\xb5\xe1\x8f\xb8-\xe1\x8f\xbd"
+    "\xe1\xb2\x90-\xe1\xb2\xba\xe1\xb2\xbd-\xe1\xb2\xbf\xe1\xb4\x80-\xe1\xb4\xab\xe1\xb5\xab-\xe1\xb5\xb7\xe1\xb5\xb9-\xe1\xb6\x9a"
+    "\xe1\xb8\x80-\xe1\xbc\x95\xe1\xbc\x98-\xe1\xbc\x9d\xe1\xbc\xa0-\xe1\xbd\x85\xe1\xbd\x88-\xe1\xbd\x8d\xe1\xbd\x90-\xe1\xbd\x97"
+    "\xe1\xbd\x99\xe1\xbd\x9b\xe1\xbd\x9d\xe1\xbd\x9f-\xe1\xbd\xbd\xe1\xbe\x80-\xe1\xbe\xb4\xe1\xbe\xb6-\xe1\xbe\xbc\xe1\xbe\xbe"
+    "\xe1\xbf\x82-\xe1\xbf\x84\xe1\xbf\x86-\xe1\xbf\x8c\xe1\xbf\x90-\xe1\xbf\x93\xe1\xbf\x96-\xe1\xbf\x9b\xe1\xbf\xa0-\xe1\xbf\xac"
+    "\xe1\xbf\xb2-\xe1\xbf\xb4\xe1\xbf\xb6-\xe1\xbf\xbc\xe2\x84\x82\xe2\x84\x87\xe2\x84\x8a-\xe2\x84\x93\xe2\x84\x95"
+    "\xe2\x84\x99-\xe2\x84\x9d\xe2\x84\xa4\xe2\x84\xa6\xe2\x84\xa8\xe2\x84\xaa-\xe2\x84\xad\xe2\x84\xaf-\xe2\x84\xb4\xe2\x84\xb9"
+    "\xe2\x84\xbc-\xe2\x84\xbf\xe2\x85\x85-\xe2\x85\x89\xe2\x85\x8e\xe2\x86\x83\xe2\x86\x84\xe2\xb0\x80-\xe2\xb1\xbb"
+    "\xe2\xb1\xbe-\xe2\xb3\xa4\xe2\xb3\xab-\xe2\xb3\xae\xe2\xb3\xb2\xe2\xb3\xb3\xea\x99\x80-\xea\x99\xad\xea\x9a\x80-\xea\x9a\x9b"
+    "\xea\x9c\xa2-\xea\x9d\xaf\xea\x9d\xb1-\xea\x9e\x87\xea\x9e\x8b-\xea\x9e\x8e\xea\xad\xb0-\xea\xae\xbf\xef\xac\x80-\xef\xac\x86"
+    "\xef\xac\x93-\xef\xac\x97\xef\xbc\xa1-\xef\xbc\xba\xef\xbd\x81-\xef\xbd\x9a\xf0\x90\x90\x80-\xf0\x90\x91\x8f"
+    "\xf0\x90\x92\xb0-\xf0\x90\x93\x93\xf0\x90\x93\x98-\xf0\x90\x93\xbb\xf0\x90\xb2\x80-\xf0\x90\xb2\xb2\xf0\x90\xb3\x80-\xf0\x90\xb3\xb2"
+    "\xf0\x91\xa2\xa0-\xf0\x91\xa3\x9f\xf0\x9e\xa4\x80-\xf0\x9e\xa5\x83]+";
+static const char SD_GT_DSLLM_PUNCT_RE[] =
+    "\\s?[!-/:-~\xef\xbc\x81-\xef\xbc\x8f\xef\xbc\x9a-\xef\xbd\x9e\xe2\x80\x98-\xe2\x80\x9f\xe3\x80\x80-\xe3\x80\x82]+";
+static const char SD_GT_TRAILING_SPACE_RE[] = "\\s+$";
+static const char SD_GT_DEEPSEEK_CJK_RE[] = "[\xe4\xb8\x80-\xe9\xbe\xa5\xe0\xa0\x80-\xe4\xb8\x80\xea\xb0\x80-\xed\x9f\xbf]+";
+static const char SD_GT_LETTERS_RE[] = "\\s?\\p{L}+";
+static const char SD_GT_PUNCT_RE[] = "\\s?\\p{P}+";
+
+/* One step of a published pre-tokenizer: an Isolated Split, a Split keeping only the matches (Removed,
+ * inverted: the cl100k files), Digits(individual_digits), or the closing ByteLevel (with GPT-2's regex,
+ * without it, or without it and trim_offsets false as Qwen2's file says; trim_offsets never changes ids). */
+typedef enum { GT_STEP_END, GT_STEP_SPLIT, GT_STEP_SPLIT_KEEP, GT_STEP_DIGITS, GT_STEP_BYTELEVEL_RE, GT_STEP_BYTELEVEL,
+               GT_STEP_BYTELEVEL_NOTRIM } sd_gt_step_kind;
+enum { GT_NORM_NONE, GT_NORM_NFC, GT_NORM_EMPTY };
+#define GT_MAX_STEPS 7
+
+/* The normalizer, pre-tokenizer steps and model.ignore_merges of a published tokenizer.json, and whether
+ * llama.cpp adds BOS when the file does not say. */
+typedef struct {
+    int norm, whole_first, bos_default;
+    struct { sd_gt_step_kind kind; const char *re; } step[GT_MAX_STEPS];
+} sd_gt_recipe;
+
+/* ignore_merges: the tiktoken-derived vocabularies whose tokenizer.json takes a pre-token found whole in the
+ * vocabulary before any merge (as transformers' tiktoken converter writes them). */
+static const sd_gt_recipe SD_GT_GPT2 = {GT_NORM_NONE, 0, 0, {{GT_STEP_BYTELEVEL_RE, NULL}}};
+static const sd_gt_recipe SD_GT_LLAMA3 = {GT_NORM_NONE, 1, 1, {{GT_STEP_SPLIT, SD_GT_LLAMA3_RE}, {GT_STEP_BYTELEVEL, NULL}}};
+static const sd_gt_recipe SD_GT_QWEN2 = {GT_NORM_NFC, 0, 0, {{GT_STEP_SPLIT, SD_GT_QWEN2_RE}, {GT_STEP_BYTELEVEL_NOTRIM, NULL}}};
+static const sd_gt_recipe SD_GT_SMOLLM = {GT_NORM_NONE, 0, 0, {{GT_STEP_DIGITS, NULL}, {GT_STEP_BYTELEVEL_RE, NULL}}};
+static const sd_gt_recipe SD_GT_TEKKEN = {GT_NORM_NONE, 1, 1, {{GT_STEP_SPLIT, SD_GT_TEKKEN_RE}, {GT_STEP_BYTELEVEL, NULL}}};
+static const sd_gt_recipe SD_GT_GPT4O = {GT_NORM_NONE, 1, 0, {{GT_STEP_SPLIT, SD_GT_GPT4O_RE}, {GT_STEP_BYTELEVEL, NULL}}};
+static const sd_gt_recipe SD_GT_DEEPSEEK3 = {GT_NORM_EMPTY, 0, 0,
+    {{GT_STEP_SPLIT, SD_GT_DIGITS3_RE}, {GT_STEP_SPLIT, SD_GT_DEEPSEEK3_CJK_RE}, {GT_STEP_SPLIT, SD_GT_DEEPSEEK3_RE},
+     {GT_STEP_BYTELEVEL, NULL}}};
+static const sd_gt_recipe SD_GT_DEEPSEEK_LLM = {GT_NORM_EMPTY, 0, 0,
+    {{GT_STEP_SPLIT, SD_GT_NEWLINE_RE}, {GT_STEP_SPLIT, SD_GT_DSLLM_LETTERS_RE}, {GT_STEP_SPLIT, SD_GT_DSLLM_PUNCT_RE},
+     {GT_STEP_SPLIT, SD_GT_TRAILING_SPACE_RE}, {GT_STEP_SPLIT, SD_GT_DEEPSEEK_CJK_RE}, {GT_STEP_DIGITS, NULL},
+     {GT_STEP_BYTELEVEL, NULL}}};
+static const sd_gt_recipe SD_GT_DEEPSEEK_CODER = {GT_NORM_EMPTY, 0, 0,
+    {{GT_STEP_SPLIT, SD_GT_NEWLINE_RE}, {GT_STEP_SPLIT, SD_GT_LETTERS_RE}, {GT_STEP_SPLIT, SD_GT_PUNCT_RE},
+     {GT_STEP_SPLIT, SD_GT_DEEPSEEK_CJK_RE}, {GT_STEP_DIGITS, NULL}, {GT_STEP_BYTELEVEL, NULL}}};
+/* cl100k-derived files (OLMo 2, Phi-4, Granite 4: "dbrx"): Llama 3's regex as a Split keeping the matches */
+static const sd_gt_recipe SD_GT_CL100K = {GT_NORM_NONE, 0, 0, {{GT_STEP_SPLIT_KEEP, SD_GT_LLAMA3_RE}, {GT_STEP_BYTELEVEL, NULL}}};
+/* GLM-4-0414 / GLM-4.5 / 4.6 ("glm4"): Llama 3's regex, merges always applied */
+static const sd_gt_recipe SD_GT_GLM4 = {GT_NORM_NONE, 0, 0, {{GT_STEP_SPLIT, SD_GT_LLAMA3_RE}, {GT_STEP_BYTELEVEL, NULL}}};
+/* GPT-NeoX's vocabulary (OLMo 1.7, OLMoE: "olmo"): NFC, then GPT-2's ByteLevel */
+static const sd_gt_recipe SD_GT_NEOX = {GT_NORM_NFC, 0, 0, {{GT_STEP_BYTELEVEL_RE, NULL}}};
+
+/* tokenizer.ggml.pre -> the published pre-tokenizer. smaug-bpe and falcon3 are Llama 3's; refact and
+ * starcoder (Granite 3.x, StarCoder 2) SmolLM's (StarCoder's layout, which SmolLM reuses); exaone4 GPT-2's. */
+static const struct { const char *name; const sd_gt_recipe *pre; } sd_gt_pres[] = {
+    {"default", &SD_GT_GPT2}, {"gpt-2", &SD_GT_GPT2}, {"gpt2", &SD_GT_GPT2}, {"exaone4", &SD_GT_GPT2},
+    {"llama-bpe", &SD_GT_LLAMA3}, {"llama3", &SD_GT_LLAMA3}, {"llama-v3", &SD_GT_LLAMA3},
+    {"smaug-bpe", &SD_GT_LLAMA3}, {"falcon3", &SD_GT_LLAMA3},
+    {"qwen2", &SD_GT_QWEN2}, {"deepseek-r1-qwen", &SD_GT_QWEN2},
+    {"smollm", &SD_GT_SMOLLM}, {"refact", &SD_GT_SMOLLM}, {"starcoder", &SD_GT_SMOLLM},
+    {"tekken", &SD_GT_TEKKEN}, {"gpt-4o", &SD_GT_GPT4O},
+    {"deepseek-v3", &SD_GT_DEEPSEEK3}, {"deepseek-llm", &SD_GT_DEEPSEEK_LLM}, {"deepseek-coder", &SD_GT_DEEPSEEK_CODER},
+    {"dbrx", &SD_GT_CL100K}, {"glm4", &SD_GT_GLM4}, {"olmo", &SD_GT_NEOX},
 };
-
-/* The tiktoken-derived vocabularies whose tokenizer.json takes a pre-token found whole in the vocabulary
- * before any merge (ignore_merges, as transformers' tiktoken converter writes them). */
-static int sd_gt_whole_first(sd_gt_pre pre) { return pre == PRE_LLAMA3 || pre == PRE_TEKKEN || pre == PRE_GPT4O; }
 
 typedef struct sd_gt {
     const sd_gguf *g;
@@ -196,10 +270,12 @@ static cJSON *sd_gt_bytelevel(int prefix, int trim, int regex) {
     return o;
 }
 
-static cJSON *sd_gt_split(const char *regex) {
+/* Split(Regex): Isolated, or keep_matches: Removed and inverted (only the matches are pieces) */
+static cJSON *sd_gt_split(const char *regex, int keep_matches) {
     cJSON *o = sd_gt_obj("Split"), *p = cJSON_CreateObject();
     if (!sd_gt_add(p, "Regex", cJSON_CreateString(regex)) || !sd_gt_add(o, "pattern", p)) { cJSON_Delete(o); return NULL; }
-    if (!cJSON_AddStringToObject(o, "behavior", "Isolated") || !cJSON_AddBoolToObject(o, "invert", 0)) {
+    if (!cJSON_AddStringToObject(o, "behavior", keep_matches ? "Removed" : "Isolated") ||
+        !cJSON_AddBoolToObject(o, "invert", keep_matches)) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -224,6 +300,35 @@ static cJSON *sd_gt_replace(const char *from, const char *to) {
     if (!sd_gt_add(p, "String", cJSON_CreateString(from)) || !sd_gt_add(o, "pattern", p) ||
         !cJSON_AddStringToObject(o, "content", to)) { cJSON_Delete(o); return NULL; }
     return o;
+}
+
+/* The pre_tokenizer of recipe r: its one step, or a Sequence of them; NULL when out of memory. */
+static cJSON *sd_gt_pretokenizer(const sd_gt_recipe *r) {
+    cJSON *steps = cJSON_CreateArray();
+    int n = 0, ok = steps != NULL;
+    for (; ok && n < GT_MAX_STEPS && r->step[n].kind != GT_STEP_END; n++) {
+        cJSON *o = NULL;
+        switch (r->step[n].kind) {
+        case GT_STEP_SPLIT: o = sd_gt_split(r->step[n].re, 0); break;
+        case GT_STEP_SPLIT_KEEP: o = sd_gt_split(r->step[n].re, 1); break;
+        case GT_STEP_DIGITS:
+            o = sd_gt_obj("Digits");
+            if (o && !cJSON_AddBoolToObject(o, "individual_digits", 1)) { cJSON_Delete(o); o = NULL; }
+            break;
+        case GT_STEP_BYTELEVEL_RE: o = sd_gt_bytelevel(0, 1, 1); break;
+        case GT_STEP_BYTELEVEL: o = sd_gt_bytelevel(0, 1, 0); break;
+        default: o = sd_gt_bytelevel(0, 0, 0); break;
+        }
+        ok = sd_gt_add(steps, NULL, o);
+    }
+    if (ok && n == 1) { /* one step stands alone, as GPT-2's file has it */
+        cJSON *only = cJSON_DetachItemFromArray(steps, 0);
+        cJSON_Delete(steps);
+        return only;
+    }
+    cJSON *seq = ok ? sd_gt_obj("Sequence") : NULL;
+    if (!seq || !sd_gt_add(seq, "pretokenizers", steps)) { cJSON_Delete(seq); if (!seq) cJSON_Delete(steps); return NULL; }
+    return seq;
 }
 
 /* ---- merges recovered from the scores ("llama") ----------------------------------------------- */
@@ -487,18 +592,21 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
                            "the Gemma SentencePiece vocabularies, those of gemma, gemma2 and gemma3 are)", gt->what,
                            (int)(arch.len > 32 ? 32 : arch.len), arch.s);
     }
-    sd_gt_pre pre = PRE_GPT2;
+    const sd_gt_recipe *pre = &SD_GT_GPT2;
     if (!spm) {
         sd_gguf_str p = {"default", 7};
         if (sd_gguf_find(g, "tokenizer.ggml.pre") && !sd_gguf_get_str(g, "tokenizer.ggml.pre", &p))
             return GT_FAIL(SPECDEC_ERR_FORMAT, "%s: GGUF key tokenizer.ggml.pre must be a string", gt->what);
         size_t i = 0, np = sizeof sd_gt_pres / sizeof *sd_gt_pres;
         while (i < np && !(strlen(sd_gt_pres[i].name) == p.len && !memcmp(sd_gt_pres[i].name, p.s, (size_t)p.len))) i++;
-        if (i == np)
-            return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tokenizer.ggml.pre \"%.*s\" is not supported (known: default, "
-                           "gpt-2, llama-bpe, llama3, llama-v3, smaug-bpe, falcon3, qwen2, deepseek-r1-qwen, smollm, tekken, "
-                           "gpt-4o)", gt->what,
-                           (int)(p.len > 64 ? 64 : p.len), p.s);
+        if (i == np) {
+            char known[512];
+            size_t kl = 0;
+            for (size_t k = 0; k < np && kl + 32 < sizeof known; k++)
+                kl += (size_t)snprintf(known + kl, sizeof known - kl, "%s%s", k ? ", " : "", sd_gt_pres[k].name);
+            return GT_FAIL(SPECDEC_ERR_UNSUPPORTED, "%s: GGUF tokenizer.ggml.pre \"%.*s\" is not supported (known: %s)", gt->what,
+                           (int)(p.len > 64 ? 64 : p.len), p.s, known);
+        }
         pre = sd_gt_pres[i].pre;
     }
     const sd_gguf_kv *tokens, *types, *scores, *merges;
@@ -549,7 +657,7 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     }
     /* llama.cpp's defaults: BOS for SentencePiece and Llama 3's byte-level files, not for the others */
     int add_bos, add_eos, space_prefix;
-    if ((st = sd_gt_bool(gt, "tokenizer.ggml.add_bos_token", spm || pre == PRE_LLAMA3 || pre == PRE_TEKKEN, &add_bos)) ||
+    if ((st = sd_gt_bool(gt, "tokenizer.ggml.add_bos_token", spm || pre->bos_default, &add_bos)) ||
         (st = sd_gt_bool(gt, "tokenizer.ggml.add_eos_token", 0, &add_eos)) ||
         (st = sd_gt_bool(gt, "tokenizer.ggml.add_space_prefix", 1, &space_prefix)))
         return st;
@@ -560,7 +668,7 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
     cJSON *m = sd_gt_obj("BPE"), *vocab = cJSON_CreateObject(), *marr = cJSON_CreateArray(), *added = cJSON_CreateArray();
     int ok = cfg && sd_gt_add(root, "model", m) && sd_gt_add(m, "vocab", vocab) && sd_gt_add(m, "merges", marr) &&
              sd_gt_add(root, "added_tokens", added) && cJSON_AddBoolToObject(m, "byte_fallback", spm) &&
-             cJSON_AddBoolToObject(m, "fuse_unk", spm) && cJSON_AddBoolToObject(m, "ignore_merges", sd_gt_whole_first(pre) && !spm);
+             cJSON_AddBoolToObject(m, "fuse_unk", spm) && cJSON_AddBoolToObject(m, "ignore_merges", pre->whole_first && !spm);
     if (!ok) return GT_FAIL(SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", gt->what);
     int phi3 = spm && sd_gt_is_phi3(g);
     for (uint64_t i = 0; i < gt->n; i++) {
@@ -637,18 +745,9 @@ static specdec_status sd_gt_build(sd_gt *gt, sd_gt_out *out) {
                         sd_gt_obj("Fuse"), strip);
         ok = ok && norm && dec;
     } else {
-        if (pre == PRE_QWEN2) ok = (norm = sd_gt_obj("NFC")) != NULL;
-        if (pre == PRE_GPT2) pt = sd_gt_bytelevel(0, 1, 1);
-        else if (pre == PRE_LLAMA3) pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(SD_GT_LLAMA3_RE), sd_gt_bytelevel(0, 1, 0), NULL, NULL);
-        else if (pre == PRE_QWEN2) pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(SD_GT_QWEN2_RE), sd_gt_bytelevel(0, 0, 0), NULL, NULL);
-        else if (pre == PRE_TEKKEN || pre == PRE_GPT4O)
-            pt = sd_gt_seq("Sequence", "pretokenizers", sd_gt_split(pre == PRE_TEKKEN ? SD_GT_TEKKEN_RE : SD_GT_GPT4O_RE),
-                           sd_gt_bytelevel(0, 1, 0), NULL, NULL);
-        else {
-            cJSON *digits = sd_gt_obj("Digits");
-            if (digits && !cJSON_AddBoolToObject(digits, "individual_digits", 1)) { cJSON_Delete(digits); digits = NULL; }
-            pt = sd_gt_seq("Sequence", "pretokenizers", digits, sd_gt_bytelevel(0, 1, 1), NULL, NULL);
-        }
+        if (pre->norm == GT_NORM_NFC) ok = (norm = sd_gt_obj("NFC")) != NULL;
+        else if (pre->norm == GT_NORM_EMPTY) ok = (norm = sd_gt_seq("Sequence", "normalizers", NULL, NULL, NULL, NULL)) != NULL;
+        pt = sd_gt_pretokenizer(pre);
         dec = sd_gt_bytelevel(1, 1, 1);
         ok = ok && pt && dec;
     }

@@ -344,6 +344,133 @@ def tiny_gemma(out):
         f.write("\n")
 
 
+# ---- pre-tokenizers of published byte-level BPE tokenizer.json files (tokenizer.ggml.pre), as data ----
+# Each: the published normalizer, pre_tokenizer and model.ignore_merges, written here from the sources named,
+# independently of tokenizer/sd_gguf_tokenizer.c; tests/tokenizer/gguf_pretok_vs_hf.py trains a small
+# vocabulary under each, writes its GGUF with that `pre`, and requires specdec's ids on the .gguf to equal the
+# `tokenizers` library's on the tokenizer.json.
+def _split(regex, behavior="Isolated", invert=False):
+    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": behavior, "invert": invert}
+
+
+def _bytelevel(use_regex=False):
+    return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex}
+
+
+def _seq(*steps):
+    return {"type": "Sequence", "pretokenizers": list(steps)}
+
+
+_DIGITS = {"type": "Digits", "individual_digits": True}
+_EMPTY_NORM = {"type": "Sequence", "normalizers": []}
+LLAMA3_RE = ("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*"
+             "|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+")
+# DeepSeek LLM's cased-letter class, each code point escaped: copies of it in other code (llama.cpp's among
+# them) carry U+1F7D, U+1FD3, U+1FDB, U+1FBE, U+2126 and U+212A NFC-normalized, which changes the class
+DEEPSEEK_LLM_LETTERS = "\\s?[" + "\u0041-\u005a\u0061-\u007a\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943" + "]+"
+DEEPSEEK_CJK = "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+"
+
+# name -> (tokenizer.ggml.pre, architecture, normalizer, pre_tokenizer, ignore_merges, source)
+PRETOK = {
+    # deepseek-ai/DeepSeek-V3 tokenizer.json (quoted whole in public code; also llama.cpp's DEEPSEEK3_LLM list)
+    "deepseek-v3": ("deepseek-v3", "deepseek2", _EMPTY_NORM, _seq(
+        _split("\\p{N}{1,3}"), _split("[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"),
+        _split("[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+               "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"),
+        _bytelevel()), False, "deepseek-ai/DeepSeek-V3"),
+    # DeepSeek LLM / V2 / V2-Lite / Coder-V2 (a census of hub tokenizer.json files quotes the chain for
+    # DeepSeek-Coder-V2-Lite-Instruct; llama.cpp's DEEPSEEK_LLM list has \p{N}+ where the file has Digits)
+    "deepseek-llm": ("deepseek-llm", "deepseek2", _EMPTY_NORM, _seq(
+        _split("[\r\n]"), _split(DEEPSEEK_LLM_LETTERS),
+        _split("\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+"), _split("\\s+$"),
+        _split(DEEPSEEK_CJK), _DIGITS, _bytelevel()), False, "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct"),
+    # deepseek-ai/deepseek-coder-6.7b-instruct (the same census; llama.cpp's DEEPSEEK_CODER list)
+    "deepseek-coder": ("deepseek-coder", "llama", _EMPTY_NORM, _seq(
+        _split("[\r\n]"), _split("\\s?\\p{L}+"), _split("\\s?\\p{P}+"), _split(DEEPSEEK_CJK), _DIGITS,
+        _bytelevel()), False, "deepseek-ai/deepseek-coder-6.7b-instruct"),
+    # OLMo 2, Phi-4, Granite 4 (cl100k): Llama 3's regex as Split(Removed, invert) (the census's cl100k chain)
+    "dbrx": ("dbrx", "olmo2", None, _seq(_split(LLAMA3_RE, "Removed", True), _bytelevel()), False,
+             "allenai/OLMo-2-1124-7B-Instruct"),
+    # GLM-4-0414 / GLM-4.5 (zai-org): Llama 3's chain (the census; llama.cpp's CHATGLM4 list, no ignore_merges)
+    "glm4": ("glm4", "glm4", None, _seq(_split(LLAMA3_RE), _bytelevel()), False, "zai-org/GLM-4.5"),
+    # Granite 3.x (StarCoder's tokenizer, "refact"): Digits, then GPT-2's ByteLevel (llama.cpp's REFACT list)
+    "refact": ("refact", "granite", None, _seq(_DIGITS, _bytelevel(True)), False, "ibm-granite/granite-3.1-2b-instruct"),
+    # OLMoE (GPT-NeoX's vocabulary, "olmo"): NFC, GPT-2's ByteLevel (llama.cpp: GPT-2's regex)
+    "olmo": ("olmo", "olmoe", {"type": "NFC"}, _bytelevel(True), False, "allenai/OLMoE-1B-7B-0924"),
+    # EXAONE 4.0 ("exaone4"): llama.cpp's list only (GPT-2's regex)
+    "exaone4": ("exaone4", "exaone4", None, _bytelevel(True), False, "LGAI-EXAONE/EXAONE-4.0-1.2B"),
+}
+PRETOK_SPECIALS = ["<|bos|>", "<|eos|>", "<|user|>", "<\uff5cAssistant\uff5c>"]
+
+
+def pretok_tokenizer(name, corpus, vocab_size=3000):
+    """A byte-level BPE trained with `tokenizers` on corpus, with PRETOK[name]'s normalizer, pre-tokenizer and
+    ignore_merges (BOS added by a TemplateProcessing, as add_bos_token says in the GGUF), as a tokenizer.json
+    document."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    pre, _, norm, pt, whole, _ = PRETOK[name]
+    # trained without splitting (ByteLevel alone), so merges cross every boundary a pre-tokenizer draws and
+    # a pre-token cut anywhere else changes the ids; the published pre_tokenizer is set afterwards
+    doc = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": norm,
+           "pre_tokenizer": _bytelevel(), "post_processor": None, "decoder": {"type": "ByteLevel", "add_prefix_space": True,
+                                                                     "trim_offsets": True, "use_regex": True},
+           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                     "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": whole,
+                     "vocab": {}, "merges": []}}
+    t = Tokenizer.from_str(json.dumps(doc))
+    tr = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                             special_tokens=PRETOK_SPECIALS, show_progress=False)
+    t.train_from_iterator(corpus, tr)
+    d = json.loads(t.to_str())
+    d["normalizer"], d["pre_tokenizer"], d["decoder"] = norm, pt, doc["decoder"]  # as published, not re-serialized
+    d["model"]["ignore_merges"] = whole
+    bos = next(a["id"] for a in d["added_tokens"] if a["content"] == "<|bos|>")
+    d["post_processor"] = {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|bos|>", "type_id": 0}},
+                                                                    {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [], "special_tokens": {"<|bos|>": {"id": "<|bos|>", "ids": [bos], "tokens": ["<|bos|>"]}}}
+    return d
+
+
+def pretok_gguf(name, tj, path):
+    """The GGUF convert_hf_to_gguf.py writes for tj with tokenizer.ggml.pre = PRETOK[name]'s."""
+    pre, arch, _, _, _, _ = PRETOK[name]
+    cfg = {"bos_token": "<|bos|>", "eos_token": "<|eos|>", "add_bos_token": True, "add_eos_token": False}
+    write_gguf(path, tj, cfg, arch, pre, "tiny " + name)
+
+
+# Short strings that tell the pre-tokenizers apart (kept small: the committed fixtures hold their ids)
+PRETOK_SAMPLE = [
+    "", " ", "Hello world", "  leading", "trailing   ", "it's we'll THEY'RE I'M you've don't",
+    "12 345 6789 1234567890 3.14159 ١٢٣ ½ Ⅻ", "a1b22c333d4444", "!!! ??? ... --- === ,,, ;;; ::",
+    "(x) [y] {z} <a> 'q' \"w\" `e` ~!@#$%^&*", "line1\nline2\r\nline3\n\n\nend\r\n",
+    "\t\ttabs \t and\u3000ideographic\u00a0nbsp", "日本語のテキスト、カタカナ。ひらがな！", "中文字符和数字123混合",
+    "한국어 텍스트입니다", "Привет, мир! Ёлка", "Γειά σου κόσμε ὼ ΐ Ί ι Ω K", "café naïve Ångström résumé e\u0301 a\u0308",
+    "emoji 😀👍🏽🇫🇷 ❤️ 🧑🏿‍🚀", "def f(x):\n    return x ** 2  # square\n", "if (a && b) { c->d[0] += 1; }",
+    "https://example.com/path?q=1&r=2", "x\u0301y\u0323z  \n ", "ｆｕｌｌｗｉｄｔｈ ＡＢＣ！？", "‘quoted’ “double” — dash",
+    "<|bos|>text<|eos|> <|user|> <\uff5cAssistant\uff5c>", "   \n   \n", "ABCdefGHI jklMNO", "$100, €200, ¥300",
+    "+ümlaut ¿qué? «Ещё» abc日本語def x=ñandú", "שלום עולם مرحبا աբգ ภาษาไทย हिन्दी",
+]
+
+
+def tiny_pretok(out, seed=20261129):
+    """fixtures/gguf/pretok-NAME/: tokenizer.gguf (a 450-token vocabulary trained under PRETOK[NAME]) and
+    expected.sdtk (tok_compare's format: `tokenizers`' ids and decodes of PRETOK_SAMPLE), which the
+    gguf_tokenizer_pretok_NAME tests require without Python."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "tokenizer"))
+    import gen_fixtures
+    from tokenizers import Tokenizer
+    corpus = gen_fixtures.make_corpus(seed, 300) + PRETOK_SAMPLE * 40  # merges across the sample's boundaries
+    for name in PRETOK:
+        d = os.path.join(out, "pretok-" + name)
+        os.makedirs(d, exist_ok=True)
+        tj = pretok_tokenizer(name, corpus, vocab_size=450)
+        pretok_gguf(name, tj, os.path.join(d, "tokenizer.gguf"))
+        tok = Tokenizer.from_str(json.dumps(tj))
+        gen_fixtures.write_fixture(os.path.join(d, "expected.sdtk"), tok, [t.encode() for t in PRETOK_SAMPLE])
+        print("wrote", d, os.path.getsize(os.path.join(d, "tokenizer.gguf")) + os.path.getsize(os.path.join(d, "expected.sdtk")),
+              "bytes")
+
+
 def tiny(out):
     spec = importlib.util.spec_from_file_location("gmf", os.path.join(HERE, "gen_model_fixtures.py"))
     gmf = importlib.util.module_from_spec(spec)
@@ -372,7 +499,11 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--names", default=",".join(PUBLISHED))
     ap.add_argument("--tiny")
+    ap.add_argument("--pretok", help="write only the committed pretok-* fixtures into this folder")
     a = ap.parse_args()
+    if a.pretok:
+        tiny_pretok(a.pretok)
+        return 0
     if a.tiny:
         tiny(a.tiny)
         return 0
