@@ -139,7 +139,8 @@ FIXTURES = {
 # scales[12] (qh[32]) qs; block_q6_K: ql[128] qh[64] scales[16] d; block_iq4_nl: d qs[16]; block_iq4_xs: d
 # scales_h scales_l[4] qs[128]). kquant_random checks them. (gguf-py quantizes none of these types.)
 KQ_FP16 = {Q.Q2_K: (80, 82), Q.Q3_K: (108, None), Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208, None),
-           Q.IQ4_NL: (0, None), Q.IQ4_XS: (0, None)}
+           Q.IQ4_NL: (0, None), Q.IQ4_XS: (0, None), Q.IQ2_XXS: (0, None), Q.IQ2_XS: (0, None),
+           Q.IQ2_S: (0, None), Q.IQ3_XXS: (0, None), Q.IQ3_S: (0, None), Q.IQ1_S: (0, None)}
 
 
 def permute_qk(w, n_head):

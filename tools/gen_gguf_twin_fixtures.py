@@ -147,10 +147,17 @@ FIXTURES = {
     # the MLP in IQ4_NL (random blocks: gguf-py does not quantize to it)
     "gguf_gemma3": dict(src="gemma3_swa6", arch="gemma3", edits={},
                         types={"attn": Q.Q5_1, "dense": Q.IQ4_NL, "out": Q.Q4_0}),
+    # the codebook types IQ1-IQ3 (256-value blocks: a source 256 wide), one a projection; random blocks
+    "gguf_qwen3_iq": dict(src="qwen3_wide", arch="qwen3", edits={}, moe=False,
+                          types={"attn_q": Q.IQ2_XXS, "attn_k": Q.IQ2_XS, "attn_v": Q.IQ2_S,
+                                 "attn_output": Q.IQ3_XXS, "ffn_gate": Q.IQ3_S, "ffn_up": Q.IQ1_S,
+                                 "ffn_down": Q.IQ4_XS, "out": Q.Q4_K}),
 }
 
 # Sources built here (not in tests/models/fixtures): name -> gen_model_fixtures VARIANTS entry
 SOURCES = {
+    "qwen3_wide": lambda: (transformers.Qwen3Config, transformers.Qwen3ForCausalLM,
+                           {**gmf.BASE, "hidden_size": 256, "intermediate_size": 512, "head_dim": 64}, False),
     "gemma3_swa6": lambda: (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM,
                             {**gmf.BASE, "num_hidden_layers": 7, "head_dim": 16, "tie_word_embeddings": True,
                              "sliding_window": 4, "query_pre_attn_scalar": 16, "final_logit_softcapping": None,
@@ -202,9 +209,15 @@ def kind_of(g):
     return "out" if part in ("token_embd", "output") else "attn"
 
 
+def type_of(spec, g):
+    """The ggml type FIXTURES gives gguf tensor g: by its own name (e.g. "attn_q") first, else by kind_of."""
+    part = g.split(".")[-2] if g.startswith("blk.") else g.split(".")[0]
+    return spec["types"].get(part, spec["types"].get(kind_of(g)))
+
+
 def encode(w, qtype):
     """w float32 [..., rows, cols] -> (stored array, ggml type): F16 when qtype's block does not divide cols;
-    a type gguf-py cannot quantize (ggf.KQ_FP16: K-quants, IQ4_NL / IQ4_XS) as random blocks of w's size
+    a type gguf-py cannot quantize (ggf.KQ_FP16: K-quants, IQ1_S .. IQ4_XS) as random blocks of w's size
     (ggf.kquant_random, seeded by the matrix's shape and first value), which replace w."""
     if qtype in (Q.F32, Q.F16, Q.BF16) or w.shape[-1] % gguf.GGML_QUANT_SIZES[qtype][0]:
         qtype = Q.F16 if qtype != Q.F32 and qtype != Q.BF16 else qtype
@@ -253,7 +266,7 @@ def gguf_tensors(src_dir, spec, cfg):
             w = ggf.permute_qk(w, heads)
         if g.endswith("ffn_gate_inp_shexp.weight"):
             w = w.reshape(-1)  # the converter stores the shared expert's gate 1-D
-        data, qt = encode(w, spec["types"][kind_of(g)]) if w.ndim > 1 else (w, Q.F32)
+        data, qt = encode(w, type_of(spec, g)) if w.ndim > 1 else (w, Q.F32)
         deq = gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape)
         if heads is not None:
             deq = ggf.unpermute_qk(deq, heads)
@@ -262,7 +275,7 @@ def gguf_tensors(src_dir, spec, cfg):
         names = [es[e][0] for e in sorted(es)]
         w = np.stack([es[e][1] for e in sorted(es)])
         g = f"blk.{layer}.ffn_{proj}_exps.weight"
-        data, qt = encode(w, spec["types"][kind_of(g)])
+        data, qt = encode(w, type_of(spec, g))
         out[g] = (qt, data, gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape), names)
     return out
 
@@ -299,7 +312,7 @@ def oss_tensors(src_dir, spec):
             part = ".".join(p[3:-1]) if p[-1] in ("weight", "bias") else ".".join(p[3:])
             g = f"blk.{p[2]}.{OSS.get(part) or LAYER[part]}.{p[-1] if p[-1] in ('weight', 'bias') else 'weight'}"
         w = w.astype(np.float32)
-        data, qt = encode(w, spec["types"][kind_of(g)]) if w.ndim > 1 else (w, Q.F32)
+        data, qt = encode(w, type_of(spec, g)) if w.ndim > 1 else (w, Q.F32)
         out[g] = (qt, data, gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape), [name])
     hf = {}
     for layer, t in sorted(experts.items()):
@@ -342,7 +355,7 @@ def granitemoe_tensors(src_dir, spec, cfg):
         decoded = []
         for proj, part in parts:
             g = f"blk.{layer}.ffn_{proj}_exps.weight"
-            data, qt = encode(np.ascontiguousarray(part), spec["types"][kind_of(g)])
+            data, qt = encode(np.ascontiguousarray(part), type_of(spec, g))
             deq = gguf.quants.dequantize(data, qt).astype(np.float32).reshape(part.shape)
             out[g] = (qt, data, deq, [])
             decoded.append(deq)
@@ -394,7 +407,7 @@ def ds_tensors(src_dir, spec, cfg):
                 dec.append(d)
             hf[n] = np.ascontiguousarray(np.concatenate([dec[0].transpose(0, 2, 1), dec[1]], axis=1).reshape(w.shape))
             continue
-        data, qt = encode(w, spec["types"][kind_of(g)]) if w.ndim > 1 else (w, Q.F32)
+        data, qt = encode(w, type_of(spec, g)) if w.ndim > 1 else (w, Q.F32)
         out[g] = (qt, data, gguf.quants.dequantize(data, qt).astype(np.float32).reshape(w.shape), [n])
     return out, hf
 
@@ -516,7 +529,7 @@ def write_gguf(path, spec, cfg, tensors):
         w.add_expert_count(cfg.get("num_experts") or cfg["num_local_experts"])
         w.add_expert_used_count(cfg["num_experts_per_tok"])
     if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe", "ernie4_5", "exaone4", "deepseek2") + GEMMA \
-            + LLAMA_LIKE:
+            + LLAMA_LIKE and spec.get("moe", True):
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
