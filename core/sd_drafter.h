@@ -119,6 +119,32 @@ typedef struct sd_ngram_state {
                                           a chain's node i is draft token i) */
 } sd_ngram_state;
 
+/* The n-gram drafter's cross-request corpus (core/sd_ngram_corpus.c; docs/DRAFTERS.md "Across
+ * requests"): finished generations' tokens, searched after the sequence itself. Thread-safe. */
+typedef struct sd_ngram_corpus sd_ngram_corpus;
+#define SD_NGRAM_CORPUS_MAX_TOKENS (1 << 26) /* specdec_engine_params.ngram_corpus_tokens' bound */
+#define SD_NGRAM_CORPUS_MAX_ENTRIES 65536
+/* A match in the corpus: the suffix length n it shares with the sequence, and the len tokens that followed it
+ * there (copied out: the corpus may change after the scan). */
+typedef struct sd_ngram_found {
+    int32_t n, len;
+    int32_t tok[SPECDEC_MAX_DRAFT];
+} sd_ngram_found;
+/* A corpus of at most cap_tokens tokens (1 .. SD_NGRAM_CORPUS_MAX_TOKENS). */
+specdec_status sd_ngram_corpus_create(int64_t cap_tokens, sd_ngram_corpus **out, sd_errbuf *eb);
+void sd_ngram_corpus_free(sd_ngram_corpus *c); /* NULL: no-op */
+/* A finished generation tokens[0..n) (its prompt tokens[0..n_prompt)): its output, with the last SD_NGRAM_MAX
+ * prompt tokens in front, becomes the newest entry (the oldest ones evicted to make room; an entry longer than
+ * the corpus keeps its newest tokens). Nothing generated, or out of memory: nothing added. */
+void sd_ngram_corpus_add(sd_ngram_corpus *c, const int32_t *tokens, int32_t n_prompt, int32_t n);
+/* The best matches of the suffix of tokens[0..L) (n = nmax .. nmin tokens, n <= L) in the corpus, with up to
+ * depth (<= SPECDEC_MAX_DRAFT) tokens of what followed each, into found[0..cap): ranked by n descending, then
+ * newest first. Returns how many. */
+int32_t sd_ngram_corpus_scan(sd_ngram_corpus *c, const int32_t *tokens, int32_t L, int32_t nmin, int32_t nmax,
+                             int32_t depth, int32_t cap, sd_ngram_found *found);
+/* What the corpus holds (any pointer may be NULL). */
+void sd_ngram_corpus_stats(sd_ngram_corpus *c, int32_t *n_entries, int64_t *n_tokens, int64_t *n_added);
+
 /* The n-gram proposal for tokens[0..length): the most recent earlier occurrence of the
  * longest suffix of n = ngram_max .. ngram_min tokens (n < length), then the tokens
  * that followed it, at most max_tokens of them, into out; returns how many (0: no

@@ -30,7 +30,14 @@
  * NGRAM_FADE per round, and a bucket whose evidence has faded below NGRAM_STALE (a
  * single observation, ~35 rounds old) gets a one-token probe even when the gate is
  * shut: text whose predictability changes is noticed, at the cost of one verified token
- * per bucket every few dozen rounds. */
+ * per bucket every few dozen rounds.
+ *
+ * Across requests (sd_round_seq.corpus set: specdec_engine_params.ngram_corpus_tokens): the
+ * corpus of finished generations (core/sd_ngram_corpus.c) is searched too; a chain takes
+ * its best match when that one's suffix is longer than the sequence's own, a tree inserts
+ * both lists merged by suffix length (the sequence's first on ties). The gate's buckets
+ * are the same (by suffix length). Still deterministic drafts, read before the round's
+ * randomness: every verify mode stays exact. */
 #include <string.h>
 
 #include "sd_grammar.h"
@@ -110,6 +117,14 @@ static int32_t ngram_gate_count(const sd_ngram_state *g, const double *v, int32_
 /* Every count fades a little each round (plan). */
 static void ngram_age(sd_ngram_state *g) {
     for (int32_t b = 0; b < SD_NGRAM_BUCKETS; b++) g->acc[b] *= NGRAM_FADE, g->rej[b] *= NGRAM_FADE;
+}
+
+/* The corpus's best matches for sequence s (sd_ngram_corpus_scan), at most cap; 0 without a corpus. */
+static int32_t ngram_corpus_scan(const sd_round_seq *s, int32_t cap, sd_ngram_found *found) {
+    const int32_t depth = s->shape.depth < SPECDEC_MAX_DRAFT ? s->shape.depth : SPECDEC_MAX_DRAFT;
+    return s->corpus ? sd_ngram_corpus_scan(s->corpus, s->tokens, s->length, s->ngram_min, s->ngram_max, depth, cap,
+                                            found)
+                     : 0;
 }
 
 /* ---- trees --------------------------------------------------------------------------- */
@@ -239,6 +254,8 @@ static specdec_status ngram_plan_tree(sd_round_slot *x, sd_errbuf *eb) {
     }
     int32_t ce[NGRAM_TREE_CANDIDATES], cn[NGRAM_TREE_CANDIDATES];
     const int32_t m = ngram_scan(s->tokens, L, s->ngram_min, s->ngram_max, NGRAM_TREE_CANDIDATES, ce, cn);
+    sd_ngram_found cf[NGRAM_TREE_CANDIDATES];
+    const int32_t mc = ngram_corpus_scan(s, NGRAM_TREE_CANDIDATES, cf);
     ngram_trie t;
     t.n = 1;
     t.token[0] = s->tokens[L - 1];
@@ -246,10 +263,17 @@ static specdec_status ngram_plan_tree(sd_round_slot *x, sd_errbuf *eb) {
     t.depth[0] = 0;
     t.kids[0] = 0;
     t.bucket[0] = 0;
-    for (int32_t i = 0; i < m && t.n - 1 < x->budget; i++) {
-        int32_t len = L - 1 - ce[i];
-        if (len > s->shape.depth) len = s->shape.depth;
-        trie_insert(&t, s->tokens + ce[i] + 1, len, ngram_bucket(cn[i]), &s->shape, x->budget, lp, gs);
+    /* the sequence's candidates and the corpus's, by suffix length (the sequence's first on ties) */
+    for (int32_t i = 0, j = 0; (i < m || j < mc) && t.n - 1 < x->budget;) {
+        if (i < m && (j == mc || cn[i] >= cf[j].n)) {
+            int32_t len = L - 1 - ce[i];
+            if (len > s->shape.depth) len = s->shape.depth;
+            trie_insert(&t, s->tokens + ce[i] + 1, len, ngram_bucket(cn[i]), &s->shape, x->budget, lp, gs);
+            i++;
+        } else {
+            trie_insert(&t, cf[j].tok, cf[j].len, ngram_bucket(cf[j].n), &s->shape, x->budget, lp, gs);
+            j++;
+        }
     }
     if (s->ngram && s->ngram->gate && t.n > 1) trie_gate(&t, s->ngram);
     x->depth = t.n > 1 ? trie_to_tree(&t, &x->tr, s->ngram ? s->ngram->bucket : NULL) : 0;
@@ -260,10 +284,16 @@ static specdec_status ngram_plan_tree(sd_round_slot *x, sd_errbuf *eb) {
 static void ngram_plan_chain(sd_round_slot *x) {
     const sd_round_seq *s = x->s;
     sd_ngram_state *g = s->ngram;
-    int32_t e, n;
+    int32_t e = -1, n = 0;
     x->depth = 0;
-    if (ngram_scan(s->tokens, s->length, s->ngram_min, s->ngram_max, 1, &e, &n) == 0) return;
-    int32_t k = s->length - 1 - e;
+    const int32_t *from = NULL;
+    int32_t k = 0;
+    if (ngram_scan(s->tokens, s->length, s->ngram_min, s->ngram_max, 1, &e, &n) > 0)
+        from = s->tokens + e + 1, k = s->length - 1 - e;
+    sd_ngram_found f;
+    if (ngram_corpus_scan(s, 1, &f) == 1 && f.n > n) /* a longer match across requests */
+        from = f.tok, k = f.len, n = f.n;
+    if (!from) return;
     if (k > s->shape.depth) k = s->shape.depth;
     const int8_t b = ngram_bucket(n);
     if (g && g->gate) {
@@ -272,7 +302,7 @@ static void ngram_plan_chain(sd_round_slot *x) {
         for (int32_t d = 0; d < k; d++) v[d] = (d ? v[d - 1] : 1.0) * a;
         k = ngram_gate_count(g, v, k, b);
     }
-    memcpy(x->vtok + 1, s->tokens + e + 1, (size_t)k * sizeof *x->vtok);
+    memcpy(x->vtok + 1, from, (size_t)k * sizeof *x->vtok);
     for (int32_t d = 1; g && d <= k; d++) g->bucket[d] = b;
     x->depth = k;
 }

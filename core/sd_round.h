@@ -153,6 +153,8 @@ struct sd_round_seq {
     int32_t ngram_min, ngram_max; /* the n-gram drafter's lookup (1 <= min <= max <= SD_NGRAM_MAX) */
     sd_ngram_state *ngram;      /* the n-gram drafter's evidence and cost (sd_drafter.h), owned
                                    by the loop; NULL: every match is proposed */
+    sd_ngram_corpus *corpus;    /* the n-gram drafter's cross-request corpus (sd_drafter.h), searched after
+                                   the sequence; NULL: none */
     /* the sequence's caches: runners of the round's models (a shared round, e.g. one
      * group per model, core/sd_runner.h); NULL: the round's own runners (an engine) */
     sd_runner *target, *draft;

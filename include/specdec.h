@@ -35,10 +35,10 @@
  * offsets and meaning, enum numbers are stable, and new fields take reserved space. */
 #define SPECDEC_VERSION_MAJOR 0
 #define SPECDEC_VERSION_MINOR 5
-#define SPECDEC_VERSION_PATCH 9
+#define SPECDEC_VERSION_PATCH 10
 #define SPECDEC_VERSION_NUMBER \
     (SPECDEC_VERSION_MAJOR * 10000 + SPECDEC_VERSION_MINOR * 100 + SPECDEC_VERSION_PATCH)
-#define SPECDEC_VERSION_STRING "0.5.9"
+#define SPECDEC_VERSION_STRING "0.5.10"
 
 /* Largest draft length γ an engine supports (per round, fixed or adaptive); also the
  * deepest draft tree. */
@@ -250,7 +250,14 @@ typedef struct specdec_engine_params {
                                  Negative or more than SPECDEC_MAX_CPU_THREADS: INVALID_ARGUMENT.
                                  Threads that cannot be started are done without (never an error).
                                  Ignored by the CUDA backend */
-    int32_t reserved_i[6];
+    /* since 0.5.10 (was reserved_i[0]; the struct keeps its size): the n-gram drafter's cross-request
+     * corpus (docs/DRAFTERS.md "Across requests"), in tokens, 0..2^26; 0 (default) = none. With it,
+     * every finished generation of this engine or scheduler (its output and the last 64 prompt tokens)
+     * is kept, oldest evicted first, and a sequence drafting with SPECDEC_DRAFT_NGRAM also proposes what
+     * followed its suffix there (as vLLM's "suffix" method's global cache). Outputs stay exactly the
+     * target's (GREEDY / MATCH: token for token the same); costs a scan of the corpus per round. */
+    int32_t ngram_corpus_tokens;
+    int32_t reserved_i[5];
     uint64_t reserved[8];
 } specdec_engine_params;
 

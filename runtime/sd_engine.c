@@ -49,6 +49,7 @@ static void sd_engine_destroy(specdec_engine *e) {
     sd_runner_destroy(e->draft);
     sd_free(e->seq);
     sd_free(e->text_win);
+    sd_ngram_corpus_free(e->env.corpus);
     sd_free(e);
 }
 
@@ -184,6 +185,10 @@ static specdec_status sd_engine_check_params(const specdec_engine_params *p) {
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
                        "specdec_engine_create: cpu_threads = %d outside [0, %d] (0 = default)", (int)p->cpu_threads,
                        SPECDEC_MAX_CPU_THREADS);
+    if (p->ngram_corpus_tokens < 0 || p->ngram_corpus_tokens > SD_NGRAM_CORPUS_MAX_TOKENS)
+        return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
+                       "specdec_engine_create: ngram_corpus_tokens = %d outside [0, %d] (0 = none)",
+                       (int)p->ngram_corpus_tokens, SD_NGRAM_CORPUS_MAX_TOKENS);
     return SPECDEC_OK;
 }
 
@@ -399,6 +404,11 @@ specdec_status specdec_engine_create(const specdec_model *target, const specdec_
     st = sd_engine_make_runners(target, draft, &plan.params, plan.n_ctx, plan.max_batch, &rt, &rd);
     if (st != SPECDEC_OK) return st;
     st = sd_engine_create_from_runners(rt, rd, &plan.special, out_engine);
+    if (st == SPECDEC_OK && plan.params.ngram_corpus_tokens > 0 &&
+        (st = sd_ngram_corpus_create(plan.params.ngram_corpus_tokens, &(*out_engine)->env.corpus, NULL)) != SPECDEC_OK) {
+        sd_engine_destroy(*out_engine);
+        *out_engine = NULL;
+    }
     if (st == SPECDEC_OK) (*out_engine)->env.t_load_s = sd_engine_models_load_s(target, draft) + sd_gen_now() - t0;
     return st;
 }

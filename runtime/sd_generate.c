@@ -536,6 +536,7 @@ void sd_gen_init(sd_gen *g, const sd_gen_env *env, const specdec_generate_params
     s->ngram_min = p->ngram_min;
     s->ngram_max = p->ngram_max;
     s->ngram = g->method == SPECDEC_DRAFT_NGRAM ? &g->adapt->ngram : NULL;
+    s->corpus = g->method == SPECDEC_DRAFT_NGRAM ? env->corpus : NULL;
     s->trace = p->round_callback ? &g->trace : NULL;
     s->logprobs = p->logprobs;
     s->top_logprobs = p->top_logprobs;
@@ -649,6 +650,8 @@ void sd_gen_finish(sd_gen *g, specdec_status st, int32_t *n_out) {
             (void)p->callback(p->user_data, -1, text, len);
     }
     *n_out = g->n_out;
+    if (g->env->corpus) /* whatever drafted it, the generation joins the corpus the n-gram drafter searches */
+        sd_ngram_corpus_add(g->env->corpus, g->seq, g->L - g->n_out, g->L);
     stats->n_generated = g->n_out;
     stats->acceptance_rate = stats->n_drafted ? (double)stats->n_accepted / (double)stats->n_drafted : 0.0;
     stats->tokens_per_round = stats->n_rounds ? (double)stats->n_generated / (double)stats->n_rounds : 0.0;

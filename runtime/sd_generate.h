@@ -48,6 +48,8 @@ typedef struct sd_gen_env {
     int32_t tree_fit_solo;   /* the same for a drafter without a runner (one target call: max_batch - 1) */
     sd_engine_special special;
     double t_load_s;         /* loading the models + creating the engine/scheduler (stats.t_load_s) */
+    sd_ngram_corpus *corpus; /* the n-gram drafter's cross-request corpus (engine_params.ngram_corpus_tokens;
+                                owned by the engine / scheduler), NULL: none */
 } sd_gen_env;
 
 /* One sequence's generation. */

@@ -536,6 +536,7 @@ static void sd_sched_destroy(specdec_scheduler *s) {
     sd_free(s->buckets);
     sd_free(s->seqs);
     sd_free(s->gens);
+    sd_ngram_corpus_free(s->env.corpus);
     sd_free(s->batch_of);
     if (s->sync_ready) {
         pthread_cond_destroy(&s->done_cv);
@@ -573,6 +574,8 @@ specdec_status specdec_scheduler_create(const specdec_model *target, const specd
     st = sd_sched_init_sync(s);
     if (st == SPECDEC_OK) st = sd_sched_alloc(s);
     if (st == SPECDEC_OK) st = sd_sched_make_models(s, target, draft, engine_params);
+    if (st == SPECDEC_OK && engine_params && engine_params->ngram_corpus_tokens > 0)
+        st = sd_ngram_corpus_create(engine_params->ngram_corpus_tokens, &s->env.corpus, NULL);
     s->env.t_load_s = sd_engine_models_load_s(target, draft) + sd_gen_now() - t0;
     if (st == SPECDEC_OK) st = sd_sched_start(s);
     if (st != SPECDEC_OK) {

@@ -194,6 +194,9 @@ class LLM:
     cpu_threads: CPU backend threads of each model's forward pass (specdec_engine_params.cpu_threads, since
     libspecdec 0.5.3; llama.cpp's -t): None = the library's default ($SPECDEC_CPU_THREADS, else the physical
     cores, at most 8), else 1..256. The outputs are the same for every count.
+    ngram_corpus_tokens (libspecdec 0.5.10): the n-gram drafter's cross-request corpus, in tokens (0 = none):
+    the outputs of finished requests are kept (oldest evicted first) and an "ngram" request also proposes what
+    followed its suffix there, as vLLM's "suffix" method's cache does. The outputs are the same either way.
     num_gpu_blocks_override, block_size (vLLM's names; any backend): the KV pool's blocks per model and
     tokens per block (the scheduler's kv_pool_blocks / kv_block_tokens; None = every slot's full context,
     16). kv_admission (libspecdec 0.5.4): how a request claims the pool, "optimistic" (its prompt and one
@@ -209,7 +212,8 @@ class LLM:
                  max_num_seqs: int = 8, seed: Optional[int] = None, enable_prefix_caching: Optional[bool] = None,
                  prefill_chunk: int = 0, cpu_threads: Optional[int] = None,
                  num_gpu_blocks_override: Optional[int] = None, block_size: Optional[int] = None,
-                 kv_admission: Optional[str] = None, scheduling_policy: str = "fcfs"):
+                 kv_admission: Optional[str] = None, scheduling_policy: str = "fcfs",
+                 ngram_corpus_tokens: int = 0):
         b = self._b = binding()
         self._sched = None
         self._models = []
@@ -228,7 +232,7 @@ class LLM:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
             raise InvalidArgumentError(f"LLM(seed={seed!r}): an int in [0, 2**64) or None")
         self._rng = random.Random(seed) if seed is not None else None
-        ep = self._engine_params(backend, n_ctx, cpu_threads)
+        ep = self._engine_params(backend, n_ctx, cpu_threads, ngram_corpus_tokens)
         sp = b.ffi.new("specdec_scheduler_params *", b.lib.specdec_scheduler_default_params())
         if isinstance(max_num_seqs, bool) or not isinstance(max_num_seqs, int):
             raise InvalidArgumentError(f"LLM(max_num_seqs={max_num_seqs!r}) must be an int")
@@ -360,7 +364,7 @@ class LLM:
         mode = "AUTO" if enable is None else "ON" if enable else "OFF"
         sp.prefix_cache = b.enum_value("specdec_prefix_cache", "SPECDEC_PREFIX_CACHE_" + mode)
 
-    def _engine_params(self, backend, n_ctx, cpu_threads=None):
+    def _engine_params(self, backend, n_ctx, cpu_threads=None, ngram_corpus_tokens=0):
         b = self._b
         ep = b.ffi.new("specdec_engine_params *", b.lib.specdec_engine_default_params())
         names = {"auto", "cpu", "cuda"}
@@ -378,6 +382,14 @@ class LLM:
                 raise UnsupportedError(f"LLM(cpu_threads={cpu_threads!r}): this libspecdec ({b.version}) has no "
                                        "specdec_engine_params.cpu_threads (since 0.5.3)")
             ep.cpu_threads = cpu_threads
+        if isinstance(ngram_corpus_tokens, bool) or not isinstance(ngram_corpus_tokens, int) or \
+                not 0 <= ngram_corpus_tokens <= 1 << 26:
+            raise InvalidArgumentError(f"LLM(ngram_corpus_tokens={ngram_corpus_tokens!r}): an int in 0..2**26")
+        if ngram_corpus_tokens:
+            if not b.has_field("specdec_engine_params", "ngram_corpus_tokens"):
+                raise UnsupportedError(f"LLM(ngram_corpus_tokens={ngram_corpus_tokens!r}): this libspecdec "
+                                       f"({b.version}) has no specdec_engine_params.ngram_corpus_tokens (since 0.5.10)")
+            ep.ngram_corpus_tokens = ngram_corpus_tokens
         return ep
 
     def _load_model(self, path, role, mtp=False):

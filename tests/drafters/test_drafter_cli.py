@@ -12,10 +12,14 @@ tokens; the text mode prints trace lines on stderr; bad input exits 2 (an unknow
 drafter, a draft model given with --drafter ngram, naming --drafter; --ngram-cost fixed:x;
 ngram_min 0, ngram_max 65, --ngram-cost fixed:200: the library's message naming the field)
 or 1 (--drafter model without a draft model); --ngram-cost off|fixed:X are echoed in the
-JSON parameters. --quick (sanitizer builds): 8 tokens, one n-gram configuration with a tree.
+JSON parameters; `batch --ngram-corpus` gives the tokens it gives without the corpus, repeated prompts in
+fewer rounds, and refuses a size past 2^26. --quick (sanitizer builds): 8 tokens, one n-gram configuration
+with a tree.
 """
 import json
+import os
 import subprocess
+import tempfile
 
 from dtest import BIN, DRAFT, QUICK, TARGET, check, check_trace, finish
 TEXT = ("In the beginning God created the heaven and the earth. And the earth was without form, and void. "
@@ -59,4 +63,29 @@ check("ngram_max" in run(BASE + ["--drafter", "ngram", "--ngram-max", "65"], 2).
 check("--ngram-cost" in run(BASE + ["--drafter", "ngram", "--ngram-cost", "fixed:x"], 2).stderr, "fixed:x")
 check("ngram_token_cost" in run(BASE + ["--drafter", "ngram", "--ngram-cost", "fixed:200"], 2).stderr, "fixed:200")
 check("MODEL" in run(BASE + ["--drafter", "model", "-m", TARGET], 1).stderr, "model without a draft model")
+
+# --ngram-corpus: `batch` over one prompt three times, one at a time: the same tokens as without the corpus,
+# and the repeats (the earlier lines in the corpus) in fewer rounds; a size beyond 2^26 is refused
+with tempfile.TemporaryDirectory() as tmp:
+    lines = os.path.join(tmp, "prompts.txt")
+    with open(lines, "w") as f:
+        f.write("And God said\n" * 3)
+
+    def batch(corpus):
+        p = subprocess.run([BIN, "batch", "-m", TARGET, "-f", lines, "--parallel", "1", "--drafter", "ngram", "--temp",
+                            "0", "-n", "8" if QUICK else "40", "--ignore-eos", "--ngram-corpus", str(corpus), "--json"],
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, f"batch --ngram-corpus {corpus}: exit {p.returncode}: {p.stderr[-300:]!r}")
+        rows = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+        return [r for r in rows if "summary" not in r]
+
+    a, b = batch(0), batch(1 << 16)
+    check(len(a) == 3 and len(b) == 3 and all(r["tokens"] == a[0]["tokens"] for r in a + b),
+          "--ngram-corpus: the same tokens as without it")
+    if not QUICK:
+        check(b[2]["n_rounds"] < 0.75 * a[2]["n_rounds"],
+              f"--ngram-corpus: rounds {[r['n_rounds'] for r in a]} -> {[r['n_rounds'] for r in b]}")
+    p = subprocess.run([BIN, "batch", "-m", TARGET, "-f", lines, "--ngram-corpus", str((1 << 26) + 1)],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "--ngram-corpus" in p.stderr, f"--ngram-corpus 2^26 + 1: {p.returncode} {p.stderr[-200:]!r}")
 finish()

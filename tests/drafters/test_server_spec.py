@@ -7,7 +7,8 @@
 Checks: a server started with {"method": "ngram", ...} and no -m runs the bundled target
 alone, its completions (temperature 0) equal `specdec generate` plain decoding and report
 "speculative": {"draft_method": "ngram"}; a request's own speculative_config overrides it
-(draft_model on a server with -md, ngram with a tree); bad values answer 400 with
+(draft_model on a server with -md, ngram with a tree); with --ngram-corpus a request repeated drafts from
+the first one's output (fewer rounds, the same text); bad values answer 400 with
 "param" naming the field (method, num_speculative_tokens, prompt_lookup_min/max, model
 with ngram, draft_model without a draft model, a tree without a drafter); bad
 --speculative-config text exits 2 with a message. With the EAGLE-3 head (-md kjv-eagle3, or
@@ -87,6 +88,17 @@ try:
               f"bad speculative_config {cfg}: {st} {r}")
     st, r = srv.post(completion({"speculative_config": {"method": "eagle3"}}))
     check(st == 400 and "EAGLE" in r.get("error", {}).get("message", ""), f"eagle3: {st} {r}")
+finally:
+    srv.stop()
+
+# --ngram-corpus: the same request twice; the second drafts from the first's output (fewer rounds), same text
+srv = Server("--speculative-config", '{"method": "ngram"}', "--ngram-corpus", "65536")
+try:
+    rs = [srv.post(completion({"ignore_eos": True})) for _ in range(2)]
+    check(all(st == 200 and r["choices"][0]["text"] == ref["text"] for st, r in rs), f"--ngram-corpus: {rs}")
+    if all(st == 200 for st, _ in rs) and not QUICK:
+        n = [r["speculative"]["n_rounds"] for _, r in rs]
+        check(n[1] < n[0], f"--ngram-corpus: rounds {n}")
 finally:
     srv.stop()
 

@@ -21,7 +21,9 @@
  * deterministic q; docs/DRAFTERS.md): rejection chains (sd_verify_det: accept with
  * p(x), the residual p without x) with and without filters, a rejection tree
  * (deterministic children), match, and a rejection chain through the cost gate (FIXED
- * 0.3: what is proposed depends on the outcomes of earlier rounds); the prompt repeats itself (3 5 1 3 5 1 3 5, the
+ * 0.3: what is proposed depends on the outcomes of earlier rounds), and a rejection chain and tree with the
+ * cross-request corpus (core/sd_ngram_corpus.c: every earlier sample's output in it, so what is proposed depends
+ * on earlier samples; suffixes up to 6); the prompt repeats itself (3 5 1 3 5 1 3 5, the
  * chain's state still (3, 5)) so that lookups match from the first round. Built with
  * SD_NGRAM_MUTANT (tests/drafters/ngram_mutants.c linked instead of the library's
  * sd_verify_det) the rejection chain cases must be REJECTED (p <= 1e-6 in a window).
@@ -78,7 +80,8 @@ static void exact_laws(const sd_sampling_params *sp, double *pa, double *pb) {
 typedef struct dcase {
     const char *name;
     int ngram;       /* the n-gram drafter (no draft runner): 1 every match proposed (ngram_cost OFF),
-                        2 the cost gate (FIXED 0.3); tree[0] > 0: a tree of widths tree[] */
+                        2 the cost gate (FIXED 0.3), 3 as 1 with the cross-request corpus (every earlier
+                        sample's output in it, suffixes up to 6); tree[0] > 0: a tree of widths tree[] */
     int32_t tree[3];
     int use_draft;
     int disjoint;
@@ -122,9 +125,14 @@ static void run_case(const dcase *c, long N) {
     gp.verify = c->mode;
     gp.n_draft = c->gamma;
     gp.seed = 0x5eed0000ull + (uint64_t)c->gamma;
+    if (c->ngram == 3 && (st = sd_ngram_corpus_create(4096, &e->env.corpus, NULL)) != SPECDEC_OK) {
+        SD_CHECK(0, "%s: corpus: %s", c->name, specdec_last_error());
+        specdec_engine_free(e);
+        return;
+    }
     if (c->ngram) {
         gp.draft_method = SPECDEC_DRAFT_NGRAM;
-        gp.ngram_max = 3;
+        gp.ngram_max = c->ngram == 3 ? 6 : 3;
         gp.ngram_cost = c->ngram == 2 ? SPECDEC_NGRAM_COST_FIXED : SPECDEC_NGRAM_COST_OFF;
         gp.ngram_token_cost = 0.3f;
         if (c->tree[0] > 0) SD_CHECK(specdec_generate_params_set_tree(&gp, c->tree, 3) == SPECDEC_OK, "tree");
@@ -212,6 +220,8 @@ int main(int argc, char **argv) {
 #ifndef SD_NGRAM_MUTANT
         {"ngram rejection tree 2,2,1",   1, {2, 2, 1}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
         {"ngram match g=4 T=1",          1, {0}, 0, 0, 0, SPECDEC_VERIFY_MATCH, 4, 1.0f, 0, 1.0f, 0.0f},
+        {"ngram corpus rejection g=4 T=1", 3, {0}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 4, 1.0f, 0, 1.0f, 0.0f},
+        {"ngram corpus rejection tree 2,2,1", 3, {2, 2, 1}, 0, 0, 0, SPECDEC_VERIFY_REJECTION, 3, 1.0f, 0, 1.0f, 0.0f},
 #endif
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

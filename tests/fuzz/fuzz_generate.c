@@ -133,6 +133,10 @@ static int fgen_make_engine(sd_fuzz_in *in, fgen_engine *fe) {
     if ((f >> 5) == 6) ep.reserved_i[b % (sizeof ep.reserved_i / sizeof ep.reserved_i[0])] = 1;
     if ((f >> 5) == 5) ep.reserved[b % (sizeof ep.reserved / sizeof ep.reserved[0])] = 1;
     ep.cuda_keep_f32 = (f >> 4) & 1;
+    if ((f >> 5) == 3) { /* the n-gram corpus (0.5.10): a size, or out of range (refused) */
+        const int32_t nc[6] = {1, 64, 4096, -1, (1 << 26) + 1, INT32_MIN};
+        ep.ngram_corpus_tokens = nc[b % 6];
+    }
     if ((f >> 5) == 4) { /* CPU threads: 1-3, or out of range (refused) */
         const int32_t th[6] = {1, 2, 3, -1, SPECDEC_MAX_CPU_THREADS + 1, INT32_MIN};
         ep.cpu_threads = th[b % 6];

@@ -82,6 +82,8 @@ static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
         if (!(r = cli_parse_long(v, 0, INT32_MAX, &n))) o->ep.n_ctx = (int32_t)n;
     } else if (cli_is(a, "--threads", "-t", NULL)) {
         if (!(r = cli_parse_long(v, 0, SPECDEC_MAX_CPU_THREADS, &n))) o->ep.cpu_threads = (int32_t)n;
+    } else if (cli_is(a, "--ngram-corpus", NULL, NULL)) {
+        if (!(r = cli_parse_long(v, 0, 1 << 26, &n))) o->ep.ngram_corpus_tokens = (int32_t)n;
     } else if (cli_is(a, "--temp", NULL, NULL)) {
         r = cli_parse_float(v, &o->gp.temperature);
         o->temp_given = 1;
@@ -273,7 +275,7 @@ static const char *const gen_value_opts[] = {
     "-m", "--model", "-md", "--model-draft", "--tokenizer", "-p", "--prompt", "--stop", "--verify", "--backend", "-n",
     "--n-predict", "--top-k", "--draft-max", "--draft", "--ctx", "-c", "--ctx-size", "--threads", "-t", "--temp",
     "--top-p",
-    "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max",
+    "--min-p", "--seed", "-s", "--tree", "--draft-nodes", "--drafter", "--ngram-min", "--ngram-max", "--ngram-corpus",
     "--ngram-cost", "--logprobs", "--prompt-logprobs", "--presence-penalty", "--frequency-penalty",
     "--allowed-token-ids", "--bad-words",
     "--repetition-penalty", "--min-tokens", "--stop-token-id", "--logit-bias", "--regex", "--json-schema",

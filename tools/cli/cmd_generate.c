@@ -60,6 +60,8 @@ static void gen_usage(FILE *f) {
             "  --ngram-max N    ngram: longest suffix looked up, tried first, at most 64 (default 4)\n"
             "  --ngram-cost C   ngram: measured|off|fixed:X: propose what pays by the measured round\n"
             "                   times (default), everything found, or a draft token costing X plain steps\n"
+            "  --ngram-corpus N ngram: also search the finished generations of this run (batch: the earlier\n"
+            "                   lines; serve: the earlier requests) kept in a corpus of N tokens (default 0: none)\n"
             "  --verify MODE    auto|rejection|greedy|match (default auto: greedy at T=0, else rejection;\n"
             "                   greedy implies --temp 0 and refuses a --temp above 0)\n"
             "  --backend B      auto|cpu|cuda (default auto)\n"

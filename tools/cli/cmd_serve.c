@@ -34,6 +34,9 @@ static void serve_usage(FILE *f) {
             "  -t, --threads N     CPU backend: threads of each model's forward pass, 1..%d (default 0:\n"
             "                      $SPECDEC_CPU_THREADS, else the physical cores, at most 8)\n"
             "  --draft N           default draft length γ of a request, 0..%d (default 4)\n"
+            "  --ngram-corpus N    the n-gram drafter also searches earlier requests' outputs, kept in a corpus\n"
+            "                      of N tokens, oldest evicted first (default 0: none; a request's speed then\n"
+            "                      depends on what others generated)\n"
             "  --speculative-config JSON  the requests' default drafter, vLLM's keys: {\"method\":\n"
             "                      \"ngram\"|\"draft_model\"|\"eagle3\"|\"mtp\", \"num_speculative_tokens\": G,\n"
             "                      \"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"model\": DRAFT_DIR};\n"
@@ -157,6 +160,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--threads") || !strcmp(a, "-t"))
         bad = serve_long(v, 0, SPECDEC_MAX_CPU_THREADS, &n), c->cpu_threads = (int)n;
     else if (!strcmp(a, "--draft")) bad = serve_long(v, 0, SPECDEC_MAX_DRAFT, &n), c->n_draft = (int)n;
+    else if (!strcmp(a, "--ngram-corpus")) bad = serve_long(v, 0, 1 << 26, &n), c->ngram_corpus_tokens = (int)n;
     else if (!strcmp(a, "--speculative-config")) c->speculative_config = v;
     else if (!strcmp(a, "--chat-template")) {
         if (!sd_server_chat_template_known(v)) {

@@ -137,6 +137,7 @@ static int sd_server_load(sd_server *srv) {
     ep.backend = srv->cfg.backend;
     ep.n_ctx = srv->cfg.n_ctx;
     ep.cpu_threads = srv->cfg.cpu_threads;
+    ep.ngram_corpus_tokens = srv->cfg.ngram_corpus_tokens;
     specdec_scheduler_params sp = specdec_scheduler_default_params();
     sp.max_active = srv->cfg.parallel;
     sp.max_queued = srv->cfg.queue;

@@ -43,6 +43,7 @@ typedef struct sd_server_config {
     int cpu_threads;             /* CPU backend threads per model (specdec_engine_params.cpu_threads);
                                     0 = default */
     int n_draft;                 /* default γ of a request (its "n_draft" overrides); default 4 */
+    int ngram_corpus_tokens;     /* specdec_engine_params.ngram_corpus_tokens; 0 = none */
     size_t max_body;             /* request body limit in bytes (413 beyond); default 2 MiB */
     double timeout_s;            /* per-request limit from submit to the end; default 600 */
     double body_timeout_s;       /* a request (headers + body) must arrive in full within this many
