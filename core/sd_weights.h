@@ -109,6 +109,10 @@ typedef enum sd_act {
 typedef struct sd_config {
     sd_arch arch;
     char architecture[64];
+    /* 1: the language model of a vision-language checkpoint (config.json's text_config; its tensors named
+     * language_model.model.* / model.language_model.*, the vision tower's left alone: models/sd_config.c
+     * sd_cfg_vlm_text) */
+    uint8_t vlm_text;
     int32_t vocab_size;
     int32_t hidden_size;
     int32_t intermediate_size;

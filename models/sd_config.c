@@ -1130,13 +1130,74 @@ static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_confi
     return sd_cfg_special(root, fname, cfg, eb);
 }
 
+/* Vision-language checkpoints whose language model specdec runs alone (text in, text out): the wrapper
+ * class, the model_type its text_config must have, the text class that model is, and whether the wrapper
+ * drops text_config's final_logit_softcapping (Gemma3ForConditionalGeneration never applies it). */
+static const struct {
+    const char *wrapper, *text_type, *text_arch;
+    int no_final_softcap;
+} sd_vlm_wrappers[] = {
+    {"Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", 1},
+    {"Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", 0},
+};
+
+/* config.json of a vision-language checkpoint (architectures[0] one of sd_vlm_wrappers) -> *out, the
+ * configuration of its language model as transformers' multimodal class builds it: text_config, its class
+ * from its model_type, tie_word_embeddings from the top level (the wrapper's, default true, is what
+ * transformers ties by), the special ids from the top level when text_config has none. *out NULL: not such a
+ * checkpoint. */
+static specdec_status sd_cfg_vlm_text(const cJSON *root, const char *fname, cJSON **out, sd_errbuf *eb) {
+    *out = NULL;
+    const cJSON *archs = sd_json_member(root, "architectures");
+    if (!cJSON_IsArray(archs) || !cJSON_IsString(archs->child)) return SPECDEC_OK;
+    size_t w = 0, nw = sizeof sd_vlm_wrappers / sizeof sd_vlm_wrappers[0];
+    while (w < nw && strcmp(archs->child->valuestring, sd_vlm_wrappers[w].wrapper)) w++;
+    if (w == nw) return SPECDEC_OK;
+    SD_TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
+    const cJSON *tc = sd_json_member(root, "text_config");
+    if (!cJSON_IsObject(tc))
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: %s needs an object 'text_config' (its language model)", fname,
+                       sd_vlm_wrappers[w].wrapper);
+    const cJSON *mt = sd_json_member(tc, "model_type");
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, sd_vlm_wrappers[w].text_type))
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s whose text_config.model_type is '%.64s' is not supported "
+                       "(specdec runs its language model when it is '%s')", fname, sd_vlm_wrappers[w].wrapper,
+                       cJSON_IsString(mt) ? mt->valuestring : "(missing)", sd_vlm_wrappers[w].text_type);
+    if (sd_json_member(root, "quantization_config") || sd_json_member(tc, "quantization_config"))
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: a quantized %s is not supported (its language model loads "
+                       "from the unquantized checkpoint)", fname, sd_vlm_wrappers[w].wrapper);
+    cJSON *t = cJSON_Duplicate(tc, 1), *arch = cJSON_CreateArray();
+    if (!t || !arch || !cJSON_AddItemToArray(arch, cJSON_CreateString(sd_vlm_wrappers[w].text_arch))) {
+        cJSON_Delete(t), cJSON_Delete(arch);
+        return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", fname);
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(t, "architectures");
+    cJSON_AddItemToObject(t, "architectures", arch);
+    const cJSON *tie = sd_raw(root, "tie_word_embeddings");
+    cJSON_DeleteItemFromObjectCaseSensitive(t, "tie_word_embeddings");
+    cJSON_AddItemToObject(t, "tie_word_embeddings", tie ? cJSON_Duplicate(tie, 1) : cJSON_CreateTrue());
+    static const char *const ids[] = {"bos_token_id", "eos_token_id", "pad_token_id"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+        if (!sd_raw(t, ids[i]) && sd_raw(root, ids[i]))
+            cJSON_AddItemToObject(t, ids[i], cJSON_Duplicate(sd_raw(root, ids[i]), 1));
+    if (sd_vlm_wrappers[w].no_final_softcap) {
+        cJSON_DeleteItemFromObjectCaseSensitive(t, "final_logit_softcapping");
+        cJSON_AddNullToObject(t, "final_logit_softcapping");
+    }
+    *out = t;
+    return SPECDEC_OK;
+}
+
 specdec_status sd_config_parse(const char *json, size_t len, const char *fname, sd_config *cfg, sd_errbuf *eb) {
     if (!fname) fname = "config.json";
     memset(cfg, 0, sizeof *cfg);
     if (!json && len) return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "%s: NULL text", fname);
-    cJSON *root = NULL;
+    cJSON *root = NULL, *text = NULL;
     SD_TRY(sd_json_parse(json ? json : "", len, fname, &root, eb));
-    specdec_status st = sd_cfg_fill(root, fname, cfg, eb);
+    specdec_status st = cJSON_IsObject(root) ? sd_cfg_vlm_text(root, fname, &text, eb) : SPECDEC_OK;
+    if (st == SPECDEC_OK) st = sd_cfg_fill(text ? text : root, fname, cfg, eb);
+    if (st == SPECDEC_OK && text) cfg->vlm_text = 1;
+    cJSON_Delete(text);
     cJSON_Delete(root);
     /* value consistency (heads, head_dim, rope, windows, special ids): the one shared check */
     return st != SPECDEC_OK ? st : sd_config_validate(cfg, fname, eb);

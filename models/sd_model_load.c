@@ -51,6 +51,7 @@ typedef struct sd_loader {
     uint8_t *used;         /* [n_entries]: 1 once loaded (a GGUF file must have no tensor left unread) */
     int mtp;               /* load the MTP layer as a one-layer draft model (specdec_model_params.mtp) */
     int32_t layer_base;    /* checkpoint index of layers[0]: 0, or num_hidden_layers for the MTP layer */
+    char *vlm_names;       /* cfg.vlm_text: the language model's tensors' names without their prefix */
 } sd_loader;
 
 specdec_model_params specdec_model_default_params(void) {
@@ -145,18 +146,48 @@ static specdec_status sd_open_sharded(sd_loader *L, const cJSON **wm_out, cJSON 
 }
 
 /* Builds the name-sorted table of all tensors of all files; a name in two files is an error. */
+/* A vision-language checkpoint's tensor `name` as its language model's (cfg.vlm_text): the names the Hub's
+ * files carry (language_model.model.*, language_model.lm_head.*) and transformers 5's module names
+ * (model.language_model.*, lm_head.*) lose their prefix; the offset of the language model's name in `name`,
+ * or -1 for the vision tower's and the projector's tensors (never loaded). "lm_head." itself (offset 0). */
+static int sd_vlm_name(const char *name, char *out, size_t cap) {
+    static const char *const pre[][2] = {{"language_model.model.", "model."}, {"language_model.lm_head.", "lm_head."},
+                                         {"model.language_model.", "model."}, {"lm_head.", "lm_head."}};
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) {
+        const size_t n = strlen(pre[i][0]);
+        if (!strncmp(name, pre[i][0], n)) return snprintf(out, cap, "%s%s", pre[i][1], name + n) < (int)cap;
+    }
+    return -1;
+}
+
 static specdec_status sd_build_entries(sd_loader *L) {
     specdec_model *m = L->m;
-    size_t n = 0;
-    for (int32_t f = 0; f < m->n_files; f++) n += (size_t)m->files[f]->hdr.n_tensors;
+    const int vlm = m->w.cfg.vlm_text;
+    size_t n = 0, bytes = 0;
+    for (int32_t f = 0; f < m->n_files; f++) {
+        n += (size_t)m->files[f]->hdr.n_tensors;
+        for (int32_t i = 0; vlm && i < m->files[f]->hdr.n_tensors; i++)
+            bytes += strlen(m->files[f]->hdr.tensors[i].name) + 1;
+    }
     L->entries = sd_malloc((n ? n : 1) * sizeof *L->entries);
-    if (!L->entries) return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tensors", m->path, n);
-    size_t k = 0;
+    if (vlm) L->vlm_names = sd_malloc(bytes ? bytes : 1);
+    if (!L->entries || (vlm && !L->vlm_names))
+        return sd_fail(NULL, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu tensors", m->path, n);
+    size_t k = 0, used = 0;
     for (int32_t f = 0; f < m->n_files; f++)
         for (int32_t i = 0; i < m->files[f]->hdr.n_tensors; i++) {
             const sd_st_tensor *t = &m->files[f]->hdr.tensors[i];
-            L->entries[k++] = (sd_entry){t->name, f, t};
+            const char *name = t->name;
+            if (vlm) { /* the language model's tensors under their text-model names; the rest left out */
+                char *o = L->vlm_names + used;
+                const int r = sd_vlm_name(t->name, o, bytes - used);
+                if (r <= 0) continue;
+                used += strlen(o) + 1;
+                name = o;
+            }
+            L->entries[k++] = (sd_entry){name, f, t};
         }
+    n = k;
     L->n_entries = n;
     qsort(L->entries, n, sizeof *L->entries, sd_cmp_entry);
     for (k = 1; k < n; k++)
@@ -169,7 +200,9 @@ static specdec_status sd_build_entries(sd_loader *L) {
 static specdec_status sd_check_index(sd_loader *L, const cJSON *wm) {
     specdec_model *m = L->m;
     for (const cJSON *e = wm->child; e; e = e->next) {
-        const sd_entry *en = sd_find_entry(L, e->string);
+        char vn[512];
+        if (m->w.cfg.vlm_text && sd_vlm_name(e->string, vn, sizeof vn) <= 0) continue; /* not the language model's */
+        const sd_entry *en = sd_find_entry(L, m->w.cfg.vlm_text ? vn : e->string);
         const char *fn = NULL;
         if (en) {
             fn = strrchr(m->files[en->file]->path, '/');
@@ -1121,6 +1154,7 @@ specdec_status specdec_model_load(const char *path, const specdec_model_params *
         st = sd_fail(NULL, SPECDEC_ERR_MODEL_MISMATCH, "%s is an EAGLE-3 head: it has no MTP layer", m->path);
     if (!st && !is_head) st = sd_load(&L);
     sd_free(L.entries);
+    sd_free(L.vlm_names);
     sd_free(L.used);
     if (st) {
         specdec_model_free(m);

@@ -486,7 +486,7 @@ static void bad_configs(void) {
         "\"factor\": 2}", F, "dynamic");
     bad("yarn original 0", "LlamaForCausalLM", "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 2, "
         "\"original_max_position_embeddings\": 0}", F, "original_max_position_embeddings");
-    bad("gemma3 multimodal", "Gemma3ForConditionalGeneration", "", U, "Gemma3ForConditionalGeneration");
+    bad("gemma3 multimodal, no text_config", "Gemma3ForConditionalGeneration", "", F, "needs an object 'text_config'");
     bad("experts 0", "MixtralForCausalLM", "\"num_local_experts\": 0", F, "num_local_experts");
     bad("top-k > experts", "MixtralForCausalLM", "\"num_local_experts\": 4, \"num_experts_per_tok\": 5", F,
         "num_experts_per_tok");
@@ -876,7 +876,50 @@ static void deepseek_v2(void) {
              "\"num_experts_per_tok\": 6, \"num_experts\": 8, \"n_routed_experts\": 16", F, "disagree");
 }
 
+/* Vision-language checkpoints (models/sd_config.c sd_cfg_vlm_text): the language model's configuration from
+ * text_config, tie_word_embeddings and the special ids from the top level, Gemma 3's final soft-capping
+ * dropped (its multimodal class never applies it); refused: another text model_type, no text_config, a
+ * quantized checkpoint. (Their logits: model_fixtures_vlm.) */
+static void vlm_configs(void) {
+    static const char *const text = "\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, "
+                                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                                    "\"head_dim\": 8";
+    char j[1024];
+    sd_config c;
+    sd_errbuf eb = {{0}};
+    snprintf(j, sizeof j, "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"eos_token_id\": [1, 60], "
+             "\"text_config\": {\"model_type\": \"gemma3_text\", \"final_logit_softcapping\": 30.0, "
+             "\"tie_word_embeddings\": false, %s}, \"vision_config\": {\"model_type\": \"siglip_vision_model\"}}", text);
+    specdec_status st = sd_config_parse(j, strlen(j), "vlm", &c, &eb);
+    SD_CHECK(st == SPECDEC_OK && c.vlm_text && c.arch == SD_ARCH_GEMMA3 && c.tie_word_embeddings == 1 &&
+                 c.final_softcap == 0.0f && c.n_eos == 2 && c.eos_ids[1] == 60 && c.n_layers == 2,
+             "gemma3 vlm: %s (vlm %d, tie %d, softcap %g, n_eos %d)", eb.msg, c.vlm_text, c.tie_word_embeddings,
+             (double)c.final_softcap, c.n_eos);
+    snprintf(j, sizeof j, "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"tie_word_embeddings\": false, "
+             "\"text_config\": {\"model_type\": \"mistral\", \"tie_word_embeddings\": true, %s}}", text);
+    st = sd_config_parse(j, strlen(j), "vlm", &c, &eb);
+    SD_CHECK(st == SPECDEC_OK && c.vlm_text && c.arch == SD_ARCH_MISTRAL && c.tie_word_embeddings == 0,
+             "mistral3 vlm: %s (tie %d)", eb.msg, c.tie_word_embeddings);
+    static const struct { const char *what, *json, *fragment; specdec_status want; } refused[] = {
+        {"ministral3 text", "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": "
+                            "{\"model_type\": \"ministral3\"}}", "'ministral3' is not supported", SPECDEC_ERR_UNSUPPORTED},
+        {"no text_config", "{\"architectures\": [\"Gemma3ForConditionalGeneration\"]}", "'text_config'",
+         SPECDEC_ERR_FORMAT},
+        {"quantized", "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"quantization_config\": {}, "
+                      "\"text_config\": {\"model_type\": \"mistral\"}}", "quantized", SPECDEC_ERR_UNSUPPORTED},
+        {"other wrapper", "{\"architectures\": [\"Qwen2_5_VLForConditionalGeneration\"], \"text_config\": {}}",
+         "is not supported", SPECDEC_ERR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        sd_err_clear(&eb);
+        st = sd_config_parse(refused[i].json, strlen(refused[i].json), "vlm", &c, &eb);
+        SD_CHECK(st == refused[i].want && strstr(eb.msg, refused[i].fragment), "vlm %s: %s (%s)", refused[i].what,
+                 specdec_status_string(st), eb.msg);
+    }
+}
+
 int main(void) {
+    vlm_configs();
     families();
     ernie();
     moe_families();
