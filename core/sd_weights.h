@@ -79,8 +79,11 @@ typedef enum sd_arch {
     SD_ARCH_DEEPSEEK_V3 = 21, /* DeepseekV3ForCausalLM (DeepSeek-V3 / R1, Kimi K2, Moonlight): multi-head
                               latent attention (cfg.mla) and GLM-4.5's MoE (first_k_dense_replace, sigmoid
                               grouped routing, ungated shared experts); MTP layers not read */
-    SD_ARCH_DEEPSEEK_V2 = 22 /* DeepseekV2ForCausalLM (DeepSeek-V2 / V2-Lite, DeepSeek-Coder-V2): V3's latent
+    SD_ARCH_DEEPSEEK_V2 = 22, /* DeepseekV2ForCausalLM (DeepSeek-V2 / V2-Lite, DeepSeek-Coder-V2): V3's latent
                               attention, softmax routing (greedy or group-limited), ungated shared experts */
+    SD_ARCH_MINISTRAL3 = 23 /* Ministral3ForCausalLM (Ministral 3, the text of Mistral3ForConditionalGeneration
+                              2512 checkpoints): Mistral with yarn and the queries scaled by position
+                              (q_pos_beta, q_pos_orig) */
 } sd_arch;
 
 typedef enum sd_rope_type {
@@ -132,6 +135,11 @@ typedef struct sd_config {
     float rope_attn_factor;        /* yarn, longrope: multiplier of cos and sin (resolved); 0 = 1 */
     float rope_beta_fast, rope_beta_slow; /* yarn (resolved defaults 32 / 1) */
     int32_t rope_truncate;         /* yarn: floor/ceil the correction range (transformers' default 1) */
+    /* Ministral 3 (rope_parameters.llama_4_scaling_beta, .original_max_position_embeddings): after rope the
+     * queries of position p are scaled by 1 + q_pos_beta x ln(1 + floor(p / q_pos_orig)), so 1 below q_pos_orig;
+     * 0 = none */
+    float q_pos_beta;
+    int32_t q_pos_orig;
     int32_t rope_dim;              /* rotary dimensions (partial_rotary_factor * head_dim, even); 0 = head_dim */
     int32_t rope_interleaved;      /* 1: the rotary pairs are (2i, 2i + 1), GPT-J / GLM style (transformers'
                                       ERNIE 4.5 / GLM rotate_half over x[0::2], x[1::2] with each frequency

@@ -326,6 +326,16 @@ static specdec_status sd_rope_full(const sd_ropep *r) {
     c->rope_theta = (float)theta;
     SD_TRY(sd_rope_partial(r));
     SD_TRY(sd_rope_type_of(r, &c->rope_type));
+    if (sd_has(p->fam, SD_FAM_Q_POS_SCALE)) { /* Ministral 3: both read from the rope dictionary, as transformers does */
+        double beta, orig;
+        SD_TRY(sd_rope_num(r, "llama_4_scaling_beta", 1, 0, 0.0, 1e3, &beta));
+        SD_TRY(sd_rope_num(r, "original_max_position_embeddings", 1, 0, 1.0, SD_CFG_MAX_POSITIONS, &orig));
+        if (orig != floor(orig))
+            return sd_fail(p->eb, SPECDEC_ERR_FORMAT, "%s: key '%s.original_max_position_embeddings' must be an integer",
+                           p->fname, r->key);
+        c->q_pos_beta = (float)beta;
+        c->q_pos_orig = (int32_t)orig;
+    }
     switch (c->rope_type) {
     case SD_ROPE_LLAMA3: return sd_rope_llama3(r);
     case SD_ROPE_YARN: return sd_rope_yarn(r);
@@ -1138,7 +1148,8 @@ static const struct {
     int no_final_softcap;
 } sd_vlm_wrappers[] = {
     {"Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", 1},
-    {"Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", 0},
+    {"Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", 0},      /* Mistral Small 3.1 / 3.2 */
+    {"Mistral3ForConditionalGeneration", "ministral3", "Ministral3ForCausalLM", 0}, /* Ministral 3, Magistral 2512 */
 };
 
 /* config.json of a vision-language checkpoint (architectures[0] one of sd_vlm_wrappers) -> *out, the
@@ -1159,10 +1170,19 @@ static specdec_status sd_cfg_vlm_text(const cJSON *root, const char *fname, cJSO
         return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: %s needs an object 'text_config' (its language model)", fname,
                        sd_vlm_wrappers[w].wrapper);
     const cJSON *mt = sd_json_member(tc, "model_type");
+    char known[160] = "";
+    for (size_t k = w; k < nw && !strcmp(sd_vlm_wrappers[k].wrapper, sd_vlm_wrappers[w].wrapper); k++) {
+        if (cJSON_IsString(mt) && !strcmp(mt->valuestring, sd_vlm_wrappers[k].text_type)) {
+            w = k;
+            break;
+        }
+        const size_t kl = strlen(known);
+        snprintf(known + kl, sizeof known - kl, "%s'%s'", kl ? " or " : "", sd_vlm_wrappers[k].text_type);
+    }
     if (!cJSON_IsString(mt) || strcmp(mt->valuestring, sd_vlm_wrappers[w].text_type))
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s whose text_config.model_type is '%.64s' is not supported "
-                       "(specdec runs its language model when it is '%s')", fname, sd_vlm_wrappers[w].wrapper,
-                       cJSON_IsString(mt) ? mt->valuestring : "(missing)", sd_vlm_wrappers[w].text_type);
+                       "(specdec runs its language model when it is %s)", fname, sd_vlm_wrappers[w].wrapper,
+                       cJSON_IsString(mt) ? mt->valuestring : "(missing)", known);
     if (sd_json_member(root, "quantization_config") || sd_json_member(tc, "quantization_config"))
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: a quantized %s is not supported (its language model loads "
                        "from the unquantized checkpoint)", fname, sd_vlm_wrappers[w].wrapper);

@@ -106,6 +106,12 @@ static const sd_family sd_families[] = {
      F(ATTN_BIAS_KEY) | F(MOE) | F(MOE_GREEDY) | F(MLA) | F(HEADS_DIVIDE),
      2048, 1e-6, 0, 0, 10000.0, 0.0, "hidden_act", "silu", SD_WIN_NONE, 0, 0, 0, 0.0, 0.0, 0.0, 64, 0, 1407, 0,
      NULL},
+    /* Ministral3Config: Mistral without a window by default, head_dim 128, yarn (factor 16 over 16384, theta 1e6)
+     * and the queries scaled by position (llama_4_scaling_beta 0.1), untied, eps 1e-5 */
+    {"Ministral3ForCausalLM", "ministral3", SD_ARCH_MINISTRAL3, F(Q_POS_SCALE),
+     262144, 1e-5, 0, 128, 1000000.0, 0.0, "hidden_act", "silu", SD_WIN_ALL, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0, 0,
+     "{\"rope_type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 16.0, \"original_max_position_embeddings\": 16384, "
+     "\"beta_fast\": 32.0, \"beta_slow\": 1.0, \"mscale_all_dim\": 1.0, \"mscale\": 1.0, \"llama_4_scaling_beta\": 0.1}"},
 };
 #define SD_N_FAMILIES (int)(sizeof sd_families / sizeof sd_families[0])
 
@@ -127,5 +133,5 @@ const char *sd_family_list(void) {
            "GemmaForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, MixtralForCausalLM, Qwen3MoeForCausalLM, "
            "Qwen2MoeForCausalLM, GptOssForCausalLM, Olmo2ForCausalLM, GraniteForCausalLM, SmolLM3ForCausalLM, "
            "OlmoeForCausalLM, GraniteMoeForCausalLM, Ernie4_5ForCausalLM, Glm4ForCausalLM, Exaone4ForCausalLM, "
-           "Glm4MoeForCausalLM, DeepseekV3ForCausalLM, DeepseekV2ForCausalLM";
+           "Glm4MoeForCausalLM, DeepseekV3ForCausalLM, DeepseekV2ForCausalLM, Ministral3ForCausalLM";
 }

@@ -75,6 +75,9 @@ typedef enum sd_window_rule {
 #define SD_FAM_MOE_GREEDY (UINT64_C(1) << 40) /* DeepSeek-V2 routing (SD_ROUTE_SOFTMAX_GROUPED): n_routed_experts /
                                         num_experts, topk_method greedy / group_limited_greedy, n_group, topk_group,
                                         routed_scaling_factor, first_k_dense_replace, n_shared_experts */
+#define SD_FAM_Q_POS_SCALE (UINT64_C(1) << 41) /* Ministral 3: rope_parameters.llama_4_scaling_beta and
+                                                 .original_max_position_embeddings (both required) scale the
+                                                 queries by position (sd_config.q_pos_beta) */
 #define SD_FAM_MLA (UINT64_C(1) << 39) /* multi-head latent attention (sd_config.mla): q_lora_rank, kv_lora_rank,
                                         qk_rope_head_dim, qk_nope_head_dim, v_head_dim, rope_interleave
                                         (DeepSeek-V3) */

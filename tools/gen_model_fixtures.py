@@ -113,6 +113,13 @@ VARIANTS = {
                                                     "short_factor": longrope(4, 0.1), "long_factor": longrope(4, 1.5),
                                                     "original_max_position_embeddings": 16}), False),
     "mistral_window": (MistralConfig, MistralForCausalLM, {**BASE, "sliding_window": 5}, False),
+    # Ministral 3: yarn over 8 original positions and the queries scaled by position past them (x1.07 from
+    # position 8, x1.11 from 16: llama_4_scaling_beta 0.1)
+    "ministral3": (transformers.Ministral3Config, transformers.Ministral3ForCausalLM,
+                   {**BASE, "head_dim": 16, "rope_parameters": {
+                       "rope_type": "yarn", "rope_theta": 1e6, "factor": 2.0, "original_max_position_embeddings": 8,
+                       "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                       "llama_4_scaling_beta": 0.1}}, False),
     "qwen2_window": (Qwen2Config, Qwen2ForCausalLM,
                      {**BASE, "num_hidden_layers": 3, "use_sliding_window": True, "sliding_window": 6,
                       "max_window_layers": 1, "tie_word_embeddings": True}, False),

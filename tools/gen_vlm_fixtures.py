@@ -72,7 +72,21 @@ def mistral3():
     return cfg, transformers.Mistral3ForConditionalGeneration, transformers.MistralForCausalLM, False, {}
 
 
-FIXTURES = {"vlm_gemma3": gemma3, "vlm_mistral3": mistral3}
+def ministral3():
+    """Ministral 3 (Mistral3ForConditionalGeneration 2512): a ministral3 text model, its queries scaled by position
+    past original_max_position_embeddings (8 here)."""
+    text = transformers.Ministral3Config(**TEXT, rope_parameters={
+        "rope_type": "yarn", "rope_theta": 1e6, "factor": 2.0, "original_max_position_embeddings": 8, "beta_fast": 32.0,
+        "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1})
+    vision = transformers.PixtralVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                              num_attention_heads=2, image_size=28, patch_size=14, head_dim=8)
+    cfg = transformers.Mistral3Config(text_config=text.to_dict(), vision_config=vision.to_dict(), spatial_merge_size=2,
+                                      tie_word_embeddings=False, **IMG)
+    return cfg, transformers.Mistral3ForConditionalGeneration, transformers.Ministral3ForCausalLM, False, {}
+
+
+FIXTURES = {"vlm_gemma3": gemma3, "vlm_mistral3": mistral3, "vlm_ministral3": ministral3}
+SEEDS = {"vlm_gemma3": 61, "vlm_mistral3": 62, "vlm_ministral3": 63}  # fixed: a new fixture changes no other
 
 # the Hub's names -> transformers 5's module names
 MODULES = [("language_model.model.", "model.language_model."), ("language_model.lm_head.", "lm_head."),
@@ -167,8 +181,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "..", "tests", "models", "fixtures"))
     a = ap.parse_args()
     lines = {}
-    for i, n in enumerate(sorted(FIXTURES)):
-        lines.update(write(a.out, n, 61 + i))
+    for n in sorted(FIXTURES):
+        lines.update(write(a.out, n, SEEDS[n]))
     gmf.write_manifest(os.path.join(a.out, "vlm_manifest.txt"), lines, lines,
                        "name T V n_ctx (tools/gen_vlm_fixtures.py)")
 

@@ -375,6 +375,11 @@ static void cpu_attn_block(sd_cpu_group *g, int32_t l, const sd_layer *L, float 
             sd_cpu_rope_part(g->q + (int64_t)t * q_dim + ro, c->n_heads, hd, rd, ct, st);
             sd_cpu_rope_part(g->k + (int64_t)t * kv_dim + ro, g->a_kvh, hd, rd, ct, st);
         }
+        if (c->q_pos_beta > 0.0f) { /* Ministral 3: 1 + beta ln(1 + floor(p / orig)), in float as transformers */
+            const float s = 1.0f + c->q_pos_beta * logf(1.0f + floorf((float)g->tpos[t] / (float)c->q_pos_orig));
+            float *q = g->q + (int64_t)t * q_dim;
+            for (int32_t i = 0; s != 1.0f && i < q_dim; i++) q[i] *= s;
+        }
         memcpy(kc + g->wrow[t] * kv_dim, g->k + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
         if (!g->latent) memcpy(vc + g->wrow[t] * kv_dim, g->v + (int64_t)t * kv_dim, sizeof(float) * (size_t)kv_dim);
     }

@@ -1224,6 +1224,12 @@ extern "C" specdec_status sd_cuda_group_create(const sd_weights *w, int32_t n_ct
     if (cpu_only)
         return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: %s are not supported by the CUDA backend yet (use --backend cpu)",
                        w->cfg.architecture, cpu_only);
+    /* Ministral 3's query scale is 1 below q_pos_orig: exact on CUDA (no kernel for it) while every position is */
+    if (w->cfg.q_pos_beta > 0.0f && n_ctx > w->cfg.q_pos_orig)
+        return sd_fail(eb, SPECDEC_ERR_UNSUPPORTED, "%s: a context of %d tokens passes rope_parameters."
+                       "original_max_position_embeddings %d, beyond which the queries are scaled by position: the CUDA "
+                       "backend runs it up to %d tokens (use --ctx %d, or --backend cpu)", w->cfg.architecture,
+                       (int)n_ctx, (int)w->cfg.q_pos_orig, (int)w->cfg.q_pos_orig, (int)w->cfg.q_pos_orig);
     const sd_group_spec sp = sd_spec_of(w, n_ctx, max_batch, n_blocks, block_tokens, device, keep_f32);
     sd_cuda_group *g = NULL;
     st = sd_create_common(&w->cfg, &sp, &g, eb);

@@ -236,6 +236,24 @@ static void gpt_oss(void) {
 
 /* OLMo-2, Granite, SmolLM3, OLMoE: their config classes' defaults, the keys each reads, and
  * which features the CUDA backend must refuse (sd_cfg_cpu_only). */
+/* Ministral3ForCausalLM: the query scale's two keys from the rope dictionary, both required. */
+static void ministral3(void) {
+    sd_config c;
+    ok("ministral3 defaults", "Ministral3ForCausalLM", "", &c);
+    SD_CHECK(c.arch == SD_ARCH_MINISTRAL3 && c.q_pos_beta == 0.1f && c.q_pos_orig == 16384 && c.rope_type == SD_ROPE_YARN &&
+                 c.sliding_window == 0 && !c.tie_word_embeddings && c.rms_norm_eps == 1e-5f,
+             "ministral3 defaults: beta %g orig %d", (double)c.q_pos_beta, c.q_pos_orig);
+    ok("ministral3 beta 0", "Ministral3ForCausalLM", "\"rope_parameters\": {\"rope_type\": \"default\", "
+       "\"llama_4_scaling_beta\": 0, \"original_max_position_embeddings\": 8}", &c);
+    SD_CHECK(c.q_pos_beta == 0.0f && c.rope_type == SD_ROPE_DEFAULT, "ministral3 beta 0");
+    bad("ministral3 no beta", "Ministral3ForCausalLM", "\"rope_parameters\": {\"rope_type\": \"default\", "
+        "\"original_max_position_embeddings\": 8}", SPECDEC_ERR_FORMAT, "missing key 'rope_parameters.llama_4_scaling_beta'");
+    bad("ministral3 no orig", "Ministral3ForCausalLM", "\"rope_parameters\": {\"rope_type\": \"default\", "
+        "\"llama_4_scaling_beta\": 0.1}", SPECDEC_ERR_FORMAT, "original_max_position_embeddings");
+    bad("ministral3 orig 2.5", "Ministral3ForCausalLM", "\"rope_parameters\": {\"rope_type\": \"default\", "
+        "\"llama_4_scaling_beta\": 0.1, \"original_max_position_embeddings\": 2.5}", SPECDEC_ERR_FORMAT, "must be an integer");
+}
+
 static void more_families(void) {
     sd_config c;
     ok("olmo2 defaults", "Olmo2ForCausalLM", "\"mlp_bias\": true", &c);
@@ -900,9 +918,18 @@ static void vlm_configs(void) {
     st = sd_config_parse(j, strlen(j), "vlm", &c, &eb);
     SD_CHECK(st == SPECDEC_OK && c.vlm_text && c.arch == SD_ARCH_MISTRAL && c.tie_word_embeddings == 0,
              "mistral3 vlm: %s (tie %d)", eb.msg, c.tie_word_embeddings);
+    snprintf(j, sizeof j, "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": "
+             "{\"model_type\": \"ministral3\", %s}}", text);
+    st = sd_config_parse(j, strlen(j), "vlm", &c, &eb);
+    SD_CHECK(st == SPECDEC_OK && c.vlm_text && c.arch == SD_ARCH_MINISTRAL3 && c.rope_type == SD_ROPE_YARN &&
+                 c.rope_factor == 16.0f && c.q_pos_beta == 0.1f && c.q_pos_orig == 16384 && c.sliding_window == 0 &&
+                 c.tie_word_embeddings == 1,
+             "ministral3 vlm (the class's default rope): %s (beta %g, orig %d)", eb.msg, (double)c.q_pos_beta,
+             c.q_pos_orig);
     static const struct { const char *what, *json, *fragment; specdec_status want; } refused[] = {
-        {"ministral3 text", "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": "
-                            "{\"model_type\": \"ministral3\"}}", "'ministral3' is not supported", SPECDEC_ERR_UNSUPPORTED},
+        {"llama text", "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": "
+                       "{\"model_type\": \"llama\"}}", "'llama' is not supported (specdec runs its language model "
+                       "when it is 'mistral' or 'ministral3')", SPECDEC_ERR_UNSUPPORTED},
         {"no text_config", "{\"architectures\": [\"Gemma3ForConditionalGeneration\"]}", "'text_config'",
          SPECDEC_ERR_FORMAT},
         {"quantized", "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"quantization_config\": {}, "
@@ -920,6 +947,7 @@ static void vlm_configs(void) {
 
 int main(void) {
     vlm_configs();
+    ministral3();
     families();
     ernie();
     moe_families();

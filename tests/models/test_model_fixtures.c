@@ -238,6 +238,8 @@ static int fx_load_ids(fx_case *c) {
  * it wrongly: 1 when c is such a case (checked and reported). */
 static int fx_cpu_only_refused(const fx_backend *be, const fx_case *c, const sd_weights *w) {
     const char *why = sd_cfg_cpu_only(&w->cfg);
+    if (!why && w->cfg.q_pos_beta > 0.0f && c->n_ctx > w->cfg.q_pos_orig) /* Ministral 3 past its original context */
+        why = "queries scaled by position (a context past rope_parameters.original_max_position_embeddings)";
     if (be->bitwise || !why) return 0;
     sd_runner *r = NULL;
     sd_errbuf eb = {{0}};
