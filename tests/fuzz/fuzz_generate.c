@@ -144,7 +144,8 @@ static int fgen_make_engine(sd_fuzz_in *in, fgen_engine *fe) {
     const specdec_model *draft = draft_kind == 1 ? g_draft : draft_kind == 2 ? g_draft_other : NULL;
     /* n_ctx beyond max_position_embeddings (FCTX, both models): refused since 0.4 */
     int valid = ep.n_ctx >= 0 && ep.n_ctx <= FCTX && ep.max_batch >= 0 && ep.cuda_device >= 0 && (f >> 5) != 6 &&
-                (f >> 5) != 5 && draft_kind != 2 && ep.cpu_threads >= 0 && ep.cpu_threads <= SPECDEC_MAX_CPU_THREADS;
+                (f >> 5) != 5 && draft_kind != 2 && ep.cpu_threads >= 0 && ep.cpu_threads <= SPECDEC_MAX_CPU_THREADS &&
+                ep.ngram_corpus_tokens >= 0 && ep.ngram_corpus_tokens <= (1 << 26);
     int cuda_ok = specdec_cuda_device_count() > 0;
     unsigned allowed = 1u << SPECDEC_ERR_INVALID_ARGUMENT | 1u << SPECDEC_ERR_MODEL_MISMATCH;
     if (ep.backend == SPECDEC_BACKEND_CUDA && !cuda_ok) valid = 0, allowed |= 1u << SPECDEC_ERR_BACKEND_UNAVAILABLE;
