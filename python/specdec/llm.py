@@ -29,6 +29,8 @@ from .tokenizer import Tokenizer, token_id_array
 # speculative_config "method" -> the specdec_draft_method value it selects (specdec 0.4's
 # specdec_generate_params.draft_method; a libspecdec without the field offers 'draft_model' only and
 # the other methods raise UnsupportedError).
+# speculative_config {"method": "suffix"} without ngram_corpus_tokens: the corpus it keeps (as `specdec serve`'s)
+_SUFFIX_CORPUS_TOKENS = 1 << 18
 _DRAFT_METHODS = {"draft_model": "SPECDEC_DRAFT_MODEL", "ngram": "SPECDEC_DRAFT_NGRAM",
                   "eagle3": "SPECDEC_DRAFT_EAGLE3", "mtp": "SPECDEC_DRAFT_MTP",
                   # vLLM's model-specific names of the checkpoint's own MTP layer (it maps them to "mtp")
@@ -197,6 +199,8 @@ class LLM:
     ngram_corpus_tokens (libspecdec 0.5.10): the n-gram drafter's cross-request corpus, in tokens (0 = none):
     the outputs of finished requests are kept (oldest evicted first) and an "ngram" request also proposes what
     followed its suffix there, as vLLM's "suffix" method's cache does. The outputs are the same either way.
+    speculative_config={"method": "suffix"} is "ngram" with such a corpus (262,144 tokens unless
+    ngram_corpus_tokens says otherwise); vLLM's suffix_decoding_* keys are not supported.
     num_gpu_blocks_override, block_size (vLLM's names; any backend): the KV pool's blocks per model and
     tokens per block (the scheduler's kv_pool_blocks / kv_block_tokens; None = every slot's full context,
     16). kv_admission (libspecdec 0.5.4): how a request claims the pool, "optimistic" (its prompt and one
@@ -232,6 +236,8 @@ class LLM:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64):
             raise InvalidArgumentError(f"LLM(seed={seed!r}): an int in [0, 2**64) or None")
         self._rng = random.Random(seed) if seed is not None else None
+        if spec.get("_suffix") and not ngram_corpus_tokens:
+            ngram_corpus_tokens = _SUFFIX_CORPUS_TOKENS
         ep = self._engine_params(backend, n_ctx, cpu_threads, ngram_corpus_tokens)
         sp = b.ffi.new("specdec_scheduler_params *", b.lib.specdec_scheduler_default_params())
         if isinstance(max_num_seqs, bool) or not isinstance(max_num_seqs, int):
@@ -294,9 +300,13 @@ class LLM:
         if unknown:
             raise InvalidArgumentError(f"speculative_config: unknown key(s) {unknown}; known: {sorted(_SPEC_KEYS)}")
         method = cfg.get("method", "draft_model")
-        if method not in _DRAFT_METHODS:
-            raise InvalidArgumentError(f"speculative_config['method'] = {method!r}: one of {sorted(_DRAFT_METHODS)}")
+        if method not in _DRAFT_METHODS and method != "suffix":
+            raise InvalidArgumentError(f"speculative_config['method'] = {method!r}: one of "
+                                       f"{sorted(list(_DRAFT_METHODS) + ['suffix'])}")
         spec = dict(cfg)  # no "method": the library's AUTO (the draft model, or eagle3 for an EAGLE-3 head)
+        if method == "suffix":  # vLLM's SuffixDecoding: the n-gram drafter over the request and the corpus
+            spec["method"] = method = "ngram"
+            spec["_suffix"] = True
         for k in ("num_speculative_tokens", "prompt_lookup_min", "prompt_lookup_max", "draft_nodes"):
             v = spec.get(k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)):

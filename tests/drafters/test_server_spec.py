@@ -7,8 +7,9 @@
 Checks: a server started with {"method": "ngram", ...} and no -m runs the bundled target
 alone, its completions (temperature 0) equal `specdec generate` plain decoding and report
 "speculative": {"draft_method": "ngram"}; a request's own speculative_config overrides it
-(draft_model on a server with -md, ngram with a tree); with --ngram-corpus a request repeated drafts from
-the first one's output (fewer rounds, the same text); bad values answer 400 with
+(draft_model on a server with -md, ngram with a tree); with --ngram-corpus, or started with "suffix", a
+request repeated drafts from the first one's output (fewer rounds, the same text), suffix_decoding_* keys and
+"suffix" on a server without a corpus answer 400; bad values answer 400 with
 "param" naming the field (method, num_speculative_tokens, prompt_lookup_min/max, model
 with ngram, draft_model without a draft model, a tree without a drafter); bad
 --speculative-config text exits 2 with a message. With the EAGLE-3 head (-md kjv-eagle3, or
@@ -91,14 +92,28 @@ try:
 finally:
     srv.stop()
 
-# --ngram-corpus: the same request twice; the second drafts from the first's output (fewer rounds), same text
-srv = Server("--speculative-config", '{"method": "ngram"}', "--ngram-corpus", "65536")
+# --ngram-corpus, and vLLM's "suffix" method (the n-gram drafter with a corpus, one kept by default): the same
+# request twice; the second drafts from the first's output (fewer rounds), the same text
+for args in (("--speculative-config", '{"method": "ngram"}', "--ngram-corpus", "65536"),
+             ("--speculative-config", '{"method": "suffix", "num_speculative_tokens": 6}')):
+    srv = Server(*args)
+    try:
+        rs = [srv.post(completion({"ignore_eos": True})) for _ in range(2)]
+        check(all(st == 200 and r["choices"][0]["text"] == ref["text"] and r["speculative"]["draft_method"] == "ngram"
+                  for st, r in rs), f"{args}: {rs}")
+        if all(st == 200 for st, _ in rs) and not QUICK:
+            n = [r["speculative"]["n_rounds"] for _, r in rs]
+            check(n[1] < n[0], f"{args}: rounds {n}")
+        st, r = srv.post(completion({"speculative_config": {"method": "suffix", "suffix_decoding_max_tree_depth": 8}}))
+        check(st == 400 and r.get("error", {}).get("param") == "speculative_config.suffix_decoding_max_tree_depth",
+              f"suffix_decoding_*: {st} {r}")
+    finally:
+        srv.stop()
+srv = Server("--speculative-config", '{"method": "ngram"}')  # no corpus: a request's "suffix" is refused
 try:
-    rs = [srv.post(completion({"ignore_eos": True})) for _ in range(2)]
-    check(all(st == 200 and r["choices"][0]["text"] == ref["text"] for st, r in rs), f"--ngram-corpus: {rs}")
-    if all(st == 200 for st, _ in rs) and not QUICK:
-        n = [r["speculative"]["n_rounds"] for _, r in rs]
-        check(n[1] < n[0], f"--ngram-corpus: rounds {n}")
+    st, r = srv.post(completion({"speculative_config": {"method": "suffix"}}))
+    check(st == 400 and r.get("error", {}).get("param") == "speculative_config.method" and
+          "--ngram-corpus" in r["error"]["message"], f"suffix without a corpus: {st} {r}")
 finally:
     srv.stop()
 

@@ -34,6 +34,21 @@ def test_same_tokens_fewer_rounds(verify, params):
 
 
 @pytest.mark.quick
+def test_suffix_method():
+    """speculative_config {"method": "suffix"}: the n-gram drafter with a corpus (kept by default); vLLM's
+    suffix_decoding_* keys are refused."""
+    params = specdec.SamplingParams(temperature=0, max_tokens=40, ignore_eos=True)
+    with specdec.LLM(backend="cpu", max_num_seqs=1, speculative_config={"method": "suffix"}) as m:
+        outs = [m.generate([PROMPT], params)[0] for _ in range(2)]
+    ids, rounds = [o.outputs[0].token_ids for o in outs], [o.metrics["n_rounds"] for o in outs]
+    ref, ref_rounds = run(0, params, "greedy")
+    assert ids == ref and outs[1].metrics["draft_method"] == "ngram"
+    assert rounds[1] < 0.75 * ref_rounds[1], (ref_rounds, rounds)
+    with pytest.raises(specdec.InvalidArgumentError, match="suffix_decoding_max_tree_depth"):
+        specdec.LLM(backend="cpu", speculative_config={"method": "suffix", "suffix_decoding_max_tree_depth": 8})
+
+
+@pytest.mark.quick
 @pytest.mark.parametrize("bad", [-1, (1 << 26) + 1, 1.5, True, "8"])
 def test_bad_values(bad):
     with pytest.raises(specdec.InvalidArgumentError, match="ngram_corpus_tokens"):

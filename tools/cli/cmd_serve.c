@@ -38,7 +38,7 @@ static void serve_usage(FILE *f) {
             "                      of N tokens, oldest evicted first (default 0: none; a request's speed then\n"
             "                      depends on what others generated)\n"
             "  --speculative-config JSON  the requests' default drafter, vLLM's keys: {\"method\":\n"
-            "                      \"ngram\"|\"draft_model\"|\"eagle3\"|\"mtp\", \"num_speculative_tokens\": G,\n"
+            "                      \"ngram\"|\"suffix\"|\"draft_model\"|\"eagle3\"|\"mtp\", \"num_speculative_tokens\": G,\n"
             "                      \"prompt_lookup_min\": N, \"prompt_lookup_max\": N, \"model\": DRAFT_DIR};\n"
             "                      \"eagle3\" needs an EAGLE-3 head as the draft (-md or \"model\"),\n"
             "                      \"draft_model\" a draft model; \"mtp\" loads the MTP layer of -md's\n"

@@ -281,6 +281,7 @@ int sd_server_run(const sd_server_config *cfg) {
     }
     srv->cfg = *cfg;
     srv->spec = spec;
+    if (spec.suffix && !srv->cfg.ngram_corpus_tokens) srv->cfg.ngram_corpus_tokens = SD_SERVER_SUFFIX_CORPUS;
     if (model_from_spec) srv->cfg.draft_dir = srv->spec.model;
     atomic_init(&srv->state, SD_STATE_LOADING);
     atomic_init(&srv->cancel_all, 0);

@@ -672,7 +672,7 @@ static void sd_gen_prep_run(void *arg) {
     if (!p->rc)
         p->rc = sd_spec_resolve(&srv->spec, &p->req.spec, srv->draft ? srv->cfg.draft_dir : NULL, srv->draft_head,
                                 srv->cfg.n_draft, p->req.n_draft, p->req.n_tree > 0 || p->req.draft_nodes > 0,
-                                &p->spec, &p->e);
+                                srv->cfg.ngram_corpus_tokens > 0, &p->spec, &p->e);
     if (p->rc) return;
     p->ids = calloc((size_t)p->n_prompts, sizeof *p->ids);
     p->n = calloc((size_t)p->n_prompts, sizeof *p->n);

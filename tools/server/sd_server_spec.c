@@ -31,6 +31,7 @@ static int spec_method(const cJSON *o, sd_spec_config *out, sd_api_error *e) {
     if (!v || cJSON_IsNull(v)) return 0;
     const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
     if (s && !strcmp(s, "ngram")) out->method = SPECDEC_DRAFT_NGRAM;
+    else if (s && !strcmp(s, "suffix")) out->method = SPECDEC_DRAFT_NGRAM, out->suffix = 1; /* over the corpus */
     else if (s && !strcmp(s, "draft_model")) out->method = SPECDEC_DRAFT_MODEL;
     else if (s && !strcmp(s, "eagle3")) out->method = SPECDEC_DRAFT_EAGLE3;
     /* vLLM's names of the checkpoint's own MTP layer (it maps the model-specific ones to "mtp") */
@@ -38,7 +39,8 @@ static int spec_method(const cJSON *o, sd_spec_config *out, sd_api_error *e) {
         out->method = SPECDEC_DRAFT_MTP;
     else
         return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
-                           "'speculative_config.method' must be \"ngram\", \"draft_model\", \"eagle3\" or \"mtp\"");
+                           "'speculative_config.method' must be \"ngram\", \"suffix\", \"draft_model\", \"eagle3\" or "
+                           "\"mtp\"");
     return 0;
 }
 
@@ -49,6 +51,14 @@ int sd_spec_parse(const cJSON *v, sd_spec_config *out, sd_api_error *e) {
     if (!cJSON_IsObject(v))
         return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config", "'speculative_config' must be an object");
     out->present = 1;
+    for (const cJSON *k = v->child; k; k = k->next) /* vLLM's SuffixDecoding knobs: not this implementation's */
+        if (k->string && !strncmp(k->string, "suffix_decoding_", 16)) {
+            char param[96];
+            snprintf(param, sizeof param, "speculative_config.%.60s", k->string);
+            return sd_api_fail(e, 400, SPEC_INVALID, NULL, param, "'%s' is not supported: specdec's \"suffix\" method is "
+                               "the n-gram drafter over the request and the server's corpus of earlier outputs "
+                               "(num_speculative_tokens, prompt_lookup_min / _max apply)", param);
+        }
     int rc = spec_method(v, out, e);
     if (!rc) rc = spec_int(v, "num_speculative_tokens", 0, SPECDEC_MAX_DRAFT, &out->num_tokens, e);
     if (!rc) rc = spec_int(v, "prompt_lookup_min", 1, 64, &out->lookup_min, e);
@@ -156,8 +166,13 @@ static int spec_method_fits(specdec_draft_method m, const char *draft_name, int 
 }
 
 int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int draft_head,
-                    int32_t n_draft_default, int32_t n_draft_req, int tree, sd_spec_resolved *out, sd_api_error *e) {
+                    int32_t n_draft_default, int32_t n_draft_req, int tree, int has_corpus, sd_spec_resolved *out,
+                    sd_api_error *e) {
     const int m = req->method >= 0 ? req->method : srv->method >= 0 ? srv->method : -1;
+    if ((req->method >= 0 ? req->suffix : srv->suffix) && !has_corpus)
+        return sd_api_fail(e, 400, SPEC_INVALID, NULL, "speculative_config.method",
+                           "the suffix method needs the server's n-gram corpus: start it with --ngram-corpus N or "
+                           "--speculative-config '{\"method\": \"suffix\"}'");
     out->method = m >= 0             ? (specdec_draft_method)m
                   : !draft_name      ? SPECDEC_DRAFT_NONE
                   : draft_head       ? (specdec_draft_method)draft_head

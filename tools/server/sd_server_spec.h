@@ -23,6 +23,7 @@ struct sd_api_error;
 typedef struct sd_spec_config {
     int present;                 /* the object was given */
     int method;                  /* -1, or SPECDEC_DRAFT_NGRAM / _MODEL / _EAGLE3 */
+    int suffix;                  /* "suffix" (vLLM's SuffixDecoding): NGRAM over the server's n-gram corpus */
     int32_t num_tokens, lookup_min, lookup_max;
     char model[256];             /* "" when absent */
 } sd_spec_config;
@@ -59,11 +60,15 @@ int sd_spec_check_loaded(const sd_spec_config *srv, const char *draft_dir, int d
  * γ = n_draft_default, lookup 1..4); n_draft_req the request's "n_draft" extension (-1: absent;
  * "num_speculative_tokens" wins); draft_name the loaded draft's directory (NULL: none),
  * draft_head as sd_spec_check_loaded's; tree: a "tree" or "draft_nodes" was asked for.
- * "draft_model" with a head, "eagle3" / "mtp" without that head: 400 naming
- * speculative_config.method.
+ * "draft_model" with a head, "eagle3" / "mtp" without that head, "suffix" on a server without an n-gram
+ * corpus (has_corpus 0): 400 naming speculative_config.method.
  * 0, or 400 with *e naming the field. */
 int sd_spec_resolve(const sd_spec_config *srv, const sd_spec_config *req, const char *draft_name, int draft_head,
-                    int32_t n_draft_default, int32_t n_draft_req, int tree, sd_spec_resolved *out,
+                    int32_t n_draft_default, int32_t n_draft_req, int tree, int has_corpus, sd_spec_resolved *out,
                     struct sd_api_error *e);
+
+/* The n-gram corpus a server started with --speculative-config '{"method": "suffix"}' and no --ngram-corpus
+ * keeps, in tokens (specdec_engine_params.ngram_corpus_tokens). */
+#define SD_SERVER_SUFFIX_CORPUS (1 << 18)
 
 #endif
