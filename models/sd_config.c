@@ -1150,6 +1150,10 @@ static const struct {
     {"Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", 1},
     {"Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", 0},      /* Mistral Small 3.1 / 3.2 */
     {"Mistral3ForConditionalGeneration", "ministral3", "Ministral3ForCausalLM", 0}, /* Ministral 3, Magistral 2512 */
+    {"LlavaForConditionalGeneration", "llama", "LlamaForCausalLM", 0},             /* LLaVA 1.5 */
+    {"LlavaForConditionalGeneration", "mistral", "MistralForCausalLM", 0},         /* Pixtral 12B */
+    {"InternVLForConditionalGeneration", "qwen3", "Qwen3ForCausalLM", 0},          /* InternVL 3.5 (-hf) */
+    {"InternVLForConditionalGeneration", "qwen2", "Qwen2ForCausalLM", 0},          /* InternVL 3 (-hf) */
 };
 
 /* config.json of a vision-language checkpoint (architectures[0] one of sd_vlm_wrappers) -> *out, the

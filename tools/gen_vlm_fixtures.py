@@ -2,8 +2,9 @@
 """gen_vlm_fixtures.py — tiny vision-language checkpoints whose LANGUAGE model specdec runs (text in, text
 out), with the logits of transformers' own multimodal class on text-only input.
 
-Published Gemma 3 (4B, 12B, 27B) and Mistral Small 3.1 / 3.2 checkpoints are image-text-to-text models:
-config.json says Gemma3ForConditionalGeneration / Mistral3ForConditionalGeneration, the language model's
+Published Gemma 3 (4B, 12B, 27B), Mistral Small 3.1 / 3.2, Ministral 3, LLaVA and InternVL (-hf) checkpoints are
+image-text-to-text models: config.json says Gemma3ForConditionalGeneration / Mistral3ForConditionalGeneration /
+LlavaForConditionalGeneration / InternVLForConditionalGeneration, the language model's
 settings sit under "text_config", and its weights beside a vision tower and a projector. For text the
 vision part is never used, so specdec loads the language model alone (models/sd_config.c, "text of a
 vision-language checkpoint"). Each fixture is such a checkpoint built HERE by transformers (random
@@ -85,8 +86,30 @@ def ministral3():
     return cfg, transformers.Mistral3ForConditionalGeneration, transformers.Ministral3ForCausalLM, False, {}
 
 
-FIXTURES = {"vlm_gemma3": gemma3, "vlm_mistral3": mistral3, "vlm_ministral3": ministral3}
-SEEDS = {"vlm_gemma3": 61, "vlm_mistral3": 62, "vlm_ministral3": 63}  # fixed: a new fixture changes no other
+def llava():
+    """LLaVA-style checkpoints (LLaVA 1.5 / NeXT's llama, Pixtral 12B's mistral): LlavaForConditionalGeneration."""
+    text = transformers.LlamaConfig(**TEXT, tie_word_embeddings=True)
+    vision = transformers.CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                           num_attention_heads=2, image_size=28, patch_size=14, projection_dim=16)
+    cfg = transformers.LlavaConfig(text_config=text.to_dict(), vision_config=vision.to_dict(), tie_word_embeddings=False,
+                                   **IMG)
+    return cfg, transformers.LlavaForConditionalGeneration, transformers.LlamaForCausalLM, False, {}
+
+
+def internvl():
+    """InternVL 3 / 3.5 in transformers' format (InternVLForConditionalGeneration): a qwen3 (or qwen2) text model."""
+    text = transformers.Qwen3Config(**TEXT, tie_word_embeddings=False)
+    vision = transformers.InternVLVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                               num_attention_heads=2, image_size=[28, 28], patch_size=[14, 14])
+    cfg = transformers.InternVLConfig(text_config=text.to_dict(), vision_config=vision.to_dict(), image_seq_length=4,
+                                      downsample_ratio=0.5, tie_word_embeddings=True, image_token_id=V - 1)
+    return cfg, transformers.InternVLForConditionalGeneration, transformers.Qwen3ForCausalLM, False, {}
+
+
+FIXTURES = {"vlm_gemma3": gemma3, "vlm_mistral3": mistral3, "vlm_ministral3": ministral3, "vlm_llava": llava,
+            "vlm_internvl": internvl}
+SEEDS = {"vlm_gemma3": 61, "vlm_mistral3": 62, "vlm_ministral3": 63, "vlm_llava": 64,
+         "vlm_internvl": 65}  # fixed: a new fixture changes no other
 
 # the Hub's names -> transformers 5's module names
 MODULES = [("language_model.model.", "model.language_model."), ("language_model.lm_head.", "lm_head."),
