@@ -139,9 +139,12 @@ void sd_ngram_corpus_free(sd_ngram_corpus *c); /* NULL: no-op */
 void sd_ngram_corpus_add(sd_ngram_corpus *c, const int32_t *tokens, int32_t n_prompt, int32_t n);
 /* The best matches of the suffix of tokens[0..L) (n = nmax .. nmin tokens, n <= L) in the corpus, with up to
  * depth (<= SPECDEC_MAX_DRAFT) tokens of what followed each, into found[0..cap): ranked by n descending, then
- * newest first. Returns how many. */
+ * newest first. Returns how many. By the corpus's index: the cost follows the matches, not the corpus. */
 int32_t sd_ngram_corpus_scan(sd_ngram_corpus *c, const int32_t *tokens, int32_t L, int32_t nmin, int32_t nmax,
                              int32_t depth, int32_t cap, sd_ngram_found *found);
+/* The same ranking by a scan of every token (the index's reference: tests, the benchmark). */
+int32_t sd_ngram_corpus_scan_linear(sd_ngram_corpus *c, const int32_t *tokens, int32_t L, int32_t nmin, int32_t nmax,
+                                    int32_t depth, int32_t cap, sd_ngram_found *found);
 /* What the corpus holds (any pointer may be NULL). */
 void sd_ngram_corpus_stats(sd_ngram_corpus *c, int32_t *n_entries, int64_t *n_tokens, int64_t *n_added);
 

@@ -1,8 +1,8 @@
 /* bench_ngram_corpus.c — the n-gram drafter's cross-request corpus (docs/DRAFTERS.md "Across requests"):
- *   1. what a scan costs: sd_ngram_corpus_scan of an 8-token suffix (lookup 1..4, 64 candidates, depth 8) in
- *      corpora of 4,096 / 65,536 / 1,048,576 tokens of entries of 600 tokens (random ids in 32,000: few
- *      matches, the lower bound) and of a repetitive text (the bundled target's own output repeated: many
- *      matches), median of 7 runs of 1,000 scans;
+ *   1. what a scan costs: sd_ngram_corpus_scan (the index) and sd_ngram_corpus_scan_linear (every token) of an
+ *      8-token suffix (lookup 1..4, 64 candidates, depth 8) in corpora of 4,096 / 65,536 / 1,048,576 tokens of
+ *      entries of 600 tokens (random ids in 32,000: few matches) and of a repetitive text (the bundled target's
+ *      own outputs repeated: every suffix matches thousands of times), median of 7 runs of 1,000 scans;
  *   2. what it buys: the bundled target alone (CPU), each of 6 prompts generated twice (greedy, 64 tokens,
  *      n-gram chains γ 8, ngram_cost OFF), with and without a corpus of 65,536 tokens, in one run: rounds and
  *      tokens per second of the second generations (prefill excluded), and their ratio. The outputs must
@@ -21,7 +21,10 @@ static const char *const PROMPTS[] = {"And God said", "In the beginning God crea
                                       "And the LORD spake unto Moses, saying,", "Then answered Jesus and said unto them,",
                                       "And it came to pass, when the king"};
 
-static double scan_us(int64_t cap, const int32_t *text, int32_t n_text) {
+typedef int32_t (*scan_fn)(sd_ngram_corpus *, const int32_t *, int32_t, int32_t, int32_t, int32_t, int32_t,
+                           sd_ngram_found *);
+
+static double scan_us(int64_t cap, const int32_t *text, int32_t n_text, scan_fn scan) {
     sd_ngram_corpus *c = NULL;
     if (sd_ngram_corpus_create(cap, &c, NULL) != SPECDEC_OK) return -1;
     int32_t t[600];
@@ -37,7 +40,7 @@ static double scan_us(int64_t cap, const int32_t *text, int32_t n_text) {
     double runs[7];
     for (int r = 0; r < 7; r++) {
         const double t0 = bench_now_s();
-        for (int k = 0; k < 1000; k++) (void)sd_ngram_corpus_scan(c, t + (k % 500), 8, 1, 4, 8, 64, f);
+        for (int k = 0; k < 1000; k++) (void)scan(c, t + (k % 500), 8, 1, 4, 8, 64, f);
         runs[r] = (bench_now_s() - t0) * 1e3; /* us per scan */
     }
     sd_ngram_corpus_free(c);
@@ -93,9 +96,12 @@ int main(int argc, char **argv) {
     }
     printf("mean: rounds %.1f -> %.1f, tokens/s %.0f -> %.0f (x%.2f)\n", rounds[0] / 6, rounds[1] / 6, tps[0] / 6,
            tps[1] / 6, tps[1] / tps[0]);
-    printf("\n%-12s %16s %16s\n", "corpus", "random ids us", "repetitive us");
+    printf("\n%-10s %14s %14s %16s %16s   (us per scan: the index / every token)\n", "corpus", "random ids",
+           "linear", "repetitive text", "linear");
     for (int64_t cap = 4096; cap <= (1 << 20); cap *= 16)
-        printf("%-12lld %16.1f %16.1f\n", (long long)cap, scan_us(cap, NULL, 0), scan_us(cap, text, n_text));
+        printf("%-10lld %14.2f %14.1f %16.2f %16.1f\n", (long long)cap, scan_us(cap, NULL, 0, sd_ngram_corpus_scan),
+               scan_us(cap, NULL, 0, sd_ngram_corpus_scan_linear), scan_us(cap, text, n_text, sd_ngram_corpus_scan),
+               scan_us(cap, text, n_text, sd_ngram_corpus_scan_linear));
     specdec_engine_free(plain);
     specdec_engine_free(with);
     specdec_tokenizer_free(tok);

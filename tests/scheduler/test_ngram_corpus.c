@@ -5,7 +5,8 @@
  *      nmax, at least nmin) with what followed it cut at the depth, the newest entry first on equal
  *      lengths, the whole ranking capped; the oldest entries go first when the token budget is full,
  *      an entry longer than the corpus keeps its newest tokens; create refuses 0 and more than 2^26;
- *      4 threads adding and scanning at once (the TSan stage runs this test) lose no entry;
+ *      4 threads adding and scanning at once (the TSan stage runs this test) lose no entry; the index (hash
+ *      chains, lazy eviction) ranks exactly as a scan of every token on 6,000 random queries;
  *   2. the bundled target through a scheduler and an engine with a corpus, the n-gram drafter, no
  *      draft model: a prompt's second generation (its first one in the corpus) equals plain
  *      decoding token for token in GREEDY and in MATCH (seeded sampling, T 0.8), with more drafts
@@ -73,6 +74,47 @@ static void corpus_unit(void) {
     sd_ngram_corpus_stats(c, &ne, &nt, NULL);
     SD_CHECK(ne == 1 && nt == 74, "a long prompt: its last 64 tokens kept (%lld)", (long long)nt);
     sd_ngram_corpus_free(c);
+}
+
+/* The index (bigram then unigram chains, lazy eviction) ranks exactly as the scan of every token: random corpora
+ * of 3 vocabulary sizes (8 ids: long chains and matches; 5,000: hash collisions in 1,024 buckets; mixed), entries
+ * evicted as the budget fills, 2,000 queries each over suffix lengths, depths and caps. */
+static void corpus_index_equal(void) {
+    static const int32_t vocab[3] = {8, 5000, 40};
+    unsigned s = 99;
+    long queries = 0, found_total = 0, bad = 0;
+    for (int v = 0; v < 3; v++) {
+        sd_ngram_corpus *c = NULL;
+        if (sd_ngram_corpus_create(3000, &c, NULL) != SPECDEC_OK) return;
+        int32_t t[400], q[40];
+        for (int round = 0; round < 40; round++) {
+            const int32_t n = 20 + (int32_t)(s % 300);
+            for (int32_t i = 0; i < n; i++) s = s * 1103515245u + 12345u, t[i] = (int32_t)((s >> 16) % (unsigned)vocab[v]);
+            sd_ngram_corpus_add(c, t, (int32_t)(s % 80), n);
+            for (int k = 0; k < 50; k++) {
+                s = s * 1103515245u + 12345u;
+                const int32_t L = 1 + (int32_t)((s >> 8) % 40);
+                for (int32_t i = 0; i < L; i++) s = s * 1103515245u + 12345u, q[i] = (int32_t)((s >> 16) % (unsigned)vocab[v]);
+                if (k % 3 == 0 && n > L) memcpy(q, t + (s % (unsigned)(n - L)), sizeof(int32_t) * (size_t)L); /* a hit */
+                const int32_t nmin = 1 + (int32_t)(s % 3), nmax = nmin + (int32_t)((s >> 4) % 5);
+                const int32_t depth = 1 + (int32_t)((s >> 7) % 16), cap = 1 + (int32_t)((s >> 11) % 64);
+                sd_ngram_found a[64], b[64];
+                const int32_t ma = sd_ngram_corpus_scan(c, q, L, nmin, nmax, depth, cap, a);
+                const int32_t mb = sd_ngram_corpus_scan_linear(c, q, L, nmin, nmax, depth, cap, b);
+                int same = ma == mb;
+                for (int32_t i = 0; same && i < ma; i++)
+                    same = a[i].n == b[i].n && a[i].len == b[i].len &&
+                           !memcmp(a[i].tok, b[i].tok, sizeof(int32_t) * (size_t)a[i].len);
+                bad += !same;
+                queries++;
+                found_total += ma;
+            }
+        }
+        sd_ngram_corpus_free(c);
+    }
+    SD_CHECK(bad == 0 && found_total > queries, "index vs linear scan: %ld of %ld queries differ (%ld found)", bad,
+             queries, found_total);
+    printf("corpus index == linear scan on %ld queries (%ld matches ranked)\n", queries, found_total);
 }
 
 typedef struct worker {
@@ -167,6 +209,7 @@ static void twice(sc_env *e, const char *what, gen_fn gen, void *ctx, int prompt
 
 int main(int argc, char **argv) {
     corpus_unit();
+    corpus_index_equal();
     corpus_threads();
     if (argc < 3) {
         fprintf(stderr, "usage: %s TARGET_DIR DRAFT_DIR\n", argv[0]);
