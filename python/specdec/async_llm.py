@@ -82,7 +82,7 @@ class AsyncLLM:
 
     Arguments: LLM's (model, draft, speculative_config, backend, n_ctx, max_num_seqs, seed,
     enable_prefix_caching, prefill_chunk, cpu_threads, num_gpu_blocks_override, block_size, kv_admission,
-    scheduling_policy). The engine's LLM is AsyncLLM.llm: its generate() / chat() may be used from other
+    scheduling_policy, ngram_corpus_tokens). The engine's LLM is AsyncLLM.llm: its generate() / chat() may be used from other
     threads at the same time (their requests share the scheduler).
     SamplingParams.output_kind (vLLM's RequestOutputKind) says what each yielded RequestOutput holds:
     CUMULATIVE (default) the text and token_ids so far, DELTA only what is new since the previous one,
