@@ -174,11 +174,17 @@ static int32_t corpus_match(const corpus_entry *en, int32_t e, const int32_t *to
     return k;
 }
 
+/* 1 when a scan with these arguments can find anything; *nmax cut to the sequence. */
+static int corpus_scan_args(const sd_ngram_corpus *c, int32_t L, int32_t nmin, int32_t *nmax, int32_t depth,
+                            int32_t cap) {
+    if (!c || L < 1 || nmin < 1 || nmin > *nmax || cap < 1 || depth < 1) return 0;
+    if (*nmax > L) *nmax = L;
+    return nmin <= *nmax;
+}
+
 int32_t sd_ngram_corpus_scan_linear(sd_ngram_corpus *c, const int32_t *tokens, int32_t L, int32_t nmin, int32_t nmax,
                                     int32_t depth, int32_t cap, sd_ngram_found *found) {
-    if (!c || L < 1 || nmin < 1 || nmin > nmax || cap < 1 || depth < 1) return 0;
-    if (nmax > L) nmax = L;
-    if (nmin > nmax) return 0;
+    if (!corpus_scan_args(c, L, nmin, &nmax, depth, cap)) return 0;
     int32_t m = 0;
     pthread_mutex_lock(&c->mu);
     for (int32_t i = c->n_entries - 1; i >= 0; i--) { /* newest first */
@@ -195,9 +201,7 @@ int32_t sd_ngram_corpus_scan_linear(sd_ngram_corpus *c, const int32_t *tokens, i
 
 int32_t sd_ngram_corpus_scan(sd_ngram_corpus *c, const int32_t *tokens, int32_t L, int32_t nmin, int32_t nmax,
                              int32_t depth, int32_t cap, sd_ngram_found *found) {
-    if (!c || L < 1 || nmin < 1 || nmin > nmax || cap < 1 || depth < 1) return 0;
-    if (nmax > L) nmax = L;
-    if (nmin > nmax) return 0;
+    if (!corpus_scan_args(c, L, nmin, &nmax, depth, cap)) return 0;
     const int32_t last = tokens[L - 1], prev = L >= 2 ? tokens[L - 2] : -1;
     int32_t m = 0;
     pthread_mutex_lock(&c->mu);

@@ -62,15 +62,20 @@ def gemma3():
         {"final_logit_softcapping": None}
 
 
-def mistral3():
-    text = transformers.MistralConfig(**TEXT, sliding_window=None, rope_theta=1e6, tie_word_embeddings=True)
+def mistral3_of(text, text_cls):
+    """A Mistral3ForConditionalGeneration around `text`: a one-layer Pixtral vision tower; untied, as Mistral Small
+    3.1 / 3.2 and Ministral 3: transformers ties by the TOP-LEVEL tie_word_embeddings (default true), whatever
+    text_config says (true in vlm_mistral3's, false in vlm_gemma3's, tied at the top: both readings tested)."""
     vision = transformers.PixtralVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                                               num_attention_heads=2, image_size=28, patch_size=14, head_dim=8)
-    # untied, as Mistral Small 3.1 / 3.2: transformers ties by the TOP-LEVEL tie_word_embeddings (default true),
-    # whatever text_config says (true here, and false in vlm_gemma3's, tied at the top: both readings tested)
     cfg = transformers.Mistral3Config(text_config=text.to_dict(), vision_config=vision.to_dict(), spatial_merge_size=2,
                                       tie_word_embeddings=False, **IMG)
-    return cfg, transformers.Mistral3ForConditionalGeneration, transformers.MistralForCausalLM, False, {}
+    return cfg, transformers.Mistral3ForConditionalGeneration, text_cls, False, {}
+
+
+def mistral3():
+    return mistral3_of(transformers.MistralConfig(**TEXT, sliding_window=None, rope_theta=1e6, tie_word_embeddings=True),
+                       transformers.MistralForCausalLM)
 
 
 def ministral3():
@@ -79,11 +84,7 @@ def ministral3():
     text = transformers.Ministral3Config(**TEXT, rope_parameters={
         "rope_type": "yarn", "rope_theta": 1e6, "factor": 2.0, "original_max_position_embeddings": 8, "beta_fast": 32.0,
         "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1})
-    vision = transformers.PixtralVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                              num_attention_heads=2, image_size=28, patch_size=14, head_dim=8)
-    cfg = transformers.Mistral3Config(text_config=text.to_dict(), vision_config=vision.to_dict(), spatial_merge_size=2,
-                                      tie_word_embeddings=False, **IMG)
-    return cfg, transformers.Mistral3ForConditionalGeneration, transformers.Ministral3ForCausalLM, False, {}
+    return mistral3_of(text, transformers.Ministral3ForCausalLM)
 
 
 def llava():
