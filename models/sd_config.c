@@ -1146,34 +1146,44 @@ static specdec_status sd_cfg_fill(const cJSON *root, const char *fname, sd_confi
 static const struct {
     const char *wrapper, *text_type, *text_arch;
     int no_final_softcap;
+    int mrope; /* Qwen-VL: the multimodal rope, which on text alone (t = h = w = the position) is the plain rope;
+                * the Hub's configs are flat (no text_config: the top level is the language model's) */
 } sd_vlm_wrappers[] = {
-    {"Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", 1},
-    {"Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", 0},      /* Mistral Small 3.1 / 3.2 */
-    {"Mistral3ForConditionalGeneration", "ministral3", "Ministral3ForCausalLM", 0}, /* Ministral 3, Magistral 2512 */
-    {"LlavaForConditionalGeneration", "llama", "LlamaForCausalLM", 0},             /* LLaVA 1.5 */
-    {"LlavaForConditionalGeneration", "mistral", "MistralForCausalLM", 0},         /* Pixtral 12B */
-    {"InternVLForConditionalGeneration", "qwen3", "Qwen3ForCausalLM", 0},          /* InternVL 3.5 (-hf) */
-    {"InternVLForConditionalGeneration", "qwen2", "Qwen2ForCausalLM", 0},          /* InternVL 3 (-hf) */
+    {"Gemma3ForConditionalGeneration", "gemma3_text", "Gemma3ForCausalLM", 1, 0},
+    {"Mistral3ForConditionalGeneration", "mistral", "MistralForCausalLM", 0, 0},      /* Mistral Small 3.1 / 3.2 */
+    {"Mistral3ForConditionalGeneration", "ministral3", "Ministral3ForCausalLM", 0, 0}, /* Ministral 3, Magistral 2512 */
+    {"LlavaForConditionalGeneration", "llama", "LlamaForCausalLM", 0, 0},             /* LLaVA 1.5 */
+    {"LlavaForConditionalGeneration", "mistral", "MistralForCausalLM", 0, 0},         /* Pixtral 12B */
+    {"InternVLForConditionalGeneration", "qwen3", "Qwen3ForCausalLM", 0, 0},          /* InternVL 3.5 (-hf) */
+    {"InternVLForConditionalGeneration", "qwen2", "Qwen2ForCausalLM", 0, 0},          /* InternVL 3 (-hf) */
+    {"Qwen2VLForConditionalGeneration", "qwen2_vl_text", "Qwen2ForCausalLM", 0, 1},      /* Qwen2-VL */
+    {"Qwen2_5_VLForConditionalGeneration", "qwen2_5_vl_text", "Qwen2ForCausalLM", 0, 1}, /* Qwen2.5-VL */
+    {"Qwen3VLForConditionalGeneration", "qwen3_vl_text", "Qwen3ForCausalLM", 0, 1},      /* Qwen3-VL (dense) */
 };
 
-/* config.json of a vision-language checkpoint (architectures[0] one of sd_vlm_wrappers) -> *out, the
- * configuration of its language model as transformers' multimodal class builds it: text_config, its class
- * from its model_type, tie_word_embeddings from the top level (the wrapper's, default true, is what
- * transformers ties by), the special ids from the top level when text_config has none. *out NULL: not such a
- * checkpoint. */
-static specdec_status sd_cfg_vlm_text(const cJSON *root, const char *fname, cJSON **out, sd_errbuf *eb) {
-    *out = NULL;
-    const cJSON *archs = sd_json_member(root, "architectures");
-    if (!cJSON_IsArray(archs) || !cJSON_IsString(archs->child)) return SPECDEC_OK;
-    size_t w = 0, nw = sizeof sd_vlm_wrappers / sizeof sd_vlm_wrappers[0];
-    while (w < nw && strcmp(archs->child->valuestring, sd_vlm_wrappers[w].wrapper)) w++;
-    if (w == nw) return SPECDEC_OK;
-    SD_TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
-    const cJSON *tc = sd_json_member(root, "text_config");
-    if (!cJSON_IsObject(tc))
-        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: %s needs an object 'text_config' (its language model)", fname,
-                       sd_vlm_wrappers[w].wrapper);
+/* Qwen-VL's rope dictionary as the plain rope it is on text: rope_type "mrope" -> "default", its sections gone. */
+static void sd_vlm_plain_rope(cJSON *t) {
+    static const char *const keys[2] = {"rope_scaling", "rope_parameters"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *r = cJSON_GetObjectItemCaseSensitive(t, keys[i]);
+        if (!cJSON_IsObject(r)) continue;
+        const cJSON *ty = cJSON_GetObjectItemCaseSensitive(r, "rope_type");
+        if (!ty) ty = cJSON_GetObjectItemCaseSensitive(r, "type");
+        if (cJSON_IsString(ty) && !strcmp(ty->valuestring, "mrope")) {
+            cJSON_DeleteItemFromObjectCaseSensitive(r, "type");
+            cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_type");
+            cJSON_AddStringToObject(r, "rope_type", "default");
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(r, "mrope_section");
+        cJSON_DeleteItemFromObjectCaseSensitive(r, "mrope_interleaved");
+    }
+}
+
+/* The text configuration of wrapper w (sd_vlm_wrappers) from root and its text_config tc -> *out. */
+static specdec_status sd_vlm_text_of(const cJSON *root, const cJSON *tc, size_t w, const char *fname, cJSON **out,
+                                     sd_errbuf *eb) {
     const cJSON *mt = sd_json_member(tc, "model_type");
+    const size_t nw = sizeof sd_vlm_wrappers / sizeof sd_vlm_wrappers[0];
     char known[160] = "";
     for (size_t k = w; k < nw && !strcmp(sd_vlm_wrappers[k].wrapper, sd_vlm_wrappers[w].wrapper); k++) {
         if (cJSON_IsString(mt) && !strcmp(mt->valuestring, sd_vlm_wrappers[k].text_type)) {
@@ -1197,9 +1207,10 @@ static specdec_status sd_cfg_vlm_text(const cJSON *root, const char *fname, cJSO
     }
     cJSON_DeleteItemFromObjectCaseSensitive(t, "architectures");
     cJSON_AddItemToObject(t, "architectures", arch);
-    const cJSON *tie = sd_raw(root, "tie_word_embeddings");
+    const cJSON *tie = sd_raw(root, "tie_word_embeddings"); /* absent: the wrapper class's default */
     cJSON_DeleteItemFromObjectCaseSensitive(t, "tie_word_embeddings");
-    cJSON_AddItemToObject(t, "tie_word_embeddings", tie ? cJSON_Duplicate(tie, 1) : cJSON_CreateTrue());
+    cJSON_AddItemToObject(t, "tie_word_embeddings",
+                          tie ? cJSON_Duplicate(tie, 1) : cJSON_CreateBool(!sd_vlm_wrappers[w].mrope));
     static const char *const ids[] = {"bos_token_id", "eos_token_id", "pad_token_id"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         if (!sd_raw(t, ids[i]) && sd_raw(root, ids[i]))
@@ -1208,8 +1219,38 @@ static specdec_status sd_cfg_vlm_text(const cJSON *root, const char *fname, cJSO
         cJSON_DeleteItemFromObjectCaseSensitive(t, "final_logit_softcapping");
         cJSON_AddNullToObject(t, "final_logit_softcapping");
     }
+    if (sd_vlm_wrappers[w].mrope) sd_vlm_plain_rope(t);
     *out = t;
     return SPECDEC_OK;
+}
+
+/* config.json of a vision-language checkpoint (architectures[0] one of sd_vlm_wrappers) -> *out, the
+ * configuration of its language model as transformers' multimodal class builds it: text_config (Qwen-VL's flat
+ * configs: the top level), its class from its model_type, tie_word_embeddings from the top level (the wrapper's,
+ * default true but for Qwen-VL's, is what transformers ties by), the special ids from the top level when
+ * text_config has none. *out NULL: not such a checkpoint. */
+static specdec_status sd_cfg_vlm_text(const cJSON *root, const char *fname, cJSON **out, sd_errbuf *eb) {
+    *out = NULL;
+    const cJSON *archs = sd_json_member(root, "architectures");
+    if (!cJSON_IsArray(archs) || !cJSON_IsString(archs->child)) return SPECDEC_OK;
+    size_t w = 0, nw = sizeof sd_vlm_wrappers / sizeof sd_vlm_wrappers[0];
+    while (w < nw && strcmp(archs->child->valuestring, sd_vlm_wrappers[w].wrapper)) w++;
+    if (w == nw) return SPECDEC_OK;
+    SD_TRY(sd_json_check_unique(root, "the top-level object", fname, eb));
+    const cJSON *tc = sd_json_member(root, "text_config");
+    if (!tc && sd_vlm_wrappers[w].mrope) { /* a flat Qwen-VL config: its top level, as text_config of that type */
+        cJSON *flat = cJSON_Duplicate(root, 1);
+        if (!flat) return sd_fail(eb, SPECDEC_ERR_OUT_OF_MEMORY, "%s: out of memory", fname);
+        cJSON_DeleteItemFromObjectCaseSensitive(flat, "model_type");
+        cJSON_AddStringToObject(flat, "model_type", sd_vlm_wrappers[w].text_type);
+        const specdec_status st = sd_vlm_text_of(root, flat, w, fname, out, eb);
+        cJSON_Delete(flat);
+        return st;
+    }
+    if (!cJSON_IsObject(tc))
+        return sd_fail(eb, SPECDEC_ERR_FORMAT, "%s: %s needs an object 'text_config' (its language model)", fname,
+                       sd_vlm_wrappers[w].wrapper);
+    return sd_vlm_text_of(root, tc, w, fname, out, eb);
 }
 
 specdec_status sd_config_parse(const char *json, size_t len, const char *fname, sd_config *cfg, sd_errbuf *eb) {

@@ -146,13 +146,18 @@ static specdec_status sd_open_sharded(sd_loader *L, const cJSON **wm_out, cJSON 
 }
 
 /* Builds the name-sorted table of all tensors of all files; a name in two files is an error. */
-/* A vision-language checkpoint's tensor `name` as its language model's (cfg.vlm_text): the names the Hub's
- * files carry (language_model.model.*, language_model.lm_head.*) and transformers 5's module names
- * (model.language_model.*, lm_head.*) lose their prefix; the offset of the language model's name in `name`,
- * or -1 for the vision tower's and the projector's tensors (never loaded). "lm_head." itself (offset 0). */
+/* A vision-language checkpoint's tensor `name` as its language model's (cfg.vlm_text) into out: the names the
+ * Hub's files carry (language_model.model.*, language_model.lm_head.*; Qwen-VL's: model.* and lm_head.* as a text
+ * model's) and transformers 5's module names (model.language_model.*, lm_head.*) lose their prefix. 1, or -1 for
+ * the vision tower's and the projector's tensors (never loaded), 0 when out is too small. */
 static int sd_vlm_name(const char *name, char *out, size_t cap) {
+    static const char *const vision[] = {"vision_tower.", "model.vision_tower.", "multi_modal_projector.",
+                                         "model.multi_modal_projector.", "visual.", "model.visual."};
+    for (size_t i = 0; i < sizeof vision / sizeof vision[0]; i++)
+        if (!strncmp(name, vision[i], strlen(vision[i]))) return -1;
     static const char *const pre[][2] = {{"language_model.model.", "model."}, {"language_model.lm_head.", "lm_head."},
-                                         {"model.language_model.", "model."}, {"lm_head.", "lm_head."}};
+                                         {"model.language_model.", "model."}, {"lm_head.", "lm_head."},
+                                         {"model.", "model."}};
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++) {
         const size_t n = strlen(pre[i][0]);
         if (!strncmp(name, pre[i][0], n)) return snprintf(out, cap, "%s%s", pre[i][1], name + n) < (int)cap;

@@ -18,8 +18,10 @@ weights, a vision tower of one tiny layer), saved by save_pretrained, with
 
 and "<name>_modules": the same checkpoint under transformers 5's module names (model.language_model.*,
 lm_head.weight, model.vision_tower.*, model.multi_modal_projector.*), which transformers reads too (checked:
-the same logits); "vlm_mistral3_sharded": the Hub's layout, two shards and model.safetensors.index.json whose
-weight_map names the vision tower's tensors too. Checks (the script stops when one fails): the
+the same logits; Qwen3-VL saves these names itself: no copy); "vlm_mistral3_sharded": the Hub's layout, two
+shards and model.safetensors.index.json whose weight_map names the vision tower's tensors too; "vlm_qwen2_5_vl_flat":
+the Hub's Qwen2.5-VL config.json, flat (no text_config; rope_scaling {"type": "mrope", ...}), read by transformers to
+the same logits. Checks (the script stops when one fails): the
 top-2 margin of every row exceeds gen_model_fixtures.MARGIN; the language model alone (the text class built
 from text_config with the language weights) gives the same logits as the multimodal class (within 1e-5) —
 but for what the multimodal class does not apply: Gemma 3's final_logit_softcapping (set in vlm_gemma3's
@@ -107,14 +109,63 @@ def internvl():
     return cfg, transformers.InternVLForConditionalGeneration, transformers.Qwen3ForCausalLM, False, {}
 
 
+def qwen2_5_vl():
+    """Qwen2.5-VL: a Qwen2-like text model (head_dim hidden / heads = 8) whose multimodal rope (sections 1 / 1 / 2
+    of the 4 rotary pairs) is the plain rope on text; untied at the top (the class's default false), text_config
+    saying tied."""
+    text = transformers.Qwen2_5_VLTextConfig(**{**TEXT, "head_dim": None}, rope_parameters={
+        "rope_type": "mrope", "mrope_section": [1, 1, 2], "rope_theta": 1e6}, tie_word_embeddings=True)
+    vision = transformers.Qwen2_5_VLVisionConfig(depth=1, hidden_size=16, intermediate_size=32, num_heads=2,
+                                                 out_hidden_size=32, fullatt_block_indexes=[0])
+    cfg = transformers.Qwen2_5_VLConfig(text_config=text.to_dict(), vision_config=vision.to_dict(), image_token_id=V - 1,
+                                        video_token_id=V - 2, vision_start_token_id=V - 3, vision_end_token_id=V - 4)
+    return cfg, transformers.Qwen2_5_VLForConditionalGeneration, transformers.Qwen2ForCausalLM, False, \
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 1e6}, "head_dim": 8, "model_type": "qwen2"}
+
+
+def qwen3_vl():
+    """Qwen3-VL (dense): a Qwen3 text model (q / k norms) with the interleaved multimodal rope, plain on text."""
+    text = transformers.Qwen3VLTextConfig(**TEXT, rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                                    "mrope_interleaved": True, "rope_theta": 5e6})
+    vision = transformers.Qwen3VLVisionConfig(depth=1, hidden_size=16, intermediate_size=32, num_heads=2,
+                                              out_hidden_size=32, deepstack_visual_indexes=[0], num_position_embeddings=16)
+    cfg = transformers.Qwen3VLConfig(text_config=text.to_dict(), vision_config=vision.to_dict(), image_token_id=V - 1,
+                                     video_token_id=V - 2, vision_start_token_id=V - 3, vision_end_token_id=V - 4)
+    return cfg, transformers.Qwen3VLForConditionalGeneration, transformers.Qwen3ForCausalLM, False, \
+        {"rope_parameters": {"rope_type": "default", "rope_theta": 5e6}, "model_type": "qwen3"}
+
+
 FIXTURES = {"vlm_gemma3": gemma3, "vlm_mistral3": mistral3, "vlm_ministral3": ministral3, "vlm_llava": llava,
-            "vlm_internvl": internvl}
+            "vlm_internvl": internvl, "vlm_qwen2_5_vl": qwen2_5_vl, "vlm_qwen3_vl": qwen3_vl}
 SEEDS = {"vlm_gemma3": 61, "vlm_mistral3": 62, "vlm_ministral3": 63, "vlm_llava": 64,
-         "vlm_internvl": 65}  # fixed: a new fixture changes no other
+         "vlm_internvl": 65, "vlm_qwen2_5_vl": 66, "vlm_qwen3_vl": 68}  # fixed: a new fixture changes no other
 
 # the Hub's names -> transformers 5's module names
-MODULES = [("language_model.model.", "model.language_model."), ("language_model.lm_head.", "lm_head."),
-           ("vision_tower.", "model.vision_tower."), ("multi_modal_projector.", "model.multi_modal_projector.")]
+MODULES = [("model.language_model.", "model.language_model."), ("model.visual.", "model.visual."),  # already
+           ("language_model.model.", "model.language_model."), ("language_model.lm_head.", "lm_head."),
+           ("vision_tower.", "model.vision_tower."), ("multi_modal_projector.", "model.multi_modal_projector."),
+           ("visual.", "model.visual."), ("model.", "model.language_model.")]  # the last two: Qwen-VL's names
+
+
+def to_modules(k):
+    """A tensor's name under transformers 5's module names."""
+    for a, b in MODULES:
+        if k.startswith(a):
+            return b + k[len(a):]
+    return k
+
+
+def text_weights(sd):
+    """The language model's tensors of a checkpoint in the Hub's names, under a text model's names."""
+    out = {}
+    for k, v in sd.items():
+        if k.startswith("language_model."):
+            out[k[len("language_model."):]] = v
+        elif k.startswith("model.language_model."):  # (Qwen3-VL saves its module names)
+            out["model." + k[len("model.language_model."):]] = v
+        elif (k.startswith("model.") or k.startswith("lm_head.")) and not k.startswith("model.visual."):
+            out[k] = v  # Qwen2-VL / Qwen2.5-VL: the language model's names are a text model's
+    return out
 
 
 def logits_of(d, cls):
@@ -149,16 +200,34 @@ def write(out, name, seed):
     with open(os.path.join(tmp, "config.json"), "w") as f:
         json.dump({**cfg.text_config.to_dict(), **text_edits, "architectures": [text_cls.__name__],
                    "tie_word_embeddings": cfg.tie_word_embeddings}, f)
-    save_file({k[len("language_model."):]: v for k, v in sd.items() if k.startswith("language_model.")},
-              os.path.join(tmp, "model.safetensors"))
+    save_file(text_weights(sd), os.path.join(tmp, "model.safetensors"))
     with torch.no_grad():
         alone = logits_of(tmp, text_cls)(input_ids=torch.tensor([ids])).logits[0].float().numpy()
     shutil.rmtree(tmp)
     if np.abs(alone - logits).max() > 1e-5:
         sys.exit(f"{name}: the language model alone differs from the multimodal class ({np.abs(alone - logits).max():.2e})")
-    names = [d, d + "_modules"] + ([d + "_sharded"] if name == "vlm_mistral3" else [])
+    modules = any(k != to_modules(k) for k in sd)  # Qwen3-VL saves the module names: no second copy
+    names = [d] + ([d + "_modules"] if modules else []) + ([d + "_sharded"] if name == "vlm_mistral3" else []) + \
+        ([d + "_flat"] if name == "vlm_qwen2_5_vl" else [])
     for dd in names:
-        if dd.endswith("_sharded"):  # the Hub's layout: two shards and model.safetensors.index.json (the
+        if dd.endswith("_flat"):  # the Hub's Qwen2.5-VL configs: no text_config, its keys at the top level
+            shutil.rmtree(dd, ignore_errors=True)
+            os.makedirs(dd)
+            shutil.copy(os.path.join(d, "model.safetensors"), dd)
+            with open(os.path.join(d, "config.json")) as f:
+                top = json.load(f)
+            tc = top.pop("text_config")
+            flat = {**{k: v for k, v in tc.items() if k != "model_type"}, **top}
+            flat["rope_scaling"] = {"type": "mrope", "mrope_section": tc["rope_parameters"]["mrope_section"]}
+            flat["rope_theta"] = tc["rope_parameters"]["rope_theta"]
+            del flat["rope_parameters"]
+            with open(os.path.join(dd, "config.json"), "w") as f:
+                json.dump(flat, f, indent=2)
+            with torch.no_grad():
+                back = logits_of(dd, vlm_cls)(input_ids=torch.tensor([ids])).logits[0].float().numpy()
+            if np.abs(back - logits).max() > 1e-6:
+                sys.exit(f"{name}_flat: transformers reads the flat config to other logits")
+        elif dd.endswith("_sharded"):  # the Hub's layout: two shards and model.safetensors.index.json (the
             # vision tower's tensors in its weight_map too)
             shutil.rmtree(dd, ignore_errors=True)
             os.makedirs(dd)
@@ -178,13 +247,7 @@ def write(out, name, seed):
             shutil.rmtree(dd, ignore_errors=True)
             os.makedirs(dd)
             shutil.copy(os.path.join(d, "config.json"), dd)
-            renamed = {}
-            for k, v in sd.items():
-                for a, b in MODULES:
-                    if k.startswith(a):
-                        k = b + k[len(a):]
-                        break
-                renamed[k] = v
+            renamed = {to_modules(k): v for k, v in sd.items()}
             save_file(renamed, os.path.join(dd, "model.safetensors"), metadata={"format": "pt"})
             with torch.no_grad():
                 back = logits_of(dd, vlm_cls)(input_ids=torch.tensor([ids])).logits[0].float().numpy()
@@ -193,7 +256,7 @@ def write(out, name, seed):
         logits.astype("<f4").tofile(os.path.join(dd, "logits.f32"))
         with open(os.path.join(dd, "ids.txt"), "w") as f:
             f.write(" ".join(str(i) for i in ids) + "\n")
-    print(f"{name}: {len(sd)} tensors ({sum(1 for k in sd if 'language_model' in k or k.startswith('lm_head'))} of the "
+    print(f"{name}: {len(sd)} tensors ({len(text_weights(sd))} of the "
           f"language model); language model alone vs multimodal {np.abs(alone - logits).max():.1e}; "
           f"min top-2 margin {(top2[:, 1] - top2[:, 0]).min():.2e}")
     return {os.path.basename(n): f"{os.path.basename(n)} {T} {V} {T}\n" for n in names}

@@ -926,6 +926,16 @@ static void vlm_configs(void) {
                  c.tie_word_embeddings == 1,
              "ministral3 vlm (the class's default rope): %s (beta %g, orig %d)", eb.msg, (double)c.q_pos_beta,
              c.q_pos_orig);
+    /* Qwen2.5-VL as the Hub has it: flat (the top level is the language model's), rope_scaling "mrope" = the plain
+     * rope on text, untied unless the top level says (the class's default) */
+    snprintf(j, sizeof j, "{\"architectures\": [\"Qwen2_5_VLForConditionalGeneration\"], \"model_type\": \"qwen2_5_vl\", "
+             "\"rope_theta\": 1000000.0, \"rope_scaling\": {\"type\": \"mrope\", \"mrope_section\": [1, 1, 2]}, "
+             "\"vision_config\": {\"depth\": 1}, %s}", text);
+    st = sd_config_parse(j, strlen(j), "vlm", &c, &eb);
+    SD_CHECK(st == SPECDEC_OK && c.vlm_text && c.arch == SD_ARCH_QWEN2 && c.rope_type == SD_ROPE_DEFAULT &&
+                 c.rope_theta == 1e6f && c.tie_word_embeddings == 0,
+             "qwen2.5-vl flat: %s (rope %d, theta %g, tie %d)", eb.msg, (int)c.rope_type, (double)c.rope_theta,
+             c.tie_word_embeddings);
     static const struct { const char *what, *json, *fragment; specdec_status want; } refused[] = {
         {"llama text", "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"text_config\": "
                        "{\"model_type\": \"llama\"}}", "'llama' is not supported (specdec runs its language model "
@@ -934,8 +944,10 @@ static void vlm_configs(void) {
          SPECDEC_ERR_FORMAT},
         {"quantized", "{\"architectures\": [\"Mistral3ForConditionalGeneration\"], \"quantization_config\": {}, "
                       "\"text_config\": {\"model_type\": \"mistral\"}}", "quantized", SPECDEC_ERR_UNSUPPORTED},
-        {"other wrapper", "{\"architectures\": [\"Qwen2_5_VLForConditionalGeneration\"], \"text_config\": {}}",
+        {"other wrapper", "{\"architectures\": [\"Llama4ForConditionalGeneration\"], \"text_config\": {}}",
          "is not supported", SPECDEC_ERR_UNSUPPORTED},
+        {"qwen2.5-vl, other text", "{\"architectures\": [\"Qwen2_5_VLForConditionalGeneration\"], \"text_config\": "
+                                   "{\"model_type\": \"qwen2\"}}", "'qwen2' is not supported", SPECDEC_ERR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         sd_err_clear(&eb);
