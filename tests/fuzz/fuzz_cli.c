@@ -71,8 +71,14 @@ static void sd_fcli_generate(int argc, char **argv) {
                         !memcmp(o.logit_bias, o2.logit_bias, (size_t)o.gp.n_logit_bias * sizeof *o.logit_bias));
         sd_fuzz_require(!o.gp.n_stop_token_ids || !memcmp(o.stop_token_ids, o2.stop_token_ids,
                                                           (size_t)o.gp.n_stop_token_ids * sizeof *o.stop_token_ids));
+        /* --allowed-token-ids: the same ids in each parse's own array */
+        sd_fuzz_require(o.gp.n_allowed_token_ids == o2.gp.n_allowed_token_ids &&
+                        (!o.gp.n_allowed_token_ids ||
+                         !memcmp(o.gp.allowed_token_ids, o2.gp.allowed_token_ids,
+                                 (size_t)o.gp.n_allowed_token_ids * sizeof *o.gp.allowed_token_ids)));
         /* same options both times (NaN floats compare by bits; the lists' pointers aside) */
         o2.gp.logit_bias = o.gp.logit_bias, o2.gp.stop_token_ids = o.gp.stop_token_ids;
+        o2.gp.allowed_token_ids = o.gp.allowed_token_ids;
         sd_fuzz_require(!memcmp(&o.gp, &o2.gp, sizeof o.gp) && !memcmp(&o.ep, &o2.ep, sizeof o.ep));
         sd_fuzz_require(o.n_stops == o2.n_stops && o.prompt == o2.prompt);
     }
