@@ -39,6 +39,8 @@ typedef struct gguf_arch {
 static const gguf_arch gguf_archs[] = {
     {"llama", "LlamaForCausalLM", "llama", 1, 0},
     {"qwen2", "Qwen2ForCausalLM", "qwen2", 0, 0},
+    {"qwen2vl", "Qwen2ForCausalLM", "qwen2", 0, 0}, /* Qwen2-VL / Qwen2.5-VL's text: its sectioned rope is the plain
+                                                       rope on text positions (rope.dimension_sections not read) */
     {"qwen3", "Qwen3ForCausalLM", "qwen3", 0, 0},
     {"qwen2moe", "Qwen2MoeForCausalLM", "qwen2_moe", 0, 0},
     {"qwen3moe", "Qwen3MoeForCausalLM", "qwen3_moe", 0, 0},
@@ -696,7 +698,7 @@ static specdec_status gguf_config(gguf_ctx *x, const gguf_arch *a, const uint8_t
     const int has_bias = sd_gguf_find_tensor(x->g, "blk.0.attn_q.bias") != NULL;
     if (!strcmp(a->name, "qwen2moe")) cJSON_AddBoolToObject(x->cfg, "qkv_bias", has_bias);
     else if (!strcmp(a->name, "ernie4_5")) cJSON_AddBoolToObject(x->cfg, "use_bias", has_bias);
-    else if (strcmp(a->name, "qwen2")) cJSON_AddBoolToObject(x->cfg, "attention_bias", has_bias);
+    else if (strcmp(a->name, "qwen2") && strcmp(a->name, "qwen2vl")) cJSON_AddBoolToObject(x->cfg, "attention_bias", has_bias);
     gguf_special_ids(x, emb->ne[1]);
     if (!strcmp(a->name, "phi3")) { /* its window as the checkpoint defines it (llama.cpp currently ignores it) */
         int64_t win = 0;
@@ -877,7 +879,7 @@ static specdec_status gguf_arch_of(const sd_gguf *g, const char *path, const ggu
             return SPECDEC_OK;
         }
     return sd_fail(NULL, SPECDEC_ERR_UNSUPPORTED, "%s: GGUF general.architecture '%.*s' is not supported (llama, "
-                   "qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, olmoe, "
+                   "qwen2, qwen2vl, qwen3, qwen2moe, qwen3moe, phi3, gemma, gemma2, gemma3, gpt-oss, smollm3, olmo2, olmoe, "
                    "granite, granitemoe, glm4, glm4moe, ernie4_5, exaone4 and deepseek2 GGUF files load; other families load from their Hugging Face checkpoint)", path,
                    (int)(s.len < 64 ? s.len : 64), s.s);
 }

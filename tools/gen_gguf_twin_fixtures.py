@@ -147,6 +147,11 @@ FIXTURES = {
     # the MLP in IQ4_NL (random blocks: gguf-py does not quantize to it)
     "gguf_gemma3": dict(src="gemma3_swa6", arch="gemma3", edits={},
                         types={"attn": Q.Q5_1, "dense": Q.IQ4_NL, "out": Q.Q4_0}),
+    # Qwen2.5-VL's text as llama.cpp writes it ("qwen2vl": qwen2's tensors, rope.dimension_sections): the reference
+    # the plain rope, which the sectioned rope is on text; q / k / v biases, tied; no window (Qwen2.5-VL's is off)
+    "gguf_qwen2vl": dict(src="qwen2_window", arch="qwen2vl", moe=False,
+                         edits={"use_sliding_window": False, "layer_types": ["full_attention"] * 3},
+                         types={"attn": Q.Q8_0, "dense": Q.Q4_1, "out": Q.Q8_0}),
     # the codebook types IQ1-IQ3 (256-value blocks: a source 256 wide), one a projection; random blocks
     "gguf_qwen3_iq": dict(src="qwen3_wide", arch="qwen3", edits={}, moe=False,
                           types={"attn_q": Q.IQ2_XXS, "attn_k": Q.IQ2_XS, "attn_v": Q.IQ2_S,
@@ -531,6 +536,9 @@ def write_gguf(path, spec, cfg, tensors):
     if spec["arch"] not in ("phi3", "gpt-oss", "olmo2", "olmoe", "glm4", "glm4moe", "ernie4_5", "exaone4", "deepseek2") + GEMMA \
             + LLAMA_LIKE and spec.get("moe", True):
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+    if spec["arch"] == "qwen2vl":  # Qwen2VLModel: the rotary pairs' sections (time / height / width / 0)
+        half = (cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]) // 2
+        w.add_rope_dimension_sections([half - 2 * (half // 3), half // 3, half // 3, 0])
     if spec["arch"] == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
     if spec["arch"] in ("granite", "granitemoe"):  # GraniteModel: the multipliers as *_scale keys
