@@ -122,7 +122,6 @@ typedef struct sd_ngram_state {
 /* The n-gram drafter's cross-request corpus (core/sd_ngram_corpus.c; docs/DRAFTERS.md "Across
  * requests"): finished generations' tokens, searched after the sequence itself. Thread-safe. */
 typedef struct sd_ngram_corpus sd_ngram_corpus;
-#define SD_NGRAM_CORPUS_MAX_TOKENS (1 << 26) /* specdec_engine_params.ngram_corpus_tokens' bound */
 #define SD_NGRAM_CORPUS_MAX_ENTRIES 65536
 /* A match in the corpus: the suffix length n it shares with the sequence, and the len tokens that followed it
  * there (copied out: the corpus may change after the scan). */
@@ -130,7 +129,7 @@ typedef struct sd_ngram_found {
     int32_t n, len;
     int32_t tok[SPECDEC_MAX_DRAFT];
 } sd_ngram_found;
-/* A corpus of at most cap_tokens tokens (1 .. SD_NGRAM_CORPUS_MAX_TOKENS). */
+/* A corpus of at most cap_tokens tokens (1 .. SPECDEC_MAX_NGRAM_CORPUS_TOKENS). */
 specdec_status sd_ngram_corpus_create(int64_t cap_tokens, sd_ngram_corpus **out, sd_errbuf *eb);
 void sd_ngram_corpus_free(sd_ngram_corpus *c); /* NULL: no-op */
 /* A finished generation tokens[0..n) (its prompt tokens[0..n_prompt)): its output, with the last SD_NGRAM_MAX

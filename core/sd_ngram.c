@@ -290,8 +290,8 @@ static void ngram_plan_chain(sd_round_slot *x) {
     int32_t k = 0;
     if (ngram_scan(s->tokens, s->length, s->ngram_min, s->ngram_max, 1, &e, &n) > 0)
         from = s->tokens + e + 1, k = s->length - 1 - e;
-    sd_ngram_found f;
-    if (ngram_corpus_scan(s, 1, &f) == 1 && f.n > n) /* a longer match across requests */
+    sd_ngram_found f; /* a longer match across requests (none can be when the sequence's is ngram_max long) */
+    if (n < s->ngram_max && ngram_corpus_scan(s, 1, &f) == 1 && f.n > n)
         from = f.tok, k = f.len, n = f.n;
     if (!from) return;
     if (k > s->shape.depth) k = s->shape.depth;

@@ -66,9 +66,9 @@ static const corpus_entry *corpus_entry_of(const sd_ngram_corpus *c, int64_t seq
 
 specdec_status sd_ngram_corpus_create(int64_t cap_tokens, sd_ngram_corpus **out, sd_errbuf *eb) {
     *out = NULL;
-    if (cap_tokens < 1 || cap_tokens > SD_NGRAM_CORPUS_MAX_TOKENS)
+    if (cap_tokens < 1 || cap_tokens > SPECDEC_MAX_NGRAM_CORPUS_TOKENS)
         return sd_fail(eb, SPECDEC_ERR_INVALID_ARGUMENT, "n-gram corpus: %lld tokens (1 .. %d)", (long long)cap_tokens,
-                       SD_NGRAM_CORPUS_MAX_TOKENS);
+                       SPECDEC_MAX_NGRAM_CORPUS_TOKENS);
     sd_ngram_corpus *c = sd_calloc(1, sizeof *c);
     uint32_t buckets = 1024; /* about one per two tokens, at most 2^21 (chains grow beyond) */
     while (buckets < (1u << 21) && (int64_t)buckets * 2 < cap_tokens) buckets *= 2;

@@ -47,6 +47,8 @@
 #define SPECDEC_MAX_TREE_NODES 64
 /* Most threads specdec_engine_params.cpu_threads (or SPECDEC_CPU_THREADS) may ask for. */
 #define SPECDEC_MAX_CPU_THREADS 256
+/* Most tokens specdec_engine_params.ngram_corpus_tokens may ask for (since 0.5.10). */
+#define SPECDEC_MAX_NGRAM_CORPUS_TOKENS (1 << 26)
 /* Most EOS ids a model config may list. */
 #define SPECDEC_MAX_EOS 8
 

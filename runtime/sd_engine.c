@@ -185,10 +185,10 @@ static specdec_status sd_engine_check_params(const specdec_engine_params *p) {
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
                        "specdec_engine_create: cpu_threads = %d outside [0, %d] (0 = default)", (int)p->cpu_threads,
                        SPECDEC_MAX_CPU_THREADS);
-    if (p->ngram_corpus_tokens < 0 || p->ngram_corpus_tokens > SD_NGRAM_CORPUS_MAX_TOKENS)
+    if (p->ngram_corpus_tokens < 0 || p->ngram_corpus_tokens > SPECDEC_MAX_NGRAM_CORPUS_TOKENS)
         return sd_fail(NULL, SPECDEC_ERR_INVALID_ARGUMENT,
                        "specdec_engine_create: ngram_corpus_tokens = %d outside [0, %d] (0 = none)",
-                       (int)p->ngram_corpus_tokens, SD_NGRAM_CORPUS_MAX_TOKENS);
+                       (int)p->ngram_corpus_tokens, SPECDEC_MAX_NGRAM_CORPUS_TOKENS);
     return SPECDEC_OK;
 }
 

@@ -134,7 +134,7 @@ static int fgen_make_engine(sd_fuzz_in *in, fgen_engine *fe) {
     if ((f >> 5) == 5) ep.reserved[b % (sizeof ep.reserved / sizeof ep.reserved[0])] = 1;
     ep.cuda_keep_f32 = (f >> 4) & 1;
     if ((f >> 5) == 3) { /* the n-gram corpus (0.5.10): a size, or out of range (refused) */
-        const int32_t nc[6] = {1, 64, 4096, -1, (1 << 26) + 1, INT32_MIN};
+        const int32_t nc[6] = {1, 64, 4096, -1, SPECDEC_MAX_NGRAM_CORPUS_TOKENS + 1, INT32_MIN};
         ep.ngram_corpus_tokens = nc[b % 6];
     }
     if ((f >> 5) == 4) { /* CPU threads: 1-3, or out of range (refused) */
@@ -145,7 +145,7 @@ static int fgen_make_engine(sd_fuzz_in *in, fgen_engine *fe) {
     /* n_ctx beyond max_position_embeddings (FCTX, both models): refused since 0.4 */
     int valid = ep.n_ctx >= 0 && ep.n_ctx <= FCTX && ep.max_batch >= 0 && ep.cuda_device >= 0 && (f >> 5) != 6 &&
                 (f >> 5) != 5 && draft_kind != 2 && ep.cpu_threads >= 0 && ep.cpu_threads <= SPECDEC_MAX_CPU_THREADS &&
-                ep.ngram_corpus_tokens >= 0 && ep.ngram_corpus_tokens <= (1 << 26);
+                ep.ngram_corpus_tokens >= 0 && ep.ngram_corpus_tokens <= SPECDEC_MAX_NGRAM_CORPUS_TOKENS;
     int cuda_ok = specdec_cuda_device_count() > 0;
     unsigned allowed = 1u << SPECDEC_ERR_INVALID_ARGUMENT | 1u << SPECDEC_ERR_MODEL_MISMATCH;
     if (ep.backend == SPECDEC_BACKEND_CUDA && !cuda_ok) valid = 0, allowed |= 1u << SPECDEC_ERR_BACKEND_UNAVAILABLE;

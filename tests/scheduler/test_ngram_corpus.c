@@ -22,7 +22,7 @@
 static void corpus_unit(void) {
     sd_ngram_corpus *c = NULL;
     SD_CHECK(sd_ngram_corpus_create(0, &c, NULL) == SPECDEC_ERR_INVALID_ARGUMENT && !c, "0 tokens refused");
-    SD_CHECK(sd_ngram_corpus_create(SD_NGRAM_CORPUS_MAX_TOKENS + 1LL, &c, NULL) == SPECDEC_ERR_INVALID_ARGUMENT && !c,
+    SD_CHECK(sd_ngram_corpus_create(SPECDEC_MAX_NGRAM_CORPUS_TOKENS + 1LL, &c, NULL) == SPECDEC_ERR_INVALID_ARGUMENT && !c,
              "2^26 + 1 tokens refused");
     SD_CHECK(sd_ngram_corpus_create(20, &c, NULL) == SPECDEC_OK && c, "create");
     if (!c) return;
@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
     specdec_engine_free(en);
     for (int k = 0; k < 2; k++) {
         specdec_engine *bad = NULL;
-        ep.ngram_corpus_tokens = k ? SD_NGRAM_CORPUS_MAX_TOKENS + 1 : -1;
+        ep.ngram_corpus_tokens = k ? SPECDEC_MAX_NGRAM_CORPUS_TOKENS + 1 : -1;
         SD_CHECK(specdec_engine_create(e.tm, NULL, &ep, &bad) == SPECDEC_ERR_INVALID_ARGUMENT && !bad &&
                      strstr(specdec_last_error(), "ngram_corpus_tokens"),
                  "ngram_corpus_tokens %d refused: %s", (int)ep.ngram_corpus_tokens, specdec_last_error());

@@ -83,7 +83,7 @@ static int gen_numeric(cli_gen_opts *o, const char *a, const char *v, int *ok) {
     } else if (cli_is(a, "--threads", "-t", NULL)) {
         if (!(r = cli_parse_long(v, 0, SPECDEC_MAX_CPU_THREADS, &n))) o->ep.cpu_threads = (int32_t)n;
     } else if (cli_is(a, "--ngram-corpus", NULL, NULL)) {
-        if (!(r = cli_parse_long(v, 0, 1 << 26, &n))) o->ep.ngram_corpus_tokens = (int32_t)n;
+        if (!(r = cli_parse_long(v, 0, SPECDEC_MAX_NGRAM_CORPUS_TOKENS, &n))) o->ep.ngram_corpus_tokens = (int32_t)n;
     } else if (cli_is(a, "--temp", NULL, NULL)) {
         r = cli_parse_float(v, &o->gp.temperature);
         o->temp_given = 1;

@@ -160,7 +160,7 @@ static int serve_option(sd_server_config *c, int argc, char **argv, int *i) {
     else if (!strcmp(a, "--threads") || !strcmp(a, "-t"))
         bad = serve_long(v, 0, SPECDEC_MAX_CPU_THREADS, &n), c->cpu_threads = (int)n;
     else if (!strcmp(a, "--draft")) bad = serve_long(v, 0, SPECDEC_MAX_DRAFT, &n), c->n_draft = (int)n;
-    else if (!strcmp(a, "--ngram-corpus")) bad = serve_long(v, 0, 1 << 26, &n), c->ngram_corpus_tokens = (int)n;
+    else if (!strcmp(a, "--ngram-corpus")) bad = serve_long(v, 0, SPECDEC_MAX_NGRAM_CORPUS_TOKENS, &n), c->ngram_corpus_tokens = (int)n;
     else if (!strcmp(a, "--speculative-config")) c->speculative_config = v;
     else if (!strcmp(a, "--chat-template")) {
         if (!sd_server_chat_template_known(v)) {
